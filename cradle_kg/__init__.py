@@ -1,0 +1,1 @@
+"""cradle-kg: a governed execution runtime for AI agents."""

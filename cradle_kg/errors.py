@@ -1,0 +1,151 @@
+"""The one error tree of cradle-kg.
+
+Outcomes are data, failures are exceptions: a deny, a needs_clarification, a SHACL
+violation or a failed verification is a *record*. These exceptions are raised only when
+no decision can be made at all — and then the gate fails closed.
+
+    CradleError
+    ├── InputError                  bad input from a user or an agent (CLI exit 2)
+    │   ├── ProposalError           a proposal that is not well-formed
+    │   ├── ManifestError           a pack manifest that is missing, malformed or names a missing file
+    │   ├── RdfParseError           Turtle / TriG / N-Triples / N-Quads / JSON-LD that does not parse
+    │   ├── QueryError              SPARQL that does not parse, or a refused query (update, SERVICE)
+    │   └── UnknownNameError        an unknown tool, identity, run, record kind, pack or query
+    ├── PolicyError                 a Cedar policy set that does not parse or validate
+    ├── JournalError                the journal cannot be opened or written
+    │   └── ChainBrokenError        the hash chain does not verify (names the first broken event)
+    ├── IdempotencyConflictError    one idempotency key reused for a different input
+    ├── ToolError                   a tool raised, or returned output that breaks its contract
+    ├── VerifierError               a verifier raised
+    ├── ShapesError                 a shapes graph that cannot be loaded
+    ├── OntologyError               the ontology cannot be checked
+    │   └── JavaMissingError        the OWL reasoner needs Java and there is none
+    ├── ApprovalError               an approval that cannot be given (self-approval, expired, ...)
+    ├── ReplayDivergenceError       strict replay differs from the journal (names the event)
+    └── BudgetExceededError         a spending limit was reached (carries the reason code)
+
+Messages follow Cedar's guide: lowercase, no final period, user values in backticks,
+context chained with colons; hints are kept apart in ``hint``.
+"""
+
+from __future__ import annotations
+
+
+class CradleError(Exception):
+    """Base class of every error cradle-kg raises on purpose."""
+
+    #: a short, stable, machine-readable code (shown in JSON outputs)
+    code: str = "cradle_error"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def to_dict(self) -> dict[str, str]:
+        out = {"error": self.code, "message": self.message}
+        if self.hint:
+            out["hint"] = self.hint
+        return out
+
+
+class InputError(CradleError):
+    code = "input_error"
+
+
+class ProposalError(InputError):
+    code = "invalid_proposal"
+
+
+class ManifestError(InputError):
+    code = "invalid_manifest"
+
+
+class RdfParseError(InputError):
+    """RDF that does not parse; ``file`` and ``line`` say where, when known."""
+
+    code = "rdf_parse_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = file or "<input>"
+        if line is not None:
+            where = f"{where}:{line}"
+        super().__init__(f"{where}: {message}", hint=hint)
+        self.file = file
+        self.line = line
+
+
+class QueryError(InputError):
+    code = "invalid_query"
+
+
+class UnknownNameError(InputError):
+    code = "unknown_name"
+
+
+class PolicyError(CradleError):
+    code = "policy_error"
+
+
+class JournalError(CradleError):
+    code = "journal_error"
+
+
+class ChainBrokenError(JournalError):
+    code = "chain_broken"
+
+    def __init__(self, message: str, *, seq: int, event_id: str | None) -> None:
+        super().__init__(message)
+        self.seq = seq
+        self.event_id = event_id
+
+
+class IdempotencyConflictError(CradleError):
+    code = "idempotency_conflict"
+
+
+class ToolError(CradleError):
+    code = "tool_error"
+
+
+class VerifierError(CradleError):
+    code = "verifier_error"
+
+
+class ShapesError(CradleError):
+    code = "shapes_error"
+
+
+class OntologyError(CradleError):
+    code = "ontology_error"
+
+
+class JavaMissingError(OntologyError):
+    code = "java_missing"
+
+
+class ApprovalError(CradleError):
+    code = "approval_error"
+
+
+class ReplayDivergenceError(CradleError):
+    code = "replay_divergence"
+
+    def __init__(self, message: str, *, seq: int | None = None) -> None:
+        super().__init__(message)
+        self.seq = seq
+
+
+class BudgetExceededError(CradleError):
+    code = "budget_exceeded"
+
+    def __init__(self, message: str, *, reason_code: str) -> None:
+        super().__init__(message)
+        self.reason_code = reason_code

@@ -1,0 +1,1 @@
+"""The graph floor: vocabulary, projection, store, SHACL, queries, OWL."""

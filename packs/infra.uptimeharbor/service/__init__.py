@@ -1,0 +1,1 @@
+"""The UptimeHarbor service: its source, the fixture repository and the environments."""

@@ -1,0 +1,1 @@
+"""Tools of the pack: plain typed functions plus their contracts."""

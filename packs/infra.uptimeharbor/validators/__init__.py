@@ -1,0 +1,1 @@
+"""Closed-world validators of the flow rules."""

@@ -1,0 +1,1 @@
+"""Independent verifiers of the pack."""

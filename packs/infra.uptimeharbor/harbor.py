@@ -17,7 +17,6 @@ from typing import Any
 
 from cradle_kg.errors import InputError, UnknownNameError
 
-from .probe import ProbeResult
 from .service.envs import EnvManager, check_env
 from .state import State, StateStore, now_iso
 
@@ -41,7 +40,7 @@ class Harbor:
 
 
 # -- incidents ------------------------------------------------------------------------
-def open_incident(h: Harbor, env: str, observation: ProbeResult) -> dict[str, Any]:
+def open_incident(h: Harbor, env: str, observation: Mapping[str, Any]) -> dict[str, Any]:
     """Record an incident from a *failing* probe; the probe becomes the incident's test."""
     check_env(env)
     if observation["healthy"]:

@@ -66,7 +66,7 @@ def run_tests(h: Harbor, commit: str, *, timeout_s: float = TEST_TIMEOUT_S) -> d
         export_tree(h.repo, sha, workdir)
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "unittest", "discover", "-s", "tests", "-t", "."],
+                [sys.executable, "-m", "unittest", "discover", "-s", "tests"],
                 cwd=workdir,
                 capture_output=True,
                 text=True,

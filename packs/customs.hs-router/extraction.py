@@ -1,0 +1,224 @@
+"""Stage 1 — extraction: free OCR text → candidate facts, each with the matched span.
+
+An extractor only reports what the text states. Every candidate carries the source
+``extractor:<name>@<version>`` and the exact span of text it came from; nothing not stated
+becomes a candidate. Units are left as written — normalisation converts them.
+
+``KeywordExtractor`` is the deterministic default. ``LlmExtractor`` calls an injected model
+client (``request dict -> response dict``), records every request and response, and keeps a
+model's candidate only when its quoted evidence occurs verbatim in the description.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .models import SPECS, CandidateFact, Evidence, ModelCall, Value
+
+ModelClient = Callable[[dict[str, Any]], dict[str, Any]]
+_NUM = r"(\d+(?:[.,]\d+)?)"
+
+
+class Extractor(Protocol):
+    name: str
+    version: str
+
+    def extract(self, text: str) -> list[CandidateFact]: ...
+
+
+def parse_number(raw: str) -> float:
+    """``0,9`` → 0.9; ``1,500`` (three digits after the comma) → 1500."""
+    if "," in raw:
+        head, tail = raw.split(",", 1)
+        raw = head + tail if len(tail) == 3 else f"{head}.{tail}"
+    return float(raw)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    predicate: str
+    regex: re.Pattern[str]
+    value: Value | None = None  # fixed value; None = read number group 1 and unit group 2
+
+
+def _p(predicate: str, regex: str, value: Value | None = None) -> Pattern:
+    return Pattern(predicate, re.compile(regex, re.IGNORECASE), value)
+
+
+_UAV_WORDS = (
+    r"unmanned aerial vehicles?|unmanned aircraft|unmanned helicopters?|UAVs?|UAS|RPAS|"
+    r"drones?|quadcopters?|multicopters?|hexacopters?|octocopters?"
+)
+_CRAFT_WORDS = (
+    rf"{_UAV_WORDS}|helicopters?|aeroplanes?|airplanes?|aircraft|gliders?|balloons?|dirigibles?"
+)
+_UNIT_MASS = r"(kg|g|t)\b"
+_UNIT_LEN = r"(km|m|mi|nmi)\b"
+_UNIT_DUR = r"(min(?:utes?)?|h(?:ours?|rs?)?|s(?:ec(?:onds?)?)?)\b"
+_UNIT_VOL = r"(ml|l|litres?|liters?)\b"
+_UNIT_SPEED = r"(km/h|kmh|m/s|knots|kn)(?![\w/])"
+
+# Part phrases come first: the words they consume ("propellers for drones") are not
+# read again as the product itself.
+PART_PATTERNS: tuple[Pattern, ...] = (
+    _p("product_type", rf"\b(?:spare\s+)?(?:propellers?|rotor blades?|rotors?)\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b", "propeller_or_rotor"),
+    _p("product_type", rf"\b(?:undercarriages?|landing gears?)\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b", "undercarriage"),
+    _p("product_type", rf"\b(?:spare\s+)?parts?\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b", "aircraft_part"),
+)
+PRODUCT_PATTERNS: tuple[Pattern, ...] = (
+    _p("product_type", rf"\b(?:{_UAV_WORDS})\b", "unmanned_aerial_vehicle"),
+    _p("product_type", r"(?<!unmanned )\bhelicopters?\b", "helicopter"),
+    _p("product_type", r"(?<!unmanned )\b(?:aeroplanes?|airplanes?)\b", "aeroplane"),
+    _p("product_type", r"\b(?:hang[- ])?gliders?\b|\bsailplanes?\b", "glider"),
+    _p("product_type", r"\b(?:hot[- ]air|gas)\s+balloons?\b|\bdirigibles?\b", "balloon_or_dirigible"),
+)
+# Negative statements first, so "not BVLOS" is not also read as "BVLOS".
+ATTRIBUTE_PATTERNS: tuple[Pattern, ...] = (
+    _p("beyond_visual_line_of_sight", r"\b(?:not|no|without)\s+(?:BVLOS|beyond[- ]visual[- ]line[- ]of[- ]sight)\b", False),
+    _p("beyond_visual_line_of_sight", r"\bwithin\s+(?:the\s+)?visual\s+line\s+of\s+sight\b|\bVLOS\b", False),
+    _p("beyond_visual_line_of_sight", r"\bBVLOS\b|\bbeyond[- ]visual[- ]line[- ]of[- ]sight\b|\bout of (?:the )?direct (?:natural )?vision\b", True),
+    _p("autonomous_flight", r"\b(?:no|without)\s+autonomous\s+(?:flight|navigation|mode)\b", False),
+    _p("autonomous_flight", r"\bautonomous\s+(?:flight|navigation|mode)\b|\bwaypoint navigation\b|\bpre-?programmed flight\b", True),
+    _p("remote_controlled_only", r"\bremote[- ]controlled\s+(?:flight\s+)?only\b", True),
+    _p("passenger_carriage", r"\bnot\s+(?:designed\s+)?for\s+(?:the\s+)?carriage\s+of\s+passengers\b|\bno\s+passengers\b", False),
+    _p("passenger_carriage", r"\bcarriage\s+of\s+passengers\b|\bpassenger[- ]carrying\b|\bpassenger\s+drones?\b|\bair\s+taxi\b", True),
+    _p("aerosol_capacity", r"\b(?:no|without)\s+(?:aerosol|spray(?:ing)?)\s+(?:dispensing\s+)?(?:system|mechanism|tank)\b", 0.0),
+    _p("maximum_takeoff_weight", rf"\b(?:MTOW|max(?:imum|\.)?\s*take[- ]?off\s*(?:weight|mass))\s*(?:of|:|=|is)?\s*{_NUM}\s*{_UNIT_MASS}"),
+    _p("unladen_weight", rf"\b(?:unladen|empty)\s+weight\s*(?:of|:|=|is)?\s*{_NUM}\s*{_UNIT_MASS}"),
+    _p("maximum_range", rf"\b(?:max(?:imum|\.)?\s+)?range\s*(?:of|:|=|is|up to)?\s*{_NUM}\s*{_UNIT_LEN}"),
+    _p("maximum_range", rf"\b{_NUM}\s*{_UNIT_LEN}\s+range\b"),
+    _p("endurance", rf"\b(?:max(?:imum|\.)?\s+)?(?:flight time|endurance|flight duration)\s*(?:of|:|=|is|up to)?\s*{_NUM}\s*{_UNIT_DUR}"),
+    _p("aerosol_capacity", rf"\b(?:spray(?:ing)?|aerosol|pesticide)\s+(?:dispensing\s+)?(?:tank|system|capacity)\s*(?:capacity)?\s*(?:of|:|=|is)?\s*{_NUM}\s*{_UNIT_VOL}"),
+    _p("gust_tolerance", rf"\b(?:wind|gust)s?\s+(?:resistance|tolerance)\s*(?:of|:|=|is|up to)?\s*{_NUM}\s*{_UNIT_SPEED}"),
+)
+
+
+def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
+    return any(span[0] < end and start < span[1] for start, end in taken)
+
+
+@dataclass
+class KeywordExtractor:
+    """Deterministic regex/keyword extractor (the default)."""
+
+    name: str = "keyword"
+    version: str = "1.0.0"
+
+    @property
+    def source(self) -> str:
+        return f"extractor:{self.name}@{self.version}"
+
+    def extract(self, text: str) -> list[CandidateFact]:
+        out: list[CandidateFact] = []
+        taken: list[tuple[int, int]] = []
+        for group in (PART_PATTERNS, PRODUCT_PATTERNS, ATTRIBUTE_PATTERNS):
+            for pattern in group:
+                for match in pattern.regex.finditer(text):
+                    span = match.span()
+                    if _overlaps(span, taken):
+                        continue
+                    taken.append(span)
+                    out.append(self._candidate(pattern, match))
+                    if pattern.predicate == "product_type" and pattern.value in (
+                        "propeller_or_rotor", "undercarriage", "aircraft_part"
+                    ):
+                        out.extend(self._part_of(match))
+        return sorted(out, key=lambda c: (c.evidence.start or 0, c.predicate))
+
+    def _candidate(self, pattern: Pattern, match: re.Match[str]) -> CandidateFact:
+        evidence = Evidence.make(self.source, match.group(0), match.start(), match.end())
+        if pattern.value is not None:
+            unit = "l" if pattern.predicate == "aerosol_capacity" else None
+            return CandidateFact(
+                predicate=pattern.predicate, value=pattern.value, unit=unit,
+                source=self.source, evidence=evidence,
+            )
+        return CandidateFact(
+            predicate=pattern.predicate, value=parse_number(match.group(1)),
+            unit=match.group(2), source=self.source, evidence=evidence,
+        )
+
+    def _part_of(self, match: re.Match[str]) -> list[CandidateFact]:
+        """The craft a part is for, read from inside the part phrase itself."""
+        phrase = match.group(0)
+        for pattern in PRODUCT_PATTERNS:
+            inner = pattern.regex.search(phrase)
+            if inner is not None and isinstance(pattern.value, str):
+                start = match.start() + inner.start()
+                evidence = Evidence.make(self.source, inner.group(0), start, start + len(inner.group(0)))
+                return [CandidateFact(predicate="part_of", value=pattern.value, unit=None,
+                                      source=self.source, evidence=evidence)]
+        return []
+
+
+@dataclass
+class LlmExtractor:
+    """Extractor plug-in backed by an injected model client; every call is recorded.
+
+    The client receives ``{"model", "system", "input", "response_format"}`` and must answer
+    ``{"output": "<JSON text>"}`` where the JSON is ``{"facts": [{"predicate", "value",
+    "unit", "evidence"}]}``. A candidate is kept only if its predicate is a known attribute
+    and its ``evidence`` is a verbatim substring of the description; the others are listed
+    in ``dropped`` with the reason — a model's unsupported claim never becomes a fact.
+    """
+
+    client: ModelClient
+    model: str
+    name: str = "llm"
+    version: str = "1.0.0"
+    recorded: bool = False
+    calls: list[ModelCall] = field(default_factory=list)
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def source(self) -> str:
+        return f"extractor:{self.name}:{self.model}@{self.version}"
+
+    def request_for(self, text: str) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "system": (
+                "Extract only attributes the text states. For each, quote the exact span "
+                "as `evidence`. Allowed predicates: " + ", ".join(sorted(SPECS)) + "."
+            ),
+            "input": text,
+            "response_format": "json",
+        }
+
+    def extract(self, text: str) -> list[CandidateFact]:
+        request = self.request_for(text)
+        response = self.client(request)
+        self.calls.append(ModelCall(stage="extraction", component=self.source,
+                                    recorded=self.recorded, request=request, response=response))
+        try:
+            items = json.loads(str(response["output"]))["facts"]
+        except (KeyError, TypeError, ValueError) as exc:
+            self.dropped.append({"item": response, "reason": f"unreadable response: {exc}"})
+            return []
+        return [c for c in (self._candidate(text, item) for item in items) if c is not None]
+
+    def _candidate(self, text: str, item: Mapping[str, Any]) -> CandidateFact | None:
+        predicate, quote = item.get("predicate"), item.get("evidence")
+        if predicate not in SPECS:
+            self.dropped.append({"item": dict(item), "reason": "unknown predicate"})
+            return None
+        if not isinstance(quote, str) or not quote or quote not in text:
+            self.dropped.append({"item": dict(item), "reason": "evidence not found in text"})
+            return None
+        value = item.get("value")
+        if not isinstance(value, bool | int | float | str):
+            self.dropped.append({"item": dict(item), "reason": "value is not a scalar"})
+            return None
+        start = text.index(quote)
+        unit = item.get("unit")
+        return CandidateFact(
+            predicate=str(predicate),
+            value=float(value) if isinstance(value, int) and not isinstance(value, bool) else value,
+            unit=str(unit) if unit is not None else None,
+            source=self.source,
+            evidence=Evidence.make(self.source, quote, start, start + len(quote)),
+        )

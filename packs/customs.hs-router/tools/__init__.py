@@ -1,0 +1,1 @@
+"""Tools of the pack: read-only nomenclature lookup and the classification run."""

@@ -1,0 +1,1 @@
+"""Closed-world validators of the pack's inputs and graph additions."""

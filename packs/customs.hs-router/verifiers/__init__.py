@@ -1,0 +1,1 @@
+"""Independent verifiers: each re-reads the pack's data files instead of trusting the outcome."""

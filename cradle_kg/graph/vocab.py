@@ -47,11 +47,12 @@ RULE_SHAPES: Final[dict[str, int]] = {f"{CRADLE_NS}Rule{n}Shape": n for n in ran
 CONTRACT_CLASSES: Final[tuple[str, ...]] = tuple(
     CRADLE_NS + name
     for name in (
-        "Agent Task Intent Proposal Plan Action Tool Observation Fact Evidence Policy "
-        "Permission Constraint Decision Verification StateTransition HumanApproval "
-        "AuditEvent Resource ResourceState Context RuntimeEvent DomainPack TrustedSource"
-    ).split()
-)
+        "Agent", "Task", "Intent", "Proposal", "Plan", "Action", "Tool", "Observation",
+        "Fact", "Evidence", "Policy", "Permission", "Constraint", "Decision",
+        "Verification", "StateTransition", "HumanApproval", "AuditEvent", "Resource",
+        "ResourceState", "Context", "RuntimeEvent", "DomainPack", "TrustedSource",
+    )
+)  # fmt: skip
 
 __all__ = [
     "CONTRACT_CLASSES",

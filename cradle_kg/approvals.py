@@ -1,0 +1,154 @@
+"""Human approvals: runtime objects with their own lifecycle, kept in the journal (§15).
+
+An approval is bound to one Decision **and** to the digest of the exact action (tool,
+target, arguments, environment). Its state is a projection of journal events whose
+subject is that digest:
+
+``approval.requested`` → ``approval.viewed``* → ``approval.decided`` → ``approval.consumed``
+
+Guarantees (each has a test that tries to break it):
+
+* the identity that proposed, the principal it acts for, and the agent itself can never
+  approve the action;
+* an approve-once is consumed by the first execution — the consumption claims a UNIQUE
+  key in the journal, so two executions cannot both use it, even from two processes;
+* an expired approval authorizes nothing; an approval for one digest authorizes no other;
+* approvers are configured with roles and scopes and authenticate with a token whose
+  sha256 is in the configuration.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .canonical import sha256_bytes
+from .config import RuntimeConfig
+from .errors import ApprovalError, UnknownNameError
+from .journal import Journal, NewEvent
+from .records import ApprovalStatus, HumanApproval
+
+
+@dataclass(frozen=True)
+class ApprovalState:
+    approval: HumanApproval
+    #: identities that may never approve it
+    excluded: tuple[str, ...]
+
+
+def token_hash(token: str) -> str:
+    return sha256_bytes(token.encode("utf-8"))
+
+
+def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
+    """Rebuild every approval of one action digest from its journal events."""
+    states: dict[str, ApprovalState] = {}
+    for ev in events:
+        p = ev.payload
+        if ev.kind == "approval.requested":
+            approval = HumanApproval.model_validate(p["approval"])
+            states[approval.id] = ApprovalState(approval, tuple(p.get("excluded", ())))
+        elif ev.kind == "approval.decided" and p["approval_id"] in states:
+            st = states[p["approval_id"]]
+            states[st.approval.id] = ApprovalState(
+                st.approval.model_copy(update={
+                    "status": ApprovalStatus(p["status"]),
+                    "approver_id": p["approver_id"],
+                    "decided_at": ev.at,
+                    "scope": p.get("scope") or st.approval.scope,
+                    "expires_at": (datetime.fromisoformat(p["expires_at"].replace("Z", "+00:00"))
+                                   if p.get("expires_at") else None),
+                    "once": bool(p.get("once", True)),
+                    "reason": p.get("reason"),
+                }),
+                st.excluded,
+            )
+        elif ev.kind == "approval.consumed" and p["approval_id"] in states:
+            st = states[p["approval_id"]]
+            states[st.approval.id] = ApprovalState(
+                st.approval.model_copy(update={"consumed": True}), st.excluded)
+    return states
+
+
+class ApprovalBook:
+    """Reads approvals from the journal; writes go through the journal too."""
+
+    def __init__(self, journal: Journal, config: RuntimeConfig) -> None:
+        self.journal = journal
+        self.config = config
+
+    def for_digest(self, digest: str) -> list[ApprovalState]:
+        return list(_fold(self.journal.events_for_subject("approval:" + digest)).values())
+
+    def usable(self, digest: str, now: datetime, proposer: str) -> HumanApproval | None:
+        """An approved, unexpired, unconsumed approval of this exact action, if any."""
+        for st in self.for_digest(digest):
+            a = st.approval
+            if a.status is not ApprovalStatus.APPROVED or a.approver_id is None:
+                continue
+            if a.approver_id in st.excluded or a.approver_id == proposer:
+                continue
+            if a.expires_at is not None and a.expires_at <= now:
+                continue
+            if a.once and a.consumed:
+                continue
+            return a
+        return None
+
+    def all(self) -> list[ApprovalState]:
+        digests: dict[str, None] = {}
+        for ev in self.journal.events_of_kind("approval.requested"):
+            digests[ev.subject] = None
+        out: list[ApprovalState] = []
+        for subject in digests:
+            out.extend(_fold(self.journal.events_for_subject(subject)).values())
+        return out
+
+    def get(self, approval_id: str) -> ApprovalState:
+        for st in self.all():
+            if st.approval.id == approval_id:
+                return st
+        raise UnknownNameError(f"unknown approval `{approval_id}`")
+
+    def authenticate(self, approver_id: str, token: str) -> None:
+        approver = self.config.approver(approver_id)
+        if approver is None:
+            raise ApprovalError(f"`{approver_id}` is not a configured approver")
+        if not hmac.compare_digest(token_hash(token), approver.token_hash):
+            raise ApprovalError(f"the token does not authenticate `{approver_id}`")
+
+    def decision_event(self, st: ApprovalState, *, approver_id: str, token: str,
+                       status: ApprovalStatus, now: datetime, once: bool = True,
+                       scope: str | None = None, until: datetime | None = None,
+                       reason: str | None = None) -> NewEvent:
+        """Check who may decide, and build the ``approval.decided`` event."""
+        self.authenticate(approver_id, token)
+        a = st.approval
+        if approver_id in st.excluded:
+            raise ApprovalError(
+                f"`{approver_id}` proposed this action (or acts for its proposer) "
+                "and cannot approve it")
+        if a.status is not ApprovalStatus.PENDING:
+            raise ApprovalError(f"approval `{a.id}` is already `{a.status}`")
+        approver = self.config.approver(approver_id)
+        assert approver is not None
+        wanted = scope or a.scope
+        if wanted and "*" not in approver.scopes and wanted not in approver.scopes:
+            raise ApprovalError(f"`{approver_id}` may not approve within scope `{wanted}`")
+        if until is not None and until <= now:
+            raise ApprovalError("the expiry time is already past")
+        if status is ApprovalStatus.REJECTED and not reason:
+            raise ApprovalError("a rejection needs a reason")
+        payload: dict[str, Any] = {
+            "approval_id": a.id, "status": str(status), "approver_id": approver_id,
+            "scope": wanted, "once": once,
+            "expires_at": until.isoformat() if until else None, "reason": reason,
+            "delay_seconds": round((now - a.requested_at).total_seconds(), 3),
+            "decision_id": a.decision_id,
+        }
+        return NewEvent(run_id=a.run_id, kind="approval.decided",
+                        subject="approval:" + a.action_digest, actor=approver_id, at=now,
+                        payload=payload)

@@ -1,0 +1,82 @@
+"""Canonical JSON and content hashes.
+
+Every hash in cradle-kg is ``sha256:<hex>`` over canonical JSON: keys sorted, no
+insignificant whitespace, UTF-8, datetimes as ISO-8601 UTC with a ``Z``. NaN and
+infinities are refused: they have no JSON form and would make two equal records hash
+differently on two machines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from datetime import UTC, date, datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel
+
+HASH_PREFIX = "sha256:"
+
+
+def to_jsonable(value: Any) -> Any:
+    """Turn pydantic models, datetimes, enums, tuples and sets into plain JSON values."""
+    if isinstance(value, BaseModel):
+        return to_jsonable(value.model_dump(mode="json", exclude_none=False))
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"canonical json keys must be strings: got `{key!r}`")
+            out[key] = to_jsonable(item)
+        return out
+    if isinstance(value, list | tuple):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, set | frozenset):
+        return sorted(to_jsonable(item) for item in value)
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return to_jsonable(value.value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"canonical json cannot hold `{value}`")
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise TypeError(f"canonical json cannot hold a value of type `{type(value).__name__}`")
+
+
+def canonical_json(value: Any) -> str:
+    """The one serialisation every hash is computed over."""
+    return json.dumps(
+        to_jsonable(value),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+
+
+def sha256_bytes(data: bytes) -> str:
+    return HASH_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def content_hash(value: Any) -> str:
+    """``sha256:<hex>`` of the canonical JSON of ``value``."""
+    return sha256_bytes(canonical_json(value).encode("utf-8"))
+
+
+def iso(moment: datetime) -> str:
+    """ISO-8601 in UTC with microseconds and a ``Z`` — the only time format we write."""
+    if moment.tzinfo is None:
+        raise ValueError("naive datetimes are not allowed: attach a timezone")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_iso(text: str) -> datetime:
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment

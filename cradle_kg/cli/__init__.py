@@ -1,0 +1,33 @@
+"""The ``cradle-kg`` command line: a thin face over the library.
+
+Exit codes, for every command: 0 done (and for ``submit``: executed and verified);
+1 a negative result (denied, failed verification, a broken chain, violations);
+2 the input could not be read or the command could not be carried out.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from ..errors import CradleError
+from . import approvals as approvals_cmds
+from . import core
+from .common import report_error
+
+app = typer.Typer(
+    name="cradle-kg",
+    help="A governed execution runtime for AI agents: agents propose, the runtime disposes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+core.install(app)
+approvals_cmds.install(app)
+
+
+def main() -> None:
+    try:
+        app()
+    except CradleError as exc:  # anything a command did not handle itself
+        report_error(exc)
+        raise SystemExit(2) from None

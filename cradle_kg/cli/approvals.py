@@ -1,0 +1,120 @@
+"""``cradle-kg approvals``: list, show, approve, reject, request changes.
+
+The approver authenticates with a token: ``--token`` or, better, ``$CRADLE_APPROVER_TOKEN``
+(so it does not land in the shell history).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import typer
+
+from ..canonical import parse_iso
+from ..errors import CradleError, InputError
+from ..records import ApprovalStatus
+from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
+from .core import open_runtime
+
+approvals_app = typer.Typer(help="Human approvals: list, show, decide.", no_args_is_help=True)
+
+TokenOpt = Annotated[str | None, typer.Option(
+    "--token", envvar="CRADLE_APPROVER_TOKEN", help="The approver's token.", show_default=False)]
+AsOpt = Annotated[str, typer.Option("--as", help="The approving identity.")]
+
+
+@approvals_app.command("list")
+def approvals_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+                   pending: Annotated[bool, typer.Option(help="Only pending ones.")] = False
+                   ) -> None:
+    """List approvals (newest last)."""
+    with open_runtime(home) as rt:
+        states = rt.approvals.all()
+    items = [s.approval for s in states
+             if not pending or s.approval.status is ApprovalStatus.PENDING]
+    if fmt is Format.JSON:
+        print_json([a.model_dump(mode="json") for a in items])
+        return
+    table("approvals", ["id", "status", "run", "proposal", "requested by", "approver", "scope"],
+          [[a.id, a.status.value, a.run_id, a.proposal_id, a.requested_by,
+            a.approver_id or "-", a.scope or "-"] for a in items])
+
+
+@approvals_app.command("show")
+def approvals_show(approval_id: str, home: HomeOpt = None,
+                   viewer: Annotated[str, typer.Option("--as", help="Who is looking.")] = "cli"
+                   ) -> None:
+    """Show one approval and the exact action it is bound to (the view is journaled)."""
+    with open_runtime(home) as rt:
+        try:
+            approval = rt.view_approval(approval_id, viewer=viewer)
+            proposal = rt._requested_proposal(approval)
+        except CradleError as exc:
+            fail(exc)
+    print_json({"approval": approval.model_dump(mode="json"),
+                "action": proposal.action.model_dump(mode="json"),
+                "proposed_by": proposal.agent_id})
+
+
+def _decide(approval_id: str, home: object, approver: str, token: str | None,
+            status: ApprovalStatus, **kw: object) -> None:
+    if not token:
+        fail(InputError("an approver token is required",
+                        hint="pass --token or set CRADLE_APPROVER_TOKEN"))
+    with open_runtime(home) as rt:  # type: ignore[arg-type]
+        try:
+            approval, outcome = rt.decide_approval(approval_id, approver_id=approver,
+                                                   token=token, status=status, **kw)  # type: ignore[arg-type]
+        except CradleError as exc:
+            fail(exc, code=1 if exc.code == "approval_error" else 2)
+    console.print(f"approval {approval.id}: {approval.status.value} by {approval.approver_id}",
+                  highlight=False)
+    if outcome is not None:
+        console.print(f"run {outcome.run_id} continued: {outcome.status.value}",
+                      highlight=False)
+
+
+def _until(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        return parse_iso(text)
+    except ValueError:
+        fail(InputError(f"`--until`: not an ISO-8601 time: `{text}`"))
+
+
+@approvals_app.command("approve")
+def approvals_approve(
+    approval_id: str, approver: AsOpt, home: HomeOpt = None, token: TokenOpt = None,
+    once: Annotated[bool, typer.Option("--once", help="Valid for one execution.")] = False,
+    scope: Annotated[str | None, typer.Option("--scope", help="Approve within a scope.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Expiry, ISO-8601.")] = None,
+) -> None:
+    """Approve the exact action; the waiting run continues by itself.
+
+    Without --scope or --until an approval is single-use (--once is the default).
+    """
+    single = once or (scope is None and until is None)
+    _decide(approval_id, home, approver, token, ApprovalStatus.APPROVED, once=single,
+            scope=scope, until=_until(until))
+
+
+@approvals_app.command("reject")
+def approvals_reject(approval_id: str, approver: AsOpt,
+                     reason: Annotated[str, typer.Option("--reason")],
+                     home: HomeOpt = None, token: TokenOpt = None) -> None:
+    """Reject the action, with a reason."""
+    _decide(approval_id, home, approver, token, ApprovalStatus.REJECTED, reason=reason)
+
+
+@approvals_app.command("request-changes")
+def approvals_request_changes(approval_id: str, approver: AsOpt,
+                              reason: Annotated[str, typer.Option("--reason")],
+                              home: HomeOpt = None, token: TokenOpt = None) -> None:
+    """Send the proposal back with the changes wanted."""
+    _decide(approval_id, home, approver, token, ApprovalStatus.CHANGES_REQUESTED, reason=reason)
+
+
+def install(app: typer.Typer) -> None:
+    app.add_typer(approvals_app, name="approvals")

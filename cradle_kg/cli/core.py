@@ -1,0 +1,188 @@
+"""Core commands: demo, submit, schema, audit verify, tools list, runs list/show/resume."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import CradleError, InputError, UnknownNameError
+from ..home import Home, resolve_home
+from ..journal import Journal
+from ..records import SCHEMAS, OutcomeStatus
+from ..runs import list_runs, show_run
+from ..runtime import Runtime
+from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
+
+audit_app = typer.Typer(help="Check the journal's integrity.", no_args_is_help=True)
+tools_app = typer.Typer(help="Registered tools and their contracts.", no_args_is_help=True)
+runs_app = typer.Typer(help="Runs: list, show, resume.", no_args_is_help=True)
+
+
+def open_runtime(home: Path | None) -> Runtime:
+    try:
+        return Runtime(resolve_home(home))
+    except CradleError as exc:
+        fail(exc)
+
+
+def open_journal(home: Path | None) -> Journal:
+    path = Home(resolve_home(home)).journal
+    if not path.exists():
+        fail(InputError(f"no journal at `{path}`", hint="run `cradle-kg demo` or pass --home"))
+    return Journal(path)
+
+
+def demo(home: HomeOpt = None) -> None:
+    """Run the end-to-end demo on the embedded default (SQLite journal + graph store)."""
+    from ..demo.scenario import DEMO_TOKENS, run_demo
+
+    root = resolve_home(home)
+    try:
+        steps = run_demo(root)
+    except CradleError as exc:
+        fail(exc)
+    rows = []
+    for step in steps:
+        o = step.outcome
+        mark = "ok" if o.status.value == step.expectation else "UNEXPECTED"
+        rows.append([mark, step.name, o.status.value + (" (replayed)" if o.replayed else ""),
+                     o.proposal_id, step.note])
+    table(f"cradle-kg demo - home {root}", ["", "step", "outcome", "proposal", "why"], rows)
+    with open_journal(root) as journal:
+        report = journal.verify()
+    console.print(f"journal: {report.events} events, head {report.head_hash[:23]}..., "
+                  f"chain {'intact' if report.intact else 'BROKEN'}", highlight=False)
+    console.print(f"demo approver tokens (demo only): {DEMO_TOKENS}", highlight=False)
+    console.print(f"next: cradle-kg audit verify --home {root}  |  "
+                  f"cradle-kg runs list --home {root}", highlight=False)
+    if any(s.outcome.status.value != s.expectation for s in steps) or not report.intact:
+        raise typer.Exit(1)
+
+
+def submit(
+    proposal_file: Annotated[str, typer.Argument(help="Proposal JSON file, or - for stdin.")],
+    home: HomeOpt = None,
+) -> None:
+    """Submit one proposal; print the outcome as JSON.
+
+    Exit 0 executed and verified; 1 denied, needs clarification, awaiting approval or
+    failed verification; 2 the input could not be read.
+    """
+    try:
+        text = sys.stdin.read() if proposal_file == "-" else Path(proposal_file).read_text(
+            encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(InputError(f"cannot read `{proposal_file}`: {exc}"))
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(InputError(f"`{proposal_file}`:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}"))
+    if not isinstance(raw, dict):
+        fail(InputError(f"`{proposal_file}`: a proposal is a JSON object"))
+    with open_runtime(home) as rt:
+        try:
+            outcome = rt.submit(raw)
+        except CradleError as exc:
+            fail(exc)
+    print_json(outcome.model_dump(mode="json"))
+    raise typer.Exit(0 if outcome.status is OutcomeStatus.EXECUTED else 1)
+
+
+def schema(name: Annotated[str, typer.Argument(help="Record name, e.g. Proposal.")] = "",
+           list_names: Annotated[bool, typer.Option("--list", help="List the names.")] = False
+           ) -> None:
+    """Print the JSON Schema of a record (Proposal, Decision, Verification, ...)."""
+    if list_names or not name:
+        for key in sorted(SCHEMAS):
+            console.print(key, highlight=False)
+        return
+    model = SCHEMAS.get(name)
+    if model is None:
+        fail(UnknownNameError(f"no record named `{name}`",
+                              hint="`cradle-kg schema --list` lists them"))
+    print_json(model.model_json_schema())
+
+
+@audit_app.command("verify")
+def audit_verify(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
+    """Recompute the hash chain; name the first broken event (exit 1), exit 0 when intact."""
+    with open_journal(home) as journal:
+        report = journal.verify()
+    if fmt is Format.JSON:
+        print_json({"intact": report.intact, "events": report.events,
+                    "head_hash": report.head_hash, "broken_seq": report.broken_seq,
+                    "broken_event": report.broken_id, "reason": report.reason})
+    elif report.intact:
+        console.print(f"intact: {report.events} events, head {report.head_hash}",
+                      highlight=False)
+    else:
+        console.print(f"BROKEN at seq {report.broken_seq} (event `{report.broken_id}`): "
+                      f"{report.reason}", highlight=False)
+    raise typer.Exit(0 if report.intact else 1)
+
+
+@tools_app.command("list")
+def tools_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
+    """List registered tools with their side-effect and idempotency classes."""
+    with open_runtime(home) as rt:
+        records = rt.tools.records()
+    if fmt is Format.JSON:
+        print_json([r.model_dump(mode="json") for r in records])
+        return
+    table("tools", ["id", "version", "side effect", "idempotency", "verifier", "scopes"],
+          [[r.id, r.version, r.side_effect_class.value, r.idempotency.value,
+            r.verifier or "-", ",".join(r.required_scopes)] for r in records])
+
+
+@runs_app.command("list")
+def runs_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
+    """List runs with their current status (a projection of the journal)."""
+    with open_journal(home) as journal:
+        runs = list_runs(journal)
+    if fmt is Format.JSON:
+        print_json([r.to_dict() for r in runs])
+        return
+    table("runs", ["run", "status", "proposals", "events", "updated"],
+          [[r.run_id, r.status, len(r.proposals), r.events, r.updated_at.isoformat()]
+           for r in runs])
+
+
+@runs_app.command("show")
+def runs_show(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
+    """Show one run: its status and the timeline of its events."""
+    with open_journal(home) as journal:
+        try:
+            summary, events = show_run(journal, run_id)
+        except CradleError as exc:
+            fail(exc)
+    if fmt is Format.JSON:
+        print_json({**summary.to_dict(),
+                    "timeline": [e.model_dump(mode="json") for e in events]})
+        return
+    console.print(f"run {summary.run_id}: {summary.status}", highlight=False)
+    table("timeline", ["seq", "at", "kind", "subject", "actor"],
+          [[e.seq, e.at.isoformat(), e.kind, e.subject, e.actor] for e in events])
+
+
+@runs_app.command("resume")
+def runs_resume(run_id: str, home: HomeOpt = None) -> None:
+    """Continue a run whose approval has been given (normally this happens by itself)."""
+    with open_runtime(home) as rt:
+        try:
+            outcomes = rt.resume(run_id)
+        except CradleError as exc:
+            fail(exc)
+    print_json([o.model_dump(mode="json") for o in outcomes])
+
+
+def install(app: typer.Typer) -> None:
+    app.command()(demo)
+    app.command()(submit)
+    app.command()(schema)
+    app.add_typer(audit_app, name="audit")
+    app.add_typer(tools_app, name="tools")
+    app.add_typer(runs_app, name="runs")

@@ -1,0 +1,90 @@
+"""Runtime configuration: identities, permissions, approvers, limits, environments.
+
+Lives in ``<home>/config.json`` (reviewable, versioned with the home). Every field has a
+closed-world default: an identity that is not declared does not act.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import InputError
+from .records import Agent, Permission
+
+
+class Approver(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    role: str = "approver"
+    #: scopes this approver may approve within ("*" for all)
+    scopes: tuple[str, ...] = ("*",)
+    #: sha256 of the approver's token (``sha256:<hex>``); the token itself is never stored
+    token_hash: str
+
+
+class Limit(BaseModel):
+    """A cost or rate limit; the strictest applicable one wins."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    scope: Literal["agent", "task", "tenant", "global"]
+    #: the agent, task or tenant it applies to; "*" for each of them separately
+    subject: str = "*"
+    window_seconds: int = Field(gt=0)
+    max_calls: int | None = Field(default=None, ge=0)
+    max_cost: float | None = Field(default=None, ge=0)
+
+
+class RuntimeConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agents: tuple[Agent, ...] = ()
+    permissions: tuple[Permission, ...] = ()
+    approvers: tuple[Approver, ...] = ()
+    limits: tuple[Limit, ...] = ()
+    #: environments that exist at all; anything else is refused by gate 1
+    environments: tuple[str, ...] = ("local", "staging", "production")
+    #: environments where every side effect needs a human approval
+    approval_environments: tuple[str, ...] = ("production",)
+    #: how old evidence may be, in seconds, to count as fresh
+    evidence_max_age_seconds: int = 7 * 24 * 3600
+    #: how old a verifier's read may be, in seconds, to count
+    verification_max_age_seconds: int = 300
+    #: repairs allowed per run before the outcome is "escalated"
+    repair_budget: int = 3
+    #: "module:function" entries called with the runtime to register tools, verifiers, ...
+    plugins: tuple[str, ...] = ()
+    #: domain packs to load (ids or folders)
+    packs: tuple[str, ...] = ()
+
+    def agent(self, agent_id: str) -> Agent | None:
+        return next((a for a in self.agents if a.id == agent_id), None)
+
+    def approver(self, approver_id: str) -> Approver | None:
+        return next((a for a in self.approvers if a.id == approver_id), None)
+
+
+def load_config(path: Path) -> RuntimeConfig:
+    if not path.exists():
+        return RuntimeConfig()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return RuntimeConfig.model_validate(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"`{path}`:{exc.lineno}: not valid JSON: {exc.msg}") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise InputError(f"`{path}`: `{loc}`: {first['msg'].lower()}") from exc
+
+
+def save_config(path: Path, config: RuntimeConfig) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(config.model_dump_json(indent=2), encoding="utf-8")
+    tmp.replace(path)

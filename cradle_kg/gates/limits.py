@@ -1,0 +1,53 @@
+"""Cost and rate limits (gate 1, check 9): per agent, task, tenant or globally, per window.
+
+Counts come from the journal itself (``action.intent`` events), so a limit holds across
+processes and restarts. Every applicable limit is checked; the strictest one that is
+exceeded is reported, with an explicit reason code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from ..config import Limit
+from ..journal import Journal
+from ..records import Agent
+
+
+_FIELD = {"agent": "agent", "task": "task_id", "tenant": "tenant"}
+
+
+def _applies(limit: Limit, *, agent: Agent, task_id: str, tenant: str) -> str | None:
+    """The subject this limit counts for, "" for a global limit, None if it does not apply."""
+    if limit.scope == "global":
+        return ""
+    subject = {"agent": agent.id, "task": task_id, "tenant": tenant}[limit.scope]
+    if limit.subject not in ("*", subject):
+        return None
+    return subject
+
+
+def limit_violation(limits: Sequence[Limit], *, journal: Journal, now: datetime, agent: Agent,
+                    task_id: str, tenant: str, cost: float) -> tuple[str, str] | None:
+    worst: tuple[float, str, str] | None = None
+    for limit in limits:
+        subject = _applies(limit, agent=agent, task_id=task_id, tenant=tenant)
+        if subject is None:
+            continue
+        since = now - timedelta(seconds=limit.window_seconds)
+        field = _FIELD.get(limit.scope)
+        used, spent = journal.usage_since(field=field, value=subject or None, since=since)
+        if limit.max_calls is not None and used + 1 > limit.max_calls:
+            headroom = limit.max_calls / limit.window_seconds
+            message = (f"rate limit reached: {limit.scope} `{subject or '*'}` made {used} call(s) "
+                       f"in {limit.window_seconds}s, limit {limit.max_calls}")
+            if worst is None or headroom < worst[0]:
+                worst = (headroom, f"rate_limit_{limit.scope}", message)
+        if limit.max_cost is not None and spent + cost > limit.max_cost:
+            headroom = limit.max_cost / limit.window_seconds
+            message = (f"cost limit reached: {limit.scope} `{subject or '*'}` would spend "
+                       f"{spent + cost:g} in {limit.window_seconds}s, limit {limit.max_cost:g}")
+            if worst is None or headroom < worst[0]:
+                worst = (headroom, f"cost_limit_{limit.scope}", message)
+    return None if worst is None else (worst[1], worst[2])

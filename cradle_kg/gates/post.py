@@ -1,0 +1,157 @@
+"""Gate 2 — the post-execution gate: nine checks on what really happened (§6).
+
+output schema · resource exists · expected state · domain invariants · no forbidden side
+effect · freshness of the verifying read · evidence completeness · postconditions ·
+compensation available
+
+The verifier reads the target through an independent path; the tool's own claim is
+never evidence. **A failed verification is a failure even when the tool said OK**, and
+``inconclusive`` never commits.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel
+
+from ..records import Action, ExecutionObservation, VerificationCheck, VerificationStatus
+from ..tools import ToolSpec
+from ..verifiers import VerifierRegistry, VerifierReport, VerifyRequest, combine
+
+V = VerificationStatus
+#: a domain invariant: (action, claimed output) -> list of broken invariants (messages)
+DomainInvariant = Callable[[Action, BaseModel | None], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class InvariantBinding:
+    tool_pattern: str
+    invariant: DomainInvariant
+    name: str
+
+
+@dataclass(frozen=True)
+class Gate2Result:
+    status: VerificationStatus
+    checks: tuple[VerificationCheck, ...]
+    report: VerifierReport | None
+    verifier_id: str
+    compensation: str | None
+
+
+def _check(name: str, status: VerificationStatus, detail: str = "") -> VerificationCheck:
+    return VerificationCheck(name=name, status=status, detail=detail)
+
+
+class Gate2:
+    def __init__(self, *, verifiers: VerifierRegistry, invariants: Sequence[InvariantBinding],
+                 max_read_age: timedelta) -> None:
+        self.verifiers = verifiers
+        self.invariants = invariants
+        self.max_read_age = max_read_age
+
+    def run(self, *, spec: ToolSpec, action: Action, arguments: BaseModel,
+            observation: ExecutionObservation, output: BaseModel | None,
+            output_error: str | None, started_at: datetime, now: datetime) -> Gate2Result:
+        checks: list[VerificationCheck] = []
+        if output_error is not None:
+            checks.append(_check("output_schema", V.FAILED, output_error))
+        else:
+            checks.append(_check("output_schema", V.VERIFIED, f"matches `{spec.ref}` output"))
+        report, verifier_id = self._read_back(spec, action, arguments, output, started_at, checks)
+        checks += self._from_report(report, expected=bool(spec.verifier))
+        checks.append(self._invariants(action, output))
+        checks.append(self._blast_radius(spec, observation))
+        checks.append(self._freshness(report, started_at, now))
+        checks.append(self._evidence(spec, report))
+        status = combine(c.status for c in checks)
+        compensation = spec.compensation_tool
+        if compensation:
+            checks.append(_check("compensation_available", V.VERIFIED,
+                                 f"compensation tool `{compensation}`"))
+        else:
+            checks.append(_check("compensation_available", V.VERIFIED,
+                                 "no compensation declared: a failure escalates to a human"))
+        return Gate2Result(status, tuple(checks), report, verifier_id, compensation)
+
+    def _read_back(self, spec: ToolSpec, action: Action, arguments: BaseModel,
+                   output: BaseModel | None, started_at: datetime,
+                   checks: list[VerificationCheck]) -> tuple[VerifierReport | None, str]:
+        if not spec.verifier:
+            # read-only tools change nothing; their result is an observation, not a fact
+            return None, ""
+        try:
+            fn = self.verifiers.get(spec.verifier)
+            report = fn(VerifyRequest(action=action, arguments=arguments,
+                                      claimed_output=output, executed_at=started_at))
+            if not isinstance(report, VerifierReport):
+                raise TypeError(f"returned `{type(report).__name__}`, not a VerifierReport")
+            return report, spec.verifier
+        except Exception as exc:  # INVARIANT: a verifier that raises verifies nothing
+            checks.append(_check("verifier", V.INCONCLUSIVE,
+                                 f"verifier `{spec.verifier}` raised: {type(exc).__name__}: {exc}"))
+            return None, spec.verifier
+
+    @staticmethod
+    def _from_report(report: VerifierReport | None, *, expected: bool) -> list[VerificationCheck]:
+        if report is None:
+            status, detail = ((V.INCONCLUSIVE, "no independent read")
+                              if expected else (V.VERIFIED, "read-only: nothing to read back"))
+            return [_check(n, status, detail)
+                    for n in ("resource_exists", "expected_state", "postconditions")]
+        by_name = {c.name: c for c in report.checks}
+        out = []
+        for name in ("resource_exists", "expected_state"):
+            got = by_name.pop(name, None)
+            out.append(got or _check(name, V.INCONCLUSIVE, "the verifier did not check it"))
+        post = list(by_name.values())
+        if post:
+            out.append(_check("postconditions", combine(c.status for c in post),
+                              "; ".join(f"{c.name}: {c.status}" +
+                                        (f" ({c.detail})" if c.detail else "") for c in post)))
+        else:
+            out.append(_check("postconditions", V.VERIFIED, "none declared"))
+        return out
+
+    def _invariants(self, action: Action, output: BaseModel | None) -> VerificationCheck:
+        broken: list[str] = []
+        for binding in self.invariants:
+            if fnmatch.fnmatchcase(action.action_type, binding.tool_pattern):
+                try:
+                    broken.extend(binding.invariant(action, output))
+                except Exception as exc:
+                    broken.append(f"invariant `{binding.name}` raised: {exc}")
+        if broken:
+            return _check("domain_invariants", V.FAILED, "; ".join(broken))
+        return _check("domain_invariants", V.VERIFIED)
+
+    @staticmethod
+    def _blast_radius(spec: ToolSpec, observation: ExecutionObservation) -> VerificationCheck:
+        outside = [e.resource for e in observation.side_effects if not spec.covers(e.resource)]
+        if outside:
+            return _check("no_forbidden_side_effect", V.FAILED,
+                          "side effects outside the declared blast radius: " + ", ".join(outside))
+        return _check("no_forbidden_side_effect", V.VERIFIED)
+
+    def _freshness(self, report: VerifierReport | None, started_at: datetime,
+                   now: datetime) -> VerificationCheck:
+        if report is None:
+            return _check("freshness", V.VERIFIED, "no read needed")
+        if report.read_at < started_at:
+            return _check("freshness", V.INCONCLUSIVE, "the verifying read predates the action")
+        if now - report.read_at > self.max_read_age:
+            return _check("freshness", V.INCONCLUSIVE, "the verifying read is too old")
+        return _check("freshness", V.VERIFIED)
+
+    @staticmethod
+    def _evidence(spec: ToolSpec, report: VerifierReport | None) -> VerificationCheck:
+        if report is None:
+            return _check("evidence_completeness", V.VERIFIED, "read-only: nothing to prove")
+        if not report.evidence:
+            return _check("evidence_completeness", V.INCONCLUSIVE,
+                          "the verifier kept no evidence of what it read")
+        return _check("evidence_completeness", V.VERIFIED)

@@ -1,0 +1,402 @@
+"""Gate 1 — the pre-execution gate: eleven checks, cheapest first (§6).
+
+structure · identity · permission · policies · domain preconditions · evidence ·
+approval · risk · cost and rate · target environment · idempotency
+
+Each check yields a :class:`CheckResult`. A deny, repair or clarify stops the gate (the
+remaining checks are recorded as ``not_evaluated``); an approval requirement is noted
+and the gate goes on, so a proposal that would be denied anyway is denied rather than
+sent to a human. The output is a :class:`RuntimeDecision` — never a bare boolean.
+
+Fail closed: any exception inside a check is a deny that names the check.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..canonical import canonical_json, content_hash
+from ..config import RuntimeConfig
+from ..errors import InputError
+from ..journal import Journal
+from ..policy import PolicyEngine, PolicyOutcome
+from ..records import (
+    Agent,
+    CheckResult,
+    CheckStatus,
+    PolicyResult,
+    Proposal,
+    RiskLevel,
+    SideEffectClass,
+    Verdict,
+)
+from ..tools import ToolRegistry, ToolSpec
+from .limits import limit_violation
+
+CHECKS = (
+    "structure",
+    "identity",
+    "permission",
+    "policies",
+    "domain_preconditions",
+    "evidence",
+    "approval",
+    "risk",
+    "cost_and_rate",
+    "environment",
+    "idempotency",
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a domain validator reports: a closed-world precondition that does not hold."""
+
+    code: str
+    message: str
+    verdict: Verdict = Verdict.DENY
+    missing_facts: tuple[str, ...] = ()
+
+
+DomainValidator = Callable[[Proposal, ToolSpec], Sequence[Finding]]
+
+
+@dataclass(frozen=True)
+class ValidatorBinding:
+    tool_pattern: str
+    validator: DomainValidator
+    name: str
+    pack: str | None = None
+
+
+@dataclass
+class GateInput:
+    """Everything gate 1 reads. It writes nothing."""
+
+    config: RuntimeConfig
+    tools: ToolRegistry
+    policies: PolicyEngine
+    journal: Journal
+    validators: Sequence[ValidatorBinding]
+    pack_versions: tuple[str, ...]
+    evidence_exists: Callable[[str], bool]
+    evidence_collected_at: Callable[[str], datetime | None]
+    approval_available: Callable[[str, datetime, str], bool]
+    now: datetime
+
+
+@dataclass
+class GateResult:
+    verdict: Verdict
+    checks: list[CheckResult]
+    reasons: list[str] = field(default_factory=list)
+    codes: list[str] = field(default_factory=list)
+    policy_results: tuple[PolicyResult, ...] = ()
+    required_actions: list[str] = field(default_factory=list)
+    missing_facts: list[str] = field(default_factory=list)
+    risk: RiskLevel = RiskLevel.LOW
+    approval_scope: str | None = None
+    idempotency_key: str = ""
+    input_hash: str = ""
+    action_digest: str = ""
+    #: the intent already recorded under this key, when the proposal is a repeat
+    recorded_intent_seq: int | None = None
+    spec: ToolSpec | None = None
+    arguments: BaseModel | None = None
+    obligations: PolicyOutcome | None = None
+
+
+class _Stop(Exception):
+    def __init__(self, verdict: Verdict, code: str, reasons: Sequence[str],
+                 missing: Sequence[str] = ()) -> None:
+        super().__init__(code)
+        self.verdict, self.code, self.reasons, self.missing = verdict, code, reasons, missing
+
+
+def input_hash_of(proposal: Proposal) -> str:
+    a = proposal.action
+    return content_hash(
+        {"tool": a.action_type, "target": a.target, "arguments": a.arguments,
+         "environment": a.environment, "dry_run": a.dry_run}
+    )
+
+
+def derive_idempotency_key(proposal: Proposal, input_hash: str) -> str:
+    """(run, step, attempt, input hash) → the key that travels to the tool."""
+    if proposal.action.idempotency_key:
+        return proposal.action.idempotency_key
+    return "idem:" + content_hash(
+        [proposal.effective_run_id, proposal.step, proposal.attempt, input_hash]
+    )[7:39]
+
+
+def assess_risk(proposal: Proposal, spec: ToolSpec, config: RuntimeConfig) -> RiskLevel:
+    cls = spec.side_effect_class
+    declared = proposal.action.risk_level or RiskLevel.LOW
+    if cls is SideEffectClass.IRREVERSIBLE:
+        return RiskLevel.HIGH
+    if proposal.action.environment in config.approval_environments and (
+        cls is not SideEffectClass.READ_ONLY
+    ):
+        return RiskLevel.HIGH
+    floor = RiskLevel.MEDIUM if cls is SideEffectClass.EXTERNAL_WRITE else RiskLevel.LOW
+    order = [RiskLevel.LOW, RiskLevel.MEDIUM, RiskLevel.HIGH]
+    return max(declared, floor, key=order.index)
+
+
+class Gate1:
+    def __init__(self, inputs: GateInput) -> None:
+        self.i = inputs
+
+    def run(self, proposal: Proposal) -> GateResult:
+        result = GateResult(verdict=Verdict.ALLOW, checks=[])
+        steps: list[tuple[str, Callable[[Proposal, GateResult], CheckResult]]] = [
+            ("structure", self._structure),
+            ("identity", self._identity),
+            ("permission", self._permission),
+            ("policies", self._policies),
+            ("domain_preconditions", self._domain),
+            ("evidence", self._evidence),
+            ("approval", self._approval),
+            ("risk", self._risk),
+            ("cost_and_rate", self._cost_and_rate),
+            ("environment", self._environment),
+            ("idempotency", self._idempotency),
+        ]
+        for index, (name, check) in enumerate(steps):
+            try:
+                result.checks.append(check(proposal, result))
+            except _Stop as stop:
+                self._stopped(result, name, stop, [n for n, _ in steps[index + 1:]])
+                return result
+            except Exception as exc:  # INVARIANT: a check that crashes denies
+                stop = _Stop(Verdict.DENY, f"{name}_error",
+                             [f"check `{name}` failed: {type(exc).__name__}: {exc}"])
+                self._stopped(result, name, stop, [n for n, _ in steps[index + 1:]])
+                return result
+        if any(c.code == "approval_required" for c in result.checks):
+            result.verdict = Verdict.REQUIRE_APPROVAL
+            result.required_actions.append("human_approval")
+        return result
+
+    @staticmethod
+    def _stopped(result: GateResult, name: str, stop: _Stop, rest: list[str]) -> None:
+        result.verdict = stop.verdict
+        result.reasons.extend(stop.reasons)
+        result.codes.append(stop.code)
+        result.missing_facts.extend(stop.missing)
+        result.checks.append(CheckResult(check=name, status=CheckStatus.FAIL,
+                                         reasons=tuple(stop.reasons), code=stop.code))
+        result.checks.extend(CheckResult(check=n, status=CheckStatus.NOT_EVALUATED) for n in rest)
+        if stop.verdict is Verdict.CLARIFY and stop.missing:
+            result.required_actions.append("provide: " + ", ".join(stop.missing))
+        if stop.verdict is Verdict.REPAIR:
+            result.required_actions.append("repair the proposal")
+
+    # --- the checks ------------------------------------------------------------
+
+    def _structure(self, p: Proposal, r: GateResult) -> CheckResult:
+        if not self.i.tools.has(p.action.action_type):
+            raise _Stop(Verdict.DENY, "unknown_tool",
+                        [f"`action.action_type`: unknown tool `{p.action.action_type}`"])
+        spec = self.i.tools.get(p.action.action_type)
+        size = len(canonical_json(p.action.arguments).encode("utf-8"))
+        if size > spec.max_argument_bytes:
+            raise _Stop(Verdict.DENY, "arguments_too_large",
+                        [f"`action.arguments`: {size} bytes, more than the "
+                         f"{spec.max_argument_bytes} allowed for `{spec.id}`"])
+        try:
+            r.arguments = spec.parse_arguments(p.action.arguments)
+        except InputError as exc:
+            raise _Stop(Verdict.DENY, "invalid_arguments", [exc.message]) from exc
+        if p.action.dry_run and not spec.supports_dry_run:
+            raise _Stop(Verdict.DENY, "dry_run_unsupported",
+                        [f"`action.dry_run`: tool `{spec.id}` does not support dry runs"])
+        r.spec = spec
+        r.input_hash = input_hash_of(p)
+        r.idempotency_key = derive_idempotency_key(p, r.input_hash)
+        r.action_digest = r.input_hash
+        return CheckResult(check="structure", status=CheckStatus.PASS)
+
+    def _agent(self, p: Proposal) -> Agent:
+        agent = self.i.config.agent(p.agent_id)
+        assert agent is not None  # checked by _identity
+        return agent
+
+    def _identity(self, p: Proposal, r: GateResult) -> CheckResult:
+        agent = self.i.config.agent(p.agent_id)
+        if agent is None:
+            raise _Stop(Verdict.DENY, "unknown_identity",
+                        [f"`agent_id`: unknown identity `{p.agent_id}`"])
+        if p.on_behalf_of and agent.acts_for and p.on_behalf_of != agent.acts_for:
+            raise _Stop(Verdict.DENY, "wrong_principal",
+                        [f"`on_behalf_of`: `{p.agent_id}` acts for `{agent.acts_for}`, "
+                         f"not `{p.on_behalf_of}`"])
+        return CheckResult(check="identity", status=CheckStatus.PASS)
+
+    def _permission(self, p: Proposal, r: GateResult) -> CheckResult:
+        assert r.spec is not None
+        agent = self._agent(p)
+        granted = any(
+            perm.subject == agent.id
+            and fnmatch.fnmatchcase(p.action.action_type, perm.action_type)
+            and fnmatch.fnmatchcase(p.action.target, perm.resource_selector)
+            for perm in self.i.config.permissions
+        )
+        if not granted:
+            raise _Stop(Verdict.DENY, "not_permitted",
+                        [f"`{agent.id}` holds no permission for `{p.action.action_type}` "
+                         f"on `{p.action.target}`"])
+        missing = sorted(set(r.spec.required_scopes) - set(agent.permitted_scopes))
+        if missing:
+            raise _Stop(Verdict.DENY, "missing_scope",
+                        [f"`{agent.id}` lacks scope(s) " + ", ".join(f"`{m}`" for m in missing)])
+        return CheckResult(check="permission", status=CheckStatus.PASS)
+
+    def cedar_context(self, p: Proposal, r: GateResult) -> dict[str, Any]:
+        assert r.spec is not None
+        agent = self._agent(p)
+        args = {k: v for k, v in p.action.arguments.items()
+                if isinstance(v, str | bool) or (isinstance(v, int) and abs(v) < 2**62)}
+        return {
+            "tool": r.spec.id,
+            "side_effect_class": str(r.spec.side_effect_class),
+            "environment": p.action.environment,
+            "declared_risk": str(p.action.risk_level or RiskLevel.LOW),
+            "tenant": p.tenant or agent.tenant,
+            "task_id": p.task_id,
+            "on_behalf_of": p.on_behalf_of or "",
+            "role": agent.role,
+            "dry_run": p.action.dry_run,
+            "evidence_count": len(p.evidence_refs),
+            "arguments": args,
+        }
+
+    def _policies(self, p: Proposal, r: GateResult) -> CheckResult:
+        agent = self._agent(p)
+        outcome: PolicyOutcome = self.i.policies.evaluate(
+            principal=("Agent", agent.id),
+            action=("Action", p.action.action_type),
+            resource=("Resource", p.action.target),
+            context=self.cedar_context(p, r),
+            entities=[{"uid": {"type": "Agent", "id": agent.id},
+                       "attrs": {"role": agent.role, "tenant": agent.tenant}, "parents": []}],
+        )
+        r.policy_results = outcome.determining
+        if outcome.errors:
+            raise _Stop(Verdict.DENY, "policy_error",
+                        ["a policy failed to evaluate (fail closed): " + e for e in outcome.errors])
+        if not outcome.allowed:
+            verdict = {"repair": Verdict.REPAIR, "clarify": Verdict.CLARIFY}.get(
+                outcome.on_deny or "", Verdict.DENY)
+            code = "no_permit" if not outcome.determining else "forbidden_by_policy"
+            raise _Stop(verdict, code, list(outcome.deny_reasons))
+        r.approval_scope = outcome.approval_scope
+        r.obligations = outcome
+        return CheckResult(check="policies", status=CheckStatus.PASS,
+                           reasons=tuple(f"permitted by `{x.policy_id}`"
+                                         for x in outcome.determining))
+
+    def _domain(self, p: Proposal, r: GateResult) -> CheckResult:
+        assert r.spec is not None
+        findings: list[Finding] = []
+        for binding in self.i.validators:
+            if fnmatch.fnmatchcase(p.action.action_type, binding.tool_pattern):
+                findings.extend(binding.validator(p, r.spec))
+        if not findings:
+            return CheckResult(check="domain_preconditions", status=CheckStatus.PASS)
+        order = [Verdict.DENY, Verdict.REPAIR, Verdict.CLARIFY]
+        verdict = min((f.verdict for f in findings), key=order.index)
+        missing = sorted({m for f in findings for m in f.missing_facts})
+        raise _Stop(verdict, findings[0].code, [f.message for f in findings], missing)
+
+    def _evidence(self, p: Proposal, r: GateResult) -> CheckResult:
+        assert r.spec is not None
+        needed = max(r.spec.requires_evidence, (r.obligations.requires_evidence if r.obligations else 0))
+        if needed == 0:
+            return CheckResult(check="evidence", status=CheckStatus.SKIPPED,
+                               reasons=("no evidence required",))
+        horizon = self.i.now - timedelta(seconds=self.i.config.evidence_max_age_seconds)
+        fresh, stale, absent = [], [], []
+        for ref in p.evidence_refs:
+            at = self.i.evidence_collected_at(ref) if self.i.evidence_exists(ref) else None
+            if at is None:
+                absent.append(ref)
+            elif at < horizon:
+                stale.append(ref)
+            else:
+                fresh.append(ref)
+        if len(fresh) < needed:
+            reasons = [f"{needed} fresh evidence item(s) required, {len(fresh)} given"]
+            reasons += [f"evidence `{x}` is not in the evidence store" for x in absent]
+            reasons += [f"evidence `{x}` is older than the freshness limit" for x in stale]
+            raise _Stop(Verdict.CLARIFY, "evidence_missing", reasons, ["evidence"])
+        return CheckResult(check="evidence", status=CheckStatus.PASS)
+
+    def _needs_approval(self, p: Proposal, r: GateResult) -> bool:
+        assert r.spec is not None
+        return bool(r.obligations and r.obligations.requires_approval) or (
+            r.spec.side_effect_class is SideEffectClass.IRREVERSIBLE
+        ) or (
+            p.action.environment in self.i.config.approval_environments
+            and r.spec.side_effect_class is not SideEffectClass.READ_ONLY
+        )
+
+    def _approval(self, p: Proposal, r: GateResult) -> CheckResult:
+        if not self._needs_approval(p, r):
+            return CheckResult(check="approval", status=CheckStatus.SKIPPED,
+                               reasons=("no approval required",))
+        return self._approval_status("approval", p, r)
+
+    def _approval_status(self, name: str, p: Proposal, r: GateResult) -> CheckResult:
+        if self.i.approval_available(r.action_digest, self.i.now, p.agent_id):
+            return CheckResult(check=name, status=CheckStatus.PASS,
+                               reasons=("a valid human approval covers this exact action",))
+        return CheckResult(check=name, status=CheckStatus.PASS, code="approval_required",
+                           reasons=("a human approval of this exact action is required",))
+
+    def _risk(self, p: Proposal, r: GateResult) -> CheckResult:
+        assert r.spec is not None
+        r.risk = assess_risk(p, r.spec, self.i.config)
+        if r.risk is RiskLevel.HIGH and not self._needs_approval(p, r):
+            return self._approval_status("risk", p, r)
+        return CheckResult(check="risk", status=CheckStatus.PASS, reasons=(f"risk `{r.risk}`",))
+
+    def _cost_and_rate(self, p: Proposal, r: GateResult) -> CheckResult:
+        assert r.spec is not None
+        agent = self._agent(p)
+        violation = limit_violation(self.i.config.limits, journal=self.i.journal, now=self.i.now,
+                                    agent=agent, task_id=p.task_id,
+                                    tenant=p.tenant or agent.tenant, cost=r.spec.cost)
+        if violation is not None:
+            raise _Stop(Verdict.DENY, violation[0], [violation[1]])
+        return CheckResult(check="cost_and_rate", status=CheckStatus.PASS)
+
+    def _environment(self, p: Proposal, r: GateResult) -> CheckResult:
+        env = p.action.environment
+        if env not in self.i.config.environments:
+            raise _Stop(Verdict.DENY, "unknown_environment",
+                        [f"`action.environment`: unknown environment `{env}`"])
+        if env not in self._agent(p).environments:
+            raise _Stop(Verdict.DENY, "environment_out_of_scope",
+                        [f"`{p.agent_id}` may not act in `{env}`"])
+        return CheckResult(check="environment", status=CheckStatus.PASS)
+
+    def _idempotency(self, p: Proposal, r: GateResult) -> CheckResult:
+        intent = self.i.journal.intent_for_key(r.idempotency_key)
+        if intent is None:
+            return CheckResult(check="idempotency", status=CheckStatus.PASS,
+                               reasons=(f"key `{r.idempotency_key}` is new",))
+        if intent.payload.get("input_hash") != r.input_hash:
+            raise _Stop(Verdict.DENY, "idempotency_conflict",
+                        [f"key `{r.idempotency_key}` was used for a different input"])
+        r.recorded_intent_seq = intent.seq
+        return CheckResult(check="idempotency", status=CheckStatus.PASS, code="recorded",
+                           reasons=(f"key `{r.idempotency_key}` already has an intent: "
+                                    "the recorded outcome is returned, nothing runs again",))

@@ -1,0 +1,129 @@
+"""The Tool Gateway — the only path to a side effect.
+
+Intent before act: the intent event (with the idempotency key derived from run, step,
+attempt and input hash) is committed durably *before* the tool is called, and the key
+travels to the tool. The tool's answer becomes an :class:`ExecutionObservation` — data,
+not truth — which is journaled before anything reads it.
+
+Crash points: setting ``CRADLE_CRASH_AT`` to one of :data:`CRASH_POINTS` makes the
+process kill itself with SIGKILL there. The crash-recovery tests use it to die at each
+point of the lifecycle; it costs one dictionary lookup otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel, ValidationError
+
+from .canonical import content_hash
+from .journal import IdempotencyKeyTaken, NewEvent
+from .records import AuditEvent
+from .records import Action, ExecutionObservation, ObservedSideEffect
+from .tools import ToolCall, ToolRegistry, ToolSpec
+
+CRASH_POINTS = (
+    "before_intent",
+    "after_intent",
+    "during_call",
+    "after_call",
+    "before_verification",
+    "before_commit",
+)
+_CRASH_AT = os.environ.get("CRADLE_CRASH_AT", "")
+
+
+def crashpoint(name: str) -> None:
+    """Die here, for real, when the crash-injection harness asks for it."""
+    if _CRASH_AT == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+Append = Callable[[Sequence[NewEvent]], list[AuditEvent]]
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class GatewayResult:
+    observation: ExecutionObservation
+    output: BaseModel | None
+    output_error: str | None
+    started_at: datetime
+
+
+class KeyAlreadyClaimed(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+class Gateway:
+    def __init__(self, tools: ToolRegistry, *, append: Append, clock: Clock) -> None:
+        self._tools = tools
+        self._append = append
+        self._clock = clock
+
+    def execute(self, *, spec: ToolSpec, action: Action, call: ToolCall,
+                before: Sequence[NewEvent], intent: NewEvent) -> GatewayResult:
+        """Journal ``before`` + the intent (durably), call the tool, journal the observation.
+
+        Raises :class:`KeyAlreadyClaimed` — having written nothing — when another
+        submission already holds the intent for this key.
+        """
+        crashpoint("before_intent")
+        try:
+            self._append([*before, intent])
+        except IdempotencyKeyTaken as taken:
+            raise KeyAlreadyClaimed(taken.key) from taken
+        crashpoint("after_intent")
+        started = self._clock()
+        output: BaseModel | None = None
+        output_error: str | None = None
+        raw: BaseModel | dict[str, object] | None = None
+        error: str | None = None
+        try:
+            fn = self._tools._implementation(spec.id)
+            raw = fn(call)
+        except Exception as exc:  # the tool failed: an observation, not a crash
+            error = f"tool `{spec.ref}` raised {type(exc).__name__}: {exc}"
+        crashpoint("after_call")
+        if raw is not None:
+            try:
+                output = spec.parse_output(raw)
+            except (ValidationError, TypeError, ValueError) as exc:
+                output_error = f"output of `{spec.ref}` breaks its contract: {exc}"
+        elif error is None:
+            output_error = f"tool `{spec.ref}` returned nothing"
+        observation = self._observation(spec, action, output, raw, error or output_error)
+        self._append([NewEvent(
+            run_id=intent.run_id, kind="action.observed", subject=action.id,
+            actor=f"tool:{spec.ref}", at=observation.observed_at,
+            payload={"observation": observation.model_dump(mode="json")},
+        )])
+        return GatewayResult(observation, output, output_error or error, started)
+
+    def _observation(self, spec: ToolSpec, action: Action, output: BaseModel | None,
+                     raw: object, error: str | None) -> ExecutionObservation:
+        data = output.model_dump(mode="json") if output is not None else (
+            raw if isinstance(raw, dict) else {})
+        effects = data.get("side_effects", []) if isinstance(data, dict) else []
+        side_effects = tuple(
+            ObservedSideEffect.model_validate(e) for e in effects if isinstance(e, dict)
+        )
+        out_hash = content_hash(data)
+        return ExecutionObservation(
+            id="obs:" + action.id.removeprefix("act:"),
+            execution_id=action.id,
+            tool_id=spec.id,
+            raw_result_ref=out_hash,
+            observed_at=self._clock(),
+            side_effects=side_effects,
+            output=data if isinstance(data, dict) else {},
+            output_hash=out_hash,
+            reported_ok=error is None and bool(data.get("ok", True)),
+            error=error,
+        )

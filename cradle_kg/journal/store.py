@@ -1,0 +1,328 @@
+"""The journal: an append-only, hash-chained event log in SQLite (WAL).
+
+The journal is the single source of truth. Every event row carries its kind, subject,
+actor, time, canonical-JSON payload, ``payload_hash``, ``prev_hash`` and its own
+``hash``; the ``head`` row is updated in the same transaction, so deleting the last
+event is caught as surely as editing one in the middle.
+
+Durability: ``synchronous=FULL`` in WAL mode makes each commit durable before
+:meth:`Journal.append` returns, which is what lets the runtime write an intent *before*
+the side effect it announces.
+
+Concurrency: appends run under ``BEGIN IMMEDIATE`` (one writer at a time, across
+threads and processes). An intent event claims its idempotency key through a UNIQUE
+index, so two submissions of one key cannot both get past the intent.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..canonical import canonical_json, content_hash, iso, parse_iso, sha256_bytes
+from ..errors import JournalError
+from ..records import AuditEvent
+
+GENESIS_HASH = "sha256:" + "0" * 64
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT NOT NULL UNIQUE,
+    run_id       TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    subject      TEXT NOT NULL,
+    actor        TEXT NOT NULL,
+    at           TEXT NOT NULL,
+    payload      TEXT NOT NULL,
+    payload_hash TEXT NOT NULL,
+    prev_hash    TEXT NOT NULL,
+    hash         TEXT NOT NULL,
+    idem_key     TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_idem_key ON events(idem_key) WHERE idem_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_run ON events(run_id, seq);
+CREATE INDEX IF NOT EXISTS events_subject ON events(subject, seq);
+CREATE INDEX IF NOT EXISTS events_kind_actor ON events(kind, actor, at);
+CREATE TABLE IF NOT EXISTS head (
+    one  INTEGER PRIMARY KEY CHECK (one = 1),
+    seq  INTEGER NOT NULL,
+    hash TEXT NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event about to be appended; the journal assigns seq, id and hashes."""
+
+    run_id: str
+    kind: str
+    subject: str
+    actor: str
+    at: datetime
+    payload: dict[str, Any]
+    #: set on intent events only: claims the key for good (UNIQUE)
+    idem_key: str | None = None
+
+
+class IdempotencyKeyTaken(Exception):
+    """Internal signal: an intent for this key is already in the journal."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReport:
+    """What ``audit verify`` found."""
+
+    intact: bool
+    events: int
+    head_hash: str
+    broken_seq: int | None = None
+    broken_id: str | None = None
+    reason: str | None = None
+
+
+def event_hash(*, seq: int, event_id: str, run_id: str, kind: str, subject: str,
+               actor: str, at: str, payload_hash: str, prev_hash: str) -> str:
+    return content_hash(
+        {
+            "seq": seq,
+            "id": event_id,
+            "run_id": run_id,
+            "kind": kind,
+            "subject": subject,
+            "actor": actor,
+            "at": at,
+            "payload_hash": payload_hash,
+            "prev_hash": prev_hash,
+        }
+    )
+
+
+class Journal:
+    """One journal file. Safe to share between threads; several processes may open it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                str(path), timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA busy_timeout=30000")
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- writing ------------------------------------------------------------------
+
+    def append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
+        """Append events atomically and durably; all or none are written.
+
+        Raises :class:`IdempotencyKeyTaken` (and writes nothing) when an intent's key is
+        already claimed.
+        """
+        if not events:
+            return []
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise JournalError(f"cannot write the journal `{self.path}`: {exc}") from exc
+            try:
+                row = conn.execute("SELECT seq, hash FROM head WHERE one = 1").fetchone()
+                seq, prev = (row[0], row[1]) if row else (0, GENESIS_HASH)
+                written: list[AuditEvent] = []
+                for new in events:
+                    seq += 1
+                    written.append(self._insert(conn, seq, prev, new))
+                    prev = written[-1].hash
+                conn.execute(
+                    "INSERT INTO head(one, seq, hash) VALUES (1, ?, ?) "
+                    "ON CONFLICT(one) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+                    (seq, prev),
+                )
+                conn.execute("COMMIT")
+                return written
+            except sqlite3.IntegrityError as exc:
+                conn.execute("ROLLBACK")
+                key = next((e.idem_key for e in events if e.idem_key), None)
+                if key is not None and "idem_key" in str(exc):
+                    raise IdempotencyKeyTaken(key) from exc
+                raise JournalError(f"journal integrity error: {exc}") from exc
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, seq: int, prev: str, new: NewEvent) -> AuditEvent:
+        payload_text = canonical_json(new.payload)
+        payload_hash = sha256_bytes(payload_text.encode("utf-8"))
+        at = iso(new.at)
+        event_id = f"evt-{seq:010d}"
+        own = event_hash(
+            seq=seq, event_id=event_id, run_id=new.run_id, kind=new.kind,
+            subject=new.subject, actor=new.actor, at=at,
+            payload_hash=payload_hash, prev_hash=prev,
+        )
+        conn.execute(
+            "INSERT INTO events(seq, id, run_id, kind, subject, actor, at, payload, "
+            "payload_hash, prev_hash, hash, idem_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (seq, event_id, new.run_id, new.kind, new.subject, new.actor, at,
+             payload_text, payload_hash, prev, own, new.idem_key),
+        )
+        return AuditEvent(
+            seq=seq, id=event_id, run_id=new.run_id, kind=new.kind, subject=new.subject,
+            actor=new.actor, at=parse_iso(at), payload=new.payload,
+            payload_hash=payload_hash, prev_hash=prev, hash=own,
+        )
+
+    # --- reading ------------------------------------------------------------------
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return list(self._conn.execute(sql, args).fetchall())
+            except sqlite3.Error as exc:
+                raise JournalError(f"cannot read the journal `{self.path}`: {exc}") from exc
+
+    _COLS = "seq, id, run_id, kind, subject, actor, at, payload, payload_hash, prev_hash, hash"
+
+    @staticmethod
+    def _row(row: tuple[Any, ...]) -> AuditEvent:
+        import json
+
+        return AuditEvent(
+            seq=row[0], id=row[1], run_id=row[2], kind=row[3], subject=row[4],
+            actor=row[5], at=parse_iso(row[6]), payload=json.loads(row[7]),
+            payload_hash=row[8], prev_hash=row[9], hash=row[10],
+        )
+
+    def events(self, *, run_id: str | None = None, since_seq: int = 0,
+               batch: int = 5000) -> Iterator[AuditEvent]:
+        """Events in journal order, optionally of one run, after ``since_seq``."""
+        last = since_seq
+        while True:
+            if run_id is None:
+                rows = self._query(
+                    f"SELECT {self._COLS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                    (last, batch),
+                )
+            else:
+                rows = self._query(
+                    f"SELECT {self._COLS} FROM events WHERE run_id = ? AND seq > ? "
+                    "ORDER BY seq LIMIT ?",
+                    (run_id, last, batch),
+                )
+            if not rows:
+                return
+            for row in rows:
+                yield self._row(row)
+            last = rows[-1][0]
+
+    def events_for_subject(self, subject: str) -> list[AuditEvent]:
+        rows = self._query(
+            f"SELECT {self._COLS} FROM events WHERE subject = ? ORDER BY seq", (subject,)
+        )
+        return [self._row(r) for r in rows]
+
+    def events_of_kind(self, kind: str) -> list[AuditEvent]:
+        rows = self._query(f"SELECT {self._COLS} FROM events WHERE kind = ? ORDER BY seq", (kind,))
+        return [self._row(r) for r in rows]
+
+    def intent_for_key(self, key: str) -> AuditEvent | None:
+        rows = self._query(f"SELECT {self._COLS} FROM events WHERE idem_key = ?", (key,))
+        return self._row(rows[0]) if rows else None
+
+    def usage_since(self, *, field: str | None, value: str | None,
+                    since: datetime) -> tuple[int, float]:
+        """Intents (calls attempted) and their declared cost since a time, for limits."""
+        sql = ("SELECT COUNT(*), COALESCE(SUM(json_extract(payload, '$.cost')), 0) "
+               "FROM events WHERE kind = 'action.intent' AND at >= ?")
+        args: list[Any] = [iso(since)]
+        if field is not None:
+            if field not in ("agent", "task_id", "tenant"):
+                raise ValueError(f"no usage field `{field}`")
+            sql += f" AND json_extract(payload, '$.{field}') = ?"
+            args.append(value)
+        rows = self._query(sql, args)
+        return int(rows[0][0]), float(rows[0][1])
+
+    def run_ids(self) -> list[str]:
+        rows = self._query("SELECT run_id, MIN(seq) FROM events GROUP BY run_id ORDER BY 2")
+        return [r[0] for r in rows]
+
+    def head(self) -> tuple[int, str]:
+        rows = self._query("SELECT seq, hash FROM head WHERE one = 1")
+        return (rows[0][0], rows[0][1]) if rows else (0, GENESIS_HASH)
+
+    # --- verifying ----------------------------------------------------------------
+
+    def verify(self) -> ChainReport:
+        """Recompute the chain from the first event; name the first one that breaks it."""
+        prev = GENESIS_HASH
+        expected_seq = 0
+        count = 0
+        rows = self._query(
+            "SELECT seq, id, run_id, kind, subject, actor, at, payload, payload_hash, "
+            "prev_hash, hash FROM events ORDER BY seq"
+        )
+        for row in rows:
+            seq, event_id = row[0], row[1]
+            expected_seq += 1
+            count += 1
+            problem = self._row_problem(row, expected_seq, prev)
+            if problem:
+                return ChainReport(False, count, prev, seq, event_id, problem)
+            prev = row[10]
+        head_seq, head_hash = self.head()
+        if (head_seq, head_hash) != (expected_seq, prev):
+            return ChainReport(
+                False, count, prev, expected_seq + 1 if head_seq > expected_seq else head_seq,
+                None,
+                f"the head records seq {head_seq} but the chain ends at seq {expected_seq}: "
+                "events were deleted from the end or the head was edited",
+            )
+        return ChainReport(True, count, prev)
+
+    @staticmethod
+    def _row_problem(row: tuple[Any, ...], expected_seq: int, prev: str) -> str | None:
+        seq, event_id, run_id, kind, subject, actor, at, payload, payload_hash, prev_hash, own = row
+        if seq != expected_seq:
+            return f"expected seq {expected_seq} here, found {seq}: an event is missing"
+        if event_id != f"evt-{seq:010d}":
+            return f"event id `{event_id}` does not match its position {seq}"
+        if prev_hash != prev:
+            return "prev_hash does not match the hash of the event before: reordered or removed"
+        if sha256_bytes(str(payload).encode("utf-8")) != payload_hash:
+            return "payload does not match its payload_hash: the payload was edited"
+        recomputed = event_hash(
+            seq=seq, event_id=event_id, run_id=run_id, kind=kind, subject=subject,
+            actor=actor, at=at, payload_hash=payload_hash, prev_hash=prev_hash,
+        )
+        if recomputed != own:
+            return "the event's hash does not match its fields: the event was edited"
+        return None

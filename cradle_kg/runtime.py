@@ -1,0 +1,500 @@
+"""The governed execution loop, start to end (§5 of the paper).
+
+    Proposal → Gate 1 → Decision → [HumanApproval] → Tool Gateway → Observation
+             → Gate 2 → Verification → StateTransition committed | aborted → Outcome
+
+The runtime is the only writer of the journal. Everything it knows — runs, approvals,
+usage against limits, recorded outcomes — it reads back from the journal, so a process
+that restarts picks up exactly where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .approvals import ApprovalBook
+from .canonical import content_hash, iso
+from .config import RuntimeConfig, load_config
+from .errors import ApprovalError, InputError, ProposalError, UnknownNameError
+from .evidence import EvidenceStore
+from .gates.post import DomainInvariant, Gate2, InvariantBinding
+from .gates.pre import DomainValidator, Gate1, GateInput, GateResult, ValidatorBinding
+from .gateway import Gateway, KeyAlreadyClaimed, crashpoint
+from .home import Home, resolve_home
+from .journal import Journal, NewEvent
+from .policy import PolicyEngine
+from .records import (
+    Action,
+    ApprovalStatus,
+    AuditEvent,
+    HumanApproval,
+    Outcome,
+    OutcomeStatus,
+    Proposal,
+    Provenance,
+    RuntimeDecision,
+    StateTransition,
+    Verdict,
+    VerificationResult,
+    VerificationStatus,
+)
+from .tools import LookupFunction, ToolCall, ToolFunction, ToolRegistry, ToolSpec
+from .verifiers import VerifierFunction, VerifierRegistry
+
+ONTOLOGY_VERSION = "0.1.0"
+RUNTIME_ACTOR = "cradle-kg/runtime"
+
+Clock = Callable[[], datetime]
+#: called with (run_id, events about to commit); returns reasons to abort, if any
+CommitHook = Callable[[str, Sequence[NewEvent]], Sequence[str]]
+AppendListener = Callable[[Sequence[AuditEvent]], None]
+
+_VERDICT_STATUS = {
+    Verdict.DENY: OutcomeStatus.DENIED,
+    Verdict.CLARIFY: OutcomeStatus.NEEDS_CLARIFICATION,
+    Verdict.REPAIR: OutcomeStatus.REPAIR,
+    Verdict.REQUIRE_APPROVAL: OutcomeStatus.AWAITING_APPROVAL,
+}
+_VERIFICATION_STATUS = {
+    VerificationStatus.VERIFIED: OutcomeStatus.EXECUTED,
+    VerificationStatus.FAILED: OutcomeStatus.VERIFICATION_FAILED,
+    VerificationStatus.INCONCLUSIVE: OutcomeStatus.INCONCLUSIVE,
+}
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _short(*parts: Any) -> str:
+    return content_hash(list(parts))[7:31]
+
+
+class Runtime:
+    """One governed runtime over one home. Thread-safe for ``submit``."""
+
+    def __init__(self, home: str | Path | None = None, *, config: RuntimeConfig | None = None,
+                 policy_paths: Sequence[Path] = (), clock: Clock | None = None,
+                 load_plugins: bool = True) -> None:
+        self.home = Home(resolve_home(home))
+        self.home.root.mkdir(parents=True, exist_ok=True)
+        self.config = config if config is not None else load_config(self.home.config)
+        self.clock: Clock = clock or _utcnow
+        self.journal = Journal(self.home.journal)
+        self.evidence = EvidenceStore(self.home.evidence)
+        self.tools = ToolRegistry()
+        self.verifiers = VerifierRegistry()
+        self.validators: list[ValidatorBinding] = []
+        self.invariants: list[InvariantBinding] = []
+        self.pack_versions: list[str] = []
+        self.commit_hooks: list[CommitHook] = []
+        self.listeners: list[AppendListener] = []
+        self.approvals = ApprovalBook(self.journal, self.config)
+        self._policy_paths = [self.home.policies, *policy_paths]
+        self.policies = PolicyEngine.from_paths(p for p in self._policy_paths if p.exists())
+        self._activated: set[str] = set()
+        self.gateway = Gateway(self.tools, append=self._append, clock=self.clock)
+        self.gate2 = Gate2(verifiers=self.verifiers, invariants=self.invariants,
+                           max_read_age=timedelta(
+                               seconds=self.config.verification_max_age_seconds))
+        if load_plugins:
+            for entry in self.config.plugins:
+                self._load_plugin(entry)
+
+    # --- registration ---------------------------------------------------------
+
+    def register_tool(self, spec: ToolSpec, fn: ToolFunction, *,
+                      lookup: LookupFunction | None = None) -> None:
+        self.tools.register(spec, fn, lookup=lookup)
+
+    def register_verifier(self, verifier_id: str, fn: VerifierFunction) -> None:
+        self.verifiers.register(verifier_id, fn)
+
+    def register_validator(self, tool_pattern: str, fn: DomainValidator, *, name: str,
+                           pack: str | None = None) -> None:
+        self.validators.append(ValidatorBinding(tool_pattern, fn, name, pack))
+
+    def register_invariant(self, tool_pattern: str, fn: DomainInvariant, *, name: str) -> None:
+        self.invariants.append(InvariantBinding(tool_pattern, fn, name))
+
+    def add_policy_paths(self, paths: Sequence[Path]) -> None:
+        self._policy_paths.extend(paths)
+        self.policies = PolicyEngine.from_paths(p for p in self._policy_paths if p.exists())
+
+    def _load_plugin(self, entry: str) -> None:
+        module_name, _, attr = entry.partition(":")
+        try:
+            register = getattr(importlib.import_module(module_name), attr or "register")
+        except (ImportError, AttributeError) as exc:
+            raise InputError(f"cannot load plugin `{entry}`: {exc}") from exc
+        register(self)
+
+    def close(self) -> None:
+        self.journal.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the journal ----------------------------------------------------------
+
+    def _append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
+        written = self.journal.append(events)
+        for listener in self.listeners:
+            listener(written)
+        return written
+
+    def add_evidence(self, data: bytes, *, kind: str, collector: str,
+                     run_id: str = "evidence") -> str:
+        """Store evidence content-addressed and journal when it was collected."""
+        ref = self.evidence.put(data)
+        self._append([NewEvent(run_id=run_id, kind="evidence.collected", subject=ref,
+                               actor=collector, at=self.clock(),
+                               payload={"ref": ref, "kind": kind, "bytes": len(data)})])
+        return ref
+
+    def _evidence_collected_at(self, ref: str) -> datetime | None:
+        events = [e for e in self.journal.events_for_subject(ref)
+                  if e.kind == "evidence.collected"]
+        return events[-1].at if events else None
+
+    def _activate_policies(self, run_id: str, now: datetime) -> None:
+        """Journal the policy set in force (texts kept as evidence) the first time it is used."""
+        version = self.policies.version
+        if version in self._activated:
+            return
+        subject = "policyset:" + version
+        if not self.journal.events_for_subject(subject):
+            sources = [{"name": s.name, "ref": self.evidence.put(s.text.encode("utf-8"))}
+                       for s in self.policies.sources]
+            self._append([NewEvent(run_id=run_id, kind="policyset.activated", subject=subject,
+                                   actor=RUNTIME_ACTOR, at=now,
+                                   payload={"version": version, "sources": sources,
+                                            "policy_ids": self.policies.policy_ids(),
+                                            "packs": list(self.pack_versions)})])
+        self._activated.add(version)
+
+    # --- submit ---------------------------------------------------------------
+
+    @staticmethod
+    def parse_proposal(raw: Proposal | dict[str, Any]) -> Proposal:
+        if isinstance(raw, Proposal):
+            return raw
+        try:
+            return Proposal.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"]) or "(root)"
+            more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+            raise ProposalError(f"proposal: `{loc}`: {first['msg'].lower()}{more}") from exc
+
+    def submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
+        """Run one proposal through the whole loop and return how it ended."""
+        proposal = self.parse_proposal(raw)
+        now = self.clock()
+        run_id = proposal.effective_run_id
+        self._activate_policies(run_id, now)
+        gate = Gate1(self._gate_input(now)).run(proposal)
+        decision = self._decision(proposal, gate, now)
+        base = [
+            NewEvent(run_id=run_id, kind="proposal.received", subject=proposal.id,
+                     actor=proposal.agent_id, at=now,
+                     payload={"proposal": proposal.model_dump(mode="json")}),
+            NewEvent(run_id=run_id, kind="decision.made", subject=decision.id,
+                     actor=decision.decided_by, at=now,
+                     payload={"decision": decision.model_dump(mode="json"),
+                              "proposal_id": proposal.id}),
+        ]
+        if gate.recorded_intent_seq is not None and decision.verdict in (
+                Verdict.ALLOW, Verdict.REQUIRE_APPROVAL):
+            return self._replayed(proposal, gate, decision, base)
+        if decision.verdict is Verdict.REQUIRE_APPROVAL:
+            return self._await_approval(proposal, gate, decision, base, now)
+        if decision.verdict is not Verdict.ALLOW:
+            outcome = Outcome(run_id=run_id, proposal_id=proposal.id,
+                              status=_VERDICT_STATUS[decision.verdict], decision=decision,
+                              reasons=decision.reasons)
+            self._append([*base, self._outcome_event(outcome, proposal.id)])
+            return outcome
+        return self._execute(proposal, gate, decision, base, now)
+
+    def _gate_input(self, now: datetime) -> GateInput:
+        return GateInput(
+            config=self.config, tools=self.tools, policies=self.policies, journal=self.journal,
+            validators=self.validators, pack_versions=tuple(self.pack_versions),
+            evidence_exists=self.evidence.exists,
+            evidence_collected_at=self._evidence_collected_at,
+            approval_available=lambda d, t, who: self.approvals.usable(d, t, who) is not None,
+            now=now,
+        )
+
+    def _decision(self, proposal: Proposal, gate: GateResult, now: datetime) -> RuntimeDecision:
+        run_id = proposal.effective_run_id
+        return RuntimeDecision(
+            id="dec:" + _short(run_id, proposal.id, proposal.attempt, iso(now)),
+            proposal_id=proposal.id,
+            verdict=gate.verdict,
+            reasons=tuple(gate.reasons),
+            reason_codes=tuple(gate.codes),
+            policy_results=gate.policy_results,
+            required_actions=tuple(gate.required_actions),
+            checks=tuple(gate.checks),
+            missing_facts=tuple(gate.missing_facts),
+            decided_at=now,
+            granted_to=proposal.agent_id if gate.verdict is Verdict.ALLOW else None,
+            policy_version=self.policies.version,
+            pack_versions=tuple(self.pack_versions),
+            provenance=Provenance(
+                source="gate1", actor=RUNTIME_ACTOR, timestamp=now,
+                policy_version=self.policies.version, pack_versions=tuple(self.pack_versions),
+                ontology_version=ONTOLOGY_VERSION, input_hash=gate.input_hash or None,
+                evidence_refs=proposal.evidence_refs, confidence=proposal.confidence,
+                tool_ref=gate.spec.ref if gate.spec else None,
+            ),
+        )
+
+    @staticmethod
+    def _outcome_event(outcome: Outcome, subject: str) -> NewEvent:
+        return NewEvent(run_id=outcome.run_id, kind="run.outcome", subject=subject,
+                        actor=RUNTIME_ACTOR, at=(outcome.decision.decided_at
+                                                 if outcome.decision else _utcnow()),
+                        payload={"outcome": outcome.model_dump(mode="json")})
+
+    def _action(self, proposal: Proposal, gate: GateResult, now: datetime,
+                executed: bool) -> Action:
+        assert gate.spec is not None
+        a = proposal.action
+        return Action(
+            id="act:" + gate.idempotency_key.removeprefix("idem:"),
+            proposal_id=proposal.id, action_type=a.action_type, target=a.target,
+            arguments=a.arguments, side_effect_class=gate.spec.side_effect_class,
+            idempotency_key=gate.idempotency_key, risk_level=gate.risk,
+            environment=a.environment, input_hash=gate.input_hash,
+            executed_by=proposal.agent_id if executed else None,
+            executed_at=now if executed else None,
+            provenance=Provenance(source="gateway", actor=proposal.agent_id, timestamp=now,
+                                  tool_ref=gate.spec.ref, policy_version=self.policies.version,
+                                  pack_versions=tuple(self.pack_versions),
+                                  input_hash=gate.input_hash),
+        )
+
+    def _replayed(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
+                  base: list[NewEvent]) -> Outcome:
+        action = self._action(proposal, gate, decision.decided_at, executed=False)
+        recorded = self.recorded_outcome(action.id)
+        self._append([*base, NewEvent(
+            run_id=proposal.effective_run_id, kind="action.replayed", subject=action.id,
+            actor=RUNTIME_ACTOR, at=decision.decided_at,
+            payload={"idempotency_key": gate.idempotency_key, "decision_id": decision.id,
+                     "recorded": recorded is not None})])
+        if recorded is None:
+            return Outcome(run_id=proposal.effective_run_id, proposal_id=proposal.id,
+                           status=OutcomeStatus.IN_PROGRESS, decision=decision, replayed=True,
+                           reasons=(f"another submission holds key `{gate.idempotency_key}` "
+                                    "and has not finished",))
+        return recorded.model_copy(update={"replayed": True})
+
+    def recorded_outcome(self, action_id: str) -> Outcome | None:
+        for event in reversed(self.journal.events_for_subject(action_id)):
+            if event.kind == "run.outcome":
+                return Outcome.model_validate(event.payload["outcome"])
+        return None
+
+    def _await_approval(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
+                        base: list[NewEvent], now: datetime) -> Outcome:
+        agent = self.config.agent(proposal.agent_id)
+        excluded = sorted({proposal.agent_id, *(x for x in (
+            agent.acts_for if agent else None, proposal.on_behalf_of) if x)})
+        pending = [st for st in self.approvals.for_digest(gate.action_digest)
+                   if st.approval.status is ApprovalStatus.PENDING]
+        approval = pending[0].approval if pending else HumanApproval(
+            id="apr:" + _short(decision.id, gate.action_digest),
+            decision_id=decision.id, proposal_id=proposal.id,
+            run_id=proposal.effective_run_id, action_digest=gate.action_digest,
+            requested_by=proposal.agent_id, requested_at=now, scope=gate.approval_scope,
+        )
+        events = list(base)
+        if not pending:
+            events.append(NewEvent(
+                run_id=approval.run_id, kind="approval.requested",
+                subject="approval:" + gate.action_digest, actor=RUNTIME_ACTOR, at=now,
+                payload={"approval": approval.model_dump(mode="json"), "excluded": excluded,
+                         "proposal": proposal.model_dump(mode="json")}))
+        outcome = Outcome(run_id=proposal.effective_run_id, proposal_id=proposal.id,
+                          status=OutcomeStatus.AWAITING_APPROVAL, decision=decision,
+                          approval=approval, reasons=decision.reasons or (
+                              "a human approval of this exact action is required",))
+        events.append(self._outcome_event(outcome, proposal.id))
+        self._append(events)
+        return outcome
+
+    def _execute(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
+                 base: list[NewEvent], now: datetime) -> Outcome:
+        assert gate.spec is not None and gate.arguments is not None
+        spec, run_id = gate.spec, proposal.effective_run_id
+        action = self._action(proposal, gate, now, executed=True)
+        before = list(base)
+        approval = self.approvals.usable(gate.action_digest, now, proposal.agent_id)
+        if approval is not None and approval.once:
+            before.append(NewEvent(
+                run_id=run_id, kind="approval.consumed",
+                subject="approval:" + gate.action_digest, actor=proposal.agent_id, at=now,
+                payload={"approval_id": approval.id, "action_id": action.id},
+                idem_key="approval-once:" + approval.id))
+        agent = self.config.agent(proposal.agent_id)
+        intent = NewEvent(
+            run_id=run_id, kind="action.intent", subject=action.id, actor=proposal.agent_id,
+            at=now, idem_key=gate.idempotency_key,
+            payload={"action": action.model_dump(mode="json"), "input_hash": gate.input_hash,
+                     "decision_id": decision.id, "agent": proposal.agent_id,
+                     "task_id": proposal.task_id,
+                     "tenant": proposal.tenant or (agent.tenant if agent else "default"),
+                     "cost": spec.cost, "approval_id": approval.id if approval else None,
+                     "tool": spec.ref, "idempotency": str(spec.idempotency)})
+        call = ToolCall(tool_id=spec.id, target=action.target, arguments=gate.arguments,
+                        idempotency_key=gate.idempotency_key, environment=action.environment,
+                        dry_run=proposal.action.dry_run, run_id=run_id,
+                        actor=proposal.agent_id)
+        try:
+            result = self.gateway.execute(spec=spec, action=action, call=call,
+                                          before=before, intent=intent)
+        except KeyAlreadyClaimed:
+            return self._replayed(proposal, gate, decision, base)
+        crashpoint("before_verification")
+        return self._verify_and_commit(proposal, spec, decision, action, gate.arguments, result)
+
+    def _verify_and_commit(self, proposal: Proposal, spec: ToolSpec,
+                           decision: RuntimeDecision, action: Action, arguments: BaseModel,
+                           result: Any) -> Outcome:
+        run_id = proposal.effective_run_id
+        g2 = self.gate2.run(spec=spec, action=action, arguments=arguments,
+                            observation=result.observation, output=result.output,
+                            output_error=result.output_error, started_at=result.started_at,
+                            now=self.clock())
+        verified_at = self.clock()
+        evidence_refs: tuple[str, ...] = ()
+        if g2.report is not None and g2.report.evidence:
+            evidence_refs = (content_hash(g2.report.evidence),)
+        verification = VerificationResult(
+            id="ver:" + action.id.removeprefix("act:"), execution_id=action.id,
+            status=g2.status, checks=g2.checks, evidence_refs=evidence_refs,
+            verifier_id=g2.verifier_id, verified_at=verified_at,
+            provenance=Provenance(source=g2.report.source if g2.report else "gate2",
+                                  actor=RUNTIME_ACTOR, timestamp=verified_at,
+                                  tool_ref=spec.ref, output_hash=result.observation.output_hash,
+                                  evidence_refs=evidence_refs,
+                                  verification_status=str(g2.status)),
+        )
+        events = [NewEvent(run_id=run_id, kind="verification.recorded", subject=verification.id,
+                           actor=RUNTIME_ACTOR, at=verified_at,
+                           payload={"verification": verification.model_dump(mode="json"),
+                                    "action_id": action.id,
+                                    "evidence": g2.report.evidence if g2.report else {}})]
+        reasons: list[str] = [f"{c.name}: {c.detail}" for c in g2.checks
+                              if c.status is not VerificationStatus.VERIFIED]
+        commit = g2.status is VerificationStatus.VERIFIED and result.output_error is None
+        transition = StateTransition(
+            id="st:" + action.id.removeprefix("act:"), resource_ref=action.target,
+            to_state=result.observation.output_hash, decision_id=decision.id,
+            verification_id=verification.id,
+            committed_at=verified_at if commit else None,
+            aborted_at=None if commit else verified_at,
+            reason=None if commit else "; ".join(reasons) or "not verified",
+        )
+        status = (_VERIFICATION_STATUS[g2.status] if result.output_error is None
+                  else OutcomeStatus.FAILED)
+        if commit:
+            problems = self._commit_problems(run_id, [*events, self._transition_event(
+                run_id, transition, action)])
+            if problems:
+                transition = transition.model_copy(update={
+                    "committed_at": None, "aborted_at": verified_at,
+                    "reason": "integrity check failed: " + "; ".join(problems)})
+                reasons.extend(problems)
+                status = OutcomeStatus.FAILED
+        if status is not OutcomeStatus.EXECUTED:
+            reasons.append(f"compensate with `{g2.compensation}`" if g2.compensation
+                           else "escalated: no compensation declared")
+        outcome = Outcome(run_id=run_id, proposal_id=proposal.id, status=status,
+                          decision=decision, action=action, observation=result.observation,
+                          verification=verification, transition=transition,
+                          reasons=tuple(reasons))
+        crashpoint("before_commit")
+        self._append([*events, self._transition_event(run_id, transition, action),
+                      self._outcome_event(outcome, action.id)])
+        return outcome
+
+    @staticmethod
+    def _transition_event(run_id: str, transition: StateTransition, action: Action) -> NewEvent:
+        kind = "transition.committed" if transition.committed_at else "transition.aborted"
+        return NewEvent(run_id=run_id, kind=kind, subject=transition.id, actor=RUNTIME_ACTOR,
+                        at=transition.committed_at or transition.aborted_at or _utcnow(),
+                        payload={"transition": transition.model_dump(mode="json"),
+                                 "action_id": action.id})
+
+    def _commit_problems(self, run_id: str, events: Sequence[NewEvent]) -> list[str]:
+        problems: list[str] = []
+        for hook in self.commit_hooks:
+            try:
+                problems.extend(hook(run_id, events))
+            except Exception as exc:  # INVARIANT: a check that cannot run blocks the commit
+                problems.append(f"integrity check raised {type(exc).__name__}: {exc}")
+        return problems
+
+    # --- approvals ------------------------------------------------------------
+
+    def decide_approval(self, approval_id: str, *, approver_id: str, token: str,
+                        status: ApprovalStatus, once: bool = True, scope: str | None = None,
+                        until: datetime | None = None, reason: str | None = None,
+                        resume: bool = True) -> tuple[HumanApproval, Outcome | None]:
+        """Record a human decision; an approval resumes the waiting proposal by itself."""
+        state = self.approvals.get(approval_id)
+        now = self.clock()
+        event = self.approvals.decision_event(state, approver_id=approver_id, token=token,
+                                              status=status, now=now, once=once, scope=scope,
+                                              until=until, reason=reason)
+        self._append([event])
+        updated = self.approvals.get(approval_id).approval
+        outcome = None
+        if resume and status is ApprovalStatus.APPROVED:
+            outcome = self.submit(self._requested_proposal(updated))
+        return updated, outcome
+
+    def _requested_proposal(self, approval: HumanApproval) -> Proposal:
+        for event in self.journal.events_for_subject("approval:" + approval.action_digest):
+            if (event.kind == "approval.requested"
+                    and event.payload["approval"]["id"] == approval.id):
+                return Proposal.model_validate(event.payload["proposal"])
+        raise UnknownNameError(f"no proposal recorded for approval `{approval.id}`")
+
+    def view_approval(self, approval_id: str, *, viewer: str) -> HumanApproval:
+        state = self.approvals.get(approval_id)
+        self._append([NewEvent(run_id=state.approval.run_id, kind="approval.viewed",
+                               subject="approval:" + state.approval.action_digest, actor=viewer,
+                               at=self.clock(), payload={"approval_id": approval_id})])
+        return state.approval
+
+    def resume(self, run_id: str) -> list[Outcome]:
+        """Re-submit the proposals of a run that wait for an approval that is now given."""
+        outcomes: list[Outcome] = []
+        for st in self.approvals.all():
+            a = st.approval
+            if a.run_id != run_id or a.status is not ApprovalStatus.APPROVED:
+                continue
+            if self.approvals.usable(a.action_digest, self.clock(), a.requested_by) is None:
+                continue
+            outcomes.append(self.submit(self._requested_proposal(a)))
+        if not outcomes and run_id not in self.journal.run_ids():
+            raise UnknownNameError(f"unknown run `{run_id}`")
+        return outcomes
+
+
+__all__ = ["ApprovalError", "CommitHook", "Runtime"]

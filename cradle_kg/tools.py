@@ -1,0 +1,195 @@
+"""Tool registry: contracts, side-effect classes and the checks each class requires.
+
+A tool declares its contract (§4 Tool) — id, version, input and output models, side-effect
+class, required scopes, dry-run support — plus its idempotency class and, where it has
+them, a compensation tool and a lookup used to reconcile after a crash.
+
+Declaring the wrong class is a security defect (§13), so the registry refuses contracts
+that do not carry what their class requires:
+
+=================  ===========================================================
+class              what the runtime requires and enforces
+=================  ===========================================================
+read_only          nothing extra; never needs an idempotency key
+reversible         a verifier (gate 2 must read the effect back)
+compensable        a verifier and a compensation tool
+external_write     a verifier, and idempotency ``keyed`` or ``natural``
+                   (the key travels to the remote system) plus a lookup
+irreversible       a verifier and a human approval before every execution
+                   (integrity rule 2); gate 1 turns any allow into
+                   ``require_approval`` until a valid approval exists
+=================  ===========================================================
+
+The callable a tool registers is private to the registry: only the gateway receives it
+(``_implementation``), so nothing else in the package holds a way to cause the effect.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import InputError, UnknownNameError
+from .records import IdempotencyClass, SideEffectClass, ToolRecord
+
+
+class ToolCall(BaseModel):
+    """What a tool receives: validated arguments and the key that travels with them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    tool_id: str
+    target: str
+    arguments: BaseModel
+    idempotency_key: str
+    environment: str
+    dry_run: bool = False
+    run_id: str = ""
+    actor: str = ""
+
+
+ToolFunction = Callable[[ToolCall], BaseModel | dict[str, Any]]
+#: a lookup answers "did the effect of this key happen?": the recorded output, or None
+LookupFunction = Callable[[ToolCall], BaseModel | dict[str, Any] | None]
+
+#: the order of severity, used to compare classes
+SEVERITY = {
+    SideEffectClass.READ_ONLY: 0,
+    SideEffectClass.REVERSIBLE: 1,
+    SideEffectClass.COMPENSABLE: 2,
+    SideEffectClass.EXTERNAL_WRITE: 3,
+    SideEffectClass.IRREVERSIBLE: 4,
+}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool's contract. The implementation is held by the registry, not here."""
+
+    id: str
+    version: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    side_effect_class: SideEffectClass
+    idempotency: IdempotencyClass
+    required_scopes: tuple[str, ...] = ()
+    supports_dry_run: bool = False
+    compensation_tool: str | None = None
+    verifier: str | None = None
+    description: str = ""
+    #: resources (globs) the tool may touch; a reported side effect outside them fails gate 2
+    blast_radius: tuple[str, ...] = ("*",)
+    cost: float = 0.0
+    max_argument_bytes: int = 64 * 1024
+    requires_evidence: int = 0
+
+    @property
+    def ref(self) -> str:
+        return f"{self.id}@{self.version}"
+
+    def record(self, *, has_lookup: bool) -> ToolRecord:
+        return ToolRecord(
+            id=self.id,
+            version=self.version,
+            input_schema=self.input_model.model_json_schema(),
+            output_schema=self.output_model.model_json_schema(),
+            side_effect_class=self.side_effect_class,
+            required_scopes=self.required_scopes,
+            supports_dry_run=self.supports_dry_run,
+            idempotency=self.idempotency,
+            compensation_tool=self.compensation_tool,
+            has_lookup=has_lookup,
+            verifier=self.verifier,
+            description=self.description,
+        )
+
+    def parse_arguments(self, arguments: dict[str, Any]) -> BaseModel:
+        try:
+            return self.input_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise InputError(
+                f"arguments of `{self.id}` do not match its input schema: {_pydantic_brief(exc)}"
+            ) from exc
+
+    def parse_output(self, output: BaseModel | dict[str, Any]) -> BaseModel:
+        raw = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
+        return self.output_model.model_validate(raw)
+
+    def covers(self, resource: str) -> bool:
+        return any(fnmatch.fnmatchcase(resource, pattern) for pattern in self.blast_radius)
+
+
+def _pydantic_brief(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(x) for x in err["loc"]) or "(root)"
+        parts.append(f"`{loc}`: {err['msg'].lower()}")
+    return "; ".join(parts)
+
+
+def contract_problems(spec: ToolSpec, *, has_lookup: bool) -> list[str]:
+    """What the declared side-effect class requires and the contract does not carry."""
+    problems: list[str] = []
+    cls = spec.side_effect_class
+    if cls is not SideEffectClass.READ_ONLY and not spec.verifier:
+        problems.append(f"class `{cls}` needs a verifier that reads the effect back")
+    if cls is SideEffectClass.COMPENSABLE and not spec.compensation_tool:
+        problems.append("class `compensable` needs a compensation tool")
+    if cls is SideEffectClass.EXTERNAL_WRITE:
+        if spec.idempotency is IdempotencyClass.NONE:
+            problems.append("class `external_write` needs idempotency `keyed` or `natural`")
+        if not has_lookup:
+            problems.append("class `external_write` needs a lookup to reconcile after a crash")
+    if spec.idempotency is IdempotencyClass.KEYED and not has_lookup and cls in (
+        SideEffectClass.EXTERNAL_WRITE,
+    ):
+        problems.append("idempotency `keyed` needs a lookup")
+    return problems
+
+
+@dataclass
+class ToolRegistry:
+    _specs: dict[str, ToolSpec] = field(default_factory=dict)
+    _impls: dict[str, ToolFunction] = field(default_factory=dict)
+    _lookups: dict[str, LookupFunction] = field(default_factory=dict)
+
+    def register(self, spec: ToolSpec, fn: ToolFunction, *,
+                 lookup: LookupFunction | None = None) -> None:
+        problems = contract_problems(spec, has_lookup=lookup is not None)
+        if problems:
+            raise InputError(f"tool `{spec.ref}` has an incomplete contract: " + "; ".join(problems))
+        if spec.id in self._specs:
+            raise InputError(f"tool `{spec.id}` is already registered")
+        self._specs[spec.id] = spec
+        self._impls[spec.id] = fn
+        if lookup is not None:
+            self._lookups[spec.id] = lookup
+
+    def get(self, tool_id: str) -> ToolSpec:
+        try:
+            return self._specs[tool_id]
+        except KeyError:
+            raise UnknownNameError(f"unknown tool `{tool_id}`") from None
+
+    def has(self, tool_id: str) -> bool:
+        return tool_id in self._specs
+
+    def has_lookup(self, tool_id: str) -> bool:
+        return tool_id in self._lookups
+
+    def specs(self) -> list[ToolSpec]:
+        return [self._specs[k] for k in sorted(self._specs)]
+
+    def records(self) -> list[ToolRecord]:
+        return [s.record(has_lookup=s.id in self._lookups) for s in self.specs()]
+
+    # INVARIANT: only the gateway calls these two.
+    def _implementation(self, tool_id: str) -> ToolFunction:
+        return self._impls[tool_id]
+
+    def _lookup(self, tool_id: str) -> LookupFunction | None:
+        return self._lookups.get(tool_id)

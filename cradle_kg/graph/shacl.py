@@ -184,8 +184,10 @@ def _root_shape(shapes: Shapes, node: Node) -> Node:
 def _to_ntriples(graph: Graph) -> str:
     # _nt_row is rdflib's own N-Triples line writer (escaping included); calling it
     # directly skips the serializer plugin machinery, which costs more than the rows
+    # A ConjunctiveGraph/Dataset asked for context=None answers from the union of its
+    # graphs, each triple once: that is the union graph, without copying it.
     if isinstance(graph, ConjunctiveGraph):
-        rows = (_nt_row(q[:3]) for q in graph.quads((None, None, None, None)))
+        rows = (_nt_row(t) for t, _ in graph.store.triples((None, None, None), context=None))
     else:
         rows = (_nt_row(t) for t in graph.triples((None, None, None)))
     return "".join(rows)
@@ -244,7 +246,8 @@ class RustShaclEngine:
         if isinstance(data, str) and fmt in _RUST_FORMATS:
             text, rust_fmt = data, _RUST_FORMATS[fmt]
         else:
-            text, rust_fmt = _to_ntriples(union_graph(data, format=format)), "ntriples"
+            graph = data if isinstance(data, Graph) else read_rdf(data, format)
+            text, rust_fmt = _to_ntriples(graph), "ntriples"
         try:
             report = self._compiled.validate_text(text, format=rust_fmt)
         except ValueError as exc:

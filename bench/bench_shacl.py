@@ -67,14 +67,16 @@ run:registry a cradle:TrustedSource .
 run:ev1 a cradle:Evidence ; cradle:contentHash "{_H}" .
 run:verification a cradle:Verification ; cradle:verificationStatus cradle:Verified ;
     cradle:checks run:transition .
-run:transition a cradle:StateTransition ; cradle:changes run:state ; cradle:transitionOf run:action ;
+run:transition a cradle:StateTransition ; cradle:changes run:state ;
+    cradle:transitionOf run:action ;
     cradle:committedAt "2025-03-01T10:06:00Z"^^xsd:dateTime .
 """
     events = "".join(
-        f"""run:ev{n} a cradle:RuntimeEvent ; cradle:seq {n} ; cradle:eventKind "step" ;
-    cradle:eventHash "{_H}" ; cradle:prevHash "{_H}" ; cradle:at "2025-03-01T10:0{n}:00Z"^^xsd:dateTime ;
+        f"""run:event{n} a cradle:RuntimeEvent ; cradle:seq {n} ; cradle:eventKind "step" ;
+    cradle:eventHash "{_H}" ; cradle:prevHash "{_H}" ;
+    cradle:at "2025-03-01T10:0{n}:00Z"^^xsd:dateTime ;
     cradle:actor id:agent ; cradle:inRun run:run .
-run:audit{n} a cradle:AuditEvent ; cradle:records run:ev{n} .
+run:audit{n} a cradle:AuditEvent ; cradle:records run:event{n} .
 """
         for n in range(1, 5)
     )

@@ -1,0 +1,122 @@
+"""OWL consistency and classification of the vocabulary, with HermiT.
+
+OWL is kept for what it is good at here: is the curated vocabulary (our ontology plus
+the packs' ontologies) consistent, are its classes satisfiable, what does it classify
+under what. Business rules are SHACL's job, not this module's.
+
+Measured facts this module is built around:
+- owlready2 does not read Turtle, so files are merged with rdflib and handed over as
+  N-Triples in a temporary file;
+- HermiT runs on Java 17; owlready2's bundled Pellet does not, so it is not offered;
+- an inconsistent ontology may surface as ``OwlReadyInconsistentOntologyError`` with an
+  empty message, so the report words it itself;
+- each check uses a fresh owlready2 ``World`` so that checks never leak into each other.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import owlready2
+from pydantic import BaseModel, ConfigDict
+from rdflib import Graph
+
+from cradle_kg.errors import JavaMissingError, OntologyError, RdfParseError
+from cradle_kg.graph.rdfio import read_rdf
+from cradle_kg.graph.vocab import ONTOLOGY_FILE
+
+__all__ = ["OntologyReport", "check_ontology"]
+
+_OWL_THING = "http://www.w3.org/2002/07/owl#Thing"
+_OWL_NOTHING = "http://www.w3.org/2002/07/owl#Nothing"
+
+
+class OntologyReport(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    consistent: bool
+    unsatisfiable: list[str]
+    # (class, direct named superclass) after classification, sorted
+    hierarchy: list[tuple[str, str]]
+    messages: list[str]
+
+
+def check_ontology(paths: Sequence[Path] | None = None) -> OntologyReport:
+    """Check the union of ``paths`` (default: the built-in ontology) with HermiT."""
+    files = list(paths) if paths else [ONTOLOGY_FILE]
+    java = shutil.which("java")
+    if java is None:
+        raise JavaMissingError(
+            "the OWL reasoner (HermiT) needs Java and `java` is not on PATH",
+            hint="install a Java runtime (17 works) and make `java` available on PATH",
+        )
+    merged = _merge(files)
+    with tempfile.TemporaryDirectory(prefix="cradle-owl-") as tmp:
+        nt_file = Path(tmp) / "ontology.nt"
+        merged.serialize(destination=str(nt_file), format="nt", encoding="utf-8")
+        return _reason(nt_file, java)
+
+
+def _merge(files: Sequence[Path]) -> Graph:
+    graph = Graph()
+    for path in files:
+        try:
+            for s, p, o, _ in read_rdf(path).quads((None, None, None, None)):
+                graph.add((s, p, o))
+        except RdfParseError as exc:
+            raise OntologyError(f"cannot read ontology: {exc.message}", hint=exc.hint) from exc
+    return graph
+
+
+def _reason(nt_file: Path, java: str) -> OntologyReport:
+    world = owlready2.World()
+    try:
+        world.get_ontology(nt_file.as_uri()).load()
+    except Exception as exc:  # owlready2 parse errors have no common base class
+        raise OntologyError(f"owlready2 cannot load the ontology: {exc}") from exc
+    # owlready2 reads the Java executable from a module global; point it at the one
+    # found, so a PATH change is honoured the same way the check above saw it
+    owlready2.JAVA_EXE = java
+    try:
+        owlready2.sync_reasoner_hermit(world, infer_property_values=False, debug=0)
+    except owlready2.OwlReadyInconsistentOntologyError as exc:
+        detail = str(exc).strip()
+        message = "the ontology is inconsistent: no model satisfies its axioms"
+        if detail:
+            message += f": {detail}"
+        message += " (e.g. an individual typed with two disjoint classes)"
+        return OntologyReport(consistent=False, unsatisfiable=[], hierarchy=[], messages=[message])
+    except owlready2.OwlReadyJavaError as exc:
+        raise OntologyError(f"HermiT failed: {_first_line(str(exc))}") from exc
+    return _classified(world)
+
+
+def _classified(world: Any) -> OntologyReport:
+    unsatisfiable = sorted(
+        c.iri for c in world.inconsistent_classes() if c.iri != _OWL_NOTHING
+    )
+    hierarchy: set[tuple[str, str]] = set()
+    for cls in world.classes():
+        for sup in cls.is_a:
+            iri = getattr(sup, "iri", None)  # skip restrictions and class expressions
+            if isinstance(iri, str) and iri != _OWL_THING:
+                hierarchy.add((cls.iri, iri))
+    messages = [f"unsatisfiable class `{iri}`" for iri in unsatisfiable]
+    return OntologyReport(
+        consistent=True,
+        unsatisfiable=unsatisfiable,
+        hierarchy=sorted(hierarchy),
+        messages=messages or ["consistent: every class is satisfiable"],
+    )
+
+
+def _first_line(text: str) -> str:
+    # keep a Java stack trace out of the message: its first non-empty line says enough
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return "no message"

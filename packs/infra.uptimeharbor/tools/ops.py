@@ -175,6 +175,10 @@ def rollback(
     check_env(env)
     _check_key(idempotency_key)
     state = h.snapshot()
+    done = state["idempotency"].get(idempotency_key)
+    if done is not None and done["status"] == "completed" and done["tool"] == "rollback" \
+            and done["env"] == env:
+        return {**done["result"], "replayed": True}  # the target may have moved on since
     target = previous_verified_commit(state, env)
     current = state["envs"].get(env, {}).get("commit")
     if target is None:

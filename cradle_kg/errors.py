@@ -7,8 +7,8 @@ no decision can be made at all — and then the gate fails closed.
     CradleError
     ├── InputError                  bad input from a user or an agent (CLI exit 2)
     │   ├── ProposalError           a proposal that is not well-formed
-    │   ├── ManifestError           a pack manifest that is missing, malformed or names a missing file
-    │   ├── RdfParseError           Turtle / TriG / N-Triples / N-Quads / JSON-LD that does not parse
+    │   ├── ManifestError           a pack manifest that is malformed or names a missing file
+    │   ├── RdfParseError           Turtle, TriG, N-Triples, N-Quads or JSON-LD that does not parse
     │   ├── QueryError              SPARQL that does not parse, or a refused query (update, SERVICE)
     │   └── UnknownNameError        an unknown tool, identity, run, record kind, pack or query
     ├── PolicyError                 a Cedar policy set that does not parse or validate

@@ -22,8 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from .canonical import content_hash
 from .journal import IdempotencyKeyTaken, NewEvent
-from .records import AuditEvent
-from .records import Action, ExecutionObservation, ObservedSideEffect
+from .records import Action, AuditEvent, ExecutionObservation, ObservedSideEffect
 from .tools import ToolCall, ToolRegistry, ToolSpec
 
 CRASH_POINTS = (
@@ -39,7 +38,7 @@ _CRASH_AT = os.environ.get("CRADLE_CRASH_AT", "")
 
 def crashpoint(name: str) -> None:
     """Die here, for real, when the crash-injection harness asks for it."""
-    if _CRASH_AT == name:
+    if name == _CRASH_AT:
         os.kill(os.getpid(), signal.SIGKILL)
 
 

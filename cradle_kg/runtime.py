@@ -28,6 +28,7 @@ from .gates.pre import DomainValidator, Gate1, GateInput, GateResult, ValidatorB
 from .gateway import Gateway, KeyAlreadyClaimed, crashpoint
 from .home import Home, resolve_home
 from .journal import Journal, NewEvent
+from .plans import PlanOutcome, run_plan
 from .policy import PolicyEngine
 from .records import (
     Action,
@@ -36,6 +37,7 @@ from .records import (
     HumanApproval,
     Outcome,
     OutcomeStatus,
+    Plan,
     Proposal,
     Provenance,
     RuntimeDecision,
@@ -448,6 +450,10 @@ class Runtime:
             except Exception as exc:  # INVARIANT: a check that cannot run blocks the commit
                 problems.append(f"integrity check raised {type(exc).__name__}: {exc}")
         return problems
+
+    def run_plan(self, plan: Plan) -> PlanOutcome:
+        """Run a plan step by step, each step through both gates."""
+        return run_plan(self, plan)
 
     # --- approvals ------------------------------------------------------------
 

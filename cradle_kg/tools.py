@@ -161,7 +161,8 @@ class ToolRegistry:
                  lookup: LookupFunction | None = None) -> None:
         problems = contract_problems(spec, has_lookup=lookup is not None)
         if problems:
-            raise InputError(f"tool `{spec.ref}` has an incomplete contract: " + "; ".join(problems))
+            raise InputError(
+                f"tool `{spec.ref}` has an incomplete contract: " + "; ".join(problems))
         if spec.id in self._specs:
             raise InputError(f"tool `{spec.id}` is already registered")
         self._specs[spec.id] = spec

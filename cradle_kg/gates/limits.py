@@ -14,7 +14,6 @@ from ..config import Limit
 from ..journal import Journal
 from ..records import Agent
 
-
 _FIELD = {"agent": "agent", "task": "task_id", "tenant": "tenant"}
 
 

@@ -176,9 +176,9 @@ class Gate1:
                 self._stopped(result, name, stop, [n for n, _ in steps[index + 1:]])
                 return result
             except Exception as exc:  # INVARIANT: a check that crashes denies
-                stop = _Stop(Verdict.DENY, f"{name}_error",
-                             [f"check `{name}` failed: {type(exc).__name__}: {exc}"])
-                self._stopped(result, name, stop, [n for n, _ in steps[index + 1:]])
+                crashed = _Stop(Verdict.DENY, f"{name}_error",
+                                [f"check `{name}` failed: {type(exc).__name__}: {exc}"])
+                self._stopped(result, name, crashed, [n for n, _ in steps[index + 1:]])
                 return result
         if any(c.code == "approval_required" for c in result.checks):
             result.verdict = Verdict.REQUIRE_APPROVAL
@@ -318,7 +318,8 @@ class Gate1:
 
     def _evidence(self, p: Proposal, r: GateResult) -> CheckResult:
         assert r.spec is not None
-        needed = max(r.spec.requires_evidence, (r.obligations.requires_evidence if r.obligations else 0))
+        obliged = r.obligations.requires_evidence if r.obligations else 0
+        needed = max(r.spec.requires_evidence, obliged)
         if needed == 0:
             return CheckResult(check="evidence", status=CheckStatus.SKIPPED,
                                reasons=("no evidence required",))

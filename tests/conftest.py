@@ -1,0 +1,115 @@
+"""Shared fixtures: real homes in tmp dirs, the demo's tools, and a few misbehaving tools."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from cradle_kg import Runtime, ToolCall, ToolSpec, VerifierReport, VerifyRequest
+from cradle_kg.config import Limit, RuntimeConfig
+from cradle_kg.demo.scenario import AGENT, demo_config, prepare_home
+from cradle_kg.records import (
+    Agent,
+    IdempotencyClass,
+    Permission,
+    SideEffectClass,
+    VerificationCheck,
+    VerificationStatus,
+)
+
+TEST_POLICY = """
+@id("test-tools")
+permit(principal, action, resource) when { context.tool like "test.*" };
+"""
+
+
+class Echo(BaseModel):
+    value: str = "x"
+
+
+class EchoOut(BaseModel):
+    ok: bool = True
+    value: str = "x"
+    side_effects: list[dict[str, Any]] = []
+
+
+def proposal(pid: str, tool: str, arguments: dict[str, Any], *, agent: str = AGENT,
+             target: str | None = None, **extra: Any) -> dict[str, Any]:
+    action = {"action_type": tool, "target": target or "ledger:" + str(
+        arguments.get("account", "x")), "arguments": arguments}
+    action.update(extra.pop("action", {}))
+    return {"id": pid, "task_id": extra.pop("task_id", "task-" + pid), "agent_id": agent,
+            "action": action, **extra}
+
+
+def _verify_ok(req: VerifyRequest) -> VerifierReport:
+    return VerifierReport(
+        checks=(VerificationCheck(name="resource_exists", status=VerificationStatus.VERIFIED),
+                VerificationCheck(name="expected_state", status=VerificationStatus.VERIFIED)),
+        read_at=datetime.now(UTC), evidence={"read": "ok"}, source="test")
+
+
+def _verify_raises(req: VerifyRequest) -> VerifierReport:
+    raise RuntimeError("verifier exploded")
+
+
+def register_test_tools(rt: Runtime) -> None:
+    """Tools that misbehave in the ways gate 1 and gate 2 must handle."""
+    rt.register_verifier("test.ok", _verify_ok)
+    rt.register_verifier("test.raises", _verify_raises)
+
+    def raising(call: ToolCall) -> EchoOut:
+        raise ValueError("the tool broke")
+
+    def bad_output(call: ToolCall) -> dict[str, Any]:
+        return {"ok": "not-a-bool-at-all", "value": 12}
+
+    def wide(call: ToolCall) -> EchoOut:
+        return EchoOut(side_effects=[{"kind": "write", "resource": "prod-db:users"}])
+
+    def fine(call: ToolCall) -> EchoOut:
+        return EchoOut()
+
+    common: dict[str, Any] = dict(version="1", input_model=Echo, output_model=EchoOut,
+                                  side_effect_class=SideEffectClass.REVERSIBLE,
+                                  idempotency=IdempotencyClass.NATURAL, blast_radius=("test:*",))
+    rt.register_tool(ToolSpec(id="test.raising", verifier="test.ok", **common), raising)
+    rt.register_tool(ToolSpec(id="test.bad_output", verifier="test.ok", **common), bad_output)
+    rt.register_tool(ToolSpec(id="test.wide", verifier="test.ok", **common), wide)
+    rt.register_tool(ToolSpec(id="test.verifier_raises", verifier="test.raises", **common), fine)
+    rt.register_tool(ToolSpec(id="test.evidence", verifier="test.ok", requires_evidence=1,
+                              **common), fine)
+
+
+def make_config(**overrides: Any) -> RuntimeConfig:
+    base = demo_config()
+    agents = (*base.agents, Agent(id="agent:tester", permitted_scopes=(),
+                                  environments=("local", "staging")))
+    perms = (*base.permissions, Permission(subject="agent:tester", action_type="test.*",
+                                           resource_selector="test:*"))
+    values: dict[str, Any] = {"agents": agents, "permissions": perms,
+                              "limits": (Limit(scope="agent", window_seconds=60,
+                                               max_calls=1000),)}
+    values.update(overrides)
+    return base.model_copy(update=values)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    root = tmp_path / "home"
+    prepare_home(root)
+    (root / "policies" / "test.cedar").write_text(TEST_POLICY)
+    return root
+
+
+@pytest.fixture
+def rt(home: Path) -> Iterator[Runtime]:
+    runtime = Runtime(home, config=make_config())
+    register_test_tools(runtime)
+    yield runtime
+    runtime.close()

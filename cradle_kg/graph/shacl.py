@@ -291,9 +291,12 @@ class PyShaclEngine:
             )
         except Exception as exc:  # ShapeLoadError, ConstraintLoadError, ReportableRuntimeError
             raise ShapesError(f"pyshacl cannot use the shapes: {exc}") from exc
+        # only the report's own sh:result: pySHACL also types the nested sh:detail
+        # results of sh:node as sh:ValidationResult, which the Rust engine omits
         violations = [
             self._violation(results, node)
-            for node in results.subjects(RDF.type, SH.ValidationResult)
+            for report in results.subjects(RDF.type, SH.ValidationReport)
+            for node in results.objects(report, SH.result)
         ]
         return ValidationReport(
             conforms=bool(conforms),

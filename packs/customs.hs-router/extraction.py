@@ -56,6 +56,7 @@ _UAV_WORDS = (
 _CRAFT_WORDS = (
     rf"{_UAV_WORDS}|helicopters?|aeroplanes?|airplanes?|aircraft|gliders?|balloons?|dirigibles?"
 )
+_MORE_CRAFT = rf"(?:[\s-]+(?:{_CRAFT_WORDS})\b)*"
 _UNIT_MASS = r"(kg|g|t)\b"
 _UNIT_LEN = r"(km|m|mi|nmi)\b"
 _UNIT_DUR = r"(min(?:utes?)?|h(?:ours?|rs?)?|s(?:ec(?:onds?)?)?)\b"
@@ -65,9 +66,9 @@ _UNIT_SPEED = r"(km/h|kmh|m/s|knots|kn)(?![\w/])"
 # Part phrases come first: the words they consume ("propellers for drones") are not
 # read again as the product itself.
 PART_PATTERNS: tuple[Pattern, ...] = (
-    _p("product_type", rf"\b(?:spare\s+)?(?:propellers?|rotor blades?|rotors?)\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b", "propeller_or_rotor"),
-    _p("product_type", rf"\b(?:undercarriages?|landing gears?)\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b", "undercarriage"),
-    _p("product_type", rf"\b(?:spare\s+)?parts?\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b", "aircraft_part"),
+    _p("product_type", rf"\b(?:spare\s+)?(?:propellers?|rotor blades?|rotors?)\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b{_MORE_CRAFT}", "propeller_or_rotor"),
+    _p("product_type", rf"\b(?:undercarriages?|landing gears?)\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b{_MORE_CRAFT}", "undercarriage"),
+    _p("product_type", rf"\b(?:spare\s+)?parts?\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b{_MORE_CRAFT}", "aircraft_part"),
 )
 PRODUCT_PATTERNS: tuple[Pattern, ...] = (
     _p("product_type", rf"\b(?:{_UAV_WORDS})\b", "unmanned_aerial_vehicle"),

@@ -1,0 +1,161 @@
+"""The command line, run as users run it: a real process, real files, exit codes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cradle_kg.records import SCHEMAS
+
+
+def cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "cradle_kg", *args], input=stdin,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "200", **(env or {})}, check=False)
+
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("demo") / "home"
+    done = cli("demo", "--home", str(home))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "UNEXPECTED" not in done.stdout
+    return home
+
+
+def test_demo_then_audit_verify_is_intact(demo_home: Path) -> None:
+    done = cli("audit", "verify", "--home", str(demo_home), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["intact"] and report["events"] > 20
+
+
+def test_audit_verify_names_the_edited_event(demo_home: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(demo_home, copy)
+    conn = sqlite3.connect(str(copy / "journal.sqlite"))
+    with conn:
+        conn.execute("UPDATE events SET actor = 'mallory' WHERE seq = 7")
+    conn.close()
+    done = cli("audit", "verify", "--home", str(copy))
+    assert done.returncode == 1
+    assert "evt-0000000007" in done.stdout
+
+
+def test_demo_ledger_has_no_duplicate_effect(demo_home: Path) -> None:
+    from cradle_kg.demo.scenario import ledger_entries
+
+    assert set(ledger_entries(demo_home).values()) == {1}
+
+
+def test_runs_and_tools_listings(demo_home: Path) -> None:
+    runs = json.loads(cli("runs", "list", "--home", str(demo_home), "--format", "json").stdout)
+    statuses = {r["run_id"]: r["status"] for r in runs}
+    assert statuses["run:task-credit"] == "executed"
+    assert statuses["run:task-big-credit"] == "denied"
+    assert statuses["run:task-close"] == "executed"
+    shown = cli("runs", "show", "run:task-close", "--home", str(demo_home), "--format", "json")
+    kinds = [e["kind"] for e in json.loads(shown.stdout)["timeline"]]
+    assert kinds.index("approval.requested") < kinds.index("approval.decided") < kinds.index(
+        "action.intent") < kinds.index("transition.committed")
+    tools = json.loads(cli("tools", "list", "--home", str(demo_home), "--format", "json").stdout)
+    assert {t["id"] for t in tools} >= {"demo.ledger.credit", "demo.ledger.close_account"}
+    assert cli("runs", "show", "run:nope", "--home", str(demo_home)).returncode == 2
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_schema_export(name: str) -> None:
+    done = cli("schema", name)
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["title"]
+
+
+def test_schema_unknown_name() -> None:
+    done = cli("schema", "Nope")
+    assert done.returncode == 2 and "no record named" in done.stderr
+
+
+def _submit(home: Path, text: str) -> subprocess.CompletedProcess[str]:
+    return cli("submit", "-", "--home", str(home), stdin=text)
+
+
+def test_submit_exit_codes(demo_home: Path) -> None:
+    ok = {"id": "cli-1", "task_id": "cli", "agent_id": "agent:ledger-assistant",
+          "action": {"action_type": "demo.ledger.credit", "target": "ledger:c",
+                     "arguments": {"account": "c", "amount": 2}}}
+    done = _submit(demo_home, json.dumps(ok))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "executed"
+    denied = {**ok, "id": "cli-2", "action": {**ok["action"], "arguments": {"account": "c",
+                                                                             "amount": 9999}}}
+    done = _submit(demo_home, json.dumps(denied))
+    assert done.returncode == 1 and json.loads(done.stdout)["status"] == "denied"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "a proposal is a JSON object"),
+        ('{"id": "x"}', "`task_id`"),
+        ('{"id": "x", "task_id": "t", "agent_id": "a", "action": {"action_type": "t", '
+         '"target": "r"}, "surprise": 1}', "`surprise`"),
+        ('{"id": 5, "task_id": "t", "agent_id": "a", "action": {"action_type": "t", '
+         '"target": "r"}}', "`id`"),
+    ],
+)
+def test_submit_bad_input_exit_2_and_nothing_written(demo_home: Path, text: str,
+                                                     needle: str) -> None:
+    before = json.loads(cli("audit", "verify", "--home", str(demo_home), "--format",
+                            "json").stdout)["events"]
+    done = _submit(demo_home, text)
+    assert done.returncode == 2
+    assert needle in done.stderr
+    assert "Traceback" not in done.stderr
+    after = json.loads(cli("audit", "verify", "--home", str(demo_home), "--format",
+                           "json").stdout)["events"]
+    assert after == before
+
+
+def test_missing_file_and_broken_policy_are_clean_errors(tmp_path: Path) -> None:
+    done = cli("submit", str(tmp_path / "nope.json"), "--home", str(tmp_path / "h"))
+    assert done.returncode == 2 and "cannot read" in done.stderr
+    (tmp_path / "h" / "policies").mkdir(parents=True)
+    (tmp_path / "h" / "policies" / "bad.cedar").write_text("permit(principal,")
+    (tmp_path / "p.json").write_text("{}")
+    done = cli("submit", str(tmp_path / "p.json"), "--home", str(tmp_path / "h"))
+    assert done.returncode == 2
+    assert "bad.cedar" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_approvals_cli_refuses_self_approval_and_bad_token(tmp_path: Path) -> None:
+    from cradle_kg import Runtime
+    from cradle_kg.demo.scenario import DEMO_TOKENS, prepare_home
+
+    home = tmp_path / "h"
+    prepare_home(home)
+    with Runtime(home) as rt:
+        waiting = rt.submit({"id": "c", "task_id": "t", "agent_id": "agent:ledger-assistant",
+                             "action": {"action_type": "demo.ledger.close_account",
+                                        "target": "ledger:z", "arguments": {"account": "z"}}})
+    assert waiting.approval is not None
+    aid = waiting.approval.id
+    # alice is the person the agent acts for: she may never approve its action
+    done = cli("approvals", "approve", aid, "--as", "user:alice", "--home", str(home),
+               env={"CRADLE_APPROVER_TOKEN": DEMO_TOKENS["user:alice"]})
+    assert done.returncode == 1 and "cannot approve" in done.stderr
+    done = cli("approvals", "approve", aid, "--as", "user:bob", "--home", str(home),
+               env={"CRADLE_APPROVER_TOKEN": "wrong"})
+    assert done.returncode == 1 and "does not authenticate" in done.stderr
+    listed = json.loads(cli("approvals", "list", "--home", str(home), "--format", "json").stdout)
+    assert [a["status"] for a in listed] == ["pending"]

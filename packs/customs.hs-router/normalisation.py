@@ -150,12 +150,12 @@ def normalise(candidates: list[CandidateFact]) -> Normalised:
             conflicts.append(Conflict(predicate=predicate, values=_conflict_values(_group(cands), unit),
                                       resolution="unresolved"))
             continue
-        (value, chosen), = groups.items()
-        losers = {v: cs for v, cs in _group(cands).items() if v != value}
-        if losers:
-            conflicts.append(Conflict(predicate=predicate, values=_conflict_values(_group(cands), unit),
+        (value,) = groups
+        every = _group(cands)  # lower-rank candidates that agree corroborate the value
+        if len(every) > 1:
+            conflicts.append(Conflict(predicate=predicate, values=_conflict_values(every, unit),
                                       resolution="document_precedence", chosen=value))
-        facts[predicate] = _fact(predicate, value, unit, chosen)
+        facts[predicate] = _fact(predicate, value, unit, every[value])
 
     _derive(facts, conflicts, errors)
     ordered = [facts[name] for name in ATTRIBUTE_ORDER if name in facts]

@@ -7,7 +7,6 @@ import pytest
 from cradle_kg.graph.shacl import PyShaclEngine, RustShaclEngine, Shapes, load_shapes
 
 
-
 @pytest.fixture(scope="session")
 def shapes() -> Shapes:
     return load_shapes()

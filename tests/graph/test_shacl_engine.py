@@ -82,7 +82,8 @@ PACK_SHAPES = f"""\
 @prefix cradle: <{C}> .
 <{X}Rule9Shape> a sh:NodeShape ; cradle:ruleNumber 9 ;
     sh:targetClass cradle:Action ;
-    sh:property [ sh:path cradle:riskLevel ; sh:minCount 1 ; sh:message "pack: risk level required" ] .
+    sh:property [ sh:path cradle:riskLevel ; sh:minCount 1 ;
+                  sh:message "pack: risk level required" ] .
 """
 
 
@@ -102,7 +103,8 @@ def test_pack_shapes_add_numbered_rules(
 
 def test_bad_shapes_file_names_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.ttl"
-    bad.write_text("@prefix sh: <http://www.w3.org/ns/shacl#> .\n\n<a> a sh:NodeShape ) .\n<b> a sh:NodeShape .\n", "utf-8")
+    text = "@prefix sh: <http://www.w3.org/ns/shacl#> .\n\n<a> a sh:NodeShape ) .\n"
+    bad.write_text(text, "utf-8")
     with pytest.raises(ShapesError, match=r"bad\.ttl:3"):
         load_shapes([bad])
 

@@ -15,6 +15,7 @@ from cradle_kg.graph.shacl import (
     ValidationReport,
     validate,
 )
+
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE_FILES = sorted(FIXTURES.glob("*.ttl"))
 _REPO = Path(__file__).resolve().parents[2]

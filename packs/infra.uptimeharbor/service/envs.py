@@ -148,7 +148,9 @@ class EnvManager:
         with httpx.Client(timeout=0.5, trust_env=False) as client:
             while time.monotonic() < deadline:
                 if child.poll() is not None:
-                    raise ToolError(f"uptimeharbor exited during start with code {child.returncode}")
+                    raise ToolError(
+                        f"uptimeharbor exited during start with code {child.returncode}"
+                    )
                 if port is None and port_file.exists():
                     port = int(port_file.read_text(encoding="utf-8"))
                 if port is not None:

@@ -86,6 +86,11 @@ def _no_orphans_at_exit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
 
 
 @pytest.fixture
+def service_pids() -> Any:
+    return live_service_pids
+
+
+@pytest.fixture
 def approver() -> Any:
     def approve(request: Any) -> dict[str, Any]:
         return {"approved": True, "approver_id": "human:sre-on-call",

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
-SideEffectClass = Literal["read_only", "reversible", "compensable", "external_write", "irreversible"]
+SideEffectClass = Literal[
+    "read_only", "reversible", "compensable", "external_write", "irreversible"
+]
 IdempotencyClass = Literal["natural", "keyed", "none"]
 
 SIDE_EFFECT_CLASSES = ("read_only", "reversible", "compensable", "external_write", "irreversible")
@@ -43,7 +45,7 @@ def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
     }
 
 
-_PROBE = {
+_PROBE: dict[str, Any] = {
     "type": "object",
     "required": ["healthy", "status_code", "commit", "latency_ms", "checked_at"],
     "properties": {
@@ -55,7 +57,7 @@ _PROBE = {
     },
 }
 
-_DEPLOY_OUT = {
+_DEPLOY_OUT: dict[str, Any] = {
     "type": "object",
     "required": ["env", "commit", "previous_commit", "idempotency_key", "replayed", "dry_run"],
     "properties": {

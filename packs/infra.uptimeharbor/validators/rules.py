@@ -114,11 +114,15 @@ def green_tests_not_resolution(action: Action, state: StateView) -> list[Violati
         return [Violation(rule, "incident_resolution_unverified",
                           f"no verified incident_resolved for `{incident.get('id')}` "
                           f"in `{env}` at `{running}`")]
-    if kind == "deploy" and action.get("env") == "production" and only_tests:
-        if staging_resolution(state, str(action.get("commit")),
-                              str(action.get("incident_id"))) is None:
-            return [Violation(rule, "green_tests_not_resolution",
-                              "passing tests are not a staging verification of the fix")]
+    if (
+        kind == "deploy"
+        and action.get("env") == "production"
+        and only_tests
+        and staging_resolution(state, str(action.get("commit")), str(action.get("incident_id")))
+        is None
+    ):
+        return [Violation(rule, "green_tests_not_resolution",
+                          "passing tests are not a staging verification of the fix")]
     return []
 
 

@@ -48,14 +48,34 @@ def to_jsonable(value: Any) -> Any:
     raise TypeError(f"canonical json cannot hold a value of type `{type(value).__name__}`")
 
 
+def _default(value: Any) -> Any:
+    """What the C encoder cannot serialise itself: models, datetimes, sets."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, set | frozenset):
+        return sorted(to_jsonable(item) for item in value)
+    raise TypeError(f"canonical json cannot hold a value of type `{type(value).__name__}`")
+
+
 def canonical_json(value: Any) -> str:
-    """The one serialisation every hash is computed over."""
+    """The one serialisation every hash is computed over.
+
+    The C encoder does the walking (sorted keys, no whitespace); ``_default`` handles the
+    few Python types JSON lacks. NaN and infinities raise ``ValueError``.
+    """
     return json.dumps(
-        to_jsonable(value),
+        value,
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
         allow_nan=False,
+        default=_default,
     )
 
 

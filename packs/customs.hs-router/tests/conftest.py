@@ -44,3 +44,23 @@ def load_recorded(name: str) -> dict[str, Any]:
 @pytest.fixture
 def pack_dir() -> Path:
     return PACK
+
+
+class ReplayClient:
+    """Strict replay of recorded model exchanges: a request that differs is a divergence."""
+
+    def __init__(self, exchanges: list[dict[str, Any]]) -> None:
+        self._exchanges = list(exchanges)
+        self.requests: list[dict[str, Any]] = []
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        from cradle_kg.errors import ReplayDivergenceError
+
+        self.requests.append(request)
+        if not self._exchanges:
+            raise ReplayDivergenceError("no recorded exchange left to replay")
+        exchange = self._exchanges.pop(0)
+        if exchange["request"] != request:
+            raise ReplayDivergenceError("request differs from the recorded request")
+        response: dict[str, Any] = exchange["response"]
+        return response

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -109,11 +111,17 @@ class EnvManager:
         revision = dest / "REVISION"
         if revision.exists() and revision.read_text(encoding="utf-8").strip() == sha:
             return dest
-        tmp = dest.with_name(f".{dest.name}.building-{os.getpid()}")
-        export_tree(self.repo, sha, tmp)
-        if dest.exists():
-            subprocess.run(["rm", "-rf", str(dest)], check=True)
-        os.replace(tmp, dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.building-", dir=dest.parent))
+        try:
+            export_tree(self.repo, sha, tmp)
+            shutil.rmtree(dest, ignore_errors=True)  # a partial or foreign checkout
+            os.replace(tmp, dest)
+        except OSError:
+            if not (revision.exists() and revision.read_text(encoding="utf-8").strip() == sha):
+                raise  # not a concurrent build of the same commit that won the race
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         return dest
 
     # -- run ------------------------------------------------------------------------

@@ -126,3 +126,18 @@ def test_probe_times_out_on_a_silent_server() -> None:
         port = server.getsockname()[1]
         result = probe_mod.probe(f"http://127.0.0.1:{port}", timeout_s=0.3)
     assert result["timed_out"] is True and result["healthy"] is False
+
+
+def test_concurrent_builds_of_one_commit_agree(harbor: Any, repo: Any) -> None:
+    import threading
+
+    built: list[Path] = []
+    threads = [threading.Thread(target=lambda: built.append(
+        harbor.envs.build("staging", repo["fix"]))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(built) == 4 and len(set(built)) == 1
+    assert (built[0] / "REVISION").read_text().strip() == repo["fix"]
+    assert [p.name for p in built[0].parent.iterdir()] == [built[0].name]  # no temp dirs left

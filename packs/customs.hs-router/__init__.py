@@ -6,7 +6,8 @@ relative. Entry points (thin, typed, JSON in / JSON out):
 * ``tools.hs:classify_goods_line(payload) -> dict`` — the five stages, outcome as JSON;
 * ``tools.hs:hs_lookup(code) -> dict`` — read-only nomenclature lookup;
 * ``verifiers.hs:hs_code_exists`` / ``legal_source_current`` / ``required_permit_resolution``;
-* ``validators.goods_line:validate_goods_line`` / ``validators.outcome_graph:validate_outcome_graph``.
+* ``validators.goods_line:validate_goods_line``,
+  ``validators.outcome_graph:validate_outcome_graph``.
 """
 
 from __future__ import annotations

@@ -52,28 +52,56 @@ def _rules() -> tuple[tuple[str, Expr], ...]:
     ]
     for rc_only, tens in ((True, "2"), (False, "9")):
         for units, above, at_most in UAV_WEIGHT_BANDS:
-            rules.append((
-                f"8806{tens}{units}",
-                all_of(UAV, Cond("passenger_carriage", "==", False),
-                       Cond("remote_controlled_only", "==", rc_only),
-                       _band(MTOW, above, at_most)),
-            ))
+            rules.append(
+                (
+                    f"8806{tens}{units}",
+                    all_of(
+                        UAV,
+                        Cond("passenger_carriage", "==", False),
+                        Cond("remote_controlled_only", "==", rc_only),
+                        _band(MTOW, above, at_most),
+                    ),
+                )
+            )
     rules += [
-        ("880100", any_of(Cond("product_type", "==", "balloon_or_dirigible"),
-                          Cond("product_type", "==", "glider"))),
+        (
+            "880100",
+            any_of(
+                Cond("product_type", "==", "balloon_or_dirigible"),
+                Cond("product_type", "==", "glider"),
+            ),
+        ),
         ("880211", all_of(Cond("product_type", "==", "helicopter"), _band(UNLADEN, None, 2000.0))),
         ("880212", all_of(Cond("product_type", "==", "helicopter"), _band(UNLADEN, 2000.0, None))),
         ("880220", all_of(Cond("product_type", "==", "aeroplane"), _band(UNLADEN, None, 2000.0))),
-        ("880230", all_of(Cond("product_type", "==", "aeroplane"), _band(UNLADEN, 2000.0, 15000.0))),
+        (
+            "880230",
+            all_of(Cond("product_type", "==", "aeroplane"), _band(UNLADEN, 2000.0, 15000.0)),
+        ),
         ("880240", all_of(Cond("product_type", "==", "aeroplane"), _band(UNLADEN, 15000.0, None))),
         ("880710", Cond("product_type", "==", "propeller_or_rotor")),
         ("880720", Cond("product_type", "==", "undercarriage")),
-        ("880730", all_of(Cond("product_type", "==", "aircraft_part"),
-                          any_of(*(Cond("part_of", "==", craft) for craft in
-                                   ("aeroplane", "helicopter", "unmanned_aerial_vehicle"))))),
-        ("880790", all_of(Cond("product_type", "==", "aircraft_part"),
-                          any_of(*(Cond("part_of", "==", craft) for craft in
-                                   ("balloon_or_dirigible", "glider"))))),
+        (
+            "880730",
+            all_of(
+                Cond("product_type", "==", "aircraft_part"),
+                any_of(
+                    *(
+                        Cond("part_of", "==", craft)
+                        for craft in ("aeroplane", "helicopter", "unmanned_aerial_vehicle")
+                    )
+                ),
+            ),
+        ),
+        (
+            "880790",
+            all_of(
+                Cond("product_type", "==", "aircraft_part"),
+                any_of(
+                    *(Cond("part_of", "==", craft) for craft in ("balloon_or_dirigible", "glider"))
+                ),
+            ),
+        ),
     ]
     return tuple(rules)
 

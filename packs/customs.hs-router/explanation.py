@@ -77,15 +77,19 @@ class TemplateExplainer:
             lines.append(
                 "Not finalised: candidate HS codes "
                 + ", ".join(decision.candidate_hs_codes or ("none",))
-                + "; missing facts: " + ", ".join(decision.missing_facts or ("none",)) + "."
+                + "; missing facts: "
+                + ", ".join(decision.missing_facts or ("none",))
+                + "."
             )
         else:
             lines.append("Rejected.")
         for rule in decision.rules:
             if rule.result != "false":
-                lines.append(f"Rule {rule.rule}: {rule.result}"
-                             + (f" (unknown: {', '.join(rule.missing)})" if rule.missing else "")
-                             + ".")
+                lines.append(
+                    f"Rule {rule.rule}: {rule.result}"
+                    + (f" (unknown: {', '.join(rule.missing)})" if rule.missing else "")
+                    + "."
+                )
         if decision.permits_required:
             lines.append("Permits required: " + ", ".join(decision.permits_required) + ".")
         for conflict in decision.conflicts:
@@ -93,7 +97,9 @@ class TemplateExplainer:
         if decision.legal_sources:
             lines.append("Sources: " + ", ".join(s.id for s in decision.legal_sources) + ".")
         lines.extend(f"Reason: {reason}." for reason in decision.reasons)
-        lines.append("Permitted to finalize: " + ("yes." if decision.permitted_to_finalize else "no."))
+        lines.append(
+            "Permitted to finalize: " + ("yes." if decision.permitted_to_finalize else "no.")
+        )
         return " ".join(lines)
 
 
@@ -118,10 +124,17 @@ class LlmExplainer:
         request: dict[str, Any] = {
             "model": self.model,
             "system": "Explain this customs classification decision to a broker. "
-                      "Do not change it; do not add codes or permits.",
+            "Do not change it; do not add codes or permits.",
             "input": json.dumps(decision.model_dump(mode="json"), sort_keys=True),
         }
         response = self.client(request)
-        self.calls.append(ModelCall(stage="explanation", component=self.name,
-                                    recorded=self.recorded, request=request, response=response))
+        self.calls.append(
+            ModelCall(
+                stage="explanation",
+                component=self.name,
+                recorded=self.recorded,
+                request=request,
+                response=response,
+            )
+        )
         return response.get("output")

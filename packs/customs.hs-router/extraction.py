@@ -57,6 +57,10 @@ _CRAFT_WORDS = (
     rf"{_UAV_WORDS}|helicopters?|aeroplanes?|airplanes?|aircraft|gliders?|balloons?|dirigibles?"
 )
 _MORE_CRAFT = rf"(?:[\s-]+(?:{_CRAFT_WORDS})\b)*"
+_FOR_CRAFT = rf"\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b{_MORE_CRAFT}"
+_BEYOND = r"beyond[- ]visual[- ]line[- ]of[- ]sight"
+_MAX = r"(?:max(?:imum|\.)?\s*)?"
+_SEP = r"\s*(?:of|:|=|is|up to)?\s*"
 _UNIT_MASS = r"(kg|g|t)\b"
 _UNIT_LEN = r"(km|m|mi|nmi)\b"
 _UNIT_DUR = r"(min(?:utes?)?|h(?:ours?|rs?)?|s(?:ec(?:onds?)?)?)\b"
@@ -66,35 +70,99 @@ _UNIT_SPEED = r"(km/h|kmh|m/s|knots|kn)(?![\w/])"
 # Part phrases come first: the words they consume ("propellers for drones") are not
 # read again as the product itself.
 PART_PATTERNS: tuple[Pattern, ...] = (
-    _p("product_type", rf"\b(?:spare\s+)?(?:propellers?|rotor blades?|rotors?)\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b{_MORE_CRAFT}", "propeller_or_rotor"),
-    _p("product_type", rf"\b(?:undercarriages?|landing gears?)\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b{_MORE_CRAFT}", "undercarriage"),
-    _p("product_type", rf"\b(?:spare\s+)?parts?\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b{_MORE_CRAFT}", "aircraft_part"),
+    _p(
+        "product_type",
+        rf"\b(?:spare\s+)?(?:propellers?|rotor blades?|rotors?){_FOR_CRAFT}",
+        "propeller_or_rotor",
+    ),
+    _p(
+        "product_type",
+        rf"\b(?:undercarriages?|landing gears?){_FOR_CRAFT}",
+        "undercarriage",
+    ),
+    _p(
+        "product_type",
+        rf"\b(?:spare\s+)?parts?{_FOR_CRAFT}",
+        "aircraft_part",
+    ),
 )
 PRODUCT_PATTERNS: tuple[Pattern, ...] = (
     _p("product_type", rf"\b(?:{_UAV_WORDS})\b", "unmanned_aerial_vehicle"),
     _p("product_type", r"(?<!unmanned )\bhelicopters?\b", "helicopter"),
     _p("product_type", r"(?<!unmanned )\b(?:aeroplanes?|airplanes?)\b", "aeroplane"),
     _p("product_type", r"\b(?:hang[- ])?gliders?\b|\bsailplanes?\b", "glider"),
-    _p("product_type", r"\b(?:hot[- ]air|gas)\s+balloons?\b|\bdirigibles?\b", "balloon_or_dirigible"),
+    _p(
+        "product_type",
+        r"\b(?:hot[- ]air|gas)\s+balloons?\b|\bdirigibles?\b",
+        "balloon_or_dirigible",
+    ),
 )
 # Negative statements first, so "not BVLOS" is not also read as "BVLOS".
 ATTRIBUTE_PATTERNS: tuple[Pattern, ...] = (
-    _p("beyond_visual_line_of_sight", r"\b(?:not|no|without)\s+(?:BVLOS|beyond[- ]visual[- ]line[- ]of[- ]sight)\b", False),
-    _p("beyond_visual_line_of_sight", r"\bwithin\s+(?:the\s+)?visual\s+line\s+of\s+sight\b|\bVLOS\b", False),
-    _p("beyond_visual_line_of_sight", r"\bBVLOS\b|\bbeyond[- ]visual[- ]line[- ]of[- ]sight\b|\bout of (?:the )?direct (?:natural )?vision\b", True),
+    _p(
+        "beyond_visual_line_of_sight",
+        rf"\b(?:not|no|without)\s+(?:BVLOS|{_BEYOND})\b",
+        False,
+    ),
+    _p(
+        "beyond_visual_line_of_sight",
+        r"\bwithin\s+(?:the\s+)?visual\s+line\s+of\s+sight\b|\bVLOS\b",
+        False,
+    ),
+    _p(
+        "beyond_visual_line_of_sight",
+        rf"\bBVLOS\b|\b{_BEYOND}\b|\bout of (?:the )?direct (?:natural )?vision\b",
+        True,
+    ),
     _p("autonomous_flight", r"\b(?:no|without)\s+autonomous\s+(?:flight|navigation|mode)\b", False),
-    _p("autonomous_flight", r"\bautonomous\s+(?:flight|navigation|mode)\b|\bwaypoint navigation\b|\bpre-?programmed flight\b", True),
+    _p(
+        "autonomous_flight",
+        r"\bautonomous\s+(?:flight|navigation|mode)\b|\bwaypoint navigation\b"
+        r"|\bpre-?programmed flight\b",
+        True,
+    ),
     _p("remote_controlled_only", r"\bremote[- ]controlled\s+(?:flight\s+)?only\b", True),
-    _p("passenger_carriage", r"\bnot\s+(?:designed\s+)?for\s+(?:the\s+)?carriage\s+of\s+passengers\b|\bno\s+passengers\b", False),
-    _p("passenger_carriage", r"\bcarriage\s+of\s+passengers\b|\bpassenger[- ]carrying\b|\bpassenger\s+drones?\b|\bair\s+taxi\b", True),
-    _p("aerosol_capacity", r"\b(?:no|without)\s+(?:aerosol|spray(?:ing)?)\s+(?:dispensing\s+)?(?:system|mechanism|tank)\b", 0.0),
-    _p("maximum_takeoff_weight", rf"\b(?:MTOW|max(?:imum|\.)?\s*take[- ]?off\s*(?:weight|mass))\s*(?:of|:|=|is)?\s*{_NUM}\s*{_UNIT_MASS}"),
-    _p("unladen_weight", rf"\b(?:unladen|empty)\s+weight\s*(?:of|:|=|is)?\s*{_NUM}\s*{_UNIT_MASS}"),
-    _p("maximum_range", rf"\b(?:max(?:imum|\.)?\s+)?range\s*(?:of|:|=|is|up to)?\s*{_NUM}\s*{_UNIT_LEN}"),
+    _p(
+        "passenger_carriage",
+        r"\bnot\s+(?:designed\s+)?for\s+(?:the\s+)?carriage\s+of\s+passengers\b"
+        r"|\bno\s+passengers\b",
+        False,
+    ),
+    _p(
+        "passenger_carriage",
+        r"\bcarriage\s+of\s+passengers\b|\bpassenger[- ]carrying\b"
+        r"|\bpassenger\s+drones?\b|\bair\s+taxi\b",
+        True,
+    ),
+    _p(
+        "aerosol_capacity",
+        r"\b(?:no|without)\s+(?:aerosol|spray(?:ing)?)\s+"
+        r"(?:dispensing\s+)?(?:system|mechanism|tank)\b",
+        0.0,
+    ),
+    _p(
+        "maximum_takeoff_weight",
+        rf"\b(?:MTOW|{_MAX}take[- ]?off\s*(?:weight|mass)){_SEP}{_NUM}\s*{_UNIT_MASS}",
+    ),
+    _p("unladen_weight", rf"\b(?:unladen|empty)\s+weight{_SEP}{_NUM}\s*{_UNIT_MASS}"),
+    _p(
+        "maximum_range",
+        rf"\b{_MAX}range{_SEP}{_NUM}\s*{_UNIT_LEN}",
+    ),
     _p("maximum_range", rf"\b{_NUM}\s*{_UNIT_LEN}\s+range\b"),
-    _p("endurance", rf"\b(?:max(?:imum|\.)?\s+)?(?:flight time|endurance|flight duration)\s*(?:of|:|=|is|up to)?\s*{_NUM}\s*{_UNIT_DUR}"),
-    _p("aerosol_capacity", rf"\b(?:spray(?:ing)?|aerosol|pesticide)\s+(?:dispensing\s+)?(?:tank|system|capacity)\s*(?:capacity)?\s*(?:of|:|=|is)?\s*{_NUM}\s*{_UNIT_VOL}"),
-    _p("gust_tolerance", rf"\b(?:wind|gust)s?\s+(?:resistance|tolerance)\s*(?:of|:|=|is|up to)?\s*{_NUM}\s*{_UNIT_SPEED}"),
+    _p(
+        "endurance",
+        rf"\b{_MAX}(?:flight time|endurance|flight duration){_SEP}{_NUM}\s*{_UNIT_DUR}",
+    ),
+    _p(
+        "aerosol_capacity",
+        rf"\b(?:spray(?:ing)?|aerosol|pesticide)\s+(?:dispensing\s+)?(?:tank|system|capacity)"
+        rf"\s*(?:capacity)?{_SEP}{_NUM}\s*{_UNIT_VOL}",
+    ),
+    _p(
+        "gust_tolerance",
+        rf"\b(?:wind|gust)s?\s+(?:resistance|tolerance){_SEP}{_NUM}\s*{_UNIT_SPEED}",
+    ),
 )
 
 
@@ -125,7 +193,9 @@ class KeywordExtractor:
                     taken.append(span)
                     out.append(self._candidate(pattern, match))
                     if pattern.predicate == "product_type" and pattern.value in (
-                        "propeller_or_rotor", "undercarriage", "aircraft_part"
+                        "propeller_or_rotor",
+                        "undercarriage",
+                        "aircraft_part",
                     ):
                         out.extend(self._part_of(match))
         return sorted(out, key=lambda c: (c.evidence.start or 0, c.predicate))
@@ -135,12 +205,18 @@ class KeywordExtractor:
         if pattern.value is not None:
             unit = "l" if pattern.predicate == "aerosol_capacity" else None
             return CandidateFact(
-                predicate=pattern.predicate, value=pattern.value, unit=unit,
-                source=self.source, evidence=evidence,
+                predicate=pattern.predicate,
+                value=pattern.value,
+                unit=unit,
+                source=self.source,
+                evidence=evidence,
             )
         return CandidateFact(
-            predicate=pattern.predicate, value=parse_number(match.group(1)),
-            unit=match.group(2), source=self.source, evidence=evidence,
+            predicate=pattern.predicate,
+            value=parse_number(match.group(1)),
+            unit=match.group(2),
+            source=self.source,
+            evidence=evidence,
         )
 
     def _part_of(self, match: re.Match[str]) -> list[CandidateFact]:
@@ -150,9 +226,18 @@ class KeywordExtractor:
             inner = pattern.regex.search(phrase)
             if inner is not None and isinstance(pattern.value, str):
                 start = match.start() + inner.start()
-                evidence = Evidence.make(self.source, inner.group(0), start, start + len(inner.group(0)))
-                return [CandidateFact(predicate="part_of", value=pattern.value, unit=None,
-                                      source=self.source, evidence=evidence)]
+                evidence = Evidence.make(
+                    self.source, inner.group(0), start, start + len(inner.group(0))
+                )
+                return [
+                    CandidateFact(
+                        predicate="part_of",
+                        value=pattern.value,
+                        unit=None,
+                        source=self.source,
+                        evidence=evidence,
+                    )
+                ]
         return []
 
 
@@ -193,8 +278,15 @@ class LlmExtractor:
     def extract(self, text: str) -> list[CandidateFact]:
         request = self.request_for(text)
         response = self.client(request)
-        self.calls.append(ModelCall(stage="extraction", component=self.source,
-                                    recorded=self.recorded, request=request, response=response))
+        self.calls.append(
+            ModelCall(
+                stage="extraction",
+                component=self.source,
+                recorded=self.recorded,
+                request=request,
+                response=response,
+            )
+        )
         try:
             items = json.loads(str(response["output"]))["facts"]
         except (KeyError, TypeError, ValueError) as exc:

@@ -59,8 +59,13 @@ def outcome_to_graph(outcome: Mapping[str, Any], graph: Graph | None = None) -> 
         g.add((decision, RDF.type, CUSTOMS.ClassifiedDecision))
     g.add((decision, CUSTOMS.status, Literal(outcome["status"])))
     g.add((decision, CUSTOMS.packVersion, Literal(outcome["pack"])))
-    g.add((decision, CUSTOMS.permittedToFinalize,
-           Literal(bool(outcome["permitted_to_finalize"]), datatype=XSD.boolean)))
+    g.add(
+        (
+            decision,
+            CUSTOMS.permittedToFinalize,
+            Literal(bool(outcome["permitted_to_finalize"]), datatype=XSD.boolean),
+        )
+    )
     if outcome.get("evaluated_at"):
         g.add((decision, CUSTOMS.evaluatedAt, Literal(outcome["evaluated_at"], datatype=XSD.date)))
     if outcome.get("hs_code"):

@@ -98,7 +98,9 @@ class Evidence(Frozen):
     end: int | None = None
 
     @classmethod
-    def make(cls, source: str, text: str, start: int | None = None, end: int | None = None) -> Evidence:
+    def make(
+        cls, source: str, text: str, start: int | None = None, end: int | None = None
+    ) -> Evidence:
         raw = json.dumps([source, text, start, end])
         return cls(
             id="ev:" + hashlib.sha256(raw.encode()).hexdigest()[:12],

@@ -39,17 +39,40 @@ UNIT_FACTORS: dict[str, dict[str, float]] = {
     "speed": {"km/h": 1.0, "m/s": 3.6, "kn": 1.852},
 }
 UNIT_ALIASES: dict[str, str] = {
-    "minute": "min", "minutes": "min", "mins": "min",
-    "hour": "h", "hours": "h", "hr": "h", "hrs": "h",
-    "sec": "s", "second": "s", "seconds": "s",
-    "litre": "l", "litres": "l", "liter": "l", "liters": "l",
-    "kmh": "km/h", "kph": "km/h", "knot": "kn", "knots": "kn",
+    "minute": "min",
+    "minutes": "min",
+    "mins": "min",
+    "hour": "h",
+    "hours": "h",
+    "hr": "h",
+    "hrs": "h",
+    "sec": "s",
+    "second": "s",
+    "seconds": "s",
+    "litre": "l",
+    "litres": "l",
+    "liter": "l",
+    "liters": "l",
+    "kmh": "km/h",
+    "kph": "km/h",
+    "knot": "kn",
+    "knots": "kn",
 }
 DERIVATIONS: tuple[tuple[str, bool, str, bool, str], ...] = (
-    ("remote_controlled_only", True, "autonomous_flight", False,
-     "rule:customs.hs-router/remote-controlled-only-excludes-autonomous"),
-    ("autonomous_flight", True, "remote_controlled_only", False,
-     "rule:customs.hs-router/autonomous-excludes-remote-controlled-only"),
+    (
+        "remote_controlled_only",
+        True,
+        "autonomous_flight",
+        False,
+        "rule:customs.hs-router/remote-controlled-only-excludes-autonomous",
+    ),
+    (
+        "autonomous_flight",
+        True,
+        "remote_controlled_only",
+        False,
+        "rule:customs.hs-router/autonomous-excludes-remote-controlled-only",
+    ),
 )
 
 
@@ -71,8 +94,15 @@ def document_candidates(facts: tuple[InputFact, ...]) -> list[CandidateFact]:
     for fact in facts:
         unit = f" {fact.unit}" if fact.unit else ""
         evidence = Evidence.make(fact.source, f"{fact.predicate} = {fact.value!r}{unit}")
-        out.append(CandidateFact(predicate=fact.predicate, value=fact.value, unit=fact.unit,
-                                 source=fact.source, evidence=evidence))
+        out.append(
+            CandidateFact(
+                predicate=fact.predicate,
+                value=fact.value,
+                unit=fact.unit,
+                source=fact.source,
+                evidence=evidence,
+            )
+        )
     return out
 
 
@@ -98,14 +128,17 @@ def convert(candidate: CandidateFact) -> tuple[Value, str | None]:
     factors = UNIT_FACTORS[spec.dimension]
     if unit not in factors:
         raise ValueError(
-            f"`{spec.name}` needs a {spec.dimension} unit in {sorted(factors)}, got `{candidate.unit}`"
+            f"`{spec.name}` needs a {spec.dimension} unit in {sorted(factors)}, "
+            f"got `{candidate.unit}`"
         )
     if value < 0:
         raise ValueError(f"`{spec.name}` cannot be negative, got `{value}`")
     return round(float(value) * factors[unit], 9), spec.unit
 
 
-def _group(cands: list[tuple[CandidateFact, Value, str | None]]) -> dict[Value, list[CandidateFact]]:
+def _group(
+    cands: list[tuple[CandidateFact, Value, str | None]],
+) -> dict[Value, list[CandidateFact]]:
     groups: dict[Value, list[CandidateFact]] = {}
     for cand, value, _unit in cands:
         groups.setdefault(value, []).append(cand)
@@ -114,11 +147,18 @@ def _group(cands: list[tuple[CandidateFact, Value, str | None]]) -> dict[Value, 
 
 def _fact(predicate: str, value: Value, unit: str | None, cands: list[CandidateFact]) -> Fact:
     sources = tuple(dict.fromkeys(c.source for c in cands))
-    return Fact(predicate=predicate, value=value, unit=unit, sources=sources,
-                evidence=tuple(c.evidence for c in cands))
+    return Fact(
+        predicate=predicate,
+        value=value,
+        unit=unit,
+        sources=sources,
+        evidence=tuple(c.evidence for c in cands),
+    )
 
 
-def _conflict_values(groups: dict[Value, list[CandidateFact]], unit: str | None) -> tuple[ConflictValue, ...]:
+def _conflict_values(
+    groups: dict[Value, list[CandidateFact]], unit: str | None
+) -> tuple[ConflictValue, ...]:
     return tuple(
         ConflictValue(value=v, unit=unit, sources=tuple(dict.fromkeys(c.source for c in cs)))
         for v, cs in groups.items()
@@ -147,14 +187,25 @@ def normalise(candidates: list[CandidateFact]) -> Normalised:
         ranked = documents or cands
         groups = _group(ranked)
         if len(groups) > 1:
-            conflicts.append(Conflict(predicate=predicate, values=_conflict_values(_group(cands), unit),
-                                      resolution="unresolved"))
+            conflicts.append(
+                Conflict(
+                    predicate=predicate,
+                    values=_conflict_values(_group(cands), unit),
+                    resolution="unresolved",
+                )
+            )
             continue
         (value,) = groups
         every = _group(cands)  # lower-rank candidates that agree corroborate the value
         if len(every) > 1:
-            conflicts.append(Conflict(predicate=predicate, values=_conflict_values(every, unit),
-                                      resolution="document_precedence", chosen=value))
+            conflicts.append(
+                Conflict(
+                    predicate=predicate,
+                    values=_conflict_values(every, unit),
+                    resolution="document_precedence",
+                    chosen=value,
+                )
+            )
         facts[predicate] = _fact(predicate, value, unit, every[value])
 
     _derive(facts, conflicts, errors)
@@ -176,16 +227,25 @@ def _derive(facts: dict[str, Fact], conflicts: list[Conflict], errors: list[str]
         stated = facts.get(target)
         if stated is None:
             facts[target] = Fact(
-                predicate=target, value=target_value, unit=None, sources=(rule,),
-                evidence=source.evidence, status="derived", derived_by=rule,
+                predicate=target,
+                value=target_value,
+                unit=None,
+                sources=(rule,),
+                evidence=source.evidence,
+                status="derived",
+                derived_by=rule,
             )
         elif stated.value is not target_value and stated.status != "derived":
-            conflicts.append(Conflict(
-                predicate=target,
-                values=(ConflictValue(value=stated.value, unit=None, sources=stated.sources),
-                        ConflictValue(value=target_value, unit=None, sources=(rule,))),
-                resolution="unresolved",
-            ))
+            conflicts.append(
+                Conflict(
+                    predicate=target,
+                    values=(
+                        ConflictValue(value=stated.value, unit=None, sources=stated.sources),
+                        ConflictValue(value=target_value, unit=None, sources=(rule,)),
+                    ),
+                    resolution="unresolved",
+                )
+            )
             errors.append(
                 f"contradiction: `{premise}` = {premise_value} implies `{target}` = "
                 f"{target_value}, but `{target}` = {stated.value} is stated"

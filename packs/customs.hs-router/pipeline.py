@@ -49,12 +49,13 @@ def decide(
     extractors: Sequence[Extractor],
     today: date,
 ) -> tuple[Decision, list[ModelCall]]:
-    """Stages 1–4: the formal decision (no explanation yet)."""
+    """Stages 1 to 4: the formal decision (no explanation yet)."""
     try:
         line = GoodsLine.model_validate(payload)
     except ValidationError as exc:
-        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}"
-                    for e in exc.errors()]
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc']) or 'payload'}: {e['msg']}" for e in exc.errors()
+        ]
         return _rejected([f"invalid goods line: {p}" for p in problems], None), []
     at = line.declared_at or today
 
@@ -69,30 +70,46 @@ def decide(
     # 2. normalisation
     norm = normalise(candidates)
     common: dict[str, Any] = {
-        "facts": tuple(norm.facts), "conflicts": tuple(norm.conflicts),
+        "facts": tuple(norm.facts),
+        "conflicts": tuple(norm.conflicts),
         "product_type": norm.attributes.product_type,
     }
     if norm.errors or norm.unresolved:
         reasons = list(norm.errors) + [
             f"contradictory facts for `{c.predicate}`: "
             + " vs ".join(f"{v.value!r} ({', '.join(v.sources)})" for v in c.values)
-            for c in norm.unresolved if not any(c.predicate in e for e in norm.errors)
+            for c in norm.unresolved
+            if not any(c.predicate in e for e in norm.errors)
         ]
         return _rejected(reasons, at, **common), calls
 
     nomenclature = select_source("nomenclature", at)
     if nomenclature is None:
-        return _rejected([f"no HS nomenclature in force on {at.isoformat()} "
-                          "(HS 2022 applies from 2022-01-01)"], at, **common), calls
+        return _rejected(
+            [f"no HS nomenclature in force on {at.isoformat()} (HS 2022 applies from 2022-01-01)"],
+            at,
+            **common,
+        ), calls
     if norm.attributes.product_type is None:
-        return _rejected(["out of scope: the goods line states no product type of HS "
-                          "chapter 88 that this pack covers"], at, **common), calls
+        return _rejected(
+            [
+                "out of scope: the goods line states no product type of HS "
+                "chapter 88 that this pack covers"
+            ],
+            at,
+            **common,
+        ), calls
 
     # 3. classification
     cls = classify(norm.attributes)
     if cls.status == "no_rule":
-        return _rejected(["out of scope: no classification rule of this pack applies"], at,
-                         rules=cls.rules, legal_sources=(nomenclature.ref(),), **common), calls
+        return _rejected(
+            ["out of scope: no classification rule of this pack applies"],
+            at,
+            rules=cls.rules,
+            legal_sources=(nomenclature.ref(),),
+            **common,
+        ), calls
 
     # 4. regulatory evaluation
     reg = evaluate_permits(norm.attributes, cls.candidates, at)

@@ -45,8 +45,11 @@ ENDURANCE = "endurance"  # minutes
 DUAL_USE_9A012: Expr = all_of(
     BVLOS,
     any_of(
-        all_of(Cond(ENDURANCE, ">=", 30.0), Cond(ENDURANCE, "<", 60.0),
-               Cond("gust_tolerance", ">=", 46.3)),
+        all_of(
+            Cond(ENDURANCE, ">=", 30.0),
+            Cond(ENDURANCE, "<", 60.0),
+            Cond("gust_tolerance", ">=", 46.3),
+        ),
         Cond(ENDURANCE, ">=", 60.0),
     ),
 )
@@ -54,11 +57,16 @@ DUAL_USE_9A112: Expr = all_of(
     Not(DUAL_USE_9A012),
     any_of(
         Cond("maximum_range", ">=", 300.0),
-        all_of(any_of(Cond("autonomous_flight", "==", True), BVLOS),
-               Cond("aerosol_capacity", ">", 20.0)),
+        all_of(
+            any_of(Cond("autonomous_flight", "==", True), BVLOS),
+            Cond("aerosol_capacity", ">", 20.0),
+        ),
     ),
 )
-DUAL_USE_ENTRIES: tuple[tuple[str, Expr], ...] = (("9A012", DUAL_USE_9A012), ("9A112", DUAL_USE_9A112))
+DUAL_USE_ENTRIES: tuple[tuple[str, Expr], ...] = (
+    ("9A012", DUAL_USE_9A012),
+    ("9A112", DUAL_USE_9A112),
+)
 
 
 @dataclass(frozen=True)
@@ -77,16 +85,27 @@ class LegalSource:
         return self.valid_from <= at and (self.valid_to is None or at <= self.valid_to)
 
     def ref(self) -> LegalSourceRef:
-        return LegalSourceRef(id=self.id, title=self.title, role=self.role, priority=self.priority,
-                              binding=self.binding, valid_from=self.valid_from, valid_to=self.valid_to)
+        return LegalSourceRef(
+            id=self.id,
+            title=self.title,
+            role=self.role,
+            priority=self.priority,
+            binding=self.binding,
+            valid_from=self.valid_from,
+            valid_to=self.valid_to,
+        )
 
 
 def load_sources(path: Path = SOURCES_JSON) -> tuple[LegalSource, ...]:
     raw: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return tuple(
         LegalSource(
-            id=s["id"], title=s["title"], role=s["role"], jurisdiction=s["jurisdiction"],
-            priority=int(s["priority"]), binding=bool(s["binding"]),
+            id=s["id"],
+            title=s["title"],
+            role=s["role"],
+            jurisdiction=s["jurisdiction"],
+            priority=int(s["priority"]),
+            binding=bool(s["binding"]),
             valid_from=date.fromisoformat(s["valid_from"]),
             valid_to=date.fromisoformat(s["valid_to"]) if s["valid_to"] else None,
             data_file=s["data_file"],
@@ -100,7 +119,9 @@ def default_sources() -> tuple[LegalSource, ...]:
     return load_sources()
 
 
-def select_source(role: str, at: date, sources: tuple[LegalSource, ...] | None = None) -> LegalSource | None:
+def select_source(
+    role: str, at: date, sources: tuple[LegalSource, ...] | None = None
+) -> LegalSource | None:
     """The highest-priority source of ``role`` in force on ``at`` (None when none is)."""
     in_force = [s for s in (sources or default_sources()) if s.role == role and s.in_force(at)]
     return min(in_force, key=lambda s: s.priority) if in_force else None
@@ -117,25 +138,39 @@ class Regulatory:
 
 
 def evaluate_permits(
-    attributes: ProductAttributes, codes: tuple[str, ...], at: date,
+    attributes: ProductAttributes,
+    codes: tuple[str, ...],
+    at: date,
     sources: tuple[LegalSource, ...] | None = None,
 ) -> Regulatory:
     """Dual-use evaluation of goods whose candidate codes are ``codes`` (rendered form)."""
     routed = [c for c in codes if c.startswith(ROUTED_HEADING)]
     if not routed:
         heads = sorted({c[:4] for c in codes})
-        return Regulatory(False, (), (), (), (), (
-            f"no regulatory routing rule in this pack for heading(s) {', '.join(heads)}: "
-            "permits not evaluated",
-        ))
+        return Regulatory(
+            False,
+            (),
+            (),
+            (),
+            (),
+            (
+                f"no regulatory routing rule in this pack for heading(s) {', '.join(heads)}: "
+                "permits not evaluated",
+            ),
+        )
     pool = sources or default_sources()
     rule = next((s for s in pool if s.id == ROUTING_RULE_ID and s.in_force(at)), None)
     control = select_source("export_control", at, pool)
     if rule is None or control is None:
         missing_role = "routing rule" if rule is None else "export-control source"
-        return Regulatory(False, (), (), (), tuple(s for s in (rule, control) if s), (
-            f"no {missing_role} in force on {at.isoformat()}: permits not evaluated",
-        ))
+        return Regulatory(
+            False,
+            (),
+            (),
+            (),
+            tuple(s for s in (rule, control) if s),
+            (f"no {missing_role} in force on {at.isoformat()}: permits not evaluated",),
+        )
     values = attributes.model_dump()
     permits: list[str] = []
     missing: set[str] = set()
@@ -143,8 +178,9 @@ def evaluate_permits(
     for entry, expr in DUAL_USE_ENTRIES:
         result = evaluate(expr, values)
         gaps = relevant_unknowns(expr, values)
-        entries.append(RuleResult(rule=f"{PERMIT_PREFIX}{entry}", result=result.label,
-                                  missing=tuple(gaps)))
+        entries.append(
+            RuleResult(rule=f"{PERMIT_PREFIX}{entry}", result=result.label, missing=tuple(gaps))
+        )
         if result is Tri.TRUE:
             permits.append(f"{PERMIT_PREFIX}{entry}")
         missing.update(gaps)

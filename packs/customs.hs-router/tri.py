@@ -16,7 +16,6 @@ import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Union
 
 
 class Tri(Enum):
@@ -47,7 +46,7 @@ class Tri(Enum):
         return self.name.lower()
 
 
-Scalar = Union[bool, float, int, str]
+Scalar = bool | float | int | str
 _OPS: dict[str, Callable[[object, object], bool]] = {
     "==": operator.eq,
     "!=": operator.ne,
@@ -98,7 +97,7 @@ class Not:
         return f"not {self.member.text()}"
 
 
-Expr = Union[Cond, All, AnyOf, Not]
+Expr = Cond | All | AnyOf | Not
 
 
 def all_of(*members: Expr) -> All:

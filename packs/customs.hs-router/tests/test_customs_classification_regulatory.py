@@ -42,16 +42,30 @@ def test_heading_8806_is_covered_completely() -> None:
 @pytest.mark.parametrize(
     ("weight", "rc_only", "code"),
     [
-        (0.25, True, "8806.21"), (0.2501, True, "8806.22"), (7.0, True, "8806.22"),
-        (7.01, True, "8806.23"), (25.0, True, "8806.23"), (25.5, True, "8806.24"),
-        (150.0, True, "8806.24"), (150.1, True, "8806.29"),
-        (0.25, False, "8806.91"), (7.0, False, "8806.92"), (25.0, False, "8806.93"),
-        (150.0, False, "8806.94"), (600.0, False, "8806.99"),
+        (0.25, True, "8806.21"),
+        (0.2501, True, "8806.22"),
+        (7.0, True, "8806.22"),
+        (7.01, True, "8806.23"),
+        (25.0, True, "8806.23"),
+        (25.5, True, "8806.24"),
+        (150.0, True, "8806.24"),
+        (150.1, True, "8806.29"),
+        (0.25, False, "8806.91"),
+        (7.0, False, "8806.92"),
+        (25.0, False, "8806.93"),
+        (150.0, False, "8806.94"),
+        (600.0, False, "8806.99"),
     ],
 )
 def test_weight_band_boundaries(weight: float, rc_only: bool, code: str) -> None:
-    result = classify(ProductAttributes(product_type=UAV, passenger_carriage=False,
-                                        remote_controlled_only=rc_only, maximum_takeoff_weight=weight))
+    result = classify(
+        ProductAttributes(
+            product_type=UAV,
+            passenger_carriage=False,
+            remote_controlled_only=rc_only,
+            maximum_takeoff_weight=weight,
+        )
+    )
     assert (result.status, result.hs_code) == ("classified", code)
     # the rule's wording is the nomenclature's own: the weight band is in the description
     assert "remote-controlled flight only" in (hs_lookup(code)["description"] or "") or not rc_only
@@ -67,29 +81,57 @@ maybe = st.one_of(st.none(), st.booleans())
 
 
 @given(st.floats(min_value=0, max_value=1000, allow_nan=False), st.booleans(), st.booleans())
-def test_rules_are_mutually_exclusive_and_exhaustive_for_uavs(w: float, rc: bool, pax: bool) -> None:
-    attrs = ProductAttributes(product_type=UAV, maximum_takeoff_weight=w,
-                              remote_controlled_only=rc, passenger_carriage=pax).model_dump()
+def test_rules_are_mutually_exclusive_and_exhaustive_for_uavs(
+    w: float, rc: bool, pax: bool
+) -> None:
+    attrs = ProductAttributes(
+        product_type=UAV,
+        maximum_takeoff_weight=w,
+        remote_controlled_only=rc,
+        passenger_carriage=pax,
+    ).model_dump()
     hits = [d for d, expr in RULES if evaluate(expr, attrs) is Tri.TRUE]
     assert len(hits) == 1
 
 
-@given(st.floats(min_value=0, max_value=1000, allow_nan=False), st.booleans(), st.booleans(),
-       st.booleans(), st.booleans(), st.booleans())
+@given(
+    st.floats(min_value=0, max_value=1000, allow_nan=False),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
 def test_hiding_facts_keeps_the_true_code_among_candidates(
     w: float, rc: bool, pax: bool, hide_w: bool, hide_rc: bool, hide_pax: bool
 ) -> None:
-    full = classify(ProductAttributes(product_type=UAV, maximum_takeoff_weight=w,
-                                      remote_controlled_only=rc, passenger_carriage=pax))
-    partial = classify(ProductAttributes(
-        product_type=UAV, maximum_takeoff_weight=None if hide_w else w,
-        remote_controlled_only=None if hide_rc else rc, passenger_carriage=None if hide_pax else pax,
-    ))
+    full = classify(
+        ProductAttributes(
+            product_type=UAV,
+            maximum_takeoff_weight=w,
+            remote_controlled_only=rc,
+            passenger_carriage=pax,
+        )
+    )
+    partial = classify(
+        ProductAttributes(
+            product_type=UAV,
+            maximum_takeoff_weight=None if hide_w else w,
+            remote_controlled_only=None if hide_rc else rc,
+            passenger_carriage=None if hide_pax else pax,
+        )
+    )
     assert full.hs_code is not None and full.hs_code in partial.candidates
     if partial.status == "needs_clarification":
-        hidden = {n for n, h in (("maximum_takeoff_weight", hide_w),
-                                 ("remote_controlled_only", hide_rc),
-                                 ("passenger_carriage", hide_pax)) if h}
+        hidden = {
+            n
+            for n, h in (
+                ("maximum_takeoff_weight", hide_w),
+                ("remote_controlled_only", hide_rc),
+                ("passenger_carriage", hide_pax),
+            )
+            if h
+        }
         assert partial.missing and set(partial.missing) <= hidden
         assert all(default_nomenclature().exists(c) for c in partial.candidates)
 
@@ -119,12 +161,28 @@ def test_sources_in_force_by_date() -> None:
 
 def test_priority_decides_among_sources_in_force() -> None:
     base = next(s for s in default_sources() if s.role == "export_control")
-    newer = LegalSource(id="test:annex-next", title="t", role="export_control", jurisdiction="EU",
-                        priority=5, binding=True, valid_from=date(2026, 1, 1), valid_to=None,
-                        data_file=None)
-    expired = LegalSource(id="test:annex-old", title="t", role="export_control", jurisdiction="EU",
-                          priority=1, binding=True, valid_from=date(2020, 1, 1),
-                          valid_to=date(2025, 11, 14), data_file=None)
+    newer = LegalSource(
+        id="test:annex-next",
+        title="t",
+        role="export_control",
+        jurisdiction="EU",
+        priority=5,
+        binding=True,
+        valid_from=date(2026, 1, 1),
+        valid_to=None,
+        data_file=None,
+    )
+    expired = LegalSource(
+        id="test:annex-old",
+        title="t",
+        role="export_control",
+        jurisdiction="EU",
+        priority=1,
+        binding=True,
+        valid_from=date(2020, 1, 1),
+        valid_to=date(2025, 11, 14),
+        data_file=None,
+    )
     pool = (*default_sources(), newer, expired)
     chosen_2025 = select_source("export_control", date(2025, 12, 1), pool)
     chosen_2026 = select_source("export_control", date(2026, 2, 1), pool)
@@ -139,7 +197,9 @@ def _uav(**kw: Any) -> ProductAttributes:
 
 
 def test_routing_rule_is_named_and_not_binding() -> None:
-    reg = evaluate_permits(_uav(beyond_visual_line_of_sight=True, endurance=120.0), ("8806.93",), AT)
+    reg = evaluate_permits(
+        _uav(beyond_visual_line_of_sight=True, endurance=120.0), ("8806.93",), AT
+    )
     assert reg.permits_required == ("EU-2021/821:9A012",)
     ids = [s.id for s in reg.sources_used]
     assert ROUTING_RULE_ID in ids
@@ -161,18 +221,45 @@ def test_no_export_control_source_in_force_means_not_evaluated() -> None:
     ("attrs", "permits", "missing"),
     [
         ({"beyond_visual_line_of_sight": True, "endurance": 60.0}, ("EU-2021/821:9A012",), ()),
-        ({"beyond_visual_line_of_sight": True, "endurance": 59.0, "gust_tolerance": 46.3},
-         ("EU-2021/821:9A012",), ()),
-        ({"beyond_visual_line_of_sight": True, "endurance": 29.0, "maximum_range": 300.0},
-         ("EU-2021/821:9A112",), ()),
-        ({"beyond_visual_line_of_sight": False, "autonomous_flight": True, "aerosol_capacity": 20.5,
-          "maximum_range": 1.0}, ("EU-2021/821:9A112",), ()),
-        ({"beyond_visual_line_of_sight": False, "autonomous_flight": False, "maximum_range": 299.0},
-         (), ()),
-        ({"beyond_visual_line_of_sight": False, "autonomous_flight": False}, (), ("maximum_range",)),
+        (
+            {"beyond_visual_line_of_sight": True, "endurance": 59.0, "gust_tolerance": 46.3},
+            ("EU-2021/821:9A012",),
+            (),
+        ),
+        (
+            {"beyond_visual_line_of_sight": True, "endurance": 29.0, "maximum_range": 300.0},
+            ("EU-2021/821:9A112",),
+            (),
+        ),
+        (
+            {
+                "beyond_visual_line_of_sight": False,
+                "autonomous_flight": True,
+                "aerosol_capacity": 20.5,
+                "maximum_range": 1.0,
+            },
+            ("EU-2021/821:9A112",),
+            (),
+        ),
+        (
+            {
+                "beyond_visual_line_of_sight": False,
+                "autonomous_flight": False,
+                "maximum_range": 299.0,
+            },
+            (),
+            (),
+        ),
+        (
+            {"beyond_visual_line_of_sight": False, "autonomous_flight": False},
+            (),
+            ("maximum_range",),
+        ),
     ],
 )
-def test_dual_use_criteria(attrs: dict[str, Any], permits: tuple[str, ...], missing: tuple[str, ...]) -> None:
+def test_dual_use_criteria(
+    attrs: dict[str, Any], permits: tuple[str, ...], missing: tuple[str, ...]
+) -> None:
     reg = evaluate_permits(_uav(**attrs), ("8806.22",), AT)
     assert (reg.permits_required, reg.missing) == (permits, missing)
 
@@ -204,8 +291,13 @@ def _numbers(expr: Expr) -> set[float]:
 
 
 def test_every_threshold_in_the_code_is_written_in_the_annex() -> None:
-    wording = {30.0: "30 minutes", 60.0: "1 hour", 46.3: "46,3 km/h", 300.0: "300 km",
-               20.0: "20 litres"}
+    wording = {
+        30.0: "30 minutes",
+        60.0: "1 hour",
+        46.3: "46,3 km/h",
+        300.0: "300 km",
+        20.0: "20 litres",
+    }
     text = " ".join(annex_entry_text(e) or "" for e, _ in DUAL_USE_ENTRIES)
     used = set().union(*(_numbers(expr) for _, expr in DUAL_USE_ENTRIES))
     assert used == set(wording)

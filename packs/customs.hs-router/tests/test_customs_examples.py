@@ -51,7 +51,9 @@ def test_example_matches_expected(path: Path) -> None:
 def test_example_outcome_is_consistent(path: Path) -> None:
     outcome = _run(path)
     nomenclature = default_nomenclature()
-    emitted = list(outcome["candidate_hs_codes"]) + ([outcome["hs_code"]] if outcome["hs_code"] else [])
+    emitted = list(outcome["candidate_hs_codes"]) + (
+        [outcome["hs_code"]] if outcome["hs_code"] else []
+    )
     for code in emitted:
         entry = nomenclature.get(code)
         assert entry is not None and entry.level == 6 and code[4] == "."
@@ -93,7 +95,9 @@ def test_paper_example_exactly() -> None:
     by_rule = {r["rule"]: r for r in outcome["rules"]}
     assert by_rule["hs2022:8806.21"]["missing"] == ["maximum_takeoff_weight"]
     assert by_rule["EU-2021/821:9A112"] == {
-        "rule": "EU-2021/821:9A112", "result": "unknown", "missing": ["maximum_range"]
+        "rule": "EU-2021/821:9A112",
+        "result": "unknown",
+        "missing": ["maximum_range"],
     }
     sources = [s["id"] for s in outcome["legal_sources"]]
     assert "pack:customs.hs-router/routing-rule-8806-dual-use" in sources

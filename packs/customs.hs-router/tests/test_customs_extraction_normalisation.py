@@ -21,7 +21,10 @@ def _extract(text: str) -> dict[str, list[CandidateFact]]:
 def test_keyword_extractor_reads_the_brief_phrases_with_spans() -> None:
     found = _extract(BRIEF_TEXT)
     assert {c.value for c in found["product_type"]} == {"unmanned_aerial_vehicle"}
-    assert [(c.value, c.unit) for c in found["maximum_takeoff_weight"]] == [(0.9, "kg"), (900.0, "g")]
+    assert [(c.value, c.unit) for c in found["maximum_takeoff_weight"]] == [
+        (0.9, "kg"),
+        (900.0, "g"),
+    ]
     assert [(c.value, c.unit) for c in found["maximum_range"]] == [(15.0, "km")]
     assert [(c.value, c.unit) for c in found["endurance"]] == [(30.0, "min")]
     assert [c.value for c in found["beyond_visual_line_of_sight"]] == [True]
@@ -29,7 +32,7 @@ def test_keyword_extractor_reads_the_brief_phrases_with_spans() -> None:
         for cand in cands:
             ev = cand.evidence
             assert cand.source == "extractor:keyword@1.0.0"
-            assert ev.start is not None and BRIEF_TEXT[ev.start:ev.end] == ev.text
+            assert ev.start is not None and BRIEF_TEXT[ev.start : ev.end] == ev.text
 
 
 def test_nothing_unstated_becomes_a_candidate() -> None:
@@ -64,10 +67,15 @@ def test_parse_number() -> None:
 
 
 def _cand(predicate: str, value: object, unit: str | None, source: str) -> CandidateFact:
-    return CandidateFact.model_validate({
-        "predicate": predicate, "value": value, "unit": unit, "source": source,
-        "evidence": Evidence.make(source, f"{predicate}={value}"),
-    })
+    return CandidateFact.model_validate(
+        {
+            "predicate": predicate,
+            "value": value,
+            "unit": unit,
+            "source": source,
+            "evidence": Evidence.make(source, f"{predicate}={value}"),
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -84,7 +92,9 @@ def _cand(predicate: str, value: object, unit: str | None, source: str) -> Candi
         ("gust_tolerance", 10, "m/s", (36.0, "km/h")),
     ],
 )
-def test_unit_conversion(predicate: str, value: float, unit: str, expected: tuple[float, str]) -> None:
+def test_unit_conversion(
+    predicate: str, value: float, unit: str, expected: tuple[float, str]
+) -> None:
     assert convert(_cand(predicate, value, unit, "doc:x")) == expected
 
 
@@ -106,10 +116,12 @@ def test_untypable_values_are_errors(predicate: str, value: object, unit: str | 
 
 
 def test_document_outranks_extractor_and_the_conflict_is_reported() -> None:
-    norm = normalise([
-        _cand("maximum_takeoff_weight", 240, "g", "extractor:keyword@1.0.0"),
-        _cand("maximum_takeoff_weight", 0.9, "kg", "doc:datasheet"),
-    ])
+    norm = normalise(
+        [
+            _cand("maximum_takeoff_weight", 240, "g", "extractor:keyword@1.0.0"),
+            _cand("maximum_takeoff_weight", 0.9, "kg", "doc:datasheet"),
+        ]
+    )
     assert norm.attributes.maximum_takeoff_weight == 0.9
     (conflict,) = norm.conflicts
     assert conflict.resolution == "document_precedence" and conflict.chosen == 0.9
@@ -118,19 +130,23 @@ def test_document_outranks_extractor_and_the_conflict_is_reported() -> None:
 
 
 def test_same_rank_disagreement_stays_unknown() -> None:
-    norm = normalise([
-        _cand("maximum_range", 10, "km", "doc:invoice"),
-        _cand("maximum_range", 20, "km", "doc:datasheet"),
-    ])
+    norm = normalise(
+        [
+            _cand("maximum_range", 10, "km", "doc:invoice"),
+            _cand("maximum_range", 20, "km", "doc:datasheet"),
+        ]
+    )
     assert norm.attributes.maximum_range is None
     assert [c.resolution for c in norm.unresolved] == ["unresolved"]
 
 
 def test_agreeing_sources_merge_with_all_evidence() -> None:
-    norm = normalise([
-        _cand("maximum_range", 15, "km", "doc:invoice"),
-        _cand("maximum_range", 15000, "m", "extractor:keyword@1.0.0"),
-    ])
+    norm = normalise(
+        [
+            _cand("maximum_range", 15, "km", "doc:invoice"),
+            _cand("maximum_range", 15000, "m", "extractor:keyword@1.0.0"),
+        ]
+    )
     (fact,) = norm.facts
     assert fact.value == 15.0 and fact.unit == "km"
     assert fact.sources == ("doc:invoice", "extractor:keyword@1.0.0")  # corroborated
@@ -142,12 +158,16 @@ def test_derived_fact_names_its_rule_and_premise() -> None:
     norm = normalise([_cand("remote_controlled_only", True, None, "doc:x")])
     derived = {f.predicate: f for f in norm.facts}["autonomous_flight"]
     assert derived.value is False and derived.status == "derived"
-    assert derived.derived_by is not None and derived.derived_by.startswith("rule:customs.hs-router/")
+    assert derived.derived_by is not None and derived.derived_by.startswith(
+        "rule:customs.hs-router/"
+    )
 
 
 def test_stated_contradiction_is_an_error() -> None:
-    norm = normalise([
-        _cand("remote_controlled_only", True, None, "doc:x"),
-        _cand("autonomous_flight", True, None, "doc:y"),
-    ])
+    norm = normalise(
+        [
+            _cand("remote_controlled_only", True, None, "doc:x"),
+            _cand("autonomous_flight", True, None, "doc:y"),
+        ]
+    )
     assert norm.errors and "contradiction" in norm.errors[0]

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from conftest import ReplayClient, load_recorded
-from cradle_kg.errors import ReplayDivergenceError
 from customs_hs_router.explanation import (
     ExplainerRefusedError,
     LlmExplainer,
@@ -21,8 +20,14 @@ from customs_hs_router.extraction import KeywordExtractor, LlmExtractor
 from customs_hs_router.models import Decision
 from customs_hs_router.pipeline import decide, run
 
+from cradle_kg.errors import ReplayDivergenceError
+
 MODEL = "gpt-4o-mini-2024-07-18"
-PAPER = Path(__file__).resolve().parent.parent / "examples" / "01_paper_example_uav_missing_weight_and_range.json"
+PAPER = (
+    Path(__file__).resolve().parent.parent
+    / "examples"
+    / "01_paper_example_uav_missing_weight_and_range.json"
+)
 AT = date(2025, 12, 1)
 
 
@@ -50,23 +55,42 @@ def test_llm_extractor_keeps_only_evidenced_known_facts() -> None:
     extractor, text = _recorded_extractor()
     cands = extractor.extract(text)
     by_predicate = {c.predicate: c for c in cands}
-    assert set(by_predicate) == {"product_type", "maximum_takeoff_weight", "aerosol_capacity",
-                                 "autonomous_flight", "maximum_range", "beyond_visual_line_of_sight"}
+    assert set(by_predicate) == {
+        "product_type",
+        "maximum_takeoff_weight",
+        "aerosol_capacity",
+        "autonomous_flight",
+        "maximum_range",
+        "beyond_visual_line_of_sight",
+    }
     for cand in cands:
         ev = cand.evidence
-        assert ev.start is not None and text[ev.start:ev.end] == ev.text
+        assert ev.start is not None and text[ev.start : ev.end] == ev.text
         assert cand.source == f"extractor:llm:{MODEL}@1.0.0"
     reasons = sorted(d["reason"] for d in extractor.dropped)
-    assert reasons == ["evidence not found in text", "evidence not found in text", "unknown predicate"]
+    assert reasons == [
+        "evidence not found in text",
+        "evidence not found in text",
+        "unknown predicate",
+    ]
     (call,) = extractor.calls
     assert call.recorded and call.request["input"] == text and "output" in call.response
 
 
 def test_llm_extractor_in_the_pipeline_records_the_call() -> None:
     extractor, text = _recorded_extractor()
-    payload = {"description": text, "facts": [
-        {"predicate": "passenger_carriage", "value": False, "unit": None, "source": "doc:invoice#1"}
-    ], "declared_at": "2025-12-01"}
+    payload = {
+        "description": text,
+        "facts": [
+            {
+                "predicate": "passenger_carriage",
+                "value": False,
+                "unit": None,
+                "source": "doc:invoice#1",
+            }
+        ],
+        "declared_at": "2025-12-01",
+    }
     outcome = run(payload, extractors=[KeywordExtractor(), extractor]).model_dump(mode="json")
     assert outcome["status"] == "classified" and outcome["hs_code"] == "8806.93"
     assert outcome["permits_required"] == ["EU-2021/821:9A112"]
@@ -129,8 +153,16 @@ def test_pipeline_outcome_is_unchanged_by_a_refused_explainer(explainer: Any) ->
     tampered = run(_paper_input(), explainer=explainer).model_dump(mode="json")
     assert tampered["explanation_refusals"] and "refused" in tampered["explanation_refusals"][0]
     assert tampered["explained_by"] == TemplateExplainer().name
-    for key in ("status", "hs_code", "candidate_hs_codes", "missing_facts", "permits_required",
-                "permitted_to_finalize", "decision_digest", "explanation"):
+    for key in (
+        "status",
+        "hs_code",
+        "candidate_hs_codes",
+        "missing_facts",
+        "permits_required",
+        "permitted_to_finalize",
+        "decision_digest",
+        "explanation",
+    ):
         assert tampered[key] == honest[key], key
 
 

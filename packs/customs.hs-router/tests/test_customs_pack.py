@@ -79,8 +79,10 @@ def test_policies_validate_against_the_schema() -> None:
 
 
 def test_a_broken_policy_fails_validation() -> None:
-    bad = _policies() + '\npermit (principal, action == Action::"finalize_classification", resource)' \
-        ' when { context.no_such_field };'
+    bad = (
+        _policies() + '\npermit (principal, action == Action::"finalize_classification", resource)'
+        " when { context.no_such_field };"
+    )
     assert not cedarpy.validate_policies(bad, _schema()).validation_passed
 
 
@@ -96,8 +98,12 @@ def _finalize(outcome: dict[str, Any]) -> tuple[bool, list[str]]:
         "permits_required_count": len(outcome["permits_required"]),
         "missing_facts_count": len(outcome["missing_facts"]),
     }
-    request = {"principal": 'Agent::"broker-bot"', "action": 'Action::"finalize_classification"',
-               "resource": 'Classification::"line-1"', "context": context}
+    request = {
+        "principal": 'Agent::"broker-bot"',
+        "action": 'Action::"finalize_classification"',
+        "resource": 'Classification::"line-1"',
+        "context": context,
+    }
     result = cedarpy.is_authorized(request, _policies(), [], schema=_schema())
     notes = _annotations()
     return result.allowed, [notes[p]["id"] for p in result.diagnostics.reasons]
@@ -122,8 +128,12 @@ def test_finalize_with_permit_requires_approval() -> None:
 
 def test_agent_may_invoke_lookup_but_not_unknown_tools() -> None:
     def ask(tool: str) -> bool:
-        request = {"principal": 'Agent::"a"', "action": 'Action::"invoke"',
-                   "resource": f'Tool::"{tool}"', "context": {}}
+        request = {
+            "principal": 'Agent::"a"',
+            "action": 'Action::"invoke"',
+            "resource": f'Tool::"{tool}"',
+            "context": {},
+        }
         return cedarpy.is_authorized(request, _policies(), [], schema=_schema()).allowed
 
     assert ask("hs_lookup") and ask("classify_goods_line") and not ask("delete_declaration")
@@ -157,8 +167,14 @@ def test_missing_facts_query() -> None:
 def test_goods_line_validator() -> None:
     assert validate_goods_line({"description": "drone", "facts": []}) == []
     assert validate_goods_line({"description": ""})
-    problems = validate_goods_line({"description": "drone", "facts": [
-        {"predicate": "maximum_range", "value": 3, "unit": "parsec", "source": "doc:x"}]})
+    problems = validate_goods_line(
+        {
+            "description": "drone",
+            "facts": [
+                {"predicate": "maximum_range", "value": 3, "unit": "parsec", "source": "doc:x"}
+            ],
+        }
+    )
     assert problems and "facts.0" in problems[0]
 
 
@@ -182,7 +198,9 @@ def test_hs_code_exists_verifier() -> None:
     outcome = _example("03_")
     assert hs_code_exists(outcome)[0] == "verified"
     assert hs_code_exists(_example("01_"))[0] == "inconclusive"
-    assert hs_code_exists({**outcome, "hs_code": "8806.20", "candidate_hs_codes": []})[0] == "failed"
+    assert (
+        hs_code_exists({**outcome, "hs_code": "8806.20", "candidate_hs_codes": []})[0] == "failed"
+    )
     assert hs_code_exists({**outcome, "hs_code": "8806", "candidate_hs_codes": []})[0] == "failed"
     assert hs_code_exists({**outcome, "candidate_hs_codes": ["8806.30"]})[0] == "failed"
 
@@ -206,8 +224,14 @@ def test_required_permit_resolution_catches_tampering() -> None:
     outcome = _example("09_")
     assert required_permit_resolution({**outcome, "permits_required": []})[0] == "failed"
     outcome = _example("03_")
-    assert required_permit_resolution({**outcome, "permits_required": ["EU-2021/821:9A012"]})[0] == "failed"
-    assert required_permit_resolution({**outcome, "permits_required": ["EU-2021/821:9A999"]})[0] == "failed"
+    assert (
+        required_permit_resolution({**outcome, "permits_required": ["EU-2021/821:9A012"]})[0]
+        == "failed"
+    )
+    assert (
+        required_permit_resolution({**outcome, "permits_required": ["EU-2021/821:9A999"]})[0]
+        == "failed"
+    )
     facts = [f for f in outcome["facts"] if f["predicate"] != "maximum_range"]
     assert required_permit_resolution({**outcome, "facts": facts})[0] == "inconclusive"
     assert required_permit_resolution(_example("01_"))[0] == "inconclusive"

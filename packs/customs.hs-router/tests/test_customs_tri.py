@@ -45,8 +45,8 @@ def test_unknown_is_sound(a: bool | None, b: bool | None) -> None:
     """An UNKNOWN result is never contradicted by filling in the unknowns either way."""
     expr = any_of(all_of(Cond("a", "==", True), Cond("b", "==", True)), Not(Cond("a", "==", True)))
     result = evaluate(expr, {"a": a, "b": b})
-    for fa in ([a] if a is not None else [True, False]):
-        for fb in ([b] if b is not None else [True, False]):
+    for fa in [a] if a is not None else [True, False]:
+        for fb in [b] if b is not None else [True, False]:
             full = evaluate(expr, {"a": fa, "b": fb})
             assert full is not Tri.UNKNOWN
             if result is not Tri.UNKNOWN:

@@ -22,8 +22,14 @@ def hs_lookup(code: str) -> dict[str, Any]:
     digits = normalise_code(code)
     entry = default_nomenclature().get(code) if digits else None
     if digits is None or entry is None:
-        return {"code": code, "exists": False, "description": None, "level": None,
-                "parent_chain": [], "national_subdivisions": []}
+        return {
+            "code": code,
+            "exists": False,
+            "description": None,
+            "level": None,
+            "parent_chain": [],
+            "national_subdivisions": [],
+        }
     chain = default_nomenclature().parent_chain(digits)
     return {
         "code": render_code(entry.code),

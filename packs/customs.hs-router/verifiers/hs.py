@@ -87,9 +87,8 @@ def _expected_permits(values: Mapping[str, Any]) -> list[str]:
         return [f"{PERMIT_PREFIX}9A012"]
     if values.get("maximum_range") is not None and values["maximum_range"] >= 300:
         return [f"{PERMIT_PREFIX}9A112"]
-    if out_of_sight or need("autonomous_flight"):
-        if need("aerosol_capacity") > 20:
-            return [f"{PERMIT_PREFIX}9A112"]
+    if (out_of_sight or need("autonomous_flight")) and need("aerosol_capacity") > 20:
+        return [f"{PERMIT_PREFIX}9A112"]
     need("maximum_range")  # 9A112.a is still open if the range is unknown
     return []
 

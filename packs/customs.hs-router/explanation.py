@@ -36,7 +36,8 @@ class ExplainerRefusedError(ToolError):
 
 
 class Explainer(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def explain(self, decision: Decision) -> object: ...
 

@@ -10,7 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,7 +27,7 @@ ProductType = Literal[
     "undercarriage",
     "aircraft_part",
 ]
-PRODUCT_TYPES: tuple[str, ...] = ProductType.__args__
+PRODUCT_TYPES: tuple[str, ...] = get_args(ProductType)
 Dimension = Literal["mass", "length", "duration", "volume", "speed"]
 
 

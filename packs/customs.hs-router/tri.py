@@ -16,6 +16,7 @@ import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 
 class Tri(Enum):
@@ -47,7 +48,7 @@ class Tri(Enum):
 
 
 Scalar = bool | float | int | str
-_OPS: dict[str, Callable[[object, object], bool]] = {
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq,
     "!=": operator.ne,
     "<": operator.lt,

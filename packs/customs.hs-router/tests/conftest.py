@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 PACK = Path(__file__).resolve().parent.parent
 PACKAGE = "customs_hs_router"
-RECORDED = Path(__file__).resolve().parent / "recorded"
 
 
 def _load_pack() -> None:
@@ -33,34 +28,3 @@ def _load_pack() -> None:
 
 
 _load_pack()
-
-
-def load_recorded(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((RECORDED / name).read_text(encoding="utf-8"))
-    assert data["recorded"] is True
-    return data
-
-
-@pytest.fixture
-def pack_dir() -> Path:
-    return PACK
-
-
-class ReplayClient:
-    """Strict replay of recorded model exchanges: a request that differs is a divergence."""
-
-    def __init__(self, exchanges: list[dict[str, Any]]) -> None:
-        self._exchanges = list(exchanges)
-        self.requests: list[dict[str, Any]] = []
-
-    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
-        from cradle_kg.errors import ReplayDivergenceError
-
-        self.requests.append(request)
-        if not self._exchanges:
-            raise ReplayDivergenceError("no recorded exchange left to replay")
-        exchange = self._exchanges.pop(0)
-        if exchange["request"] != request:
-            raise ReplayDivergenceError("request differs from the recorded request")
-        response: dict[str, Any] = exchange["response"]
-        return response

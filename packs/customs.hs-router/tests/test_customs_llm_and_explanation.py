@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ReplayClient, load_recorded
 from customs_hs_router.explanation import (
     ExplainerRefusedError,
     LlmExplainer,
@@ -19,6 +18,8 @@ from customs_hs_router.explanation import (
 from customs_hs_router.extraction import KeywordExtractor, LlmExtractor
 from customs_hs_router.models import Decision
 from customs_hs_router.pipeline import decide, run
+from customs_hs_router.replay import ReplayClient
+from customs_hs_router.replay import load_recorded as _load_recorded
 
 from cradle_kg.errors import ReplayDivergenceError
 
@@ -29,6 +30,11 @@ PAPER = (
     / "01_paper_example_uav_missing_weight_and_range.json"
 )
 AT = date(2025, 12, 1)
+RECORDED = Path(__file__).resolve().parent / "recorded"
+
+
+def load_recorded(name: str) -> dict[str, Any]:
+    return _load_recorded(RECORDED / name)
 
 
 def _paper_input() -> dict[str, Any]:

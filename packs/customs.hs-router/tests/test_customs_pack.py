@@ -147,7 +147,7 @@ def test_permits_by_hs_code_query() -> None:
     for prefix in ("09_", "10_", "12_", "01_", "03_"):
         outcome_to_graph(_example(prefix), g)
     query = (PACK / "queries" / "permits-by-hs-code.rq").read_text(encoding="utf-8")
-    rows = [(str(r[0]), str(r[1]), int(r[2])) for r in g.query(query)]  # type: ignore[index]
+    rows = [(str(r[0]), str(r[1]), int(str(r[2]))) for r in g.query(query)]  # type: ignore[index]
     assert rows == [
         ("8806.23", "EU-2021/821:9A112", 1),
         ("8806.93", "EU-2021/821:9A012", 1),

@@ -63,9 +63,10 @@ def decide(
     candidates: list[CandidateFact] = document_candidates(line.facts)
     calls: list[ModelCall] = []
     for extractor in extractors:
+        seen = len(extractor.calls) if isinstance(extractor, LlmExtractor) else 0
         candidates.extend(extractor.extract(line.description))
         if isinstance(extractor, LlmExtractor):
-            calls.extend(extractor.calls)
+            calls.extend(extractor.calls[seen:])
 
     # 2. normalisation
     norm = normalise(candidates)
@@ -152,6 +153,7 @@ def run(
     decision, calls = decide(payload, extractors or (KeywordExtractor(),), today or date.today())
     chosen: Explainer = explainer or TemplateExplainer()
     refusals: list[str] = []
+    seen_explainer = len(explainer.calls) if isinstance(explainer, LlmExplainer) else 0
     try:
         text = guarded_explain(chosen, decision)
     except ExplainerRefusedError as exc:
@@ -159,7 +161,7 @@ def run(
         chosen = TemplateExplainer()
         text = guarded_explain(chosen, decision)
     if isinstance(explainer, LlmExplainer):
-        calls.extend(explainer.calls)
+        calls.extend(explainer.calls[seen_explainer:])
     return Outcome(
         **decision.model_dump(),
         decision_digest=decision.digest(),

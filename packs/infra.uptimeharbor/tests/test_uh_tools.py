@@ -17,7 +17,7 @@ harbor_mod = importlib.import_module(f"{PKG}.harbor")
 
 
 def test_contracts_are_complete_and_honest() -> None:
-    assert set(contracts.CONTRACTS) == set(ops.TOOLS) | set()
+    assert set(contracts.CONTRACTS) == set(ops.TOOLS)
     for tool_id, c in contracts.CONTRACTS.items():
         assert c["id"] == tool_id and c["version"] == "1.0.0"
         assert c["side_effect_class"] in contracts.SIDE_EFFECT_CLASSES

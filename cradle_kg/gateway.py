@@ -52,6 +52,8 @@ class GatewayResult:
     output: BaseModel | None
     output_error: str | None
     started_at: datetime
+    #: the tool raised (as opposed to answering with output that breaks its contract)
+    raised: bool = False
 
 
 class KeyAlreadyClaimed(Exception):
@@ -71,7 +73,7 @@ class Gateway:
         """Journal ``before`` + the intent (durably), call the tool, journal the observation.
 
         Raises :class:`KeyAlreadyClaimed` — having written nothing — when another
-        submission already holds the intent for this key.
+        submission already holds the intent for this key (or an approve-once it uses).
         """
         crashpoint("before_intent")
         try:
@@ -79,9 +81,42 @@ class Gateway:
         except IdempotencyKeyTaken as taken:
             raise KeyAlreadyClaimed(taken.key) from taken
         crashpoint("after_intent")
+        return self._call(spec, action, call, intent.run_id)
+
+    def retry(self, *, spec: ToolSpec, action: Action, call: ToolCall,
+              retry: NewEvent) -> GatewayResult:
+        """Call the tool again under the intent already recorded, with the same key.
+
+        The caller decides that the tool's idempotency class allows it; ``retry`` (an
+        ``action.retry`` event) is journaled durably before the call, as an intent is.
+        """
+        # INVARIANT: a retry never writes a second intent: the key was claimed once
+        assert retry.kind == "action.retry" and retry.idem_key is None
+        self._append([retry])
+        crashpoint("after_intent")
+        return self._call(spec, action, call, retry.run_id)
+
+    def reconcile(self, *, spec: ToolSpec, action: Action, call: ToolCall,
+                  run_id: str) -> GatewayResult | None:
+        """Ask the tool's lookup whether the effect of this key happened.
+
+        When it did, the answer is journaled as a *reconciled* observation and returned;
+        ``None`` means the remote system has no trace of the key. A lookup that raises
+        propagates: the caller cannot know, and must not guess.
+        """
+        lookup = self._tools._lookup(spec.id)
+        if lookup is None:
+            raise LookupError(f"tool `{spec.ref}` has no lookup")
         started = self._clock()
-        output: BaseModel | None = None
-        output_error: str | None = None
+        raw = lookup(call)
+        if raw is None:
+            return None
+        return self._observe(spec, action, raw, None, run_id, started,
+                             extra={"reconciled": True, "via": "lookup"})
+
+    def _call(self, spec: ToolSpec, action: Action, call: ToolCall,
+              run_id: str) -> GatewayResult:
+        started = self._clock()
         raw: BaseModel | dict[str, object] | None = None
         error: str | None = None
         try:
@@ -90,6 +125,13 @@ class Gateway:
         except Exception as exc:  # the tool failed: an observation, not a crash
             error = f"tool `{spec.ref}` raised {type(exc).__name__}: {exc}"
         crashpoint("after_call")
+        return self._observe(spec, action, raw, error, run_id, started)
+
+    def _observe(self, spec: ToolSpec, action: Action, raw: BaseModel | dict[str, object] | None,
+                 error: str | None, run_id: str, started: datetime, *,
+                 extra: dict[str, object] | None = None) -> GatewayResult:
+        output: BaseModel | None = None
+        output_error: str | None = None
         if raw is not None:
             try:
                 output = spec.parse_output(raw)
@@ -99,11 +141,12 @@ class Gateway:
             output_error = f"tool `{spec.ref}` returned nothing"
         observation = self._observation(spec, action, output, raw, error or output_error)
         self._append([NewEvent(
-            run_id=intent.run_id, kind="action.observed", subject=action.id,
+            run_id=run_id, kind="action.observed", subject=action.id,
             actor=f"tool:{spec.ref}", at=observation.observed_at,
-            payload={"observation": observation.model_dump(mode="json")},
+            payload={"observation": observation.model_dump(mode="json"), **(extra or {})},
         )])
-        return GatewayResult(observation, output, output_error or error, started)
+        return GatewayResult(observation, output, output_error or error, started,
+                             raised=error is not None)
 
     def _observation(self, spec: ToolSpec, action: Action, output: BaseModel | None,
                      raw: object, error: str | None) -> ExecutionObservation:

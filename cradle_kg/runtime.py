@@ -11,6 +11,7 @@ that restarts picks up exactly where the last one stopped.
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,11 +22,13 @@ from pydantic import BaseModel, ValidationError
 from .approvals import ApprovalBook
 from .canonical import content_hash, iso
 from .config import RuntimeConfig, load_config
-from .errors import ApprovalError, InputError, ProposalError, UnknownNameError
+from .errors import ApprovalError, InputError, JournalError, ProposalError, UnknownNameError
 from .evidence import EvidenceStore
 from .gates.post import DomainInvariant, Gate2, InvariantBinding
 from .gates.pre import DomainValidator, Gate1, GateInput, GateResult, ValidatorBinding
 from .gateway import Gateway, KeyAlreadyClaimed, crashpoint
+from .graph.integrity import IntegrityChecker
+from .graph.store import GraphStore
 from .home import Home, resolve_home
 from .journal import Journal, NewEvent
 from .plans import PlanOutcome, run_plan
@@ -83,7 +86,8 @@ class Runtime:
 
     def __init__(self, home: str | Path | None = None, *, config: RuntimeConfig | None = None,
                  policy_paths: Sequence[Path] = (), clock: Clock | None = None,
-                 load_plugins: bool = True) -> None:
+                 load_plugins: bool = True, integrity: bool = True,
+                 graph_sync: bool = True) -> None:
         self.home = Home(resolve_home(home))
         self.home.root.mkdir(parents=True, exist_ok=True)
         self.config = config if config is not None else load_config(self.home.config)
@@ -105,6 +109,16 @@ class Runtime:
         self.gate2 = Gate2(verifiers=self.verifiers, invariants=self.invariants,
                            max_read_age=timedelta(
                                seconds=self.config.verification_max_age_seconds))
+        self.integrity: IntegrityChecker | None = None
+        if integrity:
+            # INVARIANT: the integrity rules are checked before every commit (fail closed)
+            self.integrity = IntegrityChecker(self.journal)
+            self.commit_hooks.append(self.integrity.check)
+            self.listeners.append(self.integrity.on_append)
+        self._graph_sync = graph_sync
+        self._graph: GraphStore | None = None
+        self._graph_unavailable = False
+        self._graph_lock = threading.Lock()
         if load_plugins:
             for entry in self.config.plugins:
                 self._load_plugin(entry)
@@ -137,7 +151,25 @@ class Runtime:
             raise InputError(f"cannot load plugin `{entry}`: {exc}") from exc
         register(self)
 
+    def graph(self) -> GraphStore | None:
+        """The home's graph store, opened on first use; None when another process holds it."""
+        if self._graph is None and not self._graph_unavailable:
+            try:
+                self._graph = GraphStore(self.home.graph)
+            except JournalError:
+                self._graph_unavailable = True
+        return self._graph
+
+    def sync_graph(self) -> int:
+        """Bring the graph up to the journal's head; the journal stays the truth."""
+        with self._graph_lock:
+            store = self.graph()
+            return store.sync(self.journal) if store is not None else 0
+
     def close(self) -> None:
+        if self._graph is not None:
+            self._graph.close()
+            self._graph = None
         self.journal.close()
 
     def __enter__(self) -> Runtime:
@@ -200,6 +232,12 @@ class Runtime:
 
     def submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         """Run one proposal through the whole loop and return how it ended."""
+        outcome = self._submit(raw)
+        if self._graph_sync:
+            self.sync_graph()
+        return outcome
+
+    def _submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         proposal = self.parse_proposal(raw)
         now = self.clock()
         run_id = proposal.effective_run_id
@@ -213,7 +251,9 @@ class Runtime:
             NewEvent(run_id=run_id, kind="decision.made", subject=decision.id,
                      actor=decision.decided_by, at=now,
                      payload={"decision": decision.model_dump(mode="json"),
-                              "proposal_id": proposal.id}),
+                              "proposal_id": proposal.id,
+                              "action_id": self._action_id(proposal, gate),
+                              "action": proposal.action.model_dump(mode="json")}),
         ]
         if gate.recorded_intent_seq is not None and decision.verdict in (
                 Verdict.ALLOW, Verdict.REQUIRE_APPROVAL):
@@ -264,6 +304,14 @@ class Runtime:
         )
 
     @staticmethod
+    def _action_id(proposal: Proposal, gate: GateResult) -> str:
+        """The action's id: from its idempotency key, or (unparseable action) the proposal."""
+        if gate.idempotency_key:
+            return "act:" + gate.idempotency_key.removeprefix("idem:")
+        return "act:proposal:" + _short(proposal.effective_run_id, proposal.id,
+                                        proposal.attempt)
+
+    @staticmethod
     def _outcome_event(outcome: Outcome, subject: str) -> NewEvent:
         return NewEvent(run_id=outcome.run_id, kind="run.outcome", subject=subject,
                         actor=RUNTIME_ACTOR, at=(outcome.decision.decided_at
@@ -275,7 +323,7 @@ class Runtime:
         assert gate.spec is not None
         a = proposal.action
         return Action(
-            id="act:" + gate.idempotency_key.removeprefix("idem:"),
+            id=self._action_id(proposal, gate),
             proposal_id=proposal.id, action_type=a.action_type, target=a.target,
             arguments=a.arguments, side_effect_class=gate.spec.side_effect_class,
             idempotency_key=gate.idempotency_key, risk_level=gate.risk,
@@ -399,6 +447,7 @@ class Runtime:
                            actor=RUNTIME_ACTOR, at=verified_at,
                            payload={"verification": verification.model_dump(mode="json"),
                                     "action_id": action.id,
+                                    "transition_id": "st:" + action.id.removeprefix("act:"),
                                     "evidence": g2.report.evidence if g2.report else {}})]
         reasons: list[str] = [f"{c.name}: {c.detail}" for c in g2.checks
                               if c.status is not VerificationStatus.VERIFIED]

@@ -5,6 +5,9 @@
   it reports success and writes nothing (gate 2 must catch it);
 * ``demo.ledger.balance`` — read-only;
 * ``demo.ledger.close_account`` — irreversible: every execution needs a human approval.
+
+Each effectful tool passes the ``during_call`` crash point after its effect is applied
+and before it returns, which is where "the mail left twice" is born.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..gateway import crashpoint
 from ..records import IdempotencyClass, SideEffectClass, VerificationCheck, VerificationStatus
 from ..tools import ToolCall, ToolSpec
 from ..verifiers import VerifierReport, VerifyRequest
@@ -71,12 +75,14 @@ def register(runtime: Runtime) -> None:
         assert isinstance(args, CreditInput)
         applied = ledger.credit(key=call.idempotency_key, account=args.account,
                                 amount=args.amount)
+        crashpoint("during_call")  # the effect is applied, the tool has not returned
         return CreditOutput(ok=True, applied=applied, account=args.account, amount=args.amount)
 
     def credit_unreliable(call: ToolCall) -> CreditOutput:
         args = call.arguments
         assert isinstance(args, CreditInput)
         # the bug we want to catch: success reported, nothing written
+        crashpoint("during_call")
         return CreditOutput(ok=True, applied=True, account=args.account, amount=args.amount)
 
     def credit_lookup(call: ToolCall) -> CreditOutput | None:
@@ -95,6 +101,7 @@ def register(runtime: Runtime) -> None:
         args = call.arguments
         assert isinstance(args, AccountInput)
         ledger.close_account(key=call.idempotency_key, account=args.account)
+        crashpoint("during_call")
         return CloseOutput(ok=True, account=args.account)
 
     def close_lookup(call: ToolCall) -> CloseOutput | None:

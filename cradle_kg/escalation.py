@@ -1,0 +1,70 @@
+"""Escalation: when the runtime stops deciding and hands the case to a human.
+
+A human task is a journal event, ``human_task.opened``, that names the run, the action
+or proposal concerned, a stable reason code and the reason in words. The runtime opens
+one when it must not go on by itself:
+
+* ``repair_budget_exhausted`` — a run used up its repairs (``config.repair_budget``);
+* ``verification_failed`` — a verification failed and no compensation is declared, or
+  the compensation did not execute and verify;
+* ``inconclusive`` / ``tool_failed`` — nothing can be committed and nobody knows the
+  state of the target;
+* ``reconcile_*`` — crash recovery found an intent whose effect it cannot establish or
+  may not replay (a tool of idempotency class ``none``, a tool without lookup, a lookup
+  that raised).
+
+Tasks are read back from the journal like everything else (:func:`open_tasks`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .canonical import content_hash
+from .journal import Journal, NewEvent
+
+HUMAN_TASK_OPENED = "human_task.opened"
+
+
+@dataclass(frozen=True)
+class HumanTask:
+    id: str
+    run_id: str
+    code: str
+    reason: str
+    subject: str
+    opened_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "run_id": self.run_id, "code": self.code,
+                "reason": self.reason, "subject": self.subject,
+                "opened_at": self.opened_at.isoformat()}
+
+
+def task_id_for(run_id: str, subject: str, code: str) -> str:
+    return "task:" + content_hash([run_id, subject, code])[7:31]
+
+
+def human_task_event(*, run_id: str, subject: str, code: str, reason: str, actor: str,
+                     at: datetime, details: dict[str, Any] | None = None) -> NewEvent:
+    """The event that opens a human task about ``subject`` (an action or proposal id)."""
+    task_id = task_id_for(run_id, subject, code)
+    return NewEvent(run_id=run_id, kind=HUMAN_TASK_OPENED, subject=task_id, actor=actor, at=at,
+                    payload={"task_id": task_id, "about": subject, "code": code,
+                             "reason": reason, **(details or {})})
+
+
+def open_tasks(journal: Journal, *, run_id: str | None = None) -> list[HumanTask]:
+    """Every human task opened (in one run, or in all), oldest first."""
+    return [HumanTask(id=e.payload["task_id"], run_id=e.run_id, code=e.payload["code"],
+                      reason=e.payload["reason"], subject=e.payload["about"], opened_at=e.at)
+            for e in journal.events_of_kind(HUMAN_TASK_OPENED)
+            if run_id is None or e.run_id == run_id]
+
+
+def repairs_in_run(journal: Journal, run_id: str) -> int:
+    """How many ``repair`` outcomes the run has had so far (the repair budget counts them)."""
+    return sum(1 for e in journal.events(run_id=run_id)
+               if e.kind == "run.outcome" and e.payload["outcome"]["status"] == "repair")

@@ -1,0 +1,414 @@
+"""Projection: journal events in, N-Quads out — a pure function.
+
+No clock, no uuid, no I/O: the same journal gives the same quads, byte for byte. Each
+event carries in its payload everything its triples need, so an event can be projected
+alone (incrementally, as it is appended) or in a full rebuild, with the same result.
+
+One named graph per run: ``<https://w3id.org/cradle/run/{run_id}>``. Object IRIs are
+deterministic: ``<https://w3id.org/cradle/id/{kind}/{id}>`` with the id percent-encoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import UTC
+from typing import Any
+from urllib.parse import quote
+
+from ..canonical import iso, parse_iso
+from ..records import AuditEvent
+from .vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
+
+ID_BASE = "https://w3id.org/cradle/id/"
+RUN_BASE = "https://w3id.org/cradle/run/"
+
+_TYPE = f"<{RDF_NS}type>"
+_LABEL = f"<{RDFS_NS}label>"
+_DATETIME = f"{XSD_NS}dateTime"
+_INTEGER = f"{XSD_NS}integer"
+_DECIMAL = f"{XSD_NS}decimal"
+_BOOLEAN = f"{XSD_NS}boolean"
+
+VERDICTS = {"allow": "Allow", "deny": "Deny", "repair": "Repair", "clarify": "Clarify",
+            "require_approval": "RequireApproval"}
+RISKS = {"low": "LowRisk", "medium": "MediumRisk", "high": "HighRisk"}
+SIDE_EFFECTS = {"read_only": "ReadOnly", "reversible": "Reversible",
+                "compensable": "Compensable", "external_write": "ExternalWrite",
+                "irreversible": "Irreversible"}
+APPROVALS = {"pending": "Pending", "approved": "Approved", "rejected": "Rejected",
+             "changes_requested": "ChangesRequested", "expired": "Expired"}
+VERIFICATIONS = {"verified": "Verified", "failed": "Failed", "inconclusive": "Inconclusive",
+                 "unverified": "Unverified"}
+
+
+def c(term: str) -> str:
+    return f"<{CRADLE_NS}{term}>"
+
+
+def p(term: str) -> str:
+    return f"<{PROV_NS}{term}>"
+
+
+def node(kind: str, ident: str) -> str:
+    return f"<{ID_BASE}{kind}/{quote(ident, safe='')}>"
+
+
+def run_graph(run_id: str) -> str:
+    return f"<{RUN_BASE}{quote(run_id, safe='')}>"
+
+
+def identity(ident: str) -> str:
+    return node("agent", ident)
+
+
+def _escape(text: str) -> str:
+    return (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+            .replace("\r", "\\r"))
+
+
+def lit(value: Any) -> str:
+    """An N-Triples literal; strings are simple literals (xsd:string in RDF 1.1), written
+    the way Oxigraph writes them back, so store dumps and projections compare byte for byte."""
+    if isinstance(value, bool):
+        return f'"{"true" if value else "false"}"^^<{_BOOLEAN}>'
+    if isinstance(value, int):
+        return f'"{value}"^^<{_INTEGER}>'
+    if isinstance(value, float):
+        return f'"{value!r}"^^<{_DECIMAL}>'
+    return f'"{_escape(str(value))}"'
+
+
+def dt(text: str) -> str:
+    """An xsd:dateTime literal in canonical form (UTC, ``Z``, no trailing zero digits) —
+    the form Oxigraph stores, so dumps and projections compare byte for byte."""
+    moment = parse_iso(text).astimezone(UTC)
+    out = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = f"{moment.microsecond:06d}".rstrip("0")
+    if fraction:
+        out += "." + fraction
+    return f'"{out}Z"^^<{_DATETIME}>'
+
+
+class _Quads:
+    """Collects the triples of one event as ``"s p o"`` strings (N-Triples terms)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, s: str, pred: str, o: str) -> None:
+        self.lines.append(f"{s} {pred} {o}")
+
+    def typed(self, s: str, *classes: str) -> None:
+        for cls in classes:
+            self.add(s, _TYPE, c(cls))
+
+
+def action_node(action_id: str) -> str:
+    return node("action", action_id)
+
+
+def proposal_node(run_id: str, proposal_id: str) -> str:
+    return node("proposal", f"{run_id}/{proposal_id}")
+
+
+def _event_header(q: _Quads, ev: AuditEvent, subject: str | None) -> None:
+    audit = node("audit", str(ev.seq))
+    runtime_event = node("event", str(ev.seq))
+    q.typed(audit, "AuditEvent")
+    q.add(audit, c("seq"), lit(ev.seq))
+    q.add(audit, c("eventKind"), lit(ev.kind))
+    q.add(audit, c("at"), dt(iso(ev.at)))
+    q.add(audit, c("eventHash"), lit(ev.hash))
+    q.add(audit, c("prevHash"), lit(ev.prev_hash))
+    q.add(audit, c("actor"), identity(ev.actor))
+    q.add(audit, c("records"), runtime_event)
+    q.typed(runtime_event, "RuntimeEvent")
+    q.add(runtime_event, c("eventKind"), lit(ev.kind))
+    q.add(runtime_event, c("inRun"), run_graph(ev.run_id))
+    if subject:
+        q.add(runtime_event, c("subjectRef"), subject)
+
+
+def _provenance(q: _Quads, s: str, prov: dict[str, Any] | None) -> None:
+    if not prov:
+        return
+    for key, term in (("input_hash", "inputHash"), ("output_hash", "outputHash")):
+        if prov.get(key):
+            q.add(s, c(term), lit(prov[key]))
+    if prov.get("tool_ref"):
+        q.add(s, c("toolVersion"), lit(prov["tool_ref"]))
+    if prov.get("source"):
+        q.add(s, p("wasAttributedTo"), identity(str(prov["source"])))
+
+
+def _proposal(q: _Quads, ev: AuditEvent) -> str:
+    prop = ev.payload["proposal"]
+    s = proposal_node(ev.run_id, prop["id"])
+    agent = identity(prop["agent_id"])
+    q.typed(s, "Proposal")
+    q.add(s, c("runId"), lit(ev.run_id))
+    q.add(s, c("inRun"), run_graph(ev.run_id))
+    q.add(s, c("at"), dt(iso(ev.at)))
+    q.typed(agent, "Agent")
+    q.add(agent, c("proposes"), s)
+    q.add(s, p("wasAttributedTo"), agent)
+    task = node("task", prop["task_id"])
+    q.typed(task, "Task")
+    q.add(s, p("wasDerivedFrom"), task)
+    if prop.get("confidence") is not None:
+        q.add(s, c("confidence"), lit(float(prop["confidence"])))
+    for i, fact in enumerate(prop.get("facts", [])):
+        f = node("fact", f"{ev.run_id}/{prop['id']}/{i}")
+        q.typed(f, "Fact")
+        q.add(f, c("verificationStatus"), c("Unverified"))
+        q.add(f, c("factSubject"), lit(fact["subject"]))
+        q.add(f, c("factPredicate"), lit(fact["predicate"]))
+        q.add(f, c("factValue"), lit(fact["object"] if isinstance(
+            fact["object"], str | int | float | bool) else repr(fact["object"])))
+        q.add(f, c("source"), lit(fact["source"]))
+        q.add(s, c("candidateFact"), f)
+    for ref in prop.get("evidence_refs", []):
+        q.add(s, c("isSupportedBy"), node("evidence", ref))
+    return s
+
+
+def _decision(q: _Quads, ev: AuditEvent) -> str:
+    d = ev.payload["decision"]
+    s = node("decision", d["id"])
+    q.typed(s, "Decision")
+    q.add(s, c("verdict"), c(VERDICTS[d["verdict"]]))
+    q.add(s, c("evaluates"), proposal_node(ev.run_id, d["proposal_id"]))
+    q.add(s, c("decidedAt"), dt(d["decided_at"]))
+    q.add(s, c("policyVersion"), lit(d["policy_version"]))
+    q.add(s, p("wasAttributedTo"), identity(d["decided_by"]))
+    for pack in d.get("pack_versions", []):
+        q.add(s, c("packVersion"), lit(pack))
+    if d.get("granted_to"):
+        q.add(s, c("grantedTo"), identity(d["granted_to"]))
+    for reason in d.get("reasons", []):
+        q.add(s, c("reason"), lit(reason))
+    for check in d.get("checks", []):
+        q.add(s, c("checkResult"), lit(f"{check['check']}={check['status']}"))
+    action_id = ev.payload.get("action_id")
+    for pol in d.get("policy_results", []):
+        pol_node = node("policy", f"{d['policy_version']}/{pol['policy_id']}")
+        q.typed(pol_node, "Policy")
+        q.add(pol_node, c("policyId"), lit(pol["policy_id"]))
+        q.add(pol_node, c("policyVersion"), lit(d["policy_version"]))
+        q.add(s, c("policyId"), lit(pol["policy_id"]))
+        q.add(s, p("wasDerivedFrom"), pol_node)
+        if action_id:
+            q.add(action_node(action_id), c("isGovernedBy"), pol_node)
+    if action_id:
+        _proposed_action(q, ev, action_id, d["proposal_id"])
+        q.add(s, c("decisionFor"), action_node(action_id))
+    return s
+
+
+def _proposed_action(q: _Quads, ev: AuditEvent, action_id: str, proposal_id: str) -> None:
+    """The action a proposal contains, whether or not it ever runs."""
+    a = action_node(action_id)
+    req = ev.payload.get("action") or {}
+    q.typed(a, "Action")
+    q.add(proposal_node(ev.run_id, proposal_id), c("contains"), a)
+    if req.get("action_type"):
+        tool = node("tool", req["action_type"])
+        q.typed(tool, "Tool")
+        q.add(a, c("invokes"), tool)
+    if req.get("target"):
+        res = node("resource", req["target"])
+        q.typed(res, "Resource")
+        q.add(a, c("targets"), res)
+    if req.get("environment"):
+        q.add(a, c("environment"), lit(req["environment"]))
+
+
+def _approval_requested(q: _Quads, ev: AuditEvent) -> str:
+    a = ev.payload["approval"]
+    s = node("approval", a["id"])
+    q.typed(s, "HumanApproval")
+    q.add(s, c("approvalStatus"), c("Pending"))
+    q.add(s, c("actionDigest"), lit(a["action_digest"]))
+    q.add(node("decision", a["decision_id"]), c("awaitsApproval"), s)
+    if a.get("scope"):
+        q.add(s, c("scope"), lit(a["scope"]))
+    q.add(s, c("at"), dt(a["requested_at"]))
+    return s
+
+
+def _approval_decided(q: _Quads, ev: AuditEvent) -> str:
+    pl = ev.payload
+    s = node("approval", pl["approval_id"])
+    q.typed(s, "HumanApproval")
+    q.add(s, c("approvalStatus"), c(APPROVALS[pl["status"]]))
+    q.add(s, c("approver"), identity(pl["approver_id"]))
+    q.add(s, c("decidedAt"), dt(iso(ev.at)))
+    if pl.get("expires_at"):
+        q.add(s, c("expiresAt"), dt(pl["expires_at"]))
+    if pl.get("scope"):
+        q.add(s, c("scope"), lit(pl["scope"]))
+    if pl.get("reason"):
+        q.add(s, c("reason"), lit(pl["reason"]))
+    return s
+
+
+def _intent(q: _Quads, ev: AuditEvent) -> str:
+    pl = ev.payload
+    act = pl["action"]
+    s = action_node(act["id"])
+    q.typed(s, "Action")
+    q.add(s, c("authorizedBy"), node("decision", pl["decision_id"]))
+    q.add(s, c("idempotencyKey"), lit(act["idempotency_key"]))
+    q.add(s, c("riskLevel"), c(RISKS[act["risk_level"]]))
+    q.add(s, c("sideEffectClass"), c(SIDE_EFFECTS[act["side_effect_class"]]))
+    q.add(s, c("inputHash"), lit(act["input_hash"]))
+    if pl.get("tool"):
+        q.add(s, c("toolVersion"), lit(pl["tool"]))
+    if pl.get("approval_id"):
+        q.add(node("approval", pl["approval_id"]), c("authorizes"),
+              node("decision", pl["decision_id"]))
+    return s
+
+
+def _observed(q: _Quads, ev: AuditEvent) -> str:
+    pl = ev.payload
+    o = pl["observation"]
+    s = node("observation", o["id"])
+    a = action_node(o["execution_id"])
+    q.typed(s, "Observation")
+    q.add(s, c("outputHash"), lit(o["output_hash"]))
+    q.add(s, c("at"), dt(o["observed_at"]))
+    q.add(node("tool", o["tool_id"]), c("produces"), s)
+    q.add(a, c("hasObservation"), s)
+    if pl.get("executed_at") and pl.get("executed_by"):
+        q.add(a, c("executedAt"), dt(pl["executed_at"]))
+        q.add(a, c("executedBy"), identity(pl["executed_by"]))
+    return s
+
+
+def _verification(q: _Quads, ev: AuditEvent) -> str:
+    v = ev.payload["verification"]
+    s = node("verification", v["id"])
+    q.typed(s, "Verification")
+    q.add(s, c("verificationStatus"), c(VERIFICATIONS[v["status"]]))
+    q.add(s, c("at"), dt(v["verified_at"]))
+    q.add(action_node(v["execution_id"]), c("hasVerification"), s)
+    for check in v.get("checks", []):
+        q.add(s, c("checkResult"), lit(f"{check['name']}={check['status']}"))
+    for ref in v.get("evidence_refs", []):
+        e = node("evidence", ref)
+        q.typed(e, "Evidence")
+        q.add(e, c("contentHash"), lit(ref))
+        q.add(s, p("used"), e)
+    if ev.payload.get("transition_id"):
+        q.add(s, c("checks"), node("transition", ev.payload["transition_id"]))
+    return s
+
+
+def _transition(q: _Quads, ev: AuditEvent) -> str:
+    t = ev.payload["transition"]
+    s = node("transition", t["id"])
+    q.typed(s, "StateTransition")
+    q.add(s, c("transitionOf"), action_node(ev.payload["action_id"]))
+    if t.get("committed_at"):
+        q.add(s, c("committedAt"), dt(t["committed_at"]))
+    if t.get("aborted_at"):
+        q.add(s, c("abortedAt"), dt(t["aborted_at"]))
+    if t.get("reason"):
+        q.add(s, c("reason"), lit(t["reason"]))
+    if t.get("to_state"):
+        state = node("state", t["to_state"])
+        q.typed(state, "ResourceState")
+        q.add(state, c("contentHash"), lit(t["to_state"]))
+        q.add(s, c("changes"), state)
+    return s
+
+
+def _outcome(q: _Quads, ev: AuditEvent) -> str:
+    # the status goes on this event's own node: a proposal may end twice (waiting, then done)
+    o = ev.payload["outcome"]
+    q.add(node("event", str(ev.seq)), c("outcomeStatus"), lit(o["status"]))
+    return proposal_node(ev.run_id, o["proposal_id"])
+
+
+def _evidence(q: _Quads, ev: AuditEvent) -> str:
+    s = node("evidence", ev.payload["ref"])
+    q.typed(s, "Evidence")
+    q.add(s, c("contentHash"), lit(ev.payload["ref"]))
+    q.add(s, c("at"), dt(iso(ev.at)))
+    q.add(s, p("wasAttributedTo"), identity(ev.actor))
+    return s
+
+
+def _policyset(q: _Quads, ev: AuditEvent) -> str:
+    version = ev.payload["version"]
+    for pid in ev.payload.get("policy_ids", []):
+        pol = node("policy", f"{version}/{pid}")
+        q.typed(pol, "Policy")
+        q.add(pol, c("policyId"), lit(pid))
+        q.add(pol, c("policyVersion"), lit(version))
+        q.add(pol, c("at"), dt(iso(ev.at)))
+    for pack in ev.payload.get("packs", []):
+        q.add(node("policyset", version), c("packVersion"), lit(pack))
+    return node("policyset", version)
+
+
+_PROJECTORS = {
+    "proposal.received": _proposal,
+    "decision.made": _decision,
+    "approval.requested": _approval_requested,
+    "approval.decided": _approval_decided,
+    "action.intent": _intent,
+    "action.observed": _observed,
+    "verification.recorded": _verification,
+    "transition.committed": _transition,
+    "transition.aborted": _transition,
+    "run.outcome": _outcome,
+    "evidence.collected": _evidence,
+    "policyset.activated": _policyset,
+}
+
+
+def event_retractions(ev: AuditEvent) -> list[str]:
+    """Triples an event makes false: a decided approval is no longer pending."""
+    if ev.kind == "approval.decided":
+        s = node("approval", ev.payload["approval_id"])
+        return [f"{s} {c('approvalStatus')} {c('Pending')}"]
+    return []
+
+
+def event_triples(ev: AuditEvent, *, header: bool = True) -> list[str]:
+    """The triples of one event as ``"s p o"`` strings; ``header`` adds its audit record."""
+    q = _Quads()
+    projector = _PROJECTORS.get(ev.kind)
+    subject = projector(q, ev) if projector else None
+    if header:
+        _event_header(q, ev, subject)
+    return q.lines
+
+
+def project_event(ev: AuditEvent) -> list[str]:
+    """The N-Quads lines of one event (each ending in a newline), in its run's graph."""
+    graph = run_graph(ev.run_id)
+    return [f"{t} {graph} .\n" for t in event_triples(ev)]
+
+
+def ntriples(triples: Iterable[str]) -> str:
+    return "".join(f"{t} .\n" for t in triples)
+
+
+def project(events: Iterable[AuditEvent]) -> Iterator[str]:
+    for ev in events:
+        yield from project_event(ev)
+
+
+def project_retractions(events: Iterable[AuditEvent]) -> Iterator[str]:
+    for ev in events:
+        graph = run_graph(ev.run_id)
+        yield from (f"{t} {graph} .\n" for t in event_retractions(ev))
+
+
+def project_nquads(events: Iterable[AuditEvent]) -> str:
+    """The whole projection as one N-Quads text, sorted and deduplicated (canonical form)."""
+    evs = list(events)
+    return "".join(sorted(set(project(evs)) - set(project_retractions(evs))))

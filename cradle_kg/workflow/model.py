@@ -1,0 +1,219 @@
+"""Model calls: one client interface, a real HTTP client, and a recorded one.
+
+* :class:`OpenAICompatibleClient` speaks ``POST {base_url}/chat/completions`` — the API
+  that a local vLLM, Ollama or llama.cpp server exposes — with a JSON-schema
+  ``response_format``, so the server constrains the output to the step's schema.
+* :class:`RecordedClient` serves responses that were recorded earlier: from a run's
+  journal (strict replay) or from a recording file (tests). Responses from a file carry
+  ``source="recorded"`` and the file's label, so a journal always says when an answer did
+  not come from a live model.
+
+The client only transports: checking the answer against the step's schema is the
+engine's job (``model_validate_json``, never a hand-written parser).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..canonical import content_hash
+from ..errors import InputError, ReplayDivergenceError
+from ..records import AuditEvent
+from .errors import ModelError
+
+#: packages whose versions every run records (with the prompt version and the model id)
+RECORDED_PACKAGES = ("cradle-kg", "pydantic", "httpx", "cedarpy")
+
+
+def package_versions(names: Iterable[str] = RECORDED_PACKAGES) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not-installed"
+    return out
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ChatMessage(_Frozen):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class ModelRequest(_Frozen):
+    """Everything sent to the model — journaled in full with the response."""
+
+    model: str
+    messages: tuple[ChatMessage, ...]
+    schema_name: str
+    response_schema: dict[str, Any]
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int | None = 0
+
+    def body(self) -> dict[str, Any]:
+        """The OpenAI-compatible request body."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.model_dump() for m in self.messages],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "response_format": {"type": "json_schema", "json_schema": {
+                "name": self.schema_name, "schema": self.response_schema, "strict": True}},
+        }
+        if self.seed is not None:
+            body["seed"] = self.seed
+        return body
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.model_dump(mode="json"))
+
+
+class ModelUsage(_Frozen):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class ModelResponse(_Frozen):
+    model: str
+    content: str
+    finish_reason: str | None = None
+    usage: ModelUsage = ModelUsage()
+    #: the server's whole answer, as received
+    raw: dict[str, Any] = Field(default_factory=dict)
+    source: Literal["live", "recorded"] = "live"
+    #: for a recorded response: where it was recorded (a file label or a journal event)
+    recorded_from: str | None = None
+
+
+class ModelClient(Protocol):
+    """What the engine needs from a model: one chat completion per request."""
+
+    @property
+    def kind(self) -> str: ...
+
+    def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+class _Message(BaseModel):
+    content: str | None = None
+
+
+class _Choice(BaseModel):
+    message: _Message
+    finish_reason: str | None = None
+
+
+class _Completion(BaseModel):
+    """The envelope of an OpenAI-compatible answer (validated, not hand-parsed)."""
+
+    model: str = ""
+    choices: list[_Choice] = Field(min_length=1)
+    usage: ModelUsage = ModelUsage()
+
+
+class OpenAICompatibleClient:
+    """A real HTTP client for ``/v1/chat/completions`` servers (vLLM, Ollama, llama.cpp)."""
+
+    kind = "openai-compatible"
+
+    def __init__(self, base_url: str, *, api_key: str | None = None, timeout: float = 120.0,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout,
+                                  transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        try:
+            reply = self._http.post("/chat/completions", json=request.body())
+            reply.raise_for_status()
+            body = reply.json()
+        except httpx.HTTPStatusError as exc:
+            raise ModelError(f"model server `{self.base_url}` answered "
+                             f"{exc.response.status_code}: {exc.response.text[:200]}") from exc
+        except httpx.HTTPError as exc:
+            raise ModelError(f"cannot reach the model server `{self.base_url}`: {exc}") from exc
+        except ValueError as exc:
+            raise ModelError(f"model server `{self.base_url}` did not answer JSON") from exc
+        try:
+            completion = _Completion.model_validate(body)
+        except ValidationError as exc:
+            raise ModelError(f"model server `{self.base_url}` answered an unexpected "
+                             f"envelope: {exc.errors()[0]['msg'].lower()}") from exc
+        choice = completion.choices[0]
+        return ModelResponse(model=completion.model or request.model,
+                             content=choice.message.content or "",
+                             finish_reason=choice.finish_reason, usage=completion.usage,
+                             raw=body, source="live")
+
+
+class RecordedClient:
+    """Serves recorded responses in order; never calls a model.
+
+    Built from a journal (``from_events``) it also holds the request that was recorded
+    with each response; in ``strict`` mode a different request is a divergence.
+    """
+
+    kind = "recorded"
+
+    def __init__(self, responses: Sequence[ModelResponse], *, label: str,
+                 expected: Sequence[tuple[AuditEvent, str]] = (), strict: bool = False) -> None:
+        self.label = label
+        self._responses = list(responses)
+        self._expected = list(expected)
+        self._strict = strict
+        self.served = 0
+
+    @classmethod
+    def from_file(cls, path: Path) -> RecordedClient:
+        """A recording file: ``{"label": ..., "responses": [{"model":..., "content":...}]}``."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            label = str(data.get("label") or path.name)
+            responses = [ModelResponse.model_validate(
+                {**r, "source": "recorded", "recorded_from": label}) for r in data["responses"]]
+        except (OSError, ValueError, KeyError, TypeError, ValidationError) as exc:
+            raise InputError(f"cannot read the model recording `{path}`: {exc}") from exc
+        return cls(responses, label=label)
+
+    @classmethod
+    def from_events(cls, events: Iterable[AuditEvent], run_id: str, *,
+                    strict: bool = True) -> RecordedClient:
+        """The ``model.called`` events of one run, served back exactly as journaled."""
+        calls = [e for e in events if e.run_id == run_id and e.kind == "model.called"]
+        return cls([ModelResponse.model_validate(e.payload["response"]) for e in calls],
+                   label=f"journal:{run_id}", strict=strict,
+                   expected=[(e, str(e.payload.get("request_hash", ""))) for e in calls])
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        if self.served >= len(self._responses):
+            where = self._expected[-1][0] if self._expected else None
+            raise ReplayDivergenceError(
+                f"`{self.label}`: no recorded response left for call {self.served + 1}"
+                + (f" (last recorded call at seq {where.seq})" if where else ""),
+                seq=where.seq if where else None)
+        if self._strict and self.served < len(self._expected):
+            event, recorded_hash = self._expected[self.served]
+            if recorded_hash and recorded_hash != request.hash:
+                raise ReplayDivergenceError(
+                    f"replay diverges at seq {event.seq} (`{event.kind}`): the request to the "
+                    "model differs from the recorded one", seq=event.seq)
+        response = self._responses[self.served]
+        self.served += 1
+        return response

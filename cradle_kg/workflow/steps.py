@@ -1,0 +1,206 @@
+"""Workflows and step contracts.
+
+A :class:`Workflow` is a sequence of steps. Every step declares
+
+* ``inputs`` — the only values that reach it, each a reference ``input.<field>`` or
+  ``<step>.<field>`` (no implicit reads: nothing else enters a model's context);
+* ``input_model`` and ``output_model`` — pydantic schemas checked at run time;
+* optionally ``when=(ref, value)`` — the step runs only when the reference equals value.
+
+Three kinds: :class:`ModelStep` (schema-forced model call), :class:`ToolStep` (a proposal
+through both gates and the gateway) and :class:`HumanStep` (a validation point that holds
+no worker while it waits, and that progressive autonomy may take over).
+
+Tools are whitelisted per step: the effective list is what the agent may do (its
+permissions and scopes) ∩ what the step allows; it is computed before the call and
+journaled with the step.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import InputError
+from .errors import WorkflowError
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    id: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    #: field of the step input -> reference (``input.x`` or ``<step>.x``)
+    inputs: Mapping[str, str] = field(default_factory=dict)
+    when: tuple[str, Any] | None = None
+
+    @property
+    def kind(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelStep(Step):
+    prompt: str
+    prompt_version: str
+    model: str
+    #: tools the step allows the model to know about (∩ the agent's)
+    tools: tuple[str, ...] = ()
+    max_tokens: int = 512
+    #: the declared cost of one call, charged against the budgets
+    cost: float = 1.0
+
+    @property
+    def kind(self) -> str:
+        return "model"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolStep(Step):
+    #: the tool id, or a reference to a previous output that names it
+    tool: str
+    #: globs of the tools this step allows (default: exactly ``tool``)
+    tools: tuple[str, ...] = ()
+    #: the target, formatted with the validated step input (``ledger:{account}``)
+    target: str
+
+    @property
+    def kind(self) -> str:
+        return "tool"
+
+
+@dataclass(frozen=True, kw_only=True)
+class HumanStep(Step):
+    #: the field of the output a human decides (what autonomy learns to predict)
+    decision_field: str
+    #: the input fields a learned rule may read
+    rule_fields: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return "human"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workflow:
+    id: str
+    version: str
+    input_model: type[BaseModel]
+    steps: tuple[Step, ...]
+    agent: str
+    tenant: str = "default"
+    #: ``module:function`` returning this workflow — how a replay finds it again
+    definition: str
+
+    def __post_init__(self) -> None:
+        seen: set[str] = {"input"}
+        for step in self.steps:
+            if step.id in seen:
+                raise WorkflowError(f"workflow `{self.id}`: step id `{step.id}` is used twice")
+            refs = [*step.inputs.values(), *([step.when[0]] if step.when else [])]
+            for ref in refs:
+                if ref.split(".", 1)[0] not in seen:
+                    raise WorkflowError(f"workflow `{self.id}`: step `{step.id}` reads `{ref}` "
+                                        "which is not the input or an earlier step")
+            if isinstance(step, HumanStep):
+                fields = step.input_model.model_fields
+                unknown = [f for f in step.rule_fields if f not in fields]
+                if unknown or step.decision_field not in step.output_model.model_fields:
+                    raise WorkflowError(f"workflow `{self.id}`: human step `{step.id}` declares "
+                                        f"unknown fields {unknown or [step.decision_field]}")
+            seen.add(step.id)
+
+    def step(self, step_id: str) -> Step:
+        for step in self.steps:
+            if step.id == step_id:
+                return step
+        raise InputError(f"workflow `{self.id}` has no step `{step_id}`")
+
+
+def resolve(ref: str, context: Mapping[str, Mapping[str, Any]]) -> Any:
+    head, _, rest = ref.partition(".")
+    if head not in context:
+        raise KeyError(ref)
+    value: Any = context[head]
+    for part in rest.split(".") if rest else ():
+        if not isinstance(value, Mapping) or part not in value:
+            raise KeyError(ref)
+        value = value[part]
+    return value
+
+
+def step_input(step: Step, context: Mapping[str, Mapping[str, Any]]) -> BaseModel:
+    """Build the step's input from its declared references only, and validate it."""
+    raw: dict[str, Any] = {}
+    for name, ref in step.inputs.items():
+        try:
+            raw[name] = resolve(ref, context)
+        except KeyError:
+            raise WorkflowError(f"step `{step.id}`: `{ref}` has no value") from None
+    try:
+        return step.input_model.model_validate(raw)
+    except ValidationError as exc:
+        raise WorkflowError(f"step `{step.id}`: input does not match its schema: "
+                            f"{brief(exc)}") from exc
+
+
+def should_run(step: Step, context: Mapping[str, Mapping[str, Any]]) -> bool:
+    if step.when is None:
+        return True
+    try:
+        return bool(resolve(step.when[0], context) == step.when[1])
+    except KeyError:
+        return False
+
+
+def brief(exc: ValidationError) -> str:
+    """A validation error in one line: the first few locations and messages."""
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(x) for x in err["loc"]) or "(root)"
+        parts.append(f"`{loc}`: {err['msg'].lower()}")
+    return "; ".join(parts)
+
+
+def agent_tools(runtime: Runtime, agent_id: str) -> list[str]:
+    """The registered tools this agent may call: a permission matches and scopes suffice."""
+    agent = runtime.config.agent(agent_id)
+    if agent is None:
+        return []
+    allowed = []
+    for spec in runtime.tools.specs():
+        permitted = any(p.subject == agent_id and fnmatch.fnmatchcase(spec.id, p.action_type)
+                        for p in runtime.config.permissions)
+        if permitted and set(spec.required_scopes) <= set(agent.permitted_scopes):
+            allowed.append(spec.id)
+    return allowed
+
+
+def effective_tools(runtime: Runtime, agent_id: str, allowed: Sequence[str]) -> list[str]:
+    """Agent's tools ∩ the step's globs, sorted — computed before every call."""
+    return sorted(t for t in agent_tools(runtime, agent_id)
+                  if any(fnmatch.fnmatchcase(t, pattern) for pattern in allowed))
+
+
+def load_workflow(definition: str, *, version: str | None = None) -> Workflow:
+    """Rebuild a workflow from its recorded ``module:function``; check its version."""
+    module_name, _, attr = definition.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise InputError(f"cannot load workflow `{definition}`: {exc}") from exc
+    workflow = factory()
+    if not isinstance(workflow, Workflow):
+        raise InputError(f"`{definition}` did not return a workflow")
+    if version is not None and workflow.version != version:
+        raise InputError(f"workflow `{workflow.id}` is at version `{workflow.version}`, "
+                         f"the run was recorded with `{version}`")
+    return workflow

@@ -14,13 +14,27 @@ Guarantees (each has a test that tries to break it):
   key in the journal, so two executions cannot both use it, even from two processes;
 * an expired approval authorizes nothing; an approval for one digest authorizes no other;
 * approvers are configured with roles and scopes and authenticate with a token whose
-  sha256 is in the configuration.
+  sha256 is in the configuration; a refused attempt is journaled (``approval.refused``).
+
+What an approval authorizes:
+
+* **once** (the default): exactly one execution of the exact action (its digest), by a
+  proposer the approver is not excluded for;
+* **within a scope** (``--scope S``): the approver must hold scope ``S`` (or ``*``); the
+  approval is reusable — it authorizes the *same action digest* any number of times
+  (other runs, other attempts, other proposers the approver is not excluded for) until
+  its expiry, or until revoked by the policy changing. It never authorizes a different
+  digest: change one argument and a new approval is needed;
+* **until T** (``--until T``): reusable for the same digest, and nothing at or after T.
+
+The exclusions are checked against the approval's request *and* against each proposer
+that wants to use it, so a reusable approval cannot become a self-approval.
 """
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -83,13 +97,19 @@ class ApprovalBook:
     def for_digest(self, digest: str) -> list[ApprovalState]:
         return list(_fold(self.journal.events_for_subject("approval:" + digest)).values())
 
-    def usable(self, digest: str, now: datetime, proposer: str) -> HumanApproval | None:
-        """An approved, unexpired, unconsumed approval of this exact action, if any."""
+    def usable(self, digest: str, now: datetime, proposer: str, *,
+               also_excluded: Collection[str] = ()) -> HumanApproval | None:
+        """An approved, unexpired, unconsumed approval of this exact action, if any.
+
+        ``also_excluded``: identities that may not approve *this* use (the proposer's
+        principal, on whose behalf it acts) besides those excluded at request time.
+        """
         for st in self.for_digest(digest):
             a = st.approval
             if a.status is not ApprovalStatus.APPROVED or a.approver_id is None:
                 continue
-            if a.approver_id in st.excluded or a.approver_id == proposer:
+            if (a.approver_id in st.excluded or a.approver_id == proposer
+                    or a.approver_id in also_excluded):
                 continue
             if a.expires_at is not None and a.expires_at <= now:
                 continue

@@ -22,12 +22,16 @@ class RunSummary:
     proposals: list[str] = field(default_factory=list)
     #: proposal id -> the status of its latest outcome
     outcomes: dict[str, str] = field(default_factory=dict)
+    #: human tasks opened for this run (escalations, crash reconciliations): their ids
+    human_tasks: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
         if not self.outcomes:
             return "in_progress"
         values = set(self.outcomes.values())
+        if self.human_tasks and not values & {"awaiting_approval", "in_progress"}:
+            return "escalated"
         for status in ("awaiting_approval", "in_progress", "escalated", "verification_failed",
                        "failed", "inconclusive", "needs_clarification", "repair", "denied"):
             if status in values:
@@ -37,6 +41,7 @@ class RunSummary:
     def to_dict(self) -> dict[str, object]:
         return {"run_id": self.run_id, "status": self.status, "events": self.events,
                 "proposals": self.proposals, "outcomes": self.outcomes,
+                "human_tasks": self.human_tasks,
                 "started_at": self.started_at.isoformat(),
                 "updated_at": self.updated_at.isoformat()}
 
@@ -49,6 +54,8 @@ def _fold(summary: RunSummary, event: AuditEvent) -> None:
     elif event.kind == "run.outcome":
         outcome = event.payload["outcome"]
         summary.outcomes[outcome["proposal_id"]] = outcome["status"]
+    elif event.kind == "human_task.opened":
+        summary.human_tasks.append(event.payload["task_id"])
 
 
 def list_runs(journal: Journal) -> list[RunSummary]:

@@ -23,6 +23,7 @@ from .approvals import ApprovalBook
 from .canonical import content_hash, iso
 from .config import RuntimeConfig, load_config
 from .errors import ApprovalError, InputError, JournalError, ProposalError, UnknownNameError
+from .escalation import human_task_event, repairs_in_run
 from .evidence import EvidenceStore
 from .gates.post import DomainInvariant, Gate2, InvariantBinding
 from .gates.pre import DomainValidator, Gate1, GateInput, GateResult, ValidatorBinding
@@ -31,13 +32,17 @@ from .graph.integrity import IntegrityChecker
 from .graph.store import GraphStore
 from .home import Home, resolve_home
 from .journal import Journal, NewEvent
+from .packs.loader import Pack
+from .packs.registry import PackRegistry
 from .plans import PlanOutcome, run_plan
 from .policy import PolicyEngine
 from .records import (
     Action,
+    ActionRequest,
     ApprovalStatus,
     AuditEvent,
     HumanApproval,
+    IdempotencyClass,
     Outcome,
     OutcomeStatus,
     Plan,
@@ -49,11 +54,17 @@ from .records import (
     VerificationResult,
     VerificationStatus,
 )
+from .recovery import Recovery, RecoveryReport, WorkerLease
 from .tools import LookupFunction, ToolCall, ToolFunction, ToolRegistry, ToolSpec
-from .verifiers import VerifierFunction, VerifierRegistry
+from .verifiers import VerifierFunction, VerifierRegistry, VerifierReport
 
 ONTOLOGY_VERSION = "0.1.0"
 RUNTIME_ACTOR = "cradle-kg/runtime"
+#: calls of a tool that raised, with the same key, when its idempotency class allows it
+TOOL_RETRY_LIMIT = 2
+#: a proposal whose id starts so is a compensation: its own failure escalates, never compensates
+COMPENSATION_PREFIX = "comp:"
+_RETRYABLE = (IdempotencyClass.KEYED, IdempotencyClass.NATURAL)
 
 Clock = Callable[[], datetime]
 #: called with (run_id, events about to commit); returns reasons to abort, if any
@@ -81,15 +92,35 @@ def _short(*parts: Any) -> str:
     return content_hash(list(parts))[7:31]
 
 
+def _with_reason(outcome: Outcome, reason: str) -> Outcome:
+    return outcome.model_copy(update={"reasons": (*outcome.reasons, reason)})
+
+
+def _report_record(report: VerifierReport | None) -> dict[str, Any] | None:
+    """A verifier's raw report as journaled (read by :mod:`cradle_kg.workflow.sandbox`)."""
+    if report is None:
+        return None
+    return {"checks": [c.model_dump(mode="json") for c in report.checks],
+            "read_at": iso(report.read_at), "source": report.source}
+
+
+def _approval_was_needed(gate: GateResult) -> bool:
+    """Gate 1 allowed this proposal because a human approval covered it."""
+    return any(c.check in ("approval", "risk") and c.reasons
+               and c.reasons[0].startswith("a valid human approval") for c in gate.checks)
+
+
 class Runtime:
     """One governed runtime over one home. Thread-safe for ``submit``."""
 
     def __init__(self, home: str | Path | None = None, *, config: RuntimeConfig | None = None,
                  policy_paths: Sequence[Path] = (), clock: Clock | None = None,
                  load_plugins: bool = True, integrity: bool = True,
-                 graph_sync: bool = True) -> None:
+                 graph_sync: bool = True, recover: bool = True) -> None:
         self.home = Home(resolve_home(home))
         self.home.root.mkdir(parents=True, exist_ok=True)
+        #: held for the life of this runtime; recovery leaves the intents of a live lease alone
+        self.lease = WorkerLease(self.home.root / "workers")
         self.config = config if config is not None else load_config(self.home.config)
         self.clock: Clock = clock or _utcnow
         self.journal = Journal(self.home.journal)
@@ -122,6 +153,12 @@ class Runtime:
         if load_plugins:
             for entry in self.config.plugins:
                 self._load_plugin(entry)
+            if self.config.packs:
+                registry = PackRegistry.discover(self.home.root)
+                for ref in self.config.packs:
+                    self.load_pack(registry.get(ref))
+        # INVARIANT: dangling intents are reconciled before this runtime does anything else
+        self.recovery: RecoveryReport | None = self.recover() if recover else None
 
     # --- registration ---------------------------------------------------------
 
@@ -142,6 +179,16 @@ class Runtime:
     def add_policy_paths(self, paths: Sequence[Path]) -> None:
         self._policy_paths.extend(paths)
         self.policies = PolicyEngine.from_paths(p for p in self._policy_paths if p.exists())
+
+    def load_pack(self, pack: Pack) -> None:
+        """Plug a domain pack in: its policies, its version on every decision, its hooks."""
+        if pack.ref in self.pack_versions:
+            return
+        self.pack_versions.append(pack.ref)
+        if pack.policy_files():
+            self.add_policy_paths(pack.policy_files())
+        if pack.manifest.runtime:
+            pack.resolve(pack.manifest.runtime)(self, pack)
 
     def _load_plugin(self, entry: str) -> None:
         module_name, _, attr = entry.partition(":")
@@ -171,6 +218,15 @@ class Runtime:
             self._graph.close()
             self._graph = None
         self.journal.close()
+        self.lease.release()
+
+    def recover(self) -> RecoveryReport:
+        """Reconcile every intent without its outcome (see :mod:`cradle_kg.recovery`).
+
+        Tools registered after the runtime was built are not known to the pass that runs
+        at start: their intents are reported ``deferred`` until ``recover()`` runs again.
+        """
+        return Recovery(self).run()
 
     def __enter__(self) -> Runtime:
         return self
@@ -260,6 +316,8 @@ class Runtime:
             return self._replayed(proposal, gate, decision, base)
         if decision.verdict is Verdict.REQUIRE_APPROVAL:
             return self._await_approval(proposal, gate, decision, base, now)
+        if decision.verdict is Verdict.REPAIR:
+            return self._repair(proposal, decision, base, now)
         if decision.verdict is not Verdict.ALLOW:
             outcome = Outcome(run_id=run_id, proposal_id=proposal.id,
                               status=_VERDICT_STATUS[decision.verdict], decision=decision,
@@ -274,9 +332,14 @@ class Runtime:
             validators=self.validators, pack_versions=tuple(self.pack_versions),
             evidence_exists=self.evidence.exists,
             evidence_collected_at=self._evidence_collected_at,
-            approval_available=lambda d, t, who: self.approvals.usable(d, t, who) is not None,
+            approval_available=lambda d, t, who: self.approvals.usable(
+                d, t, who, also_excluded=self._excluded_for_agent(who)) is not None,
             now=now,
         )
+
+    def _excluded_for_agent(self, agent_id: str) -> set[str]:
+        agent = self.config.agent(agent_id)
+        return {agent_id, *([agent.acts_for] if agent and agent.acts_for else [])}
 
     def _decision(self, proposal: Proposal, gate: GateResult, now: datetime) -> RuntimeDecision:
         run_id = proposal.effective_run_id
@@ -311,12 +374,42 @@ class Runtime:
         return "act:proposal:" + _short(proposal.effective_run_id, proposal.id,
                                         proposal.attempt)
 
+    def _repair(self, proposal: Proposal, decision: RuntimeDecision, base: list[NewEvent],
+                now: datetime) -> Outcome:
+        """The proposal goes back with its reasons — until the run's repair budget is spent."""
+        run_id = proposal.effective_run_id
+        used = repairs_in_run(self.journal, run_id)
+        if used < self.config.repair_budget:
+            outcome = Outcome(run_id=run_id, proposal_id=proposal.id,
+                              status=OutcomeStatus.REPAIR, decision=decision,
+                              reasons=(*decision.reasons,
+                                       f"repair {used + 1} of {self.config.repair_budget}"))
+            self._append([*base, self._outcome_event(outcome, proposal.id)])
+            return outcome
+        reason = (f"repair budget of {self.config.repair_budget} exhausted in run `{run_id}`: "
+                  "a human takes over")
+        task = human_task_event(run_id=run_id, subject=proposal.id,
+                                code="repair_budget_exhausted", reason=reason,
+                                actor=RUNTIME_ACTOR, at=now,
+                                details={"proposal_id": proposal.id,
+                                         "last_reasons": list(decision.reasons)})
+        outcome = Outcome(run_id=run_id, proposal_id=proposal.id,
+                          status=OutcomeStatus.ESCALATED, decision=decision,
+                          reasons=(*decision.reasons, f"escalated: human task "
+                                   f"`{task.payload['task_id']}`: {reason}"))
+        self._append([*base, task, self._outcome_event(outcome, proposal.id)])
+        return outcome
+
     @staticmethod
-    def _outcome_event(outcome: Outcome, subject: str) -> NewEvent:
+    def _outcome_event(outcome: Outcome, subject: str, *, reconciled: bool = False,
+                       at: datetime | None = None) -> NewEvent:
+        payload: dict[str, Any] = {"outcome": outcome.model_dump(mode="json")}
+        if reconciled:
+            payload["reconciled"] = True
         return NewEvent(run_id=outcome.run_id, kind="run.outcome", subject=subject,
-                        actor=RUNTIME_ACTOR, at=(outcome.decision.decided_at
-                                                 if outcome.decision else _utcnow()),
-                        payload={"outcome": outcome.model_dump(mode="json")})
+                        actor=RUNTIME_ACTOR, at=at or (outcome.decision.decided_at
+                                                       if outcome.decision else _utcnow()),
+                        payload=payload)
 
     def _action(self, proposal: Proposal, gate: GateResult, now: datetime,
                 executed: bool) -> Action:
@@ -392,7 +485,11 @@ class Runtime:
         spec, run_id = gate.spec, proposal.effective_run_id
         action = self._action(proposal, gate, now, executed=True)
         before = list(base)
-        approval = self.approvals.usable(gate.action_digest, now, proposal.agent_id)
+        approval = self.approvals.usable(gate.action_digest, now, proposal.agent_id,
+                                         also_excluded=self._excluded(proposal))
+        if approval is None and _approval_was_needed(gate):
+            # the approval gate 1 saw was consumed or expired since: ask again
+            return self._await_approval(proposal, gate, decision, base, now)
         if approval is not None and approval.once:
             before.append(NewEvent(
                 run_id=run_id, kind="approval.consumed",
@@ -408,7 +505,8 @@ class Runtime:
                      "task_id": proposal.task_id,
                      "tenant": proposal.tenant or (agent.tenant if agent else "default"),
                      "cost": spec.cost, "approval_id": approval.id if approval else None,
-                     "tool": spec.ref, "idempotency": str(spec.idempotency)})
+                     "tool": spec.ref, "idempotency": str(spec.idempotency),
+                     "worker": self.lease.id})
         call = ToolCall(tool_id=spec.id, target=action.target, arguments=gate.arguments,
                         idempotency_key=gate.idempotency_key, environment=action.environment,
                         dry_run=proposal.action.dry_run, run_id=run_id,
@@ -417,13 +515,31 @@ class Runtime:
             result = self.gateway.execute(spec=spec, action=action, call=call,
                                           before=before, intent=intent)
         except KeyAlreadyClaimed:
-            return self._replayed(proposal, gate, decision, base)
+            if self.journal.intent_for_key(gate.idempotency_key) is not None:
+                return self._replayed(proposal, gate, decision, base)
+            # the key is free: what another execution took first is the approve-once
+            return self._await_approval(proposal, gate, decision, base, now)
+        attempt = 1
+        while result.raised and spec.idempotency in _RETRYABLE and attempt <= TOOL_RETRY_LIMIT:
+            result = self.gateway.retry(spec=spec, action=action, call=call, retry=NewEvent(
+                run_id=run_id, kind="action.retry", subject=action.id, actor=RUNTIME_ACTOR,
+                at=self.clock(),
+                payload={"idempotency_key": gate.idempotency_key, "attempt": attempt,
+                         "reason": result.observation.error, "worker": self.lease.id,
+                         "idempotency": str(spec.idempotency)}))
+            attempt += 1
         crashpoint("before_verification")
         return self._verify_and_commit(proposal, spec, decision, action, gate.arguments, result)
 
+    def _excluded(self, proposal: Proposal) -> set[str]:
+        """Who may never approve this proposal: the agent, its principal, on whose behalf."""
+        agent = self.config.agent(proposal.agent_id)
+        return {x for x in (proposal.agent_id, agent.acts_for if agent else None,
+                            proposal.on_behalf_of) if x}
+
     def _verify_and_commit(self, proposal: Proposal, spec: ToolSpec,
                            decision: RuntimeDecision, action: Action, arguments: BaseModel,
-                           result: Any) -> Outcome:
+                           result: Any, *, reconciled: str | None = None) -> Outcome:
         run_id = proposal.effective_run_id
         g2 = self.gate2.run(spec=spec, action=action, arguments=arguments,
                             observation=result.observation, output=result.output,
@@ -448,7 +564,10 @@ class Runtime:
                            payload={"verification": verification.model_dump(mode="json"),
                                     "action_id": action.id,
                                     "transition_id": "st:" + action.id.removeprefix("act:"),
-                                    "evidence": g2.report.evidence if g2.report else {}})]
+                                    "evidence": g2.report.evidence if g2.report else {},
+                                    # determinism seam: the verifier is an activity; its raw
+                                    # answer is journaled whole so strict replay can serve it
+                                    "verifier_report": _report_record(g2.report)})]
         reasons: list[str] = [f"{c.name}: {c.detail}" for c in g2.checks
                               if c.status is not VerificationStatus.VERIFIED]
         commit = g2.status is VerificationStatus.VERIFIED and result.output_error is None
@@ -471,17 +590,84 @@ class Runtime:
                     "reason": "integrity check failed: " + "; ".join(problems)})
                 reasons.extend(problems)
                 status = OutcomeStatus.FAILED
-        if status is not OutcomeStatus.EXECUTED:
-            reasons.append(f"compensate with `{g2.compensation}`" if g2.compensation
-                           else "escalated: no compensation declared")
+        if reconciled:
+            reasons.append("reconciled after a crash: " + reconciled)
         outcome = Outcome(run_id=run_id, proposal_id=proposal.id, status=status,
                           decision=decision, action=action, observation=result.observation,
                           verification=verification, transition=transition,
                           reasons=tuple(reasons))
         crashpoint("before_commit")
-        self._append([*events, self._transition_event(run_id, transition, action),
-                      self._outcome_event(outcome, action.id)])
-        return outcome
+        return self._settle(proposal, spec, action, outcome,
+                            [*events, self._transition_event(run_id, transition, action)],
+                            reconciled=reconciled is not None)
+
+    # --- after gate 2: commit, compensate or escalate --------------------------
+
+    def _settle(self, proposal: Proposal, spec: ToolSpec, action: Action, outcome: Outcome,
+                events: list[NewEvent], *, reconciled: bool) -> Outcome:
+        """Commit a verified outcome; compensate a failed verification; escalate the rest."""
+        if outcome.status is OutcomeStatus.EXECUTED:
+            self._append([*events, self._outcome_event(outcome, action.id,
+                                                       reconciled=reconciled)])
+            return outcome
+        tool = spec.compensation_tool
+        if (outcome.status is OutcomeStatus.VERIFICATION_FAILED and tool
+                and not proposal.id.startswith(COMPENSATION_PREFIX)):
+            comp = Proposal(
+                id=COMPENSATION_PREFIX + action.id.removeprefix("act:"),
+                task_id=proposal.task_id, agent_id=proposal.agent_id,
+                run_id=proposal.effective_run_id, step=proposal.step, attempt=proposal.attempt,
+                on_behalf_of=proposal.on_behalf_of, tenant=proposal.tenant,
+                action=ActionRequest(action_type=tool, target=action.target,
+                                     arguments=action.arguments,
+                                     environment=action.environment))
+            pending = _with_reason(outcome, f"compensate with `{tool}`: proposal `{comp.id}`")
+            self._append([*events, NewEvent(
+                run_id=outcome.run_id, kind="compensation.requested", subject=action.id,
+                actor=RUNTIME_ACTOR, at=self.clock(),
+                payload={"failed_action_id": action.id, "proposal": comp.model_dump(mode="json"),
+                         "outcome": pending.model_dump(mode="json")})])
+            return self._compensate(comp, pending, action, reconciled=reconciled)
+        return self._escalate(outcome, action, events, reconciled=reconciled)
+
+    def _compensate(self, comp: Proposal, pending: Outcome, action: Action, *,
+                    reconciled: bool = False) -> Outcome:
+        """Run the compensation through both gates; link it to the failed action."""
+        done = self._submit(comp)
+        link = NewEvent(run_id=pending.run_id, kind="compensation.recorded", subject=action.id,
+                        actor=RUNTIME_ACTOR, at=self.clock(),
+                        payload={"failed_action_id": action.id, "proposal_id": comp.id,
+                                 "compensation_action_id": done.action.id if done.action
+                                 else None, "status": str(done.status)})
+        if done.status is OutcomeStatus.EXECUTED:
+            final = _with_reason(pending, f"compensated: `{comp.id}` executed and verified")
+            self._append([link, self._outcome_event(final, action.id, reconciled=reconciled)])
+            return final
+        return self._escalate(
+            _with_reason(pending, f"compensation `{comp.id}` ended `{done.status}`"), action,
+            [link], reconciled=reconciled, code="compensation_failed")
+
+    def _escalate(self, outcome: Outcome, action: Action, events: list[NewEvent], *,
+                  reconciled: bool, code: str | None = None) -> Outcome:
+        """Nothing was committed and the runtime cannot put it right: a human task."""
+        code = code or {OutcomeStatus.VERIFICATION_FAILED: "verification_failed",
+                        OutcomeStatus.INCONCLUSIVE: "inconclusive"}.get(outcome.status,
+                                                                        "tool_failed")
+        reason = {"verification_failed": "the verification failed and no compensation is "
+                                         "declared",
+                  "inconclusive": "the verification is inconclusive: nothing was committed",
+                  "compensation_failed": "the compensation did not execute and verify",
+                  }.get(code, "the call failed: the state of the target is unknown")
+        task = human_task_event(run_id=outcome.run_id, subject=action.id, code=code,
+                                reason=reason, actor=RUNTIME_ACTOR, at=self.clock(),
+                                details={"action_id": action.id,
+                                         "proposal_id": outcome.proposal_id,
+                                         "status": str(outcome.status)})
+        final = _with_reason(outcome, f"escalated: human task `{task.payload['task_id']}`: "
+                                      f"{reason}")
+        self._append([*events, task, self._outcome_event(final, action.id,
+                                                         reconciled=reconciled)])
+        return final
 
     @staticmethod
     def _transition_event(run_id: str, transition: StateTransition, action: Action) -> NewEvent:
@@ -510,13 +696,41 @@ class Runtime:
                         status: ApprovalStatus, once: bool = True, scope: str | None = None,
                         until: datetime | None = None, reason: str | None = None,
                         resume: bool = True) -> tuple[HumanApproval, Outcome | None]:
-        """Record a human decision; an approval resumes the waiting proposal by itself."""
+        """Record a human decision; an approval resumes the waiting proposal by itself.
+
+        A refused attempt (unknown approver, wrong token, self-approval, scope, expiry) is
+        journaled as ``approval.refused`` before the :class:`ApprovalError` is raised. A
+        rejection or a request for changes ends the wait: the proposal's outcome becomes
+        ``denied`` or ``repair``, with the approver's reason.
+        """
         state = self.approvals.get(approval_id)
         now = self.clock()
-        event = self.approvals.decision_event(state, approver_id=approver_id, token=token,
-                                              status=status, now=now, once=once, scope=scope,
-                                              until=until, reason=reason)
-        self._append([event])
+        subject = "approval:" + state.approval.action_digest
+        try:
+            event = self.approvals.decision_event(state, approver_id=approver_id, token=token,
+                                                  status=status, now=now, once=once,
+                                                  scope=scope, until=until, reason=reason)
+        except ApprovalError as exc:
+            self._append([NewEvent(run_id=state.approval.run_id, kind="approval.refused",
+                                   subject=subject, actor=approver_id, at=now,
+                                   payload={"approval_id": approval_id,
+                                            "claimed_approver": approver_id,
+                                            "asked": str(status), "reason": exc.message})])
+            raise
+        events = [event]
+        if status is not ApprovalStatus.APPROVED:
+            proposal = self._requested_proposal(state.approval)
+            ended = state.approval.model_copy(update={
+                "status": status, "approver_id": approver_id, "decided_at": now,
+                "reason": reason})
+            word = "rejected" if status is ApprovalStatus.REJECTED else "changes requested"
+            events.append(self._outcome_event(Outcome(
+                run_id=ended.run_id, proposal_id=proposal.id,
+                status=(OutcomeStatus.DENIED if status is ApprovalStatus.REJECTED
+                        else OutcomeStatus.REPAIR), approval=ended,
+                reasons=(f"{word} by `{approver_id}`" + (f": {reason}" if reason else ""),)),
+                proposal.id, at=now))
+        self._append(events)
         updated = self.approvals.get(approval_id).approval
         outcome = None
         if resume and status is ApprovalStatus.APPROVED:

@@ -12,6 +12,9 @@ import typer
 from ..errors import CradleError
 from . import approvals as approvals_cmds
 from . import core
+from . import graph as graph_cmds
+from . import packs as pack_cmds
+from . import recovery as recovery_cmds
 from .common import report_error
 
 app = typer.Typer(
@@ -22,7 +25,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 core.install(app)
+graph_cmds.install(app)
+pack_cmds.install(app)
 approvals_cmds.install(app)
+recovery_cmds.install(app)
 
 
 def main() -> None:

@@ -1,0 +1,326 @@
+"""Crash recovery: an intent without its outcome is reconciled before anything else.
+
+"Le problème du mail parti deux fois" (seed 003): a process calls a tool, dies before it
+writes that it did, and on restart sends the mail again. Here the intent (with its
+idempotency key) is journaled durably before the call, so on restart every
+``action.intent`` without a ``run.outcome`` is a question — *did the effect happen?* —
+and the answer is established, never guessed:
+
+1. the call had returned and its observation is in the journal → verify it (gate 2,
+   with the tool's independent verifier) and commit or abort as usual;
+2. the tool has a lookup → ask the remote system about the key. Found: journal a
+   *reconciled* observation, verify, commit or abort. Not found: a tool of idempotency
+   class ``keyed`` or ``natural`` is called again **with the same key**, under the
+   intent already recorded (an ``action.retry`` event, never a second intent);
+3. otherwise — class ``none``, no lookup, a lookup that raises — a human task is opened
+   and the run's outcome says ``escalated``. Nothing is replayed blindly.
+
+Every outcome written here is marked ``reconciled`` in the journal.
+
+Who is dead? A runtime holds an exclusive ``flock`` on ``<home>/workers/<id>.lock`` for
+its whole life and writes its worker id into every intent; the kernel drops the lock when
+the process dies, SIGKILL included. An intent whose worker still holds its lock is *in
+flight* (another process, or another thread of this one) and is left alone. Recovery
+passes are serialized by ``<home>/recovery.lock``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .escalation import human_task_event
+from .gateway import GatewayResult, crashpoint
+from .journal import Journal, NewEvent
+from .records import (
+    Action,
+    AuditEvent,
+    ExecutionObservation,
+    IdempotencyClass,
+    Outcome,
+    OutcomeStatus,
+    Proposal,
+    RuntimeDecision,
+)
+from .tools import ToolCall, ToolSpec
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+RECOVERY_ACTOR = "cradle-kg/recovery"
+_WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
+#: intents with no run.outcome written after them — one indexed query (kind, then subject)
+_DANGLING_SQL = (
+    "SELECT i.seq, i.subject FROM events i WHERE i.kind = 'action.intent' AND NOT EXISTS "
+    "(SELECT 1 FROM events o WHERE o.subject = i.subject AND o.kind = 'run.outcome' "
+    "AND o.seq > i.seq) ORDER BY i.seq"
+)
+
+
+# --- who is alive -------------------------------------------------------------------
+
+
+class WorkerLease:
+    """An exclusive lock held for the life of a runtime; the kernel releases it on death."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.id = "w-" + uuid.uuid4().hex[:16]
+        self.path = directory / f"{self.id}.lock"
+        # INVARIANT: the file appears under its final name only once it is locked, so a
+        # recovery pass never mistakes a worker that is starting for a dead one
+        tmp = directory / f".{self.id}.tmp"
+        self._fd = os.open(tmp, os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.replace(tmp, self.path)
+
+    def release(self) -> None:
+        if self._fd < 0:
+            return
+        try:
+            self.path.unlink(missing_ok=True)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def worker_alive(directory: Path, worker_id: str) -> bool:
+    """True while the worker's process holds its lease."""
+    if not _WORKER_ID.match(worker_id):
+        return False
+    try:
+        fd = os.open(directory / f"{worker_id}.lock", os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def dangling_intents(journal: Journal) -> list[tuple[int, str]]:
+    """(seq, action id) of every intent that has no outcome after it."""
+    return [(int(r[0]), str(r[1])) for r in journal._query(_DANGLING_SQL)]
+
+
+# --- the report ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """What recovery did about one dangling intent."""
+
+    action_id: str
+    run_id: str
+    tool: str
+    idempotency_key: str
+    #: reconciled · retried · human_task · compensation_resumed · in_flight · deferred
+    result: str
+    outcome: str | None
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action_id": self.action_id, "run_id": self.run_id, "tool": self.tool,
+                "idempotency_key": self.idempotency_key, "result": self.result,
+                "outcome": self.outcome, "detail": self.detail}
+
+
+@dataclass
+class RecoveryReport:
+    dangling: int = 0
+    items: list[Reconciliation] = field(default_factory=list)
+
+    def count(self, result: str) -> int:
+        return sum(1 for i in self.items if i.result == result)
+
+    @property
+    def unresolved(self) -> list[Reconciliation]:
+        """Intents left dangling: in flight elsewhere, or whose tool is not registered here."""
+        return [i for i in self.items if i.result in ("in_flight", "deferred")]
+
+    def to_dict(self) -> dict[str, Any]:
+        results = ("reconciled", "retried", "human_task", "compensation_resumed",
+                   "in_flight", "deferred")
+        return {"dangling": self.dangling,
+                "summary": {r: self.count(r) for r in results},
+                "items": [i.to_dict() for i in self.items]}
+
+
+# --- the pass -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Dangling:
+    intent: AuditEvent
+    last_attempt: AuditEvent
+    attempts: int
+    after: list[AuditEvent]
+    action: Action
+    proposal: Proposal
+    decision: RuntimeDecision
+
+
+class Recovery:
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+        self.workers = runtime.home.root / "workers"
+
+    def run(self) -> RecoveryReport:
+        # cheap when there is nothing to do: one indexed query, no lock
+        if not dangling_intents(self.rt.journal):
+            return RecoveryReport()
+        lock_path = self.rt.home.root / "recovery.lock"
+        fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return self._pass()
+        finally:
+            os.close(fd)
+
+    def _pass(self) -> RecoveryReport:
+        found = dangling_intents(self.rt.journal)  # again, under the lock
+        report = RecoveryReport(dangling=len(found))
+        # latest first: a compensation started by an earlier action settles before it
+        for _seq, action_id in reversed(found):
+            report.items.append(self._one(action_id))
+        return report
+
+    def _load(self, action_id: str) -> _Dangling:
+        events = self.rt.journal.events_for_subject(action_id)
+        attempts = [e for e in events if e.kind in ("action.intent", "action.retry")]
+        intent, last = attempts[0], attempts[-1]
+        decision_id = intent.payload["decision_id"]
+        made = next(e for e in self.rt.journal.events_for_subject(decision_id)
+                    if e.kind == "decision.made")
+        received = [e for e in self.rt.journal.events_for_subject(made.payload["proposal_id"])
+                    if e.kind == "proposal.received" and e.run_id == intent.run_id
+                    and e.seq < intent.seq]
+        return _Dangling(
+            intent=intent, last_attempt=last, attempts=len(attempts),
+            after=[e for e in events if e.seq > last.seq],
+            action=Action.model_validate(intent.payload["action"]),
+            proposal=Proposal.model_validate(received[-1].payload["proposal"]),
+            decision=RuntimeDecision.model_validate(made.payload["decision"]))
+
+    def _item(self, d: _Dangling, result: str, outcome: Outcome | None,
+              detail: str) -> Reconciliation:
+        return Reconciliation(action_id=d.action.id, run_id=d.intent.run_id,
+                              tool=d.action.action_type,
+                              idempotency_key=d.action.idempotency_key, result=result,
+                              outcome=str(outcome.status) if outcome else None, detail=detail)
+
+    def _one(self, action_id: str) -> Reconciliation:
+        d = self._load(action_id)
+        worker = str(d.last_attempt.payload.get("worker") or "")
+        if worker and (worker == self.rt.lease.id or worker_alive(self.workers, worker)):
+            return self._item(d, "in_flight", None, f"worker `{worker}` is alive")
+        if not self.rt.tools.has(d.action.action_type):
+            return self._item(d, "deferred", None,
+                              f"tool `{d.action.action_type}` is not registered here")
+        spec = self.rt.tools.get(d.action.action_type)
+        compensation = _last(d.after, "compensation.requested")
+        if compensation is not None:
+            out = self.rt._compensate(
+                Proposal.model_validate(compensation.payload["proposal"]),
+                Outcome.model_validate(compensation.payload["outcome"]), d.action)
+            return self._item(d, "compensation_resumed", out,
+                              "the verification had failed; compensation resumed")
+        observed = _last(d.after, "action.observed")
+        if observed is not None:
+            result = _recorded_result(spec, observed, started=d.last_attempt)
+            return self._verify(d, spec, result, "reconciled",
+                                "the call had returned: its journaled observation verified")
+        return self._ask(d, spec)
+
+    def _ask(self, d: _Dangling, spec: ToolSpec) -> Reconciliation:
+        none = spec.idempotency is IdempotencyClass.NONE
+        if not self.rt.tools.has_lookup(spec.id):
+            code = "reconcile_idempotency_none" if none else "reconcile_no_lookup"
+            return self._human(d, code, f"tool `{spec.ref}` has no lookup: whether the effect "
+                               "happened is unknown, and it is never replayed by itself")
+        call = self._call(d, spec)
+        try:
+            found = self.rt.gateway.reconcile(spec=spec, action=d.action, call=call,
+                                              run_id=d.intent.run_id)
+        except Exception as exc:  # INVARIANT: a lookup that fails proves nothing
+            return self._human(d, "reconcile_lookup_failed",
+                               f"the lookup of `{spec.ref}` raised {type(exc).__name__}: {exc}")
+        if found is not None:
+            return self._verify(d, spec, found, "reconciled",
+                                "the lookup found the effect of the key; verified")
+        if none:
+            return self._human(d, "reconcile_idempotency_none",
+                               f"the lookup has no trace of the key, but `{spec.ref}` is of "
+                               "idempotency class `none`: it is never replayed by itself")
+        retry = NewEvent(
+            run_id=d.intent.run_id, kind="action.retry", subject=d.action.id,
+            actor=RECOVERY_ACTOR, at=self.rt.clock(),
+            payload={"idempotency_key": d.action.idempotency_key, "attempt": d.attempts,
+                     "reason": "reconciliation: the lookup has no trace of the key",
+                     "worker": self.rt.lease.id, "idempotency": str(spec.idempotency)})
+        result = self.rt.gateway.retry(spec=spec, action=d.action, call=call, retry=retry)
+        return self._verify(d, spec, result, "retried",
+                            "the lookup had no trace of the key: called again with the same key")
+
+    def _call(self, d: _Dangling, spec: ToolSpec) -> ToolCall:
+        return ToolCall(tool_id=spec.id, target=d.action.target,
+                        arguments=spec.parse_arguments(d.action.arguments),
+                        idempotency_key=d.action.idempotency_key,
+                        environment=d.action.environment, dry_run=d.proposal.action.dry_run,
+                        run_id=d.intent.run_id, actor=d.proposal.agent_id)
+
+    def _verify(self, d: _Dangling, spec: ToolSpec, result: GatewayResult, kind: str,
+                detail: str) -> Reconciliation:
+        crashpoint("before_verification")
+        out = self.rt._verify_and_commit(d.proposal, spec, d.decision, d.action,
+                                         spec.parse_arguments(d.action.arguments), result,
+                                         reconciled=detail)
+        return self._item(d, kind, out, detail)
+
+    def _human(self, d: _Dangling, code: str, reason: str) -> Reconciliation:
+        now = self.rt.clock()
+        task = human_task_event(
+            run_id=d.intent.run_id, subject=d.action.id, code=code, reason=reason,
+            actor=RECOVERY_ACTOR, at=now,
+            details={"action_id": d.action.id, "proposal_id": d.proposal.id,
+                     "idempotency_key": d.action.idempotency_key,
+                     "tool": d.intent.payload.get("tool"), "intent_seq": d.intent.seq})
+        outcome = Outcome(run_id=d.intent.run_id, proposal_id=d.proposal.id,
+                          status=OutcomeStatus.ESCALATED, decision=d.decision, action=d.action,
+                          reasons=(f"escalated: human task `{task.payload['task_id']}`: "
+                                   f"{reason}",))
+        self.rt._append([task, self.rt._outcome_event(outcome, d.action.id,
+                                                      reconciled=True, at=now)])
+        return self._item(d, "human_task", outcome, reason)
+
+
+def _last(events: list[AuditEvent], kind: str) -> AuditEvent | None:
+    matching = [e for e in events if e.kind == kind]
+    return matching[-1] if matching else None
+
+
+def _recorded_result(spec: ToolSpec, observed: AuditEvent, *,
+                     started: AuditEvent) -> GatewayResult:
+    """The gateway's result, rebuilt from the observation journaled before the crash."""
+    observation = ExecutionObservation.model_validate(observed.payload["observation"])
+    output = None
+    error = observation.error
+    if error is None:
+        try:
+            output = spec.parse_output(observation.output)
+        except (ValueError, TypeError) as exc:
+            error = f"output of `{spec.ref}` breaks its contract: {exc}"
+    return GatewayResult(observation, output, error, started.at,
+                         raised=bool(observation.error and " raised " in observation.error))
+
+
+__all__ = ["Reconciliation", "Recovery", "RecoveryReport", "WorkerLease",
+           "dangling_intents", "worker_alive"]

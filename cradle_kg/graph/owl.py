@@ -115,8 +115,13 @@ def _classified(world: Any) -> OntologyReport:
 
 
 def _first_line(text: str) -> str:
-    # keep a Java stack trace out of the message: its first non-empty line says enough
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return "no message"
+    """The Java exception's own message, without the stack trace."""
+    lines = [ln.strip() for ln in text.splitlines()
+             if ln.strip() and not ln.strip().startswith("at ")
+             and not ln.strip().startswith("Java error message is")]
+    for index, line in enumerate(lines):
+        if "Exception" in line:
+            message = line.split("Exception:", 1)[-1].strip()
+            follow = " ".join(lines[index + 1:index + 4])
+            return f"{message} {follow}".strip()
+    return lines[0] if lines else "no message"

@@ -70,6 +70,11 @@ class PolicyEngine:
         try:
             self._set = cedarpy.PolicySet.from_str(text)
         except ValueError as exc:
+            for source in self.sources:  # name the file and line that does not parse
+                line = parse_error_line(source.text)
+                if line is not None:
+                    raise PolicyError(f"{source.name}:{line}: cannot parse the policy: "
+                                      f"{exc}") from exc
             names = ", ".join(f"`{s.name}`" for s in self.sources) or "(none)"
             raise PolicyError(f"cannot parse the policy set {names}: {exc}") from exc
         # cedar numbers policies policy0.. across the concatenated text; rebuild that
@@ -159,6 +164,27 @@ class PolicyEngine:
             if raw is not None:
                 evidence = max(evidence, int(raw) if raw.isdigit() else 1)
         return PolicyOutcome(True, determining, (), approval, scope, evidence)
+
+
+def parse_error_line(text: str) -> int | None:
+    """The first line of the first statement that does not parse, or None if all parse."""
+    try:
+        cedarpy.PolicySet.from_str(text)
+        return None
+    except ValueError:
+        pass
+    ends = [i for i, ch in enumerate(text) if ch == ";"]
+    start = 0
+    for end in [*ends, len(text)]:
+        chunk = text[start:end + 1]
+        if chunk.strip() and not chunk.strip().startswith("//"):
+            try:
+                cedarpy.PolicySet.from_str(chunk)
+            except ValueError:
+                offset = start + len(chunk) - len(chunk.lstrip())
+                return text.count("\n", 0, offset) + 1
+        start = end + 1
+    return 1
 
 
 def validate_against_schema(text: str, schema: str, *, name: str) -> list[str]:

@@ -45,9 +45,9 @@ def test_manifest_keys_and_files() -> None:
 
 def test_manifest_references_resolve_to_callables() -> None:
     m = _manifest()
-    for ref in [*m["validators"], *m["tools"], *m["verifiers"], m["scenario"]]:
+    for ref in [*m["validators"], *m["tools"], *m["verifiers"], m["hooks"]["scenario"]]:
         assert callable(_resolve(ref)), ref
-    contracts = _resolve(m["tool_contracts"])
+    contracts = _resolve(m["hooks"]["tool_contracts"])
     tool_names = {ref.split(":")[1] for ref in m["tools"]}
     assert {c.split(".", 1)[1] for c in contracts} == tool_names
 

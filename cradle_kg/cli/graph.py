@@ -1,0 +1,234 @@
+"""Graph commands: ``graph rebuild``, ``export``, ``validate``, ``ontology check``.
+
+``validate`` exit codes follow pySHACL: 0 conforms, 1 violations, 2 input or usage error
+(with file and line for parse errors).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import pyoxigraph as ox
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..errors import CradleError, InputError, UnknownNameError
+from ..graph.owl import check_ontology
+from ..graph.project import run_graph
+from ..graph.shacl import ValidationReport, load_shapes, make_engine
+from ..graph.store import GraphStore
+from ..graph.vocab import ONTOLOGY_FILE
+from ..home import Home, resolve_home
+from .common import Format, FormatOpt, HomeOpt, console, fail, print_json
+from .core import open_journal
+
+graph_app = typer.Typer(help="The RDF projection of the journal.", no_args_is_help=True)
+ontology_app = typer.Typer(help="The execution ontology (OWL).", no_args_is_help=True)
+
+
+class ExportFormat(StrEnum):
+    TRIG = "trig"
+    NQUADS = "nquads"
+    TURTLE = "turtle"
+    JSONLD = "jsonld"
+
+
+class ReportFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+    TURTLE = "turtle"
+
+
+_OX_FORMATS = {ExportFormat.TRIG: ox.RdfFormat.TRIG, ExportFormat.NQUADS: ox.RdfFormat.N_QUADS,
+               ExportFormat.TURTLE: ox.RdfFormat.TURTLE,
+               ExportFormat.JSONLD: ox.RdfFormat.JSON_LD}
+
+
+def open_graph(home: Path | None, *, sync: bool = True) -> GraphStore:
+    root = resolve_home(home)
+    try:
+        store = GraphStore(Home(root).graph)
+    except CradleError as exc:
+        fail(exc)
+    if sync:
+        with open_journal(home) as journal:
+            store.sync(journal)
+    return store
+
+
+@graph_app.command("rebuild")
+def graph_rebuild(home: HomeOpt = None) -> None:
+    """Recreate the graph store from the journal (with a progress bar)."""
+    root = resolve_home(home)
+    with open_journal(home) as journal:
+        head, _ = journal.head()
+        shutil.rmtree(Home(root).graph, ignore_errors=True)
+        store = open_graph(home, sync=False)
+        with Progress(TextColumn("projecting"), BarColumn(), TextColumn("{task.completed}/"
+                      "{task.total} events"), TimeElapsedColumn(), console=console) as bar:
+            task = bar.add_task("rebuild", total=head)
+            count = store.rebuild(journal, progress=lambda done, total: bar.update(
+                task, completed=done, total=total))
+    triples = len(store.store)
+    store.close()
+    console.print(f"rebuilt: {count} events -> {triples} quads in {Home(root).graph}",
+                  highlight=False)
+
+
+@graph_app.command("sync")
+def graph_sync(home: HomeOpt = None) -> None:
+    """Project the events appended since the last sync."""
+    store = open_graph(home, sync=False)
+    with open_journal(home) as journal:
+        added = store.sync(journal)
+    store.close()
+    console.print(f"synced: {added} new events", highlight=False)
+
+
+def export(
+    home: HomeOpt = None,
+    run: Annotated[str | None, typer.Option("--run", help="Only this run's graph.")] = None,
+    fmt: Annotated[ExportFormat, typer.Option("--format")] = ExportFormat.TRIG,
+    output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+) -> None:
+    """Write the graph (or one run's graph) as TriG, N-Quads, Turtle or JSON-LD."""
+    store = open_graph(home)
+    if run is not None:
+        name = run_graph(run)[1:-1]
+        if name not in store.run_graphs():
+            fail(UnknownNameError(f"unknown run `{run}`", hint="`cradle-kg runs list`"))
+        graphs = [name]
+    else:
+        graphs = store.run_graphs()
+    data = ox.Dataset(ox.parse(store.nquads(graphs=graphs), format=ox.RdfFormat.N_QUADS))
+    if fmt is ExportFormat.TURTLE:  # Turtle has no graphs: the union of the selected ones
+        quads = [ox.Quad(q.subject, q.predicate, q.object, ox.DefaultGraph()) for q in data]
+        text = ox.serialize(sorted(quads, key=str), format=ox.RdfFormat.TURTLE,
+                            prefixes=_PREFIXES)
+    elif fmt is ExportFormat.NQUADS:
+        text = store.nquads(graphs=graphs).encode()
+    else:
+        text = ox.serialize(data, format=_OX_FORMATS[fmt], prefixes=_PREFIXES
+                            if fmt is not ExportFormat.JSONLD else None)
+    store.close()
+    payload = text if isinstance(text, bytes) else (text or b"")
+    if output:
+        output.write_bytes(payload)
+    else:
+        sys.stdout.buffer.write(payload)
+
+
+_PREFIXES = {"cradle": "https://w3id.org/cradle#", "prov": "http://www.w3.org/ns/prov#",
+             "xsd": "http://www.w3.org/2001/XMLSchema#",
+             "id": "https://w3id.org/cradle/id/"}
+
+
+def _print_report(report: ValidationReport, fmt: ReportFormat) -> None:
+    if fmt is ReportFormat.JSON:
+        print_json(report.to_json_dict())
+    elif fmt is ReportFormat.TURTLE:
+        sys.stdout.write(report.to_turtle())
+    else:
+        sys.stdout.write(report.to_text() + "\n")
+
+
+def validate(
+    files: Annotated[list[Path] | None, typer.Argument(help="RDF files to validate.")] = None,
+    home: HomeOpt = None,
+    run: Annotated[str | None, typer.Option("--run", help="Validate one run's graph.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Validate the whole store.")] = False,
+    shapes: Annotated[list[Path] | None, typer.Option("--shapes", help="Extra shapes.")] = None,
+    pack: Annotated[list[str] | None, typer.Option("--pack", help="Add a pack's shapes.")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="rust (default) or pyshacl.")] = "rust",
+    fmt: Annotated[ReportFormat, typer.Option("--format")] = ReportFormat.TEXT,
+) -> None:
+    """Validate RDF against the integrity rules and structural shapes (+ extra, + packs)."""
+    chosen = sum([bool(files), run is not None, all_])
+    if chosen != 1:
+        fail(InputError("give files, or --run RUN, or --all (exactly one of them)"))
+    try:
+        extra = [*(shapes or []), *_pack_shapes(pack or [], home)]
+        checker = make_engine(engine, load_shapes(extra))
+        if files:
+            report = _validate_files(checker, files)
+        else:
+            store = open_graph(home)
+            graphs = [run_graph(run)[1:-1]] if run is not None else store.run_graphs()
+            if run is not None and graphs[0] not in store.run_graphs():
+                raise UnknownNameError(f"unknown run `{run}`")
+            text = store.nquads(graphs=graphs)
+            store.close()
+            report = checker.validate(text, format="nquads")
+    except CradleError as exc:
+        fail(exc)
+    _print_report(report, fmt)
+    raise typer.Exit(0 if report.conforms else 1)
+
+
+def _validate_files(checker: object, files: list[Path]) -> ValidationReport:
+    from rdflib import Graph
+
+    from ..graph.rdfio import read_rdf
+
+    merged = Graph()
+    for f in files:  # every file parses, or a typed error names it (file:line)
+        for s, p, o, _ in read_rdf(f).quads((None, None, None, None)):
+            merged.add((s, p, o))
+    return checker.validate(merged)  # type: ignore[attr-defined, no-any-return]
+
+
+def _pack_shapes(packs: list[str], home: Path | None) -> list[Path]:
+    if not packs:
+        return []
+    from ..packs.registry import PackRegistry
+
+    registry = PackRegistry.discover(resolve_home(home))
+    out: list[Path] = []
+    for ref in packs:
+        out.extend(registry.get(ref).shape_files())
+    return out
+
+
+@ontology_app.command("check")
+def ontology_check(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+                   extra: Annotated[list[Path] | None, typer.Option(
+                       "--with", help="Extra ontology files (Turtle).")] = None,
+                   no_packs: Annotated[bool, typer.Option("--no-packs")] = False) -> None:
+    """Run HermiT over the core ontology (+ installed packs' ontologies)."""
+    files = [ONTOLOGY_FILE, *(extra or [])]
+    if not no_packs:
+        from ..packs.registry import PackRegistry
+
+        try:
+            for p in PackRegistry.discover(resolve_home(home)).latest():
+                files.extend(p.ontology_files())
+        except CradleError as exc:
+            fail(exc)
+    try:
+        report = check_ontology(files)
+    except CradleError as exc:
+        fail(exc)
+    if fmt is Format.JSON:
+        print_json(json.loads(report.model_dump_json()))
+    else:
+        console.print(("consistent" if report.consistent else "INCONSISTENT") +
+                      f" ({len(files)} file(s))", highlight=False)
+        for cls in report.unsatisfiable:
+            console.print(f"  unsatisfiable: {cls}", highlight=False)
+        for msg in report.messages:
+            console.print(f"  {msg}", highlight=False)
+        for sub, sup in report.hierarchy:
+            console.print(f"  {sub} ⊑ {sup}", highlight=False)
+    raise typer.Exit(0 if report.consistent and not report.unsatisfiable else 1)
+
+
+def install(app: typer.Typer) -> None:
+    app.add_typer(graph_app, name="graph")
+    app.add_typer(ontology_app, name="ontology")
+    app.command()(export)
+    app.command()(validate)

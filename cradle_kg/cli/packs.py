@@ -1,0 +1,120 @@
+"""``cradle-kg pack``: list, validate, test, run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import CradleError, InputError
+from ..home import resolve_home
+from ..packs.registry import PackRegistry
+from ..packs.validate import validate_pack
+from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
+
+pack_app = typer.Typer(help="Domain packs: list, validate, test, run.", no_args_is_help=True)
+
+
+def _registry(home: Path | None) -> PackRegistry:
+    try:
+        return PackRegistry.discover(resolve_home(home))
+    except CradleError as exc:
+        fail(exc)
+
+
+@pack_app.command("list")
+def pack_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
+    """Installed packs: id, version, path and what they contribute."""
+    rows: list[dict[str, Any]] = []
+    for p in _registry(home).all():
+        m = p.manifest
+        rows.append({"id": m.id, "version": m.version, "path": str(p.path), "name": m.name,
+                     "counts": {"ontology": len(m.ontology), "shapes": len(m.shapes),
+                                "policies": len(m.policies), "validators": len(m.validators),
+                                "tools": len(m.tools), "verifiers": len(m.verifiers),
+                                "queries": len(m.queries),
+                                "examples": len(p.example_files())}})
+    if fmt is Format.JSON:
+        print_json(rows)
+        return
+    table("packs", ["id", "version", "tools", "verifiers", "policies", "examples", "path"],
+          [[r["id"], r["version"], r["counts"]["tools"], r["counts"]["verifiers"],
+            r["counts"]["policies"], r["counts"]["examples"], r["path"]] for r in rows])
+
+
+@pack_app.command("validate")
+def pack_validate(folder: Path, fmt: FormatOpt = Format.TABLE,
+                  no_reasoner: Annotated[bool, typer.Option(
+                      "--no-reasoner", help="Skip the OWL consistency check.")] = False) -> None:
+    """Check a pack: manifest, files, Turtle/SHACL, Cedar against its schema, Python, OWL."""
+    report = validate_pack(folder, reasoner=not no_reasoner)
+    if fmt is Format.JSON:
+        print_json({"pack": report.pack, "ok": report.ok, "errors": report.errors,
+                    "warnings": report.warnings})
+    else:
+        for err in report.errors:
+            console.print(f"[red]error[/]: {err}", highlight=False)
+        for warn in report.warnings:
+            console.print(f"[yellow]warning[/]: {warn}", highlight=False)
+        console.print(f"{report.pack}: {'valid' if report.ok else 'INVALID'}", highlight=False)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def run_example(pack_ref: str, example: dict[str, Any], home: Path) -> dict[str, Any]:
+    """One input through the governed loop with that pack, in ``home``."""
+    from ..runtime import Runtime
+
+    registry = PackRegistry.discover(home)
+    pack = registry.get(pack_ref)
+    if not pack.manifest.example_runner:
+        raise InputError(f"pack `{pack.ref}` declares no example_runner")
+    runner = pack.resolve(pack.manifest.example_runner)
+    with Runtime(home) as rt:
+        rt.load_pack(pack)
+        result: dict[str, Any] = runner(rt, example.get("input", example))
+        return result
+
+
+@pack_app.command("run")
+def pack_run(pack: str, example: Path, home: HomeOpt = None) -> None:
+    """Run one input (an example JSON) through the governed loop; print the outcome JSON."""
+    try:
+        raw = json.loads(example.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        fail(InputError(f"cannot read `{example}`: {exc}"))
+    try:
+        print_json(run_example(pack, raw, resolve_home(home)))
+    except CradleError as exc:
+        fail(exc)
+
+
+@pack_app.command("test")
+def pack_test(folder: Path) -> None:
+    """Run the pack's own tests and its examples, in an isolated home."""
+    report = validate_pack(folder, reasoner=False)
+    if not report.ok:
+        for err in report.errors:
+            console.print(f"[red]error[/]: {err}", highlight=False)
+        raise typer.Exit(1)
+    with tempfile.TemporaryDirectory(prefix="cradle-pack-test-") as tmp:
+        env = {**os.environ, "CRADLE_HOME": str(Path(tmp) / "home")}
+        tests = folder / "tests"
+        code = 0
+        if tests.is_dir():
+            done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                   "--rootdir", str(folder), str(tests)], env=env, check=False,
+                                  cwd=tmp)
+            code = done.returncode
+        console.print(f"{report.pack}: tests {'passed' if code == 0 else 'FAILED'}",
+                      highlight=False)
+    raise typer.Exit(0 if code == 0 else 1)
+
+
+def install(app: typer.Typer) -> None:
+    app.add_typer(pack_app, name="pack")

@@ -1,0 +1,139 @@
+"""The pack manifest: ``manifest.yaml``, schema-validated.
+
+Paths are relative to the pack folder; ``module:attribute`` entries are relative to the
+pack's Python package (the folder, imported under a synthetic name). Errors name the
+manifest file and the line of the offending key.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import ManifestError
+
+SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?$")
+PACK_ID = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$")
+ENTRY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+def _as_list(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    name: str
+    version: str
+    core_ontology: str = Field(description="the core ontology versions it works with, e.g. >=0.1.0")
+    description: str = ""
+    namespace: str | None = None
+    entities: list[str] = []
+    ontology: list[str] = []
+    shapes: list[str] = []
+    policies: list[str] = []
+    cedar_schema: str | None = None
+    validators: list[str] = []
+    tools: list[str] = []
+    verifiers: list[str] = []
+    #: "module:function" called with (runtime, pack) to register tools, verifiers, validators
+    runtime: str | None = None
+    #: "module:function" called with (runtime, input dict) -> outcome dict, for `pack run`
+    example_runner: str | None = None
+    queries: dict[str, str] = {}
+    examples: list[str] = []
+    data: dict[str, str] = {}
+    hooks: dict[str, str] = {}
+
+    _lists = field_validator("ontology", "shapes", "policies", "examples", mode="before")(
+        _as_list)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not PACK_ID.match(value):
+            raise ValueError("a pack id is dotted lowercase words, like `customs.hs-router`")
+        return value
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, value: str) -> str:
+        if not SEMVER.match(value):
+            raise ValueError(f"`{value}` is not a semantic version (MAJOR.MINOR.PATCH)")
+        return value
+
+    @field_validator("core_ontology")
+    @classmethod
+    def _spec(cls, value: str) -> str:
+        if not re.match(r"^(>=|==|<|<=|>|~=)?\s*\d+\.\d+\.\d+$", value.strip()):
+            raise ValueError(f"`{value}` is not a version requirement like `>=0.1.0`")
+        return value
+
+    @field_validator("validators", "tools", "verifiers")
+    @classmethod
+    def _entries(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not ENTRY.match(item):
+                raise ValueError(f"`{item}` is not a `module:attribute` entry")
+        return value
+
+    @property
+    def ref(self) -> str:
+        return f"{self.id}@{self.version}"
+
+
+def line_of(text: str, needle: str) -> int | None:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return number
+    return None
+
+
+def read_manifest(folder: Path) -> Manifest:
+    path = folder / "manifest.yaml"
+    if not path.is_file():
+        raise ManifestError(f"`{folder}`: no manifest.yaml in this folder")
+    text = path.read_text(encoding="utf-8")
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ManifestError(f"{path}{line}: not valid YAML: "
+                            f"{getattr(exc, 'problem', None) or exc}") from exc
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{path}:1: a manifest is a mapping of keys")
+    try:
+        return Manifest.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = str(first["loc"][0]) if first["loc"] else ""
+        number = line_of(text, f"{key}:") if key else None
+        where = f"{path}:{number}" if number else str(path)
+        loc = ".".join(str(x) for x in first["loc"])
+        raise ManifestError(f"{where}: `{loc}`: {first['msg'].lower()}") from exc
+
+
+def version_tuple(version: str) -> tuple[int, int, int]:
+    match = SEMVER.match(version)
+    if not match:
+        raise ManifestError(f"`{version}` is not a semantic version")
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
+
+
+def satisfies(version: str, requirement: str) -> bool:
+    match = re.match(r"^(>=|==|<|<=|>|~=)?\s*(\d+\.\d+\.\d+)$", requirement.strip())
+    if not match:
+        return False
+    op, wanted = match.group(1) or "==", version_tuple(match.group(2))
+    have = version_tuple(version)
+    if op == "~=":
+        return have >= wanted and have[0] == wanted[0]
+    return {">=": have >= wanted, "==": have == wanted, "<": have < wanted,
+            "<=": have <= wanted, ">": have > wanted}[op]

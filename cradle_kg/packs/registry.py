@@ -1,0 +1,78 @@
+"""Finding packs: the built-in ``packs/`` folder, the home's ``packs/``, and entry points.
+
+A third-party pack installed as a Python distribution declares an entry point in the
+group ``cradle_kg.packs`` whose value is a callable returning the pack folder's path.
+Several versions of one pack may be present at once; ``id`` alone means the newest,
+``id@version`` one exact version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from ..errors import ManifestError, UnknownNameError
+from ..graph.vocab import ONTOLOGY_DIR
+from .loader import Pack, load_pack
+from .manifest import version_tuple
+
+BUILTIN_PACKS = ONTOLOGY_DIR.parent / "packs"
+ENTRY_POINT_GROUP = "cradle_kg.packs"
+
+
+@dataclass
+class PackRegistry:
+    packs: dict[str, Pack] = field(default_factory=dict)  # "id@version" -> pack
+
+    def add(self, pack: Pack) -> None:
+        existing = self.packs.get(pack.ref)
+        if existing is not None and existing.path != pack.path:
+            raise ManifestError(f"pack `{pack.ref}` is installed twice: `{existing.path}` and "
+                                f"`{pack.path}`")
+        self.packs[pack.ref] = pack
+
+    def add_folder(self, folder: Path) -> None:
+        if (folder / "manifest.yaml").is_file():
+            self.add(load_pack(folder))
+
+    @classmethod
+    def discover(cls, home: Path | None = None, *, extra: Iterable[Path] = ()) -> PackRegistry:
+        registry = cls()
+        roots = [BUILTIN_PACKS] + ([home / "packs"] if home is not None else [])
+        for root in roots:
+            if root.is_dir():
+                for folder in sorted(root.iterdir()):
+                    registry.add_folder(folder)
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                registry.add_folder(Path(ep.load()()))
+            except ManifestError:
+                raise
+            except Exception as exc:
+                raise ManifestError(f"entry point `{ep.name}` ({ep.value}) failed: {exc}") from exc
+        for folder in extra:
+            registry.add_folder(folder)
+        return registry
+
+    def get(self, ref: str) -> Pack:
+        """``id@version``, ``id`` (the newest version) or a folder path."""
+        if ref in self.packs:
+            return self.packs[ref]
+        if Path(ref).is_dir() and (Path(ref) / "manifest.yaml").is_file():
+            pack = load_pack(Path(ref))
+            self.add(pack)
+            return pack
+        versions = [p for p in self.packs.values() if p.id == ref]
+        if not versions:
+            known = ", ".join(sorted(self.packs)) or "none"
+            raise UnknownNameError(f"unknown pack `{ref}`", hint=f"installed: {known}")
+        return max(versions, key=lambda p: version_tuple(p.version))
+
+    def latest(self) -> list[Pack]:
+        ids = sorted({p.id for p in self.packs.values()})
+        return [self.get(i) for i in ids]
+
+    def all(self) -> list[Pack]:
+        return [self.packs[k] for k in sorted(self.packs)]

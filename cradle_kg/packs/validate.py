@@ -1,0 +1,125 @@
+"""``cradle-kg pack validate``: everything a manifest names exists and parses.
+
+Checks, each reported as ``file:line: message``: the manifest's schema; every named file
+exists; Turtle and SHACL parse; the shapes compile; Cedar policies parse and validate
+against the pack's Cedar schema; Python entries import; the pack's ontology is consistent
+with the core ontology (HermiT).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import CradleError, JavaMissingError
+from ..graph.owl import check_ontology
+from ..graph.rdfio import read_rdf
+from ..graph.shacl import load_shapes
+from ..graph.vocab import ONTOLOGY_FILE, ONTOLOGY_VERSION
+from ..policy import PolicyEngine, validate_against_schema
+from .loader import Pack, load_pack
+from .manifest import line_of, satisfies
+
+
+@dataclass
+class PackReport:
+    pack: str
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _manifest_line(pack: Pack, needle: str) -> str:
+    path = pack.path / "manifest.yaml"
+    line = line_of(path.read_text(encoding="utf-8"), needle)
+    return f"{path}:{line}" if line else str(path)
+
+
+def _policy_line(file: Path, message: str) -> int | None:
+    """Best effort: the line of the policy a cedar message names (by @id or position)."""
+    text = file.read_text(encoding="utf-8")
+    named = re.search(r"policy `([^`]+)`", message)
+    if named:
+        line = line_of(text, f'@id("{named.group(1)}")')
+        if line:
+            return line
+        positional = re.match(r"policy(\d+)$", named.group(1))
+        if positional:
+            starts = [m.start() for m in re.finditer(r"^\s*(permit|forbid)\s*\(", text, re.M)]
+            index = int(positional.group(1))
+            if index < len(starts):
+                return text.count("\n", 0, starts[index]) + 1
+    return None
+
+
+def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
+    try:
+        pack = load_pack(folder)
+    except CradleError as exc:
+        return PackReport(str(folder), errors=[exc.message])
+    report = PackReport(pack.ref)
+    m = pack.manifest
+    if not satisfies(ONTOLOGY_VERSION, m.core_ontology):
+        report.errors.append(f"{_manifest_line(pack, 'core_ontology')}: needs core ontology "
+                             f"`{m.core_ontology}`, this is `{ONTOLOGY_VERSION}`")
+    named = [*m.ontology, *m.shapes, *m.policies, *m.queries.values(), *m.examples,
+             *([m.cedar_schema] if m.cedar_schema else []), *m.data.values()]
+    for rel in named:
+        if not (pack.path / rel).exists():
+            report.errors.append(f"{_manifest_line(pack, rel)}: names `{rel}`, which does not "
+                                 "exist")
+    if report.errors:
+        return report
+    for file in [*pack.ontology_files(), *pack.shape_files()]:
+        try:
+            read_rdf(file)
+            report.checked.append(str(file))
+        except CradleError as exc:
+            report.errors.append(exc.message)
+    if pack.shape_files() and not report.errors:
+        try:
+            load_shapes(pack.shape_files())
+        except CradleError as exc:
+            report.errors.append(exc.message)
+    _check_policies(pack, report)
+    for entry in [*m.validators, *m.tools, *m.verifiers,
+                  *[e for e in (m.runtime, m.example_runner) if e]]:
+        try:
+            pack.resolve(entry)
+        except CradleError as exc:
+            report.errors.append(f"{_manifest_line(pack, entry)}: {exc.message}")
+    if reasoner and pack.ontology_files() and not report.errors:
+        try:
+            owl = check_ontology([ONTOLOGY_FILE, *pack.ontology_files()])
+            if not owl.consistent or owl.unsatisfiable:
+                report.errors.append(f"{pack.ontology_files()[0]}: inconsistent with the core "
+                                     "ontology: " + "; ".join(owl.messages + owl.unsatisfiable))
+        except JavaMissingError as exc:
+            report.warnings.append(f"ontology consistency not checked: {exc.message}")
+    return report
+
+
+def _check_policies(pack: Pack, report: PackReport) -> None:
+    files = pack.policy_files()
+    if not files:
+        return
+    try:
+        PolicyEngine.from_paths(files)
+    except CradleError as exc:
+        report.errors.append(exc.message)
+        return
+    if pack.manifest.cedar_schema is None:
+        report.warnings.append("no cedar_schema: policies parsed but not type-checked")
+        return
+    schema = (pack.path / pack.manifest.cedar_schema).read_text(encoding="utf-8")
+    for file in files:
+        for problem in validate_against_schema(file.read_text(encoding="utf-8"), schema,
+                                               name=str(file)):
+            line = _policy_line(file, problem)
+            report.errors.append(problem.replace(f"{file}:", f"{file}:{line}:", 1)
+                                 if line else problem)

@@ -20,7 +20,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ValidationError
 
-from .canonical import content_hash
+from .canonical import content_hash, iso
 from .journal import IdempotencyKeyTaken, NewEvent
 from .records import Action, AuditEvent, ExecutionObservation, ObservedSideEffect
 from .tools import ToolCall, ToolRegistry, ToolSpec
@@ -60,6 +60,10 @@ class KeyAlreadyClaimed(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
+
+
+def call_actor(action: Action) -> str | None:
+    return action.provenance.actor if action.provenance else None
 
 
 class Gateway:
@@ -143,7 +147,11 @@ class Gateway:
         self._append([NewEvent(
             run_id=run_id, kind="action.observed", subject=action.id,
             actor=f"tool:{spec.ref}", at=observation.observed_at,
-            payload={"observation": observation.model_dump(mode="json"), **(extra or {})},
+            payload={"observation": observation.model_dump(mode="json"),
+                     # what the graph needs to mark the action executed, by whom and when
+                     "executed_at": iso(action.executed_at or started),
+                     "executed_by": action.executed_by or call_actor(action),
+                     **(extra or {})},
         )])
         return GatewayResult(observation, output, output_error or error, started,
                              raised=error is not None)

@@ -1,0 +1,203 @@
+"""The runtime's graph: pure projection, store = journal, validate / export / ontology CLIs,
+and the commit-time integrity check."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rdflib import Dataset, Graph, Namespace
+from rdflib.namespace import RDF
+
+from cradle_kg import OutcomeStatus, Runtime
+from cradle_kg.graph import project as projection
+from cradle_kg.graph.project import project_nquads
+from cradle_kg.graph.store import GraphStore
+from cradle_kg.graph.vocab import ONTOLOGY_FILE
+from cradle_kg.journal import Journal
+
+from .conftest import proposal
+
+CRADLE = Namespace("https://w3id.org/cradle#")
+PROV = Namespace("http://www.w3.org/ns/prov#")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cradle_kg", *args], capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from cradle_kg.demo.scenario import run_demo
+
+    home = tmp_path_factory.mktemp("graph") / "home"
+    run_demo(home)
+    return home
+
+
+@pytest.fixture(scope="module")
+def demo_nquads(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("export") / "demo.nq"
+    done = cli("export", "--home", str(demo), "--format", "nquads", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_projection_is_pure_and_the_store_matches_it(demo: Path, demo_nquads: Path) -> None:
+    with Journal(demo / "journal.sqlite") as journal:
+        first = project_nquads(journal.events())
+        second = project_nquads(journal.events())
+    assert first == second
+    assert demo_nquads.read_text(encoding="utf-8") == first  # incremental store == projection
+
+
+def test_rebuild_recreates_the_same_graph(demo: Path, demo_nquads: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(demo, copy)
+    done = cli("graph", "rebuild", "--home", str(copy))
+    assert done.returncode == 0, done.stderr
+    assert "rebuilt" in done.stdout
+    store = GraphStore(copy / "graph")
+    assert store.nquads() == demo_nquads.read_text(encoding="utf-8")
+
+
+def test_demo_graph_validates_clean(demo: Path) -> None:
+    done = cli("validate", "--all", "--home", str(demo), "--format", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout) == {"conforms": True, "violations": []}
+
+
+# each edit breaks exactly one rule of a demo graph that conforms
+A = "https://w3id.org/cradle#"
+
+
+def _break(text: str, rule: int) -> str:
+    lines = text.splitlines(keepends=True)
+    executed = [ln for ln in lines if f"<{A}executedAt>" in ln]
+    action = executed[0].split(" ")[0]
+    graph = executed[0].rsplit(" ", 2)[-2]
+    authorized = next(ln for ln in lines if ln.startswith(action) and f"<{A}authorizedBy>" in ln)
+    decision = authorized.split(" ")[2]
+    if rule == 1:
+        return "".join(ln.replace(f"<{A}Allow>", f"<{A}Clarify>") if ln.startswith(decision)
+                       and f"<{A}verdict>" in ln else ln for ln in lines)
+    if rule == 2:
+        approved = next(ln for ln in lines if f"<{A}approvalStatus> <{A}Approved>" in ln)
+        return text.replace(approved, approved.replace(f"<{A}Approved>", f"<{A}Rejected>"))
+    if rule == 3:
+        verified = next(ln for ln in lines if f"<{A}verificationStatus> <{A}Verified>" in ln)
+        return text.replace(verified, verified.replace(f"<{A}Verified>", f"<{A}Failed>"))
+    if rule == 4:
+        return text + (f"<urn:x:fact> <{RDF.type}> <{A}Fact> {graph} .\n"
+                       f"<urn:x:fact> <{A}verificationStatus> <{A}Verified> {graph} .\n")
+    if rule == 5:
+        obs = next(ln for ln in lines if f"<{RDF.type}> <{A}Observation>" in ln).split(" ")[0]
+        return text + f"{obs} <{RDF.type}> <{A}Fact> {graph} .\n"
+    if rule == 6:
+        proposal_iri = next(ln for ln in lines if ln.startswith(decision)
+                            and f"<{A}evaluates>" in ln).split(" ")[2]
+        return text + (f"<urn:x:deny> <{RDF.type}> <{A}Decision> {graph} .\n"
+                       f"<urn:x:deny> <{A}verdict> <{A}Deny> {graph} .\n"
+                       f"<urn:x:deny> <{A}evaluates> {proposal_iri} {graph} .\n")
+    if rule == 7:
+        by = next(ln for ln in lines if ln.startswith(action) and f"<{A}executedBy>" in ln)
+        return text.replace(by, by.replace(by.split(" ")[2], "<urn:x:mallory>"))
+    if rule == 8:
+        key = next(ln for ln in lines if ln.startswith(action) and f"<{A}idempotencyKey>" in ln)
+        other = next(ln.split(" ")[0] for ln in executed[1:] if not ln.startswith(action))
+        other_key = next(ln for ln in lines if ln.startswith(other)
+                         and f"<{A}idempotencyKey>" in ln)
+        return text.replace(other_key, other_key.replace(other_key.split(" ")[2],
+                                                         key.split(" ")[2]))
+    raise AssertionError(rule)
+
+
+@pytest.mark.parametrize("rule", range(1, 9))
+def test_hand_edits_that_break_a_rule_are_caught(demo_nquads: Path, tmp_path: Path,
+                                                 rule: int) -> None:
+    broken = tmp_path / f"rule{rule}.nq"
+    broken.write_text(_break(demo_nquads.read_text(encoding="utf-8"), rule), encoding="utf-8")
+    done = cli("validate", str(broken), "--format", "json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    rules = {v["rule"] for v in json.loads(done.stdout)["violations"]}
+    assert rule in rules, rules
+
+
+def test_validate_reports_parse_errors_with_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.ttl"
+    bad.write_text("@prefix ex: <http://e/> .\nex:a ex:b ex:c .\nex:a ex:b .\n")
+    done = cli("validate", str(bad))
+    assert done.returncode == 2
+    assert re.search(r"bad\.ttl:3", done.stderr), done.stderr
+    assert cli("validate").returncode == 2  # nothing to validate: usage error
+
+
+@pytest.mark.parametrize(("fmt", "parser"), [("trig", "trig"), ("nquads", "nquads"),
+                                             ("turtle", "turtle"), ("jsonld", "json-ld")])
+def test_export_formats_parse_back(demo: Path, fmt: str, parser: str, tmp_path: Path) -> None:
+    out = tmp_path / f"x.{fmt}"
+    done = cli("export", "--home", str(demo), "--run", "run:task-close", "--format", fmt,
+               "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    data = Dataset()
+    data.parse(out, format=parser)
+    assert len(data) > 20 or sum(1 for _ in data.quads((None, None, None, None))) > 20
+
+
+def test_export_is_readable_as_prov(demo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run.ttl"
+    assert cli("export", "--home", str(demo), "--run", "run:task-close", "--format", "turtle",
+               "--output", str(out)).returncode == 0
+    g = Graph().parse(out).parse(ONTOLOGY_FILE)
+    rows = g.query("""
+        PREFIX prov: <http://www.w3.org/ns/prov#>
+        PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
+        SELECT ?x ?top WHERE { ?x a ?c . ?c rdfs:subClassOf* ?top .
+                               VALUES ?top { prov:Activity prov:Entity prov:Agent } }""")
+    tops = {(str(r[0]), str(r[1])) for r in rows}  # type: ignore[index]
+    actions = {s for s in g.subjects(RDF.type, CRADLE.Action)}
+    assert actions
+    assert all((str(a), str(PROV.Activity)) in tops for a in actions)
+    assert any(t == str(PROV.Entity) for _, t in tops)
+    # PROV relations are usable as such: who was the action associated with?
+    assert list(g.triples((None, CRADLE.executedBy, None)))
+
+
+def test_ontology_check_cli(tmp_path: Path) -> None:
+    done = cli("ontology", "check", "--format", "json", "--no-packs")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["consistent"] is True
+    bad = tmp_path / "both.ttl"
+    bad.write_text("@prefix cradle: <https://w3id.org/cradle#> .\n"
+                   "<urn:x:thing> a cradle:Observation , cradle:Fact .\n")
+    done = cli("ontology", "check", "--with", str(bad), "--no-packs")
+    assert done.returncode == 1
+    assert "inconsistent" in done.stdout.lower()
+
+
+def test_integrity_violation_aborts_the_commit_and_is_journaled(
+        rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    # make the projection say "Failed" for a verified check: rule 3 must stop the commit
+    monkeypatch.setitem(projection.VERIFICATIONS, "verified", "Failed")
+    out = rt.submit(proposal("p", "demo.ledger.credit", {"account": "a", "amount": 1}))
+    assert out.status is OutcomeStatus.FAILED
+    assert out.transition is not None and out.transition.committed_at is None
+    assert "rule 3" in (out.transition.reason or "")
+    aborted = [e for e in rt.journal.events() if e.kind == "transition.aborted"]
+    assert aborted and "rule 3" in aborted[-1].payload["transition"]["reason"]
+
+
+def test_graph_updates_as_events_are_appended(rt: Runtime) -> None:
+    rt.submit(proposal("p", "demo.ledger.credit", {"account": "a", "amount": 1}))
+    store = rt.graph()
+    assert store is not None
+    assert store.projected_seq() == rt.journal.head()[0]
+    ask = store.query(f"ASK {{ ?a a <{A}Action> ; <{A}executedAt> ?t }}")
+    assert bool(ask)

@@ -541,11 +541,13 @@ class Runtime:
                            decision: RuntimeDecision, action: Action, arguments: BaseModel,
                            result: Any, *, reconciled: str | None = None) -> Outcome:
         run_id = proposal.effective_run_id
+        # determinism seam: one clock reading, journaled as `verified_at` — every reading
+        # the runtime takes lands in the journal, which is what strict replay feeds back
+        verified_at = self.clock()
         g2 = self.gate2.run(spec=spec, action=action, arguments=arguments,
                             observation=result.observation, output=result.output,
                             output_error=result.output_error, started_at=result.started_at,
-                            now=self.clock())
-        verified_at = self.clock()
+                            now=verified_at)
         evidence_refs: tuple[str, ...] = ()
         if g2.report is not None and g2.report.evidence:
             evidence_refs = (content_hash(g2.report.evidence),)

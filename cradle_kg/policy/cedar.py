@@ -120,7 +120,9 @@ class PolicyEngine:
         except Exception as exc:  # cedar refused the request itself: fail closed
             return PolicyOutcome(False, (), (f"cedar could not evaluate the request: {exc}",))
         errors = tuple(str(e) for e in result.diagnostics.errors)
-        determining = tuple(self._result(pid) for pid in result.diagnostics.reasons)
+        # INVARIANT: cedar hands the determining policies back as an unordered set; sorted,
+        # the same request gives the same decision record (strict replay compares hashes)
+        determining = tuple(self._result(pid) for pid in sorted(result.diagnostics.reasons))
         if errors:
             # INVARIANT: an erroring policy never lets a request through.
             return PolicyOutcome(False, determining, errors)

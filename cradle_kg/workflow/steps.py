@@ -65,8 +65,10 @@ class ModelStep(Step):
 
 @dataclass(frozen=True, kw_only=True)
 class ToolStep(Step):
-    #: the tool id, or a reference to a previous output that names it
-    tool: str
+    #: the tool id (or leave empty and name a reference in ``tool_from``)
+    tool: str = ""
+    #: a reference to an earlier output that names the tool (e.g. a model's choice)
+    tool_from: str | None = None
     #: globs of the tools this step allows (default: exactly ``tool``)
     tools: tuple[str, ...] = ()
     #: the target, formatted with the validated step input (``ledger:{account}``)
@@ -106,6 +108,8 @@ class Workflow:
             if step.id in seen:
                 raise WorkflowError(f"workflow `{self.id}`: step id `{step.id}` is used twice")
             refs = [*step.inputs.values(), *([step.when[0]] if step.when else [])]
+            if isinstance(step, ToolStep) and step.tool_from:
+                refs.append(step.tool_from)
             for ref in refs:
                 if ref.split(".", 1)[0] not in seen:
                     raise WorkflowError(f"workflow `{self.id}`: step `{step.id}` reads `{ref}` "

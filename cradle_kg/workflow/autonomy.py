@@ -1,0 +1,219 @@
+"""Progressive autonomy for human steps: observation → proposal → shadow → promotion.
+
+Every stage change is an event in the run ``autonomy:<workflow>/<step>``; the stage is a
+projection of them, and the history is the ``human.decided`` events of that step.
+
+1. **observation** — the step is human; decisions accumulate.
+2. **proposal** — past ``min_sample`` decisions (default 30) :meth:`AutonomyBook.propose`
+   learns a readable rule (:mod:`.rules`) and journals it with its reproduction rate on
+   the history, mismatches included. Below the sample nothing is proposed.
+3. **shadow** — the step stays blocking; each request shows what the rule would decide,
+   and agreement on fresh decisions is measured.
+4. **promotion** — governed by the step's versioned :class:`AutonomyPolicy` (default:
+   ≥ 95 % agreement on ≥ 20 fresh decisions and a named admin's approval).
+
+A promoted rule decides only inside its coverage; outside it the human step reopens with
+the reason. ``halt`` (the kill switch) makes the step blocking again at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..approvals import ApprovalBook
+from ..journal import Journal, NewEvent
+from ..records import AuditEvent
+from .errors import AutonomyError
+from .rules import Rule, Sample, learn, reproduction
+
+Append = Callable[[Sequence[NewEvent]], list[AuditEvent]]
+
+
+class Stage(StrEnum):
+    OBSERVATION = "observation"
+    PROPOSAL = "proposal"
+    SHADOW = "shadow"
+    PROMOTED = "promoted"
+    HALTED = "halted"
+
+
+class AutonomyPolicy(BaseModel):
+    """The versioned promotion policy of one step."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: str = "default-1"
+    min_sample: int = Field(default=30, ge=1)
+    min_agreement: float = Field(default=0.95, gt=0, le=1)
+    min_fresh: int = Field(default=20, ge=1)
+    #: approvers allowed to promote must have this role (or the scope ``autonomy``)
+    admin_role: str = "admin"
+
+
+@dataclass
+class AutonomyState:
+    workflow: str
+    step: str
+    stage: Stage = Stage.OBSERVATION
+    policy: AutonomyPolicy = field(default_factory=AutonomyPolicy)
+    rule: Rule | None = None
+    proposal: dict[str, Any] = field(default_factory=dict)
+    shadow_since: int = 0
+    halted: str | None = None
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What a human step does with one input."""
+
+    automate: bool
+    stage: Stage
+    decision: str | None = None
+    suggestion: str | None = None
+    rule_version: str | None = None
+    reasons: tuple[str, ...] = ()
+
+
+def autonomy_run(workflow: str, step: str) -> str:
+    return f"autonomy:{workflow}/{step}"
+
+
+class AutonomyBook:
+    def __init__(self, journal: Journal, approvals: ApprovalBook, *, append: Append,
+                 clock: Callable[[], datetime]) -> None:
+        self.journal = journal
+        self.approvals = approvals
+        self._append = append
+        self._clock = clock
+
+    # --- reading -----------------------------------------------------------------
+
+    def state(self, workflow: str, step: str) -> AutonomyState:
+        st = AutonomyState(workflow, step)
+        for ev in self.journal.events(run_id=autonomy_run(workflow, step)):
+            p = ev.payload
+            if ev.kind == "autonomy.policy":
+                st.policy = AutonomyPolicy.model_validate(p["policy"])
+            elif ev.kind == "autonomy.proposed":
+                st.stage, st.rule, st.proposal = Stage.PROPOSAL, Rule.model_validate(
+                    p["rule"]), p
+            elif ev.kind == "autonomy.shadow":
+                st.stage, st.shadow_since = Stage.SHADOW, ev.seq
+            elif ev.kind == "autonomy.promoted":
+                st.stage, st.halted = Stage.PROMOTED, None
+            elif ev.kind == "autonomy.halted":
+                st.stage, st.halted, st.shadow_since = Stage.HALTED, p["reason"], ev.seq
+        return st
+
+    def history(self, workflow: str, step: str) -> list[tuple[AuditEvent, Sample]]:
+        out: list[tuple[AuditEvent, Sample]] = []
+        for ev in self.journal.events_of_kind("human.decided"):
+            p = ev.payload
+            if p.get("workflow") == workflow and p.get("step") == step:
+                fields = {k: p["context"].get(k) for k in p.get("rule_fields", ())}
+                out.append((ev, (fields, str(p["decision"][p["decision_field"]]))))
+        return out
+
+    def agreement(self, st: AutonomyState) -> tuple[int, int]:
+        """(fresh decisions since shadow began, how many the rule agreed with)."""
+        if st.rule is None:
+            return 0, 0
+        fresh = agreed = 0
+        for ev, (inputs, label) in self.history(st.workflow, st.step):
+            if ev.seq > st.shadow_since and ev.payload.get("rule_version") == st.rule.version:
+                fresh += 1
+                agreed += st.rule.decide(inputs) == label
+        return fresh, agreed
+
+    def route(self, workflow: str, step: str, inputs: Mapping[str, Any]) -> Routing:
+        st = self.state(workflow, step)
+        if st.rule is None or st.stage in (Stage.OBSERVATION, Stage.PROPOSAL):
+            return Routing(False, st.stage)
+        version, suggestion = st.rule.version, st.rule.decide(inputs)
+        if st.stage is not Stage.PROMOTED:
+            reason = (f"halted: {st.halted}",) if st.halted else ()
+            return Routing(False, st.stage, suggestion=suggestion, rule_version=version,
+                           reasons=reason)
+        outside = st.rule.outside(inputs)
+        if outside:
+            return Routing(False, st.stage, suggestion=suggestion, rule_version=version,
+                           reasons=tuple(outside))
+        return Routing(True, st.stage, decision=suggestion, rule_version=version)
+
+    # --- commands ----------------------------------------------------------------
+
+    def _event(self, workflow: str, step: str, kind: str, by: str,
+               payload: dict[str, Any]) -> AuditEvent:
+        return self._append([NewEvent(
+            run_id=autonomy_run(workflow, step), kind=kind, subject=f"step:{workflow}/{step}",
+            actor=by, at=self._clock(), payload={"workflow": workflow, "step": step, **payload})
+        ])[0]
+
+    def set_policy(self, workflow: str, step: str, policy: AutonomyPolicy, *, by: str) -> None:
+        self._event(workflow, step, "autonomy.policy", by, {"policy": policy.model_dump()})
+
+    def propose(self, workflow: str, step: str, *, by: str) -> dict[str, Any] | None:
+        """Learn and journal a rule; ``None`` (and nothing journaled) below the sample."""
+        st = self.state(workflow, step)
+        history = self.history(workflow, step)
+        if len(history) < st.policy.min_sample:
+            return None
+        last = history[-1][0].payload
+        samples = [s for _, s in history]
+        rule = learn(samples, fields=tuple(last.get("rule_fields", ())),
+                     decision_field=str(last["decision_field"]))
+        rate, misses = reproduction(rule, samples)
+        payload = {
+            "rule": rule.model_dump(mode="json"), "rule_version": rule.version,
+            "readable": rule.render(), "sample_size": len(samples),
+            "reproduction_rate": round(rate, 6), "policy_version": st.policy.version,
+            "mismatches": [{"event": history[i][0].id, "run_id": history[i][0].run_id,
+                            "inputs": dict(samples[i][0]), "human": samples[i][1],
+                            "rule": rule.decide(samples[i][0])} for i in misses],
+        }
+        self._event(workflow, step, "autonomy.proposed", by, payload)
+        return payload
+
+    def shadow(self, workflow: str, step: str, *, by: str) -> None:
+        st = self.state(workflow, step)
+        if st.rule is None:
+            raise AutonomyError(f"step `{workflow}/{step}` has no proposed rule",
+                                reasons=("propose a rule first",))
+        self._event(workflow, step, "autonomy.shadow", by, {"rule_version": st.rule.version})
+
+    def promote(self, workflow: str, step: str, *, admin: str, token: str) -> dict[str, Any]:
+        st = self.state(workflow, step)
+        self.approvals.authenticate(admin, token)
+        approver = self.approvals.config.approver(admin)
+        reasons: list[str] = []
+        if approver is None or (approver.role != st.policy.admin_role
+                                and "autonomy" not in approver.scopes):
+            reasons.append(f"`{admin}` is not an autonomy admin (role `{st.policy.admin_role}`)")
+        if st.stage is not Stage.SHADOW or st.rule is None:
+            reasons.append(f"the step is in `{st.stage}`, promotion needs `shadow`")
+        fresh, agreed = self.agreement(st)
+        rate = agreed / fresh if fresh else 0.0
+        if fresh < st.policy.min_fresh:
+            reasons.append(f"{fresh} fresh decisions, the policy needs {st.policy.min_fresh}")
+        if rate < st.policy.min_agreement:
+            reasons.append(f"agreement {rate:.1%}, the policy needs {st.policy.min_agreement:.0%}")
+        if reasons:
+            raise AutonomyError(f"cannot promote `{workflow}/{step}`: " + "; ".join(reasons),
+                                reasons=tuple(reasons))
+        assert st.rule is not None
+        payload = {"rule_version": st.rule.version, "admin": admin, "fresh": fresh,
+                   "agreed": agreed, "agreement": round(rate, 6),
+                   "policy": st.policy.model_dump(),
+                   "coverage": {k: v.model_dump() for k, v in st.rule.coverage.items()}}
+        self._event(workflow, step, "autonomy.promoted", admin, payload)
+        return payload
+
+    def halt(self, workflow: str, step: str, *, by: str, reason: str) -> None:
+        """The kill switch: the step is blocking again from the next input on."""
+        self._event(workflow, step, "autonomy.halted", by, {"reason": reason})

@@ -1,0 +1,393 @@
+"""The workflow engine: runs steps, journals each one, resumes from the journal.
+
+A run's state is a projection of its events (``workflow.started``, ``step.*``,
+``model.called``, ``human.*``, ``budget.*``, ``task.opened``, the runtime's own events
+for tool steps, ``workflow.completed|failed``). :meth:`Engine.advance` folds them and
+walks the steps in order: a step already completed **with the same input hash** is not
+executed again, a waiting human step holds no worker (the call returns), and a finished
+run is only reported.
+
+Determinism: the engine reads time only through ``runtime.clock`` and derives every id
+from the run, the step and the input hash, so a strict replay that feeds the recorded
+times and model responses reproduces the same events, hash for hash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ..canonical import canonical_json, content_hash, iso
+from ..errors import BudgetExceededError, InputError, UnknownNameError
+from ..journal import NewEvent
+from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
+from .autonomy import AutonomyBook
+from .budgets import BudgetBook, Scope, alert_event
+from .errors import ModelError, WorkflowError
+from .model import ChatMessage, ModelClient, ModelRequest, package_versions
+from .steps import (
+    HumanStep,
+    ModelStep,
+    Step,
+    ToolStep,
+    Workflow,
+    brief,
+    effective_tools,
+    load_workflow,
+    resolve,
+    should_run,
+    step_input,
+)
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+
+ENGINE_ACTOR = "cradle-kg/workflow"
+Key = tuple[str, str]
+
+
+@dataclass
+class RunStatus:
+    run_id: str
+    workflow: str
+    status: str  # completed | failed | waiting_human | waiting_approval
+    outputs: dict[str, Any] = field(default_factory=dict)
+    step: str | None = None
+    code: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class _Done:
+    output: dict[str, Any]
+    by: str
+
+
+@dataclass
+class _Wait:
+    status: str
+
+
+@dataclass
+class _Fail:
+    code: str
+    reason: str
+
+
+@dataclass
+class _Fold:
+    started: AuditEvent | None = None
+    finished: AuditEvent | None = None
+    completed: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    failed: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    begun: set[Key] = field(default_factory=set)
+    skipped: set[str] = field(default_factory=set)
+    requested: dict[Key, AuditEvent] = field(default_factory=dict)
+    decided: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    executed: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _fold(events: Sequence[AuditEvent]) -> _Fold:
+    f = _Fold()
+    for ev in events:
+        p = ev.payload
+        key: Key = (str(p.get("step")), str(p.get("input_hash")))
+        if ev.kind == "workflow.started":
+            f.started = ev
+        elif ev.kind in ("workflow.completed", "workflow.failed"):
+            f.finished = ev
+        elif ev.kind == "step.started":
+            f.begun.add(key)
+        elif ev.kind == "step.skipped":
+            f.skipped.add(key[0])
+        elif ev.kind == "step.completed":
+            f.completed[key] = p["output"]
+        elif ev.kind == "step.failed":
+            f.failed[key] = p
+        elif ev.kind == "human.requested":
+            f.requested[key] = ev
+        elif ev.kind == "human.decided":
+            f.decided[key] = p["decision"]
+        elif ev.kind == "run.outcome" and p["outcome"]["status"] == OutcomeStatus.EXECUTED:
+            f.executed[p["outcome"]["proposal_id"]] = p["outcome"]
+    return f
+
+
+class Engine:
+    """Runs workflows over one runtime (its journal, gates, gateway and clock)."""
+
+    def __init__(self, runtime: Runtime, *, client: ModelClient,
+                 packages: Mapping[str, str] | None = None,
+                 model_override: str | None = None) -> None:
+        self.rt = runtime
+        self.client = client
+        self.packages = dict(packages) if packages is not None else package_versions()
+        self.model_override = model_override
+        self.budgets = BudgetBook(runtime.journal)
+        self.autonomy = AutonomyBook(runtime.journal, runtime.approvals,
+                                     append=runtime._append, clock=runtime.clock)
+
+    # --- journal -----------------------------------------------------------------
+
+    def _emit(self, run_id: str, kind: str, subject: str, payload: dict[str, Any], *,
+              actor: str = ENGINE_ACTOR) -> AuditEvent:
+        return self.rt._append([NewEvent(run_id=run_id, kind=kind, subject=subject,
+                                         actor=actor, at=self.rt.clock(), payload=payload)])[0]
+
+    def _events(self, run_id: str) -> list[AuditEvent]:
+        return list(self.rt.journal.events(run_id=run_id))
+
+    # --- public ------------------------------------------------------------------
+
+    def start(self, workflow: Workflow, inputs: Mapping[str, Any], *,
+              run_id: str | None = None) -> RunStatus:
+        try:
+            data = workflow.input_model.model_validate(dict(inputs)).model_dump(mode="json")
+        except ValidationError as exc:
+            raise InputError(f"workflow `{workflow.id}`: input: {brief(exc)}") from exc
+        now = self.rt.clock()
+        input_hash = content_hash(data)
+        run = run_id or "wf:" + content_hash([workflow.id, input_hash, iso(now)])[7:31]
+        if self._events(run):
+            raise InputError(f"run `{run}` already exists", hint="use `advance` to resume it")
+        self._emit(run, "workflow.started", f"workflow:{workflow.id}@{workflow.version}", {
+            "workflow": workflow.id, "version": workflow.version,
+            "definition": workflow.definition, "input": data, "input_hash": input_hash,
+            "agent": workflow.agent, "tenant": workflow.tenant, "packages": self.packages,
+            "steps": [[s.id, s.kind] for s in workflow.steps]})
+        return self.advance(run)
+
+    def workflow_of(self, run_id: str) -> tuple[Workflow, _Fold]:
+        fold = _fold(self._events(run_id))
+        if fold.started is None:
+            raise UnknownNameError(f"unknown workflow run `{run_id}`")
+        p = fold.started.payload
+        return load_workflow(str(p["definition"]), version=str(p["version"])), fold
+
+    def advance(self, run_id: str) -> RunStatus:
+        """Walk the steps from the journal; return where the run stands now."""
+        wf, fold = self.workflow_of(run_id)
+        assert fold.started is not None
+        if fold.finished is not None:
+            return self._finished(run_id, wf, fold)
+        context: dict[str, Any] = {"input": fold.started.payload["input"]}
+        for step in wf.steps:
+            if not should_run(step, context):
+                if step.id not in fold.skipped:
+                    self._emit(run_id, "step.skipped", f"step:{run_id}/{step.id}",
+                               {"step": step.id, "when": list(step.when or ())})
+                continue
+            result = self._step(run_id, wf, step, context, fold)
+            if isinstance(result, _Wait):
+                return RunStatus(run_id, wf.id, result.status, self._outputs(context),
+                                 step=step.id)
+            if isinstance(result, _Fail):
+                self._emit(run_id, "workflow.failed", f"workflow:{wf.id}",
+                           {"step": step.id, "code": result.code, "reason": result.reason})
+                return RunStatus(run_id, wf.id, "failed", self._outputs(context),
+                                 step=step.id, code=result.code, reason=result.reason)
+            context[step.id] = result.output
+        self._emit(run_id, "workflow.completed", f"workflow:{wf.id}",
+                   {"outputs": {k: content_hash(v) for k, v in self._outputs(context).items()}})
+        return RunStatus(run_id, wf.id, "completed", self._outputs(context))
+
+    def decide(self, run_id: str, step_id: str, decision: Mapping[str, Any], *, by: str,
+               info_requested: Sequence[str] = (), note: str | None = None) -> RunStatus:
+        """Record a human decision on a waiting step, then continue the run."""
+        wf, fold = self.workflow_of(run_id)
+        step = wf.step(step_id)
+        pending = [(k, ev) for k, ev in fold.requested.items()
+                   if k[0] == step_id and k not in fold.decided]
+        if not isinstance(step, HumanStep) or not pending:
+            raise InputError(f"run `{run_id}` does not wait for a human on step `{step_id}`")
+        (_, input_hash), request = pending[-1]
+        try:
+            value = step.output_model.model_validate(dict(decision)).model_dump(mode="json")
+        except ValidationError as exc:
+            raise InputError(f"step `{step_id}`: decision: {brief(exc)}") from exc
+        now = self.rt.clock()
+        rp = request.payload
+        self.rt._append([NewEvent(
+            run_id=run_id, kind="human.decided", subject=f"step:{run_id}/{step_id}", actor=by,
+            at=now, payload={
+                "workflow": wf.id, "step": step_id, "input_hash": input_hash,
+                "context": rp["context"], "context_hash": content_hash(rp["context"]),
+                "rule_fields": rp["rule_fields"], "decision_field": rp["decision_field"],
+                "decision": value, "by": by, "info_requested": list(info_requested),
+                "note": note, "delay_seconds": round((now - request.at).total_seconds(), 3),
+                "suggestion": rp.get("suggestion"), "rule_version": rp.get("rule_version")})])
+        return self.advance(run_id)
+
+    @staticmethod
+    def _outputs(context: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in context.items() if k != "input"}
+
+    def _finished(self, run_id: str, wf: Workflow, fold: _Fold) -> RunStatus:
+        assert fold.finished is not None
+        outputs = {k[0]: v for k, v in fold.completed.items()}
+        p = fold.finished.payload
+        if fold.finished.kind == "workflow.completed":
+            return RunStatus(run_id, wf.id, "completed", outputs)
+        return RunStatus(run_id, wf.id, "failed", outputs, step=p["step"], code=p["code"],
+                         reason=p["reason"])
+
+    # --- steps -------------------------------------------------------------------
+
+    def _step(self, run_id: str, wf: Workflow, step: Step, context: Mapping[str, Any],
+              fold: _Fold) -> _Done | _Wait | _Fail:
+        try:
+            data = step_input(step, context).model_dump(mode="json")
+        except WorkflowError as exc:
+            return self._failed(run_id, step, "", _Fail("input_contract", exc.message))
+        key: Key = (step.id, content_hash(data))
+        if key in fold.completed:  # INVARIANT: same step, same input: never executed twice
+            return _Done(fold.completed[key], "journal")
+        if key in fold.failed:
+            return _Fail(str(fold.failed[key]["code"]), str(fold.failed[key]["reason"]))
+        result: _Done | _Wait | _Fail
+        if isinstance(step, ModelStep):
+            result = self._model(run_id, wf, step, data, key, fold)
+        elif isinstance(step, ToolStep):
+            result = self._tool(run_id, wf, step, data, key, context, fold)
+        elif isinstance(step, HumanStep):
+            result = self._human(run_id, wf, step, data, key, fold)
+        else:
+            result = _Fail("unknown_step", f"step `{step.id}` has an unknown kind")
+        if isinstance(result, _Fail):
+            return self._failed(run_id, step, key[1], result)
+        if isinstance(result, _Done):
+            self._emit(run_id, "step.completed", f"step:{run_id}/{step.id}", {
+                "step": step.id, "kind": step.kind, "input_hash": key[1],
+                "output": result.output, "output_hash": content_hash(result.output),
+                "by": result.by})
+        return result
+
+    def _failed(self, run_id: str, step: Step, input_hash: str, fail: _Fail) -> _Fail:
+        self._emit(run_id, "step.failed", f"step:{run_id}/{step.id}", {
+            "step": step.id, "kind": step.kind, "input_hash": input_hash, "code": fail.code,
+            "reason": fail.reason})
+        return fail
+
+    def _begin(self, run_id: str, step: Step, data: dict[str, Any], key: Key, fold: _Fold,
+               **extra: Any) -> None:
+        if key not in fold.begun:
+            self._emit(run_id, "step.started", f"step:{run_id}/{step.id}", {
+                "step": step.id, "kind": step.kind, "input": data, "input_hash": key[1],
+                **extra})
+
+    def _model(self, run_id: str, wf: Workflow, step: ModelStep, data: dict[str, Any],
+               key: Key, fold: _Fold) -> _Done | _Fail:
+        tools = effective_tools(self.rt, wf.agent, step.tools) if step.tools else []
+        self._begin(run_id, step, data, key, fold, effective_tools=tools,
+                    prompt_version=step.prompt_version)
+        system = step.prompt + (f"\nTools you may propose: {', '.join(tools)}." if tools else "")
+        messages = [ChatMessage(role="system", content=system),
+                    ChatMessage(role="user", content=canonical_json(data))]
+        scope = Scope(wf.tenant, wf.id, run_id)
+        problem = ""
+        for attempt in (1, 2):
+            try:
+                self.budgets.check(scope, step.cost)
+            except BudgetExceededError as exc:
+                return self._refused(run_id, step, exc)
+            request = ModelRequest(
+                model=self.model_override or step.model, messages=tuple(messages),
+                schema_name=step.output_model.__name__, max_tokens=step.max_tokens,
+                response_schema=step.output_model.model_json_schema())
+            try:
+                response = self.client.complete(request)
+            except ModelError as exc:
+                return _Fail("model_unavailable", exc.message)
+            self._emit(run_id, "model.called", f"step:{run_id}/{step.id}", {
+                "step": step.id, "attempt": attempt, "model": request.model,
+                "prompt_version": step.prompt_version, "packages": self._packages(fold),
+                "request": request.model_dump(mode="json"), "request_hash": request.hash,
+                "response": response.model_dump(mode="json"), "cost": step.cost,
+                "tenant": wf.tenant, "workflow": wf.id})
+            for standing in self.budgets.alerts(scope):
+                self.rt._append([alert_event(standing, run_id=run_id, actor=ENGINE_ACTOR,
+                                             now=self.rt.clock())])
+            try:
+                output = step.output_model.model_validate_json(response.content)
+                return _Done(output.model_dump(mode="json"), "model")
+            except ValidationError as exc:
+                problem = brief(exc)
+                messages += [ChatMessage(role="assistant", content=response.content),
+                             ChatMessage(role="user", content=(
+                                 f"The answer does not match the JSON schema "
+                                 f"`{step.output_model.__name__}`: {problem}. "
+                                 "Answer again with JSON only."))]
+        return _Fail("output_contract", f"the model's output failed its schema twice: {problem}")
+
+    def _packages(self, fold: _Fold) -> dict[str, str]:
+        assert fold.started is not None
+        return dict(fold.started.payload.get("packages", {}))
+
+    def _refused(self, run_id: str, step: Step, exc: BudgetExceededError) -> _Fail:
+        self._emit(run_id, "budget.refused", f"step:{run_id}/{step.id}",
+                   {"step": step.id, "code": exc.reason_code, "message": exc.message})
+        self._emit(run_id, "task.opened", f"task:{run_id}/{step.id}", {
+            "step": step.id, "code": exc.reason_code, "message": exc.message,
+            "action": "raise the budget or cancel the run; no cheaper model is substituted"})
+        return _Fail(exc.reason_code, exc.message)
+
+    def _tool(self, run_id: str, wf: Workflow, step: ToolStep, data: dict[str, Any], key: Key,
+              context: Mapping[str, Any], fold: _Fold) -> _Done | _Wait | _Fail:
+        try:
+            tool = str(resolve(step.tool_from, context)) if step.tool_from else step.tool
+        except KeyError:
+            return _Fail("input_contract", f"`{step.tool_from}` has no value")
+        allowed = effective_tools(self.rt, wf.agent, step.tools or (tool,))
+        self._begin(run_id, step, data, key, fold, effective_tools=allowed, tool=tool)
+        if tool not in allowed:
+            return _Fail("tool_not_allowed", f"`{tool}` is not in the step's effective "
+                         f"whitelist {allowed} (agent `{wf.agent}` ∩ step `{step.id}`)")
+        proposal = Proposal(
+            id=f"{run_id}/{step.id}/{key[1][7:19]}", task_id=run_id, run_id=run_id,
+            agent_id=wf.agent, tenant=wf.tenant,
+            action=ActionRequest(action_type=tool, target=step.target.format(**data),
+                                 arguments=data))
+        recorded = fold.executed.get(proposal.id)
+        if recorded is not None:
+            output = recorded["observation"]["output"]
+        else:
+            outcome = self.rt.submit(proposal)
+            if outcome.status is OutcomeStatus.AWAITING_APPROVAL:
+                return _Wait("waiting_approval")
+            if not outcome.ok or outcome.observation is None:
+                return _Fail(f"tool_{outcome.status}", "; ".join(outcome.reasons)
+                             or f"the tool step ended `{outcome.status}`")
+            output = outcome.observation.output
+        try:
+            return _Done(step.output_model.model_validate(output).model_dump(mode="json"), "tool")
+        except ValidationError as exc:
+            return _Fail("output_contract", f"tool output: {brief(exc)}")
+
+    def _human(self, run_id: str, wf: Workflow, step: HumanStep, data: dict[str, Any], key: Key,
+               fold: _Fold) -> _Done | _Wait | _Fail:
+        self._begin(run_id, step, data, key, fold)
+        if key in fold.decided:
+            return _Done(fold.decided[key], "human")
+        inputs = {f: data.get(f) for f in step.rule_fields}
+        routing = self.autonomy.route(wf.id, step.id, inputs)
+        reasons = list(routing.reasons)
+        if routing.automate:
+            try:
+                value = step.output_model.model_validate(
+                    {step.decision_field: routing.decision}).model_dump(mode="json")
+                self._emit(run_id, "human.automated", f"step:{run_id}/{step.id}", {
+                    "workflow": wf.id, "step": step.id, "input_hash": key[1], "decision": value,
+                    "rule_version": routing.rule_version, "inputs": inputs})
+                return _Done(value, "rule")
+            except ValidationError as exc:
+                reasons.append(f"the rule's decision does not fit the step's output: {brief(exc)}")
+        if key not in fold.requested:
+            self._emit(run_id, "human.requested", f"step:{run_id}/{step.id}", {
+                "workflow": wf.id, "step": step.id, "input_hash": key[1], "context": data,
+                "rule_fields": list(step.rule_fields), "decision_field": step.decision_field,
+                "stage": str(routing.stage), "suggestion": routing.suggestion,
+                "rule_version": routing.rule_version, "reasons": reasons})
+        return _Wait("waiting_human")

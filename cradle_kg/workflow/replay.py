@@ -1,0 +1,303 @@
+"""Strict replay: re-run a run from its journal and reproduce it hash for hash.
+
+The replay happens in a scratch home (a temporary directory, never the real one) on a
+:class:`~.sandbox.SandboxRuntime` whose tools and verifiers serve their recorded
+answers and whose model client serves the recorded responses. The rest of the journal
+— other runs, human inputs, budgets, autonomy commands — is copied as recorded, at its
+recorded place, so the replayed run sees exactly the journal it saw the first time.
+
+Determinism seam: the runtime's two environmental inputs are fed from the record. The
+injectable ``clock`` returns the ``at`` of the next event the replayed run must produce,
+and the worker id journaled with intents is the recorded one. Every other id is derived
+from content, so each produced event must carry the recorded hash; the first one that
+does not raises :class:`ReplayDivergenceError` naming its seq and kind.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..canonical import canonical_json, iso, sha256_bytes
+from ..errors import CradleError, InputError, ReplayDivergenceError
+from ..evidence import EvidenceStore
+from ..home import Home
+from ..journal import Journal, NewEvent, event_hash
+from ..policy import PolicyEngine
+from ..policy.cedar import PolicySource
+from ..records import AuditEvent, Proposal
+from .engine import Engine
+from .model import RecordedClient
+from .sandbox import Recording, SandboxRuntime
+from .steps import load_workflow
+
+#: events a person (or the outside world) wrote: replay copies them, never re-derives them
+INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refused",
+                         "evidence.collected", "human.decided"})
+
+
+@dataclass
+class Source:
+    """A recorded home, read only."""
+
+    home: Path
+    events: list[AuditEvent]
+    idem_keys: dict[int, str]
+    evidence: EvidenceStore
+
+    @classmethod
+    def open(cls, home: Path) -> Source:
+        path = Home(home).journal
+        if not path.is_file():
+            raise InputError(f"no journal at `{path}`", hint="pass --home")
+        with Journal(path) as journal:
+            events = list(journal.events())
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            keys = dict(conn.execute(
+                "SELECT seq, idem_key FROM events WHERE idem_key IS NOT NULL").fetchall())
+        finally:
+            conn.close()
+        return cls(home, events, keys, EvidenceStore(Home(home).evidence))
+
+    def runs(self) -> list[str]:
+        """Runs that replay can re-derive: submitted proposals or workflow runs."""
+        seen: dict[str, None] = {}
+        for ev in self.events:
+            if ev.kind in ("proposal.received", "workflow.started"):
+                seen.setdefault(ev.run_id, None)
+        return list(seen)
+
+    def is_workflow(self, run_id: str) -> bool:
+        return any(e.run_id == run_id and e.kind == "workflow.started" for e in self.events)
+
+    def policies(self, version: str) -> PolicyEngine | None:
+        """The policy set in force under ``version``, rebuilt from its journaled texts."""
+        for ev in self.events:
+            if ev.kind == "policyset.activated" and ev.payload.get("version") == version:
+                return PolicyEngine(PolicySource(s["name"], self.evidence.get(s["ref"]).decode())
+                                    for s in ev.payload["sources"])
+        return None
+
+    def recorded(self, ev: AuditEvent) -> NewEvent:
+        return NewEvent(run_id=ev.run_id, kind=ev.kind, subject=ev.subject, actor=ev.actor,
+                        at=ev.at, payload=ev.payload, idem_key=self.idem_keys.get(ev.seq))
+
+
+@contextmanager
+def scratch_home(source: Source, *, packs: Sequence[str] = ()) -> Iterator[Path]:
+    """A temporary home with the source's config (and packs); removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="cradle-replay-"))
+    try:
+        home = root / "home"
+        (home / "policies").mkdir(parents=True)
+        config = Home(source.home).config
+        if config.is_file():
+            data: dict[str, Any] = json.loads(config.read_text(encoding="utf-8"))
+            for ref in packs:
+                keep = [p for p in data.get("packs", []) if p.split("@")[0] != ref.split("@")[0]]
+                data["packs"] = [*keep, ref]
+            (home / "config.json").write_text(json.dumps(data), encoding="utf-8")
+        if (source.home / "packs").is_dir():
+            shutil.copytree(source.home / "packs", home / "packs")
+        yield home
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def next_decision_version(events: Sequence[AuditEvent], start: int, run_id: str) -> str | None:
+    for ev in events[start:]:
+        if ev.run_id == run_id and ev.kind == "decision.made":
+            return str(ev.payload["decision"]["policy_version"])
+    return None
+
+
+def _first_difference(a: Any, b: Any, path: str = "payload") -> str | None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if key not in a or key not in b:
+                return f"{path}.{key}"
+            found = _first_difference(a[key], b[key], f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = _first_difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    return None if a == b else path
+
+
+def _why(rec: AuditEvent, got: AuditEvent) -> str:
+    if got.kind != rec.kind:
+        return f"the replay produced `{got.kind}` instead"
+    for name in ("run_id", "subject", "actor", "at"):
+        if getattr(got, name) != getattr(rec, name):
+            return f"`{name}` differs: recorded `{getattr(rec, name)}`, replayed " \
+                   f"`{getattr(got, name)}`"
+    diff = _first_difference(rec.payload, got.payload)
+    if diff:
+        return f"`{diff}` differs from the recorded event"
+    own = event_hash(seq=rec.seq, event_id=rec.id, run_id=rec.run_id, kind=rec.kind,
+                     subject=rec.subject, actor=rec.actor, at=iso(rec.at),
+                     payload_hash=sha256_bytes(canonical_json(rec.payload).encode()),
+                     prev_hash=rec.prev_hash)
+    if own != rec.hash:
+        return "the recorded event does not match its own hash: the journal was edited"
+    return "the chain before it differs"
+
+
+@dataclass
+class StrictReport:
+    runs: list[str]
+    events: int
+    head_hash: str
+    warnings: list[str] = field(default_factory=list)
+
+
+class _StrictRun:
+    """Drives one run's replay; the other runs of the journal are copied as recorded."""
+
+    def __init__(self, source: Source, run_id: str) -> None:
+        self.source = source
+        self.events = source.events
+        self.by_seq = {e.seq: e for e in self.events}
+        self.run = run_id
+        self.pos = 0
+        self.rt: SandboxRuntime | None = None
+        self.last: datetime | None = None
+
+    def _producible(self, ev: AuditEvent) -> bool:
+        return ev.run_id == self.run and ev.kind not in INPUT_KINDS
+
+    def _next(self, kinds: tuple[str, ...] = ()) -> AuditEvent | None:
+        for ev in self.events[self.pos:]:
+            if self._producible(ev) and (not kinds or ev.kind in kinds):
+                return ev
+        return None
+
+    def _peek(self) -> datetime:
+        for ev in self.events[self.pos:]:
+            if self._producible(ev) and (self.last is None or ev.at > self.last):
+                return ev.at
+        return self.last or self.events[-1].at
+
+    def clock(self) -> datetime:
+        """Each runtime reading is the next recorded time of this run (readings increase)."""
+        self.last = self._peek()
+        return self.last
+
+    def peek(self) -> datetime:
+        """The gateway's unjournaled "started" reading: the next time, not consumed."""
+        return self._peek()
+
+    def worker(self) -> str | None:
+        ev = self._next(("action.intent", "action.retry"))
+        return str(ev.payload.get("worker")) if ev and ev.payload.get("worker") else None
+
+    def fail(self, rec: AuditEvent, why: str) -> ReplayDivergenceError:
+        return ReplayDivergenceError(f"strict replay of `{self.run}` diverges at seq "
+                                     f"{rec.seq} (`{rec.kind}`): {why}", seq=rec.seq)
+
+    # AppendHook
+    def before(self, events: Sequence[NewEvent]) -> None:
+        self.flush()
+
+    def after(self, written: Sequence[AuditEvent]) -> None:
+        for got in written:
+            rec = self.by_seq.get(got.seq)
+            if rec is None:
+                raise ReplayDivergenceError(
+                    f"strict replay of `{self.run}` diverges at seq {got.seq} (`{got.kind}`): "
+                    "the replay produced an event the journal does not have", seq=got.seq)
+            if rec.hash != got.hash:
+                raise self.fail(rec, _why(rec, got))
+            self.pos = got.seq
+            if rec.run_id == self.run and rec.kind not in INPUT_KINDS:
+                self.last = max(self.last or got.at, got.at)
+
+    def flush(self) -> None:
+        batch: list[NewEvent] = []
+        while self.pos + len(batch) < len(self.events) and not self._producible(
+                self.events[self.pos + len(batch)]):
+            batch.append(self.source.recorded(self.events[self.pos + len(batch)]))
+        if batch:
+            assert self.rt is not None, "the sandbox appended before the replay began"
+            self.after(self.rt.append_recorded(batch))
+
+    def replay(self, rt: SandboxRuntime, engine: Engine) -> None:
+        self.rt = rt
+        while True:
+            self.flush()
+            if self.pos >= len(self.events):
+                return
+            ev, before = self.events[self.pos], self.pos
+            try:
+                self._trigger(ev, engine)
+            except ReplayDivergenceError:
+                raise
+            except CradleError as exc:
+                raise self.fail(ev, f"the replay raised: {exc.message}") from exc
+            if self.pos == before:
+                raise self.fail(ev, "the replay did not produce this event")
+
+    def _trigger(self, ev: AuditEvent, engine: Engine) -> None:
+        version = next_decision_version(self.events, self.pos, self.run)
+        engine_for = self.source.policies(version) if version else None
+        assert self.rt is not None
+        if engine_for is not None:
+            self.rt.policies = engine_for
+        if ev.kind == "workflow.started":
+            p = ev.payload
+            wf = load_workflow(str(p["definition"]), version=str(p["version"]))
+            engine.start(wf, p["input"], run_id=self.run)
+        elif self.source.is_workflow(self.run):
+            engine.advance(self.run)
+        else:
+            proposal = next((e for e in self.events[self.pos:] if e.run_id == self.run
+                             and e.kind == "proposal.received"), None)
+            if ev.kind not in ("proposal.received", "policyset.activated") or proposal is None:
+                raise self.fail(ev, f"no replay trigger produces `{ev.kind}`")
+            self.rt.submit(Proposal.model_validate(proposal.payload["proposal"]))
+
+
+def strict_replay(home: Path, run_ids: Sequence[str] = ()) -> StrictReport:
+    """Replay each run; raise :class:`ReplayDivergenceError` at the first difference."""
+    source = Source.open(home)
+    runs = list(run_ids) or source.runs()
+    unknown = [r for r in runs if r not in source.runs()]
+    if unknown:
+        raise InputError(f"no replayable run `{unknown[0]}` in `{home}`",
+                         hint="`cradle-kg runs list` shows the runs")
+    head = ""
+    for run in runs:
+        driver = _StrictRun(source, run)
+        with scratch_home(source) as scratch:
+            rt = SandboxRuntime(scratch, recording=Recording.of(source.events), strict=True,
+                                clock=driver.clock, hook=driver, worker=driver.worker,
+                                gateway_clock=driver.peek)
+            try:
+                started = next((e for e in source.events if e.run_id == run
+                                and e.kind == "workflow.started"), None)
+                packages = started.payload.get("packages") if started else None
+                engine = Engine(rt, client=RecordedClient.from_events(source.events, run),
+                                packages=packages)
+                driver.replay(rt, engine)
+                head = rt.journal.head()[1]
+            finally:
+                rt.close()
+    recorded_head = source.events[-1].hash if source.events else ""
+    if head != recorded_head:
+        raise ReplayDivergenceError(f"strict replay ends at head `{head}`, the journal at "
+                                    f"`{recorded_head}`", seq=None)
+    return StrictReport(runs, len(source.events), head)

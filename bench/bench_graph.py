@@ -1,0 +1,122 @@
+"""The graph's three figures, in one process (issue "Execution ontology, RDF projection…").
+
+1. commit-time integrity check of one run's graph (what runs before every commit):
+   p50 of ``IntegrityChecker.check`` vs pySHACL on the same graph and shapes —
+   target >= 100x faster and < 2 ms;
+2. ``validate --all`` on a store of >= 1,000,000 triples made by the real runtime:
+   the Rust engine vs pySHACL (in a child process, killed after ``--timeout`` s) —
+   target >= 50x faster, pySHACL's time taken as the timeout when it cannot finish;
+3. projection / rebuild throughput into the on-disk store vs raw pyoxigraph
+   ``bulk_extend`` of the same quads into an on-disk store — target >= 60 %.
+
+Run: ``.venv/bin/python bench/bench_graph.py [--triples 1000000] [--timeout 600]``.
+Prints figures; asserts nothing. The big home is cached in bench/out/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyoxigraph as ox
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_shacl import bench_big_nquads  # noqa: E402
+from synthetic import build_home  # noqa: E402
+
+from cradle_kg.demo.scenario import run_demo  # noqa: E402
+from cradle_kg.graph.integrity import IntegrityChecker  # noqa: E402
+from cradle_kg.graph.project import event_triples, ntriples  # noqa: E402
+from cradle_kg.graph.shacl import PyShaclEngine, load_shapes  # noqa: E402
+from cradle_kg.graph.store import GraphStore  # noqa: E402
+from cradle_kg.graph.vocab import INTEGRITY_SHAPES_FILE  # noqa: E402
+from cradle_kg.journal import Journal  # noqa: E402
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def commit_check(repeat: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "demo"
+        run_demo(home)
+        journal = Journal(home / "journal.sqlite")
+        run = "run:task-close"  # the approval run: the richest one
+        checker = IntegrityChecker(journal)
+        triples = [t for ev in journal.events(run_id=run) for t in event_triples(ev, header=False)]
+        checker.check(run, [])  # warm the run cache, as a live runtime has it
+        rust = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            assert not checker.check(run, [])
+            rust.append(time.perf_counter() - t0)
+        py_engine = PyShaclEngine(load_shapes([INTEGRITY_SHAPES_FILE], builtin=False))
+        text = ntriples(triples)
+        py = []
+        for _ in range(max(5, repeat // 100)):
+            t0 = time.perf_counter()
+            assert py_engine.validate(text, format="nt").conforms
+            py.append(time.perf_counter() - t0)
+        journal.close()
+    r50, p50 = statistics.median(rust), statistics.median(py)
+    print(f"[1] commit-time check of one run ({len(triples)} triples): "
+          f"rust p50 {r50 * 1e3:.3f} ms p99 {pct(rust, .99) * 1e3:.3f} ms; "
+          f"pyshacl p50 {p50 * 1e3:.1f} ms -> {p50 / r50:.0f}x "
+          f"(targets >=100x and <2 ms: {'met' if p50 / r50 >= 100 and r50 < .002 else 'NOT met'})")
+
+
+def rebuild_throughput(home: Path) -> None:
+    journal = Journal(home / "journal.sqlite")
+    with tempfile.TemporaryDirectory(dir=home.parent) as tmp:
+        ours = GraphStore(Path(tmp) / "ours")
+        t0 = time.perf_counter()
+        ours.rebuild(journal)
+        ours_s = time.perf_counter() - t0
+        quads = list(ours.store)
+        ours.close()
+        raw_store = ox.Store(str(Path(tmp) / "raw"))
+        t0 = time.perf_counter()
+        raw_store.bulk_extend(quads)
+        raw_store.flush()
+        raw_s = time.perf_counter() - t0
+        del raw_store
+    journal.close()
+    n = len(quads)
+    ours_rate, raw_rate = n / ours_s, n / raw_s
+    print(f"[3] rebuild from the journal: {n} quads in {ours_s:.1f} s = {ours_rate:,.0f} quads/s; "
+          f"raw bulk_extend {raw_rate:,.0f} quads/s -> {ours_rate / raw_rate:.0%} "
+          f"(target >= 60%: {'met' if ours_rate >= 0.6 * raw_rate else 'NOT met'})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--triples", type=int, default=1_000_000)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--repeat", type=int, default=1000)
+    args = parser.parse_args()
+    commit_check(args.repeat)
+    print(f"building (or reusing) a home of >= {args.triples:,} triples ...", file=sys.stderr)
+    home = build_home(args.triples)
+    rebuild_throughput(home)
+    with tempfile.TemporaryDirectory(dir=home.parent) as tmp:
+        dump = Path(tmp) / "all.nq"
+        store = GraphStore(home / "graph")
+        t0 = time.perf_counter()
+        dump.write_text(store.nquads(), encoding="utf-8")
+        store.close()
+        print(f"[2] validate --all: dumped the store in {time.perf_counter() - t0:.1f} s",
+              file=sys.stderr)
+        bench_big_nquads(dump, timeout=args.timeout)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""A large home made by the real runtime, for the graph and SPARQL benchmarks.
+
+Runs of the demo's ledger tools go through ``Runtime.submit`` — gates, gateway, verifier,
+journal — exactly as in production; only the per-submit graph sync is off (the store is
+then built in one ``graph rebuild``, which is itself measured). A mix of outcomes:
+executed credits, denials by policy, a lying tool caught by gate 2, idempotent replays,
+and approvals given by a second identity.
+
+The home is cached under ``bench/out/`` (gitignored) keyed by its size.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from cradle_kg import Runtime
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, prepare_home
+from cradle_kg.graph.store import GraphStore
+from cradle_kg.records import ApprovalStatus
+
+OUT = Path(__file__).resolve().parent / "out"
+AGENT = "agent:ledger-assistant"
+
+
+def _proposal(i: int, tool: str, args: dict[str, object]) -> dict[str, object]:
+    return {"id": f"p{i}", "task_id": f"task-{i // 4}", "agent_id": AGENT, "step": i % 4,
+            "action": {"action_type": tool, "target": f"ledger:{args['account']}",
+                       "arguments": args}}
+
+
+def build_home(min_triples: int, *, log: bool = True) -> Path:
+    """A home whose graph holds at least ``min_triples`` quads (cached)."""
+    home = OUT / f"home-{min_triples}"
+    if (home / ".complete").exists():
+        return home
+    shutil.rmtree(home, ignore_errors=True)
+    prepare_home(home)
+    started = time.perf_counter()
+    i = 0
+    with Runtime(home, graph_sync=False, integrity=False) as rt:
+        # ~150 quads per executed submit: check the size every 500 submits
+        while True:
+            for _ in range(500):
+                kind = i % 20
+                account = f"acct-{i % 997}"
+                if kind == 0:
+                    rt.submit(_proposal(i, "demo.ledger.credit", {"account": account,
+                                                                   "amount": 5000}))
+                elif kind == 1:
+                    rt.submit(_proposal(i, "demo.ledger.credit_unreliable",
+                                        {"account": account, "amount": 3}))
+                elif kind == 2:
+                    waiting = rt.submit(_proposal(i, "demo.ledger.close_account",
+                                                  {"account": f"closed-{i}"}))
+                    if waiting.approval is not None:
+                        rt.decide_approval(waiting.approval.id, approver_id=APPROVER,
+                                           token=DEMO_TOKENS[APPROVER],
+                                           status=ApprovalStatus.APPROVED)
+                else:
+                    out = rt.submit(_proposal(i, "demo.ledger.credit",
+                                              {"account": account, "amount": 1 + i % 50}))
+                    if kind == 3:
+                        rt.submit(_proposal(i, "demo.ledger.credit",
+                                            {"account": account, "amount": 1 + i % 50}))
+                    assert out.ok
+                i += 1
+            head = rt.journal.head()[0]
+            if log:
+                print(f"  {i} proposals, {head} events ({time.perf_counter() - started:.0f} s)",
+                      file=sys.stderr)
+            if head * 21 >= min_triples:  # ~22 quads per event on average
+                store = GraphStore(home / "graph")
+                store.rebuild(rt.journal)
+                size = len(store.store)
+                store.close()
+                if size >= min_triples:
+                    break
+    (home / ".complete").write_text(str(i))
+    return home

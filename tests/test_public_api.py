@@ -1,0 +1,50 @@
+"""The public surface: `__all__` is pinned, and the README's Python example runs as shown."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import cradle_kg
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+PINNED = {
+    "AbortPolicy", "ActionRequest", "CradleError", "IdempotencyClass", "Outcome",
+    "OutcomeStatus", "Plan", "PlanOutcome", "PlanStep", "Proposal", "RiskLevel", "Runtime",
+    "RuntimeDecision", "SideEffectClass", "ToolCall", "ToolSpec", "Verdict",
+    "VerificationCheck", "VerificationResult", "VerificationStatus", "VerifierReport",
+    "VerifyRequest", "__version__",
+}
+
+
+def test_all_is_pinned() -> None:
+    assert set(cradle_kg.__all__) == PINNED
+    for name in cradle_kg.__all__:
+        assert hasattr(cradle_kg, name), name
+
+
+def test_readme_python_example_runs_as_shown() -> None:
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"## Using it from Python\n\n```python\n(.*?)```", text, re.S)
+    assert block is not None
+    code = block.group(1)
+    expected = re.search(r"# -> (.*)", code)
+    assert expected is not None
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    assert out.getvalue().strip() == expected.group(1).strip()
+
+
+def test_every_cli_command_is_documented_in_the_readme() -> None:
+    from typer.main import get_command
+
+    from cradle_kg.cli import app
+
+    text = README.read_text(encoding="utf-8")
+    group = get_command(app)
+    for name in group.commands:  # type: ignore[attr-defined]
+        assert f"cradle-kg {name}" in text or f"cradle-kg {name} " in text, name

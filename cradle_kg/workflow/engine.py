@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -133,9 +134,11 @@ class Engine:
     # --- journal -----------------------------------------------------------------
 
     def _emit(self, run_id: str, kind: str, subject: str, payload: dict[str, Any], *,
-              actor: str = ENGINE_ACTOR) -> AuditEvent:
+              actor: str = ENGINE_ACTOR, at: datetime | None = None) -> AuditEvent:
+        # INVARIANT: one clock reading per event, and every reading is journaled
         return self.rt._append([NewEvent(run_id=run_id, kind=kind, subject=subject,
-                                         actor=actor, at=self.rt.clock(), payload=payload)])[0]
+                                         actor=actor, at=at or self.rt.clock(),
+                                         payload=payload)])[0]
 
     def _events(self, run_id: str) -> list[AuditEvent]:
         return list(self.rt.journal.events(run_id=run_id))
@@ -157,7 +160,7 @@ class Engine:
             "workflow": workflow.id, "version": workflow.version,
             "definition": workflow.definition, "input": data, "input_hash": input_hash,
             "agent": workflow.agent, "tenant": workflow.tenant, "packages": self.packages,
-            "steps": [[s.id, s.kind] for s in workflow.steps]})
+            "steps": [[s.id, s.kind] for s in workflow.steps]}, at=now)
         return self.advance(run)
 
     def workflow_of(self, run_id: str) -> tuple[Workflow, _Fold]:

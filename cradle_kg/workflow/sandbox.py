@@ -158,7 +158,7 @@ class SandboxRuntime(Runtime):
         def stand_in(req: VerifyRequest) -> VerifierReport:
             recorded = self._recording.verifications.get(req.action.id)
             if recorded is not None:
-                return _report(recorded, now=self.clock())
+                return _report(recorded, now=self.clock)
             if self._strict:
                 raise NotReplayable(f"no recorded read of `{verifier_id}` for `{req.action.id}`")
             return VerifierReport(checks=(VerificationCheck(
@@ -179,7 +179,7 @@ def _served(observation: dict[str, Any]) -> dict[str, Any]:
     return dict(observation.get("output") or {})
 
 
-def _report(recorded: dict[str, Any], *, now: datetime) -> VerifierReport:
+def _report(recorded: dict[str, Any], *, now: Callable[[], datetime]) -> VerifierReport:
     """The verifier's recorded answer (its raw report when the journal kept one)."""
     raw = recorded.get("verifier_report")
     if isinstance(raw, dict):
@@ -193,5 +193,5 @@ def _report(recorded: dict[str, Any], *, now: datetime) -> VerifierReport:
                  if c["name"] in ("resource_exists", "expected_state")
                  and c["detail"] != "the verifier did not check it")
     source = (recorded["verification"].get("provenance") or {}).get("source", "")
-    return VerifierReport(checks=mine, read_at=now, evidence=dict(recorded.get("evidence", {})),
+    return VerifierReport(checks=mine, read_at=now(), evidence=dict(recorded.get("evidence", {})),
                           source=str(source))

@@ -1,0 +1,214 @@
+"""Live replay: the same inputs, new calls or a new policy set, and what changed.
+
+The recorded inputs of each run — proposals submitted, workflow inputs, human decisions
+— are replayed in a scratch home, in their recorded order and at their recorded times,
+with a real model client (``--model``), a new policy set (``--policies``) or a new pack
+(``--pack``). Tools that would have a side effect are served their recorded observation
+or run in dry-run, never for real (:mod:`.sandbox`). The result is a difference report:
+per run and in total, which decisions, outcomes, verifications and step outputs changed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any
+
+from ..canonical import content_hash
+from ..errors import InputError
+from ..policy import PolicyEngine
+from ..records import AuditEvent, Proposal
+from .engine import Engine
+from .model import ModelClient, RecordedClient, package_versions
+from .replay import INPUT_KINDS, Source, next_decision_version, scratch_home
+from .sandbox import Recording, SandboxRuntime
+from .steps import load_workflow
+
+CATEGORIES = ("decision", "outcome", "verification", "step")
+
+
+@dataclass(frozen=True)
+class Change:
+    run_id: str
+    category: str
+    subject: str
+    #: 1 for the first occurrence of this subject in the run, 2 for the second, ...
+    occurrence: int
+    recorded: Any
+    replayed: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "category": self.category, "subject": self.subject,
+                "occurrence": self.occurrence, "recorded": self.recorded,
+                "replayed": self.replayed}
+
+
+@dataclass
+class LiveReport:
+    runs: list[str]
+    changes: list[Change] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def for_run(self, run_id: str) -> list[Change]:
+        return [c for c in self.changes if c.run_id == run_id]
+
+    @property
+    def totals(self) -> dict[str, int]:
+        out = dict.fromkeys(CATEGORIES, 0)
+        for change in self.changes:
+            out[change.category] += 1
+        out["runs_changed"] = len({c.run_id for c in self.changes})
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"settings": self.settings, "totals": self.totals,
+                "runs": [{"run_id": r, "changes": [c.to_dict() for c in self.for_run(r)]}
+                         for r in self.runs]}
+
+
+def facts(events: Iterable[AuditEvent], run_id: str) -> dict[str, list[tuple[str, Any]]]:
+    """What a run decided and produced, per category, in order: (subject, value)."""
+    out: dict[str, list[tuple[str, Any]]] = {c: [] for c in CATEGORIES}
+    for ev in events:
+        if ev.run_id != run_id:
+            continue
+        p = ev.payload
+        if ev.kind == "decision.made":
+            out["decision"].append((str(p["proposal_id"]), p["decision"]["verdict"]))
+        elif ev.kind == "run.outcome":
+            out["outcome"].append((str(p["outcome"]["proposal_id"]), p["outcome"]["status"]))
+        elif ev.kind == "verification.recorded":
+            out["verification"].append((str(p["action_id"]), p["verification"]["status"]))
+        elif ev.kind == "step.completed":
+            out["step"].append((str(p["step"]), {"output": p["output"], "by": p["by"]}))
+        elif ev.kind == "step.failed":
+            out["step"].append((str(p["step"]), {"failed": p["code"]}))
+        elif ev.kind == "human.requested":
+            out["step"].append((str(p["step"]), {"waiting": "human"}))
+    return out
+
+
+def compare(run_id: str, recorded: dict[str, list[tuple[str, Any]]],
+            replayed: dict[str, list[tuple[str, Any]]]) -> list[Change]:
+    changes: list[Change] = []
+    for category in CATEGORIES:
+        before: dict[str, list[Any]] = defaultdict(list)
+        after: dict[str, list[Any]] = defaultdict(list)
+        for subject, value in recorded[category]:
+            before[subject].append(value)
+        for subject, value in replayed[category]:
+            after[subject].append(value)
+        for subject in [*before, *(s for s in after if s not in before)]:
+            pairs = zip_longest(before.get(subject, []), after.get(subject, []))
+            for n, (old, new) in enumerate(pairs, start=1):
+                if old != new:
+                    changes.append(Change(run_id, category, subject, n, old, new))
+    return changes
+
+
+@dataclass
+class LiveSettings:
+    client: ModelClient | None = None
+    model: str | None = None
+    policies: Path | None = None
+    packs: Sequence[str] = ()
+
+
+class _Sticky:
+    """Live replay keeps each input's recorded time (limits and expiries still hold)."""
+
+    def __init__(self) -> None:
+        self.now: datetime | None = None
+
+    def __call__(self) -> datetime:
+        assert self.now is not None
+        return self.now
+
+
+def live_replay(home: Path, run_ids: Sequence[str], settings: LiveSettings) -> LiveReport:
+    source = Source.open(home)
+    runs = list(run_ids) or source.runs()
+    missing = [r for r in runs if r not in source.runs()]
+    if missing:
+        raise InputError(f"no replayable run `{missing[0]}` in `{home}`")
+    selected = set(runs)
+    new_policies = PolicyEngine.from_paths([settings.policies]) if settings.policies else None
+    report = LiveReport(runs, settings={
+        "model": settings.model, "client": settings.client.kind if settings.client else
+        "recorded", "policies": new_policies.version if new_policies else "recorded",
+        "packs": list(settings.packs)})
+    clock = _Sticky()
+    with scratch_home(source, packs=settings.packs) as scratch:
+        rt = SandboxRuntime(scratch, recording=Recording.of(source.events), strict=False,
+                            clock=clock)
+        try:
+            engines: dict[str, Engine] = {}
+            for i, ev in enumerate(source.events):
+                clock.now = ev.at
+                if ev.run_id not in selected or ev.kind in INPUT_KINDS:
+                    rt.append_recorded([source.recorded(ev)])
+                if ev.run_id not in selected:
+                    continue
+                engine = engines.get(ev.run_id) or engines.setdefault(ev.run_id, Engine(
+                    rt, client=settings.client or RecordedClient.from_events(
+                        source.events, ev.run_id, strict=False),
+                    packages=package_versions(), model_override=settings.model))
+                _policies(rt, source, new_policies, i, ev.run_id)
+                _live_trigger(rt, engine, source, ev)
+            produced = list(rt.journal.events())
+        finally:
+            rt.close()
+    for run in runs:
+        report.changes += compare(run, facts(source.events, run), facts(produced, run))
+    return report
+
+
+def _policies(rt: SandboxRuntime, source: Source, new: PolicyEngine | None, i: int,
+              run_id: str) -> None:
+    if new is not None:
+        rt.policies = new
+        return
+    version = next_decision_version(source.events, i, run_id)
+    engine = source.policies(version) if version else None
+    if engine is not None:
+        rt.policies = engine
+
+
+def _live_trigger(rt: SandboxRuntime, engine: Engine, source: Source, ev: AuditEvent) -> None:
+    if ev.kind == "workflow.started":
+        p = ev.payload
+        engine.start(load_workflow(str(p["definition"]), version=str(p["version"])),
+                     p["input"], run_id=ev.run_id)
+    elif ev.kind == "human.decided" or (ev.kind == "approval.decided"
+                                         and source.is_workflow(ev.run_id)):
+        engine.advance(ev.run_id)
+    elif ev.kind == "proposal.received" and not source.is_workflow(ev.run_id):
+        rt.submit(Proposal.model_validate(ev.payload["proposal"]))
+
+
+def render(report: LiveReport) -> list[str]:
+    lines = [f"live replay: {len(report.runs)} run(s); settings "
+             + ", ".join(f"{k}={v}" for k, v in report.settings.items())]
+    for run in report.runs:
+        changes = report.for_run(run)
+        lines.append(f"run {run}: " + ("no change" if not changes else
+                                       f"{len(changes)} change(s)"))
+        for c in changes:
+            lines.append(f"  {c.category} {c.subject} #{c.occurrence}: "
+                         f"{_short(c.recorded)} -> {_short(c.replayed)}")
+    totals = report.totals
+    lines.append("total: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
+    return lines
+
+
+def _short(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, str):
+        return value
+    text = str(value)
+    return text if len(text) <= 80 else content_hash(value)[:19] + "..."

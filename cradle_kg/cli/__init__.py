@@ -15,6 +15,7 @@ from . import core
 from . import graph as graph_cmds
 from . import packs as pack_cmds
 from . import recovery as recovery_cmds
+from . import workflow as workflow_cmds
 from .common import report_error
 
 app = typer.Typer(
@@ -29,6 +30,7 @@ graph_cmds.install(app)
 pack_cmds.install(app)
 approvals_cmds.install(app)
 recovery_cmds.install(app)
+workflow_cmds.install(app)
 
 
 def main() -> None:

@@ -1,0 +1,215 @@
+"""``cradle-kg replay``, ``cradle-kg autonomy ...`` and ``cradle-kg budgets ...``.
+
+Exit codes: 0 done (strict replay reproduced every run; a live replay changed nothing);
+1 a negative result (a divergence, a live replay with changes, a refused promotion);
+2 the input could not be read or the command could not be carried out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import CradleError, InputError, ReplayDivergenceError
+from ..home import resolve_home
+from ..workflow.autonomy import AutonomyBook
+from ..workflow.budgets import LEVELS, Budget, BudgetBook, Level, Scope
+from ..workflow.difference import LiveSettings, live_replay, render
+from ..workflow.errors import AutonomyError
+from ..workflow.model import OpenAICompatibleClient
+from ..workflow.replay import Source, strict_replay
+from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
+from .core import open_runtime
+
+autonomy_app = typer.Typer(help="Progressive autonomy of human steps.", no_args_is_help=True)
+budgets_app = typer.Typer(help="Spending limits: tenant, workflow, invocation.",
+                          no_args_is_help=True)
+
+AsOpt = Annotated[str, typer.Option("--as", help="Who gives the command (journaled).")]
+Wf = Annotated[str, typer.Argument(help="Workflow id.")]
+StepArg = Annotated[str, typer.Argument(help="Human step id.")]
+
+
+def replay(
+    runs: Annotated[list[str] | None, typer.Argument(help="Run ids (default: every run).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Reproduce exactly.")] = False,
+    live: Annotated[bool, typer.Option("--live", help="Re-run with real calls.")] = False,
+    model: Annotated[str | None, typer.Option("--model", help="Model id for --live.")] = None,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", envvar="CRADLE_MODEL_BASE_URL",
+        help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.")] = None,
+    api_key: Annotated[str | None, typer.Option(envvar="CRADLE_MODEL_API_KEY",
+                                                 hidden=True)] = None,
+    policies: Annotated[Path | None, typer.Option("--policies",
+                                                  help="A new policy folder.")] = None,
+    pack: Annotated[list[str] | None, typer.Option("--pack", help="PACK@VERSION.")] = None,
+    home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+) -> None:
+    """Replay runs in a scratch home: --strict (exact, hash for hash) or --live (a report)."""
+    if strict == live:
+        fail(InputError("choose one of --strict or --live"))
+    root = resolve_home(home)
+    try:
+        if strict:
+            if model or base_url or policies or pack:
+                raise InputError("--model, --policies and --pack only apply to --live")
+            report = strict_replay(root, runs or [])
+            _strict_out(report.runs, report.events, report.head_hash, fmt)
+            return
+        client = OpenAICompatibleClient(base_url, api_key=api_key) if base_url else None
+        if model and client is None:
+            raise InputError("--model needs a model server",
+                             hint="pass --base-url or set CRADLE_MODEL_BASE_URL")
+        live_report = live_replay(root, runs or [], LiveSettings(
+            client=client, model=model, policies=policies, packs=pack or ()))
+    except ReplayDivergenceError as exc:
+        fail(exc, code=1)
+    except CradleError as exc:
+        fail(exc)
+    if fmt is Format.JSON:
+        print_json(live_report.to_dict())
+    else:
+        for line in render(live_report):
+            console.print(line, highlight=False, markup=False)
+    raise typer.Exit(1 if live_report.changes else 0)
+
+
+def _strict_out(runs: list[str], events: int, head: str, fmt: Format) -> None:
+    if fmt is Format.JSON:
+        print_json({"reproduced": True, "runs": runs, "events": events, "head_hash": head})
+        return
+    console.print(f"strict replay reproduced {len(runs)} run(s) exactly: {events} events, "
+                  f"head {head}", highlight=False)
+
+
+@autonomy_app.command("status")
+def autonomy_status(workflow: Wf, step: StepArg, home: HomeOpt = None,
+                    fmt: FormatOpt = Format.TABLE) -> None:
+    """Stage, sample, rule (readable), reproduction rate and shadow agreement."""
+    with open_runtime(home) as rt:
+        book = AutonomyBook(rt.journal, rt.approvals, append=rt._append, clock=rt.clock)
+        st = book.state(workflow, step)
+        sample = len(book.history(workflow, step))
+        fresh, agreed = book.agreement(st)
+    out = {"workflow": workflow, "step": step, "stage": str(st.stage), "decisions": sample,
+           "min_sample": st.policy.min_sample, "policy": st.policy.model_dump(),
+           "rule_version": st.rule.version if st.rule else None,
+           "rule": st.rule.render() if st.rule else None,
+           "reproduction_rate": st.proposal.get("reproduction_rate"),
+           "mismatches": len(st.proposal.get("mismatches", [])),
+           "shadow": {"fresh": fresh, "agreed": agreed}, "halted": st.halted}
+    if fmt is Format.JSON:
+        print_json(out)
+        return
+    for key, value in out.items():
+        if key != "rule":
+            console.print(f"{key}: {value}", highlight=False, markup=False)
+    if st.rule:
+        console.print(st.rule.render(), highlight=False, markup=False)
+
+
+@autonomy_app.command("propose")
+def autonomy_propose(workflow: Wf, step: StepArg, by: AsOpt, home: HomeOpt = None) -> None:
+    """Learn a rule from the human decisions (nothing below the minimum sample)."""
+    with open_runtime(home) as rt:
+        book = AutonomyBook(rt.journal, rt.approvals, append=rt._append, clock=rt.clock)
+        proposal = book.propose(workflow, step, by=by)
+        if proposal is None:
+            st = book.state(workflow, step)
+            n = len(book.history(workflow, step))
+            console.print(f"observation: {n} decision(s), {st.policy.min_sample} needed; "
+                          "nothing proposed", highlight=False)
+            raise typer.Exit(1)
+    console.print(proposal["readable"], highlight=False, markup=False)
+    console.print(f"reproduces {proposal['reproduction_rate']:.1%} of "
+                  f"{proposal['sample_size']} decisions; "
+                  f"{len(proposal['mismatches'])} mismatch(es)", highlight=False)
+
+
+@autonomy_app.command("shadow")
+def autonomy_shadow(workflow: Wf, step: StepArg, by: AsOpt, home: HomeOpt = None) -> None:
+    """Show the rule's answer on each request; measure agreement on fresh decisions."""
+    _command(home, lambda b: b.shadow(workflow, step, by=by), f"{workflow}/{step}: shadow")
+
+
+@autonomy_app.command("promote")
+def autonomy_promote(workflow: Wf, step: StepArg, admin: AsOpt, home: HomeOpt = None,
+                     token: Annotated[str | None, typer.Option(
+                         "--token", envvar="CRADLE_APPROVER_TOKEN")] = None) -> None:
+    """Promote the rule, if the step's policy allows it and a named admin approves."""
+    if not token:
+        fail(InputError("an admin token is required", hint="set CRADLE_APPROVER_TOKEN"))
+    _command(home, lambda b: b.promote(workflow, step, admin=admin, token=token),
+             f"{workflow}/{step}: promoted by {admin}")
+
+
+@autonomy_app.command("halt")
+def autonomy_halt(workflow: Wf, step: StepArg, by: AsOpt,
+                  reason: Annotated[str, typer.Option("--reason")], home: HomeOpt = None) -> None:
+    """Kill switch: the step is blocking again at once."""
+    _command(home, lambda b: b.halt(workflow, step, by=by, reason=reason),
+             f"{workflow}/{step}: halted")
+
+
+def _command(home: Path | None, action: Callable[[AutonomyBook], object], done: str) -> None:
+    with open_runtime(home) as rt:
+        book = AutonomyBook(rt.journal, rt.approvals, append=rt._append, clock=rt.clock)
+        try:
+            action(book)
+        except AutonomyError as exc:
+            fail(exc, code=1)
+        except CradleError as exc:
+            fail(exc, code=1 if exc.code == "approval_error" else 2)
+    console.print(done, highlight=False)
+
+
+@budgets_app.command("set")
+def budgets_set(level: Annotated[str, typer.Option("--level", help="tenant|workflow|invocation")],
+                limit: Annotated[float, typer.Option("--limit")], by: AsOpt,
+                subject: Annotated[str, typer.Option("--subject")] = "*",
+                home: HomeOpt = None) -> None:
+    """Set a budget (journaled); the latest one per level and subject is in force."""
+    if level not in LEVELS:
+        fail(InputError(f"unknown level `{level}`", hint="tenant, workflow or invocation"))
+    lvl: Level = level
+    with open_runtime(home) as rt:
+        book = BudgetBook(rt.journal)
+        rt._append([book.set_event(Budget(level=lvl, subject=subject, limit=limit), by=by,
+                                   now=rt.clock())])
+    console.print(f"budget {level}:{subject} = {limit:g}", highlight=False)
+
+
+@budgets_app.command("status")
+def budgets_status(tenant: Annotated[str, typer.Option("--tenant")] = "default",
+                   workflow: Annotated[str, typer.Option("--workflow")] = "",
+                   run: Annotated[str, typer.Option("--run")] = "",
+                   home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
+    """Spend against every budget that applies to a tenant / workflow / run."""
+    with open_runtime(home) as rt:
+        standings = BudgetBook(rt.journal).standings(Scope(tenant, workflow, run))
+    rows = [[s.budget.level, s.subject, f"{s.spent:g}", f"{s.budget.limit:g}",
+             f"{s.spent / s.budget.limit:.0%}" if s.budget.limit else "-"] for s in standings]
+    if fmt is Format.JSON:
+        print_json([dict(zip(["level", "subject", "spent", "limit", "used"], r, strict=True))
+                    for r in rows])
+        return
+    table("budgets", ["level", "subject", "spent", "limit", "used"], rows)
+
+
+@budgets_app.command("tasks")
+def budgets_tasks(home: HomeOpt = None) -> None:
+    """Human tasks opened by budget refusals."""
+    source = Source.open(resolve_home(home))
+    tasks = [e for e in source.events if e.kind == "task.opened"]
+    table("budget tasks", ["run", "step", "code", "message"],
+          [[e.run_id, e.payload["step"], e.payload["code"], e.payload["message"]]
+           for e in tasks])
+
+
+def install(app: typer.Typer) -> None:
+    app.command()(replay)
+    app.add_typer(autonomy_app, name="autonomy")
+    app.add_typer(budgets_app, name="budgets")

@@ -176,6 +176,16 @@ class Runtime:
     def register_invariant(self, tool_pattern: str, fn: DomainInvariant, *, name: str) -> None:
         self.invariants.append(InvariantBinding(tool_pattern, fn, name))
 
+    def configure(self, config: RuntimeConfig) -> None:
+        """Replace the configuration (identities, permissions, approvers, limits) in force.
+
+        For an embedding that sets up its identities after the runtime is built — a pack's
+        example runner, a demo. Later decisions and approvals read the new configuration.
+        """
+        self.config = config
+        self.approvals.config = config
+        self.gate2.max_read_age = timedelta(seconds=config.verification_max_age_seconds)
+
     def add_policy_paths(self, paths: Sequence[Path]) -> None:
         self._policy_paths.extend(paths)
         self.policies = PolicyEngine.from_paths(p for p in self._policy_paths if p.exists())

@@ -313,7 +313,8 @@ class Gate1:
             return CheckResult(check="domain_preconditions", status=CheckStatus.PASS)
         order = [Verdict.DENY, Verdict.REPAIR, Verdict.CLARIFY]
         verdict = min((f.verdict for f in findings), key=order.index)
-        missing = sorted({m for f in findings for m in f.missing_facts})
+        # in the order the validators give them (a pack orders its gaps by importance)
+        missing = list(dict.fromkeys(m for f in findings for m in f.missing_facts))
         raise _Stop(verdict, findings[0].code, [f.message for f in findings], missing)
 
     def _evidence(self, p: Proposal, r: GateResult) -> CheckResult:

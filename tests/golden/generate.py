@@ -153,7 +153,7 @@ def export(home: Path, dest: Path) -> None:
                                         encoding="utf-8")
 
 
-def load(golden: Path, home: Path) -> str:
+def load(golden: Path, home: Path, *, check_hashes: bool = True) -> str:
     """Rebuild a home from a golden folder; every event must get its recorded hash back."""
     (home / "policies").mkdir(parents=True, exist_ok=True)
     shutil.copy(golden / "config.json", Home(home).config)
@@ -167,7 +167,7 @@ def load(golden: Path, home: Path) -> str:
             written = journal.append([NewEvent(
                 run_id=e["run_id"], kind=e["kind"], subject=e["subject"], actor=e["actor"],
                 at=parse_iso(e["at"]), payload=e["payload"], idem_key=e["idem_key"])])[0]
-            if written.hash != e["hash"]:
+            if check_hashes and written.hash != e["hash"]:
                 raise ValueError(f"{golden.name}: seq {e['seq']} does not rebuild to its hash")
             head = written.hash
     return head

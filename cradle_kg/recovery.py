@@ -12,7 +12,8 @@ and the answer is established, never guessed:
    *reconciled* observation, verify, commit or abort. Not found: a tool of idempotency
    class ``keyed`` or ``natural`` is called again **with the same key**, under the
    intent already recorded (an ``action.retry`` event, never a second intent);
-3. otherwise — class ``none``, no lookup, a lookup that raises — a human task is opened
+3. a read-only tool is simply called again: a read cannot duplicate an effect;
+4. otherwise — class ``none``, no lookup, a lookup that raises — a human task is opened
    and the run's outcome says ``escalated``. Nothing is replayed blindly.
 
 Every outcome written here is marked ``reconciled`` in the journal.
@@ -46,6 +47,7 @@ from .records import (
     OutcomeStatus,
     Proposal,
     RuntimeDecision,
+    SideEffectClass,
 )
 from .tools import ToolCall, ToolSpec
 
@@ -242,6 +244,9 @@ class Recovery:
 
     def _ask(self, d: _Dangling, spec: ToolSpec) -> Reconciliation:
         none = spec.idempotency is IdempotencyClass.NONE
+        if spec.side_effect_class is SideEffectClass.READ_ONLY:
+            # a read changes nothing: reading again cannot duplicate an effect
+            return self._retry(d, spec, self._call(d, spec), "a read-only call: read again")
         if not self.rt.tools.has_lookup(spec.id):
             code = "reconcile_idempotency_none" if none else "reconcile_no_lookup"
             return self._human(d, code, f"tool `{spec.ref}` has no lookup: whether the effect "
@@ -256,19 +261,22 @@ class Recovery:
         if found is not None:
             return self._verify(d, spec, found, "reconciled",
                                 "the lookup found the effect of the key; verified")
-        if none:
+        if none and spec.side_effect_class is not SideEffectClass.READ_ONLY:
             return self._human(d, "reconcile_idempotency_none",
                                f"the lookup has no trace of the key, but `{spec.ref}` is of "
                                "idempotency class `none`: it is never replayed by itself")
+        return self._retry(d, spec, call,
+                           "the lookup had no trace of the key: called again with the same key")
+
+    def _retry(self, d: _Dangling, spec: ToolSpec, call: ToolCall, why: str) -> Reconciliation:
         retry = NewEvent(
             run_id=d.intent.run_id, kind="action.retry", subject=d.action.id,
             actor=RECOVERY_ACTOR, at=self.rt.clock(),
             payload={"idempotency_key": d.action.idempotency_key, "attempt": d.attempts,
-                     "reason": "reconciliation: the lookup has no trace of the key",
-                     "worker": self.rt.lease.id, "idempotency": str(spec.idempotency)})
+                     "reason": "reconciliation: " + why, "worker": self.rt.lease.id,
+                     "idempotency": str(spec.idempotency)})
         result = self.rt.gateway.retry(spec=spec, action=d.action, call=call, retry=retry)
-        return self._verify(d, spec, result, "retried",
-                            "the lookup had no trace of the key: called again with the same key")
+        return self._verify(d, spec, result, "retried", why)
 
     def _call(self, d: _Dangling, spec: ToolSpec) -> ToolCall:
         return ToolCall(tool_id=spec.id, target=d.action.target,

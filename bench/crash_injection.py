@@ -1,0 +1,256 @@
+"""Crash injection: randomized SIGKILLs over the demo tools, checked against the ledger.
+
+Each trial forks a child from this (single-threaded) process — the package is already
+imported, so a trial costs milliseconds rather than an interpreter start. The child opens
+the runtime, which first reconciles whatever the previous victim left dangling, then
+submits a random sequence of demo proposals (new ones and re-submissions of earlier ones;
+closing an account waits for an approval that a second identity gives) and is killed
+with SIGKILL, either
+
+* at a crash point (``gateway.CRASH_POINTS``) chosen at random, on a random pass (1-4)
+  through it, armed in the child, or
+* at a random moment, by the parent, after a random delay.
+
+After every kill the parent checks, against the ledger's own record of every call that
+reached it: no idempotency key applied twice; every event the child saw acknowledged by
+the journal is still there with the same hash; the hash chain verifies. At the end one
+more restart must leave no intent dangling (each one resolved, or a human task).
+
+Run: ``.venv/bin/python bench/crash_injection.py [--kills 200] [--seed 7] [--json]``.
+Prints the figures; exits 1 if any check failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from cradle_kg import Runtime, gateway
+from cradle_kg.config import save_config
+from cradle_kg.demo.ledger import Ledger
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, demo_config, prepare_home
+from cradle_kg.errors import ApprovalError
+from cradle_kg.journal import Journal
+from cradle_kg.records import ApprovalStatus
+from cradle_kg.recovery import dangling_intents
+
+OPS_PER_CHILD = 6
+#: the share of draws that re-submit a proposal already submitted by an earlier victim
+RESUBMIT_SHARE = 0.4
+RANDOM_MOMENT_SHARE = 0.3
+HANG_SECONDS = 60.0
+
+
+def proposal_for(k: int) -> dict[str, Any]:
+    """The k-th proposal of the pool: always the same, so drawing it again re-submits it."""
+    kind = k % 5
+    if kind in (0, 1):
+        tool, args = "demo.ledger.credit", {"account": f"acct-{k % 7}", "amount": k + 1}
+    elif kind == 2:
+        tool, args = "demo.ledger.credit_unreliable", {"account": f"acct-{k % 7}",
+                                                       "amount": k + 1}
+    elif kind == 3:
+        tool, args = "demo.ledger.close_account", {"account": f"acct-close-{k}"}
+    else:
+        tool, args = "demo.ledger.balance", {"account": f"acct-{k % 7}"}
+    return {"id": f"p-{k}", "task_id": f"task-{k}", "agent_id": AGENT,
+            "action": {"action_type": tool, "target": "ledger:" + args["account"],
+                       "arguments": args}}
+
+
+# --- the child --------------------------------------------------------------------------
+
+
+def child(home: Path, *, point: str, seed: int, fresh: int, log: Path, report: Path) -> None:
+    rng = random.Random(seed)
+    gateway.arm(point, at_pass=rng.randint(1, 4))  # in this process only
+    rt = Runtime(home, recover=False)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def acknowledged(events: Any) -> None:  # os.write: in the kernel before the next step
+        os.write(fd, "".join(f"{e.seq} {e.hash}\n" for e in events).encode())
+
+    rt.listeners.append(acknowledged)
+    recovered = rt.recover()
+    tmp = report.with_suffix(".tmp")
+    tmp.write_text(json.dumps([i.result for i in recovered.items]))
+    tmp.replace(report)  # all or nothing, even under SIGKILL
+    for i in range(OPS_PER_CHILD):
+        again = fresh > 0 and rng.random() < RESUBMIT_SHARE
+        out = rt.submit(proposal_for(rng.randrange(fresh) if again else fresh + i))
+        if out.status.value == "awaiting_approval" and out.approval is not None:
+            # decided already by an earlier victim? the next draw of it resumes it
+            with contextlib.suppress(ApprovalError):
+                rt.decide_approval(out.approval.id, approver_id=APPROVER,
+                                   token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED)
+    os._exit(0)
+
+
+def run_child(home: Path, *, point: str, seed: int, fresh: int, delay: float | None,
+              log: Path, report: Path) -> int | None:
+    """Fork a child; return the signal that ended it (None if it exited by itself)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child never returns
+        try:
+            child(home, point=point, seed=seed, fresh=fresh, log=log, report=report)
+        finally:
+            os._exit(3)
+    deadline = time.monotonic() + HANG_SECONDS
+    killed_at = time.monotonic() + delay if delay is not None else None
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        now = time.monotonic()
+        if killed_at is not None and now >= killed_at:
+            os.kill(pid, signal.SIGKILL)
+            killed_at = None
+        if now > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise RuntimeError(f"child hung for {HANG_SECONDS:.0f}s (seed {seed})")
+        time.sleep(0.0005)
+    if os.WIFSIGNALED(status):
+        return os.WTERMSIG(status)
+    if os.WEXITSTATUS(status) != 0:
+        raise RuntimeError(f"child failed with exit {os.WEXITSTATUS(status)} (seed {seed})")
+    return None
+
+
+# --- the checks -------------------------------------------------------------------------
+
+
+def duplicated_keys(home: Path) -> list[str]:
+    """Keys the ledger applied more than once, from its own record of every call."""
+    calls = Counter(k for k, _op in Ledger(home / "demo-ledger" / "ledger.sqlite")
+                    .applied_calls())
+    return sorted(k for k, n in calls.items() if n > 1)
+
+
+def lost_events(home: Path, log: Path) -> int:
+    if not log.exists():
+        return 0
+    conn = sqlite3.connect(str(home / "journal.sqlite"))
+    try:
+        stored = dict(conn.execute("SELECT seq, hash FROM events").fetchall())
+    finally:
+        conn.close()
+    acked = [line.split() for line in log.read_text().splitlines() if line.strip()]
+    return sum(1 for seq, h in acked if stored.get(int(seq)) != h)
+
+
+def effects_without_intent(home: Path) -> int:
+    with Journal(home / "journal.sqlite") as journal:
+        keys = {e.payload["action"]["idempotency_key"]
+                for e in journal.events_of_kind("action.intent")}
+    applied = {k for k, _ in Ledger(home / "demo-ledger" / "ledger.sqlite").applied_calls()}
+    return len(applied - keys)
+
+
+def run(kills: int, seed: int, home: Path) -> dict[str, Any]:
+    prepare_home(home)
+    save_config(home / "config.json", demo_config().model_copy(update={"limits": ()}))
+    rng = random.Random(seed)
+    by_point: Counter[str] = Counter()
+    recovered: Counter[str] = Counter()
+    trials = survived = lost = acked = 0
+    duplicates: set[str] = set()
+    broken_chain = 0
+    started = time.perf_counter()
+    while sum(by_point.values()) < kills and trials < kills * 4:
+        trials += 1
+        random_moment = rng.random() < RANDOM_MOMENT_SHARE
+        point = "" if random_moment else rng.choice(gateway.CRASH_POINTS)
+        delay = rng.uniform(0.0, 0.12) if random_moment else None
+        log, report = home / f"trial-{trials}.log", home / f"trial-{trials}.json"
+        sig = run_child(home, point=point, seed=rng.randrange(2**32),
+                        fresh=(trials - 1) * OPS_PER_CHILD, delay=delay, log=log, report=report)
+        if sig == signal.SIGKILL:
+            by_point["random_moment" if random_moment else point] += 1
+        else:
+            survived += 1
+        if report.exists():
+            recovered.update(json.loads(report.read_text()))
+        lost += lost_events(home, log)
+        acked += len(log.read_text().splitlines()) if log.exists() else 0
+        duplicates.update(duplicated_keys(home))
+        if trials % 10 == 0:
+            with Journal(home / "journal.sqlite") as journal:
+                broken_chain += not journal.verify().intact
+    # the last restart: everything the last victim left must be settled
+    with Runtime(home) as rt:
+        assert rt.recovery is not None
+        recovered.update(i.result for i in rt.recovery.items)
+        left = dangling_intents(rt.journal)
+        chain = rt.journal.verify()
+        intents = len(rt.journal.events_of_kind("action.intent"))
+        retries = len(rt.journal.events_of_kind("action.retry"))
+        tasks = len(rt.journal.events_of_kind("human_task.opened"))
+        replayed = len(rt.journal.events_of_kind("action.replayed"))
+    duplicates.update(duplicated_keys(home))
+    return {
+        "trials": trials,
+        "kill_points": sum(by_point.values()),
+        "kills_by_point": dict(sorted(by_point.items())),
+        "children_that_finished": survived,
+        "duplicated_effects": len(duplicates),
+        "effects_without_intent": effects_without_intent(home),
+        "acknowledged_events_checked": acked,
+        "lost_events": lost,
+        "chain_intact": chain.intact and broken_chain == 0,
+        "journal_events": chain.events,
+        "intents": intents,
+        "same_key_retries": retries,
+        "resubmissions_answered_from_the_journal": replayed,
+        "human_tasks": tasks,
+        "reconciliations": dict(sorted(recovered.items())),
+        "dangling_at_end": len(left),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def ok(figures: dict[str, Any], kills: int) -> bool:
+    return (figures["kill_points"] >= kills and figures["duplicated_effects"] == 0
+            and figures["lost_events"] == 0 and figures["chain_intact"]
+            and figures["dangling_at_end"] == 0 and figures["effects_without_intent"] == 0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kills", type=int, default=200, help="SIGKILLs to inflict")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--home", type=Path, default=None, help="keep the home here")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    os.environ.pop("CRADLE_CRASH_AT", None)
+    gateway.arm("")
+    tmp = Path(tempfile.mkdtemp(prefix="cradle-crash-"))
+    home = args.home or tmp / "home"
+    try:
+        figures = run(args.kills, args.seed, home)
+    finally:
+        if args.home is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        width = max(len(k) for k in figures)
+        for key, value in figures.items():
+            print(f"{key:<{width}}  {value}")
+    sys.exit(0 if ok(figures, args.kills) else 1)
+
+
+if __name__ == "__main__":
+    main()

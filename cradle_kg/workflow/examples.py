@@ -66,6 +66,8 @@ class PayOutput(BaseModel):
     amount: int
 
 
+#: what the model step may read of a message (and nothing else)
+MESSAGE_FIELDS_FOR_MODEL = ("sender", "subject", "body")
 TRIAGE_PROMPT = ("Classify the message. category: quote, invoice or support; urgency: low or "
                  "high; justification: one sentence. Answer with JSON only.")
 
@@ -76,8 +78,7 @@ def invoice_triage() -> Workflow:
         definition="cradle_kg.workflow.examples:invoice_triage",
         steps=(
             ModelStep(id="classify", input_model=TriageInput, output_model=Triage,
-                      inputs={"sender": "input.sender", "subject": "input.subject",
-                              "body": "input.body"},
+                      inputs={f: f"input.{f}" for f in MESSAGE_FIELDS_FOR_MODEL},
                       prompt=TRIAGE_PROMPT, prompt_version="triage-v1",
                       model="qwen2.5-0.5b-instruct", max_tokens=200, cost=1.0),
             HumanStep(id="route", input_model=RouteInput, output_model=Route,

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, prepare_home
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, demo_config, prepare_home
 from cradle_kg.graph.store import GraphStore
 from cradle_kg.records import ApprovalStatus
 
@@ -40,7 +40,9 @@ def build_home(min_triples: int, *, log: bool = True) -> Path:
     prepare_home(home)
     started = time.perf_counter()
     i = 0
-    with Runtime(home, graph_sync=False, integrity=False) as rt:
+    # the demo's rate limit (1000 calls a minute) would stop a bulk build: lift it here
+    config = demo_config().model_copy(update={"limits": ()})
+    with Runtime(home, config=config, graph_sync=False, integrity=False) as rt:
         # ~150 quads per executed submit: check the size every 500 submits
         while True:
             for _ in range(500):

@@ -93,9 +93,12 @@ def submit(
 
 
 def schema(name: Annotated[str, typer.Argument(help="Record name, e.g. Proposal.")] = "",
-           list_names: Annotated[bool, typer.Option("--list", help="List the names.")] = False
-           ) -> None:
-    """Print the JSON Schema of a record (Proposal, Decision, Verification, ...)."""
+           list_names: Annotated[bool, typer.Option("--list", help="List the names.")] = False,
+           home: HomeOpt = None) -> None:
+    """Print the JSON Schema of a record (Proposal, Decision, Verification, ...).
+
+    Schemas are the same for every home; ``--home`` is accepted like everywhere else.
+    """
     if list_names or not name:
         for key in sorted(SCHEMAS):
             console.print(key, highlight=False)

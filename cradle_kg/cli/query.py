@@ -1,0 +1,175 @@
+"""``cradle-kg query``: ask the provenance graph a question.
+
+    cradle-kg query why-allowed --param action=act:5541...      a named query
+    cradle-kg query --file my.rq --param run=<https://...>      a query file
+    cradle-kg query --sparql 'SELECT ...'                       a query given inline
+    cradle-kg query --list                                      the named queries
+
+Output: ``--format table`` (default), ``json`` (SPARQL 1.1 results JSON), ``csv``,
+``tsv``; CONSTRUCT and DESCRIBE print Turtle. Parameters become RDF terms bound by the
+engine, never text spliced into the query. Exit codes: 0 answered; 1 an ASK answered
+false; 2 the query could not be read, parsed or run.
+
+The graph is the home's on-disk store, brought up to the journal first; when another
+process holds the store, the journal is projected into memory instead (same triples).
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import unquote
+
+import pyoxigraph as ox
+import typer
+
+from ..errors import CradleError, InputError
+from ..graph.project import ID_BASE, RUN_BASE
+from ..graph.queries import NamedQuery, QueryCatalog, bind, execute
+from ..graph.store import GraphStore
+from ..graph.vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
+from ..home import Home, resolve_home
+from ..journal import Journal
+from .common import HomeOpt, console, err_console, fail, print_json, table
+
+
+class QueryFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+    TSV = "tsv"
+
+
+_RESULTS = {QueryFormat.JSON: ox.QueryResultsFormat.JSON,
+            QueryFormat.CSV: ox.QueryResultsFormat.CSV,
+            QueryFormat.TSV: ox.QueryResultsFormat.TSV}
+_SHORT = ((CRADLE_NS, "cradle:"), (PROV_NS, "prov:"), (RDF_NS, "rdf:"), (RDFS_NS, "rdfs:"),
+          (XSD_NS, "xsd:"), (ID_BASE, "id:"), (RUN_BASE, "graph:"))
+
+
+def short(term: Any) -> str:
+    """A readable form of a term for the table: known namespaces shortened, ids decoded."""
+    if term is None:
+        return ""
+    if isinstance(term, ox.NamedNode):
+        for ns, prefix in _SHORT:
+            if term.value.startswith(ns):
+                return prefix + unquote(term.value[len(ns):])
+        return f"<{term.value}>"
+    if isinstance(term, ox.Literal):
+        return term.value
+    return str(term)
+
+
+def open_store(home: Path | None) -> GraphStore:
+    """The home's graph at the journal head (in memory when the store is busy)."""
+    h = Home(resolve_home(home))
+    if not h.journal.exists():
+        raise InputError(f"no journal at `{h.journal}`",
+                         hint="run `cradle-kg demo --home ...` or pass --home")
+    with Journal(h.journal) as journal:
+        try:
+            store = GraphStore(h.graph)
+            store.sync(journal)
+        except CradleError:
+            err_console.print("note: the graph store is busy; projecting the journal in "
+                              "memory", highlight=False)
+            store = GraphStore.in_memory()
+            store.rebuild(journal)
+    return store
+
+
+def parse_params(raw: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in raw:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"`--param {item}`: expected NAME=VALUE")
+        out[name.strip()] = value
+    return out
+
+
+def print_result(result: Any, fmt: QueryFormat, *, title: str) -> int:
+    """Print a query result; returns the exit code (1 for an ASK answered false)."""
+    if isinstance(result, ox.QueryTriples):
+        sys.stdout.write((result.serialize(format=ox.RdfFormat.TURTLE) or b"").decode("utf-8"))
+        return 0
+    if fmt is not QueryFormat.TABLE:
+        sys.stdout.write((result.serialize(format=_RESULTS[fmt]) or b"").decode("utf-8"))
+        if fmt is QueryFormat.JSON:
+            sys.stdout.write("\n")
+        return 0 if not isinstance(result, ox.QueryBoolean) or bool(result) else 1
+    if isinstance(result, ox.QueryBoolean):
+        console.print("true" if result else "false", highlight=False)
+        return 0 if result else 1
+    columns = [v.value for v in result.variables]
+    rows = [[short(row[c]) for c in columns] for row in result]
+    table(f"{title} ({len(rows)} rows)", columns, rows)
+    return 0
+
+
+def _list(catalog: QueryCatalog, as_json: bool) -> None:
+    if as_json:
+        print_json([{k: v for k, v in q.to_dict().items() if k != "text"}
+                    for q in catalog.all()])
+        return
+    table("named queries", ["name", "question", "parameters"],
+          [[q.name, q.question, ", ".join(
+              f"{p.name}{'' if p.required else '?'}: {p.kind}" for p in q.params) or "-"]
+           for q in catalog.all()])
+
+
+def query(
+    name: Annotated[str | None, typer.Argument(help="A named query (see --list).")] = None,
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", "-p", help="NAME=VALUE, repeatable; bound as an RDF term.")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="A SPARQL query file.")] = None,
+    sparql: Annotated[str | None, typer.Option("--sparql", help="A SPARQL query.")] = None,
+    fmt: Annotated[QueryFormat, typer.Option("--format", help="Output format.")] =
+    QueryFormat.TABLE,
+    list_: Annotated[bool, typer.Option("--list", help="List the named queries.")] = False,
+    queries: Annotated[list[Path] | None, typer.Option(
+        "--queries", help="A folder of extra named queries, repeatable.")] = None,
+    allow_service: Annotated[list[str] | None, typer.Option(
+        "--allow-service", help="A SERVICE endpoint the query may call, repeatable.")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Ask the provenance graph a question: a named query, a file, or inline SPARQL."""
+    try:
+        catalog = QueryCatalog.load(queries or [])
+        if list_:
+            _list(catalog, fmt is QueryFormat.JSON)
+            return
+        if sum(x is not None for x in (name, file, sparql)) != 1:
+            raise InputError("give exactly one of: a query NAME, --file, --sparql",
+                             hint="`cradle-kg query --list` lists the named queries")
+        named: NamedQuery | None = catalog.get(name) if name else None
+        if named is not None:
+            text = named.text
+        elif file is not None:
+            try:
+                text = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(f"cannot read `{file}`: {exc}") from exc
+        else:
+            text = sparql or ""
+        bound = bind(named, parse_params(param or []))
+        store = open_store(home)
+        try:
+            result = execute(store.store, text, bound=bound,
+                             allowed_services=allow_service or ())
+            code = print_result(result, fmt, title=name or (str(file) if file else "query"))
+        finally:
+            store.close()
+    except CradleError as exc:
+        fail(exc)
+    except (OSError, SyntaxError, RuntimeError) as exc:  # raised while reading results
+        fail(InputError(f"the query failed: {exc}"))
+    if code:
+        raise typer.Exit(code)
+
+
+def install(app: typer.Typer) -> None:
+    app.command("query")(query)

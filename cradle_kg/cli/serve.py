@@ -1,0 +1,88 @@
+"""``cradle-kg serve``: the SPARQL endpoint, JSON API and web page; ``api-token``: agent tokens.
+
+    cradle-kg serve --home H                      the home's graph, its runtime's API
+    cradle-kg serve run1.trig run2.nq             exported RDF files, read-only, no runtime
+    cradle-kg api-token issue agent:x --home H    a bearer token for an agent (printed once)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..config import load_config
+from ..errors import CradleError
+from ..home import Home, resolve_home
+from .common import HomeOpt, console, fail
+
+token_app = typer.Typer(help="Bearer tokens of agents for the JSON API (hashes kept).",
+                        no_args_is_help=True)
+
+
+def serve(
+    files: Annotated[list[Path] | None, typer.Argument(
+        help="RDF files to serve instead of a home (TriG, N-Quads, Turtle, N-Triples, "
+             "JSON-LD).", show_default=False)] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 7878,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds a query may run.")] = 10.0,
+    max_result_bytes: Annotated[int, typer.Option(
+        "--max-result-bytes", help="Largest serialized result, in bytes.")] = 50_000_000,
+    workers: Annotated[int, typer.Option("--workers", help="Query worker processes.")] = 2,
+    allow_service: Annotated[list[str] | None, typer.Option(
+        "--allow-service", help="A SERVICE endpoint queries may call, repeatable "
+                                "(none by default: no outbound request).")] = None,
+    queries: Annotated[list[Path] | None, typer.Option(
+        "--queries", help="A folder of extra named queries, repeatable.")] = None,
+    home: HomeOpt = None,
+) -> None:
+    """Serve the graph: SPARQL 1.1 endpoint at /sparql, web page at /, API docs at /docs."""
+    import uvicorn
+
+    from ..server import ServerSettings, create_app
+
+    settings = ServerSettings(
+        home=None if files else resolve_home(home), files=tuple(files or ()),
+        timeout_seconds=timeout, max_result_bytes=max_result_bytes, workers=workers,
+        allowed_services=tuple(allow_service or ()), query_dirs=tuple(queries or ()))
+    try:
+        app = create_app(settings)
+    except CradleError as exc:
+        fail(exc)
+    what = ", ".join(str(f) for f in files) if files else f"home {settings.home}"
+    console.print(f"serving {what} at http://{host}:{port}/ (SPARQL: /sparql, API: /docs)",
+                  highlight=False)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@token_app.command("issue")
+def token_issue(agent: Annotated[str, typer.Argument(help="A declared agent id.")],
+                home: HomeOpt = None) -> None:
+    """Issue a new token for an agent (replacing its previous one); printed only once."""
+    from ..server.auth import issue_agent_token
+
+    h = Home(resolve_home(home))
+    try:
+        token = issue_agent_token(h, load_config(h.config), agent)
+    except CradleError as exc:
+        fail(exc)
+    console.print(token, highlight=False, soft_wrap=True)
+
+
+@token_app.command("revoke")
+def token_revoke(agent: Annotated[str, typer.Argument(help="The agent id.")],
+                 home: HomeOpt = None) -> None:
+    """Revoke an agent's token."""
+    from ..server.auth import revoke_agent_token
+
+    if not revoke_agent_token(Home(resolve_home(home)), agent):
+        console.print(f"no token for {agent}", highlight=False)
+        raise typer.Exit(1)
+    console.print(f"revoked the token of {agent}", highlight=False)
+
+
+def install(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.add_typer(token_app, name="api-token")

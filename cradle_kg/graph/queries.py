@@ -1,0 +1,321 @@
+"""Named provenance queries: a catalog of SPARQL files, parameters bound as RDF terms.
+
+A named query is one ``.rq`` file whose header comment says what it answers::
+
+    # question: Why was this action allowed? ...
+    # param action: action required - the action: its IRI, or its id (`act:...`)
+    # example: cradle-kg query why-allowed --param action=act:5541...
+
+The built-in queries live in ``queries/`` at the repository root; packs add theirs as a
+``name -> path`` mapping (their manifest's ``queries:``), and users as extra folders.
+
+Parameters are never spliced into the query text. Each value becomes an RDF term
+(an IRI checked by Oxigraph, or a typed literal) and is handed to the engine as a
+substitution (pyoxigraph ``substitutions=``, RDF-dev SEP-0007): a value holding quotes
+or braces is just a value. The engine requires a substituted variable to be projected
+by the query, so every declared parameter is a result column of its query.
+
+Oxigraph executes ``SERVICE <url>`` by fetching the URL. :func:`check_query` refuses
+a query that names one, unless that endpoint is allow-listed, and refuses SPARQL Update
+outright: this module only ever reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import pyoxigraph as ox
+
+from ..canonical import parse_iso
+from ..errors import QueryError, UnknownNameError
+from .project import ID_BASE, RUN_BASE, node, run_graph
+from .vocab import XSD_NS
+
+# the queries live at the repository root beside the package, like the ontology
+QUERIES_DIR: Final = Path(__file__).resolve().parents[2] / "queries"
+
+Term = ox.NamedNode | ox.Literal
+
+#: parameter kinds: how a command-line value becomes an RDF term
+PARAM_KINDS: Final = ("iri", "string", "datetime", "integer", "action", "decision",
+                      "approval", "identity", "task", "fact", "run")
+_ID_KINDS: Final = {"action": "action", "decision": "decision", "approval": "approval",
+                    "identity": "agent", "task": "task", "fact": "fact"}
+
+_HEADER: Final = re.compile(r"^#\s*(name|question|param|example|returns)\b\s*(.*)$")
+_PARAM: Final = re.compile(r"^(\w+)\s*:\s*(\w+)\s+(required|optional)\s*(?:-\s*(.*))?$")
+
+
+@dataclass(frozen=True)
+class QueryParam:
+    name: str
+    kind: str
+    required: bool
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class NamedQuery:
+    name: str
+    path: Path
+    text: str
+    question: str
+    params: tuple[QueryParam, ...] = ()
+    example: str = ""
+    returns: str = ""
+    #: where it came from: ``builtin``, a pack id, or a folder
+    origin: str = "builtin"
+
+    def param(self, name: str) -> QueryParam | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "question": self.question, "example": self.example,
+                "returns": self.returns, "origin": self.origin, "text": self.text,
+                "params": [{"name": p.name, "kind": p.kind, "required": p.required,
+                            "description": p.description} for p in self.params]}
+
+
+def parse_header(name: str, path: Path, text: str, *, origin: str) -> NamedQuery:
+    """Read the ``# question:``, ``# param``, ``# example:`` lines of a query file."""
+    fields: dict[str, list[str]] = {}
+    loose: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line.startswith("#"):
+            if line:
+                break
+            continue
+        match = _HEADER.match(line)
+        if match:
+            fields.setdefault(match.group(1), []).append(match.group(2).lstrip(":").strip())
+        elif line.lstrip("# ").strip():
+            loose.append(line.lstrip("# ").strip())
+    params = tuple(_param(name, path, spec) for spec in fields.get("param", []))
+    question = " ".join(fields.get("question", [])) or " ".join(loose) or name
+    return NamedQuery(name=name, path=path, text=text, question=question, params=params,
+                      example=" ".join(fields.get("example", [])),
+                      returns=" ".join(fields.get("returns", [])), origin=origin)
+
+
+def _param(name: str, path: Path, spec: str) -> QueryParam:
+    match = _PARAM.match(spec)
+    if not match or match.group(2) not in PARAM_KINDS:
+        raise QueryError(f"`{path}`: query `{name}`: bad parameter line `{spec}`",
+                         hint="write `# param NAME: KIND required|optional - text`, KIND "
+                              "one of " + ", ".join(PARAM_KINDS))
+    return QueryParam(match.group(1), match.group(2), match.group(3) == "required",
+                      (match.group(4) or "").strip())
+
+
+@dataclass
+class QueryCatalog:
+    """Named queries by name; later sources override earlier ones of the same name."""
+
+    queries: dict[str, NamedQuery] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, dirs: Iterable[Path] = (), *, extra: Mapping[str, Path] | None = None,
+             origin: str = "pack", builtin: bool = True) -> QueryCatalog:
+        catalog = cls()
+        if builtin:
+            catalog.add_dir(QUERIES_DIR, origin="builtin")
+        for folder in dirs:
+            catalog.add_dir(folder, origin=str(folder))
+        for name, path in (extra or {}).items():
+            catalog.add_file(name, Path(path), origin=origin)
+        return catalog
+
+    def add_dir(self, folder: Path, *, origin: str) -> None:
+        if not folder.is_dir():
+            raise UnknownNameError(f"no query folder at `{folder}`")
+        for path in sorted(folder.glob("*.rq")):
+            self.add_file(path.stem, path, origin=origin)
+
+    def add_file(self, name: str, path: Path, *, origin: str) -> None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise QueryError(f"cannot read query `{name}` at `{path}`: {exc}") from exc
+        self.queries[name] = parse_header(name, path, text, origin=origin)
+
+    def names(self) -> list[str]:
+        return sorted(self.queries)
+
+    def all(self) -> list[NamedQuery]:
+        return [self.queries[n] for n in self.names()]
+
+    def get(self, name: str) -> NamedQuery:
+        try:
+            return self.queries[name]
+        except KeyError:
+            raise UnknownNameError(f"unknown query `{name}`",
+                                   hint="`cradle-kg query --list` lists them") from None
+
+
+# --- parameters -------------------------------------------------------------------------
+
+
+def term_for(kind: str, value: str) -> Term:
+    """The RDF term a parameter value stands for; a bad value is a ``QueryError``."""
+    try:
+        if kind == "string":
+            return ox.Literal(value)
+        if kind == "integer":
+            return ox.Literal(str(int(value)), datatype=ox.NamedNode(XSD_NS + "integer"))
+        if kind == "datetime":
+            parse_iso(value)
+            return ox.Literal(value.replace("+00:00", "Z"),
+                              datatype=ox.NamedNode(XSD_NS + "dateTime"))
+        if _looks_like_iri(value):
+            return ox.NamedNode(value.removeprefix("<").removesuffix(">"))
+        if kind == "iri":
+            raise ValueError("not an absolute IRI")
+        if kind == "run":
+            return ox.NamedNode(run_graph(value)[1:-1])
+        return ox.NamedNode(node(_ID_KINDS[kind], value)[1:-1])
+    except ValueError as exc:
+        raise QueryError(f"parameter value `{value}` is not a valid {kind}: {exc}") from exc
+
+
+def _looks_like_iri(value: str) -> bool:
+    inner = value.removeprefix("<").removesuffix(">")
+    return value.startswith("<") or inner.startswith((ID_BASE, RUN_BASE, "http://",
+                                                      "https://", "urn:"))
+
+
+def adhoc_term(value: str) -> Term:
+    """A value for a query without declared parameters: ``<iri>`` is an IRI, else a string."""
+    if value.startswith("<") and value.endswith(">"):
+        return term_for("iri", value)
+    return ox.Literal(value)
+
+
+def bind(query: NamedQuery | None, values: Mapping[str, str]) -> dict[str, Term]:
+    """Turn ``name -> text`` values into ``name -> term``, checking declared parameters."""
+    out: dict[str, Term] = {}
+    for name, value in values.items():
+        declared = query.param(name) if query else None
+        if query is not None and declared is None:
+            known = ", ".join(p.name for p in query.params) or "none"
+            raise QueryError(f"query `{query.name}` has no parameter `{name}`",
+                             hint=f"its parameters: {known}")
+        out[name] = term_for(declared.kind, value) if declared else adhoc_term(value)
+    for p in query.params if query else ():
+        if p.required and p.name not in out:
+            raise QueryError(f"query `{query.name}` needs parameter `{p.name}`",  # type: ignore[union-attr]
+                             hint=f"--param {p.name}=... ({p.description or p.kind})")
+    return out
+
+
+def substitutions(bound: Mapping[str, Term]) -> dict[ox.Variable, Term]:
+    return {ox.Variable(name): term for name, term in bound.items()}
+
+
+# --- what a query may do ----------------------------------------------------------------
+
+# one token of SPARQL: strings and IRIs are skipped whole, so a keyword inside one is text
+_TOKENS: Final = re.compile(r"""
+    (?P<string>'''(?:[^'\\]|\\.|'(?!''))*'''|\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
+              |'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")
+  | (?P<iri><[^<>"{}|^`\\\s]*>)
+  | (?P<comment>\#[^\n]*)
+  | (?P<word>[A-Za-z_][\w\-.]*:?[\w\-.:%]*|:[\w\-.:%]*)
+  | (?P<var>[?$]\w+)
+  | (?P<other>\S)
+""", re.VERBOSE)
+_UPDATE_WORDS: Final = frozenset({"INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE",
+                                  "ADD", "MOVE", "COPY", "WITH"})
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    return [(m.lastgroup or "other", m.group()) for m in _TOKENS.finditer(text)
+            if m.lastgroup != "comment"]
+
+
+def is_update(text: str) -> bool:
+    """Whether the text is SPARQL Update (its first keyword after the prologue)."""
+    tokens = _tokens(text)
+    i = 0
+    while i < len(tokens):
+        kind, value = tokens[i]
+        upper = value.upper()
+        if kind == "word" and upper == "PREFIX":
+            i += 3
+        elif kind == "word" and upper == "BASE":
+            i += 2
+        else:
+            return kind == "word" and upper in _UPDATE_WORDS
+    return False
+
+
+def service_iris(text: str) -> list[str | None]:
+    """The endpoint of each ``SERVICE`` in a query; None when it is not a plain IRI."""
+    tokens = _tokens(text)
+    prefixes: dict[str, str] = {}
+    found: list[str | None] = []
+    for i, (kind, value) in enumerate(tokens):
+        if kind == "word" and value.upper() == "PREFIX" and i + 2 < len(tokens):
+            prefixes[tokens[i + 1][1].rstrip(":")] = tokens[i + 2][1][1:-1]
+        if kind != "word" or value.upper() != "SERVICE":
+            continue
+        j = i + 1
+        if j < len(tokens) and tokens[j][1].upper() == "SILENT":
+            j += 1
+        nxt = tokens[j] if j < len(tokens) else ("other", "")
+        if nxt[0] == "iri":
+            found.append(nxt[1][1:-1])
+        elif nxt[0] == "word" and ":" in nxt[1] and nxt[1].split(":", 1)[0] in prefixes:
+            prefix, local = nxt[1].split(":", 1)
+            found.append(prefixes[prefix] + local)
+        else:
+            found.append(None)
+    return found
+
+
+def check_query(text: str, *, allowed_services: Iterable[str] = ()) -> None:
+    """Refuse SPARQL Update and any ``SERVICE`` not allow-listed (no outbound request)."""
+    if is_update(text):
+        raise QueryError("SPARQL Update is refused: this graph is read-only",
+                         hint="the journal is the only truth; the graph is its projection")
+    allowed = set(allowed_services)
+    for iri in service_iris(text):
+        if iri is None:
+            raise QueryError("a `SERVICE` whose endpoint is not a plain IRI is refused",
+                             hint="name the endpoint as an IRI the operator allow-listed")
+        if iri not in allowed:
+            raise QueryError(f"`SERVICE <{iri}>` is refused: this endpoint makes no outbound "
+                             "requests", hint="an operator may allow-list it "
+                                              "(`cradle-kg serve --allow-service IRI`)")
+
+
+def execute(store: ox.Store, text: str, *, bound: Mapping[str, Term] | None = None,
+            allowed_services: Iterable[str] = (), union: bool = True,
+            default_graph: list[ox.NamedNode] | None = None,
+            named_graphs: list[ox.NamedNode] | None = None) -> Any:
+    """Check and run a query; the results must be read on the calling thread."""
+    check_query(text, allowed_services=allowed_services)
+    kw: dict[str, Any] = {}
+    if default_graph is not None:
+        kw["default_graph"] = default_graph
+    elif union:
+        kw["use_default_graph_as_union"] = True
+    if named_graphs is not None:
+        kw["named_graphs"] = named_graphs
+    if bound:
+        kw["substitutions"] = substitutions(bound)
+    try:
+        return store.query(text, **kw)
+    except SyntaxError as exc:
+        raise QueryError(f"the query does not parse: {exc}") from exc
+    except RuntimeError as exc:  # e.g. a substituted variable the query does not project
+        raise QueryError(f"the query cannot run: {exc}") from exc
+
+
+__all__ = ["PARAM_KINDS", "QUERIES_DIR", "NamedQuery", "QueryCatalog", "QueryParam",
+           "adhoc_term", "bind", "check_query", "execute", "is_update", "service_iris",
+           "substitutions", "term_for"]

@@ -1,0 +1,153 @@
+"""The web application: SPARQL endpoint, named queries, JSON API, and the web page.
+
+One library object, a thin web app (datasette's habit): :func:`create_app` wires
+
+* ``/sparql`` — the SPARQL 1.1 Protocol over a pool of query worker processes;
+* ``/queries`` — the named queries (listed; run with parameters bound as RDF terms);
+* ``/api`` — the runtime's JSON API (home mode only: serving files has no runtime);
+* ``/`` and ``/static`` — the web page (query page, run browser, approvals inbox), every
+  asset served from the package: no CDN, the page works offline;
+* ``/docs`` — the OpenAPI page FastAPI builds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import CradleError
+from ..graph.queries import QueryCatalog, bind
+from ..home import Home
+from . import api, protocol
+from .dataset import Source, snapshot_files, snapshot_home
+from .worker import Job, WorkerPool, wire_term
+
+STATIC_DIR = Path(__file__).parent / "static"
+
+
+class ServerSettings(BaseModel):
+    """Everything ``cradle-kg serve`` can set."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    home: Path | None = None
+    files: tuple[Path, ...] = ()
+    #: seconds a query may run (waiting for a free worker included)
+    timeout_seconds: float = Field(10.0, gt=0)
+    #: bytes a serialized result may take
+    max_result_bytes: int = Field(50_000_000, gt=0)
+    workers: int = Field(2, ge=1)
+    #: SERVICE endpoints a query may name (none by default: no outbound request)
+    allowed_services: tuple[str, ...] = ()
+    query_dirs: tuple[Path, ...] = ()
+    #: named queries added by packs: name -> file
+    extra_queries: dict[str, Path] = Field(default_factory=dict)
+    cors_origins: tuple[str, ...] = ("*",)
+
+
+def prepare_source(settings: ServerSettings, workdir: Path) -> Source:
+    snapshot = workdir / "snapshot.nq"
+    if settings.files:
+        return snapshot_files(list(settings.files), snapshot)
+    if settings.home is None:
+        raise CradleError("serve needs a home or RDF files")
+    return snapshot_home(Home(settings.home), snapshot)
+
+
+def create_app(settings: ServerSettings) -> FastAPI:
+    """The app; its worker pool and runtime start with the app's lifespan."""
+    catalog = QueryCatalog.load(settings.query_dirs, extra=settings.extra_queries)
+    workdir = Path(tempfile.mkdtemp(prefix="cradle-serve-"))
+    # the source is prepared now, so a bad file or home fails before the server listens
+    try:
+        source = prepare_source(settings, workdir)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    pool = WorkerPool(source, size=settings.workers, timeout=settings.timeout_seconds,
+                      max_bytes=settings.max_result_bytes,
+                      allowed_services=settings.allowed_services)
+    runtime: Any = None
+    if not settings.files and settings.home is not None:
+        from ..runtime import Runtime
+
+        # graph_sync off: the server never holds the home's on-disk graph store, so the
+        # CLI and other runtimes keep it; the workers project from the journal themselves
+        runtime = Runtime(settings.home, graph_sync=False)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        pool.start()
+        try:
+            yield
+        finally:
+            pool.close()
+            if runtime is not None:
+                runtime.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    app = FastAPI(title="cradle-kg", version="0.1.0", lifespan=lifespan,
+                  description="Provenance graph of governed agent runs: a read-only SPARQL "
+                              "1.1 endpoint, named provenance queries, the runtime's JSON "
+                              "API, and a web page to browse runs and approve actions.")
+    app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
+                       allow_methods=["GET", "POST"], allow_headers=["*"])
+    app.state.pool = pool
+    app.state.catalog = catalog
+    app.state.runtime = runtime
+    app.include_router(protocol.make_router(pool, allowed_services=settings.allowed_services))
+    _queries(app, catalog, pool)
+    if runtime is not None:
+        app.include_router(api.make_router(runtime))
+    _web(app, mode="home" if runtime is not None else "files")
+    return app
+
+
+def _queries(app: FastAPI, catalog: QueryCatalog, pool: WorkerPool) -> None:
+    @app.get("/queries", tags=["named queries"], summary="The named queries and their questions")
+    def list_queries() -> list[dict[str, Any]]:
+        return [q.to_dict() for q in catalog.all()]
+
+    @app.get("/queries/{name}", tags=["named queries"], response_class=Response,
+             summary="Run a named query; every other URL parameter binds a query parameter")
+    async def run_query(name: str, request: Request) -> Response:
+        values = {k: v for k, v in request.query_params.items()
+                  if k not in ("format", "output", "results")}
+        try:
+            query = catalog.get(name)
+            bound = bind(query, values)
+        except CradleError as exc:
+            status = 404 if exc.code == "unknown_name" else 400
+            return protocol.refused(status, exc.message)
+        formats = tuple(v for k, v in request.query_params.items()
+                        if k in ("format", "output", "results"))
+        job = Job(query=query.text, accept=request.headers.get("accept"), formats=formats,
+                  bound=tuple((k, wire_term(t)) for k, t in bound.items()))
+        return protocol.text_response(await pool.arun(job))
+
+
+def _web(app: FastAPI, *, mode: str) -> None:
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+    @app.get("/healthz", tags=["server"], summary="Readiness: workers ready, graph size, mode")
+    def healthz(request: Request) -> dict[str, Any]:
+        pool: WorkerPool = request.app.state.pool
+        return {"mode": mode, "workers_ready": pool.stats.ready, "workers": pool.size,
+                "triples": pool.stats.triples, "workers_replaced": pool.stats.killed}
+
+
+__all__ = ["STATIC_DIR", "ServerSettings", "create_app", "prepare_source"]

@@ -1,0 +1,132 @@
+"""``/sparql``: the SPARQL 1.1 Protocol (query operation) and a Service Description.
+
+* GET ``?query=``; POST form-encoded (``query=``); POST ``application/sparql-query``;
+  ``default-graph-uri`` / ``named-graph-uri`` (repeatable) set the dataset. Without
+  them the default graph is the union of all graphs (every run) and each run is a
+  named graph.
+* GET without a query: the SPARQL 1.1 Service Description, content-negotiated.
+* Read-only: ``update=``, ``application/sparql-update`` and update text are refused
+  (403); so is a ``SERVICE`` not allow-listed (403) — Oxigraph would fetch it.
+* Errors are ``text/plain``: 400 the query does not parse (the parser's message), 403
+  refused, 413 result over the size cap, 503 over the time limit or no worker free.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+from urllib.parse import parse_qsl
+
+import pyoxigraph as ox
+from fastapi import APIRouter, Request, Response
+
+from ..errors import QueryError
+from ..graph.queries import check_query
+from .negotiation import graph_format
+from .worker import Job, Reply, WorkerPool
+
+SD: Final = "http://www.w3.org/ns/sparql-service-description#"
+_FORMAT_PARAMS: Final = ("format", "output", "results")
+_RESULT_FORMATS: Final = ("SPARQL_Results_JSON", "SPARQL_Results_XML", "SPARQL_Results_CSV",
+                          "SPARQL_Results_TSV", "Turtle", "N-Triples", "RDF_XML", "JSON-LD")
+
+
+def text_response(reply: Reply) -> Response:
+    # the header is set whole: Starlette would append a second charset to a text/ type
+    return Response(reply.body, status_code=reply.status,
+                    headers={"content-type": reply.media_type})
+
+
+def refused(status: int, message: str) -> Response:
+    return Response(message, status_code=status,
+                    headers={"content-type": "text/plain; charset=utf-8"})
+
+
+def service_description(endpoint: str, accept: str | None, formats: list[str], *,
+                        federated: bool = False) -> Response:
+    ns = ox.NamedNode
+    svc = ns(endpoint)
+    dataset = ox.BlankNode()
+    default_graph = ox.BlankNode()
+    rdf_type = ns("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+    triples = [
+        ox.Triple(svc, rdf_type, ns(SD + "Service")),
+        ox.Triple(svc, ns(SD + "endpoint"), svc),
+        ox.Triple(svc, ns(SD + "supportedLanguage"), ns(SD + "SPARQL11Query")),
+        ox.Triple(svc, ns(SD + "feature"), ns(SD + "UnionDefaultGraph")),
+        ox.Triple(svc, ns(SD + "defaultDataset"), dataset),
+        ox.Triple(dataset, rdf_type, ns(SD + "Dataset")),
+        ox.Triple(dataset, ns(SD + "defaultGraph"), default_graph),
+        ox.Triple(default_graph, rdf_type, ns(SD + "Graph")),
+        ox.Triple(svc, ns("http://purl.org/dc/terms/description"), ox.Literal(
+            "cradle-kg provenance graph (read-only); the default graph is the union of all "
+            "runs, each run a named graph; SERVICE only to allow-listed endpoints")),
+    ]
+    if federated:  # only when an operator allow-listed SERVICE endpoints
+        triples.append(ox.Triple(svc, ns(SD + "feature"), ns(SD + "BasicFederatedQuery")))
+    triples += [ox.Triple(svc, ns(SD + "resultFormat"),
+                          ns("http://www.w3.org/ns/formats/" + f)) for f in _RESULT_FORMATS]
+    fmt, media = graph_format(accept, formats)
+    return Response(ox.serialize(triples, format=fmt), media_type=media)
+
+
+async def _read_params(request: Request) -> tuple[list[tuple[str, str]], str | None]:
+    """All protocol parameters (URL and form) and a query sent as the body, if any."""
+    params = list(parse_qsl(request.url.query, keep_blank_values=True))
+    if request.method != "POST":
+        return params, None
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    body = (await request.body()).decode("utf-8", errors="replace")
+    if ctype == "application/x-www-form-urlencoded":
+        params += parse_qsl(body, keep_blank_values=True)
+        return params, None
+    if ctype == "application/sparql-query":
+        return params, body
+    if ctype == "application/sparql-update":
+        params.append(("update", body))
+        return params, None
+    raise QueryError(f"unsupported content type `{ctype or '(none)'}`",
+                     hint="POST application/x-www-form-urlencoded or application/sparql-query")
+
+
+def make_router(pool: WorkerPool, *, allowed_services: tuple[str, ...] = ()) -> APIRouter:
+    router = APIRouter(tags=["SPARQL"])
+
+    @router.api_route("/sparql", methods=["GET", "POST"],
+                      summary="SPARQL 1.1 Protocol query endpoint (read-only)",
+                      response_class=Response)
+    async def sparql(request: Request) -> Response:
+        try:
+            params, body_query = await _read_params(request)
+        except QueryError as exc:
+            return refused(415, exc.message)
+        accept = request.headers.get("accept")
+        formats = [v for k, v in params if k in _FORMAT_PARAMS]
+        if any(k in ("update", "using-graph-uri", "using-named-graph-uri") for k, _ in params):
+            return refused(403, "SPARQL Update is refused: this endpoint is read-only")
+        queries = [v for k, v in params if k == "query"] + (
+            [body_query] if body_query is not None else [])
+        if not queries:
+            if request.method == "GET":
+                endpoint = str(request.url.replace(query=""))
+                return service_description(endpoint, accept, formats,
+                                           federated=bool(allowed_services))
+            return refused(400, "no query: send `query=` or an application/sparql-query body")
+        if len(queries) > 1:
+            return refused(400, "more than one query in the request")
+        try:
+            check_query(queries[0], allowed_services=allowed_services)
+        except QueryError as exc:
+            return refused(403, exc.message)
+        defaults = [v for k, v in params if k == "default-graph-uri"]
+        named = [v for k, v in params if k == "named-graph-uri"]
+        for iri in defaults + named:
+            try:
+                ox.NamedNode(iri)
+            except ValueError as exc:
+                return refused(400, f"graph IRI `{iri}` is not valid: {exc}")
+        job = Job(query=queries[0], accept=accept, formats=tuple(formats),
+                  default_graphs=tuple(defaults) if defaults else None,
+                  named_graphs=tuple(named) if named else None)
+        return text_response(await pool.arun(job))
+
+    return router

@@ -1,0 +1,289 @@
+"""Query workers: one process per worker, each query run and serialized inside it.
+
+pyoxigraph has no query timeout, and reading a result on another thread than the one
+that ran the query aborted the whole process here. So every query is run *and*
+serialized on the main thread of a worker process, and the server enforces the timeout
+from outside: a worker that overruns is killed and replaced; the server itself never
+touches a pyoxigraph result. A worker that dies for any reason is replaced the same way.
+
+Wire format (``multiprocessing`` connections, pickled tuples):
+
+* request  ``Job``  → reply ``("ok", media_type, body)`` or ``("error", status, message)``;
+* at start the worker sends ``("ready", triples)`` once its graph is loaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import IO, Any, cast
+
+import pyoxigraph as ox
+
+from ..errors import QueryError
+from ..graph.queries import execute
+from .dataset import LiveGraph, Source
+from .negotiation import graph_format, results_format
+
+#: ("iri", value) or ("literal", value, datatype IRI or None, language or None)
+WireTerm = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Job:
+    query: str
+    accept: str | None = None
+    formats: tuple[str, ...] = ()
+    bound: tuple[tuple[str, WireTerm], ...] = ()
+    default_graphs: tuple[str, ...] | None = None
+    named_graphs: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    ok: bool
+    status: int
+    media_type: str
+    body: bytes
+
+    @classmethod
+    def error(cls, status: int, message: str) -> Reply:
+        return cls(False, status, "text/plain; charset=utf-8", message.encode("utf-8"))
+
+
+def wire_term(term: ox.NamedNode | ox.Literal) -> WireTerm:
+    if isinstance(term, ox.NamedNode):
+        return ("iri", term.value)
+    return ("literal", term.value, term.datatype.value if term.datatype else None,
+            term.language)
+
+
+def _term(wire: WireTerm) -> ox.NamedNode | ox.Literal:
+    if wire[0] == "iri":
+        return ox.NamedNode(wire[1])
+    if wire[3]:
+        return ox.Literal(wire[1], language=wire[3])
+    return ox.Literal(wire[1], datatype=ox.NamedNode(wire[2]) if wire[2] else None)
+
+
+class _CappedBuffer:
+    """A byte sink that refuses to grow past the result-size cap."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.size += len(data)
+        if self.size > self.cap:
+            raise _TooLarge()
+        self.parts.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        return None
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def run_job(graph: LiveGraph, job: Job, *, max_bytes: int,
+            allowed_services: tuple[str, ...]) -> Reply:
+    """Run one query and serialize its result, on this thread (never hand results over)."""
+    graph.refresh()
+    default = [ox.NamedNode(g) for g in job.default_graphs] if job.default_graphs is not None \
+        else None
+    named = [ox.NamedNode(g) for g in job.named_graphs] if job.named_graphs is not None else None
+    if named is not None and default is None:
+        default = []  # a dataset given by named graphs only has an empty default graph
+    try:
+        result = execute(graph.store, job.query, bound={k: _term(v) for k, v in job.bound},
+                         allowed_services=allowed_services, default_graph=default,
+                         named_graphs=named)
+        sink = _CappedBuffer(max_bytes)
+        if isinstance(result, ox.QueryTriples):
+            fmt, media = graph_format(job.accept, list(job.formats))
+            result.serialize(cast(IO[bytes], sink), format=fmt)
+        else:
+            rfmt, media = results_format(job.accept, list(job.formats))
+            result.serialize(cast(IO[bytes], sink), format=rfmt)
+    except QueryError as exc:
+        return Reply.error(400, exc.message)
+    except _TooLarge:
+        return Reply.error(413, f"the result is larger than the {max_bytes} byte cap: "
+                                "add a LIMIT or ask for less")
+    except (OSError, ValueError, RuntimeError) as exc:
+        if isinstance(exc.__context__, _TooLarge) or "_TooLarge" in repr(exc):
+            return Reply.error(413, f"the result is larger than the {max_bytes} byte cap: "
+                                    "add a LIMIT or ask for less")
+        return Reply.error(500, f"the query failed: {exc}")
+    charset = "; charset=utf-8" if media.startswith("text/") or "json" in media \
+        or "xml" in media else ""
+    return Reply(True, 200, media + charset, b"".join(sink.parts))
+
+
+def worker_main(conn: Connection, source: Source, max_bytes: int,
+                allowed_services: tuple[str, ...]) -> None:
+    """The body of a worker process."""
+    graph = LiveGraph(source)
+    conn.send(("ready", len(graph)))
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply = run_job(graph, job, max_bytes=max_bytes, allowed_services=allowed_services)
+        except Exception as exc:  # INVARIANT: a worker answers every job it reads
+            reply = Reply.error(500, f"the query worker failed: {type(exc).__name__}: {exc}")
+        conn.send(reply)
+
+
+# --- the pool, in the server process ------------------------------------------------------
+
+
+@dataclass
+class _Worker:
+    process: BaseProcess
+    conn: Connection
+    triples: int = 0
+
+
+@dataclass
+class PoolStats:
+    started: int = 0
+    killed: int = 0
+    ready: int = 0
+    triples: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class WorkerPool:
+    """A fixed number of worker processes; each job borrows one, or times out."""
+
+    def __init__(self, source: Source, *, size: int = 2, timeout: float = 10.0,
+                 max_bytes: int = 50_000_000, allowed_services: tuple[str, ...] = (),
+                 start_timeout: float = 600.0) -> None:
+        self.source = source
+        self.size = max(1, size)
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        self.allowed_services = allowed_services
+        self.start_timeout = start_timeout
+        self.stats = PoolStats()
+        self._ctx = mp.get_context("spawn")
+        self._idle: list[_Worker] = []
+        self._cond = threading.Condition()
+        self._closed = False
+        self.threads = ThreadPoolExecutor(max_workers=self.size + 4,
+                                          thread_name_prefix="sparql-job")
+
+    def start(self) -> None:
+        """Start every worker and wait until each has loaded its graph."""
+        for worker in [self._spawn() for _ in range(self.size)]:
+            self._await_ready(worker)
+
+    def _spawn(self) -> _Worker:
+        parent, child = self._ctx.Pipe()
+        process = self._ctx.Process(
+            target=worker_main, name="cradle-sparql-worker", daemon=True,
+            args=(child, self.source, self.max_bytes, self.allowed_services))
+        process.start()
+        child.close()
+        self.stats.started += 1
+        return _Worker(process, parent)
+
+    def _await_ready(self, worker: _Worker) -> None:
+        if not worker.conn.poll(self.start_timeout):
+            worker.process.kill()
+            raise RuntimeError("a query worker did not load its graph in time")
+        message = worker.conn.recv()
+        worker.triples = int(message[1])
+        self.stats.triples = worker.triples
+        with self._cond:
+            self.stats.ready += 1
+            self._idle.append(worker)
+            self._cond.notify()
+
+    def _replace(self, worker: _Worker) -> None:
+        """Kill a worker and start another in the background."""
+        self.stats.killed += 1
+        with contextlib.suppress(Exception):
+            worker.process.kill()
+            worker.process.join(5)
+            worker.conn.close()
+        if self._closed:
+            return
+
+        def restart() -> None:
+            with contextlib.suppress(Exception):
+                self._await_ready(self._spawn())
+
+        threading.Thread(target=restart, name="sparql-worker-restart", daemon=True).start()
+
+    @contextlib.contextmanager
+    def _borrow(self, deadline: float) -> Iterator[_Worker | None]:
+        with self._cond:
+            while not self._idle and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            worker = self._idle.pop() if self._idle else None
+            if worker is not None:
+                self.stats.ready -= 1
+        yield worker
+
+    def _give_back(self, worker: _Worker) -> None:
+        with self._cond:
+            self.stats.ready += 1
+            self._idle.append(worker)
+            self._cond.notify()
+
+    def run(self, job: Job, *, timeout: float | None = None) -> Reply:
+        """Run a job on a worker (blocking); the timeout covers waiting and running."""
+        limit = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        with self._borrow(deadline) as worker:
+            if worker is None:
+                return Reply.error(503, f"no query worker was free within {limit:g} s: "
+                                        "the endpoint is busy")
+            try:
+                worker.conn.send(job)
+                if not worker.conn.poll(max(0.0, deadline - time.monotonic())):
+                    self._replace(worker)
+                    return Reply.error(503, f"the query ran longer than the {limit:g} s limit "
+                                            "and was stopped")
+                reply: Reply = worker.conn.recv()
+            except (EOFError, OSError, BrokenPipeError):
+                self._replace(worker)
+                return Reply.error(500, "the query worker died; it has been replaced")
+            self._give_back(worker)
+            return reply
+
+    async def arun(self, job: Job, *, timeout: float | None = None) -> Reply:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.threads, lambda: self.run(job, timeout=timeout))
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            workers, self._idle = self._idle, []
+            self._cond.notify_all()
+        for worker in workers:
+            with contextlib.suppress(Exception):
+                worker.conn.close()
+                worker.process.kill()
+                worker.process.join(5)
+        self.threads.shutdown(wait=False, cancel_futures=True)

@@ -14,7 +14,9 @@ from . import approvals as approvals_cmds
 from . import core
 from . import graph as graph_cmds
 from . import packs as pack_cmds
+from . import query as query_cmds
 from . import recovery as recovery_cmds
+from . import serve as serve_cmds
 from . import workflow as workflow_cmds
 from .common import report_error
 
@@ -31,6 +33,8 @@ pack_cmds.install(app)
 approvals_cmds.install(app)
 recovery_cmds.install(app)
 workflow_cmds.install(app)
+query_cmds.install(app)
+serve_cmds.install(app)
 
 
 def main() -> None:

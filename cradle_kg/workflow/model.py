@@ -116,12 +116,17 @@ class _Choice(BaseModel):
     finish_reason: str | None = None
 
 
+class _Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class _Completion(BaseModel):
     """The envelope of an OpenAI-compatible answer (validated, not hand-parsed)."""
 
     model: str = ""
     choices: list[_Choice] = Field(min_length=1)
-    usage: ModelUsage = ModelUsage()
+    usage: _Usage = _Usage()
 
 
 class OpenAICompatibleClient:
@@ -159,7 +164,8 @@ class OpenAICompatibleClient:
         choice = completion.choices[0]
         return ModelResponse(model=completion.model or request.model,
                              content=choice.message.content or "",
-                             finish_reason=choice.finish_reason, usage=completion.usage,
+                             finish_reason=choice.finish_reason,
+                             usage=ModelUsage(**completion.usage.model_dump()),
                              raw=body, source="live")
 
 

@@ -10,12 +10,24 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 from typing import Any, Literal, get_args
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 PACK_ID = "customs.hs-router"
-PACK_VERSION = "1.0.0"
+
+
+def _manifest_version() -> str:
+    """The version the manifest declares: one source of truth, so a copied pack that bumps
+    its manifest (two versions side by side) also names the new version in its decisions."""
+    manifest = yaml.safe_load((Path(__file__).resolve().parent / "manifest.yaml").read_text(
+        encoding="utf-8"))
+    return str(manifest["version"])
+
+
+PACK_VERSION = _manifest_version()
 
 ProductType = Literal[
     "unmanned_aerial_vehicle",

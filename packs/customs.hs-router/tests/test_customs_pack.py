@@ -80,7 +80,8 @@ def test_policies_validate_against_the_schema() -> None:
 
 def test_a_broken_policy_fails_validation() -> None:
     bad = (
-        _policies() + '\npermit (principal, action == Action::"finalize_classification", resource)'
+        _policies()
+        + '\npermit (principal, action == Action::"customs.finalize_classification", resource)'
         " when { context.no_such_field };"
     )
     assert not cedarpy.validate_policies(bad, _schema()).validation_passed
@@ -91,22 +92,38 @@ def _annotations() -> dict[str, dict[str, str]]:
     return {pid: body.get("annotations", {}) for pid, body in raw.items()}
 
 
+def _ask(tool: str, arguments: dict[str, Any], *, role: str = "customs-broker",
+         side_effect_class: str = "read_only") -> tuple[bool, list[str]]:
+    """A request in the core's shape (what gate 1 sends), checked against the schema."""
+    request = {
+        "principal": {"type": "Agent", "id": "agent:broker"},
+        "action": {"type": "Action", "id": tool},
+        "resource": {"type": "Resource", "id": "declaration:line-1"},
+        "context": {
+            "tool": tool, "side_effect_class": side_effect_class, "environment": "local",
+            "declared_risk": "low", "tenant": "default", "task_id": "t", "on_behalf_of": "",
+            "role": role, "dry_run": False, "evidence_count": 0, "arguments": arguments,
+        },
+    }
+    entities = [{"uid": {"type": "Agent", "id": "agent:broker"},
+                 "attrs": {"role": role, "tenant": "default"}, "parents": []}]
+    result = cedarpy.is_authorized(request, _policies(), entities, schema=_schema())
+    assert not result.diagnostics.errors, result.diagnostics.errors
+    notes = _annotations()
+    return result.allowed, sorted(notes[p]["id"] for p in result.diagnostics.reasons)
+
+
 def _finalize(outcome: dict[str, Any]) -> tuple[bool, list[str]]:
-    context = {
+    arguments = {
+        "declaration_id": "line-1",
         "status": outcome["status"],
         "permitted_to_finalize": outcome["permitted_to_finalize"],
         "permits_required_count": len(outcome["permits_required"]),
         "missing_facts_count": len(outcome["missing_facts"]),
+        "decision_digest": outcome["decision_digest"],
     }
-    request = {
-        "principal": 'Agent::"broker-bot"',
-        "action": 'Action::"finalize_classification"',
-        "resource": 'Classification::"line-1"',
-        "context": context,
-    }
-    result = cedarpy.is_authorized(request, _policies(), [], schema=_schema())
-    notes = _annotations()
-    return result.allowed, [notes[p]["id"] for p in result.diagnostics.reasons]
+    return _ask("customs.finalize_classification", arguments,
+                side_effect_class="external_write")
 
 
 def test_finalize_is_forbidden_for_the_paper_example() -> None:
@@ -126,17 +143,10 @@ def test_finalize_with_permit_requires_approval() -> None:
     assert approval["finalize-without-permit"] is None
 
 
-def test_agent_may_invoke_lookup_but_not_unknown_tools() -> None:
-    def ask(tool: str) -> bool:
-        request = {
-            "principal": 'Agent::"a"',
-            "action": 'Action::"invoke"',
-            "resource": f'Tool::"{tool}"',
-            "context": {},
-        }
-        return cedarpy.is_authorized(request, _policies(), [], schema=_schema()).allowed
-
-    assert ask("hs_lookup") and ask("classify_goods_line") and not ask("delete_declaration")
+def test_broker_may_invoke_read_only_tools_but_not_unknown_ones() -> None:
+    assert _ask("customs.hs_lookup", {"code": "8806.22"})[0]
+    assert _ask("customs.classify", {"description": "drone"})[0]
+    assert not _ask("customs.classify", {"description": "drone"}, role="intern")[0]
 
 
 # --- queries ------------------------------------------------------------------------------

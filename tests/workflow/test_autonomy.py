@@ -106,8 +106,8 @@ def test_four_stages(wf_rt: Runtime, tmp_path: Path) -> None:
                            ({"category": "quote", "amount": 10**7}, "amount")):
         st = engine.start(routing(), outside)
         assert st.status == "waiting_human"
-        reasons = [e.payload["reasons"] for e in wf_rt.journal.events(run_id=st.run_id)
-                   if e.kind == "human.requested"][0]
+        reasons = next(e.payload["reasons"] for e in wf_rt.journal.events(run_id=st.run_id)
+                       if e.kind == "human.requested")
         assert any(f"`{field}`" in r and "outside the coverage" in r for r in reasons)
 
     book.halt(WF, STEP, by="user:ops", reason="audit in progress")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 import cradle_kg
 from cradle_kg.cli import app
 from cradle_kg.journal import Journal
 from cradle_kg.workflow import LiveSettings, live_replay
 from tests.golden.generate import GOLDEN, load
-from typer.testing import CliRunner
 
 DEMO_POLICY = Path(cradle_kg.__file__).parent / "demo" / "policies" / "demo.cedar"
 NEW_LIMIT = 100

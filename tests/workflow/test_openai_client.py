@@ -54,11 +54,11 @@ def test_a_workflow_runs_through_the_http_client_and_retries_once(wf_rt: Runtime
 
 def test_server_errors_are_model_errors() -> None:
     request = ModelRequest(model="m", messages=(), schema_name="T", response_schema={})
-    with RecordedChatServer([{"error": "boom"}], status=500).running() as url:
-        with pytest.raises(ModelError, match="answered 500"):
-            OpenAICompatibleClient(url).complete(request)
-    with RecordedChatServer([{"choices": []}]).running() as url:
-        with pytest.raises(ModelError, match="unexpected envelope"):
-            OpenAICompatibleClient(url).complete(request)
+    with (RecordedChatServer([{"error": "boom"}], status=500).running() as url,
+          pytest.raises(ModelError, match="answered 500")):
+        OpenAICompatibleClient(url).complete(request)
+    with (RecordedChatServer([{"choices": []}]).running() as url,
+          pytest.raises(ModelError, match="unexpected envelope")):
+        OpenAICompatibleClient(url).complete(request)
     with pytest.raises(ModelError, match="cannot reach"):
         OpenAICompatibleClient("http://127.0.0.1:9/v1", timeout=2).complete(request)

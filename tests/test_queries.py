@@ -1,0 +1,432 @@
+"""Every named query, on a known home: the demo, plus three small additions it lacks.
+
+The demo (``run_demo``) gives an allowed credit, a denied one, a lying tool caught, an
+idempotent replay and an approved irreversible close. It has no fact with evidence and
+no unused approval, so the fixture adds: a credit citing collected evidence and stating
+a fact, an approval given with an expiry but never used, and a request left pending.
+
+Expected rows are derived from what the demo and the additions *did* — their outcomes
+and the journal (the truth) — never copied from a query's output.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from cradle_kg.cli import app
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, DemoStep, run_demo
+from cradle_kg.errors import QueryError, UnknownNameError
+from cradle_kg.graph.project import node, run_graph
+from cradle_kg.graph.queries import (
+    QUERIES_DIR,
+    QueryCatalog,
+    bind,
+    check_query,
+    execute,
+    is_update,
+    service_iris,
+)
+from cradle_kg.graph.store import GraphStore
+from cradle_kg.journal import Journal
+from cradle_kg.records import ApprovalStatus, AuditEvent, Outcome
+from cradle_kg.runtime import Runtime
+
+C = "https://w3id.org/cradle#"
+REQUIRED = ("why-allowed", "approvals", "task-effects", "evidence-chain",
+            "unverified-actions", "decisions-by-policy-version", "identity-activity",
+            "denied-proposals", "policy-in-force", "stale-approvals")
+
+
+@dataclass
+class Known:
+    home: Path
+    steps: list[DemoStep]
+    events: list[AuditEvent]
+    cited: Outcome  # the credit citing evidence and stating a fact
+    evidence_ref: str
+    unused: Outcome  # waiting on an approval given but never used
+    unused_expiry: datetime
+    pending: Outcome  # waiting on a request nobody decided
+
+    def outcome(self, name: str) -> Outcome:
+        return next(s.outcome for s in self.steps if s.name == name)
+
+
+def _proposal(pid: str, tool: str, account: str, task: str, **extra: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {"account": account}
+    if tool.endswith("credit"):
+        args["amount"] = 10
+    return {"id": pid, "task_id": task, "agent_id": AGENT,
+            "action": {"action_type": tool, "target": "ledger:" + account,
+                       "arguments": args}, **extra}
+
+
+@pytest.fixture(scope="module")
+def known(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Known]:
+    home = tmp_path_factory.mktemp("known") / "home"
+    steps = run_demo(home)
+    with Runtime(home) as rt:
+        ref = rt.add_evidence(b'{"kyc": "passed"}', kind="kyc-report", collector="kyc-service")
+        cited = rt.submit(_proposal(
+            "p-cited", "demo.ledger.credit", "acct-3", "task-cited", evidence_refs=[ref],
+            facts=[{"subject": "acct-3", "predicate": "kycStatus", "object": "passed",
+                    "source": "kyc-service"}]))
+        unused = rt.submit(_proposal("p-close-8", "demo.ledger.close_account", "acct-8",
+                                     "task-close-8"))
+        assert unused.approval is not None
+        expiry = rt.clock() + timedelta(hours=1)
+        rt.decide_approval(unused.approval.id, approver_id=APPROVER,
+                           token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED,
+                           once=False, until=expiry, resume=False)
+        pending = rt.submit(_proposal("p-close-7", "demo.ledger.close_account", "acct-7",
+                                      "task-close-7"))
+        rt.sync_graph()
+        events = list(rt.journal.events())
+    yield Known(home, steps, events, cited, ref, unused, expiry, pending)
+
+
+def rows(known: Known, name: str, **params: str) -> list[dict[str, str | None]]:
+    q = QueryCatalog.load().get(name)
+    store = GraphStore(known.home / "graph")  # the real on-disk store, opened per query
+    try:
+        result = execute(store.store, q.text, bound=bind(q, params))
+        names = [v.value for v in result.variables]
+        return [{n: (row[n].value if row[n] is not None else None) for n in names}
+                for row in result]
+    finally:
+        store.close()
+
+
+def words(value: str | None) -> set[str]:
+    return set((value or "").split())
+
+
+def iri(kind: str, ident: str) -> str:
+    return node(kind, ident)[1:-1]
+
+
+def graph_iri(run_id: str) -> str:
+    return run_graph(run_id)[1:-1]
+
+
+# --- the catalog -------------------------------------------------------------------------
+
+
+def test_every_required_question_has_a_documented_query() -> None:
+    catalog = QueryCatalog.load()
+    for name in REQUIRED:
+        q = catalog.get(name)
+        assert q.question.endswith((".", "?")) and len(q.question) > 20, name
+        assert q.example.startswith(f"cradle-kg query {name}"), name
+        for p in q.params:  # a declared parameter must be projected, or it cannot bind
+            assert f"?{p.name}" in q.text.split("WHERE")[0], (name, p.name)
+
+
+def test_packs_add_named_queries_by_mapping(tmp_path: Path) -> None:
+    pack = Path(__file__).resolve().parents[1] / "packs" / "customs.hs-router" / "queries"
+    extra = {"missing-facts": pack / "missing-facts.rq"}
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "mine.rq").write_text("# question: Mine?\nSELECT * WHERE { ?s ?p ?o }\n")
+    catalog = QueryCatalog.load([folder], extra=extra, origin="customs.hs-router")
+    assert catalog.get("missing-facts").origin == "customs.hs-router"
+    assert "needs_clarification" in catalog.get("missing-facts").question
+    assert catalog.get("mine").question == "Mine?"
+    assert set(REQUIRED) <= set(catalog.names())
+
+
+def test_bad_parameter_lines_and_values_are_errors(tmp_path: Path) -> None:
+    (tmp_path / "bad.rq").write_text("# param x: colour required\nSELECT ?x WHERE {}\n")
+    with pytest.raises(QueryError, match="bad parameter line"):
+        QueryCatalog.load([tmp_path])
+    catalog = QueryCatalog.load()
+    with pytest.raises(UnknownNameError):
+        catalog.get("no-such-query")
+    with pytest.raises(QueryError, match="needs parameter `action`"):
+        bind(catalog.get("why-allowed"), {})
+    with pytest.raises(QueryError, match="has no parameter `nope`"):
+        bind(catalog.get("why-allowed"), {"action": "a", "nope": "b"})
+    with pytest.raises(QueryError, match="not a valid datetime"):
+        bind(catalog.get("stale-approvals"), {"at": "tomorrow"})
+    with pytest.raises(QueryError, match="not a valid iri"):
+        bind(None, {"x": "<not an iri>"})
+
+
+@pytest.mark.parametrize(("text", "update"), [
+    ("INSERT DATA { <a:b> <a:c> <a:d> }", True),
+    ("PREFIX x: <http://x/> DELETE WHERE { ?s x:p ?o }", True),
+    ("# comment\nLOAD <http://example.org/data>", True),
+    ("SELECT * WHERE { ?s ?p 'INSERT DATA' }", False),
+    ("PREFIX x: <http://x/> SELECT * WHERE { ?s x:p ?o }", False),
+])
+def test_update_is_recognised(text: str, update: bool) -> None:
+    assert is_update(text) is update
+
+
+def test_service_endpoints_are_found_and_refused_unless_allowed() -> None:
+    q = ("PREFIX ex: <http://ex.org/> SELECT * WHERE { SERVICE SILENT ex:sparql { ?s ?p ?o } "
+         "SERVICE <http://b.org/q> {} SERVICE ?where {} ?s ?p 'SERVICE <http://c/>' }")
+    assert service_iris(q) == ["http://ex.org/sparql", "http://b.org/q", None]
+    with pytest.raises(QueryError, match="refused"):
+        check_query("SELECT * WHERE { SERVICE <http://b.org/q> { ?s ?p ?o } }")
+    check_query("SELECT * WHERE { SERVICE <http://b.org/q> { ?s ?p ?o } }",
+                allowed_services=["http://b.org/q"])
+    check_query("SELECT * WHERE { ?s ?p 'SERVICE <http://c/>' } # SERVICE")
+
+
+# --- every query on the known home -------------------------------------------------------
+
+
+def test_why_allowed_the_approved_close(known: Known) -> None:
+    done = known.outcome("approved by user:bob (CLI)")
+    waited = known.outcome("irreversible close")
+    assert done.action is not None and done.decision is not None
+    assert waited.approval is not None
+    got = rows(known, "why-allowed", action=done.action.id)
+    assert len(got) == 1
+    row = got[0]
+    assert row["decision"] == iri("decision", done.decision.id)
+    assert row["verdict"] == C + "Allow"
+    assert row["grantedTo"] == iri("agent", AGENT)
+    assert row["policyVersion"] == done.decision.policy_version
+    assert words(row["policies"]) == {p.policy_id for p in done.decision.policy_results}
+    assert words(row["approvals"]) == {iri("approval", waited.approval.id)}
+    assert words(row["approvers"]) == {iri("agent", APPROVER)}
+    assert words(row["evidence"]) == set()
+
+
+def test_why_allowed_names_the_evidence_and_nothing_for_a_denied_action(known: Known) -> None:
+    assert known.cited.action is not None
+    row = rows(known, "why-allowed", action=known.cited.action.id)[0]
+    assert words(row["evidence"]) == {iri("evidence", known.evidence_ref)}
+    assert words(row["approvals"]) == set()
+    denied_action = next(e.payload["action_id"] for e in known.events
+                         if e.kind == "decision.made"
+                         and e.payload["proposal_id"] == "p-credit-5000")
+    assert rows(known, "why-allowed", action=denied_action) == []
+
+
+def test_parameter_values_are_values_not_query_text(known: Known) -> None:
+    hostile = 'act:x"} UNION { ?action ?p ?o } #'
+    assert rows(known, "why-allowed", action=hostile) == []
+    got = rows(known, "decisions-by-policy-version", policyVersion='x" } } { ?a ?b ?c')
+    assert got == []
+
+
+def test_approvals_who_approved_what(known: Known) -> None:
+    done = known.outcome("approved by user:bob (CLI)")
+    waited = known.outcome("irreversible close")
+    assert waited.approval and done.action and done.decision and known.unused.approval
+    got = {r["approval"]: r for r in rows(known, "approvals")}
+    demo_approval = got[iri("approval", waited.approval.id)]
+    assert demo_approval["approver"] == iri("agent", APPROVER)
+    assert demo_approval["status"] == C + "Approved"
+    assert demo_approval["scope"] == waited.approval.scope == "account_closure"
+    assert demo_approval["expiresAt"] is None
+    assert demo_approval["action"] == iri("action", done.action.id)
+    assert demo_approval["authorized"] == iri("decision", done.decision.id)
+    later = got[iri("approval", known.unused.approval.id)]
+    assert later["expiresAt"] is not None and later["authorized"] is None
+    assert set(got) == {iri("approval", waited.approval.id),
+                        iri("approval", known.unused.approval.id)}
+    assert len(rows(known, "approvals", approver=APPROVER)) == 2
+    assert rows(known, "approvals", approver="user:alice") == []
+
+
+def test_task_effects_in_order_and_a_replay_counts_once(known: Known) -> None:
+    first = known.outcome("allowed credit")
+    again = known.outcome("same proposal again")
+    assert first.action and again.replayed and again.action
+    got = rows(known, "task-effects", task="task-credit")
+    assert [r["action"] for r in got] == [iri("action", first.action.id)]
+    assert got[0]["result"] == "committed"
+    assert got[0]["verificationStatus"] == C + "Verified"
+    assert got[0]["executedBy"] == iri("agent", AGENT)
+    assert got[0]["tool"] == iri("tool", "demo.ledger.credit")
+    lie = known.outcome("tool lies about success")
+    assert [r["result"] for r in rows(known, "task-effects", task="task-lie")] == ["aborted"]
+    assert lie.status.value == "verification_failed"
+    assert rows(known, "task-effects", task="task-big-credit") == []
+
+
+def test_evidence_chain_behind_a_fact(known: Known) -> None:
+    fact = "run:task-cited/p-cited/0"
+    got = rows(known, "evidence-chain", fact=fact)
+    assert len(got) == 1
+    row = got[0]
+    assert (row["subject"], row["predicate"], row["value"]) == ("acct-3", "kycStatus", "passed")
+    assert row["status"] == C + "Unverified" and row["source"] == "kyc-service"
+    assert row["proposal"] == node("proposal", "run:task-cited/p-cited")[1:-1]
+    assert row["evidence"] == iri("evidence", known.evidence_ref)
+    assert row["collectedBy"] == iri("agent", "kyc-service")
+    assert known.cited.decision is not None
+    assert row["decision"] == iri("decision", known.cited.decision.id)
+    assert row["verdict"] == C + "Allow"
+
+
+def test_unverified_actions_and_aborted_transitions(known: Known) -> None:
+    lie = known.outcome("tool lies about success")
+    assert lie.action and lie.transition and lie.transition.aborted_at
+    got = rows(known, "unverified-actions")
+    assert [r["action"] for r in got] == [iri("action", lie.action.id)]
+    assert got[0]["verificationStatus"] == C + "Failed"
+    assert got[0]["reason"] == lie.transition.reason
+    assert got[0]["run"] == graph_iri("run:task-lie")
+    assert rows(known, "unverified-actions", run="run:task-credit") == []
+
+
+def test_decisions_under_a_policy_version(known: Known) -> None:
+    version = known.outcome("allowed credit").decision.policy_version  # type: ignore[union-attr]
+    decided = {iri("decision", e.payload["decision"]["id"]) for e in known.events
+               if e.kind == "decision.made"}
+    got = rows(known, "decisions-by-policy-version", policyVersion=version)
+    assert {r["decision"] for r in got} == decided
+    assert len(decided) == 9  # 5 demo submissions + the resumed close + 3 added
+    assert rows(known, "decisions-by-policy-version", policyVersion="sha256:other") == []
+
+
+def test_what_an_identity_did(known: Known) -> None:
+    for who in (APPROVER, AGENT):
+        expected = [e.seq for e in known.events if e.actor == who]
+        got = rows(known, "identity-activity", identity=who)
+        assert [int(r["seq"] or 0) for r in got] == expected
+    kinds = [r["kind"] for r in rows(known, "identity-activity", identity=APPROVER)]
+    assert kinds == ["approval.decided", "approval.decided"]
+
+
+def test_denied_proposals_and_their_reasons(known: Known) -> None:
+    denied = known.outcome("credit above the limit")
+    assert denied.decision is not None
+    got = rows(known, "denied-proposals")
+    assert [r["proposal"] for r in got] == [node("proposal",
+                                                 "run:task-big-credit/p-credit-5000")[1:-1]]
+    assert [r["reason"] for r in got] == list(denied.decision.reasons)
+    assert words(got[0]["policies"]) == {p.policy_id for p in denied.decision.policy_results}
+    assert got[0]["agent"] == iri("agent", AGENT)
+    assert rows(known, "denied-proposals", agent=APPROVER) == []
+
+
+def test_policy_in_force_at_decision_time(known: Known) -> None:
+    decision = known.outcome("allowed credit").decision
+    assert decision is not None
+    activation = next(e for e in known.events if e.kind == "policyset.activated")
+    got = rows(known, "policy-in-force", decision=decision.id)
+    assert len(got) == 1
+    row = got[0]
+    assert row["recordedVersion"] == row["inForceVersion"] == decision.policy_version
+    assert activation.payload["version"] == decision.policy_version
+    assert row["matches"] == "true"
+    assert datetime.fromisoformat((row["activatedAt"] or "").replace("Z", "+00:00")) \
+        == activation.at.astimezone(UTC)
+
+
+def test_stale_approvals_expired_unused_pending(known: Known) -> None:
+    assert known.unused.approval and known.pending.approval
+    unused = iri("approval", known.unused.approval.id)
+    pending = iri("approval", known.pending.approval.id)
+    now = {r["approval"]: r["state"] for r in rows(known, "stale-approvals")}
+    assert now == {unused: "unused", pending: "pending"}
+    later = (known.unused_expiry + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
+    after = {r["approval"]: r["state"] for r in rows(known, "stale-approvals", at=later)}
+    assert after == {unused: "expired", pending: "pending"}
+
+
+def test_runs_timeline_and_graph(known: Known) -> None:
+    runs = {r["run"] for r in rows(known, "runs")}
+    assert runs == {graph_iri(r) for r in {e.run_id for e in known.events}}
+    close_seqs = [e.seq for e in known.events if e.run_id == "run:task-close"]
+    timeline = rows(known, "run-timeline", run="run:task-close")
+    assert [int(r["seq"] or 0) for r in timeline] == close_seqs
+    done = known.outcome("approved by user:bob (CLI)")
+    waited = known.outcome("irreversible close")
+    assert done.action and done.decision and waited.approval and done.transition
+    graph = rows(known, "run-graph", run="run:task-close")
+    edges = {(r["s"], r["p"], r["o"]) for r in graph if r["p"]}
+    assert (iri("approval", waited.approval.id), C + "authorizes",
+            iri("decision", done.decision.id)) in edges
+    assert (iri("action", done.action.id), C + "authorizedBy",
+            iri("decision", done.decision.id)) in edges
+    status = {(r["s"], r["status"]) for r in graph if r["status"]}
+    assert (iri("transition", done.transition.id), "Committed") in status
+    assert (iri("approval", waited.approval.id), "Approved") in status
+
+
+# --- the command line --------------------------------------------------------------------
+
+
+def test_cli_list_named_json_csv_and_turtle(known: Known) -> None:
+    runner = CliRunner()
+    home = ["--home", str(known.home)]
+    listed = runner.invoke(app, ["query", "--list", "--format", "json", *home])
+    assert listed.exit_code == 0, listed.output
+    assert "why-allowed" in listed.output and "question" in listed.output
+    lie = known.outcome("tool lies about success")
+    assert lie.action is not None
+    out = runner.invoke(app, ["query", "why-allowed", "--param", f"action={lie.action.id}",
+                              "--format", "json", *home])
+    assert out.exit_code == 0, out.output
+    import json
+    doc = json.loads(out.output)
+    assert doc["head"]["vars"][0] == "action"
+    assert doc["results"]["bindings"][0]["verdict"]["value"] == C + "Allow"
+    csv = runner.invoke(app, ["query", "denied-proposals", "--format", "csv", *home])
+    assert csv.output.splitlines()[0].startswith("agent,proposal,run,decision")
+    ttl = runner.invoke(app, ["query", "--sparql", "CONSTRUCT { ?d a <urn:x:D> } WHERE "
+                              "{ ?d a <https://w3id.org/cradle#Decision> }", *home])
+    assert ttl.exit_code == 0 and "<urn:x:D>" in ttl.output
+    table = runner.invoke(app, ["query", "task-effects", "-p", "task=task-lie", *home])
+    assert table.exit_code == 0 and "task-effects (1 rows)" in table.output
+
+
+def test_cli_file_params_ask_and_refusals(known: Known, tmp_path: Path) -> None:
+    runner = CliRunner()
+    home = ["--home", str(known.home)]
+    rq = tmp_path / "q.rq"
+    rq.write_text("SELECT ?reason WHERE { ?d <https://w3id.org/cradle#reason> ?reason }")
+    denied = known.outcome("credit above the limit")
+    assert denied.decision is not None
+    reason = denied.decision.reasons[0]
+    hit = runner.invoke(app, ["query", "--file", str(rq), "-p", f"reason={reason}",
+                              "--format", "tsv", *home])
+    assert hit.exit_code == 0 and len(hit.output.splitlines()) == 2
+    miss = runner.invoke(app, ["query", "--file", str(rq), "-p", 'reason=a"} {',
+                               "--format", "tsv", *home])
+    assert miss.exit_code == 0 and len(miss.output.splitlines()) == 1
+    no = runner.invoke(app, ["query", "--sparql", "ASK { ?s <urn:x:none> ?o }", *home])
+    assert no.exit_code == 1 and "false" in no.output
+    svc = runner.invoke(app, ["query", "--sparql",
+                              "SELECT * WHERE { SERVICE <http://example.org/> { ?s ?p ?o } }",
+                              *home])
+    assert svc.exit_code == 2 and "refused" in svc.output
+    bad = runner.invoke(app, ["query", "--sparql", "SELECT * WHERE { ?s ?p }", *home])
+    assert bad.exit_code == 2 and "does not parse" in bad.output
+    both = runner.invoke(app, ["query", "why-allowed", "--sparql", "ASK {}", *home])
+    assert both.exit_code == 2
+
+
+def test_queries_dir_is_the_repository_folder() -> None:
+    assert (QUERIES_DIR / "why-allowed.rq").is_file()
+
+
+def test_a_busy_store_falls_back_to_the_journal(known: Known) -> None:
+    gc.collect()  # tracebacks of earlier CLI errors keep a store alive until collected
+    held = GraphStore(known.home / "graph")  # held: the command projects the journal
+    try:
+        out = CliRunner().invoke(app, ["query", "runs", "--format", "csv", "--home",
+                                       str(known.home)])
+    finally:
+        held.close()
+    assert "busy" in out.output
+    assert out.exit_code == 0, out.output
+    with Journal(known.home / "journal.sqlite") as journal:
+        expected = set(journal.run_ids())
+    listed = [ln for ln in out.output.splitlines() if ln.startswith("https://")]
+    assert {ln.split(",")[0] for ln in listed} == {graph_iri(r) for r in expected}

@@ -5,7 +5,13 @@ Loaded by path under a synthetic package name: every import inside the pack is r
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import yaml
+
 PACK_ID = "infra.uptimeharbor"
-PACK_VERSION = "1.0.0"
+#: the manifest's version (one source of truth: a copied pack that bumps it says so)
+PACK_VERSION = str(yaml.safe_load(
+    (Path(__file__).resolve().parent / "manifest.yaml").read_text(encoding="utf-8"))["version"])
 
 __all__ = ["PACK_ID", "PACK_VERSION"]

@@ -71,29 +71,53 @@ def policy_version() -> str:
     return _loaded()[3]
 
 
+#: the role a principal's groups give it, in the core's request shape (``principal.role``)
+GROUP_ROLES = {"production-deployers": "production-deployer"}
+
+
+def role_of(principal: Principal) -> str:
+    for group in principal.groups:
+        if group in GROUP_ROLES:
+            return GROUP_ROLES[group]
+    return "sre-agent" if principal.kind == "Agent" else principal.kind.lower()
+
+
 def authorize(
     principal: Principal, action: str, env: str, context: Mapping[str, Any] | None = None
 ) -> PolicyDecision:
-    """Evaluate ``principal`` doing ``action`` on environment ``env``."""
+    """Evaluate ``principal`` doing ``action`` on environment ``env``.
+
+    The request has the shape the core's gate 1 sends (tool id ``infra.<action>``, the
+    environment in the context, the change in ``context.arguments``); a recorded staging
+    verification (``staging_verified``) is cited as ``arguments.staging_verification``.
+    """
     policies, schema, annotations, version = _loaded()
     tier = ENV_TIERS.get(env)
     if tier is None:
         return PolicyDecision(False, [], False, [f"unknown environment `{env}`"], version)
+    ctx = dict(context or {})
+    tool = f"infra.{action}"
+    read_only = action in ("detect_outage", "run_tests", "lookup")
+    arguments: dict[str, Any] = {"env": env}
+    if not read_only:
+        arguments.update({k: str(ctx[k]) for k in ("commit", "incident_id") if k in ctx})
+        if ctx.get("staging_verified"):
+            arguments["staging_verification"] = "recorded"
+    role = role_of(principal)
     entities: list[dict[str, Any]] = [
-        {
-            "uid": {"type": principal.kind, "id": principal.id},
-            "attrs": {},
-            "parents": [{"type": "Group", "id": g} for g in principal.groups],
-        },
-        *({"uid": {"type": "Group", "id": g}, "attrs": {}, "parents": []}
-          for g in principal.groups),
-        {"uid": {"type": "Environment", "id": env}, "attrs": {"tier": tier}, "parents": []},
+        {"uid": {"type": "Agent", "id": principal.id},
+         "attrs": {"role": role, "tenant": "default"}, "parents": []},
     ]
     request: dict[str, Any] = {
-        "principal": {"type": principal.kind, "id": principal.id},
-        "action": {"type": "Action", "id": action},
-        "resource": {"type": "Environment", "id": env},
-        "context": dict(context or {}),
+        "principal": {"type": "Agent", "id": principal.id},
+        "action": {"type": "Action", "id": tool},
+        "resource": {"type": "Resource", "id": f"harbor:{env}"},
+        "context": {
+            "tool": tool, "side_effect_class": "read_only" if read_only else "compensable",
+            "environment": env, "declared_risk": "low", "tenant": "default", "task_id": "",
+            "on_behalf_of": "", "role": role, "dry_run": False, "evidence_count": 0,
+            "arguments": arguments,
+        },
     }
     result = cedarpy.is_authorized(request, policies, entities, schema)
     ids = [annotations.get(r, {}).get("id", r) for r in result.diagnostics.reasons]

@@ -18,14 +18,18 @@ Guarantees (each has a test that tries to break it):
 
 What an approval authorizes:
 
-* **once** (the default): exactly one execution of the exact action (its digest), by a
-  proposer the approver is not excluded for;
+* **once** (the default): exactly one execution of the exact action (its digest), in
+  the run that asked for it, by a proposer the approver is not excluded for;
 * **within a scope** (``--scope S``): the approver must hold scope ``S`` (or ``*``); the
-  approval is reusable — it authorizes the *same action digest* any number of times
-  (other runs, other attempts, other proposers the approver is not excluded for) until
-  its expiry, or until revoked by the policy changing. It never authorizes a different
-  digest: change one argument and a new approval is needed;
-* **until T** (``--until T``): reusable for the same digest, and nothing at or after T.
+  approval is reusable — it authorizes the *same action digest* any number of times in
+  the run that asked for it (other steps, other attempts, other proposers the approver is
+  not excluded for) until its expiry. It never authorizes a different digest: change one
+  argument and a new approval is needed;
+* **until T** (``--until T``): reusable in the same way, and nothing at or after T.
+
+An approval never leaves its run: the approval is bound to the Decision that asked for
+it, and the run's graph must show the approval behind every irreversible action the
+run executed (integrity rule 2), so another run asks for its own.
 
 The exclusions are checked against the approval's request *and* against each proposer
 that wants to use it, so a reusable approval cannot become a self-approval.
@@ -97,9 +101,9 @@ class ApprovalBook:
     def for_digest(self, digest: str) -> list[ApprovalState]:
         return list(_fold(self.journal.events_for_subject("approval:" + digest)).values())
 
-    def usable(self, digest: str, now: datetime, proposer: str, *,
+    def usable(self, digest: str, now: datetime, proposer: str, *, run_id: str,
                also_excluded: Collection[str] = ()) -> HumanApproval | None:
-        """An approved, unexpired, unconsumed approval of this exact action, if any.
+        """An approved, unexpired, unconsumed approval of this exact action in this run.
 
         ``also_excluded``: identities that may not approve *this* use (the proposer's
         principal, on whose behalf it acts) besides those excluded at request time.
@@ -107,6 +111,8 @@ class ApprovalBook:
         for st in self.for_digest(digest):
             a = st.approval
             if a.status is not ApprovalStatus.APPROVED or a.approver_id is None:
+                continue
+            if a.run_id != run_id:  # INVARIANT: an approval never leaves its run
                 continue
             if (a.approver_id in st.excluded or a.approver_id == proposer
                     or a.approver_id in also_excluded):

@@ -261,7 +261,7 @@ class Recovery:
         if found is not None:
             return self._verify(d, spec, found, "reconciled",
                                 "the lookup found the effect of the key; verified")
-        if none and spec.side_effect_class is not SideEffectClass.READ_ONLY:
+        if none:
             return self._human(d, "reconcile_idempotency_none",
                                f"the lookup has no trace of the key, but `{spec.ref}` is of "
                                "idempotency class `none`: it is never replayed by itself")

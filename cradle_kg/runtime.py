@@ -308,7 +308,7 @@ class Runtime:
         now = self.clock()
         run_id = proposal.effective_run_id
         self._activate_policies(run_id, now)
-        gate = Gate1(self._gate_input(now)).run(proposal)
+        gate = Gate1(self._gate_input(now, run_id=run_id)).run(proposal)
         decision = self._decision(proposal, gate, now)
         base = [
             NewEvent(run_id=run_id, kind="proposal.received", subject=proposal.id,
@@ -336,14 +336,15 @@ class Runtime:
             return outcome
         return self._execute(proposal, gate, decision, base, now)
 
-    def _gate_input(self, now: datetime) -> GateInput:
+    def _gate_input(self, now: datetime, *, run_id: str) -> GateInput:
         return GateInput(
             config=self.config, tools=self.tools, policies=self.policies, journal=self.journal,
             validators=self.validators, pack_versions=tuple(self.pack_versions),
             evidence_exists=self.evidence.exists,
             evidence_collected_at=self._evidence_collected_at,
             approval_available=lambda d, t, who: self.approvals.usable(
-                d, t, who, also_excluded=self._excluded_for_agent(who)) is not None,
+                d, t, who, run_id=run_id,
+                also_excluded=self._excluded_for_agent(who)) is not None,
             now=now,
         )
 
@@ -496,7 +497,7 @@ class Runtime:
         action = self._action(proposal, gate, now, executed=True)
         before = list(base)
         approval = self.approvals.usable(gate.action_digest, now, proposal.agent_id,
-                                         also_excluded=self._excluded(proposal))
+                                         run_id=run_id, also_excluded=self._excluded(proposal))
         if approval is None and _approval_was_needed(gate):
             # the approval gate 1 saw was consumed or expired since: ask again
             return self._await_approval(proposal, gate, decision, base, now)
@@ -770,7 +771,8 @@ class Runtime:
             a = st.approval
             if a.run_id != run_id or a.status is not ApprovalStatus.APPROVED:
                 continue
-            if self.approvals.usable(a.action_digest, self.clock(), a.requested_by) is None:
+            if self.approvals.usable(a.action_digest, self.clock(), a.requested_by,
+                                     run_id=run_id) is None:
                 continue
             outcomes.append(self.submit(self._requested_proposal(a)))
         if not outcomes and run_id not in self.journal.run_ids():

@@ -1,0 +1,302 @@
+"""Human approvals: each guarantee has a test that tries to break it, and fails to."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cradle_kg import OutcomeStatus, Runtime
+from cradle_kg.approvals import token_hash
+from cradle_kg.config import Approver
+from cradle_kg.demo.ledger import Ledger
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER
+from cradle_kg.errors import ApprovalError
+from cradle_kg.records import Agent, ApprovalStatus, Permission
+from cradle_kg.runs import show_run
+
+from .conftest import make_config, proposal
+
+BOB = DEMO_TOKENS[APPROVER]
+REPO = Path(__file__).resolve().parents[1]
+#: an approver who may approve only within scope `payments`
+CAROL = Approver(id="user:carol", scopes=("payments",), token_hash=token_hash("carol"))
+#: the agent can try to approve its own action with a valid token
+SELF = Approver(id=AGENT, token_hash=token_hash("agent"))
+#: an agent acting for bob, the approver: bob's approvals never cover its actions
+BOBS_AGENT = Agent(id="agent:bobs", acts_for=APPROVER, permitted_scopes=("ledger:admin",))
+
+
+def _config() -> Any:
+    base = make_config()
+    return base.model_copy(update={
+        "approvers": (*base.approvers, CAROL, SELF),
+        "agents": (*base.agents, BOBS_AGENT),
+        "permissions": (*base.permissions, Permission(
+            subject=BOBS_AGENT.id, action_type="demo.ledger.*", resource_selector="ledger:*")),
+    })
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def art(home: Path, clock: Clock) -> Iterator[Runtime]:
+    (home / "config.json").write_text(_config().model_dump_json())
+    runtime = Runtime(home, clock=clock)
+    yield runtime
+    runtime.close()
+
+
+def close(pid: str, account: str = "acct-9", *, task: str | None = None,
+          agent: str = AGENT, **extra: Any) -> dict[str, Any]:
+    return proposal(pid, "demo.ledger.close_account", {"account": account},
+                    task_id=task or "task-" + pid, agent=agent, **extra)
+
+
+def closes(home: Path) -> list[str]:
+    return [k for k, op in Ledger(home / "demo-ledger" / "ledger.sqlite").applied_calls()
+            if op == "close"]
+
+
+def _wait(rt: Runtime, pid: str, **kw: Any) -> str:
+    out = rt.submit(close(pid, **kw))
+    assert out.status is OutcomeStatus.AWAITING_APPROVAL and out.approval is not None
+    return out.approval.id
+
+
+def test_self_approval_is_refused(art: Runtime) -> None:
+    aid = _wait(art, "p")
+    for who, token in ((AGENT, "agent"), (REQUESTER, DEMO_TOKENS[REQUESTER])):
+        with pytest.raises(ApprovalError, match="cannot approve"):
+            art.decide_approval(aid, approver_id=who, token=token,
+                                status=ApprovalStatus.APPROVED)
+    assert art.approvals.get(aid).approval.status is ApprovalStatus.PENDING
+    refused = art.journal.events_of_kind("approval.refused")
+    assert [e.actor for e in refused] == [AGENT, REQUESTER]
+    assert closes(art.home.root) == []
+
+
+def test_a_reusable_approval_never_covers_the_approvers_own_agent(art: Runtime,
+                                                                   clock: Clock) -> None:
+    aid = _wait(art, "p")
+    art.decide_approval(aid, approver_id=APPROVER, token=BOB, status=ApprovalStatus.APPROVED,
+                        once=False, until=clock.now + timedelta(hours=1))
+    # same exact action in the same run, proposed by an agent that acts for bob: not covered
+    out = art.submit(close("p-bobs", agent=BOBS_AGENT.id, task="task-p", attempt=1))
+    assert out.status is OutcomeStatus.AWAITING_APPROVAL
+    assert len(closes(art.home.root)) == 1
+
+
+def test_approve_once_is_consumed_by_the_first_execution(art: Runtime) -> None:
+    aid = _wait(art, "p1")
+    _, first = art.decide_approval(aid, approver_id=APPROVER, token=BOB,
+                                   status=ApprovalStatus.APPROVED, once=True)
+    assert first is not None and first.status is OutcomeStatus.EXECUTED
+    assert art.approvals.get(aid).approval.consumed
+    # the same exact action again in the same run (a new attempt): the approval is spent
+    second = art.submit(close("p1", attempt=1))
+    assert second.status is OutcomeStatus.AWAITING_APPROVAL
+    assert second.approval is not None and second.approval.id != aid
+    assert len(closes(art.home.root)) == 1
+    assert len(art.journal.events_of_kind("approval.consumed")) == 1
+
+
+RACER = """
+import json, sys, time
+from pathlib import Path
+from cradle_kg import Runtime
+home, pid, attempt = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+rt = Runtime(home)
+(home / f"ready-{pid}").touch()
+while not (home / "go").exists():
+    time.sleep(0.001)
+p = {"id": pid, "task_id": "task-p0", "attempt": attempt, "agent_id": "agent:ledger-assistant",
+     "action": {"action_type": "demo.ledger.close_account", "target": "ledger:acct-9",
+                "arguments": {"account": "acct-9"}}}
+print(rt.submit(p).status.value)
+"""
+
+
+def test_approve_once_raced_by_two_processes_executes_once(art: Runtime, home: Path) -> None:
+    aid = _wait(art, "p0")
+    art.decide_approval(aid, approver_id=APPROVER, token=BOB, status=ApprovalStatus.APPROVED,
+                        once=True, resume=False)
+    env = {k: v for k, v in os.environ.items() if k != "CRADLE_CRASH_AT"}
+    # two attempts of the approved action in its run, two keys, one approve-once
+    racers = [subprocess.Popen([sys.executable, "-c", RACER, str(home), f"r{i}", str(i + 1)],
+                               stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
+              for i in range(2)]
+    try:
+        while not all((home / f"ready-r{i}").exists() for i in range(2)):
+            assert all(r.poll() is None for r in racers)
+        (home / "go").touch()
+        results = sorted(r.communicate(timeout=120)[0].strip() for r in racers)
+    finally:
+        for r in racers:
+            if r.poll() is None:
+                r.kill()
+    assert results == ["awaiting_approval", "executed"]
+    assert len(closes(home)) == 1
+    assert len(art.journal.events_of_kind("approval.consumed")) == 1
+
+
+def test_an_expiry_in_the_past_is_refused(art: Runtime, clock: Clock) -> None:
+    aid = _wait(art, "p")
+    with pytest.raises(ApprovalError, match="already past"):
+        art.decide_approval(aid, approver_id=APPROVER, token=BOB,
+                            status=ApprovalStatus.APPROVED, until=clock.now - timedelta(1))
+    assert art.journal.events_of_kind("approval.refused")[0].payload["reason"] == (
+        "the expiry time is already past")
+
+
+def test_an_approval_that_expires_before_execution_is_not_used(art: Runtime,
+                                                               clock: Clock) -> None:
+    aid = _wait(art, "p")
+    approval, _ = art.decide_approval(aid, approver_id=APPROVER, token=BOB,
+                                      status=ApprovalStatus.APPROVED, once=False,
+                                      until=clock.now + timedelta(hours=1), resume=False)
+    assert approval.expires_at is not None
+    clock.now += timedelta(hours=2)  # the run resumes too late
+    assert art.resume("run:task-p") == []
+    out = art.submit(close("p"))
+    assert out.status is OutcomeStatus.AWAITING_APPROVAL
+    assert closes(art.home.root) == []
+
+
+def test_an_approval_does_not_authorize_a_different_action(art: Runtime) -> None:
+    aid = _wait(art, "p", account="acct-9")
+    art.decide_approval(aid, approver_id=APPROVER, token=BOB, status=ApprovalStatus.APPROVED,
+                        once=False, scope="account_closure", resume=False)
+    other = art.submit(close("p", account="acct-8"))  # same run, one argument changed
+    assert other.status is OutcomeStatus.AWAITING_APPROVAL
+    assert other.approval is not None and other.approval.action_digest != (
+        art.approvals.get(aid).approval.action_digest)
+    assert closes(art.home.root) == []
+
+
+def test_approvers_are_authenticated(art: Runtime) -> None:
+    aid = _wait(art, "p")
+    with pytest.raises(ApprovalError, match="not a configured approver"):
+        art.decide_approval(aid, approver_id="user:mallory", token="x",
+                            status=ApprovalStatus.APPROVED)
+    with pytest.raises(ApprovalError, match="does not authenticate"):
+        art.decide_approval(aid, approver_id=APPROVER, token="demo-token-guess",
+                            status=ApprovalStatus.APPROVED)
+    assert [e.payload["claimed_approver"] for e in
+            art.journal.events_of_kind("approval.refused")] == ["user:mallory", APPROVER]
+    assert art.approvals.get(aid).approval.status is ApprovalStatus.PENDING
+
+
+def test_request_view_decision_and_delay_are_journaled(art: Runtime, clock: Clock) -> None:
+    aid = _wait(art, "p")
+    clock.now += timedelta(minutes=5)
+    art.view_approval(aid, viewer=APPROVER)
+    clock.now += timedelta(minutes=10)
+    art.decide_approval(aid, approver_id=APPROVER, token=BOB, status=ApprovalStatus.APPROVED)
+    digest = art.approvals.get(aid).approval.action_digest
+    trail = art.journal.events_for_subject("approval:" + digest)
+    assert [e.kind for e in trail] == ["approval.requested", "approval.viewed",
+                                       "approval.decided", "approval.consumed"]
+    assert trail[1].actor == APPROVER and trail[2].actor == APPROVER
+    assert trail[2].payload["delay_seconds"] == 15 * 60
+    assert art.journal.verify().intact
+
+
+@pytest.mark.parametrize(("status", "ended", "word"), [
+    (ApprovalStatus.REJECTED, "denied", "rejected"),
+    (ApprovalStatus.CHANGES_REQUESTED, "repair", "changes requested"),
+])
+def test_reject_and_request_changes_end_the_wait(art: Runtime, status: ApprovalStatus,
+                                                 ended: str, word: str) -> None:
+    aid = _wait(art, "p")
+    approval, outcome = art.decide_approval(aid, approver_id=APPROVER, token=BOB,
+                                            status=status, reason="wrong account")
+    assert approval.status is status and outcome is None
+    summary, events = show_run(art.journal, "run:task-p")
+    assert summary.status == ended
+    last = [e for e in events if e.kind == "run.outcome"][-1].payload["outcome"]
+    assert last["reasons"] == [f"{word} by `{APPROVER}`: wrong account"]
+    assert art.resume("run:task-p") == []
+    with pytest.raises(ApprovalError, match="already"):
+        art.decide_approval(aid, approver_id=APPROVER, token=BOB,
+                            status=ApprovalStatus.APPROVED)
+    assert closes(art.home.root) == []
+
+
+def cli(*args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CRADLE_CRASH_AT",
+                                                             "CRADLE_APPROVER_TOKEN")}
+    if token:
+        env["CRADLE_APPROVER_TOKEN"] = token
+    return subprocess.run([sys.executable, "-m", "cradle_kg", *args], capture_output=True,
+                          text=True, env=env, timeout=120, check=False, cwd=REPO)
+
+
+def test_a_waiting_run_survives_the_process_and_continues_after_a_cli_approval(
+        home: Path) -> None:
+    with Runtime(home) as rt:  # the process that submitted goes away: nothing waits in it
+        aid = _wait(rt, "p")
+    done = cli("approvals", "approve", aid, "--as", APPROVER, "--home", str(home), token=BOB)
+    assert done.returncode == 0, done.stderr
+    assert "continued: executed" in done.stdout
+    assert len(closes(home)) == 1
+    runs = json.loads(cli("runs", "list", "--home", str(home), "--format", "json").stdout)
+    assert {r["run_id"]: r["status"] for r in runs}["run:task-p"] == "executed"
+
+
+def test_a_waiting_run_resumes_from_a_new_process_with_runs_resume(home: Path) -> None:
+    with Runtime(home) as rt:
+        aid = _wait(rt, "p")
+    with Runtime(home) as rt:  # approved where the run could not continue by itself
+        rt.decide_approval(aid, approver_id=APPROVER, token=BOB,
+                           status=ApprovalStatus.APPROVED, resume=False)
+    assert closes(home) == []
+    done = cli("runs", "resume", "run:task-p", "--home", str(home))
+    assert done.returncode == 0, done.stderr
+    assert [o["status"] for o in json.loads(done.stdout)] == ["executed"]
+    assert len(closes(home)) == 1
+    again = cli("runs", "resume", "run:task-p", "--home", str(home))
+    assert json.loads(again.stdout) == []  # the approve-once is spent
+    assert len(closes(home)) == 1
+
+
+def test_scope_is_checked_and_a_scoped_approval_covers_the_same_action_until_expiry(
+        art: Runtime, clock: Clock) -> None:
+    aid = _wait(art, "p1")
+    with pytest.raises(ApprovalError, match="scope `account_closure`"):
+        art.decide_approval(aid, approver_id=CAROL.id, token="carol",
+                            status=ApprovalStatus.APPROVED, scope="account_closure")
+    _, first = art.decide_approval(aid, approver_id=APPROVER, token=BOB,
+                                   status=ApprovalStatus.APPROVED, once=False,
+                                   scope="account_closure",
+                                   until=clock.now + timedelta(hours=1))
+    assert first is not None and first.status is OutcomeStatus.EXECUTED
+    # the same exact action again in its run: covered, again and again, until the expiry
+    for attempt in (1, 2):
+        again = art.submit(close("p1", attempt=attempt))
+        assert again.status is OutcomeStatus.EXECUTED and not again.replayed
+    assert len(closes(art.home.root)) == 3
+    assert art.approvals.get(aid).approval.scope == "account_closure"
+    # ... never in another run, which asks for its own approval
+    assert art.submit(close("p-other-run")).status is OutcomeStatus.AWAITING_APPROVAL
+    clock.now += timedelta(hours=1)
+    assert art.submit(close("p1", attempt=3)).status is OutcomeStatus.AWAITING_APPROVAL
+    assert len(closes(art.home.root)) == 3

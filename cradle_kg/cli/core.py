@@ -38,7 +38,7 @@ def open_journal(home: Path | None) -> Journal:
 
 def demo(home: HomeOpt = None) -> None:
     """Run the end-to-end demo on the embedded default (SQLite journal + graph store)."""
-    from ..demo.scenario import DEMO_TOKENS, run_demo
+    from ..demo.scenario import DEMO_TOKENS, PILOTS, run_demo
 
     root = resolve_home(home)
     try:
@@ -48,18 +48,19 @@ def demo(home: HomeOpt = None) -> None:
     rows = []
     for step in steps:
         o = step.outcome
-        mark = "ok" if o.status.value == step.expectation else "UNEXPECTED"
-        rows.append([mark, step.name, o.status.value + (" (replayed)" if o.replayed else ""),
-                     o.proposal_id, step.note])
-    table(f"cradle-kg demo - home {root}", ["", "step", "outcome", "proposal", "why"], rows)
+        rows.append(["ok" if step.ok else "UNEXPECTED", step.name,
+                     o.status.value + (" (replayed)" if o.replayed else ""), step.note])
+    table(f"cradle-kg demo - home {root}", ["", "step", "outcome", "why"], rows)
     with open_journal(root) as journal:
         report = journal.verify()
     console.print(f"journal: {report.events} events, head {report.head_hash[:23]}..., "
                   f"chain {'intact' if report.intact else 'BROKEN'}", highlight=False)
     console.print(f"demo approver tokens (demo only): {DEMO_TOKENS}", highlight=False)
+    packs = " ".join(f"--pack {p}" for p in PILOTS)
     console.print(f"next: cradle-kg audit verify --home {root}  |  "
-                  f"cradle-kg runs list --home {root}", highlight=False)
-    if any(s.outcome.status.value != s.expectation for s in steps) or not report.intact:
+                  f"cradle-kg runs list --home {root}  |  "
+                  f"cradle-kg validate --all {packs} --home {root}", highlight=False)
+    if not all(s.ok for s in steps) or not report.intact:
         raise typer.Exit(1)
 
 

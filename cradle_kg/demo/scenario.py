@@ -11,22 +11,39 @@ Five moments, each one of the paper's separations made visible:
    approves it from the CLI (a real ``cradle-kg approvals approve`` process), and the
    run continues by itself: executed and verified.
 
+Then the two pilot packs, loaded through the pack registry like any third-party pack
+(the home's config names them, so every decision records ``pack-id@version``):
+
+6. ``customs.hs-router`` (paper §11): the paper's UAV → ``needs_clarification`` with
+   exactly its missing facts; a complete line → classified and filed (read back from the
+   declarations store); a dual-use line → filing waits for a customs officer, who
+   approves it;
+7. ``infra.uptimeharbor`` (paper §12), on real processes: outage → fixes → tests as
+   observations → staging → production under an explicit permit and a human approval →
+   independent post-deploy verification → incident resolved; then a fix that only works
+   in staging fails its post-deploy check in production and is rolled back by the
+   runtime's compensation. Every service process is stopped at the end.
+
 The demo identities' tokens are printed: they are demo tokens, in a demo home.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..approvals import token_hash
 from ..config import Approver, Limit, RuntimeConfig, save_config
-from ..records import Agent, Outcome, Permission
+from ..packs.loader import Pack
+from ..packs.registry import PackRegistry
+from ..records import Agent, Outcome, OutcomeStatus, Permission
 from ..runtime import Runtime
 from .ledger import Ledger
 from .tools import ledger_for
@@ -37,6 +54,10 @@ APPROVER = "user:bob"
 #: demo-only tokens; a real home gets its approvers' token hashes from its operators
 DEMO_TOKENS = {APPROVER: "demo-token-bob", REQUESTER: "demo-token-alice"}
 PLUGIN = "cradle_kg.demo.tools:register"
+#: the pilot packs the demo runs, through the same registry a third-party pack uses
+PILOTS = ("customs.hs-router", "infra.uptimeharbor")
+#: the paper's §11 example, exactly
+PAPER_MISSING_FACTS = ("maximum_takeoff_weight", "maximum_range")
 
 
 @dataclass(frozen=True)
@@ -45,6 +66,12 @@ class DemoStep:
     expectation: str
     outcome: Outcome
     note: str
+    #: a further condition of the step (e.g. the exact missing facts) besides its status
+    holds: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome.status.value == self.expectation and self.holds
 
 
 def demo_config() -> RuntimeConfig:
@@ -62,12 +89,30 @@ def demo_config() -> RuntimeConfig:
     )
 
 
-def prepare_home(home: Path, *, fresh: bool = True) -> None:
+def prepare_home(home: Path, *, fresh: bool = True,
+                 config: RuntimeConfig | None = None) -> None:
     if fresh and home.exists():
         shutil.rmtree(home)
     (home / "policies").mkdir(parents=True, exist_ok=True)
     shutil.copy(Path(__file__).parent / "policies" / "demo.cedar", home / "policies")
-    save_config(home / "config.json", demo_config())
+    save_config(home / "config.json", config if config is not None else demo_config())
+
+
+def pilot_packs(home: Path) -> dict[str, Pack]:
+    registry = PackRegistry.discover(home)
+    return {ref: registry.get(ref) for ref in PILOTS}
+
+
+def pilots_config(packs: dict[str, Pack]) -> RuntimeConfig:
+    """The ledger demo's config plus each pilot's identities (from the pack's adapters),
+    and the pilots named in ``packs`` so every runtime on the home loads them."""
+    config = demo_config()
+    for pack in packs.values():
+        identities: Callable[[], RuntimeConfig] = pack.resolve("adapters:identities")
+        merge: Callable[[RuntimeConfig, RuntimeConfig], RuntimeConfig] = pack.resolve(
+            "adapters:merged")
+        config = merge(config, identities())
+    return config.model_copy(update={"packs": tuple(p.ref for p in packs.values())})
 
 
 def _proposal(pid: str, tool: str, arguments: dict[str, Any], *, task: str) -> dict[str, Any]:
@@ -89,8 +134,9 @@ def _approve_from_cli(home: Path, approval_id: str) -> str:
     return done.stdout
 
 
-def run_demo(home: Path) -> list[DemoStep]:
-    prepare_home(home)
+def run_demo(home: Path, *, pilots: bool = True) -> list[DemoStep]:
+    packs = pilot_packs(home) if pilots else {}
+    prepare_home(home, config=pilots_config(packs) if pilots else None)
     steps: list[DemoStep] = []
     with Runtime(home) as rt:
         first = _proposal("p-credit-250", "demo.ledger.credit",
@@ -120,7 +166,92 @@ def run_demo(home: Path) -> list[DemoStep]:
             raise RuntimeError("the approved action did not run")
         steps.append(DemoStep("approved by user:bob (CLI)", "executed", after,
                               "second identity approved once; the run continued by itself"))
+    if pilots:
+        with Runtime(home) as rt:
+            steps.extend(_customs_steps(rt, packs["customs.hs-router"]))
+            steps.extend(_infra_steps(rt, packs["infra.uptimeharbor"]))
+        leaked = service_processes(home)
+        if leaked:
+            raise RuntimeError(f"service processes outlived the demo: {leaked}")
     return steps
+
+
+def _example_input(pack: Pack, prefix: str) -> dict[str, Any]:
+    (path,) = (p for p in pack.example_files() if p.name.startswith(prefix))
+    raw: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return dict(raw.get("input", raw))
+
+
+def _customs_steps(rt: Runtime, pack: Pack) -> list[DemoStep]:
+    line = pack.resolve("adapters:governed_line")
+    approve = pack.resolve("adapters:approve_finalization")
+    out: list[DemoStep] = []
+    paper, clarify, _ = line(rt, {**_example_input(pack, "01_"), "task": "customs-paper-uav"})
+    missing = tuple(clarify.decision.missing_facts) if clarify.decision else ()
+    out.append(DemoStep("customs: paper §11 UAV", "needs_clarification", clarify,
+                        "missing " + ", ".join(missing) + "; candidates "
+                        + " ".join(paper["candidate_hs_codes"]),
+                        holds=missing == PAPER_MISSING_FACTS))
+    done, classified, filed = line(rt, {**_example_input(pack, "03_"),
+                                        "task": "customs-quadcopter"})
+    out.append(DemoStep("customs: complete line: classify", "executed", classified,
+                        f"classified {done['hs_code']}: an observation"))
+    if filed is not None:
+        out.append(DemoStep("customs: finalize", "executed", filed,
+                            f"filed {done['hs_code']}; read back, 3 pack verifiers"))
+    dual, _, waiting = line(rt, {**_example_input(pack, "09_"), "task": "customs-dual-use"})
+    if waiting is not None:
+        out.append(DemoStep("customs: dual-use: finalize", "awaiting_approval", waiting,
+                            "permits " + ", ".join(dual["permits_required"])
+                            + ": `restricted-goods-routing`"))
+        if waiting.status is OutcomeStatus.AWAITING_APPROVAL:
+            out.append(DemoStep("customs: approved by customs officer", "executed",
+                                approve(rt, waiting), "second identity; filing verified"))
+    return out
+
+
+def _infra_steps(rt: Runtime, pack: Pack) -> list[DemoStep]:
+    scenario = pack.resolve("adapters:scenario")
+    out: list[DemoStep] = []
+    for variant, label, world in (("success", "infra", "demo-success"),
+                                  ("staging_only_fix", "infra (rollback)", "demo-rollback")):
+        result = scenario(rt, variant=variant, world=world)
+        for step in result["steps"]:
+            out.append(DemoStep(f"{label}: {step['step']}", step["expected"],
+                                step["outcome_record"], step["note"] or _why(step)))
+        final = result["incident_status"]
+        out[-1] = DemoStep(out[-1].name, out[-1].expectation, out[-1].outcome,
+                           f"{out[-1].note}; incident {final}, production runs "
+                           f"`{result['production_commit']}`",
+                           holds=final == ("resolved" if variant == "success" else "escalated"))
+    return out
+
+
+def _why(step: dict[str, Any]) -> str:
+    if step["codes"] and step["outcome"] == "denied":
+        return ", ".join(step["codes"])
+    if step["policy_ids"]:
+        return "permit " + ", ".join(step["policy_ids"])
+    return ""
+
+
+def service_processes(home: Path) -> list[int]:
+    """Live processes whose command line mentions the home (a service left running)."""
+    marker = str(home.resolve())
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            cwd = os.readlink(entry / "cwd")
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        alive = not stat.split(") ", 1)[1].startswith("Z")
+        if alive and "app.py" in cmd and (marker in cmd or cwd.startswith(marker)):
+            found.append(int(entry.name))
+    return found
 
 
 def _executed_action_id(rt: Runtime, waiting: Outcome) -> str:
@@ -138,4 +269,5 @@ def ledger_for_path(home: Path) -> Path:
     return home / "demo-ledger" / "ledger.sqlite"
 
 
-__all__ = ["DEMO_TOKENS", "DemoStep", "ledger_for", "prepare_home", "run_demo"]
+__all__ = ["DEMO_TOKENS", "PILOTS", "DemoStep", "ledger_for", "pilots_config", "prepare_home",
+           "run_demo", "service_processes"]

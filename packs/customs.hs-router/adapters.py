@@ -50,6 +50,7 @@ from cradle_kg.config import Approver, RuntimeConfig
 from cradle_kg.gates.pre import Finding
 from cradle_kg.records import (
     Agent,
+    ApprovalStatus,
     IdempotencyClass,
     Outcome,
     OutcomeStatus,
@@ -440,6 +441,12 @@ def run_example(runtime: Runtime, payload: Mapping[str, Any]) -> dict[str, Any]:
     ``payload`` is a goods line (``description``, ``facts``, ``declared_at``) with optional
     ``task`` (the run's task id), ``declaration_id`` and ``finalize`` (default true).
     """
+    return governed_line(runtime, payload)[0]
+
+
+def governed_line(runtime: Runtime, payload: Mapping[str, Any]
+                  ) -> tuple[dict[str, Any], Outcome, Outcome | None]:
+    """``run_example``'s result, with the classify and finalize outcomes themselves."""
     ensure_identities(runtime)
     line = {k: payload[k] for k in ("description", "facts", "declared_at") if k in payload}
     task = str(payload.get("task") or "customs-" + content_hash(line)[7:19])
@@ -481,5 +488,19 @@ def run_example(runtime: Runtime, payload: Mapping[str, Any]) -> dict[str, Any]:
         "finalized": finalized is not None and finalized.status is OutcomeStatus.EXECUTED,
         "governed": {"classify": _summary(classified), "finalize": _summary(finalized)},
     })
-    return result
+    return result, classified, finalized
+
+
+def approve_finalization(runtime: Runtime, waiting: Outcome, *, approver: str = OFFICER,
+                         token: str | None = None) -> Outcome:
+    """A second identity (the customs officer) approves a restricted-goods filing."""
+    if waiting.approval is None:
+        raise ValueError("this finalization does not await an approval")
+    _approval, resumed = runtime.decide_approval(
+        waiting.approval.id, approver_id=approver,
+        token=token if token is not None else EXAMPLE_TOKENS[approver],
+        status=ApprovalStatus.APPROVED)
+    if resumed is None:
+        raise RuntimeError("the approved finalization did not resume")
+    return resumed
 

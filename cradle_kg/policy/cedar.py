@@ -64,8 +64,10 @@ class PolicyEngine:
     """A parsed, versioned Cedar policy set."""
 
     def __init__(self, sources: Iterable[PolicySource]) -> None:
-        self.sources = tuple(sorted(sources, key=lambda s: s.name))
-        self.version = content_hash([[s.name, s.text] for s in self.sources])
+        self.sources = tuple(sorted(sources, key=lambda s: (Path(s.name).name, s.text)))
+        # the version depends on what the policies say, not on where the home is: file
+        # names without their folders, and texts
+        self.version = content_hash([[Path(s.name).name, s.text] for s in self.sources])
         text = "\n".join(s.text for s in self.sources)
         try:
             self._set = cedarpy.PolicySet.from_str(text)

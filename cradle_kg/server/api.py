@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,6 +56,30 @@ def _outcome(outcome: Outcome | None) -> dict[str, Any] | None:
     return outcome.model_dump(mode="json") if outcome is not None else None
 
 
+def _caller(request: Request,
+            creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Caller:
+    runtime: Runtime = request.app.state.runtime
+    who = authenticate(runtime.home, runtime.config, creds.credentials if creds else "")
+    if who is None:
+        raise HTTPException(401, detail={"error": "unauthenticated",
+                                         "message": "a valid bearer token is required"},
+                            headers={"WWW-Authenticate": "Bearer"})
+    return who
+
+
+Who = Annotated[Caller, Depends(_caller)]
+
+
+def _approver(who: Who) -> Caller:
+    if not who.is_approver:
+        raise HTTPException(403, detail={"error": "forbidden", "message":
+                                         f"`{who.identity}` is not a configured approver"})
+    return who
+
+
+Approver = Annotated[Caller, Depends(_approver)]
+
+
 def make_router(runtime: Runtime) -> APIRouter:
     router = APIRouter(prefix="/api", tags=["runtime API"])
     lock = threading.Lock()
@@ -66,25 +90,6 @@ def make_router(runtime: Runtime) -> APIRouter:
                 return fn()
             except CradleError as exc:
                 raise HTTPException(_status(exc), detail=exc.to_dict()) from exc
-
-    def caller(creds: Annotated[HTTPAuthorizationCredentials | None,
-                                Depends(_bearer)]) -> Caller:
-        who = authenticate(runtime.home, runtime.config, creds.credentials if creds else "")
-        if who is None:
-            raise HTTPException(401, detail={"error": "unauthenticated",
-                                             "message": "a valid bearer token is required"},
-                                headers={"WWW-Authenticate": "Bearer"})
-        return who
-
-    Who = Annotated[Caller, Depends(caller)]
-
-    def approver(who: Who) -> Caller:
-        if not who.is_approver:
-            raise HTTPException(403, detail={"error": "forbidden", "message":
-                                             f"`{who.identity}` is not a configured approver"})
-        return who
-
-    Approver = Annotated[Caller, Depends(approver)]
 
     @router.get("/whoami", summary="The identity a token authenticates")
     def whoami(who: Who) -> dict[str, Any]:

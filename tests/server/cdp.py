@@ -1,0 +1,141 @@
+"""A small Chrome DevTools Protocol client over ``--remote-debugging-pipe``.
+
+No driver library: headless Chromium reads CDP commands from fd 3 and writes replies
+and events to fd 4, each message NUL-terminated JSON. That is all a test needs to open
+pages, evaluate JavaScript and wait for the page to reach a state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def find_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def ensure_chromium() -> str | None:
+    """Chromium's path; installs Debian's package when missing and running as root."""
+    found = find_chromium()
+    if found or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return found
+    subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], check=False,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900)
+    return find_chromium()
+
+
+class Browser:
+    def __init__(self, binary: str) -> None:
+        self.profile = Path(tempfile.mkdtemp(prefix="cradle-chromium-"))
+        to_chrome_r, self._to_chrome = os.pipe()
+        self._from_chrome, from_chrome_w = os.pipe()
+
+        def wire() -> None:  # in the child: its fd 3 reads commands, fd 4 writes replies
+            os.dup2(to_chrome_r, 3)
+            os.dup2(from_chrome_w, 4)
+
+        self.process = subprocess.Popen(
+            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--remote-debugging-pipe", "--no-first-run", "--no-default-browser-check",
+             f"--user-data-dir={self.profile}", "about:blank"],
+            # close_fds would close fds 3 and 4 after `wire` ran; Python's own fds are
+            # non-inheritable (PEP 446), so nothing else leaks into the browser
+            preexec_fn=wire, close_fds=False,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        self._buffer = b""
+        self._next = 0
+        self.session: str | None = None
+
+    def _send(self, method: str, params: dict[str, Any] | None = None,
+              session: str | None = None) -> int:
+        self._next += 1
+        message: dict[str, Any] = {"id": self._next, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        os.write(self._to_chrome, json.dumps(message).encode() + b"\0")
+        return self._next
+
+    def _read(self) -> dict[str, Any]:
+        while b"\0" not in self._buffer:
+            chunk = os.read(self._from_chrome, 1 << 16)
+            if not chunk:
+                raise RuntimeError("chromium closed the debugging pipe")
+            self._buffer += chunk
+        raw, _, self._buffer = self._buffer.partition(b"\0")
+        return dict(json.loads(raw))
+
+    def call(self, method: str, params: dict[str, Any] | None = None, *,
+             page: bool = True) -> dict[str, Any]:
+        ident = self._send(method, params, self.session if page else None)
+        while True:
+            message = self._read()
+            if message.get("id") == ident:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return dict(message.get("result", {}))
+
+    def open(self, url: str) -> None:
+        target = self.call("Target.createTarget", {"url": "about:blank"}, page=False)
+        attached = self.call("Target.attachToTarget",
+                             {"targetId": target["targetId"], "flatten": True}, page=False)
+        self.session = attached["sessionId"]
+        self.call("Page.enable")
+        self.call("Runtime.enable")
+        self.goto(url)
+
+    def goto(self, url: str) -> None:
+        self.call("Page.navigate", {"url": url})
+
+    def js(self, expression: str) -> Any:
+        result = self.call("Runtime.evaluate", {"expression": expression,
+                                                "returnByValue": True, "awaitPromise": True})
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"javascript failed: {result['exceptionDetails']}")
+        return result.get("result", {}).get("value")
+
+    def wait_for(self, expression: str, *, timeout: float = 30.0) -> Any:
+        """Poll a JavaScript expression until it is truthy; returns its value."""
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            with contextlib.suppress(RuntimeError):
+                last = self.js(expression)
+                if last:
+                    return last
+            time.sleep(0.1)
+        raise AssertionError(f"the page never satisfied `{expression}` (last: {last!r})")
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.call("Browser.close", page=False)
+        with contextlib.suppress(Exception):
+            self.process.wait(10)
+        if self.process.poll() is None:
+            self.process.kill()
+        os.close(self._to_chrome)
+        os.close(self._from_chrome)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def browser(binary: str) -> Iterator[Browser]:
+    b = Browser(binary)
+    try:
+        yield b
+    finally:
+        b.close()

@@ -1,0 +1,136 @@
+"""The JSON API on a real server: tokens, submit, approvals, runs.
+
+Agents get a token from ``cradle-kg api-token issue`` (a real CLI process); approvers use
+the token whose hash is in the home's config (the demo's ``demo-token-bob``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER
+
+from .conftest import DemoHome, Server, close_proposal, make_demo_home, start_server, stop_server
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, DemoHome, str]]:
+    home = make_demo_home(tmp_path_factory.mktemp("api") / "home")
+    issued = subprocess.run([sys.executable, "-m", "cradle_kg", "api-token", "issue", AGENT,
+                             "--home", str(home.path)], capture_output=True, text=True,
+                            check=True)
+    token = issued.stdout.strip()
+    assert token.startswith("ck_")
+    srv = start_server(["--home", str(home.path)], tmp_path_factory.mktemp("alog") / "a.log",
+                       home.path)
+    yield srv, home, token
+    stop_server(srv)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_tokens_identify_callers(api: tuple[Server, DemoHome, str]) -> None:
+    srv, home, agent_token = api
+    assert httpx.get(srv.url + "/api/runs").status_code == 401
+    assert httpx.get(srv.url + "/api/runs", headers=bearer("wrong")).status_code == 401
+    me = httpx.get(srv.url + "/api/whoami", headers=bearer(agent_token)).json()
+    assert me == {"identity": AGENT, "roles": ["agent"]}
+    bob = httpx.get(srv.url + "/api/whoami", headers=bearer(DEMO_TOKENS[APPROVER])).json()
+    assert bob == {"identity": APPROVER, "roles": ["approver"]}
+    hashes = (home.path / "api-tokens.json").read_text()
+    assert agent_token not in hashes and "sha256:" in hashes
+
+
+def test_agent_submits_its_own_proposals_only(api: tuple[Server, DemoHome, str]) -> None:
+    srv, _, agent_token = api
+    credit = {"id": "p-api-credit", "task_id": "task-api", "agent_id": AGENT,
+              "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-4",
+                         "arguments": {"account": "acct-4", "amount": 5}}}
+    done = httpx.post(srv.url + "/api/proposals", json=credit, headers=bearer(agent_token))
+    assert done.status_code == 200, done.text
+    assert done.json()["status"] == "executed"
+    too_big = {**credit, "id": "p-api-big", "action": {**credit["action"],  # type: ignore[dict-item]
+                                                      "arguments": {"account": "acct-4",
+                                                                    "amount": 5000}}}
+    denied = httpx.post(srv.url + "/api/proposals", json=too_big, headers=bearer(agent_token))
+    assert denied.status_code == 200 and denied.json()["status"] == "denied"
+    other = {**credit, "agent_id": "agent:someone-else"}
+    assert httpx.post(srv.url + "/api/proposals", json=other,
+                      headers=bearer(agent_token)).status_code == 403
+    assert httpx.post(srv.url + "/api/proposals", json=credit,
+                      headers=bearer(DEMO_TOKENS[APPROVER])).status_code == 403
+    broken = httpx.post(srv.url + "/api/proposals", json={"agent_id": AGENT},
+                        headers=bearer(agent_token))
+    assert broken.status_code == 422 and "proposal" in broken.json()["detail"]["message"]
+    runs = httpx.get(srv.url + "/api/runs", headers=bearer(agent_token)).json()
+    assert {r["run_id"]: r["status"] for r in runs}["run:task-api"] == "denied"
+
+
+def test_approvals_listed_viewed_rejected_and_approved(api: tuple[Server, DemoHome, str]) -> None:
+    srv, home, agent_token = api
+    approval = home.waiting.approval
+    assert approval is not None
+    pending = httpx.get(srv.url + "/api/approvals", params={"pending": "true"},
+                        headers=bearer(DEMO_TOKENS[APPROVER])).json()
+    assert approval.id in {a["id"] for a in pending}
+    view = httpx.get(srv.url + f"/api/approvals/{approval.id}",
+                     headers=bearer(DEMO_TOKENS[APPROVER])).json()
+    assert view["action"]["arguments"] == {"account": "acct-7"}
+    assert view["proposed_by"] == AGENT
+    url = srv.url + f"/api/approvals/{approval.id}"
+    # the agent is no approver; the requester it acts for may not approve its own action
+    assert httpx.post(url + "/approve", headers=bearer(agent_token)).status_code == 403
+    own = httpx.post(url + "/approve", headers=bearer(DEMO_TOKENS[REQUESTER]))
+    assert own.status_code == 403 and "cannot approve" in own.json()["detail"]["message"]
+    assert httpx.post(url + "/reject", json={"reason": ""},
+                      headers=bearer(DEMO_TOKENS[APPROVER])).status_code == 422
+    ok = httpx.post(url + "/approve", headers=bearer(DEMO_TOKENS[APPROVER]))
+    assert ok.status_code == 200, ok.text
+    body = ok.json()
+    assert body["approval"]["status"] == "approved"
+    assert body["approval"]["approver_id"] == APPROVER
+    assert body["outcome"]["status"] == "executed"  # the waiting run went on by itself
+    again = httpx.post(url + "/approve", headers=bearer(DEMO_TOKENS[APPROVER]))
+    assert again.status_code == 403 and "already" in again.json()["detail"]["message"]
+    second = httpx.post(srv.url + "/api/proposals", json=close_proposal("acct-6"),
+                        headers=bearer(agent_token)).json()
+    assert second["status"] == "awaiting_approval"
+    rejected = httpx.post(srv.url + f"/api/approvals/{second['approval']['id']}/reject",
+                          json={"reason": "account still has a balance"},
+                          headers=bearer(DEMO_TOKENS[APPROVER])).json()
+    assert rejected["approval"]["status"] == "rejected" and rejected["outcome"] is None
+    assert httpx.get(srv.url + "/api/approvals/apr:nope",
+                     headers=bearer(DEMO_TOKENS[APPROVER])).status_code == 404
+
+
+def test_the_graph_follows_the_journal(api: tuple[Server, DemoHome, str]) -> None:
+    srv, _, agent_token = api
+    credit = {"id": "p-api-fresh", "task_id": "task-api-fresh", "agent_id": AGENT,
+              "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-5",
+                         "arguments": {"account": "acct-5", "amount": 7}}}
+    httpx.post(srv.url + "/api/proposals", json=credit, headers=bearer(agent_token))
+    got = httpx.get(srv.url + "/queries/task-effects", params={"task": "task-api-fresh"},
+                    headers={"Accept": "application/sparql-results+json"}).json()
+    assert [b["result"]["value"] for b in got["results"]["bindings"]] == ["committed"]
+
+
+def test_revoked_token_stops_working(api: tuple[Server, DemoHome, str]) -> None:
+    srv, home, _ = api
+    issued = subprocess.run([sys.executable, "-m", "cradle_kg", "api-token", "issue", AGENT,
+                             "--home", str(home.path)], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    assert httpx.get(srv.url + "/api/whoami", headers=bearer(issued)).status_code == 200
+    subprocess.run([sys.executable, "-m", "cradle_kg", "api-token", "revoke", AGENT,
+                    "--home", str(home.path)], check=True, capture_output=True)
+    assert httpx.get(srv.url + "/api/whoami", headers=bearer(issued)).status_code == 401
+    unknown = subprocess.run([sys.executable, "-m", "cradle_kg", "api-token", "issue",
+                              "agent:undeclared", "--home", str(home.path)],
+                             capture_output=True, text=True)
+    assert unknown.returncode == 2 and "not an agent declared" in unknown.stderr + unknown.stdout

@@ -97,6 +97,7 @@ def pack_run(pack: str, example: Path, home: HomeOpt = None) -> None:
 @pack_app.command("test")
 def pack_test(folder: Path) -> None:
     """Run the pack's own tests and its examples, in an isolated home."""
+    folder = folder.resolve()  # pytest runs from the isolated directory
     report = validate_pack(folder, reasoner=False)
     if not report.ok:
         for err in report.errors:

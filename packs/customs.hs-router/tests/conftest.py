@@ -20,11 +20,6 @@ def _load_pack() -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules[PACKAGE] = module
     spec.loader.exec_module(module)
-    # pytest collects the pack folder as a Package (it has an __init__.py) and, because
-    # "customs.hs-router" is not an identifier, imports that __init__.py under the bare
-    # name "__init__" (prepend mode), where its relative imports cannot resolve. Point
-    # that name at the package loaded above (same __file__, so pytest's check passes).
-    sys.modules.setdefault("__init__", module)
 
 
 _load_pack()

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from customs_hs_router import classify_goods_line
 from customs_hs_router.models import Decision
 from customs_hs_router.nomenclature import default_nomenclature
+from customs_hs_router.tools.hs import classify_goods_line
 from customs_hs_router.validators.outcome_graph import validate_outcome_graph
 from customs_hs_router.verifiers.hs import (
     hs_code_exists,

@@ -11,8 +11,8 @@ from typing import Any
 import cedarpy
 import pytest
 import yaml
-from customs_hs_router import classify_goods_line
 from customs_hs_router.graph import outcome_to_graph
+from customs_hs_router.tools.hs import classify_goods_line
 from customs_hs_router.validators.goods_line import validate_goods_line
 from customs_hs_router.validators.outcome_graph import validate_outcome_graph
 from customs_hs_router.verifiers.hs import (

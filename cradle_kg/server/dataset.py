@@ -86,12 +86,7 @@ def snapshot_home(home: Home, out: Path) -> Source:
         with Journal(home.journal) as journal:
             graph.sync(journal)
         seq = graph.projected_seq()
-        with out.open("w", encoding="utf-8") as fh:
-            for quad in graph.store:
-                g = quad.graph_name
-                if isinstance(g, ox.NamedNode) and g.value == META_GRAPH:
-                    continue
-                fh.write(f"{quad} .\n")
+        graph.store.dump(str(out), format=ox.RdfFormat.N_QUADS)  # the meta graph goes too
     finally:
         graph.close()
     return Source(snapshot=out, snapshot_seq=seq, journal=home.journal)
@@ -104,6 +99,8 @@ class LiveGraph:
         self.store = ox.Store()
         if source.snapshot is not None:
             self.store.bulk_load(path=str(source.snapshot), format=ox.RdfFormat.N_QUADS)
+            # the worker keeps its seq in memory: the store's meta graph stays out
+            self.store.remove_graph(ox.NamedNode(META_GRAPH))
         self.seq = source.snapshot_seq
         self.journal = Journal(source.journal) if source.journal is not None else None
         self.refresh()

@@ -12,6 +12,7 @@ and the journal (the truth) — never copied from a query's output.
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -136,7 +137,7 @@ def test_packs_add_named_queries_by_mapping(tmp_path: Path) -> None:
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "mine.rq").write_text("# question: Mine?\nSELECT * WHERE { ?s ?p ?o }\n")
-    catalog = QueryCatalog.load([folder], extra=extra, origin="customs.hs-router")
+    catalog = QueryCatalog.load([folder], packs={"customs.hs-router": extra})
     assert catalog.get("missing-facts").origin == "customs.hs-router"
     assert "needs_clarification" in catalog.get("missing-facts").question
     assert catalog.get("mine").question == "Mine?"
@@ -388,12 +389,14 @@ def test_cli_list_named_json_csv_and_turtle(known: Known) -> None:
     listed = runner.invoke(app, ["query", "--list", "--format", "json", *home])
     assert listed.exit_code == 0, listed.output
     assert "why-allowed" in listed.output and "question" in listed.output
+    origins = {q["name"]: q["origin"] for q in json.loads(listed.output)}
+    assert origins["missing-facts"] == "customs.hs-router"  # from the pack's manifest
+    assert origins["why-allowed"] == "builtin"
     lie = known.outcome("tool lies about success")
     assert lie.action is not None
     out = runner.invoke(app, ["query", "why-allowed", "--param", f"action={lie.action.id}",
                               "--format", "json", *home])
     assert out.exit_code == 0, out.output
-    import json
     doc = json.loads(out.output)
     assert doc["head"]["vars"][0] == "action"
     assert doc["results"]["bindings"][0]["verdict"]["value"] == C + "Allow"

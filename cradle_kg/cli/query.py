@@ -81,6 +81,18 @@ def open_store(home: Path | None) -> GraphStore:
     return store
 
 
+def pack_queries(home: Path | None) -> dict[str, dict[str, Path]]:
+    """The named queries the installed packs declare (``pack id -> name -> file``)."""
+    from ..packs.registry import PackRegistry
+
+    try:
+        registry = PackRegistry.discover(resolve_home(home))
+    except CradleError as exc:
+        err_console.print(f"note: pack queries left out: {exc.message}", highlight=False)
+        return {}
+    return {p.id: p.query_files() for p in registry.latest() if p.query_files()}
+
+
 def parse_params(raw: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in raw:
@@ -134,11 +146,13 @@ def query(
         "--queries", help="A folder of extra named queries, repeatable.")] = None,
     allow_service: Annotated[list[str] | None, typer.Option(
         "--allow-service", help="A SERVICE endpoint the query may call, repeatable.")] = None,
+    packs: Annotated[bool, typer.Option(
+        "--packs/--no-packs", help="Include the named queries of installed packs.")] = True,
     home: HomeOpt = None,
 ) -> None:
     """Ask the provenance graph a question: a named query, a file, or inline SPARQL."""
     try:
-        catalog = QueryCatalog.load(queries or [])
+        catalog = QueryCatalog.load(queries or [], packs=pack_queries(home) if packs else None)
         if list_:
             _list(catalog, fmt is QueryFormat.JSON)
             return

@@ -36,14 +36,18 @@ def serve(
                                 "(none by default: no outbound request).")] = None,
     queries: Annotated[list[Path] | None, typer.Option(
         "--queries", help="A folder of extra named queries, repeatable.")] = None,
+    packs: Annotated[bool, typer.Option(
+        "--packs/--no-packs", help="Include the named queries of installed packs.")] = True,
     home: HomeOpt = None,
 ) -> None:
     """Serve the graph: SPARQL 1.1 endpoint at /sparql, web page at /, API docs at /docs."""
     import uvicorn
 
     from ..server import ServerSettings, create_app
+    from .query import pack_queries
 
     settings = ServerSettings(
+        pack_queries=pack_queries(None if files else home) if packs else {},
         home=None if files else resolve_home(home), files=tuple(files or ()),
         timeout_seconds=timeout, max_result_bytes=max_result_bytes, workers=workers,
         allowed_services=tuple(allow_service or ()), query_dirs=tuple(queries or ()))

@@ -120,7 +120,10 @@ class QueryCatalog:
 
     @classmethod
     def load(cls, dirs: Iterable[Path] = (), *, extra: Mapping[str, Path] | None = None,
-             origin: str = "pack", builtin: bool = True) -> QueryCatalog:
+             origin: str = "pack", builtin: bool = True,
+             packs: Mapping[str, Mapping[str, Path]] | None = None) -> QueryCatalog:
+        """Built-in queries, then folders, then ``extra`` (``name -> file``, from
+        ``origin``), then ``packs`` (``pack id -> name -> file``, a manifest's queries)."""
         catalog = cls()
         if builtin:
             catalog.add_dir(QUERIES_DIR, origin="builtin")
@@ -128,6 +131,9 @@ class QueryCatalog:
             catalog.add_dir(folder, origin=str(folder))
         for name, path in (extra or {}).items():
             catalog.add_file(name, Path(path), origin=origin)
+        for pack_id, files in (packs or {}).items():
+            for name, path in files.items():
+                catalog.add_file(name, Path(path), origin=pack_id)
         return catalog
 
     def add_dir(self, folder: Path, *, origin: str) -> None:

@@ -50,8 +50,8 @@ class ServerSettings(BaseModel):
     #: SERVICE endpoints a query may name (none by default: no outbound request)
     allowed_services: tuple[str, ...] = ()
     query_dirs: tuple[Path, ...] = ()
-    #: named queries added by packs: name -> file
-    extra_queries: dict[str, Path] = Field(default_factory=dict)
+    #: named queries added by packs: pack id -> name -> file
+    pack_queries: dict[str, dict[str, Path]] = Field(default_factory=dict)
     cors_origins: tuple[str, ...] = ("*",)
 
 
@@ -66,7 +66,7 @@ def prepare_source(settings: ServerSettings, workdir: Path) -> Source:
 
 def create_app(settings: ServerSettings) -> FastAPI:
     """The app; its worker pool and runtime start with the app's lifespan."""
-    catalog = QueryCatalog.load(settings.query_dirs, extra=settings.extra_queries)
+    catalog = QueryCatalog.load(settings.query_dirs, packs=settings.pack_queries)
     workdir = Path(tempfile.mkdtemp(prefix="cradle-serve-"))
     # the source is prepared now, so a bad file or home fails before the server listens
     try:

@@ -42,7 +42,7 @@ def demo(home: HomeOpt = None) -> None:
 
     root = resolve_home(home)
     try:
-        steps = run_demo(root)
+        steps = run_demo(root, pilots=True)
     except CradleError as exc:
         fail(exc)
     rows = []

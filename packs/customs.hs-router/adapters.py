@@ -425,10 +425,13 @@ def finalize_proposal(line: Mapping[str, Any], result: Mapping[str, Any], *, tas
         "missing_facts_count": len(result.get("missing_facts") or []),
         "decision_digest": result["decision_digest"],
     }
+    action: dict[str, Any] = {"action_type": TOOL_FINALIZE,
+                              "target": f"declaration:{declaration_id}",
+                              "arguments": arguments, "environment": ENVIRONMENT}
+    if permits:
+        action["risk_level"] = "high"  # export-controlled goods: integrity rule 2 applies
     return {"id": f"{task}-finalize", "task_id": task, "agent_id": AGENT,
-            "on_behalf_of": DECLARANT,
-            "action": {"action_type": TOOL_FINALIZE, "target": f"declaration:{declaration_id}",
-                       "arguments": arguments, "environment": ENVIRONMENT}}
+            "on_behalf_of": DECLARANT, "action": action}
 
 
 _FIELDS = ("status", "hs_code", "candidate_hs_codes", "product_type", "missing_facts",

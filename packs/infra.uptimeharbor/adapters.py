@@ -618,12 +618,15 @@ class _Flow:
                arguments: dict[str, Any], environment: str, note: str = "") -> Outcome:
         self.n += 1
         task = f"uh-{self.world}"
+        action: dict[str, Any] = {"action_type": tool, "target": target(self.world, thing),
+                                  "arguments": arguments, "environment": environment}
+        if tool == "infra.deploy" and environment == "production":
+            action["risk_level"] = "high"  # a production change: integrity rule 2 applies
         outcome = self.rt.submit({
             "id": f"{task}-{self.n:02d}-{name}", "task_id": task, "agent_id": agent,
             "step": self.n,
             **({"on_behalf_of": RELEASE_MANAGER} if agent != MONITOR else {}),
-            "action": {"action_type": tool, "target": target(self.world, thing),
-                       "arguments": arguments, "environment": environment}})
+            "action": action})
         self.record(name, expect, outcome, note)
         return outcome
 

@@ -22,7 +22,7 @@ CRADLE = "PREFIX cradle: <https://w3id.org/cradle#> "
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[DemoStep]]:
     home = tmp_path_factory.mktemp("pilots-demo") / "home"
-    return home, run_demo(home)
+    return home, run_demo(home, pilots=True)
 
 
 def test_every_demo_step_ends_as_expected(demo: tuple[Path, list[DemoStep]]) -> None:
@@ -99,3 +99,26 @@ def test_pack_shapes_catch_a_tampered_demo_graph(demo: tuple[Path, list[DemoStep
     messages = {v.message for v in report.violations}
     assert any("production infra.deploy" in m for m in messages), messages
     assert any("customs.finalize_classification" in m for m in messages), messages
+
+
+def test_the_pilots_approved_actions_are_high_risk(demo: tuple[Path, list[DemoStep]]) -> None:
+    """Integrity rule 2 covers the production deploy and the restricted filing: flip
+    every approval to rejected and both are reported (with the ledger's closure)."""
+    home, _ = demo
+    text = GraphStore(Home(home).graph, read_only=True).nquads()
+    a = "https://w3id.org/cradle#"
+    flipped = text.replace(f"<{a}approvalStatus> <{a}Approved>",
+                           f"<{a}approvalStatus> <{a}Rejected>")
+    assert flipped != text
+    broken = home.parent / "rejected.nq"
+    broken.write_text(flipped, encoding="utf-8")
+    done = cli("validate", str(broken), "--format", "json")
+    assert done.returncode == 1, done.stdout
+    rule2 = [v["focus_node"] for v in json.loads(done.stdout)["violations"] if v["rule"] == 2]
+    store = GraphStore(Home(home).graph, read_only=True)
+    for tool in ("infra.deploy", "customs.finalize_classification"):
+        approved = {r[0].value for r in store.query(
+            CRADLE + "SELECT ?a WHERE { ?a cradle:executedAt ?t ; cradle:invokes ?tool ; "
+                     "cradle:riskLevel cradle:HighRisk "
+                     f'FILTER (STRENDS(STR(?tool), "/tool/{tool}")) }}')}
+        assert approved and approved <= set(rule2), (tool, approved, rule2)

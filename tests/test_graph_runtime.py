@@ -88,9 +88,10 @@ def _break(text: str, rule: int) -> str:
     if rule == 1:
         return "".join(ln.replace(f"<{A}Allow>", f"<{A}Clarify>") if ln.startswith(decision)
                        and f"<{A}verdict>" in ln else ln for ln in lines)
-    if rule == 2:
-        approved = next(ln for ln in lines if f"<{A}approvalStatus> <{A}Approved>" in ln)
-        return text.replace(approved, approved.replace(f"<{A}Approved>", f"<{A}Rejected>"))
+    if rule == 2:  # every approval withdrawn: each approved high-risk action breaks rule 2
+        assert f"<{A}approvalStatus> <{A}Approved>" in text
+        return text.replace(f"<{A}approvalStatus> <{A}Approved>",
+                            f"<{A}approvalStatus> <{A}Rejected>")
     if rule == 3:
         verified = next(ln for ln in lines if f"<{A}verificationStatus> <{A}Verified>" in ln)
         return text.replace(verified, verified.replace(f"<{A}Verified>", f"<{A}Failed>"))

@@ -211,10 +211,11 @@ def bind(query: NamedQuery | None, values: Mapping[str, str]) -> dict[str, Term]
             raise QueryError(f"query `{query.name}` has no parameter `{name}`",
                              hint=f"its parameters: {known}")
         out[name] = term_for(declared.kind, value) if declared else adhoc_term(value)
-    for p in query.params if query else ():
-        if p.required and p.name not in out:
-            raise QueryError(f"query `{query.name}` needs parameter `{p.name}`",  # type: ignore[union-attr]
-                             hint=f"--param {p.name}=... ({p.description or p.kind})")
+    missing = [p for p in (query.params if query else ()) if p.required and p.name not in out]
+    if query is not None and missing:
+        p = missing[0]
+        raise QueryError(f"query `{query.name}` needs parameter `{p.name}`",
+                         hint=f"--param {p.name}=... ({p.description or p.kind})")
     return out
 
 

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
@@ -31,6 +31,9 @@ from ..home import Home
 from . import api, protocol
 from .dataset import Source, snapshot_files, snapshot_home
 from .worker import Job, WorkerPool, wire_term
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -77,7 +80,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     pool = WorkerPool(source, size=settings.workers, timeout=settings.timeout_seconds,
                       max_bytes=settings.max_result_bytes,
                       allowed_services=settings.allowed_services)
-    runtime: Any = None
+    runtime: Runtime | None = None
     if not settings.files and settings.home is not None:
         from ..runtime import Runtime
 

@@ -121,10 +121,7 @@ def run_job(graph: LiveGraph, job: Job, *, max_bytes: int,
     except _TooLarge:
         return Reply.error(413, f"the result is larger than the {max_bytes} byte cap: "
                                 "add a LIMIT or ask for less")
-    except (OSError, ValueError, RuntimeError) as exc:
-        if isinstance(exc.__context__, _TooLarge) or "_TooLarge" in repr(exc):
-            return Reply.error(413, f"the result is larger than the {max_bytes} byte cap: "
-                                    "add a LIMIT or ask for less")
+    except (OSError, ValueError, RuntimeError) as exc:  # evaluation errors surface here
         return Reply.error(500, f"the query failed: {exc}")
     charset = "; charset=utf-8" if media.startswith("text/") or "json" in media \
         or "xml" in media else ""

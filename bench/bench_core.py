@@ -159,7 +159,8 @@ def main() -> None:
     ms = 1000.0
     print(f"calls per side: {len(governed)}")
     print(f"direct no-op call      p50 {d50 * 1e6:8.1f} us")
-    print(f"floor (cedar + 3 durable commits) p50 {f50 * ms:6.3f} ms  p99 {pct(floor, .99) * ms:6.3f} ms")
+    print(f"floor (cedar + 3 durable commits) p50 {f50 * ms:6.3f} ms  "
+          f"p99 {pct(floor, .99) * ms:6.3f} ms")
     print(f"governed overhead      p50 {o50 * ms:6.3f} ms  p99 {o99 * ms:6.3f} ms  "
           f"({1 / statistics.mean(governed):.0f} calls/s)")
     print(f"ratio overhead/floor   p50 {o50 / f50:5.2f}x   (target <= 2.0x: "

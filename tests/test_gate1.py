@@ -13,7 +13,7 @@ from cradle_kg.errors import PolicyError
 from cradle_kg.gates.pre import CHECKS, Finding
 from cradle_kg.records import CheckStatus
 
-from .conftest import proposal, register_test_tools, make_config
+from .conftest import make_config, proposal, register_test_tools
 
 
 def _failed_check(outcome: object) -> str:
@@ -111,7 +111,7 @@ def test_policy_that_errors_fails_closed(home: Path) -> None:
 
 def test_policy_that_does_not_parse_is_a_typed_error(home: Path) -> None:
     (home / "policies" / "bad.cedar").write_text("permit(principal, action")
-    with pytest.raises(PolicyError, match="bad.cedar"):
+    with pytest.raises(PolicyError, match=r"bad\.cedar"):
         Runtime(home, config=make_config())
 
 

@@ -32,8 +32,12 @@ def ensure_chromium() -> str | None:
     found = find_chromium()
     if found or os.geteuid() != 0 or not shutil.which("apt-get"):
         return found
-    subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=900)
+    for step in (["apt-get", "install", "-y", "-q", "chromium"], ["apt-get", "update", "-q"],
+                 ["apt-get", "install", "-y", "-q", "chromium"]):
+        subprocess.run(step, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=900)
+        if step[1] == "install" and find_chromium():
+            break
     return find_chromium()
 
 

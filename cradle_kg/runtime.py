@@ -319,7 +319,9 @@ class Runtime:
                      payload={"decision": decision.model_dump(mode="json"),
                               "proposal_id": proposal.id,
                               "action_id": self._action_id(proposal, gate),
-                              "action": proposal.action.model_dump(mode="json")}),
+                              "action": proposal.action.model_dump(mode="json"),
+                              **({"validator_findings": gate.validator_findings}
+                                 if gate.validator_findings else {})}),
         ]
         if gate.recorded_intent_seq is not None and decision.verdict in (
                 Verdict.ALLOW, Verdict.REQUIRE_APPROVAL):

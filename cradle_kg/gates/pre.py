@@ -63,6 +63,16 @@ class Finding:
     verdict: Verdict = Verdict.DENY
     missing_facts: tuple[str, ...] = ()
 
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "verdict": str(self.verdict),
+                "missing_facts": list(self.missing_facts)}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Finding:
+        return cls(code=str(raw["code"]), message=str(raw["message"]),
+                   verdict=Verdict(raw["verdict"]),
+                   missing_facts=tuple(str(m) for m in raw.get("missing_facts", ())))
+
 
 DomainValidator = Callable[[Proposal, ToolSpec], Sequence[Finding]]
 
@@ -110,6 +120,8 @@ class GateResult:
     spec: ToolSpec | None = None
     arguments: BaseModel | None = None
     obligations: PolicyOutcome | None = None
+    #: what each domain validator answered (journaled with the decision)
+    validator_findings: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Stop(Exception):
@@ -308,7 +320,12 @@ class Gate1:
         findings: list[Finding] = []
         for binding in self.i.validators:
             if fnmatch.fnmatchcase(p.action.action_type, binding.tool_pattern):
-                findings.extend(binding.validator(p, r.spec))
+                found = list(binding.validator(p, r.spec))
+                # journaled with the decision: a validator may read the world, and strict
+                # replay serves these answers instead of reading it again
+                r.validator_findings.append({"validator": binding.name,
+                                             "findings": [f.to_json() for f in found]})
+                findings.extend(found)
         if not findings:
             return CheckResult(check="domain_preconditions", status=CheckStatus.PASS)
         order = [Verdict.DENY, Verdict.REPAIR, Verdict.CLARIFY]

@@ -20,6 +20,7 @@ flushes recorded context and compares what was produced.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,10 +30,12 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from ..canonical import parse_iso
+from ..gates.pre import DomainValidator, Finding
 from ..gateway import Gateway
 from ..journal import NewEvent
 from ..records import (
     AuditEvent,
+    Proposal,
     SideEffectClass,
     VerificationCheck,
     VerificationStatus,
@@ -62,12 +65,19 @@ class Recording:
 
     observations: dict[str, dict[str, Any]] = field(default_factory=dict)
     verifications: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: (proposal id, validator name) -> its answers, in journal order
+    validations: dict[tuple[str, str], deque[list[dict[str, Any]]]] = field(
+        default_factory=dict)
 
     @classmethod
     def of(cls, events: Sequence[AuditEvent]) -> Recording:
         rec = cls()
         for ev in events:
-            if ev.kind == "action.observed":
+            if ev.kind == "decision.made":
+                for answer in ev.payload.get("validator_findings", ()):
+                    key = (str(ev.payload["proposal_id"]), str(answer["validator"]))
+                    rec.validations.setdefault(key, deque()).append(list(answer["findings"]))
+            elif ev.kind == "action.observed":
                 rec.observations[ev.subject] = ev.payload["observation"]
             elif ev.kind == "verification.recorded":
                 rec.verifications[str(ev.payload["action_id"])] = ev.payload
@@ -134,6 +144,22 @@ class SandboxRuntime(Runtime):
 
     def register_verifier(self, verifier_id: str, fn: VerifierFunction) -> None:
         super().register_verifier(verifier_id, self._verifier(verifier_id))
+
+    def register_validator(self, tool_pattern: str, fn: DomainValidator, *, name: str,
+                           pack: str | None = None) -> None:
+        """Strict replay serves a validator's recorded answer; live replay asks it again."""
+        if not self._strict:
+            super().register_validator(tool_pattern, fn, name=name, pack=pack)
+            return
+
+        def stand_in(proposal: Proposal, spec: ToolSpec) -> list[Finding]:
+            answers = self._recording.validations.get((proposal.id, name))
+            if not answers:
+                raise NotReplayable(f"no recorded answer of validator `{name}` for "
+                                    f"`{proposal.id}`")
+            return [Finding.from_json(f) for f in answers.popleft()]
+
+        super().register_validator(tool_pattern, stand_in, name=name, pack=pack)
 
     def _tool(self, spec: ToolSpec, fn: ToolFunction) -> ToolFunction:
         def stand_in(call: ToolCall) -> BaseModel | dict[str, Any]:

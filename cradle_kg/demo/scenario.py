@@ -137,9 +137,8 @@ def _approve_from_cli(home: Path, approval_id: str) -> str:
 def run_demo(home: Path, *, pilots: bool = False) -> list[DemoStep]:
     """The ledger steps; with ``pilots`` (what ``cradle-kg demo`` runs) both pilot packs too.
 
-    The ledger-only demo is what strict replay reproduces byte for byte: the pilots' gate-1
-    validators read live domain state (the harbor's fix claims, its verification log), which
-    a replay that recomputes decisions cannot see as it was.
+    The default stays the ledger steps alone: the tests and benches that count its runs,
+    actions and events were written against it; the pilots' own tests run them.
     """
     packs = pilot_packs(home) if pilots else {}
     prepare_home(home, config=pilots_config(packs) if pilots else None)

@@ -19,10 +19,11 @@ DEFAULT_HOME = ".cradle"
 
 
 def resolve_home(home: str | Path | None) -> Path:
-    """``--home``, else ``$CRADLE_HOME``, else ``./.cradle``."""
+    """``--home``, else ``$CRADLE_HOME``, else ``./.cradle`` — made absolute, so that tools
+    which start processes in other folders (a pack's services) see the same home."""
     if home is not None:
-        return Path(home)
-    return Path(os.environ.get("CRADLE_HOME", DEFAULT_HOME))
+        return Path(home).absolute()
+    return Path(os.environ.get("CRADLE_HOME", DEFAULT_HOME)).absolute()
 
 
 @dataclass(frozen=True)

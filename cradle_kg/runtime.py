@@ -135,7 +135,6 @@ class Runtime:
         self.approvals = ApprovalBook(self.journal, self.config)
         self._policy_paths = [self.home.policies, *policy_paths]
         self.policies = PolicyEngine.from_paths(p for p in self._policy_paths if p.exists())
-        self._activated: set[str] = set()
         self.gateway = Gateway(self.tools, append=self._append, clock=self.clock)
         self.gate2 = Gate2(verifiers=self.verifiers, invariants=self.invariants,
                            max_read_age=timedelta(
@@ -267,12 +266,16 @@ class Runtime:
         return events[-1].at if events else None
 
     def _activate_policies(self, run_id: str, now: datetime) -> None:
-        """Journal the policy set in force (texts kept as evidence) the first time it is used."""
+        """Journal the policy set in force (texts kept as evidence) whenever it changes.
+
+        Compared with the journal's latest activation, not with this process's memory: when
+        another process switched to other policies and back, the switch back is recorded too,
+        so "which policy version was in force at time T" has one answer.
+        """
         version = self.policies.version
-        if version in self._activated:
-            return
         subject = "policyset:" + version
-        if not self.journal.events_for_subject(subject):
+        latest = self.journal.last_of_kind("policyset.activated")
+        if latest is None or latest.subject != subject:
             sources = [{"name": s.name, "ref": self.evidence.put(s.text.encode("utf-8"))}
                        for s in self.policies.sources]
             self._append([NewEvent(run_id=run_id, kind="policyset.activated", subject=subject,
@@ -280,7 +283,6 @@ class Runtime:
                                    payload={"version": version, "sources": sources,
                                             "policy_ids": self.policies.policy_ids(),
                                             "packs": list(self.pack_versions)})])
-        self._activated.add(version)
 
     # --- submit ---------------------------------------------------------------
 

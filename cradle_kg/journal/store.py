@@ -253,6 +253,11 @@ class Journal:
         rows = self._query(f"SELECT {self._COLS} FROM events WHERE kind = ? ORDER BY seq", (kind,))
         return [self._row(r) for r in rows]
 
+    def last_of_kind(self, kind: str) -> AuditEvent | None:
+        rows = self._query(f"SELECT {self._COLS} FROM events WHERE kind = ? "
+                           "ORDER BY seq DESC LIMIT 1", (kind,))
+        return self._row(rows[0]) if rows else None
+
     def intent_for_key(self, key: str) -> AuditEvent | None:
         rows = self._query(f"SELECT {self._COLS} FROM events WHERE idem_key = ?", (key,))
         return self._row(rows[0]) if rows else None

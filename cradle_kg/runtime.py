@@ -145,6 +145,7 @@ class Runtime:
             self.integrity = IntegrityChecker(self.journal)
             self.commit_hooks.append(self.integrity.check)
             self.listeners.append(self.integrity.on_append)
+        self._activation_seen: tuple[str, int] | None = None
         self._graph_sync = graph_sync
         self._graph: GraphStore | None = None
         self._graph_unavailable = False
@@ -274,6 +275,9 @@ class Runtime:
         """
         version = self.policies.version
         subject = "policyset:" + version
+        seen = (version, self.journal.data_version())
+        if self._activation_seen == seen:  # nobody else wrote since we checked
+            return
         latest = self.journal.last_of_kind("policyset.activated")
         if latest is None or latest.subject != subject:
             sources = [{"name": s.name, "ref": self.evidence.put(s.text.encode("utf-8"))}
@@ -283,6 +287,7 @@ class Runtime:
                                    payload={"version": version, "sources": sources,
                                             "policy_ids": self.policies.policy_ids(),
                                             "packs": list(self.pack_versions)})])
+        self._activation_seen = (version, self.journal.data_version())
 
     # --- submit ---------------------------------------------------------------
 

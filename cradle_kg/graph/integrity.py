@@ -12,7 +12,7 @@ of the committing proposal's part of the run (< 2 ms, however long the run).
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import ChainMap, OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from threading import Lock
@@ -81,22 +81,34 @@ class _RunGraph:
         group = self.group_of(ev)
         _fold(self.misc if group is None else self.groups.setdefault(group, []), ev)
 
-    def copy(self) -> _RunGraph:
-        other = _RunGraph()
-        other.groups = {k: list(v) for k, v in self.groups.items()}
-        other.misc = list(self.misc)
-        other.owner = dict(self.owner)
-        other.uses = {k: set(v) for k, v in self.uses.items()}
-        return other
+    def pending_view(self, pending: Sequence[AuditEvent]) -> tuple[set[str], list[str]]:
+        """The triples a commit of ``pending`` is checked against — without copying the run.
 
-    def relevant(self, proposals: set[str]) -> list[str]:
-        wanted = set(proposals)
-        for proposal in proposals:
-            wanted |= {self.owner[a] for a in self.uses.get(proposal, ()) if a in self.owner}
-        out = list(self.misc)
+        Only the groups the pending events touch are copied; ownership learned from the
+        pending events goes into overlays, so the cached run is left as it was.
+        """
+        view = _RunGraph()
+        view.owner = ChainMap({}, self.owner)  # type: ignore[assignment]
+        touched: dict[str, list[str]] = {}
+        misc = list(self.misc)
+        for ev in pending:
+            group = view.group_of(ev)
+            if group is None:
+                _fold(misc, ev)
+                continue
+            if group not in touched:
+                touched[group] = list(self.groups.get(group, ()))
+            _fold(touched[group], ev)
+        wanted = set(touched)
+        for proposal in touched:
+            for approval in self.uses.get(proposal, set()) | view.uses.get(proposal, set()):
+                owner = view.owner.get(approval)
+                if owner is not None:
+                    wanted.add(owner)
+        out = misc
         for proposal in sorted(wanted):
-            out.extend(self.groups.get(proposal, ()))
-        return out
+            out.extend(touched[proposal] if proposal in touched else self.groups.get(proposal, ()))
+        return set(touched), out
 
 
 class IntegrityChecker:
@@ -111,20 +123,19 @@ class IntegrityChecker:
         self._limit = cache_runs
         self._lock = Lock()
 
-    def _run_graph(self, run_id: str) -> _RunGraph:
-        with self._lock:
-            cached = self._cache.get(run_id)
-            if cached is not None:
-                self._cache.move_to_end(run_id)
-                return cached.copy()
+    def _cached(self, run_id: str) -> _RunGraph:
+        """The run's graph (caller holds the lock)."""
+        cached = self._cache.get(run_id)
+        if cached is not None:
+            self._cache.move_to_end(run_id)
+            return cached
         graph = _RunGraph()
         for ev in self.journal.events(run_id=run_id):
             graph.fold(ev)
-        with self._lock:
-            self._cache[run_id] = graph
-            while len(self._cache) > self._limit:
-                self._cache.popitem(last=False)
-        return graph.copy()
+        self._cache[run_id] = graph
+        while len(self._cache) > self._limit:
+            self._cache.popitem(last=False)
+        return graph
 
     def on_append(self, events: Sequence[AuditEvent]) -> None:
         with self._lock:
@@ -134,16 +145,12 @@ class IntegrityChecker:
                     cached.fold(ev)
 
     def check(self, run_id: str, pending: Sequence[NewEvent]) -> list[str]:
-        graph = self._run_graph(run_id)
-        touched: set[str] = set()
-        for new in pending:
-            ev = _pending(new)
-            group = graph.group_of(ev)
-            if group is not None:
-                touched.add(group)
-            graph.fold(ev)
-        triples = graph.relevant(touched) if touched else [
-            t for g in graph.groups.values() for t in g] + graph.misc
+        events = [_pending(new) for new in pending]
+        with self._lock:
+            graph = self._cached(run_id)
+            touched, triples = graph.pending_view(events)
+            if not touched:  # nothing to attribute: check the whole run
+                triples = [t for g in graph.groups.values() for t in g] + triples
         report = self.engine.validate(ntriples(triples), format="nt")
         return [f"rule {v.rule if v.rule is not None else '-'}: {v.message} "
                 f"(focus <{v.focus_node}>)" for v in report.violations]

@@ -194,7 +194,8 @@ class Journal:
             (seq, event_id, new.run_id, new.kind, new.subject, new.actor, at,
              payload_text, payload_hash, prev, own, new.idem_key),
         )
-        return AuditEvent(
+        # built from values this method just computed: no validation pass on the hot path
+        return AuditEvent.model_construct(
             seq=seq, id=event_id, run_id=new.run_id, kind=new.kind, subject=new.subject,
             actor=new.actor, at=parse_iso(at), payload=new.payload,
             payload_hash=payload_hash, prev_hash=prev, hash=own,
@@ -252,6 +253,10 @@ class Journal:
     def events_of_kind(self, kind: str) -> list[AuditEvent]:
         rows = self._query(f"SELECT {self._COLS} FROM events WHERE kind = ? ORDER BY seq", (kind,))
         return [self._row(r) for r in rows]
+
+    def data_version(self) -> int:
+        """Changes whenever *another* connection commits (SQLite's ``data_version``)."""
+        return int(self._query("PRAGMA data_version")[0][0])
 
     def last_of_kind(self, kind: str) -> AuditEvent | None:
         rows = self._query(f"SELECT {self._COLS} FROM events WHERE kind = ? "

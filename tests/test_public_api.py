@@ -48,3 +48,24 @@ def test_every_cli_command_is_documented_in_the_readme() -> None:
     group = get_command(app)
     for name in group.commands:  # type: ignore[attr-defined]
         assert f"cradle-kg {name}" in text or f"cradle-kg {name} " in text, name
+
+
+def test_every_command_accepts_home() -> None:
+    from typer.main import get_command
+
+    from cradle_kg.cli import app
+
+    missing: list[str] = []
+
+    def walk(cmd: object, path: list[str]) -> None:
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk(sub, [*path, name])
+            return
+        opts = {o for p in cmd.params for o in getattr(p, "opts", [])}  # type: ignore[attr-defined]
+        if "--home" not in opts:
+            missing.append(" ".join(path))
+
+    walk(get_command(app), [])
+    assert missing == []

@@ -49,10 +49,13 @@ def pack_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
 
 
 @pack_app.command("validate")
-def pack_validate(folder: Path, fmt: FormatOpt = Format.TABLE,
+def pack_validate(folder: Path, fmt: FormatOpt = Format.TABLE, home: HomeOpt = None,
                   no_reasoner: Annotated[bool, typer.Option(
                       "--no-reasoner", help="Skip the OWL consistency check.")] = False) -> None:
-    """Check a pack: manifest, files, Turtle/SHACL, Cedar against its schema, Python, OWL."""
+    """Check a pack: manifest, files, Turtle/SHACL, Cedar against its schema, Python, OWL.
+
+    The folder is checked on its own; ``--home`` is accepted like everywhere else.
+    """
     report = validate_pack(folder, reasoner=not no_reasoner)
     if fmt is Format.JSON:
         print_json({"pack": report.pack, "ok": report.ok, "errors": report.errors,
@@ -95,8 +98,11 @@ def pack_run(pack: str, example: Path, home: HomeOpt = None) -> None:
 
 
 @pack_app.command("test")
-def pack_test(folder: Path) -> None:
-    """Run the pack's own tests and its examples, in an isolated home."""
+def pack_test(folder: Path, home: HomeOpt = None) -> None:
+    """Run the pack's own tests and its examples, in an isolated home.
+
+    The tests always get a fresh home of their own; ``--home`` is accepted like everywhere.
+    """
     folder = folder.resolve()  # pytest runs from the isolated directory
     report = validate_pack(folder, reasoner=False)
     if not report.ok:

@@ -22,7 +22,10 @@ no decision can be made at all — and then the gate fails closed.
     │   └── JavaMissingError        the OWL reasoner needs Java and there is none
     ├── ApprovalError               an approval that cannot be given (self-approval, expired, ...)
     ├── ReplayDivergenceError       strict replay differs from the journal (names the event)
-    └── BudgetExceededError         a spending limit was reached (carries the reason code)
+    ├── BudgetExceededError         a spending limit was reached (carries the reason code)
+    └── WorkflowError               a workflow or step definition that cannot run
+        ├── ModelError              the model server could not be reached or answered garbage
+        └── AutonomyError           an autonomy command that the step's policy refuses
 
 Messages follow Cedar's guide: lowercase, no final period, user values in backticks,
 context chained with colons; hints are kept apart in ``hint``.
@@ -149,3 +152,21 @@ class BudgetExceededError(CradleError):
     def __init__(self, message: str, *, reason_code: str) -> None:
         super().__init__(message)
         self.reason_code = reason_code
+
+
+class WorkflowError(CradleError):
+    code = "workflow_error"
+
+
+class ModelError(WorkflowError):
+    code = "model_error"
+
+
+class AutonomyError(WorkflowError):
+    """A refused autonomy command; ``reasons`` lists every unmet condition."""
+
+    code = "autonomy_refused"
+
+    def __init__(self, message: str, *, reasons: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reasons = reasons

@@ -62,6 +62,19 @@ class RuntimeConfig(BaseModel):
     #: domain packs to load (ids or folders)
     packs: tuple[str, ...] = ()
 
+    def merged_with(self, extra: RuntimeConfig) -> RuntimeConfig:
+        """This configuration plus the identities, permissions and approvers ``extra``
+        declares and this one does not (by id) — how a pack adds its example identities."""
+        have_agents = {a.id for a in self.agents}
+        have_approvers = {a.id for a in self.approvers}
+        return self.model_copy(update={
+            "agents": (*self.agents, *(a for a in extra.agents if a.id not in have_agents)),
+            "permissions": (*self.permissions, *(p for p in extra.permissions
+                                                 if p not in self.permissions)),
+            "approvers": (*self.approvers, *(a for a in extra.approvers
+                                             if a.id not in have_approvers)),
+        })
+
     def agent(self, agent_id: str) -> Agent | None:
         return next((a for a in self.agents if a.id == agent_id), None)
 

@@ -21,7 +21,7 @@ from ..errors import CradleError, InputError, UnknownNameError
 from ..graph.bulk import validate_store
 from ..graph.owl import check_ontology
 from ..graph.project import run_graph
-from ..graph.shacl import ValidationReport, load_shapes, make_engine
+from ..graph.shacl import ShaclEngine, ValidationReport, load_shapes, make_engine
 from ..graph.store import GraphStore
 from ..graph.vocab import ONTOLOGY_FILE
 from ..home import Home, resolve_home
@@ -175,16 +175,11 @@ def validate(
     raise typer.Exit(0 if report.conforms else 1)
 
 
-def _validate_files(checker: object, files: list[Path]) -> ValidationReport:
-    from rdflib import Graph
+def _validate_files(checker: ShaclEngine, files: list[Path]) -> ValidationReport:
+    from ..graph.rdfio import read_union
 
-    from ..graph.rdfio import read_rdf
-
-    merged = Graph()
-    for f in files:  # every file parses, or a typed error names it (file:line)
-        for s, p, o, _ in read_rdf(f).quads((None, None, None, None)):
-            merged.add((s, p, o))
-    return checker.validate(merged)  # type: ignore[attr-defined, no-any-return]
+    # every file parses, or a typed error names it (file:line)
+    return checker.validate(read_union(files))
 
 
 def _pack_shapes(packs: list[str], home: Path | None) -> list[Path]:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from rdflib import Graph
 
 from cradle_kg.errors import JavaMissingError, OntologyError, RdfParseError
-from cradle_kg.graph.rdfio import read_rdf
+from cradle_kg.graph.rdfio import read_union
 from cradle_kg.graph.vocab import ONTOLOGY_FILE
 
 __all__ = ["OntologyReport", "check_ontology"]
@@ -62,14 +62,10 @@ def check_ontology(paths: Sequence[Path] | None = None) -> OntologyReport:
 
 
 def _merge(files: Sequence[Path]) -> Graph:
-    graph = Graph()
-    for path in files:
-        try:
-            for s, p, o, _ in read_rdf(path).quads((None, None, None, None)):
-                graph.add((s, p, o))
-        except RdfParseError as exc:
-            raise OntologyError(f"cannot read ontology: {exc.message}", hint=exc.hint) from exc
-    return graph
+    try:
+        return read_union(files)
+    except RdfParseError as exc:
+        raise OntologyError(f"cannot read ontology: {exc.message}", hint=exc.hint) from exc
 
 
 def _reason(nt_file: Path, java: str) -> OntologyReport:

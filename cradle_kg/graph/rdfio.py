@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
-from rdflib import Dataset
+from rdflib import Dataset, Graph
 
 from cradle_kg.errors import RdfParseError
 
@@ -49,6 +50,16 @@ _N3_LINE: Final = re.compile(r"at line (\d+)")
 _LINE_BASED: Final = frozenset({"nt", "nquads"})
 # a string this short, on one line, naming an existing file, is a path, not RDF text
 _MAX_PATH_LEN: Final = 4096
+
+
+def read_union(files: Iterable[str | Path]) -> Graph:
+    """The triples of several RDF files in one graph (named graphs merged); a file that
+    does not parse raises :class:`RdfParseError` naming it and the line."""
+    graph = Graph()
+    for path in files:
+        for s, p, o, _ in read_rdf(path).quads((None, None, None, None)):
+            graph.add((s, p, o))
+    return graph
 
 
 def guess_format(path: str | Path) -> str:

@@ -31,7 +31,7 @@ from rdflib.plugins.serializers.nt import _nt_row
 from rdflib.term import Node
 
 from cradle_kg.errors import RdfParseError, ShapesError
-from cradle_kg.graph.rdfio import FORMATS, read_rdf
+from cradle_kg.graph.rdfio import FORMATS, read_rdf, read_union
 from cradle_kg.graph.vocab import (
     INTEGRITY_SHAPES_FILE,
     RULE_NUMBER,
@@ -128,13 +128,10 @@ def load_shapes(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Sh
     """Read shape files into one shapes graph; ``ShapesError`` names the bad file."""
     files = [INTEGRITY_SHAPES_FILE, STRUCTURE_SHAPES_FILE] if builtin else []
     files += [Path(p) for p in extra]
-    graph = Graph()
-    for path in files:
-        try:
-            for s, p, o, _ in read_rdf(path).quads((None, None, None, None)):
-                graph.add((s, p, o))
-        except RdfParseError as exc:
-            raise ShapesError(f"cannot load shapes: {exc.message}", hint=exc.hint) from exc
+    try:
+        graph = read_union(files)
+    except RdfParseError as exc:
+        raise ShapesError(f"cannot load shapes: {exc.message}", hint=exc.hint) from exc
     if not _declares_shapes(graph):
         names = ", ".join(f"`{p}`" for p in files) or "(no files)"
         raise ShapesError(f"no shapes declared in {names}")

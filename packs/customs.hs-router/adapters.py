@@ -289,15 +289,7 @@ def identities() -> RuntimeConfig:
 
 def merged(base: RuntimeConfig, extra: RuntimeConfig) -> RuntimeConfig:
     """``base`` plus what ``extra`` declares and ``base`` does not (by id)."""
-    have_agents = {a.id for a in base.agents}
-    have_approvers = {a.id for a in base.approvers}
-    return base.model_copy(update={
-        "agents": (*base.agents, *(a for a in extra.agents if a.id not in have_agents)),
-        "permissions": (*base.permissions, *(p for p in extra.permissions
-                                             if p not in base.permissions)),
-        "approvers": (*base.approvers, *(a for a in extra.approvers
-                                         if a.id not in have_approvers)),
-    })
+    return base.merged_with(extra)
 
 
 def ensure_identities(runtime: Runtime) -> None:

@@ -448,16 +448,10 @@ def identities() -> RuntimeConfig:
 
 
 def merged(base: RuntimeConfig, extra: RuntimeConfig) -> RuntimeConfig:
-    have_agents = {a.id for a in base.agents}
-    have_approvers = {a.id for a in base.approvers}
-    return base.model_copy(update={
-        "agents": (*base.agents, *(a for a in extra.agents if a.id not in have_agents)),
-        "permissions": (*base.permissions, *(p for p in extra.permissions
-                                             if p not in base.permissions)),
-        "approvers": (*base.approvers, *(a for a in extra.approvers
-                                         if a.id not in have_approvers)),
-        "approval_environments": extra.approval_environments,
-    })
+    """``base`` plus the pack's identities; the pack's approval environments replace the
+    base's (production approvals come from its Cedar policy, not from the environment)."""
+    return base.merged_with(extra).model_copy(
+        update={"approval_environments": extra.approval_environments})
 
 
 def ensure_identities(runtime: Runtime) -> None:

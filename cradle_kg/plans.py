@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from .errors import InputError
 from .journal import NewEvent
-from .records import AbortPolicy, Outcome, OutcomeStatus, Plan, PlanStep
+from .records import RUNTIME_ACTOR, AbortPolicy, Outcome, OutcomeStatus, Plan, PlanStep
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -67,7 +67,7 @@ def run_plan(runtime: Runtime, plan: Plan) -> PlanOutcome:
     run_id = f"run:plan:{plan.id}"
     result = PlanOutcome(plan.id, run_id)
     runtime._append([NewEvent(run_id=run_id, kind="plan.started", subject=plan.id,
-                              actor="cradle-kg/runtime", at=runtime.clock(),
+                              actor=RUNTIME_ACTOR, at=runtime.clock(),
                               payload={"plan": plan.model_dump(mode="json")})])
     stopped: str | None = None
     for step in steps:
@@ -89,7 +89,7 @@ def run_plan(runtime: Runtime, plan: Plan) -> PlanOutcome:
                 plan.abort_policy is AbortPolicy.ABORT_REMAINING):
             stopped = pid
     runtime._append([NewEvent(run_id=run_id, kind="plan.finished", subject=plan.id,
-                              actor="cradle-kg/runtime", at=runtime.clock(),
+                              actor=RUNTIME_ACTOR, at=runtime.clock(),
                               payload={"status": result.status,
                                        "outcomes": {k: str(v.status)
                                                     for k, v in result.outcomes.items()},

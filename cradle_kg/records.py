@@ -18,6 +18,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: the identity under which the runtime journals its own events
+RUNTIME_ACTOR = "cradle-kg/runtime"
+
 #: the largest canonical-JSON size of a proposal's arguments we accept (bytes)
 MAX_ARGUMENTS_BYTES = 64 * 1024
 

@@ -19,10 +19,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .approval_flow import ApprovalFlow
 from .approvals import ApprovalBook
 from .canonical import content_hash, iso
 from .config import RuntimeConfig, load_config
-from .errors import ApprovalError, InputError, JournalError, ProposalError, UnknownNameError
+from .errors import ApprovalError, InputError, JournalError, ProposalError
 from .escalation import human_task_event, repairs_in_run
 from .evidence import EvidenceStore
 from .gates.post import DomainInvariant, Gate2, InvariantBinding
@@ -37,8 +38,8 @@ from .packs.registry import PackRegistry
 from .plans import PlanOutcome, run_plan
 from .policy import PolicyEngine
 from .records import (
+    RUNTIME_ACTOR,
     Action,
-    ActionRequest,
     ApprovalStatus,
     AuditEvent,
     HumanApproval,
@@ -55,15 +56,13 @@ from .records import (
     VerificationStatus,
 )
 from .recovery import Recovery, RecoveryReport, WorkerLease
+from .settlement import Settlement
 from .tools import LookupFunction, ToolCall, ToolFunction, ToolRegistry, ToolSpec
 from .verifiers import VerifierFunction, VerifierRegistry, VerifierReport
 
 ONTOLOGY_VERSION = "0.1.0"
-RUNTIME_ACTOR = "cradle-kg/runtime"
 #: calls of a tool that raised, with the same key, when its idempotency class allows it
 TOOL_RETRY_LIMIT = 2
-#: a proposal whose id starts so is a compensation: its own failure escalates, never compensates
-COMPENSATION_PREFIX = "comp:"
 _RETRYABLE = (IdempotencyClass.KEYED, IdempotencyClass.NATURAL)
 
 Clock = Callable[[], datetime]
@@ -92,10 +91,6 @@ def _short(*parts: Any) -> str:
     return content_hash(list(parts))[7:31]
 
 
-def _with_reason(outcome: Outcome, reason: str) -> Outcome:
-    return outcome.model_copy(update={"reasons": (*outcome.reasons, reason)})
-
-
 def _report_record(report: VerifierReport | None) -> dict[str, Any] | None:
     """A verifier's raw report as journaled (read by :mod:`cradle_kg.workflow.sandbox`)."""
     if report is None:
@@ -110,7 +105,7 @@ def _approval_was_needed(gate: GateResult) -> bool:
                and c.reasons[0].startswith("a valid human approval") for c in gate.checks)
 
 
-class Runtime:
+class Runtime(Settlement, ApprovalFlow):
     """One governed runtime over one home. Thread-safe for ``submit``."""
 
     def __init__(self, home: str | Path | None = None, *, config: RuntimeConfig | None = None,
@@ -623,74 +618,6 @@ class Runtime:
                             [*events, self._transition_event(run_id, transition, action)],
                             reconciled=reconciled is not None)
 
-    # --- after gate 2: commit, compensate or escalate --------------------------
-
-    def _settle(self, proposal: Proposal, spec: ToolSpec, action: Action, outcome: Outcome,
-                events: list[NewEvent], *, reconciled: bool) -> Outcome:
-        """Commit a verified outcome; compensate a failed verification; escalate the rest."""
-        if outcome.status is OutcomeStatus.EXECUTED:
-            self._append([*events, self._outcome_event(outcome, action.id,
-                                                       reconciled=reconciled)])
-            return outcome
-        tool = spec.compensation_tool
-        if (outcome.status is OutcomeStatus.VERIFICATION_FAILED and tool
-                and not proposal.id.startswith(COMPENSATION_PREFIX)):
-            comp = Proposal(
-                id=COMPENSATION_PREFIX + action.id.removeprefix("act:"),
-                task_id=proposal.task_id, agent_id=proposal.agent_id,
-                run_id=proposal.effective_run_id, step=proposal.step, attempt=proposal.attempt,
-                on_behalf_of=proposal.on_behalf_of, tenant=proposal.tenant,
-                action=ActionRequest(action_type=tool, target=action.target,
-                                     arguments=action.arguments,
-                                     environment=action.environment))
-            pending = _with_reason(outcome, f"compensate with `{tool}`: proposal `{comp.id}`")
-            self._append([*events, NewEvent(
-                run_id=outcome.run_id, kind="compensation.requested", subject=action.id,
-                actor=RUNTIME_ACTOR, at=self.clock(),
-                payload={"failed_action_id": action.id, "proposal": comp.model_dump(mode="json"),
-                         "outcome": pending.model_dump(mode="json")})])
-            return self._compensate(comp, pending, action, reconciled=reconciled)
-        return self._escalate(outcome, action, events, reconciled=reconciled)
-
-    def _compensate(self, comp: Proposal, pending: Outcome, action: Action, *,
-                    reconciled: bool = False) -> Outcome:
-        """Run the compensation through both gates; link it to the failed action."""
-        done = self._submit(comp)
-        link = NewEvent(run_id=pending.run_id, kind="compensation.recorded", subject=action.id,
-                        actor=RUNTIME_ACTOR, at=self.clock(),
-                        payload={"failed_action_id": action.id, "proposal_id": comp.id,
-                                 "compensation_action_id": done.action.id if done.action
-                                 else None, "status": str(done.status)})
-        if done.status is OutcomeStatus.EXECUTED:
-            final = _with_reason(pending, f"compensated: `{comp.id}` executed and verified")
-            self._append([link, self._outcome_event(final, action.id, reconciled=reconciled)])
-            return final
-        return self._escalate(
-            _with_reason(pending, f"compensation `{comp.id}` ended `{done.status}`"), action,
-            [link], reconciled=reconciled, code="compensation_failed")
-
-    def _escalate(self, outcome: Outcome, action: Action, events: list[NewEvent], *,
-                  reconciled: bool, code: str | None = None) -> Outcome:
-        """Nothing was committed and the runtime cannot put it right: a human task."""
-        code = code or {OutcomeStatus.VERIFICATION_FAILED: "verification_failed",
-                        OutcomeStatus.INCONCLUSIVE: "inconclusive"}.get(outcome.status,
-                                                                        "tool_failed")
-        reason = {"verification_failed": "the verification failed and no compensation is "
-                                         "declared",
-                  "inconclusive": "the verification is inconclusive: nothing was committed",
-                  "compensation_failed": "the compensation did not execute and verify",
-                  }.get(code, "the call failed: the state of the target is unknown")
-        task = human_task_event(run_id=outcome.run_id, subject=action.id, code=code,
-                                reason=reason, actor=RUNTIME_ACTOR, at=self.clock(),
-                                details={"action_id": action.id,
-                                         "proposal_id": outcome.proposal_id,
-                                         "status": str(outcome.status)})
-        final = _with_reason(outcome, f"escalated: human task `{task.payload['task_id']}`: "
-                                      f"{reason}")
-        self._append([*events, task, self._outcome_event(final, action.id,
-                                                         reconciled=reconciled)])
-        return final
-
     @staticmethod
     def _transition_event(run_id: str, transition: StateTransition, action: Action) -> NewEvent:
         kind = "transition.committed" if transition.committed_at else "transition.aborted"
@@ -711,82 +638,6 @@ class Runtime:
     def run_plan(self, plan: Plan) -> PlanOutcome:
         """Run a plan step by step, each step through both gates."""
         return run_plan(self, plan)
-
-    # --- approvals ------------------------------------------------------------
-
-    def decide_approval(self, approval_id: str, *, approver_id: str, token: str,
-                        status: ApprovalStatus, once: bool = True, scope: str | None = None,
-                        until: datetime | None = None, reason: str | None = None,
-                        resume: bool = True) -> tuple[HumanApproval, Outcome | None]:
-        """Record a human decision; an approval resumes the waiting proposal by itself.
-
-        A refused attempt (unknown approver, wrong token, self-approval, scope, expiry) is
-        journaled as ``approval.refused`` before the :class:`ApprovalError` is raised. A
-        rejection or a request for changes ends the wait: the proposal's outcome becomes
-        ``denied`` or ``repair``, with the approver's reason.
-        """
-        state = self.approvals.get(approval_id)
-        now = self.clock()
-        subject = "approval:" + state.approval.action_digest
-        try:
-            event = self.approvals.decision_event(state, approver_id=approver_id, token=token,
-                                                  status=status, now=now, once=once,
-                                                  scope=scope, until=until, reason=reason)
-        except ApprovalError as exc:
-            self._append([NewEvent(run_id=state.approval.run_id, kind="approval.refused",
-                                   subject=subject, actor=approver_id, at=now,
-                                   payload={"approval_id": approval_id,
-                                            "claimed_approver": approver_id,
-                                            "asked": str(status), "reason": exc.message})])
-            raise
-        events = [event]
-        if status is not ApprovalStatus.APPROVED:
-            proposal = self._requested_proposal(state.approval)
-            ended = state.approval.model_copy(update={
-                "status": status, "approver_id": approver_id, "decided_at": now,
-                "reason": reason})
-            word = "rejected" if status is ApprovalStatus.REJECTED else "changes requested"
-            events.append(self._outcome_event(Outcome(
-                run_id=ended.run_id, proposal_id=proposal.id,
-                status=(OutcomeStatus.DENIED if status is ApprovalStatus.REJECTED
-                        else OutcomeStatus.REPAIR), approval=ended,
-                reasons=(f"{word} by `{approver_id}`" + (f": {reason}" if reason else ""),)),
-                proposal.id, at=now))
-        self._append(events)
-        updated = self.approvals.get(approval_id).approval
-        outcome = None
-        if resume and status is ApprovalStatus.APPROVED:
-            outcome = self.submit(self._requested_proposal(updated))
-        return updated, outcome
-
-    def _requested_proposal(self, approval: HumanApproval) -> Proposal:
-        for event in self.journal.events_for_subject("approval:" + approval.action_digest):
-            if (event.kind == "approval.requested"
-                    and event.payload["approval"]["id"] == approval.id):
-                return Proposal.model_validate(event.payload["proposal"])
-        raise UnknownNameError(f"no proposal recorded for approval `{approval.id}`")
-
-    def view_approval(self, approval_id: str, *, viewer: str) -> HumanApproval:
-        state = self.approvals.get(approval_id)
-        self._append([NewEvent(run_id=state.approval.run_id, kind="approval.viewed",
-                               subject="approval:" + state.approval.action_digest, actor=viewer,
-                               at=self.clock(), payload={"approval_id": approval_id})])
-        return state.approval
-
-    def resume(self, run_id: str) -> list[Outcome]:
-        """Re-submit the proposals of a run that wait for an approval that is now given."""
-        outcomes: list[Outcome] = []
-        for st in self.approvals.all():
-            a = st.approval
-            if a.run_id != run_id or a.status is not ApprovalStatus.APPROVED:
-                continue
-            if self.approvals.usable(a.action_digest, self.clock(), a.requested_by,
-                                     run_id=run_id) is None:
-                continue
-            outcomes.append(self.submit(self._requested_proposal(a)))
-        if not outcomes and run_id not in self.journal.run_ids():
-            raise UnknownNameError(f"unknown run `{run_id}`")
-        return outcomes
 
 
 __all__ = ["ApprovalError", "CommitHook", "Runtime"]

@@ -353,6 +353,45 @@ def _policyset(q: _Quads, ev: AuditEvent) -> str:
     return node("policyset", version)
 
 
+_STAGES = {"autonomy.policy": "observation", "autonomy.proposed": "proposal",
+           "autonomy.shadow": "shadow", "autonomy.promoted": "promoted",
+           "autonomy.halted": "halted"}
+
+
+def _autonomy(q: _Quads, ev: AuditEvent) -> str:
+    """Progressive autonomy of a human step: each stage change is a visible event."""
+    pl = ev.payload
+    step = node("step", f"{pl['workflow']}/{pl['step']}")
+    here = node("event", str(ev.seq))
+    q.typed(step, "WorkflowStep")
+    q.add(step, _LABEL, lit(f"{pl['workflow']}/{pl['step']}"))
+    q.add(here, c("autonomyStage"), lit(_STAGES[ev.kind]))
+    q.add(here, c("at"), dt(iso(ev.at)))
+    q.add(here, p("wasAssociatedWith"), identity(ev.actor))
+    if pl.get("rule_version"):
+        q.add(here, c("ruleVersion"), lit(pl["rule_version"]))
+    for key, term in (("reproduction_rate", "reproductionRate"), ("agreement", "agreement")):
+        if pl.get(key) is not None:
+            q.add(here, c(term), lit(float(pl[key])))
+    if pl.get("reason"):
+        q.add(here, c("reason"), lit(pl["reason"]))
+    return step
+
+
+def _human_step(q: _Quads, ev: AuditEvent) -> str:
+    """A human step decided by a person, or by a promoted rule (with its version)."""
+    pl = ev.payload
+    step = node("step", f"{pl['workflow']}/{pl['step']}")
+    here = node("event", str(ev.seq))
+    q.typed(step, "WorkflowStep")
+    q.add(here, c("autonomyStage"), lit("automated" if ev.kind == "human.automated"
+                                        else "human"))
+    q.add(here, p("wasAssociatedWith"), identity(ev.actor))
+    if pl.get("rule_version"):
+        q.add(here, c("ruleVersion"), lit(pl["rule_version"]))
+    return step
+
+
 _PROJECTORS = {
     "proposal.received": _proposal,
     "decision.made": _decision,
@@ -366,6 +405,9 @@ _PROJECTORS = {
     "run.outcome": _outcome,
     "evidence.collected": _evidence,
     "policyset.activated": _policyset,
+    **dict.fromkeys(_STAGES, _autonomy),
+    "human.decided": _human_step,
+    "human.automated": _human_step,
 }
 
 

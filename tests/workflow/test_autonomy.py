@@ -114,6 +114,28 @@ def test_four_stages(wf_rt: Runtime, tmp_path: Path) -> None:
     halted = engine.start(routing(), inside)
     assert halted.status == "waiting_human"
     assert book.state(WF, STEP).stage is Stage.HALTED
+    _stages_are_visible_in_the_graph(wf_rt, decided=29 + 21 + 5 + 20, automated=1)
+
+
+def _stages_are_visible_in_the_graph(rt: Runtime, *, decided: int, automated: int) -> None:
+    from rdflib import Dataset
+
+    from cradle_kg.graph.project import project_nquads
+
+    graph = Dataset()
+    graph.parse(data=project_nquads(rt.journal.events()), format="nquads")
+    rows = graph.query("""
+        PREFIX cradle: <https://w3id.org/cradle#>
+        PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
+        SELECT ?stage ?seq WHERE { GRAPH ?g {
+            ?audit cradle:records ?event ; cradle:seq ?seq .
+            ?event cradle:autonomyStage ?stage ; cradle:subjectRef ?step .
+            ?step a cradle:WorkflowStep . } } ORDER BY ?seq""")
+    stages = [str(r[0]) for r in rows]  # type: ignore[index]
+    changes = [s for s in stages if s not in ("human", "automated")]
+    assert changes == ["proposal", "shadow", "promoted", "halted"]
+    assert stages.count("human") == decided
+    assert stages.count("automated") == automated
 
 
 def test_a_human_who_disagrees_in_shadow_blocks_promotion(wf_rt: Runtime) -> None:

@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .errors import ApprovalError, UnknownNameError
+from .errors import ApprovalError, InputError, UnknownNameError
+from .escalation import HumanTask, open_tasks, resolution_event
 from .journal import Journal, NewEvent
 from .records import ApprovalStatus, AuditEvent, HumanApproval, Outcome, OutcomeStatus, Proposal
 
@@ -85,6 +86,21 @@ class ApprovalFlow:
                     and event.payload["approval"]["id"] == approval.id):
                 return Proposal.model_validate(event.payload["proposal"])
         raise UnknownNameError(f"no proposal recorded for approval `{approval.id}`")
+
+    def resolve_task(self, task_id: str, *, by: str, token: str, note: str) -> HumanTask:
+        """Close a human task (an escalation): an authenticated approver says what they did."""
+        if not note.strip():
+            raise InputError("resolving a human task needs a note saying what was done")
+        task = next((t for t in open_tasks(self.journal) if t.id == task_id), None)
+        if task is None:
+            raise UnknownNameError(f"unknown human task `{task_id}`",
+                                   hint="`cradle-kg tasks list` shows them")
+        if task.resolved_by is not None:
+            raise InputError(f"human task `{task_id}` was already resolved by "
+                             f"`{task.resolved_by}`")
+        self.approvals.authenticate(by, token)
+        self._append([resolution_event(task, by=by, note=note, at=self.clock())])
+        return next(t for t in open_tasks(self.journal) if t.id == task_id)
 
     def view_approval(self, approval_id: str, *, viewer: str) -> HumanApproval:
         state = self.approvals.get(approval_id)

@@ -13,7 +13,9 @@ one when it must not go on by itself:
   may not replay (a tool of idempotency class ``none``, a tool without lookup, a lookup
   that raised).
 
-Tasks are read back from the journal like everything else (:func:`open_tasks`).
+Tasks are read back from the journal like everything else (:func:`open_tasks`); a person
+closes one with ``human_task.resolved`` (who, when, what they did), which is what makes the
+run stop reading ``escalated``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .canonical import content_hash
 from .journal import Journal, NewEvent
 
 HUMAN_TASK_OPENED = "human_task.opened"
+HUMAN_TASK_RESOLVED = "human_task.resolved"
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,16 @@ class HumanTask:
     reason: str
     subject: str
     opened_at: datetime
+    resolved_by: str | None = None
+    resolved_at: datetime | None = None
+    resolution: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "run_id": self.run_id, "code": self.code,
                 "reason": self.reason, "subject": self.subject,
-                "opened_at": self.opened_at.isoformat()}
+                "opened_at": self.opened_at.isoformat(),
+                "resolved_by": self.resolved_by, "resolution": self.resolution,
+                "resolved_at": self.resolved_at.isoformat() if self.resolved_at else None}
 
 
 def task_id_for(run_id: str, subject: str, code: str) -> str:
@@ -57,11 +65,26 @@ def human_task_event(*, run_id: str, subject: str, code: str, reason: str, actor
 
 
 def open_tasks(journal: Journal, *, run_id: str | None = None) -> list[HumanTask]:
-    """Every human task opened (in one run, or in all), oldest first."""
-    return [HumanTask(id=e.payload["task_id"], run_id=e.run_id, code=e.payload["code"],
-                      reason=e.payload["reason"], subject=e.payload["about"], opened_at=e.at)
-            for e in journal.events_of_kind(HUMAN_TASK_OPENED)
-            if run_id is None or e.run_id == run_id]
+    """Every human task opened (in one run, or in all), oldest first, with its resolution."""
+    resolved = {e.payload["task_id"]: e for e in journal.events_of_kind(HUMAN_TASK_RESOLVED)}
+    tasks = []
+    for e in journal.events_of_kind(HUMAN_TASK_OPENED):
+        if run_id is not None and e.run_id != run_id:
+            continue
+        done = resolved.get(e.payload["task_id"])
+        tasks.append(HumanTask(
+            id=e.payload["task_id"], run_id=e.run_id, code=e.payload["code"],
+            reason=e.payload["reason"], subject=e.payload["about"], opened_at=e.at,
+            resolved_by=done.actor if done else None, resolved_at=done.at if done else None,
+            resolution=done.payload["note"] if done else None))
+    return tasks
+
+
+def resolution_event(task: HumanTask, *, by: str, note: str, at: datetime) -> NewEvent:
+    """The event that closes a human task: who did what about it."""
+    return NewEvent(run_id=task.run_id, kind=HUMAN_TASK_RESOLVED, subject=task.id, actor=by,
+                    at=at, payload={"task_id": task.id, "about": task.subject, "note": note,
+                                    "code": task.code})
 
 
 def repairs_in_run(journal: Journal, run_id: str) -> int:

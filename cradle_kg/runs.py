@@ -22,7 +22,7 @@ class RunSummary:
     proposals: list[str] = field(default_factory=list)
     #: proposal id -> the status of its latest outcome
     outcomes: dict[str, str] = field(default_factory=dict)
-    #: human tasks opened for this run (escalations, crash reconciliations): their ids
+    #: human tasks opened for this run and not resolved yet (escalations, reconciliations)
     human_tasks: list[str] = field(default_factory=list)
 
     @property
@@ -56,6 +56,8 @@ def _fold(summary: RunSummary, event: AuditEvent) -> None:
         summary.outcomes[outcome["proposal_id"]] = outcome["status"]
     elif event.kind == "human_task.opened":
         summary.human_tasks.append(event.payload["task_id"])
+    elif event.kind == "human_task.resolved" and event.payload["task_id"] in summary.human_tasks:
+        summary.human_tasks.remove(event.payload["task_id"])
 
 
 def list_runs(journal: Journal) -> list[RunSummary]:

@@ -17,6 +17,7 @@ from . import packs as pack_cmds
 from . import query as query_cmds
 from . import recovery as recovery_cmds
 from . import serve as serve_cmds
+from . import tasks as task_cmds
 from . import workflow as workflow_cmds
 from .common import report_error
 
@@ -32,6 +33,7 @@ graph_cmds.install(app)
 pack_cmds.install(app)
 approvals_cmds.install(app)
 recovery_cmds.install(app)
+task_cmds.install(app)
 workflow_cmds.install(app)
 query_cmds.install(app)
 serve_cmds.install(app)

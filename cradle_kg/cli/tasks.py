@@ -1,0 +1,50 @@
+"""``cradle-kg tasks``: the human tasks the runtime opened (escalations), and closing them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..errors import CradleError, InputError
+from ..escalation import open_tasks
+from .approvals import AsOpt, TokenOpt
+from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
+from .core import open_journal, open_runtime
+
+tasks_app = typer.Typer(help="Human tasks (escalations): list, resolve.", no_args_is_help=True)
+
+
+@tasks_app.command("list")
+def tasks_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+               run: Annotated[str | None, typer.Option("--run", help="One run only.")] = None,
+               all_: Annotated[bool, typer.Option("--all", help="Resolved ones too.")] = False
+               ) -> None:
+    """Open human tasks, oldest first (with --all, resolved ones too)."""
+    with open_journal(home) as journal:
+        tasks = [t for t in open_tasks(journal, run_id=run) if all_ or t.resolved_by is None]
+    if fmt is Format.JSON:
+        print_json([t.to_dict() for t in tasks])
+        return
+    table("human tasks", ["id", "run", "code", "about", "reason", "resolved by"],
+          [[t.id, t.run_id, t.code, t.subject, t.reason, t.resolved_by or "-"] for t in tasks])
+
+
+@tasks_app.command("resolve")
+def tasks_resolve(task_id: str, approver: AsOpt,
+                  note: Annotated[str, typer.Option("--note", help="What was done.")],
+                  home: HomeOpt = None, token: TokenOpt = None) -> None:
+    """Close a human task, saying what was done; the approver authenticates with a token."""
+    if not token:
+        fail(InputError("an approver token is required",
+                        hint="pass --token or set CRADLE_APPROVER_TOKEN"))
+    with open_runtime(home) as rt:
+        try:
+            task = rt.resolve_task(task_id, by=approver, token=token, note=note)
+        except CradleError as exc:
+            fail(exc, code=1 if exc.code == "approval_error" else 2)
+    console.print(f"task {task.id}: resolved by {task.resolved_by}", highlight=False)
+
+
+def install(app: typer.Typer) -> None:
+    app.add_typer(tasks_app, name="tasks")

@@ -1,0 +1,61 @@
+"""Human tasks: an escalation can be seen and closed by an authenticated person, and the run
+stops reading `escalated` once every task of it is resolved."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from cradle_kg import OutcomeStatus, Runtime
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from cradle_kg.runs import show_run
+
+from .conftest import make_config, proposal, register_test_tools
+
+
+def cli(*args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {**os.environ, **({"CRADLE_APPROVER_TOKEN": token} if token else {})}
+    return subprocess.run([sys.executable, "-m", "cradle_kg", *args], capture_output=True,
+                          text=True, timeout=120, env=env, check=False)
+
+
+def test_an_escalation_is_listed_and_resolved(home: Path) -> None:
+    with Runtime(home, config=make_config()) as rt:
+        register_test_tools(rt)
+        out = rt.submit(proposal("p", "test.wide", {}, agent="agent:tester", target="test:1"))
+    assert out.status is OutcomeStatus.VERIFICATION_FAILED  # no compensation: a human task
+    listed = cli("tasks", "list", "--home", str(home), "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    tasks = json.loads(listed.stdout)
+    assert len(tasks) == 1 and tasks[0]["run_id"] == out.run_id
+    task_id = tasks[0]["id"]
+    with Runtime(home, config=make_config()) as rt:
+        assert show_run(rt.journal, out.run_id)[0].status == "escalated"
+
+    wrong = cli("tasks", "resolve", task_id, "--as", APPROVER, "--note", "fixed",
+                "--home", str(home), token="nope")
+    assert wrong.returncode == 1 and "does not authenticate" in wrong.stderr
+    no_note = cli("tasks", "resolve", task_id, "--as", APPROVER, "--note", " ",
+                  "--home", str(home), token=DEMO_TOKENS[APPROVER])
+    assert no_note.returncode == 2 and "needs a note" in no_note.stderr
+    done = cli("tasks", "resolve", task_id, "--as", APPROVER, "--note",
+               "removed the stray write by hand", "--home", str(home),
+               token=DEMO_TOKENS[APPROVER])
+    assert done.returncode == 0, done.stderr
+    again = cli("tasks", "resolve", task_id, "--as", APPROVER, "--note", "x",
+                "--home", str(home), token=DEMO_TOKENS[APPROVER])
+    assert again.returncode == 2 and "already resolved" in again.stderr
+
+    assert json.loads(cli("tasks", "list", "--home", str(home), "--format",
+                          "json").stdout) == []
+    resolved = json.loads(cli("tasks", "list", "--all", "--home", str(home), "--format",
+                              "json").stdout)
+    assert resolved[0]["resolved_by"] == APPROVER
+    assert resolved[0]["resolution"] == "removed the stray write by hand"
+    with Runtime(home, config=make_config()) as rt:
+        assert show_run(rt.journal, out.run_id)[0].status == "verification_failed"
+        assert rt.journal.verify().intact

@@ -57,6 +57,14 @@ class ApprovalState:
     excluded: tuple[str, ...]
 
 
+def effective_status(approval: HumanApproval, now: datetime) -> ApprovalStatus:
+    """The status as of ``now``: an approval whose expiry has passed reads ``expired``."""
+    if (approval.status is ApprovalStatus.APPROVED and approval.expires_at is not None
+            and approval.expires_at <= now):
+        return ApprovalStatus.EXPIRED
+    return approval.status
+
+
 def token_hash(token: str) -> str:
     return sha256_bytes(token.encode("utf-8"))
 

@@ -179,6 +179,11 @@ def test_an_approval_that_expires_before_execution_is_not_used(art: Runtime,
     out = art.submit(close("p"))
     assert out.status is OutcomeStatus.AWAITING_APPROVAL
     assert closes(art.home.root) == []
+    from cradle_kg.approvals import effective_status
+
+    expired = art.approvals.get(aid).approval
+    assert expired.status is ApprovalStatus.APPROVED  # what was decided ...
+    assert effective_status(expired, clock.now) is ApprovalStatus.EXPIRED  # ... as of now
 
 
 def test_an_approval_does_not_authorize_a_different_action(art: Runtime) -> None:

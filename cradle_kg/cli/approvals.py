@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from ..approvals import effective_status
 from ..canonical import parse_iso
 from ..errors import CradleError, InputError
 from ..records import ApprovalStatus
@@ -28,17 +29,21 @@ AsOpt = Annotated[str, typer.Option("--as", help="The approving identity.")]
 def approvals_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
                    pending: Annotated[bool, typer.Option(help="Only pending ones.")] = False
                    ) -> None:
-    """List approvals (newest last)."""
+    """List approvals (newest last); an approval past its expiry reads `expired`."""
     with open_runtime(home) as rt:
         states = rt.approvals.all()
-    items = [s.approval for s in states
+        now = rt.clock()
+    items = [(s.approval, effective_status(s.approval, now)) for s in states
              if not pending or s.approval.status is ApprovalStatus.PENDING]
     if fmt is Format.JSON:
-        print_json([a.model_dump(mode="json") for a in items])
+        print_json([{**a.model_dump(mode="json"), "status": status.value}
+                    for a, status in items])
         return
-    table("approvals", ["id", "status", "run", "proposal", "requested by", "approver", "scope"],
-          [[a.id, a.status.value, a.run_id, a.proposal_id, a.requested_by,
-            a.approver_id or "-", a.scope or "-"] for a in items])
+    table("approvals", ["id", "status", "run", "proposal", "requested by", "approver", "scope",
+                        "expires"],
+          [[a.id, status.value, a.run_id, a.proposal_id, a.requested_by,
+            a.approver_id or "-", a.scope or "-",
+            a.expires_at.isoformat() if a.expires_at else "-"] for a, status in items])
 
 
 @approvals_app.command("show")

@@ -22,7 +22,7 @@ import fnmatch
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,9 +42,8 @@ class Step:
     inputs: Mapping[str, str] = field(default_factory=dict)
     when: tuple[str, Any] | None = None
 
-    @property
-    def kind(self) -> str:
-        raise NotImplementedError
+    #: "model", "tool" or "human" — set by each kind of step
+    kind: ClassVar[str] = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,9 +57,7 @@ class ModelStep(Step):
     #: the declared cost of one call, charged against the budgets
     cost: float = 1.0
 
-    @property
-    def kind(self) -> str:
-        return "model"
+    kind: ClassVar[str] = "model"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,9 +71,7 @@ class ToolStep(Step):
     #: the target, formatted with the validated step input (``ledger:{account}``)
     target: str
 
-    @property
-    def kind(self) -> str:
-        return "tool"
+    kind: ClassVar[str] = "tool"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,9 +81,7 @@ class HumanStep(Step):
     #: the input fields a learned rule may read
     rule_fields: tuple[str, ...] = ()
 
-    @property
-    def kind(self) -> str:
-        return "human"
+    kind: ClassVar[str] = "human"
 
 
 @dataclass(frozen=True, kw_only=True)

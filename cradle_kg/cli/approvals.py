@@ -7,6 +7,7 @@ The approver authenticates with a token: ``--token`` or, better, ``$CRADLE_APPRO
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -62,15 +63,17 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
                 "proposed_by": proposal.agent_id})
 
 
-def _decide(approval_id: str, home: object, approver: str, token: str | None,
-            status: ApprovalStatus, **kw: object) -> None:
+def _decide(approval_id: str, home: Path | None, approver: str, token: str | None,
+            status: ApprovalStatus, *, once: bool = True, scope: str | None = None,
+            until: datetime | None = None, reason: str | None = None) -> None:
     if not token:
         fail(InputError("an approver token is required",
                         hint="pass --token or set CRADLE_APPROVER_TOKEN"))
-    with open_runtime(home) as rt:  # type: ignore[arg-type]
+    with open_runtime(home) as rt:
         try:
-            approval, outcome = rt.decide_approval(approval_id, approver_id=approver,
-                                                   token=token, status=status, **kw)  # type: ignore[arg-type]
+            approval, outcome = rt.decide_approval(
+                approval_id, approver_id=approver, token=token, status=status, once=once,
+                scope=scope, until=until, reason=reason)
         except CradleError as exc:
             fail(exc, code=1 if exc.code == "approval_error" else 2)
     console.print(f"approval {approval.id}: {approval.status.value} by {approval.approver_id}",

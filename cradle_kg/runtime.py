@@ -36,7 +36,7 @@ from .journal import Journal, NewEvent
 from .packs.loader import Pack
 from .packs.registry import PackRegistry
 from .plans import PlanOutcome, run_plan
-from .policy import PolicyEngine
+from .policy import PolicyEngine, read_sources
 from .records import (
     RUNTIME_ACTOR,
     Action,
@@ -128,8 +128,10 @@ class Runtime(Settlement, ApprovalFlow):
         self.commit_hooks: list[CommitHook] = []
         self.listeners: list[AppendListener] = []
         self.approvals = ApprovalBook(self.journal, self.config)
-        self._policy_paths = [self.home.policies, *policy_paths]
-        self.policies = PolicyEngine.from_paths(p for p in self._policy_paths if p.exists())
+        #: (path, pack id or None for the home's own) of every policy file or folder in force
+        self._policy_paths: list[tuple[Path, str | None]] = [
+            (p, None) for p in (self.home.policies, *policy_paths)]
+        self.policies = self._policy_engine(self._policy_paths)
         self.gateway = Gateway(self.tools, append=self._append, clock=self.clock)
         self.gate2 = Gate2(verifiers=self.verifiers, invariants=self.invariants,
                            max_read_age=timedelta(
@@ -146,12 +148,16 @@ class Runtime(Settlement, ApprovalFlow):
         self._graph_unavailable = False
         self._graph_lock = threading.Lock()
         if load_plugins:
-            for entry in self.config.plugins:
-                self._load_plugin(entry)
-            if self.config.packs:
-                registry = PackRegistry.discover(self.home.root)
-                for ref in self.config.packs:
-                    self.load_pack(registry.get(ref))
+            try:
+                for entry in self.config.plugins:
+                    self._load_plugin(entry)
+                if self.config.packs:
+                    registry = PackRegistry.discover(self.home.root)
+                    for ref in self.config.packs:
+                        self.load_pack(registry.get(ref))
+            except BaseException:
+                self.close()  # a refused pack or plugin leaves no lease or handle behind
+                raise
         # INVARIANT: dangling intents are reconciled before this runtime does anything else
         self.recovery: RecoveryReport | None = self.recover() if recover else None
 
@@ -181,17 +187,33 @@ class Runtime(Settlement, ApprovalFlow):
         self.approvals.config = config
         self.gate2.max_read_age = timedelta(seconds=config.verification_max_age_seconds)
 
-    def add_policy_paths(self, paths: Sequence[Path]) -> None:
-        self._policy_paths.extend(paths)
-        self.policies = PolicyEngine.from_paths(p for p in self._policy_paths if p.exists())
+    @staticmethod
+    def _policy_engine(paths: Sequence[tuple[Path, str | None]]) -> PolicyEngine:
+        return PolicyEngine(source for path, namespace in paths if path.exists()
+                            for source in read_sources([path], namespace=namespace))
+
+    def add_policy_paths(self, paths: Sequence[Path], *, namespace: str | None = None) -> None:
+        """Put more policies in force: the home's own (``namespace`` None) or a pack's.
+
+        Atomic: when the new set is refused (a parse error, a duplicate id), the set in
+        force stays as it was.
+        """
+        wanted = [*self._policy_paths, *((p, namespace) for p in paths)]
+        self.policies = self._policy_engine(wanted)
+        self._policy_paths = wanted
 
     def load_pack(self, pack: Pack) -> None:
-        """Plug a domain pack in: its policies, its version on every decision, its hooks."""
+        """Plug a domain pack in: its policies, its version on every decision, its hooks.
+
+        TRUST: this runs the pack's own Python (its ``runtime`` hook) with this process's
+        privileges — a pack is trusted code, like a plugin or a pip-installed package. Its
+        policies are cited as ``<pack-id>/<id>``, so they can never pass for the home's.
+        """
         if pack.ref in self.pack_versions:
             return
-        self.pack_versions.append(pack.ref)
         if pack.policy_files():
-            self.add_policy_paths(pack.policy_files())
+            self.add_policy_paths(pack.policy_files(), namespace=pack.id)
+        self.pack_versions.append(pack.ref)
         if pack.manifest.runtime:
             pack.resolve(pack.manifest.runtime)(self, pack)
 
@@ -275,7 +297,8 @@ class Runtime(Settlement, ApprovalFlow):
             return
         latest = self.journal.last_of_kind("policyset.activated")
         if latest is None or latest.subject != subject:
-            sources = [{"name": s.name, "ref": self.evidence.put(s.text.encode("utf-8"))}
+            sources = [{"name": s.name, "ref": self.evidence.put(s.text.encode("utf-8")),
+                        **({"namespace": s.namespace} if s.namespace is not None else {})}
                        for s in self.policies.sources]
             self._append([NewEvent(run_id=run_id, kind="policyset.activated", subject=subject,
                                    actor=RUNTIME_ACTOR, at=now,

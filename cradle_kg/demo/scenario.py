@@ -208,7 +208,7 @@ def _customs_steps(rt: Runtime, pack: Pack) -> list[DemoStep]:
     if waiting is not None:
         out.append(DemoStep("customs: dual-use: finalize", "awaiting_approval", waiting,
                             "permits " + ", ".join(dual["permits_required"])
-                            + ": `restricted-goods-routing`"))
+                            + ": `customs.hs-router/restricted-goods-routing`"))
         if waiting.status is OutcomeStatus.AWAITING_APPROVAL:
             out.append(DemoStep("customs: approved by customs officer", "executed",
                                 approve(rt, waiting), "second identity; filing verified"))

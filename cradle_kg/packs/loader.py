@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import ManifestError
 from .manifest import Manifest, read_manifest
+from .static import inside
 
 
 def package_name(manifest: Manifest) -> str:
@@ -44,8 +45,17 @@ class Pack:
     def version(self) -> str:
         return self.manifest.version
 
+    def file(self, rel: str) -> Path:
+        """A file the manifest names; refused when it (or a symlink on the way) leaves the
+        pack folder — a pack cannot make the runtime read the operator's other files."""
+        path = self.path / rel
+        if not inside(self.path, path):
+            raise ManifestError(f"{self.path / 'manifest.yaml'}: `{rel}` is outside the pack "
+                                "folder")
+        return path
+
     def files(self, names: list[str]) -> list[Path]:
-        return [self.path / n for n in names]
+        return [self.file(n) for n in names]
 
     def ontology_files(self) -> list[Path]:
         return self.files(self.manifest.ontology)
@@ -57,17 +67,22 @@ class Pack:
         return self.files(self.manifest.policies)
 
     def query_files(self) -> dict[str, Path]:
-        return {name: self.path / rel for name, rel in self.manifest.queries.items()}
+        return {name: self.file(rel) for name, rel in self.manifest.queries.items()}
 
     def example_files(self) -> list[Path]:
         out: list[Path] = []
         for entry in self.manifest.examples:
-            target = self.path / entry
-            out.extend(sorted(target.glob("*.json")) if target.is_dir() else [target])
+            target = self.file(entry)
+            found = sorted(target.glob("*.json")) if target.is_dir() else [target]
+            out.extend(self.file(str(f.relative_to(self.path))) for f in found)
         return out
 
     def module(self) -> ModuleType:
-        """Import the pack folder as a package (once)."""
+        """Import the pack folder as a package (once).
+
+        TRUST: this executes the pack's code with the runtime's privileges. Only loading an
+        enabled pack, ``pack run`` and ``pack test`` get here — never ``pack validate``.
+        """
         if self._module is not None:
             return self._module
         name = package_name(self.manifest)

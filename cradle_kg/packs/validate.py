@@ -1,13 +1,19 @@
 """``cradle-kg pack validate``: everything a manifest names exists and parses.
 
 Checks, each reported as ``file:line: message``: the manifest's schema; every named file
-exists; Turtle and SHACL parse; the shapes compile; Cedar policies parse and validate
-against the pack's Cedar schema; Python entries import; the pack's ontology is consistent
-with the core ontology (HermiT).
+exists inside the pack folder; Turtle and SHACL parse; the shapes compile; Cedar policies
+parse, carry no duplicate ids and validate against the pack's Cedar schema; examples are
+JSON; every ``module:attribute`` entry names something the pack's source defines; the
+pack's ontology is consistent with the core ontology (HermiT).
+
+TRUST: validation never executes the pack's Python. Entries are checked by parsing the
+source (:mod:`.static`), so ``pack validate`` is safe to run on a pack you do not trust
+yet; loading the pack, ``pack run`` and ``pack test`` do execute it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +25,8 @@ from ..graph.shacl import load_shapes
 from ..graph.vocab import ONTOLOGY_FILE, ONTOLOGY_VERSION
 from ..policy import PolicyEngine, validate_against_schema
 from .loader import Pack, load_pack
-from .manifest import line_of, satisfies
+from .manifest import ENTRY, line_of, satisfies
+from .static import check_entry
 
 
 @dataclass
@@ -70,10 +77,21 @@ def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
     named = [*m.ontology, *m.shapes, *m.policies, *m.queries.values(), *m.examples,
              *([m.cedar_schema] if m.cedar_schema else []), *m.data.values()]
     for rel in named:
-        if not (pack.path / rel).exists():
+        try:
+            exists = pack.file(rel).exists()
+        except CradleError:
+            report.errors.append(f"{_manifest_line(pack, rel)}: `{rel}` is outside the pack "
+                                 "folder")
+            continue
+        if not exists:
             report.errors.append(f"{_manifest_line(pack, rel)}: names `{rel}`, which does not "
                                  "exist")
     if report.errors:
+        return report
+    try:
+        examples = pack.example_files()
+    except CradleError as exc:
+        report.errors.append(exc.message)
         return report
     for file in [*pack.ontology_files(), *pack.shape_files()]:
         try:
@@ -87,12 +105,16 @@ def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
         except CradleError as exc:
             report.errors.append(exc.message)
     _check_policies(pack, report)
+    _check_examples(examples, report)
+    # INVARIANT: nothing here imports the pack — entries are checked on the parsed source
     for entry in [*m.validators, *m.tools, *m.verifiers,
-                  *[e for e in (m.runtime, m.example_runner) if e]]:
-        try:
-            pack.resolve(entry)
-        except CradleError as exc:
-            report.errors.append(f"{_manifest_line(pack, entry)}: {exc.message}")
+                  *[e for e in (m.runtime, m.example_runner) if e],
+                  *[e for e in m.hooks.values() if ENTRY.match(e)]]:
+        found = check_entry(pack.path, entry)
+        if found.error:
+            report.errors.append(f"{_manifest_line(pack, entry)}: {found.error}")
+        if found.warning:
+            report.warnings.append(f"{_manifest_line(pack, entry)}: {found.warning}")
     if reasoner and pack.ontology_files() and not report.errors:
         try:
             owl = check_ontology([ONTOLOGY_FILE, *pack.ontology_files()])
@@ -104,19 +126,27 @@ def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
     return report
 
 
+def _check_examples(files: list[Path], report: PackReport) -> None:
+    for file in files:
+        try:
+            json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+            report.errors.append(f"{file}: not a JSON example: {exc}")
+
+
 def _check_policies(pack: Pack, report: PackReport) -> None:
     files = pack.policy_files()
     if not files:
         return
     try:
-        PolicyEngine.from_paths(files)
+        PolicyEngine.from_paths(files, namespace=pack.id)  # ids as the runtime cites them
     except CradleError as exc:
         report.errors.append(exc.message)
         return
     if pack.manifest.cedar_schema is None:
         report.warnings.append("no cedar_schema: policies parsed but not type-checked")
         return
-    schema = (pack.path / pack.manifest.cedar_schema).read_text(encoding="utf-8")
+    schema = pack.file(pack.manifest.cedar_schema).read_text(encoding="utf-8")
     for file in files:
         for problem in validate_against_schema(file.read_text(encoding="utf-8"), schema,
                                                name=str(file)):

@@ -8,15 +8,18 @@ it. Cedar's semantics are ours: default deny, forbid overrides permit. On top of
 * obligations ride on annotations of the determining policies:
   ``@requires_approval("true")``, ``@approval_scope("…")``, ``@requires_evidence("N")``
   on a permit; ``@on_deny("repair" | "clarify")`` and ``@reason("…")`` on a forbid;
-* ``@id("…")`` names a policy in reasons and in the graph.
+* ``@id("…")`` names a policy in reasons and in the graph. A pack's policies are cited
+  as ``<pack-id>/<id>`` (``/`` is reserved for them), and one id naming two policies is
+  refused when the set is built — a decision names exactly one rule per id.
 
-The policy-set version is the sha256 of the canonical list of (file name, text), so a
-decision names exactly the rules that were in force.
+The policy-set version is the sha256 of the canonical list of (file name, text[, pack
+id]), so a decision names exactly the rules that were in force, and whose they were.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +31,26 @@ from ..canonical import content_hash
 from ..errors import PolicyError
 from ..records import PolicyResult
 
+#: separates a pack's id from its own policy id (``customs.hs-router/finalize``); reserved
+#: for packs, so an id without it can only come from the home's own policies
+NAMESPACE_SEPARATOR = "/"
+
 
 @dataclass(frozen=True)
 class PolicySource:
+    """One policy file. ``namespace`` is the id of the pack it came from (None: the home).
+
+    Every policy id of a namespaced source is cited as ``<namespace>/<id>`` — so a pack's
+    ``@id("demo-credit-limit")`` is ``its.pack/demo-credit-limit``, never the home's rule.
+    """
+
     name: str
     text: str
+    namespace: str | None = None
+
+    def describe(self) -> str:
+        return f"`{self.name}`" if self.namespace is None else \
+            f"pack `{self.namespace}` (`{self.name}`)"
 
 
 @dataclass(frozen=True)
@@ -47,12 +65,20 @@ class PolicyOutcome:
     deny_reasons: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _annotations_of(text: str, name: str) -> dict[str, tuple[str, dict[str, str]]]:
-    """Map cedar's positional ids (policy0, …) to (effect, annotations) of one file."""
+def _parse_json(text: str, name: str) -> dict[str, Any]:
     try:
-        est = json.loads(cedarpy.policies_to_json_str(text))
+        est: dict[str, Any] = json.loads(cedarpy.policies_to_json_str(text))
     except (ValueError, RuntimeError) as exc:
         raise PolicyError(f"cannot parse policies in `{name}`: {exc}") from exc
+    return est
+
+
+def _annotations_of(text: str, name: str) -> dict[str, tuple[str, dict[str, str]]]:
+    """Map cedar's positional ids (policy0, …) to (effect, annotations) of one file."""
+    return _annotations_in(_parse_json(text, name))
+
+
+def _annotations_in(est: dict[str, Any]) -> dict[str, tuple[str, dict[str, str]]]:
     out: dict[str, tuple[str, dict[str, str]]] = {}
     for pid, body in est.get("staticPolicies", {}).items():
         annotations = {k: str(v) for k, v in (body.get("annotations") or {}).items()}
@@ -60,14 +86,72 @@ def _annotations_of(text: str, name: str) -> dict[str, tuple[str, dict[str, str]
     return out
 
 
+def _positional(pid: str) -> int:
+    return int(pid.removeprefix("policy")) if re.fullmatch(r"policy\d+", pid) else -1
+
+
+def _cited_ids(sources: tuple[PolicySource, ...], merged: dict[str, tuple[str, dict[str, str]]]
+               ) -> dict[str, tuple[str, PolicySource]]:
+    """Cedar's positional id in the merged set -> (the id decisions cite, its source).
+
+    Cedar numbers the policies of the concatenated text in order, so file ``k``'s
+    ``policyN`` is the merged set's ``policy(offset_k + N)``. A policy without ``@id`` is
+    named by its position among the policies of its own origin (the home, or one pack),
+    so loading a pack never renames the home's unnamed policies. Two policies cited
+    under one id are refused: a decision must name exactly one rule.
+    """
+    out: dict[str, tuple[str, PolicySource]] = {}
+    seen: dict[str, PolicySource] = {}
+    offset = 0
+    per_origin: dict[str | None, int] = {}
+    for source in sources:
+        est = _parse_json(source.text, source.name)
+        if est.get("templates"):
+            raise PolicyError(f"`{source.name}`: policy templates are not supported")
+        local = sorted(_annotations_in(est).items(),
+                       key=lambda item: _positional(item[0]))
+        base = per_origin.get(source.namespace, 0)
+        for index, (_, (effect, notes)) in enumerate(local):
+            merged_pid = f"policy{offset + index}"
+            if merged.get(merged_pid, ("", {}))[0] != effect:
+                raise PolicyError(f"`{source.name}`: cannot line the policies up with the "
+                                  "policy set (cedar numbered them differently)")
+            own = notes.get("id", f"policy{base + index}")
+            if source.namespace is None and NAMESPACE_SEPARATOR in own:
+                raise PolicyError(f"`{source.name}`: policy id `{own}`: "
+                                  f"`{NAMESPACE_SEPARATOR}` is reserved for the ids of pack "
+                                  "policies (`<pack-id>/<id>`)")
+            cited = own if source.namespace is None else \
+                f"{source.namespace}{NAMESPACE_SEPARATOR}{own}"
+            if cited in seen:
+                raise PolicyError(f"duplicate policy id `{cited}`: in {seen[cited].describe()} "
+                                  f"and in {source.describe()}")
+            seen[cited] = source
+            out[merged_pid] = (cited, source)
+        offset += len(local)
+        per_origin[source.namespace] = base + len(local)
+    if offset != len(merged):
+        raise PolicyError("cannot line the policies up with the policy set (cedar counted "
+                          f"{len(merged)} policies, the files {offset})")
+    return out
+
+
 class PolicyEngine:
     """A parsed, versioned Cedar policy set."""
 
     def __init__(self, sources: Iterable[PolicySource]) -> None:
-        self.sources = tuple(sorted(sources, key=lambda s: (Path(s.name).name, s.text)))
-        # the version depends on what the policies say, not on where the home is: file
-        # names without their folders, and texts
-        self.version = content_hash([[Path(s.name).name, s.text] for s in self.sources])
+        # the home's files first, then each pack's; within one origin by file name
+        self.sources = tuple(sorted(sources, key=lambda s: (
+            s.namespace is not None, s.namespace or "", Path(s.name).name, s.text)))
+        for source in self.sources:
+            if source.namespace is not None and (
+                    not source.namespace or NAMESPACE_SEPARATOR in source.namespace):
+                raise PolicyError(f"`{source.name}`: `{source.namespace}` is not a pack id")
+        # the version depends on what the policies say (and whose they are), not on where
+        # the home is: file names without their folders, texts, and the pack they came from
+        self.version = content_hash([
+            [Path(s.name).name, s.text] if s.namespace is None
+            else [Path(s.name).name, s.text, s.namespace] for s in self.sources])
         text = "\n".join(s.text for s in self.sources)
         try:
             self._set = cedarpy.PolicySet.from_str(text)
@@ -81,20 +165,17 @@ class PolicyEngine:
             raise PolicyError(f"cannot parse the policy set {names}: {exc}") from exc
         # cedar numbers policies policy0.. across the concatenated text; rebuild that
         # numbering from one parse of the whole set so annotations line up
-        self._meta = _annotations_of(text, "policy set")
-        self._ids = {pid: ann.get("id", pid) for pid, (_, ann) in self._meta.items()}
+        merged = _annotations_of(text, "policy set")
+        cited = _cited_ids(self.sources, merged)
+        # INVARIANT: a decision cites a pack's policy only under the pack's namespace; the
+        # recorded annotations say the same id, so nothing on the record can read otherwise
+        self._meta = {pid: (effect, {**ann, "id": cited[pid][0]} if "id" in ann else ann)
+                      for pid, (effect, ann) in merged.items()}
+        self._ids = {pid: cid for pid, (cid, _) in cited.items()}
 
     @classmethod
-    def from_paths(cls, paths: Iterable[Path]) -> PolicyEngine:
-        sources: list[PolicySource] = []
-        for path in paths:
-            files = sorted(path.glob("*.cedar")) if path.is_dir() else [path]
-            for file in files:
-                try:
-                    sources.append(PolicySource(str(file), file.read_text(encoding="utf-8")))
-                except (OSError, UnicodeDecodeError) as exc:
-                    raise PolicyError(f"cannot read the policy file `{file}`: {exc}") from exc
-        return cls(sources)
+    def from_paths(cls, paths: Iterable[Path], *, namespace: str | None = None) -> PolicyEngine:
+        return cls(read_sources(paths, namespace=namespace))
 
     def __len__(self) -> int:
         return len(self._meta)
@@ -168,6 +249,21 @@ class PolicyEngine:
             if raw is not None:
                 evidence = max(evidence, int(raw) if raw.isdigit() else 1)
         return PolicyOutcome(True, determining, (), approval, scope, evidence)
+
+
+def read_sources(paths: Iterable[Path], *, namespace: str | None = None
+                 ) -> list[PolicySource]:
+    """The ``*.cedar`` files of folders, and files, as sources of one origin."""
+    sources: list[PolicySource] = []
+    for path in paths:
+        files = sorted(path.glob("*.cedar")) if path.is_dir() else [path]
+        for file in files:
+            try:
+                sources.append(PolicySource(str(file), file.read_text(encoding="utf-8"),
+                                            namespace))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise PolicyError(f"cannot read the policy file `{file}`: {exc}") from exc
+    return sources
 
 
 def parse_error_line(text: str) -> int | None:

@@ -83,7 +83,8 @@ class Source:
         """The policy set in force under ``version``, rebuilt from its journaled texts."""
         for ev in self.events:
             if ev.kind == "policyset.activated" and ev.payload.get("version") == version:
-                return PolicyEngine(PolicySource(s["name"], self.evidence.get(s["ref"]).decode())
+                return PolicyEngine(PolicySource(s["name"], self.evidence.get(s["ref"]).decode(),
+                                                 s.get("namespace"))
                                     for s in ev.payload["sources"])
         return None
 

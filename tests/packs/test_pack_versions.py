@@ -94,4 +94,4 @@ def test_two_versions_side_by_side(tmp_path: Path) -> None:
     rule = '@id("finalize-without-permit")\n'
     assert rule + '@requires_approval("true")' in new_text
     assert rule in old_text and rule + '@requires_approval' not in old_text
-    assert old_fin["policy_ids"] == ["finalize-without-permit"]
+    assert old_fin["policy_ids"] == ["customs.hs-router/finalize-without-permit"]

@@ -67,7 +67,7 @@ def test_example_through_the_governed_loop(runtime: Runtime, path: Path) -> None
         assert finalize["outcome"] == wanted
         assert result["finalized"] is (wanted == "executed")
         if wanted == "denied":
-            assert finalize["policy_ids"] == ["missing-attribute-escalation"]
+            assert finalize["policy_ids"] == ["customs.hs-router/missing-attribute-escalation"]
         if wanted == "executed":
             assert finalize["verification"] == "verified"
 

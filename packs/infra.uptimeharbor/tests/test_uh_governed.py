@@ -72,5 +72,5 @@ def test_scenario_outage_to_verified_fix(runtime: Runtime, service_pids: Any) ->
     assert result["production_commit"] == example["expect"]["production_commit"]
     approved = [s for s in result["steps"] if s["step"].startswith("approved by")]
     assert approved and approved[0]["verification"] == "verified"
-    assert approved[0]["policy_ids"] == ["production-deploy-explicit"]
+    assert approved[0]["policy_ids"] == ["infra.uptimeharbor/production-deploy-explicit"]
     assert not service_pids(str(runtime.home.root))

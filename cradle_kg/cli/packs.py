@@ -18,7 +18,10 @@ from ..packs.registry import PackRegistry
 from ..packs.validate import validate_pack
 from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
 
-pack_app = typer.Typer(help="Domain packs: list, validate, test, run.", no_args_is_help=True)
+pack_app = typer.Typer(
+    help="Domain packs: list, validate, test, run. A pack is trusted code: loading it, "
+         "`pack run` and `pack test` run its Python with your privileges; `pack validate` "
+         "never does. Install only packs you trust.", no_args_is_help=True)
 
 
 def _registry(home: Path | None) -> PackRegistry:
@@ -54,7 +57,9 @@ def pack_validate(folder: Path, fmt: FormatOpt = Format.TABLE, home: HomeOpt = N
                       "--no-reasoner", help="Skip the OWL consistency check.")] = False) -> None:
     """Check a pack: manifest, files, Turtle/SHACL, Cedar against its schema, Python, OWL.
 
-    The folder is checked on its own; ``--home`` is accepted like everywhere else.
+    Never runs the pack's code: Python entries are checked by parsing the source, so this
+    is safe on a pack you do not trust yet. The folder is checked on its own; ``--home``
+    is accepted like everywhere else.
     """
     report = validate_pack(folder, reasoner=not no_reasoner)
     if fmt is Format.JSON:
@@ -86,7 +91,10 @@ def run_example(pack_ref: str, example: dict[str, Any], home: Path) -> dict[str,
 
 @pack_app.command("run")
 def pack_run(pack: str, example: Path, home: HomeOpt = None) -> None:
-    """Run one input (an example JSON) through the governed loop; print the outcome JSON."""
+    """Run one input (an example JSON) through the governed loop; print the outcome JSON.
+
+    Runs the pack's code with your privileges: only for packs you trust.
+    """
     try:
         raw = json.loads(example.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -101,7 +109,9 @@ def pack_run(pack: str, example: Path, home: HomeOpt = None) -> None:
 def pack_test(folder: Path, home: HomeOpt = None) -> None:
     """Run the pack's own tests and its examples, in an isolated home.
 
-    The tests always get a fresh home of their own; ``--home`` is accepted like everywhere.
+    Runs the pack's code with your privileges (the home is isolated, the process is not):
+    only for packs you trust. The tests always get a fresh home of their own; ``--home``
+    is accepted like everywhere.
     """
     folder = folder.resolve()  # pytest runs from the isolated directory
     report = validate_pack(folder, reasoner=False)

@@ -95,12 +95,31 @@ def line_of(text: str, needle: str) -> int | None:
     return None
 
 
+#: a manifest is a page of keys; anything larger is refused before YAML sees it
+MAX_MANIFEST_BYTES = 256 * 1024
+
+
+def _refuse_aliases(text: str, path: Path) -> None:
+    """YAML aliases (``*a``) let a few bytes expand into a huge document; a manifest needs
+    none, so one is refused before the document is built."""
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            line = event.start_mark.line + 1 if event.start_mark else 1
+            raise ManifestError(f"{path}:{line}: YAML aliases are not allowed in a manifest")
+
+
 def read_manifest(folder: Path) -> Manifest:
     path = folder / "manifest.yaml"
     if not path.is_file():
         raise ManifestError(f"`{folder}`: no manifest.yaml in this folder")
-    text = path.read_text(encoding="utf-8")
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise ManifestError(f"{path}: larger than {MAX_MANIFEST_BYTES} bytes")
     try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{path}: not UTF-8 text: {exc.reason}") from exc
+    try:
+        _refuse_aliases(text, path)
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -230,3 +230,25 @@ def test_duplicate_ids_inside_one_pack_are_refused(tmp_path: Path) -> None:
                                  '@id("same")\nforbid(principal, action, resource);\n')
     report = validate_pack(folder, reasoner=False)
     assert any("duplicate policy id" in e for e in report.errors), report
+
+
+def test_manifest_yaml_bombs_are_refused(tmp_path: Path) -> None:
+    folder = hostile_pack(tmp_path / "packs", tmp_path / "marker")
+    manifest = folder / "manifest.yaml"
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(9))
+    manifest.write_text(manifest.read_text() + "data:\n  " + bomb.replace("\n", "\n  "))
+    report = validate_pack(folder, reasoner=False)
+    assert not report.ok and "aliases are not allowed" in report.errors[0], report
+    manifest.write_text("id: x.y\n" + "#" * 300_000 + "\n")
+    assert "larger than" in validate_pack(folder, reasoner=False).errors[0]
+    manifest.write_bytes(b"id: \xff\xfe\n")
+    assert "not UTF-8" in validate_pack(folder, reasoner=False).errors[0]
+    assert not (tmp_path / "marker").exists()
+
+
+def test_the_cli_states_the_trust_model() -> None:
+    done = _cli("pack", "--help")
+    text = " ".join(re.sub("[│╭╮╰╯─]", " ", done.stdout).split())  # unwrap rich's panels
+    assert "A pack is trusted code" in text and "Install only packs you trust" in text

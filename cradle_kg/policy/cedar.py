@@ -86,6 +86,16 @@ def _annotations_in(est: dict[str, Any]) -> dict[str, tuple[str, dict[str, str]]
     return out
 
 
+#: what an ``@id`` may say: it is cited in reasons, tables, the graph and queries
+POLICY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+def _shown(text: str) -> str:
+    """A user's id inside a one-line error: control characters escaped, long ids cut."""
+    shown = json.dumps(text[:80])[1:-1]
+    return shown + "…" if len(text) > 80 else shown
+
+
 def _positional(pid: str) -> int:
     return int(pid.removeprefix("policy")) if re.fullmatch(r"policy\d+", pid) else -1
 
@@ -118,9 +128,12 @@ def _cited_ids(sources: tuple[PolicySource, ...], merged: dict[str, tuple[str, d
                                   "policy set (cedar numbered them differently)")
             own = notes.get("id", f"policy{base + index}")
             if source.namespace is None and NAMESPACE_SEPARATOR in own:
-                raise PolicyError(f"`{source.name}`: policy id `{own}`: "
+                raise PolicyError(f"`{source.name}`: policy id `{_shown(own)}`: "
                                   f"`{NAMESPACE_SEPARATOR}` is reserved for the ids of pack "
                                   "policies (`<pack-id>/<id>`)")
+            if not POLICY_ID.fullmatch(own):
+                raise PolicyError(f"`{source.name}`: policy id `{_shown(own)}`: use letters, "
+                                  "digits, `.`, `_`, `:` and `-` (at most 128)")
             cited = own if source.namespace is None else \
                 f"{source.namespace}{NAMESPACE_SEPARATOR}{own}"
             if cited in seen:

@@ -252,3 +252,14 @@ def test_the_cli_states_the_trust_model() -> None:
     done = _cli("pack", "--help")
     text = " ".join(re.sub("[│╭╮╰╯─]", " ", done.stdout).split())  # unwrap rich's panels
     assert "A pack is trusted code" in text and "Install only packs you trust" in text
+
+
+@pytest.mark.parametrize("bad", ["a b", "x\x1b[2Jy", "line\nbreak", "[conceal]HIDDEN", "", "é",
+                                 "a" * 129, "-lead"])
+def test_policy_ids_are_plain_words(bad: str) -> None:
+    """An id is cited to approvers and auditors: no spaces, markup or control characters."""
+    text = f"@id({json.dumps(bad)})\npermit(principal, action, resource);\n"
+    for namespace in (None, PACK_ID):
+        with pytest.raises(PolicyError) as caught:
+            PolicyEngine([PolicySource("p.cedar", text, namespace)])
+        assert "\n" not in caught.value.message and "\x1b" not in caught.value.message

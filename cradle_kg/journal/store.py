@@ -127,6 +127,9 @@ class Journal:
             self._conn = sqlite3.connect(
                 str(path), timeout=30.0, isolation_level=None, check_same_thread=False
             )
+        except (sqlite3.Error, OSError) as exc:
+            raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc
+        try:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA busy_timeout=30000")
@@ -142,6 +145,10 @@ class Journal:
     def _create_schema(self) -> None:
         """Create the tables of a new journal and stamp its format; refuse another format."""
         conn = self._conn
+        if conn.execute("PRAGMA user_version").fetchone()[0] == JOURNAL_FORMAT:
+            for statement in SCHEMA_STATEMENTS:  # IF NOT EXISTS: no write lock when present
+                conn.execute(statement)
+            return
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -151,9 +158,10 @@ class Journal:
                 "SELECT 1 FROM events LIMIT 1").fetchone() is not None
             if version != JOURNAL_FORMAT and (has_events or version != 0):
                 raise JournalError(
-                    f"the journal `{self.path}` is format `{version}`; this cradle-kg reads "
-                    f"and writes format `{JOURNAL_FORMAT}`",
-                    hint="format 1 journals (before `idem_key` was hashed) cannot be extended")
+                    f"the journal `{self.path}` is format `{version or 1}`; this cradle-kg "
+                    f"reads and writes format `{JOURNAL_FORMAT}`",
+                    hint="format 1 (an older cradle-kg, whose event hash left out `idem_key`) "
+                         "cannot be extended: start a new home")
             for statement in SCHEMA_STATEMENTS:
                 conn.execute(statement)
             if version != JOURNAL_FORMAT:

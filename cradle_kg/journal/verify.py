@@ -98,6 +98,10 @@ class _Broken(Exception):
         self.reason, self.seq, self.event_id, self.events = reason, seq, event_id, events
 
 
+class _Retry(Exception):
+    """Internal: a writer appeared during an immutable read; read again."""
+
+
 def verify_journal(path: Path, *, anchor: Anchor | None = None,
                    progress: Progress | None = None) -> ChainReport:
     """Recompute the chain of the journal at ``path``; never writes to it.
@@ -174,10 +178,6 @@ def _open_readonly(path: Path) -> Iterator[sqlite3.Connection]:
         raise _Retry
 
 
-class _Retry(Exception):
-    """Internal: a writer appeared during an immutable read; read again."""
-
-
 @contextmanager
 def _connect(target: str, *, uri: bool = True) -> Iterator[sqlite3.Connection]:
     conn = sqlite3.connect(target, uri=uri, isolation_level=None, timeout=30.0,
@@ -229,8 +229,8 @@ def _check_schema(conn: sqlite3.Connection) -> None:
         raise _Broken(f"the journal has an unexpected {kind} `{name}`")
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version != JOURNAL_FORMAT:
-        raise _Broken(f"the journal is format `{version}`, not `{JOURNAL_FORMAT}`: written by "
-                      "an older cradle-kg (whose hash did not cover `idem_key`) or altered")
+        raise _Broken(f"the journal is format `{version or 1}`, not `{JOURNAL_FORMAT}`: written "
+                      "by an older cradle-kg (whose event hash left out `idem_key`) or altered")
 
 
 def _walk(conn: sqlite3.Connection, head: list[Any], anchor: Anchor | None,

@@ -484,3 +484,17 @@ def test_audit_anchor_then_verify_against_it(pristine: tuple[Path, Anchor],
     _apply(home / "journal.sqlite", _sql("DELETE FROM head"), keep_open=False)
     done = cli("audit", "anchor", "--home", str(home))
     assert done.returncode == 1 and "head" in done.stdout and "anchor:" not in done.stdout
+
+
+def test_a_journal_of_another_format_is_never_extended(pristine: tuple[Path, Anchor],
+                                                       tmp_path: Path) -> None:
+    """An old journal (hash without `idem_key`) must not grow a chain of mixed hashes."""
+    from cradle_kg.errors import JournalError
+
+    path = tmp_path / "journal.sqlite"
+    shutil.copyfile(pristine[0], path)
+    _apply(path, _sql("PRAGMA user_version = 0"), keep_open=False)
+    before = path.read_bytes()
+    with pytest.raises(JournalError, match="format `1`"):
+        Journal(path)
+    assert path.read_bytes() == before

@@ -1,4 +1,4 @@
-"""Core commands: demo, submit, schema, audit verify, tools list, runs list/show/resume."""
+"""Core commands: demo, submit, schema, audit verify|anchor, tools list, runs list/show/resume."""
 
 from __future__ import annotations
 
@@ -11,11 +11,20 @@ import typer
 
 from ..errors import CradleError, InputError, UnknownNameError
 from ..home import Home, resolve_home
-from ..journal import Journal
+from ..journal import Anchor, ChainReport, Journal, verify_journal
 from ..records import SCHEMAS, OutcomeStatus
 from ..runs import list_runs, show_run
 from ..runtime import Runtime
-from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
+from .common import (
+    Format,
+    FormatOpt,
+    HomeOpt,
+    console,
+    err_console,
+    fail,
+    print_json,
+    table,
+)
 
 audit_app = typer.Typer(help="Check the journal's integrity.", no_args_is_help=True)
 tools_app = typer.Typer(help="Registered tools and their contracts.", no_args_is_help=True)
@@ -111,22 +120,85 @@ def schema(name: Annotated[str, typer.Argument(help="Record name, e.g. Proposal.
     print_json(model.model_json_schema())
 
 
+AnchorOpt = Annotated[
+    str | None,
+    typer.Option("--anchor", help="A head kept elsewhere (`seq:sha256:<hex>` or "
+                 "`sha256:<hex>`, from `audit anchor`): fail unless the journal contains it.",
+                 show_default=False),
+]
+
+
+def _verify_report(home: Path | None, anchor: Anchor | None) -> tuple[Path, ChainReport]:
+    """Verify read only; a progress bar on stderr when it is a terminal, nothing otherwise."""
+    path = Home(resolve_home(home)).journal
+    if not err_console.is_terminal:
+        return path, verify_journal(path, anchor=anchor)
+    from rich.progress import Progress
+
+    with Progress(console=err_console, transient=True) as bar:
+        task = bar.add_task("verifying the journal", total=None)
+
+        def show(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        return path, verify_journal(path, anchor=anchor, progress=show)
+
+
+def _print_broken(report: ChainReport) -> None:
+    where = "" if report.broken_seq is None else f" at seq {report.broken_seq}"
+    event = "" if report.broken_id is None else f" (event `{report.broken_id}`)"
+    console.print(f"BROKEN{where}{event}: {report.reason}", highlight=False, soft_wrap=True)
+
+
 @audit_app.command("verify")
-def audit_verify(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
-    """Recompute the hash chain; name the first broken event (exit 1), exit 0 when intact."""
-    with open_journal(home) as journal:
-        report = journal.verify()
+def audit_verify(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+                 anchor: AnchorOpt = None) -> None:
+    """Recompute the hash chain, read only; exit 1 names what is broken, 0 when intact.
+
+    A missing or empty journal, a missing genesis event or head, and an ``--anchor`` the
+    journal does not contain count as broken.
+    """
+    try:
+        wanted = Anchor.parse(anchor) if anchor is not None else None
+    except CradleError as exc:
+        fail(exc)
+    _, report = _verify_report(home, wanted)
     if fmt is Format.JSON:
         print_json({"intact": report.intact, "events": report.events,
                     "head_hash": report.head_hash, "broken_seq": report.broken_seq,
-                    "broken_event": report.broken_id, "reason": report.reason})
+                    "broken_event": report.broken_id, "reason": report.reason,
+                    "anchor": str(wanted) if wanted else None})
     elif report.intact:
-        console.print(f"intact: {report.events} events, head {report.head_hash}",
-                      highlight=False)
+        console.print(f"intact: {report.events} events, head {report.head_hash}"
+                      + (f", contains anchor {wanted}" if wanted else ""), highlight=False,
+                      soft_wrap=True)
     else:
-        console.print(f"BROKEN at seq {report.broken_seq} (event `{report.broken_id}`): "
-                      f"{report.reason}", highlight=False)
+        _print_broken(report)
     raise typer.Exit(0 if report.intact else 1)
+
+
+@audit_app.command("anchor")
+def audit_anchor(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
+    """Verify the journal, then print its head (seq and hash) to keep somewhere else.
+
+    Tamper evidence cannot see a journal that was truncated and re-chained with the
+    public hash function; an anchor kept outside the home can: pass it back with
+    ``audit verify --anchor``. Exit 1 (and no anchor) when the journal is broken.
+    """
+    _, report = _verify_report(home, None)
+    if not report.intact:
+        _print_broken(report)
+        raise typer.Exit(1)
+    token = f"{report.events}:{report.head_hash}"
+    if fmt is Format.JSON:
+        sys.stdout.write(json.dumps({"seq": report.events, "hash": report.head_hash,
+                                     "anchor": token}) + "\n")
+        return
+    console.print(f"head: seq {report.events}, hash {report.head_hash}", highlight=False,
+                  soft_wrap=True)
+    console.print(f"anchor: {token}", highlight=False, soft_wrap=True)
+    console.print(f"check later: cradle-kg audit verify --anchor {token}", highlight=False,
+                  soft_wrap=True)
 
 
 @tools_app.command("list")

@@ -22,13 +22,18 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..canonical import canonical_json, content_hash, iso, parse_iso, sha256_bytes
 from ..errors import JournalError
 from ..records import AuditEvent
 
+if TYPE_CHECKING:
+    from .verify import Anchor
+
 GENESIS_HASH = "sha256:" + "0" * 64
+#: ``PRAGMA user_version`` of a journal this code writes; format 2 hashes ``idem_key``
+JOURNAL_FORMAT = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -55,6 +60,7 @@ CREATE TABLE IF NOT EXISTS head (
     hash TEXT NOT NULL
 );
 """
+SCHEMA_STATEMENTS = tuple(s.strip() for s in _SCHEMA.split(";") if s.strip())
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +98,13 @@ class ChainReport:
 
 
 def event_hash(*, seq: int, event_id: str, run_id: str, kind: str, subject: str,
-               actor: str, at: str, payload_hash: str, prev_hash: str) -> str:
+               actor: str, at: str, payload_hash: str, prev_hash: str,
+               idem_key: str | None) -> str:
+    """The hash of one event: every column the runtime reads, ``idem_key`` (even NULL) too."""
     return content_hash(
         {
             "seq": seq,
+            "idem_key": idem_key,
             "id": event_id,
             "run_id": run_id,
             "kind": kind,
@@ -118,13 +127,49 @@ class Journal:
             self._conn = sqlite3.connect(
                 str(path), timeout=30.0, isolation_level=None, check_same_thread=False
             )
+        except (sqlite3.Error, OSError) as exc:
+            raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc
+        try:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA busy_timeout=30000")
-            self._conn.executescript(_SCHEMA)
+            self._create_schema()
         except sqlite3.Error as exc:
+            self._conn.close()
             raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc
+        except JournalError:
+            self._conn.close()
+            raise
         self._lock = threading.RLock()
+
+    def _create_schema(self) -> None:
+        """Create the tables of a new journal and stamp its format; refuse another format."""
+        conn = self._conn
+        if conn.execute("PRAGMA user_version").fetchone()[0] == JOURNAL_FORMAT:
+            for statement in SCHEMA_STATEMENTS:  # IF NOT EXISTS: no write lock when present
+                conn.execute(statement)
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            has_events = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'"
+            ).fetchone() is not None and conn.execute(
+                "SELECT 1 FROM events LIMIT 1").fetchone() is not None
+            if version != JOURNAL_FORMAT and (has_events or version != 0):
+                raise JournalError(
+                    f"the journal `{self.path}` is format `{version or 1}`; this cradle-kg "
+                    f"reads and writes format `{JOURNAL_FORMAT}`",
+                    hint="format 1 (an older cradle-kg, whose event hash left out `idem_key`) "
+                         "cannot be extended: start a new home")
+            for statement in SCHEMA_STATEMENTS:
+                conn.execute(statement)
+            if version != JOURNAL_FORMAT:
+                conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def close(self) -> None:
         with self._lock:
@@ -186,7 +231,7 @@ class Journal:
         own = event_hash(
             seq=seq, event_id=event_id, run_id=new.run_id, kind=new.kind,
             subject=new.subject, actor=new.actor, at=at,
-            payload_hash=payload_hash, prev_hash=prev,
+            payload_hash=payload_hash, prev_hash=prev, idem_key=new.idem_key,
         )
         conn.execute(
             "INSERT INTO events(seq, id, run_id, kind, subject, actor, at, payload, "
@@ -291,48 +336,12 @@ class Journal:
 
     # --- verifying ----------------------------------------------------------------
 
-    def verify(self) -> ChainReport:
-        """Recompute the chain from the first event; name the first one that breaks it."""
-        prev = GENESIS_HASH
-        expected_seq = 0
-        count = 0
-        rows = self._query(
-            "SELECT seq, id, run_id, kind, subject, actor, at, payload, payload_hash, "
-            "prev_hash, hash FROM events ORDER BY seq"
-        )
-        for row in rows:
-            seq, event_id = row[0], row[1]
-            expected_seq += 1
-            count += 1
-            problem = self._row_problem(row, expected_seq, prev)
-            if problem:
-                return ChainReport(False, count, prev, seq, event_id, problem)
-            prev = row[10]
-        head_seq, head_hash = self.head()
-        if (head_seq, head_hash) != (expected_seq, prev):
-            return ChainReport(
-                False, count, prev, expected_seq + 1 if head_seq > expected_seq else head_seq,
-                None,
-                f"the head records seq {head_seq} but the chain ends at seq {expected_seq}: "
-                "events were deleted from the end or the head was edited",
-            )
-        return ChainReport(True, count, prev)
+    def verify(self, *, anchor: Anchor | None = None) -> ChainReport:
+        """Recompute the chain from the first event; name the first one that breaks it.
 
-    @staticmethod
-    def _row_problem(row: tuple[Any, ...], expected_seq: int, prev: str) -> str | None:
-        seq, event_id, run_id, kind, subject, actor, at, payload, payload_hash, prev_hash, own = row
-        if seq != expected_seq:
-            return f"expected seq {expected_seq} here, found {seq}: an event is missing"
-        if event_id != f"evt-{seq:010d}":
-            return f"event id `{event_id}` does not match its position {seq}"
-        if prev_hash != prev:
-            return "prev_hash does not match the hash of the event before: reordered or removed"
-        if sha256_bytes(str(payload).encode("utf-8")) != payload_hash:
-            return "payload does not match its payload_hash: the payload was edited"
-        recomputed = event_hash(
-            seq=seq, event_id=event_id, run_id=run_id, kind=kind, subject=subject,
-            actor=actor, at=at, payload_hash=payload_hash, prev_hash=prev_hash,
-        )
-        if recomputed != own:
-            return "the event's hash does not match its fields: the event was edited"
-        return None
+        Reads the file through its own read-only connection, in one read transaction
+        (see :mod:`.verify`); appends by this object or others may go on meanwhile.
+        """
+        from .verify import verify_journal
+
+        return verify_journal(self.path, anchor=anchor)

@@ -139,7 +139,7 @@ def _first_difference(a: Any, b: Any, path: str = "payload") -> str | None:
     return None if a == b else path
 
 
-def _why(rec: AuditEvent, got: AuditEvent) -> str:
+def _why(rec: AuditEvent, got: AuditEvent, idem_key: str | None) -> str:
     if got.kind != rec.kind:
         return f"the replay produced `{got.kind}` instead"
     for name in ("run_id", "subject", "actor", "at"):
@@ -152,7 +152,7 @@ def _why(rec: AuditEvent, got: AuditEvent) -> str:
     own = event_hash(seq=rec.seq, event_id=rec.id, run_id=rec.run_id, kind=rec.kind,
                      subject=rec.subject, actor=rec.actor, at=iso(rec.at),
                      payload_hash=sha256_bytes(canonical_json(rec.payload).encode()),
-                     prev_hash=rec.prev_hash)
+                     prev_hash=rec.prev_hash, idem_key=idem_key)
     if own != rec.hash:
         return "the recorded event does not match its own hash: the journal was edited"
     return "the chain before it differs"
@@ -222,7 +222,7 @@ class _StrictRun:
                     f"strict replay of `{self.run}` diverges at seq {got.seq} (`{got.kind}`): "
                     "the replay produced an event the journal does not have", seq=got.seq)
             if rec.hash != got.hash:
-                raise self.fail(rec, _why(rec, got))
+                raise self.fail(rec, _why(rec, got, self.source.idem_keys.get(rec.seq)))
             self.pos = got.seq
             if rec.run_id == self.run and rec.kind not in INPUT_KINDS:
                 self.last = max(self.last or got.at, got.at)

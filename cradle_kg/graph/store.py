@@ -19,6 +19,7 @@ event.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from ..gateway import crashpoint
 from ..journal import Journal
 from ..records import AuditEvent
 from .project import event_retractions, event_triples, project_event, run_graph
-from .swap import StoreLock, building_path, settle, swap_in
+from .swap import StoreLock, building_path, remove_folder, settle, swap_in
 from .vocab import CRADLE_NS
 
 META_GRAPH = "https://w3id.org/cradle/meta"
@@ -58,8 +59,12 @@ class GraphStore:
             return
         lock = StoreLock(path).acquire()  # first: before anything is created or removed
         try:
-            settle(path)
-            path.mkdir(parents=True, exist_ok=True)
+            try:
+                settle(path)
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise GraphStoreError(f"cannot prepare the graph store `{path}`: "
+                                      f"{exc.strerror or exc}") from exc
             self.store = self._open(lambda: ox.Store(str(path)))
         except BaseException:
             lock.release()
@@ -207,18 +212,20 @@ def rebuild(path: Path, journal: Journal, *, progress: Progress | None = None,
     it), then a complete store built in ``graph.building`` and swapped in (:mod:`.swap`).
     Returns (events, quads)."""
     lock = locked if locked is not None else StoreLock(path).acquire()
+    building = building_path(path)
     try:
         settle(path)
-        building = building_path(path)
         crashpoint("graph.rebuild.building")
-        try:
-            store = ox.Store(str(building))
-        except OSError as exc:
-            raise GraphStoreError(f"cannot create `{building}`: {exc}") from exc
+        store = ox.Store(str(building))
         count = _project_all(store, journal, progress)
         quads = len(store)
         del store  # closed: RocksDB writes nothing more into the folder
         swap_in(path)
+    except OSError as exc:  # disk full, permissions: the live store was not touched
+        with contextlib.suppress(OSError):  # else the next open removes it
+            remove_folder(building)
+        raise GraphStoreError(f"cannot rebuild the graph store `{path}`: "
+                              f"{exc.strerror or exc}") from exc
     finally:
         if locked is None:
             lock.release()

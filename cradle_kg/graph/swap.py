@@ -124,16 +124,16 @@ def _read_holder(fd: int) -> str:
 def settle(store: Path) -> None:
     """Finish or undo an interrupted rebuild (the caller holds the lock)."""
     building, ready, old = building_path(store), ready_path(store), old_path(store)
-    _remove(building)
+    remove_folder(building)
     if ready.exists():
         if store.exists():
-            _remove(old)
+            remove_folder(old)
             os.rename(store, old)
         os.rename(ready, store)
         _fsync_dir(store.parent)
     if old.exists():
         if store.exists():
-            _remove(old)
+            remove_folder(old)
         else:
             os.rename(old, store)
             _fsync_dir(store.parent)
@@ -148,13 +148,13 @@ def swap_in(store: Path) -> None:
     _fsync_dir(store.parent)
     crashpoint("graph.rebuild.ready")
     if store.exists():
-        _remove(old)
+        remove_folder(old)
         os.rename(store, old)
         crashpoint("graph.rebuild.aside")
     os.rename(ready, store)
     _fsync_dir(store.parent)
     crashpoint("graph.rebuild.swapped")
-    _remove(old)
+    remove_folder(old)
 
 
 def fsync_tree(folder: Path) -> None:
@@ -176,7 +176,7 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _remove(folder: Path) -> None:
+def remove_folder(folder: Path) -> None:
     if folder.is_symlink() or folder.is_file():
         folder.unlink()
     elif folder.exists():

@@ -14,6 +14,8 @@ no decision can be made at all — and then the gate fails closed.
     ├── PolicyError                 a Cedar policy set that does not parse or validate
     ├── JournalError                the journal cannot be opened or written
     │   └── ChainBrokenError        the hash chain does not verify (names the first broken event)
+    ├── GraphStoreError             the graph store cannot be opened or written
+    │   └── GraphBusyError          another process holds the graph store's lock
     ├── IdempotencyConflictError    one idempotency key reused for a different input
     ├── ToolError                   a tool raised, or returned output that breaks its contract
     ├── VerifierError               a verifier raised
@@ -108,6 +110,14 @@ class ChainBrokenError(JournalError):
         super().__init__(message)
         self.seq = seq
         self.event_id = event_id
+
+
+class GraphStoreError(CradleError):
+    code = "graph_store_error"
+
+
+class GraphBusyError(GraphStoreError):
+    code = "graph_busy"
 
 
 class IdempotencyConflictError(CradleError):

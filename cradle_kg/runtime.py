@@ -23,7 +23,7 @@ from .approval_flow import ApprovalFlow
 from .approvals import ApprovalBook
 from .canonical import content_hash, iso
 from .config import RuntimeConfig, load_config
-from .errors import ApprovalError, InputError, JournalError, ProposalError
+from .errors import ApprovalError, GraphStoreError, InputError, ProposalError
 from .escalation import human_task_event, repairs_in_run
 from .evidence import EvidenceStore
 from .gates.post import DomainInvariant, Gate2, InvariantBinding
@@ -230,7 +230,7 @@ class Runtime(Settlement, ApprovalFlow):
         if self._graph is None and not self._graph_unavailable:
             try:
                 self._graph = GraphStore(self.home.graph)
-            except JournalError:
+            except GraphStoreError:  # busy (another process) or unreadable: catch up later
                 self._graph_unavailable = True
         return self._graph
 

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -22,7 +21,8 @@ from ..graph.bulk import validate_store
 from ..graph.owl import check_ontology
 from ..graph.project import run_graph
 from ..graph.shacl import ShaclEngine, ValidationReport, load_shapes, make_engine
-from ..graph.store import GraphStore
+from ..graph.store import GraphStore, rebuild
+from ..graph.swap import StoreLock
 from ..graph.vocab import ONTOLOGY_FILE
 from ..home import Home, resolve_home
 from .common import Format, FormatOpt, HomeOpt, console, fail, print_json
@@ -51,43 +51,59 @@ _OX_FORMATS = {ExportFormat.TRIG: ox.RdfFormat.TRIG, ExportFormat.NQUADS: ox.Rdf
 
 
 def open_graph(home: Path | None, *, sync: bool = True) -> GraphStore:
+    """The home's store, locked (a busy one is refused in one line), up to the journal."""
     root = resolve_home(home)
-    try:
-        store = GraphStore(Home(root).graph)
-    except CradleError as exc:
-        fail(exc)
-    if sync:
-        with open_journal(home) as journal:
-            store.sync(journal)
+    with open_journal(home) as journal:  # no journal: refused before anything is created
+        try:
+            store = GraphStore(Home(root).graph)
+        except CradleError as exc:
+            fail(exc)
+        if sync:
+            try:
+                store.sync(journal)
+            except BaseException:
+                store.close()
+                raise
     return store
 
 
 @graph_app.command("rebuild")
 def graph_rebuild(home: HomeOpt = None) -> None:
-    """Recreate the graph store from the journal (with a progress bar)."""
+    """Recreate the graph store from the journal (with a progress bar).
+
+    The store's lock is taken first (a busy store is refused in one line); the new graph
+    is built beside the old one and swapped in only when complete."""
     root = resolve_home(home)
+    path = Home(root).graph
     with open_journal(home) as journal:
         head, _ = journal.head()
-        shutil.rmtree(Home(root).graph, ignore_errors=True)
-        store = open_graph(home, sync=False)
-        with Progress(TextColumn("projecting"), BarColumn(), TextColumn("{task.completed}/"
-                      "{task.total} events"), TimeElapsedColumn(), console=console) as bar:
-            task = bar.add_task("rebuild", total=head)
-            count = store.rebuild(journal, progress=lambda done, total: bar.update(
-                task, completed=done, total=total))
-    triples = len(store.store)
-    store.close()
-    console.print(f"rebuilt: {count} events -> {triples} quads in {Home(root).graph}",
-                  highlight=False)
+        try:
+            lock = StoreLock(path).acquire()  # first: a busy store is refused, untouched
+        except CradleError as exc:
+            fail(exc)
+        try:
+            with Progress(TextColumn("projecting"), BarColumn(), TextColumn(
+                    "{task.completed}/{task.total} events"), TimeElapsedColumn(),
+                    console=console) as bar:
+                task = bar.add_task("rebuild", total=head)
+                count, quads = rebuild(path, journal, locked=lock, progress=lambda done, total:
+                                       bar.update(task, completed=done, total=total))
+        except CradleError as exc:
+            fail(exc)
+        finally:
+            lock.release()
+    console.print(f"rebuilt: {count} events -> {quads} quads in {path}", highlight=False)
 
 
 @graph_app.command("sync")
 def graph_sync(home: HomeOpt = None) -> None:
     """Project the events appended since the last sync."""
-    store = open_graph(home, sync=False)
     with open_journal(home) as journal:
-        added = store.sync(journal)
-    store.close()
+        store = open_graph(home, sync=False)
+        try:
+            added = store.sync(journal)
+        finally:
+            store.close()
     console.print(f"synced: {added} new events", highlight=False)
 
 

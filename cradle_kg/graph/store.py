@@ -1,51 +1,90 @@
 """The graph store: the journal's RDF projection in an on-disk Oxigraph store.
 
 The store is a projection, never the truth: it records the last journal ``seq`` it has
-projected (in a meta graph) and catches up from the journal on :meth:`GraphStore.sync`.
-``rebuild`` recreates it from nothing. An on-disk Oxigraph store is opened by one process
-at a time; a runtime that finds it busy leaves it to catch up later, which loses nothing
-because the journal has every event.
+projected (the *watermark*, in a meta graph) and catches up from the journal on
+:meth:`GraphStore.sync`. :func:`rebuild` recreates it from nothing, in a new folder that
+is swapped in only when complete (:mod:`.swap`). An on-disk store is opened read-write by
+one process at a time, under ``<home>/graph.lock``; a process that finds it busy is
+refused in one line, and a runtime leaves it to catch up later — the journal has every
+event.
+
+# INVARIANT: the watermark is never ahead of the store's content. ``sync`` writes each
+#   batch — its quads, then its retractions, in journal order, then the new watermark —
+#   as ONE SPARQL update, which Oxigraph applies in one transaction: a kill leaves the
+#   batch wholly in or wholly out. ``rebuild`` writes the watermark after every quad and
+#   retraction, and the folder is swapped in only after that.
+# INVARIANT: replaying events already projected changes nothing (inserts and retractions
+#   are set operations, replayed in journal order), so a watermark that is behind is safe.
 """
 
 from __future__ import annotations
 
-import shutil
+import contextlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pyoxigraph as ox
 
-from ..errors import JournalError
+from ..errors import GraphStoreError
+from ..gateway import crashpoint
 from ..journal import Journal
-from .project import event_retractions, project_event, run_graph
+from ..records import AuditEvent
+from .project import event_retractions, event_triples, project_event, run_graph
+from .swap import StoreLock, building_path, remove_folder, settle, swap_in
 from .vocab import CRADLE_NS
 
 META_GRAPH = "https://w3id.org/cradle/meta"
 _SEQ = f"<{CRADLE_NS}projectedSeq>"
 _META = f"<{META_GRAPH}>"
+_INT = "http://www.w3.org/2001/XMLSchema#integer"
+
+#: where ``CRADLE_CRASH_AT`` can kill a sync (after the N-th committed batch)
+SYNC_CRASH_POINTS = ("graph.sync.batch",)
 
 Progress = Callable[[int, int], None]
+
+
+def _watermark_update(seq: int) -> str:
+    return (f"DELETE WHERE {{ GRAPH {_META} {{ {_META} {_SEQ} ?seq }} }} ;\n"
+            f"INSERT DATA {{ GRAPH {_META} {{ {_META} {_SEQ} \"{seq}\"^^<{_INT}> }} }}")
 
 
 class GraphStore:
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
+        self._lock: StoreLock | None = None
+        if read_only:  # a reader under a writer's lock (validate's workers, tests)
+            self.store = self._open(lambda: ox.Store.read_only(str(path)))
+            return
+        lock = StoreLock(path).acquire()  # first: before anything is created or removed
         try:
-            if read_only:
-                self.store = ox.Store.read_only(str(path))
-            else:
+            try:
+                settle(path)
                 path.mkdir(parents=True, exist_ok=True)
-                self.store = ox.Store(str(path))
+            except OSError as exc:
+                raise GraphStoreError(f"cannot prepare the graph store `{path}`: "
+                                      f"{exc.strerror or exc}") from exc
+            self.store = self._open(lambda: ox.Store(str(path)))
+        except BaseException:
+            lock.release()
+            raise
+        self._lock = lock
+
+    def _open(self, opener: Callable[[], ox.Store]) -> ox.Store:
+        try:
+            return opener()
         except OSError as exc:
-            raise JournalError(f"cannot open the graph store `{path}`: {exc}",
-                               hint="another process may hold it; the journal is intact "
-                                    "and `cradle-kg graph rebuild` recreates the graph") from exc
+            raise GraphStoreError(
+                f"cannot open the graph store `{self.path}`: {exc}",
+                hint="the journal is intact: `cradle-kg graph rebuild` recreates the "
+                     "graph") from exc
 
     @classmethod
     def in_memory(cls) -> GraphStore:
         self = cls.__new__(cls)
         self.path = Path(":memory:")
+        self._lock = None
         self.store = ox.Store()
         return self
 
@@ -56,73 +95,44 @@ class GraphStore:
                 return int(quad.object.value)
         return 0
 
-    def _retract(self, ev_retractions: list[str]) -> None:
-        if ev_retractions:
-            self.store.update("DELETE DATA { " + " ".join(ev_retractions) + " }")
-
-    def _load(self, text: str, seq: int, previous: int) -> None:
-        meta = f"{_META} {_SEQ} \"{seq}\"^^<http://www.w3.org/2001/XMLSchema#integer> {_META} .\n"
-        old = ox.Quad(ox.NamedNode(META_GRAPH), ox.NamedNode(_SEQ[1:-1]),
-                      ox.Literal(str(previous), datatype=ox.NamedNode(
-                          "http://www.w3.org/2001/XMLSchema#integer")), ox.NamedNode(META_GRAPH))
-        self.store.remove(old)
-        self.store.load(text + meta, format=ox.RdfFormat.N_QUADS)
-
-    def sync(self, journal: Journal, *, batch: int = 20_000,
+    def sync(self, journal: Journal, *, batch: int = 5_000,
              progress: Progress | None = None) -> int:
-        """Project every event after the last projected one; returns how many were added."""
+        """Project every event after the watermark; returns how many were added.
+
+        Each batch of ``batch`` events is one transaction that ends by moving the
+        watermark (module docstring)."""
         start = self.projected_seq()
         head, _ = journal.head()
-        done = 0
-        lines: list[str] = []
-        last = start
+        done = last = 0
+        ops: list[str] = []
         for ev in journal.events(since_seq=start):
-            lines.extend(project_event(ev))
-            last = ev.seq
+            _event_ops(ev, ops)
             done += 1
-            retract = event_retractions(ev)
-            if retract:  # flush what precedes it, so the retraction sees it
-                self._load("".join(lines), last, self.projected_seq())
-                lines.clear()
-                graph = run_graph(ev.run_id)
-                self._retract([f"GRAPH {graph} {{ {t} }}" for t in retract])
+            last = ev.seq
             if done % batch == 0:
-                self._load("".join(lines), last, self.projected_seq())
-                lines.clear()
+                self._commit(ops, last)
                 if progress:
                     progress(last - start, head - start)
-        if lines or last != start:
-            self._load("".join(lines), last, self.projected_seq())
+        if done % batch:  # an event without triples still moves the watermark
+            self._commit(ops, last)
         if progress:
-            progress(last - start, head - start)
+            progress(max(last, start) - start, head - start)
         return done
 
+    def _commit(self, ops: list[str], seq: int) -> None:
+        """One transaction: the batch's inserts and retractions, then the watermark."""
+        ops.append(_watermark_update(seq))
+        self.store.update(" ;\n".join(ops))
+        ops.clear()
+        crashpoint("graph.sync.batch")
+
     def rebuild(self, journal: Journal, *, progress: Progress | None = None) -> int:
-        """Drop everything and project the whole journal again (bulk loading)."""
+        """Drop everything in this store and project the whole journal again (bulk
+        loading); the watermark is written last. :func:`rebuild` is the crash-safe way to
+        do it on disk: this one is for a store nobody else can see (in memory, a new
+        folder)."""
         self.store.clear()
-        head, _ = journal.head()
-        chunk: list[str] = []
-        count = 0
-        retractions: list[str] = []
-        for ev in journal.events():
-            chunk.extend(project_event(ev))
-            graph = run_graph(ev.run_id)
-            retractions.extend(f"GRAPH {graph} {{ {t} }}" for t in event_retractions(ev))
-            count += 1
-            if len(chunk) >= 200_000:
-                self.store.bulk_load("".join(chunk), format=ox.RdfFormat.N_QUADS)
-                chunk.clear()
-                if progress:
-                    progress(ev.seq, head)
-        meta = (f"{_META} {_SEQ} \"{head}\"^^<http://www.w3.org/2001/XMLSchema#integer> "
-                f"{_META} .\n")
-        self.store.bulk_load("".join(chunk) + meta, format=ox.RdfFormat.N_QUADS)
-        for start in range(0, len(retractions), 1000):
-            self._retract(retractions[start:start + 1000])
-        self.store.flush()
-        if progress:
-            progress(head, head)
-        return count
+        return _project_all(self.store, journal, progress)
 
     def run_graphs(self) -> list[str]:
         return sorted(g.value for g in self.store.named_graphs() if g.value != META_GRAPH)
@@ -143,10 +153,80 @@ class GraphStore:
         return self.store.query(sparql, use_default_graph_as_union=True, **kw)
 
     def close(self) -> None:
-        self.store.flush()
-        del self.store
+        """Flush and close the store, then (only then) drop the lock."""
+        if hasattr(self, "store"):
+            self.store.flush()
+            del self.store
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
 
-def remove_store(path: Path) -> None:
-    if path.exists():
-        shutil.rmtree(path)
+def _event_ops(ev: AuditEvent, ops: list[str]) -> None:
+    """The SPARQL update operations of one event: its quads, then what it retracts."""
+    graph = run_graph(ev.run_id)
+    triples = event_triples(ev)
+    if triples:
+        body = " . ".join(triples)
+        ops.append(f"INSERT DATA {{ GRAPH {graph} {{ {body} }} }}")
+    retract = event_retractions(ev)
+    if retract:
+        ops.append(f"DELETE DATA {{ GRAPH {graph} {{ {' . '.join(retract)} }} }}")
+
+
+def _project_all(store: ox.Store, journal: Journal, progress: Progress | None) -> int:
+    head, _ = journal.head()
+    chunk: list[str] = []
+    retractions: list[str] = []
+    count = last = 0
+    for ev in journal.events():
+        chunk.extend(project_event(ev))
+        graph = run_graph(ev.run_id)
+        retractions.extend(f"GRAPH {graph} {{ {t} }}" for t in event_retractions(ev))
+        count += 1
+        last = ev.seq
+        if len(chunk) >= 200_000:
+            store.bulk_load("".join(chunk), format=ox.RdfFormat.N_QUADS)
+            chunk.clear()
+            if progress:
+                progress(ev.seq, head)
+    if chunk:
+        store.bulk_load("".join(chunk), format=ox.RdfFormat.N_QUADS)
+    crashpoint("graph.rebuild.loaded")
+    for start in range(0, len(retractions), 1000):
+        store.update("DELETE DATA { " + " ".join(retractions[start:start + 1000]) + " }")
+    crashpoint("graph.rebuild.retracted")
+    # INVARIANT: the watermark last, and exactly the last event projected (events appended
+    # while this ran may be in or out; a later sync replays them harmlessly)
+    store.update(_watermark_update(last))
+    store.flush()
+    if progress:
+        progress(head, head)
+    return count
+
+
+def rebuild(path: Path, journal: Journal, *, progress: Progress | None = None,
+            locked: StoreLock | None = None) -> tuple[int, int]:
+    """Recreate the on-disk store at ``path`` from the journal, crash-safely: the lock
+    first (or :class:`~cradle_kg.errors.GraphBusyError`; ``locked`` when the caller took
+    it), then a complete store built in ``graph.building`` and swapped in (:mod:`.swap`).
+    Returns (events, quads)."""
+    lock = locked if locked is not None else StoreLock(path).acquire()
+    building = building_path(path)
+    try:
+        settle(path)
+        crashpoint("graph.rebuild.building")
+        store = ox.Store(str(building))
+        count = _project_all(store, journal, progress)
+        quads = len(store)
+        del store  # closed: RocksDB writes nothing more into the folder
+        swap_in(path)
+    except OSError as exc:  # disk full, permissions: the live store was not touched
+        with contextlib.suppress(OSError):  # else the next open removes it
+            remove_folder(building)
+        raise GraphStoreError(f"cannot rebuild the graph store `{path}`: "
+                              f"{exc.strerror or exc}") from exc
+    finally:
+        if locked is None:
+            lock.release()
+    return count, quads

@@ -114,6 +114,7 @@ class LiveGraph:
             return 0
         lines: list[str] = []
         done = 0
+        last = self.seq
         for ev in self.journal.events(since_seq=self.seq):
             lines.extend(project_event(ev))
             retract = event_retractions(ev)
@@ -124,9 +125,12 @@ class LiveGraph:
                     for triple in ox.parse(line + " .", format=ox.RdfFormat.N_TRIPLES):
                         self.store.remove(ox.Quad(triple.subject, triple.predicate,
                                                   triple.object, graph))
-            self.seq = ev.seq
+            last = ev.seq
             done += 1
         self._load(lines)
+        # INVARIANT: the seq moves only after its events' quads and retractions are in (a
+        # failure half-way leaves it behind, and replaying is harmless)
+        self.seq = last
         return done
 
     def _load(self, lines: list[str]) -> None:

@@ -9,7 +9,8 @@ no decision can be made at all — and then the gate fails closed.
     │   ├── ProposalError           a proposal that is not well-formed
     │   ├── ManifestError           a pack manifest that is malformed or names a missing file
     │   ├── RdfParseError           Turtle, TriG, N-Triples, N-Quads or JSON-LD that does not parse
-    │   ├── QueryError              SPARQL that does not parse, or a refused query (update, SERVICE)
+    │   ├── QueryError              SPARQL that does not parse, or is too large / deeply nested
+    │   │   └── QueryRefusedError   a query refused by policy (update, SERVICE not allow-listed)
     │   └── UnknownNameError        an unknown tool, identity, run, record kind, pack or query
     ├── PolicyError                 a Cedar policy set that does not parse or validate
     ├── JournalError                the journal cannot be opened or written
@@ -89,6 +90,12 @@ class RdfParseError(InputError):
 
 class QueryError(InputError):
     code = "invalid_query"
+
+
+class QueryRefusedError(QueryError):
+    """A well-formed query this endpoint will not run (update, a SERVICE not allow-listed)."""
+
+    code = "query_refused"
 
 
 class UnknownNameError(InputError):

@@ -31,6 +31,12 @@ def serve(
     max_result_bytes: Annotated[int, typer.Option(
         "--max-result-bytes", help="Largest serialized result, in bytes.")] = 50_000_000,
     workers: Annotated[int, typer.Option("--workers", help="Query worker processes.")] = 2,
+    max_body_bytes: Annotated[int, typer.Option(
+        "--max-body-bytes", help="Largest request body, in bytes (413 beyond).")] = 1_048_576,
+    max_query_bytes: Annotated[int, typer.Option(
+        "--max-query-bytes", help="Largest SPARQL query, in bytes (400 beyond).")] = 100_000,
+    max_query_depth: Annotated[int, typer.Option(
+        "--max-query-depth", help="Deepest bracket nesting of a query (400 beyond).")] = 128,
     allow_service: Annotated[list[str] | None, typer.Option(
         "--allow-service", help="A SERVICE endpoint queries may call, repeatable "
                                 "(none by default: no outbound request).")] = None,
@@ -50,7 +56,9 @@ def serve(
         pack_queries=pack_queries(None if files else home) if packs else {},
         home=None if files else resolve_home(home), files=tuple(files or ()),
         timeout_seconds=timeout, max_result_bytes=max_result_bytes, workers=workers,
-        allowed_services=tuple(allow_service or ()), query_dirs=tuple(queries or ()))
+        allowed_services=tuple(allow_service or ()), query_dirs=tuple(queries or ()),
+        max_body_bytes=max_body_bytes, max_query_bytes=max_query_bytes,
+        max_query_depth=max_query_depth)
     try:
         app = create_app(settings)
     except CradleError as exc:

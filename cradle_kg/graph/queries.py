@@ -15,9 +15,10 @@ substitution (pyoxigraph ``substitutions=``, RDF-dev SEP-0007): a value holding 
 or braces is just a value. The engine requires a substituted variable to be projected
 by the query, so every declared parameter is a result column of its query.
 
-Oxigraph executes ``SERVICE <url>`` by fetching the URL. :func:`check_query` refuses
-a query that names one, unless that endpoint is allow-listed, and refuses SPARQL Update
-outright: this module only ever reads.
+Oxigraph executes ``SERVICE <url>`` by fetching the URL. :func:`check_query` (see
+:mod:`.sparql_guard`: a decision on the parsed query) refuses a query that names one,
+unless that endpoint is allow-listed, and refuses SPARQL Update outright: this module
+only ever reads.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import pyoxigraph as ox
 from ..canonical import parse_iso
 from ..errors import QueryError, UnknownNameError
 from .project import ID_BASE, RUN_BASE, node, run_graph
+from .sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH, check_query
 from .vocab import XSD_NS
 
 # the queries live at the repository root beside the package, like the ontology
@@ -225,91 +227,27 @@ def substitutions(bound: Mapping[str, Term]) -> dict[ox.Variable, Term]:
 
 # --- what a query may do ----------------------------------------------------------------
 
-# one token of SPARQL: strings and IRIs are skipped whole, so a keyword inside one is text
-_TOKENS: Final = re.compile(r"""
-    (?P<string>'''(?:[^'\\]|\\.|'(?!''))*'''|\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
-              |'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")
-  | (?P<iri><[^<>"{}|^`\\\s]*>)
-  | (?P<comment>\#[^\n]*)
-  | (?P<word>[A-Za-z_][\w\-.]*:?[\w\-.:%]*|:[\w\-.:%]*)
-  | (?P<var>[?$]\w+)
-  | (?P<other>\S)
-""", re.VERBOSE)
-_UPDATE_WORDS: Final = frozenset({"INSERT", "DELETE", "LOAD", "CLEAR", "DROP", "CREATE",
-                                  "ADD", "MOVE", "COPY", "WITH"})
-
-
-def _tokens(text: str) -> list[tuple[str, str]]:
-    return [(m.lastgroup or "other", m.group()) for m in _TOKENS.finditer(text)
-            if m.lastgroup != "comment"]
-
-
-def is_update(text: str) -> bool:
-    """Whether the text is SPARQL Update (its first keyword after the prologue)."""
-    tokens = _tokens(text)
-    i = 0
-    while i < len(tokens):
-        kind, value = tokens[i]
-        upper = value.upper()
-        if kind == "word" and upper == "PREFIX":
-            i += 3
-        elif kind == "word" and upper == "BASE":
-            i += 2
-        else:
-            return kind == "word" and upper in _UPDATE_WORDS
-    return False
-
-
-def service_iris(text: str) -> list[str | None]:
-    """The endpoint of each ``SERVICE`` in a query; None when it is not a plain IRI."""
-    tokens = _tokens(text)
-    prefixes: dict[str, str] = {}
-    found: list[str | None] = []
-    for i, (kind, value) in enumerate(tokens):
-        if kind == "word" and value.upper() == "PREFIX" and i + 2 < len(tokens):
-            prefixes[tokens[i + 1][1].rstrip(":")] = tokens[i + 2][1][1:-1]
-        if kind != "word" or value.upper() != "SERVICE":
-            continue
-        j = i + 1
-        if j < len(tokens) and tokens[j][1].upper() == "SILENT":
-            j += 1
-        nxt = tokens[j] if j < len(tokens) else ("other", "")
-        if nxt[0] == "iri":
-            found.append(nxt[1][1:-1])
-        elif nxt[0] == "word" and ":" in nxt[1] and nxt[1].split(":", 1)[0] in prefixes:
-            prefix, local = nxt[1].split(":", 1)
-            found.append(prefixes[prefix] + local)
-        else:
-            found.append(None)
-    return found
-
-
-def check_query(text: str, *, allowed_services: Iterable[str] = ()) -> None:
-    """Refuse SPARQL Update and any ``SERVICE`` not allow-listed (no outbound request)."""
-    if is_update(text):
-        raise QueryError("SPARQL Update is refused: this graph is read-only",
-                         hint="the journal is the only truth; the graph is its projection")
-    allowed = set(allowed_services)
-    for iri in service_iris(text):
-        if iri is None:
-            raise QueryError("a `SERVICE` whose endpoint is not a plain IRI is refused",
-                             hint="name the endpoint as an IRI the operator allow-listed")
-        if iri not in allowed:
-            raise QueryError(f"`SERVICE <{iri}>` is refused: this endpoint makes no outbound "
-                             "requests", hint="an operator may allow-list it "
-                                              "(`cradle-kg serve --allow-service IRI`)")
-
-
 def execute(store: ox.Store, text: str, *, bound: Mapping[str, Term] | None = None,
             allowed_services: Iterable[str] = (), union: bool = True,
             default_graph: list[ox.NamedNode] | None = None,
-            named_graphs: list[ox.NamedNode] | None = None) -> Any:
-    """Check and run a query; the results must be read on the calling thread."""
-    check_query(text, allowed_services=allowed_services)
+            named_graphs: list[ox.NamedNode] | None = None, base_iri: str | None = None,
+            network_sandboxed: bool = False, max_bytes: int = MAX_QUERY_BYTES,
+            max_depth: int = MAX_QUERY_DEPTH) -> Any:
+    """Check and run a query; the results must be read on the calling thread.
+
+    The dataset: ``default_graph`` / ``named_graphs`` when given (the protocol's
+    ``default-graph-uri`` / ``named-graph-uri``); else the query's own FROM / FROM NAMED;
+    else (``union``) the union of all graphs as the default graph.
+    """
+    shape = check_query(text, allowed_services=allowed_services, base_iri=base_iri,
+                        network_sandboxed=network_sandboxed, max_bytes=max_bytes,
+                        max_depth=max_depth)
     kw: dict[str, Any] = {}
+    if base_iri is not None:
+        kw["base_iri"] = base_iri
     if default_graph is not None:
         kw["default_graph"] = default_graph
-    elif union:
+    elif union and not (shape is not None and shape.has_dataset):
         kw["use_default_graph_as_union"] = True
     if named_graphs is not None:
         kw["named_graphs"] = named_graphs
@@ -324,5 +262,5 @@ def execute(store: ox.Store, text: str, *, bound: Mapping[str, Term] | None = No
 
 
 __all__ = ["PARAM_KINDS", "QUERIES_DIR", "NamedQuery", "QueryCatalog", "QueryParam",
-           "adhoc_term", "bind", "check_query", "execute", "is_update", "service_iris",
+           "adhoc_term", "bind", "check_query", "execute",
            "substitutions", "term_for"]

@@ -7,7 +7,10 @@ One library object, a thin web app (datasette's habit): :func:`create_app` wires
 * ``/api`` — the runtime's JSON API (home mode only: serving files has no runtime);
 * ``/`` and ``/static`` — the web page (query page, run browser, approvals inbox), every
   asset served from the package: no CDN, the page works offline;
-* ``/docs`` — the OpenAPI page FastAPI builds.
+* ``/docs`` — the OpenAPI page: Swagger UI vendored in ``static/swagger`` (no CDN).
+
+Every request passes :mod:`.guard` first: the body cap (413, before authentication and
+before any parser) and the security headers (CSP, nosniff, no framing, no referrer).
 """
 
 from __future__ import annotations
@@ -27,10 +30,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import CradleError
 from ..graph.queries import QueryCatalog, bind
+from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH
 from ..home import Home
 from . import api, protocol
 from .dataset import Source, snapshot_files, snapshot_home
-from .worker import Job, WorkerPool, wire_term
+from .guard import MAX_BODY_BYTES, BodyLimit, SecurityHeaders
+from .worker import Job, Limits, WorkerPool, wire_term
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -56,6 +61,11 @@ class ServerSettings(BaseModel):
     #: named queries added by packs: pack id -> name -> file
     pack_queries: dict[str, dict[str, Path]] = Field(default_factory=dict)
     cors_origins: tuple[str, ...] = ("*",)
+    #: bytes a request body may take (413 before authentication and parsing)
+    max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0)
+    #: bytes a SPARQL query may take, and how deeply its brackets may nest (400 beyond)
+    max_query_bytes: int = Field(MAX_QUERY_BYTES, gt=0)
+    max_query_depth: int = Field(MAX_QUERY_DEPTH, gt=0)
 
 
 def prepare_source(settings: ServerSettings, workdir: Path) -> Source:
@@ -77,9 +87,12 @@ def create_app(settings: ServerSettings) -> FastAPI:
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
+    limits = Limits(max_bytes=settings.max_result_bytes,
+                    allowed_services=settings.allowed_services,
+                    max_query_bytes=settings.max_query_bytes,
+                    max_query_depth=settings.max_query_depth)
     pool = WorkerPool(source, size=settings.workers, timeout=settings.timeout_seconds,
-                      max_bytes=settings.max_result_bytes,
-                      allowed_services=settings.allowed_services)
+                      limits=limits)
     runtime: Runtime | None = None
     if not settings.files and settings.home is not None:
         from ..runtime import Runtime
@@ -100,15 +113,21 @@ def create_app(settings: ServerSettings) -> FastAPI:
             shutil.rmtree(workdir, ignore_errors=True)
 
     app = FastAPI(title="cradle-kg", version="0.1.0", lifespan=lifespan,
+                  docs_url=None, redoc_url=None,  # /docs is served from static/swagger
                   description="Provenance graph of governed agent runs: a read-only SPARQL "
                               "1.1 endpoint, named provenance queries, the runtime's JSON "
                               "API, and a web page to browse runs and approve actions.")
+    # CORS as the SPARQL protocol needs it (any origin may read query results; no cookies
+    # are ever honoured); the endpoint makes no outbound request, so it is no SSRF oracle
     app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
-                       allow_methods=["GET", "POST"], allow_headers=["*"])
+                       allow_methods=["GET", "POST"], allow_headers=["*"],
+                       allow_credentials=False)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(SecurityHeaders)  # outermost: on every answer, 413s included
     app.state.pool = pool
     app.state.catalog = catalog
     app.state.runtime = runtime
-    app.include_router(protocol.make_router(pool, allowed_services=settings.allowed_services))
+    app.include_router(protocol.make_router(pool, federated=bool(settings.allowed_services)))
     _queries(app, catalog, pool)
     if runtime is not None:
         app.include_router(api.make_router(runtime))
@@ -146,11 +165,16 @@ def _web(app: FastAPI, *, mode: str) -> None:
     def index() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> FileResponse:
+        return FileResponse(STATIC_DIR / "docs.html", media_type="text/html")
+
     @app.get("/healthz", tags=["server"], summary="Readiness: workers ready, graph size, mode")
     def healthz(request: Request) -> dict[str, Any]:
         pool: WorkerPool = request.app.state.pool
         return {"mode": mode, "workers_ready": pool.stats.ready, "workers": pool.size,
-                "triples": pool.stats.triples, "workers_replaced": pool.stats.killed}
+                "triples": pool.stats.triples, "workers_replaced": pool.stats.killed,
+                "network_sandboxed": pool.stats.sandboxed}
 
 
 __all__ = ["STATIC_DIR", "ServerSettings", "create_app", "prepare_source"]

@@ -5,10 +5,15 @@
   them the default graph is the union of all graphs (every run) and each run is a
   named graph.
 * GET without a query: the SPARQL 1.1 Service Description, content-negotiated.
+* A query's own ``FROM`` / ``FROM NAMED`` wins over the union default graph (the
+  protocol's parameters win over both). Relative IRIs resolve against the endpoint's
+  URL, as Oxigraph's own server does.
 * Read-only: ``update=``, ``application/sparql-update`` and update text are refused
-  (403); so is a ``SERVICE`` not allow-listed (403) — Oxigraph would fetch it.
-* Errors are ``text/plain``: 400 the query does not parse (the parser's message), 403
-  refused, 413 result over the size cap, 503 over the time limit or no worker free.
+  (403); so is a ``SERVICE`` not allow-listed (403) — decided by the workers on the
+  parsed query (:mod:`cradle_kg.graph.sparql_guard`), never on the text.
+* Errors are ``text/plain``: 400 the query does not parse, is over the size or nesting
+  cap, or fails; 403 refused; 413 request body or result over its cap; 415 a body of
+  another content type; 503 over the time limit or no worker free.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ import pyoxigraph as ox
 from fastapi import APIRouter, Request, Response
 
 from ..errors import QueryError
-from ..graph.queries import check_query
 from .negotiation import graph_format
 from .worker import Job, Reply, WorkerPool
 
@@ -88,7 +92,7 @@ async def _read_params(request: Request) -> tuple[list[tuple[str, str]], str | N
                      hint="POST application/x-www-form-urlencoded or application/sparql-query")
 
 
-def make_router(pool: WorkerPool, *, allowed_services: tuple[str, ...] = ()) -> APIRouter:
+def make_router(pool: WorkerPool, *, federated: bool = False) -> APIRouter:
     router = APIRouter(tags=["SPARQL"])
 
     @router.api_route("/sparql", methods=["GET", "POST"],
@@ -105,18 +109,13 @@ def make_router(pool: WorkerPool, *, allowed_services: tuple[str, ...] = ()) -> 
             return refused(403, "SPARQL Update is refused: this endpoint is read-only")
         queries = [v for k, v in params if k == "query"] + (
             [body_query] if body_query is not None else [])
+        endpoint = str(request.url.replace(query="", fragment=""))
         if not queries:
             if request.method == "GET":
-                endpoint = str(request.url.replace(query=""))
-                return service_description(endpoint, accept, formats,
-                                           federated=bool(allowed_services))
+                return service_description(endpoint, accept, formats, federated=federated)
             return refused(400, "no query: send `query=` or an application/sparql-query body")
         if len(queries) > 1:
             return refused(400, "more than one query in the request")
-        try:
-            check_query(queries[0], allowed_services=allowed_services)
-        except QueryError as exc:
-            return refused(403, exc.message)
         defaults = [v for k, v in params if k == "default-graph-uri"]
         named = [v for k, v in params if k == "named-graph-uri"]
         for iri in defaults + named:
@@ -126,7 +125,7 @@ def make_router(pool: WorkerPool, *, allowed_services: tuple[str, ...] = ()) -> 
                 return refused(400, f"graph IRI `{iri}` is not valid: {exc}")
         job = Job(query=queries[0], accept=accept, formats=tuple(formats),
                   default_graphs=tuple(defaults) if defaults else None,
-                  named_graphs=tuple(named) if named else None)
+                  named_graphs=tuple(named) if named else None, base_iri=endpoint)
         return text_response(await pool.arun(job))
 
     return router

@@ -9,13 +9,19 @@ touches a pyoxigraph result. A worker that dies for any reason is replaced the s
 Wire format (``multiprocessing`` connections, pickled tuples):
 
 * request  ``Job``  → reply ``("ok", media_type, body)`` or ``("error", status, message)``;
-* at start the worker sends ``("ready", triples)`` once its graph is loaded.
+* at start the worker sends ``("ready", triples, sandboxed)`` once its graph is loaded.
+
+Each worker runs its queries on one thread with a 512 MiB stack (reserved, not used): a
+query within the size cap cannot overflow the engine's recursive parser or evaluator,
+whatever its shape. With no SERVICE allow-listed, a worker also denies itself every
+network socket before it loads anything (:mod:`.sandbox`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,10 +33,15 @@ from typing import IO, Any, cast
 
 import pyoxigraph as ox
 
-from ..errors import QueryError
+from ..errors import QueryError, QueryRefusedError
 from ..graph.queries import execute
+from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH
 from .dataset import LiveGraph, Source
 from .negotiation import graph_format, results_format
+from .sandbox import deny_network
+
+#: the stack of the thread that runs queries: deep enough for any query under the size cap
+QUERY_STACK_BYTES = 512 * 1024 * 1024
 
 #: ("iri", value) or ("literal", value, datatype IRI or None, language or None)
 WireTerm = tuple[Any, ...]
@@ -44,6 +55,18 @@ class Job:
     bound: tuple[tuple[str, WireTerm], ...] = ()
     default_graphs: tuple[str, ...] | None = None
     named_graphs: tuple[str, ...] | None = None
+    #: relative IRIs in the query resolve against this (the endpoint's URL)
+    base_iri: str | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a worker enforces on each query (picklable, sent to each worker)."""
+
+    max_bytes: int = 50_000_000
+    allowed_services: tuple[str, ...] = ()
+    max_query_bytes: int = MAX_QUERY_BYTES
+    max_query_depth: int = MAX_QUERY_DEPTH
 
 
 @dataclass(frozen=True)
@@ -96,9 +119,9 @@ class _TooLarge(Exception):
     pass
 
 
-def run_job(graph: LiveGraph, job: Job, *, max_bytes: int,
-            allowed_services: tuple[str, ...]) -> Reply:
+def run_job(graph: LiveGraph, job: Job, limits: Limits, *, sandboxed: bool = False) -> Reply:
     """Run one query and serialize its result, on this thread (never hand results over)."""
+    max_bytes = limits.max_bytes
     graph.refresh()
     default = [ox.NamedNode(g) for g in job.default_graphs] if job.default_graphs is not None \
         else None
@@ -107,8 +130,10 @@ def run_job(graph: LiveGraph, job: Job, *, max_bytes: int,
         default = []  # a dataset given by named graphs only has an empty default graph
     try:
         result = execute(graph.store, job.query, bound={k: _term(v) for k, v in job.bound},
-                         allowed_services=allowed_services, default_graph=default,
-                         named_graphs=named)
+                         allowed_services=limits.allowed_services, default_graph=default,
+                         named_graphs=named, base_iri=job.base_iri,
+                         network_sandboxed=sandboxed, max_bytes=limits.max_query_bytes,
+                         max_depth=limits.max_query_depth)
         sink = _CappedBuffer(max_bytes)
         if isinstance(result, ox.QueryTriples):
             fmt, media = graph_format(job.accept, list(job.formats))
@@ -116,30 +141,42 @@ def run_job(graph: LiveGraph, job: Job, *, max_bytes: int,
         else:
             rfmt, media = results_format(job.accept, list(job.formats))
             result.serialize(cast(IO[bytes], sink), format=rfmt)
+    except QueryRefusedError as exc:
+        return Reply.error(403, exc.message)
     except QueryError as exc:
         return Reply.error(400, exc.message)
     except _TooLarge:
         return Reply.error(413, f"the result is larger than the {max_bytes} byte cap: "
                                 "add a LIMIT or ask for less")
-    except (OSError, ValueError, RuntimeError) as exc:  # evaluation errors surface here
-        return Reply.error(500, f"the query failed: {exc}")
+    except (OSError, ValueError, RuntimeError, SyntaxError) as exc:  # evaluation errors
+        # the store is in memory and read-only: what fails while evaluating is the query
+        return Reply.error(400, f"the query failed: {' '.join(str(exc).split())[:500]}")
     charset = "; charset=utf-8" if media.startswith("text/") or "json" in media \
         or "xml" in media else ""
     return Reply(True, 200, media + charset, b"".join(sink.parts))
 
 
-def worker_main(conn: Connection, source: Source, max_bytes: int,
-                allowed_services: tuple[str, ...]) -> None:
-    """The body of a worker process."""
+def worker_main(conn: Connection, source: Source, limits: Limits) -> None:
+    """The body of a worker process: deny the network, then serve on a deep-stack thread."""
+    sandboxed = deny_network() if not limits.allowed_services else False
+    sys.setrecursionlimit(6_000)  # the checker's parser recurses (depth 128 needs ~6000)
+    threading.stack_size(QUERY_STACK_BYTES)
+    thread = threading.Thread(target=_serve, args=(conn, source, limits, sandboxed),
+                              name="cradle-sparql-query")
+    thread.start()
+    thread.join()
+
+
+def _serve(conn: Connection, source: Source, limits: Limits, sandboxed: bool) -> None:
     graph = LiveGraph(source)
-    conn.send(("ready", len(graph)))
+    conn.send(("ready", len(graph), sandboxed))
     while True:
         try:
             job = conn.recv()
         except (EOFError, OSError):
             return
         try:
-            reply = run_job(graph, job, max_bytes=max_bytes, allowed_services=allowed_services)
+            reply = run_job(graph, job, limits, sandboxed=sandboxed)
         except Exception as exc:  # INVARIANT: a worker answers every job it reads
             reply = Reply.error(500, f"the query worker failed: {type(exc).__name__}: {exc}")
         conn.send(reply)
@@ -161,6 +198,8 @@ class PoolStats:
     killed: int = 0
     ready: int = 0
     triples: int = 0
+    #: every worker that reported in is denied the network
+    sandboxed: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -168,19 +207,18 @@ class WorkerPool:
     """A fixed number of worker processes; each job borrows one, or times out."""
 
     def __init__(self, source: Source, *, size: int = 2, timeout: float = 10.0,
-                 max_bytes: int = 50_000_000, allowed_services: tuple[str, ...] = (),
-                 start_timeout: float = 600.0) -> None:
+                 limits: Limits | None = None, start_timeout: float = 600.0) -> None:
         self.source = source
         self.size = max(1, size)
         self.timeout = timeout
-        self.max_bytes = max_bytes
-        self.allowed_services = allowed_services
+        self.limits = limits or Limits()
         self.start_timeout = start_timeout
         self.stats = PoolStats()
         self._ctx = mp.get_context("spawn")
         self._idle: list[_Worker] = []
         self._cond = threading.Condition()
         self._closed = False
+        self._reported = False
         self.threads = ThreadPoolExecutor(max_workers=self.size + 4,
                                           thread_name_prefix="sparql-job")
 
@@ -193,7 +231,7 @@ class WorkerPool:
         parent, child = self._ctx.Pipe()
         process = self._ctx.Process(
             target=worker_main, name="cradle-sparql-worker", daemon=True,
-            args=(child, self.source, self.max_bytes, self.allowed_services))
+            args=(child, self.source, self.limits))
         process.start()
         child.close()
         self.stats.started += 1
@@ -207,6 +245,9 @@ class WorkerPool:
         worker.triples = int(message[1])
         self.stats.triples = worker.triples
         with self._cond:
+            self.stats.sandboxed = bool(message[2]) and (self.stats.sandboxed
+                                                         or not self._reported)
+            self._reported = True
             self.stats.ready += 1
             self._idle.append(worker)
             self._cond.notify()

@@ -3,13 +3,20 @@
 No driver library: headless Chromium reads CDP commands from fd 3 and writes replies
 and events to fd 4, each message NUL-terminated JSON. That is all a test needs to open
 pages, evaluate JavaScript and wait for the page to reach a state.
+
+Never hangs: fds 3 and 4 are made inheritable in the child whatever numbers the pipes
+got (``dup2(3, 3)`` is a no-op that left fd 3 close-on-exec, and Chromium then said
+"Remote debugging pipe file descriptors are not open"); every read has a deadline, and
+a browser that dies or stays silent fails the test with its own last words.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import select
 import shutil
 import subprocess
 import tempfile
@@ -41,15 +48,30 @@ def ensure_chromium() -> str | None:
     return find_chromium()
 
 
+#: how long one CDP command may take before the test fails (never hangs)
+CALL_TIMEOUT = 60.0
+
+
+class BrowserFailed(AssertionError):
+    """Chromium died, closed its pipe or did not answer in time (not retried by wait_for)."""
+
+
 class Browser:
     def __init__(self, binary: str) -> None:
         self.profile = Path(tempfile.mkdtemp(prefix="cradle-chromium-"))
+        self.log = self.profile.parent / (self.profile.name + ".log")
         to_chrome_r, self._to_chrome = os.pipe()
         self._from_chrome, from_chrome_w = os.pipe()
 
         def wire() -> None:  # in the child: its fd 3 reads commands, fd 4 writes replies
-            os.dup2(to_chrome_r, 3)
-            os.dup2(from_chrome_w, 4)
+            # first out of the way (a pipe may itself be fd 3 or 4), then onto 3 and 4;
+            # os.dup2 makes the copies inheritable, which dup2(3, 3) alone would not
+            high_r = fcntl.fcntl(to_chrome_r, fcntl.F_DUPFD, 10)
+            high_w = fcntl.fcntl(from_chrome_w, fcntl.F_DUPFD, 10)
+            os.dup2(high_r, 3, inheritable=True)
+            os.dup2(high_w, 4, inheritable=True)
+            os.close(high_r)
+            os.close(high_w)
 
         self.process = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -58,7 +80,8 @@ class Browser:
             # close_fds would close fds 3 and 4 after `wire` ran; Python's own fds are
             # non-inheritable (PEP 446), so nothing else leaks into the browser
             preexec_fn=wire, close_fds=False,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=(log := self.log.open("wb")))
+        log.close()
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._buffer = b""
@@ -74,20 +97,42 @@ class Browser:
         os.write(self._to_chrome, json.dumps(message).encode() + b"\0")
         return self._next
 
-    def _read(self) -> dict[str, Any]:
+    def _failed(self, what: str) -> BrowserFailed:
+        code = self.process.poll()
+        try:
+            said = self.log.read_text(errors="replace").strip().splitlines()[-5:]
+        except OSError:
+            said = []
+        status = "running" if code is None else f"exited with {code}"
+        return BrowserFailed(f"chromium {what} ({status}); its last words: "
+                             + (" | ".join(said) or "(none)"))
+
+    def _read(self, deadline: float) -> dict[str, Any]:
         while b"\0" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self._failed("did not answer within the deadline")
+            ready, _, _ = select.select([self._from_chrome], [], [], min(left, 1.0))
+            if not ready:
+                if self.process.poll() is not None:
+                    raise self._failed("died")
+                continue
             chunk = os.read(self._from_chrome, 1 << 16)
             if not chunk:
-                raise RuntimeError("chromium closed the debugging pipe")
+                raise self._failed("closed the debugging pipe")
             self._buffer += chunk
         raw, _, self._buffer = self._buffer.partition(b"\0")
         return dict(json.loads(raw))
 
     def call(self, method: str, params: dict[str, Any] | None = None, *,
-             page: bool = True) -> dict[str, Any]:
-        ident = self._send(method, params, self.session if page else None)
+             page: bool = True, timeout: float = CALL_TIMEOUT) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        try:
+            ident = self._send(method, params, self.session if page else None)
+        except OSError as exc:
+            raise self._failed(f"cannot be sent `{method}`: {exc}") from exc
         while True:
-            message = self._read()
+            message = self._read(deadline)
             if message.get("id") == ident:
                 if "error" in message:
                     raise RuntimeError(f"{method}: {message['error']}")
@@ -126,7 +171,7 @@ class Browser:
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
-            self.call("Browser.close", page=False)
+            self.call("Browser.close", page=False, timeout=10)
         with contextlib.suppress(Exception):
             self.process.wait(10)
         if self.process.poll() is None:
@@ -134,6 +179,7 @@ class Browser:
         os.close(self._to_chrome)
         os.close(self._from_chrome)
         shutil.rmtree(self.profile, ignore_errors=True)
+        self.log.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

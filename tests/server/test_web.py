@@ -111,4 +111,11 @@ def test_every_asset_is_served_by_the_server(web: tuple[Server, DemoHome]) -> No
         # the only absolute IRIs are RDF namespaces, compared to, never fetched
         assert not re.search(r"(fetch|import|url)\(\s*[`'\"]https?:", body.text)
     static = Path(__file__).resolve().parents[2] / "cradle_kg" / "server" / "static"
-    assert {p.name for p in static.iterdir()} == {"index.html", "app.js", "app.css"}
+    assert {p.name for p in static.iterdir()} == {"index.html", "app.js", "app.css",
+                                                  "docs.html", "docs.js", "swagger"}
+    # /docs: Swagger UI vendored beside the page, nothing from a CDN
+    docs = httpx.get(server.url + "/docs").text
+    links = re.findall(r'(?:src|href)="([^"]*)"', docs)
+    assert links and all(link.startswith("/static/") for link in links), links
+    for link in links:
+        assert httpx.get(server.url + link).status_code == 200, link

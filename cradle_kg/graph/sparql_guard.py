@@ -1,0 +1,226 @@
+"""What a SPARQL query may do, decided on the parsed query — never by scanning its text.
+
+Oxigraph executes ``SERVICE <url>`` by sending an HTTP request to the URL. A refusal
+taken on the text (a regular expression looking for the word ``SERVICE``) was smuggled
+past by a comment ended with a carriage return; any lexer that is not the engine's own
+will differ from it somewhere. So:
+
+* the query is **parsed** (rdflib's SPARQL 1.1 parser) and its **algebra** is walked:
+  every ``SERVICE`` node, wherever it sits (sub-query, OPTIONAL, UNION, MINUS,
+  FILTER EXISTS, ...), names its endpoint after prefixes and the base IRI are
+  resolved. An endpoint that is a variable, or an IRI not on the allow-list, is
+  refused. SPARQL Update (``LOAD`` included) is refused outright;
+* a query that parser cannot read is refused too, **unless** the caller runs it where
+  the engine cannot open a network connection at all (the server's query workers
+  deny themselves sockets, see :mod:`cradle_kg.server.sandbox`): then the engine's own
+  parser decides, and nothing it parses can reach the network;
+* size and nesting are capped before any parser runs (a query nested thousands of
+  brackets deep overflowed the engine's stack and killed its process).
+
+The dataset clause (``FROM`` / ``FROM NAMED``) is read from the same parse, so the
+caller can let a query's own dataset win over the union default graph.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..errors import QueryError, QueryRefusedError
+
+#: the default caps (the server's ``--max-query-bytes`` / ``--max-query-depth``)
+MAX_QUERY_BYTES: Final = 100_000
+MAX_QUERY_DEPTH: Final = 128
+
+# SPARQL's lexical rules, only as far as nesting needs them: strings, IRIs, comments (which
+# end at CR or LF) and backslash escapes (``ex:a\'b`` is a name, not a string) hide
+# brackets. This count only words the 400 for a deep query; the workers' large stack is
+# what keeps a miscounted query from overflowing the engine.
+_LEX: Final = re.compile(r"""
+    (?P<skip>\\.
+      |\#[^\r\n]*
+      |'''(?:[^'\\]|\\.|'(?!''))*'''|\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
+      |'(?:[^'\\\r\n]|\\.)*'|"(?:[^"\\\r\n]|\\.)*"
+      |<[^<>"{}\x00-\x20]*>)
+  | (?P<open><<|[{(\[])
+  | (?P<close>>>|[})\]])
+  | [^\\\#'"<>{}()\[\]]+
+  | .
+""", re.VERBOSE | re.DOTALL)
+
+
+def nesting_depth(text: str) -> int:
+    """How deeply brackets (``{ ( [ <<``) nest in a query, outside strings and comments."""
+    depth = deepest = 0
+    for m in _LEX.finditer(text):
+        kind = m.lastgroup
+        if kind == "open":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif kind == "close":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def check_size(text: str, *, max_bytes: int = MAX_QUERY_BYTES,
+               max_depth: int = MAX_QUERY_DEPTH) -> None:
+    """Refuse a query over the size or nesting cap (before any parser sees it)."""
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > max_bytes:
+        raise QueryError(f"the query is {size} bytes, over the {max_bytes} byte cap")
+    depth = nesting_depth(text)
+    if depth > max_depth:
+        raise QueryError(f"the query nests {depth} levels deep, over the cap of {max_depth}",
+                         hint="flatten the query")
+
+
+@dataclass(frozen=True)
+class QueryShape:
+    """What the parsed query does that matters here."""
+
+    #: each SERVICE endpoint, resolved; None for a variable endpoint
+    services: tuple[str | None, ...]
+    #: the query has its own FROM / FROM NAMED
+    has_dataset: bool
+
+
+def _walk(node: Any, services: list[str | None], seen: set[int]) -> None:
+    from rdflib.plugins.sparql.parserutils import CompValue
+    from rdflib.term import URIRef
+
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, CompValue):
+            if item.name == "ServiceGraphPattern":
+                term = item.get("term")
+                services.append(str(term) if isinstance(term, URIRef) else None)
+            stack.extend(item.values())
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set):
+            stack.extend(item)
+
+
+def parse_shape(text: str, *, base_iri: str | None = None) -> QueryShape:
+    """Parse the query (raises QueryError when it does not parse, QueryRefusedError on update).
+
+    The parser runs on a thread of its own: pyparsing keeps its last exception (and so
+    the frames above it) alive, which would otherwise pin the caller's frame — and the
+    store it holds, whose lock then outlives ``close()``.
+    """
+    box: list[QueryShape | BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(_parse_shape(text, base_iri))
+        except BaseException as exc:  # handed to the caller below
+            box.append(exc)
+
+    thread = threading.Thread(target=run, name="sparql-check", daemon=True)
+    thread.start()
+    thread.join()
+    result = box[0]
+    if isinstance(result, BaseException):
+        raise result.with_traceback(None)
+    return result
+
+
+_PARSER_LOCK = threading.Lock()
+
+
+def _parse(text: str) -> Any:
+    """rdflib's parse, without its SERVICE post-step.
+
+    rdflib re-finds each SERVICE's text by searching the *whole* query again (for its own
+    evaluator): that fails on a prefixed name inside the SERVICE body and recurses
+    without end on a nested SERVICE. The checker needs the tree, not that text, so the
+    step is switched off for the duration of this parse (under a lock).
+    """
+    from types import MethodType
+
+    from rdflib.plugins.sparql import parser as sparql_parser
+    from rdflib.plugins.sparql.parserutils import Comp
+
+    element = sparql_parser.ServiceGraphPattern
+
+    def post_parse(self: Comp, instring: str, loc: int, tokens: Any) -> Any:
+        self.name = "ServiceGraphPattern "  # not the name rdflib special-cases
+        try:
+            res = Comp.postParse(self, instring, loc, tokens)
+        finally:
+            self.name = "ServiceGraphPattern"
+        res.name = "ServiceGraphPattern"
+        return res
+
+    with _PARSER_LOCK:
+        element.postParse = MethodType(post_parse, element)  # type: ignore[method-assign]
+        try:
+            return sparql_parser.parseQuery(text)
+        finally:
+            del element.postParse
+
+
+def _parse_shape(text: str, base_iri: str | None) -> QueryShape:
+    from rdflib.plugins.sparql.algebra import translateQuery
+    from rdflib.plugins.sparql.parser import parseUpdate
+
+    try:
+        parsed = _parse(text)
+        query = translateQuery(parsed, base=base_iri)
+    except RecursionError:
+        raise QueryError("the query nests too deeply to be checked") from None
+    except Exception as exc:  # pyparsing and the algebra raise many types
+        try:
+            parseUpdate(text)
+        except Exception:  # not an update either: report the query error
+            message = " ".join(str(exc).split())[:300]
+            raise QueryError(f"the query does not parse: {message}") from None
+        raise QueryRefusedError("SPARQL Update is refused: this graph is read-only",
+                                hint="the journal is the only truth; the graph is its "
+                                     "projection") from None
+    services: list[str | None] = []
+    _walk(query.algebra, services, set())
+    dataset = query.algebra.get("datasetClause")
+    return QueryShape(services=tuple(dict.fromkeys(services)), has_dataset=bool(dataset))
+
+
+def check_query(text: str, *, allowed_services: Iterable[str] = (),
+                base_iri: str | None = None, network_sandboxed: bool = False,
+                max_bytes: int = MAX_QUERY_BYTES,
+                max_depth: int = MAX_QUERY_DEPTH) -> QueryShape | None:
+    """Refuse what this query may not do; its shape, or None when only the engine can parse it.
+
+    ``network_sandboxed``: the caller runs the query where no socket can be opened; a
+    query this parser cannot read is then left to the engine's parser.
+    """
+    check_size(text, max_bytes=max_bytes, max_depth=max_depth)
+    try:
+        shape = parse_shape(text, base_iri=base_iri)
+    except QueryRefusedError:
+        raise
+    except QueryError:
+        if network_sandboxed:
+            return None
+        raise
+    allowed = set(allowed_services)
+    for iri in shape.services:
+        if iri is None:
+            raise QueryRefusedError("a `SERVICE` whose endpoint is a variable is refused",
+                                    hint="name the endpoint as an IRI the operator "
+                                         "allow-listed")
+        if iri not in allowed:
+            raise QueryRefusedError(f"`SERVICE <{iri}>` is refused: this endpoint makes no "
+                                    "outbound requests", hint="an operator may allow-list it "
+                                    "(`cradle-kg serve --allow-service IRI`)")
+    return shape
+
+
+__all__ = ["MAX_QUERY_BYTES", "MAX_QUERY_DEPTH", "QueryShape", "check_query", "check_size",
+           "nesting_depth", "parse_shape"]

@@ -1,0 +1,68 @@
+"""Shared by the server's attack tests: a loopback listener that counts connections, and a
+real ``cradle-kg serve`` over a small Turtle file (helpers, not fixtures: no conftest)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+from ..server.conftest import Server, start_server, stop_server
+
+DATA = """@prefix ex: <http://example.org/> .
+ex:a ex:p ex:b . ex:b ex:p ex:c . ex:c ex:label "c" .
+"""
+#: what the listener answers: a SPARQL JSON result that would show up in a leaked body
+LEAK = b'{"head":{"vars":["x"]},"results":{"bindings":[{"x":{"type":"literal","value":"LEAKED"}}]}}'
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that counts every connection and answers like SPARQL."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = int(self.sock.getsockname()[1])
+        self.connections = 0
+        self._lock = threading.Lock()
+        self._stop = False
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def _serve(self) -> None:
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self._lock:
+                self.connections += 1
+            try:
+                conn.settimeout(2)
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/sparql-results+json"
+                             b"\r\ncontent-length: " + str(len(LEAK)).encode() + b"\r\n"
+                             b"connection: close\r\n\r\n" + LEAK)
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    def close(self) -> None:
+        self._stop = True
+        self.sock.close()
+
+
+def serve_data(tmp: Path, *args: str) -> Server:
+    data = tmp / "data.ttl"
+    data.write_text(DATA, encoding="utf-8")
+    return start_server([str(data), *args], tmp / "serve.log")
+
+
+__all__ = ["LEAK", "Listener", "Server", "serve_data", "stop_server"]

@@ -1,0 +1,100 @@
+"""Item 2, the server's share: request bodies are capped before authentication and before
+parsing (413), and a deeply nested query is a 400 that kills no worker and starves no one.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from .sparql_target import Server, serve_data, stop_server
+
+BODY_CAP = 65_536
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = serve_data(tmp_path_factory.mktemp("limits"), "--max-body-bytes", str(BODY_CAP))
+    yield srv
+    stop_server(srv)
+
+
+def test_a_body_over_the_cap_is_413_before_authentication(server: Server) -> None:
+    big = b"{" + b" " * (BODY_CAP + 10) + b"}"
+    for path in ("/api/proposals", "/sparql", "/api/approvals/x/approve"):
+        r = httpx.post(server.url + path, content=big,
+                       headers={"content-type": "application/json"})
+        assert r.status_code == 413, (path, r.status_code, r.text)
+        assert "byte cap" in r.text
+
+
+def test_a_chunked_body_over_the_cap_is_413(server: Server) -> None:
+    def chunks() -> Iterator[bytes]:
+        for _ in range(64):
+            yield b"x" * 4096  # 256 KiB, no content-length
+
+    r = httpx.post(server.sparql, content=chunks(),
+                   headers={"content-type": "application/sparql-query"})
+    assert r.status_code == 413
+
+
+def test_a_declared_length_over_the_cap_is_413_without_reading_the_body(server: Server) -> None:
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as conn:
+        conn.sendall(b"POST /api/proposals HTTP/1.1\r\nhost: x\r\n"
+                     b"content-type: application/json\r\n"
+                     b"content-length: " + str(BODY_CAP * 4).encode() + b"\r\n\r\n{}")
+        answer = conn.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 413"), answer
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * WHERE " + "{" * 20_000 + "}" * 20_000,
+    "SELECT * WHERE { FILTER(" + "(" * 20_000 + "1" + ")" * 20_000 + ") }",
+    "SELECT * WHERE { ?s <p:a> " + "[ <p:a> " * 5_000 + "1" + " ]" * 5_000 + " }",
+    "SELECT * WHERE { ?s <p:a> " + "(" * 20_000 + "1" + ")" * 20_000 + " }",
+])
+def test_a_deep_or_huge_query_is_400_and_the_workers_live(server: Server, query: str) -> None:
+    before = httpx.get(server.url + "/healthz").json()["workers_replaced"]
+    r = httpx.post(server.sparql, content=query.encode(), timeout=60,
+                   headers={"content-type": "application/sparql-query"})
+    assert r.status_code == 400, r.text
+    assert httpx.get(server.url + "/healthz").json()["workers_replaced"] == before
+
+
+def test_a_long_flat_chain_is_stopped_never_a_crash(server: Server) -> None:
+    query = "SELECT * WHERE { FILTER(" + "+".join(["1"] * 25_000) + ") }"
+    r = httpx.post(server.sparql, content=query.encode(), timeout=60,
+                   headers={"content-type": "application/sparql-query"})
+    # no nesting to refuse: it runs on the workers' deep stack, within the time limit
+    assert r.status_code in (200, 400, 503), r.text
+
+
+def test_deep_queries_from_two_clients_do_not_starve_a_normal_one(server: Server) -> None:
+    deep = "SELECT * WHERE " + "{" * 20_000 + "}" * 20_000
+    stop = threading.Event()
+    statuses: list[int] = []
+
+    def hammer() -> None:
+        with httpx.Client(timeout=60) as http:
+            while not stop.is_set():
+                statuses.append(http.post(server.sparql, content=deep.encode(), headers={
+                    "content-type": "application/sparql-query"}).status_code)
+
+    threads = [threading.Thread(target=hammer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(5):
+            r = httpx.get(server.sparql, timeout=60,
+                          params={"query": "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"})
+            assert r.status_code == 200, r.text
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert statuses and set(statuses) == {400}

@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ..config import load_config
 from ..errors import CradleError, InputError, UnknownNameError
 from ..home import Home, resolve_home
 from ..journal import Journal
+from ..proposals import read_proposal
 from ..records import SCHEMAS, OutcomeStatus
 from ..runs import list_runs, show_run
 from ..runtime import Runtime
-from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
+from .common import (
+    Format,
+    FormatOpt,
+    HomeOpt,
+    console,
+    fail,
+    print_json,
+    read_input,
+    table,
+)
 
 audit_app = typer.Typer(help="Check the journal's integrity.", no_args_is_help=True)
 tools_app = typer.Typer(help="Registered tools and their contracts.", no_args_is_help=True)
@@ -74,16 +83,11 @@ def submit(
     failed verification; 2 the input could not be read.
     """
     try:
-        text = sys.stdin.read() if proposal_file == "-" else Path(proposal_file).read_text(
-            encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        fail(InputError(f"cannot read `{proposal_file}`: {exc}"))
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        fail(InputError(f"`{proposal_file}`:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}"))
-    if not isinstance(raw, dict):
-        fail(InputError(f"`{proposal_file}`: a proposal is a JSON object"))
+        limits = load_config(Home(resolve_home(home)).config).input_limits
+        raw = read_proposal(read_input(proposal_file, limits), limits,
+                            source="stdin" if proposal_file == "-" else proposal_file)
+    except CradleError as exc:
+        fail(exc)
     with open_runtime(home) as rt:
         try:
             outcome = rt.submit(raw)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,11 +11,13 @@ from typing import Annotated, Any
 
 import typer
 
+from ..config import load_config
 from ..errors import CradleError, InputError
-from ..home import resolve_home
+from ..home import Home, resolve_home
+from ..inputs import load_json
 from ..packs.registry import PackRegistry
 from ..packs.validate import validate_pack
-from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
+from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, read_input, table
 
 pack_app = typer.Typer(help="Domain packs: list, validate, test, run.", no_args_is_help=True)
 
@@ -87,12 +88,13 @@ def run_example(pack_ref: str, example: dict[str, Any], home: Path) -> dict[str,
 @pack_app.command("run")
 def pack_run(pack: str, example: Path, home: HomeOpt = None) -> None:
     """Run one input (an example JSON) through the governed loop; print the outcome JSON."""
+    root = resolve_home(home)
     try:
-        raw = json.loads(example.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        fail(InputError(f"cannot read `{example}`: {exc}"))
-    try:
-        print_json(run_example(pack, raw, resolve_home(home)))
+        limits = load_config(Home(root).config).input_limits
+        raw = load_json(read_input(str(example), limits), limits=limits, source=str(example))
+        if not isinstance(raw, dict):
+            raise InputError(f"`{example}`: an example is a JSON object")
+        print_json(run_example(pack, raw, root))
     except CradleError as exc:
         fail(exc)
 

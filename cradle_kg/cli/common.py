@@ -16,10 +16,6 @@ from rich.table import Table
 from ..errors import CradleError, InputError, InputTooLargeError
 from ..inputs import InputLimits
 
-console = Console()
-#: errors are one line each, never wrapped at the terminal's (or a pipe's 80) columns
-err_console = Console(stderr=True, soft_wrap=True)
-
 #: what a terminal would act on instead of showing: C0 and C1 controls (ESC starts every
 #: escape sequence), DEL, and the bidi marks, embeddings, overrides and isolates
 _CONTROLS: dict[int, str | None] = {
@@ -28,8 +24,24 @@ _CONTROLS: dict[int, str | None] = {
     **{c: None for c in [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
                          *range(0x2066, 0x206A)]},
 }
+#: the same, keeping the newlines and tabs of multi-line output
+_LINE_CONTROLS = {c: r for c, r in _CONTROLS.items() if c not in (0x09, 0x0A)}
 #: the same characters, escaped in JSON output (where they stay data, exactly)
 _JSON_ESCAPES = {c: f"\\u{c:04x}" for c in _CONTROLS if c >= 0x7F}
+
+class _Console(Console):
+    """A console that never passes a control character through from a string it prints:
+    whatever a command forgets to :func:`clean`, a terminal still shows and never obeys."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(o.translate(_LINE_CONTROLS) if isinstance(o, str) else o
+                        for o in objects), **kwargs)
+
+
+console = _Console()
+#: errors are one line each, never wrapped at the terminal's (or a pipe's 80) columns
+err_console = _Console(stderr=True, soft_wrap=True)
+
 
 HomeOpt = Annotated[
     Path | None,

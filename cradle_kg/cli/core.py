@@ -19,6 +19,7 @@ from .common import (
     Format,
     FormatOpt,
     HomeOpt,
+    clean,
     console,
     fail,
     print_json,
@@ -171,7 +172,7 @@ def runs_show(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) 
         print_json({**summary.to_dict(),
                     "timeline": [e.model_dump(mode="json") for e in events]})
         return
-    console.print(f"run {summary.run_id}: {summary.status}", highlight=False)
+    console.print(f"run {clean(summary.run_id)}: {clean(summary.status)}", highlight=False)
     table("timeline", ["seq", "at", "kind", "subject", "actor"],
           [[e.seq, e.at.isoformat(), e.kind, e.subject, e.actor] for e in events])
 

@@ -17,7 +17,7 @@ from ..home import Home, resolve_home
 from ..inputs import load_json
 from ..packs.registry import PackRegistry
 from ..packs.validate import validate_pack
-from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, read_input, table
+from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, read_input, table
 
 pack_app = typer.Typer(help="Domain packs: list, validate, test, run.", no_args_is_help=True)
 
@@ -63,10 +63,11 @@ def pack_validate(folder: Path, fmt: FormatOpt = Format.TABLE, home: HomeOpt = N
                     "warnings": report.warnings})
     else:
         for err in report.errors:
-            console.print(f"[red]error[/]: {err}", highlight=False)
+            console.print(f"[red]error[/]: {clean(err)}", highlight=False)
         for warn in report.warnings:
-            console.print(f"[yellow]warning[/]: {warn}", highlight=False)
-        console.print(f"{report.pack}: {'valid' if report.ok else 'INVALID'}", highlight=False)
+            console.print(f"[yellow]warning[/]: {clean(warn)}", highlight=False)
+        console.print(f"{clean(report.pack)}: {'valid' if report.ok else 'INVALID'}",
+                      highlight=False)
     raise typer.Exit(0 if report.ok else 1)
 
 
@@ -109,7 +110,7 @@ def pack_test(folder: Path, home: HomeOpt = None) -> None:
     report = validate_pack(folder, reasoner=False)
     if not report.ok:
         for err in report.errors:
-            console.print(f"[red]error[/]: {err}", highlight=False)
+            console.print(f"[red]error[/]: {clean(err)}", highlight=False)
         raise typer.Exit(1)
     with tempfile.TemporaryDirectory(prefix="cradle-pack-test-") as tmp:
         env = {**os.environ, "CRADLE_HOME": str(Path(tmp) / "home")}
@@ -120,7 +121,7 @@ def pack_test(folder: Path, home: HomeOpt = None) -> None:
                                    "--rootdir", str(folder), str(tests)], env=env, check=False,
                                   cwd=tmp)
             code = done.returncode
-        console.print(f"{report.pack}: tests {'passed' if code == 0 else 'FAILED'}",
+        console.print(f"{clean(report.pack)}: tests {'passed' if code == 0 else 'FAILED'}",
                       highlight=False)
     raise typer.Exit(0 if code == 0 else 1)
 

@@ -18,6 +18,8 @@ from .inputcli import cli, fresh_home
 
 HIDDEN_ID = "[conceal]HIDDEN[/conceal][link=http://evil]x"
 NASTY_TASK = "t\x1b[2J\x1b]0;pwned\x07\x9b31m\u202eevil\u2066iso\x00nul\r\b"
+#: a run id passed on the command line cannot hold NUL
+SHOWN_TASK = NASTY_TASK.replace("\x00", "")
 FORBIDDEN = ("\x1b", "\x07", "\x9b", "\u202e", "\u2066", "\x00", "\r", "\b")
 
 
@@ -28,7 +30,11 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         waiting = rt.submit({"id": HIDDEN_ID, "task_id": NASTY_TASK, "agent_id": AGENT,
                              "action": {"action_type": "demo.ledger.close_account",
                                         "target": "ledger:z", "arguments": {"account": "z"}}})
-    assert waiting.approval is not None
+        executed = rt.submit({"id": HIDDEN_ID + "-2", "task_id": SHOWN_TASK, "agent_id": AGENT,
+                              "action": {"action_type": "demo.ledger.credit",
+                                         "target": "ledger:z",
+                                         "arguments": {"account": "z", "amount": 1}}})
+    assert waiting.approval is not None and executed.ok
     return path
 
 
@@ -51,8 +57,7 @@ def test_listings_escape_markup_and_strip_controls(home: Path, args: tuple[str, 
 
 
 def test_run_show_is_clean_too(home: Path) -> None:
-    runs = json.loads(cli("runs", "list", "--home", str(home), "--format", "json").stdout)
-    run_id = runs[0]["run_id"]
+    run_id = "run:" + SHOWN_TASK
     done = cli("runs", "show", run_id, "--home", str(home), columns="400")
     assert done.returncode == 0, done.stderr
     _clean(done.stdout)
@@ -70,6 +75,8 @@ def test_the_json_output_keeps_the_values_exactly(home: Path) -> None:
     done = cli("approvals", "list", "--home", str(home), "--format", "json")
     listed = json.loads(done.stdout)
     assert listed[0]["proposal_id"] == HIDDEN_ID
+    assert json.loads(cli("runs", "show", "run:" + SHOWN_TASK, "--home", str(home),
+                          "--format", "json").stdout)["run_id"] == "run:" + SHOWN_TASK
     assert listed[0]["run_id"] == "run:" + NASTY_TASK
     for ch in FORBIDDEN:  # escaped as \\uXXXX, never raw on the terminal
         assert ch not in done.stdout

@@ -29,6 +29,7 @@ _LINE_CONTROLS = {c: r for c, r in _CONTROLS.items() if c not in (0x09, 0x0A)}
 #: the same characters, escaped in JSON output (where they stay data, exactly)
 _JSON_ESCAPES = {c: f"\\u{c:04x}" for c in _CONTROLS if c >= 0x7F}
 
+
 class _Console(Console):
     """A console that never passes a control character through from a string it prints:
     whatever a command forgets to :func:`clean`, a terminal still shows and never obeys."""

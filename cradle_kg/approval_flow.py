@@ -14,17 +14,20 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ApprovalError, InputError, UnknownNameError
 from .escalation import HumanTask, open_tasks, resolution_event
+from .inputs import check_id, check_value
 from .journal import Journal, NewEvent
 from .records import ApprovalStatus, AuditEvent, HumanApproval, Outcome, OutcomeStatus, Proposal
 
 if TYPE_CHECKING:
     from .approvals import ApprovalBook
+    from .config import RuntimeConfig
 
 
 class ApprovalFlow:
     if TYPE_CHECKING:  # provided by Runtime
         approvals: ApprovalBook
         journal: Journal
+        config: RuntimeConfig
         clock: Callable[[], datetime]
 
         def _append(self, events: Sequence[NewEvent]) -> list[AuditEvent]: ...
@@ -34,6 +37,16 @@ class ApprovalFlow:
         @staticmethod
         def _outcome_event(outcome: Outcome, subject: str, *, reconciled: bool = False,
                            at: datetime | None = None) -> NewEvent: ...
+
+    def _check_human_input(self, *, ids: dict[str, str | None],
+                           texts: dict[str, str | None] | None = None) -> None:
+        """What a person types (ids, a reason, a note) within the input limits, checked
+        before anything about it is journaled — a refusal is journaled too."""
+        limits = self.config.input_limits
+        for where, value in ids.items():
+            check_id(value, limits=limits, where=where)
+        for where, text in (texts or {}).items():
+            check_value(text, limits=limits, where=where)
 
     def decide_approval(self, approval_id: str, *, approver_id: str, token: str,
                         status: ApprovalStatus, once: bool = True, scope: str | None = None,
@@ -46,6 +59,8 @@ class ApprovalFlow:
         rejection or a request for changes ends the wait: the proposal's outcome becomes
         ``denied`` or ``repair``, with the approver's reason.
         """
+        self._check_human_input(ids={"approval_id": approval_id, "approver_id": approver_id,
+                                     "scope": scope}, texts={"reason": reason, "token": token})
         state = self.approvals.get(approval_id)
         now = self.clock()
         subject = "approval:" + state.approval.action_digest
@@ -89,6 +104,8 @@ class ApprovalFlow:
 
     def resolve_task(self, task_id: str, *, by: str, token: str, note: str) -> HumanTask:
         """Close a human task (an escalation): an authenticated approver says what they did."""
+        self._check_human_input(ids={"task_id": task_id, "by": by},
+                                texts={"note": note, "token": token})
         if not note.strip():
             raise InputError("resolving a human task needs a note saying what was done")
         task = next((t for t in open_tasks(self.journal) if t.id == task_id), None)
@@ -103,6 +120,7 @@ class ApprovalFlow:
         return next(t for t in open_tasks(self.journal) if t.id == task_id)
 
     def view_approval(self, approval_id: str, *, viewer: str) -> HumanApproval:
+        self._check_human_input(ids={"approval_id": approval_id, "viewer": viewer})
         state = self.approvals.get(approval_id)
         self._append([NewEvent(run_id=state.approval.run_id, kind="approval.viewed",
                                subject="approval:" + state.approval.action_digest, actor=viewer,

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InputError
+from .inputs import DEFAULT_LIMITS, InputLimits
 from .records import Agent, Permission
 
 
@@ -61,6 +62,8 @@ class RuntimeConfig(BaseModel):
     plugins: tuple[str, ...] = ()
     #: domain packs to load (ids or folders)
     packs: tuple[str, ...] = ()
+    #: sizes and shapes of untrusted input (proposals, request bodies, decisions)
+    input_limits: InputLimits = DEFAULT_LIMITS
 
     def merged_with(self, extra: RuntimeConfig) -> RuntimeConfig:
         """This configuration plus the identities, permissions and approvers ``extra``

@@ -5,7 +5,8 @@ violation or a failed verification is a *record*. These exceptions are raised on
 no decision can be made at all — and then the gate fails closed.
 
     CradleError
-    ├── InputError                  bad input from a user or an agent (CLI exit 2)
+    ├── InputError                  bad input from a user or an agent (CLI exit 2, HTTP 422)
+    │   ├── InputTooLargeError      more bytes than the configured limit (HTTP 413)
     │   ├── ProposalError           a proposal that is not well-formed
     │   ├── ManifestError           a pack manifest that is malformed or names a missing file
     │   ├── RdfParseError           Turtle, TriG, N-Triples, N-Quads or JSON-LD that does not parse
@@ -57,6 +58,10 @@ class CradleError(Exception):
 
 class InputError(CradleError):
     code = "input_error"
+
+
+class InputTooLargeError(InputError):
+    code = "input_too_large"
 
 
 class ProposalError(InputError):

@@ -16,7 +16,19 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationInfo,
+    model_validator,
+)
+
+from .errors import InputError
+from .inputs import CEILINGS, InputLimits, check_proposal
 
 #: the identity under which the runtime journals its own events
 RUNTIME_ACTOR = "cradle-kg/runtime"
@@ -28,7 +40,9 @@ Identifier = str
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+    #: NaN and infinities have no JSON form: refused, never journaled as ``null``
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False,
+                              allow_inf_nan=False)
 
 
 class SideEffectClass(StrEnum):
@@ -151,7 +165,8 @@ class ActionRequest(Record):
     #: an agent may pin its own key; otherwise the runtime derives one
     idempotency_key: str | None = None
     risk_level: RiskLevel | None = None
-    dry_run: bool = False
+    #: strict: ``"false"`` is an error, not a boolean
+    dry_run: StrictBool = False
 
 
 class CandidateFact(Record):
@@ -159,7 +174,7 @@ class CandidateFact(Record):
     predicate: str
     object: Any
     source: str
-    confidence: float | None = None
+    confidence: StrictFloat | None = None
 
 
 class Proposal(Record):
@@ -171,14 +186,26 @@ class Proposal(Record):
     action: ActionRequest
     facts: tuple[CandidateFact, ...] = ()
     evidence_refs: tuple[str, ...] = ()
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
     alternatives: tuple[ActionRequest, ...] = ()
     #: the run this proposal belongs to; by default ``run:<task_id>``
     run_id: Identifier | None = None
-    step: int = Field(default=0, ge=0)
-    attempt: int = Field(default=0, ge=0)
+    step: StrictInt = Field(default=0, ge=0)
+    attempt: StrictInt = Field(default=0, ge=0)
     on_behalf_of: str | None = None
     tenant: str | None = None
+
+    @model_validator(mode="after")
+    def _within_limits(self, info: ValidationInfo) -> Proposal:
+        """Sizes and shapes: the configured limits when the runtime validates (passed as
+        ``context={"input_limits": ...}``), else the ceilings no configuration may exceed."""
+        context = info.context if isinstance(info.context, dict) else {}
+        limits = context.get("input_limits")
+        try:
+            check_proposal(self, limits if isinstance(limits, InputLimits) else CEILINGS)
+        except InputError as exc:
+            raise ValueError(exc.message) from None
+        return self
 
     @property
     def effective_run_id(self) -> str:

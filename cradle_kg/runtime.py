@@ -17,13 +17,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from .approval_flow import ApprovalFlow
 from .approvals import ApprovalBook
 from .canonical import content_hash, iso
 from .config import RuntimeConfig, load_config
-from .errors import ApprovalError, GraphStoreError, InputError, ProposalError
+from .errors import ApprovalError, GraphStoreError, InputError
 from .escalation import human_task_event, repairs_in_run
 from .evidence import EvidenceStore
 from .gates.post import DomainInvariant, Gate2, InvariantBinding
@@ -37,6 +37,7 @@ from .packs.loader import Pack
 from .packs.registry import PackRegistry
 from .plans import PlanOutcome, run_plan
 from .policy import PolicyEngine, read_sources
+from .proposals import parse_proposal
 from .records import (
     RUNTIME_ACTOR,
     Action,
@@ -309,17 +310,13 @@ class Runtime(Settlement, ApprovalFlow):
 
     # --- submit ---------------------------------------------------------------
 
-    @staticmethod
-    def parse_proposal(raw: Proposal | dict[str, Any]) -> Proposal:
-        if isinstance(raw, Proposal):
-            return raw
-        try:
-            return Proposal.model_validate(raw)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(x) for x in first["loc"]) or "(root)"
-            more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-            raise ProposalError(f"proposal: `{loc}`: {first['msg'].lower()}{more}") from exc
+    def parse_proposal(self, raw: Proposal | dict[str, Any]) -> Proposal:
+        """A proposal within this home's input limits, or a one-line :class:`ProposalError`.
+
+        Nothing is journaled before this returns: an oversized, malformed or non-JSON
+        proposal (NaN, lone surrogates, runaway nesting) never reaches the journal.
+        """
+        return parse_proposal(raw, self.config.input_limits)
 
     def submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         """Run one proposal through the whole loop and return how it ended."""

@@ -40,7 +40,9 @@ def test_allowed_proposal_passes_all_eleven_checks_in_order(rt: Runtime) -> None
         ("demo.ledger.credit", {"account": "a1"}, "invalid_arguments"),
         ("demo.ledger.credit", {"account": "a1", "amount": "lots"}, "invalid_arguments"),
         ("demo.ledger.credit", {"account": "a1", "amount": 5, "extra": 1}, "invalid_arguments"),
-        ("demo.ledger.credit", {"account": "a" * 70_000, "amount": 5}, "arguments_too_large"),
+        # every string within the input limit (64 KiB), the whole over the tool's 64 KiB
+        ("demo.ledger.credit", {"account": "a1", "amount": 5, "memo": "b" * 40_000,
+                                "note": "c" * 40_000}, "arguments_too_large"),
     ],
 )
 def test_structure(rt: Runtime, tool: str, args: dict[str, object], code: str) -> None:

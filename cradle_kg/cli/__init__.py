@@ -19,7 +19,7 @@ from . import recovery as recovery_cmds
 from . import serve as serve_cmds
 from . import tasks as task_cmds
 from . import workflow as workflow_cmds
-from .common import report_error
+from .common import report_error, report_unexpected
 
 app = typer.Typer(
     name="cradle-kg",
@@ -40,8 +40,19 @@ serve_cmds.install(app)
 
 
 def main() -> None:
+    """Run a command; whatever it did not handle becomes one ``error: ...`` line, exit 2.
+
+    typer's own usage errors exit 2 by themselves, and ``SystemExit`` passes through.
+    Writes are transactional (the journal appends in one SQLite transaction), so a
+    command stopped by an exception leaves nothing half-written.
+    """
     try:
         app()
     except CradleError as exc:  # anything a command did not handle itself
         report_error(exc)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except Exception as exc:  # the last line of defence: never a traceback
+        report_unexpected(exc)
         raise SystemExit(2) from None

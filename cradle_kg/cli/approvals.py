@@ -16,7 +16,7 @@ from ..approvals import effective_status
 from ..canonical import parse_iso
 from ..errors import CradleError, InputError
 from ..records import ApprovalStatus
-from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
+from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
 from .core import open_runtime
 
 approvals_app = typer.Typer(help="Human approvals: list, show, decide.", no_args_is_help=True)
@@ -76,10 +76,10 @@ def _decide(approval_id: str, home: Path | None, approver: str, token: str | Non
                 scope=scope, until=until, reason=reason)
         except CradleError as exc:
             fail(exc, code=1 if exc.code == "approval_error" else 2)
-    console.print(f"approval {approval.id}: {approval.status.value} by {approval.approver_id}",
-                  highlight=False)
+    console.print(f"approval {clean(approval.id)}: {approval.status.value} by "
+                  f"{clean(approval.approver_id)}", highlight=False)
     if outcome is not None:
-        console.print(f"run {outcome.run_id} continued: {outcome.status.value}",
+        console.print(f"run {clean(outcome.run_id)} continued: {outcome.status.value}",
                       highlight=False)
 
 

@@ -13,10 +13,36 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import CradleError
+from ..errors import CradleError, InputError, InputTooLargeError
+from ..inputs import InputLimits
 
-console = Console()
-err_console = Console(stderr=True)
+#: what a terminal would act on instead of showing: C0 and C1 controls (ESC starts every
+#: escape sequence), DEL, and the bidi marks, embeddings, overrides and isolates
+_CONTROLS: dict[int, str | None] = {
+    **{c: None for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]},
+    0x09: " ", 0x0A: " ",
+    **{c: None for c in [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
+                         *range(0x2066, 0x206A)]},
+}
+#: the same, keeping the newlines and tabs of multi-line output
+_LINE_CONTROLS = {c: r for c, r in _CONTROLS.items() if c not in (0x09, 0x0A)}
+#: the same characters, escaped in JSON output (where they stay data, exactly)
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in _CONTROLS if c >= 0x7F}
+
+
+class _Console(Console):
+    """A console that never passes a control character through from a string it prints:
+    whatever a command forgets to :func:`clean`, a terminal still shows and never obeys."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(o.translate(_LINE_CONTROLS) if isinstance(o, str) else o
+                        for o in objects), **kwargs)
+
+
+console = _Console()
+#: errors are one line each, never wrapped at the terminal's (or a pipe's 80) columns
+err_console = _Console(stderr=True, soft_wrap=True)
+
 
 HomeOpt = Annotated[
     Path | None,
@@ -33,14 +59,52 @@ class Format(StrEnum):
 FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
 
 
+def clean(value: Any) -> str:
+    """``value`` as text a terminal shows as it is: control characters and bidi overrides
+    removed (tabs and newlines become spaces), Rich markup escaped.
+
+    Every table cell and every printed line that carries a recorded value goes through
+    this — ids, task ids and reasons come from agents and must not steer the screen."""
+    return escape(str(value).translate(_CONTROLS))
+
+
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+    """JSON on stdout: values exactly, with C1 controls and bidi marks ``\\u``-escaped
+    (``json`` escapes C0 itself), so piping it to a terminal is safe too."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write(text.translate(_JSON_ESCAPES) + "\n")
 
 
 def report_error(error: CradleError) -> None:
-    err_console.print(f"[bold red]error[/]: {escape(error.message)}", highlight=False)
+    err_console.print(f"[bold red]error[/]: {clean(error.message)}", highlight=False)
     if error.hint:
-        err_console.print(f"  hint: {escape(error.hint)}", highlight=False)
+        err_console.print(f"  hint: {clean(error.hint)}", highlight=False)
+
+
+def report_unexpected(exc: BaseException) -> None:
+    """An exception no command expected, as one line (never a traceback)."""
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= 300 else text[:297] + "..."
+    what = type(exc).__name__
+    err_console.print(f"[bold red]error[/]: unexpected {clean(what)}"
+                      + (f": {clean(text)}" if text else ""), highlight=False)
+
+
+def read_input(source: str, limits: InputLimits) -> bytes:
+    """The bytes of a file, or of stdin for ``-``, refusing more than ``max_bytes``
+    before reading them all."""
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(limits.max_bytes + 1)
+        else:
+            with Path(source).open("rb") as fh:
+                data = fh.read(limits.max_bytes + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read `{source}`: {exc.strerror or exc}") from None
+    if len(data) > limits.max_bytes:
+        raise InputTooLargeError(f"`{source}`: more than the limit of {limits.max_bytes} "
+                                 "bytes")
+    return data
 
 
 def fail(error: CradleError, *, code: int = 2) -> NoReturn:
@@ -50,9 +114,10 @@ def fail(error: CradleError, *, code: int = 2) -> NoReturn:
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
-    t = Table(title=title, show_lines=False)
+    """Every cell (and the title) through :func:`clean`: no markup, no control characters."""
+    t = Table(title=clean(title), show_lines=False)
     for col in columns:
-        t.add_column(col, overflow="fold")
+        t.add_column(clean(col), overflow="fold")
     for row in rows:
-        t.add_row(*(str(x) for x in row))
-    console.print(t)
+        t.add_row(*(clean(x) for x in row))
+    console.print(t, highlight=False)

@@ -9,9 +9,11 @@ from typing import Annotated
 
 import typer
 
+from ..config import load_config
 from ..errors import CradleError, InputError, UnknownNameError
 from ..home import Home, resolve_home
 from ..journal import Anchor, ChainReport, Journal, verify_journal
+from ..proposals import read_proposal
 from ..records import SCHEMAS, OutcomeStatus
 from ..runs import list_runs, show_run
 from ..runtime import Runtime
@@ -19,10 +21,12 @@ from .common import (
     Format,
     FormatOpt,
     HomeOpt,
+    clean,
     console,
     err_console,
     fail,
     print_json,
+    read_input,
     table,
 )
 
@@ -83,16 +87,11 @@ def submit(
     failed verification; 2 the input could not be read.
     """
     try:
-        text = sys.stdin.read() if proposal_file == "-" else Path(proposal_file).read_text(
-            encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        fail(InputError(f"cannot read `{proposal_file}`: {exc}"))
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        fail(InputError(f"`{proposal_file}`:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}"))
-    if not isinstance(raw, dict):
-        fail(InputError(f"`{proposal_file}`: a proposal is a JSON object"))
+        limits = load_config(Home(resolve_home(home)).config).input_limits
+        raw = read_proposal(read_input(proposal_file, limits), limits,
+                            source="stdin" if proposal_file == "-" else proposal_file)
+    except CradleError as exc:
+        fail(exc)
     with open_runtime(home) as rt:
         try:
             outcome = rt.submit(raw)
@@ -239,7 +238,7 @@ def runs_show(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) 
         print_json({**summary.to_dict(),
                     "timeline": [e.model_dump(mode="json") for e in events]})
         return
-    console.print(f"run {summary.run_id}: {summary.status}", highlight=False)
+    console.print(f"run {clean(summary.run_id)}: {clean(summary.status)}", highlight=False)
     table("timeline", ["seq", "at", "kind", "subject", "actor"],
           [[e.seq, e.at.isoformat(), e.kind, e.subject, e.actor] for e in events])
 

@@ -25,7 +25,7 @@ from ..graph.store import GraphStore, rebuild
 from ..graph.swap import StoreLock
 from ..graph.vocab import ONTOLOGY_FILE
 from ..home import Home, resolve_home
-from .common import Format, FormatOpt, HomeOpt, console, fail, print_json
+from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json
 from .core import open_journal
 
 graph_app = typer.Typer(help="The RDF projection of the journal.", no_args_is_help=True)
@@ -235,11 +235,11 @@ def ontology_check(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
         console.print(("consistent" if report.consistent else "INCONSISTENT") +
                       f" ({len(files)} file(s))", highlight=False)
         for cls in report.unsatisfiable:
-            console.print(f"  unsatisfiable: {cls}", highlight=False)
+            console.print(f"  unsatisfiable: {clean(cls)}", highlight=False)
         for msg in report.messages:
-            console.print(f"  {msg}", highlight=False)
+            console.print(f"  {clean(msg)}", highlight=False)
         for sub, sup in report.hierarchy:
-            console.print(f"  {sub} ⊑ {sup}", highlight=False)
+            console.print(f"  {clean(sub)} ⊑ {clean(sup)}", highlight=False)
     raise typer.Exit(0 if report.consistent and not report.unsatisfiable else 1)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,11 +11,13 @@ from typing import Annotated, Any
 
 import typer
 
+from ..config import load_config
 from ..errors import CradleError, InputError
-from ..home import resolve_home
+from ..home import Home, resolve_home
+from ..inputs import load_json
 from ..packs.registry import PackRegistry
 from ..packs.validate import validate_pack
-from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
+from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, read_input, table
 
 pack_app = typer.Typer(
     help="Domain packs: list, validate, test, run. A pack is trusted code: loading it, "
@@ -67,10 +68,11 @@ def pack_validate(folder: Path, fmt: FormatOpt = Format.TABLE, home: HomeOpt = N
                     "warnings": report.warnings})
     else:
         for err in report.errors:
-            console.print(f"[red]error[/]: {err}", highlight=False)
+            console.print(f"[red]error[/]: {clean(err)}", highlight=False)
         for warn in report.warnings:
-            console.print(f"[yellow]warning[/]: {warn}", highlight=False)
-        console.print(f"{report.pack}: {'valid' if report.ok else 'INVALID'}", highlight=False)
+            console.print(f"[yellow]warning[/]: {clean(warn)}", highlight=False)
+        console.print(f"{clean(report.pack)}: {'valid' if report.ok else 'INVALID'}",
+                      highlight=False)
     raise typer.Exit(0 if report.ok else 1)
 
 
@@ -95,12 +97,13 @@ def pack_run(pack: str, example: Path, home: HomeOpt = None) -> None:
 
     Runs the pack's code with your privileges: only for packs you trust.
     """
+    root = resolve_home(home)
     try:
-        raw = json.loads(example.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        fail(InputError(f"cannot read `{example}`: {exc}"))
-    try:
-        print_json(run_example(pack, raw, resolve_home(home)))
+        limits = load_config(Home(root).config).input_limits
+        raw = load_json(read_input(str(example), limits), limits=limits, source=str(example))
+        if not isinstance(raw, dict):
+            raise InputError(f"`{example}`: an example is a JSON object")
+        print_json(run_example(pack, raw, root))
     except CradleError as exc:
         fail(exc)
 
@@ -117,7 +120,7 @@ def pack_test(folder: Path, home: HomeOpt = None) -> None:
     report = validate_pack(folder, reasoner=False)
     if not report.ok:
         for err in report.errors:
-            console.print(f"[red]error[/]: {err}", highlight=False)
+            console.print(f"[red]error[/]: {clean(err)}", highlight=False)
         raise typer.Exit(1)
     with tempfile.TemporaryDirectory(prefix="cradle-pack-test-") as tmp:
         env = {**os.environ, "CRADLE_HOME": str(Path(tmp) / "home")}
@@ -128,7 +131,7 @@ def pack_test(folder: Path, home: HomeOpt = None) -> None:
                                    "--rootdir", str(folder), str(tests)], env=env, check=False,
                                   cwd=tmp)
             code = done.returncode
-        console.print(f"{report.pack}: tests {'passed' if code == 0 else 'FAILED'}",
+        console.print(f"{clean(report.pack)}: tests {'passed' if code == 0 else 'FAILED'}",
                       highlight=False)
     raise typer.Exit(0 if code == 0 else 1)
 

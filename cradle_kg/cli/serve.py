@@ -15,7 +15,7 @@ import typer
 from ..config import load_config
 from ..errors import CradleError
 from ..home import Home, resolve_home
-from .common import HomeOpt, console, fail
+from .common import HomeOpt, clean, console, fail
 
 token_app = typer.Typer(help="Bearer tokens of agents for the JSON API (hashes kept).",
                         no_args_is_help=True)
@@ -90,9 +90,9 @@ def token_revoke(agent: Annotated[str, typer.Argument(help="The agent id.")],
     from ..server.auth import revoke_agent_token
 
     if not revoke_agent_token(Home(resolve_home(home)), agent):
-        console.print(f"no token for {agent}", highlight=False)
+        console.print(f"no token for {clean(agent)}", highlight=False)
         raise typer.Exit(1)
-    console.print(f"revoked the token of {agent}", highlight=False)
+    console.print(f"revoked the token of {clean(agent)}", highlight=False)
 
 
 def install(app: typer.Typer) -> None:

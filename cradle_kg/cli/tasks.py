@@ -9,7 +9,7 @@ import typer
 from ..errors import CradleError, InputError
 from ..escalation import open_tasks
 from .approvals import AsOpt, TokenOpt
-from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
+from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
 from .core import open_journal, open_runtime
 
 tasks_app = typer.Typer(help="Human tasks (escalations): list, resolve.", no_args_is_help=True)
@@ -43,7 +43,8 @@ def tasks_resolve(task_id: str, approver: AsOpt,
             task = rt.resolve_task(task_id, by=approver, token=token, note=note)
         except CradleError as exc:
             fail(exc, code=1 if exc.code == "approval_error" else 2)
-    console.print(f"task {task.id}: resolved by {task.resolved_by}", highlight=False)
+    console.print(f"task {clean(task.id)}: resolved by {clean(task.resolved_by)}",
+                  highlight=False)
 
 
 def install(app: typer.Typer) -> None:

@@ -21,7 +21,7 @@ from ..workflow.difference import LiveSettings, live_replay, render
 from ..workflow.errors import AutonomyError
 from ..workflow.model import OpenAICompatibleClient
 from ..workflow.replay import Source, strict_replay
-from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
+from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
 from .core import open_runtime
 
 autonomy_app = typer.Typer(help="Progressive autonomy of human steps.", no_args_is_help=True)
@@ -179,7 +179,7 @@ def budgets_set(level: Annotated[str, typer.Option("--level", help="tenant|workf
         book = BudgetBook(rt.journal)
         rt._append([book.set_event(Budget(level=lvl, subject=subject, limit=limit), by=by,
                                    now=rt.clock())])
-    console.print(f"budget {level}:{subject} = {limit:g}", highlight=False)
+    console.print(f"budget {clean(level)}:{clean(subject)} = {limit:g}", highlight=False)
 
 
 @budgets_app.command("status")

@@ -15,22 +15,32 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from starlette.concurrency import run_in_threadpool
 
-from ..errors import ApprovalError, CradleError, ProposalError, UnknownNameError
+from ..errors import (
+    ApprovalError,
+    CradleError,
+    InputError,
+    InputTooLargeError,
+    UnknownNameError,
+)
+from ..inputs import InputLimits, load_json
+from ..proposals import read_proposal
 from ..records import ApprovalStatus, Outcome
 from ..runs import list_runs, show_run
 from ..runtime import Runtime
 from .auth import Caller, authenticate
 
 T = TypeVar("T")
+B = TypeVar("B", bound=BaseModel)
 _bearer = HTTPBearer(auto_error=False, description="a per-identity API token")
 
 
 class ApproveBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    once: bool | None = Field(None, description="single use (default: yes, unless a scope "
+    once: StrictBool | None = Field(None, description="single use (default: yes, unless a scope "
                                                 "or an expiry is given)")
     scope: str | None = None
     until: datetime | None = Field(None, description="expiry, ISO-8601 with a time zone")
@@ -47,9 +57,42 @@ def _status(exc: CradleError) -> int:
         return 404
     if isinstance(exc, ApprovalError):
         return 403
-    if isinstance(exc, ProposalError):
+    if isinstance(exc, InputTooLargeError):
+        return 413
+    if isinstance(exc, InputError):  # a malformed or out-of-limits body or value
         return 422
     return 400
+
+
+def _refuse(exc: CradleError) -> HTTPException:
+    return HTTPException(_status(exc), detail=exc.to_dict())
+
+
+async def _body(request: Request, limits: InputLimits) -> bytes:
+    """The request body, refused (413) as soon as it passes ``max_bytes`` — before it is
+    all read, and before it is parsed."""
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > limits.max_bytes:
+            raise _refuse(InputTooLargeError(f"`request body`: more than the limit of "
+                                             f"{limits.max_bytes} bytes"))
+    return bytes(data)
+
+
+async def _decision_body(request: Request, limits: InputLimits, model: type[B]) -> B | None:
+    """An approver's JSON body, through the same strict loader as proposals."""
+    data = await _body(request, limits)
+    if not data.strip():
+        return None
+    try:
+        return model.model_validate(load_json(data, limits=limits, source="request body"))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        loc = ".".join(str(x) for x in first["loc"]) or "(body)"
+        raise _refuse(InputError(f"`{loc}`: {first['msg'].lower()}")) from None
+    except CradleError as exc:
+        raise _refuse(exc) from None
 
 
 def _outcome(outcome: Outcome | None) -> dict[str, Any] | None:
@@ -89,19 +132,30 @@ def make_router(runtime: Runtime) -> APIRouter:
             try:
                 return fn()
             except CradleError as exc:
-                raise HTTPException(_status(exc), detail=exc.to_dict()) from exc
+                raise _refuse(exc) from exc
 
     @router.get("/whoami", summary="The identity a token authenticates")
     def whoami(who: Who) -> dict[str, Any]:
         return {"identity": who.identity, "roles": sorted(who.roles)}
 
-    @router.post("/proposals", summary="Submit a proposal through the governed loop")
-    def submit(proposal: dict[str, Any], who: Who) -> dict[str, Any]:
+    @router.post("/proposals", summary="Submit a proposal through the governed loop",
+                 openapi_extra={"requestBody": {"required": True, "content": {
+                     "application/json": {"schema": {
+                         "type": "object", "description": "a Proposal (`cradle-kg schema "
+                         "Proposal`); too many bytes: 413, malformed or out of limits: 422"}}}}})
+    async def submit(request: Request, who: Who) -> dict[str, Any]:
+        limits = runtime.config.input_limits
+        try:
+            proposal = read_proposal(await _body(request, limits), limits,
+                                     source="request body")
+        except CradleError as exc:
+            raise _refuse(exc) from None
         if not who.is_agent or proposal.get("agent_id") != who.identity:
             raise HTTPException(403, detail={"error": "forbidden", "message":
                                              f"`{who.identity}` may only submit its own "
                                              "proposals (agent_id must be the caller)"})
-        return _outcome(call(lambda: runtime.submit(proposal))) or {}
+        outcome = await run_in_threadpool(call, lambda: runtime.submit(proposal))
+        return _outcome(outcome) or {}
 
     @router.get("/runs", summary="Runs and their status")
     def runs(who: Who) -> list[dict[str, Any]]:
@@ -140,21 +194,38 @@ def make_router(runtime: Runtime) -> APIRouter:
         return {"approval": updated.model_dump(mode="json"), "outcome": _outcome(outcome)}
 
     @router.post("/approvals/{approval_id}/approve",
-                 summary="Approve the exact action; the waiting run continues by itself")
-    def approve(approval_id: str, who: Approver,
-                body: ApproveBody | None = None) -> dict[str, Any]:
-        b = body or ApproveBody()
+                 summary="Approve the exact action; the waiting run continues by itself",
+                 openapi_extra={"requestBody": {"content": {"application/json": {
+                     "schema": ApproveBody.model_json_schema()}}}})
+    async def approve(approval_id: str, request: Request, who: Approver) -> dict[str, Any]:
+        b = await _decision_body(request, runtime.config.input_limits, ApproveBody)
+        b = b or ApproveBody()
         once = b.once if b.once is not None else (b.scope is None and b.until is None)
-        return decide(approval_id, who, ApprovalStatus.APPROVED, once=once, scope=b.scope,
-                      until=b.until)
+        return await run_in_threadpool(decide, approval_id, who, ApprovalStatus.APPROVED,
+                                       once=once, scope=b.scope, until=b.until)
 
-    @router.post("/approvals/{approval_id}/reject", summary="Reject the action, with a reason")
-    def reject(approval_id: str, who: Approver, body: ReasonBody) -> dict[str, Any]:
-        return decide(approval_id, who, ApprovalStatus.REJECTED, reason=body.reason)
+    async def reason_of(request: Request) -> str:
+        body = await _decision_body(request, runtime.config.input_limits, ReasonBody)
+        if body is None:
+            raise _refuse(InputError("`reason`: field required"))
+        return body.reason
+
+    @router.post("/approvals/{approval_id}/reject", summary="Reject the action, with a reason",
+                 openapi_extra={"requestBody": {"required": True, "content": {
+                     "application/json": {"schema": ReasonBody.model_json_schema()}}}})
+    async def reject(approval_id: str, request: Request, who: Approver) -> dict[str, Any]:
+        reason = await reason_of(request)
+        return await run_in_threadpool(decide, approval_id, who, ApprovalStatus.REJECTED,
+                                       reason=reason)
 
     @router.post("/approvals/{approval_id}/request-changes",
-                 summary="Send the proposal back with the changes wanted")
-    def request_changes(approval_id: str, who: Approver, body: ReasonBody) -> dict[str, Any]:
-        return decide(approval_id, who, ApprovalStatus.CHANGES_REQUESTED, reason=body.reason)
+                 summary="Send the proposal back with the changes wanted",
+                 openapi_extra={"requestBody": {"required": True, "content": {
+                     "application/json": {"schema": ReasonBody.model_json_schema()}}}})
+    async def request_changes(approval_id: str, request: Request,
+                              who: Approver) -> dict[str, Any]:
+        reason = await reason_of(request)
+        return await run_in_threadpool(decide, approval_id, who,
+                                       ApprovalStatus.CHANGES_REQUESTED, reason=reason)
 
     return router

@@ -1,0 +1,275 @@
+"""Untrusted input: the one strict JSON loader and the size and shape limits.
+
+Everything an agent or a user hands the runtime as JSON — a proposal on the command line,
+on stdin or over HTTP, a pack example, an approval decision — goes through
+:func:`load_json`, and every value that reaches a record through :func:`check_value`.
+Both refuse, with one line naming the offending place, what would otherwise crash the
+parser, bloat the journal or be recorded differently from how it was submitted:
+
+* more bytes than ``max_bytes`` (checked before anything is decoded);
+* nesting deeper than ``max_depth`` (counted by a flat scan *before* the recursive
+  decoder runs, so a 30,000-deep array cannot raise ``RecursionError``);
+* duplicate object keys (no "last one wins");
+* ``NaN``, ``Infinity``, and numbers that overflow to them (``1e999``);
+* integers with more than ``max_integer_digits`` digits;
+* lone UTF-16 surrogates (``"\\ud800"``), which no UTF-8 journal can store;
+* strings longer than ``max_string_length``, object keys longer than ``max_id_length``.
+
+The limits live in the home's configuration (``input_limits`` in ``config.json``); each
+can be lowered or raised up to a hard :data:`CEILINGS` value that the record models
+themselves enforce, so a journal written under one configuration is always readable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import date, datetime
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .errors import InputError, InputTooLargeError
+
+if TYPE_CHECKING:  # records import this module; the checks only read their fields
+    from .records import ActionRequest, Proposal
+
+
+class InputLimits(BaseModel):
+    """How big and how deep untrusted input may be (``input_limits`` in ``config.json``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: total size of one JSON document (a proposal, a request body), in UTF-8 bytes
+    max_bytes: int = Field(default=1024 * 1024, gt=0)
+    #: nesting of arrays and objects, counting the document itself as 1
+    max_depth: int = Field(default=32, gt=2)
+    #: ids, names and references: ``id``, ``task_id``, ``agent_id``, ``target``, keys, ...
+    max_id_length: int = Field(default=256, gt=0)
+    #: any other string, anywhere (arguments, fact objects, reasons)
+    max_string_length: int = Field(default=64 * 1024, gt=0)
+    #: decimal digits of an integer (18 always fits a signed 64-bit integer)
+    max_integer_digits: int = Field(default=18, gt=0)
+    #: ``facts`` of one proposal
+    max_facts: int = Field(default=1000, ge=0)
+    #: ``evidence_refs`` of one proposal
+    max_evidence_refs: int = Field(default=256, ge=0)
+    #: ``alternatives`` of one proposal
+    max_alternatives: int = Field(default=16, ge=0)
+
+    @model_validator(mode="after")
+    def _within_ceilings(self) -> InputLimits:
+        for name, ceiling in _CEILING_VALUES.items():
+            if getattr(self, name) > ceiling:
+                raise ValueError(f"`{name}` may be at most {ceiling}")
+        return self
+
+
+_CEILING_VALUES: dict[str, int] = {
+    "max_bytes": 64 * 1024 * 1024,
+    "max_depth": 100,
+    "max_id_length": 4096,
+    "max_string_length": 16 * 1024 * 1024,
+    "max_integer_digits": 1000,  # Python refuses to parse more than 4,300
+    "max_facts": 100_000,
+    "max_evidence_refs": 10_000,
+    "max_alternatives": 1000,
+}
+
+#: the defaults, documented in the README's security model
+DEFAULT_LIMITS = InputLimits()
+#: the most any configuration may allow; what the record models enforce on their own
+CEILINGS = InputLimits.model_construct(**_CEILING_VALUES)  # type: ignore[arg-type]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: a JSON string (unrolled, so it cannot backtrack) or a bracket
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+_OPENERS = frozenset("[{")
+
+
+class _Refused(ValueError):
+    """Raised from inside the decoder's hooks; turned into an :class:`InputError`."""
+
+
+def load_json(data: str | bytes, *, limits: InputLimits = DEFAULT_LIMITS,
+              source: str = "input") -> Any:
+    """Decode one untrusted JSON document, or raise a one-line :class:`InputError`.
+
+    ``source`` names the input in messages (a file name, ``stdin``, ``request body``).
+    Too many bytes raise :class:`InputTooLargeError` (HTTP 413); anything else malformed
+    or outside the limits raises :class:`InputError` (HTTP 422, CLI exit 2).
+    """
+    size = len(data) if isinstance(data, bytes) else _utf8_size(data)
+    if size > limits.max_bytes:
+        raise InputTooLargeError(f"`{source}`: {size} bytes is more than the limit of "
+                                 f"{limits.max_bytes} bytes")
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"`{source}`: not valid UTF-8 at byte {exc.start}") from None
+    else:
+        text = data
+    _check_depth(text, limits, source)
+    try:
+        value = json.loads(text, object_pairs_hook=_object, parse_constant=_constant,
+                           parse_float=_float, parse_int=_integer(limits))
+    except _Refused as exc:
+        raise InputError(f"`{source}`: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"`{source}`:{exc.lineno}:{exc.colno}: not valid JSON: "
+                         f"{exc.msg.lower()}") from None
+    except (RecursionError, ValueError) as exc:  # belt and braces: the scan should stop both
+        raise InputError(f"`{source}`: not valid JSON: {_one_line(str(exc))}") from None
+    check_value(value, limits=limits, where=source)
+    return value
+
+
+def check_value(value: Any, *, limits: InputLimits = DEFAULT_LIMITS, where: str = "input",
+                depth: int = 1) -> None:
+    """Refuse a Python value that no JSON document within ``limits`` could have produced.
+
+    Iterative, so a hostile (even cyclic) structure cannot exhaust the stack; ``depth`` is
+    the nesting at which ``value`` sits inside its document. Leaves of other JSON-able
+    types (datetimes, enums, models) are accepted as they are.
+    """
+    bound = 10 ** limits.max_integer_digits
+    stack: list[tuple[Any, str, int]] = [(value, where, depth)]
+    while stack:
+        item, at, level = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if level > limits.max_depth:
+                raise InputError(f"`{at}`: nested too deep (more than {limits.max_depth} "
+                                 "levels)")
+            if isinstance(item, dict):
+                for key, sub in item.items():
+                    if not isinstance(key, str):
+                        raise InputError(f"`{at}`: object keys must be strings")
+                    _check_string(key, f"{at}", limits.max_id_length, "key")
+                    stack.append((sub, f"{at}.{key}", level + 1))
+            else:
+                stack.extend((sub, f"{at}[{i}]", level + 1) for i, sub in enumerate(item))
+        elif isinstance(item, str):
+            _check_string(item, at, limits.max_string_length, "string")
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not -bound < item < bound:
+                raise InputError(f"`{at}`: integer has more than {limits.max_integer_digits} "
+                                 "digits")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InputError(f"`{at}`: `{item}` is not a JSON number")
+        elif not isinstance(item, datetime | date | Enum | BaseModel):
+            raise InputError(f"`{at}`: a value of type `{type(item).__name__}` has no JSON form")
+
+
+def check_id(value: str | None, *, limits: InputLimits, where: str) -> None:
+    """An id, name or reference: at most ``max_id_length`` characters, no lone surrogate."""
+    if value is not None:
+        _check_string(value, where, limits.max_id_length, "value")
+
+
+def check_count(items: tuple[Any, ...] | list[Any], *, limit: int, where: str) -> None:
+    if len(items) > limit:
+        raise InputError(f"`{where}`: {len(items)} items is more than the limit of {limit}")
+
+
+def _check_string(text: str, where: str, limit: int, what: str) -> None:
+    if len(text) > limit:
+        raise InputError(f"`{_short(where)}`: {what} of {len(text)} characters is longer than "
+                         f"the limit of {limit}")
+    if _SURROGATE.search(text):
+        raise InputError(f"`{_short(where)}`: {what} holds a lone surrogate (not valid "
+                         "unicode)")
+
+
+def _short(where: str) -> str:
+    """A location for a message: hostile keys can make it long."""
+    return where if len(where) <= 120 else where[:117] + "..."
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _check_depth(text: str, limits: InputLimits, source: str) -> None:
+    """Refuse nesting deeper than the limit, counted without recursion.
+
+    Strings are skipped as whole tokens, so brackets inside them do not count. Up to the
+    first syntax error this scan sees exactly the brackets the decoder would recurse on.
+    """
+    depth = 0
+    for match in _TOKEN.finditer(text):
+        char = match.group()[0]
+        if char in _OPENERS:
+            depth += 1
+            if depth > limits.max_depth:
+                raise InputError(f"`{source}`: nested too deep (more than {limits.max_depth} "
+                                 "levels)")
+        elif char != '"':
+            depth -= 1
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refused(f"duplicate key `{_one_line(key)[:80]}`")
+        out[key] = value
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise _Refused(f"`{name}` is not a JSON number")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"`{text[:40]}` is out of range for a number")
+    return value
+
+
+def _integer(limits: InputLimits) -> Any:
+    def parse(text: str) -> int:
+        digits = len(text) - (text[0] == "-")
+        if digits > limits.max_integer_digits:
+            raise _Refused(f"integer has {digits} digits, more than the limit of "
+                           f"{limits.max_integer_digits} digits")
+        return int(text)
+    return parse
+
+
+def check_proposal(proposal: Proposal, limits: InputLimits = DEFAULT_LIMITS) -> None:
+    """A validated proposal's ids, counts and free values, against ``limits``.
+
+    Depths are those of the proposal as a JSON document: its arguments sit at level 3.
+    """
+    for name in ("id", "task_id", "agent_id", "run_id", "on_behalf_of", "tenant"):
+        check_id(getattr(proposal, name), limits=limits, where=name)
+    check_count(proposal.facts, limit=limits.max_facts, where="facts")
+    check_count(proposal.evidence_refs, limit=limits.max_evidence_refs, where="evidence_refs")
+    check_count(proposal.alternatives, limit=limits.max_alternatives, where="alternatives")
+    _check_action(proposal.action, limits, "action", 2)
+    for i, alternative in enumerate(proposal.alternatives):
+        _check_action(alternative, limits, f"alternatives[{i}]", 3)
+    for i, ref in enumerate(proposal.evidence_refs):
+        check_id(ref, limits=limits, where=f"evidence_refs[{i}]")
+    for i, fact in enumerate(proposal.facts):
+        for name in ("subject", "predicate", "source"):
+            check_id(getattr(fact, name), limits=limits, where=f"facts[{i}].{name}")
+        check_value(fact.object, limits=limits, where=f"facts[{i}].object", depth=4)
+
+
+def _check_action(action: ActionRequest, limits: InputLimits, where: str, depth: int) -> None:
+    for name in ("action_type", "target", "environment", "idempotency_key"):
+        check_id(getattr(action, name), limits=limits, where=f"{where}.{name}")
+    check_value(action.arguments, limits=limits, where=f"{where}.arguments", depth=depth + 1)

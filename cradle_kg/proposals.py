@@ -1,0 +1,76 @@
+"""Reading a proposal from an agent: the one parser behind the CLI, the API and the SDK.
+
+``read_proposal`` takes the raw bytes (a file, stdin, a request body) through the strict
+loader of :mod:`cradle_kg.inputs`; ``parse_proposal`` takes a decoded value or a
+:class:`~cradle_kg.records.Proposal` and checks it against the home's limits. Both raise a
+one-line :class:`~cradle_kg.errors.ProposalError` (or :class:`InputTooLargeError` for too
+many bytes) and journal nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from .canonical import canonical_json
+from .errors import InputError, InputTooLargeError, ProposalError
+from .inputs import DEFAULT_LIMITS, InputLimits, check_proposal, check_value, load_json
+from .records import Proposal
+
+
+def read_proposal(data: str | bytes, limits: InputLimits = DEFAULT_LIMITS, *,
+                  source: str = "proposal") -> dict[str, Any]:
+    """Decode one proposal document; it must be a JSON object within ``limits``."""
+    try:
+        raw = load_json(data, limits=limits, source=source)
+    except InputTooLargeError:
+        raise
+    except InputError as exc:
+        raise ProposalError(exc.message, hint=exc.hint) from None
+    if not isinstance(raw, dict):
+        raise ProposalError(f"`{source}`: a proposal is a JSON object")
+    return raw
+
+
+def parse_proposal(raw: Proposal | dict[str, Any], limits: InputLimits = DEFAULT_LIMITS
+                   ) -> Proposal:
+    """A validated proposal within ``limits``, or a one-line :class:`ProposalError`.
+
+    Scalars are strict (``"false"`` is not a boolean, ``"1"`` not an integer); the raw
+    value is checked *before* pydantic walks it, so no hostile structure reaches it.
+    """
+    try:
+        if isinstance(raw, Proposal):
+            check_proposal(raw, limits)
+            proposal = raw
+        elif not isinstance(raw, dict):
+            raise ProposalError("proposal: a proposal is a JSON object")
+        else:
+            check_value(raw, limits=limits, where="proposal")
+            proposal = Proposal.model_validate(raw, context={"input_limits": limits})
+        size = len(canonical_json(proposal).encode("utf-8"))
+    except ValidationError as exc:
+        raise ProposalError(_validation_message(exc)) from None
+    except ProposalError:
+        raise
+    except InputError as exc:
+        raise ProposalError(f"proposal: {exc.message}") from None
+    except (ValueError, TypeError) as exc:  # canonical JSON refused a value
+        raise ProposalError(f"proposal: {exc}") from None
+    if size > limits.max_bytes:
+        raise InputTooLargeError(f"proposal: {size} bytes is more than the limit of "
+                                 f"{limits.max_bytes} bytes")
+    return proposal
+
+
+def _validation_message(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False, include_input=False)[0]
+    loc = ".".join(str(x) for x in first["loc"])
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    error = first.get("ctx", {}).get("error")
+    if first["type"] == "value_error" and error is not None:
+        message = str(error)  # our own limit messages: keep the case of the values
+    else:
+        message = first["msg"].lower()
+    return f"proposal: `{loc}`: {message}{more}" if loc else f"proposal: {message}{more}"

@@ -28,6 +28,7 @@ from ..journal import Journal
 from ..policy import PolicyEngine, PolicyOutcome
 from ..records import (
     Agent,
+    AuditEvent,
     CheckResult,
     CheckStatus,
     PolicyResult,
@@ -122,6 +123,13 @@ class GateResult:
     obligations: PolicyOutcome | None = None
     #: what each domain validator answered (journaled with the decision)
     validator_findings: list[dict[str, Any]] = field(default_factory=list)
+    #: the key this first submission of its id claims in the journal (UNIQUE)
+    claim_key: str | None = None
+    #: the proposal repeats, byte for byte, the recorded submission of its id
+    resubmission: bool = False
+    #: set when the id was used in the run for other content: this refused submission's
+    #: own hash, so the journal and the graph keep it apart from the recorded one
+    submission: str | None = None
 
 
 class _Stop(Exception):
@@ -129,6 +137,37 @@ class _Stop(Exception):
                  missing: Sequence[str] = ()) -> None:
         super().__init__(code)
         self.verdict, self.code, self.reasons, self.missing = verdict, code, reasons, missing
+
+
+#: prefixes of the keys the runtime claims in the journal; an agent may not choose them
+RESERVED_KEY_PREFIXES = ("idem:", "key:", "proposal:", "approval-once:")
+
+
+def proposal_hash(proposal: Proposal) -> str:
+    """The canonical hash of a whole proposal: what "the identical proposal" means."""
+    return content_hash(proposal.model_dump(mode="json"))
+
+
+def submission_key(run_id: str, proposal_id: str, attempt: int) -> str:
+    """The journal key the first submission of a proposal id (and attempt) in a run claims
+    (UNIQUE). A new ``attempt`` is a new submission of the proposal; everything else about
+    a repeated (run, id, attempt) must be identical."""
+    return "proposal:" + content_hash([run_id, proposal_id, attempt])[7:39]
+
+
+def recorded_submission(journal: Journal, proposal: Proposal) -> AuditEvent | None:
+    """The first submission of this proposal's id in its run, if there was one."""
+    run_id = proposal.effective_run_id
+    claimed = journal.event_for_key(submission_key(run_id, proposal.id, proposal.attempt))
+    if claimed is not None:
+        return claimed
+    # journals written before ids were claimed: the first plain submission of the id
+    for ev in journal.events_for_subject(proposal.id):
+        if (ev.kind == "proposal.received" and ev.run_id == run_id
+                and "submission" not in ev.payload
+                and ev.payload["proposal"].get("attempt", 0) == proposal.attempt):
+            return ev
+    return None
 
 
 def input_hash_of(proposal: Proposal) -> str:
@@ -214,6 +253,7 @@ class Gate1:
     # --- the checks ------------------------------------------------------------
 
     def _structure(self, p: Proposal, r: GateResult) -> CheckResult:
+        self._submission(p, r)
         if not self.i.tools.has(p.action.action_type):
             raise _Stop(Verdict.DENY, "unknown_tool",
                         [f"`action.action_type`: unknown tool `{p.action.action_type}`"])
@@ -235,6 +275,22 @@ class Gate1:
         r.idempotency_key = derive_idempotency_key(p, r.input_hash)
         r.action_digest = r.input_hash
         return CheckResult(check="structure", status=CheckStatus.PASS)
+
+    def _submission(self, p: Proposal, r: GateResult) -> None:
+        """A proposal id is used once per run: a second submission must be identical."""
+        recorded = recorded_submission(self.i.journal, p)
+        if recorded is None:
+            r.claim_key = submission_key(p.effective_run_id, p.id, p.attempt)
+            return
+        mine = proposal_hash(p)
+        if content_hash(recorded.payload["proposal"]) == mine:
+            r.resubmission = True
+            return
+        r.submission = mine
+        raise _Stop(Verdict.DENY, "proposal_id_reused",
+                    [f"`id`: proposal `{p.id}` (attempt {p.attempt}) was already submitted in "
+                     f"run `{p.effective_run_id}` with other content; a new proposal needs a "
+                     "new id"])
 
     def _agent(self, p: Proposal) -> Agent:
         agent = self.i.config.agent(p.agent_id)

@@ -524,8 +524,12 @@ class Runtime(Settlement, ApprovalFlow):
         agent = self.config.agent(proposal.agent_id)
         excluded = sorted({proposal.agent_id, *(x for x in (
             agent.acts_for if agent else None, proposal.on_behalf_of) if x)})
+        # INVARIANT: a pending approval belongs to its run and its proposal; another run
+        # (or proposal) asking for the same action gets one of its own, in the inbox
         pending = [st for st in self.approvals.for_digest(gate.action_digest)
-                   if st.approval.status is ApprovalStatus.PENDING]
+                   if st.approval.status is ApprovalStatus.PENDING
+                   and st.approval.run_id == proposal.effective_run_id
+                   and st.approval.proposal_id == proposal.id]
         approval = pending[0].approval if pending else HumanApproval(
             id="apr:" + _short(decision.id, gate.action_digest),
             decision_id=decision.id, proposal_id=proposal.id,

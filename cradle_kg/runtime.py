@@ -575,7 +575,8 @@ class Runtime(Settlement, ApprovalFlow):
             payload={"action": action.model_dump(mode="json"), "input_hash": gate.input_hash,
                      "decision_id": decision.id, "agent": proposal.agent_id,
                      "task_id": proposal.task_id,
-                     "tenant": proposal.tenant or (agent.tenant if agent else "default"),
+                     # INVARIANT: the configured tenant, never the proposal's claim
+                     "tenant": agent.tenant if agent else "default",
                      "cost": spec.cost, "approval_id": approval.id if approval else None,
                      "tool": spec.ref, "idempotency": str(spec.idempotency),
                      "worker": self.lease.id})

@@ -179,11 +179,18 @@ def input_hash_of(proposal: Proposal) -> str:
 
 
 def derive_idempotency_key(proposal: Proposal, input_hash: str) -> str:
-    """(run, step, attempt, input hash) → the key that travels to the tool."""
-    if proposal.action.idempotency_key:
-        return proposal.action.idempotency_key
+    """The key that travels to the tool, scoped to (agent, tool).
+
+    Derived: (agent, tool, run, step, attempt, input hash). Chosen by the agent: that key
+    within (agent, tool) — so no agent can pin, on its own tool, a key another agent (or
+    another tool) will use, and the same chosen key on two tools is two keys.
+    """
+    a = proposal.action
+    if a.idempotency_key:
+        return "key:" + content_hash([proposal.agent_id, a.action_type, a.idempotency_key])[7:39]
     return "idem:" + content_hash(
-        [proposal.effective_run_id, proposal.step, proposal.attempt, input_hash]
+        [proposal.agent_id, a.action_type, proposal.effective_run_id, proposal.step,
+         proposal.attempt, input_hash]
     )[7:39]
 
 
@@ -267,6 +274,15 @@ class Gate1:
             r.arguments = spec.parse_arguments(p.action.arguments)
         except InputError as exc:
             raise _Stop(Verdict.DENY, "invalid_arguments", [exc.message]) from exc
+        mismatch = spec.target_problem(p.action.target, r.arguments)
+        if mismatch is not None:
+            raise _Stop(Verdict.DENY, "target_mismatch", [mismatch])
+        key = p.action.idempotency_key
+        if key is not None and (not key or key.startswith(RESERVED_KEY_PREFIXES)):
+            raise _Stop(Verdict.DENY, "idempotency_key_reserved",
+                        [f"`action.idempotency_key`: `{key[:80]}` is empty or in the "
+                         "runtime's own namespace (" + ", ".join(
+                             f"`{x}`" for x in RESERVED_KEY_PREFIXES) + ")"])
         if p.action.dry_run and not spec.supports_dry_run:
             raise _Stop(Verdict.DENY, "dry_run_unsupported",
                         [f"`action.dry_run`: tool `{spec.id}` does not support dry runs"])
@@ -302,6 +318,10 @@ class Gate1:
         if agent is None:
             raise _Stop(Verdict.DENY, "unknown_identity",
                         [f"`agent_id`: unknown identity `{p.agent_id}`"])
+        if p.tenant is not None and p.tenant != agent.tenant:
+            raise _Stop(Verdict.DENY, "tenant_mismatch",
+                        [f"`tenant`: `{p.agent_id}` belongs to tenant `{agent.tenant}` "
+                         f"(configured), not `{p.tenant}`"])
         if p.on_behalf_of and agent.acts_for and p.on_behalf_of != agent.acts_for:
             raise _Stop(Verdict.DENY, "wrong_principal",
                         [f"`on_behalf_of`: `{p.agent_id}` acts for `{agent.acts_for}`, "
@@ -337,7 +357,7 @@ class Gate1:
             "side_effect_class": str(r.spec.side_effect_class),
             "environment": p.action.environment,
             "declared_risk": str(p.action.risk_level or RiskLevel.LOW),
-            "tenant": p.tenant or agent.tenant,
+            "tenant": agent.tenant,  # INVARIANT: identity comes from the configuration
             "task_id": p.task_id,
             "on_behalf_of": p.on_behalf_of or "",
             "role": agent.role,
@@ -448,7 +468,7 @@ class Gate1:
         agent = self._agent(p)
         violation = limit_violation(self.i.config.limits, journal=self.i.journal, now=self.i.now,
                                     agent=agent, task_id=p.task_id,
-                                    tenant=p.tenant or agent.tenant, cost=r.spec.cost)
+                                    tenant=agent.tenant, cost=r.spec.cost)
         if violation is not None:
             raise _Stop(Verdict.DENY, violation[0], [violation[1]])
         return CheckResult(check="cost_and_rate", status=CheckStatus.PASS)

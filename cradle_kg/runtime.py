@@ -386,8 +386,8 @@ class Runtime(Settlement, ApprovalFlow):
         self._append([NewEvent(
             run_id=proposal.effective_run_id, kind="proposal.replayed", subject=proposal.id,
             actor=proposal.agent_id, at=self.clock(),
-            payload={"proposal_id": proposal.id, "outcome_seq": event.seq,
-                     "status": str(recorded.status)})])
+            payload={"proposal_id": proposal.id, "attempt": proposal.attempt,
+                     "outcome_seq": event.seq, "status": str(recorded.status)})])
         return recorded.model_copy(update={"replayed": True})
 
     def _gate_input(self, now: datetime, *, run_id: str) -> GateInput:

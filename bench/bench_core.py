@@ -94,7 +94,8 @@ def bench_governed(home: Path, calls: int, *, full: bool = False) -> list[float]
     rt.register_verifier("bench.verify", verify)
     rt.register_tool(ToolSpec(id="bench.noop", version="1", input_model=Nothing,
                               output_model=Done, side_effect_class=SideEffectClass.REVERSIBLE,
-                              idempotency=IdempotencyClass.NATURAL, verifier="bench.verify"),
+                              idempotency=IdempotencyClass.NATURAL, verifier="bench.verify",
+                              target_from="bench:*"),
                      noop)
     times: list[float] = []
     for i in range(calls + 20):

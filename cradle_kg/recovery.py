@@ -204,7 +204,7 @@ class Recovery:
                     if e.kind == "decision.made")
         received = [e for e in self.rt.journal.events_for_subject(made.payload["proposal_id"])
                     if e.kind == "proposal.received" and e.run_id == intent.run_id
-                    and e.seq < intent.seq]
+                    and e.seq < intent.seq and "submission" not in e.payload]
         return _Dangling(
             intent=intent, last_attempt=last, attempts=len(attempts),
             after=[e for e in events if e.seq > last.seq],

@@ -53,7 +53,11 @@ def _fold(summary: RunSummary, event: AuditEvent) -> None:
         summary.proposals.append(event.subject)
     elif event.kind == "run.outcome":
         outcome = event.payload["outcome"]
-        summary.outcomes[outcome["proposal_id"]] = outcome["status"]
+        # a submission refused for reusing an id is listed apart: it never overwrites the
+        # status of the proposal that holds the id
+        refused = event.payload.get("submission")
+        key = f"{outcome['proposal_id']}@{refused[7:19]}" if refused else outcome["proposal_id"]
+        summary.outcomes[key] = outcome["status"]
     elif event.kind == "human_task.opened":
         summary.human_tasks.append(event.payload["task_id"])
     elif event.kind == "human_task.resolved" and event.payload["task_id"] in summary.human_tasks:

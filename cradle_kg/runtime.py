@@ -23,7 +23,7 @@ from .approval_flow import ApprovalFlow
 from .approvals import ApprovalBook
 from .canonical import content_hash, iso
 from .config import RuntimeConfig, load_config
-from .errors import ApprovalError, GraphStoreError, InputError
+from .errors import ApprovalError, GraphStoreError, InputError, JournalError
 from .escalation import human_task_event, repairs_in_run
 from .evidence import EvidenceStore
 from .gates.post import DomainInvariant, Gate2, InvariantBinding
@@ -32,7 +32,7 @@ from .gateway import Gateway, KeyAlreadyClaimed, crashpoint
 from .graph.integrity import IntegrityChecker
 from .graph.store import GraphStore
 from .home import Home, resolve_home
-from .journal import Journal, NewEvent
+from .journal import IdempotencyKeyTaken, Journal, NewEvent
 from .packs.loader import Pack
 from .packs.registry import PackRegistry
 from .plans import PlanOutcome, run_plan
@@ -82,6 +82,15 @@ _VERIFICATION_STATUS = {
     VerificationStatus.FAILED: OutcomeStatus.VERIFICATION_FAILED,
     VerificationStatus.INCONCLUSIVE: OutcomeStatus.INCONCLUSIVE,
 }
+
+
+#: a submission that loses the race for its proposal id is evaluated again, this often
+_CLAIM_ATTEMPTS = 3
+_CLAIM_PREFIX = "proposal:"
+
+
+class _IdClaimed(Exception):
+    """Internal signal: another submission claimed this proposal id in its run first."""
 
 
 def _utcnow() -> datetime:
@@ -265,7 +274,12 @@ class Runtime(Settlement, ApprovalFlow):
     # --- the journal ----------------------------------------------------------
 
     def _append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
-        written = self.journal.append(events)
+        try:
+            written = self.journal.append(events)
+        except IdempotencyKeyTaken as taken:
+            if taken.key.startswith(_CLAIM_PREFIX):
+                raise _IdClaimed(taken.key) from taken
+            raise
         for listener in self.listeners:
             listener(written)
         return written
@@ -327,15 +341,30 @@ class Runtime(Settlement, ApprovalFlow):
 
     def _submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         proposal = self.parse_proposal(raw)
+        # a submission that lost the race for its id to another process is evaluated again:
+        # it is now the identical proposal (recorded outcome) or a reused id (denied)
+        for _ in range(_CLAIM_ATTEMPTS):
+            try:
+                return self._submit_once(proposal)
+            except _IdClaimed:
+                continue
+        raise JournalError(f"proposal `{proposal.id}`: its id is contended; submit it again")
+
+    def _submit_once(self, proposal: Proposal) -> Outcome:
         now = self.clock()
         run_id = proposal.effective_run_id
         self._activate_policies(run_id, now)
         gate = Gate1(self._gate_input(now, run_id=run_id)).run(proposal)
+        if gate.resubmission:
+            recorded = self._recorded_final(proposal)
+            if recorded is not None:
+                return recorded
         decision = self._decision(proposal, gate, now)
+        marked: dict[str, Any] = {"submission": gate.submission} if gate.submission else {}
         base = [
             NewEvent(run_id=run_id, kind="proposal.received", subject=proposal.id,
-                     actor=proposal.agent_id, at=now,
-                     payload={"proposal": proposal.model_dump(mode="json")}),
+                     actor=proposal.agent_id, at=now, idem_key=gate.claim_key,
+                     payload={"proposal": proposal.model_dump(mode="json"), **marked}),
             NewEvent(run_id=run_id, kind="decision.made", subject=decision.id,
                      actor=decision.decided_by, at=now,
                      payload={"decision": decision.model_dump(mode="json"),
@@ -343,7 +372,8 @@ class Runtime(Settlement, ApprovalFlow):
                               "action_id": self._action_id(proposal, gate),
                               "action": proposal.action.model_dump(mode="json"),
                               **({"validator_findings": gate.validator_findings}
-                                 if gate.validator_findings else {})}),
+                                 if gate.validator_findings else {}), **marked,
+                              **({"attempt": proposal.attempt} if proposal.attempt else {})}),
         ]
         if gate.recorded_intent_seq is not None and decision.verdict in (
                 Verdict.ALLOW, Verdict.REQUIRE_APPROVAL):
@@ -356,9 +386,29 @@ class Runtime(Settlement, ApprovalFlow):
             outcome = Outcome(run_id=run_id, proposal_id=proposal.id,
                               status=_VERDICT_STATUS[decision.verdict], decision=decision,
                               reasons=decision.reasons)
-            self._append([*base, self._outcome_event(outcome, proposal.id)])
+            self._append([*base, self._outcome_event(outcome, proposal.id,
+                                                     submission=gate.submission)])
             return outcome
         return self._execute(proposal, gate, decision, base, now)
+
+    def _recorded_final(self, proposal: Proposal) -> Outcome | None:
+        """The identical proposal again: its recorded outcome, once it has a final one.
+
+        An outcome still waiting (for an approval, or for another submission holding the
+        key) is not final: the proposal goes through the loop again, as it always did.
+        """
+        event = self.journal.latest_outcome(proposal.effective_run_id, proposal.id)
+        if event is None:
+            return None
+        recorded = Outcome.model_validate(event.payload["outcome"])
+        if recorded.status in (OutcomeStatus.AWAITING_APPROVAL, OutcomeStatus.IN_PROGRESS):
+            return None
+        self._append([NewEvent(
+            run_id=proposal.effective_run_id, kind="proposal.replayed", subject=proposal.id,
+            actor=proposal.agent_id, at=self.clock(),
+            payload={"proposal_id": proposal.id, "attempt": proposal.attempt,
+                     "outcome_seq": event.seq, "status": str(recorded.status)})])
+        return recorded.model_copy(update={"replayed": True})
 
     def _gate_input(self, now: datetime, *, run_id: str) -> GateInput:
         return GateInput(
@@ -407,7 +457,8 @@ class Runtime(Settlement, ApprovalFlow):
         if gate.idempotency_key:
             return "act:" + gate.idempotency_key.removeprefix("idem:")
         return "act:proposal:" + _short(proposal.effective_run_id, proposal.id,
-                                        proposal.attempt)
+                                        proposal.attempt, *([gate.submission]
+                                                            if gate.submission else []))
 
     def _repair(self, proposal: Proposal, decision: RuntimeDecision, base: list[NewEvent],
                 now: datetime) -> Outcome:
@@ -437,10 +488,12 @@ class Runtime(Settlement, ApprovalFlow):
 
     @staticmethod
     def _outcome_event(outcome: Outcome, subject: str, *, reconciled: bool = False,
-                       at: datetime | None = None) -> NewEvent:
+                       at: datetime | None = None, submission: str | None = None) -> NewEvent:
         payload: dict[str, Any] = {"outcome": outcome.model_dump(mode="json")}
         if reconciled:
             payload["reconciled"] = True
+        if submission:
+            payload["submission"] = submission
         return NewEvent(run_id=outcome.run_id, kind="run.outcome", subject=subject,
                         actor=RUNTIME_ACTOR, at=at or (outcome.decision.decided_at
                                                        if outcome.decision else _utcnow()),
@@ -491,8 +544,12 @@ class Runtime(Settlement, ApprovalFlow):
         agent = self.config.agent(proposal.agent_id)
         excluded = sorted({proposal.agent_id, *(x for x in (
             agent.acts_for if agent else None, proposal.on_behalf_of) if x)})
+        # INVARIANT: a pending approval belongs to its run and its proposal; another run
+        # (or proposal) asking for the same action gets one of its own, in the inbox
         pending = [st for st in self.approvals.for_digest(gate.action_digest)
-                   if st.approval.status is ApprovalStatus.PENDING]
+                   if st.approval.status is ApprovalStatus.PENDING
+                   and st.approval.run_id == proposal.effective_run_id
+                   and st.approval.proposal_id == proposal.id]
         approval = pending[0].approval if pending else HumanApproval(
             id="apr:" + _short(decision.id, gate.action_digest),
             decision_id=decision.id, proposal_id=proposal.id,
@@ -538,7 +595,8 @@ class Runtime(Settlement, ApprovalFlow):
             payload={"action": action.model_dump(mode="json"), "input_hash": gate.input_hash,
                      "decision_id": decision.id, "agent": proposal.agent_id,
                      "task_id": proposal.task_id,
-                     "tenant": proposal.tenant or (agent.tenant if agent else "default"),
+                     # INVARIANT: the configured tenant, never the proposal's claim
+                     "tenant": agent.tenant if agent else "default",
                      "cost": spec.cost, "approval_id": approval.id if approval else None,
                      "tool": spec.ref, "idempotency": str(spec.idempotency),
                      "worker": self.lease.id})

@@ -86,6 +86,11 @@ class ToolSpec:
     cost: float = 0.0
     max_argument_bytes: int = 64 * 1024
     requires_evidence: int = 0
+    #: how the target is derived from the arguments, so a policy written on the target
+    #: covers what the tool touches: a template such as ``"ledger:{account}"`` (``{field}``
+    #: is the argument's value, matched literally; ``*`` matches anything) or a callable
+    #: from the parsed arguments to such a pattern. Required unless the tool is read-only.
+    target_from: str | Callable[[BaseModel], str] | None = None
 
     @property
     def ref(self) -> str:
@@ -119,8 +124,42 @@ class ToolSpec:
         raw = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
         return self.output_model.model_validate(raw)
 
+    def target_pattern(self, arguments: BaseModel) -> str | None:
+        """The glob the target must match, given the arguments (None: not declared)."""
+        if self.target_from is None:
+            return None
+        if callable(self.target_from):
+            return self.target_from(arguments)
+        values = arguments.model_dump(mode="json")
+        return self.target_from.format_map(_Literal(values))
+
+    def target_problem(self, target: str, arguments: BaseModel) -> str | None:
+        """Why ``target`` is not the one the arguments name, or None when it is."""
+        try:
+            pattern = self.target_pattern(arguments)
+        except (KeyError, ValueError, TypeError) as exc:
+            return f"the target of `{self.id}` cannot be derived from its arguments: {exc}"
+        if pattern is None:
+            if self.side_effect_class is SideEffectClass.READ_ONLY:
+                return None
+            return f"tool `{self.id}` declares no target derivation (`target_from`)"
+        if not fnmatch.fnmatchcase(target, pattern):
+            return (f"`action.target`: `{target}` is not the target the arguments of "
+                    f"`{self.id}` name (`{pattern}`)")
+        return None
+
     def covers(self, resource: str) -> bool:
         return any(fnmatch.fnmatchcase(resource, pattern) for pattern in self.blast_radius)
+
+
+class _Literal(dict[str, Any]):
+    """Argument values for a target template, escaped so they match only themselves."""
+
+    def __getitem__(self, key: str) -> str:
+        value = super().__getitem__(key)
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise ValueError(f"argument `{key}` is not a string or an integer")
+        return "".join(f"[{ch}]" if ch in "*?[]" else ch for ch in str(value))
 
 
 def _pydantic_brief(exc: ValidationError) -> str:
@@ -137,6 +176,9 @@ def contract_problems(spec: ToolSpec, *, has_lookup: bool) -> list[str]:
     cls = spec.side_effect_class
     if cls is not SideEffectClass.READ_ONLY and not spec.verifier:
         problems.append(f"class `{cls}` needs a verifier that reads the effect back")
+    if cls is not SideEffectClass.READ_ONLY and spec.target_from is None:
+        problems.append(f"class `{cls}` needs `target_from`: how its target is derived from "
+                        "its arguments")
     if cls is SideEffectClass.COMPENSABLE and not spec.compensation_tool:
         problems.append("class `compensable` needs a compensation tool")
     if cls is SideEffectClass.EXTERNAL_WRITE:

@@ -77,7 +77,8 @@ def register_test_tools(rt: Runtime) -> None:
 
     common: dict[str, Any] = dict(version="1", input_model=Echo, output_model=EchoOut,
                                   side_effect_class=SideEffectClass.REVERSIBLE,
-                                  idempotency=IdempotencyClass.NATURAL, blast_radius=("test:*",))
+                                  idempotency=IdempotencyClass.NATURAL, blast_radius=("test:*",),
+                                  target_from="test:*")
     rt.register_tool(ToolSpec(id="test.raising", verifier="test.ok", **common), raising)
     rt.register_tool(ToolSpec(id="test.bad_output", verifier="test.ok", **common), bad_output)
     rt.register_tool(ToolSpec(id="test.wide", verifier="test.ok", **common), wide)

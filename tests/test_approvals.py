@@ -190,7 +190,8 @@ def test_an_approval_does_not_authorize_a_different_action(art: Runtime) -> None
     aid = _wait(art, "p", account="acct-9")
     art.decide_approval(aid, approver_id=APPROVER, token=BOB, status=ApprovalStatus.APPROVED,
                         once=False, scope="account_closure", resume=False)
-    other = art.submit(close("p", account="acct-8"))  # same run, one argument changed
+    # same run, one argument changed
+    other = art.submit(close("p-other", account="acct-8", task="task-p"))
     assert other.status is OutcomeStatus.AWAITING_APPROVAL
     assert other.approval is not None and other.approval.action_digest != (
         art.approvals.get(aid).approval.action_digest)

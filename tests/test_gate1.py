@@ -71,8 +71,9 @@ def test_identity_wrong_principal(rt: Runtime) -> None:
 
 
 def test_permission_no_grant_and_missing_scope(rt: Runtime) -> None:
+    # agent:tester holds permissions for test.* on test:* only
     out = rt.submit(proposal("p", "demo.ledger.credit", {"account": "a", "amount": 1},
-                             target="elsewhere:a"))
+                             agent="agent:tester"))
     assert out.decision is not None and out.decision.reason_codes == ("not_permitted",)
     assert _failed_check(out) == "permission"
     home = rt.home.root
@@ -231,7 +232,15 @@ def test_idempotency_replay_and_conflict(rt: Runtime) -> None:
     assert list(ledger_entries(rt.home.root).values()) == [1]
     pinned = proposal("q", "demo.ledger.credit", {"account": "a", "amount": 8},
                       action={"idempotency_key": one.action.idempotency_key})
-    out = rt.submit(pinned)
+    out = rt.submit(pinned)  # a derived key is the runtime's: an agent cannot choose it
+    assert out.decision is not None
+    assert out.decision.reason_codes == ("idempotency_key_reserved",)
+    chosen = proposal("q1", "demo.ledger.credit", {"account": "a", "amount": 8},
+                      action={"idempotency_key": "k"})
+    assert rt.submit(chosen).status is OutcomeStatus.EXECUTED
+    other = proposal("q2", "demo.ledger.credit", {"account": "a", "amount": 9},
+                     action={"idempotency_key": "k"})
+    out = rt.submit(other)
     assert out.decision is not None and out.decision.reason_codes == ("idempotency_conflict",)
     assert _failed_check(out) == "idempotency"
 

@@ -174,7 +174,7 @@ def register_mailer(rt):
     rt.register_tool(ToolSpec(id="test.mailer", version="1", input_model=Echo,
                               output_model=EchoOut, side_effect_class=SideEffectClass.REVERSIBLE,
                               idempotency=IdempotencyClass.NONE, verifier="test.ok",
-                              blast_radius=("test:*",)), send)
+                              blast_radius=("test:*",), target_from="test:*"), send)
 register_mailer(rt)
 """
 

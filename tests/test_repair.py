@@ -43,7 +43,8 @@ def _tool(tool_id: str, *, cls: SideEffectClass = SideEffectClass.REVERSIBLE,
           compensation: str | None = None) -> _Spec:
     return ToolSpec(id=tool_id, version="1", input_model=Echo, output_model=EchoOut,
                     side_effect_class=cls, idempotency=idem, verifier=verifier,
-                    compensation_tool=compensation, blast_radius=("test:*",))
+                    compensation_tool=compensation, blast_radius=("test:*",),
+                    target_from="test:*")
 
 
 def _p(pid: str, tool: str, **extra: Any) -> dict[str, Any]:

@@ -49,15 +49,29 @@ def approvals_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
 
 @approvals_app.command("show")
 def approvals_show(approval_id: str, home: HomeOpt = None,
-                   viewer: Annotated[str, typer.Option("--as", help="Who is looking.")] = "cli"
-                   ) -> None:
-    """Show one approval and the exact action it is bound to (the view is journaled)."""
+                   viewer: Annotated[str | None, typer.Option(
+                       "--as", help="The approver looking (needs their token); the view is "
+                                    "journaled under them.", show_default=False)] = None,
+                   token: TokenOpt = None) -> None:
+    """Show one approval and the exact action it is bound to.
+
+    With ``--as X`` (and X's token) the view is journaled as ``approval.viewed`` by X;
+    without ``--as`` nothing is journaled. A wrong or missing token is refused (exit 1).
+    """
+    if viewer is not None and not token:
+        fail(InputError(f"`--as {viewer}` needs the approver's token",
+                        hint="pass --token or set CRADLE_APPROVER_TOKEN"))
     with open_runtime(home) as rt:
         try:
-            approval = rt.view_approval(approval_id, viewer=viewer)
+            if viewer is not None:
+                assert token is not None
+                rt.approvals.authenticate(viewer, token)
+                approval = rt.view_approval(approval_id, viewer=viewer)
+            else:
+                approval = rt.approvals.get(approval_id).approval
             proposal = rt._requested_proposal(approval)
         except CradleError as exc:
-            fail(exc)
+            fail(exc, code=1 if exc.code == "approval_error" else 2)
     print_json({"approval": approval.model_dump(mode="json"),
                 "action": proposal.action.model_dump(mode="json"),
                 "proposed_by": proposal.agent_id})

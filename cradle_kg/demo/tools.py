@@ -147,7 +147,7 @@ def register(runtime: Runtime) -> None:
         version="1.0.0", input_model=CreditInput, output_model=CreditOutput,
         side_effect_class=SideEffectClass.EXTERNAL_WRITE, idempotency=IdempotencyClass.KEYED,
         required_scopes=("ledger:write",), verifier="demo.ledger.entry-recorded",
-        blast_radius=("ledger:*",), cost=1.0,
+        blast_radius=("ledger:*",), cost=1.0, target_from="ledger:{account}",
     )
     runtime.register_verifier("demo.ledger.entry-recorded", entry_recorded)
     runtime.register_verifier("demo.ledger.account-closed", account_closed)
@@ -160,10 +160,11 @@ def register(runtime: Runtime) -> None:
         id="demo.ledger.balance", version="1.0.0", input_model=AccountInput,
         output_model=BalanceOutput, side_effect_class=SideEffectClass.READ_ONLY,
         idempotency=IdempotencyClass.NATURAL, required_scopes=("ledger:read",),
-        description="read an account balance"), balance)
+        target_from="ledger:{account}", description="read an account balance"), balance)
     runtime.register_tool(ToolSpec(
         id="demo.ledger.close_account", version="1.0.0", input_model=AccountInput,
         output_model=CloseOutput, side_effect_class=SideEffectClass.IRREVERSIBLE,
         idempotency=IdempotencyClass.NATURAL, required_scopes=("ledger:admin",),
         verifier="demo.ledger.account-closed", blast_radius=("ledger:*",),
-        description="close an account for good"), close_account, lookup=close_lookup)
+        target_from="ledger:{account}", description="close an account for good"),
+        close_account, lookup=close_lookup)

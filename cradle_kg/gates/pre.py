@@ -28,6 +28,7 @@ from ..journal import Journal
 from ..policy import PolicyEngine, PolicyOutcome
 from ..records import (
     Agent,
+    AuditEvent,
     CheckResult,
     CheckStatus,
     PolicyResult,
@@ -122,6 +123,13 @@ class GateResult:
     obligations: PolicyOutcome | None = None
     #: what each domain validator answered (journaled with the decision)
     validator_findings: list[dict[str, Any]] = field(default_factory=list)
+    #: the key this first submission of its id claims in the journal (UNIQUE)
+    claim_key: str | None = None
+    #: the proposal repeats, byte for byte, the recorded submission of its id
+    resubmission: bool = False
+    #: set when the id was used in the run for other content: this refused submission's
+    #: own hash, so the journal and the graph keep it apart from the recorded one
+    submission: str | None = None
 
 
 class _Stop(Exception):
@@ -129,6 +137,37 @@ class _Stop(Exception):
                  missing: Sequence[str] = ()) -> None:
         super().__init__(code)
         self.verdict, self.code, self.reasons, self.missing = verdict, code, reasons, missing
+
+
+#: prefixes of the keys the runtime claims in the journal; an agent may not choose them
+RESERVED_KEY_PREFIXES = ("idem:", "key:", "proposal:", "approval-once:")
+
+
+def proposal_hash(proposal: Proposal) -> str:
+    """The canonical hash of a whole proposal: what "the identical proposal" means."""
+    return content_hash(proposal.model_dump(mode="json"))
+
+
+def submission_key(run_id: str, proposal_id: str, attempt: int) -> str:
+    """The journal key the first submission of a proposal id (and attempt) in a run claims
+    (UNIQUE). A new ``attempt`` is a new submission of the proposal; everything else about
+    a repeated (run, id, attempt) must be identical."""
+    return "proposal:" + content_hash([run_id, proposal_id, attempt])[7:39]
+
+
+def recorded_submission(journal: Journal, proposal: Proposal) -> AuditEvent | None:
+    """The first submission of this proposal's id in its run, if there was one."""
+    run_id = proposal.effective_run_id
+    claimed = journal.event_for_key(submission_key(run_id, proposal.id, proposal.attempt))
+    if claimed is not None:
+        return claimed
+    # journals written before ids were claimed: the first plain submission of the id
+    for ev in journal.events_for_subject(proposal.id):
+        if (ev.kind == "proposal.received" and ev.run_id == run_id
+                and "submission" not in ev.payload
+                and ev.payload["proposal"].get("attempt", 0) == proposal.attempt):
+            return ev
+    return None
 
 
 def input_hash_of(proposal: Proposal) -> str:
@@ -140,11 +179,18 @@ def input_hash_of(proposal: Proposal) -> str:
 
 
 def derive_idempotency_key(proposal: Proposal, input_hash: str) -> str:
-    """(run, step, attempt, input hash) → the key that travels to the tool."""
-    if proposal.action.idempotency_key:
-        return proposal.action.idempotency_key
+    """The key that travels to the tool, scoped to (agent, tool).
+
+    Derived: (agent, tool, run, step, attempt, input hash). Chosen by the agent: that key
+    within (agent, tool) — so no agent can pin, on its own tool, a key another agent (or
+    another tool) will use, and the same chosen key on two tools is two keys.
+    """
+    a = proposal.action
+    if a.idempotency_key:
+        return "key:" + content_hash([proposal.agent_id, a.action_type, a.idempotency_key])[7:39]
     return "idem:" + content_hash(
-        [proposal.effective_run_id, proposal.step, proposal.attempt, input_hash]
+        [proposal.agent_id, a.action_type, proposal.effective_run_id, proposal.step,
+         proposal.attempt, input_hash]
     )[7:39]
 
 
@@ -214,6 +260,7 @@ class Gate1:
     # --- the checks ------------------------------------------------------------
 
     def _structure(self, p: Proposal, r: GateResult) -> CheckResult:
+        self._submission(p, r)
         if not self.i.tools.has(p.action.action_type):
             raise _Stop(Verdict.DENY, "unknown_tool",
                         [f"`action.action_type`: unknown tool `{p.action.action_type}`"])
@@ -227,6 +274,15 @@ class Gate1:
             r.arguments = spec.parse_arguments(p.action.arguments)
         except InputError as exc:
             raise _Stop(Verdict.DENY, "invalid_arguments", [exc.message]) from exc
+        mismatch = spec.target_problem(p.action.target, r.arguments)
+        if mismatch is not None:
+            raise _Stop(Verdict.DENY, "target_mismatch", [mismatch])
+        key = p.action.idempotency_key
+        if key is not None and (not key or key.startswith(RESERVED_KEY_PREFIXES)):
+            raise _Stop(Verdict.DENY, "idempotency_key_reserved",
+                        [f"`action.idempotency_key`: `{key[:80]}` is empty or in the "
+                         "runtime's own namespace (" + ", ".join(
+                             f"`{x}`" for x in RESERVED_KEY_PREFIXES) + ")"])
         if p.action.dry_run and not spec.supports_dry_run:
             raise _Stop(Verdict.DENY, "dry_run_unsupported",
                         [f"`action.dry_run`: tool `{spec.id}` does not support dry runs"])
@@ -235,6 +291,22 @@ class Gate1:
         r.idempotency_key = derive_idempotency_key(p, r.input_hash)
         r.action_digest = r.input_hash
         return CheckResult(check="structure", status=CheckStatus.PASS)
+
+    def _submission(self, p: Proposal, r: GateResult) -> None:
+        """A proposal id is used once per run: a second submission must be identical."""
+        recorded = recorded_submission(self.i.journal, p)
+        if recorded is None:
+            r.claim_key = submission_key(p.effective_run_id, p.id, p.attempt)
+            return
+        mine = proposal_hash(p)
+        if content_hash(recorded.payload["proposal"]) == mine:
+            r.resubmission = True
+            return
+        r.submission = mine
+        raise _Stop(Verdict.DENY, "proposal_id_reused",
+                    [f"`id`: proposal `{p.id}` (attempt {p.attempt}) was already submitted in "
+                     f"run `{p.effective_run_id}` with other content; a new proposal needs a "
+                     "new id"])
 
     def _agent(self, p: Proposal) -> Agent:
         agent = self.i.config.agent(p.agent_id)
@@ -246,6 +318,10 @@ class Gate1:
         if agent is None:
             raise _Stop(Verdict.DENY, "unknown_identity",
                         [f"`agent_id`: unknown identity `{p.agent_id}`"])
+        if p.tenant is not None and p.tenant != agent.tenant:
+            raise _Stop(Verdict.DENY, "tenant_mismatch",
+                        [f"`tenant`: `{p.agent_id}` belongs to tenant `{agent.tenant}` "
+                         f"(configured), not `{p.tenant}`"])
         if p.on_behalf_of and agent.acts_for and p.on_behalf_of != agent.acts_for:
             raise _Stop(Verdict.DENY, "wrong_principal",
                         [f"`on_behalf_of`: `{p.agent_id}` acts for `{agent.acts_for}`, "
@@ -281,7 +357,7 @@ class Gate1:
             "side_effect_class": str(r.spec.side_effect_class),
             "environment": p.action.environment,
             "declared_risk": str(p.action.risk_level or RiskLevel.LOW),
-            "tenant": p.tenant or agent.tenant,
+            "tenant": agent.tenant,  # INVARIANT: identity comes from the configuration
             "task_id": p.task_id,
             "on_behalf_of": p.on_behalf_of or "",
             "role": agent.role,
@@ -392,7 +468,7 @@ class Gate1:
         agent = self._agent(p)
         violation = limit_violation(self.i.config.limits, journal=self.i.journal, now=self.i.now,
                                     agent=agent, task_id=p.task_id,
-                                    tenant=p.tenant or agent.tenant, cost=r.spec.cost)
+                                    tenant=agent.tenant, cost=r.spec.cost)
         if violation is not None:
             raise _Stop(Verdict.DENY, violation[0], [violation[1]])
         return CheckResult(check="cost_and_rate", status=CheckStatus.PASS)

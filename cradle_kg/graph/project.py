@@ -107,8 +107,27 @@ def action_node(action_id: str) -> str:
     return node("action", action_id)
 
 
-def proposal_node(run_id: str, proposal_id: str) -> str:
-    return node("proposal", f"{run_id}/{proposal_id}")
+def proposal_key(run_id: str, proposal_id: str, submission: str | None = None,
+                 attempt: int = 0) -> str:
+    """A proposal's node key: its id in its run, its attempt when it is not the first —
+    and, for a submission refused because the id was already used for other content, that
+    submission's hash, so the graph never merges two different submissions into one node
+    (a deny of one would otherwise read as a deny of the other: integrity rule 6)."""
+    key = f"{run_id}/{proposal_id}"
+    if attempt:
+        key += f"/attempt-{attempt}"
+    return f"{key}/{submission}" if submission else key
+
+
+def proposal_node(run_id: str, proposal_id: str, submission: str | None = None,
+                  attempt: int = 0) -> str:
+    return node("proposal", proposal_key(run_id, proposal_id, submission, attempt))
+
+
+def _proposal_ref(ev: AuditEvent, proposal_id: str) -> str:
+    """The proposal node an event about a proposal points at."""
+    return proposal_node(ev.run_id, proposal_id, ev.payload.get("submission"),
+                         int(ev.payload.get("attempt", 0)))
 
 
 def _event_header(q: _Quads, ev: AuditEvent, subject: str | None) -> None:
@@ -143,7 +162,9 @@ def _provenance(q: _Quads, s: str, prov: dict[str, Any] | None) -> None:
 
 def _proposal(q: _Quads, ev: AuditEvent) -> str:
     prop = ev.payload["proposal"]
-    s = proposal_node(ev.run_id, prop["id"])
+    submission = ev.payload.get("submission")
+    key = proposal_key(ev.run_id, prop["id"], submission, int(prop.get("attempt", 0)))
+    s = node("proposal", key)
     agent = identity(prop["agent_id"])
     q.typed(s, "Proposal")
     q.add(s, c("runId"), lit(ev.run_id))
@@ -158,7 +179,7 @@ def _proposal(q: _Quads, ev: AuditEvent) -> str:
     if prop.get("confidence") is not None:
         q.add(s, c("confidence"), lit(float(prop["confidence"])))
     for i, fact in enumerate(prop.get("facts", [])):
-        f = node("fact", f"{ev.run_id}/{prop['id']}/{i}")
+        f = node("fact", f"{key}/{i}")
         q.typed(f, "Fact")
         q.add(f, c("verificationStatus"), c("Unverified"))
         q.add(f, c("factSubject"), lit(fact["subject"]))
@@ -177,7 +198,7 @@ def _decision(q: _Quads, ev: AuditEvent) -> str:
     s = node("decision", d["id"])
     q.typed(s, "Decision")
     q.add(s, c("verdict"), c(VERDICTS[d["verdict"]]))
-    q.add(s, c("evaluates"), proposal_node(ev.run_id, d["proposal_id"]))
+    q.add(s, c("evaluates"), _proposal_ref(ev, d["proposal_id"]))
     q.add(s, c("decidedAt"), dt(d["decided_at"]))
     q.add(s, c("policyVersion"), lit(d["policy_version"]))
     q.add(s, p("wasAttributedTo"), identity(d["decided_by"]))
@@ -210,7 +231,7 @@ def _proposed_action(q: _Quads, ev: AuditEvent, action_id: str, proposal_id: str
     a = action_node(action_id)
     req = ev.payload.get("action") or {}
     q.typed(a, "Action")
-    q.add(proposal_node(ev.run_id, proposal_id), c("contains"), a)
+    q.add(_proposal_ref(ev, proposal_id), c("contains"), a)
     if req.get("action_type"):
         tool = node("tool", req["action_type"])
         q.typed(tool, "Tool")
@@ -328,7 +349,7 @@ def _outcome(q: _Quads, ev: AuditEvent) -> str:
     # the status goes on this event's own node: a proposal may end twice (waiting, then done)
     o = ev.payload["outcome"]
     q.add(node("event", str(ev.seq)), c("outcomeStatus"), lit(o["status"]))
-    return proposal_node(ev.run_id, o["proposal_id"])
+    return _proposal_ref(ev, o["proposal_id"])
 
 
 def _evidence(q: _Quads, ev: AuditEvent) -> str:

@@ -214,13 +214,22 @@ class Journal:
                 return written
             except sqlite3.IntegrityError as exc:
                 conn.execute("ROLLBACK")
-                key = next((e.idem_key for e in events if e.idem_key), None)
-                if key is not None and "idem_key" in str(exc):
-                    raise IdempotencyKeyTaken(key) from exc
+                keys = [e.idem_key for e in events if e.idem_key]
+                if keys and "idem_key" in str(exc):
+                    raise IdempotencyKeyTaken(self._taken(keys)) from exc
                 raise JournalError(f"journal integrity error: {exc}") from exc
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+
+    def _taken(self, keys: list[str]) -> str:
+        """Which of ``keys`` is already claimed (the first, if none is found: a duplicate
+        within the batch itself)."""
+        marks = ",".join("?" * len(keys))
+        rows = self._conn.execute(
+            f"SELECT idem_key FROM events WHERE idem_key IN ({marks}) ORDER BY seq",
+            keys).fetchall()
+        return str(rows[0][0]) if rows else keys[0]
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, seq: int, prev: str, new: NewEvent) -> AuditEvent:
@@ -310,6 +319,20 @@ class Journal:
 
     def intent_for_key(self, key: str) -> AuditEvent | None:
         rows = self._query(f"SELECT {self._COLS} FROM events WHERE idem_key = ?", (key,))
+        return self._row(rows[0]) if rows else None
+
+    def event_for_key(self, key: str) -> AuditEvent | None:
+        """The event that claimed a key (an intent, a proposal id in its run, ...)."""
+        return self.intent_for_key(key)
+
+    def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None:
+        """The last ``run.outcome`` event of a proposal in a run (not of a submission that
+        was refused because it reused the id for other content)."""
+        rows = self._query(
+            f"SELECT {self._COLS} FROM events WHERE run_id = ? AND kind = 'run.outcome' "
+            "AND json_extract(payload, '$.outcome.proposal_id') = ? "
+            "AND json_extract(payload, '$.submission') IS NULL ORDER BY seq DESC LIMIT 1",
+            (run_id, proposal_id))
         return self._row(rows[0]) if rows else None
 
     def usage_since(self, *, field: str | None, value: str | None,

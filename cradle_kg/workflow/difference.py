@@ -188,6 +188,15 @@ def _live_trigger(rt: SandboxRuntime, engine: Engine, source: Source, ev: AuditE
         engine.advance(ev.run_id)
     elif ev.kind == "proposal.received" and not source.is_workflow(ev.run_id):
         rt.submit(Proposal.model_validate(ev.payload["proposal"]))
+    elif ev.kind == "proposal.replayed" and not source.is_workflow(ev.run_id):
+        # the identical proposal submitted again: submit the recorded one again
+        attempt = ev.payload.get("attempt", 0)
+        first = next((e for e in source.events if e.seq < ev.seq and e.run_id == ev.run_id
+                      and e.kind == "proposal.received" and e.subject == ev.subject
+                      and "submission" not in e.payload
+                      and e.payload["proposal"].get("attempt", 0) == attempt), None)
+        if first is not None:
+            rt.submit(Proposal.model_validate(first.payload["proposal"]))
 
 
 def render(report: LiveReport) -> list[str]:

@@ -266,10 +266,25 @@ class _StrictRun:
             engine.advance(self.run)
         else:
             proposal = next((e for e in self.events[self.pos:] if e.run_id == self.run
-                             and e.kind == "proposal.received"), None)
-            if ev.kind not in ("proposal.received", "policyset.activated") or proposal is None:
+                             and e.kind in _SUBMISSIONS), None)
+            if proposal is not None and proposal.kind == "proposal.replayed":
+                # the identical proposal again, answered with its recorded outcome
+                proposal = self._recorded_proposal(proposal)
+            if (ev.kind not in (*_SUBMISSIONS, "policyset.activated")
+                    or proposal is None):
                 raise self.fail(ev, f"no replay trigger produces `{ev.kind}`")
             self.rt.submit(Proposal.model_validate(proposal.payload["proposal"]))
+
+    def _recorded_proposal(self, replayed: AuditEvent) -> AuditEvent | None:
+        attempt = replayed.payload.get("attempt", 0)
+        return next((e for e in self.events[:self.pos] if e.run_id == self.run
+                     and e.kind == "proposal.received" and e.subject == replayed.subject
+                     and "submission" not in e.payload
+                     and e.payload["proposal"].get("attempt", 0) == attempt), None)
+
+
+#: the events a submission starts with: a proposal received, or one answered from the record
+_SUBMISSIONS = ("proposal.received", "proposal.replayed")
 
 
 def strict_replay(home: Path, run_ids: Sequence[str] = ()) -> StrictReport:

@@ -364,7 +364,7 @@ def register(runtime: Runtime, pack: Pack) -> None:
         id=TOOL_FINALIZE, version=pack.version, input_model=FinalizeInput,
         output_model=FinalizeOutput, side_effect_class=SideEffectClass.EXTERNAL_WRITE,
         idempotency=IdempotencyClass.KEYED, verifier=VERIFIER_FILED,
-        blast_radius=("declaration:*",),
+        blast_radius=("declaration:*",), target_from="declaration:{declaration_id}",
         description="file a classification in the declarations store (keyed write)"),
         finalize_tool, lookup=finalize_lookup)
 

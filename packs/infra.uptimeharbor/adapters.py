@@ -546,27 +546,29 @@ def register(runtime: Runtime, pack: Pack) -> None:
         side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NATURAL,
         required_scopes=("infra:deploy",), verifier="infra.fix-claimed",
         description="claim an incident's one fix slot (released by rollback or resolution)",
-        **common), claim)
+        target_from="harbor:*/incident/{incident_id}", **common), claim)
     runtime.register_tool(ToolSpec(
         id="infra.deploy", input_model=DeployInput, output_model=DeployOutput,
         side_effect_class=SideEffectClass.COMPENSABLE, idempotency=IdempotencyClass.KEYED,
         required_scopes=("infra:deploy",), supports_dry_run=True,
         compensation_tool="infra.rollback", verifier="infra.deploy-verified",
-        description="replace what runs in an environment by a commit (keyed)", **common),
+        description="replace what runs in an environment by a commit (keyed)",
+        target_from="harbor:*/{env}", **common),
         deploy, lookup=deploy_lookup)
     runtime.register_tool(ToolSpec(
         id="infra.rollback", input_model=RollbackInput, output_model=DeployOutput,
         side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.KEYED,
         required_scopes=("infra:deploy",), supports_dry_run=True,
         verifier="infra.rollback-verified",
-        description="put back the previous commit verified in the environment", **common),
+        description="put back the previous commit verified in the environment",
+        target_from="harbor:*/{env}", **common),
         rollback)
     runtime.register_tool(ToolSpec(
         id="infra.resolve_incident", input_model=ResolveInput, output_model=ResolveOutput,
         side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NATURAL,
         required_scopes=("infra:deploy",), verifier="infra.resolution-verified",
         description="close an incident: only on a verified resolution of its own probe",
-        **common), resolve)
+        target_from="harbor:*/incident/{incident_id}", **common), resolve)
 
     changes = "infra.*"
     for name, rule, pattern in (

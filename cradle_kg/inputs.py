@@ -27,14 +27,11 @@ import math
 import re
 from datetime import date, datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import InputError, InputTooLargeError
-
-if TYPE_CHECKING:  # records import this module; the checks only read their fields
-    from .records import ActionRequest, Proposal
 
 
 class InputLimits(BaseModel):
@@ -246,30 +243,3 @@ def _integer(limits: InputLimits) -> Any:
                            f"{limits.max_integer_digits} digits")
         return int(text)
     return parse
-
-
-def check_proposal(proposal: Proposal, limits: InputLimits = DEFAULT_LIMITS) -> None:
-    """A validated proposal's ids, counts and free values, against ``limits``.
-
-    Depths are those of the proposal as a JSON document: its arguments sit at level 3.
-    """
-    for name in ("id", "task_id", "agent_id", "run_id", "on_behalf_of", "tenant"):
-        check_id(getattr(proposal, name), limits=limits, where=name)
-    check_count(proposal.facts, limit=limits.max_facts, where="facts")
-    check_count(proposal.evidence_refs, limit=limits.max_evidence_refs, where="evidence_refs")
-    check_count(proposal.alternatives, limit=limits.max_alternatives, where="alternatives")
-    _check_action(proposal.action, limits, "action", 2)
-    for i, alternative in enumerate(proposal.alternatives):
-        _check_action(alternative, limits, f"alternatives[{i}]", 3)
-    for i, ref in enumerate(proposal.evidence_refs):
-        check_id(ref, limits=limits, where=f"evidence_refs[{i}]")
-    for i, fact in enumerate(proposal.facts):
-        for name in ("subject", "predicate", "source"):
-            check_id(getattr(fact, name), limits=limits, where=f"facts[{i}].{name}")
-        check_value(fact.object, limits=limits, where=f"facts[{i}].object", depth=4)
-
-
-def _check_action(action: ActionRequest, limits: InputLimits, where: str, depth: int) -> None:
-    for name in ("action_type", "target", "environment", "idempotency_key"):
-        check_id(getattr(action, name), limits=limits, where=f"{where}.{name}")
-    check_value(action.arguments, limits=limits, where=f"{where}.arguments", depth=depth + 1)

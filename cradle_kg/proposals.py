@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from .canonical import canonical_json
 from .errors import InputError, InputTooLargeError, ProposalError
-from .inputs import DEFAULT_LIMITS, InputLimits, check_proposal, check_value, load_json
+from .inputs import DEFAULT_LIMITS, InputLimits, check_value, load_json
 from .records import Proposal
 
 
@@ -42,7 +42,7 @@ def parse_proposal(raw: Proposal | dict[str, Any], limits: InputLimits = DEFAULT
     """
     try:
         if isinstance(raw, Proposal):
-            check_proposal(raw, limits)
+            raw.check_limits(limits)
             proposal = raw
         elif not isinstance(raw, dict):
             raise ProposalError("proposal: a proposal is a JSON object")

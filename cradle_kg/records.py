@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from .errors import InputError
-from .inputs import CEILINGS, InputLimits, check_proposal
+from .inputs import CEILINGS, DEFAULT_LIMITS, InputLimits, check_count, check_id, check_value
 
 #: the identity under which the runtime journals its own events
 RUNTIME_ACTOR = "cradle-kg/runtime"
@@ -177,6 +177,12 @@ class CandidateFact(Record):
     confidence: StrictFloat | None = None
 
 
+def _check_action(action: ActionRequest, limits: InputLimits, where: str, depth: int) -> None:
+    for name in ("action_type", "target", "environment", "idempotency_key"):
+        check_id(getattr(action, name), limits=limits, where=f"{where}.{name}")
+    check_value(action.arguments, limits=limits, where=f"{where}.arguments", depth=depth + 1)
+
+
 class Proposal(Record):
     """An agent's candidate action, explicitly probabilistic. It never runs by itself."""
 
@@ -202,10 +208,30 @@ class Proposal(Record):
         context = info.context if isinstance(info.context, dict) else {}
         limits = context.get("input_limits")
         try:
-            check_proposal(self, limits if isinstance(limits, InputLimits) else CEILINGS)
+            self.check_limits(limits if isinstance(limits, InputLimits) else CEILINGS)
         except InputError as exc:
             raise ValueError(exc.message) from None
         return self
+
+    def check_limits(self, limits: InputLimits = DEFAULT_LIMITS) -> None:
+        """A validated proposal's ids, counts and free values, against ``limits``.
+
+        Depths are those of the proposal as a JSON document: its arguments sit at level 3.
+        """
+        for name in ("id", "task_id", "agent_id", "run_id", "on_behalf_of", "tenant"):
+            check_id(getattr(self, name), limits=limits, where=name)
+        check_count(self.facts, limit=limits.max_facts, where="facts")
+        check_count(self.evidence_refs, limit=limits.max_evidence_refs, where="evidence_refs")
+        check_count(self.alternatives, limit=limits.max_alternatives, where="alternatives")
+        _check_action(self.action, limits, "action", 2)
+        for i, alternative in enumerate(self.alternatives):
+            _check_action(alternative, limits, f"alternatives[{i}]", 3)
+        for i, ref in enumerate(self.evidence_refs):
+            check_id(ref, limits=limits, where=f"evidence_refs[{i}]")
+        for i, fact in enumerate(self.facts):
+            for name in ("subject", "predicate", "source"):
+                check_id(getattr(fact, name), limits=limits, where=f"facts[{i}].{name}")
+            check_value(fact.object, limits=limits, where=f"facts[{i}].object", depth=4)
 
     @property
     def effective_run_id(self) -> str:

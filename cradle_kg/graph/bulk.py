@@ -70,8 +70,8 @@ from .shacl import (
     Shapes,
     ValidationReport,
     Violation,
-    _sorted,
-    _to_ntriples,
+    sorted_violations,
+    to_ntriples,
 )
 from .store import META_GRAPH, GraphStore
 from .vocab import CRADLE_NS, SH
@@ -254,7 +254,7 @@ def _targeting(shapes: Shapes, keep: set[str] | None, drop: set[str]) -> RustSha
                                                       and str(t[0]) not in keep)):
             continue
         g.add(t)
-    return RustShaclEngine(Shapes(graph=g, ntriples=_to_ntriples(g),
+    return RustShaclEngine(Shapes(graph=g, ntriples=to_ntriples(g),
                                   rule_numbers=shapes.rule_numbers, files=shapes.files,
                                   parents=shapes.parents))
 
@@ -568,7 +568,7 @@ def _combine(results: list[tuple[bool, list[ValidationReport]]]) -> ValidationRe
     conforms = all(r.conforms for r in reports)
     turtle = _merge_turtle([(r.report_turtle, rule8) for rule8, rs in results for r in rs],
                            conforms)
-    return ValidationReport(conforms=conforms, violations=_sorted(violations),
+    return ValidationReport(conforms=conforms, violations=sorted_violations(violations),
                             report_turtle=turtle)
 
 

@@ -137,7 +137,7 @@ def load_shapes(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Sh
         raise ShapesError(f"no shapes declared in {names}")
     return Shapes(
         graph=graph,
-        ntriples=_to_ntriples(graph),
+        ntriples=to_ntriples(graph),
         rule_numbers=_rule_numbers(graph),
         files=tuple(files),
         parents=_shape_parents(graph),
@@ -178,7 +178,7 @@ def _root_shape(shapes: Shapes, node: Node) -> Node:
     return node
 
 
-def _to_ntriples(graph: Graph) -> str:
+def to_ntriples(graph: Graph) -> str:
     # _nt_row is rdflib's own N-Triples line writer (escaping included); calling it
     # directly skips the serializer plugin machinery, which costs more than the rows
     # A ConjunctiveGraph/Dataset asked for context=None answers from the union of its
@@ -214,7 +214,7 @@ class ShaclEngine(Protocol):
     def validate(self, data: DataInput, *, format: str | None = None) -> ValidationReport: ...
 
 
-def _sorted(violations: list[Violation]) -> list[Violation]:
+def sorted_violations(violations: list[Violation]) -> list[Violation]:
     return sorted(
         violations,
         key=lambda v: (v.rule is None, v.rule or 0, v.focus_node, v.shape, v.message),
@@ -244,7 +244,7 @@ class RustShaclEngine:
             text, rust_fmt = data, _RUST_FORMATS[fmt]
         else:
             graph = data if isinstance(data, Graph) else read_rdf(data, format)
-            text, rust_fmt = _to_ntriples(graph), "ntriples"
+            text, rust_fmt = to_ntriples(graph), "ntriples"
         try:
             report = self._compiled.validate_text(text, format=rust_fmt)
         except ValueError as exc:
@@ -254,7 +254,8 @@ class RustShaclEngine:
             ) from exc
         violations = [self._violation(r) for r in report.results]
         return ValidationReport(
-            conforms=report.conforms, violations=_sorted(violations), report_turtle=report.turtle
+            conforms=report.conforms, violations=sorted_violations(violations),
+            report_turtle=report.turtle,
         )
 
     def _violation(self, r: rust_shacl.Result) -> Violation:
@@ -297,7 +298,7 @@ class PyShaclEngine:
         ]
         return ValidationReport(
             conforms=bool(conforms),
-            violations=_sorted(violations),
+            violations=sorted_violations(violations),
             report_turtle=results.serialize(format="turtle"),
         )
 

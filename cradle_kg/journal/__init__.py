@@ -1,14 +1,7 @@
 """The journal: the single source of truth (append-only, hash-chained, SQLite WAL)."""
 
-from .store import (
-    GENESIS_HASH,
-    JOURNAL_FORMAT,
-    ChainReport,
-    IdempotencyKeyTaken,
-    Journal,
-    NewEvent,
-    event_hash,
-)
+from .chain import GENESIS_HASH, JOURNAL_FORMAT, ChainReport, event_hash
+from .store import IdempotencyKeyTaken, Journal, NewEvent
 from .verify import Anchor, verify_journal
 
 __all__ = [

@@ -22,45 +22,20 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..canonical import canonical_json, content_hash, iso, parse_iso, sha256_bytes
+from ..canonical import canonical_json, iso, parse_iso, sha256_bytes
 from ..errors import JournalError
 from ..records import AuditEvent
+from .chain import GENESIS_HASH, JOURNAL_FORMAT, SCHEMA_STATEMENTS, ChainReport, event_hash
+from .verify import Anchor, verify_journal
 
-if TYPE_CHECKING:
-    from .verify import Anchor
-
-GENESIS_HASH = "sha256:" + "0" * 64
-#: ``PRAGMA user_version`` of a journal this code writes; format 2 hashes ``idem_key``
-JOURNAL_FORMAT = 2
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    seq          INTEGER PRIMARY KEY,
-    id           TEXT NOT NULL UNIQUE,
-    run_id       TEXT NOT NULL,
-    kind         TEXT NOT NULL,
-    subject      TEXT NOT NULL,
-    actor        TEXT NOT NULL,
-    at           TEXT NOT NULL,
-    payload      TEXT NOT NULL,
-    payload_hash TEXT NOT NULL,
-    prev_hash    TEXT NOT NULL,
-    hash         TEXT NOT NULL,
-    idem_key     TEXT
-);
-CREATE UNIQUE INDEX IF NOT EXISTS events_idem_key ON events(idem_key) WHERE idem_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS events_run ON events(run_id, seq);
-CREATE INDEX IF NOT EXISTS events_subject ON events(subject, seq);
-CREATE INDEX IF NOT EXISTS events_kind_actor ON events(kind, actor, at);
-CREATE TABLE IF NOT EXISTS head (
-    one  INTEGER PRIMARY KEY CHECK (one = 1),
-    seq  INTEGER NOT NULL,
-    hash TEXT NOT NULL
-);
-"""
-SCHEMA_STATEMENTS = tuple(s.strip() for s in _SCHEMA.split(";") if s.strip())
+#: intents with no run.outcome written after them — one indexed query (kind, then subject)
+_DANGLING_SQL = (
+    "SELECT i.seq, i.subject FROM events i WHERE i.kind = 'action.intent' AND NOT EXISTS "
+    "(SELECT 1 FROM events o WHERE o.subject = i.subject AND o.kind = 'run.outcome' "
+    "AND o.seq > i.seq) ORDER BY i.seq"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,38 +58,6 @@ class IdempotencyKeyTaken(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
-
-
-@dataclass(frozen=True, slots=True)
-class ChainReport:
-    """What ``audit verify`` found."""
-
-    intact: bool
-    events: int
-    head_hash: str
-    broken_seq: int | None = None
-    broken_id: str | None = None
-    reason: str | None = None
-
-
-def event_hash(*, seq: int, event_id: str, run_id: str, kind: str, subject: str,
-               actor: str, at: str, payload_hash: str, prev_hash: str,
-               idem_key: str | None) -> str:
-    """The hash of one event: every column the runtime reads, ``idem_key`` (even NULL) too."""
-    return content_hash(
-        {
-            "seq": seq,
-            "idem_key": idem_key,
-            "id": event_id,
-            "run_id": run_id,
-            "kind": kind,
-            "subject": subject,
-            "actor": actor,
-            "at": at,
-            "payload_hash": payload_hash,
-            "prev_hash": prev_hash,
-        }
-    )
 
 
 class Journal:
@@ -357,6 +300,10 @@ class Journal:
         rows = self._query("SELECT seq, hash FROM head WHERE one = 1")
         return (rows[0][0], rows[0][1]) if rows else (0, GENESIS_HASH)
 
+    def dangling_intents(self) -> list[tuple[int, str]]:
+        """(seq, action id) of every intent with no ``run.outcome`` after it, oldest first."""
+        return [(int(r[0]), str(r[1])) for r in self._query(_DANGLING_SQL)]
+
     # --- verifying ----------------------------------------------------------------
 
     def verify(self, *, anchor: Anchor | None = None) -> ChainReport:
@@ -365,6 +312,4 @@ class Journal:
         Reads the file through its own read-only connection, in one read transaction
         (see :mod:`.verify`); appends by this object or others may go on meanwhile.
         """
-        from .verify import verify_journal
-
         return verify_journal(self.path, anchor=anchor)

@@ -50,7 +50,7 @@ from urllib.parse import quote
 
 from ..canonical import sha256_bytes
 from ..errors import InputError
-from .store import GENESIS_HASH, JOURNAL_FORMAT, SCHEMA_STATEMENTS, ChainReport, event_hash
+from .chain import GENESIS_HASH, JOURNAL_FORMAT, SCHEMA_STATEMENTS, ChainReport, event_hash
 
 #: a progress callback: (events checked so far, events the head announces)
 Progress = Callable[[int, int], None]

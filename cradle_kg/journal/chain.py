@@ -1,0 +1,74 @@
+"""The hash chain: what a journal holds and how each event's hash is made.
+
+Shared by the writer (:mod:`.store`) and the independent reader (:mod:`.verify`), which
+must agree on it byte for byte and must not depend on each other to do so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..canonical import content_hash
+
+GENESIS_HASH = "sha256:" + "0" * 64
+#: ``PRAGMA user_version`` of a journal this code writes; format 2 hashes ``idem_key``
+JOURNAL_FORMAT = 2
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT NOT NULL UNIQUE,
+    run_id       TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    subject      TEXT NOT NULL,
+    actor        TEXT NOT NULL,
+    at           TEXT NOT NULL,
+    payload      TEXT NOT NULL,
+    payload_hash TEXT NOT NULL,
+    prev_hash    TEXT NOT NULL,
+    hash         TEXT NOT NULL,
+    idem_key     TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_idem_key ON events(idem_key) WHERE idem_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_run ON events(run_id, seq);
+CREATE INDEX IF NOT EXISTS events_subject ON events(subject, seq);
+CREATE INDEX IF NOT EXISTS events_kind_actor ON events(kind, actor, at);
+CREATE TABLE IF NOT EXISTS head (
+    one  INTEGER PRIMARY KEY CHECK (one = 1),
+    seq  INTEGER NOT NULL,
+    hash TEXT NOT NULL
+);
+"""
+SCHEMA_STATEMENTS = tuple(s.strip() for s in _SCHEMA.split(";") if s.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReport:
+    """What ``audit verify`` found."""
+
+    intact: bool
+    events: int
+    head_hash: str
+    broken_seq: int | None = None
+    broken_id: str | None = None
+    reason: str | None = None
+
+
+def event_hash(*, seq: int, event_id: str, run_id: str, kind: str, subject: str,
+               actor: str, at: str, payload_hash: str, prev_hash: str,
+               idem_key: str | None) -> str:
+    """The hash of one event: every column the runtime reads, ``idem_key`` (even NULL) too."""
+    return content_hash(
+        {
+            "seq": seq,
+            "idem_key": idem_key,
+            "id": event_id,
+            "run_id": run_id,
+            "kind": kind,
+            "subject": subject,
+            "actor": actor,
+            "at": at,
+            "payload_hash": payload_hash,
+            "prev_hash": prev_hash,
+        }
+    )

@@ -37,12 +37,12 @@ from bench_shacl import _pyshacl_worker
 from synthetic import build_home
 
 from cradle_kg.demo.scenario import run_demo
-from cradle_kg.graph.integrity import IntegrityChecker
 from cradle_kg.graph.project import event_triples, ntriples
 from cradle_kg.graph.shacl import PyShaclEngine, load_shapes
 from cradle_kg.graph.store import GraphStore
 from cradle_kg.graph.vocab import INTEGRITY_SHAPES_FILE
 from cradle_kg.journal import Journal
+from cradle_kg.loop.integrity import IntegrityChecker
 
 
 def pct(values: list[float], q: float) -> float:

@@ -7,7 +7,7 @@ submits a random sequence of demo proposals (new ones and re-submissions of earl
 closing an account waits for an approval that a second identity gives) and is killed
 with SIGKILL, either
 
-* at a crash point (``gateway.CRASH_POINTS``) chosen at random, on a random pass (1-4)
+* at a crash point (``crashpoints.CRASH_POINTS``) chosen at random, on a random pass (1-4)
   through it, armed in the child, or
 * at a random moment, by the parent, after a random delay.
 
@@ -37,14 +37,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cradle_kg import Runtime, gateway
+from cradle_kg import Runtime, crashpoints
 from cradle_kg.config import save_config
 from cradle_kg.demo.ledger import Ledger
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, demo_config, prepare_home
 from cradle_kg.errors import ApprovalError
 from cradle_kg.journal import Journal
 from cradle_kg.records import ApprovalStatus
-from cradle_kg.recovery import dangling_intents
 
 OPS_PER_CHILD = 6
 #: the share of draws that re-submit a proposal already submitted by an earlier victim
@@ -75,7 +74,7 @@ def proposal_for(k: int) -> dict[str, Any]:
 
 def child(home: Path, *, point: str, seed: int, fresh: int, log: Path, report: Path) -> None:
     rng = random.Random(seed)
-    gateway.arm(point, at_pass=rng.randint(1, 4))  # in this process only
+    crashpoints.arm(point, at_pass=rng.randint(1, 4))  # in this process only
     rt = Runtime(home, recover=False)
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
@@ -172,7 +171,7 @@ def run(kills: int, seed: int, home: Path) -> dict[str, Any]:
     while sum(by_point.values()) < kills and trials < kills * 4:
         trials += 1
         random_moment = rng.random() < RANDOM_MOMENT_SHARE
-        point = "" if random_moment else rng.choice(gateway.CRASH_POINTS)
+        point = "" if random_moment else rng.choice(crashpoints.CRASH_POINTS)
         delay = rng.uniform(0.0, 0.12) if random_moment else None
         log, report = home / f"trial-{trials}.log", home / f"trial-{trials}.json"
         sig = run_child(home, point=point, seed=rng.randrange(2**32),
@@ -193,7 +192,7 @@ def run(kills: int, seed: int, home: Path) -> dict[str, Any]:
     with Runtime(home) as rt:
         assert rt.recovery is not None
         recovered.update(i.result for i in rt.recovery.items)
-        left = dangling_intents(rt.journal)
+        left = rt.journal.dangling_intents()
         chain = rt.journal.verify()
         intents = len(rt.journal.events_of_kind("action.intent"))
         retries = len(rt.journal.events_of_kind("action.retry"))
@@ -235,7 +234,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     os.environ.pop("CRADLE_CRASH_AT", None)
-    gateway.arm("")
+    crashpoints.arm("")
     tmp = Path(tempfile.mkdtemp(prefix="cradle-crash-"))
     home = args.home or tmp / "home"
     try:

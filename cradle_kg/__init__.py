@@ -11,7 +11,8 @@ Agents propose; the runtime disposes. The public API is small::
 """
 
 from .errors import CradleError
-from .plans import PlanOutcome
+from .loop.plans import PlanOutcome
+from .loop.runtime import Runtime
 from .records import (
     AbortPolicy,
     ActionRequest,
@@ -29,7 +30,6 @@ from .records import (
     VerificationResult,
     VerificationStatus,
 )
-from .runtime import Runtime
 from .tools import ToolCall, ToolSpec
 from .verifiers import VerifierReport, VerifyRequest
 

@@ -243,3 +243,13 @@ def _integer(limits: InputLimits) -> Any:
                            f"{limits.max_integer_digits} digits")
         return int(text)
     return parse
+
+
+def check_human_input(limits: InputLimits, *, ids: dict[str, str | None],
+                      texts: dict[str, str | None] | None = None) -> None:
+    """What a person types (ids, a reason, a note) within ``limits``: checked before
+    anything about it is journaled — a refusal is journaled too."""
+    for where, value in ids.items():
+        check_id(value, limits=limits, where=where)
+    for where, text in (texts or {}).items():
+        check_value(text, limits=limits, where=where)

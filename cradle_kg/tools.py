@@ -230,9 +230,9 @@ class ToolRegistry:
     def records(self) -> list[ToolRecord]:
         return [s.record(has_lookup=s.id in self._lookups) for s in self.specs()]
 
-    # INVARIANT: only the gateway calls these two.
-    def _implementation(self, tool_id: str) -> ToolFunction:
+    # INVARIANT: only the gateway calls these two (tests/test_architecture.py holds it to that)
+    def implementation(self, tool_id: str) -> ToolFunction:
         return self._impls[tool_id]
 
-    def _lookup(self, tool_id: str) -> LookupFunction | None:
+    def lookup_for(self, tool_id: str) -> LookupFunction | None:
         return self._lookups.get(tool_id)

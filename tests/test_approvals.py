@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from cradle_kg import OutcomeStatus, Runtime
-from cradle_kg.approvals import token_hash
 from cradle_kg.config import Approver
 from cradle_kg.demo.ledger import Ledger
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER
 from cradle_kg.errors import ApprovalError
+from cradle_kg.loop.approvals import token_hash
 from cradle_kg.records import Agent, ApprovalStatus, Permission
 from cradle_kg.runs import show_run
 
@@ -179,7 +179,7 @@ def test_an_approval_that_expires_before_execution_is_not_used(art: Runtime,
     out = art.submit(close("p"))
     assert out.status is OutcomeStatus.AWAITING_APPROVAL
     assert closes(art.home.root) == []
-    from cradle_kg.approvals import effective_status
+    from cradle_kg.loop.approvals import effective_status
 
     expired = art.approvals.get(aid).approval
     assert expired.status is ApprovalStatus.APPROVED  # what was decided ...

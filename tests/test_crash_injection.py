@@ -17,8 +17,8 @@ from pathlib import Path
 from types import ModuleType
 
 from cradle_kg import Runtime
+from cradle_kg.crashpoints import CRASH_POINTS
 from cradle_kg.demo.ledger import Ledger
-from cradle_kg.gateway import CRASH_POINTS
 
 from .conftest import proposal
 

@@ -10,7 +10,8 @@ import pytest
 from cradle_kg import OutcomeStatus, Runtime, Verdict
 from cradle_kg.config import Limit
 from cradle_kg.errors import PolicyError
-from cradle_kg.gates.pre import CHECKS, Finding
+from cradle_kg.loop.gate1.checks import CHECK_NAMES
+from cradle_kg.loop.gate1.findings import Finding
 from cradle_kg.records import CheckStatus
 
 from .conftest import make_config, proposal, register_test_tools
@@ -27,7 +28,7 @@ def test_allowed_proposal_passes_all_eleven_checks_in_order(rt: Runtime) -> None
     out = rt.submit(proposal("p1", "demo.ledger.credit", {"account": "a1", "amount": 5}))
     assert out.status is OutcomeStatus.EXECUTED
     assert out.decision is not None
-    assert [c.check for c in out.decision.checks] == list(CHECKS)
+    assert [c.check for c in out.decision.checks] == list(CHECK_NAMES)
     assert out.decision.policy_version.startswith("sha256:")
     assert [p.policy_id for p in out.decision.policy_results] == ["demo-ledger-agents"]
     assert out.decision.granted_to == "agent:ledger-assistant"

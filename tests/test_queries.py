@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from cradle_kg import Runtime
 from cradle_kg.cli import app
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, DemoStep, run_demo
 from cradle_kg.errors import QueryError, QueryRefusedError, UnknownNameError
@@ -36,7 +37,6 @@ from cradle_kg.graph.queries import (
 from cradle_kg.graph.store import GraphStore
 from cradle_kg.journal import Journal
 from cradle_kg.records import ApprovalStatus, AuditEvent, Outcome
-from cradle_kg.runtime import Runtime
 
 C = "https://w3id.org/cradle#"
 REQUIRED = ("why-allowed", "approvals", "task-effects", "evidence-chain",

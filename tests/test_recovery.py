@@ -15,11 +15,10 @@ from typing import Any
 import pytest
 
 from cradle_kg import OutcomeStatus, Runtime
+from cradle_kg.crashpoints import CRASH_POINTS
 from cradle_kg.demo.ledger import Ledger
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.demo.tools import ledger_for
-from cradle_kg.gateway import CRASH_POINTS
-from cradle_kg.recovery import dangling_intents
 from cradle_kg.runs import show_run
 
 from .conftest import proposal
@@ -117,7 +116,7 @@ def test_sigkill_at_each_point_then_restart(home: Path, point: str,
         else:
             assert [i.result for i in report.items] == [EXPECTED[point]]
             assert report.items[0].outcome == "executed"
-        assert dangling_intents(rt.journal) == []
+        assert rt.journal.dangling_intents() == []
         # the agent submits again after the restart: one effect, never two
         again = rt.submit(tool_proposal)
         assert again.status is OutcomeStatus.EXECUTED
@@ -158,7 +157,7 @@ NONE_TOOL = """
 from pathlib import Path
 from pydantic import BaseModel
 from cradle_kg import ToolSpec
-from cradle_kg.gateway import crashpoint
+from cradle_kg.crashpoints import crashpoint
 from cradle_kg.records import IdempotencyClass, SideEffectClass
 from tests.conftest import EchoOut, Echo, _verify_ok
 
@@ -204,7 +203,7 @@ def test_idempotency_none_is_never_replayed_but_opens_a_human_task(home: Path) -
         assert [i.result for i in report.items] == ["human_task"]
         assert "never replayed" in report.items[0].detail
         assert_no_lost_events(rt, log)
-        assert dangling_intents(rt.journal) == []
+        assert rt.journal.dangling_intents() == []
         summary, events = show_run(rt.journal, "run:task-p-mail")
         assert summary.status == "escalated" and len(summary.human_tasks) == 1
         task = next(e for e in events if e.kind == "human_task.opened")
@@ -259,7 +258,7 @@ def test_an_intent_in_flight_in_a_live_process_is_left_alone(home: Path) -> None
                              stdout=subprocess.PIPE, text=True)
     try:
         with Runtime(home, recover=False) as rt:
-            while not dangling_intents(rt.journal):
+            while not rt.journal.dangling_intents():
                 assert child.poll() is None
             report = rt.recover()
             assert [i.result for i in report.items] == ["in_flight"]

@@ -15,8 +15,8 @@ from cradle_kg import (
     VerifierReport,
 )
 from cradle_kg.demo.scenario import ledger_entries
-from cradle_kg.escalation import open_tasks
-from cradle_kg.gates.pre import Finding
+from cradle_kg.loop.escalation import open_tasks
+from cradle_kg.loop.gate1.findings import Finding
 from cradle_kg.records import (
     IdempotencyClass,
     SideEffectClass,

@@ -12,9 +12,9 @@ from typing import Annotated
 
 import typer
 
-from ..approvals import effective_status
 from ..canonical import parse_iso
 from ..errors import CradleError, InputError
+from ..loop.approvals import effective_status
 from ..records import ApprovalStatus
 from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
 from .core import open_runtime
@@ -69,7 +69,7 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
                 approval = rt.view_approval(approval_id, viewer=viewer)
             else:
                 approval = rt.approvals.get(approval_id).approval
-            proposal = rt._requested_proposal(approval)
+            proposal = rt.approvals.requested_proposal(approval)
         except CradleError as exc:
             fail(exc, code=1 if exc.code == "approval_error" else 2)
     print_json({"approval": approval.model_dump(mode="json"),

@@ -13,10 +13,10 @@ from ..config import load_config
 from ..errors import CradleError, InputError, UnknownNameError
 from ..home import Home, resolve_home
 from ..journal import Anchor, ChainReport, Journal, verify_journal
-from ..proposals import read_proposal
+from ..loop.proposal import read_proposal
+from ..loop.runtime import Runtime
 from ..records import SCHEMAS, OutcomeStatus
 from ..runs import list_runs, show_run
-from ..runtime import Runtime
 from .common import (
     Format,
     FormatOpt,

@@ -78,7 +78,7 @@ def pack_validate(folder: Path, fmt: FormatOpt = Format.TABLE, home: HomeOpt = N
 
 def run_example(pack_ref: str, example: dict[str, Any], home: Path) -> dict[str, Any]:
     """One input through the governed loop with that pack, in ``home``."""
-    from ..runtime import Runtime
+    from ..loop.runtime import Runtime
 
     registry = PackRegistry.discover(home)
     pack = registry.get(pack_ref)

@@ -10,7 +10,7 @@ import typer
 
 from ..errors import CradleError
 from ..home import resolve_home
-from ..runtime import Runtime
+from ..loop.runtime import Runtime
 from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
 
 

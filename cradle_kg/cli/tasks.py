@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from ..errors import CradleError, InputError
-from ..escalation import open_tasks
+from ..loop.escalation import open_tasks
 from .approvals import AsOpt, TokenOpt
 from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
 from .core import open_journal, open_runtime

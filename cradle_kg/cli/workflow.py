@@ -90,7 +90,7 @@ def autonomy_status(workflow: Wf, step: StepArg, home: HomeOpt = None,
                     fmt: FormatOpt = Format.TABLE) -> None:
     """Stage, sample, rule (readable), reproduction rate and shadow agreement."""
     with open_runtime(home) as rt:
-        book = AutonomyBook(rt.journal, rt.approvals, append=rt._append, clock=rt.clock)
+        book = AutonomyBook(rt.journal, rt.approvals, append=rt.context.append, clock=rt.clock)
         st = book.state(workflow, step)
         sample = len(book.history(workflow, step))
         fresh, agreed = book.agreement(st)
@@ -115,7 +115,7 @@ def autonomy_status(workflow: Wf, step: StepArg, home: HomeOpt = None,
 def autonomy_propose(workflow: Wf, step: StepArg, by: AsOpt, home: HomeOpt = None) -> None:
     """Learn a rule from the human decisions (nothing below the minimum sample)."""
     with open_runtime(home) as rt:
-        book = AutonomyBook(rt.journal, rt.approvals, append=rt._append, clock=rt.clock)
+        book = AutonomyBook(rt.journal, rt.approvals, append=rt.context.append, clock=rt.clock)
         proposal = book.propose(workflow, step, by=by)
         if proposal is None:
             st = book.state(workflow, step)
@@ -156,7 +156,7 @@ def autonomy_halt(workflow: Wf, step: StepArg, by: AsOpt,
 
 def _command(home: Path | None, action: Callable[[AutonomyBook], object], done: str) -> None:
     with open_runtime(home) as rt:
-        book = AutonomyBook(rt.journal, rt.approvals, append=rt._append, clock=rt.clock)
+        book = AutonomyBook(rt.journal, rt.approvals, append=rt.context.append, clock=rt.clock)
         try:
             action(book)
         except AutonomyError as exc:
@@ -177,7 +177,7 @@ def budgets_set(level: Annotated[str, typer.Option("--level", help="tenant|workf
     lvl: Level = level
     with open_runtime(home) as rt:
         book = BudgetBook(rt.journal)
-        rt._append([book.set_event(Budget(level=lvl, subject=subject, limit=limit), by=by,
+        rt.context.append([book.set_event(Budget(level=lvl, subject=subject, limit=limit), by=by,
                                    now=rt.clock())])
     console.print(f"budget {clean(level)}:{clean(subject)} = {limit:g}", highlight=False)
 

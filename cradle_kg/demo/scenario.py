@@ -39,12 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..approvals import token_hash
 from ..config import Approver, Limit, RuntimeConfig, save_config
+from ..loop.approvals import token_hash
+from ..loop.runtime import Runtime
 from ..packs.loader import Pack
 from ..packs.registry import PackRegistry
 from ..records import Agent, Outcome, OutcomeStatus, Permission
-from ..runtime import Runtime
 from .ledger import Ledger
 from .tools import ledger_for
 

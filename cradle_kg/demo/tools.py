@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..gateway import crashpoint
+from ..crashpoints import crashpoint
 from ..records import IdempotencyClass, SideEffectClass, VerificationCheck, VerificationStatus
 from ..tools import ToolCall, ToolSpec
 from ..verifiers import VerifierReport, VerifyRequest
 from .ledger import Ledger
 
 if TYPE_CHECKING:
-    from ..runtime import Runtime
+    from ..loop.runtime import Runtime
 
 V = VerificationStatus
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from ..crashpoints import crashpoint
 from ..errors import GraphStoreError
-from ..gateway import crashpoint
 from ..journal import Journal
 from ..records import AuditEvent
 from .project import event_retractions, event_triples, project_event, run_graph

@@ -41,8 +41,8 @@ import shutil
 from pathlib import Path
 from types import TracebackType
 
+from ..crashpoints import crashpoint
 from ..errors import GraphBusyError, GraphStoreError
-from ..gateway import crashpoint
 
 #: where ``CRADLE_CRASH_AT`` can kill a rebuild (the crash tests visit each one)
 REBUILD_CRASH_POINTS = (

@@ -3,7 +3,7 @@
 Every route needs ``Authorization: Bearer <token>`` (see :mod:`cradle_kg.server.auth`).
 Outcomes are data: a denied proposal is a 200 whose body says ``denied``; an approval
 that cannot be given (self-approval, wrong scope, already decided) is a 403 with the
-reason. Writes go through one :class:`~cradle_kg.runtime.Runtime`, one at a time.
+reason. Writes go through one :class:`~cradle_kg.loop.runtime.Runtime`, one at a time.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from ..errors import (
     UnknownNameError,
 )
 from ..inputs import InputLimits, load_json
-from ..proposals import read_proposal
+from ..loop.proposal import read_proposal
+from ..loop.runtime import Runtime
 from ..records import ApprovalStatus, Outcome
 from ..runs import list_runs, show_run
-from ..runtime import Runtime
 from .auth import Caller, authenticate
 
 T = TypeVar("T")
@@ -179,7 +179,7 @@ def make_router(runtime: Runtime) -> APIRouter:
     def approval(approval_id: str, who: Who) -> dict[str, Any]:
         def view() -> dict[str, Any]:
             a = runtime.view_approval(approval_id, viewer=who.identity)
-            proposal = runtime._requested_proposal(a)
+            proposal = runtime.approvals.requested_proposal(a)
             return {"approval": a.model_dump(mode="json"),
                     "action": proposal.action.model_dump(mode="json"),
                     "proposed_by": proposal.agent_id}

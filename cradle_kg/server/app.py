@@ -38,7 +38,7 @@ from .guard import MAX_BODY_BYTES, BodyLimit, SecurityHeaders
 from .worker import Job, Limits, WorkerPool, wire_term
 
 if TYPE_CHECKING:
-    from ..runtime import Runtime
+    from ..loop.runtime import Runtime
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -95,7 +95,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
                       limits=limits)
     runtime: Runtime | None = None
     if not settings.files and settings.home is not None:
-        from ..runtime import Runtime
+        from ..loop.runtime import Runtime
 
         # graph_sync off: the server never holds the home's on-disk graph store, so the
         # CLI and other runtimes keep it; the workers project from the journal themselves

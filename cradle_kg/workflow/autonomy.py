@@ -26,8 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..approvals import ApprovalBook
 from ..journal import Journal, NewEvent
+from ..loop.approvals import ApprovalBook
 from ..records import AuditEvent
 from .errors import AutonomyError
 from .rules import Rule, Sample, learn, reproduction

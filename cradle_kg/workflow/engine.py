@@ -44,7 +44,7 @@ from .steps import (
 )
 
 if TYPE_CHECKING:
-    from ..runtime import Runtime
+    from ..loop.runtime import Runtime
 
 ENGINE_ACTOR = "cradle-kg/workflow"
 Key = tuple[str, str]
@@ -129,14 +129,14 @@ class Engine:
         self.model_override = model_override
         self.budgets = BudgetBook(runtime.journal)
         self.autonomy = AutonomyBook(runtime.journal, runtime.approvals,
-                                     append=runtime._append, clock=runtime.clock)
+                                     append=runtime.context.append, clock=runtime.clock)
 
     # --- journal -----------------------------------------------------------------
 
     def _emit(self, run_id: str, kind: str, subject: str, payload: dict[str, Any], *,
               actor: str = ENGINE_ACTOR, at: datetime | None = None) -> AuditEvent:
         # INVARIANT: one clock reading per event, and every reading is journaled
-        return self.rt._append([NewEvent(run_id=run_id, kind=kind, subject=subject,
+        return self.rt.context.append([NewEvent(run_id=run_id, kind=kind, subject=subject,
                                          actor=actor, at=at or self.rt.clock(),
                                          payload=payload)])[0]
 
@@ -213,7 +213,7 @@ class Engine:
             raise InputError(f"step `{step_id}`: decision: {brief(exc)}") from exc
         now = self.rt.clock()
         rp = request.payload
-        self.rt._append([NewEvent(
+        self.rt.context.append([NewEvent(
             run_id=run_id, kind="human.decided", subject=f"step:{run_id}/{step_id}", actor=by,
             at=now, payload={
                 "workflow": wf.id, "step": step_id, "input_hash": input_hash,
@@ -311,7 +311,7 @@ class Engine:
                 "response": response.model_dump(mode="json"), "cost": step.cost,
                 "tenant": wf.tenant, "workflow": wf.id})
             for standing in self.budgets.alerts(scope):
-                self.rt._append([alert_event(standing, run_id=run_id, actor=ENGINE_ACTOR,
+                self.rt.context.append([alert_event(standing, run_id=run_id, actor=ENGINE_ACTOR,
                                              now=self.rt.clock())])
             try:
                 output = step.output_model.model_validate_json(response.content)

@@ -2,7 +2,7 @@
 
 In Temporal's terms the gates, decisions and transitions are workflow code (re-run),
 while tool calls, verifier reads and model calls are activities (served from history).
-:class:`SandboxRuntime` is an ordinary :class:`~cradle_kg.runtime.Runtime` — plugins and
+:class:`SandboxRuntime` is an ordinary :class:`~cradle_kg.loop.runtime.Runtime` — plugins and
 packs register through the same hooks — except that every tool and verifier it registers
 is wrapped:
 
@@ -13,8 +13,8 @@ is wrapped:
   :class:`NotReplayable` (the gateway turns that into an observation error). A verifier
   without a recording answers ``inconclusive``: replay never claims what it did not read.
 
-Every append goes through :meth:`SandboxRuntime._append`, where the replay driver
-flushes recorded context and compares what was produced.
+Every append goes through the sandbox's loop context (:class:`ReplayContext`), where
+the replay driver flushes recorded context and compares what was produced.
 """
 
 from __future__ import annotations
@@ -30,9 +30,12 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from ..canonical import parse_iso
-from ..gates.pre import DomainValidator, Finding
-from ..gateway import Gateway
-from ..journal import NewEvent
+from ..config import RuntimeConfig
+from ..journal import Journal, NewEvent
+from ..loop.context import Clock, LoopContext
+from ..loop.gate1.findings import DomainValidator, Finding
+from ..loop.lease import WorkerLease
+from ..loop.runtime import Runtime
 from ..records import (
     AuditEvent,
     Proposal,
@@ -40,8 +43,6 @@ from ..records import (
     VerificationCheck,
     VerificationStatus,
 )
-from ..recovery import WorkerLease
-from ..runtime import Runtime
 from ..tools import LookupFunction, ToolCall, ToolFunction, ToolSpec
 from ..verifiers import VerifierFunction, VerifierReport, VerifyRequest
 
@@ -107,6 +108,27 @@ class _ReplayLease(WorkerLease):
         self._real.release()
 
 
+class ReplayContext(LoopContext):
+    """The loop's context in a sandbox: the replay driver watches every append."""
+
+    def __init__(self, journal: Journal, *, config: RuntimeConfig, clock: Clock,
+                 lease: WorkerLease, hook: AppendHook | None) -> None:
+        super().__init__(journal, config=config, clock=clock, lease=lease)
+        self.hook = hook
+
+    def append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
+        if self.hook is not None:
+            self.hook.before(events)
+        written = super().append(events)
+        if self.hook is not None:
+            self.hook.after(written)
+        return written
+
+    def append_recorded(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
+        """Append recorded events as they are (listeners still see them, the hook does not)."""
+        return super().append(events)
+
+
 class SandboxRuntime(Runtime):
     def __init__(self, home: Path, *, recording: Recording, strict: bool,
                  clock: Callable[[], datetime], hook: AppendHook | None = None,
@@ -116,24 +138,20 @@ class SandboxRuntime(Runtime):
         self._strict = strict
         self._hook = hook
         super().__init__(home, clock=clock, graph_sync=False)
-        self.lease = _ReplayLease(self.lease, worker)
+        self.context.lease = _ReplayLease(self.context.lease, worker)
         if gateway_clock is not None:
             # the gateway's "call started" reading is not journaled: replay feeds it apart
-            self.gateway = Gateway(self.tools, append=self._append, clock=gateway_clock)
+            self.gateway.clock = gateway_clock
 
-    # --- the append seam -----------------------------------------------------------
+    def _new_context(self, journal: Journal, *, config: RuntimeConfig, clock: Clock,
+                     lease: WorkerLease) -> LoopContext:
+        self.replay_context = ReplayContext(journal, config=config, clock=clock, lease=lease,
+                                            hook=self._hook)
+        return self.replay_context
 
     def append_recorded(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
         """Append recorded events as they are (listeners still see them)."""
-        return super()._append(events)
-
-    def _append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
-        if self._hook is not None:
-            self._hook.before(events)
-        written = super()._append(events)
-        if self._hook is not None:
-            self._hook.after(written)
-        return written
+        return self.replay_context.append_recorded(events)
 
     # --- recorded activities -------------------------------------------------------
 

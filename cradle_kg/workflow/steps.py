@@ -30,7 +30,7 @@ from ..errors import InputError
 from .errors import WorkflowError
 
 if TYPE_CHECKING:
-    from ..runtime import Runtime
+    from ..loop.runtime import Runtime
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -44,10 +44,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cradle_kg.approvals import token_hash
 from cradle_kg.canonical import content_hash
 from cradle_kg.config import Approver, RuntimeConfig
-from cradle_kg.gates.pre import Finding
+from cradle_kg.loop.approvals import token_hash
+from cradle_kg.loop.gate1.findings import Finding
 from cradle_kg.records import (
     Agent,
     ApprovalStatus,
@@ -74,8 +74,8 @@ from .validators.goods_line import validate_goods_line
 from .verifiers.hs import hs_code_exists, legal_source_current, required_permit_resolution
 
 if TYPE_CHECKING:
+    from cradle_kg import Runtime
     from cradle_kg.packs.loader import Pack
-    from cradle_kg.runtime import Runtime
 
 V = VerificationStatus
 

@@ -46,9 +46,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cradle_kg.approvals import token_hash
 from cradle_kg.config import Approver, RuntimeConfig
-from cradle_kg.gates.pre import Finding
+from cradle_kg.loop.approvals import token_hash
+from cradle_kg.loop.gate1.findings import Finding
 from cradle_kg.records import (
     Agent,
     ApprovalStatus,
@@ -85,8 +85,8 @@ from .validators import rules
 from .verifiers.checks import deployed_commit_matches, incident_resolved, service_healthy
 
 if TYPE_CHECKING:
+    from cradle_kg import Runtime
     from cradle_kg.packs.loader import Pack
-    from cradle_kg.runtime import Runtime
 
 V = VerificationStatus
 Env = Literal["staging", "production"]

@@ -29,6 +29,7 @@ from typing import Any
 from unittest import mock
 
 import cradle_kg
+from cradle_kg import Runtime
 from cradle_kg.canonical import canonical_json, parse_iso
 from cradle_kg.demo import ledger as demo_ledger
 from cradle_kg.demo import tools as demo_tools
@@ -39,7 +40,6 @@ from cradle_kg.journal import Journal, NewEvent
 from cradle_kg.policy import PolicyEngine
 from cradle_kg.policy.cedar import PolicySource
 from cradle_kg.records import ApprovalStatus
-from cradle_kg.runtime import Runtime
 from cradle_kg.workflow import Budget, BudgetBook, Engine, RecordedClient
 from cradle_kg.workflow.examples import invoice_triage
 
@@ -121,7 +121,7 @@ def invoice_workflow(home: Path) -> None:
     prepare_home(home)
     client = RecordedClient.from_file(GOLDEN / "recordings" / "invoice_triage.json")
     with pinned_runtime(home) as rt:
-        rt._append([BudgetBook(rt.journal).set_event(
+        rt.context.append([BudgetBook(rt.journal).set_event(
             Budget(level="workflow", subject="invoice-triage", limit=5.0), by="user:ops",
             now=rt.clock())])
         engine = Engine(rt, client=client, packages={"cradle-kg": cradle_kg.__version__})

@@ -44,7 +44,7 @@ import typer
 from cradle_kg.cli import app
 from cradle_kg.cli.common import report_error
 from cradle_kg.errors import CradleError
-from cradle_kg import gateway
+from cradle_kg import crashpoints
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
@@ -56,7 +56,7 @@ def child(req):
     out = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(out, 1); os.dup2(out, 2)
     if req.get("crash"):
-        gateway.arm(req["crash"], at_pass=req.get("at_pass", 1))
+        crashpoints.arm(req["crash"], at_pass=req.get("at_pass", 1))
     if req["op"] == "cli":
         try:
             COMMAND.main(args=req["argv"], prog_name="cradle-kg")

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, run_demo
 from cradle_kg.records import Outcome
-from cradle_kg.runtime import Runtime
 
 #: the limits of the test server: small, so runaway queries hit them quickly
 TIMEOUT_SECONDS = 3.0

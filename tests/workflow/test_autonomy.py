@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from cradle_kg import Runtime
 from cradle_kg.errors import ApprovalError
-from cradle_kg.runtime import Runtime
 from cradle_kg.workflow import AutonomyBook, AutonomyError, Engine, RecordedClient, Stage
 from cradle_kg.workflow.rules import Rule
 from tests.workflow.conftest import ADMIN, ADMIN_TOKEN
@@ -42,7 +42,7 @@ class Human:
 
 
 def _book(rt: Runtime) -> AutonomyBook:
-    return AutonomyBook(rt.journal, rt.approvals, append=rt._append, clock=rt.clock)
+    return AutonomyBook(rt.journal, rt.approvals, append=rt.context.append, clock=rt.clock)
 
 
 def _decide(rt: Runtime, human: Human, n: int, *, noise: float | None = None) -> None:

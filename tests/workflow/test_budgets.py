@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cradle_kg.runtime import Runtime
+from cradle_kg import Runtime
 from cradle_kg.workflow import Budget, BudgetBook, Engine
 from cradle_kg.workflow.budgets import Level
 from cradle_kg.workflow.examples import invoice_triage
@@ -16,7 +16,7 @@ COST = invoice_triage().step("classify").cost  # type: ignore[attr-defined]
 
 
 def _set(rt: Runtime, level: Level, subject: str, limit: float) -> None:
-    rt._append([BudgetBook(rt.journal).set_event(Budget(level=level, subject=subject,
+    rt.context.append([BudgetBook(rt.journal).set_event(Budget(level=level, subject=subject,
                                                         limit=limit), by="user:ops",
                                                  now=rt.clock())])
 

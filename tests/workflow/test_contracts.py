@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from cradle_kg import Runtime
 from cradle_kg.canonical import canonical_json
-from cradle_kg.runtime import Runtime
 from cradle_kg.workflow import Engine
 from cradle_kg.workflow.examples import MESSAGE_FIELDS_FOR_MODEL, invoice_triage
 from tests.workflow.conftest import recorded, triage

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cradle_kg.runtime import Runtime
+from cradle_kg import Runtime
 from cradle_kg.workflow import (
     ChatMessage,
     Engine,

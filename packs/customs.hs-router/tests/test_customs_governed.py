@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from cradle_kg import Runtime
 from cradle_kg.packs.registry import PackRegistry
-from cradle_kg.runtime import Runtime
 
 PACK = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((PACK / "examples").glob("*.json"))

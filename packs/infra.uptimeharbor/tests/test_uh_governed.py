@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
+from cradle_kg import Runtime
 from cradle_kg.packs.registry import PackRegistry
-from cradle_kg.runtime import Runtime
 
 PACK = Path(__file__).resolve().parent.parent
 VERSION = yaml.safe_load((PACK / "manifest.yaml").read_text(encoding="utf-8"))["version"]

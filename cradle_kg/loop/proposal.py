@@ -4,7 +4,8 @@
 loader of :mod:`cradle_kg.inputs`; ``parse_proposal`` takes a decoded value or a
 :class:`~cradle_kg.records.Proposal` and checks it against the home's limits. Both raise a
 one-line :class:`~cradle_kg.errors.ProposalError` (or :class:`InputTooLargeError` for too
-many bytes) and journal nothing.
+many bytes) and journal nothing. ``recorded_answer`` answers the identical proposal,
+submitted again, from the record.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .canonical import canonical_json
-from .errors import InputError, InputTooLargeError, ProposalError
-from .inputs import DEFAULT_LIMITS, InputLimits, check_value, load_json
-from .records import Proposal
+from ..canonical import canonical_json
+from ..errors import InputError, InputTooLargeError, ProposalError
+from ..inputs import DEFAULT_LIMITS, InputLimits, check_value, load_json
+from ..journal import NewEvent
+from ..records import Outcome, OutcomeStatus, Proposal
+from .context import LoopContext
 
 
 def read_proposal(data: str | bytes, limits: InputLimits = DEFAULT_LIMITS, *,
@@ -74,3 +77,24 @@ def _validation_message(exc: ValidationError) -> str:
     else:
         message = first["msg"].lower()
     return f"proposal: `{loc}`: {message}{more}" if loc else f"proposal: {message}{more}"
+
+
+def recorded_answer(ctx: LoopContext, proposal: Proposal) -> Outcome | None:
+    """The identical proposal again: its recorded outcome, once it has a final one.
+
+    An outcome still waiting (for an approval, or for another submission holding the
+    key) is not final: the proposal goes through the loop again, as it always did.
+    """
+    event = ctx.journal.latest_outcome(proposal.effective_run_id, proposal.id)
+    if event is None:
+        return None
+    recorded = Outcome.model_validate(event.payload["outcome"])
+    if recorded.status in (OutcomeStatus.AWAITING_APPROVAL, OutcomeStatus.IN_PROGRESS):
+        return None
+    ctx.append([NewEvent(
+        run_id=proposal.effective_run_id, kind="proposal.replayed", subject=proposal.id,
+        actor=proposal.agent_id, at=ctx.clock(),
+        payload={"proposal_id": proposal.id, "attempt": proposal.attempt,
+                 "outcome_seq": event.seq, "status": str(recorded.status)})])
+    return recorded.model_copy(update={"replayed": True})
+

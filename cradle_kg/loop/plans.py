@@ -13,15 +13,21 @@ A step never runs before all of its dependencies executed and verified.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from .errors import InputError
-from .journal import NewEvent
-from .records import RUNTIME_ACTOR, AbortPolicy, Outcome, OutcomeStatus, Plan, PlanStep
-
-if TYPE_CHECKING:
-    from .runtime import Runtime
+from ..errors import InputError
+from ..journal import NewEvent
+from ..records import (
+    RUNTIME_ACTOR,
+    AbortPolicy,
+    Outcome,
+    OutcomeStatus,
+    Plan,
+    PlanStep,
+    Proposal,
+)
+from .context import LoopContext
 
 
 @dataclass
@@ -62,13 +68,15 @@ def ordered_steps(plan: Plan) -> list[PlanStep]:
     return [by_id[pid] for pid in done]
 
 
-def run_plan(runtime: Runtime, plan: Plan) -> PlanOutcome:
+def run_plan(ctx: LoopContext, plan: Plan, *,
+             submit: Callable[[Proposal], Outcome]) -> PlanOutcome:
+    """Run ``plan`` step by step, each step submitted through the whole loop."""
     steps = ordered_steps(plan)
     run_id = f"run:plan:{plan.id}"
     result = PlanOutcome(plan.id, run_id)
-    runtime._append([NewEvent(run_id=run_id, kind="plan.started", subject=plan.id,
-                              actor=RUNTIME_ACTOR, at=runtime.clock(),
-                              payload={"plan": plan.model_dump(mode="json")})])
+    ctx.append([NewEvent(run_id=run_id, kind="plan.started", subject=plan.id,
+                         actor=RUNTIME_ACTOR, at=ctx.clock(),
+                         payload={"plan": plan.model_dump(mode="json")})])
     stopped: str | None = None
     for step in steps:
         pid = step.proposal.id
@@ -83,15 +91,15 @@ def run_plan(runtime: Runtime, plan: Plan) -> PlanOutcome:
         proposal = step.proposal
         if proposal.run_id is None:
             proposal = proposal.model_copy(update={"run_id": run_id})
-        outcome = runtime.submit(proposal)
+        outcome = submit(proposal)
         result.outcomes[pid] = outcome
         if outcome.status is not OutcomeStatus.EXECUTED and (
                 plan.abort_policy is AbortPolicy.ABORT_REMAINING):
             stopped = pid
-    runtime._append([NewEvent(run_id=run_id, kind="plan.finished", subject=plan.id,
-                              actor=RUNTIME_ACTOR, at=runtime.clock(),
-                              payload={"status": result.status,
-                                       "outcomes": {k: str(v.status)
-                                                    for k, v in result.outcomes.items()},
-                                       "skipped": result.skipped})])
+    ctx.append([NewEvent(run_id=run_id, kind="plan.finished", subject=plan.id,
+                         actor=RUNTIME_ACTOR, at=ctx.clock(),
+                         payload={"status": result.status,
+                                  "outcomes": {k: str(v.status)
+                                               for k, v in result.outcomes.items()},
+                                  "skipped": result.skipped})])
     return result

@@ -5,57 +5,24 @@ attempt and input hash) is committed durably *before* the tool is called, and th
 travels to the tool. The tool's answer becomes an :class:`ExecutionObservation` — data,
 not truth — which is journaled before anything reads it.
 
-Crash points: setting ``CRADLE_CRASH_AT`` to one of :data:`CRASH_POINTS` (optionally
-``point:N``, the N-th pass) makes the process kill itself with SIGKILL there. The
-crash-recovery tests use it to die at each point of the lifecycle; it costs one string
-comparison otherwise.
+The gateway is the only caller of a tool's side-effecting function and of its lookup.
+Crash points (:mod:`cradle_kg.crashpoints`) mark where the harness may kill the process.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import BaseModel, ValidationError
 
-from .canonical import content_hash, iso
-from .journal import IdempotencyKeyTaken, NewEvent
-from .records import Action, AuditEvent, ExecutionObservation, ObservedSideEffect
-from .tools import ToolCall, ToolRegistry, ToolSpec
-
-CRASH_POINTS = (
-    "before_intent",
-    "after_intent",
-    "during_call",
-    "after_call",
-    "before_verification",
-    "before_commit",
-)
-_CRASH_AT, _, _CRASH_PASS = os.environ.get("CRADLE_CRASH_AT", "").partition(":")
-#: ``CRADLE_CRASH_AT=point:N`` dies at the N-th pass through the point (default the first)
-_crash_countdown = int(_CRASH_PASS or 1)
-
-
-def arm(point: str, *, at_pass: int = 1) -> None:
-    """Arm a crash point in this process (the harness does it in forked children)."""
-    global _CRASH_AT, _crash_countdown
-    _CRASH_AT, _crash_countdown = point, at_pass
-
-
-def crashpoint(name: str) -> None:
-    """Die here, for real, when the crash-injection harness asks for it."""
-    global _crash_countdown
-    if name == _CRASH_AT:
-        _crash_countdown -= 1
-        if _crash_countdown <= 0:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
-Append = Callable[[Sequence[NewEvent]], list[AuditEvent]]
-Clock = Callable[[], datetime]
+from ..canonical import content_hash, iso
+from ..crashpoints import crashpoint
+from ..journal import IdempotencyKeyTaken, NewEvent
+from ..records import Action, ExecutionObservation, ObservedSideEffect
+from ..tools import ToolCall, ToolRegistry, ToolSpec
+from .context import Clock, LoopContext
 
 
 @dataclass(frozen=True)
@@ -79,10 +46,11 @@ def call_actor(action: Action) -> str | None:
 
 
 class Gateway:
-    def __init__(self, tools: ToolRegistry, *, append: Append, clock: Clock) -> None:
-        self._tools = tools
-        self._append = append
-        self._clock = clock
+    def __init__(self, tools: ToolRegistry, ctx: LoopContext, *, clock: Clock) -> None:
+        self.tools = tools
+        self.ctx = ctx
+        #: the "call started" and "observed" readings (a replay feeds its own)
+        self.clock = clock
 
     def execute(self, *, spec: ToolSpec, action: Action, call: ToolCall,
                 before: Sequence[NewEvent], intent: NewEvent) -> GatewayResult:
@@ -93,7 +61,7 @@ class Gateway:
         """
         crashpoint("before_intent")
         try:
-            self._append([*before, intent])
+            self.ctx.append([*before, intent])
         except IdempotencyKeyTaken as taken:
             raise KeyAlreadyClaimed(taken.key) from taken
         crashpoint("after_intent")
@@ -108,7 +76,7 @@ class Gateway:
         """
         # INVARIANT: a retry never writes a second intent: the key was claimed once
         assert retry.kind == "action.retry" and retry.idem_key is None
-        self._append([retry])
+        self.ctx.append([retry])
         crashpoint("after_intent")
         return self._call(spec, action, call, retry.run_id)
 
@@ -120,10 +88,10 @@ class Gateway:
         ``None`` means the remote system has no trace of the key. A lookup that raises
         propagates: the caller cannot know, and must not guess.
         """
-        lookup = self._tools._lookup(spec.id)
+        lookup = self.tools.lookup_for(spec.id)
         if lookup is None:
             raise LookupError(f"tool `{spec.ref}` has no lookup")
-        started = self._clock()
+        started = self.clock()
         raw = lookup(call)
         if raw is None:
             return None
@@ -132,11 +100,11 @@ class Gateway:
 
     def _call(self, spec: ToolSpec, action: Action, call: ToolCall,
               run_id: str) -> GatewayResult:
-        started = self._clock()
+        started = self.clock()
         raw: BaseModel | dict[str, object] | None = None
         error: str | None = None
         try:
-            fn = self._tools._implementation(spec.id)
+            fn = self.tools.implementation(spec.id)
             raw = fn(call)
         except Exception as exc:  # the tool failed: an observation, not a crash
             error = f"tool `{spec.ref}` raised {type(exc).__name__}: {exc}"
@@ -156,7 +124,7 @@ class Gateway:
         elif error is None:
             output_error = f"tool `{spec.ref}` returned nothing"
         observation = self._observation(spec, action, output, raw, error or output_error)
-        self._append([NewEvent(
+        self.ctx.append([NewEvent(
             run_id=run_id, kind="action.observed", subject=action.id,
             actor=f"tool:{spec.ref}", at=observation.observed_at,
             payload={"observation": observation.model_dump(mode="json"),
@@ -182,7 +150,7 @@ class Gateway:
             execution_id=action.id,
             tool_id=spec.id,
             raw_result_ref=out_hash,
-            observed_at=self._clock(),
+            observed_at=self.clock(),
             side_effects=side_effects,
             output=data if isinstance(data, dict) else {},
             output_hash=out_hash,

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from threading import Lock
 
+from ..graph.project import event_retractions, event_triples, ntriples
+from ..graph.shacl import ShaclEngine, load_shapes, make_engine
+from ..graph.vocab import INTEGRITY_SHAPES_FILE
 from ..journal import GENESIS_HASH, Journal, NewEvent
 from ..records import AuditEvent
-from .project import event_retractions, event_triples, ntriples
-from .shacl import ShaclEngine, load_shapes, make_engine
-from .vocab import INTEGRITY_SHAPES_FILE
 
 
 def _pending(ev: NewEvent) -> AuditEvent:

@@ -21,14 +21,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..canonical import canonical_json, content_hash
-from ..config import RuntimeConfig
-from ..errors import InputError
-from ..journal import Journal
-from ..policy import PolicyEngine, PolicyOutcome
-from ..records import (
+from ...canonical import canonical_json, content_hash
+from ...config import RuntimeConfig
+from ...errors import InputError
+from ...journal import Journal
+from ...policy import PolicyEngine, PolicyOutcome
+from ...records import (
     Agent,
-    AuditEvent,
     CheckResult,
     CheckStatus,
     PolicyResult,
@@ -37,53 +36,17 @@ from ..records import (
     SideEffectClass,
     Verdict,
 )
-from ..tools import ToolRegistry, ToolSpec
-from .limits import limit_violation
-
-CHECKS = (
-    "structure",
-    "identity",
-    "permission",
-    "policies",
-    "domain_preconditions",
-    "evidence",
-    "approval",
-    "risk",
-    "cost_and_rate",
-    "environment",
-    "idempotency",
+from ...tools import ToolRegistry, ToolSpec
+from .findings import Finding, ValidatorBinding
+from .keys import (
+    RESERVED_KEY_PREFIXES,
+    derive_idempotency_key,
+    input_hash_of,
+    proposal_hash,
+    recorded_submission,
+    submission_key,
 )
-
-
-@dataclass(frozen=True)
-class Finding:
-    """What a domain validator reports: a closed-world precondition that does not hold."""
-
-    code: str
-    message: str
-    verdict: Verdict = Verdict.DENY
-    missing_facts: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "verdict": str(self.verdict),
-                "missing_facts": list(self.missing_facts)}
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Finding:
-        return cls(code=str(raw["code"]), message=str(raw["message"]),
-                   verdict=Verdict(raw["verdict"]),
-                   missing_facts=tuple(str(m) for m in raw.get("missing_facts", ())))
-
-
-DomainValidator = Callable[[Proposal, ToolSpec], Sequence[Finding]]
-
-
-@dataclass(frozen=True)
-class ValidatorBinding:
-    tool_pattern: str
-    validator: DomainValidator
-    name: str
-    pack: str | None = None
+from .limits import limit_violation
 
 
 @dataclass
@@ -139,61 +102,6 @@ class _Stop(Exception):
         self.verdict, self.code, self.reasons, self.missing = verdict, code, reasons, missing
 
 
-#: prefixes of the keys the runtime claims in the journal; an agent may not choose them
-RESERVED_KEY_PREFIXES = ("idem:", "key:", "proposal:", "approval-once:")
-
-
-def proposal_hash(proposal: Proposal) -> str:
-    """The canonical hash of a whole proposal: what "the identical proposal" means."""
-    return content_hash(proposal.model_dump(mode="json"))
-
-
-def submission_key(run_id: str, proposal_id: str, attempt: int) -> str:
-    """The journal key the first submission of a proposal id (and attempt) in a run claims
-    (UNIQUE). A new ``attempt`` is a new submission of the proposal; everything else about
-    a repeated (run, id, attempt) must be identical."""
-    return "proposal:" + content_hash([run_id, proposal_id, attempt])[7:39]
-
-
-def recorded_submission(journal: Journal, proposal: Proposal) -> AuditEvent | None:
-    """The first submission of this proposal's id in its run, if there was one."""
-    run_id = proposal.effective_run_id
-    claimed = journal.event_for_key(submission_key(run_id, proposal.id, proposal.attempt))
-    if claimed is not None:
-        return claimed
-    # journals written before ids were claimed: the first plain submission of the id
-    for ev in journal.events_for_subject(proposal.id):
-        if (ev.kind == "proposal.received" and ev.run_id == run_id
-                and "submission" not in ev.payload
-                and ev.payload["proposal"].get("attempt", 0) == proposal.attempt):
-            return ev
-    return None
-
-
-def input_hash_of(proposal: Proposal) -> str:
-    a = proposal.action
-    return content_hash(
-        {"tool": a.action_type, "target": a.target, "arguments": a.arguments,
-         "environment": a.environment, "dry_run": a.dry_run}
-    )
-
-
-def derive_idempotency_key(proposal: Proposal, input_hash: str) -> str:
-    """The key that travels to the tool, scoped to (agent, tool).
-
-    Derived: (agent, tool, run, step, attempt, input hash). Chosen by the agent: that key
-    within (agent, tool) — so no agent can pin, on its own tool, a key another agent (or
-    another tool) will use, and the same chosen key on two tools is two keys.
-    """
-    a = proposal.action
-    if a.idempotency_key:
-        return "key:" + content_hash([proposal.agent_id, a.action_type, a.idempotency_key])[7:39]
-    return "idem:" + content_hash(
-        [proposal.agent_id, a.action_type, proposal.effective_run_id, proposal.step,
-         proposal.attempt, input_hash]
-    )[7:39]
-
-
 def assess_risk(proposal: Proposal, spec: ToolSpec, config: RuntimeConfig) -> RiskLevel:
     cls = spec.side_effect_class
     declared = proposal.action.risk_level or RiskLevel.LOW
@@ -208,35 +116,26 @@ def assess_risk(proposal: Proposal, spec: ToolSpec, config: RuntimeConfig) -> Ri
     return max(declared, floor, key=order.index)
 
 
+#: one check: reads the proposal, notes what it found on the result, or stops the gate
+Check = Callable[["Gate1", Proposal, GateResult], CheckResult]
+
+
 class Gate1:
     def __init__(self, inputs: GateInput) -> None:
         self.i = inputs
 
     def run(self, proposal: Proposal) -> GateResult:
         result = GateResult(verdict=Verdict.ALLOW, checks=[])
-        steps: list[tuple[str, Callable[[Proposal, GateResult], CheckResult]]] = [
-            ("structure", self._structure),
-            ("identity", self._identity),
-            ("permission", self._permission),
-            ("policies", self._policies),
-            ("domain_preconditions", self._domain),
-            ("evidence", self._evidence),
-            ("approval", self._approval),
-            ("risk", self._risk),
-            ("cost_and_rate", self._cost_and_rate),
-            ("environment", self._environment),
-            ("idempotency", self._idempotency),
-        ]
-        for index, (name, check) in enumerate(steps):
+        for index, (name, check) in enumerate(self.CHECKS):
             try:
-                result.checks.append(check(proposal, result))
+                result.checks.append(check(self, proposal, result))
             except _Stop as stop:
-                self._stopped(result, name, stop, [n for n, _ in steps[index + 1:]])
+                self._stopped(result, name, stop, CHECK_NAMES[index + 1:])
                 return result
             except Exception as exc:  # INVARIANT: a check that crashes denies
                 crashed = _Stop(Verdict.DENY, f"{name}_error",
                                 [f"check `{name}` failed: {type(exc).__name__}: {exc}"])
-                self._stopped(result, name, crashed, [n for n, _ in steps[index + 1:]])
+                self._stopped(result, name, crashed, CHECK_NAMES[index + 1:])
                 return result
         if any(c.code == "approval_required" for c in result.checks):
             result.verdict = Verdict.REQUIRE_APPROVAL
@@ -244,7 +143,7 @@ class Gate1:
         return result
 
     @staticmethod
-    def _stopped(result: GateResult, name: str, stop: _Stop, rest: list[str]) -> None:
+    def _stopped(result: GateResult, name: str, stop: _Stop, rest: Sequence[str]) -> None:
         result.verdict = stop.verdict
         result.reasons.extend(stop.reasons)
         result.codes.append(stop.code)
@@ -495,3 +394,22 @@ class Gate1:
         return CheckResult(check="idempotency", status=CheckStatus.PASS, code="recorded",
                            reasons=(f"key `{r.idempotency_key}` already has an intent: "
                                     "the recorded outcome is returned, nothing runs again",))
+
+    #: the checks, cheapest first — the one list that names and orders them
+    CHECKS: tuple[tuple[str, Check], ...] = (
+        ("structure", _structure),
+        ("identity", _identity),
+        ("permission", _permission),
+        ("policies", _policies),
+        ("domain_preconditions", _domain),
+        ("evidence", _evidence),
+        ("approval", _approval),
+        ("risk", _risk),
+        ("cost_and_rate", _cost_and_rate),
+        ("environment", _environment),
+        ("idempotency", _idempotency),
+    )
+
+
+#: the names of gate 1's checks, in the order they run (as every decision records them)
+CHECK_NAMES: tuple[str, ...] = tuple(name for name, _ in Gate1.CHECKS)

@@ -18,9 +18,7 @@ and the answer is established, never guessed:
 
 Every outcome written here is marked ``reconciled`` in the journal.
 
-Who is dead? A runtime holds an exclusive ``flock`` on ``<home>/workers/<id>.lock`` for
-its whole life and writes its worker id into every intent; the kernel drops the lock when
-the process dies, SIGKILL included. An intent whose worker still holds its lock is *in
+Who is dead? An intent whose worker still holds its lease (:mod:`.lease`) is *in
 flight* (another process, or another thread of this one) and is left alone. Recovery
 passes are serialized by ``<home>/recovery.lock``.
 """
@@ -29,16 +27,13 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .escalation import human_task_event
-from .gateway import GatewayResult, crashpoint
-from .journal import Journal, NewEvent
-from .records import (
+from ..crashpoints import crashpoint
+from ..journal import NewEvent
+from ..records import (
     Action,
     AuditEvent,
     ExecutionObservation,
@@ -49,68 +44,16 @@ from .records import (
     RuntimeDecision,
     SideEffectClass,
 )
-from .tools import ToolCall, ToolSpec
-
-if TYPE_CHECKING:
-    from .runtime import Runtime
+from ..tools import ToolCall, ToolRegistry, ToolSpec
+from .commit import Commit
+from .context import LoopContext
+from .escalation import human_task_event
+from .gateway import Gateway, GatewayResult
+from .lease import worker_alive
+from .outcomes import outcome_event
+from .settlement import Settlement
 
 RECOVERY_ACTOR = "cradle-kg/recovery"
-_WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
-#: intents with no run.outcome written after them — one indexed query (kind, then subject)
-_DANGLING_SQL = (
-    "SELECT i.seq, i.subject FROM events i WHERE i.kind = 'action.intent' AND NOT EXISTS "
-    "(SELECT 1 FROM events o WHERE o.subject = i.subject AND o.kind = 'run.outcome' "
-    "AND o.seq > i.seq) ORDER BY i.seq"
-)
-
-
-# --- who is alive -------------------------------------------------------------------
-
-
-class WorkerLease:
-    """An exclusive lock held for the life of a runtime; the kernel releases it on death."""
-
-    def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        self.id = "w-" + uuid.uuid4().hex[:16]
-        self.path = directory / f"{self.id}.lock"
-        # INVARIANT: the file appears under its final name only once it is locked, so a
-        # recovery pass never mistakes a worker that is starting for a dead one
-        tmp = directory / f".{self.id}.tmp"
-        self._fd = os.open(tmp, os.O_CREAT | os.O_RDWR, 0o600)
-        fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.replace(tmp, self.path)
-
-    def release(self) -> None:
-        if self._fd < 0:
-            return
-        try:
-            self.path.unlink(missing_ok=True)
-        finally:
-            os.close(self._fd)
-            self._fd = -1
-
-
-def worker_alive(directory: Path, worker_id: str) -> bool:
-    """True while the worker's process holds its lease."""
-    if not _WORKER_ID.match(worker_id):
-        return False
-    try:
-        fd = os.open(directory / f"{worker_id}.lock", os.O_RDWR)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
-def dangling_intents(journal: Journal) -> list[tuple[int, str]]:
-    """(seq, action id) of every intent that has no outcome after it."""
-    return [(int(r[0]), str(r[1])) for r in journal._query(_DANGLING_SQL)]
 
 
 # --- the report ---------------------------------------------------------------------
@@ -171,15 +114,23 @@ class _Dangling:
 
 
 class Recovery:
-    def __init__(self, runtime: Runtime) -> None:
-        self.rt = runtime
-        self.workers = runtime.home.root / "workers"
+    """One recovery pass over a home (``root``): every dangling intent, latest first."""
+
+    def __init__(self, ctx: LoopContext, *, root: Path, tools: ToolRegistry, gateway: Gateway,
+                 commit: Commit, settlement: Settlement) -> None:
+        self.ctx = ctx
+        self.root = root
+        self.workers = root / "workers"
+        self.tools = tools
+        self.gateway = gateway
+        self.commit = commit
+        self.settlement = settlement
 
     def run(self) -> RecoveryReport:
         # cheap when there is nothing to do: one indexed query, no lock
-        if not dangling_intents(self.rt.journal):
+        if not self.ctx.journal.dangling_intents():
             return RecoveryReport()
-        lock_path = self.rt.home.root / "recovery.lock"
+        lock_path = self.root / "recovery.lock"
         fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -188,7 +139,7 @@ class Recovery:
             os.close(fd)
 
     def _pass(self) -> RecoveryReport:
-        found = dangling_intents(self.rt.journal)  # again, under the lock
+        found = self.ctx.journal.dangling_intents()  # again, under the lock
         report = RecoveryReport(dangling=len(found))
         # latest first: a compensation started by an earlier action settles before it
         for _seq, action_id in reversed(found):
@@ -196,13 +147,13 @@ class Recovery:
         return report
 
     def _load(self, action_id: str) -> _Dangling:
-        events = self.rt.journal.events_for_subject(action_id)
+        events = self.ctx.journal.events_for_subject(action_id)
         attempts = [e for e in events if e.kind in ("action.intent", "action.retry")]
         intent, last = attempts[0], attempts[-1]
         decision_id = intent.payload["decision_id"]
-        made = next(e for e in self.rt.journal.events_for_subject(decision_id)
+        made = next(e for e in self.ctx.journal.events_for_subject(decision_id)
                     if e.kind == "decision.made")
-        received = [e for e in self.rt.journal.events_for_subject(made.payload["proposal_id"])
+        received = [e for e in self.ctx.journal.events_for_subject(made.payload["proposal_id"])
                     if e.kind == "proposal.received" and e.run_id == intent.run_id
                     and e.seq < intent.seq and "submission" not in e.payload]
         return _Dangling(
@@ -222,15 +173,15 @@ class Recovery:
     def _one(self, action_id: str) -> Reconciliation:
         d = self._load(action_id)
         worker = str(d.last_attempt.payload.get("worker") or "")
-        if worker and (worker == self.rt.lease.id or worker_alive(self.workers, worker)):
+        if worker and (worker == self.ctx.lease.id or worker_alive(self.workers, worker)):
             return self._item(d, "in_flight", None, f"worker `{worker}` is alive")
-        if not self.rt.tools.has(d.action.action_type):
+        if not self.tools.has(d.action.action_type):
             return self._item(d, "deferred", None,
                               f"tool `{d.action.action_type}` is not registered here")
-        spec = self.rt.tools.get(d.action.action_type)
+        spec = self.tools.get(d.action.action_type)
         compensation = _last(d.after, "compensation.requested")
         if compensation is not None:
-            out = self.rt._compensate(
+            out = self.settlement.compensate(
                 Proposal.model_validate(compensation.payload["proposal"]),
                 Outcome.model_validate(compensation.payload["outcome"]), d.action)
             return self._item(d, "compensation_resumed", out,
@@ -247,13 +198,13 @@ class Recovery:
         if spec.side_effect_class is SideEffectClass.READ_ONLY:
             # a read changes nothing: reading again cannot duplicate an effect
             return self._retry(d, spec, self._call(d, spec), "a read-only call: read again")
-        if not self.rt.tools.has_lookup(spec.id):
+        if not self.tools.has_lookup(spec.id):
             code = "reconcile_idempotency_none" if none else "reconcile_no_lookup"
             return self._human(d, code, f"tool `{spec.ref}` has no lookup: whether the effect "
                                "happened is unknown, and it is never replayed by itself")
         call = self._call(d, spec)
         try:
-            found = self.rt.gateway.reconcile(spec=spec, action=d.action, call=call,
+            found = self.gateway.reconcile(spec=spec, action=d.action, call=call,
                                               run_id=d.intent.run_id)
         except Exception as exc:  # INVARIANT: a lookup that fails proves nothing
             return self._human(d, "reconcile_lookup_failed",
@@ -271,11 +222,11 @@ class Recovery:
     def _retry(self, d: _Dangling, spec: ToolSpec, call: ToolCall, why: str) -> Reconciliation:
         retry = NewEvent(
             run_id=d.intent.run_id, kind="action.retry", subject=d.action.id,
-            actor=RECOVERY_ACTOR, at=self.rt.clock(),
+            actor=RECOVERY_ACTOR, at=self.ctx.clock(),
             payload={"idempotency_key": d.action.idempotency_key, "attempt": d.attempts,
-                     "reason": "reconciliation: " + why, "worker": self.rt.lease.id,
+                     "reason": "reconciliation: " + why, "worker": self.ctx.lease.id,
                      "idempotency": str(spec.idempotency)})
-        result = self.rt.gateway.retry(spec=spec, action=d.action, call=call, retry=retry)
+        result = self.gateway.retry(spec=spec, action=d.action, call=call, retry=retry)
         return self._verify(d, spec, result, "retried", why)
 
     def _call(self, d: _Dangling, spec: ToolSpec) -> ToolCall:
@@ -288,13 +239,13 @@ class Recovery:
     def _verify(self, d: _Dangling, spec: ToolSpec, result: GatewayResult, kind: str,
                 detail: str) -> Reconciliation:
         crashpoint("before_verification")
-        out = self.rt._verify_and_commit(d.proposal, spec, d.decision, d.action,
-                                         spec.parse_arguments(d.action.arguments), result,
-                                         reconciled=detail)
+        out = self.commit.verify_and_commit(d.proposal, spec, d.decision, d.action,
+                                            spec.parse_arguments(d.action.arguments), result,
+                                            reconciled=detail)
         return self._item(d, kind, out, detail)
 
     def _human(self, d: _Dangling, code: str, reason: str) -> Reconciliation:
-        now = self.rt.clock()
+        now = self.ctx.clock()
         task = human_task_event(
             run_id=d.intent.run_id, subject=d.action.id, code=code, reason=reason,
             actor=RECOVERY_ACTOR, at=now,
@@ -305,8 +256,7 @@ class Recovery:
                           status=OutcomeStatus.ESCALATED, decision=d.decision, action=d.action,
                           reasons=(f"escalated: human task `{task.payload['task_id']}`: "
                                    f"{reason}",))
-        self.rt._append([task, self.rt._outcome_event(outcome, d.action.id,
-                                                      reconciled=True, at=now)])
+        self.ctx.append([task, outcome_event(outcome, d.action.id, reconciled=True, at=now)])
         return self._item(d, "human_task", outcome, reason)
 
 
@@ -330,5 +280,4 @@ def _recorded_result(spec: ToolSpec, observed: AuditEvent, *,
                          raised=bool(observation.error and " raised " in observation.error))
 
 
-__all__ = ["Reconciliation", "Recovery", "RecoveryReport", "WorkerLease",
-           "dangling_intents", "worker_alive"]
+__all__ = ["Reconciliation", "Recovery", "RecoveryReport"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from ..config import Limit
-from ..journal import Journal
-from ..records import Agent
+from ...config import Limit
+from ...journal import Journal
+from ...records import Agent
 
 _FIELD = {"agent": "agent", "task": "task_id", "tenant": "tenant"}
 

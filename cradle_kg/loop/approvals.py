@@ -43,11 +43,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .canonical import sha256_bytes
-from .config import RuntimeConfig
-from .errors import ApprovalError, UnknownNameError
-from .journal import Journal, NewEvent
-from .records import ApprovalStatus, HumanApproval
+from ..canonical import sha256_bytes
+from ..config import RuntimeConfig
+from ..errors import ApprovalError, UnknownNameError
+from ..journal import Journal, NewEvent
+from ..records import ApprovalStatus, HumanApproval, Proposal
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,19 @@ def effective_status(approval: HumanApproval, now: datetime) -> ApprovalStatus:
 
 def token_hash(token: str) -> str:
     return sha256_bytes(token.encode("utf-8"))
+
+
+def excluded_for_agent(config: RuntimeConfig, agent_id: str) -> set[str]:
+    """Who may never approve what this agent proposes: the agent and its principal."""
+    agent = config.agent(agent_id)
+    return {agent_id, *([agent.acts_for] if agent and agent.acts_for else [])}
+
+
+def excluded_for(config: RuntimeConfig, proposal: Proposal) -> set[str]:
+    """Who may never approve this proposal: the agent, its principal, on whose behalf."""
+    agent = config.agent(proposal.agent_id)
+    return {x for x in (proposal.agent_id, agent.acts_for if agent else None,
+                        proposal.on_behalf_of) if x}
 
 
 def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
@@ -146,6 +159,14 @@ class ApprovalBook:
             if st.approval.id == approval_id:
                 return st
         raise UnknownNameError(f"unknown approval `{approval_id}`")
+
+    def requested_proposal(self, approval: HumanApproval) -> Proposal:
+        """The proposal that asked for this approval, as it was recorded."""
+        for event in self.journal.events_for_subject("approval:" + approval.action_digest):
+            if (event.kind == "approval.requested"
+                    and event.payload["approval"]["id"] == approval.id):
+                return Proposal.model_validate(event.payload["proposal"])
+        raise UnknownNameError(f"no proposal recorded for approval `{approval.id}`")
 
     def authenticate(self, approver_id: str, token: str) -> None:
         approver = self.config.approver(approver_id)

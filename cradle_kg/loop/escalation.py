@@ -20,12 +20,19 @@ run stop reading ``escalated``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .canonical import content_hash
-from .journal import Journal, NewEvent
+from ..canonical import content_hash
+from ..errors import InputError, UnknownNameError
+from ..inputs import check_human_input
+from ..journal import Journal, NewEvent
+from ..records import RUNTIME_ACTOR, Outcome, OutcomeStatus, Proposal, RuntimeDecision
+from .approvals import ApprovalBook
+from .context import LoopContext
+from .outcomes import outcome_event
 
 HUMAN_TASK_OPENED = "human_task.opened"
 HUMAN_TASK_RESOLVED = "human_task.resolved"
@@ -91,3 +98,49 @@ def repairs_in_run(journal: Journal, run_id: str) -> int:
     """How many ``repair`` outcomes the run has had so far (the repair budget counts them)."""
     return sum(1 for e in journal.events(run_id=run_id)
                if e.kind == "run.outcome" and e.payload["outcome"]["status"] == "repair")
+
+
+def repair_or_escalate(ctx: LoopContext, proposal: Proposal, decision: RuntimeDecision,
+                       base: Sequence[NewEvent], now: datetime) -> Outcome:
+    """The proposal goes back with its reasons — until the run's repair budget is spent."""
+    run_id = proposal.effective_run_id
+    budget = ctx.config.repair_budget
+    used = repairs_in_run(ctx.journal, run_id)
+    if used < budget:
+        outcome = Outcome(run_id=run_id, proposal_id=proposal.id,
+                          status=OutcomeStatus.REPAIR, decision=decision,
+                          reasons=(*decision.reasons, f"repair {used + 1} of {budget}"))
+        ctx.append([*base, outcome_event(outcome, proposal.id)])
+        return outcome
+    reason = f"repair budget of {budget} exhausted in run `{run_id}`: a human takes over"
+    task = human_task_event(run_id=run_id, subject=proposal.id,
+                            code="repair_budget_exhausted", reason=reason,
+                            actor=RUNTIME_ACTOR, at=now,
+                            details={"proposal_id": proposal.id,
+                                     "last_reasons": list(decision.reasons)})
+    outcome = Outcome(run_id=run_id, proposal_id=proposal.id,
+                      status=OutcomeStatus.ESCALATED, decision=decision,
+                      reasons=(*decision.reasons, f"escalated: human task "
+                               f"`{task.payload['task_id']}`: {reason}"))
+    ctx.append([*base, task, outcome_event(outcome, proposal.id)])
+    return outcome
+
+
+def resolve_task(ctx: LoopContext, book: ApprovalBook, task_id: str, *, by: str, token: str,
+                 note: str) -> HumanTask:
+    """Close a human task (an escalation): an authenticated approver says what they did."""
+    check_human_input(ctx.config.input_limits, ids={"task_id": task_id, "by": by},
+                      texts={"note": note, "token": token})
+    if not note.strip():
+        raise InputError("resolving a human task needs a note saying what was done")
+    task = next((t for t in open_tasks(ctx.journal) if t.id == task_id), None)
+    if task is None:
+        raise UnknownNameError(f"unknown human task `{task_id}`",
+                               hint="`cradle-kg tasks list` shows them")
+    if task.resolved_by is not None:
+        raise InputError(f"human task `{task_id}` was already resolved by "
+                         f"`{task.resolved_by}`")
+    book.authenticate(by, token)
+    ctx.append([resolution_event(task, by=by, note=note, at=ctx.clock())])
+    return next(t for t in open_tasks(ctx.journal) if t.id == task_id)
+

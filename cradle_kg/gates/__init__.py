@@ -1,1 +1,0 @@
-"""The two gates: pre-execution (gate 1) and post-execution (gate 2)."""

@@ -1,0 +1,143 @@
+"""The human side of an approval: asking, deciding, viewing, and going on afterwards.
+
+An approval is bound to one decision, the digest of the exact action and its run
+(:mod:`.approvals` holds the rules); a run that waits holds no thread, so deciding — here,
+in any process — is what lets it go on: the waiting proposal is submitted again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from ..errors import ApprovalError, UnknownNameError
+from ..inputs import check_human_input
+from ..journal import NewEvent
+from ..records import (
+    RUNTIME_ACTOR,
+    ApprovalStatus,
+    HumanApproval,
+    Outcome,
+    OutcomeStatus,
+    Proposal,
+    RuntimeDecision,
+)
+from .approvals import ApprovalBook, excluded_for
+from .context import LoopContext
+from .gate1.checks import GateResult
+from .gate1.decision import short_id
+from .outcomes import outcome_event
+
+#: runs a proposal through the whole loop (the runtime's ``submit``)
+Submit = Callable[[Proposal], Outcome]
+
+
+class ApprovalFlow:
+    def __init__(self, ctx: LoopContext, book: ApprovalBook, *, submit: Submit) -> None:
+        self.ctx = ctx
+        self.book = book
+        self.submit = submit
+
+    def request(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
+                base: Sequence[NewEvent], now: datetime) -> Outcome:
+        """Wait for a human approval of this exact action (asked for once per proposal)."""
+        excluded = sorted(excluded_for(self.ctx.config, proposal))
+        # INVARIANT: a pending approval belongs to its run and its proposal; another run
+        # (or proposal) asking for the same action gets one of its own, in the inbox
+        pending = [st for st in self.book.for_digest(gate.action_digest)
+                   if st.approval.status is ApprovalStatus.PENDING
+                   and st.approval.run_id == proposal.effective_run_id
+                   and st.approval.proposal_id == proposal.id]
+        approval = pending[0].approval if pending else HumanApproval(
+            id="apr:" + short_id(decision.id, gate.action_digest),
+            decision_id=decision.id, proposal_id=proposal.id,
+            run_id=proposal.effective_run_id, action_digest=gate.action_digest,
+            requested_by=proposal.agent_id, requested_at=now, scope=gate.approval_scope,
+        )
+        events = list(base)
+        if not pending:
+            events.append(NewEvent(
+                run_id=approval.run_id, kind="approval.requested",
+                subject="approval:" + gate.action_digest, actor=RUNTIME_ACTOR, at=now,
+                payload={"approval": approval.model_dump(mode="json"), "excluded": excluded,
+                         "proposal": proposal.model_dump(mode="json")}))
+        outcome = Outcome(run_id=proposal.effective_run_id, proposal_id=proposal.id,
+                          status=OutcomeStatus.AWAITING_APPROVAL, decision=decision,
+                          approval=approval, reasons=decision.reasons or (
+                              "a human approval of this exact action is required",))
+        events.append(outcome_event(outcome, proposal.id))
+        self.ctx.append(events)
+        return outcome
+
+    def decide(self, approval_id: str, *, approver_id: str, token: str,
+               status: ApprovalStatus, once: bool = True, scope: str | None = None,
+               until: datetime | None = None, reason: str | None = None,
+               resume: bool = True) -> tuple[HumanApproval, Outcome | None]:
+        """Record a human decision; an approval resumes the waiting proposal by itself.
+
+        A refused attempt (unknown approver, wrong token, self-approval, scope, expiry) is
+        journaled as ``approval.refused`` before the :class:`ApprovalError` is raised. A
+        rejection or a request for changes ends the wait: the proposal's outcome becomes
+        ``denied`` or ``repair``, with the approver's reason.
+        """
+        check_human_input(self.ctx.config.input_limits,
+                          ids={"approval_id": approval_id, "approver_id": approver_id,
+                               "scope": scope}, texts={"reason": reason, "token": token})
+        state = self.book.get(approval_id)
+        now = self.ctx.clock()
+        subject = "approval:" + state.approval.action_digest
+        try:
+            event = self.book.decision_event(state, approver_id=approver_id, token=token,
+                                             status=status, now=now, once=once,
+                                             scope=scope, until=until, reason=reason)
+        except ApprovalError as exc:
+            self.ctx.append([NewEvent(run_id=state.approval.run_id, kind="approval.refused",
+                                      subject=subject, actor=approver_id, at=now,
+                                      payload={"approval_id": approval_id,
+                                               "claimed_approver": approver_id,
+                                               "asked": str(status), "reason": exc.message})])
+            raise
+        events = [event]
+        if status is not ApprovalStatus.APPROVED:
+            proposal = self.book.requested_proposal(state.approval)
+            ended = state.approval.model_copy(update={
+                "status": status, "approver_id": approver_id, "decided_at": now,
+                "reason": reason})
+            word = "rejected" if status is ApprovalStatus.REJECTED else "changes requested"
+            events.append(outcome_event(Outcome(
+                run_id=ended.run_id, proposal_id=proposal.id,
+                status=(OutcomeStatus.DENIED if status is ApprovalStatus.REJECTED
+                        else OutcomeStatus.REPAIR), approval=ended,
+                reasons=(f"{word} by `{approver_id}`" + (f": {reason}" if reason else ""),)),
+                proposal.id, at=now))
+        self.ctx.append(events)
+        updated = self.book.get(approval_id).approval
+        outcome = None
+        if resume and status is ApprovalStatus.APPROVED:
+            outcome = self.submit(self.book.requested_proposal(updated))
+        return updated, outcome
+
+    def view(self, approval_id: str, *, viewer: str) -> HumanApproval:
+        check_human_input(self.ctx.config.input_limits,
+                          ids={"approval_id": approval_id, "viewer": viewer})
+        state = self.book.get(approval_id)
+        self.ctx.append([NewEvent(run_id=state.approval.run_id, kind="approval.viewed",
+                                  subject="approval:" + state.approval.action_digest,
+                                  actor=viewer, at=self.ctx.clock(),
+                                  payload={"approval_id": approval_id})])
+        return state.approval
+
+    def resume(self, run_id: str) -> list[Outcome]:
+        """Re-submit the proposals of a run that wait for an approval that is now given."""
+        outcomes: list[Outcome] = []
+        for st in self.book.all():
+            a = st.approval
+            if a.run_id != run_id or a.status is not ApprovalStatus.APPROVED:
+                continue
+            if self.book.usable(a.action_digest, self.ctx.clock(), a.requested_by,
+                                run_id=run_id) is None:
+                continue
+            outcomes.append(self.submit(self.book.requested_proposal(a)))
+        if not outcomes and run_id not in self.ctx.journal.run_ids():
+            raise UnknownNameError(f"unknown run `{run_id}`")
+        return outcomes

@@ -1,0 +1,144 @@
+"""Gate 2 to the transition: verify what happened, then commit or abort, never guess.
+
+Gate 2 reads the target back through the tool's independent verifier; the
+:class:`VerificationResult` and the :class:`StateTransition` it leads to are built here.
+A verified transition is checked once more against the commit hooks — the integrity rules
+on the run's graph — before it commits: a hook that finds a problem, or that cannot run,
+aborts it (fail closed). Settlement then commits, compensates or escalates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..canonical import content_hash, iso
+from ..crashpoints import crashpoint
+from ..journal import NewEvent
+from ..records import (
+    RUNTIME_ACTOR,
+    Action,
+    Outcome,
+    OutcomeStatus,
+    Proposal,
+    Provenance,
+    RuntimeDecision,
+    StateTransition,
+    VerificationResult,
+    VerificationStatus,
+)
+from ..tools import ToolSpec
+from ..verifiers import VerifierReport
+from .context import LoopContext
+from .gate2 import Gate2
+from .gateway import GatewayResult
+from .outcomes import VERIFICATION_STATUS
+from .settlement import Settlement
+
+#: called with (run_id, events about to commit); returns reasons to abort, if any
+CommitHook = Callable[[str, Sequence[NewEvent]], Sequence[str]]
+
+
+def report_record(report: VerifierReport | None) -> dict[str, Any] | None:
+    """A verifier's raw report as journaled (read by :mod:`cradle_kg.workflow.sandbox`)."""
+    if report is None:
+        return None
+    return {"checks": [c.model_dump(mode="json") for c in report.checks],
+            "read_at": iso(report.read_at), "source": report.source}
+
+
+def transition_event(run_id: str, transition: StateTransition, action: Action) -> NewEvent:
+    kind = "transition.committed" if transition.committed_at else "transition.aborted"
+    at = transition.committed_at or transition.aborted_at
+    assert at is not None  # INVARIANT: a transition is either committed or aborted
+    return NewEvent(run_id=run_id, kind=kind, subject=transition.id, actor=RUNTIME_ACTOR,
+                    at=at, payload={"transition": transition.model_dump(mode="json"),
+                                    "action_id": action.id})
+
+
+class Commit:
+    def __init__(self, ctx: LoopContext, *, gate2: Gate2, hooks: Sequence[CommitHook],
+                 settlement: Settlement) -> None:
+        self.ctx = ctx
+        self.gate2 = gate2
+        #: checked, in order, before a verified transition commits
+        self.hooks = hooks
+        self.settlement = settlement
+
+    def verify_and_commit(self, proposal: Proposal, spec: ToolSpec, decision: RuntimeDecision,
+                          action: Action, arguments: BaseModel, result: GatewayResult, *,
+                          reconciled: str | None = None) -> Outcome:
+        run_id = proposal.effective_run_id
+        # determinism seam: one clock reading, journaled as `verified_at` — every reading
+        # the runtime takes lands in the journal, which is what strict replay feeds back
+        verified_at = self.ctx.clock()
+        g2 = self.gate2.run(spec=spec, action=action, arguments=arguments,
+                            observation=result.observation, output=result.output,
+                            output_error=result.output_error, started_at=result.started_at,
+                            now=verified_at)
+        evidence_refs: tuple[str, ...] = ()
+        if g2.report is not None and g2.report.evidence:
+            evidence_refs = (content_hash(g2.report.evidence),)
+        verification = VerificationResult(
+            id="ver:" + action.id.removeprefix("act:"), execution_id=action.id,
+            status=g2.status, checks=g2.checks, evidence_refs=evidence_refs,
+            verifier_id=g2.verifier_id, verified_at=verified_at,
+            provenance=Provenance(source=g2.report.source if g2.report else "gate2",
+                                  actor=RUNTIME_ACTOR, timestamp=verified_at,
+                                  tool_ref=spec.ref, output_hash=result.observation.output_hash,
+                                  evidence_refs=evidence_refs,
+                                  verification_status=str(g2.status)),
+        )
+        events = [NewEvent(run_id=run_id, kind="verification.recorded", subject=verification.id,
+                           actor=RUNTIME_ACTOR, at=verified_at,
+                           payload={"verification": verification.model_dump(mode="json"),
+                                    "action_id": action.id,
+                                    "transition_id": "st:" + action.id.removeprefix("act:"),
+                                    "evidence": g2.report.evidence if g2.report else {},
+                                    # determinism seam: the verifier is an activity; its raw
+                                    # answer is journaled whole so strict replay can serve it
+                                    "verifier_report": report_record(g2.report)})]
+        reasons: list[str] = [f"{c.name}: {c.detail}" for c in g2.checks
+                              if c.status is not VerificationStatus.VERIFIED]
+        commit = g2.status is VerificationStatus.VERIFIED and result.output_error is None
+        transition = StateTransition(
+            id="st:" + action.id.removeprefix("act:"), resource_ref=action.target,
+            to_state=result.observation.output_hash, decision_id=decision.id,
+            verification_id=verification.id,
+            committed_at=verified_at if commit else None,
+            aborted_at=None if commit else verified_at,
+            reason=None if commit else "; ".join(reasons) or "not verified",
+        )
+        status = (VERIFICATION_STATUS[g2.status] if result.output_error is None
+                  else OutcomeStatus.FAILED)
+        if commit:
+            problems = self.problems(run_id, [*events, transition_event(
+                run_id, transition, action)])
+            if problems:
+                transition = transition.model_copy(update={
+                    "committed_at": None, "aborted_at": verified_at,
+                    "reason": "integrity check failed: " + "; ".join(problems)})
+                reasons.extend(problems)
+                status = OutcomeStatus.FAILED
+        if reconciled:
+            reasons.append("reconciled after a crash: " + reconciled)
+        outcome = Outcome(run_id=run_id, proposal_id=proposal.id, status=status,
+                          decision=decision, action=action, observation=result.observation,
+                          verification=verification, transition=transition,
+                          reasons=tuple(reasons))
+        crashpoint("before_commit")
+        return self.settlement.settle(proposal, spec, action, outcome,
+                                      [*events, transition_event(run_id, transition, action)],
+                                      reconciled=reconciled is not None)
+
+    def problems(self, run_id: str, events: Sequence[NewEvent]) -> list[str]:
+        """What the commit hooks find wrong with committing ``events``."""
+        problems: list[str] = []
+        for hook in self.hooks:
+            try:
+                problems.extend(hook(run_id, events))
+            except Exception as exc:  # INVARIANT: a check that cannot run blocks the commit
+                problems.append(f"integrity check raised {type(exc).__name__}: {exc}")
+        return problems

@@ -1,0 +1,148 @@
+"""From an allowed decision to a verified outcome: the action, its intent, the call.
+
+The action record is built from the proposal and gate 1's result; an approve-once it runs
+under is consumed in the same transaction as the intent, so two executions cannot both
+use it. The gateway journals the intent durably, calls the tool and journals what it
+answered; a tool that raised is called again, with the same key, when its idempotency
+class allows it. A key another submission already holds is answered from the record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from ..crashpoints import crashpoint
+from ..journal import NewEvent
+from ..records import (
+    RUNTIME_ACTOR,
+    Action,
+    IdempotencyClass,
+    Outcome,
+    OutcomeStatus,
+    Proposal,
+    Provenance,
+    RuntimeDecision,
+)
+from ..tools import ToolCall
+from .approval_flow import ApprovalFlow
+from .approvals import ApprovalBook, excluded_for
+from .commit import Commit
+from .context import LoopContext
+from .gate1.checks import GateResult
+from .gate1.decision import action_id
+from .gateway import Gateway, KeyAlreadyClaimed
+from .outcomes import recorded_outcome
+from .policies import PolicySet
+
+#: calls of a tool that raised, with the same key, when its idempotency class allows it
+TOOL_RETRY_LIMIT = 2
+_RETRYABLE = (IdempotencyClass.KEYED, IdempotencyClass.NATURAL)
+
+
+def approval_was_needed(gate: GateResult) -> bool:
+    """Gate 1 allowed this proposal because a human approval covered it."""
+    return any(c.check in ("approval", "risk") and c.reasons
+               and c.reasons[0].startswith("a valid human approval") for c in gate.checks)
+
+
+class Execution:
+    def __init__(self, ctx: LoopContext, *, gateway: Gateway, approvals: ApprovalBook,
+                 approval_flow: ApprovalFlow, commit: Commit, policies: PolicySet) -> None:
+        self.ctx = ctx
+        self.gateway = gateway
+        self.approvals = approvals
+        self.approval_flow = approval_flow
+        self.commit = commit
+        self.policies = policies
+
+    def action(self, proposal: Proposal, gate: GateResult, now: datetime, *,
+               executed: bool) -> Action:
+        assert gate.spec is not None
+        a = proposal.action
+        packs = tuple(self.policies.pack_versions)
+        return Action(
+            id=action_id(proposal, gate),
+            proposal_id=proposal.id, action_type=a.action_type, target=a.target,
+            arguments=a.arguments, side_effect_class=gate.spec.side_effect_class,
+            idempotency_key=gate.idempotency_key, risk_level=gate.risk,
+            environment=a.environment, input_hash=gate.input_hash,
+            executed_by=proposal.agent_id if executed else None,
+            executed_at=now if executed else None,
+            provenance=Provenance(source="gateway", actor=proposal.agent_id, timestamp=now,
+                                  tool_ref=gate.spec.ref,
+                                  policy_version=self.policies.engine.version,
+                                  pack_versions=packs, input_hash=gate.input_hash),
+        )
+
+    def replayed(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
+                 base: Sequence[NewEvent]) -> Outcome:
+        """The key already has an intent: its recorded outcome, nothing runs again."""
+        action = self.action(proposal, gate, decision.decided_at, executed=False)
+        recorded = recorded_outcome(self.ctx.journal, action.id)
+        self.ctx.append([*base, NewEvent(
+            run_id=proposal.effective_run_id, kind="action.replayed", subject=action.id,
+            actor=RUNTIME_ACTOR, at=decision.decided_at,
+            payload={"idempotency_key": gate.idempotency_key, "decision_id": decision.id,
+                     "recorded": recorded is not None})])
+        if recorded is None:
+            return Outcome(run_id=proposal.effective_run_id, proposal_id=proposal.id,
+                           status=OutcomeStatus.IN_PROGRESS, decision=decision, replayed=True,
+                           reasons=(f"another submission holds key `{gate.idempotency_key}` "
+                                    "and has not finished",))
+        return recorded.model_copy(update={"replayed": True})
+
+    def execute(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
+                base: Sequence[NewEvent], now: datetime) -> Outcome:
+        assert gate.spec is not None and gate.arguments is not None
+        spec, run_id, config = gate.spec, proposal.effective_run_id, self.ctx.config
+        action = self.action(proposal, gate, now, executed=True)
+        before = list(base)
+        approval = self.approvals.usable(gate.action_digest, now, proposal.agent_id,
+                                         run_id=run_id,
+                                         also_excluded=excluded_for(config, proposal))
+        if approval is None and approval_was_needed(gate):
+            # the approval gate 1 saw was consumed or expired since: ask again
+            return self.approval_flow.request(proposal, gate, decision, base, now)
+        if approval is not None and approval.once:
+            before.append(NewEvent(
+                run_id=run_id, kind="approval.consumed",
+                subject="approval:" + gate.action_digest, actor=proposal.agent_id, at=now,
+                payload={"approval_id": approval.id, "action_id": action.id},
+                idem_key="approval-once:" + approval.id))
+        agent = config.agent(proposal.agent_id)
+        intent = NewEvent(
+            run_id=run_id, kind="action.intent", subject=action.id, actor=proposal.agent_id,
+            at=now, idem_key=gate.idempotency_key,
+            payload={"action": action.model_dump(mode="json"), "input_hash": gate.input_hash,
+                     "decision_id": decision.id, "agent": proposal.agent_id,
+                     "task_id": proposal.task_id,
+                     # INVARIANT: the configured tenant, never the proposal's claim
+                     "tenant": agent.tenant if agent else "default",
+                     "cost": spec.cost, "approval_id": approval.id if approval else None,
+                     "tool": spec.ref, "idempotency": str(spec.idempotency),
+                     "worker": self.ctx.lease.id})
+        call = ToolCall(tool_id=spec.id, target=action.target, arguments=gate.arguments,
+                        idempotency_key=gate.idempotency_key, environment=action.environment,
+                        dry_run=proposal.action.dry_run, run_id=run_id,
+                        actor=proposal.agent_id)
+        try:
+            result = self.gateway.execute(spec=spec, action=action, call=call,
+                                          before=before, intent=intent)
+        except KeyAlreadyClaimed:
+            if self.ctx.journal.intent_for_key(gate.idempotency_key) is not None:
+                return self.replayed(proposal, gate, decision, base)
+            # the key is free: what another execution took first is the approve-once
+            return self.approval_flow.request(proposal, gate, decision, base, now)
+        attempt = 1
+        while result.raised and spec.idempotency in _RETRYABLE and attempt <= TOOL_RETRY_LIMIT:
+            result = self.gateway.retry(spec=spec, action=action, call=call, retry=NewEvent(
+                run_id=run_id, kind="action.retry", subject=action.id, actor=RUNTIME_ACTOR,
+                at=self.ctx.clock(),
+                payload={"idempotency_key": gate.idempotency_key, "attempt": attempt,
+                         "reason": result.observation.error, "worker": self.ctx.lease.id,
+                         "idempotency": str(spec.idempotency)}))
+            attempt += 1
+        crashpoint("before_verification")
+        return self.commit.verify_and_commit(proposal, spec, decision, action, gate.arguments,
+                                             result)

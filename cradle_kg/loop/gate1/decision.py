@@ -1,0 +1,79 @@
+"""Gate 1's answer as a record: the :class:`RuntimeDecision`, and what is journaled with it.
+
+The decision names every check, the policies that determined it, the policy set and pack
+versions in force; the proposal as received and the decision are journaled together,
+ahead of whatever the verdict leads to.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ...canonical import content_hash, iso
+from ...graph.vocab import ONTOLOGY_VERSION
+from ...journal import NewEvent
+from ...records import RUNTIME_ACTOR, Proposal, Provenance, RuntimeDecision, Verdict
+from .checks import GateResult
+
+
+def short_id(*parts: Any) -> str:
+    """A short, stable id part derived from ``parts`` (24 hex digits of their hash)."""
+    return content_hash(list(parts))[7:31]
+
+
+def action_id(proposal: Proposal, gate: GateResult) -> str:
+    """The action's id: from its idempotency key, or (unparseable action) the proposal."""
+    if gate.idempotency_key:
+        return "act:" + gate.idempotency_key.removeprefix("idem:")
+    return "act:proposal:" + short_id(proposal.effective_run_id, proposal.id, proposal.attempt,
+                                      *([gate.submission] if gate.submission else []))
+
+
+def decide(proposal: Proposal, gate: GateResult, now: datetime, *, policy_version: str,
+           pack_versions: tuple[str, ...]) -> RuntimeDecision:
+    """The decision gate 1 came to, with its provenance."""
+    run_id = proposal.effective_run_id
+    return RuntimeDecision(
+        id="dec:" + short_id(run_id, proposal.id, proposal.attempt, iso(now)),
+        proposal_id=proposal.id,
+        verdict=gate.verdict,
+        reasons=tuple(gate.reasons),
+        reason_codes=tuple(gate.codes),
+        policy_results=gate.policy_results,
+        required_actions=tuple(gate.required_actions),
+        checks=tuple(gate.checks),
+        missing_facts=tuple(gate.missing_facts),
+        decided_at=now,
+        granted_to=proposal.agent_id if gate.verdict is Verdict.ALLOW else None,
+        policy_version=policy_version,
+        pack_versions=pack_versions,
+        provenance=Provenance(
+            source="gate1", actor=RUNTIME_ACTOR, timestamp=now,
+            policy_version=policy_version, pack_versions=pack_versions,
+            ontology_version=ONTOLOGY_VERSION, input_hash=gate.input_hash or None,
+            evidence_refs=proposal.evidence_refs, confidence=proposal.confidence,
+            tool_ref=gate.spec.ref if gate.spec else None,
+        ),
+    )
+
+
+def decision_events(proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
+                    now: datetime) -> list[NewEvent]:
+    """``proposal.received`` (claiming the proposal id) and ``decision.made``."""
+    run_id = proposal.effective_run_id
+    marked: dict[str, Any] = {"submission": gate.submission} if gate.submission else {}
+    return [
+        NewEvent(run_id=run_id, kind="proposal.received", subject=proposal.id,
+                 actor=proposal.agent_id, at=now, idem_key=gate.claim_key,
+                 payload={"proposal": proposal.model_dump(mode="json"), **marked}),
+        NewEvent(run_id=run_id, kind="decision.made", subject=decision.id,
+                 actor=decision.decided_by, at=now,
+                 payload={"decision": decision.model_dump(mode="json"),
+                          "proposal_id": proposal.id,
+                          "action_id": action_id(proposal, gate),
+                          "action": proposal.action.model_dump(mode="json"),
+                          **({"validator_findings": gate.validator_findings}
+                             if gate.validator_findings else {}), **marked,
+                          **({"attempt": proposal.attempt} if proposal.attempt else {})}),
+    ]

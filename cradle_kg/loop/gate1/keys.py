@@ -1,0 +1,67 @@
+"""The keys gate 1 derives: a proposal's submission claim, its input hash, its idempotency key.
+
+A proposal id is used once per run (its first submission claims a UNIQUE key in the
+journal); the idempotency key that travels to the tool is derived, scoped to (agent, tool),
+and never chosen inside the runtime's own namespaces.
+"""
+
+from __future__ import annotations
+
+from ...canonical import content_hash
+from ...journal import Journal
+from ...records import AuditEvent, Proposal
+from ..context import PROPOSAL_CLAIM_PREFIX
+
+#: prefixes of the keys the runtime claims in the journal; an agent may not choose them
+RESERVED_KEY_PREFIXES = ("idem:", "key:", PROPOSAL_CLAIM_PREFIX, "approval-once:")
+
+
+def proposal_hash(proposal: Proposal) -> str:
+    """The canonical hash of a whole proposal: what "the identical proposal" means."""
+    return content_hash(proposal.model_dump(mode="json"))
+
+
+def submission_key(run_id: str, proposal_id: str, attempt: int) -> str:
+    """The journal key the first submission of a proposal id (and attempt) in a run claims
+    (UNIQUE). A new ``attempt`` is a new submission of the proposal; everything else about
+    a repeated (run, id, attempt) must be identical."""
+    return PROPOSAL_CLAIM_PREFIX + content_hash([run_id, proposal_id, attempt])[7:39]
+
+
+def recorded_submission(journal: Journal, proposal: Proposal) -> AuditEvent | None:
+    """The first submission of this proposal's id in its run, if there was one."""
+    run_id = proposal.effective_run_id
+    claimed = journal.event_for_key(submission_key(run_id, proposal.id, proposal.attempt))
+    if claimed is not None:
+        return claimed
+    # journals written before ids were claimed: the first plain submission of the id
+    for ev in journal.events_for_subject(proposal.id):
+        if (ev.kind == "proposal.received" and ev.run_id == run_id
+                and "submission" not in ev.payload
+                and ev.payload["proposal"].get("attempt", 0) == proposal.attempt):
+            return ev
+    return None
+
+
+def input_hash_of(proposal: Proposal) -> str:
+    a = proposal.action
+    return content_hash(
+        {"tool": a.action_type, "target": a.target, "arguments": a.arguments,
+         "environment": a.environment, "dry_run": a.dry_run}
+    )
+
+
+def derive_idempotency_key(proposal: Proposal, input_hash: str) -> str:
+    """The key that travels to the tool, scoped to (agent, tool).
+
+    Derived: (agent, tool, run, step, attempt, input hash). Chosen by the agent: that key
+    within (agent, tool) — so no agent can pin, on its own tool, a key another agent (or
+    another tool) will use, and the same chosen key on two tools is two keys.
+    """
+    a = proposal.action
+    if a.idempotency_key:
+        return "key:" + content_hash([proposal.agent_id, a.action_type, a.idempotency_key])[7:39]
+    return "idem:" + content_hash(
+        [proposal.agent_id, a.action_type, proposal.effective_run_id, proposal.step,
+         proposal.attempt, input_hash]
+    )[7:39]

@@ -1,0 +1,54 @@
+"""How a proposal ended: the ``run.outcome`` event, and reading one back.
+
+Every path through the loop ends in one outcome event — executed, denied, waiting for an
+approval, escalated — about the action (or, when nothing ran, the proposal). The outcome
+recorded last for an action is its answer, for a replayed key as much as for an auditor.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from ..journal import Journal, NewEvent
+from ..records import RUNTIME_ACTOR, Outcome, OutcomeStatus, Verdict, VerificationStatus
+
+#: the outcome of a decision that does not let the action run
+VERDICT_STATUS = {
+    Verdict.DENY: OutcomeStatus.DENIED,
+    Verdict.CLARIFY: OutcomeStatus.NEEDS_CLARIFICATION,
+    Verdict.REPAIR: OutcomeStatus.REPAIR,
+    Verdict.REQUIRE_APPROVAL: OutcomeStatus.AWAITING_APPROVAL,
+}
+#: the outcome of a call that returned, by what gate 2 found
+VERIFICATION_STATUS = {
+    VerificationStatus.VERIFIED: OutcomeStatus.EXECUTED,
+    VerificationStatus.FAILED: OutcomeStatus.VERIFICATION_FAILED,
+    VerificationStatus.INCONCLUSIVE: OutcomeStatus.INCONCLUSIVE,
+}
+
+
+def outcome_event(outcome: Outcome, subject: str, *, reconciled: bool = False,
+                  at: datetime | None = None, submission: str | None = None) -> NewEvent:
+    """The ``run.outcome`` event of ``outcome`` about ``subject`` (an action or proposal)."""
+    payload: dict[str, Any] = {"outcome": outcome.model_dump(mode="json")}
+    if reconciled:
+        payload["reconciled"] = True
+    if submission:
+        payload["submission"] = submission
+    return NewEvent(run_id=outcome.run_id, kind="run.outcome", subject=subject,
+                    actor=RUNTIME_ACTOR, at=at or (outcome.decision.decided_at
+                                                   if outcome.decision else datetime.now(UTC)),
+                    payload=payload)
+
+
+def with_reason(outcome: Outcome, reason: str) -> Outcome:
+    return outcome.model_copy(update={"reasons": (*outcome.reasons, reason)})
+
+
+def recorded_outcome(journal: Journal, action_id: str) -> Outcome | None:
+    """The outcome recorded last for an action, if any."""
+    for event in reversed(journal.events_for_subject(action_id)):
+        if event.kind == "run.outcome":
+            return Outcome.model_validate(event.payload["outcome"])
+    return None

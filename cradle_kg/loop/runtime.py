@@ -1,0 +1,365 @@
+"""The governed execution loop, start to end (§5 of the paper).
+
+    Proposal → Gate 1 → Decision → [HumanApproval] → Tool Gateway → Observation
+             → Gate 2 → Verification → StateTransition committed | aborted → Outcome
+
+:class:`Runtime` composes the stages of :mod:`cradle_kg.loop` over one
+:class:`~.context.LoopContext`, the journal's one writer; :meth:`Runtime.submit` reads as
+the loop. Everything the runtime knows — runs, approvals, usage against limits, recorded
+outcomes — it reads back from the journal, so a process that restarts picks up exactly
+where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ..config import RuntimeConfig, load_config
+from ..errors import GraphStoreError, InputError, JournalError
+from ..evidence import EvidenceStore
+from ..graph.store import GraphStore
+from ..home import Home, resolve_home
+from ..journal import Journal, NewEvent
+from ..packs.loader import Pack
+from ..packs.registry import PackRegistry
+from ..policy import PolicyEngine
+from ..records import ApprovalStatus, HumanApproval, Outcome, Plan, Proposal, Verdict
+from ..tools import LookupFunction, ToolFunction, ToolRegistry, ToolSpec
+from ..verifiers import VerifierFunction, VerifierRegistry
+from .approval_flow import ApprovalFlow
+from .approvals import ApprovalBook, excluded_for_agent
+from .commit import Commit, CommitHook
+from .context import AppendListener, Clock, LoopContext, ProposalIdClaimed
+from .escalation import HumanTask, repair_or_escalate, resolve_task
+from .execution import Execution
+from .gate1.checks import Gate1, GateInput
+from .gate1.decision import decide, decision_events
+from .gate1.findings import DomainValidator, ValidatorBinding
+from .gate2 import DomainInvariant, Gate2, InvariantBinding
+from .gateway import Gateway
+from .integrity import IntegrityChecker
+from .lease import WorkerLease
+from .outcomes import VERDICT_STATUS, outcome_event, recorded_outcome
+from .plans import PlanOutcome, run_plan
+from .policies import PolicySet
+from .proposal import parse_proposal, recorded_answer
+from .recovery import Recovery, RecoveryReport
+from .settlement import Settlement
+
+#: a submission that loses the race for its proposal id is evaluated again, this often
+_CLAIM_ATTEMPTS = 3
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Runtime:
+    """One governed runtime over one home. Thread-safe for ``submit``."""
+
+    def __init__(self, home: str | Path | None = None, *, config: RuntimeConfig | None = None,
+                 policy_paths: Sequence[Path] = (), clock: Clock | None = None,
+                 load_plugins: bool = True, integrity: bool = True,
+                 graph_sync: bool = True, recover: bool = True) -> None:
+        self.home = Home(resolve_home(home))
+        self.home.root.mkdir(parents=True, exist_ok=True)
+        #: held for the life of this runtime; recovery leaves the intents of a live lease alone
+        lease = WorkerLease(self.home.root / "workers")
+        config = config if config is not None else load_config(self.home.config)
+        self.journal = Journal(self.home.journal)
+        self.context = self._new_context(self.journal, config=config, clock=clock or _utcnow,
+                                         lease=lease)
+        self.evidence = EvidenceStore(self.home.evidence)
+        self.tools = ToolRegistry()
+        self.verifiers = VerifierRegistry()
+        self.validators: list[ValidatorBinding] = []
+        self.invariants: list[InvariantBinding] = []
+        self.pack_versions: list[str] = []
+        self.commit_hooks: list[CommitHook] = []
+        self.approvals = ApprovalBook(self.journal, config)
+        self.policy_set = PolicySet(self.context, evidence=self.evidence,
+                                    paths=(self.home.policies, *policy_paths),
+                                    pack_versions=self.pack_versions)
+        # --- the stages, in loop order -------------------------------------------------
+        self.approval_flow = ApprovalFlow(self.context, self.approvals, submit=self.submit)
+        self.gateway = Gateway(self.tools, self.context, clock=self.context.clock)
+        self.gate2 = Gate2(verifiers=self.verifiers, invariants=self.invariants,
+                           max_read_age=timedelta(seconds=config.verification_max_age_seconds))
+        self.settlement = Settlement(self.context, submit=self._submit)
+        self.commit = Commit(self.context, gate2=self.gate2, hooks=self.commit_hooks,
+                             settlement=self.settlement)
+        self.execution = Execution(self.context, gateway=self.gateway, approvals=self.approvals,
+                                   approval_flow=self.approval_flow, commit=self.commit,
+                                   policies=self.policy_set)
+        self.integrity: IntegrityChecker | None = None
+        if integrity:
+            # INVARIANT: the integrity rules are checked before every commit (fail closed)
+            self.integrity = IntegrityChecker(self.journal)
+            self.commit_hooks.append(self.integrity.check)
+            self.listeners.append(self.integrity.on_append)
+        self._graph_sync = graph_sync
+        self._graph: GraphStore | None = None
+        self._graph_unavailable = False
+        self._graph_lock = threading.Lock()
+        if load_plugins:
+            try:
+                for entry in config.plugins:
+                    self._load_plugin(entry)
+                if config.packs:
+                    registry = PackRegistry.discover(self.home.root)
+                    for ref in config.packs:
+                        self.load_pack(registry.get(ref))
+            except BaseException:
+                self.close()  # a refused pack or plugin leaves no lease or handle behind
+                raise
+        # INVARIANT: dangling intents are reconciled before this runtime does anything else
+        self.recovery: RecoveryReport | None = self.recover() if recover else None
+
+    def _new_context(self, journal: Journal, *, config: RuntimeConfig, clock: Clock,
+                     lease: WorkerLease) -> LoopContext:
+        """The loop's context (a replay sandbox watches its appends)."""
+        return LoopContext(journal, config=config, clock=clock, lease=lease)
+
+    # --- what the loop reads: kept in its context ---------------------------------
+
+    @property
+    def config(self) -> RuntimeConfig:
+        return self.context.config
+
+    @property
+    def clock(self) -> Clock:
+        return self.context.clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self.context.clock = clock
+
+    @property
+    def lease(self) -> WorkerLease:
+        return self.context.lease
+
+    @property
+    def listeners(self) -> list[AppendListener]:
+        return self.context.listeners
+
+    @property
+    def policies(self) -> PolicyEngine:
+        return self.policy_set.engine
+
+    @policies.setter
+    def policies(self, engine: PolicyEngine) -> None:
+        self.policy_set.engine = engine
+
+    # --- registration -------------------------------------------------------------
+
+    def register_tool(self, spec: ToolSpec, fn: ToolFunction, *,
+                      lookup: LookupFunction | None = None) -> None:
+        self.tools.register(spec, fn, lookup=lookup)
+
+    def register_verifier(self, verifier_id: str, fn: VerifierFunction) -> None:
+        self.verifiers.register(verifier_id, fn)
+
+    def register_validator(self, tool_pattern: str, fn: DomainValidator, *, name: str,
+                           pack: str | None = None) -> None:
+        self.validators.append(ValidatorBinding(tool_pattern, fn, name, pack))
+
+    def register_invariant(self, tool_pattern: str, fn: DomainInvariant, *, name: str) -> None:
+        self.invariants.append(InvariantBinding(tool_pattern, fn, name))
+
+    def configure(self, config: RuntimeConfig) -> None:
+        """Replace the configuration (identities, permissions, approvers, limits) in force.
+
+        For an embedding that sets up its identities after the runtime is built — a pack's
+        example runner, a demo. Later decisions and approvals read the new configuration.
+        """
+        self.context.config = config
+        self.approvals.config = config
+        self.gate2.max_read_age = timedelta(seconds=config.verification_max_age_seconds)
+
+    def add_policy_paths(self, paths: Sequence[Path], *, namespace: str | None = None) -> None:
+        """Put more policies in force (see :meth:`.policies.PolicySet.add`)."""
+        self.policy_set.add(paths, namespace=namespace)
+
+    def load_pack(self, pack: Pack) -> None:
+        """Plug a domain pack in: its policies, its version on every decision, its hooks.
+
+        TRUST: this runs the pack's own Python (its ``runtime`` hook) with this process's
+        privileges — a pack is trusted code, like a plugin or a pip-installed package. Its
+        policies are cited as ``<pack-id>/<id>``, so they can never pass for the home's.
+        """
+        if pack.ref in self.pack_versions:
+            return
+        if pack.policy_files():
+            self.add_policy_paths(pack.policy_files(), namespace=pack.id)
+        self.pack_versions.append(pack.ref)
+        if pack.manifest.runtime:
+            pack.resolve(pack.manifest.runtime)(self, pack)
+
+    def _load_plugin(self, entry: str) -> None:
+        module_name, _, attr = entry.partition(":")
+        try:
+            register = getattr(importlib.import_module(module_name), attr or "register")
+        except (ImportError, AttributeError) as exc:
+            raise InputError(f"cannot load plugin `{entry}`: {exc}") from exc
+        register(self)
+
+    # --- the graph, the home, the end ---------------------------------------------
+
+    def graph(self) -> GraphStore | None:
+        """The home's graph store, opened on first use; None when another process holds it."""
+        if self._graph is None and not self._graph_unavailable:
+            try:
+                self._graph = GraphStore(self.home.graph)
+            except GraphStoreError:  # busy (another process) or unreadable: catch up later
+                self._graph_unavailable = True
+        return self._graph
+
+    def sync_graph(self) -> int:
+        """Bring the graph up to the journal's head; the journal stays the truth."""
+        with self._graph_lock:
+            store = self.graph()
+            return store.sync(self.journal) if store is not None else 0
+
+    def close(self) -> None:
+        if self._graph is not None:
+            self._graph.close()
+            self._graph = None
+        self.journal.close()
+        self.lease.release()
+
+    def recover(self) -> RecoveryReport:
+        """Reconcile every intent without its outcome (see :mod:`.recovery`).
+
+        Tools registered after the runtime was built are not known to the pass that runs
+        at start: their intents are reported ``deferred`` until ``recover()`` runs again.
+        """
+        return Recovery(self.context, root=self.home.root, tools=self.tools,
+                        gateway=self.gateway, commit=self.commit,
+                        settlement=self.settlement).run()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add_evidence(self, data: bytes, *, kind: str, collector: str,
+                     run_id: str = "evidence") -> str:
+        """Store evidence content-addressed and journal when it was collected."""
+        ref = self.evidence.put(data)
+        self.context.append([NewEvent(run_id=run_id, kind="evidence.collected", subject=ref,
+                                      actor=collector, at=self.clock(),
+                                      payload={"ref": ref, "kind": kind, "bytes": len(data)})])
+        return ref
+
+    # --- the loop -----------------------------------------------------------------
+
+    def parse_proposal(self, raw: Proposal | dict[str, Any]) -> Proposal:
+        """A proposal within this home's input limits, or a one-line :class:`ProposalError`.
+
+        Nothing is journaled before this returns: an oversized, malformed or non-JSON
+        proposal (NaN, lone surrogates, runaway nesting) never reaches the journal.
+        """
+        return parse_proposal(raw, self.config.input_limits)
+
+    def submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
+        """Run one proposal through the whole loop and return how it ended."""
+        outcome = self._submit(raw)
+        if self._graph_sync:
+            self.sync_graph()
+        return outcome
+
+    def _submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
+        proposal = self.parse_proposal(raw)
+        # a submission that lost the race for its id to another process is evaluated again:
+        # it is now the identical proposal (recorded outcome) or a reused id (denied)
+        for _ in range(_CLAIM_ATTEMPTS):
+            try:
+                return self._submit_once(proposal)
+            except ProposalIdClaimed:
+                continue
+        raise JournalError(f"proposal `{proposal.id}`: its id is contended; submit it again")
+
+    def _submit_once(self, proposal: Proposal) -> Outcome:
+        now = self.clock()
+        run_id = proposal.effective_run_id
+        self.policy_set.activate(run_id, now)
+        gate = Gate1(self._gate_input(now, run_id=run_id)).run(proposal)
+        if gate.resubmission:
+            recorded = recorded_answer(self.context, proposal)
+            if recorded is not None:
+                return recorded
+        decision = decide(proposal, gate, now, policy_version=self.policies.version,
+                          pack_versions=tuple(self.pack_versions))
+        base = decision_events(proposal, gate, decision, now)
+        if gate.recorded_intent_seq is not None and decision.verdict in (
+                Verdict.ALLOW, Verdict.REQUIRE_APPROVAL):
+            return self.execution.replayed(proposal, gate, decision, base)
+        if decision.verdict is Verdict.REQUIRE_APPROVAL:
+            return self.approval_flow.request(proposal, gate, decision, base, now)
+        if decision.verdict is Verdict.REPAIR:
+            return repair_or_escalate(self.context, proposal, decision, base, now)
+        if decision.verdict is not Verdict.ALLOW:
+            outcome = Outcome(run_id=run_id, proposal_id=proposal.id,
+                              status=VERDICT_STATUS[decision.verdict], decision=decision,
+                              reasons=decision.reasons)
+            self.context.append([*base, outcome_event(outcome, proposal.id,
+                                                      submission=gate.submission)])
+            return outcome
+        return self.execution.execute(proposal, gate, decision, base, now)
+
+    def _gate_input(self, now: datetime, *, run_id: str) -> GateInput:
+        return GateInput(
+            config=self.config, tools=self.tools, policies=self.policies, journal=self.journal,
+            validators=self.validators, pack_versions=tuple(self.pack_versions),
+            evidence_exists=self.evidence.exists,
+            evidence_collected_at=self._evidence_collected_at,
+            approval_available=lambda d, t, who: self.approvals.usable(
+                d, t, who, run_id=run_id,
+                also_excluded=excluded_for_agent(self.config, who)) is not None,
+            now=now,
+        )
+
+    def _evidence_collected_at(self, ref: str) -> datetime | None:
+        events = [e for e in self.journal.events_for_subject(ref)
+                  if e.kind == "evidence.collected"]
+        return events[-1].at if events else None
+
+    def run_plan(self, plan: Plan) -> PlanOutcome:
+        """Run a plan step by step, each step through both gates."""
+        return run_plan(self.context, plan, submit=self.submit)
+
+    # --- the humans ---------------------------------------------------------------
+
+    def decide_approval(self, approval_id: str, *, approver_id: str, token: str,
+                        status: ApprovalStatus, once: bool = True, scope: str | None = None,
+                        until: datetime | None = None, reason: str | None = None,
+                        resume: bool = True) -> tuple[HumanApproval, Outcome | None]:
+        """Record a human decision (see :meth:`.approval_flow.ApprovalFlow.decide`)."""
+        return self.approval_flow.decide(approval_id, approver_id=approver_id, token=token,
+                                         status=status, once=once, scope=scope, until=until,
+                                         reason=reason, resume=resume)
+
+    def view_approval(self, approval_id: str, *, viewer: str) -> HumanApproval:
+        return self.approval_flow.view(approval_id, viewer=viewer)
+
+    def resume(self, run_id: str) -> list[Outcome]:
+        """Re-submit the proposals of a run that wait for an approval that is now given."""
+        return self.approval_flow.resume(run_id)
+
+    def resolve_task(self, task_id: str, *, by: str, token: str, note: str) -> HumanTask:
+        """Close a human task (an escalation): an authenticated approver says what they did."""
+        return resolve_task(self.context, self.approvals, task_id, by=by, token=token,
+                            note=note)
+
+    def recorded_outcome(self, action_id: str) -> Outcome | None:
+        """The outcome recorded last for an action, if any."""
+        return recorded_outcome(self.journal, action_id)
+
+
+__all__ = ["CommitHook", "Runtime"]

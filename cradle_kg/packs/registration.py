@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 from ..errors import CradleError, ManifestError
 from ..gates.post import DomainInvariant
 from ..gates.pre import DomainValidator
-from ..tools import LookupFunction, ToolFunction, ToolSpec
+from ..tools import LookupFunction, ToolFunction, ToolSpec, contract_problems
 from ..verifiers import VerifierFunction
 from .declarations import Invariant, PackContext, Tool, Validator, Verifier
 from .loader import Pack
@@ -47,10 +47,15 @@ _DECORATOR = {Tool: "tool", Verifier: "verifier", Validator: "validator",
 
 def _declared(pack: Pack, entry: str, kind: type[D]) -> D:
     found: Any = pack.resolve(entry)
+    where = f"{pack.path / 'manifest.yaml'}: `{entry}`"
     if not isinstance(found, kind):
-        raise ManifestError(f"{pack.path / 'manifest.yaml'}: `{entry}` is not a "
-                            f"{_DECORATOR[kind]} declaration (`cradle_kg.packs.sdk."
-                            f"{_DECORATOR[kind]}`), it is a `{type(found).__name__}`")
+        raise ManifestError(f"{where} is not a {_DECORATOR[kind]} declaration (`cradle_kg."
+                            f"packs.sdk.{_DECORATOR[kind]}`), it is a `{type(found).__name__}`")
+    if isinstance(found, Tool):
+        problems = contract_problems(found.spec, has_lookup=found.lookup is not None)
+        if problems:
+            raise ManifestError(f"{where}: tool `{found.spec.id}` has an incomplete contract: "
+                                + "; ".join(problems))
     return found
 
 

@@ -77,11 +77,15 @@ class PackHome:
 
 
 @contextmanager
-def pack_home(pack: str | Path, home: Path, *,
-              config: RuntimeConfig | None = None) -> Iterator[PackHome]:
+def pack_home(pack: str | Path, home: Path, *, config: RuntimeConfig | None = None,
+              policies: Mapping[str, str] | None = None) -> Iterator[PackHome]:
     """``home`` (created if needed) with ``pack`` — a folder, an id or ``id@version`` —
-    loaded; the runtime is closed on the way out."""
-    home.mkdir(parents=True, exist_ok=True)
+    loaded; the runtime is closed on the way out. ``policies`` (file name → Cedar text) are
+    the home's own, written before the runtime starts — an operator's rules for a pack
+    that ships none, or over one that does."""
+    (home / "policies").mkdir(parents=True, exist_ok=True)
+    for name, text in (policies or {}).items():
+        (home / "policies" / name).write_text(text, encoding="utf-8")
     found = PackRegistry.discover(home).get(str(pack))
     with Runtime(home, config=config) as rt:  # None: the home's own config.json, if any
         rt.load_pack(found)
@@ -89,13 +93,14 @@ def pack_home(pack: str | Path, home: Path, *,
 
 
 def fixture(pack: str | Path, *, config: RuntimeConfig | None = None,
+            policies: Mapping[str, str] | None = None,
             scope: str = "function") -> Callable[..., Any]:
     """A pytest fixture yielding a :class:`PackHome` in a fresh temporary home."""
     import pytest
 
     def make(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PackHome]:
         with pack_home(pack, tmp_path_factory.mktemp("pack-home") / "home",
-                       config=config) as home:
+                       config=config, policies=policies) as home:
             yield home
     return pytest.fixture(scope=scope)(make)  # type: ignore[call-overload, no-any-return]
 

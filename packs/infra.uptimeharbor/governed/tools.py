@@ -26,6 +26,11 @@ from .worlds import args_of, harbor_of
 
 #: what every tool of the pack shares: it touches only the harbor's worlds
 HARBOR: dict[str, Any] = {"blast_radius": ("harbor:*",)}
+#: the incident's fix slot and its status: reversible, harmless to repeat
+INCIDENT_CHANGE: dict[str, Any] = {
+    **HARBOR, "side_effect_class": SideEffectClass.REVERSIBLE,
+    "idempotency": IdempotencyClass.NATURAL, "required_scopes": ("infra:deploy",),
+    "target_from": "harbor:*/incident/{incident_id}"}
 
 
 @tool("infra.detect_outage", input_model=EnvInput, output_model=ProbeOutput,
@@ -48,10 +53,9 @@ def run_tests(ctx: PackContext, call: ToolCall) -> TestsOutput:
 
 
 @tool("infra.claim_fix", input_model=FixInput, output_model=FixOutput,
-      side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NATURAL,
-      required_scopes=("infra:deploy",), verifier="infra.fix-claimed",
+      verifier="infra.fix-claimed",
       description="claim an incident's one fix slot (released by rollback or resolution)",
-      target_from="harbor:*/incident/{incident_id}", **HARBOR)
+      **INCIDENT_CHANGE)
 def claim_fix(ctx: PackContext, call: ToolCall) -> FixOutput:
     args: FixInput = args_of(call, FixInput)
     got = take_fix_lock(harbor_of(ctx, call.target), args.incident_id, args.fix_id, args.commit)
@@ -97,10 +101,9 @@ def rollback(ctx: PackContext, call: ToolCall) -> DeployOutput:
 
 
 @tool("infra.resolve_incident", input_model=ResolveInput, output_model=ResolveOutput,
-      side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NATURAL,
-      required_scopes=("infra:deploy",), verifier="infra.resolution-verified",
+      verifier="infra.resolution-verified",
       description="close an incident: only on a verified resolution of its own probe",
-      target_from="harbor:*/incident/{incident_id}", **HARBOR)
+      **INCIDENT_CHANGE)
 def resolve_incident(ctx: PackContext, call: ToolCall) -> ResolveOutput:
     args: ResolveInput = args_of(call, ResolveInput)
     h = harbor_of(ctx, call.target)

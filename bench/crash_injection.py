@@ -39,8 +39,14 @@ from typing import Any
 
 from cradle_kg import Runtime, crashpoints
 from cradle_kg.config import save_config
-from cradle_kg.demo.ledger import Ledger
-from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, demo_config, prepare_home
+from cradle_kg.demo.scenario import (
+    AGENT,
+    APPROVER,
+    DEMO_TOKENS,
+    demo_config,
+    demo_ledger,
+    prepare_home,
+)
 from cradle_kg.errors import ApprovalError
 from cradle_kg.journal import Journal
 from cradle_kg.records import ApprovalStatus
@@ -133,7 +139,7 @@ def run_child(home: Path, *, point: str, seed: int, fresh: int, delay: float | N
 
 def duplicated_keys(home: Path) -> list[str]:
     """Keys the ledger applied more than once, from its own record of every call."""
-    calls = Counter(k for k, _op in Ledger(home / "demo-ledger" / "ledger.sqlite")
+    calls = Counter(k for k, _op in demo_ledger(home)
                     .applied_calls())
     return sorted(k for k, n in calls.items() if n > 1)
 
@@ -154,7 +160,7 @@ def effects_without_intent(home: Path) -> int:
     with Journal(home / "journal.sqlite") as journal:
         keys = {e.payload["action"]["idempotency_key"]
                 for e in journal.events_of_kind("action.intent")}
-    applied = {k for k, _ in Ledger(home / "demo-ledger" / "ledger.sqlite").applied_calls()}
+    applied = {k for k, _ in demo_ledger(home).applied_calls()}
     return len(applied - keys)
 
 

@@ -58,9 +58,7 @@ class RuntimeConfig(BaseModel):
     verification_max_age_seconds: int = 300
     #: repairs allowed per run before the outcome is "escalated"
     repair_budget: int = 3
-    #: "module:function" entries called with the runtime to register tools, verifiers, ...
-    plugins: tuple[str, ...] = ()
-    #: domain packs to load (ids or folders)
+    #: domain packs to load (ids or folders); the only way code is plugged into a home
     packs: tuple[str, ...] = ()
     #: sizes and shapes of untrusted input (proposals, request bodies, decisions)
     input_limits: InputLimits = DEFAULT_LIMITS
@@ -90,6 +88,10 @@ def load_config(path: Path) -> RuntimeConfig:
         return RuntimeConfig()
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(raw, dict) and "plugins" in raw:
+            raise InputError(f"`{path}`: `plugins` is no longer read: tools, verifiers and "
+                             "validators come from packs, named in `packs`",
+                             hint="the demo's ledger tools are the pack `demo.ledger`")
         return RuntimeConfig.model_validate(raw)
     except json.JSONDecodeError as exc:
         raise InputError(f"`{path}`:{exc.lineno}: not valid JSON: {exc.msg}") from exc

@@ -4,7 +4,7 @@
 ``journal.sqlite``  the journal — the truth (SQLite, WAL, hash-chained)
 ``evidence/``       content-addressed evidence blobs (sha256)
 ``graph/``          the RDF projection (pyoxigraph on-disk store)
-``config.json``     identities, permissions, approvers, limits, plugins, packs
+``config.json``     identities, permissions, approvers, limits, packs
 ``policies/``       the home's own Cedar policies (``*.cedar``)
 ==================  ==============================================================
 """

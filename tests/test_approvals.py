@@ -15,8 +15,7 @@ import pytest
 
 from cradle_kg import OutcomeStatus, Runtime
 from cradle_kg.config import Approver
-from cradle_kg.demo.ledger import Ledger
-from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER, demo_ledger
 from cradle_kg.errors import ApprovalError
 from cradle_kg.loop.approvals import token_hash
 from cradle_kg.records import Agent, ApprovalStatus, Permission
@@ -72,7 +71,7 @@ def close(pid: str, account: str = "acct-9", *, task: str | None = None,
 
 
 def closes(home: Path) -> list[str]:
-    return [k for k, op in Ledger(home / "demo-ledger" / "ledger.sqlite").applied_calls()
+    return [k for k, op in demo_ledger(home).applied_calls()
             if op == "close"]
 
 

@@ -18,7 +18,7 @@ from types import ModuleType
 
 from cradle_kg import Runtime
 from cradle_kg.crashpoints import CRASH_POINTS
-from cradle_kg.demo.ledger import Ledger
+from cradle_kg.demo.scenario import demo_ledger
 
 from .conftest import proposal
 
@@ -35,7 +35,7 @@ def _harness() -> ModuleType:
 
 def test_the_harness_sees_a_duplicated_effect(home: Path) -> None:
     harness = _harness()
-    ledger = Ledger(home / "demo-ledger" / "ledger.sqlite")
+    ledger = demo_ledger(home)
     ledger.credit(key="idem:k1", account="a", amount=1)
     assert harness.duplicated_keys(home) == []
     ledger.credit(key="idem:k1", account="a", amount=1)  # the mail leaves twice
@@ -53,7 +53,7 @@ def test_the_harness_sees_a_lost_event_and_an_effect_without_intent(home: Path) 
     assert harness.effects_without_intent(home) == 0
     log.write_text(log.read_text() + f"{events[-1].seq + 1} sha256:{'0' * 64}\n")
     assert harness.lost_events(home, log) == 1
-    Ledger(home / "demo-ledger" / "ledger.sqlite").credit(key="idem:rogue", account="a",
+    demo_ledger(home).credit(key="idem:rogue", account="a",
                                                           amount=1)
     assert harness.effects_without_intent(home) == 1
 

@@ -16,9 +16,7 @@ import pytest
 
 from cradle_kg import OutcomeStatus, Runtime
 from cradle_kg.crashpoints import CRASH_POINTS
-from cradle_kg.demo.ledger import Ledger
-from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
-from cradle_kg.demo.tools import ledger_for
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, demo_ledger, ledger_for
 from cradle_kg.runs import show_run
 
 from .conftest import proposal
@@ -76,7 +74,7 @@ def assert_no_lost_events(rt: Runtime, log: Path) -> None:
 
 
 def assert_one_effect_per_key(home: Path) -> None:
-    ledger = Ledger(home / "demo-ledger" / "ledger.sqlite")
+    ledger = demo_ledger(home)
     calls = Counter(key for key, _op in ledger.applied_calls())
     assert all(n == 1 for n in calls.values()), calls
     assert all(n == 1 for n in ledger.entries_per_key().values())
@@ -130,7 +128,7 @@ def test_sigkill_at_each_point_then_restart(home: Path, point: str,
             assert outcomes[0].payload.get("reconciled") is True
         assert rt.journal.verify().intact
     assert_one_effect_per_key(home)
-    ledger = Ledger(home / "demo-ledger" / "ledger.sqlite")
+    ledger = demo_ledger(home)
     if tool_proposal is CREDIT:
         assert ledger.balance("acct-1") == 70
     else:
@@ -147,7 +145,7 @@ def test_retry_after_crash_reuses_the_intent_and_its_key(home: Path) -> None:
         assert retries[0].subject == intents[0].subject
         assert retries[0].payload["idempotency_key"] == intents[0].payload["action"][
             "idempotency_key"]
-    keys = [k for k, _ in Ledger(home / "demo-ledger" / "ledger.sqlite").applied_calls()]
+    keys = [k for k, _ in demo_ledger(home).applied_calls()]
     assert keys == [intents[0].payload["action"]["idempotency_key"]]
 
 
@@ -237,7 +235,6 @@ BLOCKING_CHILD = """
 import sys, time
 from pathlib import Path
 from cradle_kg import Runtime
-from cradle_kg.demo import tools as demo_tools
 home = Path(sys.argv[1])
 rt = Runtime(home)
 spec = rt.tools.get("demo.ledger.credit")

@@ -45,15 +45,14 @@ from ..loop.runtime import Runtime
 from ..packs.loader import Pack
 from ..packs.registry import PackRegistry
 from ..records import Agent, Outcome, OutcomeStatus, Permission
-from .ledger import Ledger
-from .tools import ledger_for
 
 AGENT = "agent:ledger-assistant"
 REQUESTER = "user:alice"
 APPROVER = "user:bob"
 #: demo-only tokens; a real home gets its approvers' token hashes from its operators
 DEMO_TOKENS = {APPROVER: "demo-token-bob", REQUESTER: "demo-token-alice"}
-PLUGIN = "cradle_kg.demo.tools:register"
+#: the pack whose tools the ledger steps call (``packs/demo.ledger``)
+LEDGER_PACK = "demo.ledger"
 #: the pilot packs the demo runs, through the same registry a third-party pack uses
 PILOTS = ("customs.hs-router", "infra.uptimeharbor")
 #: the paper's §11 example, exactly
@@ -85,7 +84,7 @@ def demo_config() -> RuntimeConfig:
                    Approver(id=REQUESTER, role="account-owner",
                             token_hash=token_hash(DEMO_TOKENS[REQUESTER]))),
         limits=(Limit(scope="agent", window_seconds=60, max_calls=1000),),
-        plugins=(PLUGIN,),
+        packs=(LEDGER_PACK,),
     )
 
 
@@ -112,7 +111,8 @@ def pilots_config(packs: dict[str, Pack]) -> RuntimeConfig:
         merge: Callable[[RuntimeConfig, RuntimeConfig], RuntimeConfig] = pack.resolve(
             "adapters:merged")
         config = merge(config, identities())
-    return config.model_copy(update={"packs": tuple(p.ref for p in packs.values())})
+    return config.model_copy(update={"packs": (LEDGER_PACK,
+                                               *(p.ref for p in packs.values()))})
 
 
 def _proposal(pid: str, tool: str, arguments: dict[str, Any], *, task: str) -> dict[str, Any]:
@@ -266,13 +266,25 @@ def _executed_action_id(rt: Runtime, waiting: Outcome) -> str:
     raise RuntimeError("no action ran after the approval")
 
 
+def demo_ledger(home: Path) -> Any:
+    """The demo ledger of ``home`` — the ``demo.ledger`` pack's own ``Ledger`` — for reading
+    back what the demo did (and for tests that tamper with it)."""
+    ledger = PackRegistry.discover().get(LEDGER_PACK).resolve("ledger:Ledger")
+    return ledger(ledger_for_path(home))
+
+
+def ledger_for(rt: Runtime) -> Any:
+    return demo_ledger(rt.home.root)
+
+
 def ledger_entries(home: Path) -> dict[str, int]:
-    return Ledger(ledger_for_path(home)).entries_per_key()
+    entries: dict[str, int] = demo_ledger(home).entries_per_key()
+    return entries
 
 
 def ledger_for_path(home: Path) -> Path:
     return home / "demo-ledger" / "ledger.sqlite"
 
 
-__all__ = ["DEMO_TOKENS", "PILOTS", "DemoStep", "ledger_for", "pilots_config", "prepare_home",
-           "run_demo", "service_processes"]
+__all__ = ["DEMO_TOKENS", "LEDGER_PACK", "PILOTS", "DemoStep", "demo_ledger", "ledger_for",
+           "pilots_config", "prepare_home", "run_demo", "service_processes"]

@@ -12,7 +12,6 @@ where the last one stopped.
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -20,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RuntimeConfig, load_config
-from ..errors import GraphStoreError, InputError, JournalError
+from ..errors import GraphStoreError, JournalError
 from ..evidence import EvidenceStore
 from ..graph.store import GraphStore
 from ..home import Home, resolve_home
 from ..journal import Journal, NewEvent
 from ..packs.loader import Pack
+from ..packs.registration import prepare_pack
 from ..packs.registry import PackRegistry
 from ..policy import PolicyEngine
 from ..records import ApprovalStatus, HumanApproval, Outcome, Plan, Proposal, Verdict
@@ -108,14 +108,12 @@ class Runtime:
         self._graph_lock = threading.Lock()
         if load_plugins:
             try:
-                for entry in config.plugins:
-                    self._load_plugin(entry)
                 if config.packs:
                     registry = PackRegistry.discover(self.home.root)
                     for ref in config.packs:
                         self.load_pack(registry.get(ref))
             except BaseException:
-                self.close()  # a refused pack or plugin leaves no lease or handle behind
+                self.close()  # a refused pack leaves no lease or handle behind
                 raise
         # INVARIANT: dangling intents are reconciled before this runtime does anything else
         self.recovery: RecoveryReport | None = self.recover() if recover else None
@@ -186,29 +184,20 @@ class Runtime:
         self.policy_set.add(paths, namespace=namespace)
 
     def load_pack(self, pack: Pack) -> None:
-        """Plug a domain pack in: its policies, its version on every decision, its hooks.
+        """Plug a domain pack in: its policies, its version on every decision, and the
+        tools, verifiers, validators and invariants its manifest names.
 
-        TRUST: this runs the pack's own Python (its ``runtime`` hook) with this process's
-        privileges — a pack is trusted code, like a plugin or a pip-installed package. Its
-        policies are cited as ``<pack-id>/<id>``, so they can never pass for the home's.
+        TRUST: this imports the pack's own Python with this process's privileges — a pack
+        is trusted code, like a pip-installed package. Its policies are cited as
+        ``<pack-id>/<id>``, so they can never pass for the home's.
         """
         if pack.ref in self.pack_versions:
             return
+        prepared = prepare_pack(pack, home=self.home.root, clock=self.clock)
         if pack.policy_files():
             self.add_policy_paths(pack.policy_files(), namespace=pack.id)
         self.pack_versions.append(pack.ref)
-        if pack.manifest.runtime:
-            pack.resolve(pack.manifest.runtime)(self, pack)
-
-    def _load_plugin(self, entry: str) -> None:
-        module_name, _, attr = entry.partition(":")
-        try:
-            register = getattr(importlib.import_module(module_name), attr or "register")
-        except (ImportError, AttributeError) as exc:
-            raise InputError(f"cannot load plugin `{entry}`: {exc}") from exc
-        register(self)
-
-    # --- the graph, the home, the end ---------------------------------------------
+        prepared.register(self)
 
     def graph(self) -> GraphStore | None:
         """The home's graph store, opened on first use; None when another process holds it."""

@@ -39,11 +39,11 @@ class Manifest(BaseModel):
     shapes: list[str] = []
     policies: list[str] = []
     cedar_schema: str | None = None
+    #: ``module:attribute`` of each declaration (``cradle_kg.packs.sdk``) the loader registers
     validators: list[str] = []
     tools: list[str] = []
     verifiers: list[str] = []
-    #: "module:function" called with (runtime, pack) to register tools, verifiers, validators
-    runtime: str | None = None
+    invariants: list[str] = []
     #: "module:function" called with (runtime, input dict) -> outcome dict, for `pack run`
     example_runner: str | None = None
     queries: dict[str, str] = {}
@@ -75,7 +75,7 @@ class Manifest(BaseModel):
             raise ValueError(f"`{value}` is not a version requirement like `>=0.1.0`")
         return value
 
-    @field_validator("validators", "tools", "verifiers")
+    @field_validator("validators", "tools", "verifiers", "invariants")
     @classmethod
     def _entries(cls, value: list[str]) -> list[str]:
         for item in value:
@@ -128,6 +128,10 @@ def read_manifest(folder: Path) -> Manifest:
                             f"{getattr(exc, 'problem', None) or exc}") from exc
     if not isinstance(raw, dict):
         raise ManifestError(f"{path}:1: a manifest is a mapping of keys")
+    if "runtime" in raw:
+        raise ManifestError(f"{path}:{line_of(text, 'runtime:') or 1}: `runtime` (a "
+                            "registration hook) is no longer read: name each tool, verifier, "
+                            "validator and invariant in its list")
     try:
         return Manifest.model_validate(raw)
     except ValidationError as exc:

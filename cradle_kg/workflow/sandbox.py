@@ -2,8 +2,8 @@
 
 In Temporal's terms the gates, decisions and transitions are workflow code (re-run),
 while tool calls, verifier reads and model calls are activities (served from history).
-:class:`SandboxRuntime` is an ordinary :class:`~cradle_kg.loop.runtime.Runtime` — plugins and
-packs register through the same hooks — except that every tool and verifier it registers
+:class:`SandboxRuntime` is an ordinary :class:`~cradle_kg.loop.runtime.Runtime` — packs
+register through the same hooks — except that every tool and verifier it registers
 is wrapped:
 
 * **strict**: a tool returns its recorded observation and a verifier its recorded report;

@@ -8,7 +8,8 @@ relative. Entry points (thin, typed, JSON in / JSON out):
 * ``verifiers.hs:hs_code_exists`` / ``legal_source_current`` / ``required_permit_resolution``;
 * ``validators.goods_line:validate_goods_line``,
   ``validators.outcome_graph:validate_outcome_graph``;
-* ``adapters:register`` / ``adapters:run_example`` — the governed runtime's hooks.
+* ``governed:*`` — the governed tools, verifiers and validators (SDK declarations the
+  manifest names); ``adapters:run_example`` — the example runner.
 
 The package's names are resolved lazily (PEP 562), so this file imports nothing at load
 time and can be imported under any name: pytest imports a test folder's parent package

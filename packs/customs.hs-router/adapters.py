@@ -1,83 +1,31 @@
-"""customs.hs-router in the governed runtime: tools, verifiers, validators, example runner.
+"""customs.hs-router's example identities and example runner (``pack run``, the demo).
 
-``register(runtime, pack)`` (the manifest's ``runtime:`` hook) wraps the pack's plain
-functions as core contracts:
-
-=================================  ==============  ==========  ================================
-tool                               side effect     idempotency verifier (gate 2)
-=================================  ==============  ==========  ================================
-``customs.hs_lookup``              read_only       natural     — (an observation)
-``customs.classify``               read_only       natural     — (an observation)
-``customs.finalize_classification`` external_write keyed       ``customs.declaration-recorded``
-=================================  ==============  ==========  ================================
-
-Where ``needs_clarification`` comes from (the choice, stated once): the classification is
-deterministic, so gate 1 runs it as a **domain pre-check** on every ``customs.classify``
-proposal (validator ``customs.classification-precheck``). An unknown discriminating
-attribute is a ``clarify`` finding whose ``missing_facts`` are the pack's, in the pack's
-order — the runtime outcome is ``needs_clarification`` and nothing runs; a rejected goods
-line is a ``deny``. Only a goods line the pack can decide reaches the tool, whose output
-is an observation (data, not truth).
-
-Finalizing is the governed write: a keyed row in the local declarations store
-(``declarations.py``). Its proposal carries the classification's claims (status,
-``permitted_to_finalize``, permit and missing-fact counts, decision digest) — Cedar reads
-them (``missing-attribute-escalation`` forbids, ``restricted-goods-routing`` asks for a
-human approval) and the validator ``customs.finalize-matches-classification`` recomputes
-the classification and denies any claim that differs, so an agent cannot talk Cedar into
-a permit. Gate 2 reads the row back through its own connection and re-runs the pack's
-three verifiers on what was filed: ``hs-code-exists``, ``legal-source-current``,
-``required-permit-resolution`` (each also registered alone).
-
-``run_example(runtime, input)`` (the manifest's ``example_runner``) submits the
-classification and, when it executed, the finalization; it returns the pack-level result
-and the governed outcomes behind it.
+The pack's tools, verifiers and validators are declarations in ``governed.py``, named by
+the manifest and registered when the pack loads. Here: the identities the examples use
+(``identities``), and ``run_example(runtime, input)`` (the manifest's ``example_runner``),
+which submits the classification and, when it executed, the finalization; it returns the
+pack-level result and the governed outcomes behind it.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping
-from datetime import UTC, date, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from cradle_kg.canonical import content_hash
-from cradle_kg.config import Approver, RuntimeConfig
-from cradle_kg.loop.approvals import token_hash
-from cradle_kg.loop.gate1.findings import Finding
-from cradle_kg.records import (
+from cradle_kg import Runtime
+from cradle_kg.packs.sdk import (
     Agent,
     ApprovalStatus,
-    IdempotencyClass,
+    Approver,
     Outcome,
     OutcomeStatus,
     Permission,
-    Proposal,
-    SideEffectClass,
-    Verdict,
-    VerificationCheck,
-    VerificationStatus,
+    RuntimeConfig,
+    content_hash,
+    token_hash,
 )
-from cradle_kg.tools import ToolCall, ToolSpec
-from cradle_kg.verifiers import VerifierReport, VerifyRequest
 
-from .declarations import Declarations
-from .extraction import KeywordExtractor
-from .models import Decision
-from .models import Outcome as ClassificationOutcome
-from .pipeline import decide, run
-from .tools.hs import hs_lookup
-from .validators.goods_line import validate_goods_line
-from .verifiers.hs import hs_code_exists, legal_source_current, required_permit_resolution
-
-if TYPE_CHECKING:
-    from cradle_kg import Runtime
-    from cradle_kg.packs.loader import Pack
-
-V = VerificationStatus
+from .governed import TOOL_CLASSIFY, TOOL_FINALIZE, precheck
 
 #: the example identities: a broker agent acting for a declarant; a customs officer
 #: approves restricted-goods finalizations. Tokens are example-only.
@@ -86,190 +34,6 @@ DECLARANT = "user:declarant"
 OFFICER = "user:customs-officer"
 EXAMPLE_TOKENS = {OFFICER: "example-token-customs-officer"}
 ENVIRONMENT = "local"
-
-TOOL_LOOKUP = "customs.hs_lookup"
-TOOL_CLASSIFY = "customs.classify"
-TOOL_FINALIZE = "customs.finalize_classification"
-VERIFIER_FILED = "customs.declaration-recorded"
-
-
-# --- contracts ---------------------------------------------------------------------------
-
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class LookupInput(_In):
-    code: str = Field(min_length=1, max_length=16)
-
-
-class LookupOutput(BaseModel):
-    code: str
-    exists: bool
-    description: str | None = None
-    level: int | None = None
-    section: str | None = None
-    parent_chain: list[dict[str, Any]] = []
-    national_subdivisions: list[Any] = []
-    source: str | None = None
-
-
-class GoodsLineInput(_In):
-    """One goods line (README "Input"); the pack's own model checks the details."""
-
-    description: str
-    facts: list[dict[str, Any]] = []
-    declared_at: str | None = None
-
-
-class FinalizeInput(_In):
-    """The agent's claims about a classification it asks to file, with the goods line.
-
-    The flat fields are what Cedar reads (``context.arguments``); gate 1's validator
-    recomputes every one of them from ``goods_line``.
-    """
-
-    declaration_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
-    goods_line: GoodsLineInput
-    status: Literal["classified", "needs_clarification", "rejected"]
-    hs_code: str | None = None
-    permitted_to_finalize: bool
-    permits_required: list[str] = []
-    permits_required_count: int = Field(ge=0)
-    missing_facts_count: int = Field(ge=0)
-    decision_digest: str
-
-
-class FinalizeOutput(BaseModel):
-    declaration_id: str
-    hs_code: str
-    permits_required: list[str]
-    decision_digest: str
-    written: bool
-
-
-# --- the deterministic pre-check (stages 1-4, no model, no explanation) -------------------
-
-_PRECHECK_LOCK = threading.Lock()
-_PRECHECK: dict[str, Decision] = {}
-
-
-def precheck(goods_line: Mapping[str, Any]) -> Decision:
-    """The pack's decision for a goods line, as gate 1 sees it (memoized per day)."""
-    key = content_hash([dict(goods_line), date.today().isoformat()])
-    with _PRECHECK_LOCK:
-        found = _PRECHECK.get(key)
-    if found is not None:
-        return found
-    decision, _calls = decide(goods_line, (KeywordExtractor(),), date.today())
-    with _PRECHECK_LOCK:
-        if len(_PRECHECK) > 512:
-            _PRECHECK.clear()
-        _PRECHECK[key] = decision
-    return decision
-
-
-def _line(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in arguments.items() if v is not None}
-
-
-# --- validators (gate 1) -----------------------------------------------------------------
-
-def goods_line_well_formed(proposal: Proposal, spec: ToolSpec) -> list[Finding]:
-    """Closed world: a goods line the pack's model refuses is denied before anything runs."""
-    problems = validate_goods_line(_line(proposal.action.arguments))
-    return [Finding(code="malformed_goods_line", message=f"goods line: {p}") for p in problems]
-
-
-def classification_precheck(proposal: Proposal, spec: ToolSpec) -> list[Finding]:
-    """Unknown discriminating attributes ⇒ clarify with the pack's missing facts, in order."""
-    decision = precheck(_line(proposal.action.arguments))
-    if decision.status == "rejected":
-        return [Finding(code="classification_rejected",
-                        message="rejected by the pack: " + "; ".join(decision.reasons))]
-    if decision.status == "needs_clarification":
-        missing = ", ".join(f"`{m}`" for m in decision.missing_facts)
-        candidates = ", ".join(decision.candidate_hs_codes) or "none"
-        return [Finding(code="missing_facts", verdict=Verdict.CLARIFY,
-                        missing_facts=decision.missing_facts,
-                        message=f"needs clarification: {missing} unknown; never a guess "
-                                f"(candidate HS codes: {candidates})")]
-    return []
-
-
-def finalize_matches_classification(proposal: Proposal, spec: ToolSpec) -> list[Finding]:
-    """The claims Cedar read must be the pack's own decision for this goods line."""
-    args = FinalizeInput.model_validate(proposal.action.arguments)
-    decision = precheck(args.goods_line.model_dump(exclude_none=True))
-    expected: dict[str, Any] = {
-        "status": decision.status, "hs_code": decision.hs_code,
-        "permitted_to_finalize": decision.permitted_to_finalize,
-        "permits_required": sorted(decision.permits_required),
-        "permits_required_count": len(decision.permits_required),
-        "missing_facts_count": len(decision.missing_facts),
-        "decision_digest": decision.digest(),
-    }
-    claimed = args.model_dump()
-    claimed["permits_required"] = sorted(args.permits_required)
-    wrong = [k for k, v in expected.items() if claimed[k] != v]
-    if wrong:
-        detail = "; ".join(f"`{k}` claimed {claimed[k]!r}, the pack decides {expected[k]!r}"
-                           for k in wrong)
-        return [Finding(code="claims_do_not_match_classification",
-                        message=f"the finalization's claims differ from the classification: "
-                                f"{detail}")]
-    return []
-
-
-# --- verifiers (gate 2) ------------------------------------------------------------------
-
-_STATUS = {"verified": V.VERIFIED, "failed": V.FAILED, "inconclusive": V.INCONCLUSIVE}
-PackVerifier = Callable[[Mapping[str, Any]], tuple[str, str]]
-
-
-def _legal_source_current(outcome: Mapping[str, Any]) -> tuple[str, str]:
-    at = outcome.get("evaluated_at")
-    if not at:
-        return "inconclusive", "the outcome states no evaluation date"
-    return legal_source_current(outcome, date.fromisoformat(str(at)))
-
-
-PACK_VERIFIERS: dict[str, PackVerifier] = {
-    "hs-code-exists": hs_code_exists,
-    "legal-source-current": _legal_source_current,
-    "required-permit-resolution": required_permit_resolution,
-}
-
-
-def _filed_checks(store: Declarations, req: VerifyRequest,
-                  names: tuple[str, ...]) -> VerifierReport:
-    """Read the filed row back (own connection) and re-check what was filed."""
-    args = req.arguments
-    assert isinstance(args, FinalizeInput)
-    row = store.read(req.action.idempotency_key)
-    read_at = datetime.now(UTC)
-    if row is None:
-        return VerifierReport(
-            checks=(VerificationCheck(name="resource_exists", status=V.FAILED,
-                                      detail="no declaration filed under this key"),
-                    VerificationCheck(name="expected_state", status=V.FAILED,
-                                      detail="nothing to compare")),
-            read_at=read_at, evidence={"row": None}, source="declarations.sqlite")
-    same = (row["declaration_id"] == args.declaration_id and row["hs_code"] == args.hs_code
-            and row["permits_required"] == sorted(args.permits_required)
-            and row["decision_digest"] == args.decision_digest)
-    checks = [VerificationCheck(name="resource_exists", status=V.VERIFIED,
-                                detail=f"declaration `{row['declaration_id']}` filed"),
-              VerificationCheck(name="expected_state", status=V.VERIFIED if same else V.FAILED,
-                                detail=f"filed `{row['hs_code']}` permits "
-                                       f"{row['permits_required']} digest "
-                                       f"{row['decision_digest'][:19]}…")]
-    for name in names:
-        status, detail = PACK_VERIFIERS[name](row["outcome"])
-        checks.append(VerificationCheck(name=name, status=_STATUS[status], detail=detail))
-    evidence = {k: v for k, v in row.items() if k != "outcome"}
-    return VerifierReport(checks=tuple(checks), read_at=read_at, evidence=evidence,
-                          source="declarations.sqlite")
 
 
 # --- identities (example and demo only; a real home configures its own) -------------------
@@ -295,85 +59,6 @@ def merged(base: RuntimeConfig, extra: RuntimeConfig) -> RuntimeConfig:
 def ensure_identities(runtime: Runtime) -> None:
     if runtime.config.agent(AGENT) is None:
         runtime.configure(merged(runtime.config, identities()))
-
-
-# --- registration ------------------------------------------------------------------------
-
-def store_for(runtime: Runtime) -> Declarations:
-    return Declarations(Path(runtime.home.root) / "customs" / "declarations.sqlite")
-
-
-def register(runtime: Runtime, pack: Pack) -> None:
-    """The manifest's ``runtime:`` hook."""
-    store = store_for(runtime)
-    name = pack.ref
-
-    def lookup_tool(call: ToolCall) -> LookupOutput:
-        args = call.arguments
-        assert isinstance(args, LookupInput)
-        return LookupOutput.model_validate(hs_lookup(args.code))
-
-    def classify_tool(call: ToolCall) -> ClassificationOutcome:
-        args = call.arguments
-        assert isinstance(args, GoodsLineInput)
-        return run(args.model_dump(exclude_none=True))
-
-    def finalize_tool(call: ToolCall) -> FinalizeOutput:
-        args = call.arguments
-        assert isinstance(args, FinalizeInput)
-        outcome = run(args.goods_line.model_dump(exclude_none=True))
-        if outcome.status != "classified" or outcome.hs_code is None:
-            raise ValueError(f"cannot file a `{outcome.status}` classification")
-        written = store.file(key=call.idempotency_key, declaration_id=args.declaration_id,
-                             hs_code=outcome.hs_code, permits=list(outcome.permits_required),
-                             decision_digest=outcome.decision_digest,
-                             outcome=outcome.model_dump(mode="json"))
-        return FinalizeOutput(declaration_id=args.declaration_id, hs_code=outcome.hs_code,
-                              permits_required=sorted(outcome.permits_required),
-                              decision_digest=outcome.decision_digest, written=written)
-
-    def finalize_lookup(call: ToolCall) -> FinalizeOutput | None:
-        row = store.read(call.idempotency_key)
-        if row is None:
-            return None
-        return FinalizeOutput(declaration_id=row["declaration_id"], hs_code=row["hs_code"],
-                              permits_required=row["permits_required"],
-                              decision_digest=row["decision_digest"], written=True)
-
-    def verifier(names: tuple[str, ...]) -> Callable[[VerifyRequest], VerifierReport]:
-        return lambda req: _filed_checks(store, req, names)
-
-    for check in PACK_VERIFIERS:
-        runtime.register_verifier(f"customs.{check}", verifier((check,)))
-    runtime.register_verifier(VERIFIER_FILED, verifier(tuple(PACK_VERIFIERS)))
-
-    runtime.register_tool(ToolSpec(
-        id=TOOL_LOOKUP, version=pack.version, input_model=LookupInput,
-        output_model=LookupOutput, side_effect_class=SideEffectClass.READ_ONLY,
-        idempotency=IdempotencyClass.NATURAL, blast_radius=("hs:*",),
-        description="read the HS 2022 nomenclature (exists, description, parents)"),
-        lookup_tool)
-    runtime.register_tool(ToolSpec(
-        id=TOOL_CLASSIFY, version=pack.version, input_model=GoodsLineInput,
-        output_model=ClassificationOutcome, side_effect_class=SideEffectClass.READ_ONLY,
-        idempotency=IdempotencyClass.NATURAL, blast_radius=("goods-line:*",),
-        description="classify one goods line: extraction, normalisation, classification, "
-                    "regulatory evaluation, explanation (computes; writes nothing)"),
-        classify_tool)
-    runtime.register_tool(ToolSpec(
-        id=TOOL_FINALIZE, version=pack.version, input_model=FinalizeInput,
-        output_model=FinalizeOutput, side_effect_class=SideEffectClass.EXTERNAL_WRITE,
-        idempotency=IdempotencyClass.KEYED, verifier=VERIFIER_FILED,
-        blast_radius=("declaration:*",), target_from="declaration:{declaration_id}",
-        description="file a classification in the declarations store (keyed write)"),
-        finalize_tool, lookup=finalize_lookup)
-
-    runtime.register_validator(TOOL_CLASSIFY, goods_line_well_formed,
-                               name="customs.goods-line-well-formed", pack=name)
-    runtime.register_validator(TOOL_CLASSIFY, classification_precheck,
-                               name="customs.classification-precheck", pack=name)
-    runtime.register_validator(TOOL_FINALIZE, finalize_matches_classification,
-                               name="customs.finalize-matches-classification", pack=name)
 
 
 # --- the example runner ------------------------------------------------------------------

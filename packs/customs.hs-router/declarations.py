@@ -2,16 +2,17 @@
 
 It stands for the customs system a broker files into. The finalize tool writes one row
 per idempotency key (a repeated key writes nothing new); the verifier reads the row back
-through its own read-only connection, never through the writer.
+through its own read-only connection, never through the writer (``PackStore``).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from cradle_kg.packs.sdk import PackStore
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS declarations (
@@ -29,19 +30,12 @@ CREATE TABLE IF NOT EXISTS declarations (
 class Declarations:
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            conn.executescript(_SCHEMA)
-
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(str(self.path), timeout=30.0)
-        conn.execute("PRAGMA journal_mode=WAL")
-        return conn
+        self.store = PackStore(path, _SCHEMA)
 
     def file(self, *, key: str, declaration_id: str, hs_code: str, permits: list[str],
              decision_digest: str, outcome: dict[str, Any]) -> bool:
         """Write once per key; False when the key was already written."""
-        with self._connect() as conn:
+        with self.store.writing() as conn:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO declarations VALUES (?,?,?,?,?,?,?)",
                 (key, declaration_id, hs_code, json.dumps(sorted(permits)), decision_digest,
@@ -51,15 +45,9 @@ class Declarations:
     # --- independent reads (the verifier's path) ------------------------------------
 
     def read(self, key: str) -> dict[str, Any] | None:
-        if not self.path.exists():
-            return None
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30.0)
-        try:
-            row = conn.execute(
-                "SELECT key, declaration_id, hs_code, permits, decision_digest, outcome, at "
-                "FROM declarations WHERE key = ?", (key,)).fetchone()
-        finally:
-            conn.close()
+        row = self.store.row(
+            "SELECT key, declaration_id, hs_code, permits, decision_digest, outcome, at "
+            "FROM declarations WHERE key = ?", (key,))
         if row is None:
             return None
         return {"key": row[0], "declaration_id": row[1], "hs_code": row[2],
@@ -67,5 +55,5 @@ class Declarations:
                 "outcome": json.loads(row[5]), "at": row[6]}
 
     def count(self) -> int:
-        with self._connect() as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM declarations").fetchone()[0])
+        row = self.store.row("SELECT COUNT(*) FROM declarations")
+        return int(row[0]) if row is not None else 0

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cradle_kg.errors import ToolError
+from cradle_kg.packs.sdk import ToolError
 
 from .extraction import ModelClient
 from .models import Decision, ModelCall

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cradle_kg.errors import ReplayDivergenceError
+from cradle_kg.packs.sdk import ReplayDivergenceError
 
 
 def load_recorded(path: Path) -> dict[str, Any]:

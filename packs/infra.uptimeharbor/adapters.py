@@ -1,95 +1,38 @@
-"""infra.uptimeharbor in the governed runtime: tools, verifiers, validators, example runner.
+"""infra.uptimeharbor's example identities and example runner (``pack run``, the demo).
 
-``register(runtime, pack)`` (the manifest's ``runtime:`` hook) wraps the pack's plain
-functions as core contracts. A target names the *world* (one repository and its two
-environments, under ``<home>/uptimeharbor/<world>/``) and what in it is touched:
-``harbor:<world>/production``, ``harbor:<world>/repo``, ``harbor:<world>/incident/<id>``.
-
-=========================  ===========  ===========  ===================================
-tool                       side effect  idempotency  gate 2
-=========================  ===========  ===========  ===================================
-``infra.detect_outage``    read_only    natural      — (an observation)
-``infra.run_tests``        read_only    natural      — (an observation, never a fact)
-``infra.claim_fix``        reversible   natural      ``infra.fix-claimed``
-``infra.deploy``           compensable  keyed        ``infra.deploy-verified``;
-                                                     compensation ``infra.rollback``; lookup
-``infra.rollback``         reversible   keyed        ``infra.rollback-verified``
-``infra.resolve_incident`` reversible   natural      ``infra.incident-resolved``
-=========================  ===========  ===========  ===================================
-
-Verifiers read the probe, git and the state file — never a tool's output — and record
-what they read in the pack's verification log (``harbor.record_verification``), which is
-what the flow rules consult: ``infra.incident-resolved`` (the paths that failed when the
-incident was opened pass now), ``infra.deployed-commit-matches``, ``infra.service-healthy``
-(each registered alone; ``infra.deploy-verified`` runs the three).
-
-Gate-1 validators are the pack's rules (``validators/rules.py``) over the proposal and a
-snapshot of the state: ``well_formed_change``, ``one_fix_per_incident``,
-``green_tests_not_resolution``, ``production_runs_verified_commits_only`` (plus: the cited
-``staging_verification`` is the recorded one). "Staging verification does not authorize
-production" is structural: the production permit is its own Cedar policy
-(``production-deploy-explicit``: its own role, ``@requires_approval``), a staging permit
-never covers production (``decision-is-for-its-environment``), and the staging verification
-is only a condition. A failed post-deploy verification compensates with a rollback to the
-last verified commit, which also gives the fix's claim back.
+The pack's tools, verifiers and validators are declarations in ``governed/``, named by the
+manifest and registered when the pack loads. Here: the identities the examples use, the
+§12 scenario through the governed loop (``scenario``), and ``run_example(runtime, input)``
+(the manifest's ``example_runner``).
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from cradle_kg.config import Approver, RuntimeConfig
-from cradle_kg.loop.approvals import token_hash
-from cradle_kg.loop.gate1.findings import Finding
-from cradle_kg.records import (
+from cradle_kg import Runtime
+from cradle_kg.packs.sdk import (
     Agent,
     ApprovalStatus,
+    Approver,
     CheckStatus,
-    IdempotencyClass,
     Outcome,
     OutcomeStatus,
     Permission,
-    Proposal,
-    SideEffectClass,
-    VerificationCheck,
-    VerificationStatus,
+    RuntimeConfig,
+    token_hash,
 )
-from cradle_kg.tools import ToolCall, ToolSpec
-from cradle_kg.verifiers import VerifierReport, VerifyRequest
 
-from .harbor import (
-    Harbor,
-    get_incident,
-    is_verified_in,
-    open_incident,
-    record_verification,
-    release_fix_lock,
-    set_incident_status,
-    staging_resolution,
-)
-from .harbor import acquire_fix_lock as take_fix_lock
-from .probe import base_url_for, probe
+from .governed.gate1 import KINDS
+from .governed.worlds import harbor_for, target, world_dir
+from .harbor import Harbor, open_incident, set_incident_status, staging_resolution
 from .scenario import steps
 from .service.envs import ENVIRONMENTS
 from .state import atomic_write_json
-from .tools import ops
-from .validators import rules
-from .verifiers.checks import deployed_commit_matches, incident_resolved, service_healthy
-
-if TYPE_CHECKING:
-    from cradle_kg import Runtime
-    from cradle_kg.packs.loader import Pack
-
-V = VerificationStatus
-Env = Literal["staging", "production"]
 
 #: example identities: the fixer may ask for production deploys, never approve them; a
 #: second agent holds only the staging role; a monitor probes; an on-call human approves
@@ -99,324 +42,6 @@ MONITOR = "agent:harbor-monitor"
 RELEASE_MANAGER = "user:release-manager"
 ON_CALL = "user:sre-on-call"
 EXAMPLE_TOKENS = {ON_CALL: "example-token-sre-on-call"}
-
-
-# --- contracts ---------------------------------------------------------------------------
-
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-_SHA = r"^[0-9a-f]{40}$"
-
-
-class EnvInput(_In):
-    env: Env
-
-
-class ProbeOutput(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    env: str
-    outage: bool
-    healthy: bool
-    status_code: int | None
-    commit: str | None
-    checked_at: str
-    reason: str | None = None
-    checks: list[dict[str, Any]] = []
-
-
-class TestsInput(_In):
-    commit: str = Field(pattern=_SHA)
-
-
-class TestsOutput(BaseModel):
-    kind: Literal["observation"]
-    commit: str
-    outcome: Literal["passed", "failed", "error"]
-    returncode: int | None
-    output: str
-    duration_ms: float
-
-
-class FixInput(_In):
-    incident_id: str = Field(min_length=1, max_length=64)
-    fix_id: str = Field(min_length=1, max_length=64)
-    commit: str = Field(pattern=_SHA)
-
-
-class FixOutput(BaseModel):
-    incident_id: str
-    fix_id: str
-    acquired: bool
-
-
-class DeployInput(_In):
-    env: Env
-    commit: str = Field(pattern=_SHA)
-    incident_id: str = Field(min_length=1, max_length=64)
-    fix_id: str = Field(min_length=1, max_length=64)
-    #: the recorded staging `incident_resolved` verification this production deploy cites
-    staging_verification: str | None = None
-
-
-class RollbackInput(_In):
-    """What a compensation passes (the failed deploy's arguments) or an agent asks."""
-
-    env: Env
-    commit: str | None = Field(default=None, pattern=_SHA)  # the commit being rolled back
-    incident_id: str | None = None
-    fix_id: str | None = None
-    staging_verification: str | None = None
-
-
-class DeployOutput(BaseModel):
-    env: str
-    commit: str
-    previous_commit: str | None = None
-    idempotency_key: str | None = None
-    replayed: bool = False
-    dry_run: bool = False
-    pid: int | None = None
-    port: int | None = None
-    released_fix: bool = False
-
-
-class EvidenceRef(BaseModel):
-    model_config = ConfigDict(extra="allow")  # an observation may say what it saw
-    kind: Literal["test_observation", "verification"]
-    ref: str
-
-
-class ResolveInput(_In):
-    incident_id: str = Field(min_length=1, max_length=64)
-    fix_id: str = Field(min_length=1, max_length=64)
-    evidence: list[EvidenceRef] = []
-
-
-class ResolveOutput(BaseModel):
-    incident_id: str
-    status: str
-
-
-# --- worlds ------------------------------------------------------------------------------
-
-_WORLDS_LOCK = threading.Lock()
-_WORLDS: dict[Path, Harbor] = {}
-
-
-def world_dir(root: Path, world: str) -> Path:
-    return root / "uptimeharbor" / world
-
-
-def harbor_for(root: Path, world: str) -> Harbor:
-    """The harbor of ``world`` under the runtime's home (one instance per world)."""
-    base = world_dir(root, world)
-    with _WORLDS_LOCK:
-        found = _WORLDS.get(base)
-        if found is None:
-            found = _WORLDS[base] = Harbor(base / "harbor", base / "repo")
-        return found
-
-
-def world_of(target: str) -> str:
-    """``harbor:<world>/<thing>`` -> ``<world>``."""
-    if not target.startswith("harbor:") or "/" not in target:
-        raise ValueError(f"`{target}` is not a harbor target (harbor:<world>/<thing>)")
-    return target.removeprefix("harbor:").split("/", 1)[0]
-
-
-def target(world: str, thing: str) -> str:
-    return f"harbor:{world}/{thing}"
-
-
-# --- validators: the pack's rules over (proposal, state snapshot) ---------------------------
-
-_KINDS = {"infra.claim_fix": "propose_fix", "infra.deploy": "deploy",
-          "infra.rollback": "rollback", "infra.resolve_incident": "resolve_incident"}
-
-
-def rule_action(proposal: Proposal) -> dict[str, Any]:
-    """The pack rules' view of a proposal (``validators/rules.py`` docstring)."""
-    args = dict(proposal.action.arguments)
-    evidence = list(args.get("evidence") or [])
-    if args.get("staging_verification"):
-        evidence.append({"kind": "verification", "ref": args["staging_verification"]})
-    return {"kind": _KINDS.get(proposal.action.action_type, proposal.action.action_type),
-            "actor": proposal.agent_id, "env": args.get("env"), "commit": args.get("commit"),
-            "incident_id": args.get("incident_id"), "fix_id": args.get("fix_id"),
-            "evidence": evidence}
-
-
-def _findings(violations: list[rules.Violation]) -> list[Finding]:
-    return [Finding(code=v.code, message=f"{v.code}: {v.message}") for v in violations]
-
-
-Validator = Callable[[Proposal, ToolSpec], list[Finding]]
-
-
-def rule_validator(root: Path, rule: rules.Validator) -> Validator:
-    def check(proposal: Proposal, spec: ToolSpec) -> list[Finding]:
-        state = harbor_for(root, world_of(proposal.action.target)).snapshot()
-        return _findings(rule(rule_action(proposal), state))
-    return check
-
-
-def cited_verification_validator(root: Path) -> Validator:
-    """A production deploy cites *the* recorded staging resolution of its commit."""
-    def check(proposal: Proposal, spec: ToolSpec) -> list[Finding]:
-        args = proposal.action.arguments
-        if args.get("env") != "production" or not args.get("staging_verification"):
-            return []
-        state = harbor_for(root, world_of(proposal.action.target)).snapshot()
-        proof = staging_resolution(state, str(args.get("commit")), str(args.get("incident_id")))
-        if proof is not None and proof["id"] == args["staging_verification"]:
-            return []
-        return [Finding(code="staging_verification_mismatch",
-                        message="staging_verification_mismatch: `"
-                                f"{args['staging_verification']}` is not the recorded, verified "
-                                "staging resolution of this commit for this incident")]
-    return check
-
-
-# --- verifiers ---------------------------------------------------------------------------
-
-_STATUS = {"verified": V.VERIFIED, "failed": V.FAILED, "inconclusive": V.INCONCLUSIVE}
-
-
-def _check(name: str, verdict: tuple[str, dict[str, Any]]) -> VerificationCheck:
-    status, detail = verdict
-    reason = detail.get("reason")
-    return VerificationCheck(name=name, status=_STATUS[status],
-                             detail=str(reason) if reason else status)
-
-
-def _running(h: Harbor, env: str) -> VerificationCheck:
-    url = base_url_for(h.store.env(env))
-    if url is None:
-        return VerificationCheck(name="resource_exists", status=V.FAILED,
-                                 detail=f"`{env}` is not running")
-    seen = probe(url)
-    return VerificationCheck(name="resource_exists",
-                             status=V.VERIFIED if seen["reachable"] else V.FAILED,
-                             detail=f"`{env}` answers at {url}" if seen["reachable"]
-                             else f"`{env}` does not answer")
-
-
-def _report(checks: list[VerificationCheck], evidence: dict[str, Any]) -> VerifierReport:
-    return VerifierReport(checks=tuple(checks), read_at=datetime.now(UTC), evidence=evidence,
-                          source="uptimeharbor probe + git + state file")
-
-
-def _record(h: Harbor, name: str, verdict: tuple[str, dict[str, Any]], env: str,
-            commit: str | None, incident_id: str | None) -> str:
-    status, detail = verdict
-    return str(record_verification(h, verifier=name, status=status, detail=detail, env=env,
-                                   commit=commit, incident_id=incident_id)["id"])
-
-
-def deploy_verifier(root: Path) -> Callable[[VerifyRequest], VerifierReport]:
-    """Commit matches (git, state, checkout, live), service healthy, the incident's probe."""
-    def verify(req: VerifyRequest) -> VerifierReport:
-        args = req.arguments
-        assert isinstance(args, DeployInput)
-        h = harbor_for(root, world_of(req.action.target))
-        incident = get_incident(h, args.incident_id)
-        reads = {
-            "deployed_commit_matches": deployed_commit_matches(h, args.env, args.commit),
-            "service_healthy": service_healthy(h, args.env),
-            "incident_resolved": incident_resolved(h, incident, args.env),
-        }
-        recorded = {name: _record(h, name, verdict, args.env, args.commit, args.incident_id)
-                    for name, verdict in reads.items()}
-        matches = _check("expected_state", reads["deployed_commit_matches"])
-        return _report([_running(h, args.env), matches,
-                        _check("service-healthy", reads["service_healthy"]),
-                        _check("incident-resolved", reads["incident_resolved"])],
-                       {"env": args.env, "commit": args.commit, "recorded": recorded,
-                        "statuses": {k: v[0] for k, v in reads.items()}})
-    return verify
-
-
-def rollback_verifier(root: Path) -> Callable[[VerifyRequest], VerifierReport]:
-    """The env runs a commit verified there before (not the one rolled back), healthy."""
-    def verify(req: VerifyRequest) -> VerifierReport:
-        args = req.arguments
-        assert isinstance(args, RollbackInput)
-        h = harbor_for(root, world_of(req.action.target))
-        live_url = base_url_for(h.store.env(args.env))
-        live = probe(live_url)["commit"] if live_url else None
-        healthy = service_healthy(h, args.env)
-        state = h.snapshot()
-        good = live is not None and live != args.commit and is_verified_in(state, args.env, live)
-        matches = deployed_commit_matches(h, args.env, live) if live else (
-            "inconclusive", {"reason": "no live commit"})
-        _record(h, "service_healthy", healthy, args.env, live, args.incident_id)
-        return _report([
-            _running(h, args.env),
-            VerificationCheck(name="expected_state", status=V.VERIFIED if good else V.FAILED,
-                              detail=f"`{args.env}` runs `{str(live)[:12]}`, verified there "
-                                     "before" if good else f"`{args.env}` runs `{live}`, not a "
-                                     "previously verified commit"),
-            _check("deployed-commit-matches", matches),
-            _check("service-healthy", healthy)],
-            {"env": args.env, "live_commit": live, "rolled_back_from": args.commit})
-    return verify
-
-
-def resolution_verifier(root: Path) -> Callable[[VerifyRequest], VerifierReport]:
-    """The incident's original failing probe passes now, and the record says resolved."""
-    def verify(req: VerifyRequest) -> VerifierReport:
-        args = req.arguments
-        assert isinstance(args, ResolveInput)
-        h = harbor_for(root, world_of(req.action.target))
-        incident = get_incident(h, args.incident_id)
-        env = str(incident["env"])
-        verdict = incident_resolved(h, incident, env)
-        return _report([
-            VerificationCheck(name="resource_exists", status=V.VERIFIED,
-                              detail=f"incident `{args.incident_id}` recorded"),
-            VerificationCheck(name="expected_state",
-                              status=V.VERIFIED if incident["status"] == "resolved" else V.FAILED,
-                              detail=f"incident status `{incident['status']}`"),
-            _check("incident-resolved", verdict)],
-            {"incident_id": args.incident_id, "env": env, "probe": verdict[0]})
-    return verify
-
-
-def fix_verifier(root: Path) -> Callable[[VerifyRequest], VerifierReport]:
-    def verify(req: VerifyRequest) -> VerifierReport:
-        args = req.arguments
-        assert isinstance(args, FixInput)
-        h = harbor_for(root, world_of(req.action.target))
-        lock = h.snapshot()["fix_locks"].get(args.incident_id)
-        held = lock is not None and lock.get("fix_id") == args.fix_id
-        return _report([
-            VerificationCheck(name="resource_exists",
-                              status=V.VERIFIED if lock else V.FAILED,
-                              detail="the incident has a fix claim" if lock else "no claim"),
-            VerificationCheck(name="expected_state", status=V.VERIFIED if held else V.FAILED,
-                              detail=f"claim held by `{lock.get('fix_id') if lock else None}`")],
-            {"incident_id": args.incident_id, "lock": lock})
-    return verify
-
-
-def single_verifier(root: Path, name: str) -> Callable[[VerifyRequest], VerifierReport]:
-    """One of the pack's verifiers alone, over a deploy's intended env, commit, incident."""
-    def verify(req: VerifyRequest) -> VerifierReport:
-        args = req.arguments
-        h = harbor_for(root, world_of(req.action.target))
-        env = str(getattr(args, "env", None) or "production")
-        if name == "incident_resolved":
-            incident = get_incident(h, str(getattr(args, "incident_id", "")))
-            verdict = incident_resolved(h, incident, str(incident["env"]))
-        elif name == "deployed_commit_matches":
-            verdict = deployed_commit_matches(h, env, str(getattr(args, "commit", "")))
-        else:
-            verdict = service_healthy(h, env)
-        return _report([_running(h, env), _check("expected_state", verdict)],
-                       {"verifier": name, "status": verdict[0]})
-    return verify
 
 
 # --- identities (example and demo only; a real home configures its own) -------------------
@@ -457,140 +82,6 @@ def merged(base: RuntimeConfig, extra: RuntimeConfig) -> RuntimeConfig:
 def ensure_identities(runtime: Runtime) -> None:
     if runtime.config.agent(FIXER) is None:
         runtime.configure(merged(runtime.config, identities()))
-
-
-# --- registration ------------------------------------------------------------------------
-
-def register(runtime: Runtime, pack: Pack) -> None:
-    """The manifest's ``runtime:`` hook."""
-    root = Path(runtime.home.root)
-    version = pack.version
-
-    def h_of(call: ToolCall) -> Harbor:
-        return harbor_for(root, world_of(call.target))
-
-    def detect(call: ToolCall) -> ProbeOutput:
-        args = call.arguments
-        assert isinstance(args, EnvInput)
-        return ProbeOutput.model_validate(ops.detect_outage(h_of(call), args.env))
-
-    def tests(call: ToolCall) -> TestsOutput:
-        args = call.arguments
-        assert isinstance(args, TestsInput)
-        return TestsOutput.model_validate(ops.run_tests(h_of(call), args.commit))
-
-    def claim(call: ToolCall) -> FixOutput:
-        args = call.arguments
-        assert isinstance(args, FixInput)
-        got = take_fix_lock(h_of(call), args.incident_id, args.fix_id, args.commit)
-        return FixOutput(incident_id=args.incident_id, fix_id=args.fix_id, acquired=got)
-
-    def deploy(call: ToolCall) -> DeployOutput:
-        args = call.arguments
-        assert isinstance(args, DeployInput)
-        return DeployOutput.model_validate(
-            ops.deploy(h_of(call), args.env, args.commit, call.idempotency_key,
-                       dry_run=call.dry_run))
-
-    def deploy_lookup(call: ToolCall) -> DeployOutput | None:
-        found = ops.lookup(h_of(call), call.idempotency_key)
-        if not found["happened"]:
-            return None
-        return DeployOutput(env=str(found["env"]), commit=str(found["commit"]),
-                            idempotency_key=call.idempotency_key, replayed=True)
-
-    def rollback(call: ToolCall) -> DeployOutput:
-        args = call.arguments
-        assert isinstance(args, RollbackInput)
-        h = h_of(call)
-        out = DeployOutput.model_validate(ops.rollback(h, args.env, call.idempotency_key,
-                                                       dry_run=call.dry_run))
-        if args.incident_id and args.fix_id and not call.dry_run:
-            # undoing a fix's deploy abandons the fix: its claim goes back
-            out.released_fix = release_fix_lock(h, args.incident_id, args.fix_id)
-        return out
-
-    def resolve(call: ToolCall) -> ResolveOutput:
-        args = call.arguments
-        assert isinstance(args, ResolveInput)
-        h = h_of(call)
-        set_incident_status(h, args.incident_id, "resolved", fix_id=args.fix_id)
-        release_fix_lock(h, args.incident_id, args.fix_id)
-        return ResolveOutput(incident_id=args.incident_id, status="resolved")
-
-    runtime.register_verifier("infra.incident-resolved", single_verifier(
-        root, "incident_resolved"))
-    runtime.register_verifier("infra.deployed-commit-matches", single_verifier(
-        root, "deployed_commit_matches"))
-    runtime.register_verifier("infra.service-healthy", single_verifier(root, "service_healthy"))
-    runtime.register_verifier("infra.deploy-verified", deploy_verifier(root))
-    runtime.register_verifier("infra.rollback-verified", rollback_verifier(root))
-    runtime.register_verifier("infra.resolution-verified", resolution_verifier(root))
-    runtime.register_verifier("infra.fix-claimed", fix_verifier(root))
-
-    common: dict[str, Any] = {"version": version, "blast_radius": ("harbor:*",)}
-    runtime.register_tool(ToolSpec(
-        id="infra.detect_outage", input_model=EnvInput, output_model=ProbeOutput,
-        side_effect_class=SideEffectClass.READ_ONLY, idempotency=IdempotencyClass.NATURAL,
-        required_scopes=("infra:read",),
-        description="probe /health and / of an environment: an observation", **common),
-        detect)
-    runtime.register_tool(ToolSpec(
-        id="infra.run_tests", input_model=TestsInput, output_model=TestsOutput,
-        side_effect_class=SideEffectClass.READ_ONLY, idempotency=IdempotencyClass.NATURAL,
-        required_scopes=("infra:read",),
-        description="the repository's tests on a commit, in a throwaway checkout: an "
-                    "observation that never resolves an incident", **common), tests)
-    runtime.register_tool(ToolSpec(
-        id="infra.claim_fix", input_model=FixInput, output_model=FixOutput,
-        side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NATURAL,
-        required_scopes=("infra:deploy",), verifier="infra.fix-claimed",
-        description="claim an incident's one fix slot (released by rollback or resolution)",
-        target_from="harbor:*/incident/{incident_id}", **common), claim)
-    runtime.register_tool(ToolSpec(
-        id="infra.deploy", input_model=DeployInput, output_model=DeployOutput,
-        side_effect_class=SideEffectClass.COMPENSABLE, idempotency=IdempotencyClass.KEYED,
-        required_scopes=("infra:deploy",), supports_dry_run=True,
-        compensation_tool="infra.rollback", verifier="infra.deploy-verified",
-        description="replace what runs in an environment by a commit (keyed)",
-        target_from="harbor:*/{env}", **common),
-        deploy, lookup=deploy_lookup)
-    runtime.register_tool(ToolSpec(
-        id="infra.rollback", input_model=RollbackInput, output_model=DeployOutput,
-        side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.KEYED,
-        required_scopes=("infra:deploy",), supports_dry_run=True,
-        verifier="infra.rollback-verified",
-        description="put back the previous commit verified in the environment",
-        target_from="harbor:*/{env}", **common),
-        rollback)
-    runtime.register_tool(ToolSpec(
-        id="infra.resolve_incident", input_model=ResolveInput, output_model=ResolveOutput,
-        side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NATURAL,
-        required_scopes=("infra:deploy",), verifier="infra.resolution-verified",
-        description="close an incident: only on a verified resolution of its own probe",
-        target_from="harbor:*/incident/{incident_id}", **common), resolve)
-
-    changes = "infra.*"
-    for name, rule, pattern in (
-        ("infra.well-formed-change", rules.well_formed_change, changes),
-        ("infra.one-fix-per-incident", rules.one_fix_per_incident, changes),
-        ("infra.green-tests-not-resolution", rules.green_tests_not_resolution, changes),
-        ("infra.production-runs-verified-commits-only",
-         rules.production_runs_verified_commits_only, changes),
-    ):
-        runtime.register_validator(pattern, _only_changes(rule_validator(root, rule)),
-                                   name=name, pack=pack.ref)
-    runtime.register_validator("infra.deploy", cited_verification_validator(root),
-                               name="infra.cited-staging-verification", pack=pack.ref)
-
-
-def _only_changes(validator: Validator) -> Validator:
-    """The flow rules judge changes; reads (probes, tests) have nothing to break."""
-    def check(proposal: Proposal, spec: ToolSpec) -> list[Finding]:
-        if proposal.action.action_type not in _KINDS:
-            return []
-        return validator(proposal, spec)
-    return check
 
 
 # --- the example runner ------------------------------------------------------------------
@@ -784,7 +275,7 @@ def _validator_example(runtime: Runtime, example: Mapping[str, Any]) -> dict[str
     atomic_write_json(h.store.path, dict(example["state"]))
     action = dict(example["action"])
     kind = action["kind"]
-    tool = {v: k for k, v in _KINDS.items()}[kind]
+    tool = {v: k for k, v in KINDS.items()}[kind]
     authorized = (action.get("authorization") or {}).get("decision") == "allow"
     # the governed runtime decides authorization itself: an action the example did not
     # authorize is proposed by an identity without the production role
@@ -873,4 +364,4 @@ def _jsonable(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["ENVIRONMENTS", "register", "run_example", "scenario"]
+__all__ = ["ENVIRONMENTS", "run_example", "scenario"]

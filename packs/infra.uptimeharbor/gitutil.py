@@ -9,7 +9,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from cradle_kg.errors import InputError, ToolError
+from cradle_kg.packs.sdk import InputError, ToolError
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 

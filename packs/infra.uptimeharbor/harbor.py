@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cradle_kg.errors import InputError, UnknownNameError
+from cradle_kg.packs.sdk import InputError, UnknownNameError
 
 from .service.envs import EnvManager, check_env
 from .state import State, StateStore, now_iso

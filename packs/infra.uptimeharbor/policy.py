@@ -18,7 +18,7 @@ from typing import Any
 
 import cedarpy
 
-from cradle_kg.errors import ApprovalError, PolicyError
+from cradle_kg.packs.sdk import ApprovalError, PolicyError
 
 POLICY_DIR = Path(__file__).resolve().parent / "policies"
 POLICY_FILE = POLICY_DIR / "infra.cedar"

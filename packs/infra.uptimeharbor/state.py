@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cradle_kg.errors import JournalError
+from cradle_kg.packs.sdk import JournalError
 
 State = dict[str, Any]
 

@@ -7,8 +7,8 @@ texts). They are generated on a fixed clock, so regenerating gives the same byte
 
 What is pinned and why:
 
-* time — a stepping clock (one second per reading) shared by the runtime and by the
-  demo's ledger and verifier, which otherwise stamp wall-clock times into the evidence;
+* time — a stepping clock (one second per reading): the runtime's, which the
+  ``demo.ledger`` pack's ledger and verifiers read too (a pack's context carries it);
 * the worker id journaled with intents (random per process otherwise);
 * policy file names — the policy set is built from ``demo.cedar`` by name, because a
   home's policies are named by their absolute path, which depends on where it lives;
@@ -26,13 +26,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import cradle_kg
 from cradle_kg import Runtime
 from cradle_kg.canonical import canonical_json, parse_iso
-from cradle_kg.demo import ledger as demo_ledger
-from cradle_kg.demo import tools as demo_tools
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, prepare_home
 from cradle_kg.evidence import EvidenceStore
 from cradle_kg.home import Home
@@ -59,22 +56,13 @@ class SteppingClock:
 
 @contextmanager
 def pinned_runtime(home: Path) -> Iterator[Runtime]:
-    clock = SteppingClock()
-
-    class _Datetime(datetime):
-        @classmethod
-        def now(cls, tz: Any = None) -> Any:
-            return clock()
-
-    with mock.patch.object(demo_ledger, "datetime", _Datetime), \
-            mock.patch.object(demo_tools, "_now", clock):
-        rt = Runtime(home, clock=clock, graph_sync=False)
-        rt.lease.id = "w-golden0000000000"
-        rt.policies = PolicyEngine([PolicySource("demo.cedar", DEMO_POLICY.read_text())])
-        try:
-            yield rt
-        finally:
-            rt.close()
+    rt = Runtime(home, clock=SteppingClock(), graph_sync=False)
+    rt.lease.id = "w-golden0000000000"
+    rt.policies = PolicyEngine([PolicySource("demo.cedar", DEMO_POLICY.read_text())])
+    try:
+        yield rt
+    finally:
+        rt.close()
 
 
 def _proposal(pid: str, tool: str, arguments: dict[str, Any], task: str) -> dict[str, Any]:

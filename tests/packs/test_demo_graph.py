@@ -70,7 +70,7 @@ def test_every_decision_names_its_pack_version(demo: tuple[Path, list[DemoStep]]
     named = {(r[0].value, r[1].value) for r in store.query(
         CRADLE + "SELECT ?d ?v WHERE { ?d a cradle:Decision ; cradle:packVersion ?v }")}
     assert len(decisions) > 20 and unnamed == []
-    expected = {f"{p}@{manifest_version(p)}" for p in PILOTS}
+    expected = {f"{p}@{manifest_version(p)}" for p in (*PILOTS, "demo.ledger")}
     assert {v for _, v in named} == expected
     assert {d for d, _ in named} == decisions
 

@@ -11,14 +11,14 @@ import pytest
 from .conftest import PILOTS, cli, copy_pack, pack_dir
 
 
-@pytest.mark.parametrize("pack_id", PILOTS)
+@pytest.mark.parametrize("pack_id", [*PILOTS, "demo.ledger"])
 def test_pilot_validates(pack_id: str) -> None:
     done = cli("pack", "validate", str(pack_dir(pack_id)), "--format", "json")
     assert done.returncode == 0, done.stdout + done.stderr
     assert '"ok": true' in done.stdout
 
 
-@pytest.mark.parametrize("pack_id", PILOTS)
+@pytest.mark.parametrize("pack_id", [*PILOTS, "demo.ledger"])
 def test_pilot_pack_test_passes_from_any_directory(pack_id: str, tmp_path: Path) -> None:
     # a relative folder, from another working directory: the command runs pytest elsewhere
     done = cli("pack", "test", str(Path("..") / "packs" / pack_id),

@@ -121,15 +121,27 @@ def test_sdk_refuses_lone_surrogates_and_deep_python_values(tmp_path: Path) -> N
         assert rt.journal.verify().events == 0
 
 
-def test_an_unexpected_exception_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_a_pack_that_raises_on_import_is_one_line_and_exit_2(tmp_path: Path) -> None:
     path = fresh_home(tmp_path / "home")
-    (tmp_path / "boomplugin.py").write_text(
-        "def register(rt):\n    raise RuntimeError('boom\\nsecond line ' + 'x' * 200)\n")
+    pack = path / "packs" / "boom.pack"
+    pack.mkdir(parents=True)
+    (pack / "manifest.yaml").write_text("id: boom.pack\nname: boom\nversion: 1.0.0\n"
+                                        "core_ontology: '>=0.1.0'\ntools:\n  - tools:t\n")
+    (pack / "__init__.py").write_text("")
+    (pack / "tools.py").write_text("raise RuntimeError('boom\\nsecond line ' + 'x' * 200)\n")
     config = load_config(path / "config.json")
     save_config(path / "config.json",
-                config.model_copy(update={"plugins": ("boomplugin:register",)}))
-    done = cli("tools", "list", "--home", str(path), env={"PYTHONPATH": str(tmp_path)})
+                config.model_copy(update={"packs": (*config.packs, "boom.pack")}))
+    done = cli("tools", "list", "--home", str(path))
     assert_refused(done, "boom")
+
+
+def test_an_old_config_naming_plugins_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = fresh_home(tmp_path / "home")
+    raw = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**raw, "plugins": ["x.y:register"]}))
+    done = cli("tools", "list", "--home", str(path))
+    assert_refused(done, "`plugins` is no longer read")
 
 
 def test_error_lines_are_not_wrapped_when_piped(home: Path) -> None:

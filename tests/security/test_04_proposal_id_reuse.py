@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT
-from cradle_kg.demo.tools import ledger_for
+from cradle_kg.demo.scenario import AGENT, ledger_for
 from cradle_kg.records import OutcomeStatus
 from tests.conftest import make_config
 

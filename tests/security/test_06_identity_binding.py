@@ -19,8 +19,7 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.config import Limit, save_config
-from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, demo_config
-from cradle_kg.demo.tools import ledger_for
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, demo_config, ledger_for
 from cradle_kg.records import Agent, OutcomeStatus, Permission
 from tests.conftest import make_config, register_test_tools
 

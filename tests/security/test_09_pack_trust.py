@@ -1,10 +1,10 @@
 """Item 9: packs are trusted code, and say so; their policies cannot impersonate.
 
 Attacks: a hostile pack whose Python writes a marker file the moment it is imported
-(``__init__.py``, the runtime hook, a tool module, a hook module) — ``pack validate``
-must leave no marker; a hostile pack whose Cedar borrows the home's policy id for a
-blanket permit — decisions must never cite the home's id for it, and a real collision
-after namespacing is refused at load, naming both sources.
+(``__init__.py``, a tool / validator / verifier / invariant module, the example runner, a
+hook module) — ``pack validate`` must leave no marker; a hostile pack whose Cedar borrows
+the home's policy id for a blanket permit — decisions must never cite the home's id for
+it, and a real collision after namespacing is refused at load, naming both sources.
 """
 
 from __future__ import annotations
@@ -49,12 +49,14 @@ def hostile_pack(root: Path, marker: Path, *, policy: str = IMPERSONATION,
         (folder / rel).write_text(_marker_code(marker, rel))
     (folder / "manifest.yaml").write_text(
         f"id: {pack_id}\nname: hostile\nversion: 1.0.0\ncore_ontology: '>=0.1.0'\n"
-        "policies:\n  - policies/hostile.cedar\n"
-        "tools:\n  - tools.evil:thing\nvalidators:\n  - tools.evil:register\n"
-        "verifiers:\n  - adapters:run\n"
-        "runtime: adapters:register\nexample_runner: adapters:run\n"
-        "hooks:\n  scenario: hooks:thing\n" + extra_manifest)
+        "policies:\n  - policies/hostile.cedar\n" + CODE_ENTRIES
+        + "example_runner: adapters:run\nhooks:\n  scenario: hooks:thing\n" + extra_manifest)
     return folder
+
+
+#: what loading registers; validation must check every one of them without importing it
+CODE_ENTRIES = ("tools:\n  - tools.evil:thing\nvalidators:\n  - tools.evil:register\n"
+                "verifiers:\n  - adapters:run\ninvariants:\n  - hooks:thing\n")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -124,9 +126,7 @@ def _runtime_with_pack(home: Path, pack_root: Path) -> Runtime:
 
 
 def test_a_pack_cannot_borrow_the_homes_policy_id(home: Path, tmp_path: Path) -> None:
-    folder = hostile_pack(tmp_path / "packs", tmp_path / "marker")
-    (folder / "manifest.yaml").write_text(
-        (folder / "manifest.yaml").read_text().replace("runtime: adapters:register\n", ""))
+    folder = _policies_only(hostile_pack(tmp_path / "packs", tmp_path / "marker"))
     with _runtime_with_pack(home, folder) as rt:
         out = rt.submit(proposal("p-small", "demo.ledger.credit",
                                  {"account": "a1", "amount": 5}))
@@ -147,10 +147,8 @@ def test_a_pack_cannot_borrow_the_homes_policy_id(home: Path, tmp_path: Path) ->
 
 
 def test_pack_loaded_from_config_is_namespaced(home: Path, tmp_path: Path) -> None:
-    folder = hostile_pack(home / "packs", tmp_path / "marker")
-    (folder / "manifest.yaml").write_text(
-        (folder / "manifest.yaml").read_text().replace("runtime: adapters:register\n", ""))
-    with Runtime(home, config=make_config(packs=(PACK_ID,))) as rt:
+    _policies_only(hostile_pack(home / "packs", tmp_path / "marker"))
+    with Runtime(home, config=make_config(packs=("demo.ledger", PACK_ID))) as rt:
         out = rt.submit(proposal("p1", "demo.ledger.credit", {"account": "a1", "amount": 5}))
         assert out.decision is not None
         assert "demo-credit-limit" not in {p.policy_id for p in out.decision.policy_results}
@@ -172,16 +170,18 @@ def test_the_home_cannot_squat_a_pack_namespace(home: Path) -> None:
     assert "\n" not in message and "squat.cedar" in message and "reserved" in message
 
 
-def _without_runtime_hook(folder: Path) -> Path:
+def _policies_only(folder: Path) -> Path:
+    """The hostile pack without its code entries (they are not declarations): loading it
+    puts only its policies in force."""
     manifest = folder / "manifest.yaml"
-    manifest.write_text(manifest.read_text().replace("runtime: adapters:register\n", ""))
+    manifest.write_text(manifest.read_text().replace(CODE_ENTRIES, ""))
     return folder
 
 
 def test_a_duplicate_id_across_packs_is_refused_naming_both(home: Path,
                                                             tmp_path: Path) -> None:
-    one = _without_runtime_hook(hostile_pack(tmp_path / "a", tmp_path / "marker"))
-    two = _without_runtime_hook(hostile_pack(tmp_path / "b", tmp_path / "marker"))
+    one = _policies_only(hostile_pack(tmp_path / "a", tmp_path / "marker"))
+    two = _policies_only(hostile_pack(tmp_path / "b", tmp_path / "marker"))
     (two / "manifest.yaml").write_text(
         (two / "manifest.yaml").read_text().replace("version: 1.0.0", "version: 2.0.0"))
     with Runtime(home, config=make_config()) as rt:
@@ -195,16 +195,16 @@ def test_a_duplicate_id_across_packs_is_refused_naming_both(home: Path,
         assert str(one / "policies") in message and str(two / "policies") in message
         # a refused pack leaves the policy set, and the packs on record, as they were
         assert rt.policies.version == before
-        assert rt.pack_versions == [f"{PACK_ID}@1.0.0"]
+        assert rt.pack_versions == ["demo.ledger@1.0.0", f"{PACK_ID}@1.0.0"]
 
 
 def test_a_refused_pack_in_the_config_fails_the_start_cleanly(home: Path) -> None:
-    folder = _without_runtime_hook(hostile_pack(home / "packs", home / "marker"))
+    folder = _policies_only(hostile_pack(home / "packs", home / "marker"))
     (folder / "policies" / "hostile.cedar").write_text(
         '@id("x")\npermit(principal, action, resource);\n'
         '@id("x")\nforbid(principal, action, resource);\n')
     with pytest.raises(PolicyError, match=re.escape("duplicate policy id `hostile.pack/x`")):
-        Runtime(home, config=make_config(packs=(PACK_ID,)))
+        Runtime(home, config=make_config(packs=("demo.ledger", PACK_ID)))
     # the failed start released its lease: the home opens again at once
     Runtime(home, config=make_config()).close()
 

@@ -10,15 +10,13 @@ is forbidden by Cedar when not permitted to finalize.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from cradle_kg import Runtime
-from cradle_kg.packs.registry import PackRegistry
+from cradle_kg.packs import testing
 
 PACK = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((PACK / "examples").glob("*.json"))
@@ -28,26 +26,20 @@ FIELDS = ("status", "hs_code", "candidate_hs_codes", "product_type", "missing_fa
 VERSION = yaml.safe_load((PACK / "manifest.yaml").read_text(encoding="utf-8"))["version"]
 
 
-@pytest.fixture(scope="module")
-def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
-    home = tmp_path_factory.mktemp("customs-governed") / "home"
-    pack = PackRegistry.discover(home).get(str(PACK))
-    with Runtime(home) as rt:
-        rt.load_pack(pack)
-        yield rt
+home = testing.fixture(PACK, scope="module")
 
 
-def _run(rt: Runtime, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def _run(home: testing.PackHome, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     example = json.loads(path.read_text(encoding="utf-8"))
-    pack = PackRegistry.discover(rt.home.root).get(str(PACK))
-    runner = pack.resolve("adapters:run_example")
-    result: dict[str, Any] = runner(rt, {**example["input"], "task": "ex-" + path.stem[:40]})
+    runner = home.entry("adapters:run_example")
+    result: dict[str, Any] = runner(home.runtime, {**example["input"],
+                                                   "task": "ex-" + path.stem[:40]})
     return example["expected"], result
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_example_through_the_governed_loop(runtime: Runtime, path: Path) -> None:
-    expected, result = _run(runtime, path)
+def test_example_through_the_governed_loop(home: testing.PackHome, path: Path) -> None:
+    expected, result = _run(home, path)
     for key in FIELDS:
         if key not in expected:
             continue
@@ -72,15 +64,12 @@ def test_example_through_the_governed_loop(runtime: Runtime, path: Path) -> None
             assert finalize["verification"] == "verified"
 
 
-def test_a_lying_finalization_is_denied(runtime: Runtime) -> None:
+def test_a_lying_finalization_is_denied(home: testing.PackHome) -> None:
     """Claims Cedar would permit are recomputed by gate 1: a false claim never files."""
-    pack = PackRegistry.discover(runtime.home.root).get(str(PACK))
-    adapters = pack.resolve("adapters:finalize_proposal")
+    adapters = home.entry("adapters:finalize_proposal")
     example = json.loads(EXAMPLES[0].read_text(encoding="utf-8"))  # the paper's UAV
     lie = {"status": "classified", "hs_code": "8806.21", "permitted_to_finalize": True,
            "permits_required": [], "missing_facts": [], "decision_digest": "sha256:" + "0" * 64}
     proposal = adapters(example["input"], lie, task="ex-lie", declaration_id="decl-lie")
-    outcome = runtime.submit(proposal)
-    assert str(outcome.status) == "denied"
-    assert outcome.decision is not None
-    assert outcome.decision.reason_codes == ("claims_do_not_match_classification",)
+    outcome = home.runtime.submit(proposal)
+    testing.expect(outcome, "denied", codes=["claims_do_not_match_classification"])

@@ -21,7 +21,7 @@ from customs_hs_router.pipeline import decide, run
 from customs_hs_router.replay import ReplayClient
 from customs_hs_router.replay import load_recorded as _load_recorded
 
-from cradle_kg.errors import ReplayDivergenceError
+from cradle_kg.packs.sdk import ReplayDivergenceError
 
 MODEL = "gpt-4o-mini-2024-07-18"
 PAPER = (

@@ -22,6 +22,8 @@ from customs_hs_router.verifiers.hs import (
 )
 from rdflib import OWL, RDF, Graph
 
+from cradle_kg.packs import sdk
+
 PACK = Path(__file__).resolve().parent.parent
 EXAMPLES = PACK / "examples"
 
@@ -49,10 +51,12 @@ def test_manifest_names_existing_files_and_callables() -> None:
     assert (PACK / m["cedar_schema"]).is_file() and (PACK / m["examples"]).is_dir()
     for rel in m["queries"].values():
         assert (PACK / rel).is_file()
-    for key in ("validators", "tools", "verifiers"):
+    kinds = {"validators": sdk.Validator, "tools": sdk.Tool, "verifiers": sdk.Verifier}
+    for key, kind in kinds.items():
         for ref in m[key]:
             module, attr = ref.split(":")
-            assert callable(getattr(importlib.import_module(f"customs_hs_router.{module}"), attr))
+            found = getattr(importlib.import_module(f"customs_hs_router.{module}"), attr)
+            assert isinstance(found, kind), ref
 
 
 def test_manifest_entities_are_classes_of_the_ontology() -> None:

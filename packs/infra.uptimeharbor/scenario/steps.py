@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cradle_kg.errors import ApprovalError
+from cradle_kg.packs.sdk import ApprovalError
 
 from ..gitutil import git
 from ..harbor import (

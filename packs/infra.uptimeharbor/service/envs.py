@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from cradle_kg.errors import InputError, ToolError
+from cradle_kg.packs.sdk import InputError, ToolError
 
 from ..gitutil import export_tree, git, resolve_commit
 from ..state import StateStore, now_iso

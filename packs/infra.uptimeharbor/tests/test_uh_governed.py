@@ -9,15 +9,13 @@ stops at ``awaiting_approval``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from cradle_kg import Runtime
-from cradle_kg.packs.registry import PackRegistry
+from cradle_kg.packs import testing
 
 PACK = Path(__file__).resolve().parent.parent
 VERSION = yaml.safe_load((PACK / "manifest.yaml").read_text(encoding="utf-8"))["version"]
@@ -35,16 +33,11 @@ GOVERNED = {
 }
 
 
-@pytest.fixture(scope="module")
-def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
-    home = tmp_path_factory.mktemp("uh-governed") / "home"
-    with Runtime(home) as rt:
-        rt.load_pack(PackRegistry.discover(home).get(str(PACK)))
-        yield rt
+home = testing.fixture(PACK, scope="module")
 
 
-def _runner(rt: Runtime) -> Any:
-    return PackRegistry.discover(rt.home.root).get(str(PACK)).resolve("adapters:run_example")
+def _run(home: testing.PackHome, example: dict[str, Any]) -> Any:
+    return home.entry("adapters:run_example")(home.runtime, example)
 
 
 def test_every_rule_example_has_a_governed_expectation() -> None:
@@ -54,9 +47,9 @@ def test_every_rule_example_has_a_governed_expectation() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(GOVERNED))
-def test_rule_example_through_the_gates(runtime: Runtime, name: str) -> None:
+def test_rule_example_through_the_gates(home: testing.PackHome, name: str) -> None:
     example = json.loads((PACK / "examples" / f"{name}.json").read_text())
-    result = _runner(runtime)(runtime, example)
+    result = _run(home, example)
     outcome, stopped = GOVERNED[name]
     assert (result["outcome"], result["stopped_at"]) == (outcome, stopped), result["reasons"]
     if stopped == "domain_preconditions":
@@ -64,13 +57,13 @@ def test_rule_example_through_the_gates(runtime: Runtime, name: str) -> None:
     assert result["pack_versions"] == [f"infra.uptimeharbor@{VERSION}"]
 
 
-def test_scenario_outage_to_verified_fix(runtime: Runtime, service_pids: Any) -> None:
+def test_scenario_outage_to_verified_fix(home: testing.PackHome, service_pids: Any) -> None:
     example = json.loads((PACK / "examples" / "scenario_outage_to_verified_fix.json").read_text())
-    result = _runner(runtime)(runtime, example)
+    result = _run(home, example)
     assert [s["step"] for s in result["steps"] if not s["ok"]] == []
     assert result["incident_status"] == example["expect"]["incident_status"]
     assert result["production_commit"] == example["expect"]["production_commit"]
     approved = [s for s in result["steps"] if s["step"].startswith("approved by")]
     assert approved and approved[0]["verification"] == "verified"
     assert approved[0]["policy_ids"] == ["infra.uptimeharbor/production-deploy-explicit"]
-    assert not service_pids(str(runtime.home.root))
+    assert not service_pids(str(home.root))

@@ -11,6 +11,8 @@ import rdflib
 import yaml
 from rdflib.namespace import OWL, RDF, RDFS
 
+from cradle_kg.packs import sdk
+
 PKG = "cradle_pack_infra_uptimeharbor"
 PACK = Path(__file__).resolve().parent.parent
 CRADLE = rdflib.Namespace("https://w3id.org/cradle#")
@@ -43,13 +45,21 @@ def test_manifest_keys_and_files() -> None:
     assert m["id"] == pack.PACK_ID and m["version"] == pack.PACK_VERSION
 
 
-def test_manifest_references_resolve_to_callables() -> None:
+def test_manifest_references_resolve_to_declarations() -> None:
     m = _manifest()
-    for ref in [*m["validators"], *m["tools"], *m["verifiers"], m["hooks"]["scenario"]]:
-        assert callable(_resolve(ref)), ref
+    kinds = {"validators": sdk.Validator, "tools": sdk.Tool, "verifiers": sdk.Verifier}
+    for key, kind in kinds.items():
+        for ref in m[key]:
+            assert isinstance(_resolve(ref), kind), ref
+    assert callable(_resolve(m["hooks"]["scenario"]))
+    # the plain operations' contracts and the governed tools agree on what each may do
     contracts = _resolve(m["hooks"]["tool_contracts"])
-    tool_names = {ref.split(":")[1] for ref in m["tools"]}
-    assert {c.split(".", 1)[1] for c in contracts} == tool_names
+    governed = {t.spec.id: t.spec for t in (_resolve(ref) for ref in m["tools"])}
+    for tool_id, contract in contracts.items():
+        if tool_id == "infra.lookup":  # the deploy's lookup, not a tool of its own
+            assert governed["infra.deploy"].idempotency == "keyed"
+            continue
+        assert str(governed[tool_id].side_effect_class) == contract["side_effect_class"]
 
 
 def test_ontology_declares_entities_under_core_terms() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import cedarpy
 import pytest
 
-from cradle_kg.errors import ApprovalError
+from cradle_kg.packs.sdk import ApprovalError
 
 PKG = "cradle_pack_infra_uptimeharbor"
 policy = importlib.import_module(f"{PKG}.policy")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cradle_kg.errors import InputError, ToolError
+from cradle_kg.packs.sdk import InputError, ToolError
 
 PKG = "cradle_pack_infra_uptimeharbor"
 envs_mod = importlib.import_module(f"{PKG}.service.envs")

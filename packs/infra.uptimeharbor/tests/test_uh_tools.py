@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cradle_kg.errors import IdempotencyConflictError, InputError, ToolError
+from cradle_kg.packs.sdk import IdempotencyConflictError, InputError, ToolError
 
 PKG = "cradle_pack_infra_uptimeharbor"
 ops = importlib.import_module(f"{PKG}.tools.ops")

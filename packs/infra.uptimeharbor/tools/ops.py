@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cradle_kg.errors import IdempotencyConflictError, InputError, ToolError
+from cradle_kg.packs.sdk import IdempotencyConflictError, InputError, ToolError
 
 from ..gitutil import export_tree
 from ..harbor import Harbor, previous_verified_commit

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from cradle_kg.errors import InputError
+from cradle_kg.packs.sdk import InputError
 
 from ..gitutil import resolve_commit
 from ..harbor import Harbor

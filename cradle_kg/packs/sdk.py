@@ -1,0 +1,120 @@
+"""Everything a pack may use from cradle-kg, in one module (``__all__`` is pinned by a test).
+
+A pack imports from here, from :mod:`cradle_kg.packs.testing` in its tests, and from
+the public API (``cradle_kg.__all__``) — nothing else of ``cradle_kg``; a test walks
+``packs/`` and fails otherwise. What is here, by what a pack writes:
+
+* **tools** — :func:`tool` declares a function with its contract (:class:`ToolSpec`'s
+  fields: input and output models, :class:`SideEffectClass`, :class:`IdempotencyClass`,
+  verifier, ``target_from`` …); it receives the :class:`PackContext` and a :class:`ToolCall`;
+* **verifiers** (gate 2) — :func:`verifier`; a :class:`VerifyRequest` in, a
+  :class:`VerifierReport` out, built with :func:`check`, :func:`read_back` and :func:`report`;
+* **validators** (gate 1) — :func:`validator`, returning :class:`Finding` s (a deny, or a
+  :attr:`Verdict.CLARIFY` with the missing facts); **invariants** (gate 2) — :func:`invariant`;
+* **its own local system** — :class:`PackStore`, a SQLite file with a read-only read path;
+* **example identities and runners** — :class:`RuntimeConfig`, :class:`Agent`,
+  :class:`Permission`, :class:`Approver`, :func:`token_hash`, and the outcome records;
+* **errors** it raises, so the command line reports them as one line.
+
+The manifest names each declaration (``module:attribute``); loading the pack registers
+them (:mod:`cradle_kg.packs.registration`). Projection hooks: none — a pack's facts reach
+the graph through the journal like everyone's, and its ontology and shapes through the
+manifest.
+"""
+
+from __future__ import annotations
+
+from ..canonical import content_hash
+from ..config import Approver, RuntimeConfig
+from ..crashpoints import crashpoint
+from ..errors import (
+    ApprovalError,
+    CradleError,
+    IdempotencyConflictError,
+    InputError,
+    JournalError,
+    PolicyError,
+    ReplayDivergenceError,
+    ToolError,
+    UnknownNameError,
+)
+from ..loop.approvals import token_hash
+from ..loop.gate1.findings import Finding
+from ..records import (
+    Action,
+    Agent,
+    ApprovalStatus,
+    CheckStatus,
+    IdempotencyClass,
+    Outcome,
+    OutcomeStatus,
+    Permission,
+    Proposal,
+    SideEffectClass,
+    Verdict,
+    VerificationCheck,
+    VerificationStatus,
+)
+from ..tools import ToolCall, ToolSpec
+from ..verifiers import VerifierReport, VerifyRequest
+from .declarations import (
+    Invariant,
+    PackContext,
+    Tool,
+    Validator,
+    Verifier,
+    invariant,
+    tool,
+    validator,
+    verifier,
+)
+from .reports import check, read_back, report
+from .store import PackStore
+
+__all__ = [
+    "Action",
+    "Agent",
+    "ApprovalError",
+    "ApprovalStatus",
+    "Approver",
+    "CheckStatus",
+    "CradleError",
+    "Finding",
+    "IdempotencyClass",
+    "IdempotencyConflictError",
+    "InputError",
+    "Invariant",
+    "JournalError",
+    "Outcome",
+    "OutcomeStatus",
+    "PackContext",
+    "PackStore",
+    "Permission",
+    "PolicyError",
+    "Proposal",
+    "ReplayDivergenceError",
+    "RuntimeConfig",
+    "SideEffectClass",
+    "Tool",
+    "ToolCall",
+    "ToolError",
+    "ToolSpec",
+    "UnknownNameError",
+    "Validator",
+    "Verdict",
+    "VerificationCheck",
+    "VerificationStatus",
+    "Verifier",
+    "VerifierReport",
+    "VerifyRequest",
+    "check",
+    "content_hash",
+    "crashpoint",
+    "invariant",
+    "read_back",
+    "report",
+    "token_hash",
+    "tool",
+    "validator",
+    "verifier",
+]

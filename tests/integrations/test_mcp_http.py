@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,9 @@ from cradle_kg.journal import Journal
 from .conftest import ROOT, cli, env
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+#: no call may hang the test run: a server that never answers fails the test
+LIMIT = timedelta(seconds=120)
 
 
 def _free_port() -> int:
@@ -90,7 +94,7 @@ def test_a_session_through_the_official_client_acts_as_the_tokens_agent(
         async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"},
                                      timeout=60) as http, \
                 streamable_http_client(url, http_client=http) as (read, write, _), \
-                ClientSession(read, write) as s:
+                ClientSession(read, write, read_timeout_seconds=LIMIT) as s:
             await s.initialize()
             names = {t.name for t in (await s.list_tools()).tools}
             assert "demo.ledger.credit" in names

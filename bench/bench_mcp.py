@@ -4,7 +4,8 @@
   (``mcp.server.lowlevel``), no governance — the same tool function, the same transport;
 * **governed**: ``cradle-kg mcp serve --agent agent:ledger-assistant`` on a demo home,
   calling ``demo.ledger.balance`` (read-only) and ``demo.ledger.credit`` (a keyed
-  external write: intent journaled before the effect, verified after).
+  external write: intent journaled before the effect, verified after); and the read again
+  with ``--no-graph-sync`` (the graph store caught up later, not after every call).
 
 Both servers are real subprocesses driven by the official client (``mcp.client.stdio``).
 Target (issue 12): the governed read adds <= 2 ms p50 over the direct call. Prints figures
@@ -90,16 +91,20 @@ def main() -> None:
                                    args=[here, "--direct-server", str(home)])
     governed = StdioServerParameters(command=sys.executable, args=[
         "-m", "cradle_kg", "mcp", "serve", "--home", str(home), "--agent", AGENT])
+    unsynced = StdioServerParameters(command=sys.executable, args=[
+        *governed.args, "--no-graph-sync"])
     read = lambda i: {"account": "acct-1"}  # noqa: E731
     write = lambda i: {"account": f"acct-{i % 50}", "amount": 1}  # noqa: E731
     base_ms = anyio.run(_timed, direct, "demo.ledger.balance", args.calls, read)
     read_ms = anyio.run(_timed, governed, "demo.ledger.balance", args.calls, read)
     write_ms = anyio.run(_timed, governed, "demo.ledger.credit", args.calls, write)
+    quick_ms = anyio.run(_timed, unsynced, "demo.ledger.balance", args.calls, read)
     base = statistics.median(base_ms)
     print(f"{args.calls} calls each, over stdio, official client; ratios against direct")
     print(_row("direct (MCP SDK, no gates)", base_ms, base))
     print(_row("governed read (balance)", read_ms, base))
     print(_row("governed write (credit)", write_ms, base))
+    print(_row("governed read, --no-graph-sync", quick_ms, base))
 
 
 if __name__ == "__main__":

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..errors import CradleError, InputError
 from ..home import resolve_home
 from .common import HomeOpt, err_console, fail
-from .core import open_runtime
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
 
 mcp_app = typer.Typer(help="Serve the home's tools over MCP, or govern an MCP server.",
                       no_args_is_help=True)
@@ -39,6 +41,10 @@ WaitOpt = Annotated[float, typer.Option(
     "--approval-wait", help="Seconds a call that needs an approval waits for the approver, "
                             "with progress notifications (clients that send a progress "
                             "token); 0: answer `awaiting_approval` at once.")]
+SyncOpt = Annotated[bool, typer.Option(
+    "--graph-sync/--no-graph-sync", help="Update the graph store after every call (off: the "
+                                         "journal stays the truth; `cradle-kg graph sync` "
+                                         "catches the graph up later).")]
 
 
 def _check_transport(transport: Transport, agent: str | None) -> None:
@@ -53,25 +59,30 @@ def _check_transport(transport: Transport, agent: str | None) -> None:
 @mcp_app.command("serve")
 def serve(home: HomeOpt = None, agent: AgentOpt = None,
           transport: TransportOpt = Transport.STDIO, host: HostOpt = "127.0.0.1",
-          port: PortOpt = 8765, approval_wait: WaitOpt = 0.0) -> None:
+          port: PortOpt = 8765, approval_wait: WaitOpt = 0.0, graph_sync: SyncOpt = True
+          ) -> None:
     """Serve the home's registered tools to any MCP client; every call is governed."""
+    from ..runtime import Runtime
+
     _check_transport(transport, agent)
     root = resolve_home(home)
-    with open_runtime(root) as rt:
+    try:
+        rt = Runtime(root, graph_sync=graph_sync)
+    except CradleError as exc:
+        fail(exc)
+    with rt:
         try:
             _run(rt, root, transport, agent, host, port, approval_wait)
         except CradleError as exc:
             fail(exc)
 
 
-def _run(rt: object, root: Path, transport: Transport, agent: str | None, host: str,
+def _run(rt: Runtime, root: Path, transport: Transport, agent: str | None, host: str,
          port: int, wait: float) -> None:
     import anyio
 
     from ..integrations import mcp_server
-    from ..runtime import Runtime
 
-    assert isinstance(rt, Runtime)
     if transport is Transport.STDIO:
         assert agent is not None
         anyio.run(lambda: mcp_server.serve_stdio(rt, agent, approval_wait=wait,

@@ -27,9 +27,10 @@ no decision can be made at all — and then the gate fails closed.
     ├── ApprovalError               an approval that cannot be given (self-approval, expired, ...)
     ├── ReplayDivergenceError       strict replay differs from the journal (names the event)
     ├── BudgetExceededError         a spending limit was reached (carries the reason code)
-    └── WorkflowError               a workflow or step definition that cannot run
-        ├── ModelError              the model server could not be reached or answered garbage
-        └── AutonomyError           an autonomy command that the step's policy refuses
+    ├── WorkflowError               a workflow or step definition that cannot run
+    │   ├── ModelError              the model server could not be reached or answered garbage
+    │   └── AutonomyError           an autonomy command that the step's policy refuses
+    └── MissingExtraError           an integration whose optional dependencies are not installed
 
 Messages follow Cedar's guide: lowercase, no final period, user values in backticks,
 context chained with colons; hints are kept apart in ``hint``.
@@ -192,3 +193,9 @@ class AutonomyError(WorkflowError):
     def __init__(self, message: str, *, reasons: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.reasons = reasons
+
+
+class MissingExtraError(CradleError):
+    """An integration (MCP, LangGraph) whose optional dependency group is not installed."""
+
+    code = "missing_extra"

@@ -13,6 +13,7 @@ from ..errors import CradleError
 from . import approvals as approvals_cmds
 from . import core
 from . import graph as graph_cmds
+from . import mcp as mcp_cmds
 from . import packs as pack_cmds
 from . import query as query_cmds
 from . import recovery as recovery_cmds
@@ -37,6 +38,7 @@ task_cmds.install(app)
 workflow_cmds.install(app)
 query_cmds.install(app)
 serve_cmds.install(app)
+mcp_cmds.install(app)
 
 
 def main() -> None:

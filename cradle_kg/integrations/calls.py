@@ -1,0 +1,281 @@
+"""One governed tool call from an agent framework: a proposal in, a readable result out.
+
+An MCP ``tools/call`` or a LangGraph tool call carries a tool name and arguments the model
+wrote; nothing else in it is trusted. :class:`GovernedSession` turns it into a
+:class:`~cradle_kg.records.Proposal` whose identity is the session's (bound when the
+session opened: ``--agent`` on stdio, the bearer token on HTTP), whose id is fresh and
+deterministic within the session (``<session>:<step>``), whose target is derived from the
+arguments by the tool's ``target_from``, and submits it through ``Runtime.submit`` — the
+strict loader and its limits, both gates, the gateway, the journal.
+
+What the *host application* (not the model) knows arrives through documented ``_meta``
+keys, prefixed ``cradle-kg/`` (:data:`META_KEYS`); an unknown key in that namespace is
+refused, never ignored.
+
+:func:`render` turns an :class:`~cradle_kg.records.Outcome` into what a model can read:
+the output when executed; otherwise the status, the reasons and the reason codes.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import CradleError, InputError, UnknownNameError
+from ..inputs import check_value
+from ..records import IdempotencyClass, Outcome, OutcomeStatus, SideEffectClass
+from ..tools import ToolSpec
+
+if TYPE_CHECKING:
+    from ..loop.runtime import Runtime
+
+META_PREFIX = "cradle-kg/"
+#: the ``_meta`` keys a host may set on a call, and what each one does
+META_KEYS: dict[str, str] = {
+    "run": "the run the call belongs to (default: one run per session, `run:<session>`)",
+    "task": "the task id of the proposal (default: the session id)",
+    "idempotency_key": "the host's key for this effect: the same key twice is one effect",
+    "on_behalf_of": "the person or service the agent acts for (checked against the config)",
+    "environment": "the environment to act in (default `local`; checked by gate 1)",
+    "facts": "facts the host asserts: a list of {subject, predicate, object}",
+    "evidence_refs": "evidence already stored in the home (sha256 refs)",
+}
+_GLOB = set("*?[")
+
+
+class HostFact(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    subject: str
+    predicate: str
+    object: Any
+
+
+class HostMeta(BaseModel):
+    """The ``cradle-kg/`` keys of a call's ``_meta``: set by the host, never by the model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    run: str | None = None
+    task: str | None = None
+    idempotency_key: str | None = None
+    on_behalf_of: str | None = None
+    environment: str | None = None
+    facts: tuple[HostFact, ...] = ()
+    evidence_refs: tuple[str, ...] = ()
+
+
+def host_meta(meta: Mapping[str, Any] | None, runtime: Runtime) -> HostMeta:
+    """The host's keys of a ``_meta`` object, checked; other namespaces are left alone."""
+    picked = {k.removeprefix(META_PREFIX): v for k, v in (meta or {}).items()
+              if isinstance(k, str) and k.startswith(META_PREFIX)}
+    check_value(picked, limits=runtime.config.input_limits, where="_meta")
+    try:
+        return HostMeta.model_validate(picked)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise InputError(f"`_meta`: `{META_PREFIX}{loc}`: {first['msg'].lower()}",
+                         hint="documented keys: " + ", ".join(
+                             f"`{META_PREFIX}{k}`" for k in META_KEYS)) from None
+
+
+def new_session_id(origin: str) -> str:
+    """A fresh session id: the proposals of a session are ``<session>:<step>``."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{origin}-{stamp}-{secrets.token_hex(4)}"
+
+
+def derive_target(spec: ToolSpec, arguments: Mapping[str, Any]) -> str:
+    """The target the arguments name, by the tool's ``target_from``; a tool without one
+    (read-only) acts on ``tool:<id>``. Gate 1 checks the result again (fail closed)."""
+    if spec.target_from is None:
+        return f"tool:{spec.id}"
+    try:
+        parsed = spec.parse_arguments(dict(arguments))
+        if callable(spec.target_from):
+            target = spec.target_from(parsed)
+        else:
+            values = parsed.model_dump(mode="json")
+            target = spec.target_from.format_map(
+                {k: v for k, v in values.items() if isinstance(v, str | int)
+                 and not isinstance(v, bool)})
+    except (CradleError, KeyError, ValueError, TypeError):
+        return f"tool:{spec.id}"  # gate 1 denies it with the reason
+    if _GLOB & set(target) and spec.target_pattern(parsed) == target:
+        return f"tool:{spec.id}"  # a wildcard target names no one resource
+    return target
+
+
+def tool_hints(spec: ToolSpec) -> dict[str, bool]:
+    """MCP tool annotations from the declared side-effect class (hints, not guarantees)."""
+    cls = spec.side_effect_class
+    return {
+        "readOnlyHint": cls is SideEffectClass.READ_ONLY,
+        "destructiveHint": cls in (SideEffectClass.COMPENSABLE, SideEffectClass.EXTERNAL_WRITE,
+                                   SideEffectClass.IRREVERSIBLE),
+        "idempotentHint": cls is SideEffectClass.READ_ONLY
+        or spec.idempotency is IdempotencyClass.NATURAL,
+        "openWorldHint": cls is SideEffectClass.EXTERNAL_WRITE,
+    }
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """What a call ended as, in the shapes every framework needs."""
+
+    status: str
+    is_error: bool
+    structured: dict[str, Any]
+    text: str
+    meta: dict[str, Any]
+    outcome: Outcome | None = None
+
+    @property
+    def approval_id(self) -> str | None:
+        approval = self.outcome.approval if self.outcome is not None else None
+        return approval.id if approval is not None else None
+
+
+@dataclass
+class GovernedSession:
+    """One agent's session: its identity, its run, its step counter."""
+
+    runtime: Runtime
+    agent_id: str
+    session_id: str = ""
+    origin: str = "mcp"
+    home_hint: str = ""
+    _step: int = field(default=0, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.runtime.config.agent(self.agent_id) is None:
+            raise UnknownNameError(f"`{self.agent_id}` is not an agent declared in "
+                                   f"`{self.runtime.home.config}`")
+        self.session_id = self.session_id or new_session_id(self.origin)
+
+    @property
+    def run_id(self) -> str:
+        return f"run:{self.session_id}"
+
+    def next_step(self) -> int:
+        """Steps follow the order in which calls arrive."""
+        with self._lock:
+            self._step += 1
+            return self._step
+
+    def proposal(self, tool_id: str, arguments: Mapping[str, Any], meta: HostMeta, *,
+                 step: int, proposal_id: str | None = None) -> dict[str, Any]:
+        spec = self.runtime.tools.get(tool_id)
+        action: dict[str, Any] = {"action_type": tool_id, "target": derive_target(
+            spec, arguments), "arguments": dict(arguments)}
+        for key in ("idempotency_key", "environment"):
+            if getattr(meta, key) is not None:
+                action[key] = getattr(meta, key)
+        raw: dict[str, Any] = {
+            "id": proposal_id or f"{self.session_id}:{step}",
+            "task_id": meta.task or self.session_id, "agent_id": self.agent_id,
+            "run_id": meta.run or self.run_id, "step": step, "action": action}
+        if meta.on_behalf_of is not None:
+            raw["on_behalf_of"] = meta.on_behalf_of
+        if meta.facts:
+            raw["facts"] = [{**f.model_dump(mode="json"), "source": f"host:{self.session_id}"}
+                            for f in meta.facts]
+        if meta.evidence_refs:
+            raw["evidence_refs"] = list(meta.evidence_refs)
+        return raw
+
+    def call(self, tool_id: str, arguments: Mapping[str, Any] | None,
+             meta: HostMeta | None = None, *, step: int | None = None,
+             proposal_id: str | None = None) -> CallResult:
+        """Submit one call through both gates; a refused input is a result, never a raise."""
+        meta = meta or HostMeta()
+        step = self.next_step() if step is None else step
+        pid = proposal_id or f"{self.session_id}:{step}"
+        where = {"run": meta.run or self.run_id, "proposal": pid, "step": step}
+        if not isinstance(arguments, Mapping):
+            return refused(InputError(f"arguments of `{tool_id}` must be a JSON object"),
+                           where)
+        try:
+            raw = self.proposal(tool_id, arguments, meta, step=step, proposal_id=pid)
+            outcome = self.runtime.submit(raw)
+        except CradleError as exc:  # refused before the loop (limits, shape): journals nothing
+            return refused(exc, where)
+        return render(outcome, tool_id, step=step, home=self.home_hint)
+
+    def latest(self, result: CallResult, tool_id: str) -> CallResult:
+        """The call's outcome as the journal has it now (an approval may have ended it)."""
+        if result.outcome is None:
+            return result
+        event = self.runtime.journal.latest_outcome(result.outcome.run_id,
+                                                    result.outcome.proposal_id)
+        if event is None:
+            return result
+        outcome = Outcome.model_validate(event.payload["outcome"])
+        return render(outcome, tool_id, step=int(result.meta.get(META_PREFIX + "step", 0)),
+                      home=self.home_hint)
+
+
+def refused(exc: CradleError, where: Mapping[str, Any]) -> CallResult:
+    meta = {META_PREFIX + k: v for k, v in where.items()}
+    meta[META_PREFIX + "status"] = "refused"
+    return CallResult(status="refused", is_error=True,
+                      structured={"status": "refused", "reasons": [exc.message],
+                                  "reason_codes": [exc.code], **(
+                                      {"hint": exc.hint} if exc.hint else {})},
+                      text=f"refused: {exc.message}" + (f" (hint: {exc.hint})"
+                                                        if exc.hint else ""), meta=meta)
+
+
+def render(outcome: Outcome, tool_id: str, *, step: int, home: str = "") -> CallResult:
+    """An outcome as a model reads it: the output, or why not and what would help."""
+    meta = {META_PREFIX + "run": outcome.run_id, META_PREFIX + "proposal": outcome.proposal_id,
+            META_PREFIX + "step": step, META_PREFIX + "status": str(outcome.status),
+            META_PREFIX + "replayed": outcome.replayed}
+    if outcome.status is OutcomeStatus.EXECUTED:
+        output = dict(outcome.observation.output) if outcome.observation else {}
+        return CallResult(status="executed", is_error=False, structured=output,
+                          text=json.dumps(output, ensure_ascii=False, sort_keys=True),
+                          meta=meta, outcome=outcome)
+    decision = outcome.decision
+    body: dict[str, Any] = {
+        "status": str(outcome.status), "tool": tool_id,
+        "verdict": str(decision.verdict) if decision else None,
+        "reasons": list(outcome.reasons), "reason_codes": list(decision.reason_codes)
+        if decision else [],
+        "missing_facts": list(decision.missing_facts) if decision else [],
+        "required_actions": list(decision.required_actions) if decision else []}
+    if outcome.status is OutcomeStatus.AWAITING_APPROVAL and outcome.approval is not None:
+        body["approval_id"] = outcome.approval.id
+        body["how_to_decide"] = approval_howto(outcome.approval.id, home)
+        text = (f"awaiting_approval: approval `{outcome.approval.id}` is pending; nothing ran "
+                f"yet. {body['how_to_decide']}")
+    elif outcome.status is OutcomeStatus.VERIFICATION_FAILED:
+        ran = [r for r in outcome.reasons if "compensat" in r]
+        body["compensation"] = ran
+        text = (f"verification_failed: the effect of `{tool_id}` was not confirmed: "
+                + "; ".join(r for r in outcome.reasons if r not in ran)
+                + ". compensation: " + ("; ".join(ran) if ran else "none declared or run"))
+    else:
+        text = f"{outcome.status}: " + ("; ".join(outcome.reasons) or "no reason recorded")
+        if body["reason_codes"]:
+            text += " [codes: " + ", ".join(body["reason_codes"]) + "]"
+        if body["missing_facts"]:
+            text += " - missing facts: " + ", ".join(body["missing_facts"])
+    return CallResult(status=str(outcome.status), is_error=True, structured=body, text=text,
+                      meta=meta, outcome=outcome)
+
+
+def approval_howto(approval_id: str, home: str = "") -> str:
+    where = f" --home {home}" if home else ""
+    return (f"an approver decides it on the web page (`cradle-kg serve{where}`, approvals "
+            f"inbox) or with `cradle-kg approvals approve {approval_id} --as APPROVER{where}`; "
+            f"call again with the same `{META_PREFIX}idempotency_key` to read the outcome")

@@ -1,0 +1,154 @@
+"""LangGraph: a governed drop-in for ``ToolNode``, and LangChain tools that propose.
+
+    from cradle_kg.integrations.langgraph import GovernedToolNode
+
+    tools = GovernedToolNode(runtime, "agent:ledger-assistant")
+    model = chat_model.bind_tools(tools.tools)        # the schemas of the home's tools
+    graph.add_node("tools", tools)                    # instead of ToolNode(tools)
+
+Every tool call the model makes becomes a proposal through ``Runtime.submit``, as the
+configured agent — never an identity the model chose. A refused call (denied, clarify,
+repair, failed verification) comes back as a ``ToolMessage`` with ``status="error"`` whose
+text carries the reasons and reason codes, so the model can correct itself. A call that
+needs a human approval pauses the graph with :func:`langgraph.types.interrupt`; the
+payload names the approval; resuming with ``Command(resume={"approver": ID, "token": T,
+"decision": "approved"})`` decides it (the runtime authenticates the approver), and
+resuming with anything else reads the decision an approver made elsewhere (web page,
+CLI). Proposal ids are ``<thread>:<tool_call_id>``: the node's re-run after a resume
+submits the same proposal again, which the runtime answers from its record.
+
+Needs ``pip install 'cradle-kg[langgraph]'``; the core never imports LangGraph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CradleError
+from ..records import ApprovalStatus
+from . import require
+from .calls import CallResult, GovernedSession
+
+if TYPE_CHECKING:
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import BaseTool
+
+    from ..loop.runtime import Runtime
+
+
+def tool_name(tool_id: str) -> str:
+    """A tool id as the name model APIs accept (``[A-Za-z0-9_-]``)."""
+    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tool_id)
+
+
+def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None = None,
+                   session: GovernedSession | None = None) -> list[BaseTool]:
+    """LangChain tools for the home's tools; each call is ``Runtime.submit`` as ``agent``.
+
+    Inside a graph, a call that needs an approval interrupts it (see the module's doc);
+    a refused call raises ``ToolException``, which a ``ToolNode`` turns into an error
+    ``ToolMessage`` carrying the reasons.
+    """
+    require("langchain_core", extra="langgraph")
+    from langchain_core.tools import StructuredTool, ToolException
+
+    held = session or GovernedSession(runtime, agent, origin="lg")
+    tools: list[BaseTool] = []
+    for spec in runtime.tools.specs():
+        if only is not None and spec.id not in only:
+            continue
+
+        def call(_tool_id: str = spec.id, **arguments: Any) -> dict[str, Any]:
+            result = decided(held, held.call(_tool_id, arguments), _tool_id)
+            if result.is_error:
+                raise ToolException(result.text)
+            return result.structured
+
+        tools.append(StructuredTool.from_function(
+            func=call, name=tool_name(spec.id), args_schema=spec.input_model,
+            description=spec.description or spec.id, handle_tool_error=True,
+            metadata={"cradle_kg_tool": spec.id}))
+    return tools
+
+
+def decided(session: GovernedSession, result: CallResult, tool_id: str) -> CallResult:
+    """A call that waits for an approval pauses the graph until it is resumed."""
+    if result.status != "awaiting_approval":
+        return result
+    from langgraph.types import interrupt
+
+    answer = interrupt({"approval_id": result.approval_id, "tool": tool_id,
+                        "proposal_id": result.meta.get("cradle-kg/proposal"),
+                        "run_id": result.meta.get("cradle-kg/run"),
+                        "reasons": result.structured.get("reasons", []),
+                        "how_to_decide": result.structured.get("how_to_decide", "")})
+    if isinstance(answer, Mapping) and answer.get("approver") and result.approval_id:
+        try:
+            session.runtime.decide_approval(
+                result.approval_id, approver_id=str(answer["approver"]),
+                token=str(answer.get("token", "")),
+                status=ApprovalStatus(str(answer.get("decision", "approved"))),
+                reason=answer.get("reason"))
+        except (CradleError, ValueError) as exc:  # fail closed: the call stays refused
+            message = exc.message if isinstance(exc, CradleError) else str(exc)
+            return CallResult(status="approval_refused", is_error=True,
+                              structured={**result.structured, "reasons": [message]},
+                              text=f"approval_refused: {message}", meta=result.meta,
+                              outcome=result.outcome)
+    return session.latest(result, tool_id)
+
+
+class GovernedToolNode:
+    """A graph node that runs the last AI message's tool calls through the runtime.
+
+    A drop-in for ``langgraph.prebuilt.ToolNode`` in a messages graph: it reads
+    ``state[messages_key]`` and returns ``{messages_key: [ToolMessage, ...]}``.
+    """
+
+    def __init__(self, runtime: Runtime, agent: str, *, only: Sequence[str] | None = None,
+                 messages_key: str = "messages") -> None:
+        require("langgraph", extra="langgraph")
+        self.runtime = runtime
+        self.agent = agent
+        self.messages_key = messages_key
+        self.tools = governed_tools(runtime, agent, only=only)
+        self._ids = {tool_name(s.id): s.id for s in runtime.tools.specs()
+                     if only is None or s.id in only}
+        self._default = GovernedSession(runtime, agent, origin="lg")
+
+    def _session(self) -> GovernedSession:
+        from langgraph.config import get_config
+
+        try:
+            thread = get_config().get("configurable", {}).get("thread_id")
+        except RuntimeError:  # called outside a graph
+            thread = None
+        if thread is None:
+            return self._default
+        return GovernedSession(self.runtime, self.agent, session_id=f"lg-{thread}")
+
+    def __call__(self, state: Any) -> dict[str, list[ToolMessage]]:
+        from langchain_core.messages import AIMessage, ToolMessage
+
+        messages = state[self.messages_key] if isinstance(state, Mapping) else state
+        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        if last is None or not last.tool_calls:
+            return {self.messages_key: []}
+        session = self._session()
+        done = sum(1 for m in messages if isinstance(m, ToolMessage))
+        out: list[ToolMessage] = []
+        for index, call in enumerate(last.tool_calls):
+            tool_id = self._ids.get(call["name"])
+            if tool_id is None:
+                out.append(ToolMessage(content=f"unknown tool `{call['name']}`",
+                                       tool_call_id=call["id"] or "", name=call["name"],
+                                       status="error"))
+                continue
+            result = session.call(tool_id, call["args"], step=done + index + 1,
+                                  proposal_id=f"{session.session_id}:{call['id']}")
+            result = decided(session, result, tool_id)
+            out.append(ToolMessage(content=result.text, tool_call_id=call["id"] or "",
+                                   name=call["name"], artifact=result.structured,
+                                   status="error" if result.is_error else "success"))
+        return {self.messages_key: out}

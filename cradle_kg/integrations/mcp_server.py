@@ -1,0 +1,243 @@
+"""``cradle-kg mcp serve``: the home's tools over the Model Context Protocol, governed.
+
+Any MCP client (Claude Desktop and Claude Code, the OpenAI Agents SDK, LangGraph through
+``langchain-mcp-adapters``, IDE agents) lists the registered tools — name, description,
+input and output JSON Schema from the tool's models, annotations from its side-effect
+class — and every ``tools/call`` becomes a proposal through both gates
+(:mod:`cradle_kg.integrations.calls`).
+
+Identity never comes from the call: on stdio it is ``--agent`` (a configured agent); on
+streamable HTTP it is the bearer token ``cradle-kg api-token issue`` printed (no valid
+token: 401; a session stays bound to the token that opened it). One run per MCP session.
+
+Built on the SDK's low-level ``Server`` (``mcp.server.lowlevel``): the tool list and the
+results are ours to shape (``structuredContent``, ``isError``, ``_meta``), and a malformed
+request or an unknown tool is a JSON-RPC error, never a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError
+from . import require
+from .calls import CallResult, GovernedSession, HostMeta, host_meta, refused, tool_hints
+
+if TYPE_CHECKING:
+    from mcp import types
+    from mcp.server.lowlevel import Server
+    from mcp.server.session import ServerSession
+    from starlette.applications import Starlette
+
+    from ..loop.runtime import Runtime
+    from ..tools import ToolSpec
+
+#: the scope a cradle-kg agent token carries for the MCP endpoint
+AGENT_SCOPE = "cradle-kg:agent"
+#: seconds between two polls of the journal while a call waits for an approver
+POLL_SECONDS = 0.25
+
+#: who is calling: the identity of the current request (stdio: fixed; HTTP: the token's)
+IdentityFn = Callable[[], str | None]
+
+
+class SessionBook:
+    """One :class:`GovernedSession` per MCP session (and so one run per session)."""
+
+    def __init__(self, runtime: Runtime, *, origin: str = "mcp", home_hint: str = "") -> None:
+        self.runtime = runtime
+        self.origin = origin
+        self.home_hint = home_hint
+        self._sessions: weakref.WeakKeyDictionary[Any, GovernedSession] = (
+            weakref.WeakKeyDictionary())
+
+    def session(self, key: Any, agent_id: str) -> GovernedSession:
+        held = self._sessions.get(key)
+        if held is None:
+            held = GovernedSession(self.runtime, agent_id, origin=self.origin,
+                                   home_hint=self.home_hint)
+            self._sessions[key] = held
+        elif held.agent_id != agent_id:  # INVARIANT: a session keeps the identity it opened with
+            raise InputError(f"this session belongs to `{held.agent_id}`, not `{agent_id}`")
+        return held
+
+
+def tool_entry(spec: ToolSpec, *, name: str | None = None) -> types.Tool:
+    """The MCP description of a registered tool."""
+    from mcp import types
+
+    return types.Tool(
+        name=name or spec.id, title=spec.id,
+        description=spec.description or f"the governed tool `{spec.id}`",
+        inputSchema=spec.input_model.model_json_schema(),
+        outputSchema=spec.output_model.model_json_schema(),
+        annotations=types.ToolAnnotations(title=spec.id, **tool_hints(spec)))
+
+
+def as_mcp_result(result: CallResult) -> types.CallToolResult:
+    from mcp import types
+
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=result.text)],
+        structuredContent=result.structured, isError=result.is_error,
+        _meta=result.meta)
+
+
+def build_server(runtime: Runtime, identity: IdentityFn, *, approval_wait: float = 0.0,
+                 home_hint: str = "", name: str = "cradle-kg") -> Server[Any, Any]:
+    """The MCP server of a runtime: its tools, each call governed."""
+    require("mcp", extra="mcp")
+    from mcp import types
+    from mcp.server.lowlevel import Server
+    from mcp.shared.exceptions import McpError
+
+    from .. import __version__
+
+    server: Server[Any, Any] = Server(name, version=__version__, instructions=(
+        "Every call is a proposal: the cradle-kg runtime checks it (identity, permissions, "
+        "policies, approvals), runs it, and verifies its effect. A refused call says why."))
+    book = SessionBook(runtime, home_hint=home_hint)
+
+    @server.list_tools()  # type: ignore[untyped-decorator, no-untyped-call]
+    async def _list() -> list[types.Tool]:
+        return [tool_entry(spec) for spec in runtime.tools.specs()]
+
+    async def _call(req: types.CallToolRequest) -> types.ServerResult:
+        ctx = server.request_context
+        if not runtime.tools.has(req.params.name):
+            raise McpError(types.ErrorData(code=types.INVALID_PARAMS,
+                                           message=f"unknown tool `{req.params.name[:200]}`"))
+        agent = identity()
+        if agent is None:  # fail closed: no identity, no call
+            raise McpError(types.ErrorData(code=types.INVALID_REQUEST,
+                                           message="no authenticated identity"))
+        result = await governed_call(book, ctx.session, agent, req, ctx.request_id,
+                                     approval_wait=approval_wait)
+        return types.ServerResult(as_mcp_result(result))
+
+    server.request_handlers[types.CallToolRequest] = _call
+    return server
+
+
+async def governed_call(book: SessionBook, key: ServerSession, agent: str,
+                        req: types.CallToolRequest, request_id: Any, *,
+                        approval_wait: float) -> CallResult:
+    """Run one ``tools/call`` through the runtime (in a worker thread); wait for an
+    approver, with progress notifications, when the client asked for progress."""
+    import anyio
+
+    name = req.params.name
+    extra = req.params.meta.model_dump(exclude={"progressToken"}) if req.params.meta else {}
+    try:
+        session = book.session(key, agent)
+        meta = host_meta(extra, book.runtime)
+    except InputError as exc:
+        return refused(exc, {"tool": name})
+    result = await anyio.to_thread.run_sync(_call_in_thread, session, name,
+                                            req.params.arguments or {}, meta)
+    token = req.params.meta.progressToken if req.params.meta else None
+    if result.status != "awaiting_approval" or approval_wait <= 0 or token is None:
+        return result
+    return await _await_decision(session, key, result, name, token, request_id,
+                                 wait=approval_wait)
+
+
+def _call_in_thread(session: GovernedSession, name: str, arguments: Any,
+                    meta: HostMeta) -> CallResult:
+    return session.call(name, arguments, meta)
+
+
+async def _await_decision(session: GovernedSession, key: ServerSession, result: CallResult,
+                          name: str, token: str | int, request_id: Any, *,
+                          wait: float) -> CallResult:
+    """Poll the journal until an approver ends the wait (or ``wait`` seconds pass)."""
+    import anyio
+
+    approval = result.approval_id or ""
+    waited, beat = 0.0, 0
+    with anyio.move_on_after(wait):
+        while True:
+            beat += 1
+            await key.send_progress_notification(
+                token, progress=beat, message=f"awaiting approval `{approval}`",
+                related_request_id=request_id)
+            await anyio.sleep(POLL_SECONDS)
+            waited += POLL_SECONDS
+            latest = await anyio.to_thread.run_sync(session.latest, result, name)
+            if latest.status != "awaiting_approval":
+                await key.send_progress_notification(
+                    token, progress=beat + 1, total=beat + 1,
+                    message=f"approval `{approval}` decided: {latest.status}",
+                    related_request_id=request_id)
+                return latest
+    return result
+
+
+async def serve_stdio(runtime: Runtime, agent_id: str, *, approval_wait: float = 0.0,
+                      home_hint: str = "") -> None:
+    """Serve on stdin/stdout as ``agent_id`` (checked against the configuration first)."""
+    require("mcp", extra="mcp")
+    from mcp.server.stdio import stdio_server
+
+    GovernedSession(runtime, agent_id)  # refuses an undeclared agent before anything starts
+    server = build_server(runtime, lambda: agent_id, approval_wait=approval_wait,
+                          home_hint=home_hint)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def http_app(runtime: Runtime, *, approval_wait: float = 0.0, home_hint: str = "",
+             path: str = "/mcp") -> Starlette:
+    """Streamable HTTP at ``path``, behind the agents' bearer tokens (401 without one)."""
+    require("mcp", extra="mcp")
+    from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
+    from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.authentication import AuthenticationMiddleware
+    from starlette.routing import Route
+
+    def identity() -> str | None:
+        token = get_access_token()
+        return token.client_id if token is not None else None
+
+    server = build_server(runtime, identity, approval_wait=approval_wait, home_hint=home_hint)
+    manager = StreamableHTTPSessionManager(
+        app=server, max_request_body_size=runtime.config.input_limits.max_bytes)
+
+    async def endpoint(scope: Any, receive: Any, send: Any) -> None:
+        await manager.handle_request(scope, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    return Starlette(
+        routes=[Route(path, endpoint=RequireAuthMiddleware(endpoint, [AGENT_SCOPE]))],
+        middleware=[Middleware(AuthenticationMiddleware,
+                               backend=BearerAuthBackend(AgentTokens(runtime))),
+                    Middleware(AuthContextMiddleware)],
+        lifespan=lifespan)
+
+
+class AgentTokens:
+    """The SDK's token verifier over ``cradle-kg api-token``: agents only, never approvers."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    async def verify_token(self, token: str) -> Any:
+        from mcp.server.auth.provider import AccessToken
+
+        from ..server.auth import authenticate
+
+        caller = authenticate(self.runtime.home, self.runtime.config, token)
+        if caller is None or not caller.is_agent or caller.is_approver:
+            return None
+        return AccessToken(token=token, client_id=caller.identity, subject=caller.identity,
+                           scopes=[AGENT_SCOPE])

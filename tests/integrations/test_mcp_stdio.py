@@ -1,0 +1,213 @@
+"""``cradle-kg mcp serve`` over stdio, driven by the official MCP client (``mcp.client``).
+
+Each test starts the real server in a subprocess, as the configured demo agent.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import McpError
+
+from cradle_kg import Runtime
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
+
+from .conftest import ROOT, cli, env
+
+Scenario = Callable[[ClientSession], Awaitable[None]]
+
+#: no call may hang the test run: a server that never answers fails the test
+LIMIT = timedelta(seconds=120)
+
+
+def run(home: Path, scenario: Scenario, *extra: str) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "cradle_kg", "mcp", "serve", "--home", str(home),
+                                      "--agent", AGENT, *extra], env=env(), cwd=ROOT)
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write), \
+                ClientSession(read, write, read_timeout_seconds=LIMIT) as s:
+            await s.initialize()
+            await scenario(s)
+
+    anyio.run(main)
+
+
+def credit(account: str, amount: int) -> dict[str, Any]:
+    return {"account": account, "amount": amount}
+
+
+def ledger_for_home(home: Path) -> list[Any]:
+    import sqlite3
+
+    path = home / "demo-ledger" / "ledger.sqlite"
+    with sqlite3.connect(path) as db:
+        return list(db.execute("SELECT * FROM entries"))
+
+
+def test_tools_are_listed_with_schemas_and_annotations(home: Path) -> None:
+    async def scenario(s: ClientSession) -> None:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        assert {"demo.ledger.credit", "demo.ledger.balance", "demo.ledger.close_account",
+                "test.mcp.file_report"} <= set(tools)
+        credit_tool = tools["demo.ledger.credit"]
+        assert set(credit_tool.inputSchema["properties"]) == {"account", "amount"}
+        assert credit_tool.outputSchema is not None
+        assert credit_tool.annotations is not None
+        assert credit_tool.annotations.readOnlyHint is False
+        assert credit_tool.annotations.openWorldHint is True
+        balance = tools["demo.ledger.balance"].annotations
+        assert balance is not None and balance.readOnlyHint is True
+        close = tools["demo.ledger.close_account"].annotations
+        assert close is not None and close.destructiveHint is True
+        assert close.idempotentHint is True
+
+    run(home, scenario)
+
+
+def test_allowed_denied_lying_and_replayed_calls(home: Path) -> None:
+    async def scenario(s: ClientSession) -> None:
+        ok = await s.call_tool("demo.ledger.credit", credit("acct-1", 5))
+        assert not ok.isError
+        assert ok.structuredContent == {"ok": True, "applied": True, "account": "acct-1",
+                                        "amount": 5}
+        assert ok.meta is not None and ok.meta["cradle-kg/run"].startswith("run:mcp-")
+        assert ok.meta["cradle-kg/step"] == 1
+
+        denied = await s.call_tool("demo.ledger.credit", credit("acct-1", 5000))
+        assert denied.isError
+        assert denied.structuredContent is not None
+        assert denied.structuredContent["status"] == "denied"
+        assert "forbidden_by_policy" in denied.structuredContent["reason_codes"]
+        text = denied.content[0].text  # type: ignore[union-attr]
+        assert "credits above 1000 need a human operator" in text
+
+        lying = await s.call_tool("demo.ledger.credit_unreliable", credit("acct-2", 7))
+        assert lying.isError and lying.structuredContent is not None
+        assert lying.structuredContent["status"] == "verification_failed"
+        assert "was not confirmed" in lying.content[0].text  # type: ignore[union-attr]
+
+        key = {"cradle-kg/idempotency_key": "order-42"}
+        first = await s.call_tool("demo.ledger.credit", credit("acct-3", 9), meta=key)
+        again = await s.call_tool("demo.ledger.credit", credit("acct-3", 9), meta=key)
+        assert not first.isError and not again.isError
+        assert again.meta is not None and again.meta["cradle-kg/replayed"] is True
+        assert again.meta["cradle-kg/step"] == 5  # steps follow the call order
+
+    run(home, scenario)
+    rows = ledger_for_home(home)
+    assert sorted((r[1], r[2]) for r in rows) == [("acct-1", 5), ("acct-3", 9)]
+
+
+def test_clarify_then_host_supplied_evidence(home: Path) -> None:
+    with Runtime(home) as rt:
+        ref = rt.add_evidence(b"the signed report", kind="document", collector="host")
+
+    async def scenario(s: ClientSession) -> None:
+        asked = await s.call_tool("test.mcp.file_report", {"case": "c-1"})
+        assert asked.isError and asked.structuredContent is not None
+        assert asked.structuredContent["status"] == "needs_clarification"
+        assert asked.structuredContent["missing_facts"] == ["evidence"]
+        # the host (not the model) supplies the evidence, through `_meta`
+        done = await s.call_tool("test.mcp.file_report", {"case": "c-1"},
+                                 meta={"cradle-kg/evidence_refs": [ref]})
+        assert not done.isError, done.content
+        assert done.structuredContent == {"filed": True, "case": "c-1"}
+        bad = await s.call_tool("test.mcp.file_report", {"case": "c-1"},
+                                meta={"cradle-kg/agent_id": "agent:someone-else"})
+        assert bad.isError and "cradle-kg/agent_id" in bad.content[0].text  # type: ignore[union-attr]
+
+    run(home, scenario)
+
+
+def test_unknown_tool_and_bad_arguments_are_errors_not_crashes(home: Path) -> None:
+    async def scenario(s: ClientSession) -> None:
+        with pytest.raises(McpError, match="unknown tool"):
+            await s.call_tool("no.such.tool", {})
+        wrong = await s.call_tool("demo.ledger.credit", {"account": "acct-1", "amount": -5})
+        assert wrong.isError and wrong.structuredContent is not None
+        assert "invalid_arguments" in wrong.structuredContent["reason_codes"]
+        # deeper than the home's limit (32), within what the SDK's transport parses (a
+        # message it cannot parse at all gets no answer from the SDK: see the report)
+        deep: Any = "x"
+        for _ in range(60):
+            deep = [deep]
+        refused = await s.call_tool("demo.ledger.credit", {"account": deep, "amount": 1})
+        assert refused.isError and refused.structuredContent is not None
+        assert refused.structuredContent["status"] == "refused"
+        still = await s.call_tool("demo.ledger.balance", {"account": "acct-1"})
+        assert not still.isError
+
+    run(home, scenario)
+
+
+def _approve_when_pending(home: Path, done: list[str]) -> None:
+    """An approver, in another process, approves the first pending approval it sees."""
+    import json
+
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        listed = cli("approvals", "list", "--home", str(home), "--format", "json")
+        pending = [a for a in json.loads(listed.stdout or "[]") if a["status"] == "pending"]
+        if pending:
+            out = cli("approvals", "approve", pending[0]["id"], "--as", APPROVER, "--once",
+                      "--home", str(home),
+                      extra_env={"CRADLE_APPROVER_TOKEN": DEMO_TOKENS[APPROVER]})
+            done.append(out.stdout + out.stderr)
+            return
+        time.sleep(0.3)
+
+
+def test_approval_pending_then_approved_from_the_cli(home: Path) -> None:
+    async def scenario(s: ClientSession) -> None:
+        key = {"cradle-kg/idempotency_key": "close-acct-9"}
+        pending = await s.call_tool("demo.ledger.close_account", {"account": "acct-9"},
+                                    meta=key)
+        assert pending.isError and pending.structuredContent is not None
+        assert pending.structuredContent["status"] == "awaiting_approval"
+        approval_id = pending.structuredContent["approval_id"]
+        assert "cradle-kg approvals approve " + approval_id in pending.content[0].text  # type: ignore[union-attr]
+        out = cli("approvals", "approve", approval_id, "--as", APPROVER, "--once",
+                  "--home", str(home),
+                  extra_env={"CRADLE_APPROVER_TOKEN": DEMO_TOKENS[APPROVER]})
+        assert out.returncode == 0, out.stderr
+        final = await s.call_tool("demo.ledger.close_account", {"account": "acct-9"},
+                                  meta=key)
+        assert not final.isError, final.content
+        assert final.structuredContent == {"ok": True, "account": "acct-9"}
+
+    run(home, scenario)
+
+
+def test_approval_wait_streams_progress_until_the_decision(home: Path) -> None:
+    approved: list[str] = []
+    notes: list[str] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        notes.append(message or "")
+
+    async def scenario(s: ClientSession) -> None:
+        approver = threading.Thread(target=_approve_when_pending, args=(home, approved))
+        approver.start()
+        final = await s.call_tool("demo.ledger.close_account", {"account": "acct-7"},
+                                  progress_callback=progress,
+                                  meta={"progressToken": "close-7"})
+        await anyio.to_thread.run_sync(approver.join)
+        assert not final.isError, final.content
+        assert final.structuredContent == {"ok": True, "account": "acct-7"}
+
+    run(home, scenario, "--approval-wait", "90")
+    assert approved, "the approver never saw a pending approval"
+    assert any("awaiting approval" in n for n in notes)
+    assert any("decided: executed" in n for n in notes)

@@ -1,0 +1,1 @@
+"""test.mcp: a pack of the integration tests (see manifest.yaml)."""

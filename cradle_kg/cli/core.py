@@ -16,7 +16,7 @@ from ..journal import Anchor, ChainReport, Journal, verify_journal
 from ..loop.proposal import read_proposal
 from ..loop.runtime import Runtime
 from ..records import SCHEMAS, OutcomeStatus
-from ..runs import list_runs, show_run
+from ..runs import list_page, show_run
 from .common import (
     Format,
     FormatOpt,
@@ -214,16 +214,23 @@ def tools_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
 
 
 @runs_app.command("list")
-def runs_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
-    """List runs with their current status (a projection of the journal)."""
+def runs_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+              limit: Annotated[int, typer.Option(
+                  min=1, help="How many runs to show (newest first).")] = 50,
+              offset: Annotated[int, typer.Option(
+                  min=0, help="How many of the newest runs to skip.")] = 0) -> None:
+    """List runs with their current status, newest first, one page at a time."""
     with open_journal(home) as journal:
-        runs = list_runs(journal)
+        runs, total = list_page(journal, limit=limit, offset=offset, newest_first=True)
     if fmt is Format.JSON:
         print_json([r.to_dict() for r in runs])
         return
     table("runs", ["run", "status", "proposals", "events", "updated"],
           [[r.run_id, r.status, len(r.proposals), r.events, r.updated_at.isoformat()]
            for r in runs])
+    if offset + len(runs) < total:
+        err_console.print(f"{offset + 1} to {offset + len(runs)} of {total} runs; "
+                          f"more with --offset {offset + len(runs)}", highlight=False)
 
 
 @runs_app.command("show")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,7 +14,6 @@ from ..errors import CradleError, InputError, UnknownNameError
 from ..home import Home, resolve_home
 from ..journal import Anchor, ChainReport, Journal, verify_journal
 from ..loop.proposal import read_proposal
-from ..loop.runtime import Runtime
 from ..records import SCHEMAS, OutcomeStatus
 from ..runs import list_page, show_run
 from .common import (
@@ -30,12 +29,17 @@ from .common import (
     table,
 )
 
+if TYPE_CHECKING:
+    from ..loop.runtime import Runtime
+
 audit_app = typer.Typer(help="Check the journal's integrity.", no_args_is_help=True)
 tools_app = typer.Typer(help="Registered tools and their contracts.", no_args_is_help=True)
 runs_app = typer.Typer(help="Runs: list, show, resume.", no_args_is_help=True)
 
 
 def open_runtime(home: Path | None) -> Runtime:
+    from ..loop.runtime import Runtime  # the whole loop: only for commands that run it
+
     try:
         return Runtime(resolve_home(home))
     except CradleError as exc:

@@ -25,10 +25,61 @@ OUT = Path(__file__).resolve().parent / "out"
 AGENT = "agent:ledger-assistant"
 
 
-def _proposal(i: int, tool: str, args: dict[str, object]) -> dict[str, object]:
+def proposal(i: int, tool: str, args: dict[str, object]) -> dict[str, object]:
     return {"id": f"p{i}", "task_id": f"task-{i // 4}", "agent_id": AGENT, "step": i % 4,
             "action": {"action_type": tool, "target": f"ledger:{args['account']}",
                        "arguments": args}}
+
+
+def submit_mix(rt: Runtime, i: int) -> None:
+    """The ``i``-th proposal of the mix: 1 in 20 each a denial by policy, a lying tool
+    caught by gate 2 and an approval given by a second identity; 1 in 20 an idempotent
+    replay; the rest executed credits."""
+    kind = i % 20
+    account = f"acct-{i % 997}"
+    if kind == 0:
+        rt.submit(proposal(i, "demo.ledger.credit", {"account": account, "amount": 5000}))
+    elif kind == 1:
+        rt.submit(proposal(i, "demo.ledger.credit_unreliable", {"account": account,
+                                                                 "amount": 3}))
+    elif kind == 2:
+        waiting = rt.submit(proposal(i, "demo.ledger.close_account",
+                                      {"account": f"closed-{i}"}))
+        if waiting.approval is not None:
+            rt.decide_approval(waiting.approval.id, approver_id=APPROVER,
+                               token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED)
+    else:
+        out = rt.submit(proposal(i, "demo.ledger.credit",
+                                  {"account": account, "amount": 1 + i % 50}))
+        if kind == 3:
+            rt.submit(proposal(i, "demo.ledger.credit", {"account": account,
+                                                          "amount": 1 + i % 50}))
+        assert out.ok
+
+
+def _bulk_runtime(home: Path) -> Runtime:
+    # the demo's rate limit (1000 calls a minute) would stop a bulk build: lift it here
+    config = demo_config().model_copy(update={"limits": ()})
+    return Runtime(home, config=config, graph_sync=False, integrity=False)
+
+
+def build_events_home(min_events: int, *, log: bool = True) -> Path:
+    """A home whose journal holds at least ``min_events`` events, no graph (cached)."""
+    home = OUT / f"events-{min_events}"
+    if (home / ".complete").exists():
+        return home
+    shutil.rmtree(home, ignore_errors=True)
+    prepare_home(home)
+    started, i = time.perf_counter(), 0
+    with _bulk_runtime(home) as rt:
+        while rt.journal.head()[0] < min_events:
+            submit_mix(rt, i)
+            i += 1
+            if log and i % 2000 == 0:
+                print(f"  {i} proposals, {rt.journal.head()[0]} events "
+                      f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    (home / ".complete").write_text(f"{i} {time.perf_counter() - started:.1f}")
+    return home
 
 
 def build_home(min_triples: int, *, log: bool = True) -> Path:
@@ -40,34 +91,11 @@ def build_home(min_triples: int, *, log: bool = True) -> Path:
     prepare_home(home)
     started = time.perf_counter()
     i = 0
-    # the demo's rate limit (1000 calls a minute) would stop a bulk build: lift it here
-    config = demo_config().model_copy(update={"limits": ()})
-    with Runtime(home, config=config, graph_sync=False, integrity=False) as rt:
+    with _bulk_runtime(home) as rt:
         # ~150 quads per executed submit: check the size every 500 submits
         while True:
             for _ in range(500):
-                kind = i % 20
-                account = f"acct-{i % 997}"
-                if kind == 0:
-                    rt.submit(_proposal(i, "demo.ledger.credit", {"account": account,
-                                                                   "amount": 5000}))
-                elif kind == 1:
-                    rt.submit(_proposal(i, "demo.ledger.credit_unreliable",
-                                        {"account": account, "amount": 3}))
-                elif kind == 2:
-                    waiting = rt.submit(_proposal(i, "demo.ledger.close_account",
-                                                  {"account": f"closed-{i}"}))
-                    if waiting.approval is not None:
-                        rt.decide_approval(waiting.approval.id, approver_id=APPROVER,
-                                           token=DEMO_TOKENS[APPROVER],
-                                           status=ApprovalStatus.APPROVED)
-                else:
-                    out = rt.submit(_proposal(i, "demo.ledger.credit",
-                                              {"account": account, "amount": 1 + i % 50}))
-                    if kind == 3:
-                        rt.submit(_proposal(i, "demo.ledger.credit",
-                                            {"account": account, "amount": 1 + i % 50}))
-                    assert out.ok
+                submit_mix(rt, i)
                 i += 1
             head = rt.journal.head()[0]
             if log:

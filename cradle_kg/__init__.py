@@ -10,28 +10,60 @@ Agents propose; the runtime disposes. The public API is small::
     outcome = rt.submit(proposal)          # -> Outcome
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import CradleError
-from .loop.plans import PlanOutcome
-from .loop.runtime import Runtime
-from .records import (
-    AbortPolicy,
-    ActionRequest,
-    IdempotencyClass,
-    Outcome,
-    OutcomeStatus,
-    Plan,
-    PlanStep,
-    Proposal,
-    RiskLevel,
-    RuntimeDecision,
-    SideEffectClass,
-    Verdict,
-    VerificationCheck,
-    VerificationResult,
-    VerificationStatus,
-)
-from .tools import ToolCall, ToolSpec
-from .verifiers import VerifierReport, VerifyRequest
+
+if TYPE_CHECKING:
+    from .loop.plans import PlanOutcome
+    from .loop.runtime import Runtime
+    from .records import (
+        AbortPolicy,
+        ActionRequest,
+        IdempotencyClass,
+        Outcome,
+        OutcomeStatus,
+        Plan,
+        PlanStep,
+        Proposal,
+        RiskLevel,
+        RuntimeDecision,
+        SideEffectClass,
+        Verdict,
+        VerificationCheck,
+        VerificationResult,
+        VerificationStatus,
+    )
+    from .tools import ToolCall, ToolSpec
+    from .verifiers import VerifierReport, VerifyRequest
+
+#: where each public name lives: imported on first use, so that ``import cradle_kg`` (and
+#: every light CLI command) does not pay for the runtime, the graph and SHACL up front
+_LAZY = {
+    **dict.fromkeys(("PlanOutcome",), ".loop.plans"),
+    **dict.fromkeys(("Runtime",), ".loop.runtime"),
+    **dict.fromkeys(("AbortPolicy", "ActionRequest", "IdempotencyClass", "Outcome",
+                     "OutcomeStatus", "Plan", "PlanStep", "Proposal", "RiskLevel",
+                     "RuntimeDecision", "SideEffectClass", "Verdict", "VerificationCheck",
+                     "VerificationResult", "VerificationStatus"), ".records"),
+    **dict.fromkeys(("ToolCall", "ToolSpec"), ".tools"),
+    **dict.fromkeys(("VerifierReport", "VerifyRequest"), ".verifiers"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __version__ = "0.1.0"
 

@@ -1,10 +1,13 @@
-"""Current state of runs — a projection of the journal, rebuilt on every read.
+"""Current state of runs — a projection of the journal, folded on every read.
 
-Nothing here is stored: the journal is the truth and this module folds it.
+Only the runs read are folded: the journal's ``runs`` table (kept in the journal's own
+transaction, see :mod:`.journal.derived`) says which runs there are, in order, so a page
+of runs costs what its runs' events cost, whatever the size of the journal.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -64,20 +67,32 @@ def _fold(summary: RunSummary, event: AuditEvent) -> None:
         summary.human_tasks.remove(event.payload["task_id"])
 
 
-def list_runs(journal: Journal) -> list[RunSummary]:
-    runs: dict[str, RunSummary] = {}
-    for event in journal.events():
-        if event.run_id not in runs:
-            runs[event.run_id] = RunSummary(event.run_id, event.at, event.at)
-        _fold(runs[event.run_id], event)
-    return [r for r in runs.values() if r.proposals]
+def list_runs(journal: Journal, *, limit: int | None = None, offset: int = 0,
+              newest_first: bool = False) -> list[RunSummary]:
+    """The runs that received a proposal, one page of them (all by default)."""
+    return list_page(journal, limit=limit, offset=offset, newest_first=newest_first)[0]
+
+
+def list_page(journal: Journal, *, limit: int | None, offset: int = 0,
+              newest_first: bool = False) -> tuple[list[RunSummary], int]:
+    """One page of runs (in the order of their first event, or newest first) and how many
+    runs there are in all."""
+    run_ids, total = journal.proposal_runs(limit=limit, offset=offset,
+                                           newest_first=newest_first)
+    return [_summary(run_id, journal.events(run_id=run_id)) for run_id in run_ids], total
+
+
+def _summary(run_id: str, events: Iterable[AuditEvent]) -> RunSummary:
+    summary: RunSummary | None = None
+    for event in events:
+        if summary is None:
+            summary = RunSummary(run_id, event.at, event.at)
+        _fold(summary, event)
+    if summary is None:
+        raise UnknownNameError(f"unknown run `{run_id}`", hint="`cradle-kg runs list` shows them")
+    return summary
 
 
 def show_run(journal: Journal, run_id: str) -> tuple[RunSummary, list[AuditEvent]]:
     events = list(journal.events(run_id=run_id))
-    if not events:
-        raise UnknownNameError(f"unknown run `{run_id}`", hint="`cradle-kg runs list` shows them")
-    summary = RunSummary(run_id, events[0].at, events[0].at)
-    for event in events:
-        _fold(summary, event)
-    return summary, events
+    return _summary(run_id, events), events

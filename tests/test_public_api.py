@@ -69,3 +69,33 @@ def test_every_command_accepts_home() -> None:
 
     walk(get_command(app), [])
     assert missing == []
+
+
+def test_each_command_loads_only_its_own_module_and_the_table_is_complete() -> None:
+    """`cradle-kg X` builds the command line from X's module alone (start-up time): the
+    table that says which module holds X must name every command, each once."""
+    from typer.main import get_command
+
+    from cradle_kg.cli import COMMANDS, MODULES, build_app
+
+    everything = set(get_command(build_app()).commands)  # type: ignore[attr-defined]
+    assert everything == set(COMMANDS)
+    for module in MODULES:
+        own = set(get_command(build_app((module,))).commands)  # type: ignore[attr-defined]
+        assert own == {c for c, m in COMMANDS.items() if m == module}, module
+
+
+def test_a_light_command_imports_no_graph_shacl_or_server() -> None:
+    import subprocess
+    import sys
+
+    probe = ("import sys; sys.argv = ['cradle-kg', 'schema', 'Proposal']\n"
+             "from cradle_kg.cli import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('pyshacl', 'rdflib', 'httpx', 'fastapi', 'uvicorn', 'pyoxigraph', 'cedarpy') "
+             "or m in ('cradle_kg.loop.runtime', 'cradle_kg.graph.store'))\n"
+             "print('HEAVY', heavy, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert "HEAVY []" in done.stderr, done.stderr[-500:]

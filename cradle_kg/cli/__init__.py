@@ -7,38 +7,65 @@ Exit codes, for every command: 0 done (and for ``submit``: executed and verified
 
 from __future__ import annotations
 
+import importlib
+import sys
+from typing import Any
+
 import typer
 
 from ..errors import CradleError
-from . import approvals as approvals_cmds
-from . import core
-from . import graph as graph_cmds
-from . import mcp as mcp_cmds
-from . import packs as pack_cmds
-from . import query as query_cmds
-from . import recovery as recovery_cmds
-from . import serve as serve_cmds
-from . import tasks as task_cmds
-from . import workflow as workflow_cmds
 from .common import report_error, report_unexpected
 
-app = typer.Typer(
-    name="cradle-kg",
-    help="A governed execution runtime for AI agents: agents propose, the runtime disposes.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-core.install(app)
-graph_cmds.install(app)
-pack_cmds.install(app)
-approvals_cmds.install(app)
-recovery_cmds.install(app)
-task_cmds.install(app)
-workflow_cmds.install(app)
-query_cmds.install(app)
-serve_cmds.install(app)
-mcp_cmds.install(app)
+#: the module of each top-level command: a command loads its own module only, so a light
+#: command (``schema``, ``tools list``, ``runs list``) imports no graph, SHACL or server
+COMMANDS: dict[str, str] = {
+    **dict.fromkeys(("demo", "submit", "schema", "audit", "tools", "runs"), "core"),
+    **dict.fromkeys(("graph", "ontology", "export", "validate"), "graph"),
+    "pack": "packs",
+    "approvals": "approvals",
+    "recover": "recovery",
+    "tasks": "tasks",
+    **dict.fromkeys(("replay", "autonomy", "budgets"), "workflow"),
+    "query": "query",
+    "mcp": "mcp",
+    **dict.fromkeys(("serve", "api-token"), "serve"),
+}
+MODULES = tuple(dict.fromkeys(COMMANDS.values()))
+
+
+def build_app(modules: tuple[str, ...] = MODULES) -> typer.Typer:
+    """The command line with the commands of ``modules`` (all of them by default)."""
+    built = typer.Typer(
+        name="cradle-kg",
+        help="A governed execution runtime for AI agents: agents propose, the runtime "
+             "disposes.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    for name in modules:
+        importlib.import_module(f"{__name__}.{name}").install(built)
+    # INVARIANT: always a group, even with one module of one command (`recover`, `query`):
+    # typer would otherwise run that command with its own name as its first argument
+    built.callback()(_group)
+    return built
+
+
+def _group() -> None:
+    """A governed execution runtime for AI agents: agents propose, the runtime disposes."""
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the whole command line, built on first use (tests, docs)
+        globals()["app"] = whole = build_app()
+        return whole
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _app_for(argv: list[str]) -> typer.Typer:
+    """Only the module of the command asked for; every module for help or a typo."""
+    module = COMMANDS.get(argv[0]) if argv else None
+    return build_app((module,)) if module is not None else build_app()
 
 
 def main() -> None:
@@ -49,7 +76,7 @@ def main() -> None:
     command stopped by an exception leaves nothing half-written.
     """
     try:
-        app()
+        _app_for(sys.argv[1:])()
     except CradleError as exc:  # anything a command did not handle itself
         report_error(exc)
         raise SystemExit(2) from None

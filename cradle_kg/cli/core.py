@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,9 +14,8 @@ from ..errors import CradleError, InputError, UnknownNameError
 from ..home import Home, resolve_home
 from ..journal import Anchor, ChainReport, Journal, verify_journal
 from ..loop.proposal import read_proposal
-from ..loop.runtime import Runtime
 from ..records import SCHEMAS, OutcomeStatus
-from ..runs import list_runs, show_run
+from ..runs import list_page, show_run
 from .common import (
     Format,
     FormatOpt,
@@ -30,12 +29,17 @@ from .common import (
     table,
 )
 
+if TYPE_CHECKING:
+    from ..loop.runtime import Runtime
+
 audit_app = typer.Typer(help="Check the journal's integrity.", no_args_is_help=True)
 tools_app = typer.Typer(help="Registered tools and their contracts.", no_args_is_help=True)
 runs_app = typer.Typer(help="Runs: list, show, resume.", no_args_is_help=True)
 
 
 def open_runtime(home: Path | None) -> Runtime:
+    from ..loop.runtime import Runtime  # the whole loop: only for commands that run it
+
     try:
         return Runtime(resolve_home(home))
     except CradleError as exc:
@@ -214,16 +218,23 @@ def tools_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
 
 
 @runs_app.command("list")
-def runs_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
-    """List runs with their current status (a projection of the journal)."""
+def runs_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+              limit: Annotated[int, typer.Option(
+                  min=1, help="How many runs to show (newest first).")] = 50,
+              offset: Annotated[int, typer.Option(
+                  min=0, help="How many of the newest runs to skip.")] = 0) -> None:
+    """List runs with their current status, newest first, one page at a time."""
     with open_journal(home) as journal:
-        runs = list_runs(journal)
+        runs, total = list_page(journal, limit=limit, offset=offset, newest_first=True)
     if fmt is Format.JSON:
         print_json([r.to_dict() for r in runs])
         return
     table("runs", ["run", "status", "proposals", "events", "updated"],
           [[r.run_id, r.status, len(r.proposals), r.events, r.updated_at.isoformat()]
            for r in runs])
+    if offset + len(runs) < total:
+        err_console.print(f"{offset + 1} to {offset + len(runs)} of {total} runs; "
+                          f"more with --offset {offset + len(runs)}", highlight=False)
 
 
 @runs_app.command("show")

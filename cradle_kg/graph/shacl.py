@@ -21,7 +21,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-import pyshacl
 import shacl as rust_shacl
 from pydantic import BaseModel, ConfigDict
 from rdflib import RDF, BNode, Graph, Literal, URIRef
@@ -282,6 +281,8 @@ class PyShaclEngine:
         self.validate(Graph())
 
     def validate(self, data: DataInput, *, format: str | None = None) -> ValidationReport:
+        import pyshacl  # only this engine needs it (seconds of import): not at start-up
+
         graph = union_graph(data, format=format)
         try:
             conforms, results, _ = pyshacl.validate(

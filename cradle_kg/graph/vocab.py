@@ -8,9 +8,10 @@ SPARQL); rdflib ``Namespace`` objects for code that builds rdflib terms.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from rdflib import Namespace
+if TYPE_CHECKING:
+    from rdflib import Namespace
 
 CRADLE_NS: Final = "https://w3id.org/cradle#"
 PROV_NS: Final = "http://www.w3.org/ns/prov#"
@@ -19,10 +20,23 @@ SH_NS: Final = "http://www.w3.org/ns/shacl#"
 RDF_NS: Final = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 RDFS_NS: Final = "http://www.w3.org/2000/01/rdf-schema#"
 
-CRADLE: Final = Namespace(CRADLE_NS)
-PROV: Final = Namespace(PROV_NS)
-XSD: Final = Namespace(XSD_NS)
-SH: Final = Namespace(SH_NS)
+#: rdflib namespaces, made on first use so that importing the vocabulary costs no rdflib
+_NAMESPACES: Final = {"CRADLE": CRADLE_NS, "PROV": PROV_NS, "XSD": XSD_NS, "SH": SH_NS}
+if TYPE_CHECKING:
+    CRADLE: Namespace
+    PROV: Namespace
+    XSD: Namespace
+    SH: Namespace
+
+
+def __getattr__(name: str) -> Namespace:
+    if name in _NAMESPACES:
+        from rdflib import Namespace
+
+        space = Namespace(_NAMESPACES[name])
+        globals()[name] = space
+        return space
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 ONTOLOGY_IRI: Final = "https://w3id.org/cradle"
 ONTOLOGY_VERSION: Final = "0.1.0"

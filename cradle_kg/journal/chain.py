@@ -9,10 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..canonical import content_hash
+from . import derived
 
 GENESIS_HASH = "sha256:" + "0" * 64
-#: ``PRAGMA user_version`` of a journal this code writes; format 2 hashes ``idem_key``
-JOURNAL_FORMAT = 2
+#: ``PRAGMA user_version`` of a journal this code writes; format 2 hashes ``idem_key``,
+#: format 3 (same events, same hashes) adds the derived tables of :mod:`.derived`
+JOURNAL_FORMAT = 3
+#: formats this code upgrades in place: their events are hashed as this one's are
+UPGRADABLE_FORMATS = (2,)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -39,7 +43,8 @@ CREATE TABLE IF NOT EXISTS head (
     hash TEXT NOT NULL
 );
 """
-SCHEMA_STATEMENTS = tuple(s.strip() for s in _SCHEMA.split(";") if s.strip())
+SCHEMA_STATEMENTS = (*(s.strip() for s in _SCHEMA.split(";") if s.strip()),
+                     *derived.SCHEMA_STATEMENTS)
 
 
 @dataclass(frozen=True, slots=True)

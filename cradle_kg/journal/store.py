@@ -27,15 +27,16 @@ from typing import Any
 from ..canonical import canonical_json, iso, parse_iso, sha256_bytes
 from ..errors import JournalError
 from ..records import AuditEvent
-from .chain import GENESIS_HASH, JOURNAL_FORMAT, SCHEMA_STATEMENTS, ChainReport, event_hash
-from .verify import Anchor, verify_journal
-
-#: intents with no run.outcome written after them — one indexed query (kind, then subject)
-_DANGLING_SQL = (
-    "SELECT i.seq, i.subject FROM events i WHERE i.kind = 'action.intent' AND NOT EXISTS "
-    "(SELECT 1 FROM events o WHERE o.subject = i.subject AND o.kind = 'run.outcome' "
-    "AND o.seq > i.seq) ORDER BY i.seq"
+from . import derived
+from .chain import (
+    GENESIS_HASH,
+    JOURNAL_FORMAT,
+    SCHEMA_STATEMENTS,
+    UPGRADABLE_FORMATS,
+    ChainReport,
+    event_hash,
 )
+from .verify import Anchor, verify_journal
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +100,8 @@ class Journal:
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'"
             ).fetchone() is not None and conn.execute(
                 "SELECT 1 FROM events LIMIT 1").fetchone() is not None
-            if version != JOURNAL_FORMAT and (has_events or version != 0):
+            upgrade = version in UPGRADABLE_FORMATS
+            if version != JOURNAL_FORMAT and not upgrade and (has_events or version != 0):
                 raise JournalError(
                     f"the journal `{self.path}` is format `{version or 1}`; this cradle-kg "
                     f"reads and writes format `{JOURNAL_FORMAT}`",
@@ -107,6 +109,8 @@ class Journal:
                          "cannot be extended: start a new home")
             for statement in SCHEMA_STATEMENTS:
                 conn.execute(statement)
+            if upgrade:  # same events, same hashes: derive the new tables from them
+                derived.rebuild(conn)
             if version != JOURNAL_FORMAT:
                 conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
             conn.execute("COMMIT")
@@ -191,6 +195,9 @@ class Journal:
             (seq, event_id, new.run_id, new.kind, new.subject, new.actor, at,
              payload_text, payload_hash, prev, own, new.idem_key),
         )
+        # INVARIANT: derived state changes in the transaction that writes its events
+        derived.apply(conn, seq=seq, run_id=new.run_id, kind=new.kind, subject=new.subject,
+                      at=at, payload=new.payload)
         # built from values this method just computed: no validation pass on the hot path
         return AuditEvent.model_construct(
             seq=seq, id=event_id, run_id=new.run_id, kind=new.kind, subject=new.subject,
@@ -280,21 +287,47 @@ class Journal:
 
     def usage_since(self, *, field: str | None, value: str | None,
                     since: datetime) -> tuple[int, float]:
-        """Intents (calls attempted) and their declared cost since a time, for limits."""
-        sql = ("SELECT COUNT(*), COALESCE(SUM(json_extract(payload, '$.cost')), 0) "
-               "FROM events WHERE kind = 'action.intent' AND at >= ?")
-        args: list[Any] = [iso(since)]
-        if field is not None:
-            if field not in ("agent", "task_id", "tenant"):
-                raise ValueError(f"no usage field `{field}`")
-            sql += f" AND json_extract(payload, '$.{field}') = ?"
-            args.append(value)
-        rows = self._query(sql, args)
+        """Intents (calls attempted) and their declared cost since a time, for limits.
+
+        Read from the per-second usage buckets (see :mod:`.derived`): the second that holds
+        ``since`` counts in full, so a limit may bind up to one second early, never late.
+        """
+        if field is not None and field not in derived.USAGE_FIELDS:
+            raise ValueError(f"no usage field `{field}`")
+        rows = self._query(
+            "SELECT COALESCE(SUM(calls), 0), TOTAL(cost) FROM usage "
+            "WHERE scope = ? AND subject = ? AND second >= ?",
+            ("*", "", iso(since)[:19]) if field is None else (field, value, iso(since)[:19]))
         return int(rows[0][0]), float(rows[0][1])
 
     def run_ids(self) -> list[str]:
-        rows = self._query("SELECT run_id, MIN(seq) FROM events GROUP BY run_id ORDER BY 2")
-        return [r[0] for r in rows]
+        """Every run, in the order of its first event."""
+        return [r[0] for r in self._query("SELECT run_id FROM runs ORDER BY first_seq")]
+
+    def has_run(self, run_id: str) -> bool:
+        return bool(self._query("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)))
+
+    def proposal_runs(self, *, limit: int | None = None, offset: int = 0,
+                      newest_first: bool = False) -> tuple[list[str], int]:
+        """One page of the runs that received a proposal (in the order of their first
+        event), and how many there are in all."""
+        order = "DESC" if newest_first else "ASC"
+        rows = self._query(
+            f"SELECT run_id FROM runs WHERE proposals > 0 ORDER BY first_seq {order} "
+            "LIMIT ? OFFSET ?", (-1 if limit is None else limit, offset))
+        total = self._query("SELECT COUNT(*) FROM runs WHERE proposals > 0")[0][0]
+        return [r[0] for r in rows], int(total)
+
+    def approval_subjects(self) -> list[str]:
+        """The subject of every approval requested, in the order of their first request."""
+        rows = self._query("SELECT subject FROM approval_ids GROUP BY subject ORDER BY MIN(seq)")
+        return [str(r[0]) for r in rows]
+
+    def approval_subject(self, approval_id: str) -> str | None:
+        """The subject of the events of an approval (``approval:<digest>``), if requested."""
+        rows = self._query("SELECT subject FROM approval_ids WHERE approval_id = ?",
+                           (approval_id,))
+        return str(rows[0][0]) if rows else None
 
     def head(self) -> tuple[int, str]:
         rows = self._query("SELECT seq, hash FROM head WHERE one = 1")
@@ -302,7 +335,8 @@ class Journal:
 
     def dangling_intents(self) -> list[tuple[int, str]]:
         """(seq, action id) of every intent with no ``run.outcome`` after it, oldest first."""
-        return [(int(r[0]), str(r[1])) for r in self._query(_DANGLING_SQL)]
+        return [(int(r[0]), str(r[1]))
+                for r in self._query("SELECT seq, subject FROM open_intents ORDER BY seq")]
 
     # --- verifying ----------------------------------------------------------------
 

@@ -20,6 +20,10 @@ events.idem_key  covered by ``hash`` (NULL included: clearing a key breaks the e
 head.one         a CHECK constraint holds it at 1 (the schema is compared, below)
 head.seq         must equal the last event's ``seq``
 head.hash        must equal the last event's ``hash``
+usage.*          re-derived from the events and compared row by row (:mod:`.derived`;
+open_intents.*   costs up to float rounding, every other value exactly and of the same
+approval_ids.*   type), after the chain is found intact
+runs.*
 ===============  =====================================================================
 
 Every text column must hold text (a BLOB with the same bytes compares unequal in the
@@ -50,7 +54,15 @@ from urllib.parse import quote
 
 from ..canonical import sha256_bytes
 from ..errors import InputError
-from .chain import GENESIS_HASH, JOURNAL_FORMAT, SCHEMA_STATEMENTS, ChainReport, event_hash
+from . import derived
+from .chain import (
+    GENESIS_HASH,
+    JOURNAL_FORMAT,
+    SCHEMA_STATEMENTS,
+    UPGRADABLE_FORMATS,
+    ChainReport,
+    event_hash,
+)
 
 #: a progress callback: (events checked so far, events the head announces)
 Progress = Callable[[int, int], None]
@@ -212,6 +224,11 @@ def _verify(conn: sqlite3.Connection, anchor: Anchor | None,
         _check_schema(conn)
         head = conn.execute("SELECT seq, hash FROM head").fetchall()
         report = _walk(conn, head, anchor, progress)
+        if report.intact:
+            mismatch = derived.compare(conn)
+            if mismatch is not None:
+                report = ChainReport(False, report.events, report.head_hash, None, None,
+                                     mismatch)
     finally:
         conn.execute("COMMIT")
     return report
@@ -221,16 +238,18 @@ def _check_schema(conn: sqlite3.Connection) -> None:
     found = set(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
     if not found:
         raise _Broken("the journal has no tables: it was emptied or never written")
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version != JOURNAL_FORMAT:
+        upgrade = (" (open it once with this cradle-kg to upgrade it: same events, same "
+                   "hashes)" if version in UPGRADABLE_FORMATS else "")
+        raise _Broken(f"the journal is format `{version or 1}`, not `{JOURNAL_FORMAT}`: written "
+                      f"by an older cradle-kg{upgrade} or altered")
     for kind, name, _tbl, _sql in sorted(_EXPECTED - found, key=str):
         same_name = any(f[1] == name for f in found)
         raise _Broken(f"the journal's {kind} `{name}` "
                       + ("was altered" if same_name else "is missing"))
     for kind, name, _tbl, _sql in sorted(found - _EXPECTED, key=str):
         raise _Broken(f"the journal has an unexpected {kind} `{name}`")
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version != JOURNAL_FORMAT:
-        raise _Broken(f"the journal is format `{version or 1}`, not `{JOURNAL_FORMAT}`: written "
-                      "by an older cradle-kg (whose event hash left out `idem_key`) or altered")
 
 
 def _walk(conn: sqlite3.Connection, head: list[Any], anchor: Anchor | None,

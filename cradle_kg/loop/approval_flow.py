@@ -130,14 +130,14 @@ class ApprovalFlow:
     def resume(self, run_id: str) -> list[Outcome]:
         """Re-submit the proposals of a run that wait for an approval that is now given."""
         outcomes: list[Outcome] = []
-        for st in self.book.all():
+        for st in self.book.for_run(run_id):
             a = st.approval
-            if a.run_id != run_id or a.status is not ApprovalStatus.APPROVED:
+            if a.status is not ApprovalStatus.APPROVED:
                 continue
             if self.book.usable(a.action_digest, self.ctx.clock(), a.requested_by,
                                 run_id=run_id) is None:
                 continue
             outcomes.append(self.submit(self.book.requested_proposal(a)))
-        if not outcomes and run_id not in self.ctx.journal.run_ids():
+        if not outcomes and not self.ctx.journal.has_run(run_id):
             raise UnknownNameError(f"unknown run `{run_id}`")
         return outcomes

@@ -146,19 +146,27 @@ class ApprovalBook:
         return None
 
     def all(self) -> list[ApprovalState]:
-        digests: dict[str, None] = {}
-        for ev in self.journal.events_of_kind("approval.requested"):
-            digests[ev.subject] = None
+        """Every approval ever requested, in the order they were asked for (the inbox)."""
         out: list[ApprovalState] = []
-        for subject in digests:
+        for subject in self.journal.approval_subjects():
             out.extend(_fold(self.journal.events_for_subject(subject)).values())
         return out
 
+    def for_run(self, run_id: str) -> list[ApprovalState]:
+        """The approvals a run asked for: read from that run's events only."""
+        subjects = dict.fromkeys(e.subject for e in self.journal.events(run_id=run_id)
+                                 if e.kind == "approval.requested")
+        return [st for subject in subjects
+                for st in _fold(self.journal.events_for_subject(subject)).values()
+                if st.approval.run_id == run_id]
+
     def get(self, approval_id: str) -> ApprovalState:
-        for st in self.all():
-            if st.approval.id == approval_id:
-                return st
-        raise UnknownNameError(f"unknown approval `{approval_id}`")
+        """One approval, folded from the events of its own digest (found by its id)."""
+        subject = self.journal.approval_subject(approval_id)
+        found = _fold(self.journal.events_for_subject(subject)) if subject else {}
+        if approval_id not in found:
+            raise UnknownNameError(f"unknown approval `{approval_id}`")
+        return found[approval_id]
 
     def requested_proposal(self, approval: HumanApproval) -> Proposal:
         """The proposal that asked for this approval, as it was recorded."""

@@ -157,9 +157,11 @@ def make_router(runtime: Runtime) -> APIRouter:
         outcome = await run_in_threadpool(call, lambda: runtime.submit(proposal))
         return _outcome(outcome) or {}
 
-    @router.get("/runs", summary="Runs and their status")
-    def runs(who: Who) -> list[dict[str, Any]]:
-        return [r.to_dict() for r in call(lambda: list_runs(runtime.journal))]
+    @router.get("/runs", summary="Runs and their status, newest first, one page at a time")
+    def runs(who: Who, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+             offset: Annotated[int, Query(ge=0)] = 0) -> list[dict[str, Any]]:
+        return [r.to_dict() for r in call(lambda: list_runs(
+            runtime.journal, limit=limit, offset=offset, newest_first=True))]
 
     @router.get("/runs/{run_id}", summary="One run and its journal events")
     def run(run_id: str, who: Who) -> dict[str, Any]:

@@ -28,7 +28,15 @@ from pathlib import Path
 import pytest
 
 from cradle_kg.errors import InputError
-from cradle_kg.journal import Anchor, ChainReport, Journal, NewEvent, event_hash, verify_journal
+from cradle_kg.journal import (
+    Anchor,
+    ChainReport,
+    Journal,
+    NewEvent,
+    derived,
+    event_hash,
+    verify_journal,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +51,9 @@ EVENTS: list[tuple[str, str, dict[str, object], str | None]] = [
     ("action.intent", "action:a-2", {"input_hash": "sha256:bb", "cost": 2}, "key-2"),
     ("action.outcome", "action:a-2", {"status": "executed", "text": "é"}, None),
     ("run.closed", "run:r", {}, None),
+    # rows for every derived table: an approval's place, an intent closed by its outcome
+    ("approval.requested", "approval:x", {"approval": {"id": "ap-1"}}, None),
+    ("run.outcome", "action:a-1", {"outcome": {"status": "executed"}}, None),
 ]
 
 
@@ -132,7 +143,8 @@ def _truncate(keep: int, *, fix_head: bool) -> Tamper:
 
 def _rechain(c: sqlite3.Connection) -> None:
     """The forger's move: drop the last events and rewrite every hash with the public
-    function. Only an anchor kept elsewhere can see it."""
+    function — and re-derive the derived tables from the forged events with the public
+    code. Only an anchor kept elsewhere can see it."""
     c.execute("DELETE FROM events WHERE seq > 5")
     c.execute("UPDATE events SET actor = 'mallory' WHERE seq = 2")
     prev = "sha256:" + "0" * 64
@@ -144,6 +156,7 @@ def _rechain(c: sqlite3.Connection) -> None:
         c.execute("UPDATE events SET prev_hash = ?, hash = ? WHERE seq = ?", (prev, own, seq))
         prev = own
     c.execute("UPDATE head SET seq = 5, hash = ?", (prev,))
+    derived.rebuild(c)
 
 
 def _sql(*statements: str) -> Tamper:

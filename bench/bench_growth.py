@@ -1,0 +1,191 @@
+"""Does a call cost more in a bigger home? Per-call figures at 1 k / 10 k / 100 k events.
+
+Homes are filled by the runtime itself with :mod:`synthetic`'s mix (credits, denials, a
+lying tool, approvals, replays; cached under ``bench/out/``); each size is measured on a
+fresh copy, in one process, with the same configuration:
+
+* **submit** p50 / p99: a credit through the whole loop (gates, journal, gateway, gate 2,
+  the commit-time integrity check; graph sync off — the home has no graph store), with
+  the demo's identities and no limit; **submit + limits**: the same with an agent and a
+  global rate limit whose window (a day) holds every intent of the home — the worst case
+  for a window that would be counted by scanning;
+* **decide_approval**, the resumed run included (a close_account approved by the second
+  identity);
+* **Runtime open** (the recovery pass at open included) and **recover** on an open runtime;
+* **runs list**: one page of 50 runs, newest first, as the CLI builds it;
+* **audit verify**: in a subprocess, its time and peak RSS.
+
+Each figure is printed with its ratio to the 1 k figure of the same run (target: submit,
+decide_approval, open and recover <= 1.2x; a limit <= 1.1x a submit without). Run:
+``.venv/bin/python bench/bench_growth.py [--sizes 1000,10000,100000] [--million]``.
+Filling the 100 k home took about 2 minutes here (~850 events/s, 2 shared cores);
+``--million`` adds a 1 M-event home (about 20-25 minutes to fill at that rate, once; not
+run yet). Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from synthetic import build_events_home, proposal
+
+from cradle_kg import Runtime
+from cradle_kg.config import Limit, RuntimeConfig
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, demo_config
+from cradle_kg.journal import Journal
+from cradle_kg.records import ApprovalStatus
+from cradle_kg.runs import list_page
+
+VERIFY = """
+import resource, sys, time
+from pathlib import Path
+from cradle_kg.journal import verify_journal
+seen = []
+t0 = time.perf_counter()
+report = verify_journal(Path(sys.argv[1]), progress=lambda done, total: seen.append(done))
+took = time.perf_counter() - t0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(report.intact, report.events, took, rss, len(seen))
+"""
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def timed(fn: Callable[[], object], n: int, *, warmup: int = 3) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _config(limited: bool) -> RuntimeConfig:
+    limits = (Limit(scope="agent", window_seconds=86_400, max_calls=10**9),
+              Limit(scope="global", window_seconds=86_400, max_calls=10**9, max_cost=1e12)) \
+        if limited else ()
+    return demo_config().model_copy(update={"limits": limits})
+
+
+def measure(home: Path, *, calls: int) -> dict[str, float]:
+    figures: dict[str, float] = {}
+    counter = iter(range(10**9))
+
+    def credit(rt: Runtime) -> None:
+        i = next(counter)
+        out = rt.submit(proposal(10**7 + i, "demo.ledger.credit",
+                                  {"account": f"g-{i % 50}", "amount": 1}))
+        assert out.ok, out.reasons
+
+    plain: list[float] = []
+    limited: list[float] = []
+    rts = {flag: Runtime(home, config=_config(flag), graph_sync=False) for flag in (False, True)}
+    try:
+        for _ in range(4):  # interleaved: noise on the shared machine hits both alike
+            plain += timed(lambda: credit(rts[False]), calls // 4)
+            limited += timed(lambda: credit(rts[True]), calls // 4)
+        rt = rts[False]
+        figures["submit p50"], figures["submit p99"] = pct(plain, .5), pct(plain, .99)
+        figures["submit + limits p50"] = pct(limited, .5)
+
+        def approve() -> None:
+            i = next(counter)
+            waiting = rt.submit(proposal(10**7 + i, "demo.ledger.close_account",
+                                          {"account": f"g-closed-{i}"}))
+            assert waiting.approval is not None
+            t0 = time.perf_counter()
+            _, resumed = rt.decide_approval(waiting.approval.id, approver_id=APPROVER,
+                                            token=DEMO_TOKENS[APPROVER],
+                                            status=ApprovalStatus.APPROVED)
+            decided.append(time.perf_counter() - t0)
+            assert resumed is not None and resumed.ok, resumed
+
+        decided: list[float] = []
+        timed(approve, 20, warmup=2)
+        figures["decide_approval p50"] = pct(decided, .5)
+        figures["recover p50"] = pct(timed(rt.recover, 20), .5)
+        figures["runs list (50) p50"] = pct(timed(
+            lambda: list_page(rt.journal, limit=50, newest_first=True), 10), .5)
+    finally:
+        for each in rts.values():
+            each.close()
+    figures["Runtime open p50"] = pct(timed(
+        lambda: Runtime(home, config=_config(False), graph_sync=False).close(), 10), .5)
+    return figures
+
+
+def verify_figures(home: Path, runs: int = 3) -> dict[str, float]:
+    took, rss, ticks = [], [], 0
+    for _ in range(runs):
+        done = subprocess.run([sys.executable, "-c", VERIFY, str(home / "journal.sqlite")],
+                              capture_output=True, text=True, check=True)
+        intact, _events, t, r, n = done.stdout.split()
+        assert intact == "True", done.stdout
+        took.append(float(t))
+        rss.append(float(r) / 1024)
+        ticks = int(n)
+    return {"audit verify s (median)": statistics.median(took),
+            "audit verify peak RSS MB": max(rss), "verify progress reports": float(ticks)}
+
+
+def _cell(values: list[float], base: float, unit: float) -> str:
+    low = min(values)
+    shown = f"{low * unit:.2f}/{statistics.median(values) * unit:.2f}"
+    return f"{shown}{'' if unit == 1 else ' ms'} {low / base if base else float('nan'):5.2f}x"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--million", action="store_true", help="add a 1 M-event home")
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds over every size, interleaved (min and median shown)")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")] + ([1_000_000] if args.million else [])
+    sources = {size: build_events_home(size) for size in sizes}
+    rounds: dict[int, list[dict[str, float]]] = {size: [] for size in sizes}
+    for round_ in range(args.rounds):
+        # interleaved: a burst of load on this shared machine hits every size alike
+        for size in sizes:
+            print(f"round {round_ + 1}: measuring {size} events ...", file=sys.stderr)
+            with tempfile.TemporaryDirectory(dir=sources[size].parent) as tmp:
+                home = Path(tmp) / "home"
+                shutil.copytree(sources[size], home)
+                with Journal(home / "journal.sqlite") as journal:
+                    events = float(journal.head()[0])
+                rounds[size].append({**measure(home, calls=args.calls),
+                                     **verify_figures(home, runs=1), "events": events})
+    names = [k for k in rounds[sizes[0]][0] if k != "events"]
+    print(f"min/median of {args.rounds} rounds; ratio = min / min at {sizes[0]:,} events")
+    print(f"{'measure':26}" + "".join(f"{s:>26,}" for s in sizes))
+    print(f"{'events in the journal':26}"
+          + "".join(f"{int(rounds[s][0]['events']):>26,}" for s in sizes))
+    for name in names:
+        unit = 1.0 if ("MB" in name or " s " in name or "reports" in name) else 1000.0
+        base = min(r[name] for r in rounds[sizes[0]])
+        print(f"{name:26}" + "".join(
+            f"{_cell([r[name] for r in rounds[s]], base, unit):>26}" for s in sizes))
+    for s in sizes:
+        ratios = [r["submit + limits p50"] / r["submit p50"] for r in rounds[s]]
+        print(f"rate limit cost at {s:,} events (submit + limits / submit, p50): "
+              f"min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x")
+    print(json.dumps({str(s): rounds[s] for s in sizes}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""State derived from the journal, kept in the journal's own transaction.
+
+The runtime's hot paths read these tables instead of folding events from the start, so
+their cost does not grow with the journal. Each table is a pure function of the events:
+:func:`apply` updates it inside the transaction that appends the events (all or none),
+:data:`DERIVATIONS` says how to compute it from the events alone — the same SQL rebuilds
+it (:func:`rebuild`, when an older journal is upgraded) and lets ``audit verify`` compare
+it row by row (:func:`compare`), so an edited, deleted or forged row is reported like an
+edited event.
+
+==============  =====================================================================
+usage           per UTC second and per scope (``*`` all, ``agent``, ``task_id``,
+                ``tenant``): the intents written (calls attempted) and their declared
+                cost — what rate and cost limits read
+open_intents    every ``action.intent`` with no ``run.outcome`` about its subject after
+                it — what recovery reads when a runtime opens
+approval_ids    where each approval's events live (its subject), by approval id
+runs            each run: the seq of its first event and how many proposals it received
+==============  =====================================================================
+
+The rate-limit window (read by :meth:`~.store.Journal.usage_since`) is a sliding window
+at one-second resolution: it sums the buckets of the seconds from the one that holds
+``since`` to now, so its cost is bounded by the window's length in seconds, whatever the
+call rate or the size of the journal. The oldest second counts in full: a limit may refuse
+up to one second early, never late (fail closed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import zip_longest
+from typing import Any
+
+#: scopes a usage bucket counts for, besides ``*`` (every intent)
+USAGE_FIELDS = ("agent", "task_id", "tenant")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS usage (
+    scope   TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    second  TEXT NOT NULL,
+    calls   INTEGER NOT NULL,
+    cost    REAL NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS usage_key ON usage(scope, subject, second);
+CREATE TABLE IF NOT EXISTS open_intents (
+    seq     INTEGER NOT NULL,
+    subject TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS open_intents_seq ON open_intents(seq);
+CREATE INDEX IF NOT EXISTS open_intents_subject ON open_intents(subject);
+CREATE TABLE IF NOT EXISTS approval_ids (
+    approval_id TEXT NOT NULL,
+    subject     TEXT NOT NULL,
+    seq         INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS approval_ids_id ON approval_ids(approval_id);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id    TEXT NOT NULL,
+    first_seq INTEGER NOT NULL,
+    proposals INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS runs_id ON runs(run_id);
+CREATE INDEX IF NOT EXISTS runs_first ON runs(first_seq)
+"""
+SCHEMA_STATEMENTS = tuple(s.strip() for s in SCHEMA.split(";") if s.strip())
+
+_COST = ("CASE WHEN json_type(payload, '$.cost') IN ('integer', 'real') "
+         "THEN json_extract(payload, '$.cost') ELSE 0 END")
+_INTENTS = "FROM events WHERE kind = 'action.intent'"
+_USAGE_FROM_EVENTS = " UNION ALL ".join(
+    [f"SELECT '*' AS scope, '' AS subject, substr(at, 1, 19) AS second, {_COST} AS cost "
+     f"{_INTENTS}"]
+    + [f"SELECT '{f}', json_extract(payload, '$.{f}'), substr(at, 1, 19), {_COST} {_INTENTS} "
+       f"AND json_type(payload, '$.{f}') = 'text'" for f in USAGE_FIELDS])
+
+#: intents with no run.outcome written after them (one indexed probe per intent)
+DANGLING_SQL = (
+    "SELECT i.seq, i.subject FROM events i WHERE i.kind = 'action.intent' AND NOT EXISTS "
+    "(SELECT 1 FROM events o WHERE o.subject = i.subject AND o.kind = 'run.outcome' "
+    "AND o.seq > i.seq) ORDER BY i.seq"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Derivation:
+    """One derived table: its columns, its rows computed from the events, in key order."""
+
+    table: str
+    columns: str
+    from_events: str
+    order: str
+
+    def stored(self) -> str:
+        return f"SELECT {self.columns} FROM {self.table} ORDER BY {self.order}"
+
+
+DERIVATIONS = (
+    Derivation("usage", "scope, subject, second, calls, cost",
+               f"SELECT scope, subject, second, COUNT(*), TOTAL(cost) FROM "
+               f"({_USAGE_FROM_EVENTS}) GROUP BY scope, subject, second "
+               "ORDER BY scope, subject, second", "scope, subject, second"),
+    Derivation("open_intents", "seq, subject", DANGLING_SQL, "seq"),
+    Derivation("approval_ids", "approval_id, subject, seq",
+               "SELECT json_extract(payload, '$.approval.id'), subject, MIN(seq) FROM events "
+               "WHERE kind = 'approval.requested' AND json_type(payload, '$.approval.id') = "
+               "'text' GROUP BY 1 ORDER BY 1", "approval_id"),
+    Derivation("runs", "run_id, first_seq, proposals",
+               "SELECT run_id, MIN(seq), SUM(kind = 'proposal.received') FROM events "
+               "GROUP BY run_id ORDER BY run_id", "run_id"),
+)
+
+
+# --- kept in the append's transaction -------------------------------------------------
+
+def _cost(payload: dict[str, Any]) -> float:
+    cost = payload.get("cost")
+    if isinstance(cost, bool) or not isinstance(cost, int | float):
+        return 0.0
+    return float(cost)
+
+
+def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject: str,
+          at: str, payload: dict[str, Any]) -> None:
+    """Update every derived table for one event, inside the append's transaction."""
+    conn.execute("INSERT INTO runs(run_id, first_seq, proposals) VALUES (?, ?, ?) "
+                 "ON CONFLICT(run_id) DO UPDATE SET proposals = proposals + excluded.proposals",
+                 (run_id, seq, int(kind == "proposal.received")))
+    if kind == "action.intent":
+        conn.execute("INSERT INTO open_intents(seq, subject) VALUES (?, ?)", (seq, subject))
+        cost = _cost(payload)
+        keys = [("*", "")] + [(f, payload[f]) for f in USAGE_FIELDS
+                              if isinstance(payload.get(f), str)]
+        conn.executemany(
+            "INSERT INTO usage(scope, subject, second, calls, cost) VALUES (?, ?, ?, 1, ?) "
+            "ON CONFLICT(scope, subject, second) DO UPDATE SET calls = calls + 1, "
+            "cost = cost + excluded.cost", [(s, v, at[:19], cost) for s, v in keys])
+    elif kind == "run.outcome":
+        conn.execute("DELETE FROM open_intents WHERE subject = ?", (subject,))
+    elif kind == "approval.requested":
+        approval = payload.get("approval")
+        approval_id = approval.get("id") if isinstance(approval, dict) else None
+        if isinstance(approval_id, str):
+            conn.execute("INSERT OR IGNORE INTO approval_ids(approval_id, subject, seq) "
+                         "VALUES (?, ?, ?)", (approval_id, subject, seq))
+
+
+def rebuild(conn: sqlite3.Connection) -> None:
+    """Recompute every derived table from the events (inside the caller's transaction)."""
+    for d in DERIVATIONS:
+        conn.execute(f"DELETE FROM {d.table}")
+        conn.execute(f"INSERT INTO {d.table}({d.columns}) {d.from_events}")
+
+
+# --- checked by audit verify ----------------------------------------------------------
+
+def _same(stored: tuple[Any, ...], derived: tuple[Any, ...], table: str) -> bool:
+    exact = 4 if table == "usage" else len(derived)
+    pairs = list(zip(stored, derived, strict=True))
+    if any(a != b or type(a) is not type(b) for a, b in pairs[:exact]):
+        return False
+    # costs are summed in another order on each side: equal up to float rounding
+    return all(isinstance(a, float) and isinstance(b, float)
+               and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) for a, b in pairs[exact:])
+
+
+def compare(conn: sqlite3.Connection) -> str | None:
+    """The first derived row that differs from what the events give, or None.
+
+    Both sides are streamed in key order (SQLite sorts on disk), so memory stays constant.
+    """
+    for d in DERIVATIONS:
+        stored: Iterator[tuple[Any, ...]] = conn.execute(d.stored())
+        derived: Iterator[tuple[Any, ...]] = conn.execute(d.from_events)
+        for row, want in zip_longest(stored, derived):
+            if row is None or want is None or not _same(tuple(row), tuple(want), d.table):
+                shown = json.dumps(list(row) if row is not None else None, default=repr)
+                return (f"the derived table `{d.table}` does not match the events (row "
+                        f"{shown[:120]}): it was edited, or written by something else")
+    return None
+
+
+__all__ = ["DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS", "USAGE_FIELDS", "apply",
+           "compare", "rebuild"]

@@ -1,0 +1,158 @@
+"""State derived from the journal (issue 17): kept in the append's transaction, equal to a
+rebuild from the events, checked by verify, upgraded into an older journal, and read by
+the hot paths (rate limits, recovery at open, approvals by id, pages of runs)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cradle_kg import Runtime
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from cradle_kg.errors import UnknownNameError
+from cradle_kg.journal import Journal, NewEvent, derived, verify_journal
+from cradle_kg.records import ApprovalStatus
+from cradle_kg.runs import list_page, list_runs
+
+from .conftest import make_config, proposal
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _tables(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    conn = sqlite3.connect(path)
+    try:
+        return {d.table: conn.execute(d.stored()).fetchall() for d in derived.DERIVATIONS}
+    finally:
+        conn.close()
+
+
+def _rebuilt(path: Path, tmp: Path) -> dict[str, list[tuple[Any, ...]]]:
+    copy = tmp / "rebuilt.sqlite"
+    shutil.copyfile(path, copy)
+    conn = sqlite3.connect(copy, isolation_level=None)
+    conn.execute("BEGIN")
+    derived.rebuild(conn)
+    conn.execute("COMMIT")
+    conn.close()
+    return _tables(copy)
+
+
+def _mixed_home(home: Path) -> Runtime:
+    rt = Runtime(home, config=make_config())
+    for i in range(6):
+        rt.submit(proposal(f"c{i}", "demo.ledger.credit", {"account": f"a{i % 2}", "amount": 5}))
+    rt.submit(proposal("big", "demo.ledger.credit", {"account": "a1", "amount": 10**9}))
+    waiting = rt.submit(proposal("close", "demo.ledger.close_account", {"account": "z"}))
+    assert waiting.approval is not None
+    rt.decide_approval(waiting.approval.id, approver_id=APPROVER, token=DEMO_TOKENS[APPROVER],
+                       status=ApprovalStatus.APPROVED)
+    rt.submit(proposal("close2", "demo.ledger.close_account", {"account": "y"}))
+    return rt
+
+
+def test_incremental_state_equals_a_rebuild_and_verify_checks_it(home: Path,
+                                                                 tmp_path: Path) -> None:
+    with _mixed_home(home) as rt:
+        path = rt.journal.path
+    kept = _tables(path)
+    assert kept == _rebuilt(path, tmp_path)
+    assert kept["usage"] and kept["approval_ids"] and len(kept["runs"]) >= 9
+    assert kept["open_intents"] == []  # every intent of a finished run has its outcome
+    assert verify_journal(path).intact
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE usage SET calls = calls - 1 WHERE scope = 'agent'")
+    conn.commit()
+    conn.close()
+    report = verify_journal(path)
+    assert not report.intact and "`usage`" in str(report.reason), report
+
+
+def test_a_format_2_journal_is_upgraded_in_place_and_stays_intact(home: Path) -> None:
+    with _mixed_home(home) as rt:
+        path = rt.journal.path
+        head = rt.journal.head()
+    kept = _tables(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    for d in derived.DERIVATIONS:
+        conn.execute(f"DROP TABLE {d.table}")
+    conn.execute("PRAGMA user_version = 2")
+    conn.close()
+    old = verify_journal(path)
+    assert not old.intact and "format `2`" in str(old.reason) and "upgrade" in str(old.reason)
+    with Journal(path) as journal:
+        assert journal.head() == head
+    assert _tables(path) == kept
+    assert verify_journal(path).intact
+
+
+def test_dangling_intents_come_from_the_table(tmp_path: Path) -> None:
+    with Journal(tmp_path / "j.sqlite") as j:
+        def put(kind: str, subject: str, **payload: Any) -> None:
+            j.append([NewEvent(run_id="r", kind=kind, subject=subject, actor="a", at=T0,
+                               payload=payload)])
+
+        put("action.intent", "action:1", agent="x", cost=1)
+        put("action.intent", "action:2", agent="x", cost=1)
+        put("action.retry", "action:2")
+        put("run.outcome", "action:1")
+        put("action.intent", "action:1", agent="x", cost=1)  # a second intent, no outcome yet
+        assert j.dangling_intents() == [(2, "action:2"), (5, "action:1")]
+        put("run.outcome", "action:2")
+        assert j.dangling_intents() == [(5, "action:1")]
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(offsets=st.lists(st.integers(0, 20_000), min_size=1, max_size=25),
+       since_ms=st.integers(0, 20_000))
+def test_usage_window_counts_every_call_since_and_never_fewer(
+        tmp_path_factory: pytest.TempPathFactory, offsets: list[int], since_ms: int) -> None:
+    """Whole seconds: exactly the calls at or after ``since``. Within a second: the whole
+    second counts (a limit may bind early, never late)."""
+    path = tmp_path_factory.mktemp("usage") / "j.sqlite"
+    with Journal(path) as j:
+        for n, ms in enumerate(offsets):
+            j.append([NewEvent(run_id="r", kind="action.intent", subject=f"action:{n}",
+                               actor="a", at=T0 + timedelta(milliseconds=ms),
+                               payload={"agent": "x", "task_id": f"t{n % 2}", "cost": 0.5})])
+        since = T0 + timedelta(milliseconds=since_ms)
+        exact = sum(1 for ms in offsets if ms >= since_ms)
+        whole = sum(1 for ms in offsets if ms >= since_ms // 1000 * 1000)
+        calls, cost = j.usage_since(field="agent", value="x", since=since)
+        assert exact <= calls == whole and cost == pytest.approx(whole * 0.5)
+        assert j.usage_since(field=None, value=None, since=since)[0] == whole
+        assert j.usage_since(field="agent", value="y", since=since) == (0, 0.0)
+        with pytest.raises(ValueError, match="no usage field"):
+            j.usage_since(field="actor", value="x", since=since)
+
+
+def test_runs_are_listed_a_page_at_a_time(home: Path) -> None:
+    with _mixed_home(home) as rt:
+        everything = list_runs(rt.journal)
+        page, total = list_page(rt.journal, limit=3, offset=2, newest_first=True)
+        newest = list(reversed(everything))
+        assert total == len(everything) >= 9
+        assert [r.run_id for r in page] == [r.run_id for r in newest[2:5]]
+        assert [r.to_dict() for r in page] == [r.to_dict() for r in newest[2:5]]
+        assert list_page(rt.journal, limit=5, offset=total)[0] == []
+        assert rt.journal.has_run("run:task-c1") and not rt.journal.has_run("run:nope")
+
+
+def test_approvals_are_found_by_id_and_by_run(home: Path) -> None:
+    with _mixed_home(home) as rt:
+        states = rt.approvals.all()
+        assert len(states) == 2
+        for st_ in states:
+            assert rt.approvals.get(st_.approval.id) == st_
+            assert rt.approvals.for_run(st_.approval.run_id) == [st_]
+        with pytest.raises(UnknownNameError, match="unknown approval `apr:nope`"):
+            rt.approvals.get("apr:nope")
+        assert rt.approvals.for_run("run:task-c1") == []

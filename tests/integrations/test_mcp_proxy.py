@@ -21,7 +21,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from cradle_kg.config import load_config, save_config
-from cradle_kg.demo.scenario import AGENT
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.records import Permission
 
 from .conftest import ROOT, cli, env
@@ -219,3 +219,29 @@ def test_a_crash_between_intent_and_call_never_calls_the_upstream_twice(
     run(args, restarted)
     calls = received(upstream_dir, "append")
     assert len(calls) == 1, calls
+
+
+def test_an_approval_holds_for_an_upstream_tool(
+        home: Path, tmp_path: Path, upstream_dir: Path) -> None:
+    """An irreversible upstream tool waits for an approver; the approver decides from the
+    CLI (another process, which cannot reach the upstream); the proxy then runs it once."""
+    contracts = tmp_path / "irreversible.yaml"
+    contracts.write_text(CONTRACTS.replace("  append:\n    side_effect: reversible",
+                                           "  append:\n    side_effect: irreversible"))
+
+    async def scenario(s: ClientSession) -> None:
+        pending = await s.call_tool("test.up.append", {"id": "a1", "text": "ok"},
+                                    meta=key("approve-1"))
+        assert pending.structuredContent["status"] == "awaiting_approval", pending.content
+        assert received(upstream_dir, "append") == []
+        out = cli("approvals", "approve", pending.structuredContent["approval_id"], "--as",
+                  APPROVER, "--once", "--home", str(home),
+                  extra_env={"CRADLE_APPROVER_TOKEN": DEMO_TOKENS[APPROVER]})
+        assert out.returncode == 0, out.stderr
+        final = await s.call_tool("test.up.append", {"id": "a1", "text": "ok"},
+                                  meta=key("approve-1"))
+        assert not final.isError, final.content
+        assert final.structuredContent == {"id": "a1", "text": "ok"}
+
+    run(proxy_args(home, contracts, upstream_dir), scenario)
+    assert len(received(upstream_dir, "append")) == 1

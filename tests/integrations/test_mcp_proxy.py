@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -25,6 +26,7 @@ from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.records import Permission
 
 from .conftest import ROOT, cli, env
+from .test_mcp_stdio import _approve_when_pending
 
 Scenario = Callable[[ClientSession], Awaitable[None]]
 UPSTREAM = Path(__file__).parent / "upstream_server.py"
@@ -245,3 +247,29 @@ def test_an_approval_holds_for_an_upstream_tool(
 
     run(proxy_args(home, contracts, upstream_dir), scenario)
     assert len(received(upstream_dir, "append")) == 1
+
+
+def test_an_approval_wait_ends_with_the_upstream_call(
+        home: Path, tmp_path: Path, upstream_dir: Path) -> None:
+    """With ``--approval-wait``, the proxy itself goes on once the approver decided."""
+    contracts = tmp_path / "irreversible.yaml"
+    contracts.write_text(CONTRACTS.replace("  append:\n    side_effect: reversible",
+                                           "  append:\n    side_effect: irreversible"))
+    approved: list[str] = []
+
+    async def scenario(s: ClientSession) -> None:
+        approver = threading.Thread(target=_approve_when_pending, args=(home, approved))
+        approver.start()
+        final = await s.call_tool("test.up.append", {"id": "w1", "text": "ok"},
+                                  progress_callback=_ignore)
+        await anyio.to_thread.run_sync(approver.join)
+        assert not final.isError, final.content
+        assert final.structuredContent == {"id": "w1", "text": "ok"}
+
+    run(proxy_args(home, contracts, upstream_dir, "--approval-wait", "90"), scenario)
+    assert approved, "the approver never saw a pending approval"
+    assert len(received(upstream_dir, "append")) == 1
+
+
+async def _ignore(progress: float, total: float | None, message: str | None) -> None:
+    return None

@@ -64,19 +64,23 @@ def serve(home: HomeOpt = None, agent: AgentOpt = None,
           port: PortOpt = 8765, approval_wait: WaitOpt = 0.0, graph_sync: SyncOpt = True
           ) -> None:
     """Serve the home's registered tools to any MCP client; every call is governed."""
-    from ..loop.runtime import Runtime
-
     _check_transport(transport, agent)
-    root = resolve_home(home)
-    try:
-        rt = Runtime(root, graph_sync=graph_sync)
-    except CradleError as exc:
-        fail(exc)
+    root, rt = _open(home, graph_sync)
     with rt:
         try:
             _run(rt, root, transport, agent, host, port, approval_wait)
         except CradleError as exc:
             fail(exc)
+
+
+def _open(home: Path | None, graph_sync: bool) -> tuple[Path, Runtime]:
+    from ..loop.runtime import Runtime
+
+    root = resolve_home(home)
+    try:
+        return root, Runtime(root, graph_sync=graph_sync)
+    except CradleError as exc:
+        fail(exc)
 
 
 def _run(rt: Runtime, root: Path, transport: Transport, agent: str | None, host: str,
@@ -122,7 +126,6 @@ def proxy(contracts: ContractsOpt, command: CommandArg = None, home: HomeOpt = N
           ) -> None:
     """Govern an existing MCP server: its declared tools, served through both gates."""
     from ..integrations.contracts import load_contracts
-    from ..loop.runtime import Runtime
 
     _check_transport(transport, agent)
     if bool(command) == bool(upstream):
@@ -132,11 +135,7 @@ def proxy(contracts: ContractsOpt, command: CommandArg = None, home: HomeOpt = N
         declared = load_contracts(contracts)
     except CradleError as exc:
         fail(exc)
-    root = resolve_home(home)
-    try:
-        rt = Runtime(root, graph_sync=graph_sync)
-    except CradleError as exc:
-        fail(exc)
+    root, rt = _open(home, graph_sync)
     with rt:
         opts = _ProxyOpts(command or None, upstream, prefix, allow_undeclared_read, agent,
                           transport, host, port, approval_wait, str(root))

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -273,3 +276,34 @@ def test_an_approval_wait_ends_with_the_upstream_call(
 
 async def _ignore(progress: float, total: float | None, message: str | None) -> None:
     return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_streamable_http_upstream(home: Path, contracts: Path, upstream_dir: Path) -> None:
+    port = _free_port()
+    upstream = subprocess.Popen([sys.executable, str(UPSTREAM), str(upstream_dir), str(port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):  # until it listens (or the test times out)
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port)):
+                break
+            time.sleep(0.05)
+
+        async def scenario(s: ClientSession) -> None:
+            done = await s.call_tool("test.up.append", {"id": "h1", "text": "web"})
+            assert not done.isError, done.content
+            denied = await s.call_tool("test.up.wipe", {"id": "h1"})
+            assert denied.structuredContent["status"] == "denied"
+
+        run(["-m", "cradle_kg", "mcp", "proxy", "--home", str(home), "--agent", AGENT,
+             "--contracts", str(contracts), "--prefix", "test.up.",
+             "--upstream", f"http://127.0.0.1:{port}/mcp"], scenario)
+    finally:
+        upstream.terminate()
+        upstream.wait(timeout=30)
+    assert [c["tool"] for c in received(upstream_dir)] == ["append"]

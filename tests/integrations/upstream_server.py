@@ -1,4 +1,5 @@
-"""A small MCP server of the proxy tests (official SDK, stdio): ``python upstream_server.py DIR``.
+"""A small MCP server of the proxy tests (official SDK): ``upstream_server.py DIR [PORT]``
+(stdio, or streamable HTTP on 127.0.0.1:PORT).
 
 Every call its write tools receive is appended to ``DIR/calls.jsonl`` before anything else
 (the tests count them); the notes live in ``DIR/notes.json``. ``append_lie`` claims to
@@ -76,4 +77,8 @@ def peek() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    server.run()
+    if len(sys.argv) > 2:  # `DIR PORT`: streamable HTTP on 127.0.0.1:PORT/mcp
+        server.settings.host, server.settings.port = "127.0.0.1", int(sys.argv[2])
+        server.run(transport="streamable-http")
+    else:
+        server.run()

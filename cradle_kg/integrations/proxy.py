@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import string
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -198,6 +199,8 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
         contract = contracts.tools.get(tool.name)
         if contract is None and not allow_undeclared_read:
             continue
+        if contract is not None:
+            _check_templates(tool.name, contract, tool.inputSchema)
         proxied = ProxiedTool(upstream, tool.name, prefix + tool.name, contract or READ_ONLY)
         spec = proxied.spec(tool.inputSchema, tool.description or "")
         keyed = spec.idempotency in (IdempotencyClass.KEYED, IdempotencyClass.NATURAL)
@@ -207,6 +210,25 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
                               lookup=proxied.lookup if keyed and spec.verifier else None)
         ids.append(spec.id)
     return ids
+
+
+def _check_templates(name: str, contract: ToolContract, schema: Mapping[str, Any]) -> None:
+    """Every ``{field}`` a contract uses is an argument of the upstream tool (fail closed
+    at start, not at the first call)."""
+    known = set((schema.get("properties") or {}).keys())
+    verify = contract.verify
+    templates = [contract.target or "", *(verify.arguments.values() if verify else ()),
+                 *(verify.expect.values() if verify else ())]
+    for template in templates:
+        try:
+            fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+        except ValueError as exc:
+            raise InputError(f"contract of `{name}`: template `{template}`: {exc}") from None
+        unknown = sorted(fields - known)
+        if unknown:
+            raise InputError(f"contract of `{name}`: `{{{unknown[0]}}}` is not an argument "
+                             f"of the upstream tool", hint="its arguments: "
+                             + ", ".join(sorted(known)) if known else None)
 
 
 @contextlib.asynccontextmanager

@@ -26,6 +26,7 @@ from mcp.client.stdio import stdio_client
 
 from cradle_kg.config import load_config, save_config
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
+from cradle_kg.integrations.contracts import load_contracts
 from cradle_kg.records import Permission
 
 from .conftest import ROOT, cli, env
@@ -307,3 +308,17 @@ def test_a_streamable_http_upstream(home: Path, contracts: Path, upstream_dir: P
         upstream.terminate()
         upstream.wait(timeout=30)
     assert [c["tool"] for c in received(upstream_dir)] == ["append"]
+
+
+def test_a_template_naming_no_upstream_argument_is_refused_at_start(
+        home: Path, tmp_path: Path, upstream_dir: Path) -> None:
+    bad = tmp_path / "c.yaml"
+    bad.write_text(CONTRACTS.replace('target: "danger:{id}"', 'target: "danger:{nope}"'))
+    done = cli(*proxy_args(home, bad, upstream_dir)[2:])
+    assert done.returncode == 2, done.stderr
+    assert "`{nope}` is not an argument" in done.stderr
+
+
+def test_the_example_contracts_load() -> None:
+    loaded = load_contracts(ROOT / "examples" / "notes_contracts.yaml")
+    assert set(loaded.tools) == {"append", "read"}

@@ -23,6 +23,7 @@ import json
 import string
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
 
     from ..loop.runtime import Runtime
     from ..verifiers import VerifierReport, VerifyRequest
+
+
+#: seconds an upstream call may take; past it the call raised (gate 2 then reads the state)
+UPSTREAM_TIMEOUT = 60.0
 
 
 class UpstreamOutput(BaseModel):
@@ -107,8 +112,9 @@ class Upstream:
         import anyio.from_thread
 
         meta = {META_PREFIX + "idempotency_key": key} if key else None
-        return anyio.from_thread.run(partial(self.session.call_tool, name, dict(arguments),
-                                             meta=meta))
+        return anyio.from_thread.run(partial(
+            self.session.call_tool, name, dict(arguments), meta=meta,
+            read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT)))
 
 
 @dataclass
@@ -175,9 +181,7 @@ def _status(ok: bool) -> VerificationStatus:
     return VerificationStatus.VERIFIED if ok else VerificationStatus.FAILED
 
 
-def _now() -> Any:
-    from datetime import UTC, datetime
-
+def _now() -> datetime:
     return datetime.now(UTC)
 
 

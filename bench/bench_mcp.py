@@ -7,6 +7,10 @@
   external write: intent journaled before the effect, verified after); and the read again
   with ``--no-graph-sync`` (the graph store caught up later, not after every call).
 
+* **proxy**: ``cradle-kg mcp proxy`` in front of ``examples/notes_server.py`` reading a
+  note (a read-only contract) vs the same ``read`` called on that server directly
+  (target, issue 12: the proxy adds <= 3 ms p50).
+
 Both servers are real subprocesses driven by the official client (``mcp.client.stdio``).
 Target (issue 12): the governed read adds <= 2 ms p50 over the direct call. The same read
 through ``Runtime.submit`` in-process (no MCP) is printed too, so the figure splits into
@@ -87,6 +91,38 @@ def _in_process(home: Path, calls: int) -> list[float]:
     return out
 
 
+NOTES_SERVER = Path(__file__).resolve().parents[1] / "examples" / "notes_server.py"
+NOTES_POLICY = ('@id("notes")\n'
+                'permit(principal, action, resource) when { context.tool like "notes.*" };\n')
+
+
+def _proxy_setup(home: Path) -> tuple[StdioServerParameters, StdioServerParameters]:
+    """The notes server, direct and behind the proxy (the agent may read `notes:*`)."""
+    from cradle_kg.config import load_config, save_config
+    from cradle_kg.records import Permission
+
+    config = load_config(home / "config.json")
+    save_config(home / "config.json", config.model_copy(update={"permissions": (
+        *config.permissions, Permission(subject=AGENT, action_type="notes.*",
+                                        resource_selector="notes:*"))}))
+    (home / "policies" / "notes.cedar").write_text(NOTES_POLICY)
+    contracts = home.parent / "notes_contracts.yaml"
+    contracts.write_text('tools:\n  read: {side_effect: read_only, target: "notes:{id}"}\n')
+    store = home.parent / "notes"
+    upstream = [str(NOTES_SERVER), str(store)]
+    direct = StdioServerParameters(command=sys.executable, args=upstream)
+    proxied = StdioServerParameters(command=sys.executable, args=[
+        "-m", "cradle_kg", "mcp", "proxy", "--home", str(home), "--agent", AGENT,
+        "--contracts", str(contracts), "--prefix", "notes.", "--", sys.executable, *upstream])
+    return direct, proxied
+
+
+async def _seed_note(params: StdioServerParameters) -> None:
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        await s.call_tool("append", {"id": "n1", "text": "hello", "key": "seed"})
+
+
 def _row(name: str, ms: list[float], base: float) -> str:
     p50 = statistics.median(ms)
     p99 = sorted(ms)[max(0, int(len(ms) * 0.99) - 1)]
@@ -118,6 +154,11 @@ def main() -> None:
     write_ms = anyio.run(_timed, governed, "demo.ledger.credit", args.calls, write)
     quick_ms = anyio.run(_timed, unsynced, "demo.ledger.balance", args.calls, read)
     loop_ms = _in_process(home, args.calls)
+    note = lambda i: {"id": "n1"}  # noqa: E731
+    up_direct, up_proxied = _proxy_setup(home)
+    anyio.run(_seed_note, up_direct)
+    up_ms = anyio.run(_timed, up_direct, "read", args.calls, note)
+    proxy_ms = anyio.run(_timed, up_proxied, "notes.read", args.calls, note)
     base = statistics.median(base_ms)
     print(f"{args.calls} calls each, over stdio, official client; ratios against direct")
     print(_row("direct (MCP SDK, no gates)", base_ms, base))
@@ -127,6 +168,10 @@ def main() -> None:
     print(_row("same read, in-process, no MCP", loop_ms, base))
     mcp_part = statistics.median(read_ms) - statistics.median(loop_ms) - base
     print(f"the MCP gateway's own part of a governed read (p50s): {mcp_part:.2f} ms")
+    up = statistics.median(up_ms)
+    print("proxy: ratios against the upstream called directly")
+    print(_row("upstream read, direct", up_ms, up))
+    print(_row("upstream read, via the proxy", proxy_ms, up))
 
 
 if __name__ == "__main__":

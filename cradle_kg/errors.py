@@ -73,10 +73,8 @@ class ManifestError(InputError):
     code = "invalid_manifest"
 
 
-class RdfParseError(InputError):
-    """RDF that does not parse; ``file`` and ``line`` say where, when known."""
-
-    code = "rdf_parse_error"
+class LocatedError(InputError):
+    """An input file that is wrong at a place: ``file`` and ``line`` say where, when known."""
 
     def __init__(
         self,
@@ -92,6 +90,18 @@ class RdfParseError(InputError):
         super().__init__(f"{where}: {message}", hint=hint)
         self.file = file
         self.line = line
+
+
+class RdfParseError(LocatedError):
+    """RDF that does not parse; ``file`` and ``line`` say where, when known."""
+
+    code = "rdf_parse_error"
+
+
+class ContractsError(LocatedError):
+    """An MCP proxy's contracts file that does not load (``file:line: message``)."""
+
+    code = "invalid_contracts"
 
 
 class QueryError(InputError):

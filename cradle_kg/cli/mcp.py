@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -20,6 +21,7 @@ from ..home import resolve_home
 from .common import HomeOpt, err_console, fail
 
 if TYPE_CHECKING:
+    from ..integrations.contracts import Contracts
     from ..loop.runtime import Runtime
 
 mcp_app = typer.Typer(help="Serve the home's tools over MCP, or govern an MCP server.",
@@ -62,19 +64,23 @@ def serve(home: HomeOpt = None, agent: AgentOpt = None,
           port: PortOpt = 8765, approval_wait: WaitOpt = 0.0, graph_sync: SyncOpt = True
           ) -> None:
     """Serve the home's registered tools to any MCP client; every call is governed."""
-    from ..loop.runtime import Runtime
-
     _check_transport(transport, agent)
-    root = resolve_home(home)
-    try:
-        rt = Runtime(root, graph_sync=graph_sync)
-    except CradleError as exc:
-        fail(exc)
+    root, rt = _open(home, graph_sync)
     with rt:
         try:
             _run(rt, root, transport, agent, host, port, approval_wait)
         except CradleError as exc:
             fail(exc)
+
+
+def _open(home: Path | None, graph_sync: bool) -> tuple[Path, Runtime]:
+    from ..loop.runtime import Runtime
+
+    root = resolve_home(home)
+    try:
+        return root, Runtime(root, graph_sync=graph_sync)
+    except CradleError as exc:
+        fail(exc)
 
 
 def _run(rt: Runtime, root: Path, transport: Transport, agent: str | None, host: str,
@@ -94,6 +100,102 @@ def _run(rt: Runtime, root: Path, transport: Transport, agent: str | None, host:
     err_console.print(f"cradle-kg MCP (streamable HTTP) at http://{host}:{port}/mcp",
                       highlight=False)
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+ContractsOpt = Annotated[Path, typer.Option(
+    "--contracts", help="YAML file: the contract of each upstream tool (side effect, "
+                        "idempotency, target, verifying read).", show_default=False)]
+PrefixOpt = Annotated[str, typer.Option("--prefix", help="Prefix of the upstream's tool ids.")]
+UndeclaredOpt = Annotated[bool, typer.Option(
+    "--allow-undeclared-read", help="Serve tools without a contract as read-only (default: "
+                                    "not served).")]
+UpstreamOpt = Annotated[str | None, typer.Option(
+    "--upstream", help="URL of a streamable-HTTP upstream (instead of a command).",
+    show_default=False)]
+CommandArg = Annotated[list[str] | None, typer.Argument(
+    help="The upstream MCP server to start (after `--`), spoken to on stdio.",
+    show_default=False)]
+
+
+@mcp_app.command("proxy")
+def proxy(contracts: ContractsOpt, command: CommandArg = None, home: HomeOpt = None,
+          prefix: PrefixOpt = "upstream.", allow_undeclared_read: UndeclaredOpt = False,
+          upstream: UpstreamOpt = None, agent: AgentOpt = None,
+          transport: TransportOpt = Transport.STDIO, host: HostOpt = "127.0.0.1",
+          port: PortOpt = 8765, approval_wait: WaitOpt = 0.0, graph_sync: SyncOpt = True
+          ) -> None:
+    """Govern an existing MCP server: its declared tools, served through both gates."""
+    from ..integrations.contracts import load_contracts
+
+    _check_transport(transport, agent)
+    if bool(command) == bool(upstream):
+        fail(InputError("name the upstream once: a command after `--`, or `--upstream URL`",
+                        hint="cradle-kg mcp proxy --contracts c.yaml --agent A -- python s.py"))
+    try:
+        declared = load_contracts(contracts)
+    except CradleError as exc:
+        fail(exc)
+    root, rt = _open(home, graph_sync)
+    with rt:
+        opts = _ProxyOpts(command or None, upstream, prefix, allow_undeclared_read, agent,
+                          transport, host, port, approval_wait, str(root))
+        error = _run_proxy(rt, declared, opts)
+        if error is not None:
+            fail(error)
+
+
+@dataclass(frozen=True)
+class _ProxyOpts:
+    command: list[str] | None
+    url: str | None
+    prefix: str
+    allow_undeclared_read: bool
+    agent: str | None
+    transport: Transport
+    host: str
+    port: int
+    wait: float
+    home: str
+
+
+def _run_proxy(rt: Runtime, declared: Contracts, o: _ProxyOpts) -> CradleError | None:
+    """Serve until the client leaves; a refusal at start is returned, not raised through
+    the task groups."""
+    import anyio
+
+    from ..integrations import mcp_server, proxy
+
+    failed: list[CradleError] = []
+
+    async def main() -> None:
+        async with proxy.connect(o.command, o.url) as (up, tools):
+            try:
+                ids = proxy.register(rt, up, tools, declared, prefix=o.prefix,
+                                     allow_undeclared_read=o.allow_undeclared_read)
+            except CradleError as exc:
+                failed.append(exc)
+                return
+            # the intents a crash left: the upstream's tools are known only now
+            await anyio.to_thread.run_sync(rt.recover)
+            if o.transport is Transport.STDIO:
+                assert o.agent is not None
+                await mcp_server.serve_stdio(rt, o.agent, approval_wait=o.wait,
+                                             home_hint=o.home, only=ids, name="cradle-kg-proxy")
+                return
+            import uvicorn
+
+            app = mcp_server.http_app(rt, approval_wait=o.wait, home_hint=o.home, only=ids,
+                                      name="cradle-kg-proxy")
+            err_console.print(f"cradle-kg MCP proxy at http://{o.host}:{o.port}/mcp",
+                              highlight=False)
+            await uvicorn.Server(uvicorn.Config(app, host=o.host, port=o.port,
+                                                log_level="warning")).serve()
+
+    try:
+        anyio.run(main)
+    except CradleError as exc:
+        return exc
+    return failed[0] if failed else None
 
 
 def install(app: typer.Typer) -> None:

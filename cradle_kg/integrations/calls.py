@@ -30,7 +30,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import CradleError, InputError, UnknownNameError
 from ..inputs import check_value
-from ..records import IdempotencyClass, Outcome, OutcomeStatus, SideEffectClass
+from ..records import (
+    ApprovalStatus,
+    IdempotencyClass,
+    Outcome,
+    OutcomeStatus,
+    SideEffectClass,
+)
 from ..tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -220,8 +226,25 @@ class GovernedSession:
         if event is None:
             return result
         outcome = Outcome.model_validate(event.payload["outcome"])
+        if self._approved_here(outcome):
+            # approved by a process that cannot run the tool (an MCP proxy's upstream
+            # tool, decided from the CLI or the web page): it goes on here, once
+            self.runtime.resume(outcome.run_id)
+            event = self.runtime.journal.latest_outcome(outcome.run_id, outcome.proposal_id)
+            if event is not None:
+                outcome = Outcome.model_validate(event.payload["outcome"])
         return render(outcome, tool_id, step=int(result.meta.get(META_PREFIX + "step", 0)),
                       home=self.home_hint)
+
+
+    def _approved_here(self, outcome: Outcome) -> bool:
+        if outcome.status is not OutcomeStatus.AWAITING_APPROVAL or outcome.approval is None:
+            return False
+        approval = self.runtime.approvals.get(outcome.approval.id).approval
+        if approval.status is not ApprovalStatus.APPROVED:
+            return False
+        proposal = self.runtime.approvals.requested_proposal(approval)
+        return self.runtime.tools.has(proposal.action.action_type)
 
 
 def refused(exc: CradleError, where: Mapping[str, Any]) -> CallResult:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
@@ -87,8 +87,10 @@ def as_mcp_result(result: CallResult) -> types.CallToolResult:
 
 
 def build_server(runtime: Runtime, identity: IdentityFn, *, approval_wait: float = 0.0,
-                 home_hint: str = "", name: str = "cradle-kg") -> Server[Any, Any]:
-    """The MCP server of a runtime: its tools, each call governed."""
+                 home_hint: str = "", name: str = "cradle-kg",
+                 only: Collection[str] | None = None) -> Server[Any, Any]:
+    """The MCP server of a runtime: its tools (``only`` these, when given), each call
+    governed."""
     require("mcp", extra="mcp")
     from mcp import types
     from mcp.server.lowlevel import Server
@@ -103,11 +105,13 @@ def build_server(runtime: Runtime, identity: IdentityFn, *, approval_wait: float
 
     @server.list_tools()  # type: ignore[untyped-decorator, no-untyped-call]
     async def _list() -> list[types.Tool]:
-        return [tool_entry(spec) for spec in runtime.tools.specs()]
+        return [tool_entry(spec) for spec in runtime.tools.specs()
+                if only is None or spec.id in only]
 
     async def _call(req: types.CallToolRequest) -> types.ServerResult:
         ctx = server.request_context
-        if not runtime.tools.has(req.params.name):
+        if not runtime.tools.has(req.params.name) or (only is not None
+                                                      and req.params.name not in only):
             raise McpError(types.ErrorData(code=types.INVALID_PARAMS,
                                            message=f"unknown tool `{req.params.name[:200]}`"))
         agent = identity()
@@ -177,20 +181,22 @@ async def _await_decision(session: GovernedSession, key: ServerSession, result: 
 
 
 async def serve_stdio(runtime: Runtime, agent_id: str, *, approval_wait: float = 0.0,
-                      home_hint: str = "") -> None:
+                      home_hint: str = "", only: Collection[str] | None = None,
+                      name: str = "cradle-kg") -> None:
     """Serve on stdin/stdout as ``agent_id`` (checked against the configuration first)."""
     require("mcp", extra="mcp")
     from mcp.server.stdio import stdio_server
 
     GovernedSession(runtime, agent_id)  # refuses an undeclared agent before anything starts
     server = build_server(runtime, lambda: agent_id, approval_wait=approval_wait,
-                          home_hint=home_hint)
+                          home_hint=home_hint, only=only, name=name)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
 def http_app(runtime: Runtime, *, approval_wait: float = 0.0, home_hint: str = "",
-             path: str = "/mcp") -> Starlette:
+             path: str = "/mcp", only: Collection[str] | None = None,
+             name: str = "cradle-kg") -> Starlette:
     """Streamable HTTP at ``path``, behind the agents' bearer tokens (401 without one)."""
     require("mcp", extra="mcp")
     from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
@@ -205,7 +211,8 @@ def http_app(runtime: Runtime, *, approval_wait: float = 0.0, home_hint: str = "
         token = get_access_token()
         return token.client_id if token is not None else None
 
-    server = build_server(runtime, identity, approval_wait=approval_wait, home_hint=home_hint)
+    server = build_server(runtime, identity, approval_wait=approval_wait, home_hint=home_hint,
+                          only=only, name=name)
     manager = StreamableHTTPSessionManager(
         app=server, max_request_body_size=runtime.config.input_limits.max_bytes)
 

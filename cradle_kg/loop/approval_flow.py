@@ -30,13 +30,17 @@ from .outcomes import outcome_event
 
 #: runs a proposal through the whole loop (the runtime's ``submit``)
 Submit = Callable[[Proposal], Outcome]
+#: whether this process holds a tool's implementation (the runtime's ``tools.has``)
+HoldsTool = Callable[[str], bool]
 
 
 class ApprovalFlow:
-    def __init__(self, ctx: LoopContext, book: ApprovalBook, *, submit: Submit) -> None:
+    def __init__(self, ctx: LoopContext, book: ApprovalBook, *, submit: Submit,
+                 holds_tool: HoldsTool | None = None) -> None:
         self.ctx = ctx
         self.book = book
         self.submit = submit
+        self.holds_tool = holds_tool
 
     def request(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
                 base: Sequence[NewEvent], now: datetime) -> Outcome:
@@ -114,7 +118,11 @@ class ApprovalFlow:
         updated = self.book.get(approval_id).approval
         outcome = None
         if resume and status is ApprovalStatus.APPROVED:
-            outcome = self.submit(self.book.requested_proposal(updated))
+            proposal = self.book.requested_proposal(updated)
+            # a tool registered only in another process (an MCP proxy's upstream tools) is
+            # run there: the approval is recorded, and that process's next call uses it
+            if self.holds_tool is None or self.holds_tool(proposal.action.action_type):
+                outcome = self.submit(proposal)
         return updated, outcome
 
     def view(self, approval_id: str, *, viewer: str) -> HumanApproval:

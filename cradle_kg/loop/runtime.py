@@ -86,7 +86,8 @@ class Runtime:
                                     paths=(self.home.policies, *policy_paths),
                                     pack_versions=self.pack_versions)
         # --- the stages, in loop order -------------------------------------------------
-        self.approval_flow = ApprovalFlow(self.context, self.approvals, submit=self.submit)
+        self.approval_flow = ApprovalFlow(self.context, self.approvals, submit=self.submit,
+                                          holds_tool=self.tools.has)
         self.gateway = Gateway(self.tools, self.context, clock=self.context.clock)
         self.gate2 = Gate2(verifiers=self.verifiers, invariants=self.invariants,
                            max_read_age=timedelta(seconds=config.verification_max_age_seconds))

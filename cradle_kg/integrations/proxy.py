@@ -1,0 +1,261 @@
+"""``cradle-kg mcp proxy``: an existing MCP server's tools, governed by the runtime.
+
+The proxy opens the upstream with the official MCP client (a command on stdio, or a
+streamable-HTTP URL), lists its tools, and registers each one *declared* in the operator's
+contracts file (:mod:`.contracts`) in the runtime through ``Runtime.register_tool``, under
+a prefix. The registered function is the only code that calls the upstream, and only the
+gateway holds it: a call reaches the upstream after gate 1, with its intent (and its
+idempotency key) journaled first. The key travels to the upstream — as the argument the
+contract names, and always in ``_meta`` (``cradle-kg/idempotency_key``) — so a keyed
+upstream can deduplicate. Gate 2 reads the effect back through the declared upstream read
+tool; the same read is the tool's lookup, so crash recovery asks the upstream whether a
+key's effect happened before it calls again. Undeclared tools are not served, or served as
+``read_only`` with ``allow_undeclared_read``.
+
+The tools are then served exactly as ``mcp serve`` serves native ones
+(:func:`.mcp_server.build_server`): one code path, the same journal, approvals and replay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import string
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from ..errors import InputError, ToolError
+from ..records import IdempotencyClass, SideEffectClass, VerificationCheck, VerificationStatus
+from ..tools import ToolCall, ToolSpec
+from . import require
+from .calls import META_PREFIX
+from .contracts import Contracts, ToolContract
+
+if TYPE_CHECKING:
+    from mcp import ClientSession, types
+
+    from ..loop.runtime import Runtime
+    from ..verifiers import VerifierReport, VerifyRequest
+
+
+#: seconds an upstream call may take; past it the call raised (gate 2 then reads the state)
+UPSTREAM_TIMEOUT = 60.0
+
+
+class UpstreamOutput(BaseModel):
+    """What an upstream tool answered: its structured content, or ``{"text": ...}``."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+def input_model(name: str, schema: Mapping[str, Any]) -> type[BaseModel]:
+    """A model for an upstream tool's arguments: checked against its JSON Schema, and
+    described by that schema (so MCP clients see the upstream's own ``inputSchema``)."""
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+    frozen_schema = json.loads(json.dumps(dict(schema)))
+    checker = Draft202012Validator(frozen_schema)
+
+    class UpstreamArguments(BaseModel):
+        model_config = ConfigDict(frozen=True, extra="allow")
+
+        @model_validator(mode="before")
+        @classmethod
+        def _schema(cls, data: Any) -> Any:
+            error = next(iter(sorted(checker.iter_errors(data), key=lambda e: e.path)), None)
+            if error is not None:
+                where = ".".join(str(p) for p in error.path) or "arguments"
+                raise ValueError(f"{where}: {error.message[:200]}")
+            return data
+
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return dict(frozen_schema)
+
+    UpstreamArguments.__name__ = UpstreamArguments.__qualname__ = f"Args_{name}"
+    return UpstreamArguments
+
+
+def answer(result: types.CallToolResult) -> dict[str, Any]:
+    """An upstream result as a mapping: structured content, else the text."""
+    if result.structuredContent is not None:
+        return dict(result.structuredContent)
+    text = "".join(getattr(c, "text", "") for c in result.content)
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return {"text": text}
+    return dict(parsed) if isinstance(parsed, dict) else {"text": text}
+
+
+def _fill(templates: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, str]:
+    flat = {k: v for k, v in values.items() if isinstance(v, str | int | float)
+            and not isinstance(v, bool)}
+    return {k: t.format_map(flat) for k, t in templates.items()}
+
+
+@dataclass
+class Upstream:
+    """The one client session to the upstream; calls come from the runtime's worker
+    threads (the gateway's, the verifier's), and are run on the session's event loop."""
+
+    session: ClientSession
+    source: str
+
+    def call(self, name: str, arguments: Mapping[str, Any], *,
+             key: str | None = None) -> types.CallToolResult:
+        import anyio.from_thread
+
+        meta = {META_PREFIX + "idempotency_key": key} if key else None
+        return anyio.from_thread.run(partial(
+            self.session.call_tool, name, dict(arguments), meta=meta,
+            read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT)))
+
+
+@dataclass
+class ProxiedTool:
+    """One upstream tool under its contract: the function, the verifier, the lookup."""
+
+    upstream: Upstream
+    name: str
+    tool_id: str
+    contract: ToolContract
+
+    def spec(self, schema: Mapping[str, Any], description: str) -> ToolSpec:
+        c = self.contract
+        return ToolSpec(
+            id=self.tool_id, version="upstream", input_model=input_model(self.name, schema),
+            output_model=UpstreamOutput, side_effect_class=c.side_effect,
+            idempotency=c.idempotency,
+            verifier=self.tool_id + ".verify" if c.verify is not None else None,
+            description=c.description or description or f"`{self.name}` of {self.upstream.source}",
+            requires_evidence=c.requires_evidence, target_from=c.target)
+
+    def run(self, call: ToolCall) -> dict[str, Any]:
+        """The call to the upstream (the gateway's, after gate 1 and the intent)."""
+        arguments = call.arguments.model_dump(mode="json")
+        if self.contract.key_argument is not None:
+            arguments[self.contract.key_argument] = call.idempotency_key
+        result = self.upstream.call(self.name, arguments, key=call.idempotency_key)
+        if result.isError:
+            raise ToolError(f"upstream `{self.name}` answered an error: "
+                            f"{answer(result).get('text', '')[:300]}")
+        return answer(result)
+
+    def read(self, arguments: Mapping[str, Any]) -> tuple[bool, bool, dict[str, Any], str]:
+        """Read the effect back: (found, matches, what was read, detail)."""
+        verify = self.contract.verify
+        assert verify is not None
+        result = self.upstream.call(verify.tool, _fill(verify.arguments, arguments))
+        got = answer(result)
+        if result.isError:
+            return False, False, got, f"`{verify.tool}` found nothing"
+        expected = _fill(verify.expect, arguments)
+        wrong = [f"`{k}` is `{str(got.get(k))[:80]}`, expected `{v[:80]}`"
+                 for k, v in expected.items() if str(got.get(k)) != v]
+        return True, not wrong, got, "; ".join(wrong)
+
+    def verify(self, req: VerifyRequest) -> VerifierReport:
+        from ..verifiers import VerifierReport
+
+        found, matches, got, detail = self.read(req.arguments.model_dump(mode="json"))
+        checks = (VerificationCheck(name="resource_exists", status=_status(found),
+                                    detail=detail if not found else ""),
+                  VerificationCheck(name="expected_state", status=_status(found and matches),
+                                    detail=detail))
+        return VerifierReport(checks=checks, read_at=_now(), evidence={"read": got},
+                              source=f"upstream:{self.upstream.source}")
+
+    def lookup(self, call: ToolCall) -> dict[str, Any] | None:
+        """Did the effect happen (crash recovery)? The declared read says."""
+        found, matches, got, _ = self.read(call.arguments.model_dump(mode="json"))
+        return got if found and matches else None
+
+
+def _status(ok: bool) -> VerificationStatus:
+    return VerificationStatus.VERIFIED if ok else VerificationStatus.FAILED
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+READ_ONLY = ToolContract(side_effect=SideEffectClass.READ_ONLY)
+
+
+def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
+             contracts: Contracts, *, prefix: str, allow_undeclared_read: bool) -> list[str]:
+    """Register the upstream's tools that are declared (or read-only when allowed); the
+    ids registered, in the upstream's order."""
+    offered = {t.name for t in tools}
+    missing = sorted(set(contracts.tools) - offered)
+    verifiers = {c.verify.tool for c in contracts.tools.values() if c.verify is not None}
+    for name in missing + sorted(verifiers - offered):
+        raise InputError(f"the contracts name `{name}`, which the upstream does not offer",
+                         hint="offered: " + ", ".join(sorted(offered))[:300])
+    ids: list[str] = []
+    for tool in tools:
+        contract = contracts.tools.get(tool.name)
+        if contract is None and not allow_undeclared_read:
+            continue
+        if contract is not None:
+            _check_templates(tool.name, contract, tool.inputSchema)
+        proxied = ProxiedTool(upstream, tool.name, prefix + tool.name, contract or READ_ONLY)
+        spec = proxied.spec(tool.inputSchema, tool.description or "")
+        keyed = spec.idempotency in (IdempotencyClass.KEYED, IdempotencyClass.NATURAL)
+        if spec.verifier is not None:
+            runtime.register_verifier(spec.verifier, proxied.verify)
+        runtime.register_tool(spec, proxied.run,
+                              lookup=proxied.lookup if keyed and spec.verifier else None)
+        ids.append(spec.id)
+    return ids
+
+
+def _check_templates(name: str, contract: ToolContract, schema: Mapping[str, Any]) -> None:
+    """Every ``{field}`` a contract uses is an argument of the upstream tool (fail closed
+    at start, not at the first call)."""
+    known = set((schema.get("properties") or {}).keys())
+    verify = contract.verify
+    templates = [contract.target or "", *(verify.arguments.values() if verify else ()),
+                 *(verify.expect.values() if verify else ())]
+    for template in templates:
+        try:
+            fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+        except ValueError as exc:
+            raise InputError(f"contract of `{name}`: template `{template}`: {exc}") from None
+        unknown = sorted(fields - known)
+        if unknown:
+            raise InputError(f"contract of `{name}`: `{{{unknown[0]}}}` is not an argument "
+                             f"of the upstream tool", hint="its arguments: "
+                             + ", ".join(sorted(known)) if known else None)
+
+
+@contextlib.asynccontextmanager
+async def connect(command: list[str] | None, url: str | None
+                  ) -> AsyncIterator[tuple[Upstream, list[types.Tool]]]:
+    """The upstream, started (``command``) or reached (``url``), initialized and listed."""
+    require("mcp", extra="mcp")
+    from mcp import ClientSession
+
+    async with contextlib.AsyncExitStack() as stack:
+        if url is not None:
+            from mcp.client.streamable_http import streamablehttp_client
+
+            read, write, _ = await stack.enter_async_context(streamablehttp_client(url))
+            source = url
+        else:
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            assert command
+            params = StdioServerParameters(command=command[0], args=command[1:])
+            read, write = await stack.enter_async_context(stdio_client(params))
+            source = command[0]
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        listed = await session.list_tools()
+        yield Upstream(session, source), list(listed.tools)

@@ -134,13 +134,24 @@ def test_a_target_that_disagrees_with_the_arguments_is_refused(
     assert not irt.journal.events_of_kind("action.intent")
 
 
-def test_glob_characters_in_arguments_match_only_themselves(irt: Runtime) -> None:
-    # an account named with glob characters cannot make a wildcard target agree
-    out = irt.submit({"id": "p-g", "task_id": "t", "agent_id": AGENT, "action": {
-        "action_type": "demo.ledger.close_account", "target": "ledger:acct-1",
-        "arguments": {"account": "acct-?"}}})
-    assert out.decision is not None
-    assert "target_mismatch" in out.decision.reason_codes or out.status is OutcomeStatus.DENIED
+def test_glob_characters_in_arguments_match_only_themselves() -> None:
+    # an argument made of glob characters cannot turn the target template into a wildcard:
+    # a contract whose input accepts any string, so the input schema cannot be what refuses
+    from pydantic import BaseModel
+
+    from cradle_kg import ToolSpec
+    from cradle_kg.records import IdempotencyClass, SideEffectClass
+
+    class Free(BaseModel):
+        account: str
+
+    spec = ToolSpec(id="t.close", version="1", input_model=Free, output_model=Free,
+                    verifier="v", side_effect_class=SideEffectClass.REVERSIBLE,
+                    idempotency=IdempotencyClass.NATURAL, target_from="ledger:{account}")
+    for wild in ("acct-?", "*", "acct-[0-9]", "a*"):
+        args = Free(account=wild)
+        assert spec.target_problem("ledger:acct-1", args) is not None, wild
+        assert spec.target_problem(f"ledger:{wild}", args) is None, wild
 
 
 def test_side_effecting_tools_must_declare_their_target() -> None:

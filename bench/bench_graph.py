@@ -41,8 +41,8 @@ from cradle_kg.graph.project import event_triples, ntriples
 from cradle_kg.graph.shacl import PyShaclEngine, load_shapes
 from cradle_kg.graph.store import GraphStore
 from cradle_kg.graph.vocab import INTEGRITY_SHAPES_FILE
-from cradle_kg.journal import Journal
 from cradle_kg.loop.integrity import IntegrityChecker
+from cradle_kg.storage import SqliteJournal as Journal
 
 
 def pct(values: list[float], q: float) -> float:

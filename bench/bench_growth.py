@@ -41,14 +41,14 @@ from synthetic import build_events_home, proposal
 from cradle_kg import Runtime
 from cradle_kg.config import Limit, RuntimeConfig
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, demo_config
-from cradle_kg.journal import Journal
 from cradle_kg.records import ApprovalStatus
 from cradle_kg.runs import list_page
+from cradle_kg.storage import SqliteJournal as Journal
 
 VERIFY = """
 import resource, sys, time
 from pathlib import Path
-from cradle_kg.journal import verify_journal
+from cradle_kg.storage import verify_journal
 seen = []
 t0 = time.perf_counter()
 report = verify_journal(Path(sys.argv[1]), progress=lambda done, total: seen.append(done))

@@ -48,8 +48,8 @@ from cradle_kg.demo.scenario import (
     prepare_home,
 )
 from cradle_kg.errors import ApprovalError
-from cradle_kg.journal import Journal
 from cradle_kg.records import ApprovalStatus
+from cradle_kg.storage import SqliteJournal as Journal
 
 OPS_PER_CHILD = 6
 #: the share of draws that re-submit a proposal already submitted by an earlier victim

@@ -62,6 +62,9 @@ class RuntimeConfig(BaseModel):
     packs: tuple[str, ...] = ()
     #: sizes and shapes of untrusted input (proposals, request bodies, decisions)
     input_limits: InputLimits = DEFAULT_LIMITS
+    #: the journal of record: unset for the embedded ``<home>/journal.sqlite``, or a
+    #: ``postgresql://`` URL (``CRADLE_JOURNAL_URL`` overrides it)
+    journal: str | None = Field(default=None, pattern=r"^postgres(ql)?://\S+$")
 
     def merged_with(self, extra: RuntimeConfig) -> RuntimeConfig:
         """This configuration plus the identities, permissions and approvers ``extra``

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from .errors import UnknownNameError
-from .journal import Journal
 from .records import AuditEvent
+from .storage import Journal
 
 
 @dataclass

@@ -9,7 +9,9 @@
 * no mixin borrows members: a class body never declares, under ``TYPE_CHECKING``, what
   another class provides;
 * one writer: only the loop's context appends to the journal, and only the gateway holds
-  a tool's functions.
+  a tool's functions;
+* one seam: only ``cradle_kg.storage`` imports a database driver (``sqlite3``,
+  ``psycopg``) for the journal.
 
 Each rule reports every offence with its file and line, so a failure says what to fix.
 """
@@ -202,3 +204,20 @@ def test_only_the_gateway_reaches_a_tools_functions() -> None:
     assert offences == []
     assert {attr for attr in TOOL_FUNCTIONS
             for mod, _ in _calls(attr) if mod == TOOL_CALLER} == set(TOOL_FUNCTIONS)
+
+
+#: modules outside ``cradle_kg.storage`` that may import a database driver, and why
+DRIVER_USERS = {"cradle_kg.packs.store": "a pack's own SQLite database, not the journal"}
+DRIVERS = ("sqlite3", "psycopg")
+
+
+def test_only_storage_talks_to_a_journal_database() -> None:
+    """The journal is reached through ``cradle_kg.storage.Journal`` only: no module
+    outside ``storage/`` imports ``sqlite3`` or ``psycopg`` (``DRIVER_USERS`` excepted)."""
+    offences = [f"{path.relative_to(ROOT)}:{line} imports `{target}`"
+                for name, (path, tree) in _modules().items()
+                if not name.startswith("cradle_kg.storage") and name not in DRIVER_USERS
+                for line, target, _ in _imports(name, tree)
+                if target.split(".")[0] in DRIVERS]
+    assert offences == [], "\n".join(offences)
+    assert set(DRIVER_USERS) <= set(_modules()), "a DRIVER_USERS entry names no module"

@@ -18,7 +18,7 @@ from cradle_kg.graph import project as projection
 from cradle_kg.graph.project import project_nquads
 from cradle_kg.graph.store import GraphStore
 from cradle_kg.graph.vocab import ONTOLOGY_FILE
-from cradle_kg.journal import Journal
+from cradle_kg.storage import SqliteJournal as Journal
 
 from .conftest import proposal
 

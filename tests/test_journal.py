@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cradle_kg.canonical import canonical_json, content_hash
-from cradle_kg.journal import Journal, NewEvent
+from cradle_kg.storage import NewEvent
+from cradle_kg.storage import SqliteJournal as Journal
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

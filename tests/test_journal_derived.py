@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.errors import UnknownNameError
-from cradle_kg.journal import Journal, NewEvent, derived, verify_journal
 from cradle_kg.records import ApprovalStatus
 from cradle_kg.runs import list_page, list_runs
+from cradle_kg.storage import NewEvent, verify_journal
+from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage import sqlite_derived as derived
 
 from .conftest import make_config, proposal
 

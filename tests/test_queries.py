@@ -35,8 +35,8 @@ from cradle_kg.graph.queries import (
     execute,
 )
 from cradle_kg.graph.store import GraphStore
-from cradle_kg.journal import Journal
 from cradle_kg.records import ApprovalStatus, AuditEvent, Outcome
+from cradle_kg.storage import SqliteJournal as Journal
 
 C = "https://w3id.org/cradle#"
 REQUIRED = ("why-allowed", "approvals", "task-effects", "evidence-chain",

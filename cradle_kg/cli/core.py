@@ -10,12 +10,19 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..config import load_config
-from ..errors import CradleError, InputError, UnknownNameError
+from ..errors import CradleError, UnknownNameError
 from ..home import Home, resolve_home
-from ..journal import Anchor, ChainReport, Journal, verify_journal
 from ..loop.proposal import read_proposal
 from ..records import SCHEMAS, OutcomeStatus
 from ..runs import list_page, show_run
+from ..storage import (
+    Anchor,
+    ChainReport,
+    Journal,
+    home_journal_target,
+    open_home_journal,
+    verify_target,
+)
 from .common import (
     Format,
     FormatOpt,
@@ -47,10 +54,10 @@ def open_runtime(home: Path | None) -> Runtime:
 
 
 def open_journal(home: Path | None) -> Journal:
-    path = Home(resolve_home(home)).journal
-    if not path.exists():
-        fail(InputError(f"no journal at `{path}`", hint="run `cradle-kg demo` or pass --home"))
-    return Journal(path)
+    try:
+        return open_home_journal(resolve_home(home), must_exist=True)
+    except CradleError as exc:
+        fail(exc)
 
 
 def demo(home: HomeOpt = None) -> None:
@@ -131,11 +138,14 @@ AnchorOpt = Annotated[
 ]
 
 
-def _verify_report(home: Path | None, anchor: Anchor | None) -> tuple[Path, ChainReport]:
+def _verify_report(home: Path | None, anchor: Anchor | None) -> tuple[str, ChainReport]:
     """Verify read only; a progress bar on stderr when it is a terminal, nothing otherwise."""
-    path = Home(resolve_home(home)).journal
+    try:
+        path = home_journal_target(resolve_home(home))
+    except CradleError as exc:
+        fail(exc)
     if not err_console.is_terminal:
-        return path, verify_journal(path, anchor=anchor)
+        return path, verify_target(path, anchor=anchor)
     from rich.progress import Progress
 
     with Progress(console=err_console, transient=True) as bar:
@@ -144,7 +154,7 @@ def _verify_report(home: Path | None, anchor: Anchor | None) -> tuple[Path, Chai
         def show(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        return path, verify_journal(path, anchor=anchor, progress=show)
+        return path, verify_target(path, anchor=anchor, progress=show)
 
 
 def _print_broken(report: ChainReport) -> None:

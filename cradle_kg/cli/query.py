@@ -31,7 +31,7 @@ from ..graph.queries import NamedQuery, QueryCatalog, bind, execute
 from ..graph.store import GraphStore
 from ..graph.vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
 from ..home import Home, resolve_home
-from ..journal import Journal
+from ..storage import open_home_journal
 from .common import HomeOpt, console, err_console, fail, print_json, table
 
 
@@ -66,10 +66,7 @@ def short(term: Any) -> str:
 def open_store(home: Path | None) -> GraphStore:
     """The home's graph at the journal head (in memory when the store is busy)."""
     h = Home(resolve_home(home))
-    if not h.journal.exists():
-        raise InputError(f"no journal at `{h.journal}`",
-                         hint="run `cradle-kg demo --home ...` or pass --home")
-    with Journal(h.journal) as journal:
+    with open_home_journal(h.root, must_exist=True) as journal:
         try:
             store = GraphStore(h.graph)
             store.sync(journal)

@@ -28,8 +28,8 @@ import pyoxigraph as ox
 
 from ..crashpoints import crashpoint
 from ..errors import GraphStoreError
-from ..journal import Journal
 from ..records import AuditEvent
+from ..storage import Journal
 from .project import event_retractions, event_triples, project_event, run_graph
 from .swap import StoreLock, building_path, remove_folder, settle, swap_in
 from .vocab import CRADLE_NS

@@ -12,7 +12,6 @@ from datetime import datetime
 
 from ..errors import ApprovalError, UnknownNameError
 from ..inputs import check_human_input
-from ..journal import NewEvent
 from ..records import (
     RUNTIME_ACTOR,
     ApprovalStatus,
@@ -22,6 +21,7 @@ from ..records import (
     Proposal,
     RuntimeDecision,
 )
+from ..storage import NewEvent
 from .approvals import ApprovalBook, excluded_for
 from .context import LoopContext
 from .gate1.checks import GateResult

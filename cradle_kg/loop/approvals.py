@@ -46,8 +46,8 @@ from typing import Any
 from ..canonical import sha256_bytes
 from ..config import RuntimeConfig
 from ..errors import ApprovalError, UnknownNameError
-from ..journal import Journal, NewEvent
 from ..records import ApprovalStatus, HumanApproval, Proposal
+from ..storage import Journal, NewEvent
 
 
 @dataclass(frozen=True)

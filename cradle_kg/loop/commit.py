@@ -16,7 +16,6 @@ from pydantic import BaseModel
 
 from ..canonical import content_hash, iso
 from ..crashpoints import crashpoint
-from ..journal import NewEvent
 from ..records import (
     RUNTIME_ACTOR,
     Action,
@@ -29,6 +28,7 @@ from ..records import (
     VerificationResult,
     VerificationStatus,
 )
+from ..storage import NewEvent
 from ..tools import ToolSpec
 from ..verifiers import VerifierReport
 from .context import LoopContext

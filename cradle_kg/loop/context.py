@@ -15,9 +15,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from ..config import RuntimeConfig
-from ..journal import IdempotencyKeyTaken, Journal, NewEvent
 from ..records import AuditEvent
-from .lease import WorkerLease
+from ..storage import IdempotencyKeyTaken, Journal, Lease, NewEvent
 
 Clock = Callable[[], datetime]
 #: called with the events just written, in the order they were written
@@ -38,7 +37,7 @@ class LoopContext:
     """The journal's one writer, with the clock, the lease and the configuration in force."""
 
     def __init__(self, journal: Journal, *, config: RuntimeConfig, clock: Clock,
-                 lease: WorkerLease) -> None:
+                 lease: Lease) -> None:
         self.journal = journal
         self.config = config
         self.clock = clock
@@ -49,7 +48,7 @@ class LoopContext:
         """Write ``events`` in one transaction, then tell every listener.
 
         Raises :class:`ProposalIdClaimed` when a proposal id's claim was taken first, and
-        :class:`~cradle_kg.journal.IdempotencyKeyTaken` for any other key already held.
+        :class:`~cradle_kg.storage.IdempotencyKeyTaken` for any other key already held.
         """
         try:
             written = self.journal.append(events)

@@ -28,8 +28,8 @@ from typing import Any
 from ..canonical import content_hash
 from ..errors import InputError, UnknownNameError
 from ..inputs import check_human_input
-from ..journal import Journal, NewEvent
 from ..records import RUNTIME_ACTOR, Outcome, OutcomeStatus, Proposal, RuntimeDecision
+from ..storage import Journal, NewEvent
 from .approvals import ApprovalBook
 from .context import LoopContext
 from .outcomes import outcome_event

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ..crashpoints import crashpoint
-from ..journal import NewEvent
 from ..records import (
     RUNTIME_ACTOR,
     Action,
@@ -24,6 +23,7 @@ from ..records import (
     Provenance,
     RuntimeDecision,
 )
+from ..storage import NewEvent
 from ..tools import ToolCall
 from .approval_flow import ApprovalFlow
 from .approvals import ApprovalBook, excluded_for

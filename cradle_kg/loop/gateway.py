@@ -19,8 +19,8 @@ from pydantic import BaseModel, ValidationError
 
 from ..canonical import content_hash, iso
 from ..crashpoints import crashpoint
-from ..journal import IdempotencyKeyTaken, NewEvent
 from ..records import Action, ExecutionObservation, ObservedSideEffect
+from ..storage import IdempotencyKeyTaken, NewEvent
 from ..tools import ToolCall, ToolRegistry, ToolSpec
 from .context import Clock, LoopContext
 

@@ -20,8 +20,8 @@ from threading import Lock
 from ..graph.project import event_retractions, event_triples, ntriples
 from ..graph.shacl import ShaclEngine, load_shapes, make_engine
 from ..graph.vocab import INTEGRITY_SHAPES_FILE
-from ..journal import GENESIS_HASH, Journal, NewEvent
 from ..records import AuditEvent
+from ..storage import GENESIS_HASH, Journal, NewEvent
 
 
 def _pending(ev: NewEvent) -> AuditEvent:

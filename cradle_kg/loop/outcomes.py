@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ..journal import Journal, NewEvent
 from ..records import RUNTIME_ACTOR, Outcome, OutcomeStatus, Verdict, VerificationStatus
+from ..storage import Journal, NewEvent
 
 #: the outcome of a decision that does not let the action run
 VERDICT_STATUS = {

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from ..journal import NewEvent
 from ..records import (
     RUNTIME_ACTOR,
     AbortPolicy,
@@ -27,6 +26,7 @@ from ..records import (
     PlanStep,
     Proposal,
 )
+from ..storage import NewEvent
 from .context import LoopContext
 
 

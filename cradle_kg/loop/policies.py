@@ -13,9 +13,9 @@ from datetime import datetime
 from pathlib import Path
 
 from ..evidence import EvidenceStore
-from ..journal import NewEvent
 from ..policy import PolicyEngine, read_sources
 from ..records import RUNTIME_ACTOR
+from ..storage import NewEvent
 from .context import LoopContext
 
 #: a policy file or folder in force, with its pack id (None: the home's own)
@@ -57,7 +57,7 @@ class PolicySet:
         journal = self.ctx.journal
         version = self.engine.version
         subject = "policyset:" + version
-        seen = (version, journal.data_version())
+        seen = (version, journal.watermark())
         if self._activation_seen == seen:  # nobody else wrote since we checked
             return
         latest = journal.last_of_kind("policyset.activated")
@@ -70,4 +70,4 @@ class PolicySet:
                                       payload={"version": version, "sources": sources,
                                                "policy_ids": self.engine.policy_ids(),
                                                "packs": list(self.pack_versions)})])
-        self._activation_seen = (version, journal.data_version())
+        self._activation_seen = (version, journal.watermark())

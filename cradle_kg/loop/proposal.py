@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from ..canonical import canonical_json
 from ..errors import InputError, InputTooLargeError, ProposalError
 from ..inputs import DEFAULT_LIMITS, InputLimits, check_value, load_json
-from ..journal import NewEvent
 from ..records import Outcome, OutcomeStatus, Proposal
+from ..storage import NewEvent
 from .context import LoopContext
 
 

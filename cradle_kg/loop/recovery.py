@@ -20,19 +20,17 @@ Every outcome written here is marked ``reconciled`` in the journal.
 
 Who is dead? An intent whose worker still holds its lease (:mod:`.lease`) is *in
 flight* (another process, or another thread of this one) and is left alone. Recovery
-passes are serialized by ``<home>/recovery.lock``.
+passes are serialized by the journal's ``exclusive("recovery")`` lock (a file lock next to
+a SQLite journal, an advisory lock on PostgreSQL), across every worker on the journal.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..crashpoints import crashpoint
-from ..journal import NewEvent
 from ..records import (
     Action,
     AuditEvent,
@@ -44,12 +42,12 @@ from ..records import (
     RuntimeDecision,
     SideEffectClass,
 )
+from ..storage import NewEvent
 from ..tools import ToolCall, ToolRegistry, ToolSpec
 from .commit import Commit
 from .context import LoopContext
 from .escalation import human_task_event
 from .gateway import Gateway, GatewayResult
-from .lease import worker_alive
 from .outcomes import outcome_event
 from .settlement import Settlement
 
@@ -120,7 +118,6 @@ class Recovery:
                  commit: Commit, settlement: Settlement) -> None:
         self.ctx = ctx
         self.root = root
-        self.workers = root / "workers"
         self.tools = tools
         self.gateway = gateway
         self.commit = commit
@@ -130,13 +127,8 @@ class Recovery:
         # cheap when there is nothing to do: one indexed query, no lock
         if not self.ctx.journal.dangling_intents():
             return RecoveryReport()
-        lock_path = self.root / "recovery.lock"
-        fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with self.ctx.journal.exclusive("recovery"):
             return self._pass()
-        finally:
-            os.close(fd)
 
     def _pass(self) -> RecoveryReport:
         found = self.ctx.journal.dangling_intents()  # again, under the lock
@@ -173,7 +165,7 @@ class Recovery:
     def _one(self, action_id: str) -> Reconciliation:
         d = self._load(action_id)
         worker = str(d.last_attempt.payload.get("worker") or "")
-        if worker and (worker == self.ctx.lease.id or worker_alive(self.workers, worker)):
+        if worker and (worker == self.ctx.lease.id or self.ctx.journal.worker_alive(worker)):
             return self._item(d, "in_flight", None, f"worker `{worker}` is alive")
         if not self.tools.has(d.action.action_type):
             return self._item(d, "deferred", None,

@@ -23,12 +23,12 @@ from ..errors import GraphStoreError, JournalError
 from ..evidence import EvidenceStore
 from ..graph.store import GraphStore
 from ..home import Home, resolve_home
-from ..journal import Journal, NewEvent
 from ..packs.loader import Pack
 from ..packs.registration import prepare_pack
 from ..packs.registry import PackRegistry
 from ..policy import PolicyEngine
 from ..records import ApprovalStatus, HumanApproval, Outcome, Plan, Proposal, Verdict
+from ..storage import Journal, Lease, NewEvent, home_journal_target, open_journal
 from ..tools import LookupFunction, ToolFunction, ToolRegistry, ToolSpec
 from ..verifiers import VerifierFunction, VerifierRegistry
 from .approval_flow import ApprovalFlow
@@ -43,7 +43,6 @@ from .gate1.findings import DomainValidator, ValidatorBinding
 from .gate2 import DomainInvariant, Gate2, InvariantBinding
 from .gateway import Gateway
 from .integrity import IntegrityChecker
-from .lease import WorkerLease
 from .outcomes import VERDICT_STATUS, outcome_event, recorded_outcome
 from .plans import PlanOutcome, run_plan
 from .policies import PolicySet
@@ -65,13 +64,21 @@ class Runtime:
     def __init__(self, home: str | Path | None = None, *, config: RuntimeConfig | None = None,
                  policy_paths: Sequence[Path] = (), clock: Clock | None = None,
                  load_plugins: bool = True, integrity: bool = True,
-                 graph_sync: bool = True, recover: bool = True) -> None:
+                 graph_sync: bool = True, recover: bool = True,
+                 journal: str | Path | None = None) -> None:
         self.home = Home(resolve_home(home))
         self.home.root.mkdir(parents=True, exist_ok=True)
-        #: held for the life of this runtime; recovery leaves the intents of a live lease alone
-        lease = WorkerLease(self.home.root / "workers")
         config = config if config is not None else load_config(self.home.config)
-        self.journal = Journal(self.home.journal)
+        #: the journal of record: ``journal`` (a SQLite path or a PostgreSQL URL), else
+        #: ``CRADLE_JOURNAL_URL``, else the config's ``journal``, else the home's file
+        self.journal = open_journal(journal if journal is not None
+                                    else home_journal_target(self.home.root, config.journal))
+        try:
+            #: held for the life of this runtime; recovery leaves a live lease's intents alone
+            lease = self.journal.acquire_lease()
+        except BaseException:
+            self.journal.close()
+            raise
         self.context = self._new_context(self.journal, config=config, clock=clock or _utcnow,
                                          lease=lease)
         self.evidence = EvidenceStore(self.home.evidence)
@@ -120,7 +127,7 @@ class Runtime:
         self.recovery: RecoveryReport | None = self.recover() if recover else None
 
     def _new_context(self, journal: Journal, *, config: RuntimeConfig, clock: Clock,
-                     lease: WorkerLease) -> LoopContext:
+                     lease: Lease) -> LoopContext:
         """The loop's context (a replay sandbox watches its appends)."""
         return LoopContext(journal, config=config, clock=clock, lease=lease)
 
@@ -139,7 +146,7 @@ class Runtime:
         self.context.clock = clock
 
     @property
-    def lease(self) -> WorkerLease:
+    def lease(self) -> Lease:
         return self.context.lease
 
     @property

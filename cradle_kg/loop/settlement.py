@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..journal import NewEvent
 from ..records import RUNTIME_ACTOR, Action, ActionRequest, Outcome, OutcomeStatus, Proposal
+from ..storage import NewEvent
 from ..tools import ToolSpec
 from .context import LoopContext
 from .escalation import human_task_event

@@ -29,7 +29,7 @@ from ..errors import CradleError, InputError, RdfParseError
 from ..graph.project import event_retractions, project_event, run_graph
 from ..graph.store import META_GRAPH, GraphStore
 from ..home import Home
-from ..journal import Journal
+from ..storage import SqliteJournal as Journal
 
 _EXTENSIONS: Final = {".ttl": ox.RdfFormat.TURTLE, ".turtle": ox.RdfFormat.TURTLE,
                       ".trig": ox.RdfFormat.TRIG, ".nq": ox.RdfFormat.N_QUADS,

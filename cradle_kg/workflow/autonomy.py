@@ -26,9 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..journal import Journal, NewEvent
 from ..loop.approvals import ApprovalBook
 from ..records import AuditEvent
+from ..storage import Journal, NewEvent
 from .errors import AutonomyError
 from .rules import Rule, Sample, learn, reproduction
 

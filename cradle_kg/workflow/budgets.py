@@ -26,7 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import BudgetExceededError
-from ..journal import Journal, NewEvent
+from ..storage import Journal, NewEvent
 
 BUDGET_RUN = "budgets"
 Level = Literal["tenant", "workflow", "invocation"]

@@ -23,8 +23,8 @@ from pydantic import ValidationError
 
 from ..canonical import canonical_json, content_hash, iso
 from ..errors import BudgetExceededError, InputError, UnknownNameError
-from ..journal import NewEvent
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
+from ..storage import NewEvent
 from .autonomy import AutonomyBook
 from .budgets import BudgetBook, Scope, alert_event
 from .errors import ModelError, WorkflowError

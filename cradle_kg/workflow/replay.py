@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,10 +29,10 @@ from ..canonical import canonical_json, iso, sha256_bytes
 from ..errors import CradleError, InputError, ReplayDivergenceError
 from ..evidence import EvidenceStore
 from ..home import Home
-from ..journal import Journal, NewEvent, event_hash
 from ..policy import PolicyEngine
 from ..policy.cedar import PolicySource
 from ..records import AuditEvent, Proposal
+from ..storage import NewEvent, event_hash, open_home_journal
 from .engine import Engine
 from .model import RecordedClient
 from .sandbox import Recording, SandboxRuntime
@@ -55,17 +54,9 @@ class Source:
 
     @classmethod
     def open(cls, home: Path) -> Source:
-        path = Home(home).journal
-        if not path.is_file():
-            raise InputError(f"no journal at `{path}`", hint="pass --home")
-        with Journal(path) as journal:
+        with open_home_journal(home, must_exist=True) as journal:
             events = list(journal.events())
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            keys = dict(conn.execute(
-                "SELECT seq, idem_key FROM events WHERE idem_key IS NOT NULL").fetchall())
-        finally:
-            conn.close()
+            keys = journal.claimed_keys()
         return cls(home, events, keys, EvidenceStore(Home(home).evidence))
 
     def runs(self) -> list[str]:

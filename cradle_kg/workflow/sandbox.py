@@ -31,10 +31,9 @@ from pydantic import BaseModel
 
 from ..canonical import parse_iso
 from ..config import RuntimeConfig
-from ..journal import Journal, NewEvent
+from ..home import Home
 from ..loop.context import Clock, LoopContext
 from ..loop.gate1.findings import DomainValidator, Finding
-from ..loop.lease import WorkerLease
 from ..loop.runtime import Runtime
 from ..records import (
     AuditEvent,
@@ -43,6 +42,7 @@ from ..records import (
     VerificationCheck,
     VerificationStatus,
 )
+from ..storage import Journal, Lease, NewEvent
 from ..tools import LookupFunction, ToolCall, ToolFunction, ToolSpec
 from ..verifiers import VerifierFunction, VerifierReport, VerifyRequest
 
@@ -89,20 +89,16 @@ def _action_id(call: ToolCall) -> str:
     return "act:" + call.idempotency_key.removeprefix("idem:")
 
 
-class _ReplayLease(WorkerLease):
+class _ReplayLease:
     """The worker id journaled with intents is an input, like time: replay feeds it."""
 
-    def __init__(self, real: WorkerLease, worker: Callable[[], str | None]) -> None:
+    def __init__(self, real: Lease, worker: Callable[[], str | None]) -> None:
         self._real = real
         self._worker = worker
 
     @property
     def id(self) -> str:
         return self._worker() or self._real.id
-
-    @id.setter
-    def id(self, value: str) -> None:
-        raise AttributeError("a replay lease id is fed by the replay")
 
     def release(self) -> None:
         self._real.release()
@@ -112,7 +108,7 @@ class ReplayContext(LoopContext):
     """The loop's context in a sandbox: the replay driver watches every append."""
 
     def __init__(self, journal: Journal, *, config: RuntimeConfig, clock: Clock,
-                 lease: WorkerLease, hook: AppendHook | None) -> None:
+                 lease: Lease, hook: AppendHook | None) -> None:
         super().__init__(journal, config=config, clock=clock, lease=lease)
         self.hook = hook
 
@@ -137,14 +133,15 @@ class SandboxRuntime(Runtime):
         self._recording = recording
         self._strict = strict
         self._hook = hook
-        super().__init__(home, clock=clock, graph_sync=False)
+        # INVARIANT: a sandbox writes its own embedded journal, never the journal of record
+        super().__init__(home, clock=clock, graph_sync=False, journal=Home(home).journal)
         self.context.lease = _ReplayLease(self.context.lease, worker)
         if gateway_clock is not None:
             # the gateway's "call started" reading is not journaled: replay feeds it apart
             self.gateway.clock = gateway_clock
 
     def _new_context(self, journal: Journal, *, config: RuntimeConfig, clock: Clock,
-                     lease: WorkerLease) -> LoopContext:
+                     lease: Lease) -> LoopContext:
         self.replay_context = ReplayContext(journal, config=config, clock=clock, lease=lease,
                                             hook=self._hook)
         return self.replay_context

@@ -33,10 +33,11 @@ from cradle_kg.canonical import canonical_json, parse_iso
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, prepare_home
 from cradle_kg.evidence import EvidenceStore
 from cradle_kg.home import Home
-from cradle_kg.journal import Journal, NewEvent
 from cradle_kg.policy import PolicyEngine
 from cradle_kg.policy.cedar import PolicySource
 from cradle_kg.records import ApprovalStatus
+from cradle_kg.storage import NewEvent
+from cradle_kg.storage import SqliteJournal as Journal
 from cradle_kg.workflow import Budget, BudgetBook, Engine, RecordedClient
 from cradle_kg.workflow.examples import invoice_triage
 

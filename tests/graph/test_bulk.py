@@ -19,7 +19,7 @@ from cradle_kg.graph.bulk import shape_projection, validate_store, validate_whol
 from cradle_kg.graph.shacl import Shapes, ValidationReport, load_shapes
 from cradle_kg.graph.store import META_GRAPH, GraphStore
 from cradle_kg.graph.vocab import CRADLE_NS
-from cradle_kg.journal import Journal
+from cradle_kg.storage import SqliteJournal as Journal
 
 C = CRADLE_NS
 XSD = "http://www.w3.org/2001/XMLSchema#"

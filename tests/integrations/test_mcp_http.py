@@ -20,7 +20,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from cradle_kg.demo.scenario import AGENT, DEMO_TOKENS
-from cradle_kg.journal import Journal
+from cradle_kg.storage import SqliteJournal as Journal
 
 from .conftest import ROOT, cli, env
 

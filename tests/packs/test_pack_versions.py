@@ -11,7 +11,7 @@ from urllib.parse import unquote
 from cradle_kg.evidence import EvidenceStore
 from cradle_kg.graph.store import GraphStore
 from cradle_kg.home import Home
-from cradle_kg.journal import Journal
+from cradle_kg.storage import SqliteJournal as Journal
 
 from .conftest import cli, copy_pack, manifest_version, pack_dir
 

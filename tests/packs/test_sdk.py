@@ -72,11 +72,11 @@ def test_packs_import_only_the_sdk_testing_and_the_public_api() -> None:
 def test_the_import_rule_catches_an_internal_import(tmp_path: Path) -> None:
     sneaky = tmp_path / "x.py"
     sneaky.write_text("from cradle_kg.loop.gate1.findings import Finding\n"
-                      "import cradle_kg.journal\n"
+                      "import cradle_kg.storage\n"
                       "from cradle_kg import Runtime, canonical\n"
                       "from cradle_kg.packs import sdk\n")
     assert [w for _, w in _cradle_imports(sneaky)] == [
-        "cradle_kg.loop.gate1.findings.Finding", "cradle_kg.journal", "cradle_kg.canonical"]
+        "cradle_kg.loop.gate1.findings.Finding", "cradle_kg.storage", "cradle_kg.canonical"]
 
 
 # --- registration from the manifest --------------------------------------------------------

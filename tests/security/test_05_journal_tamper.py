@@ -28,14 +28,18 @@ from pathlib import Path
 import pytest
 
 from cradle_kg.errors import InputError
-from cradle_kg.journal import (
+from cradle_kg.storage import (
     Anchor,
     ChainReport,
-    Journal,
     NewEvent,
-    derived,
     event_hash,
     verify_journal,
+)
+from cradle_kg.storage import (
+    SqliteJournal as Journal,
+)
+from cradle_kg.storage import (
+    sqlite_derived as derived,
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -402,7 +406,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from cradle_kg.errors import InputError
-from cradle_kg.journal import Journal, NewEvent
+from cradle_kg.storage import NewEvent
+from cradle_kg.storage import SqliteJournal as Journal
 path, stop = Path(sys.argv[1]), Path(sys.argv[2])
 with Journal(path) as j:
     n = 0

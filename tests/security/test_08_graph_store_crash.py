@@ -35,7 +35,7 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.graph.store import SYNC_CRASH_POINTS, GraphStore
 from cradle_kg.graph.swap import REBUILD_CRASH_POINTS
-from cradle_kg.journal import Journal
+from cradle_kg.storage import SqliteJournal as Journal
 
 ZYGOTE = r"""
 import json, os, signal, sys, time
@@ -49,7 +49,7 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.graph.store import GraphStore
-from cradle_kg.journal import Journal
+from cradle_kg.storage import SqliteJournal as Journal
 from cradle_kg.records import ApprovalStatus
 
 def child(req):

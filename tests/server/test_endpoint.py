@@ -25,7 +25,7 @@ from SPARQLWrapper.SPARQLExceptions import QueryBadFormed
 
 from cradle_kg.graph.project import run_graph
 from cradle_kg.graph.store import GraphStore
-from cradle_kg.journal import Journal
+from cradle_kg.storage import SqliteJournal as Journal
 
 from .conftest import MAX_RESULT_BYTES, TIMEOUT_SECONDS, DemoHome, Server, start_server, stop_server
 

@@ -10,7 +10,7 @@ import pytest
 
 from cradle_kg.demo.scenario import run_demo
 from cradle_kg.errors import ReplayDivergenceError
-from cradle_kg.journal import Journal
+from cradle_kg.storage import SqliteJournal as Journal
 from cradle_kg.workflow import strict_replay
 from tests.golden.generate import GOLDEN, GOLDENS, generate, load
 

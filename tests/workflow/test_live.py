@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 import cradle_kg
 from cradle_kg.cli import app
-from cradle_kg.journal import Journal
+from cradle_kg.storage import SqliteJournal as Journal
 from cradle_kg.workflow import LiveSettings, live_replay
 from tests.golden.generate import GOLDEN, load
 

@@ -24,7 +24,6 @@ from pydantic import BaseModel
 from ...canonical import canonical_json, content_hash
 from ...config import RuntimeConfig
 from ...errors import InputError
-from ...journal import Journal
 from ...policy import PolicyEngine, PolicyOutcome
 from ...records import (
     Agent,
@@ -36,6 +35,7 @@ from ...records import (
     SideEffectClass,
     Verdict,
 )
+from ...storage import Journal
 from ...tools import ToolRegistry, ToolSpec
 from .findings import Finding, ValidatorBinding
 from .keys import (

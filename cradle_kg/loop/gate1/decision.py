@@ -12,8 +12,8 @@ from typing import Any
 
 from ...canonical import content_hash, iso
 from ...graph.vocab import ONTOLOGY_VERSION
-from ...journal import NewEvent
 from ...records import RUNTIME_ACTOR, Proposal, Provenance, RuntimeDecision, Verdict
+from ...storage import NewEvent
 from .checks import GateResult
 
 

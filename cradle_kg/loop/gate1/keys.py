@@ -8,8 +8,8 @@ and never chosen inside the runtime's own namespaces.
 from __future__ import annotations
 
 from ...canonical import content_hash
-from ...journal import Journal
 from ...records import AuditEvent, Proposal
+from ...storage import Journal
 from ..context import PROPOSAL_CLAIM_PREFIX
 
 #: prefixes of the keys the runtime claims in the journal; an agent may not choose them

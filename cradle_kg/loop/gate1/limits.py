@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from ...config import Limit
-from ...journal import Journal
 from ...records import Agent
+from ...storage import Journal
 
 _FIELD = {"agent": "agent", "task": "task_id", "tenant": "tenant"}
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,41 +27,23 @@ from typing import Any
 from ..canonical import canonical_json, iso, parse_iso, sha256_bytes
 from ..errors import JournalError
 from ..records import AuditEvent
-from . import derived
+from . import sqlite_derived as derived
 from .chain import (
     GENESIS_HASH,
     JOURNAL_FORMAT,
     SCHEMA_STATEMENTS,
     UPGRADABLE_FORMATS,
+    Anchor,
     ChainReport,
+    Progress,
     event_hash,
 )
-from .verify import Anchor, verify_journal
+from .file_lease import WorkerLease, exclusive_file, worker_alive
+from .journal import IdempotencyKeyTaken, NewEvent
+from .sqlite_verify import verify_journal
 
 
-@dataclass(frozen=True, slots=True)
-class NewEvent:
-    """An event about to be appended; the journal assigns seq, id and hashes."""
-
-    run_id: str
-    kind: str
-    subject: str
-    actor: str
-    at: datetime
-    payload: dict[str, Any]
-    #: set on intent events only: claims the key for good (UNIQUE)
-    idem_key: str | None = None
-
-
-class IdempotencyKeyTaken(Exception):
-    """Internal signal: an intent for this key is already in the journal."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-class Journal:
+class SqliteJournal:
     """One journal file. Safe to share between threads; several processes may open it."""
 
     def __init__(self, path: Path) -> None:
@@ -122,7 +104,11 @@ class Journal:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> Journal:
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    def __enter__(self) -> SqliteJournal:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -248,6 +234,15 @@ class Journal:
                 yield self._row(row)
             last = rows[-1][0]
 
+    def raw_rows(self, columns: str) -> Iterator[tuple[Any, ...]]:
+        """Every event row as stored (``columns`` of the events table), in seq order,
+        streamed through a connection of its own (for ``journal copy``)."""
+        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            yield from conn.execute(f"SELECT {columns} FROM events ORDER BY seq")
+        finally:
+            conn.close()
+
     def events_for_subject(self, subject: str) -> list[AuditEvent]:
         rows = self._query(
             f"SELECT {self._COLS} FROM events WHERE subject = ? ORDER BY seq", (subject,)
@@ -258,7 +253,7 @@ class Journal:
         rows = self._query(f"SELECT {self._COLS} FROM events WHERE kind = ? ORDER BY seq", (kind,))
         return [self._row(r) for r in rows]
 
-    def data_version(self) -> int:
+    def watermark(self) -> int:
         """Changes whenever *another* connection commits (SQLite's ``data_version``)."""
         return int(self._query("PRAGMA data_version")[0][0])
 
@@ -270,6 +265,11 @@ class Journal:
     def intent_for_key(self, key: str) -> AuditEvent | None:
         rows = self._query(f"SELECT {self._COLS} FROM events WHERE idem_key = ?", (key,))
         return self._row(rows[0]) if rows else None
+
+    def claimed_keys(self) -> dict[int, str]:
+        """seq -> idempotency key of every event that claimed one."""
+        return {int(r[0]): str(r[1]) for r in self._query(
+            "SELECT seq, idem_key FROM events WHERE idem_key IS NOT NULL ORDER BY seq")}
 
     def event_for_key(self, key: str) -> AuditEvent | None:
         """The event that claimed a key (an intent, a proposal id in its run, ...)."""
@@ -340,10 +340,22 @@ class Journal:
 
     # --- verifying ----------------------------------------------------------------
 
-    def verify(self, *, anchor: Anchor | None = None) -> ChainReport:
+    def verify(self, *, anchor: Anchor | None = None,
+               progress: Progress | None = None) -> ChainReport:
         """Recompute the chain from the first event; name the first one that breaks it.
 
         Reads the file through its own read-only connection, in one read transaction
         (see :mod:`.verify`); appends by this object or others may go on meanwhile.
         """
-        return verify_journal(self.path, anchor=anchor)
+        return verify_journal(self.path, anchor=anchor, progress=progress)
+
+    # --- workers: file locks next to the journal ------------------------------------
+
+    def acquire_lease(self) -> WorkerLease:
+        return WorkerLease(self.path.parent / "workers")
+
+    def worker_alive(self, worker_id: str) -> bool:
+        return worker_alive(self.path.parent / "workers", worker_id)
+
+    def exclusive(self, name: str) -> AbstractContextManager[None]:
+        return exclusive_file(self.path.parent / f"{name}.lock")

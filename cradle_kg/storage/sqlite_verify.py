@@ -41,73 +41,27 @@ break, and rows are streamed, so memory stays constant.
 
 from __future__ import annotations
 
-import re
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
-from ..canonical import sha256_bytes
-from ..errors import InputError
-from . import derived
+from . import sqlite_derived as derived
 from .chain import (
     GENESIS_HASH,
     JOURNAL_FORMAT,
     SCHEMA_STATEMENTS,
     UPGRADABLE_FORMATS,
+    Anchor,
     ChainReport,
-    event_hash,
+    Progress,
 )
+from .walk import COLUMNS, ChainBroken, walk
 
-#: a progress callback: (events checked so far, events the head announces)
-Progress = Callable[[int, int], None]
-PROGRESS_EVERY = 10_000
-
-_COLS = ("seq, id, run_id, kind, subject, actor, at, payload, payload_hash, prev_hash, hash, "
-         "idem_key")
-_TEXT_COLUMNS = ("id", "run_id", "kind", "subject", "actor", "at", "payload", "payload_hash",
-                 "prev_hash", "hash")
-_HASH_RE = re.compile(r"sha256:[0-9a-f]{64}")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-@dataclass(frozen=True, slots=True)
-class Anchor:
-    """A head kept elsewhere by the operator: ``seq:sha256:<hex>`` or ``sha256:<hex>``."""
-
-    hash: str
-    seq: int | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> Anchor:
-        value = text.strip()
-        seq: int | None = None
-        head, sep, rest = value.partition(":")
-        if sep and head.isdigit():
-            seq, value = int(head), rest
-            if seq < 1:
-                raise InputError(f"anchor `{text}`: the sequence number must be 1 or more")
-        if not _HASH_RE.fullmatch(value):
-            raise InputError(f"anchor `{text}` is not `sha256:<64 hex>` or `<seq>:sha256:<64 hex>`",
-                             hint="`cradle-kg audit anchor` prints one")
-        return cls(hash=value, seq=seq)
-
-    def __str__(self) -> str:
-        return self.hash if self.seq is None else f"{self.seq}:{self.hash}"
-
-
-class _Broken(Exception):
-    """Internal: the journal cannot vouch for anything; ``reason`` says why."""
-
-    def __init__(self, reason: str, *, seq: int | None = None, event_id: str | None = None,
-                 events: int = 0) -> None:
-        super().__init__(reason)
-        self.reason, self.seq, self.event_id, self.events = reason, seq, event_id, events
 
 
 class _Retry(Exception):
@@ -128,7 +82,7 @@ def verify_journal(path: Path, *, anchor: Anchor | None = None,
                 return _verify(conn, anchor, progress)
         except _Retry:
             continue
-        except _Broken as broken:
+        except ChainBroken as broken:
             return ChainReport(False, broken.events, GENESIS_HASH, broken.seq,
                                broken.event_id, broken.reason)
         except (sqlite3.Error, OSError) as exc:
@@ -157,15 +111,15 @@ def _open_readonly(path: Path) -> Iterator[sqlite3.Connection]:
     wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
     if not path.exists():
         extra = f" (but `{wal.name}` exists: a WAL without its database)" if wal.exists() else ""
-        raise _Broken(f"there is no journal at `{path}`{extra}")
+        raise ChainBroken(f"there is no journal at `{path}`{extra}")
     if not path.is_file():
-        raise _Broken(f"`{path}` is not a file")
+        raise ChainBroken(f"`{path}` is not a file")
     with path.open("rb") as fh:
         magic = fh.read(len(_SQLITE_MAGIC))
     if not magic:
-        raise _Broken(f"the journal `{path}` is a 0-byte file: it holds no events")
+        raise ChainBroken(f"the journal `{path}` is a 0-byte file: it holds no events")
     if magic != _SQLITE_MAGIC:
-        raise _Broken(f"`{path}` is not a SQLite database")
+        raise ChainBroken(f"`{path}` is not a SQLite database")
     if wal.exists() and shm.exists():
         # a live (or crashed) writer: read its WAL through a read-only -shm
         with _connect(_uri(path, "mode=ro&readonly_shm=1")) as conn:
@@ -223,7 +177,8 @@ def _verify(conn: sqlite3.Connection, anchor: Anchor | None,
     try:
         _check_schema(conn)
         head = conn.execute("SELECT seq, hash FROM head").fetchall()
-        report = _walk(conn, head, anchor, progress)
+        report = walk(conn.execute(f"SELECT {COLUMNS} FROM events ORDER BY seq"), head,
+                      anchor, progress)
         if report.intact:
             mismatch = derived.compare(conn)
             if mismatch is not None:
@@ -237,101 +192,19 @@ def _verify(conn: sqlite3.Connection, anchor: Anchor | None,
 def _check_schema(conn: sqlite3.Connection) -> None:
     found = set(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
     if not found:
-        raise _Broken("the journal has no tables: it was emptied or never written")
+        raise ChainBroken("the journal has no tables: it was emptied or never written")
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version != JOURNAL_FORMAT:
         upgrade = (" (open it once with this cradle-kg to upgrade it: same events, same "
                    "hashes)" if version in UPGRADABLE_FORMATS else "")
-        raise _Broken(f"the journal is format `{version or 1}`, not `{JOURNAL_FORMAT}`: written "
-                      f"by an older cradle-kg{upgrade} or altered")
+        raise ChainBroken(f"the journal is format `{version or 1}`, not `{JOURNAL_FORMAT}`: "
+                          f"written by an older cradle-kg{upgrade} or altered")
     for kind, name, _tbl, _sql in sorted(_EXPECTED - found, key=str):
         same_name = any(f[1] == name for f in found)
-        raise _Broken(f"the journal's {kind} `{name}` "
+        raise ChainBroken(f"the journal's {kind} `{name}` "
                       + ("was altered" if same_name else "is missing"))
     for kind, name, _tbl, _sql in sorted(found - _EXPECTED, key=str):
-        raise _Broken(f"the journal has an unexpected {kind} `{name}`")
+        raise ChainBroken(f"the journal has an unexpected {kind} `{name}`")
 
 
-def _walk(conn: sqlite3.Connection, head: list[Any], anchor: Anchor | None,
-          progress: Progress | None) -> ChainReport:
-    announced = int(head[0][0]) if head and isinstance(head[0][0], int) else 0
-    prev, count, anchored = GENESIS_HASH, 0, anchor is None
-    for row in conn.execute(f"SELECT {_COLS} FROM events ORDER BY seq"):
-        count += 1
-        problem = _row_problem(row, count, prev)
-        if problem:
-            event_id = row[1] if isinstance(row[1], str) else None
-            seq = row[0] if isinstance(row[0], int) else count
-            return ChainReport(False, count, prev, seq, event_id, problem)
-        prev = row[10]
-        if anchor is not None and not anchored:
-            anchored = _at_anchor(anchor, row[0], row[10], row[1])
-        if progress is not None and count % PROGRESS_EVERY == 0:
-            progress(count, max(announced, count))
-    if count == 0:
-        raise _Broken("the journal has no events: its genesis event (seq 1) is missing"
-                      + ("" if head else " and so is its head"), seq=1)
-    if not head:
-        raise _Broken(f"the journal's head is missing (the chain ends at seq {count})",
-                      seq=count, events=count)
-    head_seq, head_hash = head[0]
-    if (head_seq, head_hash) != (count, prev):
-        return ChainReport(
-            False, count, prev, count + 1 if isinstance(head_seq, int) and head_seq > count
-            else count, None,
-            f"the head records seq {head_seq} but the chain ends at seq {count} "
-            f"(`{prev}`): events were deleted from the end or the head was edited")
-    if not anchored:
-        assert anchor is not None
-        where = f"seq {anchor.seq}" if anchor.seq is not None else "any seq"
-        return ChainReport(
-            False, count, prev, anchor.seq, None,
-            f"the journal does not contain the anchor `{anchor}` at {where} (it ends at seq "
-            f"{count}): it was truncated, re-chained or replaced since the anchor was taken")
-    if progress is not None:
-        progress(count, count)
-    return ChainReport(True, count, prev)
-
-
-def _at_anchor(anchor: Anchor, seq: int, own: str, event_id: str) -> bool:
-    if anchor.seq is None:
-        return own == anchor.hash
-    if seq != anchor.seq:
-        return False
-    if own != anchor.hash:
-        raise _Broken(f"the event at seq {seq} does not carry the anchored hash "
-                      f"`{anchor.hash}`: the journal was re-chained or replaced since the "
-                      "anchor was taken", seq=seq, event_id=event_id, events=seq)
-    return True
-
-
-def _row_problem(row: tuple[Any, ...], expected_seq: int, prev: str) -> str | None:
-    seq, event_id, run_id, kind, subject, actor, at, payload, payload_hash, prev_hash, own, \
-        idem_key = row
-    if seq != expected_seq:
-        if expected_seq == 1:
-            return f"the genesis event (seq 1) is missing: the chain starts at seq {seq}"
-        return f"expected seq {expected_seq} here, found {seq}: an event is missing"
-    for name, value in zip(_TEXT_COLUMNS, row[1:11], strict=True):
-        if not isinstance(value, str):
-            return f"column `{name}` holds a {type(value).__name__}, not text: the event " \
-                   "was edited"
-    if idem_key is not None and not isinstance(idem_key, str):
-        return f"column `idem_key` holds a {type(idem_key).__name__}, not text: the event " \
-               "was edited"
-    if event_id != f"evt-{seq:010d}":
-        return f"event id `{event_id}` does not match its position {seq}"
-    if prev_hash != prev:
-        return "prev_hash does not match the hash of the event before: reordered or removed"
-    if sha256_bytes(payload.encode("utf-8")) != payload_hash:
-        return "payload does not match its payload_hash: the payload was edited"
-    recomputed = event_hash(
-        seq=seq, event_id=event_id, run_id=run_id, kind=kind, subject=subject, actor=actor,
-        at=at, payload_hash=payload_hash, prev_hash=prev_hash, idem_key=idem_key,
-    )
-    if recomputed != own:
-        return "the event's hash does not match its fields: the event was edited"
-    return None
-
-
-__all__ = ["Anchor", "Progress", "verify_journal"]
+__all__ = ["verify_journal"]

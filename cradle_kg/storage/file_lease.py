@@ -1,4 +1,4 @@
-"""Who is alive: a worker lease, held for the life of a runtime.
+"""Who is alive, on the SQLite journal: a worker lease held for the life of a runtime.
 
 A runtime holds an exclusive ``flock`` on ``<home>/workers/<id>.lock`` for its whole life
 and writes its worker id into every intent; the kernel drops the lock when the process
@@ -12,6 +12,8 @@ import fcntl
 import os
 import re
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 _WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
@@ -56,3 +58,14 @@ def worker_alive(directory: Path, worker_id: str) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+@contextmanager
+def exclusive_file(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` for the block (one holder across processes)."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -6,10 +6,13 @@ must agree on it byte for byte and must not depend on each other to do so.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..canonical import content_hash
-from . import derived
+from ..errors import InputError
+from . import sqlite_derived as derived
 
 GENESIS_HASH = "sha256:" + "0" * 64
 #: ``PRAGMA user_version`` of a journal this code writes; format 2 hashes ``idem_key``,
@@ -43,6 +46,10 @@ CREATE TABLE IF NOT EXISTS head (
     hash TEXT NOT NULL
 );
 """
+#: a progress callback: (events checked so far, events the head announces)
+Progress = Callable[[int, int], None]
+_HASH_RE = re.compile(r"sha256:[0-9a-f]{64}")
+
 SCHEMA_STATEMENTS = (*(s.strip() for s in _SCHEMA.split(";") if s.strip()),
                      *derived.SCHEMA_STATEMENTS)
 
@@ -77,3 +84,28 @@ def event_hash(*, seq: int, event_id: str, run_id: str, kind: str, subject: str,
             "prev_hash": prev_hash,
         }
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A head kept elsewhere by the operator: ``seq:sha256:<hex>`` or ``sha256:<hex>``."""
+
+    hash: str
+    seq: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Anchor:
+        value = text.strip()
+        seq: int | None = None
+        head, sep, rest = value.partition(":")
+        if sep and head.isdigit():
+            seq, value = int(head), rest
+            if seq < 1:
+                raise InputError(f"anchor `{text}`: the sequence number must be 1 or more")
+        if not _HASH_RE.fullmatch(value):
+            raise InputError(f"anchor `{text}` is not `sha256:<64 hex>` or `<seq>:sha256:<64 hex>`",
+                             hint="`cradle-kg audit anchor` prints one")
+        return cls(hash=value, seq=seq)
+
+    def __str__(self) -> str:
+        return self.hash if self.seq is None else f"{self.seq}:{self.hash}"

@@ -1,0 +1,44 @@
+"""Storage: the journal of record behind one interface (:class:`Journal`).
+
+``sqlite`` (the embedded default: ``<home>/journal.sqlite``) and ``postgresql`` (one
+database for many workers; ``pip install 'cradle-kg[postgresql]'``), selected by
+:func:`open_journal`. Only this package talks to a database driver.
+"""
+
+from .chain import GENESIS_HASH, JOURNAL_FORMAT, Anchor, ChainReport, Progress, event_hash
+from .journal import IdempotencyKeyTaken, Journal, Lease, NewEvent
+from .opening import (
+    JOURNAL_URL_ENV,
+    home_journal_target,
+    is_postgres,
+    journal_target,
+    open_home_journal,
+    open_journal,
+    redact,
+    verify_target,
+)
+from .sqlite import SqliteJournal
+from .sqlite_verify import verify_journal
+
+__all__ = [
+    "GENESIS_HASH",
+    "JOURNAL_FORMAT",
+    "JOURNAL_URL_ENV",
+    "Anchor",
+    "ChainReport",
+    "IdempotencyKeyTaken",
+    "Journal",
+    "Lease",
+    "NewEvent",
+    "Progress",
+    "SqliteJournal",
+    "event_hash",
+    "home_journal_target",
+    "is_postgres",
+    "journal_target",
+    "open_home_journal",
+    "open_journal",
+    "redact",
+    "verify_journal",
+    "verify_target",
+]

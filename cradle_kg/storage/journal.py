@@ -1,0 +1,136 @@
+"""The journal's interface: what the runtime, the CLI and the server may ask of a journal.
+
+Two implementations: :class:`~.sqlite.SqliteJournal` (the embedded default, one file in
+the home) and :class:`~.postgresql.PostgresJournal` (one database shared by many workers,
+possibly on many hosts). Both write the same events with the same hashes byte for byte
+(:mod:`.chain`), claim an idempotency key once (a UNIQUE index), keep the derived state
+(usage buckets, open intents, approval ids, runs) in the append's own transaction and
+serialise appends, so the head read under the writer's lock is the head the new events
+chain onto.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from ..records import AuditEvent
+from .chain import Anchor, ChainReport, Progress
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event about to be appended; the journal assigns seq, id and hashes."""
+
+    run_id: str
+    kind: str
+    subject: str
+    actor: str
+    at: datetime
+    payload: dict[str, Any]
+    #: set on intent events only: claims the key for good (UNIQUE)
+    idem_key: str | None = None
+
+
+class IdempotencyKeyTaken(Exception):
+    """Internal signal: an intent for this key is already in the journal."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+class Lease(Protocol):
+    """A worker's lease: held for the life of a runtime, dropped when its process dies."""
+
+    @property
+    def id(self) -> str: ...
+
+    def release(self) -> None: ...
+
+
+@runtime_checkable
+class Journal(Protocol):
+    """One journal of record (see the module docstring for the guarantees)."""
+
+    #: where it lives, for messages: a file path or a URL without its password
+    @property
+    def location(self) -> str: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Journal: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    # --- writing -------------------------------------------------------------------
+    def append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
+        """All or none, durably; :class:`IdempotencyKeyTaken` when a key is claimed."""
+        ...
+
+    # --- reading -------------------------------------------------------------------
+    def events(self, *, run_id: str | None = None, since_seq: int = 0,
+               batch: int = 5000) -> Iterator[AuditEvent]: ...
+
+    def events_for_subject(self, subject: str) -> list[AuditEvent]: ...
+
+    def events_of_kind(self, kind: str) -> list[AuditEvent]: ...
+
+    def last_of_kind(self, kind: str) -> AuditEvent | None: ...
+
+    def event_for_key(self, key: str) -> AuditEvent | None: ...
+
+    def intent_for_key(self, key: str) -> AuditEvent | None: ...
+
+    def claimed_keys(self) -> dict[int, str]:
+        """seq -> idempotency key of every event that claimed one."""
+        ...
+
+    def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None: ...
+
+    def head(self) -> tuple[int, str]: ...
+
+    def watermark(self) -> int:
+        """A number that changes whenever *another* connection has appended since the
+        last call (this object's own appends do not move it)."""
+        ...
+
+    # --- derived state (kept in the append's transaction) --------------------------
+    def usage_since(self, *, field: str | None, value: str | None,
+                    since: datetime) -> tuple[int, float]: ...
+
+    def dangling_intents(self) -> list[tuple[int, str]]: ...
+
+    def run_ids(self) -> list[str]: ...
+
+    def has_run(self, run_id: str) -> bool: ...
+
+    def proposal_runs(self, *, limit: int | None = None, offset: int = 0,
+                      newest_first: bool = False) -> tuple[list[str], int]: ...
+
+    def approval_subjects(self) -> list[str]: ...
+
+    def approval_subject(self, approval_id: str) -> str | None: ...
+
+    # --- verifying -----------------------------------------------------------------
+    def verify(self, *, anchor: Anchor | None = None,
+               progress: Progress | None = None) -> ChainReport: ...
+
+    # --- workers -------------------------------------------------------------------
+    def acquire_lease(self) -> Lease:
+        """A new worker lease (its id goes into every intent this worker writes)."""
+        ...
+
+    def worker_alive(self, worker_id: str) -> bool:
+        """True while the worker that took ``worker_id`` still holds its lease."""
+        ...
+
+    def exclusive(self, name: str) -> AbstractContextManager[None]:
+        """Held by one worker at a time across every process on this journal (recovery)."""
+        ...
+
+
+__all__ = ["IdempotencyKeyTaken", "Journal", "Lease", "NewEvent"]

@@ -1,0 +1,57 @@
+"""Connecting to a PostgreSQL journal, and the advisory-lock keys every worker agrees on."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..errors import JournalError
+
+if TYPE_CHECKING:
+    import psycopg
+
+#: advisory-lock namespaces (the first int of the two-int form): "CRAD" + n
+APPEND_LOCK, LEASE_LOCKS, NAMED_LOCKS, MIGRATE_LOCK = (0x43524144 + n for n in range(4))
+
+
+def redact(url: str) -> str:
+    """The URL without its password (for messages)."""
+    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
+
+
+def int4(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def lease_key(worker_id: str) -> int:
+    return int4(int(worker_id[2:10], 16))
+
+
+def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[tuple[Any, ...]]:
+    try:
+        import psycopg
+        from psycopg.conninfo import make_conninfo
+    except ImportError as exc:
+        raise JournalError("the PostgreSQL journal needs psycopg 3",
+                           hint="pip install 'cradle-kg[postgresql]'") from exc
+    try:
+        # a dead host's lease is dropped when its TCP connection is found dead (~25 s)
+        info = make_conninfo(url, connect_timeout=10, keepalives=1, keepalives_idle=10,
+                             keepalives_interval=5, keepalives_count=3)
+        return psycopg.connect(info, autocommit=autocommit)
+    except psycopg.Error as exc:
+        raise JournalError(f"cannot connect to the journal `{redact(url)}`: "
+                           f"{str(exc).strip()}") from exc
+
+
+def schema_version(conn: psycopg.Connection[tuple[Any, ...]]) -> list[tuple[int, str]]:
+    """The migrations recorded in the database (none when it was never migrated)."""
+    if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,):
+        return []
+    return [(int(v), str(n)) for v, n in
+            conn.execute("SELECT version, name FROM schema_migrations ORDER BY version")]
+
+
+__all__ = ["APPEND_LOCK", "LEASE_LOCKS", "MIGRATE_LOCK", "NAMED_LOCKS", "connect", "int4",
+           "lease_key", "redact", "schema_version"]

@@ -1,0 +1,171 @@
+"""The PostgreSQL journal's schema: versioned migrations and its derived state.
+
+Same tables and columns as the SQLite journal (:mod:`.chain`, :mod:`.sqlite_derived`), so
+the events and their hashes are the same byte for byte: every event column is ``text`` or
+``bigint`` (``payload`` is the canonical JSON text itself, never ``jsonb``, which would
+re-serialise it). ``schema_migrations`` records which migration ran; ``cradle-kg db
+migrate`` applies the pending ones (each in its own transaction, under an advisory lock, so
+two hosts migrating at once apply each once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .sqlite_derived import USAGE_FIELDS
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS = (
+    Migration(1, "events-head-and-derived-state", (
+        """CREATE TABLE events (
+            seq          bigint PRIMARY KEY,
+            id           text NOT NULL UNIQUE,
+            run_id       text NOT NULL,
+            kind         text NOT NULL,
+            subject      text NOT NULL,
+            actor        text NOT NULL,
+            at           text NOT NULL,
+            payload      text NOT NULL,
+            payload_hash text NOT NULL,
+            prev_hash    text NOT NULL,
+            hash         text NOT NULL,
+            idem_key     text)""",
+        "CREATE UNIQUE INDEX events_idem_key ON events(idem_key) WHERE idem_key IS NOT NULL",
+        "CREATE INDEX events_run ON events(run_id, seq)",
+        "CREATE INDEX events_subject ON events(subject, seq)",
+        "CREATE INDEX events_kind ON events(kind, seq)",
+        """CREATE TABLE head (
+            one  integer PRIMARY KEY CHECK (one = 1),
+            seq  bigint NOT NULL,
+            hash text NOT NULL)""",
+        """CREATE TABLE usage (
+            scope text NOT NULL, subject text NOT NULL, second text NOT NULL,
+            calls bigint NOT NULL, cost double precision NOT NULL,
+            PRIMARY KEY (scope, subject, second))""",
+        "CREATE TABLE open_intents (seq bigint PRIMARY KEY, subject text NOT NULL)",
+        "CREATE INDEX open_intents_subject ON open_intents(subject)",
+        """CREATE TABLE approval_ids (
+            approval_id text PRIMARY KEY, subject text NOT NULL, seq bigint NOT NULL)""",
+        """CREATE TABLE runs (
+            run_id text PRIMARY KEY, first_seq bigint NOT NULL, proposals bigint NOT NULL)""",
+        "CREATE INDEX runs_first ON runs(first_seq)",
+    )),
+)
+LATEST = MIGRATIONS[-1].version
+
+MIGRATIONS_TABLE = ("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                    "version integer PRIMARY KEY, name text NOT NULL)")
+
+# --- derived state, kept in the append's transaction ---------------------------------
+
+
+def _cost(payload: dict[str, Any]) -> float:
+    cost = payload.get("cost")
+    if isinstance(cost, bool) or not isinstance(cost, int | float):
+        return 0.0
+    return float(cost)
+
+
+def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: str,
+                       payload: dict[str, Any]) -> list[tuple[str, tuple[Any, ...]]]:
+    """The statements that update every derived table for one event (as
+    :func:`.sqlite_derived.apply` does on SQLite)."""
+    out: list[tuple[str, tuple[Any, ...]]] = [(
+        "INSERT INTO runs(run_id, first_seq, proposals) VALUES (%s, %s, %s) "
+        "ON CONFLICT (run_id) DO UPDATE SET proposals = runs.proposals + excluded.proposals",
+        (run_id, seq, int(kind == "proposal.received")))]
+    if kind == "action.intent":
+        out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)", (seq, subject)))
+        cost = _cost(payload)
+        keys = [("*", "")] + [(f, payload[f]) for f in USAGE_FIELDS
+                              if isinstance(payload.get(f), str)]
+        for scope, value in keys:
+            out.append((
+                "INSERT INTO usage(scope, subject, second, calls, cost) "
+                "VALUES (%s, %s, %s, 1, %s) ON CONFLICT (scope, subject, second) DO UPDATE "
+                "SET calls = usage.calls + 1, cost = usage.cost + excluded.cost",
+                (scope, value, at[:19], cost)))
+    elif kind == "run.outcome":
+        out.append(("DELETE FROM open_intents WHERE subject = %s", (subject,)))
+    elif kind == "approval.requested":
+        approval = payload.get("approval")
+        approval_id = approval.get("id") if isinstance(approval, dict) else None
+        if isinstance(approval_id, str):
+            out.append(("INSERT INTO approval_ids(approval_id, subject, seq) "
+                        "VALUES (%s, %s, %s) ON CONFLICT (approval_id) DO NOTHING",
+                        (approval_id, subject, seq)))
+    return out
+
+
+_P = "payload::jsonb"
+_COST = (f"CASE WHEN jsonb_typeof({_P} -> 'cost') = 'number' "
+         f"THEN ({_P} ->> 'cost')::double precision ELSE 0 END")
+_INTENTS = "FROM events WHERE kind = 'action.intent'"
+_USAGE_FROM_EVENTS = " UNION ALL ".join(
+    [f"SELECT '*' AS scope, '' AS subject, substr(at, 1, 19) AS second, {_COST} AS cost "
+     f"{_INTENTS}"]
+    + [f"SELECT '{f}', {_P} ->> '{f}', substr(at, 1, 19), {_COST} {_INTENTS} "
+       f"AND jsonb_typeof({_P} -> '{f}') = 'string'" for f in USAGE_FIELDS])
+_C = 'COLLATE "C"'
+
+#: (table, stored rows in key order, the same rows computed from the events)
+DERIVATIONS = (
+    ("usage",
+     f"SELECT scope, subject, second, calls, cost FROM usage "
+     f"ORDER BY scope {_C}, subject {_C}, second {_C}",
+     f"SELECT scope, subject, second, COUNT(*)::bigint, SUM(cost)::double precision FROM "
+     f"({_USAGE_FROM_EVENTS}) u GROUP BY scope, subject, second "
+     f"ORDER BY scope {_C}, subject {_C}, second {_C}"),
+    ("open_intents", "SELECT seq, subject FROM open_intents ORDER BY seq",
+     "SELECT i.seq, i.subject FROM events i WHERE i.kind = 'action.intent' AND NOT EXISTS "
+     "(SELECT 1 FROM events o WHERE o.subject = i.subject AND o.kind = 'run.outcome' "
+     "AND o.seq > i.seq) ORDER BY i.seq"),
+    ("approval_ids", f"SELECT approval_id, subject, seq FROM approval_ids "
+     f"ORDER BY approval_id {_C}",
+     f"SELECT DISTINCT ON (a) a, subject, seq FROM (SELECT {_P} -> 'approval' ->> 'id' AS a, "
+     f"subject, seq FROM events WHERE kind = 'approval.requested' AND "
+     f"jsonb_typeof({_P} -> 'approval' -> 'id') = 'string') x ORDER BY a {_C}, seq"),
+    ("runs", f"SELECT run_id, first_seq, proposals FROM runs ORDER BY run_id {_C}",
+     f"SELECT run_id, MIN(seq), SUM(CASE WHEN kind = 'proposal.received' THEN 1 ELSE 0 "
+     f"END)::bigint FROM events GROUP BY run_id ORDER BY run_id {_C}"),
+)
+
+# --- the catalog audit verify expects ------------------------------------------------
+
+#: every relation, column, index, constraint, trigger, rule, policy and function in the
+#: journal's schema, one normalised line each (qualifying ``<schema>.`` removed)
+CATALOG_SQL = """
+SELECT 'relation ' || c.relname || ' ' || c.relkind::text || ' rls=' || c.relrowsecurity::text
+  FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace
+UNION ALL
+SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type || ' '
+       || is_nullable || ' ' || coalesce(column_default, '-')
+  FROM information_schema.columns WHERE table_schema = current_schema()
+UNION ALL
+SELECT 'index ' || indexname || ' ' || replace(indexdef, current_schema() || '.', '')
+  FROM pg_indexes WHERE schemaname = current_schema()
+UNION ALL
+SELECT 'constraint ' || conrelid::regclass::text || '.' || conname || ' '
+       || pg_get_constraintdef(oid)
+  FROM pg_constraint WHERE connamespace = current_schema()::regnamespace
+UNION ALL
+SELECT 'trigger ' || t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+  WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal
+UNION ALL
+SELECT 'rule ' || rulename FROM pg_rules WHERE schemaname = current_schema()
+UNION ALL
+SELECT 'policy ' || policyname FROM pg_policies WHERE schemaname = current_schema()
+UNION ALL
+SELECT 'function ' || proname FROM pg_proc WHERE pronamespace = current_schema()::regnamespace
+"""
+
+__all__ = ["CATALOG_SQL", "DERIVATIONS", "LATEST", "MIGRATIONS", "MIGRATIONS_TABLE",
+           "Migration", "derived_statements"]

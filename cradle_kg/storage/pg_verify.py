@@ -1,0 +1,122 @@
+"""``audit verify`` on the PostgreSQL journal: read only, one snapshot, streamed.
+
+One ``REPEATABLE READ, READ ONLY`` transaction reads the catalog, the migrations, the head,
+every event (through a server-side cursor, so memory stays constant) and the derived
+tables: a concurrent writer cannot cause a false break, and nothing is written. What each
+column is checked by is the table in :mod:`.sqlite_verify` (same events, same walk,
+:func:`.walk.walk`); besides it, the schema must be exactly the one the migrations create
+(:data:`.pg_catalog.EXPECTED`: relations, columns, indexes, constraints, triggers, rules,
+row-level policies, functions) and ``schema_migrations`` must list exactly this code's
+migrations.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import zip_longest
+from typing import TYPE_CHECKING, Any
+
+from ..errors import JournalError
+from . import pg_schema
+from .chain import GENESIS_HASH, Anchor, ChainReport, Progress
+from .pg_catalog import EXPECTED
+from .walk import COLUMNS, ChainBroken, walk
+
+if TYPE_CHECKING:
+    import psycopg
+
+
+def verify_postgres(url: str, *, anchor: Anchor | None = None,
+                    progress: Progress | None = None) -> ChainReport:
+    import psycopg
+
+    from .pg_connect import connect, redact
+
+    try:
+        conn = connect(url, autocommit=False)
+    except JournalError as exc:
+        return ChainReport(False, 0, GENESIS_HASH, None, None, str(exc))
+    try:
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        conn.read_only = True
+        return verify_connection(conn, anchor=anchor, progress=progress)
+    except psycopg.Error as exc:
+        return ChainReport(False, 0, GENESIS_HASH, None, None,
+                           f"the journal `{redact(url)}` cannot be read: {str(exc).strip()}")
+    finally:
+        conn.rollback()
+        conn.close()
+
+
+def verify_connection(conn: psycopg.Connection[tuple[Any, ...]], *,
+                      anchor: Anchor | None = None,
+                      progress: Progress | None = None) -> ChainReport:
+    """Verify inside the connection's current transaction (the caller's snapshot)."""
+    try:
+        _check_catalog(conn)
+        head = conn.execute("SELECT seq, hash FROM head").fetchall()
+        with conn.cursor(name="cradle_verify") as cur:
+            cur.itersize = 2000
+            cur.execute(f"SELECT {COLUMNS} FROM events ORDER BY seq")
+            report = walk(cur, head, anchor, progress)
+        if report.intact:
+            mismatch = _compare(conn)
+            if mismatch is not None:
+                report = ChainReport(False, report.events, report.head_hash, None, None,
+                                     mismatch)
+        return report
+    except ChainBroken as broken:
+        return ChainReport(False, broken.events, GENESIS_HASH, broken.seq, broken.event_id,
+                           broken.reason)
+
+
+def catalog(conn: psycopg.Connection[tuple[Any, ...]]) -> set[str]:
+    return {str(r[0]) for r in conn.execute(pg_schema.CATALOG_SQL)}
+
+
+def _check_catalog(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+    found = catalog(conn)
+    if not found:
+        raise ChainBroken("the journal has no tables: it was emptied or never migrated")
+    for line in sorted(EXPECTED - found):
+        kind, name = line.split(" ")[:2]
+        same = any(f.split(" ")[:2] == [kind, name] for f in found)
+        raise ChainBroken(f"the journal's {kind} `{name}` " + ("was altered" if same
+                                                                else "is missing"))
+    for line in sorted(found - EXPECTED):
+        kind, name = line.split(" ")[:2]
+        raise ChainBroken(f"the journal has an unexpected {kind} `{name}`")
+    applied = [tuple(r) for r in conn.execute(
+        "SELECT version, name FROM schema_migrations ORDER BY version")]
+    want = [(m.version, m.name) for m in pg_schema.MIGRATIONS]
+    if applied != want:
+        raise ChainBroken(f"the journal's `schema_migrations` lists {applied!r}, not the "
+                          f"migrations {want!r}: it was edited")
+
+
+def _same(stored: tuple[Any, ...], derived: tuple[Any, ...], table: str) -> bool:
+    exact = 4 if table == "usage" else len(derived)
+    pairs = list(zip(stored, derived, strict=True))
+    if any(a != b or type(a) is not type(b) for a, b in pairs[:exact]):
+        return False
+    return all(isinstance(a, float) and isinstance(b, float)
+               and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) for a, b in pairs[exact:])
+
+
+def _compare(conn: psycopg.Connection[tuple[Any, ...]]) -> str | None:
+    import json
+
+    for n, (table, stored_sql, derived_sql) in enumerate(pg_schema.DERIVATIONS):
+        with conn.cursor(name=f"cradle_stored_{n}") as stored, \
+                conn.cursor(name=f"cradle_derived_{n}") as derived:
+            stored.execute(stored_sql)
+            derived.execute(derived_sql)
+            for row, want in zip_longest(stored, derived):
+                if row is None or want is None or not _same(tuple(row), tuple(want), table):
+                    shown = json.dumps(list(row) if row is not None else None, default=repr)
+                    return (f"the derived table `{table}` does not match the events (row "
+                            f"{shown[:120]}): it was edited, or written by something else")
+    return None
+
+
+__all__ = ["catalog", "verify_connection", "verify_postgres"]

@@ -1,0 +1,335 @@
+"""The journal on PostgreSQL (psycopg 3): one journal of record for many workers.
+
+Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for byte.
+
+* **Appends are serialised** by a transaction-level advisory lock taken *before* the head
+  is read (READ COMMITTED: the head read after the lock is the last committed one), so two
+  workers never chain onto the same head; the head row is updated in the same transaction.
+* **An idempotency key is claimed once** by the partial UNIQUE index on ``idem_key``: the
+  second claimant's transaction fails with a unique violation and writes nothing.
+* **Derived state** (usage buckets, open intents, approval ids, runs) changes in the
+  append's transaction (:func:`.pg_schema.derived_statements`).
+* **Leases** are session advisory locks held on a connection of their own: the server
+  drops them when the worker's connection dies (SIGKILL closes the socket; TCP keepalives
+  find a dead host). :meth:`worker_alive` asks the server whether the lock is held.
+* The schema is versioned (:mod:`.pg_schema`): a database that is not migrated to this
+  code's version is refused with the command that migrates it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+import zlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..canonical import canonical_json, iso, parse_iso, sha256_bytes
+from ..errors import JournalError
+from ..records import AuditEvent
+from . import pg_schema
+from .chain import GENESIS_HASH, Anchor, ChainReport, Progress, event_hash
+from .journal import IdempotencyKeyTaken, NewEvent
+from .pg_connect import (
+    APPEND_LOCK,
+    LEASE_LOCKS,
+    NAMED_LOCKS,
+    connect,
+    int4,
+    lease_key,
+    redact,
+    schema_version,
+)
+from .sqlite_derived import USAGE_FIELDS
+
+if TYPE_CHECKING:
+    import psycopg
+
+_WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
+_COLS = "seq, id, run_id, kind, subject, actor, at, payload, payload_hash, prev_hash, hash"
+
+
+class _Lease:
+    """A session advisory lock on a connection of its own, for the life of a worker."""
+
+    def __init__(self, url: str) -> None:
+        self._conn = connect(url)
+        for _ in range(8):
+            self.id = "w-" + uuid.uuid4().hex[:16]
+            row = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
+                                     (LEASE_LOCKS, lease_key(self.id))).fetchone()
+            if row is not None and row[0]:
+                return
+        self._conn.close()
+        raise JournalError("could not take a worker lease (8 ids in a row were held)")
+
+    def release(self) -> None:
+        if not self._conn.closed:
+            self._conn.close()  # the server drops the session's locks with it
+
+
+class PostgresJournal:
+    """One PostgreSQL journal. Safe to share between threads (one connection, locked)."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.url = url
+        self._psycopg = psycopg
+        self._conn = connect(url)
+        self._lock = threading.RLock()
+        try:
+            applied = schema_version(self._conn)
+        except psycopg.Error as exc:
+            self._conn.close()
+            raise JournalError(f"cannot read the journal `{self.location}`: {exc}") from exc
+        want = [(m.version, m.name) for m in pg_schema.MIGRATIONS]
+        if applied != want:
+            self._conn.close()
+            have = applied[-1][0] if applied else 0
+            raise JournalError(
+                f"the journal `{self.location}` is at schema version `{have}`; this cradle-kg "
+                f"needs `{pg_schema.LATEST}`",
+                hint="run `cradle-kg db migrate` (with the same `CRADLE_JOURNAL_URL`)"
+                if have < pg_schema.LATEST else "upgrade cradle-kg")
+        #: watermark: appends by others this object has noticed, and the head it last saw
+        self._foreign, self._known_seq = 0, self.head()[0]
+
+    @property
+    def location(self) -> str:
+        return redact(self.url)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> PostgresJournal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- writing ------------------------------------------------------------------
+
+    def append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
+        """Append events atomically and durably; all or none are written."""
+        if not events:
+            return []
+        psycopg = self._psycopg
+        with self._lock:
+            try:
+                with self._conn.transaction(), self._conn.cursor() as cur:
+                    # INVARIANT: the lock is taken before the head is read
+                    cur.execute("SELECT pg_advisory_xact_lock(%s, 0)", (APPEND_LOCK,))
+                    row = cur.execute("SELECT seq, hash FROM head WHERE one = 1").fetchone()
+                    seq, prev = (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
+                    if seq != self._known_seq:
+                        self._foreign += 1
+                    written: list[AuditEvent] = []
+                    for new in events:
+                        seq += 1
+                        written.append(self._insert(cur, seq, prev, new))
+                        prev = written[-1].hash
+                    cur.execute("INSERT INTO head(one, seq, hash) VALUES (1, %s, %s) "
+                                "ON CONFLICT (one) DO UPDATE SET seq = excluded.seq, "
+                                "hash = excluded.hash", (seq, prev))
+            except psycopg.errors.UniqueViolation as exc:
+                keys = [e.idem_key for e in events if e.idem_key]
+                if keys and exc.diag.constraint_name == "events_idem_key":
+                    raise IdempotencyKeyTaken(self._taken(keys)) from exc
+                raise JournalError(f"journal integrity error: {exc}") from exc
+            except psycopg.Error as exc:
+                raise JournalError(f"cannot write the journal `{self.location}`: "
+                                   f"{str(exc).strip()}") from exc
+            self._known_seq = seq
+            return written
+
+    def _taken(self, keys: list[str]) -> str:
+        rows = self._query("SELECT idem_key FROM events WHERE idem_key = ANY(%s) ORDER BY seq",
+                           (keys,))
+        return str(rows[0][0]) if rows else keys[0]
+
+    @staticmethod
+    def _insert(cur: psycopg.Cursor[tuple[Any, ...]], seq: int, prev: str,
+                new: NewEvent) -> AuditEvent:
+        payload_text = canonical_json(new.payload)
+        payload_hash = sha256_bytes(payload_text.encode("utf-8"))
+        at = iso(new.at)
+        event_id = f"evt-{seq:010d}"
+        own = event_hash(seq=seq, event_id=event_id, run_id=new.run_id, kind=new.kind,
+                         subject=new.subject, actor=new.actor, at=at,
+                         payload_hash=payload_hash, prev_hash=prev, idem_key=new.idem_key)
+        cur.execute(
+            "INSERT INTO events(seq, id, run_id, kind, subject, actor, at, payload, "
+            "payload_hash, prev_hash, hash, idem_key) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+            (seq, event_id, new.run_id, new.kind, new.subject, new.actor, at, payload_text,
+             payload_hash, prev, own, new.idem_key))
+        # INVARIANT: derived state changes in the transaction that writes its events
+        for sql, args in pg_schema.derived_statements(
+                seq=seq, run_id=new.run_id, kind=new.kind, subject=new.subject, at=at,
+                payload=new.payload):
+            cur.execute(sql, args)
+        return AuditEvent.model_construct(
+            seq=seq, id=event_id, run_id=new.run_id, kind=new.kind, subject=new.subject,
+            actor=new.actor, at=parse_iso(at), payload=new.payload,
+            payload_hash=payload_hash, prev_hash=prev, hash=own)
+
+    # --- reading ------------------------------------------------------------------
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return list(self._conn.execute(sql, args).fetchall())
+            except self._psycopg.Error as exc:
+                raise JournalError(f"cannot read the journal `{self.location}`: "
+                                   f"{str(exc).strip()}") from exc
+
+    @staticmethod
+    def _row(row: tuple[Any, ...]) -> AuditEvent:
+        import json
+
+        return AuditEvent(
+            seq=row[0], id=row[1], run_id=row[2], kind=row[3], subject=row[4],
+            actor=row[5], at=parse_iso(row[6]), payload=json.loads(row[7]),
+            payload_hash=row[8], prev_hash=row[9], hash=row[10])
+
+    def events(self, *, run_id: str | None = None, since_seq: int = 0,
+               batch: int = 5000) -> Iterator[AuditEvent]:
+        last = since_seq
+        while True:
+            if run_id is None:
+                rows = self._query(f"SELECT {_COLS} FROM events WHERE seq > %s "
+                                   "ORDER BY seq LIMIT %s", (last, batch))
+            else:
+                rows = self._query(f"SELECT {_COLS} FROM events WHERE run_id = %s AND "
+                                   "seq > %s ORDER BY seq LIMIT %s", (run_id, last, batch))
+            if not rows:
+                return
+            for row in rows:
+                yield self._row(row)
+            last = rows[-1][0]
+
+    def events_for_subject(self, subject: str) -> list[AuditEvent]:
+        return [self._row(r) for r in self._query(
+            f"SELECT {_COLS} FROM events WHERE subject = %s ORDER BY seq", (subject,))]
+
+    def events_of_kind(self, kind: str) -> list[AuditEvent]:
+        return [self._row(r) for r in self._query(
+            f"SELECT {_COLS} FROM events WHERE kind = %s ORDER BY seq", (kind,))]
+
+    def watermark(self) -> int:
+        seq = self.head()[0]
+        with self._lock:
+            if seq != self._known_seq:
+                self._foreign, self._known_seq = self._foreign + 1, seq
+            return self._foreign
+
+    def last_of_kind(self, kind: str) -> AuditEvent | None:
+        rows = self._query(f"SELECT {_COLS} FROM events WHERE kind = %s "
+                           "ORDER BY seq DESC LIMIT 1", (kind,))
+        return self._row(rows[0]) if rows else None
+
+    def intent_for_key(self, key: str) -> AuditEvent | None:
+        rows = self._query(f"SELECT {_COLS} FROM events WHERE idem_key = %s", (key,))
+        return self._row(rows[0]) if rows else None
+
+    def claimed_keys(self) -> dict[int, str]:
+        """seq -> idempotency key of every event that claimed one."""
+        return {int(r[0]): str(r[1]) for r in self._query(
+            "SELECT seq, idem_key FROM events WHERE idem_key IS NOT NULL ORDER BY seq")}
+
+    def event_for_key(self, key: str) -> AuditEvent | None:
+        return self.intent_for_key(key)
+
+    def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None:
+        rows = self._query(
+            f"SELECT {_COLS} FROM events WHERE run_id = %s AND kind = 'run.outcome' "
+            "AND payload::jsonb -> 'outcome' ->> 'proposal_id' = %s "
+            "AND coalesce(payload::jsonb -> 'submission', 'null'::jsonb) = 'null'::jsonb "
+            "ORDER BY seq DESC LIMIT 1", (run_id, proposal_id))
+        return self._row(rows[0]) if rows else None
+
+    def usage_since(self, *, field: str | None, value: str | None,
+                    since: datetime) -> tuple[int, float]:
+        """Intents and their declared cost since a time, from the per-second buckets (the
+        second holding ``since`` counts in full: a limit binds early, never late)."""
+        if field is not None and field not in USAGE_FIELDS:
+            raise ValueError(f"no usage field `{field}`")
+        rows = self._query(
+            "SELECT COALESCE(SUM(calls), 0)::bigint, COALESCE(SUM(cost), 0)::double precision "
+            "FROM usage WHERE scope = %s AND subject = %s AND second >= %s",
+            ("*", "", iso(since)[:19]) if field is None else (field, value, iso(since)[:19]))
+        return int(rows[0][0]), float(rows[0][1])
+
+    def run_ids(self) -> list[str]:
+        return [r[0] for r in self._query("SELECT run_id FROM runs ORDER BY first_seq")]
+
+    def has_run(self, run_id: str) -> bool:
+        return bool(self._query("SELECT 1 FROM runs WHERE run_id = %s", (run_id,)))
+
+    def proposal_runs(self, *, limit: int | None = None, offset: int = 0,
+                      newest_first: bool = False) -> tuple[list[str], int]:
+        order = "DESC" if newest_first else "ASC"
+        rows = self._query(f"SELECT run_id FROM runs WHERE proposals > 0 ORDER BY first_seq "
+                           f"{order} LIMIT %s OFFSET %s", (limit, offset))
+        total = self._query("SELECT COUNT(*) FROM runs WHERE proposals > 0")[0][0]
+        return [r[0] for r in rows], int(total)
+
+    def approval_subjects(self) -> list[str]:
+        rows = self._query("SELECT subject FROM approval_ids GROUP BY subject ORDER BY MIN(seq)")
+        return [str(r[0]) for r in rows]
+
+    def approval_subject(self, approval_id: str) -> str | None:
+        rows = self._query("SELECT subject FROM approval_ids WHERE approval_id = %s",
+                           (approval_id,))
+        return str(rows[0][0]) if rows else None
+
+    def head(self) -> tuple[int, str]:
+        rows = self._query("SELECT seq, hash FROM head WHERE one = 1")
+        return (int(rows[0][0]), str(rows[0][1])) if rows else (0, GENESIS_HASH)
+
+    def dangling_intents(self) -> list[tuple[int, str]]:
+        return [(int(r[0]), str(r[1]))
+                for r in self._query("SELECT seq, subject FROM open_intents ORDER BY seq")]
+
+    # --- verifying ----------------------------------------------------------------
+
+    def verify(self, *, anchor: Anchor | None = None,
+               progress: Progress | None = None) -> ChainReport:
+        from .pg_verify import verify_postgres
+
+        return verify_postgres(self.url, anchor=anchor, progress=progress)
+
+    # --- workers ------------------------------------------------------------------
+
+    def acquire_lease(self) -> _Lease:
+        return _Lease(self.url)
+
+    def worker_alive(self, worker_id: str) -> bool:
+        if not _WORKER_ID.match(worker_id):
+            return False
+        key = lease_key(worker_id)
+        with self._lock:
+            got = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
+                                     (LEASE_LOCKS, key)).fetchone()
+            if got is not None and got[0]:
+                self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LEASE_LOCKS, key))
+                return False
+            return True
+
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        conn = connect(self.url)
+        try:
+            conn.execute("SELECT pg_advisory_lock(%s, %s)",
+                         (NAMED_LOCKS, int4(zlib.crc32(name.encode()))))
+            yield
+        finally:
+            conn.close()
+
+
+__all__ = ["PostgresJournal"]

@@ -3,9 +3,10 @@
 Same tables and columns as the SQLite journal (:mod:`.chain`, :mod:`.sqlite_derived`), so
 the events and their hashes are the same byte for byte: every event column is ``text`` or
 ``bigint`` (``payload`` is the canonical JSON text itself, never ``jsonb``, which would
-re-serialise it). ``schema_migrations`` records which migration ran; ``cradle-kg db
-migrate`` applies the pending ones (each in its own transaction, under an advisory lock, so
-two hosts migrating at once apply each once).
+re-serialise it, and is read as ``json``, which accepts ``\\u0000``).
+``schema_migrations`` records which migration ran; ``cradle-kg db migrate`` applies the
+pending ones (each in its own transaction, under an advisory lock, so two hosts migrating
+at once apply each once).
 """
 
 from __future__ import annotations
@@ -105,15 +106,15 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
     return out
 
 
-_P = "payload::jsonb"
-_COST = (f"CASE WHEN jsonb_typeof({_P} -> 'cost') = 'number' "
+_P = "payload::json"
+_COST = (f"CASE WHEN json_typeof({_P} -> 'cost') = 'number' "
          f"THEN ({_P} ->> 'cost')::double precision ELSE 0 END")
 _INTENTS = "FROM events WHERE kind = 'action.intent'"
 _USAGE_FROM_EVENTS = " UNION ALL ".join(
     [f"SELECT '*' AS scope, '' AS subject, substr(at, 1, 19) AS second, {_COST} AS cost "
      f"{_INTENTS}"]
     + [f"SELECT '{f}', {_P} ->> '{f}', substr(at, 1, 19), {_COST} {_INTENTS} "
-       f"AND jsonb_typeof({_P} -> '{f}') = 'string'" for f in USAGE_FIELDS])
+       f"AND json_typeof({_P} -> '{f}') = 'string'" for f in USAGE_FIELDS])
 _C = 'COLLATE "C"'
 
 #: (table, stored rows in key order, the same rows computed from the events)
@@ -130,9 +131,10 @@ DERIVATIONS = (
      "AND o.seq > i.seq) ORDER BY i.seq"),
     ("approval_ids", f"SELECT approval_id, subject, seq FROM approval_ids "
      f"ORDER BY approval_id {_C}",
-     f"SELECT DISTINCT ON (a) a, subject, seq FROM (SELECT {_P} -> 'approval' ->> 'id' AS a, "
+     f"SELECT DISTINCT ON (a) a, subject, seq FROM (SELECT ({_P} -> 'approval' ->> 'id') "
+     f"{_C} AS a, "
      f"subject, seq FROM events WHERE kind = 'approval.requested' AND "
-     f"jsonb_typeof({_P} -> 'approval' -> 'id') = 'string') x ORDER BY a {_C}, seq"),
+     f"json_typeof({_P} -> 'approval' -> 'id') = 'string') x ORDER BY a, seq"),
     ("runs", f"SELECT run_id, first_seq, proposals FROM runs ORDER BY run_id {_C}",
      f"SELECT run_id, MIN(seq), SUM(CASE WHEN kind = 'proposal.received' THEN 1 ELSE 0 "
      f"END)::bigint FROM events GROUP BY run_id ORDER BY run_id {_C}"),

@@ -67,8 +67,16 @@ class _Lease:
         raise JournalError("could not take a worker lease (8 ids in a row were held)")
 
     def release(self) -> None:
-        if not self._conn.closed:
-            self._conn.close()  # the server drops the session's locks with it
+        if self._conn.closed:
+            return
+        import psycopg
+
+        try:  # at once (closing alone drops the locks when the server notices, soon after)
+            self._conn.execute("SELECT pg_advisory_unlock_all()")
+        except psycopg.Error:
+            pass  # a broken connection: the server drops its locks with it
+        finally:
+            self._conn.close()
 
 
 class PostgresJournal:
@@ -248,8 +256,8 @@ class PostgresJournal:
     def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None:
         rows = self._query(
             f"SELECT {_COLS} FROM events WHERE run_id = %s AND kind = 'run.outcome' "
-            "AND payload::jsonb -> 'outcome' ->> 'proposal_id' = %s "
-            "AND coalesce(payload::jsonb -> 'submission', 'null'::jsonb) = 'null'::jsonb "
+            "AND payload::json -> 'outcome' ->> 'proposal_id' = %s "
+            "AND coalesce(json_typeof(payload::json -> 'submission'), 'null') = 'null' "
             "ORDER BY seq DESC LIMIT 1", (run_id, proposal_id))
         return self._row(rows[0]) if rows else None
 

@@ -36,8 +36,7 @@ from cradle_kg.home import Home
 from cradle_kg.policy import PolicyEngine
 from cradle_kg.policy.cedar import PolicySource
 from cradle_kg.records import ApprovalStatus
-from cradle_kg.storage import NewEvent
-from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage import NewEvent, open_home_journal
 from cradle_kg.workflow import Budget, BudgetBook, Engine, RecordedClient
 from cradle_kg.workflow.examples import invoice_triage
 
@@ -127,8 +126,8 @@ GOLDENS: dict[str, Callable[[Path], None]] = {"demo": demo, "invoice_triage": in
 
 def export(home: Path, dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
-    with Journal(Home(home).journal) as journal:
-        keys = dict(journal._query("SELECT seq, idem_key FROM events WHERE idem_key IS NOT NULL"))
+    with open_home_journal(home) as journal:
+        keys = journal.claimed_keys()
         lines = [canonical_json({**e.model_dump(mode="json", exclude={"payload_hash", "id",
                                                                       "prev_hash"}),
                                  "idem_key": keys.get(e.seq)}) for e in journal.events()]
@@ -150,7 +149,7 @@ def load(golden: Path, home: Path, *, check_hashes: bool = True) -> str:
     for text in json.loads((golden / "evidence.json").read_text(encoding="utf-8")).values():
         store.put(text.encode("utf-8"))
     head = ""
-    with Journal(Home(home).journal) as journal:
+    with open_home_journal(home) as journal:
         for line in (golden / "journal.jsonl").read_text(encoding="utf-8").splitlines():
             e = json.loads(line)
             written = journal.append([NewEvent(

@@ -1,0 +1,61 @@
+"""Journal backends for the tests: a real PostgreSQL server, started once per session.
+
+``postgres`` starts a throw-away server (:mod:`cradle_kg.storage.pg_scratch`: ``initdb`` in a
+temp dir, a free port on 127.0.0.1) the first time a test asks for it, and stops it when the
+session ends. Missing PostgreSQL binaries fail the test loudly, never skip it: ``./dev test``
+installs Debian's ``postgresql`` when run as root.
+
+``journal_backend`` parametrises a test over both journals: on ``postgresql`` it points
+``CRADLE_JOURNAL_URL`` at a fresh database (a copy of one migrated template) for that test,
+so every runtime, CLI command and helper the test opens uses it; on ``sqlite`` it clears the
+variable (the embedded ``<home>/journal.sqlite``). Modules opt in with
+``pytestmark = pytest.mark.usefixtures("journal_backend")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from cradle_kg.storage import JOURNAL_URL_ENV
+from cradle_kg.storage.pg_admin import migrate
+from cradle_kg.storage.pg_scratch import ScratchPostgres
+
+BACKENDS = ("sqlite", "postgresql")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[ScratchPostgres]:
+    server = ScratchPostgres()  # raises PostgresUnavailable (with the install command)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_template(postgres: ScratchPostgres) -> str:
+    """A migrated, empty database every test's journal is copied from."""
+    url = postgres.create_database()
+    migrate(url)
+    return url.rsplit("/", 1)[1]
+
+
+@pytest.fixture
+def pg_url(postgres: ScratchPostgres, pg_template: str) -> Iterator[str]:
+    """A fresh, migrated PostgreSQL journal database for one test."""
+    url = postgres.create_database(template=pg_template)
+    try:
+        yield url
+    finally:
+        postgres.drop_database(url)
+
+
+@pytest.fixture(params=BACKENDS)
+def journal_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "postgresql":
+        monkeypatch.setenv(JOURNAL_URL_ENV, request.getfixturevalue("pg_url"))
+    else:
+        monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)
+    return str(request.param)

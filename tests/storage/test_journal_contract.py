@@ -1,0 +1,254 @@
+"""The journal contract, run on both backends (the embedded SQLite file and a real
+PostgreSQL server): the same events get the same hashes byte for byte, a key is claimed
+once, a batch is all or none, every read and every piece of derived state agrees, leases
+die with their process, appends from many processes chain without a gap."""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from cradle_kg.errors import JournalError
+from cradle_kg.storage import (
+    GENESIS_HASH,
+    IdempotencyKeyTaken,
+    Journal,
+    NewEvent,
+    SqliteJournal,
+    open_journal,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def ev(i: int, kind: str = "note", *, run: str = "run:a", subject: str | None = None,
+       key: str | None = None, **payload: object) -> NewEvent:
+    return NewEvent(run_id=run, kind=kind, subject=subject or f"s:{i}", actor="agent:a",
+                    at=T0 + timedelta(seconds=i), payload={"i": i, **payload}, idem_key=key)
+
+
+#: a little of everything the derived tables read
+SCRIPT = [
+    ev(1, "proposal.received", subject="proposal:p1"),
+    ev(2, "action.intent", subject="action:a1", key="k1", cost=2.5, agent="agent:a",
+       task_id="t1", tenant="acme"),
+    ev(3, "approval.requested", subject="approval:d1", approval={"id": "ap-1"}),
+    ev(4, "action.intent", subject="action:a2", key="k2", cost=1, agent="agent:b"),
+    ev(5, "run.outcome", subject="action:a1",
+       outcome={"proposal_id": "p1", "status": "executed"}),
+    ev(6, "proposal.received", run="run:b", subject="proposal:p2", text="é ✓ \u0000 nul"),
+]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "journal.sqlite")
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def journal(target: str) -> Iterator[Journal]:
+    with open_journal(target) as j:
+        yield j
+
+
+def test_same_events_same_hashes_on_both_backends(tmp_path: Path, pg_url: str) -> None:
+    with SqliteJournal(tmp_path / "j.sqlite") as a, open_journal(pg_url) as b:
+        ha = [e.hash for e in a.append(SCRIPT)]
+        hb = [e.hash for e in b.append(SCRIPT)]
+        assert ha == hb
+        assert a.head() == b.head() == (len(SCRIPT), ha[-1])
+        assert [e.model_dump() for e in a.events()] == [e.model_dump() for e in b.events()]
+        assert a.claimed_keys() == b.claimed_keys() == {2: "k1", 4: "k2"}
+
+
+def test_an_empty_journal_has_the_genesis_head(journal: Journal) -> None:
+    assert journal.head() == (0, GENESIS_HASH)
+    assert list(journal.events()) == []
+    assert journal.verify().intact is False  # no genesis event: nothing to vouch for
+
+
+def test_reads_by_sequence_run_subject_kind(journal: Journal) -> None:
+    written = journal.append(SCRIPT)
+    assert [e.seq for e in written] == [1, 2, 3, 4, 5, 6]
+    assert written[0].prev_hash == GENESIS_HASH
+    assert all(b.prev_hash == a.hash for a, b in itertools.pairwise(written))
+    assert [e.seq for e in journal.events(since_seq=4)] == [5, 6]
+    assert [e.seq for e in journal.events(batch=2)] == [1, 2, 3, 4, 5, 6]
+    assert [e.seq for e in journal.events(run_id="run:b")] == [6]
+    assert [e.seq for e in journal.events_for_subject("action:a1")] == [2, 5]
+    assert [e.seq for e in journal.events_of_kind("action.intent")] == [2, 4]
+    assert journal.last_of_kind("proposal.received").seq == 6  # type: ignore[union-attr]
+    assert journal.intent_for_key("k2").seq == 4  # type: ignore[union-attr]
+    assert journal.event_for_key("nope") is None
+    assert journal.latest_outcome("run:a", "p1").seq == 5  # type: ignore[union-attr]
+    assert journal.latest_outcome("run:a", "p9") is None
+    assert journal.events_for_subject("proposal:p2")[0].payload["text"] == "é ✓ \u0000 nul"
+
+
+def test_derived_state_follows_the_appends(journal: Journal) -> None:
+    journal.append(SCRIPT)
+    assert journal.dangling_intents() == [(4, "action:a2")]
+    assert journal.usage_since(field=None, value=None, since=T0) == (2, 3.5)
+    assert journal.usage_since(field="agent", value="agent:a", since=T0) == (1, 2.5)
+    assert journal.usage_since(field="tenant", value="acme", since=T0) == (1, 2.5)
+    assert journal.usage_since(field=None, value=None, since=T0 + timedelta(seconds=3)) == (1, 1.0)
+    assert journal.approval_subject("ap-1") == "approval:d1"
+    assert journal.approval_subject("ap-9") is None
+    assert journal.approval_subjects() == ["approval:d1"]
+    assert journal.run_ids() == ["run:a", "run:b"]
+    assert journal.has_run("run:b") and not journal.has_run("run:c")
+    assert journal.proposal_runs() == (["run:a", "run:b"], 2)
+    assert journal.proposal_runs(limit=1, newest_first=True) == (["run:b"], 2)
+    assert journal.verify().intact
+
+
+def test_a_key_is_claimed_once_and_a_batch_is_all_or_none(journal: Journal) -> None:
+    journal.append([ev(1, "action.intent", key="k")])
+    head = journal.head()
+    with pytest.raises(IdempotencyKeyTaken) as taken:
+        journal.append([ev(2), ev(3, "action.intent", key="k")])
+    assert taken.value.key == "k"
+    assert journal.head() == head and [e.seq for e in journal.events()] == [1]
+    with pytest.raises(IdempotencyKeyTaken):  # a duplicate within one batch
+        journal.append([ev(4, "action.intent", key="x"), ev(5, "action.intent", key="x")])
+    assert journal.head() == head and journal.dangling_intents() == [(1, "s:1")]
+    assert journal.verify().intact
+
+
+def test_the_watermark_moves_only_for_other_writers(target: str) -> None:
+    with open_journal(target) as mine, open_journal(target) as other:
+        mine.append([ev(1)])
+        w = mine.watermark()
+        mine.append([ev(2)])
+        assert mine.watermark() == w  # my own append
+        other.append([ev(3)])
+        assert mine.watermark() != w
+        w = mine.watermark()
+        other.append([ev(4)])
+        mine.append([ev(5)])  # another's append seen under my append's lock still counts
+        assert mine.watermark() != w
+
+
+def test_leases_are_alive_while_held_and_dead_after(journal: Journal) -> None:
+    lease = journal.acquire_lease()
+    assert journal.worker_alive(lease.id)
+    assert not journal.worker_alive("w-0000000000000000")
+    assert not journal.worker_alive("not-a-worker-id")
+    lease.release()
+    assert not journal.worker_alive(lease.id)
+
+
+_HOLD = """
+import sys, time
+from cradle_kg.storage import open_journal
+j = open_journal(sys.argv[1])
+lease = j.acquire_lease()
+print(lease.id, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_workers_lease_is_dead(target: str, journal: Journal) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD, target], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        worker = proc.stdout.readline().strip()
+        assert journal.worker_alive(worker)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while journal.worker_alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the server notices the closed socket
+    assert not journal.worker_alive(worker)
+
+
+def test_exclusive_is_held_by_one_at_a_time(target: str) -> None:
+    with open_journal(target) as a, open_journal(target) as b:
+        inside: list[str] = []
+        started = threading.Event()
+
+        def second() -> None:
+            started.set()
+            with b.exclusive("recovery"):
+                inside.append("b")
+
+        with a.exclusive("recovery"):
+            t = threading.Thread(target=second)
+            t.start()
+            started.wait()
+            time.sleep(0.3)
+            assert inside == []  # b waits for a
+            inside.append("a")
+        t.join(10)
+        assert inside == ["a", "b"]
+
+
+def _writer(target: str, n: int, tag: str) -> None:
+    with open_journal(target) as j:
+        for i in range(n):
+            j.append([ev(i, subject=f"{tag}:{i}"), ev(i, "action.intent", subject=f"{tag}:{i}",
+                                                        key=f"{tag}-{i}")])
+
+
+def test_appends_from_many_processes_chain_without_a_gap(target: str, journal: Journal) -> None:
+    journal.append([ev(0)])  # create the schema before the writers race
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(target, 15, f"p{n}")) for n in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    report = journal.verify()
+    assert report.intact and report.events == 1 + 4 * 15 * 2
+    assert len(journal.dangling_intents()) == 60
+
+
+def test_postgres_refuses_an_unmigrated_database(postgres: object) -> None:
+    from cradle_kg.storage.pg_admin import migrate, status
+    from cradle_kg.storage.pg_scratch import ScratchPostgres
+
+    assert isinstance(postgres, ScratchPostgres)
+    url = postgres.create_database()
+    try:
+        with pytest.raises(JournalError, match="schema version `0`") as refused:
+            open_journal(url)
+        assert "cradle-kg db migrate" in str(refused.value.hint)
+        assert status(url).pending and not status(url).applied
+        assert migrate(url) and migrate(url) == []  # applied once
+        assert status(url).pending == [] and status(url).events == 0
+        with open_journal(url) as j:
+            assert j.head() == (0, GENESIS_HASH)
+    finally:
+        postgres.drop_database(url)
+
+
+def test_copy_moves_a_sqlite_journal_with_its_chain(tmp_path: Path, pg_url: str) -> None:
+    from cradle_kg.storage.pg_admin import copy_sqlite
+
+    src = tmp_path / "journal.sqlite"
+    with SqliteJournal(src) as j:
+        j.append(SCRIPT)
+        head = j.head()
+    report = copy_sqlite(src, pg_url)
+    assert report.intact and (report.events, report.head_hash) == head
+    with open_journal(pg_url) as pg:
+        assert pg.dangling_intents() == [(4, "action:a2")]
+        assert pg.approval_subject("ap-1") == "approval:d1"
+        pg.append([ev(7)])  # and it goes on from the copied head
+        assert pg.verify().intact
+    with pytest.raises(JournalError, match="already holds events"):
+        copy_sqlite(src, pg_url)

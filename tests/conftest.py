@@ -21,7 +21,7 @@ from cradle_kg.records import (
     VerificationCheck,
     VerificationStatus,
 )
-from tests.journal_backends import journal_backend, pg_template, pg_url, postgres  # noqa: F401
+from tests.journal_backends import journal_backend, pg_url, postgres  # noqa: F401
 
 TEST_POLICY = """
 @id("test-tools")

@@ -6,7 +6,7 @@ session ends. Missing PostgreSQL binaries fail the test loudly, never skip it: `
 installs Debian's ``postgresql`` when run as root.
 
 ``journal_backend`` parametrises a test over both journals: on ``postgresql`` it points
-``CRADLE_JOURNAL_URL`` at a fresh database (a copy of one migrated template) for that test,
+``CRADLE_JOURNAL_URL`` at a fresh database (a fresh migrated schema) for that test,
 so every runtime, CLI command and helper the test opens uses it; on ``sqlite`` it clears the
 variable (the embedded ``<home>/journal.sqlite``). Modules opt in with
 ``pytestmark = pytest.mark.usefixtures("journal_backend")``.
@@ -34,22 +34,13 @@ def postgres() -> Iterator[ScratchPostgres]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
-def pg_template(postgres: ScratchPostgres) -> str:
-    """A migrated, empty database every test's journal is copied from."""
-    url = postgres.create_database()
-    migrate(url)
-    return url.rsplit("/", 1)[1]
-
-
 @pytest.fixture
-def pg_url(postgres: ScratchPostgres, pg_template: str) -> Iterator[str]:
-    """A fresh, migrated PostgreSQL journal database for one test."""
-    url = postgres.create_database(template=pg_template)
-    try:
-        yield url
-    finally:
-        postgres.drop_database(url)
+def pg_url(postgres: ScratchPostgres) -> str:
+    """A fresh, migrated PostgreSQL journal for one test (a schema of its own, through the
+    URL's ``search_path``; the server and all its schemas go at the end of the session)."""
+    url = postgres.create_schema()
+    migrate(url)
+    return url
 
 
 @pytest.fixture(params=BACKENDS)

@@ -23,6 +23,9 @@ from cradle_kg.runs import show_run
 
 from .conftest import make_config, proposal
 
+#: every test here runs on both journals (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
 BOB = DEMO_TOKENS[APPROVER]
 REPO = Path(__file__).resolve().parents[1]
 #: an approver who may approve only within scope `payments`
@@ -122,6 +125,7 @@ RACER = """
 import json, sys, time
 from pathlib import Path
 from cradle_kg import Runtime
+
 home, pid, attempt = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 rt = Runtime(home)
 (home / f"ready-{pid}").touch()

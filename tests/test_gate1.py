@@ -16,6 +16,10 @@ from cradle_kg.records import CheckStatus
 
 from .conftest import make_config, proposal, register_test_tools
 
+#: every test here runs on both journals (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
+
 
 def _failed_check(outcome: object) -> str:
     decision = outcome.decision  # type: ignore[attr-defined]

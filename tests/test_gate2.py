@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from cradle_kg import OutcomeStatus, Runtime, VerificationStatus
 from cradle_kg.demo.scenario import ledger_entries
 
 from .conftest import proposal
+
+#: every test here runs on both journals (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
 
 V = VerificationStatus
 

@@ -16,6 +16,9 @@ from cradle_kg.errors import InputError
 
 from .conftest import proposal
 
+#: every test here runs on both journals (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
 
 def _plan(policy: AbortPolicy) -> Plan:
     steps = [
@@ -84,6 +87,7 @@ def test_fifty_threads_one_key_one_effect(rt: Runtime) -> None:
 _WORKER = """
 import json, sys
 from cradle_kg import Runtime
+
 rt = Runtime(sys.argv[1])
 out = [rt.submit(json.loads(sys.argv[2])).status.value for _ in range(5)]
 print(json.dumps(out))

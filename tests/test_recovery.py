@@ -18,8 +18,12 @@ from cradle_kg import OutcomeStatus, Runtime
 from cradle_kg.crashpoints import CRASH_POINTS
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, demo_ledger, ledger_for
 from cradle_kg.runs import show_run
+from cradle_kg.storage import open_home_journal
 
 from .conftest import proposal
+
+#: every test here runs on both journals (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
 
 #: the child: submit proposals (approving the ones that wait, as a second identity),
 #: logging every event the journal acknowledged, until the crash point kills it
@@ -235,6 +239,7 @@ BLOCKING_CHILD = """
 import sys, time
 from pathlib import Path
 from cradle_kg import Runtime
+
 home = Path(sys.argv[1])
 rt = Runtime(home)
 spec = rt.tools.get("demo.ledger.credit")
@@ -271,11 +276,16 @@ def test_an_intent_in_flight_in_a_live_process_is_left_alone(home: Path) -> None
         assert rt.recovery is not None and rt.recovery.dangling == 0
 
 
-def test_a_dead_workers_lease_does_not_protect_its_intent(home: Path) -> None:
+def test_a_dead_workers_lease_does_not_protect_its_intent(home: Path,
+                                                          journal_backend: str) -> None:
     done, _ = run_child(home, [CREDIT], crash_at="during_call")
     assert done.returncode == -signal.SIGKILL
-    leases = list((home / "workers").glob("*.lock"))
-    assert leases  # the dead process could not clean up: the kernel dropped its lock
+    if journal_backend == "sqlite":
+        leases = list((home / "workers").glob("*.lock"))
+        assert leases  # the dead process could not clean up: the kernel dropped its lock
+    with open_home_journal(home) as journal:  # the intent names a worker that is dead
+        worker = journal.events_of_kind("action.intent")[0].payload["worker"]
+        assert isinstance(worker, str) and not journal.worker_alive(worker)
     with Runtime(home) as rt:
         assert rt.recovery is not None
         assert [i.result for i in rt.recovery.items] == ["reconciled"]

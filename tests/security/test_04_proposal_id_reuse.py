@@ -15,10 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, ledger_for
 from cradle_kg.records import OutcomeStatus
 from tests.conftest import make_config
+
+#: every test here runs on both journals (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
 
 
 def credit(pid: str, amount: int, *, account: str = "acct-1",
@@ -112,6 +117,7 @@ def test_the_graph_never_merges_two_submissions(rt: Runtime) -> None:
 _RACER = """
 import json, sys
 from cradle_kg import Runtime
+
 rt = Runtime(sys.argv[1], graph_sync=False)
 out = rt.submit(json.loads(sys.argv[2]))
 print(json.dumps({"status": str(out.status), "codes": list(out.decision.reason_codes)

@@ -19,6 +19,10 @@ from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.records import ApprovalStatus, OutcomeStatus
 from tests.conftest import make_config
 
+#: every test here runs on both journals (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
+
 
 @pytest.fixture
 def art(home: Path) -> Iterator[Runtime]:

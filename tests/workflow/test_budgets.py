@@ -10,6 +10,10 @@ from cradle_kg.workflow.budgets import Level
 from cradle_kg.workflow.examples import invoice_triage
 from tests.workflow.conftest import recorded, triage
 
+#: every test here runs on both journals (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
+
 MESSAGE = {"sender": "a@b.test", "subject": "Invoice", "body": "Pay.", "account": "acct-1",
            "amount": 5}
 COST = invoice_triage().step("classify").cost  # type: ignore[attr-defined]

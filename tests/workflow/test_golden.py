@@ -15,6 +15,8 @@ from cradle_kg.workflow import strict_replay
 from tests.golden.generate import GOLDEN, GOLDENS, generate, load
 
 
+#: on both journals: PostgreSQL writes the same events with the same hashes, byte for byte
+@pytest.mark.usefixtures("journal_backend")
 @pytest.mark.parametrize("name", sorted(GOLDENS))
 def test_golden_regenerates_identically(name: str, tmp_path: Path) -> None:
     generate(name, tmp_path / "out", tmp_path / "work")
@@ -22,6 +24,7 @@ def test_golden_regenerates_identically(name: str, tmp_path: Path) -> None:
         assert (tmp_path / "out" / name / part).read_text() == (GOLDEN / name / part).read_text()
 
 
+@pytest.mark.usefixtures("journal_backend")
 @pytest.mark.parametrize("name", sorted(GOLDENS))
 def test_strict_replay_reproduces_the_golden_head(name: str, tmp_path: Path) -> None:
     head = load(GOLDEN / name, tmp_path / "home")

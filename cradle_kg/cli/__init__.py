@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "tasks": "tasks",
     **dict.fromkeys(("replay", "autonomy", "budgets"), "workflow"),
     "query": "query",
+    **dict.fromkeys(("db", "journal", "worker"), "storage"),
     "mcp": "mcp",
     **dict.fromkeys(("serve", "api-token"), "serve"),
 }

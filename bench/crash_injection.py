@@ -16,7 +16,13 @@ reached it: no idempotency key applied twice; every event the child saw acknowle
 the journal is still there with the same hash; the hash chain verifies. At the end one
 more restart must leave no intent dangling (each one resolved, or a human task).
 
-Run: ``.venv/bin/python bench/crash_injection.py [--kills 200] [--seed 7] [--json]``.
+With ``--workers N`` that many victims run at once on the one journal (each killed on its
+own schedule; a starting victim reconciles the intents of dead ones and leaves those of
+live ones alone); with ``--postgres`` the journal is a throw-away PostgreSQL server
+(``--journal URL``: an existing, migrated one).
+
+Run: ``.venv/bin/python bench/crash_injection.py [--kills 200] [--seed 7] [--json]
+[--workers 4] [--postgres]``.
 Prints the figures; exits 1 if any check failed.
 """
 
@@ -29,11 +35,11 @@ import os
 import random
 import shutil
 import signal
-import sqlite3
 import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +55,7 @@ from cradle_kg.demo.scenario import (
 )
 from cradle_kg.errors import ApprovalError
 from cradle_kg.records import ApprovalStatus
-from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage import JOURNAL_URL_ENV, open_home_journal
 
 OPS_PER_CHILD = 6
 #: the share of draws that re-submit a proposal already submitted by an earlier victim
@@ -103,30 +109,18 @@ def child(home: Path, *, point: str, seed: int, fresh: int, log: Path, report: P
     os._exit(0)
 
 
-def run_child(home: Path, *, point: str, seed: int, fresh: int, delay: float | None,
-              log: Path, report: Path) -> int | None:
-    """Fork a child; return the signal that ended it (None if it exited by itself)."""
+def spawn(home: Path, *, point: str, seed: int, fresh: int, log: Path, report: Path) -> int:
+    """Fork a child (the parent stays single-threaded, holding no database connection)."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child never returns
         try:
             child(home, point=point, seed=seed, fresh=fresh, log=log, report=report)
         finally:
             os._exit(3)
-    deadline = time.monotonic() + HANG_SECONDS
-    killed_at = time.monotonic() + delay if delay is not None else None
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        now = time.monotonic()
-        if killed_at is not None and now >= killed_at:
-            os.kill(pid, signal.SIGKILL)
-            killed_at = None
-        if now > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise RuntimeError(f"child hung for {HANG_SECONDS:.0f}s (seed {seed})")
-        time.sleep(0.0005)
+    return pid
+
+
+def _ended(status: int, seed: int) -> int | None:
     if os.WIFSIGNALED(status):
         return os.WTERMSIG(status)
     if os.WEXITSTATUS(status) != 0:
@@ -145,26 +139,39 @@ def duplicated_keys(home: Path) -> list[str]:
 
 
 def lost_events(home: Path, log: Path) -> int:
+    """Events a child saw acknowledged that the journal does not hold (same seq, same hash)."""
     if not log.exists():
         return 0
-    conn = sqlite3.connect(str(home / "journal.sqlite"))
-    try:
-        stored = dict(conn.execute("SELECT seq, hash FROM events").fetchall())
-    finally:
-        conn.close()
     acked = [line.split() for line in log.read_text().splitlines() if line.strip()]
+    if not acked:
+        return 0
+    first = min(int(seq) for seq, _ in acked)
+    with open_home_journal(home) as journal:
+        stored = {e.seq: e.hash for e in journal.events(since_seq=first - 1)}
     return sum(1 for seq, h in acked if stored.get(int(seq)) != h)
 
 
 def effects_without_intent(home: Path) -> int:
-    with Journal(home / "journal.sqlite") as journal:
+    with open_home_journal(home) as journal:
         keys = {e.payload["action"]["idempotency_key"]
                 for e in journal.events_of_kind("action.intent")}
     applied = {k for k, _ in demo_ledger(home).applied_calls()}
     return len(applied - keys)
 
 
-def run(kills: int, seed: int, home: Path) -> dict[str, Any]:
+@dataclass
+class Trial:
+    number: int
+    seed: int
+    point: str
+    random_moment: bool
+    log: Path
+    report: Path
+    kill_at: float | None
+    deadline: float
+
+
+def run(kills: int, seed: int, home: Path, *, workers: int = 1) -> dict[str, Any]:
     prepare_home(home)
     save_config(home / "config.json", demo_config().model_copy(update={"limits": ()}))
     rng = random.Random(seed)
@@ -174,26 +181,53 @@ def run(kills: int, seed: int, home: Path) -> dict[str, Any]:
     duplicates: set[str] = set()
     broken_chain = 0
     started = time.perf_counter()
-    while sum(by_point.values()) < kills and trials < kills * 4:
-        trials += 1
-        random_moment = rng.random() < RANDOM_MOMENT_SHARE
-        point = "" if random_moment else rng.choice(crashpoints.CRASH_POINTS)
-        delay = rng.uniform(0.0, 0.12) if random_moment else None
-        log, report = home / f"trial-{trials}.log", home / f"trial-{trials}.json"
-        sig = run_child(home, point=point, seed=rng.randrange(2**32),
-                        fresh=(trials - 1) * OPS_PER_CHILD, delay=delay, log=log, report=report)
-        if sig == signal.SIGKILL:
-            by_point["random_moment" if random_moment else point] += 1
-        else:
-            survived += 1
-        if report.exists():
-            recovered.update(json.loads(report.read_text()))
-        lost += lost_events(home, log)
-        acked += len(log.read_text().splitlines()) if log.exists() else 0
+    live: dict[int, Trial] = {}
+    while live or (sum(by_point.values()) < kills and trials < kills * 4):
+        # keep `workers` victims running at once, all on the one journal
+        while (len(live) < workers and sum(by_point.values()) + len(live) < kills
+               and trials < kills * 4):
+            trials += 1
+            random_moment = rng.random() < RANDOM_MOMENT_SHARE
+            point = "" if random_moment else rng.choice(crashpoints.CRASH_POINTS)
+            now = time.monotonic()
+            t = Trial(trials, rng.randrange(2**32), point, random_moment,
+                      home / f"trial-{trials}.log", home / f"trial-{trials}.json",
+                      now + rng.uniform(0.0, 0.12) * workers if random_moment else None,
+                      now + HANG_SECONDS * workers)
+            pid = spawn(home, point=point, seed=t.seed, fresh=(trials - 1) * OPS_PER_CHILD,
+                        log=t.log, report=t.report)
+            live[pid] = t
+        ended: list[tuple[Trial, int | None]] = []
+        for pid, t in list(live.items()):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                ended.append((live.pop(pid), _ended(status, t.seed)))
+                continue
+            now = time.monotonic()
+            if t.kill_at is not None and now >= t.kill_at:
+                os.kill(pid, signal.SIGKILL)
+                t.kill_at = None
+            elif now > t.deadline:
+                for other in live:
+                    os.kill(other, signal.SIGKILL)
+                raise RuntimeError(f"child hung for {HANG_SECONDS * workers:.0f}s "
+                                   f"(seed {t.seed})")
+        if not ended:
+            time.sleep(0.0005)
+            continue
+        for t, sig in ended:
+            if sig == signal.SIGKILL:
+                by_point["random_moment" if t.random_moment else t.point] += 1
+            else:
+                survived += 1
+            if t.report.exists():
+                recovered.update(json.loads(t.report.read_text()))
+            lost += lost_events(home, t.log)
+            acked += len(t.log.read_text().splitlines()) if t.log.exists() else 0
+            if t.number % 10 == 0:
+                with open_home_journal(home) as journal:
+                    broken_chain += not journal.verify().intact
         duplicates.update(duplicated_keys(home))
-        if trials % 10 == 0:
-            with Journal(home / "journal.sqlite") as journal:
-                broken_chain += not journal.verify().intact
     # the last restart: everything the last victim left must be settled
     with Runtime(home) as rt:
         assert rt.recovery is not None
@@ -206,6 +240,8 @@ def run(kills: int, seed: int, home: Path) -> dict[str, Any]:
         replayed = len(rt.journal.events_of_kind("action.replayed"))
     duplicates.update(duplicated_keys(home))
     return {
+        "journal": "postgresql" if os.environ.get(JOURNAL_URL_ENV) else "sqlite",
+        "workers": workers,
         "trials": trials,
         "kill_points": sum(by_point.values()),
         "kills_by_point": dict(sorted(by_point.items())),
@@ -238,14 +274,34 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--home", type=Path, default=None, help="keep the home here")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="victims running at once on the one journal")
+    parser.add_argument("--postgres", action="store_true",
+                        help="on a throw-away PostgreSQL server (the machine's binaries)")
+    parser.add_argument("--journal", default=None,
+                        help="on this PostgreSQL journal (an empty, migrated schema)")
     args = parser.parse_args()
     os.environ.pop("CRADLE_CRASH_AT", None)
     crashpoints.arm("")
     tmp = Path(tempfile.mkdtemp(prefix="cradle-crash-"))
     home = args.home or tmp / "home"
+    server = None
     try:
-        figures = run(args.kills, args.seed, home)
+        if args.postgres and args.journal is None:
+            from cradle_kg.storage.pg_admin import migrate
+            from cradle_kg.storage.pg_scratch import ScratchPostgres
+
+            server = ScratchPostgres()
+            args.journal = server.create_schema()
+            migrate(args.journal)
+        if args.journal is not None:
+            os.environ[JOURNAL_URL_ENV] = args.journal  # the children inherit it
+        else:
+            os.environ.pop(JOURNAL_URL_ENV, None)
+        figures = run(args.kills, args.seed, home, workers=args.workers)
     finally:
+        if server is not None:
+            server.stop()
         if args.home is None:
             shutil.rmtree(tmp, ignore_errors=True)
     if args.json:

@@ -76,3 +76,21 @@ def test_two_hundred_random_sigkills_no_duplicate_no_lost_event() -> None:
     assert set(figures["kills_by_point"]) >= set(CRASH_POINTS)
     assert figures["reconciliations"].get("reconciled", 0) > 0
     assert figures["reconciliations"].get("retried", 0) > 0
+
+
+def test_four_workers_on_one_postgres_journal_sigkilled(pg_url: str) -> None:
+    """The same harness with 4 victims at once on one PostgreSQL journal (a short run; the
+    README quotes the full one: ``--kills 200 --workers 4 --postgres``)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CRADLE_CRASH_AT",
+                                                            "CRADLE_JOURNAL_URL")}
+    done = subprocess.run([sys.executable, str(BENCH), "--kills", "24", "--workers", "4",
+                           "--journal", pg_url, "--json", "--seed", "11"],
+                          capture_output=True, text=True, env=env, timeout=900, check=False,
+                          cwd=BENCH.parents[1])
+    assert done.returncode == 0, done.stdout + done.stderr
+    figures = json.loads(done.stdout)
+    assert figures["journal"] == "postgresql" and figures["workers"] == 4
+    assert figures["kill_points"] >= 24
+    assert figures["duplicated_effects"] == 0 and figures["effects_without_intent"] == 0
+    assert figures["lost_events"] == 0 and figures["acknowledged_events_checked"] > 100
+    assert figures["chain_intact"] is True and figures["dangling_at_end"] == 0

@@ -1,0 +1,129 @@
+"""Governed-call throughput with 1, 2 and 4 workers on one PostgreSQL journal, side by side.
+
+Each worker is a process with its own :class:`~cradle_kg.Runtime` on the same home and the
+same PostgreSQL journal (a throw-away server, the machine's binaries; ``--journal URL`` for
+an existing one), as ``cradle-kg worker`` runs them. After a warm-up the workers start
+together (a barrier) and each submits ``--calls`` governed writes (``demo.ledger.credit``:
+gate 1, Cedar, the intent, the call, gate 2's verifier, the integrity check, the commit).
+Throughput is all calls over the wall time from the barrier to the last worker done; each
+row's ratio is against the 1-worker row measured in the same run. The load average is
+printed before and after: this machine's 2 cores are shared.
+
+Run: ``.venv/bin/python bench/bench_workers.py [--calls 60] [--workers 1,2,4] [--rounds 2]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from cradle_kg import Runtime
+from cradle_kg.config import save_config
+from cradle_kg.demo.scenario import AGENT, demo_config, prepare_home
+from cradle_kg.storage import JOURNAL_URL_ENV, open_journal
+
+
+def _proposal(worker: int, i: int, tag: str) -> dict[str, Any]:
+    return {"id": f"{tag}-w{worker}-{i}", "task_id": f"task-{tag}-{worker}", "agent_id": AGENT,
+            "action": {"action_type": "demo.ledger.credit", "target": f"ledger:acct-{worker}",
+                       "arguments": {"account": f"acct-{worker}", "amount": 1}}}
+
+
+def _worker(home: Path, worker: int, calls: int, tag: str, barrier: Any, out: Any) -> None:
+    rt = Runtime(home)
+    try:
+        for i in range(3):  # warm-up: imports, caches, the policy set activation
+            rt.submit(_proposal(worker, i, tag + "-warm"))
+        barrier.wait()
+        start = time.perf_counter()
+        executed = sum(rt.submit(_proposal(worker, i, tag)).status.value == "executed"
+                       for i in range(calls))
+        out.put((worker, start, time.perf_counter(), executed))
+    finally:
+        rt.close()
+
+
+def measure(home: Path, n: int, calls: int, tag: str) -> dict[str, float]:
+    ctx = multiprocessing.get_context("fork")  # the parent holds no connection, no thread
+    barrier, out = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(home, w, calls, tag, barrier, out))
+             for w in range(n)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=900) for _ in procs]
+    for p in procs:
+        p.join(60)
+        if p.exitcode != 0:
+            raise RuntimeError(f"a worker failed (exit {p.exitcode})")
+    wall = max(r[2] for r in results) - min(r[1] for r in results)
+    executed = sum(r[3] for r in results)
+    if executed != n * calls:
+        raise RuntimeError(f"{n * calls - executed} calls were not executed")
+    return {"workers": n, "calls": executed, "seconds": round(wall, 2),
+            "calls_per_second": round(executed / wall, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=60, help="governed calls per worker")
+    parser.add_argument("--workers", default="1,2,4", help="worker counts, side by side")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds (best of, per count)")
+    parser.add_argument("--journal", default=None, help="a migrated PostgreSQL journal")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    counts = [int(x) for x in args.workers.split(",")]
+    tmp = Path(tempfile.mkdtemp(prefix="cradle-bench-workers-"))
+    server = None
+    load_before = os.getloadavg()
+    try:
+        if args.journal is None:
+            from cradle_kg.storage.pg_admin import migrate
+            from cradle_kg.storage.pg_scratch import ScratchPostgres
+
+            server = ScratchPostgres()
+            args.journal = server.create_schema()
+            migrate(args.journal)
+        os.environ[JOURNAL_URL_ENV] = args.journal
+        home = tmp / "home"
+        prepare_home(home)
+        save_config(home / "config.json", demo_config().model_copy(update={"limits": ()}))
+        best: dict[int, dict[str, float]] = {}
+        for r in range(args.rounds):  # interleaved, so a load spike hits every count
+            for n in counts:
+                row = measure(home, n, args.calls, f"r{r}n{n}")
+                if n not in best or row["calls_per_second"] > best[n]["calls_per_second"]:
+                    best[n] = row
+        with open_journal(args.journal) as journal:
+            report = journal.verify()
+        if not report.intact:
+            raise RuntimeError(f"the journal does not verify: {report.reason}")
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    base = best[counts[0]]["calls_per_second"]
+    rows = [{**best[n], "ratio_to_1": round(best[n]["calls_per_second"] / base, 2)}
+            for n in counts]
+    figures = {"rows": rows, "journal_events": report.events, "chain_intact": report.intact,
+               "load_before": [round(x, 1) for x in load_before],
+               "load_after": [round(x, 1) for x in os.getloadavg()], "cpus": os.cpu_count()}
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return
+    print(f"{'workers':>7}  {'calls':>5}  {'seconds':>7}  {'calls/s':>7}  ratio")
+    for row in rows:
+        print(f"{row['workers']:>7}  {row['calls']:>5}  {row['seconds']:>7}  "
+              f"{row['calls_per_second']:>7}  {row['ratio_to_1']}x")
+    print(f"journal: {report.events} events, chain intact; load average "
+          f"{figures['load_before']} -> {figures['load_after']} on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()

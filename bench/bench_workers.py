@@ -4,7 +4,10 @@ Each worker is a process with its own :class:`~cradle_kg.Runtime` on the same ho
 same PostgreSQL journal (a throw-away server, the machine's binaries; ``--journal URL`` for
 an existing one), as ``cradle-kg worker`` runs them. After a warm-up the workers start
 together (a barrier) and each submits ``--calls`` governed writes (``demo.ledger.credit``:
-gate 1, Cedar, the intent, the call, gate 2's verifier, the integrity check, the commit).
+gate 1, Cedar, the intent, the call, gate 2's verifier, the integrity check, the commit),
+without bringing the home's graph store up after each call — as ``cradle-kg worker`` runs
+by default: the graph is one projector's job (``cradle-kg graph sync``), not every
+worker's (``--graph-sync`` measures that shape too).
 Throughput is all calls over the wall time from the barrier to the last worker done; each
 row's ratio is against the 1-worker row measured in the same run. The load average is
 printed before and after: this machine's 2 cores are shared.
@@ -29,31 +32,45 @@ from cradle_kg.config import save_config
 from cradle_kg.demo.scenario import AGENT, demo_config, prepare_home
 from cradle_kg.storage import JOURNAL_URL_ENV, open_journal
 
+#: the governed call: a write (the ledger's durable commit, read back by the verifier) or a
+#: read (no ledger write): ``--tool``
+TOOLS = {"credit": ("demo.ledger.credit", {"amount": 1}), "balance": ("demo.ledger.balance", {})}
+TOOL = "credit"
+
 
 def _proposal(worker: int, i: int, tag: str) -> dict[str, Any]:
+    tool, extra = TOOLS[TOOL]
     return {"id": f"{tag}-w{worker}-{i}", "task_id": f"task-{tag}-{worker}", "agent_id": AGENT,
-            "action": {"action_type": "demo.ledger.credit", "target": f"ledger:acct-{worker}",
-                       "arguments": {"account": f"acct-{worker}", "amount": 1}}}
+            "action": {"action_type": tool, "target": f"ledger:acct-{worker}",
+                       "arguments": {"account": f"acct-{worker}", **extra}}}
 
 
-def _worker(home: Path, worker: int, calls: int, tag: str, barrier: Any, out: Any) -> None:
-    rt = Runtime(home)
+def _worker(home: Path, worker: int, calls: int, tag: str, barrier: Any, out: Any,
+            graph_sync: bool, own_session: bool) -> None:
+    if own_session:
+        # as separate services would (a systemd unit, a container): with the kernel's
+        # autogroup scheduling a session's processes share one CPU share
+        os.setsid()
+    rt = Runtime(home, graph_sync=graph_sync)
     try:
         for i in range(3):  # warm-up: imports, caches, the policy set activation
             rt.submit(_proposal(worker, i, tag + "-warm"))
         barrier.wait()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         executed = sum(rt.submit(_proposal(worker, i, tag)).status.value == "executed"
                        for i in range(calls))
-        out.put((worker, start, time.perf_counter(), executed))
+        out.put((worker, start, time.perf_counter(), executed, time.process_time() - cpu))
     finally:
         rt.close()
 
 
-def measure(home: Path, n: int, calls: int, tag: str) -> dict[str, float]:
+def measure(home: Path, n: int, calls: int, tag: str, *, graph_sync: bool = False,
+            server: Any = None, own_session: bool = True) -> dict[str, float]:
     ctx = multiprocessing.get_context("fork")  # the parent holds no connection, no thread
     barrier, out = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(home, w, calls, tag, barrier, out))
+    server_cpu = server.cpu_seconds() if server is not None else 0.0
+    procs = [ctx.Process(target=_worker, args=(home, w, calls, tag, barrier, out, graph_sync,
+                                                  own_session))
              for w in range(n)]
     for p in procs:
         p.start()
@@ -67,7 +84,12 @@ def measure(home: Path, n: int, calls: int, tag: str) -> dict[str, float]:
     if executed != n * calls:
         raise RuntimeError(f"{n * calls - executed} calls were not executed")
     return {"workers": n, "calls": executed, "seconds": round(wall, 2),
-            "calls_per_second": round(executed / wall, 1)}
+            "calls_per_second": round(executed / wall, 1),
+            # the workers' own CPU per call: what one core can do at best is 1000 / this
+            "worker_cpu_ms_per_call": round(1000 * sum(r[4] for r in results) / executed, 1),
+            # the server's CPU (its ended backends, warm-up included) per measured call
+            "server_cpu_ms_per_call": round(1000 * (server.cpu_seconds() - server_cpu)
+                                            / executed, 1) if server is not None else -1}
 
 
 def main() -> None:
@@ -76,8 +98,19 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2,4", help="worker counts, side by side")
     parser.add_argument("--rounds", type=int, default=2, help="rounds (best of, per count)")
     parser.add_argument("--journal", default=None, help="a migrated PostgreSQL journal")
+    parser.add_argument("--graph-sync", action="store_true",
+                        help="each worker also brings the home's graph up to the journal "
+                             "after each call (one of them holds the store and projects "
+                             "every worker's events)")
+    parser.add_argument("--same-session", action="store_true",
+                        help="keep the workers in this shell's session (with autogroup "
+                             "scheduling they then share one CPU share, as one process would)")
+    parser.add_argument("--tool", choices=sorted(TOOLS), default="credit",
+                        help="a governed write (default) or read")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    global TOOL
+    TOOL = args.tool  # the workers are forked: they see it
     counts = [int(x) for x in args.workers.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="cradle-bench-workers-"))
     server = None
@@ -97,7 +130,8 @@ def main() -> None:
         best: dict[int, dict[str, float]] = {}
         for r in range(args.rounds):  # interleaved, so a load spike hits every count
             for n in counts:
-                row = measure(home, n, args.calls, f"r{r}n{n}")
+                row = measure(home, n, args.calls, f"r{r}n{n}", graph_sync=args.graph_sync,
+                              server=server, own_session=not args.same_session)
                 if n not in best or row["calls_per_second"] > best[n]["calls_per_second"]:
                     best[n] = row
         with open_journal(args.journal) as journal:
@@ -111,16 +145,21 @@ def main() -> None:
     base = best[counts[0]]["calls_per_second"]
     rows = [{**best[n], "ratio_to_1": round(best[n]["calls_per_second"] / base, 2)}
             for n in counts]
-    figures = {"rows": rows, "journal_events": report.events, "chain_intact": report.intact,
+    figures = {"rows": rows, "tool": TOOLS[TOOL][0], "graph_sync": args.graph_sync,
+               "own_sessions": not args.same_session,
+               "journal_events": report.events,
+               "chain_intact": report.intact,
                "load_before": [round(x, 1) for x in load_before],
                "load_after": [round(x, 1) for x in os.getloadavg()], "cpus": os.cpu_count()}
     if args.json:
         print(json.dumps(figures, indent=2))
         return
-    print(f"{'workers':>7}  {'calls':>5}  {'seconds':>7}  {'calls/s':>7}  ratio")
+    print(f"{'workers':>7}  {'calls':>5}  {'seconds':>7}  {'calls/s':>7}  {'ratio':>5}  "
+          "CPU ms/call: workers  server")
     for row in rows:
         print(f"{row['workers']:>7}  {row['calls']:>5}  {row['seconds']:>7}  "
-              f"{row['calls_per_second']:>7}  {row['ratio_to_1']}x")
+              f"{row['calls_per_second']:>7}  {row['ratio_to_1']:>4}x  "
+              f"{row['worker_cpu_ms_per_call']:>19}  {row['server_cpu_ms_per_call']:>6}")
     print(f"journal: {report.events} events, chain intact; load average "
           f"{figures['load_before']} -> {figures['load_after']} on {os.cpu_count()} cores")
 

@@ -119,13 +119,20 @@ def journal_copy(
 def worker(home: HomeOpt = None, journal: JournalOpt = None,
            recover_every: Annotated[float, typer.Option(
                "--recover-every", help="Seconds between recovery passes (0: only at start).",
-               min=0)] = 5.0) -> None:
+               min=0)] = 5.0,
+           graph_sync: Annotated[bool, typer.Option(
+               "--graph-sync/--no-graph-sync",
+               help="Also bring the home's graph up to the journal after each call (one "
+                    "worker holding the store would project every worker's events).")
+           ] = False) -> None:
     """Run one worker on the journal: proposals in (JSON lines), outcomes out.
 
     Reads one proposal per line on stdin and writes one outcome per line on stdout
     (exit 1 if any was not executed). Start as many as you like against one PostgreSQL journal:
     each holds a lease, limits and budgets are counted from the journal, and a live
     worker reconciles the intents of a dead one (once) every ``--recover-every`` seconds.
+    The graph is not synced after each call unless ``--graph-sync``: one projector does it
+    (``cradle-kg graph sync``, or ``serve``).
     """
     from ..loop.proposal import read_proposal
     from ..loop.runtime import Runtime
@@ -133,7 +140,7 @@ def worker(home: HomeOpt = None, journal: JournalOpt = None,
     root = resolve_home(home)
     try:
         limits = load_config(Home(root).config).input_limits
-        rt = Runtime(root, journal=journal)
+        rt = Runtime(root, journal=journal, graph_sync=graph_sync)
     except CradleError as exc:
         fail(exc)
     stop = threading.Event()

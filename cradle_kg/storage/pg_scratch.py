@@ -125,6 +125,14 @@ class ScratchPostgres:
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
+    def cpu_seconds(self) -> float:
+        """CPU used by the server so far: the postmaster and every backend it has reaped
+        (a live connection's backend counts once it ends)."""
+        pid = int((self._data / "postmaster.pid").read_text().split()[0])
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         try:
             subprocess.run([*self._prefix, str(self.bin / "pg_ctl"), "-D", str(self._data),

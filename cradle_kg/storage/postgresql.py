@@ -5,6 +5,8 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
 * **Appends are serialised** by a transaction-level advisory lock taken *before* the head
   is read (READ COMMITTED: the head read after the lock is the last committed one), so two
   workers never chain onto the same head; the head row is updated in the same transaction.
+  An append is two round trips (BEGIN, the lock and the head; then the rows and COMMIT),
+  one and a half of them under the lock: the lock's hold time is the journal's ceiling.
 * **An idempotency key is claimed once** by the partial UNIQUE index on ``idem_key``: the
   second claimant's transaction fails with a unique violation and writes nothing.
 * **Derived state** (usage buckets, open intents, approval ids, runs) changes in the
@@ -18,6 +20,7 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import uuid
@@ -49,6 +52,8 @@ if TYPE_CHECKING:
     import psycopg
 
 _WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
+# an append refused by a key ends its pipeline with an error we handle: no stray warning
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 _COLS = "seq, id, run_id, kind, subject, actor, at, payload, payload_hash, prev_hash, hash"
 
 
@@ -128,11 +133,17 @@ class PostgresJournal:
             return []
         psycopg = self._psycopg
         with self._lock:
+            conn = self._conn
             try:
-                with self._conn.transaction(), self._conn.cursor() as cur:
-                    # INVARIANT: the lock is taken before the head is read
+                # two round trips: BEGIN + the lock + the head, then every row + COMMIT
+                with conn.pipeline() as pipe, conn.cursor() as cur, conn.cursor() as top:
+                    cur.execute("BEGIN")
+                    # INVARIANT: the lock is taken before the head is read (in a pipeline
+                    # each statement still takes its own snapshot, after the one before)
                     cur.execute("SELECT pg_advisory_xact_lock(%s, 0)", (APPEND_LOCK,))
-                    row = cur.execute("SELECT seq, hash FROM head WHERE one = 1").fetchone()
+                    top.execute("SELECT seq, hash FROM head WHERE one = 1")
+                    pipe.sync()
+                    row = top.fetchone()
                     seq, prev = (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
                     if seq != self._known_seq:
                         self._foreign += 1
@@ -144,16 +155,30 @@ class PostgresJournal:
                     cur.execute("INSERT INTO head(one, seq, hash) VALUES (1, %s, %s) "
                                 "ON CONFLICT (one) DO UPDATE SET seq = excluded.seq, "
                                 "hash = excluded.hash", (seq, prev))
+                    cur.execute("COMMIT")
             except psycopg.errors.UniqueViolation as exc:
+                self._rollback()
                 keys = [e.idem_key for e in events if e.idem_key]
                 if keys and exc.diag.constraint_name == "events_idem_key":
                     raise IdempotencyKeyTaken(self._taken(keys)) from exc
                 raise JournalError(f"journal integrity error: {exc}") from exc
             except psycopg.Error as exc:
+                self._rollback()
                 raise JournalError(f"cannot write the journal `{self.location}`: "
                                    f"{str(exc).strip()}") from exc
+            except BaseException:
+                self._rollback()
+                raise
             self._known_seq = seq
             return written
+
+    def _rollback(self) -> None:
+        """End a failed append's transaction (nothing of it was written)."""
+        try:
+            if not self._conn.closed:
+                self._conn.execute("ROLLBACK")
+        except self._psycopg.Error:
+            pass  # a broken connection: the server rolled it back
 
     def _taken(self, keys: list[str]) -> str:
         rows = self._query("SELECT idem_key FROM events WHERE idem_key = ANY(%s) ORDER BY seq",

@@ -30,7 +30,7 @@ from ..crashpoints import crashpoint
 from ..errors import GraphStoreError
 from ..journal import Journal
 from ..records import AuditEvent
-from .project import event_retractions, event_triples, project_event, run_graph
+from .project import SHARED_GRAPH, event_quads, event_retractions, project_event, run_graph
 from .swap import StoreLock, building_path, remove_folder, settle, swap_in
 from .vocab import CRADLE_NS
 
@@ -135,6 +135,12 @@ class GraphStore:
         return _project_all(self.store, journal, progress)
 
     def run_graphs(self) -> list[str]:
+        """The run graphs (neither the meta graph nor the shared graph)."""
+        return sorted(g.value for g in self.store.named_graphs()
+                      if g.value not in (META_GRAPH, SHARED_GRAPH))
+
+    def data_graphs(self) -> list[str]:
+        """Every graph of the projection: the run graphs and the shared graph."""
         return sorted(g.value for g in self.store.named_graphs() if g.value != META_GRAPH)
 
     def nquads(self, *, graphs: Iterable[str] | None = None) -> str:
@@ -165,10 +171,12 @@ class GraphStore:
 def _event_ops(ev: AuditEvent, ops: list[str]) -> None:
     """The SPARQL update operations of one event: its quads, then what it retracts."""
     graph = run_graph(ev.run_id)
-    triples = event_triples(ev)
-    if triples:
-        body = " . ".join(triples)
-        ops.append(f"INSERT DATA {{ GRAPH {graph} {{ {body} }} }}")
+    triples, shared = event_quads(ev)
+    if triples or shared:
+        body = f"GRAPH {graph} {{ {' . '.join(triples)} }}" if triples else ""
+        if shared:
+            body += f" GRAPH <{SHARED_GRAPH}> {{ {' . '.join(shared)} }}"
+        ops.append(f"INSERT DATA {{ {body} }}")
     retract = event_retractions(ev)
     if retract:
         ops.append(f"DELETE DATA {{ GRAPH {graph} {{ {' . '.join(retract)} }} }}")

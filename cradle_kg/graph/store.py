@@ -89,8 +89,13 @@ class GraphStore:
         return self
 
     def projected_seq(self) -> int:
-        for quad in self.store.quads_for_pattern(ox.NamedNode(META_GRAPH), None, None,
-                                                 ox.NamedNode(META_GRAPH)):
+        return self.seq_of(self.store)
+
+    @staticmethod
+    def seq_of(store: ox.Store) -> int:
+        """The watermark of any Oxigraph store holding a projection (0 when none)."""
+        for quad in store.quads_for_pattern(ox.NamedNode(META_GRAPH), None, None,
+                                            ox.NamedNode(META_GRAPH)):
             if quad.predicate.value == _SEQ[1:-1] and isinstance(quad.object, ox.Literal):
                 return int(quad.object.value)
         return 0
@@ -211,6 +216,11 @@ def _project_all(store: ox.Store, journal: Journal, progress: Progress | None) -
     if progress:
         progress(head, head)
     return count
+
+
+#: the projection's write steps, for a store the caller owns (the endpoint's private store)
+event_ops = _event_ops
+project_all = _project_all
 
 
 def rebuild(path: Path, journal: Journal, *, progress: Progress | None = None,

@@ -33,7 +33,7 @@ from ..graph.queries import QueryCatalog, bind
 from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH
 from ..home import Home
 from . import api, protocol
-from .dataset import Source, snapshot_files, snapshot_home
+from .dataset import PrivateStore, snapshot_files, snapshot_home
 from .guard import MAX_BODY_BYTES, BodyLimit, SecurityHeaders
 from .worker import Job, Limits, WorkerPool, wire_term
 
@@ -68,8 +68,8 @@ class ServerSettings(BaseModel):
     max_query_depth: int = Field(MAX_QUERY_DEPTH, gt=0)
 
 
-def prepare_source(settings: ServerSettings, workdir: Path) -> Source:
-    snapshot = workdir / "snapshot.nq"
+def prepare_source(settings: ServerSettings, workdir: Path) -> PrivateStore:
+    snapshot = workdir / "store"
     if settings.files:
         return snapshot_files(list(settings.files), snapshot)
     if settings.home is None:
@@ -108,6 +108,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             yield
         finally:
             pool.close()
+            source.close()
             if runtime is not None:
                 runtime.close()
             shutil.rmtree(workdir, ignore_errors=True)

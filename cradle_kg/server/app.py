@@ -174,7 +174,7 @@ def _web(app: FastAPI, *, mode: str) -> None:
     def healthz(request: Request) -> dict[str, Any]:
         pool: WorkerPool = request.app.state.pool
         return {"mode": mode, "workers_ready": pool.stats.ready, "workers": pool.size,
-                "triples": pool.stats.triples, "workers_replaced": pool.stats.killed,
+                "triples": pool.triples(), "workers_replaced": pool.stats.killed,
                 "network_sandboxed": pool.stats.sandboxed}
 
 

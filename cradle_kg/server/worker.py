@@ -274,7 +274,8 @@ class WorkerPool:
             raise RuntimeError("a query worker did not load its graph in time")
         message = worker.conn.recv()
         worker.triples = int(message[1])
-        self.stats.triples = worker.triples
+        self.stats.triples = worker.triples if self.generations is None \
+            else self.generations.triples
         with self._cond:
             self.stats.sandboxed = bool(message[2]) and (self.stats.sandboxed
                                                          or not self._reported)
@@ -282,6 +283,10 @@ class WorkerPool:
             self.stats.ready += 1
             self._idle.append(worker)
             self._cond.notify()
+
+    def triples(self) -> int:
+        """The quads served (at start; -1 while a big store is still being counted)."""
+        return self.stats.triples if self.generations is None else self.generations.triples
 
     def _replace(self, worker: _Worker) -> None:
         """Kill a worker and start another in the background."""

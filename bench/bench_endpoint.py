@@ -11,6 +11,8 @@ first (same rows). Figures, each server in turn, interleaved over ``--rounds``:
 * **ready**: process start until the first answered query;
 * **throughput** at 1 and at 8 clients (queries/s) and the ratio ours/theirs;
 * **point p50** at 1 client and the difference (our overhead per query);
+* **CPU per query**: CPU seconds the server (and its workers) used during a load, per
+  answered query — what a query costs, whatever share of the shared cores each got;
 * **memory**: RSS of the server and its worker processes, after the load.
 
 Run: ``.venv/bin/python bench/bench_endpoint.py [--seconds 5] [--rounds 3]``; needs the
@@ -70,6 +72,22 @@ def rss_kb(pid: int) -> int:
     return total
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used by a process and all its descendants so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        todo.extend(int(c) for c in children)
+    return total
+
+
 class Endpoint:
     def __init__(self, name: str, argv: list[str], url: str, health: str) -> None:
         self.name, self.url = name, url
@@ -108,7 +126,8 @@ def ask(http: httpx.Client, url: str, text: str) -> list[object]:
     return sorted(str(sorted((k, v["value"]) for k, v in r.items())) for r in rows)
 
 
-def load(url: str, mix: list[str], clients: int, seconds: float) -> tuple[float, list[float]]:
+def load(url: str, mix: list[str], clients: int, seconds: float,
+         pid: int | None = None) -> tuple[float, list[float]]:
     done = [0] * clients
     lat: list[list[float]] = [[] for _ in range(clients)]
     stop = time.perf_counter() + seconds
@@ -125,12 +144,16 @@ def load(url: str, mix: list[str], clients: int, seconds: float) -> tuple[float,
                 i += clients
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    cpu0 = cpu_s(pid) if pid else 0.0
     t0 = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return sum(done) / (time.perf_counter() - t0), [x for ls in lat for x in ls]
+    elapsed = time.perf_counter() - t0
+    if pid:
+        load.cpu_per_query = (cpu_s(pid) - cpu0) / max(1, sum(done))  # type: ignore[attr-defined]
+    return sum(done) / elapsed, [x for ls in lat for x in ls]
 
 
 def main() -> None:
@@ -178,8 +201,10 @@ def main() -> None:
                     got.setdefault("answers", []).append(hash(str(answers)))
                 load(ep.url, mix, 2, 1.0)  # warm-up
                 for clients in (1, 8):
-                    qps, lat = load(ep.url, mix, clients, args.seconds)
+                    qps, lat = load(ep.url, mix, clients, args.seconds, ep.proc.pid)
                     got.setdefault(f"qps{clients}", []).append(qps)
+                    got.setdefault(f"cpu{clients}", []).append(
+                        load.cpu_per_query)  # type: ignore[attr-defined]
                     if clients == 1:
                         got.setdefault("p50", []).append(statistics.median(lat))
                 got.setdefault("rss", []).append(rss_kb(ep.proc.pid) / 1024)
@@ -201,6 +226,8 @@ def main() -> None:
     row("throughput 1 client", "qps1", 1, "q/s", "higher is better")
     row("throughput 8 clients", "qps8", 1, "q/s", "higher is better")
     row("point p50, 1 client", "p50", 1e3, "ms", "lower is better")
+    row("CPU per query, 1 client", "cpu1", 1e3, "ms", "lower is better")
+    row("CPU per query, 8 clients", "cpu8", 1e3, "ms", "lower is better")
     row("memory (RSS)", "rss", 1, "MB", "lower is better")
     overhead = (statistics.median(ours["p50"]) - statistics.median(theirs["p50"])) * 1e3
     print(f"point-query overhead (median p50 difference): {overhead:+.2f} ms")

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..canonical import iso, parse_iso
-from ..records import AuditEvent
 from .vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
+
+if TYPE_CHECKING:  # the records' models are not needed to project (a query worker's start-up)
+    from ..records import AuditEvent
 
 ID_BASE = "https://w3id.org/cradle/id/"
 RUN_BASE = "https://w3id.org/cradle/run/"

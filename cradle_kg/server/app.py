@@ -93,13 +93,20 @@ def create_app(settings: ServerSettings) -> FastAPI:
                     max_query_depth=settings.max_query_depth)
     pool = WorkerPool(source, size=settings.workers, timeout=settings.timeout_seconds,
                       limits=limits)
+    pool.spawn()  # the workers start while the runtime opens
     runtime: Runtime | None = None
     if not settings.files and settings.home is not None:
         from ..loop.runtime import Runtime
 
         # graph_sync off: the server never holds the home's on-disk graph store, so the
-        # CLI and other runtimes keep it; the workers project from the journal themselves
-        runtime = Runtime(settings.home, graph_sync=False)
+        # CLI and other runtimes keep it; the workers read the server's private store
+        try:
+            runtime = Runtime(settings.home, graph_sync=False)
+        except BaseException:
+            pool.close()
+            source.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -37,20 +36,13 @@ from ..errors import CradleError, InputError, RdfParseError
 from ..graph.store import META_GRAPH, GraphStore, event_ops, project_all
 from ..home import Home
 from ..journal import Journal
+from .worker import Source
 
 _EXTENSIONS: Final = {".ttl": ox.RdfFormat.TURTLE, ".turtle": ox.RdfFormat.TURTLE,
                       ".trig": ox.RdfFormat.TRIG, ".nq": ox.RdfFormat.N_QUADS,
                       ".nquads": ox.RdfFormat.N_QUADS, ".nt": ox.RdfFormat.N_TRIPLES,
                       ".ntriples": ox.RdfFormat.N_TRIPLES, ".jsonld": ox.RdfFormat.JSON_LD,
                       ".json": ox.RdfFormat.JSON_LD}
-
-
-@dataclass(frozen=True)
-class Source:
-    """What a worker opens first (picklable, sent to each worker): a generation folder."""
-
-    generation: Path
-    triples: int
 
 
 def rdf_format(path: Path) -> ox.RdfFormat:

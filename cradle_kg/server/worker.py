@@ -35,22 +35,32 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import pyoxigraph as ox
 
 from ..errors import QueryError, QueryRefusedError
 from ..graph.queries import execute
 from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH
-from .dataset import PrivateStore, Source
 from .negotiation import graph_format, results_format
 from .sandbox import deny_network
+
+if TYPE_CHECKING:  # the server's side only: a worker process never imports the journal
+    from .dataset import PrivateStore
 
 #: the stack of the thread that runs queries: deep enough for any query under the size cap
 QUERY_STACK_BYTES = 512 * 1024 * 1024
 
 #: ("iri", value) or ("literal", value, datatype IRI or None, language or None)
 WireTerm = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a worker opens first (picklable, sent to each worker): a generation folder."""
+
+    generation: Path
+    triples: int
 
 
 @dataclass(frozen=True)
@@ -231,8 +241,8 @@ class WorkerPool:
     def __init__(self, source: Source | PrivateStore, *, size: int = 2, timeout: float = 10.0,
                  limits: Limits | None = None, start_timeout: float = 600.0) -> None:
         # a private store publishes generations as the journal grows; a Source is fixed
-        self.generations = source if isinstance(source, PrivateStore) else None
-        self.source = source.source() if isinstance(source, PrivateStore) else source
+        self.generations = None if isinstance(source, Source) else source
+        self.source = source if isinstance(source, Source) else source.source()
         self.size = max(1, size)
         self.timeout = timeout
         self.limits = limits or Limits()
@@ -241,15 +251,23 @@ class WorkerPool:
         self._ctx = mp.get_context("spawn")
         self._idle: list[_Worker] = []
         self._workers: list[_Worker] = []
+        self._pending: list[_Worker] = []
         self._cond = threading.Condition()
         self._closed = False
         self._reported = False
         self.threads = ThreadPoolExecutor(max_workers=self.size + 4,
                                           thread_name_prefix="sparql-job")
 
+    def spawn(self) -> None:
+        """Start every worker without waiting (they start while the server builds the rest)."""
+        if not self._pending:
+            self._pending = [self._spawn() for _ in range(self.size)]
+
     def start(self) -> None:
-        """Start every worker and wait until each has loaded its graph."""
-        for worker in [self._spawn() for _ in range(self.size)]:
+        """Start every worker (unless :meth:`spawn` did) and wait until each has its graph."""
+        self.spawn()
+        pending, self._pending = self._pending, []
+        for worker in pending:
             self._await_ready(worker)
 
     def _spawn(self) -> _Worker:
@@ -372,7 +390,8 @@ class WorkerPool:
     def close(self) -> None:
         with self._cond:
             self._closed = True
-            workers, self._idle = self._idle, []
+            workers, self._idle = self._idle + self._pending, []
+            self._pending = []
             self._cond.notify_all()
         for worker in workers:
             with contextlib.suppress(Exception):

@@ -16,8 +16,9 @@ import sys
 from click.testing import CliRunner
 
 
-def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None
+def run_cli(*args: str, stdin: str | None = None, env: dict[str, str | None] | None = None
             ) -> subprocess.CompletedProcess[str]:
+    """``env``: variables to set for the command (``None`` unsets one)."""
     from cradle_kg.cli import main
 
     runner = CliRunner()

@@ -130,6 +130,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                        allow_methods=["GET", "POST"], allow_headers=["*"],
                        allow_credentials=False)
+    # /sparql queries skip the framework (same plan as the route), inside the body cap
+    app.add_middleware(protocol.SparqlFastPath, pool=pool)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeaders)  # outermost: on every answer, 413s included
     app.state.pool = pool

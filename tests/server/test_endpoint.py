@@ -426,3 +426,17 @@ def test_new_events_are_served_and_a_timeout_reloads_nothing(server: Server,
     answered = wrapper(server, ask, JSON).query().convert()
     assert answered["boolean"] is True  # type: ignore[index]
     assert served() == decided(demo_home)
+
+
+@pytest.mark.parametrize("query", [DECISIONS, DECISIONS.replace("SELECT ?d ?v", "ASK"),
+                                   "SELECT ?x WHERE { ?x ?y }", "CLEAR ALL"])
+def test_the_fast_path_answers_as_the_route_does(server: Server, query: str) -> None:
+    """/sparql without an Origin header skips the framework; with one (a browser) it goes
+    through the route and CORS: the same status, type and body either way."""
+    fast = httpx.post(server.sparql, data={"query": query}, headers={"Accept": "text/csv"})
+    routed = httpx.post(server.sparql, data={"query": query},
+                        headers={"Accept": "text/csv", "Origin": "https://example.org"})
+    assert (fast.status_code, fast.headers["content-type"], fast.content) == \
+        (routed.status_code, routed.headers["content-type"], routed.content)
+    assert "access-control-allow-origin" in routed.headers
+    assert fast.headers["x-content-type-options"] == "nosniff"  # the headers still apply

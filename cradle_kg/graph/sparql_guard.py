@@ -79,7 +79,9 @@ def check_size(text: str, *, max_bytes: int = MAX_QUERY_BYTES,
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > max_bytes:
         raise QueryError(f"the query is {size} bytes, over the {max_bytes} byte cap")
-    depth = nesting_depth(text)
+    # depth <= the number of opening brackets: a text with few of them needs no lexing
+    opens = text.count("{") + text.count("(") + text.count("[") + text.count("<<")
+    depth = nesting_depth(text) if opens > max_depth else 0
     if depth > max_depth:
         raise QueryError(f"the query nests {depth} levels deep, over the cap of {max_depth}",
                          hint="flatten the query")

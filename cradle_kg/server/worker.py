@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, Any, Protocol, cast
 
 import pyoxigraph as ox
 
@@ -45,8 +45,18 @@ from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH
 from .negotiation import graph_format, results_format
 from .sandbox import deny_network
 
-if TYPE_CHECKING:  # the server's side only: a worker process never imports the journal
-    from .dataset import PrivateStore
+
+class Generations(Protocol):
+    """What publishes generations (``dataset.PrivateStore``; the server's side only)."""
+
+    current: Path
+    triples: int
+
+    def source(self) -> Source: ...
+
+    def latest(self) -> Path: ...
+
+    def retire(self, in_use: set[Path]) -> None: ...
 
 #: the stack of the thread that runs queries: deep enough for any query under the size cap
 QUERY_STACK_BYTES = 512 * 1024 * 1024
@@ -238,7 +248,7 @@ class PoolStats:
 class WorkerPool:
     """A fixed number of worker processes; each job borrows one, or times out."""
 
-    def __init__(self, source: Source | PrivateStore, *, size: int = 2, timeout: float = 10.0,
+    def __init__(self, source: Source | Generations, *, size: int = 2, timeout: float = 10.0,
                  limits: Limits | None = None, start_timeout: float = 600.0) -> None:
         # a private store publishes generations as the journal grows; a Source is fixed
         self.generations = None if isinstance(source, Source) else source

@@ -65,3 +65,35 @@ def _in_force(home: Path, decisions: dict[str, str]) -> dict[str, tuple[str, boo
         return out
     finally:
         store.close()
+
+
+def test_a_store_of_the_old_layout_is_rebuilt_on_its_next_sync(home: Path) -> None:
+    """A store written before the shared graph (policies copied into run graphs, no layout
+    recorded) is projected again by its next sync: same quads as a fresh projection."""
+    from cradle_kg.graph.project import project_nquads
+    from cradle_kg.graph.store import META_GRAPH, PROJECTION_VERSION
+    from cradle_kg.journal import Journal
+
+    with Runtime(home, config=make_config()) as rt:
+        rt.submit(proposal("p1", "demo.ledger.credit", {"account": "a", "amount": 1}))
+        rt.sync_graph()
+    store = GraphStore(home / "graph")
+    try:
+        assert store.layout() == PROJECTION_VERSION
+        meta = ox.NamedNode(META_GRAPH)
+        version = ox.NamedNode("https://w3id.org/cradle#projectionVersion")
+        for quad in list(store.store.quads_for_pattern(meta, version, None, meta)):
+            store.store.remove(quad)
+        stale = ox.Quad(ox.NamedNode("https://w3id.org/cradle/id/policy/old"),
+                        ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"),
+                        ox.NamedNode("https://w3id.org/cradle#Policy"),
+                        ox.NamedNode("https://w3id.org/cradle/run/run%3Aold"))
+        store.store.add(stale)
+        assert store.layout() == 1
+        with Journal(home / "journal.sqlite") as journal:
+            store.sync(journal)
+            expected = project_nquads(journal.events())
+        assert store.layout() == PROJECTION_VERSION
+        assert store.nquads() == expected
+    finally:
+        store.close()

@@ -147,7 +147,9 @@ _PARSER_LOCK = threading.Lock()
 #: the shape of a text that can name no SERVICE and no dataset (see the module docstring)
 PLAIN_SHAPE: Final = QueryShape(services=(), has_dataset=False)
 _SHAPES: dict[tuple[str, str | None], QueryShape] = {}
-_SHAPES_MAX: Final = 512
+_SHAPES_MAX: Final = 256
+#: longer texts are parsed every time rather than kept (the cache stays a few MB)
+_SHAPES_TEXT_MAX: Final = 20_000
 
 
 #: a text holding none of these (in any case) names no endpoint, no dataset, no update
@@ -168,6 +170,8 @@ def known_shape(text: str, base_iri: str | None) -> QueryShape:
     shape = _SHAPES.get(key)
     if shape is None:
         shape = parse_shape(text, base_iri=base_iri)
+        if len(text) > _SHAPES_TEXT_MAX:
+            return shape
         if len(_SHAPES) >= _SHAPES_MAX:
             _SHAPES.pop(next(iter(_SHAPES)))
         _SHAPES[key] = shape

@@ -45,9 +45,17 @@ SYNC_CRASH_POINTS = ("graph.sync.batch",)
 Progress = Callable[[int, int], None]
 
 
+#: the layout of the projection; a store written with another one is rebuilt on its next
+#: sync (2: shared objects in the shared graph, not copied into each run graph)
+PROJECTION_VERSION = 2
+_VERSION = f"<{CRADLE_NS}projectionVersion>"
+
+
 def _watermark_update(seq: int) -> str:
     return (f"DELETE WHERE {{ GRAPH {_META} {{ {_META} {_SEQ} ?seq }} }} ;\n"
-            f"INSERT DATA {{ GRAPH {_META} {{ {_META} {_SEQ} \"{seq}\"^^<{_INT}> }} }}")
+            f"DELETE WHERE {{ GRAPH {_META} {{ {_META} {_VERSION} ?version }} }} ;\n"
+            f"INSERT DATA {{ GRAPH {_META} {{ {_META} {_SEQ} \"{seq}\"^^<{_INT}> . "
+            f"{_META} {_VERSION} \"{PROJECTION_VERSION}\"^^<{_INT}> }} }}")
 
 
 class GraphStore:
@@ -91,6 +99,15 @@ class GraphStore:
     def projected_seq(self) -> int:
         return self.seq_of(self.store)
 
+    def layout(self) -> int:
+        """The projection layout the store was written with (1: before it was recorded)."""
+        for quad in self.store.quads_for_pattern(ox.NamedNode(META_GRAPH),
+                                                 ox.NamedNode(_VERSION[1:-1]), None,
+                                                 ox.NamedNode(META_GRAPH)):
+            if isinstance(quad.object, ox.Literal):
+                return int(quad.object.value)
+        return 1
+
     @staticmethod
     def seq_of(store: ox.Store) -> int:
         """The watermark of any Oxigraph store holding a projection (0 when none)."""
@@ -106,6 +123,11 @@ class GraphStore:
 
         Each batch of ``batch`` events is one transaction that ends by moving the
         watermark (module docstring)."""
+        if self.projected_seq() and self.layout() != PROJECTION_VERSION:
+            # written by an older cradle-kg: its triples are laid out otherwise (policies
+            # copied into run graphs); the watermark goes with the clear, so a kill
+            # half-way leaves a store that the next sync projects again from the start
+            return self.rebuild(journal, progress=progress)
         start = self.projected_seq()
         head, _ = journal.head()
         done = last = 0

@@ -10,8 +10,12 @@ point query is a point query at every size. Each figure is the p50 of ``--rounds
 (after warm-up), with its ratio to the 1 k figure and the rows it returned; listing
 queries return more rows in a bigger home, so their row count is printed beside them.
 
+``--against REV`` also runs each query's text as it was at git revision ``REV`` on the same
+store, interleaved with today's round by round, and prints the ratio (an A/B that the
+machine's load affects alike).
+
 Run: ``.venv/bin/python bench/bench_queries.py [--sizes 1000,10000,100000] [--million]
-[--rounds 20]``. Prints figures and the load average; asserts nothing.
+[--rounds 20] [--against REV]``. Prints figures and the load average; asserts nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -63,7 +68,14 @@ def _params(events: list[AuditEvent]) -> dict[str, dict[str, str]]:
     return out
 
 
-def measure(home: Path, rounds: int) -> tuple[int, dict[str, tuple[float, int]]]:
+def old_text(rev: str, name: str) -> str | None:
+    done = subprocess.run(["git", "show", f"{rev}:queries/{name}.rq"], capture_output=True,
+                          text=True, cwd=Path(__file__).resolve().parents[1], check=False)
+    return done.stdout if done.returncode == 0 else None
+
+
+def measure(home: Path, rounds: int, against: str | None = None
+            ) -> tuple[int, dict[str, tuple[float, int]]]:
     catalog = QueryCatalog.load()
     with Journal(Home(home).journal) as journal:
         events = list(journal.events())
@@ -78,13 +90,20 @@ def measure(home: Path, rounds: int) -> tuple[int, dict[str, tuple[float, int]]]
             if any(p.required and p.name not in params.get(name, {}) for p in query.params):
                 continue
             bound = bind(query, params.get(name, {}))
-            rows = len(list(execute(store.store, query.text, bound=bound)))  # warm-up
-            times = []
+            old = old_text(against, name) if against else None
+            texts = {"new": query.text, **({"old": old} if old and old != query.text else {})}
+            times: dict[str, list[float]] = {k: [] for k in texts}
+            found: dict[str, int] = {}
+            for k, text in texts.items():  # warm-up
+                found[k] = len(list(execute(store.store, text, bound=bound)))
             for _ in range(rounds):
-                t0 = time.perf_counter()
-                rows = len(list(execute(store.store, query.text, bound=bound)))
-                times.append(time.perf_counter() - t0)
-            out[name] = (statistics.median(times), rows)
+                for k, text in texts.items():
+                    t0 = time.perf_counter()
+                    found[k] = len(list(execute(store.store, text, bound=bound)))
+                    times[k].append(time.perf_counter() - t0)
+            out[name] = (statistics.median(times["new"]), found["new"])
+            if "old" in times:
+                out[f"{name} @{against}"] = (statistics.median(times["old"]), found["old"])
         return len(store.store), out
     finally:
         store.close()
@@ -97,12 +116,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--million", action="store_true", help="add a 1 M-event home")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--against", help="also run the texts of this git revision")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")] + ([1_000_000] if args.million else [])
     results: dict[int, tuple[int, dict[str, tuple[float, int]]]] = {}
     for size in sizes:
         home = build_events_home(size)
-        results[size] = measure(home, args.rounds)
+        results[size] = measure(home, args.rounds, args.against)
         print(f"{size:>9,} events: {results[size][0]:,} quads (load {os.getloadavg()[0]:.1f})",
               flush=True)
     names = sorted({n for _, r in results.values() for n in r})

@@ -10,12 +10,13 @@ point query is a point query at every size. Each figure is the p50 of ``--rounds
 (after warm-up), with its ratio to the 1 k figure and the rows it returned; listing
 queries return more rows in a bigger home, so their row count is printed beside them.
 
-``--against REV`` also runs each query's text as it was at git revision ``REV`` on the same
-store, interleaved with today's round by round, and prints the ratio (an A/B that the
-machine's load affects alike).
+``--big`` adds ``policy-in-force`` over 300 decisions of the 1.1 M-quad store that
+``bench_graph.py`` and ``bench_sparql.py`` use (p50 and p99). ``--against REV`` also runs
+each query's text as it was at git revision ``REV`` on the same store, interleaved with
+today's round by round (an A/B that the machine's load affects alike).
 
 Run: ``.venv/bin/python bench/bench_queries.py [--sizes 1000,10000,100000] [--million]
-[--rounds 20] [--against REV]``. Prints figures and the load average; asserts nothing.
+[--rounds 20] [--against REV] [--big]``. Prints figures and the load average; asserts nothing.
 """
 
 from __future__ import annotations
@@ -111,14 +112,41 @@ def measure(home: Path, rounds: int, against: str | None = None
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def big_store() -> None:
+    """policy-in-force on the cached 1.1 M-quad home, over 300 of its decisions."""
+    from synthetic import build_home
+
+    store = GraphStore(build_home(1_100_000) / "graph")
+    try:
+        query = QueryCatalog.load().get("policy-in-force")
+        decisions = [r["d"].value for r in store.query(
+            "SELECT ?d WHERE { ?d a <https://w3id.org/cradle#Decision> }")]
+        times = []
+        for decision in decisions[::max(1, len(decisions) // 300)]:
+            t0 = time.perf_counter()
+            rows = list(execute(store.store, query.text, bound=bind(query, {"decision": decision})))
+            times.append(time.perf_counter() - t0)
+            assert len(rows) == 1, decision
+        ordered = sorted(times)
+        print(f"policy-in-force on {len(store.store):,} quads ({len(store.run_graphs()):,} runs), "
+              f"{len(times)} decisions: p50 {statistics.median(times) * 1e3:.2f} ms, "
+              f"p99 {ordered[int(0.99 * len(ordered))] * 1e3:.2f} ms "
+              f"(load {os.getloadavg()[0]:.1f})")
+    finally:
+        store.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--million", action="store_true", help="add a 1 M-event home")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--against", help="also run the texts of this git revision")
+    parser.add_argument("--big", action="store_true", help="policy-in-force at 1.1 M quads")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")] + ([1_000_000] if args.million else [])
+    if args.big:
+        big_store()
+    sizes = [int(s) for s in args.sizes.split(",") if s] + ([1_000_000] if args.million else [])
     results: dict[int, tuple[int, dict[str, tuple[float, int]]]] = {}
     for size in sizes:
         home = build_events_home(size)

@@ -22,6 +22,7 @@ from cradle_kg.records import Agent, ApprovalStatus, Permission
 from cradle_kg.runs import show_run
 
 from .conftest import make_config, proposal
+from .inprocess import run_cli
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -251,12 +252,8 @@ def test_reject_and_request_changes_end_the_wait(art: Runtime, status: ApprovalS
 
 
 def cli(*args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CRADLE_CRASH_AT",
-                                                             "CRADLE_APPROVER_TOKEN")}
-    if token:
-        env["CRADLE_APPROVER_TOKEN"] = token
-    return subprocess.run([sys.executable, "-m", "cradle_kg", *args], capture_output=True,
-                          text=True, env=env, timeout=120, check=False, cwd=REPO)
+    """The CLI in this process (tests/inprocess): no crash point, the token if given."""
+    return run_cli(*args, env={"CRADLE_CRASH_AT": None, "CRADLE_APPROVER_TOKEN": token})
 
 
 def test_a_waiting_run_survives_the_process_and_continues_after_a_cli_approval(

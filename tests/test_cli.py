@@ -12,14 +12,22 @@ import pytest
 
 from cradle_kg.records import SCHEMAS
 
+from .inprocess import run_cli
+
+
+def process_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real console entry, in its own process (where the process is the point)."""
+    import os
+
+    return subprocess.run([sys.executable, "-m", "cradle_kg", *args], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "COLUMNS": "200"},
+                          check=False)
+
 
 def cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None
         ) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run([sys.executable, "-m", "cradle_kg", *args], input=stdin,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})}, check=False)
+    """The CLI in this process: same main, exit code, stdout and stderr (tests/inprocess)."""
+    return run_cli(*args, stdin=stdin, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +91,13 @@ def test_schema_export(name: str) -> None:
 def test_schema_unknown_name() -> None:
     done = cli("schema", "Nope")
     assert done.returncode == 2 and "no record named" in done.stderr
+
+
+def test_the_console_entry_in_a_real_process() -> None:
+    ok = process_cli("schema", "Proposal")
+    assert ok.returncode == 0 and json.loads(ok.stdout)["title"]
+    bad = process_cli("schema", "Nope")
+    assert bad.returncode == 2 and "no record named" in bad.stderr and not bad.stdout
 
 
 def _submit(home: Path, text: str) -> subprocess.CompletedProcess[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,14 +20,15 @@ from cradle_kg.graph.vocab import ONTOLOGY_FILE
 from cradle_kg.storage import SqliteJournal as Journal
 
 from .conftest import proposal
+from .inprocess import run_cli
 
 CRADLE = Namespace("https://w3id.org/cradle#")
 PROV = Namespace("http://www.w3.org/ns/prov#")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cradle_kg", *args], capture_output=True,
-                          text=True, timeout=300, check=False)
+    """The CLI in this process (tests/inprocess): same main, exit code and output."""
+    return run_cli(*args)
 
 
 @pytest.fixture(scope="module")

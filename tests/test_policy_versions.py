@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyoxigraph as ox
+
 from cradle_kg import Runtime
+from cradle_kg.graph.project import SHARED_GRAPH
+from cradle_kg.graph.queries import QueryCatalog, bind, execute
+from cradle_kg.graph.store import GraphStore
 
 from .conftest import make_config, proposal
 
@@ -18,10 +23,13 @@ def _activations(home: Path) -> list[str]:
 def test_switching_policies_back_and_forth_is_recorded(home: Path) -> None:
     extra = home / "policies" / "extra.cedar"
 
+    decisions: dict[str, str] = {}
+
     def submit(pid: str) -> str:
         with Runtime(home, config=make_config()) as rt:
             out = rt.submit(proposal(pid, "demo.ledger.credit", {"account": "a", "amount": 1}))
             assert out.decision is not None
+            decisions[pid] = out.decision.id
             return out.decision.policy_version
 
     a = submit("p1")
@@ -33,3 +41,59 @@ def test_switching_policies_back_and_forth_is_recorded(home: Path) -> None:
     assert _activations(home) == [a, b, a]
     assert submit("p4") == a
     assert _activations(home) == [a, b, a]  # unchanged policies: no new activation
+    in_force = _in_force(home, decisions)
+    # the version switched back to is in force again (not the one activated in between)
+    assert in_force == {"p1": (a, True), "p2": (b, True), "p3": (a, True), "p4": (a, True)}
+
+
+def _in_force(home: Path, decisions: dict[str, str]) -> dict[str, tuple[str, bool]]:
+    with Runtime(home, config=make_config()) as rt:
+        rt.sync_graph()
+    store = GraphStore(home / "graph")
+    try:
+        q = QueryCatalog.load().get("policy-in-force")
+        out = {}
+        for pid, decision in decisions.items():
+            rows = list(execute(store.store, q.text, bound=bind(q, {"decision": decision})))
+            assert len(rows) == 1
+            out[pid] = (rows[0]["inForceVersion"].value, rows[0]["matches"].value == "true")
+        # the policy nodes are described once, in the shared graph, never in a run graph
+        typed = list(store.store.quads_for_pattern(
+            None, ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"),
+            ox.NamedNode("https://w3id.org/cradle#Policy"), None))
+        assert typed and {q.graph_name.value for q in typed} == {SHARED_GRAPH}
+        return out
+    finally:
+        store.close()
+
+
+def test_a_store_of_the_old_layout_is_rebuilt_on_its_next_sync(home: Path) -> None:
+    """A store written before the shared graph (policies copied into run graphs, no layout
+    recorded) is projected again by its next sync: same quads as a fresh projection."""
+    from cradle_kg.graph.project import project_nquads
+    from cradle_kg.graph.store import META_GRAPH, PROJECTION_VERSION
+    from cradle_kg.storage import SqliteJournal as Journal
+
+    with Runtime(home, config=make_config()) as rt:
+        rt.submit(proposal("p1", "demo.ledger.credit", {"account": "a", "amount": 1}))
+        rt.sync_graph()
+    store = GraphStore(home / "graph")
+    try:
+        assert store.layout() == PROJECTION_VERSION
+        meta = ox.NamedNode(META_GRAPH)
+        version = ox.NamedNode("https://w3id.org/cradle#projectionVersion")
+        for quad in list(store.store.quads_for_pattern(meta, version, None, meta)):
+            store.store.remove(quad)
+        stale = ox.Quad(ox.NamedNode("https://w3id.org/cradle/id/policy/old"),
+                        ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"),
+                        ox.NamedNode("https://w3id.org/cradle#Policy"),
+                        ox.NamedNode("https://w3id.org/cradle/run/run%3Aold"))
+        store.store.add(stale)
+        assert store.layout() == 1
+        with Journal(home / "journal.sqlite") as journal:
+            store.sync(journal)
+            expected = project_nquads(journal.events())
+        assert store.layout() == PROJECTION_VERSION
+        assert store.nquads() == expected
+    finally:
+        store.close()

@@ -362,8 +362,16 @@ def test_stale_approvals_expired_unused_pending(known: Known) -> None:
 
 
 def test_runs_timeline_and_graph(known: Known) -> None:
-    runs = {r["run"] for r in rows(known, "runs")}
-    assert runs == {graph_iri(r) for r in {e.run_id for e in known.events}}
+    listed = {r["run"]: r for r in rows(known, "runs")}
+    assert set(listed) == {graph_iri(r) for r in {e.run_id for e in known.events}}
+    for run_id in {e.run_id for e in known.events}:
+        own = [e for e in known.events if e.run_id == run_id]
+        proposals = {(e.payload["proposal"]["id"], e.payload.get("submission"),
+                      e.payload["proposal"].get("attempt", 0))
+                     for e in own if e.kind == "proposal.received"}
+        row = listed[graph_iri(run_id)]
+        assert (int(row["events"] or 0), int(row["proposals"] or 0)) \
+            == (len(own), len(proposals)), run_id
     close_seqs = [e.seq for e in known.events if e.run_id == "run:task-close"]
     timeline = rows(known, "run-timeline", run="run:task-close")
     assert [int(r["seq"] or 0) for r in timeline] == close_seqs
@@ -454,3 +462,27 @@ def test_a_busy_store_falls_back_to_the_journal(known: Known) -> None:
         expected = set(journal.run_ids())
     listed = [ln for ln in out.output.splitlines() if ln.startswith("https://")]
     assert {ln.split(",")[0] for ln in listed} == {graph_iri(r) for r in expected}
+
+
+def test_the_guard_skips_the_parse_only_when_the_text_cannot_matter() -> None:
+    from cradle_kg.graph.sparql_guard import PLAIN_SHAPE, known_shape
+
+    plain = "SELECT ?s WHERE { ?s ?p ?o } LIMIT 1"
+    assert known_shape(plain, None) is PLAIN_SHAPE
+    for telling in ("SELECT ?s WHERE { SeRvIcE <http://127.0.0.1:1/> { ?s ?p ?o } }",
+                    "SELECT ?s FROM <urn:g> WHERE { ?s ?p ?o }",
+                    "SELECT ?s WHERE { \\u0053ERVICE <http://127.0.0.1:1/> { ?s ?p ?o } }"):
+        assert known_shape(telling, None) is not PLAIN_SHAPE
+    with pytest.raises(QueryRefusedError):
+        check_query("CLEAR ALL")
+    with pytest.raises(QueryError):  # neither a query nor an update: refused all the same
+        check_query("SELECT * WHERE { ?x ?y ?z } ; DROP ALL")
+    # a query the guard did not parse still reports a syntax error as a typed error
+    with pytest.raises(QueryError):
+        execute(ox_store(), "SELECT ?s WHERE { ?s ?p }")
+
+
+def ox_store() -> Any:
+    import pyoxigraph as ox
+
+    return ox.Store()

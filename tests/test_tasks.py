@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from cradle_kg import OutcomeStatus, Runtime
@@ -13,14 +12,12 @@ from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.runs import show_run
 
 from .conftest import make_config, proposal, register_test_tools
+from .inprocess import run_cli
 
 
 def cli(*args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
-    env = {**os.environ, **({"CRADLE_APPROVER_TOKEN": token} if token else {})}
-    return subprocess.run([sys.executable, "-m", "cradle_kg", *args], capture_output=True,
-                          text=True, timeout=120, env=env, check=False)
+    """The CLI in this process (tests/inprocess): same main, exit code and output."""
+    return run_cli(*args, env={"CRADLE_APPROVER_TOKEN": token} if token else None)
 
 
 def test_an_escalation_is_listed_and_resolved(home: Path) -> None:

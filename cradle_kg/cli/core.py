@@ -12,17 +12,7 @@ import typer
 from ..config import load_config
 from ..errors import CradleError, UnknownNameError
 from ..home import Home, resolve_home
-from ..loop.proposal import read_proposal
 from ..records import SCHEMAS, OutcomeStatus
-from ..runs import list_page, show_run
-from ..storage import (
-    Anchor,
-    ChainReport,
-    Journal,
-    home_journal_target,
-    open_home_journal,
-    verify_target,
-)
 from .common import (
     Format,
     FormatOpt,
@@ -36,8 +26,9 @@ from .common import (
     table,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: `schema` and `--help` need none of them
     from ..loop.runtime import Runtime
+    from ..storage import Anchor, ChainReport, Journal
 
 audit_app = typer.Typer(help="Check the journal's integrity.", no_args_is_help=True)
 tools_app = typer.Typer(help="Registered tools and their contracts.", no_args_is_help=True)
@@ -54,6 +45,8 @@ def open_runtime(home: Path | None) -> Runtime:
 
 
 def open_journal(home: Path | None) -> Journal:
+    from ..storage import open_home_journal
+
     try:
         return open_home_journal(resolve_home(home), must_exist=True)
     except CradleError as exc:
@@ -98,6 +91,8 @@ def submit(
     failed verification; 2 the input could not be read.
     """
     try:
+        from ..loop.proposal import read_proposal
+
         limits = load_config(Home(resolve_home(home)).config).input_limits
         raw = read_proposal(read_input(proposal_file, limits), limits,
                             source="stdin" if proposal_file == "-" else proposal_file)
@@ -140,6 +135,8 @@ AnchorOpt = Annotated[
 
 def _verify_report(home: Path | None, anchor: Anchor | None) -> tuple[str, ChainReport]:
     """Verify read only; a progress bar on stderr when it is a terminal, nothing otherwise."""
+    from ..storage import home_journal_target, verify_target
+
     try:
         path = home_journal_target(resolve_home(home))
     except CradleError as exc:
@@ -172,6 +169,8 @@ def audit_verify(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
     journal does not contain count as broken.
     """
     try:
+        from ..storage import Anchor
+
         wanted = Anchor.parse(anchor) if anchor is not None else None
     except CradleError as exc:
         fail(exc)
@@ -235,6 +234,8 @@ def runs_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
                   min=0, help="How many of the newest runs to skip.")] = 0) -> None:
     """List runs with their current status, newest first, one page at a time."""
     with open_journal(home) as journal:
+        from ..runs import list_page
+
         runs, total = list_page(journal, limit=limit, offset=offset, newest_first=True)
     if fmt is Format.JSON:
         print_json([r.to_dict() for r in runs])
@@ -252,6 +253,8 @@ def runs_show(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) 
     """Show one run: its status and the timeline of its events."""
     with open_journal(home) as journal:
         try:
+            from ..runs import show_run
+
             summary, events = show_run(journal, run_id)
         except CradleError as exc:
             fail(exc)

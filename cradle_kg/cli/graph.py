@@ -121,7 +121,7 @@ def export(
             fail(UnknownNameError(f"unknown run `{run}`", hint="`cradle-kg runs list`"))
         graphs = [name]
     else:
-        graphs = store.run_graphs()
+        graphs = store.data_graphs()
     data = ox.Dataset(ox.parse(store.nquads(graphs=graphs), format=ox.RdfFormat.N_QUADS))
     if fmt is ExportFormat.TURTLE:  # Turtle has no graphs: the union of the selected ones
         quads = [ox.Quad(q.subject, q.predicate, q.object, ox.DefaultGraph()) for q in data]
@@ -182,7 +182,7 @@ def validate(
             if engine == "rust":  # only the shapes' triples, grouped, in parallel (bulk.py)
                 report = validate_store(store, loaded, graphs=graphs)
             else:
-                text = store.nquads(graphs=graphs if graphs is not None else store.run_graphs())
+                text = store.nquads(graphs=graphs if graphs is not None else store.data_graphs())
                 report = checker.validate(text, format="nquads")
             store.close()
     except CradleError as exc:

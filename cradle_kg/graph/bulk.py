@@ -596,6 +596,7 @@ def validate_store(store: GraphStore, shapes: Shapes, *, graphs: Sequence[str] |
 
 def validate_whole(store: GraphStore, shapes: Shapes, *,
                    graphs: Sequence[str] | None = None) -> ValidationReport:
-    """The reference: the canonical N-Quads of the run graphs in one validation."""
-    chosen = store.run_graphs() if graphs is None else list(graphs)
+    """The reference: the canonical N-Quads of the run graphs and the shared graph in one
+    validation."""
+    chosen = store.data_graphs() if graphs is None else list(graphs)
     return RustShaclEngine(shapes).validate(store.nquads(graphs=chosen), format="nquads")

@@ -6,21 +6,32 @@ alone (incrementally, as it is appended) or in a full rebuild, with the same res
 
 One named graph per run: ``<https://w3id.org/cradle/run/{run_id}>``. Object IRIs are
 deterministic: ``<https://w3id.org/cradle/id/{kind}/{id}>`` with the id percent-encoded.
+
+Shared objects — policies and policy-set versions, identities, tools, packs — are described
+once, in the shared graph ``<https://w3id.org/cradle/graph/shared>``, not copied into every
+run that meets them: a run graph links to them (``prov:wasDerivedFrom`` a policy,
+``cradle:invokes`` a tool), and a query reading a policy's triples meets them once, however
+many runs there are. :func:`event_quads` says which triples go where; :func:`event_triples`
+gives both (the commit-time integrity check sees the policy nodes a decision cites).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..canonical import iso, parse_iso
-from ..records import AuditEvent
 from .vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
+
+if TYPE_CHECKING:  # the records' models are not needed to project (a query worker's start-up)
+    from ..records import AuditEvent
 
 ID_BASE = "https://w3id.org/cradle/id/"
 RUN_BASE = "https://w3id.org/cradle/run/"
+SHARED_GRAPH = "https://w3id.org/cradle/graph/shared"
+_SHARED = f"<{SHARED_GRAPH}>"
 
 _TYPE = f"<{RDF_NS}type>"
 _LABEL = f"<{RDFS_NS}label>"
@@ -90,10 +101,12 @@ def dt(text: str) -> str:
 
 
 class _Quads:
-    """Collects the triples of one event as ``"s p o"`` strings (N-Triples terms)."""
+    """Collects the triples of one event as ``"s p o"`` strings (N-Triples terms): its
+    run's (``lines``) and those about shared objects (``shared``, the shared graph)."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.shared: list[str] = []
 
     def add(self, s: str, pred: str, o: str) -> None:
         self.lines.append(f"{s} {pred} {o}")
@@ -101,6 +114,9 @@ class _Quads:
     def typed(self, s: str, *classes: str) -> None:
         for cls in classes:
             self.add(s, _TYPE, c(cls))
+
+    def share(self, s: str, pred: str, o: str) -> None:
+        self.shared.append(f"{s} {pred} {o}")
 
 
 def action_node(action_id: str) -> str:
@@ -170,7 +186,7 @@ def _proposal(q: _Quads, ev: AuditEvent) -> str:
     q.add(s, c("runId"), lit(ev.run_id))
     q.add(s, c("inRun"), run_graph(ev.run_id))
     q.add(s, c("at"), dt(iso(ev.at)))
-    q.typed(agent, "Agent")
+    q.share(agent, _TYPE, c("Agent"))
     q.add(agent, c("proposes"), s)
     q.add(s, p("wasAttributedTo"), agent)
     task = node("task", prop["task_id"])
@@ -213,9 +229,9 @@ def _decision(q: _Quads, ev: AuditEvent) -> str:
     action_id = ev.payload.get("action_id")
     for pol in d.get("policy_results", []):
         pol_node = node("policy", f"{d['policy_version']}/{pol['policy_id']}")
-        q.typed(pol_node, "Policy")
-        q.add(pol_node, c("policyId"), lit(pol["policy_id"]))
-        q.add(pol_node, c("policyVersion"), lit(d["policy_version"]))
+        q.share(pol_node, _TYPE, c("Policy"))
+        q.share(pol_node, c("policyId"), lit(pol["policy_id"]))
+        q.share(pol_node, c("policyVersion"), lit(d["policy_version"]))
         q.add(s, c("policyId"), lit(pol["policy_id"]))
         q.add(s, p("wasDerivedFrom"), pol_node)
         if action_id:
@@ -234,7 +250,7 @@ def _proposed_action(q: _Quads, ev: AuditEvent, action_id: str, proposal_id: str
     q.add(_proposal_ref(ev, proposal_id), c("contains"), a)
     if req.get("action_type"):
         tool = node("tool", req["action_type"])
-        q.typed(tool, "Tool")
+        q.share(tool, _TYPE, c("Tool"))
         q.add(a, c("invokes"), tool)
     if req.get("target"):
         res = node("resource", req["target"])
@@ -365,12 +381,13 @@ def _policyset(q: _Quads, ev: AuditEvent) -> str:
     version = ev.payload["version"]
     for pid in ev.payload.get("policy_ids", []):
         pol = node("policy", f"{version}/{pid}")
-        q.typed(pol, "Policy")
-        q.add(pol, c("policyId"), lit(pid))
-        q.add(pol, c("policyVersion"), lit(version))
-        q.add(pol, c("at"), dt(iso(ev.at)))
+        q.share(pol, _TYPE, c("Policy"))
+        q.share(pol, c("policyId"), lit(pid))
+        q.share(pol, c("policyVersion"), lit(version))
+        # one `at` per activation: a version switched back to is in force again
+        q.share(pol, c("at"), dt(iso(ev.at)))
     for pack in ev.payload.get("packs", []):
-        q.add(node("policyset", version), c("packVersion"), lit(pack))
+        q.share(node("policyset", version), c("packVersion"), lit(pack))
     return node("policyset", version)
 
 
@@ -440,20 +457,29 @@ def event_retractions(ev: AuditEvent) -> list[str]:
     return []
 
 
-def event_triples(ev: AuditEvent, *, header: bool = True) -> list[str]:
-    """The triples of one event as ``"s p o"`` strings; ``header`` adds its audit record."""
+def event_quads(ev: AuditEvent, *, header: bool = True) -> tuple[list[str], list[str]]:
+    """The triples of one event as ``"s p o"`` strings: (its run graph's, the shared
+    graph's); ``header`` adds its audit record (to the run's)."""
     q = _Quads()
     projector = _PROJECTORS.get(ev.kind)
     subject = projector(q, ev) if projector else None
     if header:
         _event_header(q, ev, subject)
-    return q.lines
+    return q.lines, q.shared
+
+
+def event_triples(ev: AuditEvent, *, header: bool = True) -> list[str]:
+    """All the triples of one event, the shared objects' included (module docstring)."""
+    own, shared = event_quads(ev, header=header)
+    return own + shared
 
 
 def project_event(ev: AuditEvent) -> list[str]:
-    """The N-Quads lines of one event (each ending in a newline), in its run's graph."""
+    """The N-Quads lines of one event (each ending in a newline): in its run's graph,
+    and about shared objects in the shared graph."""
     graph = run_graph(ev.run_id)
-    return [f"{t} {graph} .\n" for t in event_triples(ev)]
+    own, shared = event_quads(ev)
+    return [f"{t} {graph} .\n" for t in own] + [f"{t} {_SHARED} .\n" for t in shared]
 
 
 def ntriples(triples: Iterable[str]) -> str:

@@ -23,6 +23,7 @@ only ever reads.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ import pyoxigraph as ox
 from ..canonical import parse_iso
 from ..errors import QueryError, UnknownNameError
 from .project import ID_BASE, RUN_BASE, node, run_graph
-from .sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH, check_query
+from .sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH, PLAIN_SHAPE, check_query, parse_shape
 from .vocab import XSD_NS
 
 # the queries live at the repository root beside the package, like the ontology
@@ -256,6 +257,9 @@ def execute(store: ox.Store, text: str, *, bound: Mapping[str, Term] | None = No
     try:
         return store.query(text, **kw)
     except SyntaxError as exc:
+        if shape is PLAIN_SHAPE:  # not parsed before: an update is refused, not misread
+            with contextlib.suppress(QueryError):
+                parse_shape(text, base_iri=base_iri)
         raise QueryError(f"the query does not parse: {exc}") from exc
     except RuntimeError as exc:  # e.g. a substituted variable the query does not project
         raise QueryError(f"the query cannot run: {exc}") from exc

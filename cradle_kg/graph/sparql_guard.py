@@ -19,6 +19,14 @@ will differ from it somewhere. So:
 
 The dataset clause (``FROM`` / ``FROM NAMED``) is read from the same parse, so the
 caller can let a query's own dataset win over the union default graph.
+
+The parse costs 5-40 ms, more than most queries take to run. It is skipped only when
+its answer is known without it: a text holding neither the letters ``service`` nor
+``from`` (in any case) nor a backslash (SPARQL's ``\\u`` escapes could spell either word)
+can name no endpoint and no dataset, and one holding none of the words an update
+operation starts with (``insert delete load clear create drop copy move add``) is no
+update. A text that does hold one is parsed once; its shape is kept by text (a bounded
+cache: the named queries are the same texts every time).
 """
 
 from __future__ import annotations
@@ -71,7 +79,9 @@ def check_size(text: str, *, max_bytes: int = MAX_QUERY_BYTES,
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > max_bytes:
         raise QueryError(f"the query is {size} bytes, over the {max_bytes} byte cap")
-    depth = nesting_depth(text)
+    # depth <= the number of opening brackets: a text with few of them needs no lexing
+    opens = text.count("{") + text.count("(") + text.count("[") + text.count("<<")
+    depth = nesting_depth(text) if opens > max_depth else 0
     if depth > max_depth:
         raise QueryError(f"the query nests {depth} levels deep, over the cap of {max_depth}",
                          hint="flatten the query")
@@ -133,6 +143,39 @@ def parse_shape(text: str, *, base_iri: str | None = None) -> QueryShape:
 
 
 _PARSER_LOCK = threading.Lock()
+
+#: the shape of a text that can name no SERVICE and no dataset (see the module docstring)
+PLAIN_SHAPE: Final = QueryShape(services=(), has_dataset=False)
+_SHAPES: dict[tuple[str, str | None], QueryShape] = {}
+_SHAPES_MAX: Final = 256
+#: longer texts are parsed every time rather than kept (the cache stays a few MB)
+_SHAPES_TEXT_MAX: Final = 20_000
+
+
+#: a text holding none of these (in any case) names no endpoint, no dataset, no update
+_TELLING: Final = ("service", "from", "\\", "insert", "delete", "load", "clear", "create",
+                   "drop", "copy", "move", "add")
+
+
+def _plain(text: str) -> bool:
+    lowered = text.lower()
+    return not any(word in lowered for word in _TELLING)
+
+
+def known_shape(text: str, base_iri: str | None) -> QueryShape:
+    """The query's shape, without parsing when that is safe, else from the cache or a parse."""
+    if _plain(text):
+        return PLAIN_SHAPE
+    key = (text, base_iri)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = parse_shape(text, base_iri=base_iri)
+        if len(text) > _SHAPES_TEXT_MAX:
+            return shape
+        if len(_SHAPES) >= _SHAPES_MAX:
+            _SHAPES.pop(next(iter(_SHAPES)))
+        _SHAPES[key] = shape
+    return shape
 
 
 def _parse(text: str) -> Any:
@@ -202,7 +245,7 @@ def check_query(text: str, *, allowed_services: Iterable[str] = (),
     """
     check_size(text, max_bytes=max_bytes, max_depth=max_depth)
     try:
-        shape = parse_shape(text, base_iri=base_iri)
+        shape = known_shape(text, base_iri)
     except QueryRefusedError:
         raise
     except QueryError:
@@ -222,5 +265,5 @@ def check_query(text: str, *, allowed_services: Iterable[str] = (),
     return shape
 
 
-__all__ = ["MAX_QUERY_BYTES", "MAX_QUERY_DEPTH", "QueryShape", "check_query", "check_size",
-           "nesting_depth", "parse_shape"]
+__all__ = ["MAX_QUERY_BYTES", "MAX_QUERY_DEPTH", "PLAIN_SHAPE", "QueryShape", "check_query",
+           "check_size", "known_shape", "nesting_depth", "parse_shape"]

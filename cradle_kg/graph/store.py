@@ -30,7 +30,7 @@ from ..crashpoints import crashpoint
 from ..errors import GraphStoreError
 from ..records import AuditEvent
 from ..storage import Journal
-from .project import event_retractions, event_triples, project_event, run_graph
+from .project import SHARED_GRAPH, event_quads, event_retractions, project_event, run_graph
 from .swap import StoreLock, building_path, remove_folder, settle, swap_in
 from .vocab import CRADLE_NS
 
@@ -45,9 +45,17 @@ SYNC_CRASH_POINTS = ("graph.sync.batch",)
 Progress = Callable[[int, int], None]
 
 
+#: the layout of the projection; a store written with another one is rebuilt on its next
+#: sync (2: shared objects in the shared graph, not copied into each run graph)
+PROJECTION_VERSION = 2
+_VERSION = f"<{CRADLE_NS}projectionVersion>"
+
+
 def _watermark_update(seq: int) -> str:
     return (f"DELETE WHERE {{ GRAPH {_META} {{ {_META} {_SEQ} ?seq }} }} ;\n"
-            f"INSERT DATA {{ GRAPH {_META} {{ {_META} {_SEQ} \"{seq}\"^^<{_INT}> }} }}")
+            f"DELETE WHERE {{ GRAPH {_META} {{ {_META} {_VERSION} ?version }} }} ;\n"
+            f"INSERT DATA {{ GRAPH {_META} {{ {_META} {_SEQ} \"{seq}\"^^<{_INT}> . "
+            f"{_META} {_VERSION} \"{PROJECTION_VERSION}\"^^<{_INT}> }} }}")
 
 
 class GraphStore:
@@ -89,8 +97,22 @@ class GraphStore:
         return self
 
     def projected_seq(self) -> int:
-        for quad in self.store.quads_for_pattern(ox.NamedNode(META_GRAPH), None, None,
+        return self.seq_of(self.store)
+
+    def layout(self) -> int:
+        """The projection layout the store was written with (1: before it was recorded)."""
+        for quad in self.store.quads_for_pattern(ox.NamedNode(META_GRAPH),
+                                                 ox.NamedNode(_VERSION[1:-1]), None,
                                                  ox.NamedNode(META_GRAPH)):
+            if isinstance(quad.object, ox.Literal):
+                return int(quad.object.value)
+        return 1
+
+    @staticmethod
+    def seq_of(store: ox.Store) -> int:
+        """The watermark of any Oxigraph store holding a projection (0 when none)."""
+        for quad in store.quads_for_pattern(ox.NamedNode(META_GRAPH), None, None,
+                                            ox.NamedNode(META_GRAPH)):
             if quad.predicate.value == _SEQ[1:-1] and isinstance(quad.object, ox.Literal):
                 return int(quad.object.value)
         return 0
@@ -101,6 +123,11 @@ class GraphStore:
 
         Each batch of ``batch`` events is one transaction that ends by moving the
         watermark (module docstring)."""
+        if self.projected_seq() and self.layout() != PROJECTION_VERSION:
+            # written by an older cradle-kg: its triples are laid out otherwise (policies
+            # copied into run graphs); the watermark goes with the clear, so a kill
+            # half-way leaves a store that the next sync projects again from the start
+            return self.rebuild(journal, progress=progress)
         start = self.projected_seq()
         head, _ = journal.head()
         done = last = 0
@@ -135,6 +162,12 @@ class GraphStore:
         return _project_all(self.store, journal, progress)
 
     def run_graphs(self) -> list[str]:
+        """The run graphs (neither the meta graph nor the shared graph)."""
+        return sorted(g.value for g in self.store.named_graphs()
+                      if g.value not in (META_GRAPH, SHARED_GRAPH))
+
+    def data_graphs(self) -> list[str]:
+        """Every graph of the projection: the run graphs and the shared graph."""
         return sorted(g.value for g in self.store.named_graphs() if g.value != META_GRAPH)
 
     def nquads(self, *, graphs: Iterable[str] | None = None) -> str:
@@ -165,10 +198,12 @@ class GraphStore:
 def _event_ops(ev: AuditEvent, ops: list[str]) -> None:
     """The SPARQL update operations of one event: its quads, then what it retracts."""
     graph = run_graph(ev.run_id)
-    triples = event_triples(ev)
-    if triples:
-        body = " . ".join(triples)
-        ops.append(f"INSERT DATA {{ GRAPH {graph} {{ {body} }} }}")
+    triples, shared = event_quads(ev)
+    if triples or shared:
+        body = f"GRAPH {graph} {{ {' . '.join(triples)} }}" if triples else ""
+        if shared:
+            body += f" GRAPH <{SHARED_GRAPH}> {{ {' . '.join(shared)} }}"
+        ops.append(f"INSERT DATA {{ {body} }}")
     retract = event_retractions(ev)
     if retract:
         ops.append(f"DELETE DATA {{ GRAPH {graph} {{ {' . '.join(retract)} }} }}")
@@ -203,6 +238,11 @@ def _project_all(store: ox.Store, journal: Journal, progress: Progress | None) -
     if progress:
         progress(head, head)
     return count
+
+
+#: the projection's write steps, for a store the caller owns (the endpoint's private store)
+event_ops = _event_ops
+project_all = _project_all
 
 
 def rebuild(path: Path, journal: Journal, *, progress: Progress | None = None,

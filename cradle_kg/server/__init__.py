@@ -4,12 +4,22 @@
     protocol.py     /sparql — SPARQL 1.1 Protocol + Service Description (read-only)
     negotiation.py  which serialization a client gets
     worker.py       query worker processes: run + serialize in one place, killable
-    dataset.py      what workers read: an N-Quads snapshot, then the journal
+    dataset.py      what workers read: checkpoints of the server's private store
     api.py          /api — submit, approvals, runs (bearer tokens, see auth.py)
     auth.py         per-identity tokens (approvers in config.json, agents in api-tokens.json)
     static/         the web page (vanilla HTML/JS/CSS, no CDN)
 """
 
-from .app import STATIC_DIR, ServerSettings, create_app
+from typing import Any
 
 __all__ = ["STATIC_DIR", "ServerSettings", "create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    # on first use: a query worker imports ``server.worker`` and must not pay for FastAPI
+    # and the runtime that ``app`` brings (3 s of imports per worker on a loaded machine)
+    if name in __all__:
+        from . import app
+
+        return getattr(app, name)
+    raise AttributeError(name)

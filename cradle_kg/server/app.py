@@ -33,7 +33,7 @@ from ..graph.queries import QueryCatalog, bind
 from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH
 from ..home import Home
 from . import api, protocol
-from .dataset import Source, snapshot_files, snapshot_home
+from .dataset import PrivateStore, snapshot_files, snapshot_home
 from .guard import MAX_BODY_BYTES, BodyLimit, SecurityHeaders
 from .worker import Job, Limits, WorkerPool, wire_term
 
@@ -68,8 +68,8 @@ class ServerSettings(BaseModel):
     max_query_depth: int = Field(MAX_QUERY_DEPTH, gt=0)
 
 
-def prepare_source(settings: ServerSettings, workdir: Path) -> Source:
-    snapshot = workdir / "snapshot.nq"
+def prepare_source(settings: ServerSettings, workdir: Path) -> PrivateStore:
+    snapshot = workdir / "store"
     if settings.files:
         return snapshot_files(list(settings.files), snapshot)
     if settings.home is None:
@@ -93,13 +93,20 @@ def create_app(settings: ServerSettings) -> FastAPI:
                     max_query_depth=settings.max_query_depth)
     pool = WorkerPool(source, size=settings.workers, timeout=settings.timeout_seconds,
                       limits=limits)
+    pool.spawn()  # the workers start while the runtime opens
     runtime: Runtime | None = None
     if not settings.files and settings.home is not None:
         from ..loop.runtime import Runtime
 
         # graph_sync off: the server never holds the home's on-disk graph store, so the
-        # CLI and other runtimes keep it; the workers project from the journal themselves
-        runtime = Runtime(settings.home, graph_sync=False)
+        # CLI and other runtimes keep it; the workers read the server's private store
+        try:
+            runtime = Runtime(settings.home, graph_sync=False)
+        except BaseException:
+            pool.close()
+            source.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -108,6 +115,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             yield
         finally:
             pool.close()
+            source.close()
             if runtime is not None:
                 runtime.close()
             shutil.rmtree(workdir, ignore_errors=True)
@@ -122,6 +130,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                        allow_methods=["GET", "POST"], allow_headers=["*"],
                        allow_credentials=False)
+    # /sparql queries skip the framework (same plan as the route), inside the body cap
+    app.add_middleware(protocol.SparqlFastPath, pool=pool)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeaders)  # outermost: on every answer, 413s included
     app.state.pool = pool
@@ -173,7 +183,7 @@ def _web(app: FastAPI, *, mode: str) -> None:
     def healthz(request: Request) -> dict[str, Any]:
         pool: WorkerPool = request.app.state.pool
         return {"mode": mode, "workers_ready": pool.stats.ready, "workers": pool.size,
-                "triples": pool.stats.triples, "workers_replaced": pool.stats.killed,
+                "triples": pool.triples(), "workers_replaced": pool.stats.killed,
                 "network_sandboxed": pool.stats.sandboxed}
 
 

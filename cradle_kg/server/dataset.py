@@ -1,50 +1,48 @@
-"""What the query workers read: an N-Quads snapshot, then the journal as it grows.
+"""What the query workers read: read-only checkpoints of the server's own on-disk store.
 
 An on-disk Oxigraph store is opened read-write by one process at a time, and opening it
 read-only while another process writes is undefined behaviour. So no worker opens the
-home's store. Instead:
+home's store, and no worker holds a graph in memory:
 
-* the server, at start, writes a **snapshot** — the home's graph as N-Quads (from the
-  on-disk store when it is free, brought up to the journal first; else left empty) —
-  or, when serving files, the files parsed and merged into one N-Quads file;
-* each worker bulk-loads the snapshot into its own in-memory store, then **catches up
-  from the journal** (SQLite, which many processes may read) before every query, with
-  the same pure projection the runtime uses. Same journal, same triples: a worker's
-  graph equals the home's graph at the journal head.
+* the server, at start, makes a **private store** in its work folder: a checkpoint of the
+  home's store (hard links, brought up to the journal first) when it is free, else a
+  projection of the journal; when serving files, the files bulk-loaded. Its meta graph is
+  dropped (the server keeps the projected seq in memory);
+* it publishes **generations**: RocksDB checkpoints of the private store (hard links,
+  milliseconds), each a folder nobody ever writes again. A worker opens the newest one
+  read-only — ready in milliseconds, whatever the size of the graph, with only RocksDB's
+  caches in memory;
+* before a query is handed to a worker, the server catches the private store up from the
+  journal (SQLite, which many processes may read) with the same pure projection the
+  runtime uses, and publishes a new generation when events arrived; the job names the
+  generation, and a worker on an older one reopens. Same journal, same triples: a
+  worker's graph equals the home's graph at the journal head when the query was sent.
 
-A worker started later (after a timeout killed one) loads the same snapshot and
-catches up the same way. The meta graph (the projected seq) stays out of the workers'
-stores: a worker keeps its seq in memory.
+A worker killed after a timeout is replaced by one that opens the same generation: a
+timeout costs no reload. A generation no worker uses any more is removed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import shutil
+import threading
 from pathlib import Path
 from typing import Final
 
 import pyoxigraph as ox
 
 from ..errors import CradleError, InputError, RdfParseError
-from ..graph.project import event_retractions, project_event, run_graph
-from ..graph.store import META_GRAPH, GraphStore
+from ..graph.store import META_GRAPH, GraphStore, event_ops, project_all
 from ..home import Home
 from ..storage import SqliteJournal as Journal
+from .worker import Source
 
 _EXTENSIONS: Final = {".ttl": ox.RdfFormat.TURTLE, ".turtle": ox.RdfFormat.TURTLE,
                       ".trig": ox.RdfFormat.TRIG, ".nq": ox.RdfFormat.N_QUADS,
                       ".nquads": ox.RdfFormat.N_QUADS, ".nt": ox.RdfFormat.N_TRIPLES,
                       ".ntriples": ox.RdfFormat.N_TRIPLES, ".jsonld": ox.RdfFormat.JSON_LD,
                       ".json": ox.RdfFormat.JSON_LD}
-
-
-@dataclass(frozen=True)
-class Source:
-    """Everything a worker needs to build its graph (picklable, sent to each worker)."""
-
-    snapshot: Path | None
-    snapshot_seq: int
-    journal: Path | None
 
 
 def rdf_format(path: Path) -> ox.RdfFormat:
@@ -56,9 +54,81 @@ def rdf_format(path: Path) -> ox.RdfFormat:
                             hint="use .ttl .trig .nt .nq .jsonld") from None
 
 
-def snapshot_files(files: list[Path], out: Path) -> Source:
-    """Parse the given RDF files (named graphs kept) into one N-Quads snapshot."""
-    store = ox.Store()
+class PrivateStore:
+    """The server's own store, kept up to the journal and published as generations."""
+
+    def __init__(self, workdir: Path, store: ox.Store, seq: int,
+                 journal: Path | None) -> None:
+        self.workdir = workdir
+        self.store = store
+        self.seq = seq
+        self.journal = Journal(journal) if journal is not None else None
+        #: the quads at start, counted in the background (a count reads the whole store:
+        #: 1.5 s at 1.1 M quads, which the server need not wait for); -1 until known
+        self.triples = -1
+        self._lock = threading.Lock()
+        self._count = 0
+        self.current = self._publish()
+        self._live: set[Path] = {self.current}
+        threading.Thread(target=self._count_quads, name="cradle-count", daemon=True).start()
+
+    def _count_quads(self) -> None:
+        with contextlib.suppress(Exception):  # closed meanwhile: the count is not needed
+            self.triples = len(ox.Store.read_only(str(self.current)))
+
+    def source(self) -> Source:
+        return Source(generation=self.current, triples=self.triples)
+
+    def _publish(self) -> Path:
+        self._count += 1
+        folder = self.workdir / f"generation-{self._count}"
+        self.store.backup(str(folder))
+        return folder
+
+    def latest(self) -> Path:
+        """The newest generation, once the journal's new events (if any) are in it."""
+        if self.journal is None:
+            return self.current
+        with self._lock:
+            head, _ = self.journal.head()
+            if head > self.seq:
+                ops: list[str] = []
+                last = self.seq
+                for ev in self.journal.events(since_seq=self.seq):
+                    event_ops(ev, ops)
+                    last = ev.seq
+                if ops:
+                    self.store.update(" ;\n".join(ops))
+                self.seq = last
+                self.current = self._publish()
+                self._live.add(self.current)
+            return self.current
+
+    def retire(self, in_use: set[Path]) -> None:
+        """Remove the generations no worker uses, but the newest."""
+        if len(self._live) <= 1:
+            return
+        with self._lock:
+            for folder in sorted(self._live - in_use - {self.current}):
+                self._live.discard(folder)
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def close(self) -> None:
+        if self.journal is not None:
+            self.journal.close()
+        self.store.flush()
+        del self.store
+
+
+def _private(workdir: Path) -> tuple[ox.Store, Path]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / "private"
+    return ox.Store(str(path)), path
+
+
+def snapshot_files(files: list[Path], workdir: Path) -> PrivateStore:
+    """Parse the given RDF files (named graphs kept) into the server's private store."""
+    store, _ = _private(workdir)
     for path in files:
         if not path.is_file():
             raise InputError(f"no RDF file at `{path}`")
@@ -69,74 +139,31 @@ def snapshot_files(files: list[Path], out: Path) -> Source:
             raise RdfParseError(str(exc), file=str(path)) from exc
         except (OSError, ValueError) as exc:
             raise RdfParseError(f"cannot read: {exc}", file=str(path)) from exc
-    store.dump(str(out), format=ox.RdfFormat.N_QUADS)
-    return Source(snapshot=out, snapshot_seq=0, journal=None)
+    return PrivateStore(workdir, store, 0, None)
 
 
-def snapshot_home(home: Home, out: Path) -> Source:
-    """Snapshot the home's graph store if it is free; workers catch up from the journal."""
+def snapshot_home(home: Home, workdir: Path) -> PrivateStore:
+    """A checkpoint of the home's graph store if it is free (else the journal projected):
+    the server's private store, which then follows the journal."""
     if not home.journal.exists():
         raise InputError(f"no journal at `{home.journal}`",
                          hint="run `cradle-kg demo --home ...`, or serve RDF files instead")
+    workdir.mkdir(parents=True, exist_ok=True)
     try:
         graph = GraphStore(home.graph)
     except CradleError:  # held by a running runtime: the journal alone will do
-        return Source(snapshot=None, snapshot_seq=0, journal=home.journal)
-    try:
+        store, _ = _private(workdir)
         with Journal(home.journal) as journal:
-            graph.sync(journal)
-        seq = graph.projected_seq()
-        graph.store.dump(str(out), format=ox.RdfFormat.N_QUADS)  # the meta graph goes too
-    finally:
-        graph.close()
-    return Source(snapshot=out, snapshot_seq=seq, journal=home.journal)
-
-
-class LiveGraph:
-    """A worker's in-memory graph: the snapshot, kept up to the journal's head."""
-
-    def __init__(self, source: Source) -> None:
-        self.store = ox.Store()
-        if source.snapshot is not None:
-            self.store.bulk_load(path=str(source.snapshot), format=ox.RdfFormat.N_QUADS)
-            # the worker keeps its seq in memory: the store's meta graph stays out
-            self.store.remove_graph(ox.NamedNode(META_GRAPH))
-        self.seq = source.snapshot_seq
-        self.journal = Journal(source.journal) if source.journal is not None else None
-        self.refresh()
-
-    def refresh(self) -> int:
-        """Project the events appended since the last refresh; returns how many."""
-        if self.journal is None:
-            return 0
-        head, _ = self.journal.head()
-        if head <= self.seq:
-            return 0
-        lines: list[str] = []
-        done = 0
-        last = self.seq
-        for ev in self.journal.events(since_seq=self.seq):
-            lines.extend(project_event(ev))
-            retract = event_retractions(ev)
-            if retract:  # what precedes the retraction must be in before it applies
-                self._load(lines)
-                graph = ox.NamedNode(run_graph(ev.run_id)[1:-1])
-                for line in retract:
-                    for triple in ox.parse(line + " .", format=ox.RdfFormat.N_TRIPLES):
-                        self.store.remove(ox.Quad(triple.subject, triple.predicate,
-                                                  triple.object, graph))
-            last = ev.seq
-            done += 1
-        self._load(lines)
-        # INVARIANT: the seq moves only after its events' quads and retractions are in (a
-        # failure half-way leaves it behind, and replaying is harmless)
-        self.seq = last
-        return done
-
-    def _load(self, lines: list[str]) -> None:
-        if lines:
-            self.store.load("".join(lines), format=ox.RdfFormat.N_QUADS)
-            lines.clear()
-
-    def __len__(self) -> int:
-        return len(self.store)
+            project_all(store, journal, None)
+    else:
+        try:
+            with Journal(home.journal) as journal:
+                graph.sync(journal)
+            graph.store.backup(str(workdir / "private"))
+        finally:
+            graph.close()
+        store = ox.Store(str(workdir / "private"))
+    seq = GraphStore.seq_of(store)
+    # the server keeps its seq in memory: the store's meta graph stays out of the queries
+    store.remove_graph(ox.NamedNode(META_GRAPH))
+    return PrivateStore(workdir, store, seq, home.journal)

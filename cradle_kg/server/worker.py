@@ -9,7 +9,11 @@ touches a pyoxigraph result. A worker that dies for any reason is replaced the s
 Wire format (``multiprocessing`` connections, pickled tuples):
 
 * request  ``Job``  → reply ``("ok", media_type, body)`` or ``("error", status, message)``;
-* at start the worker sends ``("ready", triples, sandboxed)`` once its graph is loaded.
+* at start the worker sends ``("ready", triples, sandboxed)`` once its graph is open.
+
+A worker holds no graph in memory: it opens a *generation* of the server's private store
+read-only (:mod:`.dataset`), and reopens when a job names a newer one. A worker killed
+after a timeout is replaced by one that opens the same generation in milliseconds.
 
 Each worker runs its queries on one thread with a 512 MiB stack (reserved, not used): a
 query within the size cap cannot overflow the engine's recursive parser or evaluator,
@@ -20,6 +24,7 @@ network socket before it loads anything (:mod:`.sandbox`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import multiprocessing as mp
 import sys
 import threading
@@ -29,22 +34,43 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import IO, Any, cast
+from pathlib import Path
+from typing import IO, Any, Protocol, cast
 
 import pyoxigraph as ox
 
 from ..errors import QueryError, QueryRefusedError
 from ..graph.queries import execute
 from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH
-from .dataset import LiveGraph, Source
 from .negotiation import graph_format, results_format
 from .sandbox import deny_network
+
+
+class Generations(Protocol):
+    """What publishes generations (``dataset.PrivateStore``; the server's side only)."""
+
+    current: Path
+    triples: int
+
+    def source(self) -> Source: ...
+
+    def latest(self) -> Path: ...
+
+    def retire(self, in_use: set[Path]) -> None: ...
 
 #: the stack of the thread that runs queries: deep enough for any query under the size cap
 QUERY_STACK_BYTES = 512 * 1024 * 1024
 
 #: ("iri", value) or ("literal", value, datatype IRI or None, language or None)
 WireTerm = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a worker opens first (picklable, sent to each worker): a generation folder."""
+
+    generation: Path
+    triples: int
 
 
 @dataclass(frozen=True)
@@ -57,6 +83,8 @@ class Job:
     named_graphs: tuple[str, ...] | None = None
     #: relative IRIs in the query resolve against this (the endpoint's URL)
     base_iri: str | None = None
+    #: the generation folder to read (set by the pool; the worker reopens when it changes)
+    generation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -119,10 +147,23 @@ class _TooLarge(Exception):
     pass
 
 
-def run_job(graph: LiveGraph, job: Job, limits: Limits, *, sandboxed: bool = False) -> Reply:
+class OpenGraph:
+    """A worker's graph: one generation of the server's private store, opened read-only."""
+
+    def __init__(self, generation: Path) -> None:
+        self.generation = str(generation)
+        self.store = ox.Store.read_only(self.generation)
+
+    def at(self, generation: str | None) -> None:
+        if generation is not None and generation != self.generation:
+            self.store = ox.Store.read_only(generation)
+            self.generation = generation
+
+
+def run_job(graph: OpenGraph, job: Job, limits: Limits, *, sandboxed: bool = False) -> Reply:
     """Run one query and serialize its result, on this thread (never hand results over)."""
     max_bytes = limits.max_bytes
-    graph.refresh()
+    graph.at(job.generation)
     default = [ox.NamedNode(g) for g in job.default_graphs] if job.default_graphs is not None \
         else None
     named = [ox.NamedNode(g) for g in job.named_graphs] if job.named_graphs is not None else None
@@ -149,7 +190,7 @@ def run_job(graph: LiveGraph, job: Job, limits: Limits, *, sandboxed: bool = Fal
         return Reply.error(413, f"the result is larger than the {max_bytes} byte cap: "
                                 "add a LIMIT or ask for less")
     except (OSError, ValueError, RuntimeError, SyntaxError) as exc:  # evaluation errors
-        # the store is in memory and read-only: what fails while evaluating is the query
+        # the store is a read-only checkpoint: what fails while evaluating is the query
         return Reply.error(400, f"the query failed: {' '.join(str(exc).split())[:500]}")
     charset = "; charset=utf-8" if media.startswith("text/") or "json" in media \
         or "xml" in media else ""
@@ -168,8 +209,8 @@ def worker_main(conn: Connection, source: Source, limits: Limits) -> None:
 
 
 def _serve(conn: Connection, source: Source, limits: Limits, sandboxed: bool) -> None:
-    graph = LiveGraph(source)
-    conn.send(("ready", len(graph), sandboxed))
+    graph = OpenGraph(source.generation)
+    conn.send(("ready", source.triples, sandboxed))
     while True:
         try:
             job = conn.recv()
@@ -190,6 +231,7 @@ class _Worker:
     process: BaseProcess
     conn: Connection
     triples: int = 0
+    generation: str | None = None
 
 
 @dataclass
@@ -206,9 +248,11 @@ class PoolStats:
 class WorkerPool:
     """A fixed number of worker processes; each job borrows one, or times out."""
 
-    def __init__(self, source: Source, *, size: int = 2, timeout: float = 10.0,
+    def __init__(self, source: Source | Generations, *, size: int = 2, timeout: float = 10.0,
                  limits: Limits | None = None, start_timeout: float = 600.0) -> None:
-        self.source = source
+        # a private store publishes generations as the journal grows; a Source is fixed
+        self.generations = None if isinstance(source, Source) else source
+        self.source = source if isinstance(source, Source) else source.source()
         self.size = max(1, size)
         self.timeout = timeout
         self.limits = limits or Limits()
@@ -216,26 +260,41 @@ class WorkerPool:
         self.stats = PoolStats()
         self._ctx = mp.get_context("spawn")
         self._idle: list[_Worker] = []
+        self._workers: list[_Worker] = []
+        self._pending: list[_Worker] = []
         self._cond = threading.Condition()
         self._closed = False
         self._reported = False
         self.threads = ThreadPoolExecutor(max_workers=self.size + 4,
                                           thread_name_prefix="sparql-job")
 
+    def spawn(self) -> None:
+        """Start every worker without waiting (they start while the server builds the rest)."""
+        if not self._pending:
+            self._pending = [self._spawn() for _ in range(self.size)]
+
     def start(self) -> None:
-        """Start every worker and wait until each has loaded its graph."""
-        for worker in [self._spawn() for _ in range(self.size)]:
+        """Start every worker (unless :meth:`spawn` did) and wait until each has its graph."""
+        self.spawn()
+        pending, self._pending = self._pending, []
+        for worker in pending:
             self._await_ready(worker)
 
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe()
+        source = self.source
+        if self.generations is not None:  # a replacement opens the newest generation
+            source = Source(generation=self.generations.current, triples=source.triples)
         process = self._ctx.Process(
             target=worker_main, name="cradle-sparql-worker", daemon=True,
-            args=(child, self.source, self.limits))
+            args=(child, source, self.limits))
         process.start()
         child.close()
         self.stats.started += 1
-        return _Worker(process, parent)
+        worker = _Worker(process, parent, generation=str(source.generation))
+        with self._cond:
+            self._workers.append(worker)
+        return worker
 
     def _await_ready(self, worker: _Worker) -> None:
         if not worker.conn.poll(self.start_timeout):
@@ -243,7 +302,8 @@ class WorkerPool:
             raise RuntimeError("a query worker did not load its graph in time")
         message = worker.conn.recv()
         worker.triples = int(message[1])
-        self.stats.triples = worker.triples
+        self.stats.triples = worker.triples if self.generations is None \
+            else self.generations.triples
         with self._cond:
             self.stats.sandboxed = bool(message[2]) and (self.stats.sandboxed
                                                          or not self._reported)
@@ -252,9 +312,16 @@ class WorkerPool:
             self._idle.append(worker)
             self._cond.notify()
 
+    def triples(self) -> int:
+        """The quads served (at start; -1 while a big store is still being counted)."""
+        return self.stats.triples if self.generations is None else self.generations.triples
+
     def _replace(self, worker: _Worker) -> None:
         """Kill a worker and start another in the background."""
         self.stats.killed += 1
+        with self._cond:
+            if worker in self._workers:
+                self._workers.remove(worker)
         with contextlib.suppress(Exception):
             worker.process.kill()
             worker.process.join(5)
@@ -295,6 +362,15 @@ class WorkerPool:
             if worker is None:
                 return Reply.error(503, f"no query worker was free within {limit:g} s: "
                                         "the endpoint is busy")
+            if self.generations is not None:
+                try:
+                    latest = str(self.generations.latest())
+                except Exception as exc:  # the journal or the private store failed
+                    self._give_back(worker)
+                    return Reply.error(500, f"the graph could not catch up with the journal: "
+                                            f"{type(exc).__name__}: {exc}")
+                worker.generation = latest
+                job = dataclasses.replace(job, generation=latest)
             try:
                 worker.conn.send(job)
                 if not worker.conn.poll(max(0.0, deadline - time.monotonic())):
@@ -306,7 +382,14 @@ class WorkerPool:
                 self._replace(worker)
                 return Reply.error(500, "the query worker died; it has been replaced")
             self._give_back(worker)
+            if self.generations is not None:
+                self._retire()
             return reply
+
+    def _retire(self) -> None:
+        with self._cond:
+            in_use = {Path(w.generation) for w in self._workers if w.generation}
+        self.generations.retire(in_use)  # type: ignore[union-attr]
 
     async def arun(self, job: Job, *, timeout: float | None = None) -> Reply:
         import asyncio
@@ -317,7 +400,8 @@ class WorkerPool:
     def close(self) -> None:
         with self._cond:
             self._closed = True
-            workers, self._idle = self._idle, []
+            workers, self._idle = self._idle + self._pending, []
+            self._pending = []
             self._cond.notify_all()
         for worker in workers:
             with contextlib.suppress(Exception):

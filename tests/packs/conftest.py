@@ -15,11 +15,11 @@ from cradle_kg.packs.registry import BUILTIN_PACKS
 PILOTS = ("customs.hs-router", "infra.uptimeharbor")
 
 
-def cli(*args: str, cwd: Path | None = None, timeout: float = 600
-        ) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path | None = None, timeout: float = 600,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "cradle_kg", *args], capture_output=True,
                           text=True, timeout=timeout, cwd=cwd,
-                          env={**os.environ, "COLUMNS": "300"}, check=False)
+                          env={**os.environ, "COLUMNS": "300", **(env or {})}, check=False)
 
 
 def pack_dir(pack_id: str) -> Path:

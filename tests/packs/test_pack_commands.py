@@ -18,13 +18,41 @@ def test_pilot_validates(pack_id: str) -> None:
     assert '"ok": true' in done.stdout
 
 
-@pytest.mark.parametrize("pack_id", [*PILOTS, "demo.ledger"])
-def test_pilot_pack_test_passes_from_any_directory(pack_id: str, tmp_path: Path) -> None:
+_MARKER_TEST = """
+import os
+from pathlib import Path
+
+
+def test_runs_in_an_isolated_home() -> None:
+    Path(os.environ["PACK_TEST_MARKER"]).write_text(os.environ["CRADLE_HOME"] + "\\n" + os.getcwd())
+    assert {ok}
+"""
+
+
+@pytest.mark.parametrize(("pack_id", "ok"), [(PILOTS[0], True), (PILOTS[1], True),
+                                             ("demo.ledger", True), ("demo.ledger", False)])
+def test_pack_test_runs_the_pack_tests_from_any_directory(pack_id: str, ok: bool,
+                                                          tmp_path: Path) -> None:
+    """``pack test`` runs the pack's own tests in an isolated home and says how they went.
+
+    The pack's real suites already run once in ``./dev test`` (``testpaths``): here a copy
+    carries one test of its own that records where it ran (and passes or fails)."""
+    pack = copy_pack(pack_id, tmp_path / "packs" / pack_id)
+    for old in (pack / "tests").glob("test_*.py"):
+        old.unlink()
+    (pack / "tests" / "test_marker.py").write_text(_MARKER_TEST.format(ok=ok), encoding="utf-8")
+    marker = tmp_path / "marker.txt"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     # a relative folder, from another working directory: the command runs pytest elsewhere
-    done = cli("pack", "test", str(Path("..") / "packs" / pack_id),
-               cwd=pack_dir(pack_id).parent.parent / "tests", timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "tests passed" in done.stdout
+    done = cli("pack", "test", str(Path("..") / "packs" / pack_id), cwd=elsewhere,
+               env={"PACK_TEST_MARKER": str(marker)}, timeout=900)
+    out = done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == (0 if ok else 1), out
+    assert ("tests passed" if ok else "tests FAILED") in done.stdout, out
+    home, cwd = marker.read_text(encoding="utf-8").splitlines()
+    assert Path(home).name == "home" and not Path(home).exists()  # a fresh home, removed
+    assert Path(cwd) not in (elsewhere, pack) and not Path(cwd).exists()
 
 
 def _append(path: Path, text: str) -> int:

@@ -41,6 +41,7 @@ from cradle_kg.storage import (
 from cradle_kg.storage import (
     sqlite_derived as derived,
 )
+from tests.inprocess import run_cli
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[2]
@@ -442,9 +443,8 @@ def test_verify_during_a_concurrent_writer_never_reports_a_false_break(tmp_path:
 # --- the command line ---------------------------------------------------------------
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cradle_kg", *args], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT, check=False,
-                          env={**os.environ, "COLUMNS": "80"})
+    """The CLI in this process (tests/inprocess): same main, exit code and output."""
+    return run_cli(*args, env={"COLUMNS": "80"})
 
 
 @pytest.mark.parametrize("kind", ["missing", "zero-bytes", "empty-tables", "dropped-tables",

@@ -10,7 +10,6 @@ view under X without X's token.
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from cradle_kg.config import Limit, save_config
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, demo_config, ledger_for
 from cradle_kg.records import Agent, OutcomeStatus, Permission
 from tests.conftest import make_config, register_test_tools
+from tests.inprocess import run_cli
 
 OTHER = "agent:harbor-monitor"
 
@@ -174,11 +174,9 @@ def test_side_effecting_tools_must_declare_their_target() -> None:
 
 def _cli(home: Path, *args: str, env: dict[str, str] | None = None
          ) -> subprocess.CompletedProcess[str]:
-    import os
-    full = {k: v for k, v in os.environ.items() if k != "CRADLE_APPROVER_TOKEN"}
-    full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "cradle_kg", *args, "--home", str(home)],
-                          capture_output=True, text=True, env=full, timeout=120)
+    """The CLI in this process (tests/inprocess), with no approver token unless given."""
+    full: dict[str, str | None] = {"CRADLE_APPROVER_TOKEN": None, **(env or {})}
+    return run_cli(*args, "--home", str(home), env=full)
 
 
 def test_approvals_show_as_x_authenticates_x(home: Path) -> None:

@@ -23,7 +23,7 @@ from SPARQLWrapper import CSV, JSON, JSONLD, N3, POST, POSTDIRECTLY, TSV, TURTLE
 from SPARQLWrapper import SPARQLWrapper as Wrapper
 from SPARQLWrapper.SPARQLExceptions import QueryBadFormed
 
-from cradle_kg.graph.project import run_graph
+from cradle_kg.graph.project import node, run_graph
 from cradle_kg.graph.store import GraphStore
 from cradle_kg.storage import SqliteJournal as Journal
 
@@ -397,3 +397,46 @@ def test_openapi_documents_the_api(server: Server) -> None:
                  "/api/runs", "/sparql", "/queries/{name}"):
         assert path in spec["paths"], path
     assert "HTTPBearer" in json.dumps(spec["components"]["securitySchemes"])
+
+
+def test_new_events_are_served_and_a_timeout_reloads_nothing(server: Server,
+                                                              demo_home: DemoHome) -> None:
+    """Workers read generations of the server's private store (no graph in memory): an
+    event appended after start is served, and a worker replaced after a timeout opens the
+    newest generation and answers at once."""
+    from cradle_kg import Runtime
+    from cradle_kg.demo.scenario import AGENT
+
+    def served() -> int:
+        got = wrapper(server, DECISIONS, JSON).query().convert()
+        return len(got["results"]["bindings"])  # type: ignore[index]
+
+    assert served() == decided(demo_home)
+    with Runtime(demo_home.path, graph_sync=False) as rt:
+        out = rt.submit({"id": "p-live", "task_id": "task-live", "agent_id": AGENT,
+                         "action": {"action_type": "demo.ledger.credit",
+                                    "target": "ledger:acct-live",
+                                    "arguments": {"account": "acct-live", "amount": 3}}})
+    assert out.decision is not None
+    assert served() == decided(demo_home)  # the new decision is in
+    res = httpx.post(server.sparql, data={"query": RUNAWAY}, timeout=TIMEOUT_SECONDS * 10)
+    assert res.status_code == 503
+    # the replacement opens a checkpoint: it is answering well within one query timeout
+    ask = f"ASK {{ {node('decision', out.decision.id)} ?p ?o }}"
+    answered = wrapper(server, ask, JSON).query().convert()
+    assert answered["boolean"] is True  # type: ignore[index]
+    assert served() == decided(demo_home)
+
+
+@pytest.mark.parametrize("query", [DECISIONS, DECISIONS.replace("SELECT ?d ?v", "ASK"),
+                                   "SELECT ?x WHERE { ?x ?y }", "CLEAR ALL"])
+def test_the_fast_path_answers_as_the_route_does(server: Server, query: str) -> None:
+    """/sparql without an Origin header skips the framework; with one (a browser) it goes
+    through the route and CORS: the same status, type and body either way."""
+    fast = httpx.post(server.sparql, data={"query": query}, headers={"Accept": "text/csv"})
+    routed = httpx.post(server.sparql, data={"query": query},
+                        headers={"Accept": "text/csv", "Origin": "https://example.org"})
+    assert (fast.status_code, fast.headers["content-type"], fast.content) == \
+        (routed.status_code, routed.headers["content-type"], routed.content)
+    assert "access-control-allow-origin" in routed.headers
+    assert fast.headers["x-content-type-options"] == "nosniff"  # the headers still apply

@@ -1,0 +1,178 @@
+"""Does a named query cost more in a bigger home? One growth row per named query.
+
+Homes of 1 k / 10 k / 100 k events (``--million`` adds 1 M) are filled by the runtime
+itself (:func:`synthetic.build_events_home`, cached); each is projected into a fresh
+on-disk store in a temp folder (``GraphStore.rebuild``), and every built-in named query
+is run on it the way ``cradle-kg query NAME --param ...`` runs it once the store is open:
+parameters bound as RDF terms, every row read. A query with a parameter is asked about
+objects taken from the journal (the *last* decision, action, approval, run...), so a
+point query is a point query at every size. Each figure is the p50 of ``--rounds`` calls
+(after warm-up), with its ratio to the 1 k figure and the rows it returned; listing
+queries return more rows in a bigger home, so their row count is printed beside them.
+
+``--big`` adds ``policy-in-force`` over 300 decisions of the 1.1 M-quad store that
+``bench_graph.py`` and ``bench_sparql.py`` use (p50 and p99). ``--against REV`` also runs
+each query's text as it was at git revision ``REV`` on the same store, interleaved with
+today's round by round (an A/B that the machine's load affects alike).
+
+Run: ``.venv/bin/python bench/bench_queries.py [--sizes 1000,10000,100000] [--million]
+[--rounds 20] [--against REV] [--big]``. Prints figures and the load average; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from synthetic import build_events_home
+
+from cradle_kg.graph.queries import QueryCatalog, bind, execute
+from cradle_kg.graph.store import GraphStore
+from cradle_kg.home import Home
+from cradle_kg.records import AuditEvent
+from cradle_kg.storage import SqliteJournal as Journal
+
+
+def _params(events: list[AuditEvent]) -> dict[str, dict[str, str]]:
+    """A value for each parameterized query, taken from the last events of the journal."""
+    last: dict[str, AuditEvent] = {}
+    for ev in events:
+        last[ev.kind] = ev
+    decided = last["decision.made"].payload["decision"]
+    intent = last["action.intent"].payload
+    approval = last["approval.decided"].payload
+    fact_owner = next((ev for ev in reversed(events) if ev.kind == "proposal.received"
+                       and ev.payload["proposal"].get("facts")), None)
+    out = {
+        "why-allowed": {"action": intent["action"]["id"]},
+        "policy-in-force": {"decision": decided["id"]},
+        "decisions-by-policy-version": {"policyVersion": decided["policy_version"]},
+        "run-graph": {"run": last["action.intent"].run_id},
+        "run-timeline": {"run": last["action.intent"].run_id},
+        "task-effects": {"task": last["proposal.received"].payload["proposal"]["task_id"]},
+        "identity-activity": {"identity": approval["approver_id"]},
+        "approvals": {"approver": approval["approver_id"]},
+        "unverified-actions": {},
+        "stale-approvals": {"at": "2030-01-01T00:00:00Z"},
+    }
+    if fact_owner is not None:
+        prop = fact_owner.payload["proposal"]
+        out["evidence-chain"] = {"fact": f"{fact_owner.run_id}/{prop['id']}/0"}
+    return out
+
+
+def old_text(rev: str, name: str) -> str | None:
+    done = subprocess.run(["git", "show", f"{rev}:queries/{name}.rq"], capture_output=True,
+                          text=True, cwd=Path(__file__).resolve().parents[1], check=False)
+    return done.stdout if done.returncode == 0 else None
+
+
+def measure(home: Path, rounds: int, against: str | None = None
+            ) -> tuple[int, dict[str, tuple[float, int]]]:
+    catalog = QueryCatalog.load()
+    with Journal(Home(home).journal) as journal:
+        events = list(journal.events())
+        folder = Path(tempfile.mkdtemp(prefix="bench-queries-"))
+        store = GraphStore(folder / "graph")
+        store.rebuild(journal)
+    params = _params(events)
+    out: dict[str, tuple[float, int]] = {}
+    try:
+        for name in catalog.names():
+            query = catalog.get(name)
+            if any(p.required and p.name not in params.get(name, {}) for p in query.params):
+                continue
+            bound = bind(query, params.get(name, {}))
+            old = old_text(against, name) if against else None
+            texts = {"new": query.text, **({"old": old} if old and old != query.text else {})}
+            times: dict[str, list[float]] = {k: [] for k in texts}
+            found: dict[str, int] = {}
+            for k, text in texts.items():  # warm-up
+                found[k] = len(list(execute(store.store, text, bound=bound)))
+            for _ in range(rounds):
+                for k, text in texts.items():
+                    t0 = time.perf_counter()
+                    found[k] = len(list(execute(store.store, text, bound=bound)))
+                    times[k].append(time.perf_counter() - t0)
+            out[name] = (statistics.median(times["new"]), found["new"])
+            if "old" in times:
+                out[f"{name} @{against}"] = (statistics.median(times["old"]), found["old"])
+        return len(store.store), out
+    finally:
+        store.close()
+        import shutil
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def big_store() -> None:
+    """policy-in-force on the cached 1.1 M-quad home, over 300 of its decisions."""
+    from synthetic import build_home
+
+    store = GraphStore(build_home(1_100_000) / "graph")
+    try:
+        query = QueryCatalog.load().get("policy-in-force")
+        decisions = [r["d"].value for r in store.query(
+            "SELECT ?d WHERE { ?d a <https://w3id.org/cradle#Decision> }")]
+        times = []
+        for decision in decisions[::max(1, len(decisions) // 300)]:
+            t0 = time.perf_counter()
+            rows = list(execute(store.store, query.text, bound=bind(query, {"decision": decision})))
+            times.append(time.perf_counter() - t0)
+            assert len(rows) == 1, decision
+        ordered = sorted(times)
+        print(f"policy-in-force on {len(store.store):,} quads ({len(store.run_graphs()):,} runs), "
+              f"{len(times)} decisions: p50 {statistics.median(times) * 1e3:.2f} ms, "
+              f"p99 {ordered[int(0.99 * len(ordered))] * 1e3:.2f} ms "
+              f"(load {os.getloadavg()[0]:.1f})")
+    finally:
+        store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--million", action="store_true", help="add a 1 M-event home")
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--against", help="also run the texts of this git revision")
+    parser.add_argument("--big", action="store_true", help="policy-in-force at 1.1 M quads")
+    args = parser.parse_args()
+    if args.big:
+        big_store()
+    sizes = [int(s) for s in args.sizes.split(",") if s] + ([1_000_000] if args.million else [])
+    results: dict[int, tuple[int, dict[str, tuple[float, int]]]] = {}
+    for size in sizes:
+        home = build_events_home(size)
+        results[size] = measure(home, args.rounds, args.against)
+        print(f"{size:>9,} events: {results[size][0]:,} quads (load {os.getloadavg()[0]:.1f})",
+              flush=True)
+    names = sorted({n for _, r in results.values() for n in r})
+    head = "| query | " + " | ".join(f"{s:,} events" for s in sizes) + " | last/first |"
+    print(head)
+    print("|---" * (len(sizes) + 2) + "|")
+    for name in names:
+        cells, first, final = [], None, None
+        for size in sizes:
+            got = results[size][1].get(name)
+            if got is None:
+                cells.append("-")
+                continue
+            p50, rows = got
+            first = p50 if first is None else first
+            final = p50
+            cells.append(f"{p50 * 1e3:.2f} ms ({rows} rows)")
+        ratio = f"{final / first:.2f}x" if first and final else "-"
+        print(f"| {name} | " + " | ".join(cells) + f" | {ratio} |")
+    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}; "
+          f"{os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()

@@ -38,6 +38,7 @@ from .steps import (
     brief,
     effective_tools,
     load_workflow,
+    render,
     resolve,
     should_run,
     step_input,
@@ -286,7 +287,11 @@ class Engine:
         tools = effective_tools(self.rt, wf.agent, step.tools) if step.tools else []
         self._begin(run_id, step, data, key, fold, effective_tools=tools,
                     prompt_version=step.prompt_version)
-        system = step.prompt + (f"\nTools you may propose: {', '.join(tools)}." if tools else "")
+        try:
+            prompt = render(step.prompt, data) if step.template else step.prompt
+        except WorkflowError as exc:
+            return _Fail("input_contract", exc.message)
+        system = prompt + (f"\nTools you may propose: {', '.join(tools)}." if tools else "")
         messages = [ChatMessage(role="system", content=system),
                     ChatMessage(role="user", content=canonical_json(data))]
         scope = Scope(wf.tenant, wf.id, run_id)

@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "recover": "recovery",
     "tasks": "tasks",
     **dict.fromkeys(("replay", "autonomy", "budgets"), "workflow"),
+    **dict.fromkeys(("workflow", "step"), "flows"),
+    **dict.fromkeys(("inbox", "evidence"), "inbox"),
     "query": "query",
     "mcp": "mcp",
     **dict.fromkeys(("serve", "api-token"), "serve"),

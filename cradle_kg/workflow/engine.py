@@ -397,5 +397,15 @@ class Engine:
                 "workflow": wf.id, "step": step.id, "input_hash": key[1], "context": data,
                 "rule_fields": list(step.rule_fields), "decision_field": step.decision_field,
                 "stage": str(routing.stage), "suggestion": routing.suggestion,
-                "rule_version": routing.rule_version, "reasons": reasons})
+                "rule_version": routing.rule_version, "reasons": reasons,
+                # a step from a file says what it asks (Python steps journal as before)
+                **({"question": _asked(step, data), "answers": list(step.answers)}
+                   if step.question else {})})
         return _Wait("waiting_human")
+
+
+def _asked(step: HumanStep, data: dict[str, Any]) -> str:
+    try:
+        return render(step.question, data)
+    except WorkflowError:
+        return step.question

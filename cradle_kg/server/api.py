@@ -29,7 +29,7 @@ from ..inputs import InputLimits, load_json
 from ..loop.proposal import read_proposal
 from ..loop.runtime import Runtime
 from ..records import ApprovalStatus, Outcome
-from ..runs import list_runs, show_run
+from ..runs import RunSummary, list_page, parse_state, show_run
 from .auth import Caller, authenticate
 
 T = TypeVar("T")
@@ -157,11 +157,18 @@ def make_router(runtime: Runtime) -> APIRouter:
         outcome = await run_in_threadpool(call, lambda: runtime.submit(proposal))
         return _outcome(outcome) or {}
 
-    @router.get("/runs", summary="Runs and their status, newest first, one page at a time")
+    @router.get("/runs", summary="Runs and their state, newest first, one page at a time")
     def runs(who: Who, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-             offset: Annotated[int, Query(ge=0)] = 0) -> list[dict[str, Any]]:
-        return [r.to_dict() for r in call(lambda: list_runs(
-            runtime.journal, limit=limit, offset=offset, newest_first=True))]
+             offset: Annotated[int, Query(ge=0)] = 0,
+             status: Annotated[str | None, Query(
+                 description="only runs in this state (`open`, `waiting_for_person`, "
+                             "`escalated`, `completed`, `completed_with_failures`)")] = None
+             ) -> list[dict[str, Any]]:
+        def page() -> list[RunSummary]:
+            state = parse_state(status) if status is not None else None
+            return list_page(runtime.journal, limit=limit, offset=offset, newest_first=True,
+                             state=state)[0]
+        return [r.to_dict() for r in call(page)]
 
     @router.get("/runs/{run_id}", summary="One run and its journal events")
     def run(run_id: str, who: Who) -> dict[str, Any]:
@@ -230,4 +237,7 @@ def make_router(runtime: Runtime) -> APIRouter:
         return await run_in_threadpool(decide, approval_id, who,
                                        ApprovalStatus.CHANGES_REQUESTED, reason=reason)
 
+    from . import api_human  # the routes for people share this router's lock
+
+    router.include_router(api_human.make_router(runtime, call))
     return router

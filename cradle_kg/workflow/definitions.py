@@ -228,8 +228,10 @@ def _problem(err: Any, lines: dict[Path_, int], name: str) -> tuple[int, str]:
            if not (i == 2 and err["loc"][0] == "steps" and p in ("model", "tool", "human"))]
     where = ".".join(str(p) for p in loc) or "(file)"
     msg = str(err["msg"]).lower()
-    if err["type"] == "union_tag_invalid":
-        msg = "`kind` must be one of `model`, `tool`, `human`"
+    if err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        loc.append("kind")
+        where = ".".join(str(p) for p in loc)
+        msg = "must be one of `model`, `tool`, `human`"
     return _line(lines, tuple(loc)), f"`{where}`: {msg}"
 
 

@@ -93,6 +93,7 @@ def test_open_a_run_approve_it_and_see_it_continue(web: tuple[Server, DemoHome],
                           ".map(n => n.dataset.kind + ':' + (n.dataset.status || ''))")
     assert "transition:Committed" in kinds and "verification:Verified" in kinds
     assert "approval:Approved" in kinds
+    page.js("document.querySelector('#run-timeline-box summary').click()")  # one click away
     timeline = page.wait_for("document.querySelector('#run-timeline').innerText")
     assert "transition.committed" in timeline and "approval.decided" in timeline
     runs = httpx.get(server.url + "/api/runs",

@@ -207,6 +207,7 @@ $("#token-form").addEventListener("submit", (e) => {
   e.preventDefault();
   sessionStorage.setItem("cradle-token", $("#token").value);
   $("#token").value = "";
+  whoami();
   route();
 });
 window.addEventListener("hashchange", route);

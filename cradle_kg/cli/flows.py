@@ -91,6 +91,9 @@ def workflow_run(
                                              "HOME/workflows.")],
     input_json: Annotated[str, typer.Option("--input", help="The workflow input, a JSON "
                                                            "object.")],
+    run_id: Annotated[str | None, typer.Option(
+        "--run", help="The run's id (default: derived from the workflow, input and time).",
+        show_default=False)] = None,
     home: HomeOpt = None, fmt: FormatOpt = Format.TABLE, base_url: BaseUrlOpt = None,
     api_key: ApiKeyOpt = None,
 ) -> None:
@@ -99,12 +102,14 @@ def workflow_run(
         path = runner.find_definition(resolve_home(home), file)
         inputs = runner.parse_input(input_json)
         load_file(path)
+        if run_id is not None:
+            runner.check_run_id(run_id)
     except CradleError as exc:
         fail(exc)
     with open_runtime(home) as rt:
         try:
             out = runner.start(runner.open_engine(rt, base_url=base_url, api_key=api_key),
-                               path, inputs)
+                               path, inputs, run_id=run_id)
         except CradleError as exc:
             fail(exc)
     _print_outcome(out, fmt)

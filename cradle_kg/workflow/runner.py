@@ -13,6 +13,7 @@ Reading a run's status never appends to the journal; only ``start``, ``decide`` 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,8 +112,20 @@ def outcome(status: RunStatus) -> dict[str, Any]:
             "outputs": status.outputs}
 
 
-def start(engine: Engine, path: Path, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    return outcome(engine.start(load_file(path), inputs))
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:._-]{0,99}$")
+
+
+def check_run_id(run_id: str) -> str:
+    if not _RUN_ID.match(run_id):
+        raise InputError(f"`{run_id}` is not a run id", hint="letters, digits and `:._-`, "
+                                                            "at most 100")
+    return run_id
+
+
+def start(engine: Engine, path: Path, inputs: Mapping[str, Any], *,
+          run_id: str | None = None) -> dict[str, Any]:
+    return outcome(engine.start(load_file(path), inputs,
+                                run_id=check_run_id(run_id) if run_id else None))
 
 
 def resume(engine: Engine, run_id: str) -> dict[str, Any]:

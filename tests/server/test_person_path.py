@@ -62,6 +62,12 @@ def page(chromium: str) -> Iterator[Browser]:
         yield b
 
 
+def click(page: Browser, selector: str) -> None:
+    """Click an element as soon as it is there (the page refreshes parts of itself)."""
+    page.wait_for(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); "
+                  "if (e) e.click(); return !!e; })()")
+
+
 def sign_in(page: Browser) -> None:
     page.wait_for("document.querySelector('#whoami')?.textContent")  # the scripts have run
     page.js(f"document.querySelector('#token').value = {json.dumps(DEMO_TOKENS[APPROVER])}")
@@ -82,7 +88,7 @@ def test_a_person_answers_a_waiting_step_and_watches_the_run_complete(
     assert page.wait_for("document.querySelector('#run-counts').innerText").count("waiting")
     page.screenshot(shots / "1-runs.png")
 
-    page.js(f"document.querySelector({json.dumps(row + ' a.run')}).click()")
+    click(page, row + " a.run")
     page.wait_for("document.querySelector('#run-status')?.dataset.state === "
                   "'waiting_for_person'")
     why = page.wait_for("document.querySelector('#run-why').innerText")
@@ -95,7 +101,7 @@ def test_a_person_answers_a_waiting_step_and_watches_the_run_complete(
     assert not page.js("document.querySelector('#run-graph-box').open")  # one click away
     page.screenshot(shots / "2-why-it-waits.png")
 
-    page.js("document.querySelector('li.step[data-step=\"review\"] a').click()")  # to the inbox
+    click(page, 'li.step[data-step="review"] a')  # to the inbox
     button = f"[data-step={json.dumps(run + '/review')}][data-answer=\"pay\"]"
     page.wait_for(f"!!document.querySelector({json.dumps(button)})")
     card = page.js(f"document.querySelector({json.dumps(button)}).closest('.card').innerText")
@@ -106,13 +112,13 @@ def test_a_person_answers_a_waiting_step_and_watches_the_run_complete(
 
     page.js(f"document.querySelector('[data-note={json.dumps(run + '/review')}]').value = "
             "'matches the bank statement'")
-    page.js(f"document.querySelector({json.dumps(button)}).click()")
+    click(page, button)
     said = page.wait_for("document.querySelector('[data-decided]') && "
                          "document.querySelector('#decision-result').textContent")
     assert f"run {run}: completed" in said
     page.screenshot(shots / "4-answered.png")
 
-    page.js("document.querySelector('[data-decided] a').click()")
+    click(page, "[data-decided] a")
     page.wait_for("document.querySelector('#run-status')?.dataset.state === 'completed'")
     lane = page.wait_for("document.querySelector('.lane') && "
                          "[...document.querySelectorAll('.lane .stage')].map(s => s.dataset.state)")
@@ -120,7 +126,7 @@ def test_a_person_answers_a_waiting_step_and_watches_the_run_complete(
     assert page.js("document.querySelector('.lane').dataset.outcome") == "executed"
     hover = page.js("document.querySelector('.lane .stage[data-stage=\"decision\"]').title")
     assert "allow" in hover and "demo-ledger-agents" in hover  # the reasons, on hover
-    page.js("document.querySelector('#run-graph-box summary').click()")
+    click(page, "#run-graph-box summary")
     assert page.wait_for("document.querySelectorAll('#run-graph svg g.node').length > 3")
     page.screenshot(shots / "5-completed.png")
     assert len(list(shots.glob("*.png"))) == 5

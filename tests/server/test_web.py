@@ -106,14 +106,15 @@ def test_every_asset_is_served_by_the_server(web: tuple[Server, DemoHome]) -> No
     html = httpx.get(server.url + "/").text
     links = re.findall(r'(?:src|href)="([^"]*)"', html)
     assert links and all(link.startswith(("/", "#")) for link in links), links
-    for asset in ("/static/app.js", "/static/app.css"):
+    for asset in ("/static/app.js", "/static/people.js", "/static/app.css"):
         body = httpx.get(server.url + asset)
         assert body.status_code == 200
         # the only absolute IRIs are RDF namespaces, compared to, never fetched
         assert not re.search(r"(fetch|import|url)\(\s*[`'\"]https?:", body.text)
     static = Path(__file__).resolve().parents[2] / "cradle_kg" / "server" / "static"
-    assert {p.name for p in static.iterdir()} == {"index.html", "app.js", "app.css",
-                                                  "docs.html", "docs.js", "swagger"}
+    assert {p.name for p in static.iterdir()} == {"index.html", "app.js", "people.js",
+                                                  "app.css", "docs.html", "docs.js",
+                                                  "swagger"}
     # /docs: Swagger UI vendored beside the page, nothing from a CDN
     docs = httpx.get(server.url + "/docs").text
     links = re.findall(r'(?:src|href)="([^"]*)"', docs)

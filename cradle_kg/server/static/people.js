@@ -59,7 +59,11 @@ async function showRuns() {
         el("td", {}, runLink(r.run_id)), el("td", {}, badge(r.state)), el("td", {}, (r.why || []).join("; ")),
         el("td", {}, r.status), el("td", {}, String(r.proposals.length)), el("td", {}, r.updated_at)));
       target.replaceChildren(el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows)));
-    } catch (err) { showError(target, err); }
+      status("");
+    } catch (err) {  // a refresh that fails keeps the last list and says so
+      if (target.querySelector("table")) status(`refresh failed: ${err.message || err}`);
+      else showError(target, err);
+    }
   };
   await load();
   every(load);
@@ -96,8 +100,13 @@ async function showRunSummary(runId) {
     $("#run-steps").replaceChildren(...(wf ? [el("h3", {}, `Workflow ${wf.workflow} v${wf.version}`),
       el("ol", {}, ...wf.steps.map(stepRow))] : []));
     $("#run-lanes").replaceChildren(...(v.lanes.length ? [el("h3", {}, "Proposals")] : []), ...v.lanes.map(laneRow));
+    status("");
     return v.state;
-  } catch (err) { showError(head, err); return null; }
+  } catch (err) {
+    if ($("#run-status")) status(`refresh failed: ${err.message || err}`);
+    else showError(head, err);
+    return null;
+  }
 }
 
 async function showRunGraph(runId) {

@@ -51,8 +51,10 @@ def workflow_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
 
 @workflow_app.command("validate")
 def workflow_validate(file: Annotated[Path, typer.Argument(help="A workflow YAML file.")],
-                      fmt: FormatOpt = Format.TABLE) -> None:
-    """Check a workflow file; every problem is printed as ``FILE:LINE: message`` (exit 1)."""
+                      fmt: FormatOpt = Format.TABLE, home: HomeOpt = None) -> None:
+    """Check a workflow file; every problem is printed as ``FILE:LINE: message`` (exit 1).
+
+    A file means the same in every home; ``--home`` is accepted like everywhere else."""
     try:
         wf = load_file(file)
     except WorkflowFileError as exc:

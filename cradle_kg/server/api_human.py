@@ -34,7 +34,7 @@ from ..runs import show_run, state_counts
 from ..workflow import runner
 from ..workflow.definitions import MAX_FILE_BYTES, load_file, parse_definition
 from ..workflow.engine import Engine
-from .api import Approver, Who, _body, _decision_body, _refuse
+from .api_common import Approver, Who, json_body, read_body, refuse
 from .lanes import lanes
 
 T = TypeVar("T")
@@ -80,9 +80,9 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
         return runner.open_engine(runtime, base_url=base_url, api_key=api_key)
 
     async def body_of(request: Request, model: type[Any]) -> Any:
-        body = await _decision_body(request, runtime.config.input_limits, model)
+        body = await json_body(request, runtime.config.input_limits, model)
         if body is None:
-            raise _refuse(InputError("a JSON body is required"))
+            raise refuse(InputError("a JSON body is required"))
         return body
 
     # --- runs ------------------------------------------------------------------------
@@ -113,12 +113,12 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
 
     @router.post("/workflows/validate", summary="Check a workflow file sent as the body (YAML)")
     async def validate(request: Request, who: Who) -> dict[str, Any]:
-        data = await _body(request, _limits(runtime, MAX_FILE_BYTES))
+        data = await read_body(request, _limits(runtime, MAX_FILE_BYTES))
         try:
             text = data.decode("utf-8")
             wf = parse_definition(text, name="request body", definition="file:<request>")
         except UnicodeDecodeError:
-            raise _refuse(InputError("the body is not UTF-8")) from None
+            raise refuse(InputError("the body is not UTF-8")) from None
         except WorkflowFileError as exc:
             return {"valid": False, "problems": list(exc.problems)}
         return {"valid": True, "workflow": runner.describe(wf)}
@@ -176,12 +176,12 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
     async def add_evidence(request: Request, who: Who, kind: str = "document",
                            source: str | None = None) -> dict[str, Any]:
         try:
-            data = await _body(request, _limits(runtime, MAX_EVIDENCE_BYTES))
+            data = await read_body(request, _limits(runtime, MAX_EVIDENCE_BYTES))
         except HTTPException:
-            raise _refuse(InputTooLargeError(
+            raise refuse(InputTooLargeError(
                 f"`evidence`: more than the limit of {MAX_EVIDENCE_BYTES} bytes")) from None
         if not data:
-            raise _refuse(InputError("`evidence`: the body is empty"))
+            raise refuse(InputError("`evidence`: the body is empty"))
 
         def put() -> dict[str, Any]:
             ref = runtime.evidence.put(data)

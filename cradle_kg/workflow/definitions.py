@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..canonical import sha256_bytes
 from ..errors import InputError, WorkflowFileError
 from .schemas import schema_model, schema_problem
-from .steps import HumanStep, ModelStep, Step, ToolStep, Workflow
+from .steps import HumanStep, ModelStep, Step, ToolStep, Workflow, load_workflow
 
 #: the largest workflow file read
 MAX_FILE_BYTES = 256 * 1024
@@ -187,6 +187,18 @@ def load_file(path: Path) -> Workflow:
     text, data = read_definition(path)
     definition = f"file:{path.resolve()}#{sha256_bytes(data)}"
     return parse_definition(text, name=str(path), definition=definition)
+
+
+def load_recorded_workflow(definition: str, *, version: str | None = None) -> Workflow:
+    """The workflow a run recorded: ``module:function`` or ``file:PATH#HASH`` (refused if
+    the file changed), at the recorded version."""
+    if not definition.startswith("file:"):
+        return load_workflow(definition, version=version)
+    workflow = load_recorded(definition)
+    if version is not None and workflow.version != version:
+        raise InputError(f"workflow `{workflow.id}` is at version `{workflow.version}`, "
+                         f"the run was recorded with `{version}`")
+    return workflow
 
 
 def load_recorded(definition: str) -> Workflow:

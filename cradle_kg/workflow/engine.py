@@ -27,6 +27,7 @@ from ..journal import NewEvent
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
 from .autonomy import AutonomyBook
 from .budgets import BudgetBook, Scope, alert_event
+from .definitions import load_recorded_workflow
 from .errors import ModelError, WorkflowError
 from .model import ChatMessage, ModelClient, ModelRequest, package_versions
 from .steps import (
@@ -37,7 +38,6 @@ from .steps import (
     Workflow,
     brief,
     effective_tools,
-    load_workflow,
     render,
     resolve,
     should_run,
@@ -169,7 +169,7 @@ class Engine:
         if fold.started is None:
             raise UnknownNameError(f"unknown workflow run `{run_id}`")
         p = fold.started.payload
-        return load_workflow(str(p["definition"]), version=str(p["version"])), fold
+        return load_recorded_workflow(str(p["definition"]), version=str(p["version"])), fold
 
     def advance(self, run_id: str) -> RunStatus:
         """Walk the steps from the journal; return where the run stands now."""

@@ -207,16 +207,9 @@ def render(template: str, data: Mapping[str, Any]) -> str:
 
 
 def load_workflow(definition: str, *, version: str | None = None) -> Workflow:
-    """Rebuild a workflow from its recorded ``module:function`` or ``file:PATH#HASH``;
-    check its version (and, for a file, that its content has not changed)."""
-    if definition.startswith("file:"):
-        from .definitions import load_recorded
+    """Rebuild a workflow from its recorded ``module:function``; check its version.
 
-        workflow = load_recorded(definition)
-        if version is not None and workflow.version != version:
-            raise InputError(f"workflow `{workflow.id}` is at version `{workflow.version}`, "
-                             f"the run was recorded with `{version}`")
-        return workflow
+    (:func:`.definitions.load_recorded_workflow` also reads ``file:PATH#HASH``.)"""
     module_name, _, attr = definition.partition(":")
     try:
         factory = getattr(importlib.import_module(module_name), attr)

@@ -119,7 +119,9 @@ def _parse(text: str, name: str) -> tuple[Any, dict[Path_, int]]:
                 raise WorkflowFileError("YAML anchors and aliases are not accepted",
                                         file=name, line=line)
             tag = getattr(event, "tag", None)
-            if tag and not getattr(event, "implicit", True) and tag != "!":
+            implicit = getattr(event, "implicit", True)
+            written = not any(implicit) if isinstance(implicit, tuple) else not implicit
+            if tag and written and tag != "!":
                 raise WorkflowFileError(f"YAML tag `{tag}` is not accepted",
                                         file=name, line=line)
         loader = yaml.SafeLoader(text)

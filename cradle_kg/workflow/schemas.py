@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import jsonschema  # type: ignore[import-untyped]
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic_core import PydanticCustomError
 
 #: the largest schema a file may declare (keeps a validator's work bounded)
 MAX_SCHEMA_NODES = 2_000
@@ -32,11 +33,11 @@ class SchemaModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _check(cls, data: Any) -> Any:
-        errors = sorted(cls.validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        errors = list(cls.validator.iter_errors(data))[:3]
         if errors:
-            first = errors[0]
-            where = ".".join(str(p) for p in first.absolute_path) or "(root)"
-            raise ValueError(f"`{where}`: {first.message}")
+            said = "; ".join(f"`{'.'.join(str(p) for p in e.absolute_path) or '(root)'}`: "
+                             f"{e.message}" for e in errors)
+            raise PydanticCustomError("json_schema", "{said}", {"said": said})
         return data
 
     @classmethod

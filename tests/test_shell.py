@@ -276,3 +276,43 @@ def test_autonomy_and_budgets_at_a_glance(home: Path) -> None:
     assert rows[("workflow", "message-triage")]["spent"] == 1.0
     assert rows[("tenant", "*")]["state"] == "ok" and rows[("tenant", "*")]["subject"] == "default"
     assert rows[("tenant", "*")]["used"] == "10%"
+
+
+CLOSE_FLOW = """workflow: close-account
+version: "1"
+agent: agent:ledger-assistant
+input:
+  type: object
+  properties: {account: {type: string, pattern: "^[a-z0-9-]+$"}}
+  required: [account]
+steps:
+  - id: close
+    kind: tool
+    tool: demo.ledger.close_account
+    target: "ledger:{account}"
+    inputs: {account: input.account}
+"""
+
+
+def test_a_tool_step_waiting_for_an_approval_walks_on_once_approved(home: Path) -> None:
+    h = ["--home", str(home)]
+    (home / "workflows" / "close-account.yaml").write_text(CLOSE_FLOW)
+    started = js(cli("workflow", "run", "close-account", "--input", '{"account": "acct-9"}',
+                     "--run", "close-9", *h, "--format", "json"))
+    assert started["status"] == "waiting_approval" and started["run_id"] == "close-9"
+    st = js(cli("workflow", "status", "close-9", *h, "--format", "json"))
+    assert st["state"] == "waiting_for_person" and st["steps"][0]["state"] == "running"
+    assert "awaiting_approval" in st["why"][0]
+    item = js(cli("inbox", "--run", "close-9", *h, "--format", "json"))[0]
+    assert item["kind"] == "approval" and item["policies"] == ["demo-close-needs-approval"]
+    assert item["action"]["target"] == "ledger:acct-9" and item["digest"].startswith("sha256:")
+    approved = cli("approvals", "approve", item["id"], "--as", APPROVER, *h,
+                   token=DEMO_TOKENS[APPROVER], env={"COLUMNS": "200"})
+    assert approved.exit_code == 0, approved.output
+    assert "workflow run close-9: completed" in approved.stdout
+    st = js(cli("workflow", "status", "close-9", *h, "--format", "json"))
+    assert st["state"] == "completed" and st["steps"][0]["state"] == "completed"
+    assert cli("workflow", "run", "close-account", "--input", '{"account": "acct-8"}',
+               "--run", "close-9", *h).exit_code == 2  # the id is taken
+    assert cli("workflow", "run", "close-account", "--input", '{"account": "acct-8"}',
+               "--run", "a/b", *h).exit_code == 2

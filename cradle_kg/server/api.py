@@ -8,6 +8,7 @@ reason. Writes go through one :class:`~cradle_kg.loop.runtime.Runtime`, one at a
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -25,6 +26,7 @@ from ..loop.proposal import read_proposal
 from ..loop.runtime import Runtime
 from ..records import ApprovalStatus, Outcome
 from ..runs import RunSummary, list_page, parse_state, show_run
+from ..workflow import runner
 from .api_common import Approver, Who, json_body, outcome_dict, read_body, refuse
 from .auth import Caller
 
@@ -119,11 +121,17 @@ def make_router(runtime: Runtime) -> APIRouter:
 
     def decide(approval_id: str, who: Caller, status: ApprovalStatus,
                **kw: Any) -> dict[str, Any]:
-        def go() -> tuple[Any, Outcome | None]:
-            return runtime.decide_approval(approval_id, approver_id=who.identity,
-                                           token=who.token, status=status, **kw)
-        updated, outcome = call(go)
-        return {"approval": updated.model_dump(mode="json"), "outcome": outcome_dict(outcome)}
+        def go() -> tuple[Any, Outcome | None, dict[str, Any] | None]:
+            approval, outcome = runtime.decide_approval(
+                approval_id, approver_id=who.identity, token=who.token, status=status, **kw)
+            # a workflow's tool step waited for it: the workflow walks on by itself
+            walked = runner.after_approval(runtime, approval.run_id,
+                                           base_url=os.environ.get("CRADLE_MODEL_BASE_URL"),
+                                           api_key=os.environ.get("CRADLE_MODEL_API_KEY"))
+            return approval, outcome, walked
+        updated, outcome, walked = call(go)
+        return {"approval": updated.model_dump(mode="json"), "outcome": outcome_dict(outcome),
+                **({"workflow": walked} if walked is not None else {})}
 
     @router.post("/approvals/{approval_id}/approve",
                  summary="Approve the exact action; the waiting run continues by itself",

@@ -132,6 +132,19 @@ def resume(engine: Engine, run_id: str) -> dict[str, Any]:
     return outcome(engine.advance(run_id))
 
 
+def is_workflow_run(rt: Runtime, run_id: str) -> bool:
+    first = next(iter(rt.journal.events(run_id=run_id)), None)
+    return first is not None and first.kind == "workflow.started"
+
+
+def after_approval(rt: Runtime, run_id: str, *, base_url: str | None = None,
+                   api_key: str | None = None) -> dict[str, Any] | None:
+    """An approval of a workflow's tool step was decided: walk the run on from there."""
+    if not is_workflow_run(rt, run_id):
+        return None
+    return resume(open_engine(rt, base_url=base_url, api_key=api_key), run_id)
+
+
 def decision_for(step: HumanStep, answer: str) -> dict[str, Any]:
     """``--answer pay`` (the decision field) or ``--answer '{...}'`` (the whole output)."""
     stripped = answer.strip()

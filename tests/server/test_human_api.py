@@ -20,6 +20,7 @@ import pytest
 
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 
+from ..test_shell import CLOSE_FLOW
 from .conftest import DemoHome, Server, make_demo_home, start_server, stop_server
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workflows"
@@ -48,6 +49,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     home = make_demo_home(tmp_path_factory.mktemp("people") / "home")
     (home.path / "workflows").mkdir()
     shutil.copy(EXAMPLES / "credit-review.yaml", home.path / "workflows")
+    (home.path / "workflows" / "close-account.yaml").write_text(CLOSE_FLOW)
     issued = subprocess.run([sys.executable, "-m", "cradle_kg", "api-token", "issue", AGENT,
                              "--home", str(home.path)], capture_output=True, text=True,
                             check=True)
@@ -70,7 +72,8 @@ def test_every_route_needs_a_token(api: Served) -> None:
 
 def test_workflows_listed_validated_and_started(api: Served) -> None:
     listed = api.get("/api/workflows").json()
-    assert [w["id"] for w in listed] == ["credit-review"] and listed[0]["valid"]
+    assert [w["id"] for w in listed] == ["close-account", "credit-review"]
+    assert all(w["valid"] for w in listed)
     good = api.post("/api/workflows/validate",
                     content=(EXAMPLES / "credit-review.yaml").read_bytes()).json()
     assert good["valid"] and good["workflow"]["steps"][0]["answers"] == ["pay", "hold"]
@@ -165,3 +168,16 @@ def test_evidence_upload_capped_and_shown(api: Served) -> None:
     blob.chmod(0o644)
     blob.write_bytes(b"invoice 99")
     assert api.get(f"/api/evidence/{ref}").status_code == 409
+
+
+def test_approving_a_workflow_s_tool_step_walks_the_run_on(api: Served) -> None:
+    started = api.post("/api/workflows/close-account/runs",
+                       json={"input": {"account": "acct-6"}, "run_id": "close-6"}).json()
+    assert started["status"] == "waiting_approval"
+    assert api.post("/api/workflows/close-account/runs", json={
+        "input": {"account": "acct-6"}, "run_id": "bad/id"}).status_code == 422
+    item = api.get("/api/inbox", params={"run": "close-6"}).json()[0]
+    assert item["kind"] == "approval"
+    done = api.post(f"/api/approvals/{item['id']}/approve", json={}).json()
+    assert done["outcome"]["status"] == "executed" and done["workflow"]["status"] == "completed"
+    assert api.get("/api/workflows/runs/close-6").json()["state"] == "completed"

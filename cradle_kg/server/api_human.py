@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -116,21 +116,23 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
         data = await read_body(request, _limits(runtime, MAX_FILE_BYTES))
         try:
             text = data.decode("utf-8")
-            wf = parse_definition(text, name="request body", definition="file:<request>")
         except UnicodeDecodeError:
             raise refuse(InputError("the body is not UTF-8")) from None
-        except WorkflowFileError as exc:
-            return {"valid": False, "problems": list(exc.problems)}
-        return {"valid": True, "workflow": runner.describe(wf)}
+
+        def check() -> dict[str, Any]:
+            try:
+                wf = parse_definition(text, name="request body", definition="file:<request>")
+            except WorkflowFileError as exc:
+                return {"valid": False, "problems": list(exc.problems)}
+            return {"valid": True, "workflow": runner.describe(wf)}
+        return await run_in_threadpool(check)
 
     @router.post("/workflows/{name}/runs", summary="Start a run of a workflow of the home")
     async def start(name: str, request: Request, who: Who) -> dict[str, Any]:
         body: StartBody = await body_of(request, StartBody)
 
         def go() -> dict[str, Any]:
-            path = runner.find_definition(home, name) if "/" not in name else None
-            if path is None:
-                raise UnknownNameError(f"no workflow `{name}`")
+            path = runner.find_definition(home, name, paths=False)  # the home's files only
             wf = load_file(path)
             if not who.is_approver and who.identity != wf.agent:
                 raise HTTPException(403, detail={"error": "forbidden", "message": (
@@ -173,8 +175,10 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
 
     @router.post("/evidence", summary=f"Upload evidence (the raw body, at most "
                                       f"{MAX_EVIDENCE_BYTES} bytes); answers its address")
-    async def add_evidence(request: Request, who: Who, kind: str = "document",
-                           source: str | None = None) -> dict[str, Any]:
+    async def add_evidence(request: Request, who: Who,
+                           kind: Annotated[str, Query(min_length=1, max_length=200)] = "document",
+                           source: Annotated[str | None, Query(max_length=1000)] = None
+                           ) -> dict[str, Any]:
         try:
             data = await read_body(request, _limits(runtime, MAX_EVIDENCE_BYTES))
         except HTTPException:

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from ..loop.runtime import Runtime
 
 SUFFIXES = (".yaml", ".yml")
+#: the longest answer or note a person may give a human step
+MAX_TEXT = 10_000
 
 
 def workflows_dir(home: Path) -> Path:
@@ -36,10 +38,11 @@ def workflows_dir(home: Path) -> Path:
     return home / "workflows"
 
 
-def find_definition(home: Path, name: str) -> Path:
-    """A workflow file: a path, or the name of a file in the home's ``workflows/``."""
+def find_definition(home: Path, name: str, *, paths: bool = True) -> Path:
+    """A workflow file: a path (unless ``paths`` is off, as for the API), or the name of a
+    file in the home's ``workflows/``."""
     path = Path(name)
-    if path.is_file():
+    if paths and path.is_file():
         return path
     if "/" not in name and name not in ("", ".", ".."):
         for suffix in SUFFIXES:
@@ -161,6 +164,9 @@ def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, t
            answer: str, note: str | None = None) -> dict[str, Any]:
     """A person's answer to a waiting human step; they authenticate like an approver."""
     rt.approvals.authenticate(by, token)
+    for what, text in (("answer", answer), ("note", note or "")):
+        if len(text) > MAX_TEXT:
+            raise InputError(f"`{what}`: more than {MAX_TEXT} characters")
     wf, _ = engine.workflow_of(run_id)
     step = wf.step(step_id)
     if not isinstance(step, HumanStep):

@@ -85,6 +85,9 @@ def test_workflows_listed_validated_and_started(api: Served) -> None:
     assert api.post("/api/workflows/validate", content=b"#" * (300 * 1024)).status_code == 413
 
     assert api.post("/api/workflows/nope/runs", json=START).status_code == 404
+    # a name is one of the home's files, never a path on the server (its cwd is the repo)
+    here = next(p.name for p in sorted(Path.cwd().iterdir()) if p.is_file())
+    assert api.post(f"/api/workflows/{here}/runs", json=START).status_code == 404
     assert api.post("/api/workflows/credit-review/runs", json={"inputs": {}}).status_code == 422
     wrong = api.post("/api/workflows/credit-review/runs", json={"input": {"account": "a"}})
     assert wrong.status_code == 422 and "input" in wrong.json()["detail"]["message"]
@@ -162,6 +165,7 @@ def test_evidence_upload_capped_and_shown(api: Served) -> None:
     assert shown["added"][0]["kind"] == "invoice" and shown["added"][0]["at"]
     assert api.post("/api/evidence", content=b"x" * (1024 * 1024 + 1)).status_code == 413
     assert api.post("/api/evidence", content=b"").status_code == 422
+    assert api.post("/api/evidence", params={"kind": "k" * 201}, content=b"x").status_code == 422
     assert api.get("/api/evidence/sha256:" + "0" * 64).status_code == 404
     assert api.get("/api/evidence/nothing").status_code == 404
     blob = api.home.path / "evidence" / ref[7:9] / ref[9:]

@@ -6,6 +6,8 @@
 
 const REFRESH_MS = 3000;
 let refresher = null;
+// every route() starts a new view: an answer that comes back for an older one is dropped
+let view = 0;
 
 function token() { return sessionStorage.getItem("cradle-token") || ""; }
 
@@ -38,15 +40,20 @@ let runFilter = "";
 
 async function showRuns() {
   const target = $("#runs-list");
+  const mine = view;
   if (!token()) {
     $("#run-counts").replaceChildren(el("p", {}, "Sign in with a token to see each run's state."));
-    try { renderResults(target, await named("runs")); } catch (err) { showError(target, err); }
+    try {
+      const doc = await named("runs");
+      if (mine === view) renderResults(target, doc);
+    } catch (err) { if (mine === view) showError(target, err); }
     return;
   }
   const load = async () => {
     try {
       const query = runFilter ? `?status=${encodeURIComponent(runFilter)}` : "";
       const [overview, runs] = await Promise.all([authed("/api/overview"), authed("/api/runs" + query)]);
+      if (mine !== view) return;
       $("#run-counts").replaceChildren(
         el("button", { type: "button", class: runFilter ? "filter" : "filter active", "data-state-filter": "",
           onclick: () => { runFilter = ""; load(); } }, "all"),
@@ -92,8 +99,10 @@ function laneRow(lane) {
 async function showRunSummary(runId) {
   const head = $("#run-state");
   if (!token()) { head.replaceChildren(el("p", {}, "Sign in with a token to see why the run is where it is.")); return null; }
+  const mine = view;
   try {
     const v = await authed(`/api/runs/${encodeURIComponent(runId)}/view`);
+    if (mine !== view) return null;
     head.replaceChildren(el("div", { id: "run-status", "data-state": v.state }, badge(v.state)),
       el("ul", { id: "run-why" }, ...(v.why || []).map((w) => el("li", {}, w))));
     const wf = v.workflow_status;
@@ -113,7 +122,9 @@ async function showRunGraph(runId) {
   const graph = $("#run-graph"), timeline = $("#run-timeline");
   graph.replaceChildren(el("p", {}, "loading…"));
   try {
+    const mine = view;
     const [events, edges] = await Promise.all([named("run-timeline", { run: runId }), named("run-graph", { run: runId })]);
+    if (mine !== view) return;
     renderResults(timeline, events);
     drawGraph(graph, edges);
     graph.dataset.loaded = String(events.results.bindings.length);
@@ -198,6 +209,7 @@ async function answer(item, url, body) {
 // --- routing ----------------------------------------------------------------------------
 
 function route() {
+  view += 1;
   if (refresher) { clearInterval(refresher); refresher = null; }
   const hash = location.hash || "#/query";
   const [, raw, arg] = hash.split("/");

@@ -36,6 +36,7 @@ from .steps import (
     Step,
     ToolStep,
     Workflow,
+    asked,
     brief,
     effective_tools,
     render,
@@ -399,13 +400,6 @@ class Engine:
                 "stage": str(routing.stage), "suggestion": routing.suggestion,
                 "rule_version": routing.rule_version, "reasons": reasons,
                 # a step from a file says what it asks (Python steps journal as before)
-                **({"question": _asked(step, data), "answers": list(step.answers)}
+                **({"question": asked(step, data), "answers": list(step.answers)}
                    if step.question else {})})
         return _Wait("waiting_human")
-
-
-def _asked(step: HumanStep, data: dict[str, Any]) -> str:
-    try:
-        return render(step.question, data)
-    except WorkflowError:
-        return step.question

@@ -206,6 +206,14 @@ def render(template: str, data: Mapping[str, Any]) -> str:
         raise WorkflowError(f"cannot fill the template: {exc}") from exc
 
 
+def asked(step: HumanStep, data: Mapping[str, Any]) -> str:
+    """A human step's question filled with its input (as written, if it cannot be)."""
+    try:
+        return render(step.question, data)
+    except WorkflowError:
+        return step.question
+
+
 def load_workflow(definition: str, *, version: str | None = None) -> Workflow:
     """Rebuild a workflow from its recorded ``module:function``; check its version.
 

@@ -9,6 +9,7 @@ no decision can be made at all — and then the gate fails closed.
     │   ├── InputTooLargeError      more bytes than the configured limit (HTTP 413)
     │   ├── ProposalError           a proposal that is not well-formed
     │   ├── ManifestError           a pack manifest that is malformed or names a missing file
+    │   ├── WorkflowFileError       a workflow YAML file that does not load (``file:line``)
     │   ├── RdfParseError           Turtle, TriG, N-Triples, N-Quads or JSON-LD that does not parse
     │   ├── QueryError              SPARQL that does not parse, or is too large / deeply nested
     │   │   └── QueryRefusedError   a query refused by policy (update, SERVICE not allow-listed)
@@ -102,6 +103,17 @@ class ContractsError(LocatedError):
     """An MCP proxy's contracts file that does not load (``file:line: message``)."""
 
     code = "invalid_contracts"
+
+
+class WorkflowFileError(LocatedError):
+    """A workflow file that does not load; ``problems`` lists every ``FILE:LINE: message``."""
+
+    code = "invalid_workflow"
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message, file=file, line=line)
+        self.problems = problems or (self.message,)
 
 
 class QueryError(InputError):

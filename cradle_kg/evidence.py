@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import datetime
 from pathlib import Path
 
 from .canonical import HASH_PREFIX, canonical_json, sha256_bytes
 from .errors import InputError, JournalError
+from .records import AuditEvent
+from .storage import NewEvent
 
 
 class EvidenceStore:
@@ -63,3 +66,25 @@ class EvidenceStore:
         if sha256_bytes(data) != ref:
             raise JournalError(f"evidence `{ref}` does not match its hash: the blob was edited")
         return data
+
+
+#: the largest evidence blob accepted from a person (the CLI and the API)
+MAX_EVIDENCE_BYTES = 1024 * 1024
+EVIDENCE_RUN = "evidence"
+
+
+def added_event(ref: str, *, size: int, kind: str, source: str | None, by: str,
+                at: datetime) -> NewEvent:
+    """The journal's record that ``by`` added a blob at ``at`` (projected with who and when)."""
+    return NewEvent(run_id=EVIDENCE_RUN, kind="evidence.collected", subject=ref, actor=by, at=at,
+                    payload={"ref": ref, "kind": kind, "bytes": size,
+                             **({"source": source} if source else {})})
+
+
+def evidence_record(events: list[AuditEvent], ref: str) -> dict[str, object]:
+    """Who added a blob, when, and as what (every time it was added)."""
+    added = [e for e in events if e.kind == "evidence.collected"]
+    return {"ref": ref, "added": [{"by": e.actor, "at": e.at.isoformat(),
+                                   "kind": e.payload.get("kind"),
+                                   "source": e.payload.get("source"),
+                                   "bytes": e.payload.get("bytes")} for e in added]}

@@ -1,19 +1,60 @@
 """Current state of runs — a projection of the journal, folded on every read.
 
+A run's **state** is defined here once and used by ``runs list``, ``/api/runs`` and the
+page (:class:`RunState`):
+
+==========================  ==================================================================
+``escalated``               a human task opened for the run is not resolved
+``waiting_for_person``      an approval or a human workflow step waits for an answer
+``completed``               the run's *last* outcome succeeded (or its workflow completed)
+``completed_with_failures`` the run's last outcome is a refusal or a failure (denied, failed,
+                            verification failed, inconclusive, a compensation that rolled a
+                            failure back), or its workflow failed
+``open``                    nothing decided yet, or the agent has the next move (a
+                            clarification, a repair, a workflow step to run)
+==========================  ==================================================================
+
+The last outcome decides, not the worst: a run that recovered from a failed deployment and
+ended resolved is ``completed``. ``status`` keeps the last outcome's own word.
+
 Only the runs read are folded: the journal's ``runs`` table (kept in the journal's own
-transaction, see :mod:`.journal.derived`) says which runs there are, in order, so a page
-of runs costs what its runs' events cost, whatever the size of the journal.
+transaction, see :mod:`.journal.derived`) says which runs there are, in order, so a page of
+runs costs what its runs' events cost. Filtering by state or counting states folds every
+listed run.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
+from typing import Any
 
-from .errors import UnknownNameError
+from .errors import InputError, UnknownNameError
 from .records import AuditEvent
 from .storage import Journal
+
+
+class RunState(StrEnum):
+    OPEN = "open"
+    WAITING_FOR_PERSON = "waiting_for_person"
+    ESCALATED = "escalated"
+    COMPLETED = "completed"
+    COMPLETED_WITH_FAILURES = "completed_with_failures"
+
+
+#: an outcome that leaves the next move to the agent
+_AGENT_MOVES = frozenset({"in_progress", "needs_clarification", "repair"})
+
+
+def parse_state(text: str) -> RunState:
+    try:
+        return RunState(text)
+    except ValueError:
+        raise InputError(f"unknown run state `{text}`", hint="one of " + ", ".join(
+            f"`{s}`" for s in RunState)) from None
 
 
 @dataclass
@@ -27,24 +68,63 @@ class RunSummary:
     outcomes: dict[str, str] = field(default_factory=dict)
     #: human tasks opened for this run and not resolved yet (escalations, reconciliations)
     human_tasks: list[str] = field(default_factory=list)
+    #: the latest outcome of the run: (proposal id, status, reasons)
+    last: tuple[str, str, list[str]] | None = None
+    #: a workflow run: its id, and how it ended (``workflow.completed|failed``) if it did
+    workflow: str | None = None
+    finished: str | None = None
+    #: human workflow steps asked and not answered: step id -> the reasons it waits
+    waiting_steps: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
-        if not self.outcomes:
-            return "in_progress"
-        values = set(self.outcomes.values())
-        if self.human_tasks and not values & {"awaiting_approval", "in_progress"}:
+        """The last outcome's own word (``escalated`` while a human task is open)."""
+        if self.human_tasks:
             return "escalated"
-        for status in ("awaiting_approval", "in_progress", "escalated", "verification_failed",
-                       "failed", "inconclusive", "needs_clarification", "repair", "denied"):
-            if status in values:
-                return status
-        return "executed"
+        if self.last is None:
+            return "in_progress"
+        return self.last[1]
+
+    @property
+    def state(self) -> RunState:
+        if self.human_tasks:
+            return RunState.ESCALATED
+        if self.finished is not None:
+            return (RunState.COMPLETED if self.finished == "workflow.completed"
+                    else RunState.COMPLETED_WITH_FAILURES)
+        if self.waiting_steps:
+            return RunState.WAITING_FOR_PERSON
+        if self.last is None:
+            return RunState.OPEN
+        proposal, status, _ = self.last
+        if status == "awaiting_approval":
+            return RunState.WAITING_FOR_PERSON
+        if self.workflow is not None or status in _AGENT_MOVES:
+            return RunState.OPEN
+        if status == "executed" and not proposal.startswith("comp:"):
+            return RunState.COMPLETED
+        return RunState.COMPLETED_WITH_FAILURES
+
+    def why(self) -> list[str]:
+        """Why the run is where it is, in a few lines (what it waits for, how it ended)."""
+        state = self.state
+        if state is RunState.ESCALATED:
+            return [f"human task `{t}` is open" for t in self.human_tasks]
+        if self.waiting_steps:
+            return [f"step `{s}` waits for a person" + (f": {'; '.join(r)}" if r else "")
+                    for s, r in self.waiting_steps.items()]
+        if self.last is None:
+            return []
+        proposal, status, reasons = self.last
+        return [f"`{proposal}`: {status}" + (f": {'; '.join(reasons)}" if reasons else "")]
 
     def to_dict(self) -> dict[str, object]:
-        return {"run_id": self.run_id, "status": self.status, "events": self.events,
-                "proposals": self.proposals, "outcomes": self.outcomes,
-                "human_tasks": self.human_tasks,
+        return {"run_id": self.run_id, "state": self.state.value, "status": self.status,
+                "why": self.why(), "events": self.events, "proposals": self.proposals,
+                "outcomes": self.outcomes, "human_tasks": self.human_tasks,
+                "workflow": self.workflow, "waiting_steps": sorted(self.waiting_steps),
+                "last_outcome": None if self.last is None else
+                {"proposal_id": self.last[0], "status": self.last[1]},
                 "started_at": self.started_at.isoformat(),
                 "updated_at": self.updated_at.isoformat()}
 
@@ -52,34 +132,79 @@ class RunSummary:
 def _fold(summary: RunSummary, event: AuditEvent) -> None:
     summary.events += 1
     summary.updated_at = event.at
+    p = event.payload
     if event.kind == "proposal.received" and event.subject not in summary.proposals:
         summary.proposals.append(event.subject)
     elif event.kind == "run.outcome":
-        outcome = event.payload["outcome"]
+        outcome = p["outcome"]
         # a submission refused for reusing an id is listed apart: it never overwrites the
         # status of the proposal that holds the id
-        refused = event.payload.get("submission")
+        refused = p.get("submission")
         key = f"{outcome['proposal_id']}@{refused[7:19]}" if refused else outcome["proposal_id"]
         summary.outcomes[key] = outcome["status"]
+        if not refused:
+            summary.last = (outcome["proposal_id"], outcome["status"],
+                            [str(r) for r in outcome.get("reasons", [])])
     elif event.kind == "human_task.opened":
-        summary.human_tasks.append(event.payload["task_id"])
-    elif event.kind == "human_task.resolved" and event.payload["task_id"] in summary.human_tasks:
-        summary.human_tasks.remove(event.payload["task_id"])
+        summary.human_tasks.append(p["task_id"])
+    elif event.kind == "human_task.resolved" and p["task_id"] in summary.human_tasks:
+        summary.human_tasks.remove(p["task_id"])
+    elif event.kind == "workflow.started":
+        summary.workflow = str(p.get("workflow"))
+    elif event.kind in ("workflow.completed", "workflow.failed"):
+        summary.finished = event.kind
+        summary.waiting_steps.clear()
+    elif event.kind == "human.requested":
+        summary.waiting_steps[str(p["step"])] = [str(r) for r in p.get("reasons", [])]
+    elif event.kind == "human.decided":
+        summary.waiting_steps.pop(str(p["step"]), None)
+
+
+def _listed(journal: Journal, newest_first: bool) -> list[str] | None:
+    """Every run with a proposal or a workflow, in order — or None when there are no
+    workflow runs (then the journal pages the proposal runs itself)."""
+    workflows = {e.run_id for e in journal.events_of_kind("workflow.started")}
+    if not workflows:
+        return None
+    proposals = set(journal.proposal_runs()[0])
+    ids = [r for r in journal.run_ids() if r in proposals or r in workflows]
+    return ids[::-1] if newest_first else ids
 
 
 def list_runs(journal: Journal, *, limit: int | None = None, offset: int = 0,
               newest_first: bool = False) -> list[RunSummary]:
-    """The runs that received a proposal, one page of them (all by default)."""
+    """The runs that received a proposal or ran a workflow, one page of them."""
     return list_page(journal, limit=limit, offset=offset, newest_first=newest_first)[0]
 
 
 def list_page(journal: Journal, *, limit: int | None, offset: int = 0,
-              newest_first: bool = False) -> tuple[list[RunSummary], int]:
-    """One page of runs (in the order of their first event, or newest first) and how many
-    runs there are in all."""
-    run_ids, total = journal.proposal_runs(limit=limit, offset=offset,
-                                           newest_first=newest_first)
+              newest_first: bool = False, state: RunState | None = None
+              ) -> tuple[list[RunSummary], int]:
+    """One page of runs (in the order of their first event, or newest first), and how many
+    runs there are in all (in that state, when ``state`` is given)."""
+    ids = _listed(journal, newest_first)
+    if state is not None:
+        every = [_summary(r, journal.events(run_id=r)) for r in
+                 (ids if ids is not None else journal.proposal_runs(
+                     newest_first=newest_first)[0])]
+        kept = [s for s in every if s.state is state]
+        end = None if limit is None else offset + limit
+        return kept[offset:end], len(kept)
+    if ids is None:
+        run_ids, total = journal.proposal_runs(limit=limit, offset=offset,
+                                               newest_first=newest_first)
+    else:
+        end = None if limit is None else offset + limit
+        run_ids, total = ids[offset:end], len(ids)
     return [_summary(run_id, journal.events(run_id=run_id)) for run_id in run_ids], total
+
+
+def state_counts(journal: Journal) -> dict[str, int]:
+    """How many runs are in each state (every state named, zeros included)."""
+    ids = _listed(journal, False)
+    runs = ids if ids is not None else journal.proposal_runs()[0]
+    counts = Counter(_summary(r, journal.events(run_id=r)).state.value for r in runs)
+    return {s.value: counts.get(s.value, 0) for s in RunState}
 
 
 def _summary(run_id: str, events: Iterable[AuditEvent]) -> RunSummary:
@@ -96,3 +221,7 @@ def _summary(run_id: str, events: Iterable[AuditEvent]) -> RunSummary:
 def show_run(journal: Journal, run_id: str) -> tuple[RunSummary, list[AuditEvent]]:
     events = list(journal.events(run_id=run_id))
     return _summary(run_id, events), events
+
+
+def summary_of(journal: Journal, run_id: str) -> dict[str, Any]:
+    return _summary(run_id, journal.events(run_id=run_id)).to_dict()

@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "recover": "recovery",
     "tasks": "tasks",
     **dict.fromkeys(("replay", "autonomy", "budgets"), "workflow"),
+    **dict.fromkeys(("workflow", "step"), "flows"),
+    **dict.fromkeys(("inbox", "evidence"), "inbox"),
     "query": "query",
     **dict.fromkeys(("db", "journal", "worker"), "storage"),
     "mcp": "mcp",

@@ -6,6 +6,7 @@ The approver authenticates with a token: ``--token`` or, better, ``$CRADLE_APPRO
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -90,10 +91,21 @@ def _decide(approval_id: str, home: Path | None, approver: str, token: str | Non
                 scope=scope, until=until, reason=reason)
         except CradleError as exc:
             fail(exc, code=1 if exc.code == "approval_error" else 2)
+        from ..workflow.runner import after_approval  # a workflow walks on by itself
+
+        try:
+            walked = after_approval(rt, approval.run_id,
+                                    base_url=os.environ.get("CRADLE_MODEL_BASE_URL"),
+                                    api_key=os.environ.get("CRADLE_MODEL_API_KEY"))
+        except CradleError as exc:
+            fail(exc)
     console.print(f"approval {clean(approval.id)}: {approval.status.value} by "
                   f"{clean(approval.approver_id)}", highlight=False)
     if outcome is not None:
         console.print(f"run {clean(outcome.run_id)} continued: {outcome.status.value}",
+                      highlight=False)
+    if walked is not None:
+        console.print(f"workflow run {clean(walked['run_id'])}: {clean(walked['status'])}",
                       highlight=False)
 
 

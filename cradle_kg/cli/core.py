@@ -231,18 +231,31 @@ def runs_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
               limit: Annotated[int, typer.Option(
                   min=1, help="How many runs to show (newest first).")] = 50,
               offset: Annotated[int, typer.Option(
-                  min=0, help="How many of the newest runs to skip.")] = 0) -> None:
-    """List runs with their current status, newest first, one page at a time."""
-    with open_journal(home) as journal:
-        from ..runs import list_page
+                  min=0, help="How many of the newest runs to skip.")] = 0,
+              status: Annotated[str | None, typer.Option(
+                  "--status", help="Only runs in this state: open, waiting_for_person, "
+                  "escalated, completed, completed_with_failures.", show_default=False)] = None
+              ) -> None:
+    """List runs with their state (and last outcome), newest first, one page at a time.
 
-        runs, total = list_page(journal, limit=limit, offset=offset, newest_first=True)
+    The table ends with how many runs are in each state."""
+    from ..runs import list_page, parse_state, state_counts
+
+    try:
+        wanted = parse_state(status) if status is not None else None
+    except CradleError as exc:
+        fail(exc)
+    with open_journal(home) as journal:
+        runs, total = list_page(journal, limit=limit, offset=offset, newest_first=True,
+                                state=wanted)
+        counts = state_counts(journal) if fmt is Format.TABLE else {}
     if fmt is Format.JSON:
         print_json([r.to_dict() for r in runs])
         return
-    table("runs", ["run", "status", "proposals", "events", "updated"],
-          [[r.run_id, r.status, len(r.proposals), r.events, r.updated_at.isoformat()]
-           for r in runs])
+    table("runs", ["run", "state", "last outcome", "proposals", "events", "updated"],
+          [[r.run_id, r.state.value, r.status, len(r.proposals), r.events,
+            r.updated_at.isoformat()] for r in runs])
+    console.print("  ".join(f"{k}: {v}" for k, v in counts.items()), highlight=False)
     if offset + len(runs) < total:
         err_console.print(f"{offset + 1} to {offset + len(runs)} of {total} runs; "
                           f"more with --offset {offset + len(runs)}", highlight=False)
@@ -262,7 +275,10 @@ def runs_show(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) 
         print_json({**summary.to_dict(),
                     "timeline": [e.model_dump(mode="json") for e in events]})
         return
-    console.print(f"run {clean(summary.run_id)}: {clean(summary.status)}", highlight=False)
+    console.print(f"run {clean(summary.run_id)}: {summary.state.value} (last outcome "
+                  f"{clean(summary.status)})", highlight=False)
+    for why in summary.why():
+        console.print(f"  why: {clean(why)}", highlight=False, soft_wrap=True)
     table("timeline", ["seq", "at", "kind", "subject", "actor"],
           [[e.seq, e.at.isoformat(), e.kind, e.subject, e.actor] for e in events])
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,8 +21,12 @@ from ..workflow.difference import LiveSettings, live_replay, render
 from ..workflow.errors import AutonomyError
 from ..workflow.model import OpenAICompatibleClient
 from ..workflow.replay import Source, strict_replay
+from ..workflow.runner import list_definitions
 from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
 from .core import open_runtime
+
+if TYPE_CHECKING:
+    from ..loop.runtime import Runtime
 
 autonomy_app = typer.Typer(help="Progressive autonomy of human steps.", no_args_is_help=True)
 budgets_app = typer.Typer(help="Spending limits: tenant, workflow, invocation.",
@@ -86,21 +90,31 @@ def _strict_out(runs: list[str], events: int, head: str, fmt: Format) -> None:
 
 
 @autonomy_app.command("status")
-def autonomy_status(workflow: Wf, step: StepArg, home: HomeOpt = None,
-                    fmt: FormatOpt = Format.TABLE) -> None:
-    """Stage, sample, rule (readable), reproduction rate and shadow agreement."""
+def autonomy_status(workflow: Annotated[str | None, typer.Argument(
+                        help="Workflow id (none: every human step).")] = None,
+                    step: Annotated[str | None, typer.Argument(help="Human step id.")] = None,
+                    home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
+    """Stage, sample, rule (readable), reproduction rate and shadow agreement.
+
+    With no arguments: every human step the home knows (from its workflow files and its
+    journal), one line each."""
+    if workflow is not None and step is None:
+        fail(InputError("give a workflow and a step, or neither"))
     with open_runtime(home) as rt:
         book = AutonomyBook(rt.journal, rt.approvals, append=rt.context.append, clock=rt.clock)
+        if workflow is None or step is None:
+            rows = [_autonomy_row(book, w, s) for w, s in human_steps(rt)]
+            if fmt is Format.JSON:
+                print_json(rows)
+                return
+            table("human steps", ["workflow", "step", "stage", "sample", "reproduction",
+                                  "agreement"],
+                  [[r["workflow"], r["step"], r["stage"], f"{r['decisions']}/{r['min_sample']}",
+                    "-" if r["reproduction_rate"] is None else f"{r['reproduction_rate']:.0%}",
+                    f"{r['shadow']['agreed']}/{r['shadow']['fresh']}"] for r in rows])
+            return
+        out = _autonomy_row(book, workflow, step)
         st = book.state(workflow, step)
-        sample = len(book.history(workflow, step))
-        fresh, agreed = book.agreement(st)
-    out = {"workflow": workflow, "step": step, "stage": str(st.stage), "decisions": sample,
-           "min_sample": st.policy.min_sample, "policy": st.policy.model_dump(),
-           "rule_version": st.rule.version if st.rule else None,
-           "rule": st.rule.render() if st.rule else None,
-           "reproduction_rate": st.proposal.get("reproduction_rate"),
-           "mismatches": len(st.proposal.get("mismatches", [])),
-           "shadow": {"fresh": fresh, "agreed": agreed}, "halted": st.halted}
     if fmt is Format.JSON:
         print_json(out)
         return
@@ -109,6 +123,36 @@ def autonomy_status(workflow: Wf, step: StepArg, home: HomeOpt = None,
             console.print(f"{key}: {value}", highlight=False, markup=False)
     if st.rule:
         console.print(st.rule.render(), highlight=False, markup=False)
+
+
+def _autonomy_row(book: AutonomyBook, workflow: str, step: str) -> dict[str, Any]:
+    st = book.state(workflow, step)
+    fresh, agreed = book.agreement(st)
+    return {"workflow": workflow, "step": step, "stage": str(st.stage),
+            "decisions": len(book.history(workflow, step)),
+            "min_sample": st.policy.min_sample, "policy": st.policy.model_dump(),
+            "rule_version": st.rule.version if st.rule else None,
+            "rule": st.rule.render() if st.rule else None,
+            "reproduction_rate": st.proposal.get("reproduction_rate"),
+            "mismatches": len(st.proposal.get("mismatches", [])),
+            "shadow": {"fresh": fresh, "agreed": agreed}, "halted": st.halted}
+
+
+def human_steps(rt: Runtime) -> list[tuple[str, str]]:
+    """Every (workflow, human step) of the home's workflow files and of its journal."""
+    found: dict[tuple[str, str], None] = {}
+    for w in list_definitions(rt.home.root):
+        for s in w.get("steps", []):
+            if s["kind"] == "human":
+                found[(w["id"], s["id"])] = None
+    for kind in ("human.requested", "human.decided", "autonomy.policy"):
+        for e in rt.journal.events_of_kind(kind):
+            if kind == "autonomy.policy":
+                wf, _, st = e.run_id.removeprefix("autonomy:").partition("/")
+                found[(wf, st)] = None
+            else:
+                found[(str(e.payload.get("workflow")), str(e.payload.get("step")))] = None
+    return sorted(found)
 
 
 @autonomy_app.command("propose")
@@ -183,20 +227,54 @@ def budgets_set(level: Annotated[str, typer.Option("--level", help="tenant|workf
 
 
 @budgets_app.command("status")
-def budgets_status(tenant: Annotated[str, typer.Option("--tenant")] = "default",
+def budgets_status(tenant: Annotated[str | None, typer.Option("--tenant")] = None,
                    workflow: Annotated[str, typer.Option("--workflow")] = "",
                    run: Annotated[str, typer.Option("--run")] = "",
                    home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
-    """Spend against every budget that applies to a tenant / workflow / run."""
+    """Spend against every budget that applies to a tenant / workflow / run.
+
+    With no option: every budget in force, its use and its state (`ok`, `alert` past its
+    alert ratio, `exhausted`); a budget on `*` shows the subject that spent the most."""
     with open_runtime(home) as rt:
-        standings = BudgetBook(rt.journal).standings(Scope(tenant, workflow, run))
-    rows = [[s.budget.level, s.subject, f"{s.spent:g}", f"{s.budget.limit:g}",
-             f"{s.spent / s.budget.limit:.0%}" if s.budget.limit else "-"] for s in standings]
+        book = BudgetBook(rt.journal)
+        if tenant is None and not workflow and not run:
+            rows = every_budget(book)
+        else:
+            rows = [_row(s.budget, s.subject, s.spent)
+                    for s in book.standings(Scope(tenant or "default", workflow, run))]
     if fmt is Format.JSON:
-        print_json([dict(zip(["level", "subject", "spent", "limit", "used"], r, strict=True))
-                    for r in rows])
+        print_json(rows)
         return
-    table("budgets", ["level", "subject", "spent", "limit", "used"], rows)
+    table("budgets", ["level", "subject", "spent", "limit", "used", "state"],
+          [[r["level"], r["subject"], f"{r['spent']:g}", f"{r['limit']:g}", r["used"],
+            r["state"]] for r in rows])
+
+
+def _row(budget: Budget, subject: str, spent: float) -> dict[str, Any]:
+    state = ("exhausted" if spent >= budget.limit else
+             "alert" if spent >= budget.alert_ratio * budget.limit else "ok")
+    return {"level": budget.level, "budget_subject": budget.subject, "subject": subject,
+            "spent": spent, "limit": budget.limit,
+            "used": f"{spent / budget.limit:.0%}" if budget.limit else "-", "state": state}
+
+
+def every_budget(book: BudgetBook) -> list[dict[str, Any]]:
+    spent: dict[tuple[str, str], float] = {}
+    for e in book.journal.events_of_kind("model.called"):
+        p = e.payload
+        for level, subject in (("tenant", p.get("tenant")), ("workflow", p.get("workflow")),
+                               ("invocation", e.run_id)):
+            key = (level, str(subject))
+            spent[key] = spent.get(key, 0.0) + float(p.get("cost", 0.0))
+    rows = []
+    for b in book.budgets():
+        if b.subject != "*":
+            rows.append(_row(b, b.subject, spent.get((b.level, b.subject), 0.0)))
+            continue
+        mine = [(v, s) for (lvl, s), v in spent.items() if lvl == b.level]
+        top, who = max(mine) if mine else (0.0, "*")
+        rows.append(_row(b, who, top))
+    return rows
 
 
 @budgets_app.command("tasks")

@@ -8,33 +8,29 @@ reason. Writes go through one :class:`~cradle_kg.loop.runtime.Runtime`, one at a
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from fastapi import APIRouter, HTTPException, Query, Request
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import (
-    ApprovalError,
     CradleError,
     InputError,
-    InputTooLargeError,
-    UnknownNameError,
 )
-from ..inputs import InputLimits, load_json
 from ..loop.proposal import read_proposal
 from ..loop.runtime import Runtime
 from ..records import ApprovalStatus, Outcome
-from ..runs import list_runs, show_run
-from .auth import Caller, authenticate
+from ..runs import RunSummary, list_page, parse_state, show_run
+from ..workflow import runner
+from .api_common import Approver, Who, json_body, outcome_dict, read_body, refuse
+from .auth import Caller
 
 T = TypeVar("T")
-B = TypeVar("B", bound=BaseModel)
-_bearer = HTTPBearer(auto_error=False, description="a per-identity API token")
 
 
 class ApproveBody(BaseModel):
@@ -52,77 +48,6 @@ class ReasonBody(BaseModel):
     reason: str = Field(min_length=1)
 
 
-def _status(exc: CradleError) -> int:
-    if isinstance(exc, UnknownNameError):
-        return 404
-    if isinstance(exc, ApprovalError):
-        return 403
-    if isinstance(exc, InputTooLargeError):
-        return 413
-    if isinstance(exc, InputError):  # a malformed or out-of-limits body or value
-        return 422
-    return 400
-
-
-def _refuse(exc: CradleError) -> HTTPException:
-    return HTTPException(_status(exc), detail=exc.to_dict())
-
-
-async def _body(request: Request, limits: InputLimits) -> bytes:
-    """The request body, refused (413) as soon as it passes ``max_bytes`` — before it is
-    all read, and before it is parsed."""
-    data = bytearray()
-    async for chunk in request.stream():
-        data += chunk
-        if len(data) > limits.max_bytes:
-            raise _refuse(InputTooLargeError(f"`request body`: more than the limit of "
-                                             f"{limits.max_bytes} bytes"))
-    return bytes(data)
-
-
-async def _decision_body(request: Request, limits: InputLimits, model: type[B]) -> B | None:
-    """An approver's JSON body, through the same strict loader as proposals."""
-    data = await _body(request, limits)
-    if not data.strip():
-        return None
-    try:
-        return model.model_validate(load_json(data, limits=limits, source="request body"))
-    except ValidationError as exc:
-        first = exc.errors(include_url=False, include_input=False)[0]
-        loc = ".".join(str(x) for x in first["loc"]) or "(body)"
-        raise _refuse(InputError(f"`{loc}`: {first['msg'].lower()}")) from None
-    except CradleError as exc:
-        raise _refuse(exc) from None
-
-
-def _outcome(outcome: Outcome | None) -> dict[str, Any] | None:
-    return outcome.model_dump(mode="json") if outcome is not None else None
-
-
-def _caller(request: Request,
-            creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Caller:
-    runtime: Runtime = request.app.state.runtime
-    who = authenticate(runtime.home, runtime.config, creds.credentials if creds else "")
-    if who is None:
-        raise HTTPException(401, detail={"error": "unauthenticated",
-                                         "message": "a valid bearer token is required"},
-                            headers={"WWW-Authenticate": "Bearer"})
-    return who
-
-
-Who = Annotated[Caller, Depends(_caller)]
-
-
-def _approver(who: Who) -> Caller:
-    if not who.is_approver:
-        raise HTTPException(403, detail={"error": "forbidden", "message":
-                                         f"`{who.identity}` is not a configured approver"})
-    return who
-
-
-Approver = Annotated[Caller, Depends(_approver)]
-
-
 def make_router(runtime: Runtime) -> APIRouter:
     router = APIRouter(prefix="/api", tags=["runtime API"])
     lock = threading.Lock()
@@ -132,7 +57,7 @@ def make_router(runtime: Runtime) -> APIRouter:
             try:
                 return fn()
             except CradleError as exc:
-                raise _refuse(exc) from exc
+                raise refuse(exc) from exc
 
     @router.get("/whoami", summary="The identity a token authenticates")
     def whoami(who: Who) -> dict[str, Any]:
@@ -146,22 +71,29 @@ def make_router(runtime: Runtime) -> APIRouter:
     async def submit(request: Request, who: Who) -> dict[str, Any]:
         limits = runtime.config.input_limits
         try:
-            proposal = read_proposal(await _body(request, limits), limits,
+            proposal = read_proposal(await read_body(request, limits), limits,
                                      source="request body")
         except CradleError as exc:
-            raise _refuse(exc) from None
+            raise refuse(exc) from None
         if not who.is_agent or proposal.get("agent_id") != who.identity:
             raise HTTPException(403, detail={"error": "forbidden", "message":
                                              f"`{who.identity}` may only submit its own "
                                              "proposals (agent_id must be the caller)"})
         outcome = await run_in_threadpool(call, lambda: runtime.submit(proposal))
-        return _outcome(outcome) or {}
+        return outcome_dict(outcome) or {}
 
-    @router.get("/runs", summary="Runs and their status, newest first, one page at a time")
+    @router.get("/runs", summary="Runs and their state, newest first, one page at a time")
     def runs(who: Who, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-             offset: Annotated[int, Query(ge=0)] = 0) -> list[dict[str, Any]]:
-        return [r.to_dict() for r in call(lambda: list_runs(
-            runtime.journal, limit=limit, offset=offset, newest_first=True))]
+             offset: Annotated[int, Query(ge=0)] = 0,
+             status: Annotated[str | None, Query(
+                 description="only runs in this state (`open`, `waiting_for_person`, "
+                             "`escalated`, `completed`, `completed_with_failures`)")] = None
+             ) -> list[dict[str, Any]]:
+        def page() -> list[RunSummary]:
+            state = parse_state(status) if status is not None else None
+            return list_page(runtime.journal, limit=limit, offset=offset, newest_first=True,
+                             state=state)[0]
+        return [r.to_dict() for r in call(page)]
 
     @router.get("/runs/{run_id}", summary="One run and its journal events")
     def run(run_id: str, who: Who) -> dict[str, Any]:
@@ -189,27 +121,33 @@ def make_router(runtime: Runtime) -> APIRouter:
 
     def decide(approval_id: str, who: Caller, status: ApprovalStatus,
                **kw: Any) -> dict[str, Any]:
-        def go() -> tuple[Any, Outcome | None]:
-            return runtime.decide_approval(approval_id, approver_id=who.identity,
-                                           token=who.token, status=status, **kw)
-        updated, outcome = call(go)
-        return {"approval": updated.model_dump(mode="json"), "outcome": _outcome(outcome)}
+        def go() -> tuple[Any, Outcome | None, dict[str, Any] | None]:
+            approval, outcome = runtime.decide_approval(
+                approval_id, approver_id=who.identity, token=who.token, status=status, **kw)
+            # a workflow's tool step waited for it: the workflow walks on by itself
+            walked = runner.after_approval(runtime, approval.run_id,
+                                           base_url=os.environ.get("CRADLE_MODEL_BASE_URL"),
+                                           api_key=os.environ.get("CRADLE_MODEL_API_KEY"))
+            return approval, outcome, walked
+        updated, outcome, walked = call(go)
+        return {"approval": updated.model_dump(mode="json"), "outcome": outcome_dict(outcome),
+                **({"workflow": walked} if walked is not None else {})}
 
     @router.post("/approvals/{approval_id}/approve",
                  summary="Approve the exact action; the waiting run continues by itself",
                  openapi_extra={"requestBody": {"content": {"application/json": {
                      "schema": ApproveBody.model_json_schema()}}}})
     async def approve(approval_id: str, request: Request, who: Approver) -> dict[str, Any]:
-        b = await _decision_body(request, runtime.config.input_limits, ApproveBody)
+        b = await json_body(request, runtime.config.input_limits, ApproveBody)
         b = b or ApproveBody()
         once = b.once if b.once is not None else (b.scope is None and b.until is None)
         return await run_in_threadpool(decide, approval_id, who, ApprovalStatus.APPROVED,
                                        once=once, scope=b.scope, until=b.until)
 
     async def reason_of(request: Request) -> str:
-        body = await _decision_body(request, runtime.config.input_limits, ReasonBody)
+        body = await json_body(request, runtime.config.input_limits, ReasonBody)
         if body is None:
-            raise _refuse(InputError("`reason`: field required"))
+            raise refuse(InputError("`reason`: field required"))
         return body.reason
 
     @router.post("/approvals/{approval_id}/reject", summary="Reject the action, with a reason",
@@ -230,4 +168,7 @@ def make_router(runtime: Runtime) -> APIRouter:
         return await run_in_threadpool(decide, approval_id, who,
                                        ApprovalStatus.CHANGES_REQUESTED, reason=reason)
 
+    from . import api_human  # the routes for people share this router's lock
+
+    router.include_router(api_human.make_router(runtime, call))
     return router

@@ -22,11 +22,11 @@ from ..canonical import content_hash
 from ..errors import InputError
 from ..policy import PolicyEngine
 from ..records import AuditEvent, Proposal
+from .definitions import load_recorded_workflow
 from .engine import Engine
 from .model import ModelClient, RecordedClient, package_versions
 from .replay import INPUT_KINDS, Source, next_decision_version, scratch_home
 from .sandbox import Recording, SandboxRuntime
-from .steps import load_workflow
 
 CATEGORIES = ("decision", "outcome", "verification", "step")
 
@@ -181,7 +181,7 @@ def _policies(rt: SandboxRuntime, source: Source, new: PolicyEngine | None, i: i
 def _live_trigger(rt: SandboxRuntime, engine: Engine, source: Source, ev: AuditEvent) -> None:
     if ev.kind == "workflow.started":
         p = ev.payload
-        engine.start(load_workflow(str(p["definition"]), version=str(p["version"])),
+        engine.start(load_recorded_workflow(str(p["definition"]), version=str(p["version"])),
                      p["input"], run_id=ev.run_id)
     elif ev.kind == "human.decided" or (ev.kind == "approval.decided"
                                          and source.is_workflow(ev.run_id)):

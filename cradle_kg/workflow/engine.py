@@ -27,6 +27,7 @@ from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
 from ..storage import NewEvent
 from .autonomy import AutonomyBook
 from .budgets import BudgetBook, Scope, alert_event
+from .definitions import load_recorded_workflow
 from .errors import ModelError, WorkflowError
 from .model import ChatMessage, ModelClient, ModelRequest, package_versions
 from .steps import (
@@ -35,9 +36,10 @@ from .steps import (
     Step,
     ToolStep,
     Workflow,
+    asked,
     brief,
     effective_tools,
-    load_workflow,
+    render,
     resolve,
     should_run,
     step_input,
@@ -168,7 +170,7 @@ class Engine:
         if fold.started is None:
             raise UnknownNameError(f"unknown workflow run `{run_id}`")
         p = fold.started.payload
-        return load_workflow(str(p["definition"]), version=str(p["version"])), fold
+        return load_recorded_workflow(str(p["definition"]), version=str(p["version"])), fold
 
     def advance(self, run_id: str) -> RunStatus:
         """Walk the steps from the journal; return where the run stands now."""
@@ -286,7 +288,11 @@ class Engine:
         tools = effective_tools(self.rt, wf.agent, step.tools) if step.tools else []
         self._begin(run_id, step, data, key, fold, effective_tools=tools,
                     prompt_version=step.prompt_version)
-        system = step.prompt + (f"\nTools you may propose: {', '.join(tools)}." if tools else "")
+        try:
+            prompt = render(step.prompt, data) if step.template else step.prompt
+        except WorkflowError as exc:
+            return _Fail("input_contract", exc.message)
+        system = prompt + (f"\nTools you may propose: {', '.join(tools)}." if tools else "")
         messages = [ChatMessage(role="system", content=system),
                     ChatMessage(role="user", content=canonical_json(data))]
         scope = Scope(wf.tenant, wf.id, run_id)
@@ -392,5 +398,8 @@ class Engine:
                 "workflow": wf.id, "step": step.id, "input_hash": key[1], "context": data,
                 "rule_fields": list(step.rule_fields), "decision_field": step.decision_field,
                 "stage": str(routing.stage), "suggestion": routing.suggestion,
-                "rule_version": routing.rule_version, "reasons": reasons})
+                "rule_version": routing.rule_version, "reasons": reasons,
+                # a step from a file says what it asks (Python steps journal as before)
+                **({"question": asked(step, data), "answers": list(step.answers)}
+                   if step.question else {})})
         return _Wait("waiting_human")

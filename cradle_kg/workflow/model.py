@@ -223,3 +223,21 @@ class RecordedClient:
         response = self._responses[self.served]
         self.served += 1
         return response
+
+
+class NoModelClient:
+    """What a model step meets when no model server is configured: it fails closed
+    (``model_unavailable``), never a guess and never a substitute model."""
+
+    kind = "none"
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        raise ModelError(f"no model server is configured for `{request.model}`",
+                         hint="pass --base-url or set CRADLE_MODEL_BASE_URL")
+
+
+def client_for(base_url: str | None, api_key: str | None = None) -> ModelClient:
+    """The real OpenAI-compatible client for ``base_url``, or the one that fails closed."""
+    if not base_url:
+        return NoModelClient()
+    return OpenAICompatibleClient(base_url, api_key=api_key)

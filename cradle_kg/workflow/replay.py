@@ -33,10 +33,10 @@ from ..policy import PolicyEngine
 from ..policy.cedar import PolicySource
 from ..records import AuditEvent, Proposal
 from ..storage import NewEvent, event_hash, open_home_journal
+from .definitions import load_recorded_workflow
 from .engine import Engine
 from .model import RecordedClient
 from .sandbox import Recording, SandboxRuntime
-from .steps import load_workflow
 
 #: events a person (or the outside world) wrote: replay copies them, never re-derives them
 INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refused",
@@ -251,7 +251,7 @@ class _StrictRun:
             self.rt.policies = engine_for
         if ev.kind == "workflow.started":
             p = ev.payload
-            wf = load_workflow(str(p["definition"]), version=str(p["version"]))
+            wf = load_recorded_workflow(str(p["definition"]), version=str(p["version"]))
             engine.start(wf, p["input"], run_id=self.run)
         elif self.source.is_workflow(self.run):
             engine.advance(self.run)

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
 from .errors import WorkflowError
+from .schemas import fields_of
 
 if TYPE_CHECKING:
     from ..loop.runtime import Runtime
@@ -56,6 +57,8 @@ class ModelStep(Step):
     max_tokens: int = 512
     #: the declared cost of one call, charged against the budgets
     cost: float = 1.0
+    #: the prompt is a template: ``{field}`` is replaced by that field of the step input
+    template: bool = False
 
     kind: ClassVar[str] = "model"
 
@@ -80,6 +83,10 @@ class HumanStep(Step):
     decision_field: str
     #: the input fields a learned rule may read
     rule_fields: tuple[str, ...] = ()
+    #: what the person is asked (``{field}`` is a field of the step input) and the answers
+    #: they may give (empty: whatever the output contract accepts)
+    question: str = ""
+    answers: tuple[str, ...] = ()
 
     kind: ClassVar[str] = "human"
 
@@ -108,9 +115,9 @@ class Workflow:
                     raise WorkflowError(f"workflow `{self.id}`: step `{step.id}` reads `{ref}` "
                                         "which is not the input or an earlier step")
             if isinstance(step, HumanStep):
-                fields = step.input_model.model_fields
+                fields = fields_of(step.input_model)
                 unknown = [f for f in step.rule_fields if f not in fields]
-                if unknown or step.decision_field not in step.output_model.model_fields:
+                if unknown or step.decision_field not in fields_of(step.output_model):
                     raise WorkflowError(f"workflow `{self.id}`: human step `{step.id}` declares "
                                         f"unknown fields {unknown or [step.decision_field]}")
             seen.add(step.id)
@@ -187,8 +194,30 @@ def effective_tools(runtime: Runtime, agent_id: str, allowed: Sequence[str]) -> 
                   if any(fnmatch.fnmatchcase(t, pattern) for pattern in allowed))
 
 
+def render(template: str, data: Mapping[str, Any]) -> str:
+    """A prompt or question with ``{field}`` replaced by the step input's field (text as
+    it is, anything else as canonical JSON); the fields were checked when it was loaded."""
+    from ..canonical import canonical_json
+
+    values = {k: v if isinstance(v, str) else canonical_json(v) for k, v in data.items()}
+    try:
+        return template.format_map(values)
+    except (KeyError, ValueError, IndexError, AttributeError) as exc:
+        raise WorkflowError(f"cannot fill the template: {exc}") from exc
+
+
+def asked(step: HumanStep, data: Mapping[str, Any]) -> str:
+    """A human step's question filled with its input (as written, if it cannot be)."""
+    try:
+        return render(step.question, data)
+    except WorkflowError:
+        return step.question
+
+
 def load_workflow(definition: str, *, version: str | None = None) -> Workflow:
-    """Rebuild a workflow from its recorded ``module:function``; check its version."""
+    """Rebuild a workflow from its recorded ``module:function``; check its version.
+
+    (:func:`.definitions.load_recorded_workflow` also reads ``file:PATH#HASH``.)"""
     module_name, _, attr = definition.partition(":")
     try:
         factory = getattr(importlib.import_module(module_name), attr)

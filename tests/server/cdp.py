@@ -169,6 +169,14 @@ class Browser:
             time.sleep(0.1)
         raise AssertionError(f"the page never satisfied `{expression}` (last: {last!r})")
 
+    def screenshot(self, path: Path) -> Path:
+        """A PNG of the page as it is now, written to ``path`` (a test's own tmp dir)."""
+        import base64
+
+        shot = self.call("Page.captureScreenshot", {"format": "png"})
+        path.write_bytes(base64.b64decode(shot["data"]))
+        return path
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.call("Browser.close", page=False, timeout=10)

@@ -93,6 +93,7 @@ def test_open_a_run_approve_it_and_see_it_continue(web: tuple[Server, DemoHome],
                           ".map(n => n.dataset.kind + ':' + (n.dataset.status || ''))")
     assert "transition:Committed" in kinds and "verification:Verified" in kinds
     assert "approval:Approved" in kinds
+    page.js("document.querySelector('#run-timeline-box summary').click()")  # one click away
     timeline = page.wait_for("document.querySelector('#run-timeline').innerText")
     assert "transition.committed" in timeline and "approval.decided" in timeline
     runs = httpx.get(server.url + "/api/runs",
@@ -105,14 +106,15 @@ def test_every_asset_is_served_by_the_server(web: tuple[Server, DemoHome]) -> No
     html = httpx.get(server.url + "/").text
     links = re.findall(r'(?:src|href)="([^"]*)"', html)
     assert links and all(link.startswith(("/", "#")) for link in links), links
-    for asset in ("/static/app.js", "/static/app.css"):
+    for asset in ("/static/app.js", "/static/people.js", "/static/app.css"):
         body = httpx.get(server.url + asset)
         assert body.status_code == 200
         # the only absolute IRIs are RDF namespaces, compared to, never fetched
         assert not re.search(r"(fetch|import|url)\(\s*[`'\"]https?:", body.text)
     static = Path(__file__).resolve().parents[2] / "cradle_kg" / "server" / "static"
-    assert {p.name for p in static.iterdir()} == {"index.html", "app.js", "app.css",
-                                                  "docs.html", "docs.js", "swagger"}
+    assert {p.name for p in static.iterdir()} == {"index.html", "app.js", "people.js",
+                                                  "app.css", "docs.html", "docs.js",
+                                                  "swagger"}
     # /docs: Swagger UI vendored beside the page, nothing from a CDN
     docs = httpx.get(server.url + "/docs").text
     links = re.findall(r'(?:src|href)="([^"]*)"', docs)

@@ -1,4 +1,5 @@
-// cradle-kg web page: query page, run browser, approvals inbox. Vanilla JS, no CDN.
+// cradle-kg web page, part 1: helpers, the query page, the provenance graph. Vanilla JS,
+// no CDN; people.js has the runs, the run view, the inbox and the routing.
 // Every value from the graph is put in the page as text (textContent), never as HTML.
 "use strict";
 
@@ -80,13 +81,21 @@ async function loadCatalog() {
   catalog = await fetchJSON("/queries");
   const list = $("#named");
   list.replaceChildren(...catalog.map((q) => el("li", {}, el("button", { type: "button", "data-query": q.name,
-    onclick: () => pick(q) }, q.name, el("small", {}, q.question)))));
+    title: q.question, onclick: () => pick(q) }, el("strong", { class: "title" }, titleOf(q)),
+    el("small", {}, q.question)))));
+}
+
+// "denied-proposals" -> "Denied proposals" (a pack's queries keep their pack as a prefix)
+function titleOf(q) {
+  const words = q.name.replace(/[-_]+/g, " ").trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
 function pick(q) {
   selected = q;
   for (const b of document.querySelectorAll("#named button")) b.classList.toggle("active", b.dataset.query === q.name);
-  $("#question").textContent = q.question + (q.example ? `  —  e.g. ${q.example}` : "");
+  $("#question").replaceChildren(el("strong", {}, titleOf(q)), el("div", {}, q.question),
+    ...(q.example ? [el("small", {}, `e.g. ${q.example}`)] : []));
   $("#editor").value = q.text;
   $("#params").replaceChildren(...q.params.map((p) => el("label", {}, `${p.name}${p.required ? "" : " (optional)"}`,
     el("input", { name: p.name, placeholder: p.description || p.kind, "data-param": p.name }))));
@@ -110,12 +119,7 @@ async function runQuery() {
   status("");
 }
 
-// --- run browser ------------------------------------------------------------------------
-
-async function showRuns() {
-  const target = $("#runs-list");
-  try { renderResults(target, await named("runs")); } catch (err) { showError(target, err); }
-}
+// --- provenance graph -------------------------------------------------------------------
 
 const COLUMNS = { agent: 0, task: 0, proposal: 1, fact: 1, decision: 2, policy: 2, approval: 3,
   action: 4, tool: 4, resource: 4, observation: 5, evidence: 5, verification: 6, transition: 7, state: 8 };
@@ -194,91 +198,6 @@ function drawGraph(target, doc) {
     root.append(g);
   }
   target.replaceChildren(root);
-  $("#legend").replaceChildren(...Object.entries(COLOURS).map(([k, c]) => el("span", {}, el("i", { style: `background:${c}` }), k)));
+  // colours from the stylesheet (the CSP allows no inline style)
+  $("#legend").replaceChildren(...Object.keys(COLOURS).map((k) => el("span", {}, el("i", { class: `kind-${k}` }), k)));
 }
-
-async function showRun(runId) {
-  $("#run-title").textContent = `Run ${runId}`;
-  const graph = $("#run-graph"), timeline = $("#run-timeline");
-  graph.replaceChildren(el("p", {}, "loading…"));
-  try {
-    const [events, edges] = await Promise.all([named("run-timeline", { run: runId }), named("run-graph", { run: runId })]);
-    renderResults(timeline, events);
-    drawGraph(graph, edges);
-    graph.dataset.loaded = String(events.results.bindings.length);
-  } catch (err) { showError(graph, err); }
-}
-
-// --- approvals inbox --------------------------------------------------------------------
-
-function token() { return sessionStorage.getItem("cradle-token") || ""; }
-
-function authed(url, opts = {}) {
-  return fetchJSON(url, { ...opts, headers: { ...(opts.headers || {}), Authorization: `Bearer ${token()}`,
-    "Content-Type": "application/json" } });
-}
-
-async function showInbox() {
-  const inbox = $("#inbox");
-  if (!token()) { inbox.replaceChildren(el("p", {}, "Enter an approver token to see pending approvals.")); return; }
-  try {
-    const me = await authed("/api/whoami");
-    $("#whoami").textContent = `signed in as ${me.identity} (${me.roles.join(", ")})`;
-    const pending = await authed("/api/approvals?pending=true");
-    if (!pending.length) { inbox.replaceChildren(el("p", { id: "inbox-empty" }, "No pending approvals.")); return; }
-    inbox.replaceChildren(...pending.map(approvalCard));
-  } catch (err) { showError(inbox, err); }
-}
-
-function approvalCard(a) {
-  const reason = el("input", { placeholder: "reason (to reject)", "data-reason": a.id });
-  const details = el("pre", {}, "");
-  authed(`/api/approvals/${encodeURIComponent(a.id)}`).then((v) => {
-    details.textContent = JSON.stringify({ action: v.action, proposed_by: v.proposed_by }, null, 2);
-  }).catch(() => {});
-  return el("div", { class: "card", "data-approval": a.id },
-    el("strong", {}, a.id), ` — run `, el("a", { href: "#/run/" + encodeURIComponent(a.run_id) }, a.run_id),
-    el("div", {}, `requested by ${a.requested_by} at ${a.requested_at}; scope: ${a.scope || "-"}`),
-    details,
-    el("div", { class: "bar" },
-      el("button", { type: "button", "data-approve": a.id, onclick: () => decide(a, "approve", {}) }, "Approve once"),
-      reason,
-      el("button", { type: "button", class: "reject", "data-reject": a.id,
-        onclick: () => decide(a, "reject", { reason: reason.value }) }, "Reject")));
-}
-
-async function decide(a, verb, body) {
-  const out = $("#decision-result");
-  try {
-    const res = await authed(`/api/approvals/${encodeURIComponent(a.id)}/${verb}`, { method: "POST", body: JSON.stringify(body) });
-    const next = res.outcome ? ` — run ${res.outcome.run_id} continued: ${res.outcome.status}` : "";
-    out.replaceChildren(el("p", { "data-decided": a.id }, `${a.id}: ${res.approval.status}${next} `,
-      el("a", { href: "#/run/" + encodeURIComponent(a.run_id) }, "open the run")));
-    await showInbox();
-  } catch (err) { showError(out, err); }
-}
-
-// --- routing ----------------------------------------------------------------------------
-
-function route() {
-  const hash = location.hash || "#/query";
-  const [, tab, arg] = hash.split("/");
-  for (const s of document.querySelectorAll("main > section")) s.hidden = true;
-  for (const a of document.querySelectorAll("nav a[data-tab]")) a.classList.toggle("active", a.dataset.tab === (tab === "run" ? "runs" : tab));
-  if (tab === "run" && arg) { $("#tab-run").hidden = false; showRun(decodeURIComponent(arg)); }
-  else if (tab === "runs") { $("#tab-runs").hidden = false; showRuns(); }
-  else if (tab === "approvals") { $("#tab-approvals").hidden = false; showInbox(); }
-  else { $("#tab-query").hidden = false; }
-}
-
-$("#run-query").addEventListener("click", runQuery);
-$("#editor").addEventListener("keydown", (e) => { if (e.key === "Enter" && e.ctrlKey) runQuery(); });
-$("#token-form").addEventListener("submit", (e) => {
-  e.preventDefault();
-  sessionStorage.setItem("cradle-token", $("#token").value);
-  $("#token").value = "";
-  showInbox();
-});
-window.addEventListener("hashchange", route);
-loadCatalog().catch((err) => showError($("#results"), err));
-route();

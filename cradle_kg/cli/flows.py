@@ -1,0 +1,185 @@
+"""``cradle-kg workflow list|validate|run|status|resume`` and ``cradle-kg step decide``.
+
+Exit codes: 0 done (a run that completed, or that waits for a person — `status` says
+which); 1 a negative result (a file that does not validate, a run that failed, a person
+whose token is refused); 2 the input could not be read or the command could not be
+carried out (no such file or run, a step that does not wait, an answer not allowed).
+
+A model step calls the OpenAI-compatible server given by ``--base-url`` (or
+``$CRADLE_MODEL_BASE_URL``); with none configured it fails closed (``model_unavailable``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import ApprovalError, CradleError, InputError, WorkflowFileError
+from ..home import resolve_home
+from ..workflow import runner
+from ..workflow.definitions import load_file
+from .approvals import TokenOpt
+from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
+from .core import open_runtime
+
+workflow_app = typer.Typer(help="Workflows written as YAML files: list, validate, run, "
+                                "status, resume.", no_args_is_help=True)
+step_app = typer.Typer(help="Human workflow steps: decide.", no_args_is_help=True)
+
+BaseUrlOpt = Annotated[str | None, typer.Option(
+    "--base-url", envvar="CRADLE_MODEL_BASE_URL",
+    help="OpenAI-compatible model server, e.g. http://127.0.0.1:8000/v1 (none: model steps "
+         "fail closed).", show_default=False)]
+ApiKeyOpt = Annotated[str | None, typer.Option("--api-key", envvar="CRADLE_MODEL_API_KEY",
+                                               hidden=True)]
+
+
+@workflow_app.command("list")
+def workflow_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
+    """The workflow files of the home (``HOME/workflows/*.yaml``), each checked."""
+    found = runner.list_definitions(resolve_home(home))
+    if fmt is Format.JSON:
+        print_json(found)
+        return
+    table("workflows", ["id", "version", "steps", "valid", "file"],
+          [[w["id"], w.get("version", "-"),
+            " → ".join(f"{s['id']} ({s['kind']})" for s in w.get("steps", [])) or "-",
+            "yes" if w["valid"] else w["problems"][0], w["file"]] for w in found])
+
+
+@workflow_app.command("validate")
+def workflow_validate(file: Annotated[Path, typer.Argument(help="A workflow YAML file.")],
+                      fmt: FormatOpt = Format.TABLE, home: HomeOpt = None) -> None:
+    """Check a workflow file; every problem is printed as ``FILE:LINE: message`` (exit 1).
+
+    A file means the same in every home; ``--home`` is accepted like everywhere else."""
+    try:
+        wf = load_file(file)
+    except WorkflowFileError as exc:
+        if fmt is Format.JSON:
+            print_json({"valid": False, "file": str(file), "problems": list(exc.problems)})
+        else:
+            for problem in exc.problems:
+                console.print(clean(problem), highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except CradleError as exc:
+        fail(exc)
+    if fmt is Format.JSON:
+        print_json({"valid": True, "file": str(file), "workflow": runner.describe(wf)})
+        return
+    console.print(f"{clean(file)}: workflow `{clean(wf.id)}` version {clean(wf.version)}, "
+                  f"{len(wf.steps)} step(s): "
+                  + ", ".join(f"{clean(s.id)} ({s.kind})" for s in wf.steps), highlight=False)
+
+
+def _print_outcome(out: dict[str, Any], fmt: Format) -> None:
+    if fmt is Format.JSON:
+        print_json(out)
+    else:
+        line = f"run {clean(out['run_id'])} ({clean(out['workflow'])}): {clean(out['status'])}"
+        if out.get("step"):
+            line += f" at step {clean(out['step'])}"
+        if out.get("reason"):
+            line += f": {clean(out['code'])}: {clean(out['reason'])}"
+        console.print(line, highlight=False, soft_wrap=True)
+    raise typer.Exit(1 if out["status"] == "failed" else 0)
+
+
+@workflow_app.command("run")
+def workflow_run(
+    file: Annotated[str, typer.Argument(help="A workflow file, or the name of one in "
+                                             "HOME/workflows.")],
+    input_json: Annotated[str, typer.Option("--input", help="The workflow input, a JSON "
+                                                           "object.")],
+    run_id: Annotated[str | None, typer.Option(
+        "--run", help="The run's id (default: derived from the workflow, input and time).",
+        show_default=False)] = None,
+    home: HomeOpt = None, fmt: FormatOpt = Format.TABLE, base_url: BaseUrlOpt = None,
+    api_key: ApiKeyOpt = None,
+) -> None:
+    """Start a run: its steps go as far as they can (a human step waits, holding nothing)."""
+    try:
+        path = runner.find_definition(resolve_home(home), file)
+        inputs = runner.parse_input(input_json)
+        load_file(path)
+        if run_id is not None:
+            runner.check_run_id(run_id)
+    except CradleError as exc:
+        fail(exc)
+    with open_runtime(home) as rt:
+        try:
+            out = runner.start(runner.open_engine(rt, base_url=base_url, api_key=api_key),
+                               path, inputs, run_id=run_id)
+        except CradleError as exc:
+            fail(exc)
+    _print_outcome(out, fmt)
+
+
+@workflow_app.command("status")
+def workflow_status(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
+    """Where a run stands: its state, why, and each step (read only)."""
+    with open_runtime(home) as rt:
+        try:
+            st = runner.status(runner.open_engine(rt), run_id)
+        except CradleError as exc:
+            fail(exc)
+    if fmt is Format.JSON:
+        print_json(st)
+        return
+    console.print(f"run {clean(run_id)} ({clean(st['workflow'])} v{clean(st['version'])}): "
+                  f"{st['state']}", highlight=False)
+    for why in st["why"]:
+        console.print(f"  why: {clean(why)}", highlight=False, soft_wrap=True)
+    rows = []
+    for s in st["steps"]:
+        detail = s.get("asked") or s.get("reason") or ""
+        if s.get("answers") and s["state"] == "waiting_for_person":
+            detail += "  answers: " + ", ".join(s["answers"])
+        rows.append([s["id"], s["kind"], s["state"], detail])
+    table("steps", ["step", "kind", "state", "detail"], rows)
+
+
+@workflow_app.command("resume")
+def workflow_resume(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+                    base_url: BaseUrlOpt = None, api_key: ApiKeyOpt = None) -> None:
+    """Continue a run from the journal (after an approval, or a model server came back)."""
+    with open_runtime(home) as rt:
+        try:
+            out = runner.resume(runner.open_engine(rt, base_url=base_url, api_key=api_key),
+                                run_id)
+        except CradleError as exc:
+            fail(exc)
+    _print_outcome(out, fmt)
+
+
+@step_app.command("decide")
+def step_decide(
+    run_id: str, step: str,
+    by: Annotated[str, typer.Option("--as", help="Who answers (an approver; needs their "
+                                                 "token).")],
+    answer: Annotated[str, typer.Option("--answer", help="One of the step's answers (or the "
+                                                         "whole output as a JSON object).")],
+    note: Annotated[str | None, typer.Option("--note", help="Why (journaled).")] = None,
+    home: HomeOpt = None, token: TokenOpt = None, fmt: FormatOpt = Format.TABLE,
+    base_url: BaseUrlOpt = None, api_key: ApiKeyOpt = None,
+) -> None:
+    """Answer a waiting human step; the run continues at once."""
+    if not token:
+        fail(InputError("an approver token is required",
+                         hint="pass --token or set CRADLE_APPROVER_TOKEN"))
+    with open_runtime(home) as rt:
+        try:
+            out = runner.decide(rt, runner.open_engine(rt, base_url=base_url, api_key=api_key),
+                                run_id, step, by=by, token=token, answer=answer, note=note)
+        except ApprovalError as exc:
+            fail(exc, code=1)
+        except CradleError as exc:
+            fail(exc)
+    _print_outcome(out, fmt)
+
+
+def install(app: typer.Typer) -> None:
+    app.add_typer(workflow_app, name="workflow")
+    app.add_typer(step_app, name="step")

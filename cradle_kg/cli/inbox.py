@@ -1,0 +1,110 @@
+"""``cradle-kg inbox`` (everything that waits for a person) and ``cradle-kg evidence``.
+
+Exit codes: 0 done; 1 ``evidence show`` found a blob that no longer matches its hash
+(it was edited); 2 the input could not be read (no such file or blob, too large, an
+identity the home does not know).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import CradleError, InputError, InputTooLargeError, JournalError
+from ..evidence import MAX_EVIDENCE_BYTES, added_event, evidence_record
+from ..inbox import inbox, parse_kinds
+from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
+from .core import open_runtime
+
+evidence_app = typer.Typer(help="Content-addressed evidence: add, show.", no_args_is_help=True)
+
+
+def inbox_command(
+    home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+    kind: Annotated[list[str] | None, typer.Option(
+        "--kind", help="approval, task or step (repeat; default: all three).")] = None,
+    run: Annotated[str | None, typer.Option("--run", help="One run only.")] = None,
+) -> None:
+    """What waits for a person: approvals, human tasks, human workflow steps (oldest first)."""
+    with open_runtime(home) as rt:
+        try:
+            items = inbox(rt, kinds=parse_kinds(kind or ()), run_id=run)
+        except CradleError as exc:
+            fail(exc)
+    if fmt is Format.JSON:
+        print_json([i.to_dict() for i in items])
+        return
+    table("inbox", ["kind", "id", "run", "what", "why", "answer with"],
+          [[i.kind, i.id, i.run_id, i.question or i.title,
+            "; ".join(i.reasons + [f"policy {p}" for p in i.policies]) or "-", i.command]
+           for i in items])
+
+
+@evidence_app.command("add")
+def evidence_add(
+    file: Annotated[Path, typer.Argument(help="The file to store (at most 1 MiB).")],
+    by: Annotated[str, typer.Option("--as", help="Who adds it (an agent or an approver of "
+                                                 "the home; journaled).")],
+    kind: Annotated[str, typer.Option("--kind", help="What it is, e.g. invoice.")] = "document",
+    source: Annotated[str | None, typer.Option("--source", help="Where it comes from.")] = None,
+    home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+) -> None:
+    """Store a file under its sha256 and print the address to cite in a proposal."""
+    try:
+        with file.open("rb") as handle:
+            data = handle.read(MAX_EVIDENCE_BYTES + 1)
+    except OSError as exc:
+        fail(InputError(f"cannot read `{file}`: {exc.strerror or exc}"))
+    if len(data) > MAX_EVIDENCE_BYTES:
+        fail(InputTooLargeError(f"`{file}`: more than the limit of {MAX_EVIDENCE_BYTES} bytes"))
+    with open_runtime(home) as rt:
+        if rt.config.agent(by) is None and rt.config.approver(by) is None:
+            fail(InputError(f"`{by}` is not an identity of this home",
+                            hint="an agent or an approver of the home's config"))
+        try:
+            ref = rt.evidence.put(data)
+            rt.context.append([added_event(ref, size=len(data), kind=kind, source=source,
+                                           by=by, at=rt.clock())])
+        except CradleError as exc:
+            fail(exc)
+    if fmt is Format.JSON:
+        print_json({"ref": ref, "bytes": len(data), "kind": kind, "source": source, "by": by})
+        return
+    console.print(ref, highlight=False, soft_wrap=True)
+
+
+@evidence_app.command("show")
+def evidence_show(
+    ref: Annotated[str, typer.Argument(help="The content address, sha256:<hex>.")],
+    home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+    raw: Annotated[bool, typer.Option("--raw", help="Write the bytes themselves to stdout.")
+                   ] = False,
+) -> None:
+    """Re-hash a blob and say who added it and when; exit 1 when it was edited."""
+    with open_runtime(home) as rt:
+        try:
+            data = rt.evidence.get(ref)
+        except JournalError as exc:
+            fail(exc, code=1)
+        except CradleError as exc:
+            fail(exc)
+        record = {**evidence_record(rt.journal.events_for_subject(ref), ref),
+                  "bytes": len(data), "intact": True}
+    if raw:
+        sys.stdout.buffer.write(data)
+        return
+    if fmt is Format.JSON:
+        print_json(record)
+        return
+    console.print(f"{clean(ref)}: {len(data)} bytes, intact", highlight=False, soft_wrap=True)
+    table("added", ["by", "at", "kind", "source"],
+          [[a["by"], a["at"], a["kind"] or "-", a["source"] or "-"]
+           for a in record["added"]])  # type: ignore[attr-defined]
+
+
+def install(app: typer.Typer) -> None:
+    app.command("inbox")(inbox_command)
+    app.add_typer(evidence_app, name="evidence")

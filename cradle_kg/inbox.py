@@ -1,0 +1,143 @@
+"""One inbox for everything that waits for a person.
+
+Three kinds of item, one shape (:class:`InboxItem`):
+
+* ``approval`` — a pending approval of one exact action (its digest, the policies that
+  asked for it, the evidence the proposal cited);
+* ``task`` — an open human task (an escalation: a failed verification, a repair limit);
+* ``step`` — a human step of a workflow run waiting for an answer (its question and the
+  answers allowed).
+
+Each item says what it is about, why it waits and the command that answers it. The
+inbox reads the journal only; answering goes through the usual, authenticated paths
+(``approvals approve``, ``tasks resolve``, ``step decide``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from .errors import InputError
+from .loop.approvals import effective_status
+from .loop.escalation import open_tasks
+from .records import ApprovalStatus
+
+if TYPE_CHECKING:
+    from .loop.runtime import Runtime
+
+Kind = Literal["approval", "task", "step"]
+KINDS: tuple[Kind, ...] = ("approval", "task", "step")
+
+
+@dataclass(frozen=True)
+class InboxItem:
+    kind: Kind
+    id: str
+    run_id: str
+    title: str
+    asked_at: str
+    #: why it waits, in the runtime's own words (policy reasons, the task's reason, ...)
+    reasons: list[str] = field(default_factory=list)
+    action: dict[str, Any] | None = None
+    digest: str | None = None
+    policies: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    #: a step: its id, what it asks and the answers it allows
+    step: str | None = None
+    question: str | None = None
+    answers: list[str] = field(default_factory=list)
+    proposed_by: str | None = None
+    command: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_kinds(values: Iterable[str]) -> tuple[Kind, ...]:
+    out: list[Kind] = []
+    for v in values:
+        match = next((k for k in KINDS if k == v), None)
+        if match is None:
+            raise InputError(f"unknown inbox kind `{v}`", hint="approval, task or step")
+        out.append(match)
+    return tuple(out) or KINDS
+
+
+def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = None
+          ) -> list[InboxItem]:
+    """What waits for a person now, oldest first."""
+    wanted = set(kinds)
+    items: list[InboxItem] = []
+    if "approval" in wanted:
+        items += _approvals(rt, run_id)
+    if "task" in wanted:
+        items += [InboxItem(
+            kind="task", id=t.id, run_id=t.run_id, title=f"{t.code}: {t.subject}",
+            asked_at=t.opened_at.isoformat(), reasons=[t.reason],
+            command=f"cradle-kg tasks resolve {t.id} --as WHO --note '...'")
+            for t in open_tasks(rt.journal, run_id=run_id) if t.resolved_by is None]
+    if "step" in wanted:
+        items += _steps(rt, run_id)
+    return sorted(items, key=lambda i: i.asked_at)
+
+
+def _approvals(rt: Runtime, run_id: str | None) -> list[InboxItem]:
+    now = rt.clock()
+    out = []
+    for st in rt.approvals.all():
+        a = st.approval
+        if effective_status(a, now) is not ApprovalStatus.PENDING:
+            continue
+        if run_id is not None and a.run_id != run_id:
+            continue
+        proposal = rt.approvals.requested_proposal(a)
+        policies, reasons = _asking_policies(rt, a.run_id, a.decision_id)
+        out.append(InboxItem(
+            kind="approval", id=a.id, run_id=a.run_id,
+            title=f"{proposal.action.action_type} on {proposal.action.target}",
+            asked_at=a.requested_at.isoformat(), reasons=reasons,
+            action=proposal.action.model_dump(mode="json"), digest=a.action_digest,
+            policies=policies, evidence=list(proposal.evidence_refs),
+            proposed_by=proposal.agent_id,
+            command=f"cradle-kg approvals approve {a.id} --as WHO"))
+    return out
+
+
+def _asking_policies(rt: Runtime, run_id: str, decision_id: str) -> tuple[list[str], list[str]]:
+    """The policies of the decision that asked for a person, and its reasons."""
+    for e in rt.journal.events(run_id=run_id):
+        d = e.payload.get("decision") if e.kind == "decision.made" else None
+        if isinstance(d, dict) and d.get("id") == decision_id:
+            results = d.get("policy_results", [])
+            asking = [str(r["policy_id"]) for r in results
+                      if r.get("annotations", {}).get("requires_approval")]
+            return asking or [str(r["policy_id"]) for r in results if r.get("determining")], \
+                [str(r) for r in d.get("reasons", [])]
+    return [], []
+
+
+def _steps(rt: Runtime, run_id: str | None) -> list[InboxItem]:
+    journal = rt.journal
+    decided = {(e.run_id, e.payload.get("step"), e.payload.get("input_hash"))
+               for e in journal.events_of_kind("human.decided")}
+    finished = {e.run_id for kind in ("workflow.completed", "workflow.failed")
+                for e in journal.events_of_kind(kind)}
+    out = []
+    for e in journal.events_of_kind("human.requested"):
+        p = e.payload
+        if (e.run_id, p.get("step"), p.get("input_hash")) in decided or e.run_id in finished:
+            continue
+        if run_id is not None and e.run_id != run_id:
+            continue
+        step = str(p["step"])
+        question = str(p.get("question") or f"decide `{p.get('decision_field')}`")
+        out.append(InboxItem(
+            kind="step", id=f"{e.run_id}/{step}", run_id=e.run_id,
+            title=f"{p.get('workflow')}: {step}", asked_at=e.at.isoformat(),
+            reasons=[str(r) for r in p.get("reasons", [])], step=step, question=question,
+            answers=[str(a) for a in p.get("answers", [])],
+            action={"input": p.get("context"), "suggestion": p.get("suggestion")},
+            command=f"cradle-kg step decide {e.run_id} {step} --as WHO --answer ..."))
+    return out

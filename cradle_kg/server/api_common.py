@@ -1,0 +1,102 @@
+"""What every JSON API route shares: bearer authentication, typed refusals, bounded bodies.
+
+``Who`` is any authenticated identity, ``Approver`` a configured approver (403 otherwise);
+:func:`refuse` maps the one error tree onto HTTP (404 unknown, 403 approval refused, 413
+too large, 422 malformed, 400 otherwise); :func:`read_body` stops at the byte limit before
+parsing anything, and :func:`json_body` parses with the proposals' strict loader.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypeVar
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ValidationError
+
+from ..errors import (
+    ApprovalError,
+    CradleError,
+    InputError,
+    InputTooLargeError,
+    UnknownNameError,
+)
+from ..inputs import InputLimits, load_json
+from ..loop.runtime import Runtime
+from ..records import Outcome
+from .auth import Caller, authenticate
+
+T = TypeVar("T")
+B = TypeVar("B", bound=BaseModel)
+_BEARER = HTTPBearer(auto_error=False, description="a per-identity API token")
+
+
+def status_of(exc: CradleError) -> int:
+    if isinstance(exc, UnknownNameError):
+        return 404
+    if isinstance(exc, ApprovalError):
+        return 403
+    if isinstance(exc, InputTooLargeError):
+        return 413
+    if isinstance(exc, InputError):  # a malformed or out-of-limits body or value
+        return 422
+    return 400
+
+
+def refuse(exc: CradleError) -> HTTPException:
+    return HTTPException(status_of(exc), detail=exc.to_dict())
+
+
+async def read_body(request: Request, limits: InputLimits) -> bytes:
+    """The request body, refused (413) as soon as it passes ``max_bytes`` — before it is
+    all read, and before it is parsed."""
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > limits.max_bytes:
+            raise refuse(InputTooLargeError(f"`request body`: more than the limit of "
+                                             f"{limits.max_bytes} bytes"))
+    return bytes(data)
+
+
+async def json_body(request: Request, limits: InputLimits, model: type[B]) -> B | None:
+    """An approver's JSON body, through the same strict loader as proposals."""
+    data = await read_body(request, limits)
+    if not data.strip():
+        return None
+    try:
+        return model.model_validate(load_json(data, limits=limits, source="request body"))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        loc = ".".join(str(x) for x in first["loc"]) or "(body)"
+        raise refuse(InputError(f"`{loc}`: {first['msg'].lower()}")) from None
+    except CradleError as exc:
+        raise refuse(exc) from None
+
+
+def outcome_dict(outcome: Outcome | None) -> dict[str, Any] | None:
+    return outcome.model_dump(mode="json") if outcome is not None else None
+
+
+def _caller(request: Request,
+            creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> Caller:
+    runtime: Runtime = request.app.state.runtime
+    who = authenticate(runtime.home, runtime.config, creds.credentials if creds else "")
+    if who is None:
+        raise HTTPException(401, detail={"error": "unauthenticated",
+                                         "message": "a valid bearer token is required"},
+                            headers={"WWW-Authenticate": "Bearer"})
+    return who
+
+
+Who = Annotated[Caller, Depends(_caller)]
+
+
+def _approver(who: Who) -> Caller:
+    if not who.is_approver:
+        raise HTTPException(403, detail={"error": "forbidden", "message":
+                                         f"`{who.identity}` is not a configured approver"})
+    return who
+
+
+Approver = Annotated[Caller, Depends(_approver)]

@@ -1,0 +1,214 @@
+"""The JSON API for people: workflows, the inbox, human steps and tasks, evidence, runs.
+
+The same service layer as the command line (:mod:`cradle_kg.workflow.runner`,
+:mod:`cradle_kg.inbox`, :mod:`cradle_kg.runs`), so both say the same things. Every route
+needs a bearer token; answering a human step or closing a task needs an approver's (403
+otherwise); starting a workflow needs the workflow's own agent or an approver. An unknown
+run, step, workflow or blob is a 404, a malformed body 422, an upload past its cap 413.
+
+A model step calls the OpenAI-compatible server of ``$CRADLE_MODEL_BASE_URL`` (read when
+the server starts); without one it fails closed (``model_unavailable``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Annotated, Any, Protocol, TypeVar
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import (
+    InputError,
+    InputTooLargeError,
+    JournalError,
+    UnknownNameError,
+    WorkflowFileError,
+)
+from ..evidence import MAX_EVIDENCE_BYTES, added_event, evidence_record
+from ..inbox import inbox, parse_kinds
+from ..loop.runtime import Runtime
+from ..runs import show_run, state_counts
+from ..workflow import runner
+from ..workflow.definitions import MAX_FILE_BYTES, load_file, parse_definition
+from ..workflow.engine import Engine
+from .api_common import Approver, Who, json_body, read_body, refuse
+from .lanes import lanes
+
+T = TypeVar("T")
+
+
+class Call(Protocol):
+    """Runs one function under the API's lock, its typed errors turned into answers."""
+
+    def __call__(self, fn: Callable[[], T]) -> T: ...
+
+
+class StartBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input: dict[str, Any]
+    run_id: str | None = Field(None, description="the run's id (default: derived)")
+
+
+class AnswerBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str = Field(min_length=1, max_length=10_000)
+    note: str | None = Field(None, max_length=10_000)
+
+
+class NoteBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    note: str = Field(min_length=1, max_length=10_000)
+
+
+def _limits(runtime: Runtime, max_bytes: int) -> Any:
+    return runtime.config.input_limits.model_copy(update={"max_bytes": max_bytes})
+
+
+def make_router(runtime: Runtime, call: Call) -> APIRouter:
+    router = APIRouter(tags=["people: workflows, inbox, evidence"])
+    home = runtime.home.root
+    base_url = os.environ.get("CRADLE_MODEL_BASE_URL") or None
+    api_key = os.environ.get("CRADLE_MODEL_API_KEY") or None
+
+    def engine() -> Engine:
+        return runner.open_engine(runtime, base_url=base_url, api_key=api_key)
+
+    async def body_of(request: Request, model: type[Any]) -> Any:
+        body = await json_body(request, runtime.config.input_limits, model)
+        if body is None:
+            raise refuse(InputError("a JSON body is required"))
+        return body
+
+    # --- runs ------------------------------------------------------------------------
+
+    @router.get("/overview", summary="How many runs are in each state, and the inbox's size")
+    def overview(who: Who) -> dict[str, Any]:
+        return call(lambda: {"runs": state_counts(runtime.journal),
+                             "inbox": len(inbox(runtime))})
+
+    @router.get("/runs/{run_id}/view",
+                summary="A run for the page: its state, why, one lane per proposal, and its "
+                        "workflow's steps")
+    def run_view(run_id: str, who: Who) -> dict[str, Any]:
+        def view() -> dict[str, Any]:
+            summary, events = show_run(runtime.journal, run_id)
+            out: dict[str, Any] = {**summary.to_dict(), "lanes": lanes(events),
+                                   "inbox": [i.to_dict() for i in inbox(runtime, run_id=run_id)]}
+            if summary.workflow is not None:
+                out["workflow_status"] = runner.status(engine(), run_id)
+            return out
+        return call(view)
+
+    # --- workflows ---------------------------------------------------------------------
+
+    @router.get("/workflows", summary="The workflow files of the home, each checked")
+    def workflows(who: Who) -> list[dict[str, Any]]:
+        return call(lambda: runner.list_definitions(home))
+
+    @router.post("/workflows/validate", summary="Check a workflow file sent as the body (YAML)")
+    async def validate(request: Request, who: Who) -> dict[str, Any]:
+        data = await read_body(request, _limits(runtime, MAX_FILE_BYTES))
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise refuse(InputError("the body is not UTF-8")) from None
+
+        def check() -> dict[str, Any]:
+            try:
+                wf = parse_definition(text, name="request body", definition="file:<request>")
+            except WorkflowFileError as exc:
+                return {"valid": False, "problems": list(exc.problems)}
+            return {"valid": True, "workflow": runner.describe(wf)}
+        return await run_in_threadpool(check)
+
+    @router.post("/workflows/{name}/runs", summary="Start a run of a workflow of the home")
+    async def start(name: str, request: Request, who: Who) -> dict[str, Any]:
+        body: StartBody = await body_of(request, StartBody)
+
+        def go() -> dict[str, Any]:
+            path = runner.find_definition(home, name, paths=False)  # the home's files only
+            wf = load_file(path)
+            if not who.is_approver and who.identity != wf.agent:
+                raise HTTPException(403, detail={"error": "forbidden", "message": (
+                    f"`{who.identity}` may not start `{wf.id}` (its agent or an approver may)")})
+            return runner.start(engine(), path, body.input, run_id=body.run_id)
+        return await run_in_threadpool(call, go)
+
+    @router.get("/workflows/runs/{run_id}", summary="Where a workflow run stands (read only)")
+    def workflow_status(run_id: str, who: Who) -> dict[str, Any]:
+        return call(lambda: runner.status(engine(), run_id))
+
+    @router.post("/workflows/runs/{run_id}/resume", summary="Continue a workflow run")
+    async def resume(run_id: str, who: Approver) -> dict[str, Any]:
+        return await run_in_threadpool(call, lambda: runner.resume(engine(), run_id))
+
+    # --- the inbox and its answers ------------------------------------------------------
+
+    @router.get("/inbox", summary="What waits for a person: approvals, tasks, human steps")
+    def get_inbox(who: Who, kind: list[str] | None = Query(None),
+                  run: str | None = None) -> list[dict[str, Any]]:
+        return call(lambda: [i.to_dict() for i in inbox(
+            runtime, kinds=parse_kinds(kind or ()), run_id=run)])
+
+    @router.post("/steps/{run_id}/{step}/decide",
+                 summary="Answer a waiting human step (an approver); the run continues")
+    async def decide(run_id: str, step: str, request: Request, who: Approver) -> dict[str, Any]:
+        body: AnswerBody = await body_of(request, AnswerBody)
+        return await run_in_threadpool(call, lambda: runner.decide(
+            runtime, engine(), run_id, step, by=who.identity, token=who.token,
+            answer=body.answer, note=body.note))
+
+    @router.post("/tasks/{task_id}/resolve", summary="Close a human task, saying what was done")
+    async def resolve(task_id: str, request: Request, who: Approver) -> dict[str, Any]:
+        body: NoteBody = await body_of(request, NoteBody)
+        task = await run_in_threadpool(call, lambda: runtime.resolve_task(
+            task_id, by=who.identity, token=who.token, note=body.note))
+        return dict(task.to_dict())
+
+    # --- evidence ------------------------------------------------------------------------
+
+    @router.post("/evidence", summary=f"Upload evidence (the raw body, at most "
+                                      f"{MAX_EVIDENCE_BYTES} bytes); answers its address")
+    async def add_evidence(request: Request, who: Who,
+                           kind: Annotated[str, Query(min_length=1, max_length=200)] = "document",
+                           source: Annotated[str | None, Query(max_length=1000)] = None
+                           ) -> dict[str, Any]:
+        try:
+            data = await read_body(request, _limits(runtime, MAX_EVIDENCE_BYTES))
+        except HTTPException:
+            raise refuse(InputTooLargeError(
+                f"`evidence`: more than the limit of {MAX_EVIDENCE_BYTES} bytes")) from None
+        if not data:
+            raise refuse(InputError("`evidence`: the body is empty"))
+
+        def put() -> dict[str, Any]:
+            ref = runtime.evidence.put(data)
+            runtime.context.append([added_event(ref, size=len(data), kind=kind, source=source,
+                                                by=who.identity, at=runtime.clock())])
+            return {"ref": ref, "bytes": len(data), "kind": kind, "source": source,
+                    "by": who.identity}
+        return await run_in_threadpool(call, put)
+
+    @router.get("/evidence/{ref}", summary="Who added a blob and when; re-hashed (409 if edited)")
+    def show_evidence(ref: str, who: Who) -> dict[str, Any]:
+        def show() -> dict[str, Any]:
+            try:
+                data = runtime.evidence.get(ref)
+            except JournalError as exc:
+                raise HTTPException(409, detail=exc.to_dict()) from None
+            except InputError as exc:
+                raise UnknownNameError(exc.message) from None
+            record = evidence_record(runtime.journal.events_for_subject(ref), ref)
+            return {**record, "bytes": len(data), "intact": True}
+        return call(show)
+
+    return router
+
+
+__all__ = ["make_router"]

@@ -1,0 +1,237 @@
+// cradle-kg web page, part 2: runs (with their state, refreshed while they move), the run
+// view (why it waits, its workflow's steps, one lane per proposal; the full graph one click
+// away), and one inbox for approvals, human tasks and human workflow steps.
+// Every value is put in the page as text (textContent), never as HTML.
+"use strict";
+
+const REFRESH_MS = 3000;
+let refresher = null;
+// every route() starts a new view: an answer that comes back for an older one is dropped
+let view = 0;
+
+function token() { return sessionStorage.getItem("cradle-token") || ""; }
+
+function authed(url, opts = {}) {
+  return fetchJSON(url, { ...opts, headers: { ...(opts.headers || {}), Authorization: `Bearer ${token()}`,
+    "Content-Type": "application/json" } });
+}
+
+function runLink(id) { return el("a", { href: "#/run/" + encodeURIComponent(id), class: "run" }, id); }
+
+function badge(state) { return el("span", { class: "badge", "data-state": state }, state.replace(/_/g, " ")); }
+
+function every(fn) {
+  if (refresher) clearInterval(refresher);
+  refresher = setInterval(() => { if (!document.hidden) fn(); }, REFRESH_MS);
+}
+
+async function whoami() {
+  if (!token()) { $("#whoami").textContent = "not signed in"; return null; }
+  try {
+    const me = await authed("/api/whoami");
+    $("#whoami").textContent = `signed in as ${me.identity} (${me.roles.join(", ")})`;
+    return me;
+  } catch (err) { $("#whoami").textContent = String(err.message || err); return null; }
+}
+
+// --- runs -------------------------------------------------------------------------------
+
+let runFilter = "";
+
+async function showRuns() {
+  const target = $("#runs-list");
+  const mine = view;
+  if (!token()) {
+    $("#run-counts").replaceChildren(el("p", {}, "Sign in with a token to see each run's state."));
+    try {
+      const doc = await named("runs");
+      if (mine === view) renderResults(target, doc);
+    } catch (err) { if (mine === view) showError(target, err); }
+    return;
+  }
+  const load = async () => {
+    try {
+      const query = runFilter ? `?status=${encodeURIComponent(runFilter)}` : "";
+      const [overview, runs] = await Promise.all([authed("/api/overview"), authed("/api/runs" + query)]);
+      if (mine !== view) return;
+      $("#run-counts").replaceChildren(
+        el("button", { type: "button", class: runFilter ? "filter" : "filter active", "data-state-filter": "",
+          onclick: () => { runFilter = ""; load(); } }, "all"),
+        ...Object.entries(overview.runs).map(([state, n]) => el("button", { type: "button",
+          class: runFilter === state ? "filter active" : "filter", "data-state-filter": state,
+          onclick: () => { runFilter = state; load(); } }, badge(state), ` ${n}`)),
+        el("span", { class: "inbox-count" }, `inbox: ${overview.inbox}`));
+      const head = el("tr", {}, ...["run", "state", "why", "last outcome", "proposals", "updated"].map((h) => el("th", {}, h)));
+      const rows = runs.map((r) => el("tr", { "data-run": r.run_id, "data-state": r.state },
+        el("td", {}, runLink(r.run_id)), el("td", {}, badge(r.state)), el("td", {}, (r.why || []).join("; ")),
+        el("td", {}, r.status), el("td", {}, String(r.proposals.length)), el("td", {}, r.updated_at)));
+      target.replaceChildren(el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows)));
+      status("");
+    } catch (err) {  // a refresh that fails keeps the last list and says so
+      if (target.querySelector("table")) status(`refresh failed: ${err.message || err}`);
+      else showError(target, err);
+    }
+  };
+  await load();
+  every(load);
+}
+
+// --- one run ----------------------------------------------------------------------------
+
+function stepRow(s) {
+  const detail = s.asked || s.reason || (s.output ? JSON.stringify(s.output) : "");
+  return el("li", { class: "step", "data-step": s.id, "data-state": s.state },
+    el("strong", {}, s.id), ` (${s.kind}) `, badge(s.state), detail ? el("div", {}, detail) : "",
+    s.state === "waiting_for_person" && s.answers && s.answers.length
+      ? el("div", {}, `answers: ${s.answers.join(", ")} — `, el("a", { href: "#/approvals" }, "answer in the inbox")) : "");
+}
+
+function laneRow(lane) {
+  const chips = lane.stages.map((s) => el("span", { class: "stage", "data-stage": s.stage, "data-state": s.state,
+    title: [s.stage + (s.label ? `: ${s.label}` : ""), ...s.reasons].join("\n") }, s.stage));
+  return el("div", { class: "lane", "data-proposal": lane.proposal_id, "data-outcome": lane.outcome || "",
+    title: lane.reasons.join("\n") },
+    el("div", { class: "lane-head" }, el("strong", {}, lane.proposal_id), ` ${lane.tool || ""} → ${lane.target || ""} `,
+      lane.outcome ? el("span", { class: "outcome" }, lane.outcome) : ""),
+    el("div", { class: "chips" }, ...chips));
+}
+
+async function showRunSummary(runId) {
+  const head = $("#run-state");
+  if (!token()) { head.replaceChildren(el("p", {}, "Sign in with a token to see why the run is where it is.")); return null; }
+  const mine = view;
+  try {
+    const v = await authed(`/api/runs/${encodeURIComponent(runId)}/view`);
+    if (mine !== view) return null;
+    head.replaceChildren(el("div", { id: "run-status", "data-state": v.state }, badge(v.state)),
+      el("ul", { id: "run-why" }, ...(v.why || []).map((w) => el("li", {}, w))));
+    const wf = v.workflow_status;
+    $("#run-steps").replaceChildren(...(wf ? [el("h3", {}, `Workflow ${wf.workflow} v${wf.version}`),
+      el("ol", {}, ...wf.steps.map(stepRow))] : []));
+    $("#run-lanes").replaceChildren(...(v.lanes.length ? [el("h3", {}, "Proposals")] : []), ...v.lanes.map(laneRow));
+    status("");
+    return v.state;
+  } catch (err) {
+    if ($("#run-status")) status(`refresh failed: ${err.message || err}`);
+    else showError(head, err);
+    return null;
+  }
+}
+
+async function showRunGraph(runId) {
+  const graph = $("#run-graph"), timeline = $("#run-timeline");
+  graph.replaceChildren(el("p", {}, "loading…"));
+  try {
+    const mine = view;
+    const [events, edges] = await Promise.all([named("run-timeline", { run: runId }), named("run-graph", { run: runId })]);
+    if (mine !== view) return;
+    renderResults(timeline, events);
+    drawGraph(graph, edges);
+    graph.dataset.loaded = String(events.results.bindings.length);
+  } catch (err) { showError(graph, err); }
+}
+
+async function showRun(runId) {
+  $("#run-title").textContent = `Run ${runId}`;
+  for (const id of ["#run-state", "#run-steps", "#run-lanes"]) $(id).replaceChildren();
+  const state = await showRunSummary(runId);
+  showRunGraph(runId);
+  if (state && !state.startsWith("completed")) {
+    every(async () => {
+      const now = await showRunSummary(runId);
+      if (now && now.startsWith("completed")) { clearInterval(refresher); showRunGraph(runId); }
+    });
+  }
+}
+
+// --- the inbox --------------------------------------------------------------------------
+
+function facts(item) {
+  const rows = [["run", runLink(item.run_id)], ["asked", item.asked_at]];
+  if (item.digest) rows.push(["digest", item.digest]);
+  if (item.policies.length) rows.push(["asked by policies", item.policies.join(", ")]);
+  if (item.reasons.length) rows.push(["why", item.reasons.join("; ")]);
+  if (item.evidence.length) rows.push(["evidence", item.evidence.join(", ")]);
+  if (item.proposed_by) rows.push(["proposed by", item.proposed_by]);
+  return el("table", { class: "facts" }, el("tbody", {}, ...rows.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v)))));
+}
+
+function card(item) {
+  const note = el("input", { placeholder: item.kind === "approval" ? "reason (to reject)" : "note", "data-note": item.id });
+  let buttons;
+  if (item.kind === "approval") {
+    buttons = [el("button", { type: "button", "data-approve": item.id,
+      onclick: () => answer(item, `/api/approvals/${encodeURIComponent(item.id)}/approve`, {}) }, "Approve once"),
+    note, el("button", { type: "button", class: "reject", "data-reject": item.id,
+      onclick: () => answer(item, `/api/approvals/${encodeURIComponent(item.id)}/reject`, { reason: note.value }) }, "Reject")];
+  } else if (item.kind === "task") {
+    buttons = [note, el("button", { type: "button", "data-resolve": item.id,
+      onclick: () => answer(item, `/api/tasks/${encodeURIComponent(item.id)}/resolve`, { note: note.value }) }, "Resolve")];
+  } else {
+    const url = `/api/steps/${encodeURIComponent(item.run_id)}/${encodeURIComponent(item.step)}/decide`;
+    buttons = [...item.answers.map((a) => el("button", { type: "button", "data-answer": a, "data-step": item.id,
+      onclick: () => answer(item, url, { answer: a, ...(note.value ? { note: note.value } : {}) }) }, a)), note];
+  }
+  return el("div", { class: "card", "data-kind": item.kind, [`data-${item.kind === "approval" ? "approval" : "item"}`]: item.id },
+    el("div", { class: "card-head" }, el("span", { class: "kind" }, item.kind), el("strong", {}, item.question || item.title)),
+    item.question ? el("div", {}, item.title) : "", facts(item),
+    item.action ? el("pre", {}, JSON.stringify(item.action, null, 2)) : "",
+    el("div", { class: "bar" }, ...buttons));
+}
+
+async function showInbox() {
+  const inbox = $("#inbox");
+  const me = await whoami();
+  if (!me) { inbox.replaceChildren(el("p", {}, "Enter an approver token to see what waits for you.")); return; }
+  try {
+    const items = await authed("/api/inbox");
+    if (!items.length) { inbox.replaceChildren(el("p", { id: "inbox-empty" }, "Nothing waits for a person.")); return; }
+    inbox.replaceChildren(...items.map(card));
+  } catch (err) { showError(inbox, err); }
+}
+
+function said(item, res) {
+  if (res.approval) return `${item.id}: ${res.approval.status}` + (res.outcome ? ` — run ${res.outcome.run_id} continued: ${res.outcome.status}` : "");
+  if (res.resolved_by) return `${item.id}: resolved by ${res.resolved_by}`;
+  return `${item.id}: answered — run ${res.run_id}: ${res.status}`;
+}
+
+async function answer(item, url, body) {
+  const out = $("#decision-result");
+  try {
+    const res = await authed(url, { method: "POST", body: JSON.stringify(body) });
+    out.replaceChildren(el("p", { "data-decided": item.id }, said(item, res) + " ",
+      el("a", { href: "#/run/" + encodeURIComponent(item.run_id) }, "open the run")));
+    await showInbox();
+  } catch (err) { showError(out, err); }
+}
+
+// --- routing ----------------------------------------------------------------------------
+
+function route() {
+  view += 1;
+  if (refresher) { clearInterval(refresher); refresher = null; }
+  const hash = location.hash || "#/query";
+  const [, raw, arg] = hash.split("/");
+  const tab = raw === "inbox" ? "approvals" : raw;
+  for (const s of document.querySelectorAll("main > section")) s.hidden = true;
+  for (const a of document.querySelectorAll("nav a[data-tab]")) a.classList.toggle("active", a.dataset.tab === (tab === "run" ? "runs" : tab));
+  if (tab === "run" && arg) { $("#tab-run").hidden = false; showRun(decodeURIComponent(arg)); }
+  else if (tab === "runs") { $("#tab-runs").hidden = false; showRuns(); }
+  else if (tab === "approvals") { $("#tab-approvals").hidden = false; showInbox(); }
+  else { $("#tab-query").hidden = false; }
+}
+
+$("#run-query").addEventListener("click", runQuery);
+$("#editor").addEventListener("keydown", (e) => { if (e.key === "Enter" && e.ctrlKey) runQuery(); });
+$("#token-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  sessionStorage.setItem("cradle-token", $("#token").value);
+  $("#token").value = "";
+  whoami();
+  route();
+});
+window.addEventListener("hashchange", route);
+loadCatalog().catch((err) => showError($("#results"), err));
+whoami();
+route();

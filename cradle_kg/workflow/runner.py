@@ -1,0 +1,217 @@
+"""Workflow files from the shell and the API: find, list, run, read, decide, resume.
+
+One service layer, so ``cradle-kg workflow ...``, ``cradle-kg step decide`` and
+``/api/workflows...`` say the same things: a run's ``state`` is :class:`~cradle_kg.runs.
+RunState`, a step's ``state`` is one of ``pending``, ``running``, ``waiting_for_person``,
+``completed``, ``failed``, ``skipped``; a waiting human step carries its question (filled
+with its input), its allowed answers and why it waits.
+
+Reading a run's status never appends to the journal; only ``start``, ``decide`` and
+``resume`` do.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CradleError, InputError, UnknownNameError, WorkflowFileError
+from ..runs import summary_of
+from .definitions import load_file
+from .engine import Engine, RunStatus
+from .model import client_for
+from .steps import HumanStep, ModelStep, Step, ToolStep, Workflow, render
+
+if TYPE_CHECKING:
+    from ..loop.runtime import Runtime
+
+SUFFIXES = (".yaml", ".yml")
+#: the longest answer or note a person may give a human step
+MAX_TEXT = 10_000
+
+
+def workflows_dir(home: Path) -> Path:
+    """Where a home keeps its workflow files (``workflow list`` reads them)."""
+    return home / "workflows"
+
+
+def find_definition(home: Path, name: str, *, paths: bool = True) -> Path:
+    """A workflow file: a path (unless ``paths`` is off, as for the API), or the name of a
+    file in the home's ``workflows/``."""
+    path = Path(name)
+    if paths and path.is_file():
+        return path
+    if "/" not in name and name not in ("", ".", ".."):
+        for suffix in SUFFIXES:
+            candidate = workflows_dir(home) / f"{name}{suffix}"
+            if candidate.is_file():
+                return candidate
+    raise UnknownNameError(f"no workflow file `{name}`",
+                           hint="give a path, or a name from `cradle-kg workflow list`")
+
+
+def list_definitions(home: Path) -> list[dict[str, Any]]:
+    """Every workflow file of the home, valid or not (a broken one says why)."""
+    folder = workflows_dir(home)
+    files = sorted(p for p in folder.iterdir() if p.suffix in SUFFIXES) if folder.is_dir() else []
+    out: list[dict[str, Any]] = []
+    for path in files:
+        try:
+            out.append({**describe(load_file(path)), "file": str(path), "valid": True})
+        except WorkflowFileError as exc:
+            out.append({"id": path.stem, "file": str(path), "valid": False,
+                        "problems": list(exc.problems)})
+        except CradleError as exc:
+            out.append({"id": path.stem, "file": str(path), "valid": False,
+                        "problems": [exc.message]})
+    return out
+
+
+def _step_dict(step: Step) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": step.id, "kind": step.kind,
+                           "inputs": dict(step.inputs)}
+    if step.when:
+        out["when"] = {"ref": step.when[0], "equals": step.when[1]}
+    if isinstance(step, HumanStep):
+        out |= {"question": step.question, "answers": list(step.answers),
+                "decision_field": step.decision_field}
+    elif isinstance(step, ToolStep):
+        out |= {"tool": step.tool, "tools": list(step.tools or (step.tool,)),
+                "target": step.target}
+    elif isinstance(step, ModelStep):
+        out |= {"model": step.model, "tools": list(step.tools),
+                "prompt_version": step.prompt_version}
+    return out
+
+
+def describe(wf: Workflow) -> dict[str, Any]:
+    return {"id": wf.id, "version": wf.version, "agent": wf.agent, "tenant": wf.tenant,
+            "definition": wf.definition, "input": wf.input_model.model_json_schema(),
+            "steps": [_step_dict(s) for s in wf.steps]}
+
+
+def open_engine(rt: Runtime, *, base_url: str | None = None,
+                api_key: str | None = None) -> Engine:
+    """An engine over ``rt``; with no model server, model steps fail closed."""
+    return Engine(rt, client=client_for(base_url, api_key))
+
+
+def parse_input(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"`--input`: not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise InputError("`--input`: a JSON object is expected")
+    return value
+
+
+def outcome(status: RunStatus) -> dict[str, Any]:
+    return {"run_id": status.run_id, "workflow": status.workflow, "status": status.status,
+            "step": status.step, "code": status.code, "reason": status.reason,
+            "outputs": status.outputs}
+
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:._-]{0,99}$")
+
+
+def check_run_id(run_id: str) -> str:
+    if not _RUN_ID.match(run_id):
+        raise InputError(f"`{run_id}` is not a run id", hint="letters, digits and `:._-`, "
+                                                            "at most 100")
+    return run_id
+
+
+def start(engine: Engine, path: Path, inputs: Mapping[str, Any], *,
+          run_id: str | None = None) -> dict[str, Any]:
+    return outcome(engine.start(load_file(path), inputs,
+                                run_id=check_run_id(run_id) if run_id else None))
+
+
+def resume(engine: Engine, run_id: str) -> dict[str, Any]:
+    return outcome(engine.advance(run_id))
+
+
+def is_workflow_run(rt: Runtime, run_id: str) -> bool:
+    first = next(iter(rt.journal.events(run_id=run_id)), None)
+    return first is not None and first.kind == "workflow.started"
+
+
+def after_approval(rt: Runtime, run_id: str, *, base_url: str | None = None,
+                   api_key: str | None = None) -> dict[str, Any] | None:
+    """An approval of a workflow's tool step was decided: walk the run on from there."""
+    if not is_workflow_run(rt, run_id):
+        return None
+    return resume(open_engine(rt, base_url=base_url, api_key=api_key), run_id)
+
+
+def decision_for(step: HumanStep, answer: str) -> dict[str, Any]:
+    """``--answer pay`` (the decision field) or ``--answer '{...}'`` (the whole output)."""
+    stripped = answer.strip()
+    if stripped.startswith("{"):
+        value = parse_input(stripped)
+        return value
+    if step.answers and answer not in step.answers:
+        raise InputError(f"`{answer}` is not an allowed answer of step `{step.id}`",
+                         hint="one of " + ", ".join(f"`{a}`" for a in step.answers))
+    return {step.decision_field: answer}
+
+
+def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, token: str,
+           answer: str, note: str | None = None) -> dict[str, Any]:
+    """A person's answer to a waiting human step; they authenticate like an approver."""
+    rt.approvals.authenticate(by, token)
+    for what, text in (("answer", answer), ("note", note or "")):
+        if len(text) > MAX_TEXT:
+            raise InputError(f"`{what}`: more than {MAX_TEXT} characters")
+    wf, _ = engine.workflow_of(run_id)
+    step = wf.step(step_id)
+    if not isinstance(step, HumanStep):
+        raise InputError(f"step `{step_id}` of run `{run_id}` is a {step.kind} step, "
+                         "not a human one")
+    return outcome(engine.decide(run_id, step_id, decision_for(step, answer), by=by,
+                                 note=note))
+
+
+def status(engine: Engine, run_id: str) -> dict[str, Any]:
+    """Where a workflow run stands, read from the journal only."""
+    wf, fold = engine.workflow_of(run_id)
+    assert fold.started is not None
+    steps = []
+    for step in wf.steps:
+        d = _step_dict(step)
+        keys = [k for k in (*fold.begun, *fold.completed, *fold.failed, *fold.requested)
+                if k[0] == step.id]
+        done = [k for k in keys if k in fold.completed]
+        failed = [k for k in keys if k in fold.failed]
+        asked = [k for k in keys if k in fold.requested and k not in fold.decided]
+        if done:
+            d |= {"state": "completed", "output": fold.completed[done[-1]]}
+        elif failed:
+            p = fold.failed[failed[-1]]
+            d |= {"state": "failed", "code": p["code"], "reason": p["reason"]}
+        elif step.id in fold.skipped:
+            d["state"] = "skipped"
+        elif asked and isinstance(step, HumanStep):
+            request = fold.requested[asked[-1]].payload
+            d |= {"state": "waiting_for_person", "input": request["context"],
+                  "asked": render(step.question, request["context"]) if step.question else "",
+                  "reasons": request.get("reasons", []),
+                  "suggestion": request.get("suggestion"), "stage": request.get("stage"),
+                  "requested_at": fold.requested[asked[-1]].at.isoformat()}
+        elif keys:
+            d["state"] = "running"
+        else:
+            d["state"] = "pending"
+        steps.append(d)
+    summary = summary_of(engine.rt.journal, run_id)
+    finished = fold.finished
+    return {"run_id": run_id, "workflow": wf.id, "version": wf.version,
+            "state": summary["state"], "why": summary["why"],
+            "input": fold.started.payload["input"], "steps": steps,
+            "ended": None if finished is None else {
+                "kind": finished.kind, **{k: finished.payload.get(k)
+                                          for k in ("step", "code", "reason")}}}

@@ -1,0 +1,157 @@
+"""A person's path in headless Chromium, on a real ``cradle-kg serve``.
+
+Open the page, sign in, see a workflow run waiting, open it, read why it waits, answer
+its human step in the inbox, watch the run complete — and a second run whose page updates
+by itself when someone else answers it. Screenshots go to the test's own tmp folder.
+Driven by the repo's own DevTools-pipe client (``cdp.py``); Chromium is Debian's package.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cradle_kg import Runtime
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from cradle_kg.workflow import runner
+
+from .cdp import Browser, browser, ensure_chromium
+from .conftest import DemoHome, Server, make_demo_home, start_server, stop_server
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workflows"
+INPUT = {"account": "acct-5", "amount": 60, "reason": "a double charge"}
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    found = ensure_chromium()
+    if found is None:
+        pytest.skip("headless Chromium is not installed and could not be installed "
+                    "(apt-get install -y chromium, as root)")
+    return found
+
+
+def start_run(home: Path) -> str:
+    with Runtime(home) as rt:
+        out = runner.start(runner.open_engine(rt), home / "workflows" / "credit-review.yaml",
+                           INPUT)
+    assert out["status"] == "waiting_human"
+    return str(out["run_id"])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, DemoHome, str]]:
+    home = make_demo_home(tmp_path_factory.mktemp("person") / "home")
+    (home.path / "workflows").mkdir()
+    shutil.copy(EXAMPLES / "credit-review.yaml", home.path / "workflows")
+    run = start_run(home.path)
+    srv = start_server(["--home", str(home.path)], tmp_path_factory.mktemp("plog") / "s.log",
+                       home.path)
+    yield srv, home, run
+    stop_server(srv)
+
+
+@pytest.fixture
+def page(chromium: str) -> Iterator[Browser]:
+    with browser(chromium) as b:
+        yield b
+
+
+def click(page: Browser, selector: str) -> None:
+    """Click an element as soon as it is there (the page refreshes parts of itself)."""
+    page.wait_for(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); "
+                  "if (e) e.click(); return !!e; })()")
+
+
+def sign_in(page: Browser) -> None:
+    page.wait_for("document.querySelector('#whoami')?.textContent")  # the scripts have run
+    page.js(f"document.querySelector('#token').value = {json.dumps(DEMO_TOKENS[APPROVER])}")
+    page.js("document.querySelector('#token-use').click()")
+    page.wait_for(f"document.querySelector('#whoami').textContent.includes({json.dumps(APPROVER)})")
+
+
+def test_a_person_answers_a_waiting_step_and_watches_the_run_complete(
+        served: tuple[Server, DemoHome, str], page: Browser, tmp_path: Path) -> None:
+    server, home, run = served
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    page.open(server.url + "/#/runs")
+    sign_in(page)
+    row = f"#runs-list tr[data-run={json.dumps(run)}]"
+    assert page.wait_for(f"document.querySelector({json.dumps(row)})?.dataset.state"
+                         ) == "waiting_for_person"
+    assert page.wait_for("document.querySelector('#run-counts').innerText").count("waiting")
+    page.screenshot(shots / "1-runs.png")
+
+    click(page, row + " a.run")
+    page.wait_for("document.querySelector('#run-status')?.dataset.state === "
+                  "'waiting_for_person'")
+    why = page.wait_for("document.querySelector('#run-why').innerText")
+    assert "step `review` waits for a person" in why
+    step = page.wait_for("document.querySelector('li.step[data-step=\"review\"]')?.innerText")
+    assert "Credit 60 to acct-5? The agent says: a double charge" in step
+    assert "answers: pay, hold" in step
+    assert page.js("document.querySelector('li.step[data-step=\"pay\"]').dataset.state"
+                   ) == "pending"
+    assert not page.js("document.querySelector('#run-graph-box').open")  # one click away
+    page.screenshot(shots / "2-why-it-waits.png")
+
+    click(page, 'li.step[data-step="review"] a')  # to the inbox
+    button = f"[data-step={json.dumps(run + '/review')}][data-answer=\"pay\"]"
+    page.wait_for(f"!!document.querySelector({json.dumps(button)})")
+    card = page.js(f"document.querySelector({json.dumps(button)}).closest('.card').innerText")
+    assert "Credit 60 to acct-5?" in card and "acct-5" in card
+    kinds = page.js("[...document.querySelectorAll('#inbox .card')].map(c => c.dataset.kind)")
+    assert {"approval", "task", "step"} <= set(kinds)  # one inbox for all three
+    page.screenshot(shots / "3-inbox.png")
+
+    page.js(f"document.querySelector('[data-note={json.dumps(run + '/review')}]').value = "
+            "'matches the bank statement'")
+    click(page, button)
+    said = page.wait_for("document.querySelector('[data-decided]') && "
+                         "document.querySelector('#decision-result').textContent")
+    assert f"run {run}: completed" in said
+    page.screenshot(shots / "4-answered.png")
+
+    click(page, "[data-decided] a")
+    page.wait_for("document.querySelector('#run-status')?.dataset.state === 'completed'")
+    lane = page.wait_for("document.querySelector('.lane') && "
+                         "[...document.querySelectorAll('.lane .stage')].map(s => s.dataset.state)")
+    assert lane == ["ok", "ok", "none", "ok", "ok", "ok", "ok"]
+    assert page.js("document.querySelector('.lane').dataset.outcome") == "executed"
+    hover = page.js("document.querySelector('.lane .stage[data-stage=\"decision\"]').title")
+    assert "allow" in hover and "demo-ledger-agents" in hover  # the reasons, on hover
+    click(page, "#run-graph-box summary")
+    assert page.wait_for("document.querySelectorAll('#run-graph svg g.node').length > 3")
+    page.screenshot(shots / "5-completed.png")
+    assert len(list(shots.glob("*.png"))) == 5
+
+    with Runtime(home.path) as rt:  # the journal agrees with the page
+        assert runner.status(runner.open_engine(rt), run)["state"] == "completed"
+        decided = [e for e in rt.journal.events(run_id=run) if e.kind == "human.decided"]
+        assert decided[0].actor == APPROVER and decided[0].payload["note"] == (
+            "matches the bank statement")
+
+
+def test_the_run_page_updates_itself_when_someone_else_answers(
+        served: tuple[Server, DemoHome, str], page: Browser) -> None:
+    server, home, _ = served
+    other = start_run(home.path)
+    page.open(server.url + "/#/runs")
+    sign_in(page)
+    page.goto(server.url + "/#/run/" + other)
+    page.wait_for("document.querySelector('#run-status')?.dataset.state === "
+                  "'waiting_for_person'")
+    answered = httpx.post(f"{server.url}/api/steps/{other}/review/decide",
+                          json={"answer": "hold"}, timeout=30,
+                          headers={"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"})
+    assert answered.status_code == 200 and answered.json()["status"] == "completed"
+    page.wait_for("document.querySelector('#run-status')?.dataset.state === 'completed'",
+                  timeout=20)
+    assert page.js("document.querySelector('li.step[data-step=\"pay\"]').dataset.state"
+                   ) == "skipped"

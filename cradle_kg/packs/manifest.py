@@ -46,6 +46,9 @@ class Manifest(BaseModel):
     invariants: list[str] = []
     #: "module:function" called with (runtime, input dict) -> outcome dict, for `pack run`
     example_runner: str | None = None
+    #: "module:function" called by `cradle-kg pack init` with (context, data dir or None,
+    #: clock or None) -> a RuntimeConfig of the identities and permissions the home needs
+    init: str | None = None
     queries: dict[str, str] = {}
     examples: list[str] = []
     data: dict[str, str] = {}
@@ -81,6 +84,13 @@ class Manifest(BaseModel):
         for item in value:
             if not ENTRY.match(item):
                 raise ValueError(f"`{item}` is not a `module:attribute` entry")
+        return value
+
+    @field_validator("init")
+    @classmethod
+    def _init(cls, value: str | None) -> str | None:
+        if value is not None and not ENTRY.match(value):
+            raise ValueError(f"`{value}` is not a `module:attribute` entry")
         return value
 
     @property

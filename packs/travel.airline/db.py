@@ -70,6 +70,21 @@ SOURCE = "travel-airline/airline.sqlite"
 FILES = ("users.json", "flights.json", "reservations.json")
 
 
+def default_data() -> Path:
+    """The benchmark's data, read where it is shared (never copied into the repo):
+    ``$AIRLINE_DATA``, else ``shared/data/tau-airline`` beside the repository (or one level
+    further up, for a worktree)."""
+    import os
+
+    if os.environ.get("AIRLINE_DATA"):
+        return Path(os.environ["AIRLINE_DATA"])
+    repo = Path(__file__).resolve().parents[2]
+    for base in (repo.parent, repo.parent.parent):
+        if (base / "shared" / "data" / "tau-airline").is_dir():
+            return base / "shared" / "data" / "tau-airline"
+    return repo.parent / "shared" / "data" / "tau-airline"
+
+
 def db_path(home: Path) -> Path:
     return home / "travel-airline" / "airline.sqlite"
 

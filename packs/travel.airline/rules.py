@@ -29,6 +29,8 @@ REASON = "airline:cancellationReason"
 COMPENSATION = "airline:compensationRequested"
 REASONS = ("change_of_plan", "airline_cancelled", "health", "weather", "other")
 COMPENSATIONS = ("cancelled_flight", "delayed_flight")
+#: the reasons travel insurance covers ("health or weather"), and `other` (see `cancel`)
+INSURED_REASONS = ("health", "weather", "other")
 
 #: free checked bags per passenger, by the booking user's membership and the cabin
 FREE_BAGS = {"regular": {"basic_economy": 0, "economy": 1, "business": 2},
@@ -250,14 +252,17 @@ def cancel(v: api.View, call: Call) -> list[Finding]:
     cabin = effective_cabin(v, res)
     if cabin == "business":
         return []
-    if res.get("insurance") == "yes" and reason in ("health", "weather"):
+    # the policy's reasons are "change of plan, airline cancelled flight, or other reasons":
+    # health and weather (what insurance covers) are other reasons, so `other` is taken as
+    # the customer's statement; a change of plan is not covered
+    if res.get("insurance") == "yes" and reason in INSURED_REASONS:
         return []
     if reason == "airline_cancelled":
         return [_deny("airline_reason_contradicted", f"the customer says the airline cancelled "
                       f"the flight, but no flight of reservation `{rid}` is cancelled in the "
                       f"database; booked {res.get('created_at')} (more than 24 hours ago), "
                       f"`{cabin}`, insurance `{res.get('insurance')}`: not cancellable")]
-    why = ("travel insurance covers only health or weather reasons"
+    why = ("travel insurance does not cover a change of plan"
            if res.get("insurance") == "yes" else "no travel insurance")
     return [_deny("airline_not_cancellable", f"reservation `{rid}` was booked "
                   f"{res.get('created_at')} (more than 24 hours ago), no flight of it is "

@@ -26,16 +26,18 @@ import json
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from cradle_kg import Runtime  # noqa: E402
-from cradle_kg.packs.testing import pack_folder  # noqa: E402
+from cradle_kg.packs import testing  # noqa: E402
+from cradle_kg.packs.sdk import PackContext  # noqa: E402
 
-PACK = pack_folder(__file__)
+PACK = testing.pack_folder(__file__)
 WRITES = ("book_reservation", "cancel_reservation", "update_reservation_flights",
           "update_reservation_baggages", "update_reservation_passengers", "send_certificate")
 
@@ -92,28 +94,6 @@ def read_tasks(path: Path) -> list[dict[str, Any]]:
     return tasks
 
 
-def dump(db_file: Path, folder: Path) -> None:
-    """The database written out in the benchmark's format."""
-    import sqlite3
-    from contextlib import closing
-
-    folder.mkdir(parents=True, exist_ok=True)
-    with closing(sqlite3.connect(db_file)) as conn:
-        for table, key in (("users", "user_id"), ("flights", "flight_number"),
-                           ("reservations", "reservation_id")):
-            docs = {k: json.loads(d) for k, d in conn.execute(
-                f"SELECT {key}, doc FROM {table} ORDER BY rowid")}
-            (folder / f"{table}.json").write_text(json.dumps(docs), encoding="utf-8")
-
-
-def fresh_home(tmp: Path, data: Path, n: int) -> Path:
-    from cradle_kg.packs.setup import init_pack  # the command's own code path
-
-    home = tmp / f"home-{n}"
-    init_pack(home, str(PACK), data=data)
-    return home
-
-
 def replay(data: Path, tasks: list[dict[str, Any]], only: set[int] | None = None,
            ) -> Iterator[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="airline-replay-") as tmp_name:
@@ -128,63 +108,71 @@ def replay(data: Path, tasks: list[dict[str, Any]], only: set[int] | None = None
                 if action["name"] not in WRITES:
                     continue
                 n += 1
-                home = fresh_home(tmp, current, n)
                 who = f"customer:{task['user_id']}"
                 facts = {"airline:confirmed": "yes", **FACTS.get(t_index, {})}
-                row = run_one(home, action, who, facts, f"t{t_index}-a{a_index}")
+                with fresh_home(tmp / f"home-{n}", current) as home:
+                    row = run_one(home, action, who, facts, f"t{t_index}-a{a_index}")
+                    if row["status"] != "executed":
+                        apply_ungoverned(home, action)
+                    dump(home, state)
                 row.update(task=t_index, action=a_index,
                            breaks=BREAKS_POLICY.get((t_index, a_index)))
                 yield row
-                if row["status"] != "executed":
-                    apply_ungoverned(home, action)
-                dump(home / "travel-airline" / "airline.sqlite", state)
                 current = state
 
 
-def run_one(home: Path, action: dict[str, Any], who: str, facts: dict[str, str],
+@contextmanager
+def fresh_home(root: Path, data: Path) -> Iterator[testing.PackHome]:
+    """A new home with the pack loaded and its database loaded from ``data`` — what
+    ``pack init`` does: the pack's ``init`` hook, and the identities it returns."""
+    with testing.pack_home(PACK, root) as bare:
+        identities = bare.entry("setup:identities")()
+    with testing.pack_home(PACK, root, config=identities) as home:
+        ctx = PackContext(pack_id="travel.airline", version="1.0.0", folder=PACK, home=root,
+                          clock=lambda: datetime.now(UTC))
+        home.entry("setup:init")(ctx, data, None)
+        yield home
+
+
+def run_one(home: testing.PackHome, action: dict[str, Any], who: str, facts: dict[str, str],
             pid: str) -> dict[str, Any]:
-    with Runtime(home) as rt:
-        runner = rt_entry(home, "examples_runner")
-        call = {"tool": action["name"], "arguments": action["kwargs"], "on_behalf_of": who,
-                "facts": [[p, v] for p, v in facts.items()]}
-        outcome = rt.submit(runner.proposal(call, pid=pid))
-        got: dict[str, Any] = runner.summary(outcome)
+    proposal = home.entry("examples_runner:proposal")
+    summary = home.entry("examples_runner:summary")
+    call = {"tool": action["name"], "arguments": action["kwargs"], "on_behalf_of": who,
+            "facts": [[p, v] for p, v in facts.items()]}
+    got: dict[str, Any] = summary(home.runtime.submit(proposal(call, pid=pid)))
     got["tool"] = action["name"]
     return got
 
 
-def rt_entry(home: Path, module: str) -> Any:
-    from cradle_kg.packs.registry import PackRegistry
-
-    pack = PackRegistry.discover(home).get(str(PACK))
-    pack.module()
-    import importlib
-
-    return importlib.import_module(f"{pack.module().__name__}.{module}")
+def _db(home: testing.PackHome) -> Any:
+    return home.entry("db:AirlineDB")(home.entry("db:db_path")(home.root))
 
 
-def apply_ungoverned(home: Path, action: dict[str, Any]) -> None:
+def apply_ungoverned(home: testing.PackHome, action: dict[str, Any]) -> None:
     """The reference trajectory did it: apply it to the database, outside any governance."""
-    api = rt_entry(home, "api")
-    tools = rt_entry(home, "tools")
-    db = rt_entry(home, "db").AirlineDB(home / "travel-airline" / "airline.sqlite")
-    with db.writing() as conn:
-        view = api.View(conn, tools.created_at(conn))
-        if not api.WRITES[action["name"]](view, **action["kwargs"]).startswith("Error:"):
-            view.flush()
+    writes, view = home.entry("api:WRITES"), home.entry("api:View")
+    with _db(home).writing() as conn:
+        v = view(conn, home.entry("tools:created_at")(conn))
+        if not writes[action["name"]](v, **action["kwargs"]).startswith("Error:"):
+            v.flush()
 
 
-def rt_data() -> Path:
-    sys.path.insert(0, str(PACK.parent))
-    spec_path = PACK / "db.py"
-    import importlib.util
+def dump(home: testing.PackHome, folder: Path) -> None:
+    """The database written out in the benchmark's format."""
+    store = _db(home).store
+    folder.mkdir(parents=True, exist_ok=True)
+    for table, key in (("users", "user_id"), ("flights", "flight_number"),
+                       ("reservations", "reservation_id")):
+        rows = store.rows(f"SELECT {key}, doc FROM {table} ORDER BY rowid")  # fixed names
+        (folder / f"{table}.json").write_text(json.dumps({k: json.loads(d) for k, d in rows}),
+                                              encoding="utf-8")
 
-    spec = importlib.util.spec_from_file_location("_airline_db_paths", spec_path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    found: Path = module.default_data()
-    return found
+
+def default_data() -> Path:
+    with tempfile.TemporaryDirectory() as tmp, testing.pack_home(PACK, Path(tmp) / "h") as h:
+        found: Path = h.entry("db:default_data")()
+        return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=None, help="task indexes, comma-separated")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     ns = parser.parse_args(argv)
-    ns.data = ns.data or rt_data()
+    ns.data = ns.data or default_data()
     tasks_file = ns.tasks or next((p for p in (ns.data / "tasks_test.py", ns.data / "tasks.py")
                                    if p.is_file()), None)
     if tasks_file is None:

@@ -94,8 +94,13 @@ def read_tasks(path: Path) -> list[dict[str, Any]]:
     return tasks
 
 
-def replay(data: Path, tasks: list[dict[str, Any]], only: set[int] | None = None,
-           ) -> Iterator[dict[str, Any]]:
+def replay(data: Path, tasks: list[dict[str, Any]], only: set[int] | None = None, *,
+           facts: dict[int, dict[str, str]] | None = None,
+           breaks: dict[tuple[int, int], str] | None = None) -> Iterator[dict[str, Any]]:
+    """Each reference write of ``tasks`` on a fresh home holding the database as it was
+    just before it; ``facts`` / ``breaks`` default to this module's tables."""
+    facts = FACTS if facts is None else facts
+    breaks = BREAKS_POLICY if breaks is None else breaks
     with tempfile.TemporaryDirectory(prefix="airline-replay-") as tmp_name:
         tmp = Path(tmp_name)
         n = 0
@@ -109,14 +114,14 @@ def replay(data: Path, tasks: list[dict[str, Any]], only: set[int] | None = None
                     continue
                 n += 1
                 who = f"customer:{task['user_id']}"
-                facts = {"airline:confirmed": "yes", **FACTS.get(t_index, {})}
+                said = {"airline:confirmed": "yes", **facts.get(t_index, {})}
                 with fresh_home(tmp / f"home-{n}", current) as home:
-                    row = run_one(home, action, who, facts, f"t{t_index}-a{a_index}")
+                    row = run_one(home, action, who, said, f"t{t_index}-a{a_index}")
                     if row["status"] != "executed":
                         apply_ungoverned(home, action)
                     dump(home, state)
                 row.update(task=t_index, action=a_index,
-                           breaks=BREAKS_POLICY.get((t_index, a_index)))
+                           breaks=breaks.get((t_index, a_index)))
                 yield row
                 current = state
 

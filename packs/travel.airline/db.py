@@ -137,25 +137,57 @@ class AirlineDB:
             yield conn
 
     def now(self) -> datetime:
-        row = self.store.row("SELECT value FROM meta WHERE key = 'now'")
+        with self.reading() as conn:
+            return Reader(conn).now()
+
+    def applied(self, key: str) -> tuple[bool, str] | None:
+        with self.reading() as conn:
+            return Reader(conn).applied(key)
+
+    def changes(self, key: str) -> list[dict[str, Any]]:
+        with self.reading() as conn:
+            return Reader(conn).changes(key)
+
+    def reservation(self, rid: str) -> dict[str, Any] | None:
+        with self.reading() as conn:
+            return Reader(conn).reservation(rid)
+
+    def user(self, uid: str) -> dict[str, Any] | None:
+        with self.reading() as conn:
+            return Reader(conn).user(uid)
+
+
+class Reader:
+    """Reads over one (read-only) connection: a verifier or a rule opens one, not one per
+    question — on a loaded disk each connection costs."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def _one(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.conn.execute(sql, params).fetchone()
+        return row
+
+    def now(self) -> datetime:
+        row = self._one("SELECT value FROM meta WHERE key = 'now'")
         return DEFAULT_NOW if row is None else datetime.fromisoformat(str(row[0]))
 
     def applied(self, key: str) -> tuple[bool, str] | None:
-        row = self.store.row("SELECT ok, output FROM applied WHERE idempotency_key = ?", (key,))
+        row = self._one("SELECT ok, output FROM applied WHERE idempotency_key = ?", (key,))
         return None if row is None else (bool(row[0]), str(row[1]))
 
     def changes(self, key: str) -> list[dict[str, Any]]:
-        rows = self.store.rows("SELECT kind, reservation_id, user_id, payment_id, amount FROM "
-                               "changes WHERE idempotency_key = ? ORDER BY n", (key,))
+        rows = self.conn.execute("SELECT kind, reservation_id, user_id, payment_id, amount "
+                                 "FROM changes WHERE idempotency_key = ? ORDER BY n", (key,))
         return [dict(zip(("kind", "reservation_id", "user_id", "payment_id", "amount"), r,
                          strict=True)) for r in rows]
 
     def reservation(self, rid: str) -> dict[str, Any] | None:
-        row = self.store.row("SELECT doc FROM reservations WHERE reservation_id = ?", (rid,))
+        row = self._one("SELECT doc FROM reservations WHERE reservation_id = ?", (rid,))
         return None if row is None else dict(json.loads(row[0]))
 
     def user(self, uid: str) -> dict[str, Any] | None:
-        row = self.store.row("SELECT doc FROM users WHERE user_id = ?", (uid,))
+        row = self._one("SELECT doc FROM users WHERE user_id = ?", (uid,))
         return None if row is None else dict(json.loads(row[0]))
 
 

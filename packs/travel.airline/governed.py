@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from cradle_kg.packs.sdk import Finding, PackContext, Proposal, ToolSpec, validator
 
 from . import api, rules
-from .db import AirlineDB
+from .db import AirlineDB, Reader
 from .tools import created_at
 
 
@@ -40,9 +40,7 @@ def policy(ctx: PackContext, proposal: Proposal, spec: ToolSpec) -> Sequence[Fin
         return []
     args = spec.parse_arguments(proposal.action.arguments).model_dump(mode="json")
     said, hearsay = statements(proposal)
-    db = AirlineDB.of(ctx)
-    now = db.now()
-    with db.reading() as conn:
+    with AirlineDB.of(ctx).reading() as conn:  # one read-only connection for every rule
         call = rules.Call(tool=name, args=args, on_behalf_of=proposal.on_behalf_of, said=said,
-                          hearsay=hearsay, now=now)
+                          hearsay=hearsay, now=Reader(conn).now())
         return rules.findings(api.View(conn, created_at(conn)), call)

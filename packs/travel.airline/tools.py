@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -32,7 +33,7 @@ from cradle_kg.packs.sdk import (
 )
 
 from . import api
-from .db import SOURCE, AirlineDB
+from .db import SOURCE, AirlineDB, Reader
 from .models import (
     ApiAnswer,
     BookReservation,
@@ -56,8 +57,6 @@ def _answer(text: str) -> ApiAnswer:
 
 def created_at(conn: Any) -> str:
     """The domain clock as the benchmark writes ``created_at`` (EST, no offset)."""
-    from datetime import datetime
-
     row = conn.execute("SELECT value FROM meta WHERE key = 'now'").fetchone()
     now = datetime.fromisoformat(str(row[0])) if row else None
     return now.strftime("%Y-%m-%dT%H:%M:%S") if now else "2024-05-15T15:00:00"
@@ -196,10 +195,16 @@ transfer_to_human_agents = tool(
 # --- verifiers: the database read back through a read-only connection of their own ---------
 
 def _state(ctx: PackContext, req: VerifyRequest,
-           expect: Callable[[AirlineDB, dict[str, Any]], tuple[bool, str, dict[str, Any]]],
+           expect: Callable[[Reader, dict[str, Any]], tuple[bool, str, dict[str, Any]]],
            ) -> VerifierReport:
-    db = AirlineDB.of(ctx)
     read_at = ctx.clock()
+    with AirlineDB.of(ctx).reading() as conn:
+        return _read_state(Reader(conn), req, expect, read_at)
+
+
+def _read_state(db: Reader, req: VerifyRequest,
+                expect: Callable[[Reader, dict[str, Any]], tuple[bool, str, dict[str, Any]]],
+                read_at: datetime) -> VerifierReport:
     applied = db.applied(req.action.idempotency_key)
     if applied is None:
         return report(read_back(False, False, exists_detail="the airline has no record of this "
@@ -222,9 +227,9 @@ def _same_flights(res: dict[str, Any], flights: list[dict[str, Any]]) -> bool:
 
 
 def _reservation_check(check_fn: Callable[[dict[str, Any], dict[str, Any]], bool], what: str,
-                       ) -> Callable[[AirlineDB, dict[str, Any]],
+                       ) -> Callable[[Reader, dict[str, Any]],
                                      tuple[bool, str, dict[str, Any]]]:
-    def expect(db: AirlineDB, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
+    def expect(db: Reader, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
         res = db.reservation(args["reservation_id"])
         if res is None:
             return False, f"reservation `{args['reservation_id']}` is not in the database", {}
@@ -261,7 +266,7 @@ def passengers_updated(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
         lambda r, a: r["passengers"] == a["passengers"], "the new passengers"))
 
 
-def _booked(db: AirlineDB, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
+def _booked(db: Reader, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
     user = db.user(args["user_id"]) or {"reservations": []}
     for rid in reversed(user["reservations"]):
         res = db.reservation(str(rid))
@@ -276,7 +281,7 @@ def booked(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
     return _state(ctx, req, _booked)
 
 
-def _certificate(db: AirlineDB, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
+def _certificate(db: Reader, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
     user = db.user(args["user_id"]) or {"payment_methods": {}}
     found = [pid for pid, m in user["payment_methods"].items()
              if m.get("source") == "certificate" and pid.startswith("certificate_32213")

@@ -81,9 +81,11 @@ BREAKS_POLICY: dict[tuple[int, int], str] = {
 
 
 def read_tasks(path: Path) -> list[dict[str, Any]]:
-    """The ``Task(...)`` literals of a τ-bench tasks file: user, instruction, actions."""
+    """The tasks of a τ-bench tasks file — ``Task(...)`` literals (``tasks_test.py``) or the
+    older list of dicts (``tasks = [...]``, ``tasks.py``): user and actions."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     tasks = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Task":
             kw = {k.arg: k.value for k in node.keywords}
             actions = []
@@ -91,7 +93,16 @@ def read_tasks(path: Path) -> list[dict[str, Any]]:
                 args = {k.arg: ast.literal_eval(k.value) for k in act.keywords}
                 actions.append({"name": args["name"], "kwargs": args.get("kwargs", {})})
             tasks.append({"user_id": ast.literal_eval(kw["user_id"]), "actions": actions})
-    return tasks
+    if tasks:
+        return tasks
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(getattr(t, "id", "") == "tasks"
+                                                for t in stmt.targets):
+            return [{"user_id": t["user_id"],
+                     "actions": [{"name": a["name"], "kwargs": a.get("arguments", {})}
+                                 for a in t["actions"]]}
+                    for t in ast.literal_eval(stmt.value)]
+    return []
 
 
 def replay(data: Path, tasks: list[dict[str, Any]], only: set[int] | None = None, *,

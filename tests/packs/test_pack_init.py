@@ -101,3 +101,11 @@ def test_the_manifest_entry_is_checked(tmp_path: Path) -> None:
 
 def test_the_airline_manifest_names_its_hook() -> None:
     assert load_pack(AIRLINE).manifest.init == "setup:init"
+
+
+def test_the_airline_pack_validates_without_running_its_code() -> None:
+    from cradle_kg.packs.validate import validate_pack
+
+    report = validate_pack(AIRLINE, reasoner=False)
+    assert report.ok, report.errors
+    assert not report.warnings, report.warnings

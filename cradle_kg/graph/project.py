@@ -10,13 +10,14 @@ deterministic: ``<https://w3id.org/cradle/id/{kind}/{id}>`` with the id percent-
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC
 from typing import Any
 from urllib.parse import quote
 
 from ..canonical import iso, parse_iso
 from ..records import AuditEvent
+from .packproj import PackProjector, pack_triples
 from .vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
 
 ID_BASE = "https://w3id.org/cradle/id/"
@@ -440,29 +441,36 @@ def event_retractions(ev: AuditEvent) -> list[str]:
     return []
 
 
-def event_triples(ev: AuditEvent, *, header: bool = True) -> list[str]:
-    """The triples of one event as ``"s p o"`` strings; ``header`` adds its audit record."""
+def event_triples(ev: AuditEvent, *, header: bool = True,
+                  projectors: Sequence[PackProjector] = (), strict: bool = False) -> list[str]:
+    """The triples of one event as ``"s p o"`` strings; ``header`` adds its audit record.
+
+    ``projectors``: the loaded packs' projection hooks (:mod:`.packproj`), whose triples
+    follow the core's; ``strict`` makes a failing projector raise (the commit check)."""
     q = _Quads()
     projector = _PROJECTORS.get(ev.kind)
     subject = projector(q, ev) if projector else None
     if header:
         _event_header(q, ev, subject)
+    if projectors:
+        q.lines.extend(pack_triples(ev, projectors, strict=strict))
     return q.lines
 
 
-def project_event(ev: AuditEvent) -> list[str]:
+def project_event(ev: AuditEvent, projectors: Sequence[PackProjector] = ()) -> list[str]:
     """The N-Quads lines of one event (each ending in a newline), in its run's graph."""
     graph = run_graph(ev.run_id)
-    return [f"{t} {graph} .\n" for t in event_triples(ev)]
+    return [f"{t} {graph} .\n" for t in event_triples(ev, projectors=projectors)]
 
 
 def ntriples(triples: Iterable[str]) -> str:
     return "".join(f"{t} .\n" for t in triples)
 
 
-def project(events: Iterable[AuditEvent]) -> Iterator[str]:
+def project(events: Iterable[AuditEvent],
+            projectors: Sequence[PackProjector] = ()) -> Iterator[str]:
     for ev in events:
-        yield from project_event(ev)
+        yield from project_event(ev, projectors)
 
 
 def project_retractions(events: Iterable[AuditEvent]) -> Iterator[str]:
@@ -471,7 +479,8 @@ def project_retractions(events: Iterable[AuditEvent]) -> Iterator[str]:
         yield from (f"{t} {graph} .\n" for t in event_retractions(ev))
 
 
-def project_nquads(events: Iterable[AuditEvent]) -> str:
+def project_nquads(events: Iterable[AuditEvent],
+                   projectors: Sequence[PackProjector] = ()) -> str:
     """The whole projection as one N-Quads text, sorted and deduplicated (canonical form)."""
     evs = list(events)
-    return "".join(sorted(set(project(evs)) - set(project_retractions(evs))))
+    return "".join(sorted(set(project(evs, projectors)) - set(project_retractions(evs))))

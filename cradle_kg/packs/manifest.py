@@ -44,6 +44,8 @@ class Manifest(BaseModel):
     tools: list[str] = []
     verifiers: list[str] = []
     invariants: list[str] = []
+    #: ``module:attribute`` of each ``@projection`` hook: the pack's records in the run graph
+    projections: list[str] = []
     #: "module:function" called with (runtime, input dict) -> outcome dict, for `pack run`
     example_runner: str | None = None
     #: "module:function" called by `cradle-kg pack init` with (context, data dir or None,
@@ -78,7 +80,7 @@ class Manifest(BaseModel):
             raise ValueError(f"`{value}` is not a version requirement like `>=0.1.0`")
         return value
 
-    @field_validator("validators", "tools", "verifiers", "invariants")
+    @field_validator("validators", "tools", "verifiers", "invariants", "projections")
     @classmethod
     def _entries(cls, value: list[str]) -> list[str]:
         for item in value:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .conftest import PACK, Airline
+from cradle_kg.packs import testing
+
+PACK = testing.pack_folder(__file__)
+Airline = Any  # the `airline` fixture (conftest.py): a home, its runner, its database
 
 EXAMPLES = sorted((PACK / "examples").glob("*.json"))
 

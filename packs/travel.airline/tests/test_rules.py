@@ -4,8 +4,9 @@ reservation, the cabin a reprice shows, the domain clock, and the API's own erro
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
-from .conftest import Airline
+Airline = Any  # the `airline` fixture (conftest.py): a home, its runner, its database
 
 OLIVIA = "customer:olivia_gonzalez_2305"
 SOFIA = "customer:sofia_anderson_8718"

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
+from cradle_kg.packs import testing
 from cradle_kg.packs.sdk import PackContext, VerificationStatus, VerifyRequest
 
-from .conftest import PACK, Airline
+PACK = testing.pack_folder(__file__)
+Airline = Any  # the `airline` fixture (conftest.py): a home, its runner, its database
 
 MIA = "customer:mia_li_3668"
 BOOK = {"user_id": "mia_li_3668", "origin": "JFK", "destination": "SEA",

@@ -43,6 +43,8 @@ def test_reads_answer_as_the_benchmark(airline: Airline) -> None:
                for a, b in pairs)
     assert len(json.loads(_read(airline, "list_all_airports"))) == 20
     assert _read(airline, "calculate", expression="2 * (3 + 4) / 4") == "3.5"
+    assert _read(airline, "calculate", expression="2 ** 3 + 7 // 2") == "11.0"
+    assert _read(airline, "calculate", expression="1 / 0") == "Error: division by zero"
     assert _read(airline, "calculate", expression="__import__('os')") == (
         "Error: invalid characters in expression")
     assert _read(airline, "transfer_to_human_agents", summary="x") == "Transfer successful"

@@ -151,6 +151,12 @@ class GraphStoreError(CradleError):
     code = "graph_store_error"
 
 
+class ProjectionError(CradleError):
+    """A pack projector raised or produced something that is not a triple (issue 14)."""
+
+    code = "projection_error"
+
+
 class GraphBusyError(GraphStoreError):
     code = "graph_busy"
 

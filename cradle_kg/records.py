@@ -24,6 +24,7 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -358,7 +359,19 @@ class Permission(Record):
     subject: str
     action_type: str = "*"
     resource_selector: str = "*"
+    #: narrows the grant; the typed language of :mod:`cradle_kg.conditions` (an unknown
+    #: key is refused here, at load — never ignored)
     conditions: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("conditions")
+    @classmethod
+    def _conditions_typed(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from .conditions import condition_problem
+
+        problem = condition_problem(v)
+        if problem is not None:
+            raise ValueError(problem)
+        return v
 
 
 class Constraint(Record):

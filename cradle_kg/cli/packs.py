@@ -1,4 +1,4 @@
-"""``cradle-kg pack``: list, validate, test, run."""
+"""``cradle-kg pack``: list, validate, test, run, init."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ..packs.validate import validate_pack
 from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, read_input, table
 
 pack_app = typer.Typer(
-    help="Domain packs: list, validate, test, run. A pack is trusted code: loading it, "
+    help="Domain packs: list, validate, test, run, init. A pack is trusted code: loading it, "
          "`pack run` and `pack test` run its Python with your privileges; `pack validate` "
          "never does. Install only packs you trust.", no_args_is_help=True)
 
@@ -134,6 +134,28 @@ def pack_test(folder: Path, home: HomeOpt = None) -> None:
         console.print(f"{clean(report.pack)}: tests {'passed' if code == 0 else 'FAILED'}",
                       highlight=False)
     raise typer.Exit(0 if code == 0 else 1)
+
+
+@pack_app.command("init")
+def pack_init(pack: str, home: HomeOpt = None,
+              data: Annotated[Path | None, typer.Option(
+                  "--data", help="A data directory the pack's `init` hook loads.")] = None,
+              now: Annotated[str | None, typer.Option(
+                  "--now", help="The domain clock to set (ISO-8601).")] = None) -> None:
+    """Prepare a home for a pack (its manifest's `init` hook) and enable it there.
+
+    The hook builds the pack's own state from `--data` and returns the identities the home
+    needs; only then is `config.json` changed (identities merged, the pack added to
+    `packs`). Runs the pack's code with your privileges: only for packs you trust.
+    """
+    from ..packs.setup import init_pack
+
+    try:
+        done = init_pack(resolve_home(home), pack, data=data, now=now)
+    except CradleError as exc:
+        fail(exc)
+    print_json({"pack": done.pack, "home": str(done.home), "agents": list(done.agents),
+                "permissions": done.permissions})
 
 
 def install(app: typer.Typer) -> None:

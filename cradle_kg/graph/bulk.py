@@ -218,8 +218,12 @@ def _bgp_triples(node: object) -> Iterator[tuple[Node, object, Node]]:
     if isinstance(node, CompValue):
         for key, value in node.items():
             if key == "triples":
+                # a translated BGP holds (s, p, o) tuples; a TriplesBlock left untranslated
+                # (inside FILTER NOT EXISTS) holds flat lists, s p o s p o … for `;` lists:
+                # read each in threes, or the pattern's later triples are never fetched
                 for t in value:
-                    yield t[0], t[1], t[2]
+                    for i in range(0, len(t) - 2, 3):
+                        yield t[i], t[i + 1], t[i + 2]
             else:
                 yield from _bgp_triples(value)
     elif isinstance(node, dict):

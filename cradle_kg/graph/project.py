@@ -17,12 +17,13 @@ gives both (the commit-time integrity check sees the policy nodes a decision cit
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..canonical import iso, parse_iso
+from .packproj import PackProjector, pack_triples
 from .vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
 
 if TYPE_CHECKING:  # the records' models are not needed to project (a query worker's start-up)
@@ -457,28 +458,35 @@ def event_retractions(ev: AuditEvent) -> list[str]:
     return []
 
 
-def event_quads(ev: AuditEvent, *, header: bool = True) -> tuple[list[str], list[str]]:
+def event_quads(ev: AuditEvent, *, header: bool = True,
+                projectors: Sequence[PackProjector] = (),
+                strict: bool = False) -> tuple[list[str], list[str]]:
     """The triples of one event as ``"s p o"`` strings: (its run graph's, the shared
-    graph's); ``header`` adds its audit record (to the run's)."""
+    graph's); ``header`` adds its audit record (to the run's). ``projectors``: the loaded
+    packs' projection hooks (:mod:`.packproj`), whose triples follow the core's in the run
+    graph; ``strict`` makes a failing projector raise (the commit check)."""
     q = _Quads()
     projector = _PROJECTORS.get(ev.kind)
     subject = projector(q, ev) if projector else None
     if header:
         _event_header(q, ev, subject)
+    if projectors:
+        q.lines.extend(pack_triples(ev, projectors, strict=strict))
     return q.lines, q.shared
 
 
-def event_triples(ev: AuditEvent, *, header: bool = True) -> list[str]:
+def event_triples(ev: AuditEvent, *, header: bool = True,
+                  projectors: Sequence[PackProjector] = (), strict: bool = False) -> list[str]:
     """All the triples of one event, the shared objects' included (module docstring)."""
-    own, shared = event_quads(ev, header=header)
+    own, shared = event_quads(ev, header=header, projectors=projectors, strict=strict)
     return own + shared
 
 
-def project_event(ev: AuditEvent) -> list[str]:
+def project_event(ev: AuditEvent, projectors: Sequence[PackProjector] = ()) -> list[str]:
     """The N-Quads lines of one event (each ending in a newline): in its run's graph,
     and about shared objects in the shared graph."""
     graph = run_graph(ev.run_id)
-    own, shared = event_quads(ev)
+    own, shared = event_quads(ev, projectors=projectors)
     return [f"{t} {graph} .\n" for t in own] + [f"{t} {_SHARED} .\n" for t in shared]
 
 
@@ -486,9 +494,10 @@ def ntriples(triples: Iterable[str]) -> str:
     return "".join(f"{t} .\n" for t in triples)
 
 
-def project(events: Iterable[AuditEvent]) -> Iterator[str]:
+def project(events: Iterable[AuditEvent],
+            projectors: Sequence[PackProjector] = ()) -> Iterator[str]:
     for ev in events:
-        yield from project_event(ev)
+        yield from project_event(ev, projectors)
 
 
 def project_retractions(events: Iterable[AuditEvent]) -> Iterator[str]:
@@ -497,7 +506,8 @@ def project_retractions(events: Iterable[AuditEvent]) -> Iterator[str]:
         yield from (f"{t} {graph} .\n" for t in event_retractions(ev))
 
 
-def project_nquads(events: Iterable[AuditEvent]) -> str:
+def project_nquads(events: Iterable[AuditEvent],
+                   projectors: Sequence[PackProjector] = ()) -> str:
     """The whole projection as one N-Quads text, sorted and deduplicated (canonical form)."""
     evs = list(events)
-    return "".join(sorted(set(project(evs)) - set(project_retractions(evs))))
+    return "".join(sorted(set(project(evs, projectors)) - set(project_retractions(evs))))

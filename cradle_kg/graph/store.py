@@ -20,7 +20,7 @@ event.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from ..crashpoints import crashpoint
 from ..errors import GraphStoreError
 from ..records import AuditEvent
 from ..storage import Journal
+from .packproj import PackProjector
 from .project import SHARED_GRAPH, event_quads, event_retractions, project_event, run_graph
 from .swap import StoreLock, building_path, remove_folder, settle, swap_in
 from .vocab import CRADLE_NS
@@ -59,8 +60,11 @@ def _watermark_update(seq: int) -> str:
 
 
 class GraphStore:
-    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False,
+                 projectors: Sequence[PackProjector] = ()) -> None:
         self.path = path
+        #: the loaded packs' projection hooks; their triples follow each event's own
+        self.projectors = projectors
         self._lock: StoreLock | None = None
         if read_only:  # a reader under a writer's lock (validate's workers, tests)
             self.store = self._open(lambda: ox.Store.read_only(str(path)))
@@ -89,9 +93,10 @@ class GraphStore:
                      "graph") from exc
 
     @classmethod
-    def in_memory(cls) -> GraphStore:
+    def in_memory(cls, *, projectors: Sequence[PackProjector] = ()) -> GraphStore:
         self = cls.__new__(cls)
         self.path = Path(":memory:")
+        self.projectors = projectors
         self._lock = None
         self.store = ox.Store()
         return self
@@ -133,7 +138,7 @@ class GraphStore:
         done = last = 0
         ops: list[str] = []
         for ev in journal.events(since_seq=start):
-            _event_ops(ev, ops)
+            _event_ops(ev, ops, self.projectors)
             done += 1
             last = ev.seq
             if done % batch == 0:
@@ -159,7 +164,7 @@ class GraphStore:
         do it on disk: this one is for a store nobody else can see (in memory, a new
         folder)."""
         self.store.clear()
-        return _project_all(self.store, journal, progress)
+        return _project_all(self.store, journal, progress, self.projectors)
 
     def run_graphs(self) -> list[str]:
         """The run graphs (neither the meta graph nor the shared graph)."""
@@ -195,10 +200,11 @@ class GraphStore:
             self._lock = None
 
 
-def _event_ops(ev: AuditEvent, ops: list[str]) -> None:
+def _event_ops(ev: AuditEvent, ops: list[str],
+               projectors: Sequence[PackProjector] = ()) -> None:
     """The SPARQL update operations of one event: its quads, then what it retracts."""
     graph = run_graph(ev.run_id)
-    triples, shared = event_quads(ev)
+    triples, shared = event_quads(ev, projectors=projectors)
     if triples or shared:
         body = f"GRAPH {graph} {{ {' . '.join(triples)} }}" if triples else ""
         if shared:
@@ -209,13 +215,14 @@ def _event_ops(ev: AuditEvent, ops: list[str]) -> None:
         ops.append(f"DELETE DATA {{ GRAPH {graph} {{ {' . '.join(retract)} }} }}")
 
 
-def _project_all(store: ox.Store, journal: Journal, progress: Progress | None) -> int:
+def _project_all(store: ox.Store, journal: Journal, progress: Progress | None,
+                 projectors: Sequence[PackProjector] = ()) -> int:
     head, _ = journal.head()
     chunk: list[str] = []
     retractions: list[str] = []
     count = last = 0
     for ev in journal.events():
-        chunk.extend(project_event(ev))
+        chunk.extend(project_event(ev, projectors))
         graph = run_graph(ev.run_id)
         retractions.extend(f"GRAPH {graph} {{ {t} }}" for t in event_retractions(ev))
         count += 1
@@ -246,7 +253,8 @@ project_all = _project_all
 
 
 def rebuild(path: Path, journal: Journal, *, progress: Progress | None = None,
-            locked: StoreLock | None = None) -> tuple[int, int]:
+            locked: StoreLock | None = None,
+            projectors: Sequence[PackProjector] = ()) -> tuple[int, int]:
     """Recreate the on-disk store at ``path`` from the journal, crash-safely: the lock
     first (or :class:`~cradle_kg.errors.GraphBusyError`; ``locked`` when the caller took
     it), then a complete store built in ``graph.building`` and swapped in (:mod:`.swap`).
@@ -257,7 +265,7 @@ def rebuild(path: Path, journal: Journal, *, progress: Progress | None = None,
         settle(path)
         crashpoint("graph.rebuild.building")
         store = ox.Store(str(building))
-        count = _project_all(store, journal, progress)
+        count = _project_all(store, journal, progress, projectors)
         quads = len(store)
         del store  # closed: RocksDB writes nothing more into the folder
         swap_in(path)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from threading import Lock
 
+from ..graph.packproj import PROJECTION_FAILED, PackProjector, pack_triples
 from ..graph.project import event_retractions, event_triples, ntriples
 from ..graph.shacl import ShaclEngine, load_shapes, make_engine
 from ..graph.vocab import INTEGRITY_SHAPES_FILE
@@ -30,11 +31,48 @@ def _pending(ev: NewEvent) -> AuditEvent:
                       prev_hash=GENESIS_HASH, hash=GENESIS_HASH)
 
 
-def _fold(triples: list[str], ev: AuditEvent) -> None:
+_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+
+
+def _fold(triples: list[str], ev: AuditEvent, projectors: Sequence[PackProjector] = (),
+          strict: bool = False) -> list[str]:
+    """Fold one event into ``triples``; returns the pack projectors' triples of it."""
     for gone in event_retractions(ev):
         while gone in triples:
             triples.remove(gone)
     triples.extend(event_triples(ev, header=False))
+    if not projectors:
+        return []
+    extra = pack_triples(ev, projectors, strict=strict)
+    triples.extend(extra)
+    return extra
+
+
+class _PackLinks:
+    """Which pack nodes a proposal's group types, and which nodes its pack triples link to:
+    a pack shape may join a node another proposal's projection describes (a production
+    deployment and the staging verification it relies on), so a commit is checked with
+    the groups its pack triples link into (one hop)."""
+
+    def __init__(self) -> None:
+        self.defined: dict[str, str] = {}  # typed pack node -> the first group typing it
+        self.links: dict[str, set[str]] = {}  # group -> IRIs its pack triples point at
+        self.typed: dict[str, set[str]] = {}  # group -> pack nodes it types
+
+    def note(self, group: str, extra: list[str]) -> None:
+        for t in extra:
+            s, pred, o = t.split(" ", 2)
+            if pred == _TYPE:
+                self.defined.setdefault(s, group)
+                self.typed.setdefault(group, set()).add(s)
+            elif o.startswith("<"):
+                self.links.setdefault(group, set()).add(o)
+
+    def pulled(self, group: str, view: _PackLinks | None = None) -> set[str]:
+        local = self.typed.get(group, set()) | (view.typed.get(group, set()) if view else set())
+        links = self.links.get(group, set()) | (view.links.get(group, set()) if view else set())
+        out = {self.defined[o] for o in links - local if o in self.defined}
+        return out - {group}
 
 
 class _RunGraph:
@@ -47,7 +85,10 @@ class _RunGraph:
     events that belong to no proposal: the cost of a check does not grow with the run.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, projectors: Sequence[PackProjector] = ()) -> None:
+        #: the packs' projection hooks: their triples are checked with the core's
+        self.projectors = projectors
+        self.packs = _PackLinks()
         self.groups: dict[str, list[str]] = {}
         self.misc: list[str] = []
         self.owner: dict[str, str] = {}  # action / approval id -> proposal id
@@ -79,7 +120,10 @@ class _RunGraph:
 
     def fold(self, ev: AuditEvent) -> None:
         group = self.group_of(ev)
-        _fold(self.misc if group is None else self.groups.setdefault(group, []), ev)
+        extra = _fold(self.misc if group is None else self.groups.setdefault(group, []), ev,
+                      self.projectors)
+        if extra and group is not None:
+            self.packs.note(group, extra)
 
     def pending_view(self, pending: Sequence[AuditEvent]) -> tuple[set[str], list[str]]:
         """The triples a commit of ``pending`` is checked against — without copying the run.
@@ -87,20 +131,25 @@ class _RunGraph:
         Only the groups the pending events touch are copied; ownership learned from the
         pending events goes into overlays, so the cached run is left as it was.
         """
-        view = _RunGraph()
+        view = _RunGraph(self.projectors)
         view.owner = ChainMap({}, self.owner)  # type: ignore[assignment]
         touched: dict[str, list[str]] = {}
         misc = list(self.misc)
         for ev in pending:
             group = view.group_of(ev)
             if group is None:
-                _fold(misc, ev)
+                _fold(misc, ev, self.projectors, strict=True)
                 continue
             if group not in touched:
                 touched[group] = list(self.groups.get(group, ()))
-            _fold(touched[group], ev)
+            # INVARIANT: a pack projector that fails on a committing event fails the commit
+            extra = _fold(touched[group], ev, self.projectors, strict=True)
+            if extra:
+                view.packs.note(group, extra)
         wanted = set(touched)
         for proposal in touched:
+            if self.projectors:
+                wanted |= self.packs.pulled(proposal, view.packs)
             for approval in self.uses.get(proposal, set()) | view.uses.get(proposal, set()):
                 owner = view.owner.get(approval)
                 if owner is not None:
@@ -116,12 +165,28 @@ class IntegrityChecker:
 
     def __init__(self, journal: Journal, *, extra_shapes: Sequence[Path] = (),
                  engine: str = "rust", cache_runs: int = 512) -> None:
-        shapes = load_shapes([INTEGRITY_SHAPES_FILE, *extra_shapes], builtin=False)
+        self._engine_name = engine
+        self._shape_files: list[Path] = [INTEGRITY_SHAPES_FILE, *extra_shapes]
+        shapes = load_shapes(self._shape_files, builtin=False)
         self.engine: ShaclEngine = make_engine(engine, shapes)
+        #: the loaded packs' projection hooks (:meth:`add_pack`)
+        self.projectors: list[PackProjector] = []
         self.journal = journal
         self._cache: OrderedDict[str, _RunGraph] = OrderedDict()
         self._limit = cache_runs
         self._lock = Lock()
+
+    def add_pack(self, *, shapes: Sequence[Path] = (),
+                 projectors: Sequence[PackProjector] = ()) -> None:
+        """A loaded pack's shapes join the integrity rules at commit, and its projectors'
+        triples join the run graph they are checked on."""
+        with self._lock:
+            if shapes:
+                files = [*self._shape_files, *(s for s in shapes if s not in self._shape_files)]
+                self.engine = make_engine(self._engine_name, load_shapes(files, builtin=False))
+                self._shape_files = files
+            self.projectors.extend(projectors)
+            self._cache.clear()  # cached runs were folded without them
 
     def _cached(self, run_id: str) -> _RunGraph:
         """The run's graph (caller holds the lock)."""
@@ -129,7 +194,7 @@ class IntegrityChecker:
         if cached is not None:
             self._cache.move_to_end(run_id)
             return cached
-        graph = _RunGraph()
+        graph = _RunGraph(self.projectors)
         for ev in self.journal.events(run_id=run_id):
             graph.fold(ev)
         self._cache[run_id] = graph
@@ -151,8 +216,10 @@ class IntegrityChecker:
             touched, triples = graph.pending_view(events)
             if not touched:  # nothing to attribute: check the whole run
                 triples = [t for g in graph.groups.values() for t in g] + triples
+        failed = [t for t in triples if PROJECTION_FAILED in t] if self.projectors else []
         report = self.engine.validate(ntriples(triples), format="nt")
-        return [f"rule {v.rule if v.rule is not None else '-'}: {v.message} "
+        return [f"pack projection failed: {t.split(PROJECTION_FAILED, 1)[1].strip()}"
+                for t in failed] + [f"rule {v.rule if v.rule is not None else '-'}: {v.message} "
                 f"(focus <{v.focus_node}>)" for v in report.violations]
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from ..config import RuntimeConfig, load_config
 from ..errors import GraphStoreError, JournalError
 from ..evidence import EvidenceStore
+from ..graph.packproj import PackProjector
 from ..graph.store import GraphStore
 from ..home import Home, resolve_home
 from ..packs.loader import Pack
@@ -88,6 +89,8 @@ class Runtime:
         self.invariants: list[InvariantBinding] = []
         self.pack_versions: list[str] = []
         self.commit_hooks: list[CommitHook] = []
+        #: the loaded packs' projection hooks (the graph store and the commit check use them)
+        self.projectors: list[PackProjector] = []
         self.approvals = ApprovalBook(self.journal, config)
         self.policy_set = PolicySet(self.context, evidence=self.evidence,
                                     paths=(self.home.policies, *policy_paths),
@@ -206,12 +209,17 @@ class Runtime:
             self.add_policy_paths(pack.policy_files(), namespace=pack.id)
         self.pack_versions.append(pack.ref)
         prepared.register(self)
+        # issue 14: the pack's records in the run graph, checked by its shapes at commit
+        self.projectors.extend(prepared.projectors())
+        if self.integrity is not None and (prepared.projections or pack.shape_files()):
+            self.integrity.add_pack(shapes=pack.shape_files(),
+                                    projectors=prepared.projectors())
 
     def graph(self) -> GraphStore | None:
         """The home's graph store, opened on first use; None when another process holds it."""
         if self._graph is None and not self._graph_unavailable:
             try:
-                self._graph = GraphStore(self.home.graph)
+                self._graph = GraphStore(self.home.graph, projectors=self.projectors)
             except GraphStoreError:  # busy (another process) or unreadable: catch up later
                 self._graph_unavailable = True
         return self._graph

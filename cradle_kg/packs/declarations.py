@@ -1,4 +1,5 @@
-"""What a pack declares: tools with their contracts, verifiers, validators, invariants.
+"""What a pack declares: tools with their contracts, verifiers, validators, invariants,
+projection hooks.
 
 A pack's Python is plain functions. Each one the runtime should call is wrapped by one of
 the decorators below and named in the manifest (``tools``, ``verifiers``, ``validators``,
@@ -22,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..graph.packproj import ProjectorBody
 from ..loop.gate1.findings import Finding
 from ..records import Action, Proposal
 from ..tools import ToolCall, ToolSpec
@@ -86,7 +88,20 @@ class Invariant:
     body: InvariantBody
 
 
-Declaration = Tool | Verifier | Validator | Invariant
+@dataclass(frozen=True)
+class Projection:
+    """A projection hook: journal events of ``kinds`` in, triples for the run graph out.
+
+    Pure and deterministic like the core projection — no clock, no uuid, no I/O, no
+    :class:`PackContext` — so a sync, a rebuild and the commit check agree
+    (:mod:`cradle_kg.graph.packproj` says what is enforced)."""
+
+    name: str
+    kinds: frozenset[str]
+    body: ProjectorBody
+
+
+Declaration = Tool | Verifier | Validator | Invariant | Projection
 
 
 def tool(tool_id: str, *, lookup: LookupBody | None = None, version: str = "",
@@ -113,6 +128,22 @@ def verifier(verifier_id: str) -> Callable[[VerifierBody], Verifier]:
 def validator(tool_pattern: str, *, name: str) -> Callable[[ValidatorBody], Validator]:
     def declare(body: ValidatorBody) -> Validator:
         return Validator(tool_pattern=tool_pattern, name=name, body=body)
+    return declare
+
+
+def projection(name: str, *, kinds: Sequence[str]) -> Callable[[ProjectorBody], Projection]:
+    """Declare a projection hook reading the journal events of ``kinds`` (e.g.
+    ``"action.observed"``, ``"decision.made"``, ``"verification.recorded"``)::
+
+        @projection("customs.classifications", kinds=("action.observed",))
+        def classifications(event: AuditEvent) -> Iterable[Triple]:
+            yield (iri(...), iri(RDF_TYPE), literal("..."))
+    """
+    if not kinds or isinstance(kinds, str):
+        raise ValueError("`kinds` is a non-empty list of journal event kinds")
+
+    def declare(body: ProjectorBody) -> Projection:
+        return Projection(name=name, kinds=frozenset(kinds), body=body)
     return declare
 
 

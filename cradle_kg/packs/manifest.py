@@ -44,8 +44,13 @@ class Manifest(BaseModel):
     tools: list[str] = []
     verifiers: list[str] = []
     invariants: list[str] = []
+    #: ``module:attribute`` of each ``@projection`` hook: the pack's records in the run graph
+    projections: list[str] = []
     #: "module:function" called with (runtime, input dict) -> outcome dict, for `pack run`
     example_runner: str | None = None
+    #: "module:function" called by `cradle-kg pack init` with (context, data dir or None,
+    #: clock or None) -> a RuntimeConfig of the identities and permissions the home needs
+    init: str | None = None
     queries: dict[str, str] = {}
     examples: list[str] = []
     data: dict[str, str] = {}
@@ -75,12 +80,19 @@ class Manifest(BaseModel):
             raise ValueError(f"`{value}` is not a version requirement like `>=0.1.0`")
         return value
 
-    @field_validator("validators", "tools", "verifiers", "invariants")
+    @field_validator("validators", "tools", "verifiers", "invariants", "projections")
     @classmethod
     def _entries(cls, value: list[str]) -> list[str]:
         for item in value:
             if not ENTRY.match(item):
                 raise ValueError(f"`{item}` is not a `module:attribute` entry")
+        return value
+
+    @field_validator("init")
+    @classmethod
+    def _init(cls, value: str | None) -> str | None:
+        if value is not None and not ENTRY.match(value):
+            raise ValueError(f"`{value}` is not a `module:attribute` entry")
         return value
 
     @property

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..errors import CradleError, ManifestError
+from ..graph.packproj import PackProjector
 from ..loop.gate1.findings import DomainValidator
 from ..loop.gate2 import DomainInvariant
 from ..tools import LookupFunction, ToolFunction, ToolSpec, contract_problems
 from ..verifiers import VerifierFunction
-from .declarations import Invariant, PackContext, Tool, Validator, Verifier
+from .declarations import Invariant, PackContext, Projection, Tool, Validator, Verifier
 from .loader import Pack
 
 
@@ -39,10 +40,10 @@ class Registrar(Protocol):
                            name: str) -> None: ...
 
 
-D = TypeVar("D", Tool, Verifier, Validator, Invariant)
+D = TypeVar("D", Tool, Verifier, Validator, Invariant, Projection)
 
 _DECORATOR = {Tool: "tool", Verifier: "verifier", Validator: "validator",
-              Invariant: "invariant"}
+              Invariant: "invariant", Projection: "projection"}
 
 
 def _declared(pack: Pack, entry: str, kind: type[D]) -> D:
@@ -69,6 +70,12 @@ class PreparedPack:
     verifiers: tuple[tuple[str, Verifier], ...]
     validators: tuple[tuple[str, Validator], ...]
     invariants: tuple[tuple[str, Invariant], ...]
+    projections: tuple[tuple[str, Projection], ...] = ()
+
+    def projectors(self) -> list[PackProjector]:
+        """The manifest's projection hooks, in its order, tagged with the pack's ref."""
+        return [PackProjector(pack=self.context.ref, name=p.name, kinds=p.kinds, body=p.body)
+                for _, p in self.projections]
 
     def register(self, registrar: Registrar) -> None:
         """Everything the manifest names, in its order (gate 1 runs validators in it)."""
@@ -116,4 +123,5 @@ def prepare_pack(pack: Pack, *, home: Path, clock: Callable[[], datetime]) -> Pr
         verifiers=tuple((e, _declared(pack, e, Verifier)) for e in m.verifiers),
         validators=tuple((e, _declared(pack, e, Validator)) for e in m.validators),
         invariants=tuple((e, _declared(pack, e, Invariant)) for e in m.invariants),
+        projections=tuple((e, _declared(pack, e, Projection)) for e in m.projections),
     )

@@ -16,10 +16,13 @@ the public API (``cradle_kg.__all__``) — nothing else of ``cradle_kg``; a test
   :class:`Permission`, :class:`Approver`, :func:`token_hash`, and the outcome records;
 * **errors** it raises, so the command line reports them as one line.
 
+* **projection hooks** — :func:`projection`: a journal event (:class:`AuditEvent`) in,
+  :data:`Triple` s out, built with :func:`iri`, :func:`literal` and :func:`core_node`; pure
+  and deterministic; the triples go into the run's graph and are checked by the pack's
+  shapes at commit (manifest ``projections:``).
+
 The manifest names each declaration (``module:attribute``); loading the pack registers
-them (:mod:`cradle_kg.packs.registration`). Projection hooks: none — a pack's facts reach
-the graph through the journal like everyone's, and its ontology and shapes through the
-manifest.
+them (:mod:`cradle_kg.packs.registration`).
 """
 
 from __future__ import annotations
@@ -38,12 +41,14 @@ from ..errors import (
     ToolError,
     UnknownNameError,
 )
+from ..graph.packproj import Triple, core_node, iri, literal
 from ..loop.approvals import token_hash
 from ..loop.gate1.findings import Finding
 from ..records import (
     Action,
     Agent,
     ApprovalStatus,
+    AuditEvent,
     CheckStatus,
     IdempotencyClass,
     Outcome,
@@ -60,10 +65,12 @@ from ..verifiers import VerifierReport, VerifyRequest
 from .declarations import (
     Invariant,
     PackContext,
+    Projection,
     Tool,
     Validator,
     Verifier,
     invariant,
+    projection,
     tool,
     validator,
     verifier,
@@ -77,6 +84,7 @@ __all__ = [
     "ApprovalError",
     "ApprovalStatus",
     "Approver",
+    "AuditEvent",
     "CheckStatus",
     "CradleError",
     "Finding",
@@ -91,6 +99,7 @@ __all__ = [
     "PackStore",
     "Permission",
     "PolicyError",
+    "Projection",
     "Proposal",
     "ReplayDivergenceError",
     "RuntimeConfig",
@@ -99,6 +108,7 @@ __all__ = [
     "ToolCall",
     "ToolError",
     "ToolSpec",
+    "Triple",
     "UnknownNameError",
     "Validator",
     "Verdict",
@@ -109,8 +119,12 @@ __all__ = [
     "VerifyRequest",
     "check",
     "content_hash",
+    "core_node",
     "crashpoint",
     "invariant",
+    "iri",
+    "literal",
+    "projection",
     "read_back",
     "report",
     "token_hash",

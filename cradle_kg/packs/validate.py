@@ -107,8 +107,8 @@ def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
     _check_policies(pack, report)
     _check_examples(examples, report)
     # INVARIANT: nothing here imports the pack — entries are checked on the parsed source
-    for entry in [*m.validators, *m.tools, *m.verifiers, *m.invariants,
-                  *[e for e in (m.example_runner,) if e],
+    for entry in [*m.validators, *m.tools, *m.verifiers, *m.invariants, *m.projections,
+                  *[e for e in (m.example_runner, m.init) if e],
                   *[e for e in m.hooks.values() if ENTRY.match(e)]]:
         found = check_entry(pack.path, entry)
         if found.error:

@@ -179,6 +179,8 @@ def classification_precheck(ctx: PackContext, proposal: Proposal, spec: ToolSpec
         candidates = ", ".join(decision.candidate_hs_codes) or "none"
         return [Finding(code="missing_facts", verdict=Verdict.CLARIFY,
                         missing_facts=decision.missing_facts,
+                        data=(("candidate_hs_codes", list(decision.candidate_hs_codes)),
+                              ("product_type", decision.product_type)),
                         message=f"needs clarification: {missing} unknown; never a guess "
                                 f"(candidate HS codes: {candidates})")]
     return []

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ...canonical import canonical_json, content_hash
+from ...conditions import evaluate, parse_conditions
 from ...config import RuntimeConfig
 from ...errors import InputError
 from ...policy import PolicyEngine, PolicyOutcome
@@ -228,15 +229,35 @@ class Gate1:
         return CheckResult(check="identity", status=CheckStatus.PASS)
 
     def _permission(self, p: Proposal, r: GateResult) -> CheckResult:
+        """A permission grants when its subject, action type and resource match and every
+        one of its conditions (:mod:`cradle_kg.conditions`) holds; the reasons name them."""
         assert r.spec is not None
         agent = self._agent(p)
-        granted = any(
-            perm.subject == agent.id
-            and fnmatch.fnmatchcase(p.action.action_type, perm.action_type)
-            and fnmatch.fnmatchcase(p.action.target, perm.resource_selector)
-            for perm in self.i.config.permissions
-        )
-        if not granted:
+        unmet: list[str] = []
+        held: list[str] | None = None
+        for index, perm in enumerate(self.i.config.permissions):
+            if not (perm.subject == agent.id
+                    and fnmatch.fnmatchcase(p.action.action_type, perm.action_type)
+                    and fnmatch.fnmatchcase(p.action.target, perm.resource_selector)):
+                continue
+            if not perm.conditions:
+                held = []
+                break
+            # INVARIANT: conditions read the arguments as the tool will receive them
+            assert r.arguments is not None
+            ok, failed = evaluate(parse_conditions(perm.conditions),
+                                  arguments=r.arguments.model_dump(),
+                                  environment=p.action.environment, now=self.i.now)
+            label = f"permission #{index} (`{perm.action_type}` on `{perm.resource_selector}`)"
+            if not failed:
+                held = [f"{label}: condition {c}" for c in ok]
+                break
+            unmet.extend(f"{label}: condition {c}" for c in failed)
+        if held is None and unmet:
+            raise _Stop(Verdict.DENY, "permission_condition_failed",
+                        [f"`{agent.id}` holds no permission whose conditions hold for "
+                         f"`{p.action.action_type}` on `{p.action.target}`", *unmet])
+        if held is None:
             raise _Stop(Verdict.DENY, "not_permitted",
                         [f"`{agent.id}` holds no permission for `{p.action.action_type}` "
                          f"on `{p.action.target}`"])
@@ -244,7 +265,7 @@ class Gate1:
         if missing:
             raise _Stop(Verdict.DENY, "missing_scope",
                         [f"`{agent.id}` lacks scope(s) " + ", ".join(f"`{m}`" for m in missing)])
-        return CheckResult(check="permission", status=CheckStatus.PASS)
+        return CheckResult(check="permission", status=CheckStatus.PASS, reasons=tuple(held))
 
     def cedar_context(self, p: Proposal, r: GateResult) -> dict[str, Any]:
         assert r.spec is not None

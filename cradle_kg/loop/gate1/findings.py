@@ -22,16 +22,25 @@ class Finding:
     message: str
     verdict: Verdict = Verdict.DENY
     missing_facts: tuple[str, ...] = ()
+    #: structured detail journaled with the finding (JSON scalars and lists), for a pack's
+    #: projection hook — e.g. the candidate codes of a clarification; never decides anything
+    data: tuple[tuple[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "verdict": str(self.verdict),
-                "missing_facts": list(self.missing_facts)}
+        out: dict[str, Any] = {"code": self.code, "message": self.message,
+                               "verdict": str(self.verdict),
+                               "missing_facts": list(self.missing_facts)}
+        if self.data:  # absent when empty: journals written before it read the same
+            out["data"] = dict(self.data)
+        return out
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Finding:
+        data = raw.get("data") or {}
         return cls(code=str(raw["code"]), message=str(raw["message"]),
                    verdict=Verdict(raw["verdict"]),
-                   missing_facts=tuple(str(m) for m in raw.get("missing_facts", ())))
+                   missing_facts=tuple(str(m) for m in raw.get("missing_facts", ())),
+                   data=tuple(sorted(data.items())) if isinstance(data, dict) else ())
 
 
 DomainValidator = Callable[[Proposal, ToolSpec], Sequence[Finding]]

@@ -1,0 +1,160 @@
+"""Pack projections: a pack's own domain records in the run's graph (issue 14).
+
+A pack declares projectors (``@projection`` in :mod:`cradle_kg.packs.sdk`, listed in the
+manifest's ``projections:``). Each is pure and deterministic like the core projection —
+one journal event in, triples out, no clock, no uuid, no I/O — so incremental sync, a
+rebuild and the commit-time check all see the same triples. The triples land in the
+event's run graph, next to the core's.
+
+What the runtime enforces on a projector's output (fail closed):
+
+- each triple is three N-Triples terms (build them with :func:`iri`, :func:`literal`,
+  :func:`core_node`); anything else is refused, so a value cannot smuggle a statement in;
+- the subject is never a core object (``https://w3id.org/cradle/id/…``) nor a run graph:
+  a pack links *to* the runtime's actions, decisions and facts, it never states anything
+  *about* them — it cannot forge a verification or an approval;
+- at commit, a projector that raises (or yields a bad triple) fails that commit, and the
+  pack's shapes are validated with the integrity rules; elsewhere (a sync, a rebuild) the
+  failure is recorded on the event as ``cradle:projectionFailed`` and the rest goes on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from ..errors import ProjectionError
+from ..records import AuditEvent
+from .vocab import CRADLE_NS, XSD_NS
+
+#: one triple as N-Triples terms: ``("<s>", "<p>", "<o>" | '"lit"^^<dt>')``
+Triple = tuple[str, str, str]
+ProjectorBody = Callable[[AuditEvent], Iterable[Triple]]
+
+CORE_ID_BASE = "https://w3id.org/cradle/id/"
+_RUN_BASE = "https://w3id.org/cradle/run/"
+PROJECTION_FAILED = f"<{CRADLE_NS}projectionFailed>"
+
+_IRI_BODY = r"[^\x00-\x20<>\"{}|^`\\]+"
+_IRI = re.compile(rf"^<({_IRI_BODY})>$")
+_LITERAL = re.compile(r'^"(?:[^"\\\n\r]|\\[tbnrf"\\\'])*"'
+                      rf"(?:\^\^<{_IRI_BODY}>|@[A-Za-z]+(?:-[A-Za-z0-9]+)*)?$")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+@dataclass(frozen=True)
+class PackProjector:
+    """A registered projector: which pack, its name, the event kinds it reads."""
+
+    pack: str
+    name: str
+    kinds: frozenset[str]
+    body: ProjectorBody
+
+    @property
+    def ref(self) -> str:
+        return f"{self.pack}/{self.name}"
+
+
+# --- building terms (re-exported by the pack SDK) ------------------------------------------
+
+def iri(text: str) -> str:
+    """An IRI term ``<text>``; refused when ``text`` is not an absolute IRI."""
+    if not isinstance(text, str) or not _SCHEME.match(text) or not _IRI.match(f"<{text}>"):
+        raise ProjectionError(f"`{str(text)[:80]}` is not an absolute IRI")
+    return f"<{text}>"
+
+
+def _escape(text: str) -> str:
+    return (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+            .replace("\r", "\\r"))
+
+
+def literal(value: str | int | float | bool, datatype: str | None = None) -> str:
+    """A literal term. Python booleans, integers and floats get ``xsd:boolean``,
+    ``xsd:integer`` and ``xsd:decimal``; a string is a plain string unless ``datatype``
+    (a full IRI, e.g. ``http://www.w3.org/2001/XMLSchema#date``) is given."""
+    if isinstance(value, bool):
+        text, dt = ("true" if value else "false"), f"{XSD_NS}boolean"
+    elif isinstance(value, int):
+        text, dt = str(value), f"{XSD_NS}integer"
+    elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ProjectionError("a literal cannot be NaN or infinite")
+        text, dt = repr(value), f"{XSD_NS}decimal"
+    elif isinstance(value, str):
+        text, dt = value, None
+    else:
+        raise ProjectionError(f"a literal is a string, number or boolean, not "
+                              f"`{type(value).__name__}`")
+    if datatype is not None:
+        dt = datatype
+    out = f'"{_escape(text)}"'
+    if dt is not None and dt != f"{XSD_NS}string":
+        out += "^^" + iri(dt)
+    return out
+
+
+def core_node(kind: str, ident: str) -> str:
+    """The IRI of a core object (``action``, ``decision``, ``proposal``, ``fact``,
+    ``evidence``, ``verification`` …) — the same one the core projection writes."""
+    if not re.match(r"^[a-z][a-z-]*$", kind):
+        raise ProjectionError(f"`{kind[:40]}` is not a core object kind")
+    return f"<{CORE_ID_BASE}{kind}/{quote(ident, safe='')}>"
+
+
+# --- running projectors ---------------------------------------------------------------------
+
+def _checked(triple: object, projector: PackProjector) -> str:
+    if not (isinstance(triple, tuple) and len(triple) == 3
+            and all(isinstance(t, str) for t in triple)):
+        raise ProjectionError(f"projector `{projector.ref}` yielded `{str(triple)[:80]}`, "
+                              "not a triple of N-Triples terms")
+    s, p, o = triple
+    if not _IRI.match(s) or not _IRI.match(p) or not (_IRI.match(o) or _LITERAL.match(o)):
+        raise ProjectionError(f"projector `{projector.ref}` yielded a malformed term in "
+                              f"`{s[:60]} {p[:60]} {o[:60]}`")
+    if s.startswith(("<" + CORE_ID_BASE, "<" + _RUN_BASE)):
+        raise ProjectionError(f"projector `{projector.ref}` states something about the "
+                              f"core object {s[:80]}: a pack may link to core objects, "
+                              "never describe them")
+    return f"{s} {p} {o}"
+
+
+def run_projector(projector: PackProjector, ev: AuditEvent) -> list[str]:
+    """The checked triples of one projector for one event; raises on any failure."""
+    try:
+        produced = list(projector.body(ev))
+    except ProjectionError:
+        raise
+    except Exception as exc:
+        raise ProjectionError(f"projector `{projector.ref}` raised on event {ev.kind} "
+                              f"#{ev.seq}: {type(exc).__name__}: {str(exc)[:200]}") from exc
+    return [_checked(t, projector) for t in produced]
+
+
+def pack_triples(ev: AuditEvent, projectors: Sequence[PackProjector], *,
+                 strict: bool = False) -> list[str]:
+    """The triples every projector interested in ``ev.kind`` adds, in registration order.
+
+    ``strict`` (the commit-time check): a failure raises :class:`ProjectionError`.
+    Otherwise it becomes one ``cradle:projectionFailed`` triple on the event's node — the
+    same each time, since the projector is deterministic — and the others still run."""
+    out: list[str] = []
+    for projector in projectors:
+        if ev.kind not in projector.kinds:
+            continue
+        try:
+            out.extend(run_projector(projector, ev))
+        except ProjectionError as exc:
+            if strict:
+                raise
+            out.append(f"<{CORE_ID_BASE}event/{ev.seq}> {PROJECTION_FAILED} "
+                       f"{literal(exc.message)}")
+    return out
+
+
+__all__ = ["PROJECTION_FAILED", "PackProjector", "ProjectionError", "ProjectorBody", "Triple",
+           "core_node", "iri", "literal", "pack_triples", "run_projector"]

@@ -1,0 +1,1 @@
+"""travel.airline — the τ-bench airline policy, enforced before the API runs (see README)."""

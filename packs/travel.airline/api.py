@@ -1,0 +1,372 @@
+"""The benchmark's API over the airline database, with its exact semantics and messages.
+
+A port of τ-bench's ``tau_bench/envs/airline/tools/*.py`` (MIT, see PROVENANCE.md): each
+function takes a :class:`View` and the benchmark's keyword arguments and returns what the
+benchmark returns — the changed object as JSON text, a message, or a string starting with
+``Error:`` having changed nothing. The API checks only what the benchmark checks; the
+policy is enforced before it runs (``rules.py``), never here.
+
+A :class:`View` reads documents lazily through one connection and remembers what a call
+changed; :meth:`View.flush` writes them back in the caller's transaction. The rules run the
+same function on a view they never flush, to learn whether the API itself would refuse.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from copy import deepcopy
+from typing import Any
+
+AIRPORTS = ["SFO", "JFK", "LAX", "ORD", "DFW", "DEN", "SEA", "ATL", "MIA", "BOS", "PHX",
+            "IAH", "LAS", "MCO", "EWR", "CLT", "MSP", "DTW", "PHL", "LGA"]
+CITIES = ["San Francisco", "New York", "Los Angeles", "Chicago", "Dallas", "Denver",
+          "Seattle", "Atlanta", "Miami", "Boston", "Phoenix", "Houston", "Las Vegas",
+          "Orlando", "Newark", "Charlotte", "Minneapolis", "Detroit", "Philadelphia",
+          "LaGuardia"]
+CERTIFICATE_IDS = (3221322, 3221323, 3221324)
+NEW_RESERVATION_IDS = ("HATHAT", "HATHAU", "HATHAV")
+
+
+class View:
+    """Documents of one connection, loaded on first use; what a call changed is kept."""
+
+    def __init__(self, conn: sqlite3.Connection, created_at: str) -> None:
+        self.conn = conn
+        self.created_at = created_at
+        self._users: dict[str, dict[str, Any] | None] = {}
+        self._reservations: dict[str, dict[str, Any] | None] = {}
+        self._flights: dict[str, dict[str, Any] | None] = {}
+        self.dirty_users: set[str] = set()
+        self.dirty_reservations: set[str] = set()
+
+    def _doc(self, cache: dict[str, Any], sql: str, key: str) -> dict[str, Any] | None:
+        if key not in cache:
+            row = self.conn.execute(sql, (key,)).fetchone()
+            cache[key] = None if row is None else json.loads(row[0])
+        found: dict[str, Any] | None = cache[key]
+        return found
+
+    def user(self, uid: str) -> dict[str, Any] | None:
+        return self._doc(self._users, "SELECT doc FROM users WHERE user_id = ?", uid)
+
+    def reservation(self, rid: str) -> dict[str, Any] | None:
+        return self._doc(self._reservations,
+                         "SELECT doc FROM reservations WHERE reservation_id = ?", rid)
+
+    def flight(self, number: str) -> dict[str, Any] | None:
+        return self._doc(self._flights, "SELECT doc FROM flights WHERE flight_number = ?",
+                         number)
+
+    def flights_from(self, origin: str) -> list[dict[str, Any]]:
+        return [json.loads(r[0]) for r in self.conn.execute(
+            "SELECT doc FROM flights WHERE origin = ? ORDER BY rowid", (origin,))]
+
+    def flights_between(self, origin: str, destination: str) -> list[dict[str, Any]]:
+        return [json.loads(r[0]) for r in self.conn.execute(
+            "SELECT doc FROM flights WHERE origin = ? AND destination = ? ORDER BY rowid",
+            (origin, destination))]
+
+    def flights_to(self, destination: str) -> list[dict[str, Any]]:
+        return [json.loads(r[0]) for r in self.conn.execute(
+            "SELECT doc FROM flights WHERE destination = ? ORDER BY rowid", (destination,))]
+
+    def add_reservation(self, res: dict[str, Any]) -> None:
+        self._reservations[res["reservation_id"]] = res
+        self.dirty_reservations.add(res["reservation_id"])
+
+    def flush(self) -> None:
+        for uid in sorted(self.dirty_users):
+            u = self._users[uid]
+            assert u is not None
+            self.conn.execute("UPDATE users SET doc = ? WHERE user_id = ?", (json.dumps(u), uid))
+        for rid in sorted(self.dirty_reservations):
+            r = self._reservations[rid]
+            assert r is not None
+            self.conn.execute(
+                "INSERT INTO reservations VALUES (?,?,?,?) ON CONFLICT(reservation_id) DO "
+                "UPDATE SET status = excluded.status, doc = excluded.doc",
+                (rid, r["user_id"], r.get("status"), json.dumps(r)))
+
+
+# --- writes ------------------------------------------------------------------------------
+
+def book_reservation(v: View, user_id: str, origin: str, destination: str, flight_type: str,
+                     cabin: str, flights: list[dict[str, Any]], passengers: list[dict[str, Any]],
+                     payment_methods: list[dict[str, Any]], total_baggages: int,
+                     nonfree_baggages: int, insurance: str) -> str:
+    user = v.user(user_id)
+    if user is None:
+        return "Error: user not found"
+    reservation_id = NEW_RESERVATION_IDS[0]
+    if v.reservation(reservation_id) is not None:
+        reservation_id = NEW_RESERVATION_IDS[1]
+        if v.reservation(reservation_id) is not None:
+            reservation_id = NEW_RESERVATION_IDS[2]
+    reservation: dict[str, Any] = {
+        "reservation_id": reservation_id, "user_id": user_id, "origin": origin,
+        "destination": destination, "flight_type": flight_type, "cabin": cabin,
+        "flights": deepcopy(flights), "passengers": passengers,
+        "payment_history": payment_methods, "created_at": v.created_at,
+        "total_baggages": total_baggages, "nonfree_baggages": nonfree_baggages,
+        "insurance": insurance}
+    total_price: float = 0
+    for flight in reservation["flights"]:
+        number = flight["flight_number"]
+        data = v.flight(number)
+        if data is None:
+            return f"Error: flight {number} not found"
+        if flight["date"] not in data["dates"]:
+            return f"Error: flight {number} not found on date {flight['date']}"
+        day = data["dates"][flight["date"]]
+        if day["status"] != "available":
+            return f"Error: flight {number} not available on date {flight['date']}"
+        if day["available_seats"][cabin] < len(passengers):
+            return f"Error: not enough seats on flight {number}"
+        flight["price"] = day["prices"][cabin]
+        flight["origin"] = data["origin"]
+        flight["destination"] = data["destination"]
+        total_price += flight["price"] * len(passengers)
+    if insurance == "yes":
+        total_price += 30 * len(passengers)
+    total_price += 50 * nonfree_baggages
+    for method in payment_methods:
+        pid, amount = method["payment_id"], method["amount"]
+        if pid not in user["payment_methods"]:
+            return f"Error: payment method {pid} not found"
+        if user["payment_methods"][pid]["source"] in ["gift_card", "certificate"] and (
+                user["payment_methods"][pid]["amount"] < amount):
+            return f"Error: not enough balance in payment method {pid}"
+    paid = sum(m["amount"] for m in payment_methods)
+    if paid != total_price:
+        return (f"Error: payment amount does not add up, total price is {total_price}, "
+                f"but paid {paid}")
+    for method in payment_methods:
+        pid, amount = method["payment_id"], method["amount"]
+        if user["payment_methods"][pid]["source"] == "gift_card":
+            user["payment_methods"][pid]["amount"] -= amount
+        elif user["payment_methods"][pid]["source"] == "certificate":
+            del user["payment_methods"][pid]
+    v.add_reservation(reservation)
+    user["reservations"].append(reservation_id)
+    v.dirty_users.add(user_id)
+    return json.dumps(reservation)
+
+
+def cancel_reservation(v: View, reservation_id: str) -> str:
+    reservation = v.reservation(reservation_id)
+    if reservation is None:
+        return "Error: reservation not found"
+    refunds = [{"payment_id": p["payment_id"], "amount": -p["amount"]}
+               for p in reservation["payment_history"]]
+    reservation["payment_history"].extend(refunds)
+    reservation["status"] = "cancelled"
+    v.dirty_reservations.add(reservation_id)
+    return json.dumps(reservation)
+
+
+def update_reservation_flights(v: View, reservation_id: str, cabin: str,
+                               flights: list[dict[str, Any]], payment_id: str) -> str:
+    reservation = v.reservation(reservation_id)
+    if reservation is None:
+        return "Error: reservation not found"
+    npass = len(reservation["passengers"])
+    total_price: float = 0
+    flights = deepcopy(flights)
+    for flight in flights:
+        kept = [f for f in reservation["flights"]
+                if f["flight_number"] == flight["flight_number"] and f["date"] == flight["date"]
+                and cabin == reservation["cabin"]]
+        if kept:
+            total_price += kept[0]["price"] * npass
+            flight["price"] = kept[0]["price"]
+            flight["origin"] = kept[0]["origin"]
+            flight["destination"] = kept[0]["destination"]
+            continue
+        number = flight["flight_number"]
+        data = v.flight(number)
+        if data is None:
+            return f"Error: flight {number} not found"
+        if flight["date"] not in data["dates"]:
+            return f"Error: flight {number} not found on date {flight['date']}"
+        day = data["dates"][flight["date"]]
+        if day["status"] != "available":
+            return f"Error: flight {number} not available on date {flight['date']}"
+        if day["available_seats"][cabin] < npass:
+            return f"Error: not enough seats on flight {number}"
+        flight["price"] = day["prices"][cabin]
+        flight["origin"] = data["origin"]
+        flight["destination"] = data["destination"]
+        total_price += flight["price"] * npass
+    total_price -= sum(f["price"] for f in reservation["flights"]) * npass
+    owner = v.user(reservation["user_id"])
+    if owner is None or payment_id not in owner["payment_methods"]:
+        return "Error: payment method not found"
+    method = owner["payment_methods"][payment_id]
+    if method["source"] == "certificate":
+        return "Error: certificate cannot be used to update reservation"
+    if method["source"] == "gift_card" and method["amount"] < total_price:
+        return "Error: gift card balance is not enough"
+    if method["source"] == "gift_card":
+        method["amount"] -= total_price
+        v.dirty_users.add(reservation["user_id"])
+    reservation["flights"] = flights
+    if total_price != 0:
+        reservation["payment_history"].append({"payment_id": payment_id, "amount": total_price})
+    v.dirty_reservations.add(reservation_id)
+    return json.dumps(reservation)
+
+
+def update_reservation_baggages(v: View, reservation_id: str, total_baggages: int,
+                                nonfree_baggages: int, payment_id: str) -> str:
+    reservation = v.reservation(reservation_id)
+    if reservation is None:
+        return "Error: reservation not found"
+    total_price = 50 * max(0, nonfree_baggages - reservation["nonfree_baggages"])
+    owner = v.user(reservation["user_id"])
+    if owner is None or payment_id not in owner["payment_methods"]:
+        return "Error: payment method not found"
+    method = owner["payment_methods"][payment_id]
+    if method["source"] == "certificate":
+        return "Error: certificate cannot be used to update reservation"
+    if method["source"] == "gift_card" and method["amount"] < total_price:
+        return "Error: gift card balance is not enough"
+    reservation["total_baggages"] = total_baggages
+    reservation["nonfree_baggages"] = nonfree_baggages
+    if method["source"] == "gift_card":
+        method["amount"] -= total_price
+        v.dirty_users.add(reservation["user_id"])
+    if total_price != 0:
+        reservation["payment_history"].append({"payment_id": payment_id, "amount": total_price})
+    v.dirty_reservations.add(reservation_id)
+    return json.dumps(reservation)
+
+
+def update_reservation_passengers(v: View, reservation_id: str,
+                                  passengers: list[dict[str, Any]]) -> str:
+    reservation = v.reservation(reservation_id)
+    if reservation is None:
+        return "Error: reservation not found"
+    if len(passengers) != len(reservation["passengers"]):
+        return "Error: number of passengers does not match"
+    reservation["passengers"] = passengers
+    v.dirty_reservations.add(reservation_id)
+    return json.dumps(reservation)
+
+
+def send_certificate(v: View, user_id: str, amount: float) -> str:
+    user = v.user(user_id)
+    if user is None:
+        return "Error: user not found"
+    for number in CERTIFICATE_IDS:
+        pid = f"certificate_{number}"
+        if pid not in user["payment_methods"]:
+            user["payment_methods"][pid] = {"source": "certificate", "amount": amount, "id": pid}
+            v.dirty_users.add(user_id)
+            return f"Certificate {pid} added to user {user_id} with amount {amount}."
+    # the benchmark returns None here (it assumes at most three per task)
+    return "Error: no certificate id left for this user"
+
+
+# --- reads -------------------------------------------------------------------------------
+
+def get_user_details(v: View, user_id: str) -> str:
+    user = v.user(user_id)
+    return "Error: user not found" if user is None else json.dumps(user)
+
+
+def get_reservation_details(v: View, reservation_id: str) -> str:
+    res = v.reservation(reservation_id)
+    return "Error: user not found" if res is None else json.dumps(res)  # sic, as the benchmark
+
+
+def search_direct_flight(v: View, origin: str, destination: str, date: str) -> str:
+    results = []
+    for flight in v.flights_between(origin, destination):
+        if date in flight["dates"] and flight["dates"][date]["status"] == "available":
+            results.append({k: x for k, x in flight.items() if k != "dates"})
+            results[-1].update(flight["dates"][date])
+    return json.dumps(results)
+
+
+def search_onestop_flight(v: View, origin: str, destination: str, date: str) -> str:
+    results = []
+    seconds = v.flights_to(destination)
+    for f1 in v.flights_from(origin):
+        for f2 in seconds:
+            if f1["destination"] != f2["origin"]:
+                continue
+            date2 = (f"2024-05-{int(date[-2:]) + 1}" if "+1" in f1["scheduled_arrival_time_est"]
+                     else date)
+            if f1["scheduled_arrival_time_est"] > f2["scheduled_departure_time_est"]:
+                continue
+            if date in f1["dates"] and date2 in f2["dates"] and (
+                    f1["dates"][date]["status"] == "available"
+                    and f2["dates"][date2]["status"] == "available"):
+                r1 = {k: x for k, x in f1.items() if k != "dates"}
+                r1.update(f1["dates"][date])
+                r1["date"] = date
+                r2 = {k: x for k, x in f2.items() if k != "dates"}
+                r2.update(f2["dates"][date])  # sic: the benchmark reads the first leg's date
+                r2["date"] = date2
+                results.append([r1, r2])
+    return json.dumps(results)
+
+
+def list_all_airports(v: View) -> str:
+    return json.dumps(dict(zip(AIRPORTS, CITIES, strict=True)))
+
+
+def calculate(v: View, expression: str) -> str:
+    if not all(ch in "0123456789+-*/(). " for ch in expression):
+        return "Error: invalid characters in expression"
+    try:
+        return str(round(float(_arith(expression)), 2))
+    except Exception as exc:  # the benchmark returns the error text
+        return f"Error: {exc}"
+
+
+def transfer_to_human_agents(v: View, summary: str) -> str:
+    return "Transfer successful"
+
+
+def _arith(expression: str) -> float:
+    """``+ - * / ( )`` and numbers, evaluated without ``eval``."""
+    import ast
+    import operator
+
+    ops: dict[type, Any] = {ast.Add: operator.add, ast.Sub: operator.sub,
+                            ast.Mult: operator.mul, ast.Div: operator.truediv,
+                            ast.FloorDiv: operator.floordiv, ast.Pow: _power,
+                            ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+    def ev(node: ast.AST) -> Any:  # ints stay ints, as under `eval`
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return ops[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in ops:
+            return ops[type(node.op)](ev(node.operand))
+        raise ValueError("invalid syntax")
+    return ev(ast.parse(expression, filename="<string>", mode="eval"))
+
+
+def _power(base: Any, exponent: Any) -> Any:
+    if abs(exponent) > 64 or abs(base) > 1e6:  # what `eval` would compute for hours
+        raise ValueError("exponent too large")
+    return base**exponent
+
+
+WRITES = {"book_reservation": book_reservation, "cancel_reservation": cancel_reservation,
+          "update_reservation_flights": update_reservation_flights,
+          "update_reservation_baggages": update_reservation_baggages,
+          "update_reservation_passengers": update_reservation_passengers,
+          "send_certificate": send_certificate}
+READS = {"get_user_details": get_user_details,
+         "get_reservation_details": get_reservation_details,
+         "search_direct_flight": search_direct_flight,
+         "search_onestop_flight": search_onestop_flight,
+         "list_all_airports": list_all_airports, "calculate": calculate,
+         "transfer_to_human_agents": transfer_to_human_agents}

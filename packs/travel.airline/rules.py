@@ -1,0 +1,396 @@
+"""The written policy (``wiki.md``), as checks decided at the moment of the call.
+
+Each check reads the airline database as it is just before the call (no journal history
+is needed: a snapshot of the benchmark's files is enough) and the customer's statements
+carried by the proposal. It answers :class:`Finding` s: ``deny`` for a call the policy
+forbids, ``clarify`` naming the customer fact that is missing. The pack README's rule table
+lists every check with the sentence it comes from; the codes below are the table's.
+
+What the API itself refuses is not a policy decision: :func:`findings` first runs the
+benchmark's function on a view it never writes; when that answers ``Error: …`` no rule is
+applied and the call goes through to the API, whose error comes back unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from itertools import pairwise
+from typing import Any
+
+from cradle_kg.packs.sdk import Finding, Verdict
+
+from . import api
+from .db import EST
+
+CONFIRMED = "airline:confirmed"
+REASON = "airline:cancellationReason"
+COMPENSATION = "airline:compensationRequested"
+REASONS = ("change_of_plan", "airline_cancelled", "health", "weather", "other")
+COMPENSATIONS = ("cancelled_flight", "delayed_flight")
+#: the reasons travel insurance covers ("health or weather"), and `other` (see `cancel`)
+INSURED_REASONS = ("health", "weather", "other")
+
+#: free checked bags per passenger, by the booking user's membership and the cabin
+FREE_BAGS = {"regular": {"basic_economy": 0, "economy": 1, "business": 2},
+             "silver": {"basic_economy": 1, "economy": 2, "business": 3},
+             "gold": {"basic_economy": 2, "economy": 3, "business": 3}}
+MAX_PASSENGERS = 5
+MAX_OF_KIND = {"certificate": 1, "credit_card": 1, "gift_card": 3}
+#: a segment is used once its flight has taken off
+FLOWN = ("flying", "landed")
+
+
+@dataclass(frozen=True)
+class Call:
+    tool: str                       # the benchmark's name, e.g. ``cancel_reservation``
+    args: Mapping[str, Any]         # the benchmark's keyword arguments
+    on_behalf_of: str | None
+    #: what the customer said (predicate → value), only statements whose source is them
+    said: Mapping[str, str]
+    #: the same predicates stated by someone else (never accepted as the customer's word)
+    hearsay: Mapping[str, str]
+    now: datetime
+
+
+def _deny(code: str, message: str) -> Finding:
+    return Finding(code=code, message=message, verdict=Verdict.DENY)
+
+
+def _clarify(fact: str, message: str) -> Finding:
+    return Finding(code="airline_fact_missing", message=message, verdict=Verdict.CLARIFY,
+                   missing_facts=(fact,))
+
+
+def _missing(call: Call, fact: str, what: str, customer: str) -> Finding:
+    extra = ""
+    if fact in call.hearsay:
+        extra = (f"; `{fact}` was stated, but not by `{customer}` — only the customer's own "
+                 "statement counts")
+    return _clarify(fact, f"`{fact}` is missing: {what} (a statement whose source is "
+                          f"`{customer}`){extra}")
+
+
+# --- facts of the database ---------------------------------------------------------------
+
+def flight_status(v: api.View, number: str, date: str) -> str | None:
+    data = v.flight(number)
+    if data is None or date not in data["dates"]:
+        return None
+    return str(data["dates"][date]["status"])
+
+
+def effective_cabin(v: api.View, res: Mapping[str, Any]) -> str:
+    """The cabin the reservation flies. The API never updates ``cabin`` when a change of
+    cabin goes through ``update_reservation_flights`` (only the prices show it), so when
+    every segment's price is today's price of one other cabin and none of the recorded one,
+    that cabin is the reservation's."""
+    recorded = str(res.get("cabin", ""))
+    common: set[str] | None = None
+    for seg in res["flights"]:
+        data = v.flight(seg["flight_number"])
+        day = data["dates"].get(seg["date"], {}) if data else {}
+        prices = day.get("prices") or {}
+        match = {c for c, p in prices.items() if p == seg.get("price")}
+        common = match if common is None else common & match
+    if not common or recorded in common or len(common) != 1:
+        return recorded
+    return next(iter(common))
+
+
+def _created(res: Mapping[str, Any]) -> datetime | None:
+    try:
+        at = datetime.fromisoformat(str(res["created_at"]))
+    except (KeyError, ValueError):
+        return None
+    return at if at.tzinfo else at.replace(tzinfo=EST)
+
+
+def _route_problem(v: api.View, res: Mapping[str, Any],
+                   flights: list[Mapping[str, Any]]) -> str | None:
+    """Why the new flights do not keep the reservation's origin, destination and trip type."""
+    legs = []
+    for f in flights:
+        data = v.flight(f["flight_number"])
+        if data is None:
+            return None  # the API refuses an unknown flight itself
+        legs.append((str(data["origin"]), str(data["destination"])))
+    if not legs:
+        return "the new itinerary has no flight"
+    for (_, arrive), (depart, _) in pairwise(legs):
+        if arrive != depart:
+            return f"the flights do not connect (`{arrive}` then `{depart}`)"
+    origin, destination = str(res["origin"]), str(res["destination"])
+    if legs[0][0] != origin:
+        return f"the origin would change from `{origin}` to `{legs[0][0]}`"
+    if res.get("flight_type") == "round_trip":
+        if legs[-1][1] != origin:
+            return (f"a round trip from `{origin}` would end in `{legs[-1][1]}` (the trip type "
+                    "or the origin would change)")
+        if destination != origin and destination not in [a for _, a in legs]:
+            return f"the destination `{destination}` is no longer on the itinerary"
+        return None
+    if legs[-1][1] != destination:
+        return f"the destination would change from `{destination}` to `{legs[-1][1]}`"
+    return None
+
+
+def _segments(flights: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    return [(str(f["flight_number"]), str(f["date"])) for f in flights]
+
+
+# --- the checks per tool -----------------------------------------------------------------
+
+def _owner_problem(call: Call, user_id: str) -> Finding | None:
+    customer = f"customer:{user_id}"
+    if not call.on_behalf_of:
+        return _deny("airline_no_customer", "`on_behalf_of` is missing: a write is made for "
+                     f"a customer, here `{customer}`")
+    if call.on_behalf_of != customer:
+        return _deny("airline_not_owner", f"`{call.on_behalf_of}` may not act on what belongs "
+                     f"to `{customer}`")
+    return None
+
+
+def _confirmed(call: Call, customer: str, what: str) -> list[Finding]:
+    said = call.said.get(CONFIRMED)
+    if said is None:
+        return [_missing(call, CONFIRMED, f"the customer's explicit yes to {what}", customer)]
+    if said != "yes":
+        return [_deny("airline_not_confirmed", f"the customer answered `{said}`, not `yes`, "
+                                               f"to {what}")]
+    return []
+
+
+def _payments(v: api.View, user: Mapping[str, Any],
+              methods: list[Mapping[str, Any]]) -> list[Finding]:
+    kinds: dict[str, int] = {}
+    for m in methods:
+        pm = user["payment_methods"].get(m["payment_id"], {})
+        kinds[str(pm.get("source"))] = kinds.get(str(pm.get("source")), 0) + 1
+    out = []
+    for kind, most in MAX_OF_KIND.items():
+        if kinds.get(kind, 0) > most:
+            out.append(_deny("airline_payment_mix", f"{kinds[kind]} `{kind}` payments: a "
+                             f"reservation may use at most {most}"))
+    for kind in sorted(set(kinds) - set(MAX_OF_KIND)):
+        out.append(_deny("airline_payment_kind", f"a `{kind}` payment method is not one the "
+                         "policy allows (certificate, credit card, gift card)"))
+    return out
+
+
+def book(v: api.View, call: Call) -> list[Finding]:
+    a = call.args
+    user = v.user(a["user_id"])
+    assert user is not None  # the API refuses an unknown user first
+    customer = f"customer:{a['user_id']}"
+    out: list[Finding] = []
+    owner = _owner_problem(call, a["user_id"])
+    if owner:
+        return [owner]
+    npass = len(a["passengers"])
+    if npass > MAX_PASSENGERS:
+        out.append(_deny("airline_too_many_passengers", f"{npass} passengers: a reservation "
+                         f"has at most {MAX_PASSENGERS}"))
+    out += _payments(v, user, list(a["payment_methods"]))
+    membership = str(user.get("membership", "regular"))
+    free = FREE_BAGS.get(membership, FREE_BAGS["regular"])[a["cabin"]] * npass
+    due = max(0, a["total_baggages"] - free)
+    if a["nonfree_baggages"] != due:
+        out.append(_deny("airline_bag_allowance", f"{a['total_baggages']} bags with {free} free "
+                         f"({membership}, `{a['cabin']}`, {npass} passenger(s)): "
+                         f"{due} non-free, not {a['nonfree_baggages']}"))
+    pseudo = {"origin": a["origin"], "destination": a["destination"],
+              "flight_type": a["flight_type"]}
+    route = _route_problem(v, pseudo, list(a["flights"]))
+    if route:
+        out.append(_deny("airline_itinerary", f"the flights do not make the `{a['flight_type']}` "
+                         f"trip `{a['origin']}`→`{a['destination']}`: {route}"))
+    if out:
+        return out
+    return _confirmed(call, customer, "this booking")
+
+
+def _reservation(v: api.View, call: Call) -> tuple[dict[str, Any], str, Finding | None]:
+    res = v.reservation(call.args["reservation_id"])
+    assert res is not None  # the API refuses an unknown reservation first
+    owner = _owner_problem(call, str(res["user_id"]))
+    if owner is None and res.get("status") == "cancelled":
+        owner = _deny("airline_already_cancelled", f"reservation `{res['reservation_id']}` is "
+                      "cancelled")
+    return res, f"customer:{res['user_id']}", owner
+
+
+def cancel(v: api.View, call: Call) -> list[Finding]:
+    res, customer, stop = _reservation(v, call)
+    if stop:
+        return [stop]
+    rid = res["reservation_id"]
+    statuses = {seg: flight_status(v, *seg) for seg in _segments(res["flights"])}
+    used = [f"`{n}` on {d}" for (n, d), s in statuses.items() if s in FLOWN]
+    if used:
+        return [_deny("airline_segment_flown", f"reservation `{rid}` has flown segment(s) "
+                      f"{', '.join(used)}: only a trip not flown can be cancelled (transfer to "
+                      "a human agent)")]
+    reason = call.said.get(REASON)
+    if reason is None:
+        return [_missing(call, REASON, "the reason for cancelling", customer)]
+    if reason not in REASONS:
+        return [_deny("airline_reason_unknown", f"`{reason}` is not a cancellation reason "
+                      "(" + ", ".join(f"`{r}`" for r in REASONS) + ")")]
+    confirmed = call.said.get(CONFIRMED)
+    if confirmed is not None and confirmed != "yes":
+        return [_deny("airline_not_confirmed", f"the customer answered `{confirmed}`, not "
+                      "`yes`, to cancelling")]
+    created = _created(res)
+    if created is not None and call.now - created <= timedelta(hours=24):
+        return []
+    cancelled = [f"`{n}` on {d}" for (n, d), s in statuses.items() if s == "cancelled"]
+    if cancelled:
+        return []
+    cabin = effective_cabin(v, res)
+    if cabin == "business":
+        return []
+    # the policy's reasons are "change of plan, airline cancelled flight, or other reasons":
+    # health and weather (what insurance covers) are other reasons, so `other` is taken as
+    # the customer's statement; a change of plan is not covered
+    if res.get("insurance") == "yes" and reason in INSURED_REASONS:
+        return []
+    if reason == "airline_cancelled":
+        return [_deny("airline_reason_contradicted", f"the customer says the airline cancelled "
+                      f"the flight, but no flight of reservation `{rid}` is cancelled in the "
+                      f"database; booked {res.get('created_at')} (more than 24 hours ago), "
+                      f"`{cabin}`, insurance `{res.get('insurance')}`: not cancellable")]
+    why = ("travel insurance does not cover a change of plan"
+           if res.get("insurance") == "yes" else "no travel insurance")
+    return [_deny("airline_not_cancellable", f"reservation `{rid}` was booked "
+                  f"{res.get('created_at')} (more than 24 hours ago), no flight of it is "
+                  f"cancelled, it flies `{cabin}` and {why} (reason `{reason}`): not "
+                  "cancellable")]
+
+
+def update_flights(v: api.View, call: Call) -> list[Finding]:
+    res, customer, stop = _reservation(v, call)
+    if stop:
+        return [stop]
+    a = call.args
+    rid = res["reservation_id"]
+    out: list[Finding] = []
+    old, new = _segments(res["flights"]), _segments(list(a["flights"]))
+    changed = old != new
+    cabin = effective_cabin(v, res)
+    if changed and cabin == "basic_economy":
+        out.append(_deny("airline_basic_economy", f"reservation `{rid}` is basic economy: its "
+                         "flights cannot be modified (only its cabin, without changing flights)"))
+    if changed:
+        route = _route_problem(v, res, list(a["flights"]))
+        if route:
+            out.append(_deny("airline_route_changed", f"reservation `{rid}`: {route}; a "
+                             "modification keeps the origin, destination and trip type"))
+        owner = v.user(str(res["user_id"]))
+        source = (owner or {}).get("payment_methods", {}).get(a["payment_id"], {}).get("source")
+        if source not in ("gift_card", "credit_card"):
+            out.append(_deny("airline_change_payment", f"`{a['payment_id']}` is a `{source}`: "
+                             "a change of flights is paid or refunded with one gift card or "
+                             "credit card"))
+    if out:
+        return out
+    return _confirmed(call, customer, "this change of flights or cabin")
+
+
+def update_baggages(v: api.View, call: Call) -> list[Finding]:
+    res, customer, stop = _reservation(v, call)
+    if stop:
+        return [stop]
+    a = call.args
+    rid = res["reservation_id"]
+    old_total, old_nonfree = int(res["total_baggages"]), int(res["nonfree_baggages"])
+    if a["total_baggages"] < old_total:
+        return [_deny("airline_bag_removed", f"reservation `{rid}` has {old_total} checked bags: "
+                      f"bags can be added, not removed (asked {a['total_baggages']})")]
+    owner = v.user(str(res["user_id"])) or {}
+    membership = str(owner.get("membership", "regular"))
+    cabin = effective_cabin(v, res)
+    free = FREE_BAGS.get(membership, FREE_BAGS["regular"]).get(cabin, 0) * len(res["passengers"])
+    free_left = max(0, free - (old_total - old_nonfree))
+    due = old_nonfree + max(0, a["total_baggages"] - old_total - free_left)
+    if a["nonfree_baggages"] != due:
+        return [_deny("airline_bag_allowance", f"reservation `{rid}`: {old_total} → "
+                      f"{a['total_baggages']} bags, {free} free ({membership}, `{cabin}`, "
+                      f"{len(res['passengers'])} passenger(s)), {old_nonfree} already paid: "
+                      f"{due} non-free, not {a['nonfree_baggages']}")]
+    return _confirmed(call, customer, "this change of bags")
+
+
+def update_passengers(v: api.View, call: Call) -> list[Finding]:
+    _, customer, stop = _reservation(v, call)
+    if stop:
+        return [stop]
+    return _confirmed(call, customer, "this change of passengers")
+
+
+def certificate(v: api.View, call: Call) -> list[Finding]:
+    a = call.args
+    uid = str(a["user_id"])
+    owner = _owner_problem(call, uid)
+    if owner:
+        return [owner]
+    customer = f"customer:{uid}"
+    asked = call.said.get(COMPENSATION)
+    if asked is None:
+        return [_missing(call, COMPENSATION, "the customer's complaint and explicit request "
+                         "for compensation (certificates are not offered proactively)", customer)]
+    if asked not in COMPENSATIONS:
+        return [_deny("airline_compensation_unknown", f"`{asked}` is not a compensation ground "
+                      "(`cancelled_flight`, `delayed_flight`)")]
+    user = v.user(uid) or {}
+    membership = str(user.get("membership", "regular"))
+    status = "cancelled" if asked == "cancelled_flight" else "delayed"
+    per = 100 if asked == "cancelled_flight" else 50
+    affected, eligible, amounts = [], [], []
+    for rid in user.get("reservations", []):
+        res = v.reservation(str(rid))
+        if res is None:
+            continue
+        hit = any(flight_status(v, *seg) == status for seg in _segments(res["flights"]))
+        # a delayed flight may be gone from a reservation already changed for it
+        if not hit and asked == "cancelled_flight":
+            continue
+        if hit:
+            affected.append(str(rid))
+        if (membership in ("silver", "gold") or res.get("insurance") == "yes"
+                or effective_cabin(v, res) == "business"):
+            eligible.append(str(rid))
+            amounts.append(per * len(res["passengers"]))
+    if asked == "cancelled_flight" and not affected:
+        return [_deny("airline_compensation_contradicted", f"the customer complains of a "
+                      f"cancelled flight, but no reservation of `{uid}` has a cancelled flight "
+                      "in the database")]
+    if not eligible:
+        return [_deny("airline_compensation_ineligible", f"`{uid}` is a `{membership}` member "
+                      "and no reservation concerned has travel insurance or flies business: "
+                      "no compensation")]
+    if a["amount"] not in amounts:
+        allowed = ", ".join(f"`{x}`" for x in sorted(set(amounts)))
+        return [_deny("airline_compensation_amount", f"a certificate for a {status} flight is "
+                      f"${per} times the passengers of the reservation: {allowed}, not "
+                      f"`{a['amount']}`")]
+    return []
+
+
+RULES: dict[str, Callable[[api.View, Call], list[Finding]]] = {
+    "book_reservation": book, "cancel_reservation": cancel,
+    "update_reservation_flights": update_flights,
+    "update_reservation_baggages": update_baggages,
+    "update_reservation_passengers": update_passengers, "send_certificate": certificate}
+
+
+def findings(v: api.View, call: Call) -> list[Finding]:
+    """The policy's answer for one write; [] when the API itself would refuse it."""
+    fn = api.WRITES[call.tool]
+    answer = fn(v, **dict(call.args))  # on a view that is never flushed
+    if answer.startswith("Error:"):
+        return []
+    fresh = api.View(v.conn, v.created_at)  # the API's dry run changed the cached documents
+    return RULES[call.tool](fresh, call)

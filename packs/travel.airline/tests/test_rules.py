@@ -1,0 +1,92 @@
+"""Rules beyond the examples: whose word counts, a yes that is a no, a cancelled
+reservation, the cabin a reprice shows, the domain clock, and the API's own errors first."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+Airline = Any  # the `airline` fixture (conftest.py): a home, its runner, its database
+
+OLIVIA = "customer:olivia_gonzalez_2305"
+SOFIA = "customer:sofia_anderson_8718"
+EST = timezone(timedelta(hours=-5))
+KEEP = [{"flight_number": "HAT006", "date": "2024-05-28"},
+        {"flight_number": "HAT055", "date": "2024-05-28"},
+        {"flight_number": "HAT038", "date": "2024-05-30"},
+        {"flight_number": "HAT194", "date": "2024-05-30"}]
+
+
+def _cancel(rid: str, who: str, reason: str) -> dict[str, object]:
+    return {"tool": "cancel_reservation", "arguments": {"reservation_id": rid},
+            "on_behalf_of": who, "facts": [["airline:cancellationReason", reason]]}
+
+
+def test_a_reason_stated_by_the_agent_is_not_the_customers(airline: Airline) -> None:
+    call = {"tool": "cancel_reservation", "arguments": {"reservation_id": "Z7GOZK"},
+            "on_behalf_of": OLIVIA,
+            "facts": [{"subject": OLIVIA, "predicate": "airline:cancellationReason",
+                       "object": "health", "source": "agent:airline-assistant"}]}
+    out = airline.run(call, status="needs_clarification",
+                      missing_facts=["airline:cancellationReason"])
+    assert "only the customer's own statement counts" in out["reasons"][0]
+
+
+def test_a_customer_who_said_no(airline: Airline) -> None:
+    call = _cancel("Z7GOZK", OLIVIA, "health")
+    call["facts"] = [*call["facts"], ["airline:confirmed", "no"]]  # type: ignore[list-item]
+    airline.run(call, status="denied", codes=["airline_not_confirmed"])
+
+
+def test_a_cancelled_reservation_is_not_cancelled_again(airline: Airline) -> None:
+    airline.run(_cancel("Z7GOZK", OLIVIA, "health"), status="executed")
+    out = airline.run(_cancel("Z7GOZK", OLIVIA, "health"), status="denied",
+                      codes=["airline_already_cancelled"])
+    assert "is cancelled" in out["reasons"][0]
+
+
+def test_the_cabin_is_read_from_the_reprice(airline: Airline) -> None:
+    """Basic economy upgraded to business (the API leaves `cabin` as it was, the prices
+    show business): it is business now, and business can always be cancelled."""
+    airline.run({"tool": "update_reservation_flights", "on_behalf_of": SOFIA,
+                 "arguments": {"reservation_id": "1OWO6T", "cabin": "business",
+                               "flights": KEEP, "payment_id": "credit_card_7385026"},
+                 "facts": [["airline:confirmed", "yes"]]}, status="executed")
+    res = airline.db.reservation("1OWO6T")
+    assert res is not None and res["cabin"] == "basic_economy"  # the API's behaviour
+    airline.run(_cancel("1OWO6T", SOFIA, "change_of_plan"), status="executed")
+
+
+def test_the_domain_clock_decides_the_24_hours(airline: Airline) -> None:
+    data = airline.home.entry("db:default_data")()
+    airline.db.load(data, datetime(2024, 5, 16, 9, 0, tzinfo=EST))  # 33 h after booking
+    airline.run(_cancel("JEPRZB", "customer:anya_brown_2655", "change_of_plan"),
+                status="denied", codes=["airline_not_cancellable"])
+    airline.db.load(data, datetime(2024, 5, 15, 15, 0, tzinfo=EST))  # the policy's clock
+    airline.run(_cancel("JEPRZB", "customer:anya_brown_2655", "change_of_plan"),
+                status="executed")
+
+
+def test_the_api_refuses_first_and_its_error_comes_back_unchanged(airline: Airline) -> None:
+    """Booked for another customer *and* paid with a card nobody has: the API's error,
+    not a policy decision."""
+    call = {"tool": "book_reservation", "on_behalf_of": OLIVIA,
+            "facts": [["airline:confirmed", "yes"]],
+            "arguments": {"user_id": "mia_li_3668", "origin": "JFK", "destination": "SEA",
+                          "flight_type": "one_way", "cabin": "economy",
+                          "flights": [{"flight_number": "HAT136", "date": "2024-05-20"},
+                                      {"flight_number": "HAT039", "date": "2024-05-20"}],
+                          "passengers": [{"first_name": "Mia", "last_name": "Li",
+                                          "dob": "1990-04-05"}],
+                          "payment_methods": [{"payment_id": "credit_card_0", "amount": 255}],
+                          "total_baggages": 0, "nonfree_baggages": 0, "insurance": "no"}}
+    out = airline.run(call, status="verification_failed",
+                      output="Error: payment method credit_card_0 not found")
+    assert out["codes"] == []
+
+
+def test_a_certificate_for_another_customer(airline: Airline) -> None:
+    airline.run({"tool": "send_certificate", "on_behalf_of": OLIVIA,
+                 "arguments": {"user_id": "ethan_martin_2396", "amount": 150},
+                 "facts": [["airline:compensationRequested", "delayed_flight"]]},
+                status="denied", codes=["airline_not_owner"])

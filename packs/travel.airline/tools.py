@@ -1,0 +1,300 @@
+"""The 13 tools of the benchmark, their contracts, and the verifiers of the six writes.
+
+Tool ids are ``airline.<benchmark name>``; the arguments are the benchmark's. Targets:
+``reservation:<id>`` for a call on a reservation, ``customer:<user_id>`` for a booking, a
+certificate and the customer read, fixed names for the rest. A write records what it
+answered under its idempotency key in the same transaction as its effect, so a repeated
+key returns the recorded answer (the lookup) and nothing happens twice. The writes are
+``external_write``: they move money (charges, refunds, certificates) in the airline's
+system; none can be undone by the API itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from cradle_kg.packs.sdk import (
+    IdempotencyClass,
+    PackContext,
+    SideEffectClass,
+    ToolCall,
+    VerifierReport,
+    VerifyRequest,
+    check,
+    read_back,
+    report,
+    tool,
+    verifier,
+)
+
+from . import api
+from .db import SOURCE, AirlineDB, Reader
+from .models import (
+    ApiAnswer,
+    BookReservation,
+    Expression,
+    NoArguments,
+    ReservationId,
+    Route,
+    SendCertificate,
+    Summary,
+    UpdateBaggages,
+    UpdateFlights,
+    UpdatePassengers,
+    UserId,
+)
+
+
+def _answer(text: str) -> ApiAnswer:
+    error = text if text.startswith("Error:") else None
+    return ApiAnswer(ok=error is None, output=text, error=error)
+
+
+def created_at(conn: Any) -> str:
+    """The domain clock as the benchmark writes ``created_at`` (EST, no offset)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'now'").fetchone()
+    now = datetime.fromisoformat(str(row[0])) if row else None
+    return now.strftime("%Y-%m-%dT%H:%M:%S") if now else "2024-05-15T15:00:00"
+
+
+def _log(conn: Any, key: str, name: str, args: dict[str, Any], answer: str,
+         before: int) -> None:
+    """The airline's own record of what changed: the reservation, and the payments, refunds
+    and certificates the call added (what the named queries and the projection read)."""
+    rows: list[tuple[str, str | None, str | None, str | None, float | None]] = []
+    if name == "send_certificate":
+        rows.append(("certificate", None, args["user_id"], answer.split()[1],
+                     float(args["amount"])))
+    else:
+        res = json.loads(answer)
+        rows.append(("reservation", res["reservation_id"], res["user_id"], None, None))
+        for p in res["payment_history"][before:]:
+            rows.append(("refund" if p["amount"] < 0 else "payment", res["reservation_id"],
+                         res["user_id"], p["payment_id"], float(p["amount"])))
+    conn.executemany("INSERT INTO changes(idempotency_key, tool, kind, reservation_id, user_id, "
+                     "payment_id, amount) VALUES (?,?,?,?,?,?,?)",
+                     [(key, name, *r) for r in rows])
+
+
+def write(ctx: PackContext, call: ToolCall, name: str) -> ApiAnswer:
+    """One call of the benchmark's API in one transaction, recorded under its key."""
+    db = AirlineDB.of(ctx)
+    key = call.idempotency_key
+    args = call.arguments.model_dump(mode="json")
+    with db.writing() as conn:
+        done = conn.execute("SELECT output FROM applied WHERE idempotency_key = ?",
+                            (key,)).fetchone()
+        if done is not None:
+            return _answer(str(done[0]))
+        view = api.View(conn, created_at(conn))
+        res = view.reservation(args["reservation_id"]) if "reservation_id" in args else None
+        before = len(res["payment_history"]) if res else 0
+        text = api.WRITES[name](view, **args)
+        answer = _answer(text)
+        if answer.ok:
+            view.flush()
+            _log(conn, key, name, args, text, before)
+        conn.execute("INSERT INTO applied VALUES (?,?,?,?)", (key, name, int(answer.ok), text))
+    return answer
+
+
+def read(ctx: PackContext, call: ToolCall, name: str) -> ApiAnswer:
+    db = AirlineDB.of(ctx)
+    with db.reading() as conn:
+        return _answer(api.READS[name](api.View(conn, ""), **call.arguments.model_dump(
+            mode="json")))
+
+
+def lookup(ctx: PackContext, call: ToolCall) -> ApiAnswer | None:
+    found = AirlineDB.of(ctx).applied(call.idempotency_key)
+    return None if found is None else _answer(found[1])
+
+
+WRITE: dict[str, Any] = dict(output_model=ApiAnswer,
+                             side_effect_class=SideEffectClass.EXTERNAL_WRITE,
+                             idempotency=IdempotencyClass.KEYED, lookup=lookup,
+                             blast_radius=("reservation:*", "customer:*"))
+READ: dict[str, Any] = dict(output_model=ApiAnswer, side_effect_class=SideEffectClass.READ_ONLY,
+                            idempotency=IdempotencyClass.NATURAL)
+
+
+def _writer(name: str) -> Callable[[PackContext, ToolCall], ApiAnswer]:
+    def body(ctx: PackContext, call: ToolCall) -> ApiAnswer:
+        return write(ctx, call, name)
+    return body
+
+
+def _reader(name: str) -> Callable[[PackContext, ToolCall], ApiAnswer]:
+    def body(ctx: PackContext, call: ToolCall) -> ApiAnswer:
+        return read(ctx, call, name)
+    return body
+
+
+book_reservation = tool(
+    "airline.book_reservation", input_model=BookReservation, verifier="airline.booked",
+    target_from="customer:{user_id}", description="Book a reservation.", **WRITE,
+)(_writer("book_reservation"))
+cancel_reservation = tool(
+    "airline.cancel_reservation", input_model=ReservationId, verifier="airline.cancelled",
+    target_from="reservation:{reservation_id}", description="Cancel the whole reservation.",
+    **WRITE)(_writer("cancel_reservation"))
+update_reservation_flights = tool(
+    "airline.update_reservation_flights", input_model=UpdateFlights,
+    verifier="airline.flights-updated", target_from="reservation:{reservation_id}",
+    description="Update the flight and cabin information of a reservation.", **WRITE,
+)(_writer("update_reservation_flights"))
+update_reservation_baggages = tool(
+    "airline.update_reservation_baggages", input_model=UpdateBaggages,
+    verifier="airline.baggages-updated", target_from="reservation:{reservation_id}",
+    description="Update the baggage information of a reservation.", **WRITE,
+)(_writer("update_reservation_baggages"))
+update_reservation_passengers = tool(
+    "airline.update_reservation_passengers", input_model=UpdatePassengers,
+    verifier="airline.passengers-updated", target_from="reservation:{reservation_id}",
+    description="Update the passenger information of a reservation.", **WRITE,
+)(_writer("update_reservation_passengers"))
+send_certificate = tool(
+    "airline.send_certificate", input_model=SendCertificate, verifier="airline.certificate-sent",
+    target_from="customer:{user_id}", description="Send a certificate to a user.", **WRITE,
+)(_writer("send_certificate"))
+
+get_user_details = tool("airline.get_user_details", input_model=UserId,
+                        target_from="customer:{user_id}", description="Get the details of a "
+                        "user, including their reservations.", **READ)(
+    _reader("get_user_details"))
+get_reservation_details = tool("airline.get_reservation_details", input_model=ReservationId,
+                               target_from="reservation:{reservation_id}",
+                               description="Get the details of a reservation.", **READ)(
+    _reader("get_reservation_details"))
+search_direct_flight = tool("airline.search_direct_flight", input_model=Route,
+                            target_from="airline:flights",
+                            description="Search direct flights between two cities on a date.",
+                            **READ)(_reader("search_direct_flight"))
+search_onestop_flight = tool("airline.search_onestop_flight", input_model=Route,
+                             target_from="airline:flights", description="Search one-stop "
+                             "flights between two cities on a date.", **READ)(
+    _reader("search_onestop_flight"))
+list_all_airports = tool("airline.list_all_airports", input_model=NoArguments,
+                         target_from="airline:airports", description="List all airports and "
+                         "their cities.", **READ)(_reader("list_all_airports"))
+calculate = tool("airline.calculate", input_model=Expression, target_from="airline:calculator",
+                 description="Calculate the result of a mathematical expression.", **READ)(
+    _reader("calculate"))
+# it changes nothing in the airline's database: the hand-off is the conversation's
+transfer_to_human_agents = tool(
+    "airline.transfer_to_human_agents", input_model=Summary, target_from="airline:human-agents",
+    description="Transfer the user to a human agent, with a summary of the issue.", **READ,
+)(_reader("transfer_to_human_agents"))
+
+
+# --- verifiers: the database read back through a read-only connection of their own ---------
+
+def _state(ctx: PackContext, req: VerifyRequest,
+           expect: Callable[[Reader, dict[str, Any]], tuple[bool, str, dict[str, Any]]],
+           ) -> VerifierReport:
+    read_at = ctx.clock()
+    with AirlineDB.of(ctx).reading() as conn:
+        return _read_state(Reader(conn), req, expect, read_at)
+
+
+def _read_state(db: Reader, req: VerifyRequest,
+                expect: Callable[[Reader, dict[str, Any]], tuple[bool, str, dict[str, Any]]],
+                read_at: datetime) -> VerifierReport:
+    applied = db.applied(req.action.idempotency_key)
+    if applied is None:
+        return report(read_back(False, False, exists_detail="the airline has no record of this "
+                                "call"), read_at=read_at, source=SOURCE, evidence={})
+    ok, output = applied
+    if not ok:
+        return report([*read_back(False, False, exists_detail=f"the API refused the call: "
+                                  f"{output}"), check("api_accepted", False, output)],
+                      read_at=read_at, source=SOURCE, evidence={"api_error": output})
+    args = req.arguments.model_dump(mode="json")
+    matches, detail, evidence = expect(db, args)
+    return report(read_back(True, matches, state_detail=detail), read_at=read_at,
+                  source=SOURCE, evidence={**evidence,
+                                           "changes": db.changes(req.action.idempotency_key)})
+
+
+def _same_flights(res: dict[str, Any], flights: list[dict[str, Any]]) -> bool:
+    return [(f["flight_number"], f["date"]) for f in res["flights"]] == [
+        (f["flight_number"], f["date"]) for f in flights]
+
+
+def _reservation_check(check_fn: Callable[[dict[str, Any], dict[str, Any]], bool], what: str,
+                       ) -> Callable[[Reader, dict[str, Any]],
+                                     tuple[bool, str, dict[str, Any]]]:
+    def expect(db: Reader, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
+        res = db.reservation(args["reservation_id"])
+        if res is None:
+            return False, f"reservation `{args['reservation_id']}` is not in the database", {}
+        good = check_fn(res, args)
+        return good, (what if good else f"reservation `{res['reservation_id']}` does not show "
+                      + what), {"reservation": res}
+    return expect
+
+
+@verifier("airline.cancelled")
+def cancelled(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
+    return _state(ctx, req, _reservation_check(
+        lambda r, a: r.get("status") == "cancelled"
+        and sum(p["amount"] for p in r["payment_history"]) == 0,
+        "status `cancelled`, every payment refunded"))
+
+
+@verifier("airline.flights-updated")
+def flights_updated(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
+    return _state(ctx, req, _reservation_check(
+        lambda r, a: _same_flights(r, a["flights"]), "the new flights"))
+
+
+@verifier("airline.baggages-updated")
+def baggages_updated(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
+    return _state(ctx, req, _reservation_check(
+        lambda r, a: (r["total_baggages"], r["nonfree_baggages"]) == (
+            a["total_baggages"], a["nonfree_baggages"]), "the new bag counts"))
+
+
+@verifier("airline.passengers-updated")
+def passengers_updated(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
+    return _state(ctx, req, _reservation_check(
+        lambda r, a: r["passengers"] == a["passengers"], "the new passengers"))
+
+
+def _booked(db: Reader, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
+    user = db.user(args["user_id"]) or {"reservations": []}
+    for rid in reversed(user["reservations"]):
+        res = db.reservation(str(rid))
+        if res and _same_flights(res, args["flights"]) and res["passengers"] == args[
+                "passengers"] and res["cabin"] == args["cabin"]:
+            return True, f"reservation `{rid}` of `{args['user_id']}`", {"reservation": res}
+    return False, f"no reservation of `{args['user_id']}` has these flights and passengers", {}
+
+
+@verifier("airline.booked")
+def booked(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
+    return _state(ctx, req, _booked)
+
+
+def _certificate(db: Reader, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
+    user = db.user(args["user_id"]) or {"payment_methods": {}}
+    found = [pid for pid, m in user["payment_methods"].items()
+             if m.get("source") == "certificate" and pid.startswith("certificate_32213")
+             and m.get("amount") == args["amount"]]
+    return bool(found), (f"certificate `{found[-1]}` of {args['amount']}" if found else
+                         f"no certificate of {args['amount']} in the profile"), {
+        "certificates": found}
+
+
+@verifier("airline.certificate-sent")
+def certificate_sent(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
+    return _state(ctx, req, _certificate)
+
+
+def args_of(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json")

@@ -12,7 +12,7 @@ Throughput is all calls over the wall time from the barrier to the last worker d
 row's ratio is against the 1-worker row measured in the same run. The load average is
 printed before and after: this machine's 2 cores are shared.
 
-Run: ``.venv/bin/python bench/bench_workers.py [--calls 60] [--workers 1,2,4] [--rounds 2]``
+Run: ``.venv/bin/python bench/bench_workers.py [--calls 200] [--workers 1,2,4] [--rounds 3]``
 """
 
 from __future__ import annotations
@@ -94,9 +94,9 @@ def measure(home: Path, n: int, calls: int, tag: str, *, graph_sync: bool = Fals
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=60, help="governed calls per worker")
+    parser.add_argument("--calls", type=int, default=200, help="governed calls per worker")
     parser.add_argument("--workers", default="1,2,4", help="worker counts, side by side")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds (best of, per count)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (best of, per count)")
     parser.add_argument("--journal", default=None, help="a migrated PostgreSQL journal")
     parser.add_argument("--graph-sync", action="store_true",
                         help="each worker also brings the home's graph up to the journal "

@@ -39,7 +39,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -159,16 +158,15 @@ def effects_without_intent(home: Path) -> int:
     return len(applied - keys)
 
 
-@dataclass
 class Trial:
-    number: int
-    seed: int
-    point: str
-    random_moment: bool
-    log: Path
-    report: Path
-    kill_at: float | None
-    deadline: float
+    """One victim: its draw, its files, when the parent kills it (a plain class: the tests
+    load this file without registering it as a module, which a dataclass needs)."""
+
+    def __init__(self, number: int, seed: int, point: str, random_moment: bool, log: Path,
+                 report: Path, kill_at: float | None, deadline: float) -> None:
+        self.number, self.seed, self.point, self.random_moment = number, seed, point, \
+            random_moment
+        self.log, self.report, self.kill_at, self.deadline = log, report, kill_at, deadline
 
 
 def run(kills: int, seed: int, home: Path, *, workers: int = 1) -> dict[str, Any]:

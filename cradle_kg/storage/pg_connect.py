@@ -39,7 +39,11 @@ def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[tuple[An
         # a dead host's lease is dropped when its TCP connection is found dead (~25 s)
         info = make_conninfo(url, connect_timeout=10, keepalives=1, keepalives_idle=10,
                              keepalives_interval=5, keepalives_count=3)
-        return psycopg.connect(info, autocommit=autocommit)
+        conn = psycopg.connect(info, autocommit=autocommit)
+        # no server-side prepared statements: one that an aborted pipeline never created
+        # would stay in psycopg's cache ("prepared statement ... does not exist")
+        conn.prepare_threshold = None
+        return conn
     except psycopg.Error as exc:
         raise JournalError(f"cannot connect to the journal `{redact(url)}`: "
                            f"{str(exc).strip()}") from exc

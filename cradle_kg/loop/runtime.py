@@ -21,6 +21,8 @@ from typing import Any
 from ..config import RuntimeConfig, load_config
 from ..errors import GraphStoreError, JournalError
 from ..evidence import EvidenceStore
+from ..graph.knowledge import KnowledgeSource
+from ..graph.knowledge import install as install_knowledge
 from ..graph.packproj import PackProjector
 from ..graph.store import GraphStore
 from ..home import Home, resolve_home
@@ -84,6 +86,8 @@ class Runtime:
         self.commit_hooks: list[CommitHook] = []
         #: the loaded packs' projection hooks (the graph store and the commit check use them)
         self.projectors: list[PackProjector] = []
+        #: the loaded packs' knowledge graphs, installed when the graph store opens
+        self.knowledge: list[KnowledgeSource] = []
         self.approvals = ApprovalBook(self.journal, config)
         self.policy_set = PolicySet(self.context, evidence=self.evidence,
                                     paths=(self.home.policies, *policy_paths),
@@ -204,6 +208,9 @@ class Runtime:
         prepared.register(self)
         # issue 14: the pack's records in the run graph, checked by its shapes at commit
         self.projectors.extend(prepared.projectors())
+        self.knowledge.extend(prepared.knowledge_sources())
+        if self._graph is not None:
+            install_knowledge(self._graph, prepared.knowledge_sources())
         if self.integrity is not None and (prepared.projections or pack.shape_files()):
             self.integrity.add_pack(shapes=pack.shape_files(),
                                     projectors=prepared.projectors())
@@ -213,6 +220,8 @@ class Runtime:
         if self._graph is None and not self._graph_unavailable:
             try:
                 self._graph = GraphStore(self.home.graph, projectors=self.projectors)
+                # cheap when unchanged: a digest per graph, nothing parsed (graph/knowledge.py)
+                install_knowledge(self._graph, self.knowledge)
             except GraphStoreError:  # busy (another process) or unreadable: catch up later
                 self._graph_unavailable = True
         return self._graph

@@ -1,0 +1,135 @@
+"""Issue 14 on the demo home: the packs' knowledge in versioned named graphs, their records
+projected through the hook, and the named queries that join them — each with its rows."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cradle_kg import Runtime
+from cradle_kg.demo.scenario import DemoStep, run_demo
+from cradle_kg.graph.knowledge import KnowledgeSource, install, knowledge_graph
+from cradle_kg.graph.store import GraphStore
+from cradle_kg.home import Home
+from cradle_kg.packs.registry import PackRegistry
+
+from .conftest import PILOTS, pack_dir
+
+HS = "https://w3id.org/cradle/pack/customs/hs2022/"
+CUSTOMS_KG = knowledge_graph("customs.hs-router", "1.0.0", "hs2022")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[DemoStep]]:
+    home = tmp_path_factory.mktemp("knowledge-demo") / "home"
+    return home, run_demo(home, pilots=True)
+
+
+def _rows(home: Path, sparql: str) -> list[dict[str, str]]:
+    store = GraphStore(Home(home).graph, read_only=True)  # a reader: nothing to flush
+    solutions = store.query(sparql)
+    names = [v.value for v in solutions.variables]
+    return [{n: (row[n].value if row[n] is not None else "") for n in names}
+            for row in solutions]
+
+
+def _named(home: Path, pack: str, name: str) -> list[dict[str, str]]:
+    registry = PackRegistry.discover(home)
+    text = registry.get(pack).query_files()[name].read_text(encoding="utf-8")
+    return _rows(home, text)
+
+
+def test_hs2022_is_skos_generated_from_the_shipped_csv(demo: tuple[Path, Any]) -> None:
+    home, _ = demo
+    with (pack_dir("customs.hs-router") / "data/hs2022/harmonized-system.csv").open(
+            encoding="utf-8-sig", newline="") as f:
+        levels = Counter(row["level"] for row in csv.DictReader(f))
+    kinds = {r["k"].rsplit("#", 1)[1]: int(r["n"]) for r in _rows(home, f"""
+        SELECT ?k (COUNT(?c) AS ?n) WHERE {{ GRAPH <{CUSTOMS_KG}> {{ ?c a ?k }}
+        FILTER (STRSTARTS(STR(?k), "https://w3id.org/cradle/pack/customs#")) }} GROUP BY ?k""")}
+    assert kinds == {"HSSection": 21, "HSChapter": levels["2"], "HSHeading": levels["4"],
+                     "HSSubheading": levels["6"]}
+    chain = _rows(home, f"""PREFIX skos: <http://www.w3.org/2004/02/skos/core#>
+        SELECT ?n WHERE {{ <{HS}880622> skos:broader+ ?b . ?b skos:notation ?n }}""")
+    assert sorted(r["n"] for r in chain) == ["88", "8806", "XVII"]
+    label = _rows(home, f"""PREFIX skos: <http://www.w3.org/2004/02/skos/core#>
+        SELECT ?l ?v WHERE {{ <{HS}880622> skos:prefLabel ?l ; skos:notation "8806.22" ;
+        <https://w3id.org/cradle/pack/customs#validFrom> ?v }}""")
+    assert label and label[0]["l"].startswith("Unmanned aircraft") and label[0]["v"] == \
+        "2022-01-01"
+
+
+def test_every_pack_version_has_its_own_graphs(demo: tuple[Path, Any]) -> None:
+    home, _ = demo
+    store = GraphStore(Home(home).graph, read_only=True)
+    graphs = store.knowledge_graphs()
+    assert "https://w3id.org/cradle/pack/customs.hs-router/1.0.0/hs2022" in graphs
+    assert "https://w3id.org/cradle/pack/customs.hs-router/1.0.0/dual-use" in graphs
+    assert "https://w3id.org/cradle/pack/infra.uptimeharbor/1.0.0/ontology" in graphs
+    assert not set(graphs) & set(store.run_graphs())  # never counted as runs
+    assert "/pack/customs.hs-router/1.0.0/" not in store.nquads()  # nor in a run export
+
+
+def test_reopening_an_unchanged_version_reinstalls_nothing(demo: tuple[Path, Any]) -> None:
+    home, _ = demo
+    with Runtime(home) as rt:
+        store = rt.graph()
+        assert store is not None
+        before = {g: store.knowledge_digest(g) for g in store.knowledge_graphs()}
+        assert install(store, rt.knowledge) == []
+        assert {g: store.knowledge_digest(g) for g in store.knowledge_graphs()} == before
+
+
+def test_a_changed_source_file_is_reinstalled(tmp_path: Path) -> None:
+    data = tmp_path / "terms.ttl"
+    data.write_text("<https://e.org/a> <https://e.org/p> \"1\" .\n")
+    graph = knowledge_graph("test.k", "1.0.0", "ontology")
+    store = GraphStore.in_memory()
+    source = KnowledgeSource(graph, (data,))
+    assert install(store, [source]) == [graph]
+    assert install(store, [source]) == []
+    data.write_text("<https://e.org/a> <https://e.org/p> \"2\" .\n")
+    assert install(store, [source]) == [graph]
+    values = [q.object.value for q in store.store.quads_for_pattern(None, None, None, None)
+              if q.graph_name.value == graph]
+    assert values == ["2"]
+
+
+def test_missing_facts_names_the_papers_two_facts(demo: tuple[Path, Any]) -> None:
+    home, _ = demo
+    rows = _named(home, "customs.hs-router", "missing-facts")
+    assert sorted(r["missing"] for r in rows) == ["maximum_range", "maximum_takeoff_weight"]
+    assert len({r["decision"] for r in rows}) == 1
+
+
+def test_permits_by_hs_code(demo: tuple[Path, Any]) -> None:
+    home, _ = demo
+    rows = _named(home, "customs.hs-router", "permits-by-hs-code")
+    assert rows == [{"hsCode": "8806.93", "permit": "EU-2021/821:9A012", "decisions": "1"}]
+
+
+def test_classification_sources_join_the_nomenclature(demo: tuple[Path, Any]) -> None:
+    home, _ = demo
+    rows = _named(home, "customs.hs-router", "classification-sources")
+    quadcopter = {(r["kind"], r["notation"]) for r in rows if r["hsCode"] == "8806.22"}
+    assert {("HSSection", "XVII"), ("HSChapter", "88"), ("HSHeading", "8806"),
+            ("HSSubheading", "8806.22"), ("DualUseEntry", "9A012"),
+            ("LegalSource", "WCO:HS2022"), ("LegalSource", "EU-2021/821:AnnexI@2025-11"),
+            ("RoutingRule", "pack:customs.hs-router/routing-rule-8806-dual-use")} <= quadcopter
+    assert {r["hsCode"] for r in rows} == {"8806.22", "8806.93"}
+
+
+def test_every_shipped_pack_query_returns_rows_on_the_demo_home(
+        demo: tuple[Path, Any]) -> None:
+    home, _ = demo
+    registry = PackRegistry.discover(home)
+    asked = 0
+    for pack in (*PILOTS, "demo.ledger"):
+        for name in registry.get(pack).query_files():
+            assert _named(home, pack, name), f"{pack}: `{name}` returned no rows"
+            asked += 1
+    assert asked >= 3

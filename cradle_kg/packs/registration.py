@@ -62,7 +62,8 @@ def _declared(pack: Pack, entry: str, kind: type[D]) -> D:
         raise ManifestError(f"{where} is not a {_DECORATOR[kind]} declaration (`cradle_kg."
                             f"packs.sdk.{_DECORATOR[kind]}`), it is a `{type(found).__name__}`")
     if isinstance(found, Tool):
-        problems = contract_problems(found.spec, has_lookup=found.lookup is not None)
+        problems = contract_problems(found.spec, has_lookup=found.lookup is not None,
+                                     require_postconditions=True)
         if problems:
             raise ManifestError(f"{where}: tool `{found.spec.id}` has an incomplete contract: "
                                 + "; ".join(problems))

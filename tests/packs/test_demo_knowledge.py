@@ -133,3 +133,48 @@ def test_every_shipped_pack_query_returns_rows_on_the_demo_home(
             assert _named(home, pack, name), f"{pack}: `{name}` returned no rows"
             asked += 1
     assert asked >= 3
+
+
+def _core(home: Path, name: str) -> list[dict[str, str]]:
+    from cradle_kg.graph.queries import QUERIES_DIR
+    return _rows(home, (QUERIES_DIR / f"{name}.rq").read_text(encoding="utf-8"))
+
+
+def test_verified_facts_of_a_goods_line_and_their_evidence(demo: tuple[Path, Any]) -> None:
+    home, _ = demo
+    rows = [r for r in _core(home, "verified-facts")
+            if r["subject"] == "goods-line:customs-quadcopter"]
+    facts = {r["predicate"]: r for r in rows}
+    assert {"maximum_takeoff_weight", "maximum_range", "endurance"} <= set(facts)
+    assert all(r["status"].endswith("#Verified") for r in rows)
+    assert all(r["evidence"].startswith("https://w3id.org/cradle/id/evidence/sha256")
+               for r in rows)
+    assert facts["maximum_takeoff_weight"]["value"] == "0.9"
+
+
+def test_postconditions_held_after_each_action(demo: tuple[Path, Any]) -> None:
+    home, _ = demo
+    rows = _core(home, "postconditions")
+    by_tool: dict[str, set[tuple[str, str]]] = {}
+    for r in rows:
+        by_tool.setdefault(r["tool"].rsplit("/", 1)[1], set()).add(
+            (r["status"], r["postconditions"].split(";")[0]))
+    assert ("verified", "shapes: held") in by_tool["demo.ledger.credit"]
+    assert ("failed", "shapes: the entry read back does not credit the amount asked to "
+            "the account") in by_tool["demo.ledger.credit_unreliable"]
+    assert ("verified", "shapes: held") in by_tool["customs.finalize_classification"]
+    assert ("verified", "read-only: not_declared") in by_tool["customs.classify"]
+
+
+def test_deployment_resources(demo: tuple[Path, Any]) -> None:
+    home, _ = demo
+    rows = _named(home, "infra.uptimeharbor", "deployment-resources")
+    production = [r for r in rows if r["kind"] == "Deployment"
+                  and r["environment"] == "production"]
+    assert {r["observedChanged"] for r in production} == {
+        "harbor:demo-success/production", "harbor:demo-rollback/production"}
+    assert {r["status"] for r in production} == {"Verified", "Failed"}
+    rollbacks = [r for r in rows if r["kind"] == "Rollback"]
+    assert rollbacks and all(r["observedChanged"].endswith(("/staging", "/production"))
+                             for r in rollbacks)
+    assert all(len(r["sha"]) == 40 for r in rows)

@@ -21,7 +21,8 @@ from ..conftest import make_config, proposal
 
 SDK_API = [
     "Action", "Agent", "ApprovalError", "ApprovalStatus", "Approver", "AuditEvent",
-    "CheckStatus", "CradleError", "Finding", "IdempotencyClass", "IdempotencyConflictError",
+    "CheckStatus", "CradleError", "FactCheck", "Finding", "IdempotencyClass",
+    "IdempotencyConflictError",
     "InputError", "Invariant", "JournalError", "Knowledge", "Outcome", "OutcomeStatus",
     "PackContext", "PackStore", "Permission", "PolicyError", "Projection", "Proposal",
     "ReplayDivergenceError", "RuntimeConfig", "SideEffectClass", "Tool", "ToolCall",

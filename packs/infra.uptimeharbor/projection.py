@@ -163,7 +163,8 @@ def verifications(ev: AuditEvent) -> Iterable[Triple]:
         # a pack verification is a cradle:Verification (ontology): it carries a core status
         yield (v, iri(CRADLE + "verificationStatus"), iri(CRADLE + _CORE_STATUS.get(
             status, "Inconclusive")))
-        yield (v, iri(PROV + "wasDerivedFrom"), core)
+        # both are verifications (PROV activities): the pack's check informed by the core's
+        yield (v, iri(PROV + "wasInformedBy"), core)
         if env:
             yield (v, ix("verifiedIn"), node("environment", env))
         if sha:

@@ -69,14 +69,18 @@ def open_store(home: Path | None) -> GraphStore:
     if not h.journal.exists():
         raise InputError(f"no journal at `{h.journal}`",
                          hint="run `cradle-kg demo --home ...` or pass --home")
+    from ..packs.hooks import home_projectors
+
     with Journal(h.journal) as journal:
         try:
             store = GraphStore(h.graph)
+            if store.projected_seq() < journal.head()[0]:  # the packs' hooks project too
+                store.projectors = home_projectors(h.root)
             store.sync(journal)
         except CradleError:
             err_console.print("note: the graph store is busy; projecting the journal in "
                               "memory", highlight=False)
-            store = GraphStore.in_memory()
+            store = GraphStore.in_memory(projectors=home_projectors(h.root))
             store.rebuild(journal)
     return store
 

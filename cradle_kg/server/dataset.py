@@ -84,6 +84,10 @@ def snapshot_home(home: Home, out: Path) -> Source:
         return Source(snapshot=None, snapshot_seq=0, journal=home.journal)
     try:
         with Journal(home.journal) as journal:
+            if graph.projected_seq() < journal.head()[0]:  # the packs' hooks project too
+                from ..packs.hooks import home_projectors
+
+                graph.projectors = home_projectors(home.root)
             graph.sync(journal)
         seq = graph.projected_seq()
         graph.store.dump(str(out), format=ox.RdfFormat.N_QUADS)  # the meta graph goes too

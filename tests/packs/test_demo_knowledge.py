@@ -220,3 +220,18 @@ def test_the_export_reads_as_prov(demo: tuple[Path, Any]) -> None:
     counted = list(merged.query(prefixes + """SELECT (COUNT(*) AS ?n) WHERE {
         ?s prov:wasGeneratedBy ?a . ?a a/rdfs:subClassOf* prov:Activity }"""))
     assert int(counted[0][0]) > 10  # the packs' records hang off the runtime's actions
+
+
+def test_zz_a_cli_rebuild_keeps_the_packs_records_and_knowledge(
+        demo: tuple[Path, Any]) -> None:
+    """Runs last on the shared demo home: `graph rebuild` runs the packs' hooks too."""
+    from .conftest import cli
+    home, _ = demo
+    before = _named(home, "customs.hs-router", "classification-sources")
+    store = GraphStore(Home(home).graph, read_only=True)
+    runs_before = store.nquads()
+    del store
+    done = cli("graph", "rebuild", "--home", str(home))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _named(home, "customs.hs-router", "classification-sources") == before
+    assert GraphStore(Home(home).graph, read_only=True).nquads() == runs_before

@@ -156,6 +156,12 @@ class ToolSpec:
         return any(fnmatch.fnmatchcase(resource, pattern) for pattern in self.blast_radius)
 
 
+def fill_template(pattern: str, arguments: BaseModel) -> str:
+    """``pattern`` with each ``{argument}`` replaced by its value, escaped so it matches
+    only itself (as in ``target_from``); raises KeyError/ValueError when it cannot."""
+    return pattern.format_map(_Literal(arguments.model_dump(mode="json")))
+
+
 class _Literal(dict[str, Any]):
     """Argument values for a target template, escaped so they match only themselves."""
 

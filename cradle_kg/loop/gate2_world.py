@@ -27,7 +27,7 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from ..graph.project import lit
-from ..graph.shacl import RustShaclEngine, Shapes, to_ntriples
+from ..graph.shacl import RustShaclEngine, shapes_from_turtle
 from ..records import (
     Action,
     CandidateFact,
@@ -36,7 +36,7 @@ from ..records import (
     VerificationCheck,
     VerificationStatus,
 )
-from ..tools import ToolSpec, _Literal
+from ..tools import ToolSpec, fill_template
 from ..verifiers import VerifierReport
 
 V = VerificationStatus
@@ -56,11 +56,10 @@ def _check(name: str, status: VerificationStatus, detail: str = "") -> Verificat
 
 def radius(spec: ToolSpec, arguments: BaseModel) -> list[str]:
     """The contract's radius with ``{argument}`` placeholders filled in (literally)."""
-    values = _Literal(arguments.model_dump(mode="json"))
     out: list[str] = []
     for pattern in spec.blast_radius:
         try:
-            out.append(pattern.format_map(values) if "{" in pattern else pattern)
+            out.append(fill_template(pattern, arguments) if "{" in pattern else pattern)
         except (KeyError, ValueError, IndexError):
             out.append("\0unresolvable:" + pattern)  # matches nothing: fails closed
     return out
@@ -127,16 +126,7 @@ def observation_rdf(report: VerifierReport, arguments: BaseModel) -> str:
 
 @lru_cache(maxsize=128)
 def _engine(shapes_turtle: tuple[str, ...]) -> RustShaclEngine:
-    from rdflib import Graph
-
-    from ..graph.shacl import _rule_numbers, _shape_parents
-
-    graph = Graph()
-    for text in shapes_turtle:
-        graph.parse(data=text, format="turtle")
-    return RustShaclEngine(Shapes(graph=graph, ntriples=to_ntriples(graph),
-                                  rule_numbers=_rule_numbers(graph), files=(),
-                                  parents=_shape_parents(graph)))
+    return RustShaclEngine(shapes_from_turtle(shapes_turtle))
 
 
 def compile_postconditions(spec: ToolSpec) -> None:

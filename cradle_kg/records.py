@@ -178,6 +178,17 @@ class CandidateFact(Record):
     confidence: StrictFloat | None = None
 
 
+class FactCheck(Record):
+    """A verifier's finding on one candidate fact of the proposal (by its index in
+    ``Proposal.facts``): confirmed by what it read (``verified``) or contradicted by it
+    (``contradicted``). A fact becomes Verified only this way, supported by the
+    verification's evidence; a contradicted fact becomes Rejected and gate 2 fails."""
+
+    fact: StrictInt = Field(ge=0)
+    status: Literal["verified", "contradicted"]
+    detail: str = ""
+
+
 def _check_action(action: ActionRequest, limits: InputLimits, where: str, depth: int) -> None:
     for name in ("action_type", "target", "environment", "idempotency_key"):
         check_id(getattr(action, name), limits=limits, where=f"{where}.{name}")

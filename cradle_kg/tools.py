@@ -91,6 +91,10 @@ class ToolSpec:
     #: is the argument's value, matched literally; ``*`` matches anything) or a callable
     #: from the parsed arguments to such a pattern. Required unless the tool is read-only.
     target_from: str | Callable[[BaseModel], str] | None = None
+    # --- issue 14: what gate 2 reads the world against (cradle_kg/loop/gate2_world.py) -----
+    #: SHACL shapes (Turtle text) the verifier's observation, projected as RDF, must
+    #: satisfy after the action; ``blast_radius`` may use ``{argument}`` placeholders
+    postconditions: tuple[str, ...] = ()
 
     @property
     def ref(self) -> str:
@@ -152,6 +156,12 @@ class ToolSpec:
         return any(fnmatch.fnmatchcase(resource, pattern) for pattern in self.blast_radius)
 
 
+def fill_template(pattern: str, arguments: BaseModel) -> str:
+    """``pattern`` with each ``{argument}`` replaced by its value, escaped so it matches
+    only itself (as in ``target_from``); raises KeyError/ValueError when it cannot."""
+    return pattern.format_map(_Literal(arguments.model_dump(mode="json")))
+
+
 class _Literal(dict[str, Any]):
     """Argument values for a target template, escaped so they match only themselves."""
 
@@ -170,10 +180,19 @@ def _pydantic_brief(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def contract_problems(spec: ToolSpec, *, has_lookup: bool) -> list[str]:
-    """What the declared side-effect class requires and the contract does not carry."""
+def contract_problems(spec: ToolSpec, *, has_lookup: bool,
+                      require_postconditions: bool = False) -> list[str]:
+    """What the declared side-effect class requires and the contract does not carry.
+
+    ``require_postconditions`` (a pack's tools): an ``external_write`` or ``irreversible``
+    tool declares at least one postcondition shape (issue 14)."""
     problems: list[str] = []
     cls = spec.side_effect_class
+    if require_postconditions and cls in (SideEffectClass.EXTERNAL_WRITE,
+                                          SideEffectClass.IRREVERSIBLE) and not (
+            spec.postconditions):
+        problems.append(f"class `{cls}` needs at least one postcondition shape "
+                        "(`postconditions`): what the world looks like after it")
     if cls is not SideEffectClass.READ_ONLY and not spec.verifier:
         problems.append(f"class `{cls}` needs a verifier that reads the effect back")
     if cls is not SideEffectClass.READ_ONLY and spec.target_from is None:

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .errors import UnknownNameError
-from .records import Action, VerificationCheck, VerificationStatus
+from .records import Action, CandidateFact, FactCheck, VerificationCheck, VerificationStatus
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,9 @@ class VerifyRequest:
     #: what the tool said it did — a claim, never a proof
     claimed_output: BaseModel | None
     executed_at: datetime
+    #: the proposal's candidate facts: a verifier may confirm or contradict each one
+    #: (:attr:`VerifierReport.facts`), which is the only way a fact becomes Verified
+    facts: tuple[CandidateFact, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,11 @@ class VerifierReport:
     #: what the verifier read, kept as evidence (stored content-addressed)
     evidence: dict[str, Any] = field(default_factory=dict)
     source: str = ""
+    #: what the read says of the proposal's candidate facts (by index)
+    facts: tuple[FactCheck, ...] = ()
+    #: the resources the verifier observed changed (a read-back, a diff of the resource
+    #: set); gate 2 checks them against the contract's blast radius. None: not observed
+    changed: tuple[str, ...] | None = None
 
     @property
     def status(self) -> VerificationStatus:

@@ -102,8 +102,9 @@ def _break(text: str, rule: int) -> str:
         obs = next(ln for ln in lines if f"<{RDF.type}> <{A}Observation>" in ln).split(" ")[0]
         return text + f"{obs} <{RDF.type}> <{A}Fact> {graph} .\n"
     if rule == 6:
+        # a decision evaluates its proposal and (issue 14) its context: take the proposal
         proposal_iri = next(ln for ln in lines if ln.startswith(decision)
-                            and f"<{A}evaluates>" in ln).split(" ")[2]
+                            and f"<{A}evaluates>" in ln and "/proposal/" in ln).split(" ")[2]
         return text + (f"<urn:x:deny> <{RDF.type}> <{A}Decision> {graph} .\n"
                        f"<urn:x:deny> <{A}verdict> <{A}Deny> {graph} .\n"
                        f"<urn:x:deny> <{A}evaluates> {proposal_iri} {graph} .\n")

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from ..errors import CradleError, InputError, UnknownNameError
 from ..graph.bulk import validate_store
 from ..graph.owl import check_ontology
+from ..graph.packproj import PackProjector
 from ..graph.project import run_graph
 from ..graph.shacl import ShaclEngine, ValidationReport, load_shapes, make_engine
 from ..graph.store import GraphStore, rebuild
@@ -50,6 +51,12 @@ _OX_FORMATS = {ExportFormat.TRIG: ox.RdfFormat.TRIG, ExportFormat.NQUADS: ox.Rdf
                ExportFormat.JSONLD: ox.RdfFormat.JSON_LD}
 
 
+def home_projectors(root: Path) -> list[PackProjector]:
+    from ..packs.hooks import home_projectors as hooks
+
+    return hooks(root)
+
+
 def open_graph(home: Path | None, *, sync: bool = True) -> GraphStore:
     """The home's store, locked (a busy one is refused in one line), up to the journal."""
     root = resolve_home(home)
@@ -60,6 +67,8 @@ def open_graph(home: Path | None, *, sync: bool = True) -> GraphStore:
             fail(exc)
         if sync:
             try:
+                if store.projected_seq() < journal.head()[0]:  # the packs' hooks project too
+                    store.projectors = home_projectors(root)
                 store.sync(journal)
             except BaseException:
                 store.close()
@@ -87,12 +96,32 @@ def graph_rebuild(home: HomeOpt = None) -> None:
                     console=console) as bar:
                 task = bar.add_task("rebuild", total=head)
                 count, quads = rebuild(path, journal, locked=lock, progress=lambda done, total:
-                                       bar.update(task, completed=done, total=total))
+                                       bar.update(task, completed=done, total=total),
+                                       projectors=home_projectors(root))
         except CradleError as exc:
             fail(exc)
         finally:
             lock.release()
+    _reinstall_knowledge(root, path)
     console.print(f"rebuilt: {count} events -> {quads} quads in {path}", highlight=False)
+
+
+def _reinstall_knowledge(root: Path, path: Path) -> None:
+    """The packs' knowledge graphs, back into the rebuilt store (issue 14)."""
+    from ..graph.knowledge import install
+    from ..packs.hooks import home_knowledge
+
+    sources = home_knowledge(root)
+    if not sources:
+        return
+    try:
+        store = GraphStore(path)
+    except CradleError as exc:
+        fail(exc)
+    try:
+        install(store, sources)
+    finally:
+        store.close()
 
 
 @graph_app.command("sync")
@@ -101,6 +130,8 @@ def graph_sync(home: HomeOpt = None) -> None:
     with open_journal(home) as journal:
         store = open_graph(home, sync=False)
         try:
+            if store.projected_seq() < journal.head()[0]:  # the packs' hooks project too
+                store.projectors = home_projectors(resolve_home(home))
             added = store.sync(journal)
         finally:
             store.close()

@@ -66,14 +66,18 @@ def short(term: Any) -> str:
 def open_store(home: Path | None) -> GraphStore:
     """The home's graph at the journal head (in memory when the store is busy)."""
     h = Home(resolve_home(home))
+    from ..packs.hooks import home_projectors
+
     with open_home_journal(h.root, must_exist=True) as journal:
         try:
             store = GraphStore(h.graph)
+            if store.projected_seq() < journal.head()[0]:  # the packs' hooks project too
+                store.projectors = home_projectors(h.root)
             store.sync(journal)
         except CradleError:
             err_console.print("note: the graph store is busy; projecting the journal in "
                               "memory", highlight=False)
-            store = GraphStore.in_memory()
+            store = GraphStore.in_memory(projectors=home_projectors(h.root))
             store.rebuild(journal)
     return store
 

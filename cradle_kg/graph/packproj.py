@@ -123,6 +123,14 @@ def _checked(triple: object, projector: PackProjector) -> str:
     return f"{s} {p} {o}"
 
 
+def well_formed(triple: object) -> bool:
+    """Three well-formed N-Triples terms (any subject: for a pack's knowledge graphs)."""
+    return (isinstance(triple, tuple) and len(triple) == 3
+            and all(isinstance(t, str) for t in triple)
+            and bool(_IRI.match(triple[0])) and bool(_IRI.match(triple[1]))
+            and bool(_IRI.match(triple[2]) or _LITERAL.match(triple[2])))
+
+
 def run_projector(projector: PackProjector, ev: AuditEvent) -> list[str]:
     """The checked triples of one projector for one event; raises on any failure."""
     try:
@@ -157,4 +165,4 @@ def pack_triples(ev: AuditEvent, projectors: Sequence[PackProjector], *,
 
 
 __all__ = ["PROJECTION_FAILED", "PackProjector", "ProjectionError", "ProjectorBody", "Triple",
-           "core_node", "iri", "literal", "pack_triples", "run_projector"]
+           "core_node", "iri", "literal", "pack_triples", "run_projector", "well_formed"]

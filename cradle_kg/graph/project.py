@@ -207,6 +207,7 @@ def _proposal(q: _Quads, ev: AuditEvent) -> str:
         q.add(s, c("candidateFact"), f)
     for ref in prop.get("evidence_refs", []):
         q.add(s, c("isSupportedBy"), node("evidence", ref))
+    _intent_of(q, s, key, prop)
     return s
 
 
@@ -240,6 +241,7 @@ def _decision(q: _Quads, ev: AuditEvent) -> str:
     if action_id:
         _proposed_action(q, ev, action_id, d["proposal_id"])
         q.add(s, c("decisionFor"), action_node(action_id))
+    _context_of(q, ev, s, d)
     return s
 
 
@@ -340,7 +342,78 @@ def _verification(q: _Quads, ev: AuditEvent) -> str:
         q.add(s, p("used"), e)
     if ev.payload.get("transition_id"):
         q.add(s, c("checks"), node("transition", ev.payload["transition_id"]))
+    _settled_facts(q, s, ev.payload.get("facts") or ())
+    _world_read(q, s, v, ev.payload.get("verifier_report") or {})
     return s
+
+
+def _world_read(q: _Quads, s: str, v: dict[str, Any], report: dict[str, Any]) -> None:
+    """What gate 2 read of the world: the resources its verifier observed changed, and
+    how the postconditions went (held, failed, or `not_declared`)."""
+    for resource in report.get("changed") or ():
+        res = node("resource", str(resource))
+        q.typed(res, "Resource")
+        q.add(res, _LABEL, lit(str(resource)))
+        q.add(s, c("observedChange"), res)
+    for check in v.get("checks", []):
+        if check["name"] == "postconditions" and check.get("detail"):
+            q.add(s, c("postconditions"), lit(str(check["detail"])))
+
+
+# --- issue 14: facts with a life cycle; intent, context and constraints -----------------------
+
+_FACT_STATUS = {"verified": "Verified", "contradicted": "Rejected"}
+
+
+def _settled_facts(q: _Quads, verification: str, facts: Iterable[dict[str, Any]]) -> None:
+    """A verification that confirms a candidate fact makes it Verified, supported by the
+    evidence the verifier read; one that contradicts it makes it Rejected."""
+    for f in facts:
+        fact = node("fact", f["fact"])
+        q.add(fact, c("verificationStatus"), c(_FACT_STATUS[f["status"]]))
+        q.add(verification, c("settlesFact"), fact)
+        if f["status"] == "verified":
+            for ref in f.get("evidence_refs", ()):
+                q.add(fact, c("isSupportedBy"), node("evidence", ref))
+
+
+def _fact_retractions(ev: AuditEvent) -> list[str]:
+    return [f"{node('fact', f['fact'])} {c('verificationStatus')} {c('Unverified')}"
+            for f in ev.payload.get("facts") or ()]
+
+
+def _intent_of(q: _Quads, s: str, key: str, prop: dict[str, Any]) -> None:
+    """What the agent is trying to achieve: the task, the tool it asks for, its slots."""
+    intent = node("intent", key)
+    q.typed(intent, "Intent")
+    q.add(s, c("hasIntent"), intent)
+    q.add(intent, c("intentType"), lit(str(prop["action"]["action_type"])))
+    q.add(intent, p("wasDerivedFrom"), node("task", prop["task_id"]))
+    for slot in sorted(prop["action"].get("arguments") or {}):
+        q.add(intent, c("slot"), lit(str(slot)))
+
+
+def _context_of(q: _Quads, ev: AuditEvent, decision: str, d: dict[str, Any]) -> None:
+    """The timestamped inputs a decision evaluated, and the pack constraints it applied."""
+    ctx = node("context", d["id"])
+    q.typed(ctx, "Context")
+    q.add(decision, c("evaluates"), ctx)
+    q.add(ctx, c("at"), dt(d["decided_at"]))
+    q.add(ctx, c("policyVersion"), lit(d["policy_version"]))
+    env = (ev.payload.get("action") or {}).get("environment")
+    if env:
+        q.add(ctx, c("environment"), lit(env))
+    for pack in d.get("pack_versions", []):
+        q.add(ctx, c("packVersion"), lit(pack))
+    for check in d.get("checks", []):
+        q.add(ctx, c("checkResult"), lit(f"{check['check']}={check['status']}"))
+    for found in ev.payload.get("validator_findings", ()):
+        constraint = node("constraint", str(found["validator"]))
+        q.typed(constraint, "Constraint")
+        q.add(constraint, _LABEL, lit(str(found["validator"])))
+        q.add(ctx, c("appliesConstraint"), constraint)
+        if found.get("findings"):
+            q.add(decision, c("violatesConstraint"), constraint)
 
 
 def _transition(q: _Quads, ev: AuditEvent) -> str:
@@ -455,6 +528,8 @@ def event_retractions(ev: AuditEvent) -> list[str]:
     if ev.kind == "approval.decided":
         s = node("approval", ev.payload["approval_id"])
         return [f"{s} {c('approvalStatus')} {c('Pending')}"]
+    if ev.kind == "verification.recorded" and ev.payload.get("facts"):
+        return _fact_retractions(ev)
     return []
 
 

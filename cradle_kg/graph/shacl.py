@@ -50,6 +50,7 @@ __all__ = [
     "default_engine",
     "load_shapes",
     "make_engine",
+    "shapes_from_turtle",
     "union_graph",
     "validate",
 ]
@@ -141,6 +142,21 @@ def load_shapes(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Sh
         files=tuple(files),
         parents=_shape_parents(graph),
     )
+
+
+def shapes_from_turtle(texts: Iterable[str]) -> Shapes:
+    """Shapes given as Turtle text (a tool contract's postconditions); a text that does not
+    parse or declares no shape is a :class:`ShapesError`."""
+    graph = Graph()
+    try:
+        for text in texts:
+            graph.parse(data=text, format="turtle")
+    except Exception as exc:  # rdflib's parser errors have no common base
+        raise ShapesError(f"cannot read shapes: {exc}") from exc
+    if not _declares_shapes(graph):
+        raise ShapesError("no shapes declared")
+    return Shapes(graph=graph, ntriples=to_ntriples(graph), rule_numbers=_rule_numbers(graph),
+                  files=(), parents=_shape_parents(graph))
 
 
 def _declares_shapes(graph: Graph) -> bool:

@@ -36,6 +36,9 @@ from .swap import StoreLock, building_path, remove_folder, settle, swap_in
 from .vocab import CRADLE_NS
 
 META_GRAPH = "https://w3id.org/cradle/meta"
+#: named graphs of packs' knowledge (ontology, reference data): ``…/pack/<id>/<version>/<name>``
+KNOWLEDGE_BASE = "https://w3id.org/cradle/pack/"
+_DIGEST = f"<{CRADLE_NS}knowledgeDigest>"
 _SEQ = f"<{CRADLE_NS}projectedSeq>"
 _META = f"<{META_GRAPH}>"
 _INT = "http://www.w3.org/2001/XMLSchema#integer"
@@ -167,22 +170,57 @@ class GraphStore:
         return _project_all(self.store, journal, progress, self.projectors)
 
     def run_graphs(self) -> list[str]:
-        """The run graphs (neither the meta graph nor the shared graph)."""
+        """The run graphs (not the meta graph, the shared graph or packs' knowledge)."""
         return sorted(g.value for g in self.store.named_graphs()
-                      if g.value not in (META_GRAPH, SHARED_GRAPH))
+                      if g.value not in (META_GRAPH, SHARED_GRAPH)
+                      and not g.value.startswith(KNOWLEDGE_BASE))
 
     def data_graphs(self) -> list[str]:
-        """Every graph of the projection: the run graphs and the shared graph."""
-        return sorted(g.value for g in self.store.named_graphs() if g.value != META_GRAPH)
+        """Every graph of the projection: the run graphs and the shared graph (not the
+        packs' knowledge, which is installed from the packs, not projected)."""
+        return sorted(g.value for g in self.store.named_graphs()
+                      if g.value != META_GRAPH and not g.value.startswith(KNOWLEDGE_BASE))
+
+    # --- packs' knowledge (issue 14): named graphs of their own, loaded once per content ---
+
+    def knowledge_graphs(self) -> list[str]:
+        return sorted(g.value for g in self.store.named_graphs()
+                      if g.value.startswith(KNOWLEDGE_BASE))
+
+    def knowledge_digest(self, graph: str) -> str | None:
+        """The digest of what ``graph`` was installed from, or None (not installed)."""
+        for quad in self.store.quads_for_pattern(ox.NamedNode(graph),
+                                                 ox.NamedNode(_DIGEST[1:-1]), None,
+                                                 ox.NamedNode(META_GRAPH)):
+            if isinstance(quad.object, ox.Literal):
+                return str(quad.object.value)
+        return None
+
+    def install_knowledge(self, graph: str, digest: str, data: str, *,
+                          turtle: bool = False) -> None:
+        """Replace ``graph`` with ``data`` (N-Triples, or Turtle), then record ``digest``:
+        the marker last, so an interrupted install is redone on the next open."""
+        if not graph.startswith(KNOWLEDGE_BASE):
+            raise GraphStoreError(f"`{graph}` is not a knowledge graph name")
+        name = ox.NamedNode(graph)
+        self.store.update(f"DELETE WHERE {{ GRAPH {_META} {{ <{graph}> {_DIGEST} ?d }} }}")
+        if name in set(self.store.named_graphs()):
+            self.store.remove_graph(name)
+        fmt = ox.RdfFormat.TURTLE if turtle else ox.RdfFormat.N_TRIPLES
+        self.store.bulk_load(data, format=fmt, to_graph=name)
+        self.store.update(f"INSERT DATA {{ GRAPH {_META} {{ <{graph}> {_DIGEST} "
+                          f"\"{digest}\" }} }}")
 
     def nquads(self, *, graphs: Iterable[str] | None = None) -> str:
-        """The store as canonical N-Quads: sorted, meta graph left out."""
+        """The store as canonical N-Quads: sorted, meta graph left out (and the packs'
+        knowledge graphs, unless ``graphs`` names them)."""
         wanted = set(graphs) if graphs is not None else None
         lines = []
         for quad in self.store:
             g = quad.graph_name
             name = g.value if isinstance(g, ox.NamedNode) else ""
-            if name == META_GRAPH or (wanted is not None and name not in wanted):
+            if name == META_GRAPH or (wanted is not None and name not in wanted) or (
+                    wanted is None and name.startswith(KNOWLEDGE_BASE)):
                 continue
             lines.append(f"{quad} .\n")
         return "".join(sorted(lines))

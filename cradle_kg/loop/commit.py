@@ -16,9 +16,11 @@ from pydantic import BaseModel
 
 from ..canonical import content_hash, iso
 from ..crashpoints import crashpoint
+from ..graph.project import proposal_key
 from ..records import (
     RUNTIME_ACTOR,
     Action,
+    FactCheck,
     Outcome,
     OutcomeStatus,
     Proposal,
@@ -45,8 +47,25 @@ def report_record(report: VerifierReport | None) -> dict[str, Any] | None:
     """A verifier's raw report as journaled (read by :mod:`cradle_kg.workflow.sandbox`)."""
     if report is None:
         return None
-    return {"checks": [c.model_dump(mode="json") for c in report.checks],
-            "read_at": iso(report.read_at), "source": report.source}
+    out: dict[str, Any] = {"checks": [c.model_dump(mode="json") for c in report.checks],
+                           "read_at": iso(report.read_at), "source": report.source}
+    if report.changed is not None:  # absent when not observed: older journals read the same
+        out["changed"] = list(report.changed)
+    if report.facts:
+        out["facts"] = [f.model_dump(mode="json") for f in report.facts]
+    return out
+
+
+def _fact_payload(proposal: Proposal, checks: Sequence[FactCheck],
+                  evidence_refs: Sequence[str]) -> dict[str, Any]:
+    """The facts this verification settles (issue 14): each candidate fact's graph key, its
+    new status and the evidence it rests on. Absent when none: older journals read alike."""
+    if not checks:
+        return {}
+    key = proposal_key(proposal.effective_run_id, proposal.id, None, proposal.attempt)
+    return {"proposal_id": proposal.id, "facts": [
+        {"fact": f"{key}/{c.fact}", "status": c.status, "detail": c.detail,
+         "evidence_refs": list(evidence_refs)} for c in checks]}
 
 
 def transition_event(run_id: str, transition: StateTransition, action: Action) -> NewEvent:
@@ -77,7 +96,7 @@ class Commit:
         g2 = self.gate2.run(spec=spec, action=action, arguments=arguments,
                             observation=result.observation, output=result.output,
                             output_error=result.output_error, started_at=result.started_at,
-                            now=verified_at)
+                            now=verified_at, facts=proposal.facts)
         evidence_refs: tuple[str, ...] = ()
         if g2.report is not None and g2.report.evidence:
             evidence_refs = (content_hash(g2.report.evidence),)
@@ -99,7 +118,8 @@ class Commit:
                                     "evidence": g2.report.evidence if g2.report else {},
                                     # determinism seam: the verifier is an activity; its raw
                                     # answer is journaled whole so strict replay can serve it
-                                    "verifier_report": report_record(g2.report)})]
+                                    "verifier_report": report_record(g2.report),
+                                    **_fact_payload(proposal, g2.fact_checks, evidence_refs)})]
         reasons: list[str] = [f"{c.name}: {c.detail}" for c in g2.checks
                               if c.status is not VerificationStatus.VERIFIED]
         commit = g2.status is VerificationStatus.VERIFIED and result.output_error is None

@@ -18,9 +18,17 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel
 
-from ..records import Action, ExecutionObservation, VerificationCheck, VerificationStatus
+from ..records import (
+    Action,
+    CandidateFact,
+    ExecutionObservation,
+    FactCheck,
+    VerificationCheck,
+    VerificationStatus,
+)
 from ..tools import ToolSpec
 from ..verifiers import VerifierRegistry, VerifierReport, VerifyRequest, combine
+from . import gate2_world as world
 
 V = VerificationStatus
 #: a domain invariant: (action, claimed output) -> list of broken invariants (messages)
@@ -41,6 +49,8 @@ class Gate2Result:
     report: VerifierReport | None
     verifier_id: str
     compensation: str | None
+    #: the verifier's findings on the proposal's candidate facts that stand
+    fact_checks: tuple[FactCheck, ...] = ()
 
 
 def _check(name: str, status: VerificationStatus, detail: str = "") -> VerificationCheck:
@@ -49,45 +59,51 @@ def _check(name: str, status: VerificationStatus, detail: str = "") -> Verificat
 
 class Gate2:
     def __init__(self, *, verifiers: VerifierRegistry, invariants: Sequence[InvariantBinding],
-                 max_read_age: timedelta) -> None:
+                 max_read_age: timedelta,
+                 compensation: world.CompensationCheck | None = None) -> None:
         self.verifiers = verifiers
         self.invariants = invariants
         self.max_read_age = max_read_age
+        #: whether the acting identity can run a compensation tool (registered, permitted)
+        self.compensation = compensation
 
     def run(self, *, spec: ToolSpec, action: Action, arguments: BaseModel,
             observation: ExecutionObservation, output: BaseModel | None,
-            output_error: str | None, started_at: datetime, now: datetime) -> Gate2Result:
+            output_error: str | None, started_at: datetime, now: datetime,
+            facts: Sequence[CandidateFact] = ()) -> Gate2Result:
         checks: list[VerificationCheck] = []
         if output_error is not None:
             checks.append(_check("output_schema", V.FAILED, output_error))
         else:
             checks.append(_check("output_schema", V.VERIFIED, f"matches `{spec.ref}` output"))
-        report, verifier_id = self._read_back(spec, action, arguments, output, started_at, checks)
-        checks += self._from_report(report, expected=bool(spec.verifier))
+        report, verifier_id = self._read_back(spec, action, arguments, output, started_at,
+                                              checks, tuple(facts))
+        checks += self._from_report(report, spec, arguments)
         checks.append(self._invariants(action, output))
-        checks.append(self._blast_radius(spec, observation))
+        checks.append(world.blast_radius(spec, arguments, observation, report))
         checks.append(self._freshness(report, started_at, now))
         checks.append(self._evidence(spec, report))
+        fact_check, fact_checks = world.facts(facts, report)
+        if fact_check is not None:
+            checks.append(fact_check)
+        # INVARIANT: compensation availability is a check like the others: it counts
+        checks.append(world.compensation(spec, action, self.compensation))
         status = combine(c.status for c in checks)
-        compensation = spec.compensation_tool
-        if compensation:
-            checks.append(_check("compensation_available", V.VERIFIED,
-                                 f"compensation tool `{compensation}`"))
-        else:
-            checks.append(_check("compensation_available", V.VERIFIED,
-                                 "no compensation declared: a failure escalates to a human"))
-        return Gate2Result(status, tuple(checks), report, verifier_id, compensation)
+        return Gate2Result(status, tuple(checks), report, verifier_id, spec.compensation_tool,
+                           fact_checks)
 
     def _read_back(self, spec: ToolSpec, action: Action, arguments: BaseModel,
                    output: BaseModel | None, started_at: datetime,
-                   checks: list[VerificationCheck]) -> tuple[VerifierReport | None, str]:
+                   checks: list[VerificationCheck], facts: tuple[CandidateFact, ...] = ()
+                   ) -> tuple[VerifierReport | None, str]:
         if not spec.verifier:
             # read-only tools change nothing; their result is an observation, not a fact
             return None, ""
         try:
             fn = self.verifiers.get(spec.verifier)
             report = fn(VerifyRequest(action=action, arguments=arguments,
-                                      claimed_output=output, executed_at=started_at))
+                                      claimed_output=output, executed_at=started_at,
+                                      facts=facts))
             if not isinstance(report, VerifierReport):
                 raise TypeError(f"returned `{type(report).__name__}`, not a VerifierReport")
             return report, spec.verifier
@@ -97,24 +113,23 @@ class Gate2:
             return None, spec.verifier
 
     @staticmethod
-    def _from_report(report: VerifierReport | None, *, expected: bool) -> list[VerificationCheck]:
+    def _from_report(report: VerifierReport | None, spec: ToolSpec,
+                     arguments: BaseModel) -> list[VerificationCheck]:
         if report is None:
             status, detail = ((V.INCONCLUSIVE, "no independent read")
-                              if expected else (V.VERIFIED, "read-only: nothing to read back"))
-            return [_check(n, status, detail)
-                    for n in ("resource_exists", "expected_state", "postconditions")]
+                              if spec.verifier else (V.VERIFIED, "read-only: nothing to read back"))
+            out = [_check(n, status, detail) for n in ("resource_exists", "expected_state")]
+            if spec.postconditions:  # declared, nothing observed to check them on
+                return [*out, world.postconditions(spec, arguments, None, ())]
+            return [*out, _check("postconditions", status,
+                                 detail if spec.verifier else "read-only: not_declared")]
         by_name = {c.name: c for c in report.checks}
         out = []
         for name in ("resource_exists", "expected_state"):
             got = by_name.pop(name, None)
             out.append(got or _check(name, V.INCONCLUSIVE, "the verifier did not check it"))
-        post = list(by_name.values())
-        if post:
-            out.append(_check("postconditions", combine(c.status for c in post),
-                              "; ".join(f"{c.name}: {c.status}" +
-                                        (f" ({c.detail})" if c.detail else "") for c in post)))
-        else:
-            out.append(_check("postconditions", V.VERIFIED, "none declared"))
+        # the contract's shapes on the observation, and any other check the verifier made
+        out.append(world.postconditions(spec, arguments, report, list(by_name.values())))
         return out
 
     def _invariants(self, action: Action, output: BaseModel | None) -> VerificationCheck:
@@ -128,14 +143,6 @@ class Gate2:
         if broken:
             return _check("domain_invariants", V.FAILED, "; ".join(broken))
         return _check("domain_invariants", V.VERIFIED)
-
-    @staticmethod
-    def _blast_radius(spec: ToolSpec, observation: ExecutionObservation) -> VerificationCheck:
-        outside = [e.resource for e in observation.side_effects if not spec.covers(e.resource)]
-        if outside:
-            return _check("no_forbidden_side_effect", V.FAILED,
-                          "side effects outside the declared blast radius: " + ", ".join(outside))
-        return _check("no_forbidden_side_effect", V.VERIFIED)
 
     def _freshness(self, report: VerifierReport | None, started_at: datetime,
                    now: datetime) -> VerificationCheck:

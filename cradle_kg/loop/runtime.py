@@ -12,6 +12,7 @@ where the last one stopped.
 
 from __future__ import annotations
 
+import fnmatch
 import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -19,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RuntimeConfig, load_config
-from ..errors import GraphStoreError, JournalError
+from ..errors import GraphStoreError, InputError, JournalError
 from ..evidence import EvidenceStore
+from ..graph.knowledge import KnowledgeSource
+from ..graph.knowledge import install as install_knowledge
 from ..graph.packproj import PackProjector
 from ..graph.store import GraphStore
 from ..home import Home, resolve_home
@@ -28,7 +31,15 @@ from ..packs.loader import Pack
 from ..packs.registration import prepare_pack
 from ..packs.registry import PackRegistry
 from ..policy import PolicyEngine
-from ..records import ApprovalStatus, HumanApproval, Outcome, Plan, Proposal, Verdict
+from ..records import (
+    Action,
+    ApprovalStatus,
+    HumanApproval,
+    Outcome,
+    Plan,
+    Proposal,
+    Verdict,
+)
 from ..storage import Journal, Lease, NewEvent, home_journal_target, open_journal
 from ..tools import LookupFunction, ToolFunction, ToolRegistry, ToolSpec
 from ..verifiers import VerifierFunction, VerifierRegistry
@@ -42,6 +53,7 @@ from .gate1.checks import Gate1, GateInput
 from .gate1.decision import decide, decision_events
 from .gate1.findings import DomainValidator, ValidatorBinding
 from .gate2 import DomainInvariant, Gate2, InvariantBinding
+from .gate2_world import compile_postconditions
 from .gateway import Gateway
 from .integrity import IntegrityChecker
 from .outcomes import VERDICT_STATUS, outcome_event, recorded_outcome
@@ -91,6 +103,8 @@ class Runtime:
         self.commit_hooks: list[CommitHook] = []
         #: the loaded packs' projection hooks (the graph store and the commit check use them)
         self.projectors: list[PackProjector] = []
+        #: the loaded packs' knowledge graphs, installed when the graph store opens
+        self.knowledge: list[KnowledgeSource] = []
         self.approvals = ApprovalBook(self.journal, config)
         self.policy_set = PolicySet(self.context, evidence=self.evidence,
                                     paths=(self.home.policies, *policy_paths),
@@ -100,7 +114,8 @@ class Runtime:
                                           holds_tool=self.tools.has)
         self.gateway = Gateway(self.tools, self.context, clock=self.context.clock)
         self.gate2 = Gate2(verifiers=self.verifiers, invariants=self.invariants,
-                           max_read_age=timedelta(seconds=config.verification_max_age_seconds))
+                           max_read_age=timedelta(seconds=config.verification_max_age_seconds),
+                           compensation=self._compensation_problem)
         self.settlement = Settlement(self.context, submit=self._submit)
         self.commit = Commit(self.context, gate2=self.gate2, hooks=self.commit_hooks,
                              settlement=self.settlement)
@@ -168,6 +183,11 @@ class Runtime:
 
     def register_tool(self, spec: ToolSpec, fn: ToolFunction, *,
                       lookup: LookupFunction | None = None) -> None:
+        try:  # a postcondition shape that does not compile refuses the contract
+            compile_postconditions(spec)
+        except Exception as exc:
+            raise InputError(f"tool `{spec.ref}`: its postcondition shapes do not compile: "
+                             f"{exc}") from exc
         self.tools.register(spec, fn, lookup=lookup)
 
     def register_verifier(self, verifier_id: str, fn: VerifierFunction) -> None:
@@ -179,6 +199,18 @@ class Runtime:
 
     def register_invariant(self, tool_pattern: str, fn: DomainInvariant, *, name: str) -> None:
         self.invariants.append(InvariantBinding(tool_pattern, fn, name))
+
+    def _compensation_problem(self, tool: str, action: Action) -> str | None:
+        """Why the acting identity could not run ``tool`` on the action's target (gate 2's
+        `compensation_available`), or None: registered, and a permission grants it."""
+        if not self.tools.has(tool):
+            return f"`{tool}` is not registered"
+        who = action.executed_by
+        if not any(p.subject == who and fnmatch.fnmatchcase(tool, p.action_type)
+                   and fnmatch.fnmatchcase(action.target, p.resource_selector)
+                   for p in self.config.permissions):
+            return f"`{who}` holds no permission for `{tool}` on `{action.target}`"
+        return None
 
     def configure(self, config: RuntimeConfig) -> None:
         """Replace the configuration (identities, permissions, approvers, limits) in force.
@@ -211,6 +243,9 @@ class Runtime:
         prepared.register(self)
         # issue 14: the pack's records in the run graph, checked by its shapes at commit
         self.projectors.extend(prepared.projectors())
+        self.knowledge.extend(prepared.knowledge_sources())
+        if self._graph is not None:
+            install_knowledge(self._graph, prepared.knowledge_sources())
         if self.integrity is not None and (prepared.projections or pack.shape_files()):
             self.integrity.add_pack(shapes=pack.shape_files(),
                                     projectors=prepared.projectors())
@@ -220,6 +255,8 @@ class Runtime:
         if self._graph is None and not self._graph_unavailable:
             try:
                 self._graph = GraphStore(self.home.graph, projectors=self.projectors)
+                # cheap when unchanged: a digest per graph, nothing parsed (graph/knowledge.py)
+                install_knowledge(self._graph, self.knowledge)
             except GraphStoreError:  # busy (another process) or unreadable: catch up later
                 self._graph_unavailable = True
         return self._graph

@@ -15,7 +15,8 @@ registration code and holds no reference to the runtime.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..graph.packproj import ProjectorBody
+from ..graph.packproj import ProjectorBody, Triple
 from ..loop.gate1.findings import Finding
 from ..records import Action, Proposal
 from ..tools import ToolCall, ToolSpec
@@ -101,7 +102,21 @@ class Projection:
     body: ProjectorBody
 
 
-Declaration = Tool | Verifier | Validator | Invariant | Projection
+KnowledgeBody = Callable[[Path], Iterable[Triple]]
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """Reference data as a named graph of the pack's version, generated at load time from
+    ``files`` (relative to the pack folder): the body gets the folder, returns triples.
+    Re-generated only when the files (or the pack version) change."""
+
+    name: str
+    files: tuple[str, ...]
+    body: KnowledgeBody
+
+
+Declaration = Tool | Verifier | Validator | Invariant | Projection | Knowledge
 
 
 def tool(tool_id: str, *, lookup: LookupBody | None = None, version: str = "",
@@ -144,6 +159,22 @@ def projection(name: str, *, kinds: Sequence[str]) -> Callable[[ProjectorBody], 
 
     def declare(body: ProjectorBody) -> Projection:
         return Projection(name=name, kinds=frozenset(kinds), body=body)
+    return declare
+
+
+def knowledge(name: str, *, files: Sequence[str]) -> Callable[[KnowledgeBody], Knowledge]:
+    """Declare a knowledge graph built from the pack's data ``files``::
+
+        @knowledge("hs2022", files=("data/hs2022/harmonized-system.csv",))
+        def hs2022(folder: Path) -> Iterable[Triple]: ...
+    """
+    if not re.match(r"^[a-z][a-z0-9-]*$", name):
+        raise ValueError(f"`{name}` is not a knowledge graph name (lowercase, digits, -)")
+    if not files or isinstance(files, str):
+        raise ValueError("`files` is a non-empty list of the pack's data files")
+
+    def declare(body: KnowledgeBody) -> Knowledge:
+        return Knowledge(name=name, files=tuple(files), body=body)
     return declare
 
 

@@ -46,6 +46,8 @@ class Manifest(BaseModel):
     invariants: list[str] = []
     #: ``module:attribute`` of each ``@projection`` hook: the pack's records in the run graph
     projections: list[str] = []
+    #: ``module:attribute`` of each ``@knowledge`` graph (reference data, built at load time)
+    knowledge: list[str] = []
     #: "module:function" called with (runtime, input dict) -> outcome dict, for `pack run`
     example_runner: str | None = None
     #: "module:function" called by `cradle-kg pack init` with (context, data dir or None,
@@ -80,7 +82,8 @@ class Manifest(BaseModel):
             raise ValueError(f"`{value}` is not a version requirement like `>=0.1.0`")
         return value
 
-    @field_validator("validators", "tools", "verifiers", "invariants", "projections")
+    @field_validator("validators", "tools", "verifiers", "invariants", "projections",
+                     "knowledge")
     @classmethod
     def _entries(cls, value: list[str]) -> list[str]:
         for item in value:

@@ -18,12 +18,21 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..errors import CradleError, ManifestError
+from ..graph.knowledge import KnowledgeSource, knowledge_graph
 from ..graph.packproj import PackProjector
 from ..loop.gate1.findings import DomainValidator
 from ..loop.gate2 import DomainInvariant
 from ..tools import LookupFunction, ToolFunction, ToolSpec, contract_problems
 from ..verifiers import VerifierFunction
-from .declarations import Invariant, PackContext, Projection, Tool, Validator, Verifier
+from .declarations import (
+    Invariant,
+    Knowledge,
+    PackContext,
+    Projection,
+    Tool,
+    Validator,
+    Verifier,
+)
 from .loader import Pack
 
 
@@ -40,10 +49,10 @@ class Registrar(Protocol):
                            name: str) -> None: ...
 
 
-D = TypeVar("D", Tool, Verifier, Validator, Invariant, Projection)
+D = TypeVar("D", Tool, Verifier, Validator, Invariant, Projection, Knowledge)
 
 _DECORATOR = {Tool: "tool", Verifier: "verifier", Validator: "validator",
-              Invariant: "invariant", Projection: "projection"}
+              Invariant: "invariant", Projection: "projection", Knowledge: "knowledge"}
 
 
 def _declared(pack: Pack, entry: str, kind: type[D]) -> D:
@@ -53,7 +62,8 @@ def _declared(pack: Pack, entry: str, kind: type[D]) -> D:
         raise ManifestError(f"{where} is not a {_DECORATOR[kind]} declaration (`cradle_kg."
                             f"packs.sdk.{_DECORATOR[kind]}`), it is a `{type(found).__name__}`")
     if isinstance(found, Tool):
-        problems = contract_problems(found.spec, has_lookup=found.lookup is not None)
+        problems = contract_problems(found.spec, has_lookup=found.lookup is not None,
+                                     require_postconditions=True)
         if problems:
             raise ManifestError(f"{where}: tool `{found.spec.id}` has an incomplete contract: "
                                 + "; ".join(problems))
@@ -71,6 +81,21 @@ class PreparedPack:
     validators: tuple[tuple[str, Validator], ...]
     invariants: tuple[tuple[str, Invariant], ...]
     projections: tuple[tuple[str, Projection], ...] = ()
+    knowledge: tuple[tuple[str, Knowledge], ...] = ()
+
+    def knowledge_sources(self) -> list[KnowledgeSource]:
+        """The pack's ontology (Turtle, as shipped) and its generated reference data, each
+        a named graph of this version (``…/pack/<id>/<version>/<name>``)."""
+        pack, ctx = self.pack, self.context
+        out: list[KnowledgeSource] = []
+        if pack.ontology_files():
+            out.append(KnowledgeSource(knowledge_graph(pack.id, pack.version, "ontology"),
+                                       tuple(pack.ontology_files())))
+        for _, k in self.knowledge:
+            out.append(KnowledgeSource(knowledge_graph(pack.id, pack.version, k.name),
+                                       tuple(pack.file(f) for f in k.files),
+                                       build=partial(k.body, ctx.folder)))
+        return out
 
     def projectors(self) -> list[PackProjector]:
         """The manifest's projection hooks, in its order, tagged with the pack's ref."""
@@ -124,4 +149,5 @@ def prepare_pack(pack: Pack, *, home: Path, clock: Callable[[], datetime]) -> Pr
         validators=tuple((e, _declared(pack, e, Validator)) for e in m.validators),
         invariants=tuple((e, _declared(pack, e, Invariant)) for e in m.invariants),
         projections=tuple((e, _declared(pack, e, Projection)) for e in m.projections),
+        knowledge=tuple((e, _declared(pack, e, Knowledge)) for e in m.knowledge),
     )

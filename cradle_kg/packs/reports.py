@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from ..records import VerificationCheck, VerificationStatus
+from ..records import FactCheck, VerificationCheck, VerificationStatus
 from ..verifiers import VerifierReport
 
 Status = bool | str | VerificationStatus
@@ -33,7 +33,13 @@ def read_back(exists: bool, matches: bool, *, exists_detail: str = "",
 
 
 def report(checks: Iterable[VerificationCheck], *, read_at: datetime, source: str,
-           evidence: Mapping[str, Any] | None = None) -> VerifierReport:
-    """The verifier's answer: its checks, when it read, what it read and from where."""
+           evidence: Mapping[str, Any] | None = None,
+           changed: Iterable[str] | None = None,
+           facts: Iterable[FactCheck] = ()) -> VerifierReport:
+    """The verifier's answer: its checks, when it read, what it read and from where —
+    and, when it can say, which resources it observed changed (gate 2 checks them against
+    the blast radius) and what its read says of the proposal's candidate facts."""
     return VerifierReport(checks=tuple(checks), read_at=read_at,
-                          evidence=dict(evidence or {}), source=source)
+                          evidence=dict(evidence or {}), source=source,
+                          changed=tuple(changed) if changed is not None else None,
+                          facts=tuple(facts))

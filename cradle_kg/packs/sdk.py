@@ -19,7 +19,9 @@ the public API (``cradle_kg.__all__``) — nothing else of ``cradle_kg``; a test
 * **projection hooks** — :func:`projection`: a journal event (:class:`AuditEvent`) in,
   :data:`Triple` s out, built with :func:`iri`, :func:`literal` and :func:`core_node`; pure
   and deterministic; the triples go into the run's graph and are checked by the pack's
-  shapes at commit (manifest ``projections:``).
+  shapes at commit (manifest ``projections:``);
+* **knowledge** — :func:`knowledge`: reference data as a versioned named graph, generated
+  at load time from the pack's data files (manifest ``knowledge:``).
 
 The manifest names each declaration (``module:attribute``); loading the pack registers
 them (:mod:`cradle_kg.packs.registration`).
@@ -50,6 +52,7 @@ from ..records import (
     ApprovalStatus,
     AuditEvent,
     CheckStatus,
+    FactCheck,
     IdempotencyClass,
     Outcome,
     OutcomeStatus,
@@ -64,12 +67,14 @@ from ..tools import ToolCall, ToolSpec
 from ..verifiers import VerifierReport, VerifyRequest
 from .declarations import (
     Invariant,
+    Knowledge,
     PackContext,
     Projection,
     Tool,
     Validator,
     Verifier,
     invariant,
+    knowledge,
     projection,
     tool,
     validator,
@@ -87,12 +92,14 @@ __all__ = [
     "AuditEvent",
     "CheckStatus",
     "CradleError",
+    "FactCheck",
     "Finding",
     "IdempotencyClass",
     "IdempotencyConflictError",
     "InputError",
     "Invariant",
     "JournalError",
+    "Knowledge",
     "Outcome",
     "OutcomeStatus",
     "PackContext",
@@ -123,6 +130,7 @@ __all__ = [
     "crashpoint",
     "invariant",
     "iri",
+    "knowledge",
     "literal",
     "projection",
     "read_back",

@@ -108,6 +108,7 @@ def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
     _check_examples(examples, report)
     # INVARIANT: nothing here imports the pack — entries are checked on the parsed source
     for entry in [*m.validators, *m.tools, *m.verifiers, *m.invariants, *m.projections,
+                  *m.knowledge,
                   *[e for e in (m.example_runner, m.init) if e],
                   *[e for e in m.hooks.values() if ENTRY.match(e)]]:
         found = check_entry(pack.path, entry)

@@ -27,16 +27,20 @@ from __future__ import annotations
 import contextlib
 import shutil
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import pyoxigraph as ox
 
 from ..errors import CradleError, InputError, RdfParseError
 from ..graph.store import META_GRAPH, GraphStore, event_ops, project_all
 from ..home import Home
-from ..storage import SqliteJournal as Journal
+from ..storage import Journal, open_home_journal
 from .worker import Source
+
+if TYPE_CHECKING:
+    from ..graph.packproj import PackProjector
 
 _EXTENSIONS: Final = {".ttl": ox.RdfFormat.TURTLE, ".turtle": ox.RdfFormat.TURTLE,
                       ".trig": ox.RdfFormat.TRIG, ".nq": ox.RdfFormat.N_QUADS,
@@ -57,12 +61,15 @@ def rdf_format(path: Path) -> ox.RdfFormat:
 class PrivateStore:
     """The server's own store, kept up to the journal and published as generations."""
 
-    def __init__(self, workdir: Path, store: ox.Store, seq: int,
-                 journal: Path | None) -> None:
+    def __init__(self, workdir: Path, store: ox.Store, seq: int, journal: Journal | None,
+                 projectors: Sequence[PackProjector] = ()) -> None:
         self.workdir = workdir
         self.store = store
         self.seq = seq
-        self.journal = Journal(journal) if journal is not None else None
+        #: the home's journal (whichever backend its configuration names), or None
+        self.journal = journal
+        #: the enabled packs' projection hooks: the same triples as the runtime's store
+        self.projectors = projectors
         #: the quads at start, counted in the background (a count reads the whole store:
         #: 1.5 s at 1.1 M quads, which the server need not wait for); -1 until known
         self.triples = -1
@@ -95,7 +102,7 @@ class PrivateStore:
                 ops: list[str] = []
                 last = self.seq
                 for ev in self.journal.events(since_seq=self.seq):
-                    event_ops(ev, ops)
+                    event_ops(ev, ops, self.projectors)
                     last = ev.seq
                 if ops:
                     self.store.update(" ;\n".join(ops))
@@ -145,25 +152,32 @@ def snapshot_files(files: list[Path], workdir: Path) -> PrivateStore:
 def snapshot_home(home: Home, workdir: Path) -> PrivateStore:
     """A checkpoint of the home's graph store if it is free (else the journal projected):
     the server's private store, which then follows the journal."""
-    if not home.journal.exists():
-        raise InputError(f"no journal at `{home.journal}`",
-                         hint="run `cradle-kg demo --home ...`, or serve RDF files instead")
-    workdir.mkdir(parents=True, exist_ok=True)
+    from ..packs.hooks import home_projectors
+
     try:
-        graph = GraphStore(home.graph)
-    except CradleError:  # held by a running runtime: the journal alone will do
-        store, _ = _private(workdir)
-        with Journal(home.journal) as journal:
-            project_all(store, journal, None)
-    else:
+        journal = open_home_journal(home.root, must_exist=True)
+    except InputError as exc:
+        raise InputError(exc.message, hint="run `cradle-kg demo --home ...`, or serve RDF "
+                         "files instead") from None
+    try:
+        projectors = home_projectors(home.root)
+        workdir.mkdir(parents=True, exist_ok=True)
         try:
-            with Journal(home.journal) as journal:
+            graph = GraphStore(home.graph, projectors=projectors)
+        except CradleError:  # held by a running runtime: the journal alone will do
+            store, _ = _private(workdir)
+            project_all(store, journal, None, projectors)
+        else:
+            try:
                 graph.sync(journal)
-            graph.store.backup(str(workdir / "private"))
-        finally:
-            graph.close()
-        store = ox.Store(str(workdir / "private"))
+                graph.store.backup(str(workdir / "private"))
+            finally:
+                graph.close()
+            store = ox.Store(str(workdir / "private"))
+    except BaseException:
+        journal.close()
+        raise
     seq = GraphStore.seq_of(store)
     # the server keeps its seq in memory: the store's meta graph stays out of the queries
     store.remove_graph(ox.NamedNode(META_GRAPH))
-    return PrivateStore(workdir, store, seq, home.journal)
+    return PrivateStore(workdir, store, seq, journal, projectors)

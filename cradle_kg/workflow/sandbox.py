@@ -37,6 +37,7 @@ from ..loop.gate1.findings import DomainValidator, Finding
 from ..loop.runtime import Runtime
 from ..records import (
     AuditEvent,
+    FactCheck,
     Proposal,
     SideEffectClass,
     VerificationCheck,
@@ -227,7 +228,9 @@ def _report(recorded: dict[str, Any], *, now: Callable[[], datetime]) -> Verifie
         return VerifierReport(
             checks=tuple(VerificationCheck.model_validate(c) for c in raw["checks"]),
             read_at=parse_iso(str(raw["read_at"])), evidence=dict(recorded.get("evidence", {})),
-            source=str(raw.get("source", "")))
+            source=str(raw.get("source", "")),
+            changed=tuple(raw["changed"]) if raw.get("changed") is not None else None,
+            facts=tuple(FactCheck.model_validate(f) for f in raw.get("facts", ())))
     # older journals: rebuild the report from the checks gate 2 recorded
     checks = recorded["verification"]["checks"]
     mine = tuple(VerificationCheck.model_validate(c) for c in checks

@@ -107,8 +107,13 @@ def finalize_proposal(line: Mapping[str, Any], result: Mapping[str, Any], *, tas
                               "arguments": arguments, "environment": ENVIRONMENT}
     if permits:
         action["risk_level"] = "high"  # export-controlled goods: integrity rule 2 applies
+    # the goods line's attribute facts, as candidates the filing's verifier confirms (or
+    # contradicts) from what it reads back: the only way a fact becomes Verified (issue 14)
+    facts = [{"subject": f"goods-line:{task}", "predicate": str(f["predicate"]),
+              "object": f["value"], "source": str((f.get("sources") or ["extractor"])[0])}
+             for f in result.get("facts") or [] if isinstance(f.get("value"), str | int | float)]
     return {"id": f"{task}-finalize", "task_id": task, "agent_id": AGENT,
-            "on_behalf_of": DECLARANT, "action": action}
+            "on_behalf_of": DECLARANT, "action": action, "facts": facts}
 
 
 _FIELDS = ("status", "hs_code", "candidate_hs_codes", "product_type", "missing_facts",

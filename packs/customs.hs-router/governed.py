@@ -39,6 +39,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cradle_kg.packs.sdk import (
+    Action,
+    FactCheck,
     Finding,
     IdempotencyClass,
     PackContext,
@@ -52,6 +54,7 @@ from cradle_kg.packs.sdk import (
     VerifyRequest,
     check,
     content_hash,
+    invariant,
     read_back,
     report,
     tool,
@@ -72,6 +75,19 @@ TOOL_LOOKUP = "customs.hs_lookup"
 TOOL_CLASSIFY = "customs.classify"
 TOOL_FINALIZE = "customs.finalize_classification"
 VERIFIER_FILED = "customs.declaration-recorded"
+_OB = "https://w3id.org/cradle/observed#"
+#: the postcondition of a filing, as SHACL over the verifier's read-back (gate 2)
+FILED_AS_ASKED = f"""
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+<https://w3id.org/cradle/pack/customs#FiledAsAsked> a sh:NodeShape ;
+    sh:targetNode <urn:cradle:observed> ;
+    sh:sparql [ sh:message "the declaration read back is not the one asked (id, HS code, digest)" ;
+        sh:select \"\"\"SELECT $this WHERE {{
+            <urn:cradle:arguments> <{_OB}declaration_id> ?id ; <{_OB}hs_code> ?code ;
+                                   <{_OB}decision_digest> ?digest .
+            FILTER NOT EXISTS {{ $this <{_OB}declaration_id> ?id ; <{_OB}hs_code> ?code ;
+                                       <{_OB}decision_digest> ?digest }} }}\"\"\" ] .
+"""
 
 
 # --- contracts ---------------------------------------------------------------------------
@@ -246,7 +262,8 @@ def _filed_checks(ctx: PackContext, req: VerifyRequest,
     if row is None:
         return report(read_back(False, False, exists_detail="no declaration filed under "
                                 "this key", state_detail="nothing to compare"),
-                      read_at=read_at, evidence={"row": None}, source="declarations.sqlite")
+                      read_at=read_at, evidence={"row": None}, source="declarations.sqlite",
+                      changed=[])
     same = (row["declaration_id"] == args.declaration_id and row["hs_code"] == args.hs_code
             and row["permits_required"] == sorted(args.permits_required)
             and row["decision_digest"] == args.decision_digest)
@@ -258,7 +275,24 @@ def _filed_checks(ctx: PackContext, req: VerifyRequest,
         status, detail = PACK_VERIFIERS[name](row["outcome"])
         checks.append(check(name, status, detail))
     evidence = {k: v for k, v in row.items() if k != "outcome"}
-    return report(checks, read_at=read_at, evidence=evidence, source="declarations.sqlite")
+    filed = {str(f["predicate"]): f["value"] for f in row["outcome"].get("facts") or ()}
+    evidence["facts"] = filed
+    return report(checks, read_at=read_at, evidence=evidence, source="declarations.sqlite",
+                  changed=[f"declaration:{row['declaration_id']}"],
+                  facts=_fact_checks(req, filed))
+
+
+def _fact_checks(req: VerifyRequest, filed: Mapping[str, Any]) -> list[FactCheck]:
+    """Each candidate fact of the filing against the facts the filed classification rests
+    on (read back): the same value confirms it, another value contradicts it."""
+    out = []
+    for index, fact in enumerate(req.facts):
+        if fact.predicate not in filed:
+            continue
+        same = filed[fact.predicate] == fact.object
+        out.append(FactCheck(fact=index, status="verified" if same else "contradicted",
+                             detail=f"filed `{fact.predicate}` = `{filed[fact.predicate]}`"))
+    return out
 
 
 def _filed(verifier_id: str, names: tuple[str, ...]) -> Verifier:
@@ -270,6 +304,24 @@ filed_hs_code_exists = _filed("customs.hs-code-exists", ("hs-code-exists",))
 filed_legal_source_current = _filed("customs.legal-source-current", ("legal-source-current",))
 filed_required_permit_resolution = _filed("customs.required-permit-resolution",
                                           ("required-permit-resolution",))
+
+
+# --- domain invariants (gate 2) ------------------------------------------------------------
+
+@invariant(TOOL_FINALIZE, name="customs.filed-code-is-a-subheading")
+def filed_code_is_a_subheading(ctx: PackContext, action: Action,
+                               output: BaseModel | None) -> list[str]:
+    """What was filed is an HS 2022 subheading, the code and digest the proposal carried."""
+    if not isinstance(output, FinalizeOutput):
+        return ["the filing reported no declaration to check"]
+    broken = []
+    found = hs_lookup(output.hs_code)
+    if not found["exists"] or len(str(found["code"]).replace(".", "")) != 6:
+        broken.append(f"`{output.hs_code}` is not an HS 2022 subheading")
+    for name in ("hs_code", "decision_digest", "declaration_id"):
+        if getattr(output, name) != action.arguments.get(name):
+            broken.append(f"filed `{name}` differs from the one asked")
+    return broken
 
 
 # --- tools -------------------------------------------------------------------------------
@@ -310,7 +362,8 @@ def finalize_lookup(ctx: PackContext, call: ToolCall) -> FinalizeOutput | None:
 
 @tool(TOOL_FINALIZE, input_model=FinalizeInput, output_model=FinalizeOutput,
       side_effect_class=SideEffectClass.EXTERNAL_WRITE, idempotency=IdempotencyClass.KEYED,
-      verifier=VERIFIER_FILED, blast_radius=("declaration:*",),
+      verifier=VERIFIER_FILED, blast_radius=("declaration:{declaration_id}",),
+      postconditions=(FILED_AS_ASKED,),
       target_from="declaration:{declaration_id}", lookup=finalize_lookup,
       description="file a classification in the declarations store (keyed write)")
 def finalize(ctx: PackContext, call: ToolCall) -> FinalizeOutput:

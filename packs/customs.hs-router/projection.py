@@ -31,6 +31,7 @@ BASE = "https://w3id.org/cradle/pack/customs/id/"
 #: the concept schemes the pack's knowledge graph holds (``knowledge.py``)
 HS_CONCEPT = "https://w3id.org/cradle/pack/customs/hs2022/"
 DUAL_USE_CONCEPT = "https://w3id.org/cradle/pack/customs/dual-use/"
+VERDICT = {"classified": "Allow", "needs_clarification": "Clarify", "rejected": "Deny"}
 TOOL_CLASSIFY = "customs.classify"
 TOOL_FINALIZE = "customs.finalize_classification"
 ATTRIBUTE_PROPERTIES: dict[str, str] = {
@@ -70,6 +71,8 @@ def _classification(s: str, out: Mapping[str, Any], action: str) -> Iterator[Tri
     if out["status"] == "classified":
         yield (s, iri(RDF_TYPE), cu("ClassifiedDecision"))
     yield (s, cu("status"), literal(str(out["status"])))
+    # a ClassificationDecision is a cradle:Decision (ontology): it carries a core verdict
+    yield (s, iri(CRADLE + "verdict"), iri(CRADLE + VERDICT[str(out["status"])]))
     yield (s, cu("packVersion"), literal(str(out["pack"])))
     yield (s, cu("permittedToFinalize"), literal(bool(out["permitted_to_finalize"])))
     yield (s, iri(PROV + "wasGeneratedBy"), action)
@@ -173,6 +176,7 @@ def clarifications(ev: AuditEvent) -> Iterable[Triple]:
     s = node("clarification", str(decision["id"]))
     yield (s, iri(RDF_TYPE), cu("ClassificationDecision"))
     yield (s, cu("status"), literal("needs_clarification"))
+    yield (s, iri(CRADLE + "verdict"), iri(CRADLE + "Clarify"))
     yield (s, cu("packVersion"), literal(packs[0]))
     yield (s, cu("permittedToFinalize"), literal(False))
     yield (s, cu("heldBy"), core_node("decision", str(decision["id"])))

@@ -34,6 +34,27 @@ from .ledger import Ledger
 
 SOURCE = "ledger.sqlite"
 
+# postconditions as SHACL over the verifier's observation (cradle_kg/loop/gate2_world.py):
+# <urn:cradle:observed> is what the verifier read, <urn:cradle:arguments> what was asked
+_OB = "https://w3id.org/cradle/observed#"
+CREDIT_RECORDED = f"""
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+<https://w3id.org/cradle/pack/demo-ledger#CreditRecorded> a sh:NodeShape ;
+    sh:targetNode <urn:cradle:observed> ;
+    sh:sparql [ sh:message "the entry read back does not credit the amount asked to the account" ;
+        sh:select \"\"\"SELECT $this WHERE {{
+            <urn:cradle:arguments> <{_OB}amount> ?amount ; <{_OB}account> ?account .
+            FILTER NOT EXISTS {{ $this <{_OB}entry> ?e .
+                                 ?e <{_OB}amount> ?amount ; <{_OB}account> ?account }} }}\"\"\" ] .
+"""
+ACCOUNT_CLOSED = f"""
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+<https://w3id.org/cradle/pack/demo-ledger#AccountClosed> a sh:NodeShape ;
+    sh:targetNode <urn:cradle:observed> ;
+    sh:property [ sh:path <{_OB}status> ; sh:hasValue "closed" ; sh:minCount 1 ;
+                  sh:message "the account read back is not closed" ] .
+"""
+
 
 class CreditInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -84,11 +105,12 @@ def entry_recorded(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
     if entry is None:
         return report(read_back(False, False, exists_detail="no ledger entry for this key",
                                 state_detail="the credit is not in the ledger"),
-                      read_at=read_at, evidence={"entry": None}, source=SOURCE)
+                      read_at=read_at, evidence={"entry": None}, source=SOURCE, changed=[])
     same = entry["account"] == args.account and entry["amount"] == args.amount
     return report(read_back(True, same, state_detail=f"ledger has {entry['amount']} for "
                                                      f"`{entry['account']}`"),
-                  read_at=read_at, evidence={"entry": entry}, source=SOURCE)
+                  read_at=read_at, evidence={"entry": entry}, source=SOURCE,
+                  changed=[f"ledger:{entry['account']}"])
 
 
 @verifier("demo.ledger.account-closed")
@@ -98,7 +120,7 @@ def account_closed(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
     return report(read_back(status is not None, status == "closed",
                             state_detail=f"account status `{status}`"),
                   read_at=ctx.clock(), evidence={"account": args.account, "status": status},
-                  source=SOURCE)
+                  source=SOURCE, changed=[f"ledger:{args.account}"] if status == "closed" else [])
 
 
 # --- tools ----------------------------------------------------------------------------------
@@ -114,7 +136,8 @@ CREDIT: dict[str, Any] = dict(
     input_model=CreditInput, output_model=CreditOutput,
     side_effect_class=SideEffectClass.EXTERNAL_WRITE, idempotency=IdempotencyClass.KEYED,
     required_scopes=("ledger:write",), verifier="demo.ledger.entry-recorded",
-    blast_radius=("ledger:*",), cost=1.0, target_from="ledger:{account}", lookup=credit_lookup)
+    blast_radius=("ledger:{account}",), cost=1.0, target_from="ledger:{account}",
+    lookup=credit_lookup, postconditions=(CREDIT_RECORDED,))
 
 
 @tool("demo.ledger.credit", description="credit an account", **CREDIT)
@@ -153,7 +176,8 @@ def close_lookup(ctx: PackContext, call: ToolCall) -> CloseOutput | None:
 @tool("demo.ledger.close_account", input_model=AccountInput, output_model=CloseOutput,
       side_effect_class=SideEffectClass.IRREVERSIBLE, idempotency=IdempotencyClass.NATURAL,
       required_scopes=("ledger:admin",), verifier="demo.ledger.account-closed",
-      blast_radius=("ledger:*",), target_from="ledger:{account}",
+      blast_radius=("ledger:{account}",), target_from="ledger:{account}",
+      postconditions=(ACCOUNT_CLOSED,),
       description="close an account for good", lookup=close_lookup)
 def close_account(ctx: PackContext, call: ToolCall) -> CloseOutput:
     args: AccountInput = _args(call, AccountInput)

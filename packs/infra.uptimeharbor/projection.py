@@ -28,6 +28,8 @@ RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 PROV = "http://www.w3.org/ns/prov#"
 BASE = "https://w3id.org/cradle/pack/infra/id/"
 TIERS = ("staging", "production")
+CRADLE = "https://w3id.org/cradle#"
+_CORE_STATUS = {"verified": "Verified", "failed": "Failed"}
 
 
 def ix(term: str) -> str:
@@ -156,8 +158,13 @@ def verifications(ev: AuditEvent) -> Iterable[Triple]:
         v = node("verification", str(ident))
         yield _a(v, "IncidentVerification" if name == "incident_resolved" else "Check")
         yield (v, ix("checkName"), literal(str(name)))
-        yield (v, ix("verificationStatus"), literal(str(statuses.get(name, "unverified"))))
-        yield (v, iri(PROV + "wasDerivedFrom"), core)
+        status = str(statuses.get(name, "inconclusive"))
+        yield (v, ix("verificationStatus"), literal(status))
+        # a pack verification is a cradle:Verification (ontology): it carries a core status
+        yield (v, iri(CRADLE + "verificationStatus"), iri(CRADLE + _CORE_STATUS.get(
+            status, "Inconclusive")))
+        # both are verifications (PROV activities): the pack's check informed by the core's
+        yield (v, iri(PROV + "wasInformedBy"), core)
         if env:
             yield (v, ix("verifiedIn"), node("environment", env))
         if sha:

@@ -21,14 +21,16 @@ from ..conftest import make_config, proposal
 
 SDK_API = [
     "Action", "Agent", "ApprovalError", "ApprovalStatus", "Approver", "AuditEvent",
-    "CheckStatus", "CradleError", "Finding", "IdempotencyClass", "IdempotencyConflictError",
-    "InputError", "Invariant", "JournalError", "Outcome", "OutcomeStatus", "PackContext",
-    "PackStore", "Permission", "PolicyError", "Projection", "Proposal",
+    "CheckStatus", "CradleError", "FactCheck", "Finding", "IdempotencyClass",
+    "IdempotencyConflictError",
+    "InputError", "Invariant", "JournalError", "Knowledge", "Outcome", "OutcomeStatus",
+    "PackContext", "PackStore", "Permission", "PolicyError", "Projection", "Proposal",
     "ReplayDivergenceError", "RuntimeConfig", "SideEffectClass", "Tool", "ToolCall",
     "ToolError", "ToolSpec", "Triple", "UnknownNameError", "Validator", "Verdict",
     "VerificationCheck", "VerificationStatus", "Verifier", "VerifierReport", "VerifyRequest",
-    "check", "content_hash", "core_node", "crashpoint", "invariant", "iri", "literal",
-    "projection", "read_back", "report", "token_hash", "tool", "validator", "verifier",
+    "check", "content_hash", "core_node", "crashpoint", "invariant", "iri", "knowledge",
+    "literal", "projection", "read_back", "report", "token_hash", "tool", "validator",
+    "verifier",
 ]
 TESTING_API = ["PackHome", "config", "expect", "fixture", "pack_folder", "pack_home"]
 #: what a pack may import from cradle_kg, besides the public API's names

@@ -41,8 +41,27 @@ def _running(h: Harbor, env: str) -> VerificationCheck:
 
 
 def _report(ctx: PackContext, checks: list[VerificationCheck],
-            evidence: dict[str, Any]) -> VerifierReport:
-    return report(checks, read_at=ctx.clock(), evidence=evidence, source=SOURCE)
+            evidence: dict[str, Any], changed: list[str] | None = None) -> VerifierReport:
+    return report(checks, read_at=ctx.clock(), evidence=evidence, source=SOURCE,
+                  changed=changed)
+
+
+def _changed(h: Harbor, target: str, moved: bool) -> list[str]:
+    """What the verifier observed changed, by its own probes (not the tool's report): the
+    targeted environment when its live commit moved as intended, and any other environment
+    of this harbor whose live commit is not the one the state file records for it."""
+    world = target.split("/", 1)[0]
+    out = [target] if moved else []
+    for env in sorted(h.snapshot()["envs"]):
+        name = f"{world}/{env}"
+        if name == target:
+            continue
+        record = h.store.env(env)
+        url = base_url_for(record)
+        live = probe(url)["commit"] if url else None
+        if live is not None and live != record.get("commit"):
+            out.append(name)
+    return out
 
 
 def _record(h: Harbor, name: str, verdict: tuple[str, dict[str, Any]], env: str,
@@ -70,7 +89,9 @@ def deploy_verified(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
                          _check("service-healthy", reads["service_healthy"]),
                          _check("incident-resolved", reads["incident_resolved"])],
                    {"env": args.env, "commit": args.commit, "recorded": recorded,
-                    "statuses": {k: v[0] for k, v in reads.items()}})
+                    "statuses": {k: v[0] for k, v in reads.items()}},
+                   changed=_changed(h, req.action.target,
+                                    reads["deployed_commit_matches"][0] == "verified"))
 
 
 @verifier("infra.rollback-verified")
@@ -93,7 +114,8 @@ def rollback_verified(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
               else f"`{args.env}` runs `{live}`, not a previously verified commit"),
         _check("deployed-commit-matches", matches),
         _check("service-healthy", healthy)],
-        {"env": args.env, "live_commit": live, "rolled_back_from": args.commit})
+        {"env": args.env, "live_commit": live, "rolled_back_from": args.commit},
+        changed=_changed(h, req.action.target, live is not None and live != args.commit))
 
 
 @verifier("infra.resolution-verified")

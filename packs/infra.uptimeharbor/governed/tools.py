@@ -26,6 +26,9 @@ from .worlds import args_of, harbor_of
 
 #: what every tool of the pack shares: it touches only the harbor's worlds
 HARBOR: dict[str, Any] = {"blast_radius": ("harbor:*",)}
+#: a deploy or a rollback changes its own environment only: gate 2 compares this with the
+#: environments its verifier observed changed (governed/gate2.py `_changed`)
+ENV_RADIUS = ("harbor:*/{env}",)
 #: the incident's fix slot and its status: reversible, harmless to repeat
 INCIDENT_CHANGE: dict[str, Any] = {
     **HARBOR, "side_effect_class": SideEffectClass.REVERSIBLE,
@@ -75,7 +78,7 @@ def deploy_lookup(ctx: PackContext, call: ToolCall) -> DeployOutput | None:
       required_scopes=("infra:deploy",), supports_dry_run=True,
       compensation_tool="infra.rollback", verifier="infra.deploy-verified",
       description="replace what runs in an environment by a commit (keyed)",
-      target_from="harbor:*/{env}", lookup=deploy_lookup, **HARBOR)
+      target_from="harbor:*/{env}", lookup=deploy_lookup, blast_radius=ENV_RADIUS)
 def deploy(ctx: PackContext, call: ToolCall) -> DeployOutput:
     args: DeployInput = args_of(call, DeployInput)
     return DeployOutput.model_validate(
@@ -88,7 +91,7 @@ def deploy(ctx: PackContext, call: ToolCall) -> DeployOutput:
       required_scopes=("infra:deploy",), supports_dry_run=True,
       verifier="infra.rollback-verified",
       description="put back the previous commit verified in the environment",
-      target_from="harbor:*/{env}", **HARBOR)
+      target_from="harbor:*/{env}", blast_radius=ENV_RADIUS)
 def rollback(ctx: PackContext, call: ToolCall) -> DeployOutput:
     args: RollbackInput = args_of(call, RollbackInput)
     h = harbor_of(ctx, call.target)

@@ -1,0 +1,70 @@
+"""Packs' knowledge in the graph store: ontologies and reference data, versioned.
+
+Each loaded pack's ``ontology:`` files and its ``@knowledge`` declarations (reference data
+generated at load time from the files the pack ships — HS 2022 as SKOS from its CSV) go
+into named graphs of their own, ``https://w3id.org/cradle/pack/<id>/<version>/<name>``, so
+a query joins a run to the domain knowledge it relied on, under the version then in force.
+
+Cheap when nothing changed: each graph carries the digest of what it was built from (the
+graph name and the bytes of its source files) in the meta graph; an install whose digest
+matches does nothing — no file is parsed, no triple generated. A new version is a new
+graph: the old one stays for the decisions made under it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ProjectionError
+from .packproj import Triple, well_formed
+from .store import KNOWLEDGE_BASE, GraphStore
+
+
+def knowledge_graph(pack_id: str, version: str, name: str) -> str:
+    return f"{KNOWLEDGE_BASE}{pack_id}/{version}/{name}"
+
+
+@dataclass(frozen=True)
+class KnowledgeSource:
+    """One knowledge graph of one pack version: the files it is built from, and how."""
+
+    graph: str
+    files: tuple[Path, ...]
+    #: N-Triples triples (generated), or None: the files are Turtle, loaded as they are
+    build: Callable[[], Iterable[Triple]] | None = None
+
+    def digest(self) -> str:
+        h = hashlib.sha256(self.graph.encode())
+        for f in self.files:
+            h.update(b"\0" + f.name.encode() + b"\0")
+            h.update(f.read_bytes())
+        return "sha256:" + h.hexdigest()
+
+
+def install(store: GraphStore, sources: Sequence[KnowledgeSource]) -> list[str]:
+    """Install every source whose content changed; returns the graphs (re)installed."""
+    done: list[str] = []
+    for source in sources:
+        digest = source.digest()
+        if store.knowledge_digest(source.graph) == digest:
+            continue
+        if source.build is None:
+            text = "\n".join(f.read_text(encoding="utf-8") for f in source.files)
+            # several Turtle files: prefixes repeat harmlessly; each file is whole Turtle
+            store.install_knowledge(source.graph, digest, text, turtle=True)
+        else:
+            triples = list(source.build())
+            bad = next((t for t in triples if not well_formed(t)), None)
+            if bad is not None:
+                raise ProjectionError(f"knowledge graph `{source.graph}`: `{str(bad)[:120]}` "
+                                      "is not a triple of N-Triples terms")
+            body = "".join(f"{s} {p} {o} .\n" for s, p, o in triples)
+            store.install_knowledge(source.graph, digest, body)
+        done.append(source.graph)
+    return done
+
+
+__all__ = ["KnowledgeSource", "install", "knowledge_graph"]

@@ -1,0 +1,198 @@
+"""Gate 2's reads of the world (issue 14): blast radius, postconditions, compensation, facts.
+
+- **Blast radius** — the contract's ``blast_radius`` (globs; ``{argument}`` placeholders
+  are the action's argument values, matched literally) against what the *verifier*
+  observed changed (:attr:`VerifierReport.changed`), not the tool's own report. The tool's
+  reported side effects are still checked (a tool that admits a write outside fails too).
+- **Postconditions** — SHACL shapes the contract declares (``ToolSpec.postconditions``,
+  Turtle) validated on the verifier's observation projected as RDF (:func:`observation_rdf`):
+  the evidence it read under ``<urn:cradle:observed>``, the action's arguments under
+  ``<urn:cradle:arguments>``. No shape declared: the check says ``not_declared``.
+- **Compensation available** — from the contract, the compensation tool's registration
+  and a permission of the acting identity for it on the same target; computed before the
+  status (it counts).
+- **Facts** — a verifier's :class:`FactCheck` s on the proposal's candidate facts: a
+  confirmation needs the read's evidence; a contradiction fails the verification.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+from urllib.parse import quote
+
+from pydantic import BaseModel
+
+from ..graph.project import lit
+from ..graph.shacl import RustShaclEngine, shapes_from_turtle
+from ..records import (
+    Action,
+    CandidateFact,
+    ExecutionObservation,
+    FactCheck,
+    VerificationCheck,
+    VerificationStatus,
+)
+from ..tools import ToolSpec, fill_template
+from ..verifiers import VerifierReport
+
+V = VerificationStatus
+OBSERVED = "urn:cradle:observed"
+ARGUMENTS = "urn:cradle:arguments"
+#: the namespace of the observation's properties: one per key of the verifier's evidence
+OBS_NS = "https://w3id.org/cradle/observed#"
+#: (tool id, target) -> why the identity cannot compensate, or None when it can
+CompensationCheck = Callable[[str, Action], str | None]
+
+
+def _check(name: str, status: VerificationStatus, detail: str = "") -> VerificationCheck:
+    return VerificationCheck(name=name, status=status, detail=detail)
+
+
+# --- blast radius -----------------------------------------------------------------------------
+
+def radius(spec: ToolSpec, arguments: BaseModel) -> list[str]:
+    """The contract's radius with ``{argument}`` placeholders filled in (literally)."""
+    out: list[str] = []
+    for pattern in spec.blast_radius:
+        try:
+            out.append(fill_template(pattern, arguments) if "{" in pattern else pattern)
+        except (KeyError, ValueError, IndexError):
+            out.append("\0unresolvable:" + pattern)  # matches nothing: fails closed
+    return out
+
+
+def blast_radius(spec: ToolSpec, arguments: BaseModel, observation: ExecutionObservation,
+                 report: VerifierReport | None) -> VerificationCheck:
+    allowed = radius(spec, arguments)
+
+    def outside(resources: Iterable[str]) -> list[str]:
+        return [r for r in resources if not any(fnmatch.fnmatchcase(r, p) for p in allowed)]
+
+    reported = outside(e.resource for e in observation.side_effects)
+    if reported:
+        return _check("no_forbidden_side_effect", V.FAILED,
+                      "the tool reports side effects outside the declared blast radius: "
+                      + ", ".join(f"`{r}`" for r in reported))
+    observed = None if report is None else report.changed
+    if observed is None:
+        return _check("no_forbidden_side_effect", V.VERIFIED,
+                      "not observed: the verifier reported no resource set"
+                      if report is not None else "")
+    out = outside(observed)
+    if out:
+        return _check("no_forbidden_side_effect", V.FAILED,
+                      "the verifier observed changes outside the declared blast radius ("
+                      + ", ".join(f"`{p}`" for p in allowed) + "): "
+                      + ", ".join(f"`{r}`" for r in out))
+    return _check("no_forbidden_side_effect", V.VERIFIED,
+                  "observed changed: " + (", ".join(f"`{r}`" for r in observed) or "nothing"))
+
+
+# --- postconditions as SHACL ------------------------------------------------------------------
+
+def _triples(subject: str, value: Any, out: list[str], depth: int = 0) -> None:
+    if not isinstance(value, dict) or depth > 8:
+        return
+    for key, item in sorted(value.items()):
+        pred = f"<{OBS_NS}{quote(str(key), safe='')}>"
+        items = item if isinstance(item, list) else [item]
+        for index, v in enumerate(items):
+            if isinstance(v, dict):
+                child = f"<{subject[1:-1]}/{quote(str(key), safe='')}/{index}>"
+                out.append(f"{subject} {pred} {child} .\n")
+                _triples(child, v, out, depth + 1)
+            elif v is None:
+                continue
+            elif isinstance(v, str | int | float | bool):
+                out.append(f"{subject} {pred} {lit(v)} .\n")
+            else:
+                out.append(f"{subject} {pred} {lit(json.dumps(v, default=str))} .\n")
+
+
+def observation_rdf(report: VerifierReport, arguments: BaseModel) -> str:
+    """The verifier's observation as N-Triples: what it read, and what was asked."""
+    out: list[str] = [f"<{OBSERVED}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
+                      f"<https://w3id.org/cradle#VerifierObservation> .\n"]
+    _triples(f"<{OBSERVED}>", report.evidence, out)
+    _triples(f"<{ARGUMENTS}>", arguments.model_dump(mode="json"), out)
+    for resource in report.changed or ():
+        out.append(f"<{OBSERVED}> <{OBS_NS}changed> {lit(resource)} .\n")
+    return "".join(out)
+
+
+@lru_cache(maxsize=128)
+def _engine(shapes_turtle: tuple[str, ...]) -> RustShaclEngine:
+    return RustShaclEngine(shapes_from_turtle(shapes_turtle))
+
+
+def compile_postconditions(spec: ToolSpec) -> None:
+    """Parse and compile a contract's shapes (at registration: a bad shape refuses it)."""
+    if spec.postconditions:
+        _engine(tuple(spec.postconditions))
+
+
+def postconditions(spec: ToolSpec, arguments: BaseModel, report: VerifierReport | None,
+                   extra: Sequence[VerificationCheck]) -> VerificationCheck:
+    """The declared shapes on the observation, with the verifier's own extra checks."""
+    parts: list[str] = []
+    statuses: list[VerificationStatus] = []
+    if spec.postconditions:
+        if report is None:
+            return _check("postconditions", V.INCONCLUSIVE,
+                          "declared, but there is no verifier observation to check them on")
+        result = _engine(tuple(spec.postconditions)).validate(
+            observation_rdf(report, arguments), format="nt")
+        statuses.append(V.VERIFIED if result.conforms else V.FAILED)
+        parts.append("shapes: held" if result.conforms else "shapes: " + "; ".join(
+            v.message or v.shape for v in result.violations))
+    statuses += [c.status for c in extra]
+    parts += [f"{c.name}: {c.status}" + (f" ({c.detail})" if c.detail else "") for c in extra]
+    if not statuses:
+        return _check("postconditions", V.VERIFIED, "not_declared")
+    status = (V.FAILED if V.FAILED in statuses else
+              V.INCONCLUSIVE if V.INCONCLUSIVE in statuses else V.VERIFIED)
+    return _check("postconditions", status, "; ".join(parts))
+
+
+# --- compensation, facts ------------------------------------------------------------------------
+
+def compensation(spec: ToolSpec, action: Action,
+                 available: CompensationCheck | None) -> VerificationCheck:
+    tool = spec.compensation_tool
+    if not tool:
+        return _check("compensation_available", V.VERIFIED,
+                      "no compensation declared: a failure escalates to a human")
+    problem = available(tool, action) if available is not None else None
+    if problem is not None:
+        return _check("compensation_available", V.INCONCLUSIVE,
+                      f"compensation tool `{tool}` is not available: {problem}")
+    return _check("compensation_available", V.VERIFIED,
+                  f"compensation tool `{tool}` registered and permitted for "
+                  f"`{action.executed_by}` on `{action.target}`")
+
+
+def facts(candidates: Sequence[CandidateFact], report: VerifierReport | None
+          ) -> tuple[VerificationCheck | None, tuple[FactCheck, ...]]:
+    """The ``facts`` check and the fact checks that stand (a confirmation without evidence
+    does not: the fact stays a candidate)."""
+    if report is None or not report.facts:
+        return None, ()
+    bad = [f for f in report.facts if f.fact >= len(candidates)]
+    if bad:
+        return _check("facts", V.FAILED, "the verifier names facts the proposal does not "
+                      "carry: " + ", ".join(f"#{f.fact}" for f in bad)), ()
+    contradicted = [f for f in report.facts if f.status == "contradicted"]
+    confirmed = [f for f in report.facts if f.status == "verified"]
+    if contradicted:
+        return _check("facts", V.FAILED, "contradicted by the verifier's read: " + "; ".join(
+            f"`{candidates[f.fact].predicate}` of `{candidates[f.fact].subject}`"
+            + (f" ({f.detail})" if f.detail else "") for f in contradicted)), report.facts
+    if not report.evidence:
+        return _check("facts", V.INCONCLUSIVE,
+                      "facts confirmed without evidence stay candidates"), ()
+    return _check("facts", V.VERIFIED, "confirmed: " + ", ".join(
+        f"`{candidates[f.fact].predicate}`" for f in confirmed)), report.facts

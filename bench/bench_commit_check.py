@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cradle_kg.storage import NewEvent
 from pydantic import BaseModel
 
 from cradle_kg import Runtime
@@ -35,6 +34,7 @@ from cradle_kg.demo.scenario import run_demo
 from cradle_kg.loop import gate2_world as world
 from cradle_kg.loop.integrity import IntegrityChecker
 from cradle_kg.packs.registry import PackRegistry
+from cradle_kg.storage import NewEvent
 from cradle_kg.verifiers import VerifierReport
 
 PILOTS = ("customs.hs-router", "infra.uptimeharbor")

@@ -33,6 +33,7 @@ from cradle_kg.packs.sdk import (
 )
 
 from . import api
+from . import postconditions as post
 from .db import SOURCE, AirlineDB, Reader
 from .models import (
     ApiAnswer,
@@ -117,8 +118,11 @@ def lookup(ctx: PackContext, call: ToolCall) -> ApiAnswer | None:
 
 WRITE: dict[str, Any] = dict(output_model=ApiAnswer,
                              side_effect_class=SideEffectClass.EXTERNAL_WRITE,
-                             idempotency=IdempotencyClass.KEYED, lookup=lookup,
-                             blast_radius=("reservation:*", "customer:*"))
+                             idempotency=IdempotencyClass.KEYED, lookup=lookup)
+#: what a write may touch (gate 2 checks the verifier's observed changes against it): a
+#: change of a reservation touches that reservation and its owner's profile (payments); a
+#: booking creates a reservation of that customer; a certificate lands in one profile
+ON_RESERVATION = ("reservation:{reservation_id}", "customer:*")
 READ: dict[str, Any] = dict(output_model=ApiAnswer, side_effect_class=SideEffectClass.READ_ONLY,
                             idempotency=IdempotencyClass.NATURAL)
 
@@ -137,30 +141,41 @@ def _reader(name: str) -> Callable[[PackContext, ToolCall], ApiAnswer]:
 
 book_reservation = tool(
     "airline.book_reservation", input_model=BookReservation, verifier="airline.booked",
-    target_from="customer:{user_id}", description="Book a reservation.", **WRITE,
+    postconditions=(post.BOOKED,),
+    target_from="customer:{user_id}", description="Book a reservation.",
+    blast_radius=("reservation:*", "customer:{user_id}"), **WRITE,
 )(_writer("book_reservation"))
 cancel_reservation = tool(
     "airline.cancel_reservation", input_model=ReservationId, verifier="airline.cancelled",
+    postconditions=(post.CANCELLED,),
     target_from="reservation:{reservation_id}", description="Cancel the whole reservation.",
-    **WRITE)(_writer("cancel_reservation"))
+    blast_radius=ON_RESERVATION, **WRITE)(_writer("cancel_reservation"))
 update_reservation_flights = tool(
     "airline.update_reservation_flights", input_model=UpdateFlights,
-    verifier="airline.flights-updated", target_from="reservation:{reservation_id}",
-    description="Update the flight and cabin information of a reservation.", **WRITE,
+    verifier="airline.flights-updated",
+    postconditions=(post.FLIGHTS_UPDATED,), target_from="reservation:{reservation_id}",
+    description="Update the flight and cabin information of a reservation.",
+    blast_radius=ON_RESERVATION, **WRITE,
 )(_writer("update_reservation_flights"))
 update_reservation_baggages = tool(
     "airline.update_reservation_baggages", input_model=UpdateBaggages,
-    verifier="airline.baggages-updated", target_from="reservation:{reservation_id}",
-    description="Update the baggage information of a reservation.", **WRITE,
+    verifier="airline.baggages-updated",
+    postconditions=(post.BAGGAGES_UPDATED,), target_from="reservation:{reservation_id}",
+    description="Update the baggage information of a reservation.",
+    blast_radius=ON_RESERVATION, **WRITE,
 )(_writer("update_reservation_baggages"))
 update_reservation_passengers = tool(
     "airline.update_reservation_passengers", input_model=UpdatePassengers,
-    verifier="airline.passengers-updated", target_from="reservation:{reservation_id}",
-    description="Update the passenger information of a reservation.", **WRITE,
+    verifier="airline.passengers-updated",
+    postconditions=(post.PASSENGERS_UPDATED,), target_from="reservation:{reservation_id}",
+    description="Update the passenger information of a reservation.",
+    blast_radius=ON_RESERVATION, **WRITE,
 )(_writer("update_reservation_passengers"))
 send_certificate = tool(
     "airline.send_certificate", input_model=SendCertificate, verifier="airline.certificate-sent",
-    target_from="customer:{user_id}", description="Send a certificate to a user.", **WRITE,
+    postconditions=(post.CERTIFICATE_SENT,),
+    target_from="customer:{user_id}", description="Send a certificate to a user.",
+    blast_radius=("customer:{user_id}",), **WRITE,
 )(_writer("send_certificate"))
 
 get_user_details = tool("airline.get_user_details", input_model=UserId,
@@ -216,9 +231,23 @@ def _read_state(db: Reader, req: VerifyRequest,
                       read_at=read_at, source=SOURCE, evidence={"api_error": output})
     args = req.arguments.model_dump(mode="json")
     matches, detail, evidence = expect(db, args)
+    changes = db.changes(req.action.idempotency_key)
     return report(read_back(True, matches, state_detail=detail), read_at=read_at,
-                  source=SOURCE, evidence={**evidence,
-                                           "changes": db.changes(req.action.idempotency_key)})
+                  source=SOURCE, evidence={**evidence, "changes": changes},
+                  changed=changed_resources(changes))
+
+
+def changed_resources(changes: list[dict[str, Any]]) -> list[str]:
+    """What the airline's change log (written in the effect's own transaction) says was
+    touched: the reservation, and the customer whose profile a payment, refund or
+    certificate moved (gift card and certificate balances live in the profile)."""
+    out: list[str] = []
+    for change in changes:
+        if change["kind"] == "reservation":
+            out.append(f"reservation:{change['reservation_id']}")
+        elif change["user_id"]:
+            out.append(f"customer:{change['user_id']}")
+    return sorted(set(out))
 
 
 def _same_flights(res: dict[str, Any], flights: list[dict[str, Any]]) -> bool:

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from ..canonical import iso, parse_iso
 from ..records import AuditEvent
+from .lineage import LINEAGE_PROJECTORS
 from .vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
 
 ID_BASE = "https://w3id.org/cradle/id/"
@@ -420,6 +421,7 @@ _PROJECTORS = {
     "approval.decided": _approval_decided,
     "action.intent": _intent,
     "action.observed": _observed,
+    **LINEAGE_PROJECTORS,
     "verification.recorded": _verification,
     "transition.committed": _transition,
     "transition.aborted": _transition,

@@ -1,6 +1,6 @@
-"""Gate 1 — the pre-execution gate: eleven checks, cheapest first (§6).
+"""Gate 1 — the pre-execution gate: twelve checks, cheapest first (§6).
 
-structure · identity · permission · policies · domain preconditions · evidence ·
+structure · identity · permission · lineage · policies · domain preconditions · evidence ·
 approval · risk · cost and rate · target environment · idempotency
 
 Each check yields a :class:`CheckResult`. A deny, repair or clarify stops the gate (the
@@ -47,6 +47,7 @@ from .keys import (
     submission_key,
 )
 from .limits import limit_violation
+from .lineage import LineageGate, check_lineage, lineage_context
 
 
 @dataclass
@@ -63,6 +64,7 @@ class GateInput:
     evidence_collected_at: Callable[[str], datetime | None]
     approval_available: Callable[[str, datetime, str], bool]
     now: datetime
+    lineage: LineageGate | None = None
 
 
 @dataclass
@@ -93,6 +95,8 @@ class GateResult:
     #: set when the id was used in the run for other content: this refused submission's
     #: own hash, so the journal and the graph keep it apart from the recorded one
     submission: str | None = None
+    #: where the arguments came from (a :class:`~cradle_kg.lineage.trace.Trace`)
+    lineage: Any = None
 
 
 class _Stop(Exception):
@@ -263,7 +267,14 @@ class Gate1:
             "dry_run": p.action.dry_run,
             "evidence_count": len(p.evidence_refs),
             "arguments": args,
+            "lineage": lineage_context(r),
         }
+
+    def _lineage(self, p: Proposal, r: GateResult) -> CheckResult:
+        found = check_lineage(self.i.lineage, p, r, self.i.approval_available, self.i.now)
+        if isinstance(found, CheckResult):
+            return found
+        raise _Stop(*found)
 
     def _policies(self, p: Proposal, r: GateResult) -> CheckResult:
         agent = self._agent(p)
@@ -400,6 +411,7 @@ class Gate1:
         ("structure", _structure),
         ("identity", _identity),
         ("permission", _permission),
+        ("lineage", _lineage),
         ("policies", _policies),
         ("domain_preconditions", _domain),
         ("evidence", _evidence),

@@ -1,0 +1,197 @@
+"""The run's observed values, indexed as they are journaled (derived, in memory).
+
+Every event that brings content into a run — a trusted input (``input.recorded``), a tool's
+observation (``action.observed``), a human decision with a note (``approval.decided``) —
+adds its text leaves to the run's :class:`RunIndex`: each leaf's tokens (see
+:mod:`.normalise`), the sentence each token is in, and a posting list from token to leaf.
+Tracing a value is then a posting-list lookup and a contiguity check on the few leaves that
+hold its first token — never a reload of the run.
+
+The index is derived state: it is built from the journal (on first use of a run, and from
+the journal's watermark on every trace, so writes by another process are seen) and is fed
+the events this process appends as they are written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import AuditEvent
+from .normalise import number_token, split_sentences, tokens
+
+TRUSTED = "trusted"
+UNTRUSTED = "untrusted"
+TRUST_LEVELS = (TRUSTED, UNTRUSTED)
+#: the events that bring content into a run
+CONTENT_KINDS = frozenset({"input.recorded", "action.observed", "approval.decided"})
+#: a leaf keeps this much of its text, for quotes
+_KEEP = 4000
+
+
+@dataclass(frozen=True)
+class ToolTrust:
+    """What lineage needs of a tool's contract: who authored its output, per field."""
+
+    output_trust: str = UNTRUSTED
+    field_trust: tuple[tuple[str, str], ...] = ()
+
+    def trust_of(self, path: tuple[str, ...]) -> str:
+        """The deepest key of ``path`` the contract names decides; else the output's trust."""
+        named = dict(self.field_trust)
+        for key in reversed(path):
+            if key in named:
+                return named[key]
+        return self.output_trust
+
+
+#: the trust a tool's output carries, by tool id (unknown tool: untrusted)
+TrustOf = Callable[[str], ToolTrust]
+
+
+@dataclass
+class Leaf:
+    """One text value of one source: an input, or a field of an observation."""
+
+    source: str
+    kind: str
+    trust: str
+    author: str
+    tool: str
+    field: str
+    seq: int
+    text: str
+    tokens: list[str]
+    #: the sentence each token is in
+    sentence: list[int]
+
+    def find(self, seq: list[str]) -> list[int]:
+        """The positions where ``seq`` occurs as whole, contiguous tokens."""
+        n, toks = len(seq), self.tokens
+        return [i for i in range(len(toks) - n + 1)
+                if toks[i] == seq[0] and toks[i:i + n] == seq]
+
+    def quote(self, position: int) -> str:
+        """The sentence of the original text that holds the token at ``position``."""
+        wanted = self.sentence[position] if position < len(self.sentence) else 0
+        parts = split_sentences(self.text)
+        text = parts[wanted] if wanted < len(parts) else self.text
+        text = re.sub(r"\s+", " ", text).strip()
+        return text if len(text) <= 200 else text[:197] + "..."
+
+
+@dataclass
+class RunIndex:
+    """The leaves of one run and a posting list from token to the leaves that hold it."""
+
+    leaves: list[Leaf] = field(default_factory=list)
+    postings: dict[str, list[int]] = field(default_factory=dict)
+    watermark: int = 0
+    observations: int = 0
+
+    def add(self, leaf: Leaf) -> None:
+        index = len(self.leaves)
+        self.leaves.append(leaf)
+        for token in dict.fromkeys(leaf.tokens):
+            self.postings.setdefault(token, []).append(index)
+
+    def holding(self, seq: list[str]) -> Iterator[tuple[Leaf, list[int]]]:
+        """The leaves where ``seq`` occurs, with the positions."""
+        if not seq:
+            return
+        lists = [self.postings.get(t) for t in dict.fromkeys(seq)]
+        if any(x is None for x in lists):
+            return
+        shortest = min((x for x in lists if x is not None), key=len)
+        for i in shortest:
+            leaf = self.leaves[i]
+            found = leaf.find(seq)
+            if found:
+                yield leaf, found
+
+
+def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tuple[str, ...],
+          seq: int, text: str) -> Leaf:
+    toks: list[str] = []
+    sentence: list[int] = []
+    for n, part in enumerate(split_sentences(text)):
+        ts = tokens(part)
+        toks.extend(ts)
+        sentence.extend([n] * len(ts))
+    return Leaf(source=source, kind=kind, trust=trust, author=author, tool=tool,
+                field=".".join(path), seq=seq, text=text[:_KEEP], tokens=toks,
+                sentence=sentence)
+
+
+def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, (*path, str(key)))
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _walk(item, path)
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int | float):
+        yield path, number_token(value)
+    elif isinstance(value, str) and value:
+        yield path, value
+
+
+def leaves_of(ev: AuditEvent, trust_of: TrustOf) -> Iterable[Leaf]:
+    """The text leaves an event brings into its run (none for other kinds)."""
+    pl = ev.payload
+    if ev.kind == "input.recorded":
+        text = str(pl.get("text", ""))
+        yield _leaf(f"input:{pl.get('ref', ev.seq)}", str(pl.get("kind", "request")),
+                    TRUSTED, str(pl.get("author", ev.actor)), "", (), ev.seq, text)
+    elif ev.kind == "action.observed":
+        obs = pl.get("observation") or {}
+        tool = str(obs.get("tool_id", ""))
+        trust = trust_of(tool)
+        output = obs.get("output") or {}
+        for path, text in _walk(output, ()):
+            if path and path[0] == "side_effects":
+                continue
+            yield _leaf(str(obs.get("id", ev.subject)), "observation", trust.trust_of(path),
+                        f"tool:{tool}", tool, path, ev.seq, text)
+    elif ev.kind == "approval.decided":
+        note = pl.get("reason") or (pl.get("approval") or {}).get("reason")
+        if isinstance(note, str) and note:
+            yield _leaf(f"approval:{pl.get('approval_id', ev.subject)}", "approval", TRUSTED,
+                        ev.actor, "", ("reason",), ev.seq, note)
+
+
+class LineageIndex:
+    """Every run's :class:`RunIndex`, kept up to date from the journal and its appends."""
+
+    def __init__(self, events_since: Callable[[str, int], Iterable[AuditEvent]],
+                 trust_of: TrustOf) -> None:
+        self._events_since = events_since
+        self._trust_of = trust_of
+        self._runs: dict[str, RunIndex] = {}
+
+    def on_append(self, events: Iterable[AuditEvent]) -> None:
+        """Feed events this process wrote (an append listener); unseen runs wait for use."""
+        for ev in events:
+            run = self._runs.get(ev.run_id)
+            if run is not None and ev.seq > run.watermark:
+                self._apply(run, ev)
+
+    def run(self, run_id: str) -> RunIndex:
+        """The run's index, caught up with the journal."""
+        run = self._runs.setdefault(run_id, RunIndex())
+        for ev in self._events_since(run_id, run.watermark):
+            self._apply(run, ev)
+        return run
+
+    def _apply(self, run: RunIndex, ev: AuditEvent) -> None:
+        run.watermark = max(run.watermark, ev.seq)
+        if ev.kind not in CONTENT_KINDS:
+            return
+        if ev.kind == "action.observed":
+            run.observations += 1
+        for leaf in leaves_of(ev, self._trust_of):
+            run.add(leaf)

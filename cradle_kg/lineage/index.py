@@ -24,9 +24,14 @@ from .normalise import number_token, split_sentences, tokens
 
 TRUSTED = "trusted"
 UNTRUSTED = "untrusted"
+#: untrusted content the person's own request pointed at (a file, page or message they
+#: named): a value found there has an origin the person chose, but its words are still
+#: not theirs — it never counts as a trusted instruction or choice
+DESIGNATED = "designated"
 TRUST_LEVELS = (TRUSTED, UNTRUSTED)
 #: the events that bring content into a run
-CONTENT_KINDS = frozenset({"input.recorded", "action.observed", "approval.decided"})
+CONTENT_KINDS = frozenset({"input.recorded", "action.observed", "approval.decided",
+                           "lineage.traced"})
 #: a leaf keeps this much of its text, for quotes
 _KEEP = 4000
 
@@ -90,6 +95,8 @@ class RunIndex:
     postings: dict[str, list[int]] = field(default_factory=dict)
     watermark: int = 0
     observations: int = 0
+    #: actions whose arguments name a value of the person's own request
+    designating: set[str] = field(default_factory=set)
 
     def add(self, leaf: Leaf) -> None:
         index = len(self.leaves)
@@ -191,7 +198,18 @@ class LineageIndex:
         run.watermark = max(run.watermark, ev.seq)
         if ev.kind not in CONTENT_KINDS:
             return
+        if ev.kind == "lineage.traced":
+            trace = ev.payload.get("trace") or {}
+            if any(o.get("trust") == TRUSTED and o.get("kind") == "request"
+                   for a in trace.get("arguments", ()) for o in a.get("origins", ())):
+                run.designating.add(str(trace.get("action_id")))
+            return
+        designated = False
         if ev.kind == "action.observed":
             run.observations += 1
+            obs = ev.payload.get("observation") or {}
+            designated = obs.get("execution_id") in run.designating
         for leaf in leaves_of(ev, self._trust_of):
+            if designated and leaf.trust == UNTRUSTED:
+                leaf.trust = DESIGNATED
             run.add(leaf)

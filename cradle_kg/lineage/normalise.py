@@ -58,7 +58,7 @@ def tokens(text: str) -> list[str]:
 
 
 def split_sentences(text: str) -> list[str]:
-    """The sentences of ``text`` that hold a token (one ends at ``.!?`` + space, or a blank line)."""
+    """The sentences of ``text`` with a token (one ends at ``.!?`` + space, or a blank line)."""
     return [s for s in _SENTENCE_END.split(text) if tokens(s)]
 
 

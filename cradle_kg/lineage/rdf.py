@@ -46,12 +46,12 @@ def lit(value: object) -> str:
 
 
 _TYPE = f"<{RDF_NS}type>"
-TRUST_TERMS = {"trusted": "Trusted", "untrusted": "Untrusted"}
+TRUST_TERMS = {"trusted": "Trusted", "untrusted": "Untrusted", "designated": "Designated"}
 
 
 def _source(out: list[str], origin: dict[str, Any]) -> str:
     key = f"{origin['source']}#{origin['field']}" if origin.get("field") else origin["source"]
-    s = node("source", key)
+    s = node("source", f"{key}@{origin.get('at', 0)}")
     out.append(f"{s} {_TYPE} {c('LineageSource')}")
     out.append(f"{s} {c('trust')} {c(TRUST_TERMS.get(origin['trust'], 'Untrusted'))}")
     out.append(f"{s} {c('sourceKind')} {lit(origin['kind'])}")

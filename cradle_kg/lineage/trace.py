@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .index import TRUSTED, Leaf, RunIndex
+from .index import DESIGNATED, TRUSTED, Leaf, RunIndex
 from .normalise import is_identifier, number_token, tokens
 
 #: the most origins kept per argument (trusted first), so a value seen everywhere stays small
@@ -41,6 +41,8 @@ class Origin(BaseModel):
     tool: str = ""
     field: str = ""
     seq: int
+    #: the token position of the match in the source (the quote is its sentence)
+    at: int = 0
     quote: str
 
     @property
@@ -105,7 +107,8 @@ class Declared:
 
 def _origin(leaf: Leaf, position: int) -> Origin:
     return Origin(source=leaf.source, kind=leaf.kind, trust=leaf.trust, author=leaf.author,
-                  tool=leaf.tool, field=leaf.field, seq=leaf.seq, quote=leaf.quote(position))
+                  tool=leaf.tool, field=leaf.field, seq=leaf.seq, at=position,
+                  quote=leaf.quote(position))
 
 
 def _values(value: Any, sensitive: bool) -> list[list[str]]:
@@ -151,7 +154,7 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
         if not hits:
             continue
         with_origin += 1
-        trusted = any(leaf.trust == TRUSTED for leaf, _ in hits)
+        trusted = any(leaf.trust in (TRUSTED, DESIGNATED) for leaf, _ in hits)
         trusted_units += trusted
         untrusted_only = untrusted_only or not trusted
         found.extend((leaf, pos[0]) for leaf, pos in hits)

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "query": "query",
     "mcp": "mcp",
     **dict.fromkeys(("serve", "api-token"), "serve"),
+    "eval": "evals",
 }
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

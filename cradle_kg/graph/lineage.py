@@ -43,11 +43,20 @@ def _input(q: _Adds, ev: AuditEvent) -> str:
 LINEAGE_PROJECTORS: dict[str, Any] = {"lineage.traced": _traced, "input.recorded": _input}
 
 
-def select(lines: Sequence[str], query: str) -> list[dict[str, str]]:
-    """Rows of a SPARQL SELECT (or one empty row for a true ASK) over ``lines``."""
-    store = ox.Store()
-    store.load("".join(f"{t} .\n" for t in lines).encode("utf-8"), ox.RdfFormat.N_TRIPLES)
-    result = store.query(query)
+class Graph:
+    """A small in-memory graph of ``"s p o"`` lines, asked SPARQL ASK or SELECT."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.store = ox.Store()
+        self.store.load("".join(f"{t} .\n" for t in lines).encode("utf-8"),
+                        ox.RdfFormat.N_TRIPLES)
+
+    def select(self, query: str) -> list[dict[str, str]]:
+        """Rows of a SELECT (or one empty row for a true ASK)."""
+        return _rows(self.store.query(query))
+
+
+def _rows(result: Any) -> list[dict[str, str]]:
     if isinstance(result, ox.QueryBoolean):
         return [{}] if bool(result) else []
     if not isinstance(result, ox.QuerySolutions):

@@ -71,19 +71,27 @@ class Leaf:
     tokens: list[str]
     #: the sentence each token is in
     sentence: list[int]
+    #: the original text of each sentence (for quotes)
+    texts: list[str]
 
     def find(self, seq: list[str]) -> list[int]:
         """The positions where ``seq`` occurs as whole, contiguous tokens."""
-        n, toks = len(seq), self.tokens
-        return [i for i in range(len(toks) - n + 1)
-                if toks[i] == seq[0] and toks[i:i + n] == seq]
+        n, toks, first = len(seq), self.tokens, seq[0]
+        found: list[int] = []
+        at = -1
+        while True:
+            try:
+                at = toks.index(first, at + 1)
+            except ValueError:
+                return found
+            if n == 1 or toks[at:at + n] == seq:
+                found.append(at)
 
     def quote(self, position: int) -> str:
         """The sentence of the original text that holds the token at ``position``."""
         wanted = self.sentence[position] if position < len(self.sentence) else 0
-        parts = split_sentences(self.text)
-        text = parts[wanted] if wanted < len(parts) else self.text
-        text = re.sub(r"\s+", " ", text).strip()
+        text = self.texts[wanted] if wanted < len(self.texts) else self.text
+        text = re.sub(r"\s+", " ", text[:400]).strip()
         return text if len(text) <= 200 else text[:197] + "..."
 
 
@@ -104,6 +112,10 @@ class RunIndex:
         for token in dict.fromkeys(leaf.tokens):
             self.postings.setdefault(token, []).append(index)
 
+    def containing(self, token: str) -> Iterator[Leaf]:
+        """The leaves that hold ``token`` (no positions: a posting-list read)."""
+        return (self.leaves[i] for i in self.postings.get(token, ()))
+
     def holding(self, seq: list[str]) -> Iterator[tuple[Leaf, list[int]]]:
         """The leaves where ``seq`` occurs, with the positions."""
         if not seq:
@@ -123,13 +135,14 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
           seq: int, text: str) -> Leaf:
     toks: list[str] = []
     sentence: list[int] = []
-    for n, part in enumerate(split_sentences(text)):
+    parts = split_sentences(text)
+    for n, part in enumerate(parts):
         ts = tokens(part)
         toks.extend(ts)
         sentence.extend([n] * len(ts))
     return Leaf(source=source, kind=kind, trust=trust, author=author, tool=tool,
                 field=".".join(path), seq=seq, text=text[:_KEEP], tokens=toks,
-                sentence=sentence)
+                sentence=sentence, texts=[t[:400] for t in parts])
 
 
 def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:

@@ -17,6 +17,7 @@ rule reads at the gate what a query reads afterwards.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
@@ -25,6 +26,7 @@ from ..graph.vocab import CRADLE_NS, PROV_NS, RDF_NS
 ID_BASE = "https://w3id.org/cradle/id/"
 
 
+@lru_cache(maxsize=4096)
 def node(kind: str, ident: str) -> str:
     return f"<{ID_BASE}{kind}/{quote(ident, safe='')}>"
 

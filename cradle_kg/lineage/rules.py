@@ -12,19 +12,23 @@ The query is asked over the triples of the proposal's trace (:mod:`.rdf`: the ac
 arguments, each argument's sources with their trust, author and quote). An ASK that is true,
 or a SELECT with rows, matches; the reason is formatted with each row's bindings (one
 reason per distinct value of the first variable). ``verdict`` is ``require_approval``
-(default) or ``deny``. A pack lists its rules under ``graph_policies:``; they are cited as
-``<pack-id>/<id>``.
+(default) or ``deny``. ``@trigger("…")`` names a flag of the trace the rule cannot match
+without (``untrusted_only_sensitive``, ``untrusted_only``, ``instructed``,
+``choice_untrusted_only``): when no rule's trigger holds, no graph is built — the common,
+clean proposal costs a posting-list read. A pack lists its rules under
+``graph_policies:``; they are cited as ``<pack-id>/<id>``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ManifestError
-from ..graph.lineage import select
+from ..graph.lineage import Graph
+from .trace import Trace
 
 _ANNOTATION = re.compile(r'^#\s*@(\w+)\("((?:[^"\\]|\\.)*)"\)\s*$')
 VERDICTS = ("require_approval", "deny")
@@ -36,6 +40,20 @@ class GraphRule:
     verdict: str
     reason: str
     query: str
+    #: a flag of the trace (:data:`TRIGGERS`) without which the rule cannot match: when no
+    #: rule's trigger holds, the graph is not built at all (None: always asked)
+    trigger: str | None = None
+
+
+#: what a rule may name as its ``@trigger``, read from the trace without building a graph
+TRIGGERS: dict[str, Callable[[Trace], bool]] = {
+    "untrusted_only_sensitive": lambda t: any(a.sensitive and a.untrusted_only
+                                              for a in t.arguments),
+    "untrusted_only": lambda t: any(a.untrusted_only for a in t.arguments),
+    "instructed": lambda t: any(a.instructed_by and not a.instructed_trusted
+                                for a in t.arguments),
+    "choice_untrusted_only": lambda t: t.choice_untrusted_only,
+}
 
 
 @dataclass(frozen=True)
@@ -61,18 +79,22 @@ def parse_rule(text: str, *, name: str, namespace: str | None = None) -> GraphRu
                             f"not `{verdict}`")
     if not re.search(r"\b(ASK|SELECT)\b", text, re.IGNORECASE):
         raise ManifestError(f"{name}: a graph policy is a SPARQL ASK or SELECT query")
+    trigger = notes.get("trigger")
+    if trigger is not None and trigger not in TRIGGERS:
+        raise ManifestError(f"{name}: `@trigger` is one of "
+                            + ", ".join(f"`{t}`" for t in TRIGGERS) + f", not `{trigger}`")
     return GraphRule(id=f"{namespace}/{rule_id}" if namespace else rule_id, verdict=verdict,
                      reason=notes.get("reason", f"graph policy `{rule_id}` matched"),
-                     query=text)
+                     query=text, trigger=trigger)
 
 
 def load_rules(paths: Sequence[Path], *, namespace: str | None = None) -> list[GraphRule]:
     rules = [parse_rule(p.read_text(encoding="utf-8"), name=str(p), namespace=namespace)
              for p in paths]
-    probe = ["<urn:x:a> <urn:x:p> <urn:x:o>"]
+    probe = Graph(["<urn:x:a> <urn:x:p> <urn:x:o>"])
     for rule in rules:  # a rule that does not parse is refused at load, not at the gate
         try:
-            select(probe, rule.query)
+            probe.select(rule.query)
         except (SyntaxError, ValueError, OSError) as exc:
             raise ManifestError(f"graph policy `{rule.id}` does not parse: {exc}") from exc
     return rules
@@ -83,11 +105,19 @@ class _Row(dict[str, str]):
         return "{" + key + "}"
 
 
+def due(rules: Sequence[GraphRule], trace: Trace) -> list[GraphRule]:
+    """The rules worth asking about ``trace`` (those whose trigger holds, or that have none)."""
+    return [r for r in rules if r.trigger is None or TRIGGERS[r.trigger](trace)]
+
+
 def evaluate(rules: Sequence[GraphRule], lines: Sequence[str]) -> list[RuleMatch]:
     """The rules that match the triples ``lines``, each with its reasons."""
     matches: list[RuleMatch] = []
+    if not rules:
+        return matches
+    graph = Graph(lines)
     for rule in rules:
-        rows = select(lines, rule.query)
+        rows = graph.select(rule.query)
         if not rows:
             continue
         seen: dict[str, str] = {}

@@ -16,8 +16,8 @@ action's very choice was named (the contract's choice words).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -121,7 +121,8 @@ def _values(value: Any, sensitive: bool) -> list[list[str]]:
     return []
 
 
-def _choice_phrases(words: Sequence[str]) -> list[list[str]]:
+@lru_cache(maxsize=1024)
+def _choice_phrases(words: tuple[str, ...]) -> list[list[str]]:
     return [t for t in (tokens(w) for w in words) if t]
 
 
@@ -182,13 +183,16 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
 def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool: str,
           arguments: dict[str, Any], declared: Declared) -> Trace:
     """The lineage of ``arguments`` in the run ``run`` indexes."""
-    phrases = _choice_phrases(declared.choice_words)
+    phrases = _choice_phrases(tuple(declared.choice_words))
     traced = [a for name, value in sorted(arguments.items())
               if (a := _argument(run, name, value, name in declared.sensitive, phrases))]
     choosing: list[Origin] = []
     chosen_trusted = chosen_untrusted = False
     for phrase in phrases:
-        for leaf, positions in run.holding(phrase):
+        # a one-word phrase is a posting-list read; positions only for the quoted few
+        hits = ((leaf, None) for leaf in run.containing(phrase[0])) if len(phrase) == 1 \
+            else ((leaf, pos) for leaf, pos in run.holding(phrase))
+        for leaf, positions in hits:
             if leaf.trust == TRUSTED and leaf.kind not in CHOOSING_KINDS:
                 continue
             if leaf.trust == TRUSTED:
@@ -196,7 +200,10 @@ def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool:
             else:
                 chosen_untrusted = True
             if len(choosing) < MAX_ORIGINS:
-                choosing.append(_origin(leaf, positions[0]))
+                at = positions[0] if positions else leaf.tokens.index(phrase[0])
+                choosing.append(_origin(leaf, at))
+            elif chosen_trusted and chosen_untrusted:
+                break
     return Trace(run_id=run_id, proposal_id=proposal_id, action_id=action_id, tool=tool,
                  sources=len(run.leaves), observations=run.observations,
                  arguments=tuple(traced), choice_origins=tuple(choosing),

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from ...journal import Journal, NewEvent
 from ...lineage.index import LineageIndex, ToolTrust
 from ...lineage.rdf import trace_triples
-from ...lineage.rules import GraphRule, evaluate
+from ...lineage.rules import GraphRule, due, evaluate
 from ...lineage.trace import Declared, Trace, trace
 from ...records import RUNTIME_ACTOR, CheckResult, CheckStatus, Proposal, Verdict
 from ...tools import ToolRegistry, ToolSpec
@@ -82,7 +82,8 @@ def check_lineage(gate: LineageGate | None, p: Proposal, r: GateResult,
     r.lineage = found
     if not gate.rules:
         return CheckResult(check="lineage", status=CheckStatus.PASS)
-    matches = evaluate(gate.rules, trace_triples(found.model_dump(mode="json")))
+    asked = due(gate.rules, found)
+    matches = evaluate(asked, trace_triples(found.model_dump(mode="json"))) if asked else []
     denied = [m for m in matches if m.verdict == "deny"]
     if denied:
         return (Verdict.DENY, "lineage_denied", [x for m in denied for x in m.reasons])

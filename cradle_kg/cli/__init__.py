@@ -29,7 +29,7 @@ COMMANDS: dict[str, str] = {
     "query": "query",
     "mcp": "mcp",
     **dict.fromkeys(("serve", "api-token"), "serve"),
-    "eval": "evals",
+    **dict.fromkeys(("eval", "input"), "lineage"),
 }
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

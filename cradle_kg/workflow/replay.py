@@ -41,7 +41,7 @@ from .steps import load_workflow
 
 #: events a person (or the outside world) wrote: replay copies them, never re-derives them
 INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refused",
-                         "evidence.collected", "human.decided"})
+                         "evidence.collected", "human.decided", "input.recorded"})
 
 
 @dataclass

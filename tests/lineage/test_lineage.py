@@ -181,3 +181,18 @@ def test_the_run_lineage_query_reads_the_projection(tmp_path: Path) -> None:
     [row] = [r for r in found if r["argument"] == "recipient"]
     assert row["trust"] == "Untrusted" and row["kind"] == "observation"
     assert row["value"] == "de89370400440532013000" and "deposit" in (row["quote"] or "")
+
+
+def test_a_host_gives_the_request_in_meta_and_it_is_recorded_once(tmp_path: Path) -> None:
+    from cradle_kg.integrations.calls import GovernedSession, host_meta
+    rt = _runtime(tmp_path, "Send it to US133000000121212121212.")
+    session = GovernedSession(rt, AGENT, session_id="s1")
+    meta = host_meta({"cradle-kg/input": {"text": "Pay US133000000121212121212 5 now.",
+                                          "author": "user:emma"}}, rt)
+    session.call("read_email", {}, meta)
+    result = session.call("send_money", {"recipient": "US133000000121212121212", "amount": 5},
+                          meta)
+    inputs = [e for e in rt.journal.events(run_id="run:s1") if e.kind == "input.recorded"]
+    assert len(inputs) == 1 and inputs[0].actor == "user:emma"
+    assert result.outcome is not None and result.outcome.status is OutcomeStatus.EXECUTED
+    rt.close()

@@ -9,8 +9,9 @@ the same normalisations on both sides:
   leading currency sign (``$30000``), and trailing decimal zeros (``10.00`` is ``10``,
   ``98.70`` is ``98.7``);
 * punctuation around a token is not part of it (``'13'``, ``US13…,`` and ``(Alice)`` are
-  ``13``, ``us13…`` and ``alice``); punctuation inside one is (``mark.black-2134@gmail.com``,
-  ``www.secure-systems-252.com/path``).
+  ``13``, ``us13…`` and ``alice``; a quote ends a token unless it is an apostrophe between
+  two letters, so ``'a@b.com'.The`` holds ``a@b.com``); punctuation inside one is
+  (``mark.black-2134@gmail.com``, ``www.secure-systems-252.com/path``, ``friend's``).
 
 Matching is by whole tokens: a value matches content when its tokens occur there
 contiguously, so ``US1330000001212`` never matches inside ``US133000000121212121212``, and
@@ -27,7 +28,8 @@ _GROUPED_IBAN = re.compile(
     r"\b([a-z]{2}\d{2})((?:[ \u00a0][a-z0-9]{4}){2,7}(?:[ \u00a0][a-z0-9]{1,3})?)\b")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 #: what separates tokens (besides whitespace)
-_SPLIT = re.compile(r"[\s,;!?()\[\]{}<>\"`|*\u2018\u2019\u201c\u201d]+")
+_SPLIT = re.compile(r"(?:[\s,;!?()\[\]{}<>\"`|*\u2018\u201c\u201d]"  # separators
+                    r"|(?<![^\W\d_])['\u2019]|['\u2019](?![^\W\d_]))+")  # a quote, no apostrophe
 #: stripped from both ends of a token
 _EDGE = ".:;'-_~=+#"
 _NUMBER = re.compile(r"^[$€£]?[+-]?\d+(?:\.\d+)?$")

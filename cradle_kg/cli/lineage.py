@@ -8,6 +8,7 @@ suite, the ``agentdojo`` extra missing, an empty input, no author).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -25,12 +26,15 @@ LABEL = "replays the benchmark's reference calls through the runtime; runs no mo
 @eval_app.command("agentdojo")
 def agentdojo(suite: Annotated[str, typer.Option("--suite", help="banking, slack, travel "
                                                  "or workspace (AgentDojo v1).")],
+              home: Annotated[Path | None, typer.Option(
+                  "--home", help="A new folder to keep the evaluation's home in "
+                  "(default: a temporary one).")] = None,
               fmt: FormatOpt = Format.TABLE) -> None:
     """Utility (user tasks whose reference calls all run unattended) and security (pairs
     where an attacker's write ran unattended) of the lineage rules on one suite."""
     from ..integrations.agentdojo import evaluate_suite
     try:
-        report = evaluate_suite(suite)
+        report = evaluate_suite(suite, home=home)
     except CradleError as exc:
         fail(exc)
     data = report.to_json()

@@ -1,7 +1,8 @@
 """The run's observed values, indexed as they are journaled (derived, in memory).
 
 Every event that brings content into a run — a trusted input (``input.recorded``), a tool's
-observation (``action.observed``), a human decision with a note (``approval.decided``) —
+observation (``action.observed``), a human decision with a note (``approval.decided``), a
+fact the host asserted on a proposal (``proposal.received``, source ``host:…``) —
 adds its text leaves to the run's :class:`RunIndex`: each leaf's tokens (see
 :mod:`.normalise`), the sentence each token is in, and a posting list from token to leaf.
 Tracing a value is then a posting-list lookup and a contiguity check on the few leaves that
@@ -31,7 +32,9 @@ DESIGNATED = "designated"
 TRUST_LEVELS = (TRUSTED, UNTRUSTED)
 #: the events that bring content into a run
 CONTENT_KINDS = frozenset({"input.recorded", "action.observed", "approval.decided",
-                           "lineage.traced"})
+                           "lineage.traced", "proposal.received"})
+#: facts a proposal carries that the host (not the model) asserted: trusted, with their author
+HOST_FACT_PREFIX = "host:"
 #: a leaf keeps this much of its text, for quotes
 _KEEP = 4000
 
@@ -177,6 +180,12 @@ def leaves_of(ev: AuditEvent, trust_of: TrustOf) -> Iterable[Leaf]:
                 continue
             yield _leaf(str(obs.get("id", ev.subject)), "observation", trust.trust_of(path),
                         f"tool:{tool}", tool, path, ev.seq, text)
+    elif ev.kind == "proposal.received":
+        for fact in (pl.get("proposal") or {}).get("facts") or ():
+            source = str(fact.get("source", ""))
+            if source.startswith(HOST_FACT_PREFIX) and isinstance(fact.get("object"), str):
+                yield _leaf(f"fact:{ev.seq}:{fact.get('predicate', '')}", "fact", TRUSTED,
+                            source, "", ("object",), ev.seq, str(fact["object"]))
     elif ev.kind == "approval.decided":
         note = pl.get("reason") or (pl.get("approval") or {}).get("reason")
         if isinstance(note, str) and note:

@@ -196,3 +196,18 @@ def test_a_host_gives_the_request_in_meta_and_it_is_recorded_once(tmp_path: Path
     assert len(inputs) == 1 and inputs[0].actor == "user:emma"
     assert result.outcome is not None and result.outcome.status is OutcomeStatus.EXECUTED
     rt.close()
+
+
+def test_a_fact_the_host_asserted_is_a_trusted_origin(tmp_path: Path) -> None:
+    rt = _runtime(tmp_path, "Hello, my account number is NL91ABNA0417164300.")
+    rt.record_input("run:t", "Refund the customer.", author="user:emma")
+    rt.submit({"id": "p0", "task_id": "t", "agent_id": AGENT, "run_id": "run:t", "step": 0,
+               "facts": [{"subject": "customer:42", "predicate": "iban",
+                          "object": "NL91ABNA0417164300", "source": "host:desk"}],
+               "action": {"action_type": "read_email", "target": "mail", "arguments": {}}})
+    out = _submit(rt, 1, "send_money", {"recipient": "NL91ABNA0417164300", "amount": 5})
+    assert out.status is OutcomeStatus.EXECUTED
+    arg = next(a for a in _trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
+    assert arg["trusted_origin"]
+    assert any(o["kind"] == "fact" and o["author"] == "host:desk" for o in arg["origins"])
+    rt.close()

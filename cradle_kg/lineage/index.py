@@ -8,14 +8,16 @@ adds its text leaves to the run's :class:`RunIndex`: each leaf's tokens (see
 Tracing a value is then a posting-list lookup and a contiguity check on the few leaves that
 hold its first token — never a reload of the run.
 
-The index is derived state: it is built from the journal (on first use of a run, and from
-the journal's watermark on every trace, so writes by another process are seen) and is fed
-the events this process appends as they are written.
+The index is derived state: it is built from the journal on first use of a run and caught
+up from its watermark on every trace (one indexed read of the events appended since), so
+writes by another process are seen in journal order.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -194,27 +196,29 @@ def leaves_of(ev: AuditEvent, trust_of: TrustOf) -> Iterable[Leaf]:
 
 
 class LineageIndex:
-    """Every run's :class:`RunIndex`, kept up to date from the journal and its appends."""
+    """The :class:`RunIndex` of the runs in use, kept up to date from the journal and its
+    appends; the least recently used beyond ``max_runs`` are dropped (and rebuilt from the
+    journal if they are used again)."""
 
     def __init__(self, events_since: Callable[[str, int], Iterable[AuditEvent]],
-                 trust_of: TrustOf) -> None:
+                 trust_of: TrustOf, *, max_runs: int = 256) -> None:
         self._events_since = events_since
         self._trust_of = trust_of
-        self._runs: dict[str, RunIndex] = {}
-
-    def on_append(self, events: Iterable[AuditEvent]) -> None:
-        """Feed events this process wrote (an append listener); unseen runs wait for use."""
-        for ev in events:
-            run = self._runs.get(ev.run_id)
-            if run is not None and ev.seq > run.watermark:
-                self._apply(run, ev)
+        self._runs: OrderedDict[str, RunIndex] = OrderedDict()
+        self._max_runs = max_runs
+        self._lock = threading.Lock()
 
     def run(self, run_id: str) -> RunIndex:
         """The run's index, caught up with the journal."""
-        run = self._runs.setdefault(run_id, RunIndex())
-        for ev in self._events_since(run_id, run.watermark):
-            self._apply(run, ev)
-        return run
+        with self._lock:
+            run = self._runs.setdefault(run_id, RunIndex())
+            self._runs.move_to_end(run_id)
+            while len(self._runs) > self._max_runs:
+                self._runs.popitem(last=False)
+            # in journal order from the watermark: writes of another process are seen too
+            for ev in self._events_since(run_id, run.watermark):
+                self._apply(run, ev)
+            return run
 
     def _apply(self, run: RunIndex, ev: AuditEvent) -> None:
         run.watermark = max(run.watermark, ev.seq)

@@ -87,7 +87,6 @@ class Runtime:
         self.approvals = ApprovalBook(self.journal, config)
         #: lineage of argument values: the runs' derived index and the graph policies
         self.lineage = LineageGate(self.journal, self.tools)
-        self.listeners.append(self.lineage.index.on_append)
         self.policy_set = PolicySet(self.context, evidence=self.evidence,
                                     paths=(self.home.policies, *policy_paths),
                                     pack_versions=self.pack_versions)

@@ -1,6 +1,6 @@
-"""Gate 1 — the pre-execution gate: twelve checks, cheapest first (§6).
+"""Gate 1 — the pre-execution gate: eleven checks, cheapest first (§6).
 
-structure · identity · permission · lineage · policies · domain preconditions · evidence ·
+structure · identity · permission · policies · domain preconditions · evidence ·
 approval · risk · cost and rate · target environment · idempotency
 
 Each check yields a :class:`CheckResult`. A deny, repair or clarify stops the gate (the
@@ -270,13 +270,12 @@ class Gate1:
             "lineage": lineage_context(r),
         }
 
-    def _lineage(self, p: Proposal, r: GateResult) -> CheckResult:
-        found = check_lineage(self.i.lineage, p, r, self.i.approval_available, self.i.now)
-        if isinstance(found, CheckResult):
-            return found
-        raise _Stop(*found)
-
     def _policies(self, p: Proposal, r: GateResult) -> CheckResult:
+        # lineage first: the trace feeds `context.lineage`, the graph policies may stop
+        lineage = check_lineage(self.i.lineage, p, r, self.i.approval_available, self.i.now,
+                                self.i.policies)
+        if isinstance(lineage, tuple):
+            raise _Stop(*lineage)
         agent = self._agent(p)
         outcome: PolicyOutcome = self.i.policies.evaluate(
             principal=("Agent", agent.id),
@@ -298,8 +297,9 @@ class Gate1:
         r.approval_scope = outcome.approval_scope
         r.obligations = outcome
         return CheckResult(check="policies", status=CheckStatus.PASS,
-                           reasons=tuple(f"permitted by `{x.policy_id}`"
-                                         for x in outcome.determining))
+                           code="approval_required" if lineage else None,
+                           reasons=(*(f"permitted by `{x.policy_id}`"
+                                      for x in outcome.determining), *lineage))
 
     def _domain(self, p: Proposal, r: GateResult) -> CheckResult:
         assert r.spec is not None
@@ -411,7 +411,6 @@ class Gate1:
         ("structure", _structure),
         ("identity", _identity),
         ("permission", _permission),
-        ("lineage", _lineage),
         ("policies", _policies),
         ("domain_preconditions", _domain),
         ("evidence", _evidence),

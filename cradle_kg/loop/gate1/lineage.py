@@ -1,4 +1,5 @@
-"""Gate 1's lineage check: trace the proposal's arguments, ask the graph policies.
+"""Lineage at gate 1 (part of the ``policies`` check): trace the arguments, ask the graph
+policies.
 
 The trace (:mod:`cradle_kg.lineage.trace`) is computed from the run's derived index — no
 store is loaded — kept on the gate's result (the Cedar context reads it as
@@ -19,7 +20,8 @@ from ...lineage.index import LineageIndex, ToolTrust
 from ...lineage.rdf import trace_triples
 from ...lineage.rules import GraphRule, due, evaluate
 from ...lineage.trace import Declared, Trace, trace
-from ...records import RUNTIME_ACTOR, CheckResult, CheckStatus, Proposal, Verdict
+from ...policy import PolicyEngine
+from ...records import RUNTIME_ACTOR, Proposal, Verdict
 from ...tools import ToolRegistry, ToolSpec
 
 
@@ -47,6 +49,18 @@ class LineageGate:
             lambda run_id, since: journal.events(run_id=run_id, since_seq=since),
             self.trust_of)
         self.rules: list[GraphRule] = []
+        #: whether a policy set (by version) mentions `lineage`
+        self._reads: dict[str, bool] = {}
+
+    def relevant(self, spec: ToolSpec, policies: PolicyEngine) -> bool:
+        """Whether lineage can matter here: graph policies are in force, the tool declares
+        sensitive arguments or choice words, or a Cedar policy reads ``context.lineage``.
+        Otherwise nothing is traced or journaled (a home without lineage is unchanged)."""
+        if self.rules or spec.sensitive_arguments or spec.choice_words:
+            return True
+        if policies.version not in self._reads:
+            self._reads[policies.version] = any("lineage" in s.text for s in policies.sources)
+        return self._reads[policies.version]
 
     def trust_of(self, tool_id: str) -> ToolTrust:
         if not self.tools.has(tool_id):
@@ -73,30 +87,25 @@ Stop = tuple[Verdict, str, list[str]]
 
 def check_lineage(gate: LineageGate | None, p: Proposal, r: GateResult,
                   approval_available: Callable[[str, datetime, str], bool],
-                  now: datetime) -> CheckResult | Stop:
-    """The check's result, or what stops the gate (verdict, code, reasons)."""
-    if gate is None or r.spec is None:
-        return CheckResult(check="lineage", status=CheckStatus.SKIPPED,
-                           reasons=("lineage is not traced here",))
+                  now: datetime, policies: PolicyEngine) -> Stop | list[str]:
+    """Part of the ``policies`` check: trace the arguments (kept on ``r.lineage``) and ask
+    the graph policies. Returns what stops the gate (verdict, code, reasons), or the
+    reasons a human approval is needed (empty: nothing to note)."""
+    if gate is None or r.spec is None or not gate.relevant(r.spec, policies):
+        return []
     found = gate.trace(p, r.spec, "act:" + r.idempotency_key.removeprefix("idem:"))
     r.lineage = found
-    if not gate.rules:
-        return CheckResult(check="lineage", status=CheckStatus.PASS)
     asked = due(gate.rules, found)
     matches = evaluate(asked, trace_triples(found.model_dump(mode="json"))) if asked else []
     denied = [m for m in matches if m.verdict == "deny"]
     if denied:
         return (Verdict.DENY, "lineage_denied", [x for m in denied for x in m.reasons])
-    if not matches:
-        return CheckResult(check="lineage", status=CheckStatus.PASS)
-    if approval_available(r.action_digest, now, p.agent_id):
-        return CheckResult(check="lineage", status=CheckStatus.PASS,
-                           reasons=("a valid human approval covers this exact action",))
+    if not matches or approval_available(r.action_digest, now, p.agent_id):
+        return []
     reasons = [x for m in matches for x in m.reasons]
     r.reasons.extend(reasons)
     r.codes.append("lineage_untrusted")
-    return CheckResult(check="lineage", status=CheckStatus.PASS, code="approval_required",
-                       reasons=tuple(reasons))
+    return reasons
 
 
 def with_trace(base: list[NewEvent], r: GateResult, now: datetime) -> list[NewEvent]:

@@ -95,6 +95,15 @@ class ToolSpec:
     #: SHACL shapes (Turtle text) the verifier's observation, projected as RDF, must
     #: satisfy after the action; ``blast_radius`` may use ``{argument}`` placeholders
     postconditions: tuple[str, ...] = ()
+    # --- lineage (issue 15): who authored the output, which arguments' origins matter ---
+    #: ``trusted`` (our own system of record) or ``untrusted`` (content a third party wrote)
+    output_trust: str = "untrusted"
+    #: trust per output field: ``(key, trust)`` pairs, a key at any depth (the deepest wins)
+    field_trust: tuple[tuple[str, str], ...] = ()
+    #: arguments whose origin decides (recipients, accounts, addresses, URLs, passwords)
+    sensitive_arguments: tuple[str, ...] = ()
+    #: words that choose this action when a request names them (``send``, ``transfer``)
+    choice_words: tuple[str, ...] = ()
 
     @property
     def ref(self) -> str:
@@ -205,6 +214,9 @@ def contract_problems(spec: ToolSpec, *, has_lookup: bool,
             problems.append("class `external_write` needs idempotency `keyed` or `natural`")
         if not has_lookup:
             problems.append("class `external_write` needs a lookup to reconcile after a crash")
+    trusts = [spec.output_trust, *(t for _, t in spec.field_trust)]
+    if any(t not in ("trusted", "untrusted") for t in trusts):
+        problems.append("output trust is `trusted` or `untrusted`")
     if spec.idempotency is IdempotencyClass.KEYED and not has_lookup and cls in (
         SideEffectClass.EXTERNAL_WRITE,
     ):

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     **dict.fromkeys(("db", "journal", "worker"), "storage"),
     "mcp": "mcp",
     **dict.fromkeys(("serve", "api-token"), "serve"),
+    **dict.fromkeys(("eval", "input"), "lineage"),
 }
 MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

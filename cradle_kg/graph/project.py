@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..canonical import iso, parse_iso
+from .lineage import LINEAGE_PROJECTORS
 from .packproj import PackProjector, pack_triples
 from .vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
 
@@ -511,6 +512,7 @@ _PROJECTORS = {
     "approval.decided": _approval_decided,
     "action.intent": _intent,
     "action.observed": _observed,
+    **LINEAGE_PROJECTORS,
     "verification.recorded": _verification,
     "transition.committed": _transition,
     "transition.aborted": _transition,

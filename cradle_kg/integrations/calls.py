@@ -52,6 +52,7 @@ META_KEYS: dict[str, str] = {
     "environment": "the environment to act in (default `local`; checked by gate 1)",
     "facts": "facts the host asserts: a list of {subject, predicate, object}",
     "evidence_refs": "evidence already stored in the home (sha256 refs)",
+    "input": "the person's request, {text, author}: recorded once as the run's trusted input",
 }
 _GLOB = set("*?[")
 
@@ -62,6 +63,15 @@ class HostFact(BaseModel):
     subject: str
     predicate: str
     object: Any
+
+
+class HostInput(BaseModel):
+    """The person's request, as the host received it (lineage: a trusted origin)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    author: str
 
 
 class HostMeta(BaseModel):
@@ -76,6 +86,7 @@ class HostMeta(BaseModel):
     environment: str | None = None
     facts: tuple[HostFact, ...] = ()
     evidence_refs: tuple[str, ...] = ()
+    input: HostInput | None = None
 
 
 def host_meta(meta: Mapping[str, Any] | None, runtime: Runtime) -> HostMeta:
@@ -161,6 +172,7 @@ class GovernedSession:
     home_hint: str = ""
     _step: int = field(default=0, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _inputs: set[tuple[str, str, str]] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.runtime.config.agent(self.agent_id) is None:
@@ -212,10 +224,22 @@ class GovernedSession:
                            where)
         try:
             raw = self.proposal(tool_id, arguments, meta, step=step, proposal_id=pid)
+            self.record_input(raw["run_id"], meta.input)
             outcome = self.runtime.submit(raw)
         except CradleError as exc:  # refused before the loop (limits, shape): journals nothing
             return refused(exc, where)
         return render(outcome, tool_id, step=step, home=self.home_hint)
+
+    def record_input(self, run_id: str, given: HostInput | None) -> None:
+        """The host's ``input`` key: journaled once per run and content."""
+        if given is None:
+            return
+        seen = (run_id, given.author, given.text)
+        with self._lock:
+            if seen in self._inputs:
+                return
+            self._inputs.add(seen)
+        self.runtime.record_input(run_id, given.text, author=given.author)
 
     def latest(self, result: CallResult, tool_id: str) -> CallResult:
         """The call's outcome as the journal has it now (an approval may have ended it)."""

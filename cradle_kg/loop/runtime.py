@@ -27,6 +27,8 @@ from ..graph.knowledge import install as install_knowledge
 from ..graph.packproj import PackProjector
 from ..graph.store import GraphStore
 from ..home import Home, resolve_home
+from ..lineage.inputs import record_input
+from ..lineage.rules import load_rules
 from ..packs.loader import Pack
 from ..packs.registration import prepare_pack
 from ..packs.registry import PackRegistry
@@ -52,6 +54,7 @@ from .execution import Execution
 from .gate1.checks import Gate1, GateInput
 from .gate1.decision import decide, decision_events
 from .gate1.findings import DomainValidator, ValidatorBinding
+from .gate1.lineage import LineageGate, with_trace
 from .gate2 import DomainInvariant, Gate2, InvariantBinding
 from .gate2_world import compile_postconditions
 from .gateway import Gateway
@@ -106,6 +109,8 @@ class Runtime:
         #: the loaded packs' knowledge graphs, installed when the graph store opens
         self.knowledge: list[KnowledgeSource] = []
         self.approvals = ApprovalBook(self.journal, config)
+        #: lineage of argument values: the runs' derived index and the graph policies
+        self.lineage = LineageGate(self.journal, self.tools)
         self.policy_set = PolicySet(self.context, evidence=self.evidence,
                                     paths=(self.home.policies, *policy_paths),
                                     pack_versions=self.pack_versions)
@@ -239,6 +244,8 @@ class Runtime:
         prepared = prepare_pack(pack, home=self.home.root, clock=self.clock)
         if pack.policy_files():
             self.add_policy_paths(pack.policy_files(), namespace=pack.id)
+        self.lineage.rules.extend(load_rules(pack.files(pack.manifest.graph_policies),
+                                             namespace=pack.id))
         self.pack_versions.append(pack.ref)
         prepared.register(self)
         # issue 14: the pack's records in the run graph, checked by its shapes at commit
@@ -338,7 +345,7 @@ class Runtime:
                 return recorded
         decision = decide(proposal, gate, now, policy_version=self.policies.version,
                           pack_versions=tuple(self.pack_versions))
-        base = decision_events(proposal, gate, decision, now)
+        base = with_trace(decision_events(proposal, gate, decision, now), gate, now)
         if gate.recorded_intent_seq is not None and decision.verdict in (
                 Verdict.ALLOW, Verdict.REQUIRE_APPROVAL):
             return self.execution.replayed(proposal, gate, decision, base)
@@ -364,8 +371,15 @@ class Runtime:
             approval_available=lambda d, t, who: self.approvals.usable(
                 d, t, who, run_id=run_id,
                 also_excluded=excluded_for_agent(self.config, who)) is not None,
-            now=now,
+            now=now, lineage=self.lineage,
         )
+
+    def record_input(self, run_id: str, text: str, *, author: str,
+                     kind: str = "request") -> str:
+        """Record a trusted input of a run (the user's request), as evidence with its
+        author; lineage counts a value it contains as having a trusted origin."""
+        return record_input(self.context, self.evidence, run_id, text, author=author,
+                            kind=kind, now=self.clock())
 
     def _evidence_collected_at(self, ref: str) -> datetime | None:
         events = [e for e in self.journal.events_for_subject(ref)

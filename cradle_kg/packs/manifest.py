@@ -38,6 +38,8 @@ class Manifest(BaseModel):
     ontology: list[str] = []
     shapes: list[str] = []
     policies: list[str] = []
+    #: SPARQL ASK/SELECT rules over a proposal's lineage, asked at gate 1 (``.rq`` files)
+    graph_policies: list[str] = []
     cedar_schema: str | None = None
     #: ``module:attribute`` of each declaration (``cradle_kg.packs.sdk``) the loader registers
     validators: list[str] = []

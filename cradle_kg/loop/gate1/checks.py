@@ -48,6 +48,7 @@ from .keys import (
     submission_key,
 )
 from .limits import limit_violation
+from .lineage import LineageGate, check_lineage, lineage_context
 
 
 @dataclass
@@ -64,6 +65,7 @@ class GateInput:
     evidence_collected_at: Callable[[str], datetime | None]
     approval_available: Callable[[str, datetime, str], bool]
     now: datetime
+    lineage: LineageGate | None = None
 
 
 @dataclass
@@ -94,6 +96,8 @@ class GateResult:
     #: set when the id was used in the run for other content: this refused submission's
     #: own hash, so the journal and the graph keep it apart from the recorded one
     submission: str | None = None
+    #: where the arguments came from (a :class:`~cradle_kg.lineage.trace.Trace`)
+    lineage: Any = None
 
 
 class _Stop(Exception):
@@ -284,9 +288,15 @@ class Gate1:
             "dry_run": p.action.dry_run,
             "evidence_count": len(p.evidence_refs),
             "arguments": args,
+            "lineage": lineage_context(r),
         }
 
     def _policies(self, p: Proposal, r: GateResult) -> CheckResult:
+        # lineage first: the trace feeds `context.lineage`, the graph policies may stop
+        lineage = check_lineage(self.i.lineage, p, r, self.i.approval_available, self.i.now,
+                                self.i.policies)
+        if isinstance(lineage, tuple):
+            raise _Stop(*lineage)
         agent = self._agent(p)
         outcome: PolicyOutcome = self.i.policies.evaluate(
             principal=("Agent", agent.id),
@@ -308,8 +318,9 @@ class Gate1:
         r.approval_scope = outcome.approval_scope
         r.obligations = outcome
         return CheckResult(check="policies", status=CheckStatus.PASS,
-                           reasons=tuple(f"permitted by `{x.policy_id}`"
-                                         for x in outcome.determining))
+                           code="approval_required" if lineage else None,
+                           reasons=(*(f"permitted by `{x.policy_id}`"
+                                      for x in outcome.determining), *lineage))
 
     def _domain(self, p: Proposal, r: GateResult) -> CheckResult:
         assert r.spec is not None

@@ -235,3 +235,22 @@ window.addEventListener("hashchange", route);
 loadCatalog().catch((err) => showError($("#results"), err));
 whoami();
 route();
+
+// --- lineage of a run's arguments (issue 15): a table under the run view ----------------
+
+async function showLineage() {
+  const [, tab, arg] = (location.hash || "").split("/");
+  if (tab !== "run" || !arg) return;
+  let box = document.getElementById("run-lineage");
+  if (!box) {
+    box = el("div", { id: "run-lineage", class: "results" });
+    $("#tab-run").append(el("h3", {}, "Lineage: where each argument came from"), box);
+  }
+  try {
+    const rows = await named("run-lineage", { run: decodeURIComponent(arg) });
+    if (!rows.results.bindings.length) { box.replaceChildren(el("p", {}, "no traced arguments")); return; }
+    renderResults(box, rows);
+  } catch (err) { showError(box, err); }
+}
+window.addEventListener("hashchange", showLineage);
+showLineage();

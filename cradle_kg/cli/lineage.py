@@ -1,0 +1,88 @@
+"""Lineage from the shell: ``cradle-kg input`` records a run's trusted input (the person's
+request, with its author); ``cradle-kg eval agentdojo`` measures the lineage rules on an
+AgentDojo suite — it replays the benchmark's reference calls; it runs no model.
+
+Exit codes: 0 done (``eval``: the evaluation ran, whatever its figures), 2 error (unknown
+suite, the ``agentdojo`` extra missing, an empty input, no author).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..config import load_config
+from ..errors import CradleError, InputError
+from ..home import Home, resolve_home
+from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, read_input, table
+
+eval_app = typer.Typer(help="Measure the runtime's rules on public benchmarks.",
+                       no_args_is_help=True)
+LABEL = "replays the benchmark's reference calls through the runtime; runs no model"
+
+
+@eval_app.command("agentdojo")
+def agentdojo(suite: Annotated[str, typer.Option("--suite", help="banking, slack, travel "
+                                                 "or workspace (AgentDojo v1).")],
+              home: Annotated[Path | None, typer.Option(
+                  "--home", help="A new folder to keep the evaluation's home in "
+                  "(default: a temporary one).")] = None,
+              fmt: FormatOpt = Format.TABLE) -> None:
+    """Utility (user tasks whose reference calls all run unattended) and security (pairs
+    where an attacker's write ran unattended) of the lineage rules on one suite."""
+    from ..integrations.agentdojo import evaluate_suite
+    try:
+        report = evaluate_suite(suite, home=home)
+    except CradleError as exc:
+        fail(exc)
+    data = report.to_json()
+    if fmt is Format.JSON:
+        print_json(data)
+        return
+    console.print(f"AgentDojo v1 `{suite}` — {LABEL}", highlight=False)
+    u, s = data["utility"], data["security"]
+    console.print(f"utility: {u['passed']}/{u['total']} user tasks unattended", highlight=False)
+    console.print(f"security: {s['attacker_writes_executed']}/{s['pairs']} pairs with an "
+                  "attacker's write executed unattended", highlight=False)
+    if u["failures"]:
+        table("utility failures", ["user task", "tool", "status", "reason"],
+              [[f["user_task"], c["tool"], c["status"], (c["reasons"] or ["-"])[0]]
+               for f in u["failures"] for c in f["calls"]])
+    if s["failures"]:
+        table("security failures", ["user task", "injection task", "executed"],
+              [[f["user_task"], f["injection_task"], ", ".join(f["executed"])]
+               for f in s["failures"]])
+
+
+def input_(
+    run_id: Annotated[str, typer.Argument(help="The run the input belongs to.")],
+    text: Annotated[str | None, typer.Option("--text", help="The request, as written.")] = None,
+    file: Annotated[str | None, typer.Option("--file", help="Read it from a file, - for "
+                                             "stdin.")] = None,
+    author: Annotated[str, typer.Option("--as", help="Who wrote it (e.g. user:emma).")] = "",
+    kind: Annotated[str, typer.Option("--kind", help="request, instruction, ...")] = "request",
+    home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+) -> None:
+    """Record a trusted input of a run: a value it contains has a trusted origin for lineage."""
+    from ..loop.runtime import Runtime
+    try:
+        if (text is None) == (file is None):
+            raise InputError("give the input with one of --text or --file")
+        if text is None:
+            limits = load_config(Home(resolve_home(home)).config).input_limits
+            text = read_input(str(file), limits).decode("utf-8")
+        with Runtime(resolve_home(home)) as rt:
+            ref = rt.record_input(run_id, text, author=author, kind=kind)
+    except (CradleError, UnicodeDecodeError) as exc:
+        fail(exc if isinstance(exc, CradleError) else InputError(f"the input is not UTF-8: {exc}"))
+    if fmt is Format.JSON:
+        print_json({"run_id": run_id, "ref": ref, "author": author, "kind": kind})
+    else:
+        console.print(f"recorded `{ref}` in `{run_id}` from `{author}`", highlight=False)
+
+
+def install(app: typer.Typer) -> None:
+    app.add_typer(eval_app, name="eval")
+    app.command("input")(input_)

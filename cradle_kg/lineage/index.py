@@ -1,0 +1,241 @@
+"""The run's observed values, indexed as they are journaled (derived, in memory).
+
+Every event that brings content into a run — a trusted input (``input.recorded``), a tool's
+observation (``action.observed``), a human decision with a note (``approval.decided``), a
+fact the host asserted on a proposal (``proposal.received``, source ``host:…``) —
+adds its text leaves to the run's :class:`RunIndex`: each leaf's tokens (see
+:mod:`.normalise`), the sentence each token is in, and a posting list from token to leaf.
+Tracing a value is then a posting-list lookup and a contiguity check on the few leaves that
+hold its first token — never a reload of the run.
+
+The index is derived state: it is built from the journal on first use of a run and caught
+up from its watermark on every trace (one indexed read of the events appended since), so
+writes by another process are seen in journal order.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import AuditEvent
+from .normalise import number_token, split_sentences, tokens
+
+TRUSTED = "trusted"
+UNTRUSTED = "untrusted"
+#: untrusted content the person's own request pointed at (a file, page or message they
+#: named): a value found there has an origin the person chose, but its words are still
+#: not theirs — it never counts as a trusted instruction or choice
+DESIGNATED = "designated"
+TRUST_LEVELS = (TRUSTED, UNTRUSTED)
+#: the events that bring content into a run
+CONTENT_KINDS = frozenset({"input.recorded", "action.observed", "approval.decided",
+                           "lineage.traced", "proposal.received"})
+#: facts a proposal carries that the host (not the model) asserted: trusted, with their author
+HOST_FACT_PREFIX = "host:"
+#: a leaf keeps this much of its text, for quotes
+_KEEP = 4000
+
+
+@dataclass(frozen=True)
+class ToolTrust:
+    """What lineage needs of a tool's contract: who authored its output, per field."""
+
+    output_trust: str = UNTRUSTED
+    field_trust: tuple[tuple[str, str], ...] = ()
+
+    def trust_of(self, path: tuple[str, ...]) -> str:
+        """The deepest key of ``path`` the contract names decides; else the output's trust."""
+        named = dict(self.field_trust)
+        for key in reversed(path):
+            if key in named:
+                return named[key]
+        return self.output_trust
+
+
+#: the trust a tool's output carries, by tool id (unknown tool: untrusted)
+TrustOf = Callable[[str], ToolTrust]
+
+
+@dataclass
+class Leaf:
+    """One text value of one source: an input, or a field of an observation."""
+
+    source: str
+    kind: str
+    trust: str
+    author: str
+    tool: str
+    field: str
+    seq: int
+    text: str
+    tokens: list[str]
+    #: the sentence each token is in
+    sentence: list[int]
+    #: the original text of each sentence (for quotes)
+    texts: list[str]
+
+    def find(self, seq: list[str]) -> list[int]:
+        """The positions where ``seq`` occurs as whole, contiguous tokens."""
+        n, toks, first = len(seq), self.tokens, seq[0]
+        found: list[int] = []
+        at = -1
+        while True:
+            try:
+                at = toks.index(first, at + 1)
+            except ValueError:
+                return found
+            if n == 1 or toks[at:at + n] == seq:
+                found.append(at)
+
+    def quote(self, position: int) -> str:
+        """The sentence of the original text that holds the token at ``position``."""
+        wanted = self.sentence[position] if position < len(self.sentence) else 0
+        text = self.texts[wanted] if wanted < len(self.texts) else self.text
+        text = re.sub(r"\s+", " ", text[:400]).strip()
+        return text if len(text) <= 200 else text[:197] + "..."
+
+
+@dataclass
+class RunIndex:
+    """The leaves of one run and a posting list from token to the leaves that hold it."""
+
+    leaves: list[Leaf] = field(default_factory=list)
+    postings: dict[str, list[int]] = field(default_factory=dict)
+    watermark: int = 0
+    observations: int = 0
+    #: actions whose arguments name a value of the person's own request
+    designating: set[str] = field(default_factory=set)
+
+    def add(self, leaf: Leaf) -> None:
+        index = len(self.leaves)
+        self.leaves.append(leaf)
+        for token in dict.fromkeys(leaf.tokens):
+            self.postings.setdefault(token, []).append(index)
+
+    def containing(self, token: str) -> Iterator[Leaf]:
+        """The leaves that hold ``token`` (no positions: a posting-list read)."""
+        return (self.leaves[i] for i in self.postings.get(token, ()))
+
+    def holding(self, seq: list[str]) -> Iterator[tuple[Leaf, list[int]]]:
+        """The leaves where ``seq`` occurs, with the positions."""
+        if not seq:
+            return
+        lists = [self.postings.get(t) for t in dict.fromkeys(seq)]
+        if any(x is None for x in lists):
+            return
+        shortest = min((x for x in lists if x is not None), key=len)
+        for i in shortest:
+            leaf = self.leaves[i]
+            found = leaf.find(seq)
+            if found:
+                yield leaf, found
+
+
+def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tuple[str, ...],
+          seq: int, text: str) -> Leaf:
+    toks: list[str] = []
+    sentence: list[int] = []
+    parts = split_sentences(text)
+    for n, part in enumerate(parts):
+        ts = tokens(part)
+        toks.extend(ts)
+        sentence.extend([n] * len(ts))
+    return Leaf(source=source, kind=kind, trust=trust, author=author, tool=tool,
+                field=".".join(path), seq=seq, text=text[:_KEEP], tokens=toks,
+                sentence=sentence, texts=[t[:400] for t in parts])
+
+
+def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, (*path, str(key)))
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _walk(item, path)
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int | float):
+        yield path, number_token(value)
+    elif isinstance(value, str) and value:
+        yield path, value
+
+
+def leaves_of(ev: AuditEvent, trust_of: TrustOf) -> Iterable[Leaf]:
+    """The text leaves an event brings into its run (none for other kinds)."""
+    pl = ev.payload
+    if ev.kind == "input.recorded":
+        text = str(pl.get("text", ""))
+        yield _leaf(f"input:{pl.get('ref', ev.seq)}", str(pl.get("kind", "request")),
+                    TRUSTED, str(pl.get("author", ev.actor)), "", (), ev.seq, text)
+    elif ev.kind == "action.observed":
+        obs = pl.get("observation") or {}
+        tool = str(obs.get("tool_id", ""))
+        trust = trust_of(tool)
+        output = obs.get("output") or {}
+        for path, text in _walk(output, ()):
+            if path and path[0] == "side_effects":
+                continue
+            yield _leaf(str(obs.get("id", ev.subject)), "observation", trust.trust_of(path),
+                        f"tool:{tool}", tool, path, ev.seq, text)
+    elif ev.kind == "proposal.received":
+        for fact in (pl.get("proposal") or {}).get("facts") or ():
+            source = str(fact.get("source", ""))
+            if source.startswith(HOST_FACT_PREFIX) and isinstance(fact.get("object"), str):
+                yield _leaf(f"fact:{ev.seq}:{fact.get('predicate', '')}", "fact", TRUSTED,
+                            source, "", ("object",), ev.seq, str(fact["object"]))
+    elif ev.kind == "approval.decided":
+        note = pl.get("reason") or (pl.get("approval") or {}).get("reason")
+        if isinstance(note, str) and note:
+            yield _leaf(f"approval:{pl.get('approval_id', ev.subject)}", "approval", TRUSTED,
+                        ev.actor, "", ("reason",), ev.seq, note)
+
+
+class LineageIndex:
+    """The :class:`RunIndex` of the runs in use, kept up to date from the journal and its
+    appends; the least recently used beyond ``max_runs`` are dropped (and rebuilt from the
+    journal if they are used again)."""
+
+    def __init__(self, events_since: Callable[[str, int], Iterable[AuditEvent]],
+                 trust_of: TrustOf, *, max_runs: int = 256) -> None:
+        self._events_since = events_since
+        self._trust_of = trust_of
+        self._runs: OrderedDict[str, RunIndex] = OrderedDict()
+        self._max_runs = max_runs
+        self._lock = threading.Lock()
+
+    def run(self, run_id: str) -> RunIndex:
+        """The run's index, caught up with the journal."""
+        with self._lock:
+            run = self._runs.setdefault(run_id, RunIndex())
+            self._runs.move_to_end(run_id)
+            while len(self._runs) > self._max_runs:
+                self._runs.popitem(last=False)
+            # in journal order from the watermark: writes of another process are seen too
+            for ev in self._events_since(run_id, run.watermark):
+                self._apply(run, ev)
+            return run
+
+    def _apply(self, run: RunIndex, ev: AuditEvent) -> None:
+        run.watermark = max(run.watermark, ev.seq)
+        if ev.kind not in CONTENT_KINDS:
+            return
+        if ev.kind == "lineage.traced":
+            trace = ev.payload.get("trace") or {}
+            if any(o.get("trust") == TRUSTED and o.get("kind") == "request"
+                   for a in trace.get("arguments", ()) for o in a.get("origins", ())):
+                run.designating.add(str(trace.get("action_id")))
+            return
+        designated = False
+        if ev.kind == "action.observed":
+            run.observations += 1
+            obs = ev.payload.get("observation") or {}
+            designated = obs.get("execution_id") in run.designating
+        for leaf in leaves_of(ev, self._trust_of):
+            if designated and leaf.trust == UNTRUSTED:
+                leaf.trust = DESIGNATED
+            run.add(leaf)

@@ -1,0 +1,131 @@
+"""Graph policies: SPARQL ASK or SELECT rules over a proposal's lineage, at gate 1.
+
+A rule is a ``.rq`` file whose leading comments carry its annotations, in the style of the
+Cedar policies::
+
+    # @id("untrusted-sensitive-argument")
+    # @verdict("require_approval")
+    # @reason("`{name}` was seen only in untrusted content: «{quote}» ({author})")
+    SELECT ?name ?quote ?author WHERE { … }
+
+The query is asked over the triples of the proposal's trace (:mod:`.rdf`: the action, its
+arguments, each argument's sources with their trust, author and quote). An ASK that is true,
+or a SELECT with rows, matches; the reason is formatted with each row's bindings (one
+reason per distinct value of the first variable). ``verdict`` is ``require_approval``
+(default) or ``deny``. ``@trigger("…")`` names a flag of the trace the rule cannot match
+without (``untrusted_only_sensitive``, ``untrusted_only``, ``instructed``,
+``choice_untrusted_only``): when no rule's trigger holds, no graph is built — the common,
+clean proposal costs a posting-list read. A pack lists its rules under
+``graph_policies:``; they are cited as ``<pack-id>/<id>``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ManifestError
+from ..graph.lineage import Graph
+from .trace import Trace
+
+_ANNOTATION = re.compile(r'^#\s*@(\w+)\("((?:[^"\\]|\\.)*)"\)\s*$')
+VERDICTS = ("require_approval", "deny")
+
+
+@dataclass(frozen=True)
+class GraphRule:
+    id: str
+    verdict: str
+    reason: str
+    query: str
+    #: a flag of the trace (:data:`TRIGGERS`) without which the rule cannot match: when no
+    #: rule's trigger holds, the graph is not built at all (None: always asked)
+    trigger: str | None = None
+
+
+#: what a rule may name as its ``@trigger``, read from the trace without building a graph
+TRIGGERS: dict[str, Callable[[Trace], bool]] = {
+    "untrusted_only_sensitive": lambda t: any(a.sensitive and a.untrusted_only
+                                              for a in t.arguments),
+    "untrusted_only": lambda t: any(a.untrusted_only for a in t.arguments),
+    "instructed": lambda t: any(a.instructed_by and not a.instructed_trusted
+                                for a in t.arguments),
+    "choice_untrusted_only": lambda t: t.choice_untrusted_only,
+}
+
+
+@dataclass(frozen=True)
+class RuleMatch:
+    rule: str
+    verdict: str
+    reasons: tuple[str, ...]
+
+
+def parse_rule(text: str, *, name: str, namespace: str | None = None) -> GraphRule:
+    """A rule from its text; ``name`` is used in errors and as the default id."""
+    notes: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        found = _ANNOTATION.match(line.strip())
+        if found:
+            notes[found.group(1)] = found.group(2).replace('\\"', '"')
+    rule_id = notes.get("id", Path(name).stem)
+    verdict = notes.get("verdict", "require_approval")
+    if verdict not in VERDICTS:
+        raise ManifestError(f"{name}: `@verdict` is `require_approval` or `deny`, "
+                            f"not `{verdict}`")
+    if not re.search(r"\b(ASK|SELECT)\b", text, re.IGNORECASE):
+        raise ManifestError(f"{name}: a graph policy is a SPARQL ASK or SELECT query")
+    trigger = notes.get("trigger")
+    if trigger is not None and trigger not in TRIGGERS:
+        raise ManifestError(f"{name}: `@trigger` is one of "
+                            + ", ".join(f"`{t}`" for t in TRIGGERS) + f", not `{trigger}`")
+    return GraphRule(id=f"{namespace}/{rule_id}" if namespace else rule_id, verdict=verdict,
+                     reason=notes.get("reason", f"graph policy `{rule_id}` matched"),
+                     query=text, trigger=trigger)
+
+
+def load_rules(paths: Sequence[Path], *, namespace: str | None = None) -> list[GraphRule]:
+    rules = [parse_rule(p.read_text(encoding="utf-8"), name=str(p), namespace=namespace)
+             for p in paths]
+    probe = Graph(["<urn:x:a> <urn:x:p> <urn:x:o>"])
+    for rule in rules:  # a rule that does not parse is refused at load, not at the gate
+        try:
+            probe.select(rule.query)
+        except (SyntaxError, ValueError, OSError) as exc:
+            raise ManifestError(f"graph policy `{rule.id}` does not parse: {exc}") from exc
+    return rules
+
+
+class _Row(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def due(rules: Sequence[GraphRule], trace: Trace) -> list[GraphRule]:
+    """The rules worth asking about ``trace`` (those whose trigger holds, or that have none)."""
+    return [r for r in rules if r.trigger is None or TRIGGERS[r.trigger](trace)]
+
+
+def evaluate(rules: Sequence[GraphRule], lines: Sequence[str]) -> list[RuleMatch]:
+    """The rules that match the triples ``lines``, each with its reasons."""
+    matches: list[RuleMatch] = []
+    if not rules:
+        return matches
+    graph = Graph(lines)
+    for rule in rules:
+        rows = graph.select(rule.query)
+        if not rows:
+            continue
+        seen: dict[str, str] = {}
+        for row in rows:
+            first = next(iter(row.values()), "")
+            if first not in seen:
+                seen[first] = rule.reason.format_map(_Row(row))
+        matches.append(RuleMatch(rule=rule.id, verdict=rule.verdict,
+                                 reasons=tuple(f"{r} (graph policy `{rule.id}`)"
+                                               for r in seen.values())))
+    return matches

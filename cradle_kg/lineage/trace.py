@@ -1,0 +1,211 @@
+"""Where each argument value of a proposed action came from: the :class:`Trace`.
+
+For every string argument (and every number a contract names as sensitive) the trace lists
+the run's sources that hold the value as whole tokens (:mod:`.normalise`): the trusted
+inputs, the observations (with the trust their tool's contract gives the field) and the
+human decisions. A free-text value that occurs nowhere as a whole is traced through the
+identifiers inside it (addresses, IBANs, URLs, file names, codes), one by one.
+
+Per argument: ``trusted_origin`` (every traced part has a trusted source), ``untrusted_only``
+(some part was seen only in untrusted content) and, for sensitive arguments,
+``instructed_by``: untrusted sources that name the value *in one sentence with a word that
+chooses this action* — an instruction to do this with that value. A trusted source that
+gives the same instruction clears it (``instructed_trusted``). The trace also says where the
+action's very choice was named (the contract's choice words).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .index import DESIGNATED, TRUSTED, Leaf, RunIndex
+from .normalise import is_identifier, number_token, tokens
+
+#: the most origins kept per argument (trusted first), so a value seen everywhere stays small
+MAX_ORIGINS = 6
+#: kinds of source whose words choose an action (a system of record states, it does not ask)
+CHOOSING_KINDS = frozenset({"request", "input", "approval", "instruction"})
+
+
+class Origin(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str
+    kind: str
+    trust: str
+    author: str
+    tool: str = ""
+    field: str = ""
+    seq: int
+    #: the token position of the match in the source (the quote is its sentence)
+    at: int = 0
+    quote: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.source}#{self.field}" if self.field else self.source
+
+
+class ArgumentLineage(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    value: str
+    sensitive: bool
+    origins: tuple[Origin, ...] = ()
+    trusted_origin: bool = False
+    untrusted_only: bool = False
+    instructed_by: tuple[Origin, ...] = ()
+    instructed_trusted: bool = False
+
+
+class Trace(BaseModel):
+    """The lineage of one proposal's arguments (journaled as ``lineage.traced``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    proposal_id: str
+    action_id: str
+    tool: str
+    sources: int
+    observations: int
+    arguments: tuple[ArgumentLineage, ...] = ()
+    choice_origins: tuple[Origin, ...] = ()
+    choice_trusted: bool = False
+    choice_untrusted_only: bool = False
+
+    def argument(self, name: str) -> ArgumentLineage | None:
+        return next((a for a in self.arguments if a.name == name), None)
+
+    def cedar(self) -> dict[str, Any]:
+        """The trace as Cedar context (``context.lineage``)."""
+        return {
+            "arguments": {a.name: {
+                "origins": sorted({o.key for o in a.origins}),
+                "trusted_origin": a.trusted_origin, "untrusted_only": a.untrusted_only,
+                "sensitive": a.sensitive, "instructed_untrusted": bool(a.instructed_by)
+                and not a.instructed_trusted} for a in self.arguments},
+            "choice_trusted": self.choice_trusted,
+            "choice_untrusted_only": self.choice_untrusted_only,
+            "untrusted_only_sensitive": sorted(a.name for a in self.arguments
+                                               if a.sensitive and a.untrusted_only),
+        }
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a tool's contract says lineage must look at."""
+
+    sensitive: tuple[str, ...] = ()
+    choice_words: tuple[str, ...] = ()
+
+
+def _origin(leaf: Leaf, position: int) -> Origin:
+    return Origin(source=leaf.source, kind=leaf.kind, trust=leaf.trust, author=leaf.author,
+                  tool=leaf.tool, field=leaf.field, seq=leaf.seq, at=position,
+                  quote=leaf.quote(position))
+
+
+def _values(value: Any, sensitive: bool) -> list[list[str]]:
+    if isinstance(value, list | tuple):
+        return [v for item in value for v in _values(item, sensitive)]
+    if isinstance(value, str):
+        return [tokens(value)]
+    if sensitive and isinstance(value, int | float) and not isinstance(value, bool):
+        return [[number_token(value)]]
+    return []
+
+
+@lru_cache(maxsize=1024)
+def _choice_phrases(words: tuple[str, ...]) -> list[list[str]]:
+    return [t for t in (tokens(w) for w in words) if t]
+
+
+def _in_sentence(leaf: Leaf, position: int, phrases: list[list[str]]) -> bool:
+    sentence = leaf.sentence[position]
+    lo = leaf.sentence.index(sentence)
+    hi = len(leaf.sentence) - leaf.sentence[::-1].index(sentence)
+    words = leaf.tokens[lo:hi]
+    return any(any(words[i:i + len(ph)] == ph for i in range(len(words) - len(ph) + 1))
+               for ph in phrases)
+
+
+def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
+              phrases: list[list[str]]) -> ArgumentLineage | None:
+    seqs = [s for s in _values(value, sensitive) if s]
+    if not seqs:
+        return None
+    units: list[list[str]] = []
+    for seq in seqs:
+        if next(run.holding(seq), None) is not None or len(seq) == 1:
+            units.append(seq)
+        else:
+            units.extend([t] for t in dict.fromkeys(seq) if is_identifier(t))
+    found: list[tuple[Leaf, int]] = []
+    with_origin = trusted_units = 0
+    untrusted_only = instructed_trusted = False
+    instructed: list[tuple[Leaf, int]] = []
+    for unit in units:
+        hits = list(run.holding(unit))
+        if not hits:
+            continue
+        with_origin += 1
+        trusted = any(leaf.trust in (TRUSTED, DESIGNATED) for leaf, _ in hits)
+        trusted_units += trusted
+        untrusted_only = untrusted_only or not trusted
+        found.extend((leaf, pos[0]) for leaf, pos in hits)
+        if sensitive and phrases:
+            for leaf, positions in hits:
+                at = next((p for p in positions if _in_sentence(leaf, p, phrases)), None)
+                if at is None:
+                    continue
+                if leaf.trust == TRUSTED:
+                    instructed_trusted = instructed_trusted or leaf.kind in CHOOSING_KINDS
+                else:
+                    instructed.append((leaf, at))
+    found.sort(key=lambda h: (h[0].trust != TRUSTED, h[0].seq))
+    kept = list({(leaf.source, leaf.field): (leaf, pos) for leaf, pos in found}.values())
+    shown = " ".join(" ".join(s) for s in seqs)
+    return ArgumentLineage(
+        name=name, value=shown if len(shown) <= 200 else shown[:197] + "...",
+        sensitive=sensitive, origins=tuple(_origin(lf, p) for lf, p in kept[:MAX_ORIGINS]),
+        trusted_origin=with_origin > 0 and trusted_units == with_origin,
+        untrusted_only=untrusted_only,
+        instructed_by=tuple(_origin(lf, p) for lf, p in instructed[:3]),
+        instructed_trusted=instructed_trusted)
+
+
+def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool: str,
+          arguments: dict[str, Any], declared: Declared) -> Trace:
+    """The lineage of ``arguments`` in the run ``run`` indexes."""
+    phrases = _choice_phrases(tuple(declared.choice_words))
+    traced = [a for name, value in sorted(arguments.items())
+              if (a := _argument(run, name, value, name in declared.sensitive, phrases))]
+    choosing: list[Origin] = []
+    chosen_trusted = chosen_untrusted = False
+    for phrase in phrases:
+        # a one-word phrase is a posting-list read; positions only for the quoted few
+        hits = ((leaf, None) for leaf in run.containing(phrase[0])) if len(phrase) == 1 \
+            else ((leaf, pos) for leaf, pos in run.holding(phrase))
+        for leaf, positions in hits:
+            if leaf.trust == TRUSTED and leaf.kind not in CHOOSING_KINDS:
+                continue
+            if leaf.trust == TRUSTED:
+                chosen_trusted = True
+            else:
+                chosen_untrusted = True
+            if len(choosing) < MAX_ORIGINS:
+                at = positions[0] if positions else leaf.tokens.index(phrase[0])
+                choosing.append(_origin(leaf, at))
+            elif chosen_trusted and chosen_untrusted:
+                break
+    return Trace(run_id=run_id, proposal_id=proposal_id, action_id=action_id, tool=tool,
+                 sources=len(run.leaves), observations=run.observations,
+                 arguments=tuple(traced), choice_origins=tuple(choosing),
+                 choice_trusted=chosen_trusted,
+                 choice_untrusted_only=chosen_untrusted and not chosen_trusted)

@@ -1,0 +1,120 @@
+"""Lineage at gate 1 (part of the ``policies`` check): trace the arguments, ask the graph
+policies.
+
+The trace (:mod:`cradle_kg.lineage.trace`) is computed from the run's derived index — no
+store is loaded — kept on the gate's result (the Cedar context reads it as
+``context.lineage``; the runtime journals it as ``lineage.traced`` with the decision), and
+the graph policies (:mod:`cradle_kg.lineage.rules`) are asked over its triples. A matching
+``require_approval`` rule asks a human, quoting the untrusted origin, unless a valid
+approval of this exact action exists; a matching ``deny`` rule denies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Protocol
+
+from ...lineage.index import LineageIndex, ToolTrust
+from ...lineage.rdf import trace_triples
+from ...lineage.rules import GraphRule, due, evaluate
+from ...lineage.trace import Declared, Trace, trace
+from ...policy import PolicyEngine
+from ...records import RUNTIME_ACTOR, Proposal, Verdict
+from ...storage import Journal, NewEvent
+from ...tools import ToolRegistry, ToolSpec
+
+
+class GateResult(Protocol):
+    """What this check reads and notes on gate 1's result."""
+
+    spec: ToolSpec | None
+    idempotency_key: str
+    action_digest: str
+    lineage: Any
+    reasons: list[str]
+    codes: list[str]
+
+#: the Cedar context when nothing was traced (same shape, so a policy never errs on it)
+EMPTY_CONTEXT: dict[str, Any] = {"arguments": {}, "choice_trusted": False,
+                                 "choice_untrusted_only": False, "untrusted_only_sensitive": []}
+
+
+class LineageGate:
+    """The run indexes and the graph policies in force (one per runtime)."""
+
+    def __init__(self, journal: Journal, tools: ToolRegistry) -> None:
+        self.tools = tools
+        self.index = LineageIndex(
+            lambda run_id, since: journal.events(run_id=run_id, since_seq=since),
+            self.trust_of)
+        self.rules: list[GraphRule] = []
+        #: whether a policy set (by version) mentions `lineage`
+        self._reads: dict[str, bool] = {}
+
+    def relevant(self, spec: ToolSpec, policies: PolicyEngine) -> bool:
+        """Whether lineage can matter here: graph policies are in force, the tool declares
+        sensitive arguments or choice words, or a Cedar policy reads ``context.lineage``.
+        Otherwise nothing is traced or journaled (a home without lineage is unchanged)."""
+        if self.rules or spec.sensitive_arguments or spec.choice_words:
+            return True
+        if policies.version not in self._reads:
+            self._reads[policies.version] = any("lineage" in s.text for s in policies.sources)
+        return self._reads[policies.version]
+
+    def trust_of(self, tool_id: str) -> ToolTrust:
+        if not self.tools.has(tool_id):
+            return ToolTrust()  # unknown tool: its output is untrusted
+        spec = self.tools.get(tool_id)
+        return ToolTrust(output_trust=spec.output_trust, field_trust=spec.field_trust)
+
+    def trace(self, p: Proposal, spec: ToolSpec, action_id: str) -> Trace:
+        run_id = p.effective_run_id
+        return trace(self.index.run(run_id), run_id=run_id, proposal_id=p.id,
+                     action_id=action_id, tool=spec.id, arguments=p.action.arguments,
+                     declared=Declared(sensitive=spec.sensitive_arguments,
+                                       choice_words=spec.choice_words))
+
+
+def lineage_context(r: GateResult) -> dict[str, Any]:
+    """``context.lineage`` for Cedar."""
+    found = r.lineage
+    return found.cedar() if isinstance(found, Trace) else dict(EMPTY_CONTEXT)
+
+
+Stop = tuple[Verdict, str, list[str]]
+
+
+def check_lineage(gate: LineageGate | None, p: Proposal, r: GateResult,
+                  approval_available: Callable[[str, datetime, str], bool],
+                  now: datetime, policies: PolicyEngine) -> Stop | list[str]:
+    """Part of the ``policies`` check: trace the arguments (kept on ``r.lineage``) and ask
+    the graph policies. Returns what stops the gate (verdict, code, reasons), or the
+    reasons a human approval is needed (empty: nothing to note)."""
+    if gate is None or r.spec is None or not gate.relevant(r.spec, policies):
+        return []
+    found = gate.trace(p, r.spec, "act:" + r.idempotency_key.removeprefix("idem:"))
+    r.lineage = found
+    asked = due(gate.rules, found)
+    matches = evaluate(asked, trace_triples(found.model_dump(mode="json"))) if asked else []
+    denied = [m for m in matches if m.verdict == "deny"]
+    if denied:
+        return (Verdict.DENY, "lineage_denied", [x for m in denied for x in m.reasons])
+    if not matches or approval_available(r.action_digest, now, p.agent_id):
+        return []
+    reasons = [x for m in matches for x in m.reasons]
+    r.reasons.extend(reasons)
+    r.codes.append("lineage_untrusted")
+    return reasons
+
+
+def with_trace(base: list[NewEvent], r: GateResult, now: datetime) -> list[NewEvent]:
+    """The decision's events with ``lineage.traced`` after the proposal, before the decision."""
+    found = r.lineage
+    if not isinstance(found, Trace) or not base:
+        return base
+    event = NewEvent(run_id=found.run_id, kind="lineage.traced", subject=found.action_id,
+                     actor=RUNTIME_ACTOR, at=now,
+                     payload={"trace": found.model_dump(mode="json"),
+                              "proposal_id": found.proposal_id})
+    return [base[0], event, *base[1:]]

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from cradle_kg.packs.sdk import (
+    FactCheck,
     IdempotencyClass,
     PackContext,
     SideEffectClass,
@@ -32,7 +33,7 @@ from cradle_kg.packs.sdk import (
     verifier,
 )
 
-from . import api
+from . import api, rules
 from . import postconditions as post
 from .db import SOURCE, AirlineDB, Reader
 from .models import (
@@ -234,7 +235,49 @@ def _read_state(db: Reader, req: VerifyRequest,
     changes = db.changes(req.action.idempotency_key)
     return report(read_back(True, matches, state_detail=detail), read_at=read_at,
                   source=SOURCE, evidence={**evidence, "changes": changes},
-                  changed=changed_resources(changes))
+                  changed=changed_resources(changes), facts=statement_checks(db, req))
+
+
+#: the customer statements the airline's own records can settle, and the flight status
+#: each one asserts of a flight of the customer's reservations
+_SETTLED_BY_FLIGHTS = {(rules.REASON, "airline_cancelled"): "cancelled",
+                       (rules.COMPENSATION, "cancelled_flight"): "cancelled",
+                       (rules.COMPENSATION, "delayed_flight"): "delayed"}
+
+
+def statement_checks(db: Reader, req: VerifyRequest) -> list[FactCheck]:
+    """The customer's statements the database can confirm: "the airline
+    cancelled my flight", "my flight was delayed" are read against the flights of the
+    reservation (or, for a compensation, of the customer's reservations). What only the
+    customer knows (a yes, health, weather, a change of plan) stays their statement: a
+    candidate fact, visible as such, never Verified."""
+    view = api.View(db.conn, "")
+    args = req.arguments.model_dump(mode="json")
+    out: list[FactCheck] = []
+    for index, fact in enumerate(req.facts):
+        status = _SETTLED_BY_FLIGHTS.get((fact.predicate, str(fact.object)))
+        if status is None:
+            continue
+        if "reservation_id" in args:
+            rids = [str(args["reservation_id"])]
+        else:
+            rids = [str(r) for r in (view.user(str(args.get("user_id", ""))) or {}).get(
+                "reservations", [])]
+        hits = [f"{rid} {n} {d}" for rid in rids
+                for n, d in _segments(view.reservation(rid))
+                if rules.flight_status(view, n, d) == status]
+        # INVARIANT: a statement gate 1 let through is never contradicted here — gate 1
+        # refuses the ones the database contradicts (saying so); a delayed flight may be gone
+        # from a reservation changed since, so "not found" leaves the statement a candidate
+        if hits:
+            out.append(FactCheck(fact=index, status="verified",
+                                 detail=f"flights {status}: " + ", ".join(hits)))
+    return out
+
+
+def _segments(res: dict[str, Any] | None) -> list[tuple[str, str]]:
+    return [] if res is None else [(str(f["flight_number"]), str(f["date"]))
+                                   for f in res.get("flights", [])]
 
 
 def changed_resources(changes: list[dict[str, Any]]) -> list[str]:

@@ -58,3 +58,22 @@ def test_why_cancelled_and_on_whose_word(airline: Airline) -> None:
     [refund] = query(home, "reservation-payments", target)
     assert (refund["kind"], refund["paymentId"], refund["amount"]) == (
         "refund", "gift_card_2200803", "-169")
+
+
+def test_statements_the_database_settles_become_verified(airline: Airline) -> None:
+    """"The airline cancelled my flight" is read back against the flights and becomes a
+    Verified fact with the verifier's evidence; a health reason stays the customer's word."""
+    isabella = "customer:isabella_davis_2143"
+    airline.run({"tool": "cancel_reservation", "arguments": {"reservation_id": "521ARH"},
+                 "on_behalf_of": isabella,
+                 "facts": [["airline:cancellationReason", "airline_cancelled"]]},
+                status="executed")
+    airline.run(_cancel("health"), status="executed")
+    home = airline.home.root
+    airline.home.runtime.close()
+    verified = query(home, "verified-facts")
+    assert [(v["subject"].rsplit("/", 1)[-1], v["value"]) for v in verified
+            if v["status"].endswith("#Verified")] == [(isabella, "airline_cancelled")]
+    assert all(v["evidence"] for v in verified)
+    said = query(home, "customer-statements")
+    assert ("health", OLIVIA) in [(s["value"], s["statedBy"]) for s in said]

@@ -204,6 +204,13 @@ def test_intent_and_context_are_emitted_and_linked(wrt: Runtime) -> None:
           ?d cradle:evaluates ?p ; cradle:evaluates ?c . ?c a cradle:Context ;
              cradle:environment ?env ; cradle:at ?at }""")
     assert rows == [{"type": "test.ctx", "slot": "value", "env": "local"}]
+    # the policies of the set in force evaluated that context (VOCABULARY: Policy evaluates
+    # Context), each policy node the one the shared graph describes
+    policies = _ask(wrt, """PREFIX cradle: <https://w3id.org/cradle#>
+        SELECT DISTINCT ?id WHERE {
+          ?d cradle:evaluates ?c . ?c a cradle:Context .
+          ?pol cradle:evaluates ?c . ?pol a cradle:Policy ; cradle:policyId ?id }""")
+    assert policies and all(row["id"] for row in policies)
 
 
 def test_a_pack_write_tool_without_a_postcondition_is_refused(tmp_path: Path,

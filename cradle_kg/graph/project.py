@@ -408,6 +408,8 @@ def _context_of(q: _Quads, ev: AuditEvent, decision: str, d: dict[str, Any]) -> 
         q.add(ctx, c("packVersion"), lit(pack))
     for check in d.get("checks", []):
         q.add(ctx, c("checkResult"), lit(f"{check['check']}={check['status']}"))
+    for pol in d.get("policy_results", []):  # each policy of the set was evaluated in it
+        q.add(node("policy", f"{d['policy_version']}/{pol['policy_id']}"), c("evaluates"), ctx)
     for found in ev.payload.get("validator_findings", ()):
         constraint = node("constraint", str(found["validator"]))
         q.typed(constraint, "Constraint")

@@ -67,8 +67,9 @@ def from_events(dialect: Dialect, *, one_run: bool = False) -> str:
     f = _field
 
     def unmatched(opened: str, closed: str, key: str, after: str = "") -> str:
-        return (f"FROM ev t WHERE t.run_id = r.run_id AND t.kind = '{opened}'{after} AND NOT "
-                f"EXISTS (SELECT 1 FROM ev x WHERE x.run_id = t.run_id AND x.kind = "
+        # on ``events`` itself, not the CTE: each probe is one run's events (its index)
+        return (f"FROM events t WHERE t.run_id = r.run_id AND t.kind = '{opened}'{after} AND "
+                f"NOT EXISTS (SELECT 1 FROM events x WHERE x.run_id = t.run_id AND x.kind = "
                 f"'{closed}' AND x.seq > t.seq AND {f(dialect, 'x', key)} = "
                 f"{f(dialect, 't', key)})")
 

@@ -12,7 +12,9 @@ fresh copy, in one process, with the same configuration:
 * **decide_approval**, the resumed run included (a close_account approved by the second
   identity);
 * **Runtime open** (the recovery pass at open included) and **recover** on an open runtime;
-* **runs list**: one page of 50 runs, newest first, as the CLI builds it;
+* **runs list**: one page of 50 runs, newest first, as the CLI builds it; with the count
+  of runs per state the table prints; filtered by a state (``--status completed``); and
+  the baseline those replaced — the states counted by folding every run's events;
 * **audit verify**: in a subprocess, its time and peak RSS.
 
 Each figure is printed with its ratio to the 1 k figure of the same run (target: submit,
@@ -33,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,7 +45,7 @@ from cradle_kg import Runtime
 from cradle_kg.config import Limit, RuntimeConfig
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, demo_config
 from cradle_kg.records import ApprovalStatus
-from cradle_kg.runs import list_page
+from cradle_kg.runs import RunState, list_page, show_run, state_counts
 from cradle_kg.storage import SqliteJournal as Journal
 
 VERIFY = """
@@ -120,12 +123,27 @@ def measure(home: Path, *, calls: int) -> dict[str, float]:
         figures["recover p50"] = pct(timed(rt.recover, 20), .5)
         figures["runs list (50) p50"] = pct(timed(
             lambda: list_page(rt.journal, limit=50, newest_first=True), 10), .5)
+        # what `runs list` prints in a table: the page and the count of runs per state
+        figures["runs list + states p50"] = pct(timed(
+            lambda: (list_page(rt.journal, limit=50, newest_first=True),
+                     state_counts(rt.journal)), 10), .5)
+        figures["runs list --status p50"] = pct(timed(
+            lambda: list_page(rt.journal, limit=50, newest_first=True,
+                              state=RunState.COMPLETED), 10), .5)
+        # the baseline: the states counted by folding every run's events (before run_state)
+        figures["states folded (old) p50"] = pct(timed(lambda: _folded_counts(rt.journal),
+                                                       2, warmup=0), .5)
     finally:
         for each in rts.values():
             each.close()
     figures["Runtime open p50"] = pct(timed(
         lambda: Runtime(home, config=_config(False), graph_sync=False).close(), 10), .5)
     return figures
+
+
+def _folded_counts(journal: Journal) -> Counter[str]:
+    listed, _ = journal.listed_runs()
+    return Counter(show_run(journal, r)[0].state.value for r in listed)
 
 
 def verify_figures(home: Path, runs: int = 3) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""Current state of runs — a projection of the journal, folded on every read.
+"""Current state of runs — a projection of the journal.
 
 A run's **state** is defined here once and used by ``runs list``, ``/api/runs`` and the
 page (:class:`RunState`):
@@ -17,15 +17,16 @@ page (:class:`RunState`):
 The last outcome decides, not the worst: a run that recovered from a failed deployment and
 ended resolved is ``completed``. ``status`` keeps the last outcome's own word.
 
-Only the runs read are folded: the journal's ``runs`` table (kept in the journal's own
-transaction, see :mod:`.journal.derived`) says which runs there are, in order, so a page of
-runs costs what its runs' events cost. Filtering by state or counting states folds every
-listed run.
+Only the runs shown are folded. Which runs there are, in order, and what each one's state
+is decided from are derived tables kept in the journal's own transaction (``runs`` and
+``run_state``, see :mod:`.storage.run_state_sql`), so a page of runs costs what its runs'
+events cost, counting states is one ``GROUP BY`` and filtering by state is a paged query.
+The rule from those few facts to a state is :func:`state_of`, used by both the table's
+readers and :attr:`RunSummary.state`.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,7 +35,7 @@ from typing import Any
 
 from .errors import InputError, UnknownNameError
 from .records import AuditEvent
-from .storage import Journal
+from .storage import Journal, StateKey
 
 
 class RunState(StrEnum):
@@ -47,6 +48,29 @@ class RunState(StrEnum):
 
 #: an outcome that leaves the next move to the agent
 _AGENT_MOVES = frozenset({"in_progress", "needs_clarification", "repair"})
+
+
+def state_of(key: StateKey) -> RunState:
+    """The one rule: a run's state from its ``run_state`` key — (a human task open, how its
+    workflow ended or ``''``, a human step waiting, the last outcome's status or ``''``,
+    the last outcome is a compensation, a workflow started)."""
+    tasks, finished, waiting, status, compensation, workflow = key
+    if tasks:
+        return RunState.ESCALATED
+    if finished:
+        return (RunState.COMPLETED if finished == "workflow.completed"
+                else RunState.COMPLETED_WITH_FAILURES)
+    if waiting:
+        return RunState.WAITING_FOR_PERSON
+    if not status:
+        return RunState.OPEN
+    if status == "awaiting_approval":
+        return RunState.WAITING_FOR_PERSON
+    if workflow or status in _AGENT_MOVES:
+        return RunState.OPEN
+    if status == "executed" and not compensation:
+        return RunState.COMPLETED
+    return RunState.COMPLETED_WITH_FAILURES
 
 
 def parse_state(text: str) -> RunState:
@@ -86,24 +110,15 @@ class RunSummary:
         return self.last[1]
 
     @property
+    def key(self) -> StateKey:
+        """What the state is decided from, as the journal's ``run_state`` row gives it."""
+        proposal, status = ("", "") if self.last is None else self.last[:2]
+        return (int(bool(self.human_tasks)), self.finished or "", int(bool(self.waiting_steps)),
+                status, int(proposal.startswith("comp:")), int(self.workflow is not None))
+
+    @property
     def state(self) -> RunState:
-        if self.human_tasks:
-            return RunState.ESCALATED
-        if self.finished is not None:
-            return (RunState.COMPLETED if self.finished == "workflow.completed"
-                    else RunState.COMPLETED_WITH_FAILURES)
-        if self.waiting_steps:
-            return RunState.WAITING_FOR_PERSON
-        if self.last is None:
-            return RunState.OPEN
-        proposal, status, _ = self.last
-        if status == "awaiting_approval":
-            return RunState.WAITING_FOR_PERSON
-        if self.workflow is not None or status in _AGENT_MOVES:
-            return RunState.OPEN
-        if status == "executed" and not proposal.startswith("comp:"):
-            return RunState.COMPLETED
-        return RunState.COMPLETED_WITH_FAILURES
+        return state_of(self.key)
 
     def why(self) -> list[str]:
         """Why the run is where it is, in a few lines (what it waits for, how it ended)."""
@@ -147,8 +162,8 @@ def _fold(summary: RunSummary, event: AuditEvent) -> None:
                             [str(r) for r in outcome.get("reasons", [])])
     elif event.kind == "human_task.opened":
         summary.human_tasks.append(p["task_id"])
-    elif event.kind == "human_task.resolved" and p["task_id"] in summary.human_tasks:
-        summary.human_tasks.remove(p["task_id"])
+    elif event.kind == "human_task.resolved":
+        summary.human_tasks = [t for t in summary.human_tasks if t != p["task_id"]]
     elif event.kind == "workflow.started":
         summary.workflow = str(p.get("workflow"))
     elif event.kind in ("workflow.completed", "workflow.failed"):
@@ -158,17 +173,6 @@ def _fold(summary: RunSummary, event: AuditEvent) -> None:
         summary.waiting_steps[str(p["step"])] = [str(r) for r in p.get("reasons", [])]
     elif event.kind == "human.decided":
         summary.waiting_steps.pop(str(p["step"]), None)
-
-
-def _listed(journal: Journal, newest_first: bool) -> list[str] | None:
-    """Every run with a proposal or a workflow, in order — or None when there are no
-    workflow runs (then the journal pages the proposal runs itself)."""
-    workflows = {e.run_id for e in journal.events_of_kind("workflow.started")}
-    if not workflows:
-        return None
-    proposals = set(journal.proposal_runs()[0])
-    ids = [r for r in journal.run_ids() if r in proposals or r in workflows]
-    return ids[::-1] if newest_first else ids
 
 
 def list_runs(journal: Journal, *, limit: int | None = None, offset: int = 0,
@@ -181,30 +185,21 @@ def list_page(journal: Journal, *, limit: int | None, offset: int = 0,
               newest_first: bool = False, state: RunState | None = None
               ) -> tuple[list[RunSummary], int]:
     """One page of runs (in the order of their first event, or newest first), and how many
-    runs there are in all (in that state, when ``state`` is given)."""
-    ids = _listed(journal, newest_first)
-    if state is not None:
-        every = [_summary(r, journal.events(run_id=r)) for r in
-                 (ids if ids is not None else journal.proposal_runs(
-                     newest_first=newest_first)[0])]
-        kept = [s for s in every if s.state is state]
-        end = None if limit is None else offset + limit
-        return kept[offset:end], len(kept)
-    if ids is None:
-        run_ids, total = journal.proposal_runs(limit=limit, offset=offset,
-                                               newest_first=newest_first)
-    else:
-        end = None if limit is None else offset + limit
-        run_ids, total = ids[offset:end], len(ids)
+    runs there are in all (in that state, when ``state`` is given). Only the page's runs
+    are folded."""
+    keys = None if state is None else [
+        key for key, _ in journal.run_state_groups() if state_of(key) is state]
+    run_ids, total = journal.listed_runs(keys=keys, limit=limit, offset=offset,
+                                         newest_first=newest_first)
     return [_summary(run_id, journal.events(run_id=run_id)) for run_id in run_ids], total
 
 
 def state_counts(journal: Journal) -> dict[str, int]:
     """How many runs are in each state (every state named, zeros included)."""
-    ids = _listed(journal, False)
-    runs = ids if ids is not None else journal.proposal_runs()[0]
-    counts = Counter(_summary(r, journal.events(run_id=r)).state.value for r in runs)
-    return {s.value: counts.get(s.value, 0) for s in RunState}
+    counts = dict.fromkeys((s.value for s in RunState), 0)
+    for key, n in journal.run_state_groups():
+        counts[state_of(key).value] += n
+    return counts
 
 
 def _summary(run_id: str, events: Iterable[AuditEvent]) -> RunSummary:

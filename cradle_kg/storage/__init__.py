@@ -17,6 +17,7 @@ from .opening import (
     redact,
     verify_target,
 )
+from .run_state_sql import StateKey
 from .sqlite import SqliteJournal
 from .sqlite_verify import verify_journal
 
@@ -32,6 +33,7 @@ __all__ = [
     "NewEvent",
     "Progress",
     "SqliteJournal",
+    "StateKey",
     "event_hash",
     "home_journal_target",
     "is_postgres",

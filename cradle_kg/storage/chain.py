@@ -16,10 +16,11 @@ from . import sqlite_derived as derived
 
 GENESIS_HASH = "sha256:" + "0" * 64
 #: ``PRAGMA user_version`` of a journal this code writes; format 2 hashes ``idem_key``,
-#: format 3 (same events, same hashes) adds the derived tables of :mod:`.derived`
-JOURNAL_FORMAT = 3
+#: format 3 (same events, same hashes) adds the derived tables of :mod:`.derived`,
+#: format 4 adds ``run_state``
+JOURNAL_FORMAT = 4
 #: formats this code upgrades in place: their events are hashed as this one's are
-UPGRADABLE_FORMATS = (2,)
+UPGRADABLE_FORMATS = (2, 3)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (

@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..records import AuditEvent
 from .chain import Anchor, ChainReport, Progress
+from .run_state_sql import StateKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,17 @@ class Journal(Protocol):
 
     def proposal_runs(self, *, limit: int | None = None, offset: int = 0,
                       newest_first: bool = False) -> tuple[list[str], int]: ...
+
+    def listed_runs(self, *, keys: list[StateKey] | None = None, limit: int | None = None,
+                    offset: int = 0, newest_first: bool = False) -> tuple[list[str], int]:
+        """One page of the runs with a proposal or a workflow (in the order of their first
+        event), only those whose ``run_state`` key is one of ``keys`` when given, and how
+        many there are in all (see :mod:`.run_state_sql`)."""
+        ...
+
+    def run_state_groups(self) -> list[tuple[StateKey, int]]:
+        """How many listed runs have each ``run_state`` key."""
+        ...
 
     def approval_subjects(self) -> list[str]: ...
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from . import run_state_sql
 from .sqlite_derived import USAGE_FIELDS
 
 
@@ -59,6 +60,11 @@ MIGRATIONS = (
             run_id text PRIMARY KEY, first_seq bigint NOT NULL, proposals bigint NOT NULL)""",
         "CREATE INDEX runs_first ON runs(first_seq)",
     )),
+    # what a run's state is decided from, derived from the events already written
+    Migration(2, "run-state", (
+        *run_state_sql.POSTGRES_SCHEMA,
+        f"INSERT INTO run_state({run_state_sql.COLUMNS}) "
+        f"{run_state_sql.from_events('postgresql')}")),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -75,6 +81,9 @@ def _cost(payload: dict[str, Any]) -> float:
     return float(cost)
 
 
+_REFRESH = run_state_sql.refresh("postgresql")
+
+
 def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: str,
                        payload: dict[str, Any]) -> list[tuple[str, tuple[Any, ...]]]:
     """The statements that update every derived table for one event (as
@@ -83,6 +92,8 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
         "INSERT INTO runs(run_id, first_seq, proposals) VALUES (%s, %s, %s) "
         "ON CONFLICT (run_id) DO UPDATE SET proposals = runs.proposals + excluded.proposals",
         (run_id, seq, int(kind == "proposal.received")))]
+    if kind in run_state_sql.KINDS:  # the run's row, recomputed from its own events
+        out.extend((statement, (run_id,)) for statement in _REFRESH)
     if kind == "action.intent":
         out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)", (seq, subject)))
         cost = _cost(payload)
@@ -138,6 +149,7 @@ DERIVATIONS = (
     ("runs", f"SELECT run_id, first_seq, proposals FROM runs ORDER BY run_id {_C}",
      f"SELECT run_id, MIN(seq), SUM(CASE WHEN kind = 'proposal.received' THEN 1 ELSE 0 "
      f"END)::bigint FROM events GROUP BY run_id ORDER BY run_id {_C}"),
+    ("run_state", run_state_sql.stored("postgresql"), run_state_sql.from_events("postgresql")),
 )
 
 # --- the catalog audit verify expects ------------------------------------------------

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..canonical import canonical_json, iso, parse_iso, sha256_bytes
 from ..errors import JournalError
 from ..records import AuditEvent
-from . import pg_schema
+from . import pg_schema, run_state_sql
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress, event_hash
 from .journal import IdempotencyKeyTaken, NewEvent
 from .pg_connect import (
@@ -46,6 +46,7 @@ from .pg_connect import (
     redact,
     schema_version,
 )
+from .run_state_sql import StateKey
 from .sqlite_derived import USAGE_FIELDS
 
 if TYPE_CHECKING:
@@ -311,6 +312,17 @@ class PostgresJournal:
                            f"{order} LIMIT %s OFFSET %s", (limit, offset))
         total = self._query("SELECT COUNT(*) FROM runs WHERE proposals > 0")[0][0]
         return [r[0] for r in rows], int(total)
+
+    def listed_runs(self, *, keys: list[StateKey] | None = None, limit: int | None = None,
+                    offset: int = 0, newest_first: bool = False) -> tuple[list[str], int]:
+        rows_sql, count_sql, args = run_state_sql.page("postgresql", keys,
+                                                       newest_first=newest_first)
+        rows = self._query(rows_sql, (*args, limit, offset))
+        return [str(r[0]) for r in rows], int(self._query(count_sql, args)[0][0])
+
+    def run_state_groups(self) -> list[tuple[StateKey, int]]:
+        return [((int(r[0]), str(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5])), int(r[6]))
+                for r in self._query(run_state_sql.GROUPS)]
 
     def approval_subjects(self) -> list[str]:
         rows = self._query("SELECT subject FROM approval_ids GROUP BY subject ORDER BY MIN(seq)")

@@ -27,6 +27,7 @@ from typing import Any
 from ..canonical import canonical_json, iso, parse_iso, sha256_bytes
 from ..errors import JournalError
 from ..records import AuditEvent
+from . import run_state_sql
 from . import sqlite_derived as derived
 from .chain import (
     GENESIS_HASH,
@@ -40,6 +41,7 @@ from .chain import (
 )
 from .file_lease import WorkerLease, exclusive_file, worker_alive
 from .journal import IdempotencyKeyTaken, NewEvent
+from .run_state_sql import StateKey
 from .sqlite_verify import verify_journal
 
 
@@ -317,6 +319,17 @@ class SqliteJournal:
             "LIMIT ? OFFSET ?", (-1 if limit is None else limit, offset))
         total = self._query("SELECT COUNT(*) FROM runs WHERE proposals > 0")[0][0]
         return [r[0] for r in rows], int(total)
+
+    def listed_runs(self, *, keys: list[StateKey] | None = None, limit: int | None = None,
+                    offset: int = 0, newest_first: bool = False) -> tuple[list[str], int]:
+        rows_sql, count_sql, args = run_state_sql.page("sqlite", keys,
+                                                       newest_first=newest_first)
+        rows = self._query(rows_sql, (*args, -1 if limit is None else limit, offset))
+        return [str(r[0]) for r in rows], int(self._query(count_sql, args)[0][0])
+
+    def run_state_groups(self) -> list[tuple[StateKey, int]]:
+        return [((int(r[0]), str(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5])), int(r[6]))
+                for r in self._query(run_state_sql.GROUPS)]
 
     def approval_subjects(self) -> list[str]:
         """The subject of every approval requested, in the order of their first request."""

@@ -16,6 +16,7 @@ open_intents    every ``action.intent`` with no ``run.outcome`` about its subjec
                 it — what recovery reads when a runtime opens
 approval_ids    where each approval's events live (its subject), by approval id
 runs            each run: the seq of its first event and how many proposals it received
+run_state       each run: what its state is decided from (:mod:`.run_state_sql`)
 ==============  =====================================================================
 
 The rate-limit window (read by :meth:`~.store.Journal.usage_since`) is a sliding window
@@ -34,6 +35,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
+
+from . import run_state_sql
 
 #: scopes a usage bucket counts for, besides ``*`` (every intent)
 USAGE_FIELDS = ("agent", "task_id", "tenant")
@@ -67,7 +70,8 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE UNIQUE INDEX IF NOT EXISTS runs_id ON runs(run_id);
 CREATE INDEX IF NOT EXISTS runs_first ON runs(first_seq)
 """
-SCHEMA_STATEMENTS = tuple(s.strip() for s in SCHEMA.split(";") if s.strip())
+SCHEMA_STATEMENTS = (tuple(s.strip() for s in SCHEMA.split(";") if s.strip())
+                     + run_state_sql.SQLITE_SCHEMA)
 
 _COST = ("CASE WHEN json_type(payload, '$.cost') IN ('integer', 'real') "
          "THEN json_extract(payload, '$.cost') ELSE 0 END")
@@ -112,7 +116,10 @@ DERIVATIONS = (
     Derivation("runs", "run_id, first_seq, proposals",
                "SELECT run_id, MIN(seq), SUM(kind = 'proposal.received') FROM events "
                "GROUP BY run_id ORDER BY run_id", "run_id"),
+    Derivation("run_state", run_state_sql.COLUMNS, run_state_sql.from_events("sqlite"),
+               "run_id"),
 )
+_REFRESH = run_state_sql.refresh("sqlite")
 
 
 # --- kept in the append's transaction -------------------------------------------------
@@ -130,6 +137,9 @@ def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject
     conn.execute("INSERT INTO runs(run_id, first_seq, proposals) VALUES (?, ?, ?) "
                  "ON CONFLICT(run_id) DO UPDATE SET proposals = proposals + excluded.proposals",
                  (run_id, seq, int(kind == "proposal.received")))
+    if kind in run_state_sql.KINDS:  # the run's row, recomputed from its own events
+        for statement in _REFRESH:
+            conn.execute(statement, (run_id,))
     if kind == "action.intent":
         conn.execute("INSERT INTO open_intents(seq, subject) VALUES (?, ?)", (seq, subject))
         cost = _cost(payload)

@@ -59,6 +59,10 @@ EVENTS: list[tuple[str, str, dict[str, object], str | None]] = [
     # rows for every derived table: an approval's place, an intent closed by its outcome
     ("approval.requested", "approval:x", {"approval": {"id": "ap-1"}}, None),
     ("run.outcome", "action:a-1", {"outcome": {"status": "executed"}}, None),
+    # and a run's state: a workflow started, a human step and a task waiting
+    ("workflow.started", "workflow:w", {"workflow": "w"}, None),
+    ("human.requested", "step:s", {"step": "s", "reasons": ["why"]}, None),
+    ("human_task.opened", "task:t-1", {"task_id": "t-1"}, None),
 ]
 
 

@@ -92,8 +92,13 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
         "INSERT INTO runs(run_id, first_seq, proposals) VALUES (%s, %s, %s) "
         "ON CONFLICT (run_id) DO UPDATE SET proposals = runs.proposals + excluded.proposals",
         (run_id, seq, int(kind == "proposal.received")))]
-    if kind in run_state_sql.KINDS:  # the run's row, recomputed from its own events
-        out.extend((statement, (run_id,)) for statement in _REFRESH)
+    if kind in run_state_sql.KINDS:
+        fast = run_state_sql.outcome_update("postgresql", payload) \
+            if kind == "run.outcome" else None
+        if fast is not None:
+            out.append((fast[0], (run_id, *fast[1])))
+        else:  # rare (people's events): the run's row, recomputed from its own events
+            out.extend((statement, (run_id,)) for statement in _REFRESH)
     if kind == "action.intent":
         out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)", (seq, subject)))
         cost = _cost(payload)

@@ -25,7 +25,7 @@ that maps a key to a state lives once, in :mod:`cradle_kg.runs`.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 Dialect = Literal["sqlite", "postgresql"]
 
@@ -104,6 +104,31 @@ def refresh(dialect: Dialect) -> tuple[str, str]:
             f"INSERT INTO run_state({COLUMNS}) {from_events(dialect, one_run=True)}")
 
 
+def outcome_update(dialect: Dialect, payload: dict[str, Any]
+                   ) -> tuple[str, tuple[Any, ...]] | None:
+    """The statement that keeps a run's row for one ``run.outcome`` in constant time
+    (the hot path: every governed call ends with one; re-reading the run's events would
+    make a long run's calls slower as it grows), or None when the payload is not one this
+    can settle (then the row is recomputed). Equal to :func:`from_events` by construction:
+    a counted outcome becomes the last one; a refused submission changes nothing, and a
+    run without a row yet has no task, step or workflow (a row exists for every run with
+    one of :data:`KINDS`)."""
+    ph = "?" if dialect == "sqlite" else "%s"
+    outcome = payload.get("outcome")
+    submission = payload.get("submission")
+    if not isinstance(outcome, dict) or not isinstance(submission, str | None):
+        return None
+    proposal, status = outcome.get("proposal_id"), outcome.get("status")
+    if not isinstance(proposal, str) or not isinstance(status, str):
+        return None
+    insert = (f"INSERT INTO run_state({COLUMNS}) VALUES ({ph}, {ph}, {ph}, 0, 0, 0, NULL) "
+              "ON CONFLICT (run_id) DO ")
+    if submission:  # refused for reusing an id: not counted
+        return insert + "NOTHING", (None, None)
+    return (insert + "UPDATE SET last_proposal = excluded.last_proposal, "
+            "last_status = excluded.last_status", (proposal, status))
+
+
 #: what decides a run's state, one value each (nulls folded to ``''`` / 0)
 KEY = ("CASE WHEN COALESCE(s.open_tasks, 0) > 0 THEN 1 ELSE 0 END",
        "COALESCE(s.finished, '')",
@@ -135,4 +160,4 @@ def page(dialect: Dialect, keys: list[StateKey] | None, *, newest_first: bool
 
 
 __all__ = ["COLUMNS", "GROUPS", "KEY", "KINDS", "POSTGRES_SCHEMA", "SQLITE_SCHEMA",
-           "StateKey", "from_events", "page", "refresh", "stored"]
+           "StateKey", "from_events", "outcome_update", "page", "refresh", "stored"]

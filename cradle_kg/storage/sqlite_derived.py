@@ -137,9 +137,14 @@ def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject
     conn.execute("INSERT INTO runs(run_id, first_seq, proposals) VALUES (?, ?, ?) "
                  "ON CONFLICT(run_id) DO UPDATE SET proposals = proposals + excluded.proposals",
                  (run_id, seq, int(kind == "proposal.received")))
-    if kind in run_state_sql.KINDS:  # the run's row, recomputed from its own events
-        for statement in _REFRESH:
-            conn.execute(statement, (run_id,))
+    if kind in run_state_sql.KINDS:
+        fast = run_state_sql.outcome_update("sqlite", payload) if kind == "run.outcome" \
+            else None
+        if fast is not None:
+            conn.execute(fast[0], (run_id, *fast[1]))
+        else:  # rare (people's events): the run's row, recomputed from its own events
+            for statement in _REFRESH:
+                conn.execute(statement, (run_id,))
     if kind == "action.intent":
         conn.execute("INSERT INTO open_intents(seq, subject) VALUES (?, ?)", (seq, subject))
         cost = _cost(payload)

@@ -12,6 +12,7 @@ where the last one stopped.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import threading
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RuntimeConfig, load_config
-from ..errors import GraphStoreError, InputError, JournalError
+from ..errors import CradleError, GraphStoreError, InputError, JournalError
 from ..evidence import EvidenceStore
 from ..graph.knowledge import KnowledgeSource
 from ..graph.knowledge import install as install_knowledge
@@ -258,7 +259,20 @@ class Runtime:
                                     projectors=prepared.projectors())
 
     def graph(self) -> GraphStore | None:
-        """The home's graph store, opened on first use; None when another process holds it."""
+        """The home's graph store, brought up to the journal's head first (unless the
+        runtime was opened with ``graph_sync=False``); None when another process holds it.
+
+        The graph follows the journal when it is read, not after every submission: a
+        governed call never pays for projecting (the journal stays the truth, and the
+        commit-time check validates the run's projection without the store). ``close``
+        and ``cradle-kg graph sync`` catch it up too."""
+        if self._graph_sync:
+            self.sync_graph()
+            return self._graph
+        return self._open_graph()
+
+    def _open_graph(self) -> GraphStore | None:
+        """The store, opened on first use; None when another process holds it."""
         if self._graph is None and not self._graph_unavailable:
             try:
                 self._graph = GraphStore(self.home.graph, projectors=self.projectors)
@@ -271,10 +285,14 @@ class Runtime:
     def sync_graph(self) -> int:
         """Bring the graph up to the journal's head; the journal stays the truth."""
         with self._graph_lock:
-            store = self.graph()
+            store = self._open_graph()
             return store.sync(self.journal) if store is not None else 0
 
     def close(self) -> None:
+        if self._graph_sync:  # leave the on-disk graph at the journal's head; if it cannot,
+            # the journal stays the truth and the next reader catches the graph up
+            with contextlib.suppress(CradleError):
+                self.sync_graph()
         if self._graph is not None:
             self._graph.close()
             self._graph = None
@@ -318,10 +336,7 @@ class Runtime:
 
     def submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         """Run one proposal through the whole loop and return how it ended."""
-        outcome = self._submit(raw)
-        if self._graph_sync:
-            self.sync_graph()
-        return outcome
+        return self._submit(raw)
 
     def _submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         proposal = self.parse_proposal(raw)

@@ -154,8 +154,12 @@ class Commit:
                                       reconciled=reconciled is not None)
 
     def problems(self, run_id: str, events: Sequence[NewEvent]) -> list[str]:
-        """What the commit hooks find wrong with committing ``events``."""
+        """What the commit hooks find wrong with committing ``events`` (after what this
+        thread's :meth:`.context.LoopContext.one_transaction` block holds back, if any)."""
         problems: list[str] = []
+        held = self.ctx.held
+        if held:
+            events = [*held, *events]
         for hook in self.hooks:
             try:
                 problems.extend(hook(run_id, events))

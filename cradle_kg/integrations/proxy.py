@@ -5,11 +5,13 @@ streamable-HTTP URL), lists its tools, and registers each one *declared* in the 
 contracts file (:mod:`.contracts`) in the runtime through ``Runtime.register_tool``, under
 a prefix. The registered function is the only code that calls the upstream, and only the
 gateway holds it: a call reaches the upstream after gate 1, with its intent (and its
-idempotency key) journaled first. The key travels to the upstream — as the argument the
-contract names, and always in ``_meta`` (``cradle-kg/idempotency_key``) — so a keyed
-upstream can deduplicate. Gate 2 reads the effect back through the declared upstream read
-tool; the same read is the tool's lookup, so crash recovery asks the upstream whether a
-key's effect happened before it calls again. Undeclared tools are not served, or served as
+idempotency key) journaled first (a ``read_only`` contract: in the one transaction of a
+read, :func:`cradle_kg.loop.execution.one_transaction`). The key travels to the upstream —
+as the argument the contract names, and always in ``_meta``
+(``cradle-kg/idempotency_key``) — so a keyed upstream can deduplicate. Gate 2 reads the
+effect back through the declared upstream read tool; the same read is the tool's lookup,
+so crash recovery asks the upstream whether a key's effect happened before it calls
+again. Undeclared tools are not served, or served as
 ``read_only`` with ``allow_undeclared_read``.
 
 The tools are then served exactly as ``mcp serve`` serves native ones

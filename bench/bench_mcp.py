@@ -145,6 +145,9 @@ class _InProcess:
         assert not out.is_error, out.text
 
 
+#: the servers run in this process's environment (the SDK passes only a few variables by
+#: default: a PYTHONPATH or a CRADLE_* setting would not reach them)
+_ENV = dict(os.environ)
 NOTES_SERVER = Path(__file__).resolve().parents[1] / "examples" / "notes_server.py"
 NOTES_POLICY = ('@id("notes")\n'
                 'permit(principal, action, resource) when { context.tool like "notes.*" };\n')
@@ -164,8 +167,8 @@ def _proxy_setup(home: Path) -> tuple[StdioServerParameters, StdioServerParamete
     contracts.write_text('tools:\n  read: {side_effect: read_only, target: "notes:{id}"}\n')
     store = home.parent / "notes"
     upstream = [str(NOTES_SERVER), str(store)]
-    direct = StdioServerParameters(command=sys.executable, args=upstream)
-    proxied = StdioServerParameters(command=sys.executable, args=[
+    direct = StdioServerParameters(command=sys.executable, env=_ENV, args=upstream)
+    proxied = StdioServerParameters(command=sys.executable, env=_ENV, args=[
         "-m", "cradle_kg", "mcp", "proxy", "--home", str(home), "--agent", AGENT,
         "--contracts", str(contracts), "--prefix", "notes.", "--", sys.executable, *upstream])
     return direct, proxied
@@ -196,13 +199,13 @@ def main() -> None:
     home = Path(tempfile.mkdtemp()) / "home"
     prepare_home(home)
     here = str(Path(__file__).resolve())
-    direct = StdioServerParameters(command=sys.executable,
+    direct = StdioServerParameters(command=sys.executable, env=_ENV,
                                    args=[here, "--direct-server", str(home)])
-    alike = StdioServerParameters(command=sys.executable,
+    alike = StdioServerParameters(command=sys.executable, env=_ENV,
                                   args=[here, "--direct-server", str(home), "--with-schema"])
-    governed = StdioServerParameters(command=sys.executable, args=[
+    governed = StdioServerParameters(command=sys.executable, env=_ENV, args=[
         "-m", "cradle_kg", "mcp", "serve", "--home", str(home), "--agent", AGENT])
-    unsynced = StdioServerParameters(command=sys.executable, args=[
+    unsynced = StdioServerParameters(command=sys.executable, env=_ENV, args=[
         *governed.args, "--no-graph-sync"])
     read = lambda i: {"account": "acct-1"}  # noqa: E731
     write = lambda i: {"account": f"acct-{i % 50}", "amount": 1}  # noqa: E731

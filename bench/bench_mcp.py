@@ -16,16 +16,30 @@ Target (issue 12): the governed read adds <= 2 ms p50 over the direct call. The 
 through ``Runtime.submit`` in-process (no MCP) is printed too, so the figure splits into
 what the governed loop costs and what the MCP gateway itself adds. Prints figures
 and the ratios against the direct baseline; asserts nothing.
+
+Two direct baselines: the bare one lists the tool without an output schema; the
+like-for-like one lists it as ``mcp serve`` does, with the tool's ``outputSchema`` — and
+then the official client checks every result against it (``jsonschema.validate``, which
+checks the schema against the 2020-12 metaschema on each call: about 1 ms of the client's
+own CPU, whoever serves the tool). The difference against the like-for-like baseline is
+what governing adds; the bare baseline shows the client's share.
+
+Every session is open at once and the calls go round-robin (one call of each kind, then
+the next), so that the load of a shared machine falls on every row alike.
 Run: ``.venv/bin/python bench/bench_mcp.py [--calls N]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +50,7 @@ from mcp.client.stdio import stdio_client
 from cradle_kg.demo.scenario import AGENT, prepare_home
 
 
-async def _direct_server(home: Path) -> None:
+async def _direct_server(home: Path, with_schema: bool) -> None:
     from mcp import types
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
@@ -45,52 +59,95 @@ async def _direct_server(home: Path) -> None:
 
     ledger = demo_ledger(home)
     server: Server[Any, Any] = Server("direct")
+    schema = _balance_output_schema(home) if with_schema else None
 
     @server.list_tools()  # type: ignore[misc]
     async def _list() -> list[types.Tool]:
-        return [types.Tool(name="demo.ledger.balance", inputSchema={"type": "object"})]
+        return [types.Tool(name="demo.ledger.balance", inputSchema={"type": "object"},
+                           outputSchema=schema)]
 
-    @server.call_tool(validate_input=False)  # type: ignore[misc]
-    async def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return {"account": arguments["account"],
-                "balance": ledger.balance(arguments["account"])}
+    if not with_schema:
+        @server.call_tool(validate_input=False)  # type: ignore[misc]
+        async def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            return {"account": arguments["account"],
+                    "balance": ledger.balance(arguments["account"])}
+    else:  # the result as the decorator shapes it, without its server-side schema check
+        async def _raw(req: types.CallToolRequest) -> types.ServerResult:
+            account = (req.params.arguments or {})["account"]
+            out = {"account": account, "balance": ledger.balance(account)}
+            return types.ServerResult(types.CallToolResult(
+                content=[types.TextContent(type="text", text=json.dumps(out, indent=2))],
+                structuredContent=out, isError=False))
+
+        server.request_handlers[types.CallToolRequest] = _raw
 
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
-async def _timed(params: StdioServerParameters, tool: str, calls: int,
-                 arguments: Any) -> list[float]:
-    out: list[float] = []
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
-        await s.initialize()
-        await s.list_tools()
+def _balance_output_schema(home: Path) -> dict[str, Any]:
+    """The output schema ``mcp serve`` lists for the demo ledger's balance (written by
+    :func:`main` from the runtime's registry)."""
+    import json
+
+    return dict(json.loads((home.parent / "balance_output_schema.json").read_text()))
+
+
+#: (label, server parameters, tool, arguments of call i)
+Row = tuple[str, StdioServerParameters, str, Callable[[int], dict[str, Any]]]
+
+
+async def _timed_rows(rows: list[Row], calls: int,
+                      extra: Callable[[], None] | None = None) -> dict[str, list[float]]:
+    """Open every row's session, then call round-robin: one call of each row, again."""
+    out: dict[str, list[float]] = {label: [] for label, *_ in rows}
+    if extra is not None:
+        out["in-process"] = []
+    async with contextlib.AsyncExitStack() as stack:
+        sessions: dict[tuple[str, ...], ClientSession] = {}
+        for _label, params, _tool, _args in rows:
+            key = (params.command, *params.args)
+            if key not in sessions:
+                read, write = await stack.enter_async_context(stdio_client(params))
+                s = await stack.enter_async_context(ClientSession(read, write))
+                await s.initialize()
+                await s.list_tools()
+                sessions[key] = s
         for i in range(calls + 5):
-            start = time.perf_counter()
-            result = await s.call_tool(tool, arguments(i))
-            took = (time.perf_counter() - start) * 1000
-            assert not result.isError, result.content
-            if i >= 5:  # warm-up
-                out.append(took)
+            for label, params, tool, arguments in rows:
+                s = sessions[(params.command, *params.args)]
+                start = time.perf_counter()
+                result = await s.call_tool(tool, arguments(i))
+                took = (time.perf_counter() - start) * 1000
+                assert not result.isError, result.content
+                if i >= 5:  # warm-up
+                    out[label].append(took)
+            if extra is not None:
+                start = time.perf_counter()
+                extra()
+                if i >= 5:
+                    out["in-process"].append((time.perf_counter() - start) * 1000)
     return out
 
 
-def _in_process(home: Path, calls: int) -> list[float]:
+class _InProcess:
     """The same governed read without MCP: what the runtime itself costs."""
-    from cradle_kg import Runtime
-    from cradle_kg.integrations.calls import GovernedSession
 
-    out: list[float] = []
-    with Runtime(home) as rt:
-        session = GovernedSession(rt, AGENT)
-        for i in range(calls + 5):
-            start = time.perf_counter()
-            session.call("demo.ledger.balance", {"account": "acct-1"})
-            if i >= 5:
-                out.append((time.perf_counter() - start) * 1000)
-    return out
+    def __init__(self, home: Path) -> None:
+        from cradle_kg import Runtime
+        from cradle_kg.integrations.calls import GovernedSession
+
+        self.rt = Runtime(home)
+        self.session = GovernedSession(self.rt, AGENT)
+
+    def __call__(self) -> None:
+        out = self.session.call("demo.ledger.balance", {"account": "acct-1"})
+        assert not out.is_error, out.text
 
 
+#: the servers run in this process's environment (the SDK passes only a few variables by
+#: default: a PYTHONPATH or a CRADLE_* setting would not reach them)
+_ENV = dict(os.environ)
 NOTES_SERVER = Path(__file__).resolve().parents[1] / "examples" / "notes_server.py"
 NOTES_POLICY = ('@id("notes")\n'
                 'permit(principal, action, resource) when { context.tool like "notes.*" };\n')
@@ -110,8 +167,8 @@ def _proxy_setup(home: Path) -> tuple[StdioServerParameters, StdioServerParamete
     contracts.write_text('tools:\n  read: {side_effect: read_only, target: "notes:{id}"}\n')
     store = home.parent / "notes"
     upstream = [str(NOTES_SERVER), str(store)]
-    direct = StdioServerParameters(command=sys.executable, args=upstream)
-    proxied = StdioServerParameters(command=sys.executable, args=[
+    direct = StdioServerParameters(command=sys.executable, env=_ENV, args=upstream)
+    proxied = StdioServerParameters(command=sys.executable, env=_ENV, args=[
         "-m", "cradle_kg", "mcp", "proxy", "--home", str(home), "--agent", AGENT,
         "--contracts", str(contracts), "--prefix", "notes.", "--", sys.executable, *upstream])
     return direct, proxied
@@ -126,7 +183,7 @@ async def _seed_note(params: StdioServerParameters) -> None:
 def _row(name: str, ms: list[float], base: float) -> str:
     p50 = statistics.median(ms)
     p99 = sorted(ms)[max(0, int(len(ms) * 0.99) - 1)]
-    return (f"{name:<28} p50 {p50:7.2f} ms   p99 {p99:7.2f} ms   "
+    return (f"{name:<31} p50 {p50:7.2f} ms   p99 {p99:7.2f} ms   "
             f"+{p50 - base:6.2f} ms   x{p50 / base:5.1f}")
 
 
@@ -134,44 +191,61 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--direct-server", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--with-schema", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.direct_server:
-        anyio.run(_direct_server, args.direct_server)
+        anyio.run(_direct_server, args.direct_server, args.with_schema)
         return
     home = Path(tempfile.mkdtemp()) / "home"
     prepare_home(home)
     here = str(Path(__file__).resolve())
-    direct = StdioServerParameters(command=sys.executable,
+    direct = StdioServerParameters(command=sys.executable, env=_ENV,
                                    args=[here, "--direct-server", str(home)])
-    governed = StdioServerParameters(command=sys.executable, args=[
+    alike = StdioServerParameters(command=sys.executable, env=_ENV,
+                                  args=[here, "--direct-server", str(home), "--with-schema"])
+    governed = StdioServerParameters(command=sys.executable, env=_ENV, args=[
         "-m", "cradle_kg", "mcp", "serve", "--home", str(home), "--agent", AGENT])
-    unsynced = StdioServerParameters(command=sys.executable, args=[
+    unsynced = StdioServerParameters(command=sys.executable, env=_ENV, args=[
         *governed.args, "--no-graph-sync"])
     read = lambda i: {"account": "acct-1"}  # noqa: E731
     write = lambda i: {"account": f"acct-{i % 50}", "amount": 1}  # noqa: E731
-    base_ms = anyio.run(_timed, direct, "demo.ledger.balance", args.calls, read)
-    read_ms = anyio.run(_timed, governed, "demo.ledger.balance", args.calls, read)
-    write_ms = anyio.run(_timed, governed, "demo.ledger.credit", args.calls, write)
-    quick_ms = anyio.run(_timed, unsynced, "demo.ledger.balance", args.calls, read)
-    loop_ms = _in_process(home, args.calls)
+    in_process = _InProcess(home)
+    (home.parent / "balance_output_schema.json").write_text(json.dumps(
+        in_process.rt.tools.get("demo.ledger.balance").output_model.model_json_schema()))
+    try:
+        ms = anyio.run(_timed_rows, [
+            ("direct, bare", direct, "demo.ledger.balance", read),
+            ("direct, like-for-like", alike, "demo.ledger.balance", read),
+            ("governed read", governed, "demo.ledger.balance", read),
+            ("governed write", governed, "demo.ledger.credit", write),
+            ("governed read, unsynced", unsynced, "demo.ledger.balance", read),
+        ], args.calls, in_process)
+    finally:
+        in_process.rt.close()
     note = lambda i: {"id": "n1"}  # noqa: E731
     up_direct, up_proxied = _proxy_setup(home)
     anyio.run(_seed_note, up_direct)
-    up_ms = anyio.run(_timed, up_direct, "read", args.calls, note)
-    proxy_ms = anyio.run(_timed, up_proxied, "notes.read", args.calls, note)
-    base = statistics.median(base_ms)
-    print(f"{args.calls} calls each, over stdio, official client; ratios against direct")
-    print(_row("direct (MCP SDK, no gates)", base_ms, base))
-    print(_row("governed read (balance)", read_ms, base))
-    print(_row("governed write (credit)", write_ms, base))
-    print(_row("governed read, no graph sync", quick_ms, base))
-    print(_row("same read, in-process, no MCP", loop_ms, base))
-    mcp_part = statistics.median(read_ms) - statistics.median(loop_ms) - base
+    proxy = anyio.run(_timed_rows, [("upstream read, direct", up_direct, "read", note),
+                                    ("upstream read, via the proxy", up_proxied, "notes.read",
+                                     note)], args.calls)
+    bare, base = (statistics.median(ms[k]) for k in ("direct, bare", "direct, like-for-like"))
+    load = os.getloadavg()[0]
+    print(f"{args.calls} calls each, over stdio, official client, round-robin; load average "
+          f"{load:.1f} on {os.cpu_count()} cores; ratios against the like-for-like direct call")
+    print(_row("direct, bare (no outputSchema)", ms["direct, bare"], base))
+    print(_row("direct, like-for-like", ms["direct, like-for-like"], base))
+    print(_row("governed read (balance)", ms["governed read"], base))
+    print(_row("governed write (credit)", ms["governed write"], base))
+    print(_row("governed read, no graph sync", ms["governed read, unsynced"], base))
+    print(_row("same read, in-process, no MCP", ms["in-process"], base))
+    print(f"the client's own check of the output schema (like-for-like - bare): "
+          f"{base - bare:.2f} ms")
+    mcp_part = statistics.median(ms["governed read"]) - statistics.median(ms["in-process"]) - base
     print(f"the MCP gateway's own part of a governed read (p50s): {mcp_part:.2f} ms")
-    up = statistics.median(up_ms)
+    up = statistics.median(proxy["upstream read, direct"])
     print("proxy: ratios against the upstream called directly")
-    print(_row("upstream read, direct", up_ms, up))
-    print(_row("upstream read, via the proxy", proxy_ms, up))
+    print(_row("upstream read, direct", proxy["upstream read, direct"], up))
+    print(_row("upstream read, via the proxy", proxy["upstream read, via the proxy"], up))
 
 
 if __name__ == "__main__":

@@ -5,11 +5,13 @@ streamable-HTTP URL), lists its tools, and registers each one *declared* in the 
 contracts file (:mod:`.contracts`) in the runtime through ``Runtime.register_tool``, under
 a prefix. The registered function is the only code that calls the upstream, and only the
 gateway holds it: a call reaches the upstream after gate 1, with its intent (and its
-idempotency key) journaled first. The key travels to the upstream — as the argument the
-contract names, and always in ``_meta`` (``cradle-kg/idempotency_key``) — so a keyed
-upstream can deduplicate. Gate 2 reads the effect back through the declared upstream read
-tool; the same read is the tool's lookup, so crash recovery asks the upstream whether a
-key's effect happened before it calls again. Undeclared tools are not served, or served as
+idempotency key) journaled first (a ``read_only`` contract: in the one transaction of a
+read, :func:`cradle_kg.loop.execution.one_transaction`). The key travels to the upstream —
+as the argument the contract names, and always in ``_meta``
+(``cradle-kg/idempotency_key``) — so a keyed upstream can deduplicate. Gate 2 reads the
+effect back through the declared upstream read tool; the same read is the tool's lookup,
+so crash recovery asks the upstream whether a key's effect happened before it calls
+again. Undeclared tools are not served, or served as
 ``read_only`` with ``allow_undeclared_read``.
 
 The tools are then served exactly as ``mcp serve`` serves native ones
@@ -22,7 +24,7 @@ import contextlib
 import json
 import string
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -99,6 +101,25 @@ def _fill(templates: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, 
     return {k: t.format_map(flat) for k, t in templates.items()}
 
 
+def output_checkers(tools: list[types.Tool]) -> dict[str, Any]:
+    """A validator per upstream tool that declares an ``outputSchema``, built once (its
+    schema checked against the metaschema here, at start: a bad one refuses the proxy)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
+
+    out: dict[str, Any] = {}
+    for tool in tools:
+        if tool.outputSchema is None:
+            continue
+        try:
+            Draft202012Validator.check_schema(tool.outputSchema)
+        except SchemaError as exc:
+            raise InputError(f"the upstream's `{tool.name}` declares an invalid output "
+                             f"schema: {exc.message[:200]}") from None
+        out[tool.name] = Draft202012Validator(json.loads(json.dumps(tool.outputSchema)))
+    return out
+
+
 @dataclass
 class Upstream:
     """The one client session to the upstream; calls come from the runtime's worker
@@ -106,15 +127,34 @@ class Upstream:
 
     session: ClientSession
     source: str
+    #: the upstream tools' output schemas, compiled once (:func:`output_checkers`)
+    checkers: Mapping[str, Any] = field(default_factory=dict)
 
     def call(self, name: str, arguments: Mapping[str, Any], *,
              key: str | None = None) -> types.CallToolResult:
+        """One ``tools/call``; a result that breaks the tool's declared output schema
+        raises, as the SDK's ``call_tool`` would — checked with the validator compiled at
+        start, not by a ``jsonschema.validate`` that checks the schema again on each call."""
         import anyio.from_thread
+        from mcp import types
 
-        meta = {META_PREFIX + "idempotency_key": key} if key else None
-        return anyio.from_thread.run(partial(
-            self.session.call_tool, name, dict(arguments), meta=meta,
-            read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT)))
+        meta = types.RequestParams.Meta(**{META_PREFIX + "idempotency_key": key}) if key else None
+        request = types.ClientRequest(types.CallToolRequest(params=types.CallToolRequestParams(
+            name=name, arguments=dict(arguments), _meta=meta)))
+        result: types.CallToolResult = anyio.from_thread.run(partial(
+            self.session.send_request, request, types.CallToolResult,
+            request_read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT)))
+        checker = self.checkers.get(name)
+        if checker is not None and not result.isError:
+            if result.structuredContent is None:
+                raise ToolError(f"upstream `{name}` declares an output schema but answered "
+                                "no structured content")
+            error = next(iter(sorted(checker.iter_errors(result.structuredContent),
+                                     key=lambda e: list(e.path))), None)
+            if error is not None:
+                raise ToolError(f"upstream `{name}` answered content that breaks its output "
+                                f"schema: {error.message[:200]}")
+        return result
 
 
 @dataclass
@@ -258,4 +298,5 @@ async def connect(command: list[str] | None, url: str | None
         session = await stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
         listed = await session.list_tools()
-        yield Upstream(session, source), list(listed.tools)
+        tools = list(listed.tools)
+        yield Upstream(session, source, output_checkers(tools)), tools

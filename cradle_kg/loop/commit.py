@@ -133,13 +133,16 @@ class Commit:
         )
         status = (VERIFICATION_STATUS[g2.status] if result.output_error is None
                   else OutcomeStatus.FAILED)
+        # one event object from the check to the commit: the integrity checker keeps the
+        # projection it checked for the events it sees written (see `integrity._adopt`)
+        settled = transition_event(run_id, transition, action)
         if commit:
-            problems = self.problems(run_id, [*events, transition_event(
-                run_id, transition, action)])
+            problems = self.problems(run_id, [*events, settled])
             if problems:
                 transition = transition.model_copy(update={
                     "committed_at": None, "aborted_at": verified_at,
                     "reason": "integrity check failed: " + "; ".join(problems)})
+                settled = transition_event(run_id, transition, action)
                 reasons.extend(problems)
                 status = OutcomeStatus.FAILED
         if reconciled:
@@ -149,13 +152,16 @@ class Commit:
                           verification=verification, transition=transition,
                           reasons=tuple(reasons))
         crashpoint("before_commit")
-        return self.settlement.settle(proposal, spec, action, outcome,
-                                      [*events, transition_event(run_id, transition, action)],
+        return self.settlement.settle(proposal, spec, action, outcome, [*events, settled],
                                       reconciled=reconciled is not None)
 
     def problems(self, run_id: str, events: Sequence[NewEvent]) -> list[str]:
-        """What the commit hooks find wrong with committing ``events``."""
+        """What the commit hooks find wrong with committing ``events`` (after what this
+        thread's :meth:`.context.LoopContext.one_transaction` block holds back, if any)."""
         problems: list[str] = []
+        held = self.ctx.held
+        if held:
+            events = [*held, *events]
         for hook in self.hooks:
             try:
                 problems.extend(hook(run_id, events))

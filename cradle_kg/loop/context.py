@@ -11,7 +11,9 @@ force (identities, permissions, approvers, limits).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 
 from ..config import RuntimeConfig
@@ -36,6 +38,10 @@ class ProposalIdClaimed(Exception):
 class LoopContext:
     """The journal's one writer, with the clock, the lease and the configuration in force."""
 
+    #: whether :meth:`one_transaction` may hold appends back (a replay, which compares
+    #: every append with the recorded journal as it happens, says no: it writes as it goes)
+    holds_appends = True
+
     def __init__(self, journal: Journal, *, config: RuntimeConfig, clock: Clock,
                  lease: Lease) -> None:
         self.journal = journal
@@ -43,15 +49,51 @@ class LoopContext:
         self.clock = clock
         self.lease = lease
         self.listeners: list[AppendListener] = []
+        #: per thread: the events a :meth:`one_transaction` block appended so far
+        self._held = threading.local()
 
-    def append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
-        """Write ``events`` in one transaction, then tell every listener.
+    @property
+    def held(self) -> Sequence[NewEvent]:
+        """What this thread's :meth:`one_transaction` block appended so far, not yet
+        written (a commit hook checks them with the events about to commit)."""
+        events: list[NewEvent] | None = getattr(self._held, "events", None)
+        return events or ()
 
-        Raises :class:`ProposalIdClaimed` when a proposal id's claim was taken first, and
-        :class:`~cradle_kg.storage.IdempotencyKeyTaken` for any other key already held.
+    @contextmanager
+    def one_transaction(self) -> Iterator[None]:
+        """Every append of this thread inside the block is written when it ends, in one
+        transaction (one durable commit); nothing is written when the block raises.
+
+        For a call with no effect on the world (a read-only tool, see
+        :meth:`.execution.Execution.execute`): what it journals only needs to be durable
+        before its answer leaves the runtime. A nested block joins the outer one.
         """
+        if not self.holds_appends or getattr(self._held, "events", None) is not None:
+            yield
+            return
+        self._held.events = []
         try:
-            written = self.journal.append(events)
+            yield
+            events: list[NewEvent] = self._held.events
+        finally:
+            self._held.events = None
+        self.append(events)
+
+    def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
+        """Write ``events`` in one transaction, then tell every listener (``flush=False``:
+        see :meth:`~cradle_kg.storage.Journal.append`).
+
+        Inside a :meth:`one_transaction` block the events are held back (and ``[]`` is
+        returned) until the block ends. Raises :class:`ProposalIdClaimed` when a proposal
+        id's claim was taken first, and :class:`~cradle_kg.storage.IdempotencyKeyTaken`
+        for any other key already held.
+        """
+        held: list[NewEvent] | None = getattr(self._held, "events", None)
+        if held is not None:
+            held.extend(events)
+            return []
+        try:
+            written = self.journal.append(events, flush=flush)
         except IdempotencyKeyTaken as taken:
             if taken.key.startswith(PROPOSAL_CLAIM_PREFIX):
                 raise ProposalIdClaimed(taken.key) from taken

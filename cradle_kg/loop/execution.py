@@ -22,9 +22,10 @@ from ..records import (
     Proposal,
     Provenance,
     RuntimeDecision,
+    SideEffectClass,
 )
-from ..storage import NewEvent
-from ..tools import ToolCall
+from ..storage import IdempotencyKeyTaken, NewEvent
+from ..tools import ToolCall, ToolSpec
 from .approval_flow import ApprovalFlow
 from .approvals import ApprovalBook, excluded_for
 from .commit import Commit
@@ -44,6 +45,22 @@ def approval_was_needed(gate: GateResult) -> bool:
     """Gate 1 allowed this proposal because a human approval covered it."""
     return any(c.check in ("approval", "risk") and c.reasons
                and c.reasons[0].startswith("a valid human approval") for c in gate.checks)
+
+
+def one_transaction(spec: ToolSpec) -> bool:
+    """Whether a call of ``spec`` is journaled in one transaction, intent to outcome.
+
+    Intent before act exists for the question recovery asks after a crash — *did the
+    effect happen?* — and for the claim of the key, so that an effect cannot happen twice.
+    A read-only tool has no effect: a crash before its single commit leaves nothing to
+    reconcile (nothing was journaled, nothing was answered, and submitting again reads
+    again); the claims (proposal id, key, an approve-once) are taken at that commit, and a
+    submission that loses one discards what it read and answers from the record. A tool
+    with a compensation is excluded (the compensation is a submission of its own, which
+    must see what came before it in the journal). Every other class keeps its intent
+    durable before the call.
+    """
+    return spec.side_effect_class is SideEffectClass.READ_ONLY and not spec.compensation_tool
 
 
 class Execution:
@@ -94,6 +111,25 @@ class Execution:
 
     def execute(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
                 base: Sequence[NewEvent], now: datetime) -> Outcome:
+        assert gate.spec is not None
+        if not one_transaction(gate.spec):
+            return self._execute(proposal, gate, decision, base, now)
+        try:
+            with self.ctx.one_transaction():  # written when the block ends (see above)
+                return self._execute(proposal, gate, decision, base, now)
+        except IdempotencyKeyTaken:  # lost a claim at the commit: what was read is dropped
+            return self._claimed(proposal, gate, decision, base, now)
+
+    def _claimed(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
+                 base: Sequence[NewEvent], now: datetime) -> Outcome:
+        """Another submission took this key (its recorded outcome) or the approve-once."""
+        if self.ctx.journal.intent_for_key(gate.idempotency_key) is not None:
+            return self.replayed(proposal, gate, decision, base)
+        # the key is free: what another execution took first is the approve-once
+        return self.approval_flow.request(proposal, gate, decision, base, now)
+
+    def _execute(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
+                 base: Sequence[NewEvent], now: datetime) -> Outcome:
         assert gate.spec is not None and gate.arguments is not None
         spec, run_id, config = gate.spec, proposal.effective_run_id, self.ctx.config
         action = self.action(proposal, gate, now, executed=True)
@@ -130,10 +166,7 @@ class Execution:
             result = self.gateway.execute(spec=spec, action=action, call=call,
                                           before=before, intent=intent)
         except KeyAlreadyClaimed:
-            if self.ctx.journal.intent_for_key(gate.idempotency_key) is not None:
-                return self.replayed(proposal, gate, decision, base)
-            # the key is free: what another execution took first is the approve-once
-            return self.approval_flow.request(proposal, gate, decision, base, now)
+            return self._claimed(proposal, gate, decision, base, now)
         attempt = 1
         while result.raised and spec.idempotency in _RETRYABLE and attempt <= TOOL_RETRY_LIMIT:
             result = self.gateway.retry(spec=spec, action=action, call=call, retry=NewEvent(

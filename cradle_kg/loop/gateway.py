@@ -2,8 +2,10 @@
 
 Intent before act: the intent event (with the idempotency key derived from run, step,
 attempt and input hash) is committed durably *before* the tool is called, and the key
-travels to the tool. The tool's answer becomes an :class:`ExecutionObservation` — data,
-not truth — which is journaled before anything reads it.
+travels to the tool (a read-only call journals all of it in one commit, see
+:func:`.execution.one_transaction`). The tool's answer becomes an
+:class:`ExecutionObservation` — data, not truth — which is journaled before anything reads
+it (committed, flushed to disk with the outcome's commit that follows).
 
 The gateway is the only caller of a tool's side-effecting function and of its lookup.
 Crash points (:mod:`cradle_kg.crashpoints`) mark where the harness may kill the process.
@@ -124,6 +126,10 @@ class Gateway:
         elif error is None:
             output_error = f"tool `{spec.ref}` returned nothing"
         observation = self._observation(spec, action, output, raw, error or output_error)
+        # committed before anything reads it, not flushed on its own: the outcome's commit,
+        # next, flushes it (the log is written in order). A process that dies keeps it; a
+        # power loss in between may drop it, and recovery then asks as after a crash in
+        # the call (lookup, retry under the same key, or a human task): never a guess
         self.ctx.append([NewEvent(
             run_id=run_id, kind="action.observed", subject=action.id,
             actor=f"tool:{spec.ref}", at=observation.observed_at,
@@ -132,7 +138,7 @@ class Gateway:
                      "executed_at": iso(action.executed_at or started),
                      "executed_by": action.executed_by or call_actor(action),
                      **(extra or {})},
-        )])
+        )], flush=False)
         return GatewayResult(observation, output, output_error or error, started,
                              raised=error is not None)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import ChainMap, OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from threading import Lock
 
@@ -93,6 +94,8 @@ class _RunGraph:
         self.misc: list[str] = []
         self.owner: dict[str, str] = {}  # action / approval id -> proposal id
         self.uses: dict[str, set[str]] = {}  # proposal id -> approval ids it executed under
+        #: how many events were folded in: a checked view is adopted only onto the same
+        self.version = 0
 
     def group_of(self, ev: AuditEvent) -> str | None:
         pl = ev.payload
@@ -119,11 +122,29 @@ class _RunGraph:
         return self.owner.get(ev.subject)
 
     def fold(self, ev: AuditEvent) -> None:
+        self.version += 1
         group = self.group_of(ev)
         extra = _fold(self.misc if group is None else self.groups.setdefault(group, []), ev,
                       self.projectors)
         if extra and group is not None:
             self.packs.note(group, extra)
+
+    def adopt(self, checked: _Checked) -> None:
+        """Take a checked view's groups as this run's, as if its events had been folded
+        in (they were: by the check, from the same objects) — the caller made sure the
+        run did not change since the check and that exactly these events were written."""
+        view = checked.view
+        self.groups.update(checked.touched)
+        self.owner.update(view.owner.maps[0])  # type: ignore[attr-defined]
+        for proposal, approvals in view.uses.items():
+            self.uses.setdefault(proposal, set()).update(approvals)
+        for node, group in view.packs.defined.items():
+            self.packs.defined.setdefault(node, group)
+        for group, links in view.packs.links.items():
+            self.packs.links.setdefault(group, set()).update(links)
+        for group, typed in view.packs.typed.items():
+            self.packs.typed.setdefault(group, set()).update(typed)
+        self.version += len(checked.payloads)
 
     def pending_view(self, pending: Sequence[AuditEvent]) -> tuple[set[str], list[str]]:
         """The triples a commit of ``pending`` is checked against — without copying the run.
@@ -131,14 +152,24 @@ class _RunGraph:
         Only the groups the pending events touch are copied; ownership learned from the
         pending events goes into overlays, so the cached run is left as it was.
         """
+        touched, triples, _ = self.checked_view(pending)
+        return touched, triples
+
+    def checked_view(self, pending: Sequence[AuditEvent], payloads: Sequence[object] = ()
+                     ) -> tuple[set[str], list[str], _Checked | None]:
+        """:meth:`pending_view`, and what :meth:`adopt` needs to take it as the run's once
+        the events are written — ``payloads``, the pending events' payload objects, name
+        them (None when they touch what belongs to no proposal)."""
         view = _RunGraph(self.projectors)
         view.owner = ChainMap({}, self.owner)  # type: ignore[assignment]
         touched: dict[str, list[str]] = {}
         misc = list(self.misc)
+        adoptable = True
         for ev in pending:
             group = view.group_of(ev)
             if group is None:
                 _fold(misc, ev, self.projectors, strict=True)
+                adoptable = False
                 continue
             if group not in touched:
                 touched[group] = list(self.groups.get(group, ()))
@@ -154,10 +185,25 @@ class _RunGraph:
                 owner = view.owner.get(approval)
                 if owner is not None:
                     wanted.add(owner)
-        out = misc
+        out = list(misc)
         for proposal in sorted(wanted):
             out.extend(touched[proposal] if proposal in touched else self.groups.get(proposal, ()))
-        return set(touched), out
+        checked = _Checked(view=view, touched=touched, version=self.version,
+                           payloads=list(payloads)) if adoptable and payloads else None
+        return set(touched), out, checked
+
+
+@dataclass
+class _Checked:
+    """A commit check's view of a run with its pending events folded in."""
+
+    view: _RunGraph
+    touched: dict[str, list[str]]
+    #: the run's version it was computed on
+    version: int
+    #: which events it folded: their payload objects, held (so that no other object can
+    #: take one's place), which the journal's append hands on to the written events
+    payloads: list[object]
 
 
 class IntegrityChecker:
@@ -175,6 +221,8 @@ class IntegrityChecker:
         self._cache: OrderedDict[str, _RunGraph] = OrderedDict()
         self._limit = cache_runs
         self._lock = Lock()
+        #: per run, the view the last check computed (adopted when its events are written)
+        self._checked: dict[str, _Checked] = {}
 
     def add_pack(self, *, shapes: Sequence[Path] = (),
                  projectors: Sequence[PackProjector] = ()) -> None:
@@ -187,6 +235,7 @@ class IntegrityChecker:
                 self._shape_files = files
             self.projectors.extend(projectors)
             self._cache.clear()  # cached runs were folded without them
+            self._checked.clear()
 
     def _cached(self, run_id: str) -> _RunGraph:
         """The run's graph (caller holds the lock)."""
@@ -204,16 +253,43 @@ class IntegrityChecker:
 
     def on_append(self, events: Sequence[AuditEvent]) -> None:
         with self._lock:
-            for ev in events:
+            start = self._adopt(events)
+            for ev in events[start:]:
                 cached = self._cache.get(ev.run_id)
                 if cached is not None:
                     cached.fold(ev)
+
+    def _adopt(self, events: Sequence[AuditEvent]) -> int:
+        """How many of ``events`` the last check of their run had folded already: when the
+        written events begin with exactly the checked ones (the same payload objects, in
+        order, one run) and the run did not change in between, the check's view becomes
+        the cached run — the commit is not projected twice. Otherwise 0 (fold them all)."""
+        if not events:
+            return 0
+        run_id = events[0].run_id
+        checked = self._checked.pop(run_id, None)
+        cached = self._cache.get(run_id)
+        n = len(checked.payloads) if checked is not None else 0
+        if (checked is None or cached is None or cached.version != checked.version
+                or len(events) < n or any(e.run_id != run_id for e in events[:n])
+                or any(e.payload is not p for e, p in zip(events, checked.payloads,
+                                                          strict=False))):
+            return 0
+        cached.adopt(checked)
+        return n
 
     def check(self, run_id: str, pending: Sequence[NewEvent]) -> list[str]:
         events = [_pending(new) for new in pending]
         with self._lock:
             graph = self._cached(run_id)
-            touched, triples = graph.pending_view(events)
+            touched, triples, checked = graph.checked_view(
+                events, payloads=[new.payload for new in pending])
+            if checked is not None:
+                self._checked[run_id] = checked
+            else:
+                self._checked.pop(run_id, None)
+            while len(self._checked) > self._limit:
+                self._checked.pop(next(iter(self._checked)))
             if not touched:  # nothing to attribute: check the whole run
                 triples = [t for g in graph.groups.values() for t in g] + triples
         failed = [t for t in triples if PROJECTION_FAILED in t] if self.projectors else []

@@ -68,8 +68,12 @@ class Journal(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
     # --- writing -------------------------------------------------------------------
-    def append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
-        """All or none, durably; :class:`IdempotencyKeyTaken` when a key is claimed."""
+    def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
+        """All or none, durably; :class:`IdempotencyKeyTaken` when a key is claimed.
+
+        ``flush=False``: committed — visible, and kept if this process dies — but not
+        flushed to disk on its own; the next flushed commit flushes it too, in order (the
+        log is written in order). A power loss before then may lose it, never corrupt."""
         ...
 
     # --- reading -------------------------------------------------------------------

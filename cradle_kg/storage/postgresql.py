@@ -128,8 +128,11 @@ class PostgresJournal:
 
     # --- writing ------------------------------------------------------------------
 
-    def append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
-        """Append events atomically and durably; all or none are written."""
+    def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
+        """Append events atomically and durably; all or none are written.
+
+        ``flush=False``: ``synchronous_commit = off`` for this transaction only — kept if
+        this process dies; the server's next flushed commit flushes it too (WAL order)."""
         if not events:
             return []
         psycopg = self._psycopg
@@ -139,6 +142,8 @@ class PostgresJournal:
                 # two round trips: BEGIN + the lock + the head, then every row + COMMIT
                 with conn.pipeline() as pipe, conn.cursor() as cur, conn.cursor() as top:
                     cur.execute("BEGIN")
+                    if not flush:
+                        cur.execute("SET LOCAL synchronous_commit TO OFF")
                     # INVARIANT: the lock is taken before the head is read (in a pipeline
                     # each statement still takes its own snapshot, after the one before)
                     cur.execute("SELECT pg_advisory_xact_lock(%s, 0)", (APPEND_LOCK,))

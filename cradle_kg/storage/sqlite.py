@@ -118,14 +118,26 @@ class SqliteJournal:
 
     # --- writing ------------------------------------------------------------------
 
-    def append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
+    def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
         """Append events atomically and durably; all or none are written.
 
         Raises :class:`IdempotencyKeyTaken` (and writes nothing) when an intent's key is
-        already claimed.
+        already claimed. ``flush=False`` commits under ``synchronous=NORMAL``: in the WAL,
+        kept if the process dies, flushed to disk by the next ``FULL`` commit (the WAL is
+        synced whole, in order); a power loss before that may drop it, never corrupt.
         """
         if not events:
             return []
+        with self._lock:
+            if flush:
+                return self._append(events)
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            try:
+                return self._append(events)
+            finally:
+                self._conn.execute("PRAGMA synchronous=FULL")
+
+    def _append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
         with self._lock:
             conn = self._conn
             try:

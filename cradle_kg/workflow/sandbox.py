@@ -108,15 +108,18 @@ class _ReplayLease:
 class ReplayContext(LoopContext):
     """The loop's context in a sandbox: the replay driver watches every append."""
 
+    #: the driver compares each append with the recording as it happens: nothing held back
+    holds_appends = False
+
     def __init__(self, journal: Journal, *, config: RuntimeConfig, clock: Clock,
                  lease: Lease, hook: AppendHook | None) -> None:
         super().__init__(journal, config=config, clock=clock, lease=lease)
         self.hook = hook
 
-    def append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
+    def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
         if self.hook is not None:
             self.hook.before(events)
-        written = super().append(events)
+        written = super().append(events, flush=flush)
         if self.hook is not None:
             self.hook.after(written)
         return written

@@ -8,15 +8,20 @@ reconciles after a crash, and the verifier's record); ``changes`` is the airline
 of what each write changed (payments, refunds, certificates).
 
 Writes go through :meth:`AirlineDB.writing` (one transaction, ``synchronous=FULL``); every
-read — the rules, the verifiers — goes through a separate read-only connection.
+read — the rules, the verifiers — goes through a separate read-only connection, opened once
+per thread and database file and reused (:func:`_reader`): opening one costs more than the
+questions a rule or a verifier asks of it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -89,6 +94,42 @@ def db_path(home: Path) -> Path:
     return home / "travel-airline" / "airline.sqlite"
 
 
+#: per thread: the read-only connections opened, by database file (path, device, inode)
+_READERS = threading.local()
+#: how many a thread keeps open (a process with many homes, a test session, closes the oldest)
+_READERS_KEPT = 4
+
+
+def _reader(path: Path) -> sqlite3.Connection:
+    """This thread's read-only connection to the database at ``path``, opened on first use.
+
+    Reusing it reads what is committed now: a connection in autocommit mode starts a new
+    read snapshot with each statement (WAL), and a read-only one cannot hold a write. A
+    file replaced at the same path (a new home in a temp dir) is another inode: another
+    connection, never the old file's.
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise InputError(f"no airline database at `{path}`",
+                         hint="run `cradle-kg pack init travel.airline --data DIR`") from None
+    key = (str(path), st.st_dev, st.st_ino)
+    conns: OrderedDict[tuple[str, int, int], sqlite3.Connection] | None = getattr(
+        _READERS, "conns", None)
+    if conns is None:
+        conns = _READERS.conns = OrderedDict()
+    conn = conns.get(key)
+    if conn is not None:
+        conns.move_to_end(key)
+        return conn
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0,
+                           isolation_level=None)
+    conns[key] = conn
+    while len(conns) > _READERS_KEPT:
+        conns.popitem(last=False)[1].close()
+    return conn
+
+
 class AirlineDB:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -129,12 +170,12 @@ class AirlineDB:
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
-        if not self.path.exists():
-            raise InputError(f"no airline database at `{self.path}`",
-                             hint="run `cradle-kg pack init travel.airline --data DIR`")
-        uri = f"{self.path.resolve().as_uri()}?mode=ro"
-        with closing(sqlite3.connect(uri, uri=True, timeout=30.0)) as conn:
+        conn = _reader(self.path)
+        try:
             yield conn
+        finally:
+            if conn.in_transaction:  # a caller's BEGIN never outlives its block
+                conn.rollback()
 
     def now(self) -> datetime:
         with self.reading() as conn:

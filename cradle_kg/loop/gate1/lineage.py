@@ -66,7 +66,8 @@ class LineageGate:
         if not self.tools.has(tool_id):
             return ToolTrust()  # unknown tool: its output is untrusted
         spec = self.tools.get(tool_id)
-        return ToolTrust(output_trust=spec.output_trust, field_trust=spec.field_trust)
+        return ToolTrust(output_trust=spec.output_trust, field_trust=spec.field_trust,
+                         confidential=spec.confidential_fields)
 
     def trace(self, p: Proposal, spec: ToolSpec, action_id: str) -> Trace:
         run_id = p.effective_run_id

@@ -37,7 +37,8 @@ class GateResult(Protocol):
 
 #: the Cedar context when nothing was traced (same shape, so a policy never errs on it)
 EMPTY_CONTEXT: dict[str, Any] = {"arguments": {}, "choice_trusted": False,
-                                 "choice_untrusted_only": False, "untrusted_only_sensitive": []}
+                                 "choice_untrusted_only": False, "choice_delegated": False,
+                                 "repeats": False, "untrusted_only_sensitive": []}
 
 
 class LineageGate:

@@ -4,11 +4,11 @@ In one process, on one home: a run with a trusted request and ``--observations``
 untrusted observations (emails of ~60 words, each with an IBAN, an address and a number),
 then two ``send_money`` proposals through gate 1 (``Gate1.run``: pure, writes nothing) —
 *clean* (the recipient is the one the request names: no rule is due) and *flagged* (an
-IBAN seen only in one email: the three graph policies are asked over the trace) —
+IBAN seen only in one email: the graph policies are asked over the trace) —
 
 * **without lineage**: the gate's input carries no lineage hook;
 * **with lineage**: the trace from the run's derived index (caught up from the journal's
-  watermark each time), the Cedar context, and the three graph policies of
+  watermark each time), the Cedar context, and the graph policies of
   ``packs/security.lineage`` asked over the trace's triples.
 
 Target (issue 15): with lineage adds <= 1 ms p50. Alternating rounds, one process.

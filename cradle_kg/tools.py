@@ -104,6 +104,9 @@ class ToolSpec:
     sensitive_arguments: tuple[str, ...] = ()
     #: words that choose this action when a request names them (``send``, ``transfer``)
     choice_words: tuple[str, ...] = ()
+    #: output keys whose values are confidential (identity documents, payment credentials):
+    #: lineage flags such a value in a sensitive argument the request did not ask to share
+    confidential_fields: tuple[str, ...] = ()
 
     @property
     def ref(self) -> str:

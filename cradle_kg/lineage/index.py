@@ -20,10 +20,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from dataclasses import field as _field
 from typing import Any
 
 from ..records import AuditEvent
-from .normalise import number_token, split_sentences, tokens
+from .normalise import dates, number_token, split_sentences, tokens
 
 TRUSTED = "trusted"
 UNTRUSTED = "untrusted"
@@ -39,6 +40,8 @@ CONTENT_KINDS = frozenset({"input.recorded", "action.observed", "approval.decide
 HOST_FACT_PREFIX = "host:"
 #: a leaf keeps this much of its text, for quotes
 _KEEP = 4000
+#: between a leaf's own tokens and the dates read from them (no match spans it)
+DATES_MARK = "\x00dates"
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,9 @@ class ToolTrust:
 
     output_trust: str = UNTRUSTED
     field_trust: tuple[tuple[str, str], ...] = ()
+    #: output keys whose values are confidential (the person's identity documents, payment
+    #: credentials): lineage says when one flows into a sensitive argument
+    confidential: tuple[str, ...] = ()
 
     def trust_of(self, path: tuple[str, ...]) -> str:
         """The deepest key of ``path`` the contract names decides; else the output's trust."""
@@ -55,6 +61,9 @@ class ToolTrust:
             if key in named:
                 return named[key]
         return self.output_trust
+
+    def confidential_at(self, path: tuple[str, ...]) -> bool:
+        return bool(self.confidential) and any(key in self.confidential for key in path)
 
 
 #: the trust a tool's output carries, by tool id (unknown tool: untrusted)
@@ -78,6 +87,14 @@ class Leaf:
     sentence: list[int]
     #: the original text of each sentence (for quotes)
     texts: list[str]
+    #: the (start, end) of each sentence's own tokens (the dates read from a sentence are
+    #: appended after :data:`DATES_MARK` and carry its number in :attr:`sentence`)
+    bounds: list[tuple[int, int]] = _field(default_factory=list)
+    #: a designated leaf: the sentences of the person's request that pointed at it, as
+    #: (index of the request's leaf in the run, sentence number)
+    designated_by: tuple[tuple[int, int], ...] = ()
+    #: the contract declares this field confidential
+    confidential: bool = False
 
     def find(self, seq: list[str]) -> list[int]:
         """The positions where ``seq`` occurs as whole, contiguous tokens."""
@@ -92,12 +109,36 @@ class Leaf:
             if n == 1 or toks[at:at + n] == seq:
                 found.append(at)
 
+    def words(self, position: int) -> list[str]:
+        """The tokens of the sentence that holds the token at ``position``."""
+        if not self.bounds:
+            return self.tokens
+        lo, hi = self.bounds[self.sentence[position]]
+        return self.tokens[lo:hi]
+
+    def sentence_words(self, n: int) -> list[str]:
+        """The tokens of sentence ``n``."""
+        if not self.bounds:
+            return self.tokens
+        lo, hi = self.bounds[n] if n < len(self.bounds) else (0, 0)
+        return self.tokens[lo:hi]
+
     def quote(self, position: int) -> str:
         """The sentence of the original text that holds the token at ``position``."""
         wanted = self.sentence[position] if position < len(self.sentence) else 0
         text = self.texts[wanted] if wanted < len(self.texts) else self.text
         text = re.sub(r"\s+", " ", text[:400]).strip()
         return text if len(text) <= 200 else text[:197] + "..."
+
+
+@dataclass(frozen=True)
+class Done:
+    """An executed action's sensitive arguments: their values, and those that had the
+    person's request among their origins."""
+
+    action_id: str
+    values: tuple[tuple[str, str], ...]
+    from_request: frozenset[str]
 
 
 @dataclass
@@ -108,12 +149,19 @@ class RunIndex:
     postings: dict[str, list[int]] = field(default_factory=dict)
     watermark: int = 0
     observations: int = 0
-    #: actions whose arguments name a value of the person's own request
-    designating: set[str] = field(default_factory=set)
+    #: actions whose arguments name a value of the person's own request, with the request's
+    #: sentences that named it (index of the request's leaf, sentence number)
+    designating: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    #: the index of each leaf by (source, field)
+    by_key: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: traced actions not yet executed, and the executed ones by tool (in order)
+    pending: dict[str, tuple[str, Done]] = field(default_factory=dict)
+    done: dict[str, list[Done]] = field(default_factory=dict)
 
     def add(self, leaf: Leaf) -> None:
         index = len(self.leaves)
         self.leaves.append(leaf)
+        self.by_key.setdefault((leaf.source, leaf.field), index)
         for token in dict.fromkeys(leaf.tokens):
             self.postings.setdefault(token, []).append(index)
 
@@ -140,14 +188,24 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
           seq: int, text: str) -> Leaf:
     toks: list[str] = []
     sentence: list[int] = []
+    bounds: list[tuple[int, int]] = []
+    named: list[tuple[int, str]] = []
     parts = split_sentences(text)
     for n, part in enumerate(parts):
         ts = tokens(part)
+        bounds.append((len(toks), len(toks) + len(ts)))
+        named.extend((n, d) for _, d in dates(ts))
         toks.extend(ts)
         sentence.extend([n] * len(ts))
+    if named:
+        toks.append(DATES_MARK)
+        sentence.append(named[0][0])
+        for n, d in named:
+            toks.append(d)
+            sentence.append(n)
     return Leaf(source=source, kind=kind, trust=trust, author=author, tool=tool,
                 field=".".join(path), seq=seq, text=text[:_KEEP], tokens=toks,
-                sentence=sentence, texts=[t[:400] for t in parts])
+                sentence=sentence, texts=[t[:400] for t in parts], bounds=bounds)
 
 
 def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
@@ -180,8 +238,10 @@ def leaves_of(ev: AuditEvent, trust_of: TrustOf) -> Iterable[Leaf]:
         for path, text in _walk(output, ()):
             if path and path[0] == "side_effects":
                 continue
-            yield _leaf(str(obs.get("id", ev.subject)), "observation", trust.trust_of(path),
-                        f"tool:{tool}", tool, path, ev.seq, text)
+            leaf = _leaf(str(obs.get("id", ev.subject)), "observation", trust.trust_of(path),
+                         f"tool:{tool}", tool, path, ev.seq, text)
+            leaf.confidential = trust.confidential_at(path)
+            yield leaf
     elif ev.kind == "proposal.received":
         for fact in (pl.get("proposal") or {}).get("facts") or ():
             source = str(fact.get("source", ""))
@@ -226,16 +286,40 @@ class LineageIndex:
             return
         if ev.kind == "lineage.traced":
             trace = ev.payload.get("trace") or {}
-            if any(o.get("trust") == TRUSTED and o.get("kind") == "request"
-                   for a in trace.get("arguments", ()) for o in a.get("origins", ())):
-                run.designating.add(str(trace.get("action_id")))
+            named: dict[tuple[int, int], None] = {}
+            for a in trace.get("arguments", ()):
+                for o in a.get("origins", ()):
+                    if o.get("trust") != TRUSTED or o.get("kind") != "request":
+                        continue
+                    at = run.by_key.get((str(o.get("source")), str(o.get("field", ""))))
+                    if at is not None:
+                        leaf = run.leaves[at]
+                        pos = int(o.get("at", 0))
+                        named[(at, leaf.sentence[pos] if pos < len(leaf.sentence) else 0)] \
+                            = None
+            if named:
+                run.designating[str(trace.get("action_id"))] = tuple(named)
+            sensitive = [a for a in trace.get("arguments", ()) if a.get("sensitive")]
+            action_id = str(trace.get("action_id"))
+            run.pending[action_id] = (str(trace.get("tool")), Done(
+                action_id=action_id,
+                values=tuple((str(a["name"]), str(a["value"])) for a in sensitive),
+                from_request=frozenset(
+                    str(a["name"]) for a in sensitive if any(
+                        o.get("trust") == TRUSTED and o.get("kind") == "request"
+                        for o in a.get("origins", ())))))
             return
-        designated = False
+        designated: tuple[tuple[int, int], ...] = ()
         if ev.kind == "action.observed":
             run.observations += 1
             obs = ev.payload.get("observation") or {}
-            designated = obs.get("execution_id") in run.designating
+            execution = str(obs.get("execution_id"))
+            designated = run.designating.get(execution, ())
+            if execution in run.pending:
+                tool, done = run.pending.pop(execution)
+                run.done.setdefault(tool, []).append(done)
         for leaf in leaves_of(ev, self._trust_of):
             if designated and leaf.trust == UNTRUSTED:
                 leaf.trust = DESIGNATED
+                leaf.designated_by = designated
             run.add(leaf)

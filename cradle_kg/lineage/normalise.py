@@ -16,6 +16,13 @@ the same normalisations on both sides:
 Matching is by whole tokens: a value matches content when its tokens occur there
 contiguously, so ``US1330000001212`` never matches inside ``US133000000121212121212``, and
 ``bob`` never matches ``bobby``.
+
+Dates: content names dates in prose (``May 1st, 2024``, ``the 13th to the 17th of May 2024``,
+``January 11th to January 15th 2025``, ``2 March 2024``) or as ISO (``2024-05-01``,
+``2024/05/01``); :func:`dates` reads them per sentence as ``yyyy-mm-dd`` (``--mm-dd`` when
+the sentence gives no year; a day without a month, a weekday or ``tomorrow`` is not read).
+An argument that *is* a date or a date-time (``2024-05-01``, ``2024-05-01 09:00``) is
+compared by its date (:func:`date_of`): the time of day is not traced.
 """
 
 from __future__ import annotations
@@ -82,3 +89,83 @@ def is_identifier(token: str) -> bool:
     if re.search(r"[a-z0-9]\.[a-z]", token):
         return True
     return len(token) >= 5 and any(c.isdigit() for c in token)
+
+
+_MONTHS = {name: n for n, names in enumerate(
+    (("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+     ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+     ("october", "oct"), ("november", "nov"), ("december", "dec")), start=1)
+    for name in names}
+_DAY = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)?$")
+_YEAR = re.compile(r"^(?:19|20)\d{2}$")
+_ISO_TOKEN = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:t[\d:.]+z?)?$")
+_ISO_VALUE = re.compile(r"^\s*(\d{4})-(\d{2})-(\d{2})(?:[ tT]\d{2}:\d{2}(?::\d{2})?)?\s*$")
+#: what may stand between the days of a range or list (``13th to the 17th``, ``1st and 2nd``)
+_BETWEEN = frozenset({"to", "until", "till", "through", "and", "or", "-", "\u2013", "the",
+                      "from", "&"})
+
+
+def _day(token: str) -> int | None:
+    m = _DAY.match(token)
+    return int(m.group(1)) if m and 1 <= int(m.group(1)) <= 31 else None
+
+
+def _iso(year: int | None, month: int, day: int) -> str | None:
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    return f"{year:04d}-{month:02d}-{day:02d}" if year else f"--{month:02d}-{day:02d}"
+
+
+def dates(toks: list[str]) -> list[tuple[int, str]]:
+    """The dates one sentence's tokens name: (position of the day, ``yyyy-mm-dd`` or
+    ``--mm-dd``), in order. A month name next to a day (``may 1st``, ``1 may``, ``1st of
+    may``) dates it; days listed before it share its month (``13th to the 17th of may``);
+    the year is the first one after the day in the sentence, else the last one before."""
+    month_of: dict[int, int] = {}
+    for i, t in enumerate(toks):
+        month = _MONTHS.get(t)
+        if month is None:
+            continue
+        if t == "may" and not any(_YEAR.match(x) or (not x.isdigit() and _day(x))
+                                  for x in toks[max(0, i - 2):i + 3]):
+            continue  # the verb, unless an ordinal day or a year stands next to it
+        if i + 1 < len(toks) and _day(toks[i + 1]):
+            at = i + 1
+        elif i >= 1 and _day(toks[i - 1]):
+            at = i - 1
+        elif i >= 2 and toks[i - 1] == "of" and _day(toks[i - 2]):
+            at = i - 2
+        else:
+            continue
+        month_of.setdefault(at, month)
+        j = at - 1  # days listed before share the month: walk back over "to", "the", …
+        while j >= 0 and (toks[j] in _BETWEEN or (_day(toks[j]) and j not in month_of)):
+            if _day(toks[j]):
+                month_of[j] = month
+            j -= 1
+    years = [(i, int(t)) for i, t in enumerate(toks) if _YEAR.match(t)]
+    found: list[tuple[int, str]] = []
+    for i, t in enumerate(toks):
+        iso = _ISO_TOKEN.match(t)
+        if iso:
+            text = _iso(int(iso.group(1)), int(iso.group(2)), int(iso.group(3)))
+            if text and text != t:
+                found.append((i, text))
+            continue
+        if i not in month_of:
+            continue
+        after = next((y for at, y in years if at > i), None)
+        before = next((y for at, y in reversed(years) if at < i), None)
+        text = _iso(after or before, month_of[i], _day(t) or 0)
+        if text:
+            found.append((i, text))
+    return found
+
+
+def date_of(value: str) -> tuple[str, str] | None:
+    """An argument that is a date or a date-time: its date, and its month and day
+    (``2024-05-01 09:00`` is ``("2024-05-01", "--05-01")``); None for anything else."""
+    m = _ISO_VALUE.match(value)
+    if not m:
+        return None
+    return f"{m.group(1)}-{m.group(2)}-{m.group(3)}", f"--{m.group(2)}-{m.group(3)}"

@@ -7,12 +7,15 @@ rule reads at the gate what a query reads afterwards.
     <action> cradle:hasArgument <argument> .
     <argument> a cradle:ActionArgument ; cradle:argumentName "recipient" ;
         cradle:argumentValue "…" ; cradle:sensitive true ; cradle:trustedOrigin false ;
-        cradle:untrustedOnly true ; prov:wasDerivedFrom <source> ; cradle:instructedBy <source> .
+        cradle:untrustedOnly true ; prov:wasDerivedFrom <source> ; cradle:instructedBy <source> ;
+        cradle:disclosesConfidential <source> ;
+        cradle:disclosureRequested false .
     <source> a cradle:LineageSource ; cradle:trust cradle:Untrusted ;
         cradle:sourceKind "observation" ; cradle:field "transactions.subject" ;
         cradle:quote "…" ; prov:wasAttributedTo <agent> ; cradle:fromObservation <obs> .
     <action> cradle:invokes <tool> ; cradle:choiceNamedIn <source> ;
-        cradle:choiceTrusted false ; cradle:choiceUntrustedOnly true .
+        cradle:choiceTrusted false ; cradle:choiceUntrustedOnly true ;
+        cradle:repeatsAction <earlier action> ; cradle:repeatChanged "hotel" .
 """
 
 from __future__ import annotations
@@ -76,8 +79,14 @@ def trace_triples(trace: dict[str, Any]) -> list[str]:
     out.append(f"{a} {c('invokes')} {node('tool', trace['tool'])}")
     out.append(f"{a} {c('choiceTrusted')} {lit(bool(trace['choice_trusted']))}")
     out.append(f"{a} {c('choiceUntrustedOnly')} {lit(bool(trace['choice_untrusted_only']))}")
+    if trace.get("choice_delegated"):
+        out.append(f"{a} {c('choiceDelegated')} {lit(True)}")
     for origin in trace["choice_origins"]:
         out.append(f"{a} {c('choiceNamedIn')} {_source(out, origin)}")
+    if trace.get("repeats"):
+        out.append(f"{a} {c('repeatsAction')} {node('action', trace['repeats'])}")
+        for name in trace.get("repeat_changed", ()):
+            out.append(f"{a} {c('repeatChanged')} {lit(name)}")
     for arg in trace["arguments"]:
         s = node("argument", f"{trace['action_id']}#{arg['name']}")
         out.append(f"{a} {c('hasArgument')} {s}")
@@ -86,12 +95,15 @@ def trace_triples(trace: dict[str, Any]) -> list[str]:
         out.append(f"{s} {c('argumentValue')} {lit(arg['value'])}")
         for flag, term in (("sensitive", "sensitive"), ("trusted_origin", "trustedOrigin"),
                            ("untrusted_only", "untrustedOnly"),
-                           ("instructed_trusted", "instructedByTrusted")):
-            out.append(f"{s} {c(term)} {lit(bool(arg[flag]))}")
+                           ("instructed_trusted", "instructedByTrusted"),
+                           ("disclosure_requested", "disclosureRequested")):
+            out.append(f"{s} {c(term)} {lit(bool(arg.get(flag, False)))}")
         for origin in arg["origins"]:
             out.append(f"{s} {p('wasDerivedFrom')} {_source(out, origin)}")
         for origin in arg["instructed_by"]:
             out.append(f"{s} {c('instructedBy')} {_source(out, origin)}")
+        for origin in arg.get("discloses", ()):
+            out.append(f"{s} {c('disclosesConfidential')} {_source(out, origin)}")
     return out
 
 

@@ -12,6 +12,22 @@ Per argument: ``trusted_origin`` (every traced part has a trusted source), ``unt
 chooses this action* — an instruction to do this with that value. A trusted source that
 gives the same instruction clears it (``instructed_trusted``). The trace also says where the
 action's very choice was named (the contract's choice words).
+
+Delegated choice: when the sentence of the person's request that pointed at a document
+also hands it the choice of actions ("read the file 'notices.txt' and follow the
+instructions", "do the actions specified in the email from …"), the document's words that
+choose this action count as the person's (``choice_delegated``). Only the choice: the
+values the document names are still its own (an instruction there still needs a human).
+
+A repeated write: when an action of the same tool already executed in this run with the
+same values for every sensitive argument the person's request gave, and this one changes a
+sensitive argument the request did not give (another hotel for the same dates, another
+recipient for the same text), the request asked for one and this is another: ``repeats``
+names the earlier action and ``repeat_changed`` the arguments that differ.
+
+Confidentiality: a sensitive argument that carries a value of a field the contract declares
+confidential (a passport number, a card number) lists those sources in ``discloses``;
+``disclosure_requested`` says a trusted input names that field ("my passport number").
 """
 
 from __future__ import annotations
@@ -22,13 +38,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .index import DESIGNATED, TRUSTED, Leaf, RunIndex
-from .normalise import is_identifier, number_token, tokens
+from .index import DESIGNATED, TRUSTED, Done, Leaf, RunIndex
+from .normalise import date_of, is_identifier, number_token, tokens
 
 #: the most origins kept per argument (trusted first), so a value seen everywhere stays small
 MAX_ORIGINS = 6
 #: kinds of source whose words choose an action (a system of record states, it does not ask)
 CHOOSING_KINDS = frozenset({"request", "input", "approval", "instruction"})
+#: a request's sentence hands a document it names the choice of actions when it holds one
+#: of these verbs and one of these nouns ("follow the instructions", "do the actions")
+DELEGATING_VERBS = frozenset({"follow", "do", "carry", "complete", "perform", "execute",
+                              "handle"})
+DELEGATED_NOUNS = frozenset({"instructions", "instruction", "actions", "steps", "tasks",
+                             "todos", "requests", "says"})
 
 
 class Origin(BaseModel):
@@ -61,6 +83,9 @@ class ArgumentLineage(BaseModel):
     untrusted_only: bool = False
     instructed_by: tuple[Origin, ...] = ()
     instructed_trusted: bool = False
+    #: confidential fields the value was read from
+    discloses: tuple[Origin, ...] = ()
+    disclosure_requested: bool = False
 
 
 class Trace(BaseModel):
@@ -78,6 +103,11 @@ class Trace(BaseModel):
     choice_origins: tuple[Origin, ...] = ()
     choice_trusted: bool = False
     choice_untrusted_only: bool = False
+    #: the choice was named in a document the person's request handed it to
+    choice_delegated: bool = False
+    #: an executed action of the same tool this one repeats with other values (see above)
+    repeats: str = ""
+    repeat_changed: tuple[str, ...] = ()
 
     def argument(self, name: str) -> ArgumentLineage | None:
         return next((a for a in self.arguments if a.name == name), None)
@@ -89,9 +119,13 @@ class Trace(BaseModel):
                 "origins": sorted({o.key for o in a.origins}),
                 "trusted_origin": a.trusted_origin, "untrusted_only": a.untrusted_only,
                 "sensitive": a.sensitive, "instructed_untrusted": bool(a.instructed_by)
-                and not a.instructed_trusted} for a in self.arguments},
+                and not a.instructed_trusted,
+                "confidential": bool(a.discloses) and not a.disclosure_requested}
+                for a in self.arguments},
             "choice_trusted": self.choice_trusted,
             "choice_untrusted_only": self.choice_untrusted_only,
+            "choice_delegated": self.choice_delegated,
+            "repeats": bool(self.repeats),
             "untrusted_only_sensitive": sorted(a.name for a in self.arguments
                                                if a.sensitive and a.untrusted_only),
         }
@@ -111,14 +145,48 @@ def _origin(leaf: Leaf, position: int) -> Origin:
                   quote=leaf.quote(position))
 
 
-def _values(value: Any, sensitive: bool) -> list[list[str]]:
+#: one traced part of a value: alternative token sequences (a date: ``yyyy-mm-dd`` or,
+#: where content gave no year, ``--mm-dd``)
+Unit = list[list[str]]
+
+
+def _values(value: Any, sensitive: bool) -> list[Unit]:
     if isinstance(value, list | tuple):
         return [v for item in value for v in _values(item, sensitive)]
     if isinstance(value, str):
-        return [tokens(value)]
+        day = date_of(value)
+        return [[[day[0]], [day[1]]]] if day else [[tokens(value)]]
     if sensitive and isinstance(value, int | float) and not isinstance(value, bool):
-        return [[number_token(value)]]
+        return [[[number_token(value)]]]
     return []
+
+
+def _hits(run: RunIndex, unit: Unit) -> list[tuple[Leaf, list[int]]]:
+    if len(unit) == 1:
+        return list(run.holding(unit[0]))
+    seen: dict[int, tuple[Leaf, list[int]]] = {}
+    for alternative in unit:
+        for leaf, positions in run.holding(alternative):
+            seen.setdefault(id(leaf), (leaf, positions))
+    return list(seen.values())
+
+
+def _delegates(run: RunIndex, leaf: Leaf) -> bool:
+    """A designated ``leaf`` the request's pointing sentence handed the choice of actions."""
+    if leaf.trust != DESIGNATED:
+        return False
+    for i, n in leaf.designated_by:
+        words = set(run.leaves[i].sentence_words(n))
+        if words & DELEGATING_VERBS and words & DELEGATED_NOUNS:
+            return True
+    return False
+
+
+def _requested(run: RunIndex, leaf: Leaf) -> bool:
+    """A trusted input names the confidential field ``leaf`` is (``passport number``)."""
+    name = tokens(leaf.field.rsplit(".", 1)[-1].replace("_", " "))
+    return bool(name) and any(src.trust == TRUSTED and src.kind in CHOOSING_KINDS
+                              for src, _ in run.holding(name))
 
 
 @lru_cache(maxsize=1024)
@@ -126,32 +194,34 @@ def _choice_phrases(words: tuple[str, ...]) -> list[list[str]]:
     return [t for t in (tokens(w) for w in words) if t]
 
 
-def _in_sentence(leaf: Leaf, position: int, phrases: list[list[str]]) -> bool:
-    sentence = leaf.sentence[position]
-    lo = leaf.sentence.index(sentence)
-    hi = len(leaf.sentence) - leaf.sentence[::-1].index(sentence)
-    words = leaf.tokens[lo:hi]
+def _has_phrase(words: list[str], phrases: list[list[str]]) -> bool:
     return any(any(words[i:i + len(ph)] == ph for i in range(len(words) - len(ph) + 1))
                for ph in phrases)
 
 
+def _in_sentence(leaf: Leaf, position: int, phrases: list[list[str]]) -> bool:
+    return _has_phrase(leaf.words(position), phrases)
+
+
 def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
               phrases: list[list[str]]) -> ArgumentLineage | None:
-    seqs = [s for s in _values(value, sensitive) if s]
+    seqs = [s for s in _values(value, sensitive) if s and s[0]]
     if not seqs:
         return None
-    units: list[list[str]] = []
+    units: list[Unit] = []
     for seq in seqs:
-        if next(run.holding(seq), None) is not None or len(seq) == 1:
+        if len(seq) > 1 or len(seq[0]) == 1 or next(run.holding(seq[0]), None) is not None:
             units.append(seq)
         else:
-            units.extend([t] for t in dict.fromkeys(seq) if is_identifier(t))
+            units.extend([[t]] for t in dict.fromkeys(seq[0]) if is_identifier(t))
     found: list[tuple[Leaf, int]] = []
     with_origin = trusted_units = 0
     untrusted_only = instructed_trusted = False
+    requested = True
     instructed: list[tuple[Leaf, int]] = []
+    disclosed: list[tuple[Leaf, int]] = []
     for unit in units:
-        hits = list(run.holding(unit))
+        hits = _hits(run, unit)
         if not hits:
             continue
         with_origin += 1
@@ -159,6 +229,11 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
         trusted_units += trusted
         untrusted_only = untrusted_only or not trusted
         found.extend((leaf, pos[0]) for leaf, pos in hits)
+        if sensitive:
+            for leaf, positions in hits:
+                if leaf.confidential and leaf.trust == TRUSTED:
+                    disclosed.append((leaf, positions[0]))
+                    requested = requested and _requested(run, leaf)
         if sensitive and phrases:
             for leaf, positions in hits:
                 at = next((p for p in positions if _in_sentence(leaf, p, phrases)), None)
@@ -170,14 +245,16 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
                     instructed.append((leaf, at))
     found.sort(key=lambda h: (h[0].trust != TRUSTED, h[0].seq))
     kept = list({(leaf.source, leaf.field): (leaf, pos) for leaf, pos in found}.values())
-    shown = " ".join(" ".join(s) for s in seqs)
+    shown = " ".join(" ".join(s[0]) for s in seqs)
     return ArgumentLineage(
         name=name, value=shown if len(shown) <= 200 else shown[:197] + "...",
         sensitive=sensitive, origins=tuple(_origin(lf, p) for lf, p in kept[:MAX_ORIGINS]),
         trusted_origin=with_origin > 0 and trusted_units == with_origin,
         untrusted_only=untrusted_only,
         instructed_by=tuple(_origin(lf, p) for lf, p in instructed[:3]),
-        instructed_trusted=instructed_trusted)
+        instructed_trusted=instructed_trusted,
+        discloses=tuple(_origin(lf, p) for lf, p in disclosed[:3]),
+        disclosure_requested=bool(disclosed) and requested)
 
 
 def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool: str,
@@ -187,7 +264,7 @@ def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool:
     traced = [a for name, value in sorted(arguments.items())
               if (a := _argument(run, name, value, name in declared.sensitive, phrases))]
     choosing: list[Origin] = []
-    chosen_trusted = chosen_untrusted = False
+    chosen_trusted = chosen_untrusted = delegated = False
     for phrase in phrases:
         # a one-word phrase is a posting-list read; positions only for the quoted few
         hits = ((leaf, None) for leaf in run.containing(phrase[0])) if len(phrase) == 1 \
@@ -197,6 +274,8 @@ def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool:
                 continue
             if leaf.trust == TRUSTED:
                 chosen_trusted = True
+            elif _delegates(run, leaf):
+                chosen_trusted = delegated = True
             else:
                 chosen_untrusted = True
             if len(choosing) < MAX_ORIGINS:
@@ -204,8 +283,29 @@ def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool:
                 choosing.append(_origin(leaf, at))
             elif chosen_trusted and chosen_untrusted:
                 break
+    prior, changed = _repeat(run.done.get(tool, ()), traced)
     return Trace(run_id=run_id, proposal_id=proposal_id, action_id=action_id, tool=tool,
                  sources=len(run.leaves), observations=run.observations,
                  arguments=tuple(traced), choice_origins=tuple(choosing),
                  choice_trusted=chosen_trusted,
-                 choice_untrusted_only=chosen_untrusted and not chosen_trusted)
+                 choice_untrusted_only=chosen_untrusted and not chosen_trusted,
+                 choice_delegated=delegated, repeats=prior, repeat_changed=changed)
+
+
+def _repeat(done: Any, traced: list[ArgumentLineage]) -> tuple[str, tuple[str, ...]]:
+    """The executed action of the same tool this one repeats (see the module's docs)."""
+    sensitive = {a.name: a.value for a in traced if a.sensitive}
+    asked = {a.name for a in traced if a.sensitive and any(
+        o.trust == TRUSTED and o.kind == "request" for o in a.origins)}
+    if not asked:
+        return "", ()
+    earlier: Done
+    for earlier in reversed(done):
+        before = dict(earlier.values)
+        if any(before.get(n) != sensitive[n] for n in asked):
+            continue
+        changed = tuple(sorted(n for n, v in sensitive.items()
+                               if n not in asked and n in before and before[n] != v))
+        if changed:
+            return earlier.action_id, changed
+    return "", ()

@@ -37,7 +37,8 @@ class GateResult(Protocol):
 
 #: the Cedar context when nothing was traced (same shape, so a policy never errs on it)
 EMPTY_CONTEXT: dict[str, Any] = {"arguments": {}, "choice_trusted": False,
-                                 "choice_untrusted_only": False, "untrusted_only_sensitive": []}
+                                 "choice_untrusted_only": False, "choice_delegated": False,
+                                 "repeats": False, "untrusted_only_sensitive": []}
 
 
 class LineageGate:
@@ -66,7 +67,8 @@ class LineageGate:
         if not self.tools.has(tool_id):
             return ToolTrust()  # unknown tool: its output is untrusted
         spec = self.tools.get(tool_id)
-        return ToolTrust(output_trust=spec.output_trust, field_trust=spec.field_trust)
+        return ToolTrust(output_trust=spec.output_trust, field_trust=spec.field_trust,
+                         confidential=spec.confidential_fields)
 
     def trace(self, p: Proposal, spec: ToolSpec, action_id: str) -> Trace:
         run_id = p.effective_run_id

@@ -20,9 +20,11 @@ fresh copy, in one process, with the same configuration:
 Each figure is printed with its ratio to the 1 k figure of the same run (target: submit,
 decide_approval, open and recover <= 1.2x; a limit <= 1.1x a submit without). Run:
 ``.venv/bin/python bench/bench_growth.py [--sizes 1000,10000,100000] [--million]``.
-Filling the 100 k home took about 2 minutes here (~850 events/s, 2 shared cores);
-``--million`` adds a 1 M-event home (about 20-25 minutes to fill at that rate, once; not
-run yet). Prints figures; asserts nothing.
+Filling the 100 k home took about 2 minutes on a quiet machine (~850 events/s, 2 shared
+cores) and 10.5 minutes under a load average of ~10 (~160 events/s); ``--million`` adds a
+1 M-event home (the fill, now without an fsync per commit, ran at ~210 events/s under that
+load: more than an hour). ``--sizes`` takes any size (``events-N`` under ``bench/out/``).
+Prints figures; asserts nothing.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from .records import Agent, Permission
 
 
 class Approver(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     id: str
     role: str = "approver"
@@ -31,7 +31,7 @@ class Approver(BaseModel):
 class Limit(BaseModel):
     """A cost or rate limit; the strictest applicable one wins."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     scope: Literal["agent", "task", "tenant", "global"]
     #: the agent, task or tenant it applies to; "*" for each of them separately
@@ -42,7 +42,7 @@ class Limit(BaseModel):
 
 
 class RuntimeConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     agents: tuple[Agent, ...] = ()
     permissions: tuple[Permission, ...] = ()

@@ -37,7 +37,7 @@ from .errors import InputError, InputTooLargeError
 class InputLimits(BaseModel):
     """How big and how deep untrusted input may be (``input_limits`` in ``config.json``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     #: total size of one JSON document (a proposal, a request body), in UTF-8 bytes
     max_bytes: int = Field(default=1024 * 1024, gt=0)
@@ -76,7 +76,7 @@ _CEILING_VALUES: dict[str, int] = {
 }
 
 #: the defaults, documented in the README's security model
-DEFAULT_LIMITS = InputLimits()
+DEFAULT_LIMITS = InputLimits.model_construct()
 #: the most any configuration may allow; what the record models enforce on their own
 CEILINGS = InputLimits.model_construct(**_CEILING_VALUES)  # type: ignore[arg-type]
 

@@ -43,7 +43,7 @@ Identifier = str
 class Record(BaseModel):
     #: NaN and infinities have no JSON form: refused, never journaled as ``null``
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False,
-                              allow_inf_nan=False)
+                              allow_inf_nan=False, defer_build=True)
 
 
 class SideEffectClass(StrEnum):

@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from enum import StrEnum
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from ..errors import CradleError, InputError, InputTooLargeError
 from ..inputs import InputLimits
+
+if TYPE_CHECKING:  # rich is imported on the first line a command prints through it
+    from rich.console import Console
 
 #: what a terminal would act on instead of showing: C0 and C1 controls (ESC starts every
 #: escape sequence), DEL, and the bidi marks, embeddings, overrides and isolates
@@ -30,18 +31,47 @@ _LINE_CONTROLS = {c: r for c, r in _CONTROLS.items() if c not in (0x09, 0x0A)}
 _JSON_ESCAPES = {c: f"\\u{c:04x}" for c in _CONTROLS if c >= 0x7F}
 
 
-class _Console(Console):
-    """A console that never passes a control character through from a string it prints:
-    whatever a command forgets to :func:`clean`, a terminal still shows and never obeys."""
+@cache
+def _console_class() -> type[Console]:
+    from rich.console import Console
+
+    class _Console(Console):
+        """A console that never passes a control character through from a string it
+        prints: whatever a command forgets to :func:`clean`, a terminal still shows and
+        never obeys."""
+
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            super().print(*(o.translate(_LINE_CONTROLS) if isinstance(o, str) else o
+                            for o in objects), **kwargs)
+
+    return _Console
+
+
+class LazyConsole:
+    """A rich console made on first use (``rich`` costs ~30 ms to import): a command that
+    prints only JSON, or nothing, never imports it. ``real`` is the console itself."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._real: Console | None = None
+
+    @property
+    def real(self) -> Console:
+        if self._real is None:
+            self._real = _console_class()(**self._options)
+        return self._real
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
-        super().print(*(o.translate(_LINE_CONTROLS) if isinstance(o, str) else o
-                        for o in objects), **kwargs)
+        self.real.print(*objects, **kwargs)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.real.is_terminal
 
 
-console = _Console()
+console = LazyConsole()
 #: errors are one line each, never wrapped at the terminal's (or a pipe's 80) columns
-err_console = _Console(stderr=True, soft_wrap=True)
+err_console = LazyConsole(stderr=True, soft_wrap=True)
 
 
 HomeOpt = Annotated[
@@ -65,6 +95,8 @@ def clean(value: Any) -> str:
 
     Every table cell and every printed line that carries a recorded value goes through
     this — ids, task ids and reasons come from agents and must not steer the screen."""
+    from rich.markup import escape
+
     return escape(str(value).translate(_CONTROLS))
 
 
@@ -115,6 +147,8 @@ def fail(error: CradleError, *, code: int = 2) -> NoReturn:
 
 def table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     """Every cell (and the title) through :func:`clean`: no markup, no control characters."""
+    from rich.table import Table
+
     t = Table(title=clean(title), show_lines=False)
     for col in columns:
         t.add_column(clean(col), overflow="fold")

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..config import load_config
-from ..errors import CradleError, UnknownNameError
+from ..errors import CradleError, InputError, UnknownNameError
 from ..home import Home, resolve_home
 from ..records import SCHEMAS, OutcomeStatus
 from .common import (
@@ -27,8 +26,13 @@ from .common import (
 )
 
 if TYPE_CHECKING:  # imported where used: `schema` and `--help` need none of them
+    from ..loop.gate1.findings import DomainValidator
+    from ..loop.gate2 import DomainInvariant
     from ..loop.runtime import Runtime
+    from ..records import ToolRecord
     from ..storage import Anchor, ChainReport, Journal
+    from ..tools import LookupFunction, ToolFunction, ToolSpec
+    from ..verifiers import VerifierFunction
 
 audit_app = typer.Typer(help="Check the journal's integrity.", no_args_is_help=True)
 tools_app = typer.Typer(help="Registered tools and their contracts.", no_args_is_help=True)
@@ -91,6 +95,7 @@ def submit(
     failed verification; 2 the input could not be read.
     """
     try:
+        from ..config import load_config
         from ..loop.proposal import read_proposal
 
         limits = load_config(Home(resolve_home(home)).config).input_limits
@@ -114,9 +119,8 @@ def schema(name: Annotated[str, typer.Argument(help="Record name, e.g. Proposal.
 
     Schemas are the same for every home; ``--home`` is accepted like everywhere else.
     """
-    if list_names or not name:
-        for key in sorted(SCHEMAS):
-            console.print(key, highlight=False)
+    if list_names or not name:  # plain identifiers: no console needed
+        sys.stdout.write("".join(f"{key}\n" for key in sorted(SCHEMAS)))
         return
     model = SCHEMAS.get(name)
     if model is None:
@@ -145,7 +149,7 @@ def _verify_report(home: Path | None, anchor: Anchor | None) -> tuple[str, Chain
         return path, verify_target(path, anchor=anchor)
     from rich.progress import Progress
 
-    with Progress(console=err_console, transient=True) as bar:
+    with Progress(console=err_console.real, transient=True) as bar:
         task = bar.add_task("verifying the journal", total=None)
 
         def show(done: int, total: int) -> None:
@@ -213,11 +217,77 @@ def audit_anchor(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
                   soft_wrap=True)
 
 
+class _ToolCollector:
+    """A registrar that keeps what ``tools list`` shows: each tool, checked as
+    :meth:`Runtime.register_tool` checks it (its contract, its postcondition shapes
+    compiled), and the verifiers (a duplicate id is refused here too)."""
+
+    def __init__(self) -> None:
+        from ..tools import ToolRegistry
+        from ..verifiers import VerifierRegistry
+
+        self.tools = ToolRegistry()
+        self.verifiers = VerifierRegistry()
+
+    def register_tool(self, spec: ToolSpec, fn: ToolFunction, *,
+                      lookup: LookupFunction | None = None) -> None:
+        if spec.postconditions:  # rdflib and the SHACL engine: only for a tool with shapes
+            from ..loop.gate2_world import compile_postconditions
+
+            try:
+                compile_postconditions(spec)
+            except Exception as exc:
+                raise InputError(f"tool `{spec.ref}`: its postcondition shapes do not "
+                                 f"compile: {exc}") from exc
+        self.tools.register(spec, fn, lookup=lookup)
+
+    def register_verifier(self, verifier_id: str, fn: VerifierFunction) -> None:
+        self.verifiers.register(verifier_id, fn)
+
+    def register_validator(self, tool_pattern: str, fn: DomainValidator, *, name: str,
+                           pack: str | None = None) -> None:
+        """Not listed."""
+
+    def register_invariant(self, tool_pattern: str, fn: DomainInvariant, *,
+                           name: str) -> None:
+        """Not listed."""
+
+
+def declared_tools(home: Path | None) -> list[ToolRecord]:
+    """The tools a runtime on this home registers, collected without opening one.
+
+    The home's configuration is read and its packs are imported and checked the way
+    :class:`Runtime` loads them; no journal, graph store, policy set or recovery is opened,
+    so listing writes nothing and costs the packs' own imports only."""
+    from ..config import load_config
+
+    root = resolve_home(home)
+    config = load_config(Home(root).config)
+    collector = _ToolCollector()
+    if config.packs:  # a pack's tools are known once its Python is imported
+        from datetime import UTC, datetime
+
+        from ..packs.registration import prepare_pack
+        from ..packs.registry import PackRegistry
+
+        registry = PackRegistry.discover(root)
+        loaded: set[str] = set()
+        for ref in config.packs:
+            pack = registry.get(ref)
+            if pack.ref not in loaded:
+                loaded.add(pack.ref)
+                prepare_pack(pack, home=root, clock=lambda: datetime.now(UTC)
+                             ).register(collector)
+    return collector.tools.records()
+
+
 @tools_app.command("list")
 def tools_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
     """List registered tools with their side-effect and idempotency classes."""
-    with open_runtime(home) as rt:
-        records = rt.tools.records()
+    try:
+        records = declared_tools(home)
+    except CradleError as exc:
+        fail(exc)
     if fmt is Format.JSON:
         print_json([r.model_dump(mode="json") for r in records])
         return

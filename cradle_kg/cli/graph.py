@@ -93,7 +93,7 @@ def graph_rebuild(home: HomeOpt = None) -> None:
         try:
             with Progress(TextColumn("projecting"), BarColumn(), TextColumn(
                     "{task.completed}/{task.total} events"), TimeElapsedColumn(),
-                    console=console) as bar:
+                    console=console.real) as bar:
                 task = bar.add_task("rebuild", total=head)
                 count, quads = rebuild(path, journal, locked=lock, progress=lambda done, total:
                                        bar.update(task, completed=done, total=total),

@@ -91,6 +91,10 @@ def lit(value: Any) -> str:
     return f'"{_escape(str(value))}"'
 
 
+#: the value of a flag kept by the projection (``cradle:awaitsUse``, ``awaitsVerification``)
+_TRUE = lit(True)
+
+
 def dt(text: str) -> str:
     """An xsd:dateTime literal in canonical form (UTC, ``Z``, no trailing zero digits) —
     the form Oxigraph stores, so dumps and projections compare byte for byte."""
@@ -290,6 +294,8 @@ def _approval_decided(q: _Quads, ev: AuditEvent) -> str:
         q.add(s, c("scope"), lit(pl["scope"]))
     if pl.get("reason"):
         q.add(s, c("reason"), lit(pl["reason"]))
+    if pl["status"] == "approved":
+        q.add(s, c("awaitsUse"), _TRUE)  # until an execution it authorizes is intended
     return s
 
 
@@ -324,6 +330,7 @@ def _observed(q: _Quads, ev: AuditEvent) -> str:
     if pl.get("executed_at") and pl.get("executed_by"):
         q.add(a, c("executedAt"), dt(pl["executed_at"]))
         q.add(a, c("executedBy"), identity(pl["executed_by"]))
+        q.add(a, c("awaitsVerification"), _TRUE)  # until its verification is recorded
     return s
 
 
@@ -528,12 +535,20 @@ _PROJECTORS = {
 
 
 def event_retractions(ev: AuditEvent) -> list[str]:
-    """Triples an event makes false: a decided approval is no longer pending."""
+    """Triples an event makes false: a decided approval is no longer pending, a used one
+    no longer awaits its use, a verified action no longer awaits its verification.
+
+    The two ``awaits…`` flags are what the listing queries ``stale-approvals`` and
+    ``unverified-actions`` find through an index, so that they cost what they return
+    rather than a pass over every approval or action of the store."""
     if ev.kind == "approval.decided":
         s = node("approval", ev.payload["approval_id"])
         return [f"{s} {c('approvalStatus')} {c('Pending')}"]
-    if ev.kind == "verification.recorded" and ev.payload.get("facts"):
-        return _fact_retractions(ev)
+    if ev.kind == "action.intent" and ev.payload.get("approval_id"):
+        return [f"{node('approval', ev.payload['approval_id'])} {c('awaitsUse')} {_TRUE}"]
+    if ev.kind == "verification.recorded":
+        done = action_node(ev.payload["verification"]["execution_id"])
+        return [f"{done} {c('awaitsVerification')} {_TRUE}", *_fact_retractions(ev)]
     return []
 
 

@@ -50,8 +50,9 @@ Progress = Callable[[int, int], None]
 
 
 #: the layout of the projection; a store written with another one is rebuilt on its next
-#: sync (2: shared objects in the shared graph, not copied into each run graph)
-PROJECTION_VERSION = 2
+#: sync (2: shared objects in the shared graph, not copied into each run graph; 3: the
+#: `awaitsUse` and `awaitsVerification` flags the listing queries find by index)
+PROJECTION_VERSION = 3
 _VERSION = f"<{CRADLE_NS}projectionVersion>"
 
 

@@ -15,13 +15,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import CradleError, ManifestError
-from ..graph.knowledge import KnowledgeSource, knowledge_graph
 from ..graph.packproj import PackProjector
 from ..loop.gate1.findings import DomainValidator
-from ..loop.gate2 import DomainInvariant
 from ..tools import LookupFunction, ToolFunction, ToolSpec, contract_problems
 from ..verifiers import VerifierFunction
 from .declarations import (
@@ -34,6 +32,10 @@ from .declarations import (
     Verifier,
 )
 from .loader import Pack
+
+if TYPE_CHECKING:  # the graph store and gate 2 (rdflib): not needed to list a pack's tools
+    from ..graph.knowledge import KnowledgeSource
+    from ..loop.gate2 import DomainInvariant
 
 
 class Registrar(Protocol):
@@ -86,6 +88,8 @@ class PreparedPack:
     def knowledge_sources(self) -> list[KnowledgeSource]:
         """The pack's ontology (Turtle, as shipped) and its generated reference data, each
         a named graph of this version (``…/pack/<id>/<version>/<name>``)."""
+        from ..graph.knowledge import KnowledgeSource, knowledge_graph
+
         pack, ctx = self.pack, self.context
         out: list[KnowledgeSource] = []
         if pack.ontology_files():

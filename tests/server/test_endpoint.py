@@ -24,8 +24,8 @@ from SPARQLWrapper import SPARQLWrapper as Wrapper
 from SPARQLWrapper.SPARQLExceptions import QueryBadFormed
 
 from cradle_kg.graph.project import node, run_graph
-from cradle_kg.graph.store import GraphStore
 from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.oxigraph import OxigraphStore
 
 from .conftest import MAX_RESULT_BYTES, TIMEOUT_SECONDS, DemoHome, Server, start_server, stop_server
 
@@ -126,7 +126,7 @@ def test_construct_n_triples_and_describe(server: Server, demo_home: DemoHome) -
 
 
 def graph_size(home: DemoHome, graph: str) -> int:
-    store = GraphStore(home.path / "graph")
+    store = OxigraphStore(home.path / "graph")
     try:
         return len(list(store.store.quads_for_pattern(None, None, None, ox.NamedNode(graph))))
     finally:
@@ -331,7 +331,7 @@ def test_named_queries_over_http(server: Server, demo_home: DemoHome) -> None:
 @pytest.fixture(scope="module")
 def exported(demo_home: DemoHome, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     out = tmp_path_factory.mktemp("exported")
-    store = GraphStore(demo_home.path / "graph")
+    store = OxigraphStore(demo_home.path / "graph")
     try:
         quads = [q for q in store.store if isinstance(q.graph_name, ox.NamedNode)
                  and q.graph_name.value.startswith("https://w3id.org/cradle/run/")]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from ..crashpoints import crashpoint
 from ..records import AuditEvent
 from ..storage import Journal
 from ..storage.graph import PROJECTION_VERSION, SHARED_GRAPH, Progress, ProjectionTarget
@@ -60,12 +61,14 @@ def catch_up(store: ProjectionTarget, journal: Journal, *, projectors: Sequence[
         if done % batch == 0:
             store.apply(ops, last)
             ops.clear()
+            crashpoint("graph.sync.batch")
             if progress:
                 progress(last - start, head - start)
         if limit is not None and done >= limit:
             break
     if done % batch:  # an event without triples still moves the watermark
         store.apply(ops, last)
+        crashpoint("graph.sync.batch")
     if progress:
         progress(max(last, start) - start, max(head, last) - start)
     return done

@@ -35,7 +35,7 @@ from .graph import (
 )
 from .swap import StoreLock, building_path, remove_folder, settle, swap_in
 
-#: where ``CRADLE_CRASH_AT`` can kill a catch-up (after the N-th committed batch)
+#: where ``CRADLE_CRASH_AT`` can kill a catch-up (after the N-th committed batch, any store)
 SYNC_CRASH_POINTS = ("graph.sync.batch",)
 
 
@@ -102,7 +102,6 @@ class OxigraphStore:
 
     def apply(self, updates: Sequence[str], seq: int) -> None:
         self.store.update(" ;\n".join([*updates, watermark_update(seq)]))
-        crashpoint("graph.sync.batch")
 
     def replace_all(self, nquads: Iterable[str], retractions: Sequence[str],
                     watermark: Callable[[], int]) -> None:

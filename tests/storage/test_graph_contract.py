@@ -37,6 +37,7 @@ from cradle_kg.storage.graph_config import GraphEndpoints, parse_setting, resolv
 from cradle_kg.storage.graph_opening import open_graph_store
 from cradle_kg.storage.oxigraph import OxigraphStore
 from cradle_kg.storage.sparql_http import SparqlHttpStore
+from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 from cradle_kg.storage.sparql_values import with_values
 
 RUN_A = "https://w3id.org/cradle/run/a"
@@ -260,3 +261,22 @@ def test_bound_variables_are_substituted_past_strings_comments_and_the_projectio
                    "VALUES (?s) { (<urn:s>) }\n")
     with pytest.raises(QueryError):
         with_values("SELECT * WHERE { ?s ?p ?o }", {"s o": "<urn:s>"})
+
+
+def test_a_shared_remote_store_s_other_graphs_are_none_of_the_projection_s_business(
+        fresh_oxigraph: ScratchOxigraph) -> None:
+    """An organisation's store holds graphs of its own: they are not listed, exported,
+    dropped by a rebuild, or part of the union default graph."""
+    store = SparqlHttpStore(resolve(fresh_oxigraph.endpoints()))
+    try:
+        store.apply([insert("http://example.org/theirs", f"<urn:x> <{P}> <urn:y>"),
+                     insert(RUN_A, f"<urn:a> <{P}> <urn:y>")], 1)
+        assert store.graph_names() == [META_GRAPH, RUN_A]
+        assert store.data_graphs() == [RUN_A]
+        found = execute(store, f"SELECT ?s WHERE {{ ?s <{P}> ?o }}")
+        assert isinstance(found, ox.QuerySolutions)
+        assert [r["s"].value for r in found] == ["urn:a"]
+        store.replace_all([], [], lambda: 2)
+        assert store.ask("ASK { GRAPH <http://example.org/theirs> { ?s ?p ?o } }")
+    finally:
+        store.close()

@@ -280,3 +280,20 @@ def test_a_shared_remote_store_s_other_graphs_are_none_of_the_projection_s_busin
         assert store.ask("ASK { GRAPH <http://example.org/theirs> { ?s ?p ?o } }")
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("argv", [
+    ["query", "runs"], ["export", "--format", "nquads"], ["validate", "--all"],
+    ["graph", "sync"], ["graph", "rebuild"], ["graph", "follow", "--once"]])
+def test_every_command_says_an_unreachable_store_in_one_line(demo_home: Path,
+                                                               argv: list[str]) -> None:
+    from tests.inprocess import run_cli
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = run_cli(*argv, "--home", str(demo_home),
+                   env={"CRADLE_GRAPH_URL": f"http://127.0.0.1:{port}"})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "cannot reach the graph store" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout

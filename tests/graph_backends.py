@@ -23,6 +23,10 @@ from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 
 GRAPH_BACKENDS = ("embedded", "oxigraph-serve")
+#: each remote backend: the fixture giving its server with an emptied dataset (an object
+#: with ``setting()``, the ``CRADLE_GRAPH_URL`` value naming it) — another engine is one
+#: more entry here and in ``GRAPH_BACKENDS``
+REMOTE_FIXTURES = {"oxigraph-serve": "fresh_oxigraph"}
 
 
 @pytest.fixture(scope="session")
@@ -43,9 +47,9 @@ def fresh_oxigraph(oxigraph_server: ScratchOxigraph) -> ScratchOxigraph:
 
 @pytest.fixture(params=GRAPH_BACKENDS)
 def graph_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "oxigraph-serve":
-        server: ScratchOxigraph = request.getfixturevalue("fresh_oxigraph")
-        monkeypatch.setenv(GRAPH_URL_ENV, server.url)
+    if request.param in REMOTE_FIXTURES:
+        server = request.getfixturevalue(REMOTE_FIXTURES[request.param])
+        monkeypatch.setenv(GRAPH_URL_ENV, server.setting())
     else:
         monkeypatch.delenv(GRAPH_URL_ENV, raising=False)
     return str(request.param)

@@ -85,6 +85,10 @@ class ScratchOxigraph:
     def endpoints(self) -> GraphEndpoints:
         return from_base(self.url)
 
+    def setting(self) -> str:
+        """The ``CRADLE_GRAPH_URL`` value naming this server (its base URL)."""
+        return self.url
+
     def clear(self) -> None:
         """Empty the dataset (a fresh one for the next test)."""
         r = httpx.post(f"{self.url}/update", content=b"CLEAR ALL",

@@ -259,6 +259,10 @@ def test_bound_variables_are_substituted_past_strings_comments_and_the_projectio
     assert got == ('PREFIX a: <http://x#> # ?s { not here\nSELECT ?s ?o WHERE { <urn:s> a:p '
                    '"?s{" . BIND(COALESCE(<urn:s>, 1) AS ?o) } ORDER BY ?s\n'
                    "VALUES (?s) { (<urn:s>) }\n")
+    sub = with_values("SELECT ?s ?n WHERE { { SELECT ?s (COUNT(*) AS ?n) WHERE { ?s ?p ?o } "
+                      "GROUP BY ?s } }", {"s": "<urn:s>"})
+    assert sub.startswith("SELECT ?s ?n WHERE { { SELECT ?s (COUNT(*) AS ?n) WHERE "
+                          "{ <urn:s> ?p ?o } GROUP BY ?s } }")  # a sub-query's clauses keep it
     with pytest.raises(QueryError):
         with_values("SELECT * WHERE { ?s ?p ?o }", {"s o": "<urn:s>"})
 

@@ -18,10 +18,11 @@ import pyoxigraph as ox
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, run_demo
 from cradle_kg.graph.project import RUN_BASE, SHARED_GRAPH, action_node, node, project_nquads
+from cradle_kg.graph.catchup import rebuild
 from cradle_kg.graph.queries import QueryCatalog, bind, execute
-from cradle_kg.graph.store import GraphStore
 from cradle_kg.records import ApprovalStatus, AuditEvent
 from cradle_kg.storage import SqliteJournal
+from cradle_kg.storage.oxigraph import OxigraphStore
 
 C = "https://w3id.org/cradle#"
 
@@ -59,7 +60,7 @@ def test_flags_hold_while_their_condition_does_sync_and_rebuild_alike(tmp_path: 
     used = {node("approval", e.payload["approval_id"]) for e in events
             if e.kind == "action.intent" and e.payload.get("approval_id")}
     assert used  # the demo's close_account was approved and ran
-    synced = GraphStore(home / "graph")
+    synced = OxigraphStore(home / "graph")
     try:
         assert _flagged(synced.store, "awaitsVerification") == set()  # every one verified
         assert _flagged(synced.store, "awaitsUse") == {unused}
@@ -67,9 +68,9 @@ def test_flags_hold_while_their_condition_does_sync_and_rebuild_alike(tmp_path: 
         dump = _projected(synced.store)
     finally:
         synced.close()
-    rebuilt = GraphStore.in_memory()
+    rebuilt = OxigraphStore.in_memory()
     with SqliteJournal(home / "journal.sqlite") as journal:
-        rebuilt.rebuild(journal)
+        rebuild(rebuilt, journal)
     assert _projected(rebuilt.store) == dump
 
 
@@ -78,12 +79,12 @@ def test_an_action_executed_without_its_verification_is_listed(tmp_path: Path) -
     dropped = next(e for e in events if e.kind == "verification.recorded"
                    and e.payload["verification"]["status"] == "verified")
     action = dropped.payload["verification"]["execution_id"]
-    store = ox.Store()  # the projection of a journal that stopped before that verification
-    store.load(project_nquads(e for e in events if e is not dropped).encode(),
-               format=ox.RdfFormat.N_QUADS)
-    assert _flagged(store, "awaitsVerification") == {action_node(action)}
+    graph = OxigraphStore.in_memory()  # the projection of a journal that stopped before it
+    graph.store.load(project_nquads(e for e in events if e is not dropped).encode(),
+                     format=ox.RdfFormat.N_QUADS)
+    assert _flagged(graph.store, "awaitsVerification") == {action_node(action)}
     query = QueryCatalog.load().get("unverified-actions")
-    listed = {row["action"].value: row for row in execute(store, query.text,
+    listed = {row["action"].value: row for row in execute(graph, query.text,
                                                           bound=bind(query, {}))}
     assert action_node(action)[1:-1] in listed
     row = listed[action_node(action)[1:-1]]

@@ -17,8 +17,8 @@ import pyoxigraph as ox
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, run_demo
-from cradle_kg.graph.project import RUN_BASE, SHARED_GRAPH, action_node, node, project_nquads
 from cradle_kg.graph.catchup import rebuild
+from cradle_kg.graph.project import RUN_BASE, SHARED_GRAPH, action_node, node, project_nquads
 from cradle_kg.graph.queries import QueryCatalog, bind, execute
 from cradle_kg.records import ApprovalStatus, AuditEvent
 from cradle_kg.storage import SqliteJournal

@@ -90,8 +90,8 @@ def test_an_action_executed_without_its_verification_is_listed(tmp_path: Path) -
     row = listed[action_node(action)[1:-1]]
     assert row["verification"] is None and row["verificationStatus"] is None
     # with it recorded, the flag is gone and so is the row
-    whole = ox.Store()
-    whole.load(project_nquads(events).encode(), format=ox.RdfFormat.N_QUADS)
-    assert _flagged(whole, "awaitsVerification") == set()
+    whole = OxigraphStore.in_memory()
+    whole.store.load(project_nquads(events).encode(), format=ox.RdfFormat.N_QUADS)
+    assert _flagged(whole.store, "awaitsVerification") == set()
     assert action_node(action)[1:-1] not in {
         row["action"].value for row in execute(whole, query.text, bound=bind(query, {}))}

@@ -21,6 +21,7 @@ from cradle_kg.records import (
     VerificationCheck,
     VerificationStatus,
 )
+from tests.graph_engines import virtuoso  # noqa: F401
 from tests.journal_backends import journal_backend, pg_url, postgres  # noqa: F401
 
 TEST_POLICY = """

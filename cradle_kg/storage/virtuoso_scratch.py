@@ -166,6 +166,7 @@ class ScratchVirtuoso:
         self.password = secrets.token_urlsafe(12)
         self._dba = secrets.token_urlsafe(12)
         self._proc: subprocess.Popen[bytes] | None = None
+        self.system_graphs: frozenset[str] = frozenset()
         try:
             self._start(buffers, max_rows, start_timeout)
             self._configure()
@@ -223,6 +224,33 @@ class ScratchVirtuoso:
                             timeout=30.0)
         if answer.status_code != 200:
             raise VirtuosoUnavailable(f"virtuoso refused the configured user: "
+                                      f"`{answer.status_code}` {answer.text[:500]}")
+        self.system_graphs = frozenset(self.graph_names())
+
+    def graph_names(self) -> list[str]:
+        """Every graph with a triple — Virtuoso's own included (its default graph is
+        the union of them all)."""
+        answer = httpx.post(self.endpoints.query, auth=(self.user, self.password),
+                            data={"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"},
+                            headers={"Accept": "application/sparql-results+json"},
+                            timeout=60.0)
+        if answer.status_code != 200:
+            raise VirtuosoUnavailable(f"virtuoso did not list its graphs: "
+                                      f"`{answer.status_code}` {answer.text[:500]}")
+        rows = answer.json()["results"]["bindings"]
+        return sorted(r["g"]["value"] for r in rows if r["g"]["type"] == "uri")
+
+    def clear(self) -> None:
+        """Drop every graph but Virtuoso's own (``CLEAR ALL`` removes nothing here, and
+        ``DROP GRAPH`` fails for a graph that was not created explicitly)."""
+        extra = [g for g in self.graph_names() if g not in self.system_graphs]
+        if not extra:
+            return
+        answer = httpx.post(self.endpoints.update, auth=(self.user, self.password),
+                            data={"update": " ;\n".join(f"DROP SILENT GRAPH <{g}>"
+                                                        for g in extra)}, timeout=120.0)
+        if answer.status_code != 200:
+            raise VirtuosoUnavailable(f"virtuoso did not drop the graphs: "
                                       f"`{answer.status_code}` {answer.text[:500]}")
 
     def _log_tail(self) -> str:

@@ -340,3 +340,13 @@ def test_the_graph_store_protocol(c: Client, g: str) -> None:
     assert c.gsp("DELETE", {"graph": g}).status_code == 200
     assert c.gsp("DELETE", {"graph": g}).status_code == 404
     assert c.gsp("GET", {"graph": g}).status_code == 404
+
+
+def test_clear_drops_every_graph_but_virtuosos_own(virtuoso: ScratchVirtuoso, c: Client,
+                                                   g: str) -> None:
+    assert "http://www.openlinksw.com/schemas/virtrdf#" in virtuoso.system_graphs
+    assert c.update(f"INSERT DATA {{ GRAPH <{g}> {{ <urn:a> <urn:p> 1 }} }}").status_code == 200
+    assert g in virtuoso.graph_names()
+    virtuoso.clear()
+    assert set(virtuoso.graph_names()) == set(virtuoso.system_graphs)
+    assert c.count(g) == 0

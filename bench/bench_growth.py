@@ -29,10 +29,15 @@ SQLite journal is moved into a template database once with ``journal copy``'s co
 (row for row, verified on arrival), and every round measures a fresh copy of that
 template (``CREATE DATABASE … TEMPLATE``) through ``CRADLE_JOURNAL_URL``; ``both``
 measures the two journals interleaved and prints PostgreSQL / SQLite ratios per size.
-Filling the 100 k home took about 2 minutes here (~850 events/s, 2 shared cores; ~500
-events/s at load 3); ``--million`` adds a 1 M-event home (about 35 minutes to fill at
-load 3, once: the filler is the runtime itself, one governed call at a time, so the
-chain, claims and derived state are the real ones). Prints figures; asserts nothing.
+Homes up to 100 k events are filled by the runtime itself (about 2 minutes for 100 k at
+~850 events/s, 2 shared cores; 3-8 minutes at load 3-10). ``--million`` adds a 1 M-event
+home made by :mod:`replicate`: the 100 k home's real events appended again through the
+journal's own ``append`` with new run ids, subjects, claims and approval ids per copy
+(chain, claims and derived state are the journal's work; ``audit verify`` checks the
+result, every round) — about 2,000 events/s, 7-8 minutes, where the runtime filler ran
+at 200-300 events/s at load 7-10 (201,601 events in 956 s, about an hour for 1 M).
+Moving the 1 M journal into PostgreSQL (pipelined ``journal copy``) takes about 15
+minutes more. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from replicate import build_replicated_home
 from synthetic import build_events_home, proposal
 
 from cradle_kg import Runtime
@@ -262,7 +268,8 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")] + ([1_000_000] if args.million else [])
     journals = ["sqlite", "postgresql"] if args.journal == "both" else [args.journal]
-    sources = {size: build_events_home(size) for size in sizes}
+    sources = {size: build_events_home(size) if size <= 100_000 else
+               build_replicated_home(size) for size in sizes}
     pg = PostgresHomes() if "postgresql" in journals else None
     try:
         if pg is not None:

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import build_home
 
 from cradle_kg.graph.queries import QueryCatalog
-from cradle_kg.graph.store import GraphStore
+from cradle_kg.storage.oxigraph import OxigraphStore
 
 C = "https://w3id.org/cradle#"
 AGGREGATE = (f"SELECT ?v (COUNT(?d) AS ?n) WHERE {{ ?d a <{C}Decision> ; <{C}verdict> ?v }} "
@@ -170,7 +170,7 @@ def main() -> None:
     args = parser.parse_args()
     home = build_home(args.triples)
     work = Path(tempfile.mkdtemp(prefix="bench-endpoint-"))
-    store = GraphStore(home / "graph")
+    store = OxigraphStore(home / "graph")
     try:
         quads = len(store.store)
         found = [r["a"].value for r in store.query(

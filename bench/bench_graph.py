@@ -38,12 +38,13 @@ from bench_shacl import _pyshacl_worker
 from synthetic import build_home
 
 from cradle_kg.demo.scenario import run_demo
+from cradle_kg.graph.catchup import rebuild
 from cradle_kg.graph.project import event_triples, ntriples
 from cradle_kg.graph.shacl import PyShaclEngine, load_shapes
-from cradle_kg.graph.store import GraphStore
 from cradle_kg.graph.vocab import INTEGRITY_SHAPES_FILE
 from cradle_kg.loop.integrity import IntegrityChecker
 from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.oxigraph import OxigraphStore
 
 
 def pct(values: list[float], q: float) -> float:
@@ -88,9 +89,9 @@ def rebuild_throughput(home: Path, rounds: int) -> None:
     n = 0
     for _ in range(rounds):
         with tempfile.TemporaryDirectory(prefix="bench-rebuild-") as tmp:
-            ours = GraphStore(Path(tmp) / "ours")
+            ours = OxigraphStore(Path(tmp) / "ours")
             t0 = time.perf_counter()
-            ours.rebuild(journal)
+            rebuild(ours, journal)
             ours_s.append(time.perf_counter() - t0)
             quads = list(ours.store)
             ours.close()
@@ -133,7 +134,7 @@ def pyshacl_all(home: Path, timeout: float) -> float:
     """pySHACL over the store's N-Quads dump, in a child killed after ``timeout``."""
     with tempfile.TemporaryDirectory(dir=home.parent) as tmp:
         dump = Path(tmp) / "all.nq"
-        store = GraphStore(home / "graph", read_only=True)
+        store = OxigraphStore(home / "graph", read_only=True)
         dump.write_text(store.nquads(), encoding="utf-8")
         del store
         queue: mp.Queue[tuple[bool, int, float]] = mp.Queue()

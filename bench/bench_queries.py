@@ -2,7 +2,7 @@
 
 Homes of 1 k / 10 k / 100 k events (``--million`` adds 1 M) are filled by the runtime
 itself (:func:`synthetic.build_events_home`, cached); each is projected into a fresh
-on-disk store in a temp folder (``GraphStore.rebuild``), and every built-in named query
+on-disk store in a temp folder (``OxigraphStore.rebuild``), and every built-in named query
 is run on it the way ``cradle-kg query NAME --param ...`` runs it once the store is open:
 parameters bound as RDF terms, every row read. A query with a parameter is asked about
 objects taken from the journal (the *last* decision, action, approval, run...), so a
@@ -34,11 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthetic import build_events_home
 
+from cradle_kg.graph.catchup import rebuild
 from cradle_kg.graph.queries import QueryCatalog, bind, execute
-from cradle_kg.graph.store import GraphStore
 from cradle_kg.home import Home
 from cradle_kg.records import AuditEvent
 from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.oxigraph import OxigraphStore
 
 
 def _params(events: list[AuditEvent]) -> dict[str, dict[str, str]]:
@@ -81,8 +82,8 @@ def measure(home: Path, rounds: int, against: str | None = None
     with Journal(Home(home).journal) as journal:
         events = list(journal.events())
         folder = Path(tempfile.mkdtemp(prefix="bench-queries-"))
-        store = GraphStore(folder / "graph")
-        store.rebuild(journal)
+        store = OxigraphStore(folder / "graph")
+        rebuild(store, journal)
     params = _params(events)
     out: dict[str, tuple[float, int]] = {}
     try:
@@ -96,11 +97,11 @@ def measure(home: Path, rounds: int, against: str | None = None
             times: dict[str, list[float]] = {k: [] for k in texts}
             found: dict[str, int] = {}
             for k, text in texts.items():  # warm-up
-                found[k] = len(list(execute(store.store, text, bound=bound)))
+                found[k] = len(list(execute(store, text, bound=bound)))
             for _ in range(rounds):
                 for k, text in texts.items():
                     t0 = time.perf_counter()
-                    found[k] = len(list(execute(store.store, text, bound=bound)))
+                    found[k] = len(list(execute(store, text, bound=bound)))
                     times[k].append(time.perf_counter() - t0)
             out[name] = (statistics.median(times["new"]), found["new"])
             if "old" in times:
@@ -116,7 +117,7 @@ def big_store() -> None:
     """policy-in-force on the cached 1.1 M-quad home, over 300 of its decisions."""
     from synthetic import build_home
 
-    store = GraphStore(build_home(1_100_000) / "graph")
+    store = OxigraphStore(build_home(1_100_000) / "graph")
     try:
         query = QueryCatalog.load().get("policy-in-force")
         decisions = [r["d"].value for r in store.query(
@@ -124,7 +125,7 @@ def big_store() -> None:
         times = []
         for decision in decisions[::max(1, len(decisions) // 300)]:
             t0 = time.perf_counter()
-            rows = list(execute(store.store, query.text, bound=bind(query, {"decision": decision})))
+            rows = list(execute(store, query.text, bound=bind(query, {"decision": decision})))
             times.append(time.perf_counter() - t0)
             assert len(rows) == 1, decision
         ordered = sorted(times)

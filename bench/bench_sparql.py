@@ -10,7 +10,7 @@
 
 Targets (issue "Provenance queries ..."): p50 <= 10 ms; >= 300 queries/s.
 The home is built by ``synthetic.build_home`` (real ``Runtime.submit`` calls, graph sync
-off, one ``GraphStore.rebuild``) and cached under ``bench/out/``.
+off, one ``OxigraphStore.rebuild``) and cached under ``bench/out/``.
 
 Run: ``.venv/bin/python bench/bench_sparql.py [--triples N] [--seconds S] [--clients C]
 [--workers W]``. Prints figures (and writes them to ``bench/out/bench_sparql.txt``);
@@ -36,25 +36,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from synthetic import OUT, build_home
 
 from cradle_kg.graph.queries import QueryCatalog, bind, execute
-from cradle_kg.graph.store import GraphStore
+from cradle_kg.storage.oxigraph import OxigraphStore
 
 C = "https://w3id.org/cradle#"
 
 
-def sample_actions(store: GraphStore, n: int) -> list[str]:
+def sample_actions(store: OxigraphStore, n: int) -> list[str]:
     found = [row["a"].value for row in store.query(
         f"SELECT ?a WHERE {{ ?a <{C}authorizedBy> ?d }} LIMIT 20000")]
     random.Random(7).shuffle(found)
     return found[:n]
 
 
-def library_path(store: GraphStore, actions: list[str], rounds: int) -> list[float]:
+def library_path(store: OxigraphStore, actions: list[str], rounds: int) -> list[float]:
     query = QueryCatalog.load().get("why-allowed")
     times = []
     for i in range(rounds):
         action = actions[i % len(actions)]
         started = time.perf_counter()
-        rows = list(execute(store.store, query.text, bound=bind(query, {"action": action})))
+        rows = list(execute(store, query.text, bound=bind(query, {"action": action})))
         times.append(time.perf_counter() - started)
         assert len(rows) == 1, (action, rows)
     return times
@@ -144,7 +144,7 @@ def main() -> None:
     t0 = time.perf_counter()
     home = build_home(args.triples)
     say(f"home: {home} (ready in {time.perf_counter() - t0:.1f} s)")
-    store = GraphStore(home / "graph")
+    store = OxigraphStore(home / "graph")
     try:
         say(f"store: {len(store.store):,} quads, {len(store.run_graphs()):,} run graphs")
         actions = sample_actions(store, 500)

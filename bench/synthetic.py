@@ -18,8 +18,9 @@ from pathlib import Path
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, demo_config, prepare_home
-from cradle_kg.graph.store import GraphStore
+from cradle_kg.graph.catchup import rebuild
 from cradle_kg.records import ApprovalStatus
+from cradle_kg.storage.oxigraph import OxigraphStore
 
 OUT = Path(__file__).resolve().parent / "out"
 AGENT = "agent:ledger-assistant"
@@ -102,8 +103,8 @@ def build_home(min_triples: int, *, log: bool = True) -> Path:
                 print(f"  {i} proposals, {head} events ({time.perf_counter() - started:.0f} s)",
                       file=sys.stderr)
             if head * 21 >= min_triples:  # ~22 quads per event on average
-                store = GraphStore(home / "graph")
-                store.rebuild(rt.journal)
+                store = OxigraphStore(home / "graph")
+                rebuild(store, rt.journal)
                 size = len(store.store)
                 store.close()
                 if size >= min_triples:

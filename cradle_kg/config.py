@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .errors import InputError
 from .inputs import DEFAULT_LIMITS, InputLimits
 from .records import Agent, Permission
+from .storage.graph_config import GraphEndpoints
 
 
 class Approver(BaseModel):
@@ -65,6 +66,10 @@ class RuntimeConfig(BaseModel):
     #: the journal of record: unset for the embedded ``<home>/journal.sqlite``, or a
     #: ``postgresql://`` URL (``CRADLE_JOURNAL_URL`` overrides it)
     journal: str | None = Field(default=None, pattern=r"^postgres(ql)?://\S+$")
+    #: the graph store: unset for the embedded ``<home>/graph``, or a remote SPARQL 1.1
+    #: store — its base URL or its endpoints (``CRADLE_GRAPH_URL`` overrides it; see
+    #: :mod:`cradle_kg.storage.graph_config`)
+    graph: str | GraphEndpoints | None = Field(default=None)
 
     def merged_with(self, extra: RuntimeConfig) -> RuntimeConfig:
         """This configuration plus the identities, permissions and approvers ``extra``

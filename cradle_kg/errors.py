@@ -18,7 +18,11 @@ no decision can be made at all — and then the gate fails closed.
     ├── JournalError                the journal cannot be opened or written
     │   └── ChainBrokenError        the hash chain does not verify (names the first broken event)
     ├── GraphStoreError             the graph store cannot be opened or written
-    │   └── GraphBusyError          another process holds the graph store's lock
+    │   ├── GraphBusyError          another process holds the graph store's lock
+    │   ├── GraphUnreachableError   a remote graph store cannot be reached
+    │   ├── GraphAuthError          a remote graph store refused the credentials (401/403)
+    │   ├── GraphTimeoutError       a remote graph store did not answer in time
+    │   └── GraphResponseError      a remote graph store answered an error or garbage
     ├── IdempotencyConflictError    one idempotency key reused for a different input
     ├── ToolError                   a tool raised, or returned output that breaks its contract
     ├── VerifierError               a verifier raised
@@ -159,6 +163,22 @@ class ProjectionError(CradleError):
 
 class GraphBusyError(GraphStoreError):
     code = "graph_busy"
+
+
+class GraphUnreachableError(GraphStoreError):
+    code = "graph_unreachable"
+
+
+class GraphAuthError(GraphStoreError):
+    code = "graph_auth_refused"
+
+
+class GraphTimeoutError(GraphStoreError):
+    code = "graph_timeout"
+
+
+class GraphResponseError(GraphStoreError):
+    code = "graph_bad_response"
 
 
 class IdempotencyConflictError(CradleError):

@@ -24,3 +24,10 @@ def virtuoso() -> Iterator[ScratchVirtuoso]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def fresh_virtuoso(virtuoso: ScratchVirtuoso) -> ScratchVirtuoso:
+    """The session's server with no graph but Virtuoso's own."""
+    virtuoso.clear()
+    return virtuoso

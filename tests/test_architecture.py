@@ -11,7 +11,8 @@
 * one writer: only the loop's context appends to the journal, and only the gateway holds
   a tool's functions;
 * one seam: only ``cradle_kg.storage`` imports a database driver (``sqlite3``,
-  ``psycopg``) for the journal.
+  ``psycopg``) for the journal, and only it opens a graph store (a pyoxigraph ``Store``;
+  the rest goes through the ``GraphStore`` protocol).
 
 Each rule reports every offence with its file and line, so a failure says what to fix.
 """
@@ -221,3 +222,33 @@ def test_only_storage_talks_to_a_journal_database() -> None:
                 if target.split(".")[0] in DRIVERS]
     assert offences == [], "\n".join(offences)
     assert set(DRIVER_USERS) <= set(_modules()), "a DRIVER_USERS entry names no module"
+
+
+#: modules outside ``cradle_kg.storage`` that may open a pyoxigraph ``Store``, and why
+STORE_OPENERS = {
+    "cradle_kg.graph.lineage": "a run's lineage held in memory for one query, then dropped",
+    "cradle_kg.server.dataset": "the endpoint's private store, whose checkpoints the query "
+                                "workers read (it follows the journal like any store)",
+}
+
+
+def _opens_a_store(node: ast.AST) -> bool:
+    """``ox.Store(...)`` or ``ox.Store.read_only(...)`` (any alias of pyoxigraph)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in ("read_only", "secondary"):
+        func = func.value  # type: ignore[assignment]
+    return isinstance(func, ast.Attribute) and func.attr == "Store"
+
+
+def test_only_storage_opens_a_graph_store() -> None:
+    """The graph is reached through ``cradle_kg.storage.graph.GraphStore``: no module
+    outside ``storage/`` opens a pyoxigraph ``Store`` of its own (``STORE_OPENERS``
+    excepted) — pyoxigraph stays usable as an RDF toolkit (terms, parsing, results)."""
+    offences = [f"{path.relative_to(ROOT)}:{node.lineno} opens a pyoxigraph store"
+                for name, (path, tree) in _modules().items()
+                if not name.startswith("cradle_kg.storage") and name not in STORE_OPENERS
+                for node in ast.walk(tree) if _opens_a_store(node)]
+    assert offences == [], "\n".join(offences)
+    assert set(STORE_OPENERS) <= set(_modules()), "a STORE_OPENERS entry names no module"

@@ -15,9 +15,9 @@ from rdflib.namespace import RDF
 from cradle_kg import OutcomeStatus, Runtime
 from cradle_kg.graph import project as projection
 from cradle_kg.graph.project import project_nquads
-from cradle_kg.graph.store import GraphStore
 from cradle_kg.graph.vocab import ONTOLOGY_FILE
 from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.graph_opening import open_graph_store
 
 from .conftest import proposal
 from .inprocess import run_cli
@@ -48,15 +48,21 @@ def demo_nquads(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_projection_is_pure_and_the_store_matches_it(demo: Path, demo_nquads: Path) -> None:
+def test_projection_is_pure_and_the_store_matches_it(demo: Path, demo_nquads: Path,
+                                                     graph_backend: str, tmp_path: Path) -> None:
     with Journal(demo / "journal.sqlite") as journal:
         first = project_nquads(journal.events())
         second = project_nquads(journal.events())
     assert first == second
     assert demo_nquads.read_text(encoding="utf-8") == first  # incremental store == projection
+    out = tmp_path / "backend.nq"  # the same export from the backend under test
+    done = cli("export", "--home", str(demo), "--format", "nquads", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.read_text(encoding="utf-8") == first
 
 
-def test_rebuild_recreates_the_same_graph(demo: Path, demo_nquads: Path, tmp_path: Path) -> None:
+def test_rebuild_recreates_the_same_graph(demo: Path, demo_nquads: Path, tmp_path: Path,
+                                         graph_backend: str) -> None:
     import shutil
 
     copy = tmp_path / "copy"
@@ -64,14 +70,19 @@ def test_rebuild_recreates_the_same_graph(demo: Path, demo_nquads: Path, tmp_pat
     done = cli("graph", "rebuild", "--home", str(copy))
     assert done.returncode == 0, done.stderr
     assert "rebuilt" in done.stdout
-    store = GraphStore(copy / "graph")
+    store = open_graph_store(copy)
     assert store.nquads() == demo_nquads.read_text(encoding="utf-8")
+    store.close()
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_demo_graph_validates_clean(demo: Path) -> None:
     done = cli("validate", "--all", "--home", str(demo), "--format", "json")
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout) == {"conforms": True, "violations": []}
+    one = cli("validate", "--run", "run:task-close", "--home", str(demo), "--format", "json")
+    assert one.returncode == 0, one.stdout + one.stderr
+    assert cli("validate", "--run", "run:nope", "--home", str(demo)).returncode == 2
 
 
 # each edit breaks exactly one rule of a demo graph that conforms
@@ -143,6 +154,7 @@ def test_validate_reports_parse_errors_with_file_and_line(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(("fmt", "parser"), [("trig", "trig"), ("nquads", "nquads"),
                                              ("turtle", "turtle"), ("jsonld", "json-ld")])
+@pytest.mark.usefixtures("graph_backend")
 def test_export_formats_parse_back(demo: Path, fmt: str, parser: str, tmp_path: Path) -> None:
     out = tmp_path / f"x.{fmt}"
     done = cli("export", "--home", str(demo), "--run", "run:task-close", "--format", fmt,
@@ -153,6 +165,7 @@ def test_export_formats_parse_back(demo: Path, fmt: str, parser: str, tmp_path: 
     assert len(data) > 20 or sum(1 for _ in data.quads((None, None, None, None))) > 20
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_export_is_readable_as_prov(demo: Path, tmp_path: Path) -> None:
     out = tmp_path / "run.ttl"
     assert cli("export", "--home", str(demo), "--run", "run:task-close", "--format", "turtle",

@@ -7,9 +7,10 @@ from pathlib import Path
 import pyoxigraph as ox
 
 from cradle_kg import Runtime
+from cradle_kg.graph.catchup import catch_up
 from cradle_kg.graph.project import SHARED_GRAPH
 from cradle_kg.graph.queries import QueryCatalog, bind, execute
-from cradle_kg.graph.store import GraphStore
+from cradle_kg.storage.oxigraph import OxigraphStore
 
 from .conftest import make_config, proposal
 
@@ -49,12 +50,12 @@ def test_switching_policies_back_and_forth_is_recorded(home: Path) -> None:
 def _in_force(home: Path, decisions: dict[str, str]) -> dict[str, tuple[str, bool]]:
     with Runtime(home, config=make_config()) as rt:
         rt.sync_graph()
-    store = GraphStore(home / "graph")
+    store = OxigraphStore(home / "graph")
     try:
         q = QueryCatalog.load().get("policy-in-force")
         out = {}
         for pid, decision in decisions.items():
-            rows = list(execute(store.store, q.text, bound=bind(q, {"decision": decision})))
+            rows = list(execute(store, q.text, bound=bind(q, {"decision": decision})))
             assert len(rows) == 1
             out[pid] = (rows[0]["inForceVersion"].value, rows[0]["matches"].value == "true")
         # the policy nodes are described once, in the shared graph, never in a run graph
@@ -71,13 +72,13 @@ def test_a_store_of_the_old_layout_is_rebuilt_on_its_next_sync(home: Path) -> No
     """A store written before the shared graph (policies copied into run graphs, no layout
     recorded) is projected again by its next sync: same quads as a fresh projection."""
     from cradle_kg.graph.project import project_nquads
-    from cradle_kg.graph.store import META_GRAPH, PROJECTION_VERSION
     from cradle_kg.storage import SqliteJournal as Journal
+    from cradle_kg.storage.graph import META_GRAPH, PROJECTION_VERSION
 
     with Runtime(home, config=make_config()) as rt:
         rt.submit(proposal("p1", "demo.ledger.credit", {"account": "a", "amount": 1}))
         rt.sync_graph()
-    store = GraphStore(home / "graph")
+    store = OxigraphStore(home / "graph")
     try:
         assert store.layout() == PROJECTION_VERSION
         meta = ox.NamedNode(META_GRAPH)
@@ -91,7 +92,7 @@ def test_a_store_of_the_old_layout_is_rebuilt_on_its_next_sync(home: Path) -> No
         store.store.add(stale)
         assert store.layout() == 1
         with Journal(home / "journal.sqlite") as journal:
-            store.sync(journal)
+            catch_up(store, journal)
             expected = project_nquads(journal.events())
         assert store.layout() == PROJECTION_VERSION
         assert store.nquads() == expected

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from cradle_kg import Runtime
 from cradle_kg.cli import app
+from cradle_kg.cli.query import open_store
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, DemoStep, run_demo
 from cradle_kg.errors import QueryError, QueryRefusedError, UnknownNameError
 from cradle_kg.graph.project import node, run_graph
@@ -34,9 +35,9 @@ from cradle_kg.graph.queries import (
     check_query,
     execute,
 )
-from cradle_kg.graph.store import GraphStore
 from cradle_kg.records import ApprovalStatus, AuditEvent, Outcome
 from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.oxigraph import OxigraphStore
 
 C = "https://w3id.org/cradle#"
 REQUIRED = ("why-allowed", "approvals", "task-effects", "evidence-chain",
@@ -94,9 +95,9 @@ def known(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Known]:
 
 def rows(known: Known, name: str, **params: str) -> list[dict[str, str | None]]:
     q = QueryCatalog.load().get(name)
-    store = GraphStore(known.home / "graph")  # the real on-disk store, opened per query
+    store = open_store(known.home)  # the home's store (embedded or remote), per query
     try:
-        result = execute(store.store, q.text, bound=bind(q, params))
+        result = execute(store, q.text, bound=bind(q, params))
         names = [v.value for v in result.variables]
         return [{n: (row[n].value if row[n] is not None else None) for n in names}
                 for row in result]
@@ -187,6 +188,7 @@ def test_service_endpoints_are_found_on_the_parsed_query_and_refused_unless_allo
 # --- every query on the known home -------------------------------------------------------
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_why_allowed_the_approved_close(known: Known) -> None:
     done = known.outcome("approved by user:bob (CLI)")
     waited = known.outcome("irreversible close")
@@ -205,6 +207,7 @@ def test_why_allowed_the_approved_close(known: Known) -> None:
     assert words(row["evidence"]) == set()
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_why_allowed_names_the_evidence_and_nothing_for_a_denied_action(known: Known) -> None:
     assert known.cited.action is not None
     row = rows(known, "why-allowed", action=known.cited.action.id)[0]
@@ -216,6 +219,7 @@ def test_why_allowed_names_the_evidence_and_nothing_for_a_denied_action(known: K
     assert rows(known, "why-allowed", action=denied_action) == []
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_parameter_values_are_values_not_query_text(known: Known) -> None:
     hostile = 'act:x"} UNION { ?action ?p ?o } #'
     assert rows(known, "why-allowed", action=hostile) == []
@@ -223,6 +227,7 @@ def test_parameter_values_are_values_not_query_text(known: Known) -> None:
     assert got == []
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_approvals_who_approved_what(known: Known) -> None:
     done = known.outcome("approved by user:bob (CLI)")
     waited = known.outcome("irreversible close")
@@ -246,6 +251,7 @@ def test_approvals_who_approved_what(known: Known) -> None:
     assert rows(known, "approvals", approver="user:alice") == []
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_task_effects_in_order_and_a_replay_counts_once(known: Known) -> None:
     first = known.outcome("allowed credit")
     again = known.outcome("same proposal again")
@@ -262,6 +268,7 @@ def test_task_effects_in_order_and_a_replay_counts_once(known: Known) -> None:
     assert rows(known, "task-effects", task="task-big-credit") == []
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_evidence_chain_behind_a_fact(known: Known) -> None:
     fact = "run:task-cited/p-cited/0"
     got = rows(known, "evidence-chain", fact=fact)
@@ -277,6 +284,7 @@ def test_evidence_chain_behind_a_fact(known: Known) -> None:
     assert row["verdict"] == C + "Allow"
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_unverified_actions_and_aborted_transitions(known: Known) -> None:
     lie = known.outcome("tool lies about success")
     assert lie.action and lie.transition and lie.transition.aborted_at
@@ -296,6 +304,7 @@ def test_unverified_actions_and_aborted_transitions(known: Known) -> None:
     assert rows(known, "unverified-actions", run="run:task-credit") == []
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_decisions_under_a_policy_version(known: Known) -> None:
     version = known.outcome("allowed credit").decision.policy_version  # type: ignore[union-attr]
     decided = {iri("decision", e.payload["decision"]["id"]) for e in known.events
@@ -307,6 +316,7 @@ def test_decisions_under_a_policy_version(known: Known) -> None:
     assert rows(known, "decisions-by-policy-version", policyVersion="sha256:other") == []
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_what_an_identity_did(known: Known) -> None:
     for who in (APPROVER, AGENT):
         expected = [e.seq for e in known.events if e.actor == who]
@@ -316,6 +326,7 @@ def test_what_an_identity_did(known: Known) -> None:
     assert kinds.count("approval.decided") >= 2  # the demo's close and the one added here
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_denied_proposals_and_their_reasons(known: Known) -> None:
     denied = known.outcome("credit above the limit")
     assert denied.decision is not None
@@ -333,6 +344,7 @@ def test_denied_proposals_and_their_reasons(known: Known) -> None:
     assert rows(known, "denied-proposals", agent=APPROVER) == []
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_policy_in_force_at_decision_time(known: Known) -> None:
     decision = known.outcome("allowed credit").decision
     assert decision is not None
@@ -347,6 +359,7 @@ def test_policy_in_force_at_decision_time(known: Known) -> None:
         == activation.at.astimezone(UTC)
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_stale_approvals_expired_unused_pending(known: Known) -> None:
     assert known.unused.approval and known.pending.approval
     unused = iri("approval", known.unused.approval.id)
@@ -361,6 +374,7 @@ def test_stale_approvals_expired_unused_pending(known: Known) -> None:
     assert (after[unused], after[pending]) == ("expired", "pending")
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_runs_timeline_and_graph(known: Known) -> None:
     listed = {r["run"]: r for r in rows(known, "runs")}
     assert set(listed) == {graph_iri(r) for r in {e.run_id for e in known.events}}
@@ -392,6 +406,7 @@ def test_runs_timeline_and_graph(known: Known) -> None:
 # --- the command line --------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_cli_list_named_json_csv_and_turtle(known: Known) -> None:
     runner = CliRunner()
     home = ["--home", str(known.home)]
@@ -418,6 +433,7 @@ def test_cli_list_named_json_csv_and_turtle(known: Known) -> None:
     assert table.exit_code == 0 and "task-effects (1 rows)" in table.output
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_cli_file_params_ask_and_refusals(known: Known, tmp_path: Path) -> None:
     runner = CliRunner()
     home = ["--home", str(known.home)]
@@ -450,7 +466,7 @@ def test_queries_dir_is_the_repository_folder() -> None:
 
 def test_a_busy_store_falls_back_to_the_journal(known: Known) -> None:
     gc.collect()  # tracebacks of earlier CLI errors keep a store alive until collected
-    held = GraphStore(known.home / "graph")  # held: the command projects the journal
+    held = OxigraphStore(known.home / "graph")  # held: the command projects the journal
     try:
         out = CliRunner().invoke(app, ["query", "runs", "--format", "csv", "--home",
                                        str(known.home)])
@@ -483,6 +499,4 @@ def test_the_guard_skips_the_parse_only_when_the_text_cannot_matter() -> None:
 
 
 def ox_store() -> Any:
-    import pyoxigraph as ox
-
-    return ox.Store()
+    return OxigraphStore.in_memory()

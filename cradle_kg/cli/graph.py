@@ -18,14 +18,18 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import CradleError, InputError, UnknownNameError
 from ..graph.bulk import validate_store
+from ..graph.catchup import catch_up, rebuild
 from ..graph.owl import check_ontology
 from ..graph.packproj import PackProjector
 from ..graph.project import run_graph
 from ..graph.shacl import ShaclEngine, ValidationReport, load_shapes, make_engine
-from ..graph.store import GraphStore, rebuild
-from ..graph.swap import StoreLock
 from ..graph.vocab import ONTOLOGY_FILE
 from ..home import Home, resolve_home
+from ..storage import Journal
+from ..storage.graph import GraphStore
+from ..storage.graph_opening import is_remote, open_graph_store
+from ..storage.oxigraph import rebuild_folder
+from ..storage.swap import StoreLock
 from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json
 from .core import open_journal
 
@@ -38,6 +42,11 @@ class ExportFormat(StrEnum):
     NQUADS = "nquads"
     TURTLE = "turtle"
     JSONLD = "jsonld"
+
+
+class FollowFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
 
 
 class ReportFormat(StrEnum):
@@ -58,36 +67,57 @@ def home_projectors(root: Path) -> list[PackProjector]:
 
 
 def open_graph(home: Path | None, *, sync: bool = True) -> GraphStore:
-    """The home's store, locked (a busy one is refused in one line), up to the journal."""
+    """The home's store (embedded: locked, a busy one refused in one line), up to the
+    journal."""
     root = resolve_home(home)
     with open_journal(home) as journal:  # no journal: refused before anything is created
         try:
-            store = GraphStore(Home(root).graph)
+            store = open_graph_store(root)
         except CradleError as exc:
             fail(exc)
         if sync:
             try:
-                if store.projected_seq() < journal.head()[0]:  # the packs' hooks project too
-                    store.projectors = home_projectors(root)
-                store.sync(journal)
+                catch_up_home(store, journal, root)
+            except CradleError as exc:
+                store.close()
+                fail(exc)
             except BaseException:
                 store.close()
                 raise
     return store
 
 
+def catch_up_home(store: GraphStore, journal: Journal, root: Path) -> int:
+    """Bring ``store`` up to the journal with the home's packs' projection hooks, and
+    their knowledge graphs installed (the packs are loaded only when the store is behind:
+    that imports their code)."""
+    if store.projected_seq() >= journal.head()[0]:
+        return 0
+    from ..graph.knowledge import install
+    from ..packs.hooks import home_knowledge
+
+    install(store, home_knowledge(root))
+    return catch_up(store, journal, projectors=home_projectors(root))
+
+
 @graph_app.command("rebuild")
 def graph_rebuild(home: HomeOpt = None) -> None:
     """Recreate the graph store from the journal (with a progress bar).
 
-    The store's lock is taken first (a busy store is refused in one line); the new graph
-    is built beside the old one and swapped in only when complete."""
+    Embedded: the store's lock is taken first (a busy store is refused in one line); the
+    new graph is built beside the old one and swapped in only when complete. Remote: the
+    projection's graphs are replaced in place, the watermark written last."""
     root = resolve_home(home)
     path = Home(root).graph
     with open_journal(home) as journal:
         head, _ = journal.head()
+        lock: StoreLock | None = None
+        remote: GraphStore | None = None
         try:
-            lock = StoreLock(path).acquire()  # first: a busy store is refused, untouched
+            if is_remote(root):
+                remote = open_graph_store(root)
+            else:
+                lock = StoreLock(path).acquire()  # first: a busy store is refused, untouched
         except CradleError as exc:
             fail(exc)
         try:
@@ -95,18 +125,30 @@ def graph_rebuild(home: HomeOpt = None) -> None:
                     "{task.completed}/{task.total} events"), TimeElapsedColumn(),
                     console=console) as bar:
                 task = bar.add_task("rebuild", total=head)
-                count, quads = rebuild(path, journal, locked=lock, progress=lambda done, total:
-                                       bar.update(task, completed=done, total=total),
-                                       projectors=home_projectors(root))
+                projectors = home_projectors(root)
+
+                def load(store: GraphStore) -> int:
+                    return rebuild(store, journal, projectors=projectors,
+                                   progress=lambda done, total: bar.update(
+                                       task, completed=done, total=total))
+                if remote is not None:
+                    count, quads, where = load(remote), -1, remote.describe()
+                else:
+                    count, quads = rebuild_folder(path, load, locked=lock)
+                    where = str(path)
         except CradleError as exc:
             fail(exc)
         finally:
-            lock.release()
-    _reinstall_knowledge(root, path)
-    console.print(f"rebuilt: {count} events -> {quads} quads in {path}", highlight=False)
+            if lock is not None:
+                lock.release()
+            if remote is not None:
+                remote.close()
+    _reinstall_knowledge(root)
+    shown = f"{quads} quads" if quads >= 0 else "its graphs"
+    console.print(f"rebuilt: {count} events -> {shown} in {where}", highlight=False)
 
 
-def _reinstall_knowledge(root: Path, path: Path) -> None:
+def _reinstall_knowledge(root: Path) -> None:
     """The packs' knowledge graphs, back into the rebuilt store (issue 14)."""
     from ..graph.knowledge import install
     from ..packs.hooks import home_knowledge
@@ -115,11 +157,13 @@ def _reinstall_knowledge(root: Path, path: Path) -> None:
     if not sources:
         return
     try:
-        store = GraphStore(path)
+        store = open_graph_store(root)
     except CradleError as exc:
         fail(exc)
     try:
         install(store, sources)
+    except CradleError as exc:
+        fail(exc)
     finally:
         store.close()
 
@@ -127,15 +171,81 @@ def _reinstall_knowledge(root: Path, path: Path) -> None:
 @graph_app.command("sync")
 def graph_sync(home: HomeOpt = None) -> None:
     """Project the events appended since the last sync."""
+    root = resolve_home(home)
     with open_journal(home) as journal:
         store = open_graph(home, sync=False)
         try:
-            if store.projected_seq() < journal.head()[0]:  # the packs' hooks project too
-                store.projectors = home_projectors(resolve_home(home))
-            added = store.sync(journal)
+            added = catch_up_home(store, journal, root)
+        except CradleError as exc:
+            fail(exc)
         finally:
             store.close()
     console.print(f"synced: {added} new events", highlight=False)
+
+
+@graph_app.command("follow")
+def graph_follow(
+    home: HomeOpt = None,
+    interval: Annotated[float, typer.Option(
+        "--interval", min=0.01, help="Seconds between polls of the journal.")] = 0.5,
+    batch: Annotated[int, typer.Option(
+        "--batch", min=1, help="Events per update (one transaction each).")] = 5_000,
+    once: Annotated[bool, typer.Option(
+        "--once", help="Catch up to the head, then exit.")] = False,
+    fmt: Annotated[FollowFormat, typer.Option("--format")] = FollowFormat.TEXT,
+) -> None:
+    """Keep the graph store (embedded or remote) in step with the journal: one projector.
+
+    Polls the journal's change watermark and projects new events in batches, each batch
+    with its watermark in one update; prints progress and lag; a restart resumes from the
+    store's watermark (no gap, no duplicate). SIGTERM or Ctrl-C: the batch in flight
+    finishes, then it exits 0."""
+    import signal
+    import threading
+
+    from ..graph.follow import FollowStatus, follow
+
+    root = resolve_home(home)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    def report(status: FollowStatus) -> None:
+        if fmt is FollowFormat.JSON:
+            sys.stdout.write(json.dumps(status.to_dict()) + "\n")
+        elif status.error:
+            sys.stdout.write(f"not projected (retrying): {status.error}\n")
+        else:
+            sys.stdout.write(f"projected {status.projected}/{status.head} (+{status.added} "
+                             f"in {status.seconds:.3f} s), lag {status.lag} events, "
+                             f"{status.lag_seconds:.3f} s\n")
+        sys.stdout.flush()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    with open_journal(home) as journal:
+        try:
+            store = open_graph_store(root)
+        except CradleError as exc:
+            fail(exc)
+        try:
+            from ..graph.knowledge import install
+            from ..packs.hooks import home_knowledge
+
+            install(store, home_knowledge(root))
+            if fmt is FollowFormat.TEXT:
+                console.print(f"following the journal into {store.describe()}",
+                              highlight=False)
+            total = follow(store, journal, stop=stop, report=report,
+                           projectors=home_projectors(root), interval=interval, batch=batch,
+                           once=once)
+        except CradleError as exc:
+            fail(exc)
+        finally:
+            store.close()
+    if fmt is FollowFormat.TEXT:
+        console.print(f"stopped: {total} events projected", highlight=False)
 
 
 def export(
@@ -146,29 +256,37 @@ def export(
 ) -> None:
     """Write the graph (or one run's graph) as TriG, N-Quads, Turtle or JSON-LD."""
     store = open_graph(home)
-    if run is not None:
-        name = run_graph(run)[1:-1]
-        if name not in store.run_graphs():
-            fail(UnknownNameError(f"unknown run `{run}`", hint="`cradle-kg runs list`"))
-        graphs = [name]
-    else:
-        graphs = store.data_graphs()
-    data = ox.Dataset(ox.parse(store.nquads(graphs=graphs), format=ox.RdfFormat.N_QUADS))
-    if fmt is ExportFormat.TURTLE:  # Turtle has no graphs: the union of the selected ones
-        quads = [ox.Quad(q.subject, q.predicate, q.object, ox.DefaultGraph()) for q in data]
-        text = ox.serialize(sorted(quads, key=str), format=ox.RdfFormat.TURTLE,
-                            prefixes=_PREFIXES)
-    elif fmt is ExportFormat.NQUADS:
-        text = store.nquads(graphs=graphs).encode()
-    else:
-        text = ox.serialize(data, format=_OX_FORMATS[fmt], prefixes=_PREFIXES
-                            if fmt is not ExportFormat.JSONLD else None)
-    store.close()
+    try:
+        text = _export_text(store, run, fmt)
+    except CradleError as exc:
+        fail(exc)
+    finally:
+        store.close()
     payload = text if isinstance(text, bytes) else (text or b"")
     if output:
         output.write_bytes(payload)
     else:
         sys.stdout.buffer.write(payload)
+
+
+def _export_text(store: GraphStore, run: str | None, fmt: ExportFormat) -> bytes | None:
+    if run is not None:
+        name = run_graph(run)[1:-1]
+        if name not in store.run_graphs():
+            raise UnknownNameError(f"unknown run `{run}`", hint="`cradle-kg runs list`")
+        graphs = [name]
+    else:
+        graphs = store.data_graphs()
+    nquads = store.nquads(graphs=graphs)
+    if fmt is ExportFormat.NQUADS:
+        return nquads.encode()
+    data = ox.Dataset(ox.parse(nquads, format=ox.RdfFormat.N_QUADS))
+    if fmt is ExportFormat.TURTLE:  # Turtle has no graphs: the union of the selected ones
+        quads = [ox.Quad(q.subject, q.predicate, q.object, ox.DefaultGraph()) for q in data]
+        return ox.serialize(sorted(quads, key=str), format=ox.RdfFormat.TURTLE,
+                            prefixes=_PREFIXES)
+    return ox.serialize(data, format=_OX_FORMATS[fmt], prefixes=_PREFIXES
+                        if fmt is not ExportFormat.JSONLD else None)
 
 
 _PREFIXES = {"cradle": "https://w3id.org/cradle#", "prov": "http://www.w3.org/ns/prov#",
@@ -207,15 +325,18 @@ def validate(
             report = _validate_files(checker, files)
         else:
             store = open_graph(home)
-            graphs = [run_graph(run)[1:-1]] if run is not None else None
-            if graphs is not None and graphs[0] not in store.run_graphs():
-                raise UnknownNameError(f"unknown run `{run}`")
-            if engine == "rust":  # only the shapes' triples, grouped, in parallel (bulk.py)
-                report = validate_store(store, loaded, graphs=graphs)
-            else:
-                text = store.nquads(graphs=graphs if graphs is not None else store.data_graphs())
-                report = checker.validate(text, format="nquads")
-            store.close()
+            try:
+                graphs = [run_graph(run)[1:-1]] if run is not None else None
+                if graphs is not None and graphs[0] not in store.run_graphs():
+                    raise UnknownNameError(f"unknown run `{run}`")
+                if engine == "rust":  # only the shapes' triples, grouped, in parallel
+                    report = validate_store(store, loaded, graphs=graphs)
+                else:
+                    text = store.nquads(graphs=graphs if graphs is not None
+                                        else store.data_graphs())
+                    report = checker.validate(text, format="nquads")
+            finally:
+                store.close()
     except CradleError as exc:
         fail(exc)
     _print_report(report, fmt)

@@ -26,13 +26,17 @@ import pyoxigraph as ox
 import typer
 
 from ..errors import CradleError, InputError
+from ..graph.catchup import rebuild
 from ..graph.project import ID_BASE, RUN_BASE
 from ..graph.queries import NamedQuery, QueryCatalog, bind, execute
-from ..graph.store import GraphStore
 from ..graph.vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
 from ..home import Home, resolve_home
 from ..storage import open_home_journal
+from ..storage.graph import GraphStore
+from ..storage.graph_opening import is_remote, open_graph_store
+from ..storage.oxigraph import OxigraphStore
 from .common import HomeOpt, console, err_console, fail, print_json, table
+from .graph import catch_up_home
 
 
 class QueryFormat(StrEnum):
@@ -64,21 +68,26 @@ def short(term: Any) -> str:
 
 
 def open_store(home: Path | None) -> GraphStore:
-    """The home's graph at the journal head (in memory when the store is busy)."""
+    """The home's graph at the journal head (in memory when the embedded store is busy)."""
     h = Home(resolve_home(home))
     from ..packs.hooks import home_projectors
 
     with open_home_journal(h.root, must_exist=True) as journal:
         try:
-            store = GraphStore(h.graph)
-            if store.projected_seq() < journal.head()[0]:  # the packs' hooks project too
-                store.projectors = home_projectors(h.root)
-            store.sync(journal)
+            store = open_graph_store(h.root)
         except CradleError:
+            if is_remote(h.root):  # a remote store's errors are said, not worked around
+                raise
             err_console.print("note: the graph store is busy; projecting the journal in "
                               "memory", highlight=False)
-            store = GraphStore.in_memory(projectors=home_projectors(h.root))
-            store.rebuild(journal)
+            memory = OxigraphStore.in_memory()
+            rebuild(memory, journal, projectors=home_projectors(h.root))
+            return memory
+        try:
+            catch_up_home(store, journal, h.root)
+        except BaseException:
+            store.close()
+            raise
     return store
 
 
@@ -173,7 +182,7 @@ def query(
         bound = bind(named, parse_params(param or []))
         store = open_store(home)
         try:
-            result = execute(store.store, text, bound=bound,
+            result = execute(store, text, bound=bound,
                              allowed_services=allow_service or ())
             code = print_result(result, fmt, title=name or (str(file) if file else "query"))
         finally:

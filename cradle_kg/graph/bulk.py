@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -65,6 +65,8 @@ from rdflib.plugins.sparql import prepareQuery
 from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.term import Node
 
+from ..storage.graph import META_GRAPH, GraphStore
+from ..storage.oxigraph import read_only_tsv
 from .shacl import (
     RustShaclEngine,
     Shapes,
@@ -73,7 +75,6 @@ from .shacl import (
     sorted_violations,
     to_ntriples,
 )
-from .store import META_GRAPH, GraphStore
 from .vocab import CRADLE_NS, SH
 
 __all__ = ["Projection", "shape_projection", "validate_store", "validate_whole"]
@@ -343,8 +344,8 @@ def _plan(store: GraphStore, shapes: Shapes, graphs: Sequence[str] | None) -> li
         proj = shape_projection(_reachable(g, root))
         if proj is None:
             if every is None:
-                found = _select(store.store, f"SELECT DISTINCT ?p WHERE {{ {values} "
-                                             f"GRAPH ?g {{ ?s ?p ?o }} {filt} }}")
+                found = _select(store, f"SELECT DISTINCT ?p WHERE {{ {values} "
+                                       f"GRAPH ?g {{ ?s ?p ?o }} {filt} }}")
                 every = [("p", str(sol[0].value)) for sol in found]
             jobs = set(every)
         else:
@@ -353,8 +354,8 @@ def _plan(store: GraphStore, shapes: Shapes, graphs: Sequence[str] | None) -> li
             if proj.classes and not all_types:
                 if subclasses is None:
                     # a subclass in the data makes `?s a Sub` count for sh:class Super
-                    subclasses = _ask(store.store, f"ASK {{ {values} "
-                                      f"GRAPH ?g {{ ?s <{_SUBCLASS}> ?o }} {filt} }}")
+                    subclasses = store.ask(f"ASK {{ {values} "
+                                           f"GRAPH ?g {{ ?s <{_SUBCLASS}> ?o }} {filt} }}")
                 all_types = subclasses
             jobs |= {("p", _TYPE)} if all_types else {("c", c) for c in proj.classes}
         parent[root] = root
@@ -390,7 +391,7 @@ def _row_counts(store: GraphStore, jobs: set[Job], values: str, filt: str) -> di
         inner = " ".join(f"<{i}>" for i in iris)
         query = (f"SELECT ?x (COUNT(*) AS ?n) WHERE {{ VALUES ?x {{ {inner} }} {values} "
                  f"GRAPH ?g {{ {pattern} }} {filt} }} GROUP BY ?x")
-        for sol in _select(store.store, query):
+        for sol in _select(store, query):
             x, n = sol[0], sol[1]
             assert isinstance(x, ox.NamedNode) and isinstance(n, ox.Literal)
             out[(kind, x.value)] = int(n.value)
@@ -400,16 +401,14 @@ def _row_counts(store: GraphStore, jobs: set[Job], values: str, filt: str) -> di
 # --- getting the triples out -----------------------------------------------------------
 
 
-def _select(store: ox.Store, query: str) -> ox.QuerySolutions:
-    found = store.query(query)
+def _select(store: GraphStore, query: str) -> ox.QuerySolutions:
+    """Rows of a SELECT over explicit GRAPH patterns, read back from the store's TSV."""
+    found = ox.parse_query_results(store.tsv(query), format=ox.QueryResultsFormat.TSV)
     assert isinstance(found, ox.QuerySolutions)
     return found
 
 
-def _ask(store: ox.Store, query: str) -> bool:
-    found = store.query(query)
-    assert isinstance(found, ox.QueryBoolean)
-    return bool(found)
+Fetch = Callable[[str], bytes]
 
 
 def _graph_clause(graphs: Sequence[str] | None) -> tuple[str, str]:
@@ -418,7 +417,7 @@ def _graph_clause(graphs: Sequence[str] | None) -> tuple[str, str]:
     return "VALUES ?g { " + " ".join(f"<{g}>" for g in graphs) + " }", ""
 
 
-def _fetch(store: ox.Store, job: Job, graphs: Sequence[str] | None) -> bytes:
+def _fetch(tsv: Fetch, job: Job, graphs: Sequence[str] | None) -> bytes:
     """The triples of one job as Turtle lines (N-Triples, but numbers bare)."""
     values, filt = _graph_clause(graphs)
     kind, iri = job
@@ -428,21 +427,20 @@ def _fetch(store: ox.Store, job: Job, graphs: Sequence[str] | None) -> bytes:
     else:
         query = f"SELECT ?s WHERE {{ {values} GRAPH ?g {{ ?s a <{iri}> }} {filt} }}"
         tail, sep = f" <{_TYPE}> <{iri}> .\n".encode(), b""
-    tsv = _select(store, query).serialize(format=ox.QueryResultsFormat.TSV)
-    assert tsv is not None
+    text = tsv(query)
     # No DISTINCT (it costs ~20 %): a triple held by several run graphs comes once per
     # graph, and the parser makes a set of them. TSV writes terms in Turtle syntax
     # (numbers bare), a row a line, a tab between two terms; a tab or newline inside a
     # literal is escaped, and IRIs hold neither.
-    body = tsv[tsv.index(b"\n") + 1:]
+    body = text[text.index(b"\n") + 1:] if b"\n" in text else b""
     if sep:
         body = body.replace(b"\t", sep)
     return body.replace(b"\n", tail)
 
 
-def _validate_group(store: ox.Store, shapes: Shapes, group: _Group,
+def _validate_group(tsv: Fetch, shapes: Shapes, group: _Group,
                     graphs: Sequence[str] | None) -> tuple[bool, list[ValidationReport]]:
-    parts = {job: _fetch(store, job, graphs) for job in group.jobs}
+    parts = {job: _fetch(tsv, job, graphs) for job in group.jobs}
     engine = _targeting(shapes, set(group.roots), set())
     if not group.rule8:
         text = b"".join(parts[job] for job in group.jobs).decode()
@@ -455,25 +453,25 @@ _WORKER: dict[str, object] = {}
 
 
 def _init_worker(path: str, shapes: Shapes, graphs: Sequence[str] | None) -> None:
-    _WORKER.update(store=ox.Store.read_only(path), shapes=shapes, graphs=graphs)
+    _WORKER.update(tsv=read_only_tsv(path), shapes=shapes, graphs=graphs)
 
 
 def _worker_group(group: _Group) -> tuple[bool, list[ValidationReport]]:
-    store, shapes, graphs = _WORKER["store"], _WORKER["shapes"], _WORKER["graphs"]
-    assert isinstance(store, ox.Store) and isinstance(shapes, Shapes)
-    return _validate_group(store, shapes, group, graphs)  # type: ignore[arg-type]
+    tsv, shapes, graphs = _WORKER["tsv"], _WORKER["shapes"], _WORKER["graphs"]
+    assert callable(tsv) and isinstance(shapes, Shapes)
+    return _validate_group(tsv, shapes, group, graphs)  # type: ignore[arg-type]
 
 
 def _run(store: GraphStore, shapes: Shapes, groups: list[_Group],
          graphs: Sequence[str] | None, workers: int) -> list[tuple[bool, list[ValidationReport]]]:
-    if workers <= 1 or len(groups) <= 1 or str(store.path) == ":memory:":
-        return [_validate_group(store.store, shapes, grp, graphs) for grp in groups]
-    store.store.flush()  # the workers' read-only handles see what this one wrote
+    if workers <= 1 or len(groups) <= 1 or store.local_path is None:
+        return [_validate_group(store.tsv, shapes, grp, graphs) for grp in groups]
+    store.flush()  # the workers' read-only handles see what this one wrote
     # fork: the workers start in milliseconds with everything imported; they never touch
     # this process's store handle, only a read-only one of their own
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     with ctx.Pool(min(workers, len(groups)), initializer=_init_worker,
-                  initargs=(str(store.path), shapes, graphs)) as pool:
+                  initargs=(str(store.local_path), shapes, graphs)) as pool:
         return list(pool.imap_unordered(_worker_group, groups, chunksize=1))
 
 # --- rule 8 by key ---------------------------------------------------------------------

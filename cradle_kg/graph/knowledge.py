@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ProjectionError
+from ..storage.graph import KNOWLEDGE_BASE, GraphStore
 from .packproj import Triple, well_formed
-from .store import KNOWLEDGE_BASE, GraphStore
 
 
 def knowledge_graph(pack_id: str, version: str, name: str) -> str:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..canonical import iso, parse_iso
+from ..storage.graph import SHARED_GRAPH
 from .lineage import LINEAGE_PROJECTORS
 from .packproj import PackProjector, pack_triples
 from .vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
@@ -32,7 +33,6 @@ if TYPE_CHECKING:  # the records' models are not needed to project (a query work
 
 ID_BASE = "https://w3id.org/cradle/id/"
 RUN_BASE = "https://w3id.org/cradle/run/"
-SHARED_GRAPH = "https://w3id.org/cradle/graph/shared"
 _SHARED = f"<{SHARED_GRAPH}>"
 
 _TYPE = f"<{RDF_NS}type>"

@@ -34,6 +34,7 @@ import pyoxigraph as ox
 
 from ..canonical import parse_iso
 from ..errors import QueryError, UnknownNameError
+from ..storage.graph import GraphStore, QueryResult
 from .project import ID_BASE, RUN_BASE, node, run_graph
 from .sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH, PLAIN_SHAPE, check_query, parse_shape
 from .vocab import XSD_NS
@@ -228,13 +229,14 @@ def substitutions(bound: Mapping[str, Term]) -> dict[ox.Variable, Term]:
 
 # --- what a query may do ----------------------------------------------------------------
 
-def execute(store: ox.Store, text: str, *, bound: Mapping[str, Term] | None = None,
+def execute(store: GraphStore, text: str, *, bound: Mapping[str, Term] | None = None,
             allowed_services: Iterable[str] = (), union: bool = True,
-            default_graph: list[ox.NamedNode] | None = None,
-            named_graphs: list[ox.NamedNode] | None = None, base_iri: str | None = None,
+            default_graph: list[str] | None = None,
+            named_graphs: list[str] | None = None, base_iri: str | None = None,
             network_sandboxed: bool = False, max_bytes: int = MAX_QUERY_BYTES,
-            max_depth: int = MAX_QUERY_DEPTH) -> Any:
-    """Check and run a query; the results must be read on the calling thread.
+            max_depth: int = MAX_QUERY_DEPTH) -> QueryResult:
+    """Check and run a query on any graph store; the results must be read on the calling
+    thread.
 
     The dataset: ``default_graph`` / ``named_graphs`` when given (the protocol's
     ``default-graph-uri`` / ``named-graph-uri``); else the query's own FROM / FROM NAMED;
@@ -243,26 +245,15 @@ def execute(store: ox.Store, text: str, *, bound: Mapping[str, Term] | None = No
     shape = check_query(text, allowed_services=allowed_services, base_iri=base_iri,
                         network_sandboxed=network_sandboxed, max_bytes=max_bytes,
                         max_depth=max_depth)
-    kw: dict[str, Any] = {}
-    if base_iri is not None:
-        kw["base_iri"] = base_iri
-    if default_graph is not None:
-        kw["default_graph"] = default_graph
-    elif union and not (shape is not None and shape.has_dataset):
-        kw["use_default_graph_as_union"] = True
-    if named_graphs is not None:
-        kw["named_graphs"] = named_graphs
-    if bound:
-        kw["substitutions"] = substitutions(bound)
     try:
-        return store.query(text, **kw)
-    except SyntaxError as exc:
+        return store.query(text, bound=bound, base_iri=base_iri,
+                           union=union and not (shape is not None and shape.has_dataset),
+                           default_graph=default_graph, named_graphs=named_graphs)
+    except QueryError:
         if shape is PLAIN_SHAPE:  # not parsed before: an update is refused, not misread
             with contextlib.suppress(QueryError):
                 parse_shape(text, base_iri=base_iri)
-        raise QueryError(f"the query does not parse: {exc}") from exc
-    except RuntimeError as exc:  # e.g. a substituted variable the query does not project
-        raise QueryError(f"the query cannot run: {exc}") from exc
+        raise
 
 
 __all__ = ["PARAM_KINDS", "QUERIES_DIR", "NamedQuery", "QueryCatalog", "QueryParam",

@@ -23,10 +23,10 @@ from typing import Any
 from ..config import RuntimeConfig, load_config
 from ..errors import CradleError, GraphStoreError, InputError, JournalError
 from ..evidence import EvidenceStore
+from ..graph.catchup import catch_up
 from ..graph.knowledge import KnowledgeSource
 from ..graph.knowledge import install as install_knowledge
 from ..graph.packproj import PackProjector
-from ..graph.store import GraphStore
 from ..home import Home, resolve_home
 from ..lineage.inputs import record_input
 from ..lineage.rules import load_rules
@@ -44,6 +44,8 @@ from ..records import (
     Verdict,
 )
 from ..storage import Journal, Lease, NewEvent, home_journal_target, open_journal
+from ..storage.graph import GraphStore
+from ..storage.graph_opening import open_graph_store
 from ..tools import LookupFunction, ToolFunction, ToolRegistry, ToolSpec
 from ..verifiers import VerifierFunction, VerifierRegistry
 from .approval_flow import ApprovalFlow
@@ -275,18 +277,26 @@ class Runtime:
         """The store, opened on first use; None when another process holds it."""
         if self._graph is None and not self._graph_unavailable:
             try:
-                self._graph = GraphStore(self.home.graph, projectors=self.projectors)
-                # cheap when unchanged: a digest per graph, nothing parsed (graph/knowledge.py)
-                install_knowledge(self._graph, self.knowledge)
+                store = open_graph_store(self.home.root)
             except GraphStoreError:  # busy (another process) or unreadable: catch up later
                 self._graph_unavailable = True
+                return None
+            try:
+                # cheap when unchanged: a digest per graph, nothing parsed (graph/knowledge.py)
+                install_knowledge(store, self.knowledge)
+            except GraphStoreError:  # a remote store that went away: catch up later
+                store.close()
+                self._graph_unavailable = True
+                return None
+            self._graph = store
         return self._graph
 
     def sync_graph(self) -> int:
         """Bring the graph up to the journal's head; the journal stays the truth."""
         with self._graph_lock:
             store = self._open_graph()
-            return store.sync(self.journal) if store is not None else 0
+            return catch_up(store, self.journal, projectors=self.projectors) \
+                if store is not None else 0
 
     def close(self) -> None:
         if self._graph_sync:  # leave the on-disk graph at the journal's head; if it cannot,

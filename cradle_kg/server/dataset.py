@@ -27,16 +27,20 @@ from __future__ import annotations
 import contextlib
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import pyoxigraph as ox
 
 from ..errors import CradleError, InputError, RdfParseError
-from ..graph.store import META_GRAPH, GraphStore, event_ops, project_all
+from ..graph.catchup import catch_up, rebuild
+from ..graph.knowledge import install
 from ..home import Home
 from ..storage import Journal, open_home_journal
+from ..storage.graph import PROJECTION_VERSION
+from ..storage.graph_opening import is_remote
+from ..storage.oxigraph import OxigraphStore
 from .worker import Source
 
 if TYPE_CHECKING:
@@ -93,23 +97,34 @@ class PrivateStore:
         return folder
 
     def latest(self) -> Path:
-        """The newest generation, once the journal's new events (if any) are in it."""
+        """The newest generation, once the journal's new events (if any) are in it (by
+        the one catch-up loop, :func:`~cradle_kg.graph.catchup.catch_up`)."""
         if self.journal is None:
             return self.current
         with self._lock:
             head, _ = self.journal.head()
             if head > self.seq:
-                ops: list[str] = []
-                last = self.seq
-                for ev in self.journal.events(since_seq=self.seq):
-                    event_ops(ev, ops, self.projectors)
-                    last = ev.seq
-                if ops:
-                    self.store.update(" ;\n".join(ops))
-                self.seq = last
+                catch_up(self, self.journal, projectors=self.projectors, batch=10**9)
                 self.current = self._publish()
                 self._live.add(self.current)
             return self.current
+
+    # --- what the catch-up loop asks of a store: the watermark is kept in memory ----
+
+    def projected_seq(self) -> int:
+        return self.seq
+
+    def layout(self) -> int:
+        return PROJECTION_VERSION
+
+    def apply(self, updates: Sequence[str], seq: int) -> None:
+        if updates:
+            self.store.update(" ;\n".join(updates))
+        self.seq = seq
+
+    def replace_all(self, nquads: Iterable[str], retractions: Sequence[str],
+                    watermark: Callable[[], int]) -> None:
+        raise InputError("the server's private store is never rebuilt in place")
 
     def retire(self, in_use: set[Path]) -> None:
         """Remove the generations no worker uses, but the newest."""
@@ -150,9 +165,11 @@ def snapshot_files(files: list[Path], workdir: Path) -> PrivateStore:
 
 
 def snapshot_home(home: Home, workdir: Path) -> PrivateStore:
-    """A checkpoint of the home's graph store if it is free (else the journal projected):
-    the server's private store, which then follows the journal."""
-    from ..packs.hooks import home_projectors
+    """A checkpoint of the home's embedded graph store if it is free, else (busy, or the
+    home's graph is a remote store) the journal projected with the packs' knowledge: the
+    server's private store, which then follows the journal. The endpoint never forwards
+    a query to a remote store: it answers from this projection of the same journal."""
+    from ..packs.hooks import home_knowledge, home_projectors
 
     try:
         journal = open_home_journal(home.root, must_exist=True)
@@ -162,22 +179,26 @@ def snapshot_home(home: Home, workdir: Path) -> PrivateStore:
     try:
         projectors = home_projectors(home.root)
         workdir.mkdir(parents=True, exist_ok=True)
+        private = workdir / "private"
         try:
-            graph = GraphStore(home.graph, projectors=projectors)
-        except CradleError:  # held by a running runtime: the journal alone will do
-            store, _ = _private(workdir)
-            project_all(store, journal, None, projectors)
+            if is_remote(home.root):
+                raise InputError("the home's graph is a remote store")
+            graph = OxigraphStore(home.graph)
+        except CradleError:  # remote, or held by a running runtime: the journal will do
+            store = OxigraphStore(private)
+            rebuild(store, journal, projectors=projectors)
+            install(store, home_knowledge(home.root))
         else:
             try:
-                graph.sync(journal)
-                graph.store.backup(str(workdir / "private"))
+                catch_up(graph, journal, projectors=projectors)
+                graph.backup(private)
             finally:
                 graph.close()
-            store = ox.Store(str(workdir / "private"))
+            store = OxigraphStore(private)
+        seq = store.projected_seq()
+        # the server keeps its seq in memory: the store's meta graph stays out of the queries
+        handed = store.detach(drop_meta=True)
     except BaseException:
         journal.close()
         raise
-    seq = GraphStore.seq_of(store)
-    # the server keeps its seq in memory: the store's meta graph stays out of the queries
-    store.remove_graph(ox.NamedNode(META_GRAPH))
-    return PrivateStore(workdir, store, seq, journal, projectors)
+    return PrivateStore(workdir, handed, seq, journal, projectors)

@@ -42,6 +42,7 @@ import pyoxigraph as ox
 from ..errors import QueryError, QueryRefusedError
 from ..graph.queries import execute
 from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH
+from ..storage.oxigraph import OxigraphStore
 from .negotiation import graph_format, results_format
 from .sandbox import deny_network
 
@@ -152,11 +153,11 @@ class OpenGraph:
 
     def __init__(self, generation: Path) -> None:
         self.generation = str(generation)
-        self.store = ox.Store.read_only(self.generation)
+        self.store = OxigraphStore(generation, read_only=True)
 
     def at(self, generation: str | None) -> None:
         if generation is not None and generation != self.generation:
-            self.store = ox.Store.read_only(generation)
+            self.store = OxigraphStore(Path(generation), read_only=True)
             self.generation = generation
 
 
@@ -164,9 +165,8 @@ def run_job(graph: OpenGraph, job: Job, limits: Limits, *, sandboxed: bool = Fal
     """Run one query and serialize its result, on this thread (never hand results over)."""
     max_bytes = limits.max_bytes
     graph.at(job.generation)
-    default = [ox.NamedNode(g) for g in job.default_graphs] if job.default_graphs is not None \
-        else None
-    named = [ox.NamedNode(g) for g in job.named_graphs] if job.named_graphs is not None else None
+    default = list(job.default_graphs) if job.default_graphs is not None else None
+    named = list(job.named_graphs) if job.named_graphs is not None else None
     if named is not None and default is None:
         default = []  # a dataset given by named graphs only has an empty default graph
     try:

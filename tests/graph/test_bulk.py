@@ -16,10 +16,12 @@ import pytest
 from cradle_kg.demo.scenario import run_demo
 from cradle_kg.graph import bulk
 from cradle_kg.graph.bulk import shape_projection, validate_store, validate_whole
+from cradle_kg.graph.catchup import catch_up
 from cradle_kg.graph.shacl import Shapes, ValidationReport, load_shapes
-from cradle_kg.graph.store import META_GRAPH, GraphStore
 from cradle_kg.graph.vocab import CRADLE_NS
 from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.graph import META_GRAPH
+from cradle_kg.storage.oxigraph import OxigraphStore
 
 C = CRADLE_NS
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -35,12 +37,12 @@ def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def store(demo_home: Path, tmp_path: Path) -> Iterator[GraphStore]:
+def store(demo_home: Path, tmp_path: Path) -> Iterator[OxigraphStore]:
     home = tmp_path / "home"
     shutil.copytree(demo_home, home)
-    graph = GraphStore(home / "graph")
+    graph = OxigraphStore(home / "graph")
     journal = Journal(home / "journal.sqlite")
-    graph.sync(journal)
+    catch_up(graph, journal)
     journal.close()
     yield graph
     graph.close()
@@ -72,7 +74,7 @@ def assert_same(fast: ValidationReport, whole: ValidationReport) -> None:
     assert len(results) == len(fast.violations)
 
 
-def executed(store: GraphStore) -> list[tuple[str, str]]:
+def executed(store: OxigraphStore) -> list[tuple[str, str]]:
     """(run graph, action): an executed action of each run that has one."""
     found = store.store.query(f"SELECT ?g ?a WHERE {{ GRAPH ?g {{ ?a <{C}executedAt> ?t }} }} "
                               "ORDER BY ?g ?a")
@@ -85,16 +87,16 @@ def executed(store: GraphStore) -> list[tuple[str, str]]:
     return sorted(per_run.items())
 
 
-def add(store: GraphStore, nquads: str) -> None:
+def add(store: OxigraphStore, nquads: str) -> None:
     store.store.load(nquads, format=ox.RdfFormat.N_QUADS)
     store.store.flush()
 
 
-def remove(store: GraphStore, graph: str, s: str, p: str) -> None:
+def remove(store: OxigraphStore, graph: str, s: str, p: str) -> None:
     store.store.update(f"DELETE WHERE {{ GRAPH <{graph}> {{ <{s}> <{p}> ?o }} }}")
 
 
-def test_demo_home_same_report(store: GraphStore, workers: int) -> None:
+def test_demo_home_same_report(store: OxigraphStore, workers: int) -> None:
     shapes = load_shapes()
     whole = validate_whole(store, shapes)
     fast = validate_store(store, shapes, workers=workers)
@@ -102,7 +104,7 @@ def test_demo_home_same_report(store: GraphStore, workers: int) -> None:
     assert fast.conforms
 
 
-def break_runs(store: GraphStore) -> list[str]:
+def break_runs(store: OxigraphStore) -> list[str]:
     """Break several runs by writing into their graphs; returns the runs touched."""
     runs = executed(store)
     assert len(runs) >= 2, runs
@@ -133,7 +135,7 @@ def break_runs(store: GraphStore) -> list[str]:
     return [g1, g2]
 
 
-def test_broken_runs_same_report(store: GraphStore, workers: int) -> None:
+def test_broken_runs_same_report(store: OxigraphStore, workers: int) -> None:
     break_runs(store)
     shapes = load_shapes()
     whole = validate_whole(store, shapes)
@@ -147,7 +149,7 @@ def test_broken_runs_same_report(store: GraphStore, workers: int) -> None:
 
 
 def test_rule8_pairs_in_several_key_groups_are_reported_once(
-        store: GraphStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        store: OxigraphStore, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = executed(store)
     (g1, a1), (g2, a2) = runs[:2]
     for g, a in ((g1, a1), (g2, a2)):  # two shared keys: the pair is found in both groups
@@ -158,7 +160,7 @@ def test_rule8_pairs_in_several_key_groups_are_reported_once(
     assert_same(validate_store(store, shapes, workers=1), validate_whole(store, shapes))
 
 
-def test_one_run(store: GraphStore) -> None:
+def test_one_run(store: OxigraphStore) -> None:
     touched = break_runs(store)
     shapes = load_shapes()
     for graph in touched:
@@ -166,7 +168,7 @@ def test_one_run(store: GraphStore) -> None:
                     validate_whole(store, shapes, graphs=[graph]))
 
 
-def test_shapes_that_cannot_be_bounded_read_everything(store: GraphStore, tmp_path: Path,
+def test_shapes_that_cannot_be_bounded_read_everything(store: OxigraphStore, tmp_path: Path,
                                                        workers: int) -> None:
     extra = tmp_path / "extra.ttl"
     extra.write_text(f"""

@@ -14,10 +14,11 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.errors import ProjectionError
+from cradle_kg.graph.catchup import rebuild
 from cradle_kg.graph.packproj import core_node, iri, literal
-from cradle_kg.graph.store import GraphStore
 from cradle_kg.packs import load_pack
 from cradle_kg.records import OutcomeStatus
+from cradle_kg.storage.oxigraph import OxigraphStore
 
 from ..conftest import make_config, proposal
 
@@ -134,12 +135,12 @@ def test_a_rebuild_gives_the_quads_of_the_incremental_sync(prt: Runtime, tmp_pat
         store = prt.graph()
         assert store is not None
         incremental = store.nquads()
-        fresh = GraphStore.in_memory(projectors=prt.projectors)
-        fresh.rebuild(prt.journal)
+        fresh = OxigraphStore.in_memory()
+        rebuild(fresh, prt.journal, projectors=prt.projectors)
         assert fresh.nquads() == incremental
         assert "https://example.org/proj#Echo" in incremental
-        bare = GraphStore.in_memory()
-        bare.rebuild(prt.journal)
+        bare = OxigraphStore.in_memory()
+        rebuild(bare, prt.journal)
         assert "https://example.org/proj#Echo" not in bare.nquads()
 
 

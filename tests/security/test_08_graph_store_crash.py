@@ -33,9 +33,9 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
-from cradle_kg.graph.store import SYNC_CRASH_POINTS, GraphStore
-from cradle_kg.graph.swap import REBUILD_CRASH_POINTS
 from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.oxigraph import SYNC_CRASH_POINTS, OxigraphStore
+from cradle_kg.storage.swap import REBUILD_CRASH_POINTS
 
 ZYGOTE = r"""
 import json, os, signal, sys, time
@@ -48,7 +48,8 @@ from cradle_kg import crashpoints
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
-from cradle_kg.graph.store import GraphStore
+from cradle_kg.graph.catchup import catch_up
+from cradle_kg.storage.oxigraph import OxigraphStore
 from cradle_kg.storage import SqliteJournal as Journal
 from cradle_kg.records import ApprovalStatus
 
@@ -71,8 +72,8 @@ def child(req):
         os._exit(0)
     if req["op"] == "sync_batched":
         with Journal(Path(req["home"]) / "journal.sqlite") as journal:
-            store = GraphStore(Path(req["home"]) / "graph")
-            store.sync(journal, batch=req["batch"])
+            store = OxigraphStore(Path(req["home"]) / "graph")
+            catch_up(store, journal, batch=req["batch"])
             store.close()
         os._exit(0)
     if req["op"] == "append":
@@ -349,10 +350,10 @@ def test_a_second_open_in_the_same_process_is_refused_too(base: Path, tmp_path: 
     from cradle_kg.errors import GraphBusyError
 
     home = copy_home(base, tmp_path / "twice")
-    first = GraphStore(home / "graph")
+    first = OxigraphStore(home / "graph")
     try:
         with pytest.raises(GraphBusyError, match=r"^graph store is busy: process `\d+` holds"):
-            GraphStore(home / "graph")
+            OxigraphStore(home / "graph")
     finally:
         first.close()
-    GraphStore(home / "graph").close()  # released on close
+    OxigraphStore(home / "graph").close()  # released on close

@@ -24,8 +24,10 @@ from SPARQLWrapper import SPARQLWrapper as Wrapper
 from SPARQLWrapper.SPARQLExceptions import QueryBadFormed
 
 from cradle_kg.graph.project import node, run_graph
-from cradle_kg.graph.store import GraphStore
 from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.graph_config import GRAPH_URL_ENV
+from cradle_kg.storage.oxigraph import OxigraphStore
+from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 
 from .conftest import MAX_RESULT_BYTES, TIMEOUT_SECONDS, DemoHome, Server, start_server, stop_server
 
@@ -126,7 +128,7 @@ def test_construct_n_triples_and_describe(server: Server, demo_home: DemoHome) -
 
 
 def graph_size(home: DemoHome, graph: str) -> int:
-    store = GraphStore(home.path / "graph")
+    store = OxigraphStore(home.path / "graph")
     try:
         return len(list(store.store.quads_for_pattern(None, None, None, ox.NamedNode(graph))))
     finally:
@@ -331,7 +333,7 @@ def test_named_queries_over_http(server: Server, demo_home: DemoHome) -> None:
 @pytest.fixture(scope="module")
 def exported(demo_home: DemoHome, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     out = tmp_path_factory.mktemp("exported")
-    store = GraphStore(demo_home.path / "graph")
+    store = OxigraphStore(demo_home.path / "graph")
     try:
         quads = [q for q in store.store if isinstance(q.graph_name, ox.NamedNode)
                  and q.graph_name.value.startswith("https://w3id.org/cradle/run/")]
@@ -440,3 +442,30 @@ def test_the_fast_path_answers_as_the_route_does(server: Server, query: str) -> 
         (routed.status_code, routed.headers["content-type"], routed.content)
     assert "access-control-allow-origin" in routed.headers
     assert fast.headers["x-content-type-options"] == "nosniff"  # the headers still apply
+
+
+# --- the home's graph in a remote store: the endpoint answers from the journal ------------
+
+
+def test_a_home_whose_graph_is_remote_is_served_the_same(
+        demo_home: DemoHome, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        fresh_oxigraph: ScratchOxigraph) -> None:
+    """With ``CRADLE_GRAPH_URL`` naming a real ``oxigraph serve``, ``serve`` does not
+    forward: its private store is the journal projected (the same triples), so the
+    endpoint, the named queries and the page answer as for the embedded store."""
+    monkeypatch.setenv(GRAPH_URL_ENV, fresh_oxigraph.url)
+    remote = start_server(["--home", str(demo_home.path)], tmp_path / "serve.log",
+                          demo_home.path)
+    try:
+        doc = wrapper(remote, DECISIONS, JSON).query().convert()
+        assert isinstance(doc, dict)
+        assert len(doc["results"]["bindings"]) == decided(demo_home)
+        named = httpx.get(remote.url + "/queries/denied-proposals",
+                          headers={"Accept": "application/sparql-results+json"}, timeout=30)
+        assert named.status_code == 200, named.text
+        denied = sum(1 for e in journal_events(demo_home) if e.kind == "decision.made"
+                     and e.payload["decision"]["verdict"] == "deny")  # type: ignore[attr-defined]
+        assert denied > 0 and len(named.json()["results"]["bindings"]) >= 1
+        assert httpx.get(remote.url + "/", timeout=30).status_code == 200
+    finally:
+        stop_server(remote)

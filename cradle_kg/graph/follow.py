@@ -1,0 +1,111 @@
+"""The projector: one process keeping a graph store in step with the journal
+(``cradle-kg graph follow``).
+
+It polls the journal's change watermark (:meth:`Journal.watermark`, cheap on SQLite and
+PostgreSQL) and, when it moved or the store is behind the head, runs the one catch-up
+loop (:func:`.catchup.catch_up`) in batches. Each batch is one update request holding the
+batch and its new watermark, so a projector killed at any instant — mid-batch included —
+leaves the store at the end of its last batch; the next projector starts from the
+store's own watermark: no gap, no duplicate. A stop request (SIGTERM, SIGINT) lets the
+batch in flight finish, then the loop returns.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..errors import GraphStoreError
+from ..storage import Journal
+from ..storage.graph import GraphStore
+from .catchup import BATCH, catch_up
+from .packproj import PackProjector
+
+
+@dataclass(frozen=True)
+class FollowStatus:
+    """One progress report: where the store is, how far behind the journal's head."""
+
+    projected: int  # the store's watermark
+    head: int  # the journal's head when the report was made
+    added: int  # events projected by this round
+    seconds: float  # how long the round took
+    #: how long the oldest event not yet projected has been waiting (0 when at the head)
+    lag_seconds: float
+    error: str | None = None  # a round that failed (the store unreachable): retried
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.head - self.projected)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"projected": self.projected, "head": self.head, "lag": self.lag,
+                "added": self.added, "seconds": round(self.seconds, 4),
+                "lag_seconds": round(self.lag_seconds, 4), "error": self.error}
+
+
+def follow(store: GraphStore, journal: Journal, *, stop: threading.Event,
+           report: Callable[[FollowStatus], None],
+           projectors: Sequence[PackProjector] = (), interval: float = 0.5,
+           batch: int = BATCH, once: bool = False) -> int:
+    """Keep ``store`` at the journal's head until ``stop`` is set (or, ``once``, until it
+    is at the head); returns the events projected. A store that cannot be reached is
+    reported and retried after ``interval``; the journal stays the truth meanwhile."""
+    total = 0
+    mark: int | None = None
+    behind_since: float | None = None
+    projected = -1
+    while not stop.is_set():
+        now_mark = journal.watermark()
+        head, _ = journal.head()
+        if projected < 0 or now_mark != mark or projected < head:
+            started = time.monotonic()
+            if head > max(projected, 0) and behind_since is None:
+                behind_since = started
+            try:
+                added = catch_up(store, journal, projectors=projectors, batch=batch,
+                                 progress=_batch_report(report, store, journal, started,
+                                                        behind_since, batch))
+                projected = store.projected_seq()
+            except GraphStoreError as exc:
+                report(FollowStatus(max(projected, 0), head, 0, time.monotonic() - started,
+                                    _since(behind_since), error=exc.message))
+                stop.wait(interval)
+                continue
+            total += added
+            mark = now_mark
+            head_now, _ = journal.head()
+            lag_seconds = _since(behind_since)
+            behind_since = None if projected >= head_now else behind_since
+            if added or once:
+                report(FollowStatus(projected, head_now, added, time.monotonic() - started,
+                                    lag_seconds))
+            if projected < head_now:
+                continue  # appended meanwhile: straight on
+        if once:
+            break
+        stop.wait(interval)
+    return total
+
+
+def _since(t: float | None) -> float:
+    return 0.0 if t is None else time.monotonic() - t
+
+
+def _batch_report(report: Callable[[FollowStatus], None], store: GraphStore,
+                  journal: Journal, started: float, behind_since: float | None,
+                  batch: int) -> Callable[[int, int], None]:
+    """Progress within a long catch-up: one report per batch (not for the last one)."""
+    start = store.projected_seq()
+
+    def progress(done: int, total: int) -> None:
+        if done and done < total and done % batch == 0:
+            report(FollowStatus(start + done, start + total, done, time.monotonic() - started,
+                                _since(behind_since)))
+
+    return progress
+
+
+__all__ = ["FollowStatus", "follow"]

@@ -1,0 +1,179 @@
+"""The graph store behind one interface (:class:`GraphStore`): the journal's RDF projection.
+
+Two implementations: :class:`~.oxigraph.OxigraphStore`, the embedded on-disk Oxigraph
+store (``<home>/graph``, the default), and :class:`~.sparql_http.SparqlHttpStore`, any
+store that speaks SPARQL 1.1 Query, SPARQL 1.1 Update and the Graph Store HTTP Protocol
+(selected by ``"graph": URL`` in the home's ``config.json`` or ``CRADLE_GRAPH_URL``; see
+:mod:`.graph_opening`).
+
+A store knows nothing of the projection: it is handed SPARQL Update operations (``INSERT
+DATA`` / ``DELETE DATA``, plain SPARQL 1.1) already made from the journal's events by
+:mod:`cradle_kg.graph.catchup`, the one catch-up loop, and records how far it got.
+
+# INVARIANT: the watermark (the last journal ``seq`` projected, in the meta graph) is
+#   never ahead of the store's content: :meth:`GraphStore.apply` writes a batch's
+#   operations and the new watermark in ONE update request (one transaction), so a crash
+#   leaves the batch wholly in or wholly out — never a gap, never a duplicate (replayed
+#   operations are set operations: replaying changes nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import pyoxigraph as ox
+
+from ..errors import GraphStoreError
+
+META_GRAPH = "https://w3id.org/cradle/meta"
+#: named graphs of packs' knowledge (ontology, reference data): ``…/pack/<id>/<version>/<name>``
+KNOWLEDGE_BASE = "https://w3id.org/cradle/pack/"
+#: the graph the projection's shared objects (policies, identities) live in
+SHARED_GRAPH = "https://w3id.org/cradle/graph/shared"
+_CRADLE = "https://w3id.org/cradle#"
+DIGEST = f"{_CRADLE}knowledgeDigest"
+SEQ = f"{_CRADLE}projectedSeq"
+VERSION = f"{_CRADLE}projectionVersion"
+_INT = "http://www.w3.org/2001/XMLSchema#integer"
+
+#: the layout of the projection; a store written with another one is rebuilt on its next
+#: catch-up (2: shared objects in the shared graph, not copied into each run graph)
+PROJECTION_VERSION = 2
+
+Term = ox.NamedNode | ox.Literal
+QueryResult = ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples
+Progress = Callable[[int, int], None]
+
+
+def watermark_update(seq: int) -> str:
+    """The SPARQL Update that moves the watermark to ``seq`` (and records the layout)."""
+    meta = f"<{META_GRAPH}>"
+    return (f"DELETE WHERE {{ GRAPH {meta} {{ {meta} <{SEQ}> ?seq }} }} ;\n"
+            f"DELETE WHERE {{ GRAPH {meta} {{ {meta} <{VERSION}> ?version }} }} ;\n"
+            f"INSERT DATA {{ GRAPH {meta} {{ {meta} <{SEQ}> \"{seq}\"^^<{_INT}> . "
+            f"{meta} <{VERSION}> \"{PROJECTION_VERSION}\"^^<{_INT}> }} }}")
+
+
+def is_knowledge(graph: str) -> bool:
+    return graph.startswith(KNOWLEDGE_BASE)
+
+
+def check_knowledge_name(graph: str) -> None:
+    if not is_knowledge(graph):
+        raise GraphStoreError(f"`{graph}` is not a knowledge graph name")
+
+
+def split_graphs(names: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
+    """(run graphs, data graphs, knowledge graphs) among a store's graph names."""
+    every = sorted(set(names) - {META_GRAPH})
+    knowledge = [g for g in every if is_knowledge(g)]
+    data = [g for g in every if not is_knowledge(g)]
+    return [g for g in data if g != SHARED_GRAPH], data, knowledge
+
+
+class ProjectionTarget(Protocol):
+    """What the catch-up loop writes to (a :class:`GraphStore`, or the server's private
+    store, which keeps its watermark in memory)."""
+
+    def projected_seq(self) -> int:
+        """The watermark: the last journal ``seq`` whose projection is in the store."""
+        ...
+
+    def layout(self) -> int:
+        """The projection layout the store was written with (1: before it was recorded)."""
+        ...
+
+    def apply(self, updates: Sequence[str], seq: int) -> None:
+        """One batch: the SPARQL Update operations ``updates`` (a run's projected quads and
+        retractions, in journal order) and the watermark ``seq``, in one transaction."""
+        ...
+
+    def replace_all(self, nquads: Iterable[str], retractions: Sequence[str],
+                    watermark: Callable[[], int]) -> None:
+        """Rebuild: drop the projection (run, shared and meta graphs; the packs' knowledge
+        stays), load ``nquads`` (chunks of N-Quads text), then delete ``retractions``
+        (``GRAPH <g> { s p o }`` patterns, complete once ``nquads`` is consumed) and write
+        the watermark ``watermark()`` last."""
+        ...
+
+
+@runtime_checkable
+class GraphStore(ProjectionTarget, Protocol):
+    """What the runtime, the CLI and the server ask of a graph store."""
+
+    #: an on-disk Oxigraph folder other processes may open read-only (validate's
+    #: workers), or None (in memory, remote)
+    local_path: Path | None
+
+    def describe(self) -> str:
+        """Where the store is, for messages (a path, or a URL without credentials)."""
+        ...
+
+    def query(self, text: str, *, bound: Mapping[str, Term] | None = None,
+              union: bool = True, default_graph: Sequence[str] | None = None,
+              named_graphs: Sequence[str] | None = None,
+              base_iri: str | None = None) -> QueryResult:
+        """Run a query (already checked by :func:`cradle_kg.graph.queries.execute`) with
+        ``bound`` variables replaced by RDF terms (never spliced as text). The dataset:
+        ``default_graph`` / ``named_graphs`` when given; else the query's own; else
+        (``union``) the union of all graphs as the default graph."""
+        ...
+
+    def tsv(self, select: str) -> bytes:
+        """A SELECT (over explicit ``GRAPH`` patterns) as SPARQL TSV results."""
+        ...
+
+    def ask(self, query: str) -> bool:
+        ...
+
+    def graph_names(self) -> list[str]:
+        """Every named graph in the store (meta graph included)."""
+        ...
+
+    def run_graphs(self) -> list[str]:
+        ...
+
+    def data_graphs(self) -> list[str]:
+        ...
+
+    def knowledge_graphs(self) -> list[str]:
+        ...
+
+    def knowledge_digest(self, graph: str) -> str | None:
+        ...
+
+    def install_knowledge(self, graph: str, digest: str, data: str, *,
+                          turtle: bool = False) -> None:
+        """Replace ``graph`` with ``data`` (N-Triples, or Turtle), then record ``digest``
+        (the marker last: an interrupted install is redone on the next open)."""
+        ...
+
+    def nquads(self, *, graphs: Iterable[str] | None = None) -> str:
+        """Canonical N-Quads, sorted: the data graphs (or ``graphs``), meta graph left out."""
+        ...
+
+    def flush(self) -> None:
+        """Make what was written visible to other readers (durable on disk)."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+__all__ = [
+    "KNOWLEDGE_BASE",
+    "META_GRAPH",
+    "PROJECTION_VERSION",
+    "SHARED_GRAPH",
+    "GraphStore",
+    "Progress",
+    "ProjectionTarget",
+    "QueryResult",
+    "Term",
+    "check_knowledge_name",
+    "is_knowledge",
+    "split_graphs",
+    "watermark_update",
+]

@@ -1,0 +1,259 @@
+"""The embedded graph store: an on-disk Oxigraph store (``<home>/graph``), the default.
+
+An on-disk store is opened read-write by one process at a time, under
+``<home>/graph.lock``; a process that finds it busy is refused in one line
+(:class:`~cradle_kg.errors.GraphBusyError`), and a runtime leaves it to catch up later —
+the journal has every event. :func:`rebuild_folder` recreates it crash-safely, in a new
+folder swapped in only when complete (:mod:`.swap`).
+
+# INVARIANT (see :mod:`.graph`): :meth:`OxigraphStore.apply` is ONE ``Store.update``,
+#   which Oxigraph applies in one transaction; :meth:`OxigraphStore.replace_all` writes
+#   the watermark after every quad and retraction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+
+from ..crashpoints import crashpoint
+from ..errors import GraphStoreError, QueryError
+from .graph import (
+    DIGEST,
+    META_GRAPH,
+    SEQ,
+    VERSION,
+    QueryResult,
+    Term,
+    check_knowledge_name,
+    split_graphs,
+    watermark_update,
+)
+from .swap import StoreLock, building_path, remove_folder, settle, swap_in
+
+#: where ``CRADLE_CRASH_AT`` can kill a catch-up (after the N-th committed batch, any store)
+SYNC_CRASH_POINTS = ("graph.sync.batch",)
+
+
+class OxigraphStore:
+    """:class:`~.graph.GraphStore` over a pyoxigraph ``Store`` (on disk, or in memory)."""
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        self.path = path
+        self.local_path: Path | None = path
+        self._lock: StoreLock | None = None
+        if read_only:  # a reader under a writer's lock (validate's workers, the endpoint)
+            self.store = self._open(lambda: ox.Store.read_only(str(path)))
+            return
+        lock = StoreLock(path).acquire()  # first: before anything is created or removed
+        try:
+            try:
+                settle(path)
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise GraphStoreError(f"cannot prepare the graph store `{path}`: "
+                                      f"{exc.strerror or exc}") from exc
+            self.store = self._open(lambda: ox.Store(str(path)))
+        except BaseException:
+            lock.release()
+            raise
+        self._lock = lock
+
+    def _open(self, opener: Callable[[], ox.Store]) -> ox.Store:
+        try:
+            return opener()
+        except OSError as exc:
+            raise GraphStoreError(
+                f"cannot open the graph store `{self.path}`: {exc}",
+                hint="the journal is intact: `cradle-kg graph rebuild` recreates the "
+                     "graph") from exc
+
+    @classmethod
+    def in_memory(cls) -> OxigraphStore:
+        self = cls.__new__(cls)
+        self.path = Path(":memory:")
+        self.local_path = None
+        self._lock = None
+        self.store = ox.Store()
+        return self
+
+    def describe(self) -> str:
+        return str(self.path)
+
+    # --- the watermark ---------------------------------------------------------------
+
+    def _meta_value(self, predicate: str, subject: str = META_GRAPH) -> str | None:
+        for quad in self.store.quads_for_pattern(ox.NamedNode(subject),
+                                                 ox.NamedNode(predicate), None,
+                                                 ox.NamedNode(META_GRAPH)):
+            if isinstance(quad.object, ox.Literal):
+                return str(quad.object.value)
+        return None
+
+    def projected_seq(self) -> int:
+        return int(self._meta_value(SEQ) or 0)
+
+    def layout(self) -> int:
+        return int(self._meta_value(VERSION) or 1)
+
+    def apply(self, updates: Sequence[str], seq: int) -> None:
+        self.store.update(" ;\n".join([*updates, watermark_update(seq)]))
+
+    def replace_all(self, nquads: Iterable[str], retractions: Sequence[str],
+                    watermark: Callable[[], int]) -> None:
+        for name in split_graphs(self.graph_names())[1] + [META_GRAPH]:
+            self.store.remove_graph(ox.NamedNode(name))
+        self.store.remove_graph(ox.DefaultGraph())
+        for chunk in nquads:
+            self.store.bulk_load(chunk, format=ox.RdfFormat.N_QUADS)
+        crashpoint("graph.rebuild.loaded")
+        for start in range(0, len(retractions), 1000):
+            self.store.update("DELETE DATA { " + " ".join(retractions[start:start + 1000])
+                              + " }")
+        crashpoint("graph.rebuild.retracted")
+        # INVARIANT: the watermark last, and exactly the last event projected
+        self.store.update(watermark_update(watermark()))
+        self.store.flush()
+
+    # --- reading ---------------------------------------------------------------------
+
+    def query(self, text: str, *, bound: Mapping[str, Term] | None = None,
+              union: bool = True, default_graph: Sequence[str] | None = None,
+              named_graphs: Sequence[str] | None = None,
+              base_iri: str | None = None) -> QueryResult:
+        kw: dict[str, Any] = {}
+        if base_iri is not None:
+            kw["base_iri"] = base_iri
+        if default_graph is not None:
+            kw["default_graph"] = [ox.NamedNode(g) for g in default_graph]
+        elif union:
+            kw["use_default_graph_as_union"] = True
+        if named_graphs is not None:
+            kw["named_graphs"] = [ox.NamedNode(g) for g in named_graphs]
+        if bound:
+            kw["substitutions"] = {ox.Variable(k): v for k, v in bound.items()}
+        try:
+            result: QueryResult = self.store.query(text, **kw)
+        except SyntaxError as exc:
+            raise QueryError(f"the query does not parse: {exc}") from exc
+        except RuntimeError as exc:  # e.g. a substituted variable the query does not project
+            raise QueryError(f"the query cannot run: {exc}") from exc
+        return result
+
+    def tsv(self, select: str) -> bytes:
+        found = self.store.query(select)
+        assert isinstance(found, ox.QuerySolutions)
+        out = found.serialize(format=ox.QueryResultsFormat.TSV)
+        assert out is not None
+        return out
+
+    def ask(self, query: str) -> bool:
+        found = self.store.query(query)
+        assert isinstance(found, ox.QueryBoolean)
+        return bool(found)
+
+    def graph_names(self) -> list[str]:
+        return sorted(g.value for g in self.store.named_graphs()
+                      if isinstance(g, ox.NamedNode))
+
+    def run_graphs(self) -> list[str]:
+        return split_graphs(self.graph_names())[0]
+
+    def data_graphs(self) -> list[str]:
+        return split_graphs(self.graph_names())[1]
+
+    def knowledge_graphs(self) -> list[str]:
+        return split_graphs(self.graph_names())[2]
+
+    def knowledge_digest(self, graph: str) -> str | None:
+        return self._meta_value(DIGEST, graph)
+
+    def install_knowledge(self, graph: str, digest: str, data: str, *,
+                          turtle: bool = False) -> None:
+        check_knowledge_name(graph)
+        name = ox.NamedNode(graph)
+        self.store.update(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{DIGEST}> "
+                          "?d } }")
+        if name in set(self.store.named_graphs()):
+            self.store.remove_graph(name)
+        fmt = ox.RdfFormat.TURTLE if turtle else ox.RdfFormat.N_TRIPLES
+        self.store.bulk_load(data, format=fmt, to_graph=name)
+        self.store.update(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{DIGEST}> "
+                          f"\"{digest}\" }} }}")
+
+    def nquads(self, *, graphs: Iterable[str] | None = None) -> str:
+        wanted = set(graphs) if graphs is not None else set(self.data_graphs())
+        lines = [f"{quad} .\n" for quad in self.store
+                 if isinstance(quad.graph_name, ox.NamedNode)
+                 and quad.graph_name.value in wanted]
+        return "".join(sorted(lines))
+
+    def backup(self, folder: Path) -> None:
+        """A RocksDB checkpoint of the store (hard links) at ``folder``."""
+        self.store.backup(str(folder))
+
+    def flush(self) -> None:
+        self.store.flush()
+
+    def detach(self, *, drop_meta: bool = False) -> ox.Store:
+        """Hand the pyoxigraph store to a new owner (the server's private store, which
+        publishes checkpoints of it), without the meta graph if ``drop_meta``; this object
+        is closed (its lock released)."""
+        store = self.store
+        if drop_meta:
+            store.remove_graph(ox.NamedNode(META_GRAPH))
+        del self.store
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+        return store
+
+    def close(self) -> None:
+        """Flush and close the store, then (only then) drop the lock."""
+        if hasattr(self, "store"):
+            self.store.flush()
+            del self.store
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+
+def rebuild_folder(path: Path, load: Callable[[OxigraphStore], int], *,
+                   locked: StoreLock | None = None) -> tuple[int, int]:
+    """Recreate the on-disk store at ``path`` crash-safely: the lock first (or
+    :class:`~cradle_kg.errors.GraphBusyError`; ``locked`` when the caller took it), then
+    ``load`` fills a new store in ``graph.building``, swapped in when complete
+    (:mod:`.swap`). Returns (what ``load`` returned, quads)."""
+    lock = locked if locked is not None else StoreLock(path).acquire()
+    building = building_path(path)
+    try:
+        settle(path)
+        crashpoint("graph.rebuild.building")
+        fresh = OxigraphStore.in_memory()
+        fresh.store = ox.Store(str(building))
+        fresh.path = fresh.local_path = building
+        count = load(fresh)
+        quads = len(fresh.store)
+        fresh.close()  # closed: RocksDB writes nothing more into the folder
+        swap_in(path)
+    except OSError as exc:  # disk full, permissions: the live store was not touched
+        with contextlib.suppress(OSError):  # else the next open removes it
+            remove_folder(building)
+        raise GraphStoreError(f"cannot rebuild the graph store `{path}`: "
+                              f"{exc.strerror or exc}") from exc
+    finally:
+        if locked is None:
+            lock.release()
+    return count, quads
+
+
+def read_only_tsv(path: str) -> Callable[[str], bytes]:
+    """A read-only handle's ``tsv`` on the on-disk store at ``path`` (validate's workers)."""
+    return OxigraphStore(Path(path), read_only=True).tsv
+
+
+__all__ = ["SYNC_CRASH_POINTS", "OxigraphStore", "read_only_tsv", "rebuild_folder"]

@@ -1,0 +1,339 @@
+"""A remote graph store over the standard protocols (httpx): SPARQL 1.1 Query, SPARQL 1.1
+Update and the SPARQL 1.1 Graph Store HTTP Protocol — Oxigraph server, Fuseki, GraphDB,
+Virtuoso, Neptune. Plain SPARQL 1.1 only (no engine's extensions):
+
+* **apply**: one ``POST`` of ``application/sparql-update`` holding the batch's
+  ``INSERT DATA`` / ``DELETE DATA`` operations *and* the watermark's update, so the store
+  applies them in one request — a crash leaves the batch wholly in or out;
+* **query**: ``POST`` of ``application/x-www-form-urlencoded`` ``query=``; the union
+  default graph (which SPARQL 1.1 has no switch for) is asked for by naming every graph
+  of the store as a ``default-graph-uri``; bound parameters become a ``VALUES`` block at
+  the head of the query's WHERE group, RDF terms written by pyoxigraph (never text spliced
+  from the user); results come back as SPARQL JSON (or N-Triples for CONSTRUCT) and are
+  read into pyoxigraph's result types, so callers see one kind of result;
+* **export, knowledge, rebuild**: the Graph Store HTTP Protocol (``GET`` / ``PUT`` /
+  ``POST`` of ``application/n-triples`` on ``?graph=IRI``).
+
+Every failure is a typed error (:mod:`cradle_kg.errors`): unreachable, auth refused,
+timeout, a malformed or error answer — never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import pyoxigraph as ox
+
+from ..errors import (
+    GraphAuthError,
+    GraphResponseError,
+    GraphStoreError,
+    GraphTimeoutError,
+    GraphUnreachableError,
+    QueryError,
+)
+from .graph import (
+    DIGEST,
+    META_GRAPH,
+    SEQ,
+    VERSION,
+    QueryResult,
+    Term,
+    check_knowledge_name,
+    split_graphs,
+    watermark_update,
+)
+from .graph_config import RemoteGraph
+from .sparql_values import with_values
+
+_RESULTS_JSON = "application/sparql-results+json"
+_NTRIPLES = "application/n-triples"
+_ACCEPT_ANY = f"{_RESULTS_JSON}, {_NTRIPLES};q=0.9, text/turtle;q=0.8"
+#: N-Triples per graph-store POST while rebuilding
+_LOAD_CHUNK = 200_000
+
+
+class SparqlHttpStore:
+    """:class:`~.graph.GraphStore` on a remote SPARQL 1.1 store."""
+
+    def __init__(self, remote: RemoteGraph, *, client: httpx.Client | None = None) -> None:
+        self.remote = remote
+        self.local_path: Path | None = None
+        auth: httpx.Auth | None = None
+        headers: dict[str, str] = {}
+        if remote.bearer:
+            headers["Authorization"] = f"Bearer {remote.bearer}"
+        elif remote.basic:
+            auth = httpx.BasicAuth(*remote.basic)
+        self.client = client or httpx.Client(timeout=remote.timeout_s, auth=auth,
+                                             headers=headers)
+
+    def describe(self) -> str:
+        return self.remote.query
+
+    # --- HTTP, with typed errors --------------------------------------------------
+
+    def _send(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        try:
+            response = self.client.request(method, url, **kw)
+        except httpx.TimeoutException as exc:
+            raise GraphTimeoutError(
+                f"the graph store `{url}` did not answer within "
+                f"{self.remote.timeout_s:g} s",
+                hint="a longer `timeout_s` in the home's `graph` setting, or "
+                     "`CRADLE_GRAPH_TIMEOUT`") from exc
+        except httpx.HTTPError as exc:
+            raise GraphUnreachableError(
+                f"cannot reach the graph store `{url}`: {type(exc).__name__}: "
+                f"{' '.join(str(exc).split())[:200]}",
+                hint="is the store running? the journal is intact: `cradle-kg graph "
+                     "follow` catches the graph up once it is back") from None
+        if response.status_code in (401, 403):
+            raise GraphAuthError(f"the graph store `{url}` refused the credentials "
+                                 f"(HTTP {response.status_code})",
+                                 hint="set `CRADLE_GRAPH_TOKEN`, or `CRADLE_GRAPH_USER` and "
+                                      "`CRADLE_GRAPH_PASSWORD`")
+        return response
+
+    @staticmethod
+    def _fail(response: httpx.Response, what: str) -> GraphResponseError:
+        body = " ".join(response.text.split())[:300]
+        return GraphResponseError(f"the graph store answered HTTP {response.status_code} "
+                                  f"to {what}: {body}")
+
+    def _update(self, text: str) -> None:
+        response = self._send("POST", self.remote.update, content=text.encode("utf-8"),
+                              headers={"Content-Type": "application/sparql-update"})
+        if response.status_code >= 300:
+            raise self._fail(response, "an update")
+
+    def _select(self, text: str, *, data: Sequence[tuple[str, str]] = (),
+                accept: str = _RESULTS_JSON) -> httpx.Response:
+        body = urlencode([("query", text), *data]).encode("ascii")
+        response = self._send("POST", self.remote.query, content=body,
+                              headers={"Accept": accept,
+                                       "Content-Type": "application/x-www-form-urlencoded"})
+        if response.status_code == 400:
+            said = " ".join(response.text.split())[:300]
+            raise QueryError(f"the query does not parse or cannot run (the graph store "
+                             f"refused it): {said}")
+        if response.status_code >= 300:
+            raise self._fail(response, "a query")
+        return response
+
+    def _solutions(self, text: str) -> ox.QuerySolutions | ox.QueryBoolean:
+        response = self._select(text)
+        return self._parse_results(response)
+
+    def _parse_results(self, response: httpx.Response) -> ox.QuerySolutions | ox.QueryBoolean:
+        try:
+            parsed = ox.parse_query_results(response.content,
+                                            format=ox.QueryResultsFormat.JSON)
+        except (SyntaxError, ValueError) as exc:
+            raise GraphResponseError(f"the graph store's answer is not SPARQL JSON "
+                                     f"results: {exc}") from None
+        if not isinstance(parsed, ox.QuerySolutions | ox.QueryBoolean):
+            raise GraphResponseError("the graph store's answer is not SPARQL JSON results")
+        return parsed
+
+    def _rows(self, text: str) -> list[ox.QuerySolution]:
+        found = self._solutions(text)
+        if not isinstance(found, ox.QuerySolutions):
+            raise GraphResponseError("the graph store answered a boolean to a SELECT")
+        try:
+            return list(found)
+        except (SyntaxError, ValueError) as exc:
+            raise GraphResponseError(f"the graph store's results do not parse: {exc}") from None
+
+    # --- the watermark ---------------------------------------------------------------
+
+    def _meta(self, predicate: str, subject: str = META_GRAPH) -> str | None:
+        rows = self._rows(f"SELECT ?v WHERE {{ GRAPH <{META_GRAPH}> {{ <{subject}> "
+                          f"<{predicate}> ?v }} }}")
+        for row in rows:
+            value = row[0]
+            if isinstance(value, ox.Literal):
+                return str(value.value)
+        return None
+
+    def projected_seq(self) -> int:
+        value = self._meta(SEQ)
+        try:
+            return int(value or 0)
+        except ValueError:
+            raise GraphResponseError(f"the store's watermark `{value}` is not a number") \
+                from None
+
+    def layout(self) -> int:
+        value = self._meta(VERSION)
+        return int(value) if value and value.isdigit() else 1
+
+    def apply(self, updates: Sequence[str], seq: int) -> None:
+        # INVARIANT: the batch and its watermark in ONE request (module docstring)
+        self._update(" ;\n".join([*updates, watermark_update(seq)]))
+
+    def replace_all(self, nquads: Iterable[str], retractions: Sequence[str],
+                    watermark: Callable[[], int]) -> None:
+        # the watermark goes first (0), so a rebuild killed half-way is caught up from the
+        # start; then the projection's graphs go (the packs' knowledge stays)
+        drops = [f"DROP SILENT GRAPH <{g}>" for g in split_graphs(self.graph_names())[1]]
+        self._update(" ;\n".join([*drops, watermark_update(0)]))
+        for chunk in nquads:
+            by_graph: dict[str, list[str]] = {}
+            try:
+                for quad in ox.parse(chunk, format=ox.RdfFormat.N_QUADS):
+                    g = quad.graph_name
+                    name = g.value if isinstance(g, ox.NamedNode) else ""
+                    by_graph.setdefault(name, []).append(
+                        f"{quad.subject} {quad.predicate} {quad.object} .\n")
+            except SyntaxError as exc:
+                raise GraphStoreError(f"the projection is not N-Quads: {exc}") from None
+            for name, lines in by_graph.items():
+                for start in range(0, len(lines), _LOAD_CHUNK):
+                    self._post_graph(name, "".join(lines[start:start + _LOAD_CHUNK]))
+        for start in range(0, len(retractions), 1000):
+            self._update("DELETE DATA { " + " ".join(retractions[start:start + 1000]) + " }")
+        self._update(watermark_update(watermark()))
+
+    def _graph_params(self, name: str) -> dict[str, str]:
+        return {"graph": name} if name else {"default": ""}
+
+    def _post_graph(self, name: str, ntriples: str) -> None:
+        response = self._send("POST", self.remote.store, params=self._graph_params(name),
+                              content=ntriples.encode("utf-8"),
+                              headers={"Content-Type": _NTRIPLES})
+        if response.status_code >= 300:
+            raise self._fail(response, f"a graph-store POST to `{name}`")
+
+    # --- reading ---------------------------------------------------------------------
+
+    def query(self, text: str, *, bound: Mapping[str, Term] | None = None,
+              union: bool = True, default_graph: Sequence[str] | None = None,
+              named_graphs: Sequence[str] | None = None,
+              base_iri: str | None = None) -> QueryResult:
+        if base_iri is not None:
+            text = f"BASE <{base_iri}>\n{text}"
+        if bound:
+            text = with_values(text, {k: str(v) for k, v in bound.items()})
+        # a request that names any graph names the whole dataset: as on the embedded
+        # store, every graph stays reachable by GRAPH unless named graphs are given
+        data: list[tuple[str, str]] = []
+        every: list[str] | None = None
+        if default_graph is not None:
+            data += [("default-graph-uri", g) for g in default_graph or ["urn:cradle:empty"]]
+        elif union:
+            every = self.graph_names()
+            data += [("default-graph-uri", g) for g in every or ["urn:cradle:empty"]]
+        if named_graphs is not None:
+            data += [("named-graph-uri", g) for g in named_graphs or ["urn:cradle:empty"]]
+        elif data:
+            every = self.graph_names() if every is None else every
+            data += [("named-graph-uri", g) for g in every or ["urn:cradle:empty"]]
+        response = self._select(text, data=data, accept=_ACCEPT_ANY)
+        media = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if "sparql-results" in media or media.endswith("json"):
+            result = self._parse_results(response)
+            if bound and isinstance(result, ox.QuerySolutions):
+                names = {v.value for v in result.variables}
+                missing = sorted(set(bound) - names)
+                if missing:
+                    raise QueryError(f"the query cannot run: the bound variable "
+                                     f"`{missing[0]}` is not projected by the query")
+            return result
+        return _triples(response, media)
+
+    def tsv(self, select: str) -> bytes:
+        found = self._solutions(select)
+        if not isinstance(found, ox.QuerySolutions):
+            raise GraphResponseError("the graph store answered a boolean to a SELECT")
+        out = found.serialize(format=ox.QueryResultsFormat.TSV)
+        assert out is not None
+        return out
+
+    def ask(self, query: str) -> bool:
+        found = self._solutions(query)
+        if not isinstance(found, ox.QueryBoolean):
+            raise GraphResponseError("the graph store did not answer a boolean to an ASK")
+        return bool(found)
+
+    def graph_names(self) -> list[str]:
+        rows = self._rows("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+        return sorted(r[0].value for r in rows if isinstance(r[0], ox.NamedNode))
+
+    def run_graphs(self) -> list[str]:
+        return split_graphs(self.graph_names())[0]
+
+    def data_graphs(self) -> list[str]:
+        return split_graphs(self.graph_names())[1]
+
+    def knowledge_graphs(self) -> list[str]:
+        return split_graphs(self.graph_names())[2]
+
+    def knowledge_digest(self, graph: str) -> str | None:
+        return self._meta(DIGEST, graph)
+
+    def install_knowledge(self, graph: str, digest: str, data: str, *,
+                          turtle: bool = False) -> None:
+        check_knowledge_name(graph)
+        fmt = ox.RdfFormat.TURTLE if turtle else ox.RdfFormat.N_TRIPLES
+        try:  # parsed here: the store is sent plain N-Triples, whatever it accepts
+            body = ox.serialize(ox.parse(data, format=fmt), format=ox.RdfFormat.N_TRIPLES)
+        except SyntaxError as exc:
+            raise GraphStoreError(f"knowledge graph `{graph}` does not parse: {exc}") from None
+        self._update(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{DIGEST}> ?d }} }}")
+        response = self._send("PUT", self.remote.store, params={"graph": graph},
+                              content=body or b"", headers={"Content-Type": _NTRIPLES})
+        if response.status_code >= 300:
+            raise self._fail(response, f"a graph-store PUT of `{graph}`")
+        self._update(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{DIGEST}> "
+                     f"{json.dumps(digest)} }} }}")
+
+    def nquads(self, *, graphs: Iterable[str] | None = None) -> str:
+        lines: list[str] = []
+        for name in (self.data_graphs() if graphs is None else list(graphs)):
+            response = self._send("GET", self.remote.store, params={"graph": name},
+                                  headers={"Accept": _NTRIPLES})
+            if response.status_code == 404:  # an empty graph is no graph
+                continue
+            if response.status_code >= 300:
+                raise self._fail(response, f"a graph-store GET of `{name}`")
+            graph = ox.NamedNode(name)
+            media = response.headers.get("content-type", _NTRIPLES).split(";")[0].strip()
+            for triple in _parse(response.content, media):
+                lines.append(f"{ox.Quad(triple.subject, triple.predicate, triple.object, graph)}"
+                             " .\n")
+        return "".join(sorted(set(lines)))
+
+    def flush(self) -> None:
+        return None  # each request is applied when it is answered
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _parse(content: bytes, media: str) -> list[ox.Triple]:
+    fmt = ox.RdfFormat.from_media_type(media) or ox.RdfFormat.N_TRIPLES
+    try:
+        return [ox.Triple(q.subject, q.predicate, q.object)
+                for q in ox.parse(content, format=fmt)]
+    except (SyntaxError, ValueError) as exc:
+        raise GraphResponseError(f"the graph store's RDF answer (`{media}`) does not parse: "
+                                 f"{exc}") from None
+
+
+def _triples(response: httpx.Response, media: str) -> ox.QueryTriples:
+    """A CONSTRUCT / DESCRIBE answer as pyoxigraph triples (read into a scratch store)."""
+    scratch = ox.Store()
+    scratch.extend(ox.Quad(t.subject, t.predicate, t.object) for t in
+                   _parse(response.content, media or _NTRIPLES))
+    found = scratch.query("CONSTRUCT WHERE { ?s ?p ?o }")
+    assert isinstance(found, ox.QueryTriples)
+    return found
+
+
+__all__ = ["SparqlHttpStore"]

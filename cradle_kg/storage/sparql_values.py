@@ -1,0 +1,81 @@
+"""Bound parameters for a store reached over HTTP, in plain SPARQL 1.1.
+
+A remote store has no substitution API, so the query is rewritten the way pyoxigraph's
+``substitutions`` (RDF-dev SEP-0007) evaluates it: each bound variable is replaced by its
+term wherever it occurs inside the query's groups (its patterns, FILTERs, BINDs,
+sub-queries, a CONSTRUCT template), and a trailing ``VALUES (?a ?b) { (<iri> "literal") }``
+keeps it a result column (the embedded store requires a bound variable to be projected;
+the remote store checks the same on the results). The terms are pyoxigraph's own
+N-Triples writing of checked RDF terms — a value holding quotes or braces stays a value.
+
+Variables are found with SPARQL's lexical rules as far as they need them (strings, IRIs,
+comments and escapes hide them); the SELECT clause and solution modifiers (outside any
+group) keep the variable, which the trailing VALUES binds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Final
+
+from ..errors import QueryError
+
+_LEX: Final = re.compile(r"""
+    (?P<skip>\\.
+      |\#[^\r\n]*
+      |'''(?:[^'\\]|\\.|'(?!''))*'''|\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
+      |'(?:[^'\\\r\n]|\\.)*'|"(?:[^"\\\r\n]|\\.)*"
+      |<[^<>"{}\x00-\x20]*>)
+  | (?P<open>\{)
+  | (?P<close>\})
+  | (?P<var>[?$][A-Za-z0-9_]+)
+  | (?P<word>[A-Za-z_]\w*)
+  | [^\\\#'"<{}A-Za-z_?$]+
+  | .
+""", re.VERBOSE | re.DOTALL)
+_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def where_group(text: str) -> int:
+    """The offset just after the ``{`` that opens the query's WHERE group."""
+    depth = 0
+    last_word = ""
+    for m in _LEX.finditer(text):
+        kind = m.lastgroup
+        if kind == "open":
+            if depth == 0 and last_word.upper() != "CONSTRUCT":
+                return m.end()
+            depth += 1
+        elif kind == "close":
+            depth = max(0, depth - 1)
+        elif kind == "word":
+            last_word = m.group()
+        elif kind != "skip" and m.group().strip():
+            last_word = ""
+    raise QueryError("the query has no WHERE group to bind parameters in")
+
+
+def with_values(text: str, bound: Mapping[str, str]) -> str:
+    """``text`` with ``bound`` (variable -> N-Triples term) substituted (module docstring)."""
+    for name in bound:
+        if not _NAME.match(name):
+            raise QueryError(f"`{name}` is not a variable name")
+    where_group(text)  # a query without a group has nothing to bind in
+    out: list[str] = []
+    depth = 0
+    for m in _LEX.finditer(text):
+        kind, token = m.lastgroup, m.group()
+        if kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth = max(0, depth - 1)
+        elif kind == "var" and depth > 0 and token[1:] in bound:
+            token = bound[token[1:]]
+        out.append(token)
+    names = sorted(bound)
+    return ("".join(out) + f"\nVALUES ({' '.join('?' + n for n in names)}) "
+            f"{{ ({' '.join(bound[n] for n in names)}) }}\n")
+
+
+__all__ = ["where_group", "with_values"]

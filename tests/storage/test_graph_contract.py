@@ -1,0 +1,262 @@
+"""The GraphStore contract, on both backends: the embedded on-disk Oxigraph store and a
+real ``oxigraph serve`` over SPARQL 1.1 Query / Update / the Graph Store HTTP Protocol.
+
+Each test opens the store the home's configuration names (``graph_backend`` sets
+``CRADLE_GRAPH_URL`` or clears it), so the same assertions hold both implementations to
+one behaviour. The remote store's typed errors are tested against real HTTP servers on
+127.0.0.1 that refuse, stall or answer garbage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+
+from cradle_kg.demo.scenario import run_demo
+from cradle_kg.errors import (
+    GraphAuthError,
+    GraphResponseError,
+    GraphTimeoutError,
+    GraphUnreachableError,
+    InputError,
+    QueryError,
+)
+from cradle_kg.graph.catchup import catch_up, rebuild
+from cradle_kg.graph.queries import execute
+from cradle_kg.storage import open_home_journal
+from cradle_kg.storage.graph import META_GRAPH, GraphStore
+from cradle_kg.storage.graph_config import GraphEndpoints, parse_setting, resolve
+from cradle_kg.storage.graph_opening import open_graph_store
+from cradle_kg.storage.oxigraph import OxigraphStore
+from cradle_kg.storage.sparql_http import SparqlHttpStore
+from cradle_kg.storage.sparql_values import with_values
+
+RUN_A = "https://w3id.org/cradle/run/a"
+RUN_B = "https://w3id.org/cradle/run/b"
+P = "http://example.org/p"
+K = "https://w3id.org/cradle/pack/x/1/k"
+
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("contract") / "home"
+    run_demo(home, pilots=False)
+    return home
+
+
+@pytest.fixture
+def store(graph_backend: str, tmp_path: Path) -> Iterator[GraphStore]:
+    opened = open_graph_store(tmp_path)
+    assert isinstance(opened, OxigraphStore if graph_backend == "embedded" else SparqlHttpStore)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def insert(graph: str, *triples: str) -> str:
+    return f"INSERT DATA {{ GRAPH <{graph}> {{ {' . '.join(triples)} }} }}"
+
+
+def test_an_empty_store_has_no_watermark_and_no_graphs(store: GraphStore) -> None:
+    assert store.projected_seq() == 0
+    assert store.run_graphs() == [] and store.data_graphs() == []
+    assert store.nquads() == ""
+
+
+def test_a_batch_and_its_watermark_land_together(store: GraphStore) -> None:
+    store.apply([insert(RUN_A, f'<urn:s> <{P}> "one"'), insert(RUN_B, f"<urn:s> <{P}> <urn:o>")],
+                12)
+    assert store.projected_seq() == 12
+    assert store.layout() == 2
+    assert store.run_graphs() == [RUN_A, RUN_B]
+    assert META_GRAPH in store.graph_names()
+    # replaying the batch changes nothing but the watermark (set operations)
+    before = store.nquads()
+    store.apply([insert(RUN_A, f'<urn:s> <{P}> "one"')], 12)
+    assert store.nquads() == before
+    store.apply([f"DELETE DATA {{ GRAPH <{RUN_A}> {{ <urn:s> <{P}> \"one\" }} }}"], 13)
+    assert store.projected_seq() == 13
+    assert store.nquads(graphs=[RUN_A]) == ""  # (an emptied graph may stay named)
+
+
+def test_a_failed_batch_leaves_content_and_watermark_as_they_were(store: GraphStore) -> None:
+    store.apply([insert(RUN_A, f"<urn:s> <{P}> <urn:o>")], 3)
+    before = store.nquads()
+    with pytest.raises((QueryError, GraphResponseError, SyntaxError)):
+        store.apply([insert(RUN_B, f"<urn:s> <{P}> <urn:o>"), "INSERT DATA { nonsense"], 4)
+    assert store.projected_seq() == 3
+    assert store.nquads() == before
+
+
+def test_bound_parameters_are_values_not_text(store: GraphStore) -> None:
+    nasty = 'x" } ; DROP ALL ; { "'
+    store.apply([insert(RUN_A, f'<urn:s> <{P}> "{nasty.replace(chr(34), chr(92) + chr(34))}"',
+                        f"<urn:t> <{P}> <urn:o>")], 1)
+    found = execute(store, f"SELECT ?s ?o WHERE {{ ?s <{P}> ?o }}",
+                    bound={"o": ox.Literal(nasty)})
+    assert isinstance(found, ox.QuerySolutions)
+    assert [(r["s"], r["o"]) for r in found] == [(ox.NamedNode("urn:s"), ox.Literal(nasty))]
+    assert len(store.run_graphs()) == 1  # nothing was dropped
+    with pytest.raises(QueryError):  # a bound variable must be projected, on both backends
+        execute(store, f"SELECT ?s WHERE {{ ?s <{P}> ?o }}", bound={"o": ox.Literal("x")})
+
+
+def test_union_default_graph_datasets_ask_and_construct(store: GraphStore) -> None:
+    store.apply([insert(RUN_A, f"<urn:a> <{P}> <urn:o>"), insert(RUN_B, f"<urn:b> <{P}> <urn:o>")],
+                2)
+    q = f"SELECT ?s WHERE {{ ?s <{P}> <urn:o> }} ORDER BY ?s"
+    union = execute(store, q)
+    assert isinstance(union, ox.QuerySolutions)
+    assert [r["s"].value for r in union] == ["urn:a", "urn:b"]
+    only_a = execute(store, q, default_graph=[RUN_A])
+    assert isinstance(only_a, ox.QuerySolutions)
+    assert [r["s"].value for r in only_a] == ["urn:a"]
+    named = execute(store, "SELECT ?g WHERE { GRAPH ?g { <urn:b> ?p ?o } }",
+                    named_graphs=[RUN_B])
+    assert isinstance(named, ox.QuerySolutions)
+    assert [r["g"].value for r in named] == [RUN_B]
+    asked = execute(store, f"ASK {{ <urn:a> <{P}> ?o }}")
+    assert isinstance(asked, ox.QueryBoolean) and bool(asked)
+    built = execute(store, f"CONSTRUCT {{ ?s <urn:seen> true }} WHERE {{ ?s <{P}> ?o }}")
+    assert isinstance(built, ox.QueryTriples)
+    assert sorted(str(t.subject) for t in built) == ["<urn:a>", "<urn:b>"]
+    assert store.ask(f"ASK {{ GRAPH <{RUN_A}> {{ ?s ?p ?o }} }}")
+    tsv = store.tsv(f"SELECT ?s WHERE {{ GRAPH ?g {{ ?s <{P}> ?o }} }} ORDER BY ?s")
+    assert tsv.splitlines() == [b"?s", b"<urn:a>", b"<urn:b>"]
+
+
+def test_knowledge_graphs_install_once_and_survive_a_rebuild(store: GraphStore,
+                                                             demo_home: Path) -> None:
+    store.install_knowledge(K, "sha256:1", "@prefix a: <http://a#> .\na:x a:y a:z .",
+                            turtle=True)
+    assert store.knowledge_graphs() == [K]
+    assert store.knowledge_digest(K) == "sha256:1"
+    assert store.data_graphs() == []  # knowledge is not projection
+    store.install_knowledge(K, "sha256:2", "<http://a#x> <http://a#y> <http://a#w> .\n")
+    assert store.knowledge_digest(K) == "sha256:2"
+    assert "<http://a#z>" not in store.nquads(graphs=[K])  # replaced, not added to
+    with open_home_journal(demo_home, must_exist=True) as journal:
+        count = rebuild(store, journal)
+        assert store.projected_seq() == journal.head()[0] and count == journal.head()[0]
+    assert store.knowledge_graphs() == [K]
+    with pytest.raises(Exception, match="not a knowledge graph name"):
+        store.install_knowledge(RUN_A, "d", "")
+
+
+def test_both_backends_project_the_demo_to_the_same_quads(graph_backend: str,
+                                                          demo_home: Path,
+                                                          tmp_path: Path) -> None:
+    reference = OxigraphStore.in_memory()
+    with open_home_journal(demo_home, must_exist=True) as journal:
+        rebuild(reference, journal)
+        store = open_graph_store(tmp_path)
+        try:
+            done = catch_up(store, journal, batch=7)  # many small batches
+            assert done == journal.head()[0] == store.projected_seq()
+            assert catch_up(store, journal) == 0  # at the head: nothing to do
+            assert store.nquads() == reference.nquads()
+            assert store.run_graphs() == reference.run_graphs()
+        finally:
+            store.close()
+
+
+# --- configuration ---------------------------------------------------------------------
+
+
+def test_the_setting_names_a_base_url_or_three_endpoints() -> None:
+    base = parse_setting("http://h:7878/")
+    assert (base.query, base.update, base.store) == ("http://h:7878/query", "http://h:7878/update",
+                                                      "http://h:7878/store")
+    explicit = parse_setting("query=http://h/sparql update=http://h/sparql "
+                             "store=http://h/sparql-graph-crud")
+    assert explicit.store == "http://h/sparql-graph-crud"
+    with pytest.raises(InputError):
+        parse_setting("ftp://h")
+    with pytest.raises(InputError):
+        parse_setting("query=http://h/q nonsense=http://h")
+    creds = resolve(GraphEndpoints(query="http://u:pw@h/q", update="http://h/u",
+                                   store="http://h/s"))
+    assert creds.query == "http://h/q" and creds.basic == ("u", "pw")
+
+
+# --- the remote store's typed errors, from real servers on 127.0.0.1 --------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    mode = "garbage"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.mode == "auth":
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="x"')
+            self.end_headers()
+            return
+        if self.mode == "slow":
+            time.sleep(2)
+        body = b"<html>not results</html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/sparql-results+json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(OSError):  # the slow case: the client gave up already
+            self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+@pytest.fixture
+def fake_store(request: pytest.FixtureRequest) -> Iterator[SparqlHttpStore]:
+    handler = type("H", (_Handler,), {"mode": request.param})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    remote = resolve(parse_setting(base)).model_copy(update={"timeout_s": 0.5})
+    store = SparqlHttpStore(remote)
+    try:
+        yield store
+    finally:
+        store.close()
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(("fake_store", "error"), [
+    ("auth", GraphAuthError), ("garbage", GraphResponseError), ("slow", GraphTimeoutError)],
+    indirect=["fake_store"])
+def test_remote_failures_are_typed_errors(fake_store: SparqlHttpStore,
+                                          error: type[Exception]) -> None:
+    with pytest.raises(error) as caught:
+        fake_store.projected_seq()
+    assert "Traceback" not in str(caught.value)
+
+
+def test_an_unreachable_store_is_a_typed_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed when the block ends: nobody listens there
+    store = SparqlHttpStore(resolve(parse_setting(f"http://127.0.0.1:{port}")))
+    with pytest.raises(GraphUnreachableError, match="cannot reach the graph store"):
+        store.apply([], 1)
+    store.close()
+
+
+def test_bound_variables_are_substituted_past_strings_comments_and_the_projection() -> None:
+    text = ('PREFIX a: <http://x#> # ?s { not here\nSELECT ?s ?o WHERE { ?s a:p "?s{" . '
+            "BIND(COALESCE(?s, 1) AS ?o) } ORDER BY ?s")
+    got = with_values(text, {"s": "<urn:s>"})
+    assert got == ('PREFIX a: <http://x#> # ?s { not here\nSELECT ?s ?o WHERE { <urn:s> a:p '
+                   '"?s{" . BIND(COALESCE(<urn:s>, 1) AS ?o) } ORDER BY ?s\n'
+                   "VALUES (?s) { (<urn:s>) }\n")
+    with pytest.raises(QueryError):
+        with_values("SELECT * WHERE { ?s ?p ?o }", {"s o": "<urn:s>"})

@@ -21,6 +21,7 @@ timeout, a malformed or error answer — never a traceback.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,11 +50,14 @@ from .graph import (
     watermark_update,
 )
 from .graph_config import RemoteGraph
-from .sparql_values import with_values
+from .sparql_values import query_form, with_values
 
 _RESULTS_JSON = "application/sparql-results+json"
 _NTRIPLES = "application/n-triples"
 _ACCEPT_ANY = f"{_RESULTS_JSON}, {_NTRIPLES};q=0.9, text/turtle;q=0.8"
+_ACCEPT_RDF = f"{_NTRIPLES}, text/turtle;q=0.8"
+#: every graph the projection, the watermark and the packs' knowledge write is under it
+_OURS = "https://w3id.org/cradle/"
 #: N-Triples per graph-store POST while rebuilding
 _LOAD_CHUNK = 200_000
 
@@ -234,7 +238,12 @@ class SparqlHttpStore:
         elif data:
             every = self.graph_names() if every is None else every
             data += [("named-graph-uri", g) for g in every or ["urn:cradle:empty"]]
-        response = self._select(text, data=data, accept=_ACCEPT_ANY)
+        # the form decides what to ask for: given the choice, Virtuoso answers a CONSTRUCT
+        # in SPARQL JSON results (s, p, o bindings) rather than as RDF
+        form = query_form(text)
+        accept = _ACCEPT_RDF if form in ("CONSTRUCT", "DESCRIBE") else \
+            _RESULTS_JSON if form in ("SELECT", "ASK") else _ACCEPT_ANY
+        response = self._select(text, data=data, accept=accept)
         media = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if "sparql-results" in media or media.endswith("json"):
             result = self._parse_results(response)
@@ -262,7 +271,11 @@ class SparqlHttpStore:
         return bool(found)
 
     def graph_names(self) -> list[str]:
-        rows = self._rows("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+        # only ours: a shared store holds other graphs too (Virtuoso always has its own,
+        # e.g. `http://www.openlinksw.com/schemas/virtrdf#`), never listed, exported,
+        # dropped on rebuild or put in a query's dataset
+        rows = self._rows("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
+                          f'FILTER (STRSTARTS(STR(?g), "{_OURS}")) }}')
         return sorted(r[0].value for r in rows if isinstance(r[0], ox.NamedNode))
 
     def run_graphs(self) -> list[str]:
@@ -305,8 +318,8 @@ class SparqlHttpStore:
             graph = ox.NamedNode(name)
             media = response.headers.get("content-type", _NTRIPLES).split(";")[0].strip()
             for triple in _parse(response.content, media):
-                lines.append(f"{ox.Quad(triple.subject, triple.predicate, triple.object, graph)}"
-                             " .\n")
+                obj = _canonical(triple.object)
+                lines.append(f"{ox.Quad(triple.subject, triple.predicate, obj, graph)} .\n")
         return "".join(sorted(set(lines)))
 
     def flush(self) -> None:
@@ -314,6 +327,25 @@ class SparqlHttpStore:
 
     def close(self) -> None:
         self.client.close()
+
+
+_DATETIME = ox.NamedNode("http://www.w3.org/2001/XMLSchema#dateTime")
+_FRACTION = re.compile(r"^(.*T\d\d:\d\d:\d\d)(?:\.(\d*?)0*)?(Z|[+-]\d\d:\d\d)?$")
+
+
+def _canonical(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
+               ) -> ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple:
+    """An ``xsd:dateTime`` in its canonical form: no trailing zeros in the fraction, UTC
+    as ``Z`` (what the projection writes; Virtuoso pads the fraction to 3 or 6 digits and
+    writes ``+00:00`` as ``Z``) — the same export from every engine."""
+    if not isinstance(term, ox.Literal) or term.datatype != _DATETIME:
+        return term
+    m = _FRACTION.match(term.value)
+    if m is None:
+        return term
+    zone = "Z" if m.group(3) in ("+00:00", "-00:00") else (m.group(3) or "")
+    fraction = f".{m.group(2)}" if m.group(2) else ""
+    return ox.Literal(f"{m.group(1)}{fraction}{zone}", datatype=_DATETIME)
 
 
 def _parse(content: bytes, media: str) -> list[ox.Triple]:

@@ -21,8 +21,8 @@ timeout, a malformed or error answer — never a traceback.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -50,7 +50,8 @@ from .graph import (
     watermark_update,
 )
 from .graph_config import RemoteGraph
-from .sparql_values import query_form, with_values
+from .sparql_terms import DATETIME, canonical_json, canonical_term
+from .sparql_values import query_form, with_now, with_values
 
 _RESULTS_JSON = "application/sparql-results+json"
 _NTRIPLES = "application/n-triples"
@@ -136,7 +137,7 @@ class SparqlHttpStore:
 
     def _parse_results(self, response: httpx.Response) -> ox.QuerySolutions | ox.QueryBoolean:
         try:
-            parsed = ox.parse_query_results(response.content,
+            parsed = ox.parse_query_results(canonical_json(response.content),
                                             format=ox.QueryResultsFormat.JSON)
         except (SyntaxError, ValueError) as exc:
             raise GraphResponseError(f"the graph store's answer is not SPARQL JSON "
@@ -224,6 +225,8 @@ class SparqlHttpStore:
             text = f"BASE <{base_iri}>\n{text}"
         if bound:
             text = with_values(text, {k: str(v) for k, v in bound.items()})
+        text = with_now(text, str(ox.Literal(
+            datetime.now(UTC).isoformat().replace("+00:00", "Z"), datatype=DATETIME)))
         # a request that names any graph names the whole dataset: as on the embedded
         # store, every graph stays reachable by GRAPH unless named graphs are given
         data: list[tuple[str, str]] = []
@@ -318,7 +321,7 @@ class SparqlHttpStore:
             graph = ox.NamedNode(name)
             media = response.headers.get("content-type", _NTRIPLES).split(";")[0].strip()
             for triple in _parse(response.content, media):
-                obj = _canonical(triple.object)
+                obj = canonical_term(triple.object)
                 lines.append(f"{ox.Quad(triple.subject, triple.predicate, obj, graph)} .\n")
         return "".join(sorted(set(lines)))
 
@@ -327,25 +330,6 @@ class SparqlHttpStore:
 
     def close(self) -> None:
         self.client.close()
-
-
-_DATETIME = ox.NamedNode("http://www.w3.org/2001/XMLSchema#dateTime")
-_FRACTION = re.compile(r"^(.*T\d\d:\d\d:\d\d)(?:\.(\d*?)0*)?(Z|[+-]\d\d:\d\d)?$")
-
-
-def _canonical(term: ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
-               ) -> ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple:
-    """An ``xsd:dateTime`` in its canonical form: no trailing zeros in the fraction, UTC
-    as ``Z`` (what the projection writes; Virtuoso pads the fraction to 3 or 6 digits and
-    writes ``+00:00`` as ``Z``) — the same export from every engine."""
-    if not isinstance(term, ox.Literal) or term.datatype != _DATETIME:
-        return term
-    m = _FRACTION.match(term.value)
-    if m is None:
-        return term
-    zone = "Z" if m.group(3) in ("+00:00", "-00:00") else (m.group(3) or "")
-    fraction = f".{m.group(2)}" if m.group(2) else ""
-    return ox.Literal(f"{m.group(1)}{fraction}{zone}", datatype=_DATETIME)
 
 
 def _parse(content: bytes, media: str) -> list[ox.Triple]:

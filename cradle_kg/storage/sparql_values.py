@@ -36,6 +36,7 @@ _LEX: Final = re.compile(r"""
   | .
 """, re.VERBOSE | re.DOTALL)
 _NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CALL: Final = re.compile(r"^\s*\(\s*\)")
 
 
 def where_group(text: str) -> int:
@@ -71,6 +72,29 @@ def query_form(text: str) -> str | None:
     return None
 
 
+def with_now(text: str, now: str) -> str:
+    """``text`` with every ``NOW()`` call replaced by ``now`` (an N-Triples
+    ``xsd:dateTime`` term, in UTC): SPARQL gives one NOW() per query, so the client's is as
+    good; and a store's own may lack a time zone (Virtuoso 7.2's does, and then compares
+    it wrongly with time-zoned values: an expiry an hour ahead is "<= NOW()")."""
+    out: list[str] = []
+    tokens = [(m.lastgroup, m.group()) for m in _LEX.finditer(text)]
+    skip = False
+    for i, (kind, token) in enumerate(tokens):
+        if skip:
+            skip = False
+            continue
+        call = _CALL.match(tokens[i + 1][1]) if i + 1 < len(tokens) else None
+        if kind == "word" and token.upper() == "NOW" and call is not None \
+                and not (out and out[-1].endswith(":")):  # `ex:NOW()` is not NOW()
+            # the lexer keeps a run of punctuation in one token: "()) " after NOW
+            out.append(now + tokens[i + 1][1][call.end():])
+            skip = True
+            continue
+        out.append(token)
+    return "".join(out)
+
+
 def with_values(text: str, bound: Mapping[str, str]) -> str:
     """``text`` with ``bound`` (variable -> N-Triples term) substituted (module docstring)."""
     for name in bound:
@@ -97,4 +121,4 @@ def with_values(text: str, bound: Mapping[str, str]) -> str:
             f"{{ ({' '.join(bound[n] for n in names)}) }}" + substituted[at:])
 
 
-__all__ = ["query_form", "where_group", "with_values"]
+__all__ = ["query_form", "where_group", "with_now", "with_values"]

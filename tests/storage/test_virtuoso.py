@@ -350,3 +350,62 @@ def test_clear_drops_every_graph_but_virtuosos_own(virtuoso: ScratchVirtuoso, c:
     virtuoso.clear()
     assert set(virtuoso.graph_names()) == set(virtuoso.system_graphs)
     assert c.count(g) == 0
+
+
+# -- what the remote store does about it ---------------------------------------------
+
+
+def test_now_is_the_clients_and_has_a_time_zone() -> None:
+    from cradle_kg.storage.sparql_values import with_now
+
+    now = '"2026-12-01T19:00:00Z"^^<http://www.w3.org/2001/XMLSchema#dateTime>'
+    text = ('SELECT ?x WHERE { ?x <urn:p> "NOW()" . # NOW()\n'
+            "BIND(COALESCE(?at, now ( )) AS ?asOf) FILTER (?d <= NOW()) ?x <urn:NOW> ex:NOW() }")
+    assert with_now(text, now) == (
+        'SELECT ?x WHERE { ?x <urn:p> "NOW()" . # NOW()\n'
+        f"BIND(COALESCE(?at, {now}) AS ?asOf) FILTER (?d <= {now}) ?x <urn:NOW> ex:NOW() }}")
+
+
+def test_virtuosos_now_compares_wrongly_with_time_zoned_values(c: Client) -> None:
+    """Why the remote store sends its own NOW(): Virtuoso's has no time zone, and an
+    instant an hour ahead compares as ``<=`` it."""
+    from datetime import UTC, datetime, timedelta
+
+    hour = (datetime.now(UTC) + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
+    ahead = f'"{hour}"^^<{XSD}dateTime>'
+    rows = c.select(f"SELECT (TZ(NOW()) AS ?tz) ({ahead} <= NOW() AS ?le) {{}}")
+    assert rows[0]["tz"]["value"] == "" and rows[0]["le"]["value"] == "1"
+    # and a boolean comes back as an integer
+    assert rows[0]["le"]["datatype"] == XSD + "integer"
+
+
+def test_results_are_read_in_the_standard_form(virtuoso: ScratchVirtuoso, c: Client,
+                                               g: str) -> None:
+    import pyoxigraph as ox
+
+    from cradle_kg.storage.graph_config import GraphEndpoints, resolve
+    from cradle_kg.storage.sparql_http import SparqlHttpStore
+
+    assert c.update(f'INSERT DATA {{ GRAPH <{g}> {{ <urn:s> <urn:b> "true"^^<{XSD}boolean> ; '
+                    f'<urn:t> "2026-12-01T10:00:00.500+00:00"^^<{XSD}dateTime> }} }}'
+                    ).status_code == 200
+    assert c.update(f'INSERT {{ GRAPH <{g}> {{ <urn:s> <urn:n> _:x }} }} WHERE {{}}'
+                    ).status_code == 200
+    e = virtuoso.endpoints
+    store = SparqlHttpStore(resolve(GraphEndpoints(query=e.query, update=e.update,
+                                                   store=e.graph_store)))
+    store.client.auth = httpx.BasicAuth(e.user, e.password)
+    try:
+        found = store.query(f"SELECT ?b ?t ?n WHERE {{ GRAPH <{g}> {{ <urn:s> <urn:b> ?b ; "
+                            f"<urn:t> ?t ; <urn:n> ?n }} }}", union=False)
+        assert isinstance(found, ox.QuerySolutions)
+        row = next(iter(found))
+        assert row["b"] == ox.Literal("true", datatype=ox.NamedNode(XSD + "boolean"))
+        assert row["t"] == ox.Literal("2026-12-01T10:00:00.5Z",
+                                      datatype=ox.NamedNode(XSD + "dateTime"))
+        assert isinstance(row["n"], ox.BlankNode)
+        built = store.query(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH <{g}> {{ ?s <urn:b> ?o "
+                            "BIND(<urn:b> AS ?p) } }", union=False)
+        assert isinstance(built, ox.QueryTriples) and len(list(built)) == 1
+    finally:
+        store.close()

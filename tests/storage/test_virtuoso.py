@@ -2,12 +2,13 @@
 launcher, and what a client must know about the engine — each finding of the README's
 "Virtuoso" subsection is a test here, against the real server.
 
-Every test writes into graphs of its own (``urn:x-test:<test>:…``) on the session's server.
+Every test writes into graphs of its own (``urn:x-test:<test>:…``) on the module's server.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -52,6 +53,17 @@ class Client:
             "Accept": "application/n-triples"} if method == "GET" else {}
         return self.http.request(method, self.e.graph_store, params=params, content=body,
                                  headers=headers, **kw)
+
+
+@pytest.fixture(scope="module")
+def virtuoso() -> Iterator[ScratchVirtuoso]:
+    """A server of this module's own: these tests pin the engine's behaviour, and one of
+    them leaves a request hanging (the direct POST of a query)."""
+    server = ScratchVirtuoso()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -421,3 +421,21 @@ def test_results_are_read_in_the_standard_form(virtuoso: ScratchVirtuoso, c: Cli
         assert isinstance(built, ox.QueryTriples) and len(list(built)) == 1
     finally:
         store.close()
+
+
+def test_query_evaluation_quirks(c: Client, g: str) -> None:
+    """A trailing VALUES of a variable the group does not mention gives no rows (inside
+    the group: one); a CONSTRUCT may be answered as SPARQL JSON; 1/0 fails the query."""
+    assert c.update(f"INSERT DATA {{ GRAPH <{g}> {{ <urn:t> <urn:p> <urn:o> }} }}"
+                    ).status_code == 200
+    pattern = f"GRAPH <{g}> {{ ?s <urn:p> <urn:o> }}"
+    assert c.select(f'SELECT ?s ?o WHERE {{ {pattern} }} VALUES (?o) {{ ("a") }}') == []
+    inside = c.select(f'SELECT ?s ?o WHERE {{ VALUES (?o) {{ ("a") }} {pattern} }}')
+    assert [(r["s"]["value"], r["o"]["value"]) for r in inside] == [("urn:t", "a")]
+    built = c.http.post(c.e.query, data={"query": f"CONSTRUCT {{ ?s <urn:q> 1 }} WHERE "
+                                                  f"{{ {pattern} }}"},
+                        headers={"Accept": f"{JSON}, application/n-triples;q=0.9"})
+    assert built.headers["content-type"].startswith(JSON)
+    zero = c.http.post(c.e.query, data={"query": "SELECT (1/0 AS ?x) {}"},
+                       headers={"Accept": JSON})
+    assert zero.status_code == 500 and "Division by 0" in zero.text

@@ -24,9 +24,12 @@ import pytest
 
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
-from cradle_kg.storage.virtuoso_scratch import ScratchVirtuoso
 
 GRAPH_BACKENDS = ("embedded", "oxigraph-serve", "virtuoso")
+#: each remote backend: the fixture giving its server with an emptied dataset (an object
+#: with ``setting()``, the ``CRADLE_GRAPH_URL`` value naming it) — another engine is one
+#: more entry here and in ``GRAPH_BACKENDS``
+REMOTE_FIXTURES = {"oxigraph-serve": "fresh_oxigraph", "virtuoso": "fresh_virtuoso"}
 
 
 @pytest.fixture(scope="session")
@@ -47,18 +50,9 @@ def fresh_oxigraph(oxigraph_server: ScratchOxigraph) -> ScratchOxigraph:
 
 @pytest.fixture(params=GRAPH_BACKENDS)
 def graph_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    for name in ("CRADLE_GRAPH_USER", "CRADLE_GRAPH_PASSWORD", "CRADLE_GRAPH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    if request.param == "oxigraph-serve":
-        server: ScratchOxigraph = request.getfixturevalue("fresh_oxigraph")
-        monkeypatch.setenv(GRAPH_URL_ENV, server.url)
-    elif request.param == "virtuoso":
-        engine: ScratchVirtuoso = request.getfixturevalue("fresh_virtuoso")
-        e = engine.endpoints
-        monkeypatch.setenv(GRAPH_URL_ENV, f"query={e.query} update={e.update} "
-                                          f"store={e.graph_store}")
-        monkeypatch.setenv("CRADLE_GRAPH_USER", e.user)
-        monkeypatch.setenv("CRADLE_GRAPH_PASSWORD", e.password)
+    if request.param in REMOTE_FIXTURES:
+        server = request.getfixturevalue(REMOTE_FIXTURES[request.param])
+        monkeypatch.setenv(GRAPH_URL_ENV, server.setting())
     else:
         monkeypatch.delenv(GRAPH_URL_ENV, raising=False)
     return str(request.param)

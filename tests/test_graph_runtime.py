@@ -209,6 +209,7 @@ def test_integrity_violation_aborts_the_commit_and_is_journaled(
     assert aborted and "rule 3" in aborted[-1].payload["transition"]["reason"]
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_graph_updates_as_events_are_appended(rt: Runtime) -> None:
     rt.submit(proposal("p", "demo.ledger.credit", {"account": "a", "amount": 1}))
     store = rt.graph()

@@ -52,11 +52,13 @@ def follow(store: GraphStore, journal: Journal, *, stop: threading.Event,
            batch: int = BATCH, once: bool = False) -> int:
     """Keep ``store`` at the journal's head until ``stop`` is set (or, ``once``, until it
     is at the head); returns the events projected. A store that cannot be reached is
-    reported and retried after ``interval``; the journal stays the truth meanwhile."""
+    reported and retried, backing off (``once``: raised); the journal stays the truth
+    meanwhile."""
     total = 0
     mark: int | None = None
     behind_since: float | None = None
     projected = -1
+    failures = 0
     while not stop.is_set():
         now_mark = journal.watermark()
         head, _ = journal.head()
@@ -70,10 +72,14 @@ def follow(store: GraphStore, journal: Journal, *, stop: threading.Event,
                                                         behind_since, batch))
                 projected = store.projected_seq()
             except GraphStoreError as exc:
+                if once:  # asked to catch up once: a store that cannot be reached is said
+                    raise
                 report(FollowStatus(max(projected, 0), head, 0, time.monotonic() - started,
                                     _since(behind_since), error=exc.message))
-                stop.wait(interval)
+                failures += 1  # retried, backing off up to 10 s between attempts
+                stop.wait(min(10.0, interval * 2 ** min(failures, 10)))
                 continue
+            failures = 0
             total += added
             mark = now_mark
             head_now, _ = journal.head()

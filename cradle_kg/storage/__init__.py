@@ -3,6 +3,11 @@
 ``sqlite`` (the embedded default: ``<home>/journal.sqlite``) and ``postgresql`` (one
 database for many workers; ``pip install 'cradle-kg[postgresql]'``), selected by
 :func:`open_journal`. Only this package talks to a database driver.
+
+The graph store (the journal's RDF projection) is behind :class:`.graph.GraphStore`: the
+embedded on-disk Oxigraph store (:mod:`.oxigraph`, the default) or a remote SPARQL 1.1
+store (:mod:`.sparql_http`), selected by :mod:`.graph_opening` (see :mod:`.graph_config`).
+Only this package opens an Oxigraph store.
 """
 
 from .chain import GENESIS_HASH, JOURNAL_FORMAT, Anchor, ChainReport, Progress, event_hash

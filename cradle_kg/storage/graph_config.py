@@ -5,11 +5,12 @@
   ``<base>/query``, updates to ``<base>/update``, the Graph Store HTTP Protocol to
   ``<base>/store`` (the layout of ``oxigraph serve``);
 * ``"graph": {"query": URL, "update": URL, "store": URL}`` — the three endpoints named
-  (Fuseki: ``/ds/query`` ``/ds/update`` ``/ds/data``; Virtuoso: ``/sparql-auth`` twice
-  and ``/sparql-graph-crud-auth``, with basic auth enabled on them), with optional
-  ``"user"`` (basic auth; the password is read from the environment variable
-  ``"password_env"``), ``"token_env"`` (bearer auth: the variable holding the token) and
-  ``"timeout_s"``.
+  (Fuseki: ``/ds/query`` ``/ds/update`` ``/ds/data``; Virtuoso: ``/sparql-auth`` twice and
+  ``/sparql-graph-crud-auth``, basic auth enabled on them), with optional ``"user"``
+  (basic auth; the password is read from the environment variable ``"password_env"``),
+  ``"token_env"`` (bearer auth: the variable holding the token), ``"timeout_s"`` and
+  ``"graph_param"`` (the Graph Store protocol's graph parameter, ``graph`` by the
+  standard).
 
 ``CRADLE_GRAPH_URL`` (environment) wins over the file: a base URL, or
 ``query=URL update=URL store=URL`` (space separated). ``CRADLE_GRAPH_USER`` /
@@ -44,6 +45,9 @@ class GraphEndpoints(BaseModel):
     #: the environment variable holding a bearer token
     token_env: str | None = None
     timeout_s: float = Field(default=30.0, gt=0)
+    #: the Graph Store protocol's parameter naming a graph (the standard's ``graph``;
+    #: Virtuoso's ``/sparql-graph-crud`` also reads ``graph-uri``)
+    graph_param: str = Field(default="graph", pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
 class RemoteGraph(BaseModel):
@@ -57,6 +61,7 @@ class RemoteGraph(BaseModel):
     basic: tuple[str, str] | None = None
     bearer: str | None = None
     timeout_s: float = 30.0
+    graph_param: str = "graph"
 
 
 def _strip_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
@@ -109,7 +114,7 @@ def resolve(endpoints: GraphEndpoints) -> RemoteGraph:
     bearer = os.environ.get(token_env) or None
     timeout = float(os.environ.get("CRADLE_GRAPH_TIMEOUT") or endpoints.timeout_s)
     return RemoteGraph(query=query, update=update, store=store, basic=basic, bearer=bearer,
-                       timeout_s=timeout)
+                       timeout_s=timeout, graph_param=endpoints.graph_param)
 
 
 def redact_url(url: str) -> str:

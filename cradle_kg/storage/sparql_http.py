@@ -55,12 +55,13 @@ from .graph_config import RemoteGraph
 from .sparql_terms import DATETIME, canonical_json, canonical_term
 from .sparql_values import query_form, with_now, with_values
 
+#: the IRIs of cradle-kg's graphs (run, shared, meta, knowledge)
+OUR_GRAPHS = "https://w3id.org/cradle/"
+
 _RESULTS_JSON = "application/sparql-results+json"
 _NTRIPLES = "application/n-triples"
 _ACCEPT_ANY = f"{_RESULTS_JSON}, {_NTRIPLES};q=0.9, text/turtle;q=0.8"
 _ACCEPT_RDF = f"{_NTRIPLES}, text/turtle;q=0.8"
-#: every graph the projection, the watermark and the packs' knowledge write is under it
-_OURS = "https://w3id.org/cradle/"
 #: the most SPARQL Update text sent in one request of a projection batch
 _APPLY_BYTES = 400_000
 #: N-Triples per graph-store POST while rebuilding
@@ -73,6 +74,8 @@ class SparqlHttpStore:
     def __init__(self, remote: RemoteGraph, *, client: httpx.Client | None = None) -> None:
         self.remote = remote
         self.local_path: Path | None = None
+        #: (watermark, graph names) of the last listing
+        self._names: tuple[int, list[str]] | None = None
         auth: httpx.Auth | None = None
         headers: dict[str, str] = {}
         if remote.bearer:
@@ -116,6 +119,7 @@ class SparqlHttpStore:
                                   f"to {what}: {body}")
 
     def _update(self, text: str) -> None:
+        self._names = None
         response = self._send("POST", self.remote.update, content=text.encode("utf-8"),
                               headers={"Content-Type": "application/sparql-update"})
         if response.status_code >= 300:
@@ -222,7 +226,7 @@ class SparqlHttpStore:
         self._update(watermark_update(watermark()))
 
     def _graph_params(self, name: str) -> dict[str, str]:
-        return {"graph": name} if name else {"default": ""}
+        return {self.remote.graph_param: name} if name else {"default": ""}
 
     def _post_graph(self, name: str, ntriples: str) -> None:
         response = self._send("POST", self.remote.store, params=self._graph_params(name),
@@ -250,12 +254,12 @@ class SparqlHttpStore:
         if default_graph is not None:
             data += [("default-graph-uri", g) for g in default_graph or ["urn:cradle:empty"]]
         elif union:
-            every = self.graph_names()
+            every = self._dataset_names()
             data += [("default-graph-uri", g) for g in every or ["urn:cradle:empty"]]
         if named_graphs is not None:
             data += [("named-graph-uri", g) for g in named_graphs or ["urn:cradle:empty"]]
         elif data:
-            every = self.graph_names() if every is None else every
+            every = self._dataset_names() if every is None else every
             data += [("named-graph-uri", g) for g in every or ["urn:cradle:empty"]]
         # the form decides what to ask for: given the choice, Virtuoso answers a CONSTRUCT
         # in SPARQL JSON results (s, p, o bindings) rather than as RDF
@@ -290,12 +294,22 @@ class SparqlHttpStore:
         return bool(found)
 
     def graph_names(self) -> list[str]:
-        # only ours: a shared store holds other graphs too (Virtuoso always has its own,
-        # e.g. `http://www.openlinksw.com/schemas/virtrdf#`), never listed, exported,
-        # dropped on rebuild or put in a query's dataset
+        """cradle-kg's graphs in the store (``https://w3id.org/cradle/…``: a store the
+        organisation already runs holds other graphs, and its own system graphs, which are
+        none of the projection's business)."""
         rows = self._rows("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
-                          f'FILTER (STRSTARTS(STR(?g), "{_OURS}")) }}')
-        return sorted(r[0].value for r in rows if isinstance(r[0], ox.NamedNode))
+                          f"FILTER(STRSTARTS(STR(?g), \"{OUR_GRAPHS}\")) }}")
+        names = sorted(r[0].value for r in rows if isinstance(r[0], ox.NamedNode))
+        self._names = (self.projected_seq(), names)
+        return names
+
+    def _dataset_names(self) -> list[str]:
+        """The graphs a union default graph spans: listed again only when the watermark
+        moved (listing scans the store; reading the watermark is one pattern)."""
+        seq = self.projected_seq()
+        if self._names is not None and self._names[0] == seq:
+            return self._names[1]
+        return self.graph_names()
 
     def run_graphs(self) -> list[str]:
         return split_graphs(self.graph_names())[0]
@@ -318,7 +332,7 @@ class SparqlHttpStore:
         except SyntaxError as exc:
             raise GraphStoreError(f"knowledge graph `{graph}` does not parse: {exc}") from None
         self._update(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{DIGEST}> ?d }} }}")
-        response = self._send("PUT", self.remote.store, params={"graph": graph},
+        response = self._send("PUT", self.remote.store, params=self._graph_params(graph),
                               content=body or b"", headers={"Content-Type": _NTRIPLES})
         if response.status_code >= 300:
             raise self._fail(response, f"a graph-store PUT of `{graph}`")
@@ -328,7 +342,7 @@ class SparqlHttpStore:
     def nquads(self, *, graphs: Iterable[str] | None = None) -> str:
         lines: list[str] = []
         for name in (self.data_graphs() if graphs is None else list(graphs)):
-            response = self._send("GET", self.remote.store, params={"graph": name},
+            response = self._send("GET", self.remote.store, params=self._graph_params(name),
                                   headers={"Accept": _NTRIPLES})
             if response.status_code == 404:  # an empty graph is no graph
                 continue

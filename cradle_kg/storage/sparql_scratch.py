@@ -49,10 +49,10 @@ def free_port() -> int:
 class ScratchOxigraph:
     """One ``oxigraph serve``, for the life of a test session or a bench."""
 
-    def __init__(self, *, timeout: float = 30.0) -> None:
+    def __init__(self, *, timeout: float = 30.0, port: int | None = None) -> None:
         self.bin = oxigraph_bin()
         self.dir = Path(tempfile.mkdtemp(prefix="cradle-oxigraph-"))
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = (self.dir / "server.log").open("wb")
         self._proc = subprocess.Popen(
@@ -84,6 +84,10 @@ class ScratchOxigraph:
 
     def endpoints(self) -> GraphEndpoints:
         return from_base(self.url)
+
+    def setting(self) -> str:
+        """The ``CRADLE_GRAPH_URL`` value naming this server (its base URL)."""
+        return self.url
 
     def clear(self) -> None:
         """Empty the dataset (a fresh one for the next test)."""

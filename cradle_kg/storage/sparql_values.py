@@ -103,14 +103,25 @@ def with_values(text: str, bound: Mapping[str, str]) -> str:
     where_group(text)  # a query without a group has nothing to bind in
     out: list[str] = []
     depth = 0
+    projection = False  # in a SELECT clause (a sub-query's keeps its variables)
+    last_word = ""
     for m in _LEX.finditer(text):
         kind, token = m.lastgroup, m.group()
         if kind == "open":
             depth += 1
+            projection = False
         elif kind == "close":
             depth = max(0, depth - 1)
-        elif kind == "var" and depth > 0 and token[1:] in bound:
+            projection = False
+        elif kind == "word":
+            last_word = token.upper()
+            # a SELECT clause, or a sub-query's GROUP BY / ORDER BY, keeps its variables
+            projection = projection or last_word in ("SELECT", "BY")
+        elif (kind == "var" and depth > 0 and token[1:] in bound and not projection
+              and last_word != "AS"):
             token = bound[token[1:]]
+        if kind == "var":
+            last_word = ""
         out.append(token)
     names = sorted(bound)
     # at the head of the WHERE group, not after the query: Virtuoso 7.2 answers no rows

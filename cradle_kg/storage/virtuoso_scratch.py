@@ -274,6 +274,14 @@ class ScratchVirtuoso:
                                graph_store=b + GRAPH_STORE_PATH, user=self.user,
                                password=self.password)
 
+    def setting(self) -> str:
+        """The ``CRADLE_GRAPH_URL`` value naming this server (its three URLs, the
+        credentials as ``user:password@``)."""
+        who = f"{self.user}:{self.password}@"
+        base = self.base_url.replace("http://", "http://" + who)
+        return (f"query={base}{QUERY_PATH} update={base}{UPDATE_PATH} "
+                f"store={base}{GRAPH_STORE_PATH}")
+
     @property
     def anonymous_query_url(self) -> str:
         """``/sparql``: reads without credentials, refuses every write."""

@@ -37,6 +37,7 @@ from cradle_kg.storage.graph_config import GraphEndpoints, parse_setting, resolv
 from cradle_kg.storage.graph_opening import open_graph_store
 from cradle_kg.storage.oxigraph import OxigraphStore
 from cradle_kg.storage.sparql_http import SparqlHttpStore
+from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 from cradle_kg.storage.sparql_values import with_values
 
 RUN_A = "https://w3id.org/cradle/run/a"
@@ -258,5 +259,45 @@ def test_bound_variables_are_substituted_past_strings_comments_and_the_projectio
     assert got == ('PREFIX a: <http://x#> # ?s { not here\nSELECT ?s ?o WHERE { VALUES (?s) '
                    '{ (<urn:s>) } <urn:s> a:p "?s{" . BIND(COALESCE(<urn:s>, 1) AS ?o) } '
                    "ORDER BY ?s")
+    sub = with_values("SELECT ?s ?n WHERE { { SELECT ?s (COUNT(*) AS ?n) WHERE { ?s ?p ?o } "
+                      "GROUP BY ?s } }", {"s": "<urn:s>"})
+    assert sub.startswith("SELECT ?s ?n WHERE { VALUES (?s) { (<urn:s>) } { SELECT ?s "
+                          "(COUNT(*) AS ?n) WHERE { <urn:s> ?p ?o } GROUP BY ?s } }")
     with pytest.raises(QueryError):
         with_values("SELECT * WHERE { ?s ?p ?o }", {"s o": "<urn:s>"})
+
+
+def test_a_shared_remote_store_s_other_graphs_are_none_of_the_projection_s_business(
+        fresh_oxigraph: ScratchOxigraph) -> None:
+    """An organisation's store holds graphs of its own: they are not listed, exported,
+    dropped by a rebuild, or part of the union default graph."""
+    store = SparqlHttpStore(resolve(fresh_oxigraph.endpoints()))
+    try:
+        store.apply([insert("http://example.org/theirs", f"<urn:x> <{P}> <urn:y>"),
+                     insert(RUN_A, f"<urn:a> <{P}> <urn:y>")], 1)
+        assert store.graph_names() == [META_GRAPH, RUN_A]
+        assert store.data_graphs() == [RUN_A]
+        found = execute(store, f"SELECT ?s WHERE {{ ?s <{P}> ?o }}")
+        assert isinstance(found, ox.QuerySolutions)
+        assert [r["s"].value for r in found] == ["urn:a"]
+        store.replace_all([], [], lambda: 2)
+        assert store.ask("ASK { GRAPH <http://example.org/theirs> { ?s ?p ?o } }")
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("argv", [
+    ["query", "runs"], ["export", "--format", "nquads"], ["validate", "--all"],
+    ["graph", "sync"], ["graph", "rebuild"], ["graph", "follow", "--once"]])
+def test_every_command_says_an_unreachable_store_in_one_line(demo_home: Path,
+                                                               argv: list[str]) -> None:
+    from tests.inprocess import run_cli
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = run_cli(*argv, "--home", str(demo_home),
+                   env={"CRADLE_GRAPH_URL": f"http://127.0.0.1:{port}"})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "cannot reach the graph store" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout

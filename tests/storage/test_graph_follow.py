@@ -21,10 +21,10 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, run_demo
 from cradle_kg.graph.catchup import rebuild
 from cradle_kg.storage import open_home_journal
+from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from cradle_kg.storage.graph_opening import open_graph_store
 from cradle_kg.storage.oxigraph import OxigraphStore
-
-pytestmark = pytest.mark.usefixtures("graph_backend")
+from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +77,7 @@ def assert_equals_a_fresh_projection(home: Path) -> None:
         store.close()
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_killed_mid_stream_then_restarted_no_gap_no_duplicate(home: Path) -> None:
     with open_home_journal(home, must_exist=True) as journal:
         head = journal.head()[0]
@@ -106,6 +107,7 @@ def test_killed_mid_stream_then_restarted_no_gap_no_duplicate(home: Path) -> Non
     assert_equals_a_fresh_projection(home)
 
 
+@pytest.mark.usefixtures("graph_backend")
 def test_keeps_up_with_appends_and_stops_on_sigterm(home: Path) -> None:
     runner = follow(home, "--interval", "0.05", "--batch", "50")
     assert runner.stdout is not None
@@ -134,3 +136,46 @@ def test_keeps_up_with_appends_and_stops_on_sigterm(home: Path) -> None:
             runner.kill()
             runner.communicate()
     assert_equals_a_fresh_projection(home)
+
+
+def append_one(home: Path, pid: str) -> int:
+    with Runtime(home, graph_sync=False) as rt:
+        rt.submit({"id": pid, "task_id": f"task-{pid}", "agent_id": AGENT,
+                   "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-2",
+                              "arguments": {"account": "acct-2", "amount": 3}}})
+        return rt.journal.head()[0]
+
+
+def test_a_remote_store_that_goes_away_is_reported_and_caught_up_when_back(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store stops mid-follow: the projector says so and retries; a store back on the
+    same address (here an empty one) is caught up from its own watermark."""
+    first = ScratchOxigraph()
+    monkeypatch.setenv(GRAPH_URL_ENV, first.url)
+    runner = follow(home, "--interval", "0.05")
+    second: ScratchOxigraph | None = None
+    assert runner.stdout is not None
+    try:
+        with open_home_journal(home, must_exist=True) as journal:
+            head = journal.head()[0]
+        line = json.loads(runner.stdout.readline())
+        while line["projected"] < head:
+            line = json.loads(runner.stdout.readline())
+        first.stop()
+        new_head = append_one(home, "p-away")
+        line = json.loads(runner.stdout.readline())
+        assert line["error"] and "cannot reach the graph store" in line["error"], line
+        second = ScratchOxigraph(port=first.port)
+        while line["error"] or line["projected"] < new_head:
+            line = json.loads(runner.stdout.readline())
+        assert line["lag"] == 0
+        assert_equals_a_fresh_projection(home)
+        runner.send_signal(signal.SIGTERM)
+        runner.communicate(timeout=60)
+        assert runner.returncode == 0
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+        if second is not None:
+            second.stop()

@@ -1,15 +1,18 @@
-"""Graph backends for the tests: the embedded on-disk Oxigraph store, and a real
-``oxigraph serve`` started once per session.
+"""Graph backends for the tests: the embedded on-disk Oxigraph store, and two real
+SPARQL 1.1 servers of two vendors started once per session: ``oxigraph serve`` and
+Virtuoso Open Source (``virtuoso``, :mod:`tests.graph_engines`).
 
 ``oxigraph_server`` starts a throw-away server (:mod:`cradle_kg.storage.sparql_scratch`: a
 temp dir, a free port on 127.0.0.1) the first time a test asks for it, and stops it when
 the session ends. A missing ``oxigraph`` command fails the test loudly, never skips it
 (the ``dev`` extra installs it).
 
-``graph_backend`` parametrises a test over both stores: on ``oxigraph-serve`` it empties
-the server's dataset (a fresh one for each test) and points ``CRADLE_GRAPH_URL`` at it, so
-every runtime, CLI command and helper the test opens uses it; on ``embedded`` it clears
-the variable (``<home>/graph``). Tests opt in with
+``graph_backend`` parametrises a test over the three stores: on ``oxigraph-serve`` it
+empties the server's dataset (a fresh one for each test) and points ``CRADLE_GRAPH_URL``
+at it, so every runtime, CLI command and helper the test opens uses it; on ``virtuoso``
+the same with the server's three URLs and ``CRADLE_GRAPH_USER`` /
+``CRADLE_GRAPH_PASSWORD`` (basic auth); on ``embedded`` it clears the variables
+(``<home>/graph``). Tests opt in with
 ``@pytest.mark.usefixtures("graph_backend")`` (or by naming the fixture).
 """
 
@@ -22,11 +25,11 @@ import pytest
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 
-GRAPH_BACKENDS = ("embedded", "oxigraph-serve")
+GRAPH_BACKENDS = ("embedded", "oxigraph-serve", "virtuoso")
 #: each remote backend: the fixture giving its server with an emptied dataset (an object
 #: with ``setting()``, the ``CRADLE_GRAPH_URL`` value naming it) — another engine is one
 #: more entry here and in ``GRAPH_BACKENDS``
-REMOTE_FIXTURES = {"oxigraph-serve": "fresh_oxigraph"}
+REMOTE_FIXTURES = {"oxigraph-serve": "fresh_oxigraph", "virtuoso": "fresh_virtuoso"}
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,12 @@
   ``<base>/query``, updates to ``<base>/update``, the Graph Store HTTP Protocol to
   ``<base>/store`` (the layout of ``oxigraph serve``);
 * ``"graph": {"query": URL, "update": URL, "store": URL}`` — the three endpoints named
-  (Fuseki: ``/ds/query`` ``/ds/update`` ``/ds/data``; Virtuoso: ``/sparql`` twice and
-  ``/sparql-graph-crud``), with optional ``"user"`` (basic auth; the password is read from
-  the environment variable ``"password_env"``), ``"token_env"`` (bearer auth: the variable
-  holding the token), ``"timeout_s"`` and ``"graph_param"`` (the Graph Store protocol's
-  graph parameter, ``graph`` by the standard).
+  (Fuseki: ``/ds/query`` ``/ds/update`` ``/ds/data``; Virtuoso: ``/sparql-auth`` twice and
+  ``/sparql-graph-crud-auth``, basic auth enabled on them), with optional ``"user"``
+  (basic auth; the password is read from the environment variable ``"password_env"``),
+  ``"token_env"`` (bearer auth: the variable holding the token), ``"timeout_s"`` and
+  ``"graph_param"`` (the Graph Store protocol's graph parameter, ``graph`` by the
+  standard).
 
 ``CRADLE_GRAPH_URL`` (environment) wins over the file: a base URL, or
 ``query=URL update=URL store=URL`` (space separated). ``CRADLE_GRAPH_USER`` /

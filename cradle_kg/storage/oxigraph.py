@@ -46,6 +46,7 @@ class OxigraphStore:
         self.path = path
         self.local_path: Path | None = path
         self._lock: StoreLock | None = None
+        self._read_only = read_only
         if read_only:  # a reader under a writer's lock (validate's workers, the endpoint)
             self.store = self._open(lambda: ox.Store.read_only(str(path)))
             return
@@ -66,7 +67,7 @@ class OxigraphStore:
     def _open(self, opener: Callable[[], ox.Store]) -> ox.Store:
         try:
             return opener()
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:  # RocksDB reports a damaged folder as either
             raise GraphStoreError(
                 f"cannot open the graph store `{self.path}`: {exc}",
                 hint="the journal is intact: `cradle-kg graph rebuild` recreates the "
@@ -78,6 +79,7 @@ class OxigraphStore:
         self.path = Path(":memory:")
         self.local_path = None
         self._lock = None
+        self._read_only = False
         self.store = ox.Store()
         return self
 
@@ -213,9 +215,11 @@ class OxigraphStore:
         return store
 
     def close(self) -> None:
-        """Flush and close the store, then (only then) drop the lock."""
+        """Flush and close the store, then (only then) drop the lock (a read-only store
+        has nothing to flush: pyoxigraph refuses a flush there)."""
         if hasattr(self, "store"):
-            self.store.flush()
+            if not self._read_only:
+                self.store.flush()
             del self.store
         if self._lock is not None:
             self._lock.release()

@@ -102,6 +102,8 @@ def measure(home: Path, n: int, calls: int, tag: str, *, graph_sync: bool = Fals
             sampler.stop()
         if follow is not None:
             follow.stop()
+    if follow is not None:
+        lag.update(follow.figures())
     for p in procs:
         p.join(60)
         if p.exitcode != 0:
@@ -132,6 +134,7 @@ def _start_following(home: Path, n: int, barrier: Any, follow: Follower, journal
             raise RuntimeError("the workers did not reach the barrier")
         time.sleep(0.02)
     wait_caught_up(sampler, follow, after=time.perf_counter())
+    follow.mark()
     barrier.wait()
     return sampler
 
@@ -201,7 +204,7 @@ def main() -> None:
                               remote_store=remote_store)
                 if args.follow:
                     lags[n].append({k: v for k, v in row.items()
-                                    if k.startswith(("lag_", "catch_up")) or k == "workers"})
+                                    if k.startswith(("lag_", "catch_up", "follower_"))})
                 if n not in best or row["calls_per_second"] > best[n]["calls_per_second"]:
                     best[n] = row
         with open_journal(args.journal) as journal:
@@ -242,11 +245,14 @@ def main() -> None:
         print(f"projector lag (`graph follow` into {args.follow_graph}, --interval "
               f"{args.follow_interval:g}, --batch {args.follow_batch}), every round:")
         print(f"{'workers':>7}  {'samples':>7}  {'p50 s':>6}  {'p99 s':>6}  {'max s':>6}  "
-              "catch-up s")
+              f"{'catch-up s':>10}  follower: events rounds biggest  ms/event  CPU ms/event")
         for n in counts:
             for x in lags[n]:
                 print(f"{n:>7}  {x['lag_samples']:>7}  {x['lag_p50_s']:>6}  "
-                      f"{x['lag_p99_s']:>6}  {x['lag_max_s']:>6}  {x['catch_up_s']:>10}")
+                      f"{x['lag_p99_s']:>6}  {x['lag_max_s']:>6}  {x['catch_up_s']:>10}  "
+                      f"{x['follower_events']:>16} {x['follower_rounds']:>6} "
+                      f"{x['follower_biggest_round']:>7}  {x['follower_ms_per_event']:>8}  "
+                      f"{x['follower_cpu_ms_per_event']:>12}")
     print(f"journal: {report.events} events, chain intact; load average "
           f"{figures['load_before']} -> {figures['load_after']} on {os.cpu_count()} cores")
 

@@ -50,6 +50,12 @@ class Follower:
     remote_url: str | None  # a remote store's base URL, or None for the embedded one
     projected: int = 0  # the latest watermark the follower reported (embedded store)
     lines: int = 0
+    added: int = 0  # events projected, over its reports
+    busy: float = 0.0  # seconds its rounds took (their ``seconds``)
+    rounds: int = 0
+    biggest: int = 0  # the most events one round projected
+    cpu: float = 0.0  # its CPU seconds (user + system), read before it is stopped
+    _mark: tuple[int, float, int, float] = (0, 0.0, 0, 0.0)  # at the load's start
     errors: list[str] = field(default_factory=list)
     proc: subprocess.Popen[str] | None = None
     _reader: threading.Thread | None = None
@@ -83,6 +89,10 @@ class Follower:
                 self.errors.append(str(status["error"]))
             else:
                 self.projected = max(self.projected, int(status["projected"]))
+                self.added += int(status["added"])
+                self.busy += float(status["seconds"])
+                self.rounds += 1
+                self.biggest = max(self.biggest, int(status["added"]))
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -91,6 +101,7 @@ class Follower:
         if self.proc is None:
             return
         if self.proc.poll() is None:
+            self.cpu = _cpu_seconds(self.proc.pid)
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=60)
@@ -103,6 +114,31 @@ class Follower:
         if self.proc.returncode != 0:
             raise RuntimeError(f"`graph follow` exited {self.proc.returncode}: "
                                f"{stderr[-800:]}")
+
+
+    def mark(self) -> None:
+        """The load starts: count from here (its start-up and the warm-up left out)."""
+        assert self.proc is not None
+        self.biggest = 0
+        self._mark = (self.added, self.busy, self.rounds, _cpu_seconds(self.proc.pid))
+
+    def figures(self) -> dict[str, float]:
+        """What the follower did from :meth:`mark` to its stop: events, rounds, the time
+        its rounds took and its CPU, per event."""
+        added, busy = self.added - self._mark[0], self.busy - self._mark[1]
+        cpu = self.cpu - self._mark[3]
+        return {"follower_events": added, "follower_rounds": self.rounds - self._mark[2],
+                "follower_biggest_round": self.biggest,
+                "follower_ms_per_event": round(1000 * busy / added, 2) if added else 0.0,
+                "follower_cpu_ms_per_event": round(1000 * cpu / added, 2) if added else 0.0}
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Sampler:

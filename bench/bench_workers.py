@@ -196,8 +196,9 @@ def main() -> None:
         for r in range(args.rounds):  # interleaved, so a load spike hits every count
             for n in counts:
                 follow = Follower(home, args.follow_interval, args.follow_batch,
-                                  oxigraph.setting() if oxigraph is not None else None) \
-                    if args.follow else None
+                                  oxigraph.setting() if oxigraph is not None else None,
+                                  server_pid=oxigraph._proc.pid if oxigraph is not None
+                                  else None) if args.follow else None
                 row = measure(home, n, args.calls, f"r{r}n{n}", graph_sync=args.graph_sync,
                               server=server, own_session=not args.same_session,
                               follow=follow, journal_url=args.journal,
@@ -245,14 +246,17 @@ def main() -> None:
         print(f"projector lag (`graph follow` into {args.follow_graph}, --interval "
               f"{args.follow_interval:g}, --batch {args.follow_batch}), every round:")
         print(f"{'workers':>7}  {'samples':>7}  {'p50 s':>6}  {'p99 s':>6}  {'max s':>6}  "
-              f"{'catch-up s':>10}  follower: events rounds biggest  ms/event  CPU ms/event")
+              f"{'catch-up s':>10}  follower: events rounds biggest  ms/event  CPU ms/event"
+              + ("  store CPU ms/event" if oxigraph is not None else ""))
         for n in counts:
             for x in lags[n]:
                 print(f"{n:>7}  {x['lag_samples']:>7}  {x['lag_p50_s']:>6}  "
                       f"{x['lag_p99_s']:>6}  {x['lag_max_s']:>6}  {x['catch_up_s']:>10}  "
                       f"{x['follower_events']:>16} {x['follower_rounds']:>6} "
                       f"{x['follower_biggest_round']:>7}  {x['follower_ms_per_event']:>8}  "
-                      f"{x['follower_cpu_ms_per_event']:>12}")
+                      f"{x['follower_cpu_ms_per_event']:>12}"
+                      + (f"  {x['follower_server_cpu_ms_per_event']:>18}"
+                         if oxigraph is not None else ""))
     print(f"journal: {report.events} events, chain intact; load average "
           f"{figures['load_before']} -> {figures['load_after']} on {os.cpu_count()} cores")
 

@@ -48,6 +48,7 @@ class Follower:
     interval: float
     batch: int
     remote_url: str | None  # a remote store's base URL, or None for the embedded one
+    server_pid: int | None = None  # the remote store's process (its CPU is counted)
     projected: int = 0  # the latest watermark the follower reported (embedded store)
     lines: int = 0
     added: int = 0  # events projected, over its reports
@@ -55,7 +56,8 @@ class Follower:
     rounds: int = 0
     biggest: int = 0  # the most events one round projected
     cpu: float = 0.0  # its CPU seconds (user + system), read before it is stopped
-    _mark: tuple[int, float, int, float] = (0, 0.0, 0, 0.0)  # at the load's start
+    server_cpu: float = 0.0
+    _mark: tuple[int, float, int, float, float] = (0, 0.0, 0, 0.0, 0.0)  # the load's start
     errors: list[str] = field(default_factory=list)
     proc: subprocess.Popen[str] | None = None
     _reader: threading.Thread | None = None
@@ -102,6 +104,7 @@ class Follower:
             return
         if self.proc.poll() is None:
             self.cpu = _cpu_seconds(self.proc.pid)
+            self.server_cpu = _cpu_seconds(self.server_pid) if self.server_pid else 0.0
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=60)
@@ -120,17 +123,21 @@ class Follower:
         """The load starts: count from here (its start-up and the warm-up left out)."""
         assert self.proc is not None
         self.biggest = 0
-        self._mark = (self.added, self.busy, self.rounds, _cpu_seconds(self.proc.pid))
+        self._mark = (self.added, self.busy, self.rounds, _cpu_seconds(self.proc.pid),
+                      _cpu_seconds(self.server_pid) if self.server_pid else 0.0)
 
     def figures(self) -> dict[str, float]:
         """What the follower did from :meth:`mark` to its stop: events, rounds, the time
         its rounds took and its CPU, per event."""
         added, busy = self.added - self._mark[0], self.busy - self._mark[1]
-        cpu = self.cpu - self._mark[3]
+        cpu, server = self.cpu - self._mark[3], self.server_cpu - self._mark[4]
         return {"follower_events": added, "follower_rounds": self.rounds - self._mark[2],
                 "follower_biggest_round": self.biggest,
                 "follower_ms_per_event": round(1000 * busy / added, 2) if added else 0.0,
-                "follower_cpu_ms_per_event": round(1000 * cpu / added, 2) if added else 0.0}
+                "follower_cpu_ms_per_event": round(1000 * cpu / added, 2) if added else 0.0,
+                # the remote store's own CPU per event projected (-1: the embedded store)
+                "follower_server_cpu_ms_per_event": -1.0 if self.server_pid is None else
+                round(1000 * server / added, 2) if added else 0.0}
 
 
 def _cpu_seconds(pid: int) -> float:

@@ -57,6 +57,7 @@ class Follower:
     biggest: int = 0  # the most events one round projected
     cpu: float = 0.0  # its CPU seconds (user + system), read before it is stopped
     server_cpu: float = 0.0
+    _round: tuple[int, int, float] = (-1, 0, 0.0)  # the latest round: start, added, seconds
     _mark: tuple[int, float, int, float, float] = (0, 0.0, 0, 0.0, 0.0)  # the load's start
     errors: list[str] = field(default_factory=list)
     proc: subprocess.Popen[str] | None = None
@@ -91,10 +92,19 @@ class Follower:
                 self.errors.append(str(status["error"]))
             else:
                 self.projected = max(self.projected, int(status["projected"]))
-                self.added += int(status["added"])
-                self.busy += float(status["seconds"])
-                self.rounds += 1
-                self.biggest = max(self.biggest, int(status["added"]))
+                # a long round reports once per batch, cumulatively (its start stays
+                # ``projected - added``): each round is counted once, at its latest report
+                added, seconds = int(status["added"]), float(status["seconds"])
+                start = int(status["projected"]) - added
+                if start == self._round[0]:
+                    self.added -= self._round[1]
+                    self.busy -= self._round[2]
+                else:
+                    self.rounds += 1
+                self._round = (start, added, seconds)
+                self.added += added
+                self.busy += seconds
+                self.biggest = max(self.biggest, added)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

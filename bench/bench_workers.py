@@ -204,8 +204,9 @@ def main() -> None:
                               follow=follow, journal_url=args.journal,
                               remote_store=remote_store)
                 if args.follow:
-                    lags[n].append({k: v for k, v in row.items()
-                                    if k.startswith(("lag_", "catch_up", "follower_"))})
+                    lags[n].append({"workers": n, "round": r, **{
+                        k: v for k, v in row.items()
+                        if k.startswith(("lag_", "catch_up", "follower_"))}})
                 if n not in best or row["calls_per_second"] > best[n]["calls_per_second"]:
                     best[n] = row
         with open_journal(args.journal) as journal:

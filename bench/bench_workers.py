@@ -12,7 +12,15 @@ Throughput is all calls over the wall time from the barrier to the last worker d
 row's ratio is against the 1-worker row measured in the same run. The load average is
 printed before and after: this machine's 2 cores are shared.
 
-Run: ``.venv/bin/python bench/bench_workers.py [--calls 200] [--workers 1,2,4] [--rounds 3]``
+``--follow`` also runs one ``cradle-kg graph follow`` process per round (a subprocess, as
+production would) and prints its lag behind the journal while the workers run — p50 / p99
+/ max over samples every ~50 ms of the seconds the oldest unprojected event has waited —
+and how long it takes to catch up once they stop (:mod:`follow_lag`). It follows the
+home's embedded on-disk store; ``--follow-graph oxigraph-serve`` a throw-away
+``oxigraph serve``. Throughput with ``--follow`` is measured with the follower running.
+
+Run: ``.venv/bin/python bench/bench_workers.py [--calls 200] [--workers 1,2,4] [--rounds 3]
+[--follow [--follow-graph embedded|oxigraph-serve] [--follow-interval 0.5]]``
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from follow_lag import Follower, Sampler, embedded_projected, lag_figures, wait_caught_up
 
 from cradle_kg import Runtime
 from cradle_kg.config import save_config
@@ -65,16 +75,35 @@ def _worker(home: Path, worker: int, calls: int, tag: str, barrier: Any, out: An
 
 
 def measure(home: Path, n: int, calls: int, tag: str, *, graph_sync: bool = False,
-            server: Any = None, own_session: bool = True) -> dict[str, float]:
+            server: Any = None, own_session: bool = True,
+            follow: Follower | None = None, journal_url: str = "",
+            remote_store: Any = None) -> dict[str, float]:
     ctx = multiprocessing.get_context("fork")  # the parent holds no connection, no thread
-    barrier, out = ctx.Barrier(n), ctx.Queue()
+    # following: the bench is a party of the barrier, released once the follower is up and
+    # at the head (the workers' warm-up projected)
+    barrier, out = ctx.Barrier(n + (follow is not None)), ctx.Queue()
     server_cpu = server.cpu_seconds() if server is not None else 0.0
     procs = [ctx.Process(target=_worker, args=(home, w, calls, tag, barrier, out, graph_sync,
                                                   own_session))
              for w in range(n)]
     for p in procs:
         p.start()
-    results = [out.get(timeout=900) for _ in procs]
+    sampler = None
+    if follow is not None:  # after the fork: the workers inherit no thread, no connection
+        sampler = _start_following(home, n, barrier, follow, journal_url, remote_store)
+    try:
+        results = [out.get(timeout=900) for _ in procs]
+        lag: dict[str, float] = {}
+        if sampler is not None and follow is not None:
+            start, end = min(r[1] for r in results), max(r[2] for r in results)
+            lag = lag_figures(sampler, start, end, wait_caught_up(sampler, follow, after=end))
+    finally:
+        if sampler is not None:
+            sampler.stop()
+        if follow is not None:
+            follow.stop()
+    if follow is not None:
+        lag.update(follow.figures())
     for p in procs:
         p.join(60)
         if p.exitcode != 0:
@@ -89,7 +118,25 @@ def measure(home: Path, n: int, calls: int, tag: str, *, graph_sync: bool = Fals
             "worker_cpu_ms_per_call": round(1000 * sum(r[4] for r in results) / executed, 1),
             # the server's CPU (its ended backends, warm-up included) per measured call
             "server_cpu_ms_per_call": round(1000 * (server.cpu_seconds() - server_cpu)
-                                            / executed, 1) if server is not None else -1}
+                                            / executed, 1) if server is not None else -1,
+            **lag}
+
+
+def _start_following(home: Path, n: int, barrier: Any, follow: Follower, journal_url: str,
+                     remote_store: Any) -> Sampler:
+    follow.start(remote_store.projected_seq() if remote_store is not None
+                 else embedded_projected(home))
+    sampler = Sampler(journal_url, follow, remote_store)
+    sampler.start()
+    deadline = time.monotonic() + 300
+    while barrier.n_waiting < n:  # the workers' warm-up done
+        if time.monotonic() > deadline:
+            raise RuntimeError("the workers did not reach the barrier")
+        time.sleep(0.02)
+    wait_caught_up(sampler, follow, after=time.perf_counter())
+    follow.mark()
+    barrier.wait()
+    return sampler
 
 
 def main() -> None:
@@ -107,6 +154,15 @@ def main() -> None:
                              "scheduling they then share one CPU share, as one process would)")
     parser.add_argument("--tool", choices=sorted(TOOLS), default="credit",
                         help="a governed write (default) or read")
+    parser.add_argument("--follow", action="store_true",
+                        help="run one `cradle-kg graph follow` per round and measure its "
+                             "lag behind the journal")
+    parser.add_argument("--follow-graph", choices=("embedded", "oxigraph-serve"),
+                        default="embedded", help="the store it follows into")
+    parser.add_argument("--follow-interval", type=float, default=0.5,
+                        help="the follower's --interval (its default: 0.5 s)")
+    parser.add_argument("--follow-batch", type=int, default=5000,
+                        help="the follower's --batch (its default: 5000)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     global TOOL
@@ -114,6 +170,8 @@ def main() -> None:
     counts = [int(x) for x in args.workers.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="cradle-bench-workers-"))
     server = None
+    oxigraph: Any = None
+    remote_store: Any = None
     load_before = os.getloadavg()
     try:
         if args.journal is None:
@@ -127,11 +185,28 @@ def main() -> None:
         home = tmp / "home"
         prepare_home(home)
         save_config(home / "config.json", demo_config().model_copy(update={"limits": ()}))
+        if args.follow and args.follow_graph == "oxigraph-serve":
+            from cradle_kg.storage.graph_opening import open_graph_store
+            from cradle_kg.storage.sparql_scratch import ScratchOxigraph
+
+            oxigraph = ScratchOxigraph()
+            remote_store = open_graph_store(home, remote=oxigraph.endpoints())
         best: dict[int, dict[str, float]] = {}
+        lags: dict[int, list[dict[str, float]]] = {n: [] for n in counts}
         for r in range(args.rounds):  # interleaved, so a load spike hits every count
             for n in counts:
+                follow = Follower(home, args.follow_interval, args.follow_batch,
+                                  oxigraph.setting() if oxigraph is not None else None,
+                                  server_pid=oxigraph._proc.pid if oxigraph is not None
+                                  else None) if args.follow else None
                 row = measure(home, n, args.calls, f"r{r}n{n}", graph_sync=args.graph_sync,
-                              server=server, own_session=not args.same_session)
+                              server=server, own_session=not args.same_session,
+                              follow=follow, journal_url=args.journal,
+                              remote_store=remote_store)
+                if args.follow:
+                    lags[n].append({"workers": n, "round": r, **{
+                        k: v for k, v in row.items()
+                        if k.startswith(("lag_", "catch_up", "follower_"))}})
                 if n not in best or row["calls_per_second"] > best[n]["calls_per_second"]:
                     best[n] = row
         with open_journal(args.journal) as journal:
@@ -139,6 +214,10 @@ def main() -> None:
         if not report.intact:
             raise RuntimeError(f"the journal does not verify: {report.reason}")
     finally:
+        if remote_store is not None:
+            remote_store.close()
+        if oxigraph is not None:
+            oxigraph.stop()
         if server is not None:
             server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -151,6 +230,10 @@ def main() -> None:
                "chain_intact": report.intact,
                "load_before": [round(x, 1) for x in load_before],
                "load_after": [round(x, 1) for x in os.getloadavg()], "cpus": os.cpu_count()}
+    if args.follow:
+        figures["follow"] = {"graph": args.follow_graph, "interval": args.follow_interval,
+                             "batch": args.follow_batch,
+                             "rounds": [x for n in counts for x in lags[n]]}
     if args.json:
         print(json.dumps(figures, indent=2))
         return
@@ -160,6 +243,21 @@ def main() -> None:
         print(f"{row['workers']:>7}  {row['calls']:>5}  {row['seconds']:>7}  "
               f"{row['calls_per_second']:>7}  {row['ratio_to_1']:>4}x  "
               f"{row['worker_cpu_ms_per_call']:>19}  {row['server_cpu_ms_per_call']:>6}")
+    if args.follow:
+        print(f"projector lag (`graph follow` into {args.follow_graph}, --interval "
+              f"{args.follow_interval:g}, --batch {args.follow_batch}), every round:")
+        print(f"{'workers':>7}  {'samples':>7}  {'p50 s':>6}  {'p99 s':>6}  {'max s':>6}  "
+              f"{'catch-up s':>10}  follower: events rounds biggest  ms/event  CPU ms/event"
+              + ("  store CPU ms/event" if oxigraph is not None else ""))
+        for n in counts:
+            for x in lags[n]:
+                print(f"{n:>7}  {x['lag_samples']:>7}  {x['lag_p50_s']:>6}  "
+                      f"{x['lag_p99_s']:>6}  {x['lag_max_s']:>6}  {x['catch_up_s']:>10}  "
+                      f"{x['follower_events']:>16} {x['follower_rounds']:>6} "
+                      f"{x['follower_biggest_round']:>7}  {x['follower_ms_per_event']:>8}  "
+                      f"{x['follower_cpu_ms_per_event']:>12}"
+                      + (f"  {x['follower_server_cpu_ms_per_event']:>18}"
+                         if oxigraph is not None else ""))
     print(f"journal: {report.events} events, chain intact; load average "
           f"{figures['load_before']} -> {figures['load_after']} on {os.cpu_count()} cores")
 

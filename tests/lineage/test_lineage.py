@@ -5,35 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
-from cradle_kg.config import RuntimeConfig
 from cradle_kg.lineage.normalise import tokens
 from cradle_kg.loop.runtime import Runtime
-from cradle_kg.packs.loader import load_pack
 from cradle_kg.records import (
-    Agent,
     IdempotencyClass,
     OutcomeStatus,
-    Permission,
     SideEffectClass,
-    VerificationCheck,
-    VerificationStatus,
 )
 from cradle_kg.tools import ToolCall, ToolSpec
-from cradle_kg.verifiers import VerifierReport, VerifyRequest
 
-PACK = Path(__file__).resolve().parents[2] / "packs" / "security.lineage"
-AGENT = "agent:assistant"
-
-
-class Free(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    result: Any = None
-
-
-class NoArgs(BaseModel):
-    pass
+from .kit import AGENT, Free, NoArgs, lineage_runtime, submit, trace, verified
 
 
 class Send(BaseModel):
@@ -45,14 +28,7 @@ SENT: list[dict[str, Any]] = []
 
 
 def _runtime(tmp_path: Path, inbox: str, note: str = "") -> Runtime:
-    home = tmp_path / "home"
-    (home / "policies").mkdir(parents=True)
-    (home / "policies" / "all.cedar").write_text(
-        '@id("all")\npermit(principal, action, resource);\n')
-    rt = Runtime(home, config=RuntimeConfig(agents=(Agent(id=AGENT),),
-                                            permissions=(Permission(subject=AGENT),)),
-                 graph_sync=False, load_plugins=False)
-    rt.load_pack(load_pack(PACK))
+    rt = lineage_runtime(tmp_path / "home")
     rt.register_tool(ToolSpec(id="read_email", version="1", input_model=NoArgs,
                               output_model=Free, side_effect_class=SideEffectClass.READ_ONLY,
                               idempotency=IdempotencyClass.NATURAL, output_trust="untrusted"),
@@ -75,24 +51,11 @@ def _send(call: ToolCall) -> Free:
     return Free(result="ok")
 
 
-def _verified(req: VerifyRequest) -> VerifierReport:
-    from datetime import UTC, datetime
-    return VerifierReport(checks=(
-        VerificationCheck(name="resource_exists", status=VerificationStatus.VERIFIED),
-        VerificationCheck(name="expected_state", status=VerificationStatus.VERIFIED)),
-        read_at=datetime.now(UTC), evidence={"sent": len(SENT)})
+_verified = verified(lambda: {"sent": len(SENT)})
 
 
 def _submit(rt: Runtime, n: int, tool: str, args: dict[str, Any], *, target: str = "bank") -> Any:
-    return rt.submit({"id": f"p{n}", "task_id": "t", "agent_id": AGENT, "run_id": "run:t",
-                      "step": n, "action": {"action_type": tool, "target": target,
-                                            "arguments": args}})
-
-
-def _trace(rt: Runtime, tool: str) -> dict[str, Any]:
-    traced = [e for e in rt.journal.events(run_id="run:t") if e.kind == "lineage.traced"
-              and e.payload["trace"]["tool"] == tool]
-    return traced[-1].payload["trace"]
+    return submit(rt, n, tool, args, target=target)
 
 
 def test_an_iban_read_in_an_email_is_traced_into_the_transfer(tmp_path: Path) -> None:
@@ -102,7 +65,7 @@ def test_an_iban_read_in_an_email_is_traced_into_the_transfer(tmp_path: Path) ->
     out = _submit(rt, 1, "send_money", {"recipient": "GB29NWBK60161331926819", "amount": 100})
     assert out.status is OutcomeStatus.AWAITING_APPROVAL
     assert any("GB29 NWBK" in r and "untrusted" in r for r in out.reasons)  # origin quoted
-    arg = next(a for a in _trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
+    arg = next(a for a in trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
     assert arg["untrusted_only"] and not arg["trusted_origin"]
     assert arg["origins"][0]["tool"] == "read_email"
     # journaled before the decision, projected as prov:wasDerivedFrom
@@ -122,7 +85,7 @@ def test_a_value_also_in_the_users_request_is_trusted(tmp_path: Path) -> None:
     _submit(rt, 0, "read_email", {}, target="mail")
     out = _submit(rt, 1, "send_money", {"recipient": "GB29NWBK60161331926819", "amount": 100})
     assert out.status is OutcomeStatus.EXECUTED
-    arg = next(a for a in _trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
+    arg = next(a for a in trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
     assert arg["trusted_origin"] and not arg["untrusted_only"]
     assert {o["trust"] for o in arg["origins"]} == {"trusted", "untrusted"}
     rt.close()
@@ -137,7 +100,7 @@ def test_a_value_copied_through_two_observations_stays_untrusted(tmp_path: Path)
     _submit(rt, 1, "read_note", {}, target="notes")
     out = _submit(rt, 2, "send_money", {"recipient": "US133000000121212121212", "amount": 5})
     assert out.status is OutcomeStatus.AWAITING_APPROVAL
-    arg = next(a for a in _trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
+    arg = next(a for a in trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
     assert {o["tool"] for o in arg["origins"]} == {"read_email", "read_note"}
     assert arg["untrusted_only"]
     rt.close()
@@ -148,7 +111,7 @@ def test_a_substring_of_a_longer_iban_does_not_match(tmp_path: Path) -> None:
     rt.record_input("run:t", "Check my inbox.", author="user:emma")
     _submit(rt, 0, "read_email", {}, target="mail")
     _submit(rt, 1, "send_money", {"recipient": "US1330000001212", "amount": 5})
-    arg = next(a for a in _trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
+    arg = next(a for a in trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
     assert arg["origins"] == [] and not arg["untrusted_only"]
     rt.close()
 
@@ -207,7 +170,7 @@ def test_a_fact_the_host_asserted_is_a_trusted_origin(tmp_path: Path) -> None:
                "action": {"action_type": "read_email", "target": "mail", "arguments": {}}})
     out = _submit(rt, 1, "send_money", {"recipient": "NL91ABNA0417164300", "amount": 5})
     assert out.status is OutcomeStatus.EXECUTED
-    arg = next(a for a in _trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
+    arg = next(a for a in trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
     assert arg["trusted_origin"]
     assert any(o["kind"] == "fact" and o["author"] == "host:desk" for o in arg["origins"])
     rt.close()
@@ -220,7 +183,7 @@ def test_an_observation_written_by_another_process_is_seen(tmp_path: Path) -> No
     _submit(first, 0, "send_money", {"recipient": "GB29NWBK60161331926819", "amount": 1})
     _submit(second, 1, "read_email", {}, target="mail")  # the other writer reads the mail
     _submit(first, 2, "send_money", {"recipient": "FR7630006000011234567890189", "amount": 1})
-    arg = next(a for a in _trace(first, "send_money")["arguments"] if a["name"] == "recipient")
+    arg = next(a for a in trace(first, "send_money")["arguments"] if a["name"] == "recipient")
     assert arg["untrusted_only"] and arg["origins"][0]["tool"] == "read_email"
     second.close()
     first.close()
@@ -232,9 +195,7 @@ def _runtime_again(tmp_path: Path, inbox: str) -> Runtime:
     moved.mkdir()
     rt = _runtime(moved, inbox)
     rt.close()
-    home = tmp_path / "home"
-    again = Runtime(home, config=rt.config, graph_sync=False, load_plugins=False)
-    again.load_pack(load_pack(PACK))
+    again = lineage_runtime(tmp_path / "home", config=rt.config)
     for spec in rt.tools.specs():
         again.register_tool(spec, lambda call: Free(result={"body": inbox})
                             if call.tool_id == "read_email" else _send(call))

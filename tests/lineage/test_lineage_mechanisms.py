@@ -4,39 +4,21 @@ a repeated write."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
-from cradle_kg.config import RuntimeConfig
 from cradle_kg.lineage.normalise import date_of, dates, tokens
 from cradle_kg.loop.runtime import Runtime
-from cradle_kg.packs.loader import load_pack
 from cradle_kg.records import (
-    Agent,
     IdempotencyClass,
     OutcomeStatus,
-    Permission,
     SideEffectClass,
-    VerificationCheck,
-    VerificationStatus,
 )
 from cradle_kg.tools import ToolSpec
-from cradle_kg.verifiers import VerifierReport, VerifyRequest
 
-PACK = Path(__file__).resolve().parents[2] / "packs" / "security.lineage"
-AGENT = "agent:assistant"
-
-
-class Free(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    result: Any = None
-
-
-class NoArgs(BaseModel):
-    pass
+from .kit import Free, NoArgs, lineage_runtime, submit, trace, verified
 
 
 class Path_(BaseModel):
@@ -58,11 +40,7 @@ class Update(BaseModel):
     amount: float
 
 
-def _verified(req: VerifyRequest) -> VerifierReport:
-    return VerifierReport(checks=(
-        VerificationCheck(name="resource_exists", status=VerificationStatus.VERIFIED),
-        VerificationCheck(name="expected_state", status=VerificationStatus.VERIFIED)),
-        read_at=datetime.now(UTC), evidence={"read": "back"})
+_verified = verified(lambda: {"read": "back"})
 
 
 def _write(rt: Runtime, tool: str, model: type[BaseModel], sensitive: tuple[str, ...],
@@ -77,14 +55,7 @@ def _write(rt: Runtime, tool: str, model: type[BaseModel], sensitive: tuple[str,
 
 def _runtime(tmp_path: Path, *, inbox: str = "", files: dict[str, str] | None = None,
              catalogue: str = "", me: dict[str, str] | None = None) -> Runtime:
-    home = tmp_path / "home"
-    (home / "policies").mkdir(parents=True)
-    (home / "policies" / "all.cedar").write_text(
-        '@id("all")\npermit(principal, action, resource);\n')
-    rt = Runtime(home, config=RuntimeConfig(agents=(Agent(id=AGENT),),
-                                            permissions=(Permission(subject=AGENT),)),
-                 graph_sync=False, load_plugins=False)
-    rt.load_pack(load_pack(PACK))
+    rt = lineage_runtime(tmp_path / "home")
 
     def read(tool: str, model: type[BaseModel], fn: Any, trust: str = "untrusted",
              confidential: tuple[str, ...] = ()) -> None:
@@ -106,19 +77,11 @@ def _runtime(tmp_path: Path, *, inbox: str = "", files: dict[str, str] | None = 
 
 
 def _submit(rt: Runtime, n: int, tool: str, args: dict[str, Any]) -> Any:
-    return rt.submit({"id": f"p{n}", "task_id": "t", "agent_id": AGENT, "run_id": "run:t",
-                      "step": n, "action": {"action_type": tool, "target": "svc",
-                                            "arguments": args}})
-
-
-def _trace(rt: Runtime, tool: str) -> dict[str, Any]:
-    traced = [e for e in rt.journal.events(run_id="run:t") if e.kind == "lineage.traced"
-              and e.payload["trace"]["tool"] == tool]
-    return traced[-1].payload["trace"]
+    return submit(rt, n, tool, args, target="svc")
 
 
 def _arg(rt: Runtime, tool: str, name: str) -> dict[str, Any]:
-    return next(a for a in _trace(rt, tool)["arguments"] if a["name"] == name)
+    return next(a for a in trace(rt, tool)["arguments"] if a["name"] == name)
 
 
 def test_dates_are_read_from_prose_and_iso() -> None:
@@ -201,9 +164,9 @@ def test_a_request_that_says_follow_the_instructions_delegates_the_choice(
     _submit(rt, 0, "read_file", {"path": "notices.txt"})
     out = _submit(rt, 1, "update_order", {"id": 7, "amount": 1200})
     assert out.status is OutcomeStatus.EXECUTED, out.reasons
-    trace = _trace(rt, "update_order")
-    assert trace["choice_delegated"] and trace["choice_trusted"]
-    assert trace["choice_origins"][0]["trust"] == "designated"
+    found = trace(rt, "update_order")
+    assert found["choice_delegated"] and found["choice_trusted"]
+    assert found["choice_origins"][0]["trust"] == "designated"
     # only the choice is delegated: a value the document tells to use still needs a human
     out = _submit(rt, 2, "send_email", {"to": "US133000000121212121212", "body": "deposit"})
     assert out.status is OutcomeStatus.AWAITING_APPROVAL
@@ -218,8 +181,8 @@ def test_a_document_the_request_only_names_does_not_choose(tmp_path: Path) -> No
     _submit(rt, 0, "read_file", {"path": "notices.txt"})
     out = _submit(rt, 1, "update_order", {"id": 7, "amount": 1200})
     assert out.status is OutcomeStatus.AWAITING_APPROVAL
-    trace = _trace(rt, "update_order")
-    assert trace["choice_untrusted_only"] and not trace["choice_delegated"]
+    found = trace(rt, "update_order")
+    assert found["choice_untrusted_only"] and not found["choice_delegated"]
     rt.close()
 
 
@@ -231,13 +194,13 @@ def test_a_second_booking_with_the_requests_dates_is_held(tmp_path: Path) -> Non
     assert first.status is OutcomeStatus.EXECUTED, first.reasons
     again = _submit(rt, 2, "book", {"place": "Luxury Palace", "day": "2024-05-13"})
     assert again.status is OutcomeStatus.AWAITING_APPROVAL
-    trace = _trace(rt, "book")
-    assert trace["repeats"] == _trace_of_step(rt, 1)["action_id"]
-    assert trace["repeat_changed"] == ["place"]
+    found = trace(rt, "book")
+    assert found["repeats"] == _trace_of_step(rt, 1)["action_id"]
+    assert found["repeat_changed"] == ["place"]
     assert any("repeated-write" in r and "`place`" in r for r in again.reasons)
     # a day the request did not give: nothing the request gave is reused, not a repeat
     other = _submit(rt, 3, "book", {"place": "Riverside", "day": "2024-06-01"})
-    assert not _trace(rt, "book")["repeats"]
+    assert not trace(rt, "book")["repeats"]
     assert other.status is OutcomeStatus.EXECUTED, other.reasons
     rt.close()
 

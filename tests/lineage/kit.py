@@ -1,0 +1,67 @@
+"""What the lineage tests share: a runtime with the `security.lineage` pack loaded and a
+permit-all policy (each test registers its own tools), a verifier that reads back
+success, and the helpers that submit a step of run `run:t` and read its lineage trace."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from cradle_kg.config import RuntimeConfig
+from cradle_kg.loop.runtime import Runtime
+from cradle_kg.packs.loader import load_pack
+from cradle_kg.records import Agent, Permission, VerificationCheck, VerificationStatus
+from cradle_kg.verifiers import VerifierReport, VerifyRequest
+
+PACK = Path(__file__).resolve().parents[2] / "packs" / "security.lineage"
+AGENT = "agent:assistant"
+
+
+class Free(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    result: Any = None
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+def lineage_runtime(home: Path, *, config: RuntimeConfig | None = None) -> Runtime:
+    """A runtime on ``home`` that permits everything by policy, with the lineage pack."""
+    (home / "policies").mkdir(parents=True, exist_ok=True)
+    (home / "policies" / "all.cedar").write_text(
+        '@id("all")\npermit(principal, action, resource);\n')
+    rt = Runtime(home, config=config or RuntimeConfig(
+        agents=(Agent(id=AGENT),), permissions=(Permission(subject=AGENT),)),
+        graph_sync=False, load_plugins=False)
+    rt.load_pack(load_pack(PACK))
+    return rt
+
+
+def verified(evidence: Callable[[], dict[str, Any]]) -> Callable[[VerifyRequest],
+                                                                VerifierReport]:
+    """A verifier whose both checks verify, with ``evidence()`` as its evidence."""
+    def verify(req: VerifyRequest) -> VerifierReport:
+        return VerifierReport(checks=(
+            VerificationCheck(name="resource_exists", status=VerificationStatus.VERIFIED),
+            VerificationCheck(name="expected_state", status=VerificationStatus.VERIFIED)),
+            read_at=datetime.now(UTC), evidence=evidence())
+    return verify
+
+
+def submit(rt: Runtime, n: int, tool: str, args: dict[str, Any], *, target: str) -> Any:
+    """Step ``n`` of run `run:t`: ``tool`` with ``args`` on ``target``."""
+    return rt.submit({"id": f"p{n}", "task_id": "t", "agent_id": AGENT, "run_id": "run:t",
+                      "step": n, "action": {"action_type": tool, "target": target,
+                                            "arguments": args}})
+
+
+def trace(rt: Runtime, tool: str) -> dict[str, Any]:
+    """The last lineage trace journaled for a proposal of ``tool`` in run `run:t`."""
+    traced = [e for e in rt.journal.events(run_id="run:t") if e.kind == "lineage.traced"
+              and e.payload["trace"]["tool"] == tool]
+    return traced[-1].payload["trace"]

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -47,19 +46,6 @@ SCRIPT = [
        outcome={"proposal_id": "p1", "status": "executed"}),
     ev(6, "proposal.received", run="run:b", subject="proposal:p2", text="é ✓ \u0000 nul"),
 ]
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "journal.sqlite")
-    return str(request.getfixturevalue("pg_url"))
-
-
-@pytest.fixture
-def journal(target: str) -> Iterator[Journal]:
-    with open_journal(target) as j:
-        yield j
 
 
 def test_same_events_same_hashes_on_both_backends(tmp_path: Path, pg_url: str) -> None:

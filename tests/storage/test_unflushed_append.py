@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,19 +19,6 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 def ev(i: int, kind: str = "note", key: str | None = None) -> NewEvent:
     return NewEvent(run_id="run:a", kind=kind, subject=f"s:{i}", actor="agent:a", at=T0,
                     payload={"i": i}, idem_key=key)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "journal.sqlite")
-    return str(request.getfixturevalue("pg_url"))
-
-
-@pytest.fixture
-def journal(target: str) -> Iterator[Journal]:
-    with open_journal(target) as j:
-        yield j
 
 
 def test_an_unflushed_append_is_committed_visible_and_chained(journal: Journal,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import CradleError, InputError, UnknownNameError
+from ..errors import CradleError, UnknownNameError
 from ..home import Home, resolve_home
 from ..records import SCHEMAS, OutcomeStatus
 from .common import (
@@ -234,11 +234,7 @@ class _ToolCollector:
         if spec.postconditions:  # rdflib and the SHACL engine: only for a tool with shapes
             from ..loop.gate2_world import compile_postconditions
 
-            try:
-                compile_postconditions(spec)
-            except Exception as exc:
-                raise InputError(f"tool `{spec.ref}`: its postcondition shapes do not "
-                                 f"compile: {exc}") from exc
+            compile_postconditions(spec)  # as Runtime.register_tool: a bad shape refuses it
         self.tools.register(spec, fn, lookup=lookup)
 
     def register_verifier(self, verifier_id: str, fn: VerifierFunction) -> None:

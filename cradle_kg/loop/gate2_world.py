@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
+from ..errors import InputError
 from ..graph.project import lit
 from ..graph.shacl import RustShaclEngine, shapes_from_turtle
 from ..records import (
@@ -130,9 +131,15 @@ def _engine(shapes_turtle: tuple[str, ...]) -> RustShaclEngine:
 
 
 def compile_postconditions(spec: ToolSpec) -> None:
-    """Parse and compile a contract's shapes (at registration: a bad shape refuses it)."""
-    if spec.postconditions:
+    """Parse and compile a contract's shapes (at registration: a bad shape refuses the
+    contract with an :class:`~cradle_kg.errors.InputError`)."""
+    if not spec.postconditions:
+        return
+    try:
         _engine(tuple(spec.postconditions))
+    except Exception as exc:  # the Turtle parser's and the SHACL engine's own errors
+        raise InputError(f"tool `{spec.ref}`: its postcondition shapes do not compile: "
+                         f"{exc}") from exc
 
 
 def postconditions(spec: ToolSpec, arguments: BaseModel, report: VerifierReport | None,

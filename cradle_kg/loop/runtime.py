@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RuntimeConfig, load_config
-from ..errors import CradleError, GraphStoreError, InputError, JournalError
+from ..errors import CradleError, GraphStoreError, JournalError
 from ..evidence import EvidenceStore
 from ..graph.catchup import catch_up
 from ..graph.knowledge import KnowledgeSource
@@ -191,11 +191,7 @@ class Runtime:
 
     def register_tool(self, spec: ToolSpec, fn: ToolFunction, *,
                       lookup: LookupFunction | None = None) -> None:
-        try:  # a postcondition shape that does not compile refuses the contract
-            compile_postconditions(spec)
-        except Exception as exc:
-            raise InputError(f"tool `{spec.ref}`: its postcondition shapes do not compile: "
-                             f"{exc}") from exc
+        compile_postconditions(spec)  # a shape that does not compile refuses the contract
         self.tools.register(spec, fn, lookup=lookup)
 
     def register_verifier(self, verifier_id: str, fn: VerifierFunction) -> None:

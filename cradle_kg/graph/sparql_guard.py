@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..errors import QueryError, QueryRefusedError
+from ..storage.sparql_values import SPARQL_HIDDEN
 
 #: the default caps (the server's ``--max-query-bytes`` / ``--max-query-depth``)
 MAX_QUERY_BYTES: Final = 100_000
@@ -48,11 +49,7 @@ MAX_QUERY_DEPTH: Final = 128
 # brackets. This count only words the 400 for a deep query; the workers' large stack is
 # what keeps a miscounted query from overflowing the engine.
 _LEX: Final = re.compile(r"""
-    (?P<skip>\\.
-      |\#[^\r\n]*
-      |'''(?:[^'\\]|\\.|'(?!''))*'''|\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
-      |'(?:[^'\\\r\n]|\\.)*'|"(?:[^"\\\r\n]|\\.)*"
-      |<[^<>"{}\x00-\x20]*>)
+    (?P<skip>""" + SPARQL_HIDDEN + r""")
   | (?P<open><<|[{(\[])
   | (?P<close>>>|[})\]])
   | [^\\\#'"<>{}()\[\]]+

@@ -22,12 +22,17 @@ from typing import Final
 
 from ..errors import QueryError
 
-_LEX: Final = re.compile(r"""
-    (?P<skip>\\.
+#: what hides brackets and variables in SPARQL's lexical rules (for :data:`re.VERBOSE`):
+#: backslash escapes (``ex:a\'b`` is a name, not a string), comments (which end at CR or
+#: LF), the four string forms and IRIs. Shared with :mod:`cradle_kg.graph.sparql_guard`.
+SPARQL_HIDDEN: Final = r"""
+    \\.
       |\#[^\r\n]*
       |'''(?:[^'\\]|\\.|'(?!''))*'''|\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"
       |'(?:[^'\\\r\n]|\\.)*'|"(?:[^"\\\r\n]|\\.)*"
-      |<[^<>"{}\x00-\x20]*>)
+      |<[^<>"{}\x00-\x20]*>"""
+_LEX: Final = re.compile(r"""
+    (?P<skip>""" + SPARQL_HIDDEN + r""")
   | (?P<open>\{)
   | (?P<close>\})
   | (?P<var>[?$][A-Za-z0-9_]+)

@@ -197,7 +197,15 @@ class PostgresHomes:
     def load(self, size: int, source: Path) -> None:
         url = self.server.create_database()
         t0 = time.perf_counter()
-        report = copy_sqlite(source / "journal.sqlite", url)
+        last = [0.0]
+
+        def show(phase: str, done: int, total: int) -> None:
+            if time.perf_counter() - last[0] > 10 or done == total:
+                last[0] = time.perf_counter()
+                print(f"    {phase}: {done:,} / {total:,} at {last[0] - t0:.0f} s",
+                      file=sys.stderr)
+
+        report = copy_sqlite(source / "journal.sqlite", url, progress=show)
         print(f"  {size:,}: {report.events:,} events copied into PostgreSQL and verified "
               f"in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         self.templates[size] = url.rsplit("/", 1)[1]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -87,6 +88,26 @@ def db_status(home: HomeOpt = None, journal: JournalOpt = None,
     raise typer.Exit(1 if st.pending else 0)
 
 
+class _CopyProgressLines:
+    """``journal copy``'s progress on stderr: a line per phase and then one at most every
+    two seconds (with the rate while rows are copied)."""
+
+    def __init__(self) -> None:
+        self.started = self.last = time.monotonic()
+        self.phase = ""
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if phase == self.phase and now - self.last < 2.0 and done < total:
+            return
+        if phase != self.phase:
+            self.phase, self.started = phase, now
+        self.last = now
+        rate = f" ({done / (now - self.started):,.0f}/s)" \
+            if phase == "copying" and now > self.started else ""
+        err_console.print(f"{phase}: {done:,} / {total:,}{rate}", highlight=False)
+
+
 @journal_app.command("copy")
 def journal_copy(
     to: Annotated[str, typer.Option("--to", help="The PostgreSQL journal to fill "
@@ -103,7 +124,7 @@ def journal_copy(
     if not is_postgres(to):
         fail(InputError(f"`{redact(to)}` is not a `postgresql://` URL"))
     try:
-        report = copy_sqlite(source, to)
+        report = copy_sqlite(source, to, progress=_CopyProgressLines())
     except CradleError as exc:
         fail(exc)
     if fmt is Format.JSON:

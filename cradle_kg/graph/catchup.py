@@ -6,9 +6,10 @@ bring a :class:`~cradle_kg.storage.graph.GraphStore` up to the journal with
 :func:`catch_up`, and recreate one with :func:`rebuild`. The store is a projection,
 never the truth: it records the last journal ``seq`` it has projected (the watermark).
 
-# INVARIANT: each batch — its events' inserts and retractions in journal order, then the
-#   watermark — is one ``GraphStore.apply`` (one transaction): a kill leaves the batch
-#   wholly in or wholly out; a replayed batch changes nothing (set operations).
+# INVARIANT: each batch — the net effect of its events' inserts and retractions in journal
+#   order (:class:`~cradle_kg.storage.graph.QuadBatch`), then the watermark — is one
+#   ``GraphStore.apply``: the watermark never moves ahead of the content, and a batch
+#   replayed after a kill changes nothing but what the kill left undone (set operations).
 """
 
 from __future__ import annotations
@@ -18,27 +19,29 @@ from collections.abc import Iterator, Sequence
 from ..crashpoints import crashpoint
 from ..records import AuditEvent
 from ..storage import Journal
-from ..storage.graph import PROJECTION_VERSION, SHARED_GRAPH, Progress, ProjectionTarget
+from ..storage.graph import (
+    PROJECTION_VERSION,
+    SHARED_GRAPH,
+    Progress,
+    ProjectionTarget,
+    QuadBatch,
+)
 from .packproj import PackProjector
 from .project import event_quads, event_retractions, project_event, run_graph
 
 #: events per batch (one update request each)
 BATCH = 5_000
+_SHARED = f"<{SHARED_GRAPH}>"
 
 
-def event_ops(ev: AuditEvent, ops: list[str],
+def event_ops(ev: AuditEvent, batch: QuadBatch,
               projectors: Sequence[PackProjector] = ()) -> None:
-    """The SPARQL Update operations of one event: its quads, then what it retracts."""
+    """Add one event to ``batch``: its quads, then what it retracts."""
     graph = run_graph(ev.run_id)
     triples, shared = event_quads(ev, projectors=projectors)
-    if triples or shared:
-        body = f"GRAPH {graph} {{ {' . '.join(triples)} }}" if triples else ""
-        if shared:
-            body += f" GRAPH <{SHARED_GRAPH}> {{ {' . '.join(shared)} }}"
-        ops.append(f"INSERT DATA {{ {body} }}")
-    retract = event_retractions(ev)
-    if retract:
-        ops.append(f"DELETE DATA {{ GRAPH {graph} {{ {' . '.join(retract)} }} }}")
+    batch.add(graph, triples)
+    batch.add(_SHARED, shared)
+    batch.remove(graph, event_retractions(ev))
 
 
 def catch_up(store: ProjectionTarget, journal: Journal, *, projectors: Sequence[PackProjector] = (),
@@ -53,14 +56,14 @@ def catch_up(store: ProjectionTarget, journal: Journal, *, projectors: Sequence[
         return rebuild(store, journal, projectors=projectors, progress=progress)
     head, _ = journal.head()
     done = last = 0
-    ops: list[str] = []
+    ops = QuadBatch()
     for ev in journal.events(since_seq=start):
         event_ops(ev, ops, projectors)
         done += 1
         last = ev.seq
         if done % batch == 0:
             store.apply(ops, last)
-            ops.clear()
+            ops = QuadBatch()
             crashpoint("graph.sync.batch")
             if progress:
                 progress(last - start, head - start)

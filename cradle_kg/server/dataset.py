@@ -38,9 +38,9 @@ from ..graph.catchup import catch_up, rebuild
 from ..graph.knowledge import install
 from ..home import Home
 from ..storage import Journal, open_home_journal
-from ..storage.graph import PROJECTION_VERSION
+from ..storage.graph import PROJECTION_VERSION, QuadBatch
 from ..storage.graph_opening import is_remote
-from ..storage.oxigraph import OxigraphStore
+from ..storage.oxigraph import OxigraphStore, write_batch
 from .worker import Source
 
 if TYPE_CHECKING:
@@ -117,9 +117,8 @@ class PrivateStore:
     def layout(self) -> int:
         return PROJECTION_VERSION
 
-    def apply(self, updates: Sequence[str], seq: int) -> None:
-        if updates:
-            self.store.update(" ;\n".join(updates))
+    def apply(self, batch: QuadBatch, seq: int) -> None:
+        write_batch(self.store, batch)
         self.seq = seq
 
     def replace_all(self, nquads: Iterable[str], retractions: Sequence[str],

@@ -57,6 +57,67 @@ def watermark_update(seq: int) -> str:
             f"{meta} <{VERSION}> \"{PROJECTION_VERSION}\"^^<{_INT}> }} }}")
 
 
+class QuadBatch:
+    """What a batch of projected events changes, as its net effect in journal order:
+    ``(graph, "s p o")`` pairs to add and to remove (``graph`` an ``<IRI>``). A triple
+    added then retracted in one batch is only removed, retracted then added only added,
+    so the two sets are disjoint and a store may apply them in either order, in one
+    transaction or several (replaying either changes nothing)."""
+
+    __slots__ = ("added", "removed")
+
+    def __init__(self) -> None:
+        self.added: dict[tuple[str, str], None] = {}
+        self.removed: dict[tuple[str, str], None] = {}
+
+    def add(self, graph: str, triples: Iterable[str]) -> None:
+        for t in triples:
+            self.added[graph, t] = None
+            self.removed.pop((graph, t), None)
+
+    def remove(self, graph: str, triples: Iterable[str]) -> None:
+        for t in triples:
+            self.removed[graph, t] = None
+            self.added.pop((graph, t), None)
+
+    def __len__(self) -> int:
+        return len(self.added) + len(self.removed)
+
+    @staticmethod
+    def nquads(pairs: Iterable[tuple[str, str]]) -> str:
+        return "".join(f"{t} {g} .\n" for g, t in pairs)
+
+    @staticmethod
+    def data(verb: str, pairs: Iterable[tuple[str, str]], max_bytes: int) -> list[str]:
+        """``INSERT DATA`` / ``DELETE DATA`` operations (``verb``) of ``pairs``, grouped by
+        graph, each at most about ``max_bytes`` long."""
+        by_graph: dict[str, list[str]] = {}
+        for g, t in pairs:
+            by_graph.setdefault(g, []).append(t)
+        ops: list[str] = []
+        body: list[str] = []
+        size = 0
+        for g, triples in by_graph.items():
+            for start in range(0, len(triples), 1000):
+                part = f"GRAPH {g} {{ {' . '.join(triples[start:start + 1000])} }}"
+                if body and size + len(part) > max_bytes:
+                    ops.append(f"{verb} {{ {' '.join(body)} }}")
+                    body, size = [], 0
+                body.append(part)
+                size += len(part) + 1
+        if body:
+            ops.append(f"{verb} {{ {' '.join(body)} }}")
+        return ops
+
+    def sparql_deletes(self, max_bytes: int = 1 << 62) -> list[str]:
+        return self.data("DELETE DATA", self.removed, max_bytes)
+
+    def sparql(self, max_bytes: int = 1 << 62) -> list[str]:
+        """The batch as SPARQL 1.1 Update operations: its deletions, then its insertions."""
+        return (self.data("DELETE DATA", self.removed, max_bytes)
+                + self.data("INSERT DATA", self.added, max_bytes))
+
+
 def is_knowledge(graph: str) -> bool:
     return graph.startswith(KNOWLEDGE_BASE)
 
@@ -86,9 +147,10 @@ class ProjectionTarget(Protocol):
         """The projection layout the store was written with (1: before it was recorded)."""
         ...
 
-    def apply(self, updates: Sequence[str], seq: int) -> None:
-        """One batch: the SPARQL Update operations ``updates`` (a run's projected quads and
-        retractions, in journal order) and the watermark ``seq``, in one transaction."""
+    def apply(self, batch: QuadBatch, seq: int) -> None:
+        """One batch of projected events: its net additions and retractions, then the
+        watermark ``seq`` — never ahead of the content (a kill part-way leaves the
+        watermark behind, and the batch is applied again)."""
         ...
 
     def replace_all(self, nquads: Iterable[str], retractions: Sequence[str],
@@ -171,6 +233,7 @@ __all__ = [
     "GraphStore",
     "Progress",
     "ProjectionTarget",
+    "QuadBatch",
     "QueryResult",
     "Term",
     "check_knowledge_name",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -62,12 +63,19 @@ def p(term: str) -> str:
     return f"<{PROV_NS}{term}>"
 
 
+@lru_cache(maxsize=1 << 16)
+def _encoded(ident: str) -> str:
+    # cached: urllib's quote was a third of the projection's CPU (the same ids recur:
+    # policies, identities, runs, tools)
+    return quote(ident, safe="")
+
+
 def node(kind: str, ident: str) -> str:
-    return f"<{ID_BASE}{kind}/{quote(ident, safe='')}>"
+    return f"<{ID_BASE}{kind}/{_encoded(ident)}>"
 
 
 def run_graph(run_id: str) -> str:
-    return f"<{RUN_BASE}{quote(run_id, safe='')}>"
+    return f"<{RUN_BASE}{_encoded(run_id)}>"
 
 
 def identity(ident: str) -> str:

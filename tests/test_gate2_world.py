@@ -27,6 +27,9 @@ from cradle_kg.records import (
 )
 from tests.conftest import make_config, proposal
 
+# the journal on each backend (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
 OB = "https://w3id.org/cradle/observed#"
 VALUE_SHAPE = f"""
 @prefix sh: <http://www.w3.org/ns/shacl#> .

@@ -16,6 +16,9 @@ from cradle_kg.storage import NewEvent
 
 from .conftest import proposal
 
+# the journal on each backend (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
 
 def _fresh(rt: Runtime, run_id: str, checker: IntegrityChecker) -> _RunGraph:
     graph = _RunGraph(checker.projectors)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from cradle_kg import (
     OutcomeStatus,
     Proposal,
@@ -27,6 +29,9 @@ from cradle_kg.runs import show_run
 from cradle_kg.tools import ToolSpec as _Spec
 
 from .conftest import Echo, EchoOut, proposal
+
+# the journal on each backend (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
 
 V = VerificationStatus
 

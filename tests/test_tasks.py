@@ -7,12 +7,17 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from cradle_kg import OutcomeStatus, Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.runs import show_run
 
 from .conftest import make_config, proposal, register_test_tools
 from .inprocess import run_cli
+
+# the journal on each backend (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
 
 
 def cli(*args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -7,10 +7,15 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from cradle_kg.loop.runtime import Runtime
 from cradle_kg.records import OutcomeStatus
 from cradle_kg.workflow.difference import LiveSettings, live_replay
 from cradle_kg.workflow.replay import strict_replay
+
+# the journal on each backend (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
 
 AGENT = "agent:mailer"
 

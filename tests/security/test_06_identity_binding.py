@@ -23,6 +23,9 @@ from cradle_kg.records import Agent, OutcomeStatus, Permission
 from tests.conftest import make_config, register_test_tools
 from tests.inprocess import run_cli
 
+# the journal on each backend (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
 OTHER = "agent:harbor-monitor"
 
 
@@ -76,11 +79,15 @@ def _derived_key_of(home: Path, proposal: dict[str, Any]) -> str:
     """What key the runtime derives for ``proposal`` (it is predictable: no secret)."""
     scratch = home.parent / "scratch"
     from cradle_kg.demo.scenario import prepare_home
+    from cradle_kg.storage import JOURNAL_URL_ENV
+
     prepare_home(scratch)
-    with Runtime(scratch, config=_config()) as rt:
-        out = rt.submit(proposal)
-        assert out.action is not None
-        return out.action.idempotency_key or ""
+    with pytest.MonkeyPatch.context() as env:  # a journal of its own, not the test's
+        env.delenv(JOURNAL_URL_ENV, raising=False)
+        with Runtime(scratch, config=_config()) as rt:
+            out = rt.submit(proposal)
+            assert out.action is not None
+            return out.action.idempotency_key or ""
 
 
 def test_an_agent_cannot_pin_another_agents_derived_key(irt: Runtime, home: Path) -> None:

@@ -25,6 +25,9 @@ from cradle_kg.errors import InputError
 from cradle_kg.records import OutcomeStatus, Permission
 from tests.conftest import make_config
 
+# the journal on each backend (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
 
 def credit(pid: str, amount: Any, *, account: str = "acct-1", env: str = "local") -> dict[str, Any]:
     return {"id": pid, "task_id": "task-" + pid, "agent_id": AGENT,

@@ -14,6 +14,9 @@ from cradle_kg.workflow.rules import Rule
 from tests.workflow.conftest import ADMIN, ADMIN_TOKEN
 from tests.workflow.flows import routing
 
+# the journal on each backend (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
 WF, STEP = "routing", "route"
 
 

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from cradle_kg import Runtime
 from cradle_kg.canonical import canonical_json
 from cradle_kg.workflow import Engine
 from cradle_kg.workflow.examples import MESSAGE_FIELDS_FOR_MODEL, invoice_triage
 from tests.workflow.conftest import recorded, triage
 from tests.workflow.flows import close_via_balance_step
+
+# the journal on each backend (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
 
 MESSAGE = {"sender": "billing@acme.test", "subject": "Invoice 7", "body": "Please pay.",
            "account": "acct-secret-77", "amount": 731}

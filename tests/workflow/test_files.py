@@ -23,6 +23,9 @@ from cradle_kg.workflow.schemas import MAX_SCHEMA_NODES
 
 from .conftest import recorded
 
+# the journal on each backend (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workflows"
 HEAD = "workflow: w\nversion: '1'\nagent: agent:x\n"
 

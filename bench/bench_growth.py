@@ -37,7 +37,8 @@ journal's own ``append`` with new run ids, subjects, claims and approval ids per
 result, every round) — about 2,000 events/s, 7-8 minutes, where the runtime filler ran
 at 200-300 events/s at load 7-10 (201,601 events in 956 s, about an hour for 1 M).
 Moving the 1 M journal into PostgreSQL (``journal copy``'s bulk path: ``COPY`` in
-batches, derived tables set-wise, verified before it commits) takes about 3 minutes more. Prints figures; asserts nothing.
+batches, derived tables set-wise, verified before it commits) takes about 3 minutes
+more. Prints figures; asserts nothing.
 """
 
 from __future__ import annotations

@@ -9,6 +9,12 @@ Durability: ``synchronous=FULL`` in WAL mode makes each commit durable before
 :meth:`Journal.append` returns, which is what lets the runtime write an intent *before*
 the side effect it announces.
 
+A commit made with ``flush=False`` (an observation, a read's one transaction) does not
+wait for the disk: it is in the WAL, kept if the process dies, and flushed by the next
+``FULL`` commit or, at the latest, :attr:`SqliteJournal.flush_window` seconds later by a
+timer that syncs the WAL file (PostgreSQL's ``synchronous_commit = off`` pattern, whose
+window is the server's WAL writer).
+
 Concurrency: appends run under ``BEGIN IMMEDIATE`` (one writer at a time, across
 threads and processes). An intent event claims its idempotency key through a UNIQUE
 index, so two submissions of one key cannot both get past the intent.
@@ -16,6 +22,7 @@ index, so two submissions of one key cannot both get past the intent.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -44,12 +51,19 @@ from .journal import IdempotencyKeyTaken, NewEvent
 from .run_state_sql import StateKey
 from .sqlite_verify import verify_journal
 
+#: the default of :attr:`SqliteJournal.flush_window`, in seconds
+DEFERRED_FLUSH_SECONDS = 0.2
+
 
 class SqliteJournal:
     """One journal file. Safe to share between threads; several processes may open it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        #: the longest an unflushed commit waits for its flush, in seconds
+        self.flush_window = DEFERRED_FLUSH_SECONDS
+        self._unflushed = False
+        self._flush_timer: threading.Timer | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
@@ -104,6 +118,9 @@ class SqliteJournal:
 
     def close(self) -> None:
         with self._lock:
+            if self._flush_timer is not None:
+                self._flush_timer.cancel()
+            self._sync_log()
             self._conn.close()
 
     @property
@@ -130,12 +147,44 @@ class SqliteJournal:
             return []
         with self._lock:
             if flush:
-                return self._append(events)
+                written = self._append(events)
+                self._unflushed = False  # a FULL commit syncs the whole WAL, in order
+                return written
             self._conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                return self._append(events)
+                written = self._append(events)
             finally:
                 self._conn.execute("PRAGMA synchronous=FULL")
+            self._unflushed = True
+            if self._flush_timer is None:  # at most one pending: the window is bounded
+                self._flush_timer = threading.Timer(self.flush_window, self._timed_flush)
+                self._flush_timer.daemon = True
+                self._flush_timer.start()
+            return written
+
+    def _timed_flush(self) -> None:
+        with self._lock:
+            self._flush_timer = None
+            self._sync_log()
+
+    def _sync_log(self) -> None:
+        """Flush the WAL to disk if an unflushed commit is in it (caller holds the lock)."""
+        if not self._unflushed:
+            return
+        try:
+            fd = os.open(f"{self.path}-wal", os.O_RDONLY)
+        except FileNotFoundError:  # checkpointed and removed: the checkpoint synced it
+            self._unflushed = False
+            return
+        except OSError:
+            return  # the next FULL commit flushes it
+        try:
+            os.fsync(fd)
+            self._unflushed = False
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
     def _append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
         with self._lock:

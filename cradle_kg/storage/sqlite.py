@@ -63,7 +63,10 @@ class SqliteJournal:
         #: the longest an unflushed commit waits for its flush, in seconds
         self.flush_window = DEFERRED_FLUSH_SECONDS
         self._unflushed = False
-        self._flush_timer: threading.Timer | None = None
+        #: the flusher thread (started by the first unflushed commit) and its signals
+        self._flusher: threading.Thread | None = None
+        self._dirty = threading.Event()
+        self._closing = threading.Event()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
@@ -117,9 +120,9 @@ class SqliteJournal:
             raise
 
     def close(self) -> None:
+        self._closing.set()
+        self._dirty.set()
         with self._lock:
-            if self._flush_timer is not None:
-                self._flush_timer.cancel()
             self._sync_log()
             self._conn.close()
 
@@ -141,7 +144,8 @@ class SqliteJournal:
         Raises :class:`IdempotencyKeyTaken` (and writes nothing) when an intent's key is
         already claimed. ``flush=False`` commits under ``synchronous=NORMAL``: in the WAL,
         kept if the process dies, flushed to disk by the next ``FULL`` commit (the WAL is
-        synced whole, in order); a power loss before that may drop it, never corrupt.
+        synced whole, in order) or by the flusher thread within :attr:`flush_window`; a
+        power loss before that may drop it, never corrupt.
         """
         if not events:
             return []
@@ -156,33 +160,48 @@ class SqliteJournal:
             finally:
                 self._conn.execute("PRAGMA synchronous=FULL")
             self._unflushed = True
-            if self._flush_timer is None:  # at most one pending: the window is bounded
-                self._flush_timer = threading.Timer(self.flush_window, self._timed_flush)
-                self._flush_timer.daemon = True
-                self._flush_timer.start()
+            if self._flusher is None:
+                self._flusher = threading.Thread(target=self._flush_loop, daemon=True,
+                                                 name=f"journal-flush:{self.path.name}")
+                self._flusher.start()
+            self._dirty.set()
             return written
 
-    def _timed_flush(self) -> None:
-        with self._lock:
-            self._flush_timer = None
-            self._sync_log()
+    def _flush_loop(self) -> None:
+        """Within :attr:`flush_window` of an unflushed commit, sync the WAL unless a FULL
+        commit did in the meantime (one wake-up per window at most, whatever the rate)."""
+        while not self._closing.is_set():
+            self._dirty.wait()
+            if self._closing.wait(self.flush_window):
+                return  # close() syncs what is left
+            self._dirty.clear()
+            with self._lock:
+                if not self._unflushed:
+                    continue
+                self._unflushed = False  # a commit made during the sync sets it again
+            if not self._sync_wal():  # outside the lock: appends go on while it syncs
+                with self._lock:
+                    self._unflushed = True
+                    self._dirty.set()  # try again a window later
 
     def _sync_log(self) -> None:
         """Flush the WAL to disk if an unflushed commit is in it (caller holds the lock)."""
-        if not self._unflushed:
-            return
+        if self._unflushed and self._sync_wal():
+            self._unflushed = False
+
+    def _sync_wal(self) -> bool:
+        """fsync the WAL file; False when it could not (the next FULL commit flushes it)."""
         try:
             fd = os.open(f"{self.path}-wal", os.O_RDONLY)
         except FileNotFoundError:  # checkpointed and removed: the checkpoint synced it
-            self._unflushed = False
-            return
+            return True
         except OSError:
-            return  # the next FULL commit flushes it
+            return False
         try:
             os.fsync(fd)
-            self._unflushed = False
+            return True
         except OSError:
-            pass
+            return False
         finally:
             os.close(fd)
 

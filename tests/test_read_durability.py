@@ -214,3 +214,20 @@ def test_sigkill_right_after_a_read_s_answer_loses_nothing(home: Path) -> None:
         assert again.status is OutcomeStatus.EXECUTED and again.replayed is True
         assert len([e for e in rt.journal.events() if e.kind == "action.intent"]) == 4
         assert rt.journal.dangling_intents() == []
+
+
+def test_a_journal_dropped_without_close_does_not_keep_its_flusher(tmp_path: Path) -> None:
+    import gc
+    import threading
+
+    journal = SqliteJournal(tmp_path / "j.sqlite")
+    journal.flush_window = 0.01
+    journal.append([ev(1)], flush=False)
+    flusher = journal._flusher
+    assert flusher is not None and flusher.is_alive()
+    time.sleep(0.1)  # its window passed: the WAL was synced
+    del journal
+    gc.collect()
+    flusher.join(timeout=10)
+    assert not flusher.is_alive()
+    assert all(t is not flusher for t in threading.enumerate())

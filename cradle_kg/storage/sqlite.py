@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -161,28 +162,48 @@ class SqliteJournal:
                 self._conn.execute("PRAGMA synchronous=FULL")
             self._unflushed = True
             if self._flusher is None:
-                self._flusher = threading.Thread(target=self._flush_loop, daemon=True,
-                                                 name=f"journal-flush:{self.path.name}")
+                self._flusher = threading.Thread(
+                    target=self._flush_loop, args=(weakref.ref(self), self._dirty,
+                                                   self._closing),
+                    daemon=True, name=f"journal-flush:{self.path.name}")
                 self._flusher.start()
             self._dirty.set()
             return written
 
-    def _flush_loop(self) -> None:
+    @staticmethod
+    def _flush_loop(ref: weakref.ref[SqliteJournal], dirty: threading.Event,
+                    closing: threading.Event) -> None:
         """Within :attr:`flush_window` of an unflushed commit, sync the WAL unless a FULL
-        commit did in the meantime (one wake-up per window at most, whatever the rate)."""
-        while not self._closing.is_set():
-            self._dirty.wait()
-            if self._closing.wait(self.flush_window):
+        commit did in the meantime (one wake-up per window at most, whatever the rate).
+        Holds the journal weakly: one that is dropped without ``close`` is not kept alive."""
+        while not closing.is_set():
+            if not dirty.wait(5.0):
+                if ref() is None:
+                    return
+                continue
+            journal = ref()
+            if journal is None:
+                return
+            window = journal.flush_window
+            del journal
+            if closing.wait(window):
                 return  # close() syncs what is left
-            self._dirty.clear()
+            dirty.clear()
+            journal = ref()
+            if journal is None:
+                return
+            journal._flush_once()
+            del journal
+
+    def _flush_once(self) -> None:
+        with self._lock:
+            if not self._unflushed:
+                return
+            self._unflushed = False  # a commit made during the sync sets it again
+        if not self._sync_wal():  # outside the lock: appends go on while it syncs
             with self._lock:
-                if not self._unflushed:
-                    continue
-                self._unflushed = False  # a commit made during the sync sets it again
-            if not self._sync_wal():  # outside the lock: appends go on while it syncs
-                with self._lock:
-                    self._unflushed = True
-                    self._dirty.set()  # try again a window later
+                self._unflushed = True
+                self._dirty.set()  # try again a window later
 
     def _sync_log(self) -> None:
         """Flush the WAL to disk if an unflushed commit is in it (caller holds the lock)."""

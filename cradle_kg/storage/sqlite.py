@@ -192,10 +192,11 @@ class SqliteJournal:
             journal = ref()
             if journal is None:
                 return
-            journal._flush_once()
+            journal.flush_pending()
             del journal
 
-    def _flush_once(self) -> None:
+    def flush_pending(self) -> None:
+        """Sync the WAL now if an unflushed commit is in it (the flusher calls this)."""
         with self._lock:
             if not self._unflushed:
                 return

@@ -66,6 +66,14 @@ class RuntimeConfig(BaseModel):
     #: the journal of record: unset for the embedded ``<home>/journal.sqlite``, or a
     #: ``postgresql://`` URL (``CRADLE_JOURNAL_URL`` overrides it)
     journal: str | None = Field(default=None, pattern=r"^postgres(ql)?://\S+$")
+    #: how a read-only call's one transaction commits: ``deferred`` does not wait for the
+    #: disk flush (kept if the process dies, flushed within ``deferred_flush_ms`` or by
+    #: the next write; a power loss in that window may drop the record of the read),
+    #: ``flushed`` waits for it like a write's commits (see the README, "Durability")
+    read_commit: Literal["deferred", "flushed"] = "deferred"
+    #: the longest a deferred commit waits for its flush on SQLite, in milliseconds (on
+    #: PostgreSQL the server's WAL writer bounds it: ``wal_writer_delay``, 200 ms default)
+    deferred_flush_ms: int = Field(default=200, ge=1, le=60_000)
     #: the graph store: unset for the embedded ``<home>/graph``, or a remote SPARQL 1.1
     #: store — its base URL or its endpoints (``CRADLE_GRAPH_URL`` overrides it; see
     #: :mod:`cradle_kg.storage.graph_config`)

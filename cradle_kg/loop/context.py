@@ -60,13 +60,15 @@ class LoopContext:
         return events or ()
 
     @contextmanager
-    def one_transaction(self) -> Iterator[None]:
+    def one_transaction(self, *, flush: bool = True) -> Iterator[None]:
         """Every append of this thread inside the block is written when it ends, in one
         transaction (one durable commit); nothing is written when the block raises.
 
         For a call with no effect on the world (a read-only tool, see
         :meth:`.execution.Execution.execute`): what it journals only needs to be durable
         before its answer leaves the runtime. A nested block joins the outer one.
+        ``flush=False`` commits it unflushed (see :meth:`append`) — unless the block
+        consumed an approve-once, whose consumption is always flushed.
         """
         if not self.holds_appends or getattr(self._held, "events", None) is not None:
             yield
@@ -77,7 +79,7 @@ class LoopContext:
             events: list[NewEvent] = self._held.events
         finally:
             self._held.events = None
-        self.append(events)
+        self.append(events, flush=flush or any(e.kind == "approval.consumed" for e in events))
 
     def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
         """Write ``events`` in one transaction, then tell every listener (``flush=False``:

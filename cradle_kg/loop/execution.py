@@ -115,7 +115,10 @@ class Execution:
         if not one_transaction(gate.spec):
             return self._execute(proposal, gate, decision, base, now)
         try:
-            with self.ctx.one_transaction():  # written when the block ends (see above)
+            # written when the block ends (see above); a deferred read does not wait for the
+            # disk: kept if the process dies, flushed within the journal's window
+            flush = self.ctx.config.read_commit == "flushed"
+            with self.ctx.one_transaction(flush=flush):
                 return self._execute(proposal, gate, decision, base, now)
         except IdempotencyKeyTaken:  # lost a claim at the commit: what was read is dropped
             return self._claimed(proposal, gate, decision, base, now)

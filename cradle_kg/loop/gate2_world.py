@@ -22,12 +22,11 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
-from urllib.parse import quote
 
 from pydantic import BaseModel
 
 from ..errors import InputError
-from ..graph.project import lit
+from ..graph.project import lit, quoted
 from ..graph.shacl import RustShaclEngine, shapes_from_turtle
 from ..records import (
     Action,
@@ -99,11 +98,11 @@ def _triples(subject: str, value: Any, out: list[str], depth: int = 0) -> None:
     if not isinstance(value, dict) or depth > 8:
         return
     for key, item in sorted(value.items()):
-        pred = f"<{OBS_NS}{quote(str(key), safe='')}>"
+        pred = f"<{OBS_NS}{quoted(str(key))}>"
         items = item if isinstance(item, list) else [item]
         for index, v in enumerate(items):
             if isinstance(v, dict):
-                child = f"<{subject[1:-1]}/{quote(str(key), safe='')}/{index}>"
+                child = f"<{subject[1:-1]}/{quoted(str(key))}/{index}>"
                 out.append(f"{subject} {pred} {child} .\n")
                 _triples(child, v, out, depth + 1)
             elif v is None:
@@ -152,7 +151,7 @@ def postconditions(spec: ToolSpec, arguments: BaseModel, report: VerifierReport 
             return _check("postconditions", V.INCONCLUSIVE,
                           "declared, but there is no verifier observation to check them on")
         result = _engine(tuple(spec.postconditions)).validate(
-            observation_rdf(report, arguments), format="nt")
+            observation_rdf(report, arguments), format="nt", report=False)
         statuses.append(V.VERIFIED if result.conforms else V.FAILED)
         parts.append("shapes: held" if result.conforms else "shapes: " + "; ".join(
             v.message or v.shape for v in result.violations))

@@ -43,7 +43,14 @@ from ..records import (
     Proposal,
     Verdict,
 )
-from ..storage import Journal, Lease, NewEvent, home_journal_target, open_journal
+from ..storage import (
+    Journal,
+    Lease,
+    NewEvent,
+    SqliteJournal,
+    home_journal_target,
+    open_journal,
+)
 from ..storage.graph import GraphStore
 from ..storage.graph_opening import open_graph_store
 from ..tools import LookupFunction, ToolFunction, ToolRegistry, ToolSpec
@@ -92,6 +99,8 @@ class Runtime:
         #: ``CRADLE_JOURNAL_URL``, else the config's ``journal``, else the home's file
         self.journal = open_journal(journal if journal is not None
                                     else home_journal_target(self.home.root, config.journal))
+        if isinstance(self.journal, SqliteJournal):  # PostgreSQL: the server's WAL writer
+            self.journal.flush_window = config.deferred_flush_ms / 1000
         try:
             #: held for the life of this runtime; recovery leaves a live lease's intents alone
             lease = self.journal.acquire_lease()

@@ -9,6 +9,12 @@ Durability: ``synchronous=FULL`` in WAL mode makes each commit durable before
 :meth:`Journal.append` returns, which is what lets the runtime write an intent *before*
 the side effect it announces.
 
+A commit made with ``flush=False`` (an observation, a read's one transaction) does not
+wait for the disk: it is in the WAL, kept if the process dies, and flushed by the next
+``FULL`` commit or, at the latest, :attr:`SqliteJournal.flush_window` seconds later by a
+timer that syncs the WAL file (PostgreSQL's ``synchronous_commit = off`` pattern, whose
+window is the server's WAL writer).
+
 Concurrency: appends run under ``BEGIN IMMEDIATE`` (one writer at a time, across
 threads and processes). An intent event claims its idempotency key through a UNIQUE
 index, so two submissions of one key cannot both get past the intent.
@@ -16,8 +22,10 @@ index, so two submissions of one key cannot both get past the intent.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -44,12 +52,22 @@ from .journal import IdempotencyKeyTaken, NewEvent
 from .run_state_sql import StateKey
 from .sqlite_verify import verify_journal
 
+#: the default of :attr:`SqliteJournal.flush_window`, in seconds
+DEFERRED_FLUSH_SECONDS = 0.2
+
 
 class SqliteJournal:
     """One journal file. Safe to share between threads; several processes may open it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        #: the longest an unflushed commit waits for its flush, in seconds
+        self.flush_window = DEFERRED_FLUSH_SECONDS
+        self._unflushed = False
+        #: the flusher thread (started by the first unflushed commit) and its signals
+        self._flusher: threading.Thread | None = None
+        self._dirty = threading.Event()
+        self._closing = threading.Event()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
@@ -103,7 +121,10 @@ class SqliteJournal:
             raise
 
     def close(self) -> None:
+        self._closing.set()
+        self._dirty.set()
         with self._lock:
+            self._sync_log()
             self._conn.close()
 
     @property
@@ -124,18 +145,87 @@ class SqliteJournal:
         Raises :class:`IdempotencyKeyTaken` (and writes nothing) when an intent's key is
         already claimed. ``flush=False`` commits under ``synchronous=NORMAL``: in the WAL,
         kept if the process dies, flushed to disk by the next ``FULL`` commit (the WAL is
-        synced whole, in order); a power loss before that may drop it, never corrupt.
+        synced whole, in order) or by the flusher thread within :attr:`flush_window`; a
+        power loss before that may drop it, never corrupt.
         """
         if not events:
             return []
         with self._lock:
             if flush:
-                return self._append(events)
+                written = self._append(events)
+                self._unflushed = False  # a FULL commit syncs the whole WAL, in order
+                return written
             self._conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                return self._append(events)
+                written = self._append(events)
             finally:
                 self._conn.execute("PRAGMA synchronous=FULL")
+            self._unflushed = True
+            if self._flusher is None:
+                self._flusher = threading.Thread(
+                    target=self._flush_loop, args=(weakref.ref(self), self._dirty,
+                                                   self._closing),
+                    daemon=True, name=f"journal-flush:{self.path.name}")
+                self._flusher.start()
+            self._dirty.set()
+            return written
+
+    @staticmethod
+    def _flush_loop(ref: weakref.ref[SqliteJournal], dirty: threading.Event,
+                    closing: threading.Event) -> None:
+        """Within :attr:`flush_window` of an unflushed commit, sync the WAL unless a FULL
+        commit did in the meantime (one wake-up per window at most, whatever the rate).
+        Holds the journal weakly: one that is dropped without ``close`` is not kept alive."""
+        while not closing.is_set():
+            if not dirty.wait(5.0):
+                if ref() is None:
+                    return
+                continue
+            journal = ref()
+            if journal is None:
+                return
+            window = journal.flush_window
+            del journal
+            if closing.wait(window):
+                return  # close() syncs what is left
+            dirty.clear()
+            journal = ref()
+            if journal is None:
+                return
+            journal.flush_pending()
+            del journal
+
+    def flush_pending(self) -> None:
+        """Sync the WAL now if an unflushed commit is in it (the flusher calls this)."""
+        with self._lock:
+            if not self._unflushed:
+                return
+            self._unflushed = False  # a commit made during the sync sets it again
+        if not self._sync_wal():  # outside the lock: appends go on while it syncs
+            with self._lock:
+                self._unflushed = True
+                self._dirty.set()  # try again a window later
+
+    def _sync_log(self) -> None:
+        """Flush the WAL to disk if an unflushed commit is in it (caller holds the lock)."""
+        if self._unflushed and self._sync_wal():
+            self._unflushed = False
+
+    def _sync_wal(self) -> bool:
+        """fsync the WAL file; False when it could not (the next FULL commit flushes it)."""
+        try:
+            fd = os.open(f"{self.path}-wal", os.O_RDONLY)
+        except FileNotFoundError:  # checkpointed and removed: the checkpoint synced it
+            return True
+        except OSError:
+            return False
+        try:
+            os.fsync(fd)
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
     def _append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
         with self._lock:

@@ -70,7 +70,7 @@ def test_a_pick_from_a_listing_while_a_review_tells_to_book_is_held(tmp_path: Pa
     assert place["trusted_origin"] and place["picked_from"]
     assert place["picked_from"][0]["tool"] == "list_hotels"
     assert any("picked-under-instruction" in r and "make a reservation" in r
-               for r in out.reasons), out.reasons
+               and "`tool:list_hotels` returned" in r for r in out.reasons), out.reasons
     rt.close()
 
 

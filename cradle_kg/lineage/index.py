@@ -95,6 +95,8 @@ class Leaf:
     designated_by: tuple[tuple[int, int], ...] = ()
     #: the contract declares this field confidential
     confidential: bool = False
+    #: the non-empty lines of the text (a listing of candidates has two or more)
+    lines: int = 1
 
     def find(self, seq: list[str]) -> list[int]:
         """The positions where ``seq`` occurs as whole, contiguous tokens."""
@@ -154,6 +156,8 @@ class RunIndex:
     designating: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     #: the index of each leaf by (source, field)
     by_key: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: how many leaves each (source, field) has (a list's items share one)
+    fanout: dict[tuple[str, str], int] = field(default_factory=dict)
     #: traced actions not yet executed, and the executed ones by tool (in order)
     pending: dict[str, tuple[str, Done]] = field(default_factory=dict)
     done: dict[str, list[Done]] = field(default_factory=dict)
@@ -162,8 +166,17 @@ class RunIndex:
         index = len(self.leaves)
         self.leaves.append(leaf)
         self.by_key.setdefault((leaf.source, leaf.field), index)
+        key = (leaf.source, leaf.field)
+        self.fanout[key] = self.fanout.get(key, 0) + 1
         for token in dict.fromkeys(leaf.tokens):
             self.postings.setdefault(token, []).append(index)
+
+    def enumerates(self, leaf: Leaf) -> bool:
+        """Whether ``leaf`` is one of many candidates a read returned: an item of a list
+        (its field has other items in the same observation) or a listing of two or more
+        lines. Such a read says which values exist, not which one to use."""
+        return leaf.kind == "observation" and (
+            leaf.lines >= 2 or self.fanout.get((leaf.source, leaf.field), 0) >= 2)
 
     def containing(self, token: str) -> Iterator[Leaf]:
         """The leaves that hold ``token`` (no positions: a posting-list read)."""
@@ -205,7 +218,8 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
             sentence.append(n)
     return Leaf(source=source, kind=kind, trust=trust, author=author, tool=tool,
                 field=".".join(path), seq=seq, text=text[:_KEEP], tokens=toks,
-                sentence=sentence, texts=[t[:400] for t in parts], bounds=bounds)
+                sentence=sentence, texts=[t[:400] for t in parts], bounds=bounds,
+                lines=sum(1 for line in text.splitlines() if line.strip()))
 
 
 def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:

@@ -9,7 +9,7 @@ rule reads at the gate what a query reads afterwards.
         cradle:argumentValue "…" ; cradle:sensitive true ; cradle:trustedOrigin false ;
         cradle:untrustedOnly true ; prov:wasDerivedFrom <source> ; cradle:instructedBy <source> ;
         cradle:disclosesConfidential <source> ;
-        cradle:disclosureRequested false .
+        cradle:disclosureRequested false ; cradle:pickedFrom <listing source> .
     <source> a cradle:LineageSource ; cradle:trust cradle:Untrusted ;
         cradle:sourceKind "observation" ; cradle:field "transactions.subject" ;
         cradle:quote "…" ; prov:wasAttributedTo <agent> ; cradle:fromObservation <obs> .
@@ -104,6 +104,8 @@ def trace_triples(trace: dict[str, Any]) -> list[str]:
             out.append(f"{s} {c('instructedBy')} {_source(out, origin)}")
         for origin in arg.get("discloses", ()):
             out.append(f"{s} {c('disclosesConfidential')} {_source(out, origin)}")
+        for origin in arg.get("picked_from", ()):
+            out.append(f"{s} {c('pickedFrom')} {_source(out, origin)}")
     return out
 
 

@@ -14,8 +14,9 @@ or a SELECT with rows, matches; the reason is formatted with each row's bindings
 reason per distinct value of the first variable). ``verdict`` is ``require_approval``
 (default) or ``deny``. ``@trigger("…")`` names a flag of the trace the rule cannot match
 without (``untrusted_only_sensitive``, ``untrusted_only``, ``instructed``,
-``choice_untrusted_only``, ``repeat``, ``confidential``): when no rule's trigger holds, no graph is
-built — the common, clean proposal costs a posting-list read. A pack lists its rules under
+``choice_untrusted_only``, ``repeat``, ``confidential``, ``picked_instructed``): when no
+rule's trigger holds, no graph is built — the common, clean proposal costs a posting-list
+read. A pack lists its rules under
 ``graph_policies:``; they are cited as ``<pack-id>/<id>``.
 """
 
@@ -56,6 +57,8 @@ TRIGGERS: dict[str, Callable[[Trace], bool]] = {
     "repeat": lambda t: bool(t.repeats),
     "confidential": lambda t: any(a.sensitive and a.discloses and not a.disclosure_requested
                                   for a in t.arguments),
+    "picked_instructed": lambda t: any(a.picked_from for a in t.arguments)
+    and any(a.instructed_by for a in t.arguments),
 }
 
 

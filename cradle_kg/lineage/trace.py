@@ -28,6 +28,12 @@ names the earlier action and ``repeat_changed`` the arguments that differ.
 Confidentiality: a sensitive argument that carries a value of a field the contract declares
 confidential (a passport number, a card number) lists those sources in ``discloses``;
 ``disclosure_requested`` says a trusted input names that field ("my passport number").
+
+A picked value: a sensitive value whose trusted sources are all reads that returned many
+candidates (:meth:`.RunIndex.enumerates`: a list's items, a listing of two or more lines) —
+no trusted input, host fact, approval or document the person named gives it — lists those
+reads in ``picked_from``. A listing says which values exist, not who chose this one: the
+agent picked it, by the person's criteria or by a third party's ("the most expensive one").
 """
 
 from __future__ import annotations
@@ -86,6 +92,9 @@ class ArgumentLineage(BaseModel):
     #: confidential fields the value was read from
     discloses: tuple[Origin, ...] = ()
     disclosure_requested: bool = False
+    #: a value picked from a listing: its trusted origins are only reads that returned many
+    #: candidates (no person named it); the listings (see the module's docs)
+    picked_from: tuple[Origin, ...] = ()
 
 
 class Trace(BaseModel):
@@ -120,7 +129,8 @@ class Trace(BaseModel):
                 "trusted_origin": a.trusted_origin, "untrusted_only": a.untrusted_only,
                 "sensitive": a.sensitive, "instructed_untrusted": bool(a.instructed_by)
                 and not a.instructed_trusted,
-                "confidential": bool(a.discloses) and not a.disclosure_requested}
+                "confidential": bool(a.discloses) and not a.disclosure_requested,
+                "picked": bool(a.picked_from)}
                 for a in self.arguments},
             "choice_trusted": self.choice_trusted,
             "choice_untrusted_only": self.choice_untrusted_only,
@@ -220,6 +230,7 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
     requested = True
     instructed: list[tuple[Leaf, int]] = []
     disclosed: list[tuple[Leaf, int]] = []
+    picked: list[tuple[Leaf, int]] = []
     for unit in units:
         hits = _hits(run, unit)
         if not hits:
@@ -229,6 +240,8 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
         trusted_units += trusted
         untrusted_only = untrusted_only or not trusted
         found.extend((leaf, pos[0]) for leaf, pos in hits)
+        if sensitive and trusted:
+            picked.extend(_listings(run, hits))
         if sensitive:
             for leaf, positions in hits:
                 if leaf.confidential and leaf.trust == TRUSTED:
@@ -254,7 +267,23 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
         instructed_by=tuple(_origin(lf, p) for lf, p in instructed[:3]),
         instructed_trusted=instructed_trusted,
         discloses=tuple(_origin(lf, p) for lf, p in disclosed[:3]),
-        disclosure_requested=bool(disclosed) and requested)
+        disclosure_requested=bool(disclosed) and requested,
+        picked_from=tuple(_origin(lf, p) for lf, p in picked[:3]))
+
+
+def _listings(run: RunIndex, hits: list[tuple[Leaf, list[int]]]) -> list[tuple[Leaf, int]]:
+    """The listings a value was picked from: when every trusted source of it is a read
+    that returned many candidates (none is a person's words, a host's fact or a document
+    the person named), those reads; else none."""
+    listed: list[tuple[Leaf, int]] = []
+    for leaf, positions in hits:
+        if leaf.trust == DESIGNATED or (leaf.trust == TRUSTED and leaf.kind != "observation"):
+            return []
+        if leaf.trust == TRUSTED:
+            if not run.enumerates(leaf):
+                return []
+            listed.append((leaf, positions[0]))
+    return listed
 
 
 def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool: str,

@@ -54,7 +54,7 @@ def test_strict_replay_reproduces_the_traces_and_live_replay_shows_the_new_rule(
         assert [e.payload["trace"]["tool"] for e in traced] == ["send_money"]
     strict = strict_replay(home, ["run:m"])
     assert strict.runs == ["run:m"]
-    live = live_replay(home, ["run:m"], LiveSettings(packs=("security.lineage@1.0.0",)))
+    live = live_replay(home, ["run:m"], LiveSettings(packs=("security.lineage@1.1.0",)))
     changed = [c.to_dict() for c in live.changes]
     assert changed, "adding security.lineage changes the transfer's verdict"
     assert any("require_approval" in json.dumps(c) or "awaiting_approval" in json.dumps(c)

@@ -1,0 +1,365 @@
+"""The query front: worker processes that answer ``/sparql`` and ``/queries/NAME`` on the
+server's own listening socket — nothing between a client and the engine but one process.
+
+Each worker accepts connections on the socket the server bound (one listening socket,
+shared by every worker: the kernel hands each connection to one of them) and speaks HTTP
+itself (uvicorn, no web framework): a ``/sparql`` request is planned by
+:func:`.plan.plan`, run and serialized by pyoxigraph on the worker's one query thread
+(which has a deep stack), and answered. Everything else — the JSON API, the web page,
+``/healthz``, ``/docs``, a CORS preflight — is passed on, as it came, to the app, which
+listens on a Unix socket in the server's private work folder.
+
+What stays as it was:
+
+* the body cap and the security headers wrap every answer (:mod:`.guard`), the SERVICE
+  guard, nesting and size caps run on every query text (:func:`.worker.run_job`), the
+  result cap stops the serializer, and with no SERVICE allow-listed the worker denies
+  itself every network socket before it opens anything (:mod:`.sandbox`) — accepting a
+  connection on a socket it was given is no new socket;
+* a runaway query: pyoxigraph cannot cancel one, so the worker that runs it goes. The
+  engine releases the GIL while it evaluates and serializes, so the worker's event loop
+  is free: at the deadline it answers 503, stops accepting, and exits; the supervisor
+  starts a replacement, which opens the current generation (a checkpoint) read-only, in
+  milliseconds — no reload. The supervisor also kills a worker whose query overran the
+  deadline by :data:`GRACE_SECONDS` (a worker that could not answer by itself);
+* freshness: before each query the worker looks at the journal. An embedded (SQLite)
+  journal it reads itself (``data_version``: a few microseconds, no round trip); any
+  other journal it asks the supervisor about. When events arrived, the supervisor
+  catches its private store up and publishes a generation, which the worker reopens:
+  a query sees the journal as it was when it arrived, as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qsl
+
+from ..errors import CradleError
+from ..graph.queries import QueryCatalog, bind
+from ..storage import Journal, open_journal
+from .guard import BodyLimit, Message, Receive, Scope, SecurityHeaders, Send
+from .plan import plan, service_description
+from .sandbox import deny_network
+from .worker import QUERY_STACK_BYTES, Job, Limits, OpenGraph, Reply, run_job, wire_term
+
+#: the exit status of a worker that stopped itself after a runaway query
+EXIT_REPLACED: Final = 75
+#: how long past its deadline a query may run before the supervisor kills its worker
+GRACE_SECONDS: Final = 5.0
+_FORMAT_PARAMS: Final = ("format", "output", "results")
+#: hop-by-hop headers: never passed on between the client and the app
+_HOP: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"te",
+                         b"upgrade", b"proxy-connection", b"content-length", b"trailer"})
+_HOP_BACK: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding",
+                              b"server", b"date"})
+REPLACED: Final = "the query worker is being replaced: send the query again"
+
+
+@dataclass(frozen=True)
+class FrontConfig:
+    """What every worker is given (picklable)."""
+
+    limits: Limits
+    timeout: float
+    #: the app's Unix socket (everything but queries is passed on to it)
+    app_socket: str
+    max_body_bytes: int
+    #: a home: the graph follows its journal; an embedded journal's file, read here
+    follows: bool = False
+    journal: str | None = None
+    query_dirs: tuple[Path, ...] = ()
+    pack_queries: dict[str, dict[str, Path]] = field(default_factory=dict)
+    cors_origins: tuple[str, ...] = ("*",)
+    federated: bool = False
+
+
+@dataclass(frozen=True)
+class Start:
+    """Which slot a worker fills and the generation it opens first."""
+
+    slot: int
+    generation: str
+    seq: int
+
+
+class QueryWorker:
+    """One worker: an ASGI app over its graph, its journal watch and its query thread."""
+
+    def __init__(self, config: FrontConfig, start: Start, ask: Connection, busy: Any,
+                 replaced: Any, *, sandboxed: bool) -> None:
+        self.config = config
+        self.slot = start.slot
+        self.generation = start.generation
+        self.seq = start.seq
+        self.ask = ask
+        self.busy = busy
+        self.replaced = replaced
+        self.sandboxed = sandboxed
+        threading.stack_size(QUERY_STACK_BYTES)  # the query thread's, reserved not used
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="cradle-sparql-query")
+        self.graph = self.executor.submit(OpenGraph, Path(start.generation)).result()
+        threading.stack_size(0)
+        self.journal: Journal | None = open_journal(config.journal) if config.journal \
+            else None
+        self.mark = self.journal.watermark() if self.journal is not None else 0
+        self.catalog = QueryCatalog.load(config.query_dirs, packs=config.pack_queries)
+        self.lock = threading.Lock()
+        self.running: Job | None = None
+        self.doomed = False
+        self.server: Any = None
+        self.proxy: Any = None
+        self.cors_any = "*" in config.cors_origins
+
+    # --- on the query thread -------------------------------------------------------
+
+    def _fresh(self) -> str:
+        """The generation that holds every event in the journal now."""
+        if not self.config.follows:
+            return self.generation
+        if self.journal is not None:
+            mark = self.journal.watermark()
+            if mark == self.mark:
+                return self.generation
+            self.mark = mark
+            if self.journal.head()[0] <= self.seq:
+                return self.generation
+        self.ask.send(("latest",))
+        answer = self.ask.recv()
+        if answer[0] == "error":
+            raise RuntimeError(answer[1])
+        self.generation, self.seq = str(answer[0]), int(answer[1])
+        return self.generation
+
+    def execute(self, job: Job) -> Reply:
+        with self.lock:
+            if self.doomed:
+                return Reply.error(503, REPLACED)
+            self.running = job
+        self.busy[self.slot] = time.monotonic()
+        try:
+            try:
+                generation = self._fresh()
+            except Exception as exc:  # the journal or the supervisor failed
+                return Reply.error(500, "the graph could not catch up with the journal: "
+                                        f"{type(exc).__name__}: {exc}")
+            try:
+                return run_job(self.graph, dataclasses.replace(job, generation=generation),
+                               self.config.limits, sandboxed=self.sandboxed)
+            except Exception as exc:  # INVARIANT: every job gets an answer
+                return Reply.error(500, f"the query worker failed: {type(exc).__name__}: "
+                                        f"{exc}")
+        finally:
+            self.busy[self.slot] = 0.0
+            with self.lock:
+                self.running = None
+
+    # --- on the event loop ---------------------------------------------------------
+
+    async def run(self, job: Job) -> Reply:
+        """Run a job on the query thread; the timeout covers waiting and running."""
+        if self.doomed:
+            return Reply.error(503, REPLACED)
+        limit = self.config.timeout
+        try:
+            future = self.executor.submit(self.execute, job)
+        except RuntimeError:  # shut down: this worker is going
+            return Reply.error(503, REPLACED)
+        waiting = asyncio.wrap_future(future)
+        done, _ = await asyncio.wait({waiting}, timeout=limit)
+        if done:
+            return Reply.error(503, REPLACED) if waiting.cancelled() else waiting.result()
+        if future.cancel():  # it never started: the worker was busy all along
+            return Reply.error(503, f"no query worker was free within {limit:g} s: "
+                                    "the endpoint is busy")
+        with self.lock:
+            runaway = self.running is job
+        if not runaway:  # it finished just now
+            return await waiting
+        self._doom()
+        return Reply.error(503, f"the query ran longer than the {limit:g} s limit "
+                                "and was stopped")
+
+    def _doom(self) -> None:
+        """Stop taking work and exit once the 503 is out: a replacement takes the slot."""
+        with self.lock:
+            if self.doomed:
+                return
+            self.doomed = True
+        with self.replaced.get_lock():
+            self.replaced.value += 1
+        if self.server is not None:
+            for listening in self.server.servers:
+                listening.close()  # this process only: the others keep accepting
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        asyncio.get_running_loop().call_later(0.3, os._exit, EXIT_REPLACED)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path, method = scope["path"], scope["method"]
+        if path == "/sparql" and method in ("GET", "POST"):
+            await self.sparql(scope, receive, send)
+            return
+        name = path[len("/queries/"):] if path.startswith("/queries/") else ""
+        if name and "/" not in name and method in ("GET", "HEAD"):
+            await self.named(name, scope, send)
+            return
+        await self.forward(scope, receive, send)
+
+    def _cors(self, headers: dict[bytes, bytes]) -> list[tuple[bytes, bytes]]:
+        origin = headers.get(b"origin")
+        if origin is None:
+            return []
+        if self.cors_any:
+            return [(b"access-control-allow-origin", b"*")]
+        if origin.decode("latin-1") in self.config.cors_origins:
+            return [(b"access-control-allow-origin", origin), (b"vary", b"Origin")]
+        return []
+
+    async def _answer(self, send: Send, status: int, media: str, body: bytes,
+                      extra: Sequence[tuple[bytes, bytes]]) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": [
+            (b"content-type", media.encode("latin-1")),
+            (b"content-length", str(len(body)).encode()), *extra]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def sparql(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope["headers"])
+        body = b""
+        if scope["method"] == "POST":
+            message = await receive()  # the body cap buffered it: one message
+            body = message.get("body", b"")
+        accept = headers.get(b"accept")
+        accept_text = accept.decode("latin-1") if accept is not None else None
+        endpoint = _endpoint(scope, headers)
+        cors = self._cors(headers)
+        what = plan(scope["method"], scope["query_string"].decode("latin-1"),
+                    headers.get(b"content-type", b"").decode("latin-1"), body, accept_text,
+                    endpoint)
+        if isinstance(what, Job):
+            reply = await self.run(what)
+            await self._answer(send, reply.status, reply.media_type, reply.body, cors)
+        elif what[0] == "describe":
+            try:
+                doc, media = service_description(endpoint, accept_text, list(what[1]),
+                                                 federated=self.config.federated)
+            except ValueError as exc:
+                await self._answer(send, 400, "text/plain; charset=utf-8",
+                                   f"the endpoint URL is not an IRI: {exc}".encode(), cors)
+                return
+            if media.startswith("text/"):
+                media += "; charset=utf-8"
+            await self._answer(send, 200, media, doc, cors)
+        else:
+            await self._answer(send, int(what[0]), "text/plain; charset=utf-8",
+                               str(what[1]).encode("utf-8"), cors)
+
+    async def named(self, name: str, scope: Scope, send: Send) -> None:
+        headers = dict(scope["headers"])
+        params = dict(parse_qsl(scope["query_string"].decode("latin-1"),
+                                keep_blank_values=True))
+        cors = self._cors(headers)
+        try:
+            query = self.catalog.get(name)
+            bound = bind(query, {k: v for k, v in params.items() if k not in _FORMAT_PARAMS})
+        except CradleError as exc:
+            status = 404 if exc.code == "unknown_name" else 400
+            await self._answer(send, status, "text/plain; charset=utf-8",
+                               exc.message.encode("utf-8"), cors)
+            return
+        accept = headers.get(b"accept")
+        job = Job(query=query.text, accept=accept.decode("latin-1") if accept else None,
+                  formats=tuple(v for k, v in params.items() if k in _FORMAT_PARAMS),
+                  bound=tuple((k, wire_term(t)) for k, t in bound.items()))
+        reply = await self.run(job)
+        await self._answer(send, reply.status, reply.media_type, reply.body, cors)
+
+    async def forward(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass a request on to the app (its Unix socket) and its answer back."""
+        import httpx  # only a worker that forwards something pays for it
+
+        if self.proxy is None:
+            self.proxy = httpx.AsyncClient(
+                transport=httpx.AsyncHTTPTransport(uds=self.config.app_socket),
+                timeout=httpx.Timeout(None, connect=5.0))
+        message: Message = await receive()  # the body cap buffered it: one message
+        target = scope.get("raw_path") or scope["path"].encode("utf-8")
+        if scope["query_string"]:
+            target += b"?" + scope["query_string"]
+        request = self.proxy.build_request(
+            scope["method"], "http://app" + target.decode("latin-1"),
+            headers=[(k, v) for k, v in scope["headers"] if k not in _HOP],
+            content=message.get("body", b""))
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                response = await self.proxy.send(request, stream=True)
+                break
+            except (httpx.ConnectError, FileNotFoundError):
+                if time.monotonic() > deadline:  # the app never came up
+                    await self._answer(send, 503, "text/plain; charset=utf-8",
+                                       b"the server is still starting", [])
+                    return
+                await asyncio.sleep(0.05)  # the app is still starting
+        try:
+            await send({"type": "http.response.start", "status": response.status_code,
+                        "headers": [(k, v) for k, v in response.headers.raw
+                                    if k.lower() not in _HOP_BACK]})
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await response.aclose()
+
+
+def _endpoint(scope: Scope, headers: dict[bytes, bytes]) -> str:
+    """The request's URL without query (as Starlette builds it): the base IRI."""
+    path = scope.get("root_path", "") + scope["path"]
+    host = headers.get(b"host")
+    if host is not None:
+        return f"{scope['scheme']}://{host.decode('latin-1')}{path}"
+    server = scope.get("server") or ("127.0.0.1", 80)
+    return f"{scope['scheme']}://{server[0]}:{server[1]}{path}"
+
+
+def _orphaned(life: Connection) -> None:
+    """Exit when the supervisor goes (its end of the pipe closes)."""
+    with contextlib.suppress(EOFError, OSError):
+        life.recv()
+    os._exit(0)
+
+
+def front_main(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
+               life: Connection, busy: Any, replaced: Any) -> None:
+    """The body of a worker process: deny the network, open the graph, serve."""
+    sandboxed = deny_network() if not config.limits.allowed_services else False
+    sys.setrecursionlimit(6_000)  # the checker's parser recurses (depth 128 needs ~6000)
+    threading.Thread(target=_orphaned, args=(life,), name="cradle-orphan",
+                     daemon=True).start()
+    worker = QueryWorker(config, start, ask, busy, replaced, sandboxed=sandboxed)
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(
+        SecurityHeaders(BodyLimit(worker, max_bytes=config.max_body_bytes)),
+        lifespan="off", log_level="warning", access_log=False, ws="none",
+        server_header=False))
+    worker.server = server
+    ask.send(("ready", sandboxed))
+    server.run(sockets=[sock])
+
+
+__all__ = ["EXIT_REPLACED", "GRACE_SECONDS", "FrontConfig", "QueryWorker", "Start",
+           "front_main"]

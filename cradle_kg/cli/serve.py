@@ -49,9 +49,7 @@ def serve(
     home: HomeOpt = None,
 ) -> None:
     """Serve the graph: SPARQL 1.1 endpoint at /sparql, web page at /, API docs at /docs."""
-    import uvicorn
-
-    from ..server import ServerSettings, create_app, start_front
+    from ..server import ServerSettings, start_front
     from .query import pack_queries
 
     settings = ServerSettings(
@@ -64,6 +62,10 @@ def serve(
     try:
         # the query workers answer /sparql on the port first; the app (API, page) follows
         front = start_front(settings, host, port)
+        import uvicorn
+
+        from ..server import create_app
+
         app = create_app(settings, front)
     except OSError as exc:
         fail(CradleError(f"cannot listen on `{host}:{port}`: {exc.strerror or exc}"))

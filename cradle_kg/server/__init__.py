@@ -1,6 +1,7 @@
 """The server: a SPARQL 1.1 endpoint, named queries, the runtime's JSON API, a web page.
 
-    app.py          start_front + create_app(ServerSettings): wires everything below
+    launch.py       ServerSettings, start_front: the store and the workers, no framework
+    app.py          create_app(settings, front): wires everything below
     supervisor.py   the listening socket, the query workers, the watchdog
     front.py        a query worker: answers /sparql on the server's port, passes the rest on
     plan.py         what a /sparql request asks (no web framework)
@@ -21,6 +22,10 @@ __all__ = ["STATIC_DIR", "ServerSettings", "create_app", "start_front"]
 def __getattr__(name: str) -> Any:
     # on first use: a query worker imports ``server.worker`` and must not pay for FastAPI
     # and the runtime that ``app`` brings (3 s of imports per worker on a loaded machine)
+    if name in ("ServerSettings", "start_front"):  # no FastAPI: the workers start first
+        from . import launch
+
+        return getattr(launch, name)
     if name in __all__:
         from . import app
 

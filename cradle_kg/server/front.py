@@ -16,12 +16,14 @@ What stays as it was:
   result cap stops the serializer, and with no SERVICE allow-listed the worker denies
   itself every network socket before it opens anything (:mod:`.sandbox`) — accepting a
   connection on a socket it was given is no new socket;
-* a runaway query: pyoxigraph cannot cancel one, so the worker that runs it goes. The
-  engine releases the GIL while it evaluates and serializes, so the worker's event loop
-  is free: at the deadline it answers 503, stops accepting, and exits; the supervisor
-  starts a replacement, which opens the current generation (a checkpoint) read-only, in
-  milliseconds — no reload. The supervisor also kills a worker whose query overran the
-  deadline by :data:`GRACE_SECONDS` (a worker that could not answer by itself);
+* a runaway query: pyoxigraph cannot cancel one, so the worker that runs it goes. A
+  worker runs each query on its event loop's thread (a 512 MiB stack), with no hand-over
+  to another thread; the engine releases the GIL while it evaluates and serializes, so
+  the worker's watchdog thread runs meanwhile: at the deadline it writes the 503 on the
+  query's connection itself and ends the process. The supervisor starts a replacement,
+  which opens the current generation (a checkpoint) read-only, in milliseconds — no
+  reload — and kills a worker whose query overran the deadline by :data:`GRACE_SECONDS`
+  (one that could not stop itself);
 * freshness: before each query the worker looks at the journal. An embedded (SQLite)
   journal it reads itself (``data_version``: a few microseconds, no round trip); any
   other journal it asks the supervisor about. When events arrived, the supervisor
@@ -40,7 +42,6 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -50,7 +51,7 @@ from urllib.parse import parse_qsl
 from ..errors import CradleError
 from ..graph.queries import QueryCatalog, bind
 from ..storage import Journal, open_journal
-from .guard import BodyLimit, Message, Receive, Scope, SecurityHeaders, Send
+from .guard import HEADERS, BodyLimit, Message, Receive, Scope, SecurityHeaders, Send
 from .plan import plan, service_description
 from .sandbox import deny_network
 from .worker import QUERY_STACK_BYTES, Job, Limits, OpenGraph, Reply, run_job, wire_term
@@ -65,7 +66,8 @@ _HOP: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"t
                          b"upgrade", b"proxy-connection", b"content-length", b"trailer"})
 _HOP_BACK: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding",
                               b"server", b"date"})
-REPLACED: Final = "the query worker is being replaced: send the query again"
+#: where the connection's socket is put in the scope
+_FD: Final = "cradle.socket_fd"
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,17 @@ class Start:
     seq: int
 
 
+@dataclass
+class _Running:
+    job: Job
+    deadline: float
+    #: the connection's socket (to answer 503 on), and the CORS headers of the request
+    fd: int | None
+    cors: Sequence[tuple[bytes, bytes]]
+
+
 class QueryWorker:
-    """One worker: an ASGI app over its graph, its journal watch and its query thread."""
+    """One worker: an ASGI app over its graph, its journal watch and its watchdog."""
 
     def __init__(self, config: FrontConfig, start: Start, ask: Connection, busy: Any,
                  replaced: Any, *, sandboxed: bool) -> None:
@@ -108,22 +119,16 @@ class QueryWorker:
         self.busy = busy
         self.replaced = replaced
         self.sandboxed = sandboxed
-        threading.stack_size(QUERY_STACK_BYTES)  # the query thread's, reserved not used
-        self.executor = ThreadPoolExecutor(1, thread_name_prefix="cradle-sparql-query")
-        self.graph = self.executor.submit(OpenGraph, Path(start.generation)).result()
-        threading.stack_size(0)
+        self.graph = OpenGraph(Path(start.generation))  # on the thread that runs queries
         self.journal: Journal | None = open_journal(config.journal) if config.journal \
             else None
         self.mark = self.journal.watermark() if self.journal is not None else 0
         self.catalog = QueryCatalog.load(config.query_dirs, packs=config.pack_queries)
         self.lock = threading.Lock()
-        self.running: Job | None = None
-        self.doomed = False
-        self.server: Any = None
+        self.running: _Running | None = None
         self.proxy: Any = None
         self.cors_any = "*" in config.cors_origins
-
-    # --- on the query thread -------------------------------------------------------
+        threading.Thread(target=self._watch, name="cradle-watchdog", daemon=True).start()
 
     def _fresh(self) -> str:
         """The generation that holds every event in the journal now."""
@@ -143,12 +148,14 @@ class QueryWorker:
         self.generation, self.seq = str(answer[0]), int(answer[1])
         return self.generation
 
-    def execute(self, job: Job) -> Reply:
+    def execute(self, job: Job, scope: Scope, cors: Sequence[tuple[bytes, bytes]]) -> Reply:
+        """Run one job here, on the event loop's thread (the loop waits: one query at a
+        time per worker); the watchdog stops the process if it overruns."""
+        started = time.monotonic()
         with self.lock:
-            if self.doomed:
-                return Reply.error(503, REPLACED)
-            self.running = job
-        self.busy[self.slot] = time.monotonic()
+            self.running = _Running(job, started + self.config.timeout,
+                                    scope.get(_FD), cors)
+        self.busy[self.slot] = started
         try:
             try:
                 generation = self._fresh()
@@ -162,49 +169,31 @@ class QueryWorker:
                 return Reply.error(500, f"the query worker failed: {type(exc).__name__}: "
                                         f"{exc}")
         finally:
-            self.busy[self.slot] = 0.0
-            with self.lock:
+            with self.lock:  # past this point the watchdog cannot answer for this job
                 self.running = None
+            self.busy[self.slot] = 0.0
 
-    # --- on the event loop ---------------------------------------------------------
-
-    async def run(self, job: Job) -> Reply:
-        """Run a job on the query thread; the timeout covers waiting and running."""
-        if self.doomed:
-            return Reply.error(503, REPLACED)
-        limit = self.config.timeout
-        try:
-            future = self.executor.submit(self.execute, job)
-        except RuntimeError:  # shut down: this worker is going
-            return Reply.error(503, REPLACED)
-        waiting = asyncio.wrap_future(future)
-        done, _ = await asyncio.wait({waiting}, timeout=limit)
-        if done:
-            return Reply.error(503, REPLACED) if waiting.cancelled() else waiting.result()
-        if future.cancel():  # it never started: the worker was busy all along
-            return Reply.error(503, f"no query worker was free within {limit:g} s: "
-                                    "the endpoint is busy")
-        with self.lock:
-            runaway = self.running is job
-        if not runaway:  # it finished just now
-            return await waiting
-        self._doom()
-        return Reply.error(503, f"the query ran longer than the {limit:g} s limit "
-                                "and was stopped")
-
-    def _doom(self) -> None:
-        """Stop taking work and exit once the 503 is out: a replacement takes the slot."""
-        with self.lock:
-            if self.doomed:
-                return
-            self.doomed = True
-        with self.replaced.get_lock():
-            self.replaced.value += 1
-        if self.server is not None:
-            for listening in self.server.servers:
-                listening.close()  # this process only: the others keep accepting
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        asyncio.get_running_loop().call_later(0.3, os._exit, EXIT_REPLACED)
+    def _watch(self) -> None:
+        """At a query's deadline: answer 503 on its connection, then end the process."""
+        while True:
+            time.sleep(0.05)
+            with self.lock:
+                running = self.running
+                if running is None or time.monotonic() < running.deadline:
+                    continue
+                with self.replaced.get_lock():
+                    self.replaced.value += 1
+                if running.fd is not None:
+                    text = (f"the query ran longer than the {self.config.timeout:g} s limit "
+                            "and was stopped").encode()
+                    head = [b"HTTP/1.1 503 Service Unavailable",
+                            b"content-type: text/plain; charset=utf-8",
+                            b"content-length: " + str(len(text)).encode(),
+                            b"connection: close",
+                            *(k + b": " + v for k, v in (*HEADERS, *running.cors))]
+                    with contextlib.suppress(OSError):
+                        os.write(running.fd, b"\r\n".join(head) + b"\r\n\r\n" + text)
+                os._exit(EXIT_REPLACED)  # the lock is never released: no other answer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -250,7 +239,7 @@ class QueryWorker:
                     headers.get(b"content-type", b"").decode("latin-1"), body, accept_text,
                     endpoint)
         if isinstance(what, Job):
-            reply = await self.run(what)
+            reply = self.execute(what, scope, cors)
             await self._answer(send, reply.status, reply.media_type, reply.body, cors)
         elif what[0] == "describe":
             try:
@@ -284,7 +273,7 @@ class QueryWorker:
         job = Job(query=query.text, accept=accept.decode("latin-1") if accept else None,
                   formats=tuple(v for k, v in params.items() if k in _FORMAT_PARAMS),
                   bound=tuple((k, wire_term(t)) for k, t in bound.items()))
-        reply = await self.run(job)
+        reply = self.execute(job, scope, cors)
         await self._answer(send, reply.status, reply.media_type, reply.body, cors)
 
     async def forward(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -342,23 +331,49 @@ def _orphaned(life: Connection) -> None:
     os._exit(0)
 
 
-def front_main(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
-               life: Connection, busy: Any, replaced: Any) -> None:
-    """The body of a worker process: deny the network, open the graph, serve."""
-    sandboxed = deny_network() if not config.limits.allowed_services else False
-    sys.setrecursionlimit(6_000)  # the checker's parser recurses (depth 128 needs ~6000)
-    threading.Thread(target=_orphaned, args=(life,), name="cradle-orphan",
-                     daemon=True).start()
+class _Socket:
+    """Outermost: put the connection's socket in the scope (uvicorn's ``send`` knows its
+    transport), so that the watchdog can answer on it while the loop waits."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        transport = getattr(getattr(send, "__self__", None), "transport", None)
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        if sock is not None:
+            scope[_FD] = sock.fileno()
+        await self.app(scope, receive, send)
+
+
+def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
+           busy: Any, replaced: Any, sandboxed: bool) -> None:
     worker = QueryWorker(config, start, ask, busy, replaced, sandboxed=sandboxed)
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(
-        SecurityHeaders(BodyLimit(worker, max_bytes=config.max_body_bytes)),
+        _Socket(SecurityHeaders(BodyLimit(worker, max_bytes=config.max_body_bytes))),
         lifespan="off", log_level="warning", access_log=False, ws="none",
         server_header=False))
-    worker.server = server
     ask.send(("ready", sandboxed))
     server.run(sockets=[sock])
+
+
+def front_main(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
+               life: Connection, busy: Any, replaced: Any) -> None:
+    """The body of a worker process: deny the network, then serve on a deep-stack thread
+    (queries run on the event loop's own thread: no hand-over per query)."""
+    sandboxed = deny_network() if not config.limits.allowed_services else False
+    sys.setrecursionlimit(6_000)  # the checker's parser recurses (depth 128 needs ~6000)
+    threading.Thread(target=_orphaned, args=(life,), name="cradle-orphan",
+                     daemon=True).start()
+    threading.stack_size(QUERY_STACK_BYTES)  # reserved, not used
+    loop = threading.Thread(target=_serve, name="cradle-sparql",
+                            args=(sock, config, start, ask, busy, replaced, sandboxed))
+    threading.stack_size(0)
+    loop.start()
+    loop.join()
+    os._exit(0)
 
 
 __all__ = ["EXIT_REPLACED", "GRACE_SECONDS", "FrontConfig", "QueryWorker", "Start",

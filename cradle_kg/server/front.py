@@ -17,10 +17,11 @@ What stays as it was:
   itself every network socket before it opens anything (:mod:`.sandbox`) — accepting a
   connection on a socket it was given is no new socket;
 * a runaway query: pyoxigraph cannot cancel one, so the worker that runs it goes. A
-  worker runs each query on its event loop's thread (a 512 MiB stack), with no hand-over
-  to another thread; the engine releases the GIL while it evaluates and serializes, so
-  the worker's watchdog thread runs meanwhile: at the deadline it writes the 503 on the
-  query's connection itself and ends the process. The supervisor starts a replacement,
+  worker runs its queries on a few threads (each with a 512 MiB stack, reserved not used;
+  :attr:`FrontConfig.threads` at once): the engine releases the GIL while it evaluates
+  and serializes, so they run in parallel, and the worker's watchdog thread runs
+  meanwhile: at the deadline it writes the 503 on the query's connection itself (and a
+  503 "send it again" on those of the queries running beside it) and ends the process. The supervisor starts a replacement,
   which opens the current generation (a checkpoint) read-only, in milliseconds — no
   reload — and kills a worker whose query overran the deadline by :data:`GRACE_SECONDS`
   (one that could not stop itself);
@@ -42,6 +43,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -66,6 +68,8 @@ _HOP: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"t
                          b"upgrade", b"proxy-connection", b"content-length", b"trailer"})
 _HOP_BACK: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding",
                               b"server", b"date"})
+REPLACED: Final = ("the query worker was replaced while this query ran (another query "
+                   "overran its limit): send the query again")
 #: where the connection's socket is put in the scope
 _FD: Final = "cradle.socket_fd"
 
@@ -86,6 +90,8 @@ class FrontConfig:
     pack_queries: dict[str, dict[str, Path]] = field(default_factory=dict)
     cors_origins: tuple[str, ...] = ("*",)
     federated: bool = False
+    #: queries a worker runs at once, each on a thread of its own
+    threads: int = 4
 
 
 @dataclass(frozen=True)
@@ -119,13 +125,18 @@ class QueryWorker:
         self.busy = busy
         self.replaced = replaced
         self.sandboxed = sandboxed
-        self.graph = OpenGraph(Path(start.generation))  # on the thread that runs queries
+        threading.stack_size(QUERY_STACK_BYTES)  # the query threads': reserved, not used
+        self.executor = ThreadPoolExecutor(max(1, config.threads),
+                                           thread_name_prefix="cradle-sparql-query")
+        threading.stack_size(0)
+        self.graph = OpenGraph(Path(start.generation))
         self.journal: Journal | None = open_journal(config.journal) if config.journal \
             else None
         self.mark = self.journal.watermark() if self.journal is not None else 0
         self.catalog = QueryCatalog.load(config.query_dirs, packs=config.pack_queries)
         self.lock = threading.Lock()
-        self.running: _Running | None = None
+        self.running: dict[int, _Running] = {}
+        self.fresh_lock = threading.Lock()
         self.proxy: Any = None
         self.cors_any = "*" in config.cors_origins
         threading.Thread(target=self._watch, name="cradle-watchdog", daemon=True).start()
@@ -134,6 +145,10 @@ class QueryWorker:
         """The generation that holds every event in the journal now."""
         if not self.config.follows:
             return self.generation
+        with self.fresh_lock:  # one look at a time: a look that saw new events is done
+            return self._look()
+
+    def _look(self) -> str:
         if self.journal is not None:
             mark = self.journal.watermark()
             if mark == self.mark:
@@ -149,13 +164,14 @@ class QueryWorker:
         return self.generation
 
     def execute(self, job: Job, scope: Scope, cors: Sequence[tuple[bytes, bytes]]) -> Reply:
-        """Run one job here, on the event loop's thread (the loop waits: one query at a
-        time per worker); the watchdog stops the process if it overruns."""
+        """Run one job on this query thread; the watchdog ends the process if it overruns."""
         started = time.monotonic()
+        key = threading.get_ident()
         with self.lock:
-            self.running = _Running(job, started + self.config.timeout,
-                                    scope.get(_FD), cors)
-        self.busy[self.slot] = started
+            self.running[key] = _Running(job, started + self.config.timeout,
+                                         scope.get(_FD), cors)
+            self.busy[self.slot] = min(r.deadline for r in self.running.values()) \
+                - self.config.timeout
         try:
             try:
                 generation = self._fresh()
@@ -170,30 +186,30 @@ class QueryWorker:
                                         f"{exc}")
         finally:
             with self.lock:  # past this point the watchdog cannot answer for this job
-                self.running = None
-            self.busy[self.slot] = 0.0
+                del self.running[key]
+                self.busy[self.slot] = min((r.deadline for r in self.running.values()),
+                                           default=self.config.timeout) - self.config.timeout
 
     def _watch(self) -> None:
-        """At a query's deadline: answer 503 on its connection, then end the process."""
+        """At a query's deadline: answer 503 on its connection — and on those of the
+        queries running beside it in this process — then end the process."""
         while True:
             time.sleep(0.05)
             with self.lock:
-                running = self.running
-                if running is None or time.monotonic() < running.deadline:
+                now = time.monotonic()
+                if not any(now >= r.deadline for r in self.running.values()):
                     continue
                 with self.replaced.get_lock():
                     self.replaced.value += 1
-                if running.fd is not None:
+                for running in self.running.values():
                     text = (f"the query ran longer than the {self.config.timeout:g} s limit "
-                            "and was stopped").encode()
-                    head = [b"HTTP/1.1 503 Service Unavailable",
-                            b"content-type: text/plain; charset=utf-8",
-                            b"content-length: " + str(len(text)).encode(),
-                            b"connection: close",
-                            *(k + b": " + v for k, v in (*HEADERS, *running.cors))]
-                    with contextlib.suppress(OSError):
-                        os.write(running.fd, b"\r\n".join(head) + b"\r\n\r\n" + text)
+                            "and was stopped" if now >= running.deadline else REPLACED)
+                    _answer_raw(running, text.encode())
                 os._exit(EXIT_REPLACED)  # the lock is never released: no other answer
+
+    async def run(self, job: Job, scope: Scope, cors: Sequence[tuple[bytes, bytes]]) -> Reply:
+        """Run a job on a query thread (the engine releases the GIL: they run in parallel)."""
+        return await asyncio.wrap_future(self.executor.submit(self.execute, job, scope, cors))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -239,7 +255,7 @@ class QueryWorker:
                     headers.get(b"content-type", b"").decode("latin-1"), body, accept_text,
                     endpoint)
         if isinstance(what, Job):
-            reply = self.execute(what, scope, cors)
+            reply = await self.run(what, scope, cors)
             await self._answer(send, reply.status, reply.media_type, reply.body, cors)
         elif what[0] == "describe":
             try:
@@ -273,7 +289,7 @@ class QueryWorker:
         job = Job(query=query.text, accept=accept.decode("latin-1") if accept else None,
                   formats=tuple(v for k, v in params.items() if k in _FORMAT_PARAMS),
                   bound=tuple((k, wire_term(t)) for k, t in bound.items()))
-        reply = self.execute(job, scope, cors)
+        reply = await self.run(job, scope, cors)
         await self._answer(send, reply.status, reply.media_type, reply.body, cors)
 
     async def forward(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -312,6 +328,17 @@ class QueryWorker:
             await send({"type": "http.response.body", "body": b""})
         finally:
             await response.aclose()
+
+
+def _answer_raw(running: _Running, text: bytes) -> None:
+    """A 503 written straight on a query's connection (from the watchdog thread)."""
+    if running.fd is None:
+        return
+    head = [b"HTTP/1.1 503 Service Unavailable", b"content-type: text/plain; charset=utf-8",
+            b"content-length: " + str(len(text)).encode(), b"connection: close",
+            *(k + b": " + v for k, v in (*HEADERS, *running.cors))]
+    with contextlib.suppress(OSError):
+        os.write(running.fd, b"\r\n".join(head) + b"\r\n\r\n" + text)
 
 
 def _endpoint(scope: Scope, headers: dict[bytes, bytes]) -> str:
@@ -361,19 +388,12 @@ def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connecti
 
 def front_main(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
                life: Connection, busy: Any, replaced: Any) -> None:
-    """The body of a worker process: deny the network, then serve on a deep-stack thread
-    (queries run on the event loop's own thread: no hand-over per query)."""
+    """The body of a worker process: deny the network, open the graph, serve."""
     sandboxed = deny_network() if not config.limits.allowed_services else False
     sys.setrecursionlimit(6_000)  # the checker's parser recurses (depth 128 needs ~6000)
     threading.Thread(target=_orphaned, args=(life,), name="cradle-orphan",
                      daemon=True).start()
-    threading.stack_size(QUERY_STACK_BYTES)  # reserved, not used
-    loop = threading.Thread(target=_serve, name="cradle-sparql",
-                            args=(sock, config, start, ask, busy, replaced, sandboxed))
-    threading.stack_size(0)
-    loop.start()
-    loop.join()
-    os._exit(0)
+    _serve(sock, config, start, ask, busy, replaced, sandboxed)
 
 
 __all__ = ["EXIT_REPLACED", "GRACE_SECONDS", "FrontConfig", "QueryWorker", "Start",

@@ -1,8 +1,8 @@
 """The query front: worker processes that answer ``/sparql`` and ``/queries/NAME`` on the
 server's own listening socket — nothing between a client and the engine but one process.
 
-Each worker accepts connections on the socket the server bound (one listening socket,
-shared by every worker: the kernel hands each connection to one of them) and speaks HTTP
+Each worker accepts connections on a listening socket of its own, bound to the server's
+address with ``SO_REUSEPORT`` (the kernel spreads the connections over them) and speaks HTTP
 itself (uvicorn, no web framework): a ``/sparql`` request is planned by
 :func:`.plan.plan`, run and serialized by pyoxigraph on the worker's one query thread
 (which has a deep stack), and answered. Everything else — the JSON API, the web page,
@@ -21,10 +21,10 @@ What stays as it was:
   :attr:`FrontConfig.threads` at once): the engine releases the GIL while it evaluates
   and serializes, so they run in parallel, and the worker's watchdog thread runs
   meanwhile: at the deadline it writes the 503 on the query's connection itself (and a
-  503 "send it again" on those of the queries running beside it) and ends the process. The supervisor starts a replacement,
-  which opens the current generation (a checkpoint) read-only, in milliseconds — no
-  reload — and kills a worker whose query overran the deadline by :data:`GRACE_SECONDS`
-  (one that could not stop itself);
+  503 "send it again" on those of the queries running beside it) and ends the process.
+  The supervisor starts a replacement, which opens the current generation (a
+  checkpoint) read-only, in milliseconds — no reload — and kills a worker whose query
+  overran the deadline by :data:`GRACE_SECONDS` (one that could not stop itself);
 * freshness: before each query the worker looks at the journal. An embedded (SQLite)
   journal it reads itself (``data_version``: a few microseconds, no round trip); any
   other journal it asks the supervisor about. When events arrived, the supervisor
@@ -116,7 +116,7 @@ class QueryWorker:
     """One worker: an ASGI app over its graph, its journal watch and its watchdog."""
 
     def __init__(self, config: FrontConfig, start: Start, ask: Connection, busy: Any,
-                 replaced: Any, *, sandboxed: bool) -> None:
+                 replaced: Any, *, sandboxed: bool, listening: socket.socket) -> None:
         self.config = config
         self.slot = start.slot
         self.generation = start.generation
@@ -125,6 +125,7 @@ class QueryWorker:
         self.busy = busy
         self.replaced = replaced
         self.sandboxed = sandboxed
+        self.listening = listening
         threading.stack_size(QUERY_STACK_BYTES)  # the query threads': reserved, not used
         self.executor = ThreadPoolExecutor(max(1, config.threads),
                                            thread_name_prefix="cradle-sparql-query")
@@ -199,8 +200,9 @@ class QueryWorker:
                 now = time.monotonic()
                 if not any(now >= r.deadline for r in self.running.values()):
                     continue
-                with self.replaced.get_lock():
-                    self.replaced.value += 1
+                self.replaced[self.slot] += 1  # this slot's entry: one writer at a time
+                with contextlib.suppress(OSError):  # leave the port's group first
+                    self.listening.shutdown(socket.SHUT_RDWR)
                 for running in self.running.values():
                     text = (f"the query ran longer than the {self.config.timeout:g} s limit "
                             "and was stopped" if now >= running.deadline else REPLACED)
@@ -375,7 +377,8 @@ class _Socket:
 
 def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
            busy: Any, replaced: Any, sandboxed: bool) -> None:
-    worker = QueryWorker(config, start, ask, busy, replaced, sandboxed=sandboxed)
+    worker = QueryWorker(config, start, ask, busy, replaced, sandboxed=sandboxed,
+                         listening=sock)
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(

@@ -1,6 +1,7 @@
 """The server's side of the query front: the listening socket, the workers, the watchdog.
 
-:class:`QueryFront` binds the server's TCP socket, starts ``size`` workers
+:class:`QueryFront` binds the server's address (a socket per worker, ``SO_REUSEPORT``;
+the first before anything else, so a busy port fails at once), starts ``size`` workers
 (:mod:`.front`) from a fork server (started first thing, with the workers' modules
 imported, before the server opens any store or thread: each worker is then a fork of a
 small clean process, ready in milliseconds), and keeps the slots filled:
@@ -46,10 +47,13 @@ def start_fork_server() -> None:
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """The server's listening socket (the workers accept on it)."""
+    """A listening socket on the server's address, one per worker: with ``SO_REUSEPORT``
+    the kernel spreads the connections over the workers (one shared socket left them
+    all to whichever worker woke first)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.bind((host, port))
     sock.listen(2048)
     sock.set_inheritable(True)
@@ -76,11 +80,16 @@ class QueryFront:
         #: the server's private folder (its store, generations, the app's socket)
         self.workdir = workdir
         self.config = config
-        self.sock = sock
+        #: the first worker's socket (bound first, so a busy port fails before anything)
+        self.sock: socket.socket | None = sock
+        self.address = sock.getsockname()[:2]
         self.size = max(1, size)
         self._ctx = mp.get_context("forkserver")
         self.busy: Any = self._ctx.Array("d", self.size, lock=False)
-        self.replaced: Any = self._ctx.Value("i", 0)
+        #: workers that stopped themselves after a runaway query, per slot (each entry is
+        #: written by the slot's one live worker: no lock, so no semaphore to track)
+        self.replaced: Any = self._ctx.Array("q", self.size, lock=False)
+        self._killed = 0
         self._slots: list[_Slot | None] = [None] * self.size
         self._lock = threading.Lock()
         self._closed = False
@@ -97,11 +106,13 @@ class QueryFront:
         parent, child = self._ctx.Pipe()
         life_read, life_write = self._ctx.Pipe(duplex=False)
         generation, seq = self.source.published()
+        sock, self.sock = self.sock or listen(*self.address), None
         process = self._ctx.Process(
             target=front_main, name=f"cradle-sparql-{slot}", daemon=True,
-            args=(self.sock, self.config, Start(slot, str(generation), seq), child,
+            args=(sock, self.config, Start(slot, str(generation), seq), child,
                   life_read, self.busy, self.replaced))
         process.start()
+        sock.close()  # the worker's own now: a copy left here would take connections
         child.close()
         life_read.close()
         entry = _Slot(process, parent, life_write, str(generation))
@@ -138,8 +149,7 @@ class QueryFront:
         self.source.retire(in_use)
 
     def _count(self) -> None:
-        with self.replaced.get_lock():
-            self.replaced.value += 1
+        self._killed += 1  # only the watch thread counts here
 
     def _watch(self) -> None:
         """Refill every slot whose worker ended; kill a worker stuck past its deadline."""
@@ -172,7 +182,8 @@ class QueryFront:
             slots = [s for s in self._slots if s is not None]
         ready = [s for s in slots if s.ready and s.process.is_alive()]
         return {"workers_ready": len(ready), "workers": self.size,
-                "triples": self.source.triples, "workers_replaced": self.replaced.value,
+                "triples": self.source.triples,
+                "workers_replaced": sum(self.replaced) + self._killed,
                 "network_sandboxed": bool(ready) and all(s.sandboxed for s in ready)}
 
     async def arun(self, job: Job) -> Reply:
@@ -193,7 +204,7 @@ class QueryFront:
                 if entry.process.is_alive():
                     entry.process.kill()
                     entry.process.join(2)
-        with contextlib.suppress(OSError):
+        if self.sock is not None:
             self.sock.close()
 
 

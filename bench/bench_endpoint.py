@@ -187,8 +187,9 @@ def after_timeout(url: str, mix: list[str], got: dict[str, list[float]]) -> None
     """A query over the time limit, then normal queries at once: what the timeout cost."""
     with httpx.Client(timeout=60) as http:
         t0 = time.perf_counter()
-        status = http.post(url, data={"query": RUNAWAY}, headers=JSON).status_code
-        got.setdefault("timeout_status", []).append(status)
+        res = http.post(url, data={"query": RUNAWAY}, headers=JSON)
+        got.setdefault("timeout_status", []).append(res.status_code)
+        got.setdefault("timeout_body", []).append(res.text[:80])  # type: ignore[arg-type]
         got.setdefault("timeout_s", []).append(time.perf_counter() - t0)
         lat = []
         for text in mix[:40]:
@@ -255,9 +256,9 @@ def main() -> None:
                         load.own_per_query)  # type: ignore[attr-defined]
                     if clients == 1:
                         got.setdefault("p50", []).append(statistics.median(lat))
-                after_timeout(ep.url, mix, got)
                 got.setdefault("rss", []).append(rss_kb(ep.proc.pid) / 1024)
                 got.setdefault("pss", []).append(rss_kb(ep.proc.pid, pss=True) / 1024)
+                after_timeout(ep.url, mix, got)  # after the memory: a runaway may grow it
                 got.setdefault("load", []).append(os.getloadavg()[0])
             finally:
                 ep.close()
@@ -287,6 +288,7 @@ def main() -> None:
     row("next 40 queries, p50", "next_p50", 1e3, "ms", "lower is better")
     row("next 40 queries, max", "next_max", 1e3, "ms", "lower is better")
     print("runaway statuses: ours", ours["timeout_status"], "oxigraph", theirs["timeout_status"])
+    print("runaway answers: ours", ours["timeout_body"][:1], "oxigraph", theirs["timeout_body"][:1])
     overhead = (statistics.median(ours["p50"]) - statistics.median(theirs["p50"])) * 1e3
     print(f"point-query overhead (median p50 difference): {overhead:+.2f} ms")
     loads = ours["load"] + theirs["load"]

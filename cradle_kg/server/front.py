@@ -126,9 +126,13 @@ class QueryWorker:
         self.replaced = replaced
         self.sandboxed = sandboxed
         self.listening = listening
+        threads = max(1, config.threads)
         threading.stack_size(QUERY_STACK_BYTES)  # the query threads': reserved, not used
-        self.executor = ThreadPoolExecutor(max(1, config.threads),
-                                           thread_name_prefix="cradle-sparql-query")
+        self.executor = ThreadPoolExecutor(threads, thread_name_prefix="cradle-sparql-query")
+        started = threading.Barrier(threads + 1)  # the pool starts threads lazily: all now,
+        for _ in range(threads):                 # while the deep stack size is in force
+            self.executor.submit(started.wait)
+        started.wait()
         threading.stack_size(0)
         self.graph = OpenGraph(Path(start.generation))
         self.journal: Journal | None = open_journal(config.journal) if config.journal \

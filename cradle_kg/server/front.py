@@ -21,7 +21,7 @@ What stays as it was:
   :attr:`FrontConfig.threads` at once): the engine releases the GIL while it evaluates
   and serializes, so they run in parallel, and the worker's watchdog thread runs
   meanwhile: at the deadline it writes the 503 on the query's connection itself (and a
-  503 "send it again" on those of the queries running beside it) and ends the process.
+  503 "send it again" on those running or waiting beside it) and ends the process.
   The supervisor starts a replacement, which opens the current generation (a
   checkpoint) read-only, in milliseconds — no reload — and kills a worker whose query
   overran the deadline by :data:`GRACE_SECONDS` (one that could not stop itself);
@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import signal
 import socket
 import sys
 import threading
@@ -58,8 +59,6 @@ from .plan import plan, service_description
 from .sandbox import deny_network
 from .worker import QUERY_STACK_BYTES, Job, Limits, OpenGraph, Reply, run_job, wire_term
 
-#: the exit status of a worker that stopped itself after a runaway query
-EXIT_REPLACED: Final = 75
 #: how long past its deadline a query may run before the supervisor kills its worker
 GRACE_SECONDS: Final = 5.0
 _FORMAT_PARAMS: Final = ("format", "output", "results")
@@ -141,6 +140,7 @@ class QueryWorker:
         self.catalog = QueryCatalog.load(config.query_dirs, packs=config.pack_queries)
         self.lock = threading.Lock()
         self.running: dict[int, _Running] = {}
+        self.waiting: dict[int, _Running] = {}
         self.fresh_lock = threading.Lock()
         self.proxy: Any = None
         self.cors_any = "*" in config.cors_origins
@@ -173,6 +173,7 @@ class QueryWorker:
         started = time.monotonic()
         key = threading.get_ident()
         with self.lock:
+            self.waiting.pop(id(job), None)
             self.running[key] = _Running(job, started + self.config.timeout,
                                          scope.get(_FD), cors)
             self.busy[self.slot] = min(r.deadline for r in self.running.values()) \
@@ -207,14 +208,16 @@ class QueryWorker:
                 self.replaced[self.slot] += 1  # this slot's entry: one writer at a time
                 with contextlib.suppress(OSError):  # leave the port's group first
                     self.listening.shutdown(socket.SHUT_RDWR)
-                for running in self.running.values():
+                for running in (*self.running.values(), *self.waiting.values()):
                     text = (f"the query ran longer than the {self.config.timeout:g} s limit "
                             "and was stopped" if now >= running.deadline else REPLACED)
                     _answer_raw(running, text.encode())
-                os._exit(EXIT_REPLACED)  # the lock is never released: no other answer
+                _end()  # the lock is never released: no other answer
 
     async def run(self, job: Job, scope: Scope, cors: Sequence[tuple[bytes, bytes]]) -> Reply:
         """Run a job on a query thread (the engine releases the GIL: they run in parallel)."""
+        with self.lock:  # waiting for a thread: answered by the watchdog if the worker goes
+            self.waiting[id(job)] = _Running(job, float("inf"), scope.get(_FD), cors)
         return await asyncio.wrap_future(self.executor.submit(self.execute, job, scope, cors))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -357,11 +360,16 @@ def _endpoint(scope: Scope, headers: dict[bytes, bytes]) -> str:
     return f"{scope['scheme']}://{server[0]}:{server[1]}{path}"
 
 
+def _end() -> None:
+    """End this process at once: no clean-up, no waiting for the running queries."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _orphaned(life: Connection) -> None:
     """Exit when the supervisor goes (its end of the pipe closes)."""
     with contextlib.suppress(EOFError, OSError):
         life.recv()
-    os._exit(0)
+    _end()
 
 
 class _Socket:
@@ -403,5 +411,5 @@ def front_main(sock: socket.socket, config: FrontConfig, start: Start, ask: Conn
     _serve(sock, config, start, ask, busy, replaced, sandboxed)
 
 
-__all__ = ["EXIT_REPLACED", "GRACE_SECONDS", "FrontConfig", "QueryWorker", "Start",
+__all__ = ["GRACE_SECONDS", "FrontConfig", "QueryWorker", "Start",
            "front_main"]

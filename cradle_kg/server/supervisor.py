@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .dataset import PrivateStore
-from .front import EXIT_REPLACED, GRACE_SECONDS, FrontConfig, Start, front_main
+from .front import GRACE_SECONDS, FrontConfig, Start, front_main
 from .worker import Job, Reply
 
 _PRELOAD: Final = ["cradle_kg.server.front", "uvicorn", "uvicorn.protocols.http.auto",
@@ -66,6 +66,8 @@ class _Slot:
     conn: Connection
     life: Connection
     generation: str
+    #: the slot's count of self-stopped workers when this one started
+    stopped_before: int = 0
     ready: bool = False
     sandboxed: bool = False
     counted: bool = False
@@ -115,7 +117,8 @@ class QueryFront:
         sock.close()  # the worker's own now: a copy left here would take connections
         child.close()
         life_read.close()
-        entry = _Slot(process, parent, life_write, str(generation))
+        entry = _Slot(process, parent, life_write, str(generation),
+                      stopped_before=int(self.replaced[slot]))
         with self._lock:
             self._slots[slot] = entry
         threading.Thread(target=self._serve, args=(entry,), name=f"cradle-front-{slot}",
@@ -163,7 +166,8 @@ class QueryFront:
                     return
                 if entry.process.sentinel in ended:
                     entry.process.join(1)
-                    if entry.process.exitcode != EXIT_REPLACED and not entry.counted:
+                    stopped_itself = self.replaced[i] > entry.stopped_before
+                    if not stopped_itself and not entry.counted:
                         self._count()  # it died: count it as replaced too
                     with contextlib.suppress(OSError):
                         entry.conn.close()

@@ -8,12 +8,19 @@ IRI written into the text, POST to the query URL) — a point query — and, one
 small aggregate (decisions per verdict). Every answer is compared between the two servers
 first (same rows). Figures, each server in turn, interleaved over ``--rounds``:
 
-* **ready**: process start until the first answered query;
+* **ready**: process start until the first answered query (then, for ours, the loads
+  wait until ``/healthz`` answers: the app, built after the workers, is up and the quads
+  are counted — the loads measure the steady state);
 * **throughput** at 1 and at 8 clients (queries/s) and the ratio ours/theirs;
 * **point p50** at 1 client and the difference (our overhead per query);
 * **CPU per query**: CPU seconds the server (and its workers) used during a load, per
   answered query — what a query costs, whatever share of the shared cores each got;
-* **memory**: RSS of the server and its worker processes, after the load.
+* **memory**: RSS of the server and its worker processes, after the load; and PSS (each
+  shared page divided among the processes that share it: the workers are forks of one
+  process), the honest sum for several processes.
+
+* **a timeout**: a query far over the time limit (both get ``--timeout 2``), then the next
+  40 queries at once: its status, how long it took, the p50 and max of the next ones.
 
 Run: ``.venv/bin/python bench/bench_endpoint.py [--seconds 5] [--rounds 3]``; needs the
 ``oxigraph`` CLI (PyPI ``oxigraph``, in the ``dev`` extra). Prints figures and the load
@@ -48,6 +55,10 @@ C = "https://w3id.org/cradle#"
 AGGREGATE = (f"SELECT ?v (COUNT(?d) AS ?n) WHERE {{ ?d a <{C}Decision> ; <{C}verdict> ?v }} "
              "GROUP BY ?v ORDER BY ?v")
 JSON = {"Accept": "application/sparql-results+json"}
+#: far beyond the time limit on this store
+RUNAWAY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
+#: the time limit both servers are given (seconds)
+TIMEOUT = 2
 
 
 def free_port() -> int:
@@ -56,14 +67,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def rss_kb(pid: int) -> int:
-    """RSS of a process and all its descendants."""
+def rss_kb(pid: int, *, pss: bool = False) -> int:
+    """RSS (or PSS) of a process and all its descendants."""
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
+            source, key = (f"/proc/{p}/smaps_rollup", "Pss:") if pss \
+                else (f"/proc/{p}/status", "VmRSS:")
+            for line in Path(source).read_text().splitlines():
+                if line.startswith(key):
                     total += int(line.split()[1])
             children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
         except OSError:
@@ -105,6 +118,16 @@ class Endpoint:
                 pass
             time.sleep(0.02)
         self.ready = time.perf_counter() - started
+        if health:  # ours: the loads measure the steady state, once the app is up too
+            base = url.rsplit("/", 1)[0]
+            while True:
+                try:
+                    doc = httpx.get(base + health, timeout=2).json()
+                    if doc["triples"] >= 0 and doc["workers_ready"] == doc["workers"]:
+                        break
+                except (httpx.HTTPError, ValueError, KeyError):
+                    pass
+                time.sleep(0.05)
 
     def close(self) -> None:
         self.proc.terminate()
@@ -160,6 +183,27 @@ def load(url: str, mix: list[str], clients: int, seconds: float,
     return sum(done) / elapsed, [x for ls in lat for x in ls]
 
 
+def after_timeout(url: str, mix: list[str], got: dict[str, list[float]]) -> None:
+    """A query over the time limit, then normal queries at once: what the timeout cost."""
+    with httpx.Client(timeout=60) as http:
+        t0 = time.perf_counter()
+        try:
+            res = http.post(url, data={"query": RUNAWAY}, headers=JSON, timeout=8 * TIMEOUT)
+            status, body = res.status_code, res.text[-60:]
+        except httpx.HTTPError as exc:  # no answer at all within 8x the limit
+            status, body = 0, f"{type(exc).__name__}"
+        got.setdefault("timeout_status", []).append(status)
+        got.setdefault("timeout_body", []).append(body)  # type: ignore[arg-type]
+        got.setdefault("timeout_s", []).append(time.perf_counter() - t0)
+        lat = []
+        for text in mix[:40]:
+            t1 = time.perf_counter()
+            ok = http.post(url, data={"query": text}, headers=JSON).status_code == 200
+            lat.append(time.perf_counter() - t1 if ok else float("inf"))
+        got.setdefault("next_max", []).append(max(lat))
+        got.setdefault("next_p50", []).append(statistics.median(lat))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--triples", type=int, default=1_100_000)
@@ -192,13 +236,13 @@ def main() -> None:
             if name == "ours":
                 ep = Endpoint(name, [sys.executable, "-m", "cradle_kg", "serve", "--home",
                                      str(home), "--port", str(port), "--workers",
-                                     str(args.workers)],
+                                     str(args.workers), "--timeout", str(TIMEOUT)],
                               f"http://127.0.0.1:{port}/sparql", "/healthz")
             else:
                 ep = Endpoint(name, [oxigraph, "serve-read-only", "--location",
                                      str(work / "theirs"), "--bind", f"127.0.0.1:{port}",
-                                     "--union-default-graph"],
-                              f"http://127.0.0.1:{port}/query", "/")
+                                     "--union-default-graph", "--timeout-s", str(TIMEOUT)],
+                              f"http://127.0.0.1:{port}/query", "")
             try:
                 got = figures[name]
                 got.setdefault("ready", []).append(ep.ready)
@@ -217,6 +261,8 @@ def main() -> None:
                     if clients == 1:
                         got.setdefault("p50", []).append(statistics.median(lat))
                 got.setdefault("rss", []).append(rss_kb(ep.proc.pid) / 1024)
+                got.setdefault("pss", []).append(rss_kb(ep.proc.pid, pss=True) / 1024)
+                after_timeout(ep.url, mix, got)  # after the memory: a runaway may grow it
                 got.setdefault("load", []).append(os.getloadavg()[0])
             finally:
                 ep.close()
@@ -238,9 +284,15 @@ def main() -> None:
     row("CPU per query, 1 client", "cpu1", 1e3, "ms", "lower is better")
     row("CPU per query, 8 clients", "cpu8", 1e3, "ms", "lower is better")
     row("memory (RSS)", "rss", 1, "MB", "lower is better")
-    print("of ours, the server process itself (HTTP, the fast path, the pipe), per query: "
+    row("memory (PSS)", "pss", 1, "MB", "lower is better")
+    print("of ours, the server process itself (the app; queries go to the workers), per query: "
           f"1 client {statistics.median(ours['own1']) * 1e3:.2f} ms, "
           f"8 clients {statistics.median(ours['own8']) * 1e3:.2f} ms (the rest is the workers)")
+    row("runaway query answered in", "timeout_s", 1, "s", f"limit {TIMEOUT} s")
+    row("next 40 queries, p50", "next_p50", 1e3, "ms", "lower is better")
+    row("next 40 queries, max", "next_max", 1e3, "ms", "lower is better")
+    print("runaway statuses: ours", ours["timeout_status"], "oxigraph", theirs["timeout_status"])
+    print("runaway answers: ours", ours["timeout_body"][:1], "oxigraph", theirs["timeout_body"][:1])
     overhead = (statistics.median(ours["p50"]) - statistics.median(theirs["p50"])) * 1e3
     print(f"point-query overhead (median p50 difference): {overhead:+.2f} ms")
     loads = ours["load"] + theirs["load"]

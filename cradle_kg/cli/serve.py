@@ -30,7 +30,9 @@ def serve(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds a query may run.")] = 10.0,
     max_result_bytes: Annotated[int, typer.Option(
         "--max-result-bytes", help="Largest serialized result, in bytes.")] = 50_000_000,
-    workers: Annotated[int, typer.Option("--workers", help="Query worker processes.")] = 2,
+    workers: Annotated[int, typer.Option(
+        "--workers", help="Query worker processes (each answers queries on the server's "
+                          "port; one per core).")] = 2,
     max_body_bytes: Annotated[int, typer.Option(
         "--max-body-bytes", help="Largest request body, in bytes (413 beyond).")] = 1_048_576,
     max_query_bytes: Annotated[int, typer.Option(
@@ -47,9 +49,7 @@ def serve(
     home: HomeOpt = None,
 ) -> None:
     """Serve the graph: SPARQL 1.1 endpoint at /sparql, web page at /, API docs at /docs."""
-    import uvicorn
-
-    from ..server import ServerSettings, create_app
+    from ..server import ServerSettings, start_front
     from .query import pack_queries
 
     settings = ServerSettings(
@@ -60,13 +60,21 @@ def serve(
         max_body_bytes=max_body_bytes, max_query_bytes=max_query_bytes,
         max_query_depth=max_query_depth)
     try:
-        app = create_app(settings)
+        # the query workers answer /sparql on the port first; the app (API, page) follows
+        front = start_front(settings, host, port)
+        import uvicorn
+
+        from ..server import create_app
+
+        app = create_app(settings, front)
+    except OSError as exc:
+        fail(CradleError(f"cannot listen on `{host}:{port}`: {exc.strerror or exc}"))
     except CradleError as exc:
         fail(exc)
     what = ", ".join(str(f) for f in files) if files else f"home {settings.home}"
     console.print(f"serving {what} at http://{host}:{port}/ (SPARQL: /sparql, API: /docs)",
                   highlight=False)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, uds=front.config.app_socket, log_level="warning")
 
 
 @token_app.command("issue")

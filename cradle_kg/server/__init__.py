@@ -1,9 +1,13 @@
 """The server: a SPARQL 1.1 endpoint, named queries, the runtime's JSON API, a web page.
 
-    app.py          create_app(ServerSettings): wires everything below
-    protocol.py     /sparql — SPARQL 1.1 Protocol + Service Description (read-only)
+    launch.py       ServerSettings, start_front: the store and the workers, no framework
+    app.py          create_app(settings, front): wires everything below
+    supervisor.py   the listening socket, the query workers, the watchdog
+    front.py        a query worker: answers /sparql on the server's port, passes the rest on
+    plan.py         what a /sparql request asks (no web framework)
+    protocol.py     /sparql — the route the OpenAPI page documents
     negotiation.py  which serialization a client gets
-    worker.py       query worker processes: run + serialize in one place, killable
+    worker.py       one query run + serialized in one place
     dataset.py      what workers read: checkpoints of the server's private store
     api.py          /api — submit, approvals, runs (bearer tokens, see auth.py)
     auth.py         per-identity tokens (approvers in config.json, agents in api-tokens.json)
@@ -12,12 +16,16 @@
 
 from typing import Any
 
-__all__ = ["STATIC_DIR", "ServerSettings", "create_app"]
+__all__ = ["STATIC_DIR", "ServerSettings", "create_app", "start_front"]
 
 
 def __getattr__(name: str) -> Any:
     # on first use: a query worker imports ``server.worker`` and must not pay for FastAPI
     # and the runtime that ``app`` brings (3 s of imports per worker on a loaded machine)
+    if name in ("ServerSettings", "start_front"):  # no FastAPI: the workers start first
+        from . import launch
+
+        return getattr(launch, name)
     if name in __all__:
         from . import app
 

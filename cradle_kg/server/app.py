@@ -2,7 +2,9 @@
 
 One library object, a thin web app (datasette's habit): :func:`create_app` wires
 
-* ``/sparql`` — the SPARQL 1.1 Protocol over a pool of query worker processes;
+* ``/sparql`` — the SPARQL 1.1 Protocol, answered by the query workers in front of the
+  app (:mod:`.front`, :mod:`.supervisor`): they accept on the server's socket and pass
+  everything that is not a query on to this app, which listens on a private Unix socket;
 * ``/queries`` — the named queries (listed; run with parameters bound as RDF terms);
 * ``/api`` — the runtime's JSON API (home mode only: serving files has no runtime);
 * ``/`` and ``/static`` — the web page (query page, run browser, approvals inbox), every
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,16 +27,14 @@ from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import CradleError
 from ..graph.queries import QueryCatalog, bind
-from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH
-from ..home import Home
 from . import api, protocol
-from .dataset import PrivateStore, snapshot_files, snapshot_home
-from .guard import MAX_BODY_BYTES, BodyLimit, SecurityHeaders
-from .worker import Job, Limits, WorkerPool, wire_term
+from .guard import BodyLimit, SecurityHeaders
+from .launch import ServerSettings, prepare_source, start_front
+from .supervisor import QueryFront
+from .worker import Job, wire_term
 
 if TYPE_CHECKING:
     from ..loop.runtime import Runtime
@@ -43,57 +42,10 @@ if TYPE_CHECKING:
 STATIC_DIR = Path(__file__).parent / "static"
 
 
-class ServerSettings(BaseModel):
-    """Everything ``cradle-kg serve`` can set."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    home: Path | None = None
-    files: tuple[Path, ...] = ()
-    #: seconds a query may run (waiting for a free worker included)
-    timeout_seconds: float = Field(10.0, gt=0)
-    #: bytes a serialized result may take
-    max_result_bytes: int = Field(50_000_000, gt=0)
-    workers: int = Field(2, ge=1)
-    #: SERVICE endpoints a query may name (none by default: no outbound request)
-    allowed_services: tuple[str, ...] = ()
-    query_dirs: tuple[Path, ...] = ()
-    #: named queries added by packs: pack id -> name -> file
-    pack_queries: dict[str, dict[str, Path]] = Field(default_factory=dict)
-    cors_origins: tuple[str, ...] = ("*",)
-    #: bytes a request body may take (413 before authentication and parsing)
-    max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0)
-    #: bytes a SPARQL query may take, and how deeply its brackets may nest (400 beyond)
-    max_query_bytes: int = Field(MAX_QUERY_BYTES, gt=0)
-    max_query_depth: int = Field(MAX_QUERY_DEPTH, gt=0)
-
-
-def prepare_source(settings: ServerSettings, workdir: Path) -> PrivateStore:
-    snapshot = workdir / "store"
-    if settings.files:
-        return snapshot_files(list(settings.files), snapshot)
-    if settings.home is None:
-        raise CradleError("serve needs a home or RDF files")
-    return snapshot_home(Home(settings.home), snapshot)
-
-
-def create_app(settings: ServerSettings) -> FastAPI:
-    """The app; its worker pool and runtime start with the app's lifespan."""
+def create_app(settings: ServerSettings, front: QueryFront) -> FastAPI:
+    """The app behind the query workers; closing it (its lifespan) stops them too."""
     catalog = QueryCatalog.load(settings.query_dirs, packs=settings.pack_queries)
-    workdir = Path(tempfile.mkdtemp(prefix="cradle-serve-"))
-    # the source is prepared now, so a bad file or home fails before the server listens
-    try:
-        source = prepare_source(settings, workdir)
-    except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise
-    limits = Limits(max_bytes=settings.max_result_bytes,
-                    allowed_services=settings.allowed_services,
-                    max_query_bytes=settings.max_query_bytes,
-                    max_query_depth=settings.max_query_depth)
-    pool = WorkerPool(source, size=settings.workers, timeout=settings.timeout_seconds,
-                      limits=limits)
-    pool.spawn()  # the workers start while the runtime opens
+    source = front.source
     runtime: Runtime | None = None
     if not settings.files and settings.home is not None:
         from ..loop.runtime import Runtime
@@ -103,22 +55,21 @@ def create_app(settings: ServerSettings) -> FastAPI:
         try:
             runtime = Runtime(settings.home, graph_sync=False)
         except BaseException:
-            pool.close()
+            front.close()
             source.close()
-            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(front.workdir, ignore_errors=True)
             raise
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        pool.start()
         try:
             yield
         finally:
-            pool.close()
+            front.close()
             source.close()
             if runtime is not None:
                 runtime.close()
-            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(front.workdir, ignore_errors=True)
 
     app = FastAPI(title="cradle-kg", version="0.1.0", lifespan=lifespan,
                   docs_url=None, redoc_url=None,  # /docs is served from static/swagger
@@ -130,22 +81,20 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                        allow_methods=["GET", "POST"], allow_headers=["*"],
                        allow_credentials=False)
-    # /sparql queries skip the framework (same plan as the route), inside the body cap
-    app.add_middleware(protocol.SparqlFastPath, pool=pool)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeaders)  # outermost: on every answer, 413s included
-    app.state.pool = pool
+    app.state.front = front
     app.state.catalog = catalog
     app.state.runtime = runtime
-    app.include_router(protocol.make_router(pool, federated=bool(settings.allowed_services)))
-    _queries(app, catalog, pool)
+    app.include_router(protocol.make_router(front, federated=bool(settings.allowed_services)))
+    _queries(app, catalog, front)
     if runtime is not None:
         app.include_router(api.make_router(runtime))
     _web(app, mode="home" if runtime is not None else "files")
     return app
 
 
-def _queries(app: FastAPI, catalog: QueryCatalog, pool: WorkerPool) -> None:
+def _queries(app: FastAPI, catalog: QueryCatalog, front: QueryFront) -> None:
     @app.get("/queries", tags=["named queries"], summary="The named queries and their questions")
     def list_queries() -> list[dict[str, Any]]:
         return [q.to_dict() for q in catalog.all()]
@@ -165,7 +114,7 @@ def _queries(app: FastAPI, catalog: QueryCatalog, pool: WorkerPool) -> None:
                         if k in ("format", "output", "results"))
         job = Job(query=query.text, accept=request.headers.get("accept"), formats=formats,
                   bound=tuple((k, wire_term(t)) for k, t in bound.items()))
-        return protocol.text_response(await pool.arun(job))
+        return protocol.text_response(await front.arun(job))
 
 
 def _web(app: FastAPI, *, mode: str) -> None:
@@ -181,10 +130,8 @@ def _web(app: FastAPI, *, mode: str) -> None:
 
     @app.get("/healthz", tags=["server"], summary="Readiness: workers ready, graph size, mode")
     def healthz(request: Request) -> dict[str, Any]:
-        pool: WorkerPool = request.app.state.pool
-        return {"mode": mode, "workers_ready": pool.stats.ready, "workers": pool.size,
-                "triples": pool.triples(), "workers_replaced": pool.stats.killed,
-                "network_sandboxed": pool.stats.sandboxed}
+        front: QueryFront = request.app.state.front
+        return {"mode": mode, **front.health()}
 
 
-__all__ = ["STATIC_DIR", "ServerSettings", "create_app", "prepare_source"]
+__all__ = ["STATIC_DIR", "ServerSettings", "create_app", "prepare_source", "start_front"]

@@ -80,6 +80,8 @@ class PrivateStore:
         self._lock = threading.Lock()
         self._count = 0
         self.current = self._publish()
+        #: the journal seq the current generation holds
+        self.current_seq = seq
         self._live: set[Path] = {self.current}
         threading.Thread(target=self._count_quads, name="cradle-count", daemon=True).start()
 
@@ -106,8 +108,14 @@ class PrivateStore:
             if head > self.seq:
                 catch_up(self, self.journal, projectors=self.projectors, batch=10**9)
                 self.current = self._publish()
+                self.current_seq = self.seq
                 self._live.add(self.current)
             return self.current
+
+    def published(self) -> tuple[Path, int]:
+        """The current generation and the journal seq it holds (read together)."""
+        with self._lock:
+            return self.current, self.current_seq
 
     # --- what the catch-up loop asks of a store: the watermark is kept in memory ----
 

@@ -98,3 +98,29 @@ def test_deep_queries_from_two_clients_do_not_starve_a_normal_one(server: Server
         for t in threads:
             t.join(60)
     assert statuses and set(statuses) == {400}
+
+
+def test_every_query_thread_of_a_worker_has_the_deep_stack(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """One worker runs several queries at once, each on a thread of its own: long flat
+    chains sent at once reach every one of those threads, and none overflows its stack."""
+    srv = serve_data(tmp_path_factory.mktemp("one-worker"), "--workers", "1")
+    try:
+        query = "SELECT * WHERE { FILTER(" + "+".join(["1"] * 25_000) + ") }"
+        statuses: list[int] = []
+
+        def send() -> None:
+            r = httpx.post(srv.sparql, content=query.encode(), timeout=60,
+                           headers={"content-type": "application/sparql-query"})
+            statuses.append(r.status_code)
+
+        threads = [threading.Thread(target=send) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        # a worker that overflowed would drop its connections: no status at all
+        assert len(statuses) == 8 and set(statuses) <= {200, 400, 503}, statuses
+        assert httpx.get(srv.sparql, params={"query": "ASK {}"}).status_code == 200
+    finally:
+        stop_server(srv)

@@ -1,0 +1,415 @@
+"""The query front: worker processes that answer ``/sparql`` and ``/queries/NAME`` on the
+server's own listening socket — nothing between a client and the engine but one process.
+
+Each worker accepts connections on a listening socket of its own, bound to the server's
+address with ``SO_REUSEPORT`` (the kernel spreads the connections over them) and speaks HTTP
+itself (uvicorn, no web framework): a ``/sparql`` request is planned by
+:func:`.plan.plan`, run and serialized by pyoxigraph on the worker's one query thread
+(which has a deep stack), and answered. Everything else — the JSON API, the web page,
+``/healthz``, ``/docs``, a CORS preflight — is passed on, as it came, to the app, which
+listens on a Unix socket in the server's private work folder.
+
+What stays as it was:
+
+* the body cap and the security headers wrap every answer (:mod:`.guard`), the SERVICE
+  guard, nesting and size caps run on every query text (:func:`.worker.run_job`), the
+  result cap stops the serializer, and with no SERVICE allow-listed the worker denies
+  itself every network socket before it opens anything (:mod:`.sandbox`) — accepting a
+  connection on a socket it was given is no new socket;
+* a runaway query: pyoxigraph cannot cancel one, so the worker that runs it goes. A
+  worker runs its queries on a few threads (each with a 512 MiB stack, reserved not used;
+  :attr:`FrontConfig.threads` at once): the engine releases the GIL while it evaluates
+  and serializes, so they run in parallel, and the worker's watchdog thread runs
+  meanwhile: at the deadline it writes the 503 on the query's connection itself (and a
+  503 "send it again" on those running or waiting beside it) and ends the process.
+  The supervisor starts a replacement, which opens the current generation (a
+  checkpoint) read-only, in milliseconds — no reload — and kills a worker whose query
+  overran the deadline by :data:`GRACE_SECONDS` (one that could not stop itself);
+* freshness: before each query the worker looks at the journal. An embedded (SQLite)
+  journal it reads itself (``data_version``: a few microseconds, no round trip); any
+  other journal it asks the supervisor about. When events arrived, the supervisor
+  catches its private store up and publishes a generation, which the worker reopens:
+  a query sees the journal as it was when it arrived, as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qsl
+
+from ..errors import CradleError
+from ..graph.queries import QueryCatalog, bind
+from ..storage import Journal, open_journal
+from .guard import HEADERS, BodyLimit, Message, Receive, Scope, SecurityHeaders, Send
+from .plan import plan, service_description
+from .sandbox import deny_network
+from .worker import QUERY_STACK_BYTES, Job, Limits, OpenGraph, Reply, run_job, wire_term
+
+#: how long past its deadline a query may run before the supervisor kills its worker
+GRACE_SECONDS: Final = 5.0
+_FORMAT_PARAMS: Final = ("format", "output", "results")
+#: hop-by-hop headers: never passed on between the client and the app
+_HOP: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"te",
+                         b"upgrade", b"proxy-connection", b"content-length", b"trailer"})
+_HOP_BACK: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding",
+                              b"server", b"date"})
+REPLACED: Final = ("the query worker was replaced while this query ran (another query "
+                   "overran its limit): send the query again")
+#: where the connection's socket is put in the scope
+_FD: Final = "cradle.socket_fd"
+
+
+@dataclass(frozen=True)
+class FrontConfig:
+    """What every worker is given (picklable)."""
+
+    limits: Limits
+    timeout: float
+    #: the app's Unix socket (everything but queries is passed on to it)
+    app_socket: str
+    max_body_bytes: int
+    #: a home: the graph follows its journal; an embedded journal's file, read here
+    follows: bool = False
+    journal: str | None = None
+    query_dirs: tuple[Path, ...] = ()
+    pack_queries: dict[str, dict[str, Path]] = field(default_factory=dict)
+    cors_origins: tuple[str, ...] = ("*",)
+    federated: bool = False
+    #: queries a worker runs at once, each on a thread of its own
+    threads: int = 4
+
+
+@dataclass(frozen=True)
+class Start:
+    """Which slot a worker fills and the generation it opens first."""
+
+    slot: int
+    generation: str
+    seq: int
+
+
+@dataclass
+class _Running:
+    job: Job
+    deadline: float
+    #: the connection's socket (to answer 503 on), and the CORS headers of the request
+    fd: int | None
+    cors: Sequence[tuple[bytes, bytes]]
+
+
+class QueryWorker:
+    """One worker: an ASGI app over its graph, its journal watch and its watchdog."""
+
+    def __init__(self, config: FrontConfig, start: Start, ask: Connection, busy: Any,
+                 replaced: Any, *, sandboxed: bool, listening: socket.socket) -> None:
+        self.config = config
+        self.slot = start.slot
+        self.generation = start.generation
+        self.seq = start.seq
+        self.ask = ask
+        self.busy = busy
+        self.replaced = replaced
+        self.sandboxed = sandboxed
+        self.listening = listening
+        threads = max(1, config.threads)
+        threading.stack_size(QUERY_STACK_BYTES)  # the query threads': reserved, not used
+        self.executor = ThreadPoolExecutor(threads, thread_name_prefix="cradle-sparql-query")
+        started = threading.Barrier(threads + 1)  # the pool starts threads lazily: all now,
+        for _ in range(threads):                 # while the deep stack size is in force
+            self.executor.submit(started.wait)
+        started.wait()
+        threading.stack_size(0)
+        self.graph = OpenGraph(Path(start.generation))
+        self.journal: Journal | None = open_journal(config.journal) if config.journal \
+            else None
+        self.mark = self.journal.watermark() if self.journal is not None else 0
+        self.catalog = QueryCatalog.load(config.query_dirs, packs=config.pack_queries)
+        self.lock = threading.Lock()
+        self.running: dict[int, _Running] = {}
+        self.waiting: dict[int, _Running] = {}
+        self.fresh_lock = threading.Lock()
+        self.proxy: Any = None
+        self.cors_any = "*" in config.cors_origins
+        threading.Thread(target=self._watch, name="cradle-watchdog", daemon=True).start()
+
+    def _fresh(self) -> str:
+        """The generation that holds every event in the journal now."""
+        if not self.config.follows:
+            return self.generation
+        with self.fresh_lock:  # one look at a time: a look that saw new events is done
+            return self._look()
+
+    def _look(self) -> str:
+        if self.journal is not None:
+            mark = self.journal.watermark()
+            if mark == self.mark:
+                return self.generation
+            self.mark = mark
+            if self.journal.head()[0] <= self.seq:
+                return self.generation
+        self.ask.send(("latest",))
+        answer = self.ask.recv()
+        if answer[0] == "error":
+            raise RuntimeError(answer[1])
+        self.generation, self.seq = str(answer[0]), int(answer[1])
+        return self.generation
+
+    def execute(self, job: Job, scope: Scope, cors: Sequence[tuple[bytes, bytes]]) -> Reply:
+        """Run one job on this query thread; the watchdog ends the process if it overruns."""
+        started = time.monotonic()
+        key = threading.get_ident()
+        with self.lock:
+            self.waiting.pop(id(job), None)
+            self.running[key] = _Running(job, started + self.config.timeout,
+                                         scope.get(_FD), cors)
+            self.busy[self.slot] = min(r.deadline for r in self.running.values()) \
+                - self.config.timeout
+        try:
+            try:
+                generation = self._fresh()
+            except Exception as exc:  # the journal or the supervisor failed
+                return Reply.error(500, "the graph could not catch up with the journal: "
+                                        f"{type(exc).__name__}: {exc}")
+            try:
+                return run_job(self.graph, dataclasses.replace(job, generation=generation),
+                               self.config.limits, sandboxed=self.sandboxed)
+            except Exception as exc:  # INVARIANT: every job gets an answer
+                return Reply.error(500, f"the query worker failed: {type(exc).__name__}: "
+                                        f"{exc}")
+        finally:
+            with self.lock:  # past this point the watchdog cannot answer for this job
+                del self.running[key]
+                self.busy[self.slot] = min((r.deadline for r in self.running.values()),
+                                           default=self.config.timeout) - self.config.timeout
+
+    def _watch(self) -> None:
+        """At a query's deadline: answer 503 on its connection — and on those of the
+        queries running beside it in this process — then end the process."""
+        while True:
+            time.sleep(0.05)
+            with self.lock:
+                now = time.monotonic()
+                if not any(now >= r.deadline for r in self.running.values()):
+                    continue
+                self.replaced[self.slot] += 1  # this slot's entry: one writer at a time
+                with contextlib.suppress(OSError):  # leave the port's group first
+                    self.listening.shutdown(socket.SHUT_RDWR)
+                for running in (*self.running.values(), *self.waiting.values()):
+                    text = (f"the query ran longer than the {self.config.timeout:g} s limit "
+                            "and was stopped" if now >= running.deadline else REPLACED)
+                    _answer_raw(running, text.encode())
+                _end()  # the lock is never released: no other answer
+
+    async def run(self, job: Job, scope: Scope, cors: Sequence[tuple[bytes, bytes]]) -> Reply:
+        """Run a job on a query thread (the engine releases the GIL: they run in parallel)."""
+        with self.lock:  # waiting for a thread: answered by the watchdog if the worker goes
+            self.waiting[id(job)] = _Running(job, float("inf"), scope.get(_FD), cors)
+        return await asyncio.wrap_future(self.executor.submit(self.execute, job, scope, cors))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path, method = scope["path"], scope["method"]
+        if path == "/sparql" and method in ("GET", "POST"):
+            await self.sparql(scope, receive, send)
+            return
+        name = path[len("/queries/"):] if path.startswith("/queries/") else ""
+        if name and "/" not in name and method in ("GET", "HEAD"):
+            await self.named(name, scope, send)
+            return
+        await self.forward(scope, receive, send)
+
+    def _cors(self, headers: dict[bytes, bytes]) -> list[tuple[bytes, bytes]]:
+        origin = headers.get(b"origin")
+        if origin is None:
+            return []
+        if self.cors_any:
+            return [(b"access-control-allow-origin", b"*")]
+        if origin.decode("latin-1") in self.config.cors_origins:
+            return [(b"access-control-allow-origin", origin), (b"vary", b"Origin")]
+        return []
+
+    async def _answer(self, send: Send, status: int, media: str, body: bytes,
+                      extra: Sequence[tuple[bytes, bytes]]) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": [
+            (b"content-type", media.encode("latin-1")),
+            (b"content-length", str(len(body)).encode()), *extra]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def sparql(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope["headers"])
+        body = b""
+        if scope["method"] == "POST":
+            message = await receive()  # the body cap buffered it: one message
+            body = message.get("body", b"")
+        accept = headers.get(b"accept")
+        accept_text = accept.decode("latin-1") if accept is not None else None
+        endpoint = _endpoint(scope, headers)
+        cors = self._cors(headers)
+        what = plan(scope["method"], scope["query_string"].decode("latin-1"),
+                    headers.get(b"content-type", b"").decode("latin-1"), body, accept_text,
+                    endpoint)
+        if isinstance(what, Job):
+            reply = await self.run(what, scope, cors)
+            await self._answer(send, reply.status, reply.media_type, reply.body, cors)
+        elif what[0] == "describe":
+            try:
+                doc, media = service_description(endpoint, accept_text, list(what[1]),
+                                                 federated=self.config.federated)
+            except ValueError as exc:
+                await self._answer(send, 400, "text/plain; charset=utf-8",
+                                   f"the endpoint URL is not an IRI: {exc}".encode(), cors)
+                return
+            if media.startswith("text/"):
+                media += "; charset=utf-8"
+            await self._answer(send, 200, media, doc, cors)
+        else:
+            await self._answer(send, int(what[0]), "text/plain; charset=utf-8",
+                               str(what[1]).encode("utf-8"), cors)
+
+    async def named(self, name: str, scope: Scope, send: Send) -> None:
+        headers = dict(scope["headers"])
+        params = dict(parse_qsl(scope["query_string"].decode("latin-1"),
+                                keep_blank_values=True))
+        cors = self._cors(headers)
+        try:
+            query = self.catalog.get(name)
+            bound = bind(query, {k: v for k, v in params.items() if k not in _FORMAT_PARAMS})
+        except CradleError as exc:
+            status = 404 if exc.code == "unknown_name" else 400
+            await self._answer(send, status, "text/plain; charset=utf-8",
+                               exc.message.encode("utf-8"), cors)
+            return
+        accept = headers.get(b"accept")
+        job = Job(query=query.text, accept=accept.decode("latin-1") if accept else None,
+                  formats=tuple(v for k, v in params.items() if k in _FORMAT_PARAMS),
+                  bound=tuple((k, wire_term(t)) for k, t in bound.items()))
+        reply = await self.run(job, scope, cors)
+        await self._answer(send, reply.status, reply.media_type, reply.body, cors)
+
+    async def forward(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass a request on to the app (its Unix socket) and its answer back."""
+        import httpx  # only a worker that forwards something pays for it
+
+        if self.proxy is None:
+            self.proxy = httpx.AsyncClient(
+                transport=httpx.AsyncHTTPTransport(uds=self.config.app_socket),
+                timeout=httpx.Timeout(None, connect=5.0))
+        message: Message = await receive()  # the body cap buffered it: one message
+        target = scope.get("raw_path") or scope["path"].encode("utf-8")
+        if scope["query_string"]:
+            target += b"?" + scope["query_string"]
+        request = self.proxy.build_request(
+            scope["method"], "http://app" + target.decode("latin-1"),
+            headers=[(k, v) for k, v in scope["headers"] if k not in _HOP],
+            content=message.get("body", b""))
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                response = await self.proxy.send(request, stream=True)
+                break
+            except (httpx.ConnectError, FileNotFoundError):
+                if time.monotonic() > deadline:  # the app never came up
+                    await self._answer(send, 503, "text/plain; charset=utf-8",
+                                       b"the server is still starting", [])
+                    return
+                await asyncio.sleep(0.05)  # the app is still starting
+        try:
+            await send({"type": "http.response.start", "status": response.status_code,
+                        "headers": [(k, v) for k, v in response.headers.raw
+                                    if k.lower() not in _HOP_BACK]})
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        finally:
+            await response.aclose()
+
+
+def _answer_raw(running: _Running, text: bytes) -> None:
+    """A 503 written straight on a query's connection (from the watchdog thread)."""
+    if running.fd is None:
+        return
+    head = [b"HTTP/1.1 503 Service Unavailable", b"content-type: text/plain; charset=utf-8",
+            b"content-length: " + str(len(text)).encode(), b"connection: close",
+            *(k + b": " + v for k, v in (*HEADERS, *running.cors))]
+    with contextlib.suppress(OSError):
+        os.write(running.fd, b"\r\n".join(head) + b"\r\n\r\n" + text)
+
+
+def _endpoint(scope: Scope, headers: dict[bytes, bytes]) -> str:
+    """The request's URL without query (as Starlette builds it): the base IRI."""
+    path = scope.get("root_path", "") + scope["path"]
+    host = headers.get(b"host")
+    if host is not None:
+        return f"{scope['scheme']}://{host.decode('latin-1')}{path}"
+    server = scope.get("server") or ("127.0.0.1", 80)
+    return f"{scope['scheme']}://{server[0]}:{server[1]}{path}"
+
+
+def _end() -> None:
+    """End this process at once: no clean-up, no waiting for the running queries."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _orphaned(life: Connection) -> None:
+    """Exit when the supervisor goes (its end of the pipe closes)."""
+    with contextlib.suppress(EOFError, OSError):
+        life.recv()
+    _end()
+
+
+class _Socket:
+    """Outermost: put the connection's socket in the scope (uvicorn's ``send`` knows its
+    transport), so that the watchdog can answer on it while the loop waits."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        transport = getattr(getattr(send, "__self__", None), "transport", None)
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        if sock is not None:
+            scope[_FD] = sock.fileno()
+        await self.app(scope, receive, send)
+
+
+def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
+           busy: Any, replaced: Any, sandboxed: bool) -> None:
+    worker = QueryWorker(config, start, ask, busy, replaced, sandboxed=sandboxed,
+                         listening=sock)
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(
+        _Socket(SecurityHeaders(BodyLimit(worker, max_bytes=config.max_body_bytes))),
+        lifespan="off", log_level="warning", access_log=False, ws="none",
+        server_header=False))
+    ask.send(("ready", sandboxed))
+    server.run(sockets=[sock])
+
+
+def front_main(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
+               life: Connection, busy: Any, replaced: Any) -> None:
+    """The body of a worker process: deny the network, open the graph, serve."""
+    sandboxed = deny_network() if not config.limits.allowed_services else False
+    sys.setrecursionlimit(6_000)  # the checker's parser recurses (depth 128 needs ~6000)
+    threading.Thread(target=_orphaned, args=(life,), name="cradle-orphan",
+                     daemon=True).start()
+    _serve(sock, config, start, ask, busy, replaced, sandboxed)
+
+
+__all__ = ["GRACE_SECONDS", "FrontConfig", "QueryWorker", "Start",
+           "front_main"]

@@ -1,0 +1,93 @@
+"""Start-up without the web framework: the settings, the private store, the workers.
+
+``cradle-kg serve`` calls :func:`start_front` first — the query workers answer ``/sparql``
+on the port as soon as they have opened the first generation — and only then imports
+and builds the app (FastAPI, the runtime), which takes longer than all of that.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import CradleError
+from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH
+from ..home import Home
+from ..storage import home_journal_target, is_postgres
+from .dataset import PrivateStore, snapshot_files, snapshot_home
+from .front import FrontConfig
+from .guard import MAX_BODY_BYTES
+from .supervisor import QueryFront, listen, start_fork_server
+from .worker import Limits
+
+
+class ServerSettings(BaseModel):
+    """Everything ``cradle-kg serve`` can set."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    home: Path | None = None
+    files: tuple[Path, ...] = ()
+    #: seconds a query may run (waiting for a free worker included)
+    timeout_seconds: float = Field(10.0, gt=0)
+    #: bytes a serialized result may take
+    max_result_bytes: int = Field(50_000_000, gt=0)
+    workers: int = Field(2, ge=1)
+    #: SERVICE endpoints a query may name (none by default: no outbound request)
+    allowed_services: tuple[str, ...] = ()
+    query_dirs: tuple[Path, ...] = ()
+    #: named queries added by packs: pack id -> name -> file
+    pack_queries: dict[str, dict[str, Path]] = Field(default_factory=dict)
+    cors_origins: tuple[str, ...] = ("*",)
+    #: bytes a request body may take (413 before authentication and parsing)
+    max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0)
+    #: bytes a SPARQL query may take, and how deeply its brackets may nest (400 beyond)
+    max_query_bytes: int = Field(MAX_QUERY_BYTES, gt=0)
+    max_query_depth: int = Field(MAX_QUERY_DEPTH, gt=0)
+
+
+def prepare_source(settings: ServerSettings, workdir: Path) -> PrivateStore:
+    snapshot = workdir / "store"
+    if settings.files:
+        return snapshot_files(list(settings.files), snapshot)
+    if settings.home is None:
+        raise CradleError("serve needs a home or RDF files")
+    return snapshot_home(Home(settings.home), snapshot)
+
+
+def start_front(settings: ServerSettings, host: str, port: int) -> QueryFront:
+    """Bind the server's socket, prepare its private store and start the query workers
+    (they answer ``/sparql`` as soon as they are up, before the app is built)."""
+    start_fork_server()  # first: it imports the workers' modules while the rest happens
+    sock = listen(host, port)
+    workdir = Path(tempfile.mkdtemp(prefix="cradle-serve-"))
+    try:
+        # the source is prepared now, so a bad file or home fails before the server listens
+        source = prepare_source(settings, workdir)
+        journal = None
+        follows = not settings.files and settings.home is not None
+        if follows and settings.home is not None:
+            target = home_journal_target(settings.home)
+            journal = None if is_postgres(target) else target
+        config = FrontConfig(
+            limits=Limits(max_bytes=settings.max_result_bytes,
+                          allowed_services=settings.allowed_services,
+                          max_query_bytes=settings.max_query_bytes,
+                          max_query_depth=settings.max_query_depth),
+            timeout=settings.timeout_seconds, app_socket=str(workdir / "app.sock"),
+            max_body_bytes=settings.max_body_bytes, follows=follows, journal=journal,
+            query_dirs=settings.query_dirs, pack_queries=settings.pack_queries,
+            cors_origins=settings.cors_origins, federated=bool(settings.allowed_services))
+        front = QueryFront(source, config, sock, workdir=workdir, size=settings.workers)
+        front.start()
+    except BaseException:
+        sock.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return front
+
+
+__all__ = ["ServerSettings", "prepare_source", "start_front"]

@@ -1,0 +1,215 @@
+"""The server's side of the query front: the listening socket, the workers, the watchdog.
+
+:class:`QueryFront` binds the server's address (a socket per worker, ``SO_REUSEPORT``;
+the first before anything else, so a busy port fails at once), starts ``size`` workers
+(:mod:`.front`) from a fork server (started first thing, with the workers' modules
+imported, before the server opens any store or thread: each worker is then a fork of a
+small clean process, ready in milliseconds), and keeps the slots filled:
+
+* a worker that exits — after a runaway query (it answered 503 itself), or for any other
+  reason — is replaced by one that opens the current generation read-only: no reload;
+* a worker whose query runs :data:`~.front.GRACE_SECONDS` past the deadline without it
+  having stopped itself is killed (the busy times are in shared memory);
+* a worker asks, over its pipe, for the newest generation when the journal moved on:
+  the server catches its private store up (:class:`~.dataset.PrivateStore`) and answers.
+
+``/healthz`` (served by the app) reads :meth:`QueryFront.health`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import multiprocessing.connection as mpc
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any, Final
+
+from .dataset import PrivateStore
+from .front import GRACE_SECONDS, FrontConfig, Start, front_main
+from .worker import Job, Reply
+
+_PRELOAD: Final = ["cradle_kg.server.front", "uvicorn", "uvicorn.protocols.http.auto",
+                   "uvicorn.loops.auto"]
+
+
+def start_fork_server() -> None:
+    """Start the workers' fork server now (it imports the workers' modules meanwhile)."""
+    from multiprocessing import forkserver
+
+    mp.set_forkserver_preload(_PRELOAD)
+    forkserver.ensure_running()
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on the server's address, one per worker: with ``SO_REUSEPORT``
+    the kernel spreads the connections over the workers (one shared socket left them
+    all to whichever worker woke first)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+@dataclass
+class _Slot:
+    process: BaseProcess
+    conn: Connection
+    life: Connection
+    generation: str
+    #: the slot's count of self-stopped workers when this one started
+    stopped_before: int = 0
+    ready: bool = False
+    sandboxed: bool = False
+    counted: bool = False
+
+
+class QueryFront:
+    """Keeps ``size`` query workers accepting on ``sock``."""
+
+    def __init__(self, source: PrivateStore, config: FrontConfig, sock: socket.socket,
+                 *, workdir: Path, size: int = 2) -> None:
+        self.source = source
+        #: the server's private folder (its store, generations, the app's socket)
+        self.workdir = workdir
+        self.config = config
+        #: the first worker's socket (bound first, so a busy port fails before anything)
+        self.sock: socket.socket | None = sock
+        self.address = sock.getsockname()[:2]
+        self.size = max(1, size)
+        self._ctx = mp.get_context("forkserver")
+        self.busy: Any = self._ctx.Array("d", self.size, lock=False)
+        #: workers that stopped themselves after a runaway query, per slot (each entry is
+        #: written by the slot's one live worker: no lock, so no semaphore to track)
+        self.replaced: Any = self._ctx.Array("q", self.size, lock=False)
+        self._killed = 0
+        self._slots: list[_Slot | None] = [None] * self.size
+        self._lock = threading.Lock()
+        self._closed = False
+        self._monitor: threading.Thread | None = None
+
+    def start(self) -> None:
+        for slot in range(self.size):
+            self._spawn(slot)
+        self._monitor = threading.Thread(target=self._watch, name="cradle-front-watch",
+                                         daemon=True)
+        self._monitor.start()
+
+    def _spawn(self, slot: int) -> None:
+        parent, child = self._ctx.Pipe()
+        life_read, life_write = self._ctx.Pipe(duplex=False)
+        generation, seq = self.source.published()
+        sock, self.sock = self.sock or listen(*self.address), None
+        process = self._ctx.Process(
+            target=front_main, name=f"cradle-sparql-{slot}", daemon=True,
+            args=(sock, self.config, Start(slot, str(generation), seq), child,
+                  life_read, self.busy, self.replaced))
+        process.start()
+        sock.close()  # the worker's own now: a copy left here would take connections
+        child.close()
+        life_read.close()
+        entry = _Slot(process, parent, life_write, str(generation),
+                      stopped_before=int(self.replaced[slot]))
+        with self._lock:
+            self._slots[slot] = entry
+        threading.Thread(target=self._serve, args=(entry,), name=f"cradle-front-{slot}",
+                         daemon=True).start()
+
+    def _serve(self, entry: _Slot) -> None:
+        """Answer one worker's messages: it is ready; which generation is the newest."""
+        while True:
+            try:
+                message = entry.conn.recv()
+            except (EOFError, OSError):
+                return
+            if message[0] == "ready":
+                entry.ready, entry.sandboxed = True, bool(message[1])
+                continue
+            try:
+                self.source.latest()
+                generation, seq = self.source.published()
+            except Exception as exc:  # the journal or the private store failed
+                with contextlib.suppress(OSError):
+                    entry.conn.send(("error", f"{type(exc).__name__}: {exc}"))
+                continue
+            entry.generation = str(generation)
+            with contextlib.suppress(OSError):
+                entry.conn.send((str(generation), seq))
+            self._retire()
+
+    def _retire(self) -> None:
+        with self._lock:
+            in_use = {Path(s.generation) for s in self._slots if s is not None}
+        self.source.retire(in_use)
+
+    def _count(self) -> None:
+        self._killed += 1  # only the watch thread counts here
+
+    def _watch(self) -> None:
+        """Refill every slot whose worker ended; kill a worker stuck past its deadline."""
+        while not self._closed:
+            with self._lock:
+                live = [(i, s) for i, s in enumerate(self._slots) if s is not None]
+            ended = set(mpc.wait([s.process.sentinel for _, s in live], timeout=0.25))
+            now = time.monotonic()
+            for i, entry in live:
+                if self._closed:
+                    return
+                if entry.process.sentinel in ended:
+                    entry.process.join(1)
+                    stopped_itself = self.replaced[i] > entry.stopped_before
+                    if not stopped_itself and not entry.counted:
+                        self._count()  # it died: count it as replaced too
+                    with contextlib.suppress(OSError):
+                        entry.conn.close()
+                        entry.life.close()
+                    self._spawn(i)
+                    continue
+                started = self.busy[i]
+                if started and now - started > self.config.timeout + GRACE_SECONDS \
+                        and not entry.counted:
+                    entry.counted = True
+                    self._count()
+                    entry.process.kill()
+
+    def health(self) -> dict[str, Any]:
+        with self._lock:
+            slots = [s for s in self._slots if s is not None]
+        ready = [s for s in slots if s.ready and s.process.is_alive()]
+        return {"workers_ready": len(ready), "workers": self.size,
+                "triples": self.source.triples,
+                "workers_replaced": sum(self.replaced) + self._killed,
+                "network_sandboxed": bool(ready) and all(s.sandboxed for s in ready)}
+
+    async def arun(self, job: Job) -> Reply:
+        """The app never runs a query: the workers answer ``/sparql`` in front of it."""
+        return Reply.error(503, "queries are answered by the query workers, not the app")
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            slots, self._slots = [s for s in self._slots if s is not None], []
+        for entry in slots:
+            with contextlib.suppress(Exception):
+                entry.life.close()
+                entry.process.terminate()
+        for entry in slots:
+            with contextlib.suppress(Exception):
+                entry.process.join(3)
+                if entry.process.is_alive():
+                    entry.process.kill()
+                    entry.process.join(2)
+        if self.sock is not None:
+            self.sock.close()
+
+
+__all__ = ["QueryFront", "listen", "start_fork_server"]

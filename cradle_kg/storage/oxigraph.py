@@ -7,8 +7,8 @@ the journal has every event. :func:`rebuild_folder` recreates it crash-safely, i
 folder swapped in only when complete (:mod:`.swap`).
 
 # INVARIANT (see :mod:`.graph`): :meth:`OxigraphStore.apply` parses the whole batch
-#   before it writes anything, adds its quads (one transaction, or a bulk load for a big
-#   batch), then removes its retractions and moves the watermark in ONE ``Store.update``:
+#   before it writes anything, adds its quads (``Store.extend``: one transaction), then
+#   removes its retractions and moves the watermark in ONE ``Store.update``:
 #   the watermark is never ahead of the content, and a kill part-way is repaired by the
 #   next catch-up applying the batch again. :meth:`OxigraphStore.replace_all` writes the
 #   watermark after every quad and retraction.
@@ -43,11 +43,6 @@ from .swap import StoreLock, building_path, remove_folder, settle, swap_in
 SYNC_CRASH_POINTS = ("graph.sync.batch",)
 
 
-#: a batch with more quads to add than this is bulk-loaded (``Store.bulk_extend``: about
-#: half the cost of a transaction per quad here, not atomic — which the watermark covers)
-BULK_QUADS = 10_000
-
-
 def write_batch(store: ox.Store, batch: QuadBatch, tail: Sequence[str] = ()) -> None:
     """Apply ``batch`` to a pyoxigraph store, its additions first as quads (no SPARQL
     text to parse), then its retractions and the ``tail`` operations in one update.
@@ -57,9 +52,9 @@ def write_batch(store: ox.Store, batch: QuadBatch, tail: Sequence[str] = ()) -> 
         removed = list(ox.parse(batch.nquads(batch.removed), format=ox.RdfFormat.N_QUADS))
     except SyntaxError as exc:
         raise GraphStoreError(f"the projection is not N-Quads: {exc}") from None
-    if len(added) > BULK_QUADS:
-        store.bulk_extend(added)
-    elif added:
+    # INVARIANT: never ``bulk_extend`` here — its loader threads, started in a process
+    # that then forks validate's workers, left a worker deadlocked (tests/graph/test_bulk)
+    if added:
         store.extend(added)
     deletes = batch.sparql_deletes() if removed else []
     if deletes or tail:

@@ -7,11 +7,9 @@ the journal has every event. :func:`rebuild_folder` recreates it crash-safely, i
 folder swapped in only when complete (:mod:`.swap`).
 
 # INVARIANT (see :mod:`.graph`): :meth:`OxigraphStore.apply` parses the whole batch
-#   before it writes anything, adds its quads (one transaction, or a bulk load for a big
-#   batch), then removes its retractions and moves the watermark in ONE ``Store.update``:
-#   the watermark is never ahead of the content, and a kill part-way is repaired by the
-#   next catch-up applying the batch again. :meth:`OxigraphStore.replace_all` writes the
-#   watermark after every quad and retraction.
+#   before it writes anything, then writes its net effect and the watermark in ONE
+#   ``Store.update`` (one transaction): a kill leaves the batch wholly in or out.
+#   :meth:`OxigraphStore.replace_all` writes the watermark after every quad and retraction.
 """
 
 from __future__ import annotations
@@ -43,27 +41,20 @@ from .swap import StoreLock, building_path, remove_folder, settle, swap_in
 SYNC_CRASH_POINTS = ("graph.sync.batch",)
 
 
-#: a batch with more quads to add than this is bulk-loaded (``Store.bulk_extend``: about
-#: half the cost of a transaction per quad here, not atomic — which the watermark covers)
-BULK_QUADS = 10_000
-
-
 def write_batch(store: ox.Store, batch: QuadBatch, tail: Sequence[str] = ()) -> None:
-    """Apply ``batch`` to a pyoxigraph store, its additions first as quads (no SPARQL
-    text to parse), then its retractions and the ``tail`` operations in one update.
-    A batch that is not N-Quads is refused before anything is written."""
+    """Apply ``batch`` to a pyoxigraph store with the ``tail`` operations in ONE
+    ``Store.update`` (one transaction). A batch that is not N-Quads is refused before
+    anything is written."""
     try:
-        added = list(ox.parse(batch.nquads(batch.added), format=ox.RdfFormat.N_QUADS))
-        removed = list(ox.parse(batch.nquads(batch.removed), format=ox.RdfFormat.N_QUADS))
+        list(ox.parse(batch.nquads([*batch.added, *batch.removed]),
+                      format=ox.RdfFormat.N_QUADS))
     except SyntaxError as exc:
         raise GraphStoreError(f"the projection is not N-Quads: {exc}") from None
-    if len(added) > BULK_QUADS:
-        store.bulk_extend(added)
-    elif added:
-        store.extend(added)
-    deletes = batch.sparql_deletes() if removed else []
-    if deletes or tail:
-        store.update(" ;\n".join([*deletes, *tail]))
+    # INVARIANT: one update, no ``extend``/``bulk_extend`` here: with those, two runs of
+    # the suite left a forked worker (validate's pool, a multiprocessing test) deadlocked
+    ops = [*batch.sparql(), *tail]
+    if ops:
+        store.update(" ;\n".join(ops))
 
 
 class OxigraphStore:

@@ -118,21 +118,6 @@ def test_a_batch_is_its_net_effect_in_order(store: GraphStore) -> None:
                               f"<urn:new> <{P}> <urn:o> <{RUN_A}> .\n")
 
 
-def test_a_big_batch_is_bulk_loaded_with_its_watermark_last(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cradle_kg.storage import oxigraph
-
-    monkeypatch.setattr(oxigraph, "BULK_QUADS", 2)
-    store = OxigraphStore(tmp_path / "graph")
-    try:
-        store.apply(batch(insert(RUN_A, *(f"<urn:s{i}> <{P}> <urn:o>" for i in range(5))),
-                          delete(RUN_A, f"<urn:s0> <{P}> <urn:o>")), 7)
-        assert store.projected_seq() == 7
-        assert store.nquads().count("\n") == 4
-    finally:
-        store.close()
-
-
 def test_a_failed_batch_leaves_content_and_watermark_as_they_were(store: GraphStore) -> None:
     store.apply(batch(insert(RUN_A, f"<urn:s> <{P}> <urn:o>")), 3)
     before = store.nquads()

@@ -467,9 +467,14 @@ def _run(store: GraphStore, shapes: Shapes, groups: list[_Group],
     if workers <= 1 or len(groups) <= 1 or store.local_path is None:
         return [_validate_group(store.tsv, shapes, grp, graphs) for grp in groups]
     store.flush()  # the workers' read-only handles see what this one wrote
-    # fork: the workers start in milliseconds with everything imported; they never touch
-    # this process's store handle, only a read-only one of their own
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    # not fork: this process has native threads (RocksDB's, the journal's flusher) and a
+    # child forked while one of them holds a lock waits on it forever (seen in tests). A
+    # fork server is a clean process that imports this module once and forks the workers;
+    # each opens a read-only handle of its own
+    methods = mp.get_all_start_methods()
+    ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" in methods:
+        ctx.set_forkserver_preload([__name__])
     with ctx.Pool(min(workers, len(groups)), initializer=_init_worker,
                   initargs=(str(store.local_path), shapes, graphs)) as pool:
         return list(pool.imap_unordered(_worker_group, groups, chunksize=1))

@@ -75,6 +75,32 @@ def test_incremental_state_equals_a_rebuild_and_verify_checks_it(home: Path,
     conn.close()
     report = verify_journal(path)
     assert not report.intact and "`usage`" in str(report.reason), report
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE usage SET calls = calls + 1 WHERE scope = 'agent'")
+    conn.execute("UPDATE usage SET total_calls = total_calls - 1 WHERE scope = 'agent'")
+    conn.commit()
+    conn.close()
+    report = verify_journal(path)  # what a limit reads: the running totals, checked too
+    assert not report.intact and "`usage`" in str(report.reason), report
+
+
+def test_a_format_4_journal_gets_running_usage_totals_in_place(home: Path) -> None:
+    """Format 4's usage buckets had no running totals: opening one derives them."""
+    with _mixed_home(home) as rt:
+        path = rt.journal.path
+        head = rt.journal.head()
+    kept = _tables(path)
+    assert kept["usage"] and all(row[4] >= row[3] >= 1 for row in kept["usage"])
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("DROP TABLE usage")
+    conn.execute("CREATE TABLE usage (scope TEXT NOT NULL, subject TEXT NOT NULL, "
+                 "second TEXT NOT NULL, calls INTEGER NOT NULL, cost REAL NOT NULL)")
+    conn.execute("PRAGMA user_version = 4")
+    conn.close()
+    with Journal(path) as journal:
+        assert journal.head() == head
+    assert _tables(path) == kept
+    assert verify_journal(path).intact
 
 
 def test_a_format_2_journal_is_upgraded_in_place_and_stays_intact(home: Path) -> None:
@@ -134,6 +160,9 @@ def test_usage_window_counts_every_call_since_and_never_fewer(
         assert j.usage_since(field="agent", value="y", since=since) == (0, 0.0)
         with pytest.raises(ValueError, match="no usage field"):
             j.usage_since(field="actor", value="x", since=since)
+    # the intents arrived in any time order: the running totals are still a rebuild's
+    rebuilt = _rebuilt(path, tmp_path_factory.mktemp("rebuilt"))["usage"]
+    assert _tables(path)["usage"] == rebuilt and verify_journal(path).intact
 
 
 def test_runs_are_listed_a_page_at_a_time(home: Path) -> None:

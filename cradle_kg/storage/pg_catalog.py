@@ -34,6 +34,8 @@ EXPECTED: frozenset[str] = frozenset({
     'column schema_migrations.version integer NO -',
     'column usage.calls bigint NO -',
     'column usage.cost double precision NO -',
+    'column usage.total_calls bigint NO -',
+    'column usage.total_cost double precision NO -',
     'column usage.scope text NO -',
     'column usage.second text NO -',
     'column usage.subject text NO -',

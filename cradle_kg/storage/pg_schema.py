@@ -17,6 +17,23 @@ from typing import Any
 from . import run_state_sql
 from .sqlite_derived import USAGE_FIELDS
 
+_C = 'COLLATE "C"'
+_P = "payload::json"
+_COST = (f"CASE WHEN json_typeof({_P} -> 'cost') = 'number' "
+         f"THEN ({_P} ->> 'cost')::double precision ELSE 0 END")
+_INTENTS = "FROM events WHERE kind = 'action.intent'"
+_USAGE_FROM_EVENTS = " UNION ALL ".join(
+    [f"SELECT '*' AS scope, '' AS subject, substr(at, 1, 19) AS second, {_COST} AS cost "
+     f"{_INTENTS}"]
+    + [f"SELECT '{f}', {_P} ->> '{f}', substr(at, 1, 19), {_COST} {_INTENTS} "
+       f"AND json_typeof({_P} -> '{f}') = 'string'" for f in USAGE_FIELDS])
+_RUNNING = f"OVER (PARTITION BY scope, subject ORDER BY second {_C} ROWS UNBOUNDED PRECEDING)"
+_USAGE_DERIVED = (
+    f"SELECT scope, subject, second, COUNT(*)::bigint, (SUM(COUNT(*)) {_RUNNING})::bigint, "
+    f"SUM(cost)::double precision, (SUM(SUM(cost)) {_RUNNING})::double precision FROM "
+    f"({_USAGE_FROM_EVENTS}) u GROUP BY scope, subject, second "
+    f"ORDER BY scope {_C}, subject {_C}, second {_C}")
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -65,6 +82,16 @@ MIGRATIONS = (
         *run_state_sql.POSTGRES_SCHEMA,
         f"INSERT INTO run_state({run_state_sql.COLUMNS}) "
         f"{run_state_sql.from_events('postgresql')}")),
+    # the usage buckets keep running totals, so a rate limit reads two rows at any window
+    Migration(3, "usage-running-totals", (
+        "DROP TABLE usage",
+        """CREATE TABLE usage (
+            scope text NOT NULL, subject text NOT NULL, second text NOT NULL,
+            calls bigint NOT NULL, total_calls bigint NOT NULL,
+            cost double precision NOT NULL, total_cost double precision NOT NULL,
+            PRIMARY KEY (scope, subject, second))""",
+        "INSERT INTO usage(scope, subject, second, calls, total_calls, cost, total_cost) "
+        + _USAGE_DERIVED)),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -82,6 +109,27 @@ def _cost(payload: dict[str, Any]) -> float:
 
 
 _REFRESH = run_state_sql.refresh("postgresql")
+#: one intent in one scope's bucket (as :data:`.sqlite_derived.USAGE_STATEMENTS`): the
+#: second's row, its running totals from the previous second's, then any later second's
+_USAGE_INSERT = (
+    "INSERT INTO usage(scope, subject, second, calls, total_calls, cost, total_cost) "
+    "SELECT %s, %s, %s, 1, COALESCE(MAX(p.total_calls), 0) + 1, %s, "
+    "COALESCE(MAX(p.total_cost), 0) + %s FROM (SELECT total_calls, total_cost FROM usage "
+    "WHERE scope = %s AND subject = %s AND second < %s ORDER BY second DESC "
+    "LIMIT 1) p ON CONFLICT (scope, subject, second) DO UPDATE SET calls = usage.calls + 1, "
+    "total_calls = usage.total_calls + 1, cost = usage.cost + excluded.cost, "
+    "total_cost = usage.total_cost + excluded.cost")
+_USAGE_LATER = ("UPDATE usage SET total_calls = total_calls + 1, total_cost = total_cost + %s "
+                "WHERE scope = %s AND subject = %s AND second > %s")
+#: the running totals at the scope's latest second and before the window's first second
+#: (parameters: scope, subject, scope, subject, the window's first second)
+USAGE_WINDOW_SQL = (
+    "SELECT COALESCE(l.total_calls, 0), COALESCE(l.total_cost, 0), "
+    "COALESCE(b.total_calls, 0), COALESCE(b.total_cost, 0) FROM (SELECT 1) one "
+    "LEFT JOIN (SELECT total_calls, total_cost FROM usage WHERE scope = %s AND "
+    "subject = %s ORDER BY second DESC LIMIT 1) l ON true "
+    "LEFT JOIN (SELECT total_calls, total_cost FROM usage WHERE scope = %s AND "
+    "subject = %s AND second < %s ORDER BY second DESC LIMIT 1) b ON true")
 
 
 def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: str,
@@ -105,11 +153,9 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
         keys = [("*", "")] + [(f, payload[f]) for f in USAGE_FIELDS
                               if isinstance(payload.get(f), str)]
         for scope, value in keys:
-            out.append((
-                "INSERT INTO usage(scope, subject, second, calls, cost) "
-                "VALUES (%s, %s, %s, 1, %s) ON CONFLICT (scope, subject, second) DO UPDATE "
-                "SET calls = usage.calls + 1, cost = usage.cost + excluded.cost",
-                (scope, value, at[:19], cost)))
+            out.append((_USAGE_INSERT, (scope, value, at[:19], cost, cost, scope, value,
+                                        at[:19])))
+            out.append((_USAGE_LATER, (cost, scope, value, at[:19])))
     elif kind == "run.outcome":
         out.append(("DELETE FROM open_intents WHERE subject = %s", (subject,)))
     elif kind == "approval.requested":
@@ -122,25 +168,11 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
     return out
 
 
-_P = "payload::json"
-_COST = (f"CASE WHEN json_typeof({_P} -> 'cost') = 'number' "
-         f"THEN ({_P} ->> 'cost')::double precision ELSE 0 END")
-_INTENTS = "FROM events WHERE kind = 'action.intent'"
-_USAGE_FROM_EVENTS = " UNION ALL ".join(
-    [f"SELECT '*' AS scope, '' AS subject, substr(at, 1, 19) AS second, {_COST} AS cost "
-     f"{_INTENTS}"]
-    + [f"SELECT '{f}', {_P} ->> '{f}', substr(at, 1, 19), {_COST} {_INTENTS} "
-       f"AND json_typeof({_P} -> '{f}') = 'string'" for f in USAGE_FIELDS])
-_C = 'COLLATE "C"'
-
 #: (table, stored rows in key order, the same rows computed from the events)
 DERIVATIONS = (
     ("usage",
-     f"SELECT scope, subject, second, calls, cost FROM usage "
-     f"ORDER BY scope {_C}, subject {_C}, second {_C}",
-     f"SELECT scope, subject, second, COUNT(*)::bigint, SUM(cost)::double precision FROM "
-     f"({_USAGE_FROM_EVENTS}) u GROUP BY scope, subject, second "
-     f"ORDER BY scope {_C}, subject {_C}, second {_C}"),
+     f"SELECT scope, subject, second, calls, total_calls, cost, total_cost FROM usage "
+     f"ORDER BY scope {_C}, subject {_C}, second {_C}", _USAGE_DERIVED),
     ("open_intents", "SELECT seq, subject FROM open_intents ORDER BY seq",
      "SELECT i.seq, i.subject FROM events i WHERE i.kind = 'action.intent' AND NOT EXISTS "
      "(SELECT 1 FROM events o WHERE o.subject = i.subject AND o.kind = 'run.outcome' "
@@ -187,4 +219,4 @@ SELECT 'function ' || proname FROM pg_proc WHERE pronamespace = current_schema()
 """
 
 __all__ = ["CATALOG_SQL", "DERIVATIONS", "LATEST", "MIGRATIONS", "MIGRATIONS_TABLE",
-           "Migration", "derived_statements"]
+           "USAGE_WINDOW_SQL", "Migration", "derived_statements"]

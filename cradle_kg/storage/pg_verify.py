@@ -20,6 +20,7 @@ from ..errors import JournalError
 from . import pg_schema
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress
 from .pg_catalog import EXPECTED
+from .sqlite_derived import USAGE_EXACT
 from .walk import COLUMNS, ChainBroken, walk
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def _check_catalog(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
 
 
 def _same(stored: tuple[Any, ...], derived: tuple[Any, ...], table: str) -> bool:
-    exact = 4 if table == "usage" else len(derived)
+    exact = USAGE_EXACT if table == "usage" else len(derived)
     pairs = list(zip(stored, derived, strict=True))
     if any(a != b or type(a) is not type(b) for a, b in pairs[:exact]):
         return False

@@ -47,7 +47,7 @@ from .pg_connect import (
     schema_version,
 )
 from .run_state_sql import StateKey
-from .sqlite_derived import USAGE_FIELDS
+from .sqlite_derived import USAGE_FIELDS, window_usage
 
 if TYPE_CHECKING:
     import psycopg
@@ -294,15 +294,15 @@ class PostgresJournal:
 
     def usage_since(self, *, field: str | None, value: str | None,
                     since: datetime) -> tuple[int, float]:
-        """Intents and their declared cost since a time, from the per-second buckets (the
-        second holding ``since`` counts in full: a limit binds early, never late)."""
+        """Intents and their declared cost since a time, from the per-second buckets'
+        running totals (two index probes at any window; the second holding ``since``
+        counts in full: a limit binds early, never late)."""
         if field is not None and field not in USAGE_FIELDS:
             raise ValueError(f"no usage field `{field}`")
-        rows = self._query(
-            "SELECT COALESCE(SUM(calls), 0)::bigint, COALESCE(SUM(cost), 0)::double precision "
-            "FROM usage WHERE scope = %s AND subject = %s AND second >= %s",
-            ("*", "", iso(since)[:19]) if field is None else (field, value, iso(since)[:19]))
-        return int(rows[0][0]), float(rows[0][1])
+        scope, subject = ("*", "") if field is None else (field, value)
+        rows = self._query(pg_schema.USAGE_WINDOW_SQL,
+                           (scope, subject, scope, subject, iso(since)[:19]))
+        return window_usage(rows[0])
 
     def run_ids(self) -> list[str]:
         return [r[0] for r in self._query("SELECT run_id FROM runs ORDER BY first_seq")]

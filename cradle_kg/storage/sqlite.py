@@ -109,6 +109,8 @@ class SqliteJournal:
                     f"reads and writes format `{JOURNAL_FORMAT}`",
                     hint="format 1 (an older cradle-kg, whose event hash left out `idem_key`) "
                          "cannot be extended: start a new home")
+            if upgrade:  # format 4's usage table had no running totals: derived anew
+                conn.execute("DROP TABLE IF EXISTS usage")
             for statement in SCHEMA_STATEMENTS:
                 conn.execute(statement)
             if upgrade:  # same events, same hashes: derive the new tables from them
@@ -393,16 +395,16 @@ class SqliteJournal:
                     since: datetime) -> tuple[int, float]:
         """Intents (calls attempted) and their declared cost since a time, for limits.
 
-        Read from the per-second usage buckets (see :mod:`.derived`): the second that holds
-        ``since`` counts in full, so a limit may bind up to one second early, never late.
+        Read from the per-second usage buckets' running totals (see :mod:`.derived`): two
+        index probes at any window length; the second that holds ``since`` counts in
+        full, so a limit may bind up to one second early, never late.
         """
         if field is not None and field not in derived.USAGE_FIELDS:
             raise ValueError(f"no usage field `{field}`")
         rows = self._query(
-            "SELECT COALESCE(SUM(calls), 0), TOTAL(cost) FROM usage "
-            "WHERE scope = ? AND subject = ? AND second >= ?",
+            derived.USAGE_WINDOW_SQL,
             ("*", "", iso(since)[:19]) if field is None else (field, value, iso(since)[:19]))
-        return int(rows[0][0]), float(rows[0][1])
+        return derived.window_usage(rows[0])
 
     def run_ids(self) -> list[str]:
         """Every run, in the order of its first event."""

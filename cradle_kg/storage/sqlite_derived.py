@@ -11,7 +11,8 @@ edited event.
 ==============  =====================================================================
 usage           per UTC second and per scope (``*`` all, ``agent``, ``task_id``,
                 ``tenant``): the intents written (calls attempted) and their declared
-                cost — what rate and cost limits read
+                cost in that second, and the running totals of both up to and
+                including it — what rate and cost limits read
 open_intents    every ``action.intent`` with no ``run.outcome`` about its subject after
                 it — what recovery reads when a runtime opens
 approval_ids    where each approval's events live (its subject), by approval id
@@ -20,10 +21,13 @@ run_state       each run: what its state is decided from (:mod:`.run_state_sql`)
 ==============  =====================================================================
 
 The rate-limit window (read by :meth:`~.store.Journal.usage_since`) is a sliding window
-at one-second resolution: it sums the buckets of the seconds from the one that holds
-``since`` to now, so its cost is bounded by the window's length in seconds, whatever the
-call rate or the size of the journal. The oldest second counts in full: a limit may refuse
-up to one second early, never late (fail closed).
+at one-second resolution, read as a difference of running totals: the calls in
+``[since, now]`` are the scope's latest running total minus its running total at the last
+second before the one that holds ``since`` — two index probes, whatever the window's
+length, the call rate or the size of the journal. The oldest second counts in full: a
+limit may refuse up to one second early, never late (fail closed). An intent dated before
+the scope's latest second (two processes' clocks) also adds itself to the running totals
+of the later seconds, so the totals stay exact in any order of arrival.
 """
 
 from __future__ import annotations
@@ -47,7 +51,9 @@ CREATE TABLE IF NOT EXISTS usage (
     subject TEXT NOT NULL,
     second  TEXT NOT NULL,
     calls   INTEGER NOT NULL,
-    cost    REAL NOT NULL
+    total_calls INTEGER NOT NULL,
+    cost    REAL NOT NULL,
+    total_cost  REAL NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS usage_key ON usage(scope, subject, second);
 CREATE TABLE IF NOT EXISTS open_intents (
@@ -103,11 +109,17 @@ class Derivation:
         return f"SELECT {self.columns} FROM {self.table} ORDER BY {self.order}"
 
 
+#: the usage columns; the first :data:`USAGE_EXACT` compare exactly, the costs up to rounding
+USAGE_COLUMNS = "scope, subject, second, calls, total_calls, cost, total_cost"
+USAGE_EXACT = 5
+_RUNNING = "OVER (PARTITION BY scope, subject ORDER BY second ROWS UNBOUNDED PRECEDING)"
+
 DERIVATIONS = (
-    Derivation("usage", "scope, subject, second, calls, cost",
-               f"SELECT scope, subject, second, COUNT(*), TOTAL(cost) FROM "
-               f"({_USAGE_FROM_EVENTS}) GROUP BY scope, subject, second "
-               "ORDER BY scope, subject, second", "scope, subject, second"),
+    Derivation("usage", USAGE_COLUMNS,
+               f"SELECT scope, subject, second, COUNT(*), SUM(COUNT(*)) {_RUNNING}, "
+               f"TOTAL(cost), SUM(TOTAL(cost)) {_RUNNING} FROM ({_USAGE_FROM_EVENTS}) "
+               "GROUP BY scope, subject, second ORDER BY scope, subject, second",
+               "scope, subject, second"),
     Derivation("open_intents", "seq, subject", DANGLING_SQL, "seq"),
     Derivation("approval_ids", "approval_id, subject, seq",
                "SELECT json_extract(payload, '$.approval.id'), subject, MIN(seq) FROM events "
@@ -123,6 +135,40 @@ _REFRESH = run_state_sql.refresh("sqlite")
 
 
 # --- kept in the append's transaction -------------------------------------------------
+
+#: one intent in one scope's bucket: the second's row (its running totals start from the
+#: previous second's), then the running totals of any later second (none, unless the
+#: intent arrived out of time order). Parameters: scope, subject, second, cost.
+USAGE_STATEMENTS = (
+    "INSERT INTO usage(scope, subject, second, calls, total_calls, cost, total_cost) "
+    "SELECT ?1, ?2, ?3, 1, COALESCE(MAX(p.total_calls), 0) + 1, ?4, "
+    "COALESCE(MAX(p.total_cost), 0) + ?4 FROM (SELECT total_calls, total_cost FROM usage "
+    "WHERE scope = ?1 AND subject = ?2 AND second < ?3 ORDER BY second DESC LIMIT 1) p "
+    "WHERE true ON CONFLICT(scope, subject, second) DO UPDATE SET calls = calls + 1, "
+    "total_calls = total_calls + 1, cost = cost + excluded.cost, "
+    "total_cost = total_cost + excluded.cost",
+    "UPDATE usage SET total_calls = total_calls + 1, total_cost = total_cost + ?4 "
+    "WHERE scope = ?1 AND subject = ?2 AND second > ?3",
+)
+#: the running totals at the scope's latest second and at the last second before the
+#: window (parameters: scope, subject, the window's first second)
+USAGE_WINDOW_SQL = (
+    "SELECT COALESCE((SELECT total_calls FROM usage WHERE scope = ?1 AND subject = ?2 "
+    "ORDER BY second DESC LIMIT 1), 0), COALESCE((SELECT total_cost FROM usage "
+    "WHERE scope = ?1 AND subject = ?2 ORDER BY second DESC LIMIT 1), 0.0), "
+    "COALESCE((SELECT total_calls FROM usage WHERE scope = ?1 AND subject = ?2 "
+    "AND second < ?3 ORDER BY second DESC LIMIT 1), 0), COALESCE((SELECT total_cost "
+    "FROM usage WHERE scope = ?1 AND subject = ?2 AND second < ?3 ORDER BY second DESC "
+    "LIMIT 1), 0.0)")
+
+
+def window_usage(row: tuple[Any, ...]) -> tuple[int, float]:
+    """(calls, cost) in a window from :data:`USAGE_WINDOW_SQL`'s row: the difference of
+    two running totals. The cost is rounded to 1e-9, so that the difference of two large
+    sums does not leave rounding residue a limit would read as spending."""
+    calls = int(row[0]) - int(row[2])
+    return calls, (round(float(row[1]) - float(row[3]), 9) if calls else 0.0)
+
 
 def _cost(payload: dict[str, Any]) -> float:
     cost = payload.get("cost")
@@ -150,10 +196,9 @@ def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject
         cost = _cost(payload)
         keys = [("*", "")] + [(f, payload[f]) for f in USAGE_FIELDS
                               if isinstance(payload.get(f), str)]
-        conn.executemany(
-            "INSERT INTO usage(scope, subject, second, calls, cost) VALUES (?, ?, ?, 1, ?) "
-            "ON CONFLICT(scope, subject, second) DO UPDATE SET calls = calls + 1, "
-            "cost = cost + excluded.cost", [(s, v, at[:19], cost) for s, v in keys])
+        rows = [(s, v, at[:19], cost) for s, v in keys]
+        for statement in USAGE_STATEMENTS:
+            conn.executemany(statement, rows)
     elif kind == "run.outcome":
         conn.execute("DELETE FROM open_intents WHERE subject = ?", (subject,))
     elif kind == "approval.requested":
@@ -174,7 +219,7 @@ def rebuild(conn: sqlite3.Connection) -> None:
 # --- checked by audit verify ----------------------------------------------------------
 
 def _same(stored: tuple[Any, ...], derived: tuple[Any, ...], table: str) -> bool:
-    exact = 4 if table == "usage" else len(derived)
+    exact = USAGE_EXACT if table == "usage" else len(derived)
     pairs = list(zip(stored, derived, strict=True))
     if any(a != b or type(a) is not type(b) for a, b in pairs[:exact]):
         return False
@@ -199,5 +244,6 @@ def compare(conn: sqlite3.Connection) -> str | None:
     return None
 
 
-__all__ = ["DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS", "USAGE_FIELDS", "apply",
-           "compare", "rebuild"]
+__all__ = ["DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS", "USAGE_COLUMNS", "USAGE_EXACT",
+           "USAGE_FIELDS", "USAGE_STATEMENTS", "USAGE_WINDOW_SQL", "apply", "compare",
+           "rebuild", "window_usage"]

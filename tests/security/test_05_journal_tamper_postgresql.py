@@ -198,6 +198,7 @@ def test_every_tamper_of_the_corpus_is_detected(pg_url: str) -> None:
     "UPDATE events SET payload = '{\"amount\":1}' WHERE seq = 2",
     "DROP INDEX events_idem_key",
     "UPDATE usage SET calls = calls + 1",
+    "UPDATE usage SET total_calls = total_calls - 1",
 ])
 def test_committed_tampering_is_found_through_the_real_path(pg_url: str,
                                                             statement: str) -> None:

@@ -99,6 +99,21 @@ def test_derived_state_follows_the_appends(journal: Journal) -> None:
     assert journal.verify().intact
 
 
+def test_a_window_reads_running_totals_that_hold_in_any_order_of_arrival(
+        journal: Journal) -> None:
+    """Intents dated out of order (two processes' clocks) and two in one second: every
+    window still counts exactly the seconds it covers, and verify re-derives the totals."""
+    for n, (second, cost) in enumerate([(5, 1.0), (1, 2.0), (3, 4.0), (3, 8.0), (0, 0.25)]):
+        journal.append([ev(second, "action.intent", subject=f"action:o{n}", cost=cost,
+                           agent="agent:x")])
+    want = {0: (5, 15.25), 1: (4, 15.0), 2: (3, 13.0), 4: (1, 1.0), 6: (0, 0.0)}
+    for since, counted in want.items():
+        at = T0 + timedelta(seconds=since)
+        assert journal.usage_since(field="agent", value="agent:x", since=at) == counted
+        assert journal.usage_since(field=None, value=None, since=at) == counted
+    assert journal.verify().intact
+
+
 def test_a_key_is_claimed_once_and_a_batch_is_all_or_none(journal: Journal) -> None:
     journal.append([ev(1, "action.intent", key="k")])
     head = journal.head()

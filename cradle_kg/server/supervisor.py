@@ -109,6 +109,9 @@ class QueryFront:
         life_read, life_write = self._ctx.Pipe(duplex=False)
         generation, seq = self.source.published()
         sock, self.sock = self.sock or listen(*self.address), None
+        # the slot's busy time was the last worker's: one that ended in a query (a runaway)
+        # left its start there, and the watch would kill this one for it
+        self.busy[slot] = 0.0
         process = self._ctx.Process(
             target=front_main, name=f"cradle-sparql-{slot}", daemon=True,
             args=(sock, self.config, Start(slot, str(generation), seq), child,

@@ -11,6 +11,7 @@ import io
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from SPARQLWrapper import SPARQLWrapper as Wrapper
 from SPARQLWrapper.SPARQLExceptions import QueryBadFormed
 
 from cradle_kg.graph.project import node, run_graph
+from cradle_kg.server.front import GRACE_SECONDS
 from cradle_kg.storage import SqliteJournal as Journal
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from cradle_kg.storage.oxigraph import OxigraphStore
@@ -289,6 +291,14 @@ def test_runaway_query_is_stopped_and_the_server_lives_on(server: Server,
     after = wrapper(server, DECISIONS, JSON).query().convert()
     assert len(after["results"]["bindings"]) == decided(demo_home)  # type: ignore[index]
     assert httpx.get(server.url + "/healthz").json()["workers_replaced"] == before + 1
+    # past the kill deadline of the runaway: its replacement was not killed for it (the
+    # slot kept the runaway's start time, and each new worker was killed at once, dropping
+    # the connections the kernel gave it)
+    time.sleep(GRACE_SECONDS + 1.0)
+    for _ in range(8):
+        assert httpx.get(server.url + "/healthz").status_code == 200
+    health = httpx.get(server.url + "/healthz").json()
+    assert (health["workers_replaced"], health["workers_ready"]) == (before + 1, 2)
 
 
 def test_oversized_result_is_refused(server: Server) -> None:

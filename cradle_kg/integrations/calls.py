@@ -89,10 +89,16 @@ class HostMeta(BaseModel):
     input: HostInput | None = None
 
 
+#: the host keys of a call that sets none (frozen: one shared instance)
+NO_META = HostMeta()
+
+
 def host_meta(meta: Mapping[str, Any] | None, runtime: Runtime) -> HostMeta:
     """The host's keys of a ``_meta`` object, checked; other namespaces are left alone."""
     picked = {k.removeprefix(META_PREFIX): v for k, v in (meta or {}).items()
               if isinstance(k, str) and k.startswith(META_PREFIX)}
+    if not picked:  # the common call: no host keys, nothing to check
+        return NO_META
     check_value(picked, limits=runtime.config.input_limits, where="_meta")
     try:
         return HostMeta.model_validate(picked)
@@ -215,7 +221,7 @@ class GovernedSession:
              meta: HostMeta | None = None, *, step: int | None = None,
              proposal_id: str | None = None) -> CallResult:
         """Submit one call through both gates; a refused input is a result, never a raise."""
-        meta = meta or HostMeta()
+        meta = meta or NO_META
         step = self.next_step() if step is None else step
         pid = proposal_id or f"{self.session_id}:{step}"
         where = {"run": meta.run or self.run_id, "proposal": pid, "step": step}

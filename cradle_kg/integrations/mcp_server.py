@@ -134,7 +134,10 @@ async def governed_call(book: SessionBook, key: ServerSession, agent: str,
     import anyio
 
     name = req.params.name
-    extra = req.params.meta.model_dump(exclude={"progressToken"}) if req.params.meta else {}
+    given = req.params.meta
+    # the host's keys are the meta's extra fields (the SDK's model allows them)
+    extra = (given.model_dump(exclude={"progressToken"}) if given is not None
+             and given.model_extra else {})
     try:
         session = book.session(key, agent)
         meta = host_meta(extra, book.runtime)

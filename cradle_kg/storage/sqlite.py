@@ -78,6 +78,8 @@ class SqliteJournal:
         try:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
+            #: the mode set on the connection now (see :meth:`_synchronous`)
+            self._sync_mode = "FULL"
             self._conn.execute("PRAGMA busy_timeout=30000")
             self._create_schema()
         except sqlite3.Error as exc:
@@ -153,15 +155,12 @@ class SqliteJournal:
         if not events:
             return []
         with self._lock:
+            self._synchronous("FULL" if flush else "NORMAL")
             if flush:
                 written = self._append(events)
                 self._unflushed = False  # a FULL commit syncs the whole WAL, in order
                 return written
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            try:
-                written = self._append(events)
-            finally:
-                self._conn.execute("PRAGMA synchronous=FULL")
+            written = self._append(events)
             self._unflushed = True
             if self._flusher is None:
                 self._flusher = threading.Thread(
@@ -171,6 +170,15 @@ class SqliteJournal:
                 self._flusher.start()
             self._dirty.set()
             return written
+
+    def _synchronous(self, mode: str) -> None:
+        """Set the connection's ``synchronous`` mode for the next commit, only when it
+        changes (caller holds the lock): a run of deferred reads does not switch it twice
+        per commit. Only :meth:`_append` writes on this connection, and every append sets
+        the mode it needs first, so a flushed append is never committed under NORMAL."""
+        if self._sync_mode != mode:
+            self._conn.execute(f"PRAGMA synchronous={mode}")
+            self._sync_mode = mode
 
     @staticmethod
     def _flush_loop(ref: weakref.ref[SqliteJournal], dirty: threading.Event,
@@ -240,10 +248,13 @@ class SqliteJournal:
                 row = conn.execute("SELECT seq, hash FROM head WHERE one = 1").fetchone()
                 seq, prev = (row[0], row[1]) if row else (0, GENESIS_HASH)
                 written: list[AuditEvent] = []
+                runs: dict[str, list[int]] = {}
                 for new in events:
                     seq += 1
                     written.append(self._insert(conn, seq, prev, new))
+                    derived.count_run(runs, seq=seq, run_id=new.run_id, kind=new.kind)
                     prev = written[-1].hash
+                derived.apply_runs(conn, runs)
                 conn.execute(
                     "INSERT INTO head(one, seq, hash) VALUES (1, ?, ?) "
                     "ON CONFLICT(one) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",

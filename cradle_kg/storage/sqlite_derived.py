@@ -177,12 +177,29 @@ def _cost(payload: dict[str, Any]) -> float:
     return float(cost)
 
 
+def apply_runs(conn: sqlite3.Connection, runs: dict[str, list[int]]) -> None:
+    """The ``runs`` rows of one append: per run, ``[its first seq in the append, the
+    proposals received in it]`` — one upsert per run, not one per event (the row is the
+    same: an existing run keeps its first seq and adds the count)."""
+    conn.executemany(
+        "INSERT INTO runs(run_id, first_seq, proposals) VALUES (?, ?, ?) "
+        "ON CONFLICT(run_id) DO UPDATE SET proposals = proposals + excluded.proposals",
+        [(run_id, first, proposals) for run_id, (first, proposals) in runs.items()])
+
+
+def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -> None:
+    """Note one event for :func:`apply_runs`."""
+    row = runs.get(run_id)
+    if row is None:
+        runs[run_id] = [seq, int(kind == "proposal.received")]
+    elif kind == "proposal.received":
+        row[1] += 1
+
+
 def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject: str,
           at: str, payload: dict[str, Any]) -> None:
-    """Update every derived table for one event, inside the append's transaction."""
-    conn.execute("INSERT INTO runs(run_id, first_seq, proposals) VALUES (?, ?, ?) "
-                 "ON CONFLICT(run_id) DO UPDATE SET proposals = proposals + excluded.proposals",
-                 (run_id, seq, int(kind == "proposal.received")))
+    """Update the derived tables but ``runs`` for one event, inside the append's
+    transaction (``runs``: :func:`count_run`, then :func:`apply_runs` once per append)."""
     if kind in run_state_sql.KINDS:
         fast = run_state_sql.outcome_update("sqlite", payload) if kind == "run.outcome" \
             else None
@@ -245,5 +262,5 @@ def compare(conn: sqlite3.Connection) -> str | None:
 
 
 __all__ = ["DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS", "USAGE_COLUMNS", "USAGE_EXACT",
-           "USAGE_FIELDS", "USAGE_STATEMENTS", "USAGE_WINDOW_SQL", "apply", "compare",
-           "rebuild", "window_usage"]
+           "USAGE_FIELDS", "USAGE_STATEMENTS", "USAGE_WINDOW_SQL", "apply", "apply_runs",
+           "compare", "count_run", "rebuild", "window_usage"]

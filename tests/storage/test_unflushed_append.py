@@ -1,6 +1,6 @@
 """``Journal.append(..., flush=False)`` — the observation's commit (issue 12): committed and
 visible at once, chained like any other, kept when the writing process is killed; the
-journal's own durability setting is back in force for the next append."""
+journal's own durability setting is in force for the next flushed append."""
 
 from __future__ import annotations
 
@@ -42,12 +42,18 @@ def test_an_unflushed_append_is_still_all_or_none(journal: Journal) -> None:
     assert journal.head() == head
 
 
-def test_sqlite_is_back_to_synchronous_full_after_an_unflushed_append(tmp_path: Path) -> None:
+def test_sqlite_commits_each_append_under_the_mode_it_asked_for(tmp_path: Path) -> None:
+    """The mode is switched only when it changes (a run of deferred reads keeps NORMAL),
+    and a flushed append after unflushed ones commits under FULL again."""
     with SqliteJournal(tmp_path / "j.sqlite") as j:
+        assert j._query("PRAGMA synchronous")[0][0] == 2  # FULL, as opened
         j.append([ev(1)], flush=False)
+        j.append([ev(2)], flush=False)
+        assert j._query("PRAGMA synchronous")[0][0] == 1  # NORMAL
+        j.append([ev(3)])
         assert j._query("PRAGMA synchronous")[0][0] == 2  # FULL
-        j.append([ev(2)])
-        assert j._query("PRAGMA synchronous")[0][0] == 2
+        assert [e.payload["i"] for e in j.events()] == [1, 2, 3]
+        assert j.verify().intact
 
 
 KILLED_WRITER = """

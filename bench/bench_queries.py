@@ -20,7 +20,9 @@ each query's text as it was at git revision ``REV`` on the same store, interleav
 today's round by round (an A/B that the machine's load affects alike).
 
 Run: ``.venv/bin/python bench/bench_queries.py [--sizes 1000,10000,100000] [--million]
-[--rounds 20] [--against REV] [--big]``. Prints figures and the load average; asserts nothing.
+[--rounds 20] [--against REV] [--big] [--optimize]``; ``--optimize`` compacts each store
+after its rebuild (a store freshly rebuilt still holds the tombstones of retracted quads,
+which index scans step over). Prints figures and the load average; asserts nothing.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def old_text(rev: str, name: str) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
-def measure(home: Path, rounds: int, against: str | None = None
+def measure(home: Path, rounds: int, against: str | None = None, *, optimize: bool = False
             ) -> tuple[int, dict[str, tuple[float, float, float, int]]]:
     catalog = QueryCatalog.load()
     with Journal(Home(home).journal) as journal:
@@ -88,6 +90,8 @@ def measure(home: Path, rounds: int, against: str | None = None
         folder = Path(tempfile.mkdtemp(prefix="bench-queries-"))
         store = OxigraphStore(folder / "graph")
         rebuild(store, journal)
+    if optimize:  # compacted: the retracted quads' tombstones and the L0 files are gone
+        store.store.optimize()
     params = _params(events)
     out: dict[str, tuple[float, float, float, int]] = {}
     try:
@@ -152,6 +156,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--against", help="also run the texts of this git revision")
     parser.add_argument("--big", action="store_true", help="policy-in-force at 1.1 M quads")
+    parser.add_argument("--optimize", action="store_true",
+                        help="compact each store after its rebuild (Store.optimize)")
     args = parser.parse_args()
     if args.big:
         big_store()
@@ -159,7 +165,7 @@ def main() -> None:
     results: dict[int, tuple[int, dict[str, tuple[float, float, float, int]]]] = {}
     for size in sizes:
         home = build_events_home(size)
-        results[size] = measure(home, args.rounds, args.against)
+        results[size] = measure(home, args.rounds, args.against, optimize=args.optimize)
         print(f"{size:>9,} events: {results[size][0]:,} quads (load {os.getloadavg()[0]:.1f})",
               flush=True)
     names = sorted({n for _, r in results.values() for n in r})

@@ -87,7 +87,9 @@ class ApprovalFlow:
         check_human_input(self.ctx.config.input_limits,
                           ids={"approval_id": approval_id, "approver_id": approver_id,
                                "scope": scope}, texts={"reason": reason, "token": token})
-        state = self.book.get(approval_id)
+        # the digest's events are read once before the decision and once after it (what
+        # the approval is now, and the proposal that asked for it, from the same read)
+        state, seen = self.book.read(approval_id)
         now = self.ctx.clock()
         subject = "approval:" + state.approval.action_digest
         try:
@@ -103,7 +105,7 @@ class ApprovalFlow:
             raise
         events = [event]
         if status is not ApprovalStatus.APPROVED:
-            proposal = self.book.requested_proposal(state.approval)
+            proposal = self.book.requested_proposal(state.approval, seen)
             ended = state.approval.model_copy(update={
                 "status": status, "approver_id": approver_id, "decided_at": now,
                 "reason": reason})
@@ -115,10 +117,11 @@ class ApprovalFlow:
                 reasons=(f"{word} by `{approver_id}`" + (f": {reason}" if reason else ""),)),
                 proposal.id, at=now))
         self.ctx.append(events)
-        updated = self.book.get(approval_id).approval
+        after = self.ctx.journal.events_for_subject(subject)
+        updated = self.book.state_in(after, approval_id).approval
         outcome = None
         if resume and status is ApprovalStatus.APPROVED:
-            proposal = self.book.requested_proposal(updated)
+            proposal = self.book.requested_proposal(updated, after)
             # a tool registered only in another process (an MCP proxy's upstream tools) is
             # run there: the approval is recorded, and that process's next call uses it
             if self.holds_tool is None or self.holds_tool(proposal.action.action_type):

@@ -46,7 +46,7 @@ from typing import Any
 from ..canonical import sha256_bytes
 from ..config import RuntimeConfig
 from ..errors import ApprovalError, UnknownNameError
-from ..records import ApprovalStatus, HumanApproval, Proposal
+from ..records import ApprovalStatus, AuditEvent, HumanApproval, Proposal
 from ..storage import Journal, NewEvent
 
 
@@ -162,15 +162,30 @@ class ApprovalBook:
 
     def get(self, approval_id: str) -> ApprovalState:
         """One approval, folded from the events of its own digest (found by its id)."""
+        return self.read(approval_id)[0]
+
+    def read(self, approval_id: str) -> tuple[ApprovalState, list[AuditEvent]]:
+        """One approval and the events of its digest it was folded from (one index probe
+        for the subject, one read of its events)."""
         subject = self.journal.approval_subject(approval_id)
-        found = _fold(self.journal.events_for_subject(subject)) if subject else {}
+        events = self.journal.events_for_subject(subject) if subject else []
+        return self.state_in(events, approval_id), events
+
+    @staticmethod
+    def state_in(events: Sequence[AuditEvent], approval_id: str) -> ApprovalState:
+        """One approval, folded from ``events`` (those of its digest)."""
+        found = _fold(events)
         if approval_id not in found:
             raise UnknownNameError(f"unknown approval `{approval_id}`")
         return found[approval_id]
 
-    def requested_proposal(self, approval: HumanApproval) -> Proposal:
-        """The proposal that asked for this approval, as it was recorded."""
-        for event in self.journal.events_for_subject("approval:" + approval.action_digest):
+    def requested_proposal(self, approval: HumanApproval,
+                           events: Sequence[AuditEvent] | None = None) -> Proposal:
+        """The proposal that asked for this approval, as it was recorded (found in
+        ``events`` when they are the digest's events already read, else read here)."""
+        if events is None:
+            events = self.journal.events_for_subject("approval:" + approval.action_digest)
+        for event in events:
             if (event.kind == "approval.requested"
                     and event.payload["approval"]["id"] == approval.id):
                 return Proposal.model_validate(event.payload["proposal"])

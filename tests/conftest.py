@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from cradle_kg import Runtime, ToolCall, ToolSpec, VerifierReport, VerifyRequest
 from cradle_kg.config import Limit, RuntimeConfig
-from cradle_kg.demo.scenario import AGENT, demo_config, prepare_home
+from cradle_kg.demo.scenario import AGENT, DemoStep, demo_config, prepare_home, run_demo
 from cradle_kg.records import (
     Agent,
     IdempotencyClass,
@@ -117,3 +117,13 @@ def rt(home: Path) -> Iterator[Runtime]:
     register_test_tools(runtime)
     yield runtime
     runtime.close()
+
+
+@pytest.fixture(scope="session")
+def pilots_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[DemoStep]]:
+    """``run_demo(pilots=True)`` (what ``cradle-kg demo`` runs) once per session — 15-25 s
+    here — for the modules that only read its home and its steps. Nothing may change it (a
+    test that changes a demo home builds its own); the one writer, test_demo_knowledge's
+    ``graph rebuild``, asserts that the graph comes back quad for quad."""
+    home = tmp_path_factory.mktemp("pilots-demo") / "home"
+    return home, run_demo(home, pilots=True)

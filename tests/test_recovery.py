@@ -21,6 +21,7 @@ from cradle_kg.runs import show_run
 from cradle_kg.storage import open_home_journal
 
 from .conftest import proposal
+from .inprocess import run_cli
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -220,17 +221,14 @@ def test_idempotency_none_is_never_replayed_but_opens_a_human_task(home: Path) -
 def test_cli_recover_reports_what_it_did(home: Path) -> None:
     done, _ = run_child(home, [CREDIT], crash_at="after_call")
     assert done.returncode == -signal.SIGKILL
-    env = {k: v for k, v in os.environ.items() if k != "CRADLE_CRASH_AT"}
-    cli = [sys.executable, "-m", "cradle_kg", "recover", "--home", str(home),
-           "--format", "json"]
-    first = subprocess.run(cli, capture_output=True, text=True, env=env, timeout=120,
-                           check=False)
+    # the crash is a real process; the command that recovers from it runs in this one
+    args = ("recover", "--home", str(home), "--format", "json")
+    first = run_cli(*args, env={"CRADLE_CRASH_AT": None})
     assert first.returncode == 0, first.stderr
     report = json.loads(first.stdout)
     assert report["dangling"] == 1 and report["summary"]["reconciled"] == 1
     assert report["items"][0]["outcome"] == "executed"
-    second = subprocess.run(cli, capture_output=True, text=True, env=env, timeout=120,
-                            check=False)
+    second = run_cli(*args, env={"CRADLE_CRASH_AT": None})
     assert json.loads(second.stdout)["dangling"] == 0
     assert_one_effect_per_key(home)
 

@@ -12,17 +12,16 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, prepare_home, run_demo
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, DemoStep, prepare_home
 from cradle_kg.errors import InputError
 from cradle_kg.records import ApprovalStatus
 from cradle_kg.runs import RunState, list_page, list_runs, parse_state, show_run, state_counts
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("state") / "home"
-    run_demo(home, pilots=True)
-    return home
+def demo(pilots_demo: tuple[Path, list[DemoStep]]) -> Path:
+    """The session's demo home (tests/conftest.py): this module only reads it."""
+    return pilots_demo[0]
 
 
 def test_each_demo_run_reads_what_happened(demo: Path) -> None:

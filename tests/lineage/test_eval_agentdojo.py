@@ -8,10 +8,9 @@ Subsets keep the run short; `bench/eval_agentdojo.py` prints the full figures.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from cradle_kg.integrations.agentdojo import evaluate_suite
+from tests.inprocess import run_cli
 
 
 def test_banking_subset_blocks_every_attacker_write() -> None:
@@ -40,9 +39,7 @@ def test_slack_subset() -> None:
 
 
 def test_the_cli_prints_the_json_contract_for_banking() -> None:
-    out = subprocess.run([sys.executable, "-m", "cradle_kg", "eval", "agentdojo",
-                          "--suite", "banking", "--format", "json"],
-                         capture_output=True, text=True, timeout=600, check=False)
+    out = run_cli("eval", "agentdojo", "--suite", "banking", "--format", "json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert set(data) == {"suite", "label", "utility", "security"}
@@ -53,9 +50,7 @@ def test_the_cli_prints_the_json_contract_for_banking() -> None:
 
 
 def test_an_unknown_suite_is_an_error() -> None:
-    out = subprocess.run([sys.executable, "-m", "cradle_kg", "eval", "agentdojo",
-                          "--suite", "nope"], capture_output=True, text=True, timeout=120,
-                         check=False)
+    out = run_cli("eval", "agentdojo", "--suite", "nope")
     assert out.returncode == 2 and "unknown suite `nope`" in out.stderr
 
 

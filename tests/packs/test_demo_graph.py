@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cradle_kg.demo.scenario import PAPER_MISSING_FACTS, DemoStep, run_demo, service_processes
+from cradle_kg.demo.scenario import PAPER_MISSING_FACTS, DemoStep, service_processes
 from cradle_kg.graph.shacl import load_shapes, make_engine
 from cradle_kg.home import Home
 from cradle_kg.packs.registry import PackRegistry
@@ -20,9 +20,9 @@ CRADLE = "PREFIX cradle: <https://w3id.org/cradle#> "
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[DemoStep]]:
-    home = tmp_path_factory.mktemp("pilots-demo") / "home"
-    return home, run_demo(home, pilots=True)
+def demo(pilots_demo: tuple[Path, list[DemoStep]]) -> tuple[Path, list[DemoStep]]:
+    """The session's demo home (tests/conftest.py): these tests only read it."""
+    return pilots_demo
 
 
 def test_every_demo_step_ends_as_expected(demo: tuple[Path, list[DemoStep]]) -> None:

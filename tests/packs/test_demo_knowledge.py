@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import DemoStep, run_demo
+from cradle_kg.demo.scenario import DemoStep
 from cradle_kg.graph.knowledge import KnowledgeSource, install, knowledge_graph
 from cradle_kg.home import Home
 from cradle_kg.packs.registry import PackRegistry
@@ -24,9 +24,9 @@ CUSTOMS_KG = knowledge_graph("customs.hs-router", "1.0.0", "hs2022")
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[DemoStep]]:
-    home = tmp_path_factory.mktemp("knowledge-demo") / "home"
-    return home, run_demo(home, pilots=True)
+def demo(pilots_demo: tuple[Path, list[DemoStep]]) -> tuple[Path, list[DemoStep]]:
+    """The session's demo home (tests/conftest.py): these tests only read it."""
+    return pilots_demo
 
 
 def _rows(home: Path, sparql: str) -> list[dict[str, str]]:

@@ -1,4 +1,6 @@
-"""Examples through the governed loop as users run them: ``cradle-kg pack run``."""
+"""Examples through the governed loop as users run them: ``cradle-kg pack run`` (in this
+process, :func:`tests.inprocess.run_cli`: the command's exit code and output, without an
+interpreter start per example; the infra pack's services are real processes either way)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from typing import Any
 import pytest
 
 from cradle_kg.demo.scenario import service_processes
+from tests.inprocess import run_cli
 
-from .conftest import cli, manifest_version, pack_dir
+from .conftest import manifest_version, pack_dir
 
 CUSTOMS = "customs.hs-router"
 INFRA = "infra.uptimeharbor"
@@ -22,7 +25,8 @@ def _example(pack_id: str, stem: str) -> Path:
 
 
 def _pack_run(pack_id: str, example: Path, home: Path) -> dict[str, Any]:
-    done = cli("pack", "run", pack_id, str(example), "--home", str(home))
+    done = run_cli("pack", "run", pack_id, str(example), "--home", str(home),
+                   env={"COLUMNS": "300"})
     assert done.returncode == 0, done.stdout + done.stderr
     out: dict[str, Any] = json.loads(done.stdout)
     return out

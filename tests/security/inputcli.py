@@ -1,5 +1,5 @@
 """What the input attacks share: a real home, the real CLI in a real process under a
-memory ceiling, and the journal's event count before and after."""
+memory ceiling, and the journal's event count before and after (read in this process)."""
 
 from __future__ import annotations
 
@@ -50,10 +50,15 @@ def credit(pid: str, **extra: Any) -> dict[str, Any]:
 
 
 def events(home: Path) -> int:
-    """How many events the journal holds (0 when there is none yet)."""
+    """How many events the journal holds (0 when there is none yet), by ``audit verify``
+    run in this process: the count is what a test observes, the attack goes through
+    :func:`cli`."""
+    from tests.inprocess import run_cli
+
     if not (home / "journal.sqlite").exists():
         return 0
-    done = cli("audit", "verify", "--home", str(home), "--format", "json")
+    done = run_cli("audit", "verify", "--home", str(home), "--format", "json")
+    assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     assert report["intact"], report
     return int(report["events"])

@@ -72,9 +72,17 @@ def c(virtuoso: ScratchVirtuoso) -> Client:
 
 
 @pytest.fixture
-def g() -> str:
-    """A graph IRI no other test uses."""
-    return f"urn:x-test:{uuid.uuid4().hex}"
+def g(virtuoso: ScratchVirtuoso) -> Iterator[str]:
+    """A graph IRI no other test uses, dropped (with its ``-big`` sibling) afterwards: the
+    module's server would otherwise keep every test's triples, and Virtuoso lists its
+    graphs (``SELECT DISTINCT ?g``) by scanning them all — 30-70 s once the large-result
+    tests have run, where an emptied server answers at once."""
+    graph = f"urn:x-test:{uuid.uuid4().hex}"
+    yield graph
+    e = virtuoso.endpoints
+    dropped = httpx.post(e.update, auth=(e.user, e.password), timeout=120.0, data={
+        "update": f"DROP SILENT GRAPH <{graph}> ; DROP SILENT GRAPH <{graph}-big>"})
+    assert dropped.status_code == 200, dropped.text
 
 
 # -- the launcher ----------------------------------------------------------------------

@@ -61,6 +61,20 @@ def test_projection_is_pure_and_the_store_matches_it(demo: Path, demo_nquads: Pa
     assert out.read_text(encoding="utf-8") == first
 
 
+def test_nquads_lines_are_the_triples_with_their_graph(demo: Path) -> None:
+    """``project_event`` (the rebuild's lines, each written whole) and ``event_quads`` (the
+    sync's and the commit check's triples) say the same thing, in the same order."""
+    with Journal(demo / "journal.sqlite") as journal:
+        events = list(journal.events())
+    assert events
+    for ev in events:
+        own, shared = projection.event_quads(ev)
+        graph = projection.run_graph(ev.run_id)
+        assert projection.project_event(ev) == (
+            [f"{t} {graph} .\n" for t in own]
+            + [f"{t} <{projection.SHARED_GRAPH}> .\n" for t in shared])
+
+
 def test_rebuild_recreates_the_same_graph(demo: Path, demo_nquads: Path, tmp_path: Path,
                                          graph_backend: str) -> None:
     import shutil

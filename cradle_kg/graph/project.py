@@ -18,7 +18,7 @@ gives both (the commit-time integrity check sees the policy nodes a decision cit
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -89,13 +89,18 @@ def identity(ident: str) -> str:
 
 
 def _escape(text: str) -> str:
-    return (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-            .replace("\r", "\\r"))
+    # most values (hashes, ids, kinds) have nothing to escape: four scans, no copies
+    if "\\" in text or '"' in text or "\n" in text or "\r" in text:
+        return (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+                .replace("\r", "\\r"))
+    return text
 
 
 def lit(value: Any) -> str:
     """An N-Triples literal; strings are simple literals (xsd:string in RDF 1.1), written
     the way Oxigraph writes them back, so store dumps and projections compare byte for byte."""
+    if type(value) is str:  # the common case first (a str subclass takes the last line)
+        return f'"{_escape(value)}"'
     if isinstance(value, bool):
         return f'"{"true" if value else "false"}"^^<{_BOOLEAN}>'
     if isinstance(value, int):
@@ -109,35 +114,71 @@ def lit(value: Any) -> str:
 _TRUE = lit(True)
 
 
-@lru_cache(maxsize=4096)
-def dt(text: str) -> str:
-    """An xsd:dateTime literal in canonical form (UTC, ``Z``, no trailing zero digits) —
-    the form Oxigraph stores, so dumps and projections compare byte for byte."""
-    moment = parse_iso(text).astimezone(UTC)
-    out = moment.strftime("%Y-%m-%dT%H:%M:%S")
+def _canonical_dt(moment: datetime) -> str:
+    """The canonical xsd:dateTime literal of an aware ``moment``: UTC, ``Z``, no trailing
+    zero digits — the form Oxigraph stores, so dumps and projections compare byte for byte."""
+    moment = moment.astimezone(UTC)
+    # isoformat pads the year to four digits, strftime's %Y (glibc) does not below 1000
+    out = (moment.isoformat()[:19] if moment.year >= 1000
+           else moment.strftime("%Y-%m-%dT%H:%M:%S"))
     fraction = f"{moment.microsecond:06d}".rstrip("0")
     if fraction:
         out += "." + fraction
     return f'"{out}Z"^^<{_DATETIME}>'
 
 
+@lru_cache(maxsize=4096)
+def dt(text: str) -> str:
+    """The canonical xsd:dateTime literal of an ISO-8601 ``text`` (:func:`_canonical_dt`).
+
+    The runtime writes its times as :func:`~cradle_kg.canonical.iso` does
+    (``YYYY-MM-DDTHH:MM:SS.ffffffZ``, UTC): that form is canonical already but for the
+    fraction's trailing zeros, so it is only checked to be a real time, not reformatted."""
+    if (len(text) == 27 and text[26] == "Z" and text[19] == "." and text[4] == "-"
+            and text[7] == "-" and text[10] == "T" and text[13] == ":" and text[16] == ":"
+            and "1000" <= text[:4] <= "9999"):
+        try:
+            datetime.fromisoformat(text[:26])  # a real time, as parse_iso insists
+        except ValueError:
+            pass  # the general path says what is wrong
+        else:
+            return f'"{text[:26].rstrip("0").rstrip(".")}Z"^^<{_DATETIME}>'
+    return _canonical_dt(parse_iso(text))
+
+
+def at(moment: datetime) -> str:
+    """``dt(iso(moment))`` without the round trip through text (an event's own ``at``:
+    one per event, never twice the same, so :func:`dt`'s cache would only miss)."""
+    if moment.tzinfo is None:
+        raise ValueError("naive datetimes are not allowed: attach a timezone")
+    if moment.year < 1001:  # near year 1 an offset can leave the years strftime pads
+        return dt(iso(moment))
+    return _canonical_dt(moment)
+
+
 class _Quads:
     """Collects the triples of one event as ``"s p o"`` strings (N-Triples terms): its
-    run's (``lines``) and those about shared objects (``shared``, the shared graph)."""
+    run's (``lines``) and those about shared objects (``shared``, the shared graph). With
+    ``end`` / ``shared_end`` (``" <graph> .\\n"``) each line is written as a whole N-Quads
+    line at once (:func:`project_event`: no second pass over the lines to add the graph)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("end", "lines", "shared", "shared_end")
+
+    def __init__(self, end: str = "", shared_end: str = "") -> None:
         self.lines: list[str] = []
         self.shared: list[str] = []
+        self.end = end
+        self.shared_end = shared_end
 
     def add(self, s: str, pred: str, o: str) -> None:
-        self.lines.append(f"{s} {pred} {o}")
+        self.lines.append(f"{s} {pred} {o}{self.end}")
 
     def typed(self, s: str, *classes: str) -> None:
         for cls in classes:
-            self.add(s, _TYPE, c(cls))
+            self.lines.append(f"{s} {_TYPE} <{CRADLE_NS}{cls}>{self.end}")
 
     def share(self, s: str, pred: str, o: str) -> None:
-        self.shared.append(f"{s} {pred} {o}")
+        self.shared.append(f"{s} {pred} {o}{self.shared_end}")
 
 
 def action_node(action_id: str) -> str:
@@ -167,22 +208,39 @@ def _proposal_ref(ev: AuditEvent, proposal_id: str) -> str:
                          int(ev.payload.get("attempt", 0)))
 
 
+#: the header's terms, built once (every event has a header)
+_H_AUDIT = f"<{ID_BASE}audit/"
+_H_EVENT = f"<{ID_BASE}event/"
+_H_AUDIT_TYPE = f" {_TYPE} {c('AuditEvent')}"
+_H_EVENT_TYPE = f" {_TYPE} {c('RuntimeEvent')}"
+_H_SEQ, _H_KIND, _H_AT = f" {c('seq')} ", f" {c('eventKind')} ", f" {c('at')} "
+_H_HASH, _H_PREV, _H_ACTOR = f" {c('eventHash')} ", f" {c('prevHash')} ", f" {c('actor')} "
+_H_RECORDS, _H_IN_RUN = f" {c('records')} ", f" {c('inRun')} "
+_H_SUBJECT = f" {c('subjectRef')} "
+
+
 def _event_header(q: _Quads, ev: AuditEvent, subject: str | None) -> None:
-    audit = node("audit", str(ev.seq))
-    runtime_event = node("event", str(ev.seq))
-    q.typed(audit, "AuditEvent")
-    q.add(audit, c("seq"), lit(ev.seq))
-    q.add(audit, c("eventKind"), lit(ev.kind))
-    q.add(audit, c("at"), dt(iso(ev.at)))
-    q.add(audit, c("eventHash"), lit(ev.hash))
-    q.add(audit, c("prevHash"), lit(ev.prev_hash))
-    q.add(audit, c("actor"), identity(ev.actor))
-    q.add(audit, c("records"), runtime_event)
-    q.typed(runtime_event, "RuntimeEvent")
-    q.add(runtime_event, c("eventKind"), lit(ev.kind))
-    q.add(runtime_event, c("inRun"), run_graph(ev.run_id))
+    # the same lines as q.typed / q.add would give, in the same order, in one extend
+    seq = f"{ev.seq:d}"  # digits (and a sign): their own percent-encoding
+    audit = f"{_H_AUDIT}{seq}>"
+    runtime_event = f"{_H_EVENT}{seq}>"
+    kind = lit(ev.kind)
+    end = q.end
+    q.lines += (
+        f"{audit}{_H_AUDIT_TYPE}{end}",
+        f'{audit}{_H_SEQ}"{seq}"^^<{_INTEGER}>{end}',
+        f"{audit}{_H_KIND}{kind}{end}",
+        f"{audit}{_H_AT}{at(ev.at)}{end}",
+        f"{audit}{_H_HASH}{lit(ev.hash)}{end}",
+        f"{audit}{_H_PREV}{lit(ev.prev_hash)}{end}",
+        f"{audit}{_H_ACTOR}{identity(ev.actor)}{end}",
+        f"{audit}{_H_RECORDS}{runtime_event}{end}",
+        f"{runtime_event}{_H_EVENT_TYPE}{end}",
+        f"{runtime_event}{_H_KIND}{kind}{end}",
+        f"{runtime_event}{_H_IN_RUN}{run_graph(ev.run_id)}{end}",
+    )
     if subject:
-        q.add(runtime_event, c("subjectRef"), subject)
+        q.lines.append(f"{runtime_event}{_H_SUBJECT}{subject}{end}")
 
 
 def _provenance(q: _Quads, s: str, prov: dict[str, Any] | None) -> None:
@@ -206,7 +264,7 @@ def _proposal(q: _Quads, ev: AuditEvent) -> str:
     q.typed(s, "Proposal")
     q.add(s, c("runId"), lit(ev.run_id))
     q.add(s, c("inRun"), run_graph(ev.run_id))
-    q.add(s, c("at"), dt(iso(ev.at)))
+    q.add(s, c("at"), at(ev.at))
     q.share(agent, _TYPE, c("Agent"))
     q.add(agent, c("proposes"), s)
     q.add(s, p("wasAttributedTo"), agent)
@@ -302,7 +360,7 @@ def _approval_decided(q: _Quads, ev: AuditEvent) -> str:
     q.typed(s, "HumanApproval")
     q.add(s, c("approvalStatus"), c(APPROVALS[pl["status"]]))
     q.add(s, c("approver"), identity(pl["approver_id"]))
-    q.add(s, c("decidedAt"), dt(iso(ev.at)))
+    q.add(s, c("decidedAt"), at(ev.at))
     if pl.get("expires_at"):
         q.add(s, c("expiresAt"), dt(pl["expires_at"]))
     if pl.get("scope"):
@@ -471,7 +529,7 @@ def _evidence(q: _Quads, ev: AuditEvent) -> str:
     s = node("evidence", ev.payload["ref"])
     q.typed(s, "Evidence")
     q.add(s, c("contentHash"), lit(ev.payload["ref"]))
-    q.add(s, c("at"), dt(iso(ev.at)))
+    q.add(s, c("at"), at(ev.at))
     q.add(s, p("wasAttributedTo"), identity(ev.actor))
     return s
 
@@ -484,7 +542,7 @@ def _policyset(q: _Quads, ev: AuditEvent) -> str:
         q.share(pol, c("policyId"), lit(pid))
         q.share(pol, c("policyVersion"), lit(version))
         # one `at` per activation: a version switched back to is in force again
-        q.share(pol, c("at"), dt(iso(ev.at)))
+        q.share(pol, c("at"), at(ev.at))
     for pack in ev.payload.get("packs", []):
         q.share(node("policyset", version), c("packVersion"), lit(pack))
     return node("policyset", version)
@@ -503,7 +561,7 @@ def _autonomy(q: _Quads, ev: AuditEvent) -> str:
     q.typed(step, "WorkflowStep")
     q.add(step, _LABEL, lit(f"{pl['workflow']}/{pl['step']}"))
     q.add(here, c("autonomyStage"), lit(_STAGES[ev.kind]))
-    q.add(here, c("at"), dt(iso(ev.at)))
+    q.add(here, c("at"), at(ev.at))
     q.add(here, p("wasAssociatedWith"), identity(ev.actor))
     if pl.get("rule_version"):
         q.add(here, c("ruleVersion"), lit(pl["rule_version"]))
@@ -567,6 +625,18 @@ def event_retractions(ev: AuditEvent) -> list[str]:
     return []
 
 
+def _collect(ev: AuditEvent, q: _Quads, header: bool,
+             projectors: Sequence[PackProjector], strict: bool) -> _Quads:
+    projector = _PROJECTORS.get(ev.kind)
+    subject = projector(q, ev) if projector else None
+    if header:
+        _event_header(q, ev, subject)
+    if projectors:
+        extra = pack_triples(ev, projectors, strict=strict)
+        q.lines.extend([t + q.end for t in extra] if q.end else extra)
+    return q
+
+
 def event_quads(ev: AuditEvent, *, header: bool = True,
                 projectors: Sequence[PackProjector] = (),
                 strict: bool = False) -> tuple[list[str], list[str]]:
@@ -574,13 +644,7 @@ def event_quads(ev: AuditEvent, *, header: bool = True,
     graph's); ``header`` adds its audit record (to the run's). ``projectors``: the loaded
     packs' projection hooks (:mod:`.packproj`), whose triples follow the core's in the run
     graph; ``strict`` makes a failing projector raise (the commit check)."""
-    q = _Quads()
-    projector = _PROJECTORS.get(ev.kind)
-    subject = projector(q, ev) if projector else None
-    if header:
-        _event_header(q, ev, subject)
-    if projectors:
-        q.lines.extend(pack_triples(ev, projectors, strict=strict))
+    q = _collect(ev, _Quads(), header, projectors, strict)
     return q.lines, q.shared
 
 
@@ -591,12 +655,17 @@ def event_triples(ev: AuditEvent, *, header: bool = True,
     return own + shared
 
 
+_SHARED_END = f" {_SHARED} .\n"
+
+
 def project_event(ev: AuditEvent, projectors: Sequence[PackProjector] = ()) -> list[str]:
     """The N-Quads lines of one event (each ending in a newline): in its run's graph,
-    and about shared objects in the shared graph."""
-    graph = run_graph(ev.run_id)
-    own, shared = event_quads(ev, projectors=projectors)
-    return [f"{t} {graph} .\n" for t in own] + [f"{t} {_SHARED} .\n" for t in shared]
+    and about shared objects in the shared graph — :func:`event_quads`' triples, each
+    written with its graph as it is made."""
+    q = _collect(ev, _Quads(f" {run_graph(ev.run_id)} .\n", _SHARED_END), True,
+                 projectors, False)
+    q.lines += q.shared
+    return q.lines
 
 
 def ntriples(triples: Iterable[str]) -> str:

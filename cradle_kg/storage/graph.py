@@ -57,6 +57,21 @@ def watermark_update(seq: int) -> str:
             f"{meta} <{VERSION}> \"{PROJECTION_VERSION}\"^^<{_INT}> }} }}")
 
 
+def watermark_data(current: Iterable[str], seq: int) -> str:
+    """The watermark move to ``seq`` as data operations only: ``DELETE DATA`` of the
+    ``current`` watermark and layout triples (N-Triples, as the store holds them) and
+    ``INSERT DATA`` of the new ones — for a store whose one writer has just read them.
+
+    # INVARIANT: no pattern operation (``DELETE WHERE``) in a batch's update: on
+    #   Oxigraph one makes the whole update a read-write transaction, which doubled the
+    #   cost of writing a batch (see the README, *Where the projector's lag went*)."""
+    meta = f"<{META_GRAPH}>"
+    old = " . ".join(current)
+    drop = f"DELETE DATA {{ GRAPH {meta} {{ {old} }} }} ;\n" if old else ""
+    return (f"{drop}INSERT DATA {{ GRAPH {meta} {{ {meta} <{SEQ}> \"{seq}\"^^<{_INT}> . "
+            f"{meta} <{VERSION}> \"{PROJECTION_VERSION}\"^^<{_INT}> }} }}")
+
+
 class QuadBatch:
     """What a batch of projected events changes, as its net effect in journal order:
     ``(graph, "s p o")`` pairs to add and to remove (``graph`` an ``<IRI>``). A triple
@@ -239,5 +254,6 @@ __all__ = [
     "check_knowledge_name",
     "is_knowledge",
     "split_graphs",
+    "watermark_data",
     "watermark_update",
 ]

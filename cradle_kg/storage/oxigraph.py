@@ -33,6 +33,7 @@ from .graph import (
     Term,
     check_knowledge_name,
     split_graphs,
+    watermark_data,
     watermark_update,
 )
 from .swap import StoreLock, building_path, remove_folder, settle, swap_in
@@ -120,8 +121,19 @@ class OxigraphStore:
     def layout(self) -> int:
         return int(self._meta_value(VERSION) or 1)
 
+    def _watermark_triples(self) -> list[str]:
+        """The watermark and layout triples the store holds now (N-Triples)."""
+        meta = ox.NamedNode(META_GRAPH)
+        return [f"{q.subject} {q.predicate} {q.object}"
+                for predicate in (SEQ, VERSION)
+                for q in self.store.quads_for_pattern(meta, ox.NamedNode(predicate), None,
+                                                      meta)]
+
     def apply(self, batch: QuadBatch, seq: int) -> None:
-        write_batch(self.store, batch, [watermark_update(seq)])
+        # the watermark as data operations: this process is the store's one writer (the
+        # store's lock, or a store in memory), so what it reads now is what the update
+        # deletes; a pattern operation would make the update twice as costly
+        write_batch(self.store, batch, [watermark_data(self._watermark_triples(), seq)])
 
     def replace_all(self, nquads: Iterable[str], retractions: Sequence[str],
                     watermark: Callable[[], int]) -> None:

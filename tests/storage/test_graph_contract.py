@@ -348,3 +348,46 @@ def test_a_read_only_embedded_store_closes_cleanly(tmp_path: Path) -> None:
         reader.close()
     with pytest.raises(GraphStoreError):  # not a store at all: a typed error, no traceback
         OxigraphStore(tmp_path / "nothing-here", read_only=True)
+
+
+def _meta_triples(store: GraphStore) -> list[tuple[str, str]]:
+    rows = store.query(f"SELECT ?p ?o WHERE {{ GRAPH <{META_GRAPH}> {{ <{META_GRAPH}> ?p ?o "
+                       "FILTER(isLiteral(?o)) } }")
+    assert isinstance(rows, ox.QuerySolutions)
+    return sorted((str(r["p"].value), str(r["o"].value)) for r in rows)
+
+
+def test_the_watermark_is_one_triple_whatever_wrote_it_before(store: GraphStore,
+                                                              demo_home: Path) -> None:
+    """Each batch replaces the watermark and the layout (the embedded store deletes the
+    triples it read as data, no pattern): after batches, a rebuild and batches again,
+    the meta graph holds exactly one of each."""
+    seq = "https://w3id.org/cradle#projectedSeq"
+    version = "https://w3id.org/cradle#projectionVersion"
+    for n in (5, 6, 9):
+        store.apply(batch(insert(RUN_A, f'<urn:s> <{P}> "{n}"')), n)
+    assert _meta_triples(store) == [(seq, "9"), (version, str(PROJECTION_VERSION))]
+    with open_home_journal(demo_home) as journal:
+        rebuild(store, journal)
+        head = journal.head()[0]
+    store.apply(batch(insert(RUN_A, f"<urn:after> <{P}> <urn:o>")), head + 1)
+    assert _meta_triples(store) == [(seq, str(head + 1)), (version, str(PROJECTION_VERSION))]
+    assert store.projected_seq() == head + 1
+
+
+def test_an_older_layout_s_watermark_is_replaced_by_the_next_batch(tmp_path: Path) -> None:
+    """A store whose meta graph was written by an older cradle-kg (layout 2, with the
+    pattern update): the next batch leaves only the new watermark and layout."""
+    store = OxigraphStore(tmp_path / "graph")
+    try:
+        meta, integer = f"<{META_GRAPH}>", "<http://www.w3.org/2001/XMLSchema#integer>"
+        store.store.update(
+            f"INSERT DATA {{ GRAPH {meta} {{ {meta} <https://w3id.org/cradle#projectedSeq> "
+            f'"40"^^{integer} . {meta} <https://w3id.org/cradle#projectionVersion> '
+            f'"2"^^{integer} }} }}')
+        assert (store.projected_seq(), store.layout()) == (40, 2)
+        store.apply(batch(insert(RUN_A, f"<urn:s> <{P}> <urn:o>")), 41)
+        assert (store.projected_seq(), store.layout()) == (41, PROJECTION_VERSION)
+        assert len(_meta_triples(store)) == 2
+    finally:
+        store.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyoxigraph as ox
+import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, run_demo
@@ -38,8 +39,11 @@ def _projected(store: ox.Store) -> list[str]:
                        or q.graph_name.value == SHARED_GRAPH))
 
 
-def _demo(tmp_path: Path) -> tuple[Path, list[AuditEvent], str]:
-    home = tmp_path / "home"
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[AuditEvent], str]:
+    """The demo home with an approval given and never used, its events and that approval's
+    node — built once: both tests only read it."""
+    home = tmp_path_factory.mktemp("flags") / "home"
     run_demo(home, pilots=False)
     with Runtime(home) as rt:  # an approval given and never used
         waiting = rt.submit({"id": "p-close-9", "task_id": "task-close-9",
@@ -55,8 +59,9 @@ def _demo(tmp_path: Path) -> tuple[Path, list[AuditEvent], str]:
         return home, list(rt.journal.events()), node("approval", waiting.approval.id)
 
 
-def test_flags_hold_while_their_condition_does_sync_and_rebuild_alike(tmp_path: Path) -> None:
-    home, events, unused = _demo(tmp_path)
+def test_flags_hold_while_their_condition_does_sync_and_rebuild_alike(
+        demo: tuple[Path, list[AuditEvent], str]) -> None:
+    home, events, unused = demo
     used = {node("approval", e.payload["approval_id"]) for e in events
             if e.kind == "action.intent" and e.payload.get("approval_id")}
     assert used  # the demo's close_account was approved and ran
@@ -74,8 +79,9 @@ def test_flags_hold_while_their_condition_does_sync_and_rebuild_alike(tmp_path: 
     assert _projected(rebuilt.store) == dump
 
 
-def test_an_action_executed_without_its_verification_is_listed(tmp_path: Path) -> None:
-    _, events, _ = _demo(tmp_path)
+def test_an_action_executed_without_its_verification_is_listed(
+        demo: tuple[Path, list[AuditEvent], str]) -> None:
+    _, events, _ = demo
     dropped = next(e for e in events if e.kind == "verification.recorded"
                    and e.payload["verification"]["status"] == "verified")
     action = dropped.payload["verification"]["execution_id"]

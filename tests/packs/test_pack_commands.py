@@ -1,19 +1,32 @@
-"""``pack validate`` and ``pack test``: the pilots pass; broken copies fail with file:line."""
+"""``pack validate`` and ``pack test``: the pilots pass; broken copies fail with file:line.
+
+``pack validate`` and the refusals run in this process (:func:`in_process`: the command's
+report is the point; the OWL check still starts its Java reasoner); ``pack test`` of a
+valid pack stays a real process started from another directory, as a user runs it.
+"""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.inprocess import run_cli
+
 from .conftest import PILOTS, cli, copy_pack, pack_dir
+
+
+def in_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """``cradle-kg ARGS`` in this process, as wide as :func:`cli` makes it."""
+    return run_cli(*args, env={"COLUMNS": "300"})
 
 
 @pytest.mark.parametrize("pack_id", [*PILOTS, "demo.ledger"])
 def test_pilot_validates(pack_id: str) -> None:
-    done = cli("pack", "validate", str(pack_dir(pack_id)), "--format", "json")
+    done = in_process("pack", "validate", str(pack_dir(pack_id)), "--format", "json")
     assert done.returncode == 0, done.stdout + done.stderr
     assert '"ok": true' in done.stdout
 
@@ -102,7 +115,7 @@ def test_broken_copy_fails_with_file_and_line(pack_id: str, breakage: str, comma
                                               tmp_path: Path) -> None:
     pack = copy_pack(pack_id, tmp_path / pack_id)
     name, line = BREAKAGES[breakage](pack)
-    done = cli("pack", command, str(pack))
+    done = in_process("pack", command, str(pack))
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     found = re.findall(rf"{re.escape(name)}:(\d+)", out.replace("\n", ""))
@@ -114,5 +127,5 @@ def test_broken_copy_fails_with_file_and_line(pack_id: str, breakage: str, comma
 def test_the_unbroken_copy_is_valid(tmp_path: Path) -> None:
     """The copies differ from the pilots only by what each test breaks."""
     pack = copy_pack("customs.hs-router", tmp_path / "customs.hs-router")
-    done = cli("pack", "validate", str(pack), "--no-reasoner")
+    done = in_process("pack", "validate", str(pack), "--no-reasoner")
     assert done.returncode == 0, done.stdout + done.stderr

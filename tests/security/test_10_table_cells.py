@@ -2,6 +2,8 @@
 
 Every table cell (and every line the CLI prints about a record) escapes Rich markup and
 strips control characters — terminal escapes, C1 controls and bidi overrides — even piped.
+The commands run in this process (their output captured, not a terminal, as when piped):
+what they print is the point here, not a process or its memory ceiling.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
+from tests.inprocess import run_cli as cli
 
-from .inputcli import cli, fresh_home
+from .inputcli import fresh_home
 
 HIDDEN_ID = "[conceal]HIDDEN[/conceal][link=http://evil]x"
 NASTY_TASK = "t\x1b[2J\x1b]0;pwned\x07\x9b31m\u202eevil\u2066iso\x00nul\r\b"
@@ -47,7 +50,7 @@ def _clean(text: str) -> None:
                                   ("runs", "list"), ("tasks", "list", "--all"),
                                   ("tools", "list")])
 def test_listings_escape_markup_and_strip_controls(home: Path, args: tuple[str, ...]) -> None:
-    done = cli(*args, "--home", str(home), columns="400")
+    done = cli(*args, "--home", str(home), env={"COLUMNS": "400"})
     assert done.returncode == 0, done.stderr
     _clean(done.stdout)
     if args[0] == "approvals":
@@ -58,7 +61,7 @@ def test_listings_escape_markup_and_strip_controls(home: Path, args: tuple[str, 
 
 def test_run_show_is_clean_too(home: Path) -> None:
     run_id = "run:" + SHOWN_TASK
-    done = cli("runs", "show", run_id, "--home", str(home), columns="400")
+    done = cli("runs", "show", run_id, "--home", str(home), env={"COLUMNS": "400"})
     assert done.returncode == 0, done.stderr
     _clean(done.stdout)
     assert "[conceal]HIDDEN" in done.stdout

@@ -1,13 +1,12 @@
 """The JSON API on a real server: tokens, submit, approvals, runs.
 
-Agents get a token from ``cradle-kg api-token issue`` (a real CLI process); approvers use
-the token whose hash is in the home's config (the demo's ``demo-token-bob``).
+Agents get a token from ``cradle-kg api-token issue`` (the CLI run in this process: the
+server is the real process here, the command only writes the home's token file); approvers
+use the token whose hash is in the home's config (the demo's ``demo-token-bob``).
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import httpx
@@ -15,15 +14,15 @@ import pytest
 
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER
 
+from ..inprocess import run_cli
 from .conftest import DemoHome, Server, close_proposal, make_demo_home, start_server, stop_server
 
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, DemoHome, str]]:
     home = make_demo_home(tmp_path_factory.mktemp("api") / "home")
-    issued = subprocess.run([sys.executable, "-m", "cradle_kg", "api-token", "issue", AGENT,
-                             "--home", str(home.path)], capture_output=True, text=True,
-                            check=True)
+    issued = run_cli("api-token", "issue", AGENT, "--home", str(home.path))
+    assert issued.returncode == 0, issued.stderr
     token = issued.stdout.strip()
     assert token.startswith("ck_")
     srv = start_server(["--home", str(home.path)], tmp_path_factory.mktemp("alog") / "a.log",
@@ -123,14 +122,12 @@ def test_the_graph_follows_the_journal(api: tuple[Server, DemoHome, str]) -> Non
 
 def test_revoked_token_stops_working(api: tuple[Server, DemoHome, str]) -> None:
     srv, home, _ = api
-    issued = subprocess.run([sys.executable, "-m", "cradle_kg", "api-token", "issue", AGENT,
-                             "--home", str(home.path)], capture_output=True, text=True,
-                            check=True).stdout.strip()
+    done = run_cli("api-token", "issue", AGENT, "--home", str(home.path))
+    assert done.returncode == 0, done.stderr
+    issued = done.stdout.strip()
     assert httpx.get(srv.url + "/api/whoami", headers=bearer(issued)).status_code == 200
-    subprocess.run([sys.executable, "-m", "cradle_kg", "api-token", "revoke", AGENT,
-                    "--home", str(home.path)], check=True, capture_output=True)
+    revoked = run_cli("api-token", "revoke", AGENT, "--home", str(home.path))
+    assert revoked.returncode == 0, revoked.stderr
     assert httpx.get(srv.url + "/api/whoami", headers=bearer(issued)).status_code == 401
-    unknown = subprocess.run([sys.executable, "-m", "cradle_kg", "api-token", "issue",
-                              "agent:undeclared", "--home", str(home.path)],
-                             capture_output=True, text=True)
+    unknown = run_cli("api-token", "issue", "agent:undeclared", "--home", str(home.path))
     assert unknown.returncode == 2 and "not an agent declared" in unknown.stderr + unknown.stdout

@@ -9,8 +9,6 @@ large, 422 malformed.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 
+from ..inprocess import run_cli
 from ..test_shell import CLOSE_FLOW
 from .conftest import DemoHome, Server, make_demo_home, start_server, stop_server
 
@@ -50,9 +49,8 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     (home.path / "workflows").mkdir()
     shutil.copy(EXAMPLES / "credit-review.yaml", home.path / "workflows")
     (home.path / "workflows" / "close-account.yaml").write_text(CLOSE_FLOW)
-    issued = subprocess.run([sys.executable, "-m", "cradle_kg", "api-token", "issue", AGENT,
-                             "--home", str(home.path)], capture_output=True, text=True,
-                            check=True)
+    issued = run_cli("api-token", "issue", AGENT, "--home", str(home.path))
+    assert issued.returncode == 0, issued.stderr
     srv = start_server(["--home", str(home.path)], tmp_path_factory.mktemp("plog") / "p.log",
                        home.path)
     yield Served(srv, home, {"Authorization": f"Bearer {issued.stdout.strip()}"})

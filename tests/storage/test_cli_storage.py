@@ -1,6 +1,7 @@
-"""The storage commands through the real CLI, on a real PostgreSQL: ``db status|migrate``,
-``journal copy --to``, ``audit verify`` and ``runs list`` on the copy, and two ``cradle-kg
-worker`` processes sharing one journal."""
+"""The storage commands through the CLI, on a real PostgreSQL: ``db status|migrate``,
+``journal copy --to``, ``audit verify`` and ``runs list`` on the copy (run in this process:
+the journal is the point, not an interpreter start), and two ``cradle-kg worker``
+processes sharing one journal (real processes: two writers are the point)."""
 
 from __future__ import annotations
 
@@ -14,17 +15,15 @@ from cradle_kg.demo.scenario import prepare_home, run_demo
 from cradle_kg.storage import JOURNAL_URL_ENV, SqliteJournal, open_journal
 from cradle_kg.storage.pg_scratch import ScratchPostgres
 from tests.conftest import proposal
+from tests.inprocess import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def cli(*args: str, url: str | None = None, stdin: str | None = None
-        ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != JOURNAL_URL_ENV}
-    if url is not None:
-        env[JOURNAL_URL_ENV] = url
-    return subprocess.run([sys.executable, "-m", "cradle_kg", *args], input=stdin, env=env,
-                          capture_output=True, text=True, timeout=180, check=False, cwd=ROOT)
+def cli(*args: str, url: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``cradle-kg ARGS`` in this process, the journal URL variable set to ``url`` (unset
+    when ``None``)."""
+    return run_cli(*args, env={JOURNAL_URL_ENV: url})
 
 
 def test_db_migrate_then_copy_then_verify(tmp_path: Path, postgres: ScratchPostgres) -> None:

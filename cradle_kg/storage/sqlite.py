@@ -23,8 +23,10 @@ index, so two submissions of one key cannot both get past the intent.
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -54,6 +56,16 @@ from .sqlite_verify import verify_journal
 
 #: the default of :attr:`SqliteJournal.flush_window`, in seconds
 DEFERRED_FLUSH_SECONDS = 0.2
+#: how long opening a journal waits for other processes that hold it locked, in seconds
+OPEN_BUSY_SECONDS = 30.0
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """SQLITE_BUSY / SQLITE_LOCKED: another connection holds the lock."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 class SqliteJournal:
@@ -71,12 +83,12 @@ class SqliteJournal:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
-                str(path), timeout=30.0, isolation_level=None, check_same_thread=False
+                str(path), timeout=OPEN_BUSY_SECONDS, isolation_level=None, check_same_thread=False
             )
         except (sqlite3.Error, OSError) as exc:
             raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._enter_wal()
             self._conn.execute("PRAGMA synchronous=FULL")
             #: the mode set on the connection now (see :meth:`_synchronous`)
             self._sync_mode = "FULL"
@@ -89,6 +101,27 @@ class SqliteJournal:
             self._conn.close()
             raise
         self._lock = threading.RLock()
+
+    def _enter_wal(self) -> None:
+        """Put the file in WAL mode, once: a journal already in WAL is left as it is (the
+        query form reads the header under a shared lock). Converting a brand-new file takes
+        an exclusive lock, and when several processes open the same new journal at once
+        SQLite answers ``database is locked`` at once to all but one, without waiting (the
+        busy handler is skipped to avoid a deadlock): retried here, with a jittered pause,
+        until the connection's 30 s busy timeout has passed."""
+        deadline = time.monotonic() + OPEN_BUSY_SECONDS
+        pause = 0.005
+        while True:
+            try:
+                mode = self._conn.execute("PRAGMA journal_mode").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc) or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause * (0.5 + random.random()))
+            pause = min(pause * 2, 0.25)
 
     def _create_schema(self) -> None:
         """Create the tables of a new journal and stamp its format; refuse another format."""

@@ -259,9 +259,8 @@ def _targeting(shapes: Shapes, keep: set[str] | None, drop: set[str]) -> RustSha
                                                       and str(t[0]) not in keep)):
             continue
         g.add(t)
-    return RustShaclEngine(Shapes(graph=g, ntriples=to_ntriples(g),
-                                  rule_numbers=shapes.rule_numbers, files=shapes.files,
-                                  parents=shapes.parents))
+    return RustShaclEngine(Shapes(ntriples=to_ntriples(g), rule_numbers=shapes.rule_numbers,
+                                  files=shapes.files, read_into=g))
 
 
 def _rule8_apart(shapes: Shapes) -> bool:

@@ -17,26 +17,27 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
+import pyoxigraph as ox
 import shacl as rust_shacl
 from pydantic import BaseModel, ConfigDict
-from rdflib import RDF, BNode, Graph, Literal, URIRef
-from rdflib.collection import Collection
-from rdflib.graph import ConjunctiveGraph
-from rdflib.plugins.serializers.nt import _nt_row
-from rdflib.term import Node
 
 from cradle_kg.errors import RdfParseError, ShapesError
-from cradle_kg.graph.rdfio import FORMATS, read_rdf, read_union
 from cradle_kg.graph.vocab import (
     INTEGRITY_SHAPES_FILE,
+    RDF_NS,
     RULE_NUMBER,
-    SH,
+    SH_NS,
     STRUCTURE_SHAPES_FILE,
+    XSD_NS,
 )
+
+if TYPE_CHECKING:  # rdflib is imported where a graph is read or built: not to compile
+    from rdflib import Graph  # a contract's shapes (``tools list``, tool registration)
+    from rdflib.term import Node
 
 __all__ = [
     "DEFAULT_ENGINE",
@@ -58,13 +59,13 @@ __all__ = [
 #: chosen by bench/bench_shacl.py: the Rust engine is two orders of magnitude faster
 DEFAULT_ENGINE: Final = "rust"
 
-DataInput = Graph | str  # an rdflib Graph / Dataset, or N-Triples / N-Quads text
+DataInput: TypeAlias = "Graph | str"  # an rdflib Graph / Dataset, or N-Triples / N-Quads text
 
 
 class Violation(BaseModel):
     """One SHACL result, named by its integrity rule (``None`` for structural shapes)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     rule: int | None
     focus_node: str  # IRI without <>, or _:label for a blank node
@@ -75,7 +76,7 @@ class Violation(BaseModel):
 
 
 class ValidationReport(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     conforms: bool
     violations: list[Violation]
@@ -114,66 +115,108 @@ class ValidationReport(BaseModel):
 
 @dataclass(frozen=True)
 class Shapes:
-    """A loaded shapes graph: built-in shapes plus any extra (pack) shape files."""
+    """A loaded shapes graph: built-in shapes plus any extra (pack) shape files.
 
-    graph: Graph
+    ``ntriples`` is what the Rust engine compiles; the rdflib ``graph`` (pySHACL and the
+    bulk planner read it) is the one the files were read into, or parsed from
+    ``ntriples`` on first use — a contract's shapes are read by pyoxigraph, so compiling
+    them needs no rdflib."""
+
     ntriples: str
     rule_numbers: Mapping[str, int]
-    files: tuple[Path, ...]
-    # blank shape -> the shape that holds it, to name a nested result by its root
-    parents: Mapping[Node, Node] = field(repr=False)
+    files: tuple[Path, ...] = ()
+    read_into: Graph | None = field(default=None, repr=False)
+
+    @cached_property
+    def graph(self) -> Graph:
+        if self.read_into is not None:
+            return self.read_into
+        from rdflib import Graph
+
+        graph = Graph()
+        graph.parse(data=self.ntriples, format="nt")
+        return graph
+
+    @cached_property
+    def parents(self) -> Mapping[Node, Node]:
+        """Blank shape -> the shape that holds it, to name a nested result by its root."""
+        return _shape_parents(self.graph)
 
 
 def load_shapes(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Shapes:
     """Read shape files into one shapes graph; ``ShapesError`` names the bad file."""
+    from cradle_kg.graph.rdfio import read_union
+
     files = [INTEGRITY_SHAPES_FILE, STRUCTURE_SHAPES_FILE] if builtin else []
     files += [Path(p) for p in extra]
     try:
         graph = read_union(files)
     except RdfParseError as exc:
         raise ShapesError(f"cannot load shapes: {exc.message}", hint=exc.hint) from exc
-    if not _declares_shapes(graph):
-        names = ", ".join(f"`{p}`" for p in files) or "(no files)"
-        raise ShapesError(f"no shapes declared in {names}")
-    return Shapes(
-        graph=graph,
-        ntriples=to_ntriples(graph),
-        rule_numbers=_rule_numbers(graph),
-        files=tuple(files),
-        parents=_shape_parents(graph),
-    )
+    ntriples = to_ntriples(graph)
+    names = ", ".join(f"`{p}`" for p in files) or "(no files)"
+    rules = _rule_numbers(ox.parse(ntriples, format=ox.RdfFormat.N_TRIPLES), f" in {names}")
+    return Shapes(ntriples=ntriples, rule_numbers=rules, files=tuple(files), read_into=graph)
 
 
 def shapes_from_turtle(texts: Iterable[str]) -> Shapes:
-    """Shapes given as Turtle text (a tool contract's postconditions); a text that does not
-    parse or declares no shape is a :class:`ShapesError`."""
-    graph = Graph()
+    """Shapes given as Turtle text (a tool contract's postconditions), read by pyoxigraph;
+    a text that does not parse or declares no shape is a :class:`ShapesError`."""
+    triples: list[ox.Triple] = []
     try:
-        for text in texts:
-            graph.parse(data=text, format="turtle")
-    except Exception as exc:  # rdflib's parser errors have no common base
+        for text in texts:  # each text's blank nodes its own, as rdflib's parser has them
+            triples += [q.triple for q in ox.parse(text, format=ox.RdfFormat.TURTLE,
+                                                   rename_blank_nodes=True)]
+    except (SyntaxError, ValueError) as exc:
         raise ShapesError(f"cannot read shapes: {exc}") from exc
-    if not _declares_shapes(graph):
-        raise ShapesError("no shapes declared")
-    return Shapes(graph=graph, ntriples=to_ntriples(graph), rule_numbers=_rule_numbers(graph),
-                  files=(), parents=_shape_parents(graph))
+    rules = _rule_numbers(triples, "")
+    ntriples = (ox.serialize(triples, format=ox.RdfFormat.N_TRIPLES) or b"").decode("utf-8")
+    return Shapes(ntriples=ntriples, rule_numbers=rules)
 
 
-def _declares_shapes(graph: Graph) -> bool:
-    kinds = (SH.NodeShape, SH.PropertyShape)
-    return any(True for k in kinds for _ in graph.subjects(RDF.type, k))
+_TYPE: Final = ox.NamedNode(RDF_NS + "type")
+_SHAPE_KINDS: Final = frozenset({ox.NamedNode(SH_NS + "NodeShape"),
+                                 ox.NamedNode(SH_NS + "PropertyShape")})
+_RULE: Final = ox.NamedNode(RULE_NUMBER)
+#: the XSD datatypes whose values are integers (rdflib's ``toPython`` gives an ``int``)
+_INTEGER_TYPES: Final = frozenset(ox.NamedNode(XSD_NS + t) for t in (
+    "integer", "int", "long", "short", "byte", "nonNegativeInteger", "positiveInteger",
+    "nonPositiveInteger", "negativeInteger", "unsignedLong", "unsignedInt", "unsignedShort",
+    "unsignedByte"))
+_INTEGER: Final = re.compile(r"[+-]?[0-9]+")
 
 
-def _rule_numbers(graph: Graph) -> dict[str, int]:
+def _rule_numbers(triples: Iterable[ox.Triple], where: str) -> dict[str, int]:
+    """The shapes' ``cradle:ruleNumber`` s; no shape declared (``where``: in which files)
+    or a rule number that is not an integer is a :class:`ShapesError`."""
     out: dict[str, int] = {}
-    for shape, number in graph.subject_objects(URIRef(RULE_NUMBER)):
-        if not isinstance(number, Literal) or not isinstance(number.toPython(), int):
-            raise ShapesError(f"`cradle:ruleNumber` of `{shape}` is not an integer: `{number}`")
-        out[str(shape)] = int(number.toPython())
+    declares = False
+    for t in triples:
+        if t.predicate == _TYPE and t.object in _SHAPE_KINDS:
+            declares = True
+        elif t.predicate == _RULE:
+            number = t.object
+            if not (isinstance(number, ox.Literal) and number.datatype in _INTEGER_TYPES
+                    and _INTEGER.fullmatch(number.value)):
+                raise ShapesError(f"`cradle:ruleNumber` of `{_show(t.subject)}` is not an "
+                                  f"integer: `{_show(number)}`")
+            out[_show(t.subject)] = int(number.value)
+    if not declares:
+        raise ShapesError(f"no shapes declared{where}")
     return out
 
 
+def _show(term: object) -> str:
+    """A pyoxigraph term as rdflib's ``str`` shows it: an IRI, a label, a lexical form."""
+    value = getattr(term, "value", None)
+    return value if isinstance(value, str) else str(term)
+
+
 def _shape_parents(graph: Graph) -> dict[Node, Node]:
+    from rdflib.collection import Collection
+
+    from cradle_kg.graph.vocab import SH
+
     parents: dict[Node, Node] = {}
     for pred in (SH.property, SH.node, SH["not"], SH.qualifiedValueShape):
         for holder, child in graph.subject_objects(pred):
@@ -186,6 +229,8 @@ def _shape_parents(graph: Graph) -> dict[Node, Node]:
 
 
 def _root_shape(shapes: Shapes, node: Node) -> Node:
+    from rdflib import BNode
+
     seen: set[Node] = set()
     while isinstance(node, BNode) and node in shapes.parents and node not in seen:
         seen.add(node)
@@ -198,6 +243,9 @@ def to_ntriples(graph: Graph) -> str:
     # directly skips the serializer plugin machinery, which costs more than the rows
     # A ConjunctiveGraph/Dataset asked for context=None answers from the union of its
     # graphs, each triple once: that is the union graph, without copying it.
+    from rdflib.graph import ConjunctiveGraph
+    from rdflib.plugins.serializers.nt import _nt_row
+
     if isinstance(graph, ConjunctiveGraph):
         rows = (_nt_row(t) for t, _ in graph.store.triples((None, None, None), context=None))
     else:
@@ -207,6 +255,11 @@ def to_ntriples(graph: Graph) -> str:
 
 def union_graph(data: DataInput, *, format: str | None = None) -> Graph:
     """An rdflib Graph holding the union of every graph of ``data``."""
+    from rdflib import Graph
+    from rdflib.graph import ConjunctiveGraph
+
+    from cradle_kg.graph.rdfio import read_rdf
+
     if isinstance(data, str):
         data = read_rdf(data, format or "nquads")
     if not isinstance(data, ConjunctiveGraph):
@@ -259,11 +312,15 @@ class RustShaclEngine:
 
     def validate(self, data: DataInput, *, format: str | None = None,
                  report: bool = True) -> ValidationReport:
+        from cradle_kg.graph.rdfio import FORMATS
+
         fmt = FORMATS.get((format or "nquads").lower(), format or "")
         if isinstance(data, str) and fmt in _RUST_FORMATS:
             text, rust_fmt = data, _RUST_FORMATS[fmt]
         else:
-            graph = data if isinstance(data, Graph) else read_rdf(data, format)
+            from cradle_kg.graph.rdfio import read_rdf
+
+            graph = data if not isinstance(data, str) else read_rdf(data, format)
             text, rust_fmt = to_ntriples(graph), "ntriples"
         try:
             result = self._compiled.validate_text(text, format=rust_fmt)
@@ -299,11 +356,16 @@ class PyShaclEngine:
         self.shapes = shapes
         # pySHACL reads shapes lazily; validate an empty graph now so that bad shapes
         # fail at load time, like the Rust engine, not at the first run's commit
+        from rdflib import Graph
+
         self.validate(Graph())
 
     def validate(self, data: DataInput, *, format: str | None = None,
                  report: bool = True) -> ValidationReport:
         import pyshacl  # only this engine needs it (seconds of import): not at start-up
+        from rdflib import RDF
+
+        from cradle_kg.graph.vocab import SH
 
         graph = union_graph(data, format=format)
         try:
@@ -326,6 +388,8 @@ class PyShaclEngine:
         )
 
     def _violation(self, results: Graph, node: Node) -> Violation:
+        from cradle_kg.graph.vocab import SH
+
         source = results.value(node, SH.sourceShape)
         root = _root_shape(self.shapes, source) if source is not None else None
         shape = _node_str(root) if root is not None else ""
@@ -343,6 +407,8 @@ class PyShaclEngine:
 
 
 def _node_str(node: Node | None) -> str:
+    from rdflib import BNode
+
     if isinstance(node, BNode):
         return f"_:{node}"
     return str(node) if node is not None else ""
@@ -350,6 +416,10 @@ def _node_str(node: Node | None) -> str:
 
 def _path_str(graph: Graph, path: Node | None) -> str | None:
     # the Rust engine renders paths in SPARQL syntax; match it for the simple cases
+    from rdflib import URIRef
+
+    from cradle_kg.graph.vocab import SH
+
     if path is None:
         return None
     if isinstance(path, URIRef):

@@ -26,7 +26,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..errors import InputError
-from ..graph.project import lit, quoted
 from ..graph.shacl import RustShaclEngine, shapes_from_turtle
 from ..records import (
     Action,
@@ -95,6 +94,8 @@ def blast_radius(spec: ToolSpec, arguments: BaseModel, observation: ExecutionObs
 # --- postconditions as SHACL ------------------------------------------------------------------
 
 def _triples(subject: str, value: Any, out: list[str], depth: int = 0) -> None:
+    from ..graph.project import lit, quoted  # the projection's writers: not to compile shapes
+
     if not isinstance(value, dict) or depth > 8:
         return
     for key, item in sorted(value.items()):
@@ -115,6 +116,7 @@ def _triples(subject: str, value: Any, out: list[str], depth: int = 0) -> None:
 
 def observation_rdf(report: VerifierReport, arguments: BaseModel) -> str:
     """The verifier's observation as N-Triples: what it read, and what was asked."""
+    from ..graph.project import lit
     out: list[str] = [f"<{OBSERVED}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
                       f"<https://w3id.org/cradle#VerifierObservation> .\n"]
     _triples(f"<{OBSERVED}>", report.evidence, out)

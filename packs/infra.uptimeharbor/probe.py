@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, TypedDict
-
-import httpx
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .state import now_iso
+
+if TYPE_CHECKING:  # httpx is imported by a probe, not with the pack (its import also
+    import httpx  # loads httpx's own command line when rich/click are installed: ~60 ms)
 
 DEFAULT_TIMEOUT_S = 2.0
 
@@ -39,6 +40,8 @@ class ProbeResult(TypedDict):
 
 
 def _get(client: httpx.Client, url: str) -> tuple[httpx.Response | None, str | None, bool]:
+    import httpx
+
     try:
         return client.get(url), None, False
     except httpx.TimeoutException as exc:
@@ -60,6 +63,8 @@ def probe(base_url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> ProbeResult
     health_status: int | None = None
     timed_out = False
     reachable = False
+    import httpx
+
     with httpx.Client(timeout=timeout_s, trust_env=False) as client:
         t0 = time.perf_counter()
         resp, err, to = _get(client, f"{base_url}/health")

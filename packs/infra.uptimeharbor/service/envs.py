@@ -21,8 +21,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from cradle_kg.packs.sdk import InputError, ToolError
 
 from ..gitutil import export_tree, git, resolve_commit
@@ -153,6 +151,8 @@ class EnvManager:
     def _wait_ready(self, child: subprocess.Popen[bytes], port_file: Path) -> int:
         deadline = time.monotonic() + self.ready_timeout_s
         port: int | None = None
+        import httpx  # here, not with the pack: its import costs ~60 ms of `tools list`
+
         with httpx.Client(timeout=0.5, trust_env=False) as client:
             while time.monotonic() < deadline:
                 if child.poll() is not None:

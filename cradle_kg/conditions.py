@@ -58,8 +58,9 @@ _HHMM = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
 
 
 class _Strict(BaseModel):
+    # built on first use, not at import (``runs list``, ``tools list`` never validate one)
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True,
-                              allow_inf_nan=False)
+                              allow_inf_nan=False, defer_build=True)
 
 
 class Comparison(_Strict):

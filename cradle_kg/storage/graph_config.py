@@ -34,7 +34,7 @@ _URL = r"^https?://\S+$"
 class GraphEndpoints(BaseModel):
     """A remote store's endpoints (the ``"graph"`` object of ``config.json``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # at first use
 
     query: str = Field(pattern=_URL)
     update: str = Field(pattern=_URL)
@@ -53,7 +53,7 @@ class GraphEndpoints(BaseModel):
 class RemoteGraph(BaseModel):
     """A resolved remote store: endpoints without credentials, and the credentials."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # at first use
 
     query: str
     update: str

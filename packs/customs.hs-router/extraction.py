@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 from .models import SPECS, CandidateFact, Evidence, ModelCall, Value
@@ -41,12 +42,18 @@ def parse_number(raw: str) -> float:
 @dataclass(frozen=True)
 class Pattern:
     predicate: str
-    regex: re.Pattern[str]
+    source: str
     value: Value | None = None  # fixed value; None = read number group 1 and unit group 2
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        """Compiled on first use, not when the pack is imported (``tools list`` imports it:
+        compiling every pattern cost ~10 ms there)."""
+        return re.compile(self.source, re.IGNORECASE)
 
 
 def _p(predicate: str, regex: str, value: Value | None = None) -> Pattern:
-    return Pattern(predicate, re.compile(regex, re.IGNORECASE), value)
+    return Pattern(predicate, regex, value)
 
 
 _UAV_WORDS = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import sqlite3
 import subprocess
@@ -58,6 +59,72 @@ def test_audit_verify_names_the_edited_event(demo_home: Path, tmp_path: Path) ->
     done = cli("audit", "verify", "--home", str(copy))
     assert done.returncode == 1
     assert "evt-0000000007" in done.stdout
+
+
+def _imported_after(*argv: str) -> tuple[str, list[str]]:
+    """Run ``cradle-kg argv`` in a fresh interpreter: its stdout, and which of the heavy
+    modules (graph, SHACL, HTTP, server) it imported."""
+    probe = (f"import sys; sys.argv = ['cradle-kg', *{list(argv)!r}]\n"
+             "from cradle_kg.cli import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('pyshacl', 'rdflib', 'httpx', 'fastapi', 'uvicorn', 'cedarpy', 'owlready2') "
+             "or m in ('cradle_kg.loop.runtime', 'cradle_kg.graph.store', "
+             "'cradle_kg.storage.graph', 'cradle_kg.graph.project'))\n"
+             "print('HEAVY', heavy, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)
+    heavy = [line for line in done.stderr.splitlines() if line.startswith("HEAVY ")]
+    assert heavy, done.stderr[-500:]
+    return done.stdout, ast.literal_eval(heavy[-1][len("HEAVY "):])
+
+
+def test_tools_list_on_the_demo_home_imports_no_rdflib_httpx_or_graph(demo_home: Path) -> None:
+    """The three packs are imported and checked (the ledger's postcondition shapes
+    compiled, by pyoxigraph and the Rust engine), without rdflib, httpx (the infra pack
+    imports it where it probes) or the graph store (start-up time, issue 17)."""
+    out, heavy = _imported_after("tools", "list", "--home", str(demo_home), "--format", "json")
+    ids = {t["id"] for t in json.loads(out)}
+    assert {"demo.ledger.credit", "demo.ledger.close_account"} <= ids
+    assert any(i.startswith("customs.") for i in ids) and any(i.startswith("infra.")
+                                                             for i in ids), ids
+    assert heavy == []
+
+
+def test_runs_list_on_the_demo_home_imports_no_rdflib_or_graph(demo_home: Path) -> None:
+    out, heavy = _imported_after("runs", "list", "--home", str(demo_home), "--format", "json")
+    assert "run:task-credit" in {r["run_id"] for r in json.loads(out)}
+    assert heavy == []
+
+
+def test_tools_list_refuses_a_tool_whose_postcondition_shapes_do_not_compile(
+        tmp_path: Path) -> None:
+    """As ``Runtime.register_tool`` does: listing the tools checks their shapes."""
+    import shutil
+
+    from cradle_kg import Runtime
+    from cradle_kg.errors import InputError
+    from cradle_kg.packs.registry import BUILTIN_PACKS
+
+    home = tmp_path / "home"
+    pack = home / "packs" / "demo.ledger"
+    shutil.copytree(BUILTIN_PACKS / "demo.ledger", pack,
+                    ignore=shutil.ignore_patterns("__pycache__", "tests"))
+    manifest = pack / "manifest.yaml"
+    manifest.write_text(manifest.read_text("utf-8").replace("version: 1.0.0", "version: 9.0.0"),
+                        "utf-8")
+    tools = pack / "tools.py"
+    text = tools.read_text("utf-8")
+    assert "sh:targetNode <urn:cradle:observed> ;" in text
+    tools.write_text(text.replace("sh:targetNode <urn:cradle:observed> ;",
+                                  "sh:targetNode <urn:cradle:observed> ;;; ]", 1), "utf-8")
+    (home / "config.json").write_text(json.dumps({"packs": ["demo.ledger@9.0.0"]}), "utf-8")
+    done = cli("tools", "list", "--home", str(home))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "postcondition shapes do not compile" in done.stderr
+    assert "demo.ledger.credit" in done.stderr and "Traceback" not in done.stderr
+    with pytest.raises(InputError, match="postcondition shapes do not compile"):
+        Runtime(home)
 
 
 def test_demo_ledger_has_no_duplicate_effect(demo_home: Path) -> None:

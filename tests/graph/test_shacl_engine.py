@@ -137,3 +137,54 @@ def test_shapes_rust_cannot_compile_are_a_shapes_error(tmp_path: Path) -> None:
 
 def test_empty_dataset_conforms() -> None:
     assert validate(Dataset()).conforms is True
+
+
+# --- a contract's shapes from Turtle text (read by pyoxigraph, not rdflib) -----------------
+
+CONTRACT_SHAPE = """\
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+@prefix cradle: <https://w3id.org/cradle#> .
+<https://example.org/S> a sh:NodeShape ; cradle:ruleNumber 12 ;
+    sh:targetNode <urn:cradle:observed> ;
+    sh:property _:p .
+_:p sh:path <https://example.org/v> ; sh:minCount 1 ; sh:message "no value" .
+"""
+
+
+def test_contract_shapes_read_as_rdflib_reads_them() -> None:
+    """Two texts: the same triples as rdflib's parser gives, each text's blank nodes its
+    own (both say ``_:p``), the rule number read, and the rdflib graph built on demand."""
+    from rdflib import Graph
+    from rdflib.compare import to_isomorphic
+
+    from cradle_kg.graph.shacl import shapes_from_turtle
+
+    other = CONTRACT_SHAPE.replace("/S>", "/T>").replace("ruleNumber 12", "ruleNumber 13")
+    shapes = shapes_from_turtle([CONTRACT_SHAPE, other])
+    expected = Graph()
+    for text in (CONTRACT_SHAPE, other):
+        expected.parse(data=text, format="turtle")
+    assert to_isomorphic(shapes.graph) == to_isomorphic(expected)
+    assert len({t for t in shapes.ntriples.split() if t.startswith("_:")}) == 2
+    assert shapes.rule_numbers == {"https://example.org/S": 12, "https://example.org/T": 13}
+    # each blank property shape names its holder (how pySHACL's results find their root)
+    assert sorted(map(str, shapes.parents.values())) == ["https://example.org/S",
+                                                          "https://example.org/T"]
+    report = RustShaclEngine(shapes).validate(
+        "<urn:cradle:observed> <https://example.org/w> \"1\" .\n", format="nt")
+    assert not report.conforms and report.rules() == {12, 13}
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("this is not turtle", "cannot read shapes"),
+    ("<https://example.org/a> <https://example.org/b> <https://example.org/c> .",
+     "no shapes declared"),
+    (CONTRACT_SHAPE.replace("ruleNumber 12", 'ruleNumber "twelve"'), "is not an integer"),
+    (CONTRACT_SHAPE.replace("ruleNumber 12", "ruleNumber 1.5"), "is not an integer"),
+    (CONTRACT_SHAPE.replace("ruleNumber 12", "ruleNumber true"), "is not an integer"),
+])
+def test_contract_shapes_that_cannot_be_read_are_a_shapes_error(text: str, error: str) -> None:
+    from cradle_kg.graph.shacl import shapes_from_turtle
+
+    with pytest.raises(ShapesError, match=error):
+        shapes_from_turtle([text])

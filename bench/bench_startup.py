@@ -19,9 +19,11 @@ where the time goes.
 
 Bytecode: the children run with Python's default, ``.pyc`` files cached in
 ``__pycache__`` (after one warm-up round, so no measured run compiles), as every install
-does; an environment that sets ``PYTHONDONTWRITEBYTECODE`` (some sandboxes and CI images
-do) makes each command compile its ~90 modules from source again, ~80 ms of CPU on this
-machine: ``--no-bytecode-cache`` measures that instead (the environment as inherited).
+does. An environment that sets ``PYTHONDONTWRITEBYTECODE`` over a tree without
+``__pycache__`` (a fresh worktree here) makes each command compile its ~90 modules from
+source again: ~80 ms of CPU of ``tools list`` on the demo home (cProfile: ``compile``).
+``--no-bytecode-cache`` keeps the inherited environment and skips the warm-up (``.pyc``
+files already written are still read; only modules without one compile).
 
 Run: ``.venv/bin/python bench/bench_startup.py [--runs 5]``. Prints the load average;
 asserts nothing.

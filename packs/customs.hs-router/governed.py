@@ -63,13 +63,14 @@ from cradle_kg.packs.sdk import (
 )
 
 from .declarations import Declarations
-from .extraction import KeywordExtractor
 from .models import Decision
 from .models import Outcome as ClassificationOutcome
-from .pipeline import decide, run
 from .tools.hs import hs_lookup
 from .validators.goods_line import validate_goods_line
 from .verifiers.hs import hs_code_exists, legal_source_current, required_permit_resolution
+
+# the pipeline (extraction, classification, regulatory evaluation, explanation) is imported
+# where a goods line is decided, not with the pack: `tools list` imports this module
 
 TOOL_LOOKUP = "customs.hs_lookup"
 TOOL_CLASSIFY = "customs.classify"
@@ -159,6 +160,9 @@ def precheck(goods_line: Mapping[str, Any]) -> Decision:
         found = _PRECHECK.get(key)
     if found is not None:
         return found
+    from .extraction import KeywordExtractor
+    from .pipeline import decide
+
     decision, _calls = decide(goods_line, (KeywordExtractor(),), date.today())
     with _PRECHECK_LOCK:
         if len(_PRECHECK) > 512:
@@ -347,6 +351,8 @@ def lookup(ctx: PackContext, call: ToolCall) -> LookupOutput:
       description="classify one goods line: extraction, normalisation, classification, "
                   "regulatory evaluation, explanation (computes; writes nothing)")
 def classify(ctx: PackContext, call: ToolCall) -> ClassificationOutcome:
+    from .pipeline import run
+
     args: GoodsLineInput = _args(call, GoodsLineInput)
     return run(args.model_dump(exclude_none=True))
 
@@ -367,6 +373,8 @@ def finalize_lookup(ctx: PackContext, call: ToolCall) -> FinalizeOutput | None:
       target_from="declaration:{declaration_id}", lookup=finalize_lookup,
       description="file a classification in the declarations store (keyed write)")
 def finalize(ctx: PackContext, call: ToolCall) -> FinalizeOutput:
+    from .pipeline import run
+
     args: FinalizeInput = _args(call, FinalizeInput)
     outcome = run(args.goods_line.model_dump(exclude_none=True))
     if outcome.status != "classified" or outcome.hs_code is None:

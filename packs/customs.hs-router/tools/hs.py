@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..nomenclature import default_nomenclature, national_subdivisions, normalise_code, render_code
-from ..pipeline import run
 
 
 def classify_goods_line(payload: dict[str, Any]) -> dict[str, Any]:
     """Run extraction → normalisation → classification → regulatory → explanation."""
+    from ..pipeline import run  # where a goods line is classified, not at import
+
     return run(payload).model_dump(mode="json")
 
 

@@ -95,6 +95,7 @@ class SqliteJournal:
         self._synced = threading.Condition(threading.Lock())
         #: the writers' queue (``<journal>-writer``), opened at the first append
         self._writer_fd: int | None = None
+        self._writer_pid = 0
         #: the WAL file whose folder entry was synced (:meth:`_sync_wal`)
         self._wal_inode: int | None = None
         #: the flusher thread (started by the first unflushed commit) and its signals
@@ -314,11 +315,17 @@ class SqliteJournal:
 
     def _writer_queue(self) -> int | None:
         """The fd of ``<journal>-writer`` (caller holds the lock); None where it cannot be
-        made (a read-only folder): SQLite's own busy handler then orders the writers."""
-        if self._writer_fd is None:
+        made (a read-only folder): SQLite's own busy handler then orders the writers.
+
+        The queue only orders writers; ``BEGIN IMMEDIATE`` is what excludes them, so a
+        queue that is shared by mistake (an fd inherited across ``fork``: an flock belongs
+        to the open file, not the process) costs waiting, never safety. A forked child
+        opens its own all the same."""
+        if self._writer_fd is None or self._writer_pid != os.getpid():
             try:
                 self._writer_fd = os.open(f"{self.path}-writer", os.O_CREAT | os.O_RDWR,
                                           0o600)
+                self._writer_pid = os.getpid()
             except OSError:
                 return None
         return self._writer_fd

@@ -129,15 +129,17 @@ def test_a_block_that_consumes_an_approve_once_is_flushed(tmp_path: Path) -> Non
 
 @pytest.fixture
 def wal_syncs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The files ``os.fsync`` is called on (through the journal's timer or close)."""
+    """The files ``os.fdatasync`` / ``os.fsync`` are called on (by a flushed append, the
+    journal's timer or close: the WAL is synced with fdatasync, its folder with fsync)."""
     seen: list[str] = []
-    real = os.fsync
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
 
-    def recording(fd: int) -> None:
-        seen.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real(fd)
+        def recording(fd: int, real: Any = real) -> None:
+            seen.append(os.readlink(f"/proc/self/fd/{fd}"))
+            real(fd)
 
-    monkeypatch.setattr(os, "fsync", recording)
+        monkeypatch.setattr(os, name, recording)
     yield seen
 
 

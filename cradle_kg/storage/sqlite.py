@@ -298,7 +298,7 @@ class SqliteJournal:
         except OSError:
             return False
         try:
-            os.fsync(fd)
+            os.fdatasync(fd)  # as SQLite syncs its WAL on Linux: data and the file's size
             inode = os.fstat(fd).st_ino
             if inode != self._wal_inode:
                 folder = os.open(self.path.parent, os.O_RDONLY)

@@ -5,23 +5,35 @@ actor, time, canonical-JSON payload, ``payload_hash``, ``prev_hash`` and its own
 ``hash``; the ``head`` row is updated in the same transaction, so deleting the last
 event is caught as surely as editing one in the middle.
 
-Durability: ``synchronous=FULL`` in WAL mode makes each commit durable before
-:meth:`Journal.append` returns, which is what lets the runtime write an intent *before*
-the side effect it announces.
+Durability: a flushed :meth:`Journal.append` returns only once its commit is on disk,
+which is what lets the runtime write an intent *before* the side effect it announces.
+The commit itself is made under ``synchronous=NORMAL`` (the WAL written, not synced) and
+the WAL file is then fsynced *after* the write lock is released — a group commit: one
+fsync makes every commit written before it durable, this process's other threads' and
+other processes' alike, and while one writer waits for the disk the next one commits. A
+crash before the fsync loses no acknowledged commit (none was acknowledged yet), and the
+WAL is replayed in order up to its first incomplete frame, so a later commit cannot
+outlive an earlier one. (``synchronous=FULL``, used before, syncs inside the write lock:
+every writer queued behind every other writer's fsync.)
 
 A commit made with ``flush=False`` (an observation, a read's one transaction) does not
 wait for the disk: it is in the WAL, kept if the process dies, and flushed by the next
-``FULL`` commit or, at the latest, :attr:`SqliteJournal.flush_window` seconds later by a
-timer that syncs the WAL file (PostgreSQL's ``synchronous_commit = off`` pattern, whose
-window is the server's WAL writer).
+flushed commit's fsync or, at the latest, :attr:`SqliteJournal.flush_window` seconds
+later by a timer that syncs the WAL file (PostgreSQL's ``synchronous_commit = off``
+pattern, whose window is the server's WAL writer).
 
 Concurrency: appends run under ``BEGIN IMMEDIATE`` (one writer at a time, across
-threads and processes). An intent event claims its idempotency key through a UNIQUE
-index, so two submissions of one key cannot both get past the intent.
+threads and processes). This package's writers queue for it on an ``flock`` of
+``<journal>-writer`` first, which the kernel hands on the moment it is released; SQLite's
+own busy handler, still there for any other writer, sleeps 1 to 100 ms between tries,
+which was most of the tail with several writer processes. An intent event claims its
+idempotency key through a UNIQUE index, so two submissions of one key cannot both get
+past the intent.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import sqlite3
@@ -75,7 +87,17 @@ class SqliteJournal:
         self.path = path
         #: the longest an unflushed commit waits for its flush, in seconds
         self.flush_window = DEFERRED_FLUSH_SECONDS
-        self._unflushed = False
+        #: commits made on this connection, and how many of them are known to be on disk
+        #: (:meth:`_flush_through`); a sync in flight, and the condition its waiters use
+        self._committed = 0
+        self._durable = 0
+        self._syncing = False
+        self._synced = threading.Condition(threading.Lock())
+        #: the writers' queue (``<journal>-writer``), opened at the first append
+        self._writer_fd: int | None = None
+        self._writer_pid = 0
+        #: the WAL file whose folder entry was synced (:meth:`_sync_wal`)
+        self._wal_inode: int | None = None
         #: the flusher thread (started by the first unflushed commit) and its signals
         self._flusher: threading.Thread | None = None
         self._dirty = threading.Event()
@@ -89,9 +111,8 @@ class SqliteJournal:
             raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc
         try:
             self._enter_wal()
-            self._conn.execute("PRAGMA synchronous=FULL")
-            #: the mode set on the connection now (see :meth:`_synchronous`)
-            self._sync_mode = "FULL"
+            # commits write the WAL; a flushed append fsyncs it after the lock (see above)
+            self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA busy_timeout=30000")
             self._create_schema()
         except sqlite3.Error as exc:
@@ -161,8 +182,11 @@ class SqliteJournal:
         self._closing.set()
         self._dirty.set()
         with self._lock:
-            self._sync_log()
+            self._flush_through(self._committed)
             self._conn.close()
+            if self._writer_fd is not None:
+                os.close(self._writer_fd)
+                self._writer_fd = None
 
     @property
     def location(self) -> str:
@@ -180,38 +204,34 @@ class SqliteJournal:
         """Append events atomically and durably; all or none are written.
 
         Raises :class:`IdempotencyKeyTaken` (and writes nothing) when an intent's key is
-        already claimed. ``flush=False`` commits under ``synchronous=NORMAL``: in the WAL,
-        kept if the process dies, flushed to disk by the next ``FULL`` commit (the WAL is
-        synced whole, in order) or by the flusher thread within :attr:`flush_window`; a
-        power loss before that may drop it, never corrupt.
+        already claimed. Returns once the commit is on disk (the WAL fsynced after the
+        write lock is released: see the module's doc); ``flush=False`` returns once it is
+        committed: in the WAL, kept if the process dies, synced by the next flushed commit
+        or by the flusher thread within :attr:`flush_window`; a power loss before that may
+        drop it, never corrupt. A commit whose fsync fails raises :class:`JournalError`:
+        it is in the journal, but was not confirmed on disk.
         """
         if not events:
             return []
         with self._lock:
-            self._synchronous("FULL" if flush else "NORMAL")
-            if flush:
-                written = self._append(events)
-                self._unflushed = False  # a FULL commit syncs the whole WAL, in order
-                return written
             written = self._append(events)
-            self._unflushed = True
-            if self._flusher is None:
-                self._flusher = threading.Thread(
-                    target=self._flush_loop, args=(weakref.ref(self), self._dirty,
-                                                   self._closing),
-                    daemon=True, name=f"journal-flush:{self.path.name}")
-                self._flusher.start()
-            self._dirty.set()
-            return written
-
-    def _synchronous(self, mode: str) -> None:
-        """Set the connection's ``synchronous`` mode for the next commit, only when it
-        changes (caller holds the lock): a run of deferred reads does not switch it twice
-        per commit. Only :meth:`_append` writes on this connection, and every append sets
-        the mode it needs first, so a flushed append is never committed under NORMAL."""
-        if self._sync_mode != mode:
-            self._conn.execute(f"PRAGMA synchronous={mode}")
-            self._sync_mode = mode
+            self._committed += 1
+            mark = self._committed
+            if not flush:
+                if self._flusher is None:
+                    self._flusher = threading.Thread(
+                        target=self._flush_loop, args=(weakref.ref(self), self._dirty,
+                                                       self._closing),
+                        daemon=True, name=f"journal-flush:{self.path.name}")
+                    self._flusher.start()
+                self._dirty.set()
+                return written
+        if not self._flush_through(mark):
+            raise JournalError(
+                f"the journal `{self.path}` could not be synced to disk: the events up to "
+                f"seq {written[-1].seq} are committed but were not confirmed durable",
+                hint="check the disk; the next flushed append or `close` syncs again")
+        return written
 
     @staticmethod
     def _flush_loop(ref: weakref.ref[SqliteJournal], dirty: threading.Event,
@@ -240,22 +260,37 @@ class SqliteJournal:
 
     def flush_pending(self) -> None:
         """Sync the WAL now if an unflushed commit is in it (the flusher calls this)."""
-        with self._lock:
-            if not self._unflushed:
-                return
-            self._unflushed = False  # a commit made during the sync sets it again
-        if not self._sync_wal():  # outside the lock: appends go on while it syncs
-            with self._lock:
-                self._unflushed = True
-                self._dirty.set()  # try again a window later
+        if not self._flush_through(self._committed):
+            self._dirty.set()  # try again a window later
 
-    def _sync_log(self) -> None:
-        """Flush the WAL to disk if an unflushed commit is in it (caller holds the lock)."""
-        if self._unflushed and self._sync_wal():
-            self._unflushed = False
+    def _flush_through(self, mark: int) -> bool:
+        """Make this connection's first ``mark`` commits durable; False if the fsync failed.
+
+        Called without the journal's lock, so appends go on meanwhile. One fsync at a time:
+        a caller whose commit was made before the sync in flight began is covered by it,
+        and one that arrives during it waits, then starts the next (which covers every
+        commit made by then) — group commit across this process's threads."""
+        with self._synced:
+            while self._durable < mark and self._syncing:
+                self._synced.wait()
+            if self._durable >= mark:
+                return True
+            self._syncing = True
+            covers = self._committed  # every commit counted so far is in the WAL already
+        ok = False
+        try:
+            ok = self._sync_wal()
+        finally:
+            with self._synced:
+                self._syncing = False
+                if ok:
+                    self._durable = max(self._durable, covers)
+                self._synced.notify_all()
+        return ok
 
     def _sync_wal(self) -> bool:
-        """fsync the WAL file; False when it could not (the next FULL commit flushes it)."""
+        """fsync the WAL file — and its folder, the first time this WAL file is seen (a new
+        file's name must be on disk too); False when it could not (a later flush retries)."""
         try:
             fd = os.open(f"{self.path}-wal", os.O_RDONLY)
         except FileNotFoundError:  # checkpointed and removed: the checkpoint synced it
@@ -263,47 +298,83 @@ class SqliteJournal:
         except OSError:
             return False
         try:
-            os.fsync(fd)
+            os.fdatasync(fd)  # as SQLite syncs its WAL on Linux: data and the file's size
+            inode = os.fstat(fd).st_ino
+            if inode != self._wal_inode:
+                folder = os.open(self.path.parent, os.O_RDONLY)
+                try:
+                    os.fsync(folder)
+                finally:
+                    os.close(folder)
+                self._wal_inode = inode
             return True
         except OSError:
             return False
         finally:
             os.close(fd)
 
+    def _writer_queue(self) -> int | None:
+        """The fd of ``<journal>-writer`` (caller holds the lock); None where it cannot be
+        made (a read-only folder): SQLite's own busy handler then orders the writers.
+
+        The queue only orders writers; ``BEGIN IMMEDIATE`` is what excludes them, so a
+        queue that is shared by mistake (an fd inherited across ``fork``: an flock belongs
+        to the open file, not the process) costs waiting, never safety. A forked child
+        opens its own all the same."""
+        if self._writer_fd is None or self._writer_pid != os.getpid():
+            try:
+                self._writer_fd = os.open(f"{self.path}-writer", os.O_CREAT | os.O_RDWR,
+                                          0o600)
+                self._writer_pid = os.getpid()
+            except OSError:
+                return None
+        return self._writer_fd
+
     def _append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
         with self._lock:
-            conn = self._conn
+            queue = self._writer_queue()
+            if queue is not None:  # wait in the kernel's queue, not in the busy handler
+                fcntl.flock(queue, fcntl.LOCK_EX)
             try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise JournalError(f"cannot write the journal `{self.path}`: {exc}") from exc
-            try:
-                row = conn.execute("SELECT seq, hash FROM head WHERE one = 1").fetchone()
-                seq, prev = (row[0], row[1]) if row else (0, GENESIS_HASH)
-                written: list[AuditEvent] = []
-                runs: dict[str, list[int]] = {}
-                for new in events:
-                    seq += 1
-                    written.append(self._insert(conn, seq, prev, new))
-                    derived.count_run(runs, seq=seq, run_id=new.run_id, kind=new.kind)
-                    prev = written[-1].hash
-                derived.apply_runs(conn, runs)
-                conn.execute(
-                    "INSERT INTO head(one, seq, hash) VALUES (1, ?, ?) "
-                    "ON CONFLICT(one) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
-                    (seq, prev),
-                )
-                conn.execute("COMMIT")
-                return written
-            except sqlite3.IntegrityError as exc:
-                conn.execute("ROLLBACK")
-                keys = [e.idem_key for e in events if e.idem_key]
-                if keys and "idem_key" in str(exc):
-                    raise IdempotencyKeyTaken(self._taken(keys)) from exc
-                raise JournalError(f"journal integrity error: {exc}") from exc
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+                return self._append_locked(events)
+            finally:
+                if queue is not None:
+                    fcntl.flock(queue, fcntl.LOCK_UN)
+
+    def _append_locked(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
+        """One ``BEGIN IMMEDIATE`` transaction (caller holds the lock and the queue)."""
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise JournalError(f"cannot write the journal `{self.path}`: {exc}") from exc
+        try:
+            row = conn.execute("SELECT seq, hash FROM head WHERE one = 1").fetchone()
+            seq, prev = (row[0], row[1]) if row else (0, GENESIS_HASH)
+            written: list[AuditEvent] = []
+            runs: dict[str, list[int]] = {}
+            for new in events:
+                seq += 1
+                written.append(self._insert(conn, seq, prev, new))
+                derived.count_run(runs, seq=seq, run_id=new.run_id, kind=new.kind)
+                prev = written[-1].hash
+            derived.apply_runs(conn, runs)
+            conn.execute(
+                "INSERT INTO head(one, seq, hash) VALUES (1, ?, ?) "
+                "ON CONFLICT(one) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
+                (seq, prev),
+            )
+            conn.execute("COMMIT")
+            return written
+        except sqlite3.IntegrityError as exc:
+            conn.execute("ROLLBACK")
+            keys = [e.idem_key for e in events if e.idem_key]
+            if keys and "idem_key" in str(exc):
+                raise IdempotencyKeyTaken(self._taken(keys)) from exc
+            raise JournalError(f"journal integrity error: {exc}") from exc
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def _taken(self, keys: list[str]) -> str:
         """Which of ``keys`` is already claimed (the first, if none is found: a duplicate

@@ -5,6 +5,7 @@ journal's own durability setting is in force for the next flushed append."""
 from __future__ import annotations
 
 import subprocess
+import time
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,18 +43,103 @@ def test_an_unflushed_append_is_still_all_or_none(journal: Journal) -> None:
     assert journal.head() == head
 
 
-def test_sqlite_commits_each_append_under_the_mode_it_asked_for(tmp_path: Path) -> None:
-    """The mode is switched only when it changes (a run of deferred reads keeps NORMAL),
-    and a flushed append after unflushed ones commits under FULL again."""
-    with SqliteJournal(tmp_path / "j.sqlite") as j:
-        assert j._query("PRAGMA synchronous")[0][0] == 2  # FULL, as opened
+class _Syncs:
+    """Records each fsync of the WAL with the journal's head as it was when the sync began
+    (read through another connection) and the order of appends returning."""
+
+    def __init__(self, journal: SqliteJournal, path: Path) -> None:
+        self.log: list[tuple[str, int]] = []
+        self._real = journal._sync_wal
+        self._path = path
+        journal._sync_wal = self  # type: ignore[method-assign]
+
+    def __call__(self) -> bool:
+        with SqliteJournal(self._path) as other:
+            self.log.append(("sync", other.head()[0]))
+        return self._real()
+
+
+def test_a_flushed_append_returns_after_a_sync_that_covers_its_commit(tmp_path: Path) -> None:
+    """Commits are made under synchronous=NORMAL; a flushed append returns only after an
+    fsync of the WAL that began once its commit was written; an unflushed one does not
+    wait, and is covered by the next flushed append's sync."""
+    path = tmp_path / "j.sqlite"
+    with SqliteJournal(path) as j:
+        assert j._query("PRAGMA synchronous")[0][0] == 1  # NORMAL: the fsync is ours
+        syncs = _Syncs(j, path)
         j.append([ev(1)], flush=False)
         j.append([ev(2)], flush=False)
-        assert j._query("PRAGMA synchronous")[0][0] == 1  # NORMAL
+        assert syncs.log == []  # nothing waited for the disk
         j.append([ev(3)])
-        assert j._query("PRAGMA synchronous")[0][0] == 2  # FULL
-        assert [e.payload["i"] for e in j.events()] == [1, 2, 3]
+        assert syncs.log == [("sync", 3)]  # one sync, after the third commit: covers all
+        assert j._durable == j._committed == 3
+        j.append([ev(4)])
+        assert syncs.log == [("sync", 3), ("sync", 4)]
+        assert [e.payload["i"] for e in j.events()] == [1, 2, 3, 4]
         assert j.verify().intact
+
+
+def test_threads_appending_at_once_share_fsyncs_and_each_waits_for_its_own(
+        tmp_path: Path) -> None:
+    """Group commit within a process: a flushed append made while a sync is in flight
+    waits for it and then for one that covers its own commit."""
+    import threading
+
+    path = tmp_path / "j.sqlite"
+    with SqliteJournal(path) as j:
+        real = j._sync_wal
+        started: list[int] = []  # the commits counted when each sync began
+
+        def slow_sync() -> bool:
+            started.append(j._committed)
+            time.sleep(0.05)  # a slow disk: appends pile up behind the sync in flight
+            return real()
+
+        j._sync_wal = slow_sync  # type: ignore[method-assign]
+        returned: list[tuple[int, int]] = []  # (seq, commits covered when it returned)
+        barrier = threading.Barrier(8)
+
+        def writer(i: int) -> None:
+            barrier.wait()
+            seq = j.append([ev(i)])[0].seq
+            returned.append((seq, j._durable))
+
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(returned) == 8
+        assert all(durable >= seq for seq, durable in returned)  # none returned early
+        assert len(started) < 8  # fewer fsyncs than flushed commits
+        assert j.verify().intact
+
+
+def test_a_failed_fsync_is_a_journal_error_and_the_next_flush_retries(tmp_path: Path) -> None:
+    from cradle_kg.errors import JournalError
+
+    with SqliteJournal(tmp_path / "j.sqlite") as j:
+        real = j._sync_wal
+        j._sync_wal = lambda: False  # type: ignore[method-assign]
+        with pytest.raises(JournalError, match="not confirmed durable"):
+            j.append([ev(1)])
+        assert j.head()[0] == 1 and j._durable == 0  # committed, not confirmed
+        j._sync_wal = real  # type: ignore[method-assign]
+        j.append([ev(2)])
+        assert j._durable == 2
+
+
+def test_writers_queue_on_the_writer_file_and_a_read_only_folder_still_writes(
+        tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite"
+    with SqliteJournal(path) as j:
+        j.append([ev(1)])
+        assert (tmp_path / "j.sqlite-writer").exists()
+    with SqliteJournal(path) as j:
+        j._writer_fd = None
+        j._writer_queue = lambda: None  # type: ignore[method-assign]  # cannot be made
+        j.append([ev(2)])  # ordered by SQLite's busy handler alone
+        assert j.head()[0] == 2 and j.verify().intact
 
 
 KILLED_WRITER = """

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import sqlite3
 import subprocess
@@ -13,6 +12,7 @@ import pytest
 
 from cradle_kg.records import SCHEMAS
 
+from .heavy_imports import imported_after
 from .inprocess import run_cli
 
 
@@ -62,23 +62,13 @@ def test_audit_verify_names_the_edited_event(demo_home: Path, tmp_path: Path) ->
 
 
 def _imported_after(*argv: str) -> tuple[str, list[str]]:
-    """Run ``cradle-kg argv`` in a fresh interpreter: its stdout, and which of the heavy
-    modules (graph, SHACL, HTTP, server) it imported."""
-    probe = (f"import sys; sys.argv = ['cradle-kg', *{list(argv)!r}]\n"
-             "from cradle_kg.cli import main\n"
-             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-             "('pyshacl', 'rdflib', 'httpx', 'fastapi', 'uvicorn', 'cedarpy', 'owlready2') "
-             "or m in ('cradle_kg.loop.runtime', 'cradle_kg.graph.store', "
-             "'cradle_kg.storage.graph', 'cradle_kg.graph.project') "
-             "or (m.startswith('cradle_pack_customs') and m.endswith(('.pipeline', "
-             "'.extraction'))))\n"
-             "print('HEAVY', heavy, file=sys.stderr)")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120, check=True)
-    heavy = [line for line in done.stderr.splitlines() if line.startswith("HEAVY ")]
-    assert heavy, done.stderr[-500:]
-    return done.stdout, ast.literal_eval(heavy[-1][len("HEAVY "):])
+    """``cradle-kg argv`` in a fresh interpreter: its stdout, and which of the heavy modules
+    (graph, SHACL, HTTP, server, the graph store and projection, the customs pipeline) it
+    imported."""
+    return imported_after(argv, modules=(
+        "cradle_kg.loop.runtime", "cradle_kg.graph.store", "cradle_kg.storage.graph",
+        "cradle_kg.graph.project"), prefix="cradle_pack_customs",
+        suffixes=(".pipeline", ".extraction"))
 
 
 def test_tools_list_on_the_demo_home_imports_no_rdflib_httpx_or_graph(demo_home: Path) -> None:

@@ -86,16 +86,8 @@ def test_each_command_loads_only_its_own_module_and_the_table_is_complete() -> N
 
 
 def test_a_light_command_imports_no_graph_shacl_or_server() -> None:
-    import subprocess
-    import sys
+    from .heavy_imports import HEAVY_ROOTS, imported_after
 
-    probe = ("import sys; sys.argv = ['cradle-kg', 'schema', 'Proposal']\n"
-             "from cradle_kg.cli import main\n"
-             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-             "('pyshacl', 'rdflib', 'httpx', 'fastapi', 'uvicorn', 'pyoxigraph', 'cedarpy') "
-             "or m in ('cradle_kg.loop.runtime', 'cradle_kg.graph.store'))\n"
-             "print('HEAVY', heavy, file=sys.stderr)")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120, check=True)
-    assert "HEAVY []" in done.stderr, done.stderr[-500:]
+    _out, heavy = imported_after(["schema", "Proposal"], roots=(*HEAVY_ROOTS, "pyoxigraph"),
+                                 modules=("cradle_kg.loop.runtime", "cradle_kg.graph.store"))
+    assert heavy == []

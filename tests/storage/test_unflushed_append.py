@@ -5,8 +5,8 @@ journal's own durability setting is in force for the next flushed append."""
 from __future__ import annotations
 
 import subprocess
-import time
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 

@@ -40,9 +40,9 @@ def graph_follow(
     """Keep the graph store (embedded or remote) in step with the journal: one projector.
 
     Waits for the journal to change (woken by an append, or polling every --interval)
-    and projects new events in batches, each batch with its watermark in one update; prints progress and lag; a restart resumes from the
-    store's watermark (no gap, no duplicate). SIGTERM or Ctrl-C: the batch in flight
-    finishes, then it exits 0."""
+    and projects new events in batches, each batch with its watermark in one update;
+    prints progress and lag; a restart resumes from the store's watermark (no gap, no
+    duplicate). SIGTERM or Ctrl-C: the batch in flight finishes, then it exits 0."""
     from ..graph.knowledge import install
     from ..packs.hooks import home_knowledge, home_projectors
 

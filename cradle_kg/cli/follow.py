@@ -27,7 +27,10 @@ class FollowFormat(StrEnum):
 def graph_follow(
     home: HomeOpt = None,
     interval: Annotated[float, typer.Option(
-        "--interval", min=0.01, help="Seconds between polls of the journal.")] = 0.5,
+        "--interval", min=0.01,
+        help="Seconds between polls of the journal when no append wakes the follower "
+             "first (PostgreSQL: each append's NOTIFY wakes it at once; SQLite: its "
+             "change counter is read every 20 ms).")] = 0.5,
     batch: Annotated[int, typer.Option(
         "--batch", min=1, help="Events per update (one transaction each).")] = 5_000,
     once: Annotated[bool, typer.Option(
@@ -36,10 +39,10 @@ def graph_follow(
 ) -> None:
     """Keep the graph store (embedded or remote) in step with the journal: one projector.
 
-    Polls the journal's change watermark and projects new events in batches, each batch
-    with its watermark in one update; prints progress and lag; a restart resumes from the
-    store's watermark (no gap, no duplicate). SIGTERM or Ctrl-C: the batch in flight
-    finishes, then it exits 0."""
+    Waits for the journal to change (woken by an append, or polling every --interval)
+    and projects new events in batches, each batch with its watermark in one update;
+    prints progress and lag; a restart resumes from the store's watermark (no gap, no
+    duplicate). SIGTERM or Ctrl-C: the batch in flight finishes, then it exits 0."""
     from ..graph.knowledge import install
     from ..packs.hooks import home_knowledge, home_projectors
 

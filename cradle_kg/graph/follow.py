@@ -1,9 +1,11 @@
 """The projector: one process keeping a graph store in step with the journal
 (``cradle-kg graph follow``).
 
-It polls the journal's change watermark (:meth:`Journal.watermark`, cheap on SQLite and
-PostgreSQL) and, when it moved or the store is behind the head, runs the one catch-up
-loop (:func:`.catchup.catch_up`) in batches. Each batch is one update request holding the
+It waits for the journal to change (:meth:`Journal.wait_for_change`: on PostgreSQL a
+``LISTEN`` woken by each append's ``NOTIFY``, on SQLite ``data_version`` read every
+20 ms; at most ``interval`` seconds, then it polls the change watermark anyway) and, when
+the watermark moved or the store is behind the head, runs the one catch-up loop
+(:func:`.catchup.catch_up`) in batches. Each batch is one update request holding the
 batch and its new watermark, so a projector killed at any instant — mid-batch included —
 leaves the store at the end of its last batch; the next projector starts from the
 store's own watermark: no gap, no duplicate. A stop request (SIGTERM, SIGINT) lets the
@@ -54,6 +56,8 @@ def follow(store: GraphStore, journal: Journal, *, stop: threading.Event,
     is at the head); returns the events projected. A store that cannot be reached is
     reported and retried, backing off (``once``: raised); the journal stays the truth
     meanwhile."""
+    if not once:  # watching from here: an append after this wakes the wait below
+        journal.wait_for_change(0)
     total = 0
     mark: int | None = None
     behind_since: float | None = None
@@ -92,8 +96,21 @@ def follow(store: GraphStore, journal: Journal, *, stop: threading.Event,
                 continue  # appended meanwhile: straight on
         if once:
             break
-        stop.wait(interval)
+        _wait(journal, stop, interval)
     return total
+
+
+#: the longest one wait for the journal lasts: a stop request is seen within it
+STOP_SLICE = 0.1
+
+
+def _wait(journal: Journal, stop: threading.Event, interval: float) -> None:
+    """Until the journal changes, ``stop`` is set, or ``interval`` seconds have passed."""
+    deadline = time.monotonic() + interval
+    while not stop.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0 or journal.wait_for_change(min(left, STOP_SLICE)):
+            return
 
 
 def _since(t: float | None) -> float:

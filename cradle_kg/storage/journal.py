@@ -103,6 +103,14 @@ class Journal(Protocol):
         last call (this object's own appends do not move it)."""
         ...
 
+    def wait_for_change(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds until another connection appends (PostgreSQL:
+        ``LISTEN``/``NOTIFY``; SQLite: ``data_version`` polled every 20 ms). True when an
+        append was seen since the previous call (possibly before this one), False on
+        timeout; a wake-up may be spurious, so the caller re-reads the head. The first
+        call starts watching: appends before it are not reported."""
+        ...
+
     # --- derived state (kept in the append's transaction) --------------------------
     def usage_since(self, *, field: str | None, value: str | None,
                     since: datetime) -> tuple[int, float]: ...

@@ -16,6 +16,10 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
   find a dead host). :meth:`worker_alive` asks the server whether the lock is held.
 * The schema is versioned (:mod:`.pg_schema`): a database that is not migrated to this
   code's version is refused with the command that migrates it.
+* **Change wake-ups**: an append's transaction issues ``pg_notify`` on the journal's
+  channel (one per schema: :func:`change_channel`), delivered at its commit; a reader
+  waits for one in :meth:`PostgresJournal.wait_for_change` (``LISTEN`` on a connection of
+  its own) instead of polling — the projector (``graph follow``) wakes at once.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 import uuid
 import zlib
 from collections.abc import Iterator, Sequence
@@ -56,6 +61,12 @@ _WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
 # an append refused by a key ends its pipeline with an error we handle: no stray warning
 logging.getLogger("psycopg").addHandler(logging.NullHandler())
 _COLS = "seq, id, run_id, kind, subject, actor, at, payload, payload_hash, prev_hash, hash"
+
+
+def change_channel(schema: str) -> str:
+    """The ``NOTIFY`` channel of the journal in ``schema``: a channel is database-wide,
+    so two journals in two schemas of one database do not wake each other's readers."""
+    return f"cradle_journal_{zlib.crc32(schema.encode('utf-8')):08x}"
 
 
 class _Lease:
@@ -111,12 +122,21 @@ class PostgresJournal:
                 if have < pg_schema.LATEST else "upgrade cradle-kg")
         #: watermark: appends by others this object has noticed, and the head it last saw
         self._foreign, self._known_seq = 0, self.head()[0]
+        schema = self._query("SELECT current_schema()")[0][0]
+        self._channel = change_channel(str(schema or "public"))
+        #: wait_for_change's LISTEN connection (opened by its first call)
+        self._listener: psycopg.Connection[tuple[Any, ...]] | None = None
+        self._listen_lock = threading.Lock()
 
     @property
     def location(self) -> str:
         return redact(self.url)
 
     def close(self) -> None:
+        with self._listen_lock:
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
         with self._lock:
             self._conn.close()
 
@@ -161,6 +181,9 @@ class PostgresJournal:
                     cur.execute("INSERT INTO head(one, seq, hash) VALUES (1, %s, %s) "
                                 "ON CONFLICT (one) DO UPDATE SET seq = excluded.seq, "
                                 "hash = excluded.hash", (seq, prev))
+                    # delivered to the channel's listeners at the commit (none if rolled
+                    # back): wait_for_change wakes at once, no poll
+                    cur.execute("SELECT pg_notify(%s, %s)", (self._channel, str(seq)))
                     cur.execute("COMMIT")
             except psycopg.errors.UniqueViolation as exc:
                 self._rollback()
@@ -266,6 +289,38 @@ class PostgresJournal:
             if seq != self._known_seq:
                 self._foreign, self._known_seq = self._foreign + 1, seq
             return self._foreign
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for an append (``LISTEN`` on the journal's
+        channel, on a connection of its own, opened by the first call: appends before it
+        are not reported). True when one was notified since the previous call — it may
+        have come before this call — False on timeout. A listener that fails is dropped
+        (reopened by the next call) and the call sleeps out its timeout: the caller's
+        poll still finds the change."""
+        psycopg = self._psycopg
+        with self._listen_lock:
+            try:
+                if self._listener is None:
+                    listener = connect(self.url)
+                    try:
+                        listener.execute(f'LISTEN "{self._channel}"')
+                    except BaseException:
+                        listener.close()
+                        raise
+                    self._listener = listener
+                woke = False
+                for _ in self._listener.notifies(timeout=max(0.0, timeout), stop_after=1):
+                    woke = True
+                if woke:  # the rest already queued: one wake-up for all of them
+                    for _ in self._listener.notifies(timeout=0):
+                        pass
+                return woke
+            except (psycopg.Error, JournalError):
+                if self._listener is not None:
+                    self._listener.close()
+                    self._listener = None
+        time.sleep(max(0.0, timeout))
+        return False
 
     def last_of_kind(self, kind: str) -> AuditEvent | None:
         rows = self._query(f"SELECT {_COLS} FROM events WHERE kind = %s "

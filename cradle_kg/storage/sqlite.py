@@ -70,6 +70,8 @@ from .sqlite_verify import verify_journal
 DEFERRED_FLUSH_SECONDS = 0.2
 #: how long opening a journal waits for other processes that hold it locked, in seconds
 OPEN_BUSY_SECONDS = 30.0
+#: how often :meth:`SqliteJournal.wait_for_change` reads ``PRAGMA data_version``
+CHANGE_POLL_SECONDS = 0.02
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
@@ -122,6 +124,8 @@ class SqliteJournal:
             self._conn.close()
             raise
         self._lock = threading.RLock()
+        #: the ``data_version`` wait_for_change last reported (None: not called yet)
+        self._change_seen: int | None = None
 
     def _enter_wal(self) -> None:
         """Put the file in WAL mode, once: a journal already in WAL is left as it is (the
@@ -477,6 +481,24 @@ class SqliteJournal:
     def watermark(self) -> int:
         """Changes whenever *another* connection commits (SQLite's ``data_version``)."""
         return int(self._query("PRAGMA data_version")[0][0])
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for another connection's commit: SQLite has no
+        notification between processes, so ``data_version`` is read every
+        :data:`CHANGE_POLL_SECONDS` (a few microseconds each). True when it moved since
+        the previous call (the first call only records it), False on timeout."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        version = self.watermark()
+        if self._change_seen is None:
+            self._change_seen = version
+        while version == self._change_seen:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(CHANGE_POLL_SECONDS, left))
+            version = self.watermark()
+        self._change_seen = version
+        return True
 
     def last_of_kind(self, kind: str) -> AuditEvent | None:
         rows = self._query(f"SELECT {self._COLS} FROM events WHERE kind = ? "

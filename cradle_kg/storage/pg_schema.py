@@ -36,6 +36,13 @@ _USAGE_DERIVED = (
     f"ORDER BY scope {_C}, subject {_C}, second {_C}")
 
 
+#: the outcomes of a run by proposal id (:meth:`.postgresql.PostgresJournal.latest_outcome`
+#: reads it with the same expression)
+OUTCOME_PROPOSAL = "(payload::json -> 'outcome' ->> 'proposal_id')"
+OUTCOME_INDEX = (f"CREATE INDEX events_outcome ON events(run_id, {OUTCOME_PROPOSAL}, seq) "
+                 "WHERE kind = 'run.outcome'")
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -93,6 +100,11 @@ MIGRATIONS = (
             PRIMARY KEY (scope, subject, second))""",
         "INSERT INTO usage(scope, subject, second, calls, total_calls, cost, total_cost) "
         + _USAGE_DERIVED)),
+    # a proposal's last outcome in its run (every submit asks: is this proposal answered?)
+    # in one index probe: through ``events_run`` it read every event of the run, which
+    # grows with the run (an MCP session is one run) and, past ~100 k events, the planner
+    # read them in a bitmap scan and sorted them
+    Migration(4, "outcome-index", (OUTCOME_INDEX,)),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -270,5 +282,6 @@ SELECT 'function ' || proname FROM pg_proc WHERE pronamespace = current_schema()
 """
 
 __all__ = ["CATALOG_SQL", "DERIVATIONS", "LATEST", "MIGRATIONS", "MIGRATIONS_TABLE",
+           "OUTCOME_INDEX", "OUTCOME_PROPOSAL",
            "USAGE_WINDOW_SQL", "Migration", "Statement", "derived_statements",
            "events_statements", "runs_statements"]

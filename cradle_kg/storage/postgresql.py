@@ -296,9 +296,10 @@ class PostgresJournal:
         return self.intent_for_key(key)
 
     def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None:
+        """One probe of ``events_outcome`` (whatever the run's or the journal's size)."""
         rows = self._query(
             f"SELECT {_COLS} FROM events WHERE run_id = %s AND kind = 'run.outcome' "
-            "AND payload::json -> 'outcome' ->> 'proposal_id' = %s "
+            f"AND {pg_schema.OUTCOME_PROPOSAL} = %s "
             "AND coalesce(json_typeof(payload::json -> 'submission'), 'null') = 'null' "
             "ORDER BY seq DESC LIMIT 1", (run_id, proposal_id))
         return self._row(rows[0]) if rows else None

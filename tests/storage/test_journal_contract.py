@@ -294,6 +294,43 @@ def test_postgres_refuses_an_unmigrated_database(postgres: object) -> None:
         postgres.drop_database(url)
 
 
+def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:
+    """Migration 4 indexes a run's outcomes by proposal id: a journal written before it
+    is refused until migrated, then finds a proposal's last outcome in one index probe
+    (not through the run's events), the same event as before, and stays intact."""
+    import psycopg
+
+    from cradle_kg.storage import pg_schema
+    from cradle_kg.storage.pg_admin import migrate
+
+    with open_journal(pg_url) as j:
+        j.append(SCRIPT)
+        j.append([ev(7, "run.outcome", subject="action:a1",
+                     outcome={"proposal_id": "p1", "status": "denied"}),
+                  ev(8, "run.outcome", subject="action:a1", submission="other content",
+                     outcome={"proposal_id": "p1", "status": "denied"})])
+        before = j.latest_outcome("run:a", "p1")
+    assert before is not None and before.seq == 7  # a refused reuse of the id is not it
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP INDEX events_outcome")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 4")
+    with pytest.raises(JournalError, match="schema version `3`"):
+        open_journal(pg_url)
+    assert [v for v, _ in migrate(pg_url)] == [4]
+    with open_journal(pg_url) as j:
+        after = j.latest_outcome("run:a", "p1")
+        assert after is not None and after.model_dump() == before.model_dump()
+        assert j.latest_outcome("run:a", "p9") is None
+        assert j.latest_outcome("run:b", "p1") is None
+        assert j.verify().intact  # the catalog it expects has the index
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")  # a table of 8 rows: no scan either way
+        plan = " ".join(str(r[0]) for r in conn.execute(
+            "EXPLAIN SELECT seq FROM events WHERE run_id = 'run:a' AND kind = 'run.outcome' "
+            f"AND {pg_schema.OUTCOME_PROPOSAL} = 'p1' ORDER BY seq DESC LIMIT 1"))
+    assert "Index Scan Backward using events_outcome" in plan, plan
+
+
 def test_copy_moves_a_sqlite_journal_with_its_chain(tmp_path: Path, pg_url: str) -> None:
     from cradle_kg.storage.pg_admin import copy_sqlite
 

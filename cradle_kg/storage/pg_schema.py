@@ -191,16 +191,12 @@ def runs_statements(runs: dict[str, list[int]]) -> list[Statement]:
 
 
 def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: str,
-                       payload: dict[str, Any], closed: bool = False) -> list[Statement]:
+                       payload: dict[str, Any]) -> list[Statement]:
     """The statements that update every derived table but ``runs`` for one event (as
     :func:`.sqlite_derived.apply` does on SQLite; ``runs``: :func:`runs_statements` once
     per append). They run after every event of the append is inserted: a ``run_state``
     recomputation reads the append's later events too, and the fast path of a later
-    outcome sets what the recomputation would (the run's last counted outcome).
-
-    ``closed``: a ``run.outcome`` about this event's subject comes later in the same
-    append, so an intent gets no ``open_intents`` row (that outcome's ``DELETE`` would
-    remove it in the same transaction)."""
+    outcome sets what the recomputation would (the run's last counted outcome)."""
     out: list[Statement] = []
     if kind in run_state_sql.KINDS:
         fast = run_state_sql.outcome_update("postgresql", payload) \
@@ -210,9 +206,7 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
         else:  # rare (people's events): the run's row, recomputed from its own events
             out.extend((statement, (run_id,)) for statement in _REFRESH)
     if kind == "action.intent":
-        if not closed:
-            out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)",
-                        (seq, subject)))
+        out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)", (seq, subject)))
         keys = [("*", "")] + [(f, payload[f]) for f in USAGE_FIELDS
                               if isinstance(payload.get(f), str)]
         args = {"scopes": [k[0] for k in keys], "subjects": [k[1] for k in keys],

@@ -166,15 +166,10 @@ class PostgresJournal:
                     # events (the events first, in one statement; then, per event, what
                     # it changes; then the runs' rows, once per append)
                     statements = pg_schema.events_statements(rows)
-                    closes: dict[str, int] = {}  # subject -> index of its last outcome
-                    for i, new in enumerate(events):
-                        if new.kind == "run.outcome":
-                            closes[new.subject] = i
-                    for i, (new, values) in enumerate(zip(events, rows, strict=True)):
+                    for new, values in zip(events, rows, strict=True):
                         statements.extend(pg_schema.derived_statements(
                             seq=values[0], run_id=new.run_id, kind=new.kind,
-                            subject=new.subject, at=values[6], payload=new.payload,
-                            closed=closes.get(new.subject, -1) > i))
+                            subject=new.subject, at=values[6], payload=new.payload))
                     statements.extend(pg_schema.runs_statements(runs))
                     for sql, args in statements:
                         cur.execute(sql, args)

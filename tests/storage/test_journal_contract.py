@@ -114,10 +114,10 @@ def _derived_rows(journal: Journal) -> dict[str, tuple[list[tuple[object, ...]],
 def test_multi_event_appends_keep_every_derived_row_equal_to_a_rederivation(
         journal: Journal) -> None:
     """The derived rows an append writes once for all its events (``runs``: one upsert per
-    append; on PostgreSQL the events in one INSERT, an intent's scopes in one upsert, no
-    open-intent row for an intent closed in the same append) equal those computed from the
-    events: runs met again keep their first seq and add their proposals, several runs in
-    one append, an intent closed in its own append or a later one, people's events."""
+    append; on PostgreSQL the events in one INSERT, an intent's scopes in one upsert) equal
+    those computed from the events: runs met again keep their first seq and add their
+    proposals, several runs in one append, an intent closed in its own append or a later
+    one, people's events."""
     journal.append([
         ev(1, "proposal.received", subject="proposal:p1"),
         ev(2, "action.intent", subject="action:a1", cost=2, agent="agent:a", tenant="t"),

@@ -331,6 +331,22 @@ def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:
     assert "Index Scan Backward using events_outcome" in plan, plan
 
 
+def test_an_outcome_postgres_cannot_read_as_text_is_refused_whole(pg_url: str) -> None:
+    """A ``run.outcome`` whose payload holds ``\\u0000`` cannot be read as text by
+    PostgreSQL (``->>``): the outcome index refuses it at the append, a typed error with
+    nothing written, where before it was written and then broke every later
+    ``latest_outcome`` of its run and ``audit verify``."""
+    with open_journal(pg_url) as j:
+        j.append(SCRIPT)
+        head = j.head()
+        with pytest.raises(JournalError, match="cannot write the journal"):
+            j.append([ev(7, "note"), ev(8, "run.outcome", subject="action:a2",
+                                        outcome={"proposal_id": "p2", "status": "executed",
+                                                 "reasons": ["nul \u0000 here"]})])
+        assert j.head() == head and j.latest_outcome("run:a", "p1") is not None
+        assert j.verify().intact
+
+
 def test_copy_moves_a_sqlite_journal_with_its_chain(tmp_path: Path, pg_url: str) -> None:
     from cradle_kg.storage.pg_admin import copy_sqlite
 

@@ -11,6 +11,7 @@ at once apply each once).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,13 @@ _USAGE_DERIVED = (
     f"SUM(cost)::double precision, (SUM(SUM(cost)) {_RUNNING})::double precision FROM "
     f"({_USAGE_FROM_EVENTS}) u GROUP BY scope, subject, second "
     f"ORDER BY scope {_C}, subject {_C}, second {_C}")
+
+
+#: the outcomes of a run by proposal id (:meth:`.postgresql.PostgresJournal.latest_outcome`
+#: reads it with the same expression)
+OUTCOME_PROPOSAL = "(payload::json -> 'outcome' ->> 'proposal_id')"
+OUTCOME_INDEX = (f"CREATE INDEX events_outcome ON events(run_id, {OUTCOME_PROPOSAL}, seq) "
+                 "WHERE kind = 'run.outcome'")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +100,11 @@ MIGRATIONS = (
             PRIMARY KEY (scope, subject, second))""",
         "INSERT INTO usage(scope, subject, second, calls, total_calls, cost, total_cost) "
         + _USAGE_DERIVED)),
+    # a proposal's last outcome in its run (every submit asks: is this proposal answered?)
+    # in one index probe: through ``events_run`` it read every event of the run, which
+    # grows with the run (an MCP session is one run) and, past ~100 k events, the planner
+    # read them in a bitmap scan and sorted them
+    Migration(4, "outcome-index", (OUTCOME_INDEX,)),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -109,18 +122,27 @@ def _cost(payload: dict[str, Any]) -> float:
 
 
 _REFRESH = run_state_sql.refresh("postgresql")
-#: one intent in one scope's bucket (as :data:`.sqlite_derived.USAGE_STATEMENTS`): the
-#: second's row, its running totals from the previous second's, then any later second's
+#: one intent in every scope it counts for (as :data:`.sqlite_derived.USAGE_STATEMENTS`,
+#: one statement for all its scopes: they are distinct keys): each scope's second's row,
+#: its running totals from the previous second's. Parameters: the scopes, their subjects
+#: (two arrays), the second, the cost.
 _USAGE_INSERT = (
     "INSERT INTO usage(scope, subject, second, calls, total_calls, cost, total_cost) "
-    "SELECT %s, %s, %s, 1, COALESCE(MAX(p.total_calls), 0) + 1, %s, "
-    "COALESCE(MAX(p.total_cost), 0) + %s FROM (SELECT total_calls, total_cost FROM usage "
-    "WHERE scope = %s AND subject = %s AND second < %s ORDER BY second DESC "
-    "LIMIT 1) p ON CONFLICT (scope, subject, second) DO UPDATE SET calls = usage.calls + 1, "
+    "SELECT k.scope, k.subject, %(second)s, 1, COALESCE(p.total_calls, 0) + 1, %(cost)s, "
+    "COALESCE(p.total_cost, 0) + %(cost)s "
+    "FROM unnest(%(scopes)s::text[], %(subjects)s::text[]) AS k(scope, subject) "
+    "LEFT JOIN LATERAL (SELECT total_calls, total_cost FROM usage u "
+    "WHERE u.scope = k.scope AND u.subject = k.subject AND u.second < %(second)s "
+    "ORDER BY u.second DESC LIMIT 1) p ON true "
+    "ON CONFLICT (scope, subject, second) DO UPDATE SET calls = usage.calls + 1, "
     "total_calls = usage.total_calls + 1, cost = usage.cost + excluded.cost, "
     "total_cost = usage.total_cost + excluded.cost")
-_USAGE_LATER = ("UPDATE usage SET total_calls = total_calls + 1, total_cost = total_cost + %s "
-                "WHERE scope = %s AND subject = %s AND second > %s")
+#: ... then the running totals of any later second of those scopes (none, unless the
+#: intent arrived out of time order)
+_USAGE_LATER = (
+    "UPDATE usage u SET total_calls = u.total_calls + 1, total_cost = u.total_cost + %(cost)s "
+    "FROM unnest(%(scopes)s::text[], %(subjects)s::text[]) AS k(scope, subject) "
+    "WHERE u.scope = k.scope AND u.subject = k.subject AND u.second > %(second)s")
 #: the running totals at the scope's latest second and before the window's first second
 #: (parameters: scope, subject, scope, subject, the window's first second)
 USAGE_WINDOW_SQL = (
@@ -131,15 +153,51 @@ USAGE_WINDOW_SQL = (
     "LEFT JOIN (SELECT total_calls, total_cost FROM usage WHERE scope = %s AND "
     "subject = %s AND second < %s ORDER BY second DESC LIMIT 1) b ON true")
 
+Statement = tuple[str, Any]
+
+
+#: rows per multi-row ``INSERT`` (a statement takes at most 65,535 parameters)
+CHUNK = 1000
+
+
+def _chunks(rows: Sequence[tuple[Any, ...]]) -> list[Sequence[tuple[Any, ...]]]:
+    return [rows[i:i + CHUNK] for i in range(0, len(rows), CHUNK)]
+
+
+def events_statements(rows: Sequence[tuple[Any, ...]]) -> list[Statement]:
+    """The ``INSERT`` of every event row of an append (12 columns each, in order): one
+    statement per :data:`CHUNK` rows."""
+    out: list[Statement] = []
+    for chunk in _chunks(rows):
+        marks = ", ".join(["(" + ",".join(["%s"] * 12) + ")"] * len(chunk))
+        out.append(("INSERT INTO events(seq, id, run_id, kind, subject, actor, at, payload, "
+                    f"payload_hash, prev_hash, hash, idem_key) VALUES {marks}",
+                    tuple(v for row in chunk for v in row)))
+    return out
+
+
+def runs_statements(runs: dict[str, list[int]]) -> list[Statement]:
+    """The ``runs`` rows of one append, one upsert per :data:`CHUNK` runs (``runs``:
+    :func:`.sqlite_derived.count_run` per event; as :func:`.sqlite_derived.apply_runs`)."""
+    out: list[Statement] = []
+    for chunk in _chunks([(run_id, first, proposals)
+                          for run_id, (first, proposals) in runs.items()]):
+        marks = ", ".join(["(%s, %s, %s)"] * len(chunk))
+        out.append((f"INSERT INTO runs(run_id, first_seq, proposals) VALUES {marks} "
+                    "ON CONFLICT (run_id) DO UPDATE SET "
+                    "proposals = runs.proposals + excluded.proposals",
+                    tuple(v for row in chunk for v in row)))
+    return out
+
 
 def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: str,
-                       payload: dict[str, Any]) -> list[tuple[str, tuple[Any, ...]]]:
-    """The statements that update every derived table for one event (as
-    :func:`.sqlite_derived.apply` does on SQLite)."""
-    out: list[tuple[str, tuple[Any, ...]]] = [(
-        "INSERT INTO runs(run_id, first_seq, proposals) VALUES (%s, %s, %s) "
-        "ON CONFLICT (run_id) DO UPDATE SET proposals = runs.proposals + excluded.proposals",
-        (run_id, seq, int(kind == "proposal.received")))]
+                       payload: dict[str, Any]) -> list[Statement]:
+    """The statements that update every derived table but ``runs`` for one event (as
+    :func:`.sqlite_derived.apply` does on SQLite; ``runs``: :func:`runs_statements` once
+    per append). They run after every event of the append is inserted: a ``run_state``
+    recomputation reads the append's later events too, and the fast path of a later
+    outcome sets what the recomputation would (the run's last counted outcome)."""
+    out: list[Statement] = []
     if kind in run_state_sql.KINDS:
         fast = run_state_sql.outcome_update("postgresql", payload) \
             if kind == "run.outcome" else None
@@ -149,13 +207,12 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
             out.extend((statement, (run_id,)) for statement in _REFRESH)
     if kind == "action.intent":
         out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)", (seq, subject)))
-        cost = _cost(payload)
         keys = [("*", "")] + [(f, payload[f]) for f in USAGE_FIELDS
                               if isinstance(payload.get(f), str)]
-        for scope, value in keys:
-            out.append((_USAGE_INSERT, (scope, value, at[:19], cost, cost, scope, value,
-                                        at[:19])))
-            out.append((_USAGE_LATER, (cost, scope, value, at[:19])))
+        args = {"scopes": [k[0] for k in keys], "subjects": [k[1] for k in keys],
+                "second": at[:19], "cost": _cost(payload)}
+        out.append((_USAGE_INSERT, args))
+        out.append((_USAGE_LATER, args))
     elif kind == "run.outcome":
         out.append(("DELETE FROM open_intents WHERE subject = %s", (subject,)))
     elif kind == "approval.requested":
@@ -219,4 +276,6 @@ SELECT 'function ' || proname FROM pg_proc WHERE pronamespace = current_schema()
 """
 
 __all__ = ["CATALOG_SQL", "DERIVATIONS", "LATEST", "MIGRATIONS", "MIGRATIONS_TABLE",
-           "USAGE_WINDOW_SQL", "Migration", "derived_statements"]
+           "OUTCOME_INDEX", "OUTCOME_PROPOSAL",
+           "USAGE_WINDOW_SQL", "Migration", "Statement", "derived_statements",
+           "events_statements", "runs_statements"]

@@ -10,7 +10,9 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
 * **An idempotency key is claimed once** by the partial UNIQUE index on ``idem_key``: the
   second claimant's transaction fails with a unique violation and writes nothing.
 * **Derived state** (usage buckets, open intents, approval ids, runs) changes in the
-  append's transaction (:func:`.pg_schema.derived_statements`).
+  append's transaction: the append's events in one ``INSERT``, then each event's derived
+  rows (:func:`.pg_schema.derived_statements`: an intent's usage buckets in one upsert
+  for all its scopes), then one ``runs`` upsert for the append's runs.
 * **Leases** are session advisory locks held on a connection of their own: the server
   drops them when the worker's connection dies (SIGKILL closes the socket; TCP keepalives
   find a dead host). :meth:`worker_alive` asks the server whether the lock is held.
@@ -33,7 +35,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..canonical import canonical_json, iso, parse_iso, sha256_bytes
 from ..errors import JournalError
@@ -52,10 +54,7 @@ from .pg_connect import (
     schema_version,
 )
 from .run_state_sql import StateKey
-from .sqlite_derived import USAGE_FIELDS, window_usage
-
-if TYPE_CHECKING:
-    import psycopg
+from .sqlite_derived import USAGE_FIELDS, count_run, window_usage
 
 _WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
 # an append refused by a key ends its pipeline with an error we handle: no stray warning
@@ -174,10 +173,26 @@ class PostgresJournal:
                     if seq != self._known_seq:
                         self._foreign += 1
                     written: list[AuditEvent] = []
+                    rows: list[tuple[Any, ...]] = []
+                    runs: dict[str, list[int]] = {}
                     for new in events:
                         seq += 1
-                        written.append(self._insert(cur, seq, prev, new))
-                        prev = written[-1].hash
+                        event, values = self._event(seq, prev, new)
+                        written.append(event)
+                        rows.append(values)
+                        count_run(runs, seq=seq, run_id=new.run_id, kind=new.kind)
+                        prev = event.hash
+                    # INVARIANT: derived state changes in the transaction that writes its
+                    # events (the events first, in one statement; then, per event, what
+                    # it changes; then the runs' rows, once per append)
+                    statements = pg_schema.events_statements(rows)
+                    for new, values in zip(events, rows, strict=True):
+                        statements.extend(pg_schema.derived_statements(
+                            seq=values[0], run_id=new.run_id, kind=new.kind,
+                            subject=new.subject, at=values[6], payload=new.payload))
+                    statements.extend(pg_schema.runs_statements(runs))
+                    for sql, args in statements:
+                        cur.execute(sql, args)
                     cur.execute("INSERT INTO head(one, seq, hash) VALUES (1, %s, %s) "
                                 "ON CONFLICT (one) DO UPDATE SET seq = excluded.seq, "
                                 "hash = excluded.hash", (seq, prev))
@@ -215,8 +230,8 @@ class PostgresJournal:
         return str(rows[0][0]) if rows else keys[0]
 
     @staticmethod
-    def _insert(cur: psycopg.Cursor[tuple[Any, ...]], seq: int, prev: str,
-                new: NewEvent) -> AuditEvent:
+    def _event(seq: int, prev: str, new: NewEvent) -> tuple[AuditEvent, tuple[Any, ...]]:
+        """One event, hashed onto ``prev``, and its ``events`` row."""
         payload_text = canonical_json(new.payload)
         payload_hash = sha256_bytes(payload_text.encode("utf-8"))
         at = iso(new.at)
@@ -224,21 +239,12 @@ class PostgresJournal:
         own = event_hash(seq=seq, event_id=event_id, run_id=new.run_id, kind=new.kind,
                          subject=new.subject, actor=new.actor, at=at,
                          payload_hash=payload_hash, prev_hash=prev, idem_key=new.idem_key)
-        cur.execute(
-            "INSERT INTO events(seq, id, run_id, kind, subject, actor, at, payload, "
-            "payload_hash, prev_hash, hash, idem_key) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-            (seq, event_id, new.run_id, new.kind, new.subject, new.actor, at, payload_text,
-             payload_hash, prev, own, new.idem_key))
-        # INVARIANT: derived state changes in the transaction that writes its events
-        for sql, args in pg_schema.derived_statements(
-                seq=seq, run_id=new.run_id, kind=new.kind, subject=new.subject, at=at,
-                payload=new.payload):
-            cur.execute(sql, args)
+        row = (seq, event_id, new.run_id, new.kind, new.subject, new.actor, at, payload_text,
+               payload_hash, prev, own, new.idem_key)
         return AuditEvent.model_construct(
             seq=seq, id=event_id, run_id=new.run_id, kind=new.kind, subject=new.subject,
             actor=new.actor, at=parse_iso(at), payload=new.payload,
-            payload_hash=payload_hash, prev_hash=prev, hash=own)
+            payload_hash=payload_hash, prev_hash=prev, hash=own), row
 
     # --- reading ------------------------------------------------------------------
 
@@ -340,9 +346,10 @@ class PostgresJournal:
         return self.intent_for_key(key)
 
     def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None:
+        """One probe of ``events_outcome`` (whatever the run's or the journal's size)."""
         rows = self._query(
             f"SELECT {_COLS} FROM events WHERE run_id = %s AND kind = 'run.outcome' "
-            "AND payload::json -> 'outcome' ->> 'proposal_id' = %s "
+            f"AND {pg_schema.OUTCOME_PROPOSAL} = %s "
             "AND coalesce(json_typeof(payload::json -> 'submission'), 'null') = 'null' "
             "ORDER BY seq DESC LIMIT 1", (run_id, proposal_id))
         return self._row(rows[0]) if rows else None

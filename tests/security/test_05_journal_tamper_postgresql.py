@@ -172,7 +172,7 @@ REFUSED_OK = ("head.one", "events.seq", "schema_migrations.version", "open_inten
 def test_every_tamper_of_the_corpus_is_detected(pg_url: str) -> None:
     head = build(pg_url)
     pristine = Anchor(hash=head[1], seq=head[0])
-    missed, refused = [], []
+    missed, refused, unparsable = [], [], []
     with psycopg.connect(pg_url) as conn:  # one transaction per case, rolled back
         cases = corpus(conn)
         conn.rollback()
@@ -184,6 +184,12 @@ def test_every_tamper_of_the_corpus_is_detected(pg_url: str) -> None:
                 refused.append(case.name)
                 conn.rollback()
                 continue
+            except psycopg.errors.InvalidTextRepresentation:
+                # a run.outcome payload that is no longer JSON: the events_outcome index
+                # (migration 4) parses it, so the database refuses to store it
+                unparsable.append(case.name)
+                conn.rollback()
+                continue
             report = verify_connection(conn, anchor=pristine if case.anchored else None)
             conn.rollback()
             if report.intact:
@@ -192,6 +198,7 @@ def test_every_tamper_of_the_corpus_is_detected(pg_url: str) -> None:
         conn.rollback()
     assert missed == []
     assert all(r.split(":")[1].split("@")[0] in REFUSED_OK for r in refused), refused
+    assert all(r.startswith("edit:events.payload@") for r in unparsable), unparsable
 
 
 @pytest.mark.parametrize("statement", [

@@ -99,6 +99,63 @@ def test_derived_state_follows_the_appends(journal: Journal) -> None:
     assert journal.verify().intact
 
 
+def _derived_rows(journal: Journal) -> dict[str, tuple[list[tuple[object, ...]], ...]]:
+    """Per derived table: its stored rows and the same rows computed from the events."""
+    from cradle_kg.storage import pg_schema, sqlite_derived
+
+    read = journal._query  # type: ignore[attr-defined]
+    if isinstance(journal, SqliteJournal):
+        return {d.table: (read(d.stored()), read(d.from_events))
+                for d in sqlite_derived.DERIVATIONS}
+    return {table: (read(stored), read(derived))
+            for table, stored, derived in pg_schema.DERIVATIONS}
+
+
+def test_multi_event_appends_keep_every_derived_row_equal_to_a_rederivation(
+        journal: Journal) -> None:
+    """The derived rows an append writes once for all its events (``runs``: one upsert per
+    append; on PostgreSQL the events in one INSERT, an intent's scopes in one upsert) equal
+    those computed from the events: runs met again keep their first seq and add their
+    proposals, several runs in one append, an intent closed in its own append or a later
+    one, people's events."""
+    journal.append([
+        ev(1, "proposal.received", subject="proposal:p1"),
+        ev(2, "action.intent", subject="action:a1", cost=2, agent="agent:a", tenant="t"),
+        ev(3, "run.outcome", subject="action:a1",
+           outcome={"proposal_id": "p1", "status": "executed"}),
+        ev(4, "proposal.received", run="run:b", subject="proposal:p2"),
+        ev(5, "proposal.received", subject="proposal:p3"),
+        ev(6, "action.intent", run="run:b", subject="action:b1", cost=1, agent="agent:a"),
+        ev(6, "action.intent", subject="action:a2", agent="agent:a", task_id="k"),
+    ])
+    journal.append([
+        ev(7, "human_task.opened", run="run:b", subject="task:1", task_id="x"),
+        ev(8, "run.outcome", run="run:b", subject="action:b1",
+           outcome={"proposal_id": "p2", "status": "executed"}),
+        ev(9, "proposal.received", run="run:b", subject="proposal:p4"),
+        ev(9, "note", run="run:c", subject="s:c"),
+        ev(10, "run.outcome", run="run:b", subject="action:b9",
+           outcome={"proposal_id": "p4", "status": "denied"}),
+    ])
+    journal.append([ev(11, "proposal.received", subject="proposal:p5"),
+                    ev(12, "run.outcome", subject="action:a2",
+                       outcome={"proposal_id": "p5", "status": "executed"}),
+                    ev(13, "action.intent", subject="action:a3", agent="agent:a")])
+    rows = _derived_rows(journal)
+    for table, (stored, derived) in rows.items():
+        assert [tuple(r) for r in stored] == [tuple(r) for r in derived], table
+    assert [tuple(r) for r in rows["runs"][0]] == [
+        ("run:a", 1, 3), ("run:b", 4, 2), ("run:c", 11, 0)]
+    assert journal.dangling_intents() == [(15, "action:a3")]
+    assert [tuple(r) for r in rows["run_state"][0]] == [
+        ("run:a", "p5", "executed", 0, 0, 0, None), ("run:b", "p4", "denied", 1, 0, 0, None)]
+    assert journal.usage_since(field="agent", value="agent:a", since=T0) == (4, 3.0)
+    assert journal.usage_since(field=None, value=None, since=T0 + timedelta(seconds=6)) == (3, 1.0)
+    assert journal.run_ids() == ["run:a", "run:b", "run:c"]
+    assert journal.proposal_runs() == (["run:a", "run:b"], 2)
+    assert journal.verify().intact
+
+
 def test_a_window_reads_running_totals_that_hold_in_any_order_of_arrival(
         journal: Journal) -> None:
     """Intents dated out of order (two processes' clocks) and two in one second: every
@@ -235,6 +292,59 @@ def test_postgres_refuses_an_unmigrated_database(postgres: object) -> None:
             assert j.head() == (0, GENESIS_HASH)
     finally:
         postgres.drop_database(url)
+
+
+def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:
+    """Migration 4 indexes a run's outcomes by proposal id: a journal written before it
+    is refused until migrated, then finds a proposal's last outcome in one index probe
+    (not through the run's events), the same event as before, and stays intact."""
+    import psycopg
+
+    from cradle_kg.storage import pg_schema
+    from cradle_kg.storage.pg_admin import migrate
+
+    with open_journal(pg_url) as j:
+        j.append(SCRIPT)
+        j.append([ev(7, "run.outcome", subject="action:a1",
+                     outcome={"proposal_id": "p1", "status": "denied"}),
+                  ev(8, "run.outcome", subject="action:a1", submission="other content",
+                     outcome={"proposal_id": "p1", "status": "denied"})])
+        before = j.latest_outcome("run:a", "p1")
+    assert before is not None and before.seq == 7  # a refused reuse of the id is not it
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP INDEX events_outcome")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 4")
+    with pytest.raises(JournalError, match="schema version `3`"):
+        open_journal(pg_url)
+    assert [v for v, _ in migrate(pg_url)] == [4]
+    with open_journal(pg_url) as j:
+        after = j.latest_outcome("run:a", "p1")
+        assert after is not None and after.model_dump() == before.model_dump()
+        assert j.latest_outcome("run:a", "p9") is None
+        assert j.latest_outcome("run:b", "p1") is None
+        assert j.verify().intact  # the catalog it expects has the index
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")  # a table of 8 rows: no scan either way
+        plan = " ".join(str(r[0]) for r in conn.execute(
+            "EXPLAIN SELECT seq FROM events WHERE run_id = 'run:a' AND kind = 'run.outcome' "
+            f"AND {pg_schema.OUTCOME_PROPOSAL} = 'p1' ORDER BY seq DESC LIMIT 1"))
+    assert "Index Scan Backward using events_outcome" in plan, plan
+
+
+def test_an_outcome_postgres_cannot_read_as_text_is_refused_whole(pg_url: str) -> None:
+    """A ``run.outcome`` whose payload holds ``\\u0000`` cannot be read as text by
+    PostgreSQL (``->>``): the outcome index refuses it at the append, a typed error with
+    nothing written, where before it was written and then broke every later
+    ``latest_outcome`` of its run and ``audit verify``."""
+    with open_journal(pg_url) as j:
+        j.append(SCRIPT)
+        head = j.head()
+        with pytest.raises(JournalError, match="cannot write the journal"):
+            j.append([ev(7, "note"), ev(8, "run.outcome", subject="action:a2",
+                                        outcome={"proposal_id": "p2", "status": "executed",
+                                                 "reasons": ["nul \u0000 here"]})])
+        assert j.head() == head and j.latest_outcome("run:a", "p1") is not None
+        assert j.verify().intact
 
 
 def test_copy_moves_a_sqlite_journal_with_its_chain(tmp_path: Path, pg_url: str) -> None:

@@ -240,8 +240,8 @@ class SqliteJournal:
     @staticmethod
     def _flush_loop(ref: weakref.ref[SqliteJournal], dirty: threading.Event,
                     closing: threading.Event) -> None:
-        """Within :attr:`flush_window` of an unflushed commit, sync the WAL unless a FULL
-        commit did in the meantime (one wake-up per window at most, whatever the rate).
+        """Within :attr:`flush_window` of an unflushed commit, sync the WAL unless a flushed
+        append's sync did in the meantime (one wake-up per window at most, whatever the rate).
         Holds the journal weakly: one that is dropped without ``close`` is not kept alive."""
         while not closing.is_set():
             if not dirty.wait(5.0):

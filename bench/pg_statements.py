@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from synthetic import proposal
+from synthetic import approval_cycle, proposal
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, demo_config, prepare_home
+from cradle_kg.demo.scenario import demo_config, prepare_home
 from cradle_kg.integrations.calls import GovernedSession
-from cradle_kg.records import ApprovalStatus
 from cradle_kg.storage import JOURNAL_URL_ENV
 from cradle_kg.storage.pg_admin import migrate
 from cradle_kg.storage.pg_scratch import ScratchPostgres
@@ -78,13 +77,7 @@ def count(calls: int) -> dict[str, Counter[str]]:
 
             def approval() -> None:
                 n[0] += 1
-                waiting = rt.submit(proposal(10**6 + n[0], "demo.ledger.close_account",
-                                             {"account": f"c-{n[0]}"}))
-                assert waiting.approval is not None
-                _, resumed = rt.decide_approval(waiting.approval.id, approver_id=APPROVER,
-                                                token=DEMO_TOKENS[APPROVER],
-                                                status=ApprovalStatus.APPROVED)
-                assert resumed is not None and resumed.ok, resumed
+                approval_cycle(rt, 10**6 + n[0], f"c-{n[0]}")
 
             kinds: dict[str, Callable[[], None]] = {
                 "governed read (MCP session, balance)": read,

@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from synthetic import build_events_home, proposal
+from synthetic import approval_cycle, build_events_home
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, demo_config
-from cradle_kg.records import ApprovalStatus
+from cradle_kg.demo.scenario import demo_config
 from cradle_kg.storage import JOURNAL_URL_ENV
 from cradle_kg.storage.pg_admin import copy_sqlite
 from cradle_kg.storage.pg_scratch import ScratchPostgres
@@ -65,13 +64,7 @@ def measure(home: Path, url: str, cycles: int
     rt = Runtime(home, config=demo_config(), graph_sync=False)
     try:
         def cycle(i: int) -> None:
-            waiting = rt.submit(proposal(10**7 + i, "demo.ledger.close_account",
-                                         {"account": f"g-closed-{i}"}))
-            assert waiting.approval is not None
-            _, resumed = rt.decide_approval(waiting.approval.id, approver_id=APPROVER,
-                                            token=DEMO_TOKENS[APPROVER],
-                                            status=ApprovalStatus.APPROVED)
-            assert resumed is not None and resumed.ok, resumed
+            approval_cycle(rt, 10**7 + i, f"g-closed-{i}")
 
         def flush() -> None:  # this backend's counters, to the shared statistics
             rt.journal._query("SELECT pg_stat_force_next_flush()")  # type: ignore[attr-defined]

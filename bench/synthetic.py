@@ -32,6 +32,17 @@ def proposal(i: int, tool: str, args: dict[str, object]) -> dict[str, object]:
                        "arguments": args}}
 
 
+def approval_cycle(rt: Runtime, i: int, account: str) -> None:
+    """Submit ``close_account`` (it asks for an approval), approve it as the demo's
+    approver and check that the resumed run executed."""
+    waiting = rt.submit(proposal(i, "demo.ledger.close_account", {"account": account}))
+    assert waiting.approval is not None
+    _, resumed = rt.decide_approval(waiting.approval.id, approver_id=APPROVER,
+                                    token=DEMO_TOKENS[APPROVER],
+                                    status=ApprovalStatus.APPROVED)
+    assert resumed is not None and resumed.ok, resumed
+
+
 def submit_mix(rt: Runtime, i: int) -> None:
     """The ``i``-th proposal of the mix: 1 in 20 each a denial by policy, a lying tool
     caught by gate 2 and an approval given by a second identity; 1 in 20 an idempotent

@@ -53,7 +53,13 @@ def watermark_update(seq: int) -> str:
     meta = f"<{META_GRAPH}>"
     return (f"DELETE WHERE {{ GRAPH {meta} {{ {meta} <{SEQ}> ?seq }} }} ;\n"
             f"DELETE WHERE {{ GRAPH {meta} {{ {meta} <{VERSION}> ?version }} }} ;\n"
-            f"INSERT DATA {{ GRAPH {meta} {{ {meta} <{SEQ}> \"{seq}\"^^<{_INT}> . "
+            + _watermark_insert(seq))
+
+
+def _watermark_insert(seq: int) -> str:
+    """``INSERT DATA`` of the watermark at ``seq`` and of this code's layout."""
+    meta = f"<{META_GRAPH}>"
+    return (f"INSERT DATA {{ GRAPH {meta} {{ {meta} <{SEQ}> \"{seq}\"^^<{_INT}> . "
             f"{meta} <{VERSION}> \"{PROJECTION_VERSION}\"^^<{_INT}> }} }}")
 
 
@@ -65,11 +71,9 @@ def watermark_data(current: Iterable[str], seq: int) -> str:
     # INVARIANT: no pattern operation (``DELETE WHERE``) in a batch's update: on
     #   Oxigraph one makes the whole update a read-write transaction, which doubled the
     #   cost of writing a batch (see the README, *Where the projector's lag went*)."""
-    meta = f"<{META_GRAPH}>"
     old = " . ".join(current)
-    drop = f"DELETE DATA {{ GRAPH {meta} {{ {old} }} }} ;\n" if old else ""
-    return (f"{drop}INSERT DATA {{ GRAPH {meta} {{ {meta} <{SEQ}> \"{seq}\"^^<{_INT}> . "
-            f"{meta} <{VERSION}> \"{PROJECTION_VERSION}\"^^<{_INT}> }} }}")
+    drop = f"DELETE DATA {{ GRAPH <{META_GRAPH}> {{ {old} }} }} ;\n" if old else ""
+    return drop + _watermark_insert(seq)
 
 
 class QuadBatch:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import run_state_sql
-from .sqlite_derived import USAGE_FIELDS
+from .sqlite_derived import USAGE_FIELDS, intent_cost, usage_keys
 
 _C = 'COLLATE "C"'
 _P = "payload::json"
@@ -114,13 +114,6 @@ MIGRATIONS_TABLE = ("CREATE TABLE IF NOT EXISTS schema_migrations ("
 # --- derived state, kept in the append's transaction ---------------------------------
 
 
-def _cost(payload: dict[str, Any]) -> float:
-    cost = payload.get("cost")
-    if isinstance(cost, bool) or not isinstance(cost, int | float):
-        return 0.0
-    return float(cost)
-
-
 _REFRESH = run_state_sql.refresh("postgresql")
 #: one intent in every scope it counts for (as :data:`.sqlite_derived.USAGE_STATEMENTS`,
 #: one statement for all its scopes: they are distinct keys): each scope's second's row,
@@ -207,10 +200,9 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
             out.extend((statement, (run_id,)) for statement in _REFRESH)
     if kind == "action.intent":
         out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)", (seq, subject)))
-        keys = [("*", "")] + [(f, payload[f]) for f in USAGE_FIELDS
-                              if isinstance(payload.get(f), str)]
+        keys = usage_keys(payload)
         args = {"scopes": [k[0] for k in keys], "subjects": [k[1] for k in keys],
-                "second": at[:19], "cost": _cost(payload)}
+                "second": at[:19], "cost": intent_cost(payload)}
         out.append((_USAGE_INSERT, args))
         out.append((_USAGE_LATER, args))
     elif kind == "run.outcome":

@@ -170,11 +170,19 @@ def window_usage(row: tuple[Any, ...]) -> tuple[int, float]:
     return calls, (round(float(row[1]) - float(row[3]), 9) if calls else 0.0)
 
 
-def _cost(payload: dict[str, Any]) -> float:
+def intent_cost(payload: dict[str, Any]) -> float:
+    """The cost an intent declares (0 when it declares none, or not a number)."""
     cost = payload.get("cost")
     if isinstance(cost, bool) or not isinstance(cost, int | float):
         return 0.0
     return float(cost)
+
+
+def usage_keys(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """The ``(scope, subject)`` buckets an intent counts in: overall, and per each of
+    :data:`USAGE_FIELDS` it names (both journals)."""
+    return [("*", "")] + [(f, payload[f]) for f in USAGE_FIELDS
+                          if isinstance(payload.get(f), str)]
 
 
 def apply_runs(conn: sqlite3.Connection, runs: dict[str, list[int]]) -> None:
@@ -210,10 +218,8 @@ def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject
                 conn.execute(statement, (run_id,))
     if kind == "action.intent":
         conn.execute("INSERT INTO open_intents(seq, subject) VALUES (?, ?)", (seq, subject))
-        cost = _cost(payload)
-        keys = [("*", "")] + [(f, payload[f]) for f in USAGE_FIELDS
-                              if isinstance(payload.get(f), str)]
-        rows = [(s, v, at[:19], cost) for s, v in keys]
+        cost = intent_cost(payload)
+        rows = [(s, v, at[:19], cost) for s, v in usage_keys(payload)]
         for statement in USAGE_STATEMENTS:
             conn.executemany(statement, rows)
     elif kind == "run.outcome":
@@ -263,4 +269,5 @@ def compare(conn: sqlite3.Connection) -> str | None:
 
 __all__ = ["DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS", "USAGE_COLUMNS", "USAGE_EXACT",
            "USAGE_FIELDS", "USAGE_STATEMENTS", "USAGE_WINDOW_SQL", "apply", "apply_runs",
-           "compare", "count_run", "rebuild", "window_usage"]
+           "compare", "count_run", "intent_cost", "rebuild", "usage_keys",
+           "window_usage"]

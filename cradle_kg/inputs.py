@@ -164,9 +164,14 @@ def check_value(value: Any, *, limits: InputLimits = DEFAULT_LIMITS, where: str 
 
 
 def check_id(value: str | None, *, limits: InputLimits, where: str) -> None:
-    """An id, name or reference: at most ``max_id_length`` characters, no lone surrogate."""
+    """An id, name or reference: at most ``max_id_length`` characters, no lone surrogate,
+    no NUL (an id is a key in every journal: PostgreSQL's ``text`` cannot hold U+0000, and
+    a command line cannot pass it, so no backend or command could name such a record)."""
     if value is not None:
         _check_string(value, where, limits.max_id_length, "value")
+        if "\x00" in value:
+            raise InputError(f"`{_short(where)}`: value holds a NUL character (U+0000), "
+                             "which no id may hold")
 
 
 def check_count(items: tuple[Any, ...] | list[Any], *, limit: int, where: str) -> None:

@@ -23,7 +23,7 @@ from cradle_kg.records import (
 )
 from tests.graph_backends import fresh_oxigraph, graph_backend, oxigraph_server  # noqa: F401
 from tests.graph_engines import fresh_virtuoso, virtuoso  # noqa: F401
-from tests.journal_backends import journal_backend, pg_url, postgres  # noqa: F401
+from tests.journal_backends import journal_backend, pg_url  # noqa: F401
 
 TEST_POLICY = """
 @id("test-tools")

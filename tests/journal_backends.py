@@ -1,9 +1,10 @@
 """Journal backends for the tests: a real PostgreSQL server, started once per session.
 
-``postgres`` starts a throw-away server (:mod:`cradle_kg.storage.pg_scratch`: ``initdb`` in a
-temp dir, a free port on 127.0.0.1) the first time a test asks for it, and stops it when the
-session ends. Missing PostgreSQL binaries fail the test loudly, never skip it: ``./dev test``
-installs Debian's ``postgresql`` when run as root.
+``postgres`` (owned by :mod:`tests.suite_backend`, so that the whole-suite run and these
+fixtures share one server) starts a throw-away server (:mod:`cradle_kg.storage.pg_scratch`:
+``initdb`` in a temp dir, a free port on 127.0.0.1) the first time a test asks for it, and
+stops it when the session ends. Missing PostgreSQL binaries fail the test loudly, never
+skip it: ``./dev test`` installs Debian's ``postgresql`` when run as root.
 
 ``journal_backend`` parametrises a test over both journals: on ``postgresql`` it points
 ``CRADLE_JOURNAL_URL`` at a fresh database (a fresh migrated schema) for that test,
@@ -14,8 +15,6 @@ variable (the embedded ``<home>/journal.sqlite``). Modules opt in with
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from cradle_kg.storage import JOURNAL_URL_ENV
@@ -23,15 +22,6 @@ from cradle_kg.storage.pg_admin import migrate
 from cradle_kg.storage.pg_scratch import ScratchPostgres
 
 BACKENDS = ("sqlite", "postgresql")
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[ScratchPostgres]:
-    server = ScratchPostgres()  # raises PostgresUnavailable (with the install command)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

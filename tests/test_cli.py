@@ -47,6 +47,8 @@ def test_demo_then_audit_verify_is_intact(demo_home: Path) -> None:
     assert report["intact"] and report["events"] > 20
 
 
+@pytest.mark.sqlite_only("edits a row of the SQLite file; PostgreSQL's tamper corpus is "
+                         "test_05_journal_tamper_postgresql")
 def test_audit_verify_names_the_edited_event(demo_home: Path, tmp_path: Path) -> None:
     import shutil
 

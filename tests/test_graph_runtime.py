@@ -16,8 +16,8 @@ from cradle_kg import OutcomeStatus, Runtime
 from cradle_kg.graph import project as projection
 from cradle_kg.graph.project import project_nquads
 from cradle_kg.graph.vocab import ONTOLOGY_FILE
-from cradle_kg.storage import SqliteJournal as Journal
 from cradle_kg.storage.graph_opening import open_graph_store
+from cradle_kg.storage.opening import open_home_journal
 
 from .conftest import proposal
 from .inprocess import run_cli
@@ -50,7 +50,7 @@ def demo_nquads(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_projection_is_pure_and_the_store_matches_it(demo: Path, demo_nquads: Path,
                                                      graph_backend: str, tmp_path: Path) -> None:
-    with Journal(demo / "journal.sqlite") as journal:
+    with open_home_journal(demo) as journal:
         first = project_nquads(journal.events())
         second = project_nquads(journal.events())
     assert first == second
@@ -64,7 +64,7 @@ def test_projection_is_pure_and_the_store_matches_it(demo: Path, demo_nquads: Pa
 def test_nquads_lines_are_the_triples_with_their_graph(demo: Path) -> None:
     """``project_event`` (the rebuild's lines, each written whole) and ``event_quads`` (the
     sync's and the commit check's triples) say the same thing, in the same order."""
-    with Journal(demo / "journal.sqlite") as journal:
+    with open_home_journal(demo) as journal:
         events = list(journal.events())
     assert events
     for ev in events:

@@ -72,8 +72,8 @@ def test_a_store_of_the_old_layout_is_rebuilt_on_its_next_sync(home: Path) -> No
     """A store written before the shared graph (policies copied into run graphs, no layout
     recorded) is projected again by its next sync: same quads as a fresh projection."""
     from cradle_kg.graph.project import project_nquads
-    from cradle_kg.storage import SqliteJournal as Journal
     from cradle_kg.storage.graph import META_GRAPH, PROJECTION_VERSION
+    from cradle_kg.storage.opening import open_home_journal
 
     with Runtime(home, config=make_config()) as rt:
         rt.submit(proposal("p1", "demo.ledger.credit", {"account": "a", "amount": 1}))
@@ -91,7 +91,7 @@ def test_a_store_of_the_old_layout_is_rebuilt_on_its_next_sync(home: Path) -> No
                         ox.NamedNode("https://w3id.org/cradle/run/run%3Aold"))
         store.store.add(stale)
         assert store.layout() == 1
-        with Journal(home / "journal.sqlite") as journal:
+        with open_home_journal(home) as journal:
             catch_up(store, journal)
             expected = project_nquads(journal.events())
         assert store.layout() == PROJECTION_VERSION

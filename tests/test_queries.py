@@ -36,7 +36,7 @@ from cradle_kg.graph.queries import (
     execute,
 )
 from cradle_kg.records import ApprovalStatus, AuditEvent, Outcome
-from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.storage.oxigraph import OxigraphStore
 
 C = "https://w3id.org/cradle#"
@@ -474,7 +474,7 @@ def test_a_busy_store_falls_back_to_the_journal(known: Known) -> None:
         held.close()
     assert "busy" in out.output
     assert out.exit_code == 0, out.output
-    with Journal(known.home / "journal.sqlite") as journal:
+    with open_home_journal(known.home) as journal:
         expected = set(journal.run_ids())
     listed = [ln for ln in out.output.splitlines() if ln.startswith("https://")]
     assert {ln.split(",")[0] for ln in listed} == {graph_iri(r) for r in expected}

@@ -22,7 +22,7 @@ from cradle_kg.graph.catchup import rebuild
 from cradle_kg.graph.project import RUN_BASE, SHARED_GRAPH, action_node, node, project_nquads
 from cradle_kg.graph.queries import QueryCatalog, bind, execute
 from cradle_kg.records import ApprovalStatus, AuditEvent
-from cradle_kg.storage import SqliteJournal
+from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.storage.oxigraph import OxigraphStore
 
 C = "https://w3id.org/cradle#"
@@ -74,7 +74,7 @@ def test_flags_hold_while_their_condition_does_sync_and_rebuild_alike(
     finally:
         synced.close()
     rebuilt = OxigraphStore.in_memory()
-    with SqliteJournal(home / "journal.sqlite") as journal:
+    with open_home_journal(home) as journal:
         rebuild(rebuilt, journal)
     assert _projected(rebuilt.store) == dump
 

@@ -19,8 +19,8 @@ from cradle_kg.graph.bulk import shape_projection, validate_store, validate_whol
 from cradle_kg.graph.catchup import catch_up
 from cradle_kg.graph.shacl import Shapes, ValidationReport, load_shapes
 from cradle_kg.graph.vocab import CRADLE_NS
-from cradle_kg.storage import SqliteJournal as Journal
 from cradle_kg.storage.graph import META_GRAPH
+from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.storage.oxigraph import OxigraphStore
 
 C = CRADLE_NS
@@ -41,7 +41,7 @@ def store(demo_home: Path, tmp_path: Path) -> Iterator[OxigraphStore]:
     home = tmp_path / "home"
     shutil.copytree(demo_home, home)
     graph = OxigraphStore(home / "graph")
-    journal = Journal(home / "journal.sqlite")
+    journal = open_home_journal(home)
     catch_up(graph, journal)
     journal.close()
     yield graph

@@ -20,7 +20,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from cradle_kg.demo.scenario import AGENT, DEMO_TOKENS
-from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.opening import open_home_journal
 
 from .conftest import ROOT, cli, env
 
@@ -105,7 +105,7 @@ def test_a_session_through_the_official_client_acts_as_the_tokens_agent(
             assert denied.isError
 
     anyio.run(main)
-    with Journal(home / "journal.sqlite") as journal:
+    with open_home_journal(home) as journal:
         received = [e for e in journal.events() if e.kind == "proposal.received"]
     assert [e.actor for e in received] == [AGENT, AGENT]
 

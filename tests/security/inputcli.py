@@ -55,13 +55,21 @@ def events(home: Path) -> int:
     :func:`cli`."""
     from tests.inprocess import run_cli
 
-    if not (home / "journal.sqlite").exists():
+    if not _has_journal(home):
         return 0
     done = run_cli("audit", "verify", "--home", str(home), "--format", "json")
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     assert report["intact"], report
     return int(report["events"])
+
+
+def _has_journal(home: Path) -> bool:
+    """The home has a journal: its SQLite file, or any journal ``CRADLE_JOURNAL_URL``
+    names (a PostgreSQL schema exists before the first event)."""
+    from cradle_kg.storage.opening import JOURNAL_URL_ENV
+
+    return (home / "journal.sqlite").exists() or bool(os.environ.get(JOURNAL_URL_ENV))
 
 
 def assert_refused(done: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -75,18 +83,14 @@ def assert_refused(done: subprocess.CompletedProcess[str], *needles: str) -> Non
 
 
 def received(home: Path) -> int:
-    """How many proposals the journal has received (read-only, without the CLI)."""
-    import sqlite3
+    """How many proposals the journal has received (read-only, without the CLI; on the
+    home's journal, whichever backend ``CRADLE_JOURNAL_URL`` selects)."""
+    from cradle_kg.errors import CradleError
+    from cradle_kg.storage.opening import open_home_journal
 
-    path = home / "journal.sqlite"
-    if not path.exists():
-        return 0
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        row = conn.execute("SELECT count(*) FROM events WHERE kind = 'proposal.received'"
-                           ).fetchone()
-    except sqlite3.OperationalError:
+        journal = open_home_journal(home, must_exist=True)
+    except CradleError:  # no journal yet
         return 0
-    finally:
-        conn.close()
-    return int(row[0])
+    with journal:
+        return len(journal.events_of_kind("proposal.received"))

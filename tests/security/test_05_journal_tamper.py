@@ -43,6 +43,9 @@ from cradle_kg.storage import (
 )
 from tests.inprocess import run_cli
 
+pytestmark = pytest.mark.sqlite_only(
+    "the SQLite file's tamper corpus; PostgreSQL's is test_05_journal_tamper_postgresql")
+
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[2]
 

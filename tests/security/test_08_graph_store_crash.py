@@ -33,7 +33,7 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
-from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.storage.oxigraph import SYNC_CRASH_POINTS, OxigraphStore
 from cradle_kg.storage.swap import REBUILD_CRASH_POINTS
 
@@ -50,7 +50,7 @@ from cradle_kg.demo.scenario import AGENT
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.graph.catchup import catch_up
 from cradle_kg.storage.oxigraph import OxigraphStore
-from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.records import ApprovalStatus
 
 def child(req):
@@ -71,7 +71,7 @@ def child(req):
             os._exit(code)
         os._exit(0)
     if req["op"] == "sync_batched":
-        with Journal(Path(req["home"]) / "journal.sqlite") as journal:
+        with open_home_journal(Path(req["home"])) as journal:
             store = OxigraphStore(Path(req["home"]) / "graph")
             catch_up(store, journal, batch=req["batch"])
             store.close()
@@ -209,7 +209,7 @@ _REFERENCES: dict[tuple[int, str], str] = {}
 def reference(zygote: Zygote, home: Path, seed: str) -> str:
     """What a fresh rebuild of ``home``'s journal exports (in another copy of it); one
     per journal head (the head hash covers the whole chain)."""
-    with Journal(home / "journal.sqlite") as journal:
+    with open_home_journal(home) as journal:
         head = journal.head()
     if head not in _REFERENCES:
         ref = copy_home(home, home.parent / f"{home.name}-ref", graph=False)

@@ -20,9 +20,9 @@ from tests.inprocess import run_cli as cli
 from .inputcli import fresh_home
 
 HIDDEN_ID = "[conceal]HIDDEN[/conceal][link=http://evil]x"
-NASTY_TASK = "t\x1b[2J\x1b]0;pwned\x07\x9b31m\u202eevil\u2066iso\x00nul\r\b"
-#: a run id passed on the command line cannot hold NUL
-SHOWN_TASK = NASTY_TASK.replace("\x00", "")
+#: no NUL: an id holding U+0000 is refused before anything is journaled (the last test)
+NASTY_TASK = "t\x1b[2J\x1b]0;pwned\x07\x9b31m\u202eevil\u2066isonul\r\b"
+SHOWN_TASK = NASTY_TASK + "-2"
 FORBIDDEN = ("\x1b", "\x07", "\x9b", "\u202e", "\u2066", "\x00", "\r", "\b")
 
 
@@ -83,3 +83,25 @@ def test_the_json_output_keeps_the_values_exactly(home: Path) -> None:
     assert listed[0]["run_id"] == "run:" + NASTY_TASK
     for ch in FORBIDDEN:  # escaped as \\uXXXX, never raw on the terminal
         assert ch not in done.stdout
+
+
+@pytest.mark.usefixtures("journal_backend")
+@pytest.mark.parametrize("field", ["id", "task_id", "run_id", "target"])
+def test_an_id_holding_nul_is_refused_before_anything_is_journaled(
+        tmp_path: Path, field: str) -> None:
+    """U+0000 in an id: a typed refusal on both journals (PostgreSQL's ``text`` cannot
+    hold it; SQLite could, and a command line could then never name the record)."""
+    from cradle_kg.errors import ProposalError
+
+    path = fresh_home(tmp_path / "home")
+    body = {"id": "p-nul", "task_id": "t-nul", "agent_id": AGENT,
+            "action": {"action_type": "demo.ledger.credit", "target": "ledger:z",
+                       "arguments": {"account": "z", "amount": 1}}}
+    if field == "target":
+        body["action"]["target"] = "ledger:z\x00y"  # type: ignore[index]
+    else:
+        body[field] = "x\x00y"
+    with Runtime(path) as rt:
+        with pytest.raises(ProposalError, match="NUL"):
+            rt.submit(body)
+        assert rt.journal.head()[0] == 0

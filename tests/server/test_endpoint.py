@@ -26,8 +26,8 @@ from SPARQLWrapper.SPARQLExceptions import QueryBadFormed
 
 from cradle_kg.graph.project import node, run_graph
 from cradle_kg.server.front import GRACE_SECONDS
-from cradle_kg.storage import SqliteJournal as Journal
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
+from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.storage.oxigraph import OxigraphStore
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 
@@ -42,7 +42,7 @@ RUNAWAY = "SELECT (COUNT(*) AS ?n) WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
 
 
 def journal_events(home: DemoHome) -> list[object]:
-    with Journal(home.path / "journal.sqlite") as journal:
+    with open_home_journal(home.path) as journal:
         return list(journal.events())
 
 

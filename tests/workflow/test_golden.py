@@ -10,7 +10,7 @@ import pytest
 
 from cradle_kg.demo.scenario import run_demo
 from cradle_kg.errors import ReplayDivergenceError
-from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.workflow import strict_replay
 from tests.golden.generate import GOLDEN, GOLDENS, generate, load
 
@@ -38,10 +38,12 @@ def test_strict_replay_reproduces_the_golden_head(name: str, tmp_path: Path) -> 
 
 
 def _model_calls(home: Path) -> list[int]:
-    with Journal(home / "journal.sqlite") as journal:
+    with open_home_journal(home) as journal:
         return [e.seq for e in journal.events_of_kind("model.called")]
 
 
+@pytest.mark.sqlite_only("edits a row of the SQLite file; PostgreSQL's tamper corpus is "
+                         "test_05_journal_tamper_postgresql")
 def test_tampered_recorded_response_names_the_event(tmp_path: Path) -> None:
     home = tmp_path / "home"
     load(GOLDEN / "invoice_triage", home)
@@ -73,7 +75,7 @@ def test_forged_but_rehashed_response_diverges_downstream(tmp_path: Path) -> Non
     (golden / "journal.jsonl").write_text("\n".join(json.dumps(e) for e in events) + "\n")
     home = tmp_path / "home"
     load(golden, home, check_hashes=False)
-    with Journal(home / "journal.sqlite") as journal:
+    with open_home_journal(home) as journal:
         assert journal.verify().intact
     with pytest.raises(ReplayDivergenceError) as caught:
         strict_replay(home, ["wf:golden-1"])
@@ -85,7 +87,7 @@ def test_strict_replay_of_a_real_demo_home(tmp_path: Path) -> None:
     """Wall-clock times, a second process approving from the CLI: still exact."""
     home = tmp_path / "demo"
     run_demo(home)
-    with Journal(home / "journal.sqlite") as journal:
+    with open_home_journal(home) as journal:
         head = journal.head()[1]
     before = (home / "demo-ledger" / "ledger.sqlite").read_bytes()
     report = strict_replay(home)
@@ -93,5 +95,5 @@ def test_strict_replay_of_a_real_demo_home(tmp_path: Path) -> None:
     assert len(report.runs) == 4
     # INVARIANT: replay never touches the real home's side effects
     assert (home / "demo-ledger" / "ledger.sqlite").read_bytes() == before
-    with Journal(home / "journal.sqlite") as journal:
+    with open_home_journal(home) as journal:
         assert journal.head()[1] == head

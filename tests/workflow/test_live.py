@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 import cradle_kg
 from cradle_kg.cli import app
-from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.workflow import LiveSettings, live_replay
 from tests.golden.generate import GOLDEN, load
 
@@ -28,7 +28,7 @@ def _tightened(tmp_path: Path) -> Path:
 def _governed(home: Path) -> dict[str, int]:
     """Submissions the changed clause governs: credits above the new limit, up to the old."""
     counts: dict[str, int] = {}
-    with Journal(home / "journal.sqlite") as journal:
+    with open_home_journal(home) as journal:
         for ev in journal.events_of_kind("proposal.received"):
             action = ev.payload["proposal"]["action"]
             amount = action["arguments"].get("amount", 0)

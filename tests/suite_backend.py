@@ -1,0 +1,271 @@
+"""The whole suite on another backend: ``--journal-backend`` and ``--graph-backend``.
+
+``./dev test --journal-backend postgresql`` runs every test with its homes' journal on the
+throw-away PostgreSQL server (``CRADLE_JOURNAL_URL`` pointing at a fresh migrated schema);
+``./dev test --graph-backend oxigraph-serve`` runs every test with its homes' graph in a
+throw-away ``oxigraph serve`` (``CRADLE_GRAPH_URL``). The default (``sqlite`` /
+``embedded``) changes nothing. It is a plugin (``-p tests.suite_backend`` in pyproject),
+not copies of tests — a backend contract, as datasette and SQLAlchemy dialects do.
+
+Scopes. A test gets a backend of its own: a fresh schema, an emptied dataset. A fixture
+of module or session scope that builds a home (the module's shared demo home, the session's
+pilots demo) builds it on a backend of that scope — one schema / one ``oxigraph serve`` per
+module, one for the session — and the tests that use such a fixture run on that one,
+since they read what it built.
+
+Three kinds of test keep their own choice: those that ask for a backend themselves
+(``journal_backend``, ``pg_url``, ``postgres``; ``graph_backend``, ``fresh_oxigraph``,
+``oxigraph_server``, ``virtuoso``, ``fresh_virtuoso``) — the variables are cleared for them, as
+in the default run; and those marked ``sqlite_only(reason)`` / ``embedded_graph_only(reason)``
+(a test of the SQLite file itself, of the embedded store's files), which are skipped with
+their reason on the other backend.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cradle_kg.storage import JOURNAL_URL_ENV
+from cradle_kg.storage.graph_config import GRAPH_URL_ENV
+
+JOURNALS = ("sqlite", "postgresql")
+GRAPHS = ("embedded", "oxigraph-serve")
+#: fixtures through which a test chooses its journal / graph itself
+OWN_JOURNAL = frozenset({"journal_backend", "pg_url", "postgres"})
+OWN_GRAPH = frozenset({"graph_backend", "fresh_oxigraph", "oxigraph_server", "virtuoso",
+                       "fresh_virtuoso"})
+#: the backends' own fixtures: never "a fixture that builds a home"
+INFRA = OWN_JOURNAL | OWN_GRAPH | {"_suite_backend"}
+WIDE = ("session", "package", "module", "class")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("cradle-kg backends")
+    group.addoption("--journal-backend", choices=JOURNALS, default="sqlite",
+                    help="run every test with its homes' journal on this backend "
+                         "(postgresql: a throw-away server, a fresh schema per test)")
+    group.addoption("--graph-backend", choices=GRAPHS, default="embedded",
+                    help="run every test with its homes' graph on this store "
+                         "(oxigraph-serve: a throw-away server, emptied per test)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sqlite_only(reason): a test of the embedded SQLite "
+                            "journal itself; skipped under --journal-backend postgresql")
+    config.addinivalue_line("markers", "embedded_graph_only(reason): a test of the embedded "
+                            "store's files; skipped under --graph-backend oxigraph-serve")
+    config.stash[_STATE] = _Backends(config.getoption("--journal-backend"),
+                                     config.getoption("--graph-backend"))
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    state = config.stash[_STATE]
+    if state.journal == "sqlite" and state.graph == "embedded":
+        return None
+    return f"cradle-kg backends: journal {state.journal}, graph {state.graph}"
+
+
+class _Backends:
+    """The servers and the per-scope backends of one session."""
+
+    def __init__(self, journal: str, graph: str) -> None:
+        self.journal = journal
+        self.graph = graph
+        self._pg: Any = None
+        self._oxigraph: Any = None  # the per-test server, emptied before each test
+        self._journal_urls: dict[str, str] = {}
+        self._graphs: dict[str, Any] = {}  # scope key -> a server of that scope
+
+    @property
+    def active(self) -> bool:
+        return self.journal != "sqlite" or self.graph != "embedded"
+
+    def postgres(self) -> Any:
+        if self._pg is None:
+            from cradle_kg.storage.pg_scratch import ScratchPostgres
+
+            self._pg = ScratchPostgres()  # raises PostgresUnavailable (with the install hint)
+        return self._pg
+
+    def oxigraph(self) -> Any:
+        if self._oxigraph is None:
+            from cradle_kg.storage.sparql_scratch import ScratchOxigraph
+
+            self._oxigraph = ScratchOxigraph()
+        return self._oxigraph
+
+    def fresh_journal(self) -> str:
+        from cradle_kg.storage.pg_admin import migrate
+
+        url = str(self.postgres().create_schema())
+        migrate(url)
+        return url
+
+    def scoped_journal(self, key: str) -> str:
+        if key not in self._journal_urls:
+            self._journal_urls[key] = self.fresh_journal()
+        return self._journal_urls[key]
+
+    def scoped_graph(self, key: str) -> str:
+        if key not in self._graphs:
+            from cradle_kg.storage.sparql_scratch import ScratchOxigraph
+
+            self._graphs[key] = ScratchOxigraph()
+        return str(self._graphs[key].setting())
+
+    def drop_scope(self, key: str) -> None:
+        self._journal_urls.pop(key, None)
+        server = self._graphs.pop(key, None)
+        if server is not None:
+            server.stop()
+
+    def env_for_scope(self, key: str) -> dict[str, str]:
+        env: dict[str, str] = {}
+        if self.journal == "postgresql":
+            env[JOURNAL_URL_ENV] = self.scoped_journal(key)
+        if self.graph == "oxigraph-serve":
+            env[GRAPH_URL_ENV] = self.scoped_graph(key)
+        return env
+
+    def stop(self) -> None:
+        for key in list(self._graphs):
+            self.drop_scope(key)
+        for server in (self._oxigraph, self._pg):
+            if server is not None:
+                server.stop()
+        self._oxigraph = self._pg = None
+
+
+_STATE = pytest.StashKey[_Backends]()
+
+
+def _scope_key(node: Any, scope: str) -> str:
+    """The key of the backend of ``scope`` for ``node`` (the module / class / session)."""
+    if scope in ("session", "package"):
+        return "session"
+    return f"{scope}:{getattr(node, 'nodeid', '')}"
+
+
+def _scope_node(item: Any, scope: str) -> Any:
+    kind = {"module": pytest.Module, "class": pytest.Class}.get(scope)
+    return item.getparent(kind) if kind is not None else item
+
+
+def _builds_homes(fixturedef: Any) -> bool:
+    """A project fixture (not pytest's, not a plugin's, not a backend's own) of wide scope."""
+    return (fixturedef.scope in WIDE and fixturedef.argname not in INFRA
+            and bool(getattr(fixturedef, "baseid", "")))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: Any, request: Any) -> Iterator[None]:
+    """A wide-scope project fixture builds on the backend of its scope."""
+    state = request.config.stash[_STATE]
+    if not state.active or not _builds_homes(fixturedef):
+        yield
+        return
+    key = _scope_key(request.node, fixturedef.scope)
+    with _environment(state.env_for_scope(key)):
+        yield
+
+
+class _environment:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+        self.saved: dict[str, str | None] = {}
+
+    def __enter__(self) -> None:
+        for name, value in self.values.items():
+            self.saved[name] = os.environ.get(name)
+            os.environ[name] = value
+
+    def __exit__(self, *exc: object) -> None:
+        for name, old in self.saved.items():
+            if old is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = old
+
+
+def _widest_scope(item: pytest.Item) -> tuple[str, Any] | None:
+    """The widest project fixture of module or session scope that the test uses."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    best: tuple[int, str] | None = None
+    for name in info.names_closure:
+        for fixturedef in info.name2fixturedefs.get(name, ())[-1:]:
+            if _builds_homes(fixturedef):
+                rank = WIDE.index(fixturedef.scope)
+                if best is None or rank < best[0]:
+                    best = (rank, fixturedef.scope)
+    return (best[1], item) if best else None
+
+
+@pytest.fixture(autouse=True)
+def _suite_backend(request: pytest.FixtureRequest,
+                   monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Point the test's homes at the selected backend (see the module's docstring)."""
+    state = request.config.stash[_STATE]
+    item = request.node
+    if state.journal == "postgresql" and (mark := item.get_closest_marker("sqlite_only")):
+        pytest.skip(f"SQLite journal only: {mark.args[0] if mark.args else ''}")
+    if state.graph == "oxigraph-serve" and (
+            mark := item.get_closest_marker("embedded_graph_only")):
+        pytest.skip(f"embedded graph store only: {mark.args[0] if mark.args else ''}")
+    if not state.active:
+        yield
+        return
+    info = getattr(item, "_fixtureinfo", None)
+    # the fixtures the test asked for (statically): getfixturevalue calls made by other
+    # fixtures at run time must not count
+    names = set(info.names_closure) if info is not None else set()
+    wide = _widest_scope(item)
+    if wide is not None:
+        scope = wide[0]
+        scoped = state.env_for_scope(_scope_key(_scope_node(item, scope), scope))
+    else:
+        scoped = {}
+    if state.journal == "postgresql":
+        if names & OWN_JOURNAL:
+            monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)
+        else:
+            monkeypatch.setenv(JOURNAL_URL_ENV,
+                               scoped.get(JOURNAL_URL_ENV) or state.fresh_journal())
+    if state.graph == "oxigraph-serve":
+        if names & OWN_GRAPH:
+            monkeypatch.delenv(GRAPH_URL_ENV, raising=False)
+        elif GRAPH_URL_ENV in scoped:
+            monkeypatch.setenv(GRAPH_URL_ENV, scoped[GRAPH_URL_ENV])
+        else:
+            server = state.oxigraph()
+            server.clear()
+            monkeypatch.setenv(GRAPH_URL_ENV, server.setting())
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A module's backends go once its fixtures are torn down."""
+    yield
+    module = item.getparent(pytest.Module)
+    if module is None:
+        return
+    if nextitem is None or nextitem.getparent(pytest.Module) is not module:
+        item.config.stash[_STATE].drop_scope(_scope_key(module, "module"))
+
+
+@pytest.fixture(scope="session")
+def postgres(request: pytest.FixtureRequest) -> Any:
+    """The session's throw-away PostgreSQL server (one for the whole run, whichever
+    tests ask for it; it stops when the session ends)."""
+    return request.config.stash[_STATE].postgres()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _STATE in config.stash:
+        config.stash[_STATE].stop()

@@ -79,6 +79,8 @@ class _Backends:
         self._oxigraph: Any = None  # the per-test server, emptied before each test
         self._journal_urls: dict[str, str] = {}
         self._graphs: dict[str, Any] = {}  # scope key -> a server of that scope
+        #: how many tests ran on the selected backend, on a scoped one, on their own choice
+        self.counts = {"fresh": 0, "scoped": 0, "own": 0}
 
     @property
     def active(self) -> bool:
@@ -230,6 +232,9 @@ def _suite_backend(request: pytest.FixtureRequest,
         scoped = state.env_for_scope(_scope_key(_scope_node(item, scope), scope))
     else:
         scoped = {}
+    own = (state.journal == "postgresql" and bool(names & OWN_JOURNAL)) or (
+        state.graph == "oxigraph-serve" and bool(names & OWN_GRAPH))
+    state.counts["own" if own else "scoped" if scoped else "fresh"] += 1
     if state.journal == "postgresql":
         if names & OWN_JOURNAL:
             monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)
@@ -264,6 +269,17 @@ def postgres(request: pytest.FixtureRequest) -> Any:
     """The session's throw-away PostgreSQL server (one for the whole run, whichever
     tests ask for it; it stops when the session ends)."""
     return request.config.stash[_STATE].postgres()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say where the tests ran: a run that silently fell back to SQLite proves nothing."""
+    state = config.stash[_STATE]
+    if state.active:
+        c = state.counts
+        terminalreporter.write_line(
+            f"cradle-kg backends (journal {state.journal}, graph {state.graph}): "
+            f"{c['fresh']} tests on a fresh one, {c['scoped']} on their module's or "
+            f"session's, {c['own']} chose their own")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -129,9 +129,11 @@ def test_a_date_also_in_the_request_is_trusted(tmp_path: Path) -> None:
     rt.close()
 
 
-def test_a_confidential_value_in_a_message_needs_a_human_unless_asked(tmp_path: Path) -> None:
-    me = {"Name": "Emma", "Passport Number": "HGK137803"}
-    rt = _runtime(tmp_path, me=me)
+ME = {"Name": "Emma", "Passport Number": "HGK137803"}
+
+
+def test_a_confidential_value_in_a_message_needs_a_human(tmp_path: Path) -> None:
+    rt = _runtime(tmp_path, me=ME)
     rt.record_input("run:t", "Email jane@example.com my trip plan.", author="user:emma")
     _submit(rt, 0, "me", {})
     out = _submit(rt, 1, "send_email", {"to": "jane@example.com",
@@ -142,7 +144,10 @@ def test_a_confidential_value_in_a_message_needs_a_human_unless_asked(tmp_path: 
     body = _arg(rt, "send_email", "body")
     assert body["trusted_origin"] and body["discloses"] and not body["disclosure_requested"]
     rt.close()
-    asked = _runtime(tmp_path / "asked", me=me)
+
+
+def test_a_confidential_value_the_user_asked_to_send_goes_through(tmp_path: Path) -> None:
+    asked = _runtime(tmp_path, me=ME)
     asked.record_input("run:t", "Email jane@example.com my passport number.",
                        author="user:emma")
     _submit(asked, 0, "me", {})

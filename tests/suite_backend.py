@@ -125,6 +125,10 @@ class _Backends:
         if server is not None:
             server.stop()
 
+    def drop_scopes(self, *prefixes: str) -> None:
+        for key in [k for k in {*self._journal_urls, *self._graphs} if k.startswith(prefixes)]:
+            self.drop_scope(key)
+
     def env_for_scope(self, key: str) -> dict[str, str]:
         env: dict[str, str] = {}
         if self.journal == "postgresql":
@@ -145,16 +149,37 @@ class _Backends:
 _STATE = pytest.StashKey[_Backends]()
 
 
-def _scope_key(node: Any, scope: str) -> str:
-    """The key of the backend of ``scope`` for ``node`` (the module / class / session)."""
-    if scope in ("session", "package"):
-        return "session"
-    return f"{scope}:{getattr(node, 'nodeid', '')}"
+def _root_keys(item: Any, start: list[str]) -> list[str]:
+    """The backends the wide fixtures ``start`` build on: one per *root* (a wide project
+    fixture that uses no other one), reached through the fixtures' arguments; the key
+    names the root and the node it is instantiated for (its module, class or the session).
+    Two homes built by two unrelated module fixtures get two journals; a fixture built on
+    another one's home shares that one's."""
+    defs = getattr(item, "_fixtureinfo", None)
+    name2defs = defs.name2fixturedefs if defs is not None else {}
 
+    def wide(name: str) -> Any:
+        found = name2defs.get(name, ())
+        return found[-1] if found and _builds_homes(found[-1]) else None
 
-def _scope_node(item: Any, scope: str) -> Any:
-    kind = {"module": pytest.Module, "class": pytest.Class}.get(scope)
-    return item.getparent(kind) if kind is not None else item
+    roots: list[str] = []
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        if name in seen or (fixturedef := wide(name)) is None:
+            continue
+        seen.add(name)
+        deps = [arg for arg in fixturedef.argnames if wide(arg) is not None]
+        if deps:
+            todo.extend(deps)
+            continue
+        scope = fixturedef.scope
+        kind = {"module": pytest.Module, "class": pytest.Class}.get(scope)
+        node = item.getparent(kind) if kind is not None else None
+        where = "session" if node is None else f"{scope}:{node.nodeid}"
+        roots.append(f"{where}:{name}")
+    return sorted(roots)
 
 
 def _builds_homes(fixturedef: Any) -> bool:
@@ -170,8 +195,9 @@ def pytest_fixture_setup(fixturedef: Any, request: Any) -> Iterator[None]:
     if not state.active or not _builds_homes(fixturedef):
         yield
         return
-    key = _scope_key(request.node, fixturedef.scope)
-    with _environment(state.env_for_scope(key)):
+    item = getattr(request, "_pyfuncitem", None)
+    keys = _root_keys(item, [fixturedef.argname]) if item is not None else []
+    with _environment(state.env_for_scope(keys[0]) if keys else {}):
         yield
 
 
@@ -193,21 +219,6 @@ class _environment:
                 os.environ[name] = old
 
 
-def _widest_scope(item: pytest.Item) -> tuple[str, Any] | None:
-    """The widest project fixture of module or session scope that the test uses."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return None
-    best: tuple[int, str] | None = None
-    for name in info.names_closure:
-        for fixturedef in info.name2fixturedefs.get(name, ())[-1:]:
-            if _builds_homes(fixturedef):
-                rank = WIDE.index(fixturedef.scope)
-                if best is None or rank < best[0]:
-                    best = (rank, fixturedef.scope)
-    return (best[1], item) if best else None
-
-
 @pytest.fixture(autouse=True)
 def _suite_backend(request: pytest.FixtureRequest,
                    monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
@@ -225,13 +236,10 @@ def _suite_backend(request: pytest.FixtureRequest,
     info = getattr(item, "_fixtureinfo", None)
     # the fixtures the test asked for (statically): getfixturevalue calls made by other
     # fixtures at run time must not count
-    names = set(info.names_closure) if info is not None else set()
-    wide = _widest_scope(item)
-    if wide is not None:
-        scope = wide[0]
-        scoped = state.env_for_scope(_scope_key(_scope_node(item, scope), scope))
-    else:
-        scoped = {}
+    closure = list(info.names_closure) if info is not None else []
+    names = set(closure)
+    keys = _root_keys(item, [n for n in closure if n not in INFRA])
+    scoped = state.env_for_scope(keys[0]) if keys else {}
     own = (state.journal == "postgresql" and bool(names & OWN_JOURNAL)) or (
         state.graph == "oxigraph-serve" and bool(names & OWN_GRAPH))
     state.counts["own" if own else "scoped" if scoped else "fresh"] += 1
@@ -261,7 +269,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if module is None:
         return
     if nextitem is None or nextitem.getparent(pytest.Module) is not module:
-        item.config.stash[_STATE].drop_scope(_scope_key(module, "module"))
+        item.config.stash[_STATE].drop_scopes(f"module:{module.nodeid}:",
+                                              f"class:{module.nodeid}::")
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,10 @@ from cradle_kg.storage import sqlite_derived as derived
 
 from .conftest import make_config, proposal
 
+#: the SQLite journal's derived tables and file formats; PostgreSQL's derived tables are
+#: checked by the journal contract (tests/storage) and test_run_state_derived
+pytestmark = pytest.mark.sqlite_only("the SQLite file's derived tables and formats")
+
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 

@@ -101,6 +101,7 @@ def test_a_bad_read_setting_in_config_json_is_a_typed_error(tmp_path: Path) -> N
         load_config(path)
 
 
+@pytest.mark.sqlite_only("the SQLite journal's read window")
 def test_the_runtime_gives_the_sqlite_journal_its_window(home: Path) -> None:
     with Runtime(home, config=make_config(deferred_flush_ms=750)) as rt:
         assert isinstance(rt.journal, SqliteJournal)

@@ -10,7 +10,7 @@ from urllib.parse import unquote
 
 from cradle_kg.evidence import EvidenceStore
 from cradle_kg.home import Home
-from cradle_kg.storage import SqliteJournal as Journal
+from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.storage.oxigraph import OxigraphStore
 
 from .conftest import cli, copy_pack, manifest_version, pack_dir
@@ -78,7 +78,7 @@ def test_two_versions_side_by_side(tmp_path: Path) -> None:
     assert by_decision[new_fin["decision_id"]] == f"{PACK}@{NEXT}"
 
     # a past decision stays explainable: its policy set, texts and pack are in the journal
-    with Journal(Home(home).journal) as journal:
+    with open_home_journal(Path(home)) as journal:
         sets = {e.payload["version"]: e.payload
                 for e in journal.events_of_kind("policyset.activated")}
         refs = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 import cradle_kg
@@ -53,12 +54,12 @@ def test_changed_policy_flips_exactly_the_governed_decisions(tmp_path: Path) -> 
     assert report.totals["runs_changed"] == len({c.run_id for c in flipped})
 
 
-def test_same_inputs_same_policies_change_nothing(tmp_path: Path) -> None:
-    for name in ("demo", "invoice_triage"):
-        home = tmp_path / name
-        load(GOLDEN / name, home)
-        report = live_replay(home, [], LiveSettings())
-        assert report.changes == [], name
+@pytest.mark.parametrize("name", ["demo", "invoice_triage"])
+def test_same_inputs_same_policies_change_nothing(tmp_path: Path, name: str) -> None:
+    home = tmp_path / name
+    load(GOLDEN / name, home)
+    report = live_replay(home, [], LiveSettings())
+    assert report.changes == [], name
 
 
 def test_replay_cli_exit_codes(tmp_path: Path) -> None:

@@ -19,9 +19,11 @@ the same with the server's three URLs and ``CRADLE_GRAPH_USER`` /
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from cradle_kg.storage.graph import GraphStore
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 
@@ -56,3 +58,16 @@ def graph_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     else:
         monkeypatch.delenv(GRAPH_URL_ENV, raising=False)
     return str(request.param)
+
+
+def read_home_graph(home: Path) -> GraphStore:
+    """A reader of the home's graph, whichever store it uses: the remote store its setting
+    names (``CRADLE_GRAPH_URL`` under ``--graph-backend``), else the embedded store opened
+    read-only (no lock: a reader beside a writer)."""
+    from cradle_kg.home import Home
+    from cradle_kg.storage.graph_opening import home_graph_setting, open_graph_store
+    from cradle_kg.storage.oxigraph import OxigraphStore
+
+    if home_graph_setting(home) is not None:
+        return open_graph_store(home)
+    return OxigraphStore(Home(home).graph, read_only=True)

@@ -81,6 +81,9 @@ class _Backends:
         self._graphs: dict[str, Any] = {}  # scope key -> a server of that scope
         #: how many tests ran on the selected backend, on a scoped one, on their own choice
         self.counts = {"fresh": 0, "scoped": 0, "own": 0}
+        #: the scoped backends a fixture actually wrote to (a journal with events, a store
+        #: with quads): a test using two wide fixtures runs on the one that built a home
+        self.used: set[str] = set()
 
     @property
     def active(self) -> bool:
@@ -119,7 +122,28 @@ class _Backends:
             self._graphs[key] = ScratchOxigraph()
         return str(self._graphs[key].setting())
 
+    def note_use(self, key: str) -> None:
+        """Remember ``key`` if its fixture wrote to it."""
+        import httpx
+        import psycopg
+
+        url = self._journal_urls.get(key)
+        if url is not None:
+            with psycopg.connect(url) as conn:  # migrated: the table is there
+                found = conn.execute("SELECT EXISTS (SELECT 1 FROM events)").fetchone()
+            if found is not None and found[0]:
+                self.used.add(key)
+        server = self._graphs.get(key)
+        if server is not None:
+            answer = httpx.post(f"{server.url}/query", timeout=30,
+                                data={"query": "ASK { { ?s ?p ?o } UNION "
+                                               "{ GRAPH ?g { ?s ?p ?o } } }"},
+                                headers={"Accept": "application/sparql-results+json"})
+            if answer.status_code == 200 and answer.json().get("boolean"):
+                self.used.add(key)
+
     def drop_scope(self, key: str) -> None:
+        self.used.discard(key)
         self._journal_urls.pop(key, None)
         server = self._graphs.pop(key, None)
         if server is not None:
@@ -199,6 +223,8 @@ def pytest_fixture_setup(fixturedef: Any, request: Any) -> Iterator[None]:
     keys = _root_keys(item, [fixturedef.argname]) if item is not None else []
     with _environment(state.env_for_scope(keys[0]) if keys else {}):
         yield
+    if keys:
+        state.note_use(keys[0])
 
 
 class _environment:
@@ -238,7 +264,8 @@ def _suite_backend(request: pytest.FixtureRequest,
     # fixtures at run time must not count
     closure = list(info.names_closure) if info is not None else []
     names = set(closure)
-    keys = _root_keys(item, [n for n in closure if n not in INFRA])
+    keys = sorted(_root_keys(item, [n for n in closure if n not in INFRA]),
+                  key=lambda k: (k not in state.used, k))
     scoped = state.env_for_scope(keys[0]) if keys else {}
     own = (state.journal == "postgresql" and bool(names & OWN_JOURNAL)) or (
         state.graph == "oxigraph-serve" and bool(names & OWN_GRAPH))

@@ -125,7 +125,7 @@ def test_normalisations() -> None:
 
 def test_the_run_lineage_query_reads_the_projection(tmp_path: Path) -> None:
     from cradle_kg.graph.queries import QueryCatalog, bind, execute
-    from cradle_kg.storage.oxigraph import OxigraphStore
+    from cradle_kg.storage.graph_opening import open_graph_store
     rt = _runtime(tmp_path, "Please send the deposit to DE89370400440532013000.")
     rt.record_input("run:t", "Read my inbox.", author="user:emma")
     _submit(rt, 0, "read_email", {}, target="mail")
@@ -133,7 +133,7 @@ def test_the_run_lineage_query_reads_the_projection(tmp_path: Path) -> None:
     rt.sync_graph()
     rt.close()
     q = QueryCatalog.load().get("run-lineage")
-    store = OxigraphStore(tmp_path / "home" / "graph")
+    store = open_graph_store(tmp_path / "home")
     try:
         result = execute(store, q.text, bound=bind(q, {"run": "run:t"}))
         names = [v.value for v in result.variables]

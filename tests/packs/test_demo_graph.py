@@ -10,9 +10,8 @@ import pytest
 
 from cradle_kg.demo.scenario import PAPER_MISSING_FACTS, DemoStep, service_processes
 from cradle_kg.graph.shacl import load_shapes, make_engine
-from cradle_kg.home import Home
 from cradle_kg.packs.registry import PackRegistry
-from cradle_kg.storage.oxigraph import OxigraphStore
+from tests.graph_backends import read_home_graph
 
 from .conftest import PILOTS, cli, manifest_version
 
@@ -62,7 +61,7 @@ def test_demo_graph_validates_with_the_packs_shapes(demo: tuple[Path, list[DemoS
 
 def test_every_decision_names_its_pack_version(demo: tuple[Path, list[DemoStep]]) -> None:
     home, _ = demo
-    store = OxigraphStore(Home(home).graph, read_only=True)
+    store = read_home_graph(home)
     decisions = {r[0].value
                  for r in store.query(CRADLE + "SELECT ?d WHERE { ?d a cradle:Decision }")}
     unnamed = list(store.query(CRADLE + "SELECT ?d WHERE { ?d a cradle:Decision "
@@ -90,7 +89,7 @@ def _drop(text: str, *needles: str) -> str:
 def test_pack_shapes_catch_a_tampered_demo_graph(demo: tuple[Path, list[DemoStep]]) -> None:
     """The shapes are not vacuous: strip what they require and they report it."""
     home, _ = demo
-    store = OxigraphStore(Home(home).graph, read_only=True)
+    store = read_home_graph(home)
     text = store.nquads()
     checker = _shapes_checker()
     assert checker.validate(text, format="nquads").conforms  # type: ignore[attr-defined]
@@ -105,7 +104,7 @@ def test_the_pilots_approved_actions_are_high_risk(demo: tuple[Path, list[DemoSt
     """Integrity rule 2 covers the production deploy and the restricted filing: flip
     every approval to rejected and both are reported (with the ledger's closure)."""
     home, _ = demo
-    text = OxigraphStore(Home(home).graph, read_only=True).nquads()
+    text = read_home_graph(home).nquads()
     a = "https://w3id.org/cradle#"
     flipped = text.replace(f"<{a}approvalStatus> <{a}Approved>",
                            f"<{a}approvalStatus> <{a}Rejected>")
@@ -115,7 +114,7 @@ def test_the_pilots_approved_actions_are_high_risk(demo: tuple[Path, list[DemoSt
     done = cli("validate", str(broken), "--format", "json")
     assert done.returncode == 1, done.stdout
     rule2 = [v["focus_node"] for v in json.loads(done.stdout)["violations"] if v["rule"] == 2]
-    store = OxigraphStore(Home(home).graph, read_only=True)
+    store = read_home_graph(home)
     for tool in ("infra.deploy", "customs.finalize_classification"):
         approved = {r[0].value for r in store.query(
             CRADLE + "SELECT ?a WHERE { ?a cradle:executedAt ?t ; cradle:invokes ?tool ; "

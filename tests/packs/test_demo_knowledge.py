@@ -13,9 +13,9 @@ import pytest
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import DemoStep
 from cradle_kg.graph.knowledge import KnowledgeSource, install, knowledge_graph
-from cradle_kg.home import Home
 from cradle_kg.packs.registry import PackRegistry
 from cradle_kg.storage.oxigraph import OxigraphStore
+from tests.graph_backends import read_home_graph
 
 from .conftest import PILOTS, pack_dir
 
@@ -30,7 +30,7 @@ def demo(pilots_demo: tuple[Path, list[DemoStep]]) -> tuple[Path, list[DemoStep]
 
 
 def _rows(home: Path, sparql: str) -> list[dict[str, str]]:
-    store = OxigraphStore(Home(home).graph, read_only=True)  # a reader: nothing to flush
+    store = read_home_graph(home)  # a reader: nothing to flush
     solutions = store.query(sparql)
     names = [v.value for v in solutions.variables]
     return [{n: (row[n].value if row[n] is not None else "") for n in names}
@@ -65,7 +65,7 @@ def test_hs2022_is_skos_generated_from_the_shipped_csv(demo: tuple[Path, Any]) -
 
 def test_every_pack_version_has_its_own_graphs(demo: tuple[Path, Any]) -> None:
     home, _ = demo
-    store = OxigraphStore(Home(home).graph, read_only=True)
+    store = read_home_graph(home)
     graphs = store.knowledge_graphs()
     assert "https://w3id.org/cradle/pack/customs.hs-router/1.0.0/hs2022" in graphs
     assert "https://w3id.org/cradle/pack/customs.hs-router/1.0.0/dual-use" in graphs
@@ -197,7 +197,7 @@ def test_the_export_reads_as_prov(demo: tuple[Path, Any]) -> None:
 
     from cradle_kg.graph.vocab import ONTOLOGY_FILE
     home, _ = demo
-    store = OxigraphStore(Home(home).graph, read_only=True)
+    store = read_home_graph(home)
     data = Dataset()
     data.parse(data=store.nquads(), format="nquads")
     merged = Graph()
@@ -228,10 +228,10 @@ def test_zz_a_cli_rebuild_keeps_the_packs_records_and_knowledge(
     from .conftest import cli
     home, _ = demo
     before = _named(home, "customs.hs-router", "classification-sources")
-    store = OxigraphStore(Home(home).graph, read_only=True)
+    store = read_home_graph(home)
     runs_before = store.nquads()
     del store
     done = cli("graph", "rebuild", "--home", str(home))
     assert done.returncode == 0, done.stdout + done.stderr
     assert _named(home, "customs.hs-router", "classification-sources") == before
-    assert OxigraphStore(Home(home).graph, read_only=True).nquads() == runs_before
+    assert read_home_graph(home).nquads() == runs_before

@@ -11,7 +11,7 @@ from urllib.parse import unquote
 from cradle_kg.evidence import EvidenceStore
 from cradle_kg.home import Home
 from cradle_kg.storage.opening import open_home_journal
-from cradle_kg.storage.oxigraph import OxigraphStore
+from tests.graph_backends import read_home_graph
 
 from .conftest import cli, copy_pack, manifest_version, pack_dir
 
@@ -69,7 +69,7 @@ def test_two_versions_side_by_side(tmp_path: Path) -> None:
     assert old_fin["policy_version"] != new_fin["policy_version"]
 
     # the graph names each decision's version
-    store = OxigraphStore(Home(home).graph, read_only=True)
+    store = read_home_graph(home)
     rows = store.query(
         "PREFIX cradle: <https://w3id.org/cradle#> SELECT ?d ?v WHERE { "
         "?d a cradle:Decision ; cradle:packVersion ?v }")

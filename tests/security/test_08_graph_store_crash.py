@@ -37,6 +37,9 @@ from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.storage.oxigraph import SYNC_CRASH_POINTS, OxigraphStore
 from cradle_kg.storage.swap import REBUILD_CRASH_POINTS
 
+pytestmark = pytest.mark.embedded_graph_only(
+    "kills the embedded store's writer and checks its folder, swap and lock")
+
 ZYGOTE = r"""
 import json, os, signal, sys, time
 from pathlib import Path

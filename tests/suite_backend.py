@@ -9,9 +9,11 @@ not copies of tests — a backend contract, as datasette and SQLAlchemy dialects
 
 Scopes. A test gets a backend of its own: a fresh schema, an emptied dataset. A fixture
 of module or session scope that builds a home (the module's shared demo home, the session's
-pilots demo) builds it on a backend of that scope — one schema / one ``oxigraph serve`` per
-module, one for the session — and the tests that use such a fixture run on that one,
-since they read what it built.
+pilots demo) builds it on a backend of its own — one schema / one ``oxigraph serve`` per
+*root* fixture (one that uses no other such fixture) and per module or session — and the
+tests that use such a fixture run on that one, since they read what it built. A wide
+fixture that wrote nothing there (a browser, a template database) leaves its tests on a
+fresh backend.
 
 Three kinds of test keep their own choice: those that ask for a backend themselves
 (``journal_backend``, ``pg_url``, ``postgres``; ``graph_backend``, ``fresh_oxigraph``,
@@ -221,7 +223,14 @@ def pytest_fixture_setup(fixturedef: Any, request: Any) -> Iterator[None]:
         return
     item = getattr(request, "_pyfuncitem", None)
     keys = _root_keys(item, [fixturedef.argname]) if item is not None else []
-    with _environment(state.env_for_scope(keys[0]) if keys else {}):
+    env = state.env_for_scope(keys[0]) if keys else {}
+    # a fixture of tests that choose their backend themselves builds as they would
+    names = set(getattr(getattr(item, "_fixtureinfo", None), "names_closure", ()))
+    if names & OWN_JOURNAL:
+        env.pop(JOURNAL_URL_ENV, None)
+    if names & OWN_GRAPH:
+        env.pop(GRAPH_URL_ENV, None)
+    with _environment(env):
         yield
     if keys:
         state.note_use(keys[0])
@@ -264,8 +273,10 @@ def _suite_backend(request: pytest.FixtureRequest,
     # fixtures at run time must not count
     closure = list(info.names_closure) if info is not None else []
     names = set(closure)
-    keys = sorted(_root_keys(item, [n for n in closure if n not in INFRA]),
-                  key=lambda k: (k not in state.used, k))
+    # the wide fixtures that built a home the test reads (those that wrote nothing —
+    # a browser, a template database — leave the test on a fresh backend)
+    keys = [k for k in _root_keys(item, [n for n in closure if n not in INFRA])
+            if k in state.used]
     scoped = state.env_for_scope(keys[0]) if keys else {}
     own = (state.journal == "postgresql" and bool(names & OWN_JOURNAL)) or (
         state.graph == "oxigraph-serve" and bool(names & OWN_GRAPH))

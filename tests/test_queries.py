@@ -464,6 +464,7 @@ def test_queries_dir_is_the_repository_folder() -> None:
     assert (QUERIES_DIR / "why-allowed.rq").is_file()
 
 
+@pytest.mark.embedded_graph_only("holds the embedded store's lock")
 def test_a_busy_store_falls_back_to_the_journal(known: Known) -> None:
     gc.collect()  # tracebacks of earlier CLI errors keep a store alive until collected
     held = OxigraphStore(known.home / "graph")  # held: the command projects the journal

@@ -20,12 +20,18 @@ PACK = testing.pack_folder(__file__)
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``airline.sqlite`` loaded from the shared benchmark data (never copied into the repo)."""
     home = tmp_path_factory.mktemp("airline-template") / "home"
-    with testing.pack_home(PACK, home) as h:
-        db = h.entry("db:AirlineDB")
-        data = h.entry("db:default_data")()
-        assert (data / "reservations.json").is_file(), f"the benchmark data is not at {data}"
-        db(h.entry("db:db_path")(home)).load(data, h.entry("db:DEFAULT_NOW"))
-        return Path(h.entry("db:db_path")(home))
+    # only its database is copied into the tests' homes: its journal and graph stay
+    # embedded whatever backend the suite runs on (``--journal-backend``, ``--graph-backend``)
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("CRADLE_JOURNAL_URL", raising=False)
+        env.delenv("CRADLE_GRAPH_URL", raising=False)
+        with testing.pack_home(PACK, home) as h:
+            db = h.entry("db:AirlineDB")
+            data = h.entry("db:default_data")()
+            assert (data / "reservations.json").is_file(), \
+                f"the benchmark data is not at {data}"
+            db(h.entry("db:db_path")(home)).load(data, h.entry("db:DEFAULT_NOW"))
+            return Path(h.entry("db:db_path")(home))
 
 
 class Airline:

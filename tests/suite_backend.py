@@ -254,6 +254,19 @@ class _environment:
                 os.environ[name] = old
 
 
+def _builds_own_home(info: Any, closure: list[str]) -> bool:
+    """The test uses a function-scoped fixture of the project's (its own home, most
+    likely)."""
+    if info is None:
+        return False
+    for name in closure:
+        defs = info.name2fixturedefs.get(name, ())
+        if (defs and defs[-1].scope == "function" and name not in INFRA
+                and bool(getattr(defs[-1], "baseid", ""))):
+            return True
+    return False
+
+
 @pytest.fixture(autouse=True)
 def _suite_backend(request: pytest.FixtureRequest,
                    monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
@@ -273,10 +286,14 @@ def _suite_backend(request: pytest.FixtureRequest,
     # fixtures at run time must not count
     closure = list(info.names_closure) if info is not None else []
     names = set(closure)
-    # the wide fixtures that built a home the test reads (those that wrote nothing —
-    # a browser, a template database — leave the test on a fresh backend)
-    keys = [k for k in _root_keys(item, [n for n in closure if n not in INFRA])
-            if k in state.used]
+    # the wide fixtures that built a home the test reads: those that wrote to their
+    # backend first; one that wrote nothing (a home prepared empty, a browser) only for a
+    # test that builds no home of its own (a function fixture of the project's), since a
+    # template the test copies from must not become the test's journal
+    roots = _root_keys(item, [n for n in closure if n not in INFRA])
+    keys = [k for k in roots if k in state.used]
+    if not keys and not _builds_own_home(info, closure):
+        keys = roots
     scoped = state.env_for_scope(keys[0]) if keys else {}
     own = (state.journal == "postgresql" and bool(names & OWN_JOURNAL)) or (
         state.graph == "oxigraph-serve" and bool(names & OWN_GRAPH))

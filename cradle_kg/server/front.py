@@ -21,10 +21,11 @@ What stays as it was:
   :attr:`FrontConfig.threads` at once): the engine releases the GIL while it evaluates
   and serializes, so they run in parallel, and the worker's watchdog thread runs
   meanwhile: at the deadline it writes the 503 on the query's connection itself (and a
-  503 "send it again" on those running or waiting beside it) and ends the process.
-  The supervisor starts a replacement, which opens the current generation (a
-  checkpoint) read-only, in milliseconds — no reload — and kills a worker whose query
-  overran the deadline by :data:`GRACE_SECONDS` (one that could not stop itself);
+  503 "send it again" on those running or waiting beside it) and ends the process,
+  leaving the slot's listening socket (the supervisor's) to queue the connections that
+  arrive meanwhile. The supervisor starts a replacement on that socket, which opens the
+  current generation (a checkpoint) read-only, in milliseconds — no reload — and kills a
+  worker whose query overran the deadline by :data:`GRACE_SECONDS` (one that could not stop itself);
 * freshness: before each query the worker looks at the journal. An embedded (SQLite)
   journal it reads itself (``data_version``: a few microseconds, no round trip); any
   other journal it asks the supervisor about. When events arrived, the supervisor
@@ -115,7 +116,7 @@ class QueryWorker:
     """One worker: an ASGI app over its graph, its journal watch and its watchdog."""
 
     def __init__(self, config: FrontConfig, start: Start, ask: Connection, busy: Any,
-                 replaced: Any, *, sandboxed: bool, listening: socket.socket) -> None:
+                 replaced: Any, *, sandboxed: bool) -> None:
         self.config = config
         self.slot = start.slot
         self.generation = start.generation
@@ -124,7 +125,6 @@ class QueryWorker:
         self.busy = busy
         self.replaced = replaced
         self.sandboxed = sandboxed
-        self.listening = listening
         threads = max(1, config.threads)
         threading.stack_size(QUERY_STACK_BYTES)  # the query threads': reserved, not used
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="cradle-sparql-query")
@@ -206,8 +206,8 @@ class QueryWorker:
                 if not any(now >= r.deadline for r in self.running.values()):
                     continue
                 self.replaced[self.slot] += 1  # this slot's entry: one writer at a time
-                with contextlib.suppress(OSError):  # leave the port's group first
-                    self.listening.shutdown(socket.SHUT_RDWR)
+                # the listening socket is left as it is: the supervisor holds it, and the
+                # connections that queue on it meanwhile are the replacement's to answer
                 for running in (*self.running.values(), *self.waiting.values()):
                     text = (f"the query ran longer than the {self.config.timeout:g} s limit "
                             "and was stopped" if now >= running.deadline else REPLACED)
@@ -389,8 +389,7 @@ class _Socket:
 
 def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
            busy: Any, replaced: Any, sandboxed: bool) -> None:
-    worker = QueryWorker(config, start, ask, busy, replaced, sandboxed=sandboxed,
-                         listening=sock)
+    worker = QueryWorker(config, start, ask, busy, replaced, sandboxed=sandboxed)
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(

@@ -7,7 +7,11 @@ imported, before the server opens any store or thread: each worker is then a for
 small clean process, ready in milliseconds), and keeps the slots filled:
 
 * a worker that exits — after a runaway query (it answered 503 itself), or for any other
-  reason — is replaced by one that opens the current generation read-only: no reload;
+  reason — is replaced by one that opens the current generation read-only: no reload.
+  Each slot's listening socket is the server's for its whole life (held here, handed to
+  every worker of the slot): connections that arrive while a slot's worker is replaced
+  wait in that socket's queue for the next one, never refused (with one worker, a
+  socket per worker left the port closed until the replacement had bound a new one);
 * a worker whose query runs :data:`~.front.GRACE_SECONDS` past the deadline without it
   having stopped itself is killed (the busy times are in shared memory);
 * a worker asks, over its pipe, for the newest generation when the journal moved on:
@@ -86,6 +90,8 @@ class QueryFront:
         self.sock: socket.socket | None = sock
         self.address = sock.getsockname()[:2]
         self.size = max(1, size)
+        #: each slot's listening socket, bound once and kept for the server's life
+        self._sockets: list[socket.socket | None] = [None] * self.size
         self._ctx = mp.get_context("forkserver")
         self.busy: Any = self._ctx.Array("d", self.size, lock=False)
         #: workers that stopped themselves after a runaway query, per slot (each entry is
@@ -108,7 +114,10 @@ class QueryFront:
         parent, child = self._ctx.Pipe()
         life_read, life_write = self._ctx.Pipe(duplex=False)
         generation, seq = self.source.published()
-        sock, self.sock = self.sock or listen(*self.address), None
+        sock = self._sockets[slot]
+        if sock is None:  # the slot's first worker: its socket, kept here from now on
+            sock, self.sock = self.sock or listen(*self.address), None
+            self._sockets[slot] = sock
         # the slot's busy time was the last worker's: one that ended in a query (a runaway)
         # left its start there, and the watch would kill this one for it
         self.busy[slot] = 0.0
@@ -116,8 +125,7 @@ class QueryFront:
             target=front_main, name=f"cradle-sparql-{slot}", daemon=True,
             args=(sock, self.config, Start(slot, str(generation), seq), child,
                   life_read, self.busy, self.replaced))
-        process.start()
-        sock.close()  # the worker's own now: a copy left here would take connections
+        process.start()  # the worker gets a copy of the slot's socket: the same queue
         child.close()
         life_read.close()
         entry = _Slot(process, parent, life_write, str(generation),
@@ -211,8 +219,10 @@ class QueryFront:
                 if entry.process.is_alive():
                     entry.process.kill()
                     entry.process.join(2)
-        if self.sock is not None:
-            self.sock.close()
+        for sock in [self.sock, *self._sockets]:
+            if sock is not None:
+                sock.close()
+        self.sock, self._sockets = None, []
 
 
 __all__ = ["QueryFront", "listen", "start_fork_server"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -124,3 +125,48 @@ def test_every_query_thread_of_a_worker_has_the_deep_stack(
         assert httpx.get(srv.sparql, params={"query": "ASK {}"}).status_code == 200
     finally:
         stop_server(srv)
+
+
+#: a cross product no engine finishes within the test server's timeout
+RUNAWAY = ("SELECT (COUNT(*) AS ?n) WHERE { "
+           + " ".join(f"VALUES ?v{i} {{ {' '.join(str(n) for n in range(200))} }}"
+                      for i in range(5)) + " }")
+
+
+def test_a_worker_replaced_after_a_timeout_leaves_the_port_open(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """With one worker, the query that times out ends it; while its replacement starts,
+    new connections wait on the slot's socket (the server's, not the worker's) — none is
+    refused. A client knocks all along; the runaway's 503 comes, the worker is replaced,
+    and not one knock was refused."""
+    srv = serve_data(tmp_path_factory.mktemp("replaced"), "--workers", "1")
+    host, port = srv.url.rsplit("//", 1)[1].split(":")
+    knocks = {"made": 0, "refused": 0}
+    stop = threading.Event()
+
+    def knock() -> None:
+        while not stop.is_set():
+            try:
+                socket.create_connection((host, int(port)), timeout=10).close()
+            except ConnectionRefusedError:
+                knocks["refused"] += 1
+            knocks["made"] += 1
+
+    knocker = threading.Thread(target=knock)
+    knocker.start()
+    try:
+        res = httpx.post(srv.sparql, data={"query": RUNAWAY}, timeout=120)
+        assert res.status_code == 503, res.text
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the replacement is up and answering
+            health = httpx.get(srv.url + "/healthz", timeout=10).json()
+            if health["workers_replaced"] >= 1 and health["workers_ready"] == 1:
+                break
+            time.sleep(0.05)
+        assert health["workers_replaced"] >= 1 and health["workers_ready"] == 1, health
+        assert httpx.get(srv.sparql, params={"query": "ASK {}"}, timeout=30).status_code == 200
+    finally:
+        stop.set()
+        knocker.join(30)
+        stop_server(srv)
+    assert knocks["made"] > 100 and knocks["refused"] == 0, knocks

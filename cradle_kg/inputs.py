@@ -81,6 +81,8 @@ DEFAULT_LIMITS = InputLimits.model_construct()
 CEILINGS = InputLimits.model_construct(**_CEILING_VALUES)  # type: ignore[arg-type]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: what a location in a one-line message is not written with as it is
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 #: a JSON string (unrolled, so it cannot backtrack) or a bracket
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 _OPENERS = frozenset("[{")
@@ -138,12 +140,12 @@ def check_value(value: Any, *, limits: InputLimits = DEFAULT_LIMITS, where: str 
         item, at, level = stack.pop()
         if isinstance(item, dict | list | tuple):
             if level > limits.max_depth:
-                raise InputError(f"`{at}`: nested too deep (more than {limits.max_depth} "
-                                 "levels)")
+                raise InputError(f"`{_short(at)}`: nested too deep (more than "
+                                 f"{limits.max_depth} levels)")
             if isinstance(item, dict):
                 for key, sub in item.items():
                     if not isinstance(key, str):
-                        raise InputError(f"`{at}`: object keys must be strings")
+                        raise InputError(f"`{_short(at)}`: object keys must be strings")
                     _check_string(key, f"{at}", limits.max_id_length, "key")
                     stack.append((sub, f"{at}.{key}", level + 1))
             else:
@@ -154,13 +156,14 @@ def check_value(value: Any, *, limits: InputLimits = DEFAULT_LIMITS, where: str 
             continue
         elif isinstance(item, int):
             if not -bound < item < bound:
-                raise InputError(f"`{at}`: integer has more than {limits.max_integer_digits} "
-                                 "digits")
+                raise InputError(f"`{_short(at)}`: integer has more than "
+                                 f"{limits.max_integer_digits} digits")
         elif isinstance(item, float):
             if not math.isfinite(item):
-                raise InputError(f"`{at}`: `{item}` is not a JSON number")
+                raise InputError(f"`{_short(at)}`: `{item}` is not a JSON number")
         elif not isinstance(item, datetime | date | Enum | BaseModel):
-            raise InputError(f"`{at}`: a value of type `{type(item).__name__}` has no JSON form")
+            raise InputError(f"`{_short(at)}`: a value of type `{type(item).__name__}` has "
+                             "no JSON form")
 
 
 def check_id(value: str | None, *, limits: InputLimits, where: str) -> None:
@@ -189,8 +192,11 @@ def _check_string(text: str, where: str, limit: int, what: str) -> None:
 
 
 def _short(where: str) -> str:
-    """A location for a message: hostile keys can make it long."""
-    return where if len(where) <= 120 else where[:117] + "..."
+    """A location for a message, on one line: hostile keys can make it long, and can hold
+    line breaks, control characters or lone surrogates — those are written as escapes."""
+    text = _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                            where)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _one_line(text: str) -> str:

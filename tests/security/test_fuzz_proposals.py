@@ -71,7 +71,13 @@ def _text(proposal: dict[str, Any], mutation: int) -> str:
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return fresh_home(tmp_path_factory.mktemp("fuzz") / "home")
+    """A home whose journal already holds a call: a journal with no event at all is not
+    one `verify` calls intact (its genesis is missing), and a fuzzed first example that
+    is refused journals nothing."""
+    path = fresh_home(tmp_path_factory.mktemp("fuzz") / "home")
+    with Runtime(path, graph_sync=False) as rt:
+        assert rt.submit(credit("fz-warm-up")).ok
+    return path
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
@@ -139,3 +145,21 @@ def test_after_the_fuzzing_the_journal_verifies_and_memory_stayed_bounded(home: 
         assert done.returncode == 0 and json.loads(done.stdout)["intact"], done.stdout
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     assert peak_kib < 1024 * 1024, f"a child process peaked at {peak_kib} KiB"
+
+
+@pytest.mark.parametrize("value", [10**19, "\ud800", float("nan"),
+                                   json.loads("[" * 40 + "]" * 40)])
+def test_a_key_holding_a_line_break_stays_on_one_line_in_the_refusal(
+        home: Path, value: Any) -> None:
+    """Found by the fuzzer: a refusal names where the bad value sits, and a hostile key
+    there (a line break, a control character) is written as an escape."""
+    body = credit("fz-key", action={"arguments": {"account": "acct-f", "amount": 1,
+                                                  "extra": {"a\nb\u2028\x1b": value}}})
+    with Runtime(home, graph_sync=False) as rt:
+        before = rt.journal.head()
+        with pytest.raises(CradleError) as refused:
+            rt.submit(body)
+        assert rt.journal.head() == before
+    message = refused.value.message
+    assert not any(ch in message for ch in "\n\u2028\x1b\ud800"), message
+    assert "a\\nb\\u2028\\x1b" in message, message

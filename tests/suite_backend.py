@@ -25,7 +25,6 @@ their reason on the other backend.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -126,7 +125,6 @@ class _Backends:
 
     def note_use(self, key: str) -> None:
         """Remember ``key`` if its fixture wrote to it."""
-        import httpx
         import psycopg
 
         url = self._journal_urls.get(key)
@@ -137,12 +135,15 @@ class _Backends:
                 self.used.add(key)
         server = self._graphs.get(key)
         if server is not None:
-            answer = httpx.post(f"{server.url}/query", timeout=30,
-                                data={"query": "ASK { { ?s ?p ?o } UNION "
-                                               "{ GRAPH ?g { ?s ?p ?o } } }"},
-                                headers={"Accept": "application/sparql-results+json"})
-            if answer.status_code == 200 and answer.json().get("boolean"):
-                self.used.add(key)
+            from cradle_kg.storage.graph_config import resolve
+            from cradle_kg.storage.sparql_http import SparqlHttpStore
+
+            store = SparqlHttpStore(resolve(server.endpoints()))
+            try:
+                if store.ask("ASK { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }"):
+                    self.used.add(key)
+            finally:
+                store.close()
 
     def drop_scope(self, key: str) -> None:
         self.used.discard(key)
@@ -230,28 +231,12 @@ def pytest_fixture_setup(fixturedef: Any, request: Any) -> Iterator[None]:
         env.pop(JOURNAL_URL_ENV, None)
     if names & OWN_GRAPH:
         env.pop(GRAPH_URL_ENV, None)
-    with _environment(env):
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
         yield
     if keys:
         state.note_use(keys[0])
-
-
-class _environment:
-    def __init__(self, values: dict[str, str]) -> None:
-        self.values = values
-        self.saved: dict[str, str | None] = {}
-
-    def __enter__(self) -> None:
-        for name, value in self.values.items():
-            self.saved[name] = os.environ.get(name)
-            os.environ[name] = value
-
-    def __exit__(self, *exc: object) -> None:
-        for name, old in self.saved.items():
-            if old is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = old
 
 
 def _builds_own_home(info: Any, closure: list[str]) -> bool:

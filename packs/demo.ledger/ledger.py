@@ -23,6 +23,8 @@ CREATE TABLE IF NOT EXISTS entries (
     amount   INTEGER NOT NULL,
     at       TEXT NOT NULL
 );
+-- a balance sums one account's entries: an index, not a scan of every entry ever written
+CREATE INDEX IF NOT EXISTS entries_account ON entries(account, amount);
 CREATE TABLE IF NOT EXISTS accounts (
     account  TEXT PRIMARY KEY,
     status   TEXT NOT NULL DEFAULT 'open'

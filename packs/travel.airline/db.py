@@ -69,6 +69,8 @@ CREATE TABLE IF NOT EXISTS changes (
     payment_id      TEXT,
     amount          REAL
 );
+-- the verifier reads a call's changes by its key: an index, not a scan of every change made
+CREATE INDEX IF NOT EXISTS changes_key ON changes(idempotency_key, n);
 """
 
 SOURCE = "travel-airline/airline.sqlite"

@@ -62,3 +62,16 @@ def test_closing_an_account_waits_for_a_human(home: testing.PackHome) -> None:
     out = home.submit("demo.ledger.close_account", {"account": "d"}, agent=AGENT,
                       target="ledger:d")
     testing.expect(out, "awaiting_approval")
+
+
+def test_a_balance_reads_one_accounts_entries_through_an_index(home: testing.PackHome) -> None:
+    """The balance (the read every demo and bench makes) costs the account's entries, not
+    every entry the ledger ever wrote: SQLite's plan searches an index."""
+    out = home.submit("demo.ledger.credit", {"account": "a", "amount": 1}, agent=AGENT,
+                      target="ledger:a", proposal_id="p-index")
+    testing.expect(out, "executed")
+    ledger = home.entry("ledger:Ledger")(Path(home.root) / "demo-ledger" / "ledger.sqlite")
+    plan = ledger.store.rows("EXPLAIN QUERY PLAN SELECT COALESCE(SUM(amount), 0) FROM entries "
+                             "WHERE account = ?", ("a",))
+    details = " ".join(str(row[-1]) for row in plan)
+    assert "USING COVERING INDEX entries_account" in details, details

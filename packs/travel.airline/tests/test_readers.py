@@ -83,3 +83,17 @@ def test_a_governed_write_is_verified_through_the_reused_reader(airline: Airline
                      "arguments": {"reservation_id": rid, "passengers": people},
                      "facts": [("airline:confirmed", "yes")]}, status="executed")
         assert _reservation(airline.db, rid)["passengers"][0]["first_name"] == f"Reuse{i}"
+
+
+def test_a_calls_changes_are_read_through_an_index(airline: Airline) -> None:
+    """The verifier reads back the changes of one call by its key (every governed write):
+    SQLite's plan searches an index, so the read does not grow with the changes the
+    database has logged (a scan of every change was read on each write before)."""
+    with airline.db.writing():
+        pass  # a writing connection applies the schema, indexes included
+    with airline.db.reading() as conn:
+        plan = conn.execute("EXPLAIN QUERY PLAN SELECT kind, reservation_id, user_id, "
+                            "payment_id, amount FROM changes WHERE idempotency_key = ? "
+                            "ORDER BY n", ("k",)).fetchall()
+    details = " ".join(str(row[-1]) for row in plan)
+    assert "USING INDEX changes_key" in details and "TEMP B-TREE" not in details, details

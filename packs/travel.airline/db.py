@@ -28,6 +28,8 @@ from typing import Any
 
 from cradle_kg.packs.sdk import InputError, PackContext, PackStore
 
+from .datacheck import check_data
+
 #: EST as the policy writes it: a fixed offset, UTC-5
 EST = timezone(timedelta(hours=-5), "EST")
 #: the policy's clock ("The current time is 2024-05-15 15:00:00 EST.")
@@ -250,6 +252,8 @@ def read_data_dir(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[st
             raw = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise InputError(f"`{path}`: not valid JSON: {exc}") from exc
+        except RecursionError:
+            raise InputError(f"`{path}`: not valid JSON: nested too deeply") from None
         if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
             raise InputError(f"`{path}`: expected an object of id → object")
         out.append(raw)
@@ -267,4 +271,5 @@ def read_data_dir(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[st
         if not all(k in r for k in ("user_id", "flights", "passengers", "payment_history")):
             raise InputError(f"`{folder / 'reservations.json'}`: reservation `{rid}` lacks "
                              "`user_id`, `flights`, `passengers` or `payment_history`")
+    check_data(folder, users, flights, reservations)
     return users, flights, reservations

@@ -74,6 +74,11 @@ class ProposalError(InputError):
     code = "invalid_proposal"
 
 
+class RunOwnershipError(ProposalError):
+    """A proposal names a run another agent started: refused before anything is journaled
+    (a run's steps, approvals and trusted inputs are its agent's alone)."""
+
+
 class ManifestError(InputError):
     code = "invalid_manifest"
 

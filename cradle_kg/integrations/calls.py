@@ -230,8 +230,13 @@ class GovernedSession:
                            where)
         try:
             raw = self.proposal(tool_id, arguments, meta, step=step, proposal_id=pid)
-            self.record_input(raw["run_id"], meta.input)
-            outcome = self.runtime.submit(raw)
+            # INVARIANT: nothing is journaled for a call the loader refuses or that names
+            # another agent's run; the host's input only with a proposal that will be
+            proposal = self.runtime.parse_proposal(raw)
+            self.runtime.check_run_owner(proposal.effective_run_id, self.agent_id)
+            if meta.input is not None:
+                self.record_input(proposal.effective_run_id, meta.input)
+            outcome = self.runtime.submit(proposal)
         except CradleError as exc:  # refused before the loop (limits, shape): journals nothing
             return refused(exc, where)
         return render(outcome, tool_id, step=step, home=self.home_hint)

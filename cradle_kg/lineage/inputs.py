@@ -11,6 +11,7 @@ from datetime import datetime
 
 from ..errors import InputError
 from ..evidence import EvidenceStore
+from ..inputs import check_human_input
 from ..loop.context import LoopContext
 from ..storage import NewEvent
 
@@ -20,14 +21,24 @@ MAX_INPUT_CHARS = 64 * 1024
 
 def record_input(ctx: LoopContext, evidence: EvidenceStore, run_id: str, text: str, *,
                  author: str, kind: str, now: datetime) -> str:
-    """Journal a trusted input of ``run_id``; returns its content address."""
+    """Journal a trusted input of ``run_id``; returns its content address.
+
+    The run id, the author and the kind are ids (checked as a proposal's are: no NUL, no
+    lone surrogate, within the home's limits) *before* anything is journaled: an MCP
+    host's ``cradle-kg/input`` reaches here before its proposal is parsed."""
     if not run_id or not author:
         raise InputError("a trusted input needs a run id and an author")
+    check_human_input(ctx.config.input_limits,
+                      ids={"input.run": run_id, "input.author": author, "input.kind": kind})
     if not text.strip():
         raise InputError("a trusted input is not empty")
     if len(text) > MAX_INPUT_CHARS:
         raise InputError(f"a trusted input is at most {MAX_INPUT_CHARS} characters")
-    data = text.encode("utf-8")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 bytes to store
+        raise InputError(f"a trusted input holds a lone surrogate at {exc.start} (not valid "
+                         "unicode)") from None
     ref = evidence.put(data)
     ctx.append([
         NewEvent(run_id=run_id, kind="evidence.collected", subject=ref, actor=author, at=now,

@@ -124,7 +124,8 @@ class ApprovalBook:
 
     def usable(self, digest: str, now: datetime, proposer: str, *, run_id: str,
                also_excluded: Collection[str] = ()) -> HumanApproval | None:
-        """An approved, unexpired, unconsumed approval of this exact action in this run.
+        """An approved, unexpired, unconsumed approval of this exact action in this run,
+        asked for by this proposer (another agent's identical action needs its own).
 
         ``also_excluded``: identities that may not approve *this* use (the proposer's
         principal, on whose behalf it acts) besides those excluded at request time.
@@ -134,6 +135,8 @@ class ApprovalBook:
             if a.status is not ApprovalStatus.APPROVED or a.approver_id is None:
                 continue
             if a.run_id != run_id:  # INVARIANT: an approval never leaves its run
+                continue
+            if a.requested_by != proposer:  # INVARIANT: nor the agent whose action it approved
                 continue
             if (a.approver_id in st.excluded or a.approver_id == proposer
                     or a.approver_id in also_excluded):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RuntimeConfig, load_config
-from ..errors import CradleError, GraphStoreError, JournalError
+from ..errors import CradleError, GraphStoreError, JournalError, RunOwnershipError
 from ..evidence import EvidenceStore
 from ..graph.catchup import catch_up
 from ..graph.knowledge import KnowledgeSource
@@ -78,6 +78,27 @@ from .settlement import Settlement
 
 #: a submission that loses the race for its proposal id is evaluated again, this often
 _CLAIM_ATTEMPTS = 3
+
+
+def check_run_owner(journal: Journal, run_id: str, agent_id: str) -> None:
+    """Raise :class:`RunOwnershipError` — before anything is journaled in the run — when the
+    run's first proposal was another agent's.
+
+    INVARIANT: at the entry points an agent reaches with its own credentials — the MCP
+    gateway and proxy, LangGraph (:class:`~cradle_kg.integrations.calls.GovernedSession`)
+    and the JSON API — a run is its first proposal's agent's: another identity that names
+    it (run ids are not secrets: results, pages and hand-offs show them) could otherwise
+    append steps to it or speak in it as its user. Refused rather than denied, so that
+    nothing of the attempt lands in the owner's run (a denial there would become the
+    run's latest outcome). The host's own code (``Runtime.submit`` in process, the CLI)
+    may still run several agents in one run, as an incident team does; an approval is
+    usable only by the agent that asked for it whoever submits
+    (:meth:`.approvals.ApprovalBook.usable`)."""
+    owner = journal.run_agent(run_id)
+    if owner is not None and owner != agent_id:
+        raise RunOwnershipError(
+            f"`run_id`: run `{run_id}` belongs to `{owner}`: an agent proposes only in its "
+            "own runs", hint="start a new run (leave `run_id` out, or name a new one)")
 
 
 def _utcnow() -> datetime:
@@ -352,6 +373,12 @@ class Runtime:
     def submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         """Run one proposal through the whole loop and return how it ended."""
         return self._submit(raw)
+
+    def check_run_owner(self, run_id: str, agent_id: str) -> None:
+        """Raise :class:`~cradle_kg.errors.RunOwnershipError` when ``run_id`` is another
+        agent's (see :func:`check_run_owner`): what every entry point that speaks for an
+        authenticated agent checks before it journals anything in the run."""
+        check_run_owner(self.journal, run_id, agent_id)
 
     def _submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         proposal = self.parse_proposal(raw)

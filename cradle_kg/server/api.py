@@ -79,7 +79,12 @@ def make_router(runtime: Runtime) -> APIRouter:
             raise HTTPException(403, detail={"error": "forbidden", "message":
                                              f"`{who.identity}` may only submit its own "
                                              "proposals (agent_id must be the caller)"})
-        outcome = await run_in_threadpool(call, lambda: runtime.submit(proposal))
+        def submit_own() -> Outcome:
+            parsed = runtime.parse_proposal(proposal)
+            runtime.check_run_owner(parsed.effective_run_id, who.identity)
+            return runtime.submit(parsed)
+
+        outcome = await run_in_threadpool(call, submit_own)
         return outcome_dict(outcome) or {}
 
     @router.get("/runs", summary="Runs and their state, newest first, one page at a time")

@@ -19,6 +19,7 @@ from ..errors import (
     CradleError,
     InputError,
     InputTooLargeError,
+    RunOwnershipError,
     UnknownNameError,
 )
 from ..inputs import InputLimits, load_json
@@ -34,7 +35,7 @@ _BEARER = HTTPBearer(auto_error=False, description="a per-identity API token")
 def status_of(exc: CradleError) -> int:
     if isinstance(exc, UnknownNameError):
         return 404
-    if isinstance(exc, ApprovalError):
+    if isinstance(exc, ApprovalError | RunOwnershipError):  # not the caller's to do
         return 403
     if isinstance(exc, InputTooLargeError):
         return 413

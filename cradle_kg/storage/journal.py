@@ -96,6 +96,10 @@ class Journal(Protocol):
 
     def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None: ...
 
+    def run_agent(self, run_id: str) -> str | None:
+        """The agent of the run's first proposal (the run's owner), or None: no proposal yet."""
+        ...
+
     def head(self) -> tuple[int, str]: ...
 
     def watermark(self) -> int:

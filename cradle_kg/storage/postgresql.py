@@ -345,6 +345,11 @@ class PostgresJournal:
     def event_for_key(self, key: str) -> AuditEvent | None:
         return self.intent_for_key(key)
 
+    def run_agent(self, run_id: str) -> str | None:
+        rows = self._query("SELECT actor FROM events WHERE run_id = %s AND "
+                           "kind = 'proposal.received' ORDER BY seq LIMIT 1", (run_id,))
+        return str(rows[0][0]) if rows else None
+
     def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None:
         """One probe of ``events_outcome`` (whatever the run's or the journal's size)."""
         rows = self._query(

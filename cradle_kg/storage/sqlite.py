@@ -640,6 +640,12 @@ class SqliteJournal:
         """The event that claimed a key (an intent, a proposal id in its run, ...)."""
         return self.intent_for_key(key)
 
+    def run_agent(self, run_id: str) -> str | None:
+        # the run's events in order (index events_run), up to its first proposal
+        rows = self._query("SELECT actor FROM events WHERE run_id = ? AND "
+                           "kind = 'proposal.received' ORDER BY seq LIMIT 1", (run_id,))
+        return str(rows[0][0]) if rows else None
+
     def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None:
         """The last ``run.outcome`` event of a proposal in a run (not of a submission that
         was refused because it reused the id for other content)."""

@@ -1,0 +1,156 @@
+"""A real ``cradle-kg mcp serve --transport streamable-http`` on 127.0.0.1, two agents with a
+token each, and a raw JSON-RPC client (httpx) for the attacks of ``test_14``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from cradle_kg.config import load_config, save_config
+from cradle_kg.demo.scenario import AGENT, demo_config, prepare_home
+from cradle_kg.home import Home
+from cradle_kg.records import Agent, Permission
+from cradle_kg.server.auth import issue_agent_token
+from cradle_kg.storage.opening import open_home_journal
+
+ROOT = Path(__file__).resolve().parents[2]
+MALLORY = "agent:mallory"
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INIT = {"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "attacker", "version": "0"}}
+
+
+def two_agent_home(root: Path) -> Path:
+    """The demo home with a second agent that holds the same grants as the first."""
+    prepare_home(root)
+    base = demo_config()
+    save_config(root / "config.json", base.model_copy(update={
+        "agents": (*base.agents, Agent(id=MALLORY, role="assistant", permitted_scopes=(
+            "ledger:read", "ledger:write", "ledger:admin"))),
+        "permissions": (*base.permissions, Permission(
+            subject=MALLORY, action_type="demo.ledger.*", resource_selector="ledger:*"))}))
+    return root
+
+
+def token_for(home: Path, agent: str) -> str:
+    return issue_agent_token(Home(home), load_config(home / "config.json"), agent)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Served:
+    url: str
+    home: Path
+    proc: subprocess.Popen[bytes]
+    log: Path
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def stderr(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def events(self) -> list[Any]:
+        with open_home_journal(self.home) as journal:
+            return list(journal.events())
+
+
+def serve(home: Path) -> Iterator[Served]:
+    """Start the server (127.0.0.1 only); yield it; stop it."""
+    port = _free_port()
+    log = home.parent / f"{home.name}.stderr"
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cradle_kg", "mcp", "serve", "--home", str(home),
+             "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+    served = Served(f"http://127.0.0.1:{port}/mcp", home, proc, log)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, served.stderr()
+            assert time.monotonic() < deadline, "the server did not start in 60 s"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield served
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
+def fresh(tmp: Path, name: str) -> Path:
+    home = tmp / name
+    shutil.rmtree(home, ignore_errors=True)
+    return two_agent_home(home)
+
+
+def answer(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC message of a response (plain JSON, or the last SSE ``data:``)."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in response.text.splitlines()
+                if line.startswith("data:") and line[5:].strip()]
+        return dict(json.loads(data[-1]))
+    return dict(response.json())
+
+
+class Client:
+    """One MCP session over raw HTTP, as one token."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url = url
+        self.http = httpx.Client(timeout=30)
+        self.headers = {**ACCEPT, "Authorization": f"Bearer {token}"}
+        opened = self.http.post(url, headers=self.headers, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT})
+        assert opened.status_code == 200, opened.text
+        self.headers = {**self.headers, "mcp-session-id": opened.headers["mcp-session-id"],
+                        "mcp-protocol-version": "2025-06-18"}
+        self.post_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.ident = 1
+
+    def close(self) -> None:
+        self.http.close()
+
+    def post_json(self, body: Any, **headers: str) -> httpx.Response:
+        return self.http.post(self.url, headers={**self.headers, **headers}, json=body)
+
+    def post_raw(self, body: bytes) -> httpx.Response:
+        return self.http.post(self.url, headers=self.headers, content=body)
+
+    def call(self, tool: str, arguments: Any, meta: dict[str, Any] | None = None
+             ) -> dict[str, Any]:
+        self.ident += 1
+        params: dict[str, Any] = {"name": tool, "arguments": arguments}
+        if meta is not None:
+            params["_meta"] = meta
+        return answer(self.post_json({"jsonrpc": "2.0", "id": self.ident,
+                                      "method": "tools/call", "params": params}))
+
+    def alive(self) -> bool:
+        self.ident += 1
+        listed = answer(self.post_json({"jsonrpc": "2.0", "id": self.ident,
+                                        "method": "tools/list"}))
+        return bool(listed.get("result", {}).get("tools"))
+
+
+__all__ = ["AGENT", "MALLORY", "Client", "Served", "answer", "fresh", "serve", "token_for"]

@@ -1,0 +1,98 @@
+"""A run is its first proposal's agent's at the entry points an agent reaches with its own
+credentials (found by the gateway review, finding A): another identity that names the run —
+run ids are not secrets: results, pages and hand-offs show them — is refused before anything
+is journaled, through a governed session (MCP, LangGraph) and the JSON API alike; and an
+approval given to one agent's action is never usable by another agent's identical one,
+whoever submits it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from cradle_kg import Runtime
+from cradle_kg.errors import RunOwnershipError
+from cradle_kg.integrations.calls import GovernedSession, HostMeta
+from cradle_kg.records import ApprovalStatus, HumanApproval
+
+from ..server.conftest import start_server, stop_server
+from .mcp_http import AGENT, MALLORY, token_for, two_agent_home
+
+
+def _proposal(agent: str, pid: str, run: str, amount: int = 5) -> dict[str, Any]:
+    return {"id": pid, "task_id": "t", "run_id": run, "agent_id": agent,
+            "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
+                       "arguments": {"account": "acct-1", "amount": amount}}}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return two_agent_home(tmp_path / "home")
+
+
+@pytest.fixture
+def rt(home: Path) -> Iterator[Runtime]:
+    with Runtime(home) as runtime:
+        yield runtime
+
+
+def test_another_agent_is_refused_in_a_run_and_journals_nothing(rt: Runtime) -> None:
+    """Through a governed session (what MCP and LangGraph run): refused, nothing written."""
+    alice, mallory = GovernedSession(rt, AGENT), GovernedSession(rt, MALLORY)
+    first = alice.call("demo.ledger.credit", {"account": "acct-1", "amount": 5})
+    assert first.status == "executed"
+    head = rt.journal.head()
+    theirs = mallory.call("demo.ledger.credit", {"account": "acct-1", "amount": 7},
+                          HostMeta(run=alice.run_id))
+    assert theirs.status == "refused" and "belongs to `agent:ledger-assistant`" in theirs.text
+    assert rt.journal.head() == head  # nothing of the attempt, not even a denial
+    # its own run, and the owner's next step, go on as before
+    assert mallory.call("demo.ledger.credit", {"account": "acct-1", "amount": 7}).status \
+        == "executed"
+    assert alice.call("demo.ledger.credit", {"account": "acct-1", "amount": 9}).status \
+        == "executed"
+    with pytest.raises(RunOwnershipError):
+        rt.check_run_owner(alice.run_id, MALLORY)
+    rt.check_run_owner(alice.run_id, AGENT)
+    rt.check_run_owner("run:new", MALLORY)  # a run nobody proposed in yet is anyone's
+
+
+def test_the_json_api_answers_403_and_journals_nothing(home: Path, rt: Runtime,
+                                                       tmp_path: Path) -> None:
+    rt.submit(_proposal(AGENT, "p1", "run:alice"))
+    head = rt.journal.head()
+    rt.close()
+    token = token_for(home, MALLORY)
+    srv = start_server(["--home", str(home)], tmp_path / "server.log", home)
+    try:
+        answer = httpx.post(srv.url + "/api/proposals",
+                            json=_proposal(MALLORY, "p2", "run:alice"),
+                            headers={"Authorization": f"Bearer {token}"}, timeout=60)
+    finally:
+        stop_server(srv)
+    assert answer.status_code == 403, answer.text
+    assert "belongs to" in answer.text
+    with Runtime(home) as again:
+        assert again.journal.head() == head
+
+
+def test_an_approval_is_usable_only_by_the_agent_that_asked(rt: Runtime) -> None:
+    now = datetime.now(UTC)
+    given = HumanApproval(id="apr-1", decision_id="dec-1", proposal_id="p1", run_id="run:r",
+                          action_digest="sha256:" + "0" * 64, requested_by=AGENT,
+                          requested_at=now, status=ApprovalStatus.APPROVED,
+                          approver_id="human:approver", decided_at=now, once=False,
+                          expires_at=now + timedelta(hours=1))
+
+    class _State:
+        approval, excluded = given, frozenset[str]()
+
+    book = rt.approvals
+    book.for_digest = lambda digest: [_State()]  # type: ignore[method-assign]
+    assert book.usable(given.action_digest, now, AGENT, run_id="run:r") is given
+    assert book.usable(given.action_digest, now, MALLORY, run_id="run:r") is None

@@ -96,7 +96,11 @@ def _run(rt: Runtime, root: Path, transport: Transport, agent: str | None, host:
         return
     import uvicorn
 
-    app = mcp_server.http_app(rt, approval_wait=wait, home_hint=str(root))
+    from ..integrations.http_guard import StrictJsonBody
+
+    # the strict JSON loader before the SDK's: a hostile body is a parse error, not a 500
+    app = StrictJsonBody(mcp_server.http_app(rt, approval_wait=wait, home_hint=str(root)),
+                         rt.config.input_limits)
     err_console.print(f"cradle-kg MCP (streamable HTTP) at http://{host}:{port}/mcp",
                       highlight=False)
     uvicorn.run(app, host=host, port=port, log_level="warning")
@@ -107,8 +111,10 @@ ContractsOpt = Annotated[Path, typer.Option(
                         "idempotency, target, verifying read).", show_default=False)]
 PrefixOpt = Annotated[str, typer.Option("--prefix", help="Prefix of the upstream's tool ids.")]
 UndeclaredOpt = Annotated[bool, typer.Option(
-    "--allow-undeclared-read", help="Serve tools without a contract as read-only (default: "
-                                    "not served).")]
+    "--allow-undeclared-read", help="Serve tools without a contract as read-only when the "
+                                    "upstream annotates them readOnlyHint (and not "
+                                    "destructiveHint); others are never served without a "
+                                    "contract (default: none served).")]
 UpstreamOpt = Annotated[str | None, typer.Option(
     "--upstream", help="URL of a streamable-HTTP upstream (instead of a command).",
     show_default=False)]
@@ -175,6 +181,10 @@ def _run_proxy(rt: Runtime, declared: Contracts, o: _ProxyOpts) -> CradleError |
             except CradleError as exc:
                 failed.append(exc)
                 return
+            if o.allow_undeclared_read and (left := proxy.undeclared(tools, declared)):
+                err_console.print("not served (no contract, and the upstream does not "
+                                  "annotate them read-only): " + ", ".join(left),
+                                  highlight=False)
             # the intents a crash left: the upstream's tools are known only now
             await anyio.to_thread.run_sync(rt.recover)
             if o.transport is Transport.STDIO:
@@ -184,8 +194,12 @@ def _run_proxy(rt: Runtime, declared: Contracts, o: _ProxyOpts) -> CradleError |
                 return
             import uvicorn
 
-            app = mcp_server.http_app(rt, approval_wait=o.wait, home_hint=o.home, only=ids,
-                                      name="cradle-kg-proxy")
+            from ..integrations.http_guard import StrictJsonBody
+
+            app = StrictJsonBody(mcp_server.http_app(rt, approval_wait=o.wait,
+                                                     home_hint=o.home, only=ids,
+                                                     name="cradle-kg-proxy"),
+                                 rt.config.input_limits)
             err_console.print(f"cradle-kg MCP proxy at http://{o.host}:{o.port}/mcp",
                               highlight=False)
             await uvicorn.Server(uvicorn.Config(app, host=o.host, port=o.port,

@@ -16,11 +16,16 @@ operator declares it, per tool, in a small YAML file::
           arguments: {id: "{id}"}      # templates over the call's arguments
           expect: {text: "{text}"}     # field of the read's answer -> expected value
 
-The file is checked on load; the first problem is one line, ``file:line: message``.
+The file is checked on load; the first problem is one line, ``file:line: message``. A key
+given twice in one mapping (a second ``side_effect:`` that quietly overrides the first, a
+tool declared twice) is refused, never resolved last-wins; so are a file that is not UTF-8,
+one larger than :data:`MAX_CONTRACTS_BYTES` and nesting deeper than :data:`MAX_DEPTH`.
 """
 
 from __future__ import annotations
 
+import string
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +36,47 @@ from ..errors import ContractsError
 from ..records import IdempotencyClass, SideEffectClass
 
 _NAME = r"^[A-Za-z0-9_.-]{1,128}$"
+#: the largest contracts file read (a contract is a few lines per tool)
+MAX_CONTRACTS_BYTES = 1024 * 1024
+#: the deepest nesting of YAML collections read (a contract needs four levels)
+MAX_DEPTH = 32
+
+
+class _Refused(Exception):
+    """A problem found while composing the YAML, with its line."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.message, self.line = message, line
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """``SafeLoader`` that refuses a key given twice in one mapping and deep nesting."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise _Refused(f"nested too deep (more than {MAX_DEPTH} levels)",
+                               mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # `<<: *base` then an explicit key is an override, by design
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+                if key in seen:
+                    raise _Refused(f"`{str(key)[:80]}` is given twice in one mapping (a "
+                                   "second value would silently replace the first)",
+                                   key_node.start_mark.line + 1)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 class VerifyContract(BaseModel):
@@ -60,6 +106,9 @@ class ToolContract(BaseModel):
 
     @model_validator(mode="after")
     def _complete(self) -> ToolContract:
+        verify = self.verify
+        _check_templates([self.target or "", *(verify.arguments.values() if verify else ()),
+                          *(verify.expect.values() if verify else ())])
         if self.side_effect is not SideEffectClass.READ_ONLY:
             if not self.target:
                 raise ValueError(f"a `{self.side_effect}` tool needs a `target` template")
@@ -67,6 +116,23 @@ class ToolContract(BaseModel):
                 raise ValueError(f"a `{self.side_effect}` tool needs `verify` (an upstream "
                                  "read tool that confirms its effect)")
         return self
+
+
+def _check_templates(templates: Iterable[str]) -> None:
+    """A template names arguments, nothing else: ``{id}``, never ``{id.__class__}``,
+    ``{id[0]}``, ``{id!r}``, ``{id:>999999999}`` (a gigabyte per call) or ``{}``."""
+    for template in templates:
+        try:
+            parts = list(string.Formatter().parse(template))
+        except ValueError as exc:
+            raise ValueError(f"template `{template[:80]}`: {exc}") from None
+        for _, name, spec, conversion in parts:
+            if name is None:
+                continue
+            if not name or any(c in name for c in ".[]") or spec or conversion:
+                raise ValueError(f"template `{template[:80]}`: a placeholder is an argument "
+                                 "name in braces (`{name}`), without attribute, index, "
+                                 "conversion or format")
 
 
 class Contracts(BaseModel):
@@ -79,13 +145,26 @@ def load_contracts(path: Path) -> Contracts:
     """The contracts in ``path``, or :class:`ContractsError` naming the line at fault."""
     where = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_CONTRACTS_BYTES + 1)
     except OSError as exc:
         raise ContractsError(f"cannot read the contracts file: {exc.strerror or exc}",
                              file=where) from None
+    if len(raw) > MAX_CONTRACTS_BYTES:
+        raise ContractsError(f"the contracts file is larger than {MAX_CONTRACTS_BYTES} bytes",
+                             file=where)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ContractsError(f"not UTF-8 (byte {exc.start})", file=where,
+                             line=raw[:exc.start].count(b"\n") + 1) from None
+    try:
+        node = yaml.compose(text, Loader=_StrictLoader)
+        data = yaml.load(text, Loader=_StrictLoader)
+    except _Refused as exc:
+        raise ContractsError(exc.message, file=where, line=exc.line) from None
+    except RecursionError:  # belt and braces: MAX_DEPTH stops the composer first
+        raise ContractsError("nested too deep", file=where) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or "not valid YAML"

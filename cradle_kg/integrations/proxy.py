@@ -11,8 +11,9 @@ as the argument the contract names, and always in ``_meta``
 (``cradle-kg/idempotency_key``) — so a keyed upstream can deduplicate. Gate 2 reads the
 effect back through the declared upstream read tool; the same read is the tool's lookup,
 so crash recovery asks the upstream whether a key's effect happened before it calls
-again. Undeclared tools are not served, or served as
-``read_only`` with ``allow_undeclared_read``.
+again. Undeclared tools are not served, or — with ``allow_undeclared_read``, and only those
+the upstream annotates ``readOnlyHint`` (and not ``destructiveHint``) — served as
+``read_only``.
 
 The tools are then served exactly as ``mcp serve`` serves native ones
 (:func:`.mcp_server.build_server`): one code path, the same journal, approvals and replay.
@@ -241,7 +242,7 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
     ids: list[str] = []
     for tool in tools:
         contract = contracts.tools.get(tool.name)
-        if contract is None and not allow_undeclared_read:
+        if contract is None and not (allow_undeclared_read and upstream_says_read(tool)):
             continue
         if contract is not None:
             _check_templates(tool.name, contract, tool.inputSchema)
@@ -254,6 +255,23 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
                               lookup=proxied.lookup if keyed and spec.verifier else None)
         ids.append(spec.id)
     return ids
+
+
+def upstream_says_read(tool: types.Tool) -> bool:
+    """Whether the upstream itself annotates ``tool`` as a read: ``readOnlyHint`` true and
+    ``destructiveHint`` not true. What ``--allow-undeclared-read`` serves without a
+    contract: the upstream's word may only narrow what is served — a tool it does not call
+    a read (no annotation included) is never governed as one (found by the gateway review:
+    an undeclared ``wipe`` was served with ``readOnlyHint`` and governed as a read)."""
+    hints = tool.annotations
+    return bool(hints is not None and hints.readOnlyHint is True
+                and hints.destructiveHint is not True)
+
+
+def undeclared(tools: list[types.Tool], contracts: Contracts) -> list[str]:
+    """The upstream's tools with no contract that are not served even with
+    ``--allow-undeclared-read``: the upstream does not annotate them as reads."""
+    return [t.name for t in tools if t.name not in contracts.tools and not upstream_says_read(t)]
 
 
 def _check_templates(name: str, contract: ToolContract, schema: Mapping[str, Any]) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
 
 DIR = Path(sys.argv[1])
 server = FastMCP("notes-upstream", log_level="WARNING")
@@ -70,7 +71,7 @@ def read(id: str) -> dict[str, Any]:
     return {"id": id, "text": notes[id]}
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def peek() -> dict[str, Any]:
     """How many notes there are (no contract in the tests)."""
     return {"count": len(_notes())}

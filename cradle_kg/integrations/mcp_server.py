@@ -17,7 +17,11 @@ request or an unknown tool is a JSON-RPC error, never a crash.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
+import stat
+import sys
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection
 from typing import TYPE_CHECKING, Any
@@ -193,8 +197,103 @@ async def serve_stdio(runtime: Runtime, agent_id: str, *, approval_wait: float =
     GovernedSession(runtime, agent_id)  # refuses an undeclared agent before anything starts
     server = build_server(runtime, lambda: agent_id, approval_wait=approval_wait,
                           home_hint=home_hint, only=only, name=name)
-    async with stdio_server() as (read, write):
+    async with pipe_stdio() as (stdin, stdout), stdio_server(stdin, stdout) as (read, write):
         await server.run(read, write, server.create_initialization_options())
+
+
+class _PipeLines:
+    """stdin as the SDK's ``stdio_server`` reads it (an async iterator of text lines),
+    read on the event loop from a non-blocking pipe: no worker thread per line. A line ends
+    at ``\\n`` (MCP's stdio framing; a ``\\r`` before it is JSON whitespace)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        buffer = bytearray()  # a long line grows by appends: linear in its length
+        while chunk := await self.reader.read(_CHUNK):
+            buffer += chunk
+            if b"\n" not in chunk:
+                continue
+            *lines, rest = bytes(buffer).split(b"\n")
+            buffer = bytearray(rest)
+            for line in lines:  # as the SDK's TextIOWrapper(errors="replace") decodes
+                yield line.decode("utf-8", errors="replace") + "\n"
+        if buffer:
+            yield buffer.decode("utf-8", errors="replace")
+
+
+class _PipeWriter:
+    """stdout as the SDK's ``stdio_server`` writes it (``write``, then ``flush``), written on
+    the event loop to a non-blocking pipe: ``flush`` waits while the pipe is full."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+
+    async def write(self, text: str) -> None:
+        self.writer.write(text.encode("utf-8"))
+
+    async def flush(self) -> None:
+        await self.writer.drain()
+
+
+#: bytes read from stdin at a time (a longer line is joined from several reads)
+_CHUNK = 1 << 16
+
+
+def _mode(fd: int) -> os.stat_result | None:
+    try:
+        return os.fstat(fd)
+    except OSError:
+        return None
+
+
+@contextlib.asynccontextmanager
+async def pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
+    """stdin and stdout for the SDK's ``stdio_server``, read and written on the event loop
+    — the SDK's own wraps them in ``anyio.wrap_file``, which hands every line read, every
+    write and every flush to a worker thread (three thread hand-offs a call, about 0.3 ms).
+
+    On asyncio under POSIX: stdin when it is a pipe or a socket; stdout when it is a pipe
+    (on a socket, asyncio's write transport would take the peer's writes for a close).
+    ``None`` for a side that is not (the SDK's own then). Each is a duplicate of fd 0 or 1
+    (closing it leaves those open), non-blocking for the serve, blocking again after it."""
+    try:
+        loop = asyncio.get_running_loop()  # raises under another backend (trio)
+    except RuntimeError:
+        loop = None
+    given, taken = _mode(0), _mode(1)
+    if loop is None or sys.platform == "win32" or given is None or taken is None:
+        yield None, None
+        return
+    same = (given.st_dev, given.st_ino) == (taken.st_dev, taken.st_ino)
+    read_pipe = stat.S_ISFIFO(given.st_mode) or stat.S_ISSOCK(given.st_mode)
+    write_pipe = stat.S_ISFIFO(taken.st_mode) and not same
+    async with contextlib.AsyncExitStack() as stack:
+        stdin = stdout = None
+        if read_pipe:
+            stack.callback(os.set_blocking, 0, os.get_blocking(0))
+            reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
+            read_transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
+                os.fdopen(os.dup(0), "rb", 0))
+            stack.callback(read_transport.close)
+            stdin = _PipeLines(reader)
+        if write_pipe:
+            sys.stdout.flush()
+            stack.callback(os.set_blocking, 1, os.get_blocking(1))
+            write_transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin, os.fdopen(os.dup(1), "wb", 0))
+            stack.callback(write_transport.close)
+            writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
+            stack.push_async_callback(_drained, writer)
+            stdout = _PipeWriter(writer)
+        yield stdin, stdout
+
+
+async def _drained(writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(OSError):  # the client may have left: nothing to flush to
+        await writer.drain()
 
 
 def http_app(runtime: Runtime, *, approval_wait: float = 0.0, home_hint: str = "",

@@ -140,6 +140,46 @@ def test_an_allowed_call_reaches_the_upstream_once_and_is_verified(
     assert calls[0]["key"]  # the idempotency key travelled to the upstream
 
 
+def test_concurrent_calls_share_the_upstream_session_without_crossing(
+        home: Path, contracts: Path, upstream_dir: Path) -> None:
+    """Several calls in flight at once on one client session: each is its own governed
+    call over the one upstream session — each reaches the upstream once, each answer is
+    its own (no response crosses to another call), a replay in the same burst is a replay."""
+    n = 8
+
+    async def scenario(s: ClientSession) -> None:
+        written: dict[int, Any] = {}
+        read: dict[int, Any] = {}
+
+        async def write(i: int) -> None:
+            written[i] = await s.call_tool("test.up.append", {"id": f"c{i}", "text": f"t{i}"},
+                                           meta=key(f"ck{i}"))
+
+        async def read_back(i: int) -> None:
+            read[i] = await s.call_tool("test.up.read", {"id": f"c{i}"})
+
+        async with anyio.create_task_group() as tg:
+            for i in range(n):
+                tg.start_soon(write, i)
+        async with anyio.create_task_group() as tg:
+            for i in range(n):
+                tg.start_soon(read_back, i)
+                tg.start_soon(read_back, i + n)  # nobody wrote these: the upstream's error
+            tg.start_soon(write, 0)  # the same key again, in the burst: replayed
+        for i in range(n):
+            assert read[i].structuredContent == {"id": f"c{i}", "text": f"t{i}"}, i
+            assert read[i + n].isError, i + n
+        for i in range(1, n):
+            assert written[i].structuredContent == {"id": f"c{i}", "text": f"t{i}"}, i
+            assert written[i].structuredContent is not None
+        assert written[0].meta["cradle-kg/replayed"] is True
+
+    run(proxy_args(home, contracts, upstream_dir), scenario)
+    calls = received(upstream_dir, "append")
+    assert sorted(c["id"] for c in calls) == sorted(f"c{i}" for i in range(n))
+    assert len({c["key"] for c in calls}) == n
+
+
 def test_a_lying_upstream_is_verification_failed(
         home: Path, contracts: Path, upstream_dir: Path) -> None:
     async def scenario(s: ClientSession) -> None:
@@ -322,3 +362,26 @@ def test_a_template_naming_no_upstream_argument_is_refused_at_start(
 def test_the_example_contracts_load() -> None:
     loaded = load_contracts(ROOT / "examples" / "notes_contracts.yaml")
     assert set(loaded.tools) == {"append", "read"}
+
+
+def test_an_undeclared_write_is_not_served_as_a_read(home: Path, tmp_path: Path,
+                                                     upstream_dir: Path) -> None:
+    """`--allow-undeclared-read` serves only what the upstream annotates as a read: its
+    unannotated `wipe` is not served, so an agent with a read grant cannot delete (found by
+    the gateway review: it was served with `readOnlyHint` and governed as a read)."""
+    contracts = tmp_path / "c.yaml"
+    contracts.write_text("tools:\n  read:\n    side_effect: read_only\n    target: 'test:{id}'\n")
+    (upstream_dir / "notes.json").write_text(json.dumps({"n1": "keep me"}))
+    config = load_config(home / "config.json")  # reads of undeclared tools: `tool:<id>`
+    save_config(home / "config.json", config.model_copy(update={"permissions": (
+        *config.permissions, Permission(subject=AGENT, action_type="test.up.*",
+                                        resource_selector="tool:*"))}))
+
+    async def scenario(s: ClientSession) -> None:
+        listed = {t.name for t in (await s.list_tools()).tools}
+        if "test.up.wipe" in listed:
+            await s.call_tool("test.up.wipe", {"id": "n1"})
+
+    run(proxy_args(home, contracts, upstream_dir, "--allow-undeclared-read"), scenario)
+    assert received(upstream_dir, "wipe") == [], "a destructive tool ran as a governed read"
+    assert json.loads((upstream_dir / "notes.json").read_text()) == {"n1": "keep me"}

@@ -211,3 +211,104 @@ def test_approval_wait_streams_progress_until_the_decision(home: Path) -> None:
     assert approved, "the approver never saw a pending approval"
     assert any("awaiting approval" in n for n in notes)
     assert any("decided: executed" in n for n in notes)
+
+
+def test_a_line_longer_than_a_read_and_a_broken_byte_on_the_event_loop_transport(
+        home: Path) -> None:
+    """The stdio transport reads stdin on the event loop in chunks (no worker thread per
+    line): a message several reads long is one message, and the calls go on after it."""
+    async def scenario(s: ClientSession) -> None:
+        long = "x" * 200_000  # > 3 reads of 64 KiB; refused by the home's input limit
+        big = await s.call_tool("demo.ledger.balance", {"account": long})
+        assert big.isError and big.structuredContent is not None
+        assert big.structuredContent["status"] == "refused"
+        wide = await s.call_tool("demo.ledger.balance", {"account": "é€𝄞" * 30_000})
+        assert wide.isError  # multi-byte characters across read boundaries: one message
+        still = await s.call_tool("demo.ledger.balance", {"account": "acct-1"})
+        assert not still.isError, still.content
+
+    run(home, scenario)
+
+
+def test_pipe_lines_split_and_decode_as_the_sdk_reads_stdin() -> None:
+    import asyncio
+
+    from cradle_kg.integrations.mcp_server import _PipeLines, _PipeWriter
+
+    async def main() -> tuple[list[str], bytes]:
+        reader = asyncio.StreamReader()
+        data = '{"a": "é"}\n'.encode() + b'{"b": "\xff"}\r\n' + b"x" * 70_000 + b"\n" + b"tail"
+        for i in range(0, len(data), 5):  # split anywhere, inside characters too
+            reader.feed_data(data[i:i + 5])
+        reader.feed_eof()
+        lines = [line async for line in _PipeLines(reader)]
+
+        class Sink(asyncio.Transport):
+            def __init__(self) -> None:
+                super().__init__()
+                self.out = b""
+
+            def write(self, data: bytes | bytearray | memoryview) -> None:
+                self.out += bytes(data)
+
+            def is_closing(self) -> bool:
+                return False
+
+            def close(self) -> None:
+                pass
+
+        sink = Sink()
+        writer = asyncio.StreamWriter(sink, asyncio.streams.FlowControlMixin(), None,
+                                      asyncio.get_running_loop())
+        out = _PipeWriter(writer)
+        await out.write('{"c": "ü"}\n')
+        await out.flush()
+        return lines, sink.out
+
+    lines, written = asyncio.run(main())
+    assert lines == ['{"a": "é"}\n', '{"b": "\ufffd"}\r\n', "x" * 70_000 + "\n", "tail"]
+    assert written == '{"c": "ü"}\n'.encode()
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["one-socket", "two-sockets"])
+def test_stdio_over_sockets(home: Path, shared: bool) -> None:
+    """A host that gives the server sockets (libuv's, Node's: a socketpair per stream), or
+    one socket for both: stdin is read on the event loop, stdout is written by the SDK's
+    own writer (asyncio's write transport would take the peer's writes for a close)."""
+    import json
+    import socket
+    import subprocess
+
+    mine, theirs = socket.socketpair()
+    out_mine, out_theirs = (mine, theirs) if shared else socket.socketpair()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cradle_kg", "mcp", "serve", "--home", str(home),
+         "--agent", AGENT], stdin=theirs, stdout=out_theirs, env=env(), cwd=ROOT)
+    theirs.close()
+    out_theirs.close()
+    replies = out_mine.makefile("rb")
+
+    def ask(i: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        mine.sendall(json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
+                                 "params": params}).encode() + b"\n")
+        answer: dict[str, Any] = json.loads(replies.readline())
+        assert answer["id"] == i, answer
+        return answer
+
+    try:
+        mine.settimeout(120)
+        out_mine.settimeout(120)
+        init = ask(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                     "clientInfo": {"name": "t", "version": "0"}})
+        assert init["result"]["serverInfo"]["name"] == "cradle-kg"
+        mine.sendall(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        for i in range(2, 5):  # several requests: the writer is not closed by the reads
+            done = ask(i, "tools/call", {"name": "demo.ledger.balance",
+                                         "arguments": {"account": "acct-1"}})
+            assert done["result"]["isError"] is False, done
+    finally:
+        mine.shutdown(socket.SHUT_WR)
+        assert proc.wait(timeout=60) == 0
+        replies.close()
+        mine.close()
+        out_mine.close()

@@ -179,6 +179,9 @@ class GovernedSession:
     _step: int = field(default=0, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _inputs: set[tuple[str, str, str]] = field(default_factory=set, init=False, repr=False)
+    #: runs found to be this agent's: a run's first proposal never changes, so each is asked
+    #: of the journal once (a run nobody proposed in yet is asked again next time)
+    _own_runs: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.runtime.config.agent(self.agent_id) is None:
@@ -233,13 +236,22 @@ class GovernedSession:
             # INVARIANT: nothing is journaled for a call the loader refuses or that names
             # another agent's run; the host's input only with a proposal that will be
             proposal = self.runtime.parse_proposal(raw)
-            self.runtime.check_run_owner(proposal.effective_run_id, self.agent_id)
+            self.check_run(proposal.effective_run_id)
             if meta.input is not None:
                 self.record_input(proposal.effective_run_id, meta.input)
             outcome = self.runtime.submit(proposal)
         except CradleError as exc:  # refused before the loop (limits, shape): journals nothing
             return refused(exc, where)
         return render(outcome, tool_id, step=step, home=self.home_hint)
+
+    def check_run(self, run_id: str) -> None:
+        """Raise :class:`~cradle_kg.errors.RunOwnershipError` when ``run_id`` is another
+        agent's (:func:`cradle_kg.loop.runtime.check_run_owner`)."""
+        if run_id in self._own_runs:
+            return
+        if self.runtime.check_run_owner(run_id, self.agent_id) is not None:
+            with self._lock:
+                self._own_runs.add(run_id)
 
     def record_input(self, run_id: str, given: HostInput | None) -> None:
         """The host's ``input`` key: journaled once per run and content."""

@@ -80,7 +80,7 @@ from .settlement import Settlement
 _CLAIM_ATTEMPTS = 3
 
 
-def check_run_owner(journal: Journal, run_id: str, agent_id: str) -> None:
+def check_run_owner(journal: Journal, run_id: str, agent_id: str) -> str | None:
     """Raise :class:`RunOwnershipError` — before anything is journaled in the run — when the
     run's first proposal was another agent's.
 
@@ -99,6 +99,7 @@ def check_run_owner(journal: Journal, run_id: str, agent_id: str) -> None:
         raise RunOwnershipError(
             f"`run_id`: run `{run_id}` belongs to `{owner}`: an agent proposes only in its "
             "own runs", hint="start a new run (leave `run_id` out, or name a new one)")
+    return owner
 
 
 def _utcnow() -> datetime:
@@ -374,11 +375,12 @@ class Runtime:
         """Run one proposal through the whole loop and return how it ended."""
         return self._submit(raw)
 
-    def check_run_owner(self, run_id: str, agent_id: str) -> None:
+    def check_run_owner(self, run_id: str, agent_id: str) -> str | None:
         """Raise :class:`~cradle_kg.errors.RunOwnershipError` when ``run_id`` is another
         agent's (see :func:`check_run_owner`): what every entry point that speaks for an
-        authenticated agent checks before it journals anything in the run."""
-        check_run_owner(self.journal, run_id, agent_id)
+        authenticated agent checks before it journals anything in the run. Returns the
+        run's agent (``agent_id``), or None when no proposal was made in it yet."""
+        return check_run_owner(self.journal, run_id, agent_id)
 
     def _submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         proposal = self.parse_proposal(raw)

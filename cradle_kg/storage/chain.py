@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _json_str  # the C escaper json.dumps uses
 
-from ..canonical import content_hash
+from ..canonical import content_hash, sha256_bytes
 from ..errors import InputError
 from . import sqlite_derived as derived
 
@@ -70,7 +71,21 @@ class ChainReport:
 def event_hash(*, seq: int, event_id: str, run_id: str, kind: str, subject: str,
                actor: str, at: str, payload_hash: str, prev_hash: str,
                idem_key: str | None) -> str:
-    """The hash of one event: every column the runtime reads, ``idem_key`` (even NULL) too."""
+    """The hash of one event: every column the runtime reads, ``idem_key`` (even NULL) too.
+
+    The content hash of the header's canonical JSON, written here key by key in canonical
+    order (the same text :func:`~cradle_kg.canonical.canonical_json` writes for that dict,
+    byte for byte: ``tests/storage/test_event_hash.py``) — every append and every
+    ``audit verify`` hashes each event once, and the general encoder costs 3x this."""
+    if type(seq) is int and all(type(v) is str for v in (
+            event_id, run_id, kind, subject, actor, at, payload_hash, prev_hash)) and (
+            idem_key is None or type(idem_key) is str):
+        text = (f'{{"actor":{_json_str(actor)},"at":{_json_str(at)},"id":{_json_str(event_id)},'
+                f'"idem_key":{"null" if idem_key is None else _json_str(idem_key)},'
+                f'"kind":{_json_str(kind)},"payload_hash":{_json_str(payload_hash)},'
+                f'"prev_hash":{_json_str(prev_hash)},"run_id":{_json_str(run_id)},'
+                f'"seq":{seq},"subject":{_json_str(subject)}}}')
+        return sha256_bytes(text.encode("utf-8"))
     return content_hash(
         {
             "seq": seq,

@@ -21,6 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from ..errors import (
     CradleError,
     InputError,
+    UnknownNameError,
 )
 from ..loop.proposal import read_proposal
 from ..loop.runtime import Runtime
@@ -46,6 +47,12 @@ class ReasonBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: str = Field(min_length=1)
+
+
+def sees(who: Caller, requested_by: str) -> bool:
+    """An approver sees every approval; an agent only those its own actions asked for (their
+    actions' arguments are another agent's business: found by the gateway review)."""
+    return who.is_approver or who.identity == requested_by
 
 
 def make_router(runtime: Runtime) -> APIRouter:
@@ -111,12 +118,17 @@ def make_router(runtime: Runtime) -> APIRouter:
     def approvals(who: Who, pending: Annotated[bool, Query()] = False) -> list[dict[str, Any]]:
         states = call(runtime.approvals.all)
         return [s.approval.model_dump(mode="json") for s in states
-                if not pending or s.approval.status is ApprovalStatus.PENDING]
+                if (not pending or s.approval.status is ApprovalStatus.PENDING)
+                and sees(who, s.approval.requested_by)]
 
     @router.get("/approvals/{approval_id}",
                 summary="One approval and the exact action it is bound to (view is journaled)")
     def approval(approval_id: str, who: Who) -> dict[str, Any]:
         def view() -> dict[str, Any]:
+            if not who.is_approver:  # an agent sees the approvals its own actions asked for
+                asked = runtime.approvals.get(approval_id).approval
+                if not sees(who, asked.requested_by):
+                    raise UnknownNameError(f"no approval `{approval_id}`")
             a = runtime.view_approval(approval_id, viewer=who.identity)
             proposal = runtime.approvals.requested_proposal(a)
             return {"approval": a.model_dump(mode="json"),

@@ -96,3 +96,31 @@ def test_an_approval_is_usable_only_by_the_agent_that_asked(rt: Runtime) -> None
     book.for_digest = lambda digest: [_State()]  # type: ignore[method-assign]
     assert book.usable(given.action_digest, now, AGENT, run_id="run:r") is given
     assert book.usable(given.action_digest, now, MALLORY, run_id="run:r") is None
+
+
+def test_an_agent_sees_only_the_approvals_its_own_actions_asked_for(
+        home: Path, rt: Runtime, tmp_path: Path) -> None:
+    """Over the JSON API an approval's view carries the action's arguments: an approver sees
+    every one, an agent only those of its own actions (another's is 404, and not listed)."""
+    close = {"id": "p-close", "task_id": "t", "run_id": "run:alice", "agent_id": AGENT,
+             "action": {"action_type": "demo.ledger.close_account", "target": "ledger:acct-9",
+                        "arguments": {"account": "acct-9"}}}
+    rt.submit(_proposal(AGENT, "p1", "run:alice"))
+    waiting = rt.submit(close)
+    assert str(waiting.status) == "awaiting_approval" and waiting.approval is not None
+    approval = waiting.approval.id
+    rt.close()
+    alice, mallory = token_for(home, AGENT), token_for(home, MALLORY)
+    srv = start_server(["--home", str(home)], tmp_path / "server.log", home)
+    try:
+        def get(path: str, token: str) -> httpx.Response:
+            return httpx.get(srv.url + path, headers={"Authorization": f"Bearer {token}"},
+                             timeout=60)
+
+        assert get(f"/api/approvals/{approval}", alice).json()["action"]["arguments"] == {
+            "account": "acct-9"}
+        assert approval in {a["id"] for a in get("/api/approvals", alice).json()}
+        assert get(f"/api/approvals/{approval}", mallory).status_code == 404
+        assert approval not in {a["id"] for a in get("/api/approvals", mallory).json()}
+    finally:
+        stop_server(srv)

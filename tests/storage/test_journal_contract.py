@@ -82,6 +82,24 @@ def test_reads_by_sequence_run_subject_kind(journal: Journal) -> None:
     assert journal.events_for_subject("proposal:p2")[0].payload["text"] == "é ✓ \u0000 nul"
 
 
+def test_a_runs_agent_is_its_first_proposals(journal: Journal) -> None:
+    """``run_agent``: the actor of the run's first ``proposal.received`` (what the entry
+    points that speak for an agent check before they journal anything in a run)."""
+    assert journal.run_agent("run:a") is None
+    journal.append([NewEvent(run_id="run:a", kind="input.recorded", subject="s", actor="user:u",
+                             at=T0, payload={})])
+    assert journal.run_agent("run:a") is None  # no proposal yet: nobody's
+    journal.append([NewEvent(run_id="run:a", kind="proposal.received", subject="p1",
+                             actor="agent:first", at=T0, payload={}),
+                    NewEvent(run_id="run:b", kind="proposal.received", subject="p2",
+                             actor="agent:other", at=T0, payload={})])
+    journal.append([NewEvent(run_id="run:a", kind="proposal.received", subject="p3",
+                             actor="agent:second", at=T0, payload={})])
+    assert journal.run_agent("run:a") == "agent:first"
+    assert journal.run_agent("run:b") == "agent:other"
+    assert journal.run_agent("run:none") is None
+
+
 def test_derived_state_follows_the_appends(journal: Journal) -> None:
     journal.append(SCRIPT)
     assert journal.dangling_intents() == [(4, "action:a2")]

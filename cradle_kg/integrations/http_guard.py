@@ -17,17 +17,10 @@ endpoint, whose authentication answers 401 without reading the body.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
 from ..errors import InputError, InputTooLargeError
 from ..inputs import InputLimits, load_json
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from ..server.guard import ASGIApp, Receive, Scope, Send, replay_body
 
 #: JSON-RPC error codes
 PARSE_ERROR = -32700
@@ -74,7 +67,7 @@ class StrictJsonBody:
         except InputError as exc:
             await _error(send, 400, PARSE_ERROR, f"Parse error: {exc.message}")
             return
-        await self.app(scope, _replay(data, receive), send)
+        await self.app(scope, replay_body(data, receive), send)
 
 
 def _has_bearer(scope: Scope) -> bool:
@@ -82,20 +75,6 @@ def _has_bearer(scope: Scope) -> bool:
         if name.lower() == b"authorization":
             return bytes(value[:7]).lower() == b"bearer "
     return False
-
-
-def _replay(data: bytes, receive: Receive) -> Receive:
-    """The body once, then whatever the client sends next (a disconnect)."""
-    sent = False
-
-    async def again() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": data, "more_body": False}
-        return await receive()
-
-    return again
 
 
 async def _error(send: Send, status: int, code: int, message: str) -> None:

@@ -85,17 +85,22 @@ class BodyLimit:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body = b"".join(chunks)
-        delivered = False
+        await self.app(scope, replay_body(b"".join(chunks), receive), send)
 
-        async def replay() -> Message:
-            nonlocal delivered
-            if not delivered:
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()  # after the body: wait for the disconnect
 
-        await self.app(scope, replay, send)
+def replay_body(body: bytes, receive: Receive) -> Receive:
+    """An ASGI ``receive`` that gives a body read ahead once, then what the client sends
+    next (its disconnect): for a middleware that had to read the body before the app."""
+    delivered = False
+
+    async def replay() -> Message:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # after the body: wait for the disconnect
+
+    return replay
 
 
 class SecurityHeaders:

@@ -23,6 +23,8 @@ from cradle_kg.records import Agent, Permission
 from cradle_kg.server.auth import issue_agent_token
 from cradle_kg.storage.opening import open_home_journal
 
+from ..server.conftest import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 MALLORY = "agent:mallory"
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -46,12 +48,6 @@ def token_for(home: Path, agent: str) -> str:
     return issue_agent_token(Home(home), load_config(home / "config.json"), agent)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Served:
     url: str
@@ -70,7 +66,7 @@ class Served:
 
 def serve(home: Path) -> Iterator[Served]:
     """Start the server (127.0.0.1 only); yield it; stop it."""
-    port = _free_port()
+    port = free_port()
     log = home.parent / f"{home.name}.stderr"
     with log.open("wb") as err:
         proc = subprocess.Popen(

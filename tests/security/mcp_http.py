@@ -21,7 +21,7 @@ from cradle_kg.demo.scenario import AGENT, demo_config, prepare_home
 from cradle_kg.home import Home
 from cradle_kg.records import Agent, Permission
 from cradle_kg.server.auth import issue_agent_token
-from cradle_kg.storage.opening import open_home_journal
+from cradle_kg.storage.opening import home_journal_target, open_journal
 
 from ..server.conftest import free_port
 
@@ -54,13 +54,16 @@ class Served:
     home: Path
     proc: subprocess.Popen[bytes]
     log: Path
+    #: the journal the server was started on (a module-wide fixture's backend, whatever the
+    #: test reading it later runs on: ``--journal-backend postgresql``)
+    journal: str = ""
     tokens: dict[str, str] = field(default_factory=dict)
 
     def stderr(self) -> str:
         return self.log.read_text(errors="replace")
 
     def events(self) -> list[Any]:
-        with open_home_journal(self.home) as journal:
+        with open_journal(self.journal or home_journal_target(self.home)) as journal:
             return list(journal.events())
 
 
@@ -73,7 +76,8 @@ def serve(home: Path) -> Iterator[Served]:
             [sys.executable, "-m", "cradle_kg", "mcp", "serve", "--home", str(home),
              "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port)],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
-    served = Served(f"http://127.0.0.1:{port}/mcp", home, proc, log)
+    served = Served(f"http://127.0.0.1:{port}/mcp", home, proc, log,
+                    journal=home_journal_target(home))
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -97,7 +97,13 @@ def clean(value: Any) -> str:
     this — ids, task ids and reasons come from agents and must not steer the screen."""
     from rich.markup import escape
 
-    return escape(str(value).translate(_CONTROLS))
+    return escape(clean_text(value))
+
+
+def clean_text(value: Any) -> str:
+    """:func:`clean` for a line written without Rich: control characters and bidi
+    overrides removed, no markup escaped."""
+    return str(value).translate(_CONTROLS)
 
 
 def print_json(value: Any) -> None:

@@ -15,7 +15,7 @@ from ..errors import CradleError
 from ..graph.follow import FollowStatus, follow
 from ..home import resolve_home
 from ..storage.graph_opening import open_graph_store
-from .common import HomeOpt, console, fail
+from .common import HomeOpt, clean_text, console, fail
 from .core import open_journal
 
 
@@ -56,7 +56,8 @@ def graph_follow(
         if fmt is FollowFormat.JSON:
             sys.stdout.write(json.dumps(status.to_dict()) + "\n")
         elif status.error:
-            sys.stdout.write(f"not projected (retrying): {status.error}\n")
+            # the error quotes the store's answer: cleaned like every printed value
+            sys.stdout.write(f"not projected (retrying): {clean_text(status.error)}\n")
         else:
             sys.stdout.write(f"projected {status.projected}/{status.head} (+{status.added} "
                              f"in {status.seconds:.3f} s), lag {status.lag} events, "

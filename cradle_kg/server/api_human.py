@@ -28,13 +28,14 @@ from ..errors import (
     WorkflowFileError,
 )
 from ..evidence import MAX_EVIDENCE_BYTES, added_event, evidence_record
-from ..inbox import inbox, parse_kinds
+from ..inbox import InboxItem, inbox, parse_kinds
 from ..loop.runtime import Runtime
 from ..runs import show_run, state_counts
 from ..workflow import runner
 from ..workflow.definitions import MAX_FILE_BYTES, load_file, parse_definition
 from ..workflow.engine import Engine
 from .api_common import Approver, Who, json_body, read_body, refuse
+from .auth import Caller
 from .lanes import lanes
 
 T = TypeVar("T")
@@ -66,6 +67,14 @@ class NoteBody(BaseModel):
     note: str = Field(min_length=1, max_length=10_000)
 
 
+def _visible(who: Caller, items: list[InboxItem]) -> list[dict[str, Any]]:
+    """The inbox as ``who`` may see it: an approver all of it; an agent only the approvals
+    its own actions asked for (another agent's action and arguments, a workflow's context
+    in a human step, are not its business, as in ``/api/approvals``)."""
+    return [i.to_dict() for i in items if who.is_approver
+            or (i.kind == "approval" and i.proposed_by == who.identity)]
+
+
 def _limits(runtime: Runtime, max_bytes: int) -> Any:
     return runtime.config.input_limits.model_copy(update={"max_bytes": max_bytes})
 
@@ -79,6 +88,11 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
     def engine() -> Engine:
         return runner.open_engine(runtime, base_url=base_url, api_key=api_key)
 
+    def reads_workflow(who: Caller, run_id: str) -> bool:
+        """A workflow run's input, outputs and questions are its agent's and the approvers'
+        (who may start it may read it); another agent's token is told no such run."""
+        return who.is_approver or engine().workflow_of(run_id)[0].agent == who.identity
+
     async def body_of(request: Request, model: type[Any]) -> Any:
         body = await json_body(request, runtime.config.input_limits, model)
         if body is None:
@@ -90,7 +104,7 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
     @router.get("/overview", summary="How many runs are in each state, and the inbox's size")
     def overview(who: Who) -> dict[str, Any]:
         return call(lambda: {"runs": state_counts(runtime.journal),
-                             "inbox": len(inbox(runtime))})
+                             "inbox": len(_visible(who, inbox(runtime)))})
 
     @router.get("/runs/{run_id}/view",
                 summary="A run for the page: its state, why, one lane per proposal, and its "
@@ -99,8 +113,8 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
         def view() -> dict[str, Any]:
             summary, events = show_run(runtime.journal, run_id)
             out: dict[str, Any] = {**summary.to_dict(), "lanes": lanes(events),
-                                   "inbox": [i.to_dict() for i in inbox(runtime, run_id=run_id)]}
-            if summary.workflow is not None:
+                                   "inbox": _visible(who, inbox(runtime, run_id=run_id))}
+            if summary.workflow is not None and reads_workflow(who, run_id):
                 out["workflow_status"] = runner.status(engine(), run_id)
             return out
         return call(view)
@@ -140,9 +154,14 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
             return runner.start(engine(), path, body.input, run_id=body.run_id)
         return await run_in_threadpool(call, go)
 
-    @router.get("/workflows/runs/{run_id}", summary="Where a workflow run stands (read only)")
+    @router.get("/workflows/runs/{run_id}", summary="Where a workflow run stands (read only; "
+                "its input and outputs: the workflow's agent or an approver)")
     def workflow_status(run_id: str, who: Who) -> dict[str, Any]:
-        return call(lambda: runner.status(engine(), run_id))
+        def status() -> dict[str, Any]:
+            if not reads_workflow(who, run_id):
+                raise UnknownNameError(f"unknown workflow run `{run_id}`")
+            return runner.status(engine(), run_id)
+        return call(status)
 
     @router.post("/workflows/runs/{run_id}/resume", summary="Continue a workflow run")
     async def resume(run_id: str, who: Approver) -> dict[str, Any]:
@@ -153,8 +172,8 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
     @router.get("/inbox", summary="What waits for a person: approvals, tasks, human steps")
     def get_inbox(who: Who, kind: list[str] | None = Query(None),
                   run: str | None = None) -> list[dict[str, Any]]:
-        return call(lambda: [i.to_dict() for i in inbox(
-            runtime, kinds=parse_kinds(kind or ()), run_id=run)])
+        return call(lambda: _visible(who, inbox(runtime, kinds=parse_kinds(kind or ()),
+                                                run_id=run)))
 
     @router.post("/steps/{run_id}/{step}/decide",
                  summary="Answer a waiting human step (an approver); the run continues")

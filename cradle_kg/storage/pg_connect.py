@@ -14,9 +14,24 @@ if TYPE_CHECKING:
 APPEND_LOCK, LEASE_LOCKS, NAMED_LOCKS, MIGRATE_LOCK = (0x43524144 + n for n in range(4))
 
 
+#: the password of the userinfo — with or without a user name, up to the authority's last
+#: ``@`` — and of a ``password=`` parameter
+_USERINFO_PASSWORD = re.compile(r"(://[^:/@?#]*):([^/?#]*)@")
+_PARAM_PASSWORD = re.compile(r"([?&]password=)([^&#]*)", re.IGNORECASE)
+
+
 def redact(url: str) -> str:
     """The URL without its password (for messages)."""
-    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
+    return _PARAM_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1:***@", url))
+
+
+def _scrub(text: str, url: str) -> str:
+    """``text`` (libpq's message about ``url``) without the URL's passwords: libpq quotes
+    the part of the URL it cannot parse, a password included."""
+    for m in (*_USERINFO_PASSWORD.finditer(url), *_PARAM_PASSWORD.finditer(url)):
+        if m.group(2):
+            text = text.replace(m.group(2), "***")
+    return redact(text)
 
 
 def int4(value: int) -> int:
@@ -46,7 +61,7 @@ def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[tuple[An
         return conn
     except psycopg.Error as exc:
         raise JournalError(f"cannot connect to the journal `{redact(url)}`: "
-                           f"{str(exc).strip()}") from exc
+                           f"{_scrub(str(exc).strip(), url)}") from None
 
 
 def schema_version(conn: psycopg.Connection[tuple[Any, ...]]) -> list[tuple[int, str]]:

@@ -17,12 +17,16 @@ Virtuoso, Neptune. Plain SPARQL 1.1 only (no engine's extensions):
   ``POST`` of ``application/n-triples`` on ``?graph=IRI``).
 
 Every failure is a typed error (:mod:`cradle_kg.errors`): unreachable, auth refused,
-timeout, a malformed or error answer — never a traceback.
+timeout, a malformed or error answer — never a traceback. An answer is bounded: at most
+:data:`MAX_ANSWER_BYTES` (decoded), in full within :data:`ANSWER_TIMEOUTS` times ``timeout_s``
+of its headers (httpx's own timeout is per read: a store that sends a byte at a time would
+otherwise hold the caller for ever).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -67,6 +71,12 @@ _ACCEPT_RDF = f"{_NTRIPLES}, text/turtle;q=0.8"
 _APPLY_BYTES = 400_000
 #: N-Triples per graph-store POST while rebuilding
 _LOAD_CHUNK = 200_000
+#: the most bytes of one answer of the store (a graph exported whole included)
+MAX_ANSWER_BYTES = 1 << 30
+#: an answer's body arrives within this many ``timeout_s`` of its headers
+ANSWER_TIMEOUTS = 10
+#: headers that described the body as it came over the wire, not as it is read
+_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 class SparqlHttpStore:
@@ -93,7 +103,7 @@ class SparqlHttpStore:
 
     def _send(self, method: str, url: str, **kw: Any) -> httpx.Response:
         try:
-            response = self.client.request(method, url, **kw)
+            response = self._bounded(self.client.build_request(method, url, **kw), url)
         except httpx.TimeoutException as exc:
             raise GraphTimeoutError(
                 f"the graph store `{url}` did not answer within "
@@ -112,6 +122,32 @@ class SparqlHttpStore:
                                  hint="set `CRADLE_GRAPH_TOKEN`, or `CRADLE_GRAPH_USER` and "
                                       "`CRADLE_GRAPH_PASSWORD`")
         return response
+
+    def _bounded(self, request: httpx.Request, url: str) -> httpx.Response:
+        """The answer to ``request``, read whole — refused past :data:`MAX_ANSWER_BYTES`
+        or :data:`ANSWER_TIMEOUTS` times ``timeout_s`` after its headers."""
+        streamed = self.client.send(request, stream=True)
+        try:
+            deadline = time.monotonic() + ANSWER_TIMEOUTS * self.remote.timeout_s
+            body = bytearray()
+            for chunk in streamed.iter_bytes():
+                body += chunk
+                if len(body) > MAX_ANSWER_BYTES:
+                    raise GraphResponseError(
+                        f"the graph store `{url}` answered more than {MAX_ANSWER_BYTES} "
+                        "bytes")
+                if time.monotonic() > deadline:
+                    raise GraphTimeoutError(
+                        f"the graph store `{url}` did not send its whole answer within "
+                        f"{ANSWER_TIMEOUTS * self.remote.timeout_s:g} s",
+                        hint="a longer `timeout_s` in the home's `graph` setting, or "
+                             "`CRADLE_GRAPH_TIMEOUT`")
+        finally:
+            streamed.close()
+        headers = [(k, v) for k, v in streamed.headers.multi_items()
+                   if k.lower() not in _WIRE_HEADERS]
+        return httpx.Response(streamed.status_code, headers=headers, content=bytes(body),
+                              request=request)
 
     @staticmethod
     def _fail(response: httpx.Response, what: str) -> GraphResponseError:

@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from cradle_kg import Runtime
-from cradle_kg.demo.scenario import prepare_home
 from cradle_kg.storage import redact
 
 from ..server.conftest import free_port
+from .homes import opened_demo_home
 
 SECRET = "s3cretPW"
 
@@ -42,11 +41,7 @@ def test_redact_hides_every_form_of_the_password(url: str) -> None:
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("urls") / "home"
-    prepare_home(root)
-    with Runtime(root):
-        pass
-    return root
+    return opened_demo_home(tmp_path_factory, "urls")
 
 
 @pytest.mark.parametrize("command", [["journal", "copy", "--to"], ["db", "migrate", "--journal"],

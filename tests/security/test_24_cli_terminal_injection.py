@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, prepare_home
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 
 from ..inprocess import run_cli
+from .homes import opened_demo_home
 
 EVIL = "x\x1b]0;pwned\x07\x1b[2J\u009b31m\u202eevil"
 CONTROLS = ("\x1b", "\x07", "\u009b", "\u202e")
@@ -22,11 +23,7 @@ CONTROLS = ("\x1b", "\x07", "\u009b", "\u202e")
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("tty") / "home"
-    prepare_home(root)
-    with Runtime(root):
-        pass
-    return root
+    return opened_demo_home(tmp_path_factory, "tty")
 
 
 @pytest.mark.parametrize("args", [

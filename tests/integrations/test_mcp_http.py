@@ -3,7 +3,6 @@ and raw JSON-RPC that is malformed (an error response, never a crash)."""
 
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from cradle_kg.demo.scenario import AGENT, DEMO_TOKENS
 from cradle_kg.storage.opening import open_home_journal
 
+from ..security.mcp_http import answer as rpc_answer
 from .conftest import ROOT, cli, env
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -66,14 +66,6 @@ def _rpc(method: str, params: dict[str, Any] | None = None, ident: int | None = 
     if ident is not None:
         body["id"] = ident
     return body
-
-
-def _answer(response: httpx.Response) -> dict[str, Any]:
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        data = [line[5:].strip() for line in response.text.splitlines()
-                if line.startswith("data:") and line[5:].strip()]
-        return dict(json.loads(data[-1]))
-    return dict(response.json())
 
 
 def test_no_token_bad_token_and_approver_token_get_401(server: tuple[str, str]) -> None:
@@ -125,9 +117,9 @@ def test_malformed_tools_call_is_a_json_rpc_error(server: tuple[str, str]) -> No
                                     {"arguments": {"account": "a"}},
                                     {"name": "demo.ledger.credit", "arguments": [1, 2]},
                                     {"name": "no.such.tool", "arguments": {}}), start=2):
-            answer = _answer(http.post(url, headers=headers, json=_rpc("tools/call", params,
+            answer = rpc_answer(http.post(url, headers=headers, json=_rpc("tools/call", params,
                                                                        ident=i)))
             assert answer["id"] == i and "error" in answer, answer
             assert answer["error"]["code"] in (-32602, -32600), answer
-        alive = _answer(http.post(url, headers=headers, json=_rpc("tools/list", ident=99)))
+        alive = rpc_answer(http.post(url, headers=headers, json=_rpc("tools/list", ident=99)))
         assert alive["result"]["tools"], alive

@@ -19,7 +19,7 @@ import pytest
 from cradle_kg.storage import redact
 
 from ..server.conftest import free_port
-from .homes import opened_demo_home
+from .homes import opened_demo_home, without_journal_url
 
 SECRET = "s3cretPW"
 
@@ -41,7 +41,8 @@ def test_redact_hides_every_form_of_the_password(url: str) -> None:
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return opened_demo_home(tmp_path_factory, "urls")
+    # `journal copy` reads the home's SQLite file: embedded whatever the suite's backend
+    return opened_demo_home(tmp_path_factory, "urls", embedded=True)
 
 
 @pytest.mark.parametrize("command", [["journal", "copy", "--to"], ["db", "migrate", "--journal"],
@@ -50,7 +51,8 @@ def test_the_cli_never_prints_the_password(home: Path, command: list[str]) -> No
     port = free_port()  # nobody listens there: the connection is refused at once
     for url in _urls(port):
         done = subprocess.run([sys.executable, "-m", "cradle_kg", *command, url, "--home",
-                               str(home)], capture_output=True, text=True, timeout=60)
+                               str(home)], capture_output=True, text=True, timeout=60,
+                              env=without_journal_url())
         assert done.returncode == 2, done
         assert done.stderr.startswith("error: cannot connect to the journal"), done.stderr
         assert SECRET not in done.stdout + done.stderr, (url, done.stderr)

@@ -78,6 +78,8 @@ class RunOwnershipError(ProposalError):
     """A proposal names a run another agent started: refused before anything is journaled
     (a run's steps, approvals and trusted inputs are its agent's alone)."""
 
+    code = "run_not_yours"
+
 
 class ManifestError(InputError):
     code = "invalid_manifest"

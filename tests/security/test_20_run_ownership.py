@@ -50,6 +50,7 @@ def test_another_agent_is_refused_in_a_run_and_journals_nothing(rt: Runtime) -> 
     theirs = mallory.call("demo.ledger.credit", {"account": "acct-1", "amount": 7},
                           HostMeta(run=alice.run_id))
     assert theirs.status == "refused" and "belongs to `agent:ledger-assistant`" in theirs.text
+    assert theirs.structured["reason_codes"] == ["run_not_yours"]
     assert rt.journal.head() == head  # nothing of the attempt, not even a denial
     # its own run, and the owner's next step, go on as before
     assert mallory.call("demo.ledger.credit", {"account": "acct-1", "amount": 7}).status \

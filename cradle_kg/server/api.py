@@ -28,7 +28,15 @@ from ..loop.runtime import Runtime
 from ..records import ApprovalStatus, Outcome
 from ..runs import RunSummary, list_page, parse_state, show_run
 from ..workflow import runner
-from .api_common import Approver, Who, json_body, outcome_dict, read_body, refuse
+from .api_common import (
+    Approver,
+    Who,
+    json_body,
+    outcome_dict,
+    read_body,
+    refuse,
+    sees,
+)
 from .auth import Caller
 
 T = TypeVar("T")
@@ -47,12 +55,6 @@ class ReasonBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: str = Field(min_length=1)
-
-
-def sees(who: Caller, requested_by: str) -> bool:
-    """An approver sees every approval; an agent only those its own actions asked for (their
-    actions' arguments are another agent's business: found by the gateway review)."""
-    return who.is_approver or who.identity == requested_by
 
 
 def make_router(runtime: Runtime) -> APIRouter:

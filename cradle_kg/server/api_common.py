@@ -44,6 +44,12 @@ def status_of(exc: CradleError) -> int:
     return 400
 
 
+def sees(who: Caller, requested_by: str) -> bool:
+    """An approver sees every approval; an agent only those its own actions asked for (their
+    actions' arguments are another agent's business: found by the gateway review)."""
+    return who.is_approver or who.identity == requested_by
+
+
 def refuse(exc: CradleError) -> HTTPException:
     return HTTPException(status_of(exc), detail=exc.to_dict())
 

@@ -34,7 +34,7 @@ from ..runs import show_run, state_counts
 from ..workflow import runner
 from ..workflow.definitions import MAX_FILE_BYTES, load_file, parse_definition
 from ..workflow.engine import Engine
-from .api_common import Approver, Who, json_body, read_body, refuse
+from .api_common import Approver, Who, json_body, read_body, refuse, sees
 from .auth import Caller
 from .lanes import lanes
 
@@ -71,8 +71,8 @@ def _visible(who: Caller, items: list[InboxItem]) -> list[dict[str, Any]]:
     """The inbox as ``who`` may see it: an approver all of it; an agent only the approvals
     its own actions asked for (another agent's action and arguments, a workflow's context
     in a human step, are not its business, as in ``/api/approvals``)."""
-    return [i.to_dict() for i in items if who.is_approver
-            or (i.kind == "approval" and i.proposed_by == who.identity)]
+    return [i.to_dict() for i in items
+            if who.is_approver or (i.kind == "approval" and sees(who, i.proposed_by or ""))]
 
 
 def _limits(runtime: Runtime, max_bytes: int) -> Any:

@@ -152,7 +152,7 @@ class Execution:
         agent = config.agent(proposal.agent_id)
         intent = NewEvent(
             run_id=run_id, kind="action.intent", subject=action.id, actor=proposal.agent_id,
-            at=now, idem_key=gate.idempotency_key,
+            at=now, idem_key=gate.idempotency_key, caps=gate.caps,
             payload={"action": action.model_dump(mode="json"), "input_hash": gate.input_hash,
                      "decision_id": decision.id, "agent": proposal.agent_id,
                      "task_id": proposal.task_id,

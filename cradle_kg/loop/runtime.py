@@ -46,6 +46,7 @@ from ..records import (
 from ..storage import (
     Journal,
     Lease,
+    LimitReached,
     NewEvent,
     SqliteJournal,
     home_journal_target,
@@ -385,13 +386,19 @@ class Runtime:
     def _submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         proposal = self.parse_proposal(raw)
         # a submission that lost the race for its id to another process is evaluated again:
-        # it is now the identical proposal (recorded outcome) or a reused id (denied)
+        # it is now the identical proposal (recorded outcome) or a reused id (denied); one
+        # whose intent another worker's took past a limit, too: gate 1 now denies it
+        limited = False
         for _ in range(_CLAIM_ATTEMPTS):
             try:
                 return self._submit_once(proposal)
             except ProposalIdClaimed:
-                continue
-        raise JournalError(f"proposal `{proposal.id}`: its id is contended; submit it again")
+                limited = False
+            except LimitReached:
+                limited = True
+        raise JournalError(f"proposal `{proposal.id}`: " + (
+            "other workers' calls keep reaching its limits first" if limited
+            else "its id is contended") + "; submit it again")
 
     def _submit_once(self, proposal: Proposal) -> Outcome:
         now = self.clock()

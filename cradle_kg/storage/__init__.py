@@ -11,7 +11,7 @@ Only this package opens an Oxigraph store.
 """
 
 from .chain import GENESIS_HASH, JOURNAL_FORMAT, Anchor, ChainReport, Progress, event_hash
-from .journal import IdempotencyKeyTaken, Journal, Lease, NewEvent
+from .journal import IdempotencyKeyTaken, Journal, Lease, LimitReached, NewEvent, UsageCap
 from .opening import (
     JOURNAL_URL_ENV,
     home_journal_target,
@@ -35,10 +35,12 @@ __all__ = [
     "IdempotencyKeyTaken",
     "Journal",
     "Lease",
+    "LimitReached",
     "NewEvent",
     "Progress",
     "SqliteJournal",
     "StateKey",
+    "UsageCap",
     "event_hash",
     "home_journal_target",
     "is_postgres",

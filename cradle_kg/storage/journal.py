@@ -23,6 +23,33 @@ from .run_state_sql import StateKey
 
 
 @dataclass(frozen=True, slots=True)
+class UsageCap:
+    """A rate or cost limit an intent must fit in, checked by the journal itself in the
+    append's serialised transaction (after its writer's lock, before anything is written).
+
+    Gate 1 reads the same counts earlier, outside that lock, so two workers at
+    ``max_calls - 1`` can both pass it; the cap is what makes the limit hold. The intents of
+    ``scope``/``subject`` (``*``/``""``: every intent) in the window that starts at the
+    second holding ``since`` — every worker's, and this append's own — may number at most
+    ``max_calls`` and declare at most ``max_cost``."""
+
+    scope: str
+    subject: str
+    since: datetime
+    max_calls: int | None = None
+    max_cost: float | None = None
+
+
+class LimitReached(Exception):
+    """Internal signal: an intent would take a window past one of its :class:`UsageCap`s
+    (another worker's intent got there first); nothing of the append was written."""
+
+    def __init__(self, cap: UsageCap) -> None:
+        super().__init__(f"{cap.scope}:{cap.subject}")
+        self.cap = cap
+
+
+@dataclass(frozen=True, slots=True)
 class NewEvent:
     """An event about to be appended; the journal assigns seq, id and hashes."""
 
@@ -34,6 +61,9 @@ class NewEvent:
     payload: dict[str, Any]
     #: set on intent events only: claims the key for good (UNIQUE)
     idem_key: str | None = None
+    #: set on intent events only: the limits the journal checks under its writer's lock
+    #: (:class:`LimitReached`, nothing written, when one would be exceeded)
+    caps: tuple[UsageCap, ...] = ()
 
 
 class IdempotencyKeyTaken(Exception):
@@ -69,7 +99,8 @@ class Journal(Protocol):
 
     # --- writing -------------------------------------------------------------------
     def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
-        """All or none, durably; :class:`IdempotencyKeyTaken` when a key is claimed.
+        """All or none, durably; :class:`IdempotencyKeyTaken` when a key is claimed,
+        :class:`LimitReached` when an intent's cap would be exceeded.
 
         ``flush=False``: committed — visible, and kept if this process dies — but not
         flushed to disk on its own; the next flushed commit flushes it too, in order (the
@@ -161,4 +192,5 @@ class Journal(Protocol):
         ...
 
 
-__all__ = ["IdempotencyKeyTaken", "Journal", "Lease", "NewEvent"]
+__all__ = ["IdempotencyKeyTaken", "Journal", "Lease", "LimitReached", "NewEvent",
+           "UsageCap"]

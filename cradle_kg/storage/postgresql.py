@@ -7,6 +7,9 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
   workers never chain onto the same head; the head row is updated in the same transaction.
   An append is two round trips (BEGIN, the lock and the head; then the rows and COMMIT),
   one and a half of them under the lock: the lock's hold time is the journal's ceiling.
+* **Limits are checked under the lock**: an intent's caps (:class:`~.journal.UsageCap`)
+  are read in the append's first round trip, after the lock, and a cap the append would
+  exceed refuses it (:class:`~.journal.LimitReached`, nothing written).
 * **An idempotency key is claimed once** by the partial UNIQUE index on ``idem_key``: the
   second claimant's transaction fails with a unique violation and writes nothing.
 * **Derived state** (usage buckets, open intents, approval ids, runs) changes in the
@@ -33,7 +36,7 @@ import time
 import uuid
 import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -42,7 +45,7 @@ from ..errors import JournalError
 from ..records import AuditEvent
 from . import pg_schema, run_state_sql
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress, event_hash
-from .journal import IdempotencyKeyTaken, NewEvent
+from .journal import IdempotencyKeyTaken, LimitReached, NewEvent
 from .pg_connect import (
     APPEND_LOCK,
     LEASE_LOCKS,
@@ -54,7 +57,13 @@ from .pg_connect import (
     schema_version,
 )
 from .run_state_sql import StateKey
-from .sqlite_derived import USAGE_FIELDS, count_run, window_usage
+from .sqlite_derived import (
+    USAGE_FIELDS,
+    append_caps,
+    breached_cap,
+    count_run,
+    window_usage,
+)
 
 _WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
 # an append refused by a key ends its pipeline with an error we handle: no stray warning
@@ -159,7 +168,9 @@ class PostgresJournal:
             conn = self._conn
             try:
                 # two round trips: BEGIN + the lock + the head, then every row + COMMIT
-                with conn.pipeline() as pipe, conn.cursor() as cur, conn.cursor() as top:
+                caps = append_caps(events)
+                with conn.pipeline() as pipe, conn.cursor() as cur, conn.cursor() as top, \
+                        ExitStack() as stack:
                     cur.execute("BEGIN")
                     if not flush:
                         cur.execute("SET LOCAL synchronous_commit TO OFF")
@@ -167,7 +178,19 @@ class PostgresJournal:
                     # each statement still takes its own snapshot, after the one before)
                     cur.execute("SELECT pg_advisory_xact_lock(%s, 0)", (APPEND_LOCK,))
                     top.execute("SELECT seq, hash FROM head WHERE one = 1")
+                    # INVARIANT: a limit is checked under the lock (see UsageCap): read in
+                    # the same round trip, after the lock, so it sees every commit before
+                    usage = [stack.enter_context(conn.cursor()) for _ in caps]
+                    for cap, cursor in zip(caps, usage, strict=True):
+                        cursor.execute(pg_schema.USAGE_WINDOW_SQL, (
+                            cap.scope, cap.subject, cap.scope, cap.subject,
+                            iso(cap.since)[:19]))
                     pipe.sync()
+                    if caps:
+                        breached = breached_cap(events, caps,
+                                                [tuple(c.fetchone() or ()) for c in usage])
+                        if breached is not None:
+                            raise LimitReached(breached)
                     row = top.fetchone()
                     seq, prev = (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
                     if seq != self._known_seq:

@@ -36,7 +36,7 @@ from ...records import (
     SideEffectClass,
     Verdict,
 )
-from ...storage import Journal
+from ...storage import Journal, UsageCap
 from ...tools import ToolRegistry, ToolSpec
 from .findings import Finding, ValidatorBinding
 from .keys import (
@@ -47,7 +47,7 @@ from .keys import (
     recorded_submission,
     submission_key,
 )
-from .limits import limit_violation
+from .limits import limit_violation, usage_caps
 from .lineage import LineageGate, check_lineage, lineage_context
 
 
@@ -98,6 +98,8 @@ class GateResult:
     submission: str | None = None
     #: where the arguments came from (a :class:`~cradle_kg.lineage.trace.Trace`)
     lineage: Any = None
+    #: the limits the intent carries, checked again by the journal under its writer's lock
+    caps: tuple[UsageCap, ...] = ()
 
 
 class _Stop(Exception):
@@ -402,6 +404,8 @@ class Gate1:
                                     tenant=agent.tenant, cost=r.spec.cost)
         if violation is not None:
             raise _Stop(Verdict.DENY, violation[0], [violation[1]])
+        r.caps = usage_caps(self.i.config.limits, now=self.i.now, agent=agent,
+                            task_id=p.task_id, tenant=agent.tenant)
         return CheckResult(check="cost_and_rate", status=CheckStatus.PASS)
 
     def _environment(self, p: Proposal, r: GateResult) -> CheckResult:

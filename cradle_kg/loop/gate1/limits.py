@@ -3,6 +3,13 @@
 Counts come from the journal itself (``action.intent`` events), so a limit holds across
 processes and restarts. Every applicable limit is checked; the strictest one that is
 exceeded is reported, with an explicit reason code.
+
+Gate 1 reads the counts before the intent is written, outside the journal's writer lock:
+two workers at ``max_calls - 1`` would both pass. So every applicable limit also travels
+with the intent as a :class:`~cradle_kg.storage.UsageCap` (:func:`usage_caps`), which the
+journal checks again in the append's serialised transaction; an append that would exceed
+one writes nothing and the proposal is evaluated again — and denied here, by the count
+that now includes the other worker's intent.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from datetime import datetime, timedelta
 
 from ...config import Limit
 from ...records import Agent
-from ...storage import Journal
+from ...storage import Journal, UsageCap
 
 _FIELD = {"agent": "agent", "task": "task_id", "tenant": "tenant"}
 
@@ -25,6 +32,20 @@ def _applies(limit: Limit, *, agent: Agent, task_id: str, tenant: str) -> str | 
     if limit.subject not in ("*", subject):
         return None
     return subject
+
+
+def usage_caps(limits: Sequence[Limit], *, now: datetime, agent: Agent, task_id: str,
+               tenant: str) -> tuple[UsageCap, ...]:
+    """Every applicable limit, as the cap the journal checks under its writer's lock."""
+    caps: list[UsageCap] = []
+    for limit in limits:
+        subject = _applies(limit, agent=agent, task_id=task_id, tenant=tenant)
+        if subject is None or (limit.max_calls is None and limit.max_cost is None):
+            continue
+        caps.append(UsageCap(scope=_FIELD.get(limit.scope, "*"), subject=subject,
+                             since=now - timedelta(seconds=limit.window_seconds),
+                             max_calls=limit.max_calls, max_cost=limit.max_cost))
+    return tuple(caps)
 
 
 def limit_violation(limits: Sequence[Limit], *, journal: Journal, now: datetime, agent: Agent,

@@ -27,6 +27,7 @@ from urllib.parse import quote
 
 from ..errors import ProjectionError
 from ..records import AuditEvent
+from .ntriples import escape, is_iri
 from .vocab import CRADLE_NS, XSD_NS
 
 #: one triple as N-Triples terms: ``("<s>", "<p>", "<o>" | '"lit"^^<dt>')``
@@ -38,9 +39,13 @@ _RUN_BASE = "https://w3id.org/cradle/run/"
 PROJECTION_FAILED = f"<{CRADLE_NS}projectionFailed>"
 
 _IRI_BODY = r"[^\x00-\x20<>\"{}|^`\\]+"
-_IRI = re.compile(rf"^<({_IRI_BODY})>$")
-_LITERAL = re.compile(r'^"(?:[^"\\\n\r]|\\[tbnrf"\\\'])*"'
-                      rf"(?:\^\^<{_IRI_BODY}>|@[A-Za-z]+(?:-[A-Za-z0-9]+)*)?$")
+#: whole terms (``fullmatch``: a ``$`` would let a trailing line break through); the IRIs
+#: are then checked by the stores' own parser (:func:`.ntriples.is_iri`)
+_IRI = re.compile(rf"<({_IRI_BODY})>")
+#: a literal's body as :func:`.ntriples.escape` writes it: no raw control character
+_LITERAL = re.compile(r'"(?:[^"\\\x00-\x1f\x7f]|\\[tbnrf"\\\']|\\u[0-9A-Fa-f]{4}'
+                      r'|\\U[0-9A-Fa-f]{8})*"'
+                      rf"(?:\^\^<({_IRI_BODY})>|@[A-Za-z]+(?:-[A-Za-z0-9]+)*)?")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -62,14 +67,19 @@ class PackProjector:
 
 def iri(text: str) -> str:
     """An IRI term ``<text>``; refused when ``text`` is not an absolute IRI."""
-    if not isinstance(text, str) or not _SCHEME.match(text) or not _IRI.match(f"<{text}>"):
+    if not isinstance(text, str) or not _SCHEME.match(text) or not _term_ok(f"<{text}>"):
         raise ProjectionError(f"`{str(text)[:80]}` is not an absolute IRI")
     return f"<{text}>"
 
 
-def _escape(text: str) -> str:
-    return (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-            .replace("\r", "\\r"))
+def _term_ok(term: str, *, literal: bool = False) -> bool:
+    """``term`` is one N-Triples IRI (or, with ``literal``, literal) every store reads."""
+    found = _IRI.fullmatch(term)
+    if found is None and literal:
+        found = _LITERAL.fullmatch(term)
+        if found is not None and found.group(1) is None:
+            return True  # a plain or language-tagged literal: no IRI in it
+    return found is not None and is_iri(found.group(1))
 
 
 def literal(value: str | int | float | bool, datatype: str | None = None) -> str:
@@ -91,7 +101,7 @@ def literal(value: str | int | float | bool, datatype: str | None = None) -> str
                               f"`{type(value).__name__}`")
     if datatype is not None:
         dt = datatype
-    out = f'"{_escape(text)}"'
+    out = f'"{escape(text)}"'
     if dt is not None and dt != f"{XSD_NS}string":
         out += "^^" + iri(dt)
     return out
@@ -113,7 +123,7 @@ def _checked(triple: object, projector: PackProjector) -> str:
         raise ProjectionError(f"projector `{projector.ref}` yielded `{str(triple)[:80]}`, "
                               "not a triple of N-Triples terms")
     s, p, o = triple
-    if not _IRI.match(s) or not _IRI.match(p) or not (_IRI.match(o) or _LITERAL.match(o)):
+    if not _term_ok(s) or not _term_ok(p) or not _term_ok(o, literal=True):
         raise ProjectionError(f"projector `{projector.ref}` yielded a malformed term in "
                               f"`{s[:60]} {p[:60]} {o[:60]}`")
     if s.startswith(("<" + CORE_ID_BASE, "<" + _RUN_BASE)):
@@ -127,8 +137,8 @@ def well_formed(triple: object) -> bool:
     """Three well-formed N-Triples terms (any subject: for a pack's knowledge graphs)."""
     return (isinstance(triple, tuple) and len(triple) == 3
             and all(isinstance(t, str) for t in triple)
-            and bool(_IRI.match(triple[0])) and bool(_IRI.match(triple[1]))
-            and bool(_IRI.match(triple[2]) or _LITERAL.match(triple[2])))
+            and _term_ok(triple[0]) and _term_ok(triple[1])
+            and _term_ok(triple[2], literal=True))
 
 
 def run_projector(projector: PackProjector, ev: AuditEvent) -> list[str]:

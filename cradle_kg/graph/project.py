@@ -26,6 +26,7 @@ from urllib.parse import quote
 from ..canonical import iso, parse_iso
 from ..storage.graph import SHARED_GRAPH
 from .lineage import LINEAGE_PROJECTORS
+from .ntriples import escape
 from .packproj import PackProjector, pack_triples
 from .vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
 
@@ -88,26 +89,18 @@ def identity(ident: str) -> str:
     return node("agent", ident)
 
 
-def _escape(text: str) -> str:
-    # most values (hashes, ids, kinds) have nothing to escape: four scans, no copies
-    if "\\" in text or '"' in text or "\n" in text or "\r" in text:
-        return (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-                .replace("\r", "\\r"))
-    return text
-
-
 def lit(value: Any) -> str:
     """An N-Triples literal; strings are simple literals (xsd:string in RDF 1.1), written
     the way Oxigraph writes them back, so store dumps and projections compare byte for byte."""
     if type(value) is str:  # the common case first (a str subclass takes the last line)
-        return f'"{_escape(value)}"'
+        return f'"{escape(value)}"'
     if isinstance(value, bool):
         return f'"{"true" if value else "false"}"^^<{_BOOLEAN}>'
     if isinstance(value, int):
         return f'"{value}"^^<{_INTEGER}>'
     if isinstance(value, float):
         return f'"{value!r}"^^<{_DECIMAL}>'
-    return f'"{_escape(str(value))}"'
+    return f'"{escape(str(value))}"'
 
 
 #: the value of a flag kept by the projection (``cradle:awaitsUse``, ``awaitsVerification``)

@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
+from ..graph.ntriples import escape
 from ..graph.vocab import CRADLE_NS, PROV_NS, RDF_NS
 
 ID_BASE = "https://w3id.org/cradle/id/"
@@ -45,9 +46,7 @@ def p(term: str) -> str:
 def lit(value: object) -> str:
     if isinstance(value, bool):
         return f'"{"true" if value else "false"}"^^<http://www.w3.org/2001/XMLSchema#boolean>'
-    text = (str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-            .replace("\r", "\\r"))
-    return f'"{text}"'
+    return f'"{escape(str(value))}"'
 
 
 _TYPE = f"<{RDF_NS}type>"

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import CradleError, InputError, UnknownNameError
 from ..inputs import check_value
+from ..lineage.inputs import checked_input
 from ..records import (
     ApprovalStatus,
     IdempotencyClass,
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from ..loop.runtime import Runtime
 
 META_PREFIX = "cradle-kg/"
+#: the kind of input a host's `cradle-kg/input` key records (the user's request)
+INPUT_KIND = "request"
 #: the ``_meta`` keys a host may set on a call, and what each one does
 META_KEYS: dict[str, str] = {
     "run": "the run the call belongs to (default: one run per session, `run:<session>`)",
@@ -179,8 +182,8 @@ class GovernedSession:
     _step: int = field(default=0, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _inputs: set[tuple[str, str, str]] = field(default_factory=set, init=False, repr=False)
-    #: runs found to be this agent's: a run's first proposal never changes, so each is asked
-    #: of the journal once (a run nobody proposed in yet is asked again next time)
+    #: runs found or claimed to be this agent's: a run's owner never changes, so each is
+    #: asked of the journal once
     _own_runs: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -236,22 +239,27 @@ class GovernedSession:
             # INVARIANT: nothing is journaled for a call the loader refuses or that names
             # another agent's run; the host's input only with a proposal that will be
             proposal = self.runtime.parse_proposal(raw)
-            self.check_run(proposal.effective_run_id)
+            run_id = proposal.effective_run_id
             if meta.input is not None:
-                self.record_input(proposal.effective_run_id, meta.input)
+                checked_input(self.runtime.config.input_limits, run_id, meta.input.text,
+                              author=meta.input.author, kind=INPUT_KIND)
+            self.check_run(run_id)
+            if meta.input is not None:
+                self.record_input(run_id, meta.input)
             outcome = self.runtime.submit(proposal)
         except CradleError as exc:  # refused before the loop (limits, shape): journals nothing
             return refused(exc, where)
         return render(outcome, tool_id, step=step, home=self.home_hint)
 
     def check_run(self, run_id: str) -> None:
-        """Raise :class:`~cradle_kg.errors.RunOwnershipError` when ``run_id`` is another
-        agent's (:func:`cradle_kg.loop.runtime.check_run_owner`)."""
+        """Make ``run_id`` this agent's, or raise
+        :class:`~cradle_kg.errors.RunOwnershipError` when it is another agent's
+        (:meth:`cradle_kg.loop.runtime.Runtime.claim_run`)."""
         if run_id in self._own_runs:
             return
-        if self.runtime.check_run_owner(run_id, self.agent_id) is not None:
-            with self._lock:
-                self._own_runs.add(run_id)
+        self.runtime.claim_run(run_id, self.agent_id)
+        with self._lock:
+            self._own_runs.add(run_id)
 
     def record_input(self, run_id: str, given: HostInput | None) -> None:
         """The host's ``input`` key: journaled once per run and content."""
@@ -262,7 +270,7 @@ class GovernedSession:
             if seen in self._inputs:
                 return
             self._inputs.add(seen)
-        self.runtime.record_input(run_id, given.text, author=given.author)
+        self.runtime.record_input(run_id, given.text, author=given.author, kind=INPUT_KIND)
 
     def latest(self, result: CallResult, tool_id: str) -> CallResult:
         """The call's outcome as the journal has it now (an approval may have ended it)."""

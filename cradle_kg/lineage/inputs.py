@@ -11,7 +11,7 @@ from datetime import datetime
 
 from ..errors import InputError
 from ..evidence import EvidenceStore
-from ..inputs import check_human_input
+from ..inputs import InputLimits, check_human_input
 from ..loop.context import LoopContext
 from ..storage import NewEvent
 
@@ -19,26 +19,33 @@ from ..storage import NewEvent
 MAX_INPUT_CHARS = 64 * 1024
 
 
-def record_input(ctx: LoopContext, evidence: EvidenceStore, run_id: str, text: str, *,
-                 author: str, kind: str, now: datetime) -> str:
-    """Journal a trusted input of ``run_id``; returns its content address.
+def checked_input(limits: InputLimits, run_id: str, text: str, *, author: str,
+                  kind: str) -> bytes:
+    """The bytes of a trusted input of ``run_id``, or :class:`~cradle_kg.errors.InputError`.
 
     The run id, the author and the kind are ids (checked as a proposal's are: no NUL, no
-    lone surrogate, within the home's limits) *before* anything is journaled: an MCP
-    host's ``cradle-kg/input`` reaches here before its proposal is parsed."""
+    lone surrogate, within the home's limits): an entry point checks an MCP host's
+    ``cradle-kg/input`` with this *before* it journals anything for the call."""
     if not run_id or not author:
         raise InputError("a trusted input needs a run id and an author")
-    check_human_input(ctx.config.input_limits,
-                      ids={"input.run": run_id, "input.author": author, "input.kind": kind})
+    check_human_input(limits, ids={"input.run": run_id, "input.author": author,
+                                   "input.kind": kind})
     if not text.strip():
         raise InputError("a trusted input is not empty")
     if len(text) > MAX_INPUT_CHARS:
         raise InputError(f"a trusted input is at most {MAX_INPUT_CHARS} characters")
     try:
-        data = text.encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 bytes to store
         raise InputError(f"a trusted input holds a lone surrogate at {exc.start} (not valid "
                          "unicode)") from None
+
+
+def record_input(ctx: LoopContext, evidence: EvidenceStore, run_id: str, text: str, *,
+                 author: str, kind: str, now: datetime) -> str:
+    """Journal a trusted input of ``run_id`` (:func:`checked_input` first); returns its
+    content address."""
+    data = checked_input(ctx.config.input_limits, run_id, text, author=author, kind=kind)
     ref = evidence.put(data)
     ctx.append([
         NewEvent(run_id=run_id, kind="evidence.collected", subject=ref, actor=author, at=now,

@@ -44,6 +44,7 @@ from ..records import (
     Verdict,
 )
 from ..storage import (
+    IdempotencyKeyTaken,
     Journal,
     Lease,
     LimitReached,
@@ -81,13 +82,20 @@ from .settlement import Settlement
 _CLAIM_ATTEMPTS = 3
 
 
+#: the event an entry point writes to make a new run its agent's (:meth:`Runtime.claim_run`)
+RUN_CLAIMED = "run.claimed"
+#: its idempotency key, held once per run by the journal
+RUN_CLAIM_PREFIX = "run-claim:"
+
+
 def check_run_owner(journal: Journal, run_id: str, agent_id: str) -> str | None:
     """Raise :class:`RunOwnershipError` — before anything is journaled in the run — when the
-    run's first proposal was another agent's.
+    run's first proposal or claim was another agent's; returns the run's agent, or None.
 
     INVARIANT: at the entry points an agent reaches with its own credentials — the MCP
     gateway and proxy, LangGraph (:class:`~cradle_kg.integrations.calls.GovernedSession`)
-    and the JSON API — a run is its first proposal's agent's: another identity that names
+    and the JSON API, through :meth:`Runtime.claim_run` — a run is the agent's of its first
+    proposal or claim: another identity that names
     it (run ids are not secrets: results, pages and hand-offs show them) could otherwise
     append steps to it or speak in it as its user. Refused rather than denied, so that
     nothing of the attempt lands in the owner's run (a denial there would become the
@@ -376,12 +384,26 @@ class Runtime:
         """Run one proposal through the whole loop and return how it ended."""
         return self._submit(raw)
 
-    def check_run_owner(self, run_id: str, agent_id: str) -> str | None:
-        """Raise :class:`~cradle_kg.errors.RunOwnershipError` when ``run_id`` is another
-        agent's (see :func:`check_run_owner`): what every entry point that speaks for an
-        authenticated agent checks before it journals anything in the run. Returns the
-        run's agent (``agent_id``), or None when no proposal was made in it yet."""
-        return check_run_owner(self.journal, run_id, agent_id)
+    def claim_run(self, run_id: str, agent_id: str) -> None:
+        """Make ``run_id`` ``agent_id``'s before anything is journaled in it, or raise
+        :class:`~cradle_kg.errors.RunOwnershipError`: what every entry point that speaks for
+        an authenticated agent calls first (:func:`check_run_owner`).
+
+        A run nobody proposed in yet is claimed with a ``run.claimed`` event whose key
+        (``run-claim:<run id>``) the journal holds once: of two agents racing for a new
+        run, one claim is written and the other entry point finds the run taken — on
+        SQLite and PostgreSQL alike, across processes. A run's owner is the actor of its
+        first proposal or claim (:meth:`~cradle_kg.storage.Journal.run_agent`)."""
+        if check_run_owner(self.journal, run_id, agent_id) is not None:
+            return
+        # claimed first by another entry point: the journal says whose it is, below
+        with contextlib.suppress(IdempotencyKeyTaken):
+            self.context.append([NewEvent(
+                run_id=run_id, kind=RUN_CLAIMED, subject=run_id, actor=agent_id,
+                at=self.clock(), payload={"agent_id": agent_id},
+                idem_key=RUN_CLAIM_PREFIX + run_id)])
+        if check_run_owner(self.journal, run_id, agent_id) is None:
+            raise JournalError(f"run `{run_id}`: its claim is not in the journal")
 
     def _submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         proposal = self.parse_proposal(raw)

@@ -90,7 +90,7 @@ def make_router(runtime: Runtime) -> APIRouter:
                                              "proposals (agent_id must be the caller)"})
         def submit_own() -> Outcome:
             parsed = runtime.parse_proposal(proposal)
-            runtime.check_run_owner(parsed.effective_run_id, who.identity)
+            runtime.claim_run(parsed.effective_run_id, who.identity)
             return runtime.submit(parsed)
 
         outcome = await run_in_threadpool(call, submit_own)

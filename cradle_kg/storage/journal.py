@@ -128,7 +128,8 @@ class Journal(Protocol):
     def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None: ...
 
     def run_agent(self, run_id: str) -> str | None:
-        """The agent of the run's first proposal (the run's owner), or None: no proposal yet."""
+        """The actor of the run's first ``proposal.received`` or ``run.claimed`` (the run's
+        owner), or None: nobody proposed in it or claimed it yet."""
         ...
 
     def head(self) -> tuple[int, str]: ...

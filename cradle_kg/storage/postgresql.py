@@ -369,8 +369,9 @@ class PostgresJournal:
         return self.intent_for_key(key)
 
     def run_agent(self, run_id: str) -> str | None:
-        rows = self._query("SELECT actor FROM events WHERE run_id = %s AND "
-                           "kind = 'proposal.received' ORDER BY seq LIMIT 1", (run_id,))
+        rows = self._query("SELECT actor FROM events WHERE run_id = %s AND kind IN "
+                           "('proposal.received', 'run.claimed') ORDER BY seq LIMIT 1",
+                           (run_id,))
         return str(rows[0][0]) if rows else None
 
     def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None:

@@ -649,9 +649,10 @@ class SqliteJournal:
         return self.intent_for_key(key)
 
     def run_agent(self, run_id: str) -> str | None:
-        # the run's events in order (index events_run), up to its first proposal
-        rows = self._query("SELECT actor FROM events WHERE run_id = ? AND "
-                           "kind = 'proposal.received' ORDER BY seq LIMIT 1", (run_id,))
+        # the run's events in order (index events_run), up to its first proposal or claim
+        rows = self._query("SELECT actor FROM events WHERE run_id = ? AND kind IN "
+                           "('proposal.received', 'run.claimed') ORDER BY seq LIMIT 1",
+                           (run_id,))
         return str(rows[0][0]) if rows else None
 
     def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None:

@@ -40,7 +40,8 @@ from .sandbox import Recording, SandboxRuntime
 
 #: events a person (or the outside world) wrote: replay copies them, never re-derives them
 INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refused",
-                         "evidence.collected", "human.decided", "input.recorded"})
+                         "evidence.collected", "human.decided", "input.recorded",
+                         "run.claimed"})
 
 
 @dataclass

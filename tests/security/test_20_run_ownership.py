@@ -58,9 +58,11 @@ def test_another_agent_is_refused_in_a_run_and_journals_nothing(rt: Runtime) -> 
     assert alice.call("demo.ledger.credit", {"account": "acct-1", "amount": 9}).status \
         == "executed"
     with pytest.raises(RunOwnershipError):
-        rt.check_run_owner(alice.run_id, MALLORY)
-    rt.check_run_owner(alice.run_id, AGENT)
-    rt.check_run_owner("run:new", MALLORY)  # a run nobody proposed in yet is anyone's
+        rt.claim_run(alice.run_id, MALLORY)
+    rt.claim_run(alice.run_id, AGENT)
+    rt.claim_run("run:new", MALLORY)  # a run nobody proposed in yet: claimed
+    with pytest.raises(RunOwnershipError):
+        rt.claim_run("run:new", AGENT)
 
 
 def test_the_json_api_answers_403_and_journals_nothing(home: Path, rt: Runtime,

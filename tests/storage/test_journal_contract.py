@@ -83,8 +83,9 @@ def test_reads_by_sequence_run_subject_kind(journal: Journal) -> None:
 
 
 def test_a_runs_agent_is_its_first_proposals(journal: Journal) -> None:
-    """``run_agent``: the actor of the run's first ``proposal.received`` (what the entry
-    points that speak for an agent check before they journal anything in a run)."""
+    """``run_agent``: the actor of the run's first ``proposal.received`` or ``run.claimed``
+    (what the entry points that speak for an agent check before they journal anything in a
+    run)."""
     assert journal.run_agent("run:a") is None
     journal.append([NewEvent(run_id="run:a", kind="input.recorded", subject="s", actor="user:u",
                              at=T0, payload={})])
@@ -98,6 +99,13 @@ def test_a_runs_agent_is_its_first_proposals(journal: Journal) -> None:
     assert journal.run_agent("run:a") == "agent:first"
     assert journal.run_agent("run:b") == "agent:other"
     assert journal.run_agent("run:none") is None
+    # an entry point's claim of a new run counts as its first proposal would
+    journal.append([NewEvent(run_id="run:c", kind="run.claimed", subject="run:c",
+                             actor="agent:claimer", at=T0, payload={},
+                             idem_key="run-claim:run:c")])
+    journal.append([NewEvent(run_id="run:c", kind="proposal.received", subject="p4",
+                             actor="agent:later", at=T0, payload={})])
+    assert journal.run_agent("run:c") == "agent:claimer"
 
 
 def test_derived_state_follows_the_appends(journal: Journal) -> None:

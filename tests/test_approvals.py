@@ -162,6 +162,119 @@ def test_approve_once_raced_by_two_processes_executes_once(art: Runtime, home: P
     assert len(art.journal.events_of_kind("approval.consumed")) == 1
 
 
+_DECIDE_ROUNDS = 40
+
+
+def _decide_racer(home: str, worker: int, approvals: list[str], barrier: Any,
+                  out: Any) -> None:
+    """One of two workers deciding every approval at once: worker 0 always approves;
+    worker 1 approves on even rounds (a double click from two hosts), rejects on odd ones."""
+    with Runtime(home, graph_sync=False) as rt:
+        said = []
+        for n, aid in enumerate(approvals):
+            status = (ApprovalStatus.APPROVED if worker == 0 or n % 2 == 0
+                      else ApprovalStatus.REJECTED)
+            barrier.wait(60)
+            try:
+                rt.decide_approval(aid, approver_id=APPROVER, token=BOB, status=status,
+                                   reason="no")
+                said.append(str(status))
+            except ApprovalError:
+                said.append("refused")
+    out.put((worker, said))
+
+
+def test_an_approval_decided_by_two_workers_at_once_is_decided_once(art: Runtime,
+                                                                     home: Path) -> None:
+    """Two processes decide the same pending approval at the same moment, 40 times. Each
+    read it pending; the decision is written only over the events it was decided on
+    (``if_last``), so one is written and the other reads again and is refused. Before,
+    both were written: an approval approved *and* rejected, its action executed with a
+    rejection recorded after it (or executed after one)."""
+    import multiprocessing
+
+    approvals = [_wait(art, f"d{n}", account=f"acct-{n}") for n in range(_DECIDE_ROUNDS)]
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_decide_racer, args=(str(home), w, approvals, barrier, out))
+             for w in range(2)]
+    for proc in procs:
+        proc.start()
+    try:
+        said = dict(out.get(timeout=300) for _ in procs)
+    finally:
+        for proc in procs:
+            proc.join(60)
+            if proc.exitcode is None:
+                proc.kill()
+    decided: dict[str, list[str]] = {}
+    for event in art.journal.events_of_kind("approval.decided"):
+        decided.setdefault(event.payload["approval_id"], []).append(event.payload["status"])
+    assert all(len(v) == 1 for v in decided.values()), "an approval was decided twice"
+    assert sorted(decided) == sorted(approvals)
+    for n, aid in enumerate(approvals):  # the one written is the one that was not refused
+        answers = [said[0][n], said[1][n]]
+        assert answers.count("refused") == 1, (n, answers)
+        assert decided[aid] == [a for a in answers if a != "refused"]
+    executed = {e.run_id for e in art.journal.events_of_kind("action.intent")}
+    approved = {st.approval.run_id for st in art.approvals.all()
+                if st.approval.status is ApprovalStatus.APPROVED}
+    assert executed == approved  # a rejected action never ran; an approved one ran once
+    assert len(closes(home)) == len(approved)
+    assert art.journal.verify().intact
+
+
+def _resume_racer(home: str, runs: list[str], barrier: Any, out: Any) -> None:
+    """One of three workers resuming every run at once (``runs resume`` on three hosts)."""
+    with Runtime(home, graph_sync=False) as rt:
+        said = []
+        for run in runs:
+            barrier.wait(60)
+            said.append([str(o.status) for o in rt.resume(run)])
+    out.put(said)
+
+
+def test_three_workers_resuming_a_run_at_once_run_it_once_and_ask_nobody_again(
+        art: Runtime, home: Path) -> None:
+    """An approve-once, decided without resuming; then three processes resume the run at
+    the same moment, 30 times. One executes and consumes the approval; the others answer
+    from its record. Before, a resume that saw the approval in gate 1 and found it
+    consumed at execution asked for a *new* approval of the action that had just run —
+    a stale request in the inbox (4-5 runs of 30)."""
+    import multiprocessing
+
+    runs = []
+    for n in range(30):
+        aid = _wait(art, f"r{n}", account=f"acct-{n}")
+        art.decide_approval(aid, approver_id=APPROVER, token=BOB,
+                            status=ApprovalStatus.APPROVED, once=True, resume=False)
+        runs.append(f"run:task-r{n}")
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(3), ctx.Queue()
+    procs = [ctx.Process(target=_resume_racer, args=(str(home), runs, barrier, out))
+             for _ in range(3)]
+    for proc in procs:
+        proc.start()
+    try:
+        said = [out.get(timeout=300) for _ in procs]
+    finally:
+        for proc in procs:
+            proc.join(60)
+            if proc.exitcode is None:
+                proc.kill()
+    for n in range(len(runs)):
+        answers = sorted(s for worker in said for s in worker[n])
+        assert answers.count("executed") >= 1, (n, answers)
+        assert set(answers) <= {"executed", "in_progress"}, (n, answers)
+    journal = art.journal
+    assert sorted(e.run_id for e in journal.events_of_kind("action.intent")) == sorted(runs)
+    assert len(journal.events_of_kind("approval.consumed")) == len(runs)
+    asked = [e.run_id for e in journal.events_of_kind("approval.requested")]
+    assert sorted(asked) == sorted(runs), "a resume asked again for an action that ran"
+    assert len(closes(home)) == len(runs)
+    assert journal.verify().intact
+
+
 def test_an_expiry_in_the_past_is_refused(art: Runtime, clock: Clock) -> None:
     aid = _wait(art, "p")
     with pytest.raises(ApprovalError, match="already past"):

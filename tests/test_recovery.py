@@ -154,6 +154,45 @@ def test_retry_after_crash_reuses_the_intent_and_its_key(home: Path) -> None:
     assert keys == [intents[0].payload["action"]["idempotency_key"]]
 
 
+def test_three_workers_recovering_a_dead_workers_intent_at_once_recover_it_once(
+        home: Path) -> None:
+    """A worker dies after its intent; three live workers (each its own runtime,
+    connection and lease) run a recovery pass at the same moment. The passes are
+    serialised across the journal and the dangling intents are read again under the
+    lock, so exactly one retries the call (same key) and the others find nothing left."""
+    import threading
+
+    done, _ = run_child(home, [CREDIT], crash_at="after_intent")
+    assert done.returncode == -signal.SIGKILL
+    workers = [Runtime(home, recover=False, graph_sync=False) for _ in range(3)]
+    try:
+        assert all(len(w.journal.dangling_intents()) == 1 for w in workers)
+        barrier = threading.Barrier(3)
+        reports: list[Any] = [None] * 3
+
+        def recover(n: int) -> None:
+            barrier.wait(60)
+            reports[n] = workers[n].recover()
+
+        threads = [threading.Thread(target=recover, args=(n,)) for n in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        results = sorted(tuple(i.result for i in r.items) for r in reports)
+        assert results == [(), (), ("retried",)], results
+        journal = workers[0].journal
+        assert len(journal.events_of_kind("action.retry")) == 1
+        intent = journal.events_of_kind("action.intent")[0]
+        assert [e.subject for e in journal.events_of_kind("run.outcome")
+                if e.subject == intent.subject] == [intent.subject]
+        assert journal.dangling_intents() == [] and journal.verify().intact
+    finally:
+        for w in workers:
+            w.close()
+    assert_one_effect_per_key(home)
+
+
 #: a tool of idempotency class "none", without lookup, that appends to a file: the kind of
 #: connector that sends the mail; registered by the child and by the restarted runtime
 NONE_TOOL = """

@@ -8,9 +8,10 @@ in any process — is what lets it go on: the waiting proposal is submitted agai
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
-from ..errors import ApprovalError, UnknownNameError
+from ..errors import ApprovalError, JournalError, UnknownNameError
 from ..inputs import check_human_input
 from ..records import (
     RUNTIME_ACTOR,
@@ -21,7 +22,7 @@ from ..records import (
     Proposal,
     RuntimeDecision,
 )
-from ..storage import NewEvent
+from ..storage import NewEvent, SubjectMoved
 from .approvals import ApprovalBook, excluded_for
 from .context import LoopContext
 from .gate1.checks import GateResult
@@ -32,6 +33,9 @@ from .outcomes import outcome_event
 Submit = Callable[[Proposal], Outcome]
 #: whether this process holds a tool's implementation (the runtime's ``tools.has``)
 HoldsTool = Callable[[str], bool]
+#: reads of an approval a decision may take when other events about its action keep
+#: arriving between the read and the write (each lost race is another worker's write)
+_DECIDE_ATTEMPTS = 5
 
 
 class ApprovalFlow:
@@ -89,34 +93,45 @@ class ApprovalFlow:
                                "scope": scope}, texts={"reason": reason, "token": token})
         # the digest's events are read once before the decision and once after it (what
         # the approval is now, and the proposal that asked for it, from the same read)
-        state, seen = self.book.read(approval_id)
-        now = self.ctx.clock()
-        subject = "approval:" + state.approval.action_digest
-        try:
-            event = self.book.decision_event(state, approver_id=approver_id, token=token,
-                                             status=status, now=now, once=once,
-                                             scope=scope, until=until, reason=reason)
-        except ApprovalError as exc:
-            self.ctx.append([NewEvent(run_id=state.approval.run_id, kind="approval.refused",
-                                      subject=subject, actor=approver_id, at=now,
-                                      payload={"approval_id": approval_id,
-                                               "claimed_approver": approver_id,
-                                               "asked": str(status), "reason": exc.message})])
-            raise
-        events = [event]
-        if status is not ApprovalStatus.APPROVED:
-            proposal = self.book.requested_proposal(state.approval, seen)
-            ended = state.approval.model_copy(update={
-                "status": status, "approver_id": approver_id, "decided_at": now,
-                "reason": reason})
-            word = "rejected" if status is ApprovalStatus.REJECTED else "changes requested"
-            events.append(outcome_event(Outcome(
-                run_id=ended.run_id, proposal_id=proposal.id,
-                status=(OutcomeStatus.DENIED if status is ApprovalStatus.REJECTED
-                        else OutcomeStatus.REPAIR), approval=ended,
-                reasons=(f"{word} by `{approver_id}`" + (f": {reason}" if reason else ""),)),
-                proposal.id, at=now))
-        self.ctx.append(events)
+        for _ in range(_DECIDE_ATTEMPTS):
+            state, seen = self.book.read(approval_id)
+            now = self.ctx.clock()
+            subject = "approval:" + state.approval.action_digest
+            try:
+                event = self.book.decision_event(state, approver_id=approver_id, token=token,
+                                                 status=status, now=now, once=once,
+                                                 scope=scope, until=until, reason=reason)
+            except ApprovalError as exc:
+                self.ctx.append([NewEvent(
+                    run_id=state.approval.run_id, kind="approval.refused", subject=subject,
+                    actor=approver_id, at=now,
+                    payload={"approval_id": approval_id, "claimed_approver": approver_id,
+                             "asked": str(status), "reason": exc.message})])
+                raise
+            # INVARIANT: decided once — written only over the events it was decided on; a
+            # decision another worker wrote meanwhile makes this one read again (and be
+            # refused: the approval is no longer pending)
+            events = [replace(event, if_last=seen[-1].seq if seen else 0)]
+            if status is not ApprovalStatus.APPROVED:
+                proposal = self.book.requested_proposal(state.approval, seen)
+                ended = state.approval.model_copy(update={
+                    "status": status, "approver_id": approver_id, "decided_at": now,
+                    "reason": reason})
+                word = "rejected" if status is ApprovalStatus.REJECTED else "changes requested"
+                events.append(outcome_event(Outcome(
+                    run_id=ended.run_id, proposal_id=proposal.id,
+                    status=(OutcomeStatus.DENIED if status is ApprovalStatus.REJECTED
+                            else OutcomeStatus.REPAIR), approval=ended,
+                    reasons=(f"{word} by `{approver_id}`" + (f": {reason}" if reason else ""),)),
+                    proposal.id, at=now))
+            try:
+                self.ctx.append(events)
+                break
+            except SubjectMoved:
+                continue
+        else:
+            raise JournalError(f"approval `{approval_id}`: other events about its action keep "
+                               "arriving first; decide again")
         after = self.ctx.journal.events_for_subject(subject)
         updated = self.book.state_in(after, approval_id).approval
         outcome = None

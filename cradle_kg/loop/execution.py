@@ -141,8 +141,10 @@ class Execution:
                                          run_id=run_id,
                                          also_excluded=excluded_for(config, proposal))
         if approval is None and approval_was_needed(gate):
-            # the approval gate 1 saw was consumed or expired since: ask again
-            return self.approval_flow.request(proposal, gate, decision, base, now)
+            # the approval gate 1 saw was consumed or expired since: by another submission
+            # of this key (two workers resuming the run at once: its consumption committed
+            # with its intent, so the intent is visible now) → its outcome; else ask again
+            return self._claimed(proposal, gate, decision, base, now)
         if approval is not None and approval.once:
             before.append(NewEvent(
                 run_id=run_id, kind="approval.consumed",

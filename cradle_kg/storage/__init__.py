@@ -11,7 +11,15 @@ Only this package opens an Oxigraph store.
 """
 
 from .chain import GENESIS_HASH, JOURNAL_FORMAT, Anchor, ChainReport, Progress, event_hash
-from .journal import IdempotencyKeyTaken, Journal, Lease, LimitReached, NewEvent, UsageCap
+from .journal import (
+    IdempotencyKeyTaken,
+    Journal,
+    Lease,
+    LimitReached,
+    NewEvent,
+    SubjectMoved,
+    UsageCap,
+)
 from .opening import (
     JOURNAL_URL_ENV,
     home_journal_target,
@@ -40,6 +48,7 @@ __all__ = [
     "Progress",
     "SqliteJournal",
     "StateKey",
+    "SubjectMoved",
     "UsageCap",
     "event_hash",
     "home_journal_target",

@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..records import AuditEvent
 from .chain import Anchor, ChainReport, Progress
 from .run_state_sql import StateKey
+from .sqlite_derived import intent_cost, usage_keys, window_usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,16 @@ class UsageCap:
     since: datetime
     max_calls: int | None = None
     max_cost: float | None = None
+
+
+class SubjectMoved(Exception):
+    """Internal signal: an event appended with ``if_last`` found a newer event about its
+    subject (another worker wrote one since it was read); nothing of the append was
+    written. The writer reads again and decides again."""
+
+    def __init__(self, subject: str) -> None:
+        super().__init__(subject)
+        self.subject = subject
 
 
 class LimitReached(Exception):
@@ -64,6 +75,10 @@ class NewEvent:
     #: set on intent events only: the limits the journal checks under its writer's lock
     #: (:class:`LimitReached`, nothing written, when one would be exceeded)
     caps: tuple[UsageCap, ...] = ()
+    #: written only if the latest event about ``subject`` is still this seq (0: none),
+    #: checked under the writer's lock (:class:`SubjectMoved`, nothing written, if not):
+    #: a decision made on what was read is not written over a change it did not see
+    if_last: int | None = None
 
 
 class IdempotencyKeyTaken(Exception):
@@ -72,6 +87,45 @@ class IdempotencyKeyTaken(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
+
+
+# --- checked under the writer's lock, by both journals ----------------------------
+
+def append_caps(events: Sequence[NewEvent]) -> list[UsageCap]:
+    """The distinct caps an append's intents carry (usually none, or one to three)."""
+    return list(dict.fromkeys(cap for event in events for cap in event.caps))
+
+
+def breached_cap(events: Sequence[NewEvent], caps: Sequence[UsageCap],
+                 rows: Sequence[tuple[Any, ...]]) -> UsageCap | None:
+    """The first cap that this append's intents would take past its limit, or None.
+
+    ``rows[i]``: :data:`.sqlite_derived.USAGE_WINDOW_SQL`'s row for ``caps[i]``, read in
+    the append's transaction after its writer's lock (every worker's committed intents).
+    The append's own intents that count in a cap's scope are added as gate 1 adds the one it checks:
+    the same sums in the same order, so a cap refuses exactly what gate 1 would now."""
+    for cap, row in zip(caps, rows, strict=True):
+        calls, cost = window_usage(row)
+        for event in events:
+            if event.kind == "action.intent" and (cap.scope, cap.subject) in usage_keys(
+                    event.payload):
+                calls, cost = calls + 1, cost + intent_cost(event.payload)
+        if cap.max_calls is not None and calls > cap.max_calls:
+            return cap
+        if cap.max_cost is not None and cost > cap.max_cost:
+            return cap
+    return None
+
+
+def moved_subject(events: Sequence[NewEvent], last: Sequence[int]) -> str | None:
+    """The subject of the first ``if_last`` event whose subject moved on, or None
+    (``last[i]``: :data:`.sqlite_derived.SUBJECT_LAST_SQL` for the i-th ``if_last``
+    event, read in the append's transaction after its writer's lock)."""
+    guarded = [event for event in events if event.if_last is not None]
+    for event, seq in zip(guarded, last, strict=True):
+        if int(seq) != event.if_last:
+            return event.subject
+    return None
 
 
 class Lease(Protocol):
@@ -100,7 +154,8 @@ class Journal(Protocol):
     # --- writing -------------------------------------------------------------------
     def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
         """All or none, durably; :class:`IdempotencyKeyTaken` when a key is claimed,
-        :class:`LimitReached` when an intent's cap would be exceeded.
+        :class:`LimitReached` when an intent's cap would be exceeded,
+        :class:`SubjectMoved` when an ``if_last`` event's subject has a newer event.
 
         ``flush=False``: committed — visible, and kept if this process dies — but not
         flushed to disk on its own; the next flushed commit flushes it too, in order (the
@@ -194,4 +249,4 @@ class Journal(Protocol):
 
 
 __all__ = ["IdempotencyKeyTaken", "Journal", "Lease", "LimitReached", "NewEvent",
-           "UsageCap"]
+           "SubjectMoved", "UsageCap", "append_caps", "breached_cap", "moved_subject"]

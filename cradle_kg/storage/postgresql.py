@@ -9,7 +9,8 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
   one and a half of them under the lock: the lock's hold time is the journal's ceiling.
 * **Limits are checked under the lock**: an intent's caps (:class:`~.journal.UsageCap`)
   are read in the append's first round trip, after the lock, and a cap the append would
-  exceed refuses it (:class:`~.journal.LimitReached`, nothing written).
+  exceed refuses it (:class:`~.journal.LimitReached`, nothing written); so is an event's
+  ``if_last`` (the latest seq of its subject it was decided on: :class:`~.journal.SubjectMoved`).
 * **An idempotency key is claimed once** by the partial UNIQUE index on ``idem_key``: the
   second claimant's transaction fails with a unique violation and writes nothing.
 * **Derived state** (usage buckets, open intents, approval ids, runs) changes in the
@@ -45,7 +46,15 @@ from ..errors import JournalError
 from ..records import AuditEvent
 from . import pg_schema, run_state_sql
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress, event_hash
-from .journal import IdempotencyKeyTaken, LimitReached, NewEvent
+from .journal import (
+    IdempotencyKeyTaken,
+    LimitReached,
+    NewEvent,
+    SubjectMoved,
+    append_caps,
+    breached_cap,
+    moved_subject,
+)
 from .pg_connect import (
     APPEND_LOCK,
     LEASE_LOCKS,
@@ -57,13 +66,7 @@ from .pg_connect import (
     schema_version,
 )
 from .run_state_sql import StateKey
-from .sqlite_derived import (
-    USAGE_FIELDS,
-    append_caps,
-    breached_cap,
-    count_run,
-    window_usage,
-)
+from .sqlite_derived import SUBJECT_LAST_SQL, USAGE_FIELDS, count_run, window_usage
 
 _WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
 # an append refused by a key ends its pipeline with an error we handle: no stray warning
@@ -185,7 +188,16 @@ class PostgresJournal:
                         cursor.execute(pg_schema.USAGE_WINDOW_SQL, (
                             cap.scope, cap.subject, cap.scope, cap.subject,
                             iso(cap.since)[:19]))
+                    guarded = [e.subject for e in events if e.if_last is not None]
+                    lasts = [stack.enter_context(conn.cursor()) for _ in guarded]
+                    for subject, cursor in zip(guarded, lasts, strict=True):
+                        cursor.execute(SUBJECT_LAST_SQL.format("%s"), (subject,))
                     pipe.sync()
+                    if guarded:  # INVARIANT: under the lock, as the caps (NewEvent.if_last)
+                        moved = moved_subject(events, [(c.fetchone() or (0,))[0]
+                                                       for c in lasts])
+                        if moved is not None:
+                            raise SubjectMoved(moved)
                     if caps:
                         breached = breached_cap(events, caps,
                                                 [tuple(c.fetchone() or ()) for c in usage])

@@ -78,7 +78,15 @@ from .chain import (
     event_hash,
 )
 from .file_lease import WorkerLease, exclusive_file, worker_alive
-from .journal import IdempotencyKeyTaken, LimitReached, NewEvent
+from .journal import (
+    IdempotencyKeyTaken,
+    LimitReached,
+    NewEvent,
+    SubjectMoved,
+    append_caps,
+    breached_cap,
+    moved_subject,
+)
 from .run_state_sql import StateKey
 from .sqlite_verify import verify_journal
 
@@ -250,8 +258,9 @@ class SqliteJournal:
         """Append events atomically and durably; all or none are written.
 
         Raises :class:`IdempotencyKeyTaken` (and writes nothing) when an intent's key is
-        already claimed, :class:`LimitReached` when an intent's cap would be exceeded.
-        Returns once the commit is on disk (the WAL fsynced after the
+        already claimed, :class:`LimitReached` when an intent's cap would be exceeded,
+        :class:`SubjectMoved` when an ``if_last`` event's subject moved on. Returns once
+        the commit is on disk (the WAL fsynced after the
         write lock is released: see the module's doc); ``flush=False`` returns once it is
         committed: in the WAL, kept if the process dies, synced by the next flushed commit
         or by the flusher thread within :attr:`flush_window`; a power loss before that may
@@ -478,13 +487,20 @@ class SqliteJournal:
         try:
             row = conn.execute("SELECT seq, hash FROM head WHERE one = 1").fetchone()
             seq, prev = (row[0], row[1]) if row else (0, GENESIS_HASH)
-            caps = derived.append_caps(events)
+            caps = append_caps(events)
             if caps:  # INVARIANT: a limit is checked under the writer's lock (see UsageCap)
-                breached = derived.breached_cap(events, caps, [conn.execute(
+                breached = breached_cap(events, caps, [conn.execute(
                     derived.USAGE_WINDOW_SQL, (cap.scope, cap.subject, iso(cap.since)[:19])
                 ).fetchone() for cap in caps])
                 if breached is not None:
                     raise LimitReached(breached)
+            guarded = [e.subject for e in events if e.if_last is not None]
+            if guarded:  # INVARIANT: checked under the writer's lock (see NewEvent.if_last)
+                moved = moved_subject(events, [conn.execute(
+                    derived.SUBJECT_LAST_SQL.format("?"), (subject,)).fetchone()[0]
+                    for subject in guarded])
+                if moved is not None:
+                    raise SubjectMoved(moved)
             written: list[AuditEvent] = []
             runs: dict[str, list[int]] = {}
             for new in events:

@@ -35,15 +35,12 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import zip_longest
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import run_state_sql
-
-if TYPE_CHECKING:  # chain imports this module, and journal imports chain
-    from .journal import NewEvent, UsageCap
 
 #: scopes a usage bucket counts for, besides ``*`` (every intent)
 USAGE_FIELDS = ("agent", "task_id", "tenant")
@@ -188,30 +185,8 @@ def usage_keys(payload: dict[str, Any]) -> list[tuple[str, str]]:
                           if isinstance(payload.get(f), str)]
 
 
-def append_caps(events: Sequence[NewEvent]) -> list[UsageCap]:
-    """The distinct caps an append's intents carry (usually none, or one to three)."""
-    return list(dict.fromkeys(cap for event in events for cap in event.caps))
-
-
-def breached_cap(events: Sequence[NewEvent], caps: Sequence[UsageCap],
-                 rows: Sequence[tuple[Any, ...]]) -> UsageCap | None:
-    """The first cap that this append's intents would take past its limit, or None.
-
-    ``rows[i]``: :data:`USAGE_WINDOW_SQL`'s row for ``caps[i]``, read in the append's
-    transaction after its writer's lock (every worker's committed intents). The append's
-    own intents that count in a cap's scope are added as gate 1 adds the one it checks:
-    the same sums in the same order, so a cap refuses exactly what gate 1 would now."""
-    for cap, row in zip(caps, rows, strict=True):
-        calls, cost = window_usage(row)
-        for event in events:
-            if event.kind == "action.intent" and (cap.scope, cap.subject) in usage_keys(
-                    event.payload):
-                calls, cost = calls + 1, cost + intent_cost(event.payload)
-        if cap.max_calls is not None and calls > cap.max_calls:
-            return cap
-        if cap.max_cost is not None and cost > cap.max_cost:
-            return cap
-    return None
+#: the latest seq of a subject's events (0: none), for an ``if_last`` event
+SUBJECT_LAST_SQL = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE subject = {}"
 
 
 def apply_runs(conn: sqlite3.Connection, runs: dict[str, list[int]]) -> None:
@@ -296,7 +271,7 @@ def compare(conn: sqlite3.Connection) -> str | None:
     return None
 
 
-__all__ = ["DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS", "USAGE_COLUMNS", "USAGE_EXACT",
-           "USAGE_FIELDS", "USAGE_STATEMENTS", "USAGE_WINDOW_SQL", "append_caps", "apply",
-           "apply_runs", "breached_cap", "compare", "count_run", "intent_cost", "rebuild",
+__all__ = ["DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS", "SUBJECT_LAST_SQL",
+           "USAGE_COLUMNS", "USAGE_EXACT", "USAGE_FIELDS", "USAGE_STATEMENTS", "USAGE_WINDOW_SQL",
+           "apply", "apply_runs", "compare", "count_run", "intent_cost", "rebuild",
            "usage_keys", "window_usage"]

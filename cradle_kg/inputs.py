@@ -11,13 +11,18 @@ parser, bloat the journal or be recorded differently from how it was submitted:
   decoder runs, so a 30,000-deep array cannot raise ``RecursionError``);
 * duplicate object keys (no "last one wins");
 * ``NaN``, ``Infinity``, and numbers that overflow to them (``1e999``);
-* integers with more than ``max_integer_digits`` digits;
+* integers with more than ``max_integer_digits`` digits, floats with more than
+  ``max_float_digits`` digits before or after the point once written out without an
+  exponent (``1e40``, ``1e-300``): both at most 18, what every graph store holds as that
+  number (:mod:`cradle_kg.graph.ntriples` says what was measured);
 * lone UTF-16 surrogates (``"\\ud800"``), which no UTF-8 journal can store;
 * strings longer than ``max_string_length``, object keys longer than ``max_id_length``.
 
 The limits live in the home's configuration (``input_limits`` in ``config.json``); each
 can be lowered or raised up to a hard :data:`CEILINGS` value that the record models
 themselves enforce, so a journal written under one configuration is always readable.
+The two number limits are bounded by the graph stores instead (18 digits): the record
+models keep reading the wider numbers an earlier configuration may have let in.
 """
 
 from __future__ import annotations
@@ -49,6 +54,9 @@ class InputLimits(BaseModel):
     max_string_length: int = Field(default=64 * 1024, gt=0)
     #: decimal digits of an integer (18 always fits a signed 64-bit integer)
     max_integer_digits: int = Field(default=18, gt=0)
+    #: digits of a float written out without an exponent, before the point and after it
+    #: (``1e-7`` is ``0.0000001``: 7 after)
+    max_float_digits: int = Field(default=18, gt=0)
     #: ``facts`` of one proposal
     max_facts: int = Field(default=1000, ge=0)
     #: ``evidence_refs`` of one proposal
@@ -58,7 +66,7 @@ class InputLimits(BaseModel):
 
     @model_validator(mode="after")
     def _within_ceilings(self) -> InputLimits:
-        for name, ceiling in _CEILING_VALUES.items():
+        for name, ceiling in _CONFIGURABLE.items():
             if getattr(self, name) > ceiling:
                 raise ValueError(f"`{name}` may be at most {ceiling}")
         return self
@@ -69,16 +77,34 @@ _CEILING_VALUES: dict[str, int] = {
     "max_depth": 100,
     "max_id_length": 4096,
     "max_string_length": 16 * 1024 * 1024,
-    "max_integer_digits": 1000,  # Python refuses to parse more than 4,300
+    # what a record may hold: a journal written when a configuration could allow up to
+    # 1,000 digits (Python refuses to parse more than 4,300), or before floats were bounded
+    # (every finite float: 309 digits before the point, 324 after), stays readable
+    "max_integer_digits": 1000,
+    "max_float_digits": 400,
     "max_facts": 100_000,
     "max_evidence_refs": 10_000,
     "max_alternatives": 1000,
 }
 
+#: the most a configuration may set: the ceilings, but for the numbers, what every graph
+#: store holds as that number (an integer of 19 digits may pass 2^63, which Virtuoso wraps
+#: to a negative number and, past 2^64, refuses with the whole batch)
+_CONFIGURABLE: dict[str, int] = {**_CEILING_VALUES, "max_integer_digits": 18,
+                                 "max_float_digits": 18}
+
 #: the defaults, documented in the README's security model
 DEFAULT_LIMITS = InputLimits.model_construct()
-#: the most any configuration may allow; what the record models enforce on their own
+#: what the record models enforce on their own: the most any configuration may allow (for
+#: the two number limits, may have allowed: see ``_CEILING_VALUES``)
 CEILINGS = InputLimits.model_construct(**_CEILING_VALUES)  # type: ignore[arg-type]
+
+#: a float's repr has at most 17 significant digits: from 10^-k up it has at most 16 + k
+#: digits after the point, so between ``low`` and ``top`` a float is within a limit of
+#: 17 to 20 digits with no repr to read (the common case: one chained comparison)
+_FLOAT_WINDOWS: dict[int, tuple[float, float]] = {
+    digits: (10.0 ** (16 - digits), 10.0 ** digits) for digits in range(17, 21)}
+_NO_WINDOW = (math.inf, 0.0)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: what a location in a one-line message is not written with as it is
@@ -135,6 +161,8 @@ def check_value(value: Any, *, limits: InputLimits = DEFAULT_LIMITS, where: str 
     types (datetimes, enums, models) are accepted as they are.
     """
     bound = 10 ** limits.max_integer_digits
+    digits = limits.max_float_digits
+    low, top = _FLOAT_WINDOWS.get(digits, _NO_WINDOW)
     stack: list[tuple[Any, str, int]] = [(value, where, depth)]
     while stack:
         item, at, level = stack.pop()
@@ -159,11 +187,35 @@ def check_value(value: Any, *, limits: InputLimits = DEFAULT_LIMITS, where: str 
                 raise InputError(f"`{_short(at)}`: integer has more than "
                                  f"{limits.max_integer_digits} digits")
         elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise InputError(f"`{_short(at)}`: `{item}` is not a JSON number")
+            if not low <= abs(item) < top and item:
+                _check_float(item, at, digits)
         elif not isinstance(item, datetime | date | Enum | BaseModel):
             raise InputError(f"`{_short(at)}`: a value of type `{type(item).__name__}` has "
                              "no JSON form")
+
+
+def _check_float(value: float, where: str, limit: int) -> None:
+    if not math.isfinite(value):
+        raise InputError(f"`{_short(where)}`: `{value}` is not a JSON number")
+    before, after = float_digits(value)
+    if before > limit or after > limit:
+        raise InputError(f"`{_short(where)}`: number `{value!r}` has more than {limit} digits "
+                         f"{'before' if before > limit else 'after'} the decimal point "
+                         "(written out without an exponent)")
+
+
+def float_digits(value: float) -> tuple[int, int]:
+    """Digits before and after the point of finite ``value``'s shortest ``repr`` written
+    out without an exponent, trailing zeros after the point dropped: ``1e+16`` -> (17, 0),
+    ``1.5e-07`` -> (1, 8), ``2.0`` -> (1, 0) — the form :func:`cradle_kg.graph.ntriples.decimal`
+    writes."""
+    mantissa, _, exp = float.__repr__(abs(value)).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    frac = frac.rstrip("0")
+    shift = int(exp) if exp else 0  # an exponent's mantissa has one digit before the point
+    if shift >= 0:
+        return len(whole) + shift, max(0, len(frac) - shift)
+    return 1, len(frac) - shift
 
 
 def check_id(value: str | None, *, limits: InputLimits, where: str) -> None:

@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 from ..errors import ProjectionError
 from ..records import AuditEvent
-from .ntriples import escape, is_iri
+from .ntriples import DECIMAL_DIGITS, INTEGER_RANGE, decimal, escape, integer, is_iri
 from .vocab import CRADLE_NS, XSD_NS
 
 #: one triple as N-Triples terms: ``("<s>", "<p>", "<o>" | '"lit"^^<dt>')``
@@ -37,6 +37,11 @@ ProjectorBody = Callable[[AuditEvent], Iterable[Triple]]
 CORE_ID_BASE = "https://w3id.org/cradle/id/"
 _RUN_BASE = "https://w3id.org/cradle/run/"
 PROJECTION_FAILED = f"<{CRADLE_NS}projectionFailed>"
+_XSD_DECIMAL = f"{XSD_NS}decimal"
+_XSD_INTEGER = f"{XSD_NS}integer"
+#: the lexical forms of the numbers a store holds as numbers (XSD 1.1, ASCII digits)
+_NUMBERS = {_XSD_DECIMAL: re.compile(r"[+-]?(?=\.?[0-9])([0-9]*)(?:\.([0-9]*))?", re.ASCII),
+            _XSD_INTEGER: re.compile(r"[+-]?[0-9]+", re.ASCII)}
 
 _IRI_BODY = r"[^\x00-\x20<>\"{}|^`\\]+"
 #: whole terms (``fullmatch``: a ``$`` would let a trailing line break through); the IRIs
@@ -79,21 +84,54 @@ def _term_ok(term: str, *, literal: bool = False) -> bool:
         found = _LITERAL.fullmatch(term)
         if found is not None and found.group(1) is None:
             return True  # a plain or language-tagged literal: no IRI in it
+        if found is not None and found.group(1) in _NUMBERS:
+            return _number_ok(term[1:term.rindex('"')], found.group(1))
     return found is not None and is_iri(found.group(1))
+
+
+def _number_ok(body: str, datatype: str) -> bool:
+    """The body of an ``xsd:decimal`` / ``xsd:integer`` literal a projector wrote itself
+    is one every store holds as that number (as :func:`literal` writes them): ``1e40``
+    typed as a decimal made Virtuoso refuse the whole batch."""
+    found = _NUMBERS[datatype].fullmatch(body)
+    if found is None:
+        return False
+    if datatype == _XSD_INTEGER:
+        return len(body) <= 24 and int(body) in INTEGER_RANGE
+    whole, frac = found.group(1) or "", found.group(2) or ""
+    return (len(whole.lstrip("0")) <= DECIMAL_DIGITS
+            and len(frac.rstrip("0")) <= DECIMAL_DIGITS)
 
 
 def literal(value: str | int | float | bool, datatype: str | None = None) -> str:
     """A literal term. Python booleans, integers and floats get ``xsd:boolean``,
     ``xsd:integer`` and ``xsd:decimal``; a string is a plain string unless ``datatype``
-    (a full IRI, e.g. ``http://www.w3.org/2001/XMLSchema#date``) is given."""
+    (a full IRI, e.g. ``http://www.w3.org/2001/XMLSchema#date``) is given.
+
+    A number is written in a form every store holds as that number
+    (:func:`.ntriples.decimal`: ``1e+16`` as ``10000000000000000``); one no store holds
+    (an integer outside 64 bits, a float with more than 18 digits before or after the
+    point written out) raises :class:`ProjectionError` — the event is marked
+    ``cradle:projectionFailed`` and the rest of the batch goes in."""
     if isinstance(value, bool):
         text, dt = ("true" if value else "false"), f"{XSD_NS}boolean"
     elif isinstance(value, int):
-        text, dt = str(value), f"{XSD_NS}integer"
+        text, dt = str(value), _XSD_INTEGER
+        if datatype in (None, _XSD_INTEGER) and integer(value) is None:
+            raise ProjectionError(f"the integer `{text[:40]}` is outside what every store "
+                                  "holds (a signed 64-bit integer)")
     elif isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise ProjectionError("a literal cannot be NaN or infinite")
-        text, dt = repr(value), f"{XSD_NS}decimal"
+        if datatype in (None, _XSD_DECIMAL):
+            found = decimal(value)
+            if found is None:
+                raise ProjectionError(f"the number `{value!r}` has more than "
+                                      f"{DECIMAL_DIGITS} digits before or after the point "
+                                      "written out: no xsd:decimal every store holds")
+            text, dt = found, _XSD_DECIMAL
+        else:  # the pack's own datatype (xsd:double ...): its lexical form, as before
+            text, dt = repr(value), _XSD_DECIMAL
     elif isinstance(value, str):
         text, dt = value, None
     else:

@@ -17,6 +17,7 @@ gives both (the commit-time integrity check sees the policy nodes a decision cit
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -26,7 +27,7 @@ from urllib.parse import quote
 from ..canonical import iso, parse_iso
 from ..storage.graph import SHARED_GRAPH
 from .lineage import LINEAGE_PROJECTORS
-from .ntriples import escape
+from .ntriples import decimal, escape
 from .packproj import PackProjector, pack_triples
 from .vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
 
@@ -99,8 +100,23 @@ def lit(value: Any) -> str:
     if isinstance(value, int):
         return f'"{value}"^^<{_INTEGER}>'
     if isinstance(value, float):
-        return f'"{value!r}"^^<{_DECIMAL}>'
+        return _float_lit(value)
     return f'"{escape(str(value))}"'
+
+
+def _float_lit(value: float) -> str:
+    """A float as :func:`.ntriples.decimal` writes it. One it has no form for cannot come
+    in any more (the input limits refuse it) but may sit in an older journal: one ``repr``
+    wrote without an exponent is written as before (every store reads it); one it wrote
+    with an exponent (never an ``xsd:decimal``: ``1e+40`` stopped a Virtuoso graph) or a
+    NaN or infinity is kept as its text, a plain string."""
+    text = decimal(value)
+    if text is not None:
+        return f'"{text}"^^<{_DECIMAL}>'
+    shown = float.__repr__(value)
+    if "e" not in shown and math.isfinite(value):
+        return f'"{shown}"^^<{_DECIMAL}>'
+    return f'"{shown}"'
 
 
 #: the value of a flag kept by the projection (``cradle:awaitsUse``, ``awaitsVerification``)

@@ -259,20 +259,14 @@ def _row(budget: Budget, subject: str, spent: float) -> dict[str, Any]:
 
 
 def every_budget(book: BudgetBook) -> list[dict[str, Any]]:
-    spent: dict[tuple[str, str], float] = {}
-    for e in book.journal.events_of_kind("model.called"):
-        p = e.payload
-        for level, subject in (("tenant", p.get("tenant")), ("workflow", p.get("workflow")),
-                               ("invocation", e.run_id)):
-            key = (level, str(subject))
-            spent[key] = spent.get(key, 0.0) + float(p.get("cost", 0.0))
+    """Every budget in force and its spend, read from the journal's derived usage buckets
+    (a budget on ``*``: the subject that spent the most at its level)."""
     rows = []
     for b in book.budgets():
         if b.subject != "*":
-            rows.append(_row(b, b.subject, spent.get((b.level, b.subject), 0.0)))
+            rows.append(_row(b, b.subject, book.spent(b.level, b.subject)))
             continue
-        mine = [(v, s) for (lvl, s), v in spent.items() if lvl == b.level]
-        top, who = max(mine) if mine else (0.0, "*")
+        who, top = book.top(b.level) or ("*", 0.0)
         rows.append(_row(b, who, top))
     return rows
 

@@ -12,6 +12,8 @@ Only this package opens an Oxigraph store.
 
 from .chain import GENESIS_HASH, JOURNAL_FORMAT, Anchor, ChainReport, Progress, event_hash
 from .journal import (
+    BEGINNING,
+    BUDGET_SCOPES,
     IdempotencyKeyTaken,
     Journal,
     Lease,
@@ -35,6 +37,8 @@ from .sqlite import SqliteJournal
 from .sqlite_verify import verify_journal
 
 __all__ = [
+    "BEGINNING",
+    "BUDGET_SCOPES",
     "GENESIS_HASH",
     "JOURNAL_FORMAT",
     "JOURNAL_URL_ENV",

@@ -14,13 +14,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from ..records import AuditEvent
 from .chain import Anchor, ChainReport, Progress
 from .run_state_sql import StateKey
-from .sqlite_derived import intent_cost, usage_keys, window_usage
+from .sqlite_derived import BUDGET_SCOPES, counted_keys, intent_cost, window_usage
+
+#: the ``since`` of a cap on everything ever counted in a scope (a budget's): earlier than
+#: every second the usage buckets hold
+BEGINNING = datetime(1, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +36,10 @@ class UsageCap:
     ``max_calls - 1`` can both pass it; the cap is what makes the limit hold. The intents of
     ``scope``/``subject`` (``*``/``""``: every intent) in the window that starts at the
     second holding ``since`` — every worker's, and this append's own — may number at most
-    ``max_calls`` and declare at most ``max_cost``."""
+    ``max_calls`` and declare at most ``max_cost``. The same for a budget: a
+    ``model.reserved`` event carries one cap per applicable budget (``budget.<level>``, its
+    subject, :data:`BEGINNING`, ``max_cost`` = the limit), and the reservations and
+    charged calls of that scope count as intents do in theirs."""
 
     scope: str
     subject: str
@@ -72,8 +79,9 @@ class NewEvent:
     payload: dict[str, Any]
     #: set on intent events only: claims the key for good (UNIQUE)
     idem_key: str | None = None
-    #: set on intent events only: the limits the journal checks under its writer's lock
-    #: (:class:`LimitReached`, nothing written, when one would be exceeded)
+    #: set on intent and ``model.reserved`` events only: the limits the journal checks
+    #: under its writer's lock (:class:`LimitReached`, nothing written, when one would be
+    #: exceeded)
     caps: tuple[UsageCap, ...] = ()
     #: written only if the latest event about ``subject`` is still this seq (0: none),
     #: checked under the writer's lock (:class:`SubjectMoved`, nothing written, if not):
@@ -98,17 +106,20 @@ def append_caps(events: Sequence[NewEvent]) -> list[UsageCap]:
 
 def breached_cap(events: Sequence[NewEvent], caps: Sequence[UsageCap],
                  rows: Sequence[tuple[Any, ...]]) -> UsageCap | None:
-    """The first cap that this append's intents would take past its limit, or None.
+    """The first cap that this append's intents (or reservations) would take past its
+    limit, or None.
 
     ``rows[i]``: :data:`.sqlite_derived.USAGE_WINDOW_SQL`'s row for ``caps[i]``, read in
-    the append's transaction after its writer's lock (every worker's committed intents).
-    The append's own intents that count in a cap's scope are added as gate 1 adds the one it checks:
-    the same sums in the same order, so a cap refuses exactly what gate 1 would now."""
+    the append's transaction after its writer's lock (every worker's committed events).
+    The append's own events that count in a cap's scope (:func:`.counted_keys`: intents in
+    theirs, budget charges in the budget scopes) are added as gate 1 (or the budget
+    check) adds the one it checks: the same sums in the same order, so a cap refuses
+    exactly what that check would now."""
     for cap, row in zip(caps, rows, strict=True):
         calls, cost = window_usage(row)
         for event in events:
-            if event.kind == "action.intent" and (cap.scope, cap.subject) in usage_keys(
-                    event.payload):
+            if (cap.scope, cap.subject) in counted_keys(event.kind, event.run_id,
+                                                        event.payload):
                 calls, cost = calls + 1, cost + intent_cost(event.payload)
         if cap.max_calls is not None and calls > cap.max_calls:
             return cap
@@ -206,6 +217,18 @@ class Journal(Protocol):
     def usage_since(self, *, field: str | None, value: str | None,
                     since: datetime) -> tuple[int, float]: ...
 
+    def usage_total(self, scope: str, subject: str) -> tuple[int, float]:
+        """Everything ever counted in one usage bucket — for a budget (``budget.<level>``,
+        its subject) the calls charged and their cost: the bucket's running totals (two
+        index probes, as a :class:`UsageCap` with ``since`` = :data:`BEGINNING` reads
+        them), never a fold of the events."""
+        ...
+
+    def usage_top(self, scope: str) -> tuple[str, int, float] | None:
+        """The subject of a usage scope with the largest total cost and its totals (None:
+        nothing counted): one row per subject of the scope is read (``budgets status``)."""
+        ...
+
     def dangling_intents(self) -> list[tuple[int, str]]: ...
 
     def run_ids(self) -> list[str]: ...
@@ -248,5 +271,6 @@ class Journal(Protocol):
         ...
 
 
-__all__ = ["IdempotencyKeyTaken", "Journal", "Lease", "LimitReached", "NewEvent",
-           "SubjectMoved", "UsageCap", "append_caps", "breached_cap", "moved_subject"]
+__all__ = ["BEGINNING", "BUDGET_SCOPES", "IdempotencyKeyTaken", "Journal", "Lease",
+           "LimitReached", "NewEvent", "SubjectMoved", "UsageCap", "append_caps",
+           "breached_cap", "moved_subject"]

@@ -16,24 +16,52 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import run_state_sql
-from .sqlite_derived import USAGE_FIELDS, intent_cost, usage_keys
+from .pg_connect import APPEND_LOCK
+from .sqlite_derived import BUDGET_SCOPES, USAGE_FIELDS, counted_keys, intent_cost
 
 _C = 'COLLATE "C"'
 _P = "payload::json"
 _COST = (f"CASE WHEN json_typeof({_P} -> 'cost') = 'number' "
          f"THEN ({_P} ->> 'cost')::double precision ELSE 0 END")
 _INTENTS = "FROM events WHERE kind = 'action.intent'"
-_USAGE_FROM_EVENTS = " UNION ALL ".join(
-    [f"SELECT '*' AS scope, '' AS subject, substr(at, 1, 19) AS second, {_COST} AS cost "
-     f"{_INTENTS}"]
-    + [f"SELECT '{f}', {_P} ->> '{f}', substr(at, 1, 19), {_COST} {_INTENTS} "
-       f"AND json_typeof({_P} -> '{f}') = 'string'" for f in USAGE_FIELDS])
-_RUNNING = f"OVER (PARTITION BY scope, subject ORDER BY second {_C} ROWS UNBOUNDED PRECEDING)"
-_USAGE_DERIVED = (
-    f"SELECT scope, subject, second, COUNT(*)::bigint, (SUM(COUNT(*)) {_RUNNING})::bigint, "
-    f"SUM(cost)::double precision, (SUM(SUM(cost)) {_RUNNING})::double precision FROM "
-    f"({_USAGE_FROM_EVENTS}) u GROUP BY scope, subject, second "
-    f"ORDER BY scope {_C}, subject {_C}, second {_C}")
+#: a model call's payload as JSON: PostgreSQL reads no key of a JSON text that holds a
+#: ``\u0000`` anywhere ("cannot be converted to text"), and a model's answer may hold one;
+#: it is read here with each such escape as ``\u0020`` (the keys read — cost, tenant,
+#: workflow, reserved — are unchanged unless they hold one themselves)
+_PM = r"replace(payload, '\u0000', '\u0020')::json"
+_MODEL_COST = (f"CASE WHEN json_typeof({_PM} -> 'cost') = 'number' "
+               f"THEN ({_PM} ->> 'cost')::double precision ELSE 0 END")
+#: what a budget is charged by (as :data:`.sqlite_derived._CHARGES`): a reservation, or a
+#: call journaled without one (``"reserved"`` is not JSON ``true``)
+_CHARGES = ("FROM events WHERE kind IN ('model.reserved', 'model.called') AND "
+            "(kind = 'model.reserved' OR NOT COALESCE("
+            f"json_typeof({_PM} -> 'reserved') = 'boolean' AND ({_PM} ->> 'reserved') = 'true', "
+            "false))")
+
+
+def _usage_derived(*, budgets: bool) -> str:
+    """The usage rows computed from the events (with the budget scopes' from migration 5)."""
+    parts = (
+        [f"SELECT '*' AS scope, '' AS subject, substr(at, 1, 19) AS second, {_COST} AS cost "
+         f"{_INTENTS}"]
+        + [f"SELECT '{f}', {_P} ->> '{f}', substr(at, 1, 19), {_COST} {_INTENTS} "
+           f"AND json_typeof({_P} -> '{f}') = 'string'" for f in USAGE_FIELDS])
+    if budgets:
+        parts += ([f"SELECT '{BUDGET_SCOPES['invocation']}', run_id, substr(at, 1, 19), "
+                   f"{_MODEL_COST} {_CHARGES}"]
+                  + [f"SELECT '{BUDGET_SCOPES[f]}', {_PM} ->> '{f}', substr(at, 1, 19), "
+                     f"{_MODEL_COST} {_CHARGES} AND json_typeof({_PM} -> '{f}') = 'string'"
+                     for f in ("tenant", "workflow")])
+    running = f"OVER (PARTITION BY scope, subject ORDER BY second {_C} ROWS UNBOUNDED PRECEDING)"
+    return (f"SELECT scope, subject, second, COUNT(*)::bigint, "
+            f"(SUM(COUNT(*)) {running})::bigint, SUM(cost)::double precision, "
+            f"(SUM(SUM(cost)) {running})::double precision FROM ({' UNION ALL '.join(parts)}) "
+            f"u GROUP BY scope, subject, second ORDER BY scope {_C}, subject {_C}, second {_C}")
+
+
+_USAGE_DERIVED = _usage_derived(budgets=True)
+_USAGE_INSERT_ALL = ("INSERT INTO usage(scope, subject, second, calls, total_calls, cost, "
+                     "total_cost) ")
 
 
 #: the outcomes of a run by proposal id (:meth:`.postgresql.PostgresJournal.latest_outcome`
@@ -98,13 +126,20 @@ MIGRATIONS = (
             calls bigint NOT NULL, total_calls bigint NOT NULL,
             cost double precision NOT NULL, total_cost double precision NOT NULL,
             PRIMARY KEY (scope, subject, second))""",
-        "INSERT INTO usage(scope, subject, second, calls, total_calls, cost, total_cost) "
-        + _USAGE_DERIVED)),
+        _USAGE_INSERT_ALL + _usage_derived(budgets=False))),
     # a proposal's last outcome in its run (every submit asks: is this proposal answered?)
     # in one index probe: through ``events_run`` it read every event of the run, which
     # grows with the run (an MCP session is one run) and, past ~100 k events, the planner
     # read them in a bitmap scan and sorted them
     Migration(4, "outcome-index", (OUTCOME_INDEX,)),
+    # budget spend: the model calls charged per tenant, workflow and run, in usage buckets
+    # of their own (``budget.<level>``), derived from the events already written (calls
+    # made before reservations: ``model.called``); under the append lock, so that no
+    # append of a worker still running lands between the rebuild and the commit
+    Migration(5, "budget-usage", (
+        f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)",
+        "DELETE FROM usage",
+        _USAGE_INSERT_ALL + _USAGE_DERIVED)),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -145,6 +180,13 @@ USAGE_WINDOW_SQL = (
     "subject = %s ORDER BY second DESC LIMIT 1) l ON true "
     "LEFT JOIN (SELECT total_calls, total_cost FROM usage WHERE scope = %s AND "
     "subject = %s AND second < %s ORDER BY second DESC LIMIT 1) b ON true")
+
+#: the subject of a scope with the largest running total of cost, and its totals (as
+#: :data:`.sqlite_derived.USAGE_TOP_SQL`; parameters: the scope, twice)
+USAGE_TOP_SQL = (
+    "SELECT u.subject, u.total_calls, u.total_cost, 0, 0.0 FROM usage u WHERE u.scope = %s "
+    "AND u.second = (SELECT MAX(l.second) FROM usage l WHERE l.scope = %s "
+    f"AND l.subject = u.subject) ORDER BY u.total_cost DESC, u.subject {_C} DESC LIMIT 1")
 
 Statement = tuple[str, Any]
 
@@ -198,13 +240,14 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
             out.append((fast[0], (run_id, *fast[1])))
         else:  # rare (people's events): the run's row, recomputed from its own events
             out.extend((statement, (run_id,)) for statement in _REFRESH)
-    if kind == "action.intent":
-        out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)", (seq, subject)))
-        keys = usage_keys(payload)
+    keys = counted_keys(kind, run_id, payload)
+    if keys:
         args = {"scopes": [k[0] for k in keys], "subjects": [k[1] for k in keys],
                 "second": at[:19], "cost": intent_cost(payload)}
         out.append((_USAGE_INSERT, args))
         out.append((_USAGE_LATER, args))
+    if kind == "action.intent":
+        out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)", (seq, subject)))
     elif kind == "run.outcome":
         out.append(("DELETE FROM open_intents WHERE subject = %s", (subject,)))
     elif kind == "approval.requested":
@@ -269,5 +312,5 @@ SELECT 'function ' || proname FROM pg_proc WHERE pronamespace = current_schema()
 
 __all__ = ["CATALOG_SQL", "DERIVATIONS", "LATEST", "MIGRATIONS", "MIGRATIONS_TABLE",
            "OUTCOME_INDEX", "OUTCOME_PROPOSAL",
-           "USAGE_WINDOW_SQL", "Migration", "Statement", "derived_statements",
+           "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "Migration", "Statement", "derived_statements",
            "events_statements", "runs_statements"]

@@ -13,10 +13,11 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
   ``if_last`` (the latest seq of its subject it was decided on: :class:`~.journal.SubjectMoved`).
 * **An idempotency key is claimed once** by the partial UNIQUE index on ``idem_key``: the
   second claimant's transaction fails with a unique violation and writes nothing.
-* **Derived state** (usage buckets, open intents, approval ids, runs) changes in the
-  append's transaction: the append's events in one ``INSERT``, then each event's derived
-  rows (:func:`.pg_schema.derived_statements`: an intent's usage buckets in one upsert
-  for all its scopes), then one ``runs`` upsert for the append's runs.
+* **Derived state** (usage buckets of intents and of budgets, open intents, approval
+  ids, runs) changes in the append's transaction: the append's events in one ``INSERT``,
+  then each event's derived rows (:func:`.pg_schema.derived_statements`: an intent's or
+  a model call's usage buckets in one upsert for all its scopes), then one ``runs``
+  upsert for the append's runs.
 * **Leases** are session advisory locks held on a connection of their own: the server
   drops them when the worker's connection dies (SIGKILL closes the socket; TCP keepalives
   find a dead host). :meth:`worker_alive` asks the server whether the lock is held.
@@ -47,6 +48,7 @@ from ..records import AuditEvent
 from . import pg_schema, run_state_sql
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress, event_hash
 from .journal import (
+    BEGINNING,
     IdempotencyKeyTaken,
     LimitReached,
     NewEvent,
@@ -406,6 +408,19 @@ class PostgresJournal:
         rows = self._query(pg_schema.USAGE_WINDOW_SQL,
                            (scope, subject, scope, subject, iso(since)[:19]))
         return window_usage(rows[0])
+
+    def usage_total(self, scope: str, subject: str) -> tuple[int, float]:
+        """Everything ever counted in one usage bucket (a budget's spend: see
+        :meth:`~.journal.Journal.usage_total`): two index probes."""
+        rows = self._query(pg_schema.USAGE_WINDOW_SQL,
+                           (scope, subject, scope, subject, iso(BEGINNING)[:19]))
+        return window_usage(rows[0])
+
+    def usage_top(self, scope: str) -> tuple[str, int, float] | None:
+        rows = self._query(pg_schema.USAGE_TOP_SQL, (scope, scope))
+        if not rows:
+            return None
+        return (str(rows[0][0]), *window_usage(rows[0][1:]))
 
     def run_ids(self) -> list[str]:
         return [r[0] for r in self._query("SELECT run_id FROM runs ORDER BY first_seq")]

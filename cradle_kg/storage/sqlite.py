@@ -79,6 +79,7 @@ from .chain import (
 )
 from .file_lease import WorkerLease, exclusive_file, worker_alive
 from .journal import (
+    BEGINNING,
     IdempotencyKeyTaken,
     LimitReached,
     NewEvent,
@@ -196,6 +197,8 @@ class SqliteJournal:
         if conn.execute("PRAGMA user_version").fetchone()[0] == JOURNAL_FORMAT:
             for statement in SCHEMA_STATEMENTS:  # IF NOT EXISTS: no write lock when present
                 conn.execute(statement)
+            if derived.budgets_underived(conn):  # two index probes, then once per journal
+                self._derive_budgets()
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -219,6 +222,21 @@ class SqliteJournal:
                 derived.rebuild(conn)
             if version != JOURNAL_FORMAT:
                 conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _derive_budgets(self) -> None:
+        """A journal of this format written before budget spend was derived (its model
+        calls charged no ``budget.*`` usage bucket): ``usage`` is derived anew from the
+        same events, once, under the writer's lock — same events, same hashes. (Not a
+        format number of its own: :mod:`.chain`, which holds it, is not this change's.)"""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if derived.budgets_underived(conn):  # another process may have done it
+                derived.rebuild(conn, ("usage",))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -695,6 +713,18 @@ class SqliteJournal:
             derived.USAGE_WINDOW_SQL,
             ("*", "", iso(since)[:19]) if field is None else (field, value, iso(since)[:19]))
         return derived.window_usage(rows[0])
+
+    def usage_total(self, scope: str, subject: str) -> tuple[int, float]:
+        """Everything ever counted in one usage bucket (a budget's spend: see
+        :meth:`~.journal.Journal.usage_total`): two index probes."""
+        rows = self._query(derived.USAGE_WINDOW_SQL, (scope, subject, iso(BEGINNING)[:19]))
+        return derived.window_usage(rows[0])
+
+    def usage_top(self, scope: str) -> tuple[str, int, float] | None:
+        rows = self._query(derived.USAGE_TOP_SQL, (scope,))
+        if not rows:
+            return None
+        return (str(rows[0][0]), *derived.window_usage(rows[0][1:]))
 
     def run_ids(self) -> list[str]:
         """Every run, in the order of its first event."""

@@ -12,7 +12,10 @@ edited event.
 usage           per UTC second and per scope (``*`` all, ``agent``, ``task_id``,
                 ``tenant``): the intents written (calls attempted) and their declared
                 cost in that second, and the running totals of both up to and
-                including it — what rate and cost limits read
+                including it — what rate and cost limits read; and per budget scope
+                (``budget.tenant``, ``budget.workflow``, ``budget.invocation``): the
+                model calls charged (``model.reserved``, and a ``model.called`` with
+                no reservation, written before reservations) — what budgets read
 open_intents    every ``action.intent`` with no ``run.outcome`` about its subject after
                 it — what recovery reads when a runtime opens
 approval_ids    where each approval's events live (its subject), by approval id
@@ -44,6 +47,10 @@ from . import run_state_sql
 
 #: scopes a usage bucket counts for, besides ``*`` (every intent)
 USAGE_FIELDS = ("agent", "task_id", "tenant")
+#: the usage scope of each budget level: a model call is charged to its tenant and its
+#: workflow (when its payload names them) and to its run
+BUDGET_SCOPES = {"tenant": "budget.tenant", "workflow": "budget.workflow",
+                 "invocation": "budget.invocation"}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS usage (
@@ -82,11 +89,20 @@ SCHEMA_STATEMENTS = (tuple(s.strip() for s in SCHEMA.split(";") if s.strip())
 _COST = ("CASE WHEN json_type(payload, '$.cost') IN ('integer', 'real') "
          "THEN json_extract(payload, '$.cost') ELSE 0 END")
 _INTENTS = "FROM events WHERE kind = 'action.intent'"
+#: the events a budget is charged by: a reservation, or a call made without one (an older
+#: journal's; a call made since carries ``"reserved": true`` and is not charged twice)
+_CHARGES = ("FROM events WHERE (kind = 'model.reserved' OR (kind = 'model.called' AND "
+            "json_type(payload, '$.reserved') IS NOT 'true'))")
 _USAGE_FROM_EVENTS = " UNION ALL ".join(
     [f"SELECT '*' AS scope, '' AS subject, substr(at, 1, 19) AS second, {_COST} AS cost "
      f"{_INTENTS}"]
     + [f"SELECT '{f}', json_extract(payload, '$.{f}'), substr(at, 1, 19), {_COST} {_INTENTS} "
-       f"AND json_type(payload, '$.{f}') = 'text'" for f in USAGE_FIELDS])
+       f"AND json_type(payload, '$.{f}') = 'text'" for f in USAGE_FIELDS]
+    + [f"SELECT '{BUDGET_SCOPES['invocation']}', run_id, substr(at, 1, 19), {_COST} "
+       f"{_CHARGES}"]
+    + [f"SELECT '{BUDGET_SCOPES[f]}', json_extract(payload, '$.{f}'), substr(at, 1, 19), "
+       f"{_COST} {_CHARGES} AND json_type(payload, '$.{f}') = 'text'"
+       for f in ("tenant", "workflow")])
 
 #: intents with no run.outcome written after them (one indexed probe per intent)
 DANGLING_SQL = (
@@ -161,6 +177,27 @@ USAGE_WINDOW_SQL = (
     "FROM usage WHERE scope = ?1 AND subject = ?2 AND second < ?3 ORDER BY second DESC "
     "LIMIT 1), 0.0)")
 
+#: the subject of a usage scope with the largest running total of cost, its totals
+#: (parameter: the scope): one row per subject of the scope read (for ``budgets status``
+#: on a ``*`` budget, not for a call)
+USAGE_TOP_SQL = (
+    "SELECT u.subject, u.total_calls, u.total_cost, 0, 0.0 FROM usage u WHERE u.scope = ?1 "
+    "AND u.second = (SELECT MAX(l.second) FROM usage l WHERE l.scope = ?1 "
+    "AND l.subject = u.subject) ORDER BY u.total_cost DESC, u.subject DESC LIMIT 1")
+#: a usage scope's budget buckets, if any (an index probe), and a budget charge among the
+#: events, if any (an index probe, normally)
+_BUDGET_ROWS_SQL = "SELECT 1 FROM usage WHERE scope >= 'budget.' AND scope < 'budget/' LIMIT 1"
+_CHARGE_SQL = f"SELECT 1 {_CHARGES} LIMIT 1"
+
+
+def budgets_underived(conn: sqlite3.Connection) -> bool:
+    """True when the events charge budgets but ``usage`` has no budget bucket: a journal of
+    this format written before budget spend was derived (its ``usage`` is rebuilt when
+    it is opened). Two index probes."""
+    if conn.execute(_BUDGET_ROWS_SQL).fetchone() is not None:
+        return False
+    return conn.execute(_CHARGE_SQL).fetchone() is not None
+
 
 def window_usage(row: tuple[Any, ...]) -> tuple[int, float]:
     """(calls, cost) in a window from :data:`USAGE_WINDOW_SQL`'s row: the difference of
@@ -171,7 +208,8 @@ def window_usage(row: tuple[Any, ...]) -> tuple[int, float]:
 
 
 def intent_cost(payload: dict[str, Any]) -> float:
-    """The cost an intent declares (0 when it declares none, or not a number)."""
+    """The cost an intent or a model call declares (0 when it declares none, or not a
+    number)."""
     cost = payload.get("cost")
     if isinstance(cost, bool) or not isinstance(cost, int | float):
         return 0.0
@@ -183,6 +221,31 @@ def usage_keys(payload: dict[str, Any]) -> list[tuple[str, str]]:
     :data:`USAGE_FIELDS` it names (both journals)."""
     return [("*", "")] + [(f, payload[f]) for f in USAGE_FIELDS
                           if isinstance(payload.get(f), str)]
+
+
+def charges_budget(kind: str, payload: dict[str, Any]) -> bool:
+    """A model call's reservation, or a call journaled without one (before reservations):
+    what budgets are charged by (a call made since says ``"reserved": true``)."""
+    return kind == "model.reserved" or (kind == "model.called"
+                                        and payload.get("reserved") is not True)
+
+
+def budget_keys(run_id: str, payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """The ``(scope, subject)`` buckets a model call is charged in: its tenant and its
+    workflow when the payload names them, and its run."""
+    return [(BUDGET_SCOPES[f], payload[f]) for f in ("tenant", "workflow")
+            if isinstance(payload.get(f), str)] + [(BUDGET_SCOPES["invocation"], run_id)]
+
+
+def counted_keys(kind: str, run_id: str, payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """The usage buckets one event counts in (none for most kinds), with its
+    :func:`intent_cost`: an intent's (:func:`usage_keys`), a budget charge's
+    (:func:`budget_keys`) — both journals, and the caps checked under the writer's lock."""
+    if kind == "action.intent":
+        return usage_keys(payload)
+    if charges_budget(kind, payload):
+        return budget_keys(run_id, payload)
+    return []
 
 
 #: the latest seq of a subject's events (0: none), for an ``if_last`` event
@@ -220,12 +283,14 @@ def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject
         else:  # rare (people's events): the run's row, recomputed from its own events
             for statement in _REFRESH:
                 conn.execute(statement, (run_id,))
-    if kind == "action.intent":
-        conn.execute("INSERT INTO open_intents(seq, subject) VALUES (?, ?)", (seq, subject))
+    keys = counted_keys(kind, run_id, payload)
+    if keys:
         cost = intent_cost(payload)
-        rows = [(s, v, at[:19], cost) for s, v in usage_keys(payload)]
+        rows = [(s, v, at[:19], cost) for s, v in keys]
         for statement in USAGE_STATEMENTS:
             conn.executemany(statement, rows)
+    if kind == "action.intent":
+        conn.execute("INSERT INTO open_intents(seq, subject) VALUES (?, ?)", (seq, subject))
     elif kind == "run.outcome":
         conn.execute("DELETE FROM open_intents WHERE subject = ?", (subject,))
     elif kind == "approval.requested":
@@ -236,9 +301,12 @@ def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject
                          "VALUES (?, ?, ?)", (approval_id, subject, seq))
 
 
-def rebuild(conn: sqlite3.Connection) -> None:
-    """Recompute every derived table from the events (inside the caller's transaction)."""
+def rebuild(conn: sqlite3.Connection, tables: tuple[str, ...] | None = None) -> None:
+    """Recompute every derived table (or those of ``tables``) from the events (inside the
+    caller's transaction)."""
     for d in DERIVATIONS:
+        if tables is not None and d.table not in tables:
+            continue
         conn.execute(f"DELETE FROM {d.table}")
         conn.execute(f"INSERT INTO {d.table}({d.columns}) {d.from_events}")
 
@@ -271,7 +339,8 @@ def compare(conn: sqlite3.Connection) -> str | None:
     return None
 
 
-__all__ = ["DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS", "SUBJECT_LAST_SQL",
-           "USAGE_COLUMNS", "USAGE_EXACT", "USAGE_FIELDS", "USAGE_STATEMENTS", "USAGE_WINDOW_SQL",
-           "apply", "apply_runs", "compare", "count_run", "intent_cost", "rebuild",
-           "usage_keys", "window_usage"]
+__all__ = ["BUDGET_SCOPES", "DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS",
+           "SUBJECT_LAST_SQL", "USAGE_COLUMNS", "USAGE_EXACT", "USAGE_FIELDS",
+           "USAGE_STATEMENTS", "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "apply", "apply_runs",
+           "budget_keys", "budgets_underived", "charges_budget", "compare", "count_run",
+           "counted_keys", "intent_cost", "rebuild", "usage_keys", "window_usage"]

@@ -1,11 +1,11 @@
 """The workflow engine: runs steps, journals each one, resumes from the journal.
 
 A run's state is a projection of its events (``workflow.started``, ``step.*``,
-``model.called``, ``human.*``, ``budget.*``, ``task.opened``, the runtime's own events
-for tool steps, ``workflow.completed|failed``). :meth:`Engine.advance` folds them and
-walks the steps in order: a step already completed **with the same input hash** is not
-executed again, a waiting human step holds no worker (the call returns), and a finished
-run is only reported.
+``model.reserved``, ``model.called``, ``human.*``, ``budget.*``, ``task.opened``, the
+runtime's own events for tool steps, ``workflow.completed|failed``).
+:meth:`Engine.advance` folds them and walks the steps in order: a step already completed
+**with the same input hash** is not executed again, a waiting human step holds no worker
+(the call returns), and a finished run is only reported.
 
 Determinism: the engine reads time only through ``runtime.clock`` and derives every id
 from the run, the step and the input hash, so a strict replay that feeds the recorded
@@ -24,9 +24,9 @@ from pydantic import ValidationError
 from ..canonical import canonical_json, content_hash, iso
 from ..errors import BudgetExceededError, InputError, UnknownNameError
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
-from ..storage import NewEvent
+from ..storage import LimitReached, NewEvent
 from .autonomy import AutonomyBook
-from .budgets import BudgetBook, Scope, alert_event
+from .budgets import RESERVE_TRIES, BudgetBook, Scope, alert_event, reservation_event
 from .definitions import load_recorded_workflow
 from .errors import ModelError, WorkflowError
 from .model import ChatMessage, ModelClient, ModelRequest, package_versions
@@ -298,24 +298,23 @@ class Engine:
         scope = Scope(wf.tenant, wf.id, run_id)
         problem = ""
         for attempt in (1, 2):
-            try:
-                self.budgets.check(scope, step.cost)
-            except BudgetExceededError as exc:
-                return self._refused(run_id, step, exc)
             request = ModelRequest(
                 model=self.model_override or step.model, messages=tuple(messages),
                 schema_name=step.output_model.__name__, max_tokens=step.max_tokens,
                 response_schema=step.output_model.model_json_schema())
+            refused = self._reserve(scope, step, attempt, request.model)
+            if refused is not None:
+                return refused
             try:
                 response = self.client.complete(request)
-            except ModelError as exc:
+            except ModelError as exc:  # the reservation stays charged (see budgets)
                 return _Fail("model_unavailable", exc.message)
             self._emit(run_id, "model.called", f"step:{run_id}/{step.id}", {
                 "step": step.id, "attempt": attempt, "model": request.model,
                 "prompt_version": step.prompt_version, "packages": self._packages(fold),
                 "request": request.model_dump(mode="json"), "request_hash": request.hash,
                 "response": response.model_dump(mode="json"), "cost": step.cost,
-                "tenant": wf.tenant, "workflow": wf.id})
+                "tenant": wf.tenant, "workflow": wf.id, "reserved": True})
             for standing in self.budgets.alerts(scope):
                 self.rt.context.append([alert_event(standing, run_id=run_id, actor=ENGINE_ACTOR,
                                              now=self.rt.clock())])
@@ -330,6 +329,34 @@ class Engine:
                                  f"`{step.output_model.__name__}`: {problem}. "
                                  "Answer again with JSON only."))]
         return _Fail("output_contract", f"the model's output failed its schema twice: {problem}")
+
+    def _reserve(self, scope: Scope, step: ModelStep, attempt: int,
+                 model: str) -> _Fail | None:
+        """Charge one call attempt to its budgets before it is made (``model.reserved``,
+        carrying a cap per budget: see :mod:`.budgets`); the refusal when one would be
+        exceeded. A reservation another worker's took past a budget (``LimitReached``,
+        nothing written) is checked again on what the journal holds now."""
+        run_id = scope.run_id
+        now: datetime | None = None
+        for _ in range(RESERVE_TRIES):
+            try:
+                caps = self.budgets.reserve(scope, step.cost)
+            except BudgetExceededError as exc:
+                return self._refused(run_id, step, exc)
+            # INVARIANT: one clock reading per event (read once the check passed; the
+            # same reading again if the append must be retried)
+            now = now or self.rt.clock()
+            try:
+                self.rt.context.append([reservation_event(
+                    scope, caps, step=step.id, attempt=attempt, model=model, cost=step.cost,
+                    actor=ENGINE_ACTOR, now=now)])
+                return None
+            except LimitReached:
+                continue
+        raise WorkflowError(
+            f"run `{run_id}`, step `{step.id}`: other workers' model calls kept reaching its "
+            f"budgets first ({RESERVE_TRIES} tries); nothing was charged or called",
+            hint="advance the run again")
 
     def _packages(self, fold: _Fold) -> dict[str, str]:
         assert fold.started is not None

@@ -339,10 +339,10 @@ def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:
     assert before is not None and before.seq == 7  # a refused reuse of the id is not it
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP INDEX events_outcome")
-        conn.execute("DELETE FROM schema_migrations WHERE version = 4")
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 4")  # and after it
     with pytest.raises(JournalError, match="schema version `3`"):
         open_journal(pg_url)
-    assert [v for v, _ in migrate(pg_url)] == [4]
+    assert [v for v, _ in migrate(pg_url)] == [4, 5]
     with open_journal(pg_url) as j:
         after = j.latest_outcome("run:a", "p1")
         assert after is not None and after.model_dump() == before.model_dump()

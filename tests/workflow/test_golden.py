@@ -79,8 +79,13 @@ def test_forged_but_rehashed_response_diverges_downstream(tmp_path: Path) -> Non
         assert journal.verify().intact
     with pytest.raises(ReplayDivergenceError) as caught:
         strict_replay(home, ["wf:golden-1"])
-    assert caught.value.seq == second["seq"]
-    assert "`step.completed` instead" in caught.value.message
+    # the retry's charge, journaled before its call, is the first event the replay misses
+    retry = next(e for e in events if e["kind"] == "model.reserved"
+                 and e["run_id"] == second["run_id"] and e["payload"]["attempt"] == 2)
+    assert retry["seq"] == second["seq"] - 1
+    assert caught.value.seq == retry["seq"]
+    assert "(`model.reserved`): the replay produced `step.completed` instead" \
+        in caught.value.message
 
 
 def test_strict_replay_of_a_real_demo_home(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from urllib.parse import quote
 from ..canonical import iso, parse_iso
 from ..storage.graph import SHARED_GRAPH
 from .lineage import LINEAGE_PROJECTORS
-from .ntriples import decimal, escape
+from .ntriples import INTEGER_RANGE, decimal, escape
 from .packproj import PackProjector, pack_triples
 from .vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
 
@@ -98,7 +98,10 @@ def lit(value: Any) -> str:
     if isinstance(value, bool):
         return f'"{"true" if value else "false"}"^^<{_BOOLEAN}>'
     if isinstance(value, int):
-        return f'"{value}"^^<{_INTEGER}>'
+        # past 64 bits (only a configuration of more than 18 digits, before they were
+        # capped, could let one in): kept as its digits — Virtuoso refused the batch (2^64)
+        # or stored another number (2^63 as -2^63), Oxigraph no number
+        return (f'"{value}"^^<{_INTEGER}>' if value in INTEGER_RANGE else f'"{value}"')
     if isinstance(value, float):
         return _float_lit(value)
     return f'"{escape(str(value))}"'

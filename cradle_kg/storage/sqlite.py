@@ -197,8 +197,6 @@ class SqliteJournal:
         if conn.execute("PRAGMA user_version").fetchone()[0] == JOURNAL_FORMAT:
             for statement in SCHEMA_STATEMENTS:  # IF NOT EXISTS: no write lock when present
                 conn.execute(statement)
-            if derived.budgets_underived(conn):  # two index probes, then once per journal
-                self._derive_budgets()
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -214,7 +212,7 @@ class SqliteJournal:
                     f"reads and writes format `{JOURNAL_FORMAT}`",
                     hint="format 1 (an older cradle-kg, whose event hash left out `idem_key`) "
                          "cannot be extended: start a new home")
-            if upgrade:  # format 4's usage table had no running totals: derived anew
+            if upgrade:  # format 4's usage had no running totals, 5's no budget spend
                 conn.execute("DROP TABLE IF EXISTS usage")
             for statement in SCHEMA_STATEMENTS:
                 conn.execute(statement)
@@ -222,21 +220,6 @@ class SqliteJournal:
                 derived.rebuild(conn)
             if version != JOURNAL_FORMAT:
                 conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-    def _derive_budgets(self) -> None:
-        """A journal of this format written before budget spend was derived (its model
-        calls charged no ``budget.*`` usage bucket): ``usage`` is derived anew from the
-        same events, once, under the writer's lock — same events, same hashes. (Not a
-        format number of its own: :mod:`.chain`, which holds it, is not this change's.)"""
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if derived.budgets_underived(conn):  # another process may have done it
-                derived.rebuild(conn, ("usage",))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

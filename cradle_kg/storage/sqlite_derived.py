@@ -184,21 +184,6 @@ USAGE_TOP_SQL = (
     "SELECT u.subject, u.total_calls, u.total_cost, 0, 0.0 FROM usage u WHERE u.scope = ?1 "
     "AND u.second = (SELECT MAX(l.second) FROM usage l WHERE l.scope = ?1 "
     "AND l.subject = u.subject) ORDER BY u.total_cost DESC, u.subject DESC LIMIT 1")
-#: a usage scope's budget buckets, if any (an index probe), and a budget charge among the
-#: events, if any (an index probe, normally)
-_BUDGET_ROWS_SQL = "SELECT 1 FROM usage WHERE scope >= 'budget.' AND scope < 'budget/' LIMIT 1"
-_CHARGE_SQL = f"SELECT 1 {_CHARGES} LIMIT 1"
-
-
-def budgets_underived(conn: sqlite3.Connection) -> bool:
-    """True when the events charge budgets but ``usage`` has no budget bucket: a journal of
-    this format written before budget spend was derived (its ``usage`` is rebuilt when
-    it is opened). Two index probes."""
-    if conn.execute(_BUDGET_ROWS_SQL).fetchone() is not None:
-        return False
-    return conn.execute(_CHARGE_SQL).fetchone() is not None
-
-
 def window_usage(row: tuple[Any, ...]) -> tuple[int, float]:
     """(calls, cost) in a window from :data:`USAGE_WINDOW_SQL`'s row: the difference of
     two running totals. The cost is rounded to 1e-9, so that the difference of two large
@@ -342,5 +327,5 @@ def compare(conn: sqlite3.Connection) -> str | None:
 __all__ = ["BUDGET_SCOPES", "DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS",
            "SUBJECT_LAST_SQL", "USAGE_COLUMNS", "USAGE_EXACT", "USAGE_FIELDS",
            "USAGE_STATEMENTS", "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "apply", "apply_runs",
-           "budget_keys", "budgets_underived", "charges_budget", "compare", "count_run",
+           "budget_keys", "charges_budget", "compare", "count_run",
            "counted_keys", "intent_cost", "rebuild", "usage_keys", "window_usage"]

@@ -181,10 +181,6 @@ def _verify(conn: sqlite3.Connection, anchor: Anchor | None,
                       anchor, progress)
         if report.intact:
             mismatch = derived.compare(conn)
-            if mismatch is not None and derived.budgets_underived(conn):
-                mismatch = ("the derived table `usage` has no budget spend: the journal was "
-                            "written by an older cradle-kg (open it once with this one to "
-                            "derive it: same events, same hashes) or its rows were deleted")
             if mismatch is not None:
                 report = ChainReport(False, report.events, report.head_hash, None, None,
                                      mismatch)

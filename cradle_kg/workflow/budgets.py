@@ -29,6 +29,12 @@ reads again and is refused — or, if a budget was raised meanwhile, tries again
 :data:`RESERVE_TRIES` times, then the step stops with an error, nothing charged or
 called; ``advance`` resumes it). Spend never exceeds a limit, whatever the workers.
 
+A run says how its calls are charged in its ``workflow.started`` (``"budgets":
+"reserved"``). A run recorded by a cradle-kg before this one has no such key: its calls
+are checked and then charged by their ``model.called``, as when it was recorded, so its
+strict replay reproduces it; advanced by several workers at once, such a run can still
+pass a budget by the calls in flight.
+
 **Read from derived state.** Spend is kept by the journal in its ``usage`` buckets (scopes
 ``budget.tenant`` / ``budget.workflow`` / ``budget.invocation``), in the transaction
 that appends the reservation — re-derivable from the events and compared row by row by
@@ -57,6 +63,8 @@ LEVELS: tuple[Level, ...] = ("tenant", "workflow", "invocation")
 #: how many times a reservation is tried when other workers' reservations reach a budget
 #: first (re-read and re-checked each time) before the step stops with an error
 RESERVE_TRIES = 3
+#: ``workflow.started``'s ``budgets``: the run's model calls are charged at reservation
+RESERVED = "reserved"
 
 
 class Budget(BaseModel):

@@ -26,7 +26,14 @@ from ..errors import BudgetExceededError, InputError, UnknownNameError
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
 from ..storage import LimitReached, NewEvent
 from .autonomy import AutonomyBook
-from .budgets import RESERVE_TRIES, BudgetBook, Scope, alert_event, reservation_event
+from .budgets import (
+    RESERVE_TRIES,
+    RESERVED,
+    BudgetBook,
+    Scope,
+    alert_event,
+    reservation_event,
+)
 from .definitions import load_recorded_workflow
 from .errors import ModelError, WorkflowError
 from .model import ChatMessage, ModelClient, ModelRequest, package_versions
@@ -124,10 +131,13 @@ class Engine:
 
     def __init__(self, runtime: Runtime, *, client: ModelClient,
                  packages: Mapping[str, str] | None = None,
-                 model_override: str | None = None) -> None:
+                 model_override: str | None = None, budgets: str | None = RESERVED) -> None:
         self.rt = runtime
         self.client = client
         self.packages = dict(packages) if packages is not None else package_versions()
+        #: how the runs it starts charge their model calls (``workflow.started``'s
+        #: ``budgets``): a strict replay passes the recorded run's (None: recorded before)
+        self.charging = budgets
         self.model_override = model_override
         self.budgets = BudgetBook(runtime.journal)
         self.autonomy = AutonomyBook(runtime.journal, runtime.approvals,
@@ -162,7 +172,10 @@ class Engine:
             "workflow": workflow.id, "version": workflow.version,
             "definition": workflow.definition, "input": data, "input_hash": input_hash,
             "agent": workflow.agent, "tenant": workflow.tenant, "packages": self.packages,
-            "steps": [[s.id, s.kind] for s in workflow.steps]}, at=now)
+            "steps": [[s.id, s.kind] for s in workflow.steps],
+            # how this run's model calls are charged (a run recorded before has no key: its
+            # calls are checked, then charged by model.called, and replay the same way)
+            **({"budgets": self.charging} if self.charging is not None else {})}, at=now)
         return self.advance(run)
 
     def workflow_of(self, run_id: str) -> tuple[Workflow, _Fold]:
@@ -296,13 +309,16 @@ class Engine:
         messages = [ChatMessage(role="system", content=system),
                     ChatMessage(role="user", content=canonical_json(data))]
         scope = Scope(wf.tenant, wf.id, run_id)
+        assert fold.started is not None
+        reserved = fold.started.payload.get("budgets") == RESERVED
         problem = ""
         for attempt in (1, 2):
             request = ModelRequest(
                 model=self.model_override or step.model, messages=tuple(messages),
                 schema_name=step.output_model.__name__, max_tokens=step.max_tokens,
                 response_schema=step.output_model.model_json_schema())
-            refused = self._reserve(scope, step, attempt, request.model)
+            refused = self._reserve(scope, step, attempt, request.model) if reserved \
+                else self._checked(scope, step)
             if refused is not None:
                 return refused
             try:
@@ -314,7 +330,8 @@ class Engine:
                 "prompt_version": step.prompt_version, "packages": self._packages(fold),
                 "request": request.model_dump(mode="json"), "request_hash": request.hash,
                 "response": response.model_dump(mode="json"), "cost": step.cost,
-                "tenant": wf.tenant, "workflow": wf.id, "reserved": True})
+                "tenant": wf.tenant, "workflow": wf.id, **({"reserved": True} if reserved
+                                                           else {})})
             for standing in self.budgets.alerts(scope):
                 self.rt.context.append([alert_event(standing, run_id=run_id, actor=ENGINE_ACTOR,
                                              now=self.rt.clock())])
@@ -329,6 +346,17 @@ class Engine:
                                  f"`{step.output_model.__name__}`: {problem}. "
                                  "Answer again with JSON only."))]
         return _Fail("output_contract", f"the model's output failed its schema twice: {problem}")
+
+    def _checked(self, scope: Scope, step: ModelStep) -> _Fail | None:
+        """A run recorded before reservations (no ``budgets`` key in ``workflow.started``):
+        its calls are checked, then charged by their ``model.called`` — as when it was
+        recorded, so that its strict replay reproduces it. Such a run, advanced by several
+        workers at once, can still pass a budget twice (see :mod:`.budgets`)."""
+        try:
+            self.budgets.check(scope, step.cost)
+        except BudgetExceededError as exc:
+            return self._refused(scope.run_id, step, exc)
+        return None
 
     def _reserve(self, scope: Scope, step: ModelStep, attempt: int,
                  model: str) -> _Fail | None:

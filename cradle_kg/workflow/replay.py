@@ -299,7 +299,8 @@ def strict_replay(home: Path, run_ids: Sequence[str] = ()) -> StrictReport:
                                 and e.kind == "workflow.started"), None)
                 packages = started.payload.get("packages") if started else None
                 engine = Engine(rt, client=RecordedClient.from_events(source.events, run),
-                                packages=packages)
+                                packages=packages,
+                                budgets=started.payload.get("budgets") if started else None)
                 driver.replay(rt, engine)
                 head = rt.journal.head()[1]
             finally:

@@ -308,12 +308,14 @@ def test_an_older_sqlite_journal_gets_its_budget_spend_when_opened(tmp_path: Pat
     with SqliteJournal(path) as j:
         j.append(calls)
         head = j.head()
-    # what a cradle-kg before this one left: the same file format, no budget buckets
+    # what a cradle-kg before this one left: format 5, no budget buckets
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("DELETE FROM usage WHERE scope LIKE 'budget.%'")
+    conn.execute("PRAGMA user_version = 5")
     conn.close()
     old = verify_journal(path)
-    assert not old.intact and "older cradle-kg" in str(old.reason), old
+    assert not old.intact and "format `5`, not `6`" in str(old.reason), old
+    assert "open it once with this cradle-kg to upgrade it" in str(old.reason)
     with SqliteJournal(path) as j:
         assert j.head() == head
         book = BudgetBook(j)

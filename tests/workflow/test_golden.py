@@ -102,3 +102,21 @@ def test_strict_replay_of_a_real_demo_home(tmp_path: Path) -> None:
     assert (home / "demo-ledger" / "ledger.sqlite").read_bytes() == before
     with open_home_journal(home) as journal:
         assert journal.head()[1] == head
+
+
+#: a golden journal recorded before model calls were charged at reservation (journal
+#: format 5: checked, then charged by ``model.called``), kept as it was written
+LEGACY = GOLDEN / "legacy" / "invoice_triage_format5"
+
+
+@pytest.mark.usefixtures("journal_backend")
+def test_a_run_recorded_before_reservations_replays_to_its_head(tmp_path: Path) -> None:
+    """Its ``workflow.started`` has no ``budgets`` key: replay charges its calls as they
+    were charged then (no ``model.reserved``), and reaches the recorded head."""
+    lines = (LEGACY / "journal.jsonl").read_text().splitlines()
+    kinds = [json.loads(x)["kind"] for x in lines]
+    assert "model.called" in kinds and "model.reserved" not in kinds
+    head = load(LEGACY, tmp_path / "home")
+    report = strict_replay(tmp_path / "home")
+    assert report.head_hash == head
+    assert report.events == len(lines)

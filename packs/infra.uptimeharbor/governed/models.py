@@ -10,7 +10,12 @@ Env = Literal["staging", "production"]
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # built by pydantic on first use, not when the pack is imported (`tools list`)
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(defer_build=True)
 
 
 _SHA = r"^[0-9a-f]{40}$"
@@ -20,7 +25,7 @@ class EnvInput(_In):
     env: Env
 
 
-class ProbeOutput(BaseModel):
+class ProbeOutput(_Out):
     model_config = ConfigDict(extra="allow")
     env: str
     outage: bool
@@ -36,7 +41,7 @@ class TestsInput(_In):
     commit: str = Field(pattern=_SHA)
 
 
-class TestsOutput(BaseModel):
+class TestsOutput(_Out):
     kind: Literal["observation"]
     commit: str
     outcome: Literal["passed", "failed", "error"]
@@ -51,7 +56,7 @@ class FixInput(_In):
     commit: str = Field(pattern=_SHA)
 
 
-class FixOutput(BaseModel):
+class FixOutput(_Out):
     incident_id: str
     fix_id: str
     acquired: bool
@@ -76,7 +81,7 @@ class RollbackInput(_In):
     staging_verification: str | None = None
 
 
-class DeployOutput(BaseModel):
+class DeployOutput(_Out):
     env: str
     commit: str
     previous_commit: str | None = None
@@ -88,7 +93,7 @@ class DeployOutput(BaseModel):
     released_fix: bool = False
 
 
-class EvidenceRef(BaseModel):
+class EvidenceRef(_Out):
     model_config = ConfigDict(extra="allow")  # an observation may say what it saw
     kind: Literal["test_observation", "verification"]
     ref: str
@@ -100,7 +105,7 @@ class ResolveInput(_In):
     evidence: list[EvidenceRef] = []
 
 
-class ResolveOutput(BaseModel):
+class ResolveOutput(_Out):
     incident_id: str
     status: str
 

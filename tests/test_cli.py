@@ -69,7 +69,7 @@ def _imported_after(*argv: str) -> tuple[str, list[str]]:
     imported."""
     return imported_after(argv, modules=(
         "cradle_kg.loop.runtime", "cradle_kg.graph.store", "cradle_kg.storage.graph",
-        "cradle_kg.graph.project"), prefix="cradle_pack_customs",
+        "cradle_kg.graph.project", "rich._emoji_codes"), prefix="cradle_pack_customs",
         suffixes=(".pipeline", ".extraction"))
 
 
@@ -84,6 +84,8 @@ def test_tools_list_on_the_demo_home_imports_no_rdflib_httpx_or_graph(demo_home:
     assert any(i.startswith("customs.") for i in ids) and any(i.startswith("infra.")
                                                              for i in ids), ids
     assert heavy == []
+    table, heavy = _imported_after("tools", "list", "--home", str(demo_home))
+    assert "demo.ledger" in table and heavy == []  # nor rich's emoji codes
 
 
 def test_runs_list_on_the_demo_home_imports_no_rdflib_or_graph(demo_home: Path) -> None:
@@ -160,6 +162,41 @@ def test_the_console_entry_in_a_real_process() -> None:
     assert ok.returncode == 0 and json.loads(ok.stdout)["title"]
     bad = process_cli("schema", "Nope")
     assert bad.returncode == 2 and "no record named" in bad.stderr and not bad.stdout
+
+
+def test_the_console_entry_pauses_collection_only_while_the_command_line_loads() -> None:
+    """``entry`` (the script, ``python -m cradle_kg``): importing ``cradle_kg.cli`` loads no
+    typer, pydantic or rich (so the pause covers them); the command runs with the
+    collector on again, the loaded modules frozen (issue 17)."""
+    probe = ("import gc, sys\n"
+             "import cradle_kg.cli\n"
+             "early = sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('typer', 'pydantic', 'rich'))\n"
+             "import cradle_kg.cli.core as core\n"
+             "seen = []\n"
+             "real = core.print_json\n"
+             "core.print_json = lambda v: (seen.append(gc.isenabled()), real(v))[1]\n"
+             "sys.argv = ['cradle-kg', 'schema', 'Proposal']\n"
+             "try:\n    cradle_kg.cli.entry()\nexcept SystemExit as exc:\n    code = exc.code\n"
+             "print('PROBE', early, seen, gc.isenabled(), gc.get_freeze_count() > 0, code,"
+             " file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)
+    line = [x for x in done.stderr.splitlines() if x.startswith("PROBE ")][-1]
+    assert line == "PROBE [] [True] True True 0", done.stderr[-800:]
+    assert json.loads(done.stdout)["title"]
+
+
+def test_a_table_shows_emoji_codes_as_they_are() -> None:
+    """A value is shown as it is: rich does not turn ``:smile:`` into an emoji (nor loads
+    its table of codes)."""
+    import io
+
+    from cradle_kg.cli.common import LazyConsole, clean
+
+    out = io.StringIO()
+    LazyConsole(file=out, width=80).print(clean("id:smile:x"), highlight=False)
+    assert out.getvalue() == "id:smile:x\n"
 
 
 def _submit(home: Path, text: str) -> subprocess.CompletedProcess[str]:

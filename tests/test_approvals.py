@@ -23,6 +23,7 @@ from cradle_kg.runs import show_run
 
 from .conftest import make_config, proposal
 from .inprocess import run_cli
+from .racers import race
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -198,15 +199,7 @@ def test_an_approval_decided_by_two_workers_at_once_is_decided_once(art: Runtime
     barrier, out = ctx.Barrier(2), ctx.Queue()
     procs = [ctx.Process(target=_decide_racer, args=(str(home), w, approvals, barrier, out))
              for w in range(2)]
-    for proc in procs:
-        proc.start()
-    try:
-        said = dict(out.get(timeout=300) for _ in procs)
-    finally:
-        for proc in procs:
-            proc.join(60)
-            if proc.exitcode is None:
-                proc.kill()
+    said = dict(race(procs, out))
     decided: dict[str, list[str]] = {}
     for event in art.journal.events_of_kind("approval.decided"):
         decided.setdefault(event.payload["approval_id"], []).append(event.payload["status"])
@@ -253,15 +246,7 @@ def test_three_workers_resuming_a_run_at_once_run_it_once_and_ask_nobody_again(
     barrier, out = ctx.Barrier(3), ctx.Queue()
     procs = [ctx.Process(target=_resume_racer, args=(str(home), runs, barrier, out))
              for _ in range(3)]
-    for proc in procs:
-        proc.start()
-    try:
-        said = [out.get(timeout=300) for _ in procs]
-    finally:
-        for proc in procs:
-            proc.join(60)
-            if proc.exitcode is None:
-                proc.kill()
+    said = race(procs, out)
     for n in range(len(runs)):
         answers = sorted(s for worker in said for s in worker[n])
         assert answers.count("executed") >= 1, (n, answers)

@@ -13,6 +13,7 @@ import pytest
 from cradle_kg import OutcomeStatus, Runtime
 from cradle_kg.config import Limit
 from tests.conftest import make_config, proposal
+from tests.racers import race
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -92,16 +93,7 @@ def test_a_limit_holds_when_workers_check_it_at_the_same_moment(home: Path, kind
     barrier, out = ctx.Barrier(_RACERS), ctx.Queue()
     procs = [ctx.Process(target=_race_limit, args=(str(home), kind, w, barrier, out))
              for w in range(_RACERS)]
-    for p in procs:
-        p.start()
-    try:
-        results = [out.get(timeout=300) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(60)
-            if p.exitcode is None:
-                p.kill()
-    assert all(p.exitcode == 0 for p in procs)
+    results = race(procs, out)
     with Runtime(home, config=make_config(), graph_sync=False) as rt:
         per_task = Counter(e.payload["task_id"] for e in rt.journal.events_of_kind("action.intent"))
         assert rt.journal.verify().intact

@@ -37,6 +37,7 @@ from cradle_kg.workflow.engine import ENGINE_ACTOR
 from cradle_kg.workflow.errors import ModelError
 from cradle_kg.workflow.examples import invoice_triage
 from cradle_kg.workflow.model import ModelRequest, ModelResponse
+from tests.racers import race
 from tests.workflow.conftest import recorded, triage
 
 MESSAGE = {"sender": "a@b.test", "subject": "Invoice", "body": "Pay.", "account": "acct-1",
@@ -105,20 +106,13 @@ def test_workers_racing_on_one_budget_never_spend_past_it(wf_home: Path) -> None
     with Runtime(wf_home, graph_sync=False) as rt:
         procs = [ctx.Process(target=_race_worker, args=(str(wf_home), w, barrier, out))
                  for w in range(_RACERS)]
-        for p in procs:
-            p.start()
-        try:
+        def rounds() -> None:  # the parent raises the budget by one call each round
             for r in range(_ROUNDS):
                 _set(rt, "tenant", "default", (r + 1) * COST)
                 barrier.wait(120)
                 barrier.wait(120)
-            results = [out.get(timeout=300) for _ in procs]
-        finally:
-            for p in procs:
-                p.join(60)
-                if p.exitcode is None:
-                    p.kill()
-        assert all(p.exitcode == 0 for p in procs)
+
+        results = race(procs, out, meanwhile=rounds)
         book = BudgetBook(rt.journal)
         spent = book.spent("tenant", "default")
         reserved = rt.journal.events_of_kind("model.reserved")

@@ -377,6 +377,8 @@ class Permission(Record):
     @field_validator("conditions")
     @classmethod
     def _conditions_typed(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if not v:  # no condition (valid): the condition language is not loaded to say so
+            return v
         from .conditions import condition_problem
 
         problem = condition_problem(v)

@@ -40,7 +40,8 @@ from .records import IdempotencyClass, SideEffectClass, ToolRecord
 class ToolCall(BaseModel):
     """What a tool receives: validated arguments and the key that travels with them."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True,
+                              defer_build=True)  # built on first use (start-up)
 
     tool_id: str
     target: str

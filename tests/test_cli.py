@@ -65,11 +65,13 @@ def test_audit_verify_names_the_edited_event(demo_home: Path, tmp_path: Path) ->
 
 def _imported_after(*argv: str) -> tuple[str, list[str]]:
     """``cradle-kg argv`` in a fresh interpreter: its stdout, and which of the heavy modules
-    (graph, SHACL, HTTP, server, the graph store and projection, the customs pipeline) it
+    (graph, SHACL, HTTP, server, the graph store and projection, the customs pipeline, rich's
+    emoji codes, the condition language for a config without conditions, tarfile) it
     imported."""
     return imported_after(argv, modules=(
         "cradle_kg.loop.runtime", "cradle_kg.graph.store", "cradle_kg.storage.graph",
-        "cradle_kg.graph.project", "rich._emoji_codes"), prefix="cradle_pack_customs",
+        "cradle_kg.graph.project", "rich._emoji_codes", "cradle_kg.conditions", "tarfile"),
+        prefix="cradle_pack_customs",
         suffixes=(".pipeline", ".extraction"))
 
 

@@ -94,7 +94,8 @@ FILED_AS_ASKED = f"""
 # --- contracts ---------------------------------------------------------------------------
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # built by pydantic on first use, not when the pack is imported (`tools list`)
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class LookupInput(_In):
@@ -102,6 +103,7 @@ class LookupInput(_In):
 
 
 class LookupOutput(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     code: str
     exists: bool
     description: str | None = None
@@ -139,6 +141,7 @@ class FinalizeInput(_In):
 
 
 class FinalizeOutput(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     declaration_id: str
     hs_code: str
     permits_required: list[str]

@@ -56,13 +56,15 @@ ACCOUNT_CLOSED = f"""
 """
 
 
+# the contracts are built by pydantic on first use, not when the pack is imported
 class CreditInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     account: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
     amount: int = Field(gt=0, le=1_000_000)
 
 
 class CreditOutput(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     ok: bool
     applied: bool
     account: str
@@ -70,16 +72,18 @@ class CreditOutput(BaseModel):
 
 
 class AccountInput(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     account: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")
 
 
 class BalanceOutput(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     account: str
     balance: int
 
 
 class CloseOutput(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     ok: bool
     account: str
 

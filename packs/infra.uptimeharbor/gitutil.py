@@ -6,7 +6,6 @@ import io
 import os
 import re
 import subprocess
-import tarfile
 from pathlib import Path
 
 from cradle_kg.packs.sdk import InputError, ToolError
@@ -61,6 +60,8 @@ def resolve_commit(repo: Path, rev: str) -> str:
 
 def export_tree(repo: Path, commit: str, dest: Path) -> None:
     """Extract the tree of ``commit`` into ``dest`` with ``git archive`` (export-subst on)."""
+    import tarfile  # here: importing the pack (`tools list`) does not need it
+
     data = git_bytes(repo, "archive", "--format=tar", commit)
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:

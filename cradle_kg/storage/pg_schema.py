@@ -17,25 +17,21 @@ from typing import Any
 
 from . import run_state_sql
 from .pg_connect import APPEND_LOCK
+from .run_state_sql import pg_payload
 from .sqlite_derived import BUDGET_SCOPES, USAGE_FIELDS, counted_keys, intent_cost
 
 _C = 'COLLATE "C"'
-_P = "payload::json"
+_P = pg_payload()
 _COST = (f"CASE WHEN json_typeof({_P} -> 'cost') = 'number' "
          f"THEN ({_P} ->> 'cost')::double precision ELSE 0 END")
 _INTENTS = "FROM events WHERE kind = 'action.intent'"
-#: a model call's payload as JSON: PostgreSQL reads no key of a JSON text that holds a
-#: ``\u0000`` anywhere ("cannot be converted to text"), and a model's answer may hold one;
-#: it is read here with each such escape as ``\u0020`` (the keys read — cost, tenant,
-#: workflow, reserved — are unchanged unless they hold one themselves)
-_PM = r"replace(payload, '\u0000', '\u0020')::json"
-_MODEL_COST = (f"CASE WHEN json_typeof({_PM} -> 'cost') = 'number' "
-               f"THEN ({_PM} ->> 'cost')::double precision ELSE 0 END")
+_MODEL_COST = (f"CASE WHEN json_typeof({_P} -> 'cost') = 'number' "
+               f"THEN ({_P} ->> 'cost')::double precision ELSE 0 END")
 #: what a budget is charged by (as :data:`.sqlite_derived._CHARGES`): a reservation, or a
 #: call journaled without one (``"reserved"`` is not JSON ``true``)
 _CHARGES = ("FROM events WHERE kind IN ('model.reserved', 'model.called') AND "
             "(kind = 'model.reserved' OR NOT COALESCE("
-            f"json_typeof({_PM} -> 'reserved') = 'boolean' AND ({_PM} ->> 'reserved') = 'true', "
+            f"json_typeof({_P} -> 'reserved') = 'boolean' AND ({_P} ->> 'reserved') = 'true', "
             "false))")
 
 
@@ -49,8 +45,8 @@ def _usage_derived(*, budgets: bool) -> str:
     if budgets:
         parts += ([f"SELECT '{BUDGET_SCOPES['invocation']}', run_id, substr(at, 1, 19), "
                    f"{_MODEL_COST} {_CHARGES}"]
-                  + [f"SELECT '{BUDGET_SCOPES[f]}', {_PM} ->> '{f}', substr(at, 1, 19), "
-                     f"{_MODEL_COST} {_CHARGES} AND json_typeof({_PM} -> '{f}') = 'string'"
+                  + [f"SELECT '{BUDGET_SCOPES[f]}', {_P} ->> '{f}', substr(at, 1, 19), "
+                     f"{_MODEL_COST} {_CHARGES} AND json_typeof({_P} -> '{f}') = 'string'"
                      for f in ("tenant", "workflow")])
     running = f"OVER (PARTITION BY scope, subject ORDER BY second {_C} ROWS UNBOUNDED PRECEDING)"
     return (f"SELECT scope, subject, second, COUNT(*)::bigint, "

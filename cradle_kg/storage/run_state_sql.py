@@ -51,11 +51,24 @@ POSTGRES_SCHEMA = (
 _KINDS_SQL = ", ".join(f"'{k}'" for k in sorted(KINDS))
 
 
+def pg_payload(column: str = "payload") -> str:
+    """An event's payload as PostgreSQL ``json`` whose every key can be read.
+
+    PostgreSQL reads no key at all (``->>``, ``json_typeof``) of a JSON text that holds a
+    NUL escape (backslash, ``u0000``) anywhere: "cannot be converted to text" — and a value
+    an agent or a tool sends may hold a NUL. Each such escape is read as a space's
+    (``u0020``); an escaped backslash followed by the text ``u0000`` (an even run of
+    backslashes before it) is left alone, so an id holding that text reads as itself. The
+    keys the derived tables read are ids (never a NUL) and numbers: they read as written."""
+    return (f"regexp_replace({column}, '(?<!\\\\)((?:\\\\\\\\)*)\\\\u0000', "
+            f"'\\1\\\\u0020', 'g')::json")
+
+
 def _field(dialect: Dialect, alias: str, *path: str) -> str:
     if dialect == "sqlite":
         return f"json_extract({alias}.payload, '$.{'.'.join(path)}')"
     inner = "".join(f" -> '{p}'" for p in path[:-1])
-    return f"({alias}.payload::json{inner} ->> '{path[-1]}')"
+    return f"({pg_payload(f'{alias}.payload')}{inner} ->> '{path[-1]}')"
 
 
 def from_events(dialect: Dialect, *, one_run: bool = False) -> str:

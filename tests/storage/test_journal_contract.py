@@ -389,3 +389,20 @@ def test_copy_moves_a_sqlite_journal_with_its_chain(tmp_path: Path, pg_url: str)
         assert pg.verify().intact
     with pytest.raises(JournalError, match="already holds events"):
         copy_sqlite(src, pg_url)
+
+
+def test_a_nul_in_a_value_leaves_the_derived_tables_verifiable(journal: Journal) -> None:
+    """An agent's argument, or an approval's action, may hold a NUL; PostgreSQL reads no
+    key of a JSON text holding one, so `audit verify` (which derives the tables again from
+    the events) said "cannot be read" and the journal was not intact. A task id holding
+    the *text* backslash-u0000 (no NUL) is counted under that very id."""
+    journal.append(SCRIPT)
+    task = "t\\u0000x"  # six characters of text after the t, no NUL
+    journal.append([
+        ev(7, "action.intent", subject="action:a9", key="k9", agent="agent:a", task_id=task,
+           tenant="default", cost=1.5, action={"arguments": {"note": "x \u0000 \\\u0000 y"}}),
+        ev(8, "approval.requested", subject="approval:d9",
+           approval={"id": "ap-9", "action": {"arguments": {"note": "\u0000"}}})])
+    assert journal.verify().intact
+    assert journal.usage_since(field="task_id", value=task, since=T0) == (1, 1.5)
+    assert journal.approval_subject("ap-9") == "approval:d9"

@@ -94,7 +94,7 @@ EXPECTED: frozenset[str] = frozenset({
     'index run_state_pkey CREATE UNIQUE INDEX run_state_pkey ON run_state USING btree (run_id)',
     'relation run_state r rls=false',
     'relation run_state_pkey i rls=false',
-    # migration 4
-    "index events_outcome CREATE INDEX events_outcome ON events USING btree (run_id, ((((payload)::json -> 'outcome'::text) ->> 'proposal_id'::text)), seq) WHERE (kind = 'run.outcome'::text)",
+    # migration 4, as migration 6 made it again
+    "index events_outcome CREATE INDEX events_outcome ON events USING btree (run_id, ((((regexp_replace(payload, '(?<!\\\\)((?:\\\\\\\\)*)\\\\u0000'::text, '\\1\\\\u0020'::text, 'g'::text))::json -> 'outcome'::text) ->> 'proposal_id'::text)), seq) WHERE (kind = 'run.outcome'::text)",
     'relation events_outcome i rls=false',
 })

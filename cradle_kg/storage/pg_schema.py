@@ -22,6 +22,8 @@ from .sqlite_derived import BUDGET_SCOPES, USAGE_FIELDS, counted_keys, intent_co
 
 _C = 'COLLATE "C"'
 _P = pg_payload()
+#: an event's payload as JSON whose every key can be read (:func:`.run_state_sql.pg_payload`)
+PAYLOAD = _P
 _COST = (f"CASE WHEN json_typeof({_P} -> 'cost') = 'number' "
          f"THEN ({_P} ->> 'cost')::double precision ELSE 0 END")
 _INTENTS = "FROM events WHERE kind = 'action.intent'"
@@ -61,8 +63,10 @@ _USAGE_INSERT_ALL = ("INSERT INTO usage(scope, subject, second, calls, total_cal
 
 
 #: the outcomes of a run by proposal id (:meth:`.postgresql.PostgresJournal.latest_outcome`
-#: reads it with the same expression)
-OUTCOME_PROPOSAL = "(payload::json -> 'outcome' ->> 'proposal_id')"
+#: reads it with the same expression), as migration 4 indexed it: an outcome holding a NUL
+#: could not be indexed, so it was refused at its append
+_OUTCOME_PROPOSAL_4 = "(payload::json -> 'outcome' ->> 'proposal_id')"
+OUTCOME_PROPOSAL = f"({_P} -> 'outcome' ->> 'proposal_id')"
 OUTCOME_INDEX = (f"CREATE INDEX events_outcome ON events(run_id, {OUTCOME_PROPOSAL}, seq) "
                  "WHERE kind = 'run.outcome'")
 
@@ -127,7 +131,9 @@ MIGRATIONS = (
     # in one index probe: through ``events_run`` it read every event of the run, which
     # grows with the run (an MCP session is one run) and, past ~100 k events, the planner
     # read them in a bitmap scan and sorted them
-    Migration(4, "outcome-index", (OUTCOME_INDEX,)),
+    Migration(4, "outcome-index", (
+        f"CREATE INDEX events_outcome ON events(run_id, {_OUTCOME_PROPOSAL_4}, seq) "
+        "WHERE kind = 'run.outcome'",)),
     # budget spend: the model calls charged per tenant, workflow and run, in usage buckets
     # of their own (``budget.<level>``), derived from the events already written (calls
     # made before reservations: ``model.called``); under the append lock, so that no
@@ -136,6 +142,11 @@ MIGRATIONS = (
         f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)",
         "DELETE FROM usage",
         _USAGE_INSERT_ALL + _USAGE_DERIVED)),
+    # the outcome index reads the payload as every derivation does (a NUL in a tool's
+    # output or a reason no longer keeps an outcome out of the journal)
+    Migration(6, "outcome-index-nul", (
+        "DROP INDEX events_outcome",
+        OUTCOME_INDEX)),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -307,6 +318,6 @@ SELECT 'function ' || proname FROM pg_proc WHERE pronamespace = current_schema()
 """
 
 __all__ = ["CATALOG_SQL", "DERIVATIONS", "LATEST", "MIGRATIONS", "MIGRATIONS_TABLE",
-           "OUTCOME_INDEX", "OUTCOME_PROPOSAL",
+           "OUTCOME_INDEX", "OUTCOME_PROPOSAL", "PAYLOAD",
            "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "Migration", "Statement", "derived_statements",
            "events_statements", "runs_statements"]

@@ -393,7 +393,7 @@ class PostgresJournal:
         rows = self._query(
             f"SELECT {_COLS} FROM events WHERE run_id = %s AND kind = 'run.outcome' "
             f"AND {pg_schema.OUTCOME_PROPOSAL} = %s "
-            "AND coalesce(json_typeof(payload::json -> 'submission'), 'null') = 'null' "
+            f"AND coalesce(json_typeof({pg_schema.PAYLOAD} -> 'submission'), 'null') = 'null' "
             "ORDER BY seq DESC LIMIT 1", (run_id, proposal_id))
         return self._row(rows[0]) if rows else None
 

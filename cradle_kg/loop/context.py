@@ -25,6 +25,8 @@ Clock = Callable[[], datetime]
 AppendListener = Callable[[Sequence[AuditEvent]], None]
 #: the journal keys the first submission of a proposal id claims (gate 1's submission check)
 PROPOSAL_CLAIM_PREFIX = "proposal:"
+#: the journal key an agent entry point's claim of a new run holds (``Runtime.claim_run``)
+RUN_CLAIM_PREFIX = "run-claim:"
 
 
 class ProposalIdClaimed(Exception):

@@ -60,7 +60,7 @@ from ..verifiers import VerifierFunction, VerifierRegistry
 from .approval_flow import ApprovalFlow
 from .approvals import ApprovalBook, excluded_for_agent
 from .commit import Commit, CommitHook
-from .context import AppendListener, Clock, LoopContext, ProposalIdClaimed
+from .context import RUN_CLAIM_PREFIX, AppendListener, Clock, LoopContext, ProposalIdClaimed
 from .escalation import HumanTask, repair_or_escalate, resolve_task
 from .execution import Execution
 from .gate1.checks import Gate1, GateInput
@@ -83,9 +83,8 @@ _CLAIM_ATTEMPTS = 3
 
 
 #: the event an entry point writes to make a new run its agent's (:meth:`Runtime.claim_run`)
+#: under the key ``RUN_CLAIM_PREFIX + run id``, held once per run by the journal
 RUN_CLAIMED = "run.claimed"
-#: its idempotency key, held once per run by the journal
-RUN_CLAIM_PREFIX = "run-claim:"
 
 
 def check_run_owner(journal: Journal, run_id: str, agent_id: str) -> str | None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from ...canonical import content_hash
 from ...records import AuditEvent, Proposal
 from ...storage import Journal
-from ..context import PROPOSAL_CLAIM_PREFIX
+from ..context import PROPOSAL_CLAIM_PREFIX, RUN_CLAIM_PREFIX
 
 #: prefixes of the keys the runtime claims in the journal; an agent may not choose them
-RESERVED_KEY_PREFIXES = ("idem:", "key:", PROPOSAL_CLAIM_PREFIX, "approval-once:")
+RESERVED_KEY_PREFIXES = ("idem:", "key:", PROPOSAL_CLAIM_PREFIX, "approval-once:",
+                         RUN_CLAIM_PREFIX)
 
 
 def proposal_hash(proposal: Proposal) -> str:

@@ -19,8 +19,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..records import AuditEvent
 from .chain import Anchor, ChainReport, Progress
+from .counting import BUDGET_SCOPES, counted_keys, intent_cost, window_usage
 from .run_state_sql import StateKey
-from .sqlite_derived import BUDGET_SCOPES, counted_keys, intent_cost, window_usage
 
 #: the ``since`` of a cap on everything ever counted in a scope (a budget's): earlier than
 #: every second the usage buckets hold
@@ -130,7 +130,7 @@ def breached_cap(events: Sequence[NewEvent], caps: Sequence[UsageCap],
 
 def moved_subject(events: Sequence[NewEvent], last: Sequence[int]) -> str | None:
     """The subject of the first ``if_last`` event whose subject moved on, or None
-    (``last[i]``: :data:`.sqlite_derived.SUBJECT_LAST_SQL` for the i-th ``if_last``
+    (``last[i]``: :data:`.counting.SUBJECT_LAST_SQL` for the i-th ``if_last``
     event, read in the append's transaction after its writer's lock)."""
     guarded = [event for event in events if event.if_last is not None]
     for event, seq in zip(guarded, last, strict=True):

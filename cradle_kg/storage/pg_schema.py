@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import run_state_sql
+from .counting import BUDGET_SCOPES, USAGE_FIELDS, counted_keys, intent_cost
 from .pg_connect import APPEND_LOCK
 from .run_state_sql import pg_payload
-from .sqlite_derived import BUDGET_SCOPES, USAGE_FIELDS, counted_keys, intent_cost
 
 _C = 'COLLATE "C"'
 _P = pg_payload()
@@ -220,7 +220,7 @@ def events_statements(rows: Sequence[tuple[Any, ...]]) -> list[Statement]:
 
 def runs_statements(runs: dict[str, list[int]]) -> list[Statement]:
     """The ``runs`` rows of one append, one upsert per :data:`CHUNK` runs (``runs``:
-    :func:`.sqlite_derived.count_run` per event; as :func:`.sqlite_derived.apply_runs`)."""
+    :func:`.counting.count_run` per event; as :func:`.sqlite_derived.apply_runs`)."""
     out: list[Statement] = []
     for chunk in _chunks([(run_id, first, proposals)
                           for run_id, (first, proposals) in runs.items()]):

@@ -47,6 +47,7 @@ from ..errors import JournalError
 from ..records import AuditEvent
 from . import pg_schema, run_state_sql
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress, event_hash
+from .counting import SUBJECT_LAST_SQL, USAGE_FIELDS, count_run, window_usage
 from .journal import (
     BEGINNING,
     IdempotencyKeyTaken,
@@ -68,7 +69,6 @@ from .pg_connect import (
     schema_version,
 )
 from .run_state_sql import StateKey
-from .sqlite_derived import SUBJECT_LAST_SQL, USAGE_FIELDS, count_run, window_usage
 
 _WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
 # an append refused by a key ends its pipeline with an error we handle: no stray warning

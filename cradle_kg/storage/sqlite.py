@@ -77,6 +77,7 @@ from .chain import (
     Progress,
     event_hash,
 )
+from .counting import SUBJECT_LAST_SQL, USAGE_FIELDS, count_run, window_usage
 from .file_lease import WorkerLease, exclusive_file, worker_alive
 from .journal import (
     BEGINNING,
@@ -498,7 +499,7 @@ class SqliteJournal:
             guarded = [e.subject for e in events if e.if_last is not None]
             if guarded:  # INVARIANT: checked under the writer's lock (see NewEvent.if_last)
                 moved = moved_subject(events, [conn.execute(
-                    derived.SUBJECT_LAST_SQL.format("?"), (subject,)).fetchone()[0]
+                    SUBJECT_LAST_SQL.format("?"), (subject,)).fetchone()[0]
                     for subject in guarded])
                 if moved is not None:
                     raise SubjectMoved(moved)
@@ -507,7 +508,7 @@ class SqliteJournal:
             for new in events:
                 seq += 1
                 written.append(self._insert(conn, seq, prev, new))
-                derived.count_run(runs, seq=seq, run_id=new.run_id, kind=new.kind)
+                count_run(runs, seq=seq, run_id=new.run_id, kind=new.kind)
                 prev = written[-1].hash
             derived.apply_runs(conn, runs)
             conn.execute(
@@ -690,24 +691,24 @@ class SqliteJournal:
         index probes at any window length; the second that holds ``since`` counts in
         full, so a limit may bind up to one second early, never late.
         """
-        if field is not None and field not in derived.USAGE_FIELDS:
+        if field is not None and field not in USAGE_FIELDS:
             raise ValueError(f"no usage field `{field}`")
         rows = self._query(
             derived.USAGE_WINDOW_SQL,
             ("*", "", iso(since)[:19]) if field is None else (field, value, iso(since)[:19]))
-        return derived.window_usage(rows[0])
+        return window_usage(rows[0])
 
     def usage_total(self, scope: str, subject: str) -> tuple[int, float]:
         """Everything ever counted in one usage bucket (a budget's spend: see
         :meth:`~.journal.Journal.usage_total`): two index probes."""
         rows = self._query(derived.USAGE_WINDOW_SQL, (scope, subject, iso(BEGINNING)[:19]))
-        return derived.window_usage(rows[0])
+        return window_usage(rows[0])
 
     def usage_top(self, scope: str) -> tuple[str, int, float] | None:
         rows = self._query(derived.USAGE_TOP_SQL, (scope,))
         if not rows:
             return None
-        return (str(rows[0][0]), *derived.window_usage(rows[0][1:]))
+        return (str(rows[0][0]), *window_usage(rows[0][1:]))
 
     def run_ids(self) -> list[str]:
         """Every run, in the order of its first event."""

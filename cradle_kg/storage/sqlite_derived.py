@@ -44,13 +44,7 @@ from itertools import zip_longest
 from typing import Any
 
 from . import run_state_sql
-
-#: scopes a usage bucket counts for, besides ``*`` (every intent)
-USAGE_FIELDS = ("agent", "task_id", "tenant")
-#: the usage scope of each budget level: a model call is charged to its tenant and its
-#: workflow (when its payload names them) and to its run
-BUDGET_SCOPES = {"tenant": "budget.tenant", "workflow": "budget.workflow",
-                 "invocation": "budget.invocation"}
+from .counting import BUDGET_SCOPES, USAGE_FIELDS, counted_keys, intent_cost
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS usage (
@@ -184,59 +178,6 @@ USAGE_TOP_SQL = (
     "SELECT u.subject, u.total_calls, u.total_cost, 0, 0.0 FROM usage u WHERE u.scope = ?1 "
     "AND u.second = (SELECT MAX(l.second) FROM usage l WHERE l.scope = ?1 "
     "AND l.subject = u.subject) ORDER BY u.total_cost DESC, u.subject DESC LIMIT 1")
-def window_usage(row: tuple[Any, ...]) -> tuple[int, float]:
-    """(calls, cost) in a window from :data:`USAGE_WINDOW_SQL`'s row: the difference of
-    two running totals. The cost is rounded to 1e-9, so that the difference of two large
-    sums does not leave rounding residue a limit would read as spending."""
-    calls = int(row[0]) - int(row[2])
-    return calls, (round(float(row[1]) - float(row[3]), 9) if calls else 0.0)
-
-
-def intent_cost(payload: dict[str, Any]) -> float:
-    """The cost an intent or a model call declares (0 when it declares none, or not a
-    number)."""
-    cost = payload.get("cost")
-    if isinstance(cost, bool) or not isinstance(cost, int | float):
-        return 0.0
-    return float(cost)
-
-
-def usage_keys(payload: dict[str, Any]) -> list[tuple[str, str]]:
-    """The ``(scope, subject)`` buckets an intent counts in: overall, and per each of
-    :data:`USAGE_FIELDS` it names (both journals)."""
-    return [("*", "")] + [(f, payload[f]) for f in USAGE_FIELDS
-                          if isinstance(payload.get(f), str)]
-
-
-def charges_budget(kind: str, payload: dict[str, Any]) -> bool:
-    """A model call's reservation, or a call journaled without one (before reservations):
-    what budgets are charged by (a call made since says ``"reserved": true``)."""
-    return kind == "model.reserved" or (kind == "model.called"
-                                        and payload.get("reserved") is not True)
-
-
-def budget_keys(run_id: str, payload: dict[str, Any]) -> list[tuple[str, str]]:
-    """The ``(scope, subject)`` buckets a model call is charged in: its tenant and its
-    workflow when the payload names them, and its run."""
-    return [(BUDGET_SCOPES[f], payload[f]) for f in ("tenant", "workflow")
-            if isinstance(payload.get(f), str)] + [(BUDGET_SCOPES["invocation"], run_id)]
-
-
-def counted_keys(kind: str, run_id: str, payload: dict[str, Any]) -> list[tuple[str, str]]:
-    """The usage buckets one event counts in (none for most kinds), with its
-    :func:`intent_cost`: an intent's (:func:`usage_keys`), a budget charge's
-    (:func:`budget_keys`) — both journals, and the caps checked under the writer's lock."""
-    if kind == "action.intent":
-        return usage_keys(payload)
-    if charges_budget(kind, payload):
-        return budget_keys(run_id, payload)
-    return []
-
-
-#: the latest seq of a subject's events (0: none), for an ``if_last`` event
-SUBJECT_LAST_SQL = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE subject = {}"
-
-
 def apply_runs(conn: sqlite3.Connection, runs: dict[str, list[int]]) -> None:
     """The ``runs`` rows of one append: per run, ``[its first seq in the append, the
     proposals received in it]`` — one upsert per run, not one per event (the row is the
@@ -247,19 +188,10 @@ def apply_runs(conn: sqlite3.Connection, runs: dict[str, list[int]]) -> None:
         [(run_id, first, proposals) for run_id, (first, proposals) in runs.items()])
 
 
-def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -> None:
-    """Note one event for :func:`apply_runs`."""
-    row = runs.get(run_id)
-    if row is None:
-        runs[run_id] = [seq, int(kind == "proposal.received")]
-    elif kind == "proposal.received":
-        row[1] += 1
-
-
 def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject: str,
           at: str, payload: dict[str, Any]) -> None:
     """Update the derived tables but ``runs`` for one event, inside the append's
-    transaction (``runs``: :func:`count_run`, then :func:`apply_runs` once per append)."""
+    transaction (``runs``: :func:`.counting.count_run`, then :func:`apply_runs` once per append)."""
     if kind in run_state_sql.KINDS:
         fast = run_state_sql.outcome_update("sqlite", payload) if kind == "run.outcome" \
             else None
@@ -324,8 +256,6 @@ def compare(conn: sqlite3.Connection) -> str | None:
     return None
 
 
-__all__ = ["BUDGET_SCOPES", "DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS",
-           "SUBJECT_LAST_SQL", "USAGE_COLUMNS", "USAGE_EXACT", "USAGE_FIELDS",
+__all__ = ["DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS", "USAGE_COLUMNS", "USAGE_EXACT",
            "USAGE_STATEMENTS", "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "apply", "apply_runs",
-           "budget_keys", "charges_budget", "compare", "count_run",
-           "counted_keys", "intent_cost", "rebuild", "usage_keys", "window_usage"]
+           "compare", "rebuild"]

@@ -1,0 +1,86 @@
+"""What the derived state counts, the same on every journal.
+
+Which usage buckets an event counts in and with what cost (rate and cost limits, budgets),
+how a window is read from two running totals, which proposals a run has received, and the
+latest event of a subject (an ``if_last`` guard). :mod:`.sqlite_derived` and
+:mod:`.pg_schema` write the tables from these rules; :mod:`.journal` checks the caps of an
+append with them under the writer's lock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: scopes a usage bucket counts for, besides ``*`` (every intent)
+USAGE_FIELDS = ("agent", "task_id", "tenant")
+#: the usage scope of each budget level: a model call is charged to its tenant and its
+#: workflow (when its payload names them) and to its run
+BUDGET_SCOPES = {"tenant": "budget.tenant", "workflow": "budget.workflow",
+                 "invocation": "budget.invocation"}
+
+def window_usage(row: tuple[Any, ...]) -> tuple[int, float]:
+    """(calls, cost) in a window from :data:`.sqlite_derived.USAGE_WINDOW_SQL`'s row (and
+    its PostgreSQL twin): the difference of two running totals. The cost is rounded to
+    1e-9, so that the difference of two large sums does not leave rounding residue a limit
+    would read as spending."""
+    calls = int(row[0]) - int(row[2])
+    return calls, (round(float(row[1]) - float(row[3]), 9) if calls else 0.0)
+
+
+def intent_cost(payload: dict[str, Any]) -> float:
+    """The cost an intent or a model call declares (0 when it declares none, or not a
+    number)."""
+    cost = payload.get("cost")
+    if isinstance(cost, bool) or not isinstance(cost, int | float):
+        return 0.0
+    return float(cost)
+
+
+def usage_keys(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """The ``(scope, subject)`` buckets an intent counts in: overall, and per each of
+    :data:`USAGE_FIELDS` it names (both journals)."""
+    return [("*", "")] + [(f, payload[f]) for f in USAGE_FIELDS
+                          if isinstance(payload.get(f), str)]
+
+
+def charges_budget(kind: str, payload: dict[str, Any]) -> bool:
+    """A model call's reservation, or a call journaled without one (before reservations):
+    what budgets are charged by (a call made since says ``"reserved": true``)."""
+    return kind == "model.reserved" or (kind == "model.called"
+                                        and payload.get("reserved") is not True)
+
+
+def budget_keys(run_id: str, payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """The ``(scope, subject)`` buckets a model call is charged in: its tenant and its
+    workflow when the payload names them, and its run."""
+    return [(BUDGET_SCOPES[f], payload[f]) for f in ("tenant", "workflow")
+            if isinstance(payload.get(f), str)] + [(BUDGET_SCOPES["invocation"], run_id)]
+
+
+def counted_keys(kind: str, run_id: str, payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """The usage buckets one event counts in (none for most kinds), with its
+    :func:`intent_cost`: an intent's (:func:`usage_keys`), a budget charge's
+    (:func:`budget_keys`) — both journals, and the caps checked under the writer's lock."""
+    if kind == "action.intent":
+        return usage_keys(payload)
+    if charges_budget(kind, payload):
+        return budget_keys(run_id, payload)
+    return []
+
+
+#: the latest seq of a subject's events (0: none), for an ``if_last`` event
+SUBJECT_LAST_SQL = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE subject = {}"
+
+
+def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -> None:
+    """Note one event for :func:`.sqlite_derived.apply_runs` (on PostgreSQL,
+    :func:`.pg_schema.runs_statements`)."""
+    row = runs.get(run_id)
+    if row is None:
+        runs[run_id] = [seq, int(kind == "proposal.received")]
+    elif kind == "proposal.received":
+        row[1] += 1
+
+
+__all__ = ["BUDGET_SCOPES", "SUBJECT_LAST_SQL", "USAGE_FIELDS", "budget_keys", "charges_budget",
+           "count_run", "counted_keys", "intent_cost", "usage_keys", "window_usage"]

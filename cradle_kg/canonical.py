@@ -83,6 +83,11 @@ def sha256_bytes(data: bytes) -> str:
     return HASH_PREFIX + hashlib.sha256(data).hexdigest()
 
 
+def token_hash(token: str) -> str:
+    """What is kept of a bearer or approver token: its ``sha256:<hex>``, never the token."""
+    return sha256_bytes(token.encode("utf-8"))
+
+
 def content_hash(value: Any) -> str:
     """``sha256:<hex>`` of the canonical JSON of ``value``."""
     return sha256_bytes(canonical_json(value).encode("utf-8"))

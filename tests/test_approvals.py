@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from cradle_kg import OutcomeStatus, Runtime
+from cradle_kg.canonical import token_hash
 from cradle_kg.config import Approver
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER, demo_ledger
 from cradle_kg.errors import ApprovalError
-from cradle_kg.loop.approvals import token_hash
 from cradle_kg.records import Agent, ApprovalStatus, Permission
 from cradle_kg.runs import show_run
 

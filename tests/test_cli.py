@@ -90,6 +90,18 @@ def test_tools_list_on_the_demo_home_imports_no_rdflib_httpx_or_graph(demo_home:
     assert "demo.ledger" in table and heavy == []  # nor rich's emoji codes
 
 
+def test_tools_list_imports_no_journal(demo_home: Path) -> None:
+    """Listing tools reads the configuration and the packs, never the journal: the storage
+    and loop packages load their modules on first use (issue 17, start-up)."""
+    out, imported = imported_after(
+        ["tools", "list", "--home", str(demo_home), "--format", "json"], roots=("psycopg",),
+        modules=("cradle_kg.storage.journal", "cradle_kg.storage.chain",
+                 "cradle_kg.storage.sqlite", "cradle_kg.storage.opening",
+                 "cradle_kg.loop.context", "cradle_kg.loop.approvals"))
+    assert "demo.ledger.credit" in {t["id"] for t in json.loads(out)}
+    assert imported == []
+
+
 def test_runs_list_on_the_demo_home_imports_no_rdflib_or_graph(demo_home: Path) -> None:
     out, heavy = _imported_after("runs", "list", "--home", str(demo_home), "--format", "json")
     assert "run:task-credit" in {r["run_id"] for r in json.loads(out)}

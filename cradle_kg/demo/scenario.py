@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..canonical import token_hash
 from ..config import Approver, Limit, RuntimeConfig, save_config
-from ..loop.approvals import token_hash
 from ..loop.runtime import Runtime
 from ..packs.loader import Pack
 from ..packs.registry import PackRegistry

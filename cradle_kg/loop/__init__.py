@@ -28,6 +28,22 @@ Stages are plain classes and functions over the context; nothing outside the loo
 a stage's private members (``tests/test_architecture.py`` holds the package to that).
 """
 
-from .context import LoopContext
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .context import LoopContext
+
+
+def __getattr__(name: str) -> Any:
+    # on first use: a module of the loop (a pack's validator reads ``gate1.findings``) does
+    # not bring in the context and, with it, the journals
+    if name == "LoopContext":
+        from .context import LoopContext
+
+        return LoopContext
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["LoopContext"]

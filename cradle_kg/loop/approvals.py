@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..canonical import sha256_bytes
+from ..canonical import token_hash
 from ..config import RuntimeConfig
 from ..errors import ApprovalError, UnknownNameError
 from ..records import ApprovalStatus, AuditEvent, HumanApproval, Proposal
@@ -63,10 +63,6 @@ def effective_status(approval: HumanApproval, now: datetime) -> ApprovalStatus:
             and approval.expires_at <= now):
         return ApprovalStatus.EXPIRED
     return approval.status
-
-
-def token_hash(token: str) -> str:
-    return sha256_bytes(token.encode("utf-8"))
 
 
 def excluded_for_agent(config: RuntimeConfig, agent_id: str) -> set[str]:

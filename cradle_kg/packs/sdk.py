@@ -29,7 +29,7 @@ them (:mod:`cradle_kg.packs.registration`).
 
 from __future__ import annotations
 
-from ..canonical import content_hash
+from ..canonical import content_hash, token_hash
 from ..config import Approver, RuntimeConfig
 from ..crashpoints import crashpoint
 from ..errors import (
@@ -44,7 +44,6 @@ from ..errors import (
     UnknownNameError,
 )
 from ..graph.packproj import Triple, core_node, iri, literal
-from ..loop.approvals import token_hash
 from ..loop.gate1.findings import Finding
 from ..records import (
     Action,

@@ -24,10 +24,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from ..canonical import token_hash
 from ..config import RuntimeConfig
 from ..errors import InputError, UnknownNameError
 from ..home import Home
-from ..loop.approvals import token_hash
 
 TOKEN_FILE: Final = "api-tokens.json"
 TOKEN_PREFIX: Final = "ck_"

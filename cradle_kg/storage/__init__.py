@@ -10,31 +10,78 @@ store (:mod:`.sparql_http`), selected by :mod:`.graph_opening` (see :mod:`.graph
 Only this package opens an Oxigraph store.
 """
 
-from .chain import GENESIS_HASH, JOURNAL_FORMAT, Anchor, ChainReport, Progress, event_hash
-from .journal import (
-    BEGINNING,
-    BUDGET_SCOPES,
-    IdempotencyKeyTaken,
-    Journal,
-    Lease,
-    LimitReached,
-    NewEvent,
-    SubjectMoved,
-    UsageCap,
-)
-from .opening import (
-    JOURNAL_URL_ENV,
-    home_journal_target,
-    is_postgres,
-    journal_target,
-    open_home_journal,
-    open_journal,
-    redact,
-    verify_target,
-)
-from .run_state_sql import StateKey
-from .sqlite import SqliteJournal
-from .sqlite_verify import verify_journal
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .chain import GENESIS_HASH, JOURNAL_FORMAT, Anchor, ChainReport, Progress, event_hash
+    from .journal import (
+        BEGINNING,
+        BUDGET_SCOPES,
+        IdempotencyKeyTaken,
+        Journal,
+        Lease,
+        LimitReached,
+        NewEvent,
+        SubjectMoved,
+        UsageCap,
+    )
+    from .opening import (
+        JOURNAL_URL_ENV,
+        home_journal_target,
+        is_postgres,
+        journal_target,
+        open_home_journal,
+        open_journal,
+        redact,
+        verify_target,
+    )
+    from .run_state_sql import StateKey
+    from .sqlite import SqliteJournal
+    from .sqlite_verify import verify_journal
+
+#: each public name and the module it lives in: loaded on first use, so that a command
+#: reading only the configuration (``tools list``) does not import the journals
+_EXPORTS = {
+    "GENESIS_HASH": ".chain",
+    "JOURNAL_FORMAT": ".chain",
+    "Anchor": ".chain",
+    "ChainReport": ".chain",
+    "Progress": ".chain",
+    "event_hash": ".chain",
+    "BEGINNING": ".journal",
+    "BUDGET_SCOPES": ".journal",
+    "IdempotencyKeyTaken": ".journal",
+    "Journal": ".journal",
+    "Lease": ".journal",
+    "LimitReached": ".journal",
+    "NewEvent": ".journal",
+    "SubjectMoved": ".journal",
+    "UsageCap": ".journal",
+    "JOURNAL_URL_ENV": ".opening",
+    "home_journal_target": ".opening",
+    "is_postgres": ".opening",
+    "journal_target": ".opening",
+    "open_home_journal": ".opening",
+    "open_journal": ".opening",
+    "redact": ".opening",
+    "verify_target": ".opening",
+    "StateKey": ".run_state_sql",
+    "SqliteJournal": ".sqlite",
+    "verify_journal": ".sqlite_verify",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # the next lookup is an ordinary attribute
+    return value
+
 
 __all__ = [
     "BEGINNING",

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import Runtime
+from cradle_kg.canonical import token_hash
 from cradle_kg.config import Approver, save_config
 from cradle_kg.demo.scenario import demo_config, prepare_home
-from cradle_kg.loop.approvals import token_hash
 from cradle_kg.workflow import ModelResponse, RecordedClient
 
 ADMIN, ADMIN_TOKEN = "user:root", "root-token"

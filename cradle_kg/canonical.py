@@ -97,7 +97,12 @@ def iso(moment: datetime) -> str:
     """ISO-8601 in UTC with microseconds and a ``Z`` — the only time format we write."""
     if moment.tzinfo is None:
         raise ValueError("naive datetimes are not allowed: attach a timezone")
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = moment.astimezone(UTC)
+    if utc.year >= 1000:  # the same text as strftime's, at a third of its cost (hot path)
+        return utc.isoformat(timespec="microseconds")[:26] + "Z"
+    # strftime writes a year before 1000 without its leading zeros (glibc): hashes of such
+    # a value keep the text they were first computed over
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_iso(text: str) -> datetime:

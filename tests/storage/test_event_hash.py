@@ -66,3 +66,22 @@ def test_other_types_take_the_general_encoder() -> None:
     assert event_hash(**header) == _reference(**header)
     flag = {**_header("x", True, None)}  # a bool is no seq, but it must hash as before
     assert event_hash(**flag) == _reference(**flag)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.datetimes(timezones=st.timezones()))
+def test_iso_writes_the_text_every_hash_was_computed_over(moment: Any) -> None:
+    """``iso`` (every time in a payload, a header, a hash) takes a fast path; its text must
+    stay what ``strftime`` wrote when the chains already recorded were hashed — including a
+    year before 1000, which glibc writes without leading zeros."""
+    from datetime import UTC
+
+    from cradle_kg.canonical import iso
+
+    try:
+        utc = moment.astimezone(UTC)
+    except OverflowError:  # year 1 with a positive offset: no UTC form, raised either way
+        with pytest.raises(OverflowError):
+            iso(moment)
+        return
+    assert iso(moment) == utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -38,6 +38,8 @@ FREE_BAGS = {"regular": {"basic_economy": 0, "economy": 1, "business": 2},
              "gold": {"basic_economy": 2, "economy": 3, "business": 3}}
 MAX_PASSENGERS = 5
 MAX_OF_KIND = {"certificate": 1, "credit_card": 1, "gift_card": 3}
+#: the ids of the certificates the API issues (``send_certificate``)
+ISSUED = frozenset(f"certificate_{n}" for n in api.CERTIFICATE_IDS)
 #: a segment is used once its flight has taken off
 FLOWN = ("flying", "landed")
 
@@ -380,6 +382,18 @@ def certificate(v: api.View, call: Call) -> list[Finding]:
         return [_deny("airline_compensation_amount", f"a certificate for a {status} flight is "
                       f"${per} times the passengers of the reservation: {allowed}, not "
                       f"`{a['amount']}`")]
+    # "the agent can offer a certificate": one per reservation concerned. A certificate the
+    # API already issued (its own ids) for one of these amounts used up that reservation's
+    # gesture; one of another amount was for something else
+    left = list(amounts)
+    for pid, pm in user.get("payment_methods", {}).items():
+        if pid in ISSUED and pm.get("amount") in left:
+            left.remove(pm["amount"])
+    if a["amount"] not in left:
+        return [_deny("airline_compensation_repeated", f"`{uid}` already holds the "
+                      f"certificate(s) for this {status} flight complaint ({len(amounts)} "
+                      f"reservation(s) concerned, of ${', $'.join(str(x) for x in amounts)}): "
+                      "a gesture is offered once")]
     return []
 
 

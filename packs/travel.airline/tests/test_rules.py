@@ -132,3 +132,38 @@ def test_no_delayed_flight_left_any_eligible_reservation_counts(airline: Airline
     airline.run(_delayed("noah_muller_9847", 150), status="denied",
                 codes=["airline_compensation_amount"])
     airline.run(_delayed("noah_muller_9847", 50), status="executed")
+
+
+def test_one_complaint_one_certificate(airline: Airline) -> None:
+    """ "the agent can offer a certificate as a gesture … with the amount being $50 times
+    the number of passengers": a second certificate for the same delayed reservation doubles
+    the gesture. The certificates the API issued (`certificate_3221322`, …) are in the
+    profile the rule reads."""
+    airline.run(_delayed("ethan_martin_2396", 150), status="executed")
+    airline.run(_delayed("ethan_martin_2396", 150), status="denied",
+                codes=["airline_compensation_repeated"])
+
+
+def test_a_certificate_per_reservation_concerned(airline: Airline) -> None:
+    """mei_lopez_9471 has two business reservations with a cancelled flight, one passenger
+    each: one $100 certificate for each, not a third; noah_muller_9847 (no delay shown, two
+    reservations: 1 and 2 passengers) gets $50 once."""
+    cancelled = {"tool": "send_certificate", "on_behalf_of": "customer:mei_lopez_9471",
+                 "arguments": {"user_id": "mei_lopez_9471", "amount": 100},
+                 "facts": [["airline:compensationRequested", "cancelled_flight"]]}
+    airline.run(cancelled, status="executed")
+    airline.run(cancelled, status="executed")
+    airline.run(cancelled, status="denied", codes=["airline_compensation_repeated"])
+    airline.run(_delayed("noah_muller_9847", 50), status="executed")
+    airline.run(_delayed("noah_muller_9847", 50), status="denied",
+                codes=["airline_compensation_repeated"])
+
+
+def test_a_certificate_of_another_ground_is_not_a_repeat(airline: Airline) -> None:
+    """GCZ58I (lucas_sanchez_1853, gold, 2 passengers) has a cancelled and a delayed flight:
+    $200 for the one and $100 for the other are two gestures, not one repeated."""
+    airline.run({"tool": "send_certificate", "on_behalf_of": "customer:lucas_sanchez_1853",
+                 "arguments": {"user_id": "lucas_sanchez_1853", "amount": 200},
+                 "facts": [["airline:compensationRequested", "cancelled_flight"]]},
+                status="executed")
+    airline.run(_delayed("lucas_sanchez_1853", 100), status="executed")

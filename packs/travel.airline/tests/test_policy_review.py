@@ -239,3 +239,49 @@ def test_exactly_24_hours_after_booking(airline: Airline) -> None:
     airline.run(_cancel("R37DI8", "change_of_plan"), **_no("airline_not_cancellable"))
     airline.db.load(data, datetime(2024, 5, 15, 15, 10, 7, tzinfo=EST))
     airline.run(_cancel("R37DI8", "change_of_plan"), **OK)
+
+
+def test_basic_economy_upgraded_then_changed(airline: Airline) -> None:
+    """Task 22's careful path: "can change cabin without changing the flights", then, being
+    economy, "can be modified" (the API leaves `cabin` at basic_economy; the prices show
+    economy)."""
+    airline.run(_flights("OWZ4XL", "economy", OWZ4XL, "credit_card_9659780"), **OK)
+    airline.run(_flights("OWZ4XL", "economy", [("HAT041", "2024-05-21")],
+                         "credit_card_9659780"), **OK)
+
+
+def test_upgraded_to_business_then_cancelled(airline: Airline) -> None:
+    """ "business flights can always be cancelled" — H8Q05L (basic economy, insured: a change
+    of plan does not cancel it) upgraded to business flies business."""
+    airline.run(_cancel("H8Q05L", "change_of_plan"), **_no("airline_not_cancellable"))
+    airline.run(_flights("H8Q05L", "business", [("HAT268", "2024-05-24")],
+                         "credit_card_4196779"), **OK)
+    airline.run(_cancel("H8Q05L", "change_of_plan"), **OK)
+
+
+def test_downgraded_to_economy_then_cancelled(airline: Airline) -> None:
+    """JG7FMM (business, insured) downgraded to economy now flies economy: a change of plan
+    no longer cancels it; health, with its insurance, does."""
+    airline.run(_flights("JG7FMM", "economy", JG7FMM, "credit_card_2929732"), **OK)
+    airline.run(_cancel("JG7FMM", "change_of_plan"), **_no("airline_not_cancellable"))
+    airline.run(_cancel("JG7FMM", "health"), **OK)
+
+
+def test_bags_of_an_upgraded_reservation(airline: Airline) -> None:
+    """Task 4: FQ8APE (omar_rossi_1241, gold, basic economy: 2 free bags): of three bags one
+    is paid; upgraded to economy (3 free), a fourth bag is free."""
+    who = "customer:omar_rossi_1241"
+    bags = {"tool": "update_reservation_baggages", "facts": YES, "on_behalf_of": who,
+            "arguments": {"reservation_id": "FQ8APE", "total_baggages": 3,
+                          "nonfree_baggages": 1, "payment_id": "gift_card_8190333"}}
+    airline.run(bags, **OK)
+    airline.run({"tool": "update_reservation_flights", "facts": YES, "on_behalf_of": who,
+                 "arguments": {"reservation_id": "FQ8APE", "cabin": "economy",
+                               "flights": [{"flight_number": "HAT056", "date": "2024-05-25"},
+                                           {"flight_number": "HAT138", "date": "2024-05-25"}],
+                               "payment_id": "gift_card_8190333"}}, **OK)
+    more = {**bags["arguments"], "total_baggages": 4,  # type: ignore[dict-item]
+            "payment_id": "credit_card_6754990"}
+    airline.run({**bags, "arguments": {**more, "nonfree_baggages": 2}},
+                **_no("airline_bag_allowance"))
+    airline.run({**bags, "arguments": more}, **OK)

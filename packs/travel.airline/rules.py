@@ -38,6 +38,8 @@ FREE_BAGS = {"regular": {"basic_economy": 0, "economy": 1, "business": 2},
              "gold": {"basic_economy": 2, "economy": 3, "business": 3}}
 MAX_PASSENGERS = 5
 MAX_OF_KIND = {"certificate": 1, "credit_card": 1, "gift_card": 3}
+#: the ids of the certificates the API issues (``send_certificate``)
+ISSUED = frozenset(f"certificate_{n}" for n in api.CERTIFICATE_IDS)
 #: a segment is used once its flight has taken off
 FLOWN = ("flying", "landed")
 
@@ -348,34 +350,50 @@ def certificate(v: api.View, call: Call) -> list[Finding]:
     membership = str(user.get("membership", "regular"))
     status = "cancelled" if asked == "cancelled_flight" else "delayed"
     per = 100 if asked == "cancelled_flight" else 50
-    affected, eligible, amounts = [], [], []
+    every, affected = [], []
     for rid in user.get("reservations", []):
         res = v.reservation(str(rid))
         if res is None:
             continue
-        hit = any(flight_status(v, *seg) == status for seg in _segments(res["flights"]))
-        # a delayed flight may be gone from a reservation already changed for it
-        if not hit and asked == "cancelled_flight":
-            continue
-        if hit:
-            affected.append(str(rid))
-        if (membership in ("silver", "gold") or res.get("insurance") == "yes"
-                or effective_cabin(v, res) == "business"):
-            eligible.append(str(rid))
-            amounts.append(per * len(res["passengers"]))
+        every.append(res)
+        if any(flight_status(v, *seg) == status for seg in _segments(res["flights"])):
+            affected.append(res)
     if asked == "cancelled_flight" and not affected:
         return [_deny("airline_compensation_contradicted", f"the customer complains of a "
                       f"cancelled flight, but no reservation of `{uid}` has a cancelled flight "
                       "in the database")]
+    # the complaint is about "flights in a reservation": the reservations that show the
+    # cancelled or delayed flight; a delayed flight may be gone from a reservation already
+    # changed for it ("after … changing or cancelling the reservation"), so when none of
+    # the customer's reservations shows a delay, any of them may be the one concerned
+    concerned = affected or every
+    eligible = [res for res in concerned
+                if membership in ("silver", "gold") or res.get("insurance") == "yes"
+                or effective_cabin(v, res) == "business"]
+    amounts = [per * len(res["passengers"]) for res in eligible]
     if not eligible:
+        which = ", ".join(f"`{res['reservation_id']}`" for res in affected)
+        where = f" ({which}, with the {status} flight)" if which else ""
         return [_deny("airline_compensation_ineligible", f"`{uid}` is a `{membership}` member "
-                      "and no reservation concerned has travel insurance or flies business: "
-                      "no compensation")]
+                      f"and no reservation concerned{where} has travel insurance or flies "
+                      "business: no compensation")]
     if a["amount"] not in amounts:
         allowed = ", ".join(f"`{x}`" for x in sorted(set(amounts)))
         return [_deny("airline_compensation_amount", f"a certificate for a {status} flight is "
                       f"${per} times the passengers of the reservation: {allowed}, not "
                       f"`{a['amount']}`")]
+    # "the agent can offer a certificate": one per reservation concerned. A certificate the
+    # API already issued (its own ids) for one of these amounts used up that reservation's
+    # gesture; one of another amount was for something else
+    left = list(amounts)
+    for pid, pm in user.get("payment_methods", {}).items():
+        if pid in ISSUED and pm.get("amount") in left:
+            left.remove(pm["amount"])
+    if a["amount"] not in left:
+        return [_deny("airline_compensation_repeated", f"`{uid}` already holds the "
+                      f"certificate(s) for this {status} flight complaint ({len(amounts)} "
+                      f"reservation(s) concerned, of ${', $'.join(str(x) for x in amounts)}): "
+                      "a gesture is offered once")]
     return []
 
 

@@ -90,3 +90,80 @@ def test_a_certificate_for_another_customer(airline: Airline) -> None:
                  "arguments": {"user_id": "ethan_martin_2396", "amount": 150},
                  "facts": [["airline:compensationRequested", "delayed_flight"]]},
                 status="denied", codes=["airline_not_owner"])
+
+
+def _delayed(who: str, amount: int) -> dict[str, object]:
+    return {"tool": "send_certificate", "on_behalf_of": f"customer:{who}",
+            "arguments": {"user_id": who, "amount": amount},
+            "facts": [["airline:compensationRequested", "delayed_flight"]]}
+
+
+def test_a_delay_is_compensated_for_the_reservation_that_was_delayed(airline: Airline) -> None:
+    """ "complains about delayed flights in a reservation … $50 times the number of
+    passengers": the passengers of the reservation with the delayed flight (M61CQM, 3),
+    not those of another of the customer's reservations (GXWCPN, 1; HG8X9P, 2)."""
+    airline.run(_delayed("ethan_martin_2396", 50), status="denied",
+                codes=["airline_compensation_amount"])
+    airline.run(_delayed("ethan_martin_2396", 100), status="denied",
+                codes=["airline_compensation_amount"])
+    airline.run(_delayed("ethan_martin_2396", 150), status="executed")
+
+
+def test_a_regular_member_delayed_in_basic_economy_is_not_compensated(
+        airline: Airline) -> None:
+    """ "Do not compensate if the user is regular member and has no travel insurance and
+    flies (basic) economy": mia_santos_2092's delayed flight is in 4NXSCL (basic economy,
+    no insurance); her other, insured reservations were not delayed."""
+    airline.run(_delayed("mia_santos_2092", 50), status="denied",
+                codes=["airline_compensation_ineligible"])
+
+
+def test_a_delay_in_business_is_compensated_for_that_reservation(airline: Airline) -> None:
+    """mei_brown_7075 (regular) was delayed in 3JA7XV, business, 4 passengers: $200; the
+    $50 of MUGYUB (business, 1 passenger, not delayed) is not the complaint's amount."""
+    airline.run(_delayed("mei_brown_7075", 50), status="denied",
+                codes=["airline_compensation_amount"])
+    airline.run(_delayed("mei_brown_7075", 200), status="executed")
+
+
+def test_no_delayed_flight_left_any_eligible_reservation_counts(airline: Airline) -> None:
+    """No reservation of noah_muller_9847 (gold) shows a delayed flight (a change may have
+    replaced it): the passengers of any of his reservations (4OG6T3: 1, SDZQKO: 2)."""
+    airline.run(_delayed("noah_muller_9847", 150), status="denied",
+                codes=["airline_compensation_amount"])
+    airline.run(_delayed("noah_muller_9847", 50), status="executed")
+
+
+def test_one_complaint_one_certificate(airline: Airline) -> None:
+    """ "the agent can offer a certificate as a gesture … with the amount being $50 times
+    the number of passengers": a second certificate for the same delayed reservation doubles
+    the gesture. The certificates the API issued (`certificate_3221322`, …) are in the
+    profile the rule reads."""
+    airline.run(_delayed("ethan_martin_2396", 150), status="executed")
+    airline.run(_delayed("ethan_martin_2396", 150), status="denied",
+                codes=["airline_compensation_repeated"])
+
+
+def test_a_certificate_per_reservation_concerned(airline: Airline) -> None:
+    """mei_lopez_9471 has two business reservations with a cancelled flight, one passenger
+    each: one $100 certificate for each, not a third; noah_muller_9847 (no delay shown, two
+    reservations: 1 and 2 passengers) gets $50 once."""
+    cancelled = {"tool": "send_certificate", "on_behalf_of": "customer:mei_lopez_9471",
+                 "arguments": {"user_id": "mei_lopez_9471", "amount": 100},
+                 "facts": [["airline:compensationRequested", "cancelled_flight"]]}
+    airline.run(cancelled, status="executed")
+    airline.run(cancelled, status="executed")
+    airline.run(cancelled, status="denied", codes=["airline_compensation_repeated"])
+    airline.run(_delayed("noah_muller_9847", 50), status="executed")
+    airline.run(_delayed("noah_muller_9847", 50), status="denied",
+                codes=["airline_compensation_repeated"])
+
+
+def test_a_certificate_of_another_ground_is_not_a_repeat(airline: Airline) -> None:
+    """GCZ58I (lucas_sanchez_1853, gold, 2 passengers) has a cancelled and a delayed flight:
+    $200 for the one and $100 for the other are two gestures, not one repeated."""
+    airline.run({"tool": "send_certificate", "on_behalf_of": "customer:lucas_sanchez_1853",
+                 "arguments": {"user_id": "lucas_sanchez_1853", "amount": 200},
+                 "facts": [["airline:compensationRequested", "cancelled_flight"]]},
+                status="executed")
+    airline.run(_delayed("lucas_sanchez_1853", 100), status="executed")

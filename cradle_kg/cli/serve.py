@@ -50,7 +50,7 @@ def serve(
 ) -> None:
     """Serve the graph: SPARQL 1.1 endpoint at /sparql, web page at /, API docs at /docs."""
     from ..server import ServerSettings, start_front
-    from .query import pack_queries
+    from .common import pack_queries
 
     settings = ServerSettings(
         pack_queries=pack_queries(None if files else home) if packs else {},

@@ -54,7 +54,7 @@ from urllib.parse import parse_qsl
 
 from ..errors import CradleError
 from ..graph.queries import QueryCatalog, bind
-from ..storage import Journal, open_journal
+from ..storage.sqlite_watch import JournalWatch
 from .guard import HEADERS, BodyLimit, Message, Receive, Scope, SecurityHeaders, Send
 from .plan import plan, service_description
 from .sandbox import deny_network
@@ -134,8 +134,7 @@ class QueryWorker:
         started.wait()
         threading.stack_size(0)
         self.graph = OpenGraph(Path(start.generation))
-        self.journal: Journal | None = open_journal(config.journal) if config.journal \
-            else None
+        self.journal = JournalWatch(config.journal) if config.journal else None
         self.mark = self.journal.watermark() if self.journal is not None else 0
         self.catalog = QueryCatalog.load(config.query_dirs, packs=config.pack_queries)
         self.lock = threading.Lock()
@@ -159,7 +158,7 @@ class QueryWorker:
             if mark == self.mark:
                 return self.generation
             self.mark = mark
-            if self.journal.head()[0] <= self.seq:
+            if self.journal.head_seq() <= self.seq:
                 return self.generation
         self.ask.send(("latest",))
         answer = self.ask.recv()

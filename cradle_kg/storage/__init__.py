@@ -10,31 +10,66 @@ store (:mod:`.sparql_http`), selected by :mod:`.graph_opening` (see :mod:`.graph
 Only this package opens an Oxigraph store.
 """
 
-from .chain import GENESIS_HASH, JOURNAL_FORMAT, Anchor, ChainReport, Progress, event_hash
-from .journal import (
-    BEGINNING,
-    BUDGET_SCOPES,
-    IdempotencyKeyTaken,
-    Journal,
-    Lease,
-    LimitReached,
-    NewEvent,
-    SubjectMoved,
-    UsageCap,
-)
-from .opening import (
-    JOURNAL_URL_ENV,
-    home_journal_target,
-    is_postgres,
-    journal_target,
-    open_home_journal,
-    open_journal,
-    redact,
-    verify_target,
-)
-from .run_state_sql import StateKey
-from .sqlite import SqliteJournal
-from .sqlite_verify import verify_journal
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .chain import GENESIS_HASH, JOURNAL_FORMAT, Anchor, ChainReport, Progress, event_hash
+    from .journal import (
+        BEGINNING,
+        BUDGET_SCOPES,
+        IdempotencyKeyTaken,
+        Journal,
+        Lease,
+        LimitReached,
+        NewEvent,
+        SubjectMoved,
+        UsageCap,
+    )
+    from .opening import (
+        JOURNAL_URL_ENV,
+        home_journal_target,
+        is_postgres,
+        journal_target,
+        open_home_journal,
+        open_journal,
+        redact,
+        verify_target,
+    )
+    from .run_state_sql import StateKey
+    from .sqlite import SqliteJournal
+    from .sqlite_verify import verify_journal
+
+#: where each public name lives: imported on first use (PEP 562), so that a process that
+#: needs one storage module — a query worker opens an Oxigraph checkpoint and reads the
+#: journal's head — does not import every journal backend and the event records (pydantic)
+_HOMES: dict[str, str] = {
+    "Anchor": "chain",
+    "BEGINNING": "journal",
+    "BUDGET_SCOPES": "journal",
+    "ChainReport": "chain",
+    "GENESIS_HASH": "chain",
+    "IdempotencyKeyTaken": "journal",
+    "JOURNAL_FORMAT": "chain",
+    "JOURNAL_URL_ENV": "opening",
+    "Journal": "journal",
+    "Lease": "journal",
+    "LimitReached": "journal",
+    "NewEvent": "journal",
+    "Progress": "chain",
+    "SqliteJournal": "sqlite",
+    "StateKey": "run_state_sql",
+    "SubjectMoved": "journal",
+    "UsageCap": "journal",
+    "event_hash": "chain",
+    "home_journal_target": "opening",
+    "is_postgres": "opening",
+    "journal_target": "opening",
+    "open_home_journal": "opening",
+    "open_journal": "opening",
+    "redact": "opening",
+    "verify_journal": "sqlite_verify",
+    "verify_target": "opening",
+}
 
 __all__ = [
     "BEGINNING",
@@ -64,3 +99,14 @@ __all__ = [
     "verify_journal",
     "verify_target",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -1,6 +1,7 @@
-"""A query worker is lean: its fork server imports the query path and nothing of the
-journal's writers, the event records or pydantic (issue 17, target 3: memory) — and what
-it reads of an embedded journal (:class:`JournalWatch`) agrees with the journal itself."""
+"""A query worker is lean (issue 17, target 3: memory): its fork server imports the query
+path and nothing of the journal's writers, the event records or pydantic; what it reads of
+an embedded journal (:class:`JournalWatch`) agrees with the journal itself; and it gives
+the heap its query threads freed back to the system (:class:`HeapTrim`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from cradle_kg.server.front import HeapTrim, _malloc_trim
 from cradle_kg.server.supervisor import _PRELOAD
 from cradle_kg.storage import NewEvent, SqliteJournal
 from cradle_kg.storage.sqlite_watch import JournalWatch
@@ -41,3 +43,19 @@ def test_the_journal_watch_reads_what_the_journal_holds(tmp_path: Path) -> None:
     finally:
         watch.close()
         journal.close()
+
+
+def test_a_worker_trims_its_heap_once_a_second_when_it_answered_queries() -> None:
+    calls: list[int] = []
+    heap = HeapTrim(lambda pad: calls.append(pad) or 1, every=20)
+    assert not any(heap.tick(0) for _ in range(40))  # nothing answered: no trim
+    assert [heap.tick(3) for _ in range(20)].count(True) == 1  # once per 20 ticks
+    assert not any(heap.tick(3) for _ in range(40))  # nothing answered since
+    assert [heap.tick(5) for _ in range(20)].count(True) == 1
+    assert calls == [0, 0]
+    assert not HeapTrim(None).tick(1)  # not glibc: nothing to call
+
+
+def test_the_trim_is_glibcs_here() -> None:
+    trim = _malloc_trim()
+    assert trim is not None and trim(0) in (0, 1)

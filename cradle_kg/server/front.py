@@ -377,7 +377,8 @@ class HeapTrim:
     this trim (``bench/bench_endpoint.py``'s store). ``malloc_trim`` returns the free
     pages: 4-6 ms on the watchdog thread (its deadline check waits that long), only when
     queries were answered since the last trim; in alternating runs its CPU cost did not
-    stand out of the noise (per query, 1 client: 7.85 vs 7.64 ms, then 7.61 vs 7.27).
+    stand out of the noise (CPU per query at 1 client, with vs without: medians 8.18 vs
+    7.85 ms with mins 7.26 vs 7.64, then 7.61 vs 7.27 with mins 7.28 vs 7.24).
     """
 
     def __init__(self, trim: Callable[[int], int] | None, every: int = TRIM_TICKS) -> None:

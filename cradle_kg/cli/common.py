@@ -165,3 +165,19 @@ def table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
     for row in rows:
         t.add_row(*(clean(x) for x in row))
     console.print(t, highlight=False)
+
+
+def pack_queries(home: Path | None) -> dict[str, dict[str, Path]]:
+    """The named queries the installed packs declare (``pack id -> name -> file``).
+
+    Here, not in ``cli.query``: ``serve`` needs it and must not import the query
+    command's graph tooling (rdflib's SPARQL, pySHACL, owlready2: ~60 MB in the server)."""
+    from ..home import resolve_home
+    from ..packs.registry import PackRegistry
+
+    try:
+        registry = PackRegistry.discover(resolve_home(home))
+    except CradleError as exc:
+        err_console.print(f"note: pack queries left out: {exc.message}", highlight=False)
+        return {}
+    return {p.id: p.query_files() for p in registry.latest() if p.query_files()}

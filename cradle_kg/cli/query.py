@@ -35,7 +35,7 @@ from ..storage import open_home_journal
 from ..storage.graph import GraphStore
 from ..storage.graph_opening import is_remote, open_graph_store
 from ..storage.oxigraph import OxigraphStore
-from .common import HomeOpt, console, err_console, fail, print_json, table
+from .common import HomeOpt, console, err_console, fail, pack_queries, print_json, table
 from .graph import catch_up_home
 
 
@@ -89,18 +89,6 @@ def open_store(home: Path | None) -> GraphStore:
             store.close()
             raise
     return store
-
-
-def pack_queries(home: Path | None) -> dict[str, dict[str, Path]]:
-    """The named queries the installed packs declare (``pack id -> name -> file``)."""
-    from ..packs.registry import PackRegistry
-
-    try:
-        registry = PackRegistry.discover(resolve_home(home))
-    except CradleError as exc:
-        err_console.print(f"note: pack queries left out: {exc.message}", highlight=False)
-        return {}
-    return {p.id: p.query_files() for p in registry.latest() if p.query_files()}
 
 
 def parse_params(raw: list[str]) -> dict[str, str]:

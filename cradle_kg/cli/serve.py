@@ -50,7 +50,7 @@ def serve(
 ) -> None:
     """Serve the graph: SPARQL 1.1 endpoint at /sparql, web page at /, API docs at /docs."""
     from ..server import ServerSettings, start_front
-    from .query import pack_queries
+    from .common import pack_queries
 
     settings = ServerSettings(
         pack_queries=pack_queries(None if files else home) if packs else {},
@@ -60,13 +60,14 @@ def serve(
         max_body_bytes=max_body_bytes, max_query_bytes=max_query_bytes,
         max_query_depth=max_query_depth)
     try:
-        # the query workers answer /sparql on the port first; the app (API, page) follows
+        # the query workers answer /sparql on the port first; the server process answers
+        # /healthz and builds the app (API, page) on the first request that needs it
         front = start_front(settings, host, port)
         import uvicorn
 
-        from ..server import create_app
+        from ..server.shell import AppShell
 
-        app = create_app(settings, front)
+        shell = AppShell(settings, front)
     except OSError as exc:
         fail(CradleError(f"cannot listen on `{host}:{port}`: {exc.strerror or exc}"))
     except CradleError as exc:
@@ -74,7 +75,7 @@ def serve(
     what = ", ".join(str(f) for f in files) if files else f"home {settings.home}"
     console.print(f"serving {what} at http://{host}:{port}/ (SPARQL: /sparql, API: /docs)",
                   highlight=False)
-    uvicorn.run(app, uds=front.config.app_socket, log_level="warning")
+    uvicorn.run(shell, uds=front.config.app_socket, log_level="warning", lifespan="on")
 
 
 @token_app.command("issue")

@@ -22,10 +22,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from ..canonical import iso, parse_iso
 from ..storage.graph import SHARED_GRAPH
+from .iris import ID_BASE as ID_BASE
+from .iris import RUN_BASE as RUN_BASE
+from .iris import node as node
+from .iris import quoted as quoted
+from .iris import run_graph as run_graph
 from .lineage import LINEAGE_PROJECTORS
 from .ntriples import INTEGER_RANGE, decimal, escape
 from .packproj import PackProjector, pack_triples
@@ -34,8 +38,6 @@ from .vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
 if TYPE_CHECKING:  # the records' models are not needed to project (a query worker's start-up)
     from ..records import AuditEvent
 
-ID_BASE = "https://w3id.org/cradle/id/"
-RUN_BASE = "https://w3id.org/cradle/run/"
 _SHARED = f"<{SHARED_GRAPH}>"
 
 _TYPE = f"<{RDF_NS}type>"
@@ -63,27 +65,6 @@ def c(term: str) -> str:
 
 def p(term: str) -> str:
     return f"<{PROV_NS}{term}>"
-
-
-#: ``quote(..., safe='')`` of every ASCII character: what is not unreserved, percent-encoded
-_PERCENT = {i: f"%{i:02X}" for i in range(128)
-            if not (chr(i).isascii() and (chr(i).isalnum() or chr(i) in "_.-~"))}
-
-
-@lru_cache(maxsize=16384)
-def quoted(ident: str) -> str:
-    """``quote(ident, safe='')``, remembered (a projection quotes the same few ids — run,
-    agent, task, policies — again and again), and for ASCII text by one ``translate``
-    (the same characters encoded the same way; ``urllib`` walks it byte by byte)."""
-    return ident.translate(_PERCENT) if ident.isascii() else quote(ident, safe="")
-
-
-def node(kind: str, ident: str) -> str:
-    return f"<{ID_BASE}{kind}/{quoted(ident)}>"
-
-
-def run_graph(run_id: str) -> str:
-    return f"<{RUN_BASE}{quoted(run_id)}>"
 
 
 def identity(ident: str) -> str:

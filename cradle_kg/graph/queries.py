@@ -28,16 +28,18 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pyoxigraph as ox
 
-from ..canonical import parse_iso
 from ..errors import QueryError, UnknownNameError
-from ..storage.graph import GraphStore, QueryResult
-from .project import ID_BASE, RUN_BASE, node, run_graph
+from ..isotime import parse_iso
+from .iris import ID_BASE, RUN_BASE, node, run_graph
 from .sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH, PLAIN_SHAPE, check_query, parse_shape
 from .vocab import XSD_NS
+
+if TYPE_CHECKING:  # a query worker imports this module: no journal, no records
+    from ..storage.graph import GraphStore, QueryResult
 
 # the queries live at the repository root beside the package, like the ontology
 QUERIES_DIR: Final = Path(__file__).resolve().parents[2] / "queries"

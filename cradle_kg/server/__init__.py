@@ -1,7 +1,9 @@
 """The server: a SPARQL 1.1 endpoint, named queries, the runtime's JSON API, a web page.
 
     launch.py       ServerSettings, start_front: the store and the workers, no framework
-    app.py          create_app(settings, front): wires everything below
+    shell.py        AppShell: the server process's answer to what the workers pass on
+                    (/healthz at once; the app below built on the first request needing it)
+    app.py          create_app(settings, front, runtime): wires everything below
     supervisor.py   the listening socket, the query workers, the watchdog
     front.py        a query worker: answers /sparql on the server's port, passes the rest on
     plan.py         what a /sparql request asks (no web framework)
@@ -16,7 +18,7 @@
 
 from typing import Any
 
-__all__ = ["STATIC_DIR", "ServerSettings", "create_app", "start_front"]
+__all__ = ["STATIC_DIR", "AppShell", "ServerSettings", "create_app", "start_front"]
 
 
 def __getattr__(name: str) -> Any:
@@ -26,6 +28,10 @@ def __getattr__(name: str) -> Any:
         from . import launch
 
         return getattr(launch, name)
+    if name == "AppShell":  # no FastAPI either: the app is built on first need
+        from . import shell
+
+        return shell.AppShell
     if name in __all__:
         from . import app
 

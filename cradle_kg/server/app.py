@@ -4,7 +4,9 @@ One library object, a thin web app (datasette's habit): :func:`create_app` wires
 
 * ``/sparql`` — the SPARQL 1.1 Protocol, answered by the query workers in front of the
   app (:mod:`.front`, :mod:`.supervisor`): they accept on the server's socket and pass
-  everything that is not a query on to this app, which listens on a private Unix socket;
+  everything that is not a query on to this app, on a private Unix socket (where
+  :class:`~.shell.AppShell` answers ``/healthz`` itself and builds this app on the first
+  request that needs it: a SPARQL-only deployment never imports FastAPI or the runtime);
 * ``/queries`` — the named queries (listed; run with parameters bound as RDF terms);
 * ``/api`` — the runtime's JSON API (home mode only: serving files has no runtime);
 * ``/`` and ``/static`` — the web page (query page, run browser, approvals inbox), every
@@ -17,9 +19,6 @@ before any parser) and the security headers (CSP, nosniff, no framing, no referr
 
 from __future__ import annotations
 
-import contextlib
-import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +31,7 @@ from ..errors import CradleError
 from ..graph.queries import QueryCatalog, bind
 from . import api, protocol
 from .guard import BodyLimit, SecurityHeaders
-from .launch import ServerSettings, prepare_source, start_front
+from .launch import ServerSettings, prepare_source, serving_mode, start_front
 from .supervisor import QueryFront
 from .worker import Job, wire_term
 
@@ -42,36 +41,25 @@ if TYPE_CHECKING:
 STATIC_DIR = Path(__file__).parent / "static"
 
 
-def create_app(settings: ServerSettings, front: QueryFront) -> FastAPI:
-    """The app behind the query workers; closing it (its lifespan) stops them too."""
+def open_runtime(settings: ServerSettings) -> Runtime | None:
+    """The runtime behind ``/api`` (home mode), or None when serving files."""
+    if settings.files or settings.home is None:
+        return None
+    from ..loop.runtime import Runtime
+
+    # graph_sync off: the server never holds the home's on-disk graph store, so the
+    # CLI and other runtimes keep it; the workers read the server's private store
+    return Runtime(settings.home, graph_sync=False)
+
+
+def create_app(settings: ServerSettings, front: QueryFront,
+               runtime: Runtime | None = None) -> FastAPI:
+    """The app behind the query workers (``/api`` over ``runtime`` when one is given).
+
+    It has no lifespan of its own: :class:`~.shell.AppShell` builds it on the first
+    request that needs it and closes the front, the private store and the runtime."""
     catalog = QueryCatalog.load(settings.query_dirs, packs=settings.pack_queries)
-    source = front.source
-    runtime: Runtime | None = None
-    if not settings.files and settings.home is not None:
-        from ..loop.runtime import Runtime
-
-        # graph_sync off: the server never holds the home's on-disk graph store, so the
-        # CLI and other runtimes keep it; the workers read the server's private store
-        try:
-            runtime = Runtime(settings.home, graph_sync=False)
-        except BaseException:
-            front.close()
-            source.close()
-            shutil.rmtree(front.workdir, ignore_errors=True)
-            raise
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            front.close()
-            source.close()
-            if runtime is not None:
-                runtime.close()
-            shutil.rmtree(front.workdir, ignore_errors=True)
-
-    app = FastAPI(title="cradle-kg", version="0.1.0", lifespan=lifespan,
+    app = FastAPI(title="cradle-kg", version="0.1.0",
                   docs_url=None, redoc_url=None,  # /docs is served from static/swagger
                   description="Provenance graph of governed agent runs: a read-only SPARQL "
                               "1.1 endpoint, named provenance queries, the runtime's JSON "
@@ -90,7 +78,7 @@ def create_app(settings: ServerSettings, front: QueryFront) -> FastAPI:
     _queries(app, catalog, front)
     if runtime is not None:
         app.include_router(api.make_router(runtime))
-    _web(app, mode="home" if runtime is not None else "files")
+    _web(app, mode=serving_mode(settings))
     return app
 
 
@@ -134,4 +122,5 @@ def _web(app: FastAPI, *, mode: str) -> None:
         return {"mode": mode, **front.health()}
 
 
-__all__ = ["STATIC_DIR", "ServerSettings", "create_app", "prepare_source", "start_front"]
+__all__ = ["STATIC_DIR", "ServerSettings", "create_app", "open_runtime", "prepare_source",
+           "start_front"]

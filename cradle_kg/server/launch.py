@@ -49,6 +49,11 @@ class ServerSettings(BaseModel):
     max_query_depth: int = Field(MAX_QUERY_DEPTH, gt=0)
 
 
+def serving_mode(settings: ServerSettings) -> str:
+    """``home`` (a runtime behind ``/api``) or ``files`` (RDF files, read-only)."""
+    return "files" if settings.files or settings.home is None else "home"
+
+
 def prepare_source(settings: ServerSettings, workdir: Path) -> PrivateStore:
     snapshot = workdir / "store"
     if settings.files:
@@ -90,4 +95,4 @@ def start_front(settings: ServerSettings, host: str, port: int) -> QueryFront:
     return front
 
 
-__all__ = ["ServerSettings", "prepare_source", "start_front"]
+__all__ = ["ServerSettings", "prepare_source", "serving_mode", "start_front"]

@@ -10,9 +10,6 @@ store (:mod:`.sparql_http`), selected by :mod:`.graph_opening` (see :mod:`.graph
 Only this package opens an Oxigraph store.
 """
 
-from __future__ import annotations
-
-import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -42,46 +39,37 @@ if TYPE_CHECKING:
     from .sqlite import SqliteJournal
     from .sqlite_verify import verify_journal
 
-#: each public name and the module it lives in: loaded on first use, so that a command
-#: reading only the configuration (``tools list``) does not import the journals
-_EXPORTS = {
-    "GENESIS_HASH": ".chain",
-    "JOURNAL_FORMAT": ".chain",
-    "Anchor": ".chain",
-    "ChainReport": ".chain",
-    "Progress": ".chain",
-    "event_hash": ".chain",
-    "BEGINNING": ".journal",
-    "BUDGET_SCOPES": ".journal",
-    "IdempotencyKeyTaken": ".journal",
-    "Journal": ".journal",
-    "Lease": ".journal",
-    "LimitReached": ".journal",
-    "NewEvent": ".journal",
-    "SubjectMoved": ".journal",
-    "UsageCap": ".journal",
-    "JOURNAL_URL_ENV": ".opening",
-    "home_journal_target": ".opening",
-    "is_postgres": ".opening",
-    "journal_target": ".opening",
-    "open_home_journal": ".opening",
-    "open_journal": ".opening",
-    "redact": ".opening",
-    "verify_target": ".opening",
-    "StateKey": ".run_state_sql",
-    "SqliteJournal": ".sqlite",
-    "verify_journal": ".sqlite_verify",
+#: where each public name lives: imported on first use (PEP 562), so that a process that
+#: needs one storage module — a query worker opens an Oxigraph checkpoint and reads the
+#: journal's head — does not import every journal backend and the event records (pydantic)
+_HOMES: dict[str, str] = {
+    "Anchor": "chain",
+    "BEGINNING": "journal",
+    "BUDGET_SCOPES": "journal",
+    "ChainReport": "chain",
+    "GENESIS_HASH": "chain",
+    "IdempotencyKeyTaken": "journal",
+    "JOURNAL_FORMAT": "chain",
+    "JOURNAL_URL_ENV": "opening",
+    "Journal": "journal",
+    "Lease": "journal",
+    "LimitReached": "journal",
+    "NewEvent": "journal",
+    "Progress": "chain",
+    "SqliteJournal": "sqlite",
+    "StateKey": "run_state_sql",
+    "SubjectMoved": "journal",
+    "UsageCap": "journal",
+    "event_hash": "chain",
+    "home_journal_target": "opening",
+    "is_postgres": "opening",
+    "journal_target": "opening",
+    "open_home_journal": "opening",
+    "open_journal": "opening",
+    "redact": "opening",
+    "verify_journal": "sqlite_verify",
+    "verify_target": "opening",
 }
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value  # the next lookup is an ordinary attribute
-    return value
-
 
 __all__ = [
     "BEGINNING",
@@ -111,3 +99,14 @@ __all__ = [
     "verify_journal",
     "verify_target",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -91,6 +91,7 @@ from .journal import (
 )
 from .run_state_sql import StateKey
 from .sqlite_verify import verify_journal
+from .sqlite_watch import HEAD_SQL
 
 #: the default of :attr:`SqliteJournal.flush_window`, in seconds
 DEFERRED_FLUSH_SECONDS = 0.2
@@ -751,7 +752,7 @@ class SqliteJournal:
         return str(rows[0][0]) if rows else None
 
     def head(self) -> tuple[int, str]:
-        rows = self._query("SELECT seq, hash FROM head WHERE one = 1")
+        rows = self._query(HEAD_SQL)
         return (rows[0][0], rows[0][1]) if rows else (0, GENESIS_HASH)
 
     def dangling_intents(self) -> list[tuple[int, str]]:

@@ -1,0 +1,39 @@
+"""The IRIs of the projection: an object's (``ID_BASE``) and a run's named graph
+(``RUN_BASE``), each id percent-encoded.
+
+Apart from :mod:`.project` (which re-exports them) so that a process that only names
+objects — a query worker binding a named query's parameter — does not import the
+projection and the event records.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from urllib.parse import quote
+
+ID_BASE = "https://w3id.org/cradle/id/"
+RUN_BASE = "https://w3id.org/cradle/run/"
+
+
+#: ``quote(..., safe='')`` of every ASCII character: what is not unreserved, percent-encoded
+_PERCENT = {i: f"%{i:02X}" for i in range(128)
+            if not (chr(i).isascii() and (chr(i).isalnum() or chr(i) in "_.-~"))}
+
+
+@lru_cache(maxsize=16384)
+def quoted(ident: str) -> str:
+    """``quote(ident, safe='')``, remembered (a projection quotes the same few ids — run,
+    agent, task, policies — again and again), and for ASCII text by one ``translate``
+    (the same characters encoded the same way; ``urllib`` walks it byte by byte)."""
+    return ident.translate(_PERCENT) if ident.isascii() else quote(ident, safe="")
+
+
+def node(kind: str, ident: str) -> str:
+    return f"<{ID_BASE}{kind}/{quoted(ident)}>"
+
+
+def run_graph(run_id: str) -> str:
+    return f"<{RUN_BASE}{quoted(run_id)}>"
+
+
+__all__ = ["ID_BASE", "RUN_BASE", "node", "quoted", "run_graph"]

@@ -288,7 +288,7 @@ class Gate1:
             "on_behalf_of": p.on_behalf_of or "",
             "role": agent.role,
             "dry_run": p.action.dry_run,
-            "evidence_count": len(p.evidence_refs),
+            "evidence_count": len(p.evidence_items),
             "arguments": args,
             "lineage": lineage_context(r),
         }
@@ -352,7 +352,7 @@ class Gate1:
                                reasons=("no evidence required",))
         horizon = self.i.now - timedelta(seconds=self.i.config.evidence_max_age_seconds)
         fresh, stale, absent = [], [], []
-        for ref in p.evidence_refs:
+        for ref in p.evidence_items:
             at = self.i.evidence_collected_at(ref) if self.i.evidence_exists(ref) else None
             if at is None:
                 absent.append(ref)

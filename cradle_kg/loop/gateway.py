@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -139,17 +140,15 @@ class Gateway:
                      "executed_by": action.executed_by or call_actor(action),
                      **(extra or {})},
         )], flush=False)
-        return GatewayResult(observation, output, output_error or error, started,
+        return GatewayResult(observation, output, observation.error, started,
                              raised=error is not None)
 
     def _observation(self, spec: ToolSpec, action: Action, output: BaseModel | None,
                      raw: object, error: str | None) -> ExecutionObservation:
         data = output.model_dump(mode="json") if output is not None else (
             raw if isinstance(raw, dict) else {})
-        effects = data.get("side_effects", []) if isinstance(data, dict) else []
-        side_effects = tuple(
-            ObservedSideEffect.model_validate(e) for e in effects if isinstance(e, dict)
-        )
+        side_effects, effects_error = _side_effects(spec, data)
+        error = error or effects_error
         out_hash = content_hash(data)
         return ExecutionObservation(
             id="obs:" + action.id.removeprefix("act:"),
@@ -163,3 +162,24 @@ class Gateway:
             reported_ok=error is None and bool(data.get("ok", True)),
             error=error,
         )
+
+
+def _side_effects(spec: ToolSpec, data: dict[str, Any]
+                  ) -> tuple[tuple[ObservedSideEffect, ...], str | None]:
+    """The side effects a tool's output reports, or why they cannot be read. The output is
+    the tool's (an upstream MCP server's) word: an entry that is not a side effect is an
+    error of the observation — never an exception after the effect, never skipped (an
+    effect the blast-radius check did not see)."""
+    effects = data.get("side_effects", [])
+    problem = f"output of `{spec.ref}` breaks its contract: `side_effects` "
+    if not isinstance(effects, list):
+        return (), problem + "is not a list"
+    out: list[ObservedSideEffect] = []
+    for i, effect in enumerate(effects):
+        try:
+            out.append(ObservedSideEffect.model_validate(effect))
+        except ValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(x) for x in (i, *first["loc"]))
+            return (), problem + f"[{where}]: {first['msg'].lower()}"
+    return tuple(out), None

@@ -19,7 +19,7 @@ import pytest
 
 from cradle_kg import Runtime, ToolSpec
 from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
-from tests.conftest import Echo, EchoOut, TEST_POLICY, make_config, proposal, register_test_tools
+from tests.conftest import TEST_POLICY, Echo, EchoOut, make_config, proposal, register_test_tools
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 

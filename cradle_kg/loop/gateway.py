@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..canonical import content_hash, iso
+from ..canonical import canonical_json, iso, sha256_bytes
 from ..crashpoints import crashpoint
 from ..records import Action, ExecutionObservation, ObservedSideEffect
 from ..storage import IdempotencyKeyTaken, NewEvent
@@ -147,9 +147,16 @@ class Gateway:
                      raw: object, error: str | None) -> ExecutionObservation:
         data = output.model_dump(mode="json") if output is not None else (
             raw if isinstance(raw, dict) else {})
+        text = canonical_json(data).encode("utf-8")
+        out_hash = sha256_bytes(text)
+        limit = self.ctx.config.input_limits.max_output_bytes
+        if len(text) > limit:  # the effect happened; its answer is not the journal's to hold
+            data = {}
+            error = error or (f"output of `{spec.ref}` is {len(text)} bytes, more than the "
+                              f"limit of {limit} (`input_limits.max_output_bytes`): not "
+                              f"journaled, its hash is `{out_hash}`")
         side_effects, effects_error = _side_effects(spec, data)
         error = error or effects_error
-        out_hash = content_hash(data)
         return ExecutionObservation(
             id="obs:" + action.id.removeprefix("act:"),
             execution_id=action.id,

@@ -37,7 +37,7 @@ from ..records import IdempotencyClass, SideEffectClass, VerificationCheck, Veri
 from ..tools import ToolCall, ToolSpec
 from . import require
 from .calls import META_PREFIX
-from .contracts import Contracts, ToolContract
+from .contracts import Contracts, ToolContract, is_tool_name
 
 if TYPE_CHECKING:
     from mcp import ClientSession, types
@@ -249,6 +249,8 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
     ids: list[str] = []
     for tool in tools:
         contract = contracts.tools.get(tool.name)
+        if not is_tool_name(tool.name):  # never served: see `undeclared`
+            continue
         if contract is None and not (allow_undeclared_read and upstream_says_read(tool)):
             continue
         if contract is not None:
@@ -276,9 +278,13 @@ def upstream_says_read(tool: types.Tool) -> bool:
 
 
 def undeclared(tools: list[types.Tool], contracts: Contracts) -> list[str]:
-    """The upstream's tools with no contract that are not served even with
-    ``--allow-undeclared-read``: the upstream does not annotate them as reads."""
-    return [t.name for t in tools if t.name not in contracts.tools and not upstream_says_read(t)]
+    """The upstream's tools that are not served even with ``--allow-undeclared-read``: no
+    contract and the upstream does not annotate them as reads — or a name that is not an
+    MCP tool name (``[A-Za-z0-9_.-]{1,128}``): the upstream's name becomes a tool id the
+    runtime journals, shows and serves, so it may not carry markup, controls or bidi
+    overrides (a hostile upstream's ``[/x]`` made the proxy's own report of it crash)."""
+    return [t.name for t in tools if not is_tool_name(t.name)
+            or (t.name not in contracts.tools and not upstream_says_read(t))]
 
 
 def _check_templates(name: str, contract: ToolContract, schema: Mapping[str, Any]) -> None:

@@ -8,14 +8,13 @@ Finding: **a side effect the runtime cannot read crashed the call after the effe
 gateway turned each ``side_effects`` entry of a tool's output into an
 ``ObservedSideEffect`` outside any error handling. An upstream answering
 ``{"side_effects": [{"kind": 5}]}`` (or ``"side_effects": 7``) made ``submit`` raise a
-``ValidationError`` (``TypeError``) out of the gateway: a traceback to the MCP client,
-the upstream's effect done, ``action.intent`` journaled and no observation, no gate 2, no
-outcome — the run left for crash recovery. Entries that were not objects were skipped,
-so a side effect written as a string never reached the blast-radius check. The side
-effects are now read with the output: one that is not a side effect makes the
-observation's output break its contract — gate 2 reads the state, the call ``failed``,
-a human task, one journal that verifies.
-
+``ValidationError`` (``TypeError``) out of the gateway — an exception, not an outcome,
+for whichever entry point called it — the upstream's effect done, ``action.intent``
+journaled and no observation, no gate 2, no outcome: the run left for crash recovery.
+Entries that were not objects were skipped, so a side effect written as a string never
+reached the blast-radius check. The side effects are now read with the output: one
+that is not a side effect makes the observation's output break its contract — gate 2
+reads the state, the call ``failed``, a human task, one journal that verifies.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
-"""The names an upstream MCP server lists reach the operator's terminal cleaned.
+"""The names an upstream MCP server lists are shown as text, and served only if MCP names.
 
 Finding: ``cradle-kg mcp proxy --allow-undeclared-read`` prints the upstream's tools it
 does not serve ("not served (no contract, …): a, b") with the names as the upstream
-listed them, through Rich. A hostile upstream naming a tool ``ESC ] 0 ; … BEL ESC [ 2 J``
-retitled and cleared the operator's terminal (Rich strips only BEL, BS, VT, FF and CR,
-not ESC), a name holding Rich markup (``[bold]…``) was rendered as markup — and one
-holding a stray closing tag (``[/x]``) raised ``MarkupError``: the proxy refused to
-start, for a name the operator never chose. (An escape sequence itself was stripped by the
-CLI's console, its last line of defence: that holds.) And such names were *served*: an
-upstream tool annotated read-only under a name holding markup or a bidi override became a
-tool id of the runtime — journaled, projected, listed to the agent's MCP client. The
+listed them, through Rich markup. A name holding markup (``[bold]…``) was rendered as
+markup, and one holding a stray closing tag (``[/x]``) raised ``MarkupError``: the proxy
+died at start (the client saw "connection closed") for a name the operator never chose.
+(Escape sequences and bidi overrides in a name were already stripped by the CLI's
+console, its last line of defence: that holds, checked here.) And such names were
+served: an upstream tool annotated read-only under a name holding markup or a bidi
+override was registered as a tool id of the runtime and listed to the agent's MCP client
+(seen while writing this test, before the name rule). The
 names are now printed through :func:`clean`, as every recorded value the CLI prints is
 (``test_10``, ``test_24``), and only MCP tool names (``[A-Za-z0-9_.-]{1,128}``, what the
 specification allows and the contracts file already required of its other names) are

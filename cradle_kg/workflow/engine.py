@@ -106,11 +106,16 @@ class _Fold:
 
 def _fold(events: Sequence[AuditEvent]) -> _Fold:
     f = _Fold()
+    #: who proposed each proposal of the run: a tool step's recorded result is an outcome
+    #: of the workflow agent's own proposal, never one another agent put under its id
+    proposer: dict[str, str] = {}
     for ev in events:
         p = ev.payload
         key: Key = (str(p.get("step")), str(p.get("input_hash")))
         if ev.kind == "workflow.started":
             f.started = ev
+        elif ev.kind == "proposal.received":
+            proposer.setdefault(str(p["proposal"]["id"]), ev.actor)
         elif ev.kind in ("workflow.completed", "workflow.failed"):
             f.finished = ev
         elif ev.kind == "step.started":
@@ -125,7 +130,9 @@ def _fold(events: Sequence[AuditEvent]) -> _Fold:
             f.requested[key] = ev
         elif ev.kind == "human.decided":
             f.decided[key] = p["decision"]
-        elif ev.kind == "run.outcome" and p["outcome"]["status"] == OutcomeStatus.EXECUTED:
+        elif ev.kind == "run.outcome" and p["outcome"]["status"] == OutcomeStatus.EXECUTED \
+                and f.started is not None \
+                and proposer.get(p["outcome"]["proposal_id"]) == f.started.payload["agent"]:
             f.executed[p["outcome"]["proposal_id"]] = p["outcome"]
     return f
 

@@ -12,6 +12,10 @@ approver then answered ``pay`` for "credit 15 to acct-3", the workflow completed
 now the agent its ``workflow.started`` names while nobody proposed in it
 (:func:`cradle_kg.loop.runtime.run_owner`, under every entry point's ``claim_run``):
 Mallory's claim is refused before anything is journaled, and the reviewed credit runs.
+And the engine takes as a tool step's recorded result only an outcome of the workflow
+agent's own proposal: one another agent planted under the step's id (the host's own code
+may run several agents in one run) makes the step's proposal a reused id — the workflow
+fails, visibly, instead of completing on someone else's effect.
 
 The entry point is driven as the JSON API drives it (``parse_proposal``, ``claim_run``,
 ``submit``: ``POST /api/proposals``).
@@ -73,3 +77,27 @@ def test_another_agent_cannot_speak_in_a_workflow_run(tmp_path: Path) -> None:
                "action": {"action_type": "demo.ledger.balance", "target": "ledger:acct-3",
                           "arguments": {"account": "acct-3"}}}
         assert _as_api(rt, own).status.value == "executed"
+
+
+def test_the_engine_takes_only_its_own_agents_outcome_for_a_tool_step(tmp_path: Path) -> None:
+    """Defence in depth, for the host's own code (``Runtime.submit`` in process may run
+    several agents in one run): an executed outcome another agent put under the tool
+    step's id is not the step's result — the step submits its own proposal, which is
+    refused as a reused id, and the workflow fails instead of completing on it."""
+    home = two_agent_home(tmp_path / "home")
+    with Runtime(home) as rt:
+        engine = Engine(rt, client=recorded())
+        run = engine.start(load_file(FLOW), {"account": "acct-3", "amount": 15,
+                                             "reason": "refund"}).run_id
+        step_id = f"{run}/pay/" + content_hash({"account": "acct-3", "amount": 15})[7:19]
+        planted = rt.submit({"id": step_id, "task_id": run, "run_id": run,
+                             "agent_id": MALLORY,
+                             "action": {"action_type": "demo.ledger.credit",
+                                        "target": "ledger:acct-m",
+                                        "arguments": {"account": "acct-m", "amount": 1}}})
+        assert planted.status.value == "executed"  # the host let it run: its call
+        done = decide(rt, engine, run, "review", by=APPROVER, token=DEMO_TOKENS[APPROVER],
+                      answer="pay")
+        assert done["status"] == "failed", done
+        assert "pay" not in done["outputs"], done
+        assert ledger_for(rt).balance("acct-3") == 0

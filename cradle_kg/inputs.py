@@ -63,6 +63,9 @@ class InputLimits(BaseModel):
     max_evidence_refs: int = Field(default=256, ge=0)
     #: ``alternatives`` of one proposal
     max_alternatives: int = Field(default=16, ge=0)
+    #: what one tool call answered, as canonical JSON in UTF-8 bytes (past it, the output
+    #: is not journaled: its hash and size are, and the call fails its output check)
+    max_output_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
 
     @model_validator(mode="after")
     def _within_ceilings(self) -> InputLimits:
@@ -85,6 +88,7 @@ _CEILING_VALUES: dict[str, int] = {
     "max_facts": 100_000,
     "max_evidence_refs": 10_000,
     "max_alternatives": 1000,
+    "max_output_bytes": 256 * 1024 * 1024,
 }
 
 #: the most a configuration may set: the ceilings, but for the numbers, what every graph

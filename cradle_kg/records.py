@@ -249,6 +249,12 @@ class Proposal(Record):
     def effective_run_id(self) -> str:
         return self.run_id or f"run:{self.task_id}"
 
+    @property
+    def evidence_items(self) -> tuple[str, ...]:
+        """The distinct blobs cited, in order: a ref cited twice is one item of evidence
+        (what gate 1 counts and Cedar's ``context.evidence_count`` reads)."""
+        return tuple(dict.fromkeys(self.evidence_refs))
+
 
 class PlanStep(Record):
     proposal: Proposal

@@ -18,7 +18,7 @@ import typer
 
 from ..errors import CradleError, InputError
 from ..home import resolve_home
-from .common import HomeOpt, err_console, fail
+from .common import HomeOpt, clean, err_console, fail
 
 if TYPE_CHECKING:
     from ..integrations.contracts import Contracts
@@ -182,9 +182,9 @@ def _run_proxy(rt: Runtime, declared: Contracts, o: _ProxyOpts) -> CradleError |
                 failed.append(exc)
                 return
             if o.allow_undeclared_read and (left := proxy.undeclared(tools, declared)):
-                err_console.print("not served (no contract, and the upstream does not "
-                                  "annotate them read-only): " + ", ".join(left),
-                                  highlight=False)
+                err_console.print("not served (no contract and not annotated read-only "
+                                  "by the upstream, or not an MCP tool name): "
+                                  + ", ".join(clean(n) for n in left), highlight=False)
             # the intents a crash left: the upstream's tools are known only now
             await anyio.to_thread.run_sync(rt.recover)
             if o.transport is Transport.STDIO:

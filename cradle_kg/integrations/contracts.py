@@ -24,22 +24,36 @@ one larger than :data:`MAX_CONTRACTS_BYTES` and nesting deeper than :data:`MAX_D
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import ContractsError
 from ..records import IdempotencyClass, SideEffectClass
 
+#: an MCP tool name as the specification has it (SEP-986): what the proxy serves, and names
 _NAME = r"^[A-Za-z0-9_.-]{1,128}$"
 #: the largest contracts file read (a contract is a few lines per tool)
 MAX_CONTRACTS_BYTES = 1024 * 1024
 #: the deepest nesting of YAML collections read (a contract needs four levels)
 MAX_DEPTH = 32
+
+
+def is_tool_name(name: str) -> bool:
+    """Whether ``name`` is a tool name the proxy may serve (and a contract may name)."""
+    return re.fullmatch(_NAME[1:-1], name) is not None
 
 
 class _Refused(Exception):
@@ -139,6 +153,15 @@ class Contracts(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tools: dict[str, ToolContract] = Field(default_factory=dict)
+
+    @field_validator("tools")
+    @classmethod
+    def _names(cls, v: dict[str, ToolContract]) -> dict[str, ToolContract]:
+        for name in v:
+            if not is_tool_name(name):
+                raise ValueError(f"`{name[:80]}` is not an MCP tool name "
+                                 "(ASCII letters, digits, `_`, `.` and `-`; 1 to 128)")
+        return v
 
 
 def load_contracts(path: Path) -> Contracts:

@@ -29,13 +29,51 @@ INVALID_REQUEST = -32600
 ENVELOPE_LEVELS = 2
 
 
+def envelope_limits(limits: InputLimits) -> InputLimits:
+    """The limits of a whole JSON-RPC message: a proposal's, two levels deeper."""
+    return limits.model_copy(update={"max_depth": limits.max_depth + ENVELOPE_LEVELS})
+
+
+def refusal(data: bytes, limits: InputLimits, *, source: str = "request body"
+            ) -> tuple[int, int, str] | None:
+    """Why the strict loader refuses one JSON-RPC message — (HTTP status, JSON-RPC code,
+    message) — or None. What every MCP transport asks before the SDK reads a message."""
+    if len(data) > limits.max_bytes:
+        return refused_size(limits, source=source)
+    try:
+        load_json(data, limits=limits, source=source)
+    except InputTooLargeError as exc:
+        return 413, INVALID_REQUEST, exc.message
+    except InputError as exc:
+        return 400, PARSE_ERROR, f"Parse error: {exc.message}"
+    return None
+
+
+def error_message(code: int, message: str, request_id: int | str | None = None) -> bytes:
+    """A JSON-RPC error, for ``request_id`` (none: the message that caused it was not read;
+    on HTTP the response itself answers the request)."""
+    return json.dumps({"jsonrpc": "2.0", "id": request_id,
+                       "error": {"code": code, "message": message[:500]}},
+                      ensure_ascii=True).encode("ascii")
+
+
+def request_id(data: bytes) -> int | str | None:
+    """The id of a refused message, read leniently so its sender gets its answer (on
+    stdio the error is matched by id); None when it cannot be read."""
+    try:
+        message = json.loads(data.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return None
+    rid = message.get("id") if isinstance(message, dict) else None
+    return rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
+
+
 class StrictJsonBody:
     """ASGI middleware: a POST body the strict loader refuses never reaches ``app``."""
 
     def __init__(self, app: ASGIApp, limits: InputLimits) -> None:
         self.app = app
-        self.limits = limits.model_copy(update={"max_depth": limits.max_depth
-                                                + ENVELOPE_LEVELS})
+        self.limits = envelope_limits(limits)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http" or scope.get("method") != "POST" \
@@ -50,24 +88,23 @@ class StrictJsonBody:
                 return  # the client left: nothing to answer, nothing to run
             body = bytes(message.get("body", b""))
             size += len(body)
-            if size > self.limits.max_bytes:
-                await _error(send, 413, INVALID_REQUEST,
-                             f"request body: more than the limit of {self.limits.max_bytes} "
-                             "bytes")
+            if size > self.limits.max_bytes:  # refused as it arrives, never all read
+                await _error(send, *refused_size(self.limits))
                 return
             chunks.append(body)
             if not message.get("more_body", False):
                 break
         data = b"".join(chunks)
-        try:
-            load_json(data, limits=self.limits, source="request body")
-        except InputTooLargeError as exc:
-            await _error(send, 413, INVALID_REQUEST, exc.message)
-            return
-        except InputError as exc:
-            await _error(send, 400, PARSE_ERROR, f"Parse error: {exc.message}")
+        refused = refusal(data, self.limits)
+        if refused is not None:
+            await _error(send, *refused)
             return
         await self.app(scope, replay_body(data, receive), send)
+
+
+def refused_size(limits: InputLimits, *, source: str = "request body") -> tuple[int, int, str]:
+    """The refusal of a message that grows past ``max_bytes`` (before it is all read)."""
+    return 413, INVALID_REQUEST, f"{source}: more than the limit of {limits.max_bytes} bytes"
 
 
 def _has_bearer(scope: Scope) -> bool:
@@ -78,9 +115,7 @@ def _has_bearer(scope: Scope) -> bool:
 
 
 async def _error(send: Send, status: int, code: int, message: str) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": None,
-                       "error": {"code": code, "message": message[:500]}},
-                      ensure_ascii=True).encode("ascii")
+    body = error_message(code, message)
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode("ascii"))]})

@@ -23,12 +23,14 @@ import os
 import stat
 import sys
 import weakref
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..inputs import InputLimits
 from . import require
 from .calls import CallResult, GovernedSession, HostMeta, host_meta, refused, tool_hints
+from .http_guard import envelope_limits, error_message, refusal, refused_size, request_id
 
 if TYPE_CHECKING:
     from mcp import types
@@ -197,30 +199,71 @@ async def serve_stdio(runtime: Runtime, agent_id: str, *, approval_wait: float =
     GovernedSession(runtime, agent_id)  # refuses an undeclared agent before anything starts
     server = build_server(runtime, lambda: agent_id, approval_wait=approval_wait,
                           home_hint=home_hint, only=only, name=name)
-    async with pipe_stdio() as (stdin, stdout), stdio_server(stdin, stdout) as (read, write):
+    async with pipe_stdio(runtime.config.input_limits) as (stdin, stdout), \
+            stdio_server(stdin, stdout) as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
 class _PipeLines:
     """stdin as the SDK's ``stdio_server`` reads it (an async iterator of text lines),
     read on the event loop from a non-blocking pipe: no worker thread per line. A line ends
-    at ``\\n`` (MCP's stdio framing; a ``\\r`` before it is JSON whitespace)."""
+    at ``\\n`` (MCP's stdio framing; a ``\\r`` before it is JSON whitespace).
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    With ``limits``, every line goes through the strict loader first, as an HTTP body does
+    (:func:`.http_guard.refusal`): a key given twice, bytes that are not UTF-8, runaway
+    nesting or a line past ``max_bytes`` never reach the SDK — ``reply`` answers a JSON-RPC
+    error instead, under the message's id when it can be read — and a line past
+    ``max_bytes`` is dropped as it arrives, not buffered."""
+
+    def __init__(self, reader: asyncio.StreamReader, limits: InputLimits | None = None,
+                 reply: Callable[[bytes], Awaitable[None]] | None = None) -> None:
         self.reader = reader
+        self.limits = envelope_limits(limits) if limits is not None else None
+        self.reply = reply
 
     async def __aiter__(self) -> AsyncIterator[str]:
         buffer = bytearray()  # a long line grows by appends: linear in its length
+        dropping = False  # inside a line already past the limit: skipped to its end
+        cap = self.limits.max_bytes if self.limits is not None else None
         while chunk := await self.reader.read(_CHUNK):
+            if dropping:
+                end = chunk.find(b"\n")
+                if end < 0:
+                    continue
+                dropping = False
+                assert self.limits is not None
+                await self._refuse(refused_size(self.limits, source="message"))
+                chunk = chunk[end + 1:]
             buffer += chunk
-            if b"\n" not in chunk:
-                continue
-            *lines, rest = bytes(buffer).split(b"\n")
-            buffer = bytearray(rest)
-            for line in lines:  # as the SDK's TextIOWrapper(errors="replace") decodes
-                yield line.decode("utf-8", errors="replace") + "\n"
-        if buffer:
-            yield buffer.decode("utf-8", errors="replace")
+            if b"\n" in chunk:
+                *lines, rest = bytes(buffer).split(b"\n")
+                buffer = bytearray(rest)
+                for line in lines:
+                    text = await self._line(line)
+                    if text is not None:
+                        yield text + "\n"
+            if cap is not None and len(buffer) > cap:
+                buffer.clear()
+                dropping = True
+        if buffer and not dropping:
+            text = await self._line(bytes(buffer))
+            if text is not None:
+                yield text
+
+    async def _line(self, line: bytes) -> str | None:
+        """The line for the SDK, or None when it was refused (and answered)."""
+        if self.limits is not None and line.strip():
+            refused = refusal(line, self.limits, source="message")
+            if refused is not None:
+                await self._refuse(refused, request_id(line))
+                return None
+        return line.decode("utf-8", errors="replace")  # as the SDK's TextIOWrapper decodes
+
+    async def _refuse(self, refused: tuple[int, int, str],
+                      rid: int | str | None = None) -> None:
+        _, code, message = refused
+        if self.reply is not None:
+            await self.reply(error_message(code, message, rid) + b"\n")
 
 
 class _PipeWriter:
@@ -229,6 +272,11 @@ class _PipeWriter:
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
+
+    async def line(self, data: bytes) -> None:
+        """One whole line of our own (a refusal), between the SDK's messages."""
+        self.writer.write(data)
+        await self.writer.drain()
 
     async def write(self, text: str) -> None:
         self.writer.write(text.encode("utf-8"))
@@ -249,7 +297,7 @@ def _mode(fd: int) -> os.stat_result | None:
 
 
 @contextlib.asynccontextmanager
-async def pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
+async def pipe_stdio(limits: InputLimits | None = None) -> AsyncIterator[tuple[Any, Any]]:
     """stdin and stdout for the SDK's ``stdio_server``, read and written on the event loop
     — the SDK's own wraps them in ``anyio.wrap_file``, which hands every line read, every
     write and every flush to a worker thread (three thread hand-offs a call, about 0.3 ms).
@@ -271,14 +319,6 @@ async def pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
     write_pipe = stat.S_ISFIFO(taken.st_mode) and not same
     async with contextlib.AsyncExitStack() as stack:
         stdin = stdout = None
-        if read_pipe:
-            stack.callback(os.set_blocking, 0, os.get_blocking(0))
-            reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
-            read_transport, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
-                os.fdopen(os.dup(0), "rb", 0))
-            stack.callback(read_transport.close)
-            stdin = _PipeLines(reader)
         if write_pipe:
             sys.stdout.flush()
             stack.callback(os.set_blocking, 1, os.get_blocking(1))
@@ -288,7 +328,23 @@ async def pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
             writer = asyncio.StreamWriter(write_transport, protocol, None, loop)
             stack.push_async_callback(_drained, writer)
             stdout = _PipeWriter(writer)
+        if read_pipe:
+            stack.callback(os.set_blocking, 0, os.get_blocking(0))
+            reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
+            read_transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
+                os.fdopen(os.dup(0), "rb", 0))
+            stack.callback(read_transport.close)
+            stdin = _PipeLines(reader, limits, stdout.line if stdout is not None
+                               else _blocking_line)
         yield stdin, stdout
+
+
+async def _blocking_line(data: bytes) -> None:
+    """A refusal written to stdout when the SDK writes it (not a pipe): one whole line,
+    flushed, under the buffer's lock as the SDK's own writes are."""
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
 
 
 async def _drained(writer: asyncio.StreamWriter) -> None:

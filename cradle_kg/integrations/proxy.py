@@ -37,7 +37,7 @@ from ..records import IdempotencyClass, SideEffectClass, VerificationCheck, Veri
 from ..tools import ToolCall, ToolSpec
 from . import require
 from .calls import META_PREFIX
-from .contracts import Contracts, ToolContract
+from .contracts import Contracts, ToolContract, is_tool_name
 
 if TYPE_CHECKING:
     from mcp import ClientSession, types
@@ -59,10 +59,10 @@ class UpstreamOutput(BaseModel):
 def input_model(name: str, schema: Mapping[str, Any]) -> type[BaseModel]:
     """A model for an upstream tool's arguments: checked against its JSON Schema, and
     described by that schema (so MCP clients see the upstream's own ``inputSchema``)."""
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+    from ..json_schema import errors, validator
 
     frozen_schema = json.loads(json.dumps(dict(schema)))
-    checker = Draft202012Validator(frozen_schema)
+    checker = validator(frozen_schema)
 
     class UpstreamArguments(BaseModel):
         model_config = ConfigDict(frozen=True, extra="allow")
@@ -70,7 +70,7 @@ def input_model(name: str, schema: Mapping[str, Any]) -> type[BaseModel]:
         @model_validator(mode="before")
         @classmethod
         def _schema(cls, data: Any) -> Any:
-            error = next(iter(sorted(checker.iter_errors(data), key=lambda e: e.path)), None)
+            error = next(iter(sorted(errors(checker, data), key=lambda e: e.path)), None)
             if error is not None:
                 where = ".".join(str(p) for p in error.path) or "arguments"
                 raise ValueError(f"{where}: {error.message[:200]}")
@@ -105,8 +105,10 @@ def _fill(templates: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, 
 def output_checkers(tools: list[types.Tool]) -> dict[str, Any]:
     """A validator per upstream tool that declares an ``outputSchema``, built once (its
     schema checked against the metaschema here, at start: a bad one refuses the proxy)."""
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
     from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
+
+    from ..json_schema import validator
 
     out: dict[str, Any] = {}
     for tool in tools:
@@ -117,7 +119,7 @@ def output_checkers(tools: list[types.Tool]) -> dict[str, Any]:
         except SchemaError as exc:
             raise InputError(f"the upstream's `{tool.name}` declares an invalid output "
                              f"schema: {exc.message[:200]}") from None
-        out[tool.name] = Draft202012Validator(json.loads(json.dumps(tool.outputSchema)))
+        out[tool.name] = validator(json.loads(json.dumps(tool.outputSchema)))
     return out
 
 
@@ -139,6 +141,8 @@ class Upstream:
         import anyio.from_thread
         from mcp import types
 
+        from ..json_schema import errors
+
         meta = types.RequestParams.Meta(**{META_PREFIX + "idempotency_key": key}) if key else None
         request = types.ClientRequest(types.CallToolRequest(params=types.CallToolRequestParams(
             name=name, arguments=dict(arguments), _meta=meta)))
@@ -150,8 +154,11 @@ class Upstream:
             if result.structuredContent is None:
                 raise ToolError(f"upstream `{name}` declares an output schema but answered "
                                 "no structured content")
-            error = next(iter(sorted(checker.iter_errors(result.structuredContent),
-                                     key=lambda e: list(e.path))), None)
+            try:
+                found = errors(checker, result.structuredContent)
+            except ValueError as exc:
+                raise ToolError(f"upstream `{name}`'s output schema: {exc}") from None
+            error = next(iter(sorted(found, key=lambda e: list(e.path))), None)
             if error is not None:
                 raise ToolError(f"upstream `{name}` answered content that breaks its output "
                                 f"schema: {error.message[:200]}")
@@ -242,6 +249,8 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
     ids: list[str] = []
     for tool in tools:
         contract = contracts.tools.get(tool.name)
+        if not is_tool_name(tool.name):  # never served: see `undeclared`
+            continue
         if contract is None and not (allow_undeclared_read and upstream_says_read(tool)):
             continue
         if contract is not None:
@@ -269,9 +278,13 @@ def upstream_says_read(tool: types.Tool) -> bool:
 
 
 def undeclared(tools: list[types.Tool], contracts: Contracts) -> list[str]:
-    """The upstream's tools with no contract that are not served even with
-    ``--allow-undeclared-read``: the upstream does not annotate them as reads."""
-    return [t.name for t in tools if t.name not in contracts.tools and not upstream_says_read(t)]
+    """The upstream's tools that are not served even with ``--allow-undeclared-read``: no
+    contract and the upstream does not annotate them as reads — or a name that is not an
+    MCP tool name (``[A-Za-z0-9_.-]{1,128}``): the upstream's name becomes a tool id the
+    runtime journals, shows and serves, so it may not carry markup, controls or bidi
+    overrides (a hostile upstream's ``[/x]`` made the proxy's own report of it crash)."""
+    return [t.name for t in tools if not is_tool_name(t.name)
+            or (t.name not in contracts.tools and not upstream_says_read(t))]
 
 
 def _check_templates(name: str, contract: ToolContract, schema: Mapping[str, Any]) -> None:

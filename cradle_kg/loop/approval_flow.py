@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from ..errors import ApprovalError, JournalError, UnknownNameError
+from ..errors import ApprovalError, InputError, JournalError, UnknownNameError
 from ..inputs import check_human_input
 from ..records import (
     RUNTIME_ACTOR,
@@ -91,6 +91,10 @@ class ApprovalFlow:
         check_human_input(self.ctx.config.input_limits,
                           ids={"approval_id": approval_id, "approver_id": approver_id,
                                "scope": scope}, texts={"reason": reason, "token": token})
+        if until is not None and until.utcoffset() is None:  # compared with the journal's
+            # clock, which is aware: a naive expiry was a TypeError (an HTTP 500)
+            raise InputError(f"`until`: `{until.isoformat()}` has no time zone "
+                             "(ISO-8601 with an offset, e.g. `2030-01-01T00:00:00Z`)")
         # the digest's events are read once before the decision and once after it (what
         # the approval is now, and the proposal that asked for it, from the same read)
         for _ in range(_DECIDE_ATTEMPTS):

@@ -212,6 +212,9 @@ class ApprovalBook:
             raise ApprovalError(f"approval `{a.id}` is already `{a.status}`")
         approver = self.config.approver(approver_id)
         assert approver is not None
+        if scope and a.scope and scope != a.scope:  # the approver's word never widens it
+            raise ApprovalError(f"approval `{a.id}` is asked within scope `{a.scope}`, "
+                                f"not `{scope}`")
         wanted = scope or a.scope
         if wanted and "*" not in approver.scopes and wanted not in approver.scopes:
             raise ApprovalError(f"`{approver_id}` may not approve within scope `{wanted}`")

@@ -21,15 +21,15 @@ run stop reading ``escalated``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from ..canonical import content_hash
-from ..errors import InputError, UnknownNameError
+from ..errors import InputError, JournalError, UnknownNameError
 from ..inputs import check_human_input
 from ..records import RUNTIME_ACTOR, Outcome, OutcomeStatus, Proposal, RuntimeDecision
-from ..storage import Journal, NewEvent
+from ..storage import Journal, NewEvent, SubjectMoved
 from .approvals import ApprovalBook
 from .context import LoopContext
 from .outcomes import outcome_event
@@ -133,14 +133,24 @@ def resolve_task(ctx: LoopContext, book: ApprovalBook, task_id: str, *, by: str,
                       texts={"note": note, "token": token})
     if not note.strip():
         raise InputError("resolving a human task needs a note saying what was done")
-    task = next((t for t in open_tasks(ctx.journal) if t.id == task_id), None)
-    if task is None:
-        raise UnknownNameError(f"unknown human task `{task_id}`",
-                               hint="`cradle-kg tasks list` shows them")
-    if task.resolved_by is not None:
-        raise InputError(f"human task `{task_id}` was already resolved by "
-                         f"`{task.resolved_by}`")
-    book.authenticate(by, token)
-    ctx.append([resolution_event(task, by=by, note=note, at=ctx.clock())])
-    return next(t for t in open_tasks(ctx.journal) if t.id == task_id)
+    # INVARIANT: resolved once — written only over the task's events it was read with: of
+    # two people closing it at once, the second reads again and finds it resolved
+    seen = ctx.journal.events_for_subject(task_id)
+    for _ in range(2):
+        task = next((t for t in open_tasks(ctx.journal) if t.id == task_id), None)
+        if task is None:
+            raise UnknownNameError(f"unknown human task `{task_id}`",
+                                   hint="`cradle-kg tasks list` shows them")
+        if task.resolved_by is not None:
+            raise InputError(f"human task `{task_id}` was already resolved by "
+                             f"`{task.resolved_by}`")
+        book.authenticate(by, token)
+        event = resolution_event(task, by=by, note=note, at=ctx.clock())
+        try:
+            ctx.append([replace(event, if_last=seen[-1].seq if seen else 0)])
+        except SubjectMoved:
+            seen = ctx.journal.events_for_subject(task_id)
+            continue
+        return next(t for t in open_tasks(ctx.journal) if t.id == task_id)
+    raise JournalError(f"human task `{task_id}`: its events keep changing; resolve it again")
 

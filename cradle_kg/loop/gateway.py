@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..canonical import content_hash, iso
+from ..canonical import canonical_json, iso, sha256_bytes
 from ..crashpoints import crashpoint
 from ..records import Action, ExecutionObservation, ObservedSideEffect
 from ..storage import IdempotencyKeyTaken, NewEvent
@@ -139,18 +140,23 @@ class Gateway:
                      "executed_by": action.executed_by or call_actor(action),
                      **(extra or {})},
         )], flush=False)
-        return GatewayResult(observation, output, output_error or error, started,
+        return GatewayResult(observation, output, observation.error, started,
                              raised=error is not None)
 
     def _observation(self, spec: ToolSpec, action: Action, output: BaseModel | None,
                      raw: object, error: str | None) -> ExecutionObservation:
         data = output.model_dump(mode="json") if output is not None else (
             raw if isinstance(raw, dict) else {})
-        effects = data.get("side_effects", []) if isinstance(data, dict) else []
-        side_effects = tuple(
-            ObservedSideEffect.model_validate(e) for e in effects if isinstance(e, dict)
-        )
-        out_hash = content_hash(data)
+        text = canonical_json(data).encode("utf-8")
+        out_hash = sha256_bytes(text)
+        limit = self.ctx.config.input_limits.max_output_bytes
+        if len(text) > limit:  # the effect happened; its answer is not the journal's to hold
+            data = {}
+            error = error or (f"output of `{spec.ref}` is {len(text)} bytes, more than the "
+                              f"limit of {limit} (`input_limits.max_output_bytes`): not "
+                              f"journaled, its hash is `{out_hash}`")
+        side_effects, effects_error = _side_effects(spec, data)
+        error = error or effects_error
         return ExecutionObservation(
             id="obs:" + action.id.removeprefix("act:"),
             execution_id=action.id,
@@ -163,3 +169,24 @@ class Gateway:
             reported_ok=error is None and bool(data.get("ok", True)),
             error=error,
         )
+
+
+def _side_effects(spec: ToolSpec, data: dict[str, Any]
+                  ) -> tuple[tuple[ObservedSideEffect, ...], str | None]:
+    """The side effects a tool's output reports, or why they cannot be read. The output is
+    the tool's (an upstream MCP server's) word: an entry that is not a side effect is an
+    error of the observation — never an exception after the effect, never skipped (an
+    effect the blast-radius check did not see)."""
+    effects = data.get("side_effects", [])
+    problem = f"output of `{spec.ref}` breaks its contract: `side_effects` "
+    if not isinstance(effects, list):
+        return (), problem + "is not a list"
+    out: list[ObservedSideEffect] = []
+    for i, effect in enumerate(effects):
+        try:
+            out.append(ObservedSideEffect.model_validate(effect))
+        except ValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(x) for x in (i, *first["loc"]))
+            return (), problem + f"[{where}]: {first['msg'].lower()}"
+    return tuple(out), None

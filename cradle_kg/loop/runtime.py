@@ -102,11 +102,26 @@ def check_run_owner(journal: Journal, run_id: str, agent_id: str) -> str | None:
     may still run several agents in one run, as an incident team does; an approval is
     usable only by the agent that asked for it whoever submits
     (:meth:`.approvals.ApprovalBook.usable`)."""
-    owner = journal.run_agent(run_id)
+    owner = run_owner(journal, run_id)
     if owner is not None and owner != agent_id:
         raise RunOwnershipError(
             f"`run_id`: run `{run_id}` belongs to `{owner}`: an agent proposes only in its "
             "own runs", hint="start a new run (leave `run_id` out, or name a new one)")
+    return owner
+
+
+def run_owner(journal: Journal, run_id: str) -> str | None:
+    """The agent a run belongs to: its first proposal's or claim's — or, for a workflow
+    run nobody proposed in yet (its first steps ask a model or a person), the workflow's
+    agent, which its ``workflow.started`` names. Without that, any agent could claim a
+    workflow run before its first tool step and speak in it — and a proposal of its own
+    under the id the tool step would use made the engine take that outcome for the step's
+    (``tests/security/test_39``)."""
+    owner = journal.run_agent(run_id)
+    if owner is None:
+        first = next(iter(journal.events(run_id=run_id, batch=1)), None)
+        if first is not None and first.kind == "workflow.started":
+            owner = str(first.payload.get("agent") or "") or None
     return owner
 
 

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from ..canonical import canonical_json, content_hash, iso
 from ..errors import BudgetExceededError, InputError, UnknownNameError
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
-from ..storage import LimitReached, NewEvent
+from ..storage import LimitReached, NewEvent, SubjectMoved
 from .autonomy import AutonomyBook
 from .budgets import (
     RESERVE_TRIES,
@@ -57,6 +57,10 @@ if TYPE_CHECKING:
 
 ENGINE_ACTOR = "cradle-kg/workflow"
 Key = tuple[str, str]
+
+
+#: reads of a step before its decision gives up (another answer or event kept landing)
+_DECIDE_ATTEMPTS = 3
 
 
 @dataclass
@@ -102,11 +106,16 @@ class _Fold:
 
 def _fold(events: Sequence[AuditEvent]) -> _Fold:
     f = _Fold()
+    #: who proposed each proposal of the run: a tool step's recorded result is an outcome
+    #: of the workflow agent's own proposal, never one another agent put under its id
+    proposer: dict[str, str] = {}
     for ev in events:
         p = ev.payload
         key: Key = (str(p.get("step")), str(p.get("input_hash")))
         if ev.kind == "workflow.started":
             f.started = ev
+        elif ev.kind == "proposal.received":
+            proposer.setdefault(str(p["proposal"]["id"]), ev.actor)
         elif ev.kind in ("workflow.completed", "workflow.failed"):
             f.finished = ev
         elif ev.kind == "step.started":
@@ -121,7 +130,9 @@ def _fold(events: Sequence[AuditEvent]) -> _Fold:
             f.requested[key] = ev
         elif ev.kind == "human.decided":
             f.decided[key] = p["decision"]
-        elif ev.kind == "run.outcome" and p["outcome"]["status"] == OutcomeStatus.EXECUTED:
+        elif ev.kind == "run.outcome" and p["outcome"]["status"] == OutcomeStatus.EXECUTED \
+                and f.started is not None \
+                and proposer.get(p["outcome"]["proposal_id"]) == f.started.payload["agent"]:
             f.executed[p["outcome"]["proposal_id"]] = p["outcome"]
     return f
 
@@ -214,30 +225,48 @@ class Engine:
 
     def decide(self, run_id: str, step_id: str, decision: Mapping[str, Any], *, by: str,
                info_requested: Sequence[str] = (), note: str | None = None) -> RunStatus:
-        """Record a human decision on a waiting step, then continue the run."""
-        wf, fold = self.workflow_of(run_id)
-        step = wf.step(step_id)
-        pending = [(k, ev) for k, ev in fold.requested.items()
-                   if k[0] == step_id and k not in fold.decided]
-        if not isinstance(step, HumanStep) or not pending:
-            raise InputError(f"run `{run_id}` does not wait for a human on step `{step_id}`")
-        (_, input_hash), request = pending[-1]
-        try:
-            value = step.output_model.model_validate(dict(decision)).model_dump(mode="json")
-        except ValidationError as exc:
-            raise InputError(f"step `{step_id}`: decision: {brief(exc)}") from exc
-        now = self.rt.clock()
-        rp = request.payload
-        self.rt.context.append([NewEvent(
-            run_id=run_id, kind="human.decided", subject=f"step:{run_id}/{step_id}", actor=by,
-            at=now, payload={
-                "workflow": wf.id, "step": step_id, "input_hash": input_hash,
-                "context": rp["context"], "context_hash": content_hash(rp["context"]),
-                "rule_fields": rp["rule_fields"], "decision_field": rp["decision_field"],
-                "decision": value, "by": by, "info_requested": list(info_requested),
-                "note": note, "delay_seconds": round((now - request.at).total_seconds(), 3),
-                "suggestion": rp.get("suggestion"), "rule_version": rp.get("rule_version")})])
-        return self.advance(run_id)
+        """Record a human decision on a waiting step, then continue the run.
+
+        INVARIANT: decided once — the decision is written only over the step's events it
+        was decided on (``if_last``, as an approval's): of two answers racing, one is
+        journaled; the other reads again and finds the step no longer waiting."""
+        subject = f"step:{run_id}/{step_id}"
+        for _ in range(_DECIDE_ATTEMPTS):
+            # the step's events before the fold: an answer written after this read moves
+            # the subject, and the append below is refused
+            seen = self.rt.journal.events_for_subject(subject)
+            wf, fold = self.workflow_of(run_id)
+            step = wf.step(step_id)
+            pending = [(k, ev) for k, ev in fold.requested.items()
+                       if k[0] == step_id and k not in fold.decided]
+            if not isinstance(step, HumanStep) or not pending:
+                raise InputError(f"run `{run_id}` does not wait for a human on step "
+                                 f"`{step_id}`")
+            (_, input_hash), request = pending[-1]
+            try:
+                value = step.output_model.model_validate(dict(decision)).model_dump(
+                    mode="json")
+            except ValidationError as exc:
+                raise InputError(f"step `{step_id}`: decision: {brief(exc)}") from exc
+            now = self.rt.clock()
+            rp = request.payload
+            try:
+                self.rt.context.append([NewEvent(
+                    run_id=run_id, kind="human.decided", subject=subject, actor=by,
+                    at=now, if_last=seen[-1].seq if seen else 0, payload={
+                        "workflow": wf.id, "step": step_id, "input_hash": input_hash,
+                        "context": rp["context"], "context_hash": content_hash(rp["context"]),
+                        "rule_fields": rp["rule_fields"],
+                        "decision_field": rp["decision_field"], "decision": value,
+                        "by": by, "info_requested": list(info_requested), "note": note,
+                        "delay_seconds": round((now - request.at).total_seconds(), 3),
+                        "suggestion": rp.get("suggestion"),
+                        "rule_version": rp.get("rule_version")})])
+            except SubjectMoved:
+                continue
+            return self.advance(run_id)
+        raise InputError(f"step `{step_id}` of run `{run_id}`: other events about it keep "
+                         "arriving first; decide again")
 
     @staticmethod
     def _outputs(context: Mapping[str, Any]) -> dict[str, Any]:

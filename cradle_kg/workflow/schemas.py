@@ -18,6 +18,9 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..json_schema import errors as schema_errors
+from ..json_schema import validator
+
 #: the largest schema a file may declare (keeps a validator's work bounded)
 MAX_SCHEMA_NODES = 2_000
 
@@ -33,7 +36,10 @@ class SchemaModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _check(cls, data: Any) -> Any:
-        errors = list(cls.validator.iter_errors(data))[:3]
+        try:
+            errors = schema_errors(cls.validator, data)[:3]
+        except ValueError as exc:
+            raise PydanticCustomError("json_schema", "{said}", {"said": str(exc)}) from None
         if errors:
             said = "; ".join(f"`{'.'.join(str(p) for p in e.absolute_path) or '(root)'}`: "
                              f"{e.message}" for e in errors)
@@ -75,7 +81,7 @@ def _nodes(value: Any) -> int:
 
 def schema_model(name: str, schema: dict[str, Any]) -> type[SchemaModel]:
     """A model class checked by ``schema`` (which :func:`schema_problem` accepted)."""
-    attrs: dict[str, Any] = {"json_schema": schema, "validator": Draft202012Validator(schema),
+    attrs: dict[str, Any] = {"json_schema": schema, "validator": validator(schema),
                              "__module__": __name__}
     return type(name, (SchemaModel,), attrs)
 

@@ -138,14 +138,13 @@ def test_unknown_tool_and_bad_arguments_are_errors_not_crashes(home: Path) -> No
         wrong = await s.call_tool("demo.ledger.credit", {"account": "acct-1", "amount": -5})
         assert wrong.isError and wrong.structuredContent is not None
         assert "invalid_arguments" in wrong.structuredContent["reason_codes"]
-        # deeper than the home's limit (32), within what the SDK's transport parses (a
-        # message it cannot parse at all gets no answer from the SDK: see the report)
+        # deeper than the home's limit (32): refused by the strict loader before the SDK
+        # reads it, as on HTTP — an error under the call's id (tests/security/test_31)
         deep: Any = "x"
         for _ in range(60):
             deep = [deep]
-        refused = await s.call_tool("demo.ledger.credit", {"account": deep, "amount": 1})
-        assert refused.isError and refused.structuredContent is not None
-        assert refused.structuredContent["status"] == "refused"
+        with pytest.raises(McpError, match="nested too deep"):
+            await s.call_tool("demo.ledger.credit", {"account": deep, "amount": 1})
         still = await s.call_tool("demo.ledger.balance", {"account": "acct-1"})
         assert not still.isError
 
@@ -216,14 +215,21 @@ def test_approval_wait_streams_progress_until_the_decision(home: Path) -> None:
 def test_a_line_longer_than_a_read_and_a_broken_byte_on_the_event_loop_transport(
         home: Path) -> None:
     """The stdio transport reads stdin on the event loop in chunks (no worker thread per
-    line): a message several reads long is one message, and the calls go on after it."""
+    line): a message several reads long is one message, and the calls go on after it.
+    Past the home's input limits it is refused by the strict loader before the SDK reads
+    it, as on HTTP (tests/security/test_31): a JSON-RPC error under the call's id."""
+    from mcp.shared.exceptions import McpError
+
     async def scenario(s: ClientSession) -> None:
         long = "x" * 200_000  # > 3 reads of 64 KiB; refused by the home's input limit
-        big = await s.call_tool("demo.ledger.balance", {"account": long})
-        assert big.isError and big.structuredContent is not None
-        assert big.structuredContent["status"] == "refused"
-        wide = await s.call_tool("demo.ledger.balance", {"account": "é€𝄞" * 30_000})
-        assert wide.isError  # multi-byte characters across read boundaries: one message
+        with pytest.raises(McpError, match="limit"):
+            await s.call_tool("demo.ledger.balance", {"account": long})
+        with pytest.raises(McpError, match="limit"):  # multi-byte characters across
+            await s.call_tool("demo.ledger.balance",  # read boundaries: one message
+                              {"account": "é€𝄞" * 30_000})
+        fits = await s.call_tool("demo.ledger.balance", {"account": "é€𝄞" * 20_000})
+        assert fits.isError and fits.structuredContent is not None  # > 3 reads, one call
+        assert fits.structuredContent["status"] == "denied"  # no such account, at gate 1
         still = await s.call_tool("demo.ledger.balance", {"account": "acct-1"})
         assert not still.isError, still.content
 

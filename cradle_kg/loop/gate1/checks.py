@@ -14,9 +14,11 @@ Fail closed: any exception inside a check is a deny that names the check.
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel
@@ -100,6 +102,23 @@ class GateResult:
     lineage: Any = None
     #: the limits the intent carries, checked again by the journal under its writer's lock
     caps: tuple[UsageCap, ...] = ()
+
+
+def cedar_value(value: Any) -> str | bool | int | None:
+    """An argument as Cedar's context holds it: a string, a boolean, an integer (a whole
+    float is that integer); a number Cedar's ``Long`` cannot hold (a fraction, past 2^62)
+    is its text — comparing it is a type error, and a policy that fails to evaluate
+    denies. Only what has no scalar form (a list, an object, null) is left out: a number
+    left out made ``has amount`` false and a ``forbid`` on it never apply."""
+    if isinstance(value, str | bool):
+        return value
+    if isinstance(value, float | Decimal) and math.isfinite(value) and value == int(value):
+        value = int(value)
+    if isinstance(value, int):
+        return value if abs(value) < 2**62 else str(value)
+    if isinstance(value, float | Decimal):
+        return str(value)
+    return None
 
 
 class _Stop(Exception):
@@ -276,8 +295,11 @@ class Gate1:
     def cedar_context(self, p: Proposal, r: GateResult) -> dict[str, Any]:
         assert r.spec is not None
         agent = self._agent(p)
-        args = {k: v for k, v in p.action.arguments.items()
-                if isinstance(v, str | bool) or (isinstance(v, int) and abs(v) < 2**62)}
+        # INVARIANT: never leaves a number out (see `cedar_value`); the values as the agent
+        # wrote them — one the tool's model would coerce (`"5"`, `true`) stays what Cedar
+        # cannot compare as a number, so a policy on it fails to evaluate: denied
+        args = {k: c for k, v in p.action.arguments.items()
+                if (c := cedar_value(v)) is not None}
         return {
             "tool": r.spec.id,
             "side_effect_class": str(r.spec.side_effect_class),
@@ -288,7 +310,7 @@ class Gate1:
             "on_behalf_of": p.on_behalf_of or "",
             "role": agent.role,
             "dry_run": p.action.dry_run,
-            "evidence_count": len(p.evidence_refs),
+            "evidence_count": len(p.evidence_items),
             "arguments": args,
             "lineage": lineage_context(r),
         }
@@ -352,7 +374,7 @@ class Gate1:
                                reasons=("no evidence required",))
         horizon = self.i.now - timedelta(seconds=self.i.config.evidence_max_age_seconds)
         fresh, stale, absent = [], [], []
-        for ref in p.evidence_refs:
+        for ref in p.evidence_items:
             at = self.i.evidence_collected_at(ref) if self.i.evidence_exists(ref) else None
             if at is None:
                 absent.append(ref)

@@ -16,9 +16,14 @@ issuing or revoking a token needs no restart.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hmac
 import json
+import os
 import secrets
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,13 +70,41 @@ def read_agent_tokens(home: Home) -> dict[str, dict[str, Any]]:
     return {str(k): dict(v) for k, v in identities.items() if isinstance(v, dict)}
 
 
-def _write_agent_tokens(home: Home, identities: dict[str, dict[str, Any]]) -> None:
+@contextlib.contextmanager
+def _tokens_locked(home: Home) -> Iterator[None]:
+    """The read and the write of the tokens file as one critical section, across
+    processes (two ``api-token issue`` at once each keep their agent's token)."""
     path = token_file(home)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"identities": identities}, indent=2, sort_keys=True),
-                   encoding="utf-8")
-    tmp.chmod(0o600)
-    tmp.replace(path)
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _update_agent_tokens(home: Home,
+                         change: Callable[[dict[str, dict[str, Any]]], bool]) -> bool:
+    """Read the identities, let ``change`` edit them, and write them back if it says so —
+    under the lock, through a temporary file of this writer's own, created 0600 (the hashes
+    are never readable by others, not even for a moment)."""
+    path = token_file(home)
+    with _tokens_locked(home):
+        identities = read_agent_tokens(home)
+        if not change(identities):
+            return False
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(json.dumps({"identities": identities}, indent=2, sort_keys=True))
+                out.flush()
+                os.fsync(out.fileno())  # on disk before it takes the file's name
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    return True
 
 
 def issue_agent_token(home: Home, config: RuntimeConfig, agent_id: str) -> str:
@@ -79,19 +112,19 @@ def issue_agent_token(home: Home, config: RuntimeConfig, agent_id: str) -> str:
     if config.agent(agent_id) is None:
         raise UnknownNameError(f"`{agent_id}` is not an agent declared in `{home.config}`")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    identities = read_agent_tokens(home)
-    identities[agent_id] = {"token_hash": token_hash(token),
-                            "issued_at": datetime.now(UTC).isoformat()}
-    _write_agent_tokens(home, identities)
+
+    def add(identities: dict[str, dict[str, Any]]) -> bool:
+        identities[agent_id] = {"token_hash": token_hash(token),
+                                "issued_at": datetime.now(UTC).isoformat()}
+        return True
+
+    _update_agent_tokens(home, add)
     return token
 
 
 def revoke_agent_token(home: Home, agent_id: str) -> bool:
-    identities = read_agent_tokens(home)
-    if identities.pop(agent_id, None) is None:
-        return False
-    _write_agent_tokens(home, identities)
-    return True
+    return _update_agent_tokens(
+        home, lambda identities: identities.pop(agent_id, None) is not None)
 
 
 def authenticate(home: Home, config: RuntimeConfig, token: str) -> Caller | None:

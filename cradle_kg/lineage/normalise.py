@@ -56,8 +56,15 @@ def _token(raw: str) -> str:
     token = raw.strip(_EDGE)
     if token and _NUMBER.match(token):
         token = token.lstrip("$€£")
+        # a number keeps its minus sign (stripped as an edge above, or after a currency
+        # sign): -100 is not the 100 a user or a document gave
+        lead = raw[:len(raw) - len(raw.lstrip(_EDGE))]
+        negative = lead.endswith("-") or token.startswith("-")
+        token = token.lstrip("+-")
         if "." in token:
             token = token.rstrip("0").rstrip(".")
+        if negative and token.strip("0."):
+            token = "-" + token
     return token
 
 

@@ -214,3 +214,25 @@ def _trace_of_step(rt: Runtime, step: int) -> dict[str, Any]:
     traced = [e.payload["trace"] for e in rt.journal.events(run_id="run:t")
               if e.kind == "lineage.traced"]
     return next(t for t in traced if t["proposal_id"] == f"p{step}")
+
+
+def test_a_number_keeps_its_sign() -> None:
+    """Found by the third attack review: ``-`` was stripped from a token's ends, so an
+    argument of ``-100`` was traced to a trusted ``100`` (a refund turned into a debit, a
+    credit into a charge, on the user's word for the opposite)."""
+    assert tokens("refund -100 now") == ["refund", "-100", "now"]
+    assert tokens("balance: $-100.00.") == ["balance", "-100"]
+    assert tokens("-$100 and +100 and 100") == ["-100", "and", "100", "and", "100"]
+    assert tokens("pages 10-100, item -, -0") == ["pages", "10-100", "item", "0"]
+
+
+def test_a_negated_amount_is_not_the_users(tmp_path: Path) -> None:
+    rt = _runtime(tmp_path)
+    _write(rt, "refund", Update, ("amount",), ("refund",))
+    rt.record_input("run:t", "Please refund 100 on order 7 to me.", author="user:emma")
+    _submit(rt, 0, "refund", {"id": 7, "amount": -100})
+    amount = _arg(rt, "refund", "amount")
+    assert amount["value"] == "-100" and not amount["trusted_origin"], amount
+    _submit(rt, 1, "refund", {"id": 7, "amount": 100})
+    assert _arg(rt, "refund", "amount")["trusted_origin"]
+    rt.close()

@@ -229,9 +229,10 @@ class _PipeLines:
                 assert self.limits is not None
                 await self._refuse(refused_size(self.limits, source="message"))
                 continue
-            text = await self._line(line)
+            ended = line.endswith(b"\n")
+            text = await self._line(line[:-1] if ended else line)
             if text is not None:
-                yield text + "\n"
+                yield text + "\n" if ended else text  # the last, unended: as the SDK's
 
     async def _line(self, line: bytes) -> str | None:
         """The line for the SDK, or None when it was refused (and answered)."""
@@ -276,11 +277,12 @@ async def capped_lines(read: Callable[[], Awaitable[bytes]], cap: int | None,
                        overflow: Callable[[], Awaitable[None]] | None = None
                        ) -> AsyncIterator[bytes | None]:
     """The ``\\n``-ended lines of a byte stream (``read`` answers ``b""`` at its end), each
-    without its ``\\n``; the last one even without an end. A line that grows past ``cap``
-    bytes is dropped as it arrives, never buffered: ``overflow`` is awaited the moment it
-    passes the cap, and the line is ``None`` once its end has arrived (none at the end of
-    the stream). What reads a peer's lines — ``mcp serve``'s stdin (:class:`_PipeLines`)
-    and the proxy's upstream's stdout (:mod:`.upstream_stdio`) — reads them here.
+    with its ``\\n``; the last one even without an end (and so without). A line that grows
+    past ``cap`` bytes is dropped as it arrives, never buffered: ``overflow`` is awaited
+    the moment it passes the cap, and the line is ``None`` once its end has arrived (none
+    at the end of the stream). What reads a peer's lines — ``mcp serve``'s stdin
+    (:class:`_PipeLines`) and the proxy's upstream's stdout (:mod:`.upstream_stdio`) —
+    reads them here.
 
     A line that ends in the same read that takes it past ``cap`` is yielded whole (at most
     one read longer): its reader checks the length, as the strict loader does."""
@@ -299,7 +301,7 @@ async def capped_lines(read: Callable[[], Awaitable[bytes]], cap: int | None,
             *lines, rest = bytes(buffer).split(b"\n")
             buffer = bytearray(rest)
             for line in lines:
-                yield line
+                yield line + b"\n"
         if cap is not None and len(buffer) > cap:
             buffer.clear()
             dropping = True

@@ -105,7 +105,7 @@ async def stdio_upstream(params: StdioServerParameters, cap: int, errlog: TextIO
                 async for line in capped_lines(read, cap, too_long):
                     if line is None:  # its callers were answered when it passed the cap
                         continue
-                    if len(line) > cap:
+                    if len(line) - line.endswith(b"\n") > cap:
                         await too_long()
                         continue
                     try:

@@ -12,7 +12,9 @@ reader as ``mcp serve``'s stdin: a line past ``4 * max_output_bytes + max_bytes`
 dropped as it arrives, and every call waiting on the upstream fails at once with a typed
 error (the gateway journals a failed call) — the framing is kept and the next call goes
 through. An upstream that writes without end fails the call at once as well, and is
-terminated when the proxy leaves.
+terminated when the proxy leaves. A line that is not JSON, or not UTF-8, is an exception
+on the session's read stream, as the SDK's reader sends one — where the SDK's reader
+raised out of its task on bytes that are not UTF-8, and the proxy ended.
 
 A real ``cradle-kg mcp proxy`` subprocess on pipes (raw JSON-RPC lines), in front of a
 hostile upstream written here (a plain Python script speaking JSON-RPC lines); the proxy's
@@ -80,6 +82,7 @@ for raw in sys.stdin.buffer:
         out.write(b'"}]}}\n')
         out.flush()
     elif method == "tools/call":
+        out.write(b"not json\n" + b'{"jsonrpc": "2.0", "method": "\xff"}\n')  # then its answer
         send({"jsonrpc": "2.0", "id": rid, "result": {
             "content": [{"type": "text", "text": "{\"ok\": true}"}],
             "structuredContent": {"ok": True}, "isError": False}})
@@ -200,7 +203,8 @@ def test_an_upstream_answer_without_end_is_dropped_and_the_call_fails(
         blast, grown = proxy.call_watching_memory(2, "test.up.blast")
         assert "limit" in _failed(blast), blast
         assert grown < GROWTH_MB
-        fine, _ = proxy.call_watching_memory(3, "test.up.fine")  # the session goes on
+        # the session goes on; lines that are not messages before the answer are skipped
+        fine, _ = proxy.call_watching_memory(3, "test.up.fine")
         assert fine["result"].get("isError") is not True, fine
         assert fine["result"]["structuredContent"] == {"ok": True}, fine
         endless, grown = proxy.call_watching_memory(4, "test.up.endless", timeout=30)

@@ -23,9 +23,8 @@ from pydantic import ValidationError
 
 from ..canonical import canonical_json, content_hash, iso
 from ..errors import BudgetExceededError, InputError, UnknownNameError
-from ..loop.context import RUN_CLAIM_PREFIX
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
-from ..storage import IdempotencyKeyTaken, LimitReached, NewEvent, SubjectMoved
+from ..storage import LimitReached, NewEvent, SubjectMoved
 from .autonomy import AutonomyBook
 from .budgets import (
     RESERVE_TRIES,
@@ -158,12 +157,11 @@ class Engine:
     # --- journal -----------------------------------------------------------------
 
     def _emit(self, run_id: str, kind: str, subject: str, payload: dict[str, Any], *,
-              actor: str = ENGINE_ACTOR, at: datetime | None = None,
-              idem_key: str | None = None) -> AuditEvent:
+              actor: str = ENGINE_ACTOR, at: datetime | None = None) -> AuditEvent:
         # INVARIANT: one clock reading per event, and every reading is journaled
         return self.rt.context.append([NewEvent(run_id=run_id, kind=kind, subject=subject,
                                          actor=actor, at=at or self.rt.clock(),
-                                         payload=payload, idem_key=idem_key)])[0]
+                                         payload=payload)])[0]
 
     def _events(self, run_id: str) -> list[AuditEvent]:
         return list(self.rt.journal.events(run_id=run_id))
@@ -179,23 +177,16 @@ class Engine:
         now = self.rt.clock()
         input_hash = content_hash(data)
         run = run_id or "wf:" + content_hash([workflow.id, input_hash, iso(now)])[7:31]
-        exists = InputError(f"run `{run}` already exists", hint="use `advance` to resume it")
         if self._events(run):
-            raise exists
-        try:
-            # the run's claim key (what ``Runtime.claim_run`` writes): of a start and another
-            # agent's claim racing for a new run, one is journaled, the other finds it taken
-            self._emit(run, "workflow.started", f"workflow:{workflow.id}@{workflow.version}", {
-                "workflow": workflow.id, "version": workflow.version,
-                "definition": workflow.definition, "input": data, "input_hash": input_hash,
-                "agent": workflow.agent, "tenant": workflow.tenant, "packages": self.packages,
-                "steps": [[s.id, s.kind] for s in workflow.steps],
-                # how this run's model calls are charged (a run recorded before has no key:
-                # its calls are checked, then charged by model.called, and replay the same)
-                **({"budgets": self.charging} if self.charging is not None else {})},
-                at=now, idem_key=RUN_CLAIM_PREFIX + run)
-        except IdempotencyKeyTaken:
-            raise exists from None
+            raise InputError(f"run `{run}` already exists", hint="use `advance` to resume it")
+        self._emit(run, "workflow.started", f"workflow:{workflow.id}@{workflow.version}", {
+            "workflow": workflow.id, "version": workflow.version,
+            "definition": workflow.definition, "input": data, "input_hash": input_hash,
+            "agent": workflow.agent, "tenant": workflow.tenant, "packages": self.packages,
+            "steps": [[s.id, s.kind] for s in workflow.steps],
+            # how this run's model calls are charged (a run recorded before has no key: its
+            # calls are checked, then charged by model.called, and replay the same way)
+            **({"budgets": self.charging} if self.charging is not None else {})}, at=now)
         return self.advance(run)
 
     def workflow_of(self, run_id: str) -> tuple[Workflow, _Fold]:

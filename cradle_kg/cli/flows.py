@@ -94,7 +94,8 @@ def workflow_run(
     input_json: Annotated[str, typer.Option("--input", help="The workflow input, a JSON "
                                                            "object.")],
     run_id: Annotated[str | None, typer.Option(
-        "--run", help="The run's id (default: derived from the workflow, input and time).",
+        "--run", help="The run's id (default: derived from the workflow, input and time; "
+        "not beginning with `run:`, the runs of proposals, sessions and plans).",
         show_default=False)] = None,
     home: HomeOpt = None, fmt: FormatOpt = Format.TABLE, base_url: BaseUrlOpt = None,
     api_key: ApiKeyOpt = None,

@@ -174,7 +174,7 @@ def _run_proxy(rt: Runtime, declared: Contracts, o: _ProxyOpts) -> CradleError |
     failed: list[CradleError] = []
 
     async def main() -> None:
-        async with proxy.connect(o.command, o.url) as (up, tools):
+        async with proxy.connect(o.command, o.url, rt.config.input_limits) as (up, tools):
             try:
                 ids = proxy.register(rt, up, tools, declared, prefix=o.prefix,
                                      allow_undeclared_read=o.allow_undeclared_read)

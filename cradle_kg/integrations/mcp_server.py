@@ -24,6 +24,7 @@ import stat
 import sys
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
@@ -222,33 +223,16 @@ class _PipeLines:
         self.reply = reply
 
     async def __aiter__(self) -> AsyncIterator[str]:
-        buffer = bytearray()  # a long line grows by appends: linear in its length
-        dropping = False  # inside a line already past the limit: skipped to its end
         cap = self.limits.max_bytes if self.limits is not None else None
-        while chunk := await self.reader.read(_CHUNK):
-            if dropping:
-                end = chunk.find(b"\n")
-                if end < 0:
-                    continue
-                dropping = False
+        async for line in capped_lines(partial(self.reader.read, _CHUNK), cap):
+            if line is None:  # a line past the limit, dropped: answered once it ended
                 assert self.limits is not None
                 await self._refuse(refused_size(self.limits, source="message"))
-                chunk = chunk[end + 1:]
-            buffer += chunk
-            if b"\n" in chunk:
-                *lines, rest = bytes(buffer).split(b"\n")
-                buffer = bytearray(rest)
-                for line in lines:
-                    text = await self._line(line)
-                    if text is not None:
-                        yield text + "\n"
-            if cap is not None and len(buffer) > cap:
-                buffer.clear()
-                dropping = True
-        if buffer and not dropping:
-            text = await self._line(bytes(buffer))
+                continue
+            ended = line.endswith(b"\n")
+            text = await self._line(line[:-1] if ended else line)
             if text is not None:
-                yield text
+                yield text + "\n" if ended else text  # the last, unended: as the SDK's
 
     async def _line(self, line: bytes) -> str | None:
         """The line for the SDK, or None when it was refused (and answered)."""
@@ -287,6 +271,44 @@ class _PipeWriter:
 
 #: bytes read from stdin at a time (a longer line is joined from several reads)
 _CHUNK = 1 << 16
+
+
+async def capped_lines(read: Callable[[], Awaitable[bytes]], cap: int | None,
+                       overflow: Callable[[], Awaitable[None]] | None = None
+                       ) -> AsyncIterator[bytes | None]:
+    """The ``\\n``-ended lines of a byte stream (``read`` answers ``b""`` at its end), each
+    with its ``\\n``; the last one even without an end (and so without). A line that grows
+    past ``cap`` bytes is dropped as it arrives, never buffered: ``overflow`` is awaited
+    the moment it passes the cap, and the line is ``None`` once its end has arrived (none
+    at the end of the stream). What reads a peer's lines — ``mcp serve``'s stdin
+    (:class:`_PipeLines`) and the proxy's upstream's stdout (:mod:`.upstream_stdio`) —
+    reads them here.
+
+    A line that ends in the same read that takes it past ``cap`` is yielded whole (at most
+    one read longer): its reader checks the length, as the strict loader does."""
+    buffer = bytearray()  # a long line grows by appends: linear in its length
+    dropping = False  # inside a line already past the cap: skipped to its end
+    while chunk := await read():
+        if dropping:
+            end = chunk.find(b"\n")
+            if end < 0:
+                continue
+            dropping = False
+            yield None
+            chunk = chunk[end + 1:]
+        buffer += chunk
+        if b"\n" in chunk:
+            *lines, rest = bytes(buffer).split(b"\n")
+            buffer = bytearray(rest)
+            for line in lines:
+                yield line + b"\n"
+        if cap is not None and len(buffer) > cap:
+            buffer.clear()
+            dropping = True
+            if overflow is not None:
+                await overflow()
+    if buffer and not dropping:
+        yield bytes(buffer)
 
 
 def _mode(fd: int) -> os.stat_result | None:

@@ -1,19 +1,19 @@
 """``cradle-kg mcp proxy``: an existing MCP server's tools, governed by the runtime.
 
-The proxy opens the upstream with the official MCP client (a command on stdio, or a
-streamable-HTTP URL), lists its tools, and registers each one *declared* in the operator's
-contracts file (:mod:`.contracts`) in the runtime through ``Runtime.register_tool``, under
-a prefix. The registered function is the only code that calls the upstream, and only the
-gateway holds it: a call reaches the upstream after gate 1, with its intent (and its
-idempotency key) journaled first (a ``read_only`` contract: in the one transaction of a
-read, :func:`cradle_kg.loop.execution.one_transaction`). The key travels to the upstream —
-as the argument the contract names, and always in ``_meta``
-(``cradle-kg/idempotency_key``) — so a keyed upstream can deduplicate. Gate 2 reads the
-effect back through the declared upstream read tool; the same read is the tool's lookup,
-so crash recovery asks the upstream whether a key's effect happened before it calls
-again. Undeclared tools are not served, or — with ``allow_undeclared_read``, and only those
-the upstream annotates ``readOnlyHint`` (and not ``destructiveHint``) — served as
-``read_only``.
+The proxy opens the upstream with the official MCP client (a command on stdio — its lines
+read capped, :mod:`.upstream_stdio` — or a streamable-HTTP URL), lists its tools, and
+registers each one *declared* in the operator's contracts file (:mod:`.contracts`) in the
+runtime through ``Runtime.register_tool``, under a prefix. The registered function is the
+only code that calls the upstream, and only the gateway holds it: a call reaches the
+upstream after gate 1, with its intent (and its idempotency key) journaled first (a
+``read_only`` contract: in the one transaction of a read,
+:func:`cradle_kg.loop.execution.one_transaction`). The key travels to the upstream — as
+the argument the contract names, and always in ``_meta`` (``cradle-kg/idempotency_key``) —
+so a keyed upstream can deduplicate. Gate 2 reads the effect back through the declared
+upstream read tool; the same read is the tool's lookup, so crash recovery asks the
+upstream whether a key's effect happened before it calls again. Undeclared tools are not
+served, or — with ``allow_undeclared_read``, and only those the upstream annotates
+``readOnlyHint`` (and not ``destructiveHint``) — served as ``read_only``.
 
 The tools are then served exactly as ``mcp serve`` serves native ones
 (:func:`.mcp_server.build_server`): one code path, the same journal, approvals and replay.
@@ -42,6 +42,7 @@ from .contracts import Contracts, ToolContract, is_tool_name
 if TYPE_CHECKING:
     from mcp import ClientSession, types
 
+    from ..inputs import InputLimits
     from ..loop.runtime import Runtime
     from ..verifiers import VerifierReport, VerifyRequest
 
@@ -307,11 +308,16 @@ def _check_templates(name: str, contract: ToolContract, schema: Mapping[str, Any
 
 
 @contextlib.asynccontextmanager
-async def connect(command: list[str] | None, url: str | None
+async def connect(command: list[str] | None, url: str | None,
+                  limits: InputLimits | None = None
                   ) -> AsyncIterator[tuple[Upstream, list[types.Tool]]]:
-    """The upstream, started (``command``) or reached (``url``), initialized and listed."""
+    """The upstream, started (``command``) or reached (``url``), initialized and listed.
+    A started upstream's lines are read under ``limits`` (:mod:`.upstream_stdio`)."""
     require("mcp", extra="mcp")
     from mcp import ClientSession
+
+    from ..inputs import InputLimits
+    from .upstream_stdio import stdio_upstream, upstream_cap
 
     async with contextlib.AsyncExitStack() as stack:
         if url is not None:
@@ -320,11 +326,13 @@ async def connect(command: list[str] | None, url: str | None
             read, write, _ = await stack.enter_async_context(streamablehttp_client(url))
             source = url
         else:
-            from mcp.client.stdio import StdioServerParameters, stdio_client
+            from mcp.client.stdio import StdioServerParameters
 
             assert command
+            given = limits if limits is not None else InputLimits()
             params = StdioServerParameters(command=command[0], args=command[1:])
-            read, write = await stack.enter_async_context(stdio_client(params))
+            read, write = await stack.enter_async_context(stdio_upstream(
+                params, upstream_cap(given.max_bytes, given.max_output_bytes)))
             source = command[0]
         session = await stack.enter_async_context(ClientSession(read, write))
         await session.initialize()

@@ -51,7 +51,9 @@ class StartBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     input: dict[str, Any]
-    run_id: str | None = Field(None, description="the run's id (default: derived)")
+    run_id: str | None = Field(None, description="the run's id (default: derived); not "
+                               "beginning with `run:` (the runs proposals, sessions and plans "
+                               "derive)")
 
 
 class AnswerBody(BaseModel):

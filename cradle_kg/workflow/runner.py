@@ -118,10 +118,24 @@ def outcome(status: RunStatus) -> dict[str, Any]:
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:._-]{0,99}$")
 
 
+#: the run ids the other entry points derive: a proposal's ``run:<task_id>``, an MCP or
+#: LangGraph session's ``run:<session>``, a plan's ``run:plan:<id>``
+DERIVED_RUNS = "run:"
+
+
 def check_run_id(run_id: str) -> str:
+    """A run id a caller chose for a new workflow run (``workflow run --run``, the JSON
+    API's ``run_id``). Not one the other entry points derive (:data:`DERIVED_RUNS`): a
+    workflow run is its workflow's agent's from its ``workflow.started``, so a workflow
+    started under ``run:<task_id>`` took that run from the agent whose proposals for the
+    task would land there — refused in its own run (``tests/security/test_41``)."""
     if not _RUN_ID.match(run_id):
         raise InputError(f"`{run_id}` is not a run id", hint="letters, digits and `:._-`, "
                                                             "at most 100")
+    if run_id.startswith(DERIVED_RUNS):
+        raise InputError(f"`{run_id}`: a workflow run's id may not begin with "
+                         f"`{DERIVED_RUNS}` (the runs of proposals, sessions and plans)",
+                         hint="name it otherwise, or leave it out (then it is derived)")
     return run_id
 
 

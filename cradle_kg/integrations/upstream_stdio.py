@@ -60,6 +60,7 @@ async def stdio_upstream(params: StdioServerParameters, cap: int, errlog: TextIO
     import anyio
     from mcp import types
     from mcp.client import stdio
+    from mcp.os.posix.utilities import terminate_posix_process_tree
     from mcp.shared.message import SessionMessage
 
     read_writer: MemoryObjectSendStream[SessionMessage | Exception]
@@ -73,9 +74,10 @@ async def stdio_upstream(params: StdioServerParameters, cap: int, errlog: TextIO
     if params.env is not None:
         env.update(params.env)
     try:
-        process: Any = await stdio._create_platform_compatible_process(
-            command=stdio._get_executable_command(params.command), args=params.args,
-            env=env, errlog=errlog, cwd=params.cwd)
+        # as the SDK starts one on POSIX: its own session, so that its tree can be ended
+        process: Any = await anyio.open_process(
+            [params.command, *params.args], env=env, stderr=errlog, cwd=params.cwd,
+            start_new_session=True)
     except OSError:
         for stream in streams:
             await stream.aclose()
@@ -152,7 +154,7 @@ async def stdio_upstream(params: StdioServerParameters, cap: int, errlog: TextIO
                 with anyio.fail_after(stdio.PROCESS_TERMINATION_TIMEOUT):
                     await process.wait()
             except TimeoutError:
-                await stdio._terminate_process_tree(process)
+                await terminate_posix_process_tree(process)
             except ProcessLookupError:
                 pass
             for stream in streams:

@@ -19,84 +19,27 @@ Real ``cradle-kg mcp serve`` subprocesses on pipes, raw JSON-RPC lines.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, ledger_for
 
-ROOT = Path(__file__).resolve().parents[2]
+from .jsonl_process import JsonLinesProcess
 
 
-class Stdio:
+class Stdio(JsonLinesProcess):
     """A ``cradle-kg mcp serve`` on pipes, read line by line in a thread."""
 
     def __init__(self, home: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cradle_kg", "mcp", "serve", "--home", str(home),
-             "--agent", AGENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env, cwd=ROOT)
-        self.lines: list[dict[str, Any]] = []
-        self.cond = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                       "clientInfo": {"name": "attacker", "version": "1"}})
-        self.wait_for(lambda m: m.get("id") == 1)
-        self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-
-    def _read(self) -> None:
-        stdout: IO[bytes] | None = self.proc.stdout
-        assert stdout is not None
-        for raw in stdout:
-            with self.cond:
-                self.lines.append(json.loads(raw))
-                self.cond.notify_all()
-
-    def send(self, data: bytes, *, end: bool = True) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data + (b"\n" if end else b""))
-        self.proc.stdin.flush()
-
-    def request(self, rid: int, method: str, params: dict[str, Any]) -> None:
-        self.send(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method,
-                              "params": params}).encode())
-
-    def wait_for(self, match: Any, timeout: float = 60) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                found = next((m for m in self.lines if match(m)), None)
-                if found is not None:
-                    self.lines.remove(found)
-                    return found
-                left = deadline - time.monotonic()
-                assert left > 0, f"no answer; seen {self.lines}"
-                self.cond.wait(left)
-
-    def rss_mb(self) -> int:
-        with open(f"/proc/{self.proc.pid}/status") as fh:
-            line = next(x for x in fh if x.startswith("VmRSS"))
-        return int(line.split()[1]) // 1024
+        super().__init__(["mcp", "serve", "--home", str(home), "--agent", AGENT])
 
     def close(self) -> str:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self.stop()
         assert self.proc.stderr is not None
         return self.proc.stderr.read().decode("utf-8", "replace")
 

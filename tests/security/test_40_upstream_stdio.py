@@ -23,14 +23,10 @@ resident memory is read from ``/proc/<pid>/status``.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
@@ -40,9 +36,10 @@ from cradle_kg.demo.scenario import AGENT
 from cradle_kg.records import Permission
 from cradle_kg.storage.opening import home_journal_target, verify_target
 
+from .jsonl_process import JsonLinesProcess
+
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 
-ROOT = Path(__file__).resolve().parents[2]
 #: the proxy may grow by this much while the upstream sends 300 MB
 GROWTH_MB = 96
 UPSTREAM = r'''
@@ -94,7 +91,7 @@ CONTRACTS = "tools:\n" + "".join(
     for n in ("blast", "endless", "fine"))
 
 
-class Proxy:
+class Proxy(JsonLinesProcess):
     """A ``cradle-kg mcp proxy`` on pipes, its answers read line by line in a thread."""
 
     def __init__(self, home: Path, tmp: Path) -> None:
@@ -102,56 +99,10 @@ class Proxy:
         upstream.write_text(UPSTREAM)
         contracts = tmp / "contracts.yaml"
         contracts.write_text(CONTRACTS)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
         self.stderr = (tmp / "proxy.stderr").open("wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cradle_kg", "mcp", "proxy", "--home", str(home),
-             "--agent", AGENT, "--contracts", str(contracts), "--prefix", "test.up.", "--",
-             sys.executable, str(upstream)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self.stderr, env=env, cwd=ROOT)
-        self.lines: list[dict[str, Any]] = []
-        self.cond = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                       "clientInfo": {"name": "client", "version": "1"}})
-        self.wait_for(1, timeout=60)
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def _read(self) -> None:
-        stdout: IO[bytes] | None = self.proc.stdout
-        assert stdout is not None
-        for raw in stdout:
-            with self.cond:
-                self.lines.append(json.loads(raw))
-                self.cond.notify_all()
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, rid: int, method: str, params: dict[str, Any]) -> None:
-        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-
-    def answer(self, rid: int) -> dict[str, Any] | None:
-        with self.cond:
-            return next((m for m in self.lines if m.get("id") == rid), None)
-
-    def wait_for(self, rid: int, timeout: float) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while (found := next((m for m in self.lines if m.get("id") == rid), None)) is None:
-                left = deadline - time.monotonic()
-                assert left > 0 and self.proc.poll() is None, \
-                    f"no answer to {rid} (proxy exit {self.proc.poll()})"
-                self.cond.wait(min(left, 0.5))
-            return found
-
-    def rss_mb(self) -> int:
-        with open(f"/proc/{self.proc.pid}/status") as fh:
-            line = next(x for x in fh if x.startswith("VmRSS"))
-        return int(line.split()[1]) // 1024
+        super().__init__(["mcp", "proxy", "--home", str(home), "--agent", AGENT,
+                          "--contracts", str(contracts), "--prefix", "test.up.", "--",
+                          sys.executable, str(upstream)], stderr=self.stderr, client="client")
 
     def call_watching_memory(self, rid: int, tool: str, timeout: float = 90
                              ) -> tuple[dict[str, Any], int]:
@@ -170,14 +121,8 @@ class Proxy:
         return found, grown
 
     def close(self) -> int:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
         try:
-            return self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            return -9
+            return self.stop()
         finally:
             self.stderr.close()
 

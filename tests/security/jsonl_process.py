@@ -1,0 +1,91 @@
+"""A JSON-RPC peer on a subprocess's pipes (``mcp serve``, ``mcp proxy``), for the attacks.
+
+Lines are written raw (an attack sends what it likes) and the answers are read, one JSON
+object a line, by a thread; :meth:`JsonLinesProcess.wait_for` takes the first that matches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+ROOT = Path(__file__).resolve().parents[2]
+Match = Callable[[dict[str, Any]], bool]
+
+
+class JsonLinesProcess:
+    """``python -m cradle_kg ARGV`` on pipes, initialized as an MCP client would."""
+
+    def __init__(self, argv: Sequence[str], *, stderr: Any = subprocess.PIPE,
+                 client: str = "attacker") -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cradle_kg", *argv], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=ROOT)
+        self.lines: list[dict[str, Any]] = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": client, "version": "1"}})
+        self.wait_for(lambda m: m.get("id") == 1)
+        self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+    def _read(self) -> None:
+        stdout: IO[bytes] | None = self.proc.stdout
+        assert stdout is not None
+        for raw in stdout:
+            with self.cond:
+                self.lines.append(json.loads(raw))
+                self.cond.notify_all()
+
+    def send(self, data: bytes, *, end: bool = True) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data + (b"\n" if end else b""))
+        self.proc.stdin.flush()
+
+    def request(self, rid: int, method: str, params: dict[str, Any]) -> None:
+        self.send(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method,
+                              "params": params}).encode())
+
+    def answer(self, rid: int) -> dict[str, Any] | None:
+        """The answer to ``rid`` if it came (left in place)."""
+        with self.cond:
+            return next((m for m in self.lines if m.get("id") == rid), None)
+
+    def wait_for(self, match: Match, timeout: float = 60) -> dict[str, Any]:
+        """The first line that matches (taken), within ``timeout``; the process alive."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                found = next((m for m in self.lines if match(m)), None)
+                if found is not None:
+                    self.lines.remove(found)
+                    return found
+                left = deadline - time.monotonic()
+                assert left > 0 and self.proc.poll() is None, \
+                    f"no answer (exit {self.proc.poll()}); seen {self.lines}"
+                self.cond.wait(min(left, 0.5))
+
+    def rss_mb(self) -> int:
+        with open(f"/proc/{self.proc.pid}/status") as fh:
+            line = next(x for x in fh if x.startswith("VmRSS"))
+        return int(line.split()[1]) // 1024
+
+    def stop(self) -> int:
+        """Close its stdin and wait for it (killed after 30 s); its exit code."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return -9

@@ -15,7 +15,8 @@ first (same rows). Figures, each server in turn, interleaved over ``--rounds``:
 * **point p50** at 1 client and the difference (our overhead per query);
 * **CPU per query**: CPU seconds the server (and its workers) used during a load, per
   answered query — what a query costs, whatever share of the shared cores each got;
-* **memory**: RSS of the server and its worker processes, after the load; and PSS (each
+* **memory**: RSS of the server and its worker processes, right after the load and again
+  one second later (at rest: each server as an idle deployment holds it); and PSS (each
   shared page divided among the processes that share it: the workers are forks of one
   process), the honest sum for several processes.
 
@@ -262,6 +263,9 @@ def main() -> None:
                         got.setdefault("p50", []).append(statistics.median(lat))
                 got.setdefault("rss", []).append(rss_kb(ep.proc.pid) / 1024)
                 got.setdefault("pss", []).append(rss_kb(ep.proc.pid, pss=True) / 1024)
+                time.sleep(1.0)  # at rest: the same second for both servers
+                got.setdefault("rss_rest", []).append(rss_kb(ep.proc.pid) / 1024)
+                got.setdefault("pss_rest", []).append(rss_kb(ep.proc.pid, pss=True) / 1024)
                 after_timeout(ep.url, mix, got)  # after the memory: a runaway may grow it
                 got.setdefault("load", []).append(os.getloadavg()[0])
             finally:
@@ -285,6 +289,8 @@ def main() -> None:
     row("CPU per query, 8 clients", "cpu8", 1e3, "ms", "lower is better")
     row("memory (RSS)", "rss", 1, "MB", "lower is better")
     row("memory (PSS)", "pss", 1, "MB", "lower is better")
+    row("memory 1 s later (RSS)", "rss_rest", 1, "MB", "lower is better")
+    row("memory 1 s later (PSS)", "pss_rest", 1, "MB", "lower is better")
     print("of ours, the server process itself (the app; queries go to the workers), per query: "
           f"1 client {statistics.median(ours['own1']) * 1e3:.2f} ms, "
           f"8 clients {statistics.median(ours['own8']) * 1e3:.2f} ms (the rest is the workers)")

@@ -72,9 +72,6 @@ _HOP_BACK: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding"
                               b"server", b"date"})
 REPLACED: Final = ("the query worker was replaced while this query ran (another query "
                    "overran its limit): send the query again")
-#: every TRIM_TICKS watchdog ticks (of 50 ms), a worker that answered queries meanwhile
-#: gives the freed memory of its heaps back to the system (glibc's ``malloc_trim``)
-TRIM_TICKS: Final = 20
 #: where the connection's socket is put in the scope
 _FD: Final = "cradle.socket_fd"
 
@@ -209,7 +206,7 @@ class QueryWorker:
         queries running beside it in this process — then end the process."""
         while True:
             time.sleep(0.05)
-            self.heap.tick(self.answered)
+            self.heap.tick(self.answered, bool(self.running))
             with self.lock:
                 now = time.monotonic()
                 if not any(now >= r.deadline for r in self.running.values()):
@@ -370,27 +367,29 @@ def _endpoint(scope: Scope, headers: dict[bytes, bytes]) -> str:
 
 
 class HeapTrim:
-    """Give a worker's freed heap memory back to the system, once a second at most.
+    """Give a worker's freed heap memory back to the system when it falls idle.
 
     The engine allocates on the query threads; glibc keeps what they free in per-thread
-    arenas, so after the bench's loads a worker held 150-180 MB resident, 110-130 MB with
-    this trim (``bench/bench_endpoint.py``'s store). ``malloc_trim`` returns the free
-    pages: 4-6 ms on the watchdog thread (its deadline check waits that long), only when
-    queries were answered since the last trim; in alternating runs its CPU cost did not
-    stand out of the noise (CPU per query at 1 client, with vs without: medians 8.18 vs
-    7.85 ms with mins 7.26 vs 7.64, then 7.61 vs 7.27 with mins 7.28 vs 7.24).
+    arenas, so after the bench's loads a worker held 150-180 MB resident, 110-130 MB once
+    trimmed (``bench/bench_endpoint.py``'s store). ``malloc_trim`` returns the free pages
+    (4-6 ms on the watchdog thread), and the pages the next queries allocate are faulted
+    in again: trimmed once a second under load, a worker spent 1.5-3.4 ms more CPU per
+    query at 1 client (medians 9.9 and 12.4 against 8.4 and 9.0 ms, alternated). So it
+    trims only when the worker has answered queries since its last trim and then a whole
+    tick went by with no query answered and none running: a worker under load never
+    pays for it, one that pauses gives its memory back within two ticks.
     """
 
-    def __init__(self, trim: Callable[[int], int] | None, every: int = TRIM_TICKS) -> None:
+    def __init__(self, trim: Callable[[int], int] | None) -> None:
         self.trim = trim
-        self.every = every
-        self.ticks = 0
-        self.seen = 0
+        self.seen = 0  # queries answered at the last trim
+        self.last = 0  # queries answered at the last tick
 
-    def tick(self, answered: int) -> bool:
-        """One watchdog tick; True when the heap was trimmed."""
-        self.ticks += 1
-        if self.trim is None or self.ticks % self.every or answered == self.seen:
+    def tick(self, answered: int, busy: bool) -> bool:
+        """One watchdog tick (``busy``: a query is running); True when the heap was trimmed."""
+        idle = answered == self.last and not busy
+        self.last = answered
+        if self.trim is None or not idle or answered == self.seen:
             return False
         self.seen = answered
         self.trim(0)

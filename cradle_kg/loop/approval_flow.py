@@ -22,9 +22,9 @@ from ..records import (
     Proposal,
     RuntimeDecision,
 )
-from ..storage import NewEvent, SubjectMoved
+from ..storage import NewEvent
 from .approvals import ApprovalBook, excluded_for
-from .context import LoopContext
+from .context import LoopContext, last_seq
 from .gate1.checks import GateResult
 from .gate1.decision import short_id
 from .outcomes import outcome_event
@@ -97,7 +97,10 @@ class ApprovalFlow:
                              "(ISO-8601 with an offset, e.g. `2030-01-01T00:00:00Z`)")
         # the digest's events are read once before the decision and once after it (what
         # the approval is now, and the proposal that asked for it, from the same read)
-        for _ in range(_DECIDE_ATTEMPTS):
+        subject = ""
+
+        def decision_events() -> list[NewEvent]:
+            nonlocal subject
             state, seen = self.book.read(approval_id)
             now = self.ctx.clock()
             subject = "approval:" + state.approval.action_digest
@@ -115,7 +118,7 @@ class ApprovalFlow:
             # INVARIANT: decided once — written only over the events it was decided on; a
             # decision another worker wrote meanwhile makes this one read again (and be
             # refused: the approval is no longer pending)
-            events = [replace(event, if_last=seen[-1].seq if seen else 0)]
+            events = [replace(event, if_last=last_seq(seen))]
             if status is not ApprovalStatus.APPROVED:
                 proposal = self.book.requested_proposal(state.approval, seen)
                 ended = state.approval.model_copy(update={
@@ -128,14 +131,11 @@ class ApprovalFlow:
                             else OutcomeStatus.REPAIR), approval=ended,
                     reasons=(f"{word} by `{approver_id}`" + (f": {reason}" if reason else ""),)),
                     proposal.id, at=now))
-            try:
-                self.ctx.append(events)
-                break
-            except SubjectMoved:
-                continue
-        else:
-            raise JournalError(f"approval `{approval_id}`: other events about its action keep "
-                               "arriving first; decide again")
+            return events
+
+        self.ctx.append_unmoved(decision_events, attempts=_DECIDE_ATTEMPTS, gave_up=JournalError(
+            f"approval `{approval_id}`: other events about its action keep arriving first; "
+            "decide again"))
         after = self.ctx.journal.events_for_subject(subject)
         updated = self.book.state_in(after, approval_id).approval
         outcome = None

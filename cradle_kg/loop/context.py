@@ -17,8 +17,9 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from ..config import RuntimeConfig
+from ..errors import CradleError
 from ..records import AuditEvent
-from ..storage import IdempotencyKeyTaken, Journal, Lease, NewEvent
+from ..storage import IdempotencyKeyTaken, Journal, Lease, NewEvent, SubjectMoved
 
 Clock = Callable[[], datetime]
 #: called with the events just written, in the order they were written
@@ -105,3 +106,23 @@ class LoopContext:
         for listener in self.listeners:
             listener(written)
         return written
+
+    def append_unmoved(self, build: Callable[[], Sequence[NewEvent]], *, attempts: int,
+                       gave_up: CradleError) -> list[AuditEvent]:
+        """Append what ``build`` decides from a fresh read of a subject, its events carrying
+        ``if_last`` (:func:`last_seq` of that read): a decision written once. When the
+        subject moved meanwhile (another decision landed), read and decide again — the
+        second usually finds nothing left to decide and raises; ``gave_up`` after
+        ``attempts`` moves."""
+        for _ in range(attempts):
+            events = build()
+            try:
+                return self.append(events)
+            except SubjectMoved:
+                continue
+        raise gave_up
+
+
+def last_seq(seen: Sequence[AuditEvent]) -> int:
+    """The ``if_last`` of a decision read from ``seen`` (a subject's events; 0: none)."""
+    return seen[-1].seq if seen else 0

@@ -29,9 +29,9 @@ from ..canonical import content_hash
 from ..errors import InputError, JournalError, UnknownNameError
 from ..inputs import check_human_input
 from ..records import RUNTIME_ACTOR, Outcome, OutcomeStatus, Proposal, RuntimeDecision
-from ..storage import Journal, NewEvent, SubjectMoved
+from ..storage import Journal, NewEvent
 from .approvals import ApprovalBook
-from .context import LoopContext
+from .context import LoopContext, last_seq
 from .outcomes import outcome_event
 
 HUMAN_TASK_OPENED = "human_task.opened"
@@ -135,8 +135,8 @@ def resolve_task(ctx: LoopContext, book: ApprovalBook, task_id: str, *, by: str,
         raise InputError("resolving a human task needs a note saying what was done")
     # INVARIANT: resolved once — written only over the task's events it was read with: of
     # two people closing it at once, the second reads again and finds it resolved
-    seen = ctx.journal.events_for_subject(task_id)
-    for _ in range(2):
+    def resolution() -> list[NewEvent]:
+        seen = ctx.journal.events_for_subject(task_id)
         task = next((t for t in open_tasks(ctx.journal) if t.id == task_id), None)
         if task is None:
             raise UnknownNameError(f"unknown human task `{task_id}`",
@@ -146,11 +146,9 @@ def resolve_task(ctx: LoopContext, book: ApprovalBook, task_id: str, *, by: str,
                              f"`{task.resolved_by}`")
         book.authenticate(by, token)
         event = resolution_event(task, by=by, note=note, at=ctx.clock())
-        try:
-            ctx.append([replace(event, if_last=seen[-1].seq if seen else 0)])
-        except SubjectMoved:
-            seen = ctx.journal.events_for_subject(task_id)
-            continue
-        return next(t for t in open_tasks(ctx.journal) if t.id == task_id)
-    raise JournalError(f"human task `{task_id}`: its events keep changing; resolve it again")
+        return [replace(event, if_last=last_seq(seen))]
+
+    ctx.append_unmoved(resolution, attempts=2, gave_up=JournalError(
+        f"human task `{task_id}`: its events keep changing; resolve it again"))
+    return next(t for t in open_tasks(ctx.journal) if t.id == task_id)
 

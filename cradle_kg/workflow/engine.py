@@ -23,8 +23,9 @@ from pydantic import ValidationError
 
 from ..canonical import canonical_json, content_hash, iso
 from ..errors import BudgetExceededError, InputError, UnknownNameError
+from ..loop.context import last_seq
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
-from ..storage import LimitReached, NewEvent, SubjectMoved
+from ..storage import LimitReached, NewEvent
 from .autonomy import AutonomyBook
 from .budgets import (
     RESERVE_TRIES,
@@ -231,9 +232,10 @@ class Engine:
         was decided on (``if_last``, as an approval's): of two answers racing, one is
         journaled; the other reads again and finds the step no longer waiting."""
         subject = f"step:{run_id}/{step_id}"
-        for _ in range(_DECIDE_ATTEMPTS):
+
+        def decision_events() -> list[NewEvent]:
             # the step's events before the fold: an answer written after this read moves
-            # the subject, and the append below is refused
+            # the subject, and the append is refused
             seen = self.rt.journal.events_for_subject(subject)
             wf, fold = self.workflow_of(run_id)
             step = wf.step(step_id)
@@ -250,23 +252,24 @@ class Engine:
                 raise InputError(f"step `{step_id}`: decision: {brief(exc)}") from exc
             now = self.rt.clock()
             rp = request.payload
-            try:
-                self.rt.context.append([NewEvent(
-                    run_id=run_id, kind="human.decided", subject=subject, actor=by,
-                    at=now, if_last=seen[-1].seq if seen else 0, payload={
-                        "workflow": wf.id, "step": step_id, "input_hash": input_hash,
-                        "context": rp["context"], "context_hash": content_hash(rp["context"]),
-                        "rule_fields": rp["rule_fields"],
-                        "decision_field": rp["decision_field"], "decision": value,
-                        "by": by, "info_requested": list(info_requested), "note": note,
-                        "delay_seconds": round((now - request.at).total_seconds(), 3),
-                        "suggestion": rp.get("suggestion"),
-                        "rule_version": rp.get("rule_version")})])
-            except SubjectMoved:
-                continue
-            return self.advance(run_id)
-        raise InputError(f"step `{step_id}` of run `{run_id}`: other events about it keep "
-                         "arriving first; decide again")
+            return [NewEvent(
+                run_id=run_id, kind="human.decided", subject=subject, actor=by,
+                at=now, if_last=last_seq(seen), payload={
+                    "workflow": wf.id, "step": step_id, "input_hash": input_hash,
+                    "context": rp["context"], "context_hash": content_hash(rp["context"]),
+                    "rule_fields": rp["rule_fields"],
+                    "decision_field": rp["decision_field"], "decision": value,
+                    "by": by, "info_requested": list(info_requested), "note": note,
+                    "delay_seconds": round((now - request.at).total_seconds(), 3),
+                    "suggestion": rp.get("suggestion"),
+                    "rule_version": rp.get("rule_version")})]
+
+        self.rt.context.append_unmoved(decision_events, attempts=_DECIDE_ATTEMPTS,
+                                       gave_up=InputError(
+                                           f"step `{step_id}` of run `{run_id}`: other "
+                                           "events about it keep arriving first; decide "
+                                           "again"))
+        return self.advance(run_id)
 
     @staticmethod
     def _outputs(context: Mapping[str, Any]) -> dict[str, Any]:

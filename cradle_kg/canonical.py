@@ -66,20 +66,19 @@ def _default(value: Any) -> Any:
     raise TypeError(f"canonical json cannot hold a value of type `{type(value).__name__}`")
 
 
+#: one encoder for every call (``json.dumps`` builds one each time). No circular check: a
+#: journaled value is a tree; a cycle still raises (``RecursionError``), only later
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                            allow_nan=False, default=_default, check_circular=False)
+
+
 def canonical_json(value: Any) -> str:
     """The one serialisation every hash is computed over.
 
     The C encoder does the walking (sorted keys, no whitespace); ``_default`` handles the
     few Python types JSON lacks. NaN and infinities raise ``ValueError``.
     """
-    return json.dumps(
-        value,
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-        default=_default,
-    )
+    return "".join(_ENCODER.iterencode(value, _one_shot=True))
 
 
 def sha256_bytes(data: bytes) -> str:

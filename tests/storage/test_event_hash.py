@@ -85,3 +85,24 @@ def test_iso_writes_the_text_every_hash_was_computed_over(moment: Any) -> None:
             iso(moment)
         return
     assert iso(moment) == utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)))
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | _TEXT,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(_TEXT, inner, max_size=5),
+    max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON)
+def test_canonical_json_is_the_historical_dumps_byte_for_byte(value: Any) -> None:
+    """``canonical_json`` reuses one encoder (no circular check): its text must stay what
+    ``json.dumps`` with the canonical options wrote when the first chains were hashed."""
+    import json
+
+    from cradle_kg.canonical import canonical_json
+
+    assert canonical_json(value) == json.dumps(value, sort_keys=True, separators=(",", ":"),
+                                               ensure_ascii=False, allow_nan=False)

@@ -20,7 +20,9 @@ What stays as it was:
   worker runs its queries on a few threads (each with a 512 MiB stack, reserved not used;
   :attr:`FrontConfig.threads` at once): the engine releases the GIL while it evaluates
   and serializes, so they run in parallel, and the worker's watchdog thread runs
-  meanwhile: at the deadline it writes the 503 on the query's connection itself (and a
+  meanwhile: at the deadline it stops accepting, shuts down its other clients' connections
+  (a client's next query then goes to a new connection, not into a process about to end),
+  writes the 503 on the query's connection itself (and a
   503 "send it again" on those running or waiting beside it) and ends the process,
   leaving the slot's listening socket (the supervisor's) to queue the connections that
   arrive meanwhile. The supervisor starts a replacement on that socket, which opens the
@@ -43,6 +45,7 @@ import dataclasses
 import os
 import signal
 import socket
+import stat
 import sys
 import threading
 import time
@@ -74,6 +77,8 @@ REPLACED: Final = ("the query worker was replaced while this query ran (another 
                    "overran its limit): send the query again")
 #: where the connection's socket is put in the scope
 _FD: Final = "cradle.socket_fd"
+#: how long an ending worker waits for its event loop to stop accepting
+STOP_ACCEPTING_SECONDS: Final = 0.5
 
 
 @dataclass(frozen=True)
@@ -148,6 +153,12 @@ class QueryWorker:
         #: queries answered (the heap is trimmed when it moved)
         self.answered = 0
         self.heap = HeapTrim(_malloc_trim())
+        #: the port the worker accepts on (its clients' connections are the sockets on it),
+        #: its HTTP server and the server's event loop (set by :func:`_serve` and the first
+        #: request): what :meth:`_stop_accepting` stops
+        self.port: int | None = None
+        self.http: Any = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         threading.Thread(target=self._watch, name="cradle-watchdog", daemon=True).start()
 
     def _fresh(self) -> str:
@@ -214,11 +225,36 @@ class QueryWorker:
                 self.replaced[self.slot] += 1  # this slot's entry: one writer at a time
                 # the listening socket is left as it is: the supervisor holds it, and the
                 # connections that queue on it meanwhile are the replacement's to answer
-                for running in (*self.running.values(), *self.waiting.values()):
+                answered = [*self.running.values(), *self.waiting.values()]
+                # INVARIANT: no new connection is accepted, and the other clients'
+                # connections are closed, before any 503 is written: a client told of the
+                # runaway must not find a connection to this process, old or new
+                # (tests/server/test_worker_end.py)
+                self._stop_accepting()
+                close_connections(self.port, {r.fd for r in answered if r.fd is not None})
+                for running in answered:
                     text = (f"the query ran longer than the {self.config.timeout:g} s limit "
                             "and was stopped" if now >= running.deadline else REPLACED)
                     _answer_raw(running, text.encode())
                 _end()  # the lock is never released: no other answer
+
+    def _stop_accepting(self) -> None:
+        """Close this process's copy of the slot's listening socket, on the event loop
+        (the supervisor's copy stays open and queues for the replacement); waits a moment
+        for it — not for ever: a loop that waits for the watchdog's lock cannot accept."""
+        loop, http = self.loop, self.http
+        if loop is None or http is None:
+            return
+        done = threading.Event()
+
+        def stop() -> None:
+            for server in getattr(http, "servers", ()):
+                server.close()
+            done.set()
+
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing accepts
+            loop.call_soon_threadsafe(stop)
+            done.wait(STOP_ACCEPTING_SECONDS)
 
     async def run(self, job: Job, scope: Scope, cors: Sequence[tuple[bytes, bytes]]) -> Reply:
         """Run a job on a query thread (the engine releases the GIL: they run in parallel)."""
@@ -229,6 +265,8 @@ class QueryWorker:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
         path, method = scope["path"], scope["method"]
         if path == "/sparql" and method in ("GET", "POST"):
             await self.sparql(scope, receive, send)
@@ -407,6 +445,42 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return trim
 
 
+def close_connections(port: int | None, keep: set[int]) -> None:
+    """Shut down this process's client connections on ``port`` but those in ``keep``.
+
+    Before a worker ends: a client whose keep-alive connection was idle in this worker
+    would otherwise send its next request on it after the runaway's 503 came back (a
+    client library reuses a pooled connection that shows no end), and the process's end
+    then resets it — "connection reset by peer" for a query that had nothing to do with
+    the runaway. Shut down first, the connection shows its end at once (both ways, before
+    any 503 is written): the client opens a new one, which the slot's socket queues for
+    the replacement. A request already on its way on such a connection is lost as before.
+    Sockets are found in ``/proc/self/fd``: TCP sockets with a peer whose own port is the
+    server's (the listening socket has no peer; the app's and the supervisor's are Unix
+    sockets)."""
+    if port is None:
+        return
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        return
+    for fd in fds:
+        if fd in keep:
+            continue
+        try:
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                continue
+            conn = socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue
+        with conn, contextlib.suppress(OSError):
+            if conn.family not in (socket.AF_INET, socket.AF_INET6) \
+                    or conn.type != socket.SOCK_STREAM or conn.getsockname()[1] != port:
+                continue
+            conn.getpeername()  # raises for the listening socket: not a connection
+            conn.shutdown(socket.SHUT_RDWR)
+
+
 def _end() -> None:
     """End this process at once: no clean-up, no waiting for the running queries."""
     os.kill(os.getpid(), signal.SIGKILL)
@@ -437,12 +511,14 @@ class _Socket:
 def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
            busy: Any, replaced: Any, sandboxed: bool) -> None:
     worker = QueryWorker(config, start, ask, busy, replaced, sandboxed=sandboxed)
+    worker.port = int(sock.getsockname()[1])
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(
         _Socket(SecurityHeaders(BodyLimit(worker, max_bytes=config.max_body_bytes))),
         lifespan="off", log_level="warning", access_log=False, ws="none",
         server_header=False))
+    worker.http = server
     ask.send(("ready", sandboxed))
     server.run(sockets=[sock])
 

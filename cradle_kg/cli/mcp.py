@@ -18,6 +18,7 @@ import typer
 
 from ..errors import CradleError, InputError
 from ..home import resolve_home
+from ..integrations.http_guard import MAX_SESSIONS_PER_AGENT
 from .common import HomeOpt, clean, err_console, fail
 
 if TYPE_CHECKING:
@@ -43,6 +44,10 @@ WaitOpt = Annotated[float, typer.Option(
     "--approval-wait", help="Seconds a call that needs an approval waits for the approver, "
                             "with progress notifications (clients that send a progress "
                             "token); 0: answer `awaiting_approval` at once.")]
+SessionsOpt = Annotated[int, typer.Option(
+    "--max-sessions-per-agent", min=1,
+    help="Open MCP sessions one agent may hold at once (HTTP); the next is refused (429) "
+         "until one is closed or ends idle.")]
 SyncOpt = Annotated[bool, typer.Option(
     "--graph-sync/--no-graph-sync", help="Update the graph store after every call (off: the "
                                          "journal stays the truth; `cradle-kg graph sync` "
@@ -61,14 +66,15 @@ def _check_transport(transport: Transport, agent: str | None) -> None:
 @mcp_app.command("serve")
 def serve(home: HomeOpt = None, agent: AgentOpt = None,
           transport: TransportOpt = Transport.STDIO, host: HostOpt = "127.0.0.1",
-          port: PortOpt = 8765, approval_wait: WaitOpt = 0.0, graph_sync: SyncOpt = True
-          ) -> None:
+          port: PortOpt = 8765, approval_wait: WaitOpt = 0.0, graph_sync: SyncOpt = True,
+          max_sessions_per_agent: SessionsOpt = MAX_SESSIONS_PER_AGENT) -> None:
     """Serve the home's registered tools to any MCP client; every call is governed."""
     _check_transport(transport, agent)
     root, rt = _open(home, graph_sync)
     with rt:
         try:
-            _run(rt, root, transport, agent, host, port, approval_wait)
+            _run(rt, root, transport, agent, host, port, approval_wait,
+                 max_sessions_per_agent)
         except CradleError as exc:
             fail(exc)
 
@@ -84,7 +90,7 @@ def _open(home: Path | None, graph_sync: bool) -> tuple[Path, Runtime]:
 
 
 def _run(rt: Runtime, root: Path, transport: Transport, agent: str | None, host: str,
-         port: int, wait: float) -> None:
+         port: int, wait: float, sessions: int) -> None:
     import anyio
 
     from ..integrations import mcp_server
@@ -99,7 +105,8 @@ def _run(rt: Runtime, root: Path, transport: Transport, agent: str | None, host:
     from ..integrations.http_guard import StrictJsonBody
 
     # the strict JSON loader before the SDK's: a hostile body is a parse error, not a 500
-    app = StrictJsonBody(mcp_server.http_app(rt, approval_wait=wait, home_hint=str(root)),
+    app = StrictJsonBody(mcp_server.http_app(rt, approval_wait=wait, home_hint=str(root),
+                                             max_sessions_per_agent=sessions),
                          rt.config.input_limits)
     err_console.print(f"cradle-kg MCP (streamable HTTP) at http://{host}:{port}/mcp",
                       highlight=False)
@@ -128,8 +135,8 @@ def proxy(contracts: ContractsOpt, command: CommandArg = None, home: HomeOpt = N
           prefix: PrefixOpt = "upstream.", allow_undeclared_read: UndeclaredOpt = False,
           upstream: UpstreamOpt = None, agent: AgentOpt = None,
           transport: TransportOpt = Transport.STDIO, host: HostOpt = "127.0.0.1",
-          port: PortOpt = 8765, approval_wait: WaitOpt = 0.0, graph_sync: SyncOpt = True
-          ) -> None:
+          port: PortOpt = 8765, approval_wait: WaitOpt = 0.0, graph_sync: SyncOpt = True,
+          max_sessions_per_agent: SessionsOpt = MAX_SESSIONS_PER_AGENT) -> None:
     """Govern an existing MCP server: its declared tools, served through both gates."""
     from ..integrations.contracts import load_contracts
 
@@ -144,7 +151,8 @@ def proxy(contracts: ContractsOpt, command: CommandArg = None, home: HomeOpt = N
     root, rt = _open(home, graph_sync)
     with rt:
         opts = _ProxyOpts(command or None, upstream, prefix, allow_undeclared_read, agent,
-                          transport, host, port, approval_wait, str(root))
+                          transport, host, port, approval_wait, str(root),
+                          max_sessions_per_agent)
         error = _run_proxy(rt, declared, opts)
         if error is not None:
             fail(error)
@@ -162,6 +170,7 @@ class _ProxyOpts:
     port: int
     wait: float
     home: str
+    sessions: int = MAX_SESSIONS_PER_AGENT
 
 
 def _run_proxy(rt: Runtime, declared: Contracts, o: _ProxyOpts) -> CradleError | None:
@@ -198,7 +207,8 @@ def _run_proxy(rt: Runtime, declared: Contracts, o: _ProxyOpts) -> CradleError |
 
             app = StrictJsonBody(mcp_server.http_app(rt, approval_wait=o.wait,
                                                      home_hint=o.home, only=ids,
-                                                     name="cradle-kg-proxy"),
+                                                     name="cradle-kg-proxy",
+                                                     max_sessions_per_agent=o.sessions),
                                  rt.config.input_limits)
             err_console.print(f"cradle-kg MCP proxy at http://{o.host}:{o.port}/mcp",
                               highlight=False)

@@ -17,10 +17,13 @@ endpoint, whose authentication answers 401 without reading the body.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..errors import InputError, InputTooLargeError
 from ..inputs import InputLimits, load_json
-from ..server.guard import ASGIApp, Receive, Scope, Send, replay_body
+from ..server.guard import ASGIApp, Message, Receive, Scope, Send, replay_body
 
 #: JSON-RPC error codes
 PARSE_ERROR = -32700
@@ -120,3 +123,123 @@ async def _error(send: Send, status: int, code: int, message: str) -> None:
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode("ascii"))]})
     await send({"type": "http.response.body", "body": body})
+
+
+#: open MCP sessions an agent may hold at once on one ``mcp serve`` / ``mcp proxy`` over HTTP
+MAX_SESSIONS_PER_AGENT = 32
+#: after how long without a request an MCP session is closed (the SDK's idle timeout, set
+#: explicitly where the SDK has one, so that the quota counts the same sessions)
+SESSION_IDLE_SECONDS = 30 * 60.0
+_SESSION_HEADER = b"mcp-session-id"
+
+
+@dataclass
+class _Session:
+    agent: str
+    last: float
+    #: its requests under way (an open stream keeps a session alive however long it lasts)
+    running: int = 0
+
+
+class SessionQuota:
+    """ASGI middleware, inside the bearer check: each agent holds at most ``limit`` open MCP
+    sessions; the request that would open one more is refused (HTTP 429, a JSON-RPC
+    error naming the limit and how to close a session) and opens nothing.
+
+    Without it one agent's token opened sessions until the SDK's global cap (10,000 in
+    SDK 1.30; none before): ~60 KB each, and every other agent was then refused for the
+    sessions' idle time (``tests/security/test_48_mcp_session_quota.py``). Sessions are
+    counted here, from the responses: one is open from the response that names its
+    ``mcp-session-id`` until it answers a ``DELETE`` or a 404 (ended), or has had no
+    request for ``idle`` seconds (the SDK has closed it; ``None``: it lives until it is
+    deleted). A session opening is counted from its request, so that concurrent openings
+    cannot pass the limit together."""
+
+    def __init__(self, app: ASGIApp, *, limit: int = MAX_SESSIONS_PER_AGENT,
+                 idle: float | None = SESSION_IDLE_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.app = app
+        self.limit = limit
+        self.idle = idle
+        self.clock = clock
+        self.sessions: dict[str, _Session] = {}
+        self.opening: dict[str, int] = {}
+
+    def held(self, agent: str) -> int:
+        """The open sessions of ``agent``, and its openings under way (forgets the ended)."""
+        now = self.clock()
+        if self.idle is not None:
+            for sid in [sid for sid, s in self.sessions.items()
+                        if s.running == 0 and now - s.last > self.idle]:
+                del self.sessions[sid]
+        return sum(1 for s in self.sessions.values() if s.agent == agent) \
+            + self.opening.get(agent, 0)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        user = scope.get("user") if scope.get("type") == "http" else None
+        agent = getattr(user, "username", None) if user is not None else None
+        if not isinstance(agent, str) or not agent:
+            await self.app(scope, receive, send)
+            return
+        sid = _header(scope, _SESSION_HEADER)
+        if sid is None:
+            await self._open(agent, scope, receive, send)
+            return
+        session = self.sessions.get(sid)
+        if session is None or session.agent != agent:  # not ours to count: the SDK answers
+            await self.app(scope, receive, send)
+            return
+        session.running += 1
+        session.last = self.clock()
+        status = 0
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            session.running -= 1
+            session.last = self.clock()
+            if status == 404 or (scope.get("method") == "DELETE" and 200 <= status < 300):
+                self.sessions.pop(sid, None)
+
+    async def _open(self, agent: str, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") != "POST":  # no session is opened but by a POST
+            await self.app(scope, receive, send)
+            return
+        if self.held(agent) >= self.limit:
+            ends = f"; an idle session ends after {self.idle:g} s" if self.idle else ""
+            await _error(send, 429, INVALID_REQUEST, (
+                f"`{agent}` already holds {self.limit} open MCP sessions (the limit of "
+                "`--max-sessions-per-agent`): reuse one, or close one (an HTTP DELETE "
+                f"with its `mcp-session-id`){ends}"))
+            return
+        self.opening[agent] = self.opening.get(agent, 0) + 1
+        opened: list[str] = []
+
+        async def watch(message: Message) -> None:
+            if message["type"] == "http.response.start" and int(message["status"]) < 300:
+                for name, value in message.get("headers", ()):
+                    if bytes(name).lower() == _SESSION_HEADER:
+                        opened.append(bytes(value).decode("latin-1"))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            self.opening[agent] -= 1
+            if not self.opening[agent]:
+                del self.opening[agent]
+            for sid in opened:
+                self.sessions[sid] = _Session(agent, self.clock())
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if bytes(key).lower() == name:
+            return bytes(value).decode("latin-1")
+    return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import stat
 import sys
@@ -31,7 +32,16 @@ from ..errors import InputError
 from ..inputs import InputLimits
 from . import require
 from .calls import CallResult, GovernedSession, HostMeta, host_meta, refused, tool_hints
-from .http_guard import envelope_limits, error_message, refusal, refused_size, request_id
+from .http_guard import (
+    MAX_SESSIONS_PER_AGENT,
+    SESSION_IDLE_SECONDS,
+    SessionQuota,
+    envelope_limits,
+    error_message,
+    refusal,
+    refused_size,
+    request_id,
+)
 
 if TYPE_CHECKING:
     from mcp import types
@@ -376,8 +386,10 @@ async def _drained(writer: asyncio.StreamWriter) -> None:
 
 def http_app(runtime: Runtime, *, approval_wait: float = 0.0, home_hint: str = "",
              path: str = "/mcp", only: Collection[str] | None = None,
-             name: str = "cradle-kg") -> Starlette:
-    """Streamable HTTP at ``path``, behind the agents' bearer tokens (401 without one)."""
+             name: str = "cradle-kg",
+             max_sessions_per_agent: int = MAX_SESSIONS_PER_AGENT) -> Starlette:
+    """Streamable HTTP at ``path``, behind the agents' bearer tokens (401 without one);
+    each agent holds at most ``max_sessions_per_agent`` open sessions (:class:`SessionQuota`)."""
     require("mcp", extra="mcp")
     from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
     from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
@@ -393,11 +405,17 @@ def http_app(runtime: Runtime, *, approval_wait: float = 0.0, home_hint: str = "
 
     server = build_server(runtime, identity, approval_wait=approval_wait, home_hint=home_hint,
                           only=only, name=name)
+    # the SDK's idle timeout, where it has one, set to what the quota counts with
+    idle = SESSION_IDLE_SECONDS if "session_idle_timeout" in inspect.signature(
+        StreamableHTTPSessionManager).parameters else None
+    options: dict[str, Any] = {"session_idle_timeout": idle} if idle is not None else {}
     manager = StreamableHTTPSessionManager(
-        app=server, max_request_body_size=runtime.config.input_limits.max_bytes)
+        app=server, max_request_body_size=runtime.config.input_limits.max_bytes, **options)
+    quota = SessionQuota(lambda scope, receive, send: manager.handle_request(
+        scope, receive, send), limit=max_sessions_per_agent, idle=idle)
 
     async def endpoint(scope: Any, receive: Any, send: Any) -> None:
-        await manager.handle_request(scope, receive, send)
+        await quota(scope, receive, send)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

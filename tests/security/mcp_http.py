@@ -67,14 +67,15 @@ class Served:
             return list(journal.events())
 
 
-def serve(home: Path) -> Iterator[Served]:
-    """Start the server (127.0.0.1 only); yield it; stop it."""
+def serve(home: Path, *extra: str) -> Iterator[Served]:
+    """Start the server (127.0.0.1 only; ``extra``: more options); yield it; stop it."""
     port = free_port()
     log = home.parent / f"{home.name}.stderr"
     with log.open("wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "cradle_kg", "mcp", "serve", "--home", str(home),
-             "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port)],
+             "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port),
+             *extra],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
     served = Served(f"http://127.0.0.1:{port}/mcp", home, proc, log,
                     journal=home_journal_target(home))

@@ -1,7 +1,8 @@
 """``cradle-kg mcp proxy``: an existing MCP server's tools, governed by the runtime.
 
 The proxy opens the upstream with the official MCP client (a command on stdio — its lines
-read capped, :mod:`.upstream_stdio` — or a streamable-HTTP URL), lists its tools, and
+read capped, :mod:`.upstream_stdio` — or a streamable-HTTP URL — its answers read capped,
+:mod:`.upstream_http`), lists its tools, and
 registers each one *declared* in the operator's contracts file (:mod:`.contracts`) in the
 runtime through ``Runtime.register_tool``, under a prefix. The registered function is the
 only code that calls the upstream, and only the gateway holds it: a call reaches the
@@ -312,29 +313,38 @@ async def connect(command: list[str] | None, url: str | None,
                   limits: InputLimits | None = None
                   ) -> AsyncIterator[tuple[Upstream, list[types.Tool]]]:
     """The upstream, started (``command``) or reached (``url``), initialized and listed.
-    A started upstream's lines are read under ``limits`` (:mod:`.upstream_stdio`)."""
+    Its answers are read under ``limits`` — a started upstream's lines
+    (:mod:`.upstream_stdio`), a reached upstream's bodies and events
+    (:mod:`.upstream_http`) — and each request waits at most ``UPSTREAM_TIMEOUT``
+    (``initialize`` and ``tools/list`` too: an upstream that never answers them does not
+    hold the proxy at start)."""
     require("mcp", extra="mcp")
     from mcp import ClientSession
 
     from ..inputs import InputLimits
     from .upstream_stdio import stdio_upstream, upstream_cap
 
+    given = limits if limits is not None else InputLimits()
+    cap = upstream_cap(given.max_bytes, given.max_output_bytes)
     async with contextlib.AsyncExitStack() as stack:
         if url is not None:
             from mcp.client.streamable_http import streamablehttp_client
 
-            read, write, _ = await stack.enter_async_context(streamablehttp_client(url))
+            from .upstream_http import client_factory
+
+            factory = client_factory(url, cap=cap, deadline=UPSTREAM_TIMEOUT)
+            read, write, _ = await stack.enter_async_context(
+                streamablehttp_client(url, httpx_client_factory=factory))
             source = url
         else:
             from mcp.client.stdio import StdioServerParameters
 
             assert command
-            given = limits if limits is not None else InputLimits()
             params = StdioServerParameters(command=command[0], args=command[1:])
-            read, write = await stack.enter_async_context(stdio_upstream(
-                params, upstream_cap(given.max_bytes, given.max_output_bytes)))
+            read, write = await stack.enter_async_context(stdio_upstream(params, cap))
             source = command[0]
-        session = await stack.enter_async_context(ClientSession(read, write))
+        session = await stack.enter_async_context(ClientSession(
+            read, write, read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT)))
         await session.initialize()
         listed = await session.list_tools()
         tools = list(listed.tools)

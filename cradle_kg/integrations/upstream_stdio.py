@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 CHUNK = 1 << 16
 #: the JSON-RPC code of the error that answers a request whose answer was too long
 INVALID_REQUEST = -32600
+#: how the error that stands for an upstream's answer begins
+ANSWER = "the upstream's answer: "
 
 
 def upstream_cap(max_bytes: int, max_output_bytes: int) -> int:
@@ -49,6 +51,11 @@ def upstream_cap(max_bytes: int, max_output_bytes: int) -> int:
     the envelope is a message's size. Past it the output would break
     ``max_output_bytes`` anyway (the call fails either way)."""
     return 4 * max_output_bytes + max_bytes
+
+
+def too_long(cap: int) -> str:
+    """The error of a call whose answer passed ``cap`` bytes (stdio and HTTP alike)."""
+    return f"{ANSWER}more than the limit of {cap} bytes (dropped)"
 
 
 @contextlib.asynccontextmanager
@@ -85,8 +92,8 @@ async def stdio_upstream(params: StdioServerParameters, cap: int, errlog: TextIO
 
     waiting: set[str | int] = set()  # ids of the requests sent and not yet answered
 
-    async def too_long() -> None:
-        message = f"the upstream's answer: more than the limit of {cap} bytes (dropped)"
+    async def fail_waiting() -> None:
+        message = too_long(cap)
         logger.warning("%s", message)
         for rid in sorted(waiting, key=str):
             await read_writer.send(SessionMessage(types.JSONRPCMessage(types.JSONRPCError(
@@ -104,11 +111,11 @@ async def stdio_upstream(params: StdioServerParameters, cap: int, errlog: TextIO
     async def stdout_reader() -> None:
         try:
             async with read_writer:
-                async for line in capped_lines(read, cap, too_long):
+                async for line in capped_lines(read, cap, fail_waiting):
                     if line is None:  # its callers were answered when it passed the cap
                         continue
                     if len(line) - line.endswith(b"\n") > cap:
-                        await too_long()
+                        await fail_waiting()
                         continue
                     try:
                         message = types.JSONRPCMessage.model_validate_json(

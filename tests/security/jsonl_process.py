@@ -74,6 +74,22 @@ class JsonLinesProcess:
                     f"no answer (exit {self.proc.poll()}); seen {self.lines}"
                 self.cond.wait(min(left, 0.5))
 
+    def call_watching_memory(self, rid: int, tool: str, *, limit_mb: int, timeout: float = 90
+                             ) -> tuple[dict[str, Any], int]:
+        """The answer to one ``tools/call``, and how much the process grew at most while it
+        ran (the call refused past ``limit_mb``: the test has failed, the host is spared)."""
+        start = self.rss_mb()
+        self.request(rid, "tools/call", {"name": tool, "arguments": {}})
+        grown = 0
+        deadline = time.monotonic() + timeout
+        while (found := self.answer(rid)) is None:
+            assert self.proc.poll() is None, f"the process died: {self.proc.returncode}"
+            grown = max(grown, self.rss_mb() - start)
+            assert grown < limit_mb, f"the process grew by {grown} MB during one call"
+            assert time.monotonic() < deadline, f"no answer to `{tool}` in {timeout} s"
+            time.sleep(0.05)
+        return found, grown
+
     def rss_mb(self) -> int:
         with open(f"/proc/{self.proc.pid}/status") as fh:
             line = next(x for x in fh if x.startswith("VmRSS"))
@@ -89,3 +105,10 @@ class JsonLinesProcess:
             self.proc.kill()
             self.proc.wait()
             return -9
+
+
+def failed_text(answer: dict[str, Any]) -> str:
+    """The text of a failed call's answer (a tool error, not a JSON-RPC one: the gateway
+    of ``mcp serve`` or ``mcp proxy`` answered it)."""
+    assert "result" in answer and answer["result"].get("isError") is True, answer
+    return " ".join(c.get("text", "") for c in answer["result"]["content"])

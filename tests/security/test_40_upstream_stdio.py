@@ -24,9 +24,7 @@ resident memory is read from ``/proc/<pid>/status``.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -36,7 +34,7 @@ from cradle_kg.demo.scenario import AGENT
 from cradle_kg.records import Permission
 from cradle_kg.storage.opening import home_journal_target, verify_target
 
-from .jsonl_process import JsonLinesProcess
+from .jsonl_process import JsonLinesProcess, failed_text
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 
@@ -104,34 +102,11 @@ class Proxy(JsonLinesProcess):
                           "--contracts", str(contracts), "--prefix", "test.up.", "--",
                           sys.executable, str(upstream)], stderr=self.stderr, client="client")
 
-    def call_watching_memory(self, rid: int, tool: str, timeout: float = 90
-                             ) -> tuple[dict[str, Any], int]:
-        """The answer to one call, and how much the proxy grew at most while it ran (the
-        call refused past ``GROWTH_MB``: the test has failed, the host is spared)."""
-        start = self.rss_mb()
-        self.request(rid, "tools/call", {"name": tool, "arguments": {}})
-        grown = 0
-        deadline = time.monotonic() + timeout
-        while (found := self.answer(rid)) is None:
-            grown = max(grown, self.rss_mb() - start)
-            assert grown < GROWTH_MB, f"the proxy grew by {grown} MB during one call"
-            assert time.monotonic() < deadline, f"no answer to `{tool}` in {timeout} s"
-            assert self.proc.poll() is None, f"the proxy died: {self.proc.returncode}"
-            time.sleep(0.05)
-        return found, grown
-
     def close(self) -> int:
         try:
             return self.stop()
         finally:
             self.stderr.close()
-
-
-def _failed(answer: dict[str, Any]) -> str:
-    """The text of a failed call's answer (a tool error, not a JSON-RPC one: the proxy's
-    gateway answered it)."""
-    assert "result" in answer and answer["result"].get("isError") is True, answer
-    return " ".join(c.get("text", "") for c in answer["result"]["content"])
 
 
 def test_an_upstream_answer_without_end_is_dropped_and_the_call_fails(
@@ -145,15 +120,16 @@ def test_an_upstream_answer_without_end_is_dropped_and_the_call_fails(
             "max_output_bytes": 1024 * 1024})}))
     proxy = Proxy(home, tmp_path)
     try:
-        blast, grown = proxy.call_watching_memory(2, "test.up.blast")
-        assert "limit" in _failed(blast), blast
+        blast, grown = proxy.call_watching_memory(2, "test.up.blast", limit_mb=GROWTH_MB)
+        assert "limit" in failed_text(blast), blast
         assert grown < GROWTH_MB
         # the session goes on; lines that are not messages before the answer are skipped
-        fine, _ = proxy.call_watching_memory(3, "test.up.fine")
+        fine, _ = proxy.call_watching_memory(3, "test.up.fine", limit_mb=GROWTH_MB)
         assert fine["result"].get("isError") is not True, fine
         assert fine["result"]["structuredContent"] == {"ok": True}, fine
-        endless, grown = proxy.call_watching_memory(4, "test.up.endless", timeout=30)
-        assert "limit" in _failed(endless), endless  # at once, not at the 60 s timeout
+        endless, grown = proxy.call_watching_memory(4, "test.up.endless", limit_mb=GROWTH_MB,
+                                                    timeout=30)
+        assert "limit" in failed_text(endless), endless  # at once, not at the 60 s timeout
         assert grown < GROWTH_MB
     finally:
         code = proxy.close()  # the endless upstream is terminated as the proxy leaves

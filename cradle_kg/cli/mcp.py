@@ -103,14 +103,16 @@ def _run(rt: Runtime, root: Path, transport: Transport, agent: str | None, host:
     import uvicorn
 
     from ..integrations.http_guard import StrictJsonBody
+    from ..server.deadlines import raise_open_files, request_deadlines
 
+    raise_open_files()
     # the strict JSON loader before the SDK's: a hostile body is a parse error, not a 500
     app = StrictJsonBody(mcp_server.http_app(rt, approval_wait=wait, home_hint=str(root),
                                              max_sessions_per_agent=sessions),
                          rt.config.input_limits)
     err_console.print(f"cradle-kg MCP (streamable HTTP) at http://{host}:{port}/mcp",
                       highlight=False)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning", http=request_deadlines())
 
 
 ContractsOpt = Annotated[Path, typer.Option(
@@ -204,7 +206,9 @@ def _run_proxy(rt: Runtime, declared: Contracts, o: _ProxyOpts) -> CradleError |
             import uvicorn
 
             from ..integrations.http_guard import StrictJsonBody
+            from ..server.deadlines import raise_open_files, request_deadlines
 
+            raise_open_files()
             app = StrictJsonBody(mcp_server.http_app(rt, approval_wait=o.wait,
                                                      home_hint=o.home, only=ids,
                                                      name="cradle-kg-proxy",
@@ -213,7 +217,8 @@ def _run_proxy(rt: Runtime, declared: Contracts, o: _ProxyOpts) -> CradleError |
             err_console.print(f"cradle-kg MCP proxy at http://{o.host}:{o.port}/mcp",
                               highlight=False)
             await uvicorn.Server(uvicorn.Config(app, host=o.host, port=o.port,
-                                                log_level="warning")).serve()
+                                                log_level="warning",
+                                                http=request_deadlines())).serve()
 
     try:
         anyio.run(main)

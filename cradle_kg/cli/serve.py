@@ -46,11 +46,17 @@ def serve(
         "--queries", help="A folder of extra named queries, repeatable.")] = None,
     packs: Annotated[bool, typer.Option(
         "--packs/--no-packs", help="Include the named queries of installed packs.")] = True,
+    header_timeout: Annotated[float, typer.Option(
+        "--header-timeout", min=0.1, help="Seconds a client has to send a request's headers "
+                                          "(408 and the connection closed beyond).")] = 10.0,
     home: HomeOpt = None,
 ) -> None:
     """Serve the graph: SPARQL 1.1 endpoint at /sparql, web page at /, API docs at /docs."""
     from ..server import ServerSettings, start_front
+    from ..server.deadlines import raise_open_files
     from .common import pack_queries
+
+    raise_open_files()  # first: the workers' fork server inherits it
 
     settings = ServerSettings(
         pack_queries=pack_queries(None if files else home) if packs else {},
@@ -58,7 +64,7 @@ def serve(
         timeout_seconds=timeout, max_result_bytes=max_result_bytes, workers=workers,
         allowed_services=tuple(allow_service or ()), query_dirs=tuple(queries or ()),
         max_body_bytes=max_body_bytes, max_query_bytes=max_query_bytes,
-        max_query_depth=max_query_depth)
+        max_query_depth=max_query_depth, header_seconds=header_timeout)
     try:
         # the query workers answer /sparql on the port first; the server process answers
         # /healthz and builds the app (API, page) on the first request that needs it

@@ -60,6 +60,7 @@ from urllib.parse import parse_qsl
 from ..errors import CradleError
 from ..graph.queries import QueryCatalog, bind
 from ..storage.sqlite_watch import JournalWatch
+from .deadlines import HEADER_SECONDS, request_deadlines
 from .guard import HEADERS, BodyLimit, Message, Receive, Scope, SecurityHeaders, Send
 from .plan import plan, service_description
 from .sandbox import deny_network
@@ -99,6 +100,8 @@ class FrontConfig:
     federated: bool = False
     #: queries a worker runs at once, each on a thread of its own
     threads: int = 4
+    #: seconds a client has to send a request's headers (:mod:`.deadlines`)
+    header_seconds: float = HEADER_SECONDS
 
 
 @dataclass(frozen=True)
@@ -517,7 +520,7 @@ def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connecti
     server = uvicorn.Server(uvicorn.Config(
         _Socket(SecurityHeaders(BodyLimit(worker, max_bytes=config.max_body_bytes))),
         lifespan="off", log_level="warning", access_log=False, ws="none",
-        server_header=False))
+        server_header=False, http=request_deadlines(config.header_seconds)))
     worker.http = server
     ask.send(("ready", sandboxed))
     server.run(sockets=[sock])

@@ -18,6 +18,7 @@ from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH
 from ..home import Home
 from ..storage import home_journal_target, is_postgres
 from .dataset import PrivateStore, snapshot_files, snapshot_home
+from .deadlines import HEADER_SECONDS
 from .front import FrontConfig
 from .guard import MAX_BODY_BYTES
 from .supervisor import QueryFront, listen, start_fork_server
@@ -47,6 +48,8 @@ class ServerSettings(BaseModel):
     #: bytes a SPARQL query may take, and how deeply its brackets may nest (400 beyond)
     max_query_bytes: int = Field(MAX_QUERY_BYTES, gt=0)
     max_query_depth: int = Field(MAX_QUERY_DEPTH, gt=0)
+    #: seconds a client has to send a request's headers (408 and closed beyond)
+    header_seconds: float = Field(HEADER_SECONDS, gt=0)
 
 
 def serving_mode(settings: ServerSettings) -> str:
@@ -85,7 +88,8 @@ def start_front(settings: ServerSettings, host: str, port: int) -> QueryFront:
             timeout=settings.timeout_seconds, app_socket=str(workdir / "app.sock"),
             max_body_bytes=settings.max_body_bytes, follows=follows, journal=journal,
             query_dirs=settings.query_dirs, pack_queries=settings.pack_queries,
-            cors_origins=settings.cors_origins, federated=bool(settings.allowed_services))
+            cors_origins=settings.cors_origins, federated=bool(settings.allowed_services),
+            header_seconds=settings.header_seconds)
         front = QueryFront(source, config, sock, workdir=workdir, size=settings.workers)
         front.start()
     except BaseException:

@@ -23,7 +23,16 @@ from dataclasses import dataclass
 
 from ..errors import InputError, InputTooLargeError
 from ..inputs import InputLimits, load_json
-from ..server.guard import ASGIApp, Message, Receive, Scope, Send, replay_body
+from ..server.guard import (
+    ASGIApp,
+    BodyBudget,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    busy,
+    replay_body,
+)
 
 #: JSON-RPC error codes
 PARSE_ERROR = -32700
@@ -77,6 +86,8 @@ class StrictJsonBody:
     def __init__(self, app: ASGIApp, limits: InputLimits) -> None:
         self.app = app
         self.limits = envelope_limits(limits)
+        #: the bodies this process holds at once (read before the token is checked)
+        self.budget = BodyBudget(largest=self.limits.max_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http" or scope.get("method") != "POST" \
@@ -85,24 +96,31 @@ class StrictJsonBody:
             return
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message.get("type") == "http.disconnect":
-                return  # the client left: nothing to answer, nothing to run
-            body = bytes(message.get("body", b""))
-            size += len(body)
-            if size > self.limits.max_bytes:  # refused as it arrives, never all read
-                await _error(send, *refused_size(self.limits))
+        try:
+            while True:
+                message = await receive()
+                if message.get("type") == "http.disconnect":
+                    return  # the client left: nothing to answer, nothing to run
+                body = bytes(message.get("body", b""))
+                if size + len(body) > self.limits.max_bytes:  # refused as it arrives
+                    await _error(send, *refused_size(self.limits))
+                    return
+                if not self.budget.take(len(body)):
+                    await busy(send)
+                    return
+                size += len(body)
+                chunks.append(body)
+                if not message.get("more_body", False):
+                    break
+            data = b"".join(chunks)
+            chunks.clear()
+            refused = refusal(data, self.limits)
+            if refused is not None:
+                await _error(send, *refused)
                 return
-            chunks.append(body)
-            if not message.get("more_body", False):
-                break
-        data = b"".join(chunks)
-        refused = refusal(data, self.limits)
-        if refused is not None:
-            await _error(send, *refused)
-            return
-        await self.app(scope, replay_body(data, receive), send)
+            await self.app(scope, replay_body(data, receive), send)
+        finally:
+            self.budget.give(size)
 
 
 def refused_size(limits: InputLimits, *, source: str = "request body") -> tuple[int, int, str]:

@@ -46,12 +46,53 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class BodyLimit:
-    """Refuse (413) a request body over ``max_bytes`` before the app reads any of it."""
+#: request bodies one server process holds at once, in bytes, beyond which a body is refused
+#: (503, "send it again"): at least four of the largest allowed (``tests/security/test_50``)
+BODY_BUDGET_BYTES: Final = 64 * 1_048_576
+BUSY: Final = "the server holds too many request bodies at the moment: send it again shortly"
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int = MAX_BODY_BYTES) -> None:
+
+class BodyBudget:
+    """The request bodies a process holds at once, across its connections (one event loop).
+
+    The body cap bounds one request; this bounds them all: from one client, 300
+    connections that each sent a 1 MiB body but its last byte made the query workers hold
+    ~1 MB each for as long as the connections stayed (~3 GB for 3,000). A body that would
+    take the total past ``limit`` is refused (503 with ``Retry-After``), and what the
+    process holds stays under ``limit`` plus the connections' socket buffers."""
+
+    def __init__(self, limit: int = BODY_BUDGET_BYTES, *, largest: int = 0) -> None:
+        self.limit = max(limit, 4 * largest)
+        self.held = 0
+
+    def take(self, n: int) -> bool:
+        if self.held + n > self.limit:
+            return False
+        self.held += n
+        return True
+
+    def give(self, n: int) -> None:
+        self.held -= n
+
+
+async def busy(send: Send) -> None:
+    """The 503 of a body the :class:`BodyBudget` has no room for."""
+    body = (BUSY + "\n").encode()
+    await send({"type": "http.response.start", "status": 503, "headers": [
+        (b"content-type", b"text/plain; charset=utf-8"), (b"retry-after", b"1"),
+        (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimit:
+    """Refuse (413) a request body over ``max_bytes`` before the app reads any of it, and
+    (503) one the process's :class:`BodyBudget` has no room for."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int = MAX_BODY_BYTES,
+                 budget: BodyBudget | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.budget = budget or BodyBudget(largest=max_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -73,19 +114,27 @@ class BodyLimit:
                 return
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await _plain(send, 413, too_large)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        await self.app(scope, replay_body(b"".join(chunks), receive), send)
+        try:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunk = message.get("body", b"")
+                if size + len(chunk) > self.max_bytes:
+                    await _plain(send, 413, too_large)
+                    return
+                if not self.budget.take(len(chunk)):
+                    await busy(send)
+                    return
+                size += len(chunk)
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+            body = b"".join(chunks)
+            chunks.clear()
+            await self.app(scope, replay_body(body, receive), send)
+        finally:
+            self.budget.give(size)
 
 
 def replay_body(body: bytes, receive: Receive) -> Receive:
@@ -125,4 +174,5 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-__all__ = ["CSP", "MAX_BODY_BYTES", "BodyLimit", "SecurityHeaders"]
+__all__ = ["BODY_BUDGET_BYTES", "CSP", "MAX_BODY_BYTES", "BodyBudget", "BodyLimit",
+           "SecurityHeaders", "busy"]

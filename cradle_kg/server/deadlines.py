@@ -30,11 +30,19 @@ from typing import Any, Final
 HEADER_SECONDS: Final = 10.0
 #: seconds a client has, after its headers, to send the request's body
 BODY_SECONDS: Final = 60.0
+#: bytes a request line and its headers may take (431 beyond; h11 alone had a cap, 16 KiB)
+MAX_HEADER_BYTES: Final = 64 * 1024
 
-_BODY: Final = b"the request did not arrive in time\n"
-_TIMEOUT: Final = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                   b"content-length: " + str(len(_BODY)).encode() + b"\r\n"
-                   b"connection: close\r\n\r\n" + _BODY)
+def _closing(status: bytes, text: bytes) -> bytes:
+    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            b"content-length: " + str(len(text)).encode() + b"\r\n"
+            b"connection: close\r\n\r\n" + text)
+
+
+_TIMEOUT: Final = _closing(b"408 Request Timeout", b"the request did not arrive in time\n")
+_TOO_LONG: Final = _closing(b"431 Request Header Fields Too Large",
+                            b"the request line and headers are over %d bytes\n"
+                            % MAX_HEADER_BYTES)
 
 
 def raise_open_files() -> int:
@@ -52,10 +60,13 @@ def raise_open_files() -> int:
 
 
 def request_deadlines(header_seconds: float = HEADER_SECONDS,
-                      body_seconds: float = BODY_SECONDS, *, base: type[Any] | None = None
-                      ) -> type[Any]:
+                      body_seconds: float = BODY_SECONDS, *, base: type[Any] | None = None,
+                      max_header_bytes: int = MAX_HEADER_BYTES) -> type[Any]:
     """uvicorn's HTTP protocol (``base``; by default httptools or h11, as uvicorn picks)
-    with the deadlines of the module's doc; pass it as ``uvicorn.Config(http=...)``."""
+    with the deadlines of the module's doc, and a cap on a request's line and headers
+    (``max_header_bytes``: 431 and closed beyond — httptools had none: one header of 80 MB
+    sent within the deadline grew a worker by 140 MB); pass it as
+    ``uvicorn.Config(http=...)``."""
     if base is None:
         from uvicorn.protocols.http.auto import AutoHTTPProtocol as base
 
@@ -63,6 +74,8 @@ def request_deadlines(header_seconds: float = HEADER_SECONDS,
         _deadline: asyncio.TimerHandle | None = None
         #: the request whose headers were seen (its body is timed, then its answer is not)
         _request: Any = None
+        #: bytes received since the last request's headers were complete (or the connection)
+        _waiting: int = 0
 
         def _arm(self, seconds: float) -> None:
             if self._deadline is not None:
@@ -78,10 +91,18 @@ def request_deadlines(header_seconds: float = HEADER_SECONDS,
             cycle = self.cycle
             if cycle is not None and cycle is not self._request:  # a request's headers are in
                 self._request = cycle
+                self._waiting = 0
                 self._arm(body_seconds)
+            elif cycle is None or (cycle.response_complete and not cycle.more_body):
+                # reading a request's line and headers (not the rest of an answered body)
+                self._waiting += len(data)
+                if self._waiting > max_header_bytes and not self.transport.is_closing():
+                    self.transport.write(_TOO_LONG)
+                    self.transport.close()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
+            self._waiting = 0
             self._arm(header_seconds)  # the next request's headers (or the keep-alive end)
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -107,4 +128,5 @@ def request_deadlines(header_seconds: float = HEADER_SECONDS,
     return RequestDeadlines
 
 
-__all__ = ["BODY_SECONDS", "HEADER_SECONDS", "raise_open_files", "request_deadlines"]
+__all__ = ["BODY_SECONDS", "HEADER_SECONDS", "MAX_HEADER_BYTES", "raise_open_files",
+           "request_deadlines"]

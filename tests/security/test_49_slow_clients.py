@@ -12,6 +12,10 @@ deadlines`) a request's headers must arrive within ``--header-timeout`` (10 s) o
 connection or of the answer before — else a 408 and the connection is closed — and its
 body within 60 s of its headers; and each server lifts its soft limit of open files to
 the hard limit at start, so that a held connection costs memory, not one of 1,024 slots.
+Found on the way: httptools (uvicorn's parser when installed) has no cap on a request's
+line and headers — one header of 80 MB sent within the deadline grew a worker by 140 MB
+and kept a core busy; now 64 KiB, then a 431 and the connection is closed (h11 caps them
+at 16 KiB itself).
 
 A real ``cradle-kg serve`` started with a soft limit of 256 open files and
 ``--header-timeout 1``, 600 half-sent requests; and the protocol itself, on both of
@@ -20,6 +24,7 @@ uvicorn's HTTP parsers, in a real uvicorn server on 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import resource
 import socket
 import subprocess
@@ -216,3 +221,23 @@ def test_the_raise_of_open_files(tmp_path: Path) -> None:
                          preexec_fn=_low_files, check=True).stdout.split()
     soft, raised, hard = (int(x) for x in out)
     assert soft == 256 and raised == hard
+
+
+def test_headers_past_the_cap_get_431_and_are_closed(tiny_server: int) -> None:
+    """httptools has no cap of its own (h11's is 16 KiB): one header of 80 MB sent within
+    the deadline grew a query worker by 140 MB. Past 64 KiB: 431, closed."""
+    with socket.create_connection(("127.0.0.1", tiny_server)) as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        with contextlib.suppress(OSError):  # the server may close while we still send
+            for _ in range(64):
+                conn.sendall(b"a" * 16384)
+        answer = _read_to_end(conn, deadline=time.monotonic() + 3)
+    assert answer.startswith((b"HTTP/1.1 431 ", b"HTTP/1.1 400 ")) or answer == b"<reset>", \
+        answer[:80]
+
+
+def test_a_big_body_after_an_early_answer_is_not_taken_for_headers(tiny_server: int) -> None:
+    with httpx.Client(timeout=10) as client:
+        big = b"x" * (256 * 1024)  # read whole by the app, well past the header cap
+        assert client.post(f"http://127.0.0.1:{tiny_server}/", content=big).text == "ok"
+        assert client.get(f"http://127.0.0.1:{tiny_server}/").text == "ok"  # kept alive

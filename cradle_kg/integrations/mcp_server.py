@@ -215,10 +215,12 @@ async def serve_stdio(runtime: Runtime, agent_id: str, *, approval_wait: float =
         await server.run(read, write, server.create_initialization_options())
 
 
-class _PipeLines:
-    """stdin as the SDK's ``stdio_server`` reads it (an async iterator of text lines),
-    read on the event loop from a non-blocking pipe: no worker thread per line. A line ends
-    at ``\\n`` (MCP's stdio framing; a ``\\r`` before it is JSON whitespace).
+class _StdinLines:
+    """stdin as the SDK's ``stdio_server`` reads it (an async iterator of text lines), from
+    ``read`` — one chunk of bytes at a time, ``b""`` at the end: whatever stdin is, a pipe
+    read on the event loop or a regular file or a terminal read in a worker thread
+    (:func:`pipe_stdio`). A line ends at ``\\n`` (MCP's stdio framing; a ``\\r`` before it
+    is JSON whitespace).
 
     With ``limits``, every line goes through the strict loader first, as an HTTP body does
     (:func:`.http_guard.refusal`): a key given twice, bytes that are not UTF-8, runaway
@@ -226,15 +228,16 @@ class _PipeLines:
     error instead, under the message's id when it can be read — and a line past
     ``max_bytes`` is dropped as it arrives, not buffered."""
 
-    def __init__(self, reader: asyncio.StreamReader, limits: InputLimits | None = None,
+    def __init__(self, read: Callable[[], Awaitable[bytes]],
+                 limits: InputLimits | None = None,
                  reply: Callable[[bytes], Awaitable[None]] | None = None) -> None:
-        self.reader = reader
+        self.read = read
         self.limits = envelope_limits(limits) if limits is not None else None
         self.reply = reply
 
     async def __aiter__(self) -> AsyncIterator[str]:
         cap = self.limits.max_bytes if self.limits is not None else None
-        async for line in capped_lines(partial(self.reader.read, _CHUNK), cap):
+        async for line in capped_lines(self.read, cap):
             if line is None:  # a line past the limit, dropped: answered once it ended
                 assert self.limits is not None
                 await self._refuse(refused_size(self.limits, source="message"))
@@ -291,7 +294,7 @@ async def capped_lines(read: Callable[[], Awaitable[bytes]], cap: int | None,
     past ``cap`` bytes is dropped as it arrives, never buffered: ``overflow`` is awaited
     the moment it passes the cap, and the line is ``None`` once its end has arrived (none
     at the end of the stream). What reads a peer's lines — ``mcp serve``'s stdin
-    (:class:`_PipeLines`) and the proxy's upstream's stdout (:mod:`.upstream_stdio`) —
+    (:class:`_StdinLines`) and the proxy's upstream's stdout (:mod:`.upstream_stdio`) —
     reads them here.
 
     A line that ends in the same read that takes it past ``cap`` is yielded whole (at most
@@ -330,28 +333,36 @@ def _mode(fd: int) -> os.stat_result | None:
 
 @contextlib.asynccontextmanager
 async def pipe_stdio(limits: InputLimits | None = None) -> AsyncIterator[tuple[Any, Any]]:
-    """stdin and stdout for the SDK's ``stdio_server``, read and written on the event loop
-    — the SDK's own wraps them in ``anyio.wrap_file``, which hands every line read, every
-    write and every flush to a worker thread (three thread hand-offs a call, about 0.3 ms).
+    """stdin and stdout for the SDK's ``stdio_server``.
 
-    On asyncio under POSIX: stdin when it is a pipe or a socket; stdout when it is a pipe
-    (on a socket, asyncio's write transport would take the peer's writes for a close).
-    ``None`` for a side that is not (the SDK's own then). Each is a duplicate of fd 0 or 1
-    (closing it leaves those open), non-blocking for the serve, blocking again after it."""
+    stdin, whatever it is, is read by :class:`_StdinLines` — the strict loader and the
+    cap on a line's length (``tests/security/test_31``, ``test_45``): on asyncio under
+    POSIX a pipe or a socket is read on the event loop (the SDK's own reader wraps stdin in
+    ``anyio.wrap_file``, which hands every line read, every write and every flush to a
+    worker thread: three thread hand-offs a call, about 0.3 ms); anything else — a regular
+    file (``mcp serve < requests.jsonl``), a terminal, another backend (trio) — by plain
+    reads in a worker thread (:func:`_read_in_thread`), as the SDK's reader reads it.
+
+    stdout is written on the event loop when it is a pipe (on a socket, asyncio's write
+    transport would take the peer's writes for a close); ``None`` otherwise (the SDK's
+    own). The pipe or socket of each is a duplicate of fd 0 or 1 (closing it leaves those
+    open), non-blocking for the serve, blocking again after it."""
     try:
-        loop = asyncio.get_running_loop()  # raises under another backend (trio)
-    except RuntimeError:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:  # another backend (trio)
         loop = None
     given, taken = _mode(0), _mode(1)
-    if loop is None or sys.platform == "win32" or given is None or taken is None:
-        yield None, None
-        return
-    same = (given.st_dev, given.st_ino) == (taken.st_dev, taken.st_ino)
-    read_pipe = stat.S_ISFIFO(given.st_mode) or stat.S_ISSOCK(given.st_mode)
-    write_pipe = stat.S_ISFIFO(taken.st_mode) and not same
+    posix = loop is not None and sys.platform != "win32"
+    same = given is not None and taken is not None and (
+        (given.st_dev, given.st_ino) == (taken.st_dev, taken.st_ino))
+    read_pipe = posix and given is not None and (stat.S_ISFIFO(given.st_mode)
+                                                 or stat.S_ISSOCK(given.st_mode))
+    write_pipe = posix and taken is not None and stat.S_ISFIFO(taken.st_mode) and not same
     async with contextlib.AsyncExitStack() as stack:
-        stdin = stdout = None
+        stdout = None
+        read: Callable[[], Awaitable[bytes]] = _read_in_thread
         if write_pipe:
+            assert loop is not None
             sys.stdout.flush()
             stack.callback(os.set_blocking, 1, os.get_blocking(1))
             write_transport, protocol = await loop.connect_write_pipe(
@@ -361,15 +372,26 @@ async def pipe_stdio(limits: InputLimits | None = None) -> AsyncIterator[tuple[A
             stack.push_async_callback(_drained, writer)
             stdout = _PipeWriter(writer)
         if read_pipe:
+            assert loop is not None
             stack.callback(os.set_blocking, 0, os.get_blocking(0))
             reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
             read_transport, _ = await loop.connect_read_pipe(
                 lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
                 os.fdopen(os.dup(0), "rb", 0))
             stack.callback(read_transport.close)
-            stdin = _PipeLines(reader, limits, stdout.line if stdout is not None
-                               else _blocking_line)
+            read = partial(reader.read, _CHUNK)
+        stdin = _StdinLines(read, limits, stdout.line if stdout is not None
+                            else _blocking_line)
         yield stdin, stdout
+
+
+async def _read_in_thread() -> bytes:
+    """One read of stdin (fd 0) that is not a pipe on the event loop — a regular file, a
+    terminal — in a worker thread (a file is never "not ready"; a terminal blocks until a
+    line is typed): up to :data:`_CHUNK` bytes, ``b""`` at its end."""
+    import anyio
+
+    return await anyio.to_thread.run_sync(os.read, 0, _CHUNK)
 
 
 async def _blocking_line(data: bytes) -> None:

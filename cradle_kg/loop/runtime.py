@@ -16,6 +16,7 @@ import contextlib
 import fnmatch
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from ..storage import (
     Lease,
     LimitReached,
     NewEvent,
+    RunNotNew,
     SqliteJournal,
     home_journal_target,
     open_journal,
@@ -407,15 +409,29 @@ class Runtime:
         (``run-claim:<run id>``) the journal holds once: of two agents racing for a new
         run, one claim is written and the other entry point finds the run taken — on
         SQLite and PostgreSQL alike, across processes. A run's owner is the actor of its
-        first proposal or claim (:meth:`~cradle_kg.storage.Journal.run_agent`)."""
+        first proposal or claim (:meth:`~cradle_kg.storage.Journal.run_agent`), or its
+        workflow's agent (:func:`run_owner`).
+
+        The claim is written only as the run's first event (``if_new_run``, checked under
+        the journal's writer's lock), as a workflow's start is: of a claim and a workflow
+        started in the same new run at the same moment, whichever lands first owns it and
+        the other is refused (``tests/security/test_44``)."""
         if check_run_owner(self.journal, run_id, agent_id) is not None:
             return
-        # claimed first by another entry point: the journal says whose it is, below
-        with contextlib.suppress(IdempotencyKeyTaken):
-            self.context.append([NewEvent(
-                run_id=run_id, kind=RUN_CLAIMED, subject=run_id, actor=agent_id,
-                at=self.clock(), payload={"agent_id": agent_id},
-                idem_key=RUN_CLAIM_PREFIX + run_id)])
+        claim = NewEvent(run_id=run_id, kind=RUN_CLAIMED, subject=run_id, actor=agent_id,
+                         at=self.clock(), payload={"agent_id": agent_id},
+                         idem_key=RUN_CLAIM_PREFIX + run_id, if_new_run=True)
+        try:
+            self.context.append([claim])
+        except IdempotencyKeyTaken:
+            pass  # claimed first by another entry point: the journal says whose, below
+        except RunNotNew:
+            # the run has an event: whose it is now, below — or, when it is still nobody's
+            # (the host's own events, no proposal, no workflow), claimed without the guard:
+            # a workflow starts only in an empty run, so none can start in this one now
+            if check_run_owner(self.journal, run_id, agent_id) is None:
+                with contextlib.suppress(IdempotencyKeyTaken):
+                    self.context.append([replace(claim, if_new_run=False)])
         if check_run_owner(self.journal, run_id, agent_id) is None:
             raise JournalError(f"run `{run_id}`: its claim is not in the journal")
 

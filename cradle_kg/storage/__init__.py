@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         Lease,
         LimitReached,
         NewEvent,
+        RunNotNew,
         SubjectMoved,
         UsageCap,
     )
@@ -58,6 +59,7 @@ _HOMES: dict[str, str] = {
     "Progress": "chain",
     "SqliteJournal": "sqlite",
     "StateKey": "run_state_sql",
+    "RunNotNew": "journal",
     "SubjectMoved": "journal",
     "UsageCap": "journal",
     "event_hash": "chain",
@@ -85,6 +87,7 @@ __all__ = [
     "LimitReached",
     "NewEvent",
     "Progress",
+    "RunNotNew",
     "SqliteJournal",
     "StateKey",
     "SubjectMoved",

@@ -1,10 +1,11 @@
 """What the derived state counts, the same on every journal.
 
 Which usage buckets an event counts in and with what cost (rate and cost limits, budgets),
-how a window is read from two running totals, which proposals a run has received, and the
-latest event of a subject (an ``if_last`` guard). :mod:`.sqlite_derived` and
-:mod:`.pg_schema` write the tables from these rules; :mod:`.journal` checks the caps of an
-append with them under the writer's lock.
+how a window is read from two running totals, which proposals a run has received, the
+latest event of a subject (an ``if_last`` guard) and whether a run has an event yet (an
+``if_new_run`` guard). :mod:`.sqlite_derived` and :mod:`.pg_schema` write the tables from
+these rules; :mod:`.journal` checks the caps and guards of an append with them under the
+writer's lock.
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ def counted_keys(kind: str, run_id: str, payload: dict[str, Any]) -> list[tuple[
 
 #: the latest seq of a subject's events (0: none), for an ``if_last`` event
 SUBJECT_LAST_SQL = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE subject = {}"
+#: whether a run has an event (one probe of the ``events_run`` index), for an
+#: ``if_new_run`` event; the events themselves, not the derived ``runs`` table
+RUN_BEGUN_SQL = "SELECT EXISTS (SELECT 1 FROM events WHERE run_id = {})"
 
 
 def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -> None:
@@ -82,5 +86,6 @@ def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -
         row[1] += 1
 
 
-__all__ = ["BUDGET_SCOPES", "SUBJECT_LAST_SQL", "USAGE_FIELDS", "budget_keys", "charges_budget",
-           "count_run", "counted_keys", "intent_cost", "usage_keys", "window_usage"]
+__all__ = ["BUDGET_SCOPES", "RUN_BEGUN_SQL", "SUBJECT_LAST_SQL", "USAGE_FIELDS", "budget_keys",
+           "charges_budget", "count_run", "counted_keys", "intent_cost", "usage_keys",
+           "window_usage"]

@@ -58,6 +58,16 @@ class SubjectMoved(Exception):
         self.subject = subject
 
 
+class RunNotNew(Exception):
+    """Internal signal: an event appended with ``if_new_run`` found an event of its run in
+    the journal (another writer began the run since it was read); nothing of the append was
+    written. The writer reads the run again: whose it is now."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+
+
 class LimitReached(Exception):
     """Internal signal: an intent would take a window past one of its :class:`UsageCap`s
     (another worker's intent got there first); nothing of the append was written."""
@@ -87,6 +97,12 @@ class NewEvent:
     #: checked under the writer's lock (:class:`SubjectMoved`, nothing written, if not):
     #: a decision made on what was read is not written over a change it did not see
     if_last: int | None = None
+    #: written only if no event of ``run_id`` is in the journal yet (nor earlier in this
+    #: append), checked under the writer's lock (:class:`RunNotNew`, nothing written, if
+    #: one is): what makes a new run someone's — a workflow's ``workflow.started``, an
+    #: agent's ``run.claimed`` — is that run's first event, never one written into a run
+    #: another writer began after it was read empty
+    if_new_run: bool = False
 
 
 class IdempotencyKeyTaken(Exception):
@@ -139,6 +155,25 @@ def moved_subject(events: Sequence[NewEvent], last: Sequence[int]) -> str | None
     return None
 
 
+def new_runs(events: Sequence[NewEvent]) -> list[str]:
+    """The runs of the append's ``if_new_run`` events, in order (each once): the journal
+    reads :data:`.counting.RUN_BEGUN_SQL` for each, after its writer's lock."""
+    return list(dict.fromkeys(event.run_id for event in events if event.if_new_run))
+
+
+def begun_run(events: Sequence[NewEvent], begun: Sequence[Any]) -> str | None:
+    """The run of the first ``if_new_run`` event whose run already has an event — in the
+    journal (``begun[i]``: :data:`.counting.RUN_BEGUN_SQL` for :func:`new_runs`'s i-th run,
+    read in the append's transaction after its writer's lock) or earlier in this append —
+    or None."""
+    seen = {run for run, found in zip(new_runs(events), begun, strict=True) if found}
+    for event in events:
+        if event.if_new_run and event.run_id in seen:
+            return event.run_id
+        seen.add(event.run_id)
+    return None
+
+
 class Lease(Protocol):
     """A worker's lease: held for the life of a runtime, dropped when its process dies."""
 
@@ -166,7 +201,8 @@ class Journal(Protocol):
     def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
         """All or none, durably; :class:`IdempotencyKeyTaken` when a key is claimed,
         :class:`LimitReached` when an intent's cap would be exceeded,
-        :class:`SubjectMoved` when an ``if_last`` event's subject has a newer event.
+        :class:`SubjectMoved` when an ``if_last`` event's subject has a newer event,
+        :class:`RunNotNew` when an ``if_new_run`` event's run has an event.
 
         ``flush=False``: committed — visible, and kept if this process dies — but not
         flushed to disk on its own; the next flushed commit flushes it too, in order (the
@@ -272,5 +308,5 @@ class Journal(Protocol):
 
 
 __all__ = ["BEGINNING", "BUDGET_SCOPES", "IdempotencyKeyTaken", "Journal", "Lease",
-           "LimitReached", "NewEvent", "SubjectMoved", "UsageCap", "append_caps",
-           "breached_cap", "moved_subject"]
+           "LimitReached", "NewEvent", "RunNotNew", "SubjectMoved", "UsageCap",
+           "append_caps", "begun_run", "breached_cap", "moved_subject", "new_runs"]

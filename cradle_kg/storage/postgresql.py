@@ -10,7 +10,8 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
 * **Limits are checked under the lock**: an intent's caps (:class:`~.journal.UsageCap`)
   are read in the append's first round trip, after the lock, and a cap the append would
   exceed refuses it (:class:`~.journal.LimitReached`, nothing written); so is an event's
-  ``if_last`` (the latest seq of its subject it was decided on: :class:`~.journal.SubjectMoved`).
+  ``if_last`` (the latest seq of its subject it was decided on: :class:`~.journal.SubjectMoved`)
+  and its ``if_new_run`` (no event of its run yet: :class:`~.journal.RunNotNew`).
 * **An idempotency key is claimed once** by the partial UNIQUE index on ``idem_key``: the
   second claimant's transaction fails with a unique violation and writes nothing.
 * **Derived state** (usage buckets of intents and of budgets, open intents, approval
@@ -47,16 +48,19 @@ from ..errors import JournalError
 from ..records import AuditEvent
 from . import pg_schema, run_state_sql
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress, event_hash
-from .counting import SUBJECT_LAST_SQL, USAGE_FIELDS, count_run, window_usage
+from .counting import RUN_BEGUN_SQL, SUBJECT_LAST_SQL, USAGE_FIELDS, count_run, window_usage
 from .journal import (
     BEGINNING,
     IdempotencyKeyTaken,
     LimitReached,
     NewEvent,
+    RunNotNew,
     SubjectMoved,
     append_caps,
+    begun_run,
     breached_cap,
     moved_subject,
+    new_runs,
 )
 from .pg_connect import (
     APPEND_LOCK,
@@ -194,12 +198,21 @@ class PostgresJournal:
                     lasts = [stack.enter_context(conn.cursor()) for _ in guarded]
                     for subject, cursor in zip(guarded, lasts, strict=True):
                         cursor.execute(SUBJECT_LAST_SQL.format("%s"), (subject,))
+                    fresh = new_runs(events)
+                    begun = [stack.enter_context(conn.cursor()) for _ in fresh]
+                    for run_id, cursor in zip(fresh, begun, strict=True):
+                        cursor.execute(RUN_BEGUN_SQL.format("%s"), (run_id,))
                     pipe.sync()
                     if guarded:  # INVARIANT: under the lock, as the caps (NewEvent.if_last)
                         moved = moved_subject(events, [(c.fetchone() or (0,))[0]
                                                        for c in lasts])
                         if moved is not None:
                             raise SubjectMoved(moved)
+                    if fresh:  # INVARIANT: under the lock, as the caps (NewEvent.if_new_run)
+                        taken = begun_run(events, [(c.fetchone() or (False,))[0]
+                                                   for c in begun])
+                        if taken is not None:
+                            raise RunNotNew(taken)
                     if caps:
                         breached = breached_cap(events, caps,
                                                 [tuple(c.fetchone() or ()) for c in usage])

@@ -77,17 +77,20 @@ from .chain import (
     Progress,
     event_hash,
 )
-from .counting import SUBJECT_LAST_SQL, USAGE_FIELDS, count_run, window_usage
+from .counting import RUN_BEGUN_SQL, SUBJECT_LAST_SQL, USAGE_FIELDS, count_run, window_usage
 from .file_lease import WorkerLease, exclusive_file, worker_alive
 from .journal import (
     BEGINNING,
     IdempotencyKeyTaken,
     LimitReached,
     NewEvent,
+    RunNotNew,
     SubjectMoved,
     append_caps,
+    begun_run,
     breached_cap,
     moved_subject,
+    new_runs,
 )
 from .run_state_sql import StateKey
 from .sqlite_verify import verify_journal
@@ -262,7 +265,8 @@ class SqliteJournal:
 
         Raises :class:`IdempotencyKeyTaken` (and writes nothing) when an intent's key is
         already claimed, :class:`LimitReached` when an intent's cap would be exceeded,
-        :class:`SubjectMoved` when an ``if_last`` event's subject moved on. Returns once
+        :class:`SubjectMoved` when an ``if_last`` event's subject moved on,
+        :class:`RunNotNew` when an ``if_new_run`` event's run has begun. Returns once
         the commit is on disk (the WAL fsynced after the
         write lock is released: see the module's doc); ``flush=False`` returns once it is
         committed: in the WAL, kept if the process dies, synced by the next flushed commit
@@ -504,6 +508,12 @@ class SqliteJournal:
                     for subject in guarded])
                 if moved is not None:
                     raise SubjectMoved(moved)
+            fresh = new_runs(events)
+            if fresh:  # INVARIANT: checked under the writer's lock (see NewEvent.if_new_run)
+                begun = begun_run(events, [conn.execute(
+                    RUN_BEGUN_SQL.format("?"), (run_id,)).fetchone()[0] for run_id in fresh])
+                if begun is not None:
+                    raise RunNotNew(begun)
             written: list[AuditEvent] = []
             runs: dict[str, list[int]] = {}
             for new in events:

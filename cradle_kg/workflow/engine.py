@@ -25,7 +25,7 @@ from ..canonical import canonical_json, content_hash, iso
 from ..errors import BudgetExceededError, InputError, UnknownNameError
 from ..loop.context import last_seq
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
-from ..storage import LimitReached, NewEvent
+from ..storage import LimitReached, NewEvent, RunNotNew
 from .autonomy import AutonomyBook
 from .budgets import (
     RESERVE_TRIES,
@@ -158,11 +158,12 @@ class Engine:
     # --- journal -----------------------------------------------------------------
 
     def _emit(self, run_id: str, kind: str, subject: str, payload: dict[str, Any], *,
-              actor: str = ENGINE_ACTOR, at: datetime | None = None) -> AuditEvent:
+              actor: str = ENGINE_ACTOR, at: datetime | None = None,
+              if_new_run: bool = False) -> AuditEvent:
         # INVARIANT: one clock reading per event, and every reading is journaled
         return self.rt.context.append([NewEvent(run_id=run_id, kind=kind, subject=subject,
                                          actor=actor, at=at or self.rt.clock(),
-                                         payload=payload)])[0]
+                                         payload=payload, if_new_run=if_new_run)])[0]
 
     def _events(self, run_id: str) -> list[AuditEvent]:
         return list(self.rt.journal.events(run_id=run_id))
@@ -178,16 +179,22 @@ class Engine:
         now = self.rt.clock()
         input_hash = content_hash(data)
         run = run_id or "wf:" + content_hash([workflow.id, input_hash, iso(now)])[7:31]
-        if self._events(run):
-            raise InputError(f"run `{run}` already exists", hint="use `advance` to resume it")
-        self._emit(run, "workflow.started", f"workflow:{workflow.id}@{workflow.version}", {
-            "workflow": workflow.id, "version": workflow.version,
-            "definition": workflow.definition, "input": data, "input_hash": input_hash,
-            "agent": workflow.agent, "tenant": workflow.tenant, "packages": self.packages,
-            "steps": [[s.id, s.kind] for s in workflow.steps],
-            # how this run's model calls are charged (a run recorded before has no key: its
-            # calls are checked, then charged by model.called, and replay the same way)
-            **({"budgets": self.charging} if self.charging is not None else {})}, at=now)
+        try:
+            # INVARIANT: a workflow run's first event is its start, checked by the journal
+            # under its writer's lock (if_new_run): an agent's claim of the run landing a
+            # moment before would otherwise make it that agent's (tests/security/test_44)
+            self._emit(run, "workflow.started", f"workflow:{workflow.id}@{workflow.version}", {
+                "workflow": workflow.id, "version": workflow.version,
+                "definition": workflow.definition, "input": data, "input_hash": input_hash,
+                "agent": workflow.agent, "tenant": workflow.tenant, "packages": self.packages,
+                "steps": [[s.id, s.kind] for s in workflow.steps],
+                # how this run's model calls are charged (a run recorded before has no key:
+                # its calls are checked, then charged by model.called, and replay the same)
+                **({"budgets": self.charging} if self.charging is not None else {})},
+                at=now, if_new_run=True)
+        except RunNotNew:
+            raise InputError(f"run `{run}` already exists",
+                             hint="use `advance` to resume it") from None
         return self.advance(run)
 
     def workflow_of(self, run_id: str) -> tuple[Workflow, _Fold]:

@@ -238,8 +238,9 @@ def test_a_line_longer_than_a_read_and_a_broken_byte_on_the_event_loop_transport
 
 def test_pipe_lines_split_and_decode_as_the_sdk_reads_stdin() -> None:
     import asyncio
+    from functools import partial
 
-    from cradle_kg.integrations.mcp_server import _PipeLines, _PipeWriter
+    from cradle_kg.integrations.mcp_server import _PipeWriter, _StdinLines
 
     async def main() -> tuple[list[str], bytes]:
         reader = asyncio.StreamReader()
@@ -247,7 +248,7 @@ def test_pipe_lines_split_and_decode_as_the_sdk_reads_stdin() -> None:
         for i in range(0, len(data), 5):  # split anywhere, inside characters too
             reader.feed_data(data[i:i + 5])
         reader.feed_eof()
-        lines = [line async for line in _PipeLines(reader)]
+        lines = [line async for line in _StdinLines(partial(reader.read, 1 << 16))]
 
         class Sink(asyncio.Transport):
             def __init__(self) -> None:

@@ -11,10 +11,12 @@ belongs to", for a run it never saw. A caller-chosen workflow run id may no long
 with ``run:`` (on the JSON API and ``workflow run --run`` alike; a derived id, ``wf:…``,
 and other names as before).
 
-Not closed here: the engine checks that a new run is empty, then writes its
-``workflow.started`` — another agent's claim between the two puts the workflow in that
-agent's run. Writing the start under the run's claim key closes it, but changes the bytes
-of every ``workflow.started`` and so the strict replay of the runs recorded before.
+Not closed here, and since closed by ``test_44``: the engine checked that a new run was
+empty, then wrote its ``workflow.started`` — another agent's claim between the two put the
+workflow in that agent's run. The start (and an agent's claim) is now written only as its
+run's first event, a guard the journal checks under its writer's lock and never stores:
+the bytes of every ``workflow.started``, and the strict replay of the runs recorded before,
+are unchanged.
 
 A real ``cradle-kg serve`` on the JSON API with agent tokens.
 """

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from cradle_kg.storage import (
     IdempotencyKeyTaken,
     Journal,
     NewEvent,
+    RunNotNew,
     SqliteJournal,
     open_journal,
 )
@@ -207,6 +209,32 @@ def test_a_key_is_claimed_once_and_a_batch_is_all_or_none(journal: Journal) -> N
     with pytest.raises(IdempotencyKeyTaken):  # a duplicate within one batch
         journal.append([ev(4, "action.intent", key="x"), ev(5, "action.intent", key="x")])
     assert journal.head() == head and journal.dangling_intents() == [(1, "s:1")]
+    assert journal.verify().intact
+
+
+def test_an_if_new_run_event_is_written_only_as_its_runs_first(journal: Journal,
+                                                               tmp_path: Path) -> None:
+    """``if_new_run`` (a workflow's start, an agent's claim: ``tests/security/test_44``):
+    refused, nothing of the append written, when its run has an event — in the journal or
+    earlier in the same append; checked, never stored: the events' hashes are those the
+    same events have without it."""
+    def new(event: NewEvent) -> NewEvent:
+        return replace(event, if_new_run=True)
+
+    plain = [ev(1, "workflow.started", run="run:w"), ev(2, run="run:w"),
+             ev(3, run="run:x"), ev(4, "run.claimed", run="run:y", key="run-claim:run:y")]
+    written = journal.append([new(plain[0]), plain[1], new(plain[2]), new(plain[3])])
+    with SqliteJournal(tmp_path / "plain.sqlite") as unguarded:
+        assert [e.hash for e in written] == [e.hash for e in unguarded.append(plain)]
+    head = journal.head()
+    for refused, run in (([ev(5), new(ev(6, "run.claimed", run="run:w"))], "run:w"),
+                         ([ev(7, run="run:z"), new(ev(8, run="run:z"))], "run:z"),
+                         ([new(ev(9, run="run:v")), new(ev(10, run="run:v"))], "run:v")):
+        with pytest.raises(RunNotNew) as begun:
+            journal.append(refused)
+        assert begun.value.run_id == run
+        assert journal.head() == head
+    assert not journal.has_run("run:z") and not journal.has_run("run:v")
     assert journal.verify().intact
 
 

@@ -32,6 +32,8 @@ no decision can be made at all — and then the gate fails closed.
     ├── ApprovalError               an approval that cannot be given (self-approval, expired, ...)
     ├── ReplayDivergenceError       strict replay differs from the journal (names the event)
     ├── BudgetExceededError         a spending limit was reached (carries the reason code)
+    ├── QuotaExceededError          an identity's quota over a sliding window is used up
+    │                               (HTTP 429; carries when the window frees up)
     ├── WorkflowError               a workflow or step definition that cannot run
     │   ├── ModelError              the model server could not be reached or answered garbage
     │   └── AutonomyError           an autonomy command that the step's policy refuses
@@ -230,6 +232,19 @@ class BudgetExceededError(CradleError):
     def __init__(self, message: str, *, reason_code: str) -> None:
         super().__init__(message)
         self.reason_code = reason_code
+
+
+class QuotaExceededError(CradleError):
+    """An identity used up a quota over a sliding window (its evidence uploads of the last
+    hour); ``retry_after``: seconds until the window frees enough for the refused request
+    (None: never, at this configuration)."""
+
+    code = "quota_exceeded"
+
+    def __init__(self, message: str, *, hint: str | None = None,
+                 retry_after: int | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after = retry_after
 
 
 class WorkflowError(CradleError):

@@ -2,19 +2,30 @@
 
 Blobs are immutable and deduplicated; a reference is ``sha256:<hex>`` and reading it
 back re-hashes the bytes, so an edited file is caught rather than trusted.
+
+A person's or an agent's upload (``POST /api/evidence``, ``cradle-kg evidence add``) is
+held to the identity's quotas over the last hour (:func:`upload`), counted from the
+journal — every process on the journal sees the same count.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
-from datetime import datetime
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .canonical import HASH_PREFIX, canonical_json, sha256_bytes
-from .errors import InputError, JournalError
+from .canonical import HASH_PREFIX, canonical_json, iso, sha256_bytes
+from .errors import InputError, JournalError, QuotaExceededError
+from .inputs import InputLimits
 from .records import AuditEvent
 from .storage import NewEvent
+
+if TYPE_CHECKING:
+    from .loop.context import LoopContext
 
 
 class EvidenceStore:
@@ -71,20 +82,100 @@ class EvidenceStore:
 #: the largest evidence blob accepted from a person (the CLI and the API)
 MAX_EVIDENCE_BYTES = 1024 * 1024
 EVIDENCE_RUN = "evidence"
+#: the journal's record of a blob added (an upload, a trusted input, a collected document)
+COLLECTED = "evidence.collected"
+#: the sliding window of the upload quotas (``input_limits.evidence_*_per_hour``)
+UPLOAD_WINDOW = timedelta(hours=1)
 
 
 def added_event(ref: str, *, size: int, kind: str, source: str | None, by: str,
                 at: datetime) -> NewEvent:
     """The journal's record that ``by`` added a blob at ``at`` (projected with who and when)."""
-    return NewEvent(run_id=EVIDENCE_RUN, kind="evidence.collected", subject=ref, actor=by, at=at,
+    return NewEvent(run_id=EVIDENCE_RUN, kind=COLLECTED, subject=ref, actor=by, at=at,
                     payload={"ref": ref, "kind": kind, "bytes": size,
                              **({"source": source} if source else {})})
 
 
 def evidence_record(events: list[AuditEvent], ref: str) -> dict[str, object]:
     """Who added a blob, when, and as what (every time it was added)."""
-    added = [e for e in events if e.kind == "evidence.collected"]
+    added = [e for e in events if e.kind == COLLECTED]
     return {"ref": ref, "added": [{"by": e.actor, "at": e.at.isoformat(),
                                    "kind": e.payload.get("kind"),
                                    "source": e.payload.get("source"),
                                    "bytes": e.payload.get("bytes")} for e in added]}
+
+
+# --- the upload quotas -----------------------------------------------------------------
+
+
+def upload(ctx: LoopContext, store: EvidenceStore, data: bytes, *, kind: str,
+           source: str | None, by: str) -> str:
+    """Store ``by``'s upload and journal it, within ``by``'s quotas of the last hour
+    (:func:`quota_refusal`); past one, :class:`QuotaExceededError` and nothing is written —
+    no blob, no event.
+
+    The count is one range of the journal's ``events_kind_actor`` index: at most
+    ``evidence_uploads_per_hour`` rows. Read before the append, not under the journal's
+    writer's lock: callers that serialise their uploads (the server's API lock) keep the
+    quota exactly; uploads racing from several processes may pass it by one each."""
+    now = ctx.clock()
+    limits = ctx.config.input_limits
+    recent = ctx.journal.recent_sizes(COLLECTED, by, since=window_start(now),
+                                      limit=limits.evidence_uploads_per_hour)
+    refused = quota_refusal(recent, limits, by=by, size=len(data), now=now)
+    if refused is not None:
+        raise refused
+    ref = store.put(data)
+    ctx.append([added_event(ref, size=len(data), kind=kind, source=source, by=by, at=now)])
+    return ref
+
+
+def window_start(now: datetime) -> datetime:
+    """The first moment a blob added at it still counts at ``now``: a blob counts for one
+    hour after its ``at``, no longer (the journal's times have microseconds), so the
+    refusal's "frees up at" is the first moment it fits."""
+    return now - UPLOAD_WINDOW + timedelta(microseconds=1)
+
+
+def quota_refusal(recent: Sequence[tuple[datetime, int]], limits: InputLimits, *, by: str,
+                  size: int, now: datetime) -> QuotaExceededError | None:
+    """Why one more blob of ``size`` bytes from ``by`` at ``now`` is refused, or None.
+
+    ``recent``: (``at``, bytes) of the blobs journaled under ``by`` in the window, newest
+    first — every one of them, or the newest ``evidence_uploads_per_hour`` (enough: that
+    many is already the limit). The refusal says when the window frees enough."""
+    most_uploads, most_bytes = limits.evidence_uploads_per_hour, limits.evidence_bytes_per_hour
+    if most_uploads is not None and len(recent) >= most_uploads:
+        if not most_uploads:
+            return _refused("evidence uploads are off in this home",
+                            key="evidence_uploads_per_hour", free=None, now=now)
+        return _refused(f"`{by}` added {len(recent)} evidence blobs in the last hour: the "
+                        f"limit is {most_uploads}", key="evidence_uploads_per_hour",
+                        free=recent[most_uploads - 1][0] + UPLOAD_WINDOW, now=now)
+    if most_bytes is None:
+        return None
+    total = sum(bytes_ for _, bytes_ in recent) + size
+    if total <= most_bytes:
+        return None
+    if size > most_bytes:
+        return _refused(f"`{by}`: {size} bytes of evidence is more than the limit of "
+                        f"{most_bytes} bytes an hour", key="evidence_bytes_per_hour",
+                        free=None, now=now)
+    message = (f"`{by}`: {size} more bytes of evidence would make {total} bytes in the "
+               f"last hour, past the limit of {most_bytes}")
+    free = now
+    for at, bytes_ in reversed(recent):  # the oldest leave the window first, until it fits
+        total, free = total - bytes_, at + UPLOAD_WINDOW
+        if total <= most_bytes:
+            break
+    return _refused(message, key="evidence_bytes_per_hour", free=free, now=now)
+
+
+def _refused(message: str, *, key: str, free: datetime | None,
+             now: datetime) -> QuotaExceededError:
+    where = f"`input_limits.{key}` in the home's config.json"
+    if free is None:
+        return QuotaExceededError(message, hint=f"{where} allows no more")
+    wait = max(1, math.ceil((free - now).total_seconds()))
+    return QuotaExceededError(message, retry_after=wait, hint=(
+        f"the window frees up at {iso(free)[:19]}Z (in {wait} s); the limit is {where}"))

@@ -66,6 +66,12 @@ class InputLimits(BaseModel):
     #: what one tool call answered, as canonical JSON in UTF-8 bytes (past it, the output
     #: is not journaled: its hash and size are, and the call fails its output check)
     max_output_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+    #: evidence blobs one identity may add through ``POST /api/evidence`` or ``evidence
+    #: add`` in any hour (a sliding window, counted from the journal), and their bytes:
+    #: every blob journaled under that identity in the hour counts (None: no limit; 0:
+    #: none). Not bounded by a ceiling: a quota, not the shape of a record
+    evidence_uploads_per_hour: int | None = Field(default=1000, ge=0)
+    evidence_bytes_per_hour: int | None = Field(default=256 * 1024 * 1024, ge=0)
 
     @model_validator(mode="after")
     def _within_ceilings(self) -> InputLimits:

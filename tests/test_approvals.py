@@ -328,6 +328,77 @@ def test_request_view_decision_and_delay_are_journaled(art: Runtime, clock: Cloc
     assert art.journal.verify().intact
 
 
+def test_a_view_is_journaled_when_it_is_news(art: Runtime, clock: Clock) -> None:
+    """A viewer's first look, and their first after the action's events moved on (a
+    refused attempt, the decision); looks in between are answered, not journaled — the
+    trail says who saw the approval in which state (``tests/security/test_47``)."""
+    aid = _wait(art, "p")
+    digest = art.approvals.get(aid).approval.action_digest
+
+    def trail() -> list[tuple[str, str]]:  # who, for the people's events
+        return [(e.kind, e.actor if e.kind.endswith(("viewed", "refused", "decided")) else "")
+                for e in art.journal.events_for_subject("approval:" + digest)]
+
+    for _ in range(5):
+        assert art.view_approval(aid, viewer=APPROVER).status is ApprovalStatus.PENDING
+        art.view_approval(aid, viewer="user:carol")
+    with pytest.raises(ApprovalError):
+        art.decide_approval(aid, approver_id=REQUESTER, token=DEMO_TOKENS[REQUESTER],
+                            status=ApprovalStatus.APPROVED)
+    for _ in range(3):
+        art.view_approval(aid, viewer=APPROVER)
+    clock.now += timedelta(minutes=1)
+    art.decide_approval(aid, approver_id=APPROVER, token=BOB, status=ApprovalStatus.APPROVED)
+    for _ in range(3):
+        assert art.view_approval(aid, viewer=APPROVER).status is ApprovalStatus.APPROVED
+    assert trail() == [("approval.requested", ""), ("approval.viewed", APPROVER),
+                       ("approval.viewed", "user:carol"), ("approval.refused", REQUESTER),
+                       ("approval.viewed", APPROVER), ("approval.decided", APPROVER),
+                       ("approval.consumed", ""), ("approval.viewed", APPROVER)]
+
+
+def test_view_is_news_reads_back_to_the_last_change_only() -> None:
+    from cradle_kg.loop.approvals import view_is_news
+    from cradle_kg.records import AuditEvent
+
+    def event(seq: int, kind: str, actor: str, approval: str = "apr:1") -> AuditEvent:
+        return AuditEvent(seq=seq, id=f"evt-{seq}", run_id="r", kind=kind, subject="approval:d",
+                          actor=actor, at=datetime(2026, 1, 1, tzinfo=UTC),
+                          payload={"approval_id": approval}, payload_hash="h",
+                          prev_hash="p", hash="h")
+
+    asked = event(1, "approval.requested", "runtime")
+    assert view_is_news([asked], "apr:1", "bob")
+    seen = [asked, event(2, "approval.viewed", "bob"), event(3, "approval.viewed", "ann")]
+    assert not view_is_news(seen, "apr:1", "bob")
+    assert view_is_news(seen, "apr:2", "bob")  # another approval of the same action
+    assert view_is_news(seen, "apr:1", "carl")
+    assert view_is_news([*seen, event(4, "approval.refused", "eve")], "apr:1", "bob")
+
+
+def test_a_journal_with_repeated_views_still_replays_and_verifies(art: Runtime) -> None:
+    """Journals written before views were deduplicated hold one per poll: replay copies
+    them as recorded inputs (``INPUT_KINDS``), and reaches the recorded head."""
+    from cradle_kg.storage import NewEvent
+    from cradle_kg.workflow import strict_replay
+    from cradle_kg.workflow.replay import INPUT_KINDS
+
+    assert "approval.viewed" in INPUT_KINDS
+    aid = _wait(art, "p")
+    state = art.approvals.get(aid).approval
+    art.context.append([NewEvent(run_id=state.run_id, kind="approval.viewed",
+                                 subject="approval:" + state.action_digest, actor=APPROVER,
+                                 at=art.clock(), payload={"approval_id": aid})
+                        for _ in range(4)])  # as the code before wrote four polls
+    art.view_approval(aid, viewer=APPROVER)  # not news: not journaled
+    art.decide_approval(aid, approver_id=APPROVER, token=BOB, status=ApprovalStatus.APPROVED)
+    assert len(art.journal.events_of_kind("approval.viewed")) == 4
+    head = art.journal.head()[1]
+    art.close()
+    report = strict_replay(art.home.root)
+    assert report.head_hash == head and "run:task-p" in report.runs
+
+
 @pytest.mark.parametrize(("status", "ended", "word"), [
     (ApprovalStatus.REJECTED, "denied", "rejected"),
     (ApprovalStatus.CHANGES_REQUESTED, "repair", "changes requested"),

@@ -56,8 +56,10 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
                    token: TokenOpt = None) -> None:
     """Show one approval and the exact action it is bound to.
 
-    With ``--as X`` (and X's token) the view is journaled as ``approval.viewed`` by X;
-    without ``--as`` nothing is journaled. A wrong or missing token is refused (exit 1).
+    With ``--as X`` (and X's token) the view is journaled as ``approval.viewed`` by X —
+    X's first look, and X's first after the approval moved on (decided, refused, ...);
+    looking again in between is not journaled again. Without ``--as`` nothing is
+    journaled. A wrong or missing token is refused (exit 1).
     """
     if viewer is not None and not token:
         fail(InputError(f"`--as {viewer}` needs the approver's token",

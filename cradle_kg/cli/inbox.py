@@ -1,8 +1,8 @@
 """``cradle-kg inbox`` (everything that waits for a person) and ``cradle-kg evidence``.
 
 Exit codes: 0 done; 1 ``evidence show`` found a blob that no longer matches its hash
-(it was edited); 2 the input could not be read (no such file or blob, too large, an
-identity the home does not know).
+(it was edited); 2 the input could not be read or taken (no such file or blob, too large,
+an identity the home does not know, past the identity's hourly upload quota).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from ..errors import CradleError, InputError, InputTooLargeError, JournalError
-from ..evidence import MAX_EVIDENCE_BYTES, added_event, evidence_record
+from ..evidence import MAX_EVIDENCE_BYTES, evidence_record, upload
 from ..inbox import inbox, parse_kinds
 from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
 from .core import open_runtime
@@ -52,7 +52,9 @@ def evidence_add(
     source: Annotated[str | None, typer.Option("--source", help="Where it comes from.")] = None,
     home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
 ) -> None:
-    """Store a file under its sha256 and print the address to cite in a proposal."""
+    """Store a file under its sha256 and print the address to cite in a proposal (within
+    the identity's hourly upload quota: `input_limits.evidence_uploads_per_hour` and
+    `evidence_bytes_per_hour`)."""
     try:
         with file.open("rb") as handle:
             data = handle.read(MAX_EVIDENCE_BYTES + 1)
@@ -64,10 +66,8 @@ def evidence_add(
         if rt.config.agent(by) is None and rt.config.approver(by) is None:
             fail(InputError(f"`{by}` is not an identity of this home",
                             hint="an agent or an approver of the home's config"))
-        try:
-            ref = rt.evidence.put(data)
-            rt.context.append([added_event(ref, size=len(data), kind=kind, source=source,
-                                           by=by, at=rt.clock())])
+        try:  # the identity's upload quotas hold here as over HTTP (the README says why)
+            ref = upload(rt.context, rt.evidence, data, kind=kind, source=source, by=by)
         except CradleError as exc:
             fail(exc)
     if fmt is Format.JSON:

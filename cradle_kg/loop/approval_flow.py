@@ -23,7 +23,7 @@ from ..records import (
     RuntimeDecision,
 )
 from ..storage import NewEvent
-from .approvals import ApprovalBook, excluded_for
+from .approvals import ApprovalBook, excluded_for, view_is_news
 from .context import LoopContext, last_seq
 from .gate1.checks import GateResult
 from .gate1.decision import short_id
@@ -148,13 +148,17 @@ class ApprovalFlow:
         return updated, outcome
 
     def view(self, approval_id: str, *, viewer: str) -> HumanApproval:
+        """The approval as ``viewer`` sees it, the view journaled (``approval.viewed``) only
+        when it is news (:func:`.approvals.view_is_news`): who saw it, and in which state,
+        without a row per poll. Two processes' views at once may both be journaled."""
         check_human_input(self.ctx.config.input_limits,
                           ids={"approval_id": approval_id, "viewer": viewer})
-        state = self.book.get(approval_id)
-        self.ctx.append([NewEvent(run_id=state.approval.run_id, kind="approval.viewed",
-                                  subject="approval:" + state.approval.action_digest,
-                                  actor=viewer, at=self.ctx.clock(),
-                                  payload={"approval_id": approval_id})])
+        state, seen = self.book.read(approval_id)
+        if view_is_news(seen, approval_id, viewer):
+            self.ctx.append([NewEvent(run_id=state.approval.run_id, kind="approval.viewed",
+                                      subject="approval:" + state.approval.action_digest,
+                                      actor=viewer, at=self.ctx.clock(),
+                                      payload={"approval_id": approval_id})])
         return state.approval
 
     def resume(self, run_id: str) -> list[Outcome]:

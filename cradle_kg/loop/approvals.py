@@ -6,6 +6,10 @@ subject is that digest:
 
 ``approval.requested`` → ``approval.viewed``* → ``approval.decided`` → ``approval.consumed``
 
+A view is journaled when it says something new (:func:`view_is_news`): a viewer's first
+look at an approval, and their first after its action's events moved on; polling in
+between is answered, not journaled.
+
 Guarantees (each has a test that tries to break it):
 
 * the identity that proposed, the principal it acts for, and the agent itself can never
@@ -106,6 +110,23 @@ def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
             states[st.approval.id] = ApprovalState(
                 st.approval.model_copy(update={"consumed": True}), st.excluded)
     return states
+
+
+def view_is_news(events: Sequence[AuditEvent], approval_id: str, viewer: str) -> bool:
+    """Whether ``viewer`` looking at ``approval_id`` now tells the audit something it does
+    not hold yet: their first view of it, or their first since an event other than a view
+    was written about its action (``events``: its digest's — decided, refused, consumed,
+    another approval asked). Read from the newest back to the first event that is not a
+    view: the views since the digest last moved, at most one per viewer and approval.
+
+    Before, every ``GET /api/approvals/{id}`` appended an ``approval.viewed``: one
+    approver's token, polling, grew the journal without bound (``tests/security/test_47``)."""
+    for ev in reversed(events):
+        if ev.kind != "approval.viewed":
+            return True  # moved on since any view of theirs (or they never looked)
+        if ev.actor == viewer and ev.payload.get("approval_id") == approval_id:
+            return False
+    return True
 
 
 class ApprovalBook:

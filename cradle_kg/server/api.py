@@ -124,7 +124,8 @@ def make_router(runtime: Runtime) -> APIRouter:
                 and sees(who, s.approval.requested_by)]
 
     @router.get("/approvals/{approval_id}",
-                summary="One approval and the exact action it is bound to (view is journaled)")
+                summary="One approval and the exact action it is bound to (a caller's first "
+                        "view is journaled, and their first after the approval moved on)")
     def approval(approval_id: str, who: Who) -> dict[str, Any]:
         def view() -> dict[str, Any]:
             if not who.is_approver:  # an agent sees the approvals its own actions asked for

@@ -2,8 +2,9 @@
 
 ``Who`` is any authenticated identity, ``Approver`` a configured approver (403 otherwise);
 :func:`refuse` maps the one error tree onto HTTP (404 unknown, 403 approval refused, 413
-too large, 422 malformed, 400 otherwise); :func:`read_body` stops at the byte limit before
-parsing anything, and :func:`json_body` parses with the proposals' strict loader.
+too large, 422 malformed, 429 a quota used up, with ``Retry-After``, 400 otherwise);
+:func:`read_body` stops at the byte limit before parsing anything, and :func:`json_body`
+parses with the proposals' strict loader.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..errors import (
     CradleError,
     InputError,
     InputTooLargeError,
+    QuotaExceededError,
     RunOwnershipError,
     UnknownNameError,
 )
@@ -41,6 +43,8 @@ def status_of(exc: CradleError) -> int:
         return 413
     if isinstance(exc, InputError):  # a malformed or out-of-limits body or value
         return 422
+    if isinstance(exc, QuotaExceededError):
+        return 429
     return 400
 
 
@@ -51,7 +55,9 @@ def sees(who: Caller, requested_by: str) -> bool:
 
 
 def refuse(exc: CradleError) -> HTTPException:
-    return HTTPException(status_of(exc), detail=exc.to_dict())
+    wait = exc.retry_after if isinstance(exc, QuotaExceededError) else None
+    return HTTPException(status_of(exc), detail=exc.to_dict(),
+                         headers={"Retry-After": str(wait)} if wait is not None else None)
 
 
 async def read_body(request: Request, limits: InputLimits) -> bytes:

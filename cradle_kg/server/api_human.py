@@ -4,7 +4,8 @@ The same service layer as the command line (:mod:`cradle_kg.workflow.runner`,
 :mod:`cradle_kg.inbox`, :mod:`cradle_kg.runs`), so both say the same things. Every route
 needs a bearer token; answering a human step or closing a task needs an approver's (403
 otherwise); starting a workflow needs the workflow's own agent or an approver. An unknown
-run, step, workflow or blob is a 404, a malformed body 422, an upload past its cap 413.
+run, step, workflow or blob is a 404, a malformed body 422, an upload past its cap 413, an
+upload past the identity's hourly quota 429 (``Retry-After``: when the window frees up).
 
 A model step calls the OpenAI-compatible server of ``$CRADLE_MODEL_BASE_URL`` (read when
 the server starts); without one it fails closed (``model_unavailable``).
@@ -27,7 +28,7 @@ from ..errors import (
     UnknownNameError,
     WorkflowFileError,
 )
-from ..evidence import MAX_EVIDENCE_BYTES, added_event, evidence_record
+from ..evidence import MAX_EVIDENCE_BYTES, evidence_record, upload
 from ..inbox import InboxItem, inbox, parse_kinds
 from ..loop.runtime import Runtime
 from ..runs import show_run, state_counts
@@ -195,7 +196,8 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
     # --- evidence ------------------------------------------------------------------------
 
     @router.post("/evidence", summary=f"Upload evidence (the raw body, at most "
-                                      f"{MAX_EVIDENCE_BYTES} bytes); answers its address")
+                                      f"{MAX_EVIDENCE_BYTES} bytes; within the identity's "
+                                      "hourly quota, 429 past it); answers its address")
     async def add_evidence(request: Request, who: Who,
                            kind: Annotated[str, Query(min_length=1, max_length=200)] = "document",
                            source: Annotated[str | None, Query(max_length=1000)] = None
@@ -208,10 +210,9 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
         if not data:
             raise refuse(InputError("`evidence`: the body is empty"))
 
-        def put() -> dict[str, Any]:
-            ref = runtime.evidence.put(data)
-            runtime.context.append([added_event(ref, size=len(data), kind=kind, source=source,
-                                                by=who.identity, at=runtime.clock())])
+        def put() -> dict[str, Any]:  # under the API's lock: the quota's count holds
+            ref = upload(runtime.context, runtime.evidence, data, kind=kind, source=source,
+                         by=who.identity)
             return {"ref": ref, "bytes": len(data), "kind": kind, "source": source,
                     "by": who.identity}
         return await run_in_threadpool(call, put)

@@ -2,15 +2,19 @@
 
 Which usage buckets an event counts in and with what cost (rate and cost limits, budgets),
 how a window is read from two running totals, which proposals a run has received, the
-latest event of a subject (an ``if_last`` guard) and whether a run has an event yet (an
-``if_new_run`` guard). :mod:`.sqlite_derived` and :mod:`.pg_schema` write the tables from
-these rules; :mod:`.journal` checks the caps and guards of an append with them under the
-writer's lock.
+latest event of a subject (an ``if_last`` guard), whether a run has an event yet (an
+``if_new_run`` guard) and the newest events of a kind by one actor (a quota's count).
+:mod:`.sqlite_derived` and :mod:`.pg_schema` write the tables from these rules;
+:mod:`.journal` checks the caps and guards of an append with them under the writer's lock.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
+from decimal import Decimal
 from typing import Any
+
+from ..isotime import parse_iso
 
 #: scopes a usage bucket counts for, besides ``*`` (every intent)
 USAGE_FIELDS = ("agent", "task_id", "tenant")
@@ -76,6 +80,26 @@ SUBJECT_LAST_SQL = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE subject = {}"
 RUN_BEGUN_SQL = "SELECT EXISTS (SELECT 1 FROM events WHERE run_id = {})"
 
 
+#: the newest events of a kind by an actor from a time on, newest first: their ``at`` and
+#: the payload's ``bytes`` (one range of ``events_kind_actor (kind, actor, at)``, read from
+#: its newest end; parameters: the kind, the actor, the ISO time, the limit, -1 for none).
+#: PostgreSQL's twin: :data:`.pg_schema.RECENT_SIZES_SQL`
+RECENT_SIZES_SQL = ("SELECT at, json_extract(payload, '$.bytes') FROM events "
+                    "WHERE kind = ? AND actor = ? AND at >= ? ORDER BY at DESC LIMIT ?")
+
+
+def recent_size(row: tuple[Any, ...]) -> tuple[datetime, int]:
+    """One row of :data:`RECENT_SIZES_SQL` (or its twin) as (``at``, bytes): a size that
+    is not a non-negative number counts 0 (only the runtime writes these events)."""
+    at, size = parse_iso(str(row[0])), row[1]
+    if isinstance(size, bool) or not isinstance(size, int | float | Decimal):
+        return at, 0
+    try:
+        return at, max(int(size), 0)
+    except (ValueError, OverflowError):  # NaN, infinity
+        return at, 0
+
+
 def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -> None:
     """Note one event for :func:`.sqlite_derived.apply_runs` (on PostgreSQL,
     :func:`.pg_schema.runs_statements`)."""
@@ -86,6 +110,6 @@ def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -
         row[1] += 1
 
 
-__all__ = ["BUDGET_SCOPES", "RUN_BEGUN_SQL", "SUBJECT_LAST_SQL", "USAGE_FIELDS", "budget_keys",
-           "charges_budget", "count_run", "counted_keys", "intent_cost", "usage_keys",
-           "window_usage"]
+__all__ = ["BUDGET_SCOPES", "RECENT_SIZES_SQL", "RUN_BEGUN_SQL", "SUBJECT_LAST_SQL",
+           "USAGE_FIELDS", "budget_keys", "charges_budget", "count_run", "counted_keys",
+           "intent_cost", "recent_size", "usage_keys", "window_usage"]

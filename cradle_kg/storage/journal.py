@@ -229,6 +229,16 @@ class Journal(Protocol):
 
     def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None: ...
 
+    def recent_sizes(self, kind: str, actor: str, *, since: datetime,
+                     limit: int | None) -> list[tuple[datetime, int]]:
+        """The ``at`` and the payload's ``bytes`` (0 when it has no number there) of the
+        newest events of ``kind`` by ``actor`` at or after ``since``, newest first, at most
+        ``limit`` of them (None: all) — a quota's count (evidence uploads per identity).
+
+        One range of the index ``events_kind_actor (kind, actor, at)``, read from its
+        newest end: at most ``limit`` entries and their rows, whatever the journal's size."""
+        ...
+
     def run_agent(self, run_id: str) -> str | None:
         """The actor of the run's first ``proposal.received`` or ``run.claimed`` (the run's
         owner), or None: nobody proposed in it or claimed it yet."""

@@ -4,7 +4,7 @@ One transaction, so a copy that fails anywhere leaves the target as it was (empt
 
 1. the append lock is taken (no worker can append while the copy runs);
 2. the event indexes that are not constraints are dropped (they are rebuilt once, from
-   their own definitions, after the rows are in: maintaining four indexes row by row is
+   their own definitions, after the rows are in: maintaining the indexes row by row is
    most of a row-wise copy's cost);
 3. the source's rows stream in through ``COPY events FROM STDIN`` in batches, up to the
    head the source was verified at; each row's ``seq`` and ``prev_hash`` are checked

@@ -71,6 +71,17 @@ OUTCOME_INDEX = (f"CREATE INDEX events_outcome ON events(run_id, {OUTCOME_PROPOS
                  "WHERE kind = 'run.outcome'")
 
 
+#: a quota's count (as :data:`.counting.RECENT_SIZES_SQL`): the newest events of a kind by
+#: an actor from a time on, newest first, their ``at`` and the payload's ``bytes`` — one
+#: range of ``events_kind_actor`` read backwards, at most the limit's rows (NULL: none).
+#: The times compare byte-wise (``"C"``), whatever the database's collation
+RECENT_SIZES_SQL = (
+    f"SELECT at, CASE WHEN json_typeof({_P} -> 'bytes') = 'number' "
+    f"THEN ({_P} ->> 'bytes')::numeric END FROM events "
+    f"WHERE kind = %s AND actor = %s AND at {_C} >= %s ORDER BY at {_C} DESC LIMIT %s")
+KIND_ACTOR_INDEX = f"CREATE INDEX events_kind_actor ON events(kind, actor, at {_C})"
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     version: int
@@ -147,6 +158,10 @@ MIGRATIONS = (
     Migration(6, "outcome-index-nul", (
         "DROP INDEX events_outcome",
         OUTCOME_INDEX)),
+    # an identity's recent events of one kind (its evidence uploads of the last hour, for
+    # its quota) in one index range, as SQLite's ``events_kind_actor`` finds them: through
+    # ``events_kind`` the count read every event of the kind, every identity's, ever
+    Migration(7, "kind-actor-index", (KIND_ACTOR_INDEX,)),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -317,7 +332,7 @@ UNION ALL
 SELECT 'function ' || proname FROM pg_proc WHERE pronamespace = current_schema()::regnamespace
 """
 
-__all__ = ["CATALOG_SQL", "DERIVATIONS", "LATEST", "MIGRATIONS", "MIGRATIONS_TABLE",
-           "OUTCOME_INDEX", "OUTCOME_PROPOSAL", "PAYLOAD",
+__all__ = ["CATALOG_SQL", "DERIVATIONS", "KIND_ACTOR_INDEX", "LATEST", "MIGRATIONS",
+           "MIGRATIONS_TABLE", "OUTCOME_INDEX", "OUTCOME_PROPOSAL", "PAYLOAD", "RECENT_SIZES_SQL",
            "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "Migration", "Statement", "derived_statements",
            "events_statements", "runs_statements"]

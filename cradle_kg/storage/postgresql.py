@@ -48,7 +48,14 @@ from ..errors import JournalError
 from ..records import AuditEvent
 from . import pg_schema, run_state_sql
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress, event_hash
-from .counting import RUN_BEGUN_SQL, SUBJECT_LAST_SQL, USAGE_FIELDS, count_run, window_usage
+from .counting import (
+    RUN_BEGUN_SQL,
+    SUBJECT_LAST_SQL,
+    USAGE_FIELDS,
+    count_run,
+    recent_size,
+    window_usage,
+)
 from .journal import (
     BEGINNING,
     IdempotencyKeyTaken,
@@ -409,6 +416,13 @@ class PostgresJournal:
             f"AND coalesce(json_typeof({pg_schema.PAYLOAD} -> 'submission'), 'null') = 'null' "
             "ORDER BY seq DESC LIMIT 1", (run_id, proposal_id))
         return self._row(rows[0]) if rows else None
+
+    def recent_sizes(self, kind: str, actor: str, *, since: datetime,
+                     limit: int | None) -> list[tuple[datetime, int]]:
+        """See :meth:`~.journal.Journal.recent_sizes` (index ``events_kind_actor``,
+        migration 7)."""
+        rows = self._query(pg_schema.RECENT_SIZES_SQL, (kind, actor, iso(since), limit))
+        return [recent_size(r) for r in rows]
 
     def usage_since(self, *, field: str | None, value: str | None,
                     since: datetime) -> tuple[int, float]:

@@ -77,7 +77,15 @@ from .chain import (
     Progress,
     event_hash,
 )
-from .counting import RUN_BEGUN_SQL, SUBJECT_LAST_SQL, USAGE_FIELDS, count_run, window_usage
+from .counting import (
+    RECENT_SIZES_SQL,
+    RUN_BEGUN_SQL,
+    SUBJECT_LAST_SQL,
+    USAGE_FIELDS,
+    count_run,
+    recent_size,
+    window_usage,
+)
 from .file_lease import WorkerLease, exclusive_file, worker_alive
 from .journal import (
     BEGINNING,
@@ -693,6 +701,13 @@ class SqliteJournal:
             "AND json_extract(payload, '$.submission') IS NULL ORDER BY seq DESC LIMIT 1",
             (run_id, proposal_id))
         return self._row(rows[0]) if rows else None
+
+    def recent_sizes(self, kind: str, actor: str, *, since: datetime,
+                     limit: int | None) -> list[tuple[datetime, int]]:
+        """See :meth:`~.journal.Journal.recent_sizes` (index ``events_kind_actor``)."""
+        rows = self._query(RECENT_SIZES_SQL,
+                           (kind, actor, iso(since), -1 if limit is None else limit))
+        return [recent_size(r) for r in rows]
 
     def usage_since(self, *, field: str | None, value: str | None,
                     since: datetime) -> tuple[int, float]:

@@ -367,10 +367,11 @@ def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:
     assert before is not None and before.seq == 7  # a refused reuse of the id is not it
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP INDEX events_outcome")
+        conn.execute("DROP INDEX events_kind_actor")  # migration 7's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 4")  # and after it
     with pytest.raises(JournalError, match="schema version `3`"):
         open_journal(pg_url)
-    assert [v for v, _ in migrate(pg_url)] == [4, 5, 6]
+    assert [v for v, _ in migrate(pg_url)] == [4, 5, 6, 7]
     with open_journal(pg_url) as j:
         after = j.latest_outcome("run:a", "p1")
         assert after is not None and after.model_dump() == before.model_dump()
@@ -383,6 +384,114 @@ def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:
             "EXPLAIN SELECT seq FROM events WHERE run_id = 'run:a' AND kind = 'run.outcome' "
             f"AND {pg_schema.OUTCOME_PROPOSAL} = 'p1' ORDER BY seq DESC LIMIT 1"))
     assert "Index Scan Backward using events_outcome" in plan, plan
+
+
+def test_a_migrated_postgres_journal_has_the_catalog_this_code_expects(pg_url: str) -> None:
+    """:data:`cradle_kg.storage.pg_catalog.EXPECTED` is what the migrations make, line for
+    line (``audit verify`` refuses any other schema): regenerate it with a migration."""
+    import psycopg
+
+    from cradle_kg.storage.pg_catalog import EXPECTED
+    from cradle_kg.storage.pg_verify import catalog
+
+    with psycopg.connect(pg_url) as conn:
+        found = catalog(conn)
+    assert sorted(EXPECTED - found) == [] and sorted(found - EXPECTED) == []
+
+
+def _size_event(i: int, actor: str, minutes: float, size: object = None, *,
+                kind: str = "evidence.collected") -> NewEvent:
+    payload: dict[str, object] = {"i": i, "source": "nul \u0000 here"}
+    if size is not None:
+        payload["bytes"] = size
+    return NewEvent(run_id="evidence", kind=kind, subject=f"sha256:{i}", actor=actor,
+                    at=T0 + timedelta(minutes=minutes), payload=payload)
+
+
+def test_recent_sizes_reads_an_actors_newest_events_of_a_kind(journal: Journal) -> None:
+    """A quota's count (evidence uploads per identity): newest first, from ``since`` on
+    (inclusive), at most ``limit``; other actors and kinds are not read; a size that is
+    not a number counts 0. Times out of append order are ordered by ``at``."""
+    journal.append([
+        _size_event(1, "agent:a", 0, 100),
+        _size_event(2, "agent:a", 30, 200),
+        _size_event(3, "agent:b", 31, 999),
+        _size_event(4, "agent:a", 45, "300"),  # not a number
+        _size_event(5, "agent:a", 40, 400.0),
+        _size_event(6, "agent:a", 50, 99, kind="input.recorded"),
+        _size_event(7, "agent:a", 20),  # no size
+        _size_event(8, "agent:a", 60, 2**40),
+    ])
+    at = [T0 + timedelta(minutes=m) for m in (60, 45, 40, 30, 20)]
+    recent = journal.recent_sizes("evidence.collected", "agent:a", since=T0 + timedelta(
+        minutes=20), limit=None)
+    assert recent == list(zip(at, [2**40, 0, 400, 200, 0], strict=True))
+    assert journal.recent_sizes("evidence.collected", "agent:a", since=T0 + timedelta(
+        minutes=20), limit=2) == recent[:2]
+    assert journal.recent_sizes("evidence.collected", "agent:a", since=T0, limit=0) == []
+    assert journal.recent_sizes("evidence.collected", "agent:a", since=T0 + timedelta(
+        minutes=61), limit=None) == []
+    assert journal.recent_sizes("evidence.collected", "agent:b", since=T0,
+                                limit=10) == [(T0 + timedelta(minutes=31), 999)]
+    assert len(journal.recent_sizes("evidence.collected", "agent:a", since=T0,
+                                    limit=None)) == 6
+
+
+def test_recent_sizes_is_one_range_of_the_kind_actor_index(target: str,
+                                                           journal: Journal) -> None:
+    """Read from the newest end of ``events_kind_actor`` (SQLite's from its first format,
+    PostgreSQL's from migration 7): the rows read are at most the limit's, whatever the
+    journal holds — not every event of the kind (every identity's, ever)."""
+    journal.append([_size_event(i, f"agent:{i % 3}", i) for i in range(30)])
+    if target.startswith("postgres"):
+        import psycopg
+
+        from cradle_kg.storage import pg_schema
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute("SET enable_seqscan = off")  # a table of 30 rows: no scan either way
+            plan = " ".join(str(r[0]) for r in conn.execute(
+                "EXPLAIN " + pg_schema.RECENT_SIZES_SQL,
+                ("evidence.collected", "agent:1", "2026-01-01T00:10:00.000000Z", 5)))
+        assert "Index Scan Backward using events_kind_actor" in plan, plan
+        assert "Sort" not in plan, plan
+        return
+    import sqlite3
+
+    from cradle_kg.storage.counting import RECENT_SIZES_SQL
+
+    conn = sqlite3.connect(target)
+    try:
+        plan = " ".join(str(r[3]) for r in conn.execute(
+            "EXPLAIN QUERY PLAN " + RECENT_SIZES_SQL,
+            ("evidence.collected", "agent:1", "2026-01-01T00:10:00.000000Z", 5)))
+    finally:
+        conn.close()
+    assert "USING INDEX events_kind_actor (kind=? AND actor=? AND at>?)" in plan, plan
+    assert "TEMP B-TREE" not in plan, plan  # no sort: the index's own order, backwards
+
+
+def test_a_journal_at_migration_6_gets_the_kind_actor_index(pg_url: str) -> None:
+    """Migration 7 adds ``events_kind_actor``: a journal written before it is refused
+    until migrated, then counts an identity's recent events as before, and verifies."""
+    import psycopg
+
+    from cradle_kg.storage.pg_admin import migrate
+
+    with open_journal(pg_url) as j:
+        j.append(SCRIPT)
+        j.append([_size_event(10, "agent:a", 5, 10), _size_event(11, "agent:a", 6, 20)])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP INDEX events_kind_actor")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 7")
+    with pytest.raises(JournalError, match="schema version `6`"):
+        open_journal(pg_url)
+    assert migrate(pg_url) == [(7, "kind-actor-index")]
+    with open_journal(pg_url) as j:
+        assert j.recent_sizes("evidence.collected", "agent:a", since=T0,
+                              limit=None) == [(T0 + timedelta(minutes=6), 20),
+                                              (T0 + timedelta(minutes=5), 10)]
+        assert j.verify().intact  # the catalog it expects has the index
 
 
 def test_an_outcome_holding_a_nul_is_journaled_and_found(journal: Journal) -> None:

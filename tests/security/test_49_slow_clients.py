@@ -40,7 +40,7 @@ import pytest
 
 from cradle_kg.server.deadlines import request_deadlines
 
-from ..server.conftest import free_port, make_demo_home
+from ..server.conftest import free_port, make_demo_home, start_server, stop_server
 
 HELD = 600
 PARTIAL = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"  # the blank line never comes
@@ -58,31 +58,13 @@ def low_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert hard >= 4 * HELD, f"this test needs a hard limit of open files >= {4 * HELD}"
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2 * HELD + 200), hard))
     home = make_demo_home(tmp_path_factory.mktemp("slow") / "home")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = (tmp_path_factory.mktemp("log") / "serve.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "cradle_kg", "serve", "--port", str(port), "--home",
-         str(home.path), "--header-timeout", "1"],
-        stdout=log, stderr=subprocess.STDOUT, preexec_fn=_low_files)
+    log = tmp_path_factory.mktemp("log") / "serve.log"
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert process.poll() is None, "the server exited"
-            try:
-                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        yield url
+        server = start_server(["--home", str(home.path), "--header-timeout", "1"], log,
+                              home.path, preexec_fn=_low_files)
+        yield server.url
+        stop_server(server)
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-        log.close()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +29,7 @@ import pytest
 
 from cradle_kg.server.guard import BODY_BUDGET_BYTES
 
-from ..server.conftest import free_port, make_demo_home
+from ..server.conftest import make_demo_home, start_server, stop_server
 
 CONNECTIONS = 320
 SIZE = 1_048_576
@@ -56,30 +54,11 @@ def tree_rss_mb(pid: int) -> float:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
     home = make_demo_home(tmp_path_factory.mktemp("bodies") / "home")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = (tmp_path_factory.mktemp("log") / "serve.log").open("wb")
-    process = subprocess.Popen([sys.executable, "-m", "cradle_kg", "serve", "--port",
-                                str(port), "--home", str(home.path)],
-                               stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert process.poll() is None, "the server exited"
-            try:
-                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        yield url, process.pid
-    finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-        log.close()
+    log = tmp_path_factory.mktemp("log") / "serve.log"
+    # the default limits and two workers (the test server's smaller limits do not matter)
+    server = start_server(["--home", str(home.path)], log, home.path)
+    yield server.url, server.process.pid
+    stop_server(server)
 
 
 def test_bodies_held_at_once_stay_within_the_budget(served: tuple[str, int]) -> None:

@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,14 +41,18 @@ class Server:
         return self.url + "/sparql"
 
 
-def start_server(args: list[str], log: Path, home: Path | None = None) -> Server:
+def start_server(args: list[str], log: Path, home: Path | None = None, *,
+                 preexec_fn: Callable[[], None] | None = None) -> Server:
+    """``args`` after the test server's defaults (the last of an option given twice wins);
+    ``preexec_fn`` runs in the child before it starts (a resource limit)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     fh = log.open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "cradle_kg", "serve", "--port", str(port), "--workers", "2",
          "--timeout", str(TIMEOUT_SECONDS), "--max-result-bytes", str(MAX_RESULT_BYTES), *args],
-        stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=preexec_fn)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if process.poll() is not None:

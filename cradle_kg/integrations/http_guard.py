@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from ..errors import InputError, InputTooLargeError
 from ..inputs import InputLimits, load_json
 from ..server.guard import (
+    BUSY_NOW,
+    TOO_LARGE,
     ASGIApp,
     BodyBudget,
     Message,
@@ -31,6 +33,7 @@ from ..server.guard import (
     Scope,
     Send,
     busy,
+    held_body,
     replay_body,
 )
 
@@ -94,33 +97,21 @@ class StrictJsonBody:
                 or not _has_bearer(scope):
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            while True:
-                message = await receive()
-                if message.get("type") == "http.disconnect":
-                    return  # the client left: nothing to answer, nothing to run
-                body = bytes(message.get("body", b""))
-                if size + len(body) > self.limits.max_bytes:  # refused as it arrives
-                    await _error(send, *refused_size(self.limits))
-                    return
-                if not self.budget.take(len(body)):
-                    await busy(send)
-                    return
-                size += len(body)
-                chunks.append(body)
-                if not message.get("more_body", False):
-                    break
-            data = b"".join(chunks)
-            chunks.clear()
-            refused = refusal(data, self.limits)
+        async with held_body(receive, max_bytes=self.limits.max_bytes,
+                             budget=self.budget) as held:
+            if held.refused == TOO_LARGE:  # refused as it arrives, never all read
+                await _error(send, *refused_size(self.limits))
+                return
+            if held.refused == BUSY_NOW:
+                await busy(send)
+                return
+            if held.refused is not None:
+                return  # the client left: nothing to answer, nothing to run
+            refused = refusal(held.body, self.limits)
             if refused is not None:
                 await _error(send, *refused)
                 return
-            await self.app(scope, replay_body(data, receive), send)
-        finally:
-            self.budget.give(size)
+            await self.app(scope, replay_body(held.body, receive), send)
 
 
 def refused_size(limits: InputLimits, *, source: str = "request body") -> tuple[int, int, str]:

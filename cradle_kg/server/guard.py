@@ -15,7 +15,9 @@ Both are plain ASGI middleware (no buffering of responses, nothing FastAPI-speci
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 Scope = MutableMapping[str, Any]
@@ -75,6 +77,54 @@ class BodyBudget:
         self.held -= n
 
 
+#: why :func:`held_body` holds no body
+TOO_LARGE: Final = "too_large"
+BUSY_NOW: Final = "busy"
+GONE: Final = "gone"
+
+
+@dataclass
+class HeldBody:
+    body: bytes = b""
+    #: None, or :data:`TOO_LARGE` (past ``max_bytes``), :data:`BUSY_NOW` (no room in the
+    #: budget), :data:`GONE` (the client left)
+    refused: str | None = None
+
+
+@contextlib.asynccontextmanager
+async def held_body(receive: Receive, *, max_bytes: int,
+                    budget: BodyBudget) -> AsyncIterator[HeldBody]:
+    """A request's body read whole — refused as it arrives past ``max_bytes`` or past the
+    process's ``budget`` — and held (counted in the budget) until the block ends: what
+    every server reads ahead of its app (:class:`BodyLimit`, ``mcp serve``'s strict JSON
+    reader) reads through this."""
+    held = HeldBody()
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                held.refused = GONE
+                break
+            chunk = bytes(message.get("body", b""))
+            if size + len(chunk) > max_bytes:
+                held.refused = TOO_LARGE
+                break
+            if not budget.take(len(chunk)):
+                held.refused = BUSY_NOW
+                break
+            size += len(chunk)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                held.body = b"".join(chunks)
+                break
+        chunks.clear()
+        yield held
+    finally:
+        budget.give(size)
+
+
 async def busy(send: Send) -> None:
     """The 503 of a body the :class:`BodyBudget` has no room for."""
     body = (BUSY + "\n").encode()
@@ -112,29 +162,13 @@ class BodyLimit:
             if max(sizes) > self.max_bytes:
                 await _plain(send, 413, too_large)
                 return
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-                chunk = message.get("body", b"")
-                if size + len(chunk) > self.max_bytes:
-                    await _plain(send, 413, too_large)
-                    return
-                if not self.budget.take(len(chunk)):
-                    await busy(send)
-                    return
-                size += len(chunk)
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    break
-            body = b"".join(chunks)
-            chunks.clear()
-            await self.app(scope, replay_body(body, receive), send)
-        finally:
-            self.budget.give(size)
+        async with held_body(receive, max_bytes=self.max_bytes, budget=self.budget) as held:
+            if held.refused == TOO_LARGE:
+                await _plain(send, 413, too_large)
+            elif held.refused == BUSY_NOW:
+                await busy(send)
+            elif held.refused is None:
+                await self.app(scope, replay_body(held.body, receive), send)
 
 
 def replay_body(body: bytes, receive: Receive) -> Receive:
@@ -174,5 +208,5 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-__all__ = ["BODY_BUDGET_BYTES", "CSP", "MAX_BODY_BYTES", "BodyBudget", "BodyLimit",
-           "SecurityHeaders", "busy"]
+__all__ = ["BODY_BUDGET_BYTES", "BUSY_NOW", "CSP", "GONE", "MAX_BODY_BYTES", "TOO_LARGE",
+           "BodyBudget", "BodyLimit", "HeldBody", "SecurityHeaders", "busy", "held_body"]

@@ -103,6 +103,21 @@ def make_config(**overrides: Any) -> RuntimeConfig:
     return base.model_copy(update=values)
 
 
+class Clock:
+    """A clock a test moves by hand (``clock.now += timedelta(...)``)."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     root = tmp_path / "home"

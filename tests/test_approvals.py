@@ -21,7 +21,7 @@ from cradle_kg.errors import ApprovalError
 from cradle_kg.records import Agent, ApprovalStatus, Permission
 from cradle_kg.runs import show_run
 
-from .conftest import make_config, proposal
+from .conftest import Clock, make_config, proposal
 from .inprocess import run_cli
 from .racers import race
 
@@ -46,19 +46,6 @@ def _config() -> Any:
         "permissions": (*base.permissions, Permission(
             subject=BOBS_AGENT.id, action_type="demo.ledger.*", resource_selector="ledger:*")),
     })
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture

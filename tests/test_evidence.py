@@ -18,6 +18,8 @@ from cradle_kg.errors import QuotaExceededError
 from cradle_kg.evidence import UPLOAD_WINDOW, quota_refusal, upload
 from cradle_kg.inputs import InputLimits
 
+from .conftest import Clock
+
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -70,19 +72,6 @@ def test_bytes_past_the_hour_wait_for_enough_of_the_oldest_to_leave() -> None:
     assert never is not None and never.retry_after is None
     assert never.message == "`a`: 1001 bytes of evidence is more than the limit of 1000 bytes " \
                             "an hour"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture

@@ -112,3 +112,18 @@ def failed_text(answer: dict[str, Any]) -> str:
     of ``mcp serve`` or ``mcp proxy`` answered it)."""
     assert "result" in answer and answer["result"].get("isError") is True, answer
     return " ".join(c.get("text", "") for c in answer["result"]["content"])
+
+
+def capped_proxy_home(home: Path) -> None:
+    """``home`` as the proxy tests run it: the agent may call ``test.*`` on ``test:*``, and
+    the upstream's answers are held to ``4 * 1 MiB + max_bytes (1 MiB)``: 5 MiB."""
+    from cradle_kg.config import load_config, save_config
+    from cradle_kg.demo.scenario import AGENT
+    from cradle_kg.records import Permission
+
+    config = load_config(home / "config.json")
+    save_config(home / "config.json", config.model_copy(update={
+        "permissions": (*config.permissions, Permission(
+            subject=AGENT, action_type="test.*", resource_selector="test:*")),
+        "input_limits": config.input_limits.model_copy(update={
+            "max_output_bytes": 1024 * 1024})}))

@@ -99,6 +99,20 @@ def serve(home: Path, *extra: str) -> Iterator[Served]:
             proc.wait(timeout=30)
 
 
+def waiting_close(home: Path) -> tuple[str, int]:
+    """The agent asks to close `acct-9` in ``home``: the approval that now waits, and how
+    many events the journal holds then."""
+    from cradle_kg import Runtime
+
+    close = {"id": "p-close", "task_id": "t", "run_id": "run:alice", "agent_id": AGENT,
+             "action": {"action_type": "demo.ledger.close_account",
+                        "target": "ledger:acct-9", "arguments": {"account": "acct-9"}}}
+    with Runtime(home) as rt:
+        waiting = rt.submit(close)
+        assert waiting.approval is not None
+        return waiting.approval.id, sum(1 for _ in rt.journal.events())
+
+
 def fresh(tmp: Path, name: str) -> Path:
     home = tmp / name
     shutil.rmtree(home, ignore_errors=True)

@@ -21,19 +21,12 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 
 from ..server.conftest import start_server, stop_server
-from .mcp_http import AGENT, two_agent_home
+from .mcp_http import two_agent_home, waiting_close
 
 
 def test_a_naive_expiry_is_a_422_and_the_approval_still_waits(tmp_path: Path) -> None:
     home = two_agent_home(tmp_path / "home")
-    close = {"id": "p-close", "task_id": "t", "run_id": "run:alice", "agent_id": AGENT,
-             "action": {"action_type": "demo.ledger.close_account",
-                        "target": "ledger:acct-9", "arguments": {"account": "acct-9"}}}
-    with Runtime(home) as rt:
-        waiting = rt.submit(close)
-        assert waiting.approval is not None
-        approval = waiting.approval.id
-        before = sum(1 for _ in rt.journal.events())
+    approval, before = waiting_close(home)
     log = tmp_path / "server.log"
     srv = start_server(["--home", str(home)], log, home)
     try:

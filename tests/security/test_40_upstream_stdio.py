@@ -29,12 +29,10 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.config import load_config, save_config
 from cradle_kg.demo.scenario import AGENT
-from cradle_kg.records import Permission
 from cradle_kg.storage.opening import home_journal_target, verify_target
 
-from .jsonl_process import JsonLinesProcess, failed_text
+from .jsonl_process import JsonLinesProcess, capped_proxy_home, failed_text
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 
@@ -111,13 +109,7 @@ class Proxy(JsonLinesProcess):
 
 def test_an_upstream_answer_without_end_is_dropped_and_the_call_fails(
         home: Path, tmp_path: Path) -> None:
-    config = load_config(home / "config.json")
-    save_config(home / "config.json", config.model_copy(update={
-        "permissions": (*config.permissions, Permission(
-            subject=AGENT, action_type="test.*", resource_selector="test:*")),
-        # the upstream's lines are held to 4 * 1 MiB + max_bytes (1 MiB): 5 MiB
-        "input_limits": config.input_limits.model_copy(update={
-            "max_output_bytes": 1024 * 1024})}))
+    capped_proxy_home(home)  # the upstream's lines are held to 5 MiB
     proxy = Proxy(home, tmp_path)
     try:
         blast, grown = proxy.call_watching_memory(2, "test.up.blast", limit_mb=GROWTH_MB)

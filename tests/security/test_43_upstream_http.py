@@ -44,12 +44,10 @@ import anyio
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.config import load_config, save_config
 from cradle_kg.demo.scenario import AGENT
-from cradle_kg.records import Permission
 from cradle_kg.storage.opening import home_journal_target, verify_target
 
-from .jsonl_process import JsonLinesProcess, failed_text
+from .jsonl_process import JsonLinesProcess, capped_proxy_home, failed_text
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 
@@ -87,12 +85,7 @@ class Proxy(JsonLinesProcess):
     ``4 * 1 MiB + max_bytes (1 MiB)``: 5 MiB."""
 
     def __init__(self, home: Path, tmp: Path, url: str) -> None:
-        config = load_config(home / "config.json")
-        save_config(home / "config.json", config.model_copy(update={
-            "permissions": (*config.permissions, Permission(
-                subject=AGENT, action_type="test.*", resource_selector="test:*")),
-            "input_limits": config.input_limits.model_copy(update={
-                "max_output_bytes": 1024 * 1024})}))
+        capped_proxy_home(home)
         contracts = tmp / "contracts.yaml"
         contracts.write_text(CONTRACTS)
         self.stderr = (tmp / "proxy.stderr").open("wb")

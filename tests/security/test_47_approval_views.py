@@ -21,7 +21,7 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, REQUESTER
 
 from ..server.conftest import start_server, stop_server
-from .mcp_http import AGENT, token_for, two_agent_home
+from .mcp_http import AGENT, token_for, two_agent_home, waiting_close
 
 
 def _views(home: Path) -> list[str]:
@@ -31,13 +31,7 @@ def _views(home: Path) -> list[str]:
 
 def test_polling_an_approval_journals_one_view_per_viewer_and_change(tmp_path: Path) -> None:
     home = two_agent_home(tmp_path / "home")
-    close = {"id": "p-close", "task_id": "t", "run_id": "run:alice", "agent_id": AGENT,
-             "action": {"action_type": "demo.ledger.close_account",
-                        "target": "ledger:acct-9", "arguments": {"account": "acct-9"}}}
-    with Runtime(home) as rt:
-        waiting = rt.submit(close)
-        assert waiting.approval is not None
-        approval = waiting.approval.id
+    approval, _ = waiting_close(home)
     srv = start_server(["--home", str(home)], tmp_path / "serve.log", home)
     bob = {"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}
     alice = {"Authorization": f"Bearer {DEMO_TOKENS[REQUESTER]}"}

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +17,16 @@ from ..config import load_config
 from ..errors import CradleError
 from ..home import Home, resolve_home
 from .common import HomeOpt, clean, console, fail
+
+
+def _hosts(bind: str, extra: Sequence[str]) -> tuple[str, ...]:
+    """The ``Host`` names a server on ``bind`` answers to: on a loopback address its
+    loopback names and ``extra``; elsewhere ``extra`` alone (none given: any)."""
+    from ..server.front import LOOPBACK_NAMES, loopback_bind
+
+    names = tuple(h.strip().lower().rstrip(".") for h in extra)
+    return (*LOOPBACK_NAMES, *names) if loopback_bind(bind) else names
+
 
 token_app = typer.Typer(help="Bearer tokens of agents for the JSON API (hashes kept).",
                         no_args_is_help=True)
@@ -46,6 +57,13 @@ def serve(
         "--queries", help="A folder of extra named queries, repeatable.")] = None,
     packs: Annotated[bool, typer.Option(
         "--packs/--no-packs", help="Include the named queries of installed packs.")] = True,
+    cors_origin: Annotated[list[str] | None, typer.Option(
+        "--cors-origin", help="A web origin whose pages may read the answers (CORS), "
+                              "repeatable; `*`: any (none by default).")] = None,
+    allow_host: Annotated[list[str] | None, typer.Option(
+        "--allow-host", help="A host name requests may give besides the loopback names of "
+                             "a loopback server (a reverse proxy's), repeatable; on another "
+                             "address, the only names answered.")] = None,
     header_timeout: Annotated[float, typer.Option(
         "--header-timeout", min=0.1, help="Seconds a client has to send a request's headers "
                                           "(408 and the connection closed beyond).")] = 10.0,
@@ -64,7 +82,9 @@ def serve(
         timeout_seconds=timeout, max_result_bytes=max_result_bytes, workers=workers,
         allowed_services=tuple(allow_service or ()), query_dirs=tuple(queries or ()),
         max_body_bytes=max_body_bytes, max_query_bytes=max_query_bytes,
-        max_query_depth=max_query_depth, header_seconds=header_timeout)
+        max_query_depth=max_query_depth, header_seconds=header_timeout,
+        cors_origins=tuple(cors_origin or ()),
+        allowed_hosts=_hosts(host, allow_host or ()))
     try:
         # the query workers answer /sparql on the port first; the server process answers
         # /healthz and builds the app (API, page) on the first request that needs it

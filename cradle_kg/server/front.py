@@ -96,12 +96,14 @@ class FrontConfig:
     journal: str | None = None
     query_dirs: tuple[Path, ...] = ()
     pack_queries: dict[str, dict[str, Path]] = field(default_factory=dict)
-    cors_origins: tuple[str, ...] = ("*",)
+    cors_origins: tuple[str, ...] = ()
     federated: bool = False
     #: queries a worker runs at once, each on a thread of its own
     threads: int = 4
     #: seconds a client has to send a request's headers (:mod:`.deadlines`)
     header_seconds: float = HEADER_SECONDS
+    #: the names a request's ``Host`` may give (empty: any; :func:`allowed_host`)
+    allowed_hosts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -270,6 +272,10 @@ class QueryWorker:
             return
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
+        refused = allowed_host(scope, self.config.allowed_hosts)
+        if refused is not None:
+            await self._answer(send, 421, "text/plain; charset=utf-8", refused.encode(), [])
+            return
         path, method = scope["path"], scope["method"]
         if path == "/sparql" and method in ("GET", "POST"):
             await self.sparql(scope, receive, send)
@@ -384,6 +390,45 @@ class QueryWorker:
             await send({"type": "http.response.body", "body": b""})
         finally:
             await response.aclose()
+
+
+#: the names of this machine's loopback interface: what a server bound to it answers to
+LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "::1")
+
+
+def loopback_bind(host: str) -> bool:
+    """Whether ``host`` (``serve --host``) is this machine's loopback interface."""
+    import ipaddress
+
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_host(scope: Scope, allowed: Sequence[str]) -> str | None:
+    """Why a request's ``Host`` is not one of ``allowed`` (None: it is, or anything is).
+
+    A browser sends the name it resolved: a page of ``evil.example`` whose name an attacker
+    re-points at 127.0.0.1 (DNS rebinding) reaches a loopback server as ``evil.example``,
+    same-origin for the browser — so CORS does not stop it from reading the answers. A
+    request without ``Host`` (HTTP/1.0, no browser) is let through."""
+    if not allowed:
+        return None
+    value = next((v for k, v in scope.get("headers", ()) if k == b"host"), None)
+    if value is None:
+        return None
+    name = value.decode("latin-1").strip().lower()
+    if name.startswith("["):  # [::1]:7878
+        name = name[1:name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    if name.rstrip(".") in allowed:
+        return None
+    return (f"this server does not answer to the host name `{name[:100]}` (it answers to "
+            f"{', '.join(allowed)}; `cradle-kg serve --allow-host NAME` adds one)\n")
 
 
 def _answer_raw(running: _Running, text: bytes) -> None:

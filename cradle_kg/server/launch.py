@@ -42,7 +42,13 @@ class ServerSettings(BaseModel):
     query_dirs: tuple[Path, ...] = ()
     #: named queries added by packs: pack id -> name -> file
     pack_queries: dict[str, dict[str, Path]] = Field(default_factory=dict)
-    cors_origins: tuple[str, ...] = ("*",)
+    #: the web origins whose pages may read the answers (``*``: any); none by default —
+    #: any site the user visits could otherwise read the provenance graph through their
+    #: browser (``tests/security/test_51``)
+    cors_origins: tuple[str, ...] = ()
+    #: the names a request's ``Host`` may give (empty: any); a loopback server's are its
+    #: loopback names, so a DNS-rebound site cannot reach it (:func:`.front.allowed_host`)
+    allowed_hosts: tuple[str, ...] = ()
     #: bytes a request body may take (413 before authentication and parsing)
     max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0)
     #: bytes a SPARQL query may take, and how deeply its brackets may nest (400 beyond)
@@ -89,7 +95,7 @@ def start_front(settings: ServerSettings, host: str, port: int) -> QueryFront:
             max_body_bytes=settings.max_body_bytes, follows=follows, journal=journal,
             query_dirs=settings.query_dirs, pack_queries=settings.pack_queries,
             cors_origins=settings.cors_origins, federated=bool(settings.allowed_services),
-            header_seconds=settings.header_seconds)
+            header_seconds=settings.header_seconds, allowed_hosts=settings.allowed_hosts)
         front = QueryFront(source, config, sock, workdir=workdir, size=settings.workers)
         front.start()
     except BaseException:

@@ -105,6 +105,8 @@ def demo_home(tmp_path_factory: pytest.TempPathFactory) -> DemoHome:
 @pytest.fixture(scope="module")
 def server(demo_home: DemoHome, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     log = tmp_path_factory.mktemp("log") / "serve.log"
-    srv = start_server(["--home", str(demo_home.path)], log, demo_home.path)
+    # the origins the module's browser tests come from (CORS is off unless named)
+    srv = start_server(["--home", str(demo_home.path), "--cors-origin", "http://yasgui.example",
+                        "--cors-origin", "https://example.org"], log, demo_home.path)
     yield srv
     stop_server(srv)

@@ -77,7 +77,8 @@ def fake_run(app, **kwargs):
     asyncio.run(drive(app))
 
 uvicorn.run = fake_run
-sys.argv = ["cradle-kg", "serve", "--home", str(HOME), "--port", sys.argv[2], "--workers", "1"]
+sys.argv = ["cradle-kg", "serve", "--home", str(HOME), "--port", sys.argv[2], "--workers", "1",
+            "--cors-origin", "*"]
 from cradle_kg.cli import main
 try:
     main()

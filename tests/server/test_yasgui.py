@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from .cdp import Browser, browser, ensure_chromium
-from .conftest import Server, free_port
+from .conftest import DemoHome, free_port, start_server, stop_server
 
 YASGUI = "@zazuko/yasgui@4.6.2"
 
@@ -55,19 +55,25 @@ def yasgui_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def yasgui_site(yasgui_bundle: Path, server: Server,
+def yasgui_site(yasgui_bundle: Path, demo_home: DemoHome,
                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     site = tmp_path_factory.mktemp("site")
+    port = free_port()
+    # the endpoint lets the page's origin read its answers (CORS is off unless named)
+    server = start_server(["--home", str(demo_home.path), "--cors-origin",
+                           f"http://127.0.0.1:{port}"],
+                          tmp_path_factory.mktemp("log") / "serve.log", demo_home.path)
     for name in ("yasgui.min.js", "yasgui.min.css"):
         shutil.copy(yasgui_bundle / name, site / name)
     (site / "index.html").write_text(PAGE.replace("ENDPOINT", json.dumps(server.sparql)))
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/index.html"
+    yield f"http://127.0.0.1:{port}/index.html"
     httpd.shutdown()
     httpd.server_close()
+    stop_server(server)
 
 
 @pytest.fixture

@@ -196,8 +196,12 @@ def main() -> None:
     if args.direct_server:
         anyio.run(_direct_server, args.direct_server, args.with_schema)
         return
-    home = Path(tempfile.mkdtemp()) / "home"
-    prepare_home(home)
+    root = Path(tempfile.mkdtemp())
+    # one home per governing process, as deployed: processes sharing a home each catch up
+    # with the others' events on every call (that cost is measured by bench_core's writers)
+    home, home_unsynced, home_inproc = (root / n for n in ("home", "home-unsynced", "home-inproc"))
+    for h in (home, home_unsynced, home_inproc):
+        prepare_home(h)
     here = str(Path(__file__).resolve())
     direct = StdioServerParameters(command=sys.executable, env=_ENV,
                                    args=[here, "--direct-server", str(home)])
@@ -206,10 +210,11 @@ def main() -> None:
     governed = StdioServerParameters(command=sys.executable, env=_ENV, args=[
         "-m", "cradle_kg", "mcp", "serve", "--home", str(home), "--agent", AGENT])
     unsynced = StdioServerParameters(command=sys.executable, env=_ENV, args=[
-        *governed.args, "--no-graph-sync"])
+        "-m", "cradle_kg", "mcp", "serve", "--home", str(home_unsynced), "--agent", AGENT,
+        "--no-graph-sync"])
     read = lambda i: {"account": "acct-1"}  # noqa: E731
     write = lambda i: {"account": f"acct-{i % 50}", "amount": 1}  # noqa: E731
-    in_process = _InProcess(home)
+    in_process = _InProcess(home_inproc)
     (home.parent / "balance_output_schema.json").write_text(json.dumps(
         in_process.rt.tools.get("demo.ledger.balance").output_model.model_json_schema()))
     try:

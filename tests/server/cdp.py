@@ -87,6 +87,8 @@ class Browser:
         self._buffer = b""
         self._next = 0
         self.session: str | None = None
+        #: events read while waiting for a reply, oldest first (``next_event`` takes them)
+        self.events: list[dict[str, Any]] = []
 
     def _send(self, method: str, params: dict[str, Any] | None = None,
               session: str | None = None) -> int:
@@ -137,6 +139,28 @@ class Browser:
                 if "error" in message:
                     raise RuntimeError(f"{method}: {message['error']}")
                 return dict(message.get("result", {}))
+            if "method" in message:
+                self.events.append(message)
+                del self.events[:-1000]  # a test reads the recent ones
+
+    def next_event(self, method: str, *, timeout: float = 30.0) -> dict[str, Any]:
+        """The params of the oldest unread event ``method`` (e.g. ``Fetch.requestPaused``),
+        waiting for it if none came yet; taken out of :attr:`events`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, message in enumerate(self.events):
+                if message["method"] == method:
+                    del self.events[i]
+                    return dict(message.get("params", {}))
+            try:
+                message = self._read(deadline)
+            except BrowserFailed:
+                if self.process.poll() is None and time.monotonic() >= deadline:
+                    raise AssertionError(f"the browser sent no `{method}` within {timeout} s"
+                                         ) from None
+                raise
+            if "method" in message:
+                self.events.append(message)
 
     def open(self, url: str) -> None:
         target = self.call("Target.createTarget", {"url": "about:blank"}, page=False)

@@ -8,6 +8,7 @@ Driven by the repo's own DevTools-pipe client (``cdp.py``); Chromium is Debian's
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from collections.abc import Iterator
@@ -155,3 +156,99 @@ def test_the_run_page_updates_itself_when_someone_else_answers(
                   timeout=20)
     assert page.js("document.querySelector('li.step[data-step=\"pay\"]').dataset.state"
                    ) == "skipped"
+
+
+# --- the run page's refresh (regressions: each test failed on the page before its fix) ---
+
+WAITING = "document.querySelector('#run-status')?.dataset.state === 'waiting_for_person'"
+COMPLETED = "document.querySelector('#run-status')?.dataset.state === 'completed'"
+
+
+def answer_through_the_api(server: Server, run: str) -> None:
+    answered = httpx.post(f"{server.url}/api/steps/{run}/review/decide",
+                          json={"answer": "hold"}, timeout=30,
+                          headers={"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"})
+    assert answered.status_code == 200 and answered.json()["status"] == "completed"
+
+
+def hold_answers(page: Browser, url_pattern: str) -> None:
+    """From now on the page's requests to ``url_pattern`` are answered by the server, then
+    held in the browser (``Fetch.requestPaused``) until the test lets each one go."""
+    page.call("Fetch.enable", {"patterns": [{"urlPattern": url_pattern,
+                                             "requestStage": "Response"}]})
+
+
+def let_go(page: Browser, paused: dict[str, object]) -> None:
+    page.call("Fetch.continueRequest", {"requestId": paused["requestId"]})
+
+
+def test_the_run_page_keeps_refreshing_when_the_runs_list_answers_after_it(
+        served: tuple[Server, DemoHome, str], page: Browser) -> None:
+    """Signing in shows the runs list; a person who opens a run before that list's first
+    answer came (it is slow under load) had a run page that never refreshed: the late list
+    set its own refresh in place of the run page's (the flake of the test above, found on
+    PostgreSQL under load)."""
+    server, home, _ = served
+    run = start_run(home.path)
+    page.open(server.url + "/#/runs")
+    page.wait_for("document.querySelector('#whoami')?.textContent")
+    hold_answers(page, "*/api/overview*")
+    sign_in(page)
+    late = page.next_event("Fetch.requestPaused")  # the runs list waits for its counts
+    page.goto(server.url + "/#/run/" + run)
+    page.wait_for(WAITING)
+    let_go(page, late)  # the list's answer comes now, for a view that was left
+    page.call("Fetch.disable")
+    answer_through_the_api(server, run)
+    page.wait_for(COMPLETED, timeout=60)
+
+
+def test_the_run_page_never_draws_an_older_state_over_a_newer_one(
+        served: tuple[Server, DemoHome, str], page: Browser) -> None:
+    """A refresh slower than the refresh interval (under load) had the next one overtake it:
+    `completed` was drawn, the refresh stopped, then the older answer drew `waiting` for
+    good."""
+    server, home, _ = served
+    run = start_run(home.path)
+    page.open(server.url + "/#/runs")
+    sign_in(page)
+    page.goto(server.url + "/#/run/" + run)
+    page.wait_for(WAITING)
+    page.js("window.drawn = []; new MutationObserver((records) => { for (const r of records) "
+            "for (const n of r.addedNodes) if (n.id === 'run-status') "
+            "window.drawn.push(n.dataset.state); })"
+            ".observe(document.querySelector('#run-state'), { childList: true })")
+    hold_answers(page, "*/api/runs/*/view*")
+    slow = page.next_event("Fetch.requestPaused")  # answered `waiting`, held on its way
+    answer_through_the_api(server, run)
+    released = 0
+    with contextlib.suppress(AssertionError):  # refreshes sent meanwhile go through
+        while released < 3:
+            let_go(page, page.next_event("Fetch.requestPaused", timeout=7))
+            released += 1
+    let_go(page, slow)
+    page.call("Fetch.disable")
+    page.wait_for(f"window.drawn.length > {released}")  # the slow answer was drawn
+    page.wait_for(COMPLETED, timeout=60)
+    drawn = page.js("window.drawn")
+    assert drawn[-1] == "completed" and "completed" not in drawn[:-1], drawn
+
+
+def test_the_run_page_refreshes_after_its_first_load_failed(
+        served: tuple[Server, DemoHome, str], page: Browser) -> None:
+    """A run page whose first load failed (a reset connection, a 503 under load) showed the
+    error and never tried again, even after the run moved on."""
+    server, home, _ = served
+    run = start_run(home.path)
+    page.open(server.url + "/#/runs")
+    sign_in(page)
+    page.call("Fetch.enable", {"patterns": [{"urlPattern": "*/api/runs/*/view*"}]})
+    page.goto(server.url + "/#/run/" + run)
+    first = page.next_event("Fetch.requestPaused")
+    page.call("Fetch.failRequest", {"requestId": first["requestId"],
+                                    "errorReason": "ConnectionReset"})
+    page.wait_for("!!document.querySelector('#run-state .error')")  # the failure, shown
+    page.call("Fetch.disable")  # (and what the page asked meanwhile goes through)
+    page.wait_for(WAITING, timeout=60)
+    answer_through_the_api(server, run)
+    page.wait_for(COMPLETED, timeout=60)

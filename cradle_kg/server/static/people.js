@@ -20,9 +20,27 @@ function runLink(id) { return el("a", { href: "#/run/" + encodeURIComponent(id),
 
 function badge(state) { return el("span", { class: "badge", "data-state": state }, state.replace(/_/g, " ")); }
 
-function every(fn) {
-  if (refresher) clearInterval(refresher);
-  refresher = setInterval(() => { if (!document.hidden) fn(); }, REFRESH_MS);
+function stopRefresh() {
+  if (refresher) clearTimeout(refresher);
+  refresher = null;
+}
+
+// Refresh view `mine` while it is shown; `fn` returns true when nothing is left to refresh.
+// Never for a view that was left: the runs list's first answer, late under load, once set
+// its refresh over the run page's (the page that had opened since stopped updating). One
+// refresh at a time, the next REFRESH_MS after the last answered: overlapping ones could
+// answer out of order and draw an older state over a newer one, then stop.
+function every(mine, fn) {
+  if (mine !== view) return;
+  stopRefresh();
+  const tick = async () => {
+    refresher = null;
+    if (mine !== view) return;
+    let done = false;
+    try { done = !document.hidden && await fn(); } catch (err) { status(`refresh failed: ${err.message || err}`); }
+    if (!done && mine === view && refresher === null) refresher = setTimeout(tick, REFRESH_MS);
+  };
+  refresher = setTimeout(tick, REFRESH_MS);
 }
 
 async function whoami() {
@@ -73,7 +91,7 @@ async function showRuns() {
     }
   };
   await load();
-  every(load);
+  every(mine, load);
 }
 
 // --- one run ----------------------------------------------------------------------------
@@ -132,16 +150,19 @@ async function showRunGraph(runId) {
 }
 
 async function showRun(runId) {
+  const mine = view;
   $("#run-title").textContent = `Run ${runId}`;
   for (const id of ["#run-state", "#run-steps", "#run-lanes"]) $(id).replaceChildren();
   const state = await showRunSummary(runId);
   showRunGraph(runId);
-  if (state && !state.startsWith("completed")) {
-    every(async () => {
-      const now = await showRunSummary(runId);
-      if (now && now.startsWith("completed")) { clearInterval(refresher); showRunGraph(runId); }
-    });
-  }
+  // refreshed until it completes, also when its first load failed (the next may not)
+  if (!token() || (state && state.startsWith("completed"))) return;
+  every(mine, async () => {
+    const now = await showRunSummary(runId);
+    if (!now || !now.startsWith("completed")) return false;
+    showRunGraph(runId);
+    return true;
+  });
 }
 
 // --- the inbox --------------------------------------------------------------------------
@@ -210,7 +231,7 @@ async function answer(item, url, body) {
 
 function route() {
   view += 1;
-  if (refresher) { clearInterval(refresher); refresher = null; }
+  stopRefresh();
   const hash = location.hash || "#/query";
   const [, raw, arg] = hash.split("/");
   const tab = raw === "inbox" ? "approvals" : raw;

@@ -6,7 +6,13 @@ closed-world default: an identity that is not declared does not act.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -117,8 +123,48 @@ def load_config(path: Path) -> RuntimeConfig:
         raise InputError(f"`{path}`: `{loc}`: {first['msg'].lower()}") from exc
 
 
-def save_config(path: Path, config: RuntimeConfig) -> None:
+@contextlib.contextmanager
+def config_locked(path: Path) -> Iterator[None]:
+    """A read and a write of ``config.json`` as one critical section across processes
+    (two ``pack init`` at once each keep their pack)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(config.model_dump_json(indent=2), encoding="utf-8")
-    tmp.replace(path)
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def update_config(path: Path, change: Callable[[RuntimeConfig], RuntimeConfig]) -> RuntimeConfig:
+    """Read the configuration, let ``change`` make the new one, and save it, under the lock."""
+    with config_locked(path):
+        config = change(load_config(path))
+        save_config(path, config)
+        return config
+
+
+def save_config(path: Path, config: RuntimeConfig) -> None:
+    """Write ``config`` in place of ``path`` through a temporary file of this writer's own,
+    created 0600 and given the mode the file had (it may hold a journal URL's password and
+    the approvers' token hashes: a rewrite never makes it readable by others), synced
+    before it takes the file's name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask  # a new file: what writing it plainly gave before
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(config.model_dump_json(indent=2))
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

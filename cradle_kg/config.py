@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import stat
 import tempfile
@@ -19,9 +18,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InputError
-from .inputs import DEFAULT_LIMITS, InputLimits
+from .inputs import DEFAULT_LIMITS, InputLimits, load_json_file
 from .records import Agent, Permission
 from .storage.graph_config import GraphEndpoints
+
+#: the longest duration a configuration may give, in seconds (100 years): past what a
+#: date can hold, a window or an age crashed every command or denied every call
+MAX_SECONDS = 100 * 365 * 24 * 3600
 
 
 class Approver(BaseModel):
@@ -43,7 +46,7 @@ class Limit(BaseModel):
     scope: Literal["agent", "task", "tenant", "global"]
     #: the agent, task or tenant it applies to; "*" for each of them separately
     subject: str = "*"
-    window_seconds: int = Field(gt=0)
+    window_seconds: int = Field(gt=0, le=MAX_SECONDS)
     max_calls: int | None = Field(default=None, ge=0)
     max_cost: float | None = Field(default=None, ge=0)
 
@@ -60,9 +63,9 @@ class RuntimeConfig(BaseModel):
     #: environments where every side effect needs a human approval
     approval_environments: tuple[str, ...] = ("production",)
     #: how old evidence may be, in seconds, to count as fresh
-    evidence_max_age_seconds: int = 7 * 24 * 3600
+    evidence_max_age_seconds: int = Field(default=7 * 24 * 3600, ge=0, le=MAX_SECONDS)
     #: how old a verifier's read may be, in seconds, to count
-    verification_max_age_seconds: int = 300
+    verification_max_age_seconds: int = Field(default=300, ge=0, le=MAX_SECONDS)
     #: repairs allowed per run before the outcome is "escalated"
     repair_budget: int = 3
     #: domain packs to load (ids or folders); the only way code is plugged into a home
@@ -106,17 +109,18 @@ class RuntimeConfig(BaseModel):
 
 
 def load_config(path: Path) -> RuntimeConfig:
+    """The configuration at ``path`` (the defaults when there is none), read by the strict
+    loader: a key written twice is refused, never "the last one wins" — a reviewer reading
+    the first ``approval_environments`` must not see another one take effect."""
     if not path.exists():
         return RuntimeConfig()
+    raw = load_json_file(path)
+    if isinstance(raw, dict) and "plugins" in raw:
+        raise InputError(f"`{path}`: `plugins` is no longer read: tools, verifiers and "
+                         "validators come from packs, named in `packs`",
+                         hint="the demo's ledger tools are the pack `demo.ledger`")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(raw, dict) and "plugins" in raw:
-            raise InputError(f"`{path}`: `plugins` is no longer read: tools, verifiers and "
-                             "validators come from packs, named in `packs`",
-                             hint="the demo's ledger tools are the pack `demo.ledger`")
         return RuntimeConfig.model_validate(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"`{path}`:{exc.lineno}: not valid JSON: {exc.msg}") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])

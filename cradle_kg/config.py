@@ -6,16 +6,25 @@ closed-world default: an identity that is not declared does not act.
 
 from __future__ import annotations
 
-import json
+import contextlib
+import fcntl
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InputError
-from .inputs import DEFAULT_LIMITS, InputLimits
+from .inputs import DEFAULT_LIMITS, InputLimits, load_json_file
 from .records import Agent, Permission
 from .storage.graph_config import GraphEndpoints
+
+#: the longest duration a configuration may give, in seconds (100 years): past what a
+#: date can hold, a window or an age crashed every command or denied every call
+MAX_SECONDS = 100 * 365 * 24 * 3600
 
 
 class Approver(BaseModel):
@@ -37,7 +46,7 @@ class Limit(BaseModel):
     scope: Literal["agent", "task", "tenant", "global"]
     #: the agent, task or tenant it applies to; "*" for each of them separately
     subject: str = "*"
-    window_seconds: int = Field(gt=0)
+    window_seconds: int = Field(gt=0, le=MAX_SECONDS)
     max_calls: int | None = Field(default=None, ge=0)
     max_cost: float | None = Field(default=None, ge=0)
 
@@ -54,9 +63,9 @@ class RuntimeConfig(BaseModel):
     #: environments where every side effect needs a human approval
     approval_environments: tuple[str, ...] = ("production",)
     #: how old evidence may be, in seconds, to count as fresh
-    evidence_max_age_seconds: int = 7 * 24 * 3600
+    evidence_max_age_seconds: int = Field(default=7 * 24 * 3600, ge=0, le=MAX_SECONDS)
     #: how old a verifier's read may be, in seconds, to count
-    verification_max_age_seconds: int = 300
+    verification_max_age_seconds: int = Field(default=300, ge=0, le=MAX_SECONDS)
     #: repairs allowed per run before the outcome is "escalated"
     repair_budget: int = 3
     #: domain packs to load (ids or folders); the only way code is plugged into a home
@@ -100,25 +109,66 @@ class RuntimeConfig(BaseModel):
 
 
 def load_config(path: Path) -> RuntimeConfig:
+    """The configuration at ``path`` (the defaults when there is none), read by the strict
+    loader: a key written twice is refused, never "the last one wins" — a reviewer reading
+    the first ``approval_environments`` must not see another one take effect."""
     if not path.exists():
         return RuntimeConfig()
+    raw = load_json_file(path)
+    if isinstance(raw, dict) and "plugins" in raw:
+        raise InputError(f"`{path}`: `plugins` is no longer read: tools, verifiers and "
+                         "validators come from packs, named in `packs`",
+                         hint="the demo's ledger tools are the pack `demo.ledger`")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(raw, dict) and "plugins" in raw:
-            raise InputError(f"`{path}`: `plugins` is no longer read: tools, verifiers and "
-                             "validators come from packs, named in `packs`",
-                             hint="the demo's ledger tools are the pack `demo.ledger`")
         return RuntimeConfig.model_validate(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"`{path}`:{exc.lineno}: not valid JSON: {exc.msg}") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
         raise InputError(f"`{path}`: `{loc}`: {first['msg'].lower()}") from exc
 
 
-def save_config(path: Path, config: RuntimeConfig) -> None:
+@contextlib.contextmanager
+def config_locked(path: Path) -> Iterator[None]:
+    """A read and a write of ``config.json`` as one critical section across processes
+    (two ``pack init`` at once each keep their pack)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(config.model_dump_json(indent=2), encoding="utf-8")
-    tmp.replace(path)
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def update_config(path: Path, change: Callable[[RuntimeConfig], RuntimeConfig]) -> RuntimeConfig:
+    """Read the configuration, let ``change`` make the new one, and save it, under the lock."""
+    with config_locked(path):
+        config = change(load_config(path))
+        save_config(path, config)
+        return config
+
+
+def save_config(path: Path, config: RuntimeConfig) -> None:
+    """Write ``config`` in place of ``path`` through a temporary file of this writer's own,
+    created 0600 and given the mode the file had (it may hold a journal URL's password and
+    the approvers' token hashes: a rewrite never makes it readable by others), synced
+    before it takes the file's name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask  # a new file: what writing it plainly gave before
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(config.model_dump_json(indent=2))
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

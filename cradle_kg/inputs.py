@@ -29,9 +29,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from datetime import date, datetime
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -160,6 +163,32 @@ def load_json(data: str | bytes, *, limits: InputLimits = DEFAULT_LIMITS,
         raise InputError(f"`{source}`: not valid JSON: {_one_line(str(exc))}") from None
     check_value(value, limits=limits, where=source)
     return value
+
+
+#: a JSON file an operator hands a command (a pack's data directory, the home's
+#: ``config.json``): up to the largest document the runtime takes, otherwise the defaults
+FILE_LIMITS = InputLimits.model_construct(max_bytes=_CEILING_VALUES["max_bytes"])
+
+
+def load_json_file(path: Path, *, limits: InputLimits = FILE_LIMITS) -> Any:
+    """Decode a JSON file with :func:`load_json`'s rules (no duplicate key, no ``NaN``,
+    bounded depth, strings and numbers), or raise a one-line :class:`InputError`.
+
+    Only a regular file is read (a FIFO or a device named like a data file would block or
+    never end), and never more than ``limits.max_bytes`` + 1 bytes of it.
+    """
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"`{path}`: not a regular file")
+        if info.st_size > limits.max_bytes:
+            raise InputTooLargeError(f"`{path}`: {info.st_size} bytes is more than the limit "
+                                     f"of {limits.max_bytes} bytes")
+        with open(path, "rb") as handle:
+            data = handle.read(limits.max_bytes + 1)
+    except OSError as exc:
+        raise InputError(f"`{path}`: cannot read: {exc.strerror or exc}") from None
+    return load_json(data, limits=limits, source=str(path))
 
 
 def check_value(value: Any, *, limits: InputLimits = DEFAULT_LIMITS, where: str = "input",

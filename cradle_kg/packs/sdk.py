@@ -14,7 +14,9 @@ the public API (``cradle_kg.__all__``) — nothing else of ``cradle_kg``; a test
 * **its own local system** — :class:`PackStore`, a SQLite file with a read-only read path;
 * **example identities and runners** — :class:`RuntimeConfig`, :class:`Agent`,
   :class:`Permission`, :class:`Approver`, :func:`token_hash`, and the outcome records;
-* **errors** it raises, so the command line reports them as one line.
+* **errors** it raises, so the command line reports them as one line;
+* **data files** it reads (an ``init`` hook's ``--data``) — :func:`load_json_file`, the
+  runtime's strict JSON loader for a file: no duplicate key, no ``NaN``, bounded size.
 
 * **projection hooks** — :func:`projection`: a journal event (:class:`AuditEvent`) in,
   :data:`Triple` s out, built with :func:`iri`, :func:`literal` and :func:`core_node`; pure
@@ -44,6 +46,7 @@ from ..errors import (
     UnknownNameError,
 )
 from ..graph.packproj import Triple, core_node, iri, literal
+from ..inputs import load_json_file
 from ..loop.gate1.findings import Finding
 from ..records import (
     Action,
@@ -131,6 +134,7 @@ __all__ = [
     "iri",
     "knowledge",
     "literal",
+    "load_json_file",
     "projection",
     "read_back",
     "report",

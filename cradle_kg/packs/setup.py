@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..config import RuntimeConfig, load_config, save_config
+from ..config import RuntimeConfig, load_config, update_config
 from ..errors import CradleError, InputError
 from ..home import Home
 from .declarations import PackContext
@@ -48,7 +48,7 @@ def init_pack(root: Path, ref: str, *, data: Path | None = None,
     clock = parse_clock(now)
     if data is not None and not data.exists():
         raise InputError(f"`{data}`: no such data directory")
-    base = load_config(home.config)  # a broken config fails before the hook runs
+    load_config(home.config)  # a broken config fails before the hook runs
     pack = PackRegistry.discover(root).get(ref)
     if not pack.manifest.init:
         raise InputError(f"pack `{pack.ref}` declares no `init` hook",
@@ -67,9 +67,13 @@ def init_pack(root: Path, ref: str, *, data: Path | None = None,
     if not isinstance(extra, RuntimeConfig):
         raise InputError(f"pack `{pack.ref}`: `init` returned `{type(extra).__name__}`, not a "
                          "RuntimeConfig")
-    merged = base.merged_with(extra)
-    if pack.id not in merged.packs and pack.ref not in merged.packs:
-        merged = merged.model_copy(update={"packs": (*merged.packs, pack.id)})
-    save_config(home.config, merged)
+    # read again under the lock: what another command saved while the hook ran stays
+    update_config(home.config, lambda now: _enabled(now.merged_with(extra), pack.id, pack.ref))
     return Initialized(pack=pack.ref, home=root, agents=tuple(a.id for a in extra.agents),
                        permissions=len(extra.permissions))
+
+
+def _enabled(config: RuntimeConfig, pack_id: str, ref: str) -> RuntimeConfig:
+    if pack_id in config.packs or ref in config.packs:
+        return config
+    return config.model_copy(update={"packs": (*config.packs, pack_id)})

@@ -19,7 +19,9 @@ id]), so a decision names exactly the rules that were in force, and whose they w
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -266,17 +268,47 @@ class PolicyEngine:
 
 def read_sources(paths: Iterable[Path], *, namespace: str | None = None
                  ) -> list[PolicySource]:
-    """The ``*.cedar`` files of folders, and files, as sources of one origin."""
+    """The ``*.cedar`` files of folders, and files, as sources of one origin.
+
+    A folder's policies are its ``*.cedar`` files, not those of its subfolders: a folder
+    holding a policy file the loader would not read (in a subfolder, or named ``*.CEDAR``)
+    is refused, never read without it — a forbid left out is an allow by accident.
+    """
     sources: list[PolicySource] = []
     for path in paths:
-        files = sorted(path.glob("*.cedar")) if path.is_dir() else [path]
+        files = _policy_files(path) if path.is_dir() else [path]
         for file in files:
             try:
+                if not stat.S_ISREG(os.stat(file).st_mode):  # a FIFO would block for ever
+                    raise PolicyError(f"cannot read the policy file `{file}`: not a regular "
+                                      "file")
                 sources.append(PolicySource(str(file), file.read_text(encoding="utf-8"),
                                             namespace))
             except (OSError, UnicodeDecodeError) as exc:
                 raise PolicyError(f"cannot read the policy file `{file}`: {exc}") from exc
     return sources
+
+
+def _policy_files(folder: Path) -> list[Path]:
+    files = sorted(folder.glob("*.cedar"))
+    seen: set[tuple[int, int]] = set()
+    todo = [folder]
+    while todo:  # every subfolder, through symbolic links, each once
+        here = todo.pop()
+        info = os.stat(here)
+        if (info.st_dev, info.st_ino) in seen:
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        for entry in sorted(here.iterdir()):
+            if entry.is_dir():
+                todo.append(entry)
+            elif entry.name.lower().endswith(".cedar") and entry not in files:
+                raise PolicyError(
+                    f"`{entry}`: a policy file the policies folder `{folder}` does not read "
+                    "(only its own `*.cedar` files are policies)",
+                    hint="move it up into the folder and name it `*.cedar`, or move it out "
+                         "of the folder")
+    return files
 
 
 def parse_error_line(text: str) -> int | None:

@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from ..canonical import canonical_json, iso, sha256_bytes
+from ..config import load_config
 from ..errors import CradleError, InputError, ReplayDivergenceError
 from ..evidence import EvidenceStore
 from ..home import Home
+from ..inputs import load_json_file
 from ..policy import PolicyEngine
 from ..policy.cedar import PolicySource
 from ..records import AuditEvent, Proposal
@@ -94,7 +96,8 @@ def scratch_home(source: Source, *, packs: Sequence[str] = ()) -> Iterator[Path]
         (home / "policies").mkdir(parents=True)
         config = Home(source.home).config
         if config.is_file():
-            data: dict[str, Any] = json.loads(config.read_text(encoding="utf-8"))
+            load_config(config)  # a key twice, NaN ...: refused as the home itself refuses it
+            data: dict[str, Any] = load_json_file(config)
             for ref in packs:
                 keep = [p for p in data.get("packs", []) if p.split("@")[0] != ref.split("@")[0]]
                 data["packs"] = [*keep, ref]

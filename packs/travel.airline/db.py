@@ -26,7 +26,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from cradle_kg.packs.sdk import InputError, PackContext, PackStore
+from cradle_kg.packs.sdk import InputError, PackContext, PackStore, load_json_file
 
 from .datacheck import check_data
 
@@ -248,12 +248,9 @@ def read_data_dir(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[st
         if not path.is_file():
             raise InputError(f"`{folder}`: no `{name}` in this folder",
                              hint="a data directory holds " + ", ".join(f"`{f}`" for f in FILES))
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise InputError(f"`{path}`: not valid JSON: {exc}") from exc
-        except RecursionError:
-            raise InputError(f"`{path}`: not valid JSON: nested too deeply") from None
+        # strict: a key written twice (a user listed twice, a second `membership`) is
+        # refused, never "the last one wins"; NaN, over-long strings and files past 64 MiB too
+        raw = load_json_file(path)
         if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
             raise InputError(f"`{path}`: expected an object of id → object")
         out.append(raw)

@@ -64,7 +64,7 @@ CASES: list[tuple[str, str, Callable[[Data, Data, Data], None], str]] = [
     ("users", "certificate-amount-infinite",
      lambda u, f, r: _first(u)["payment_methods"].update(
          certificate_1={"source": "certificate", "amount": float("inf"),
-                        "id": "certificate_1"}), ".amount`"),
+                        "id": "certificate_1"}), "`Infinity` is not a JSON number"),
     ("users", "user-id-with-nul",
      lambda u, f, r: u.update({"bad\u0000id": dict(_first(u))}), "(its id)"),
     ("users", "reservations-not-a-list",
@@ -171,5 +171,5 @@ def test_json_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
     (data / "reservations.json").write_text("{}")
     code, out = invoke("pack", "init", "travel.airline", "--data", str(data), "--home",
                        str(tmp_path / "h"))
-    assert code == 2 and out.startswith("error: ") and "nested too deeply" in out, out
+    assert code == 2 and out.startswith("error: ") and "nested too deep" in out, out
     assert not (tmp_path / "h" / "travel-airline" / "airline.sqlite").exists()

@@ -29,8 +29,8 @@ SDK_API = [
     "ToolError", "ToolSpec", "Triple", "UnknownNameError", "Validator", "Verdict",
     "VerificationCheck", "VerificationStatus", "Verifier", "VerifierReport", "VerifyRequest",
     "check", "content_hash", "core_node", "crashpoint", "invariant", "iri", "knowledge",
-    "literal", "projection", "read_back", "report", "token_hash", "tool", "validator",
-    "verifier",
+    "literal", "load_json_file", "projection", "read_back", "report", "token_hash", "tool",
+    "validator", "verifier",
 ]
 TESTING_API = ["PackHome", "config", "expect", "fixture", "pack_folder", "pack_home"]
 #: what a pack may import from cradle_kg, besides the public API's names

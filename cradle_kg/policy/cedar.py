@@ -289,25 +289,41 @@ def read_sources(paths: Iterable[Path], *, namespace: str | None = None
     return sources
 
 
+#: the most entries :func:`_policy_files` looks at under one policies folder: a folder that
+#: holds more (a link to ``/``, a checkout) is refused, not walked for minutes at each open
+MAX_FOLDER_ENTRIES = 10_000
+
+
 def _policy_files(folder: Path) -> list[Path]:
     files = sorted(folder.glob("*.cedar"))
     seen: set[tuple[int, int]] = set()
     todo = [folder]
-    while todo:  # every subfolder, through symbolic links, each once
-        here = todo.pop()
-        info = os.stat(here)
-        if (info.st_dev, info.st_ino) in seen:
-            continue
-        seen.add((info.st_dev, info.st_ino))
-        for entry in sorted(here.iterdir()):
-            if entry.is_dir():
-                todo.append(entry)
-            elif entry.name.lower().endswith(".cedar") and entry not in files:
-                raise PolicyError(
-                    f"`{entry}`: a policy file the policies folder `{folder}` does not read "
-                    "(only its own `*.cedar` files are policies)",
-                    hint="move it up into the folder and name it `*.cedar`, or move it out "
-                         "of the folder")
+    looked = 0
+    try:
+        while todo:  # every subfolder, through symbolic links, each once
+            here = todo.pop()
+            info = os.stat(here)
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            for entry in sorted(here.iterdir()):
+                looked += 1
+                if looked > MAX_FOLDER_ENTRIES:
+                    raise PolicyError(
+                        f"the policies folder `{folder}` holds more than {MAX_FOLDER_ENTRIES:,} "
+                        f"entries (with its subfolders, `{here}` among them): it is not read",
+                        hint="a policies folder holds its `*.cedar` files; move the rest, or "
+                             "the link to it, out of the folder")
+                if entry.is_dir():
+                    todo.append(entry)
+                elif entry.name.lower().endswith(".cedar") and entry not in files:
+                    raise PolicyError(
+                        f"`{entry}`: a policy file the policies folder `{folder}` does not "
+                        "read (only its own `*.cedar` files are policies)",
+                        hint="move it up into the folder and name it `*.cedar`, or move it "
+                             "out of the folder")
+    except OSError as exc:  # a subfolder it may not list: what it holds is unknown
+        raise PolicyError(f"cannot read the policies folder `{folder}`: {exc}") from exc
     return files
 
 

@@ -83,3 +83,42 @@ def test_a_fifo_named_like_a_policy_is_refused_not_waited_on(tmp_path: Path) -> 
         pytest.fail("submit hung on a FIFO in the policies folder")
     assert done.returncode == 2
     assert done.stderr.startswith("error: ") and "not a regular file" in done.stderr
+
+
+def test_a_folder_too_big_to_check_is_refused_not_walked(tmp_path: Path) -> None:
+    """A link in the policies folder to a big tree (a checkout, ``/``) is not walked at each
+    open: past ``MAX_FOLDER_ENTRIES`` the policy set is refused, one line naming the folder."""
+    from cradle_kg.policy.cedar import MAX_FOLDER_ENTRIES
+
+    home = fresh_home(tmp_path / "home")
+    big = tmp_path / "checkout"
+    big.mkdir()
+    for i in range(MAX_FOLDER_ENTRIES + 1):
+        (big / f"f{i}").touch()
+    os.symlink(big, home / "policies" / "vendor")
+    done = _submit(home, tmp_path)
+    assert done.returncode == 2, done.stdout
+    assert done.stderr.startswith("error: ") and "more than 10,000 entries" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_a_subfolder_it_may_not_list_is_refused(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a subfolder it cannot list holds is unknown: a PolicyError, not a traceback
+    (the listing fails in process: this suite runs as root, who may list any folder)."""
+    from cradle_kg.errors import PolicyError
+    from cradle_kg.policy.cedar import read_sources
+
+    policies = tmp_path / "policies"
+    (policies / "private").mkdir(parents=True)
+    (policies / "ok.cedar").write_text(FORBID, encoding="utf-8")
+    listing = Path.iterdir
+
+    def refused(self: Path) -> object:
+        if self.name == "private":
+            raise PermissionError(13, "Permission denied", str(self))
+        return listing(self)
+
+    monkeypatch.setattr(Path, "iterdir", refused)
+    with pytest.raises(PolicyError, match="cannot read the policies folder"):
+        read_sources([policies])

@@ -148,6 +148,17 @@ def update_config(path: Path, change: Callable[[RuntimeConfig], RuntimeConfig]) 
         return config
 
 
+def _umask() -> int:
+    """This process's umask, read without setting it (``os.umask`` sets it: another thread
+    creating a file in between would create it with the temporary mask)."""
+    with contextlib.suppress(OSError, ValueError), \
+            open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    return 0o022
+
+
 def save_config(path: Path, config: RuntimeConfig) -> None:
     """Write ``config`` in place of ``path`` through a temporary file of this writer's own,
     created 0600 and given the mode the file had (it may hold a journal URL's password and
@@ -157,9 +168,7 @@ def save_config(path: Path, config: RuntimeConfig) -> None:
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask  # a new file: what writing it plainly gave before
+        mode = 0o666 & ~_umask()  # a new file: what writing it plainly gave before
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:

@@ -184,9 +184,9 @@ class Gateway:
             written = self.ctx.append_fenced([event], subject=action.id, last=after,
                                              flush=False)
         except SubjectMoved as moved:
-            raise Superseded(action.id, "another worker took the action over while this "
-                             "one was in the call: its observation was not journaled",
-                             result=result) from moved
+            raise Superseded(action.id, "another worker wrote about the action since this "
+                             "one's last event about it: this observation of "
+                             f"`{spec.ref}` was not journaled", result=result) from moved
         return replace(result, last_seq=written[-1].seq if written else None)
 
     def _observation(self, spec: ToolSpec, action: Action, output: BaseModel | None,

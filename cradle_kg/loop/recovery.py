@@ -175,10 +175,12 @@ class Recovery:
         d = self._load(action_id)
         try:
             return self._reconcile(d)
-        except (Superseded, SubjectMoved):
+        except SubjectMoved:
             return self._item(d, "in_flight", None,
                               "the action moved on while it was reconciled (its worker, "
                               "found without its lease, wrote about it): left to it")
+        except Superseded as lost:  # this pass's own lease was lost, or the action moved
+            return self._item(d, "in_flight", None, lost.why)
 
     def _reconcile(self, d: _Dangling) -> Reconciliation:
         worker = str(d.last_attempt.payload.get("worker") or "")

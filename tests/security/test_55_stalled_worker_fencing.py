@@ -284,6 +284,6 @@ def test_a_recovery_pass_that_stalls_does_not_write_over_the_worker_that_came_ba
                "outcomes": outcomes, "transitions": transitions, "tasks": tasks}
     assert answer["status"] == "executed" and answer["reasons"] == [], figures
     assert [i["result"] for i in items] == ["in_flight"], figures
-    assert "moved on" in items[0]["detail"], figures
+    assert "was not journaled" in items[0]["detail"], figures
     assert outcomes == ["executed"] and transitions == ["transition.committed"], figures
     assert figures["calls"] == 1 and tasks == [] and intact, figures

@@ -153,7 +153,8 @@ class Commit:
                           reasons=tuple(reasons))
         crashpoint("before_commit")
         return self.settlement.settle(proposal, spec, action, outcome, [*events, settled],
-                                      reconciled=reconciled is not None)
+                                      reconciled=reconciled is not None,
+                                      last=result.last_seq)
 
     def problems(self, run_id: str, events: Sequence[NewEvent]) -> list[str]:
         """What the commit hooks find wrong with committing ``events`` (after what this

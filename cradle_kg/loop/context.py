@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 
 from ..config import RuntimeConfig
@@ -28,6 +29,9 @@ AppendListener = Callable[[Sequence[AuditEvent]], None]
 PROPOSAL_CLAIM_PREFIX = "proposal:"
 #: the journal key an agent entry point's claim of a new run holds (``Runtime.claim_run``)
 RUN_CLAIM_PREFIX = "run-claim:"
+#: events about an action that another submission writes while its worker holds it (a
+#: resubmitted key answered from the record): they do not take the action over
+_NOT_A_TAKEOVER = frozenset({"action.replayed"})
 
 
 class ProposalIdClaimed(Exception):
@@ -106,6 +110,36 @@ class LoopContext:
         for listener in self.listeners:
             listener(written)
         return written
+
+    def append_fenced(self, events: Sequence[NewEvent], *, subject: str, last: int | None,
+                      flush: bool = True) -> list[AuditEvent]:
+        """Append ``events``, those about ``subject`` (an action) carrying ``if_last=last``:
+        the seq of the latest event about the action this writer knows — its own intent,
+        retry or observation, or what a recovery pass read. The seq is the fencing token:
+        when another worker wrote about the action since (recovery took over the intent of
+        a worker it found dead, or that worker, stalled, came back and went on), nothing
+        is written and :class:`~cradle_kg.storage.SubjectMoved` is raised. An
+        ``action.replayed`` in between (a resubmission answered from the record) is not a
+        takeover: the append is tried again after it. ``last=None`` (the events of a
+        :meth:`one_transaction` block, written at once): appended as they are."""
+        while True:
+            guarded = events if last is None else [
+                replace(e, if_last=last) if e.subject == subject else e for e in events]
+            try:
+                return self.append(guarded, flush=flush)
+            except SubjectMoved:
+                assert last is not None
+                newer = [e for e in self.journal.events_for_subject(subject) if e.seq > last]
+                if not newer or any(e.kind not in _NOT_A_TAKEOVER for e in newer):
+                    raise
+                last = newer[-1].seq
+
+    def renew_lease(self) -> None:
+        """Take a new lease after this one was lost: the intents written from now on are
+        this worker's again (those under the lost one are recovery's to reconcile)."""
+        lost = self.lease
+        self.lease = self.journal.acquire_lease()
+        lost.release()
 
     def append_unmoved(self, build: Callable[[], Sequence[NewEvent]], *, attempts: int,
                        gave_up: CradleError) -> list[AuditEvent]:

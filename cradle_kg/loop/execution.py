@@ -4,7 +4,9 @@ The action record is built from the proposal and gate 1's result; an approve-onc
 under is consumed in the same transaction as the intent, so two executions cannot both
 use it. The gateway journals the intent durably, calls the tool and journals what it
 answered; a tool that raised is called again, with the same key, when its idempotency
-class allows it. A key another submission already holds is answered from the record.
+class allows it. A key another submission already holds is answered from the record. A
+worker that lost the action to a recovery pass while it was stalled
+(:class:`.gateway.Superseded`) stops where it noticed, and answers with what was recorded.
 """
 
 from __future__ import annotations
@@ -24,15 +26,16 @@ from ..records import (
     RuntimeDecision,
     SideEffectClass,
 )
-from ..storage import IdempotencyKeyTaken, NewEvent
+from ..storage import IdempotencyKeyTaken, NewEvent, SubjectMoved
 from ..tools import ToolCall, ToolSpec
 from .approval_flow import ApprovalFlow
 from .approvals import ApprovalBook, excluded_for
 from .commit import Commit
 from .context import LoopContext
+from .escalation import human_task_event
 from .gate1.checks import GateResult
 from .gate1.decision import action_id
-from .gateway import Gateway, KeyAlreadyClaimed
+from .gateway import Gateway, GatewayResult, KeyAlreadyClaimed, Superseded
 from .outcomes import recorded_outcome
 from .policies import PolicySet
 
@@ -172,15 +175,58 @@ class Execution:
                                           before=before, intent=intent)
         except KeyAlreadyClaimed:
             return self._claimed(proposal, gate, decision, base, now)
-        attempt = 1
-        while result.raised and spec.idempotency in _RETRYABLE and attempt <= TOOL_RETRY_LIMIT:
-            result = self.gateway.retry(spec=spec, action=action, call=call, retry=NewEvent(
-                run_id=run_id, kind="action.retry", subject=action.id, actor=RUNTIME_ACTOR,
-                at=self.ctx.clock(),
-                payload={"idempotency_key": gate.idempotency_key, "attempt": attempt,
-                         "reason": result.observation.error, "worker": self.ctx.lease.id,
-                         "idempotency": str(spec.idempotency)}))
-            attempt += 1
-        crashpoint("before_verification")
-        return self.commit.verify_and_commit(proposal, spec, decision, action, gate.arguments,
-                                             result)
+        except Superseded as lost:
+            return self._superseded(proposal, spec, decision, action, lost.why, lost.result)
+        try:
+            attempt = 1
+            while (result.raised and spec.idempotency in _RETRYABLE
+                   and attempt <= TOOL_RETRY_LIMIT):
+                result = self.gateway.retry(
+                    spec=spec, action=action, call=call, after=result.last_seq,
+                    retry=NewEvent(
+                        run_id=run_id, kind="action.retry", subject=action.id,
+                        actor=RUNTIME_ACTOR, at=self.ctx.clock(),
+                        payload={"idempotency_key": gate.idempotency_key, "attempt": attempt,
+                                 "reason": result.observation.error,
+                                 "worker": self.ctx.lease.id,
+                                 "idempotency": str(spec.idempotency)}))
+                attempt += 1
+            crashpoint("before_verification")
+            return self.commit.verify_and_commit(proposal, spec, decision, action,
+                                                 gate.arguments, result)
+        except Superseded as lost:
+            return self._superseded(proposal, spec, decision, action, lost.why, lost.result)
+        except SubjectMoved:
+            return self._superseded(proposal, spec, decision, action,
+                                    "another worker settled the action first: this "
+                                    "worker's verification was not journaled", None)
+
+    def _superseded(self, proposal: Proposal, spec: ToolSpec, decision: RuntimeDecision,
+                    action: Action, why: str, late: GatewayResult | None) -> Outcome:
+        """This worker no longer holds the action (see :class:`.gateway.Superseded`): the
+        outcome another worker recorded is the answer (in progress while there is none).
+
+        A call this worker made whose observation the journal refused is not lost: for a
+        tool of idempotency class ``none`` (nothing dedupes it by key) a human task carries
+        what the tool answered, beside whatever recovery decided without it."""
+        reason = ("this worker no longer holds the action (its lease was lost, and recovery "
+                  f"may take over the intent of a worker without one): {why}")
+        if late is not None and spec.idempotency is IdempotencyClass.NONE:
+            obs = late.observation
+            self.ctx.append([human_task_event(
+                run_id=proposal.effective_run_id, subject=action.id, code="superseded_call",
+                reason=f"`{spec.ref}` was called by a worker whose intent recovery had taken "
+                       "over; what it answered is in the details, not in the run's outcome",
+                actor=RUNTIME_ACTOR, at=self.ctx.clock(),
+                details={"action_id": action.id, "proposal_id": proposal.id,
+                         "idempotency_key": action.idempotency_key,
+                         "worker": self.ctx.lease.id, "output_hash": obs.output_hash,
+                         "error": obs.error, "reported_ok": obs.reported_ok})])
+            reason += "; a human task holds what the tool answered"
+        recorded = recorded_outcome(self.ctx.journal, action.id)
+        if recorded is None:
+            return Outcome(run_id=proposal.effective_run_id, proposal_id=proposal.id,
+                           status=OutcomeStatus.IN_PROGRESS, decision=decision,
+                           action=action, reasons=(reason,))
+        return recorded.model_copy(update={"replayed": True,
+                                           "reasons": (*recorded.reasons, reason)})

@@ -8,13 +8,21 @@ travels to the tool (a read-only call journals all of it in one commit, see
 it (committed, flushed to disk with the outcome's commit that follows).
 
 The gateway is the only caller of a tool's side-effecting function and of its lookup.
+
+Fencing: a worker may stall (a pause, a stopped process, a slow call) and lose its lease
+meanwhile; another worker then reconciles its intent. So the gateway calls a tool only
+while the worker's lease is held (checked after the intent is durable, just before the
+call), and journals each observation with the seq of the event it follows about the
+action (``if_last``: :meth:`.context.LoopContext.append_fenced`); either finding the
+action taken over raises :class:`Superseded`, and the worker stops there.
+
 Crash points (:mod:`cradle_kg.crashpoints`) mark where the harness may kill the process.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 from ..canonical import canonical_json, iso, sha256_bytes
 from ..crashpoints import crashpoint
 from ..records import Action, ExecutionObservation, ObservedSideEffect
-from ..storage import IdempotencyKeyTaken, NewEvent
+from ..storage import IdempotencyKeyTaken, NewEvent, SubjectMoved
 from ..tools import ToolCall, ToolRegistry, ToolSpec
 from .context import Clock, LoopContext
 
@@ -36,12 +44,29 @@ class GatewayResult:
     started_at: datetime
     #: the tool raised (as opposed to answering with output that breaks its contract)
     raised: bool = False
+    #: the seq of the observation's event (None: held in a one-transaction block), the
+    #: fencing token of what is written next about the action
+    last_seq: int | None = None
 
 
 class KeyAlreadyClaimed(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
+
+
+class Superseded(Exception):
+    """This worker no longer holds the action: its lease was lost before the call (the
+    tool was not called), or another worker wrote about the action since this one's last
+    event (nothing of the refused append was written). ``result``: the call this worker
+    made, if it made one, whose observation the journal did not take."""
+
+    def __init__(self, action_id: str, why: str, *,
+                 result: GatewayResult | None = None) -> None:
+        super().__init__(why)
+        self.action_id = action_id
+        self.why = why
+        self.result = result
 
 
 def call_actor(action: Action) -> str | None:
@@ -64,27 +89,34 @@ class Gateway:
         """
         crashpoint("before_intent")
         try:
-            self.ctx.append([*before, intent])
+            written = self.ctx.append([*before, intent])
         except IdempotencyKeyTaken as taken:
             raise KeyAlreadyClaimed(taken.key) from taken
         crashpoint("after_intent")
-        return self._call(spec, action, call, intent.run_id)
+        return self._call(spec, action, call, intent.run_id,
+                          written[-1].seq if written else None)
 
     def retry(self, *, spec: ToolSpec, action: Action, call: ToolCall,
-              retry: NewEvent) -> GatewayResult:
+              retry: NewEvent, after: int | None) -> GatewayResult:
         """Call the tool again under the intent already recorded, with the same key.
 
         The caller decides that the tool's idempotency class allows it; ``retry`` (an
-        ``action.retry`` event) is journaled durably before the call, as an intent is.
+        ``action.retry`` event) is journaled durably before the call, as an intent is —
+        fenced by ``after``, the seq of the latest event about the action the caller read.
         """
         # INVARIANT: a retry never writes a second intent: the key was claimed once
         assert retry.kind == "action.retry" and retry.idem_key is None
-        self.ctx.append([retry])
+        try:
+            written = self.ctx.append_fenced([retry], subject=action.id, last=after)
+        except SubjectMoved as moved:
+            raise Superseded(action.id, "another worker wrote about the action before "
+                             "this retry: it was not made") from moved
         crashpoint("after_intent")
-        return self._call(spec, action, call, retry.run_id)
+        return self._call(spec, action, call, retry.run_id,
+                          written[-1].seq if written else None)
 
     def reconcile(self, *, spec: ToolSpec, action: Action, call: ToolCall,
-                  run_id: str) -> GatewayResult | None:
+                  run_id: str, after: int) -> GatewayResult | None:
         """Ask the tool's lookup whether the effect of this key happened.
 
         When it did, the answer is journaled as a *reconciled* observation and returned;
@@ -98,11 +130,18 @@ class Gateway:
         raw = lookup(call)
         if raw is None:
             return None
-        return self._observe(spec, action, raw, None, run_id, started,
+        return self._observe(spec, action, raw, None, run_id, started, after,
                              extra={"reconciled": True, "via": "lookup"})
 
-    def _call(self, spec: ToolSpec, action: Action, call: ToolCall,
-              run_id: str) -> GatewayResult:
+    def _call(self, spec: ToolSpec, action: Action, call: ToolCall, run_id: str,
+              after: int | None) -> GatewayResult:
+        # INVARIANT: no call once the lease is lost — another worker may be reconciling the
+        # intent (a stall between this check and the call is the tool's key's to absorb)
+        if after is not None and not self.ctx.lease.held():
+            lost = self.ctx.lease.id
+            self.ctx.renew_lease()
+            raise Superseded(action.id, f"this worker's lease `{lost}` was lost before the "
+                             f"call: `{spec.ref}` was not called")
         started = self.clock()
         raw: BaseModel | dict[str, object] | None = None
         error: str | None = None
@@ -112,10 +151,10 @@ class Gateway:
         except Exception as exc:  # the tool failed: an observation, not a crash
             error = f"tool `{spec.ref}` raised {type(exc).__name__}: {exc}"
         crashpoint("after_call")
-        return self._observe(spec, action, raw, error, run_id, started)
+        return self._observe(spec, action, raw, error, run_id, started, after)
 
     def _observe(self, spec: ToolSpec, action: Action, raw: BaseModel | dict[str, object] | None,
-                 error: str | None, run_id: str, started: datetime, *,
+                 error: str | None, run_id: str, started: datetime, after: int | None, *,
                  extra: dict[str, object] | None = None) -> GatewayResult:
         output: BaseModel | None = None
         output_error: str | None = None
@@ -131,17 +170,24 @@ class Gateway:
         # next, flushes it (the log is written in order). A process that dies keeps it; a
         # power loss in between may drop it, and recovery then asks as after a crash in
         # the call (lookup, retry under the same key, or a human task): never a guess
-        self.ctx.append([NewEvent(
+        event = NewEvent(
             run_id=run_id, kind="action.observed", subject=action.id,
             actor=f"tool:{spec.ref}", at=observation.observed_at,
             payload={"observation": observation.model_dump(mode="json"),
                      # what the graph needs to mark the action executed, by whom and when
                      "executed_at": iso(action.executed_at or started),
                      "executed_by": action.executed_by or call_actor(action),
-                     **(extra or {})},
-        )], flush=False)
-        return GatewayResult(observation, output, observation.error, started,
-                             raised=error is not None)
+                     **(extra or {})})
+        result = GatewayResult(observation, output, observation.error, started,
+                               raised=error is not None)
+        try:
+            written = self.ctx.append_fenced([event], subject=action.id, last=after,
+                                             flush=False)
+        except SubjectMoved as moved:
+            raise Superseded(action.id, "another worker wrote about the action since this "
+                             "one's last event about it: this observation of "
+                             f"`{spec.ref}` was not journaled", result=result) from moved
+        return replace(result, last_seq=written[-1].seq if written else None)
 
     def _observation(self, spec: ToolSpec, action: Action, output: BaseModel | None,
                      raw: object, error: str | None) -> ExecutionObservation:

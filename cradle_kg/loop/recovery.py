@@ -22,6 +22,12 @@ Who is dead? An intent whose worker still holds its lease (:mod:`.lease`) is *in
 flight* (another process, or another thread of this one) and is left alone. Recovery
 passes are serialized by the journal's ``exclusive("recovery")`` lock (a file lock next to
 a SQLite journal, an advisory lock on PostgreSQL), across every worker on the journal.
+
+A worker found without its lease may still be alive — stalled, its lease's session ended
+by the server — and come back. So every event a pass writes about the action is fenced by
+the seq of the latest event about it the pass read (``if_last``): if that worker wrote
+since, nothing is written and the intent is reported ``in_flight`` (the next pass reads it
+again); and the worker, finding the pass's events, stops (:class:`.gateway.Superseded`).
 """
 
 from __future__ import annotations
@@ -42,12 +48,12 @@ from ..records import (
     RuntimeDecision,
     SideEffectClass,
 )
-from ..storage import NewEvent
+from ..storage import NewEvent, SubjectMoved
 from ..tools import ToolCall, ToolRegistry, ToolSpec
 from .commit import Commit
 from .context import LoopContext
 from .escalation import human_task_event
-from .gateway import Gateway, GatewayResult
+from .gateway import Gateway, GatewayResult, Superseded
 from .outcomes import outcome_event
 from .settlement import Settlement
 
@@ -109,6 +115,8 @@ class _Dangling:
     action: Action
     proposal: Proposal
     decision: RuntimeDecision
+    #: the seq of the latest event about the action: what this pass writes is fenced by it
+    last: int
 
 
 class Recovery:
@@ -153,7 +161,8 @@ class Recovery:
             after=[e for e in events if e.seq > last.seq],
             action=Action.model_validate(intent.payload["action"]),
             proposal=Proposal.model_validate(received[-1].payload["proposal"]),
-            decision=RuntimeDecision.model_validate(made.payload["decision"]))
+            decision=RuntimeDecision.model_validate(made.payload["decision"]),
+            last=events[-1].seq)
 
     def _item(self, d: _Dangling, result: str, outcome: Outcome | None,
               detail: str) -> Reconciliation:
@@ -164,6 +173,16 @@ class Recovery:
 
     def _one(self, action_id: str) -> Reconciliation:
         d = self._load(action_id)
+        try:
+            return self._reconcile(d)
+        except SubjectMoved:
+            return self._item(d, "in_flight", None,
+                              "the action moved on while it was reconciled (its worker, "
+                              "found without its lease, wrote about it): left to it")
+        except Superseded as lost:  # this pass's own lease was lost, or the action moved
+            return self._item(d, "in_flight", None, lost.why)
+
+    def _reconcile(self, d: _Dangling) -> Reconciliation:
         worker = str(d.last_attempt.payload.get("worker") or "")
         if worker and (worker == self.ctx.lease.id or self.ctx.journal.worker_alive(worker)):
             return self._item(d, "in_flight", None, f"worker `{worker}` is alive")
@@ -175,12 +194,13 @@ class Recovery:
         if compensation is not None:
             out = self.settlement.compensate(
                 Proposal.model_validate(compensation.payload["proposal"]),
-                Outcome.model_validate(compensation.payload["outcome"]), d.action)
+                Outcome.model_validate(compensation.payload["outcome"]), d.action,
+                last=d.last)
             return self._item(d, "compensation_resumed", out,
                               "the verification had failed; compensation resumed")
         observed = _last(d.after, "action.observed")
         if observed is not None:
-            result = _recorded_result(spec, observed, started=d.last_attempt)
+            result = _recorded_result(spec, observed, started=d.last_attempt, last=d.last)
             return self._verify(d, spec, result, "reconciled",
                                 "the call had returned: its journaled observation verified")
         return self._ask(d, spec)
@@ -197,7 +217,9 @@ class Recovery:
         call = self._call(d, spec)
         try:
             found = self.gateway.reconcile(spec=spec, action=d.action, call=call,
-                                              run_id=d.intent.run_id)
+                                           run_id=d.intent.run_id, after=d.last)
+        except Superseded:
+            raise
         except Exception as exc:  # INVARIANT: a lookup that fails proves nothing
             return self._human(d, "reconcile_lookup_failed",
                                f"the lookup of `{spec.ref}` raised {type(exc).__name__}: {exc}")
@@ -218,7 +240,8 @@ class Recovery:
             payload={"idempotency_key": d.action.idempotency_key, "attempt": d.attempts,
                      "reason": "reconciliation: " + why, "worker": self.ctx.lease.id,
                      "idempotency": str(spec.idempotency)})
-        result = self.gateway.retry(spec=spec, action=d.action, call=call, retry=retry)
+        result = self.gateway.retry(spec=spec, action=d.action, call=call, retry=retry,
+                                    after=d.last)
         return self._verify(d, spec, result, "retried", why)
 
     def _call(self, d: _Dangling, spec: ToolSpec) -> ToolCall:
@@ -248,7 +271,8 @@ class Recovery:
                           status=OutcomeStatus.ESCALATED, decision=d.decision, action=d.action,
                           reasons=(f"escalated: human task `{task.payload['task_id']}`: "
                                    f"{reason}",))
-        self.ctx.append([task, outcome_event(outcome, d.action.id, reconciled=True, at=now)])
+        self.ctx.append_fenced([task, outcome_event(outcome, d.action.id, reconciled=True,
+                                                    at=now)], subject=d.action.id, last=d.last)
         return self._item(d, "human_task", outcome, reason)
 
 
@@ -257,8 +281,8 @@ def _last(events: list[AuditEvent], kind: str) -> AuditEvent | None:
     return matching[-1] if matching else None
 
 
-def _recorded_result(spec: ToolSpec, observed: AuditEvent, *,
-                     started: AuditEvent) -> GatewayResult:
+def _recorded_result(spec: ToolSpec, observed: AuditEvent, *, started: AuditEvent,
+                     last: int) -> GatewayResult:
     """The gateway's result, rebuilt from the observation journaled before the crash."""
     observation = ExecutionObservation.model_validate(observed.payload["observation"])
     output = None
@@ -269,7 +293,8 @@ def _recorded_result(spec: ToolSpec, observed: AuditEvent, *,
         except (ValueError, TypeError) as exc:
             error = f"output of `{spec.ref}` breaks its contract: {exc}"
     return GatewayResult(observation, output, error, started.at,
-                         raised=bool(observation.error and " raised " in observation.error))
+                         raised=bool(observation.error and " raised " in observation.error),
+                         last_seq=last)
 
 
 __all__ = ["Reconciliation", "Recovery", "RecoveryReport"]

@@ -5,6 +5,10 @@ failed verification runs the tool's declared compensation as a governed proposal
 own (both gates, verified, linked to the failed action); without one — or when it fails —
 and for inconclusive or failed calls, a human task is opened. Nothing commits here unless
 it was verified.
+
+Every append here is fenced (:meth:`.context.LoopContext.append_fenced`) by ``last``, the
+seq of the latest event about the action its writer knows: of a worker that stalled and
+the recovery pass that took its intent over, one settles the action, never both.
 """
 
 from __future__ import annotations
@@ -30,11 +34,12 @@ class Settlement:
         self.submit = submit
 
     def settle(self, proposal: Proposal, spec: ToolSpec, action: Action, outcome: Outcome,
-               events: Sequence[NewEvent], *, reconciled: bool) -> Outcome:
+               events: Sequence[NewEvent], *, reconciled: bool, last: int | None) -> Outcome:
         """Commit a verified outcome; compensate a failed verification; escalate the rest."""
         if outcome.status is OutcomeStatus.EXECUTED:
-            self.ctx.append([*events, outcome_event(outcome, action.id,
-                                                    reconciled=reconciled)])
+            self.ctx.append_fenced([*events, outcome_event(outcome, action.id,
+                                                           reconciled=reconciled)],
+                                   subject=action.id, last=last)
             return outcome
         tool = spec.compensation_tool
         if (outcome.status is OutcomeStatus.VERIFICATION_FAILED and tool
@@ -48,16 +53,18 @@ class Settlement:
                                      arguments=action.arguments,
                                      environment=action.environment))
             pending = with_reason(outcome, f"compensate with `{tool}`: proposal `{comp.id}`")
-            self.ctx.append([*events, NewEvent(
+            written = self.ctx.append_fenced([*events, NewEvent(
                 run_id=outcome.run_id, kind="compensation.requested", subject=action.id,
                 actor=RUNTIME_ACTOR, at=self.ctx.clock(),
                 payload={"failed_action_id": action.id, "proposal": comp.model_dump(mode="json"),
-                         "outcome": pending.model_dump(mode="json")})])
-            return self.compensate(comp, pending, action, reconciled=reconciled)
-        return self.escalate(outcome, action, events, reconciled=reconciled)
+                         "outcome": pending.model_dump(mode="json")})],
+                subject=action.id, last=last)
+            return self.compensate(comp, pending, action, reconciled=reconciled,
+                                   last=written[-1].seq if written else None)
+        return self.escalate(outcome, action, events, reconciled=reconciled, last=last)
 
     def compensate(self, comp: Proposal, pending: Outcome, action: Action, *,
-                   reconciled: bool = False) -> Outcome:
+                   last: int | None, reconciled: bool = False) -> Outcome:
         """Run the compensation through both gates; link it to the failed action."""
         done = self.submit(comp)
         link = NewEvent(run_id=pending.run_id, kind="compensation.recorded", subject=action.id,
@@ -67,14 +74,16 @@ class Settlement:
                                  else None, "status": str(done.status)})
         if done.status is OutcomeStatus.EXECUTED:
             final = with_reason(pending, f"compensated: `{comp.id}` executed and verified")
-            self.ctx.append([link, outcome_event(final, action.id, reconciled=reconciled)])
+            self.ctx.append_fenced([link, outcome_event(final, action.id,
+                                                        reconciled=reconciled)],
+                                   subject=action.id, last=last)
             return final
         return self.escalate(
             with_reason(pending, f"compensation `{comp.id}` ended `{done.status}`"), action,
-            [link], reconciled=reconciled, code="compensation_failed")
+            [link], reconciled=reconciled, code="compensation_failed", last=last)
 
     def escalate(self, outcome: Outcome, action: Action, events: Sequence[NewEvent], *,
-                 reconciled: bool, code: str | None = None) -> Outcome:
+                 reconciled: bool, last: int | None, code: str | None = None) -> Outcome:
         """Nothing was committed and the runtime cannot put it right: a human task."""
         code = code or {OutcomeStatus.VERIFICATION_FAILED: "verification_failed",
                         OutcomeStatus.INCONCLUSIVE: "inconclusive"}.get(outcome.status,
@@ -91,6 +100,7 @@ class Settlement:
                                          "status": str(outcome.status)})
         final = with_reason(outcome, f"escalated: human task `{task.payload['task_id']}`: "
                                       f"{reason}")
-        self.ctx.append([*events, task, outcome_event(final, action.id,
-                                                      reconciled=reconciled)])
+        self.ctx.append_fenced([*events, task, outcome_event(final, action.id,
+                                                             reconciled=reconciled)],
+                               subject=action.id, last=last)
         return final

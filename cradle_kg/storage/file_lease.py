@@ -33,6 +33,17 @@ class WorkerLease:
         fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.replace(tmp, self.path)
 
+    def held(self) -> bool:
+        """The lock is ours while our descriptor is open on the file that bears our name
+        (the kernel keeps an ``flock`` for a stopped process: only a removed or replaced
+        file makes :func:`worker_alive` answer no while this process lives)."""
+        if self._fd < 0:
+            return False
+        try:
+            return os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
+        except FileNotFoundError:
+            return False
+
     def release(self) -> None:
         if self._fd < 0:
             return

@@ -180,6 +180,12 @@ class Lease(Protocol):
     @property
     def id(self) -> str: ...
 
+    def held(self) -> bool:
+        """Whether this worker still holds its lease: checked before a tool is called (a
+        process stalled past the loss of its lease must not act on an intent another
+        worker may be reconciling)."""
+        ...
+
     def release(self) -> None: ...
 
 

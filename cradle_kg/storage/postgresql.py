@@ -94,10 +94,20 @@ def change_channel(schema: str) -> str:
 
 
 class _Lease:
-    """A session advisory lock on a connection of its own, for the life of a worker."""
+    """A session advisory lock on a connection of its own, for the life of a worker.
+
+    The lock lives as long as its session: a stopped process keeps it (its kernel still
+    answers for the socket), but the server can end the session while the process lives
+    (``pg_terminate_backend``, ``idle_session_timeout``, a fault on that one connection) —
+    and with it the lease, which :meth:`held` then reports lost."""
 
     def __init__(self, url: str) -> None:
         self._conn = connect(url)
+        self._lock = threading.Lock()
+        # the lease's session is idle for the worker's whole life: a server-wide
+        # idle_session_timeout would end it (and the lease) under a live worker
+        if self._conn.info.server_version >= 140000:  # the setting is PostgreSQL 14's
+            self._conn.execute("SET idle_session_timeout = 0")
         for _ in range(8):
             self.id = "w-" + uuid.uuid4().hex[:16]
             row = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
@@ -106,6 +116,20 @@ class _Lease:
                 return
         self._conn.close()
         raise JournalError("could not take a worker lease (8 ids in a row were held)")
+
+    def held(self) -> bool:
+        """One round trip on the lease's session: a session that answers still holds its
+        session locks (only it could release them); one that was ended does not."""
+        import psycopg
+
+        with self._lock:
+            if self._conn.closed:
+                return False
+            try:
+                self._conn.execute("SELECT 1")
+            except psycopg.Error:
+                return False
+            return True
 
     def release(self) -> None:
         if self._conn.closed:

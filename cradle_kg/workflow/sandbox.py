@@ -101,6 +101,9 @@ class _ReplayLease:
     def id(self) -> str:
         return self._worker() or self._real.id
 
+    def held(self) -> bool:
+        return self._real.held()
+
     def release(self) -> None:
         self._real.release()
 

@@ -1,0 +1,289 @@
+"""A worker that is not dead but stalled: fencing its intent against a takeover.
+
+Worker A journals an intent and is then stopped for real (``SIGSTOP``) — right after the
+intent, before the call; or after the tool's effect, before the observation is journaled.
+Worker B (its own runtime, connection and lease) runs a recovery pass while A is stopped.
+
+* A stopped process keeps its lease on both journals (its ``flock`` on SQLite, its
+  session advisory lock on PostgreSQL: the kernel still answers for its sockets), so B
+  leaves the intent alone (``in_flight``) and A, resumed, finishes it: one call, one
+  outcome.
+* On PostgreSQL the lease can be lost while its process lives: the server drops the
+  lease's session (an administrator's ``pg_terminate_backend``, ``idle_session_timeout``
+  — the lease's connection is idle for the worker's whole life —, a fault on that one
+  connection). B then reconciles A's intent: a human task for a tool of class ``none``, a
+  same-key retry for a keyed one. A, resumed, must not call the tool after that, nor write
+  an observation or an outcome over B's: one ``run.outcome`` per action, the one B wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cradle_kg import Runtime
+from cradle_kg.demo.scenario import demo_ledger
+from cradle_kg.storage import JOURNAL_URL_ENV, open_home_journal
+from cradle_kg.storage.pg_connect import LEASE_LOCKS, connect, lease_key
+from tests.conftest import make_config, proposal
+
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: a tool of idempotency class ``none`` without lookup (the mail that must not leave
+#: twice): registered by worker A and by worker B
+MAILER = """
+import os, signal
+from pathlib import Path
+from cradle_kg import ToolSpec
+from cradle_kg.records import IdempotencyClass, SideEffectClass
+from tests.conftest import EchoOut, Echo, _verify_ok
+
+def register_mailer(rt, after_effect=None):
+    outbox = Path(rt.home.root) / "outbox.txt"
+    def send(call):
+        with outbox.open("a") as f:
+            f.write(call.idempotency_key + "\\n")
+        if after_effect:
+            after_effect()
+        return EchoOut()
+    if not rt.verifiers.has("test.ok"):
+        rt.register_verifier("test.ok", _verify_ok)
+    rt.register_tool(ToolSpec(id="test.mailer", version="1", input_model=Echo,
+                              output_model=EchoOut, side_effect_class=SideEffectClass.REVERSIBLE,
+                              idempotency=IdempotencyClass.NONE, verifier="test.ok",
+                              blast_radius=("test:*",), target_from="test:*"), send)
+"""
+
+#: worker A: submits one proposal and stops itself (SIGSTOP) at ``stall``
+WORKER_A = """
+import json, os, signal, sys
+from pathlib import Path
+from cradle_kg import Runtime
+home, prop, stall = Path(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3]
+rt = Runtime(home, graph_sync=False)
+exec((home / "mailer.py").read_text())
+
+def stop():
+    (home / "stalled").write_text(rt.lease.id)
+    os.kill(os.getpid(), signal.SIGSTOP)  # resumed by the test's SIGCONT
+
+if stall == "after_intent":  # the intent is durable; the tool is not called yet
+    rt.listeners.append(lambda events: [stop() for e in events if e.kind == "action.intent"])
+    register_mailer(rt)
+else:  # the tool's effect happened; its answer is not journaled yet
+    register_mailer(rt, after_effect=stop)
+    real = rt.tools._impls["demo.ledger.credit"]
+    def credit(call):
+        out = real(call)
+        stop()
+        return out
+    rt.tools._impls["demo.ledger.credit"] = credit
+out = rt.submit(prop)
+print(json.dumps({"status": out.status.value, "reasons": list(out.reasons)}))
+"""
+
+#: worker B in a process of its own: a recovery pass that stops itself (SIGSTOP) after it
+#: read the journal and asked the ledger's lookup, before it writes what it found
+WORKER_B = """
+import json, os, signal, sys
+from pathlib import Path
+from cradle_kg import Runtime
+home = Path(sys.argv[1])
+rt = Runtime(home, recover=False, graph_sync=False)
+exec((home / "mailer.py").read_text())
+register_mailer(rt)
+real = rt.tools._lookups["demo.ledger.credit"]
+def lookup(call):
+    found = real(call)
+    (home / "b-stalled").write_text("1")
+    os.kill(os.getpid(), signal.SIGSTOP)
+    return found
+rt.tools._lookups["demo.ledger.credit"] = lookup
+print(json.dumps([item.to_dict() for item in rt.recover().items]))
+"""
+
+MAIL = proposal("p-mail", "test.mailer", {"value": "hello"}, agent="agent:tester",
+                target="test:inbox")
+CREDIT = proposal("p-credit", "demo.ledger.credit", {"account": "acct-1", "amount": 70})
+TOOLS = {"mailer": MAIL, "credit": CREDIT}
+
+
+@pytest.fixture
+def stall_home(home: Path) -> Path:
+    (home / "config.json").write_text(make_config().model_dump_json())
+    (home / "mailer.py").write_text(MAILER)
+    return home
+
+
+def _stopped(pid: int) -> bool:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return fields[0] in ("T", "t")
+
+
+def _start_and_stall(home: Path, *args: str, script: str = WORKER_A,
+                     marker: str = "stalled") -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CRADLE_CRASH_AT"}
+    child = subprocess.Popen([sys.executable, "-c", script, str(home), *args], env=env,
+                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    deadline = time.monotonic() + 120
+    while not ((home / marker).exists() and _stopped(child.pid)):
+        if child.poll() is not None or time.monotonic() > deadline:
+            child.kill()
+            out, err = child.communicate()
+            pytest.fail(f"the worker did not stall: rc={child.returncode} {out} {err}")
+        time.sleep(0.02)
+    return child
+
+
+def _drop_lease_session(worker: str) -> None:
+    """What the server does to a lease whose session it drops while the worker lives."""
+    key = lease_key(worker) & 0xFFFFFFFF
+    with connect(os.environ[JOURNAL_URL_ENV]) as conn:
+        rows = conn.execute(
+            "SELECT pid, objid FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND classid = %s AND objsubid = 2", (LEASE_LOCKS,)).fetchall()
+        pids = [pid for pid, objid in rows if int(objid) == key]
+        assert len(pids) == 1, rows
+        assert conn.execute("SELECT pg_terminate_backend(%s)", (pids[0],)).fetchone() == (True,)
+        while conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s",
+                           (pids[0],)).fetchone() != (0,):
+            time.sleep(0.01)
+
+
+def _resume(child: subprocess.Popen[str]) -> Any:
+    os.kill(child.pid, signal.SIGCONT)
+    out, err = child.communicate(timeout=120)
+    lines = out.strip().splitlines()
+    assert lines, f"the worker printed nothing: rc={child.returncode} {err[-2000:]}"
+    return json.loads(lines[-1])
+
+
+def _calls(home: Path, tool: str) -> int:
+    """Calls the tool received, by its own record (every call has the one key)."""
+    if tool == "mailer":
+        outbox = home / "outbox.txt"
+        return len(outbox.read_text().splitlines()) if outbox.exists() else 0
+    return sum(Counter(k for k, _op in demo_ledger(home).applied_calls()).values())
+
+
+def _recover_with_b(home: Path) -> list[str]:
+    with Runtime(home, recover=False, graph_sync=False) as b:
+        namespace: dict[str, Any] = {}
+        exec((home / "mailer.py").read_text(), namespace)
+        namespace["register_mailer"](b)
+        return [item.result for item in b.recover().items]
+
+
+def _outcomes(home: Path) -> tuple[list[str], list[str], list[str], bool]:
+    """The statuses of the action's ``run.outcome``s, its transitions, the codes of the
+    human tasks opened, and whether the chain is intact."""
+    with open_home_journal(home) as journal:
+        intent = journal.events_of_kind("action.intent")[0]
+        outcomes = [e.payload["outcome"]["status"] for e in journal.events_for_subject(
+            intent.subject) if e.kind == "run.outcome"]
+        transitions = [e.kind for e in journal.events()
+                       if e.kind.startswith("transition.")
+                       and e.payload.get("action_id") == intent.subject]
+        tasks = [e.payload["code"] for e in journal.events_of_kind("human_task.opened")]
+        assert journal.dangling_intents() == []
+        return outcomes, transitions, tasks, journal.verify().intact
+
+
+@pytest.mark.parametrize("stall", ["after_intent", "after_effect"])
+@pytest.mark.parametrize("tool", ["mailer", "credit"])
+def test_a_stopped_worker_keeps_its_lease_and_finishes_alone(
+        stall_home: Path, tool: str, stall: str) -> None:
+    child = _start_and_stall(stall_home, json.dumps(TOOLS[tool]), stall)
+    try:
+        assert _recover_with_b(stall_home) == ["in_flight"]
+    finally:
+        answer = _resume(child)
+    assert answer["status"] == "executed", answer
+    assert _calls(stall_home, tool) == 1
+    outcomes, transitions, tasks, intact = _outcomes(stall_home)
+    assert outcomes == ["executed"] and transitions == ["transition.committed"] and intact
+    assert tasks == []
+
+
+#: what B does about A's intent once A's lease is gone, and the one outcome that stands:
+#: the mail has no lookup (a human task); the ledger's lookup has no trace of the key
+#: before the call (a same-key retry), and finds the entry after it
+TAKEOVER = {("mailer", "after_intent"): ("human_task", "escalated"),
+            ("mailer", "after_effect"): ("human_task", "escalated"),
+            ("credit", "after_intent"): ("retried", "executed"),
+            ("credit", "after_effect"): ("reconciled", "executed")}
+
+
+@pytest.mark.parametrize("stall", ["after_intent", "after_effect"])
+@pytest.mark.parametrize("tool", ["mailer", "credit"])
+def test_a_stalled_worker_whose_lease_was_taken_over_does_not_act_again(
+        stall_home: Path, journal_backend: str, tool: str, stall: str) -> None:
+    if journal_backend != "postgresql":
+        pytest.skip("a live process cannot lose its flock: shown by the test above")
+    child = _start_and_stall(stall_home, json.dumps(TOOLS[tool]), stall)
+    try:
+        _drop_lease_session((stall_home / "stalled").read_text())
+        result, status = TAKEOVER[tool, stall]
+        assert _recover_with_b(stall_home) == [result]
+    finally:
+        answer = _resume(child)
+    outcomes, transitions, tasks, intact = _outcomes(stall_home)
+    figures = {"answer": answer, "calls": _calls(stall_home, tool), "outcomes": outcomes,
+               "transitions": transitions, "tasks": tasks, "intact": intact}
+    # B's outcome stands, alone; A answers with it and says why
+    assert outcomes == [status], figures
+    assert answer["status"] == status, figures
+    assert any("lease" in r for r in answer["reasons"]), figures
+    assert len(transitions) <= 1 and intact, figures
+    # a call made before the stall is the only call A makes; A makes none after it
+    # (credit: B's same-key retry reaches the ledger, which keeps one entry per key)
+    calls = {("mailer", "after_intent"): 0, ("mailer", "after_effect"): 1,
+             ("credit", "after_intent"): 1, ("credit", "after_effect"): 1}
+    assert figures["calls"] == calls[tool, stall], figures
+    if tool == "credit":
+        assert all(n == 1 for n in demo_ledger(stall_home).entries_per_key().values())
+    # the mail A sent before its stall is not lost: a second task says what the tool
+    # answered, beside recovery's (which could not know); A sent nothing after it
+    expected_tasks = {("mailer", "after_intent"): ["reconcile_idempotency_none"],
+                      ("mailer", "after_effect"): ["reconcile_idempotency_none",
+                                                   "superseded_call"]}
+    assert tasks == expected_tasks.get((tool, stall), []), figures
+
+
+def test_a_recovery_pass_that_stalls_does_not_write_over_the_worker_that_came_back(
+        stall_home: Path, journal_backend: str) -> None:
+    """The other way round: B's pass reads A's intent (A stopped in its call, its lease
+    gone), asks the ledger, and stops before it writes; A comes back and settles the
+    action; then B resumes. B's reconciled observation is refused: one outcome, A's."""
+    if journal_backend != "postgresql":
+        pytest.skip("a live process cannot lose its flock: shown by the test above")
+    a = _start_and_stall(stall_home, json.dumps(CREDIT), "after_effect")
+    b: subprocess.Popen[str] | None = None
+    try:
+        _drop_lease_session((stall_home / "stalled").read_text())
+        b = _start_and_stall(stall_home, script=WORKER_B, marker="b-stalled")
+        answer = _resume(a)
+    finally:
+        if a.poll() is None:
+            _resume(a)
+        items = _resume(b) if b is not None else []
+    outcomes, transitions, tasks, intact = _outcomes(stall_home)
+    figures = {"a": answer, "b": items, "calls": _calls(stall_home, "credit"),
+               "outcomes": outcomes, "transitions": transitions, "tasks": tasks}
+    assert answer["status"] == "executed" and answer["reasons"] == [], figures
+    assert [i["result"] for i in items] == ["in_flight"], figures
+    assert "was not journaled" in items[0]["detail"], figures
+    assert outcomes == ["executed"] and transitions == ["transition.committed"], figures
+    assert figures["calls"] == 1 and tasks == [] and intact, figures

@@ -93,6 +93,12 @@ def change_channel(schema: str) -> str:
     return f"cradle_journal_{zlib.crc32(schema.encode('utf-8')):08x}"
 
 
+#: the server-side TCP keepalive of a lease's session: idle 10 s, then a probe every 5 s,
+#: 3 unanswered probes end it (the values pg_connect gives the client's side)
+LEASE_KEEPALIVES = (("tcp_keepalives_idle", 10), ("tcp_keepalives_interval", 5),
+                    ("tcp_keepalives_count", 3))
+
+
 class _Lease:
     """A session advisory lock on a connection of its own, for the life of a worker.
 
@@ -108,6 +114,11 @@ class _Lease:
         # idle_session_timeout would end it (and the lease) under a live worker
         if self._conn.info.server_version >= 140000:  # the setting is PostgreSQL 14's
             self._conn.execute("SET idle_session_timeout = 0")
+        # the server's own keepalive on this session (the client's, in pg_connect, does not
+        # make the server notice): a dead host's lease is dropped ~25 s after it went
+        # silent, not after the OS's default two hours (ignored on a Unix socket)
+        for setting, value in LEASE_KEEPALIVES:
+            self._conn.execute(f"SET {setting} = {value}")
         for _ in range(8):
             self.id = "w-" + uuid.uuid4().hex[:16]
             row = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)",

@@ -261,6 +261,23 @@ def test_leases_are_alive_while_held_and_dead_after(journal: Journal) -> None:
     assert not journal.worker_alive(lease.id)
 
 
+def test_a_lease_session_has_the_servers_keepalive(pg_url: str) -> None:
+    """The server drops a dead host's lease after its own TCP keepalive: set on the lease's
+    session (the client's keepalive does not make the server notice; the server's default
+    is the OS's, two hours)."""
+    from cradle_kg.storage.postgresql import LEASE_KEEPALIVES
+
+    with open_journal(pg_url) as j:
+        lease = j.acquire_lease()
+        try:
+            conn = lease._conn  # type: ignore[attr-defined]
+            for setting, value in LEASE_KEEPALIVES:
+                assert conn.execute(f"SHOW {setting}").fetchone()[0] == str(value), setting
+            assert conn.info.host.startswith("127."), "over TCP: the settings take effect"
+        finally:
+            lease.release()
+
+
 _HOLD = """
 import sys, time
 from cradle_kg.storage import open_journal

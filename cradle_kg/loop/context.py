@@ -55,6 +55,7 @@ class LoopContext:
         self.config = config
         self.clock = clock
         self.lease = lease
+        self._lease_lock = threading.Lock()
         self.listeners: list[AppendListener] = []
         #: per thread: the events a :meth:`one_transaction` block appended so far
         self._held = threading.local()
@@ -134,11 +135,14 @@ class LoopContext:
                     raise
                 last = newer[-1].seq
 
-    def renew_lease(self) -> None:
-        """Take a new lease after this one was lost: the intents written from now on are
-        this worker's again (those under the lost one are recovery's to reconcile)."""
-        lost = self.lease
-        self.lease = self.journal.acquire_lease()
+    def renew_lease(self, lost: Lease) -> None:
+        """Take a new lease after ``lost`` was lost: the intents written from now on are
+        this worker's again (those under the lost one are recovery's to reconcile). Once
+        per lost lease, whichever thread finds it lost first; the others keep the new one."""
+        with self._lease_lock:
+            if self.lease is not lost:
+                return  # another thread renewed it already
+            self.lease = self.journal.acquire_lease()
         lost.release()
 
     def append_unmoved(self, build: Callable[[], Sequence[NewEvent]], *, attempts: int,

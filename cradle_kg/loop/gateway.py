@@ -94,7 +94,7 @@ class Gateway:
             raise KeyAlreadyClaimed(taken.key) from taken
         crashpoint("after_intent")
         return self._call(spec, action, call, intent.run_id,
-                          written[-1].seq if written else None)
+                          written[-1].seq if written else None, intent.payload.get("worker"))
 
     def retry(self, *, spec: ToolSpec, action: Action, call: ToolCall,
               retry: NewEvent, after: int | None) -> GatewayResult:
@@ -113,7 +113,7 @@ class Gateway:
                              "this retry: it was not made") from moved
         crashpoint("after_intent")
         return self._call(spec, action, call, retry.run_id,
-                          written[-1].seq if written else None)
+                          written[-1].seq if written else None, retry.payload.get("worker"))
 
     def reconcile(self, *, spec: ToolSpec, action: Action, call: ToolCall,
                   run_id: str, after: int) -> GatewayResult | None:
@@ -134,12 +134,16 @@ class Gateway:
                              extra={"reconciled": True, "via": "lookup"})
 
     def _call(self, spec: ToolSpec, action: Action, call: ToolCall, run_id: str,
-              after: int | None) -> GatewayResult:
-        # INVARIANT: no call once the lease is lost — another worker may be reconciling the
-        # intent (a stall between this check and the call is the tool's key's to absorb)
-        if after is not None and not self.ctx.lease.held():
-            lost = self.ctx.lease.id
-            self.ctx.renew_lease()
+              after: int | None, worker: object = None) -> GatewayResult:
+        # INVARIANT: no call once the lease the intent (or retry) names is lost — another
+        # worker may be reconciling it (a stall between this check and the call is the
+        # tool's key's to absorb). ``worker``: that lease's id; another thread of this
+        # process may have renewed the lease since it was written, and then the intent is
+        # under the lost one all the same
+        lease = self.ctx.lease
+        if after is not None and (worker not in (None, lease.id) or not lease.held()):
+            lost = str(worker or lease.id)
+            self.ctx.renew_lease(lease)
             raise Superseded(action.id, f"this worker's lease `{lost}` was lost before the "
                              f"call: `{spec.ref}` was not called")
         started = self.clock()

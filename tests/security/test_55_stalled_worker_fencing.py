@@ -287,3 +287,47 @@ def test_a_recovery_pass_that_stalls_does_not_write_over_the_worker_that_came_ba
     assert "was not journaled" in items[0]["detail"], figures
     assert outcomes == ["executed"] and transitions == ["transition.committed"], figures
     assert figures["calls"] == 1 and tasks == [] and intact, figures
+
+
+# --- a lease renewed by another thread of the same process --------------------------------
+
+def test_an_intent_under_a_lease_another_thread_renewed_is_not_called(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads of one process share its lease. When one of them finds it lost and takes a
+    new one, an intent another thread wrote under the old lease is recovery's to reconcile:
+    that thread must not call the tool under the new lease — checking only that *a* lease
+    is held let it call while another worker could be reconciling the same intent."""
+    from cradle_kg.loop import gateway
+
+    with Runtime(home, config=make_config(), graph_sync=False) as rt:
+        namespace: dict[str, Any] = {}
+        exec(MAILER, namespace)
+        namespace["register_mailer"](rt)
+        written_under = []
+
+        def renewed_by_another_thread(name: str) -> None:
+            if name == "after_intent":  # the intent names the old lease; it is replaced
+                old = rt.lease
+                written_under.append(old.id)
+                rt.context.renew_lease(old)
+
+        monkeypatch.setattr(gateway, "crashpoint", renewed_by_another_thread)
+        out = rt.submit(proposal("p-1", "test.mailer", {"value": "hello"},
+                                 agent="agent:tester", target="test:mail"))
+        assert not (home / "outbox.txt").exists(), "the tool ran under the lost lease"
+        assert out.status != "executed"
+        assert written_under and rt.lease.id != written_under[0]
+        intents = rt.journal.events_of_kind("action.intent")
+        assert [e.payload["worker"] for e in intents] == written_under  # left to recovery
+
+
+def test_a_lost_lease_is_renewed_once_whichever_threads_find_it_lost(home: Path) -> None:
+    """Two threads finding the same lease lost take one new lease between them: the second
+    does not release the lease the first just took (its intents would look dead)."""
+    with Runtime(home, config=make_config(), graph_sync=False) as rt:
+        lost = rt.lease
+        rt.context.renew_lease(lost)
+        first = rt.lease
+        rt.context.renew_lease(lost)  # the second thread, with the lease it saw lost
+        assert rt.lease is first and first.id != lost.id
+        assert rt.journal.worker_alive(first.id)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import re
+import select
 import threading
 import time
 import uuid
@@ -129,13 +130,23 @@ class _Lease:
         raise JournalError("could not take a worker lease (8 ids in a row were held)")
 
     def held(self) -> bool:
-        """One round trip on the lease's session: a session that answers still holds its
-        session locks (only it could release them); one that was ended does not."""
+        """Whether the lease's session still holds its session locks (only it could release
+        them). The session is idle between calls: nothing arrives on its socket unless the
+        server ended it (a terminated backend sends its FATAL and closes) or the
+        connection broke — so a socket with nothing to read is held, without a round trip
+        on every governed call; one with something to read is asked (``SELECT 1``: a
+        session that answers holds them, one that was ended does not)."""
         import psycopg
 
         with self._lock:
             if self._conn.closed:
                 return False
+            try:
+                ready, _, _ = select.select([self._conn.fileno()], [], [], 0)
+            except (OSError, ValueError, psycopg.Error):
+                ready = [True]  # cannot tell: ask
+            if not ready:
+                return True
             try:
                 self._conn.execute("SELECT 1")
             except psycopg.Error:

@@ -226,12 +226,12 @@ TAKEOVER = {("mailer", "after_intent"): ("human_task", "escalated"),
             ("credit", "after_effect"): ("reconciled", "executed")}
 
 
+#: a live process cannot lose its flock (shown by the test above): PostgreSQL only
+@pytest.mark.parametrize("journal_backend", ["postgresql"], indirect=True)
 @pytest.mark.parametrize("stall", ["after_intent", "after_effect"])
 @pytest.mark.parametrize("tool", ["mailer", "credit"])
 def test_a_stalled_worker_whose_lease_was_taken_over_does_not_act_again(
         stall_home: Path, journal_backend: str, tool: str, stall: str) -> None:
-    if journal_backend != "postgresql":
-        pytest.skip("a live process cannot lose its flock: shown by the test above")
     child = _start_and_stall(stall_home, json.dumps(TOOLS[tool]), stall)
     try:
         _drop_lease_session((stall_home / "stalled").read_text())
@@ -262,13 +262,12 @@ def test_a_stalled_worker_whose_lease_was_taken_over_does_not_act_again(
     assert tasks == expected_tasks.get((tool, stall), []), figures
 
 
+@pytest.mark.parametrize("journal_backend", ["postgresql"], indirect=True)
 def test_a_recovery_pass_that_stalls_does_not_write_over_the_worker_that_came_back(
         stall_home: Path, journal_backend: str) -> None:
     """The other way round: B's pass reads A's intent (A stopped in its call, its lease
     gone), asks the ledger, and stops before it writes; A comes back and settles the
     action; then B resumes. B's reconciled observation is refused: one outcome, A's."""
-    if journal_backend != "postgresql":
-        pytest.skip("a live process cannot lose its flock: shown by the test above")
     a = _start_and_stall(stall_home, json.dumps(CREDIT), "after_effect")
     b: subprocess.Popen[str] | None = None
     try:

@@ -278,6 +278,27 @@ def test_a_lease_session_has_the_servers_keepalive(pg_url: str) -> None:
             lease.release()
 
 
+def test_a_lease_whose_session_the_server_ended_is_not_held(pg_url: str) -> None:
+    """``held`` reads the lease session's socket: idle, nothing to read, held; once the
+    server ends the session (its FATAL arrives, the socket closes), not held."""
+    import psycopg
+
+    with open_journal(pg_url) as j:
+        lease = j.acquire_lease()
+        try:
+            assert lease.held() and lease.held()
+            pid = lease._conn.info.backend_pid  # type: ignore[attr-defined]
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
+            deadline = time.monotonic() + 10
+            while lease.held() and time.monotonic() < deadline:
+                time.sleep(0.05)  # the FATAL is on its way
+            assert not lease.held()
+            assert not j.worker_alive(lease.id)
+        finally:
+            lease.release()
+
+
 _HOLD = """
 import sys, time
 from cradle_kg.storage import open_journal

@@ -260,7 +260,11 @@ def test_missing_file_and_broken_policy_are_clean_errors(tmp_path: Path) -> None
     assert done.returncode == 2 and "cannot read" in done.stderr
     (tmp_path / "h" / "policies").mkdir(parents=True)
     (tmp_path / "h" / "policies" / "bad.cedar").write_text("permit(principal,")
-    (tmp_path / "p.json").write_text("{}")
+    # a proposal that could be submitted: the home's broken policy is what refuses it
+    (tmp_path / "p.json").write_text(json.dumps({
+        "id": "p1", "task_id": "t1", "agent_id": "agent:ledger-assistant",
+        "action": {"action_type": "demo.ledger.balance", "target": "ledger:a",
+                   "arguments": {"account": "a"}}}))
     done = cli("submit", str(tmp_path / "p.json"), "--home", str(tmp_path / "h"))
     assert done.returncode == 2
     assert "bad.cedar" in done.stderr and "Traceback" not in done.stderr

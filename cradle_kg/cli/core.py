@@ -95,16 +95,19 @@ def submit(
     """
     try:
         from ..config import load_config
-        from ..loop.proposal import read_proposal
+        from ..loop.proposal import check_agent_proposal, parse_proposal, read_proposal
 
         limits = load_config(Home(resolve_home(home)).config).input_limits
         raw = read_proposal(read_input(proposal_file, limits), limits,
                             source="stdin" if proposal_file == "-" else proposal_file)
+        # checked before the home is opened: a proposal that cannot be submitted leaves
+        # no trace (not even the empty journal a first command would create)
+        proposal = check_agent_proposal(parse_proposal(raw, limits))
     except CradleError as exc:
         fail(exc)
     with open_runtime(home) as rt:
         try:
-            outcome = rt.submit(raw)
+            outcome = rt.submit(proposal)
         except CradleError as exc:
             fail(exc)
     print_json(outcome.model_dump(mode="json"))

@@ -67,6 +67,32 @@ def parse_proposal(raw: Proposal | dict[str, Any], limits: InputLimits = DEFAULT
     return proposal
 
 
+#: the namespaces the runtime names its own records in, which are the subjects of their
+#: events (actions ``act:``, their decisions, observations, verifications, transitions,
+#: compensations; approvals, human tasks, budgets, workflow steps, evidence; journal keys).
+#: A proposal's events are about its id: an agent's proposal named ``act:<hex>`` wrote
+#: its denied outcome onto that action (a replay of its key answered "denied", recovery no
+#: longer saw its intent, its worker's fenced commit was refused). Every new namespace of
+#: a runtime subject belongs here (``tests/security/test_58`` checks the demo's journal).
+RESERVED_ID_NAMESPACES = frozenset({
+    "act", "dec", "obs", "ver", "st", "comp", "approval", "approval-once", "task", "budget",
+    "step", "idem", "proposal", "run-claim", "sha256", "workflow", "autonomy", "policyset"})
+
+
+def check_agent_proposal(proposal: Proposal) -> Proposal:
+    """``proposal`` as an agent (or its host) may submit it: its id is in no namespace the
+    runtime names its own records in (:data:`RESERVED_ID_NAMESPACES`), or a one-line
+    :class:`ProposalError`. The runtime's own proposals (a compensation's ``comp:…``)
+    are submitted without this check."""
+    namespace, colon, _ = proposal.id.partition(":")
+    if colon and namespace.lower() in RESERVED_ID_NAMESPACES:
+        raise ProposalError(
+            f"proposal: `id`: `{namespace}:` is a namespace the runtime names its own "
+            "records in (actions, decisions, approvals, tasks, ...): a proposal's id may "
+            "not begin with it", hint="choose another id, e.g. without the colon")
+    return proposal
+
+
 def _validation_message(exc: ValidationError) -> str:
     first = exc.errors(include_url=False, include_input=False)[0]
     loc = ".".join(str(x) for x in first["loc"])

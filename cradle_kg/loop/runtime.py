@@ -76,7 +76,7 @@ from .integrity import IntegrityChecker
 from .outcomes import VERDICT_STATUS, outcome_event, recorded_outcome
 from .plans import PlanOutcome, run_plan
 from .policies import PolicySet
-from .proposal import parse_proposal, recorded_answer
+from .proposal import check_agent_proposal, parse_proposal, recorded_answer
 from .recovery import Recovery, RecoveryReport
 from .settlement import Settlement
 
@@ -394,11 +394,11 @@ class Runtime:
         Nothing is journaled before this returns: an oversized, malformed or non-JSON
         proposal (NaN, lone surrogates, runaway nesting) never reaches the journal.
         """
-        return parse_proposal(raw, self.config.input_limits)
+        return check_agent_proposal(parse_proposal(raw, self.config.input_limits))
 
     def submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         """Run one proposal through the whole loop and return how it ended."""
-        return self._submit(raw)
+        return self._submit_parsed(self.parse_proposal(raw))
 
     def claim_run(self, run_id: str, agent_id: str) -> None:
         """Make ``run_id`` ``agent_id``'s before anything is journaled in it, or raise
@@ -436,7 +436,11 @@ class Runtime:
             raise JournalError(f"run `{run_id}`: its claim is not in the journal")
 
     def _submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
-        proposal = self.parse_proposal(raw)
+        """:meth:`submit` without the agent's checks (:func:`check_agent_proposal`): the
+        runtime's own proposals (a compensation) come in here."""
+        return self._submit_parsed(parse_proposal(raw, self.config.input_limits))
+
+    def _submit_parsed(self, proposal: Proposal) -> Outcome:
         # a submission that lost the race for its id to another process is evaluated again:
         # it is now the identical proposal (recorded outcome) or a reused id (denied); one
         # whose intent another worker's took past a limit, too: gate 1 now denies it

@@ -144,7 +144,10 @@ def test_an_old_config_naming_plugins_is_refused_in_one_line(tmp_path: Path) -> 
     assert_refused(done, "`plugins` is no longer read")
 
 
-def test_error_lines_are_not_wrapped_when_piped(home: Path) -> None:
+def test_error_lines_are_not_wrapped_when_piped(tmp_path: Path) -> None:
+    home = fresh_home(tmp_path / "home")  # with a journal: `runs show` answers its own error
+    with Runtime(home) as rt:
+        assert rt.submit(credit("p-first")).status == "executed"
     long_name = "x" * 150
     done = cli("runs", "show", long_name, "--home", str(home), columns=None)
     assert_refused(done, long_name)

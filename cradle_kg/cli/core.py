@@ -185,6 +185,7 @@ def audit_verify(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
         print_json({"intact": report.intact, "events": report.events,
                     "head_hash": report.head_hash, "broken_seq": report.broken_seq,
                     "broken_event": report.broken_id, "reason": report.reason,
+                    "invariant": report.invariant,
                     "anchor": str(wanted) if wanted else None})
     elif report.intact:
         console.print(f"intact: {report.events} events, head {report.head_hash}"

@@ -67,6 +67,9 @@ class ChainReport:
     broken_seq: int | None = None
     broken_id: str | None = None
     reason: str | None = None
+    #: set when the chain is sound but the events break one of
+    #: :data:`.invariants.INVARIANTS` (its name)
+    invariant: str | None = None
 
 
 def event_hash(*, seq: int, event_id: str, run_id: str, kind: str, subject: str,

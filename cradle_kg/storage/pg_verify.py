@@ -7,17 +7,18 @@ column is checked by is the table in :mod:`.sqlite_verify` (same events, same wa
 :func:`.walk.walk`); besides it, the schema must be exactly the one the migrations create
 (:data:`.pg_catalog.EXPECTED`: relations, columns, indexes, constraints, triggers, rules,
 row-level policies, functions) and ``schema_migrations`` must list exactly this code's
-migrations.
+migrations. Then, on the same snapshot, what the events mean (:mod:`.invariants`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
 from ..errors import JournalError
-from . import pg_schema
+from . import invariants, pg_schema
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress
 from .pg_catalog import EXPECTED
 from .sqlite_derived import USAGE_EXACT
@@ -65,10 +66,22 @@ def verify_connection(conn: psycopg.Connection[tuple[Any, ...]], *,
             if mismatch is not None:
                 report = ChainReport(False, report.events, report.head_hash, None, None,
                                      mismatch)
+        if report.intact:
+            report = invariants.report(report, invariants.check("postgresql", _rows(conn)))
         return report
     except ChainBroken as broken:
         return ChainReport(False, broken.events, GENESIS_HASH, broken.seq, broken.event_id,
                            broken.reason)
+
+
+def _rows(conn: psycopg.Connection[tuple[Any, ...]]) -> invariants.Rows:
+    """Each query's rows through a server-side cursor of its own (constant memory)."""
+    def rows(sql: str) -> Iterator[Sequence[Any]]:
+        with conn.cursor(name="cradle_invariant") as cur:
+            cur.itersize = 2000
+            cur.execute(sql)
+            yield from cur
+    return rows
 
 
 def catalog(conn: psycopg.Connection[tuple[Any, ...]]) -> set[str]:

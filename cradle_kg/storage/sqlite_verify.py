@@ -26,6 +26,9 @@ approval_ids.*   type), after the chain is found intact
 runs.*
 ===============  =====================================================================
 
+Then what the events mean is checked: :mod:`.invariants` (an action settled once, its
+intent first, a committed transition verified, ...), on the same snapshot.
+
 Every text column must hold text (a BLOB with the same bytes compares unequal in the
 runtime's queries); the schema — tables, columns, indexes (the UNIQUE index on
 ``idem_key`` is what makes a key claimable once), triggers, views — must be exactly
@@ -49,6 +52,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
+from . import invariants
 from . import sqlite_derived as derived
 from .chain import (
     GENESIS_HASH,
@@ -184,6 +188,8 @@ def _verify(conn: sqlite3.Connection, anchor: Anchor | None,
             if mismatch is not None:
                 report = ChainReport(False, report.events, report.head_hash, None, None,
                                      mismatch)
+        if report.intact:
+            report = invariants.report(report, invariants.check("sqlite", conn.execute))
     finally:
         conn.execute("COMMIT")
     return report

@@ -49,19 +49,31 @@ pytestmark = pytest.mark.sqlite_only(
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[2]
 
-#: (kind, subject, payload, idem_key): intents claim keys, as the runtime's do
+#: (kind, subject, payload, idem_key): intents claim keys, as the runtime's do, and the
+#: events mean what the runtime's do (an intent allowed by a decision, claiming its action's
+#: key: ``audit verify`` checks :mod:`cradle_kg.storage.invariants` too)
+_ALLOW = {"decision": {"verdict": "allow", "granted_to": "agent:a"}}
+
+
+def intent_payload(key: str, **payload: object) -> dict[str, object]:
+    return {**payload, "decision_id": "dec:1",
+            "action": {"idempotency_key": key, "executed_by": "agent:a"}}
+
+
 EVENTS: list[tuple[str, str, dict[str, object], str | None]] = [
-    ("policyset.activated", "policyset:v1", {"version": "v1"}, None),
+    ("decision.made", "dec:1", _ALLOW, None),
     ("proposal.received", "proposal:p-1", {"amount": 250}, None),
-    ("action.intent", "action:a-1", {"input_hash": "sha256:aa", "cost": 1}, "key-1"),
-    ("transition.committed", "action:a-1", {"ok": True}, None),
+    ("action.intent", "action:a-1", intent_payload("key-1", input_hash="sha256:aa", cost=1),
+     "key-1"),
+    ("action.observed", "action:a-1", {"ok": True}, None),
     ("approval.consumed", "approval:x", {"approval_id": "ap-1"}, "approval-once:ap-1"),
-    ("action.intent", "action:a-2", {"input_hash": "sha256:bb", "cost": 2}, "key-2"),
+    ("action.intent", "action:a-2", intent_payload("key-2", input_hash="sha256:bb", cost=2),
+     "key-2"),
     ("action.outcome", "action:a-2", {"status": "executed", "text": "é"}, None),
     ("run.closed", "run:r", {}, None),
     # rows for every derived table: an approval's place, an intent closed by its outcome
     ("approval.requested", "approval:x", {"approval": {"id": "ap-1"}}, None),
-    ("run.outcome", "action:a-1", {"outcome": {"status": "executed"}}, None),
+    ("run.outcome", "action:a-1", {"outcome": {"status": "escalated"}}, None),
     # and a run's state: a workflow started, a human step and a task waiting
     ("workflow.started", "workflow:w", {"workflow": "w"}, None),
     ("human.requested", "step:s", {"step": "s", "reasons": ["why"]}, None),

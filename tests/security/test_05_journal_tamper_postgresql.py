@@ -24,7 +24,7 @@ import pytest
 from cradle_kg.canonical import canonical_json, sha256_bytes
 from cradle_kg.storage import GENESIS_HASH, Anchor, NewEvent, event_hash, open_journal
 from cradle_kg.storage.pg_verify import verify_connection, verify_postgres
-from tests.security.test_05_journal_tamper import EVENTS, T0
+from tests.security.test_05_journal_tamper import EVENTS, T0, intent_payload
 
 Tamper = Callable[[psycopg.Connection[Any]], object]
 
@@ -230,7 +230,7 @@ def test_verify_reads_one_snapshot_while_others_append(pg_url: str) -> None:
                 j.append([NewEvent(run_id="run:w", kind="note", subject=f"s:{i}",
                                    actor="agent:a", at=T0, payload={"i": i}),
                           NewEvent(run_id="run:w", kind="action.intent", subject=f"a:{i}",
-                                   actor="agent:a", at=T0, payload={"cost": 1},
+                                   actor="agent:a", at=T0, payload=intent_payload(f"w-{i}", cost=1),
                                    idem_key=f"w-{i}")])
 
     t = threading.Thread(target=writer)

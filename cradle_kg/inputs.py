@@ -170,24 +170,51 @@ def load_json(data: str | bytes, *, limits: InputLimits = DEFAULT_LIMITS,
 FILE_LIMITS = InputLimits.model_construct(max_bytes=_CEILING_VALUES["max_bytes"])
 
 
+def read_file(path: Path, *, max_bytes: int) -> bytes:
+    """The bytes of a file an operator names (or a folder holds), or a one-line
+    :class:`InputError` naming it: only a regular file is read — a FIFO or a device named
+    like a data file would block or never end — and never more than ``max_bytes`` of it
+    (checked on the open file before reading, :class:`InputTooLargeError` past it).
+
+    The file is opened without blocking and checked on its descriptor, so it cannot be
+    swapped for a FIFO between the check and the read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InputError(f"`{path}`: cannot read: {exc.strerror or exc}") from None
+    with open(fd, "rb", closefd=True) as handle:
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise InputError(f"`{path}`: not a regular file")
+            if info.st_size > max_bytes:
+                raise InputTooLargeError(f"`{path}`: {info.st_size} bytes is more than the "
+                                         f"limit of {max_bytes} bytes")
+            data = handle.read(max_bytes + 1)
+        except OSError as exc:
+            raise InputError(f"`{path}`: cannot read: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:  # it grew since the check
+        raise InputTooLargeError(f"`{path}`: more than the limit of {max_bytes} bytes")
+    return data
+
+
+def read_text_file(path: Path, *, max_bytes: int) -> str:
+    """:func:`read_file`, decoded as UTF-8 (anything else: one line naming the byte)."""
+    data = read_file(path, max_bytes=max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"`{path}`: not UTF-8 at byte {exc.start}") from None
+
+
 def load_json_file(path: Path, *, limits: InputLimits = FILE_LIMITS) -> Any:
     """Decode a JSON file with :func:`load_json`'s rules (no duplicate key, no ``NaN``,
     bounded depth, strings and numbers), or raise a one-line :class:`InputError`.
 
-    Only a regular file is read (a FIFO or a device named like a data file would block or
-    never end), and never more than ``limits.max_bytes`` + 1 bytes of it.
+    The file is read by :func:`read_file`: a regular file of at most ``limits.max_bytes``.
     """
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"`{path}`: not a regular file")
-        if info.st_size > limits.max_bytes:
-            raise InputTooLargeError(f"`{path}`: {info.st_size} bytes is more than the limit "
-                                     f"of {limits.max_bytes} bytes")
-        with open(path, "rb") as handle:
-            data = handle.read(limits.max_bytes + 1)
-    except OSError as exc:
-        raise InputError(f"`{path}`: cannot read: {exc.strerror or exc}") from None
+    data = read_file(path, max_bytes=limits.max_bytes)
     return load_json(data, limits=limits, source=str(path))
 
 

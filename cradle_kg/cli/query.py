@@ -29,8 +29,10 @@ from ..errors import CradleError, InputError
 from ..graph.catchup import rebuild
 from ..graph.project import ID_BASE, RUN_BASE
 from ..graph.queries import NamedQuery, QueryCatalog, bind, execute
+from ..graph.sparql_guard import MAX_QUERY_BYTES
 from ..graph.vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
 from ..home import Home, resolve_home
+from ..inputs import read_text_file
 from ..storage import open_home_journal
 from ..storage.graph import GraphStore
 from ..storage.graph_opening import is_remote, open_graph_store
@@ -161,10 +163,7 @@ def query(
         if named is not None:
             text = named.text
         elif file is not None:
-            try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise InputError(f"cannot read `{file}`: {exc}") from exc
+            text = read_text_file(file, max_bytes=MAX_QUERY_BYTES)
         else:
             text = sparql or ""
         bound = bind(named, parse_params(param or []))

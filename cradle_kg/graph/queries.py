@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pyoxigraph as ox
 
-from ..errors import QueryError, UnknownNameError
+from ..errors import InputError, QueryError, UnknownNameError
+from ..inputs import read_text_file
 from ..isotime import parse_iso
 from .iris import ID_BASE, RUN_BASE, node, run_graph
 from .sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH, PLAIN_SHAPE, check_query, parse_shape
@@ -149,10 +150,10 @@ class QueryCatalog:
             self.add_file(path.stem, path, origin=origin)
 
     def add_file(self, name: str, path: Path, *, origin: str) -> None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise QueryError(f"cannot read query `{name}` at `{path}`: {exc}") from exc
+        try:  # a FIFO in a query folder would block every `query` for ever
+            text = read_text_file(path, max_bytes=MAX_QUERY_BYTES)
+        except InputError as exc:
+            raise QueryError(f"cannot read query `{name}`: {exc.message}") from None
         self.queries[name] = parse_header(name, path, text, origin=origin)
 
     def names(self) -> list[str]:

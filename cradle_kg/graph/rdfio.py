@@ -16,7 +16,8 @@ from typing import Final
 
 from rdflib import Dataset, Graph
 
-from cradle_kg.errors import RdfParseError
+from cradle_kg.errors import InputError, InputTooLargeError, RdfParseError
+from cradle_kg.inputs import FILE_LIMITS, read_text_file
 
 __all__ = ["FORMATS", "guess_format", "read_rdf"]
 
@@ -50,6 +51,10 @@ _N3_LINE: Final = re.compile(r"at line (\d+)")
 _LINE_BASED: Final = frozenset({"nt", "nquads"})
 # a string this short, on one line, naming an existing file, is a path, not RDF text
 _MAX_PATH_LEN: Final = 4096
+#: the largest RDF file read (rdflib holds ~6 times a file's size while parsing it): the
+#: largest document the runtime takes
+MAX_RDF_FILE_BYTES: Final = FILE_LIMITS.max_bytes
+_TOO_LARGE_HINT: Final = "validate a home's graph in its store: `cradle-kg validate --all`"
 
 
 def read_union(files: Iterable[str | Path]) -> Graph:
@@ -110,9 +115,11 @@ def read_rdf(
         path = Path(source)
         fmt = _normalise_format(format) if format else guess_format(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise RdfParseError(f"cannot read file: {exc}", file=str(path)) from exc
+            text = read_text_file(path, max_bytes=MAX_RDF_FILE_BYTES)
+        except InputError as exc:
+            raise RdfParseError(exc.message.removeprefix(f"`{path}`: "), file=str(path),
+                                hint=_TOO_LARGE_HINT if isinstance(exc, InputTooLargeError)
+                                else None) from None
         return _parse(text, fmt, file=str(path), base=base or path.resolve().as_uri())
     text = str(source)
     if format:

@@ -19,7 +19,8 @@ operator declares it, per tool, in a small YAML file::
 The file is checked on load; the first problem is one line, ``file:line: message``. A key
 given twice in one mapping (a second ``side_effect:`` that quietly overrides the first, a
 tool declared twice) is refused, never resolved last-wins; so are a file that is not UTF-8,
-one larger than :data:`MAX_CONTRACTS_BYTES` and nesting deeper than :data:`MAX_DEPTH`.
+one larger than :data:`MAX_CONTRACTS_BYTES` and nesting deeper than
+:data:`cradle_kg.strict_yaml.MAX_DEPTH` (the one strict YAML loader).
 """
 
 from __future__ import annotations
@@ -40,57 +41,20 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import ContractsError
+from ..errors import ContractsError, InputError, InputTooLargeError
+from ..inputs import read_file
 from ..records import IdempotencyClass, SideEffectClass
+from ..strict_yaml import StrictLoader, YamlRefused
 
 #: an MCP tool name as the specification has it (SEP-986): what the proxy serves, and names
 _NAME = r"^[A-Za-z0-9_.-]{1,128}$"
 #: the largest contracts file read (a contract is a few lines per tool)
 MAX_CONTRACTS_BYTES = 1024 * 1024
-#: the deepest nesting of YAML collections read (a contract needs four levels)
-MAX_DEPTH = 32
 
 
 def is_tool_name(name: str) -> bool:
     """Whether ``name`` is a tool name the proxy may serve (and a contract may name)."""
     return re.fullmatch(_NAME[1:-1], name) is not None
-
-
-class _Refused(Exception):
-    """A problem found while composing the YAML, with its line."""
-
-    def __init__(self, message: str, line: int) -> None:
-        super().__init__(message)
-        self.message, self.line = message, line
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """``SafeLoader`` that refuses a key given twice in one mapping and deep nesting."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        self._depth = getattr(self, "_depth", 0) + 1
-        try:
-            if self._depth > MAX_DEPTH:
-                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-                raise _Refused(f"nested too deep (more than {MAX_DEPTH} levels)",
-                               mark.line + 1)
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue  # `<<: *base` then an explicit key is an override, by design
-                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
-                if key in seen:
-                    raise _Refused(f"`{str(key)[:80]}` is given twice in one mapping (a "
-                                   "second value would silently replace the first)",
-                                   key_node.start_mark.line + 1)
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 class VerifyContract(BaseModel):
@@ -167,26 +131,25 @@ class Contracts(BaseModel):
 def load_contracts(path: Path) -> Contracts:
     """The contracts in ``path``, or :class:`ContractsError` naming the line at fault."""
     where = str(path)
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_CONTRACTS_BYTES + 1)
-    except OSError as exc:
-        raise ContractsError(f"cannot read the contracts file: {exc.strerror or exc}",
-                             file=where) from None
-    if len(raw) > MAX_CONTRACTS_BYTES:
+    try:  # a regular file only: a FIFO would block the proxy's start for ever
+        raw = read_file(path, max_bytes=MAX_CONTRACTS_BYTES)
+    except InputTooLargeError:
         raise ContractsError(f"the contracts file is larger than {MAX_CONTRACTS_BYTES} bytes",
-                             file=where)
+                             file=where) from None
+    except InputError as exc:
+        reason = exc.message.removeprefix(f"`{path}`: ").removeprefix("cannot read: ")
+        raise ContractsError(f"cannot read the contracts file: {reason}", file=where) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ContractsError(f"not UTF-8 (byte {exc.start})", file=where,
                              line=raw[:exc.start].count(b"\n") + 1) from None
     try:
-        node = yaml.compose(text, Loader=_StrictLoader)
-        data = yaml.load(text, Loader=_StrictLoader)
-    except _Refused as exc:
+        node = yaml.compose(text, Loader=StrictLoader)
+        data = yaml.load(text, Loader=StrictLoader)
+    except YamlRefused as exc:
         raise ContractsError(exc.message, file=where, line=exc.line) from None
-    except RecursionError:  # belt and braces: MAX_DEPTH stops the composer first
+    except RecursionError:  # belt and braces: strict_yaml's MAX_DEPTH stops the composer first
         raise ContractsError("nested too deep", file=where) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -14,7 +14,9 @@ from typing import Any, Final
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ManifestError
+from ..errors import InputError, InputTooLargeError, ManifestError
+from ..inputs import read_text_file
+from ..strict_yaml import StrictLoader, YamlRefused
 
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?$")
 PACK_ID = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$")
@@ -117,8 +119,8 @@ MAX_MANIFEST_BYTES = 256 * 1024
 
 
 #: libyaml's safe loader when PyYAML was built with it (it is, in the wheels): the same
-#: documents and errors (with their marks) as the pure-Python one, ~10x faster — every
-#: command that loads packs reads each manifest twice (its aliases, then its document)
+#: events and errors (with their marks) as the pure-Python one, ~10x faster — the scan for
+#: aliases, before the document is built by the strict loader
 _LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -135,15 +137,19 @@ def read_manifest(folder: Path) -> Manifest:
     path = folder / "manifest.yaml"
     if not path.is_file():
         raise ManifestError(f"`{folder}`: no manifest.yaml in this folder")
-    if path.stat().st_size > MAX_MANIFEST_BYTES:
-        raise ManifestError(f"{path}: larger than {MAX_MANIFEST_BYTES} bytes")
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ManifestError(f"{path}: not UTF-8 text: {exc.reason}") from exc
+        text = read_text_file(path, max_bytes=MAX_MANIFEST_BYTES)
+    except InputTooLargeError:
+        raise ManifestError(f"{path}: larger than {MAX_MANIFEST_BYTES} bytes") from None
+    except InputError as exc:
+        raise ManifestError(exc.message) from None
     try:
         _refuse_aliases(text, path)
-        raw = yaml.load(text, Loader=_LOADER)  # a safe loader: plain data only
+        # INVARIANT: the strict loader — a key given twice (a second `policies:` dropping
+        # the pack's forbid policies) is refused, never resolved last-wins
+        raw = yaml.load(text, Loader=StrictLoader)  # a safe loader: plain data only
+    except YamlRefused as exc:
+        raise ManifestError(f"{path}:{exc.line}: {exc.message}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

@@ -41,7 +41,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..canonical import sha256_bytes
-from ..errors import InputError, WorkflowFileError
+from ..errors import InputError, InputTooLargeError, WorkflowFileError
+from ..inputs import read_file
 from .schemas import schema_model, schema_problem
 from .steps import HumanStep, ModelStep, Step, ToolStep, Workflow, load_workflow
 
@@ -170,14 +171,13 @@ def _line(lines: dict[Path_, int], path: Path_) -> int:
 # --- loading ----------------------------------------------------------------------------
 
 def read_definition(path: Path) -> tuple[str, bytes]:
+    """The text and bytes of a workflow file: a regular file (a FIFO would block for ever)
+    of at most :data:`MAX_FILE_BYTES`, in UTF-8."""
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"cannot read `{path}`: {exc.strerror or exc}") from None
-    if len(data) > MAX_FILE_BYTES:
+        data = read_file(path, max_bytes=MAX_FILE_BYTES)
+    except InputTooLargeError:
         raise WorkflowFileError(f"more than the limit of {MAX_FILE_BYTES} bytes",
-                                file=str(path))
+                                file=str(path)) from None
     try:
         return data.decode("utf-8"), data
     except UnicodeDecodeError as exc:

@@ -14,7 +14,6 @@ engine's job (``model_validate_json``, never a hand-written parser).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -25,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..canonical import content_hash
 from ..errors import InputError, ReplayDivergenceError
+from ..inputs import load_json_file
 from ..records import AuditEvent
 from .errors import ModelError
 
@@ -189,12 +189,12 @@ class RecordedClient:
     @classmethod
     def from_file(cls, path: Path) -> RecordedClient:
         """A recording file: ``{"label": ..., "responses": [{"model":..., "content":...}]}``."""
+        data = load_json_file(path)  # strict: a key given twice is refused, not last-wins
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
             label = str(data.get("label") or path.name)
             responses = [ModelResponse.model_validate(
                 {**r, "source": "recorded", "recorded_from": label}) for r in data["responses"]]
-        except (OSError, ValueError, KeyError, TypeError, ValidationError) as exc:
+        except (AttributeError, KeyError, TypeError, ValidationError) as exc:
             raise InputError(f"cannot read the model recording `{path}`: {exc}") from exc
         return cls(responses, label=label)
 

@@ -22,14 +22,15 @@ def _ceiling() -> None:
 
 
 def cli(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | None = None,
-        columns: str | None = "200") -> subprocess.CompletedProcess[str]:
-    """``cradle-kg ARGS`` in a fresh process, stdout/stderr piped (not a terminal)."""
+        columns: str | None = "200", timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``cradle-kg ARGS`` in a fresh process, stdout/stderr piped (not a terminal); a
+    process still running after ``timeout`` seconds raises ``TimeoutExpired``."""
     base = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     if columns is not None:
         base["COLUMNS"] = columns
     data = stdin.encode("utf-8", "surrogatepass") if isinstance(stdin, str) else stdin
     done = subprocess.run([sys.executable, "-m", "cradle_kg", *args], input=data,
-                          capture_output=True, timeout=300, env={**base, **(env or {})},
+                          capture_output=True, timeout=timeout, env={**base, **(env or {})},
                           check=False, preexec_fn=_ceiling)
     return subprocess.CompletedProcess(done.args, done.returncode,
                                        done.stdout.decode("utf-8", "replace"),

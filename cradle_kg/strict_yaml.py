@@ -1,0 +1,57 @@
+"""Untrusted YAML: the one strict loader, for every YAML file an operator hands the runtime.
+
+PyYAML's ``SafeLoader`` keeps the last of two values given to one key: a second
+``side_effect:`` quietly overrides the first, a second ``policies: []`` drops a pack's
+policy list. :class:`StrictLoader` refuses a key given twice in one mapping (a merge key,
+``<<: *base`` then an override, is the one intended repetition), and nesting deeper than
+:data:`MAX_DEPTH`, with the line at fault (:class:`YamlRefused`). It reads an MCP proxy's
+contracts (:mod:`cradle_kg.integrations.contracts`) and a pack's manifest
+(:mod:`cradle_kg.packs.manifest`); workflow files check their keys while recording each
+one's line (:mod:`cradle_kg.workflow.definitions`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+#: the deepest nesting of YAML collections read (a contract needs four levels)
+MAX_DEPTH = 32
+
+
+class YamlRefused(Exception):
+    """A problem found while composing the YAML, with its 1-based line."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.message, self.line = message, line
+
+
+class StrictLoader(yaml.SafeLoader):
+    """``SafeLoader`` that refuses a key given twice in one mapping and deep nesting."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise YamlRefused(f"nested too deep (more than {MAX_DEPTH} levels)",
+                                  mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # `<<: *base` then an explicit key is an override, by design
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+                if key in seen:
+                    raise YamlRefused(f"`{str(key)[:80]}` is given twice in one mapping (a "
+                                      "second value would silently replace the first)",
+                                      key_node.start_mark.line + 1)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)

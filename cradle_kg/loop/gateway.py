@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 from ..canonical import canonical_json, iso, sha256_bytes
 from ..crashpoints import crashpoint
 from ..records import Action, ExecutionObservation, ObservedSideEffect
-from ..storage import IdempotencyKeyTaken, NewEvent, SubjectMoved
+from ..storage import IdempotencyKeyTaken, Lease, NewEvent, SubjectMoved
 from ..tools import ToolCall, ToolRegistry, ToolSpec
 from .context import Clock, LoopContext
 
@@ -88,13 +88,14 @@ class Gateway:
         submission already holds the intent for this key (or an approve-once it uses).
         """
         crashpoint("before_intent")
+        lease = self.ctx.lease  # the one the intent names (it was built just now)
         try:
             written = self.ctx.append([*before, intent])
         except IdempotencyKeyTaken as taken:
             raise KeyAlreadyClaimed(taken.key) from taken
         crashpoint("after_intent")
         return self._call(spec, action, call, intent.run_id,
-                          written[-1].seq if written else None, intent.payload.get("worker"))
+                          written[-1].seq if written else None, lease)
 
     def retry(self, *, spec: ToolSpec, action: Action, call: ToolCall,
               retry: NewEvent, after: int | None) -> GatewayResult:
@@ -106,6 +107,7 @@ class Gateway:
         """
         # INVARIANT: a retry never writes a second intent: the key was claimed once
         assert retry.kind == "action.retry" and retry.idem_key is None
+        lease = self.ctx.lease  # the one the retry names
         try:
             written = self.ctx.append_fenced([retry], subject=action.id, last=after)
         except SubjectMoved as moved:
@@ -113,7 +115,7 @@ class Gateway:
                              "this retry: it was not made") from moved
         crashpoint("after_intent")
         return self._call(spec, action, call, retry.run_id,
-                          written[-1].seq if written else None, retry.payload.get("worker"))
+                          written[-1].seq if written else None, lease)
 
     def reconcile(self, *, spec: ToolSpec, action: Action, call: ToolCall,
                   run_id: str, after: int) -> GatewayResult | None:
@@ -134,18 +136,17 @@ class Gateway:
                              extra={"reconciled": True, "via": "lookup"})
 
     def _call(self, spec: ToolSpec, action: Action, call: ToolCall, run_id: str,
-              after: int | None, worker: object = None) -> GatewayResult:
-        # INVARIANT: no call once the lease the intent (or retry) names is lost — another
-        # worker may be reconciling it (a stall between this check and the call is the
-        # tool's key's to absorb). ``worker``: that lease's id; another thread of this
-        # process may have renewed the lease since it was written, and then the intent is
-        # under the lost one all the same
-        lease = self.ctx.lease
-        if after is not None and (worker not in (None, lease.id) or not lease.held()):
-            lost = str(worker or lease.id)
-            self.ctx.renew_lease(lease)
-            raise Superseded(action.id, f"this worker's lease `{lost}` was lost before the "
-                             f"call: `{spec.ref}` was not called")
+              after: int | None, lease: Lease | None = None) -> GatewayResult:
+        # INVARIANT: no call once the lease the intent (or retry) was written under is lost
+        # — another worker may be reconciling it (a stall between this check and the call
+        # is the tool's key's to absorb). ``lease``: that lease; another thread of this
+        # process may have renewed the worker's lease since, and then the intent is under
+        # the lost one all the same (compared as objects: a replay feeds the ids)
+        held = lease if lease is not None else self.ctx.lease
+        if after is not None and (self.ctx.lease is not held or not held.held()):
+            self.ctx.renew_lease(held)
+            raise Superseded(action.id, f"this worker's lease `{held.id}` was lost before "
+                             f"the call: `{spec.ref}` was not called")
         started = self.clock()
         raw: BaseModel | dict[str, object] | None = None
         error: str | None = None

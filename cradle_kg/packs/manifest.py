@@ -14,9 +14,10 @@ from typing import Any, Final
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .. import strict_yaml
 from ..errors import InputError, InputTooLargeError, ManifestError
 from ..inputs import read_text_file
-from ..strict_yaml import StrictLoader, YamlRefused
+from ..strict_yaml import YamlRefused
 
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?$")
 PACK_ID = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$")
@@ -147,7 +148,7 @@ def read_manifest(folder: Path) -> Manifest:
         _refuse_aliases(text, path)
         # INVARIANT: the strict loader — a key given twice (a second `policies:` dropping
         # the pack's forbid policies) is refused, never resolved last-wins
-        raw = yaml.load(text, Loader=StrictLoader)  # a safe loader: plain data only
+        raw = strict_yaml.load(text)  # a safe loader: plain data only
     except YamlRefused as exc:
         raise ManifestError(f"{path}:{exc.line}: {exc.message}") from None
     except yaml.YAMLError as exc:

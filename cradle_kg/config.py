@@ -128,9 +128,9 @@ def load_config(path: Path) -> RuntimeConfig:
 
 
 @contextlib.contextmanager
-def config_locked(path: Path) -> Iterator[None]:
-    """A read and a write of ``config.json`` as one critical section across processes
-    (two ``pack init`` at once each keep their pack)."""
+def locked_beside(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``<path>.lock`` (created 0600): a read and a write of ``path``
+    as one critical section across processes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
     try:
@@ -138,6 +138,12 @@ def config_locked(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def config_locked(path: Path) -> contextlib.AbstractContextManager[None]:
+    """``config.json`` read and written as one critical section (two ``pack init`` at once
+    each keep their pack)."""
+    return locked_beside(path)
 
 
 def update_config(path: Path, change: Callable[[RuntimeConfig], RuntimeConfig]) -> RuntimeConfig:

@@ -44,17 +44,22 @@ class StrictLoader(yaml.SafeLoader):
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if isinstance(node, yaml.MappingNode):
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue  # `<<: *base` then an explicit key is an override, by design
-                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
-                if key in seen:
-                    raise YamlRefused(f"`{str(key)[:80]}` is given twice in one mapping (a "
-                                      "second value would silently replace the first)",
-                                      key_node.start_mark.line + 1)
-                seen.add(key)
+            _refuse_twice(node)
         return super().construct_mapping(node, deep=deep)
+
+
+def _refuse_twice(node: Any) -> None:
+    """A :class:`YamlRefused` at the second of two keys given in one mapping node."""
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # `<<: *base` then an explicit key is an override, by design
+        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+        if key in seen:
+            raise YamlRefused(f"`{str(key)[:80]}` is given twice in one mapping (a second "
+                              "value would silently replace the first)",
+                              key_node.start_mark.line + 1)
+        seen.add(key)
 
 
 #: libyaml's safe loader when PyYAML was built with it (it is, in the wheels)
@@ -99,17 +104,8 @@ def _check_keys(root: Any) -> None:
             continue
         seen_nodes.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            keys: set[Any] = set()
+            _refuse_twice(node)
             for key_node, value_node in node.value:
-                todo.append(value_node)
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue  # `<<: *base` then an explicit key is an override, by design
-                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
-                if key in keys:
-                    raise YamlRefused(f"`{str(key)[:80]}` is given twice in one mapping (a "
-                                      "second value would silently replace the first)",
-                                      key_node.start_mark.line + 1)
-                keys.add(key)
-                todo.append(key_node)
+                todo += (key_node, value_node)
         elif isinstance(node, yaml.SequenceNode):
             todo.extend(node.value)

@@ -17,20 +17,19 @@ issuing or revoking a token needs no restart.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hmac
 import json
 import os
 import secrets
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from ..canonical import token_hash
-from ..config import RuntimeConfig
+from ..config import RuntimeConfig, locked_beside
 from ..errors import InputError, UnknownNameError
 from ..home import Home
 
@@ -70,17 +69,10 @@ def read_agent_tokens(home: Home) -> dict[str, dict[str, Any]]:
     return {str(k): dict(v) for k, v in identities.items() if isinstance(v, dict)}
 
 
-@contextlib.contextmanager
-def _tokens_locked(home: Home) -> Iterator[None]:
+def _tokens_locked(home: Home) -> contextlib.AbstractContextManager[None]:
     """The read and the write of the tokens file as one critical section, across
     processes (two ``api-token issue`` at once each keep their agent's token)."""
-    path = token_file(home)
-    fd = os.open(path.with_name(path.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
+    return locked_beside(token_file(home))
 
 
 def _update_agent_tokens(home: Home,

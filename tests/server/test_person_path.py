@@ -141,14 +141,21 @@ def test_a_person_answers_a_waiting_step_and_watches_the_run_complete(
             "matches the bank statement")
 
 
-def test_the_run_page_updates_itself_when_someone_else_answers(
-        served: tuple[Server, DemoHome, str], page: Browser) -> None:
+def open_a_waiting_run(served: tuple[Server, DemoHome, str], page: Browser) -> str:
+    """A new run, waiting for a person: signed in, its page open and showing it waiting."""
     server, home, _ = served
-    other = start_run(home.path)
+    run = start_run(home.path)
     page.open(server.url + "/#/runs")
     sign_in(page)
-    page.goto(server.url + "/#/run/" + other)
+    page.goto(server.url + "/#/run/" + run)
     page.wait_for(WAITING)
+    return run
+
+
+def test_the_run_page_updates_itself_when_someone_else_answers(
+        served: tuple[Server, DemoHome, str], page: Browser) -> None:
+    server, _, _ = served
+    other = open_a_waiting_run(served, page)
     answer_through_the_api(server, other)
     # a refresh every 3 s; the bound is for a loaded machine (the page's ways of stopping
     # for good are the regression tests below)
@@ -203,12 +210,8 @@ def test_the_run_page_never_draws_an_older_state_over_a_newer_one(
     """A refresh slower than the refresh interval (under load) had the next one overtake it:
     `completed` was drawn, the refresh stopped, then the older answer drew `waiting` for
     good."""
-    server, home, _ = served
-    run = start_run(home.path)
-    page.open(server.url + "/#/runs")
-    sign_in(page)
-    page.goto(server.url + "/#/run/" + run)
-    page.wait_for(WAITING)
+    server, _, _ = served
+    run = open_a_waiting_run(served, page)
     page.js("window.drawn = []; new MutationObserver((records) => { for (const r of records) "
             "for (const n of r.addedNodes) if (n.id === 'run-status') "
             "window.drawn.push(n.dataset.state); })"

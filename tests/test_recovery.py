@@ -196,26 +196,7 @@ def test_three_workers_recovering_a_dead_workers_intent_at_once_recover_it_once(
 #: a tool of idempotency class "none", without lookup, that appends to a file: the kind of
 #: connector that sends the mail; registered by the child and by the restarted runtime
 NONE_TOOL = """
-from pathlib import Path
-from pydantic import BaseModel
-from cradle_kg import ToolSpec
-from cradle_kg.crashpoints import crashpoint
-from cradle_kg.records import IdempotencyClass, SideEffectClass
-from tests.conftest import EchoOut, Echo, _verify_ok
-
-def register_mailer(rt):
-    outbox = Path(rt.home.root) / "outbox.txt"
-    def send(call):
-        with outbox.open("a") as f:
-            f.write(call.idempotency_key + "\\n")
-        crashpoint("during_call")
-        return EchoOut()
-    if not rt.verifiers.has("test.ok"):
-        rt.register_verifier("test.ok", _verify_ok)
-    rt.register_tool(ToolSpec(id="test.mailer", version="1", input_model=Echo,
-                              output_model=EchoOut, side_effect_class=SideEffectClass.REVERSIBLE,
-                              idempotency=IdempotencyClass.NONE, verifier="test.ok",
-                              blast_radius=("test:*",), target_from="test:*"), send)
+from tests.mailer_tool import register_mailer
 register_mailer(rt)
 """
 

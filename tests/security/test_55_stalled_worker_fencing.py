@@ -43,26 +43,7 @@ REPO = Path(__file__).resolve().parents[2]
 #: a tool of idempotency class ``none`` without lookup (the mail that must not leave
 #: twice): registered by worker A and by worker B
 MAILER = """
-import os, signal
-from pathlib import Path
-from cradle_kg import ToolSpec
-from cradle_kg.records import IdempotencyClass, SideEffectClass
-from tests.conftest import EchoOut, Echo, _verify_ok
-
-def register_mailer(rt, after_effect=None):
-    outbox = Path(rt.home.root) / "outbox.txt"
-    def send(call):
-        with outbox.open("a") as f:
-            f.write(call.idempotency_key + "\\n")
-        if after_effect:
-            after_effect()
-        return EchoOut()
-    if not rt.verifiers.has("test.ok"):
-        rt.register_verifier("test.ok", _verify_ok)
-    rt.register_tool(ToolSpec(id="test.mailer", version="1", input_model=Echo,
-                              output_model=EchoOut, side_effect_class=SideEffectClass.REVERSIBLE,
-                              idempotency=IdempotencyClass.NONE, verifier="test.ok",
-                              blast_radius=("test:*",), target_from="test:*"), send)
+from tests.mailer_tool import register_mailer
 """
 
 #: worker A: submits one proposal and stops itself (SIGSTOP) at ``stall``

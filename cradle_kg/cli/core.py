@@ -139,7 +139,8 @@ AnchorOpt = Annotated[
 ]
 
 
-def _verify_report(home: Path | None, anchor: Anchor | None) -> tuple[str, ChainReport]:
+def _verify_report(home: Path | None, anchor: Anchor | None,
+                   semantics: bool = False) -> tuple[str, ChainReport]:
     """Verify read only; a progress bar on stderr when it is a terminal, nothing otherwise."""
     from ..storage import home_journal_target, verify_target
 
@@ -148,7 +149,7 @@ def _verify_report(home: Path | None, anchor: Anchor | None) -> tuple[str, Chain
     except CradleError as exc:
         fail(exc)
     if not err_console.is_terminal:
-        return path, verify_target(path, anchor=anchor)
+        return path, verify_target(path, anchor=anchor, semantics=semantics)
     from rich.progress import Progress
 
     with Progress(console=err_console.real, transient=True) as bar:
@@ -157,7 +158,7 @@ def _verify_report(home: Path | None, anchor: Anchor | None) -> tuple[str, Chain
         def show(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        return path, verify_target(path, anchor=anchor, progress=show)
+        return path, verify_target(path, anchor=anchor, progress=show, semantics=semantics)
 
 
 def _print_broken(report: ChainReport) -> None:
@@ -168,11 +169,16 @@ def _print_broken(report: ChainReport) -> None:
 
 @audit_app.command("verify")
 def audit_verify(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
-                 anchor: AnchorOpt = None) -> None:
+                 anchor: AnchorOpt = None,
+                 semantics: Annotated[bool, typer.Option(
+                     "--semantics", help="Also check what the events mean: an action "
+                     "settled once, its intent first, allowed, approved when it had to be "
+                     "(exit 1 names the first event that breaks one).")] = False) -> None:
     """Recompute the hash chain, read only; exit 1 names what is broken, 0 when intact.
 
     A missing or empty journal, a missing genesis event or head, and an ``--anchor`` the
-    journal does not contain count as broken.
+    journal does not contain count as broken. ``--semantics`` also checks the invariants
+    every journal the runtime writes holds.
     """
     try:
         from ..storage import Anchor
@@ -180,7 +186,7 @@ def audit_verify(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
         wanted = Anchor.parse(anchor) if anchor is not None else None
     except CradleError as exc:
         fail(exc)
-    _, report = _verify_report(home, wanted)
+    _, report = _verify_report(home, wanted, semantics)
     if fmt is Format.JSON:
         print_json({"intact": report.intact, "events": report.events,
                     "head_hash": report.head_hash, "broken_seq": report.broken_seq,

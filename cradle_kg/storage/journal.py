@@ -306,8 +306,11 @@ class Journal(Protocol):
     def approval_subject(self, approval_id: str) -> str | None: ...
 
     # --- verifying -----------------------------------------------------------------
-    def verify(self, *, anchor: Anchor | None = None,
-               progress: Progress | None = None) -> ChainReport: ...
+    def verify(self, *, anchor: Anchor | None = None, progress: Progress | None = None,
+               semantics: bool = False) -> ChainReport:
+        """The chain, the head and the derived tables; with ``semantics``, also what the
+        events mean (:mod:`.invariants`)."""
+        ...
 
     # --- workers -------------------------------------------------------------------
     def acquire_lease(self) -> Lease:

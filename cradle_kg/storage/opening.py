@@ -47,13 +47,15 @@ def open_journal(target: str | Path) -> Journal:
 
 
 def verify_target(target: str, *, anchor: Anchor | None = None,
-                  progress: Progress | None = None) -> ChainReport:
+                  progress: Progress | None = None, semantics: bool = False) -> ChainReport:
     """``audit verify`` of the journal at ``target``, read only (never creates it)."""
     if is_postgres(target):
         from .pg_verify import verify_postgres
 
-        return verify_postgres(target, anchor=anchor, progress=progress)
-    return verify_journal(Path(target), anchor=anchor, progress=progress)
+        return verify_postgres(target, anchor=anchor, progress=progress,
+                               semantics=semantics)
+    return verify_journal(Path(target), anchor=anchor, progress=progress,
+                          semantics=semantics)
 
 
 def home_journal_target(root: Path, configured: str | None = None) -> str:

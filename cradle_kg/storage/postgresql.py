@@ -539,11 +539,12 @@ class PostgresJournal:
 
     # --- verifying ----------------------------------------------------------------
 
-    def verify(self, *, anchor: Anchor | None = None,
-               progress: Progress | None = None) -> ChainReport:
+    def verify(self, *, anchor: Anchor | None = None, progress: Progress | None = None,
+               semantics: bool = False) -> ChainReport:
         from .pg_verify import verify_postgres
 
-        return verify_postgres(self.url, anchor=anchor, progress=progress)
+        return verify_postgres(self.url, anchor=anchor, progress=progress,
+                               semantics=semantics)
 
     # --- workers ------------------------------------------------------------------
 

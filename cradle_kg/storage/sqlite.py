@@ -787,14 +787,15 @@ class SqliteJournal:
 
     # --- verifying ----------------------------------------------------------------
 
-    def verify(self, *, anchor: Anchor | None = None,
-               progress: Progress | None = None) -> ChainReport:
+    def verify(self, *, anchor: Anchor | None = None, progress: Progress | None = None,
+               semantics: bool = False) -> ChainReport:
         """Recompute the chain from the first event; name the first one that breaks it.
 
         Reads the file through its own read-only connection, in one read transaction
         (see :mod:`.verify`); appends by this object or others may go on meanwhile.
         """
-        return verify_journal(self.path, anchor=anchor, progress=progress)
+        return verify_journal(self.path, anchor=anchor, progress=progress,
+                              semantics=semantics)
 
     # --- workers: file locks next to the journal ------------------------------------
 

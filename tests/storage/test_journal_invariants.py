@@ -36,7 +36,7 @@ T = datetime(2026, 6, 1, tzinfo=UTC)
 
 
 def verify(home: Path) -> dict[str, Any]:
-    done = run_cli("audit", "verify", "--home", str(home), "--format", "json")
+    done = run_cli("audit", "verify", "--semantics", "--home", str(home), "--format", "json")
     report: dict[str, Any] = json.loads(done.stdout)
     assert done.returncode == (0 if report["intact"] else 1)
     return report
@@ -212,7 +212,7 @@ def test_a_forged_rechained_journal_is_reported(invariant: str, tmp_path: Path) 
     assert report["invariant"] == invariant.split(":")[0], report
     assert (report["broken_seq"], report["broken_event"]) == (forged[-1].seq, forged[-1].id)
     # the table output names it as a broken chain is named: where, which event, why
-    done = run_cli("audit", "verify", "--home", str(home))
+    done = run_cli("audit", "verify", "--semantics", "--home", str(home))
     assert done.returncode == 1
     assert done.stdout.startswith(f"BROKEN at seq {forged[-1].seq} (event `{forged[-1].id}`)")
     assert f"(invariant `{invariant.split(':')[0]}`)" in " ".join(done.stdout.split())
@@ -230,3 +230,19 @@ def test_two_outcomes_for_one_action_are_reported_on_each_journal(tmp_path: Path
     assert report["reason"].startswith(f"action `{done.subject}` is settled twice: a second "
                                        f"`run.outcome` after the one at seq {done.seq}")
     assert report["broken_seq"] == forged[0].seq
+
+
+def test_without_semantics_verify_checks_the_bytes_only(tmp_path: Path) -> None:
+    """The semantic pass is asked for (``--semantics``): plain ``audit verify`` (and
+    ``Journal.verify``, which ``journal copy`` and migrations run) checks the chain, the
+    head and the derived tables — a re-chained contradiction is intact to it."""
+    home = _demo(tmp_path)
+    with open_home_journal(home) as journal:
+        done = _executed(journal)
+        escalated = {**done.payload["outcome"], "status": "escalated", "reasons": ["recovery"]}
+        journal.append([_copy(done, payload={"outcome": escalated})])
+        assert journal.verify().intact
+        assert not journal.verify(semantics=True).intact
+    plain = run_cli("audit", "verify", "--home", str(home), "--format", "json")
+    assert plain.returncode == 0 and json.loads(plain.stdout)["intact"] is True
+    assert verify(home)["invariant"] == "one-settlement"

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, Final
 import pyoxigraph as ox
 
 from ..errors import InputError, QueryError, UnknownNameError
-from ..inputs import read_text_file
 from ..isotime import parse_iso
 from .iris import ID_BASE, RUN_BASE, node, run_graph
 from .sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH, PLAIN_SHAPE, check_query, parse_shape
@@ -150,6 +149,10 @@ class QueryCatalog:
             self.add_file(path.stem, path, origin=origin)
 
     def add_file(self, name: str, path: Path, *, origin: str) -> None:
+        # pydantic comes with the input limits: not imported by the query workers' fork
+        # server, which loads this module (tests/server/test_worker_lean.py)
+        from ..inputs import read_text_file
+
         try:  # a FIFO in a query folder would block every `query` for ever
             text = read_text_file(path, max_bytes=MAX_QUERY_BYTES)
         except InputError as exc:

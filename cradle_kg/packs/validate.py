@@ -13,20 +13,23 @@ yet; loading the pack, ``pack run`` and ``pack test`` do execute it.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CradleError, JavaMissingError
+from ..errors import CradleError, InputError, JavaMissingError
 from ..graph.owl import check_ontology
 from ..graph.rdfio import read_rdf
 from ..graph.shacl import load_shapes
 from ..graph.vocab import ONTOLOGY_FILE, ONTOLOGY_VERSION
+from ..inputs import load_json_file, read_text_file
 from ..policy import PolicyEngine, validate_against_schema
 from .loader import Pack, load_pack
 from .manifest import ENTRY, line_of, satisfies
 from .static import check_entry
+
+#: the largest Cedar schema file `pack validate` reads (a schema is a few KB)
+MAX_SCHEMA_BYTES = 1 << 20
 
 
 @dataclass
@@ -129,10 +132,11 @@ def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
 
 def _check_examples(files: list[Path], report: PackReport) -> None:
     for file in files:
-        try:
-            json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-            report.errors.append(f"{file}: not a JSON example: {exc}")
+        try:  # the strict loader: a key given twice, NaN, a FIFO or a huge file is refused
+            load_json_file(file)
+        except InputError as exc:
+            why = exc.message.removeprefix(f"`{file}`: ")
+            report.errors.append(f"{file}: not a JSON example: {why}")
 
 
 def _check_policies(pack: Pack, report: PackReport) -> None:
@@ -147,7 +151,12 @@ def _check_policies(pack: Pack, report: PackReport) -> None:
     if pack.manifest.cedar_schema is None:
         report.warnings.append("no cedar_schema: policies parsed but not type-checked")
         return
-    schema = pack.file(pack.manifest.cedar_schema).read_text(encoding="utf-8")
+    try:
+        schema = read_text_file(pack.file(pack.manifest.cedar_schema),
+                                max_bytes=MAX_SCHEMA_BYTES)
+    except InputError as exc:
+        report.errors.append(exc.message)
+        return
     for file in files:
         for problem in validate_against_schema(file.read_text(encoding="utf-8"), schema,
                                                name=str(file)):

@@ -21,6 +21,7 @@ Findings:
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -88,3 +89,23 @@ def test_a_model_recording_with_a_key_given_twice_is_refused(tmp_path: Path) -> 
                     encoding="utf-8")
     with pytest.raises(InputError, match="duplicate key `responses`"):
         RecordedClient.from_file(path)  # before: loaded with no response
+
+
+@pytest.mark.parametrize("kind", ["twice", "fifo"])
+def test_pack_validate_reads_a_packs_examples_strictly(tmp_path: Path, kind: str) -> None:
+    """The examples a pack lists are read as the runtime reads JSON: a key given twice is
+    an error, not the last copy; a FIFO among them is refused, not waited on (before:
+    ``valid`` for the first, a hang for the second)."""
+    home = _home_with_pack(tmp_path, "examples:\n  - examples/one.json\n")
+    example = home / "packs" / "ledger" / "examples" / "one.json"
+    example.parent.mkdir()
+    if kind == "twice":
+        example.write_text('{"id": "p1", "id": "p2"}', encoding="utf-8")
+    else:
+        os.mkfifo(example)
+    done = cli("pack", "validate", str(home / "packs" / "ledger"), "--no-reasoner",
+               "--format", "json", timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    errors = " ".join(json.loads(done.stdout)["errors"])
+    assert "one.json: not a JSON example" in errors, errors
+    assert ("duplicate key `id`" if kind == "twice" else "not a regular file") in errors, errors

@@ -73,7 +73,7 @@ def parse_proposal(raw: Proposal | dict[str, Any], limits: InputLimits = DEFAULT
 #: A proposal's events are about its id: an agent's proposal named ``act:<hex>`` wrote
 #: its denied outcome onto that action (a replay of its key answered "denied", recovery no
 #: longer saw its intent, its worker's fenced commit was refused). Every new namespace of
-#: a runtime subject belongs here (``tests/security/test_58`` checks the demo's journal).
+#: a runtime subject belongs here (``tests/security/test_58`` checks the golden journals).
 RESERVED_ID_NAMESPACES = frozenset({
     "act", "dec", "obs", "ver", "st", "comp", "approval", "approval-once", "task", "budget",
     "step", "idem", "proposal", "run-claim", "sha256", "workflow", "autonomy", "policyset"})

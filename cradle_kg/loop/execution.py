@@ -173,11 +173,6 @@ class Execution:
         try:
             result = self.gateway.execute(spec=spec, action=action, call=call,
                                           before=before, intent=intent)
-        except KeyAlreadyClaimed:
-            return self._claimed(proposal, gate, decision, base, now)
-        except Superseded as lost:
-            return self._superseded(proposal, spec, decision, action, lost.why, lost.result)
-        try:
             attempt = 1
             while (result.raised and spec.idempotency in _RETRYABLE
                    and attempt <= TOOL_RETRY_LIMIT):
@@ -194,6 +189,8 @@ class Execution:
             crashpoint("before_verification")
             return self.commit.verify_and_commit(proposal, spec, decision, action,
                                                  gate.arguments, result)
+        except KeyAlreadyClaimed:  # raised by the intent's append only: nothing written
+            return self._claimed(proposal, gate, decision, base, now)
         except Superseded as lost:
             return self._superseded(proposal, spec, decision, action, lost.why, lost.result)
         except SubjectMoved:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,8 @@ from typing import Any
 import cedarpy
 
 from ..canonical import content_hash
-from ..errors import PolicyError
+from ..errors import InputError, PolicyError
+from ..inputs import read_text_file
 from ..records import PolicyResult
 
 #: separates a pack's id from its own policy id (``customs.hs-router/finalize``); reserved
@@ -278,16 +278,16 @@ def read_sources(paths: Iterable[Path], *, namespace: str | None = None
     for path in paths:
         files = _policy_files(path) if path.is_dir() else [path]
         for file in files:
-            try:
-                if not stat.S_ISREG(os.stat(file).st_mode):  # a FIFO would block for ever
-                    raise PolicyError(f"cannot read the policy file `{file}`: not a regular "
-                                      "file")
-                sources.append(PolicySource(str(file), file.read_text(encoding="utf-8"),
-                                            namespace))
-            except (OSError, UnicodeDecodeError) as exc:
-                raise PolicyError(f"cannot read the policy file `{file}`: {exc}") from exc
+            try:  # a regular file only: a FIFO would block for ever
+                text = read_text_file(file, max_bytes=MAX_POLICY_FILE_BYTES)
+            except InputError as exc:  # "`<file>`: why"
+                raise PolicyError(f"cannot read the policy file {exc.message}") from None
+            sources.append(PolicySource(str(file), text, namespace))
     return sources
 
+
+#: the largest policy file read (a policy set is kilobytes of text)
+MAX_POLICY_FILE_BYTES = 16 << 20
 
 #: the most entries :func:`_policy_files` looks at under one policies folder: a folder that
 #: holds more (a link to ``/``, a checkout) is refused, not walked for minutes at each open

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from ..canonical import canonical_json
 from ..errors import InputError, InputTooLargeError, ProposalError
 from ..inputs import DEFAULT_LIMITS, InputLimits, check_value, load_json
+from ..lineage.index import HOST_FACT_PREFIX
 from ..records import Outcome, OutcomeStatus, Proposal
 from ..storage import NewEvent
 from .context import LoopContext
@@ -91,6 +92,19 @@ def check_agent_proposal(proposal: Proposal) -> Proposal:
             "records in (actions, decisions, approvals, tasks, ...): a proposal's id may "
             "not begin with it", hint="choose another id, e.g. without the colon")
     return proposal
+
+
+def host_asserted_fact(proposal: Proposal) -> int | None:
+    """The index of the first fact ``proposal`` carries in the host's namespace, or None.
+
+    A fact whose ``source`` begins with ``host:`` is the host application's word (an MCP or
+    LangGraph host's ``cradle-kg/facts``): lineage takes its object as a *trusted* origin,
+    as it takes the person's request. Only the host writes such a fact; an entry point that
+    takes the whole proposal from an agent (``POST /api/proposals``) refuses one, or the
+    agent could give a value an injected document told it a trusted origin
+    (``tests/security/test_59``)."""
+    return next((i for i, fact in enumerate(proposal.facts)
+                 if fact.source.startswith(HOST_FACT_PREFIX)), None)
 
 
 def _validation_message(exc: ValidationError) -> str:

@@ -23,7 +23,8 @@ from ..errors import (
     InputError,
     UnknownNameError,
 )
-from ..loop.proposal import read_proposal
+from ..lineage.index import HOST_FACT_PREFIX
+from ..loop.proposal import host_asserted_fact, read_proposal
 from ..loop.runtime import Runtime
 from ..records import ApprovalStatus, Outcome
 from ..runs import RunSummary, list_page, parse_state, show_run
@@ -90,6 +91,12 @@ def make_router(runtime: Runtime) -> APIRouter:
                                              "proposals (agent_id must be the caller)"})
         def submit_own() -> Outcome:
             parsed = runtime.parse_proposal(proposal)
+            forged = host_asserted_fact(parsed)
+            if forged is not None:  # INVARIANT: only the host asserts a host fact
+                raise HTTPException(403, detail={"error": "forbidden", "message": (
+                    f"`facts[{forged}].source`: `{parsed.facts[forged].source[:80]}` is "
+                    f"the host's namespace (`{HOST_FACT_PREFIX}`): an agent's fact names "
+                    "a source of its own")})
             runtime.claim_run(parsed.effective_run_id, who.identity)
             return runtime.submit(parsed)
 

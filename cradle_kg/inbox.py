@@ -84,15 +84,19 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
 
 
 def _approvals(rt: Runtime, run_id: str | None) -> list[InboxItem]:
+    """The pending approvals: each read from its digest's events (read once per digest) and
+    its asking decision (read by its id). Before, each approval read its run up to that
+    decision and its digest again: an agent that asked for 400 approvals in one run made
+    every inbox read decode 80,000 events (``tests/security/test_60``)."""
     now = rt.clock()
     out = []
-    for st in rt.approvals.all():
+    for st, seen in rt.approvals.all_read():
         a = st.approval
         if effective_status(a, now) is not ApprovalStatus.PENDING:
             continue
         if run_id is not None and a.run_id != run_id:
             continue
-        proposal = rt.approvals.requested_proposal(a)
+        proposal = rt.approvals.requested_proposal(a, seen)
         policies, reasons = _asking_policies(rt, a.run_id, a.decision_id)
         out.append(InboxItem(
             kind="approval", id=a.id, run_id=a.run_id,
@@ -106,10 +110,12 @@ def _approvals(rt: Runtime, run_id: str | None) -> list[InboxItem]:
 
 
 def _asking_policies(rt: Runtime, run_id: str, decision_id: str) -> tuple[list[str], list[str]]:
-    """The policies of the decision that asked for a person, and its reasons."""
-    for e in rt.journal.events(run_id=run_id):
+    """The policies of the decision that asked for a person, and its reasons: the
+    decision's own event, found by its id (the subject of its ``decision.made``, a
+    namespace no proposal may take) — one index probe, whatever the run holds."""
+    for e in rt.journal.events_for_subject(decision_id):
         d = e.payload.get("decision") if e.kind == "decision.made" else None
-        if isinstance(d, dict) and d.get("id") == decision_id:
+        if e.run_id == run_id and isinstance(d, dict) and d.get("id") == decision_id:
             results = d.get("policy_results", [])
             asking = [str(r["policy_id"]) for r in results
                       if r.get("annotations", {}).get("requires_approval")]

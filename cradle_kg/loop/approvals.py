@@ -167,9 +167,17 @@ class ApprovalBook:
 
     def all(self) -> list[ApprovalState]:
         """Every approval ever requested, in the order they were asked for (the inbox)."""
-        out: list[ApprovalState] = []
+        return [st for st, _ in self.all_read()]
+
+    def all_read(self) -> list[tuple[ApprovalState, list[AuditEvent]]]:
+        """Every approval with the events of its digest it was folded from — each digest
+        read once: what also needs an approval's proposal (the inbox) finds it in them
+        (:meth:`requested_proposal`) instead of reading the digest again for each of its
+        approvals (``tests/security/test_60``)."""
+        out: list[tuple[ApprovalState, list[AuditEvent]]] = []
         for subject in self.journal.approval_subjects():
-            out.extend(_fold(self.journal.events_for_subject(subject)).values())
+            events = self.journal.events_for_subject(subject)
+            out.extend((st, events) for st in _fold(events).values())
         return out
 
     def for_run(self, run_id: str) -> list[ApprovalState]:

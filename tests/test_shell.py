@@ -170,7 +170,7 @@ def test_hold_skips_the_tool_step_and_bad_input_is_refused(home: Path) -> None:
     assert [s["state"] for s in st["steps"]] == ["completed", "skipped"]
 
     not_json = cli("workflow", "run", "credit-review", "--input", "{nope", *h)
-    assert not_json.exit_code == 2 and "not JSON" in not_json.stderr
+    assert not_json.exit_code == 2 and "not valid JSON" in not_json.stderr
     wrong = cli("workflow", "run", "credit-review", "--input", '{"account": "a", "amount": 0,'
                 ' "reason": "x"}', *h)
     assert wrong.exit_code == 2 and "amount" in wrong.stderr

@@ -16,8 +16,9 @@ from typing import Annotated, Any
 
 import typer
 
+from ..config import load_config
 from ..errors import ApprovalError, CradleError, InputError, WorkflowFileError
-from ..home import resolve_home
+from ..home import Home, resolve_home
 from ..workflow import runner
 from ..workflow.definitions import load_file
 from .approvals import TokenOpt
@@ -103,7 +104,8 @@ def workflow_run(
     """Start a run: its steps go as far as they can (a human step waits, holding nothing)."""
     try:
         path = runner.find_definition(resolve_home(home), file)
-        inputs = runner.parse_input(input_json)
+        limits = load_config(Home(resolve_home(home)).config).input_limits
+        inputs = runner.parse_input(input_json, limits)
         load_file(path)
         if run_id is not None:
             runner.check_run_id(run_id)

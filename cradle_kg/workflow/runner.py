@@ -12,13 +12,13 @@ Reading a run's status never appends to the journal; only ``start``, ``decide`` 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CradleError, InputError, UnknownNameError, WorkflowFileError
+from ..inputs import DEFAULT_LIMITS, InputLimits, load_json
 from ..runs import summary_of
 from .definitions import load_file
 from .engine import Engine, RunStatus
@@ -99,13 +99,16 @@ def open_engine(rt: Runtime, *, base_url: str | None = None,
     return Engine(rt, client=client_for(base_url, api_key))
 
 
-def parse_input(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"`--input`: not JSON: {exc}") from None
+def parse_input(text: str, limits: InputLimits = DEFAULT_LIMITS, *,
+                source: str = "--input") -> dict[str, Any]:
+    """A JSON object a person typed (a run's ``--input``, a human step's whole answer),
+    read by the strict loader as every other document from a person or an agent: a key
+    given twice, ``NaN``, runaway nesting or a value past ``limits`` is a one-line
+    :class:`InputError` naming ``source``. Before, ``json.loads`` took the last of two
+    keys and ended in a ``RecursionError`` (``tests/security/test_61``)."""
+    value = load_json(text, limits=limits, source=source)
     if not isinstance(value, dict):
-        raise InputError("`--input`: a JSON object is expected")
+        raise InputError(f"`{source}`: a JSON object is expected")
     return value
 
 
@@ -162,12 +165,12 @@ def after_approval(rt: Runtime, run_id: str, *, base_url: str | None = None,
     return resume(open_engine(rt, base_url=base_url, api_key=api_key), run_id)
 
 
-def decision_for(step: HumanStep, answer: str) -> dict[str, Any]:
+def decision_for(step: HumanStep, answer: str,
+                 limits: InputLimits = DEFAULT_LIMITS) -> dict[str, Any]:
     """``--answer pay`` (the decision field) or ``--answer '{...}'`` (the whole output)."""
     stripped = answer.strip()
     if stripped.startswith("{"):
-        value = parse_input(stripped)
-        return value
+        return parse_input(stripped, limits, source="answer")
     if step.answers and answer not in step.answers:
         raise InputError(f"`{answer}` is not an allowed answer of step `{step.id}`",
                          hint="one of " + ", ".join(f"`{a}`" for a in step.answers))
@@ -186,7 +189,8 @@ def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, t
     if not isinstance(step, HumanStep):
         raise InputError(f"step `{step_id}` of run `{run_id}` is a {step.kind} step, "
                          "not a human one")
-    return outcome(engine.decide(run_id, step_id, decision_for(step, answer), by=by,
+    return outcome(engine.decide(run_id, step_id,
+                                 decision_for(step, answer, rt.config.input_limits), by=by,
                                  note=note))
 
 

@@ -320,6 +320,22 @@ def postgres(request: pytest.FixtureRequest) -> Any:
     return request.config.stash[_STATE].postgres()
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A worker of ``pytest -n`` (pytest-xdist) hands its counts to the controller."""
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        out["cradle_backend_counts"] = dict(session.config.stash[_STATE].counts)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """The controller adds up its workers' counts (the summary's line covers every test)."""
+    counts = getattr(node, "workeroutput", {}).get("cradle_backend_counts", {})
+    total = node.config.stash[_STATE].counts
+    for key, value in counts.items():
+        total[key] += value
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Say where the tests ran: a run that silently fell back to SQLite proves nothing."""
     state = config.stash[_STATE]

@@ -20,6 +20,7 @@ DATA`` / ``DELETE DATA``, plain SPARQL 1.1) already made from the journal's even
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -63,6 +64,14 @@ def _watermark_insert(seq: int) -> str:
             f"{meta} <{VERSION}> \"{PROJECTION_VERSION}\"^^<{_INT}> }} }}")
 
 
+def watermark_triples(seq: int) -> tuple[str, ...]:
+    """The watermark and layout triples :func:`_watermark_insert` writes (N-Triples, in
+    the form the store gives them back)."""
+    meta = f"<{META_GRAPH}>"
+    return (f"{meta} <{SEQ}> \"{seq}\"^^<{_INT}>",
+            f"{meta} <{VERSION}> \"{PROJECTION_VERSION}\"^^<{_INT}>")
+
+
 def watermark_data(current: Iterable[str], seq: int) -> str:
     """The watermark move to ``seq`` as data operations only: ``DELETE DATA`` of the
     ``current`` watermark and layout triples (N-Triples, as the store holds them) and
@@ -90,21 +99,25 @@ class QuadBatch:
         self.removed: dict[tuple[str, str], None] = {}
 
     def add(self, graph: str, triples: Iterable[str]) -> None:
-        for t in triples:
-            self.added[graph, t] = None
-            self.removed.pop((graph, t), None)
+        pairs = dict.fromkeys(zip(repeat(graph), triples))
+        if self.removed:  # rare: a batch with retractions
+            for pair in pairs:
+                self.removed.pop(pair, None)
+        self.added.update(pairs)
 
     def remove(self, graph: str, triples: Iterable[str]) -> None:
-        for t in triples:
-            self.removed[graph, t] = None
-            self.added.pop((graph, t), None)
+        pairs = dict.fromkeys(zip(repeat(graph), triples))
+        if self.added:
+            for pair in pairs:
+                self.added.pop(pair, None)
+        self.removed.update(pairs)
 
     def __len__(self) -> int:
         return len(self.added) + len(self.removed)
 
     @staticmethod
     def nquads(pairs: Iterable[tuple[str, str]]) -> str:
-        return "".join(f"{t} {g} .\n" for g, t in pairs)
+        return "".join([f"{t} {g} .\n" for g, t in pairs])
 
     @staticmethod
     def data(verb: str, pairs: Iterable[tuple[str, str]], max_bytes: int) -> list[str]:
@@ -259,5 +272,6 @@ __all__ = [
     "is_knowledge",
     "split_graphs",
     "watermark_data",
+    "watermark_triples",
     "watermark_update",
 ]

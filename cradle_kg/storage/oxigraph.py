@@ -51,7 +51,7 @@ def write_batch(store: ox.Store, batch: QuadBatch, tail: Sequence[str] = ()) -> 
     anything is written."""
     try:
         # read through, nothing kept (a list of the parsed quads cost a third more)
-        deque(ox.parse(batch.nquads([*batch.added, *batch.removed]),
+        deque(ox.parse(batch.all_nquads(),
                        format=ox.RdfFormat.N_QUADS), maxlen=0)
     except SyntaxError as exc:
         raise GraphStoreError(f"the projection is not N-Quads: {exc}") from None
@@ -64,10 +64,12 @@ def write_batch(store: ox.Store, batch: QuadBatch, tail: Sequence[str] = ()) -> 
 
 #: quads written by :meth:`OxigraphStore.apply` between two flushes. RocksDB (as Oxigraph
 #: configures it) keeps up to 128 MB a column family in its memtables before it flushes
-#: them itself, and a write costs more the fuller they are: projecting 12,000 events in
-#: batches of 100 cost 0.43 ms/event at first and 0.86 by the end (360,000 quads, never
-#: flushed); flushed every 50,000 quads, 0.61 on average (see the README, issue 13)
-FLUSH_EVERY = 50_000
+#: them itself, and a write costs more the fuller they are: projecting 12,017 events in
+#: batches of 50 cost 0.43 ms/event at first and 0.86 by the end (360,000 quads, never
+#: flushed), 0.72 on average, against 0.88 never flushed (25,000 to 100,000 alike). A flush
+#: costs ~3 µs a quad written since the last (its CPU and compactions'), which a process
+#: that writes fewer quads than this does not pay back: the most this allows
+FLUSH_EVERY = 100_000
 
 
 class _Meta(NamedTuple):

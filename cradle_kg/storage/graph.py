@@ -84,6 +84,26 @@ def watermark_data(current: Iterable[str], seq: int) -> str:
     return drop + _watermark_insert(seq)
 
 
+def _data_ops(verb: str, by_graph: dict[str, dict[str, None]], max_bytes: int) -> list[str]:
+    """``verb`` (``INSERT DATA`` / ``DELETE DATA``) operations of triples grouped by graph,
+    each at most about ``max_bytes`` long."""
+    ops: list[str] = []
+    body: list[str] = []
+    size = 0
+    for g, grouped in by_graph.items():
+        triples = list(grouped)
+        for start in range(0, len(triples), 1000):
+            part = f"GRAPH {g} {{ {' . '.join(triples[start:start + 1000])} }}"
+            if body and size + len(part) > max_bytes:
+                ops.append(f"{verb} {{ {' '.join(body)} }}")
+                body, size = [], 0
+            body.append(part)
+            size += len(part) + 1
+    if body:
+        ops.append(f"{verb} {{ {' '.join(body)} }}")
+    return ops
+
+
 class QuadBatch:
     """What a batch of projected events changes, as its net effect in journal order:
     ``(graph, "s p o")`` pairs to add and to remove (``graph`` an ``<IRI>``). A triple
@@ -148,33 +168,15 @@ class QuadBatch:
         by_graph: dict[str, dict[str, None]] = {}
         for g, t in pairs:
             by_graph.setdefault(g, {})[t] = None
-        return QuadBatch._ops(verb, by_graph, max_bytes)
-
-    @staticmethod
-    def _ops(verb: str, by_graph: dict[str, dict[str, None]], max_bytes: int) -> list[str]:
-        ops: list[str] = []
-        body: list[str] = []
-        size = 0
-        for g, grouped in by_graph.items():
-            triples = list(grouped)
-            for start in range(0, len(triples), 1000):
-                part = f"GRAPH {g} {{ {' . '.join(triples[start:start + 1000])} }}"
-                if body and size + len(part) > max_bytes:
-                    ops.append(f"{verb} {{ {' '.join(body)} }}")
-                    body, size = [], 0
-                body.append(part)
-                size += len(part) + 1
-        if body:
-            ops.append(f"{verb} {{ {' '.join(body)} }}")
-        return ops
+        return _data_ops(verb, by_graph, max_bytes)
 
     def sparql_deletes(self, max_bytes: int = 1 << 62) -> list[str]:
-        return self._ops("DELETE DATA", self._removed, max_bytes)
+        return _data_ops("DELETE DATA", self._removed, max_bytes)
 
     def sparql(self, max_bytes: int = 1 << 62) -> list[str]:
         """The batch as SPARQL 1.1 Update operations: its deletions, then its insertions."""
-        return (self._ops("DELETE DATA", self._removed, max_bytes)
-                + self._ops("INSERT DATA", self._added, max_bytes))
+        return (_data_ops("DELETE DATA", self._removed, max_bytes)
+                + _data_ops("INSERT DATA", self._added, max_bytes))
 
 
 def is_knowledge(graph: str) -> bool:

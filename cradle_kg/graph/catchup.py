@@ -49,12 +49,25 @@ def catch_up(store: ProjectionTarget, journal: Journal, *, projectors: Sequence[
              limit: int | None = None) -> int:
     """Project every event after the store's watermark (at most ``limit``); returns how
     many were projected. A store written with another layout is rebuilt."""
+    return catch_up_to(store, journal, projectors=projectors, batch=batch, progress=progress,
+                       limit=limit)[0]
+
+
+def catch_up_to(store: ProjectionTarget, journal: Journal, *,
+                projectors: Sequence[PackProjector] = (), batch: int = BATCH,
+                progress: Progress | None = None, limit: int | None = None,
+                head: int | None = None) -> tuple[int, int]:
+    """:func:`catch_up`, returning (events projected, the store's watermark after them).
+    ``head``: the journal's head as the caller has just read it (for ``progress`` only:
+    the events read are those after the watermark, whatever the head)."""
     start = store.projected_seq()
     if start and store.layout() != PROJECTION_VERSION:
         # written by an older cradle-kg: its triples are laid out otherwise; the watermark
         # goes with the clear, so a kill half-way leaves a store projected again from 0
-        return rebuild(store, journal, projectors=projectors, progress=progress)
-    head, _ = journal.head()
+        done = rebuild(store, journal, projectors=projectors, progress=progress)
+        return done, store.projected_seq()
+    if head is None:
+        head, _ = journal.head()
     done = last = 0
     ops = QuadBatch()
     for ev in journal.events(since_seq=start):
@@ -74,7 +87,7 @@ def catch_up(store: ProjectionTarget, journal: Journal, *, projectors: Sequence[
         crashpoint("graph.sync.batch")
     if progress:
         progress(max(last, start) - start, max(head, last) - start)
-    return done
+    return done, max(last, start)
 
 
 def rebuild(store: ProjectionTarget, journal: Journal, *, projectors: Sequence[PackProjector] = (),
@@ -108,4 +121,4 @@ def rebuild(store: ProjectionTarget, journal: Journal, *, projectors: Sequence[P
     return state["count"]
 
 
-__all__ = ["BATCH", "catch_up", "event_ops", "rebuild"]
+__all__ = ["BATCH", "catch_up", "catch_up_to", "event_ops", "rebuild"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..errors import GraphStoreError
 from ..storage import Journal
 from ..storage.graph import GraphStore
-from .catchup import BATCH, catch_up
+from .catchup import BATCH, catch_up_to
 from .packproj import PackProjector
 
 
@@ -63,29 +63,39 @@ def follow(store: GraphStore, journal: Journal, *, stop: threading.Event,
     behind_since: float | None = None
     projected = -1
     failures = 0
+    head: int | None = None  # the head read at the end of the previous round, if it was behind
     while not stop.is_set():
-        now_mark = journal.watermark()
-        head, _ = journal.head()
-        if projected < 0 or now_mark != mark or projected < head:
+        # one read of the head a round: woken by an append, the store is behind it; the
+        # change watermark is read only when the head says there is nothing new
+        if head is None:
+            head, _ = journal.head()
+        due = projected < 0 or projected < head
+        if not due:  # at the head: has the journal changed otherwise since the last look?
+            now_mark = journal.watermark()
+            due = mark is not None and now_mark != mark
+            mark = now_mark
+        else:
+            mark = None  # not read: the next look at an idle journal only records it
+        if due:
             started = time.monotonic()
             if head > max(projected, 0) and behind_since is None:
                 behind_since = started
             try:
-                added = catch_up(store, journal, projectors=projectors, batch=batch,
-                                 progress=_batch_report(report, store, journal, started,
-                                                        behind_since, batch))
-                projected = store.projected_seq()
+                added, projected = catch_up_to(
+                    store, journal, projectors=projectors, batch=batch, head=head,
+                    progress=_batch_report(report, store, journal, started, behind_since,
+                                           batch))
             except GraphStoreError as exc:
                 if once:  # asked to catch up once: a store that cannot be reached is said
                     raise
                 report(FollowStatus(max(projected, 0), head, 0, time.monotonic() - started,
                                     _since(behind_since), error=exc.message))
                 failures += 1  # retried, backing off up to 10 s between attempts
+                head = None
                 stop.wait(min(10.0, interval * 2 ** min(failures, 10)))
                 continue
             failures = 0
             total += added
-            mark = now_mark
             head_now, _ = journal.head()
             lag_seconds = _since(behind_since)
             behind_since = None if projected >= head_now else behind_since
@@ -93,7 +103,9 @@ def follow(store: GraphStore, journal: Journal, *, stop: threading.Event,
                 report(FollowStatus(projected, head_now, added, time.monotonic() - started,
                                     lag_seconds))
             if projected < head_now:
+                head = head_now
                 continue  # appended meanwhile: straight on
+        head = None
         if once:
             break
         _wait(journal, stop, interval)
@@ -121,12 +133,14 @@ def _batch_report(report: Callable[[FollowStatus], None], store: GraphStore,
                   journal: Journal, started: float, behind_since: float | None,
                   batch: int) -> Callable[[int, int], None]:
     """Progress within a long catch-up: one report per batch (not for the last one)."""
-    start = store.projected_seq()
+    start: list[int] = []  # the watermark the round started from, read at the first report
 
     def progress(done: int, total: int) -> None:
         if done and done < total and done % batch == 0:
-            report(FollowStatus(start + done, start + total, done, time.monotonic() - started,
-                                _since(behind_since)))
+            if not start:  # the batch is applied: the watermark is start + done
+                start.append(store.projected_seq() - done)
+            report(FollowStatus(start[0] + done, start[0] + total, done,
+                                time.monotonic() - started, _since(behind_since)))
 
     return progress
 

@@ -63,6 +63,14 @@ def _watermark_insert(seq: int) -> str:
             f"{meta} <{VERSION}> \"{PROJECTION_VERSION}\"^^<{_INT}> }} }}")
 
 
+def watermark_triples(seq: int) -> tuple[str, ...]:
+    """The watermark and layout triples :func:`_watermark_insert` writes (N-Triples, in
+    the form the store gives them back)."""
+    meta = f"<{META_GRAPH}>"
+    return (f"{meta} <{SEQ}> \"{seq}\"^^<{_INT}>",
+            f"{meta} <{VERSION}> \"{PROJECTION_VERSION}\"^^<{_INT}>")
+
+
 def watermark_data(current: Iterable[str], seq: int) -> str:
     """The watermark move to ``seq`` as data operations only: ``DELETE DATA`` of the
     ``current`` watermark and layout triples (N-Triples, as the store holds them) and
@@ -76,65 +84,99 @@ def watermark_data(current: Iterable[str], seq: int) -> str:
     return drop + _watermark_insert(seq)
 
 
+def _data_ops(verb: str, by_graph: dict[str, dict[str, None]], max_bytes: int) -> list[str]:
+    """``verb`` (``INSERT DATA`` / ``DELETE DATA``) operations of triples grouped by graph,
+    each at most about ``max_bytes`` long."""
+    ops: list[str] = []
+    body: list[str] = []
+    size = 0
+    for g, grouped in by_graph.items():
+        triples = list(grouped)
+        for start in range(0, len(triples), 1000):
+            part = f"GRAPH {g} {{ {' . '.join(triples[start:start + 1000])} }}"
+            if body and size + len(part) > max_bytes:
+                ops.append(f"{verb} {{ {' '.join(body)} }}")
+                body, size = [], 0
+            body.append(part)
+            size += len(part) + 1
+    if body:
+        ops.append(f"{verb} {{ {' '.join(body)} }}")
+    return ops
+
+
 class QuadBatch:
     """What a batch of projected events changes, as its net effect in journal order:
     ``(graph, "s p o")`` pairs to add and to remove (``graph`` an ``<IRI>``). A triple
     added then retracted in one batch is only removed, retracted then added only added,
     so the two sets are disjoint and a store may apply them in either order, in one
-    transaction or several (replaying either changes nothing)."""
+    transaction or several (replaying either changes nothing). Kept grouped by graph, in
+    the order the graphs and triples came."""
 
-    __slots__ = ("added", "removed")
+    __slots__ = ("_added", "_removed")
 
     def __init__(self) -> None:
-        self.added: dict[tuple[str, str], None] = {}
-        self.removed: dict[tuple[str, str], None] = {}
+        self._added: dict[str, dict[str, None]] = {}
+        self._removed: dict[str, dict[str, None]] = {}
+
+    @staticmethod
+    def _put(into: dict[str, dict[str, None]], out: dict[str, dict[str, None]],
+             graph: str, triples: Iterable[str]) -> None:
+        new = dict.fromkeys(triples)
+        if not new:
+            return
+        gone = out.get(graph)
+        if gone:  # rare: a retraction and an addition of one triple in a batch
+            for t in new:
+                gone.pop(t, None)
+        mine = into.get(graph)
+        if mine is None:
+            into[graph] = new
+        else:
+            mine.update(new)
 
     def add(self, graph: str, triples: Iterable[str]) -> None:
-        for t in triples:
-            self.added[graph, t] = None
-            self.removed.pop((graph, t), None)
+        self._put(self._added, self._removed, graph, triples)
 
     def remove(self, graph: str, triples: Iterable[str]) -> None:
-        for t in triples:
-            self.removed[graph, t] = None
-            self.added.pop((graph, t), None)
+        self._put(self._removed, self._added, graph, triples)
+
+    @property
+    def added(self) -> list[tuple[str, str]]:
+        return [(g, t) for g, triples in self._added.items() for t in triples]
+
+    @property
+    def removed(self) -> list[tuple[str, str]]:
+        return [(g, t) for g, triples in self._removed.items() for t in triples]
 
     def __len__(self) -> int:
-        return len(self.added) + len(self.removed)
+        return (sum(map(len, self._added.values()))
+                + sum(map(len, self._removed.values())))
 
     @staticmethod
     def nquads(pairs: Iterable[tuple[str, str]]) -> str:
-        return "".join(f"{t} {g} .\n" for g, t in pairs)
+        return "".join([f"{t} {g} .\n" for g, t in pairs])
+
+    def all_nquads(self) -> str:
+        """Both sets as N-Quads text (for the check that they are N-Quads)."""
+        return "".join([f"{t} {g} .\n" for by_graph in (self._added, self._removed)
+                        for g, triples in by_graph.items() for t in triples])
 
     @staticmethod
     def data(verb: str, pairs: Iterable[tuple[str, str]], max_bytes: int) -> list[str]:
         """``INSERT DATA`` / ``DELETE DATA`` operations (``verb``) of ``pairs``, grouped by
         graph, each at most about ``max_bytes`` long."""
-        by_graph: dict[str, list[str]] = {}
+        by_graph: dict[str, dict[str, None]] = {}
         for g, t in pairs:
-            by_graph.setdefault(g, []).append(t)
-        ops: list[str] = []
-        body: list[str] = []
-        size = 0
-        for g, triples in by_graph.items():
-            for start in range(0, len(triples), 1000):
-                part = f"GRAPH {g} {{ {' . '.join(triples[start:start + 1000])} }}"
-                if body and size + len(part) > max_bytes:
-                    ops.append(f"{verb} {{ {' '.join(body)} }}")
-                    body, size = [], 0
-                body.append(part)
-                size += len(part) + 1
-        if body:
-            ops.append(f"{verb} {{ {' '.join(body)} }}")
-        return ops
+            by_graph.setdefault(g, {})[t] = None
+        return _data_ops(verb, by_graph, max_bytes)
 
     def sparql_deletes(self, max_bytes: int = 1 << 62) -> list[str]:
-        return self.data("DELETE DATA", self.removed, max_bytes)
+        return _data_ops("DELETE DATA", self._removed, max_bytes)
 
     def sparql(self, max_bytes: int = 1 << 62) -> list[str]:
         """The batch as SPARQL 1.1 Update operations: its deletions, then its insertions."""
-        return (self.data("DELETE DATA", self.removed, max_bytes)
-                + self.data("INSERT DATA", self.added, max_bytes))
+        return (_data_ops("DELETE DATA", self._removed, max_bytes)
+                + _data_ops("INSERT DATA", self._added, max_bytes))
 
 
 def is_knowledge(graph: str) -> bool:
@@ -259,5 +301,6 @@ __all__ = [
     "is_knowledge",
     "split_graphs",
     "watermark_data",
+    "watermark_triples",
     "watermark_update",
 ]

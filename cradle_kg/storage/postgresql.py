@@ -382,6 +382,8 @@ class PostgresJournal:
                 return
             for row in rows:
                 yield self._row(row)
+            if len(rows) < batch:  # the last page: no query for an empty one
+                return
             last = rows[-1][0]
 
     def events_for_subject(self, subject: str) -> list[AuditEvent]:

@@ -230,7 +230,7 @@ class SparqlHttpStore:
         # the next catch-up re-applies set operations (Virtuoso compiles ~2,500 triples/s
         # of INSERT DATA here: one request of a 5,000-event batch outlasts any timeout)
         try:  # refused before any request: a big batch goes in several
-            list(ox.parse(batch.nquads([*batch.added, *batch.removed]),
+            list(ox.parse(batch.all_nquads(),
                           format=ox.RdfFormat.N_QUADS))
         except SyntaxError as exc:
             raise GraphStoreError(f"the projection is not N-Quads: {exc}") from None

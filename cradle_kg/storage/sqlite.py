@@ -624,6 +624,8 @@ class SqliteJournal:
                 return
             for row in rows:
                 yield self._row(row)
+            if len(rows) < batch:  # the last page: no query for an empty one
+                return
             last = rows[-1][0]
 
     def raw_rows(self, columns: str) -> Iterator[tuple[Any, ...]]:

@@ -167,6 +167,9 @@ def main() -> None:
     for _ in range(2):
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
+        # listening before the ports are announced: a client that connects at once (the
+        # deadline test) waits in the backlog instead of being refused before uvicorn runs
+        sock.listen(128)
         sockets.append(sock)
     ports = [s.getsockname()[1] for s in sockets]
     app = make_app(directory, StreamableHTTPSessionManager(server), ports)

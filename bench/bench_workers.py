@@ -175,12 +175,10 @@ def main() -> None:
     load_before = os.getloadavg()
     try:
         if args.journal is None:
-            from cradle_kg.storage.pg_admin import migrate
             from cradle_kg.storage.pg_scratch import ScratchPostgres
 
             server = ScratchPostgres()
-            args.journal = server.create_schema()
-            migrate(args.journal)
+            args.journal = server.journal_schema()
         os.environ[JOURNAL_URL_ENV] = args.journal
         home = tmp / "home"
         prepare_home(home)

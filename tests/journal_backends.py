@@ -18,7 +18,6 @@ from __future__ import annotations
 import pytest
 
 from cradle_kg.storage import JOURNAL_URL_ENV
-from cradle_kg.storage.pg_admin import migrate
 from cradle_kg.storage.pg_scratch import ScratchPostgres
 
 BACKENDS = ("sqlite", "postgresql")
@@ -28,9 +27,7 @@ BACKENDS = ("sqlite", "postgresql")
 def pg_url(postgres: ScratchPostgres) -> str:
     """A fresh, migrated PostgreSQL journal for one test (a schema of its own, through the
     URL's ``search_path``; the server and all its schemas go at the end of the session)."""
-    url = postgres.create_schema()
-    migrate(url)
-    return url
+    return postgres.journal_schema()
 
 
 @pytest.fixture(params=BACKENDS)

@@ -105,11 +105,7 @@ class _Backends:
         return self._oxigraph
 
     def fresh_journal(self) -> str:
-        from cradle_kg.storage.pg_admin import migrate
-
-        url = str(self.postgres().create_schema())
-        migrate(url)
-        return url
+        return str(self.postgres().journal_schema())
 
     def scoped_journal(self, key: str) -> str:
         if key not in self._journal_urls:

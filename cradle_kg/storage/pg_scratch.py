@@ -118,6 +118,15 @@ class ScratchPostgres:
             conn.execute(f'CREATE SCHEMA "{name}"')
         return f"{self.url(database)}?options=-csearch_path%3D{name}"
 
+    def journal_schema(self, database: str = "postgres") -> str:
+        """:meth:`create_schema` with the journal's migrations applied: the URL of a fresh,
+        empty journal (what a test's or a bench's PostgreSQL journal starts from)."""
+        from .pg_admin import migrate
+
+        url = self.create_schema(database)
+        migrate(url)
+        return url
+
     def drop_database(self, url: str) -> None:
         import psycopg
 

@@ -67,10 +67,7 @@ def test_an_append_between_two_waits_is_reported_by_the_next(target: str) -> Non
 
 def test_postgres_journals_in_two_schemas_do_not_wake_each_other(pg_url: str,
                                                                  postgres: object) -> None:
-    other = postgres.create_schema()  # type: ignore[attr-defined]
-    from cradle_kg.storage.pg_admin import migrate
-
-    migrate(other)
+    other = postgres.journal_schema()  # type: ignore[attr-defined]
     with open_journal(pg_url) as waiter, open_journal(other) as writer:
         waiter.wait_for_change(0)
         writer.append([note(1)])

@@ -13,7 +13,7 @@ import pytest
 
 from cradle_kg.errors import JournalError
 from cradle_kg.storage import SqliteJournal, open_journal
-from cradle_kg.storage.pg_admin import copy_sqlite, migrate
+from cradle_kg.storage.pg_admin import copy_sqlite
 from cradle_kg.storage.pg_connect import connect
 from cradle_kg.storage.pg_copy import bulk_copy
 from cradle_kg.storage.pg_schema import DERIVATIONS
@@ -54,8 +54,7 @@ def test_a_bulk_copy_derives_what_appends_write(tmp_path: Path, postgres: Scratc
     src = _source(tmp_path)
     seen: list[tuple[str, int, int]] = []
     report = copy_sqlite(src, pg_url, progress=lambda *a: seen.append(a))
-    appended = postgres.create_schema()  # the same events through the journal's append
-    migrate(appended)
+    appended = postgres.journal_schema()  # the same events through the journal's append
     with open_journal(appended) as j:
         j.append(MORE)
     assert report.intact and report.events == len(MORE)

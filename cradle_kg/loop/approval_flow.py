@@ -36,6 +36,29 @@ HoldsTool = Callable[[str], bool]
 #: reads of an approval a decision may take when other events about its action keep
 #: arriving between the read and the write (each lost race is another worker's write)
 _DECIDE_ATTEMPTS = 5
+#: what a person may decide: ``pending`` and ``expired`` are states, not decisions
+DECISIONS = (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED,
+             ApprovalStatus.CHANGES_REQUESTED)
+
+
+def decision_of(status: object, reason: object) -> ApprovalStatus:
+    """``status`` as a decision a person may make, and ``reason`` as text, or InputError.
+
+    Before, any status was recorded: a LangGraph resume (application data) deciding
+    ``pending`` wrote an ``approval.decided`` that left the approval pending — to be
+    decided again — and ended its proposal as "changes requested"; ``expired`` too; a
+    reason of any JSON shape was journaled (``tests/security/test_62``)."""
+    try:
+        decision = ApprovalStatus(status) if isinstance(status, str) else None
+    except ValueError:
+        decision = None
+    if decision not in DECISIONS:
+        raise InputError(f"`status`: `{str(status)[:64]}` is not a decision (one of "
+                         + ", ".join(f"`{d}`" for d in DECISIONS) + ")")
+    if reason is not None and not isinstance(reason, str):
+        raise InputError(f"`reason`: expected a text, not {type(reason).__name__}")
+    assert decision is not None
+    return decision
 
 
 class ApprovalFlow:
@@ -88,6 +111,7 @@ class ApprovalFlow:
         rejection or a request for changes ends the wait: the proposal's outcome becomes
         ``denied`` or ``repair``, with the approver's reason.
         """
+        status = decision_of(status, reason)
         check_human_input(self.ctx.config.input_limits,
                           ids={"approval_id": approval_id, "approver_id": approver_id,
                                "scope": scope}, texts={"reason": reason, "token": token})

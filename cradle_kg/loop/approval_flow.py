@@ -75,7 +75,8 @@ class ApprovalFlow:
         excluded = sorted(excluded_for(self.ctx.config, proposal))
         # INVARIANT: a pending approval belongs to its run and its proposal; another run
         # (or proposal) asking for the same action gets one of its own, in the inbox
-        pending = [st for st in self.book.for_digest(gate.action_digest)
+        pending = [st for st in self.book.for_digest(gate.action_digest,
+                                                     run_id=proposal.effective_run_id)
                    if st.approval.status is ApprovalStatus.PENDING
                    and st.approval.run_id == proposal.effective_run_id
                    and st.approval.proposal_id == proposal.id]

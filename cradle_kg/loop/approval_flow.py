@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from ..errors import ApprovalError, InputError, JournalError, UnknownNameError
 from ..inputs import check_human_input
@@ -59,6 +59,14 @@ def decision_of(status: object, reason: object) -> ApprovalStatus:
         raise InputError(f"`reason`: expected a text, not {type(reason).__name__}")
     assert decision is not None
     return decision
+
+
+def _in_utc_range(moment: datetime) -> bool:
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
 
 
 class ApprovalFlow:
@@ -120,6 +128,12 @@ class ApprovalFlow:
             # clock, which is aware: a naive expiry was a TypeError (an HTTP 500)
             raise InputError(f"`until`: `{until.isoformat()}` has no time zone "
                              "(ISO-8601 with an offset, e.g. `2030-01-01T00:00:00Z`)")
+        if until is not None and not _in_utc_range(until):
+            # `9999-12-31T23:59:59-05:00` ("never", west of Greenwich) is past what a date
+            # holds in UTC: journaled, it stopped the graph's projection for good (the
+            # approved action's commit check too: it ran, and was recorded as failed)
+            raise InputError(f"`until`: `{until.isoformat()}` is later than "
+                             "`9999-12-31T23:59:59Z`, the last time a date holds")
         # the digest's events are read once before the decision and once after it (what
         # the approval is now, and the proposal that asked for it, from the same read)
         subject = ""

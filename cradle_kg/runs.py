@@ -37,6 +37,10 @@ from .errors import InputError, UnknownNameError
 from .records import AuditEvent
 from .storage import Journal, StateKey
 
+#: the largest ``limit`` or ``offset`` of a page: what SQLite's and PostgreSQL's integers
+#: (``bigint``) hold
+MAX_PAGE_INTEGER = 2**63 - 1
+
 
 class RunState(StrEnum):
     OPEN = "open"
@@ -186,7 +190,12 @@ def list_page(journal: Journal, *, limit: int | None, offset: int = 0,
               ) -> tuple[list[RunSummary], int]:
     """One page of runs (in the order of their first event, or newest first), and how many
     runs there are in all (in that state, when ``state`` is given). Only the page's runs
-    are folded."""
+    are folded. ``limit`` and ``offset`` past what the journal's integers hold are an
+    :class:`InputError` (before: ``/api/runs?offset=1e20`` was an HTTP 500 and a
+    traceback, ``tests/security/test_66``)."""
+    for name, value in (("limit", limit), ("offset", offset)):
+        if value is not None and not 0 <= value <= MAX_PAGE_INTEGER:
+            raise InputError(f"`{name}`: `{value}` is not between 0 and {MAX_PAGE_INTEGER}")
     keys = None if state is None else [
         key for key, _ in journal.run_state_groups() if state_of(key) is state]
     run_ids, total = journal.listed_runs(keys=keys, limit=limit, offset=offset,

@@ -17,7 +17,7 @@ from typing import Final
 from rdflib import Dataset, Graph
 
 from cradle_kg.errors import InputError, InputTooLargeError, RdfParseError
-from cradle_kg.inputs import FILE_LIMITS, read_text_file
+from cradle_kg.inputs import FILE_LIMITS, load_json, read_text_file
 
 __all__ = ["FORMATS", "guess_format", "read_rdf"]
 
@@ -48,6 +48,8 @@ _EXTENSIONS: Final[dict[str, str]] = {
 
 # rdflib's notation3 parser (Turtle, TriG) puts "at line N of <...>" in its message
 _N3_LINE: Final = re.compile(r"at line (\d+)")
+# where the strict loader says a JSON document went wrong: ":line:column: message"
+_AT_LINE: Final = re.compile(r":(\d+):(\d+): (.*)", re.S)
 _LINE_BASED: Final = frozenset({"nt", "nquads"})
 # a string this short, on one line, naming an existing file, is a path, not RDF text
 _MAX_PATH_LEN: Final = 4096
@@ -130,6 +132,8 @@ def read_rdf(
 
 
 def _parse(text: str, fmt: str, *, file: str | None, base: str | None) -> Dataset:
+    if fmt == "json-ld":
+        _check_json_ld(text, file=file)
     ds = Dataset()
     try:
         ds.parse(data=text, format=fmt, publicID=base)
@@ -137,6 +141,44 @@ def _parse(text: str, fmt: str, *, file: str | None, base: str | None) -> Datase
         message, line = _locate(exc, text, fmt)
         raise RdfParseError(message, file=file, line=line) from exc
     return ds
+
+
+def _check_json_ld(text: str, *, file: str | None) -> None:
+    """JSON-LD is read as the strict loader reads JSON, with its contexts written inline.
+
+    rdflib's reader fetches a context named by a URL or a path (``"@context":
+    "http://…"``, ``"file:///…"``, ``"ctx.json"``, ``"@import"``) with ``urlopen`` and no
+    time limit: a pack ``pack validate`` was asked to review — or any JSON-LD file given to
+    ``validate`` — made this process send requests of its choosing, read local files, and
+    hang for ever on a server that never answers (``tests/security/test_64``); and it took
+    a key given twice last-wins. Nothing is fetched: such a document is refused."""
+    source = file or "JSON-LD"
+    try:
+        document = load_json(text, limits=FILE_LIMITS, source=source)
+    except InputError as exc:
+        message = exc.message.removeprefix(f"`{source}`")
+        at = _AT_LINE.match(message)  # ":4:1: not valid JSON: …" — where, when it is known
+        raise RdfParseError(f"{at.group(3)} (column {at.group(2)})" if at
+                            else message.removeprefix(": "),
+                            file=file, line=int(at.group(1)) if at else None) from None
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+            continue
+        if not isinstance(value, dict):
+            continue
+        for key, item in value.items():
+            named = ([item] if isinstance(item, str) else
+                     [x for x in item if isinstance(x, str)] if isinstance(item, list) else [])
+            if key == "@import" or (key == "@context" and named):
+                where = (named or [str(item)])[0]
+                raise RdfParseError(
+                    f"`{key}` names a document to fetch (`{where[:200]}`): cradle-kg reads "
+                    "JSON-LD with its context written inline and fetches nothing",
+                    file=file, hint="copy the context's object into the document")
+            stack.append(item)
 
 
 def _locate(exc: Exception, text: str, fmt: str) -> tuple[str, int | None]:

@@ -12,7 +12,9 @@ repair, failed verification) comes back as a ``ToolMessage`` with ``status="erro
 text carries the reasons and reason codes, so the model can correct itself. A call that
 needs a human approval pauses the graph with :func:`langgraph.types.interrupt`; the
 payload names the approval; resuming with ``Command(resume={"approver": ID, "token": T,
-"decision": "approved"})`` decides it (the runtime authenticates the approver), and
+"decision": "approved"})`` decides it (the runtime authenticates the approver; the
+decision is ``approved`` — the default —, ``rejected`` or ``changes_requested``, with an
+optional text ``"reason"``: anything else is refused and journals nothing), and
 resuming with anything else reads the decision an approver made elsewhere (web page,
 CLI). Proposal ids are ``<thread>:<tool_call_id>``: the node's re-run after a resume
 submits the same proposal again, which the runtime answers from its record.

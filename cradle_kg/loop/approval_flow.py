@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 from ..errors import ApprovalError, InputError, JournalError, UnknownNameError
 from ..inputs import check_human_input
@@ -36,6 +36,37 @@ HoldsTool = Callable[[str], bool]
 #: reads of an approval a decision may take when other events about its action keep
 #: arriving between the read and the write (each lost race is another worker's write)
 _DECIDE_ATTEMPTS = 5
+#: what a person may decide: ``pending`` and ``expired`` are states, not decisions
+DECISIONS = (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED,
+             ApprovalStatus.CHANGES_REQUESTED)
+
+
+def decision_of(status: object, reason: object) -> ApprovalStatus:
+    """``status`` as a decision a person may make, and ``reason`` as text, or InputError.
+
+    Before, any status was recorded: a LangGraph resume (application data) deciding
+    ``pending`` wrote an ``approval.decided`` that left the approval pending — to be
+    decided again — and ended its proposal as "changes requested"; ``expired`` too; a
+    reason of any JSON shape was journaled (``tests/security/test_62``)."""
+    try:
+        decision = ApprovalStatus(status) if isinstance(status, str) else None
+    except ValueError:
+        decision = None
+    if decision not in DECISIONS:
+        raise InputError(f"`status`: `{str(status)[:64]}` is not a decision (one of "
+                         + ", ".join(f"`{d}`" for d in DECISIONS) + ")")
+    if reason is not None and not isinstance(reason, str):
+        raise InputError(f"`reason`: expected a text, not {type(reason).__name__}")
+    assert decision is not None
+    return decision
+
+
+def _in_utc_range(moment: datetime) -> bool:
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
 
 
 class ApprovalFlow:
@@ -52,7 +83,8 @@ class ApprovalFlow:
         excluded = sorted(excluded_for(self.ctx.config, proposal))
         # INVARIANT: a pending approval belongs to its run and its proposal; another run
         # (or proposal) asking for the same action gets one of its own, in the inbox
-        pending = [st for st in self.book.for_digest(gate.action_digest)
+        pending = [st for st in self.book.for_digest(gate.action_digest,
+                                                     run_id=proposal.effective_run_id)
                    if st.approval.status is ApprovalStatus.PENDING
                    and st.approval.run_id == proposal.effective_run_id
                    and st.approval.proposal_id == proposal.id]
@@ -88,6 +120,7 @@ class ApprovalFlow:
         rejection or a request for changes ends the wait: the proposal's outcome becomes
         ``denied`` or ``repair``, with the approver's reason.
         """
+        status = decision_of(status, reason)
         check_human_input(self.ctx.config.input_limits,
                           ids={"approval_id": approval_id, "approver_id": approver_id,
                                "scope": scope}, texts={"reason": reason, "token": token})
@@ -95,6 +128,12 @@ class ApprovalFlow:
             # clock, which is aware: a naive expiry was a TypeError (an HTTP 500)
             raise InputError(f"`until`: `{until.isoformat()}` has no time zone "
                              "(ISO-8601 with an offset, e.g. `2030-01-01T00:00:00Z`)")
+        if until is not None and not _in_utc_range(until):
+            # `9999-12-31T23:59:59-05:00` ("never", west of Greenwich) is past what a date
+            # holds in UTC: journaled, it stopped the graph's projection for good (the
+            # approved action's commit check too: it ran, and was recorded as failed)
+            raise InputError(f"`until`: `{until.isoformat()}` is later than "
+                             "`9999-12-31T23:59:59Z`, the last time a date holds")
         # the digest's events are read once before the decision and once after it (what
         # the approval is now, and the proposal that asked for it, from the same read)
         subject = ""

@@ -136,8 +136,14 @@ class ApprovalBook:
         self.journal = journal
         self.config = config
 
-    def for_digest(self, digest: str) -> list[ApprovalState]:
-        return list(_fold(self.journal.events_for_subject("approval:" + digest)).values())
+    def for_digest(self, digest: str, *, run_id: str | None = None) -> list[ApprovalState]:
+        """The approvals of one action digest; ``run_id``: only those that run asked for
+        (read from that run's events of the digest alone: an agent proposing one action
+        in many runs no longer makes each of its submissions fold every approval the
+        action was ever asked in, ``tests/security/test_63``)."""
+        events = self.journal.events_for_subject("approval:" + digest, run_id=run_id)
+        return [st for st in _fold(events).values()
+                if run_id is None or st.approval.run_id == run_id]
 
     def usable(self, digest: str, now: datetime, proposer: str, *, run_id: str,
                also_excluded: Collection[str] = ()) -> HumanApproval | None:
@@ -147,7 +153,7 @@ class ApprovalBook:
         ``also_excluded``: identities that may not approve *this* use (the proposer's
         principal, on whose behalf it acts) besides those excluded at request time.
         """
-        for st in self.for_digest(digest):
+        for st in self.for_digest(digest, run_id=run_id):
             a = st.approval
             if a.status is not ApprovalStatus.APPROVED or a.approver_id is None:
                 continue

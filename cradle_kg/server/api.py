@@ -27,7 +27,7 @@ from ..lineage.index import HOST_FACT_PREFIX
 from ..loop.proposal import host_asserted_fact, read_proposal
 from ..loop.runtime import Runtime
 from ..records import ApprovalStatus, Outcome
-from ..runs import RunSummary, list_page, parse_state, show_run
+from ..runs import MAX_PAGE_INTEGER, RunSummary, list_page, parse_state, show_run
 from ..workflow import runner
 from .api_common import (
     Approver,
@@ -105,7 +105,7 @@ def make_router(runtime: Runtime) -> APIRouter:
 
     @router.get("/runs", summary="Runs and their state, newest first, one page at a time")
     def runs(who: Who, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-             offset: Annotated[int, Query(ge=0)] = 0,
+             offset: Annotated[int, Query(ge=0, le=MAX_PAGE_INTEGER)] = 0,
              status: Annotated[str | None, Query(
                  description="only runs in this state (`open`, `waiting_for_person`, "
                              "`escalated`, `completed`, `completed_with_failures`)")] = None

@@ -219,7 +219,12 @@ class Journal(Protocol):
     def events(self, *, run_id: str | None = None, since_seq: int = 0,
                batch: int = 5000) -> Iterator[AuditEvent]: ...
 
-    def events_for_subject(self, subject: str) -> list[AuditEvent]: ...
+    def events_for_subject(self, subject: str, *,
+                           run_id: str | None = None) -> list[AuditEvent]:
+        """The events about ``subject``, oldest first; ``run_id``: only those of that run
+        (read without decoding the others: a subject many runs share — an action digest,
+        a proposal id — costs a submission its own run's events, ``tests/security/test_63``)."""
+        ...
 
     def events_of_kind(self, kind: str) -> list[AuditEvent]: ...
 

@@ -386,9 +386,14 @@ class PostgresJournal:
                 return
             last = rows[-1][0]
 
-    def events_for_subject(self, subject: str) -> list[AuditEvent]:
+    def events_for_subject(self, subject: str, *,
+                           run_id: str | None = None) -> list[AuditEvent]:
+        if run_id is None:
+            return [self._row(r) for r in self._query(
+                f"SELECT {_COLS} FROM events WHERE subject = %s ORDER BY seq", (subject,))]
         return [self._row(r) for r in self._query(
-            f"SELECT {_COLS} FROM events WHERE subject = %s ORDER BY seq", (subject,))]
+            f"SELECT {_COLS} FROM events WHERE subject = %s AND run_id = %s ORDER BY seq",
+            (subject, run_id))]
 
     def events_of_kind(self, kind: str) -> list[AuditEvent]:
         return [self._row(r) for r in self._query(

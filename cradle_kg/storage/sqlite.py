@@ -637,10 +637,14 @@ class SqliteJournal:
         finally:
             conn.close()
 
-    def events_for_subject(self, subject: str) -> list[AuditEvent]:
-        rows = self._query(
-            f"SELECT {self._COLS} FROM events WHERE subject = ? ORDER BY seq", (subject,)
-        )
+    def events_for_subject(self, subject: str, *,
+                           run_id: str | None = None) -> list[AuditEvent]:
+        if run_id is None:
+            rows = self._query(
+                f"SELECT {self._COLS} FROM events WHERE subject = ? ORDER BY seq", (subject,))
+        else:
+            rows = self._query(f"SELECT {self._COLS} FROM events WHERE subject = ? "
+                               "AND run_id = ? ORDER BY seq", (subject, run_id))
         return [self._row(r) for r in rows]
 
     def events_of_kind(self, kind: str) -> list[AuditEvent]:

@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CradleError, InputError, UnknownNameError, WorkflowFileError
+from ..errors import ApprovalError, CradleError, InputError, UnknownNameError, WorkflowFileError
 from ..inputs import DEFAULT_LIMITS, InputLimits, load_json
+from ..loop.approvals import excluded_for_agent
 from ..runs import summary_of
 from .definitions import load_file
 from .engine import Engine, RunStatus
@@ -189,6 +190,12 @@ def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, t
     if not isinstance(step, HumanStep):
         raise InputError(f"step `{step_id}` of run `{run_id}` is a {step.kind} step, "
                          "not a human one")
+    # INVARIANT: who may never approve the workflow agent's actions (the agent, the person
+    # it acts for) never answers its human steps either: a review is someone else's
+    # (before, the agent's principal answered `pay` to its own credit, tests/security/test_67)
+    if by in excluded_for_agent(rt.config, wf.agent):
+        raise ApprovalError(f"`{by}` is `{wf.agent}` or the one it acts for, and cannot "
+                            f"answer step `{step_id}` of its workflow run `{run_id}`")
     return outcome(engine.decide(run_id, step_id,
                                  decision_for(step, answer, rt.config.input_limits), by=by,
                                  note=note))

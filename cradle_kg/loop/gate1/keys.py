@@ -36,7 +36,7 @@ def recorded_submission(journal: Journal, proposal: Proposal) -> AuditEvent | No
     if claimed is not None:
         return claimed
     # journals written before ids were claimed: the first plain submission of the id
-    for ev in journal.events_for_subject(proposal.id):
+    for ev in journal.events_for_subject(proposal.id, run_id=run_id):
         if (ev.kind == "proposal.received" and ev.run_id == run_id
                 and "submission" not in ev.payload
                 and ev.payload["proposal"].get("attempt", 0) == proposal.attempt):

@@ -106,13 +106,19 @@ def serve(
 
 @token_app.command("issue")
 def token_issue(agent: Annotated[str, typer.Argument(help="A declared agent id.")],
+                host: Annotated[bool, typer.Option(
+                    "--host", help="The host application's token for the agent: over MCP "
+                                   "(streamable HTTP) its calls may carry the host's facts "
+                                   "and the user's input in `_meta` (`cradle-kg/facts`, "
+                                   "`cradle-kg/input`), which an agent's token may not.")
+                ] = False,
                 home: HomeOpt = None) -> None:
     """Issue a new token for an agent (replacing its previous one); printed only once."""
     from ..server.auth import issue_agent_token
 
     h = Home(resolve_home(home))
     try:
-        token = issue_agent_token(h, load_config(h.config), agent)
+        token = issue_agent_token(h, load_config(h.config), agent, host=host)
     except CradleError as exc:
         fail(exc)
     console.print(token, highlight=False, soft_wrap=True)

@@ -94,6 +94,22 @@ class HostMeta(BaseModel):
 
 #: the host keys of a call that sets none (frozen: one shared instance)
 NO_META = HostMeta()
+#: the ``_meta`` keys lineage trusts as the host's word: only the host application asserts
+#: them (on HTTP, with a host's token: ``cradle-kg api-token issue AGENT --host``)
+HOST_ONLY_KEYS = ("facts", "input")
+
+
+def check_host_only(meta: HostMeta) -> None:
+    """Refuse what only the host may assert, from a caller that is not the host: an
+    agent's own token on MCP's HTTP transport (``tests/security/test_68``). The facts are
+    recorded as ``host:<session>`` and the input as the user's, both trusted origins for
+    lineage — from the agent's token, the laundering ``test_59`` closed on the JSON API."""
+    given = [k for k in HOST_ONLY_KEYS if getattr(meta, k) not in ((), None)]
+    if given:
+        raise InputError(
+            f"`_meta`: `{META_PREFIX}{given[0]}` is the host application's word, and this "
+            "token is the agent's", hint="the host's token for the agent: "
+            "`cradle-kg api-token issue AGENT --host`")
 
 
 def host_meta(meta: Mapping[str, Any] | None, runtime: Runtime) -> HostMeta:

@@ -31,7 +31,15 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..inputs import InputLimits
 from . import require
-from .calls import CallResult, GovernedSession, HostMeta, host_meta, refused, tool_hints
+from .calls import (
+    CallResult,
+    GovernedSession,
+    HostMeta,
+    check_host_only,
+    host_meta,
+    refused,
+    tool_hints,
+)
 from .http_guard import (
     MAX_SESSIONS_PER_AGENT,
     SESSION_IDLE_SECONDS,
@@ -54,6 +62,9 @@ if TYPE_CHECKING:
 
 #: the scope a cradle-kg agent token carries for the MCP endpoint
 AGENT_SCOPE = "cradle-kg:agent"
+#: a token the host application holds for its agent (``api-token issue --host``): its calls
+#: may carry the host's trusted ``_meta`` keys (:data:`HOST_ONLY_KEYS`)
+HOST_SCOPE = "cradle-kg:host"
 #: seconds between two polls of the journal while a call waits for an approver
 POLL_SECONDS = 0.25
 
@@ -105,9 +116,12 @@ def as_mcp_result(result: CallResult) -> types.CallToolResult:
 
 def build_server(runtime: Runtime, identity: IdentityFn, *, approval_wait: float = 0.0,
                  home_hint: str = "", name: str = "cradle-kg",
-                 only: Collection[str] | None = None) -> Server[Any, Any]:
+                 only: Collection[str] | None = None,
+                 host_trusted: Callable[[], bool] = lambda: True) -> Server[Any, Any]:
     """The MCP server of a runtime: its tools (``only`` these, when given), each call
-    governed."""
+    governed. ``host_trusted``: whether the caller is the host application, whose
+    ``_meta`` may assert facts and the user's input — on stdio always (the host started
+    the server and holds its pipes), on HTTP only with a host's token."""
     require("mcp", extra="mcp")
     from mcp import types
     from mcp.server.lowlevel import Server
@@ -136,7 +150,7 @@ def build_server(runtime: Runtime, identity: IdentityFn, *, approval_wait: float
             raise McpError(types.ErrorData(code=types.INVALID_REQUEST,
                                            message="no authenticated identity"))
         result = await governed_call(book, ctx.session, agent, req, ctx.request_id,
-                                     approval_wait=approval_wait)
+                                     approval_wait=approval_wait, host=host_trusted())
         return types.ServerResult(as_mcp_result(result))
 
     server.request_handlers[types.CallToolRequest] = _call
@@ -145,9 +159,10 @@ def build_server(runtime: Runtime, identity: IdentityFn, *, approval_wait: float
 
 async def governed_call(book: SessionBook, key: ServerSession, agent: str,
                         req: types.CallToolRequest, request_id: Any, *,
-                        approval_wait: float) -> CallResult:
+                        approval_wait: float, host: bool = True) -> CallResult:
     """Run one ``tools/call`` through the runtime (in a worker thread); wait for an
-    approver, with progress notifications, when the client asked for progress."""
+    approver, with progress notifications, when the client asked for progress. ``host``:
+    the caller is the host application (see :func:`build_server`)."""
     import anyio
 
     name = req.params.name
@@ -158,6 +173,8 @@ async def governed_call(book: SessionBook, key: ServerSession, agent: str,
     try:
         session = book.session(key, agent)
         meta = host_meta(extra, book.runtime)
+        if not host:
+            check_host_only(meta)
     except InputError as exc:
         return refused(exc, {"tool": name})
     result = await anyio.to_thread.run_sync(_call_in_thread, session, name,
@@ -425,8 +442,12 @@ def http_app(runtime: Runtime, *, approval_wait: float = 0.0, home_hint: str = "
         token = get_access_token()
         return token.client_id if token is not None else None
 
+    def host_trusted() -> bool:
+        token = get_access_token()
+        return token is not None and HOST_SCOPE in token.scopes
+
     server = build_server(runtime, identity, approval_wait=approval_wait, home_hint=home_hint,
-                          only=only, name=name)
+                          only=only, name=name, host_trusted=host_trusted)
     # the SDK's idle timeout, where it has one, set to what the quota counts with
     idle = SESSION_IDLE_SECONDS if "session_idle_timeout" in inspect.signature(
         StreamableHTTPSessionManager).parameters else None
@@ -467,4 +488,4 @@ class AgentTokens:
         if caller is None or not caller.is_agent or caller.is_approver:
             return None
         return AccessToken(token=token, client_id=caller.identity, subject=caller.identity,
-                           scopes=[AGENT_SCOPE])
+                           scopes=[AGENT_SCOPE, *([HOST_SCOPE] if caller.is_host else [])])

@@ -7,7 +7,11 @@ Two kinds of identity, two places for their token hashes (``sha256:<hex>``):
 * **agents** submitting proposals — ``<home>/api-tokens.json``, written by
   ``cradle-kg api-token issue AGENT``, which prints the token once and keeps only its
   hash. Only agents declared in ``config.json`` get a token (closed world), and an agent
-  may submit only its own proposals (``agent_id`` must be the caller).
+  may submit only its own proposals (``agent_id`` must be the caller). A token issued
+  with ``--host`` is the *host application's* for that agent (role ``host``): over MCP's
+  streamable HTTP it may also assert what only the host knows (``cradle-kg/facts``, the
+  user's ``cradle-kg/input``), which lineage trusts; an agent's own token may not
+  (``tests/security/test_68``).
 
 A request carries ``Authorization: Bearer <token>``; the identity is the one whose hash
 matches (compared in constant time). The token file is re-read on each request, so
@@ -51,6 +55,11 @@ class Caller:
     @property
     def is_agent(self) -> bool:
         return "agent" in self.roles
+
+    @property
+    def is_host(self) -> bool:
+        """The host application's token for an agent (``api-token issue --host``)."""
+        return "host" in self.roles
 
 
 def token_file(home: Home) -> Path:
@@ -99,15 +108,19 @@ def _update_agent_tokens(home: Home,
     return True
 
 
-def issue_agent_token(home: Home, config: RuntimeConfig, agent_id: str) -> str:
-    """A new token for a declared agent (replacing any previous one); returns the token."""
+def issue_agent_token(home: Home, config: RuntimeConfig, agent_id: str, *,
+                      host: bool = False) -> str:
+    """A new token for a declared agent (replacing any previous one); returns the token.
+    ``host``: the host application's token for it, which may assert the host's facts and
+    the user's input over MCP (see the module's docstring)."""
     if config.agent(agent_id) is None:
         raise UnknownNameError(f"`{agent_id}` is not an agent declared in `{home.config}`")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
 
     def add(identities: dict[str, dict[str, Any]]) -> bool:
         identities[agent_id] = {"token_hash": token_hash(token),
-                                "issued_at": datetime.now(UTC).isoformat()}
+                                "issued_at": datetime.now(UTC).isoformat(),
+                                **({"host": True} if host else {})}
         return True
 
     _update_agent_tokens(home, add)
@@ -132,6 +145,8 @@ def authenticate(home: Home, config: RuntimeConfig, token: str) -> Caller | None
         if hmac.compare_digest(digest, str(entry.get("token_hash", ""))) \
                 and config.agent(agent_id) is not None:
             roles.setdefault(agent_id, set()).add("agent")
+            if entry.get("host") is True:  # exactly true: anything else is an agent's
+                roles[agent_id].add("host")
     if len(roles) != 1:  # no match, or one token shared by two identities: trust neither
         return None
     identity, kinds = next(iter(roles.items()))

@@ -44,8 +44,10 @@ def two_agent_home(root: Path) -> Path:
     return root
 
 
-def token_for(home: Path, agent: str) -> str:
-    return issue_agent_token(Home(home), load_config(home / "config.json"), agent)
+def token_for(home: Path, agent: str, *, host: bool = False) -> str:
+    """An agent's token; ``host``: the host application's token for it (its calls may
+    carry ``cradle-kg/facts`` and ``cradle-kg/input``)."""
+    return issue_agent_token(Home(home), load_config(home / "config.json"), agent, host=host)
 
 
 @dataclass

@@ -35,7 +35,9 @@ CREDIT = "demo.ledger.credit"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     home = fresh(tmp_path_factory.mktemp("mcp-http"), "home")
-    tokens = {AGENT: token_for(home, AGENT), MALLORY: token_for(home, MALLORY)}
+    # the host's tokens: the refused-input cases test the checks behind that one
+    tokens = {AGENT: token_for(home, AGENT, host=True),
+              MALLORY: token_for(home, MALLORY, host=True)}
     for running in serve(home):
         running.tokens = tokens
         yield running

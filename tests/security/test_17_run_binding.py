@@ -31,7 +31,9 @@ pytest.importorskip("mcp")
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
     home = fresh(tmp_path, "home")
-    tokens = {AGENT: token_for(home, AGENT), MALLORY: token_for(home, MALLORY)}
+    # the host's tokens (that may send `cradle-kg/input` at all): run binding is checked
+    tokens = {AGENT: token_for(home, AGENT, host=True),
+              MALLORY: token_for(home, MALLORY, host=True)}
     for running in serve(home):
         running.tokens = tokens
         yield running

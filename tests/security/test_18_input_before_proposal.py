@@ -24,7 +24,7 @@ pytest.importorskip("mcp")
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
     home = fresh(tmp_path, "home")
-    tokens = {AGENT: token_for(home, AGENT)}
+    tokens = {AGENT: token_for(home, AGENT, host=True)}  # the host's: it sends input
     for running in serve(home):
         running.tokens = tokens
         yield running

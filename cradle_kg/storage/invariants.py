@@ -35,7 +35,9 @@ authorized        an intent names a ``decision.made`` before it whose verdict is
                   granted to the identity that executed the action (rules 1, 6, 7)
 approved          a high-risk or irreversible action runs under an approval; an intent
                   that names an approval runs under one approved before it, not by its
-                  executor, not expired at the intent (rule 2)
+                  executor, not expired at the intent, asked for in the intent's run by
+                  the intent's agent (rule 2: an approval never leaves its run, nor the
+                  agent whose action it approved)
 ================  ======================================================================
 
 Cost: each invariant is one query, streamed; none holds more than a row in memory. The
@@ -212,26 +214,38 @@ def _unapproved(d: Dialect) -> str:
 
 def approvals_sql(d: Dialect) -> str:
     """Every intent that names an approval, in seq order, with the approval's approving
-    decision written before it by someone else than the executor (NULLs: none): seq, id,
-    subject, approval id, the intent's time, that decision's ``expires_at``, its seq."""
+    decision written before it by someone else than the executor, and the approval's
+    request in the intent's run by the intent's agent (NULLs: none): seq, id, subject,
+    approval id, the intent's time, that decision's ``expires_at``, its seq, the
+    request's seq."""
     approval = _j(d, "e", "approval_id")
-    found = (f"(SELECT a.seq FROM events a WHERE a.subject = (SELECT s.subject FROM "
-             f"approval_ids s WHERE s.approval_id = {approval}) AND a.kind = 'approval.decided' "
+    digest = f"(SELECT s.subject FROM approval_ids s WHERE s.approval_id = {approval})"
+    found = (f"(SELECT a.seq FROM events a WHERE a.subject = {digest} "
+             f"AND a.kind = 'approval.decided' "
              f"AND a.seq < e.seq AND {_j(d, 'a', 'approval_id')} = {approval} "
              f"AND {_j(d, 'a', 'status')} = 'approved' "
              f"AND {_j(d, 'a', 'approver_id')} <> e.actor ORDER BY a.seq DESC LIMIT 1)")
+    asked = (f"(SELECT r.seq FROM events r WHERE r.subject = {digest} "
+             f"AND r.kind = 'approval.requested' AND r.seq < e.seq "
+             f"AND {_j(d, 'r', 'approval', 'id')} = {approval} "
+             f"AND {_j(d, 'r', 'approval', 'run_id')} = e.run_id "
+             f"AND {_j(d, 'r', 'approval', 'requested_by')} = e.actor LIMIT 1)")
     return (f"SELECT e.seq, e.id, e.subject, {approval}, e.at, "
             f"(SELECT {_j(d, 'x', 'expires_at')} FROM events x WHERE x.seq = {found}), "
-            f"{found} FROM events e WHERE e.kind = 'action.intent' AND {approval} IS NOT NULL "
-            "ORDER BY e.seq")
+            f"{found}, {asked} FROM events e WHERE e.kind = 'action.intent' "
+            f"AND {approval} IS NOT NULL ORDER BY e.seq")
 
 
 def _approval_problem(row: Sequence[Any]) -> Finding | None:
-    seq, event_id, subject, approval, at, expires, decided = row
+    seq, event_id, subject, approval, at, expires, decided, asked = row
     if decided is None:
         return Finding(int(seq), str(event_id), "approved",
                        f"action `{subject}` was executed under approval `{approval}`, which "
                        "was not approved before it by someone other than its executor")
+    if asked is None:
+        return Finding(int(seq), str(event_id), "approved",
+                       f"action `{subject}` was executed under approval `{approval}`, which "
+                       "was asked for in another run or by another agent")
     if expires is not None:
         try:
             expired = parse_iso(str(expires)) <= parse_iso(str(at))

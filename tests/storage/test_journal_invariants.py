@@ -187,6 +187,16 @@ def _unknown_approval(j: Journal) -> list[NewEvent]:
     return [_forged_intent(j, approval_id="apr:never-asked")]
 
 
+def _approval_of_another_run(j: Journal) -> list[NewEvent]:
+    """The approved irreversible action again, in another run, under the approval a
+    person gave in the first one: approved, unexpired, by someone else — not there."""
+    irreversible = _first(j, "action.intent", lambda e: e.payload["approval_id"] is not None)
+    action = {**irreversible.payload["action"], "id": "act:forged",
+              "idempotency_key": "idem:forged"}
+    return [_copy(irreversible, run_id="run:elsewhere", subject="act:forged",
+                  idem_key="idem:forged", payload={**irreversible.payload, "action": action})]
+
+
 #: (invariant, the forged events appended; the last is the one reported)
 FORGERIES: dict[str, Callable[[Journal], list[NewEvent]]] = {
     "one-settlement": _second_outcome,
@@ -199,6 +209,7 @@ FORGERIES: dict[str, Callable[[Journal], list[NewEvent]]] = {
     "authorized": _denied_intent,
     "approved": _unapproved,
     "approved:unknown": _unknown_approval,
+    "approved:another-run": _approval_of_another_run,
 }
 
 

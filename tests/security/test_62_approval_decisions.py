@@ -36,11 +36,7 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import tools_condition
+from langchain_core.messages import HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from cradle_kg import Runtime
@@ -49,6 +45,7 @@ from cradle_kg.errors import InputError
 from cradle_kg.records import ApprovalStatus
 
 from .inputcli import fresh_home
+from .test_16_langgraph_resume import _graph
 
 TOKEN = DEMO_TOKENS[APPROVER]
 
@@ -58,26 +55,6 @@ def runtime(tmp_path: Path) -> Iterator[Runtime]:
     rt = Runtime(fresh_home(tmp_path / "home"), graph_sync=False)
     yield rt
     rt.close()
-
-
-def _graph(runtime: Runtime) -> Any:
-    model = FakeMessagesListChatModel(responses=[
-        AIMessage(content="", tool_calls=[{"name": "demo_ledger_close_account",
-                                           "args": {"account": "acct-2"}, "id": "c1"}]),
-        AIMessage(content="done")])
-
-    def agent(state: MessagesState) -> dict[str, list[Any]]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    from cradle_kg.integrations.langgraph import GovernedToolNode
-
-    g.add_node("tools", GovernedToolNode(runtime, AGENT))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
-    g.add_edge("tools", "agent")
-    return g.compile(checkpointer=InMemorySaver())
 
 
 def _kinds(runtime: Runtime, run: str) -> list[str]:

@@ -22,7 +22,6 @@ real ``cradle-kg serve``.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -32,19 +31,10 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER
 
 from ..server.conftest import start_server, stop_server
-from .inputcli import cli, fresh_home
+from .inputcli import cli
+from .test_61_workflow_json_answers import _home
 
-ROOT = Path(__file__).resolve().parents[2]
-FLOW = ROOT / "examples" / "workflows" / "credit-review.yaml"
 INPUT = {"account": "acct-3", "amount": 900, "reason": "refund"}
-
-
-def _home(root: Path) -> Path:
-    fresh_home(root)
-    (root / "workflows").mkdir()
-    shutil.copy(FLOW, root / "workflows")
-    Runtime(root).close()
-    return root
 
 
 def _kinds(home: Path, run: str) -> list[str]:

@@ -443,6 +443,11 @@ class PostgresJournal:
                            "ORDER BY seq DESC LIMIT 1", (kind,))
         return self._row(rows[0]) if rows else None
 
+    def last_for_subject(self, subject: str, kind: str) -> AuditEvent | None:
+        rows = self._query(f"SELECT {_COLS} FROM events WHERE subject = %s AND kind = %s "
+                           "ORDER BY seq DESC LIMIT 1", (subject, kind))
+        return self._row(rows[0]) if rows else None
+
     def intent_for_key(self, key: str) -> AuditEvent | None:
         rows = self._query(f"SELECT {_COLS} FROM events WHERE idem_key = %s", (key,))
         return self._row(rows[0]) if rows else None

@@ -678,6 +678,12 @@ class SqliteJournal:
                            "ORDER BY seq DESC LIMIT 1", (kind,))
         return self._row(rows[0]) if rows else None
 
+    def last_for_subject(self, subject: str, kind: str) -> AuditEvent | None:
+        rows = self._query(f"SELECT {self._COLS} FROM events "
+                           "WHERE subject = ? AND kind = ? ORDER BY seq DESC LIMIT 1",
+                           (subject, kind))
+        return self._row(rows[0]) if rows else None
+
     def intent_for_key(self, key: str) -> AuditEvent | None:
         rows = self._query(f"SELECT {self._COLS} FROM events WHERE idem_key = ?", (key,))
         return self._row(rows[0]) if rows else None

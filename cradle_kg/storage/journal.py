@@ -316,6 +316,18 @@ class Journal(Protocol):
 
     def approval_subject(self, approval_id: str) -> str | None: ...
 
+    def approval_place(self, approval_id: str) -> tuple[str, str] | None:
+        """The subject (``approval:<digest>``) and the run of an approval's events, if it
+        was requested: one probe of ``approval_ids``, one of the events by seq. Its events
+        are then read from that run alone: an agent asking for one action in many runs
+        does not make each view or decision of one of them read all (``test_71``)."""
+        ...
+
+    def subject_last(self, subject: str) -> int:
+        """The seq of the newest event about ``subject`` (0: none), nothing decoded: the
+        ``if_last`` a decision reads *before* it reads the events it decides on."""
+        ...
+
     # --- verifying -----------------------------------------------------------------
     def verify(self, *, anchor: Anchor | None = None, progress: Progress | None = None,
                semantics: bool = False) -> ChainReport:

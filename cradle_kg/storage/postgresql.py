@@ -541,6 +541,15 @@ class PostgresJournal:
                            (approval_id,))
         return str(rows[0][0]) if rows else None
 
+    def approval_place(self, approval_id: str) -> tuple[str, str] | None:
+        rows = self._query("SELECT a.subject, e.run_id FROM approval_ids a JOIN events e "
+                           "ON e.seq = a.seq WHERE a.approval_id = %s", (approval_id,))
+        return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
+    def subject_last(self, subject: str) -> int:
+        rows = self._query(SUBJECT_LAST_SQL.format("%s"), (subject,))
+        return int(rows[0][0]) if rows else 0
+
     def head(self) -> tuple[int, str]:
         rows = self._query("SELECT seq, hash FROM head WHERE one = 1")
         return (int(rows[0][0]), str(rows[0][1])) if rows else (0, GENESIS_HASH)

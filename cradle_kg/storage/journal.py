@@ -312,6 +312,13 @@ class Journal(Protocol):
         """How many listed runs have each ``run_state`` key."""
         ...
 
+    def subject_events(self, subject: str, kind: str, *, limit: int,
+                       newest: bool = True) -> list[AuditEvent]:
+        """At most ``limit`` events of ``kind`` about ``subject``, from its newest end
+        (newest first) or, ``newest=False``, its oldest (oldest first): one range of
+        ``events_subject (subject, seq)``, at most ``limit`` rows decoded (``test_72``)."""
+        ...
+
     def approval_subjects(self) -> list[str]: ...
 
     def approval_subject(self, approval_id: str) -> str | None: ...

@@ -541,6 +541,13 @@ class PostgresJournal:
                            (approval_id,))
         return str(rows[0][0]) if rows else None
 
+    def subject_events(self, subject: str, kind: str, *, limit: int,
+                       newest: bool = True) -> list[AuditEvent]:
+        order = "DESC" if newest else "ASC"
+        rows = self._query(f"SELECT {_COLS} FROM events WHERE subject = %s AND kind = %s "
+                           f"ORDER BY seq {order} LIMIT %s", (subject, kind, limit))
+        return [self._row(r) for r in rows]
+
     def approval_place(self, approval_id: str) -> tuple[str, str] | None:
         rows = self._query("SELECT a.subject, e.run_id FROM approval_ids a JOIN events e "
                            "ON e.seq = a.seq WHERE a.approval_id = %s", (approval_id,))

@@ -26,6 +26,7 @@ from .storage import NewEvent
 
 if TYPE_CHECKING:
     from .loop.context import LoopContext
+    from .storage import Journal
 
 
 class EvidenceStore:
@@ -96,13 +97,30 @@ def added_event(ref: str, *, size: int, kind: str, source: str | None, by: str,
                              **({"source": source} if source else {})})
 
 
-def evidence_record(events: list[AuditEvent], ref: str) -> dict[str, object]:
-    """Who added a blob, when, and as what (every time it was added)."""
-    added = [e for e in events if e.kind == COLLECTED]
-    return {"ref": ref, "added": [{"by": e.actor, "at": e.at.isoformat(),
-                                   "kind": e.payload.get("kind"),
-                                   "source": e.payload.get("source"),
-                                   "bytes": e.payload.get("bytes")} for e in added]}
+#: the uploads of one blob a record shows: the first, and the newest this many
+ADDED_SHOWN = 20
+
+
+def evidence_record(journal: Journal, ref: str) -> dict[str, object]:
+    """Who added a blob, when, and as what: the first time it was added and the newest
+    :data:`ADDED_SHOWN` times, oldest first (``more``: it was added more often than
+    that, and the first is shown before the newest; those in between are left out).
+
+    The same bytes uploaded again journal another event under the same ref, and anyone
+    with a token uploads: a record of every upload grew each view without end
+    (``tests/security/test_72``). At most ``ADDED_SHOWN + 2`` rows are decoded."""
+    newest = journal.subject_events(ref, COLLECTED, limit=ADDED_SHOWN + 1)
+    first = journal.subject_events(ref, COLLECTED, limit=1, newest=False)
+    shown = list(reversed(newest[:ADDED_SHOWN]))
+    more = len(newest) > ADDED_SHOWN
+    if more and first:
+        shown.insert(0, first[0])
+    return {"ref": ref, "added": [_added(e) for e in shown], "more": more}
+
+
+def _added(event: AuditEvent) -> dict[str, object]:
+    return {"by": event.actor, "at": event.at.isoformat(), "kind": event.payload.get("kind"),
+            "source": event.payload.get("source"), "bytes": event.payload.get("bytes")}
 
 
 # --- the upload quotas -----------------------------------------------------------------

@@ -91,7 +91,7 @@ def evidence_show(
             fail(exc, code=1)
         except CradleError as exc:
             fail(exc)
-        record = {**evidence_record(rt.journal.events_for_subject(ref), ref),
+        record = {**evidence_record(rt.journal, ref),
                   "bytes": len(data), "intact": True}
     if raw:
         sys.stdout.buffer.write(data)
@@ -103,6 +103,9 @@ def evidence_show(
     table("added", ["by", "at", "kind", "source"],
           [[a["by"], a["at"], a["kind"] or "-", a["source"] or "-"]
            for a in record["added"]])  # type: ignore[attr-defined]
+    if record["more"]:
+        console.print("added more often: the first time and the newest shown",
+                      highlight=False)
 
 
 def install(app: typer.Typer) -> None:

@@ -63,8 +63,13 @@ def input_model(name: str, schema: Mapping[str, Any]) -> type[BaseModel]:
     described by that schema (so MCP clients see the upstream's own ``inputSchema``)."""
     from ..json_schema import errors, validator
 
-    frozen_schema = json.loads(json.dumps(dict(schema)))
-    checker = validator(frozen_schema)
+    try:
+        frozen_schema = json.loads(json.dumps(dict(schema)))
+        checker = validator(frozen_schema)
+    except (InputError, RecursionError) as exc:
+        said = exc.message if isinstance(exc, InputError) else "it nests too deep"
+        raise InputError(f"the upstream's `{name}` declares an input schema the proxy "
+                         f"refuses: {said}") from None
 
     class UpstreamArguments(BaseModel):
         model_config = ConfigDict(frozen=True, extra="allow")
@@ -106,7 +111,8 @@ def _fill(templates: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, 
 
 def output_checkers(tools: list[types.Tool]) -> dict[str, Any]:
     """A validator per upstream tool that declares an ``outputSchema``, built once (its
-    schema checked against the metaschema here, at start: a bad one refuses the proxy)."""
+    schema checked here, at start — the metaschema, its patterns, a loop: a bad one
+    refuses the proxy, :mod:`cradle_kg.json_schema`)."""
     from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
     from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
 
@@ -121,7 +127,12 @@ def output_checkers(tools: list[types.Tool]) -> dict[str, Any]:
         except SchemaError as exc:
             raise InputError(f"the upstream's `{tool.name}` declares an invalid output "
                              f"schema: {exc.message[:200]}") from None
-        out[tool.name] = validator(json.loads(json.dumps(tool.outputSchema)))
+        try:
+            out[tool.name] = validator(json.loads(json.dumps(tool.outputSchema)))
+        except (InputError, RecursionError) as exc:
+            said = exc.message if isinstance(exc, InputError) else "it nests too deep"
+            raise InputError(f"the upstream's `{tool.name}` declares an output schema the "
+                             f"proxy refuses: {said}") from None
     return out
 
 

@@ -24,7 +24,7 @@ from ..records import (
 )
 from ..storage import NewEvent
 from .approvals import ApprovalBook, excluded_for, view_is_news
-from .context import LoopContext, last_seq
+from .context import LoopContext
 from .gate1.checks import GateResult
 from .gate1.decision import short_id
 from .outcomes import outcome_event
@@ -134,13 +134,10 @@ class ApprovalFlow:
             # approved action's commit check too: it ran, and was recorded as failed)
             raise InputError(f"`until`: `{until.isoformat()}` is later than "
                              "`9999-12-31T23:59:59Z`, the last time a date holds")
-        # the digest's events are read once before the decision and once after it (what
-        # the approval is now, and the proposal that asked for it, from the same read)
-        subject = ""
-
+        # the digest's events of the approval's run are read once before the decision and
+        # once after it (what the approval is now, and the proposal that asked for it)
         def decision_events() -> list[NewEvent]:
-            nonlocal subject
-            state, seen = self.book.read(approval_id)
+            state, seen, last = self.book.read_guarded(approval_id)
             now = self.ctx.clock()
             subject = "approval:" + state.approval.action_digest
             try:
@@ -157,7 +154,7 @@ class ApprovalFlow:
             # INVARIANT: decided once — written only over the events it was decided on; a
             # decision another worker wrote meanwhile makes this one read again (and be
             # refused: the approval is no longer pending)
-            events = [replace(event, if_last=last_seq(seen))]
+            events = [replace(event, if_last=last)]
             if status is not ApprovalStatus.APPROVED:
                 proposal = self.book.requested_proposal(state.approval, seen)
                 ended = state.approval.model_copy(update={
@@ -175,8 +172,8 @@ class ApprovalFlow:
         self.ctx.append_unmoved(decision_events, attempts=_DECIDE_ATTEMPTS, gave_up=JournalError(
             f"approval `{approval_id}`: other events about its action keep arriving first; "
             "decide again"))
-        after = self.ctx.journal.events_for_subject(subject)
-        updated = self.book.state_in(after, approval_id).approval
+        state, after = self.book.read(approval_id)
+        updated = state.approval
         outcome = None
         if resume and status is ApprovalStatus.APPROVED:
             proposal = self.book.requested_proposal(updated, after)

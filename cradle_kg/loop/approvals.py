@@ -191,7 +191,7 @@ class ApprovalBook:
         subjects = dict.fromkeys(e.subject for e in self.journal.events(run_id=run_id)
                                  if e.kind == "approval.requested")
         return [st for subject in subjects
-                for st in _fold(self.journal.events_for_subject(subject)).values()
+                for st in _fold(self.journal.events_for_subject(subject, run_id=run_id)).values()
                 if st.approval.run_id == run_id]
 
     def get(self, approval_id: str) -> ApprovalState:
@@ -199,11 +199,27 @@ class ApprovalBook:
         return self.read(approval_id)[0]
 
     def read(self, approval_id: str) -> tuple[ApprovalState, list[AuditEvent]]:
-        """One approval and the events of its digest it was folded from (one index probe
-        for the subject, one read of its events)."""
-        subject = self.journal.approval_subject(approval_id)
-        events = self.journal.events_for_subject(subject) if subject else []
-        return self.state_in(events, approval_id), events
+        """One approval and the events of its digest *in its run* it was folded from (one
+        probe for the subject and run, one read of those events). Every event about an
+        approval is written in its run — asked, viewed, refused, decided, used — so the
+        other runs' requests of the same action are never decoded (``tests/security/
+        test_71``: before, a view decoded every run's, three times)."""
+        return self.read_guarded(approval_id)[:2]
+
+    def read_guarded(self, approval_id: str) -> tuple[ApprovalState, list[AuditEvent], int]:
+        """:meth:`read`, and the ``if_last`` a decision made on it is written with: the
+        newest seq about the digest in *any* run, probed before the read — a decision is
+        written only if nothing about the action was written since (what it read is then
+        all there is of its run), as when every run's events were read."""
+        place = self.journal.approval_place(approval_id)
+        if place is None:
+            raise UnknownNameError(f"unknown approval `{approval_id}`")
+        subject, run_id = place
+        # INVARIANT: probed before the read — an event landing in between makes the guard
+        # refuse the write (and the decision is read again), never slip under it
+        last = self.journal.subject_last(subject)
+        events = self.journal.events_for_subject(subject, run_id=run_id)
+        return self.state_in(events, approval_id), events, last
 
     @staticmethod
     def state_in(events: Sequence[AuditEvent], approval_id: str) -> ApprovalState:
@@ -218,7 +234,8 @@ class ApprovalBook:
         """The proposal that asked for this approval, as it was recorded (found in
         ``events`` when they are the digest's events already read, else read here)."""
         if events is None:
-            events = self.journal.events_for_subject("approval:" + approval.action_digest)
+            events = self.journal.events_for_subject("approval:" + approval.action_digest,
+                                                     run_id=approval.run_id)
         for event in events:
             if (event.kind == "approval.requested"
                     and event.payload["approval"]["id"] == approval.id):

@@ -504,9 +504,9 @@ class Runtime:
                             kind=kind, now=self.clock())
 
     def _evidence_collected_at(self, ref: str) -> datetime | None:
-        events = [e for e in self.journal.events_for_subject(ref)
-                  if e.kind == "evidence.collected"]
-        return events[-1].at if events else None
+        # INVARIANT: one row, however often the blob was uploaded (tests/security/test_70)
+        last = self.journal.last_for_subject(ref, "evidence.collected")
+        return last.at if last is not None else None
 
     def run_plan(self, plan: Plan) -> PlanOutcome:
         """Run a plan step by step, each step through both gates."""

@@ -226,7 +226,7 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
                 raise HTTPException(409, detail=exc.to_dict()) from None
             except InputError as exc:
                 raise UnknownNameError(exc.message) from None
-            record = evidence_record(runtime.journal.events_for_subject(ref), ref)
+            record = evidence_record(runtime.journal, ref)
             return {**record, "bytes": len(data), "intact": True}
         return call(show)
 

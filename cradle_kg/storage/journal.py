@@ -230,6 +230,12 @@ class Journal(Protocol):
 
     def last_of_kind(self, kind: str) -> AuditEvent | None: ...
 
+    def last_for_subject(self, subject: str, kind: str) -> AuditEvent | None:
+        """The newest event of ``kind`` about ``subject``: one row decoded, read from the
+        newest end of ``events_subject (subject, seq)`` (a blob uploaded N times costs gate
+        1 one row, not N: ``tests/security/test_70``)."""
+        ...
+
     def event_for_key(self, key: str) -> AuditEvent | None: ...
 
     def intent_for_key(self, key: str) -> AuditEvent | None: ...
@@ -306,9 +312,28 @@ class Journal(Protocol):
         """How many listed runs have each ``run_state`` key."""
         ...
 
+    def subject_events(self, subject: str, kind: str, *, limit: int,
+                       newest: bool = True) -> list[AuditEvent]:
+        """At most ``limit`` events of ``kind`` about ``subject``, from its newest end
+        (newest first) or, ``newest=False``, its oldest (oldest first): one range of
+        ``events_subject (subject, seq)``, at most ``limit`` rows decoded (``test_72``)."""
+        ...
+
     def approval_subjects(self) -> list[str]: ...
 
     def approval_subject(self, approval_id: str) -> str | None: ...
+
+    def approval_place(self, approval_id: str) -> tuple[str, str] | None:
+        """The subject (``approval:<digest>``) and the run of an approval's events, if it
+        was requested: one probe of ``approval_ids``, one of the events by seq. Its events
+        are then read from that run alone: an agent asking for one action in many runs
+        does not make each view or decision of one of them read all (``test_71``)."""
+        ...
+
+    def subject_last(self, subject: str) -> int:
+        """The seq of the newest event about ``subject`` (0: none), nothing decoded: the
+        ``if_last`` a decision reads *before* it reads the events it decides on."""
+        ...
 
     # --- verifying -----------------------------------------------------------------
     def verify(self, *, anchor: Anchor | None = None, progress: Progress | None = None,

@@ -678,6 +678,12 @@ class SqliteJournal:
                            "ORDER BY seq DESC LIMIT 1", (kind,))
         return self._row(rows[0]) if rows else None
 
+    def last_for_subject(self, subject: str, kind: str) -> AuditEvent | None:
+        rows = self._query(f"SELECT {self._COLS} FROM events "
+                           "WHERE subject = ? AND kind = ? ORDER BY seq DESC LIMIT 1",
+                           (subject, kind))
+        return self._row(rows[0]) if rows else None
+
     def intent_for_key(self, key: str) -> AuditEvent | None:
         rows = self._query(f"SELECT {self._COLS} FROM events WHERE idem_key = ?", (key,))
         return self._row(rows[0]) if rows else None
@@ -781,6 +787,22 @@ class SqliteJournal:
         rows = self._query("SELECT subject FROM approval_ids WHERE approval_id = ?",
                            (approval_id,))
         return str(rows[0][0]) if rows else None
+
+    def subject_events(self, subject: str, kind: str, *, limit: int,
+                       newest: bool = True) -> list[AuditEvent]:
+        order = "DESC" if newest else "ASC"
+        rows = self._query(f"SELECT {self._COLS} FROM events WHERE subject = ? AND kind = ? "
+                           f"ORDER BY seq {order} LIMIT ?", (subject, kind, limit))
+        return [self._row(r) for r in rows]
+
+    def approval_place(self, approval_id: str) -> tuple[str, str] | None:
+        rows = self._query("SELECT a.subject, e.run_id FROM approval_ids a JOIN events e "
+                           "ON e.seq = a.seq WHERE a.approval_id = ?", (approval_id,))
+        return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
+    def subject_last(self, subject: str) -> int:
+        rows = self._query(SUBJECT_LAST_SQL.format("?"), (subject,))
+        return int(rows[0][0]) if rows else 0
 
     def head(self) -> tuple[int, str]:
         rows = self._query(HEAD_SQL)

@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..errors import InputError
 from ..json_schema import errors as schema_errors
 from ..json_schema import validator
 
@@ -68,6 +69,10 @@ def schema_problem(schema: Any) -> tuple[list[str | int], str] | None:
         Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         return list(exc.absolute_path), exc.message
+    try:  # its patterns run on a linear-time engine, its work is bounded
+        validator(schema)
+    except InputError as exc:
+        return [], exc.message
     return None
 
 

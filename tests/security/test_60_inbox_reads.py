@@ -21,34 +21,17 @@ A real runtime over the demo home (its ``close_account`` asks for an approval ev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.inbox import inbox
-from cradle_kg.storage.sqlite import SqliteJournal
 
 from .inputcli import fresh_home
 
 N = 120
-
-
-@pytest.fixture
-def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], int]]:
-    """How many event rows the journal decoded since the fixture began."""
-    count = [0]
-    row = SqliteJournal._row
-
-    def counted(r: tuple[Any, ...]) -> Any:
-        count[0] += 1
-        return row(r)
-
-    monkeypatch.setattr(SqliteJournal, "_row", staticmethod(counted))
-    yield lambda: count[0]
 
 
 def _close(pid: str, run: str, account: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ the journal decodes (not time: the machine is shared), on both journals.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,8 +28,6 @@ import pytest
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.records import ApprovalStatus
-from cradle_kg.storage.postgresql import PostgresJournal
-from cradle_kg.storage.sqlite import SqliteJournal
 
 from .inputcli import fresh_home
 
@@ -37,19 +35,6 @@ from .inputcli import fresh_home
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 N = 60
-
-
-@pytest.fixture
-def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], int]]:
-    """How many event rows the journal (either kind) decoded since the fixture began."""
-    count = [0]
-    for cls in (SqliteJournal, PostgresJournal):
-        def counted(r: tuple[Any, ...], _row: Any = cls._row) -> Any:
-            count[0] += 1
-            return _row(r)
-
-        monkeypatch.setattr(cls, "_row", staticmethod(counted))
-    yield lambda: count[0]
 
 
 def _close(pid: str, run: str) -> dict[str, Any]:

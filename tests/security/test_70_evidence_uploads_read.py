@@ -19,7 +19,7 @@ as the event rows the journal decodes (not time: the machine is shared).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,25 +28,10 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.records import OutcomeStatus
-from cradle_kg.storage.postgresql import PostgresJournal
-from cradle_kg.storage.sqlite import SqliteJournal
 from tests.conftest import make_config, proposal, register_test_tools
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
-
-
-@pytest.fixture
-def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], int]]:
-    """How many event rows the journal (either kind) decoded since the fixture began."""
-    count = [0]
-    for cls in (SqliteJournal, PostgresJournal):
-        def counted(r: tuple[Any, ...], _row: Any = cls._row) -> Any:
-            count[0] += 1
-            return _row(r)
-
-        monkeypatch.setattr(cls, "_row", staticmethod(counted))
-    yield lambda: count[0]
 
 
 def _cite(pid: str, ref: str) -> dict[str, Any]:

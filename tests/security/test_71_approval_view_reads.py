@@ -25,7 +25,7 @@ on both journals.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -34,32 +34,12 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.errors import ApprovalError
 from cradle_kg.records import ApprovalStatus
-from cradle_kg.storage.postgresql import PostgresJournal
-from cradle_kg.storage.sqlite import SqliteJournal
 
 from .inputcli import fresh_home
+from .test_63_submission_reads import _close
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
-
-
-@pytest.fixture
-def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], int]]:
-    """How many event rows the journal (either kind) decoded since the fixture began."""
-    count = [0]
-    for cls in (SqliteJournal, PostgresJournal):
-        def counted(r: tuple[Any, ...], _row: Any = cls._row) -> Any:
-            count[0] += 1
-            return _row(r)
-
-        monkeypatch.setattr(cls, "_row", staticmethod(counted))
-    yield lambda: count[0]
-
-
-def _close(pid: str, run: str) -> dict[str, Any]:
-    return {"id": pid, "task_id": "t", "run_id": run, "agent_id": AGENT,
-            "action": {"action_type": "demo.ledger.close_account", "target": "ledger:acct-2",
-                       "arguments": {"account": "acct-2"}}}
 
 
 def _view(rt: Runtime, approval_id: str) -> None:

@@ -20,34 +20,19 @@ journal decodes (not time: the machine is shared), on both journals, through the
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.storage.postgresql import PostgresJournal
-from cradle_kg.storage.sqlite import SqliteJournal
 
 from ..inprocess import run_cli
 from .inputcli import fresh_home
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
-
-
-@pytest.fixture
-def decoded(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], int]]:
-    """How many event rows the journal (either kind) decoded since the fixture began."""
-    count = [0]
-    for cls in (SqliteJournal, PostgresJournal):
-        def counted(r: tuple[Any, ...], _row: Any = cls._row) -> Any:
-            count[0] += 1
-            return _row(r)
-
-        monkeypatch.setattr(cls, "_row", staticmethod(counted))
-    yield lambda: count[0]
 
 
 def _show(home: Path, ref: str, decoded: Callable[[], int]) -> tuple[dict[str, Any], int]:

@@ -28,7 +28,14 @@ from typing import Any
 from ..canonical import content_hash
 from ..errors import InputError, JournalError, UnknownNameError
 from ..inputs import check_human_input
-from ..records import RUNTIME_ACTOR, Outcome, OutcomeStatus, Proposal, RuntimeDecision
+from ..records import (
+    RUNTIME_ACTOR,
+    AuditEvent,
+    Outcome,
+    OutcomeStatus,
+    Proposal,
+    RuntimeDecision,
+)
 from ..storage import Journal, NewEvent
 from .approvals import ApprovalBook
 from .context import LoopContext, last_seq
@@ -87,6 +94,24 @@ def open_tasks(journal: Journal, *, run_id: str | None = None) -> list[HumanTask
     return tasks
 
 
+def task_from_events(task_id: str, events: Sequence[AuditEvent]) -> HumanTask | None:
+    """The task ``task_id`` folded from its own events (those about it: its subject), or
+    ``None`` if it was never opened. Closing a task reads these, not every task of the
+    journal (``tests/security/test_73``)."""
+    opened = next((e for e in events if e.kind == HUMAN_TASK_OPENED
+                   and e.payload.get("task_id") == task_id), None)
+    if opened is None:
+        return None
+    done = next((e for e in reversed(events) if e.kind == HUMAN_TASK_RESOLVED
+                 and e.payload.get("task_id") == task_id), None)
+    return HumanTask(
+        id=task_id, run_id=opened.run_id, code=opened.payload["code"],
+        reason=opened.payload["reason"], subject=opened.payload["about"],
+        opened_at=opened.at, resolved_by=done.actor if done else None,
+        resolved_at=done.at if done else None,
+        resolution=done.payload["note"] if done else None)
+
+
 def resolution_event(task: HumanTask, *, by: str, note: str, at: datetime) -> NewEvent:
     """The event that closes a human task: who did what about it."""
     return NewEvent(run_id=task.run_id, kind=HUMAN_TASK_RESOLVED, subject=task.id, actor=by,
@@ -137,7 +162,7 @@ def resolve_task(ctx: LoopContext, book: ApprovalBook, task_id: str, *, by: str,
     # two people closing it at once, the second reads again and finds it resolved
     def resolution() -> list[NewEvent]:
         seen = ctx.journal.events_for_subject(task_id)
-        task = next((t for t in open_tasks(ctx.journal) if t.id == task_id), None)
+        task = task_from_events(task_id, seen)
         if task is None:
             raise UnknownNameError(f"unknown human task `{task_id}`",
                                    hint="`cradle-kg tasks list` shows them")
@@ -150,5 +175,7 @@ def resolve_task(ctx: LoopContext, book: ApprovalBook, task_id: str, *, by: str,
 
     ctx.append_unmoved(resolution, attempts=2, gave_up=JournalError(
         f"human task `{task_id}`: its events keep changing; resolve it again"))
-    return next(t for t in open_tasks(ctx.journal) if t.id == task_id)
+    task = task_from_events(task_id, ctx.journal.events_for_subject(task_id))
+    assert task is not None  # it was just read open, and resolved over what was read
+    return task
 

@@ -162,9 +162,13 @@ def _verify_report(home: Path | None, anchor: Anchor | None,
 
 
 def _print_broken(report: ChainReport) -> None:
-    where = "" if report.broken_seq is None else f" at seq {report.broken_seq}"
-    event = "" if report.broken_id is None else f" (event `{report.broken_id}`)"
-    console.print(f"BROKEN{where}{event}: {report.reason}", highlight=False, soft_wrap=True)
+    # the id and the reason quote what the broken journal holds (an edited event id, a
+    # head's seq of any type): shown as they are, never read as markup
+    # (``tests/security/test_74``)
+    where = "" if report.broken_seq is None else f" at seq {clean(report.broken_seq)}"
+    event = "" if report.broken_id is None else f" (event `{clean(report.broken_id)}`)"
+    console.print(f"BROKEN{where}{event}: {clean(report.reason)}", highlight=False,
+                  soft_wrap=True)
 
 
 @audit_app.command("verify")

@@ -39,24 +39,27 @@ from tests.conftest import make_config, proposal
 OK_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"value": {"type": "string"}}}
 
 
+def answering_server(answers: dict[str, Any], called: list[str]) -> Server[Any, Any]:
+    """An in-memory upstream whose tool ``name`` answers ``answers[name]`` (else ``{"ok":
+    true}``), noting each call's name in ``called``."""
+    s: Server[Any, Any] = Server("hostile")
+
+    async def call(req: types.CallToolRequest) -> types.ServerResult:
+        called.append(req.params.name)
+        body = answers.get(req.params.name, {"ok": True})
+        return types.ServerResult(types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(body))],
+            structuredContent=body, isError=False))
+
+    s.request_handlers[types.CallToolRequest] = call
+    return s
+
+
 def _proxy(home: Path, answers: dict[str, Any], schemas: dict[str, dict[str, Any]],
            proposals: list[dict[str, Any]]) -> tuple[Runtime, list[Any], list[str]]:
     """Serve ``schemas`` (each tool answering ``answers[name]``) through the proxy's
     registration and submit ``proposals``; (runtime, outcomes or exceptions, calls seen)."""
     called: list[str] = []
-
-    def server() -> Server[Any, Any]:
-        s: Server[Any, Any] = Server("hostile")
-
-        async def call(req: types.CallToolRequest) -> types.ServerResult:
-            called.append(req.params.name)
-            body = answers.get(req.params.name, {"ok": True})
-            return types.ServerResult(types.CallToolResult(
-                content=[types.TextContent(type="text", text=json.dumps(body))],
-                structuredContent=body, isError=False))
-
-        s.request_handlers[types.CallToolRequest] = call
-        return s
 
     tools = [types.Tool(name=n, inputSchema=s) for n, s in schemas.items()]
     tools.append(types.Tool(name="read", inputSchema={"type": "object"}))
@@ -69,7 +72,8 @@ def _proxy(home: Path, answers: dict[str, Any], schemas: dict[str, dict[str, Any
     results: list[Any] = []
 
     async def main() -> None:
-        async with create_connected_server_and_client_session(server()) as session:
+        async with create_connected_server_and_client_session(
+            answering_server(answers, called)) as session:
             upstream = Upstream(session, "memory", output_checkers(tools))
             register(rt, upstream, tools, load_contracts(contracts), prefix="test.up.",
                      allow_undeclared_read=False)

@@ -41,7 +41,6 @@ import jsonschema._keywords
 import jsonschema._utils
 import pytest
 from mcp import types
-from mcp.server.lowlevel import Server
 from mcp.shared.memory import create_connected_server_and_client_session
 
 from cradle_kg import Runtime
@@ -53,6 +52,7 @@ from cradle_kg.records import OutcomeStatus
 from tests.conftest import make_config, proposal
 
 from .jsonl_process import ROOT, JsonLinesProcess, capped_proxy_home, failed_text
+from .test_28_hostile_upstream import answering_server
 
 EVIL = "^(a+)+$"
 #: 40 `anyOf` levels, each referring twice to the next: 2^40 evaluations of one value
@@ -87,19 +87,6 @@ def _proxy(home: Path, tools: list[types.Tool], answers: dict[str, Any],
     through the proxy's own code, submit ``proposals``: (outcomes or exceptions, calls)."""
     called: list[str] = []
 
-    def server() -> Server[Any, Any]:
-        s: Server[Any, Any] = Server("hostile")
-
-        async def call(req: types.CallToolRequest) -> types.ServerResult:
-            called.append(req.params.name)
-            body = answers.get(req.params.name, {"ok": True})
-            return types.ServerResult(types.CallToolResult(
-                content=[types.TextContent(type="text", text=json.dumps(body))],
-                structuredContent=body, isError=False))
-
-        s.request_handlers[types.CallToolRequest] = call
-        return s
-
     contracts = home.parent / "contracts.yaml"
     contracts.write_text("tools:\n" + "".join(
         f"  {t.name}:\n    side_effect: read_only\n    target: 'test:a'\n" for t in tools))
@@ -108,7 +95,8 @@ def _proxy(home: Path, tools: list[types.Tool], answers: dict[str, Any],
     with Runtime(home, config=make_config()) as rt:
 
         async def main() -> None:
-            async with create_connected_server_and_client_session(server()) as session:
+            async with create_connected_server_and_client_session(
+                answering_server(answers, called)) as session:
                 try:
                     upstream = Upstream(session, "memory", output_checkers(tools))
                     register(rt, upstream, tools, load_contracts(contracts),

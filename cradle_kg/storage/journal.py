@@ -321,8 +321,6 @@ class Journal(Protocol):
 
     def approval_subjects(self) -> list[str]: ...
 
-    def approval_subject(self, approval_id: str) -> str | None: ...
-
     def approval_place(self, approval_id: str) -> tuple[str, str] | None:
         """The subject (``approval:<digest>``) and the run of an approval's events, if it
         was requested: one probe of ``approval_ids``, one of the events by seq. Its events

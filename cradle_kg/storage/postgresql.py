@@ -536,11 +536,6 @@ class PostgresJournal:
         rows = self._query("SELECT subject FROM approval_ids GROUP BY subject ORDER BY MIN(seq)")
         return [str(r[0]) for r in rows]
 
-    def approval_subject(self, approval_id: str) -> str | None:
-        rows = self._query("SELECT subject FROM approval_ids WHERE approval_id = %s",
-                           (approval_id,))
-        return str(rows[0][0]) if rows else None
-
     def subject_events(self, subject: str, kind: str, *, limit: int,
                        newest: bool = True) -> list[AuditEvent]:
         order = "DESC" if newest else "ASC"

@@ -782,12 +782,6 @@ class SqliteJournal:
         rows = self._query("SELECT subject FROM approval_ids GROUP BY subject ORDER BY MIN(seq)")
         return [str(r[0]) for r in rows]
 
-    def approval_subject(self, approval_id: str) -> str | None:
-        """The subject of the events of an approval (``approval:<digest>``), if requested."""
-        rows = self._query("SELECT subject FROM approval_ids WHERE approval_id = ?",
-                           (approval_id,))
-        return str(rows[0][0]) if rows else None
-
     def subject_events(self, subject: str, kind: str, *, limit: int,
                        newest: bool = True) -> list[AuditEvent]:
         order = "DESC" if newest else "ASC"

@@ -117,8 +117,8 @@ def test_derived_state_follows_the_appends(journal: Journal) -> None:
     assert journal.usage_since(field="agent", value="agent:a", since=T0) == (1, 2.5)
     assert journal.usage_since(field="tenant", value="acme", since=T0) == (1, 2.5)
     assert journal.usage_since(field=None, value=None, since=T0 + timedelta(seconds=3)) == (1, 1.0)
-    assert journal.approval_subject("ap-1") == "approval:d1"
-    assert journal.approval_subject("ap-9") is None
+    assert journal.approval_place("ap-1")[0] == "approval:d1"
+    assert journal.approval_place("ap-9") is None
     assert journal.approval_subjects() == ["approval:d1"]
     assert journal.run_ids() == ["run:a", "run:b"]
     assert journal.has_run("run:b") and not journal.has_run("run:c")
@@ -560,7 +560,7 @@ def test_copy_moves_a_sqlite_journal_with_its_chain(tmp_path: Path, pg_url: str)
     assert report.intact and (report.events, report.head_hash) == head
     with open_journal(pg_url) as pg:
         assert pg.dangling_intents() == [(4, "action:a2")]
-        assert pg.approval_subject("ap-1") == "approval:d1"
+        assert pg.approval_place("ap-1")[0] == "approval:d1"
         pg.append([ev(7)])  # and it goes on from the copied head
         assert pg.verify().intact
     with pytest.raises(JournalError, match="already holds events"):
@@ -581,4 +581,4 @@ def test_a_nul_in_a_value_leaves_the_derived_tables_verifiable(journal: Journal)
            approval={"id": "ap-9", "action": {"arguments": {"note": "\u0000"}}})])
     assert journal.verify().intact
     assert journal.usage_since(field="task_id", value=task, since=T0) == (1, 1.5)
-    assert journal.approval_subject("ap-9") == "approval:d9"
+    assert journal.approval_place("ap-9")[0] == "approval:d9"

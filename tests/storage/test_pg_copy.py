@@ -62,7 +62,7 @@ def test_a_bulk_copy_derives_what_appends_write(tmp_path: Path, postgres: Scratc
     with open_journal(pg_url) as pg:
         assert pg.verify().intact and pg.head() == (len(MORE), report.head_hash)
         assert pg.dangling_intents() == [(9, "action:b1")]
-        assert pg.approval_subject("ap-2") == "approval:d2"
+        assert pg.approval_place("ap-2")[0] == "approval:d2"
     phases = [p for p, _d, _t in seen]
     assert phases.index("verifying source") < phases.index("copying") \
         < phases.index("deriving") < phases.index("verifying copy")

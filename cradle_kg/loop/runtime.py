@@ -23,7 +23,7 @@ from typing import Any
 
 from ..config import RuntimeConfig, load_config
 from ..errors import CradleError, GraphStoreError, JournalError, RunOwnershipError
-from ..evidence import EvidenceStore
+from ..evidence import COLLECTED, EvidenceStore
 from ..graph.catchup import catch_up
 from ..graph.knowledge import KnowledgeSource
 from ..graph.knowledge import install as install_knowledge
@@ -505,7 +505,7 @@ class Runtime:
 
     def _evidence_collected_at(self, ref: str) -> datetime | None:
         # INVARIANT: one row, however often the blob was uploaded (tests/security/test_70)
-        last = self.journal.last_for_subject(ref, "evidence.collected")
+        last = self.journal.last_for_subject(ref, COLLECTED)
         return last.at if last is not None else None
 
     def run_plan(self, plan: Plan) -> PlanOutcome:

@@ -61,15 +61,10 @@ class UpstreamOutput(BaseModel):
 def input_model(name: str, schema: Mapping[str, Any]) -> type[BaseModel]:
     """A model for an upstream tool's arguments: checked against its JSON Schema, and
     described by that schema (so MCP clients see the upstream's own ``inputSchema``)."""
-    from ..json_schema import errors, validator
+    from ..json_schema import errors
 
-    try:
-        frozen_schema = json.loads(json.dumps(dict(schema)))
-        checker = validator(frozen_schema)
-    except (InputError, RecursionError) as exc:
-        said = exc.message if isinstance(exc, InputError) else "it nests too deep"
-        raise InputError(f"the upstream's `{name}` declares an input schema the proxy "
-                         f"refuses: {said}") from None
+    frozen_schema = json.loads(json.dumps(dict(schema)))
+    checker = upstream_validator(name, "input", frozen_schema)
 
     class UpstreamArguments(BaseModel):
         model_config = ConfigDict(frozen=True, extra="allow")
@@ -113,27 +108,36 @@ def output_checkers(tools: list[types.Tool]) -> dict[str, Any]:
     """A validator per upstream tool that declares an ``outputSchema``, built once (its
     schema checked here, at start — the metaschema, its patterns, a loop: a bad one
     refuses the proxy, :mod:`cradle_kg.json_schema`)."""
+    return {tool.name: upstream_validator(tool.name, "output",
+                                          json.loads(json.dumps(tool.outputSchema)))
+            for tool in tools if tool.outputSchema is not None}
+
+
+def upstream_validator(name: str, which: str, schema: dict[str, Any]) -> Any:
+    """A compiled validator of the ``which`` (input / output) schema the upstream's tool
+    ``name`` declares, checked at start: against the 2020-12 metaschema (an invalid one —
+    ``"required": "q"``, ``"minLength": "x"`` — would check nothing, or fail every call
+    with a ``TypeError``), then for bounded work (:mod:`cradle_kg.json_schema`). Either
+    refuses the proxy in one line naming the tool."""
     from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
     from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
 
     from ..json_schema import validator
 
-    out: dict[str, Any] = {}
-    for tool in tools:
-        if tool.outputSchema is None:
-            continue
-        try:
-            Draft202012Validator.check_schema(tool.outputSchema)
-        except SchemaError as exc:
-            raise InputError(f"the upstream's `{tool.name}` declares an invalid output "
-                             f"schema: {exc.message[:200]}") from None
-        try:
-            out[tool.name] = validator(json.loads(json.dumps(tool.outputSchema)))
-        except (InputError, RecursionError) as exc:
-            said = exc.message if isinstance(exc, InputError) else "it nests too deep"
-            raise InputError(f"the upstream's `{tool.name}` declares an output schema the "
-                             f"proxy refuses: {said}") from None
-    return out
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise InputError(f"the upstream's `{name}` declares an invalid {which} "
+                         f"schema: {exc.message[:200]}") from None
+    except RecursionError:
+        raise InputError(f"the upstream's `{name}` declares an {which} schema the proxy "
+                         "refuses: it nests too deep") from None
+    try:
+        return validator(schema)
+    except (InputError, RecursionError) as exc:
+        said = exc.message if isinstance(exc, InputError) else "it nests too deep"
+        raise InputError(f"the upstream's `{name}` declares an "
+                         f"{which} schema the proxy refuses: {said}") from None
 
 
 @dataclass

@@ -85,14 +85,13 @@ def test_an_upstream_input_schema_ref_opens_nothing(
     schemas = {"ref": {"type": "object", "properties": {
                    "value": {"$ref": f"http://127.0.0.1:{port}/schema.json"}}},
                "local": {"type": "object", "$defs": {"s": {"type": "string"}},
-                         "properties": {"value": {"$ref": "#/$defs/s"}}},
-               "badtype": {"type": "object", "properties": {"value": {"type": 12}}}}
+                         "properties": {"value": {"$ref": "#/$defs/s"}}}}
+    # (a schema the metaschema refuses, `"type": 12`, refuses the proxy at start: test_69)
     rt, results, called = _proxy(home, {}, schemas, [
-        _call("p-ref", "ref"), _call("p-ref2", "ref"), _call("p-bad", "badtype"),
-        _call("p-local", "local")])
+        _call("p-ref", "ref"), _call("p-ref2", "ref"), _call("p-local", "local")])
     rt.close()
-    ref, ref2, bad, local = results
-    for out in (ref, ref2, bad):
+    ref, ref2, local = results
+    for out in (ref, ref2):
         assert not isinstance(out, BaseException), out
         assert out.status is OutcomeStatus.DENIED
     for out in (ref, ref2):

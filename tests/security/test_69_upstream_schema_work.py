@@ -192,6 +192,23 @@ def test_a_schema_that_cannot_be_checked_in_bounded_work_refuses_the_tool_at_sta
     assert said in message, message
 
 
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "required": "q"},  # checked nothing: the call executed
+    {"type": "object", "properties": {"q": {"type": "string", "minLength": "x"}}},  # TypeError
+    {"type": "object", "properties": {"q": {"type": 12}}},  # denied every call
+], ids=["required-not-a-list", "min-length-not-a-number", "type-not-a-name"])
+def test_an_input_schema_the_metaschema_refuses_refuses_the_tool_at_start(
+        home: Path, schema: dict[str, Any]) -> None:
+    """Found after this file's review: the output schema was checked against the 2020-12
+    metaschema at start, the input schema was not — ``"required": "q"`` checked nothing
+    and the call executed; ``"minLength": "x"`` failed every call with gate 1's
+    ``TypeError``."""
+    tool = types.Tool(name="bad", inputSchema=schema)
+    with pytest.raises(InputError) as caught:
+        _proxy(home, [tool], {"bad": {"ok": 1}}, [_call("p1", "bad", {"q": "abc"})])
+    assert "`bad` declares an invalid input schema" in caught.value.message, caught.value
+
+
 def test_a_loop_only_some_values_reach_fails_that_call_closed(home: Path) -> None:
     looping = {"type": "object", "if": {"type": "object", "required": ["deep"]},
                "then": {"$ref": "#"}}

@@ -10,13 +10,14 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
 
 from ..config import load_config
-from ..errors import CradleError, InputError
+from ..errors import CradleError, InputError, InputTooLargeError
 from ..home import Home, resolve_home
 from ..records import OutcomeStatus
 from ..storage import home_journal_target, is_postgres, redact
@@ -137,6 +138,42 @@ def journal_copy(
                   highlight=False)
 
 
+#: bytes read from stdin at a time (a longer line is joined from several reads)
+_CHUNK = 1 << 16
+
+
+def capped_stdin_lines(stream: IO[bytes], cap: int) -> Iterator[bytes | None]:
+    """The ``\\n``-ended lines of ``stream`` (without their ``\\n``; the last one even
+    unended), read a chunk at a time: a line that grows past ``cap`` bytes is dropped as it
+    arrives, never buffered, and is ``None`` once its end (or the stream's) has come. The
+    synchronous twin of :func:`..integrations.mcp_server.capped_lines` (``worker``'s stdin;
+    ``tests/security/test_75``). A line that ends in the read that takes it past ``cap``
+    is yielded whole (at most one read longer): its reader checks the length."""
+    read = getattr(stream, "read1", stream.read)
+    buffer = bytearray()  # a long line grows by appends: linear in its length
+    dropping = False  # inside a line already past the cap: skipped to its end
+    while chunk := read(_CHUNK):
+        if dropping:
+            end = chunk.find(b"\n")
+            if end < 0:
+                continue
+            dropping = False
+            yield None
+            chunk = chunk[end + 1:]
+        buffer += chunk
+        if b"\n" in chunk:
+            *lines, rest = bytes(buffer).split(b"\n")
+            buffer = bytearray(rest)
+            yield from lines
+        if len(buffer) > cap:
+            buffer.clear()
+            dropping = True
+    if dropping:
+        yield None
+    elif buffer:
+        yield bytes(buffer)
+
+
 def worker(home: HomeOpt = None, journal: JournalOpt = None,
            recover_every: Annotated[float, typer.Option(
                "--recover-every", help="Seconds between recovery passes (0: only at start).",
@@ -180,10 +217,16 @@ def worker(home: HomeOpt = None, journal: JournalOpt = None,
                       soft_wrap=True)
     failed = False
     try:
-        for n, line in enumerate(sys.stdin, start=1):
-            if not line.strip():
+        # bytes, capped as they arrive: a line past max_bytes is never held, one not
+        # UTF-8 is its own error (tests/security/test_75)
+        for n, line in enumerate(capped_stdin_lines(sys.stdin.buffer, limits.max_bytes),
+                                 start=1):
+            if line is not None and not line.strip():
                 continue
             try:
+                if line is None:
+                    raise InputTooLargeError(f"`stdin:{n}`: more than the limit of "
+                                             f"{limits.max_bytes} bytes")
                 raw = read_proposal(line, limits, source=f"stdin:{n}")
                 outcome = rt.submit(raw)
             except CradleError as exc:

@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import JournalError
 from . import pg_schema
 from .chain import ChainReport
-from .pg_connect import MIGRATE_LOCK, connect, redact, schema_version
+from .pg_connect import MIGRATE_LOCK, connect, redact, schema_version, scrub
 from .pg_copy import CopyProgress, bulk_copy
+
+#: what a database must be for ``db migrate`` / ``journal copy`` to take it
+_EMPTY_OR_OURS = "give an empty database (or schema), or one cradle-kg migrated"
+
+
+@contextmanager
+def _server_errors(url: str, what: str) -> Iterator[None]:
+    """The server's refusal while doing ``what`` to the journal at ``url`` as one
+    :class:`JournalError` naming both (a table of another application under one of the
+    journal's names, a schema nobody may create in, a connection lost), never a driver
+    exception (``tests/security/test_76``)."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise JournalError(f"cannot {what} `{redact(url)}`: "
+                           f"{scrub(' '.join(str(exc).split()), url)}",
+                           hint=_EMPTY_OR_OURS) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +41,7 @@ class SchemaStatus:
 
 
 def status(url: str) -> SchemaStatus:
-    with connect(url) as conn:
+    with connect(url) as conn, _server_errors(url, "read the schema of the journal"):
         applied = schema_version(conn)
         done = {v for v, _ in applied}
         pending = [(m.version, m.name) for m in pg_schema.MIGRATIONS if m.version not in done]
@@ -37,8 +58,9 @@ def migrate(url: str) -> list[tuple[int, str]]:
     Serialised by an advisory lock: two hosts migrating at once apply each migration once.
     """
     with connect(url) as conn:
-        conn.execute("SELECT pg_advisory_lock(%s, 0)", (MIGRATE_LOCK,))
-        done = {v for v, _ in schema_version(conn)}
+        with _server_errors(url, "read the schema of the journal"):
+            conn.execute("SELECT pg_advisory_lock(%s, 0)", (MIGRATE_LOCK,))
+            done = {v for v, _ in schema_version(conn)}
         newer = sorted(done - {m.version for m in pg_schema.MIGRATIONS})
         if newer:
             raise JournalError(f"the journal `{redact(url)}` has migration `{newer[-1]}`, "
@@ -47,7 +69,9 @@ def migrate(url: str) -> list[tuple[int, str]]:
         for m in pg_schema.MIGRATIONS:
             if m.version in done:
                 continue
-            with conn.transaction():
+            # one transaction each: a refused migration leaves nothing of itself
+            with _server_errors(url, f"apply migration {m.version} ({m.name}) to the "
+                                     "journal"), conn.transaction():
                 conn.execute(pg_schema.MIGRATIONS_TABLE)
                 for statement in m.statements:
                     conn.execute(statement)

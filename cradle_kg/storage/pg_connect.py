@@ -25,7 +25,7 @@ def redact(url: str) -> str:
     return _PARAM_PASSWORD.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1:***@", url))
 
 
-def _scrub(text: str, url: str) -> str:
+def scrub(text: str, url: str) -> str:
     """``text`` (libpq's message about ``url``) without the URL's passwords: libpq quotes
     the part of the URL it cannot parse, a password included."""
     for m in (*_USERINFO_PASSWORD.finditer(url), *_PARAM_PASSWORD.finditer(url)):
@@ -61,7 +61,7 @@ def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[tuple[An
         return conn
     except psycopg.Error as exc:
         raise JournalError(f"cannot connect to the journal `{redact(url)}`: "
-                           f"{_scrub(str(exc).strip(), url)}") from None
+                           f"{scrub(str(exc).strip(), url)}") from None
 
 
 def schema_version(conn: psycopg.Connection[tuple[Any, ...]]) -> list[tuple[int, str]]:
@@ -73,4 +73,4 @@ def schema_version(conn: psycopg.Connection[tuple[Any, ...]]) -> list[tuple[int,
 
 
 __all__ = ["APPEND_LOCK", "LEASE_LOCKS", "MIGRATE_LOCK", "NAMED_LOCKS", "connect", "int4",
-           "lease_key", "redact", "schema_version"]
+           "lease_key", "redact", "schema_version", "scrub"]

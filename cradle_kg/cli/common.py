@@ -29,6 +29,10 @@ _CONTROLS: dict[int, str | None] = {
 _LINE_CONTROLS = {c: r for c, r in _CONTROLS.items() if c not in (0x09, 0x0A)}
 #: the same characters, escaped in JSON output (where they stay data, exactly)
 _JSON_ESCAPES = {c: f"\\u{c:04x}" for c in _CONTROLS if c >= 0x7F}
+#: the same characters but the line breaks and tabs, escaped in graph output: a JSON string,
+#: an RDF term (Turtle, TriG, N-Quads) and a SPARQL TSV cell read ``\\u001b`` as the very
+#: character it stands for, so the escaped text is the same data (``tests/security/test_77``)
+_TERM_ESCAPES = {c: f"\\u{c:04x}" for c in _CONTROLS if c not in (0x09, 0x0A, 0x0D)}
 
 
 @cache
@@ -108,6 +112,23 @@ def clean_text(value: Any) -> str:
     """:func:`clean` for a line written without Rich: control characters and bidi
     overrides removed, no markup escaped."""
     return str(value).translate(_CONTROLS)
+
+
+def escape_terms(text: str) -> str:
+    """Graph output written as it is serialised — a SPARQL result in JSON or TSV, Turtle,
+    TriG, N-Quads, JSON-LD — with every control character and bidi mark but tabs and line
+    breaks ``\\u``-escaped: the same data, and nothing a terminal obeys. The serialisers
+    leave the agents' text in literals raw (ESC in TSV, C1 controls and bidi overrides
+    everywhere)."""
+    return text.translate(_TERM_ESCAPES)
+
+
+def terminal_text(text: str) -> str:
+    """Output with no escape syntax (SPARQL CSV): on a terminal, its control characters
+    and bidi marks removed (line breaks kept); to a file or a pipe, exactly as it is."""
+    if not sys.stdout.isatty():
+        return text
+    return text.replace("\r\n", "\n").translate(_LINE_CONTROLS)
 
 
 def print_json(value: Any) -> None:

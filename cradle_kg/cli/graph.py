@@ -30,7 +30,7 @@ from ..storage.graph import GraphStore
 from ..storage.graph_opening import is_remote, open_graph_store
 from ..storage.oxigraph import rebuild_folder
 from ..storage.swap import StoreLock
-from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json
+from .common import Format, FormatOpt, HomeOpt, clean, console, escape_terms, fail, print_json
 from .core import open_journal
 
 graph_app = typer.Typer(help="The RDF projection of the journal.", no_args_is_help=True)
@@ -195,8 +195,8 @@ def export(
     payload = text if isinstance(text, bytes) else (text or b"")
     if output:
         output.write_bytes(payload)
-    else:
-        sys.stdout.buffer.write(payload)
+    else:  # the same triples, no control character raw (tests/security/test_77)
+        sys.stdout.buffer.write(escape_terms(payload.decode("utf-8")).encode("utf-8"))
 
 
 def _export_text(store: GraphStore, run: str | None, fmt: ExportFormat) -> bytes | None:

@@ -37,7 +37,17 @@ from ..storage import open_home_journal
 from ..storage.graph import GraphStore
 from ..storage.graph_opening import is_remote, open_graph_store
 from ..storage.oxigraph import OxigraphStore
-from .common import HomeOpt, console, err_console, fail, pack_queries, print_json, table
+from .common import (
+    HomeOpt,
+    console,
+    err_console,
+    escape_terms,
+    fail,
+    pack_queries,
+    print_json,
+    table,
+    terminal_text,
+)
 from .graph import catch_up_home
 
 
@@ -105,11 +115,14 @@ def parse_params(raw: list[str]) -> dict[str, str]:
 
 def print_result(result: Any, fmt: QueryFormat, *, title: str) -> int:
     """Print a query result; returns the exit code (1 for an ASK answered false)."""
+    # the agents' text in literals reaches no terminal as controls (tests/security/test_77)
     if isinstance(result, ox.QueryTriples):
-        sys.stdout.write((result.serialize(format=ox.RdfFormat.TURTLE) or b"").decode("utf-8"))
+        sys.stdout.write(escape_terms(
+            (result.serialize(format=ox.RdfFormat.TURTLE) or b"").decode("utf-8")))
         return 0
     if fmt is not QueryFormat.TABLE:
-        sys.stdout.write((result.serialize(format=_RESULTS[fmt]) or b"").decode("utf-8"))
+        text = (result.serialize(format=_RESULTS[fmt]) or b"").decode("utf-8")
+        sys.stdout.write(terminal_text(text) if fmt is QueryFormat.CSV else escape_terms(text))
         if fmt is QueryFormat.JSON:
             sys.stdout.write("\n")
         return 0 if not isinstance(result, ox.QueryBoolean) or bool(result) else 1

@@ -6,9 +6,13 @@ One transaction, so a copy that fails anywhere leaves the target as it was (empt
 2. the event indexes that are not constraints are dropped (they are rebuilt once, from
    their own definitions, after the rows are in: maintaining the indexes row by row is
    most of a row-wise copy's cost);
-3. the source's rows stream in through ``COPY events FROM STDIN`` in batches, up to the
-   head the source was verified at; each row's ``seq`` and ``prev_hash`` are checked
-   against the row before it on the way (a source that changed under the copy stops it);
+3. the source's rows stream in through ``COPY events FROM STDIN`` in batches (of at most
+   :data:`BATCH` rows and :data:`BATCH_BYTES` of text: an agent's proposals and their
+   decisions are journaled at up to ``max_bytes`` each, a tool's output at up to
+   ``max_output_bytes``, so a batch counted in rows alone held whatever they weighed,
+   ``tests/security/test_78``), up to the head the source was verified at; each row's
+   ``seq`` and ``prev_hash`` are checked against the row before it on the way (a source
+   that changed under the copy stops it);
 4. the indexes are rebuilt, then every derived table is computed set-wise from the
    events with the same SQL ``audit verify`` compares it with
    (:data:`.pg_schema.DERIVATIONS`), and the head row is written;
@@ -22,8 +26,7 @@ faster than linearly past 100 k events; this one is a few set-wise statements.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from itertools import islice
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
 CopyProgress = Callable[[str, int, int], None]
 
 BATCH = 50_000
+#: the most text a batch holds (one row more at most: a row is never split)
+BATCH_BYTES = 32 << 20
 
 _LOOSE_INDEXES = (
     "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema() "
@@ -54,6 +59,20 @@ _LOOSE_INDEXES = (
 def _columns(stored_sql: str) -> str:
     """The column list of a derivation's ``SELECT cols FROM table ...`` text."""
     return stored_sql.split(" FROM ", 1)[0].removeprefix("SELECT ").strip()
+
+
+def _batch(rows: Iterator[tuple[Any, ...]], most: int, budget: int) -> list[tuple[Any, ...]]:
+    """The next rows of ``rows``: at most ``most``, and no more once ``budget`` characters
+    of their text are in (so at most one row past it)."""
+    chunk: list[tuple[Any, ...]] = []
+    size = 0
+    while len(chunk) < most and size < budget:
+        row = next(rows, None)
+        if row is None:
+            break
+        chunk.append(row)
+        size += sum(len(v) for v in row if isinstance(v, str))
+    return chunk
 
 
 def bulk_copy(source: Path, url: str, *, progress: CopyProgress | None = None,
@@ -104,7 +123,7 @@ def _copy(conn: psycopg.Connection[tuple[Any, ...]], url: str, journal: SqliteJo
     seq, prev, done = 0, GENESIS_HASH, 0
     with conn.cursor() as cur:
         while done < total:
-            chunk = list(islice(rows, min(batch, total - done)))
+            chunk = _batch(rows, min(batch, total - done), BATCH_BYTES)
             if not chunk:
                 break
             with cur.copy(f"COPY events ({COLUMNS}) FROM STDIN") as copy:

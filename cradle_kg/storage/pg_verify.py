@@ -1,13 +1,16 @@
 """``audit verify`` on the PostgreSQL journal: read only, one snapshot, streamed.
 
 One ``REPEATABLE READ, READ ONLY`` transaction reads the catalog, the migrations, the head,
-every event (through a server-side cursor, so memory stays constant) and the derived
-tables: a concurrent writer cannot cause a false break, and nothing is written. What each
-column is checked by is the table in :mod:`.sqlite_verify` (same events, same walk,
-:func:`.walk.walk`); besides it, the schema must be exactly the one the migrations create
-(:data:`.pg_catalog.EXPECTED`: relations, columns, indexes, constraints, triggers, rules,
-row-level policies, functions) and ``schema_migrations`` must list exactly this code's
-migrations. Then, on the same snapshot, what the events mean (:mod:`.invariants`).
+every event (a page at a time: at most :data:`PAGE_ROWS` rows and about
+:data:`PAGE_BYTES` of text, so memory stays bounded however large the events are — an
+agent's proposal and its decision are journaled at up to ``max_bytes`` each,
+``tests/security/test_78``) and the derived tables: a concurrent writer cannot cause a
+false break, and nothing is written. What each column is checked by is the table in
+:mod:`.sqlite_verify` (same events, same walk, :func:`.walk.walk`); besides it, the schema
+must be exactly the one the migrations create (:data:`.pg_catalog.EXPECTED`: relations,
+columns, indexes, constraints, triggers, rules, row-level policies, functions) and
+``schema_migrations`` must list exactly this code's migrations. Then, on the same snapshot,
+what the events mean (:mod:`.invariants`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,27 @@ from .walk import COLUMNS, ChainBroken, walk
 
 if TYPE_CHECKING:
     import psycopg
+
+#: the most rows and (one row more at most) the most text of events held at once
+PAGE_ROWS, PAGE_BYTES = 2000, 32 << 20
+_ROW_BYTES = " + ".join(f"COALESCE(octet_length({c}), 0)" for c in (
+    "id", "run_id", "kind", "subject", "actor", "at", "payload"))
+#: a page: the next PAGE_ROWS rows by seq (their lengths read, not their values), kept
+#: while the text before each is under the budget (the first always); WHERE picks the rows
+#: after the last page's (none for the first page: every seq a tampered table may hold)
+_PAGE = (f"SELECT {COLUMNS} FROM (SELECT *, SUM({_ROW_BYTES}) OVER (ORDER BY seq) - "
+         f"({_ROW_BYTES}) AS before FROM (SELECT * FROM events {{where}} ORDER BY seq "
+         f"LIMIT {PAGE_ROWS}) e) p WHERE before < %(budget)s ORDER BY seq")
+_FIRST_PAGE, _NEXT_PAGE = _PAGE.format(where=""), _PAGE.format(where="WHERE seq > %(after)s")
+
+
+def _events(conn: psycopg.Connection[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    """Every event row in seq order, a bounded page at a time (in the caller's snapshot)."""
+    page = conn.execute(_FIRST_PAGE, {"budget": PAGE_BYTES}).fetchall()
+    while page:
+        yield from page
+        page = conn.execute(_NEXT_PAGE, {"budget": PAGE_BYTES,
+                                         "after": page[-1][0]}).fetchall()
 
 
 def verify_postgres(url: str, *, anchor: Anchor | None = None,
@@ -58,10 +82,7 @@ def verify_connection(conn: psycopg.Connection[tuple[Any, ...]], *,
     try:
         _check_catalog(conn)
         head = conn.execute("SELECT seq, hash FROM head").fetchall()
-        with conn.cursor(name="cradle_verify") as cur:
-            cur.itersize = 2000
-            cur.execute(f"SELECT {COLUMNS} FROM events ORDER BY seq")
-            report = walk(cur, head, anchor, progress)
+        report = walk(_events(conn), head, anchor, progress)
         if report.intact:
             mismatch = _compare(conn)
             if mismatch is not None:

@@ -21,7 +21,7 @@ from ..errors import CradleError, InputError, InputTooLargeError
 from ..home import Home, resolve_home
 from ..records import OutcomeStatus
 from ..storage import home_journal_target, is_postgres, redact
-from .common import Format, FormatOpt, HomeOpt, console, err_console, fail, print_json
+from .common import Format, FormatOpt, HomeOpt, clean, console, err_console, fail, print_json
 
 db_app = typer.Typer(help="The PostgreSQL journal's schema: migrate, status.",
                      no_args_is_help=True)
@@ -62,7 +62,7 @@ def db_migrate(home: HomeOpt = None, journal: JournalOpt = None,
         return
     for version, name in applied:
         console.print(f"applied {version}: {name}", highlight=False)
-    console.print(f"{redact(url)}: schema up to date", highlight=False, soft_wrap=True)
+    console.print(f"{clean(redact(url))}: schema up to date", highlight=False, soft_wrap=True)
 
 
 @db_app.command("status")
@@ -132,7 +132,7 @@ def journal_copy(
         print_json({"to": redact(to), "events": report.events, "head_hash": report.head_hash,
                     "intact": report.intact})
         return
-    console.print(f"copied {report.events} events to {redact(to)}; verified, head "
+    console.print(f"copied {report.events} events to {clean(redact(to))}; verified, head "
                   f"{report.head_hash}", highlight=False, soft_wrap=True)
     console.print("to use it: set CRADLE_JOURNAL_URL, or `\"journal\"` in config.json",
                   highlight=False)
@@ -208,13 +208,13 @@ def worker(home: HomeOpt = None, journal: JournalOpt = None,
             try:
                 rt.recover()
             except CradleError as exc:
-                err_console.print(f"warning: recovery pass failed: {exc}", highlight=False)
+                err_console.print(f"warning: recovery pass failed: {clean(exc)}", highlight=False)
 
     passes = threading.Thread(target=recover_loop, name="cradle-recovery", daemon=True)
     if recover_every > 0:
         passes.start()
-    err_console.print(f"worker {rt.lease.id} on {rt.journal.location}", highlight=False,
-                      soft_wrap=True)
+    err_console.print(f"worker {clean(rt.lease.id)} on {clean(rt.journal.location)}",
+                      highlight=False, soft_wrap=True)
     failed = False
     try:
         # bytes, capped as they arrive: a line past max_bytes is never held, one not

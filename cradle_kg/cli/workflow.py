@@ -207,7 +207,7 @@ def _command(home: Path | None, action: Callable[[AutonomyBook], object], done: 
             fail(exc, code=1)
         except CradleError as exc:
             fail(exc, code=1 if exc.code == "approval_error" else 2)
-    console.print(done, highlight=False)
+    console.print(clean(done), highlight=False)  # names quoted as they are (test_79)
 
 
 @budgets_app.command("set")

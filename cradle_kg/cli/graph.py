@@ -227,10 +227,12 @@ _PREFIXES = {"cradle": "https://w3id.org/cradle#", "prov": "http://www.w3.org/ns
 def _print_report(report: ValidationReport, fmt: ReportFormat) -> None:
     if fmt is ReportFormat.JSON:
         print_json(report.to_json_dict())
+    # a report quotes the nodes and values of the data validated — a file sent for review
+    # — as data, never as terminal controls (tests/security/test_77)
     elif fmt is ReportFormat.TURTLE:
-        sys.stdout.write(report.to_turtle())
+        sys.stdout.write(escape_terms(report.to_turtle()))
     else:
-        sys.stdout.write(report.to_text() + "\n")
+        sys.stdout.write(escape_terms(report.to_text()) + "\n")
 
 
 def validate(

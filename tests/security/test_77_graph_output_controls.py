@@ -121,3 +121,26 @@ def test_csv_on_a_terminal_has_no_controls(home: Path) -> None:
     assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
     _clean(out.decode("utf-8"))
     assert "run:x]0;pwned[2J31mevil" in out.decode("utf-8")
+
+
+SHAPE = """@prefix sh: <http://www.w3.org/ns/shacl#> . @prefix ex: <http://example.org/> .
+ex:S a sh:NodeShape ; sh:targetClass ex:Note ;
+  sh:property [ sh:path ex:text ; sh:maxLength 3 ; sh:message "too long" ] .
+"""
+
+
+@pytest.mark.parametrize("fmt", ["text", "turtle"])
+def test_validate_of_a_file_under_review_is_escaped(tmp_path: Path, fmt: str) -> None:
+    """The same for ``validate FILE``'s report (found after the review): a file someone
+    sent for review names its nodes and values, and the report quotes them."""
+    data = tmp_path / "sent.ttl"
+    value = (EVIL.replace("\x1b", "\\u001b").replace("\x07", "\\u0007")
+             .replace("\u009b", "\\u009b").replace("\u202e", "\\u202e"))
+    data.write_text(f'<http://example.org/pwned\u202eevil> a <http://example.org/Note> ; '
+                    f'<http://example.org/text> "{value}" .\n', encoding="utf-8")
+    shapes = tmp_path / "shapes.ttl"
+    shapes.write_text(SHAPE, encoding="utf-8")
+    res = run_cli("validate", str(data), "--shapes", str(shapes), "--format", fmt)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "pwned" in res.stdout, res.stdout
+    assert not any(c in res.stdout for c in CONTROLS), repr(res.stdout)

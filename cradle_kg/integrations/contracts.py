@@ -145,8 +145,12 @@ def load_contracts(path: Path) -> Contracts:
         raise ContractsError(f"not UTF-8 (byte {exc.start})", file=where,
                              line=raw[:exc.start].count(b"\n") + 1) from None
     try:
-        node = yaml.compose(text, Loader=StrictLoader)
-        data = yaml.load(text, Loader=StrictLoader)
+        loader = StrictLoader(text)  # composed once: the nodes name the lines, then built
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except YamlRefused as exc:
         raise ContractsError(exc.message, file=where, line=exc.line) from None
     except RecursionError:  # belt and braces: strict_yaml's MAX_DEPTH stops the composer first

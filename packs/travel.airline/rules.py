@@ -179,6 +179,14 @@ def _payments(v: api.View, user: Mapping[str, Any],
     for kind in sorted(set(kinds) - set(MAX_OF_KIND)):
         out.append(_deny("airline_payment_kind", f"a `{kind}` payment method is not one the "
                          "policy allows (certificate, credit card, gift card)"))
+    # a payment method pays its amount: a negative one would credit a gift card, and one of
+    # 0 pays nothing — yet a certificate listed is consumed ("the remaining amount of a
+    # travel certificate is not refundable")
+    for m in methods:
+        if not m["amount"] > 0:
+            out.append(_deny("airline_payment_amount", f"`{m['payment_id']}` is charged "
+                             f"{m['amount']}: each payment method listed pays a positive "
+                             "amount of the price"))
     return out
 
 

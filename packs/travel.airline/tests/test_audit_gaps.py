@@ -1,0 +1,62 @@
+"""A second audit of the rules against ``wiki.md``, sentence by sentence: the gaps it found
+(each case failed before its fix) and the careful agent's calls next to them that must go
+through. Every case is built from the benchmark's data and runs through the governed loop
+on a fresh copy of its database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+Airline = Any  # the `airline` fixture (conftest.py): a home, its runner, its database
+
+YES = [["airline:confirmed", "yes"]]
+OK = {"status": "executed"}
+
+
+def _no(*codes: str) -> dict[str, Any]:
+    return {"status": "denied", "codes": list(codes)}
+
+
+def _book(uid: str, segments: list[tuple[str, str]], origin: str, destination: str,
+          pays: list[tuple[str, float]], cabin: str = "economy") -> dict[str, Any]:
+    return {"tool": "book_reservation", "on_behalf_of": f"customer:{uid}", "facts": YES,
+            "arguments": {"user_id": uid, "origin": origin, "destination": destination,
+                          "flight_type": "one_way", "cabin": cabin,
+                          "flights": [{"flight_number": n, "date": d} for n, d in segments],
+                          "passengers": [{"first_name": "Ann", "last_name": "Lee",
+                                          "dob": "1990-04-05"}],
+                          "payment_methods": [{"payment_id": p, "amount": a} for p, a in pays],
+                          "total_baggages": 0, "nonfree_baggages": 0, "insurance": "no"}}
+
+
+# aarav_lee_3563 (regular): gift_card_6737013 ($262), credit_card_7195750; HAT141 MSP→EWR
+# on 2024-05-20 costs 161 in economy. mia_li_3668 (gold): certificate_4856383 ($100),
+# credit_card_4421486; HAT069 JFK→SEA on 2024-05-20 costs 121 in economy.
+AARAV = ("aarav_lee_3563", [("HAT141", "2024-05-20")], "MSP", "EWR")
+MIA = ("mia_li_3668", [("HAT069", "2024-05-20")], "JFK", "SEA")
+
+CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    # "Payment: each reservation can use at most one travel certificate, at most one credit
+    # card, and at most three gift cards." — a payment method is charged the amount: a
+    # negative amount credits a gift card ($100 moved onto it, the card charged $100 more)
+    "book: a gift card charged -100, the credit card 261":
+        (_book(*AARAV, [("gift_card_6737013", -100), ("credit_card_7195750", 261)]),
+         _no("airline_payment_amount")),
+    # a certificate "used" for 0 is consumed by the API ("The remaining amount of a travel
+    # certificate is not refundable"): the customer loses it for nothing
+    "book: a certificate charged 0, the credit card 121":
+        (_book(*MIA, [("certificate_4856383", 0), ("credit_card_4421486", 121)]),
+         _no("airline_payment_amount")),
+    "book: the gift card 100 and the credit card 61 (careful)":
+        (_book(*AARAV, [("gift_card_6737013", 100), ("credit_card_7195750", 61)]), OK),
+    "book: the certificate 100 and the credit card 21 (careful)":
+        (_book(*MIA, [("certificate_4856383", 100), ("credit_card_4421486", 21)]), OK),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_audit_case(airline: Airline, name: str) -> None:
+    call, expect = CASES[name]
+    airline.run(call, **expect)

@@ -60,3 +60,33 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 def test_audit_case(airline: Airline, name: str) -> None:
     call, expect = CASES[name]
     airline.run(call, **expect)
+
+
+def _certificate(uid: str, amount: int, ground: str) -> dict[str, Any]:
+    return {"tool": "send_certificate", "on_behalf_of": f"customer:{uid}",
+            "arguments": {"user_id": uid, "amount": amount},
+            "facts": [["airline:compensationRequested", ground]]}
+
+
+def test_a_certificate_spent_still_counts(airline: Airline) -> None:
+    """ "the agent can offer a certificate as a gesture … $100 times the number of
+    passengers": noah_silva_2256 (silver) has one reservation with a cancelled flight
+    (GYJ4P7, 3 passengers): $300, once. Spent whole on a booking, the certificate is gone
+    from the profile (the API deletes it) — before, a second $300 for the same complaint
+    went through; the booking's payment history still names it."""
+    noah = "noah_silva_2256"
+    airline.run(_certificate(noah, 300, "cancelled_flight"), **OK)
+    airline.run(_book(noah, [("HAT141", "2024-05-20")], "MSP", "EWR",
+                      [("certificate_3221322", 300), ("credit_card_7773542", 90)],
+                      cabin="business"), **OK)
+    airline.run(_certificate(noah, 300, "cancelled_flight"),
+                **_no("airline_compensation_repeated"))
+
+
+def test_a_spent_certificate_of_another_amount_does_not_count(airline: Airline) -> None:
+    """The careful twin: a booking paid with the gift card and the credit card of the
+    profile first; the $300 for the cancelled flight still goes through."""
+    noah = "noah_silva_2256"
+    airline.run(_book(noah, [("HAT141", "2024-05-20")], "MSP", "EWR",
+                      [("gift_card_9130446", 100), ("credit_card_7773542", 61)]), **OK)
+    airline.run(_certificate(noah, 300, "cancelled_flight"), **OK)

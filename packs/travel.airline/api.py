@@ -330,6 +330,10 @@ def transfer_to_human_agents(v: View, summary: str) -> str:
     return "Transfer successful"
 
 
+def think(v: View, thought: str) -> str:
+    return ""  # the benchmark's: the thought goes to the log, nothing is read or changed
+
+
 def _arith(expression: str) -> float:
     """``+ - * / ( )`` and numbers, evaluated without ``eval``."""
     import ast
@@ -369,4 +373,4 @@ READS = {"get_user_details": get_user_details,
          "search_direct_flight": search_direct_flight,
          "search_onestop_flight": search_onestop_flight,
          "list_all_airports": list_all_airports, "calculate": calculate,
-         "transfer_to_human_agents": transfer_to_human_agents}
+         "transfer_to_human_agents": transfer_to_human_agents, "think": think}

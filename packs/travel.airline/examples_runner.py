@@ -22,7 +22,7 @@ TARGET = {"book_reservation": "customer:{user_id}", "send_certificate": "custome
           "get_user_details": "customer:{user_id}",
           "search_direct_flight": "airline:flights", "search_onestop_flight": "airline:flights",
           "list_all_airports": "airline:airports", "calculate": "airline:calculator",
-          "transfer_to_human_agents": "airline:human-agents"}
+          "transfer_to_human_agents": "airline:human-agents", "think": "airline:notes"}
 
 
 def target_of(tool: str, arguments: Mapping[str, Any]) -> str:

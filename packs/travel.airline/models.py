@@ -103,6 +103,10 @@ class Summary(_In):
     summary: str = Field(max_length=10_000)
 
 
+class Thought(_In):
+    thought: str = Field(max_length=10_000)
+
+
 class ApiAnswer(BaseModel):
     """What the API answered: ``output`` is the benchmark's return value, unchanged (JSON
     text, a message, or ``Error: …``); ``error`` repeats it when the API refused."""

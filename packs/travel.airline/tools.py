@@ -1,4 +1,4 @@
-"""The 13 tools of the benchmark, their contracts, and the verifiers of the six writes.
+"""The 14 tools of the benchmark, their contracts, and the verifiers of the six writes.
 
 Tool ids are ``airline.<benchmark name>``; the arguments are the benchmark's. Targets:
 ``reservation:<id>`` for a call on a reservation, ``customer:<user_id>`` for a booking, a
@@ -45,6 +45,7 @@ from .models import (
     Route,
     SendCertificate,
     Summary,
+    Thought,
     UpdateBaggages,
     UpdateFlights,
     UpdatePassengers,
@@ -206,6 +207,11 @@ transfer_to_human_agents = tool(
     "airline.transfer_to_human_agents", input_model=Summary, target_from="airline:human-agents",
     description="Transfer the user to a human agent, with a summary of the issue.", **READ,
 )(_reader("transfer_to_human_agents"))
+# the benchmark's agent also has a scratchpad: it reads and changes nothing
+think = tool("airline.think", input_model=Thought, target_from="airline:notes",
+             description="Use the tool to think about something. It will not obtain new "
+             "information or change the database, but just append the thought to the log.",
+             **READ)(_reader("think"))
 
 
 # --- verifiers: the database read back through a read-only connection of their own ---------

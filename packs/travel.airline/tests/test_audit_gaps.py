@@ -90,3 +90,14 @@ def test_a_spent_certificate_of_another_amount_does_not_count(airline: Airline) 
     airline.run(_book(noah, [("HAT141", "2024-05-20")], "MSP", "EWR",
                       [("gift_card_9130446", 100), ("credit_card_7773542", 61)]), **OK)
     airline.run(_certificate(noah, 300, "cancelled_flight"), **OK)
+
+
+def test_the_benchmarks_think_tool_goes_through(airline: Airline) -> None:
+    """The benchmark's agent has 14 tools (`tau_bench/envs/airline/tools/__init__.py` at the
+    pinned commit lists `think`, "It will not obtain new information or change the
+    database"); gpt-4o's published airline trajectories call it 92 times. Before, every such
+    call was `denied` (`unknown_tool`); now it answers "" as the benchmark does."""
+    out = airline.run({"tool": "think", "arguments": {"thought": "IFOYYZ is basic economy, "
+                       "booked more than 24 hours ago, without insurance"},
+                       "on_behalf_of": None}, status="executed")
+    assert out["output"] == ""

@@ -83,6 +83,35 @@ def flight_status(v: api.View, number: str, date: str) -> str | None:
     return str(data["dates"][date]["status"])
 
 
+def _left_late(v: api.View, number: str, date: str) -> bool:
+    """The flight took off (``flying``/``landed``) later than scheduled, or landed later."""
+    data = v.flight(number)
+    day = data["dates"].get(date, {}) if data else {}
+    if day.get("status") not in FLOWN:
+        return False
+    assert data is not None
+    for actual, scheduled in (("actual_departure_time_est", "scheduled_departure_time_est"),
+                              ("actual_arrival_time_est", "scheduled_arrival_time_est")):
+        at, plan = day.get(actual), str(data.get(scheduled, ""))
+        if not at or not plan:
+            continue
+        try:
+            due = datetime.fromisoformat(f"{date}T{plan.split('+')[0]}") + timedelta(
+                days=int(plan.split("+")[1]) if "+" in plan else 0)
+            if datetime.fromisoformat(str(at)) > due:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _priced_today(v: api.View, seg: Mapping[str, Any]) -> bool:
+    """The segment is priced at today's price of its flight (what the API puts in a change)."""
+    data = v.flight(str(seg["flight_number"]))
+    day = data["dates"].get(seg["date"], {}) if data else {}
+    return seg.get("price") in (day.get("prices") or {}).values()
+
+
 def effective_cabin(v: api.View, res: Mapping[str, Any]) -> str:
     """The cabin the reservation flies. The API never updates ``cabin`` when a change of
     cabin goes through ``update_reservation_flights`` (only the prices show it), so when
@@ -371,10 +400,20 @@ def certificate(v: api.View, call: Call) -> list[Finding]:
                       f"cancelled flight, but no reservation of `{uid}` has a cancelled flight "
                       "in the database")]
     # the complaint is about "flights in a reservation": the reservations that show the
-    # cancelled or delayed flight; a delayed flight may be gone from a reservation already
-    # changed for it ("after … changing or cancelling the reservation"), so when none of
-    # the customer's reservations shows a delay, any of them may be the one concerned
-    concerned = affected or every
+    # cancelled or delayed flight. When none shows a flight `delayed` now, the facts can
+    # still be confirmed on a flight that took off late, or on a reservation already
+    # changed for the delay ("after … changing or cancelling the reservation": the API
+    # prices the flight it put in at today's price); with neither, nothing confirms a delay
+    concerned = affected
+    if asked == "delayed_flight" and not affected:
+        concerned = [res for res in every if any(
+            _left_late(v, *seg) or _priced_today(v, f) for seg, f in
+            zip(_segments(res["flights"]), res["flights"], strict=True))]
+        if not concerned:
+            return [_deny("airline_compensation_contradicted", f"the customer complains of a "
+                          f"delayed flight, but no reservation of `{uid}` has a flight delayed, "
+                          "a flight that left or landed late, or a flight changed today in the "
+                          "database")]
     eligible = [res for res in concerned
                 if membership in ("silver", "gold") or res.get("insurance") == "yes"
                 or effective_cabin(v, res) == "business"]

@@ -101,3 +101,34 @@ def test_the_benchmarks_think_tool_goes_through(airline: Airline) -> None:
                        "booked more than 24 hours ago, without insurance"},
                        "on_behalf_of": None}, status="executed")
     assert out["output"] == ""
+
+
+def test_a_delay_nothing_confirms(airline: Airline) -> None:
+    """ "complains about delayed flights in a reservation … the agent can offer a certificate
+    as a gesture after confirming the facts": mia_li_3668 (gold) has three reservations, all
+    ahead, none delayed, none changed. Before, a $50 "delay" certificate went through (when
+    no reservation showed a delay, any reservation counted); now nothing confirms it."""
+    airline.run(_certificate("mia_li_3668", 50, "delayed_flight"),
+                **_no("airline_compensation_contradicted"))
+
+
+def test_a_delay_on_a_flight_that_left_late(airline: Airline) -> None:
+    """Task 45's facts: noah_muller_9847 (gold) — 4OG6T3's HAT006 took off 27 minutes late
+    on 2024-05-11 (landed); its one passenger: $50."""
+    airline.run(_certificate("noah_muller_9847", 100, "delayed_flight"),
+                **_no("airline_compensation_amount"))
+    airline.run(_certificate("noah_muller_9847", 50, "delayed_flight"), **OK)
+
+
+def test_a_delay_after_the_reservation_was_changed_for_it(airline: Airline) -> None:
+    """The careful path the sentence describes: liam_ito_4473 (silver) complains that HAT002
+    (LWTEDF, 1 passenger) is delayed today and wants to change; the agent moves it to HAT002
+    tomorrow, then offers the certificate — no reservation shows the delay any more, the
+    changed one is priced at today's price."""
+    liam = "customer:liam_ito_4473"
+    airline.run({"tool": "update_reservation_flights", "on_behalf_of": liam, "facts": YES,
+                 "arguments": {"reservation_id": "LWTEDF", "cabin": "economy",
+                               "payment_id": "credit_card_5260935",
+                               "flights": [{"flight_number": "HAT002",
+                                            "date": "2024-05-16"}]}}, **OK)
+    airline.run(_certificate("liam_ito_4473", 50, "delayed_flight"), **OK)

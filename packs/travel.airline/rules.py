@@ -322,6 +322,16 @@ def update_flights(v: api.View, call: Call) -> list[Finding]:
     if changed and cabin == "basic_economy":
         out.append(_deny("airline_basic_economy", f"reservation `{rid}` is basic economy: its "
                          "flights cannot be modified (only its cabin, without changing flights)"))
+    # the API keeps a flight (its old price) only when the call's cabin is the reservation's
+    # `cabin` field, which a change of cabin left behind: the kept flights would stay in the
+    # cabin flown while the new ones are priced in the field's — two cabins in one reservation
+    recorded = str(res.get("cabin", ""))
+    kept = [f"`{n}` on {d}" for n, d in new if (n, d) in old]
+    if changed and kept and a["cabin"] == recorded != cabin:
+        out.append(_deny("airline_cabin_mixed", f"reservation `{rid}` flies `{cabin}` (its "
+                         f"`cabin` field still says `{recorded}`): {', '.join(kept)} would keep "
+                         f"the `{cabin}` price and the new flights be priced in `{recorded}`; "
+                         "cabin class must be the same across all the flights"))
     if changed:
         route = _route_problem(v, res, list(a["flights"]))
         if route:

@@ -132,3 +132,23 @@ def test_a_delay_after_the_reservation_was_changed_for_it(airline: Airline) -> N
                                "flights": [{"flight_number": "HAT002",
                                             "date": "2024-05-16"}]}}, **OK)
     airline.run(_certificate("liam_ito_4473", 50, "delayed_flight"), **OK)
+
+
+def test_an_upgraded_reservation_changed_in_its_old_cabin(airline: Airline) -> None:
+    """ "Cabin class must be the same across all the flights in the same reservation;
+    changing cabin for just one flight segment is not possible." OWZ4XL (ivan_rossi_8555,
+    basic economy, EWR→MIA→LAX) is upgraded to economy; the API leaves its `cabin` field at
+    basic_economy. An agent copying that field to replace the second leg: the API keeps
+    HAT202 at its economy price (196) and prices HAT200 in basic economy (50) — refunding
+    $60. Before, it went through; the careful call names the cabin flown."""
+    who = "customer:ivan_rossi_8555"
+
+    def change(cabin: str, second: str) -> dict[str, Any]:
+        return {"tool": "update_reservation_flights", "on_behalf_of": who, "facts": YES,
+                "arguments": {"reservation_id": "OWZ4XL", "cabin": cabin,
+                              "payment_id": "credit_card_9659780",
+                              "flights": [{"flight_number": "HAT202", "date": "2024-05-21"},
+                                          {"flight_number": second, "date": "2024-05-21"}]}}
+    airline.run(change("economy", "HAT232"), **OK)
+    airline.run(change("basic_economy", "HAT200"), **_no("airline_cabin_mixed"))
+    airline.run(change("economy", "HAT200"), **OK)

@@ -53,6 +53,32 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         (_book(*AARAV, [("gift_card_6737013", 100), ("credit_card_7195750", 61)]), OK),
     "book: the certificate 100 and the credit card 21 (careful)":
         (_book(*MIA, [("certificate_4856383", 100), ("credit_card_4421486", 21)]), OK),
+    # "Payment: If the flights are changed, the user needs to provide one gift card or credit
+    # card": 8B92J5 (aarav_lee_3563, economy, MSP→EWR) moved from HAT196 to HAT141 the same
+    # day, the $2 difference refunded to the gift card of the profile
+    "flights: an economy change refunded to a gift card of the profile (careful)":
+        ({"tool": "update_reservation_flights", "on_behalf_of": "customer:aarav_lee_3563",
+          "facts": YES,
+          "arguments": {"reservation_id": "8B92J5", "cabin": "economy",
+                        "payment_id": "gift_card_6737013",
+                        "flights": [{"flight_number": "HAT141", "date": "2024-05-20"}]}}, OK),
+    # "If the user is silver/gold member … and complains about cancelled flights in a
+    # reservation … $100 times the number of passengers": mohamed_taylor_9830 (gold), KY93IV
+    # (economy, not insured, 2 passengers) has HAT069 cancelled on 2024-05-11
+    "certificate: a gold member's cancelled flight, 2 passengers (careful)":
+        ({"tool": "send_certificate", "on_behalf_of": "customer:mohamed_taylor_9830",
+          "arguments": {"user_id": "mohamed_taylor_9830", "amount": 200},
+          "facts": [["airline:compensationRequested", "cancelled_flight"]]}, OK),
+    # "available seats … are listed": HAT141 on 2024-05-20 has one economy seat left
+    "book: two passengers on a flight with one economy seat — the API's error":
+        ({**_book(*AARAV, [("credit_card_7195750", 322)]),
+          "arguments": {**_book(*AARAV, [("credit_card_7195750", 322)])["arguments"],
+                        "passengers": [{"first_name": "Ann", "last_name": "Lee",
+                                        "dob": "1990-04-05"},
+                                       {"first_name": "Bo", "last_name": "Lee",
+                                        "dob": "1992-01-01"}]}},
+         {"status": "verification_failed", "codes": [],
+          "output": "Error: not enough seats on flight HAT141"}),
 }
 
 

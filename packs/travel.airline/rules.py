@@ -216,6 +216,16 @@ def _payments(v: api.View, user: Mapping[str, Any],
             out.append(_deny("airline_payment_amount", f"`{m['payment_id']}` is charged "
                              f"{m['amount']}: each payment method listed pays a positive "
                              "amount of the price"))
+    # a gift card or certificate pays at most what it holds; the API checks each line of
+    # the list alone, so one listed twice could be overdrawn
+    charged: dict[str, float] = {}
+    for m in methods:
+        charged[m["payment_id"]] = charged.get(m["payment_id"], 0) + m["amount"]
+    for pid, total in charged.items():
+        pm = user["payment_methods"].get(pid, {})
+        if pm.get("source") in ("gift_card", "certificate") and total > pm.get("amount", 0):
+            out.append(_deny("airline_payment_balance", f"`{pid}` holds {pm.get('amount')} "
+                             f"and would be charged {total} in all"))
     return out
 
 

@@ -49,6 +49,14 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "book: a certificate charged 0, the credit card 121":
         (_book(*MIA, [("certificate_4856383", 0), ("credit_card_4421486", 121)]),
          _no("airline_payment_amount")),
+    # "… at most three gift cards" counts a gift card listed twice as two, and the API checks
+    # each line against the balance, not their sum: gift_card_6737013 holds $262 and pays
+    # 200 + 190 of a $390 business fare — it would be left at -$128
+    "book: one gift card listed twice, overdrawn":
+        (_book(*AARAV, [("gift_card_6737013", 200), ("gift_card_6737013", 190)],
+               cabin="business"), _no("airline_payment_balance")),
+    "book: one gift card listed twice within its balance (careful)":
+        (_book(*AARAV, [("gift_card_6737013", 100), ("gift_card_6737013", 61)]), OK),
     "book: the gift card 100 and the credit card 61 (careful)":
         (_book(*AARAV, [("gift_card_6737013", 100), ("credit_card_7195750", 61)]), OK),
     "book: the certificate 100 and the credit card 21 (careful)":

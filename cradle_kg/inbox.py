@@ -77,7 +77,7 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
             kind="task", id=t.id, run_id=t.run_id, title=f"{t.code}: {t.subject}",
             asked_at=t.opened_at.isoformat(), reasons=[t.reason],
             command=f"cradle-kg tasks resolve {t.id} --as WHO --note '...'")
-            for t in open_tasks(rt.journal, run_id=run_id) if t.resolved_by is None]
+            for t in open_tasks(rt.journal, run_id=run_id)]
     if "step" in wanted:
         items += _steps(rt, run_id)
     return sorted(items, key=lambda i: i.asked_at)

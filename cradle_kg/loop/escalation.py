@@ -13,7 +13,8 @@ one when it must not go on by itself:
   may not replay (a tool of idempotency class ``none``, a tool without lookup, a lookup
   that raised).
 
-Tasks are read back from the journal like everything else (:func:`open_tasks`); a person
+Tasks are read back from the journal's derived ``human_tasks`` (:func:`open_tasks`,
+:func:`task_page`: the open ones through an index, never a fold of every task); a person
 closes one with ``human_task.resolved`` (who, when, what they did), which is what makes the
 run stop reading ``escalated``.
 """
@@ -78,20 +79,31 @@ def human_task_event(*, run_id: str, subject: str, code: str, reason: str, actor
                              "reason": reason, **(details or {})})
 
 
-def open_tasks(journal: Journal, *, run_id: str | None = None) -> list[HumanTask]:
-    """Every human task opened (in one run, or in all), oldest first, with its resolution."""
-    resolved = {e.payload["task_id"]: e for e in journal.events_of_kind(HUMAN_TASK_RESOLVED)}
-    tasks = []
-    for e in journal.events_of_kind(HUMAN_TASK_OPENED):
-        if run_id is not None and e.run_id != run_id:
-            continue
-        done = resolved.get(e.payload["task_id"])
-        tasks.append(HumanTask(
-            id=e.payload["task_id"], run_id=e.run_id, code=e.payload["code"],
-            reason=e.payload["reason"], subject=e.payload["about"], opened_at=e.at,
-            resolved_by=done.actor if done else None, resolved_at=done.at if done else None,
-            resolution=done.payload["note"] if done else None))
-    return tasks
+def _task(opened: AuditEvent, done: AuditEvent | None) -> HumanTask:
+    return HumanTask(
+        id=opened.payload["task_id"], run_id=opened.run_id, code=opened.payload["code"],
+        reason=opened.payload["reason"], subject=opened.payload["about"],
+        opened_at=opened.at, resolved_by=done.actor if done else None,
+        resolved_at=done.at if done else None,
+        resolution=done.payload["note"] if done else None)
+
+
+def task_page(journal: Journal, *, run_id: str | None = None, include_resolved: bool = False,
+              limit: int | None = None, offset: int = 0) -> tuple[list[HumanTask], int]:
+    """One page of the human tasks (of one run), oldest first — the open ones, or every one
+    with its resolution — and how many there are: read from the derived ``human_tasks``
+    (:meth:`~cradle_kg.storage.Journal.human_tasks`), so the events decoded are the page's,
+    not every task event of the journal (``tests/security/test_75``)."""
+    rows, total = journal.human_tasks(run_id=run_id, include_resolved=include_resolved,
+                                      limit=limit, offset=offset)
+    return [_task(opened, done) for opened, done in rows], total
+
+
+def open_tasks(journal: Journal, *, run_id: str | None = None,
+               include_resolved: bool = False) -> list[HumanTask]:
+    """The human tasks still open (in one run, or in all; with ``include_resolved``, every
+    one opened, with its resolution), oldest first (:func:`task_page` without a limit)."""
+    return task_page(journal, run_id=run_id, include_resolved=include_resolved)[0]
 
 
 def task_from_events(task_id: str, events: Sequence[AuditEvent]) -> HumanTask | None:
@@ -104,12 +116,7 @@ def task_from_events(task_id: str, events: Sequence[AuditEvent]) -> HumanTask | 
         return None
     done = next((e for e in reversed(events) if e.kind == HUMAN_TASK_RESOLVED
                  and e.payload.get("task_id") == task_id), None)
-    return HumanTask(
-        id=task_id, run_id=opened.run_id, code=opened.payload["code"],
-        reason=opened.payload["reason"], subject=opened.payload["about"],
-        opened_at=opened.at, resolved_by=done.actor if done else None,
-        resolved_at=done.at if done else None,
-        resolution=done.payload["note"] if done else None)
+    return _task(opened, done)
 
 
 def resolution_event(task: HumanTask, *, by: str, note: str, at: datetime) -> NewEvent:
@@ -120,9 +127,10 @@ def resolution_event(task: HumanTask, *, by: str, note: str, at: datetime) -> Ne
 
 
 def repairs_in_run(journal: Journal, run_id: str) -> int:
-    """How many ``repair`` outcomes the run has had so far (the repair budget counts them)."""
-    return sum(1 for e in journal.events(run_id=run_id)
-               if e.kind == "run.outcome" and e.payload["outcome"]["status"] == "repair")
+    """How many ``repair`` outcomes the run has had so far (the repair budget counts them):
+    the derived count (:meth:`~cradle_kg.storage.Journal.run_repairs`), one probe — not
+    every event of the run read again at each repair (``tests/security/test_75``)."""
+    return journal.run_repairs(run_id)
 
 
 def repair_or_escalate(ctx: LoopContext, proposal: Proposal, decision: RuntimeDecision,

@@ -4,9 +4,9 @@ Two implementations: :class:`~.sqlite.SqliteJournal` (the embedded default, one 
 the home) and :class:`~.postgresql.PostgresJournal` (one database shared by many workers,
 possibly on many hosts). Both write the same events with the same hashes byte for byte
 (:mod:`.chain`), claim an idempotency key once (a UNIQUE index), keep the derived state
-(usage buckets, open intents, approval ids, runs) in the append's own transaction and
-serialise appends, so the head read under the writer's lock is the head the new events
-chain onto.
+(usage buckets, open intents, approval ids, runs, run states, human tasks, repair counts)
+in the append's own transaction and serialise appends, so the head read under the
+writer's lock is the head the new events chain onto.
 """
 
 from __future__ import annotations
@@ -317,6 +317,22 @@ class Journal(Protocol):
         """At most ``limit`` events of ``kind`` about ``subject``, from its newest end
         (newest first) or, ``newest=False``, its oldest (oldest first): one range of
         ``events_subject (subject, seq)``, at most ``limit`` rows decoded (``test_72``)."""
+        ...
+
+    def run_repairs(self, run_id: str) -> int:
+        """How many ``run.outcome`` events of the run say ``repair`` (its repair budget's
+        count): one probe of the derived ``repairs`` (:mod:`.tasks_sql`), nothing decoded —
+        not a read of the run's events at each repair (``tests/security/test_75``)."""
+        ...
+
+    def human_tasks(self, *, run_id: str | None = None, include_resolved: bool = False,
+                    limit: int | None = None, offset: int = 0
+                    ) -> tuple[list[tuple[AuditEvent, AuditEvent | None]], int]:
+        """One page of the human tasks opened (of one run), oldest first: each one's
+        ``human_task.opened`` event and its resolution's (None while open; only open ones
+        unless ``include_resolved``), and how many there are in all. One range of the
+        derived ``human_tasks`` (:mod:`.tasks_sql`): the rows decoded are those listed,
+        whatever else the journal holds (``tests/security/test_75``)."""
         ...
 
     def approval_subjects(self) -> list[str]: ...

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import run_state_sql
+from . import run_state_sql, tasks_sql
 from .counting import BUDGET_SCOPES, USAGE_FIELDS, counted_keys, intent_cost
 from .pg_connect import APPEND_LOCK
 from .run_state_sql import pg_payload
@@ -162,6 +162,16 @@ MIGRATIONS = (
     # its quota) in one index range, as SQLite's ``events_kind_actor`` finds them: through
     # ``events_kind`` the count read every event of the kind, every identity's, ever
     Migration(7, "kind-actor-index", (KIND_ACTOR_INDEX,)),
+    # the human tasks opened (and the seq of each one's resolution) and each run's repair
+    # count, derived from the events already written (under the append lock, as
+    # migration 5): the inbox and the repair budget read them instead of folding every
+    # task event of the journal, or every event of the run
+    Migration(8, "human-tasks-and-repairs", (
+        f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)",
+        *tasks_sql.POSTGRES_SCHEMA,
+        *(f"INSERT INTO {t}({c}) {tasks_sql.from_events('postgresql', t)}"
+          for t, c in (("human_tasks", tasks_sql.TASK_COLUMNS),
+                       ("repairs", tasks_sql.REPAIR_COLUMNS))))),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -262,6 +272,9 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
             out.append((fast[0], (run_id, *fast[1])))
         else:  # rare (people's events): the run's row, recomputed from its own events
             out.extend((statement, (run_id,)) for statement in _REFRESH)
+    if kind in tasks_sql.KINDS:
+        out.extend(tasks_sql.statements("postgresql", seq=seq, run_id=run_id, kind=kind,
+                                        subject=subject, payload=payload))
     keys = counted_keys(kind, run_id, payload)
     if keys:
         args = {"scopes": [k[0] for k in keys], "subjects": [k[1] for k in keys],
@@ -301,6 +314,8 @@ DERIVATIONS = (
      f"SELECT run_id, MIN(seq), SUM(CASE WHEN kind = 'proposal.received' THEN 1 ELSE 0 "
      f"END)::bigint FROM events GROUP BY run_id ORDER BY run_id {_C}"),
     ("run_state", run_state_sql.stored("postgresql"), run_state_sql.from_events("postgresql")),
+    *((t, tasks_sql.stored("postgresql", t), tasks_sql.from_events("postgresql", t))
+      for t in tasks_sql.TABLES),
 )
 
 # --- the catalog audit verify expects ------------------------------------------------

@@ -47,7 +47,7 @@ from typing import Any
 from ..canonical import canonical_json, iso, parse_iso, sha256_bytes
 from ..errors import JournalError
 from ..records import AuditEvent
-from . import pg_schema, run_state_sql
+from . import pg_schema, run_state_sql, tasks_sql
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress, event_hash
 from .counting import (
     RUN_BEGUN_SQL,
@@ -531,6 +531,21 @@ class PostgresJournal:
     def run_state_groups(self) -> list[tuple[StateKey, int]]:
         return [((int(r[0]), str(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5])), int(r[6]))
                 for r in self._query(run_state_sql.GROUPS)]
+
+    def run_repairs(self, run_id: str) -> int:
+        rows = self._query(tasks_sql.REPAIRS_SQL.format("%s"), (run_id,))
+        return int(rows[0][0]) if rows else 0
+
+    def human_tasks(self, *, run_id: str | None = None, include_resolved: bool = False,
+                    limit: int | None = None, offset: int = 0
+                    ) -> tuple[list[tuple[AuditEvent, AuditEvent | None]], int]:
+        rows_sql, count_sql, args = tasks_sql.page("postgresql", _COLS, run_id=run_id,
+                                                   include_resolved=include_resolved)
+        rows = self._query(rows_sql, (*args, limit, offset))
+        total = int(self._query(count_sql, args)[0][0])
+        n = len(_COLS.split(","))
+        return [(self._row(r[:n]), self._row(r[n:]) if r[n] is not None else None)
+                for r in rows], total
 
     def approval_subjects(self) -> list[str]:
         rows = self._query("SELECT subject FROM approval_ids GROUP BY subject ORDER BY MIN(seq)")

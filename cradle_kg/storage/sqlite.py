@@ -65,7 +65,7 @@ from typing import Any
 from ..canonical import canonical_json, iso, parse_iso, sha256_bytes
 from ..errors import JournalError
 from ..records import AuditEvent
-from . import run_state_sql
+from . import run_state_sql, tasks_sql
 from . import sqlite_derived as derived
 from .chain import (
     GENESIS_HASH,
@@ -230,7 +230,7 @@ class SqliteJournal:
             for statement in SCHEMA_STATEMENTS:
                 conn.execute(statement)
             if upgrade:  # same events, same hashes: derive the new tables from them
-                derived.rebuild(conn)
+                derived.rebuild(conn, tasks_sql.TABLES if version == 6 else None)
             if version != JOURNAL_FORMAT:
                 conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
             conn.execute("COMMIT")
@@ -776,6 +776,21 @@ class SqliteJournal:
     def run_state_groups(self) -> list[tuple[StateKey, int]]:
         return [((int(r[0]), str(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5])), int(r[6]))
                 for r in self._query(run_state_sql.GROUPS)]
+
+    def run_repairs(self, run_id: str) -> int:
+        rows = self._query(tasks_sql.REPAIRS_SQL.format("?"), (run_id,))
+        return int(rows[0][0]) if rows else 0
+
+    def human_tasks(self, *, run_id: str | None = None, include_resolved: bool = False,
+                    limit: int | None = None, offset: int = 0
+                    ) -> tuple[list[tuple[AuditEvent, AuditEvent | None]], int]:
+        rows_sql, count_sql, args = tasks_sql.page("sqlite", self._COLS, run_id=run_id,
+                                                   include_resolved=include_resolved)
+        rows = self._query(rows_sql, (*args, -1 if limit is None else limit, offset))
+        total = int(self._query(count_sql, args)[0][0])
+        n = len(self._COLS.split(","))
+        return [(self._row(r[:n]), self._row(r[n:]) if r[n] is not None else None)
+                for r in rows], total
 
     def approval_subjects(self) -> list[str]:
         """The subject of every approval requested, in the order of their first request."""

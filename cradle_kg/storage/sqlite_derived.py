@@ -21,6 +21,8 @@ open_intents    every ``action.intent`` with no ``run.outcome`` about its subjec
 approval_ids    where each approval's events live (its subject), by approval id
 runs            each run: the seq of its first event and how many proposals it received
 run_state       each run: what its state is decided from (:mod:`.run_state_sql`)
+human_tasks     each human task opened, and the seq of its resolution (:mod:`.tasks_sql`)
+repairs         each run's ``repair`` outcomes, counted (:mod:`.tasks_sql`)
 ==============  =====================================================================
 
 The rate-limit window (read by :meth:`~.store.Journal.usage_since`) is a sliding window
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
 
-from . import run_state_sql
+from . import run_state_sql, tasks_sql
 from .counting import BUDGET_SCOPES, USAGE_FIELDS, counted_keys, intent_cost
 
 SCHEMA = """
@@ -78,7 +80,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS runs_id ON runs(run_id);
 CREATE INDEX IF NOT EXISTS runs_first ON runs(first_seq)
 """
 SCHEMA_STATEMENTS = (tuple(s.strip() for s in SCHEMA.split(";") if s.strip())
-                     + run_state_sql.SQLITE_SCHEMA)
+                     + run_state_sql.SQLITE_SCHEMA + tasks_sql.SQLITE_SCHEMA)
 
 _COST = ("CASE WHEN json_type(payload, '$.cost') IN ('integer', 'real') "
          "THEN json_extract(payload, '$.cost') ELSE 0 END")
@@ -140,6 +142,10 @@ DERIVATIONS = (
                "GROUP BY run_id ORDER BY run_id", "run_id"),
     Derivation("run_state", run_state_sql.COLUMNS, run_state_sql.from_events("sqlite"),
                "run_id"),
+    Derivation("human_tasks", tasks_sql.TASK_COLUMNS,
+               tasks_sql.from_events("sqlite", "human_tasks"), "seq"),
+    Derivation("repairs", tasks_sql.REPAIR_COLUMNS, tasks_sql.from_events("sqlite", "repairs"),
+               "run_id"),
 )
 _REFRESH = run_state_sql.refresh("sqlite")
 
@@ -200,6 +206,10 @@ def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject
         else:  # rare (people's events): the run's row, recomputed from its own events
             for statement in _REFRESH:
                 conn.execute(statement, (run_id,))
+    if kind in tasks_sql.KINDS:
+        for sql, args in tasks_sql.statements("sqlite", seq=seq, run_id=run_id, kind=kind,
+                                              subject=subject, payload=payload):
+            conn.execute(sql, args)
     keys = counted_keys(kind, run_id, payload)
     if keys:
         cost = intent_cost(payload)

@@ -80,5 +80,5 @@ def test_the_fold_keeps_its_answers(rt: Runtime) -> None:
     rt.resolve_task(task, by=APPROVER, token=DEMO_TOKENS[APPROVER], note="done")
     with pytest.raises(InputError, match="already resolved"):
         rt.resolve_task(task, by=APPROVER, token=DEMO_TOKENS[APPROVER], note="again")
-    listed = {t.id: t for t in open_tasks(rt.journal)}
+    listed = {t.id: t for t in open_tasks(rt.journal, include_resolved=True)}
     assert listed[task].resolution == "done" and listed[other].resolved_by is None

@@ -406,10 +406,11 @@ def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP INDEX events_outcome")
         conn.execute("DROP INDEX events_kind_actor")  # migration 7's
+        conn.execute("DROP TABLE human_tasks, repairs")  # migration 8's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 4")  # and after it
     with pytest.raises(JournalError, match="schema version `3`"):
         open_journal(pg_url)
-    assert [v for v, _ in migrate(pg_url)] == [4, 5, 6, 7]
+    assert [v for v, _ in migrate(pg_url)] == [4, 5, 6, 7, 8]
     with open_journal(pg_url) as j:
         after = j.latest_outcome("run:a", "p1")
         assert after is not None and after.model_dump() == before.model_dump()
@@ -521,10 +522,11 @@ def test_a_journal_at_migration_6_gets_the_kind_actor_index(pg_url: str) -> None
         j.append([_size_event(10, "agent:a", 5, 10), _size_event(11, "agent:a", 6, 20)])
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP INDEX events_kind_actor")
-        conn.execute("DELETE FROM schema_migrations WHERE version = 7")
+        conn.execute("DROP TABLE human_tasks, repairs")  # migration 8's, after it
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 7")
     with pytest.raises(JournalError, match="schema version `6`"):
         open_journal(pg_url)
-    assert migrate(pg_url) == [(7, "kind-actor-index")]
+    assert migrate(pg_url) == [(7, "kind-actor-index"), (8, "human-tasks-and-repairs")]
     with open_journal(pg_url) as j:
         assert j.recent_sizes("evidence.collected", "agent:a", since=T0,
                               limit=None) == [(T0 + timedelta(minutes=6), 20),

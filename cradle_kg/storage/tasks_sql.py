@@ -1,0 +1,158 @@
+"""The derived ``human_tasks`` and ``repairs`` tables, kept in the journal's own transaction
+on both backends (issue 17: what the inbox and the repair budget read, never a fold of
+the journal).
+
+==============  =====================================================================
+human_tasks     one row per ``human_task.opened`` whose payload names a ``task_id``:
+                its seq, the task id, its run, and the seq of the newest
+                ``human_task.resolved`` about it (its subject and its payload's
+                ``task_id`` both the task id — as ``resolve_task`` writes it and reads
+                it back), NULL while it is open. A resolution closes every opening of
+                its task, the ones written after it too (``resolve_task`` refuses to
+                resolve a task twice: the one read the old fold gave)
+repairs         per run with one: how many ``run.outcome`` events say ``repair`` (what
+                the repair budget counts)
+==============  =====================================================================
+
+One SQL text per dialect computes the rows from the events alone (:func:`from_events`):
+an upgrade (SQLite format 7, PostgreSQL migration 8) derives them from the events already
+written, and ``audit verify`` compares every row. The append keeps them by
+:func:`statements`: an opening inserts its row (one index probe of ``events_subject`` for
+a resolution already written), a resolution updates its task's rows (``human_tasks_task``),
+a repair adds one to its run's count. Reading the open tasks (:func:`page`) is one range
+of the partial index ``human_tasks_open`` (or ``human_tasks_run``): the cost of what is
+listed, whatever else the journal holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+Dialect = Literal["sqlite", "postgresql"]
+
+OPENED = "human_task.opened"
+RESOLVED = "human_task.resolved"
+
+TASK_COLUMNS = "seq, task_id, run_id, resolved_seq"
+REPAIR_COLUMNS = "run_id, repairs"
+
+SQLITE_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS human_tasks (seq INTEGER NOT NULL, task_id TEXT NOT NULL, "
+    "run_id TEXT NOT NULL, resolved_seq INTEGER)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS human_tasks_seq ON human_tasks(seq)",
+    "CREATE INDEX IF NOT EXISTS human_tasks_task ON human_tasks(task_id)",
+    "CREATE INDEX IF NOT EXISTS human_tasks_open ON human_tasks(seq) "
+    "WHERE resolved_seq IS NULL",
+    "CREATE INDEX IF NOT EXISTS human_tasks_run ON human_tasks(run_id, seq)",
+    "CREATE TABLE IF NOT EXISTS repairs (run_id TEXT NOT NULL, repairs INTEGER NOT NULL)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS repairs_run ON repairs(run_id)",
+)
+POSTGRES_SCHEMA = (
+    "CREATE TABLE human_tasks (seq bigint PRIMARY KEY, task_id text NOT NULL, "
+    "run_id text NOT NULL, resolved_seq bigint)",
+    "CREATE INDEX human_tasks_task ON human_tasks(task_id)",
+    "CREATE INDEX human_tasks_open ON human_tasks(seq) WHERE resolved_seq IS NULL",
+    "CREATE INDEX human_tasks_run ON human_tasks(run_id, seq)",
+    "CREATE TABLE repairs (run_id text PRIMARY KEY, repairs bigint NOT NULL)",
+)
+
+
+def _field(dialect: Dialect, alias: str, *path: str) -> str:
+    if dialect == "sqlite":
+        return f"json_extract({alias}.payload, '$.{'.'.join(path)}')"
+    from .run_state_sql import pg_payload
+
+    inner = "".join(f" -> '{p}'" for p in path[:-1])
+    return f"({pg_payload(f'{alias}.payload')}{inner} ->> '{path[-1]}')"
+
+
+def _is_text(dialect: Dialect, alias: str, key: str) -> str:
+    if dialect == "sqlite":
+        return f"json_type({alias}.payload, '$.{key}') = 'text'"
+    from .run_state_sql import pg_payload
+
+    return f"json_typeof({pg_payload(f'{alias}.payload')} -> '{key}') = 'string'"
+
+
+def _resolution(dialect: Dialect, task: str) -> str:
+    """The seq of the newest resolution of the task ``task`` (an SQL expression)."""
+    return (f"(SELECT MAX(r.seq) FROM events r WHERE r.subject = {task} AND r.kind = "
+            f"'{RESOLVED}' AND {_field(dialect, 'r', 'task_id')} = {task})")
+
+
+def from_events(dialect: Dialect, table: str) -> str:
+    """The rows of ``table`` (``human_tasks`` or ``repairs``) computed from the events, in
+    key order."""
+    if table == "human_tasks":
+        task = _field(dialect, "o", "task_id")
+        return (f"SELECT o.seq, {task}, o.run_id, {_resolution(dialect, task)} FROM events o "
+                f"WHERE o.kind = '{OPENED}' AND {_is_text(dialect, 'o', 'task_id')} "
+                "ORDER BY o.seq")
+    order = "e.run_id" if dialect == "sqlite" else 'e.run_id COLLATE "C"'
+    count = "COUNT(*)" if dialect == "sqlite" else "COUNT(*)::bigint"
+    return (f"SELECT e.run_id, {count} FROM events e WHERE e.kind = 'run.outcome' AND "
+            f"{_field(dialect, 'e', 'outcome', 'status')} = 'repair' GROUP BY e.run_id "
+            f"ORDER BY {order}")
+
+
+def stored(dialect: Dialect, table: str) -> str:
+    if table == "human_tasks":
+        return f"SELECT {TASK_COLUMNS} FROM human_tasks ORDER BY seq"
+    order = "run_id" if dialect == "sqlite" else 'run_id COLLATE "C"'
+    return f"SELECT {REPAIR_COLUMNS} FROM repairs ORDER BY {order}"
+
+
+TABLES = ("human_tasks", "repairs")
+#: the event kinds that change these tables
+KINDS = frozenset({OPENED, RESOLVED, "run.outcome"})
+
+
+def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: str,
+               payload: dict[str, Any]) -> list[tuple[str, tuple[Any, ...]]]:
+    """What one event changes in these tables: (SQL, parameters) each, none for most."""
+    ph = "?" if dialect == "sqlite" else "%s"
+    if kind == "run.outcome":
+        outcome = payload.get("outcome")
+        if isinstance(outcome, dict) and outcome.get("status") == "repair":
+            return [(f"INSERT INTO repairs(run_id, repairs) VALUES ({ph}, 1) ON CONFLICT "
+                     "(run_id) DO UPDATE SET repairs = repairs.repairs + 1", (run_id,))]
+        return []
+    task = payload.get("task_id")
+    if not isinstance(task, str):
+        return []
+    if kind == OPENED:
+        probe = (f"(SELECT MAX(r.seq) FROM events r WHERE r.subject = {ph} AND r.kind = "
+                 f"'{RESOLVED}' AND {_field(dialect, 'r', 'task_id')} = {ph})")
+        return [(f"INSERT INTO human_tasks({TASK_COLUMNS}) VALUES ({ph}, {ph}, {ph}, {probe})",
+                 (seq, task, run_id, task, task))]
+    if kind == RESOLVED and subject == task:
+        return [(f"UPDATE human_tasks SET resolved_seq = {ph} WHERE task_id = {ph}",
+                 (seq, task))]
+    return []
+
+
+def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved: bool
+         ) -> tuple[str, str, list[object]]:
+    """The query of one page of tasks, oldest first — each opening's event ``columns`` (a
+    comma-separated list of the events table's) then its resolution's (NULLs while open),
+    then ``LIMIT`` / ``OFFSET`` — the query of how many there are, and their parameters."""
+    ph = "?" if dialect == "sqlite" else "%s"
+    conds, args = [], list[object]()
+    if not include_resolved:
+        conds.append("h.resolved_seq IS NULL")
+    if run_id is not None:
+        conds.append(f"h.run_id = {ph}")
+        args.append(run_id)
+    where = (" WHERE " + " AND ".join(conds)) if conds else ""
+    names = [c.strip() for c in columns.split(",")]
+    cols = ", ".join([f"o.{c}" for c in names] + [f"r.{c}" for c in names])
+    return (f"SELECT {cols} FROM human_tasks h JOIN events o ON o.seq = h.seq LEFT JOIN "
+            f"events r ON r.seq = h.resolved_seq{where} ORDER BY h.seq LIMIT {ph} OFFSET {ph}",
+            f"SELECT COUNT(*) FROM human_tasks h{where}", args)
+
+
+REPAIRS_SQL = "SELECT repairs FROM repairs WHERE run_id = {}"
+
+__all__ = ["KINDS", "OPENED", "POSTGRES_SCHEMA", "REPAIRS_SQL", "REPAIR_COLUMNS", "RESOLVED",
+           "SQLITE_SCHEMA", "TABLES", "TASK_COLUMNS", "from_events", "page", "statements",
+           "stored"]

@@ -1,0 +1,230 @@
+"""What the inbox's tasks and the repair budget read does not grow with the journal.
+
+Finding (issue 17, "never folded from the start on a read"): ``open_tasks`` — the inbox's
+tasks (``GET /api/inbox``, polled every 3 s by the web page, and ``/api/overview``) and
+``tasks list`` — decoded every ``human_task.opened`` and every ``human_task.resolved``
+event of the journal on each read, the closed tasks of every run as well as the open
+ones; and ``repairs_in_run``, asked at every proposal sent back for repair, decoded every
+event of the run (a long run — an MCP session is one run — made each repair dearer, and
+the repairs of one run quadratic).
+
+Now both read state derived in the append's own transaction (:mod:`cradle_kg.storage.
+tasks_sql`: ``human_tasks``, one row per task opened with the seq of its resolution, and
+``repairs``, a count per run), rebuilt from the events when an older journal is opened or
+migrated, and compared row by row by ``audit verify``. Counted as the event rows the
+journal decodes (not time: the machine is shared), on both journals.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cradle_kg import OutcomeStatus, Proposal, Runtime, Verdict
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from cradle_kg.inbox import inbox
+from cradle_kg.loop.escalation import open_tasks, repairs_in_run, task_page
+from cradle_kg.loop.gate1.findings import Finding
+from cradle_kg.storage import SqliteJournal
+from tests.conftest import proposal
+
+#: every test here runs on both journals (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
+
+def _always_repair(p: Proposal, spec: object) -> list[Finding]:
+    return [Finding(code="odd", message="repair it", verdict=Verdict.REPAIR)]
+
+
+def _odd_repair(p: Proposal, spec: object) -> list[Finding]:
+    amount = p.action.arguments.get("amount")
+    if isinstance(amount, int) and amount % 2:
+        return [Finding(code="odd", message="repair it", verdict=Verdict.REPAIR)]
+    return []
+
+
+def _escalate(rt: Runtime, n: int, *, run: str) -> list[str]:
+    """Proposals of run ``run`` sent back for repair until ``n`` human tasks are open."""
+    budget = rt.config.repair_budget
+    for i in range(budget + n):
+        out = rt.submit(proposal(f"{run}-p{i}", "demo.ledger.credit",
+                                 {"account": "a", "amount": 3}, task_id=run))
+        assert out.status is (OutcomeStatus.REPAIR if i < budget
+                              else OutcomeStatus.ESCALATED)
+    return [t.id for t in open_tasks(rt.journal, run_id=f"run:{run}")]
+
+
+def _resolve(rt: Runtime, tasks: list[str]) -> None:
+    for task in tasks:
+        rt.resolve_task(task, by=APPROVER, token=DEMO_TOKENS[APPROVER], note="done by hand")
+
+
+def _rows(decoded: Callable[[], int], read: Callable[[], object]) -> int:
+    before = decoded()
+    read()
+    return decoded() - before
+
+
+@pytest.mark.parametrize("closed", [10, 40])
+def test_the_inbox_decodes_the_open_tasks_only(rt: Runtime, decoded: Callable[[], int],
+                                               closed: int) -> None:
+    rt.register_validator("demo.ledger.credit", _always_repair, name="always")
+    done = _escalate(rt, closed, run="old")
+    _resolve(rt, done)
+    waiting = _escalate(rt, 2, run="new")
+    assert len(waiting) == 2
+    # the inbox's tasks: the two open ones, whatever was closed before them (the old fold
+    # decoded every opening and every resolution: 2 * closed + 2 rows)
+    rows = _rows(decoded, lambda: open_tasks(rt.journal))
+    assert rows == 2, f"listing 2 open tasks decoded {rows} rows with {closed} closed"
+    rows = _rows(decoded, lambda: inbox(rt, kinds=("task",)))
+    assert rows == 2, f"the inbox's tasks decoded {rows} rows with {closed} closed"
+    assert [i.id for i in inbox(rt, kinds=("task",))] == waiting
+    # one run's tasks: that run's, not the others'
+    assert _rows(decoded, lambda: open_tasks(rt.journal, run_id="run:old")) == 0
+    # a page of every task (``tasks list --all``): the page's openings and resolutions
+    page, total = task_page(rt.journal, include_resolved=True, limit=5, offset=3)
+    assert total == closed + 2 and [t.id for t in page] == done[3:8]
+    assert all(t.resolved_by == APPROVER and t.resolution == "done by hand" for t in page)
+    rows = _rows(decoded, lambda: task_page(rt.journal, include_resolved=True, limit=5))
+    assert rows == 10, rows
+    assert task_page(rt.journal, limit=1) == ([open_tasks(rt.journal)[0]], 2)
+    assert rt.journal.verify().intact
+
+
+@pytest.mark.parametrize("before", [5, 25])
+def test_a_repair_reads_no_event_of_its_run(rt: Runtime, decoded: Callable[[], int],
+                                            before: int) -> None:
+    """The repair budget's count is one probe of ``repairs``: a run with many calls
+    behind it costs its next repair no more than a fresh run's (the old count decoded
+    every event of the run, about 6 per executed call)."""
+    rt.register_validator("demo.ledger.credit", _odd_repair, name="odd")
+    for i in range(before):  # executed calls in the run, then in another run
+        assert rt.submit(proposal(f"ok{i}", "demo.ledger.credit", {"account": "a", "amount": 2},
+                                  task_id="long")).status is OutcomeStatus.EXECUTED
+        rt.submit(proposal(f"other{i}", "demo.ledger.credit", {"account": "a", "amount": 1},
+                           task_id=f"other{i % 3}"))
+    assert _rows(decoded, lambda: repairs_in_run(rt.journal, "run:long")) == 0
+    assert repairs_in_run(rt.journal, "run:long") == 0
+    assert repairs_in_run(rt.journal, "run:other0") == min(len(range(0, before, 3)),
+                                                           rt.config.repair_budget)
+    statuses = []
+    for i in range(rt.config.repair_budget + 1):
+        statuses.append(rt.submit(proposal(f"odd{i}", "demo.ledger.credit",
+                                           {"account": "a", "amount": 1},
+                                           task_id="long")).status)
+        assert repairs_in_run(rt.journal, "run:long") == min(i + 1, rt.config.repair_budget)
+    budget = rt.config.repair_budget
+    assert statuses == [OutcomeStatus.REPAIR] * budget + [OutcomeStatus.ESCALATED]
+    assert rt.journal.verify().intact
+
+
+def _edit(rt: Runtime, sql: str) -> None:
+    """Change a derived row behind the journal's back (as someone with the file would)."""
+    journal = rt.journal
+    if isinstance(journal, SqliteJournal):
+        conn = sqlite3.connect(journal.path)
+        conn.execute(sql)
+        conn.commit()
+        conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(journal.url, autocommit=True) as pg:  # type: ignore[attr-defined]
+        pg.execute(sql)
+
+
+@pytest.mark.parametrize(("table", "edit"), [
+    ("human_tasks", "UPDATE human_tasks SET resolved_seq = seq WHERE resolved_seq IS NULL"),
+    ("human_tasks", "UPDATE human_tasks SET resolved_seq = NULL"),
+    ("human_tasks", "DELETE FROM human_tasks WHERE seq = (SELECT MAX(seq) FROM human_tasks)"),
+    ("repairs", "UPDATE repairs SET repairs = 0"),
+    ("repairs", "DELETE FROM repairs"),
+])
+def test_audit_verify_reports_an_edited_derived_row(rt: Runtime, table: str, edit: str) -> None:
+    rt.register_validator("demo.ledger.credit", _always_repair, name="always")
+    tasks = _escalate(rt, 2, run="t")
+    _resolve(rt, tasks[:1])
+    assert rt.journal.verify().intact
+    _edit(rt, edit)
+    report = rt.journal.verify()
+    assert not report.intact and f"`{table}`" in str(report.reason), report
+
+
+def test_the_derived_rows_follow_every_way_a_task_is_written(tmp_path: Path) -> None:
+    """Openings and resolutions the runtime does not write (a resolution in the opening's
+    append, one about another subject, an opening after its task's resolution, a task id
+    that is not text): the rows kept by the appends equal the rows derived from the
+    events, on both journals, and the reads agree with them."""
+    from datetime import UTC, datetime
+
+    from cradle_kg.storage import NewEvent, journal_target, open_journal
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def e(kind: str, subject: str, run: str = "run:x", **payload: Any) -> NewEvent:
+        return NewEvent(run_id=run, kind=kind, subject=subject, actor="someone", at=at,
+                        payload={"code": "c", "reason": "r", "about": "a", "note": "n",
+                                 **payload})
+
+    j = open_journal(journal_target(tmp_path / "journal.sqlite"))
+    j.append([e("human_task.opened", "task:1", task_id="task:1"),
+              e("human_task.resolved", "task:1", task_id="task:1")])
+    j.append([e("human_task.opened", "task:2", task_id="task:2"),
+              e("human_task.resolved", "elsewhere", task_id="task:2"),
+              e("human_task.opened", "task:3", run="run:y", task_id=3)])
+    j.append([e("human_task.opened", "task:1", task_id="task:1"),
+              e("run.outcome", "action:1", outcome={"status": "repair"}),
+              e("run.outcome", "action:2", outcome="repair")])
+    assert [t.id for t in open_tasks(j)] == ["task:2"]
+    assert [(t.id, t.resolved_by) for t in open_tasks(j, include_resolved=True)] == [
+        ("task:1", "someone"), ("task:2", None), ("task:1", "someone")]
+    assert j.run_repairs("run:x") == 1 and j.run_repairs("run:y") == 0
+    assert j.verify().intact
+    j.close()
+
+
+def test_a_journal_written_before_the_tables_gets_them_from_its_events(
+        rt: Runtime, journal_backend: str) -> None:
+    """A SQLite journal of format 6 is upgraded in place when opened; a PostgreSQL journal
+    at migration 7 is refused until ``db migrate`` (migration 8) derives the tables: the
+    same tasks and counts as the appends kept, and a journal that verifies."""
+    rt.register_validator("demo.ledger.credit", _always_repair, name="always")
+    tasks = _escalate(rt, 3, run="t")
+    _resolve(rt, tasks[:1])
+    journal = rt.journal
+    kept = (open_tasks(journal, include_resolved=True), journal.run_repairs("run:t"))
+    assert kept[1] == rt.config.repair_budget and len(kept[0]) == 3
+    if isinstance(journal, SqliteJournal):
+        path = journal.path
+        rt.close()
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("DROP TABLE human_tasks")
+        conn.execute("DROP TABLE repairs")
+        conn.execute("PRAGMA user_version = 6")
+        conn.close()
+        again = SqliteJournal(path)
+    else:
+        import psycopg
+
+        from cradle_kg.errors import JournalError
+        from cradle_kg.storage import open_journal
+        from cradle_kg.storage.pg_admin import migrate
+
+        url = journal.url  # type: ignore[attr-defined]
+        rt.close()
+        with psycopg.connect(url, autocommit=True) as pg:
+            pg.execute("DROP TABLE human_tasks, repairs")
+            pg.execute("DELETE FROM schema_migrations WHERE version = 8")
+        with pytest.raises(JournalError, match="schema version `7`"):
+            open_journal(url)
+        assert migrate(url) == [(8, "human-tasks-and-repairs")]
+        again = open_journal(url)
+    with again:
+        assert (open_tasks(again, include_resolved=True), again.run_repairs("run:t")) == kept
+        assert [t.id for t in open_tasks(again)] == tasks[1:]
+        assert again.verify().intact

@@ -15,6 +15,8 @@ fresh copy, in one process, with the same configuration:
 * **runs list**: one page of 50 runs, newest first, as the CLI builds it; with the count
   of runs per state the table prints; filtered by a state (``--status completed``); and
   the baseline those replaced — the states counted by folding every run's events;
+* **open tasks**, the whole **inbox** (what ``/api/inbox`` returns) and a run's **repair
+  count** (what each repair reads);
 * **audit verify**: in a subprocess, its time and peak RSS.
 
 Each figure is printed with its ratio to the 1 k figure of the same run and journal
@@ -62,6 +64,8 @@ from synthetic import build_events_home, proposal
 from cradle_kg import Runtime
 from cradle_kg.config import Limit, RuntimeConfig
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, demo_config
+from cradle_kg.inbox import inbox
+from cradle_kg.loop.escalation import open_tasks, repairs_in_run
 from cradle_kg.records import ApprovalStatus
 from cradle_kg.runs import RunState, list_page, show_run, state_counts
 from cradle_kg.storage import JOURNAL_URL_ENV, Journal, open_journal
@@ -150,6 +154,14 @@ def measure(home: Path, *, calls: int, fold: bool = True) -> dict[str, float]:
         figures["runs list --status p50"] = pct(timed(
             lambda: list_page(rt.journal, limit=50, newest_first=True,
                               state=RunState.COMPLETED), 10), .5)
+        # what waits for a person: the open human tasks (the derived ``human_tasks``, not
+        # every task event of the journal), the whole inbox as ``/api/inbox`` builds it
+        # (its human steps are still folded: issue 17), and a run's repair count
+        figures["open tasks p50"] = pct(timed(lambda: open_tasks(rt.journal), 10), .5)
+        figures["inbox p50"] = pct(timed(lambda: inbox(rt), 10), .5)
+        newest = list_page(rt.journal, limit=1, newest_first=True)[0][0].run_id
+        figures["repairs in run p50"] = pct(timed(
+            lambda: repairs_in_run(rt.journal, newest), 20), .5)
         # the baseline: the states counted by folding every run's events (before run_state)
         if fold:  # seconds at 100 k events, minutes at 1 M: not measured there
             figures["states folded (old) p50"] = pct(timed(

@@ -87,10 +87,12 @@ def _approvals(rt: Runtime, run_id: str | None) -> list[InboxItem]:
     """The pending approvals: each read from its digest's events (read once per digest) and
     its asking decision (read by its id). Before, each approval read its run up to that
     decision and its digest again: an agent that asked for 400 approvals in one run made
-    every inbox read decode 80,000 events (``tests/security/test_60``)."""
+    every inbox read decode 80,000 events (``tests/security/test_60``). Only the digests
+    with an approval not decided yet are read (``undecided_approvals``): the approvals
+    decided long ago are not decoded at every poll (``tests/security/test_75``)."""
     now = rt.clock()
     out = []
-    for st, seen in rt.approvals.all_read():
+    for st, seen in rt.approvals.undecided_read():
         a = st.approval
         if effective_status(a, now) is not ApprovalStatus.PENDING:
             continue

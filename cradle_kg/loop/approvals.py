@@ -186,6 +186,18 @@ class ApprovalBook:
             out.extend((st, events) for st in _fold(events).values())
         return out
 
+    def undecided_read(self) -> list[tuple[ApprovalState, list[AuditEvent]]]:
+        """:meth:`all_read` of the digests with an approval not decided yet (the derived
+        ``undecided_approvals``): what the inbox shows is among them, and the approvals
+        decided long ago are not decoded again at each of its reads (``test_75``). Each
+        digest's every approval is returned, as :meth:`all_read` does; the caller keeps the
+        pending ones."""
+        out: list[tuple[ApprovalState, list[AuditEvent]]] = []
+        for subject in self.journal.undecided_approval_subjects():
+            events = self.journal.events_for_subject(subject)
+            out.extend((st, events) for st in _fold(events).values())
+        return out
+
     def for_run(self, run_id: str) -> list[ApprovalState]:
         """The approvals a run asked for: read from that run's events only."""
         subjects = dict.fromkeys(e.subject for e in self.journal.events(run_id=run_id)

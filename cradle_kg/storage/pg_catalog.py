@@ -121,4 +121,11 @@ EXPECTED: frozenset[str] = frozenset({
     'relation human_tasks_task i rls=false',
     'relation repairs r rls=false',
     'relation repairs_pkey i rls=false',
+    'column undecided_approvals.approval_id text NO -',
+    'column undecided_approvals.seq bigint NO -',
+    'column undecided_approvals.subject text NO -',
+    'constraint undecided_approvals.undecided_approvals_pkey PRIMARY KEY (approval_id)',
+    'index undecided_approvals_pkey CREATE UNIQUE INDEX undecided_approvals_pkey ON undecided_approvals USING btree (approval_id)',
+    'relation undecided_approvals r rls=false',
+    'relation undecided_approvals_pkey i rls=false',
 })

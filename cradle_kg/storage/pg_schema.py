@@ -162,16 +162,16 @@ MIGRATIONS = (
     # its quota) in one index range, as SQLite's ``events_kind_actor`` finds them: through
     # ``events_kind`` the count read every event of the kind, every identity's, ever
     Migration(7, "kind-actor-index", (KIND_ACTOR_INDEX,)),
-    # the human tasks opened (and the seq of each one's resolution) and each run's repair
-    # count, derived from the events already written (under the append lock, as
-    # migration 5): the inbox and the repair budget read them instead of folding every
-    # task event of the journal, or every event of the run
+    # the human tasks opened (and the seq of each one's resolution), each run's repair
+    # count and the approvals not decided yet, derived from the events already written
+    # (under the append lock, as migration 5): the inbox and the repair budget read them
+    # instead of folding every task or approval event of the journal, or every event of
+    # the run
     Migration(8, "human-tasks-and-repairs", (
         f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)",
         *tasks_sql.POSTGRES_SCHEMA,
-        *(f"INSERT INTO {t}({c}) {tasks_sql.from_events('postgresql', t)}"
-          for t, c in (("human_tasks", tasks_sql.TASK_COLUMNS),
-                       ("repairs", tasks_sql.REPAIR_COLUMNS))))),
+        *(f"INSERT INTO {t}({tasks_sql.COLUMNS[t]}) {tasks_sql.from_events('postgresql', t)}"
+          for t in tasks_sql.TABLES))),
 )
 LATEST = MIGRATIONS[-1].version
 

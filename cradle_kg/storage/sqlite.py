@@ -777,6 +777,9 @@ class SqliteJournal:
         return [((int(r[0]), str(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5])), int(r[6]))
                 for r in self._query(run_state_sql.GROUPS)]
 
+    def undecided_approval_subjects(self) -> list[str]:
+        return [str(r[0]) for r in self._query(tasks_sql.UNDECIDED_SUBJECTS_SQL)]
+
     def run_repairs(self, run_id: str) -> int:
         rows = self._query(tasks_sql.REPAIRS_SQL.format("?"), (run_id,))
         return int(rows[0][0]) if rows else 0

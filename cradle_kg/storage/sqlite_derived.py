@@ -23,6 +23,8 @@ runs            each run: the seq of its first event and how many proposals it r
 run_state       each run: what its state is decided from (:mod:`.run_state_sql`)
 human_tasks     each human task opened, and the seq of its resolution (:mod:`.tasks_sql`)
 repairs         each run's ``repair`` outcomes, counted (:mod:`.tasks_sql`)
+undecided_      each approval requested and not decided yet (:mod:`.tasks_sql`)
+approvals
 ==============  =====================================================================
 
 The rate-limit window (read by :meth:`~.store.Journal.usage_since`) is a sliding window
@@ -142,10 +144,8 @@ DERIVATIONS = (
                "GROUP BY run_id ORDER BY run_id", "run_id"),
     Derivation("run_state", run_state_sql.COLUMNS, run_state_sql.from_events("sqlite"),
                "run_id"),
-    Derivation("human_tasks", tasks_sql.TASK_COLUMNS,
-               tasks_sql.from_events("sqlite", "human_tasks"), "seq"),
-    Derivation("repairs", tasks_sql.REPAIR_COLUMNS, tasks_sql.from_events("sqlite", "repairs"),
-               "run_id"),
+    *(Derivation(t, tasks_sql.COLUMNS[t], tasks_sql.from_events("sqlite", t),
+                 tasks_sql.COLUMNS[t].split(",")[0]) for t in tasks_sql.TABLES),
 )
 _REFRESH = run_state_sql.refresh("sqlite")
 

@@ -1,6 +1,6 @@
-"""The derived ``human_tasks`` and ``repairs`` tables, kept in the journal's own transaction
-on both backends (issue 17: what the inbox and the repair budget read, never a fold of
-the journal).
+"""The derived ``human_tasks``, ``undecided_approvals`` and ``repairs`` tables, kept in the
+journal's own transaction on both backends (issue 17: what the inbox and the repair budget
+read, never a fold of the journal).
 
 ==============  =====================================================================
 human_tasks     one row per ``human_task.opened`` whose payload names a ``task_id``:
@@ -10,6 +10,11 @@ human_tasks     one row per ``human_task.opened`` whose payload names a ``task_i
                 it back), NULL while it is open. A resolution closes every opening of
                 its task, the ones written after it too (``resolve_task`` refuses to
                 resolve a task twice: the one read the old fold gave)
+undecided_      each approval id's first ``approval.requested`` (its id, its subject —
+approvals       ``approval:<digest>`` — and its seq) with no ``approval.decided`` of
+                that id about the same subject after it: the approvals the inbox
+                folds (it decodes their digests' events, not every approval's ever
+                asked)
 repairs         per run with one: how many ``run.outcome`` events say ``repair`` (what
                 the repair budget counts)
 ==============  =====================================================================
@@ -35,6 +40,7 @@ RESOLVED = "human_task.resolved"
 
 TASK_COLUMNS = "seq, task_id, run_id, resolved_seq"
 REPAIR_COLUMNS = "run_id, repairs"
+UNDECIDED_COLUMNS = "approval_id, subject, seq"
 
 SQLITE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS human_tasks (seq INTEGER NOT NULL, task_id TEXT NOT NULL, "
@@ -46,6 +52,9 @@ SQLITE_SCHEMA = (
     "CREATE INDEX IF NOT EXISTS human_tasks_run ON human_tasks(run_id, seq)",
     "CREATE TABLE IF NOT EXISTS repairs (run_id TEXT NOT NULL, repairs INTEGER NOT NULL)",
     "CREATE UNIQUE INDEX IF NOT EXISTS repairs_run ON repairs(run_id)",
+    "CREATE TABLE IF NOT EXISTS undecided_approvals (approval_id TEXT NOT NULL, "
+    "subject TEXT NOT NULL, seq INTEGER NOT NULL)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS undecided_approvals_id ON undecided_approvals(approval_id)",
 )
 POSTGRES_SCHEMA = (
     "CREATE TABLE human_tasks (seq bigint PRIMARY KEY, task_id text NOT NULL, "
@@ -54,6 +63,8 @@ POSTGRES_SCHEMA = (
     "CREATE INDEX human_tasks_open ON human_tasks(seq) WHERE resolved_seq IS NULL",
     "CREATE INDEX human_tasks_run ON human_tasks(run_id, seq)",
     "CREATE TABLE repairs (run_id text PRIMARY KEY, repairs bigint NOT NULL)",
+    "CREATE TABLE undecided_approvals (approval_id text PRIMARY KEY, subject text NOT NULL, "
+    "seq bigint NOT NULL)",
 )
 
 
@@ -88,6 +99,12 @@ def from_events(dialect: Dialect, table: str) -> str:
         return (f"SELECT o.seq, {task}, o.run_id, {_resolution(dialect, task)} FROM events o "
                 f"WHERE o.kind = '{OPENED}' AND {_is_text(dialect, 'o', 'task_id')} "
                 "ORDER BY o.seq")
+    if table == "undecided_approvals":
+        order = "a.approval_id" if dialect == "sqlite" else 'a.approval_id COLLATE "C"'
+        return (f"SELECT a.approval_id, a.subject, a.seq FROM ({_first_requests(dialect)}) a "
+                f"WHERE NOT EXISTS (SELECT 1 FROM events d WHERE d.subject = a.subject AND "
+                f"d.kind = 'approval.decided' AND d.seq > a.seq AND "
+                f"{_field(dialect, 'd', 'approval_id')} = a.approval_id) ORDER BY {order}")
     order = "e.run_id" if dialect == "sqlite" else 'e.run_id COLLATE "C"'
     count = "COUNT(*)" if dialect == "sqlite" else "COUNT(*)::bigint"
     return (f"SELECT e.run_id, {count} FROM events e WHERE e.kind = 'run.outcome' AND "
@@ -95,16 +112,36 @@ def from_events(dialect: Dialect, table: str) -> str:
             f"ORDER BY {order}")
 
 
+def _first_requests(dialect: Dialect) -> str:
+    """Each approval id's first request: its id, subject and seq (as ``approval_ids``)."""
+    approval = _field(dialect, "q", "approval", "id")
+    if dialect == "sqlite":
+        return (f"SELECT {approval} AS approval_id, q.subject, MIN(q.seq) AS seq FROM events q "
+                "WHERE q.kind = 'approval.requested' AND json_type(q.payload, "
+                "'$.approval.id') = 'text' GROUP BY 1")
+    from .run_state_sql import pg_payload
+
+    return (f"SELECT DISTINCT ON (1) {approval} AS approval_id, q.subject, q.seq FROM "
+            f"events q WHERE q.kind = 'approval.requested' AND json_typeof("
+            f"{pg_payload('q.payload')} -> 'approval' -> 'id') = 'string' ORDER BY 1, q.seq")
+
+
 def stored(dialect: Dialect, table: str) -> str:
     if table == "human_tasks":
         return f"SELECT {TASK_COLUMNS} FROM human_tasks ORDER BY seq"
+    if table == "undecided_approvals":
+        order = "approval_id" if dialect == "sqlite" else 'approval_id COLLATE "C"'
+        return f"SELECT {UNDECIDED_COLUMNS} FROM undecided_approvals ORDER BY {order}"
     order = "run_id" if dialect == "sqlite" else 'run_id COLLATE "C"'
     return f"SELECT {REPAIR_COLUMNS} FROM repairs ORDER BY {order}"
 
 
-TABLES = ("human_tasks", "repairs")
+TABLES = ("human_tasks", "repairs", "undecided_approvals")
+#: each table's columns, in key order's terms
+COLUMNS = {"human_tasks": TASK_COLUMNS, "repairs": REPAIR_COLUMNS,
+           "undecided_approvals": UNDECIDED_COLUMNS}
 #: the event kinds that change these tables
-KINDS = frozenset({OPENED, RESOLVED, "run.outcome"})
+KINDS = frozenset({OPENED, RESOLVED, "run.outcome", "approval.requested", "approval.decided"})
 
 
 def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: str,
@@ -117,6 +154,20 @@ def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: s
             return [(f"INSERT INTO repairs(run_id, repairs) VALUES ({ph}, 1) ON CONFLICT "
                      "(run_id) DO UPDATE SET repairs = repairs.repairs + 1", (run_id,))]
         return []
+    if kind == "approval.requested":  # before its ``approval_ids`` row: the first request
+        approval = payload.get("approval")
+        approval_id = approval.get("id") if isinstance(approval, dict) else None
+        if not isinstance(approval_id, str):
+            return []
+        return [(f"INSERT INTO undecided_approvals({UNDECIDED_COLUMNS}) SELECT {ph}, {ph}, {ph} "
+                 f"WHERE NOT EXISTS (SELECT 1 FROM approval_ids WHERE approval_id = {ph})",
+                 (approval_id, subject, seq, approval_id))]
+    if kind == "approval.decided":
+        approval_id = payload.get("approval_id")
+        if not isinstance(approval_id, str):
+            return []
+        return [(f"DELETE FROM undecided_approvals WHERE approval_id = {ph} AND subject = {ph}",
+                 (approval_id, subject))]
     task = payload.get("task_id")
     if not isinstance(task, str):
         return []
@@ -152,7 +203,25 @@ def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved
 
 
 REPAIRS_SQL = "SELECT repairs FROM repairs WHERE run_id = {}"
+#: the subjects (``approval:<digest>``) of the undecided approvals, oldest request first
+UNDECIDED_SUBJECTS_SQL = ("SELECT subject FROM undecided_approvals GROUP BY subject "
+                          "ORDER BY MIN(seq)")
 
-__all__ = ["KINDS", "OPENED", "POSTGRES_SCHEMA", "REPAIRS_SQL", "REPAIR_COLUMNS", "RESOLVED",
-           "SQLITE_SCHEMA", "TABLES", "TASK_COLUMNS", "from_events", "page", "statements",
-           "stored"]
+__all__ = [
+    "COLUMNS",
+    "KINDS",
+    "OPENED",
+    "POSTGRES_SCHEMA",
+    "REPAIRS_SQL",
+    "REPAIR_COLUMNS",
+    "RESOLVED",
+    "SQLITE_SCHEMA",
+    "TABLES",
+    "TASK_COLUMNS",
+    "UNDECIDED_COLUMNS",
+    "UNDECIDED_SUBJECTS_SQL",
+    "from_events",
+    "page",
+    "statements",
+    "stored",
+]

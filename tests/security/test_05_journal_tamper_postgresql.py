@@ -61,7 +61,7 @@ def _edit(table: str, col: str, dtype: str, ctid: str) -> Iterator[Case]:
     at = f"{table}.{col}@{ctid}"
     where = f"WHERE ctid = '{ctid}'"
     if dtype in ("integer", "bigint", "double precision"):
-        expr = f"{col} + 100"
+        expr = f"COALESCE({col}, 0) + 100"  # a NULL one (an open task's resolution) too
     else:
         expr = (f"CASE WHEN {col} IS NULL THEN 'forged' WHEN right({col}, 1) = 'X' "
                 f"THEN left({col}, -1) || 'Y' ELSE left({col}, -1) || 'X' END")
@@ -71,9 +71,10 @@ def _edit(table: str, col: str, dtype: str, ctid: str) -> Iterator[Case]:
             f"UPDATE {table} SET {col} = coalesce({col}, '') || ' ' {where}"))
 
 
-def _null(table: str, col: str, ctid: str) -> Case:
+def _null(table: str, col: str, dtype: str, ctid: str) -> Case:
+    forged = "'forged'" if dtype == "text" else "1"  # a number column (a seq) forged too
     return Case(f"null:{table}.{col}@{ctid}", lambda c: c.execute(
-        f"UPDATE {table} SET {col} = CASE WHEN {col} IS NULL THEN 'forged' ELSE NULL END "
+        f"UPDATE {table} SET {col} = CASE WHEN {col} IS NULL THEN {forged} ELSE NULL END "
         f"WHERE ctid = '{ctid}'"))
 
 
@@ -122,7 +123,7 @@ def corpus(conn: psycopg.Connection[Any]) -> list[Case]:
             for col, dtype, nullable in cols:
                 cases += _edit(table, col, dtype, ctid)
                 if nullable:
-                    cases.append(_null(table, col, ctid))
+                    cases.append(_null(table, col, dtype, ctid))
     n = len(EVENTS)
     # indexes of their own (a key's index goes with its constraint: `schema:unique-dropped`)
     indexes = [r[0] for r in conn.execute(

@@ -203,8 +203,8 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
         path = journal.path
         rt.close()
         conn = sqlite3.connect(path, isolation_level=None)
-        conn.execute("DROP TABLE human_tasks")
-        conn.execute("DROP TABLE repairs")
+        for table in ("human_tasks", "repairs", "undecided_approvals"):
+            conn.execute(f"DROP TABLE {table}")
         conn.execute("PRAGMA user_version = 6")
         conn.close()
         again = SqliteJournal(path)
@@ -218,7 +218,7 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
         url = journal.url  # type: ignore[attr-defined]
         rt.close()
         with psycopg.connect(url, autocommit=True) as pg:
-            pg.execute("DROP TABLE human_tasks, repairs")
+            pg.execute("DROP TABLE human_tasks, repairs, undecided_approvals")
             pg.execute("DELETE FROM schema_migrations WHERE version = 8")
         with pytest.raises(JournalError, match="schema version `7`"):
             open_journal(url)
@@ -228,3 +228,46 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
         assert (open_tasks(again, include_resolved=True), again.run_repairs("run:t")) == kept
         assert [t.id for t in open_tasks(again)] == tasks[1:]
         assert again.verify().intact
+
+
+def _close_account(pid: str, run: str, account: str) -> dict[str, Any]:
+    from cradle_kg.demo.scenario import AGENT
+
+    return {"id": pid, "task_id": "t", "run_id": run, "agent_id": AGENT,
+            "action": {"action_type": "demo.ledger.close_account",
+                       "target": f"ledger:{account}", "arguments": {"account": account}}}
+
+
+def test_the_inbox_decodes_no_approval_decided_before(tmp_path: Path,
+                                                      decoded: Callable[[], int]) -> None:
+    """The inbox's approvals are folded from the digests with an approval not decided yet
+    (``undecided_approvals``): approvals decided since cost its reads nothing (the old
+    read folded every digest ever asked, at every poll of ``/api/inbox``)."""
+    from cradle_kg.records import ApprovalStatus
+
+    from .inputcli import fresh_home
+
+    home = fresh_home(tmp_path / "home")
+    with Runtime(home, graph_sync=False) as rt:
+        for i in range(2):
+            assert rt.submit(_close_account(f"w{i}", "run:wait", f"w-{i}")).status \
+                == "awaiting_approval"
+        want = [i.id for i in inbox(rt, kinds=("approval",))]
+        first = _rows(decoded, lambda: inbox(rt, kinds=("approval",)))
+        for i in range(20):
+            out = rt.submit(_close_account(f"d{i}", f"run:d{i}", f"d-{i}"))
+            assert out.approval is not None
+            rt.decide_approval(out.approval.id, approver_id=APPROVER,
+                               token=DEMO_TOKENS[APPROVER],
+                               status=(ApprovalStatus.APPROVED, ApprovalStatus.REJECTED)[i % 2],
+                               reason="no")
+        assert [i.id for i in inbox(rt, kinds=("approval",))] == want and len(want) == 2
+        again = _rows(decoded, lambda: inbox(rt, kinds=("approval",)))
+        assert again == first, f"{first} rows before 20 decided approvals, {again} after"
+        assert rt.journal.undecided_approval_subjects() == [
+            "approval:" + a.approval.action_digest for a, _ in rt.approvals.undecided_read()]
+        assert rt.journal.verify().intact
+        # an edited row is reported as the other derived tables' are
+        _edit(rt, "DELETE FROM undecided_approvals")
+        report = rt.journal.verify()
+        assert not report.intact and "`undecided_approvals`" in str(report.reason), report

@@ -127,18 +127,12 @@ def _asking_policies(rt: Runtime, run_id: str, decision_id: str) -> tuple[list[s
 
 
 def _steps(rt: Runtime, run_id: str | None) -> list[InboxItem]:
-    journal = rt.journal
-    decided = {(e.run_id, e.payload.get("step"), e.payload.get("input_hash"))
-               for e in journal.events_of_kind("human.decided")}
-    finished = {e.run_id for kind in ("workflow.completed", "workflow.failed")
-                for e in journal.events_of_kind(kind)}
+    """The human steps waiting: read through the derived ``open_steps`` (the requests with
+    no answer in a run that has not ended) — not every ``human.requested``,
+    ``human.decided`` and workflow end of the journal at every poll (``test_75``)."""
     out = []
-    for e in journal.events_of_kind("human.requested"):
+    for e in rt.journal.open_step_requests(run_id=run_id):
         p = e.payload
-        if (e.run_id, p.get("step"), p.get("input_hash")) in decided or e.run_id in finished:
-            continue
-        if run_id is not None and e.run_id != run_id:
-            continue
         step = str(p["step"])
         question = str(p.get("question") or f"decide `{p.get('decision_field')}`")
         out.append(InboxItem(

@@ -337,6 +337,13 @@ class Journal(Protocol):
 
     def approval_subjects(self) -> list[str]: ...
 
+    def open_step_requests(self, *, run_id: str | None = None) -> list[AuditEvent]:
+        """The ``human.requested`` events of the human steps still waiting (of one run),
+        oldest first: no answer (``human.decided`` of the same step and input) and no end
+        of their workflow run. Read through the derived ``open_steps`` (:mod:`.tasks_sql`):
+        the rows decoded are the steps listed, not every step event of the journal."""
+        ...
+
     def undecided_approval_subjects(self) -> list[str]:
         """The subjects (``approval:<digest>``) of the approvals requested and not decided
         yet, oldest request first: the derived ``undecided_approvals`` (:mod:`.tasks_sql`),

@@ -167,7 +167,7 @@ MIGRATIONS = (
     # (under the append lock, as migration 5): the inbox and the repair budget read them
     # instead of folding every task or approval event of the journal, or every event of
     # the run
-    Migration(8, "human-tasks-and-repairs", (
+    Migration(8, "inbox-and-repairs", (
         f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)",
         *tasks_sql.POSTGRES_SCHEMA,
         *(f"INSERT INTO {t}({tasks_sql.COLUMNS[t]}) {tasks_sql.from_events('postgresql', t)}"

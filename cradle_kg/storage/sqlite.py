@@ -777,6 +777,13 @@ class SqliteJournal:
         return [((int(r[0]), str(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5])), int(r[6]))
                 for r in self._query(run_state_sql.GROUPS)]
 
+    def open_step_requests(self, *, run_id: str | None = None) -> list[AuditEvent]:
+        cols = ", ".join(f"e.{c.strip()}" for c in self._COLS.split(","))
+        sql = tasks_sql.OPEN_STEPS_SQL.format(cols)
+        rows = (self._query(sql + " ORDER BY w.seq") if run_id is None else
+                self._query(sql + " WHERE w.run_id = ? ORDER BY w.seq", (run_id,)))
+        return [self._row(r) for r in rows]
+
     def undecided_approval_subjects(self) -> list[str]:
         return [str(r[0]) for r in self._query(tasks_sql.UNDECIDED_SUBJECTS_SQL)]
 

@@ -1,6 +1,6 @@
-"""The derived ``human_tasks``, ``undecided_approvals`` and ``repairs`` tables, kept in the
-journal's own transaction on both backends (issue 17: what the inbox and the repair budget
-read, never a fold of the journal).
+"""The derived ``human_tasks``, ``undecided_approvals``, ``open_steps`` and ``repairs``
+tables, kept in the journal's own transaction on both backends (issue 17: what the inbox
+and the repair budget read, never a fold of the journal).
 
 ==============  =====================================================================
 human_tasks     one row per ``human_task.opened`` whose payload names a ``task_id``:
@@ -15,6 +15,10 @@ approvals       ``approval:<digest>`` — and its seq) with no ``approval.decide
                 that id about the same subject after it: the approvals the inbox
                 folds (it decodes their digests' events, not every approval's ever
                 asked)
+open_steps      each ``human.requested`` (its seq, run, step and input hash, both text)
+                with no ``human.decided`` of the same run, step and input hash and no
+                end (``workflow.completed|failed``) of its run, before or after it: the
+                human steps the inbox lists
 repairs         per run with one: how many ``run.outcome`` events say ``repair`` (what
                 the repair budget counts)
 ==============  =====================================================================
@@ -41,6 +45,8 @@ RESOLVED = "human_task.resolved"
 TASK_COLUMNS = "seq, task_id, run_id, resolved_seq"
 REPAIR_COLUMNS = "run_id, repairs"
 UNDECIDED_COLUMNS = "approval_id, subject, seq"
+STEP_COLUMNS = "seq, run_id, step, input_hash"
+_ENDS = "('workflow.completed', 'workflow.failed')"
 
 SQLITE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS human_tasks (seq INTEGER NOT NULL, task_id TEXT NOT NULL, "
@@ -55,6 +61,10 @@ SQLITE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS undecided_approvals (approval_id TEXT NOT NULL, "
     "subject TEXT NOT NULL, seq INTEGER NOT NULL)",
     "CREATE UNIQUE INDEX IF NOT EXISTS undecided_approvals_id ON undecided_approvals(approval_id)",
+    "CREATE TABLE IF NOT EXISTS open_steps (seq INTEGER NOT NULL, run_id TEXT NOT NULL, "
+    "step TEXT NOT NULL, input_hash TEXT NOT NULL)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS open_steps_seq ON open_steps(seq)",
+    "CREATE INDEX IF NOT EXISTS open_steps_run ON open_steps(run_id, step, input_hash)",
 )
 POSTGRES_SCHEMA = (
     "CREATE TABLE human_tasks (seq bigint PRIMARY KEY, task_id text NOT NULL, "
@@ -65,6 +75,9 @@ POSTGRES_SCHEMA = (
     "CREATE TABLE repairs (run_id text PRIMARY KEY, repairs bigint NOT NULL)",
     "CREATE TABLE undecided_approvals (approval_id text PRIMARY KEY, subject text NOT NULL, "
     "seq bigint NOT NULL)",
+    "CREATE TABLE open_steps (seq bigint PRIMARY KEY, run_id text NOT NULL, step text NOT NULL, "
+    "input_hash text NOT NULL)",
+    "CREATE INDEX open_steps_run ON open_steps(run_id, step, input_hash)",
 )
 
 
@@ -99,6 +112,13 @@ def from_events(dialect: Dialect, table: str) -> str:
         return (f"SELECT o.seq, {task}, o.run_id, {_resolution(dialect, task)} FROM events o "
                 f"WHERE o.kind = '{OPENED}' AND {_is_text(dialect, 'o', 'task_id')} "
                 "ORDER BY o.seq")
+    if table == "open_steps":
+        step, ih = _field(dialect, "e", "step"), _field(dialect, "e", "input_hash")
+        return (f"SELECT e.seq, e.run_id, {step}, {ih} FROM events e WHERE e.kind = "
+                f"'human.requested' AND {_is_text(dialect, 'e', 'step')} AND "
+                f"{_is_text(dialect, 'e', 'input_hash')} AND NOT EXISTS "
+                f"({_step_decided(dialect, 'e.run_id', step, ih)}) AND NOT EXISTS "
+                f"({_run_ended(dialect, 'e.run_id')}) ORDER BY e.seq")
     if table == "undecided_approvals":
         order = "a.approval_id" if dialect == "sqlite" else 'a.approval_id COLLATE "C"'
         return (f"SELECT a.approval_id, a.subject, a.seq FROM ({_first_requests(dialect)}) a "
@@ -110,6 +130,17 @@ def from_events(dialect: Dialect, table: str) -> str:
     return (f"SELECT e.run_id, {count} FROM events e WHERE e.kind = 'run.outcome' AND "
             f"{_field(dialect, 'e', 'outcome', 'status')} = 'repair' GROUP BY e.run_id "
             f"ORDER BY {order}")
+
+
+def _step_decided(dialect: Dialect, run: str, step: str, input_hash: str) -> str:
+    """A ``human.decided`` of that run, step and input hash (through ``events_run``)."""
+    return (f"SELECT 1 FROM events d WHERE d.run_id = {run} AND d.kind = 'human.decided' "
+            f"AND {_field(dialect, 'd', 'step')} = {step} AND "
+            f"{_field(dialect, 'd', 'input_hash')} = {input_hash}")
+
+
+def _run_ended(dialect: Dialect, run: str) -> str:
+    return f"SELECT 1 FROM events w WHERE w.run_id = {run} AND w.kind IN {_ENDS}"
 
 
 def _first_requests(dialect: Dialect) -> str:
@@ -132,16 +163,19 @@ def stored(dialect: Dialect, table: str) -> str:
     if table == "undecided_approvals":
         order = "approval_id" if dialect == "sqlite" else 'approval_id COLLATE "C"'
         return f"SELECT {UNDECIDED_COLUMNS} FROM undecided_approvals ORDER BY {order}"
+    if table == "open_steps":
+        return f"SELECT {STEP_COLUMNS} FROM open_steps ORDER BY seq"
     order = "run_id" if dialect == "sqlite" else 'run_id COLLATE "C"'
     return f"SELECT {REPAIR_COLUMNS} FROM repairs ORDER BY {order}"
 
 
-TABLES = ("human_tasks", "repairs", "undecided_approvals")
-#: each table's columns, in key order's terms
+TABLES = ("human_tasks", "repairs", "undecided_approvals", "open_steps")
+#: each table's columns, its key first
 COLUMNS = {"human_tasks": TASK_COLUMNS, "repairs": REPAIR_COLUMNS,
-           "undecided_approvals": UNDECIDED_COLUMNS}
+           "undecided_approvals": UNDECIDED_COLUMNS, "open_steps": STEP_COLUMNS}
 #: the event kinds that change these tables
-KINDS = frozenset({OPENED, RESOLVED, "run.outcome", "approval.requested", "approval.decided"})
+KINDS = frozenset({OPENED, RESOLVED, "run.outcome", "approval.requested", "approval.decided",
+                   "human.requested", "human.decided", "workflow.completed", "workflow.failed"})
 
 
 def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: str,
@@ -162,6 +196,19 @@ def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: s
         return [(f"INSERT INTO undecided_approvals({UNDECIDED_COLUMNS}) SELECT {ph}, {ph}, {ph} "
                  f"WHERE NOT EXISTS (SELECT 1 FROM approval_ids WHERE approval_id = {ph})",
                  (approval_id, subject, seq, approval_id))]
+    if kind in ("workflow.completed", "workflow.failed"):
+        return [(f"DELETE FROM open_steps WHERE run_id = {ph}", (run_id,))]
+    if kind in ("human.requested", "human.decided"):
+        step, input_hash = payload.get("step"), payload.get("input_hash")
+        if not isinstance(step, str) or not isinstance(input_hash, str):
+            return []
+        if kind == "human.decided":
+            return [(f"DELETE FROM open_steps WHERE run_id = {ph} AND step = {ph} AND "
+                     f"input_hash = {ph}", (run_id, step, input_hash))]
+        return [(f"INSERT INTO open_steps({STEP_COLUMNS}) SELECT {ph}, {ph}, {ph}, {ph} WHERE "
+                 f"NOT EXISTS ({_step_decided(dialect, ph, ph, ph)}) AND NOT EXISTS "
+                 f"({_run_ended(dialect, ph)})",
+                 (seq, run_id, step, input_hash, run_id, step, input_hash, run_id))]
     if kind == "approval.decided":
         approval_id = payload.get("approval_id")
         if not isinstance(approval_id, str):
@@ -204,6 +251,8 @@ def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved
 
 REPAIRS_SQL = "SELECT repairs FROM repairs WHERE run_id = {}"
 #: the subjects (``approval:<digest>``) of the undecided approvals, oldest request first
+#: the open human steps' requests (then `` WHERE w.run_id = ?`` for one run's), oldest first
+OPEN_STEPS_SQL = "SELECT {} FROM open_steps w JOIN events e ON e.seq = w.seq"
 UNDECIDED_SUBJECTS_SQL = ("SELECT subject FROM undecided_approvals GROUP BY subject "
                           "ORDER BY MIN(seq)")
 
@@ -211,11 +260,13 @@ __all__ = [
     "COLUMNS",
     "KINDS",
     "OPENED",
+    "OPEN_STEPS_SQL",
     "POSTGRES_SCHEMA",
     "REPAIRS_SQL",
     "REPAIR_COLUMNS",
     "RESOLVED",
     "SQLITE_SCHEMA",
+    "STEP_COLUMNS",
     "TABLES",
     "TASK_COLUMNS",
     "UNDECIDED_COLUMNS",

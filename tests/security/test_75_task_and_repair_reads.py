@@ -31,6 +31,7 @@ from cradle_kg.loop.escalation import open_tasks, repairs_in_run, task_page
 from cradle_kg.loop.gate1.findings import Finding
 from cradle_kg.storage import SqliteJournal
 from tests.conftest import proposal
+from tests.workflow.conftest import wf_home  # noqa: F401
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -203,7 +204,7 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
         path = journal.path
         rt.close()
         conn = sqlite3.connect(path, isolation_level=None)
-        for table in ("human_tasks", "repairs", "undecided_approvals"):
+        for table in ("human_tasks", "repairs", "undecided_approvals", "open_steps"):
             conn.execute(f"DROP TABLE {table}")
         conn.execute("PRAGMA user_version = 6")
         conn.close()
@@ -218,11 +219,11 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
         url = journal.url  # type: ignore[attr-defined]
         rt.close()
         with psycopg.connect(url, autocommit=True) as pg:
-            pg.execute("DROP TABLE human_tasks, repairs, undecided_approvals")
+            pg.execute("DROP TABLE human_tasks, repairs, undecided_approvals, open_steps")
             pg.execute("DELETE FROM schema_migrations WHERE version = 8")
         with pytest.raises(JournalError, match="schema version `7`"):
             open_journal(url)
-        assert migrate(url) == [(8, "human-tasks-and-repairs")]
+        assert migrate(url) == [(8, "inbox-and-repairs")]
         again = open_journal(url)
     with again:
         assert (open_tasks(again, include_resolved=True), again.run_repairs("run:t")) == kept
@@ -271,3 +272,52 @@ def test_the_inbox_decodes_no_approval_decided_before(tmp_path: Path,
         _edit(rt, "DELETE FROM undecided_approvals")
         report = rt.journal.verify()
         assert not report.intact and "`undecided_approvals`" in str(report.reason), report
+
+
+STEP_FLOW = """\
+workflow: two-people
+version: '1'
+agent: agent:ledger-bot
+input: {type: object, properties: {note: {type: string}}, required: [note]}
+steps:
+  - id: route
+    kind: human
+    question: "pay or reject? {note}"
+    inputs: {note: input.note}
+    answers: [pay, reject]
+"""
+
+
+def test_the_inbox_decodes_the_waiting_steps_only(wf_home: Path, tmp_path: Path,  # noqa: F811
+                                                  decoded: Callable[[], int]) -> None:
+    """The inbox's human steps are read through ``open_steps``: steps answered since, and
+    runs that ended, cost its reads nothing (the old read decoded every
+    ``human.requested``, ``human.decided`` and workflow end of the journal)."""
+    from cradle_kg.workflow import Engine
+    from cradle_kg.workflow.definitions import load_file
+    from cradle_kg.workflow.runner import decide
+    from tests.workflow.conftest import recorded
+
+    flow = tmp_path / "two.yaml"
+    flow.write_text(STEP_FLOW)
+    with Runtime(wf_home, graph_sync=False) as rt:
+        engine = Engine(rt, client=recorded())
+        waiting = [engine.start(load_file(flow), {"note": f"w{i}"}).run_id for i in range(2)]
+        want = [i.id for i in inbox(rt, kinds=("step",))]
+        assert want == [f"{run}/route" for run in waiting]
+        first = _rows(decoded, lambda: inbox(rt, kinds=("step",)))
+        for i in range(10):
+            run = engine.start(load_file(flow), {"note": f"d{i}"}).run_id
+            decide(rt, engine, run, "route", by=APPROVER, token=DEMO_TOKENS[APPROVER],
+                   answer=("pay", "reject")[i % 2])
+        assert [i.id for i in inbox(rt, kinds=("step",))] == want
+        again = _rows(decoded, lambda: inbox(rt, kinds=("step",)))
+        assert again == first == 2, f"{first} rows before 10 answered steps, {again} after"
+        assert [i.id for i in inbox(rt, kinds=("step",), run_id=waiting[1])] == want[1:]
+        decide(rt, engine, waiting[0], "route", by=APPROVER, token=DEMO_TOKENS[APPROVER],
+               answer="pay")
+        assert [i.id for i in inbox(rt, kinds=("step",))] == want[1:]
+        assert rt.journal.verify().intact
+        _edit(rt, "DELETE FROM open_steps")
+        report = rt.journal.verify()
+        assert not report.intact and "`open_steps`" in str(report.reason), report

@@ -386,6 +386,10 @@ def test_postgres_refuses_an_unmigrated_database(postgres: object) -> None:
         postgres.drop_database(url)
 
 
+#: the derived tables migration 8 adds (dropped with it to make an older journal)
+TABLES_8 = ("human_tasks", "repairs", "undecided_approvals", "open_steps")
+
+
 def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:
     """Migration 4 indexes a run's outcomes by proposal id: a journal written before it
     is refused until migrated, then finds a proposal's last outcome in one index probe
@@ -406,7 +410,7 @@ def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP INDEX events_outcome")
         conn.execute("DROP INDEX events_kind_actor")  # migration 7's
-        conn.execute("DROP TABLE human_tasks, repairs, undecided_approvals")  # migration 8's
+        conn.execute(f"DROP TABLE {', '.join(TABLES_8)}")  # migration 8's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 4")  # and after it
     with pytest.raises(JournalError, match="schema version `3`"):
         open_journal(pg_url)
@@ -522,11 +526,11 @@ def test_a_journal_at_migration_6_gets_the_kind_actor_index(pg_url: str) -> None
         j.append([_size_event(10, "agent:a", 5, 10), _size_event(11, "agent:a", 6, 20)])
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP INDEX events_kind_actor")
-        conn.execute("DROP TABLE human_tasks, repairs, undecided_approvals")  # 8, after it
+        conn.execute(f"DROP TABLE {', '.join(TABLES_8)}")  # migration 8's, after it
         conn.execute("DELETE FROM schema_migrations WHERE version >= 7")
     with pytest.raises(JournalError, match="schema version `6`"):
         open_journal(pg_url)
-    assert migrate(pg_url) == [(7, "kind-actor-index"), (8, "human-tasks-and-repairs")]
+    assert migrate(pg_url) == [(7, "kind-actor-index"), (8, "inbox-and-repairs")]
     with open_journal(pg_url) as j:
         assert j.recent_sizes("evidence.collected", "agent:a", since=T0,
                               limit=None) == [(T0 + timedelta(minutes=6), 20),

@@ -23,6 +23,7 @@ import pytest
 from cradle_kg import Runtime
 from cradle_kg.errors import JournalError, WorkflowError
 from cradle_kg.storage import (
+    JOURNAL_FORMAT,
     JOURNAL_URL_ENV,
     LimitReached,
     NewEvent,
@@ -308,7 +309,7 @@ def test_an_older_sqlite_journal_gets_its_budget_spend_when_opened(tmp_path: Pat
     conn.execute("PRAGMA user_version = 5")
     conn.close()
     old = verify_journal(path)
-    assert not old.intact and "format `5`, not `6`" in str(old.reason), old
+    assert not old.intact and f"format `5`, not `{JOURNAL_FORMAT}`" in str(old.reason), old
     assert "open it once with this cradle-kg to upgrade it" in str(old.reason)
     with SqliteJournal(path) as j:
         assert j.head() == head
@@ -347,6 +348,7 @@ def test_an_older_postgresql_journal_gets_its_budget_spend_when_migrated(pg_url:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DELETE FROM usage WHERE scope LIKE 'budget.%'")
         conn.execute("DROP INDEX events_kind_actor")  # nor migration 7's index
+        conn.execute("DROP TABLE human_tasks, repairs, undecided_approvals, open_steps")  # 8
         conn.execute("DELETE FROM schema_migrations WHERE version >= 5")
     with pytest.raises(JournalError, match="schema version `4`"):
         open_journal(pg_url)

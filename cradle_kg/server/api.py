@@ -125,7 +125,10 @@ def make_router(runtime: Runtime) -> APIRouter:
 
     @router.get("/approvals", summary="Approvals, optionally only pending ones")
     def approvals(who: Who, pending: Annotated[bool, Query()] = False) -> list[dict[str, Any]]:
-        states = call(runtime.approvals.all)
+        # the pending ones are among the digests with an approval not decided yet (the
+        # derived ``undecided_approvals``): the approvals decided long ago are not folded
+        states = call(runtime.approvals.all if not pending else
+                      lambda: [st for st, _ in runtime.approvals.undecided_read()])
         return [s.approval.model_dump(mode="json") for s in states
                 if (not pending or s.approval.status is ApprovalStatus.PENDING)
                 and sees(who, s.approval.requested_by)]

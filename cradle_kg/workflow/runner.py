@@ -154,7 +154,8 @@ def resume(engine: Engine, run_id: str) -> dict[str, Any]:
 
 
 def is_workflow_run(rt: Runtime, run_id: str) -> bool:
-    first = next(iter(rt.journal.events(run_id=run_id)), None)
+    # one row fetched (not a batch of the run's events): the run's first event says it
+    first = next(iter(rt.journal.events(run_id=run_id, batch=1)), None)
     return first is not None and first.kind == "workflow.started"
 
 

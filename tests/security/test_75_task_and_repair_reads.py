@@ -265,6 +265,12 @@ def test_the_inbox_decodes_no_approval_decided_before(tmp_path: Path,
         assert [i.id for i in inbox(rt, kinds=("approval",))] == want and len(want) == 2
         again = _rows(decoded, lambda: inbox(rt, kinds=("approval",)))
         assert again == first, f"{first} rows before 20 decided approvals, {again} after"
+        # ``GET /api/approvals?pending=true`` reads them too: the same approvals as the fold
+        # of every approval ever asked
+        pending = ApprovalStatus.PENDING
+        assert [st.approval.id for st, _ in rt.approvals.undecided_read()
+                if st.approval.status is pending] == [
+            st.approval.id for st in rt.approvals.all() if st.approval.status is pending]
         assert rt.journal.undecided_approval_subjects() == [
             "approval:" + a.approval.action_digest for a, _ in rt.approvals.undecided_read()]
         assert rt.journal.verify().intact

@@ -61,3 +61,20 @@ def test_an_escalation_is_listed_and_resolved(home: Path) -> None:
     with Runtime(home, config=make_config()) as rt:
         assert show_run(rt.journal, out.run_id)[0].status == "verification_failed"
         assert rt.journal.verify().intact
+
+
+def test_tasks_are_listed_a_page_at_a_time(home: Path) -> None:
+    """``tasks list`` reads one page of the derived ``human_tasks`` (``--limit``,
+    ``--offset``), oldest first, and says on stderr how to read the next one."""
+    with Runtime(home, config=make_config()) as rt:
+        register_test_tools(rt)
+        runs = [rt.submit(proposal(f"p{i}", "test.wide", {}, agent="agent:tester",
+                                   target=f"test:{i}", task_id=f"t{i}")).run_id
+                for i in range(3)]
+    page = cli("tasks", "list", "--home", str(home), "--format", "json", "--limit", "2")
+    assert page.returncode == 0, page.stderr
+    assert [t["run_id"] for t in json.loads(page.stdout)] == runs[:2]
+    rest = cli("tasks", "list", "--home", str(home), "--limit", "2", "--offset", "2")
+    assert rest.returncode == 0 and runs[2] in rest.stdout and runs[0] not in rest.stdout
+    first = cli("tasks", "list", "--home", str(home), "--limit", "2")
+    assert "1 to 2 of 3 tasks; more with --offset 2" in first.stderr

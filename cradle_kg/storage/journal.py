@@ -337,6 +337,13 @@ class Journal(Protocol):
 
     def approval_subjects(self) -> list[str]: ...
 
+    def latest_budget_sets(self) -> list[AuditEvent]:
+        """The newest ``budget.set`` event of each subject (``budget:<key>``), in the order
+        the subjects were first set: the derived ``budget_sets`` (:mod:`.tasks_sql`), one
+        row decoded per budget — not every ``budget.set`` ever written, at every model
+        call a workflow makes."""
+        ...
+
     def open_step_requests(self, *, run_id: str | None = None) -> list[AuditEvent]:
         """The ``human.requested`` events of the human steps still waiting (of one run),
         oldest first: no answer (``human.decided`` of the same step and input) and no end

@@ -138,4 +138,11 @@ EXPECTED: frozenset[str] = frozenset({
     'relation open_steps r rls=false',
     'relation open_steps_pkey i rls=false',
     'relation open_steps_run i rls=false',
+    'column budget_sets.first_seq bigint NO -',
+    'column budget_sets.last_seq bigint NO -',
+    'column budget_sets.subject text NO -',
+    'constraint budget_sets.budget_sets_pkey PRIMARY KEY (subject)',
+    'index budget_sets_pkey CREATE UNIQUE INDEX budget_sets_pkey ON budget_sets USING btree (subject)',
+    'relation budget_sets r rls=false',
+    'relation budget_sets_pkey i rls=false',
 })

@@ -532,6 +532,10 @@ class PostgresJournal:
         return [((int(r[0]), str(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5])), int(r[6]))
                 for r in self._query(run_state_sql.GROUPS)]
 
+    def latest_budget_sets(self) -> list[AuditEvent]:
+        cols = ", ".join(f"e.{c.strip()}" for c in _COLS.split(","))
+        return [self._row(r) for r in self._query(tasks_sql.BUDGET_SETS_SQL.format(cols))]
+
     def open_step_requests(self, *, run_id: str | None = None) -> list[AuditEvent]:
         cols = ", ".join(f"e.{c.strip()}" for c in _COLS.split(","))
         sql = tasks_sql.OPEN_STEPS_SQL.format(cols)

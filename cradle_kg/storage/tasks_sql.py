@@ -1,6 +1,7 @@
-"""The derived ``human_tasks``, ``undecided_approvals``, ``open_steps`` and ``repairs``
-tables, kept in the journal's own transaction on both backends (issue 17: what the inbox
-and the repair budget read, never a fold of the journal).
+"""The derived ``human_tasks``, ``undecided_approvals``, ``open_steps``, ``repairs`` and
+``budget_sets`` tables, kept in the journal's own transaction on both backends (issue 17:
+what the inbox, the repair budget and a workflow's budget check read, never a fold of the
+journal).
 
 ==============  =====================================================================
 human_tasks     one row per ``human_task.opened`` whose payload names a ``task_id``:
@@ -21,6 +22,9 @@ open_steps      each ``human.requested`` (its seq, run, step and input hash, bot
                 human steps the inbox lists
 repairs         per run with one: how many ``run.outcome`` events say ``repair`` (what
                 the repair budget counts)
+budget_sets     per subject of ``budget.set`` events (``budget:<key>``): the seq of its
+                first and of its newest — the budgets in force, read at every model
+                call a workflow makes (the newest per key, in the order keys were set)
 ==============  =====================================================================
 
 One SQL text per dialect computes the rows from the events alone (:func:`from_events`):
@@ -46,6 +50,7 @@ TASK_COLUMNS = "seq, task_id, run_id, resolved_seq"
 REPAIR_COLUMNS = "run_id, repairs"
 UNDECIDED_COLUMNS = "approval_id, subject, seq"
 STEP_COLUMNS = "seq, run_id, step, input_hash"
+BUDGET_COLUMNS = "subject, first_seq, last_seq"
 _ENDS = "('workflow.completed', 'workflow.failed')"
 
 SQLITE_SCHEMA = (
@@ -65,6 +70,9 @@ SQLITE_SCHEMA = (
     "step TEXT NOT NULL, input_hash TEXT NOT NULL)",
     "CREATE UNIQUE INDEX IF NOT EXISTS open_steps_seq ON open_steps(seq)",
     "CREATE INDEX IF NOT EXISTS open_steps_run ON open_steps(run_id, step, input_hash)",
+    "CREATE TABLE IF NOT EXISTS budget_sets (subject TEXT NOT NULL, first_seq INTEGER NOT NULL, "
+    "last_seq INTEGER NOT NULL)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS budget_sets_subject ON budget_sets(subject)",
 )
 POSTGRES_SCHEMA = (
     "CREATE TABLE human_tasks (seq bigint PRIMARY KEY, task_id text NOT NULL, "
@@ -78,6 +86,8 @@ POSTGRES_SCHEMA = (
     "CREATE TABLE open_steps (seq bigint PRIMARY KEY, run_id text NOT NULL, step text NOT NULL, "
     "input_hash text NOT NULL)",
     "CREATE INDEX open_steps_run ON open_steps(run_id, step, input_hash)",
+    "CREATE TABLE budget_sets (subject text PRIMARY KEY, first_seq bigint NOT NULL, "
+    "last_seq bigint NOT NULL)",
 )
 
 
@@ -112,6 +122,10 @@ def from_events(dialect: Dialect, table: str) -> str:
         return (f"SELECT o.seq, {task}, o.run_id, {_resolution(dialect, task)} FROM events o "
                 f"WHERE o.kind = '{OPENED}' AND {_is_text(dialect, 'o', 'task_id')} "
                 "ORDER BY o.seq")
+    if table == "budget_sets":
+        order = "subject" if dialect == "sqlite" else 'subject COLLATE "C"'
+        return ("SELECT subject, MIN(seq), MAX(seq) FROM events WHERE kind = 'budget.set' "
+                f"GROUP BY subject ORDER BY {order}")
     if table == "open_steps":
         step, ih = _field(dialect, "e", "step"), _field(dialect, "e", "input_hash")
         return (f"SELECT e.seq, e.run_id, {step}, {ih} FROM events e WHERE e.kind = "
@@ -165,17 +179,22 @@ def stored(dialect: Dialect, table: str) -> str:
         return f"SELECT {UNDECIDED_COLUMNS} FROM undecided_approvals ORDER BY {order}"
     if table == "open_steps":
         return f"SELECT {STEP_COLUMNS} FROM open_steps ORDER BY seq"
+    if table == "budget_sets":
+        order = "subject" if dialect == "sqlite" else 'subject COLLATE "C"'
+        return f"SELECT {BUDGET_COLUMNS} FROM budget_sets ORDER BY {order}"
     order = "run_id" if dialect == "sqlite" else 'run_id COLLATE "C"'
     return f"SELECT {REPAIR_COLUMNS} FROM repairs ORDER BY {order}"
 
 
-TABLES = ("human_tasks", "repairs", "undecided_approvals", "open_steps")
+TABLES = ("human_tasks", "repairs", "undecided_approvals", "open_steps", "budget_sets")
 #: each table's columns, its key first
 COLUMNS = {"human_tasks": TASK_COLUMNS, "repairs": REPAIR_COLUMNS,
-           "undecided_approvals": UNDECIDED_COLUMNS, "open_steps": STEP_COLUMNS}
+           "undecided_approvals": UNDECIDED_COLUMNS, "open_steps": STEP_COLUMNS,
+           "budget_sets": BUDGET_COLUMNS}
 #: the event kinds that change these tables
 KINDS = frozenset({OPENED, RESOLVED, "run.outcome", "approval.requested", "approval.decided",
-                   "human.requested", "human.decided", "workflow.completed", "workflow.failed"})
+                   "human.requested", "human.decided", "workflow.completed", "workflow.failed",
+                   "budget.set"})
 
 
 def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: str,
@@ -196,6 +215,10 @@ def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: s
         return [(f"INSERT INTO undecided_approvals({UNDECIDED_COLUMNS}) SELECT {ph}, {ph}, {ph} "
                  f"WHERE NOT EXISTS (SELECT 1 FROM approval_ids WHERE approval_id = {ph})",
                  (approval_id, subject, seq, approval_id))]
+    if kind == "budget.set":
+        return [(f"INSERT INTO budget_sets({BUDGET_COLUMNS}) VALUES ({ph}, {ph}, {ph}) ON "
+                 "CONFLICT (subject) DO UPDATE SET last_seq = excluded.last_seq",
+                 (subject, seq, seq))]
     if kind in ("workflow.completed", "workflow.failed"):
         return [(f"DELETE FROM open_steps WHERE run_id = {ph}", (run_id,))]
     if kind in ("human.requested", "human.decided"):
@@ -251,12 +274,17 @@ def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved
 
 REPAIRS_SQL = "SELECT repairs FROM repairs WHERE run_id = {}"
 #: the subjects (``approval:<digest>``) of the undecided approvals, oldest request first
+#: the newest ``budget.set`` of each subject, in the order the subjects were first set
+BUDGET_SETS_SQL = ("SELECT {} FROM budget_sets b JOIN events e ON e.seq = b.last_seq "
+                   "ORDER BY b.first_seq")
 #: the open human steps' requests (then `` WHERE w.run_id = ?`` for one run's), oldest first
 OPEN_STEPS_SQL = "SELECT {} FROM open_steps w JOIN events e ON e.seq = w.seq"
 UNDECIDED_SUBJECTS_SQL = ("SELECT subject FROM undecided_approvals GROUP BY subject "
                           "ORDER BY MIN(seq)")
 
 __all__ = [
+    "BUDGET_COLUMNS",
+    "BUDGET_SETS_SQL",
     "COLUMNS",
     "KINDS",
     "OPENED",

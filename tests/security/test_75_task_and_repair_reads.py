@@ -29,7 +29,7 @@ from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.inbox import inbox
 from cradle_kg.loop.escalation import open_tasks, repairs_in_run, task_page
 from cradle_kg.loop.gate1.findings import Finding
-from cradle_kg.storage import SqliteJournal
+from cradle_kg.storage import SqliteJournal, tasks_sql
 from tests.conftest import proposal
 from tests.workflow.conftest import wf_home  # noqa: F401
 
@@ -204,7 +204,7 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
         path = journal.path
         rt.close()
         conn = sqlite3.connect(path, isolation_level=None)
-        for table in ("human_tasks", "repairs", "undecided_approvals", "open_steps"):
+        for table in tasks_sql.TABLES:
             conn.execute(f"DROP TABLE {table}")
         conn.execute("PRAGMA user_version = 6")
         conn.close()
@@ -219,7 +219,7 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
         url = journal.url  # type: ignore[attr-defined]
         rt.close()
         with psycopg.connect(url, autocommit=True) as pg:
-            pg.execute("DROP TABLE human_tasks, repairs, undecided_approvals, open_steps")
+            pg.execute(f"DROP TABLE {', '.join(tasks_sql.TABLES)}")
             pg.execute("DELETE FROM schema_migrations WHERE version = 8")
         with pytest.raises(JournalError, match="schema version `7`"):
             open_journal(url)
@@ -327,3 +327,47 @@ def test_the_inbox_decodes_the_waiting_steps_only(wf_home: Path, tmp_path: Path,
         _edit(rt, "DELETE FROM open_steps")
         report = rt.journal.verify()
         assert not report.intact and "`open_steps`" in str(report.reason), report
+
+
+def test_the_budgets_in_force_decode_one_row_per_budget(tmp_path: Path,
+                                                        decoded: Callable[[], int]) -> None:
+    """A workflow's budget check (every model call) reads the newest ``budget.set`` of each
+    budget through ``budget_sets``: budgets set again and again cost it nothing more (the
+    old read decoded every ``budget.set`` ever written)."""
+    from datetime import UTC, datetime
+
+    from cradle_kg.storage import journal_target, open_journal
+    from cradle_kg.workflow import Budget, BudgetBook
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    with open_journal(journal_target(tmp_path / "journal.sqlite")) as j:
+        book = BudgetBook(j)
+
+        def put(level: str, subject: str, limit: float) -> None:
+            j.append([book.set_event(Budget(level=level, subject=subject,  # type: ignore[arg-type]
+                                            limit=limit), by="admin", now=at)])
+
+        put("tenant", "acme", 1.0)
+        put("workflow", "*", 2.0)
+        first = _rows(decoded, book.budgets)
+        for n in range(30):
+            put("tenant", "acme", 10.0 + n)
+        put("invocation", "*", 3.0)
+        put("workflow", "*", 4.0)
+        assert [(b.key, b.limit) for b in book.budgets()] == [
+            ("tenant:acme", 39.0), ("workflow:*", 4.0), ("invocation:*", 3.0)]
+        again = _rows(decoded, book.budgets)
+        assert (first, again) == (2, 3), (first, again)
+        assert j.verify().intact
+        if isinstance(j, SqliteJournal):
+            conn = sqlite3.connect(j.path)
+            conn.execute("UPDATE budget_sets SET last_seq = first_seq")
+            conn.commit()
+            conn.close()
+        else:
+            import psycopg
+
+            with psycopg.connect(j.url, autocommit=True) as pg:  # type: ignore[attr-defined]
+                pg.execute("UPDATE budget_sets SET last_seq = first_seq")
+        report = j.verify()
+        assert not report.intact and "`budget_sets`" in str(report.reason), report

@@ -26,6 +26,7 @@ from cradle_kg.storage import (
     RunNotNew,
     SqliteJournal,
     open_journal,
+    tasks_sql,
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -387,7 +388,7 @@ def test_postgres_refuses_an_unmigrated_database(postgres: object) -> None:
 
 
 #: the derived tables migration 8 adds (dropped with it to make an older journal)
-TABLES_8 = ("human_tasks", "repairs", "undecided_approvals", "open_steps")
+TABLES_8 = tasks_sql.TABLES
 
 
 def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:

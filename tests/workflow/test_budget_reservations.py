@@ -29,6 +29,7 @@ from cradle_kg.storage import (
     NewEvent,
     SqliteJournal,
     open_journal,
+    tasks_sql,
     verify_journal,
 )
 from cradle_kg.storage import sqlite_derived as derived
@@ -235,9 +236,9 @@ def test_spend_is_read_from_usage_and_a_tampered_budget_row_is_reported(
 
 
 def test_a_check_reads_no_model_call_event(tmp_path: Path) -> None:
-    """The statements a budget check issues (SQLite's trace): the ``budget.set`` events by
-    kind, then two index probes of ``usage`` per applicable budget — never the model
-    calls, however many there are."""
+    """The statements a budget check issues (SQLite's trace): the newest ``budget.set`` of
+    each budget (through ``budget_sets``), then two index probes of ``usage`` per
+    applicable budget — never the model calls, however many there are."""
     with SqliteJournal(tmp_path / "journal.sqlite") as j:
         book = BudgetBook(j)
         j.append([book.set_event(Budget(level=level, subject="*", limit=1000.0),
@@ -256,8 +257,8 @@ def test_a_check_reads_no_model_call_event(tmp_path: Path) -> None:
             j._conn.set_trace_callback(None)
     assert [s.spent for s in standings] == [200.0, 1.0]
     assert not any("model." in q for q in seen), seen
-    events = [q for q in seen if "FROM events" in q]
-    assert events and all("kind = 'budget.set'" in q for q in events), events
+    events = [q for q in seen if "events" in q]
+    assert events and all("FROM budget_sets b JOIN events e" in q for q in events), events
     plan = sqlite3.connect(tmp_path / "journal.sqlite").execute(
         "EXPLAIN QUERY PLAN " + derived.USAGE_WINDOW_SQL,
         ("budget.tenant", "acme", "0001")).fetchall()
@@ -348,7 +349,7 @@ def test_an_older_postgresql_journal_gets_its_budget_spend_when_migrated(pg_url:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DELETE FROM usage WHERE scope LIKE 'budget.%'")
         conn.execute("DROP INDEX events_kind_actor")  # nor migration 7's index
-        conn.execute("DROP TABLE human_tasks, repairs, undecided_approvals, open_steps")  # 8
+        conn.execute(f"DROP TABLE {', '.join(tasks_sql.TABLES)}")  # nor migration 8's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 5")
     with pytest.raises(JournalError, match="schema version `4`"):
         open_journal(pg_url)

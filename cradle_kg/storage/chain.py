@@ -19,8 +19,8 @@ GENESIS_HASH = "sha256:" + "0" * 64
 #: ``PRAGMA user_version`` of a journal this code writes; format 2 hashes ``idem_key``,
 #: format 3 (same events, same hashes) adds the derived tables of :mod:`.derived`,
 #: format 4 adds ``run_state``, format 5 the running totals of ``usage``, format 6 its
-#: budget spend buckets (``budget.*``: model calls' charges), format 7 ``human_tasks`` and
-#: ``repairs`` (:mod:`.tasks_sql`)
+#: budget spend buckets (``budget.*``: model calls' charges), format 7 ``human_tasks``,
+#: ``undecided_approvals``, ``open_steps``, ``repairs`` and ``budget_sets`` (:mod:`.tasks_sql`)
 JOURNAL_FORMAT = 7
 #: formats this code upgrades in place: their events are hashed as this one's are
 UPGRADABLE_FORMATS = (2, 3, 4, 5, 6)

@@ -186,6 +186,31 @@ def test_the_derived_rows_follow_every_way_a_task_is_written(tmp_path: Path) -> 
         ("task:1", "someone"), ("task:2", None), ("task:1", "someone")]
     assert j.run_repairs("run:x") == 1 and j.run_repairs("run:y") == 0
     assert j.verify().intact
+    # human steps: answered in the request's own append, asked again after its run ended,
+    # answered for another input; approvals: decided in their own append, decided about
+    # another subject, requested twice with one id; a budget set twice in one append
+    step = {"workflow": "w", "step": "s"}
+    j.append([e("human.requested", "step:a", run="wf:a", input_hash="h1", **step),
+              e("human.decided", "step:a", run="wf:a", input_hash="h1", **step),
+              e("human.requested", "step:a", run="wf:a", input_hash="h2", **step),
+              e("human.requested", "step:b", run="wf:b", input_hash="h1", **step),
+              e("workflow.completed", "wf:b", run="wf:b"),
+              e("human.requested", "step:b", run="wf:b", input_hash="h3", **step),
+              e("human.requested", "step:c", run="wf:c", input_hash="h1", **step),
+              e("human.decided", "step:c", run="wf:c", input_hash="h9", **step)])
+    j.append([e("approval.requested", "approval:d1", approval={"id": "ap-1"}),
+              e("approval.decided", "approval:d1", approval_id="ap-1"),
+              e("approval.requested", "approval:d2", approval={"id": "ap-2"}),
+              e("approval.decided", "approval:elsewhere", approval_id="ap-2"),
+              e("approval.requested", "approval:d3", approval={"id": "ap-2"}),
+              e("budget.set", "budget:tenant:a", budget={"level": "tenant", "limit": 1}),
+              e("budget.set", "budget:tenant:a", budget={"level": "tenant", "limit": 2})])
+    assert [(x.run_id, x.payload["input_hash"]) for x in j.open_step_requests()] == [
+        ("wf:a", "h2"), ("wf:c", "h1")]
+    assert j.open_step_requests(run_id="wf:c")[0].payload["input_hash"] == "h1"
+    assert j.undecided_approval_subjects() == ["approval:d2"]
+    assert [x.payload["budget"]["limit"] for x in j.latest_budget_sets()] == [2]
+    assert j.verify().intact
     j.close()
 
 

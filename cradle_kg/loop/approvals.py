@@ -189,7 +189,7 @@ class ApprovalBook:
     def undecided_read(self) -> list[tuple[ApprovalState, list[AuditEvent]]]:
         """:meth:`all_read` of the digests with an approval not decided yet (the derived
         ``undecided_approvals``): what the inbox shows is among them, and the approvals
-        decided long ago are not decoded again at each of its reads (``test_75``). Each
+        decided long ago are not decoded again at each of its reads (``test_80``). Each
         digest's every approval is returned, as :meth:`all_read` does; the caller keeps the
         pending ones."""
         out: list[tuple[ApprovalState, list[AuditEvent]]] = []

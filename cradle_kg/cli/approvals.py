@@ -33,7 +33,9 @@ def approvals_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
                    ) -> None:
     """List approvals (newest last); an approval past its expiry reads `expired`."""
     with open_runtime(home) as rt:
-        states = rt.approvals.all()
+        # the pending ones: only the digests with an approval not decided yet are folded
+        states = [st for st, _ in rt.approvals.undecided_read()] if pending \
+            else rt.approvals.all()
         now = rt.clock()
     items = [(s.approval, effective_status(s.approval, now)) for s in states
              if not pending or s.approval.status is ApprovalStatus.PENDING]

@@ -109,9 +109,13 @@ def _is_text(dialect: Dialect, alias: str, key: str) -> str:
 
 
 def _resolution(dialect: Dialect, task: str) -> str:
-    """The seq of the newest resolution of the task ``task`` (an SQL expression)."""
+    """The seq of the newest resolution of the task ``task`` (an SQL expression). Every
+    key compared is text on both sides, as the append's checks (``isinstance(.., str)``)
+    have it: PostgreSQL's ``->>`` reads a number as its text, SQLite's ``json_extract``
+    does not, and an event written by hand must not make the two disagree."""
     return (f"(SELECT MAX(r.seq) FROM events r WHERE r.subject = {task} AND r.kind = "
-            f"'{RESOLVED}' AND {_field(dialect, 'r', 'task_id')} = {task})")
+            f"'{RESOLVED}' AND {_is_text(dialect, 'r', 'task_id')} AND "
+            f"{_field(dialect, 'r', 'task_id')} = {task})")
 
 
 def from_events(dialect: Dialect, table: str) -> str:
@@ -138,6 +142,7 @@ def from_events(dialect: Dialect, table: str) -> str:
         return (f"SELECT a.approval_id, a.subject, a.seq FROM ({_first_requests(dialect)}) a "
                 f"WHERE NOT EXISTS (SELECT 1 FROM events d WHERE d.subject = a.subject AND "
                 f"d.kind = 'approval.decided' AND d.seq > a.seq AND "
+                f"{_is_text(dialect, 'd', 'approval_id')} AND "
                 f"{_field(dialect, 'd', 'approval_id')} = a.approval_id) ORDER BY {order}")
     order = "e.run_id" if dialect == "sqlite" else 'e.run_id COLLATE "C"'
     count = "COUNT(*)" if dialect == "sqlite" else "COUNT(*)::bigint"
@@ -149,6 +154,7 @@ def from_events(dialect: Dialect, table: str) -> str:
 def _step_decided(dialect: Dialect, run: str, step: str, input_hash: str) -> str:
     """A ``human.decided`` of that run, step and input hash (through ``events_run``)."""
     return (f"SELECT 1 FROM events d WHERE d.run_id = {run} AND d.kind = 'human.decided' "
+            f"AND {_is_text(dialect, 'd', 'step')} AND {_is_text(dialect, 'd', 'input_hash')} "
             f"AND {_field(dialect, 'd', 'step')} = {step} AND "
             f"{_field(dialect, 'd', 'input_hash')} = {input_hash}")
 
@@ -242,10 +248,8 @@ def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: s
     if not isinstance(task, str):
         return []
     if kind == OPENED:
-        probe = (f"(SELECT MAX(r.seq) FROM events r WHERE r.subject = {ph} AND r.kind = "
-                 f"'{RESOLVED}' AND {_field(dialect, 'r', 'task_id')} = {ph})")
-        return [(f"INSERT INTO human_tasks({TASK_COLUMNS}) VALUES ({ph}, {ph}, {ph}, {probe})",
-                 (seq, task, run_id, task, task))]
+        return [(f"INSERT INTO human_tasks({TASK_COLUMNS}) VALUES ({ph}, {ph}, {ph}, "
+                 f"{_resolution(dialect, ph)})", (seq, task, run_id, task, task))]
     if kind == RESOLVED and subject == task:
         return [(f"UPDATE human_tasks SET resolved_seq = {ph} WHERE task_id = {ph}",
                  (seq, task))]

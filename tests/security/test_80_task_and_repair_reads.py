@@ -197,18 +197,27 @@ def test_the_derived_rows_follow_every_way_a_task_is_written(tmp_path: Path) -> 
               e("workflow.completed", "wf:b", run="wf:b"),
               e("human.requested", "step:b", run="wf:b", input_hash="h3", **step),
               e("human.requested", "step:c", run="wf:c", input_hash="h1", **step),
-              e("human.decided", "step:c", run="wf:c", input_hash="h9", **step)])
+              e("human.decided", "step:c", run="wf:c", input_hash="h9", **step),
+              # keys that are numbers (PostgreSQL's ``->>`` reads them as text)
+              e("human.requested", "step:n", run="wf:n", workflow="w", step="1",
+                input_hash="2"),
+              e("human.decided", "step:n", run="wf:n", workflow="w", step=1, input_hash=2),
+              e("human_task.opened", "7", run="wf:n", task_id="7"),
+              e("human_task.resolved", "7", run="wf:n", task_id=7)])
     j.append([e("approval.requested", "approval:d1", approval={"id": "ap-1"}),
               e("approval.decided", "approval:d1", approval_id="ap-1"),
               e("approval.requested", "approval:d2", approval={"id": "ap-2"}),
               e("approval.decided", "approval:elsewhere", approval_id="ap-2"),
               e("approval.requested", "approval:d3", approval={"id": "ap-2"}),
+              e("approval.requested", "approval:d4", approval={"id": "5"}),
+              e("approval.decided", "approval:d4", approval_id=5),
               e("budget.set", "budget:tenant:a", budget={"level": "tenant", "limit": 1}),
               e("budget.set", "budget:tenant:a", budget={"level": "tenant", "limit": 2})])
     assert [(x.run_id, x.payload["input_hash"]) for x in j.open_step_requests()] == [
-        ("wf:a", "h2"), ("wf:c", "h1")]
+        ("wf:a", "h2"), ("wf:c", "h1"), ("wf:n", "2")]
+    assert [t.id for t in open_tasks(j, run_id="wf:n")] == ["7"]
     assert j.open_step_requests(run_id="wf:c")[0].payload["input_hash"] == "h1"
-    assert j.undecided_approval_subjects() == ["approval:d2"]
+    assert j.undecided_approval_subjects() == ["approval:d2", "approval:d4"]
     assert [x.payload["budget"]["limit"] for x in j.latest_budget_sets()] == [2]
     assert j.verify().intact
     j.close()

@@ -17,7 +17,17 @@ from ..canonical import parse_iso
 from ..errors import CradleError, InputError
 from ..loop.approvals import effective_status
 from ..records import ApprovalStatus
-from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
+from .common import (
+    Format,
+    FormatOpt,
+    HomeOpt,
+    clean,
+    console,
+    err_console,
+    fail,
+    print_json,
+    table,
+)
 from .core import open_runtime
 
 approvals_app = typer.Typer(help="Human approvals: list, show, decide.", no_args_is_help=True)
@@ -29,16 +39,24 @@ AsOpt = Annotated[str, typer.Option("--as", help="The approving identity.")]
 
 @approvals_app.command("list")
 def approvals_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
-                   pending: Annotated[bool, typer.Option(help="Only pending ones.")] = False
+                   pending: Annotated[bool, typer.Option(help="Only pending ones.")] = False,
+                   limit: Annotated[int, typer.Option(
+                       min=1, help="How many approvals to show (oldest first).")] = 100,
+                   offset: Annotated[int, typer.Option(
+                       min=0, help="How many of the oldest approvals to skip.")] = 0,
                    ) -> None:
-    """List approvals (newest last); an approval past its expiry reads `expired`."""
+    """List approvals (newest last), one page at a time; an approval past its expiry reads
+    `expired`."""
     with open_runtime(home) as rt:
-        # the pending ones: only the digests with an approval not decided yet are folded
-        states = [st for st, _ in rt.approvals.undecided_read()] if pending \
-            else rt.approvals.all()
+        if pending:  # only the digests with an approval not decided yet are folded
+            states = [st for st, _ in rt.approvals.undecided_read()
+                      if st.approval.status is ApprovalStatus.PENDING]
+            total = len(states)
+            states = states[offset:offset + limit]
+        else:  # one page of the approvals asked for: the page's digests folded
+            states, total = rt.approvals.page(limit=limit, offset=offset)
         now = rt.clock()
-    items = [(s.approval, effective_status(s.approval, now)) for s in states
-             if not pending or s.approval.status is ApprovalStatus.PENDING]
+    items = [(s.approval, effective_status(s.approval, now)) for s in states]
     if fmt is Format.JSON:
         print_json([{**a.model_dump(mode="json"), "status": status.value}
                     for a, status in items])
@@ -48,6 +66,9 @@ def approvals_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
           [[a.id, status.value, a.run_id, a.proposal_id, a.requested_by,
             a.approver_id or "-", a.scope or "-",
             a.expires_at.isoformat() if a.expires_at else "-"] for a, status in items])
+    if offset + len(items) < total:
+        err_console.print(f"{offset + 1} to {offset + len(items)} of {total} approvals; "
+                          f"more with --offset {offset + len(items)}", highlight=False)
 
 
 @approvals_app.command("show")

@@ -186,6 +186,22 @@ class ApprovalBook:
             out.extend((st, events) for st in _fold(events).values())
         return out
 
+    def page(self, *, limit: int | None, offset: int = 0) -> tuple[list[ApprovalState], int]:
+        """One page of the approvals, in the order they were asked for, and how many there
+        are: each folded from its digest's events in its run (read once per digest and run
+        of the page) — the page's approvals, not every approval ever asked (``test_80``)."""
+        rows, total = self.journal.approval_page(limit=limit, offset=offset)
+        folded: dict[tuple[str, str], dict[str, ApprovalState]] = {}
+        out: list[ApprovalState] = []
+        for approval_id, subject, run_id in rows:
+            if (subject, run_id) not in folded:
+                folded[(subject, run_id)] = _fold(
+                    self.journal.events_for_subject(subject, run_id=run_id))
+            state = folded[(subject, run_id)].get(approval_id)
+            if state is not None:
+                out.append(state)
+        return out, total
+
     def undecided_read(self) -> list[tuple[ApprovalState, list[AuditEvent]]]:
         """:meth:`all_read` of the digests with an approval not decided yet (the derived
         ``undecided_approvals``): what the inbox shows is among them, and the approvals

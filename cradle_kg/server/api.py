@@ -123,15 +123,23 @@ def make_router(runtime: Runtime) -> APIRouter:
             {"seq": e.seq, "kind": e.kind, "at": e.at.isoformat(), "actor": e.actor,
              "subject": e.subject} for e in events]}
 
-    @router.get("/approvals", summary="Approvals, optionally only pending ones")
-    def approvals(who: Who, pending: Annotated[bool, Query()] = False) -> list[dict[str, Any]]:
-        # the pending ones are among the digests with an approval not decided yet (the
-        # derived ``undecided_approvals``): the approvals decided long ago are not folded
-        states = call(runtime.approvals.all if not pending else
-                      lambda: [st for st, _ in runtime.approvals.undecided_read()])
-        return [s.approval.model_dump(mode="json") for s in states
-                if (not pending or s.approval.status is ApprovalStatus.PENDING)
-                and sees(who, s.approval.requested_by)]
+    @router.get("/approvals", summary="Approvals in the order they were asked for, one page "
+                                      "at a time, optionally only pending ones")
+    def approvals(who: Who, pending: Annotated[bool, Query()] = False,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                  offset: Annotated[int, Query(ge=0, le=MAX_PAGE_INTEGER)] = 0
+                  ) -> list[dict[str, Any]]:
+        if pending:
+            # among the digests with an approval not decided yet (the derived
+            # ``undecided_approvals``): the approvals decided long ago are not folded
+            states = call(lambda: [st for st, _ in runtime.approvals.undecided_read()])
+            return [s.approval.model_dump(mode="json") for s in states
+                    if s.approval.status is ApprovalStatus.PENDING
+                    and sees(who, s.approval.requested_by)][offset:offset + limit]
+        # one page of ``approval_ids`` (the page's digests folded, not every approval's)
+        page, _ = call(lambda: runtime.approvals.page(limit=limit, offset=offset))
+        return [s.approval.model_dump(mode="json") for s in page
+                if sees(who, s.approval.requested_by)]
 
     @router.get("/approvals/{approval_id}",
                 summary="One approval and the exact action it is bound to (a caller's first "

@@ -337,6 +337,13 @@ class Journal(Protocol):
 
     def approval_subjects(self) -> list[str]: ...
 
+    def approval_page(self, *, limit: int | None = None, offset: int = 0
+                      ) -> tuple[list[tuple[str, str, str]], int]:
+        """One page of the approvals asked for, in the order they were (approval id, its
+        subject, its run), and how many there are: one range of ``approval_ids_seq``,
+        nothing decoded (``approvals list``, ``GET /api/approvals``)."""
+        ...
+
     def latest_budget_sets(self) -> list[AuditEvent]:
         """The newest ``budget.set`` event of each subject (``budget:<key>``), in the order
         the subjects were first set: the derived ``budget_sets`` (:mod:`.tasks_sql`), one

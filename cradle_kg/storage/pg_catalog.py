@@ -145,4 +145,6 @@ EXPECTED: frozenset[str] = frozenset({
     'index budget_sets_pkey CREATE UNIQUE INDEX budget_sets_pkey ON budget_sets USING btree (subject)',
     'relation budget_sets r rls=false',
     'relation budget_sets_pkey i rls=false',
+    'index approval_ids_seq CREATE INDEX approval_ids_seq ON approval_ids USING btree (seq)',
+    'relation approval_ids_seq i rls=false',
 })

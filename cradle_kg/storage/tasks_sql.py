@@ -73,6 +73,8 @@ SQLITE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS budget_sets (subject TEXT NOT NULL, first_seq INTEGER NOT NULL, "
     "last_seq INTEGER NOT NULL)",
     "CREATE UNIQUE INDEX IF NOT EXISTS budget_sets_subject ON budget_sets(subject)",
+    # approvals listed a page at a time, in the order they were asked for
+    "CREATE INDEX IF NOT EXISTS approval_ids_seq ON approval_ids(seq)",
 )
 POSTGRES_SCHEMA = (
     "CREATE TABLE human_tasks (seq bigint PRIMARY KEY, task_id text NOT NULL, "
@@ -88,6 +90,7 @@ POSTGRES_SCHEMA = (
     "CREATE INDEX open_steps_run ON open_steps(run_id, step, input_hash)",
     "CREATE TABLE budget_sets (subject text PRIMARY KEY, first_seq bigint NOT NULL, "
     "last_seq bigint NOT NULL)",
+    "CREATE INDEX approval_ids_seq ON approval_ids(seq)",
 )
 
 
@@ -278,6 +281,10 @@ def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved
 
 REPAIRS_SQL = "SELECT repairs FROM repairs WHERE run_id = {}"
 #: the subjects (``approval:<digest>``) of the undecided approvals, oldest request first
+#: one page of the approvals asked for, in that order: id, subject and run (then ``LIMIT`` /
+#: ``OFFSET``), through ``approval_ids_seq``
+APPROVAL_PAGE_SQL = ("SELECT a.approval_id, a.subject, e.run_id FROM approval_ids a "
+                     "JOIN events e ON e.seq = a.seq ORDER BY a.seq LIMIT {0} OFFSET {0}")
 #: the newest ``budget.set`` of each subject, in the order the subjects were first set
 BUDGET_SETS_SQL = ("SELECT {} FROM budget_sets b JOIN events e ON e.seq = b.last_seq "
                    "ORDER BY b.first_seq")
@@ -287,6 +294,7 @@ UNDECIDED_SUBJECTS_SQL = ("SELECT subject FROM undecided_approvals GROUP BY subj
                           "ORDER BY MIN(seq)")
 
 __all__ = [
+    "APPROVAL_PAGE_SQL",
     "BUDGET_COLUMNS",
     "BUDGET_SETS_SQL",
     "COLUMNS",

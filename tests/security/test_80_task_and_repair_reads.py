@@ -240,6 +240,7 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
         conn = sqlite3.connect(path, isolation_level=None)
         for table in tasks_sql.TABLES:
             conn.execute(f"DROP TABLE {table}")
+        conn.execute("DROP INDEX approval_ids_seq")
         conn.execute("PRAGMA user_version = 6")
         conn.close()
         again = SqliteJournal(path)
@@ -254,6 +255,7 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
         rt.close()
         with psycopg.connect(url, autocommit=True) as pg:
             pg.execute(f"DROP TABLE {', '.join(tasks_sql.TABLES)}")
+            pg.execute("DROP INDEX approval_ids_seq")
             pg.execute("DELETE FROM schema_migrations WHERE version = 8")
         with pytest.raises(JournalError, match="schema version `7`"):
             open_journal(url)
@@ -289,6 +291,8 @@ def test_the_inbox_decodes_no_approval_decided_before(tmp_path: Path,
                 == "awaiting_approval"
         want = [i.id for i in inbox(rt, kinds=("approval",))]
         first = _rows(decoded, lambda: inbox(rt, kinds=("approval",)))
+        # ``approvals list`` / ``GET /api/approvals``: a page of them, in the order asked
+        listed = _rows(decoded, lambda: rt.approvals.page(limit=2))
         for i in range(20):
             out = rt.submit(_close_account(f"d{i}", f"run:d{i}", f"d-{i}"))
             assert out.approval is not None
@@ -299,6 +303,14 @@ def test_the_inbox_decodes_no_approval_decided_before(tmp_path: Path,
         assert [i.id for i in inbox(rt, kinds=("approval",))] == want and len(want) == 2
         again = _rows(decoded, lambda: inbox(rt, kinds=("approval",)))
         assert again == first, f"{first} rows before 20 decided approvals, {again} after"
+        page, total = rt.approvals.page(limit=2)
+        assert [st.approval.id for st in page] == want and total == 22
+        assert _rows(decoded, lambda: rt.approvals.page(limit=2)) == listed
+        later, _ = rt.approvals.page(limit=3, offset=5)
+        assert [st.approval.run_id for st in later] == ["run:d3", "run:d4", "run:d5"]
+        assert [st.approval.id for st in rt.approvals.page(limit=None)[0]] == [
+            st.approval.id for st in sorted(rt.approvals.all(),
+                                            key=lambda st: st.approval.requested_at)]
         # ``GET /api/approvals?pending=true`` reads them too: the same approvals as the fold
         # of every approval ever asked
         pending = ApprovalStatus.PENDING

@@ -412,6 +412,7 @@ def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:
         conn.execute("DROP INDEX events_outcome")
         conn.execute("DROP INDEX events_kind_actor")  # migration 7's
         conn.execute(f"DROP TABLE {', '.join(TABLES_8)}")  # migration 8's
+        conn.execute("DROP INDEX approval_ids_seq")
         conn.execute("DELETE FROM schema_migrations WHERE version >= 4")  # and after it
     with pytest.raises(JournalError, match="schema version `3`"):
         open_journal(pg_url)
@@ -527,7 +528,8 @@ def test_a_journal_at_migration_6_gets_the_kind_actor_index(pg_url: str) -> None
         j.append([_size_event(10, "agent:a", 5, 10), _size_event(11, "agent:a", 6, 20)])
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DROP INDEX events_kind_actor")
-        conn.execute(f"DROP TABLE {', '.join(TABLES_8)}")  # migration 8's, after it
+        conn.execute(f"DROP TABLE {', '.join(TABLES_8)}")  # migration 8's
+        conn.execute("DROP INDEX approval_ids_seq")  # after it
         conn.execute("DELETE FROM schema_migrations WHERE version >= 7")
     with pytest.raises(JournalError, match="schema version `6`"):
         open_journal(pg_url)

@@ -89,7 +89,7 @@ def _approvals(rt: Runtime, run_id: str | None) -> list[InboxItem]:
     decision and its digest again: an agent that asked for 400 approvals in one run made
     every inbox read decode 80,000 events (``tests/security/test_60``). Only the digests
     with an approval not decided yet are read (``undecided_approvals``): the approvals
-    decided long ago are not decoded at every poll (``tests/security/test_80``)."""
+    decided long ago are not decoded at every poll (``tests/security/test_84``)."""
     now = rt.clock()
     out = []
     for st, seen in rt.approvals.undecided_read():
@@ -129,7 +129,7 @@ def _asking_policies(rt: Runtime, run_id: str, decision_id: str) -> tuple[list[s
 def _steps(rt: Runtime, run_id: str | None) -> list[InboxItem]:
     """The human steps waiting: read through the derived ``open_steps`` (the requests with
     no answer in a run that has not ended) — not every ``human.requested``,
-    ``human.decided`` and workflow end of the journal at every poll (``test_80``)."""
+    ``human.decided`` and workflow end of the journal at every poll (``test_84``)."""
     out = []
     for e in rt.journal.open_step_requests(run_id=run_id):
         p = e.payload

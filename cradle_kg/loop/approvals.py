@@ -189,7 +189,7 @@ class ApprovalBook:
     def page(self, *, limit: int | None, offset: int = 0) -> tuple[list[ApprovalState], int]:
         """One page of the approvals, in the order they were asked for, and how many there
         are: each folded from its digest's events in its run (read once per digest and run
-        of the page) — the page's approvals, not every approval ever asked (``test_80``)."""
+        of the page) — the page's approvals, not every approval ever asked (``test_84``)."""
         rows, total = self.journal.approval_page(limit=limit, offset=offset)
         folded: dict[tuple[str, str], dict[str, ApprovalState]] = {}
         out: list[ApprovalState] = []
@@ -205,7 +205,7 @@ class ApprovalBook:
     def undecided_read(self) -> list[tuple[ApprovalState, list[AuditEvent]]]:
         """:meth:`all_read` of the digests with an approval not decided yet (the derived
         ``undecided_approvals``): what the inbox shows is among them, and the approvals
-        decided long ago are not decoded again at each of its reads (``test_80``). Each
+        decided long ago are not decoded again at each of its reads (``test_84``). Each
         digest's every approval is returned, as :meth:`all_read` does; the caller keeps the
         pending ones."""
         out: list[tuple[ApprovalState, list[AuditEvent]]] = []

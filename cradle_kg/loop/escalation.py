@@ -93,7 +93,7 @@ def task_page(journal: Journal, *, run_id: str | None = None, include_resolved: 
     """One page of the human tasks (of one run), oldest first — the open ones, or every one
     with its resolution — and how many there are: read from the derived ``human_tasks``
     (:meth:`~cradle_kg.storage.Journal.human_tasks`), so the events decoded are the page's,
-    not every task event of the journal (``tests/security/test_80``)."""
+    not every task event of the journal (``tests/security/test_84``)."""
     rows, total = journal.human_tasks(run_id=run_id, include_resolved=include_resolved,
                                       limit=limit, offset=offset)
     return [_task(opened, done) for opened, done in rows], total
@@ -129,7 +129,7 @@ def resolution_event(task: HumanTask, *, by: str, note: str, at: datetime) -> Ne
 def repairs_in_run(journal: Journal, run_id: str) -> int:
     """How many ``repair`` outcomes the run has had so far (the repair budget counts them):
     the derived count (:meth:`~cradle_kg.storage.Journal.run_repairs`), one probe — not
-    every event of the run read again at each repair (``tests/security/test_80``)."""
+    every event of the run read again at each repair (``tests/security/test_84``)."""
     return journal.run_repairs(run_id)
 
 

@@ -322,7 +322,7 @@ class Journal(Protocol):
     def run_repairs(self, run_id: str) -> int:
         """How many ``run.outcome`` events of the run say ``repair`` (its repair budget's
         count): one probe of the derived ``repairs`` (:mod:`.tasks_sql`), nothing decoded —
-        not a read of the run's events at each repair (``tests/security/test_80``)."""
+        not a read of the run's events at each repair (``tests/security/test_84``)."""
         ...
 
     def human_tasks(self, *, run_id: str | None = None, include_resolved: bool = False,
@@ -332,7 +332,7 @@ class Journal(Protocol):
         ``human_task.opened`` event and its resolution's (None while open; only open ones
         unless ``include_resolved``), and how many there are in all. One range of the
         derived ``human_tasks`` (:mod:`.tasks_sql`): the rows decoded are those listed,
-        whatever else the journal holds (``tests/security/test_80``)."""
+        whatever else the journal holds (``tests/security/test_84``)."""
         ...
 
     def approval_subjects(self) -> list[str]: ...

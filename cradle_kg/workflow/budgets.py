@@ -113,7 +113,7 @@ class BudgetBook:
     def budgets(self) -> list[Budget]:
         """The budgets in force: the newest ``budget.set`` of each key, in the order the
         keys were first set (the derived ``budget_sets``: one row per budget decoded, at
-        every model call — not every budget ever set, ``tests/security/test_80``)."""
+        every model call — not every budget ever set, ``tests/security/test_84``)."""
         latest: dict[str, Budget] = {}
         for event in self.journal.latest_budget_sets():
             budget = Budget.model_validate(event.payload["budget"])

@@ -190,6 +190,13 @@ class GraphResponseError(GraphStoreError):
     code = "graph_bad_response"
 
 
+class GraphWatermarkError(GraphStoreError):
+    """The store's watermark names no event of this journal (ahead of its head): the
+    store holds another journal's projection, or someone else wrote its meta graph."""
+
+    code = "graph_watermark_ahead"
+
+
 class IdempotencyConflictError(CradleError):
     code = "idempotency_conflict"
 

@@ -18,7 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import CradleError, InputError, UnknownNameError
 from ..graph.bulk import validate_store
-from ..graph.catchup import catch_up, rebuild
+from ..graph.catchup import catch_up, check_watermark, rebuild
 from ..graph.owl import check_ontology
 from ..graph.packproj import PackProjector
 from ..graph.project import run_graph
@@ -86,7 +86,11 @@ def catch_up_home(store: GraphStore, journal: Journal, root: Path) -> int:
     """Bring ``store`` up to the journal with the home's packs' projection hooks, and
     their knowledge graphs installed (the packs are loaded only when the store is behind:
     that imports their code)."""
-    if store.projected_seq() >= journal.head()[0]:
+    seq = store.projected_seq()
+    head = journal.head()[0]
+    if seq > head:  # read after the watermark: a store ahead of it is refused
+        check_watermark(seq, journal)
+    if seq >= head:
         return 0
     from ..graph.knowledge import install
     from ..packs.hooks import home_knowledge

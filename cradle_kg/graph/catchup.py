@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from ..crashpoints import crashpoint
+from ..errors import GraphWatermarkError
 from ..records import AuditEvent
 from ..storage import Journal
 from ..storage.graph import (
@@ -61,13 +62,15 @@ def catch_up_to(store: ProjectionTarget, journal: Journal, *,
     ``head``: the journal's head as the caller has just read it (for ``progress`` only:
     the events read are those after the watermark, whatever the head)."""
     start = store.projected_seq()
+    if head is None:  # read after the watermark (the head only grows)
+        head, _ = journal.head()
+    if start > head:  # the caller's head may be older than the watermark: read again
+        check_watermark(start, journal)
     if start and store.layout() != PROJECTION_VERSION:
         # written by an older cradle-kg: its triples are laid out otherwise; the watermark
         # goes with the clear, so a kill half-way leaves a store projected again from 0
         done = rebuild(store, journal, projectors=projectors, progress=progress)
         return done, store.projected_seq()
-    if head is None:
-        head, _ = journal.head()
     done = last = 0
     ops = QuadBatch()
     for ev in journal.events(since_seq=start):
@@ -88,6 +91,22 @@ def catch_up_to(store: ProjectionTarget, journal: Journal, *,
     if progress:
         progress(max(last, start) - start, max(head, last) - start)
     return done, max(last, start)
+
+
+def check_watermark(seq: int, journal: Journal) -> None:
+    """Refuse a store whose watermark ``seq`` is past the journal's head (read now: the
+    watermark was read first, and the head only grows) — a store that holds another
+    journal's projection (another home configured with the same store, a journal restored
+    from an older backup) or whose meta graph someone else wrote. Catching up from it
+    skipped every event up to ``seq`` for good, silently (tests/security/test_80)."""
+    head, _ = journal.head()
+    if seq > head:
+        raise GraphWatermarkError(
+            f"the graph store says it holds the journal's projection up to event {seq}, "
+            f"but the journal ends at {head}: it holds another journal's projection (or "
+            "something else wrote its watermark); nothing was projected",
+            hint="give this home a store (or a dataset) of its own, or `cradle-kg graph "
+                 "rebuild` to project this journal into it again")
 
 
 def rebuild(store: ProjectionTarget, journal: Journal, *, projectors: Sequence[PackProjector] = (),
@@ -121,4 +140,4 @@ def rebuild(store: ProjectionTarget, journal: Journal, *, projectors: Sequence[P
     return state["count"]
 
 
-__all__ = ["BATCH", "catch_up", "catch_up_to", "event_ops", "rebuild"]
+__all__ = ["BATCH", "catch_up", "catch_up_to", "check_watermark", "event_ops", "rebuild"]

@@ -26,6 +26,7 @@ otherwise hold the caller for ever).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -75,6 +76,8 @@ _LOAD_CHUNK = 200_000
 MAX_ANSWER_BYTES = 1 << 30
 #: an answer's body arrives within this many ``timeout_s`` of its headers
 ANSWER_TIMEOUTS = 10
+#: a watermark or a layout as the meta graph holds it: ASCII digits, a signed 64-bit value
+_SEQ_TEXT = re.compile(r"[0-9]{1,18}")
 #: headers that described the body as it came over the wire, not as it is read
 _WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
@@ -211,13 +214,32 @@ class SparqlHttpStore:
                 return str(value.value)
         return None
 
+    def _meta_number(self, predicate: str, what: str) -> int | None:
+        """The one number the meta graph holds under ``predicate`` (None: none), read
+        strictly: a store (or a man in the middle, or another writer of the meta graph)
+        answering several values, an IRI, or anything but ASCII digits is refused —
+        ``int()`` read ``"٣"`` as 3 and the first of two values won (test_80)."""
+        rows = self._rows(f"SELECT ?v WHERE {{ GRAPH <{META_GRAPH}> {{ <{META_GRAPH}> "
+                          f"<{predicate}> ?v }} }}")
+        values = {row[0] for row in rows}
+        if not values:
+            return None
+        if len(values) > 1:
+            raise GraphResponseError(
+                f"the graph store holds {len(values)} values of its {what}: something "
+                "else writes its meta graph",
+                hint="one projector per store; `cradle-kg graph rebuild` writes it again")
+        (value,) = values
+        text = value.value if isinstance(value, ox.Literal) else None
+        if text is None or not _SEQ_TEXT.fullmatch(text):
+            shown = repr(str(value)[:60])
+            raise GraphResponseError(
+                f"the graph store's {what} {shown} is not a number",
+                hint="`cradle-kg graph rebuild` writes it again")
+        return int(text)
+
     def projected_seq(self) -> int:
-        value = self._meta(SEQ)
-        try:
-            return int(value or 0)
-        except ValueError:
-            raise GraphResponseError(f"the store's watermark `{value}` is not a number") \
-                from None
+        return self._meta_number(SEQ, "watermark") or 0
 
     def layout(self) -> int:
         value = self._meta(VERSION)
@@ -248,7 +270,8 @@ class SparqlHttpStore:
                     watermark: Callable[[], int]) -> None:
         # the watermark goes first (0), so a rebuild killed half-way is caught up from the
         # start; then the projection's graphs go (the packs' knowledge stays)
-        drops = [f"DROP SILENT GRAPH <{g}>" for g in split_graphs(self.graph_names())[1]]
+        # listed without reading the watermark: a rebuild is how a garbled one is mended
+        drops = [f"DROP SILENT GRAPH <{g}>" for g in split_graphs(self._list_graphs())[1]]
         self._update(" ;\n".join([*drops, watermark_update(0)]))
         for chunk in nquads:
             by_graph: dict[str, list[str]] = {}
@@ -339,11 +362,14 @@ class SparqlHttpStore:
         """cradle-kg's graphs in the store (``https://w3id.org/cradle/…``: a store the
         organisation already runs holds other graphs, and its own system graphs, which are
         none of the projection's business)."""
-        rows = self._rows("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
-                          f"FILTER(STRSTARTS(STR(?g), \"{OUR_GRAPHS}\")) }}")
-        names = sorted(r[0].value for r in rows if isinstance(r[0], ox.NamedNode))
+        names = self._list_graphs()
         self._names = (self.projected_seq(), names)
         return names
+
+    def _list_graphs(self) -> list[str]:
+        rows = self._rows("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
+                          f"FILTER(STRSTARTS(STR(?g), \"{OUR_GRAPHS}\")) }}")
+        return sorted(r[0].value for r in rows if isinstance(r[0], ox.NamedNode))
 
     def _dataset_names(self) -> list[str]:
         """The graphs a union default graph spans: listed again only when the watermark

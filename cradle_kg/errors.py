@@ -197,6 +197,12 @@ class GraphWatermarkError(GraphStoreError):
     code = "graph_watermark_ahead"
 
 
+class GraphLayoutError(GraphStoreError):
+    """The store was written with a projection layout newer than this code's."""
+
+    code = "graph_layout_newer"
+
+
 class IdempotencyConflictError(CradleError):
     code = "idempotency_conflict"
 

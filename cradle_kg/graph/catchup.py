@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from ..crashpoints import crashpoint
-from ..errors import GraphWatermarkError
+from ..errors import GraphLayoutError, GraphResponseError, GraphWatermarkError
 from ..records import AuditEvent
 from ..storage import Journal
 from ..storage.graph import (
@@ -66,11 +66,27 @@ def catch_up_to(store: ProjectionTarget, journal: Journal, *,
         head, _ = journal.head()
     if start > head:  # the caller's head may be older than the watermark: read again
         check_watermark(start, journal)
-    if start and store.layout() != PROJECTION_VERSION:
+    layout = store.layout() if start else PROJECTION_VERSION
+    if layout > PROJECTION_VERSION:
+        # a newer cradle-kg writes this store: rebuilt down to this layout on each round,
+        # and back up by the other, it flapped for ever (tests/security/test_81)
+        raise GraphLayoutError(
+            f"the graph store was written with projection layout {layout}, newer than "
+            f"this cradle-kg's ({PROJECTION_VERSION}): nothing was projected",
+            hint="project with the newer cradle-kg, or give this one a store of its own "
+                 "(`cradle-kg graph rebuild` takes the store back to this layout)")
+    if layout != PROJECTION_VERSION:
         # written by an older cradle-kg: its triples are laid out otherwise; the watermark
         # goes with the clear, so a kill half-way leaves a store projected again from 0
         done = rebuild(store, journal, projectors=projectors, progress=progress)
-        return done, store.projected_seq()
+        after = store.projected_seq()
+        if store.layout() != PROJECTION_VERSION:
+            # a store that does not keep what it is sent: rebuilt again on every round
+            raise GraphResponseError(
+                "the graph store did not keep the projection layout its rebuild wrote "
+                f"(it still says {store.layout()}): is it read-only, or written by "
+                "something else?")
+        return done, after
     done = last = 0
     ops = QuadBatch()
     for ev in journal.events(since_seq=start):

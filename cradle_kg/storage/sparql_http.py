@@ -232,7 +232,7 @@ class SparqlHttpStore:
         (value,) = values
         text = value.value if isinstance(value, ox.Literal) else None
         if text is None or not _SEQ_TEXT.fullmatch(text):
-            shown = repr(str(value)[:60])
+            shown = repr(str(getattr(value, "value", value))[:60])
             raise GraphResponseError(
                 f"the graph store's {what} {shown} is not a number",
                 hint="`cradle-kg graph rebuild` writes it again")
@@ -242,8 +242,9 @@ class SparqlHttpStore:
         return self._meta_number(SEQ, "watermark") or 0
 
     def layout(self) -> int:
-        value = self._meta(VERSION)
-        return int(value) if value and value.isdigit() else 1
+        # read like the watermark: ``"²".isdigit()`` held and ``int()`` then raised a
+        # ValueError out of every catch-up (tests/security/test_81)
+        return self._meta_number(VERSION, "projection layout") or 1
 
     def apply(self, batch: QuadBatch, seq: int) -> None:
         # INVARIANT: the batch and its watermark in ONE request (module docstring) — up to

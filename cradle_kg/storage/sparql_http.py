@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -68,12 +69,17 @@ _RESULTS_JSON = "application/sparql-results+json"
 _NTRIPLES = "application/n-triples"
 _ACCEPT_ANY = f"{_RESULTS_JSON}, {_NTRIPLES};q=0.9, text/turtle;q=0.8"
 _ACCEPT_RDF = f"{_NTRIPLES}, text/turtle;q=0.8"
+_ACCEPT_ENCODING = "gzip, deflate"
 #: the most SPARQL Update text sent in one request of a projection batch
 _APPLY_BYTES = 400_000
 #: N-Triples per graph-store POST while rebuilding
 _LOAD_CHUNK = 200_000
 #: the most bytes of one answer of the store (a graph exported whole included)
 MAX_ANSWER_BYTES = 1 << 30
+#: the most bytes of an answer that carries a few terms or a status line: the meta graph's
+#: watermark, layout and digests, and what an update or a graph-store write answers — the
+#: reads and writes of every round of ``graph follow`` (tests/security/test_83)
+SMALL_ANSWER_BYTES = 1 << 16
 #: an answer's body arrives within this many ``timeout_s`` of its headers
 ANSWER_TIMEOUTS = 10
 #: a watermark or a layout as the meta graph holds it: ASCII digits, a signed 64-bit value
@@ -96,6 +102,8 @@ class SparqlHttpStore:
             headers["Authorization"] = f"Bearer {remote.bearer}"
         elif remote.basic:
             auth = httpx.BasicAuth(*remote.basic)
+        # the encodings :func:`_decoder` reads with a bound (httpx would ask for zstd too)
+        headers["Accept-Encoding"] = _ACCEPT_ENCODING
         self.client = client or httpx.Client(timeout=remote.timeout_s, auth=auth,
                                              headers=headers)
 
@@ -104,9 +112,12 @@ class SparqlHttpStore:
 
     # --- HTTP, with typed errors --------------------------------------------------
 
-    def _send(self, method: str, url: str, **kw: Any) -> httpx.Response:
+    def _send(self, method: str, url: str, *, limit: int | None = None,
+              **kw: Any) -> httpx.Response:
+        """``limit``: the most bytes the answer may hold (:data:`MAX_ANSWER_BYTES`)."""
         try:
-            response = self._bounded(self.client.build_request(method, url, **kw), url)
+            response = self._bounded(self.client.build_request(method, url, **kw), url,
+                                     MAX_ANSWER_BYTES if limit is None else limit)
         except httpx.TimeoutException as exc:
             raise GraphTimeoutError(
                 f"the graph store `{url}` did not answer within "
@@ -126,25 +137,32 @@ class SparqlHttpStore:
                                       "`CRADLE_GRAPH_PASSWORD`")
         return response
 
-    def _bounded(self, request: httpx.Request, url: str) -> httpx.Response:
-        """The answer to ``request``, read whole — refused past :data:`MAX_ANSWER_BYTES`
-        or :data:`ANSWER_TIMEOUTS` times ``timeout_s`` after its headers."""
+    def _bounded(self, request: httpx.Request, url: str, limit: int) -> httpx.Response:
+        """The answer to ``request``, read whole — refused past ``limit`` bytes (decoded:
+        a gzip stream of 1 MB is 1 GB of spaces) or :data:`ANSWER_TIMEOUTS` times
+        ``timeout_s`` after its headers."""
         streamed = self.client.send(request, stream=True)
         try:
             deadline = time.monotonic() + ANSWER_TIMEOUTS * self.remote.timeout_s
             body = bytearray()
-            for chunk in streamed.iter_bytes():
-                body += chunk
-                if len(body) > MAX_ANSWER_BYTES:
+            # decoded here, never past the limit: httpx decodes each chunk whole, and 64 KB
+            # of zstd is 2 GiB of spaces (tests/security/test_83)
+            decode = _decoder(streamed.headers.get("content-encoding", ""), url)
+            for raw in streamed.iter_raw():
+                body += decode(raw, limit - len(body))
+                if len(body) > limit:
                     raise GraphResponseError(
-                        f"the graph store `{url}` answered more than {MAX_ANSWER_BYTES} "
-                        "bytes")
+                        f"the graph store `{url}` answered more than {limit} bytes")
                 if time.monotonic() > deadline:
                     raise GraphTimeoutError(
                         f"the graph store `{url}` did not send its whole answer within "
                         f"{ANSWER_TIMEOUTS * self.remote.timeout_s:g} s",
                         hint="a longer `timeout_s` in the home's `graph` setting, or "
                              "`CRADLE_GRAPH_TIMEOUT`")
+            body += decode(b"", limit - len(body))
+            if len(body) > limit:
+                raise GraphResponseError(
+                    f"the graph store `{url}` answered more than {limit} bytes")
         finally:
             streamed.close()
         headers = [(k, v) for k, v in streamed.headers.multi_items()
@@ -161,14 +179,15 @@ class SparqlHttpStore:
     def _update(self, text: str) -> None:
         self._names = None
         response = self._send("POST", self.remote.update, content=text.encode("utf-8"),
+                              limit=SMALL_ANSWER_BYTES,
                               headers={"Content-Type": "application/sparql-update"})
         if response.status_code >= 300:
             raise self._fail(response, "an update")
 
     def _select(self, text: str, *, data: Sequence[tuple[str, str]] = (),
-                accept: str = _RESULTS_JSON) -> httpx.Response:
+                accept: str = _RESULTS_JSON, limit: int | None = None) -> httpx.Response:
         body = urlencode([("query", text), *data]).encode("ascii")
-        response = self._send("POST", self.remote.query, content=body,
+        response = self._send("POST", self.remote.query, content=body, limit=limit,
                               headers={"Accept": accept,
                                        "Content-Type": "application/x-www-form-urlencoded"})
         if response.status_code == 400:
@@ -179,8 +198,9 @@ class SparqlHttpStore:
             raise self._fail(response, "a query")
         return response
 
-    def _solutions(self, text: str) -> ox.QuerySolutions | ox.QueryBoolean:
-        response = self._select(text)
+    def _solutions(self, text: str, *, limit: int | None = None
+                   ) -> ox.QuerySolutions | ox.QueryBoolean:
+        response = self._select(text, limit=limit)
         return self._parse_results(response)
 
     def _parse_results(self, response: httpx.Response) -> ox.QuerySolutions | ox.QueryBoolean:
@@ -203,8 +223,8 @@ class SparqlHttpStore:
             raise GraphResponseError("the graph store's answer is not SPARQL JSON results")
         return parsed
 
-    def _rows(self, text: str) -> list[ox.QuerySolution]:
-        found = self._solutions(text)
+    def _rows(self, text: str, *, limit: int | None = None) -> list[ox.QuerySolution]:
+        found = self._solutions(text, limit=limit)
         if not isinstance(found, ox.QuerySolutions):
             raise GraphResponseError("the graph store answered a boolean to a SELECT")
         try:
@@ -216,7 +236,7 @@ class SparqlHttpStore:
 
     def _meta(self, predicate: str, subject: str = META_GRAPH) -> str | None:
         rows = self._rows(f"SELECT ?v WHERE {{ GRAPH <{META_GRAPH}> {{ <{subject}> "
-                          f"<{predicate}> ?v }} }}")
+                          f"<{predicate}> ?v }} }}", limit=SMALL_ANSWER_BYTES)
         for row in rows:
             value = row[0]
             if isinstance(value, ox.Literal):
@@ -229,7 +249,7 @@ class SparqlHttpStore:
         answering several values, an IRI, or anything but ASCII digits is refused —
         ``int()`` read ``"٣"`` as 3 and the first of two values won (test_80)."""
         rows = self._rows(f"SELECT ?v WHERE {{ GRAPH <{META_GRAPH}> {{ <{META_GRAPH}> "
-                          f"<{predicate}> ?v }} }}")
+                          f"<{predicate}> ?v }} }}", limit=SMALL_ANSWER_BYTES)
         values = {row[0] for row in rows}
         if not values:
             return None
@@ -305,6 +325,7 @@ class SparqlHttpStore:
 
     def _post_graph(self, name: str, ntriples: str) -> None:
         response = self._send("POST", self.remote.store, params=self._graph_params(name),
+                              limit=SMALL_ANSWER_BYTES,
                               content=ntriples.encode("utf-8"),
                               headers={"Content-Type": _NTRIPLES})
         if response.status_code >= 300:
@@ -417,6 +438,7 @@ class SparqlHttpStore:
             raise GraphStoreError(f"knowledge graph `{graph}` does not parse: {exc}") from None
         self._update(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{DIGEST}> ?d }} }}")
         response = self._send("PUT", self.remote.store, params=self._graph_params(graph),
+                              limit=SMALL_ANSWER_BYTES,
                               content=body or b"", headers={"Content-Type": _NTRIPLES})
         if response.status_code >= 300:
             raise self._fail(response, f"a graph-store PUT of `{graph}`")
@@ -444,6 +466,41 @@ class SparqlHttpStore:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _decoder(encoding: str, url: str) -> Callable[[bytes, int], bytes]:
+    """What decodes an answer's body of ``Content-Encoding`` ``encoding``, a chunk at a
+    time: ``decode(raw, room)`` gives at most ``room + 1`` bytes (one past the room is
+    the sign it did not fit; ``raw`` empty: the end of the body). Identity, gzip or
+    deflate — what the client asks for (:data:`_ACCEPT_ENCODING`); anything else is
+    refused, not decoded."""
+    name = encoding.strip().lower()
+    if name in ("", "identity"):
+        return lambda raw, room: raw
+    if name not in ("gzip", "x-gzip", "deflate"):
+        raise GraphResponseError(f"the graph store `{url}` answered in an encoding not "
+                                 f"asked for: {encoding[:40]!r}")
+    # gzip, or zlib (either header, as the "deflate" of HTTP is sent both ways)
+    inflate = zlib.decompressobj(zlib.MAX_WBITS | (16 if "gzip" in name else 32))
+
+    seen = False
+
+    def decode(raw: bytes, room: int) -> bytes:
+        nonlocal seen
+        try:
+            if raw:
+                seen = True
+                return inflate.decompress(inflate.unconsumed_tail + raw, max(room, 0) + 1)
+            out = inflate.decompress(inflate.unconsumed_tail, max(room, 0) + 1)
+            if seen and not inflate.eof and len(out) <= room:
+                raise GraphResponseError(f"the graph store `{url}` sent a compressed "
+                                         "answer cut short")
+            return out
+        except zlib.error as exc:
+            raise GraphResponseError(f"the graph store `{url}` sent a compressed answer "
+                                     f"that does not decompress: {exc}") from None
+
+    return decode
 
 
 def _parse(content: bytes, media: str) -> list[ox.Triple]:

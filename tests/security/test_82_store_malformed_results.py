@@ -48,7 +48,7 @@ from tests.conftest import proposal
 
 _JSON = "application/sparql-results+json"
 #: an array nested past Python's recursion limit, with the word that made it decoded
-DEEP = (b'{"head":{"vars":["v"]},"results":{"bindings":[' + b"[" * 60_000 + b"]" * 60_000
+DEEP = (b'{"head":{"vars":["v"]},"results":{"bindings":[' + b"[" * 20_000 + b"]" * 20_000
         + b']},"x":"http://www.w3.org/2001/XMLSchema#boolean"}')
 _INT = "http://www.w3.org/2001/XMLSchema#integer"
 Answer = tuple[int, str | None, bytes]

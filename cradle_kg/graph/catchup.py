@@ -23,6 +23,7 @@ from ..storage import Journal
 from ..storage.graph import (
     PROJECTION_VERSION,
     SHARED_GRAPH,
+    JournalBound,
     Progress,
     ProjectionTarget,
     QuadBatch,
@@ -66,6 +67,7 @@ def catch_up_to(store: ProjectionTarget, journal: Journal, *,
         head, _ = journal.head()
     if start > head:  # the caller's head may be older than the watermark: read again
         check_watermark(start, journal)
+    unbound = check_journal(store, journal)  # read only: a refused store is not written
     layout = store.layout() if start else PROJECTION_VERSION
     if layout > PROJECTION_VERSION:
         # a newer cradle-kg writes this store: rebuilt down to this layout on each round,
@@ -87,6 +89,9 @@ def catch_up_to(store: ProjectionTarget, journal: Journal, *,
                 f"(it still says {store.layout()}): is it read-only, or written by "
                 "something else?")
         return done, after
+    if unbound is not None:  # before the first batch: named the journal it projects
+        assert isinstance(store, JournalBound)
+        store.bind_journal(unbound)
     done = last = 0
     ops = QuadBatch()
     for ev in journal.events(since_seq=start):
@@ -125,6 +130,36 @@ def check_watermark(seq: int, journal: Journal) -> None:
                  "rebuild` to project this journal into it again")
 
 
+def journal_identity(journal: Journal) -> str | None:
+    """The hash of the journal's first event (None: the journal is empty)."""
+    first = next(iter(journal.events(batch=1)), None)  # one row read (a page of 1)
+    return None if first is None else first.hash
+
+
+def check_journal(store: ProjectionTarget, journal: Journal) -> str | None:
+    """Refuse a store that records another journal than ``journal`` (its first event's
+    hash); returns the identity to record when the store records none (it is bound to
+    ``journal`` before anything is projected), else None.
+    A store holding another journal's projection up to a watermark *behind* this
+    journal's head was caught up from that watermark: every event before it skipped, for
+    good (tests/security/test_80)."""
+    if not isinstance(store, JournalBound):
+        return None
+    mine = journal_identity(journal)
+    if mine is None:
+        return None
+    theirs = store.journal_identity()
+    if theirs is None:
+        return mine
+    if theirs != mine:
+        raise GraphWatermarkError(
+            f"the graph store holds the projection of another journal (its first event "
+            f"{theirs[:23]}…, this journal's {mine[:23]}…): nothing was projected",
+            hint="give this home a store (or a dataset) of its own, or `cradle-kg graph "
+                 "rebuild` to project this journal into it again")
+    return None
+
+
 def rebuild(store: ProjectionTarget, journal: Journal, *, projectors: Sequence[PackProjector] = (),
             progress: Progress | None = None) -> int:
     """Drop the projection in ``store`` and project the whole journal again (bulk);
@@ -151,9 +186,14 @@ def rebuild(store: ProjectionTarget, journal: Journal, *, projectors: Sequence[P
 
     # the retractions are complete once the chunks are consumed, before they are applied
     store.replace_all(chunks(), retractions, lambda: state["last"])
+    # bound after: a rebuild killed before this names the journal before, and is refused
+    mine = journal_identity(journal)
+    if mine is not None and isinstance(store, JournalBound):
+        store.bind_journal(mine)
     if progress:
         progress(head, head)
     return state["count"]
 
 
-__all__ = ["BATCH", "catch_up", "catch_up_to", "check_watermark", "event_ops", "rebuild"]
+__all__ = ["BATCH", "catch_up", "catch_up_to", "check_journal", "check_watermark", "event_ops",
+           "journal_identity", "rebuild"]

@@ -36,6 +36,8 @@ _CRADLE = "https://w3id.org/cradle#"
 DIGEST = f"{_CRADLE}knowledgeDigest"
 SEQ = f"{_CRADLE}projectedSeq"
 VERSION = f"{_CRADLE}projectionVersion"
+#: the journal a store projects: the hash of its first event (tests/security/test_80)
+JOURNAL = f"{_CRADLE}projectedJournal"
 _INT = "http://www.w3.org/2001/XMLSchema#integer"
 
 #: the layout of the projection; a store written with another one is rebuilt on its next
@@ -224,6 +226,21 @@ class ProjectionTarget(Protocol):
 
 
 @runtime_checkable
+class JournalBound(Protocol):
+    """A store that records which journal it projects (the home's stores; the server's
+    private store projects only the journal it was built from)."""
+
+    def journal_identity(self) -> str | None:
+        """The hash of the first event of the journal the store projects (None: not
+        recorded — empty, or written before it was)."""
+        ...
+
+    def bind_journal(self, identity: str) -> None:
+        """Record ``identity`` as the journal the store projects."""
+        ...
+
+
+@runtime_checkable
 class GraphStore(ProjectionTarget, Protocol):
     """What the runtime, the CLI and the server ask of a graph store."""
 
@@ -292,6 +309,7 @@ __all__ = [
     "PROJECTION_VERSION",
     "SHARED_GRAPH",
     "GraphStore",
+    "JournalBound",
     "Progress",
     "ProjectionTarget",
     "QuadBatch",

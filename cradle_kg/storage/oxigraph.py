@@ -26,6 +26,7 @@ from ..crashpoints import crashpoint
 from ..errors import GraphStoreError, QueryError
 from .graph import (
     DIGEST,
+    JOURNAL,
     META_GRAPH,
     PROJECTION_VERSION,
     SEQ,
@@ -170,6 +171,15 @@ class OxigraphStore:
 
     def layout(self) -> int:
         return self._read_meta().layout
+
+    def journal_identity(self) -> str | None:
+        return self._meta_value(JOURNAL)
+
+    def bind_journal(self, identity: str) -> None:
+        meta = f"<{META_GRAPH}>"
+        self.store.update(f"DELETE WHERE {{ GRAPH {meta} {{ {meta} <{JOURNAL}> ?v }} }} ;\n"
+                          f"INSERT DATA {{ GRAPH {meta} {{ {meta} <{JOURNAL}> "
+                          f"{ox.Literal(identity)} }} }}")
 
     def _watermark_triples(self) -> list[str]:
         """The watermark and layout triples the store holds now (N-Triples)."""

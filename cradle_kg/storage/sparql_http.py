@@ -48,6 +48,7 @@ from ..errors import (
 )
 from .graph import (
     DIGEST,
+    JOURNAL,
     META_GRAPH,
     SEQ,
     VERSION,
@@ -96,6 +97,8 @@ class SparqlHttpStore:
         self.local_path: Path | None = None
         #: (watermark, graph names) of the last listing
         self._names: tuple[int, list[str]] | None = None
+        #: the journal the store projects, as last read or written (test_80)
+        self._journal: str | None = None
         auth: httpx.Auth | None = None
         headers: dict[str, str] = {}
         if remote.bearer:
@@ -269,6 +272,26 @@ class SparqlHttpStore:
 
     def projected_seq(self) -> int:
         return self._meta_number(SEQ, "watermark") or 0
+
+    def journal_identity(self) -> str | None:
+        if self._journal is None:
+            rows = self._rows(f"SELECT ?v WHERE {{ GRAPH <{META_GRAPH}> {{ <{META_GRAPH}> "
+                              f"<{JOURNAL}> ?v }} }}", limit=SMALL_ANSWER_BYTES)
+            values = {row[0] for row in rows}
+            if len(values) > 1 or any(not isinstance(v, ox.Literal) for v in values):
+                raise GraphResponseError(
+                    f"the graph store names {len(values)} journals it projects: something "
+                    "else writes its meta graph",
+                    hint="one projector per store; `cradle-kg graph rebuild` writes it again")
+            self._journal = values.pop().value if values else None
+        return self._journal
+
+    def bind_journal(self, identity: str) -> None:
+        meta = f"<{META_GRAPH}>"
+        self._update(f"DELETE WHERE {{ GRAPH {meta} {{ {meta} <{JOURNAL}> ?v }} }} ;\n"
+                     f"INSERT DATA {{ GRAPH {meta} {{ {meta} <{JOURNAL}> "
+                     f"{ox.Literal(identity)} }} }}")
+        self._journal = identity
 
     def layout(self) -> int:
         # read like the watermark: ``"²".isdigit()`` held and ``int()`` then raised a

@@ -8,15 +8,20 @@ backup with its store kept, or anyone else who writes the meta graph — says a 
 past this journal's head: ``graph sync`` answered ``synced: 0 new events`` (exit 0),
 ``graph follow`` ``projected 31/8 …, lag 0 events``, and every event of this journal up
 to that number was skipped for good — a gap nothing reported, under another journal's
-triples. The watermark was read loosely too: ``int()`` took ``"٣"`` (an Arabic-Indic
-digit) for 3, and of two watermark values the store answered the first won.
+triples. Below this journal's head the same: a staging journal longer than production's
+watermark was caught up from that watermark — its first events skipped for good,
+``synced: N new events``. The watermark was read loosely too: ``int()`` took ``"٣"`` (an
+Arabic-Indic digit) for 3, and of two watermark values the store answered the first won.
 
-Now the watermark is one value of ASCII digits or a typed error (``graph_bad_response``),
-and a watermark past the journal's head (read after it) is ``graph_watermark_ahead``:
-one ``error:`` line and exit 2 from ``graph sync`` / ``follow --once`` / ``export``,
-``not projected (retrying): …`` from a running ``graph follow`` (which backs off and goes
-on), nothing written into the store. ``graph rebuild`` still projects this journal into
-it again (it is how such a store is taken back).
+Now the watermark is one value of ASCII digits or a typed error (``graph_bad_response``);
+a watermark past the journal's head (read after it) is ``graph_watermark_ahead``, and so
+is a store that records another journal — the store's meta graph names the journal it
+projects (``cradle:projectedJournal``, the hash of its first event), written before the
+first batch (a store written before it is bound to the first journal that catches it up)
+and by every rebuild: one ``error:`` line and exit 2 from ``graph sync`` / ``follow
+--once`` / ``export``, ``not projected (retrying): …`` from a running ``graph follow``
+(which backs off and goes on), nothing written into the store. ``graph rebuild`` still
+projects this journal into it again (it is how such a store is taken back).
 """
 
 from __future__ import annotations
@@ -111,6 +116,35 @@ def test_sync_and_follow_refuse_another_journal_s_store(
     assert done.returncode == 0, done.stderr
     assert _watermark(url) == head
     assert [g for g in _runs(url) if "staging" in g]
+
+
+def test_a_longer_journal_is_not_caught_up_from_another_s_watermark(
+        oxigraph_server: ScratchOxigraph, tmp_path: Path) -> None:
+    """The other journal's watermark *behind* this one's head: it was caught up from
+    there, the events before it skipped for good (``synced: N new events``, exit 0)."""
+    oxigraph_server.clear()
+    url = oxigraph_server.setting()
+    prod = _home(tmp_path / "prod", 2, "prod")
+    staging = tmp_path / "staging"
+    staging_head = _home(staging, 8, "staging")
+    assert _cli(tmp_path / "prod", url, "graph", "sync").returncode == 0
+    assert _watermark(url) == prod < staging_head
+    for args in (("graph", "sync"), ("graph", "follow", "--once")):
+        done = _cli(staging, url, *args)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "error: the graph store holds the projection of another journal" \
+            in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+    assert _watermark(url) == prod
+    assert not [g for g in _runs(url) if "staging" in g]
+    # production goes on as before; a rebuild gives the store to staging, and then
+    # production is the one refused
+    assert _cli(tmp_path / "prod", url, "graph", "sync").returncode == 0
+    assert _cli(staging, url, "graph", "rebuild").returncode == 0
+    assert _watermark(url) == staging_head
+    assert _cli(staging, url, "graph", "sync").returncode == 0
+    done = _cli(tmp_path / "prod", url, "graph", "sync")
+    assert done.returncode == 2 and "another journal" in done.stderr, done.stderr
 
 
 def test_a_running_follower_says_it_and_goes_on(shared: tuple[str, Path, int]) -> None:

@@ -36,6 +36,8 @@ from ..records import PolicyResult
 #: separates a pack's id from its own policy id (``customs.hs-router/finalize``); reserved
 #: for packs, so an id without it can only come from the home's own policies
 NAMESPACE_SEPARATOR = "/"
+#: parsed entity sets a policy engine keeps (one per acting identity, in practice)
+_ENTITY_SETS = 256
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,8 @@ class PolicyEngine:
         self._meta = {pid: (effect, {**ann, "id": cited[pid][0]} if "id" in ann else ann)
                       for pid, (effect, ann) in merged.items()}
         self._ids = {pid: cid for pid, (cid, _) in cited.items()}
+        #: parsed entity sets by their JSON text (:meth:`_entity_set`)
+        self._entities: dict[str, cedarpy.Entities] = {}
 
     @classmethod
     def from_paths(cls, paths: Iterable[Path], *, namespace: str | None = None) -> PolicyEngine:
@@ -214,7 +218,7 @@ class PolicyEngine:
             "context": dict(context),
         }
         try:
-            result = cedarpy.is_authorized(request, self._set, entities or [])
+            result = cedarpy.is_authorized(request, self._set, self._entity_set(entities or []))
         except Exception as exc:  # cedar refused the request itself: fail closed
             return PolicyOutcome(False, (), (f"cedar could not evaluate the request: {exc}",))
         errors = tuple(str(e) for e in result.diagnostics.errors)
@@ -227,6 +231,19 @@ class PolicyEngine:
         if not result.allowed:
             return self._denied(determining)
         return self._allowed(determining)
+
+    def _entity_set(self, entities: list[dict[str, Any]]) -> cedarpy.Entities:
+        """The parsed handle of ``entities``, keyed by their exact JSON text: the same few
+        identities come back on every call, and cedar parses a JSON entity list anew on
+        each (a different list is a different key: never another list's handle)."""
+        text = json.dumps(entities)
+        handle = self._entities.get(text)
+        if handle is None:
+            handle = cedarpy.Entities.from_json_str(text)
+            if len(self._entities) >= _ENTITY_SETS:
+                self._entities.clear()
+            self._entities[text] = handle
+        return handle
 
     def _result(self, pid: str) -> PolicyResult:
         effect, annotations = self._meta.get(pid, ("", {}))

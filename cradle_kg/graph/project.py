@@ -669,7 +669,9 @@ def project_event(ev: AuditEvent, projectors: Sequence[PackProjector] = ()) -> l
 
 
 def ntriples(triples: Iterable[str]) -> str:
-    return "".join(f"{t} .\n" for t in triples)
+    """The triples as an N-Triples document: each followed by `` .`` and a newline."""
+    lines = triples if isinstance(triples, list) else list(triples)
+    return " .\n".join(lines) + " .\n" if lines else ""
 
 
 def project(events: Iterable[AuditEvent],

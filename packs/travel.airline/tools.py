@@ -241,7 +241,7 @@ def _read_state(db: Reader, req: VerifyRequest,
     changes = db.changes(req.action.idempotency_key)
     return report(read_back(True, matches, state_detail=detail), read_at=read_at,
                   source=SOURCE, evidence={**evidence, "changes": changes},
-                  changed=changed_resources(changes), facts=statement_checks(db, req))
+                  changed=changed_resources(changes), facts=statement_checks(db, req, args))
 
 
 #: the customer statements the airline's own records can settle, and the flight status
@@ -251,14 +251,14 @@ _SETTLED_BY_FLIGHTS = {(rules.REASON, "airline_cancelled"): "cancelled",
                        (rules.COMPENSATION, "delayed_flight"): "delayed"}
 
 
-def statement_checks(db: Reader, req: VerifyRequest) -> list[FactCheck]:
+def statement_checks(db: Reader, req: VerifyRequest, args: dict[str, Any]) -> list[FactCheck]:
     """The customer's statements the database can confirm: "the airline
     cancelled my flight", "my flight was delayed" are read against the flights of the
     reservation (or, for a compensation, of the customer's reservations). What only the
     customer knows (a yes, health, weather, a change of plan) stays their statement: a
-    candidate fact, visible as such, never Verified."""
+    candidate fact, visible as such, never Verified. ``args``: the call's arguments as
+    JSON (the caller's dump of ``req.arguments``)."""
     view = api.View(db.conn, "")
-    args = req.arguments.model_dump(mode="json")
     out: list[FactCheck] = []
     for index, fact in enumerate(req.facts):
         status = _SETTLED_BY_FLIGHTS.get((fact.predicate, str(fact.object)))

@@ -14,7 +14,7 @@ from cradle_kg.packs.sdk import Finding, PackContext, Proposal, ToolSpec, valida
 
 from . import api, rules
 from .db import AirlineDB, Reader
-from .tools import created_at
+from .tools import created_at_of
 
 
 def statements(proposal: Proposal) -> tuple[dict[str, str], dict[str, str]]:
@@ -41,6 +41,7 @@ def policy(ctx: PackContext, proposal: Proposal, spec: ToolSpec) -> Sequence[Fin
     args = spec.parse_arguments(proposal.action.arguments).model_dump(mode="json")
     said, hearsay = statements(proposal)
     with AirlineDB.of(ctx).reading() as conn:  # one read-only connection for every rule
+        now = Reader(conn).now()  # the domain clock, read once for the rules and the view
         call = rules.Call(tool=name, args=args, on_behalf_of=proposal.on_behalf_of, said=said,
-                          hearsay=hearsay, now=Reader(conn).now())
-        return rules.findings(api.View(conn, created_at(conn)), call)
+                          hearsay=hearsay, now=now)
+        return rules.findings(api.View(conn, created_at_of(now)), call)

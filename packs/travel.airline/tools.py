@@ -62,7 +62,13 @@ def created_at(conn: Any) -> str:
     """The domain clock as the benchmark writes ``created_at`` (EST, no offset)."""
     row = conn.execute("SELECT value FROM meta WHERE key = 'now'").fetchone()
     now = datetime.fromisoformat(str(row[0])) if row else None
-    return now.strftime("%Y-%m-%dT%H:%M:%S") if now else "2024-05-15T15:00:00"
+    return created_at_of(now) if now else "2024-05-15T15:00:00"
+
+
+def created_at_of(now: datetime) -> str:
+    """:func:`created_at` of a domain clock already read (``Reader.now``: the database's,
+    or ``DEFAULT_NOW``, which this writes as the default above)."""
+    return now.strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def _log(conn: Any, key: str, name: str, args: dict[str, Any], answer: str,

@@ -36,7 +36,7 @@ from ..verifiers import VerifierReport
 from .context import LoopContext
 from .gate2 import Gate2
 from .gateway import GatewayResult
-from .outcomes import VERIFICATION_STATUS
+from .outcomes import VERIFICATION_STATUS, Dumped
 from .settlement import Settlement
 
 #: called with (run_id, events about to commit); returns reasons to abort, if any
@@ -110,9 +110,10 @@ class Commit:
                                   evidence_refs=evidence_refs,
                                   verification_status=str(g2.status)),
         )
+        verified = verification.model_dump(mode="json")
         events = [NewEvent(run_id=run_id, kind="verification.recorded", subject=verification.id,
                            actor=RUNTIME_ACTOR, at=verified_at,
-                           payload={"verification": verification.model_dump(mode="json"),
+                           payload={"verification": verified,
                                     "action_id": action.id,
                                     "transition_id": "st:" + action.id.removeprefix("act:"),
                                     "evidence": g2.report.evidence if g2.report else {},
@@ -151,10 +152,15 @@ class Commit:
                           decision=decision, action=action, observation=result.observation,
                           verification=verification, transition=transition,
                           reasons=tuple(reasons))
+        # the records this commit journals already, dumped once for the outcome's payload too
+        dumped: list[Dumped] = [("verification", verification, verified),
+                                ("transition", transition, settled.payload["transition"])]
+        if result.observation_json is not None:
+            dumped.append(("observation", result.observation, result.observation_json))
         crashpoint("before_commit")
         return self.settlement.settle(proposal, spec, action, outcome, [*events, settled],
                                       reconciled=reconciled is not None,
-                                      last=result.last_seq)
+                                      last=result.last_seq, dumped=dumped)
 
     def problems(self, run_id: str, events: Sequence[NewEvent]) -> list[str]:
         """What the commit hooks find wrong with committing ``events`` (after what this

@@ -47,6 +47,8 @@ class GatewayResult:
     #: the seq of the observation's event (None: held in a one-transaction block), the
     #: fencing token of what is written next about the action
     last_seq: int | None = None
+    #: ``observation.model_dump(mode="json")`` as its event journaled it (None: not made)
+    observation_json: dict[str, Any] | None = None
 
 
 class KeyAlreadyClaimed(Exception):
@@ -171,6 +173,7 @@ class Gateway:
         elif error is None:
             output_error = f"tool `{spec.ref}` returned nothing"
         observation = self._observation(spec, action, output, raw, error or output_error)
+        observed = observation.model_dump(mode="json")
         # committed before anything reads it, not flushed on its own: the outcome's commit,
         # next, flushes it (the log is written in order). A process that dies keeps it; a
         # power loss in between may drop it, and recovery then asks as after a crash in
@@ -178,13 +181,13 @@ class Gateway:
         event = NewEvent(
             run_id=run_id, kind="action.observed", subject=action.id,
             actor=f"tool:{spec.ref}", at=observation.observed_at,
-            payload={"observation": observation.model_dump(mode="json"),
+            payload={"observation": observed,
                      # what the graph needs to mark the action executed, by whom and when
                      "executed_at": iso(action.executed_at or started),
                      "executed_by": action.executed_by or call_actor(action),
                      **(extra or {})})
         result = GatewayResult(observation, output, observation.error, started,
-                               raised=error is not None)
+                               raised=error is not None, observation_json=observed)
         try:
             written = self.ctx.append_fenced([event], subject=action.id, last=after,
                                              flush=False)

@@ -7,8 +7,11 @@ recorded last for an action is its answer, for a replayed key as much as for an 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
+
+from pydantic import BaseModel
 
 from ..records import RUNTIME_ACTOR, Outcome, OutcomeStatus, Verdict, VerificationStatus
 from ..storage import Journal, NewEvent
@@ -28,10 +31,29 @@ VERIFICATION_STATUS = {
 }
 
 
+#: a record the same commit journals already, with its JSON dump: (the outcome's field
+#: that holds it, the record, ``record.model_dump(mode="json")``)
+Dumped = tuple[str, BaseModel, dict[str, Any]]
+
+
+def outcome_body(outcome: Outcome, dumped: Sequence[Dumped] = ()) -> dict[str, Any]:
+    """``outcome.model_dump(mode="json")``, with the dump of a field whose record is the
+    very object ``dumped`` names (frozen: the same object, the same dump) taken as it is
+    instead of dumped a second time — the same JSON (canonical JSON sorts the keys)."""
+    reuse = {name: dump for name, record, dump in dumped if getattr(outcome, name) is record}
+    if not reuse:
+        return outcome.model_dump(mode="json")
+    body = outcome.model_dump(mode="json", exclude=set(reuse))
+    body.update(reuse)
+    return body
+
+
 def outcome_event(outcome: Outcome, subject: str, *, reconciled: bool = False,
-                  at: datetime | None = None, submission: str | None = None) -> NewEvent:
-    """The ``run.outcome`` event of ``outcome`` about ``subject`` (an action or proposal)."""
-    payload: dict[str, Any] = {"outcome": outcome.model_dump(mode="json")}
+                  at: datetime | None = None, submission: str | None = None,
+                  dumped: Sequence[Dumped] = ()) -> NewEvent:
+    """The ``run.outcome`` event of ``outcome`` about ``subject`` (an action or proposal);
+    ``dumped``: see :func:`outcome_body`."""
+    payload: dict[str, Any] = {"outcome": outcome_body(outcome, dumped)}
     if reconciled:
         payload["reconciled"] = True
     if submission:

@@ -20,7 +20,7 @@ from ..storage import NewEvent
 from ..tools import ToolSpec
 from .context import LoopContext
 from .escalation import human_task_event
-from .outcomes import outcome_event, with_reason
+from .outcomes import Dumped, outcome_event, with_reason
 
 #: a proposal whose id starts so is a compensation: its own failure escalates, never compensates
 COMPENSATION_PREFIX = "comp:"
@@ -34,11 +34,14 @@ class Settlement:
         self.submit = submit
 
     def settle(self, proposal: Proposal, spec: ToolSpec, action: Action, outcome: Outcome,
-               events: Sequence[NewEvent], *, reconciled: bool, last: int | None) -> Outcome:
-        """Commit a verified outcome; compensate a failed verification; escalate the rest."""
+               events: Sequence[NewEvent], *, reconciled: bool, last: int | None,
+               dumped: Sequence[Dumped] = ()) -> Outcome:
+        """Commit a verified outcome; compensate a failed verification; escalate the rest.
+        ``dumped``: records ``events`` journal already (:func:`.outcomes.outcome_body`)."""
         if outcome.status is OutcomeStatus.EXECUTED:
             self.ctx.append_fenced([*events, outcome_event(outcome, action.id,
-                                                           reconciled=reconciled)],
+                                                           reconciled=reconciled,
+                                                           dumped=dumped)],
                                    subject=action.id, last=last)
             return outcome
         tool = spec.compensation_tool

@@ -88,7 +88,10 @@ class Commit:
 
     def verify_and_commit(self, proposal: Proposal, spec: ToolSpec, decision: RuntimeDecision,
                           action: Action, arguments: BaseModel, result: GatewayResult, *,
-                          reconciled: str | None = None) -> Outcome:
+                          reconciled: str | None = None,
+                          dumped: Sequence[Dumped] = ()) -> Outcome:
+        """Gate 2, the commit check, then settlement. ``dumped``: records journaled before
+        this commit with their dumps, for the outcome's payload (:func:`.outcomes.outcome_body`)."""
         run_id = proposal.effective_run_id
         # determinism seam: one clock reading, journaled as `verified_at` — every reading
         # the runtime takes lands in the journal, which is what strict replay feeds back
@@ -153,14 +156,14 @@ class Commit:
                           verification=verification, transition=transition,
                           reasons=tuple(reasons))
         # the records this commit journals already, dumped once for the outcome's payload too
-        dumped: list[Dumped] = [("verification", verification, verified),
-                                ("transition", transition, settled.payload["transition"])]
+        known: list[Dumped] = [*dumped, ("verification", verification, verified),
+                               ("transition", transition, settled.payload["transition"])]
         if result.observation_json is not None:
-            dumped.append(("observation", result.observation, result.observation_json))
+            known.append(("observation", result.observation, result.observation_json))
         crashpoint("before_commit")
         return self.settlement.settle(proposal, spec, action, outcome, [*events, settled],
                                       reconciled=reconciled is not None,
-                                      last=result.last_seq, dumped=dumped)
+                                      last=result.last_seq, dumped=known)
 
     def problems(self, run_id: str, events: Sequence[NewEvent]) -> list[str]:
         """What the commit hooks find wrong with committing ``events`` (after what this

@@ -36,7 +36,7 @@ from .escalation import human_task_event
 from .gate1.checks import GateResult
 from .gate1.decision import action_id
 from .gateway import Gateway, GatewayResult, KeyAlreadyClaimed, Superseded
-from .outcomes import recorded_outcome
+from .outcomes import Dumped, recorded_outcome
 from .policies import PolicySet
 
 #: calls of a tool that raised, with the same key, when its idempotency class allows it
@@ -113,16 +113,19 @@ class Execution:
         return recorded.model_copy(update={"replayed": True})
 
     def execute(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
-                base: Sequence[NewEvent], now: datetime) -> Outcome:
+                base: Sequence[NewEvent], now: datetime, *,
+                dumped: Sequence[Dumped] = ()) -> Outcome:
+        """``dumped``: records ``base`` journals, with their dumps (for the outcome's
+        payload: :func:`.outcomes.outcome_body`)."""
         assert gate.spec is not None
         if not one_transaction(gate.spec):
-            return self._execute(proposal, gate, decision, base, now)
+            return self._execute(proposal, gate, decision, base, now, dumped)
         try:
             # written when the block ends (see above); a deferred read does not wait for the
             # disk: kept if the process dies, flushed within the journal's window
             flush = self.ctx.config.read_commit == "flushed"
             with self.ctx.one_transaction(flush=flush):
-                return self._execute(proposal, gate, decision, base, now)
+                return self._execute(proposal, gate, decision, base, now, dumped)
         except IdempotencyKeyTaken:  # lost a claim at the commit: what was read is dropped
             return self._claimed(proposal, gate, decision, base, now)
 
@@ -135,7 +138,8 @@ class Execution:
         return self.approval_flow.request(proposal, gate, decision, base, now)
 
     def _execute(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
-                 base: Sequence[NewEvent], now: datetime) -> Outcome:
+                 base: Sequence[NewEvent], now: datetime,
+                 dumped: Sequence[Dumped] = ()) -> Outcome:
         assert gate.spec is not None and gate.arguments is not None
         spec, run_id, config = gate.spec, proposal.effective_run_id, self.ctx.config
         action = self.action(proposal, gate, now, executed=True)
@@ -155,10 +159,11 @@ class Execution:
                 payload={"approval_id": approval.id, "action_id": action.id},
                 idem_key="approval-once:" + approval.id))
         agent = config.agent(proposal.agent_id)
+        acted = action.model_dump(mode="json")  # for the intent, and the outcome's payload
         intent = NewEvent(
             run_id=run_id, kind="action.intent", subject=action.id, actor=proposal.agent_id,
             at=now, idem_key=gate.idempotency_key, caps=gate.caps,
-            payload={"action": action.model_dump(mode="json"), "input_hash": gate.input_hash,
+            payload={"action": acted, "input_hash": gate.input_hash,
                      "decision_id": decision.id, "agent": proposal.agent_id,
                      "task_id": proposal.task_id,
                      # INVARIANT: the configured tenant, never the proposal's claim
@@ -188,7 +193,8 @@ class Execution:
                 attempt += 1
             crashpoint("before_verification")
             return self.commit.verify_and_commit(proposal, spec, decision, action,
-                                                 gate.arguments, result)
+                                                 gate.arguments, result,
+                                                 dumped=[*dumped, ("action", action, acted)])
         except KeyAlreadyClaimed:  # raised by the intent's append only: nothing written
             return self._claimed(proposal, gate, decision, base, now)
         except Superseded as lost:

@@ -73,7 +73,7 @@ from .gate2 import DomainInvariant, Gate2, InvariantBinding
 from .gate2_world import compile_postconditions
 from .gateway import Gateway
 from .integrity import IntegrityChecker
-from .outcomes import VERDICT_STATUS, outcome_event, recorded_outcome
+from .outcomes import VERDICT_STATUS, Dumped, outcome_event, recorded_outcome
 from .plans import PlanOutcome, run_plan
 from .policies import PolicySet
 from .proposal import check_agent_proposal, parse_proposal, recorded_answer
@@ -467,7 +467,11 @@ class Runtime:
                 return recorded
         decision = decide(proposal, gate, now, policy_version=self.policies.version,
                           pack_versions=tuple(self.pack_versions))
-        base = with_trace(decision_events(proposal, gate, decision, now), gate, now)
+        # dumped once: for its decision.made event and for the outcome that carries it
+        decided = decision.model_dump(mode="json")
+        base = with_trace(decision_events(proposal, gate, decision, now, decided=decided),
+                          gate, now)
+        dumped: list[Dumped] = [("decision", decision, decided)]
         if gate.recorded_intent_seq is not None and decision.verdict in (
                 Verdict.ALLOW, Verdict.REQUIRE_APPROVAL):
             return self.execution.replayed(proposal, gate, decision, base)
@@ -480,9 +484,10 @@ class Runtime:
                               status=VERDICT_STATUS[decision.verdict], decision=decision,
                               reasons=decision.reasons)
             self.context.append([*base, outcome_event(outcome, proposal.id,
-                                                      submission=gate.submission)])
+                                                      submission=gate.submission,
+                                                      dumped=dumped)])
             return outcome
-        return self.execution.execute(proposal, gate, decision, base, now)
+        return self.execution.execute(proposal, gate, decision, base, now, dumped=dumped)
 
     def _gate_input(self, now: datetime, *, run_id: str) -> GateInput:
         return GateInput(

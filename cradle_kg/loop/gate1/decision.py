@@ -59,8 +59,9 @@ def decide(proposal: Proposal, gate: GateResult, now: datetime, *, policy_versio
 
 
 def decision_events(proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
-                    now: datetime) -> list[NewEvent]:
-    """``proposal.received`` (claiming the proposal id) and ``decision.made``."""
+                    now: datetime, *, decided: dict[str, Any] | None = None) -> list[NewEvent]:
+    """``proposal.received`` (claiming the proposal id) and ``decision.made``;
+    ``decided``: ``decision.model_dump(mode="json")`` when the caller made it already."""
     run_id = proposal.effective_run_id
     marked: dict[str, Any] = {"submission": gate.submission} if gate.submission else {}
     return [
@@ -69,7 +70,8 @@ def decision_events(proposal: Proposal, gate: GateResult, decision: RuntimeDecis
                  payload={"proposal": proposal.model_dump(mode="json"), **marked}),
         NewEvent(run_id=run_id, kind="decision.made", subject=decision.id,
                  actor=decision.decided_by, at=now,
-                 payload={"decision": decision.model_dump(mode="json"),
+                 payload={"decision": decision.model_dump(mode="json") if decided is None
+                          else decided,
                           "proposal_id": proposal.id,
                           "action_id": action_id(proposal, gate),
                           "action": proposal.action.model_dump(mode="json"),

@@ -148,7 +148,11 @@ def _copy(conn: psycopg.Connection[tuple[Any, ...]], url: str, journal: SqliteJo
         tell("deriving", n, len(DERIVATIONS))
     if total:
         conn.execute("INSERT INTO head(one, seq, hash) VALUES (1, %s, %s)", (total, prev))
-    conn.execute("ANALYZE")
+    # the journal's own tables only: a bare ANALYZE takes a lock on (and reads) every table
+    # of the database, other applications' and other schemas' too, inside this transaction
+    # (a database of many journals ran out of lock slots: "out of shared memory")
+    tables = dict.fromkeys(["events", "head", *(table for table, _, _ in DERIVATIONS)])
+    conn.execute("ANALYZE " + ", ".join(tables))
     return verify_connection(conn, progress=lambda d, t: tell("verifying copy", d, t))
 
 

@@ -132,3 +132,23 @@ def test_a_target_with_events_is_refused(tmp_path: Path, pg_url: str) -> None:
         copy_sqlite(_source(tmp_path), pg_url)
     with open_journal(pg_url) as pg:
         assert pg.head()[0] == 1 and pg.verify().intact
+
+
+def test_a_copy_analyzes_its_own_tables_only(tmp_path: Path, postgres: ScratchPostgres,
+                                             pg_url: str) -> None:
+    """The copy's ``ANALYZE`` was bare: it locked and read every table of the database —
+    another application's, every other journal's schema — inside the copy's transaction (a
+    database holding many journals ran out of lock slots, "out of shared memory")."""
+    other = postgres.journal_schema()  # another schema of the same database, with a table
+    with connect(other) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS other_app (n int)")
+        conn.execute("INSERT INTO other_app VALUES (1)")
+    copy_sqlite(_source(tmp_path), pg_url)
+    with connect(other) as conn:
+        analyzed = conn.execute("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = "
+                                "'other_app' AND schemaname = current_schema()").fetchone()
+    with connect(pg_url) as conn:
+        own = conn.execute("SELECT last_analyze FROM pg_stat_user_tables WHERE relname = "
+                           "'events' AND schemaname = current_schema()").fetchone()
+    assert own is not None and own[0] is not None  # the copy's own tables are analyzed
+    assert analyzed is not None and analyzed[0] is None, analyzed

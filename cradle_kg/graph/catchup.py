@@ -132,8 +132,7 @@ def check_watermark(seq: int, journal: Journal) -> None:
 
 def journal_identity(journal: Journal) -> str | None:
     """The hash of the journal's first event (None: the journal is empty)."""
-    first = next(iter(journal.events(batch=1)), None)  # one row read (a page of 1)
-    return None if first is None else first.hash
+    return journal.first_hash()  # its hash column: no event decoded
 
 
 def check_journal(store: ProjectionTarget, journal: Journal) -> str | None:

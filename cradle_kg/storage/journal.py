@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from ..records import AuditEvent
 from .chain import Anchor, ChainReport, Progress
@@ -189,6 +189,10 @@ class Lease(Protocol):
     def release(self) -> None: ...
 
 
+#: the hash of a journal's first event (both journals: the primary key's first entry)
+FIRST_HASH_SQL: Final = "SELECT hash FROM events ORDER BY seq LIMIT 1"
+
+
 @runtime_checkable
 class Journal(Protocol):
     """One journal of record (see the module docstring for the guarantees)."""
@@ -262,6 +266,11 @@ class Journal(Protocol):
         ...
 
     def head(self) -> tuple[int, str]: ...
+
+    def first_hash(self) -> str | None:
+        """The hash of the journal's first event (None: empty) — what names the journal a
+        graph store projects (``tests/security/test_80``), read without decoding a row."""
+        ...
 
     def watermark(self) -> int:
         """A number that changes whenever *another* connection has appended since the

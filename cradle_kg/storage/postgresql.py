@@ -59,6 +59,7 @@ from .counting import (
 )
 from .journal import (
     BEGINNING,
+    FIRST_HASH_SQL,
     IdempotencyKeyTaken,
     LimitReached,
     NewEvent,
@@ -590,6 +591,10 @@ class PostgresJournal:
     def head(self) -> tuple[int, str]:
         rows = self._query("SELECT seq, hash FROM head WHERE one = 1")
         return (int(rows[0][0]), str(rows[0][1])) if rows else (0, GENESIS_HASH)
+
+    def first_hash(self) -> str | None:
+        rows = self._query(FIRST_HASH_SQL)
+        return str(rows[0][0]) if rows else None
 
     def dangling_intents(self) -> list[tuple[int, str]]:
         return [(int(r[0]), str(r[1]))

@@ -89,6 +89,7 @@ from .counting import (
 from .file_lease import WorkerLease, exclusive_file, worker_alive
 from .journal import (
     BEGINNING,
+    FIRST_HASH_SQL,
     IdempotencyKeyTaken,
     LimitReached,
     NewEvent,
@@ -837,6 +838,10 @@ class SqliteJournal:
     def head(self) -> tuple[int, str]:
         rows = self._query(HEAD_SQL)
         return (rows[0][0], rows[0][1]) if rows else (0, GENESIS_HASH)
+
+    def first_hash(self) -> str | None:
+        rows = self._query(FIRST_HASH_SQL)
+        return str(rows[0][0]) if rows else None
 
     def dangling_intents(self) -> list[tuple[int, str]]:
         """(seq, action id) of every intent with no ``run.outcome`` after it, oldest first."""

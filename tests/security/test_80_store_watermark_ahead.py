@@ -49,6 +49,10 @@ from cradle_kg.storage.sparql_http import SparqlHttpStore
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 from tests.conftest import proposal
 
+#: two homes, each its own journal (the suite's PostgreSQL backend gives every home of a
+#: test the one journal it starts: there they would share it); the store is what is tested
+pytestmark = pytest.mark.sqlite_only("two homes with journals of their own")
+
 
 def _home(path: Path, proposals: int, task: str) -> int:
     prepare_home(path)

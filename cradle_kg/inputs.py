@@ -382,3 +382,48 @@ def check_human_input(limits: InputLimits, *, ids: dict[str, str | None],
         check_id(value, limits=limits, where=where)
     for where, text in (texts or {}).items():
         check_value(text, limits=limits, where=where)
+
+
+class CappedLines:
+    """A byte stream cut into its ``\\n``-ended lines (each with its ``\\n``) as chunks of it
+    arrive, where a line that grows past ``cap`` bytes is dropped as it arrives, never
+    buffered, and stands as ``None`` once its end has arrived. What reads a peer's or an
+    operator's lines reads them through this: ``mcp serve``'s stdin and the proxy's
+    upstream's stdout (:func:`cradle_kg.integrations.mcp_server.capped_lines`), ``worker``'s
+    stdin (``tests/security/test_31``, ``test_75``).
+
+    A line that ends in the same chunk that takes it past ``cap`` is given whole (at most
+    one chunk longer): its reader checks the length, as the strict loader does."""
+
+    def __init__(self, cap: int | None) -> None:
+        self.cap = cap
+        self._buffer = bytearray()  # a long line grows by appends: linear in its length
+        #: inside a line already past the cap: skipped to its end
+        self.dropping = False
+
+    def feed(self, chunk: bytes) -> tuple[list[bytes | None], bool]:
+        """The lines ``chunk`` ends (``None`` for one dropped), and whether the line it
+        leaves open has just passed the cap."""
+        out: list[bytes | None] = []
+        if self.dropping:
+            end = chunk.find(b"\n")
+            if end < 0:
+                return out, False
+            self.dropping = False
+            out.append(None)
+            chunk = chunk[end + 1:]
+        self._buffer += chunk
+        if b"\n" in chunk:
+            *lines, rest = bytes(self._buffer).split(b"\n")
+            self._buffer = bytearray(rest)
+            out += [line + b"\n" for line in lines]
+        if self.cap is not None and len(self._buffer) > self.cap:
+            self._buffer.clear()
+            self.dropping = True
+            return out, True
+        return out, False
+
+    def rest(self) -> bytes | None:
+        """At the stream's end: the last line, unended (``b""``: none), or ``None`` when it
+        was past the cap."""
+        return None if self.dropping else bytes(self._buffer)

@@ -19,6 +19,7 @@ import typer
 from ..config import load_config
 from ..errors import CradleError, InputError, InputTooLargeError
 from ..home import Home, resolve_home
+from ..inputs import CappedLines
 from ..records import OutcomeStatus
 from ..storage import home_journal_target, is_postgres, redact
 from .common import Format, FormatOpt, HomeOpt, clean, console, err_console, fail, print_json
@@ -145,33 +146,17 @@ _CHUNK = 1 << 16
 def capped_stdin_lines(stream: IO[bytes], cap: int) -> Iterator[bytes | None]:
     """The ``\\n``-ended lines of ``stream`` (without their ``\\n``; the last one even
     unended), read a chunk at a time: a line that grows past ``cap`` bytes is dropped as it
-    arrives, never buffered, and is ``None`` once its end (or the stream's) has come. The
-    synchronous twin of :func:`..integrations.mcp_server.capped_lines` (``worker``'s stdin;
-    ``tests/security/test_75``). A line that ends in the read that takes it past ``cap``
-    is yielded whole (at most one read longer): its reader checks the length."""
+    arrives, never buffered, and is ``None`` once its end (or the stream's) has come:
+    :class:`~cradle_kg.inputs.CappedLines` over reads (``worker``'s stdin;
+    ``tests/security/test_75``)."""
     read = getattr(stream, "read1", stream.read)
-    buffer = bytearray()  # a long line grows by appends: linear in its length
-    dropping = False  # inside a line already past the cap: skipped to its end
+    lines = CappedLines(cap)
     while chunk := read(_CHUNK):
-        if dropping:
-            end = chunk.find(b"\n")
-            if end < 0:
-                continue
-            dropping = False
-            yield None
-            chunk = chunk[end + 1:]
-        buffer += chunk
-        if b"\n" in chunk:
-            *lines, rest = bytes(buffer).split(b"\n")
-            buffer = bytearray(rest)
-            yield from lines
-        if len(buffer) > cap:
-            buffer.clear()
-            dropping = True
-    if dropping:
-        yield None
-    elif buffer:
-        yield bytes(buffer)
+        for line in lines.feed(chunk)[0]:
+            yield None if line is None else line[:-1]
+    last = lines.rest()
+    if last is None or last:  # one past the cap is answered too
+        yield last
 
 
 def worker(home: HomeOpt = None, journal: JournalOpt = None,

@@ -29,7 +29,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..inputs import InputLimits
+from ..inputs import CappedLines, InputLimits
 from . import require
 from .calls import (
     CallResult,
@@ -316,29 +316,15 @@ async def capped_lines(read: Callable[[], Awaitable[bytes]], cap: int | None,
 
     A line that ends in the same read that takes it past ``cap`` is yielded whole (at most
     one read longer): its reader checks the length, as the strict loader does."""
-    buffer = bytearray()  # a long line grows by appends: linear in its length
-    dropping = False  # inside a line already past the cap: skipped to its end
+    lines = CappedLines(cap)
     while chunk := await read():
-        if dropping:
-            end = chunk.find(b"\n")
-            if end < 0:
-                continue
-            dropping = False
-            yield None
-            chunk = chunk[end + 1:]
-        buffer += chunk
-        if b"\n" in chunk:
-            *lines, rest = bytes(buffer).split(b"\n")
-            buffer = bytearray(rest)
-            for line in lines:
-                yield line + b"\n"
-        if cap is not None and len(buffer) > cap:
-            buffer.clear()
-            dropping = True
-            if overflow is not None:
-                await overflow()
-    if buffer and not dropping:
-        yield bytes(buffer)
+        ended, passed = lines.feed(chunk)
+        for line in ended:
+            yield line
+        if passed and overflow is not None:
+            await overflow()
+    if last := lines.rest():  # a line past the cap at the end: nothing more to answer
+        yield last
 
 
 def _mode(fd: int) -> os.stat_result | None:

@@ -3,8 +3,11 @@ real ``cradle-kg serve`` over a small Turtle file (helpers, not fixtures: no con
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from ..server.conftest import Server, start_server, stop_server
@@ -14,6 +17,20 @@ ex:a ex:p ex:b . ex:b ex:p ex:c . ex:c ex:label "c" .
 """
 #: what the listener answers: a SPARQL JSON result that would show up in a leaked body
 LEAK = b'{"head":{"vars":["x"]},"results":{"bindings":[{"x":{"type":"literal","value":"LEAKED"}}]}}'
+
+
+@contextlib.contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` answering HTTP on a loopback port (a thread per request) for the block:
+    its base URL. The hostile stores of ``test_23`` and ``test_80`` … ``test_83``."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 class Listener:

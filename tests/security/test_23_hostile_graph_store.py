@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -35,6 +35,8 @@ from cradle_kg.errors import GraphResponseError, GraphTimeoutError
 from cradle_kg.storage import sparql_http
 from cradle_kg.storage.graph_config import parse_setting, resolve
 from cradle_kg.storage.sparql_http import SparqlHttpStore
+
+from .sparql_target import serving
 
 ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[31m\u009b2J\u202e".encode()
 
@@ -70,14 +72,8 @@ class _Hostile(BaseHTTPRequestHandler):
 
 @contextlib.contextmanager
 def _store(mode: str) -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Hostile,), {"mode": mode}))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(type("H", (_Hostile,), {"mode": mode})) as url:
+        yield url
 
 
 def test_follow_does_not_pass_a_store_s_escapes_or_credentials_to_the_terminal(

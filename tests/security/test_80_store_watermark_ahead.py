@@ -31,10 +31,9 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,8 @@ from cradle_kg.storage.graph_config import parse_setting, resolve
 from cradle_kg.storage.sparql_http import SparqlHttpStore
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 from tests.conftest import proposal
+
+from .sparql_target import serving
 
 #: two homes, each its own journal (the suite's PostgreSQL backend gives every home of a
 #: test the one journal it starts: there they would share it); the store is what is tested
@@ -191,14 +192,8 @@ def _meta_store(values: list[dict[str, Any]]) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             return None
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Meta)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Meta) as url:
+        yield url
 
 
 @pytest.mark.parametrize("values", [

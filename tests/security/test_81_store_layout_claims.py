@@ -28,9 +28,8 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -43,6 +42,8 @@ from cradle_kg.storage.graph_config import GRAPH_URL_ENV, parse_setting, resolve
 from cradle_kg.storage.sparql_http import SparqlHttpStore
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 from tests.conftest import proposal
+
+from .sparql_target import serving
 
 _INT = "http://www.w3.org/2001/XMLSchema#integer"
 _SEQ = "https://w3id.org/cradle#projectedSeq"
@@ -135,15 +136,8 @@ class _Ignoring(BaseHTTPRequestHandler):
 
 def _ignoring(layout: str) -> Iterator[tuple[str, list[str]]]:
     updates: list[str] = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), type(
-        "H", (_Ignoring,), {"layout": layout, "updates": updates}))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", updates
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(type("H", (_Ignoring,), {"layout": layout, "updates": updates})) as url:
+        yield url, updates
 
 
 def test_a_store_that_keeps_no_rebuild_is_rebuilt_once(tmp_path: Path) -> None:

@@ -32,10 +32,9 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -45,6 +44,8 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import prepare_home
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from tests.conftest import proposal
+
+from .sparql_target import serving
 
 _JSON = "application/sparql-results+json"
 #: an array nested past Python's recursion limit, with the word that made it decoded
@@ -91,14 +92,8 @@ def _store(answer: Callable[[str], Answer]) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             return None
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Store)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Store) as url:
+        yield url
 
 
 def _at_head(head: int, other: Answer) -> Callable[[str], Answer]:

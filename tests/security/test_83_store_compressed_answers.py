@@ -24,10 +24,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import zlib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import zstandard
@@ -35,6 +34,8 @@ import zstandard
 from cradle_kg.errors import GraphResponseError
 from cradle_kg.storage.graph_config import parse_setting, resolve
 from cradle_kg.storage.sparql_http import SparqlHttpStore
+
+from .sparql_target import serving
 
 _HEAD = b'{"head":{"vars":["v"]},"results":{"bindings":['
 _MIB = 1 << 20
@@ -71,14 +72,8 @@ def _store(body: bytes, encoding: str, seen: list[str]) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             return None
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Store)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Store) as url:
+        yield url
 
 
 CHILD = r"""

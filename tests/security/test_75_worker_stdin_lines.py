@@ -39,21 +39,13 @@ from cradle_kg.demo.scenario import AGENT, ledger_for
 
 from .homes import without_journal_url
 from .jsonl_process import ROOT
+from .test_45_mcp_stdin_file import _PEAK  # the CLI writing its own peak RSS
 
 pytestmark = pytest.mark.sqlite_only("counts the events of the home's own journal")
 
 #: the line past max_bytes (1 MiB)
 LONG = 64 << 20
 
-#: ``python -m cradle_kg …`` writing its own peak RSS (``VmHWM``) at exit (as ``test_45``)
-_PEAK = ("import atexit, runpy, sys\n"
-         "out = sys.argv.pop(1)\n"
-         "def peak():\n"
-         "    with open('/proc/self/status') as fh, open(out, 'w') as o:\n"
-         "        o.write(next(x for x in fh if x.startswith('VmHWM')).split()[1])\n"
-         "atexit.register(peak)\n"
-         "sys.argv[0] = 'cradle-kg'\n"
-         "runpy.run_module('cradle_kg', run_name='__main__')\n")
 
 
 def _credit(pid: str, amount: int, *, extra: bytes = b"") -> bytes:

@@ -38,20 +38,12 @@ from cradle_kg.storage.pg_verify import verify_postgres
 
 from .homes import without_journal_url
 from .jsonl_process import ROOT
+from .test_45_mcp_stdin_file import _PEAK  # the CLI writing its own peak RSS
 
 #: one event's payload: about what an over-budget 1 MiB proposal journals
 EVENT = 1_000_000
 SMALL, LARGE = 16, 160
 
-#: ``python -m cradle_kg …`` writing its own peak RSS (``VmHWM``) at exit (as ``test_45``)
-_PEAK = ("import atexit, runpy, sys\n"
-         "out = sys.argv.pop(1)\n"
-         "def peak():\n"
-         "    with open('/proc/self/status') as fh, open(out, 'w') as o:\n"
-         "        o.write(next(x for x in fh if x.startswith('VmHWM')).split()[1])\n"
-         "atexit.register(peak)\n"
-         "sys.argv[0] = 'cradle-kg'\n"
-         "runpy.run_module('cradle_kg', run_name='__main__')\n")
 
 
 @pytest.fixture(scope="module")

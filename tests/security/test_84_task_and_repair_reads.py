@@ -33,6 +33,8 @@ from cradle_kg.storage import SqliteJournal, tasks_sql
 from tests.conftest import proposal
 from tests.workflow.conftest import wf_home  # noqa: F401
 
+from .test_32_human_step_decided_once import FLOW
+
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -326,18 +328,7 @@ def test_the_inbox_decodes_no_approval_decided_before(tmp_path: Path,
         assert not report.intact and "`undecided_approvals`" in str(report.reason), report
 
 
-STEP_FLOW = """\
-workflow: two-people
-version: '1'
-agent: agent:ledger-bot
-input: {type: object, properties: {note: {type: string}}, required: [note]}
-steps:
-  - id: route
-    kind: human
-    question: "pay or reject? {note}"
-    inputs: {note: input.note}
-    answers: [pay, reject]
-"""
+STEP_FLOW = FLOW  # test_32's: one human step
 
 
 def test_the_inbox_decodes_the_waiting_steps_only(wf_home: Path, tmp_path: Path,  # noqa: F811

@@ -33,6 +33,29 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
         server.server_close()
 
 
+class StoreHandler(BaseHTTPRequestHandler):
+    """A hand-written store's base: a quiet log, 404 to a GET, :meth:`reply` to answer."""
+
+    def body(self) -> str:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+
+    def reply(self, status: int, content_type: str | None = None, out: bytes = b"") -> None:
+        self.send_response(status)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        if status != 204:
+            self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        if out:
+            self.wfile.write(out)
+
+    def do_GET(self) -> None:
+        self.reply(404)
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
 class Listener:
     """A TCP listener on 127.0.0.1 that counts every connection and answers like SPARQL."""
 

@@ -29,7 +29,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -43,7 +42,7 @@ from cradle_kg.storage.sparql_http import SparqlHttpStore
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 from tests.conftest import proposal
 
-from .sparql_target import serving
+from .sparql_target import StoreHandler, serving
 
 _INT = "http://www.w3.org/2001/XMLSchema#integer"
 _SEQ = "https://w3id.org/cradle#projectedSeq"
@@ -101,7 +100,7 @@ def test_a_newer_layout_is_refused_not_rebuilt_down(oxigraph_server: ScratchOxig
         store.close()
 
 
-class _Ignoring(BaseHTTPRequestHandler):
+class _Ignoring(StoreHandler):
     """A store that answers every update 204 and keeps none: its meta graph says what the
     test sets, whatever is written."""
 
@@ -109,29 +108,17 @@ class _Ignoring(BaseHTTPRequestHandler):
     updates: list[str] = []
 
     def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+        body = self.body()
         if self.path.startswith("/update") or self.path.startswith("/store"):
             self.updates.append(body)
-            self.send_response(204)
-            self.end_headers()
+            self.reply(204)
             return
         query = parse_qs(body).get("query", [""])[0]
         value = "1" if _SEQ in query else self.layout if _VERSION in query else None
         rows = [{"v": {"type": "literal", "value": value, "datatype": _INT}}] \
             if value is not None else []
-        out = json.dumps({"head": {"vars": ["v"]}, "results": {"bindings": rows}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/sparql-results+json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def do_GET(self) -> None:
-        self.send_response(404)
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        return None
+        self.reply(200, "application/sparql-results+json", json.dumps(
+            {"head": {"vars": ["v"]}, "results": {"bindings": rows}}).encode())
 
 
 def _ignoring(layout: str) -> Iterator[tuple[str, list[str]]]:

@@ -34,7 +34,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -45,7 +44,7 @@ from cradle_kg.demo.scenario import prepare_home
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from tests.conftest import proposal
 
-from .sparql_target import serving
+from .sparql_target import StoreHandler, serving
 
 _JSON = "application/sparql-results+json"
 #: an array nested past Python's recursion limit, with the word that made it decoded
@@ -70,27 +69,14 @@ def _home(path: Path) -> int:
 
 
 def _store(answer: Callable[[str], Answer]) -> Iterator[str]:
-    class Store(BaseHTTPRequestHandler):
+    class Store(StoreHandler):
         def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+            body = self.body()
             if not self.path.startswith("/query"):
-                self.send_response(204)
-                self.end_headers()
+                self.reply(204)
                 return
             status, ctype, out = answer(parse_qs(body).get("query", [""])[0])
-            self.send_response(status)
-            if ctype:
-                self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-        def do_GET(self) -> None:
-            self.send_response(404)
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            return None
+            self.reply(status, ctype, out)
 
     with serving(Store) as url:
         yield url

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from ..errors import CradleError
-from ..graph.follow import FollowStatus, follow
+from ..graph.follow import FollowStatus, follow, install_retrying
 from ..home import resolve_home
 from ..storage.graph_opening import open_graph_store
 from .common import HomeOpt, clean_text, console, fail
@@ -71,14 +71,18 @@ def graph_follow(
             store = open_graph_store(root)
         except CradleError as exc:
             fail(exc)
+        total = 0
         try:
-            install(store, home_knowledge(root))
-            if fmt is FollowFormat.TEXT:
-                console.print(f"following the journal into {store.describe()}",
-                              highlight=False)
-            total = follow(store, journal, stop=stop, report=report,
-                           projectors=home_projectors(root), interval=interval, batch=batch,
-                           once=once)
+            # a store that cannot be reached at start is retried as in a round (it was
+            # exit 2 here for a home whose packs have knowledge graphs to install)
+            if install_retrying(journal, lambda: install(store, home_knowledge(root)),
+                                stop=stop, report=report, interval=interval, once=once):
+                if fmt is FollowFormat.TEXT:
+                    console.print(f"following the journal into {store.describe()}",
+                                  highlight=False)
+                total = follow(store, journal, stop=stop, report=report,
+                               projectors=home_projectors(root), interval=interval,
+                               batch=batch, once=once)
         except CradleError as exc:
             fail(exc)
         finally:

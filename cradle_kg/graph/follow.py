@@ -112,6 +112,26 @@ def follow(store: GraphStore, journal: Journal, *, stop: threading.Event,
     return total
 
 
+def install_retrying(journal: Journal, install: Callable[[], object], *,
+                     stop: threading.Event, report: Callable[[FollowStatus], None],
+                     interval: float = 0.5, once: bool = False) -> bool:
+    """``install`` (the packs' knowledge graphs, before the first round) as :func:`follow`
+    retries a round: a store that cannot be reached is reported and retried, backing off
+    (``once``: raised). False if ``stop`` was set first."""
+    failures = 0
+    while not stop.is_set():
+        try:
+            install()
+            return True
+        except GraphStoreError as exc:
+            if once:
+                raise
+            report(FollowStatus(0, journal.head()[0], 0, 0.0, 0.0, error=exc.message))
+            failures += 1
+            stop.wait(min(10.0, interval * 2 ** min(failures, 10)))
+    return False
+
+
 #: the longest one wait for the journal lasts: a stop request is seen within it
 STOP_SLICE = 0.1
 
@@ -145,4 +165,4 @@ def _batch_report(report: Callable[[FollowStatus], None], store: GraphStore,
     return progress
 
 
-__all__ = ["FollowStatus", "follow"]
+__all__ = ["FollowStatus", "follow", "install_retrying"]

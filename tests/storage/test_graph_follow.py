@@ -179,3 +179,41 @@ def test_a_remote_store_that_goes_away_is_reported_and_caught_up_when_back(
             runner.communicate()
         if second is not None:
             second.stop()
+
+
+def test_a_remote_store_down_at_start_is_retried_then_caught_up(
+        pilots_demo: tuple[Path, object], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home whose packs have knowledge graphs (the customs pack's HS 2022) installs them
+    before its first round: a store not reachable then ended ``graph follow`` (exit 2) where
+    a round's failure is retried. Now it is reported and retried the same way."""
+    import socket
+
+    home = tmp_path / "home"
+    shutil.copytree(pilots_demo[0], home)
+    shutil.rmtree(home / "graph", ignore_errors=True)
+    with socket.socket() as probe:  # a port nothing listens on (yet)
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    monkeypatch.setenv(GRAPH_URL_ENV, f"http://127.0.0.1:{port}")
+    runner = follow(home, "--interval", "0.05")
+    later: ScratchOxigraph | None = None
+    assert runner.stdout is not None
+    try:
+        line = json.loads(runner.stdout.readline())
+        assert line["error"] and "cannot reach the graph store" in line["error"], line
+        assert runner.poll() is None  # still there, retrying
+        later = ScratchOxigraph(port=port)
+        with open_home_journal(home, must_exist=True) as journal:
+            head = journal.head()[0]
+        while line["error"] or line["projected"] < head:
+            line = json.loads(runner.stdout.readline())
+        runner.send_signal(signal.SIGTERM)
+        runner.communicate(timeout=60)
+        assert runner.returncode == 0
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+        if later is not None:
+            later.stop()

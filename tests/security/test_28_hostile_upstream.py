@@ -39,6 +39,18 @@ from tests.conftest import make_config, proposal
 OK_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"value": {"type": "string"}}}
 
 
+def submit_each(rt: Runtime, proposals: list[dict[str, Any]]) -> list[Any]:
+    """Each proposal submitted in turn: its outcome, or the exception it raised (what an
+    attack produced before its fix), so a test can say which."""
+    results: list[Any] = []
+    for p in proposals:
+        try:
+            results.append(rt.submit(p))
+        except Exception as exc:
+            results.append(exc)
+    return results
+
+
 def answering_server(answers: dict[str, Any], called: list[str]) -> Server[Any, Any]:
     """An in-memory upstream whose tool ``name`` answers ``answers[name]`` (else ``{"ok":
     true}``), noting each call's name in ``called``."""
@@ -78,14 +90,7 @@ def _proxy(home: Path, answers: dict[str, Any], schemas: dict[str, dict[str, Any
             register(rt, upstream, tools, load_contracts(contracts), prefix="test.up.",
                      allow_undeclared_read=False)
 
-            def submit_all() -> None:
-                for p in proposals:
-                    try:
-                        results.append(rt.submit(p))
-                    except Exception as exc:  # what the attack produced before the fix
-                        results.append(exc)
-
-            await anyio.to_thread.run_sync(submit_all)
+            results.extend(await anyio.to_thread.run_sync(submit_each, rt, proposals))
 
     anyio.run(main)
     return rt, results, called

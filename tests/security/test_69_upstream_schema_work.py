@@ -52,7 +52,7 @@ from cradle_kg.records import OutcomeStatus
 from tests.conftest import make_config, proposal
 
 from .jsonl_process import ROOT, JsonLinesProcess, capped_proxy_home, failed_text
-from .test_28_hostile_upstream import answering_server
+from .test_28_hostile_upstream import answering_server, submit_each
 
 EVIL = "^(a+)+$"
 #: 40 `anyOf` levels, each referring twice to the next: 2^40 evaluations of one value
@@ -105,14 +105,7 @@ def _proxy(home: Path, tools: list[types.Tool], answers: dict[str, Any],
                     refused.append(exc)
                     return
 
-                def submit_all() -> None:
-                    for p in proposals:
-                        try:
-                            results.append(rt.submit(p))
-                        except Exception as exc:  # what the attack produced before the fix
-                            results.append(exc)
-
-                await anyio.to_thread.run_sync(submit_all)
+                results.extend(await anyio.to_thread.run_sync(submit_each, rt, proposals))
 
         anyio.run(main)
     if refused:

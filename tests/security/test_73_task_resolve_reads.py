@@ -38,9 +38,11 @@ def _always_repair(p: Proposal, spec: object) -> list[Finding]:
     return [Finding(code="odd", message="repair it", verdict=Verdict.REPAIR)]
 
 
-def _escalate(rt: Runtime, n: int, *, run: str = "t") -> list[str]:
-    """An agent's proposals sent back for repair until ``n`` human tasks are open."""
-    rt.register_validator("demo.ledger.credit", _always_repair, name="always")
+def _escalate(rt: Runtime, n: int, *, run: str = "t", register: bool = True) -> list[str]:
+    """An agent's proposals sent back for repair until ``n`` human tasks are open (the
+    repairing validator registered here unless the caller has: ``register``)."""
+    if register:
+        rt.register_validator("demo.ledger.credit", _always_repair, name="always")
     budget = rt.config.repair_budget
     for i in range(budget + n):
         out = rt.submit(proposal(f"{run}-p{i}", "demo.ledger.credit",

@@ -35,14 +35,13 @@ from urllib.parse import parse_qs
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import prepare_home
 from cradle_kg.storage.graph import META_GRAPH
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV, parse_setting, resolve
 from cradle_kg.storage.sparql_http import SparqlHttpStore
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
-from tests.conftest import proposal
 
 from .sparql_target import StoreHandler, serving
+from .test_80_store_watermark_ahead import _home as home_with
 
 _INT = "http://www.w3.org/2001/XMLSchema#integer"
 _SEQ = "https://w3id.org/cradle#projectedSeq"
@@ -50,12 +49,7 @@ _VERSION = "https://w3id.org/cradle#projectionVersion"
 
 
 def _home(path: Path) -> int:
-    prepare_home(path)
-    with Runtime(path, graph_sync=False) as rt:
-        for i in range(3):
-            rt.submit(proposal(f"p{i}", "demo.ledger.credit", {"account": "a", "amount": 3},
-                               task_id="t"))
-        return rt.journal.head()[0]
+    return home_with(path, 3, "t")  # test_80's: a home of three governed calls
 
 
 def _cli(home: Path, url: str, *args: str, timeout: float = 120

@@ -40,11 +40,10 @@ from urllib.parse import parse_qs
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import prepare_home
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
-from tests.conftest import proposal
 
 from .sparql_target import StoreHandler, serving
+from .test_80_store_watermark_ahead import _home as home_with
 
 _JSON = "application/sparql-results+json"
 #: an array nested past Python's recursion limit, with the word that made it decoded
@@ -60,12 +59,7 @@ def _rows(rows: list[dict[str, object]], names: tuple[str, ...] = ("v",)) -> byt
 
 
 def _home(path: Path) -> int:
-    prepare_home(path)
-    with Runtime(path, graph_sync=False) as rt:
-        for i in range(2):
-            rt.submit(proposal(f"p{i}", "demo.ledger.credit", {"account": "a", "amount": 3},
-                               task_id="t"))
-        return rt.journal.head()[0]
+    return home_with(path, 2, "t")  # test_80's: a home of two governed calls
 
 
 def _store(answer: Callable[[str], Answer]) -> Iterator[str]:

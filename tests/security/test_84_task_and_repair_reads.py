@@ -34,6 +34,7 @@ from tests.conftest import proposal
 from tests.workflow.conftest import wf_home  # noqa: F401
 
 from .test_32_human_step_decided_once import FLOW
+from .test_73_task_resolve_reads import _escalate as escalate
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -51,14 +52,9 @@ def _odd_repair(p: Proposal, spec: object) -> list[Finding]:
 
 
 def _escalate(rt: Runtime, n: int, *, run: str) -> list[str]:
-    """Proposals of run ``run`` sent back for repair until ``n`` human tasks are open."""
-    budget = rt.config.repair_budget
-    for i in range(budget + n):
-        out = rt.submit(proposal(f"{run}-p{i}", "demo.ledger.credit",
-                                 {"account": "a", "amount": 3}, task_id=run))
-        assert out.status is (OutcomeStatus.REPAIR if i < budget
-                              else OutcomeStatus.ESCALATED)
-    return [t.id for t in open_tasks(rt.journal, run_id=f"run:{run}")]
+    """Proposals of run ``run`` sent back for repair (by the caller's validator) until
+    ``n`` human tasks are open: test_73's."""
+    return escalate(rt, n, run=run, register=False)
 
 
 def _resolve(rt: Runtime, tasks: list[str]) -> None:

@@ -6,6 +6,7 @@ own watermark (no gap, nothing projected twice). SIGTERM stops it cleanly."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,6 +52,19 @@ def follow(home: Path, *args: str, crash: str | None = None) -> subprocess.Popen
     return subprocess.Popen([sys.executable, "-m", "cradle_kg", "graph", "follow", "--home",
                              str(home), "--format", "json", *args], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@contextlib.contextmanager
+def following(home: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """:func:`follow` running for the block, killed at its end if still there."""
+    runner = follow(home, *args)
+    assert runner.stdout is not None
+    try:
+        yield runner
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
 
 
 def reports(out: str) -> list[dict[str, object]]:
@@ -109,9 +124,8 @@ def test_killed_mid_stream_then_restarted_no_gap_no_duplicate(home: Path) -> Non
 
 @pytest.mark.usefixtures("graph_backend")
 def test_keeps_up_with_appends_and_stops_on_sigterm(home: Path) -> None:
-    runner = follow(home, "--interval", "0.05", "--batch", "50")
-    assert runner.stdout is not None
-    try:
+    with following(home, "--interval", "0.05", "--batch", "50") as runner:
+        assert runner.stdout is not None
         with open_home_journal(home, must_exist=True) as journal:
             head = journal.head()[0]
         line = json.loads(runner.stdout.readline())
@@ -131,10 +145,6 @@ def test_keeps_up_with_appends_and_stops_on_sigterm(home: Path) -> None:
         _, err = runner.communicate(timeout=60)
         assert runner.returncode == 0, err
         assert "Traceback" not in err
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.communicate()
     assert_equals_a_fresh_projection(home)
 
 
@@ -152,10 +162,8 @@ def test_a_remote_store_that_goes_away_is_reported_and_caught_up_when_back(
     same address (here an empty one) is caught up from its own watermark."""
     first = ScratchOxigraph()
     monkeypatch.setenv(GRAPH_URL_ENV, first.url)
-    runner = follow(home, "--interval", "0.05")
-    second: ScratchOxigraph | None = None
-    assert runner.stdout is not None
-    try:
+    with following(home, "--interval", "0.05") as runner, contextlib.ExitStack() as stores:
+        assert runner.stdout is not None
         with open_home_journal(home, must_exist=True) as journal:
             head = journal.head()[0]
         line = json.loads(runner.stdout.readline())
@@ -165,7 +173,7 @@ def test_a_remote_store_that_goes_away_is_reported_and_caught_up_when_back(
         new_head = append_one(home, "p-away")
         line = json.loads(runner.stdout.readline())
         assert line["error"] and "cannot reach the graph store" in line["error"], line
-        second = ScratchOxigraph(port=first.port)
+        stores.callback(ScratchOxigraph(port=first.port).stop)
         while line["error"] or line["projected"] < new_head:
             line = json.loads(runner.stdout.readline())
         assert line["lag"] == 0
@@ -173,12 +181,6 @@ def test_a_remote_store_that_goes_away_is_reported_and_caught_up_when_back(
         runner.send_signal(signal.SIGTERM)
         runner.communicate(timeout=60)
         assert runner.returncode == 0
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.communicate()
-        if second is not None:
-            second.stop()
 
 
 def test_a_remote_store_down_at_start_is_retried_then_caught_up(
@@ -196,14 +198,12 @@ def test_a_remote_store_down_at_start_is_retried_then_caught_up(
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
     monkeypatch.setenv(GRAPH_URL_ENV, f"http://127.0.0.1:{port}")
-    runner = follow(home, "--interval", "0.05")
-    later: ScratchOxigraph | None = None
-    assert runner.stdout is not None
-    try:
+    with following(home, "--interval", "0.05") as runner, contextlib.ExitStack() as stores:
+        assert runner.stdout is not None
         line = json.loads(runner.stdout.readline())
         assert line["error"] and "cannot reach the graph store" in line["error"], line
         assert runner.poll() is None  # still there, retrying
-        later = ScratchOxigraph(port=port)
+        stores.callback(ScratchOxigraph(port=port).stop)
         with open_home_journal(home, must_exist=True) as journal:
             head = journal.head()[0]
         while line["error"] or line["projected"] < head:
@@ -211,9 +211,3 @@ def test_a_remote_store_down_at_start_is_retried_then_caught_up(
         runner.send_signal(signal.SIGTERM)
         runner.communicate(timeout=60)
         assert runner.returncode == 0
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-            runner.communicate()
-        if later is not None:
-            later.stop()

@@ -81,6 +81,7 @@ def fill(home: Path, calls: int) -> None:
         for i in range(calls):
             w = i % 4
             rt.submit({"id": f"p-w{w}-{i}", "task_id": f"task-{w}", "agent_id": AGENT,
+                       "step": i,  # each call its own key (one key: replays)
                        "action": {"action_type": "demo.ledger.credit",
                                   "target": f"ledger:acct-{w}",
                                   "arguments": {"account": f"acct-{w}", "amount": 1}}})

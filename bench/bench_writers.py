@@ -37,8 +37,9 @@ from cradle_kg.storage import JOURNAL_URL_ENV, SqliteJournal
 
 
 def _proposal(writer: int, i: int, tag: str) -> dict[str, Any]:
+    # a step per call: each its own idempotency key (one key: every call a replay)
     return {"id": f"{tag}-w{writer}-{i}", "task_id": f"task-{tag}-{writer}",
-            "agent_id": AGENT,
+            "agent_id": AGENT, "step": i,
             "action": {"action_type": "demo.ledger.credit", "target": f"ledger:acct-{writer}",
                        "arguments": {"account": f"acct-{writer}", "amount": 1}}}
 
@@ -55,7 +56,8 @@ def _writer(home: Path, writer: int, calls: int, tag: str, barrier: Any, out: An
         executed = 0
         for i in range(calls):
             t = time.perf_counter()
-            executed += rt.submit(_proposal(writer, i, tag)).status.value == "executed"
+            done = rt.submit(_proposal(writer, i, tag))
+            executed += done.status.value == "executed" and not done.replayed
             ms.append((time.perf_counter() - t) * 1000)
         out.put((writer, start, time.perf_counter(), executed, ms))
     finally:

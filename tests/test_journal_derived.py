@@ -125,6 +125,39 @@ def test_a_format_2_journal_is_upgraded_in_place_and_stays_intact(home: Path) ->
     assert verify_journal(path).intact
 
 
+
+@pytest.mark.parametrize("version", [6, 7])
+def test_a_format_6_or_7_journal_keeps_its_tables_when_upgraded(home: Path,
+                                                                version: int) -> None:
+    """Opening a format 6 journal dropped ``usage`` (the rate-limit and budget counts) and
+    derived only format 7's tables: the counts came back empty and ``audit verify``
+    failed on the upgraded file. Format 6 gains format 7's tables, format 7 format 8's
+    index (``tests/security/test_85``); every derived table stays as the appends kept it."""
+    from cradle_kg.storage import tasks_sql
+
+    with _mixed_home(home) as rt:
+        path = rt.journal.path
+        head = rt.journal.head()
+    kept = _tables(path)
+    assert kept["usage"]
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("DROP INDEX events_subject_outcome")
+    if version == 6:
+        for table in tasks_sql.TABLES:
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute("DROP INDEX approval_ids_seq")
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.close()
+    with Journal(path) as journal:
+        assert journal.head() == head
+    assert _tables(path) == kept
+    assert verify_journal(path).intact
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
+    finally:
+        conn.close()
+
 def test_dangling_intents_come_from_the_table(tmp_path: Path) -> None:
     with Journal(tmp_path / "j.sqlite") as j:
         def put(kind: str, subject: str, **payload: Any) -> None:

@@ -69,8 +69,8 @@ def with_reason(outcome: Outcome, reason: str) -> Outcome:
 
 
 def recorded_outcome(journal: Journal, action_id: str) -> Outcome | None:
-    """The outcome recorded last for an action, if any."""
-    for event in reversed(journal.events_for_subject(action_id)):
-        if event.kind == "run.outcome":
-            return Outcome.model_validate(event.payload["outcome"])
-    return None
+    """The outcome recorded last for an action, if any: one event decoded, however many
+    times the action's key was submitted again since (each resubmission journals an
+    ``action.replayed`` about the action: ``tests/security/test_85``)."""
+    event = journal.last_for_subject(action_id, "run.outcome")
+    return Outcome.model_validate(event.payload["outcome"]) if event is not None else None

@@ -20,10 +20,11 @@ GENESIS_HASH = "sha256:" + "0" * 64
 #: format 3 (same events, same hashes) adds the derived tables of :mod:`.derived`,
 #: format 4 adds ``run_state``, format 5 the running totals of ``usage``, format 6 its
 #: budget spend buckets (``budget.*``: model calls' charges), format 7 ``human_tasks``,
-#: ``undecided_approvals``, ``open_steps``, ``repairs`` and ``budget_sets`` (:mod:`.tasks_sql`)
-JOURNAL_FORMAT = 7
+#: ``undecided_approvals``, ``open_steps``, ``repairs`` and ``budget_sets`` (:mod:`.tasks_sql`),
+#: format 8 the index ``events_subject_outcome`` (an action's recorded outcome in one probe)
+JOURNAL_FORMAT = 8
 #: formats this code upgrades in place: their events are hashed as this one's are
-UPGRADABLE_FORMATS = (2, 3, 4, 5, 6)
+UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -44,6 +45,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS events_idem_key ON events(idem_key) WHERE idem
 CREATE INDEX IF NOT EXISTS events_run ON events(run_id, seq);
 CREATE INDEX IF NOT EXISTS events_subject ON events(subject, seq);
 CREATE INDEX IF NOT EXISTS events_kind_actor ON events(kind, actor, at);
+CREATE INDEX IF NOT EXISTS events_subject_outcome ON events(subject, seq) WHERE kind = 'run.outcome';
 CREATE TABLE IF NOT EXISTS head (
     one  INTEGER PRIMARY KEY CHECK (one = 1),
     seq  INTEGER NOT NULL,

@@ -75,6 +75,25 @@ def counted_keys(kind: str, run_id: str, payload: dict[str, Any]) -> list[tuple[
 
 #: the latest seq of a subject's events (0: none), for an ``if_last`` event
 SUBJECT_LAST_SQL = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE subject = {}"
+#: the newest event of one kind about a subject — for an outcome (``run.outcome``, the
+#: answer a resubmitted key gets) through the partial index ``events_subject_outcome``: one
+#: probe, however many ``action.replayed`` events about the action came after it (through
+#: ``events_subject`` each of them was a row read: ``tests/security/test_85``). The kind is
+#: written into the text, as the partial index can only be used for a literal
+LAST_FOR_SUBJECT_SQL = ("SELECT {cols} FROM events WHERE subject = {p} AND kind = {p} "
+                        "ORDER BY seq DESC LIMIT 1")
+LAST_OUTCOME_SQL = ("SELECT {cols} FROM events WHERE subject = {p} AND kind = 'run.outcome' "
+                    "ORDER BY seq DESC LIMIT 1")
+
+
+def last_for_subject_sql(kind: str, cols: str, param: str) -> tuple[str, bool]:
+    """The query of :meth:`.journal.Journal.last_for_subject` and whether it takes the kind
+    as its second parameter."""
+    if kind == "run.outcome":
+        return LAST_OUTCOME_SQL.format(cols=cols, p=param), False
+    return LAST_FOR_SUBJECT_SQL.format(cols=cols, p=param), True
+
+
 #: whether a run has an event (one probe of the ``events_run`` index), for an
 #: ``if_new_run`` event; the events themselves, not the derived ``runs`` table
 RUN_BEGUN_SQL = "SELECT EXISTS (SELECT 1 FROM events WHERE run_id = {})"

@@ -147,4 +147,7 @@ EXPECTED: frozenset[str] = frozenset({
     'relation budget_sets_pkey i rls=false',
     'index approval_ids_seq CREATE INDEX approval_ids_seq ON approval_ids USING btree (seq)',
     'relation approval_ids_seq i rls=false',
+    # migration 9
+    "index events_subject_outcome CREATE INDEX events_subject_outcome ON events USING btree (subject, seq) WHERE (kind = 'run.outcome'::text)",
+    'relation events_subject_outcome i rls=false',
 })

@@ -172,6 +172,12 @@ MIGRATIONS = (
         *tasks_sql.POSTGRES_SCHEMA,
         *(f"INSERT INTO {t}({tasks_sql.COLUMNS[t]}) {tasks_sql.from_events('postgresql', t)}"
           for t in tasks_sql.TABLES))),
+    # an action's recorded outcome (the answer to a resubmitted key) in one probe: through
+    # ``events_subject`` the newest-first walk read one row per ``action.replayed`` written
+    # about the action since (``tests/security/test_85``)
+    Migration(9, "outcome-subject-index", (
+        "CREATE INDEX events_subject_outcome ON events(subject, seq) "
+        "WHERE kind = 'run.outcome'",)),
 )
 LATEST = MIGRATIONS[-1].version
 

@@ -54,6 +54,7 @@ from .counting import (
     SUBJECT_LAST_SQL,
     USAGE_FIELDS,
     count_run,
+    last_for_subject_sql,
     recent_size,
     window_usage,
 )
@@ -445,8 +446,8 @@ class PostgresJournal:
         return self._row(rows[0]) if rows else None
 
     def last_for_subject(self, subject: str, kind: str) -> AuditEvent | None:
-        rows = self._query(f"SELECT {_COLS} FROM events WHERE subject = %s AND kind = %s "
-                           "ORDER BY seq DESC LIMIT 1", (subject, kind))
+        sql, takes_kind = last_for_subject_sql(kind, _COLS, "%s")
+        rows = self._query(sql, (subject, kind) if takes_kind else (subject,))
         return self._row(rows[0]) if rows else None
 
     def intent_for_key(self, key: str) -> AuditEvent | None:

@@ -83,6 +83,7 @@ from .counting import (
     SUBJECT_LAST_SQL,
     USAGE_FIELDS,
     count_run,
+    last_for_subject_sql,
     recent_size,
     window_usage,
 )
@@ -226,11 +227,15 @@ class SqliteJournal:
                     f"reads and writes format `{JOURNAL_FORMAT}`",
                     hint="format 1 (an older cradle-kg, whose event hash left out `idem_key`) "
                          "cannot be extended: start a new home")
-            if upgrade:  # format 4's usage had no running totals, 5's no budget spend
+            if upgrade and version < 6:  # 4's usage had no running totals, 5's no budget spend
                 conn.execute("DROP TABLE IF EXISTS usage")
             for statement in SCHEMA_STATEMENTS:
                 conn.execute(statement)
-            if upgrade:  # same events, same hashes: derive the new tables from them
+            # same events, same hashes: derive what the format lacked from them — every
+            # table before format 6, format 7's tables from 6 (its ``usage`` kept: dropped,
+            # it came back empty, the rate and budget counts lost), nothing from 7 (format 8
+            # adds an index, built by its CREATE)
+            if upgrade and version < 7:
                 derived.rebuild(conn, tasks_sql.TABLES if version == 6 else None)
             if version != JOURNAL_FORMAT:
                 conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
@@ -680,9 +685,8 @@ class SqliteJournal:
         return self._row(rows[0]) if rows else None
 
     def last_for_subject(self, subject: str, kind: str) -> AuditEvent | None:
-        rows = self._query(f"SELECT {self._COLS} FROM events "
-                           "WHERE subject = ? AND kind = ? ORDER BY seq DESC LIMIT 1",
-                           (subject, kind))
+        sql, takes_kind = last_for_subject_sql(kind, self._COLS, "?")
+        rows = self._query(sql, (subject, kind) if takes_kind else (subject,))
         return self._row(rows[0]) if rows else None
 
     def intent_for_key(self, key: str) -> AuditEvent | None:

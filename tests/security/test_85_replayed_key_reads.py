@@ -1,0 +1,142 @@
+"""What answering a resubmitted key reads does not grow with how often it was resubmitted.
+
+Finding: a keyed write submitted again with the same key (an agent retrying, a client
+that resends its last call, a loop) is answered from the record — the action's last
+``run.outcome`` — and every such answer journals an ``action.replayed`` about the action.
+``recorded_outcome`` found the outcome by decoding *every* event about the action, the
+earlier replays included: the N-th resubmission decoded N rows, so N resubmissions cost
+O(N²) — 27 ms a call at 3,000 resubmissions of one key on this machine (1.4 ms at the
+first), under the journal's reads every other submission waits on. The benches that
+measured "governed writes" per worker (``bench_workers.py``, ``bench_writers.py``,
+``bench_follow.py``) sent every call of a worker with one key, and so measured this path.
+
+Now the outcome is one probe of a partial index, ``events_subject_outcome (subject, seq)
+WHERE kind = 'run.outcome'`` (SQLite format 8, PostgreSQL migration 9), on both journals:
+one row decoded, and no walk over the replays written since (through ``events_subject``
+the newest-first walk would still visit one row per replay). Counted as the rows the
+journal decodes and shown by the query plan, not timed: the machine is shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cradle_kg import Runtime
+from cradle_kg.records import OutcomeStatus
+from cradle_kg.storage import JOURNAL_URL_ENV
+from cradle_kg.storage.counting import last_for_subject_sql
+from tests.conftest import make_config, proposal
+
+#: every test here runs on both journals (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
+
+def _same_key(pid: str) -> dict[str, Any]:
+    # one task, one step, the same arguments: the same derived key every time
+    return proposal(pid, "demo.ledger.credit", {"account": "a1", "amount": 5},
+                    task_id="task-retry")
+
+
+def test_answering_a_resubmitted_key_reads_the_same_whatever_the_replays(
+        home: Path, decoded: Callable[[], int]) -> None:
+    with Runtime(home, config=make_config(), graph_sync=False) as rt:
+        first = rt.submit(_same_key("p-0"))
+        assert first.status is OutcomeStatus.EXECUTED and not first.replayed
+        rows = []
+        for upto in (10, 60):
+            while len(rt.journal.events_for_subject(first.action.id)) < upto:
+                again = rt.submit(_same_key(f"p-{upto}-{len(rows)}-"
+                                            f"{rt.journal.head()[0]}"))
+                assert again.replayed and again.status is OutcomeStatus.EXECUTED
+            before = decoded()
+            answer = rt.submit(_same_key(f"p-last-{upto}"))
+            rows.append(decoded() - before)
+            # the answer is the recorded one, not a second effect
+            assert answer.replayed and answer.action.id == first.action.id
+            assert answer.model_dump(exclude={"replayed"}) == first.model_dump(
+                exclude={"replayed"})
+        # before: every event about the action decoded (11 and 61 rows); now 4 and 4
+        assert rows[1] <= rows[0] <= 4, rows
+
+
+def test_the_recorded_outcome_is_one_probe_of_the_outcome_index(
+        home: Path, journal_backend: str) -> None:
+    with Runtime(home, config=make_config(), graph_sync=False) as rt:
+        first = rt.submit(_same_key("p-0"))
+        for i in range(5):
+            assert rt.submit(_same_key(f"p-{i + 1}")).replayed
+        target = os.environ.get(JOURNAL_URL_ENV) or rt.journal.location
+        last = rt.journal.last_for_subject(first.action.id, "run.outcome")
+        assert last is not None and last.payload["outcome"]["proposal_id"] == "p-0"
+        assert rt.journal.last_for_subject(first.action.id, "action.replayed") is not None
+    if journal_backend == "postgresql":
+        import psycopg
+
+        sql, takes_kind = last_for_subject_sql("run.outcome", "seq", "%s")
+        assert not takes_kind
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute("SET enable_seqscan = off")  # a small table: no scan either way
+            plan = " ".join(str(r[0]) for r in conn.execute("EXPLAIN " + sql,
+                                                             (first.action.id,)))
+        assert "using events_subject_outcome" in plan, plan
+        return
+    import sqlite3
+
+    sql, takes_kind = last_for_subject_sql("run.outcome", "seq", "?")
+    conn = sqlite3.connect(target)
+    try:
+        plan = " ".join(str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql,
+                                                        (first.action.id,)))
+    finally:
+        conn.close()
+    assert "USING INDEX events_subject_outcome (subject=?)" in plan, plan
+    assert "TEMP B-TREE" not in plan, plan
+
+
+def test_a_journal_written_before_the_index_gets_it(home: Path, journal_backend: str) -> None:
+    """A SQLite journal of format 7 gains the index when opened (nothing else changes: no
+    derived table is rebuilt); a PostgreSQL journal at migration 8 is refused until ``db
+    migrate`` (migration 9) adds it. Both answer as before and verify."""
+    with Runtime(home, config=make_config(), graph_sync=False) as rt:
+        first = rt.submit(_same_key("p-0"))
+        target = os.environ.get(JOURNAL_URL_ENV) or rt.journal.location
+    if journal_backend == "postgresql":
+        import psycopg
+
+        from cradle_kg.errors import JournalError
+        from cradle_kg.storage import open_journal
+        from cradle_kg.storage.pg_admin import migrate
+
+        with psycopg.connect(target, autocommit=True) as pg:
+            pg.execute("DROP INDEX events_subject_outcome")
+            pg.execute("DELETE FROM schema_migrations WHERE version = 9")
+        with pytest.raises(JournalError, match="schema version `8`"):
+            open_journal(target)
+        assert migrate(target) == [(9, "outcome-subject-index")]
+    else:
+        import sqlite3
+
+        conn = sqlite3.connect(target, isolation_level=None)
+        conn.execute("DROP INDEX events_subject_outcome")
+        conn.execute("PRAGMA user_version = 7")
+        conn.close()
+    with Runtime(home, config=make_config(), graph_sync=False) as rt:
+        again = rt.submit(_same_key("p-1"))
+        assert again.replayed and again.action.id == first.action.id
+        assert rt.journal.verify().intact
+    if journal_backend == "sqlite":
+        import sqlite3
+
+        conn = sqlite3.connect(target)
+        try:
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
+            assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = "
+                                "'events_subject_outcome'").fetchone() is not None
+        finally:
+            conn.close()
+

@@ -45,7 +45,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS events_idem_key ON events(idem_key) WHERE idem
 CREATE INDEX IF NOT EXISTS events_run ON events(run_id, seq);
 CREATE INDEX IF NOT EXISTS events_subject ON events(subject, seq);
 CREATE INDEX IF NOT EXISTS events_kind_actor ON events(kind, actor, at);
-CREATE INDEX IF NOT EXISTS events_subject_outcome ON events(subject, seq) WHERE kind = 'run.outcome';
+CREATE INDEX IF NOT EXISTS events_subject_outcome ON events(subject, seq)
+    WHERE kind = 'run.outcome';
 CREATE TABLE IF NOT EXISTS head (
     one  INTEGER PRIMARY KEY CHECK (one = 1),
     seq  INTEGER NOT NULL,

@@ -19,8 +19,8 @@ journal decodes and shown by the query plan, not timed: the machine is shared.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 

@@ -132,7 +132,7 @@ def test_a_format_6_or_7_journal_keeps_its_tables_when_upgraded(home: Path,
     """Opening a format 6 journal dropped ``usage`` (the rate-limit and budget counts) and
     derived only format 7's tables: the counts came back empty and ``audit verify``
     failed on the upgraded file. Format 6 gains format 7's tables, format 7 format 8's
-    index (``tests/security/test_85``); every derived table stays as the appends kept it."""
+    indexes (``tests/security/test_85``); every derived table stays as the appends kept it."""
     from cradle_kg.storage import tasks_sql
 
     with _mixed_home(home) as rt:
@@ -142,6 +142,7 @@ def test_a_format_6_or_7_journal_keeps_its_tables_when_upgraded(home: Path,
     assert kept["usage"]
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("DROP INDEX events_subject_outcome")
+    conn.execute("DROP INDEX events_outcome")
     if version == 6:
         for table in tasks_sql.TABLES:
             conn.execute(f"DROP TABLE {table}")

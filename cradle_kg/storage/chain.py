@@ -21,7 +21,8 @@ GENESIS_HASH = "sha256:" + "0" * 64
 #: format 4 adds ``run_state``, format 5 the running totals of ``usage``, format 6 its
 #: budget spend buckets (``budget.*``: model calls' charges), format 7 ``human_tasks``,
 #: ``undecided_approvals``, ``open_steps``, ``repairs`` and ``budget_sets`` (:mod:`.tasks_sql`),
-#: format 8 the index ``events_subject_outcome`` (an action's recorded outcome in one probe)
+#: format 8 the indexes ``events_subject_outcome`` (an action's recorded outcome in one
+#: probe) and ``events_outcome`` (a proposal's, as PostgreSQL's migration 4 has it)
 JOURNAL_FORMAT = 8
 #: formats this code upgrades in place: their events are hashed as this one's are
 UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7)
@@ -46,6 +47,9 @@ CREATE INDEX IF NOT EXISTS events_run ON events(run_id, seq);
 CREATE INDEX IF NOT EXISTS events_subject ON events(subject, seq);
 CREATE INDEX IF NOT EXISTS events_kind_actor ON events(kind, actor, at);
 CREATE INDEX IF NOT EXISTS events_subject_outcome ON events(subject, seq)
+    WHERE kind = 'run.outcome';
+CREATE INDEX IF NOT EXISTS events_outcome
+    ON events(run_id, json_extract(payload, '$.outcome.proposal_id'), seq)
     WHERE kind = 'run.outcome';
 CREATE TABLE IF NOT EXISTS head (
     one  INTEGER PRIMARY KEY CHECK (one = 1),

@@ -197,6 +197,10 @@ def _sqlite_accepts(pristine: Path, case: Case) -> bool:
             return True
         except sqlite3.IntegrityError:
             return False
+        except sqlite3.OperationalError as exc:  # an outcome's payload made not JSON: the
+            if "malformed JSON" in str(exc):  # index on its proposal id refuses the row
+                return False
+            raise
         finally:
             conn.close()
 
@@ -216,8 +220,9 @@ def corpus() -> list[Case]:
         cases = [c for c in edits if _sqlite_accepts(path, c)]
     assert set(schema) >= {"events", "head"} and indexes
     refused = {c.name.split(":")[1].split("@")[0] for c in edits if c not in cases}
-    # only the integer primary key and the head's CHECK make SQLite itself refuse an edit
-    assert refused <= {"events.seq", "head.one"}, refused
+    # only the integer primary key, the head's CHECK and (format 8) the index on an
+    # outcome's proposal id, which reads its payload as JSON, make SQLite refuse an edit
+    assert refused <= {"events.seq", "head.one", "events.payload"}, refused
     n = len(EVENTS)
     cases += [Case(f"delete:events@{s}", _sql(f"DELETE FROM events WHERE seq = {s}"))
               for s in range(1, n + 1)]

@@ -1,7 +1,8 @@
 """The projector's CPU per event, without the workers' load (issue 13).
 
 Fills a throw-away PostgreSQL journal with ``--calls`` governed calls (one runtime, the
-demo's ledger credit, 4 accounts: ~3 events a call, as ``bench_workers.py`` writes them),
+demo's ledger credit, 4 accounts, a step per call: 7 events a governed write, as
+``bench_workers.py`` writes them),
 then runs the follower's own loop (:func:`cradle_kg.graph.follow.follow`) into a fresh
 embedded on-disk store, the journal revealed ``--per-round`` events at a time (a proxy
 caps its head, as appends arriving during the run would), and prints the loop's CPU per

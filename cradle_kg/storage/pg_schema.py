@@ -253,13 +253,16 @@ def runs_statements(runs: dict[str, list[int]]) -> list[Statement]:
     """The ``runs`` rows of one append, one upsert per :data:`CHUNK` runs (``runs``:
     :func:`.counting.count_run` per event; as :func:`.sqlite_derived.apply_runs`)."""
     out: list[Statement] = []
-    for chunk in _chunks([(run_id, first, proposals)
-                          for run_id, (first, proposals) in runs.items()]):
-        marks = ", ".join(["(%s, %s, %s)"] * len(chunk))
-        out.append((f"INSERT INTO runs(run_id, first_seq, proposals) VALUES {marks} "
-                    "ON CONFLICT (run_id) DO UPDATE SET "
-                    "proposals = runs.proposals + excluded.proposals",
-                    tuple(v for row in chunk for v in row)))
+    rows = [(run_id, first, proposals) for run_id, (first, proposals) in runs.items()]
+    # runs whose proposals this append does not count (an observation, an outcome) change
+    # only when new: no update of the existing row (no new row version, no WAL for it)
+    for counted, conflict in ((True, "DO UPDATE SET proposals = runs.proposals + "
+                                     "excluded.proposals"), (False, "DO NOTHING")):
+        for chunk in _chunks([r for r in rows if bool(r[2]) is counted]):
+            marks = ", ".join(["(%s, %s, %s)"] * len(chunk))
+            out.append((f"INSERT INTO runs(run_id, first_seq, proposals) VALUES {marks} "
+                        f"ON CONFLICT (run_id) {conflict}",
+                        tuple(v for row in chunk for v in row)))
     return out
 
 

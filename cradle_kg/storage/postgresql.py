@@ -298,12 +298,14 @@ class PostgresJournal:
                     statements.extend(pg_schema.runs_statements(runs))
                     for sql, args in statements:
                         cur.execute(sql, args)
-                    cur.execute("INSERT INTO head(one, seq, hash) VALUES (1, %s, %s) "
-                                "ON CONFLICT (one) DO UPDATE SET seq = excluded.seq, "
-                                "hash = excluded.hash", (seq, prev))
-                    # delivered to the channel's listeners at the commit (none if rolled
-                    # back): wait_for_change wakes at once, no poll
-                    cur.execute("SELECT pg_notify(%s, %s)", (self._channel, str(seq)))
+                    # the head, and the channel's wake-up in the same statement: delivered
+                    # to its listeners at the commit (none if rolled back) —
+                    # wait_for_change wakes at once, no poll
+                    cur.execute("WITH moved AS (INSERT INTO head(one, seq, hash) "
+                                "VALUES (1, %s, %s) ON CONFLICT (one) DO UPDATE SET "
+                                "seq = excluded.seq, hash = excluded.hash RETURNING seq) "
+                                "SELECT pg_notify(%s, seq::text) FROM moved",
+                                (seq, prev, self._channel))
                     cur.execute("COMMIT")
             except psycopg.errors.UniqueViolation as exc:
                 self._rollback()

@@ -321,11 +321,13 @@ class Journal(Protocol):
         """How many listed runs have each ``run_state`` key."""
         ...
 
-    def subject_events(self, subject: str, kind: str, *, limit: int,
-                       newest: bool = True) -> list[AuditEvent]:
+    def subject_events(self, subject: str, kind: str, *, limit: int, newest: bool = True,
+                       run_id: str | None = None) -> list[AuditEvent]:
         """At most ``limit`` events of ``kind`` about ``subject``, from its newest end
         (newest first) or, ``newest=False``, its oldest (oldest first): one range of
-        ``events_subject (subject, seq)``, at most ``limit`` rows decoded (``test_72``)."""
+        ``events_subject (subject, seq)``, at most ``limit`` rows decoded (``test_72``);
+        ``run_id``: only that run's (the others are skipped in the index walk, not
+        decoded: ``test_86``)."""
         ...
 
     def run_repairs(self, run_id: str) -> int:

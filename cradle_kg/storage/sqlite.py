@@ -829,11 +829,13 @@ class SqliteJournal:
         rows = self._query("SELECT subject FROM approval_ids GROUP BY subject ORDER BY MIN(seq)")
         return [str(r[0]) for r in rows]
 
-    def subject_events(self, subject: str, kind: str, *, limit: int,
-                       newest: bool = True) -> list[AuditEvent]:
+    def subject_events(self, subject: str, kind: str, *, limit: int, newest: bool = True,
+                       run_id: str | None = None) -> list[AuditEvent]:
         order = "DESC" if newest else "ASC"
-        rows = self._query(f"SELECT {self._COLS} FROM events WHERE subject = ? AND kind = ? "
-                           f"ORDER BY seq {order} LIMIT ?", (subject, kind, limit))
+        in_run, args = ("", (subject, kind)) if run_id is None else (
+            " AND run_id = ?", (subject, kind, run_id))
+        rows = self._query(f"SELECT {self._COLS} FROM events WHERE subject = ? AND kind = ?"
+                           f"{in_run} ORDER BY seq {order} LIMIT ?", (*args, limit))
         return [self._row(r) for r in rows]
 
     def approval_place(self, approval_id: str) -> tuple[str, str] | None:

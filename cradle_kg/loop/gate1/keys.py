@@ -35,7 +35,21 @@ def recorded_submission(journal: Journal, proposal: Proposal) -> AuditEvent | No
     claimed = journal.event_for_key(submission_key(run_id, proposal.id, proposal.attempt))
     if claimed is not None:
         return claimed
-    # journals written before ids were claimed: the first plain submission of the id
+    # journals written before ids were claimed: the first plain submission of the id.
+    # Plain submissions all came before the first claimed one: when the id's oldest
+    # submission in the run is a claimed one, there is none (two rows decoded, not every
+    # event about the id in the run — its replays, its refused reuses, its other
+    # attempts, all the agent's to write: ``tests/security/test_86``)
+    oldest = journal.subject_events(proposal.id, "proposal.received", limit=1,
+                                    newest=False, run_id=run_id)
+    if not oldest:
+        return None
+    first = oldest[0]
+    attempt = first.payload["proposal"].get("attempt", 0)
+    if isinstance(attempt, int):
+        claim = journal.event_for_key(submission_key(run_id, proposal.id, attempt))
+        if claim is not None and claim.seq == first.seq:
+            return None
     for ev in journal.events_for_subject(proposal.id, run_id=run_id):
         if (ev.kind == "proposal.received" and ev.run_id == run_id
                 and "submission" not in ev.payload

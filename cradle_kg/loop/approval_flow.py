@@ -23,7 +23,7 @@ from ..records import (
     RuntimeDecision,
 )
 from ..storage import NewEvent
-from .approvals import ApprovalBook, excluded_for, view_is_news
+from .approvals import ApprovalBook, ApprovalState, excluded_for, view_is_news
 from .context import LoopContext
 from .gate1.checks import GateResult
 from .gate1.decision import short_id
@@ -83,11 +83,7 @@ class ApprovalFlow:
         excluded = sorted(excluded_for(self.ctx.config, proposal))
         # INVARIANT: a pending approval belongs to its run and its proposal; another run
         # (or proposal) asking for the same action gets one of its own, in the inbox
-        pending = [st for st in self.book.for_digest(gate.action_digest,
-                                                     run_id=proposal.effective_run_id)
-                   if st.approval.status is ApprovalStatus.PENDING
-                   and st.approval.run_id == proposal.effective_run_id
-                   and st.approval.proposal_id == proposal.id]
+        pending = self._pending(proposal, gate.action_digest)
         approval = pending[0].approval if pending else HumanApproval(
             id="apr:" + short_id(decision.id, gate.action_digest),
             decision_id=decision.id, proposal_id=proposal.id,
@@ -108,6 +104,30 @@ class ApprovalFlow:
         events.append(outcome_event(outcome, proposal.id))
         self.ctx.append(events)
         return outcome
+
+    def _pending(self, proposal: Proposal, digest: str) -> list[ApprovalState]:
+        """The approval this proposal waits for already, if any: the one its last outcome
+        in the run waits on, when it is of this action and no person decided it yet —
+        one outcome and the digest's decisions in the run read, not every approval the
+        run asked for the action (``tests/security/test_87``: one action proposed N times
+        in one run made each submission fold N approvals, twice)."""
+        run_id = proposal.effective_run_id
+        event = self.ctx.journal.latest_outcome(run_id, proposal.id)
+        if event is None:
+            return []
+        last = Outcome.model_validate(event.payload["outcome"])
+        a = last.approval
+        if (last.status is not OutcomeStatus.AWAITING_APPROVAL or a is None
+                or a.status is not ApprovalStatus.PENDING or a.action_digest != digest
+                or a.run_id != run_id or a.proposal_id != proposal.id):
+            return []
+        if any(st.approval.id == a.id for st in self.book.decided_for_digest(digest,
+                                                                             run_id=run_id)):
+            return []
+        request = self.ctx.journal.approval_request(a.id)
+        if request is None or request.run_id != run_id:
+            return []
+        return [ApprovalBook.state_in([request], a.id)]
 
     def decide(self, approval_id: str, *, approver_id: str, token: str,
                status: ApprovalStatus, once: bool = True, scope: str | None = None,

@@ -145,6 +145,28 @@ class ApprovalBook:
         return [st for st in _fold(events).values()
                 if run_id is None or st.approval.run_id == run_id]
 
+    def decided_for_digest(self, digest: str, *, run_id: str) -> list[ApprovalState]:
+        """The approvals of one action digest that run asked for *and* a person decided
+        (the only ones an action may run under): folded from that run's decisions and
+        uses of the digest and the requests they name (one row each) — not from every
+        approval the run asked for it. An agent proposing one action again and again in
+        one run (an MCP session is one run; nothing runs, no limit counts it) asks for an
+        approval each time, and each submission folded them all (``tests/security/
+        test_87``); a decision is a person's, as many as people make."""
+        subject = "approval:" + digest
+        moved = self.journal.events_for_subject(
+            subject, run_id=run_id, kinds=("approval.decided", "approval.consumed"))
+        asked: list[AuditEvent] = []
+        for approval_id in dict.fromkeys(e.payload.get("approval_id") for e in moved
+                                         if e.kind == "approval.decided"):
+            if not isinstance(approval_id, str):
+                continue
+            request = self.journal.approval_request(approval_id)
+            if request is not None and request.subject == subject and request.run_id == run_id:
+                asked.append(request)
+        events = sorted([*asked, *moved], key=lambda e: e.seq)
+        return [st for st in _fold(events).values() if st.approval.run_id == run_id]
+
     def usable(self, digest: str, now: datetime, proposer: str, *, run_id: str,
                also_excluded: Collection[str] = ()) -> HumanApproval | None:
         """An approved, unexpired, unconsumed approval of this exact action in this run,
@@ -153,7 +175,7 @@ class ApprovalBook:
         ``also_excluded``: identities that may not approve *this* use (the proposer's
         principal, on whose behalf it acts) besides those excluded at request time.
         """
-        for st in self.for_digest(digest, run_id=run_id):
+        for st in self.decided_for_digest(digest, run_id=run_id):
             a = st.approval
             if a.status is not ApprovalStatus.APPROVED or a.approver_id is None:
                 continue

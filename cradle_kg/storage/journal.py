@@ -223,11 +223,13 @@ class Journal(Protocol):
     def events(self, *, run_id: str | None = None, since_seq: int = 0,
                batch: int = 5000) -> Iterator[AuditEvent]: ...
 
-    def events_for_subject(self, subject: str, *,
-                           run_id: str | None = None) -> list[AuditEvent]:
+    def events_for_subject(self, subject: str, *, run_id: str | None = None,
+                           kinds: Sequence[str] = ()) -> list[AuditEvent]:
         """The events about ``subject``, oldest first; ``run_id``: only those of that run
         (read without decoding the others: a subject many runs share — an action digest,
-        a proposal id — costs a submission its own run's events, ``tests/security/test_63``)."""
+        a proposal id — costs a submission its own run's events, ``tests/security/test_63``);
+        ``kinds``: only those kinds (the others not decoded either: an action's decisions
+        without the approvals an agent asked for it, ``tests/security/test_87``)."""
         ...
 
     def events_of_kind(self, kind: str) -> list[AuditEvent]: ...
@@ -380,6 +382,11 @@ class Journal(Protocol):
         was requested: one probe of ``approval_ids``, one of the events by seq. Its events
         are then read from that run alone: an agent asking for one action in many runs
         does not make each view or decision of one of them read all (``test_71``)."""
+        ...
+
+    def approval_request(self, approval_id: str) -> AuditEvent | None:
+        """The ``approval.requested`` event that asked for ``approval_id`` (its first), if
+        any: one probe of ``approval_ids``, one row decoded."""
         ...
 
     def subject_last(self, subject: str) -> int:

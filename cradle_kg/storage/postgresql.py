@@ -390,14 +390,17 @@ class PostgresJournal:
                 return
             last = rows[-1][0]
 
-    def events_for_subject(self, subject: str, *,
-                           run_id: str | None = None) -> list[AuditEvent]:
-        if run_id is None:
-            return [self._row(r) for r in self._query(
-                f"SELECT {_COLS} FROM events WHERE subject = %s ORDER BY seq", (subject,))]
-        return [self._row(r) for r in self._query(
-            f"SELECT {_COLS} FROM events WHERE subject = %s AND run_id = %s ORDER BY seq",
-            (subject, run_id))]
+    def events_for_subject(self, subject: str, *, run_id: str | None = None,
+                           kinds: Sequence[str] = ()) -> list[AuditEvent]:
+        where, args = "subject = %s", [subject]
+        if run_id is not None:
+            where, args = where + " AND run_id = %s", [*args, run_id]
+        if kinds:
+            where += " AND kind IN (" + ", ".join("%s" for _ in kinds) + ")"
+            args.extend(kinds)
+        rows = self._query(f"SELECT {_COLS} FROM events WHERE {where} ORDER BY seq",
+                           tuple(args))
+        return [self._row(r) for r in rows]
 
     def events_of_kind(self, kind: str) -> list[AuditEvent]:
         return [self._row(r) for r in self._query(
@@ -583,6 +586,12 @@ class PostgresJournal:
         rows = self._query(f"SELECT {_COLS} FROM events WHERE subject = %s AND kind = %s"
                            f"{in_run} ORDER BY seq {order} LIMIT %s", (*args, limit))
         return [self._row(r) for r in rows]
+
+    def approval_request(self, approval_id: str) -> AuditEvent | None:
+        cols = ", ".join(f"e.{c.strip()}" for c in _COLS.split(","))
+        rows = self._query(f"SELECT {cols} FROM approval_ids a JOIN events e ON e.seq = a.seq "
+                           "WHERE a.approval_id = %s", (approval_id,))
+        return self._row(rows[0]) if rows else None
 
     def approval_place(self, approval_id: str) -> tuple[str, str] | None:
         rows = self._query("SELECT a.subject, e.run_id FROM approval_ids a JOIN events e "

@@ -651,14 +651,16 @@ class SqliteJournal:
         finally:
             conn.close()
 
-    def events_for_subject(self, subject: str, *,
-                           run_id: str | None = None) -> list[AuditEvent]:
-        if run_id is None:
-            rows = self._query(
-                f"SELECT {self._COLS} FROM events WHERE subject = ? ORDER BY seq", (subject,))
-        else:
-            rows = self._query(f"SELECT {self._COLS} FROM events WHERE subject = ? "
-                               "AND run_id = ? ORDER BY seq", (subject, run_id))
+    def events_for_subject(self, subject: str, *, run_id: str | None = None,
+                           kinds: Sequence[str] = ()) -> list[AuditEvent]:
+        where, args = "subject = ?", [subject]
+        if run_id is not None:
+            where, args = where + " AND run_id = ?", [*args, run_id]
+        if kinds:
+            where += " AND kind IN (" + ", ".join("?" for _ in kinds) + ")"
+            args.extend(kinds)
+        rows = self._query(f"SELECT {self._COLS} FROM events WHERE {where} ORDER BY seq",
+                           tuple(args))
         return [self._row(r) for r in rows]
 
     def events_of_kind(self, kind: str) -> list[AuditEvent]:
@@ -837,6 +839,12 @@ class SqliteJournal:
         rows = self._query(f"SELECT {self._COLS} FROM events WHERE subject = ? AND kind = ?"
                            f"{in_run} ORDER BY seq {order} LIMIT ?", (*args, limit))
         return [self._row(r) for r in rows]
+
+    def approval_request(self, approval_id: str) -> AuditEvent | None:
+        cols = ", ".join(f"e.{c.strip()}" for c in self._COLS.split(","))
+        rows = self._query(f"SELECT {cols} FROM approval_ids a JOIN events e ON e.seq = a.seq "
+                           "WHERE a.approval_id = ?", (approval_id,))
+        return self._row(rows[0]) if rows else None
 
     def approval_place(self, approval_id: str) -> tuple[str, str] | None:
         rows = self._query("SELECT a.subject, e.run_id FROM approval_ids a JOIN events e "

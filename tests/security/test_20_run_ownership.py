@@ -96,7 +96,7 @@ def test_an_approval_is_usable_only_by_the_agent_that_asked(rt: Runtime) -> None
         approval, excluded = given, frozenset[str]()
 
     book = rt.approvals
-    book.for_digest = lambda digest, **_: [_State()]  # type: ignore[method-assign]
+    book.decided_for_digest = lambda digest, **_: [_State()]  # type: ignore[method-assign]
     assert book.usable(given.action_digest, now, AGENT, run_id="run:r") is given
     assert book.usable(given.action_digest, now, MALLORY, run_id="run:r") is None
 

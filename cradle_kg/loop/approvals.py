@@ -245,8 +245,18 @@ class ApprovalBook:
                 if st.approval.run_id == run_id]
 
     def get(self, approval_id: str) -> ApprovalState:
-        """One approval, folded from the events of its own digest (found by its id)."""
-        return self.read(approval_id)[0]
+        """One approval: its request (one probe of ``approval_ids``) and the decisions and
+        uses of its digest in its run — not the other approvals the run asked for the
+        action, which an agent writes as many of as it likes (an MCP call waiting for an
+        approval asks this every poll: ``tests/security/test_88``)."""
+        request = self.journal.approval_request(approval_id)
+        if request is None or request.kind != "approval.requested":
+            raise UnknownNameError(f"unknown approval `{approval_id}`")
+        moved = self.journal.events_for_subject(
+            request.subject, run_id=request.run_id,
+            kinds=("approval.decided", "approval.consumed"))
+        return self.state_in([request, *(e for e in moved if e.seq > request.seq)],
+                             approval_id)
 
     def read(self, approval_id: str) -> tuple[ApprovalState, list[AuditEvent]]:
         """One approval and the events of its digest *in its run* it was folded from (one
@@ -284,8 +294,11 @@ class ApprovalBook:
         """The proposal that asked for this approval, as it was recorded (found in
         ``events`` when they are the digest's events already read, else read here)."""
         if events is None:
-            events = self.journal.events_for_subject("approval:" + approval.action_digest,
-                                                     run_id=approval.run_id)
+            # its request, one probe (not every event of the digest in the run: test_88)
+            request = self.journal.approval_request(approval.id)
+            events = [request] if (
+                request is not None and request.run_id == approval.run_id
+                and request.subject == "approval:" + approval.action_digest) else []
         for event in events:
             if (event.kind == "approval.requested"
                     and event.payload["approval"]["id"] == approval.id):

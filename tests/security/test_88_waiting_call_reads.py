@@ -1,0 +1,81 @@
+"""What a call waiting for an approval reads at each poll does not grow with its run.
+
+Finding: an MCP call that waits for an approval (``serve --approval-wait``) asks the
+journal every ``POLL_SECONDS`` where it stands (``GovernedSession.latest``): its outcome
+(one probe) and, for a waiting one, the approval (``ApprovalBook.get``) — which folded
+every event of the action's digest in the run, the approvals the session asked for the
+same action by other calls included, and, once approved, read them all again for the
+proposal (``requested_proposal``). The session is one run and its agent asks for as many
+approvals of one action as it likes (``test_87``): 60 of them made each poll of any of its
+waiting calls decode 61 rows, 120 of them 121 (linear in the run per poll, every second,
+for every waiting call). ``GET /api/approvals/{id}`` (an agent's token, for its own
+approvals) read them twice the same way before its view, and three times in all.
+
+Now ``get`` reads the approval's request (one probe of ``approval_ids``) and the digest's
+decisions and uses in its run (``events_for_subject(kinds=)``: the other requests are
+skipped in the index walk, not decoded) — as many as people decided; and
+``requested_proposal`` without the events in hand reads the request alone. 1 row a poll
+while nobody decided, whatever the approvals asked. Counted as the event rows the
+journal decodes (not time: the machine is shared), on both journals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cradle_kg import Runtime
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
+from cradle_kg.integrations.calls import GovernedSession
+from cradle_kg.records import ApprovalStatus
+
+from .inputcli import fresh_home
+
+#: every test here runs on both journals (tests/journal_backends.py)
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
+CLOSE = "demo.ledger.close_account"
+
+
+def _rows(decoded: Callable[[], int], read: Callable[[], Any]) -> tuple[int, Any]:
+    before = decoded()
+    out = read()
+    return decoded() - before, out
+
+
+def test_a_waiting_call_polls_the_same_whatever_its_run_asked(
+        tmp_path: Path, decoded: Callable[[], int]) -> None:
+    with Runtime(fresh_home(tmp_path / "home"), graph_sync=False) as rt:
+        session = GovernedSession(rt, AGENT)
+        waiting = session.call(CLOSE, {"account": "acct-2"})
+        assert waiting.status == "awaiting_approval" and waiting.approval_id
+        polls = []
+        for upto in (10, 60):
+            while len(rt.approvals.page(limit=None)[0]) < upto:  # the same action again
+                assert session.call(CLOSE, {"account": "acct-2"}).status == "awaiting_approval"
+            n, latest = _rows(decoded, lambda: session.latest(waiting, CLOSE))
+            assert latest.status == "awaiting_approval"
+            polls.append(n)
+        # before: every event of the digest in the run (11 and 61 rows); now 2 and 2 (the
+        # outcome and the request)
+        assert polls[1] <= polls[0] <= 3, polls
+
+        n, state = _rows(decoded, lambda: rt.approvals.get(waiting.approval_id or ""))
+        assert n == 1 and state.approval.status is ApprovalStatus.PENDING
+        n, asked = _rows(decoded, lambda: rt.approvals.requested_proposal(state.approval))
+        assert n == 1 and asked.action.action_type == CLOSE
+
+        # decided: the poll sees it, and reads the one decision (and its use) with it
+        rt.decide_approval(waiting.approval_id or "", approver_id=APPROVER,
+                           token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED)
+        n, latest = _rows(decoded, lambda: session.latest(waiting, CLOSE))
+        assert latest.status == "executed", latest
+        assert n <= 3, n
+        done = rt.approvals.get(waiting.approval_id or "").approval
+        assert done.status is ApprovalStatus.APPROVED and done.consumed
+        assert done.approver_id == APPROVER
+        with pytest.raises(Exception, match="unknown approval"):
+            rt.approvals.get("apr:nothing")

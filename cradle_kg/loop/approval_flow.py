@@ -220,7 +220,7 @@ class ApprovalFlow:
     def resume(self, run_id: str) -> list[Outcome]:
         """Re-submit the proposals of a run that wait for an approval that is now given."""
         outcomes: list[Outcome] = []
-        for st in self.book.for_run(run_id):
+        for st in self.book.decided_for_run(run_id):
             a = st.approval
             if a.status is not ApprovalStatus.APPROVED:
                 continue

@@ -237,12 +237,21 @@ class ApprovalBook:
         return out
 
     def for_run(self, run_id: str) -> list[ApprovalState]:
-        """The approvals a run asked for: read from that run's events only."""
-        subjects = dict.fromkeys(e.subject for e in self.journal.events(run_id=run_id)
-                                 if e.kind == "approval.requested")
-        return [st for subject in subjects
+        """The approvals a run asked for: its approval subjects found in ``approval_ids``
+        (nothing decoded), each folded from its events in the run — not every event of
+        the run."""
+        return [st for subject in self.journal.approval_subjects(run_id=run_id)
                 for st in _fold(self.journal.events_for_subject(subject, run_id=run_id)).values()
                 if st.approval.run_id == run_id]
+
+    def decided_for_run(self, run_id: str) -> list[ApprovalState]:
+        """The approvals a run asked for that a person decided (what ``resume`` may go on
+        with): the run's approval subjects found in ``approval_ids`` (nothing decoded),
+        each folded from its decisions in the run (:meth:`decided_for_digest`) — not every
+        event of the run, nor every approval it asked for (``tests/security/test_88``)."""
+        return [st for subject in self.journal.approval_subjects(run_id=run_id)
+                for st in self.decided_for_digest(subject.removeprefix("approval:"),
+                                                  run_id=run_id)]
 
     def get(self, approval_id: str) -> ApprovalState:
         """One approval: its request (one probe of ``approval_ids``) and the decisions and

@@ -348,7 +348,11 @@ class Journal(Protocol):
         whatever else the journal holds (``tests/security/test_84``)."""
         ...
 
-    def approval_subjects(self) -> list[str]: ...
+    def approval_subjects(self, *, run_id: str | None = None) -> list[str]:
+        """The subject of every approval requested, in the order of their first request;
+        ``run_id``: those that run asked for (its events' seqs joined to ``approval_ids``,
+        nothing decoded: ``tests/security/test_88``)."""
+        ...
 
     def approval_page(self, *, limit: int | None = None, offset: int = 0
                       ) -> tuple[list[tuple[str, str, str]], int]:

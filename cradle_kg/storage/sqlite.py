@@ -826,9 +826,14 @@ class SqliteJournal:
         return [(self._row(r[:n]), self._row(r[n:]) if r[n] is not None else None)
                 for r in rows], total
 
-    def approval_subjects(self) -> list[str]:
-        """The subject of every approval requested, in the order of their first request."""
-        rows = self._query("SELECT subject FROM approval_ids GROUP BY subject ORDER BY MIN(seq)")
+    def approval_subjects(self, *, run_id: str | None = None) -> list[str]:
+        if run_id is None:
+            rows = self._query(
+                "SELECT subject FROM approval_ids GROUP BY subject ORDER BY MIN(seq)")
+        else:
+            rows = self._query("SELECT a.subject FROM events e JOIN approval_ids a "
+                               "ON a.seq = e.seq WHERE e.run_id = ? "
+                               "GROUP BY a.subject ORDER BY MIN(a.seq)", (run_id,))
         return [str(r[0]) for r in rows]
 
     def subject_events(self, subject: str, kind: str, *, limit: int, newest: bool = True,

@@ -79,3 +79,37 @@ def test_a_waiting_call_polls_the_same_whatever_its_run_asked(
         assert done.approver_id == APPROVER
         with pytest.raises(Exception, match="unknown approval"):
             rt.approvals.get("apr:nothing")
+
+
+def test_resuming_a_run_reads_its_decisions_not_its_events(
+        tmp_path: Path, decoded: Callable[[], int]) -> None:
+    """The sibling finding: a waiting call whose approval was given in another process
+    (an MCP proxy's upstream tool, approved from the web page) goes on through
+    ``Runtime.resume`` (also ``runs resume``), which found the run's approvals by decoding
+    *every event of the run* — an MCP session's every call (63 rows in a run of 60 events,
+    301 in one of 300). Now the run's approval subjects come from ``approval_ids``
+    (nothing decoded) and each is folded from its decisions: what was decided, whatever
+    the run's size."""
+    with Runtime(fresh_home(tmp_path / "home"), graph_sync=False) as rt:
+        session = GovernedSession(rt, AGENT)
+        waiting = session.call(CLOSE, {"account": "acct-2"})
+        assert waiting.approval_id and waiting.outcome is not None
+        run_id = waiting.outcome.run_id
+        rows = []
+        for upto in (60, 300):
+            while len(list(rt.journal.events(run_id=run_id))) < upto:  # calls that run
+                assert session.call("demo.ledger.balance", {"account": "acct-2"}).status \
+                    == "executed"
+            n, resumed = _rows(decoded, lambda: rt.resume(run_id))
+            assert resumed == []  # nothing decided yet
+            rows.append(n)
+        # before: every event of the run (63 and 301 rows); now none
+        assert rows[1] <= rows[0] <= 2, rows
+        assert [st.approval.id for st in rt.approvals.for_run(run_id)] == [waiting.approval_id]
+        rt.decide_approval(waiting.approval_id, approver_id=APPROVER,
+                           token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED,
+                           resume=False)
+        n, resumed = _rows(decoded, lambda: rt.resume(run_id))
+        assert [o.status for o in resumed] == ["executed"]
+        assert rt.resume(run_id) == []  # used once
+        assert rt.approvals.for_run("run:nothing") == []

@@ -17,12 +17,20 @@ page (:class:`RunState`):
 The last outcome decides, not the worst: a run that recovered from a failed deployment and
 ended resolved is ``completed``. ``status`` keeps the last outcome's own word.
 
-Only the runs shown are folded. Which runs there are, in order, and what each one's state
-is decided from are derived tables kept in the journal's own transaction (``runs`` and
-``run_state``, see :mod:`.storage.run_state_sql`), so a page of runs costs what its runs'
-events cost, counting states is one ``GROUP BY`` and filtering by state is a paged query.
-The rule from those few facts to a state is :func:`state_of`, used by both the table's
-readers and :attr:`RunSummary.state`.
+Which runs there are, in order, and what each one's state is decided from are derived
+tables kept in the journal's own transaction (``runs`` and ``run_state``, see
+:mod:`.storage.run_state_sql`), so counting states is one ``GROUP BY`` and filtering by
+state is a paged query. The rule from those few facts to a state is :func:`state_of`, used
+by both the table's readers and :attr:`RunSummary.state`.
+
+A run's summary is read, not folded: its ``run_state`` row, its first and newest event,
+its counts (by the database, nothing decoded), its newest :data:`SUMMARY_ITEMS` proposals
+received and outcomes, its open human tasks (at most as many) and waiting steps — a
+bounded number of rows whatever the run's length (an agent decides how long its run is:
+an MCP session is one run). Before, every event of every run listed was decoded at every
+poll of the runs page (``tests/security/test_89``). :func:`folded_summary` is the
+definition the read meets (the whole run folded), for tests and ``audit``-style checks.
+The events of one run are read a page at a time (:func:`show_run`).
 """
 
 from __future__ import annotations
@@ -40,6 +48,14 @@ from .storage import Journal, StateKey
 #: the largest ``limit`` or ``offset`` of a page: what SQLite's and PostgreSQL's integers
 #: (``bigint``) hold
 MAX_PAGE_INTEGER = 2**63 - 1
+
+#: how many of a run's newest proposals, outcomes and open human tasks a summary names
+#: (``proposal_count`` and ``outcome_count`` say how many there are in all)
+SUMMARY_ITEMS = 20
+#: a page of one run's events (``show_run``, ``GET /api/runs/{id}``, ``runs show``): the
+#: default and the largest
+EVENTS_PAGE = 200
+MAX_EVENTS_PAGE = 1000
 
 
 class RunState(StrEnum):
@@ -103,6 +119,12 @@ class RunSummary:
     finished: str | None = None
     #: human workflow steps asked and not answered: step id -> the reasons it waits
     waiting_steps: dict[str, list[str]] = field(default_factory=dict)
+    #: how many distinct proposal ids the run received and how many outcomes it wrote
+    #: (``proposals`` and ``outcomes`` name the newest :data:`SUMMARY_ITEMS` of them)
+    proposal_count: int = 0
+    outcome_count: int = 0
+    #: the seq of the run's newest event
+    last_seq: int = 0
 
     @property
     def status(self) -> str:
@@ -141,6 +163,7 @@ class RunSummary:
         return {"run_id": self.run_id, "state": self.state.value, "status": self.status,
                 "why": self.why(), "events": self.events, "proposals": self.proposals,
                 "outcomes": self.outcomes, "human_tasks": self.human_tasks,
+                "proposal_count": self.proposal_count, "outcome_count": self.outcome_count,
                 "workflow": self.workflow, "waiting_steps": sorted(self.waiting_steps),
                 "last_outcome": None if self.last is None else
                 {"proposal_id": self.last[0], "status": self.last[1]},
@@ -148,22 +171,30 @@ class RunSummary:
                 "updated_at": self.updated_at.isoformat()}
 
 
+def _outcome(summary: RunSummary, event: AuditEvent) -> None:
+    outcome = event.payload["outcome"]
+    # a submission refused for reusing an id is listed apart: it never overwrites the
+    # status of the proposal that holds the id
+    refused = event.payload.get("submission")
+    key = f"{outcome['proposal_id']}@{refused[7:19]}" if refused else outcome["proposal_id"]
+    summary.outcomes[key] = outcome["status"]
+    if not refused:
+        summary.last = (outcome["proposal_id"], outcome["status"],
+                        [str(r) for r in outcome.get("reasons", [])])
+
+
 def _fold(summary: RunSummary, event: AuditEvent) -> None:
     summary.events += 1
     summary.updated_at = event.at
+    summary.last_seq = event.seq
     p = event.payload
-    if event.kind == "proposal.received" and event.subject not in summary.proposals:
-        summary.proposals.append(event.subject)
+    if event.kind == "proposal.received":
+        if event.subject not in summary.proposals:
+            summary.proposals.append(event.subject)
+            summary.proposal_count += 1
     elif event.kind == "run.outcome":
-        outcome = p["outcome"]
-        # a submission refused for reusing an id is listed apart: it never overwrites the
-        # status of the proposal that holds the id
-        refused = p.get("submission")
-        key = f"{outcome['proposal_id']}@{refused[7:19]}" if refused else outcome["proposal_id"]
-        summary.outcomes[key] = outcome["status"]
-        if not refused:
-            summary.last = (outcome["proposal_id"], outcome["status"],
-                            [str(r) for r in outcome.get("reasons", [])])
+        summary.outcome_count += 1
+        _outcome(summary, event)
     elif event.kind == "human_task.opened":
         summary.human_tasks.append(p["task_id"])
     elif event.kind == "human_task.resolved":
@@ -200,7 +231,7 @@ def list_page(journal: Journal, *, limit: int | None, offset: int = 0,
         key for key, _ in journal.run_state_groups() if state_of(key) is state]
     run_ids, total = journal.listed_runs(keys=keys, limit=limit, offset=offset,
                                          newest_first=newest_first)
-    return [_summary(run_id, journal.events(run_id=run_id)) for run_id in run_ids], total
+    return [read_summary(journal, run_id) for run_id in run_ids], total
 
 
 def state_counts(journal: Journal) -> dict[str, int]:
@@ -211,21 +242,94 @@ def state_counts(journal: Journal) -> dict[str, int]:
     return counts
 
 
-def _summary(run_id: str, events: Iterable[AuditEvent]) -> RunSummary:
+def folded_summary(run_id: str, events: Iterable[AuditEvent]) -> RunSummary:
+    """The definition: the whole run folded (every event decoded). :func:`read_summary`
+    gives the same for a run with at most :data:`SUMMARY_ITEMS` proposals received,
+    outcomes and open human tasks, and the newest of those for a longer one."""
     summary: RunSummary | None = None
     for event in events:
         if summary is None:
             summary = RunSummary(run_id, event.at, event.at)
         _fold(summary, event)
     if summary is None:
-        raise UnknownNameError(f"unknown run `{run_id}`", hint="`cradle-kg runs list` shows them")
+        raise _unknown(run_id)
     return summary
 
 
-def show_run(journal: Journal, run_id: str) -> tuple[RunSummary, list[AuditEvent]]:
-    events = list(journal.events(run_id=run_id))
-    return _summary(run_id, events), events
+def _unknown(run_id: str) -> UnknownNameError:
+    return UnknownNameError(f"unknown run `{run_id}`", hint="`cradle-kg runs list` shows them")
+
+
+def read_summary(journal: Journal, run_id: str) -> RunSummary:
+    """A run's summary from its derived rows and a bounded read: at most a few times
+    :data:`SUMMARY_ITEMS` rows decoded, whatever the run's length (before: every event of
+    the run, at every poll of the runs page and the run view — ``tests/security/test_89``).
+    """
+    first = journal.run_page(run_id, limit=1)
+    if not first:
+        raise _unknown(run_id)
+    newest = journal.run_page(run_id, limit=1, newest=True)
+    events, proposals, outcomes = journal.run_counts(run_id)
+    summary = RunSummary(run_id, first[0].at, newest[0].at, events=events,
+                         proposal_count=proposals, outcome_count=outcomes,
+                         last_seq=newest[0].seq)
+    received = journal.run_page(run_id, limit=SUMMARY_ITEMS, newest=True,
+                                kinds=("proposal.received",))
+    summary.proposals = list(dict.fromkeys(e.subject for e in reversed(received)))
+    for event in reversed(journal.run_page(run_id, limit=SUMMARY_ITEMS, newest=True,
+                                           kinds=("run.outcome",))):
+        _outcome(summary, event)
+    row = journal.run_state_row(run_id)
+    if row is None:  # nothing decided yet
+        return summary
+    last_proposal, last_status, open_tasks, waiting, workflow, finished = row
+    if last_status and (summary.last is None or summary.last[:2] != (last_proposal,
+                                                                     last_status)):
+        # the run's last counted outcome is older than the newest read (refused reuses)
+        last = journal.latest_outcome(run_id, last_proposal)
+        summary.last = None
+        if last is not None:
+            reasons = last.payload["outcome"].get("reasons", [])
+            summary.last = (last_proposal, last_status, [str(r) for r in reasons])
+    if open_tasks:
+        tasks, _ = journal.human_tasks(run_id=run_id, limit=SUMMARY_ITEMS)
+        summary.human_tasks = [str(opened.payload["task_id"]) for opened, _ in tasks]
+    if workflow:
+        started = (first if first[0].kind == "workflow.started" else
+                   journal.run_page(run_id, limit=1, kinds=("workflow.started",)))
+        summary.workflow = str(started[0].payload.get("workflow")) if started else None
+    summary.finished = finished or None
+    if waiting and not finished:
+        for request in journal.open_step_requests(run_id=run_id):
+            summary.waiting_steps[str(request.payload["step"])] = [
+                str(r) for r in request.payload.get("reasons", [])]
+    return summary
+
+
+def show_run(journal: Journal, run_id: str, *, limit: int = EVENTS_PAGE, after_seq: int = 0
+             ) -> tuple[RunSummary, list[AuditEvent]]:
+    """A run's summary (:func:`read_summary`) and one page of its events: at most ``limit``
+    (1 to :data:`MAX_EVENTS_PAGE`) after the seq ``after_seq``, oldest first. There are
+    more when the page's last seq is below :attr:`RunSummary.last_seq` (:func:`more`)."""
+    if not 1 <= limit <= MAX_EVENTS_PAGE:
+        raise InputError(f"`limit`: `{limit}` is not between 1 and {MAX_EVENTS_PAGE}")
+    if not 0 <= after_seq <= MAX_PAGE_INTEGER:
+        raise InputError(f"`after_seq`: `{after_seq}` is not between 0 and "
+                         f"{MAX_PAGE_INTEGER}")
+    summary = read_summary(journal, run_id)
+    return summary, journal.run_page(run_id, limit=limit, after_seq=after_seq)
+
+
+def more(summary: RunSummary, events: list[AuditEvent]) -> bool:
+    """Whether the run has events after this page of them."""
+    return bool(events) and events[-1].seq < summary.last_seq
+
+
+def page_fields(summary: RunSummary, events: list[AuditEvent], limit: int) -> dict[str, Any]:
+    """What a page of a run's events says about the others (the API's, the CLI's)."""
+    return {"events_total": summary.events, "limit": limit, "more": more(summary, events),
+            "next_after_seq": events[-1].seq if more(summary, events) else None}
 
 
 def summary_of(journal: Journal, run_id: str) -> dict[str, Any]:
-    return _summary(run_id, journal.events(run_id=run_id)).to_dict()
+    return read_summary(journal, run_id).to_dict()

@@ -335,7 +335,7 @@ def runs_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
         print_json([r.to_dict() for r in runs])
         return
     table("runs", ["run", "state", "last outcome", "proposals", "events", "updated"],
-          [[r.run_id, r.state.value, r.status, len(r.proposals), r.events,
+          [[r.run_id, r.state.value, r.status, r.proposal_count, r.events,
             r.updated_at.isoformat()] for r in runs])
     console.print("  ".join(f"{k}: {v}" for k, v in counts.items()), highlight=False)
     if offset + len(runs) < total:
@@ -344,17 +344,22 @@ def runs_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
 
 
 @runs_app.command("show")
-def runs_show(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
-    """Show one run: its status and the timeline of its events."""
+def runs_show(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+              limit: Annotated[int, typer.Option(
+                  min=1, max=1000, help="How many events of the timeline to show.")] = 200,
+              after_seq: Annotated[int, typer.Option(
+                  "--after-seq", min=0,
+                  help="Show the events after this seq (the next page).")] = 0) -> None:
+    """Show one run: its status and one page of the timeline of its events."""
+    from ..runs import more, page_fields, show_run
+
     with open_journal(home) as journal:
         try:
-            from ..runs import show_run
-
-            summary, events = show_run(journal, run_id)
+            summary, events = show_run(journal, run_id, limit=limit, after_seq=after_seq)
         except CradleError as exc:
             fail(exc)
     if fmt is Format.JSON:
-        print_json({**summary.to_dict(),
+        print_json({**summary.to_dict(), **page_fields(summary, events, limit),
                     "timeline": [e.model_dump(mode="json") for e in events]})
         return
     console.print(f"run {clean(summary.run_id)}: {summary.state.value} (last outcome "
@@ -363,6 +368,9 @@ def runs_show(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) 
         console.print(f"  why: {clean(why)}", highlight=False, soft_wrap=True)
     table("timeline", ["seq", "at", "kind", "subject", "actor"],
           [[e.seq, e.at.isoformat(), e.kind, e.subject, e.actor] for e in events])
+    if more(summary, events):
+        err_console.print(f"{len(events)} of the run's {summary.events} events; more with "
+                          f"--after-seq {events[-1].seq}", highlight=False)
 
 
 @runs_app.command("resume")

@@ -27,7 +27,16 @@ from ..lineage.index import HOST_FACT_PREFIX
 from ..loop.proposal import host_asserted_fact, read_proposal
 from ..loop.runtime import Runtime
 from ..records import ApprovalStatus, Outcome
-from ..runs import MAX_PAGE_INTEGER, RunSummary, list_page, parse_state, show_run
+from ..runs import (
+    EVENTS_PAGE,
+    MAX_EVENTS_PAGE,
+    MAX_PAGE_INTEGER,
+    RunSummary,
+    list_page,
+    page_fields,
+    parse_state,
+    show_run,
+)
 from ..workflow import runner
 from .api_common import (
     Approver,
@@ -116,10 +125,16 @@ def make_router(runtime: Runtime) -> APIRouter:
                              state=state)[0]
         return [r.to_dict() for r in call(page)]
 
-    @router.get("/runs/{run_id}", summary="One run and its journal events")
-    def run(run_id: str, who: Who) -> dict[str, Any]:
-        summary, events = call(lambda: show_run(runtime.journal, run_id))
-        return {**summary.to_dict(), "events": [
+    @router.get("/runs/{run_id}", summary="One run and one page of its journal events "
+                                          "(`more`: the next page is `after_seq="
+                                          "next_after_seq`)")
+    def run(run_id: str, who: Who,
+            limit: Annotated[int, Query(ge=1, le=MAX_EVENTS_PAGE)] = EVENTS_PAGE,
+            after_seq: Annotated[int, Query(ge=0, le=MAX_PAGE_INTEGER)] = 0
+            ) -> dict[str, Any]:
+        summary, events = call(lambda: show_run(runtime.journal, run_id, limit=limit,
+                                                after_seq=after_seq))
+        return {**summary.to_dict(), **page_fields(summary, events, limit), "events": [
             {"seq": e.seq, "kind": e.kind, "at": e.at.isoformat(), "actor": e.actor,
              "subject": e.subject} for e in events]}
 

@@ -31,7 +31,14 @@ from ..errors import (
 from ..evidence import MAX_EVIDENCE_BYTES, evidence_record, upload
 from ..inbox import InboxItem, inbox, parse_kinds
 from ..loop.runtime import Runtime
-from ..runs import show_run, state_counts
+from ..runs import (
+    EVENTS_PAGE,
+    MAX_EVENTS_PAGE,
+    MAX_PAGE_INTEGER,
+    page_fields,
+    show_run,
+    state_counts,
+)
 from ..workflow import runner
 from ..workflow.definitions import MAX_FILE_BYTES, load_file, parse_definition
 from ..workflow.engine import Engine
@@ -112,10 +119,16 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
     @router.get("/runs/{run_id}/view",
                 summary="A run for the page: its state, why, one lane per proposal, and its "
                         "workflow's steps")
-    def run_view(run_id: str, who: Who) -> dict[str, Any]:
+    def run_view(run_id: str, who: Who,
+                 limit: Annotated[int, Query(ge=1, le=MAX_EVENTS_PAGE)] = EVENTS_PAGE,
+                 after_seq: Annotated[int, Query(ge=0, le=MAX_PAGE_INTEGER)] = 0
+                 ) -> dict[str, Any]:
         def view() -> dict[str, Any]:
-            summary, events = show_run(runtime.journal, run_id)
-            out: dict[str, Any] = {**summary.to_dict(), "lanes": lanes(events),
+            # the lanes of one page of the run's events (``more``: the run has others)
+            summary, events = show_run(runtime.journal, run_id, limit=limit,
+                                       after_seq=after_seq)
+            out: dict[str, Any] = {**summary.to_dict(), **page_fields(summary, events, limit),
+                                   "lanes": lanes(events),
                                    "inbox": _visible(who, inbox(runtime, run_id=run_id))}
             if summary.workflow is not None and reads_workflow(who, run_id):
                 out["workflow_status"] = runner.status(engine(), run_id)

@@ -332,6 +332,25 @@ class Journal(Protocol):
         decoded: ``test_86``)."""
         ...
 
+    def run_page(self, run_id: str, *, limit: int, after_seq: int = 0, newest: bool = False,
+                 kinds: Sequence[str] = ()) -> list[AuditEvent]:
+        """At most ``limit`` events of one run after ``after_seq``, oldest first or,
+        ``newest``, newest first; ``kinds``: only those kinds. One range of ``events_run
+        (run_id, seq)``: at most ``limit`` rows decoded, whatever the run's length (the
+        runs page and the run view, ``tests/security/test_89``)."""
+        ...
+
+    def run_counts(self, run_id: str) -> tuple[int, int, int]:
+        """How many events the run has, distinct proposal ids it received and outcomes:
+        counted by the database over the run's range of ``events_run``, nothing decoded."""
+        ...
+
+    def run_state_row(self, run_id: str) -> tuple[str, str, int, int, int, str] | None:
+        """The run's ``run_state`` row (:mod:`.run_state_sql`): last proposal, last status
+        (``''``: none), open tasks, waiting steps, workflow, finished (``''``: not) — one
+        probe, nothing decoded; None: the run has no row (nothing decided yet)."""
+        ...
+
     def run_repairs(self, run_id: str) -> int:
         """How many ``run.outcome`` events of the run say ``repair`` (its repair budget's
         count): one probe of the derived ``repairs`` (:mod:`.tasks_sql`), nothing decoded —

@@ -142,6 +142,38 @@ def outcome_update(dialect: Dialect, payload: dict[str, Any]
             "last_status = excluded.last_status", (proposal, status))
 
 
+def one_row(dialect: Dialect) -> str:
+    """One run's stored row (the run id as the one parameter)."""
+    ph = "?" if dialect == "sqlite" else "%s"
+    return (f"SELECT last_proposal, last_status, open_tasks, waiting_steps, workflow, "
+            f"finished FROM run_state WHERE run_id = {ph}")
+
+
+def run_page(dialect: Dialect, cols: str, *, kinds: int, newest: bool) -> str:
+    """At most ``limit`` events of one run after a seq (parameters: the run id, the seq,
+    ``kinds`` kinds, the limit): one range of ``events_run (run_id, seq)``."""
+    ph = "?" if dialect == "sqlite" else "%s"
+    only = f" AND kind IN ({', '.join([ph] * kinds)})" if kinds else ""
+    return (f"SELECT {cols} FROM events WHERE run_id = {ph} AND seq > {ph}{only} "
+            f"ORDER BY seq {'DESC' if newest else 'ASC'} LIMIT {ph}")
+
+
+def counts(dialect: Dialect) -> str:
+    """How many events one run has, how many distinct proposal ids it received and how
+    many ``run.outcome`` it wrote (the run id as the one parameter), nothing decoded."""
+    ph = "?" if dialect == "sqlite" else "%s"
+    return ("SELECT COUNT(*), COUNT(DISTINCT CASE WHEN kind = 'proposal.received' "
+            "THEN subject END), COUNT(CASE WHEN kind = 'run.outcome' THEN 1 END) "
+            f"FROM events WHERE run_id = {ph}")
+
+
+def state_row(row: tuple[Any, ...] | None) -> tuple[str, str, int, int, int, str] | None:
+    if row is None:
+        return None
+    return (str(row[0] or ""), str(row[1] or ""), int(row[2]), int(row[3]), int(row[4]),
+            str(row[5] or ""))
+
+
 #: what decides a run's state, one value each (nulls folded to ``''`` / 0)
 KEY = ("CASE WHEN COALESCE(s.open_tasks, 0) > 0 THEN 1 ELSE 0 END",
        "COALESCE(s.finished, '')",
@@ -173,4 +205,5 @@ def page(dialect: Dialect, keys: list[StateKey] | None, *, newest_first: bool
 
 
 __all__ = ["COLUMNS", "GROUPS", "KEY", "KINDS", "POSTGRES_SCHEMA", "SQLITE_SCHEMA",
-           "StateKey", "from_events", "outcome_update", "page", "refresh", "stored"]
+           "StateKey", "counts", "from_events", "one_row", "outcome_update", "page", "refresh",
+           "run_page", "state_row", "stored"]

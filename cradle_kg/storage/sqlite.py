@@ -786,6 +786,19 @@ class SqliteJournal:
         rows = self._query(rows_sql, (*args, -1 if limit is None else limit, offset))
         return [str(r[0]) for r in rows], int(self._query(count_sql, args)[0][0])
 
+    def run_page(self, run_id: str, *, limit: int, after_seq: int = 0, newest: bool = False,
+                 kinds: Sequence[str] = ()) -> list[AuditEvent]:
+        sql = run_state_sql.run_page("sqlite", self._COLS, kinds=len(kinds), newest=newest)
+        return [self._row(r) for r in self._query(sql, (run_id, after_seq, *kinds, limit))]
+
+    def run_counts(self, run_id: str) -> tuple[int, int, int]:
+        row = self._query(run_state_sql.counts("sqlite"), (run_id,))[0]
+        return int(row[0]), int(row[1]), int(row[2])
+
+    def run_state_row(self, run_id: str) -> tuple[str, str, int, int, int, str] | None:
+        rows = self._query(run_state_sql.one_row("sqlite"), (run_id,))
+        return run_state_sql.state_row(rows[0] if rows else None)
+
     def run_state_groups(self) -> list[tuple[StateKey, int]]:
         return [((int(r[0]), str(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5])), int(r[6]))
                 for r in self._query(run_state_sql.GROUPS)]

@@ -82,7 +82,7 @@ async function showRuns() {
       const head = el("tr", {}, ...["run", "state", "why", "last outcome", "proposals", "updated"].map((h) => el("th", {}, h)));
       const rows = runs.map((r) => el("tr", { "data-run": r.run_id, "data-state": r.state },
         el("td", {}, runLink(r.run_id)), el("td", {}, badge(r.state)), el("td", {}, (r.why || []).join("; ")),
-        el("td", {}, r.status), el("td", {}, String(r.proposals.length)), el("td", {}, r.updated_at)));
+        el("td", {}, r.status), el("td", {}, String(r.proposal_count ?? r.proposals.length)), el("td", {}, r.updated_at)));
       target.replaceChildren(el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows)));
       status("");
     } catch (err) {  // a refresh that fails keeps the last list and says so
@@ -126,7 +126,11 @@ async function showRunSummary(runId) {
     const wf = v.workflow_status;
     $("#run-steps").replaceChildren(...(wf ? [el("h3", {}, `Workflow ${wf.workflow} v${wf.version}`),
       el("ol", {}, ...wf.steps.map(stepRow))] : []));
-    $("#run-lanes").replaceChildren(...(v.lanes.length ? [el("h3", {}, "Proposals")] : []), ...v.lanes.map(laneRow));
+    // the view reads one page of the run's events (its oldest); a longer run says so
+    const note = v.more ? [el("p", { class: "note", id: "run-more" },
+      `lanes of the first ${v.events_total === undefined ? "" : `${v.limit} of ${v.events_total} `}events; ` +
+      `the rest: cradle-kg runs show ${runId} --after-seq ${v.next_after_seq}`)] : [];
+    $("#run-lanes").replaceChildren(...(v.lanes.length ? [el("h3", {}, "Proposals")] : []), ...v.lanes.map(laneRow), ...note);
     status("");
     return v.state;
   } catch (err) {

@@ -206,11 +206,16 @@ class ApprovalFlow:
     def view(self, approval_id: str, *, viewer: str) -> HumanApproval:
         """The approval as ``viewer`` sees it, the view journaled (``approval.viewed``) only
         when it is news (:func:`.approvals.view_is_news`): who saw it, and in which state,
-        without a row per poll. Two processes' views at once may both be journaled."""
+        without a row per poll. Two processes' views at once may both be journaled.
+
+        Read bounded (:meth:`.approvals.ApprovalBook.viewed`): the approval as ``get``
+        reads it, and the newest events of its digest in its run, never all of them (an
+        agent polling its approval made each view linear in the approvals it asked for
+        the action, ``tests/security/test_92``)."""
         check_human_input(self.ctx.config.input_limits,
                           ids={"approval_id": approval_id, "viewer": viewer})
-        state, seen = self.book.read(approval_id)
-        if view_is_news(seen, approval_id, viewer):
+        state, recent = self.book.viewed(approval_id)
+        if view_is_news(recent, approval_id, viewer):
             self.ctx.append([NewEvent(run_id=state.approval.run_id, kind="approval.viewed",
                                       subject="approval:" + state.approval.action_digest,
                                       actor=viewer, at=self.ctx.clock(),

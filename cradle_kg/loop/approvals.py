@@ -112,6 +112,11 @@ def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
     return states
 
 
+#: how many of the newest events of an approval's digest (in its run) a view reads to decide
+#: whether it is news (:meth:`ApprovalBook.viewed`)
+VIEW_LOOKBACK = 16
+
+
 def view_is_news(events: Sequence[AuditEvent], approval_id: str, viewer: str) -> bool:
     """Whether ``viewer`` looking at ``approval_id`` now tells the audit something it does
     not hold yet: their first view of it, or their first since an event other than a view
@@ -266,6 +271,21 @@ class ApprovalBook:
             kinds=("approval.decided", "approval.consumed"))
         return self.state_in([request, *(e for e in moved if e.seq > request.seq)],
                              approval_id)
+
+    def viewed(self, approval_id: str) -> tuple[ApprovalState, list[AuditEvent]]:
+        """One approval (:meth:`get`) and the newest events of its digest in its run, at
+        most :data:`VIEW_LOOKBACK`, oldest first — what :func:`view_is_news` decides on.
+        Read from the newest end (``Journal.recent_for_subject``): a view reads as many
+        rows whatever the agent asked for the action in the run; before, every event of
+        the digest there, each poll (``tests/security/test_92``). When the views since the
+        digest last moved are more than the lookback, the view counts as news (one more
+        ``approval.viewed``, which then ends the next view's walk): a view that is news
+        is never left out."""
+        state = self.get(approval_id)
+        recent = self.journal.recent_for_subject(
+            "approval:" + state.approval.action_digest, limit=VIEW_LOOKBACK,
+            run_id=state.approval.run_id)
+        return state, recent[::-1]
 
     def read(self, approval_id: str) -> tuple[ApprovalState, list[AuditEvent]]:
         """One approval and the events of its digest *in its run* it was folded from (one

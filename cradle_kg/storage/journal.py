@@ -351,6 +351,15 @@ class Journal(Protocol):
         probe, nothing decoded; None: the run has no row (nothing decided yet)."""
         ...
 
+    def recent_for_subject(self, subject: str, *, limit: int,
+                           run_id: str | None = None) -> list[AuditEvent]:
+        """At most ``limit`` of the newest events about ``subject`` (of every kind), newest
+        first; ``run_id``: only that run's (the others skipped in the index walk, not
+        decoded). One range of ``events_subject (subject, seq)`` from its newest end: at
+        most ``limit`` rows decoded, however many the subject holds (whether a view of an
+        approval is news, ``tests/security/test_92``)."""
+        ...
+
     def run_repairs(self, run_id: str) -> int:
         """How many ``run.outcome`` events of the run say ``repair`` (its repair budget's
         count): one probe of the derived ``repairs`` (:mod:`.tasks_sql`), nothing decoded —

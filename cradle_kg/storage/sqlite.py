@@ -858,6 +858,14 @@ class SqliteJournal:
                            f"{in_run} ORDER BY seq {order} LIMIT ?", (*args, limit))
         return [self._row(r) for r in rows]
 
+    def recent_for_subject(self, subject: str, *, limit: int,
+                           run_id: str | None = None) -> list[AuditEvent]:
+        in_run, args = ("", (subject,)) if run_id is None else (
+            " AND run_id = ?", (subject, run_id))
+        rows = self._query(f"SELECT {self._COLS} FROM events WHERE subject = ?{in_run} "
+                           "ORDER BY seq DESC LIMIT ?", (*args, limit))
+        return [self._row(r) for r in rows]
+
     def approval_request(self, approval_id: str) -> AuditEvent | None:
         cols = ", ".join(f"e.{c.strip()}" for c in self._COLS.split(","))
         rows = self._query(f"SELECT {cols} FROM approval_ids a JOIN events e ON e.seq = a.seq "

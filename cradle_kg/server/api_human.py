@@ -100,8 +100,10 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
 
     def reads_workflow(who: Caller, run_id: str) -> bool:
         """A workflow run's input, outputs and questions are its agent's and the approvers'
-        (who may start it may read it); another agent's token is told no such run."""
-        return who.is_approver or engine().workflow_of(run_id)[0].agent == who.identity
+        (who may start it may read it); another agent's token is told no such run. Read
+        from the run's ``workflow.started`` alone (one row), not a fold of the run its
+        agent grows at will (``tests/security/test_91``)."""
+        return who.is_approver or engine().workflow(run_id).agent == who.identity
 
     async def body_of(request: Request, model: type[Any]) -> Any:
         body = await json_body(request, runtime.config.input_limits, model)

@@ -60,6 +60,12 @@ ENGINE_ACTOR = "cradle-kg/workflow"
 Key = tuple[str, str]
 
 
+#: the kinds of a step's events the fold reads (about ``step:<run>/<step>``), and of the
+#: run's end (about ``workflow:<id>``)
+_STEP_KINDS = ("step.started", "step.skipped", "step.completed", "step.failed",
+               "human.requested", "human.decided")
+_ENDS = ("workflow.completed", "workflow.failed")
+
 #: reads of a step before its decision gives up (another answer or event kept landing)
 _DECIDE_ATTEMPTS = 3
 
@@ -102,21 +108,17 @@ class _Fold:
     skipped: set[str] = field(default_factory=set)
     requested: dict[Key, AuditEvent] = field(default_factory=dict)
     decided: dict[Key, dict[str, Any]] = field(default_factory=dict)
-    executed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _fold(events: Sequence[AuditEvent]) -> _Fold:
+    """A run's workflow state from its own events (:meth:`Engine._events`): a tool step's
+    recorded result is read apart (:meth:`Engine._recorded`)."""
     f = _Fold()
-    #: who proposed each proposal of the run: a tool step's recorded result is an outcome
-    #: of the workflow agent's own proposal, never one another agent put under its id
-    proposer: dict[str, str] = {}
     for ev in events:
         p = ev.payload
         key: Key = (str(p.get("step")), str(p.get("input_hash")))
         if ev.kind == "workflow.started":
             f.started = ev
-        elif ev.kind == "proposal.received":
-            proposer.setdefault(str(p["proposal"]["id"]), ev.actor)
         elif ev.kind in ("workflow.completed", "workflow.failed"):
             f.finished = ev
         elif ev.kind == "step.started":
@@ -131,10 +133,6 @@ def _fold(events: Sequence[AuditEvent]) -> _Fold:
             f.requested[key] = ev
         elif ev.kind == "human.decided":
             f.decided[key] = p["decision"]
-        elif ev.kind == "run.outcome" and p["outcome"]["status"] == OutcomeStatus.EXECUTED \
-                and f.started is not None \
-                and proposer.get(p["outcome"]["proposal_id"]) == f.started.payload["agent"]:
-            f.executed[p["outcome"]["proposal_id"]] = p["outcome"]
     return f
 
 
@@ -165,8 +163,46 @@ class Engine:
                                          actor=actor, at=at or self.rt.clock(),
                                          payload=payload, if_new_run=if_new_run)])[0]
 
-    def _events(self, run_id: str) -> list[AuditEvent]:
-        return list(self.rt.journal.events(run_id=run_id))
+    def _started(self, run_id: str) -> AuditEvent:
+        """The run's ``workflow.started``: its first event (written ``if_new_run``), one
+        row read — who the workflow's agent is does not cost the run's events."""
+        first = next(iter(self.rt.journal.events(run_id=run_id, batch=1)), None)
+        if first is None or first.kind != "workflow.started":
+            raise UnknownNameError(f"unknown workflow run `{run_id}`")
+        return first
+
+    def _events(self, run_id: str, wf: Workflow, started: AuditEvent) -> list[AuditEvent]:
+        """The events the fold reads, without the ones the workflow's agent writes into
+        its run at will (its proposals and their gates, approvals, outcomes: it owns the
+        run). The engine writes each step's ``step.*`` and ``human.*`` events about
+        ``step:<run>/<step>`` and the run's end about ``workflow:<id>``; each subject is
+        read in the run for those kinds alone (``events_for_subject(kinds=)``: the others
+        are skipped in the index, not decoded), and merged in journal order — the
+        sequence of those kinds the fold of the whole run saw. A tool step's recorded
+        outcome is read when the step needs it (:meth:`_recorded`). Before, every event
+        of the run was decoded (``tests/security/test_91``)."""
+        journal = self.rt.journal
+        found = [started, *journal.events_for_subject(
+            f"workflow:{wf.id}", run_id=run_id, kinds=_ENDS)]
+        for step in wf.steps:
+            found += journal.events_for_subject(f"step:{run_id}/{step.id}", run_id=run_id,
+                                                kinds=_STEP_KINDS)
+        return sorted(found, key=lambda ev: ev.seq)
+
+    def _recorded(self, run_id: str, proposal_id: str, agent: str) -> dict[str, Any] | None:
+        """The executed outcome of a tool step's proposal, if it ran: the proposal's last
+        outcome in the run (``latest_outcome``, one row: a resubmission of an executed
+        proposal replays it and writes no new outcome; a reuse of its id refused is
+        apart) when it is ``executed`` and the proposal was first submitted in the run by
+        the workflow's agent — never one another agent put under its id."""
+        latest = self.rt.journal.latest_outcome(run_id, proposal_id)
+        if latest is None or latest.payload["outcome"]["status"] != OutcomeStatus.EXECUTED:
+            return None
+        first = self.rt.journal.subject_events(proposal_id, "proposal.received", limit=1,
+                                               newest=False, run_id=run_id)
+        if not first or first[0].actor != agent or first[0].seq > latest.seq:
+            return None
+        return dict(latest.payload["outcome"])
 
     # --- public ------------------------------------------------------------------
 
@@ -197,12 +233,17 @@ class Engine:
                              hint="use `advance` to resume it") from None
         return self.advance(run)
 
+    def workflow(self, run_id: str) -> Workflow:
+        """The workflow a run runs, from its ``workflow.started`` alone (one row)."""
+        p = self._started(run_id).payload
+        return load_recorded_workflow(str(p["definition"]), version=str(p["version"]))
+
     def workflow_of(self, run_id: str) -> tuple[Workflow, _Fold]:
-        fold = _fold(self._events(run_id))
-        if fold.started is None:
-            raise UnknownNameError(f"unknown workflow run `{run_id}`")
-        p = fold.started.payload
-        return load_recorded_workflow(str(p["definition"]), version=str(p["version"])), fold
+        """The workflow and its fold: its own events, not its agent's (:meth:`_events`)."""
+        started = self._started(run_id)
+        p = started.payload
+        wf = load_recorded_workflow(str(p["definition"]), version=str(p["version"]))
+        return wf, _fold(self._events(run_id, wf, started))
 
     def advance(self, run_id: str) -> RunStatus:
         """Walk the steps from the journal; return where the run stands now."""
@@ -453,7 +494,7 @@ class Engine:
             agent_id=wf.agent, tenant=wf.tenant,
             action=ActionRequest(action_type=tool, target=step.target.format(**data),
                                  arguments=data))
-        recorded = fold.executed.get(proposal.id)
+        recorded = self._recorded(run_id, proposal.id, wf.agent)
         if recorded is not None:
             output = recorded["observation"]["output"]
         else:

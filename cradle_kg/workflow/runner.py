@@ -186,7 +186,7 @@ def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, t
     for what, text in (("answer", answer), ("note", note or "")):
         if len(text) > MAX_TEXT:
             raise InputError(f"`{what}`: more than {MAX_TEXT} characters")
-    wf, _ = engine.workflow_of(run_id)
+    wf = engine.workflow(run_id)
     step = wf.step(step_id)
     if not isinstance(step, HumanStep):
         raise InputError(f"step `{step_id}` of run `{run_id}` is a {step.kind} step, "

@@ -69,8 +69,9 @@ def test_two_answers_at_once_journal_one(wf_home: Path, tmp_path: Path) -> None:
         def held_read(run_id: str) -> Any:
             seen = read(run_id)
             reads.append(run_id)
-            if len(reads) == 2:  # the engine's own read before it writes the decision:
-                # the second answer lands now, in full, from the other runtime
+            if len(reads) == 1:  # the engine's own read before it writes the decision
+                # (``runner.decide`` reads the workflow alone, ``Engine.workflow``): the
+                # second answer lands now, in full, from the other runtime
                 raced.append(decide(second, other, run, "route", by=ADMIN,
                                     token=ADMIN_TOKEN, answer="reject"))
             return seen

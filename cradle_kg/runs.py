@@ -333,3 +333,30 @@ def page_fields(summary: RunSummary, events: list[AuditEvent], limit: int) -> di
 
 def summary_of(journal: Journal, run_id: str) -> dict[str, Any]:
     return read_summary(journal, run_id).to_dict()
+
+
+def state_and_why(journal: Journal, run_id: str) -> tuple[RunState, list[str]]:
+    """A run's state and :meth:`RunSummary.why`, without folding its events: the derived
+    ``run_state`` row (no event decoded), then only what ``why`` names — the open human
+    tasks, the waiting steps' requests (``open_steps``), or the last outcome (one row).
+    A workflow run's status reads this: its agent grows the run at will (before, every
+    event of it was decoded at each status: ``tests/security/test_91``)."""
+    row = journal.run_state_row(run_id)
+    proposal, status, tasks, waiting, workflow, finished = row or ("", "", 0, 0, 0, "")
+    state = state_of((int(tasks > 0), finished, int(waiting > 0), status,
+                      int(proposal.startswith("comp:")), workflow))
+    if state is RunState.ESCALATED:
+        opened, _ = journal.human_tasks(run_id=run_id)
+        return state, [f"human task `{o.payload['task_id']}` is open" for o, _ in opened]
+    if waiting:
+        steps: dict[str, list[str]] = {}
+        for ev in journal.open_step_requests(run_id=run_id):
+            steps[str(ev.payload["step"])] = [str(r) for r in ev.payload.get("reasons", [])]
+        return state, [f"step `{s}` waits for a person" + (f": {'; '.join(r)}" if r else "")
+                       for s, r in steps.items()]
+    if not status:
+        return state, []
+    last = journal.latest_outcome(run_id, proposal)
+    reasons = [] if last is None else [str(r) for r in
+                                       last.payload["outcome"].get("reasons", [])]
+    return state, [f"`{proposal}`: {status}" + (f": {'; '.join(reasons)}" if reasons else "")]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ApprovalError, CradleError, InputError, UnknownNameError, WorkflowFileError
 from ..inputs import DEFAULT_LIMITS, InputLimits, load_json
 from ..loop.approvals import excluded_for_agent
-from ..runs import summary_of
+from ..runs import state_and_why
 from .definitions import load_file
 from .engine import Engine, RunStatus
 from .model import client_for
@@ -233,10 +233,12 @@ def status(engine: Engine, run_id: str) -> dict[str, Any]:
         else:
             d["state"] = "pending"
         steps.append(d)
-    summary = summary_of(engine.rt.journal, run_id)
+    # the run's state and why from the derived tables, not a fold of the run (its agent's
+    # proposals included: tests/security/test_91)
+    state, why = state_and_why(engine.rt.journal, run_id)
     finished = fold.finished
     return {"run_id": run_id, "workflow": wf.id, "version": wf.version,
-            "state": summary["state"], "why": summary["why"],
+            "state": state.value, "why": why,
             "input": fold.started.payload["input"], "steps": steps,
             "ended": None if finished is None else {
                 "kind": finished.kind, **{k: finished.payload.get(k)

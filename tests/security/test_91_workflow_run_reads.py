@@ -7,7 +7,9 @@ and for whose the run is; its callers include the human API's ``reads_workflow``
 folded the whole run on every request of a token to a workflow run, just to learn the
 workflow's agent), ``step decide`` (the step's kind), the run's status and every
 ``advance`` (start, resume, decide). Measured: ``workflow_of`` decoded 62 rows in a run of
-62 events and 302 in one of 302; ``reads_workflow``'s read the same.
+62 events and 302 in one of 302; ``reads_workflow``'s read the same; the run's status
+(``runner.status``: the run view's and ``GET /api/workflows/runs/{run}``'s) twice that,
+124 and 604, as it also folded the run for its state (``summary_of``).
 
 Now who the workflow and its agent are comes from the run's ``workflow.started`` alone
 (its first event, written ``if_new_run``: one row, ``Engine.workflow``); the fold reads
@@ -15,7 +17,10 @@ the workflow's own events — each step's ``step.*`` and ``human.*`` about
 ``step:<run>/<step>`` and the run's end about ``workflow:<id>``, of those kinds only
 (``events_for_subject(kinds=)``: the agent's events are skipped in the index, not
 decoded) — and a tool step's recorded outcome is read when the step needs it (its
-proposal's last outcome and first receipt). The fold's result is unchanged. Counted as
+proposal's last outcome and first receipt). The status's state and why come from the
+derived ``run_state`` row (``Journal.run_state_row``, nothing decoded) and what ``why``
+names (the waiting steps' requests, the open tasks or the last outcome). The fold's
+result and the status are unchanged. Counted as
 the event rows the journal decodes (not time: the machine is shared), on both journals.
 """
 
@@ -29,9 +34,10 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, ledger_for
+from cradle_kg.runs import summary_of
 from cradle_kg.workflow import Engine
 from cradle_kg.workflow.definitions import load_file
-from cradle_kg.workflow.runner import decide
+from cradle_kg.workflow.runner import decide, status
 from tests.workflow.conftest import recorded
 
 from .inputcli import fresh_home
@@ -66,7 +72,7 @@ def test_a_workflow_run_reads_the_same_whatever_its_agent_wrote(
         wf = load_file(FLOW)
         run = engine.start(wf, {"account": "acct-3", "amount": 15, "reason": "refund"}).run_id
         _, quiet = engine.workflow_of(run)
-        owner, fold, n = [], [], 0
+        owner, fold, shown, n = [], [], [], 0
         for upto in (60, 300):
             while _size(rt, run) < upto:  # the workflow's agent speaks in its run
                 n += 1
@@ -82,10 +88,18 @@ def test_a_workflow_run_reads_the_same_whatever_its_agent_wrote(
             k, (_, folded) = _rows(decoded, lambda: engine.workflow_of(run))
             fold.append(k)
             assert _steps(folded) == _steps(quiet)  # the agent's events change nothing of the fold
+            k, st = _rows(decoded, lambda: status(engine, run))
+            shown.append(k)
+            full = summary_of(rt.journal, run)  # what the status said before
+            assert (st["state"], st["why"]) == (full["state"], full["why"])
+            assert st["state"] == "waiting_for_person" and "review" in st["why"][0]
         # before: every event of the run (62 and 302 rows, both reads); now the start
         # (1 row), and it with the workflow's own events (the review's two: 3 rows)
         assert owner == [1, 1], owner
         assert fold[1] == fold[0] <= 3, fold
+        # the status: before, twice the run (124 and 604 rows); now the fold and the
+        # waiting step's request (4 rows)
+        assert shown[1] == shown[0] <= 4, shown
         assert "review" in {k[0] for k in quiet.requested} and not quiet.decided
 
         # the run goes on as before: the review answered, the credit made by its tool step
@@ -93,6 +107,9 @@ def test_a_workflow_run_reads_the_same_whatever_its_agent_wrote(
                       answer="pay")
         assert done["status"] == "completed", done
         assert ledger_for(rt).balance("acct-3") == 15
+        st, full = status(engine, run), summary_of(rt.journal, run)
+        assert (st["state"], st["why"]) == (full["state"], full["why"])
+        assert st["state"] == "completed" and st["ended"]["kind"] == "workflow.completed"
         again = engine.advance(run)  # finished: only reported, nothing run twice
         assert again.status == "completed" and again.outputs == done["outputs"]
         assert ledger_for(rt).balance("acct-3") == 15

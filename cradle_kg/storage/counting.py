@@ -94,6 +94,43 @@ def last_for_subject_sql(kind: str, cols: str, param: str) -> tuple[str, bool]:
     return LAST_FOR_SUBJECT_SQL.format(cols=cols, p=param), True
 
 
+def subject_events_sql(cols: str, p: str, *, newest: bool, in_run: bool,
+                       any_kind: bool = False) -> str:
+    """At most a limit of events about a subject (of one kind, or ``any_kind``), from its
+    newest end or its oldest, in one run when ``in_run``: one range of ``events_subject
+    (subject, seq)``. Parameters: the subject, the kind (unless ``any_kind``), the run id
+    (when ``in_run``), the limit."""
+    kind = "" if any_kind else f" AND kind = {p}"
+    run = f" AND run_id = {p}" if in_run else ""
+    return (f"SELECT {cols} FROM events WHERE subject = {p}{kind}{run} "
+            f"ORDER BY seq {'DESC' if newest else 'ASC'} LIMIT {p}")
+
+
+def events_for_subject_sql(cols: str, p: str, *, in_run: bool, kinds: int) -> str:
+    """The events about a subject, oldest first, in one run when ``in_run``, of ``kinds``
+    kinds when not 0 (parameters: the subject, the run id, the kinds)."""
+    run = f" AND run_id = {p}" if in_run else ""
+    only = f" AND kind IN ({', '.join([p] * kinds)})" if kinds else ""
+    return f"SELECT {cols} FROM events WHERE subject = {p}{run}{only} ORDER BY seq"
+
+
+#: the subjects of the approvals asked for, in the order of their first request — of one
+#: run (``{run}``: `` WHERE e.run_id = ?``, its events' seqs joined, nothing decoded) or all
+APPROVAL_SUBJECTS_SQL = ("SELECT a.subject FROM approval_ids a JOIN events e ON e.seq = a.seq"
+                         "{run} GROUP BY a.subject ORDER BY MIN(a.seq)")
+
+
+#: the event that asked for an approval (its id the one parameter): one probe of
+#: ``approval_ids``, one row (``{cols}``: the event's columns prefixed ``e.``)
+APPROVAL_REQUEST_SQL = ("SELECT {cols} FROM approval_ids a JOIN events e ON e.seq = a.seq "
+                        "WHERE a.approval_id = {p}")
+
+
+def prefixed(cols: str, table: str = "e") -> str:
+    """``cols`` (a comma-separated column list) each prefixed with ``table.``."""
+    return ", ".join(f"{table}.{c.strip()}" for c in cols.split(","))
+
+
 #: whether a run has an event (one probe of the ``events_run`` index), for an
 #: ``if_new_run`` event; the events themselves, not the derived ``runs`` table
 RUN_BEGUN_SQL = "SELECT EXISTS (SELECT 1 FROM events WHERE run_id = {})"

@@ -78,13 +78,18 @@ from .chain import (
     event_hash,
 )
 from .counting import (
+    APPROVAL_REQUEST_SQL,
+    APPROVAL_SUBJECTS_SQL,
     RECENT_SIZES_SQL,
     RUN_BEGUN_SQL,
     SUBJECT_LAST_SQL,
     USAGE_FIELDS,
     count_run,
+    events_for_subject_sql,
     last_for_subject_sql,
+    prefixed,
     recent_size,
+    subject_events_sql,
     window_usage,
 )
 from .file_lease import WorkerLease, exclusive_file, worker_alive
@@ -653,15 +658,10 @@ class SqliteJournal:
 
     def events_for_subject(self, subject: str, *, run_id: str | None = None,
                            kinds: Sequence[str] = ()) -> list[AuditEvent]:
-        where, args = "subject = ?", [subject]
-        if run_id is not None:
-            where, args = where + " AND run_id = ?", [*args, run_id]
-        if kinds:
-            where += " AND kind IN (" + ", ".join("?" for _ in kinds) + ")"
-            args.extend(kinds)
-        rows = self._query(f"SELECT {self._COLS} FROM events WHERE {where} ORDER BY seq",
-                           tuple(args))
-        return [self._row(r) for r in rows]
+        sql = events_for_subject_sql(self._COLS, "?", in_run=run_id is not None,
+                                     kinds=len(kinds))
+        args = (subject, *((run_id,) if run_id is not None else ()), *kinds)
+        return [self._row(r) for r in self._query(sql, args)]
 
     def events_of_kind(self, kind: str) -> list[AuditEvent]:
         rows = self._query(f"SELECT {self._COLS} FROM events WHERE kind = ? ORDER BY seq", (kind,))
@@ -811,11 +811,11 @@ class SqliteJournal:
         return [(str(r[0]), str(r[1]), str(r[2])) for r in rows], total
 
     def latest_budget_sets(self) -> list[AuditEvent]:
-        cols = ", ".join(f"e.{c.strip()}" for c in self._COLS.split(","))
+        cols = prefixed(self._COLS)
         return [self._row(r) for r in self._query(tasks_sql.BUDGET_SETS_SQL.format(cols))]
 
     def open_step_requests(self, *, run_id: str | None = None) -> list[AuditEvent]:
-        cols = ", ".join(f"e.{c.strip()}" for c in self._COLS.split(","))
+        cols = prefixed(self._COLS)
         sql = tasks_sql.OPEN_STEPS_SQL.format(cols)
         rows = (self._query(sql + " ORDER BY w.seq") if run_id is None else
                 self._query(sql + " WHERE w.run_id = ? ORDER BY w.seq", (run_id,)))
@@ -841,35 +841,28 @@ class SqliteJournal:
 
     def approval_subjects(self, *, run_id: str | None = None) -> list[str]:
         if run_id is None:
-            rows = self._query(
-                "SELECT subject FROM approval_ids GROUP BY subject ORDER BY MIN(seq)")
+            rows = self._query(APPROVAL_SUBJECTS_SQL.format(run=""))
         else:
-            rows = self._query("SELECT a.subject FROM events e JOIN approval_ids a "
-                               "ON a.seq = e.seq WHERE e.run_id = ? "
-                               "GROUP BY a.subject ORDER BY MIN(a.seq)", (run_id,))
+            rows = self._query(APPROVAL_SUBJECTS_SQL.format(run=" WHERE e.run_id = ?"),
+                               (run_id,))
         return [str(r[0]) for r in rows]
 
     def subject_events(self, subject: str, kind: str, *, limit: int, newest: bool = True,
                        run_id: str | None = None) -> list[AuditEvent]:
-        order = "DESC" if newest else "ASC"
-        in_run, args = ("", (subject, kind)) if run_id is None else (
-            " AND run_id = ?", (subject, kind, run_id))
-        rows = self._query(f"SELECT {self._COLS} FROM events WHERE subject = ? AND kind = ?"
-                           f"{in_run} ORDER BY seq {order} LIMIT ?", (*args, limit))
-        return [self._row(r) for r in rows]
+        sql = subject_events_sql(self._COLS, "?", newest=newest, in_run=run_id is not None)
+        args = (subject, kind) if run_id is None else (subject, kind, run_id)
+        return [self._row(r) for r in self._query(sql, (*args, limit))]
 
     def recent_for_subject(self, subject: str, *, limit: int,
                            run_id: str | None = None) -> list[AuditEvent]:
-        in_run, args = ("", (subject,)) if run_id is None else (
-            " AND run_id = ?", (subject, run_id))
-        rows = self._query(f"SELECT {self._COLS} FROM events WHERE subject = ?{in_run} "
-                           "ORDER BY seq DESC LIMIT ?", (*args, limit))
-        return [self._row(r) for r in rows]
+        sql = subject_events_sql(self._COLS, "?", newest=True, in_run=run_id is not None,
+                                 any_kind=True)
+        args = (subject,) if run_id is None else (subject, run_id)
+        return [self._row(r) for r in self._query(sql, (*args, limit))]
 
     def approval_request(self, approval_id: str) -> AuditEvent | None:
-        cols = ", ".join(f"e.{c.strip()}" for c in self._COLS.split(","))
-        rows = self._query(f"SELECT {cols} FROM approval_ids a JOIN events e ON e.seq = a.seq "
-                           "WHERE a.approval_id = ?", (approval_id,))
+        rows = self._query(APPROVAL_REQUEST_SQL.format(cols=prefixed(self._COLS), p="?"),
+                           (approval_id,))
         return self._row(rows[0]) if rows else None
 
     def approval_place(self, approval_id: str) -> tuple[str, str] | None:

@@ -33,6 +33,8 @@ from cradle_kg.records import OutcomeStatus, Proposal
 from cradle_kg.storage import NewEvent
 from tests.conftest import make_config, proposal
 
+from .reads import rows_read
+
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -43,9 +45,7 @@ def _balance(attempt: int, account: str = "a1", pid: str = "p-x") -> dict[str, A
 
 
 def _rows(decoded: Callable[[], int], rt: Runtime, p: dict[str, Any]) -> tuple[int, Any]:
-    before = decoded()
-    outcome = rt.submit(p)
-    return decoded() - before, outcome
+    return rows_read(decoded, lambda: rt.submit(p))
 
 
 def _about(rt: Runtime, pid: str) -> int:

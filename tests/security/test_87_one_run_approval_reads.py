@@ -34,6 +34,7 @@ from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.records import ApprovalStatus, OutcomeStatus
 
 from .inputcli import fresh_home
+from .reads import rows_read
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -46,9 +47,7 @@ def _close(pid: str, run: str = "run:one", step: int = 0) -> dict[str, Any]:
 
 
 def _rows(decoded: Callable[[], int], rt: Runtime, p: dict[str, Any]) -> tuple[int, Any]:
-    before = decoded()
-    outcome = rt.submit(p)
-    return decoded() - before, outcome
+    return rows_read(decoded, lambda: rt.submit(p))
 
 
 def test_one_action_proposed_again_and_again_in_one_run(

@@ -42,17 +42,12 @@ from tests.workflow.conftest import recorded
 
 from .inputcli import fresh_home
 from .mcp_http import ROOT
+from .reads import rows_read as _rows
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 FLOW = ROOT / "examples" / "workflows" / "credit-review.yaml"
-
-
-def _rows(decoded: Callable[[], int], read: Callable[[], Any]) -> tuple[int, Any]:
-    before = decoded()
-    out = read()
-    return decoded() - before, out
 
 
 def _steps(fold: Any) -> tuple[Any, ...]:

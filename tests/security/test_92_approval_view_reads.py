@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -36,17 +35,12 @@ from cradle_kg.loop.approvals import VIEW_LOOKBACK
 from cradle_kg.records import ApprovalStatus
 
 from .inputcli import fresh_home
+from .reads import rows_read as _rows
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 CLOSE = "demo.ledger.close_account"
-
-
-def _rows(decoded: Callable[[], int], read: Callable[[], Any]) -> tuple[int, Any]:
-    before = decoded()
-    out = read()
-    return decoded() - before, out
 
 
 def _views(rt: Runtime, digest: str, run_id: str) -> list[tuple[str, str]]:

@@ -451,8 +451,8 @@ class PostgresJournal:
         return self._row(rows[0]) if rows else None
 
     def last_for_subject(self, subject: str, kind: str) -> AuditEvent | None:
-        sql, takes_kind = last_for_subject_sql(kind, _COLS, "%s")
-        rows = self._query(sql, (subject, kind) if takes_kind else (subject,))
+        sql, args = last_for_subject_sql(kind, _COLS, "%s")
+        rows = self._query(sql, (subject, *args))
         return self._row(rows[0]) if rows else None
 
     def intent_for_key(self, key: str) -> AuditEvent | None:
@@ -597,14 +597,15 @@ class PostgresJournal:
 
     def subject_events(self, subject: str, kind: str, *, limit: int, newest: bool = True,
                        run_id: str | None = None) -> list[AuditEvent]:
-        sql = subject_events_sql(_COLS, "%s", newest=newest, in_run=run_id is not None)
-        args = (subject, kind) if run_id is None else (subject, kind, run_id)
-        return [self._row(r) for r in self._query(sql, (*args, limit))]
+        sql, args = subject_events_sql(_COLS, "%s", kind, newest=newest,
+                                       in_run=run_id is not None)
+        run = () if run_id is None else (run_id,)
+        return [self._row(r) for r in self._query(sql, (subject, *args, *run, limit))]
 
     def recent_for_subject(self, subject: str, *, limit: int,
                            run_id: str | None = None) -> list[AuditEvent]:
-        sql = subject_events_sql(_COLS, "%s", newest=True, in_run=run_id is not None,
-                                 any_kind=True)
+        sql, _ = subject_events_sql(_COLS, "%s", None, newest=True,
+                                    in_run=run_id is not None)
         args = (subject,) if run_id is None else (subject, run_id)
         return [self._row(r) for r in self._query(sql, (*args, limit))]
 

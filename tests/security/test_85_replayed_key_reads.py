@@ -77,8 +77,8 @@ def test_the_recorded_outcome_is_one_probe_of_the_outcome_index(
     if journal_backend == "postgresql":
         import psycopg
 
-        sql, takes_kind = last_for_subject_sql("run.outcome", "seq", "%s")
-        assert not takes_kind
+        sql, args = last_for_subject_sql("run.outcome", "seq", "%s")
+        assert args == ()
         with psycopg.connect(target, autocommit=True) as conn:
             conn.execute("SET enable_seqscan = off")  # a small table: no scan either way
             plan = " ".join(str(r[0]) for r in conn.execute("EXPLAIN " + sql,
@@ -175,3 +175,19 @@ def test_a_journal_written_before_the_index_gets_it(home: Path, journal_backend:
         finally:
             conn.close()
 
+
+def test_a_kind_is_written_into_a_query_only_in_the_runtime_s_own_shape(
+        home: Path) -> None:
+    """The kind of a ``last_for_subject`` / ``subject_events`` read is written into the
+    query's text (so that the partial indexes can serve it, and SQLite does not prepare it
+    again at every run) only when it has the shape of the runtime's own kinds; anything
+    else is bound as a parameter — a kind never becomes SQL."""
+    odd = "run.outcome' OR '1'='1"
+    assert last_for_subject_sql(odd, "seq", "?")[1] == (odd,)
+    assert last_for_subject_sql("proposal.received", "seq", "?")[1] == ()
+    with Runtime(home, config=make_config(), graph_sync=False) as rt:
+        first = rt.submit(_same_key("p-0"))
+        assert rt.journal.last_for_subject(first.action.id, odd) is None
+        assert rt.journal.subject_events(first.action.id, odd, limit=5) == []
+        assert rt.journal.last_for_subject(first.action.id, "run.outcome") is not None
+        assert len(rt.journal.subject_events("p-0", "proposal.received", limit=5)) == 1

@@ -87,7 +87,8 @@ def test_the_recorded_outcome_is_one_probe_of_the_outcome_index(
         return
     import sqlite3
 
-    sql, takes_kind = last_for_subject_sql("run.outcome", "seq", "?")
+    sql, args = last_for_subject_sql("run.outcome", "seq", "?")
+    assert args == ()
     conn = sqlite3.connect(target)
     try:
         plan = " ".join(str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql,

@@ -141,15 +141,6 @@ class ApprovalBook:
         self.journal = journal
         self.config = config
 
-    def for_digest(self, digest: str, *, run_id: str | None = None) -> list[ApprovalState]:
-        """The approvals of one action digest; ``run_id``: only those that run asked for
-        (read from that run's events of the digest alone: an agent proposing one action
-        in many runs no longer makes each of its submissions fold every approval the
-        action was ever asked in, ``tests/security/test_63``)."""
-        events = self.journal.events_for_subject("approval:" + digest, run_id=run_id)
-        return [st for st in _fold(events).values()
-                if run_id is None or st.approval.run_id == run_id]
-
     def decided_for_digest(self, digest: str, *, run_id: str) -> list[ApprovalState]:
         """The approvals of one action digest that run asked for *and* a person decided
         (the only ones an action may run under): folded from that run's decisions and
@@ -275,15 +266,15 @@ class ApprovalBook:
     def viewed(self, approval_id: str) -> tuple[ApprovalState, list[AuditEvent]]:
         """One approval (:meth:`get`) and the newest events of its digest in its run, at
         most :data:`VIEW_LOOKBACK`, oldest first — what :func:`view_is_news` decides on.
-        Read from the newest end (``Journal.recent_for_subject``): a view reads as many
+        Read from the newest end (``Journal.subject_events`` of every kind): a view reads as many
         rows whatever the agent asked for the action in the run; before, every event of
         the digest there, each poll (``tests/security/test_92``). When the views since the
         digest last moved are more than the lookback, the view counts as news (one more
         ``approval.viewed``, which then ends the next view's walk): a view that is news
         is never left out."""
         state = self.get(approval_id)
-        recent = self.journal.recent_for_subject(
-            "approval:" + state.approval.action_digest, limit=VIEW_LOOKBACK,
+        recent = self.journal.subject_events(
+            "approval:" + state.approval.action_digest, None, limit=VIEW_LOOKBACK,
             run_id=state.approval.run_id)
         return state, recent[::-1]
 

@@ -323,11 +323,12 @@ class Journal(Protocol):
         """How many listed runs have each ``run_state`` key."""
         ...
 
-    def subject_events(self, subject: str, kind: str, *, limit: int, newest: bool = True,
-                       run_id: str | None = None) -> list[AuditEvent]:
-        """At most ``limit`` events of ``kind`` about ``subject``, from its newest end
-        (newest first) or, ``newest=False``, its oldest (oldest first): one range of
-        ``events_subject (subject, seq)``, at most ``limit`` rows decoded (``test_72``);
+    def subject_events(self, subject: str, kind: str | None, *, limit: int,
+                       newest: bool = True, run_id: str | None = None) -> list[AuditEvent]:
+        """At most ``limit`` events of ``kind`` (None: of every kind) about ``subject``,
+        from its newest end (newest first) or, ``newest=False``, its oldest (oldest first):
+        one range of ``events_subject (subject, seq)``, at most ``limit`` rows decoded
+        (``test_72``; a view of an approval deciding whether it is news, ``test_92``);
         ``run_id``: only that run's (the others are skipped in the index walk, not
         decoded: ``test_86``)."""
         ...
@@ -349,15 +350,6 @@ class Journal(Protocol):
         """The run's ``run_state`` row (:mod:`.run_state_sql`): last proposal, last status
         (``''``: none), open tasks, waiting steps, workflow, finished (``''``: not) — one
         probe, nothing decoded; None: the run has no row (nothing decided yet)."""
-        ...
-
-    def recent_for_subject(self, subject: str, *, limit: int,
-                           run_id: str | None = None) -> list[AuditEvent]:
-        """At most ``limit`` of the newest events about ``subject`` (of every kind), newest
-        first; ``run_id``: only that run's (the others skipped in the index walk, not
-        decoded). One range of ``events_subject (subject, seq)`` from its newest end: at
-        most ``limit`` rows decoded, however many the subject holds (whether a view of an
-        approval is news, ``tests/security/test_92``)."""
         ...
 
     def run_repairs(self, run_id: str) -> int:

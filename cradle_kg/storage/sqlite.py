@@ -847,19 +847,12 @@ class SqliteJournal:
                                (run_id,))
         return [str(r[0]) for r in rows]
 
-    def subject_events(self, subject: str, kind: str, *, limit: int, newest: bool = True,
-                       run_id: str | None = None) -> list[AuditEvent]:
+    def subject_events(self, subject: str, kind: str | None, *, limit: int,
+                       newest: bool = True, run_id: str | None = None) -> list[AuditEvent]:
         sql, args = subject_events_sql(self._COLS, "?", kind, newest=newest,
                                        in_run=run_id is not None)
         run = () if run_id is None else (run_id,)
         return [self._row(r) for r in self._query(sql, (subject, *args, *run, limit))]
-
-    def recent_for_subject(self, subject: str, *, limit: int,
-                           run_id: str | None = None) -> list[AuditEvent]:
-        sql, _ = subject_events_sql(self._COLS, "?", None, newest=True,
-                                    in_run=run_id is not None)
-        args = (subject,) if run_id is None else (subject, run_id)
-        return [self._row(r) for r in self._query(sql, (*args, limit))]
 
     def approval_request(self, approval_id: str) -> AuditEvent | None:
         rows = self._query(APPROVAL_REQUEST_SQL.format(cols=prefixed(self._COLS), p="?"),

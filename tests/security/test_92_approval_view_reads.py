@@ -12,7 +12,7 @@ it wrote. Measured: a view decoded 30 rows with 30 requests of the action in the
 
 Now the view reads the approval as ``ApprovalBook.get`` does (its request, and the
 digest's decisions and uses in the run) and the newest events of the digest in the run,
-at most ``VIEW_LOOKBACK`` of them (``Journal.recent_for_subject``: one range of
+at most ``VIEW_LOOKBACK`` of them (``Journal.subject_events`` of every kind: one range of
 ``events_subject (subject, seq)`` from its newest end). A view is news when those do not
 show the viewer's own view of it since the digest last moved — as before; when the views
 since then are more than the lookback, the view counts as news (one more

@@ -175,6 +175,40 @@ def test_dangling_intents_come_from_the_table(tmp_path: Path) -> None:
         assert j.dangling_intents() == [(5, "action:1")]
 
 
+def test_a_known_run_is_not_upserted_again_and_a_replaced_journal_is(tmp_path: Path) -> None:
+    """An append that counts no proposal of a run whose ``runs`` row this connection
+    committed writes no ``runs`` statement (two of a governed write's three appends); a
+    new run, a counted proposal, and a journal replaced at the same path still do."""
+    path = tmp_path / "j.sqlite"
+
+    def runs_statements(j: Journal, kind: str, run_id: str) -> int:
+        seen: list[str] = []
+        j._conn.set_trace_callback(seen.append)
+        try:
+            j.append([NewEvent(run_id=run_id, kind=kind, subject="s", actor="a", at=T0,
+                               payload={})])
+        finally:
+            j._conn.set_trace_callback(None)
+        return sum(q.lstrip().startswith("INSERT INTO runs") for q in seen)
+
+    with Journal(path) as j:
+        assert runs_statements(j, "action.observed", "r") == 1  # new: its row
+        assert runs_statements(j, "action.observed", "r") == 0  # known: nothing
+        assert runs_statements(j, "proposal.received", "r") == 1  # counted
+        assert runs_statements(j, "action.observed", "r2") == 1
+        with Journal(tmp_path / "other.sqlite") as other:
+            other.append([NewEvent(run_id="r", kind="action.observed", subject="s",
+                                   actor="a", at=T0, payload={})])
+        path.unlink()
+        for suffix in ("-wal", "-shm"):
+            (tmp_path / f"j.sqlite{suffix}").unlink(missing_ok=True)
+        shutil.copyfile(tmp_path / "other.sqlite", path)  # one event: the head went back
+        j._conn.close()
+        j._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        assert runs_statements(j, "action.observed", "r") == 1  # forgotten, written again
+    assert _tables(path) == _rebuilt(path, tmp_path)
+
+
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(offsets=st.lists(st.integers(0, 20_000), min_size=1, max_size=25),

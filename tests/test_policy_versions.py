@@ -101,3 +101,32 @@ def test_a_store_of_the_old_layout_is_rebuilt_on_its_next_sync(home: Path) -> No
         assert store.nquads() == expected
     finally:
         store.close()
+
+
+def test_another_writer_costs_one_watermark_read_a_call(home: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With other processes writing, every call finds the watermark moved and reads the
+    latest activation again; the watermark is read once for it, not again after (on
+    PostgreSQL a watermark is a statement: the head), and an unchanged watermark reads
+    nothing else."""
+    with Runtime(home, config=make_config()) as rt, \
+            Runtime(home, config=make_config()) as other:
+        rt.submit(proposal("warm", "demo.ledger.credit", {"account": "a", "amount": 1}))
+        calls = {"watermark": 0, "last_of_kind": 0}
+        journal = rt.journal
+        for name in calls:
+            real = getattr(journal, name)
+
+            def counted(*a: object, _real: object = real, _name: str = name) -> object:
+                calls[_name] += 1
+                return _real(*a)  # type: ignore[operator]
+
+            monkeypatch.setattr(journal, name, counted)
+        for i in range(3):
+            other.submit(proposal(f"o{i}", "demo.ledger.credit", {"account": "b", "amount": 1}))
+            rt.submit(proposal(f"p{i}", "demo.ledger.credit", {"account": "a", "amount": 1}))
+        assert calls == {"watermark": 3, "last_of_kind": 3}
+        for i in range(3):
+            rt.submit(proposal(f"q{i}", "demo.ledger.credit", {"account": "a", "amount": 1}))
+        assert calls == {"watermark": 6, "last_of_kind": 3}
+    assert len(_activations(home)) == 1

@@ -61,13 +61,19 @@ class PolicySet:
         if self._activation_seen == seen:  # nobody else wrote since we checked
             return
         latest = journal.last_of_kind("policyset.activated")
-        if latest is None or latest.subject != subject:
-            sources = [{"name": s.name, "ref": self.evidence.put(s.text.encode("utf-8")),
-                        **({"namespace": s.namespace} if s.namespace is not None else {})}
-                       for s in self.engine.sources]
-            self.ctx.append([NewEvent(run_id=run_id, kind="policyset.activated",
-                                      subject=subject, actor=RUNTIME_ACTOR, at=now,
-                                      payload={"version": version, "sources": sources,
-                                               "policy_ids": self.engine.policy_ids(),
-                                               "packs": list(self.pack_versions)})])
+        if latest is not None and latest.subject == subject:
+            # what was read is the latest activation as of ``seen``: one written since by
+            # another process moves the watermark, and the next call reads again (a
+            # second watermark here cost a statement a call on PostgreSQL with others
+            # writing: there it reads the head)
+            self._activation_seen = seen
+            return
+        sources = [{"name": s.name, "ref": self.evidence.put(s.text.encode("utf-8")),
+                    **({"namespace": s.namespace} if s.namespace is not None else {})}
+                   for s in self.engine.sources]
+        self.ctx.append([NewEvent(run_id=run_id, kind="policyset.activated",
+                                  subject=subject, actor=RUNTIME_ACTOR, at=now,
+                                  payload={"version": version, "sources": sources,
+                                           "policy_ids": self.engine.policy_ids(),
+                                           "packs": list(self.pack_versions)})])
         self._activation_seen = (version, journal.watermark())

@@ -165,6 +165,36 @@ def recent_size(row: tuple[Any, ...]) -> tuple[datetime, int]:
         return at, 0
 
 
+class KnownRuns:
+    """The runs a journal object committed a ``runs`` row for: an append that counts no
+    proposal of such a run has nothing to write there (its row exists, and a derived
+    rebuild computes it again from the same events), so the statement is left out — two
+    of a governed write's three appends. Bounded (forgotten past :attr:`LIMIT`: written
+    again, harmlessly, by the next append of a forgotten run); forgotten wholly when the
+    journal's head is seen to go back (another journal at the same place)."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._ids: set[str] = set()
+        self._head = 0
+
+    def needed(self, runs: dict[str, list[int]], head: int) -> dict[str, list[int]]:
+        """The rows of ``runs`` (:func:`count_run`'s) an append at ``head`` must write."""
+        if head < self._head:
+            self._ids.clear()
+        self._head = head
+        return {run_id: row for run_id, row in runs.items()
+                if row[1] or run_id not in self._ids}
+
+    def committed(self, runs: dict[str, list[int]], head: int) -> None:
+        """The append of ``runs`` committed, its last event at ``head``."""
+        if len(self._ids) + len(runs) > self.LIMIT:
+            self._ids.clear()
+        self._ids.update(runs)
+        self._head = head
+
+
 def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -> None:
     """Note one event for :func:`.sqlite_derived.apply_runs` (on PostgreSQL,
     :func:`.pg_schema.runs_statements`)."""
@@ -176,5 +206,5 @@ def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -
 
 
 __all__ = ["BUDGET_SCOPES", "RECENT_SIZES_SQL", "RUN_BEGUN_SQL", "SUBJECT_LAST_SQL",
-           "USAGE_FIELDS", "budget_keys", "charges_budget", "count_run", "counted_keys",
-           "intent_cost", "recent_size", "usage_keys", "window_usage"]
+           "USAGE_FIELDS", "KnownRuns", "budget_keys", "charges_budget", "count_run",
+           "counted_keys", "intent_cost", "recent_size", "usage_keys", "window_usage"]

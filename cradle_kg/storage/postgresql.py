@@ -55,6 +55,7 @@ from .counting import (
     RUN_BEGUN_SQL,
     SUBJECT_LAST_SQL,
     USAGE_FIELDS,
+    KnownRuns,
     count_run,
     events_for_subject_sql,
     last_for_subject_sql,
@@ -199,6 +200,9 @@ class PostgresJournal:
                 if have < pg_schema.LATEST else "upgrade cradle-kg")
         #: watermark: appends by others this object has noticed, and the head it last saw
         self._foreign, self._known_seq = 0, self.head()[0]
+        #: the runs whose ``runs`` row this object committed (an append of theirs that
+        #: counts no proposal writes none)
+        self._runs = KnownRuns()
         schema = self._query("SELECT current_schema()")[0][0]
         self._channel = change_channel(str(schema or "public"))
         #: wait_for_change's LISTEN connection (opened by its first call)
@@ -280,6 +284,7 @@ class PostgresJournal:
                             raise LimitReached(breached)
                     row = top.fetchone()
                     seq, prev = (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
+                    first = seq
                     if seq != self._known_seq:
                         self._foreign += 1
                     written: list[AuditEvent] = []
@@ -300,7 +305,7 @@ class PostgresJournal:
                         statements.extend(pg_schema.derived_statements(
                             seq=values[0], run_id=new.run_id, kind=new.kind,
                             subject=new.subject, at=values[6], payload=new.payload))
-                    statements.extend(pg_schema.runs_statements(runs))
+                    statements.extend(pg_schema.runs_statements(self._runs.needed(runs, first)))
                     for sql, args in statements:
                         cur.execute(sql, args)
                     # the head, and the channel's wake-up in the same statement: delivered
@@ -326,6 +331,7 @@ class PostgresJournal:
                 self._rollback()
                 raise
             self._known_seq = seq
+            self._runs.committed(runs, seq)
             return written
 
     def _rollback(self) -> None:

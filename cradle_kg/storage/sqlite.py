@@ -84,6 +84,7 @@ from .counting import (
     RUN_BEGUN_SQL,
     SUBJECT_LAST_SQL,
     USAGE_FIELDS,
+    KnownRuns,
     count_run,
     events_for_subject_sql,
     last_for_subject_sql,
@@ -164,6 +165,9 @@ class SqliteJournal:
         self._writer_pid = 0
         #: the WAL file whose folder entry was synced (:meth:`_sync_wal`)
         self._wal_inode: int | None = None
+        #: the runs whose ``runs`` row this connection committed (an append of theirs
+        #: that counts no proposal writes none)
+        self._runs = KnownRuns()
         #: the flusher thread (started by the first unflushed commit) and its signals
         self._flusher: threading.Thread | None = None
         self._dirty = threading.Event()
@@ -548,13 +552,14 @@ class SqliteJournal:
                 written.append(self._insert(conn, seq, prev, new))
                 count_run(runs, seq=seq, run_id=new.run_id, kind=new.kind)
                 prev = written[-1].hash
-            derived.apply_runs(conn, runs)
+            derived.apply_runs(conn, self._runs.needed(runs, written[0].seq - 1))
             conn.execute(
                 "INSERT INTO head(one, seq, hash) VALUES (1, ?, ?) "
                 "ON CONFLICT(one) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
                 (seq, prev),
             )
             conn.execute("COMMIT")
+            self._runs.committed(runs, seq)
             return written
         except sqlite3.IntegrityError as exc:
             conn.execute("ROLLBACK")

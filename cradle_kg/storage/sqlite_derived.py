@@ -188,6 +188,8 @@ def apply_runs(conn: sqlite3.Connection, runs: dict[str, list[int]]) -> None:
     """The ``runs`` rows of one append: per run, ``[its first seq in the append, the
     proposals received in it]`` — one upsert per run, not one per event (the row is the
     same: an existing run keeps its first seq and adds the count)."""
+    if not runs:
+        return
     conn.executemany(
         "INSERT INTO runs(run_id, first_seq, proposals) VALUES (?, ?, ?) "
         "ON CONFLICT(run_id) DO UPDATE SET proposals = proposals + excluded.proposals",

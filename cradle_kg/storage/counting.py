@@ -76,6 +76,14 @@ def counted_keys(kind: str, run_id: str, payload: dict[str, Any]) -> list[tuple[
 
 #: the latest seq of a subject's events (0: none), for an ``if_last`` event
 SUBJECT_LAST_SQL = "SELECT COALESCE(MAX(seq), 0) FROM events WHERE subject = {}"
+
+
+def head_sql(ph: str, subjects: int) -> str:
+    """The head's seq and hash (NULLs in an empty journal), then :data:`SUBJECT_LAST_SQL`
+    for each of ``subjects`` parameters — one statement, read under the append's lock,
+    where an ``if_last`` append once made one more per guarded subject."""
+    lasts = "".join(f", ({SUBJECT_LAST_SQL.format(ph)})" for _ in range(subjects))
+    return f"SELECT h.seq, h.hash{lasts} FROM (SELECT 1) AS one LEFT JOIN head h ON h.one = 1"
 #: an event kind as the runtime writes them (``run.outcome``, ``proposal.received``)
 _KIND = re.compile(r"[a-z][a-z_]*(?:\.[a-z_]+)*")
 
@@ -207,4 +215,4 @@ def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -
 
 __all__ = ["BUDGET_SCOPES", "RECENT_SIZES_SQL", "RUN_BEGUN_SQL", "SUBJECT_LAST_SQL",
            "USAGE_FIELDS", "KnownRuns", "budget_keys", "charges_budget", "count_run",
-           "counted_keys", "intent_cost", "recent_size", "usage_keys", "window_usage"]
+           "counted_keys", "head_sql", "intent_cost", "recent_size", "usage_keys", "window_usage"]

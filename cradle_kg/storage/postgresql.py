@@ -58,6 +58,7 @@ from .counting import (
     KnownRuns,
     count_run,
     events_for_subject_sql,
+    head_sql,
     last_for_subject_sql,
     prefixed,
     recent_size,
@@ -250,7 +251,9 @@ class PostgresJournal:
                     # INVARIANT: the lock is taken before the head is read (in a pipeline
                     # each statement still takes its own snapshot, after the one before)
                     cur.execute("SELECT pg_advisory_xact_lock(%s, 0)", (APPEND_LOCK,))
-                    top.execute("SELECT seq, hash FROM head WHERE one = 1")
+                    # the head, and the latest event of each if_last subject (NewEvent.if_last)
+                    guarded = [e.subject for e in events if e.if_last is not None]
+                    top.execute(head_sql("%s", len(guarded)), guarded)
                     # INVARIANT: a limit is checked under the lock (see UsageCap): read in
                     # the same round trip, after the lock, so it sees every commit before
                     usage = [stack.enter_context(conn.cursor()) for _ in caps]
@@ -258,18 +261,15 @@ class PostgresJournal:
                         cursor.execute(pg_schema.USAGE_WINDOW_SQL, (
                             cap.scope, cap.subject, cap.scope, cap.subject,
                             iso(cap.since)[:19]))
-                    guarded = [e.subject for e in events if e.if_last is not None]
-                    lasts = [stack.enter_context(conn.cursor()) for _ in guarded]
-                    for subject, cursor in zip(guarded, lasts, strict=True):
-                        cursor.execute(SUBJECT_LAST_SQL.format("%s"), (subject,))
                     fresh = new_runs(events)
                     begun = [stack.enter_context(conn.cursor()) for _ in fresh]
                     for run_id, cursor in zip(fresh, begun, strict=True):
                         cursor.execute(RUN_BEGUN_SQL.format("%s"), (run_id,))
                     pipe.sync()
+                    row = top.fetchone()
+                    assert row is not None  # one row, whatever the head
                     if guarded:  # INVARIANT: under the lock, as the caps (NewEvent.if_last)
-                        moved = moved_subject(events, [(c.fetchone() or (0,))[0]
-                                                       for c in lasts])
+                        moved = moved_subject(events, [int(v) for v in row[2:]])
                         if moved is not None:
                             raise SubjectMoved(moved)
                     if fresh:  # INVARIANT: under the lock, as the caps (NewEvent.if_new_run)
@@ -282,8 +282,8 @@ class PostgresJournal:
                                                 [tuple(c.fetchone() or ()) for c in usage])
                         if breached is not None:
                             raise LimitReached(breached)
-                    row = top.fetchone()
-                    seq, prev = (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
+                    seq, prev = ((int(row[0]), str(row[1])) if row[0] is not None
+                                 else (0, GENESIS_HASH))
                     first = seq
                     if seq != self._known_seq:
                         self._foreign += 1

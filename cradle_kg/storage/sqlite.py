@@ -87,6 +87,7 @@ from .counting import (
     KnownRuns,
     count_run,
     events_for_subject_sql,
+    head_sql,
     last_for_subject_sql,
     prefixed,
     recent_size,
@@ -523,8 +524,9 @@ class SqliteJournal:
         except sqlite3.Error as exc:
             raise JournalError(f"cannot write the journal `{self.path}`: {exc}") from exc
         try:
-            row = conn.execute("SELECT seq, hash FROM head WHERE one = 1").fetchone()
-            seq, prev = (row[0], row[1]) if row else (0, GENESIS_HASH)
+            guarded = [e.subject for e in events if e.if_last is not None]
+            row = conn.execute(head_sql("?", len(guarded)), guarded).fetchone()
+            seq, prev = (row[0], row[1]) if row[0] is not None else (0, GENESIS_HASH)
             caps = append_caps(events)
             if caps:  # INVARIANT: a limit is checked under the writer's lock (see UsageCap)
                 breached = breached_cap(events, caps, [conn.execute(
@@ -532,11 +534,8 @@ class SqliteJournal:
                 ).fetchone() for cap in caps])
                 if breached is not None:
                     raise LimitReached(breached)
-            guarded = [e.subject for e in events if e.if_last is not None]
             if guarded:  # INVARIANT: checked under the writer's lock (see NewEvent.if_last)
-                moved = moved_subject(events, [conn.execute(
-                    SUBJECT_LAST_SQL.format("?"), (subject,)).fetchone()[0]
-                    for subject in guarded])
+                moved = moved_subject(events, list(row[2:]))
                 if moved is not None:
                     raise SubjectMoved(moved)
             fresh = new_runs(events)

@@ -25,6 +25,7 @@ from cradle_kg.storage import (
     NewEvent,
     RunNotNew,
     SqliteJournal,
+    SubjectMoved,
     open_journal,
     tasks_sql,
 )
@@ -236,6 +237,31 @@ def test_an_if_new_run_event_is_written_only_as_its_runs_first(journal: Journal,
         assert begun.value.run_id == run
         assert journal.head() == head
     assert not journal.has_run("run:z") and not journal.has_run("run:v")
+    assert journal.verify().intact
+
+
+def test_an_if_last_event_is_written_only_over_its_subjects_latest(journal: Journal) -> None:
+    """``if_last`` (a worker's fencing token: ``LoopContext.append_fenced``): the append is
+    refused, nothing of it written, unless the subject's latest event is the one named
+    (0: none yet) — several guarded events, of one subject or of two, in one append; the
+    head and these seqs are read in one statement under the append's lock."""
+    def at(event: NewEvent, last: int) -> NewEvent:
+        return replace(event, if_last=last)
+
+    assert [e.seq for e in journal.append([at(ev(1, subject="s:a"), 0)])] == [1]
+    journal.append([ev(2, subject="s:b")])
+    written = journal.append([at(ev(3, subject="s:a"), 1), at(ev(4, subject="s:b"), 2),
+                              at(ev(5, subject="s:a"), 1)])
+    assert [e.seq for e in written] == [3, 4, 5]
+    head = journal.head()
+    for refused, moved in (([at(ev(6, subject="s:a"), 3)], "s:a"),
+                           ([ev(7), at(ev(8, subject="s:b"), 2)], "s:b"),
+                           ([at(ev(9, subject="s:c"), 1)], "s:c")):
+        with pytest.raises(SubjectMoved) as raised:
+            journal.append(refused)
+        assert raised.value.subject == moved
+        assert journal.head() == head
+    assert [e.seq for e in journal.append([at(ev(10, subject="s:a"), 5)])] == [6]
     assert journal.verify().intact
 
 

@@ -209,6 +209,34 @@ def test_a_known_run_is_not_upserted_again_and_a_replaced_journal_is(tmp_path: P
     assert _tables(path) == _rebuilt(path, tmp_path)
 
 
+def test_an_intent_settled_in_its_own_append_is_never_open(tmp_path: Path) -> None:
+    """A governed read's intent and outcome are one append: its intent is never written to
+    ``open_intents`` (a row inserted and deleted in one transaction before); an intent
+    whose outcome is not after it in the append is, and an outcome still closes the
+    intents of earlier appends."""
+    def put(j: Journal, *events: tuple[str, str]) -> int:
+        seen: list[str] = []
+        j._conn.set_trace_callback(seen.append)
+        try:
+            j.append([NewEvent(run_id="r", kind=kind, subject=subject, actor="a", at=T0,
+                               payload={"agent": "x", "cost": 1} if kind == "action.intent"
+                               else {}) for kind, subject in events])
+        finally:
+            j._conn.set_trace_callback(None)
+        return sum(q.lstrip().startswith("INSERT INTO open_intents") for q in seen)
+
+    path = tmp_path / "j.sqlite"
+    with Journal(path) as j:
+        assert put(j, ("action.intent", "action:1"), ("run.outcome", "action:1")) == 0
+        assert put(j, ("action.intent", "action:2")) == 1
+        assert put(j, ("run.outcome", "action:3"), ("action.intent", "action:3"),
+                   ("action.intent", "action:4"), ("run.outcome", "action:2")) == 2
+        assert j.dangling_intents() == [(5, "action:3"), (6, "action:4")]
+        assert put(j, ("action.intent", "action:3"), ("run.outcome", "action:3")) == 0
+        assert j.dangling_intents() == [(6, "action:4")]
+    assert _tables(path) == _rebuilt(path, tmp_path)
+
+
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(offsets=st.lists(st.integers(0, 20_000), min_size=1, max_size=25),

@@ -11,6 +11,7 @@ latest event of a subject (an ``if_last`` guard), whether a run has an event yet
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -203,6 +204,21 @@ class KnownRuns:
         self._head = head
 
 
+def settled_intents(events: Sequence[Any]) -> set[int]:
+    """The positions in ``events`` (one append's) of the intents that a later
+    ``run.outcome`` of the same subject in the same append settles: never open, they are
+    not written to ``open_intents`` (a governed read's whole record is one append: its row
+    was inserted and deleted in one transaction, pages written for nothing)."""
+    settled: set[int] = set()
+    pending: dict[str, list[int]] = {}
+    for i, event in enumerate(events):
+        if event.kind == "action.intent":
+            pending.setdefault(event.subject, []).append(i)
+        elif event.kind == "run.outcome":
+            settled.update(pending.pop(event.subject, ()))
+    return settled
+
+
 def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -> None:
     """Note one event for :func:`.sqlite_derived.apply_runs` (on PostgreSQL,
     :func:`.pg_schema.runs_statements`)."""
@@ -215,4 +231,5 @@ def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -
 
 __all__ = ["BUDGET_SCOPES", "RECENT_SIZES_SQL", "RUN_BEGUN_SQL", "SUBJECT_LAST_SQL",
            "USAGE_FIELDS", "KnownRuns", "budget_keys", "charges_budget", "count_run",
-           "counted_keys", "head_sql", "intent_cost", "recent_size", "usage_keys", "window_usage"]
+           "counted_keys", "head_sql", "intent_cost", "recent_size", "settled_intents",
+           "usage_keys", "window_usage"]

@@ -267,12 +267,13 @@ def runs_statements(runs: dict[str, list[int]]) -> list[Statement]:
 
 
 def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: str,
-                       payload: dict[str, Any]) -> list[Statement]:
+                       payload: dict[str, Any], settled: bool = False) -> list[Statement]:
     """The statements that update every derived table but ``runs`` for one event (as
     :func:`.sqlite_derived.apply` does on SQLite; ``runs``: :func:`runs_statements` once
     per append). They run after every event of the append is inserted: a ``run_state``
     recomputation reads the append's later events too, and the fast path of a later
-    outcome sets what the recomputation would (the run's last counted outcome)."""
+    outcome sets what the recomputation would (the run's last counted outcome).
+    ``settled``: as :func:`.sqlite_derived.apply`'s."""
     out: list[Statement] = []
     if kind in run_state_sql.KINDS:
         fast = run_state_sql.outcome_update("postgresql", payload) \
@@ -291,7 +292,9 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
         out.append((_USAGE_INSERT, args))
         out.append((_USAGE_LATER, args))
     if kind == "action.intent":
-        out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)", (seq, subject)))
+        if not settled:
+            out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)",
+                        (seq, subject)))
     elif kind == "run.outcome":
         out.append(("DELETE FROM open_intents WHERE subject = %s", (subject,)))
     elif kind == "approval.requested":

@@ -62,6 +62,7 @@ from .counting import (
     last_for_subject_sql,
     prefixed,
     recent_size,
+    settled_intents,
     subject_events_sql,
     window_usage,
 )
@@ -301,10 +302,12 @@ class PostgresJournal:
                     # events (the events first, in one statement; then, per event, what
                     # it changes; then the runs' rows, once per append)
                     statements = pg_schema.events_statements(rows)
-                    for new, values in zip(events, rows, strict=True):
+                    settled = settled_intents(events)
+                    for i, (new, values) in enumerate(zip(events, rows, strict=True)):
                         statements.extend(pg_schema.derived_statements(
                             seq=values[0], run_id=new.run_id, kind=new.kind,
-                            subject=new.subject, at=values[6], payload=new.payload))
+                            subject=new.subject, at=values[6], payload=new.payload,
+                            settled=i in settled))
                     statements.extend(pg_schema.runs_statements(self._runs.needed(runs, first)))
                     for sql, args in statements:
                         cur.execute(sql, args)

@@ -91,6 +91,7 @@ from .counting import (
     last_for_subject_sql,
     prefixed,
     recent_size,
+    settled_intents,
     subject_events_sql,
     window_usage,
 )
@@ -546,9 +547,10 @@ class SqliteJournal:
                     raise RunNotNew(begun)
             written: list[AuditEvent] = []
             runs: dict[str, list[int]] = {}
-            for new in events:
+            settled = settled_intents(events)
+            for i, new in enumerate(events):
                 seq += 1
-                written.append(self._insert(conn, seq, prev, new))
+                written.append(self._insert(conn, seq, prev, new, settled=i in settled))
                 count_run(runs, seq=seq, run_id=new.run_id, kind=new.kind)
                 prev = written[-1].hash
             derived.apply_runs(conn, self._runs.needed(runs, written[0].seq - 1))
@@ -580,7 +582,8 @@ class SqliteJournal:
         return str(rows[0][0]) if rows else keys[0]
 
     @staticmethod
-    def _insert(conn: sqlite3.Connection, seq: int, prev: str, new: NewEvent) -> AuditEvent:
+    def _insert(conn: sqlite3.Connection, seq: int, prev: str, new: NewEvent, *,
+                settled: bool = False) -> AuditEvent:
         payload_text = canonical_json(new.payload)
         payload_hash = sha256_bytes(payload_text.encode("utf-8"))
         at = iso(new.at)
@@ -598,7 +601,7 @@ class SqliteJournal:
         )
         # INVARIANT: derived state changes in the transaction that writes its events
         derived.apply(conn, seq=seq, run_id=new.run_id, kind=new.kind, subject=new.subject,
-                      at=at, payload=new.payload)
+                      at=at, payload=new.payload, settled=settled)
         # built from values this method just computed: no validation pass on the hot path
         return AuditEvent.model_construct(
             seq=seq, id=event_id, run_id=new.run_id, kind=new.kind, subject=new.subject,

@@ -197,9 +197,11 @@ def apply_runs(conn: sqlite3.Connection, runs: dict[str, list[int]]) -> None:
 
 
 def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject: str,
-          at: str, payload: dict[str, Any]) -> None:
+          at: str, payload: dict[str, Any], settled: bool = False) -> None:
     """Update the derived tables but ``runs`` for one event, inside the append's
-    transaction (``runs``: :func:`.counting.count_run`, then :func:`apply_runs` once per append)."""
+    transaction (``runs``: :func:`.counting.count_run`, then :func:`apply_runs` once per append).
+    ``settled``: an intent whose outcome is later in the same append
+    (:func:`.counting.settled_intents`): no ``open_intents`` row."""
     if kind in run_state_sql.KINDS:
         fast = run_state_sql.outcome_update("sqlite", payload) if kind == "run.outcome" \
             else None
@@ -219,7 +221,8 @@ def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject
         for statement in USAGE_STATEMENTS:
             conn.executemany(statement, rows)
     if kind == "action.intent":
-        conn.execute("INSERT INTO open_intents(seq, subject) VALUES (?, ?)", (seq, subject))
+        if not settled:
+            conn.execute("INSERT INTO open_intents(seq, subject) VALUES (?, ?)", (seq, subject))
     elif kind == "run.outcome":
         conn.execute("DELETE FROM open_intents WHERE subject = ?", (subject,))
     elif kind == "approval.requested":

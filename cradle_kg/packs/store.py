@@ -1,11 +1,16 @@
 """A pack's own SQLite file: the local system its tools write and its verifiers read back.
 
 The file and its tables are created on the first write (``CREATE ... IF NOT EXISTS``
-statements, applied by every writing connection, so a removed file comes back whole).
+statements, applied by every new writing connection, so a removed file comes back whole).
 Writes are one transaction each (holding the write lock from its first statement), in WAL
-mode with ``synchronous=FULL``; reads go through
-a separate read-only connection — a verifier can never write through the path it reads
-by — and find nothing, not an error, before the first write.
+mode with ``synchronous=FULL``; reads go through a separate read-only connection — a
+verifier can never write through the path it reads by — and find nothing, not an error,
+before the first write.
+
+Read-only connections are kept per thread and per file (path, device, inode: a file
+replaced or removed at the same path is another file, never the old one's connection), a
+few at a time, and not across ``fork``: opening one costs more than the questions a
+verifier asks of it. A write opens its own connection and closes it.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -20,6 +27,50 @@ from typing import Any
 
 #: how long a connection waits for another writer before giving up, in seconds
 BUSY_TIMEOUT = 30.0
+#: read-only connections a thread keeps open (the oldest is closed)
+KEPT = 4
+
+_KEPT_HERE = threading.local()
+
+
+def _file_key(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _kept() -> OrderedDict[tuple[str, int, int], sqlite3.Connection]:
+    """This thread's readers, forgotten (not closed: SQLite's rule) in a forked child."""
+    conns: OrderedDict[tuple[str, int, int], sqlite3.Connection] | None = getattr(
+        _KEPT_HERE, "conns", None)
+    if conns is None or getattr(_KEPT_HERE, "pid", None) != os.getpid():
+        conns = _KEPT_HERE.conns = OrderedDict()
+        _KEPT_HERE.pid = os.getpid()
+    return conns
+
+
+def _reader(path: Path) -> sqlite3.Connection | None:
+    """This thread's read-only connection to the file at ``path`` (None: no file yet).
+
+    Reusing it reads what is committed now: in autocommit mode each statement takes a new
+    read snapshot (WAL), and a read-only connection cannot hold a write."""
+    found = _file_key(path)
+    if found is None:
+        return None
+    conns = _kept()
+    key = (str(path), *found)
+    conn = conns.get(key)
+    if conn is not None:
+        conns.move_to_end(key)
+        return conn
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                           timeout=BUSY_TIMEOUT, isolation_level=None)
+    conns[key] = conn
+    while len(conns) > KEPT:
+        conns.popitem(last=False)[1].close()
+    return conn
 
 
 @contextmanager
@@ -56,6 +107,8 @@ class PackStore:
         the journal's do), woken when the lock frees, not by SQLite's busy handler's
         sleeps of 1 to 100 ms."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # a connection of its own, closed at the end: the file alone holds what was written
+        # once no reader is open (a copy of it is whole), and the schema is applied anew
         with closing(sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT,
                                      isolation_level=None)) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -70,13 +123,22 @@ class PackStore:
                     raise
                 conn.execute("COMMIT")
 
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection | None]:
+        """This thread's read-only connection to the file (None before the first write):
+        each statement reads what is committed when it runs (autocommit); a ``BEGIN`` of
+        the caller's (one snapshot for several reads) never outlives the block."""
+        conn = _reader(self.path)
+        try:
+            yield conn
+        finally:
+            if conn is not None and conn.in_transaction:
+                conn.rollback()
+
     def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """A query over a read-only connection; no rows when nothing was written yet."""
-        if not self.path.exists():
-            return []
-        uri = f"{self.path.resolve().as_uri()}?mode=ro"
-        with closing(sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT)) as conn:
-            return list(conn.execute(sql, params).fetchall())
+        with self.reading() as conn:
+            return [] if conn is None else list(conn.execute(sql, params).fetchall())
 
     def row(self, sql: str, params: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
         found = self.rows(sql, params)

@@ -9,8 +9,8 @@ of what each write changed (payments, refunds, certificates).
 
 Writes go through :meth:`AirlineDB.writing` (one transaction, ``synchronous=FULL``); every
 read — the rules, the verifiers — goes through a separate read-only connection, opened once
-per thread and database file and reused (:func:`_reader`): opening one costs more than the
-questions a rule or a verifier asks of it.
+per thread and database file and reused (:meth:`PackStore.reading`): opening one costs more
+than the questions a rule or a verifier asks of it.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -83,7 +81,6 @@ def default_data() -> Path:
     """The benchmark's data, read where it is shared (never copied into the repo):
     ``$AIRLINE_DATA``, else ``shared/data/tau-airline`` beside the repository (or one level
     further up, for a worktree)."""
-    import os
 
     if os.environ.get("AIRLINE_DATA"):
         return Path(os.environ["AIRLINE_DATA"])
@@ -96,42 +93,6 @@ def default_data() -> Path:
 
 def db_path(home: Path) -> Path:
     return home / "travel-airline" / "airline.sqlite"
-
-
-#: per thread: the read-only connections opened, by database file (path, device, inode)
-_READERS = threading.local()
-#: how many a thread keeps open (a process with many homes, a test session, closes the oldest)
-_READERS_KEPT = 4
-
-
-def _reader(path: Path) -> sqlite3.Connection:
-    """This thread's read-only connection to the database at ``path``, opened on first use.
-
-    Reusing it reads what is committed now: a connection in autocommit mode starts a new
-    read snapshot with each statement (WAL), and a read-only one cannot hold a write. A
-    file replaced at the same path (a new home in a temp dir) is another inode: another
-    connection, never the old file's.
-    """
-    try:
-        st = os.stat(path)
-    except OSError:
-        raise InputError(f"no airline database at `{path}`",
-                         hint="run `cradle-kg pack init travel.airline --data DIR`") from None
-    key = (str(path), st.st_dev, st.st_ino)
-    conns: OrderedDict[tuple[str, int, int], sqlite3.Connection] | None = getattr(
-        _READERS, "conns", None)
-    if conns is None:
-        conns = _READERS.conns = OrderedDict()
-    conn = conns.get(key)
-    if conn is not None:
-        conns.move_to_end(key)
-        return conn
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0,
-                           isolation_level=None)
-    conns[key] = conn
-    while len(conns) > _READERS_KEPT:
-        conns.popitem(last=False)[1].close()
-    return conn
 
 
 class AirlineDB:
@@ -174,12 +135,12 @@ class AirlineDB:
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
-        conn = _reader(self.path)
-        try:
+        """The store's read-only connection of this thread (:meth:`PackStore.reading`)."""
+        with self.store.reading() as conn:
+            if conn is None:
+                raise InputError(f"no airline database at `{self.path}`",
+                                 hint="run `cradle-kg pack init travel.airline --data DIR`")
             yield conn
-        finally:
-            if conn.in_transaction:  # a caller's BEGIN never outlives its block
-                conn.rollback()
 
     def now(self) -> datetime:
         with self.reading() as conn:

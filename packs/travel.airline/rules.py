@@ -105,6 +105,13 @@ def _left_late(v: api.View, number: str, date: str) -> bool:
     return False
 
 
+def _booked_now(res: Mapping[str, Any], now: datetime) -> bool:
+    """The reservation was booked at the domain clock — in this conversation: the API writes
+    the clock into ``created_at`` (to the second) of what it books."""
+    created = _created(res)
+    return created is not None and created >= now.replace(microsecond=0)
+
+
 def _priced_today(v: api.View, seg: Mapping[str, Any]) -> bool:
     """The segment is priced at today's price of its flight (what the API puts in a change)."""
     data = v.flight(str(seg["flight_number"]))
@@ -208,14 +215,18 @@ def _payments(v: api.View, user: Mapping[str, Any],
     for kind in sorted(set(kinds) - set(MAX_OF_KIND)):
         out.append(_deny("airline_payment_kind", f"a `{kind}` payment method is not one the "
                          "policy allows (certificate, credit card, gift card)"))
-    # a payment method pays its amount: a negative one would credit a gift card, and one of
-    # 0 pays nothing — yet a certificate listed is consumed ("the remaining amount of a
-    # travel certificate is not refundable")
+    # a payment method pays its amount: a negative one would credit a gift card (the API
+    # debits it by the amount); a certificate listed for 0 pays nothing yet is consumed ("the
+    # remaining amount of a travel certificate is not refundable"). A credit card or gift
+    # card listed for 0 is charged nothing and changes nothing: the policy does not forbid it
     for m in methods:
-        if not m["amount"] > 0:
+        source = user["payment_methods"].get(m["payment_id"], {}).get("source")
+        if m["amount"] < 0 or (m["amount"] == 0 and source == "certificate"):
             out.append(_deny("airline_payment_amount", f"`{m['payment_id']}` is charged "
-                             f"{m['amount']}: each payment method listed pays a positive "
-                             "amount of the price"))
+                             f"{m['amount']}: " + ("a certificate listed pays a positive "
+                             "amount (the API consumes it whole)" if m["amount"] == 0 else
+                             "each payment method listed pays a positive amount of the "
+                             "price")))
     # a gift card or certificate pays at most what it holds; the API checks each line of
     # the list alone, so one listed twice could be overdrawn
     charged: dict[str, float] = {}
@@ -423,12 +434,14 @@ def certificate(v: api.View, call: Call) -> list[Finding]:
     # cancelled or delayed flight. When none shows a flight `delayed` now, the facts can
     # still be confirmed on a flight that took off late, or on a reservation already
     # changed for the delay ("after … changing or cancelling the reservation": the API
-    # prices the flight it put in at today's price); with neither, nothing confirms a delay
+    # prices the flight it put in at today's price); with neither, nothing confirms a delay.
+    # A reservation booked now is priced at today's price too, but it was never delayed:
+    # it is not one changed for the delay
     concerned = affected
     if asked == "delayed_flight" and not affected:
         concerned = [res for res in every if any(
-            _left_late(v, *seg) or _priced_today(v, f) for seg, f in
-            zip(_segments(res["flights"]), res["flights"], strict=True))]
+            _left_late(v, *seg) or (_priced_today(v, f) and not _booked_now(res, call.now))
+            for seg, f in zip(_segments(res["flights"]), res["flights"], strict=True))]
         if not concerned:
             return [_deny("airline_compensation_contradicted", f"the customer complains of a "
                           f"delayed flight, but no reservation of `{uid}` has a flight delayed, "

@@ -1,0 +1,105 @@
+"""A third pass over ``wiki.md``, sentence by sentence and tool by tool: the gaps it found
+(each case failed before its fix) with the careful calls beside them that must go through.
+Every case is built from the benchmark's data (users, reservations, flights of
+``shared/data/tau-airline``) and runs through the governed loop on a fresh copy of its
+database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Airline = Any  # the `airline` fixture (conftest.py): a home, its runner, its database
+
+YES = [["airline:confirmed", "yes"]]
+OK = {"status": "executed"}
+
+
+def _no(*codes: str) -> dict[str, Any]:
+    return {"status": "denied", "codes": list(codes)}
+
+
+def _pax(n: int, last: str) -> list[dict[str, str]]:
+    return [{"first_name": f"P{i}", "last_name": last, "dob": "1990-04-05"} for i in range(n)]
+
+
+def _book(uid: str, pays: list[tuple[str, float]], pax: int = 1) -> dict[str, Any]:
+    """HAT069 JFK→SEA on 2024-05-20: 121 a passenger in economy (12 seats left)."""
+    return {"tool": "book_reservation", "on_behalf_of": f"customer:{uid}", "facts": YES,
+            "arguments": {"user_id": uid, "origin": "JFK", "destination": "SEA",
+                          "flight_type": "one_way", "cabin": "economy",
+                          "flights": [{"flight_number": "HAT069", "date": "2024-05-20"}],
+                          "passengers": _pax(pax, "Lee"),
+                          "payment_methods": [{"payment_id": p, "amount": a} for p, a in pays],
+                          "total_baggages": 0, "nonfree_baggages": 0, "insurance": "no"}}
+
+
+def _certificate(uid: str, amount: int, ground: str) -> dict[str, Any]:
+    return {"tool": "send_certificate", "on_behalf_of": f"customer:{uid}",
+            "arguments": {"user_id": uid, "amount": amount},
+            "facts": [["airline:compensationRequested", ground]]}
+
+
+# --- send_certificate ----------------------------------------------------------------------
+
+def test_a_reservation_booked_now_is_not_one_changed_for_a_delay(airline: Airline) -> None:
+    """ "If the user is silver/gold member … and complains about delayed flights in a
+    reservation and wants to change or cancel the reservation, the agent can offer a
+    certificate as a gesture after confirming the facts and changing or cancelling the
+    reservation, with the amount being $50 times the number of passengers."
+
+    Task 46's customer, noah_muller_9847 (gold), first books a flight for 3 passengers, then
+    complains about the delayed flight of his last reservation and insists it had 3
+    passengers. Nothing of his shows a delayed flight; 4OG6T3 (1 passenger) has HAT006 that
+    took off late on 2024-05-11: $50. Before, the booking just made (priced at today's price
+    like a reservation changed for a delay) counted as a reservation concerned, so the $150
+    the customer's wrong count asks for went through; a reservation booked now has no delayed
+    flight to complain about."""
+    noah = "noah_muller_9847"
+    airline.run(_book(noah, [("credit_card_1245537", 363)], pax=3), **OK)
+    airline.run(_certificate(noah, 150, "delayed_flight"), **_no("airline_compensation_amount"))
+    airline.run(_certificate(noah, 50, "delayed_flight"), **OK)
+
+
+def test_a_reservation_changed_for_the_delay_still_counts(airline: Airline) -> None:
+    """The careful twin: liam_ito_4473 (silver) has LWTEDF (1 passenger) on HAT002, delayed
+    today; the agent moves it to HAT002 tomorrow and the customer also books a new trip for
+    2. The $50 for the changed reservation goes through; $100 (the new booking's 2
+    passengers) does not — his other reservation that flew late, 8M6I1F, has 3."""
+    liam = "liam_ito_4473"
+    airline.run({"tool": "update_reservation_flights", "on_behalf_of": f"customer:{liam}",
+                 "facts": YES,
+                 "arguments": {"reservation_id": "LWTEDF", "cabin": "economy",
+                               "payment_id": "credit_card_5260935",
+                               "flights": [{"flight_number": "HAT002",
+                                            "date": "2024-05-16"}]}}, **OK)
+    airline.run(_book(liam, [("credit_card_5260935", 242)], pax=2), **OK)
+    airline.run(_certificate(liam, 100, "delayed_flight"), **_no("airline_compensation_amount"))
+    airline.run(_certificate(liam, 50, "delayed_flight"), **OK)
+
+
+# --- book_reservation: payment lines ---------------------------------------------------------
+
+def test_a_card_listed_for_nothing_is_not_refused(airline: Airline) -> None:
+    """ "Payment: each reservation can use at most one travel certificate, at most one credit
+    card, and at most three gift cards." Nothing in the policy forbids a credit card or gift
+    card line of $0, and the API charges nothing to it (a gift card is debited by 0): mia_li_3668
+    pays HAT069 (121) with certificate_7504069 ($250) and lists credit_card_4421486 for the rest,
+    0. Before, every 0 line was refused (`airline_payment_amount`), a policy-respecting booking
+    blocked; a certificate listed for 0 is still refused — the API consumes it for nothing."""
+    airline.run(_book("mia_li_3668", [("certificate_7504069", 121),
+                                      ("credit_card_4421486", 0)]), **OK)
+
+
+def test_a_gift_card_listed_for_nothing_is_not_refused(airline: Airline) -> None:
+    """aarav_lee_3563 pays HAT069 with credit_card_7195750 and lists gift_card_6737013 ($262)
+    for 0: the card keeps its $262."""
+    airline.run(_book("aarav_lee_3563", [("credit_card_7195750", 121),
+                                         ("gift_card_6737013", 0)]), **OK)
+    assert airline.db.user("aarav_lee_3563")["payment_methods"]["gift_card_6737013"][
+        "amount"] == 262
+
+
+def test_a_certificate_listed_for_nothing_is_still_refused(airline: Airline) -> None:
+    airline.run(_book("mia_li_3668", [("certificate_7504069", 0),
+                                      ("credit_card_4421486", 121)]),
+                **_no("airline_payment_amount"))

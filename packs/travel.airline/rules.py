@@ -119,6 +119,16 @@ def _priced_today(v: api.View, seg: Mapping[str, Any]) -> bool:
     return seg.get("price") in (day.get("prices") or {}).values()
 
 
+def _changed(v: api.View, res: Mapping[str, Any], now: datetime) -> bool:
+    """The API changed the reservation's flights since it was booked: a segment priced at
+    today's price (what the API puts in a change) and, after the booking's payment, the
+    difference it charged or refunded. A reservation booked at today's price and never
+    changed shows its booking alone (every reservation of the benchmark's data is booked
+    with one payment); one booked now is priced today but was never changed."""
+    return (len(res.get("payment_history", [])) > 1 and not _booked_now(res, now)
+            and any(_priced_today(v, f) for f in res["flights"]))
+
+
 def effective_cabin(v: api.View, res: Mapping[str, Any]) -> str:
     """The cabin the reservation flies. The API never updates ``cabin`` when a change of
     cabin goes through ``update_reservation_flights`` (only the prices show it), so when
@@ -435,13 +445,12 @@ def certificate(v: api.View, call: Call) -> list[Finding]:
     # still be confirmed on a flight that took off late, or on a reservation already
     # changed for the delay ("after … changing or cancelling the reservation": the API
     # prices the flight it put in at today's price); with neither, nothing confirms a delay.
-    # A reservation booked now is priced at today's price too, but it was never delayed:
-    # it is not one changed for the delay
+    # A reservation booked now, or booked at the price its flights still have and never
+    # changed, is priced at today's price too: neither is one changed for the delay
     concerned = affected
     if asked == "delayed_flight" and not affected:
-        concerned = [res for res in every if any(
-            _left_late(v, *seg) or (_priced_today(v, f) and not _booked_now(res, call.now))
-            for seg, f in zip(_segments(res["flights"]), res["flights"], strict=True))]
+        concerned = [res for res in every if _changed(v, res, call.now) or any(
+            _left_late(v, *seg) for seg in _segments(res["flights"]))]
         if not concerned:
             return [_deny("airline_compensation_contradicted", f"the customer complains of a "
                           f"delayed flight, but no reservation of `{uid}` has a flight delayed, "

@@ -103,3 +103,17 @@ def test_a_certificate_listed_for_nothing_is_still_refused(airline: Airline) -> 
     airline.run(_book("mia_li_3668", [("certificate_7504069", 0),
                                       ("credit_card_4421486", 121)]),
                 **_no("airline_payment_amount"))
+
+
+def test_a_reservation_never_changed_does_not_confirm_a_delay(airline: Airline) -> None:
+    """The same sentence: "after confirming the facts". ivan_rossi_8555 (silver, task 22's
+    customer) has no flight delayed, none that took off late; his OWZ4XL (3 passengers) was
+    booked at the price its flights still have today, as 31 other reservations of the
+    benchmark's data were. Before, that price made OWZ4XL a reservation "changed for the
+    delay", so a $150 delay certificate went through with nothing delayed. A reservation the
+    API changed also shows the difference it charged or refunded after the booking's payment;
+    OWZ4XL shows only its booking: nothing confirms a delay. (The careful path — LWTEDF moved
+    off its delayed flight, then $50 — is `test_a_reservation_changed_for_the_delay_still_counts`
+    here and `test_a_delay_after_the_reservation_was_changed_for_it` in test_audit_gaps.py.)"""
+    airline.run(_certificate("ivan_rossi_8555", 150, "delayed_flight"),
+                **_no("airline_compensation_contradicted"))

@@ -13,8 +13,10 @@ same function on a view they never flush, to learn whether the API itself would 
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
+from collections.abc import Callable
 from copy import deepcopy
 from typing import Any
 
@@ -363,14 +365,33 @@ def _power(base: Any, exponent: Any) -> Any:
     return base**exponent
 
 
-WRITES = {"book_reservation": book_reservation, "cancel_reservation": cancel_reservation,
-          "update_reservation_flights": update_reservation_flights,
-          "update_reservation_baggages": update_reservation_baggages,
-          "update_reservation_passengers": update_reservation_passengers,
-          "send_certificate": send_certificate}
-READS = {"get_user_details": get_user_details,
-         "get_reservation_details": get_reservation_details,
-         "search_direct_flight": search_direct_flight,
-         "search_onestop_flight": search_onestop_flight,
-         "list_all_airports": list_all_airports, "calculate": calculate,
-         "transfer_to_human_agents": transfer_to_human_agents, "think": think}
+def _as_the_environment(fn: Callable[..., str]) -> Callable[..., str]:
+    """The benchmark's environment calls a tool inside ``try`` and answers what it raises as
+    ``Error: <exception>`` (``tau_bench/envs/base.py``, ``Env.step``) — a certificate listed
+    twice in a booking, removed at its first line, fails at the second with ``KeyError``.
+    The database's own errors are not the API's answer: they propagate. Unlike the
+    benchmark's, a view a failed call changed is never flushed: nothing of it is kept."""
+    @functools.wraps(fn)
+    def call(v: View, **kwargs: Any) -> str:
+        try:
+            return fn(v, **kwargs)
+        except sqlite3.Error:
+            raise
+        except Exception as exc:  # the benchmark's environment does the same
+            return f"Error: {exc}"
+    return call
+
+
+WRITES = {name: _as_the_environment(fn) for name, fn in {
+    "book_reservation": book_reservation, "cancel_reservation": cancel_reservation,
+    "update_reservation_flights": update_reservation_flights,
+    "update_reservation_baggages": update_reservation_baggages,
+    "update_reservation_passengers": update_reservation_passengers,
+    "send_certificate": send_certificate}.items()}
+READS = {name: _as_the_environment(fn) for name, fn in {
+    "get_user_details": get_user_details,
+    "get_reservation_details": get_reservation_details,
+    "search_direct_flight": search_direct_flight,
+    "search_onestop_flight": search_onestop_flight,
+    "list_all_airports": list_all_airports, "calculate": calculate,
+    "transfer_to_human_agents": transfer_to_human_agents, "think": think}.items()}

@@ -213,9 +213,11 @@ def _confirmed(call: Call, customer: str, what: str) -> list[Finding]:
 
 def _payments(v: api.View, user: Mapping[str, Any],
               methods: list[Mapping[str, Any]]) -> list[Finding]:
+    # methods are counted once each, however many lines name them: one credit card on two
+    # lines is one credit card (what its lines charge in all is checked below)
     kinds: dict[str, int] = {}
-    for m in methods:
-        pm = user["payment_methods"].get(m["payment_id"], {})
+    for pid in dict.fromkeys(str(m["payment_id"]) for m in methods):
+        pm = user["payment_methods"].get(pid, {})
         kinds[str(pm.get("source"))] = kinds.get(str(pm.get("source")), 0) + 1
     out = []
     for kind, most in MAX_OF_KIND.items():

@@ -117,3 +117,46 @@ def test_a_reservation_never_changed_does_not_confirm_a_delay(airline: Airline) 
     here and `test_a_delay_after_the_reservation_was_changed_for_it` in test_audit_gaps.py.)"""
     airline.run(_certificate("ivan_rossi_8555", 150, "delayed_flight"),
                 **_no("airline_compensation_contradicted"))
+
+
+# --- book_reservation: one payment method on two lines ---------------------------------------
+
+def test_a_certificate_listed_twice_is_the_apis_own_error(airline: Airline) -> None:
+    """ "All payment methods must already be in user profile": the benchmark's API removes a
+    certificate from the profile at its first line and fails at the second (KeyError); the
+    benchmark's environment answers any such failure as ``Error: <exception>``. mia_li_3668
+    lists certificate_7504069 ($250) for 60 and 61 of HAT069's 121. Before, the pack's own
+    check crashed on it (`domain_preconditions_error`, denied): the API's answer did not come
+    back. Now the call reaches the API and its error comes back unchanged, nothing changed."""
+    out = airline.run(_book("mia_li_3668", [("certificate_7504069", 60),
+                                            ("certificate_7504069", 61)]),
+                      status="verification_failed", codes=[])
+    assert out["output"] == "Error: 'certificate_7504069'"
+    assert "certificate_7504069" in airline.db.user("mia_li_3668")["payment_methods"]
+
+
+def test_one_credit_card_on_two_lines_is_one_credit_card(airline: Airline) -> None:
+    """ "each reservation can use at most one travel certificate, at most one credit card, and
+    at most three gift cards": credit_card_4421486 of mia_li_3668 on two lines (60 + 61) is one
+    credit card; the API charges it 121 in all. Before, each line counted as a card
+    (`airline_payment_mix`, a policy-respecting booking denied) — a rule made when a gift card
+    listed twice could be overdrawn, which R5d now sums against its balance. Two different
+    credit cards are still refused (test_policy_review.py, "book: two credit cards")."""
+    airline.run(_book("mia_li_3668", [("credit_card_4421486", 60),
+                                      ("credit_card_4421486", 61)]), **OK)
+
+
+def test_three_gift_cards_one_of_them_on_two_lines(airline: Airline) -> None:
+    """ "… at most three gift cards": sophia_davis_8874 pays HAT069 (121) with her three gift
+    cards, gift_card_2075462 ($199) on two lines (30 + 31) beside gift_card_6874494 (30) and
+    gift_card_5896248 (30). Three gift cards; before, four lines counted as four cards
+    (`airline_payment_mix`). Four distinct gift cards are still refused: mohamed_gonzalez_6188
+    pays with his four."""
+    airline.run(_book("sophia_davis_8874", [("gift_card_2075462", 30), ("gift_card_2075462", 31),
+                                            ("gift_card_6874494", 30),
+                                            ("gift_card_5896248", 30)]), **OK)
+    airline.run(_book("mohamed_gonzalez_6188", [("gift_card_9659287", 30),
+                                                ("gift_card_3390787", 30),
+                                                ("gift_card_6959577", 30),
+                                                ("gift_card_7158052", 31)]),
+                **_no("airline_payment_mix"))

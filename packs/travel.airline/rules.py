@@ -124,8 +124,12 @@ def _changed(v: api.View, res: Mapping[str, Any], now: datetime) -> bool:
     today's price (what the API puts in a change) and, after the booking's payment, the
     difference it charged or refunded. A reservation booked at today's price and never
     changed shows its booking alone (every reservation of the benchmark's data is booked
-    with one payment); one booked now is priced today but was never changed."""
-    return (len(res.get("payment_history", [])) > 1 and not _booked_now(res, now)
+    with one payment); one booked now is priced today but was never changed. A cancellation
+    appends a negative copy of every payment: those refunds are not a change's difference."""
+    paid = list(res.get("payment_history", []))
+    if res.get("status") == "cancelled":
+        paid = paid[: len(paid) // 2]
+    return (len(paid) > 1 and not _booked_now(res, now)
             and any(_priced_today(v, f) for f in res["flights"]))
 
 

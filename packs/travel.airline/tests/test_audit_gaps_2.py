@@ -160,3 +160,18 @@ def test_three_gift_cards_one_of_them_on_two_lines(airline: Airline) -> None:
                                                 ("gift_card_6959577", 30),
                                                 ("gift_card_7158052", 31)]),
                 **_no("airline_payment_mix"))
+
+
+def test_a_cancellation_is_not_a_change_of_flights(airline: Airline) -> None:
+    """The same sentence, the reservation cancelled instead: anya_sanchez_5251 (silver) has no
+    flight delayed and none late; DGLJTR (economy, insured, 2 passengers) is booked at the
+    price its flights still have today. She cancels it for her health (insured: allowed). The
+    API's refund lines then made DGLJTR look changed (more than its booking's payment), and a
+    $100 delay certificate went through with nothing delayed. The refunds of a cancellation
+    are not the difference of a change of flights: nothing confirms a delay."""
+    anya = "anya_sanchez_5251"
+    airline.run({"tool": "cancel_reservation", "on_behalf_of": f"customer:{anya}",
+                 "facts": [["airline:cancellationReason", "health"]],
+                 "arguments": {"reservation_id": "DGLJTR"}}, **OK)
+    airline.run(_certificate(anya, 100, "delayed_flight"),
+                **_no("airline_compensation_contradicted"))

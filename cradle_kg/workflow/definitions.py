@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..canonical import sha256_bytes
 from ..errors import InputError, InputTooLargeError, WorkflowFileError
 from ..inputs import read_file
+from ..strict_yaml import MAX_DEPTH
 from .schemas import schema_model, schema_problem
 from .steps import HumanStep, ModelStep, Step, ToolStep, Workflow, load_workflow
 
@@ -112,10 +113,26 @@ class WorkflowFile(_File):
 # --- YAML with line numbers -------------------------------------------------------------
 
 def _parse(text: str, name: str) -> tuple[Any, dict[Path_, int]]:
-    """The document and the line of every key and item; anchors, aliases, tags refused."""
+    """The document and the line of every key and item; anchors, aliases, tags and nesting
+    deeper than :data:`~cradle_kg.strict_yaml.MAX_DEPTH` refused.
+
+    The depth is counted on the event stream, which is read lazily and without recursion,
+    before anything is composed (recursively) from it: a file nested 2,000 deep ended the
+    composer in ``RecursionError`` — an HTTP 500 from ``POST /api/workflows/validate``, which
+    any token may send — and 100,000 flow brackets (200 KB) cost the scanner 209 s of CPU
+    before that (it revisits every open bracket at each token: ``tests/security/test_93``).
+    The first bracket past the limit stops the read."""
+    depth = 0
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             line = event.start_mark.line + 1 if event.start_mark else None
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise WorkflowFileError(f"nested too deep (more than {MAX_DEPTH} "
+                                            "levels)", file=name, line=line)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 raise WorkflowFileError("YAML anchors and aliases are not accepted",
                                         file=name, line=line)

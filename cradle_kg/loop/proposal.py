@@ -80,17 +80,49 @@ RESERVED_ID_NAMESPACES = frozenset({
     "step", "idem", "proposal", "run-claim", "sha256", "workflow", "autonomy", "policyset"})
 
 
+#: the runs the runtime journals its own records in, outside any agent's run: every
+#: evidence blob a person or an agent adds (``cradle_kg.evidence.EVIDENCE_RUN``) and the
+#: budgets (``cradle_kg.workflow.budgets.BUDGET_RUN``); a human step's autonomy is in
+#: ``autonomy:<workflow>/<step>``, a namespace of :data:`RESERVED_ID_NAMESPACES`
+RUNTIME_RUNS = frozenset({"evidence", "budgets"})
+
+
+def reserved_run(run_id: str) -> str | None:
+    """Why an agent, its host or a workflow's caller may not name ``run_id`` as its run, or
+    None: one of the runtime's own runs (:data:`RUNTIME_RUNS`, ``autonomy:…``), or an id in
+    a namespace the runtime names its records in (:data:`RESERVED_ID_NAMESPACES`) — a run's
+    claim (``run.claimed``) is an event *about* the run id, as a proposal's events are about
+    the proposal's id.
+
+    Before, an agent's proposals went into ``autonomy:credit-review/review``, which the
+    engine read whole each time a run of that workflow reached its human step, and a
+    workflow could be started in ``evidence`` or ``budgets`` (``tests/security/test_94``)."""
+    if run_id in RUNTIME_RUNS:
+        return f"`{run_id}` is a run the runtime journals its own records in"
+    namespace, colon, _ = run_id.partition(":")
+    if colon and namespace.lower() in RESERVED_ID_NAMESPACES:
+        return (f"`{namespace}:` is a namespace the runtime names its own records and runs "
+                "in (actions, approvals, tasks, autonomy, ...): a run's id may not begin "
+                "with it")
+    return None
+
+
 def check_agent_proposal(proposal: Proposal) -> Proposal:
     """``proposal`` as an agent (or its host) may submit it: its id is in no namespace the
-    runtime names its own records in (:data:`RESERVED_ID_NAMESPACES`), or a one-line
-    :class:`ProposalError`. The runtime's own proposals (a compensation's ``comp:…``)
-    are submitted without this check."""
+    runtime names its own records in (:data:`RESERVED_ID_NAMESPACES`), nor is its run one
+    of the runtime's own (:func:`reserved_run`), or a one-line :class:`ProposalError`.
+    The runtime's own proposals (a compensation's ``comp:…``) are submitted without this
+    check."""
     namespace, colon, _ = proposal.id.partition(":")
     if colon and namespace.lower() in RESERVED_ID_NAMESPACES:
         raise ProposalError(
             f"proposal: `id`: `{namespace}:` is a namespace the runtime names its own "
             "records in (actions, decisions, approvals, tasks, ...): a proposal's id may "
             "not begin with it", hint="choose another id, e.g. without the colon")
+    why = reserved_run(proposal.run_id) if proposal.run_id is not None else None
+    if why is not None:
+        raise ProposalError(f"proposal: `run_id`: {why}",
+                            hint="choose another run id, or leave it out (`run:<task_id>`)")
     return proposal
 
 

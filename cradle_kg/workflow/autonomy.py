@@ -84,6 +84,16 @@ def autonomy_run(workflow: str, step: str) -> str:
     return f"autonomy:{workflow}/{step}"
 
 
+def step_subject(workflow: str, step: str) -> str:
+    """What a step's autonomy events are about."""
+    return f"step:{workflow}/{step}"
+
+
+#: the events a step's autonomy stage is folded from (:meth:`AutonomyBook.state`)
+STAGE_KINDS = ("autonomy.policy", "autonomy.proposed", "autonomy.shadow", "autonomy.promoted",
+               "autonomy.halted")
+
+
 class AutonomyBook:
     def __init__(self, journal: Journal, approvals: ApprovalBook, *, append: Append,
                  clock: Callable[[], datetime]) -> None:
@@ -95,8 +105,15 @@ class AutonomyBook:
     # --- reading -----------------------------------------------------------------
 
     def state(self, workflow: str, step: str) -> AutonomyState:
+        """The step's stage, from its own autonomy events: those of :data:`STAGE_KINDS`
+        about ``step:<workflow>/<step>`` in its autonomy run — read each time a run of the
+        workflow reaches the step. Before, every event of the autonomy run was read, and an
+        agent could write there (its proposals, in a run of that name): each routing then
+        decoded one row per event it wrote (``tests/security/test_94``)."""
         st = AutonomyState(workflow, step)
-        for ev in self.journal.events(run_id=autonomy_run(workflow, step)):
+        for ev in self.journal.events_for_subject(step_subject(workflow, step),
+                                                  run_id=autonomy_run(workflow, step),
+                                                  kinds=STAGE_KINDS):
             p = ev.payload
             if ev.kind == "autonomy.policy":
                 st.policy = AutonomyPolicy.model_validate(p["policy"])
@@ -151,7 +168,7 @@ class AutonomyBook:
     def _event(self, workflow: str, step: str, kind: str, by: str,
                payload: dict[str, Any]) -> AuditEvent:
         return self._append([NewEvent(
-            run_id=autonomy_run(workflow, step), kind=kind, subject=f"step:{workflow}/{step}",
+            run_id=autonomy_run(workflow, step), kind=kind, subject=step_subject(workflow, step),
             actor=by, at=self._clock(), payload={"workflow": workflow, "step": step, **payload})
         ])[0]
 

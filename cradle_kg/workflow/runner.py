@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ApprovalError, CradleError, InputError, UnknownNameError, WorkflowFileError
 from ..inputs import DEFAULT_LIMITS, InputLimits, load_json
 from ..loop.approvals import excluded_for_agent
+from ..loop.proposal import reserved_run
 from ..runs import state_and_why
 from .definitions import load_file
 from .engine import Engine, RunStatus
@@ -139,6 +140,10 @@ def check_run_id(run_id: str) -> str:
     if run_id.startswith(DERIVED_RUNS):
         raise InputError(f"`{run_id}`: a workflow run's id may not begin with "
                          f"`{DERIVED_RUNS}` (the runs of proposals, sessions and plans)",
+                         hint="name it otherwise, or leave it out (then it is derived)")
+    why = reserved_run(run_id)  # nor one of the runtime's own (tests/security/test_94)
+    if why is not None:
+        raise InputError(f"`{run_id}`: {why}",
                          hint="name it otherwise, or leave it out (then it is derived)")
     return run_id
 

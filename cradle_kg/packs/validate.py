@@ -26,7 +26,7 @@ from ..inputs import load_json_file, read_text_file
 from ..policy import PolicyEngine, validate_against_schema
 from .loader import Pack, load_pack
 from .manifest import ENTRY, line_of, satisfies
-from .static import check_entry
+from .static import Sources, check_entry
 
 #: the largest Cedar schema file `pack validate` reads (a schema is a few KB)
 MAX_SCHEMA_BYTES = 1 << 20
@@ -110,11 +110,12 @@ def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
     _check_policies(pack, report)
     _check_examples(examples, report)
     # INVARIANT: nothing here imports the pack — entries are checked on the parsed source
+    sources = Sources()  # each module parsed once, within a budget (tests/security/test_95)
     for entry in [*m.validators, *m.tools, *m.verifiers, *m.invariants, *m.projections,
                   *m.knowledge,
                   *[e for e in (m.example_runner, m.init) if e],
                   *[e for e in m.hooks.values() if ENTRY.match(e)]]:
-        found = check_entry(pack.path, entry)
+        found = check_entry(pack.path, entry, sources)
         if found.error:
             report.errors.append(f"{_manifest_line(pack, entry)}: {found.error}")
         if found.warning:

@@ -295,6 +295,23 @@ def check_id(value: str | None, *, limits: InputLimits, where: str) -> None:
                              "which no id may hold")
 
 
+#: the largest ``limit`` or ``offset`` of a page: what SQLite's and PostgreSQL's integers
+#: (``bigint``) hold
+MAX_PAGE_INTEGER = 2**63 - 1
+
+
+def check_page(*, limit: int | None, offset: int) -> None:
+    """A page's ``limit`` and ``offset`` as every journal can bind them, or an
+    :class:`InputError` naming the one that is not: every paged listing checks here before
+    it asks the journal (``runs``, ``approvals``, ``tasks``). Past 2^63 - 1, SQLite's
+    driver raised ``OverflowError`` (``error: unexpected OverflowError``, an HTTP 500) and
+    PostgreSQL blamed the journal (``bigint out of range``): ``tests/security/test_66``,
+    ``test_96``."""
+    for name, value in (("limit", limit), ("offset", offset)):
+        if value is not None and not 0 <= value <= MAX_PAGE_INTEGER:
+            raise InputError(f"`{name}`: `{value}` is not between 0 and {MAX_PAGE_INTEGER}")
+
+
 def check_count(items: tuple[Any, ...] | list[Any], *, limit: int, where: str) -> None:
     if len(items) > limit:
         raise InputError(f"`{where}`: {len(items)} items is more than the limit of {limit}")

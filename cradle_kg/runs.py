@@ -42,12 +42,9 @@ from enum import StrEnum
 from typing import Any
 
 from .errors import InputError, UnknownNameError
+from .inputs import MAX_PAGE_INTEGER, check_page
 from .records import AuditEvent
 from .storage import Journal, StateKey
-
-#: the largest ``limit`` or ``offset`` of a page: what SQLite's and PostgreSQL's integers
-#: (``bigint``) hold
-MAX_PAGE_INTEGER = 2**63 - 1
 
 #: how many of a run's newest proposals, outcomes and open human tasks a summary names
 #: (``proposal_count`` and ``outcome_count`` say how many there are in all)
@@ -224,9 +221,7 @@ def list_page(journal: Journal, *, limit: int | None, offset: int = 0,
     are folded. ``limit`` and ``offset`` past what the journal's integers hold are an
     :class:`InputError` (before: ``/api/runs?offset=1e20`` was an HTTP 500 and a
     traceback, ``tests/security/test_66``)."""
-    for name, value in (("limit", limit), ("offset", offset)):
-        if value is not None and not 0 <= value <= MAX_PAGE_INTEGER:
-            raise InputError(f"`{name}`: `{value}` is not between 0 and {MAX_PAGE_INTEGER}")
+    check_page(limit=limit, offset=offset)
     keys = None if state is None else [
         key for key, _ in journal.run_state_groups() if state_of(key) is state]
     run_ids, total = journal.listed_runs(keys=keys, limit=limit, offset=offset,

@@ -50,6 +50,7 @@ from typing import Any
 from ..canonical import token_hash
 from ..config import RuntimeConfig
 from ..errors import ApprovalError, UnknownNameError
+from ..inputs import check_page
 from ..records import ApprovalStatus, AuditEvent, HumanApproval, Proposal
 from ..storage import Journal, NewEvent
 
@@ -207,7 +208,9 @@ class ApprovalBook:
     def page(self, *, limit: int | None, offset: int = 0) -> tuple[list[ApprovalState], int]:
         """One page of the approvals, in the order they were asked for, and how many there
         are: each folded from its digest's events in its run (read once per digest and run
-        of the page) — the page's approvals, not every approval ever asked (``test_84``)."""
+        of the page) — the page's approvals, not every approval ever asked (``test_84``).
+        A ``limit`` or ``offset`` no journal can bind is an ``InputError`` (``test_96``)."""
+        check_page(limit=limit, offset=offset)
         rows, total = self.journal.approval_page(limit=limit, offset=offset)
         folded: dict[tuple[str, str], dict[str, ApprovalState]] = {}
         out: list[ApprovalState] = []

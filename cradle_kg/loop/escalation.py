@@ -28,7 +28,7 @@ from typing import Any
 
 from ..canonical import content_hash
 from ..errors import InputError, JournalError, UnknownNameError
-from ..inputs import check_human_input
+from ..inputs import check_human_input, check_page
 from ..records import (
     RUNTIME_ACTOR,
     AuditEvent,
@@ -93,7 +93,9 @@ def task_page(journal: Journal, *, run_id: str | None = None, include_resolved: 
     """One page of the human tasks (of one run), oldest first — the open ones, or every one
     with its resolution — and how many there are: read from the derived ``human_tasks``
     (:meth:`~cradle_kg.storage.Journal.human_tasks`), so the events decoded are the page's,
-    not every task event of the journal (``tests/security/test_84``)."""
+    not every task event of the journal (``tests/security/test_84``). A ``limit`` or
+    ``offset`` no journal can bind is an ``InputError`` (``tests/security/test_96``)."""
+    check_page(limit=limit, offset=offset)
     rows, total = journal.human_tasks(run_id=run_id, include_resolved=include_resolved,
                                       limit=limit, offset=offset)
     return [_task(opened, done) for opened, done in rows], total

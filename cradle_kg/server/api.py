@@ -23,6 +23,7 @@ from ..errors import (
     InputError,
     UnknownNameError,
 )
+from ..inputs import MAX_PAGE_INTEGER
 from ..lineage.index import HOST_FACT_PREFIX
 from ..loop.proposal import host_asserted_fact, read_proposal
 from ..loop.runtime import Runtime
@@ -30,7 +31,6 @@ from ..records import ApprovalStatus, Outcome
 from ..runs import (
     EVENTS_PAGE,
     MAX_EVENTS_PAGE,
-    MAX_PAGE_INTEGER,
     RunSummary,
     list_page,
     page_fields,

@@ -30,11 +30,11 @@ from ..errors import (
 )
 from ..evidence import MAX_EVIDENCE_BYTES, evidence_record, upload
 from ..inbox import InboxItem, inbox, parse_kinds
+from ..inputs import MAX_PAGE_INTEGER
 from ..loop.runtime import Runtime
 from ..runs import (
     EVENTS_PAGE,
     MAX_EVENTS_PAGE,
-    MAX_PAGE_INTEGER,
     page_fields,
     show_run,
     state_counts,

@@ -78,6 +78,12 @@ def make_router(runtime: Runtime) -> APIRouter:
             except CradleError as exc:
                 raise refuse(exc) from exc
 
+    # the routes for people share this router's lock; included first, so that their
+    # `/runs/{run_id:path}/view` is matched before the run's own `/runs/{run_id:path}`
+    from . import api_human
+
+    router.include_router(api_human.make_router(runtime, call))
+
     @router.get("/whoami", summary="The identity a token authenticates")
     def whoami(who: Who) -> dict[str, Any]:
         return {"identity": who.identity, "roles": sorted(who.roles)}
@@ -125,9 +131,11 @@ def make_router(runtime: Runtime) -> APIRouter:
                              state=state)[0]
         return [r.to_dict() for r in call(page)]
 
-    @router.get("/runs/{run_id}", summary="One run and one page of its journal events "
-                                          "(`more`: the next page is `after_seq="
-                                          "next_after_seq`)")
+    # `:path`: a run id may hold `/` (an agent chooses it), which the server decodes
+    # before routing — with `{run_id}`, such a run was a 404 (tests/security/test_97)
+    @router.get("/runs/{run_id:path}", summary="One run and one page of its journal events "
+                                               "(`more`: the next page is `after_seq="
+                                               "next_after_seq`)")
     def run(run_id: str, who: Who,
             limit: Annotated[int, Query(ge=1, le=MAX_EVENTS_PAGE)] = EVENTS_PAGE,
             after_seq: Annotated[int, Query(ge=0, le=MAX_PAGE_INTEGER)] = 0
@@ -221,7 +229,4 @@ def make_router(runtime: Runtime) -> APIRouter:
         return await run_in_threadpool(decide, approval_id, who,
                                        ApprovalStatus.CHANGES_REQUESTED, reason=reason)
 
-    from . import api_human  # the routes for people share this router's lock
-
-    router.include_router(api_human.make_router(runtime, call))
     return router

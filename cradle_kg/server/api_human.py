@@ -118,7 +118,8 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
         return call(lambda: {"runs": state_counts(runtime.journal),
                              "inbox": len(_visible(who, inbox(runtime)))})
 
-    @router.get("/runs/{run_id}/view",
+    # `:path`: a run id may hold `/`, decoded before routing (tests/security/test_97)
+    @router.get("/runs/{run_id:path}/view",
                 summary="A run for the page: its state, why, one lane per proposal, and its "
                         "workflow's steps")
     def run_view(run_id: str, who: Who,

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..errors import InputError, ToolError
+from ..inputs import CEILINGS, check_value, load_json
 from ..records import IdempotencyClass, SideEffectClass, VerificationCheck, VerificationStatus
 from ..tools import ToolCall, ToolSpec
 from . import require
@@ -86,15 +87,46 @@ def input_model(name: str, schema: Mapping[str, Any]) -> type[BaseModel]:
     return UpstreamArguments
 
 
+#: what an upstream's text answer is read within when it is JSON: the strict loader's rules
+#: (no key twice, no ``NaN``, no lone surrogate) at the widths a record holds — an answer's
+#: size is bounded by the line cap before it gets here, and by ``max_output_bytes`` after
+ANSWER_LIMITS = CEILINGS.model_copy(update={"max_bytes": 1 << 31,
+                                             "max_string_length": 1 << 31})
+
+
 def answer(result: types.CallToolResult) -> dict[str, Any]:
-    """An upstream result as a mapping: structured content, else the text."""
+    """An upstream result as a mapping: structured content, else the text — a JSON object
+    when the text is one, read by the strict loader.
+
+    The text is the upstream's word inside a message the strict reader let through as a
+    string: ``json.loads`` read a key given twice last-wins (``{"ok": false, "ok": true}``
+    reported ok), ``NaN`` (journaled as ``null``) and ``"\\ud800"``, a lone surrogate no
+    journal can hold — ``submit`` raised ``UnicodeEncodeError`` after the upstream's effect,
+    its intent journaled and no outcome (``tests/security/test_98``). JSON the strict
+    loader refuses is a :class:`ToolError` (the call fails, gate 2 reads the state); text
+    that is no JSON at all is ``{"text": ...}``, as before. Structured content, which the
+    SDK parsed, is held to the same rules (``NaN``, numbers, surrogates, depth)."""
     if result.structuredContent is not None:
+        # parsed by the SDK (a key given twice is lost there), checked by the same rules
+        try:
+            check_value(result.structuredContent, limits=ANSWER_LIMITS,
+                        where="the upstream's answer")
+        except InputError as exc:
+            raise ToolError(f"the upstream answered JSON the runtime refuses: {exc.message}",
+                            hint="an answer is read with the strict loader's rules") from None
         return dict(result.structuredContent)
     text = "".join(getattr(c, "text", "") for c in result.content)
     try:
-        parsed = json.loads(text)
-    except ValueError:
-        return {"text": text}
+        parsed = load_json(text, limits=ANSWER_LIMITS, source="the upstream's answer")
+    except InputError as exc:
+        try:
+            json.loads(text)
+        except RecursionError:
+            pass  # JSON nested past any limit: refused below
+        except ValueError:
+            return {"text": text}  # not JSON: the text itself
+        raise ToolError(f"the upstream answered JSON the runtime refuses: {exc.message}",
+                        hint="an answer is read with the strict loader's rules") from None
     return dict(parsed) if isinstance(parsed, dict) else {"text": text}
 
 

@@ -201,7 +201,14 @@ class Gateway:
                      raw: object, error: str | None) -> ExecutionObservation:
         data = output.model_dump(mode="json") if output is not None else (
             raw if isinstance(raw, dict) else {})
-        text = canonical_json(data).encode("utf-8")
+        try:
+            text = canonical_json(data).encode("utf-8")
+        except ValueError as exc:  # NaN, a lone surrogate: no journal can hold the output
+            # INVARIANT: the effect happened — its observation is journaled, never an
+            # exception after the call (tests/security/test_98, as test_28)
+            error = error or (f"output of `{spec.ref}` cannot be journaled: "
+                              f"{type(exc).__name__}: {str(exc)[:200]}")
+            data, text = {}, b"{}"
         out_hash = sha256_bytes(text)
         limit = self.ctx.config.input_limits.max_output_bytes
         if len(text) > limit:  # the effect happened; its answer is not the journal's to hold

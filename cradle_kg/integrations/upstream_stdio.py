@@ -17,7 +17,9 @@ request still waiting for an answer is answered with a JSON-RPC error: those cal
 (the next line is read as usual), and the session goes on for the next call. A line that
 is not a JSON-RPC message — bad JSON, bytes not in the encoding — is an exception on the
 read stream, as the SDK's reader sends it (where the SDK's reader raised out of its task
-on bytes not in the encoding, and so ended the proxy).
+on bytes not in the encoding, and so ended the proxy). A line the strict loader refuses (a
+key given twice, ``NaN``, a lone surrogate: :func:`line_refusal`) that answers a waiting
+request fails that call at once; any other is such an exception.
 """
 
 from __future__ import annotations
@@ -51,6 +53,39 @@ def upstream_cap(max_bytes: int, max_output_bytes: int) -> int:
     the envelope is a message's size. Past it the output would break
     ``max_output_bytes`` anyway (the call fails either way)."""
     return 4 * max_output_bytes + max_bytes
+
+
+#: how deep an upstream's line may nest: a record's ceiling, and the JSON-RPC envelope
+_ENVELOPE_LEVELS = 4
+
+
+def line_refusal(line: bytes) -> tuple[str | int | None, str] | None:
+    """Why the strict loader refuses an upstream's line, and the id it answers (None when
+    it cannot be read), or None when the line passes: a key given twice, ``NaN``, a lone
+    surrogate, a number past 1,000 digits, nesting past a record's ceiling.
+
+    The SDK's parser read a line's key given twice last-wins (``"structuredContent":
+    {"ok": false, "ok": true}`` answered ok) and took ``NaN``; a lone surrogate made it
+    send an exception, and the call waited out its 60 s (``tests/security/test_99``)."""
+    import json
+
+    from ..errors import InputError
+    from ..inputs import CEILINGS, load_json
+
+    limits = CEILINGS.model_copy(update={
+        "max_bytes": 1 << 62, "max_string_length": 1 << 62,
+        "max_depth": CEILINGS.max_depth + _ENVELOPE_LEVELS})
+    try:
+        load_json(line, limits=limits, source="the upstream's line")
+    except InputError as exc:
+        rid: str | int | None = None
+        with contextlib.suppress(ValueError, RecursionError):
+            found = json.loads(line)
+            if isinstance(found, dict) and isinstance(found.get("id"), str | int) \
+                    and not isinstance(found.get("id"), bool):
+                rid = found["id"]
+        return rid, exc.message
+    return None
 
 
 def too_long(cap: int) -> str:
@@ -116,6 +151,22 @@ async def stdio_upstream(params: StdioServerParameters, cap: int, errlog: TextIO
                         continue
                     if len(line) - line.endswith(b"\n") > cap:
                         await fail_waiting()
+                        continue
+                    refused = line_refusal(line)
+                    if refused is not None and refused[0] in waiting:
+                        # the answer to a waiting call: that call fails at once
+                        rid, why = refused
+                        assert rid is not None
+                        logger.warning("the upstream's answer to %s was refused: %s", rid, why)
+                        waiting.discard(rid)
+                        await read_writer.send(SessionMessage(types.JSONRPCMessage(
+                            types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(
+                                code=INVALID_REQUEST, message=f"{ANSWER}refused: {why}")))))
+                        continue
+                    if refused is not None:  # not an answer to a waiting call: as bad JSON
+                        logger.warning("the upstream wrote a line that is refused: %s",
+                                       refused[1][:300])
+                        await read_writer.send(ValueError(refused[1]))
                         continue
                     try:
                         message = types.JSONRPCMessage.model_validate_json(

@@ -127,3 +127,87 @@ def capped_proxy_home(home: Path) -> None:
             subject=AGENT, action_type="test.*", resource_selector="test:*")),
         "input_limits": config.input_limits.model_copy(update={
             "max_output_bytes": 1024 * 1024})}))
+
+
+_UPSTREAM_HEAD = r'''
+import json
+import sys
+
+PRELUDE
+out = sys.stdout.buffer
+
+
+def send(obj):
+    out.write(json.dumps(obj).encode() + b"\n")
+    out.flush()
+
+
+for raw in sys.stdin.buffer:
+    msg = json.loads(raw)
+    rid, method = msg.get("id"), msg.get("method")
+    if rid is None:
+        continue
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": rid, "result": {
+            "protocolVersion": msg["params"]["protocolVersion"],
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS_LISTED}})
+'''
+_UPSTREAM_TAIL = '''    else:
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": method}})
+'''
+
+
+def upstream_script(listed: str, calls: str, *, prelude: str = "") -> str:
+    """The source of a fake upstream MCP server on stdio, for ``mcp proxy -- python FILE``:
+    it answers ``initialize``, lists ``listed`` (a Python expression of the ``tools/list``
+    entries), answers ``tools/call`` with ``calls`` (its ``elif`` branches, Python source
+    indented four spaces; ``send``, ``out``, ``msg``, ``rid``, ``method`` are in scope) and
+    anything else with a JSON-RPC error. ``prelude``: lines run first (``TOOLS = ...``)."""
+    return (_UPSTREAM_HEAD.replace("PRELUDE\n", prelude).replace("TOOLS_LISTED", listed)
+            + calls + _UPSTREAM_TAIL)
+
+
+class UpstreamProxy(JsonLinesProcess):
+    """A ``cradle-kg mcp proxy`` on pipes in front of the fake upstream ``script`` (its
+    ``tools``, read-only contracts on ``test:<tool>``, offered as ``test.up.<tool>``); its
+    stderr goes to ``tmp/proxy.stderr``."""
+
+    def __init__(self, home: Path, tmp: Path, script: str, tools: Sequence[str]) -> None:
+        from cradle_kg.demo.scenario import AGENT
+
+        upstream = tmp / "hostile.py"
+        upstream.write_text(script)
+        contracts = tmp / "contracts.yaml"
+        contracts.write_text("tools:\n" + "".join(
+            f"  {n}:\n    side_effect: read_only\n    target: 'test:{n}'\n" for n in tools))
+        self.stderr = (tmp / "proxy.stderr").open("wb")
+        super().__init__(["mcp", "proxy", "--home", str(home), "--agent", AGENT,
+                          "--contracts", str(contracts), "--prefix", "test.up.", "--",
+                          sys.executable, str(upstream)], stderr=self.stderr, client="client")
+
+    def call(self, rid: int, tool: str, timeout: float) -> dict[str, Any]:
+        self.request(rid, "tools/call", {"name": tool, "arguments": {}})
+        return self.wait_for(lambda m: m.get("id") == rid, timeout=timeout)
+
+    def close(self) -> int:
+        try:
+            return self.stop()
+        finally:
+            self.stderr.close()
+
+
+def observed_after(code: int, home: Path, tmp: Path) -> list[bool]:
+    """Once an :class:`UpstreamProxy` stopped with ``code``: it exited 0 with no traceback
+    on its stderr and left the journal intact; each journaled observation's ``reported_ok``."""
+    from cradle_kg import Runtime
+    from cradle_kg.storage.opening import home_journal_target, verify_target
+
+    err = (tmp / "proxy.stderr").read_text(encoding="utf-8", errors="replace")
+    assert code == 0, err
+    assert "Traceback" not in err, err
+    assert verify_target(home_journal_target(home)).intact
+    with Runtime(home) as rt:
+        return [bool(e.payload["observation"]["reported_ok"])
+                for e in rt.journal.events_of_kind("action.observed")]

@@ -23,47 +23,25 @@ resident memory is read from ``/proc/<pid>/status``.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT
-from cradle_kg.storage.opening import home_journal_target, verify_target
-
-from .jsonl_process import JsonLinesProcess, capped_proxy_home, failed_text
+from .jsonl_process import (
+    UpstreamProxy,
+    capped_proxy_home,
+    failed_text,
+    observed_after,
+    upstream_script,
+)
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 
 #: the proxy may grow by this much while the upstream sends 300 MB
 GROWTH_MB = 96
-UPSTREAM = r'''
-import json
-import sys
-
-out = sys.stdout.buffer
-
-
-def send(obj):
-    out.write(json.dumps(obj).encode() + b"\n")
-    out.flush()
-
-
-for raw in sys.stdin.buffer:
-    msg = json.loads(raw)
-    rid, method = msg.get("id"), msg.get("method")
-    if rid is None:
-        continue
-    if method == "initialize":
-        send({"jsonrpc": "2.0", "id": rid, "result": {
-            "protocolVersion": msg["params"]["protocolVersion"],
-            "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "1"}}})
-    elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
-            {"name": n, "inputSchema": {"type": "object"}}
-            for n in ("blast", "endless", "fine")]}})
-    elif method == "tools/call" and msg["params"]["name"] in ("blast", "endless"):
+UPSTREAM = upstream_script(
+    '[{"name": n, "inputSchema": {"type": "object"}} for n in ("blast", "endless", "fine")]',
+    r'''    elif method == "tools/call" and msg["params"]["name"] in ("blast", "endless"):
         endless = msg["params"]["name"] == "endless"
         out.write(b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"'
                   % rid)
@@ -79,38 +57,15 @@ for raw in sys.stdin.buffer:
         send({"jsonrpc": "2.0", "id": rid, "result": {
             "content": [{"type": "text", "text": "{\"ok\": true}"}],
             "structuredContent": {"ok": True}, "isError": False}})
-    else:
-        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": method}})
-'''
-CONTRACTS = "tools:\n" + "".join(
-    f"  {n}:\n    side_effect: read_only\n    target: 'test:{n}'\n"
-    for n in ("blast", "endless", "fine"))
+''')
+TOOLS = ("blast", "endless", "fine")
 
-
-class Proxy(JsonLinesProcess):
-    """A ``cradle-kg mcp proxy`` on pipes, its answers read line by line in a thread."""
-
-    def __init__(self, home: Path, tmp: Path) -> None:
-        upstream = tmp / "hostile.py"
-        upstream.write_text(UPSTREAM)
-        contracts = tmp / "contracts.yaml"
-        contracts.write_text(CONTRACTS)
-        self.stderr = (tmp / "proxy.stderr").open("wb")
-        super().__init__(["mcp", "proxy", "--home", str(home), "--agent", AGENT,
-                          "--contracts", str(contracts), "--prefix", "test.up.", "--",
-                          sys.executable, str(upstream)], stderr=self.stderr, client="client")
-
-    def close(self) -> int:
-        try:
-            return self.stop()
-        finally:
-            self.stderr.close()
 
 
 def test_an_upstream_answer_without_end_is_dropped_and_the_call_fails(
         home: Path, tmp_path: Path) -> None:
     capped_proxy_home(home)  # the upstream's lines are held to 5 MiB
-    proxy = Proxy(home, tmp_path)
+    proxy = UpstreamProxy(home, tmp_path, UPSTREAM, TOOLS)
     try:
         blast, grown = proxy.call_watching_memory(2, "test.up.blast", limit_mb=GROWTH_MB)
         assert "limit" in failed_text(blast), blast
@@ -125,11 +80,4 @@ def test_an_upstream_answer_without_end_is_dropped_and_the_call_fails(
         assert grown < GROWTH_MB
     finally:
         code = proxy.close()  # the endless upstream is terminated as the proxy leaves
-    err = (tmp_path / "proxy.stderr").read_text(encoding="utf-8", errors="replace")
-    assert code == 0, err
-    assert "Traceback" not in err, err
-    with Runtime(home) as rt:
-        observed = [e.payload["observation"] for e in rt.journal.events_of_kind(
-            "action.observed")]
-    assert [o["reported_ok"] for o in observed] == [False, True, False], observed
-    assert verify_target(home_journal_target(home)).intact
+    assert observed_after(code, home, tmp_path) == [False, True, False]

@@ -51,7 +51,7 @@ from cradle_kg.integrations.proxy import Upstream, output_checkers, register
 from cradle_kg.records import OutcomeStatus
 from tests.conftest import make_config, proposal
 
-from .jsonl_process import ROOT, JsonLinesProcess, capped_proxy_home, failed_text
+from .jsonl_process import ROOT, JsonLinesProcess, capped_proxy_home, failed_text, upstream_script
 from .test_28_hostile_upstream import answering_server, submit_each
 
 EVIL = "^(a+)+$"
@@ -216,38 +216,13 @@ def test_a_loop_only_some_values_reach_fails_that_call_closed(home: Path) -> Non
     assert called == ["loop"]
 
 
-UPSTREAM = r'''
-import json
-import sys
-
-TOOLS = json.loads(sys.argv[1])
-out = sys.stdout.buffer
-
-
-def send(obj):
-    out.write(json.dumps(obj).encode() + b"\n")
-    out.flush()
-
-
-for raw in sys.stdin.buffer:
-    msg = json.loads(raw)
-    rid, method = msg.get("id"), msg.get("method")
-    if rid is None:
-        continue
-    if method == "initialize":
-        send({"jsonrpc": "2.0", "id": rid, "result": {
-            "protocolVersion": msg["params"]["protocolVersion"],
-            "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "1"}}})
-    elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
-            {"name": n, "inputSchema": s} for n, s in TOOLS.items()]}})
-    elif method == "tools/call":
+UPSTREAM = upstream_script(
+    '[{"name": n, "inputSchema": s} for n, s in TOOLS.items()]',
+    r'''    elif method == "tools/call":
         send({"jsonrpc": "2.0", "id": rid, "result": {
             "content": [{"type": "text", "text": "{\"ok\": true}"}],
             "structuredContent": {"ok": True}, "isError": False}})
-    else:
-        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": method}})
-'''
+''', prelude="TOOLS = json.loads(sys.argv[1])\n")
 
 
 def _argv(home: Path, tmp: Path, tools: dict[str, Any]) -> list[str]:

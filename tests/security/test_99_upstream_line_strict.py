@@ -19,44 +19,22 @@ proxy`` subprocess in front of a hostile upstream written here.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT
-from cradle_kg.storage.opening import home_journal_target, verify_target
+from .jsonl_process import (
+    UpstreamProxy,
+    capped_proxy_home,
+    failed_text,
+    observed_after,
+    upstream_script,
+)
 
-from .jsonl_process import JsonLinesProcess, capped_proxy_home, failed_text
-
-UPSTREAM = r'''
-import json
-import sys
-
-out = sys.stdout.buffer
-
-
-def send(obj):
-    out.write(json.dumps(obj).encode() + b"\n")
-    out.flush()
-
-
-for raw in sys.stdin.buffer:
-    msg = json.loads(raw)
-    rid, method = msg.get("id"), msg.get("method")
-    if rid is None:
-        continue
-    if method == "initialize":
-        send({"jsonrpc": "2.0", "id": rid, "result": {
-            "protocolVersion": msg["params"]["protocolVersion"],
-            "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "1"}}})
-    elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
-            {"name": n, "inputSchema": {"type": "object"}}
-            for n in ("twice", "surrogate", "fine")]}})
-    elif method == "tools/call":
+UPSTREAM = upstream_script(
+    '[{"name": n, "inputSchema": {"type": "object"}} for n in ("twice", "surrogate", "fine")]',
+    r'''    elif method == "tools/call":
         name = msg["params"]["name"]
         structured = {"twice": '{"ok": false, "ok": true}',
                       "surrogate": '{"ok": true, "v": "\\ud800"}',
@@ -65,40 +43,15 @@ for raw in sys.stdin.buffer:
                   b'"text":"read"}],"structuredContent":%s,"isError":false}}\n'
                   % (rid, structured.encode()))
         out.flush()
-    else:
-        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": method}})
-'''
-CONTRACTS = "tools:\n" + "".join(
-    f"  {n}:\n    side_effect: read_only\n    target: 'test:{n}'\n"
-    for n in ("twice", "surrogate", "fine"))
+''')
+TOOLS = ("twice", "surrogate", "fine")
 
-
-class Proxy(JsonLinesProcess):
-    def __init__(self, home: Path, tmp: Path) -> None:
-        upstream = tmp / "hostile.py"
-        upstream.write_text(UPSTREAM)
-        contracts = tmp / "contracts.yaml"
-        contracts.write_text(CONTRACTS)
-        self.stderr = (tmp / "proxy.stderr").open("wb")
-        super().__init__(["mcp", "proxy", "--home", str(home), "--agent", AGENT,
-                          "--contracts", str(contracts), "--prefix", "test.up.", "--",
-                          sys.executable, str(upstream)], stderr=self.stderr, client="client")
-
-    def call(self, rid: int, tool: str, timeout: float) -> dict[str, object]:
-        self.request(rid, "tools/call", {"name": tool, "arguments": {}})
-        return self.wait_for(lambda m: m.get("id") == rid, timeout=timeout)
-
-    def close(self) -> int:
-        try:
-            return self.stop()
-        finally:
-            self.stderr.close()
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 def test_a_refused_answer_line_fails_its_call_at_once(home: Path, tmp_path: Path) -> None:
     capped_proxy_home(home)
-    proxy = Proxy(home, tmp_path)
+    proxy = UpstreamProxy(home, tmp_path, UPSTREAM, TOOLS)
     try:
         twice = proxy.call(2, "test.up.twice", timeout=30)
         # before: executed, `{"ok": true}` (the second key won)
@@ -112,11 +65,4 @@ def test_a_refused_answer_line_fails_its_call_at_once(home: Path, tmp_path: Path
         assert fine["result"].get("structuredContent") == {"ok": True}, fine  # type: ignore[union-attr]
     finally:
         code = proxy.close()
-    err = (tmp_path / "proxy.stderr").read_text(encoding="utf-8", errors="replace")
-    assert code == 0, err
-    assert "Traceback" not in err, err
-    with Runtime(home) as rt:
-        observed = [e.payload["observation"] for e in rt.journal.events_of_kind(
-            "action.observed")]
-    assert [o["reported_ok"] for o in observed] == [False, False, True], observed
-    assert verify_target(home_journal_target(home)).intact
+    assert observed_after(code, home, tmp_path) == [False, False, True]

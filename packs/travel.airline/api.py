@@ -43,6 +43,9 @@ class View:
         self.dirty_reservations: set[str] = set()
 
     def _doc(self, cache: dict[str, Any], sql: str, key: str) -> dict[str, Any] | None:
+        if not isinstance(key, str):  # an agent's malformed id (a number, a list, null):
+            hash(key)  # unhashable fails as the benchmark's `key in dict` does (TypeError)
+            return None  # every id of the benchmark's JSON documents is a string
         if key not in cache:
             row = self.conn.execute(sql, (key,)).fetchone()
             cache[key] = None if row is None else json.loads(row[0])
@@ -61,15 +64,21 @@ class View:
                          number)
 
     def flights_from(self, origin: str) -> list[dict[str, Any]]:
+        if not isinstance(origin, str):  # no airport code of the benchmark's data equals it
+            return []
         return [json.loads(r[0]) for r in self.conn.execute(
             "SELECT doc FROM flights WHERE origin = ? ORDER BY rowid", (origin,))]
 
     def flights_between(self, origin: str, destination: str) -> list[dict[str, Any]]:
+        if not isinstance(origin, str) or not isinstance(destination, str):
+            return []
         return [json.loads(r[0]) for r in self.conn.execute(
             "SELECT doc FROM flights WHERE origin = ? AND destination = ? ORDER BY rowid",
             (origin, destination))]
 
     def flights_to(self, destination: str) -> list[dict[str, Any]]:
+        if not isinstance(destination, str):
+            return []
         return [json.loads(r[0]) for r in self.conn.execute(
             "SELECT doc FROM flights WHERE destination = ? ORDER BY rowid", (destination,))]
 
@@ -322,6 +331,8 @@ def list_all_airports(v: View) -> str:
 def calculate(v: View, expression: str) -> str:
     if not all(ch in "0123456789+-*/(). " for ch in expression):
         return "Error: invalid characters in expression"
+    if not isinstance(expression, str):  # an empty list or object passes the check above
+        return "Error: eval() arg 1 must be a string, bytes or code object"
     try:
         return str(round(float(_arith(expression)), 2))
     except Exception as exc:  # the benchmark returns the error text
@@ -365,15 +376,117 @@ def _power(base: Any, exponent: Any) -> Any:
     return base**exponent
 
 
-def _as_the_environment(fn: Callable[..., str]) -> Callable[..., str]:
+# --- the benchmark's signatures: what ``Env.step``'s call binds ----------------------------
+# ``Env.step`` calls ``<Tool>.invoke(data=self.data, **action.kwargs)`` with the agent's
+# arguments as they came (JSON: nothing is coerced); a missing, unknown or doubled argument
+# fails in that call, before the tool runs, with Python's own words naming
+# ``<Tool>.invoke``. These stubs have the benchmark's parameters, in its order, so the port
+# binds an agent's arguments exactly as the benchmark does and fails with the same text.
+
+class BookReservation:
+    @staticmethod
+    def invoke(data: Any, user_id: Any, origin: Any, destination: Any, flight_type: Any,
+               cabin: Any, flights: Any, passengers: Any, payment_methods: Any,
+               total_baggages: Any, nonfree_baggages: Any, insurance: Any) -> None:
+        """The signature only."""
+
+
+class CancelReservation:
+    @staticmethod
+    def invoke(data: Any, reservation_id: Any) -> None:
+        """The signature only."""
+
+
+class UpdateReservationFlights:
+    @staticmethod
+    def invoke(data: Any, reservation_id: Any, cabin: Any, flights: Any,
+               payment_id: Any) -> None:
+        """The signature only."""
+
+
+class UpdateReservationBaggages:
+    @staticmethod
+    def invoke(data: Any, reservation_id: Any, total_baggages: Any, nonfree_baggages: Any,
+               payment_id: Any) -> None:
+        """The signature only."""
+
+
+class UpdateReservationPassengers:
+    @staticmethod
+    def invoke(data: Any, reservation_id: Any, passengers: Any) -> None:
+        """The signature only."""
+
+
+class SendCertificate:
+    @staticmethod
+    def invoke(data: Any, user_id: Any, amount: Any) -> None:
+        """The signature only."""
+
+
+class GetUserDetails:
+    @staticmethod
+    def invoke(data: Any, user_id: Any) -> None:
+        """The signature only."""
+
+
+class GetReservationDetails:
+    @staticmethod
+    def invoke(data: Any, reservation_id: Any) -> None:
+        """The signature only."""
+
+
+class SearchDirectFlight:
+    @staticmethod
+    def invoke(data: Any, origin: Any, destination: Any, date: Any) -> None:
+        """The signature only."""
+
+
+class SearchOnestopFlight:
+    @staticmethod
+    def invoke(data: Any, origin: Any, destination: Any, date: Any) -> None:
+        """The signature only."""
+
+
+class ListAllAirports:
+    @staticmethod
+    def invoke(data: Any) -> None:
+        """The signature only."""
+
+
+class Calculate:
+    @staticmethod
+    def invoke(data: Any, expression: Any) -> None:
+        """The signature only."""
+
+
+class TransferToHumanAgents:
+    @staticmethod
+    def invoke(data: Any, summary: Any) -> None:
+        """The signature only."""
+
+
+class Think:
+    @staticmethod
+    def invoke(data: Any, thought: Any) -> None:
+        """The signature only."""
+
+
+def _as_the_environment(fn: Callable[..., str],
+                        signature: Callable[..., None]) -> Callable[..., str]:
     """The benchmark's environment calls a tool inside ``try`` and answers what it raises as
-    ``Error: <exception>`` (``tau_bench/envs/base.py``, ``Env.step``) — a certificate listed
-    twice in a booking, removed at its first line, fails at the second with ``KeyError``.
-    The database's own errors are not the API's answer: they propagate. Unlike the
-    benchmark's, a view a failed call changed is never flushed: nothing of it is kept."""
+    ``Error: <exception>`` (``tau_bench/envs/base.py``, ``Env.step``): the arguments bound
+    as its call binds them (``signature``: a missing or unknown argument is
+    ``Error: BookReservation.invoke() missing 1 required positional argument: 'insurance'``),
+    and what the tool raises on values of the wrong type (a payment ``amount`` of ``"121"``:
+    ``Error: unsupported operand type(s) for +: 'int' and 'str'``; a cabin ``Economy``:
+    ``Error: 'Economy'``) or on a certificate listed twice in a booking (removed at its first
+    line, it fails at the second with ``KeyError``). The database's own errors are not the
+    API's answer: they propagate. Unlike the benchmark's, a view a failed call changed is
+    never flushed: nothing of it is kept."""
     @functools.wraps(fn)
-    def call(v: View, **kwargs: Any) -> str:
+    def call(v: View, /, **kwargs: Any) -> str:
         try:
+            signature(data=v, **kwargs)
             return fn(v, **kwargs)
         except sqlite3.Error:
             raise
@@ -382,16 +495,29 @@ def _as_the_environment(fn: Callable[..., str]) -> Callable[..., str]:
     return call
 
 
-WRITES = {name: _as_the_environment(fn) for name, fn in {
-    "book_reservation": book_reservation, "cancel_reservation": cancel_reservation,
-    "update_reservation_flights": update_reservation_flights,
-    "update_reservation_baggages": update_reservation_baggages,
-    "update_reservation_passengers": update_reservation_passengers,
-    "send_certificate": send_certificate}.items()}
-READS = {name: _as_the_environment(fn) for name, fn in {
-    "get_user_details": get_user_details,
-    "get_reservation_details": get_reservation_details,
-    "search_direct_flight": search_direct_flight,
-    "search_onestop_flight": search_onestop_flight,
-    "list_all_airports": list_all_airports, "calculate": calculate,
-    "transfer_to_human_agents": transfer_to_human_agents, "think": think}.items()}
+def _benchmark(name: str, signature: Callable[..., None]) -> Callable[..., None]:
+    """``signature`` named as the benchmark's: Python names a function by its module too
+    when an argument is given twice at the call (``data``)."""
+    signature.__module__ = f"tau_bench.envs.airline.tools.{name}"
+    return signature
+
+
+WRITES = {name: _as_the_environment(fn, _benchmark(name, sig)) for name, (fn, sig) in {
+    "book_reservation": (book_reservation, BookReservation.invoke),
+    "cancel_reservation": (cancel_reservation, CancelReservation.invoke),
+    "update_reservation_flights": (update_reservation_flights,
+                                   UpdateReservationFlights.invoke),
+    "update_reservation_baggages": (update_reservation_baggages,
+                                    UpdateReservationBaggages.invoke),
+    "update_reservation_passengers": (update_reservation_passengers,
+                                      UpdateReservationPassengers.invoke),
+    "send_certificate": (send_certificate, SendCertificate.invoke)}.items()}
+READS = {name: _as_the_environment(fn, _benchmark(name, sig)) for name, (fn, sig) in {
+    "get_user_details": (get_user_details, GetUserDetails.invoke),
+    "get_reservation_details": (get_reservation_details, GetReservationDetails.invoke),
+    "search_direct_flight": (search_direct_flight, SearchDirectFlight.invoke),
+    "search_onestop_flight": (search_onestop_flight, SearchOnestopFlight.invoke),
+    "list_all_airports": (list_all_airports, ListAllAirports.invoke),
+    "calculate": (calculate, Calculate.invoke),
+    "transfer_to_human_agents": (transfer_to_human_agents, TransferToHumanAgents.invoke),
+    "think": (think, Think.invoke)}.items()}

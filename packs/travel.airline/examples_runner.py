@@ -25,8 +25,16 @@ TARGET = {"book_reservation": "customer:{user_id}", "send_certificate": "custome
           "transfer_to_human_agents": "airline:human-agents", "think": "airline:notes"}
 
 
+class _AsSent(dict[str, Any]):
+    """An argument missing from a malformed call names no one: an empty id (the tool's
+    target then accepts any target of that kind, the API answering the call's error)."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
 def target_of(tool: str, arguments: Mapping[str, Any]) -> str:
-    return TARGET.get(tool, "reservation:{reservation_id}").format_map(dict(arguments))
+    return TARGET.get(tool, "reservation:{reservation_id}").format_map(_AsSent(arguments))
 
 
 def proposal(call: Mapping[str, Any], *, pid: str | None = None) -> dict[str, Any]:

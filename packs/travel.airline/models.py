@@ -1,110 +1,120 @@
-"""The tools' input models: the benchmark's keyword arguments, names and types unchanged."""
+"""The tools' input models: the benchmark's keyword arguments, as the agent sent them.
+
+The benchmark's ``Env.step`` hands the agent's JSON arguments to the tool unchanged: a
+string where a number is due, a capitalised cabin, a missing or an unknown argument reach
+its function, which raises or answers ``Error: …`` (or, for some, accepts). So the contract
+coerces nothing and requires nothing: a model holds the JSON object as it came, and the
+API (``api.py``) answers it as the benchmark does. Each model publishes the benchmark's
+own parameter schema (``get_info()`` of its tool) for the agents that read it; gate 1's
+validator refuses, as ``airline_argument_invalid``, a call the API would accept with an
+argument outside that schema (``rules.malformed``), so no rule ever computes on odd types.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-ID = Field(min_length=1, max_length=128)
-Cabin = Literal["basic_economy", "economy", "business"]
-Amount = int | float
+_ID = {"type": "string"}
+_CABIN = {"type": "string", "enum": ["basic_economy", "economy", "business"]}
+_FLIGHTS = {"type": "array", "items": {"type": "object", "properties": {
+    "flight_number": {"type": "string"}, "date": {"type": "string"}},
+    "required": ["flight_number", "date"]}}
+_PASSENGERS = {"type": "array", "items": {"type": "object", "properties": {
+    "first_name": {"type": "string"}, "last_name": {"type": "string"},
+    "dob": {"type": "string"}}, "required": ["first_name", "last_name", "dob"]}}
+_PAYMENTS = {"type": "array", "items": {"type": "object", "properties": {
+    "payment_id": {"type": "string"}, "amount": {"type": "number"}},
+    "required": ["payment_id", "amount"]}}
+
+#: the benchmark's parameters per tool (``tau_bench/envs/airline/tools/*.py``,
+#: ``get_info()["function"]["parameters"]``), descriptions left out: every one required
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "book_reservation": {
+        "user_id": _ID, "origin": _ID, "destination": _ID,
+        "flight_type": {"type": "string", "enum": ["one_way", "round_trip"]},
+        "cabin": _CABIN, "flights": _FLIGHTS, "passengers": _PASSENGERS,
+        "payment_methods": _PAYMENTS, "total_baggages": {"type": "integer"},
+        "nonfree_baggages": {"type": "integer"},
+        "insurance": {"type": "string", "enum": ["yes", "no"]}},
+    "cancel_reservation": {"reservation_id": _ID},
+    "update_reservation_flights": {"reservation_id": _ID, "cabin": _CABIN,
+                                   "flights": _FLIGHTS, "payment_id": _ID},
+    "update_reservation_baggages": {"reservation_id": _ID,
+                                    "total_baggages": {"type": "integer"},
+                                    "nonfree_baggages": {"type": "integer"},
+                                    "payment_id": _ID},
+    "update_reservation_passengers": {"reservation_id": _ID, "passengers": _PASSENGERS},
+    "send_certificate": {"user_id": _ID, "amount": {"type": "number"}},
+    "get_user_details": {"user_id": _ID},
+    "get_reservation_details": {"reservation_id": _ID},
+    "search_direct_flight": {"origin": _ID, "destination": _ID, "date": _ID},
+    "search_onestop_flight": {"origin": _ID, "destination": _ID, "date": _ID},
+    "list_all_airports": {},
+    "calculate": {"expression": _ID},
+    "transfer_to_human_agents": {"summary": _ID},
+    "think": {"thought": _ID},
+}
 
 
-class _In(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+def _published(tool: str) -> dict[str, Any]:
+    return {"properties": SCHEMAS[tool], "required": list(SCHEMAS[tool])}
 
 
-class _Item(BaseModel):
-    """An object inside a list argument. The benchmark's schema names its keys without
-    forbidding others, and its API keeps what it is given (an agent that copies a flight
-    with its `origin` and `price` is answered, not refused): extra keys pass through."""
+class _Arguments(BaseModel):
+    """The JSON object of a call's arguments, kept as it came (``model_dump`` gives it back
+    unchanged): nothing coerced, nothing required, nothing forbidden."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
-class FlightRef(_Item):
-    flight_number: str = ID
-    date: str = Field(min_length=1, max_length=32)
+class BookReservation(_Arguments):
+    model_config = ConfigDict(json_schema_extra=_published("book_reservation"))
 
 
-class Passenger(_Item):
-    first_name: str = Field(min_length=1, max_length=128)
-    last_name: str = Field(min_length=1, max_length=128)
-    dob: str = Field(min_length=1, max_length=32)
+class ReservationId(_Arguments):  # cancel_reservation, get_reservation_details
+    model_config = ConfigDict(json_schema_extra=_published("cancel_reservation"))
 
 
-class PaymentAmount(_Item):
-    payment_id: str = ID
-    amount: Amount
+class UpdateFlights(_Arguments):
+    model_config = ConfigDict(json_schema_extra=_published("update_reservation_flights"))
 
 
-class BookReservation(_In):
-    user_id: str = ID
-    origin: str = ID
-    destination: str = ID
-    flight_type: Literal["one_way", "round_trip"]
-    cabin: Cabin
-    flights: list[FlightRef] = Field(min_length=1, max_length=16)
-    passengers: list[Passenger] = Field(min_length=1, max_length=64)
-    payment_methods: list[PaymentAmount] = Field(max_length=16)
-    total_baggages: int = Field(ge=0, le=1000)
-    nonfree_baggages: int = Field(ge=0, le=1000)
-    insurance: Literal["yes", "no"]
+class UpdateBaggages(_Arguments):
+    model_config = ConfigDict(json_schema_extra=_published("update_reservation_baggages"))
 
 
-class ReservationId(_In):
-    reservation_id: str = ID
+class UpdatePassengers(_Arguments):
+    model_config = ConfigDict(json_schema_extra=_published("update_reservation_passengers"))
 
 
-class UpdateFlights(_In):
-    reservation_id: str = ID
-    cabin: Cabin
-    flights: list[FlightRef] = Field(min_length=1, max_length=16)
-    payment_id: str = ID
+class SendCertificate(_Arguments):
+    model_config = ConfigDict(json_schema_extra=_published("send_certificate"))
 
 
-class UpdateBaggages(_In):
-    reservation_id: str = ID
-    total_baggages: int = Field(ge=0, le=1000)
-    nonfree_baggages: int = Field(ge=0, le=1000)
-    payment_id: str = ID
+class UserId(_Arguments):
+    model_config = ConfigDict(json_schema_extra=_published("get_user_details"))
 
 
-class UpdatePassengers(_In):
-    reservation_id: str = ID
-    passengers: list[Passenger] = Field(min_length=1, max_length=64)
+class Route(_Arguments):  # search_direct_flight, search_onestop_flight
+    model_config = ConfigDict(json_schema_extra=_published("search_direct_flight"))
 
 
-class SendCertificate(_In):
-    user_id: str = ID
-    amount: Amount = Field(gt=0, le=100_000)
+class NoArguments(_Arguments):
+    model_config = ConfigDict(json_schema_extra=_published("list_all_airports"))
 
 
-class UserId(_In):
-    user_id: str = ID
+class Expression(_Arguments):
+    model_config = ConfigDict(json_schema_extra=_published("calculate"))
 
 
-class Route(_In):
-    origin: str = ID
-    destination: str = ID
-    date: str = Field(min_length=1, max_length=32)
+class Summary(_Arguments):
+    model_config = ConfigDict(json_schema_extra=_published("transfer_to_human_agents"))
 
 
-class NoArguments(_In):
-    pass
-
-
-class Expression(_In):
-    expression: str = Field(max_length=1000)
-
-
-class Summary(_In):
-    summary: str = Field(max_length=10_000)
-
-
-class Thought(_In):
-    thought: str = Field(max_length=10_000)
+class Thought(_Arguments):
+    model_config = ConfigDict(json_schema_extra=_published("think"))
 
 
 class ApiAnswer(BaseModel):

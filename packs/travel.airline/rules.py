@@ -7,12 +7,18 @@ forbids, ``clarify`` naming the customer fact that is missing. The pack README's
 lists every check with the sentence it comes from; the codes below are the table's.
 
 What the API itself refuses is not a policy decision: :func:`findings` first runs the
-benchmark's function on a view it never writes; when that answers ``Error: …`` no rule is
-applied and the call goes through to the API, whose error comes back unchanged.
+benchmark's function on a view it never writes, with the arguments as the agent sent them;
+when that answers ``Error: …`` (a missing argument, a string amount, a cabin ``Economy`` …)
+no rule is applied and the call goes through to the API, whose error comes back unchanged.
+A call the API would accept with an argument outside the benchmark's schema (a bag count
+``"2"``, a cabin ``Economy`` on a booking with no flight) is refused by :func:`malformed`
+before any rule: the rules compute only on the schema's types (fail closed).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,6 +29,7 @@ from cradle_kg.packs.sdk import Finding, Verdict
 
 from . import api
 from .db import EST
+from .models import SCHEMAS
 
 CONFIRMED = "airline:confirmed"
 REASON = "airline:cancellationReason"
@@ -192,6 +199,73 @@ def _segments(flights: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
     return [(str(f["flight_number"]), str(f["date"])) for f in flights]
 
 
+# --- the arguments' types ------------------------------------------------------------------
+
+def _type_problem(where: str, value: Any, schema: Mapping[str, Any]) -> str | None:
+    """Why ``value`` is not of the benchmark's parameter ``schema`` (JSON Schema types as
+    the benchmark's ``get_info`` declares them), or None."""
+    kind = schema.get("type")
+    if kind == "string":
+        if not isinstance(value, str):
+            return f"`{where}` is {json.dumps(value)[:80]}, not a string"
+        if "enum" in schema and value not in schema["enum"]:
+            return (f"`{where}` is {json.dumps(value)[:80]}, not one of "
+                    + ", ".join(f"`{x}`" for x in schema["enum"]))
+        return None
+    if kind in ("integer", "number"):
+        number = isinstance(value, int | float) and not isinstance(value, bool) and (
+            math.isfinite(value))
+        if not number or (kind == "integer" and value != int(value)):
+            what = "an integer" if kind == "integer" else "a number"
+            return f"`{where}` is {json.dumps(value)[:80]}, not {what}"
+        if kind == "integer" and value < 0:
+            return f"`{where}` is {value}: a count is not negative"
+        return None
+    if kind == "array":
+        if not isinstance(value, list):
+            return f"`{where}` is {json.dumps(value)[:80]}, not a list"
+        for index, item in enumerate(value):
+            problem = _type_problem(f"{where}[{index}]", item, schema["items"])
+            if problem:
+                return problem
+        return None
+    if kind == "object":
+        if not isinstance(value, dict):
+            return f"`{where}` is {json.dumps(value)[:80]}, not an object"
+        for key, inner in schema["properties"].items():
+            if key not in value:
+                return f"`{where}` has no `{key}`"
+            problem = _type_problem(f"{where}.{key}", value[key], inner)
+            if problem:
+                return problem
+        return None
+    return None
+
+
+def malformed(tool: str, args: Mapping[str, Any]) -> Finding | None:
+    """A call the API would accept with an argument outside the benchmark's own schema: the
+    API stores it as sent (a bag count `"2"`, a booking's `flight_type` `One Way`, a
+    passenger without a `dob`) and the rules, written for the schema's types, cannot decide
+    it — refused, never computed on. Keys inside the list items beyond the schema's pass (the
+    API keeps them, as the benchmark does)."""
+    for key, schema in SCHEMAS[tool].items():
+        problem = (f"`{key}` is missing" if key not in args
+                   else _type_problem(key, args[key], schema))
+        if problem:
+            return _deny("airline_argument_invalid", f"{problem}: the call does not follow "
+                         f"the benchmark's schema of `{tool}`; the API would accept and "
+                         "store it as sent, so it is refused before any rule")
+    return None
+
+
+def _nonfree_over_total(a: Mapping[str, Any]) -> Finding | None:
+    if a["nonfree_baggages"] > a["total_baggages"]:
+        return _deny("airline_nonfree_over_total", f"{a['nonfree_baggages']} non-free bags "
+                     f"of {a['total_baggages']}: `nonfree_baggages` is part of "
+                     "`total_baggages`")
+    return None
+
+
 # --- the checks per tool -----------------------------------------------------------------
 
 def _owner_problem(call: Call, user_id: str) -> Finding | None:
@@ -262,7 +336,7 @@ def book(v: api.View, call: Call) -> list[Finding]:
     assert user is not None  # the API refuses an unknown user first
     customer = f"customer:{a['user_id']}"
     out: list[Finding] = []
-    owner = _owner_problem(call, a["user_id"])
+    owner = _owner_problem(call, a["user_id"]) or _nonfree_over_total(a)
     if owner:
         return [owner]
     npass = len(a["passengers"])
@@ -391,6 +465,9 @@ def update_baggages(v: api.View, call: Call) -> list[Finding]:
         return [stop]
     a = call.args
     rid = res["reservation_id"]
+    over = _nonfree_over_total(a)
+    if over:
+        return [over]
     old_total, old_nonfree = int(res["total_baggages"]), int(res["nonfree_baggages"])
     if a["total_baggages"] < old_total:
         return [_deny("airline_bag_removed", f"reservation `{rid}` has {old_total} checked bags: "
@@ -506,10 +583,14 @@ RULES: dict[str, Callable[[api.View, Call], list[Finding]]] = {
 
 
 def findings(v: api.View, call: Call) -> list[Finding]:
-    """The policy's answer for one write; [] when the API itself would refuse it."""
+    """The policy's answer for one write; [] when the API itself would refuse it (the
+    arguments as sent: the API's function answers what the benchmark's answers)."""
     fn = api.WRITES[call.tool]
     answer = fn(v, **dict(call.args))  # on a view that is never flushed
     if answer.startswith("Error:"):
         return []
+    bad = malformed(call.tool, call.args)
+    if bad:
+        return [bad]
     fresh = api.View(v.conn, v.created_at)  # the API's dry run changed the cached documents
     return RULES[call.tool](fresh, call)

@@ -101,7 +101,8 @@ def write(ctx: PackContext, call: ToolCall, name: str) -> ApiAnswer:
         if done is not None:
             return _answer(str(done[0]))
         view = api.View(conn, created_at(conn))
-        res = view.reservation(args["reservation_id"]) if "reservation_id" in args else None
+        rid = args.get("reservation_id")  # as the agent sent it: the API answers a bad one
+        res = view.reservation(rid) if isinstance(rid, str) else None
         before = len(res["payment_history"]) if res else 0
         text = api.WRITES[name](view, **args)
         answer = _answer(text)
@@ -135,6 +136,23 @@ READ: dict[str, Any] = dict(output_model=ApiAnswer, side_effect_class=SideEffect
                             idempotency=IdempotencyClass.NATURAL)
 
 
+def _of(kind: str, key: str) -> Callable[[BaseModel], str]:
+    """The target a call names: ``<kind>:<id>`` for the id argument as sent, escaped so it
+    matches only itself. An id that is missing or not a string names no reservation or
+    customer of the database (its ids are strings): the API answers the call with its own
+    error whatever the target, so any ``<kind>:…`` target is accepted for it."""
+    def target(arguments: BaseModel) -> str:
+        value = arguments.model_dump(mode="json").get(key)
+        if not isinstance(value, str):
+            return f"{kind}:*"
+        return f"{kind}:" + "".join(f"[{ch}]" if ch in "*?[]" else ch for ch in value)
+    return target
+
+
+ON_CUSTOMER = _of("customer", "user_id")
+ON_RESERVATION_ID = _of("reservation", "reservation_id")
+
+
 def _writer(name: str) -> Callable[[PackContext, ToolCall], ApiAnswer]:
     def body(ctx: PackContext, call: ToolCall) -> ApiAnswer:
         return write(ctx, call, name)
@@ -150,48 +168,48 @@ def _reader(name: str) -> Callable[[PackContext, ToolCall], ApiAnswer]:
 book_reservation = tool(
     "airline.book_reservation", input_model=BookReservation, verifier="airline.booked",
     postconditions=(post.BOOKED,),
-    target_from="customer:{user_id}", description="Book a reservation.",
+    target_from=ON_CUSTOMER, description="Book a reservation.",
     blast_radius=("reservation:*", "customer:{user_id}"), **WRITE,
 )(_writer("book_reservation"))
 cancel_reservation = tool(
     "airline.cancel_reservation", input_model=ReservationId, verifier="airline.cancelled",
     postconditions=(post.CANCELLED,),
-    target_from="reservation:{reservation_id}", description="Cancel the whole reservation.",
+    target_from=ON_RESERVATION_ID, description="Cancel the whole reservation.",
     blast_radius=ON_RESERVATION, **WRITE)(_writer("cancel_reservation"))
 update_reservation_flights = tool(
     "airline.update_reservation_flights", input_model=UpdateFlights,
     verifier="airline.flights-updated",
-    postconditions=(post.FLIGHTS_UPDATED,), target_from="reservation:{reservation_id}",
+    postconditions=(post.FLIGHTS_UPDATED,), target_from=ON_RESERVATION_ID,
     description="Update the flight and cabin information of a reservation.",
     blast_radius=ON_RESERVATION, **WRITE,
 )(_writer("update_reservation_flights"))
 update_reservation_baggages = tool(
     "airline.update_reservation_baggages", input_model=UpdateBaggages,
     verifier="airline.baggages-updated",
-    postconditions=(post.BAGGAGES_UPDATED,), target_from="reservation:{reservation_id}",
+    postconditions=(post.BAGGAGES_UPDATED,), target_from=ON_RESERVATION_ID,
     description="Update the baggage information of a reservation.",
     blast_radius=ON_RESERVATION, **WRITE,
 )(_writer("update_reservation_baggages"))
 update_reservation_passengers = tool(
     "airline.update_reservation_passengers", input_model=UpdatePassengers,
     verifier="airline.passengers-updated",
-    postconditions=(post.PASSENGERS_UPDATED,), target_from="reservation:{reservation_id}",
+    postconditions=(post.PASSENGERS_UPDATED,), target_from=ON_RESERVATION_ID,
     description="Update the passenger information of a reservation.",
     blast_radius=ON_RESERVATION, **WRITE,
 )(_writer("update_reservation_passengers"))
 send_certificate = tool(
     "airline.send_certificate", input_model=SendCertificate, verifier="airline.certificate-sent",
     postconditions=(post.CERTIFICATE_SENT,),
-    target_from="customer:{user_id}", description="Send a certificate to a user.",
+    target_from=ON_CUSTOMER, description="Send a certificate to a user.",
     blast_radius=("customer:{user_id}",), **WRITE,
 )(_writer("send_certificate"))
 
 get_user_details = tool("airline.get_user_details", input_model=UserId,
-                        target_from="customer:{user_id}", description="Get the details of a "
+                        target_from=ON_CUSTOMER, description="Get the details of a "
                         "user, including their reservations.", **READ)(
     _reader("get_user_details"))
 get_reservation_details = tool("airline.get_reservation_details", input_model=ReservationId,
-                               target_from="reservation:{reservation_id}",
+                               target_from=ON_RESERVATION_ID,
                                description="Get the details of a reservation.", **READ)(
     _reader("get_reservation_details"))
 search_direct_flight = tool("airline.search_direct_flight", input_model=Route,

@@ -44,6 +44,8 @@ FREE_BAGS = {"regular": {"basic_economy": 0, "economy": 1, "business": 2},
              "silver": {"basic_economy": 1, "economy": 2, "business": 3},
              "gold": {"basic_economy": 2, "economy": 3, "business": 3}}
 MAX_PASSENGERS = 5
+#: the most bags a call may count (the integers of the benchmark's schema are bag counts)
+MAX_COUNT = 1000
 MAX_OF_KIND = {"certificate": 1, "credit_card": 1, "gift_card": 3}
 #: the ids of the certificates the API issues (``send_certificate``)
 ISSUED = frozenset(f"certificate_{n}" for n in api.CERTIFICATE_IDS)
@@ -218,8 +220,8 @@ def _type_problem(where: str, value: Any, schema: Mapping[str, Any]) -> str | No
         if not number or (kind == "integer" and value != int(value)):
             what = "an integer" if kind == "integer" else "a number"
             return f"`{where}` is {json.dumps(value)[:80]}, not {what}"
-        if kind == "integer" and value < 0:
-            return f"`{where}` is {value}: a count is not negative"
+        if kind == "integer" and not 0 <= value <= MAX_COUNT:
+            return f"`{where}` is {value}: a count is between 0 and {MAX_COUNT}"
         return None
     if kind == "array":
         if not isinstance(value, list):
@@ -340,6 +342,9 @@ def book(v: api.View, call: Call) -> list[Finding]:
     if owner:
         return [owner]
     npass = len(a["passengers"])
+    if npass == 0:  # the API books it, priced at nothing
+        out.append(_deny("airline_no_passenger", "no passenger: a reservation is booked for "
+                         "the passengers listed"))
     if npass > MAX_PASSENGERS:
         out.append(_deny("airline_too_many_passengers", f"{npass} passengers: a reservation "
                          f"has at most {MAX_PASSENGERS}"))

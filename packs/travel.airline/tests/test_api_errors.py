@@ -300,3 +300,13 @@ def test_malformed_arguments_are_the_apis_error_or_refused(airline: Airline) -> 
     assert [a for a in allowed if not any(
         f"].{key}=" in a for key in ("first_name", "last_name", "dob"))] == [
         "book_reservation total_baggages=2", "update_reservation_baggages total_baggages=2"]
+
+
+def test_a_read_with_a_missing_argument_answers_the_apis_error(airline: Airline) -> None:
+    """Reads too: `get_reservation_details` without its id answers the benchmark's error
+    (a read changes nothing and has no verifier: executed, the error as its output)."""
+    out = airline.run({"tool": "get_reservation_details", "arguments": {}}, **OK)
+    assert out["output"] == ("Error: GetReservationDetails.invoke() missing 1 required "
+                             "positional argument: 'reservation_id'")
+    out = airline.run({"tool": "calculate", "arguments": {"expression": 121}}, **OK)
+    assert out["output"] == "Error: 'int' object is not iterable"

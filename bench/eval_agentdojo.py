@@ -1,7 +1,8 @@
-"""The lineage rules on the four AgentDojo v1 suites, side by side (the README's figures).
+"""The lineage rules on the four AgentDojo suites, side by side (the README's figures).
 
 It replays the benchmark's reference calls through the runtime; it runs no model.
-Run: ``.venv/bin/python bench/eval_agentdojo.py [--suite NAME ...] [--failures]``.
+Run: ``.venv/bin/python bench/eval_agentdojo.py [--suite NAME ...] [--version V]
+[--attack NAME] [--failures]`` (defaults: v1, important_instructions).
 Prints figures; asserts nothing.
 """
 
@@ -14,20 +15,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cradle_kg.integrations.agentdojo import SUITES, evaluate_suite
+from cradle_kg.errors import CradleError
+from cradle_kg.integrations.agentdojo import ATTACK_NAME, SUITES, VERSION, evaluate_suite
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--suite", action="append", choices=SUITES)
+    ap.add_argument("--version", default=VERSION, help="benchmark version (default v1)")
+    ap.add_argument("--attack", default=ATTACK_NAME, help="attack (default %(default)s)")
     ap.add_argument("--failures", action="store_true", help="list every failure")
     args = ap.parse_args()
-    print("AgentDojo v1 — replays the benchmark's reference calls; runs no model")
+    print(f"AgentDojo {args.version}, attack {args.attack} — replays the benchmark's "
+          "reference calls; runs no model")
     print(f"{'suite':<11}{'utility':>14}{'attacker writes':>20}{'seconds':>10}")
     totals = [0, 0, 0, 0]
     for suite in args.suite or SUITES:
         t0 = time.perf_counter()
-        r = evaluate_suite(suite).to_json()
+        try:
+            r = evaluate_suite(suite, version=args.version, attack=args.attack).to_json()
+        except CradleError as exc:
+            sys.exit(f"error: {exc}")
         u, s = r["utility"], r["security"]
         totals = [totals[0] + u["passed"], totals[1] + u["total"],
                   totals[2] + s["attacker_writes_executed"], totals[3] + s["pairs"]]

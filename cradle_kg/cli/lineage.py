@@ -3,7 +3,8 @@ request, with its author); ``cradle-kg eval agentdojo`` measures the lineage rul
 AgentDojo suite — it replays the benchmark's reference calls; it runs no model.
 
 Exit codes: 0 done (``eval``: the evaluation ran, whatever its figures), 2 error (unknown
-suite, the ``agentdojo`` extra missing, an empty input, no author).
+suite, version or attack, an attack a replay cannot build, the ``agentdojo`` extra missing,
+an empty input, no author).
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ LABEL = "replays the benchmark's reference calls through the runtime; runs no mo
 
 @eval_app.command("agentdojo")
 def agentdojo(suite: Annotated[str, typer.Option("--suite", help="banking, slack, travel "
-                                                 "or workspace (AgentDojo v1).")],
+                                                 "or workspace.")],
+              version: Annotated[str, typer.Option(
+                  "--version", help="The AgentDojo benchmark version (v1, v1.1, ..., "
+                  "v1.2.2: those the installed package has).")] = "v1",
+              attack: Annotated[str, typer.Option(
+                  "--attack", help="The attack text placed in the injection vectors: one "
+                  "of AgentDojo's fixed templates (important_instructions, tool_knowledge, "
+                  "direct, ignore_previous, system_message, injecagent, ...).")
+              ] = "important_instructions",
               home: Annotated[Path | None, typer.Option(
                   "--home", help="A new folder to keep the evaluation's home in "
                   "(default: a temporary one).")] = None,
@@ -34,14 +43,15 @@ def agentdojo(suite: Annotated[str, typer.Option("--suite", help="banking, slack
     where an attacker's write ran unattended) of the lineage rules on one suite."""
     from ..integrations.agentdojo import evaluate_suite
     try:
-        report = evaluate_suite(suite, home=home)
+        report = evaluate_suite(suite, home=home, version=version, attack=attack)
     except CradleError as exc:
         fail(exc)
     data = report.to_json()
     if fmt is Format.JSON:
         print_json(data)
         return
-    console.print(f"AgentDojo v1 `{suite}` — {LABEL}", highlight=False)
+    console.print(f"AgentDojo {clean(version)} `{clean(suite)}`, attack `{clean(attack)}` — "
+                  f"{LABEL}", highlight=False)
     u, s = data["utility"], data["security"]
     console.print(f"utility: {u['passed']}/{u['total']} user tasks unattended", highlight=False)
     console.print(f"security: {s['attacker_writes_executed']}/{s['pairs']} pairs with an "

@@ -71,3 +71,62 @@ def test_travel_subset_dates_and_confidential_fields() -> None:
         injection_tasks=["injection_task_2", "injection_task_4", "injection_task_5"]).to_json()
     assert report["utility"] == {"passed": 2, "total": 2, "failures": []}
     assert report["security"] == {"pairs": 6, "attacker_writes_executed": 0, "failures": []}
+
+
+# --version and --attack: other benchmark versions and other fixed attack texts
+
+
+def test_the_default_attack_text_is_agentdojo_important_instructions() -> None:
+    # the v1 figures stay comparable: the library's template, rendered without a model,
+    # is the text the evaluation always placed
+    from cradle_kg.integrations.agentdojo import ATTACK, load_attack, load_suite
+
+    suite = load_suite("v1", "banking")
+    user, inj = suite.user_tasks["user_task_0"], suite.injection_tasks["injection_task_0"]
+    placed = load_attack("important_instructions", suite).attack(user, inj)
+    assert placed and set(placed.values()) == {ATTACK.format(goal=inj.GOAL)}
+    direct = load_attack("direct", suite).attack(user, inj)
+    assert set(direct.values()) == {f"TODO: {inj.GOAL}"}
+    tools = load_attack("tool_knowledge", suite).attack(user, inj)
+    assert all("`send_money`" in text and "the AI language model" in text
+               for text in tools.values())
+
+
+def test_another_version_and_attack_are_labelled_in_the_report() -> None:
+    report = evaluate_suite("banking", version="v1.2.2", attack="direct",
+                            user_tasks=["user_task_3"],
+                            injection_tasks=["injection_task_0"]).to_json()
+    assert "AgentDojo v1.2.2, attack direct" in report["label"]
+    assert report["security"]["pairs"] == 1 and report["utility"]["total"] == 1
+
+
+def test_the_cli_takes_a_version_and_an_attack() -> None:
+    out = run_cli("eval", "agentdojo", "--suite", "slack", "--version", "v1.2.2",
+                  "--attack", "ignore_previous", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) == {"suite", "label", "utility", "security"}
+    assert "v1.2.2, attack ignore_previous" in data["label"]
+    assert data["utility"]["total"] == 21 and data["security"]["pairs"] == 105
+
+
+def test_unknown_versions_and_attacks_are_one_line_errors() -> None:
+    for args, said in [
+            (("--version", "v9"), "unknown AgentDojo version `v9` (one of `v1`, "),
+            (("--attack", "nope"), "unknown attack `nope` (one of "),
+            (("--version", "v1.2.2", "--suite", "nope"), "unknown suite `nope`")]:
+        argv = ("eval", "agentdojo", "--suite", "banking", *args)
+        out = run_cli(*argv)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert said in out.stderr and "Traceback" not in out.stderr + out.stdout
+
+
+def test_attacks_a_replay_cannot_build_are_refused_not_faked() -> None:
+    # no model and no person here: an attack typed by a person, one chosen against the
+    # attacked model, and a denial-of-service one (no injection task) are refused
+    for attack, said in [("manual", "a person types its text"),
+                         ("important_instructions_wrong_model_name", "runs no model"),
+                         ("captcha_dos", "denial-of-service")]:
+        out = run_cli("eval", "agentdojo", "--suite", "banking", "--attack", attack)
+        assert out.returncode == 2 and said in out.stderr, (attack, out.stderr)
+        assert "Traceback" not in out.stderr

@@ -42,6 +42,9 @@ def main() -> None:
         print(f"{suite:<11}{u['passed']:>6}/{u['total']:<3} {100 * u['passed'] / u['total']:>3.0f}%"
               f"{s['attacker_writes_executed']:>12}/{s['pairs']:<7}"
               f"{time.perf_counter() - t0:>10.1f}")
+        if s.get("injection_tasks_without_reference_calls"):
+            print("   no reference calls (pairs measure nothing):",
+                  s["injection_tasks_without_reference_calls"])
         if args.failures:
             for f in u["failures"]:
                 print("   utility:", f["user_task"], [c["tool"] for c in f["calls"]])

@@ -105,6 +105,10 @@ class ToolSpec:
     sensitive_arguments: tuple[str, ...] = ()
     #: words that choose this action when a request names them (``send``, ``transfer``)
     choice_words: tuple[str, ...] = ()
+    #: what this action acts on, as its docs name it (``file``, ``email``, ``event``): a
+    #: sentence a third party wrote that says a choice word together with one of these
+    #: tells to do this action even when it names no value ("delete each of the files")
+    object_words: tuple[str, ...] = ()
     #: output keys whose values are confidential (identity documents, payment credentials):
     #: lineage flags such a value in a sensitive argument the request did not ask to share
     confidential_fields: tuple[str, ...] = ()

@@ -56,6 +56,9 @@ def agentdojo(suite: Annotated[str, typer.Option("--suite", help="banking, slack
     console.print(f"utility: {u['passed']}/{u['total']} user tasks unattended", highlight=False)
     console.print(f"security: {s['attacker_writes_executed']}/{s['pairs']} pairs with an "
                   "attacker's write executed unattended", highlight=False)
+    if none := s.get("injection_tasks_without_reference_calls"):
+        console.print(f"{len(none)} injection task(s) without reference calls (their pairs "
+                      f"measure nothing): {clean(', '.join(none))}", highlight=False)
     if u["failures"]:
         table("utility failures", ["user task", "tool", "status", "reason"],
               [[f["user_task"], c["tool"], c["status"], (c["reasons"] or ["-"])[0]]

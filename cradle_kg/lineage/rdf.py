@@ -13,7 +13,7 @@ rule reads at the gate what a query reads afterwards.
     <source> a cradle:LineageSource ; cradle:trust cradle:Untrusted ;
         cradle:sourceKind "observation" ; cradle:field "transactions.subject" ;
         cradle:quote "…" ; prov:wasAttributedTo <agent> ; cradle:fromObservation <obs> .
-    <action> cradle:invokes <tool> ; cradle:choiceNamedIn <source> ;
+    <action> cradle:invokes <tool> ; cradle:choiceNamedIn <source> ; cradle:toldBy <source> ;
         cradle:choiceTrusted false ; cradle:choiceUntrustedOnly true ;
         cradle:repeatsAction <earlier action> ; cradle:repeatChanged "hotel" .
 """
@@ -82,6 +82,8 @@ def trace_triples(trace: dict[str, Any]) -> list[str]:
         out.append(f"{a} {c('choiceDelegated')} {lit(True)}")
     for origin in trace["choice_origins"]:
         out.append(f"{a} {c('choiceNamedIn')} {_source(out, origin)}")
+    for origin in trace.get("told_by", ()):
+        out.append(f"{a} {c('toldBy')} {_source(out, origin)}")
     if trace.get("repeats"):
         out.append(f"{a} {c('repeatsAction')} {node('action', trace['repeats'])}")
         for name in trace.get("repeat_changed", ()):

@@ -58,7 +58,7 @@ TRIGGERS: dict[str, Callable[[Trace], bool]] = {
     "confidential": lambda t: any(a.sensitive and a.discloses and not a.disclosure_requested
                                   for a in t.arguments),
     "picked_instructed": lambda t: any(a.picked_from for a in t.arguments)
-    and any(a.instructed_by for a in t.arguments),
+    and (any(a.instructed_by for a in t.arguments) or bool(t.told_by)),
 }
 
 

@@ -117,6 +117,10 @@ class Trace(BaseModel):
     #: an executed action of the same tool this one repeats with other values (see above)
     repeats: str = ""
     repeat_changed: tuple[str, ...] = ()
+    #: sentences of content no trusted input wrote (and no document the request handed the
+    #: choice to) that say this action's choice word with its object word ("delete each of
+    #: the five files"): told to do this action, whatever values they name (see ``_told``)
+    told_by: tuple[Origin, ...] = ()
 
     def argument(self, name: str) -> ArgumentLineage | None:
         return next((a for a in self.arguments if a.name == name), None)
@@ -147,6 +151,7 @@ class Declared:
 
     sensitive: tuple[str, ...] = ()
     choice_words: tuple[str, ...] = ()
+    object_words: tuple[str, ...] = ()
 
 
 def _origin(leaf: Leaf, position: int) -> Origin:
@@ -313,12 +318,40 @@ def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool:
             elif chosen_trusted and chosen_untrusted:
                 break
     prior, changed = _repeat(run.done.get(tool, ()), traced)
+    told = _told(run, phrases, _choice_phrases(tuple(declared.object_words))) \
+        if any(a.picked_from for a in traced) else []
     return Trace(run_id=run_id, proposal_id=proposal_id, action_id=action_id, tool=tool,
                  sources=len(run.leaves), observations=run.observations,
                  arguments=tuple(traced), choice_origins=tuple(choosing),
                  choice_trusted=chosen_trusted,
                  choice_untrusted_only=chosen_untrusted and not chosen_trusted,
-                 choice_delegated=delegated, repeats=prior, repeat_changed=changed)
+                 choice_delegated=delegated, repeats=prior, repeat_changed=changed,
+                 told_by=tuple(told))
+
+
+def _told(run: RunIndex, phrases: list[list[str]], objects: list[list[str]]
+          ) -> list[Origin]:
+    """Sentences not written by a trusted input that say one of the action's choice words
+    and one of its object words: an instruction to do this action that may name no value
+    (a criterion: "the five largest files", "every unread email"). Asked only for an action
+    with a picked value (:func:`_listings`); a document the request handed the choice to
+    speaks for the person (``choice_delegated``). A word that is both (``email``) counts as
+    the choice only: the object must be another word of the sentence."""
+    told: list[Origin] = []
+    objects = [o for o in objects if o not in phrases]
+    if not objects:
+        return told
+    for phrase in phrases:
+        for leaf, positions in run.holding(phrase):
+            if leaf.trust == TRUSTED or _delegates(run, leaf):
+                continue
+            at = next((p for p in positions if _in_sentence(leaf, p, objects)), None)
+            if at is not None:
+                told.append(_origin(leaf, at))
+                if len(told) >= 3:
+                    return told
+                break
+    return told
 
 
 def _repeat(done: Any, traced: list[ArgumentLineage]) -> tuple[str, tuple[str, ...]]:

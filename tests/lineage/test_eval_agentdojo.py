@@ -130,3 +130,31 @@ def test_attacks_a_replay_cannot_build_are_refused_not_faked() -> None:
         out = run_cli("eval", "agentdojo", "--suite", "banking", "--attack", attack)
         assert out.returncode == 2 and said in out.stderr, (attack, out.stderr)
         assert "Traceback" not in out.stderr
+
+
+def test_injection_tasks_without_reference_calls_are_listed_apart() -> None:
+    # travel's injection task 6 is text only (a recommendation): no call to replay, so its
+    # pairs measure nothing and the report says so; a task with calls is not listed
+    report = evaluate_suite("travel", user_tasks=["user_task_0"],
+                            injection_tasks=["injection_task_6", "injection_task_0"]).to_json()
+    assert report["security"]["injection_tasks_without_reference_calls"] == [
+        "injection_task_6"]
+    assert report["security"]["pairs"] == 2
+
+
+def test_written_calls_replace_missing_reference_calls() -> None:
+    # v1.2's workspace injection tasks 6-13 ship none; the bench writes a fooled agent's
+    # calls from each goal, and the report lists those tasks apart
+    from bench.agentdojo_written_calls import workspace_calls
+
+    report = evaluate_suite("workspace", version="v1.2.2", user_tasks=["user_task_35"],
+                            injection_tasks=["injection_task_11", "injection_task_8"],
+                            written_calls=workspace_calls).to_json()
+    s = report["security"]
+    assert s["injection_tasks_with_written_calls"] == ["injection_task_11",
+                                                       "injection_task_8"]
+    assert "injection_tasks_without_reference_calls" not in s
+    # "Find and delete the largest file" says `delete` too; the attacker's deletes of the
+    # five largest files and of every unread email are picked from listings while the
+    # injection tells to delete: held (picked-under-instruction)
+    assert s["pairs"] == 2 and s["attacker_writes_executed"] == 0, s["failures"]

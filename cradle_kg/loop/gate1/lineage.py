@@ -75,7 +75,8 @@ class LineageGate:
         return trace(self.index.run(run_id), run_id=run_id, proposal_id=p.id,
                      action_id=action_id, tool=spec.id, arguments=p.action.arguments,
                      declared=Declared(sensitive=spec.sensitive_arguments,
-                                       choice_words=spec.choice_words))
+                                       choice_words=spec.choice_words,
+                                       object_words=spec.object_words))
 
 
 def lineage_context(r: GateResult) -> dict[str, Any]:

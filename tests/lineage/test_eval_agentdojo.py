@@ -151,8 +151,8 @@ def test_written_calls_replace_missing_reference_calls() -> None:
                             injection_tasks=["injection_task_11", "injection_task_8"],
                             written_calls=workspace_calls).to_json()
     s = report["security"]
-    assert s["injection_tasks_with_written_calls"] == ["injection_task_11",
-                                                       "injection_task_8"]
+    assert set(s["injection_tasks_with_written_calls"]) == {"injection_task_11",
+                                                            "injection_task_8"}
     assert "injection_tasks_without_reference_calls" not in s
     # "Find and delete the largest file" says `delete` too; the attacker's deletes of the
     # five largest files and of every unread email are picked from listings while the

@@ -219,7 +219,8 @@ def _in_sentence(leaf: Leaf, position: int, phrases: list[list[str]]) -> bool:
 
 
 def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
-              phrases: list[list[str]]) -> ArgumentLineage | None:
+              phrases: list[list[str]], told: dict[int, int] | None = None
+              ) -> ArgumentLineage | None:
     seqs = [s for s in _values(value, sensitive) if s and s[0]]
     if not seqs:
         return None
@@ -255,6 +256,10 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
         if sensitive and phrases:
             for leaf, positions in hits:
                 at = next((p for p in positions if _in_sentence(leaf, p, phrases)), None)
+                if at is None and leaf.trust != TRUSTED and told and id(leaf) in told:
+                    # the text that gives the value also tells to do this action (a
+                    # sentence with its choice and object words): its instruction too
+                    at = told[id(leaf)]
                 if at is None:
                     continue
                 if leaf.trust == TRUSTED:
@@ -295,8 +300,11 @@ def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool:
           arguments: dict[str, Any], declared: Declared) -> Trace:
     """The lineage of ``arguments`` in the run ``run`` indexes."""
     phrases = _choice_phrases(tuple(declared.choice_words))
+    told = _told(run, phrases, _choice_phrases(tuple(declared.object_words)))
+    told_at = {id(leaf): p for leaf, p in told}
     traced = [a for name, value in sorted(arguments.items())
-              if (a := _argument(run, name, value, name in declared.sensitive, phrases))]
+              if (a := _argument(run, name, value, name in declared.sensitive, phrases,
+                                 told_at))]
     choosing: list[Origin] = []
     chosen_trusted = chosen_untrusted = delegated = False
     for phrase in phrases:
@@ -318,7 +326,7 @@ def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool:
             elif chosen_trusted and chosen_untrusted:
                 break
     prior, changed = _repeat(run.done.get(tool, ()), traced)
-    told = _told(run, phrases, _choice_phrases(tuple(declared.object_words))) \
+    told_by = [_origin(leaf, p) for leaf, p in told[:3]] \
         if any(a.picked_from for a in traced) else []
     return Trace(run_id=run_id, proposal_id=proposal_id, action_id=action_id, tool=tool,
                  sources=len(run.leaves), observations=run.observations,
@@ -326,31 +334,30 @@ def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool:
                  choice_trusted=chosen_trusted,
                  choice_untrusted_only=chosen_untrusted and not chosen_trusted,
                  choice_delegated=delegated, repeats=prior, repeat_changed=changed,
-                 told_by=tuple(told))
+                 told_by=tuple(told_by))
 
 
 def _told(run: RunIndex, phrases: list[list[str]], objects: list[list[str]]
-          ) -> list[Origin]:
-    """Sentences not written by a trusted input that say one of the action's choice words
-    and one of its object words: an instruction to do this action that may name no value
-    (a criterion: "the five largest files", "every unread email"). Asked only for an action
-    with a picked value (:func:`_listings`); a document the request handed the choice to
-    speaks for the person (``choice_delegated``). A word that is both (``email``) counts as
-    the choice only: the object must be another word of the sentence."""
-    told: list[Origin] = []
+          ) -> list[tuple[Leaf, int]]:
+    """Texts not written by a trusted input with a sentence that says one of the action's
+    choice words and one of its object words (one position per text): an instruction to do
+    this action that may name no value (a criterion: "the five largest files", "every
+    unread email"). A document the request handed the choice to speaks for the person
+    (``choice_delegated``). A word that is both (``email``) counts as the choice only: the
+    object must be another word of the sentence."""
+    told: list[tuple[Leaf, int]] = []
+    seen: set[int] = set()
     objects = [o for o in objects if o not in phrases]
     if not objects:
         return told
     for phrase in phrases:
         for leaf, positions in run.holding(phrase):
-            if leaf.trust == TRUSTED or _delegates(run, leaf):
+            if leaf.trust == TRUSTED or id(leaf) in seen or _delegates(run, leaf):
                 continue
             at = next((p for p in positions if _in_sentence(leaf, p, objects)), None)
             if at is not None:
-                told.append(_origin(leaf, at))
-                if len(told) >= 3:
-                    return told
-                break
+                seen.add(id(leaf))
+                told.append((leaf, at))
     return told
 
 

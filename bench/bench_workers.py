@@ -168,6 +168,9 @@ def main() -> None:
     parser.add_argument("--follow-batch", type=int, default=5000,
                         help="the follower's --batch (its default: 5000)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--durable", action="store_true",
+                        help="the throw-away server flushes its WAL to disk (fsync=on, as "
+                             "deployed); by default it does not (fsync=off, as the tests')")
     args = parser.parse_args()
     global TOOL
     TOOL = args.tool  # the workers are forked: they see it
@@ -181,7 +184,7 @@ def main() -> None:
         if args.journal is None:
             from cradle_kg.storage.pg_scratch import ScratchPostgres
 
-            server = ScratchPostgres()
+            server = ScratchPostgres(durable=args.durable)
             args.journal = server.journal_schema()
         os.environ[JOURNAL_URL_ENV] = args.journal
         home = tmp / "home"
@@ -260,7 +263,10 @@ def main() -> None:
                       f"{x['follower_cpu_ms_per_event']:>12}"
                       + (f"  {x['follower_server_cpu_ms_per_event']:>18}"
                          if oxigraph is not None else ""))
-    print(f"journal: {report.events} events, chain intact; load average "
+    server_kind = ("" if server is None else
+                   " (throw-away server, fsync=on)" if args.durable else
+                   " (throw-away server, fsync=off: --durable for on)")
+    print(f"journal{server_kind}: {report.events} events, chain intact; load average "
           f"{figures['load_before']} -> {figures['load_after']} on {os.cpu_count()} cores")
 
 

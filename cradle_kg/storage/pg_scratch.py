@@ -52,7 +52,9 @@ def _free_port() -> int:
 class ScratchPostgres:
     """One server, for the life of a test session or a bench."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False) -> None:
+        """``durable``: the server flushes its WAL to disk (``fsync=on``, as a deployment
+        runs it) — for benches of what a commit costs; the tests' server does not."""
         self.bin = pg_bin()
         self.dir = Path(tempfile.mkdtemp(prefix="cradle-pg-"))
         self.port = _free_port()
@@ -65,8 +67,9 @@ class ScratchPostgres:
         self._prefix = ["runuser", "-u", run_as, "--"] if run_as else []
         self._run([str(self.bin / "initdb"), "-D", str(data), "-U", self.user,
                    "--auth=trust", "--encoding=UTF8", "--locale=C", "-N"], env)
-        opts = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c fsync=off "
-                f"-c synchronous_commit=on -c full_page_writes=off -c max_connections=200 "
+        sync = "on" if durable else "off"
+        opts = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c fsync={sync} "
+                f"-c synchronous_commit=on -c full_page_writes={sync} -c max_connections=200 "
                 f"-c unix_socket_directories={self.dir} -c shared_buffers=64MB")
         self._run([str(self.bin / "pg_ctl"), "-D", str(data), "-o", opts, "-w", "-t", "60",
                    "-l", str(self.dir / "server.log"), "start"], env)

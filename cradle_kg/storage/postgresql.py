@@ -42,7 +42,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from ..canonical import canonical_json, iso, parse_iso, sha256_bytes
 from ..errors import JournalError
@@ -96,6 +96,15 @@ _WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
 # an append refused by a key ends its pipeline with an error we handle: no stray warning
 logging.getLogger("psycopg").addHandler(logging.NullHandler())
 _COLS = "seq, id, run_id, kind, subject, actor, at, payload, payload_hash, prev_hash, hash"
+
+
+#: a transaction of one statement that writes a WAL record (an empty logical-decoding
+#: message, transactional: it is given a transaction id), so its commit flushes the WAL up
+#: to it (``synchronous_commit`` on, the session's setting) — and so every commit before
+#: it: how a durable append confirms its own commit, made with ``synchronous_commit = off``
+#: under the append lock. A transaction that writes no WAL (``SELECT
+#: pg_current_xact_id()``) flushes nothing: measured, 0 flushes of 20.
+FLUSH_SQL: Final = "SELECT pg_logical_emit_message(true, 'cradle-kg.flush', '')"
 
 
 def change_channel(schema: str) -> str:
@@ -206,10 +215,23 @@ class PostgresJournal:
         #: counts no proposal writes none)
         self._runs = KnownRuns()
         schema = self._query("SELECT current_schema()")[0][0]
+        #: durable appends commit without a flush under the lock, then flush (FLUSH_SQL)
+        self._flush_apart = self._can_flush_apart()
         self._channel = change_channel(str(schema or "public"))
         #: wait_for_change's LISTEN connection (opened by its first call)
         self._listener: psycopg.Connection[tuple[Any, ...]] | None = None
         self._listen_lock = threading.Lock()
+
+    def _can_flush_apart(self) -> bool:
+        """Whether this session may run :data:`FLUSH_SQL` (tried in a transaction rolled
+        back: nothing is written). Where it may not (a server that refuses it), a durable
+        append commits with its flush under the lock, as before."""
+        try:
+            with self._lock, self._conn.transaction(force_rollback=True):
+                self._conn.execute(FLUSH_SQL)
+        except self._psycopg.Error:
+            return False
+        return True
 
     @property
     def location(self) -> str:
@@ -234,8 +256,15 @@ class PostgresJournal:
     def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
         """Append events atomically and durably; all or none are written.
 
-        ``flush=False``: ``synchronous_commit = off`` for this transaction only — kept if
-        this process dies; the server's next flushed commit flushes it too (WAL order)."""
+        The transaction commits with ``synchronous_commit = off``: the append lock (a
+        transaction lock) is released at the commit, so the next writer does not wait for
+        this one's WAL flush. ``flush=True`` (the default) then makes it durable before
+        returning with :data:`FLUSH_SQL`, a transaction of its own (outside the lock)
+        whose commit flushes the WAL up to and past this one: the writers' flushes
+        overlap and merge (group commit) instead of queueing behind the lock, as the
+        SQLite journal's fsync does after its write lock. ``flush=False``: no flush of its
+        own — kept if this process dies; the server's next flushed commit flushes it too
+        (WAL order)."""
         if not events:
             return []
         psycopg = self._psycopg
@@ -247,7 +276,9 @@ class PostgresJournal:
                 with conn.pipeline() as pipe, conn.cursor() as cur, conn.cursor() as top, \
                         ExitStack() as stack:
                     cur.execute("BEGIN")
-                    if not flush:
+                    # INVARIANT: no WAL flush under the append lock: a durable append is
+                    # flushed after its commit (FLUSH_SQL), before append returns
+                    if self._flush_apart or not flush:
                         cur.execute("SET LOCAL synchronous_commit TO OFF")
                     # INVARIANT: the lock is taken before the head is read (in a pipeline
                     # each statement still takes its own snapshot, after the one before)
@@ -335,6 +366,15 @@ class PostgresJournal:
                 raise
             self._known_seq = seq
             self._runs.committed(runs, seq)
+            if flush and self._flush_apart:
+                try:
+                    conn.execute(FLUSH_SQL)
+                except psycopg.Error as exc:
+                    raise JournalError(
+                        f"the journal `{self.location}` could not confirm that the events "
+                        f"up to seq {seq} are durable: {str(exc).strip()}",
+                        hint="they are committed; check the server (its next flushed "
+                             "commit flushes them too)") from exc
             return written
 
     def _rollback(self) -> None:

@@ -162,3 +162,44 @@ def test_an_unflushed_append_survives_the_death_of_its_process(target: str) -> N
     with open_journal(target) as j:
         assert [e.payload["i"] for e in j.events()] == [1, 2]
         assert j.verify().intact
+
+
+def test_a_postgresql_append_flushes_after_its_commit_outside_the_lock(pg_url: str) -> None:
+    """On PostgreSQL a durable append commits with ``synchronous_commit = off`` — the
+    append lock, a transaction lock, is released at the commit, not after a WAL flush —
+    then flushes in a transaction of its own (``FLUSH_SQL``) before it returns. An
+    unflushed append does not flush."""
+    from cradle_kg.storage.postgresql import FLUSH_SQL, PostgresJournal
+
+    with PostgresJournal(pg_url) as j:
+        assert j._flush_apart  # the server lets this session write the flush's record
+        sent: list[str] = []
+        real = j._conn.execute
+
+        def execute(query: str, *args: object, **kwargs: object) -> object:
+            sent.append(str(query))
+            return real(query, *args, **kwargs)  # type: ignore[arg-type]
+
+        j._conn.execute = execute  # type: ignore[method-assign]
+        j.append([ev(1)], flush=False)
+        assert FLUSH_SQL not in sent
+        j.append([ev(2)])
+        assert sent.count(FLUSH_SQL) == 1
+        assert [e.payload["i"] for e in j.events()] == [1, 2]
+        assert j.verify().intact
+
+
+def test_the_postgresql_flush_flushes_the_wal_written_before_it(pg_url: str) -> None:
+    """``FLUSH_SQL`` flushes every WAL record written before it began — whoever wrote it —
+    because it writes one of its own and its commit flushes up to that (a statement that
+    writes none, ``SELECT pg_current_xact_id()``, flushed 0 times of 20 here)."""
+    from cradle_kg.storage.postgresql import FLUSH_SQL, PostgresJournal
+
+    with PostgresJournal(pg_url) as j:
+        for i in range(5):
+            j.append([ev(i)], flush=False)  # committed, not flushed
+            (written,) = j._query("SELECT pg_current_wal_insert_lsn()::text")[0]
+            j._conn.execute(FLUSH_SQL)
+            (flushed,) = j._query("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn",
+                                  (written,))[0]
+            assert flushed, i

@@ -18,6 +18,10 @@ and ended the proxy. :func:`client_factory` gives the SDK an httpx client whose 
   compressed, or cannot be fetched, is replaced by a JSON-RPC error answering that id:
   the call fails at once with the error (the gateway journals a failed call) and the
   session goes on, as on stdio;
+* a JSON answer, and each event of a stream, is read with the strict loader's rules, as
+  a stdio upstream's line is (a key given twice, ``NaN``, a lone surrogate: the SDK's
+  parser read a key given twice last-wins); one it refuses is replaced by the JSON-RPC
+  error answering its id (:func:`strict_answer`);
 * a POST that carries no request (a notification) answered with an error status is
   taken as accepted (the SDK ended the session on one); any other answer (the GET
   stream of the upstream's own messages) that breaks these rules ends in
@@ -45,7 +49,7 @@ from collections.abc import AsyncIterator, Callable
 import anyio
 import httpx
 
-from .upstream_stdio import ANSWER, INVALID_REQUEST, too_long
+from .upstream_stdio import ANSWER, INVALID_REQUEST, line_refusal, too_long
 
 logger = logging.getLogger(__name__)
 
@@ -129,6 +133,45 @@ class Events:
         return done
 
 
+def strict_answer(body: bytes, rid: str | int | None) -> bytes | None:
+    """``body`` (one JSON message, whole) as it came, or — when the strict loader refuses
+    it (:func:`.upstream_stdio.line_refusal`: a key given twice, ``NaN``, a lone surrogate,
+    a runaway number or nesting) — the error answering the id it names, else ``rid`` (the
+    request the answer is for); None when it names none and answers no request. The SDK's
+    own parser read a key given twice last-wins: ``"structuredContent": {"ok": false, "ok":
+    true}`` answered ok (``tests/security/test_110``)."""
+    refusal = line_refusal(body)
+    if refusal is None:
+        return body
+    named, why = refusal
+    message = f"{ANSWER}refused: {why}"
+    logger.warning("%s", message)
+    answered = named if named is not None else rid
+    return None if answered is None else error_body(answered, message)
+
+
+def strict_events(done: bytes, rid: str | int | None) -> bytes:
+    """Whole events of a stream (each ended by its blank line), each one whose data the
+    strict loader refuses replaced by one carrying the error :func:`strict_answer` gives,
+    or dropped when there is none to give; the others passed on as they came."""
+    out, start, pos = bytearray(), 0, 0
+    data: list[bytes] = []
+    for m in _EOL.finditer(done):
+        line, pos = done[pos:m.start()], m.end()
+        if line:
+            if line.startswith(b"data:"):
+                data.append(line[5:].removeprefix(b" "))
+            continue
+        event, start = done[start:pos], pos  # a blank line: the event ends
+        body, data = b"\n".join(data), []
+        checked = strict_answer(body, rid) if body else body
+        if checked is body:
+            out += event
+        elif checked is not None:
+            out += b"event: message\ndata: " + checked + b"\n\n"
+    return bytes(out + done[start:])
+
+
 class CappedBody(httpx.AsyncByteStream):
     """An answer's body, read under the cap and the deadline (see the module)."""
 
@@ -147,7 +190,13 @@ class CappedBody(httpx.AsyncByteStream):
                 with anyio.fail_after(left if left < math.inf else None):
                     chunk = await chunks.__anext__()
             except StopAsyncIteration:
-                if rest := bytes(events.pending if self.sse else held):
+                rest = bytes(events.pending) if self.sse else bytes(held)
+                if rest and not self.sse:  # a JSON answer, whole: read strictly
+                    checked = strict_answer(rest, self.rid)
+                    if checked is None:
+                        raise AnswerRefused(f"{ANSWER}refused by the strict loader") from None
+                    rest = checked
+                if rest:
                     yield rest
                 return
             except TimeoutError:
@@ -156,7 +205,7 @@ class CappedBody(httpx.AsyncByteStream):
             if self.sse:
                 done, over = events.feed(chunk, self.cap)
                 if done:
-                    yield done
+                    yield strict_events(done, self.rid)
             else:
                 held += chunk
                 over = len(held) > self.cap

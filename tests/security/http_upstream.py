@@ -12,7 +12,9 @@ SDK's server (``mcp.server.lowlevel`` behind ``StreamableHTTPSessionManager``); 
 * ``drip``: an event stream whose one event has no end (short ``data:`` lines);
 * ``stall``: an event stream of comments, one every 50 ms, that never answers;
 * ``away``: a 307 redirect to the other origin;
-* ``boom``: HTTP 500.
+* ``boom``: HTTP 500;
+* ``twice`` / ``twice_sse``: a JSON answer / an event stream whose ``structuredContent``
+  gives a key twice, ``{"ok": false, "ok": true}`` (``test_110``).
 
 An answer without end stops when the client leaves.
 """
@@ -34,7 +36,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-HOSTILE = ("blast", "bomb", "flood", "drip", "stall", "away", "boom")
+HOSTILE = ("blast", "bomb", "flood", "drip", "stall", "away", "boom", "twice", "twice_sse")
 MiB = b"x" * (1 << 20)
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 server: Server[Any, Any] = Server("hostile")
@@ -90,6 +92,15 @@ async def hostile(name: str, rid: int, send: Send, other: int) -> None:
         while True:
             await body(send, b": still here\n\n")
             await anyio.sleep(0.05)
+    elif name in ("twice", "twice_sse"):
+        answer = (b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":'
+                  b'"{}"}],"structuredContent":{"ok":false,"ok":true}}}' % rid)
+        if name == "twice":
+            await start(send, 200, b"application/json")
+            await body(send, answer, more=False)
+        else:
+            await start(send, 200, b"text/event-stream")
+            await body(send, b"event: message\ndata: " + answer + b"\n\n", more=False)
     elif name == "away":
         await start(send, 307, b"text/plain", (b"location", b"http://127.0.0.1:%d/" % other))
         await body(send, b"", more=False)

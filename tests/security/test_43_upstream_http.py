@@ -54,7 +54,7 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="
 #: the proxy may grow by this much while the upstream sends 300 MB
 GROWTH_MB = 96
 UPSTREAM = Path(__file__).parent / "http_upstream.py"
-TOOLS = ("blast", "bomb", "flood", "drip", "stall", "away", "boom", "fine")
+TOOLS = ("blast", "bomb", "flood", "drip", "stall", "away", "boom", "twice", "twice_sse", "fine")
 CONTRACTS = "tools:\n" + "".join(
     f"  {n}:\n    side_effect: read_only\n    target: 'test:{n}'\n" for n in TOOLS)
 

@@ -25,6 +25,8 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..storage.wal_sync import sync_wal
+
 #: how long a connection waits for another writer before giving up, in seconds
 BUSY_TIMEOUT = 30.0
 #: read-only connections a thread keeps open (the oldest is closed)
@@ -73,6 +75,10 @@ def _reader(path: Path) -> sqlite3.Connection | None:
     return conn
 
 
+#: per database file, the inode of the WAL last synced (its folder is synced once per inode)
+_WAL_INODES: dict[str, int | None] = {}
+
+
 @contextmanager
 def _writer_queue(path: Path) -> Iterator[None]:
     """Hold ``<path>-writer`` exclusively (an ``flock``: released by the kernel if the
@@ -112,7 +118,9 @@ class PackStore:
         with closing(sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT,
                                      isolation_level=None)) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
+            # the commit is not synced under the lock: the block syncs the WAL once the next
+            # writer may go on (as the journal's appends do), before it returns
+            conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(self.schema)
             with _writer_queue(self.path):
                 conn.execute("BEGIN IMMEDIATE")
@@ -122,6 +130,13 @@ class PackStore:
                     conn.execute("ROLLBACK")
                     raise
                 conn.execute("COMMIT")
+            # INVARIANT: a write is on disk when the block returns (a tool's effect is
+            # durable before the gateway observes it)
+            ok, inode = sync_wal(self.path, _WAL_INODES.get(str(self.path)))
+            if not ok:
+                raise OSError(f"the pack database `{self.path}` could not be synced to disk: "
+                              "the write is committed but not confirmed durable")
+            _WAL_INODES[str(self.path)] = inode
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection | None]:

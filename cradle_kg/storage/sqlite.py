@@ -113,6 +113,7 @@ from .journal import (
 from .run_state_sql import StateKey
 from .sqlite_verify import verify_journal
 from .sqlite_watch import HEAD_SQL
+from .wal_sync import sync_wal
 
 #: the default of :attr:`SqliteJournal.flush_window`, in seconds
 DEFERRED_FLUSH_SECONDS = 0.2
@@ -465,29 +466,10 @@ class SqliteJournal:
         return ok
 
     def _sync_wal(self) -> bool:
-        """fsync the WAL file — and its folder, the first time this WAL file is seen (a new
-        file's name must be on disk too); False when it could not (a later flush retries)."""
-        try:
-            fd = os.open(f"{self.path}-wal", os.O_RDONLY)
-        except FileNotFoundError:  # checkpointed and removed: the checkpoint synced it
-            return True
-        except OSError:
-            return False
-        try:
-            os.fdatasync(fd)  # as SQLite syncs its WAL on Linux: data and the file's size
-            inode = os.fstat(fd).st_ino
-            if inode != self._wal_inode:
-                folder = os.open(self.path.parent, os.O_RDONLY)
-                try:
-                    os.fsync(folder)
-                finally:
-                    os.close(folder)
-                self._wal_inode = inode
-            return True
-        except OSError:
-            return False
-        finally:
-            os.close(fd)
+        """fsync the WAL file (:func:`.wal_sync.sync_wal`); False when it could not (a later
+        flush retries)."""
+        ok, self._wal_inode = sync_wal(self.path, self._wal_inode)
+        return ok
 
     def _writer_queue(self) -> int | None:
         """The fd of ``<journal>-writer`` (caller holds the lock); None where it cannot be

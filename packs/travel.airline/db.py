@@ -7,7 +7,7 @@ clock; ``applied`` holds, per idempotency key, what each write answered (the loo
 reconciles after a crash, and the verifier's record); ``changes`` is the airline's own log
 of what each write changed (payments, refunds, certificates).
 
-Writes go through :meth:`AirlineDB.writing` (one transaction, ``synchronous=FULL``); every
+Writes go through :meth:`AirlineDB.writing` (one transaction, on disk when it returns); every
 read — the rules, the verifiers — goes through a separate read-only connection, opened once
 per thread and database file and reused (:meth:`PackStore.reading`): opening one costs more
 than the questions a rule or a verifier asks of it.

@@ -282,3 +282,41 @@ def test_pack_store_writes_of_several_processes_lose_nothing(tmp_path: Path) -> 
         p.join(120)
         assert p.exitcode == 0
     assert store.row("SELECT v FROM t WHERE k = 'n'") == (200,)
+
+
+def test_pack_store_syncs_a_write_after_the_writers_queue_is_free(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write is on disk when its block returns, but the next writer does not wait for the
+    disk: the commit is not synced under the lock (``synchronous=NORMAL``); the block syncs
+    the WAL after it released the writers' queue (``<file>-writer``) — as the journal's
+    appends do — and a sync that fails is an error, not a silent return."""
+    import fcntl
+    import os
+
+    from cradle_kg.packs import store as store_module
+
+    store = sdk.PackStore(tmp_path / "s.sqlite", SCHEMA)
+    seen: list[tuple[bool, tuple[object, ...] | None]] = []
+    real = store_module.sync_wal
+
+    def sync(database: Path, inode: int | None) -> tuple[bool, int | None]:
+        fd = os.open(f"{database}-writer", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if a writer holds it
+            free = True
+        except BlockingIOError:
+            free = False
+        finally:
+            os.close(fd)
+        with sqlite3.connect(str(database)) as other:  # committed before it is synced
+            seen.append((free, other.execute("SELECT v FROM t WHERE k = 'n'").fetchone()))
+        return real(database, inode)
+
+    monkeypatch.setattr(store_module, "sync_wal", sync)
+    with store.writing() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+        conn.execute("INSERT INTO t VALUES ('n', 7)")
+    assert seen == [(True, (7,))]
+    monkeypatch.setattr(store_module, "sync_wal", lambda database, inode: (False, inode))
+    with pytest.raises(OSError, match="could not be synced"), store.writing() as conn:
+        conn.execute("UPDATE t SET v = 8 WHERE k = 'n'")

@@ -21,6 +21,7 @@ from threading import Lock
 from ..graph.packproj import PROJECTION_FAILED, PackProjector, pack_triples
 from ..graph.project import event_retractions, event_triples, ntriples
 from ..graph.shacl import ShaclEngine, load_shapes, make_engine
+from ..graph.shape_reach import observed_predicates
 from ..graph.vocab import INTEGRITY_SHAPES_FILE
 from ..records import AuditEvent
 from ..storage import GENESIS_HASH, Journal, NewEvent
@@ -38,12 +39,18 @@ _TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
 
 
 def _fold(triples: list[str], ev: AuditEvent, projectors: Sequence[PackProjector] = (),
-          strict: bool = False) -> list[str]:
-    """Fold one event into ``triples``; returns the pack projectors' triples of it."""
+          strict: bool = False, keep: frozenset[str] | None = None) -> list[str]:
+    """Fold one event into ``triples``; returns the pack projectors' triples of it.
+    ``keep``: the predicates the shapes can see (None: all) — the event's other triples
+    cannot change a report (:mod:`cradle_kg.graph.shape_reach`) and are left out."""
     for gone in event_retractions(ev):
         while gone in triples:
             triples.remove(gone)
-    triples.extend(event_triples(ev, header=False))
+    if keep is None:
+        triples.extend(event_triples(ev, header=False))
+    else:
+        triples.extend(t for t in event_triples(ev, header=False)
+                       if t.split(" ", 2)[1] in keep)
     if not projectors:
         return []
     extra = pack_triples(ev, projectors, strict=strict)
@@ -88,9 +95,12 @@ class _RunGraph:
     events that belong to no proposal: the cost of a check does not grow with the run.
     """
 
-    def __init__(self, projectors: Sequence[PackProjector] = ()) -> None:
+    def __init__(self, projectors: Sequence[PackProjector] = (),
+                 keep: frozenset[str] | None = None) -> None:
         #: the packs' projection hooks: their triples are checked with the core's
         self.projectors = projectors
+        #: the predicates the shapes can see (None: every triple is kept)
+        self.keep = keep
         self.packs = _PackLinks()
         self.groups: dict[str, list[str]] = {}
         self.misc: list[str] = []
@@ -127,7 +137,7 @@ class _RunGraph:
         self.version += 1
         group = self.group_of(ev)
         extra = _fold(self.misc if group is None else self.groups.setdefault(group, []), ev,
-                      self.projectors)
+                      self.projectors, keep=self.keep)
         if extra and group is not None:
             self.packs.note(group, extra)
 
@@ -162,7 +172,7 @@ class _RunGraph:
         """:meth:`pending_view`, and what :meth:`adopt` needs to take it as the run's once
         the events are written — ``payloads``, the pending events' payload objects, name
         them (None when they touch what belongs to no proposal)."""
-        view = _RunGraph(self.projectors)
+        view = _RunGraph(self.projectors, self.keep)
         view.owner = ChainMap({}, self.owner)  # type: ignore[assignment]
         touched: dict[str, list[str]] = {}
         misc = list(self.misc)
@@ -170,13 +180,13 @@ class _RunGraph:
         for ev in pending:
             group = view.group_of(ev)
             if group is None:
-                _fold(misc, ev, self.projectors, strict=True)
+                _fold(misc, ev, self.projectors, strict=True, keep=self.keep)
                 adoptable = False
                 continue
             if group not in touched:
                 touched[group] = list(self.groups.get(group, ()))
             # INVARIANT: a pack projector that fails on a committing event fails the commit
-            extra = _fold(touched[group], ev, self.projectors, strict=True)
+            extra = _fold(touched[group], ev, self.projectors, strict=True, keep=self.keep)
             if extra:
                 view.packs.note(group, extra)
         wanted = set(touched)
@@ -217,6 +227,8 @@ class IntegrityChecker:
         self._shape_files: list[Path] = [INTEGRITY_SHAPES_FILE, *extra_shapes]
         shapes = load_shapes(self._shape_files, builtin=False)
         self.engine: ShaclEngine = make_engine(engine, shapes)
+        #: the predicates the shapes can see: the run graph keeps only those triples
+        self.keep = observed_predicates(shapes.ntriples)
         #: the loaded packs' projection hooks (:meth:`add_pack`)
         self.projectors: list[PackProjector] = []
         self.journal = journal
@@ -233,7 +245,9 @@ class IntegrityChecker:
         with self._lock:
             if shapes:
                 files = [*self._shape_files, *(s for s in shapes if s not in self._shape_files)]
-                self.engine = make_engine(self._engine_name, load_shapes(files, builtin=False))
+                loaded = load_shapes(files, builtin=False)
+                self.engine = make_engine(self._engine_name, loaded)
+                self.keep = observed_predicates(loaded.ntriples)
                 self._shape_files = files
             self.projectors.extend(projectors)
             self._cache.clear()  # cached runs were folded without them
@@ -245,7 +259,7 @@ class IntegrityChecker:
         if cached is not None:
             self._cache.move_to_end(run_id)
             return cached
-        graph = _RunGraph(self.projectors)
+        graph = _RunGraph(self.projectors, self.keep)
         for ev in self.journal.events(run_id=run_id):
             graph.fold(ev)
         self._cache[run_id] = graph

@@ -1,0 +1,127 @@
+"""The commit check validates only the triples its shapes can see
+(:mod:`cradle_kg.graph.shape_reach`): the same report as on the whole graph, on every
+rule's fixtures, by both engines, and on a real run; and no filter at all where a shape
+could see a predicate it does not name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cradle_kg import Runtime
+from cradle_kg.graph.rdfio import read_rdf
+from cradle_kg.graph.shacl import (
+    PyShaclEngine,
+    RustShaclEngine,
+    load_shapes,
+    to_ntriples,
+)
+from cradle_kg.graph.shape_reach import observed_predicates
+from cradle_kg.graph.vocab import INTEGRITY_SHAPES_FILE, STRUCTURE_SHAPES_FILE
+
+from .test_shacl_rules import FIXTURE_FILES
+
+SHAPES = load_shapes([INTEGRITY_SHAPES_FILE, STRUCTURE_SHAPES_FILE], builtin=False)
+KEEP = observed_predicates(SHAPES.ntriples)
+
+
+def _kept(text: str, keep: frozenset[str]) -> str:
+    lines = [t for t in text.splitlines() if t.strip()]
+    return "".join(t + "\n" for t in lines if t.split(" ", 2)[1] in keep)
+
+
+def _seen(engine: RustShaclEngine | PyShaclEngine, text: str) -> list[tuple[object, ...]]:
+    report = engine.validate(text, format="nt")
+    return sorted((v.rule or 0, v.focus_node, v.message) for v in report.violations)
+
+
+def test_the_integrity_shapes_see_a_few_predicates() -> None:
+    keep = observed_predicates(load_shapes([INTEGRITY_SHAPES_FILE], builtin=False).ntriples)
+    assert keep is not None
+    c = "https://w3id.org/cradle#"
+    assert {f"<{c}executedAt>", f"<{c}authorizedBy>", f"<{c}idempotencyKey>",
+            f"<{c}approver>", f"<{c}expiresAt>",  # named only in rule 2's SPARQL
+            "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"} <= keep
+    assert f"<{c}checkResult>" not in keep and f"<{c}at>" not in keep
+
+
+@pytest.mark.parametrize("engine_kind", ["rust", "pyshacl"])
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.stem)
+def test_the_kept_triples_give_the_report_of_the_whole_graph(path: Path,
+                                                             engine_kind: str) -> None:
+    assert KEEP is not None
+    engine = RustShaclEngine(SHAPES) if engine_kind == "rust" else PyShaclEngine(SHAPES)
+    whole = to_ntriples(read_rdf(path))
+    kept = _kept(whole, KEEP)
+    assert _seen(engine, kept) == _seen(engine, whole)
+
+
+def test_a_run_is_checked_on_fewer_triples_with_the_same_verdicts(home: Path) -> None:
+    """A real run (reads, writes, a denial, an approval asked for): the checker keeps a
+    third of each commit's triples, and its verdict on every commit — and on the whole
+    run, with a triple removed that rule 1 needs — is the same with every triple."""
+    from cradle_kg.graph.project import event_triples, ntriples
+    from tests.conftest import proposal
+
+    with Runtime(home) as rt:
+        assert rt.integrity is not None and rt.integrity.keep is not None
+        for i, (tool, args) in enumerate([
+                ("demo.ledger.balance", {"account": "acct-1"}),
+                ("demo.ledger.credit", {"account": "acct-1", "amount": 3}),
+                ("demo.ledger.credit", {"account": "acct-1", "amount": 10_000}),
+                ("demo.ledger.close_account", {"account": "acct-9"})]):
+            rt.submit(proposal(f"p{i}", tool, args, run_id="run:reach", step=i + 1))
+        events = list(rt.journal.events(run_id="run:reach"))
+        whole = [t for ev in events for t in event_triples(ev, header=False)]
+        kept = [t for t in whole if t.split(" ", 2)[1] in rt.integrity.keep]
+        assert 0 < len(kept) < len(whole) / 2
+        engine = rt.integrity.engine
+        assert _seen(engine, ntriples(kept)) == _seen(engine, ntriples(whole)) == []
+        # break rule 1 (an executed action with no allowing decision): seen either way
+        broken = [t for t in whole if "#authorizedBy>" not in t]
+        seen = _seen(engine, ntriples(broken))
+        assert seen and seen == _seen(engine, ntriples(
+            [t for t in broken if t.split(" ", 2)[1] in rt.integrity.keep]))
+
+
+SH = "@prefix sh: <http://www.w3.org/ns/shacl#> .\n@prefix ex: <http://example.org/> .\n"
+
+
+def _shapes(body: str) -> frozenset[str] | None:
+    from cradle_kg.graph.shacl import shapes_from_turtle
+
+    return observed_predicates(shapes_from_turtle([SH + body]).ntriples)
+
+
+def _sparql(query: str) -> frozenset[str] | None:
+    return _shapes('ex:S a sh:NodeShape ; sh:targetClass ex:C ; sh:sparql [ sh:select """'
+                   + query + '""" ] .')
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT $this WHERE { $this ?p ?o }",  # a variable predicate
+    "SELECT $this WHERE { $this <http://example.org/a> ?b ; ?p ?o }",  # after `;`
+    "SELECT $this WHERE { [ ?p ?o ] }",
+    "SELECT $this WHERE { $this ?p true }",
+    "SELECT $this WHERE { $this !<http://example.org/a> ?o }",  # a negated property set
+    "SELECT $this WHERE { ?a <http://example.org/a>* ?b }",  # a zero-length path
+    "SELECT $this WHERE { ?a <http://example.org/a>? ?b }",
+    "SELECT $this WHERE { $this nope:a ?o }",  # a prefix nobody declared
+    "SELECT $this WHERE { $this <a> ?o }",  # a relative IRI
+])
+def test_a_shape_that_may_see_any_predicate_turns_the_filter_off(query: str) -> None:
+    assert _sparql(query) is None
+
+
+def test_a_closed_shape_turns_the_filter_off() -> None:
+    assert _shapes("ex:S a sh:NodeShape ; sh:targetClass ex:C ; sh:closed true ;"
+                   " sh:property [ sh:path ex:a ] .") is None
+
+
+def test_what_a_sparql_text_names_is_kept_and_comments_and_strings_are_not_read() -> None:
+    keep = _sparql('PREFIX q: <http://q.example/>\nSELECT $this WHERE { $this q:a ?x ; '
+                   '<http://example.org/b> "?p ?o" . FILTER (?x != $this && !bound(?y)) '
+                   '} # ?s ?p ?o')
+    assert keep is not None
+    assert {"<http://q.example/a>", "<http://example.org/b>"} <= keep

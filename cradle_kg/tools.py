@@ -27,7 +27,7 @@ The callable a tool registers is private to the registry: only the gateway recei
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,6 +154,33 @@ class ToolSpec:
         values = arguments.model_dump(mode="json")
         return self.target_from.format_map(_Literal(values))
 
+    def derive_target(self, arguments: Mapping[str, Any]) -> str:
+        """The target the arguments (as the agent sent them) name, by ``target_from``: what
+        an entry point that takes no target from its caller (MCP, LangGraph) proposes, and
+        what a caller building its own proposal may use, so both routes name the same
+        target for the same arguments. A tool without ``target_from`` (read-only) acts on
+        ``tool:<id>``.
+
+        The pattern for these arguments with its escapes undone (``ledger:a[*]b`` →
+        ``ledger:a*b``); when the tool's pattern is itself a wildcard — the arguments name no
+        one resource, e.g. an id that is missing or not a string, and the tool accepts any
+        target of that kind (the tool's own answer decides the call) — its literal part
+        before the first wildcard (``reservation:*`` → ``reservation:``), which the pattern
+        matches. When no target can be derived (arguments the contract refuses, a template
+        argument missing or not a string or an integer), ``tool:<id>``: gate 1 denies it
+        with the reason, as it denies any target for such arguments."""
+        fallback = f"tool:{self.id}"
+        if self.target_from is None:
+            return fallback
+        try:
+            pattern = self.target_pattern(self.parse_arguments(dict(arguments)))
+        except (InputError, KeyError, ValueError, TypeError):
+            return fallback
+        if pattern is None:
+            return fallback
+        target = glob_instance(pattern)
+        return target if fnmatch.fnmatchcase(target, pattern) else fallback
+
     def target_problem(self, target: str, arguments: BaseModel) -> str | None:
         """Why ``target`` is not the one the arguments name, or None when it is."""
         try:
@@ -177,6 +204,25 @@ def fill_template(pattern: str, arguments: BaseModel) -> str:
     """``pattern`` with each ``{argument}`` replaced by its value, escaped so it matches
     only itself (as in ``target_from``); raises KeyError/ValueError when it cannot."""
     return pattern.format_map(_Literal(arguments.model_dump(mode="json")))
+
+
+def glob_instance(pattern: str) -> str:
+    """The plainest name ``pattern`` (an ``fnmatch`` glob) stands for: its text with each
+    one-character escape (``[*]``) undone, up to its first wildcard (``*``, ``?``, or a
+    class that is not an escape) — the whole name when it has none."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "[" and pattern[i + 2:i + 3] == "]" and pattern[i + 1:i + 2] not in ("", "!"):
+            out.append(pattern[i + 1])
+            i += 3
+            continue
+        if ch in "*?[":
+            break
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 class _Literal(dict[str, Any]):

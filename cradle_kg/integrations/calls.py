@@ -57,7 +57,6 @@ META_KEYS: dict[str, str] = {
     "evidence_refs": "evidence already stored in the home (sha256 refs)",
     "input": "the person's request, {text, author}: recorded once as the run's trusted input",
 }
-_GLOB = set("*?[")
 
 
 class HostFact(BaseModel):
@@ -136,24 +135,9 @@ def new_session_id(origin: str) -> str:
 
 
 def derive_target(spec: ToolSpec, arguments: Mapping[str, Any]) -> str:
-    """The target the arguments name, by the tool's ``target_from``; a tool without one
-    (read-only) acts on ``tool:<id>``. Gate 1 checks the result again (fail closed)."""
-    if spec.target_from is None:
-        return f"tool:{spec.id}"
-    try:
-        parsed = spec.parse_arguments(dict(arguments))
-        if callable(spec.target_from):
-            target = spec.target_from(parsed)
-        else:
-            values = parsed.model_dump(mode="json")
-            target = spec.target_from.format_map(
-                {k: v for k, v in values.items() if isinstance(v, str | int)
-                 and not isinstance(v, bool)})
-    except (CradleError, KeyError, ValueError, TypeError):
-        return f"tool:{spec.id}"  # gate 1 denies it with the reason
-    if _GLOB & set(target) and spec.target_pattern(parsed) == target:
-        return f"tool:{spec.id}"  # a wildcard target names no one resource
-    return target
+    """The target the arguments name (:meth:`cradle_kg.tools.ToolSpec.derive_target`, the
+    one derivation every route uses). Gate 1 checks the result again (fail closed)."""
+    return spec.derive_target(arguments)
 
 
 def tool_hints(spec: ToolSpec) -> dict[str, bool]:
@@ -347,6 +331,8 @@ def render(outcome: Outcome, tool_id: str, *, step: int, home: str = "") -> Call
         if decision else [],
         "missing_facts": list(decision.missing_facts) if decision else [],
         "required_actions": list(decision.required_actions) if decision else []}
+    if outcome.observation is not None:  # the tool ran (its effect not confirmed): its answer
+        body["output"] = dict(outcome.observation.output)
     if outcome.status is OutcomeStatus.AWAITING_APPROVAL and outcome.approval is not None:
         body["approval_id"] = outcome.approval.id
         body["how_to_decide"] = approval_howto(outcome.approval.id, home)

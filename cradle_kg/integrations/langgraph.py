@@ -7,7 +7,11 @@
     graph.add_node("tools", tools)                    # instead of ToolNode(tools)
 
 Every tool call the model makes becomes a proposal through ``Runtime.submit``, as the
-configured agent — never an identity the model chose. A refused call (denied, clarify,
+configured agent — never an identity the model chose. What the host application knows
+(the person the agent acts for, facts, the user's request) it passes in the run's
+``configurable`` under the documented ``cradle-kg/`` keys of MCP's ``_meta``
+(:data:`~cradle_kg.integrations.calls.META_KEYS`): ``graph.invoke(state, {"configurable":
+{"thread_id": "t1", "cradle-kg/on_behalf_of": "customer:c1"}})``. A refused call (denied, clarify,
 repair, failed verification) comes back as a ``ToolMessage`` with ``status="error"`` whose
 text carries the reasons and reason codes, so the model can correct itself. A call that
 needs a human approval pauses the graph with :func:`langgraph.types.interrupt`; the
@@ -27,10 +31,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CradleError
+from ..errors import CradleError, InputError
 from ..records import ApprovalStatus
 from . import require
-from .calls import CallResult, GovernedSession
+from .calls import META_PREFIX, CallResult, GovernedSession, HostMeta, host_meta, refused
 
 if TYPE_CHECKING:
     from langchain_core.messages import ToolMessage
@@ -42,6 +46,20 @@ if TYPE_CHECKING:
 def tool_name(tool_id: str) -> str:
     """A tool id as the name model APIs accept (``[A-Za-z0-9_-]``)."""
     return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in tool_id)
+
+
+def host_keys(runtime: Runtime) -> HostMeta:
+    """The host's keys of the current call: the ``cradle-kg/`` keys of the run's
+    ``configurable`` — what the host application passes when it invokes the graph or the
+    tool (``config={"configurable": {"thread_id": …, "cradle-kg/on_behalf_of": …,
+    "cradle-kg/facts": […]}}``), never the model — checked as MCP's ``_meta`` is
+    (:func:`~cradle_kg.integrations.calls.host_meta`: the same documented keys; another
+    ``cradle-kg/`` key is refused)."""
+    from langchain_core.runnables.config import ensure_config
+
+    configurable = ensure_config().get("configurable") or {}
+    return host_meta({k: v for k, v in configurable.items()
+                      if isinstance(k, str) and k.startswith(META_PREFIX)}, runtime)
 
 
 def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None = None,
@@ -62,13 +80,22 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
             continue
 
         def call(_tool_id: str = spec.id, **arguments: Any) -> dict[str, Any]:
-            result = decided(held, held.call(_tool_id, arguments), _tool_id)
+            try:
+                meta = host_keys(runtime)
+            except InputError as exc:
+                raise ToolException(refused(exc, {"tool": _tool_id}).text) from None
+            result = decided(held, held.call(_tool_id, arguments, meta), _tool_id)
             if result.is_error:
                 raise ToolException(result.text)
             return result.structured
 
+        # the schema as JSON, not the model: LangChain then hands the arguments over as the
+        # model sent them (with the model class it validates them first, coercing values
+        # and dropping the keys it does not declare), and the runtime's contract checks
+        # them, as on MCP
         tools.append(StructuredTool.from_function(
-            func=call, name=tool_name(spec.id), args_schema=spec.input_model,
+            func=call, name=tool_name(spec.id),
+            args_schema=spec.input_model.model_json_schema(),
             description=spec.description or spec.id, handle_tool_error=True,
             metadata={"cradle_kg_tool": spec.id}))
     return tools
@@ -140,6 +167,10 @@ class GovernedToolNode:
         session = self._session()
         done = sum(1 for m in messages if isinstance(m, ToolMessage))
         out: list[ToolMessage] = []
+        try:
+            meta: HostMeta | InputError = host_keys(self.runtime)
+        except InputError as exc:
+            meta = exc
         for index, call in enumerate(last.tool_calls):
             tool_id = self._ids.get(call["name"])
             if tool_id is None:
@@ -147,8 +178,11 @@ class GovernedToolNode:
                                        tool_call_id=call["id"] or "", name=call["name"],
                                        status="error"))
                 continue
-            result = session.call(tool_id, call["args"], step=done + index + 1,
-                                  proposal_id=f"{session.session_id}:{call['id']}")
+            if isinstance(meta, InputError):
+                result = refused(meta, {"tool": tool_id})
+            else:
+                result = session.call(tool_id, call["args"], meta, step=done + index + 1,
+                                      proposal_id=f"{session.session_id}:{call['id']}")
             result = decided(session, result, tool_id)
             out.append(ToolMessage(content=result.text, tool_call_id=call["id"] or "",
                                    name=call["name"], artifact=result.structured,

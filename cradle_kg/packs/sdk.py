@@ -10,7 +10,9 @@ the public API (``cradle_kg.__all__``) — nothing else of ``cradle_kg``; a test
 * **verifiers** (gate 2) — :func:`verifier`; a :class:`VerifyRequest` in, a
   :class:`VerifierReport` out, built with :func:`check`, :func:`read_back` and :func:`report`;
 * **validators** (gate 1) — :func:`validator`, returning :class:`Finding` s (a deny, or a
-  :attr:`Verdict.CLARIFY` with the missing facts); **invariants** (gate 2) — :func:`invariant`;
+  :attr:`Verdict.CLARIFY` with the missing facts; a fact whose ``source`` begins with
+  :data:`HOST_FACT_PREFIX` is the host application's word, ``cradle-kg/facts`` of an MCP or
+  LangGraph session); **invariants** (gate 2) — :func:`invariant`;
 * **its own local system** — :class:`PackStore`, a SQLite file with a read-only read path;
 * **example identities and runners** — :class:`RuntimeConfig`, :class:`Agent`,
   :class:`Permission`, :class:`Approver`, :func:`token_hash`, and the outcome records;
@@ -47,6 +49,7 @@ from ..errors import (
 )
 from ..graph.packproj import Triple, core_node, iri, literal
 from ..inputs import load_json_file
+from ..lineage.index import HOST_FACT_PREFIX
 from ..loop.gate1.findings import Finding
 from ..records import (
     Action,
@@ -86,6 +89,7 @@ from .reports import check, read_back, report
 from .store import PackStore
 
 __all__ = [
+    "HOST_FACT_PREFIX",
     "Action",
     "Agent",
     "ApprovalError",

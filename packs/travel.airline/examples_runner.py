@@ -14,27 +14,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from cradle_kg import Runtime
-from cradle_kg.packs.sdk import InputError, Outcome
+from cradle_kg.packs.sdk import InputError, Outcome, Tool
 
+from . import tools
 from .setup import AGENT
-
-TARGET = {"book_reservation": "customer:{user_id}", "send_certificate": "customer:{user_id}",
-          "get_user_details": "customer:{user_id}",
-          "search_direct_flight": "airline:flights", "search_onestop_flight": "airline:flights",
-          "list_all_airports": "airline:airports", "calculate": "airline:calculator",
-          "transfer_to_human_agents": "airline:human-agents", "think": "airline:notes"}
-
-
-class _AsSent(dict[str, Any]):
-    """An argument missing from a malformed call names no one: an empty id (the tool's
-    target then accepts any target of that kind, the API answering the call's error)."""
-
-    def __missing__(self, key: str) -> str:
-        return ""
 
 
 def target_of(tool: str, arguments: Mapping[str, Any]) -> str:
-    return TARGET.get(tool, "reservation:{reservation_id}").format_map(_AsSent(arguments))
+    """The target the arguments name, derived as MCP and LangGraph derive it
+    (``ToolSpec.derive_target``): the same call is the same proposal on every route. An id
+    that is missing or not a string names no one reservation or customer — the tool's
+    pattern is then ``reservation:*`` / ``customer:*`` and the target ``reservation:`` /
+    ``customer:``; the API answers the call with its own error."""
+    declared = getattr(tools, tool, None)
+    if not isinstance(declared, Tool):
+        return f"tool:airline.{tool}"  # not one of the pack's tools: gate 1 says so
+    return declared.spec.derive_target(arguments)
 
 
 def proposal(call: Mapping[str, Any], *, pid: str | None = None) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Gate 1 for the airline: the written policy, checked against the database before a write.
 
 One validator for the six writes. It reads the proposal's arguments (the benchmark's),
-its ``on_behalf_of`` and the customer's statements (facts whose ``source`` — and subject —
-is that customer; a statement from anyone else is never the customer's word), opens the
+its ``on_behalf_of`` and the customer's statements (facts whose subject is that customer and
+whose ``source`` is them or the host application relaying them; a statement from anyone
+else — the agent included — is never the customer's word), opens the
 airline database read-only, and asks :mod:`.rules`. Reads and the hand-off pass.
 """
 
@@ -10,11 +11,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cradle_kg.packs.sdk import Finding, PackContext, Proposal, ToolSpec, validator
+from cradle_kg.packs.sdk import (
+    HOST_FACT_PREFIX,
+    Finding,
+    PackContext,
+    Proposal,
+    ToolSpec,
+    validator,
+)
 
 from . import api, rules
 from .db import AirlineDB, Reader
 from .tools import created_at_of
+
+
+def customers_word(source: str, who: str) -> bool:
+    """Whether a statement about the customer ``who`` from ``source`` is their word: stated
+    by them, or relayed by the host application — the chat front-end that sees the
+    customer's own words, which asserts facts through a session's ``_meta``
+    (``cradle-kg/facts`` on MCP and LangGraph, recorded as ``host:<session>``). Only the
+    host writes a ``host:`` fact (the JSON API refuses an agent's, MCP over HTTP one from
+    the agent's token): never the agent, never the model's arguments."""
+    return source == who or source.startswith(HOST_FACT_PREFIX)
 
 
 def statements(proposal: Proposal) -> tuple[dict[str, str], dict[str, str]]:
@@ -26,7 +44,7 @@ def statements(proposal: Proposal) -> tuple[dict[str, str], dict[str, str]]:
         if not fact.predicate.startswith("airline:"):
             continue
         value = str(fact.object)
-        if who and fact.source == who and fact.subject == who:
+        if who and fact.subject == who and customers_word(fact.source, who):
             said[fact.predicate] = value
         else:
             hearsay[fact.predicate] = value

@@ -58,7 +58,7 @@ class Call:
     tool: str                       # the benchmark's name, e.g. ``cancel_reservation``
     args: Mapping[str, Any]         # the benchmark's keyword arguments
     on_behalf_of: str | None
-    #: what the customer said (predicate → value), only statements whose source is them
+    #: what the customer said (predicate → value): their statements, or the host's relaying them
     said: Mapping[str, str]
     #: the same predicates stated by someone else (never accepted as the customer's word)
     hearsay: Mapping[str, str]
@@ -80,7 +80,7 @@ def _missing(call: Call, fact: str, what: str, customer: str) -> Finding:
         extra = (f"; `{fact}` was stated, but not by `{customer}` — only the customer's own "
                  "statement counts")
     return _clarify(fact, f"`{fact}` is missing: {what} (a statement whose source is "
-                          f"`{customer}`){extra}")
+                          f"`{customer}`, or the host application relaying it){extra}")
 
 
 # --- facts of the database ---------------------------------------------------------------

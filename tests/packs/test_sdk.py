@@ -20,7 +20,8 @@ from cradle_kg.packs.validate import validate_pack
 from ..conftest import make_config, proposal
 
 SDK_API = [
-    "Action", "Agent", "ApprovalError", "ApprovalStatus", "Approver", "AuditEvent",
+    "HOST_FACT_PREFIX", "Action", "Agent", "ApprovalError", "ApprovalStatus", "Approver",
+    "AuditEvent",
     "CheckStatus", "CradleError", "FactCheck", "Finding", "IdempotencyClass",
     "IdempotencyConflictError",
     "InputError", "Invariant", "JournalError", "Knowledge", "Outcome", "OutcomeStatus",

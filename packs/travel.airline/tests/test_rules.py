@@ -1,5 +1,6 @@
-"""Rules beyond the examples: whose word counts, a yes that is a no, a cancelled
-reservation, the cabin a reprice shows, the domain clock, and the API's own errors first."""
+"""Rules beyond the examples: whose word counts (the customer's, or the host relaying it),
+a yes that is a no, a cancelled reservation, the cabin a reprice shows, the domain clock,
+and the API's own errors first."""
 
 from __future__ import annotations
 
@@ -28,6 +29,26 @@ def test_a_reason_stated_by_the_agent_is_not_the_customers(airline: Airline) -> 
             "facts": [{"subject": OLIVIA, "predicate": "airline:cancellationReason",
                        "object": "health", "source": "agent:airline-assistant"}]}
     out = airline.run(call, status="needs_clarification",
+                      missing_facts=["airline:cancellationReason"])
+    assert "only the customer's own statement counts" in out["reasons"][0]
+
+
+def _stated(source: str, subject: str = OLIVIA) -> dict[str, object]:
+    return {"tool": "cancel_reservation", "arguments": {"reservation_id": "Z7GOZK"},
+            "on_behalf_of": OLIVIA,
+            "facts": [{"subject": subject, "predicate": "airline:cancellationReason",
+                       "object": "health", "source": source}]}
+
+
+def test_a_statement_the_host_relays_is_the_customers(airline: Airline) -> None:
+    """The chat front-end (the MCP or LangGraph host, ``cradle-kg/facts``: recorded as
+    ``host:<session>``) relays what the customer said: their word. (Before, it was
+    hearsay: through MCP every write that needs a statement was `needs_clarification`.)"""
+    airline.run(_stated("host:mcp-20240515T150000-1a2b3c4d"), status="executed")
+
+
+def test_a_statement_the_host_relays_about_someone_else_is_not(airline: Airline) -> None:
+    out = airline.run(_stated("host:mcp-1", subject=SOFIA), status="needs_clarification",
                       missing_facts=["airline:cancellationReason"])
     assert "only the customer's own statement counts" in out["reasons"][0]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sqlite3
 from collections.abc import Callable
 from copy import deepcopy
@@ -347,8 +348,12 @@ def think(v: View, thought: str) -> str:
     return ""  # the benchmark's: the thought goes to the log, nothing is read or changed
 
 
-def _arith(expression: str) -> float:
-    """``+ - * / ( )`` and numbers, evaluated without ``eval``."""
+def _arith(expression: str) -> Any:
+    """``+ - * / ( )`` and numbers, evaluated as ``eval`` does, without ``eval``: leading
+    spaces stripped first (``eval`` of a string strips them: ``" 121*2"`` is 242), ``()``
+    an empty tuple, ``...`` the ellipsis and ``(1)(2)`` a call of a number, each failing
+    where and as ``eval``'s does. One deviation: an integer power past 4096 bits is not
+    computed (``9**9**9``) but fails as the benchmark's answer on it almost always does."""
     import ast
     import operator
 
@@ -360,19 +365,40 @@ def _arith(expression: str) -> float:
     def ev(node: ast.AST) -> Any:  # ints stay ints, as under `eval`
         if isinstance(node, ast.Expression):
             return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        if isinstance(node, ast.Constant) and (isinstance(node.value, int | float)
+                                               or node.value is Ellipsis):  # `...`
             return node.value
         if isinstance(node, ast.BinOp) and type(node.op) in ops:
             return ops[type(node.op)](ev(node.left), ev(node.right))
         if isinstance(node, ast.UnaryOp) and type(node.op) in ops:
             return ops[type(node.op)](ev(node.operand))
+        if isinstance(node, ast.Tuple):  # `()`: the characters allowed have no comma
+            return tuple(ev(e) for e in node.elts)
+        if isinstance(node, ast.Call) and not node.keywords:  # `(1)(2)`: a number called
+            called, args = ev(node.func), []
+            for arg in node.args:
+                if not isinstance(arg, ast.Starred):
+                    args.append(ev(arg))
+                    continue
+                value = ev(arg.value)
+                if not isinstance(value, tuple):
+                    raise TypeError(f"{called} argument after * must be an iterable, not "
+                                    f"{type(value).__name__}")
+                args.extend(value)
+            return called(*args)  # a number or a tuple: never callable, eval's TypeError
         raise ValueError("invalid syntax")
-    return ev(ast.parse(expression, filename="<string>", mode="eval"))
+    return ev(ast.parse(expression.lstrip(" \t"), filename="<string>", mode="eval"))
 
 
 def _power(base: Any, exponent: Any) -> Any:
-    if abs(exponent) > 64 or abs(base) > 1e6:  # what `eval` would compute for hours
-        raise ValueError("exponent too large")
+    if not all(isinstance(x, int | float) for x in (base, exponent)):
+        return base**exponent  # a tuple: eval's TypeError
+    # what `eval` would compute for hours (`9**9**9`): an exact integer past 4096 bits, far
+    # beyond what a float holds — the benchmark's answer once computed, `float()` failing on
+    # it (a float's power is one operation, and fails as eval's does)
+    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and (
+            abs(base) > 1 and exponent * math.log2(abs(base)) > 4096):
+        raise OverflowError("int too large to convert to float")
     return base**exponent
 
 

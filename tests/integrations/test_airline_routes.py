@@ -69,10 +69,11 @@ def _answer(status: str, body: dict[str, Any]) -> dict[str, Any]:
     """What a model reads, in one shape for every route."""
     if status == "executed":
         return {"status": status, "codes": [], "missing_facts": [],
-                "output": body.get("output")}
+                "output": body.get("output"), "reasons": []}
     return {"status": status, "codes": body.get("reason_codes", []),
             "missing_facts": body.get("missing_facts", []),
-            "output": (body.get("output") or {}).get("output")}
+            "output": (body.get("output") or {}).get("output"),
+            "reasons": body.get("reasons", [])}
 
 
 def _meta(who: str, said: dict[str, str]) -> dict[str, Any]:
@@ -99,7 +100,8 @@ def in_process(h: testing.PackHome, calls: list[Call], conv: str,
         got = summary(h.runtime.submit(proposal(
             {"tool": tool, "arguments": args, "on_behalf_of": who,
              "facts": [[p, v] for p, v in said.items()]}, pid=f"{conv}-{i}")))
-        answer = {k: got[k] for k in ("status", "codes", "missing_facts", "output")}
+        answer = {k: got[k] for k in ("status", "codes", "missing_facts", "output",
+                                      "reasons")}
         after(call, answer)
         out.append(answer)
     return out
@@ -155,7 +157,7 @@ def _from_text(text: str) -> dict[str, Any]:
     answer = re.search(r"api_accepted: failed \((Error: .*)\)\. compensation: ", text)
     return {"status": status, "codes": codes[-1].split(", ") if codes else [],
             "missing_facts": missing.group(1).split(", ") if missing else [],
-            "output": answer.group(1) if answer else None}
+            "output": answer.group(1) if answer else None, "text": text}
 
 
 def with_governed_tools(h: testing.PackHome, calls: list[Call], conv: str,
@@ -267,12 +269,30 @@ def test_the_reference_replay_in_process_is_49_of_49_and_7_of_7(
     assert len(reads) == 102 and all(r["status"] == "executed" for r in reads)
 
 
+def _own_ids(text: str) -> str:
+    """``text`` without the ids the runtime derives from the proposal's (a human task's):
+    each route's proposal ids are its own."""
+    return re.sub(r"`task:[0-9a-f]+`", "`task:…`", text)
+
+
+def same(expected: dict[str, Any], got: dict[str, Any]) -> bool:
+    """The same answer; a refusal ``governed_tools`` gives as text has the same status,
+    codes, missing facts and benchmark answer, and says every reason."""
+    reasons = [_own_ids(r) for r in expected["reasons"]]
+    if "text" not in got:
+        return {**expected, "reasons": reasons} == {**got, "reasons": [
+            _own_ids(r) for r in got["reasons"]]}
+    return ({k: v for k, v in got.items() if k != "text"}
+            == {k: v for k, v in expected.items() if k != "reasons"}
+            and all(r in _own_ids(got["text"]) for r in reasons))
+
+
 @pytest.mark.parametrize("route", ["mcp", "langgraph", "governed_tools"])
 def test_every_reference_call_answers_the_same_on_every_route(
         replays: dict[str, list[dict[str, Any]]], route: str) -> None:
     expected, got = replays["in-process"], replays[route]
     assert len(got) == len(expected) == 158
-    differ = [(e, g) for e, g in zip(expected, got, strict=True) if e != g]
+    differ = [(e, g) for e, g in zip(expected, got, strict=True) if not same(e, g)]
     writes = [g for g in got if g["write"]]
     figures = (f"{route}: policy-respecting writes executed "
                f"{sum(g['status'] == 'executed' for g in writes if not g['breaks'])}/49, "
@@ -318,9 +338,8 @@ def test_a_malformed_id_is_the_apis_error_on_every_route(
                            lambda call, answer: None)[0]
                for name, route in ROUTES.items()}
     assert answers["in-process"]["output"] == error, answers
-    assert answers["mcp"] == answers["in-process"], answers
-    assert answers["langgraph"] == answers["in-process"], answers
-    assert answers["governed_tools"] == answers["in-process"], answers
+    for route in ("mcp", "langgraph", "governed_tools"):
+        assert same(answers["in-process"], answers[route]), (route, answers)
     assert answers["in-process"]["codes"] == []
 
 
@@ -341,3 +360,69 @@ def test_governed_tools_take_the_hosts_keys_from_the_config(airline: testing.Pac
     done = cancel.invoke({"reservation_id": "Z7GOZK"}, {"configurable": _meta(
         who, {"airline:cancellationReason": "health"})})
     assert json.loads(done["output"])["status"] == "cancelled", done
+
+
+OLIVIA = "olivia_gonzalez_2305"
+#: call shapes real agents send — ids with stray whitespace or another case, numbers as
+#: floats or strings, an argument left out or one the tool does not take — with what the
+#: benchmark's own function answers on the same data (run through ``Env.step``'s ``try``
+#: on ``tau_bench/envs/airline/tools``); None: its answer is a reservation's JSON, which
+#: the route must give as the in-process one does
+SHAPES: list[tuple[str, dict[str, Any], str, str, str | None]] = [
+    ("get_reservation_details", {"reservation_id": " Z7GOZK"}, OLIVIA, "executed",
+     "Error: user not found"),
+    ("get_reservation_details", {"reservation_id": "z7gozk"}, OLIVIA, "executed",
+     "Error: user not found"),
+    ("get_user_details", {"user_id": OLIVIA + " "}, OLIVIA, "executed",
+     "Error: user not found"),
+    ("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20 "},
+     OLIVIA, "executed", "[]"),
+    ("search_direct_flight", {"origin": "jfk", "destination": "SEA", "date": "2024-05-20"},
+     OLIVIA, "executed", "[]"),
+    ("search_direct_flight", {"origin": "JFK", "destination": "SEA"}, OLIVIA, "executed",
+     "Error: SearchDirectFlight.invoke() missing 1 required positional argument: 'date'"),
+    ("calculate", {"expression": " 121*2 "}, OLIVIA, "executed", "242.0"),
+    ("cancel_reservation", {"reservation_id": " Z7GOZK"}, OLIVIA, "verification_failed",
+     "Error: reservation not found"),
+    ("cancel_reservation", {"reservation_id": "Z7GOZK", "reason": "health"}, OLIVIA,
+     "verification_failed",
+     "Error: CancelReservation.invoke() got an unexpected keyword argument 'reason'"),
+    ("send_certificate", {"user_id": OLIVIA + " ", "amount": 50}, OLIVIA,
+     "verification_failed", "Error: user not found"),
+    ("send_certificate", {"user_id": "ethan_martin_2396", "amount": 150.0},
+     "ethan_martin_2396", "executed",
+     "Certificate certificate_3221322 added to user ethan_martin_2396 with amount 150.0."),
+    ("update_reservation_baggages", {"reservation_id": "Z7GOZK", "total_baggages": 1,
+                                     "nonfree_baggages": 0}, OLIVIA, "verification_failed",
+     "Error: UpdateReservationBaggages.invoke() missing 1 required positional argument: "
+     "'payment_id'"),
+    ("update_reservation_baggages", {"reservation_id": "Z7GOZK", "total_baggages": 1.0,
+                                     "nonfree_baggages": 1.0,
+                                     "payment_id": "credit_card_9969263"}, OLIVIA, "executed",
+     None),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "who", "status", "answer"), SHAPES,
+                         ids=[f"{t}-{json.dumps(a)[:48]}" for t, a, *_ in SHAPES])
+def test_a_real_agents_call_shape_is_the_benchmarks_answer_on_every_route(
+        template: Path, tmp_path: Path, tool: str, args: dict[str, Any], who: str,
+        status: str, answer: str | None) -> None:
+    """What the API does with it, the governed call answers, on every route: a read or a
+    write the API refuses is its own answer word for word; a write it accepts executes when
+    the policy allows it (a count as a float is the count: the schema's integer)."""
+    said = {"airline:confirmed": "yes", "airline:cancellationReason": "health",
+            "airline:compensationRequested": "delayed_flight"}
+    answers = {}
+    with fresh(template, tmp_path / "home") as h:
+        target = Path(h.entry("db:db_path")(h.root))
+        for name, route in ROUTES.items():
+            restore(template, target)
+            answers[name] = route(h, [(tool, args, f"customer:{who}", said)], f"s-{name}",
+                                  lambda call, answer: None)[0]
+    first = answers["in-process"]
+    assert (first["status"], first["codes"]) == (status, []), first
+    if answer is not None:
+        assert first["output"] == answer
+    for route in ("mcp", "langgraph", "governed_tools"):
+        assert same(first, answers[route]), (route, answers)

@@ -310,3 +310,25 @@ def test_a_read_with_a_missing_argument_answers_the_apis_error(airline: Airline)
                              "positional argument: 'reservation_id'")
     out = airline.run({"tool": "calculate", "arguments": {"expression": 121}}, **OK)
     assert out["output"] == "Error: 'int' object is not iterable"
+
+
+def test_calculate_answers_what_the_benchmarks_eval_answers(airline: Airline) -> None:
+    """The benchmark evaluates the expression with `eval`, which strips leading spaces and
+    evaluates `()`, `...` and a number called; each answer below is the benchmark's own.
+    (Before, the port parsed the text as it came: `" 121*2"` was `Error: unexpected indent
+    (<string>, line 1)`, the others `Error: invalid syntax`, and any power with an exponent
+    past 64 `Error: exponent too large` — `1**67` included.) A power whose exact integer
+    would pass 4096 bits is not computed (`9**9**9` would take hours): it fails as the
+    benchmark's `float()` fails on such an integer."""
+    for expression, answer in [
+            (" 121*2", "242.0"), ("  (121 + 50) * 2 ", "342.0"),
+            (" ", "Error: invalid syntax (<string>, line 0)"),
+            ("()", "Error: float() argument must be a string or a real number, not 'tuple'"),
+            ("(1)(2)", "Error: 'int' object is not callable"),
+            ("1(*...)", "Error: 1 argument after * must be an iterable, not ellipsis"),
+            ("... /4", "Error: unsupported operand type(s) for /: 'ellipsis' and 'int'"),
+            ("1**67", "1.0"), ("132**86", "2.3407664477466315e+182"),
+            ("1777**649", "Error: int too large to convert to float"),
+            ("9**9**9", "Error: int too large to convert to float")]:
+        out = airline.run({"tool": "calculate", "arguments": {"expression": expression}}, **OK)
+        assert out["output"] == answer, expression

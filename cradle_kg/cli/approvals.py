@@ -48,11 +48,9 @@ def approvals_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
     """List approvals (newest last), one page at a time; an approval past its expiry reads
     `expired`."""
     with open_runtime(home) as rt:
-        if pending:  # only the digests with an approval not decided yet are folded
-            states = [st for st, _ in rt.approvals.undecided_read()
-                      if st.approval.status is ApprovalStatus.PENDING]
-            total = len(states)
-            states = states[offset:offset + limit]
+        if pending:  # one page of the approvals no one decided yet (test_100)
+            rows, total = rt.approvals.pending_page(limit=limit, offset=offset)
+            states = [st for st, _ in rows]
         else:  # one page of the approvals asked for: the page's digests folded
             states, total = rt.approvals.page(limit=limit, offset=offset)
         now = rt.clock()

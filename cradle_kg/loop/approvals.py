@@ -113,6 +113,13 @@ def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
     return states
 
 
+def _requested_id(request: AuditEvent) -> str | None:
+    """The approval id an ``approval.requested`` event asks for."""
+    approval = request.payload.get("approval")
+    approval_id = approval.get("id") if isinstance(approval, dict) else None
+    return approval_id if isinstance(approval_id, str) else None
+
+
 #: how many of the newest events of an approval's digest (in its run) a view reads to decide
 #: whether it is news (:meth:`ApprovalBook.viewed`)
 VIEW_LOOKBACK = 16
@@ -205,30 +212,60 @@ class ApprovalBook:
             out.extend((st, events) for st in _fold(events).values())
         return out
 
-    def page(self, *, limit: int | None, offset: int = 0) -> tuple[list[ApprovalState], int]:
+    def page(self, *, limit: int | None, offset: int = 0, requested_by: str | None = None
+             ) -> tuple[list[ApprovalState], int]:
         """One page of the approvals, in the order they were asked for, and how many there
-        are: each folded from its digest's events in its run (read once per digest and run
-        of the page) — the page's approvals, not every approval ever asked (``test_84``).
-        A ``limit`` or ``offset`` no journal can bind is an ``InputError`` (``test_96``)."""
+        are (``requested_by``: only those that agent's proposals asked for, filtered before
+        the page): each approval its request and the decisions and uses of its digest in its
+        run (read once per digest and run of the page) — not every approval ever asked
+        (``test_84``), nor every approval its run asked for the action, which an agent asks
+        for as many of as it likes (``test_100``). A ``limit`` or ``offset`` no journal can
+        bind is an ``InputError`` (``test_96``)."""
         check_page(limit=limit, offset=offset)
-        rows, total = self.journal.approval_page(limit=limit, offset=offset)
-        folded: dict[tuple[str, str], dict[str, ApprovalState]] = {}
+        requests, total = self.journal.approval_requests(limit=limit, offset=offset,
+                                                         requested_by=requested_by)
+        moved: dict[tuple[str, str], list[AuditEvent]] = {}
         out: list[ApprovalState] = []
-        for approval_id, subject, run_id in rows:
-            if (subject, run_id) not in folded:
-                folded[(subject, run_id)] = _fold(
-                    self.journal.events_for_subject(subject, run_id=run_id))
-            state = folded[(subject, run_id)].get(approval_id)
-            if state is not None:
-                out.append(state)
+        for request in requests:
+            key = (request.subject, request.run_id)
+            if key not in moved:
+                moved[key] = self.journal.events_for_subject(
+                    request.subject, run_id=request.run_id,
+                    kinds=("approval.decided", "approval.consumed"))
+            approval_id = _requested_id(request)
+            found = _fold([request, *(e for e in moved[key] if e.seq > request.seq)])
+            if approval_id is not None and approval_id in found:
+                out.append(found[approval_id])
+        return out, total
+
+    def pending_page(self, *, limit: int | None = None, offset: int = 0,
+                     run_id: str | None = None, requested_by: str | None = None
+                     ) -> tuple[list[tuple[ApprovalState, AuditEvent]], int]:
+        """One page of the approvals no person decided yet, in the order they were asked
+        for, each with its request (what :meth:`requested_proposal` reads), and how many
+        there are; ``run_id``, ``requested_by``: that run's, that agent's. Read from the
+        derived ``undecided_approvals``, filtered and paged in the query: one row per
+        approval listed. Before, every undecided approval's digest was read in every run,
+        then paged and filtered: another agent's requests made every approver's poll, every
+        agent's page and every run's view grow (``tests/security/test_100``). An approval no
+        one decided is its request alone (a use comes after a decision)."""
+        check_page(limit=limit, offset=offset)
+        requests, total = self.journal.approval_requests(
+            undecided=True, run_id=run_id, requested_by=requested_by, limit=limit,
+            offset=offset)
+        out: list[tuple[ApprovalState, AuditEvent]] = []
+        for request in requests:
+            approval_id = _requested_id(request)
+            found = _fold([request])
+            if approval_id is not None and approval_id in found:
+                out.append((found[approval_id], request))
         return out, total
 
     def undecided_read(self) -> list[tuple[ApprovalState, list[AuditEvent]]]:
         """:meth:`all_read` of the digests with an approval not decided yet (the derived
-        ``undecided_approvals``): what the inbox shows is among them, and the approvals
-        decided long ago are not decoded again at each of its reads (``test_84``). Each
-        digest's every approval is returned, as :meth:`all_read` does; the caller keeps the
-        pending ones."""
+        ``undecided_approvals``). Each digest's every approval is returned, as
+        :meth:`all_read` does; the caller keeps the pending ones. What a listing reads is
+        :meth:`pending_page` (``test_100``)."""
         out: list[tuple[ApprovalState, list[AuditEvent]]] = []
         for subject in self.journal.undecided_approval_subjects():
             events = self.journal.events_for_subject(subject)

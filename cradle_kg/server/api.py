@@ -152,17 +152,17 @@ def make_router(runtime: Runtime) -> APIRouter:
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100,
                   offset: Annotated[int, Query(ge=0, le=MAX_PAGE_INTEGER)] = 0
                   ) -> list[dict[str, Any]]:
+        # an agent's page is a page of the approvals its own actions asked for, filtered in
+        # the query: before, filtered after paging (a page of another agent's read `[]`), and
+        # `pending` read every undecided approval of the journal first (test_100)
+        mine = None if who.is_approver else who.identity
         if pending:
-            # among the digests with an approval not decided yet (the derived
-            # ``undecided_approvals``): the approvals decided long ago are not folded
-            states = call(lambda: [st for st, _ in runtime.approvals.undecided_read()])
-            return [s.approval.model_dump(mode="json") for s in states
-                    if s.approval.status is ApprovalStatus.PENDING
-                    and sees(who, s.approval.requested_by)][offset:offset + limit]
-        # one page of ``approval_ids`` (the page's digests folded, not every approval's)
-        page, _ = call(lambda: runtime.approvals.page(limit=limit, offset=offset))
-        return [s.approval.model_dump(mode="json") for s in page
-                if sees(who, s.approval.requested_by)]
+            rows, _ = call(lambda: runtime.approvals.pending_page(
+                limit=limit, offset=offset, requested_by=mine))
+            return [st.approval.model_dump(mode="json") for st, _ in rows]
+        page, _ = call(lambda: runtime.approvals.page(limit=limit, offset=offset,
+                                                      requested_by=mine))
+        return [s.approval.model_dump(mode="json") for s in page]
 
     @router.get("/approvals/{approval_id}",
                 summary="One approval and the exact action it is bound to (a caller's first "

@@ -85,6 +85,12 @@ def _visible(who: Caller, items: list[InboxItem]) -> list[dict[str, Any]]:
             if who.is_approver or (i.kind == "approval" and sees(who, i.proposed_by or ""))]
 
 
+def _asker(who: Caller) -> str | None:
+    """Whose approvals an inbox read for ``who`` is filtered to, in the query (an agent's
+    own: ``tests/security/test_100``); ``None`` for an approver (all of it)."""
+    return None if who.is_approver else who.identity
+
+
 def _limits(runtime: Runtime, max_bytes: int) -> Any:
     return runtime.config.input_limits.model_copy(update={"max_bytes": max_bytes})
 
@@ -116,7 +122,7 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
     @router.get("/overview", summary="How many runs are in each state, and the inbox's size")
     def overview(who: Who) -> dict[str, Any]:
         return call(lambda: {"runs": state_counts(runtime.journal),
-                             "inbox": len(_visible(who, inbox(runtime)))})
+                             "inbox": len(_visible(who, inbox(runtime, requested_by=_asker(who))))})
 
     # `:path`: a run id may hold `/`, decoded before routing (tests/security/test_97)
     @router.get("/runs/{run_id:path}/view",
@@ -132,7 +138,8 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
                                        after_seq=after_seq)
             out: dict[str, Any] = {**summary.to_dict(), **page_fields(summary, events, limit),
                                    "lanes": lanes(events),
-                                   "inbox": _visible(who, inbox(runtime, run_id=run_id))}
+                                   "inbox": _visible(who, inbox(
+                                       runtime, run_id=run_id, requested_by=_asker(who)))}
             if summary.workflow is not None and reads_workflow(who, run_id):
                 out["workflow_status"] = runner.status(engine(), run_id)
             return out
@@ -192,7 +199,7 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
     def get_inbox(who: Who, kind: list[str] | None = Query(None),
                   run: str | None = None) -> list[dict[str, Any]]:
         return call(lambda: _visible(who, inbox(runtime, kinds=parse_kinds(kind or ()),
-                                                run_id=run)))
+                                                run_id=run, requested_by=_asker(who))))
 
     @router.post("/steps/{run_id}/{step}/decide",
                  summary="Answer a waiting human step (an approver); the run continues")

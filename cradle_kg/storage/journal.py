@@ -381,6 +381,16 @@ class Journal(Protocol):
         nothing decoded (``approvals list``, ``GET /api/approvals``)."""
         ...
 
+    def approval_requests(self, *, undecided: bool = False, run_id: str | None = None,
+                          requested_by: str | None = None, limit: int | None = None,
+                          offset: int = 0) -> tuple[list[AuditEvent], int]:
+        """One page of the approvals' first requests (``approval.requested`` events), in
+        the order they were asked for, and how many there are: every approval, or
+        (``undecided``) those no person decided yet; ``run_id``, ``requested_by``: only
+        that run's, that agent's — filtered in the query before the page, one row decoded
+        per approval listed (``tests/security/test_100``)."""
+        ...
+
     def latest_budget_sets(self) -> list[AuditEvent]:
         """The newest ``budget.set`` event of each subject (``budget:<key>``), in the order
         the subjects were first set: the derived ``budget_sets`` (:mod:`.tasks_sql`), one

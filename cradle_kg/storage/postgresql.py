@@ -607,6 +607,15 @@ class PostgresJournal:
         total = int(self._query("SELECT COUNT(*) FROM approval_ids")[0][0])
         return [(str(r[0]), str(r[1]), str(r[2])) for r in rows], total
 
+    def approval_requests(self, *, undecided: bool = False, run_id: str | None = None,
+                          requested_by: str | None = None, limit: int | None = None,
+                          offset: int = 0) -> tuple[list[AuditEvent], int]:
+        rows_sql, count_sql, args = tasks_sql.approvals_page(
+            "postgresql", _COLS, undecided=undecided, run_id=run_id, requested_by=requested_by)
+        rows = self._query(rows_sql, (*args, limit, offset))
+        total = int(self._query(count_sql, args)[0][0])
+        return [self._row(r) for r in rows], total
+
     def latest_budget_sets(self) -> list[AuditEvent]:
         cols = prefixed(_COLS)
         return [self._row(r) for r in self._query(tasks_sql.BUDGET_SETS_SQL.format(cols))]

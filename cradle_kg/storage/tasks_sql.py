@@ -279,6 +279,32 @@ def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved
             f"SELECT COUNT(*) FROM human_tasks h{where}", args)
 
 
+def approvals_page(dialect: Dialect, columns: str, *, undecided: bool, run_id: str | None,
+                   requested_by: str | None) -> tuple[str, str, list[object]]:
+    """The query of one page of approvals in the order they were asked for — every one
+    (``approval_ids``) or the undecided ones (``undecided_approvals``) — each its first
+    request's event ``columns`` (comma-separated, of the events table), then ``LIMIT`` /
+    ``OFFSET``; the query of how many there are; their parameters. ``run_id``: those that
+    run asked for; ``requested_by``: those that agent's proposals asked for (its request's
+    ``approval.requested_by``). Filtered in the query, before the page: an agent's page
+    of its approvals is a page of its own, and a run view's or an agent's read of them
+    decodes theirs alone, whatever another agent asked (``tests/security/test_100``)."""
+    ph = "?" if dialect == "sqlite" else "%s"
+    table = "undecided_approvals" if undecided else "approval_ids"
+    conds, args = [], list[object]()
+    if run_id is not None:
+        conds.append(f"e.run_id = {ph}")
+        args.append(run_id)
+    if requested_by is not None:
+        conds.append(f"{_field(dialect, 'e', 'approval', 'requested_by')} = {ph}")
+        args.append(requested_by)
+    where = (" WHERE " + " AND ".join(conds)) if conds else ""
+    cols = ", ".join(f"e.{c.strip()}" for c in columns.split(","))
+    join = f"FROM {table} a JOIN events e ON e.seq = a.seq{where}"
+    return (f"SELECT {cols} {join} ORDER BY a.seq LIMIT {ph} OFFSET {ph}",
+            f"SELECT COUNT(*) {join}", args)
+
+
 REPAIRS_SQL = "SELECT repairs FROM repairs WHERE run_id = {}"
 #: the subjects (``approval:<digest>``) of the undecided approvals, oldest request first
 #: one page of the approvals asked for, in that order: id, subject and run (then ``LIMIT`` /
@@ -311,6 +337,7 @@ __all__ = [
     "TASK_COLUMNS",
     "UNDECIDED_COLUMNS",
     "UNDECIDED_SUBJECTS_SQL",
+    "approvals_page",
     "from_events",
     "page",
     "statements",

@@ -1,7 +1,8 @@
 """The run's observed values, indexed as they are journaled (derived, in memory).
 
 Every event that brings content into a run — a trusted input (``input.recorded``), a tool's
-observation (``action.observed``), a human decision with a note (``approval.decided``), a
+observation (``action.observed``), a human decision with a note (``approval.decided``; not
+a rejection's, which quotes what it refuses), a
 fact the host asserted on a proposal (``proposal.received``, source ``host:…``) —
 adds its text leaves to the run's :class:`RunIndex`: each leaf's tokens (see
 :mod:`.normalise`), the sentence each token is in, and a posting list from token to leaf.
@@ -294,7 +295,10 @@ def leaves_of(ev: AuditEvent, trust_of: TrustOf) -> Iterable[Leaf]:
             if source.startswith(HOST_FACT_PREFIX) and isinstance(fact.get("object"), str):
                 yield _leaf(f"fact:{ev.seq}:{fact.get('predicate', '')}", "fact", TRUSTED,
                             source, "", ("object",), ev.seq, str(fact["object"]))
-    elif ev.kind == "approval.decided":
+    elif ev.kind == "approval.decided" and pl.get("status") != "rejected":
+        # INVARIANT: a rejection's reason explains a refusal — it quotes what it refuses
+        # ("do not send the rent to X"), it gives no value and no instruction; as a trusted
+        # source it made the refused value the person's (tests/security/test_101)
         note = pl.get("reason") or (pl.get("approval") or {}).get("reason")
         if isinstance(note, str) and note:
             yield _leaf(f"approval:{pl.get('approval_id', ev.subject)}", "approval", TRUSTED,

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel
@@ -121,6 +122,36 @@ def cedar_value(value: Any) -> str | bool | int | None:
     return None
 
 
+def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
+    """Why an argument the agent gave is not what the tool would run with, or None.
+
+    Cedar reads ``context.arguments`` as the agent wrote them (:func:`cedar_value`); the
+    tool receives them through its model, which coerces (``"true"`` and ``1`` are ``True``
+    for a ``bool``, ``"7"`` is ``7`` for an ``int``, ``" x"`` may be ``"x"``). Cedar's
+    ``==``, ``!=`` and ``.contains`` compare values of two types without an error — they
+    differ — so a forbid on ``context.arguments.recursive == true`` did not apply to
+    ``"true"`` and the tool ran the recursive delete it names (``tests/security/
+    test_102``). An argument whose scalar, as Cedar would read it, is not the one the tool
+    runs with is refused (a whole float and its integer are one value; what has no scalar
+    form on either side is not compared): the agent writes the value as its type."""
+    made = parsed.model_dump()
+    for key, value in raw.items():
+        if key not in made:
+            continue
+        run_with = made[key]
+        if isinstance(run_with, Enum):  # a choice of the model: its value
+            run_with = run_with.value
+        given, as_run = cedar_value(value), cedar_value(run_with)
+        if given is None or as_run is None:
+            continue
+        if type(given) is not type(as_run) or given != as_run:
+            shown = canonical_json(value)
+            return (f"`action.arguments.{key[:80]}`: `{shown[:80]}` is not the value the tool "
+                    f"runs with (`{canonical_json(as_run)[:80]}`): write it as its type, "
+                    "which is what the policies are asked about")
+    return None
+
+
 class _Stop(Exception):
     def __init__(self, verdict: Verdict, code: str, reasons: Sequence[str],
                  missing: Sequence[str] = ()) -> None:
@@ -199,6 +230,9 @@ class Gate1:
             r.arguments = spec.parse_arguments(p.action.arguments)
         except InputError as exc:
             raise _Stop(Verdict.DENY, "invalid_arguments", [exc.message]) from exc
+        coerced = coerced_argument(p.action.arguments, r.arguments)
+        if coerced is not None:
+            raise _Stop(Verdict.DENY, "invalid_arguments", [coerced])
         mismatch = spec.target_problem(p.action.target, r.arguments)
         if mismatch is not None:
             raise _Stop(Verdict.DENY, "target_mismatch", [mismatch])
@@ -296,8 +330,8 @@ class Gate1:
         assert r.spec is not None
         agent = self._agent(p)
         # INVARIANT: never leaves a number out (see `cedar_value`); the values as the agent
-        # wrote them — one the tool's model would coerce (`"5"`, `true`) stays what Cedar
-        # cannot compare as a number, so a policy on it fails to evaluate: denied
+        # wrote them, which are the tool's: one its model would coerce (`"5"`, `true`) was
+        # refused by `_structure` (`coerced_argument`, tests/security/test_102)
         args = {k: c for k, v in p.action.arguments.items()
                 if (c := cedar_value(v)) is not None}
         return {

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+import unicodedata
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from .canonical import HASH_PREFIX, canonical_json, iso, sha256_bytes
 from .errors import InputError, JournalError, QuotaExceededError
-from .inputs import InputLimits
+from .inputs import InputLimits, check_human_input
 from .records import AuditEvent
 from .storage import NewEvent
 
@@ -138,6 +139,7 @@ def upload(ctx: LoopContext, store: EvidenceStore, data: bytes, *, kind: str,
     quota exactly; uploads racing from several processes may pass it by one each."""
     now = ctx.clock()
     limits = ctx.config.input_limits
+    check_labels(limits, kind=kind, source=source)
     recent = ctx.journal.recent_sizes(COLLECTED, by, since=window_start(now),
                                       limit=limits.evidence_uploads_per_hour)
     refused = quota_refusal(recent, limits, by=by, size=len(data), now=now)
@@ -146,6 +148,28 @@ def upload(ctx: LoopContext, store: EvidenceStore, data: bytes, *, kind: str,
     ref = store.put(data)
     ctx.append([added_event(ref, size=len(data), kind=kind, source=source, by=by, at=now)])
     return ref
+
+
+#: the kind the runtime writes for a person's recorded input (``input:<kind>``,
+#: :func:`cradle_kg.lineage.inputs.record_input`): no upload may take it
+INPUT_KIND_PREFIX = "input:"
+
+
+def check_labels(limits: InputLimits, *, kind: str, source: str | None) -> None:
+    """An upload's ``kind`` and ``source`` as labels an auditor can take at their word, or
+    :class:`InputError`: text within the limits, no NUL (``kind`` an id), and a kind
+    outside the runtime's own ``input:`` labels — ``evidence show`` and
+    ``GET /api/evidence/{ref}`` showed an agent's blob uploaded as ``input:request``
+    under the label of a person's recorded request (``tests/security/test_103``)."""
+    check_human_input(limits, ids={"kind": kind}, texts={"source": source})
+    if source is not None and "\x00" in source:
+        raise InputError("`source`: holds a NUL character (U+0000)")
+    if not kind.strip():
+        raise InputError("`kind`: empty")
+    if unicodedata.normalize("NFKC", kind).strip().casefold().startswith(INPUT_KIND_PREFIX):
+        raise InputError(f"`kind`: `{kind[:64]}` is the runtime's label of a person's "
+                         "recorded input (`input:…`); an upload names a kind of its own",
+                         hint="e.g. `document`, `invoice`, `statement`")
 
 
 def window_start(now: datetime) -> datetime:

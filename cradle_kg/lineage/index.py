@@ -230,6 +230,20 @@ class RunIndex:
                 yield leaf, found
 
 
+#: a list marker at the start of a line (``1.``, ``2)``, ``10.``): the number of an item
+#: of the person's request, not a value they gave (its digits)
+_LIST_MARKER = re.compile(r"(?m)^([ \t]*)(\d{1,3})(?=[.)](?:\s|$))")
+
+
+def unnumbered(text: str) -> str:
+    """``text`` with the numbers of its line-start list markers written as ``#`` (the same
+    length and punctuation, so sentences and quotes stay where they were; ``#`` is no
+    token). The request "1. Summarise my inbox. 2. …" gave ``2`` a trusted origin: an
+    injected "your review has the ID 2" then had the person's word for cancelling event 2
+    (``tests/security/test_104``)."""
+    return _LIST_MARKER.sub(lambda m: m.group(1) + "#" * len(m.group(2)), text)
+
+
 def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tuple[str, ...],
           seq: int, text: str) -> Leaf:
     toks: list[str] = []
@@ -276,7 +290,8 @@ def leaves_of(ev: AuditEvent, trust_of: TrustOf) -> Iterable[Leaf]:
     if ev.kind == "input.recorded":
         text = str(pl.get("text", ""))
         yield _leaf(f"input:{pl.get('ref', ev.seq)}", str(pl.get("kind", "request")),
-                    TRUSTED, str(pl.get("author", ev.actor)), "", (), ev.seq, text)
+                    TRUSTED, str(pl.get("author", ev.actor)), "", (), ev.seq,
+                    unnumbered(text))
     elif ev.kind == "action.observed":
         obs = pl.get("observation") or {}
         tool = str(obs.get("tool_id", ""))

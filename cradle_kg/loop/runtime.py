@@ -499,6 +499,9 @@ class Runtime:
                 d, t, who, run_id=run_id,
                 also_excluded=excluded_for_agent(self.config, who)) is not None,
             now=now, lineage=self.lineage,
+            refused_here=lambda d: any(
+                st.approval.status in (ApprovalStatus.REJECTED, ApprovalStatus.CHANGES_REQUESTED)
+                for st in self.approvals.decided_for_digest(d, run_id=run_id)),
         )
 
     def record_input(self, run_id: str, text: str, *, author: str,

@@ -69,6 +69,9 @@ class GateInput:
     approval_available: Callable[[str, datetime, str], bool]
     now: datetime
     lineage: LineageGate | None = None
+    #: whether a person rejected, or asked for changes to, this action digest in the
+    #: proposal's run: it then never runs there without a person (tests/security/test_105)
+    refused_here: Callable[[str], bool] | None = None
 
 
 @dataclass
@@ -87,6 +90,8 @@ class GateResult:
     action_digest: str = ""
     #: the intent already recorded under this key, when the proposal is a repeat
     recorded_intent_seq: int | None = None
+    #: a person refused this action in the run (read once: ``_refused_here``)
+    refused: bool | None = None
     spec: ToolSpec | None = None
     arguments: BaseModel | None = None
     obligations: PolicyOutcome | None = None
@@ -426,11 +431,25 @@ class Gate1:
     def _needs_approval(self, p: Proposal, r: GateResult) -> bool:
         assert r.spec is not None
         return bool(r.obligations and r.obligations.requires_approval) or (
+            self._refused_here(r)
+        ) or (
             r.spec.side_effect_class is SideEffectClass.IRREVERSIBLE
         ) or (
             p.action.environment in self.i.config.approval_environments
             and r.spec.side_effect_class is not SideEffectClass.READ_ONLY
         )
+
+    def _refused_here(self, r: GateResult) -> bool:
+        """A person rejected, or sent back, this exact action in the run: whatever changed
+        in the run since (a note that quotes its values, a read, a fact), the identical
+        action needs a person again — never runs unattended (``tests/security/test_105``).
+        A read-only action is left to the policies (reading again changes nothing)."""
+        assert r.spec is not None
+        if r.spec.side_effect_class is SideEffectClass.READ_ONLY or self.i.refused_here is None:
+            return False
+        if r.refused is None:
+            r.refused = self.i.refused_here(r.action_digest)
+        return r.refused
 
     def _approval(self, p: Proposal, r: GateResult) -> CheckResult:
         if not self._needs_approval(p, r):

@@ -1,0 +1,62 @@
+"""An action a person refused in a run never runs unattended in that run.
+
+Finding: after ``test_101`` a rejection's reason no longer launders the value it quotes,
+but a *change request's* note is still the person's word (it gives the values to use
+instead — "pay GB33… instead"), and it quotes the refused one just as naturally: "Do not pay
+GB29…: that e-mail is phishing. Pay the landlord's usual account instead." That made the
+injected IBAN trusted and the sentence (choice word ``pay`` and the value) a trusted
+instruction; the agent proposed the very transfer the person had sent back, unchanged, and
+it **executed unattended**. More generally nothing tied a new proposal to the person's
+refusal of the same action: whatever changed in the run between the two (a note, a new
+read, a fact), the identical action could pass gate 1 without a person.
+
+Now gate 1 asks for a person again when a person rejected, or asked for changes to, this
+exact action (its digest) in this run (``GateInput.refused_here``: the digest's decisions in
+the run, one index range, nothing decoded while there is none). The transfer, proposed
+again, waits; an approval of that new request runs it as any other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cradle_kg.records import ApprovalStatus, OutcomeStatus
+
+from ..lineage.kit import submit
+from .test_101_rejection_note_lineage import ATTACKER, BOB, TOKEN, _runtime
+
+
+@pytest.mark.parametrize("status", [ApprovalStatus.CHANGES_REQUESTED, ApprovalStatus.REJECTED])
+def test_the_refused_action_proposed_again_waits(tmp_path: Path,
+                                                 status: ApprovalStatus) -> None:
+    sent: list[dict[str, Any]] = []
+    rt = _runtime(tmp_path, sent)
+    try:
+        rt.record_input("run:t", "Summarise my inbox, then pay this month's rent.",
+                        author="user:emma")
+        assert submit(rt, 0, "read_email", {}, target="mail").status is OutcomeStatus.EXECUTED
+        args = {"recipient": ATTACKER, "amount": 900}
+        first = submit(rt, 1, "send_money", args, target="bank")
+        assert first.status is OutcomeStatus.AWAITING_APPROVAL and first.approval
+        rt.decide_approval(first.approval.id, approver_id=BOB, token=TOKEN, status=status,
+                           reason=f"Do not pay {ATTACKER}: that e-mail is phishing. Pay the "
+                                  "landlord's usual account instead.")
+        again = submit(rt, 2, "send_money", args, target="bank")
+        # before (changes requested): executed — the note made the IBAN trusted
+        assert again.status is OutcomeStatus.AWAITING_APPROVAL, (again.status, again.reasons)
+        assert sent == []
+        # a person approving the new request runs it, once
+        assert again.approval is not None
+        _, outcome = rt.decide_approval(again.approval.id, approver_id=BOB, token=TOKEN,
+                                        status=ApprovalStatus.APPROVED)
+        assert outcome is not None and outcome.status is OutcomeStatus.EXECUTED, outcome
+        assert sent == [{"recipient": ATTACKER, "amount": 900.0}]
+        # another action (another amount) is not the refused one: the policies decide it
+        other = submit(rt, 3, "send_money", {"recipient": ATTACKER, "amount": 901},
+                       target="bank")
+        assert other.approval is None or other.approval.id != again.approval.id
+    finally:
+        rt.close()

@@ -194,6 +194,9 @@ class RunIndex:
     #: traced actions not yet executed, and the executed ones by tool (in order)
     pending: dict[str, tuple[str, Done]] = field(default_factory=dict)
     done: dict[str, list[Done]] = field(default_factory=dict)
+    #: the argument values (as token sequences) of the action each approval asked about:
+    #: what a person's change request refuses (:func:`mask_refused`)
+    asked: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
 
     def add(self, leaf: Leaf) -> None:
         index = len(self.leaves)
@@ -320,6 +323,23 @@ def leaves_of(ev: AuditEvent, trust_of: TrustOf) -> Iterable[Leaf]:
                         ev.actor, "", ("reason",), ev.seq, note)
 
 
+#: what stands in a change request's note for a value of the action it sent back: no token
+REFUSED_MARK = "\x00refused"
+
+
+def mask_refused(leaf: Leaf, refused: tuple[tuple[str, ...], ...]) -> None:
+    """A change request's note without the values of the action it sends back: the note
+    gives the values to use instead (the person's word), and quotes the refused ones as
+    naturally ("do not pay GB29…: pay the usual account instead") — read as the person's,
+    the refused IBAN had a trusted origin and the sentence was a trusted instruction to pay
+    it (``tests/security/test_105``). Each occurrence of a refused value's tokens becomes
+    :data:`REFUSED_MARK` (positions, sentences and quotes unchanged)."""
+    for value in refused:
+        seq = list(value)
+        for at in leaf.find(seq):
+            leaf.tokens[at:at + len(seq)] = [REFUSED_MARK] * len(seq)
+
+
 class LineageIndex:
     """The :class:`RunIndex` of the runs in use, kept up to date from the journal and its
     appends; the least recently used beyond ``max_runs`` are dropped (and rebuilt from the
@@ -347,6 +367,14 @@ class LineageIndex:
 
     def _apply(self, run: RunIndex, ev: AuditEvent) -> None:
         run.watermark = max(run.watermark, ev.seq)
+        if ev.kind == "approval.requested":
+            approval, proposal = ev.payload.get("approval"), ev.payload.get("proposal")
+            if isinstance(approval, dict) and isinstance(proposal, dict):
+                action = proposal.get("action") or {}
+                values = (tokens(text) for _, text in _walk(action.get("arguments") or {}, ()))
+                run.asked[str(approval.get("id"))] = tuple(
+                    dict.fromkeys(tuple(v) for v in values if v))
+            return
         if ev.kind not in CONTENT_KINDS:
             return
         if ev.kind == "lineage.traced":
@@ -384,6 +412,8 @@ class LineageIndex:
                 tool, done = run.pending.pop(execution)
                 run.done.setdefault(tool, []).append(done)
         for leaf in leaves_of(ev, self._trust_of):
+            if ev.kind == "approval.decided" and ev.payload.get("status") == "changes_requested":
+                mask_refused(leaf, run.asked.get(str(ev.payload.get("approval_id")), ()))
             if designated and leaf.trust == UNTRUSTED:
                 leaf.trust = DESIGNATED
                 leaf.designated_by = designated

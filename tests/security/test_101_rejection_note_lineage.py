@@ -73,7 +73,7 @@ def _runtime(tmp_path: Path, sent: list[dict[str, Any]]) -> Runtime:
 
 
 def _decided_then_proposed_again(tmp_path: Path, status: ApprovalStatus, note: str,
-                                 amount: int = 900
+                                 amount: int = 900, recipient: str = ATTACKER
                                  ) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
     sent: list[dict[str, Any]] = []
     rt = _runtime(tmp_path, sent)
@@ -87,7 +87,7 @@ def _decided_then_proposed_again(tmp_path: Path, status: ApprovalStatus, note: s
         assert any("untrusted" in r for r in first.reasons), first.reasons
         rt.decide_approval(first.approval.id, approver_id=BOB, token=TOKEN, status=status,
                            reason=note)
-        again = submit(rt, 2, "send_money", {"recipient": ATTACKER, "amount": amount},
+        again = submit(rt, 2, "send_money", {"recipient": recipient, "amount": amount},
                        target="bank")
         arg = next(a for a in trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
         return again, arg, sent
@@ -109,11 +109,12 @@ def test_a_rejected_value_quoted_in_the_reason_stays_untrusted(tmp_path: Path) -
 
 def test_a_note_that_asks_for_a_change_is_still_the_persons_word(tmp_path: Path) -> None:
     """The other decisions' notes are the person's, as before: "send it to X instead" (the
-    changed action — the amount asked for — runs; the unchanged one waits: ``test_105``)."""
+    values of the action a change request sends back are not: ``test_105``)."""
+    usual = "GB94BARC10201530093459"
     again, arg, sent = _decided_then_proposed_again(
         tmp_path, ApprovalStatus.CHANGES_REQUESTED,
-        f"Yes, {ATTACKER} is the landlord's new account: send the rent there, 850 this "
-        "month.", amount=850)
+        f"Not that account: send the rent to {usual}, the landlord's usual one.",
+        recipient=usual)
     assert again.status is OutcomeStatus.EXECUTED, (again.status, again.reasons)
-    assert sent == [{"recipient": ATTACKER, "amount": 850.0}]
+    assert sent == [{"recipient": usual, "amount": 900.0}]
     assert arg["trusted_origin"] and "approval" in {o["kind"] for o in arg["origins"]}

@@ -13,7 +13,11 @@ read, a fact), the identical action could pass gate 1 without a person.
 Now gate 1 asks for a person again when a person rejected, or asked for changes to, this
 exact action (its digest) in this run (``GateInput.refused_here``: the digest's decisions in
 the run, one index range, nothing decoded while there is none). The transfer, proposed
-again, waits; an approval of that new request runs it as any other.
+again, waits; an approval of that new request runs it as any other. The digest binds the
+spelling (``900.0`` for ``900`` is another digest, the same transfer), so lineage no longer
+reads the refused action's values in a change request's note as the person's either
+(``mask_refused``: the note's values to use instead stay theirs): the respelled transfer
+waits too.
 """
 
 from __future__ import annotations
@@ -58,5 +62,39 @@ def test_the_refused_action_proposed_again_waits(tmp_path: Path,
         other = submit(rt, 3, "send_money", {"recipient": ATTACKER, "amount": 901},
                        target="bank")
         assert other.approval is None or other.approval.id != again.approval.id
+    finally:
+        rt.close()
+
+
+def test_a_respelled_refused_action_waits_too(tmp_path: Path) -> None:
+    """The digest binds the action as spelled: ``900.0`` for ``900`` is another digest (the
+    tool runs the same transfer), so the rule above does not see it. What the change
+    request's note said about the refused IBAN no longer counts as the person's word: the
+    values of the action a change request sends back are masked in its note (the values it
+    gives instead stay the person's)."""
+    sent: list[dict[str, Any]] = []
+    rt = _runtime(tmp_path, sent)
+    try:
+        rt.record_input("run:t", "Summarise my inbox, then pay this month's rent.",
+                        author="user:emma")
+        assert submit(rt, 0, "read_email", {}, target="mail").status is OutcomeStatus.EXECUTED
+        first = submit(rt, 1, "send_money", {"recipient": ATTACKER, "amount": 900},
+                       target="bank")
+        assert first.approval is not None
+        usual = "GB94BARC10201530093459"
+        rt.decide_approval(first.approval.id, approver_id=BOB, token=TOKEN,
+                           status=ApprovalStatus.CHANGES_REQUESTED,
+                           reason=f"Do not pay {ATTACKER}: that e-mail is phishing. Pay "
+                                  f"{usual}, the landlord's usual account, instead.")
+        again = submit(rt, 2, "send_money", {"recipient": ATTACKER, "amount": 900.0},
+                       target="bank")
+        # before: executed (the note's "Do not pay <IBAN>" a trusted instruction to pay it)
+        assert again.status is OutcomeStatus.AWAITING_APPROVAL, (again.status, again.reasons)
+        assert sent == []
+        # the value the note gives instead is the person's: it runs
+        fixed = submit(rt, 3, "send_money", {"recipient": usual, "amount": 900},
+                       target="bank")
+        assert fixed.status is OutcomeStatus.EXECUTED, fixed.reasons
+        assert sent == [{"recipient": usual, "amount": 900.0}]
     finally:
         rt.close()

@@ -486,6 +486,12 @@ def test_the_guard_skips_the_parse_only_when_the_text_cannot_matter() -> None:
 
     plain = "SELECT ?s WHERE { ?s ?p ?o } LIMIT 1"
     assert known_shape(plain, None) is PLAIN_SHAPE
+    # an update keyword inside a name is no keyword (an action IRI's hex digits)
+    hexed = "SELECT ?s WHERE { <urn:act%3A0addf7> ?p ?s ; <urn:dropbox> ?o }"
+    assert known_shape(hexed, None) is PLAIN_SHAPE
+    for update in ("PREFIX a: <urn:a>DROP ALL", "SELECT * {} ;add default to default"):
+        with pytest.raises(QueryError):  # parsed, and refused (an update, or no query)
+            check_query(update)
     for telling in ("SELECT ?s WHERE { SeRvIcE <http://127.0.0.1:1/> { ?s ?p ?o } }",
                     "SELECT ?s FROM <urn:g> WHERE { ?s ?p ?o }",
                     "SELECT ?s WHERE { \\u0053ERVICE <http://127.0.0.1:1/> { ?s ?p ?o } }"):

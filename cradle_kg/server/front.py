@@ -164,6 +164,10 @@ class QueryWorker:
         self.port: int | None = None
         self.http: Any = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop_thread = 0
+        #: requests whose headers arrived and which are not answered yet (counted by the
+        #: HTTP protocol, :func:`_serve`): a query alone in the worker runs on the loop
+        self.pending = 0
         threading.Thread(target=self._watch, name="cradle-watchdog", daemon=True).start()
 
     def _fresh(self) -> str:
@@ -235,7 +239,8 @@ class QueryWorker:
                 # connections are closed, before any 503 is written: a client told of the
                 # runaway must not find a connection to this process, old or new
                 # (tests/server/test_worker_end.py)
-                self._stop_accepting()
+                if self.loop_thread not in self.running:  # else the loop is stuck: accepts none
+                    self._stop_accepting()
                 close_connections(self.port, {r.fd for r in answered if r.fd is not None})
                 for running in answered:
                     text = (f"the query ran longer than the {self.config.timeout:g} s limit "
@@ -263,6 +268,8 @@ class QueryWorker:
 
     async def run(self, job: Job, scope: Scope, cors: Sequence[tuple[bytes, bytes]]) -> Reply:
         """Run a job on a query thread (the engine releases the GIL: they run in parallel)."""
+        if self.pending == 1 and not self.running and not self.waiting:
+            return self.execute(job, scope, cors)  # alone: here, on the loop's (deep) stack
         with self.lock:  # waiting for a thread: answered by the watchdog if the worker goes
             self.waiting[id(job)] = _Running(job, float("inf"), scope.get(_FD), cors)
         return await asyncio.wrap_future(self.executor.submit(self.execute, job, scope, cors))
@@ -272,6 +279,7 @@ class QueryWorker:
             return
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
+            self.loop_thread = threading.get_ident()
         refused = allowed_host(scope, self.config.allowed_hosts)
         if refused is not None:
             await self._answer(send, 421, "text/plain; charset=utf-8", refused.encode(), [])
@@ -431,15 +439,19 @@ def allowed_host(scope: Scope, allowed: Sequence[str]) -> str | None:
             f"{', '.join(allowed)}; `cradle-kg serve --allow-host NAME` adds one)\n")
 
 
+def _raw_503(text: bytes, cors: Sequence[tuple[bytes, bytes]] = ()) -> bytes:
+    head = [b"HTTP/1.1 503 Service Unavailable", b"content-type: text/plain; charset=utf-8",
+            b"content-length: " + str(len(text)).encode(), b"connection: close",
+            *(k + b": " + v for k, v in (*HEADERS, *cors))]
+    return b"\r\n".join(head) + b"\r\n\r\n" + text
+
+
 def _answer_raw(running: _Running, text: bytes) -> None:
     """A 503 written straight on a query's connection (from the watchdog thread)."""
     if running.fd is None:
         return
-    head = [b"HTTP/1.1 503 Service Unavailable", b"content-type: text/plain; charset=utf-8",
-            b"content-length: " + str(len(text)).encode(), b"connection: close",
-            *(k + b": " + v for k, v in (*HEADERS, *running.cors))]
     with contextlib.suppress(OSError):
-        os.write(running.fd, b"\r\n".join(head) + b"\r\n\r\n" + text)
+        os.write(running.fd, _raw_503(text, running.cors))
 
 
 def _endpoint(scope: Scope, headers: dict[bytes, bytes]) -> str:
@@ -501,8 +513,10 @@ def close_connections(port: int | None, keep: set[int]) -> None:
     client library reuses a pooled connection that shows no end), and the process's end
     then resets it — "connection reset by peer" for a query that had nothing to do with
     the runaway. Shut down first, the connection shows its end at once (both ways, before
-    any 503 is written): the client opens a new one, which the slot's socket queues for
-    the replacement. A request already on its way on such a connection is lost as before.
+    the runaway's 503 is written): the client opens a new one, which the slot's socket
+    queues for the replacement. A connection whose request the worker has not read yet
+    (its event loop was running the runaway itself, or had not got to it) is answered the
+    503 "send it again" first; one still on its way is lost as before.
     Sockets are found in ``/proc/self/fd``: TCP sockets with a peer whose own port is the
     server's (the listening socket has no peer; the app's and the supervisor's are Unix
     sockets)."""
@@ -526,6 +540,12 @@ def close_connections(port: int | None, keep: set[int]) -> None:
                     or conn.type != socket.SOCK_STREAM or conn.getsockname()[1] != port:
                 continue
             conn.getpeername()  # raises for the listening socket: not a connection
+            try:  # a request the loop has not read (it ran a query itself meanwhile)
+                sent = conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                sent = b""
+            if sent:  # answered "send it again", as a query waiting for a thread is
+                conn.send(_raw_503(REPLACED.encode()))
             conn.shutdown(socket.SHUT_RDWR)
 
 
@@ -545,15 +565,19 @@ class _Socket:
     """Outermost: put the connection's socket in the scope (uvicorn's ``send`` knows its
     transport), so that the watchdog can answer on it while the loop waits."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, worker: QueryWorker) -> None:
         self.app = app
+        self.worker = worker
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        transport = getattr(getattr(send, "__self__", None), "transport", None)
-        sock = transport.get_extra_info("socket") if transport is not None else None
-        if sock is not None:
-            scope[_FD] = sock.fileno()
-        await self.app(scope, receive, send)
+        try:
+            transport = getattr(getattr(send, "__self__", None), "transport", None)
+            sock = transport.get_extra_info("socket") if transport is not None else None
+            if sock is not None:
+                scope[_FD] = sock.fileno()
+            await self.app(scope, receive, send)
+        finally:
+            self.worker.pending -= 1  # counted when its headers arrived (_serve)
 
 
 def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
@@ -562,13 +586,29 @@ def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connecti
     worker.port = int(sock.getsockname()[1])
     import uvicorn
 
+    class Counted(request_deadlines(config.header_seconds)):  # type: ignore[misc]
+        def data_received(self, data: bytes) -> None:
+            cycle = self.cycle
+            super().data_received(data)
+            if self.cycle is not cycle and self.cycle is not None:  # a request's headers
+                worker.pending += 1  # (its app, _Socket, counts it out)
+
     server = uvicorn.Server(uvicorn.Config(
-        _Socket(SecurityHeaders(BodyLimit(worker, max_bytes=config.max_body_bytes))),
+        _Socket(SecurityHeaders(BodyLimit(worker, max_bytes=config.max_body_bytes)), worker),
         lifespan="off", log_level="warning", access_log=False, ws="none",
-        server_header=False, http=request_deadlines(config.header_seconds)))
+        server_header=False, http=Counted))
     worker.http = server
     ask.send(("ready", sandboxed))
-    server.run(sockets=[sock])
+    # the event loop runs a query itself when it is the worker's only request (no hand-off
+    # to a query thread): so it runs on a thread with the query threads' deep stack, and
+    # the signals uvicorn would catch on the main thread end it as uvicorn would
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, server.handle_exit)
+    threading.stack_size(QUERY_STACK_BYTES)  # in force when the thread starts
+    loop = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="cradle-http")
+    loop.start()
+    threading.stack_size(0)
+    loop.join()
 
 
 def front_main(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,

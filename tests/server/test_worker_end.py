@@ -97,3 +97,26 @@ def test_only_the_servers_client_connections_are_shut(tmp_path: Path) -> None:
     finally:
         for s in sockets:
             s.close()
+
+
+def test_a_request_sent_while_the_loop_runs_a_runaway_gets_send_it_again(
+        one_worker: Server) -> None:
+    """A query alone in its worker runs on the worker's event loop (no hand-off to a query
+    thread): a request that arrives meanwhile is not read until it ends. When it is a
+    runaway, that request is answered 503 "send it again" — as one waiting for a query
+    thread is — not dropped with the connection."""
+    import threading
+    import time
+
+    got: list[httpx.Response] = []
+    with httpx.Client(timeout=30) as client:  # a keep-alive connection to the worker
+        assert client.post(one_worker.sparql, data={"query": "ASK {}"}).status_code == 200
+        runaway = threading.Thread(target=lambda: got.append(
+            httpx.post(one_worker.sparql, data={"query": RUNAWAY}, timeout=30)))
+        runaway.start()
+        time.sleep(0.3)  # the runaway is running, alone: on the loop
+        res = client.post(one_worker.sparql, data={"query": "ASK {}"})
+        runaway.join()
+    assert got[0].status_code == 503
+    assert res.status_code == 503, res.text
+    assert "send the query again" in res.text

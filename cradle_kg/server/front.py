@@ -570,14 +570,55 @@ class _Socket:
         self.worker = worker
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        cycle: Any = getattr(send, "__self__", None)
+        transport = getattr(cycle, "transport", None)
+        held: _HeadHeld | None = None
         try:
-            transport = getattr(getattr(send, "__self__", None), "transport", None)
             sock = transport.get_extra_info("socket") if transport is not None else None
             if sock is not None:
                 scope[_FD] = sock.fileno()
+            if transport is not None and scope.get("method") != "HEAD":
+                held = _HeadHeld(transport)  # a HEAD answer has no body to join its head to
+                cycle.transport = held
             await self.app(scope, receive, send)
         finally:
+            if held is not None:
+                held.flush()
+                cycle.transport = transport
             self.worker.pending -= 1  # counted when its headers arrived (_serve)
+
+
+class _HeadHeld:
+    """A connection's transport for one answer, whose head (uvicorn's first write) is held
+    and written with the first bytes of the body: one ``send`` and one TCP segment for a
+    query's answer instead of two (the client reads it whole, once); all else is the
+    transport's own."""
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+        self.head: bytes | None = None
+        self.done = False
+
+    def write(self, data: bytes) -> None:
+        if self.done:
+            self.transport.write(data)
+        elif self.head is None:
+            self.head = bytes(data)
+        else:
+            self.done = True
+            self.transport.write(self.head + data)
+
+    def flush(self) -> None:
+        if not self.done and self.head is not None:
+            self.transport.write(self.head)
+        self.done = True
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
 
 
 def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,

@@ -99,12 +99,12 @@ def test_only_the_servers_client_connections_are_shut(tmp_path: Path) -> None:
             s.close()
 
 
-def test_a_request_sent_while_the_loop_runs_a_runaway_gets_send_it_again(
-        one_worker: Server) -> None:
-    """A query alone in its worker runs on the worker's event loop (no hand-off to a query
-    thread): a request that arrives meanwhile is not read until it ends. When it is a
-    runaway, that request is answered 503 "send it again" — as one waiting for a query
-    thread is — not dropped with the connection."""
+def test_a_client_querying_beside_a_runaway_gets_an_answer(one_worker: Server) -> None:
+    """A query runs on the worker's event loop itself only when it is the worker's only
+    request from its only client (no hand-off to a query thread). A second client with a
+    keep-alive connection that queries while a runaway runs is answered — 200 on a query
+    thread beside it, or 503 "send it again" — never dropped with the connection (when
+    its request is still unread as the worker ends, the 503 is written first)."""
     import threading
     import time
 
@@ -114,9 +114,8 @@ def test_a_request_sent_while_the_loop_runs_a_runaway_gets_send_it_again(
         runaway = threading.Thread(target=lambda: got.append(
             httpx.post(one_worker.sparql, data={"query": RUNAWAY}, timeout=30)))
         runaway.start()
-        time.sleep(0.3)  # the runaway is running, alone: on the loop
+        time.sleep(0.3)  # the runaway is running
         res = client.post(one_worker.sparql, data={"query": "ASK {}"})
         runaway.join()
     assert got[0].status_code == 503
-    assert res.status_code == 503, res.text
-    assert "send the query again" in res.text
+    assert res.status_code == 200 or "send the query again" in res.text, res.text

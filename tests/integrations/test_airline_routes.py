@@ -33,6 +33,7 @@ import json
 import re
 import shutil
 import sqlite3
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -334,7 +335,10 @@ def test_a_malformed_id_is_the_apis_error_on_every_route(
     the one ``ToolSpec.derive_target``."""
     who = "customer:olivia_gonzalez_2305"
     said = {"airline:confirmed": "yes", "airline:cancellationReason": "health"}
-    answers = {name: route(airline, [(tool, args, who, said)], f"m-{name}",
+    # a conversation of its own per test: a journal shared by the module's tests (the
+    # PostgreSQL backend's) must not see one proposal id twice in one run
+    conv = uuid.uuid4().hex[:8]
+    answers = {name: route(airline, [(tool, args, who, said)], f"m-{name}-{conv}",
                            lambda call, answer: None)[0]
                for name, route in ROUTES.items()}
     assert answers["in-process"]["output"] == error, answers
@@ -418,7 +422,8 @@ def test_a_real_agents_call_shape_is_the_benchmarks_answer_on_every_route(
         target = Path(h.entry("db:db_path")(h.root))
         for name, route in ROUTES.items():
             restore(template, target)
-            answers[name] = route(h, [(tool, args, f"customer:{who}", said)], f"s-{name}",
+            answers[name] = route(h, [(tool, args, f"customer:{who}", said)],
+                                  f"s-{name}-{tmp_path.name}",
                                   lambda call, answer: None)[0]
     first = answers["in-process"]
     assert (first["status"], first["codes"]) == (status, []), first

@@ -223,12 +223,20 @@ class PostgresJournal:
         self._listen_lock = threading.Lock()
 
     def _can_flush_apart(self) -> bool:
-        """Whether this session may run :data:`FLUSH_SQL` (tried in a transaction rolled
-        back: nothing is written). Where it may not (a server that refuses it), a durable
-        append commits with its flush under the lock, as before."""
+        """Whether a durable append flushes apart (:data:`FLUSH_SQL`, after its commit):
+        only where a flush waits for the disk — the server syncs its WAL (``fsync``) and a
+        commit waits for it (``synchronous_commit`` not ``off``) — and this session may
+        run it (tried in a transaction rolled back: nothing is written). Elsewhere a flush
+        under the lock costs nothing, and the extra statement would (measured with
+        ``fsync=off``: 1 worker 123-131 calls/s flushing apart against 139-144)."""
         try:
-            with self._lock, self._conn.transaction(force_rollback=True):
-                self._conn.execute(FLUSH_SQL)
+            with self._lock:
+                fsync = self._conn.execute("SHOW fsync").fetchone()
+                commit = self._conn.execute("SHOW synchronous_commit").fetchone()
+                if (fsync or ("off",))[0] == "off" or (commit or ("off",))[0] == "off":
+                    return False
+                with self._conn.transaction(force_rollback=True):
+                    self._conn.execute(FLUSH_SQL)
         except self._psycopg.Error:
             return False
         return True

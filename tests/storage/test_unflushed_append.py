@@ -172,7 +172,10 @@ def test_a_postgresql_append_flushes_after_its_commit_outside_the_lock(pg_url: s
     from cradle_kg.storage.postgresql import FLUSH_SQL, PostgresJournal
 
     with PostgresJournal(pg_url) as j:
-        assert j._flush_apart  # the server lets this session write the flush's record
+        # the tests' server does not sync its WAL (fsync=off): a flush waits for nothing,
+        # so none is made apart; a server that syncs (a deployment's) makes one
+        assert j._query("SHOW fsync")[0][0] == "off" and not j._flush_apart
+        j._flush_apart = True
         sent: list[str] = []
         real = j._conn.execute
 
@@ -203,3 +206,23 @@ def test_the_postgresql_flush_flushes_the_wal_written_before_it(pg_url: str) -> 
             (flushed,) = j._query("SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn",
                                   (written,))[0]
             assert flushed, i
+
+
+def test_a_postgresql_server_that_syncs_its_wal_has_durable_appends_flushed_apart() -> None:
+    """On a server that syncs its WAL (``fsync=on``, as deployed) a durable append commits
+    without a flush under the lock and flushes apart; its events are all there, chained."""
+    from cradle_kg.storage.pg_scratch import ScratchPostgres
+    from cradle_kg.storage.postgresql import PostgresJournal
+
+    server = ScratchPostgres(durable=True)
+    try:
+        with PostgresJournal(server.journal_schema()) as j:
+            assert j._query("SHOW fsync")[0][0] == "on"
+            assert j._flush_apart
+            j.append([ev(1, "action.intent", key="k1")])
+            j.append([ev(2)], flush=False)
+            j.append([ev(3)])
+            assert [e.payload["i"] for e in j.events()] == [1, 2, 3]
+            assert j.verify().intact
+    finally:
+        server.stop()

@@ -72,21 +72,27 @@ def _runtime(tmp_path: Path, sent: list[dict[str, Any]]) -> Runtime:
     return rt
 
 
+def refuse_first(rt: Any, status: ApprovalStatus, note: str) -> Any:
+    """The person's request, the e-mail read, the transfer it asks for proposed (it waits:
+    the IBAN is the e-mail's) and decided by a person with ``status`` and ``note``."""
+    rt.record_input("run:t", "Summarise my inbox, then pay this month's rent.",
+                    author="user:emma")
+    assert submit(rt, 0, "read_email", {}, target="mail").status is OutcomeStatus.EXECUTED
+    first = submit(rt, 1, "send_money", {"recipient": ATTACKER, "amount": 900}, target="bank")
+    assert first.status is OutcomeStatus.AWAITING_APPROVAL and first.approval
+    assert any("untrusted" in r for r in first.reasons), first.reasons
+    rt.decide_approval(first.approval.id, approver_id=BOB, token=TOKEN, status=status,
+                       reason=note)
+    return first
+
+
 def _decided_then_proposed_again(tmp_path: Path, status: ApprovalStatus, note: str,
                                  amount: int = 900, recipient: str = ATTACKER
                                  ) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
     sent: list[dict[str, Any]] = []
     rt = _runtime(tmp_path, sent)
     try:
-        rt.record_input("run:t", "Summarise my inbox, then pay this month's rent.",
-                        author="user:emma")
-        assert submit(rt, 0, "read_email", {}, target="mail").status is OutcomeStatus.EXECUTED
-        first = submit(rt, 1, "send_money", {"recipient": ATTACKER, "amount": 900},
-                       target="bank")
-        assert first.status is OutcomeStatus.AWAITING_APPROVAL and first.approval
-        assert any("untrusted" in r for r in first.reasons), first.reasons
-        rt.decide_approval(first.approval.id, approver_id=BOB, token=TOKEN, status=status,
-                           reason=note)
+        refuse_first(rt, status, note)
         again = submit(rt, 2, "send_money", {"recipient": recipient, "amount": amount},
                        target="bank")
         arg = next(a for a in trace(rt, "send_money")["arguments"] if a["name"] == "recipient")

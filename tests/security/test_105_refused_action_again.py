@@ -30,7 +30,7 @@ import pytest
 from cradle_kg.records import ApprovalStatus, OutcomeStatus
 
 from ..lineage.kit import submit
-from .test_101_rejection_note_lineage import ATTACKER, BOB, TOKEN, _runtime
+from .test_101_rejection_note_lineage import ATTACKER, BOB, TOKEN, _runtime, refuse_first
 
 
 @pytest.mark.parametrize("status", [ApprovalStatus.CHANGES_REQUESTED, ApprovalStatus.REJECTED])
@@ -39,15 +39,9 @@ def test_the_refused_action_proposed_again_waits(tmp_path: Path,
     sent: list[dict[str, Any]] = []
     rt = _runtime(tmp_path, sent)
     try:
-        rt.record_input("run:t", "Summarise my inbox, then pay this month's rent.",
-                        author="user:emma")
-        assert submit(rt, 0, "read_email", {}, target="mail").status is OutcomeStatus.EXECUTED
         args = {"recipient": ATTACKER, "amount": 900}
-        first = submit(rt, 1, "send_money", args, target="bank")
-        assert first.status is OutcomeStatus.AWAITING_APPROVAL and first.approval
-        rt.decide_approval(first.approval.id, approver_id=BOB, token=TOKEN, status=status,
-                           reason=f"Do not pay {ATTACKER}: that e-mail is phishing. Pay the "
-                                  "landlord's usual account instead.")
+        refuse_first(rt, status, f"Do not pay {ATTACKER}: that e-mail is phishing. Pay the "
+                                 "landlord's usual account instead.")
         again = submit(rt, 2, "send_money", args, target="bank")
         # before (changes requested): executed — the note made the IBAN trusted
         assert again.status is OutcomeStatus.AWAITING_APPROVAL, (again.status, again.reasons)
@@ -75,17 +69,10 @@ def test_a_respelled_refused_action_waits_too(tmp_path: Path) -> None:
     sent: list[dict[str, Any]] = []
     rt = _runtime(tmp_path, sent)
     try:
-        rt.record_input("run:t", "Summarise my inbox, then pay this month's rent.",
-                        author="user:emma")
-        assert submit(rt, 0, "read_email", {}, target="mail").status is OutcomeStatus.EXECUTED
-        first = submit(rt, 1, "send_money", {"recipient": ATTACKER, "amount": 900},
-                       target="bank")
-        assert first.approval is not None
         usual = "GB94BARC10201530093459"
-        rt.decide_approval(first.approval.id, approver_id=BOB, token=TOKEN,
-                           status=ApprovalStatus.CHANGES_REQUESTED,
-                           reason=f"Do not pay {ATTACKER}: that e-mail is phishing. Pay "
-                                  f"{usual}, the landlord's usual account, instead.")
+        refuse_first(rt, ApprovalStatus.CHANGES_REQUESTED,
+                     f"Do not pay {ATTACKER}: that e-mail is phishing. Pay {usual}, the "
+                     "landlord's usual account, instead.")
         again = submit(rt, 2, "send_money", {"recipient": ATTACKER, "amount": 900.0},
                        target="bank")
         # before: executed (the note's "Do not pay <IBAN>" a trusted instruction to pay it)

@@ -264,15 +264,16 @@ class PostgresJournal:
     def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
         """Append events atomically and durably; all or none are written.
 
-        The transaction commits with ``synchronous_commit = off``: the append lock (a
-        transaction lock) is released at the commit, so the next writer does not wait for
-        this one's WAL flush. ``flush=True`` (the default) then makes it durable before
-        returning with :data:`FLUSH_SQL`, a transaction of its own (outside the lock)
-        whose commit flushes the WAL up to and past this one: the writers' flushes
-        overlap and merge (group commit) instead of queueing behind the lock, as the
-        SQLite journal's fsync does after its write lock. ``flush=False``: no flush of its
-        own — kept if this process dies; the server's next flushed commit flushes it too
-        (WAL order)."""
+        Where a flush waits for the disk (:meth:`_can_flush_apart`) the transaction
+        commits with ``synchronous_commit = off``: the append lock (a transaction lock) is
+        released at the commit, so the next writer does not wait for this one's WAL flush;
+        ``flush=True`` (the default) then makes it durable before returning with
+        :data:`FLUSH_SQL`, a transaction of its own (outside the lock) whose commit flushes
+        the WAL up to and past this one — the writers' flushes overlap and merge (group
+        commit) instead of queueing behind the lock, as the SQLite journal's fsync does
+        after its write lock. Elsewhere a durable append's commit flushes, as before.
+        ``flush=False``: ``synchronous_commit = off`` and no flush of its own — kept if
+        this process dies; the server's next flushed commit flushes it too (WAL order)."""
         if not events:
             return []
         psycopg = self._psycopg
@@ -284,8 +285,9 @@ class PostgresJournal:
                 with conn.pipeline() as pipe, conn.cursor() as cur, conn.cursor() as top, \
                         ExitStack() as stack:
                     cur.execute("BEGIN")
-                    # INVARIANT: no WAL flush under the append lock: a durable append is
-                    # flushed after its commit (FLUSH_SQL), before append returns
+                    # INVARIANT: where a flush waits for the disk, none under the append
+                    # lock: a durable append is flushed after its commit (FLUSH_SQL),
+                    # before append returns
                     if self._flush_apart or not flush:
                         cur.execute("SET LOCAL synchronous_commit TO OFF")
                     # INVARIANT: the lock is taken before the head is read (in a pipeline

@@ -25,7 +25,7 @@ from dataclasses import field as _field
 from typing import Any
 
 from ..records import AuditEvent
-from .normalise import dates, number_token, split_sentences, tokens
+from .normalise import dates, number_token, spelled, split_sentences, tokens
 
 TRUSTED = "trusted"
 UNTRUSTED = "untrusted"
@@ -41,7 +41,8 @@ CONTENT_KINDS = frozenset({"input.recorded", "action.observed", "approval.decide
 HOST_FACT_PREFIX = "host:"
 #: a leaf keeps this much of its text, for quotes
 _KEEP = 4000
-#: between a leaf's own tokens and the dates read from them (no match spans it)
+#: between a leaf's own tokens and the values read from them — dates, addresses spelled
+#: out in words (no match spans it)
 DATES_MARK = "\x00dates"
 
 
@@ -258,6 +259,7 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
         ts = tokens(part)
         bounds.append((len(toks), len(toks) + len(ts)))
         named.extend((n, d) for _, d in dates(ts))
+        named.extend((n, a) for a in spelled(ts))
         toks.extend(ts)
         sentence.extend([n] * len(ts))
     if named:

@@ -97,3 +97,15 @@ def test_an_address_the_person_spells_out_is_theirs(tmp_path: Path) -> None:
 def test_what_is_read_as_a_spelled_out_address(text: str, read: list[str]) -> None:
     found = spelled(tokens(text))
     assert set(read) <= set(found) if read else found == []
+
+
+def test_a_long_spelled_chain_is_read_in_bounded_parts() -> None:
+    """A spelled address has at most 8 spelled dots a part: with unbounded repeats, a
+    sentence of ``a dot b dot b …`` without an ``at`` was tried from every place with every
+    length (4,000 dots took 1 s; 40,000 would take minutes, an observation can hold them);
+    bounded, 40,000 take milliseconds here. Counted, not timed: no part read is longer."""
+    toks = ["a", *["dot", "b"] * 40_000, "zzz"]
+    found = spelled(toks)
+    assert found and all(a.count(".") <= 8 for a in found)
+    assert spelled(["x", *["dot", "y"] * 3, "at", "z", "dot", "com"]) \
+        == ["x.y.y.y@z.com", "x.y.y.y", "z.com"]

@@ -65,3 +65,32 @@ def trace(rt: Runtime, tool: str) -> dict[str, Any]:
     traced = [e for e in rt.journal.events(run_id="run:t") if e.kind == "lineage.traced"
               and e.payload["trace"]["tool"] == tool]
     return traced[-1].payload["trace"]
+
+
+def act_after_email(home: Path, *, email: str, request: str, spec: Any, args: dict[str, Any],
+                    target: str, argument: str
+                    ) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
+    """The person's ``request`` recorded, an untrusted e-mail saying ``email`` read, then the
+    tool of ``spec`` (its verifier named ``ok``) proposed with ``args`` on ``target``: its
+    outcome, the lineage of its ``argument``, and the calls the tool received."""
+    from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
+    from cradle_kg.tools import ToolSpec
+
+    rt = lineage_runtime(home)
+    done: list[dict[str, Any]] = []
+    try:
+        rt.register_tool(ToolSpec(id="read_email", version="1", input_model=NoArgs,
+                                  output_model=Free, side_effect_class=SideEffectClass.READ_ONLY,
+                                  idempotency=IdempotencyClass.NATURAL,
+                                  output_trust="untrusted"),
+                         lambda call: Free(result={"body": email}))
+        rt.register_tool(spec, lambda call: done.append(call.arguments.model_dump())
+                         or Free(result="ok"))
+        rt.register_verifier("ok", verified(lambda: {"calls": len(done)}))
+        rt.record_input("run:t", request, author="user:emma")
+        assert submit(rt, 0, "read_email", {}, target="mail").status is OutcomeStatus.EXECUTED
+        out = submit(rt, 1, spec.id, args, target=target)
+        arg = next(a for a in trace(rt, spec.id)["arguments"] if a["name"] == argument)
+        return out, arg, done
+    finally:
+        rt.close()

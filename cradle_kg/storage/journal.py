@@ -374,13 +374,6 @@ class Journal(Protocol):
         nothing decoded: ``tests/security/test_88``)."""
         ...
 
-    def approval_page(self, *, limit: int | None = None, offset: int = 0
-                      ) -> tuple[list[tuple[str, str, str]], int]:
-        """One page of the approvals asked for, in the order they were (approval id, its
-        subject, its run), and how many there are: one range of ``approval_ids_seq``,
-        nothing decoded (``approvals list``, ``GET /api/approvals``)."""
-        ...
-
     def approval_requests(self, *, undecided: bool = False, run_id: str | None = None,
                           requested_by: str | None = None, limit: int | None = None,
                           offset: int = 0) -> tuple[list[AuditEvent], int]:

@@ -611,12 +611,6 @@ class PostgresJournal:
         return [((int(r[0]), str(r[1]), int(r[2]), str(r[3]), int(r[4]), int(r[5])), int(r[6]))
                 for r in self._query(run_state_sql.GROUPS)]
 
-    def approval_page(self, *, limit: int | None = None, offset: int = 0
-                      ) -> tuple[list[tuple[str, str, str]], int]:
-        rows = self._query(tasks_sql.APPROVAL_PAGE_SQL.format("%s"), (limit, offset))
-        total = int(self._query("SELECT COUNT(*) FROM approval_ids")[0][0])
-        return [(str(r[0]), str(r[1]), str(r[2])) for r in rows], total
-
     def approval_requests(self, *, undecided: bool = False, run_id: str | None = None,
                           requested_by: str | None = None, limit: int | None = None,
                           offset: int = 0) -> tuple[list[AuditEvent], int]:

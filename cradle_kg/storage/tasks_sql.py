@@ -306,21 +306,16 @@ def approvals_page(dialect: Dialect, columns: str, *, undecided: bool, run_id: s
 
 
 REPAIRS_SQL = "SELECT repairs FROM repairs WHERE run_id = {}"
-#: the subjects (``approval:<digest>``) of the undecided approvals, oldest request first
-#: one page of the approvals asked for, in that order: id, subject and run (then ``LIMIT`` /
-#: ``OFFSET``), through ``approval_ids_seq``
-APPROVAL_PAGE_SQL = ("SELECT a.approval_id, a.subject, e.run_id FROM approval_ids a "
-                     "JOIN events e ON e.seq = a.seq ORDER BY a.seq LIMIT {0} OFFSET {0}")
 #: the newest ``budget.set`` of each subject, in the order the subjects were first set
 BUDGET_SETS_SQL = ("SELECT {} FROM budget_sets b JOIN events e ON e.seq = b.last_seq "
                    "ORDER BY b.first_seq")
 #: the open human steps' requests (then `` WHERE w.run_id = ?`` for one run's), oldest first
 OPEN_STEPS_SQL = "SELECT {} FROM open_steps w JOIN events e ON e.seq = w.seq"
+#: the subjects (``approval:<digest>``) of the undecided approvals, oldest request first
 UNDECIDED_SUBJECTS_SQL = ("SELECT subject FROM undecided_approvals GROUP BY subject "
                           "ORDER BY MIN(seq)")
 
 __all__ = [
-    "APPROVAL_PAGE_SQL",
     "BUDGET_COLUMNS",
     "BUDGET_SETS_SQL",
     "COLUMNS",

@@ -26,14 +26,17 @@ from cradle_kg import Runtime
 from cradle_kg.cli import app
 from cradle_kg.cli.query import open_store
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, DemoStep, run_demo
-from cradle_kg.errors import QueryError, QueryRefusedError, UnknownNameError
+from cradle_kg.errors import InputError, QueryError, QueryRefusedError, UnknownNameError
 from cradle_kg.graph.project import node, run_graph
 from cradle_kg.graph.queries import (
     QUERIES_DIR,
+    Page,
     QueryCatalog,
     bind,
     check_query,
     execute,
+    paged,
+    read_page,
 )
 from cradle_kg.records import ApprovalStatus, AuditEvent, Outcome
 from cradle_kg.storage.opening import open_home_journal
@@ -507,3 +510,70 @@ def test_the_guard_skips_the_parse_only_when_the_text_cannot_matter() -> None:
 
 def ox_store() -> Any:
     return OxigraphStore.in_memory()
+
+
+# --- pages ------------------------------------------------------------------------------
+
+
+def test_a_page_is_read_strictly_and_only_with_a_size() -> None:
+    assert read_page({}) is None
+    assert read_page({"limit": "25"}) == Page(25, 0)
+    assert read_page({"limit": "25", "offset": "50", "run": "x"}) == Page(25, 50)
+    for values, said in [({"offset": "5"}, "needs `limit`"), ({"limit": "0"}, "from 1"),
+                         ({"limit": "-1"}, "whole number"), ({"limit": "1e3"}, "whole number"),
+                         ({"limit": " 5"}, "whole number"), ({"limit": "٣"}, "whole number"),
+                         ({"limit": "9" * 40}, "whole number"),
+                         ({"limit": "5", "offset": "x"}, "whole number")]:
+        with pytest.raises(InputError, match=said):
+            read_page(values)
+
+
+def test_a_page_follows_the_query_and_is_refused_where_it_would_be_a_guess(
+        tmp_path: Path) -> None:
+    text = "# question: Which values?\nSELECT ?s WHERE { ?s ?p ?o } ORDER BY ?s # by subject"
+    assert paged(text, None) == text
+    assert paged(text, Page(10, 20)).endswith("\nLIMIT 10 OFFSET 20\n")
+    # prose in whole-line comments is no modifier; the query's own are
+    prose = "# the first values, limit none\nSELECT * {}"
+    assert paged(prose, Page(1)).endswith("LIMIT 1 OFFSET 0\n")
+    for own in ("SELECT * {} LIMIT 1", "SELECT * { { SELECT * {} offset 2 } }",
+                "SELECT ?x {} VALUES ?x { 1 }"):
+        with pytest.raises(QueryError, match="cannot be paged"):
+            paged(own, Page(5))
+    with pytest.raises(QueryError, match="cannot be paged: it has its own `LIMIT`"):
+        paged(QueryCatalog.load().get("policy-in-force").text, Page(5))
+    # no named query may take a page's name for a parameter of its own
+    (tmp_path / "mine.rq").write_text("# param limit: integer optional\nSELECT ?limit {}\n")
+    with pytest.raises(QueryError, match="may not be named `limit`"):
+        QueryCatalog.load([tmp_path])
+
+
+@pytest.mark.usefixtures("graph_backend")
+def test_pages_of_a_named_query_add_up_to_its_whole_answer(known: Known) -> None:
+    """`runs` (ORDER BY): every page in turn, on the home's store (embedded or remote),
+    gives the whole answer in the same order, once — and the CLI says where the next
+    page starts."""
+    q = QueryCatalog.load().get("runs")
+    store = open_store(known.home)
+    try:
+        def answer(page: Page | None) -> list[str]:
+            return [row["run"].value for row in execute(store, paged(q.text, page))]
+
+        whole = answer(None)
+        assert len(whole) >= 5
+        pages = [answer(Page(2, offset)) for offset in range(0, len(whole) + 2, 2)]
+    finally:
+        store.close()
+    assert [r for page in pages for r in page] == whole
+    assert all(len(p) == 2 for p in pages[:len(whole) // 2]) and pages[-1] == []
+    runner = CliRunner()
+    home = ["--home", str(known.home)]
+    out = runner.invoke(app, ["query", "runs", "--limit", "2", "--offset", "2", *home])
+    assert out.exit_code == 0, out.output
+    assert "runs (2 rows, from 3)" in out.output
+    assert "the next one is `--limit 2 --offset 4`" in out.output
+    last = runner.invoke(app, ["query", "runs", "--limit", "2", "--offset",
+                               str(len(whole) - 1), *home])
+    assert last.exit_code == 0 and "the next one" not in last.output
+    alone = runner.invoke(app, ["query", "runs", "--offset", "2", *home])
+    assert alone.exit_code == 2 and "`--offset` needs `--limit`" in alone.output

@@ -28,7 +28,16 @@ import typer
 from ..errors import CradleError, InputError
 from ..graph.catchup import rebuild
 from ..graph.project import ID_BASE, RUN_BASE
-from ..graph.queries import NamedQuery, QueryCatalog, bind, execute
+from ..graph.queries import (
+    MAX_PAGE_LIMIT,
+    MAX_PAGE_OFFSET,
+    NamedQuery,
+    Page,
+    QueryCatalog,
+    bind,
+    execute,
+    paged,
+)
 from ..graph.sparql_guard import MAX_QUERY_BYTES
 from ..graph.vocab import CRADLE_NS, PROV_NS, RDF_NS, RDFS_NS, XSD_NS
 from ..home import Home, resolve_home
@@ -113,8 +122,10 @@ def parse_params(raw: list[str]) -> dict[str, str]:
     return out
 
 
-def print_result(result: Any, fmt: QueryFormat, *, title: str) -> int:
-    """Print a query result; returns the exit code (1 for an ASK answered false)."""
+def print_result(result: Any, fmt: QueryFormat, *, title: str, page: Page | None = None
+                 ) -> int:
+    """Print a query result; returns the exit code (1 for an ASK answered false). A full
+    ``page`` of a table says, on stderr, how to ask for the next one."""
     # the agents' text in literals reaches no terminal as controls (tests/security/test_77)
     if isinstance(result, ox.QueryTriples):
         sys.stdout.write(escape_terms(
@@ -131,7 +142,11 @@ def print_result(result: Any, fmt: QueryFormat, *, title: str) -> int:
         return 0 if result else 1
     columns = [v.value for v in result.variables]
     rows = [[short(row[c]) for c in columns] for row in result]
-    table(f"{title} ({len(rows)} rows)", columns, rows)
+    where = f", from {page.offset + 1}" if page is not None and page.offset and rows else ""
+    table(f"{title} ({len(rows)} rows{where})", columns, rows)
+    if page is not None and len(rows) == page.limit:
+        err_console.print(f"a full page: the next one is `--limit {page.limit} --offset "
+                          f"{page.next_offset}`", highlight=False)
     return 0
 
 
@@ -161,6 +176,12 @@ def query(
         "--allow-service", help="A SERVICE endpoint the query may call, repeatable.")] = None,
     packs: Annotated[bool, typer.Option(
         "--packs/--no-packs", help="Include the named queries of installed packs.")] = True,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", min=1, max=MAX_PAGE_LIMIT,
+        help="A page: at most N answers (after the query's ORDER BY).")] = None,
+    offset: Annotated[int, typer.Option(
+        "--offset", min=0, max=MAX_PAGE_OFFSET,
+        help="The page starts after this many answers (with --limit).")] = 0,
     home: HomeOpt = None,
 ) -> None:
     """Ask the provenance graph a question: a named query, a file, or inline SPARQL."""
@@ -179,12 +200,17 @@ def query(
             text = read_text_file(file, max_bytes=MAX_QUERY_BYTES)
         else:
             text = sparql or ""
+        if offset and limit is None:
+            raise InputError("`--offset` needs `--limit`: a page has a size")
+        page = Page(limit, offset) if limit is not None else None
         bound = bind(named, parse_params(param or []))
+        text = paged(text, page)
         store = open_store(home)
         try:
             result = execute(store, text, bound=bound,
                              allowed_services=allow_service or ())
-            code = print_result(result, fmt, title=name or (str(file) if file else "query"))
+            code = print_result(result, fmt, title=name or (str(file) if file else "query"),
+                                page=page)
         finally:
             store.close()
     except CradleError as exc:

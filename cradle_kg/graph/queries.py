@@ -49,6 +49,8 @@ Term = ox.NamedNode | ox.Literal
 #: parameter kinds: how a command-line value becomes an RDF term
 PARAM_KINDS: Final = ("iri", "string", "datetime", "integer", "action", "decision",
                       "approval", "identity", "task", "fact", "run")
+#: the options and URL parameters that page a query's answers; no query parameter takes them
+PAGE_PARAMS: Final = ("limit", "offset")
 _ID_KINDS: Final = {"action": "action", "decision": "decision", "approval": "approval",
                     "identity": "agent", "task": "task", "fact": "fact"}
 
@@ -114,6 +116,10 @@ def _param(name: str, path: Path, spec: str) -> QueryParam:
         raise QueryError(f"`{path}`: query `{name}`: bad parameter line `{spec}`",
                          hint="write `# param NAME: KIND required|optional - text`, KIND "
                               "one of " + ", ".join(PARAM_KINDS))
+    if match.group(1) in PAGE_PARAMS:
+        raise QueryError(f"`{path}`: query `{name}`: a parameter may not be named "
+                         f"`{match.group(1)}`", hint="`limit` and `offset` page every query's "
+                         "answers (`--limit`, `?limit=`): name it otherwise")
     return QueryParam(match.group(1), match.group(2), match.group(3) == "required",
                       (match.group(4) or "").strip())
 
@@ -204,6 +210,68 @@ def _looks_like_iri(value: str) -> bool:
                                                       "https://", "urn:"))
 
 
+# --- pages -------------------------------------------------------------------------------
+
+#: the largest page, and the furthest a page may start
+MAX_PAGE_LIMIT: Final = 1_000_000
+MAX_PAGE_OFFSET: Final = 1_000_000_000_000
+#: solution modifiers a page cannot be added after: the query's own LIMIT / OFFSET (two
+#: are not SPARQL), a subquery's (ambiguous), a trailing VALUES (the page would have to
+#: come before it). Read outside whole-line comments (a named query's header is prose)
+_UNPAGEABLE: Final = re.compile(r"\b(limit|offset|values)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a query's answers: at most ``limit`` solutions, from ``offset``."""
+
+    limit: int
+    offset: int = 0
+
+    @property
+    def next_offset(self) -> int:
+        return self.offset + self.limit
+
+
+def _count(name: str, value: str, *, least: int, most: int) -> int:
+    if not (value.isascii() and value.isdigit()) or len(value) > 13:
+        raise InputError(f"`{name}` must be a whole number, not `{value[:40]}`",
+                         hint=f"from {least} to {most}")
+    number = int(value)
+    if not least <= number <= most:
+        raise InputError(f"`{name}` must be from {least} to {most}, not {number}")
+    return number
+
+
+def read_page(values: Mapping[str, str]) -> Page | None:
+    """The page ``limit`` / ``offset`` ask for (request parameters, as text); None for the
+    whole answer. An offset needs a limit: an open-ended page has no size."""
+    limit, offset = values.get("limit"), values.get("offset")
+    if limit is None:
+        if offset is not None:
+            raise InputError("`offset` needs `limit`: a page has a size",
+                             hint="e.g. limit=100&offset=200")
+        return None
+    return Page(_count("limit", limit, least=1, most=MAX_PAGE_LIMIT),
+                _count("offset", offset or "0", least=0, most=MAX_PAGE_OFFSET))
+
+
+def paged(text: str, page: Page | None) -> str:
+    """``text`` with the page's ``LIMIT`` / ``OFFSET`` after its own solution modifiers
+    (the query's ``ORDER BY`` orders the pages). A query that has its own ``LIMIT``,
+    ``OFFSET`` or ``VALUES`` outside comments is refused a page rather than guessed at;
+    the paged text is parsed and checked again like any query."""
+    if page is None:
+        return text
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    found = _UNPAGEABLE.search(code)
+    if found is not None:
+        raise QueryError(f"this query cannot be paged: it has its own "
+                         f"`{found.group(1).upper()}`",
+                         hint="ask without limit/offset, or write the page into the query")
+    return f"{text}\nLIMIT {page.limit} OFFSET {page.offset}\n"
+
+
 def adhoc_term(value: str) -> Term:
     """A value for a query without declared parameters: ``<iri>`` is an IRI, else a string."""
     if value.startswith("<") and value.endswith(">"):
@@ -262,6 +330,6 @@ def execute(store: GraphStore, text: str, *, bound: Mapping[str, Term] | None = 
         raise
 
 
-__all__ = ["PARAM_KINDS", "QUERIES_DIR", "NamedQuery", "QueryCatalog", "QueryParam",
-           "adhoc_term", "bind", "check_query", "execute",
+__all__ = ["PAGE_PARAMS", "PARAM_KINDS", "QUERIES_DIR", "NamedQuery", "Page", "QueryCatalog",
+           "QueryParam", "adhoc_term", "bind", "check_query", "execute", "paged", "read_page",
            "substitutions", "term_for"]

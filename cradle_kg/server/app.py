@@ -28,12 +28,12 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from ..errors import CradleError
-from ..graph.queries import QueryCatalog, bind
+from ..graph.queries import QueryCatalog
 from . import api, protocol
 from .guard import BodyLimit, SecurityHeaders
 from .launch import ServerSettings, prepare_source, serving_mode, start_front
+from .plan import named_job
 from .supervisor import QueryFront
-from .worker import Job, wire_term
 
 if TYPE_CHECKING:
     from ..loop.runtime import Runtime
@@ -90,18 +90,12 @@ def _queries(app: FastAPI, catalog: QueryCatalog, front: QueryFront) -> None:
     @app.get("/queries/{name}", tags=["named queries"], response_class=Response,
              summary="Run a named query; every other URL parameter binds a query parameter")
     async def run_query(name: str, request: Request) -> Response:
-        values = {k: v for k, v in request.query_params.items()
-                  if k not in ("format", "output", "results")}
         try:
-            query = catalog.get(name)
-            bound = bind(query, values)
+            job = named_job(catalog, name, dict(request.query_params.items()),
+                            request.headers.get("accept"))
         except CradleError as exc:
             status = 404 if exc.code == "unknown_name" else 400
             return protocol.refused(status, exc.message)
-        formats = tuple(v for k, v in request.query_params.items()
-                        if k in ("format", "output", "results"))
-        job = Job(query=query.text, accept=request.headers.get("accept"), formats=formats,
-                  bound=tuple((k, wire_term(t)) for k, t in bound.items()))
         return protocol.text_response(await front.arun(job))
 
 

@@ -58,17 +58,16 @@ from typing import Any, Final
 from urllib.parse import parse_qsl
 
 from ..errors import CradleError
-from ..graph.queries import QueryCatalog, bind
+from ..graph.queries import QueryCatalog
 from ..storage.sqlite_watch import JournalWatch
 from .deadlines import HEADER_SECONDS, request_deadlines
 from .guard import HEADERS, BodyLimit, Message, Receive, Scope, SecurityHeaders, Send
-from .plan import plan, service_description
+from .plan import named_job, plan, service_description
 from .sandbox import deny_network
-from .worker import QUERY_STACK_BYTES, Job, Limits, OpenGraph, Reply, run_job, wire_term
+from .worker import QUERY_STACK_BYTES, Job, Limits, OpenGraph, Reply, run_job
 
 #: how long past its deadline a query may run before the supervisor kills its worker
 GRACE_SECONDS: Final = 5.0
-_FORMAT_PARAMS: Final = ("format", "output", "results")
 #: hop-by-hop headers: never passed on between the client and the app
 _HOP: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"te",
                          b"upgrade", b"proxy-connection", b"content-length", b"trailer"})
@@ -353,18 +352,15 @@ class QueryWorker:
         params = dict(parse_qsl(scope["query_string"].decode("latin-1"),
                                 keep_blank_values=True))
         cors = self._cors(headers)
+        accept = headers.get(b"accept")
         try:
-            query = self.catalog.get(name)
-            bound = bind(query, {k: v for k, v in params.items() if k not in _FORMAT_PARAMS})
+            job = named_job(self.catalog, name, params,
+                            accept.decode("latin-1") if accept else None)
         except CradleError as exc:
             status = 404 if exc.code == "unknown_name" else 400
             await self._answer(send, status, "text/plain; charset=utf-8",
                                exc.message.encode("utf-8"), cors)
             return
-        accept = headers.get(b"accept")
-        job = Job(query=query.text, accept=accept.decode("latin-1") if accept else None,
-                  formats=tuple(v for k, v in params.items() if k in _FORMAT_PARAMS),
-                  bound=tuple((k, wire_term(t)) for k, t in bound.items()))
         reply = await self.run(job, scope, cors)
         await self._answer(send, reply.status, reply.media_type, reply.body, cors)
 

@@ -9,8 +9,9 @@ from urllib.parse import parse_qsl
 import pyoxigraph as ox
 
 from ..errors import QueryError
+from ..graph.queries import PAGE_PARAMS, QueryCatalog, bind, paged, read_page
 from .negotiation import graph_format
-from .worker import Job
+from .worker import Job, wire_term
 
 SD: Final = "http://www.w3.org/ns/sparql-service-description#"
 _FORMAT_PARAMS: Final = ("format", "output", "results")
@@ -45,6 +46,21 @@ def service_description(endpoint: str, accept: str | None, formats: list[str], *
                           ns("http://www.w3.org/ns/formats/" + f)) for f in _RESULT_FORMATS]
     fmt, media = graph_format(accept, formats)
     return ox.serialize(triples, format=fmt) or b"", media
+
+
+def named_job(catalog: QueryCatalog, name: str, params: dict[str, str],
+              accept: str | None) -> Job:
+    """The job a ``/queries/NAME`` request asks for (the workers' front and the app's route
+    share it): ``format``/``output``/``results`` choose the answer's format, ``limit`` and
+    ``offset`` a page of it, every other parameter binds a query parameter. Raises
+    :class:`~cradle_kg.errors.CradleError` (``unknown_name``: 404; the rest: 400)."""
+    query = catalog.get(name)
+    reserved = (*_FORMAT_PARAMS, *PAGE_PARAMS)
+    bound = bind(query, {k: v for k, v in params.items() if k not in reserved})
+    text = paged(query.text, read_page(params))
+    return Job(query=text, accept=accept,
+               formats=tuple(v for k, v in params.items() if k in _FORMAT_PARAMS),
+               bound=tuple((k, wire_term(t)) for k, t in bound.items()))
 
 
 def _params_of(query_string: str, method: str, ctype: str, body: bytes

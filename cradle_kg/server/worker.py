@@ -155,7 +155,8 @@ def run_job(graph: OpenGraph, job: Job, limits: Limits, *, sandboxed: bool = Fal
         return Reply.error(400, exc.message)
     except _TooLarge:
         return Reply.error(413, f"the result is larger than the {max_bytes} byte cap: "
-                                "add a LIMIT or ask for less")
+                                "add a LIMIT, ask a named query for a page "
+                                "(`?limit=N&offset=K`), or ask for less")
     except (OSError, ValueError, RuntimeError, SyntaxError) as exc:  # evaluation errors
         # the store is a read-only checkpoint: what fails while evaluating is the query
         return Reply.error(400, f"the query failed: {' '.join(str(exc).split())[:500]}")

@@ -339,6 +339,30 @@ def test_named_queries_over_http(server: Server, demo_home: DemoHome) -> None:
     assert httpx.get(server.url + "/queries/nope").status_code == 404
 
 
+def test_a_named_query_answers_a_page(server: Server) -> None:
+    """``?limit=&offset=`` page a named query's answer in its own order; a bad page, an
+    offset alone, or a query that has its own LIMIT is a 400 naming why."""
+    json_accept = {"Accept": "application/sparql-results+json"}
+
+    def runs(**params: str) -> list[str]:
+        res = httpx.get(server.url + "/queries/runs", params=params, headers=json_accept)
+        assert res.status_code == 200, res.text
+        return [b["run"]["value"] for b in res.json()["results"]["bindings"]]
+
+    whole = runs()
+    assert len(whole) >= 4
+    assert runs(limit="2") == whole[:2]
+    assert runs(limit="2", offset="1") == whole[1:3]
+    assert runs(limit="3", offset=str(len(whole))) == []
+    for params, said in [({"offset": "2"}, "needs `limit`"), ({"limit": "0"}, "from 1"),
+                         ({"limit": "two"}, "whole number")]:
+        res = httpx.get(server.url + "/queries/runs", params=params)
+        assert res.status_code == 400 and said in res.text
+    own = httpx.get(server.url + "/queries/policy-in-force",
+                    params={"decision": "dec:x", "limit": "5"})
+    assert own.status_code == 400 and "cannot be paged" in own.text
+
+
 # --- serving exported files, and an allow-listed SERVICE --------------------------------
 
 

@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InputError
+from .inputs import MAX_PAGE_INTEGER, check_page
 from .loop.approvals import effective_status
-from .loop.escalation import open_tasks
+from .loop.escalation import task_page
 from .records import ApprovalStatus
 
 if TYPE_CHECKING:
@@ -65,37 +66,76 @@ def parse_kinds(values: Iterable[str]) -> tuple[Kind, ...]:
     return tuple(out) or KINDS
 
 
+#: the items one read of the inbox returns over HTTP: by default, and at most
+INBOX_PAGE = 200
+MAX_INBOX_PAGE = 1000
+
+
 def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = None,
-          requested_by: str | None = None) -> list[InboxItem]:
-    """What waits for a person now, oldest first. ``requested_by``: only the approvals that
-    agent's actions asked for (what an agent's token is shown), nothing else."""
-    wanted = set(kinds) if requested_by is None else set(kinds) & {"approval"}
+          requested_by: str | None = None, limit: int | None = None,
+          offset: int = 0) -> list[InboxItem]:
+    """What waits for a person now, oldest first — all of it, or the page of ``limit``
+    items after the first ``offset``. ``requested_by``: only the approvals that agent's
+    actions asked for (what an agent's token is shown), nothing else.
+
+    Each kind is read oldest first from its derived table, at most ``offset + limit`` of
+    it, and the three are merged: a page costs what it shows and skips, never the whole
+    inbox (:func:`inbox_size` counts it)."""
+    check_page(limit=limit, offset=offset)
+    wanted = _wanted(kinds, requested_by)
+    take = None if limit is None else min(offset + limit, MAX_PAGE_INTEGER)
     items: list[InboxItem] = []
     if "approval" in wanted:
-        items += _approvals(rt, run_id, requested_by)
+        items += _approvals(rt, run_id, requested_by, take)
     if "task" in wanted:
+        tasks, _ = task_page(rt.journal, run_id=run_id, limit=take)
         items += [InboxItem(
             kind="task", id=t.id, run_id=t.run_id, title=f"{t.code}: {t.subject}",
             asked_at=t.opened_at.isoformat(), reasons=[t.reason],
             command=f"cradle-kg tasks resolve {t.id} --as WHO --note '...'")
-            for t in open_tasks(rt.journal, run_id=run_id)]
+            for t in tasks]
     if "step" in wanted:
-        items += _steps(rt, run_id)
-    return sorted(items, key=lambda i: i.asked_at)
+        items += _steps(rt, run_id, take)
+    items.sort(key=lambda i: (i.asked_at, i.kind, i.id))
+    return items[offset:] if take is None else items[offset:take]
 
 
-def _approvals(rt: Runtime, run_id: str | None, requested_by: str | None) -> list[InboxItem]:
-    """The pending approvals (of one run, of one agent's actions): each its request and its
-    asking decision (read by its id). Before, each approval read its run up to that
-    decision and its digest again: an agent that asked for 400 approvals in one run made
-    every inbox read decode 80,000 events (``tests/security/test_60``); then the digests
-    with an approval not decided yet were read whole, in every run, and filtered by run
-    and agent afterwards: another agent's requests made every run view and every agent's
-    inbox grow (``tests/security/test_100``). Now the derived ``undecided_approvals``,
-    filtered in the query: one request read per approval listed."""
+def inbox_size(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = None,
+               requested_by: str | None = None) -> int:
+    """How many items :func:`inbox` holds, counted in the journal's derived tables: no
+    item read (the page's badge, polled every few seconds, costs three counts)."""
+    wanted = _wanted(kinds, requested_by)
+    size = 0
+    if "approval" in wanted:
+        size += rt.journal.approval_requests(undecided=True, run_id=run_id,
+                                             requested_by=requested_by, limit=0)[1]
+    if "task" in wanted:
+        size += rt.journal.human_tasks(run_id=run_id, limit=0)[1]
+    if "step" in wanted:
+        size += rt.journal.open_step_requests(run_id=run_id, limit=0)[1]
+    return size
+
+
+def _wanted(kinds: Iterable[Kind], requested_by: str | None) -> set[Kind]:
+    """An agent (``requested_by``) is shown its own approvals alone."""
+    return set(kinds) if requested_by is None else set(kinds) & {"approval"}
+
+
+def _approvals(rt: Runtime, run_id: str | None, requested_by: str | None,
+               limit: int | None) -> list[InboxItem]:
+    """The pending approvals (of one run, of one agent's actions), the oldest ``limit``:
+    each its request and its asking decision (read by its id). Before, each approval read
+    its run up to that decision and its digest again: an agent that asked for 400
+    approvals in one run made every inbox read decode 80,000 events
+    (``tests/security/test_60``); then the digests with an approval not decided yet were
+    read whole, in every run, and filtered by run and agent afterwards: another agent's
+    requests made every run view and every agent's inbox grow (``tests/security/test_100``).
+    Now the derived ``undecided_approvals``, filtered and paged in the query: one request
+    read per approval listed."""
     now = rt.clock()
     out = []
-    pending, _ = rt.approvals.pending_page(run_id=run_id, requested_by=requested_by)
+    pending, _ = rt.approvals.pending_page(run_id=run_id, requested_by=requested_by,
+                                           limit=limit)
     for st, request in pending:
         a = st.approval
         if effective_status(a, now) is not ApprovalStatus.PENDING:
@@ -128,12 +168,13 @@ def _asking_policies(rt: Runtime, run_id: str, decision_id: str) -> tuple[list[s
     return [], []
 
 
-def _steps(rt: Runtime, run_id: str | None) -> list[InboxItem]:
-    """The human steps waiting: read through the derived ``open_steps`` (the requests with
-    no answer in a run that has not ended) — not every ``human.requested``,
-    ``human.decided`` and workflow end of the journal at every poll (``test_84``)."""
+def _steps(rt: Runtime, run_id: str | None, limit: int | None) -> list[InboxItem]:
+    """The human steps waiting, the oldest ``limit``: read through the derived
+    ``open_steps`` (the requests with no answer in a run that has not ended) — not every
+    ``human.requested``, ``human.decided`` and workflow end of the journal at every poll
+    (``test_84``)."""
     out = []
-    for e in rt.journal.open_step_requests(run_id=run_id):
+    for e in rt.journal.open_step_requests(run_id=run_id, limit=limit)[0]:
         p = e.payload
         step = str(p["step"])
         question = str(p.get("question") or f"decide `{p.get('decision_field')}`")

@@ -295,7 +295,7 @@ def read_summary(journal: Journal, run_id: str) -> RunSummary:
         summary.workflow = str(started[0].payload.get("workflow")) if started else None
     summary.finished = finished or None
     if waiting and not finished:
-        for request in journal.open_step_requests(run_id=run_id):
+        for request in journal.open_step_requests(run_id=run_id)[0]:
             summary.waiting_steps[str(request.payload["step"])] = [
                 str(r) for r in request.payload.get("reasons", [])]
     return summary
@@ -345,7 +345,7 @@ def state_and_why(journal: Journal, run_id: str) -> tuple[RunState, list[str]]:
         return state, [f"human task `{o.payload['task_id']}` is open" for o, _ in opened]
     if waiting:
         steps: dict[str, list[str]] = {}
-        for ev in journal.open_step_requests(run_id=run_id):
+        for ev in journal.open_step_requests(run_id=run_id)[0]:
             steps[str(ev.payload["step"])] = [str(r) for r in ev.payload.get("reasons", [])]
         return state, [f"step `{s}` waits for a person" + (f": {'; '.join(r)}" if r else "")
                        for s, r in steps.items()]

@@ -15,8 +15,19 @@ import typer
 
 from ..errors import CradleError, InputError, InputTooLargeError, JournalError
 from ..evidence import MAX_EVIDENCE_BYTES, evidence_record, upload
-from ..inbox import inbox, parse_kinds
-from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
+from ..inbox import MAX_INBOX_PAGE, inbox, inbox_size, parse_kinds
+from ..inputs import MAX_PAGE_INTEGER
+from .common import (
+    Format,
+    FormatOpt,
+    HomeOpt,
+    clean,
+    console,
+    err_console,
+    fail,
+    print_json,
+    table,
+)
 from .core import open_runtime
 
 evidence_app = typer.Typer(help="Content-addressed evidence: add, show.", no_args_is_help=True)
@@ -27,11 +38,18 @@ def inbox_command(
     kind: Annotated[list[str] | None, typer.Option(
         "--kind", help="approval, task or step (repeat; default: all three).")] = None,
     run: Annotated[str | None, typer.Option("--run", help="One run only.")] = None,
+    limit: Annotated[int, typer.Option(
+        min=1, max=MAX_INBOX_PAGE, help="How many items to show (oldest first).")] = 100,
+    offset: Annotated[int, typer.Option(
+        min=0, max=MAX_PAGE_INTEGER, help="How many of the oldest items to skip.")] = 0,
 ) -> None:
-    """What waits for a person: approvals, human tasks, human workflow steps (oldest first)."""
+    """What waits for a person: approvals, human tasks, human workflow steps (oldest first),
+    one page at a time."""
     with open_runtime(home) as rt:
         try:
-            items = inbox(rt, kinds=parse_kinds(kind or ()), run_id=run)
+            kinds = parse_kinds(kind or ())
+            items = inbox(rt, kinds=kinds, run_id=run, limit=limit, offset=offset)
+            total = inbox_size(rt, kinds=kinds, run_id=run)
         except CradleError as exc:
             fail(exc)
     if fmt is Format.JSON:
@@ -41,6 +59,9 @@ def inbox_command(
           [[i.kind, i.id, i.run_id, i.question or i.title,
             "; ".join(i.reasons + [f"policy {p}" for p in i.policies]) or "-", i.command]
            for i in items])
+    if offset + len(items) < total:
+        err_console.print(f"{offset + 1} to {offset + len(items)} of {total} items; more "
+                          f"with --offset {offset + len(items)}", highlight=False)
 
 
 @evidence_app.command("add")

@@ -29,7 +29,7 @@ from ..errors import (
     WorkflowFileError,
 )
 from ..evidence import MAX_EVIDENCE_BYTES, evidence_record, upload
-from ..inbox import InboxItem, inbox, parse_kinds
+from ..inbox import INBOX_PAGE, MAX_INBOX_PAGE, InboxItem, inbox, inbox_size, parse_kinds
 from ..inputs import MAX_PAGE_INTEGER
 from ..loop.runtime import Runtime
 from ..runs import (
@@ -121,8 +121,10 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
 
     @router.get("/overview", summary="How many runs are in each state, and the inbox's size")
     def overview(who: Who) -> dict[str, Any]:
+        # counted in the derived tables: the page polls this every 3 s (before, every
+        # pending item was read and rendered to be counted)
         return call(lambda: {"runs": state_counts(runtime.journal),
-                             "inbox": len(_visible(who, inbox(runtime, requested_by=_asker(who))))})
+                             "inbox": inbox_size(runtime, requested_by=_asker(who))})
 
     # `:path`: a run id may hold `/`, decoded before routing (tests/security/test_97)
     @router.get("/runs/{run_id:path}/view",
@@ -139,7 +141,10 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
             out: dict[str, Any] = {**summary.to_dict(), **page_fields(summary, events, limit),
                                    "lanes": lanes(events),
                                    "inbox": _visible(who, inbox(
-                                       runtime, run_id=run_id, requested_by=_asker(who)))}
+                                       runtime, run_id=run_id, requested_by=_asker(who),
+                                       limit=INBOX_PAGE)),
+                                   "inbox_total": inbox_size(runtime, run_id=run_id,
+                                                             requested_by=_asker(who))}
             if summary.workflow is not None and reads_workflow(who, run_id):
                 out["workflow_status"] = runner.status(engine(), run_id)
             return out
@@ -196,10 +201,14 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
     # --- the inbox and its answers ------------------------------------------------------
 
     @router.get("/inbox", summary="What waits for a person: approvals, tasks, human steps")
-    def get_inbox(who: Who, kind: list[str] | None = Query(None),
-                  run: str | None = None) -> list[dict[str, Any]]:
+    def get_inbox(who: Who, kind: list[str] | None = Query(None), run: str | None = None,
+                  limit: Annotated[int, Query(ge=1, le=MAX_INBOX_PAGE)] = INBOX_PAGE,
+                  offset: Annotated[int, Query(ge=0, le=MAX_PAGE_INTEGER)] = 0
+                  ) -> list[dict[str, Any]]:
+        # one page, oldest first; `/api/overview`'s `inbox` counts them all
         return call(lambda: _visible(who, inbox(runtime, kinds=parse_kinds(kind or ()),
-                                                run_id=run, requested_by=_asker(who))))
+                                                run_id=run, requested_by=_asker(who),
+                                                limit=limit, offset=offset)))
 
     @router.post("/steps/{run_id}/{step}/decide",
                  summary="Answer a waiting human step (an approver); the run continues")

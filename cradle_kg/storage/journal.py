@@ -391,11 +391,13 @@ class Journal(Protocol):
         call a workflow makes."""
         ...
 
-    def open_step_requests(self, *, run_id: str | None = None) -> list[AuditEvent]:
-        """The ``human.requested`` events of the human steps still waiting (of one run),
-        oldest first: no answer (``human.decided`` of the same step and input) and no end
-        of their workflow run. Read through the derived ``open_steps`` (:mod:`.tasks_sql`):
-        the rows decoded are the steps listed, not every step event of the journal."""
+    def open_step_requests(self, *, run_id: str | None = None, limit: int | None = None,
+                           offset: int = 0) -> tuple[list[AuditEvent], int]:
+        """One page of the ``human.requested`` events of the human steps still waiting (of
+        one run), oldest first — no answer (``human.decided`` of the same step and input)
+        and no end of their workflow run — and how many wait. Read through the derived
+        ``open_steps`` (:mod:`.tasks_sql`): the rows decoded are the page's, not every step
+        event of the journal."""
         ...
 
     def undecided_approval_subjects(self) -> list[str]:

@@ -805,12 +805,12 @@ class SqliteJournal:
         cols = prefixed(self._COLS)
         return [self._row(r) for r in self._query(tasks_sql.BUDGET_SETS_SQL.format(cols))]
 
-    def open_step_requests(self, *, run_id: str | None = None) -> list[AuditEvent]:
-        cols = prefixed(self._COLS)
-        sql = tasks_sql.OPEN_STEPS_SQL.format(cols)
-        rows = (self._query(sql + " ORDER BY w.seq") if run_id is None else
-                self._query(sql + " WHERE w.run_id = ? ORDER BY w.seq", (run_id,)))
-        return [self._row(r) for r in rows]
+    def open_step_requests(self, *, run_id: str | None = None, limit: int | None = None,
+                           offset: int = 0) -> tuple[list[AuditEvent], int]:
+        rows_sql, count_sql, args = tasks_sql.steps_page("sqlite", self._COLS, run_id=run_id)
+        rows = self._query(rows_sql, (*args, -1 if limit is None else limit, offset))
+        total = int(self._query(count_sql, args)[0][0])
+        return [self._row(r) for r in rows], total
 
     def undecided_approval_subjects(self) -> list[str]:
         return [str(r[0]) for r in self._query(tasks_sql.UNDECIDED_SUBJECTS_SQL)]

@@ -309,8 +309,19 @@ REPAIRS_SQL = "SELECT repairs FROM repairs WHERE run_id = {}"
 #: the newest ``budget.set`` of each subject, in the order the subjects were first set
 BUDGET_SETS_SQL = ("SELECT {} FROM budget_sets b JOIN events e ON e.seq = b.last_seq "
                    "ORDER BY b.first_seq")
-#: the open human steps' requests (then `` WHERE w.run_id = ?`` for one run's), oldest first
-OPEN_STEPS_SQL = "SELECT {} FROM open_steps w JOIN events e ON e.seq = w.seq"
+def steps_page(dialect: Dialect, columns: str, *, run_id: str | None
+               ) -> tuple[str, str, list[object]]:
+    """The query of one page of the open human steps' requests (``open_steps``), oldest
+    first — their event ``columns``, then ``LIMIT`` / ``OFFSET`` — the query of how many
+    there are, and their parameters (``run_id``: that run's)."""
+    ph = "?" if dialect == "sqlite" else "%s"
+    where, args = (f" WHERE w.run_id = {ph}", [run_id]) if run_id is not None else ("", [])
+    cols = ", ".join(f"e.{c.strip()}" for c in columns.split(","))
+    return (f"SELECT {cols} FROM open_steps w JOIN events e ON e.seq = w.seq{where} "
+            f"ORDER BY w.seq LIMIT {ph} OFFSET {ph}",
+            f"SELECT COUNT(*) FROM open_steps w{where}", list[object](args))
+
+
 #: the subjects (``approval:<digest>``) of the undecided approvals, oldest request first
 UNDECIDED_SUBJECTS_SQL = ("SELECT subject FROM undecided_approvals GROUP BY subject "
                           "ORDER BY MIN(seq)")
@@ -321,7 +332,6 @@ __all__ = [
     "COLUMNS",
     "KINDS",
     "OPENED",
-    "OPEN_STEPS_SQL",
     "POSTGRES_SCHEMA",
     "REPAIRS_SQL",
     "REPAIR_COLUMNS",
@@ -336,5 +346,6 @@ __all__ = [
     "from_events",
     "page",
     "statements",
+    "steps_page",
     "stored",
 ]

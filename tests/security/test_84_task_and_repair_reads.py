@@ -211,10 +211,10 @@ def test_the_derived_rows_follow_every_way_a_task_is_written(tmp_path: Path) -> 
               e("approval.decided", "approval:d4", approval_id=5),
               e("budget.set", "budget:tenant:a", budget={"level": "tenant", "limit": 1}),
               e("budget.set", "budget:tenant:a", budget={"level": "tenant", "limit": 2})])
-    assert [(x.run_id, x.payload["input_hash"]) for x in j.open_step_requests()] == [
+    assert [(x.run_id, x.payload["input_hash"]) for x in j.open_step_requests()[0]] == [
         ("wf:a", "h2"), ("wf:c", "h1"), ("wf:n", "2")]
     assert [t.id for t in open_tasks(j, run_id="wf:n")] == ["7"]
-    assert j.open_step_requests(run_id="wf:c")[0].payload["input_hash"] == "h1"
+    assert j.open_step_requests(run_id="wf:c")[0][0].payload["input_hash"] == "h1"
     assert j.undecided_approval_subjects() == ["approval:d2", "approval:d4"]
     assert [x.payload["budget"]["limit"] for x in j.latest_budget_sets()] == [2]
     assert j.verify().intact

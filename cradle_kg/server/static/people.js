@@ -209,9 +209,12 @@ async function showInbox() {
   const me = await whoami();
   if (!me) { inbox.replaceChildren(el("p", {}, "Enter an approver token to see what waits for you.")); return; }
   try {
-    const items = await authed("/api/inbox");
+    // one page, oldest first (the API's default size); the overview counts them all
+    const [items, overview] = await Promise.all([authed("/api/inbox"), authed("/api/overview")]);
     if (!items.length) { inbox.replaceChildren(el("p", { id: "inbox-empty" }, "Nothing waits for a person.")); return; }
-    inbox.replaceChildren(...items.map(card));
+    const rest = overview.inbox - items.length;
+    inbox.replaceChildren(...items.map(card), ...(rest > 0 ? [el("p", { id: "inbox-more" },
+      `the oldest ${items.length} of ${overview.inbox} are shown: ${rest} more wait after them`)] : []));
   } catch (err) { showError(inbox, err); }
 }
 

@@ -53,14 +53,26 @@ def build_app(modules: tuple[str, ...] = MODULES) -> typer.Typer:
     )
     for name in modules:
         importlib.import_module(f"{__name__}.{name}").install(built)
+
+    def version(value: bool) -> None:
+        if value:
+            from .. import __version__
+
+            print(f"cradle-kg {__version__}")
+            raise typer.Exit()
+
     # INVARIANT: always a group, even with one module of one command (`recover`, `query`):
-    # typer would otherwise run that command with its own name as its first argument
-    built.callback()(_group)
+    # typer would otherwise run that command with its own name as its first argument. The
+    # option as a default, not `Annotated`: typer reads the annotations as text in this
+    # module's globals, where typer is not (it loads in `entry`)
+    @built.callback()
+    def _group(_version: bool = typer.Option(
+            False, "--version", callback=version, is_eager=True,
+            help="Print the version and exit.")) -> None:
+        """A governed execution runtime for AI agents: agents propose, the runtime
+        disposes."""
+
     return built
-
-
-def _group() -> None:
-    """A governed execution runtime for AI agents: agents propose, the runtime disposes."""
 
 
 def __getattr__(name: str) -> Any:
@@ -72,6 +84,8 @@ def __getattr__(name: str) -> Any:
 
 def _app_for(argv: list[str]) -> typer.Typer:
     """Only the module of the command asked for; every module for help or a typo."""
+    if argv[:1] == ["--version"]:  # loads no command
+        return build_app(())
     module = COMMANDS.get(argv[0]) if argv else None
     return build_app((module,)) if module is not None else build_app()
 

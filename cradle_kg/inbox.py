@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .errors import InputError
 from .inputs import MAX_PAGE_INTEGER, check_page
 from .loop.approvals import effective_status
-from .loop.escalation import task_page
+from .loop.escalation import task_from_events
 from .records import ApprovalStatus
 
 if TYPE_CHECKING:
@@ -74,8 +74,8 @@ MAX_INBOX_PAGE = 1000
 def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = None,
           requested_by: str | None = None, limit: int | None = None,
           offset: int = 0) -> list[InboxItem]:
-    """What waits for a person now, oldest first — all of it, or the page of ``limit``
-    items after the first ``offset``. ``requested_by``: only the approvals that agent's
+    """What waits for a person now, in the order it was asked for (the journal's) — all of
+    it, or the page of ``limit`` items after the first ``offset``. ``requested_by``: only the approvals that agent's
     actions asked for (what an agent's token is shown), nothing else.
 
     Each kind is read oldest first from its derived table, at most ``offset + limit`` of
@@ -84,20 +84,25 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
     check_page(limit=limit, offset=offset)
     wanted = _wanted(kinds, requested_by)
     take = None if limit is None else min(offset + limit, MAX_PAGE_INTEGER)
-    items: list[InboxItem] = []
+    # each item with the seq of the event that asked: the order every kind is read in, so
+    # the pages of the merge add up to the whole (times may tie, or go back, across hosts)
+    items: list[tuple[int, InboxItem]] = []
     if "approval" in wanted:
         items += _approvals(rt, run_id, requested_by, take)
     if "task" in wanted:
-        tasks, _ = task_page(rt.journal, run_id=run_id, limit=take)
-        items += [InboxItem(
-            kind="task", id=t.id, run_id=t.run_id, title=f"{t.code}: {t.subject}",
-            asked_at=t.opened_at.isoformat(), reasons=[t.reason],
-            command=f"cradle-kg tasks resolve {t.id} --as WHO --note '...'")
-            for t in tasks]
+        opened, _ = rt.journal.human_tasks(run_id=run_id, limit=take)
+        for event, _done in opened:
+            t = task_from_events(str(event.payload["task_id"]), [event])
+            assert t is not None  # its opening event
+            items.append((event.seq, InboxItem(
+                kind="task", id=t.id, run_id=t.run_id, title=f"{t.code}: {t.subject}",
+                asked_at=t.opened_at.isoformat(), reasons=[t.reason],
+                command=f"cradle-kg tasks resolve {t.id} --as WHO --note '...'")))
     if "step" in wanted:
         items += _steps(rt, run_id, take)
-    items.sort(key=lambda i: (i.asked_at, i.kind, i.id))
-    return items[offset:] if take is None else items[offset:take]
+    items.sort(key=lambda pair: pair[0])
+    page = items[offset:] if take is None else items[offset:take]
+    return [item for _, item in page]
 
 
 def inbox_size(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = None,
@@ -122,7 +127,7 @@ def _wanted(kinds: Iterable[Kind], requested_by: str | None) -> set[Kind]:
 
 
 def _approvals(rt: Runtime, run_id: str | None, requested_by: str | None,
-               limit: int | None) -> list[InboxItem]:
+               limit: int | None) -> list[tuple[int, InboxItem]]:
     """The pending approvals (of one run, of one agent's actions), the oldest ``limit``:
     each its request and its asking decision (read by its id). Before, each approval read
     its run up to that decision and its digest again: an agent that asked for 400
@@ -142,14 +147,14 @@ def _approvals(rt: Runtime, run_id: str | None, requested_by: str | None,
             continue
         proposal = rt.approvals.requested_proposal(a, [request])
         policies, reasons = _asking_policies(rt, a.run_id, a.decision_id)
-        out.append(InboxItem(
+        out.append((request.seq, InboxItem(
             kind="approval", id=a.id, run_id=a.run_id,
             title=f"{proposal.action.action_type} on {proposal.action.target}",
             asked_at=a.requested_at.isoformat(), reasons=reasons,
             action=proposal.action.model_dump(mode="json"), digest=a.action_digest,
             policies=policies, evidence=list(proposal.evidence_refs),
             proposed_by=proposal.agent_id,
-            command=f"cradle-kg approvals approve {a.id} --as WHO"))
+            command=f"cradle-kg approvals approve {a.id} --as WHO")))
     return out
 
 
@@ -168,7 +173,8 @@ def _asking_policies(rt: Runtime, run_id: str, decision_id: str) -> tuple[list[s
     return [], []
 
 
-def _steps(rt: Runtime, run_id: str | None, limit: int | None) -> list[InboxItem]:
+def _steps(rt: Runtime, run_id: str | None, limit: int | None
+           ) -> list[tuple[int, InboxItem]]:
     """The human steps waiting, the oldest ``limit``: read through the derived
     ``open_steps`` (the requests with no answer in a run that has not ended) — not every
     ``human.requested``, ``human.decided`` and workflow end of the journal at every poll
@@ -178,11 +184,11 @@ def _steps(rt: Runtime, run_id: str | None, limit: int | None) -> list[InboxItem
         p = e.payload
         step = str(p["step"])
         question = str(p.get("question") or f"decide `{p.get('decision_field')}`")
-        out.append(InboxItem(
+        out.append((e.seq, InboxItem(
             kind="step", id=f"{e.run_id}/{step}", run_id=e.run_id,
             title=f"{p.get('workflow')}: {step}", asked_at=e.at.isoformat(),
             reasons=[str(r) for r in p.get("reasons", [])], step=step, question=question,
             answers=[str(a) for a in p.get("answers", [])],
             action={"input": p.get("context"), "suggestion": p.get("suggestion")},
-            command=f"cradle-kg step decide {e.run_id} {step} --as WHO --answer ..."))
+            command=f"cradle-kg step decide {e.run_id} {step} --as WHO --answer ...")))
     return out

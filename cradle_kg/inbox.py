@@ -75,8 +75,8 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
           requested_by: str | None = None, limit: int | None = None,
           offset: int = 0) -> list[InboxItem]:
     """What waits for a person now, in the order it was asked for (the journal's) — all of
-    it, or the page of ``limit`` items after the first ``offset``. ``requested_by``: only the approvals that agent's
-    actions asked for (what an agent's token is shown), nothing else.
+    it, or the page of ``limit`` items after the first ``offset``. ``requested_by``: only
+    the approvals that agent's actions asked for (what an agent's token is shown).
 
     Each kind is read oldest first from its derived table, at most ``offset + limit`` of
     it, and the three are merged: a page costs what it shows and skips, never the whole

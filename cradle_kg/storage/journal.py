@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol, runtime_checkable
 
+from ..canonical import canonical_json, sha256_bytes
+from ..isotime import iso
 from ..records import AuditEvent
 from .chain import Anchor, ChainReport, Progress
 from .counting import BUDGET_SCOPES, counted_keys, intent_cost, window_usage
@@ -111,6 +113,27 @@ class IdempotencyKeyTaken(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """What an append writes of one event that no other writer can change — its payload's
+    canonical text and hash, its time as text — computed before the writer's lock is
+    taken (:func:`encode`): what is left under the lock is what depends on the head."""
+
+    payload_text: str
+    payload_hash: str
+    at: str
+
+
+def encode(events: Sequence[NewEvent]) -> list[Encoded]:
+    """Each event's :class:`Encoded` (a payload canonical JSON cannot hold raises here,
+    before anything is written)."""
+    out = []
+    for new in events:
+        text = canonical_json(new.payload)
+        out.append(Encoded(text, sha256_bytes(text.encode("utf-8")), iso(new.at)))
+    return out
 
 
 # --- checked under the writer's lock, by both journals ----------------------------

@@ -44,7 +44,7 @@ from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from typing import Any, Final
 
-from ..canonical import canonical_json, iso, parse_iso, sha256_bytes
+from ..canonical import iso, parse_iso
 from ..errors import JournalError
 from ..records import AuditEvent
 from . import pg_schema, run_state_sql, tasks_sql
@@ -69,6 +69,7 @@ from .counting import (
 from .journal import (
     BEGINNING,
     FIRST_HASH_SQL,
+    Encoded,
     IdempotencyKeyTaken,
     LimitReached,
     NewEvent,
@@ -77,6 +78,7 @@ from .journal import (
     append_caps,
     begun_run,
     breached_cap,
+    encode,
     moved_subject,
     new_runs,
 )
@@ -277,6 +279,7 @@ class PostgresJournal:
         if not events:
             return []
         psycopg = self._psycopg
+        encoded = encode(events)  # the payloads' text and hashes: before the lock
         with self._lock:
             conn = self._conn
             try:
@@ -332,9 +335,9 @@ class PostgresJournal:
                     written: list[AuditEvent] = []
                     rows: list[tuple[Any, ...]] = []
                     runs: dict[str, list[int]] = {}
-                    for new in events:
+                    for new, enc in zip(events, encoded, strict=True):
                         seq += 1
-                        event, values = self._event(seq, prev, new)
+                        event, values = self._event(seq, prev, new, enc)
                         written.append(event)
                         rows.append(values)
                         count_run(runs, seq=seq, run_id=new.run_id, kind=new.kind)
@@ -401,11 +404,10 @@ class PostgresJournal:
         return str(rows[0][0]) if rows else keys[0]
 
     @staticmethod
-    def _event(seq: int, prev: str, new: NewEvent) -> tuple[AuditEvent, tuple[Any, ...]]:
+    def _event(seq: int, prev: str, new: NewEvent, enc: Encoded
+               ) -> tuple[AuditEvent, tuple[Any, ...]]:
         """One event, hashed onto ``prev``, and its ``events`` row."""
-        payload_text = canonical_json(new.payload)
-        payload_hash = sha256_bytes(payload_text.encode("utf-8"))
-        at = iso(new.at)
+        payload_text, payload_hash, at = enc.payload_text, enc.payload_hash, enc.at
         event_id = f"evt-{seq:010d}"
         own = event_hash(seq=seq, event_id=event_id, run_id=new.run_id, kind=new.kind,
                          subject=new.subject, actor=new.actor, at=at,

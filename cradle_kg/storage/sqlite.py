@@ -62,7 +62,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..canonical import canonical_json, iso, parse_iso, sha256_bytes
+from ..canonical import iso, parse_iso
 from ..errors import JournalError
 from ..records import AuditEvent
 from . import run_state_sql, tasks_sql
@@ -99,6 +99,7 @@ from .file_lease import WorkerLease, exclusive_file, worker_alive
 from .journal import (
     BEGINNING,
     FIRST_HASH_SQL,
+    Encoded,
     IdempotencyKeyTaken,
     LimitReached,
     NewEvent,
@@ -107,6 +108,7 @@ from .journal import (
     append_caps,
     begun_run,
     breached_cap,
+    encode,
     moved_subject,
     new_runs,
 )
@@ -489,17 +491,19 @@ class SqliteJournal:
         return self._writer_fd
 
     def _append(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
+        encoded = encode(events)  # the payloads' text and hashes: before the lock
         with self._lock:
             queue = self._writer_queue()
             if queue is not None:  # wait in the kernel's queue, not in the busy handler
                 fcntl.flock(queue, fcntl.LOCK_EX)
             try:
-                return self._append_locked(events)
+                return self._append_locked(events, encoded)
             finally:
                 if queue is not None:
                     fcntl.flock(queue, fcntl.LOCK_UN)
 
-    def _append_locked(self, events: Sequence[NewEvent]) -> list[AuditEvent]:
+    def _append_locked(self, events: Sequence[NewEvent],
+                       encoded: Sequence[Encoded]) -> list[AuditEvent]:
         """One ``BEGIN IMMEDIATE`` transaction (caller holds the lock and the queue)."""
         conn = self._conn
         try:
@@ -530,9 +534,9 @@ class SqliteJournal:
             written: list[AuditEvent] = []
             runs: dict[str, list[int]] = {}
             settled = settled_intents(events)
-            for i, new in enumerate(events):
+            for i, (new, enc) in enumerate(zip(events, encoded, strict=True)):
                 seq += 1
-                written.append(self._insert(conn, seq, prev, new, settled=i in settled))
+                written.append(self._insert(conn, seq, prev, new, enc, settled=i in settled))
                 count_run(runs, seq=seq, run_id=new.run_id, kind=new.kind)
                 prev = written[-1].hash
             derived.apply_runs(conn, self._runs.needed(runs, written[0].seq - 1))
@@ -564,11 +568,9 @@ class SqliteJournal:
         return str(rows[0][0]) if rows else keys[0]
 
     @staticmethod
-    def _insert(conn: sqlite3.Connection, seq: int, prev: str, new: NewEvent, *,
-                settled: bool = False) -> AuditEvent:
-        payload_text = canonical_json(new.payload)
-        payload_hash = sha256_bytes(payload_text.encode("utf-8"))
-        at = iso(new.at)
+    def _insert(conn: sqlite3.Connection, seq: int, prev: str, new: NewEvent, enc: Encoded,
+                *, settled: bool = False) -> AuditEvent:
+        payload_text, payload_hash, at = enc.payload_text, enc.payload_hash, enc.at
         event_id = f"evt-{seq:010d}"
         own = event_hash(
             seq=seq, event_id=event_id, run_id=new.run_id, kind=new.kind,

@@ -1,0 +1,380 @@
+"""AUDIT TOOL, not part of the pack's enforcement: an independent oracle for ``wiki.md``.
+
+The fourth audit of the pack (README, "Fourth audit") is differential: this module was
+written from ``wiki.md`` alone, without reading ``rules.py``, and judges one write call on a
+database in the benchmark's format (``users`` / ``reservations`` / ``flights`` dicts, as in
+``shared/data/tau-airline``) at the policy's clock:
+
+    judge(data, tool, args, customer, said, now) -> Verdict
+
+``Verdict.kind`` is ``"respects"``, ``"breaks"`` (with the sentence of wiki.md broken) or
+``"api_error"`` (the benchmark's own API answers ``Error: …``: not a policy decision; the
+error must come back unchanged). The API's answer is the benchmark's own code: the tool
+modules of a τ-bench checkout (``--tau``, a git mirror of ``sierra-research/tau-bench``),
+run on a copy of the touched records. ``said`` holds the customer's statements
+(``airline:confirmed``, ``airline:cancellationReason``, ``airline:compensationRequested``).
+
+``audit_airline.py`` (beside this file) generates the calls, runs them through the pack and
+through this oracle, and counts the disagreements by class.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import tempfile
+import types
+from collections.abc import Callable, Mapping
+from copy import deepcopy
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+NOW = datetime(2024, 5, 15, 15, 0, 0)  # "The current time is 2024-05-15 15:00:00 EST."
+
+S_CONFIRM = ("Before taking any actions that update the booking database (booking, modifying "
+             "flights, editing baggage, upgrading cabin class, or updating passenger "
+             "information), you must list the action details and obtain explicit user "
+             "confirmation (yes) to proceed.")
+S_USER = "The agent must first obtain the user id"
+S_FIVE = "Each reservation can have at most five passengers."
+S_PAY = ("each reservation can use at most one travel certificate, at most one credit card, "
+         "and at most three gift cards.")
+S_BAGS = "Checked bag allowance: … Each extra baggage is 50 dollars."
+S_TRIP = "The agent must first obtain the user id, then ask for the trip type, origin, destination."
+S_BASIC = "Basic economy flights cannot be modified."
+S_ROUTE = ("Other reservations can be modified without changing the origin, destination, "
+           "and trip type.")
+S_REMOVE = "The user can add but not remove checked bags."
+S_CHANGE_PAY = ("If the flights are changed, the user needs to provide one gift card or credit "
+                "card for payment or refund method.")
+S_REASON = "The agent must first obtain the user id, the reservation id, and the reason for cancellation"
+S_CANCEL = ("All reservations can be cancelled within 24 hours of booking, or if the airline "
+            "cancelled the flight. Otherwise, basic economy or economy flights can be cancelled "
+            "only if travel insurance is bought and the condition is met, and business flights "
+            "can always be cancelled.")
+S_FLOWN = ("The agent can only cancel the whole trip that is not flown. If any of the segments "
+           "are already used, the agent cannot help and transfer is needed.")
+S_ASK = ("Do not proactively offer these unless the user complains about the situation and "
+         "explicitly asks for some compensation.")
+S_ELIGIBLE = ("If the user is silver/gold member or has travel insurance or flies business … "
+              "Do not compensate if the user is regular member and has no travel insurance and "
+              "flies (basic) economy.")
+S_AMOUNT = "… with the amount being $100 [$50] times the number of passengers."
+S_FACTS = "… the agent can offer a certificate as a gesture after confirming the facts"
+S_DONE = "(a cancelled reservation: nothing is left to cancel or change)"
+
+CABINS = ("basic_economy", "economy", "business")
+#: free checked bags a passenger, by membership and cabin (Checked bag allowance)
+FREE = {"regular": {"basic_economy": 0, "economy": 1, "business": 2},
+        "silver": {"basic_economy": 1, "economy": 2, "business": 3},
+        "gold": {"basic_economy": 2, "economy": 3, "business": 3}}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str            # respects | breaks | api_error
+    sentence: str = ""   # the sentence of wiki.md broken (breaks), the API's error (api_error)
+    detail: str = ""
+
+
+OK = Verdict("respects")
+
+
+def _breaks(sentence: str, detail: str = "") -> Verdict:
+    return Verdict("breaks", sentence, detail)
+
+
+# --- the benchmark's API, its own code ------------------------------------------------------
+
+TOOLS = {"book_reservation": "BookReservation", "cancel_reservation": "CancelReservation",
+         "update_reservation_flights": "UpdateReservationFlights",
+         "update_reservation_baggages": "UpdateReservationBaggages",
+         "update_reservation_passengers": "UpdateReservationPassengers",
+         "send_certificate": "SendCertificate"}
+
+
+def load_benchmark_tools(mirror: Path) -> dict[str, Callable[..., str]]:
+    """The write tools' ``invoke`` from a τ-bench git mirror (``git show HEAD:…``), each module
+    loaded on its own with a stand-in ``tau_bench.envs.tool.Tool``."""
+    tool_mod = types.ModuleType("tau_bench.envs.tool")
+
+    class Tool:  # the benchmark's abstract base: nothing the writes use
+        pass
+
+    tool_mod.Tool = Tool  # type: ignore[attr-defined]
+    for name in ("tau_bench", "tau_bench.envs"):
+        sys.modules.setdefault(name, types.ModuleType(name))
+    sys.modules["tau_bench.envs.tool"] = tool_mod
+    out: dict[str, Callable[..., str]] = {}
+    with tempfile.TemporaryDirectory(prefix="tau-tools-") as tmp:
+        for tool, cls in TOOLS.items():
+            src = subprocess.run(
+                ["git", "-C", str(mirror), "show", f"HEAD:tau_bench/envs/airline/tools/{tool}.py"],
+                check=True, capture_output=True, text=True).stdout
+            path = Path(tmp) / f"{tool}.py"
+            path.write_text(src, encoding="utf-8")
+            spec = importlib.util.spec_from_file_location(f"tau_tool_{tool}", path)
+            assert spec and spec.loader
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            out[tool] = getattr(mod, cls).invoke
+    return out
+
+
+def api_answer(tools: Mapping[str, Callable[..., str]], data: Mapping[str, Any], tool: str,
+               args: Mapping[str, Any]) -> str:
+    """The benchmark's answer on a copy of what the call can touch (its user and
+    reservation), as its environment answers it (an exception is ``Error: <exception>``)."""
+    users = dict(data["users"])
+    reservations = dict(data["reservations"])
+    rid = args.get("reservation_id")
+    if isinstance(rid, str) and rid in reservations:
+        reservations[rid] = deepcopy(reservations[rid])
+        uid = reservations[rid]["user_id"]
+        users[uid] = deepcopy(users[uid])
+    uid = args.get("user_id")
+    if isinstance(uid, str) and uid in users:
+        users[uid] = deepcopy(users[uid])
+    copy = {"users": users, "reservations": reservations, "flights": data["flights"]}
+    try:
+        return str(tools[tool](data=copy, **args))
+    except Exception as e:  # noqa: BLE001 — the benchmark's Env.step does the same
+        return f"Error: {e}"
+
+
+# --- facts the database shows ---------------------------------------------------------------
+
+def _status(data: Mapping[str, Any], seg: Mapping[str, Any]) -> dict[str, Any]:
+    flight = data["flights"].get(seg["flight_number"]) or {}
+    found: dict[str, Any] = flight.get("dates", {}).get(seg["date"]) or {}
+    return found
+
+
+def _flown(data: Mapping[str, Any], seg: Mapping[str, Any]) -> bool:
+    """A segment already used: its flight took off (flying) or landed that day."""
+    return _status(data, seg).get("status") in ("flying", "landed")
+
+
+def _was_delayed(data: Mapping[str, Any], seg: Mapping[str, Any]) -> bool:
+    """The flight of the segment is delayed, or arrived later than scheduled."""
+    st = _status(data, seg)
+    if st.get("status") == "delayed":
+        return True
+    actual = st.get("actual_arrival_time_est")
+    if not actual:
+        return False
+    flight = data["flights"][seg["flight_number"]]
+    dep = datetime.fromisoformat(f"{seg['date']}T{flight['scheduled_departure_time_est']}")
+    when, _, days = flight["scheduled_arrival_time_est"].partition("+")  # "02:30:00+1"
+    arr = datetime.fromisoformat(f"{seg['date']}T{when}") + timedelta(days=int(days or 0))
+    if arr < dep:
+        arr += timedelta(days=1)  # an overnight flight
+    return datetime.fromisoformat(actual) > arr
+
+
+def _connects(segs: list[Mapping[str, Any]], data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for s in segs:
+        f = data["flights"].get(s["flight_number"])
+        if f is None:
+            return []
+        out.append((f["origin"], f["destination"]))
+    return out
+
+
+def _trip_ok(legs: list[tuple[str, str]], origin: str, destination: str, kind: str) -> bool:
+    """The legs, in order, go origin → destination (one way), or origin → destination →
+    origin (round trip), each leg leaving from where the previous one arrived."""
+    if not legs or legs[0][0] != origin:
+        return False
+    for a, b in zip(legs, legs[1:], strict=False):
+        if a[1] != b[0]:
+            return False
+    stops = [legs[0][0]] + [leg[1] for leg in legs]
+    if kind == "one_way":
+        return stops[-1] == destination and origin not in stops[1:]
+    if kind == "round_trip":
+        return stops[-1] == origin and destination in stops[1:-1]
+    return False
+
+
+# --- the oracle ---------------------------------------------------------------------------
+
+def judge(data: Mapping[str, Any], tool: str, args: Mapping[str, Any], customer: str | None,
+          said: Mapping[str, str], now: datetime = NOW,
+          api: Mapping[str, Callable[..., str]] | None = None) -> Verdict:
+    if api is not None:
+        answer = api_answer(api, data, tool, args)
+        if answer.startswith("Error"):
+            return Verdict("api_error", answer)
+    return {"book_reservation": _book, "cancel_reservation": _cancel,
+            "update_reservation_flights": _flights, "update_reservation_baggages": _bags,
+            "update_reservation_passengers": _passengers,
+            "send_certificate": _certificate}[tool](data, args, customer, said, now)
+
+
+def _owner(customer: str | None, uid: str) -> Verdict | None:
+    if customer != f"customer:{uid}":
+        return _breaks(S_USER, f"the call is for {customer}, the customer is {uid}")
+    return None
+
+
+def _confirmed(said: Mapping[str, str]) -> Verdict | None:
+    if said.get("airline:confirmed") != "yes":
+        return _breaks(S_CONFIRM, "no explicit yes")
+    return None
+
+
+def _book(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
+          said: Mapping[str, str], now: datetime) -> Verdict:
+    user = data["users"][a["user_id"]]
+    for v in (_owner(customer, a["user_id"]), _confirmed(said)):
+        if v:
+            return v
+    pax = len(a["passengers"])
+    if pax > 5 or pax < 1:
+        return _breaks(S_FIVE, f"{pax} passengers")
+    kinds: dict[str, set[str]] = {"certificate": set(), "credit_card": set(), "gift_card": set()}
+    for p in a["payment_methods"]:
+        kinds[user["payment_methods"][p["payment_id"]]["source"]].add(p["payment_id"])
+        if p["amount"] < 0:
+            return _breaks(S_PAY, "a negative amount")
+    if len(kinds["certificate"]) > 1 or len(kinds["credit_card"]) > 1 \
+            or len(kinds["gift_card"]) > 3:
+        return _breaks(S_PAY, {k: len(v) for k, v in kinds.items()}.__repr__())
+    legs = _connects(a["flights"], data)
+    if not _trip_ok(legs, a["origin"], a["destination"], a["flight_type"]):
+        return _breaks(S_TRIP, f"{legs} is not a {a['flight_type']} {a['origin']}-"
+                               f"{a['destination']}")
+    free = FREE[user["membership"]][a["cabin"]] * pax
+    expected = max(0, a["total_baggages"] - free)
+    if a["nonfree_baggages"] != expected:
+        return _breaks(S_BAGS, f"{a['total_baggages']} bags, {free} free: {expected} to pay "
+                               f"for, not {a['nonfree_baggages']}")
+    return OK
+
+
+def _reservation(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None
+                 ) -> tuple[dict[str, Any], Verdict | None]:
+    res = data["reservations"][a["reservation_id"]]
+    v = _owner(customer, res["user_id"])
+    if v is None and res.get("status") == "cancelled":
+        v = _breaks(S_DONE)
+    return res, v
+
+
+def _cancel(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
+            said: Mapping[str, str], now: datetime) -> Verdict:
+    res, v = _reservation(data, a, customer)
+    if v:
+        return v
+    reason = said.get("airline:cancellationReason")
+    if reason is None:
+        return _breaks(S_REASON, "no reason")
+    if any(_flown(data, s) for s in res["flights"]):
+        return _breaks(S_FLOWN)
+    if now - datetime.fromisoformat(res["created_at"]) <= timedelta(hours=24):
+        return OK
+    airline_cancelled = any(_status(data, s).get("status") == "cancelled"
+                            for s in res["flights"])
+    if airline_cancelled:
+        return OK
+    if reason == "airline_cancelled":
+        return _breaks(S_CANCEL, "the customer says the airline cancelled; no flight is")
+    if res["cabin"] == "business":
+        return OK
+    if res["insurance"] == "yes" and reason in ("health", "weather"):
+        return OK
+    if res["insurance"] == "yes" and reason == "other":
+        # ambiguous: "other reasons" are the policy's third kind of reason; the benchmark's
+        # reference actions cancel insured reservations for them (tasks 28, 31, 33, 34)
+        return OK
+    return _breaks(S_CANCEL, f"{res['cabin']}, insurance {res['insurance']}, reason {reason}, "
+                             f"booked {res['created_at']}")
+
+
+def _flights(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
+             said: Mapping[str, str], now: datetime) -> Verdict:
+    res, v = _reservation(data, a, customer)
+    if v:
+        return v
+    v = _confirmed(said)
+    if v:
+        return v
+    old = [(s["flight_number"], s["date"]) for s in res["flights"]]
+    new = [(s["flight_number"], s["date"]) for s in a["flights"]]
+    if res["cabin"] == "basic_economy" and sorted(old) != sorted(new):
+        return _breaks(S_BASIC, f"{old} -> {new}")
+    legs = _connects(a["flights"], data)
+    if not _trip_ok(legs, res["origin"], res["destination"], res["flight_type"]):
+        return _breaks(S_ROUTE, f"{legs} is not a {res['flight_type']} {res['origin']}-"
+                                f"{res['destination']}")
+    user = data["users"][res["user_id"]]
+    source = user["payment_methods"][a["payment_id"]]["source"]
+    if source not in ("gift_card", "credit_card"):
+        return _breaks(S_CHANGE_PAY, source)
+    dropped_flown = [s for s in res["flights"] if (s["flight_number"], s["date"]) not in new
+                     and _flown(data, s)]
+    if dropped_flown:
+        # not a sentence of wiki.md: recorded as its own class for adjudication
+        return Verdict("respects", "", "note: a flown segment is replaced")
+    return OK
+
+
+def _bags(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
+          said: Mapping[str, str], now: datetime) -> Verdict:
+    res, v = _reservation(data, a, customer)
+    if v:
+        return v
+    v = _confirmed(said)
+    if v:
+        return v
+    if a["total_baggages"] < res["total_baggages"]:
+        return _breaks(S_REMOVE, f"{res['total_baggages']} -> {a['total_baggages']}")
+    user = data["users"][res["user_id"]]
+    free = FREE[user["membership"]][res["cabin"]] * len(res["passengers"])
+    # bags beyond the allowance are paid; bags already paid for stay paid (nothing is refunded)
+    expected = max(res["nonfree_baggages"], a["total_baggages"] - free, 0)
+    if a["nonfree_baggages"] != expected:
+        return _breaks(S_BAGS, f"{a['total_baggages']} bags, {free} free, "
+                               f"{res['nonfree_baggages']} paid before: {expected} to pay for, "
+                               f"not {a['nonfree_baggages']}")
+    return OK
+
+
+def _passengers(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
+                said: Mapping[str, str], now: datetime) -> Verdict:
+    res, v = _reservation(data, a, customer)
+    if v:
+        return v
+    return _confirmed(said) or OK
+
+
+def _certificate(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
+                 said: Mapping[str, str], now: datetime) -> Verdict:
+    uid = a["user_id"]
+    v = _owner(customer, uid)
+    if v:
+        return v
+    ground = said.get("airline:compensationRequested")
+    if ground not in ("cancelled_flight", "delayed_flight"):
+        return _breaks(S_ASK, "no complaint asking for compensation")
+    user = data["users"][uid]
+    shows = (lambda s: _status(data, s).get("status") == "cancelled") \
+        if ground == "cancelled_flight" else (lambda s: _was_delayed(data, s))
+    unit = 100 if ground == "cancelled_flight" else 50
+    concerned = [r for r in (data["reservations"].get(rid) for rid in user["reservations"])
+                 if r is not None and any(shows(s) for s in r["flights"])]
+    if not concerned:
+        return _breaks(S_FACTS, f"no reservation of {uid} shows a {ground}")
+    eligible = [r for r in concerned if user["membership"] in ("silver", "gold")
+                or r["insurance"] == "yes" or r["cabin"] == "business"]
+    if not eligible:
+        return _breaks(S_ELIGIBLE, "regular, no insurance, (basic) economy")
+    amounts = {unit * len(r["passengers"]) for r in eligible}
+    if a["amount"] not in amounts:
+        return _breaks(S_AMOUNT, f"{a['amount']} not in {sorted(amounts)}")
+    return OK

@@ -32,7 +32,6 @@ import sys
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +129,7 @@ class Gen:
         pax = [dict(p) for p in r["passengers"]]
         pax[0] = {**pax[0], "first_name": pax[0]["first_name"] + "a"}
         if self.rng.random() < 0.05:
-            pax = pax + [{"first_name": "Extra", "last_name": "Person", "dob": "1990-01-01"}]
+            pax = [*pax, {"first_name": "Extra", "last_name": "Person", "dob": "1990-01-01"}]
         self.add("passengers", "update_reservation_passengers",
                  {"reservation_id": rid, "passengers": pax}, uid, self.said())
         # flights
@@ -182,8 +181,8 @@ class Gen:
                     if self.avail_dates(n)]
             if back:
                 n = self.rng.choice(back)
-                out.append(("add-return", segs + [{"flight_number": n,
-                                                   "date": self.avail_dates(n)[-1]}], r["cabin"]))
+                back_seg = {"flight_number": n, "date": self.avail_dates(n)[-1]}
+                out.append(("add-return", [*segs, back_seg], r["cabin"]))
         return out
 
     # every user ----------------------------------------------------------------------------

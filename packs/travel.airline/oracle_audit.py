@@ -21,6 +21,7 @@ through this oracle, and counts the disagreements by class.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import subprocess
 import sys
 import tempfile
@@ -50,7 +51,8 @@ S_ROUTE = ("Other reservations can be modified without changing the origin, dest
 S_REMOVE = "The user can add but not remove checked bags."
 S_CHANGE_PAY = ("If the flights are changed, the user needs to provide one gift card or credit "
                 "card for payment or refund method.")
-S_REASON = "The agent must first obtain the user id, the reservation id, and the reason for cancellation"
+S_REASON = ("The agent must first obtain the user id, the reservation id, and the reason for "
+            "cancellation")
 S_CANCEL = ("All reservations can be cancelled within 24 hours of booking, or if the airline "
             "cancelled the flight. Otherwise, basic economy or economy flights can be cancelled "
             "only if travel insurance is bought and the condition is met, and business flights "
@@ -141,7 +143,7 @@ def api_answer(tools: Mapping[str, Callable[..., str]], data: Mapping[str, Any],
     copy = {"users": users, "reservations": reservations, "flights": data["flights"]}
     try:
         return str(tools[tool](data=copy, **args))
-    except Exception as e:  # noqa: BLE001 — the benchmark's Env.step does the same
+    except Exception as e:
         return f"Error: {e}"
 
 
@@ -190,7 +192,7 @@ def _trip_ok(legs: list[tuple[str, str]], origin: str, destination: str, kind: s
     origin (round trip), each leg leaving from where the previous one arrived."""
     if not legs or legs[0][0] != origin:
         return False
-    for a, b in zip(legs, legs[1:], strict=False):
+    for a, b in itertools.pairwise(legs):
         if a[1] != b[0]:
             return False
     stops = [legs[0][0]] + [leg[1] for leg in legs]
@@ -347,7 +349,7 @@ def _bags(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
 
 def _passengers(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
                 said: Mapping[str, str], now: datetime) -> Verdict:
-    res, v = _reservation(data, a, customer)
+    _res, v = _reservation(data, a, customer)
     if v:
         return v
     return _confirmed(said) or OK

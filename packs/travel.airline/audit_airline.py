@@ -28,10 +28,12 @@ import argparse
 import json
 import random
 import shutil
+import sqlite3
 import sys
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +176,8 @@ class Gen:
             new = [dict(x) for x in segs]
             new[-1] = {"flight_number": self.rng.choice(elsewhere), "date": last["date"]}
             out.append(("other-destination", new, r["cabin"]))
+        out.append(("empty", [], r["cabin"]))
+        out.append(("duplicated", [*segs, segs[-1]], r["cabin"]))
         if r["flight_type"] == "round_trip" and len(segs) >= 2:
             out.append(("drop-return", segs[: len(segs) // 2], r["cabin"]))
         else:
@@ -251,11 +255,19 @@ class Gen:
                 destination = self.d["flights"][n]["destination"]
         shown_destination = destination
         tag = kind
+        if ftype == "one_way" and len(flights) == 1 and rng.random() < 0.05:
+            ftype, tag = "round_trip", kind + "/labelled-round-trip"
+        elif rng.random() < 0.04:  # a second flight that does not leave from the first's end
+            away = [n for n in nums if self.d["flights"][n]["origin"] not in (
+                destination, origin) and self.available(n, date)]
+            if away:
+                flights.append({"flight_number": rng.choice(away), "date": date})
+                tag = kind + "/disconnected"
         if rng.random() < 0.08:  # the trip named is not the flights'
             shown_destination = rng.choice(sorted({x["destination"] for x in
                                                    self.d["flights"].values()} - {destination}))
             tag += "/wrong-destination"
-        pax_n = rng.choice((1, 1, 1, 2, 2, 3, 4, 5, 6))
+        pax_n = rng.choice((0, 1, 1, 1, 1, 2, 2, 3, 4, 5, 6))
         cabin = rng.choice(oracle.CABINS)
         seats = min(self.d["flights"][s["flight_number"]]["dates"][s["date"]]
                     ["available_seats"][cabin] for s in flights)
@@ -311,15 +323,160 @@ class Gen:
                   "insurance": insurance}, uid, self.said())
 
 
-def generate(data: dict[str, Any], seed: int) -> list[dict[str, Any]]:
+    # conversations: several writes in a row, each judged on the database the earlier ones
+    # left (what one call on the benchmark's database cannot reach) ------------------------
+    def call(self, kind: str, tool: str, args: dict[str, Any], uid: str,
+             said: dict[str, str] | None = None) -> dict[str, Any]:
+        self.add(kind, tool, args, uid, said)
+        return self.calls.pop()
+
+    def sequences(self) -> list[list[dict[str, Any]]]:
+        d, rng = self.d, self.rng
+        seqs: list[list[dict[str, Any]]] = []
+        for rid in sorted(d["reservations"]):
+            r = d["reservations"][rid]
+            uid = r["user_id"]
+            user = d["users"][uid]
+            n = len(r["passengers"])
+            st = [d["flights"][x["flight_number"]]["dates"].get(x["date"], {}).get("status")
+                  for x in r["flights"]]
+            cards = [p for p in sorted(user["payment_methods"])
+                     if user["payment_methods"][p]["source"] in ("credit_card", "gift_card")]
+            if not cards:
+                continue
+            card = cards[0]
+            segs = [{"flight_number": x["flight_number"], "date": x["date"]}
+                    for x in r["flights"]]
+            cert = {"user_id": uid, "amount": 50 * n}
+            delayed = {"airline:compensationRequested": "delayed_flight"}
+            if "delayed" in st:
+                reason = "health" if r["insurance"] == "yes" else "change_of_plan"
+                seqs.append([
+                    self.call("seq/cancel-delayed", "cancel_reservation",
+                              {"reservation_id": rid}, uid,
+                              {"airline:cancellationReason": reason}),
+                    self.call("seq/cancel-delayed/then-certificate", "send_certificate",
+                              cert, uid, delayed)])
+                i = st.index("delayed")
+                x = r["flights"][i]
+                alts = [(m, dt) for m in self.by_route[(x["origin"], x["destination"])]
+                        for dt in (x["date"], "2024-05-16") if (m, dt) != (
+                            x["flight_number"], x["date"]) and self.available(m, dt)]
+                if alts and r["cabin"] != "basic_economy":
+                    m, dt = rng.choice(alts)
+                    new = [dict(y) for y in segs]
+                    new[i] = {"flight_number": m, "date": dt}
+                    seqs.append([
+                        self.call("seq/change-delayed", "update_reservation_flights",
+                                  {"reservation_id": rid, "cabin": r["cabin"], "flights": new,
+                                   "payment_id": card}, uid, YES),
+                        self.call("seq/change-delayed/then-certificate", "send_certificate",
+                                  cert, uid, delayed)])
+            if "cancelled" in st:
+                c = {"user_id": uid, "amount": 100 * n}
+                ground = {"airline:compensationRequested": "cancelled_flight"}
+                seqs.append([self.call("seq/certificate", "send_certificate", c, uid, ground),
+                             self.call("seq/certificate/again", "send_certificate", c, uid,
+                                       ground)])
+                seqs.append([
+                    self.call("seq/cancel-cancelled", "cancel_reservation",
+                              {"reservation_id": rid}, uid,
+                              {"airline:cancellationReason": "airline_cancelled"}),
+                    self.call("seq/cancel-cancelled/then-certificate", "send_certificate", c,
+                              uid, ground)])
+                others = [o for o in user["reservations"] if o != rid and o in d["reservations"]
+                          and len(d["reservations"][o]["passengers"]) == n and any(
+                              d["flights"][y["flight_number"]]["dates"].get(y["date"], {})
+                              .get("status") == "cancelled"
+                              for y in d["reservations"][o]["flights"])]
+                if others:
+                    seqs.append([
+                        self.call("seq/certificate-two-reservations", "send_certificate", c,
+                                  uid, ground),
+                        self.call("seq/certificate-two-reservations/second", "send_certificate",
+                                  c, uid, ground)])
+            if any(x != "available" for x in st) or rng.random() > 0.25:
+                continue
+            up = "business" if r["cabin"] != "business" else "economy"
+            change = self.call(f"seq/cabin-{up}", "update_reservation_flights",
+                               {"reservation_id": rid, "cabin": up, "flights": segs,
+                                "payment_id": card}, uid, YES)
+            # bags after the change of cabin, at the new cabin's allowance or the old one's
+            k = rng.choice((1, 2, 3))
+            which = rng.choice((up, r["cabin"]))
+            free = oracle.FREE[user["membership"]][which] * n
+            total = r["total_baggages"] + k
+            seqs.append([change, self.call(
+                f"seq/cabin-{up}/then-bags-at-{'new' if which == up else 'old'}-allowance",
+                "update_reservation_baggages",
+                {"reservation_id": rid, "total_baggages": total,
+                 "nonfree_baggages": max(r["nonfree_baggages"], total - free, 0),
+                 "payment_id": card}, uid, YES)])
+            reason = rng.choice(("change_of_plan", "other"))
+            seqs.append([change, self.call(f"seq/cabin-{up}/then-cancel-{reason}",
+                                           "cancel_reservation", {"reservation_id": rid}, uid,
+                                           {"airline:cancellationReason": reason})])
+            x = r["flights"][0]
+            alts = [m for m in self.by_route[(x["origin"], x["destination"])]
+                    if m != x["flight_number"] and self.available(m, x["date"])]
+            if alts:
+                new = [dict(y) for y in segs]
+                new[0] = {"flight_number": rng.choice(alts), "date": x["date"]}
+                seqs.append([
+                    self.call("seq/change-no-delay", "update_reservation_flights",
+                              {"reservation_id": rid, "cabin": r["cabin"], "flights": new,
+                               "payment_id": card}, uid, YES),
+                    self.call("seq/change-no-delay/then-delay-certificate", "send_certificate",
+                              cert, uid, delayed)])
+            if r["cabin"] == "basic_economy":
+                up = "economy"
+                change = self.call(f"seq/cabin-{up}", "update_reservation_flights",
+                                   {"reservation_id": rid, "cabin": up, "flights": segs,
+                                    "payment_id": card}, uid, YES)
+            if alts:
+                named = rng.choice((up, r["cabin"]))
+                seqs.append([change, self.call(
+                    f"seq/cabin-{up}/then-flights-named-{'new' if named == up else 'old'}",
+                    "update_reservation_flights",
+                    {"reservation_id": rid, "cabin": named, "flights": new,
+                     "payment_id": card}, uid, YES)])
+            bag = {"reservation_id": rid, "payment_id": card}
+            t1 = r["total_baggages"] + 1
+            free = oracle.FREE[user["membership"]][r["cabin"]] * n
+            nf1 = max(r["nonfree_baggages"], t1 - free, 0)
+            seqs.append([
+                self.call("seq/bag", "update_reservation_baggages",
+                          {**bag, "total_baggages": t1, "nonfree_baggages": nf1}, uid, YES),
+                self.call("seq/bag/then-bag", "update_reservation_baggages",
+                          {**bag, "total_baggages": t1 + 1,
+                           "nonfree_baggages": max(nf1, t1 + 1 - free, 0)}, uid, YES)])
+        for uid in sorted(d["users"])[::5]:
+            user = d["users"][uid]
+            before = len(self.calls)
+            self.booking(uid, user)
+            book = self.calls.pop() if len(self.calls) > before else None
+            if book is None or "bags-right" not in book["kind"] or any(
+                    w in book["kind"] for w in ("wrong", "disconnected", "labelled", "pax0")):
+                continue
+            reason = rng.choice(REASONS)
+            seqs.append([book, self.call(f"seq/book/then-cancel-{reason}",
+                                         "cancel_reservation", {"reservation_id": "HATHAT"},
+                                         uid, {"airline:cancellationReason": reason})])
+        return seqs
+
+
+def generate(data: dict[str, Any], seed: int) -> tuple[list[dict[str, Any]],
+                                                      list[list[dict[str, Any]]]]:
     g = Gen(data, seed)
     for rid in sorted(data["reservations"]):
         g.reservation(rid)
     for uid in sorted(data["users"]):
         g.user(uid)
-    for i, c in enumerate(g.calls):
-        c["n"] = i
-    return g.calls
+    seqs = g.sequences()
+    for n, c in enumerate([*g.calls, *(c for seq in seqs for c in seq)]):
+        c["n"] = n
+    seqs = [[dict(c) for c in seq] for seq in seqs]  # a call shared by two conversations
+    return g.calls, seqs
 
 
 # --- the pack -------------------------------------------------------------------------------
@@ -338,8 +495,8 @@ class Pack:
         self.now = e("db:DEFAULT_NOW")
         self.db = e("db:AirlineDB")(db_file)
 
-    def judge(self, c: dict[str, Any]) -> tuple[str, list[str]]:
-        with self.db.reading() as conn:
+    def judge(self, c: dict[str, Any], db: Any = None) -> tuple[str, list[str]]:
+        with (db or self.db).reading() as conn:
             v = self.view(conn, self.created_at(self.now))
             answer = self.api_writes[c["tool"]](v, **c["args"])
             if answer.startswith("Error"):
@@ -350,6 +507,39 @@ class Pack:
         if not found:
             return "respects", []
         return "breaks", sorted({f.code for f in found})
+
+    def apply(self, db_file: Path, c: dict[str, Any]) -> None:
+        """The call's API run on the database (whatever the verdict: the conversation goes
+        on from what the benchmark's trajectory would see)."""
+        conn = sqlite3.connect(db_file)
+        try:
+            v = self.view(conn, self.created_at(self.now))
+            if not self.api_writes[c["tool"]](v, **c["args"]).startswith("Error"):
+                v.flush()
+                conn.commit()
+        finally:
+            conn.close()
+
+    def conversation(self, template: Path, tmp: Path, seq: list[dict[str, Any]],
+                     data: dict[str, Any], api: Any) -> list[dict[str, Any]]:
+        db_file = tmp / "conversation.sqlite"
+        db_file.unlink(missing_ok=True)
+        copy_db(template, db_file)
+        db = self.db.__class__(db_file)
+        rows, history = [], []
+        for c in seq:
+            verdict, codes = self.judge(c, db)
+            o = oracle.judge(data, c["tool"], c["args"], c["customer"], c["said"], api=api,
+                             history=history)
+            rows.append({**c, "pack": verdict, "codes": codes, "oracle": o.kind,
+                         "sentence": o.sentence, "detail": o.detail})
+            rid = c["args"].get("reservation_id")
+            before = deepcopy(data["reservations"].get(rid)) if isinstance(rid, str) else None
+            answer, data = oracle.apply(api, data, c["tool"], c["args"])
+            if not answer.startswith("Error"):
+                history.append({"tool": c["tool"], "args": c["args"], "before": before})
+            self.apply(db_file, c)
+        return rows
 
 
 def submit_fresh(template: Path, tmp: Path, c: dict[str, Any], i: int) -> tuple[str, list[str]]:
@@ -378,6 +568,16 @@ def submit_fresh(template: Path, tmp: Path, c: dict[str, Any], i: int) -> tuple[
     return "breaks", sorted(got["codes"])
 
 
+def copy_db(src: Path, dst: Path) -> None:
+    """A consistent copy of a SQLite database (its WAL included)."""
+    a, b = sqlite3.connect(src), sqlite3.connect(dst)
+    try:
+        a.backup(b)
+    finally:
+        a.close()
+        b.close()
+
+
 def load(data_dir: Path) -> dict[str, Any]:
     return {name: json.loads((data_dir / f"{name}.json").read_text(encoding="utf-8"))
             for name in ("users", "reservations", "flights")}
@@ -397,7 +597,7 @@ def classes(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 def run(args: argparse.Namespace) -> Iterator[str]:
     data = load(args.data)
     api = oracle.load_benchmark_tools(args.tau)
-    calls = generate(data, args.seed)
+    calls, seqs = generate(data, args.seed)
     with tempfile.TemporaryDirectory(prefix="airline-audit-") as tmp_name:
         tmp = Path(tmp_name)
         home = tmp / "home"
@@ -413,9 +613,12 @@ def run(args: argparse.Namespace) -> Iterator[str]:
                 rows.append({**c, "pack": verdict, "codes": codes, "oracle": o.kind,
                              "sentence": o.sentence, "detail": o.detail})
             template = tmp / "template.sqlite"
-            shutil.copyfile(db_file, template)
-        by_tool = Counter(c["tool"] for c in calls)
-        yield f"calls generated: {len(calls)} (seed {args.seed}): " + ", ".join(
+            copy_db(db_file, template)
+            for seq in seqs:
+                rows += pack.conversation(template, tmp, seq, data, api)
+        by_tool = Counter(r["tool"] for r in rows)
+        yield f"calls generated: {len(rows)} (seed {args.seed}; {len(calls)} alone, " \
+              f"{len(rows) - len(calls)} in {len(seqs)} conversations): " + ", ".join(
             f"{t} {n}" for t, n in sorted(by_tool.items()))
         yield "pack: " + ", ".join(f"{k} {v}" for k, v in sorted(
             Counter(r["pack"] for r in rows).items()))
@@ -427,21 +630,25 @@ def run(args: argparse.Namespace) -> Iterator[str]:
         if args.confirm:
             rng = random.Random(args.seed + 1)
             by: dict[str, list[dict[str, Any]]] = defaultdict(list)
-            for r in rows:
+            for r in rows[: len(calls)]:  # calls alone: each on the benchmark's database
                 by[f"{r['tool']}/{r['pack']}"].append(r)
             sample = []
             for key in sorted(by):
                 sample += rng.sample(by[key], min(len(by[key]), max(
                     3, args.confirm * len(by[key]) // len(rows))))
-            same = 0
+            same = same_codes = 0
             for i, r in enumerate(sample):
                 got = submit_fresh(template, tmp, r, i)
-                if got[0] == r["pack"] and (got[0] != "breaks" or got[1] == r["codes"]):
+                if got[0] == r["pack"]:
                     same += 1
+                    # Cedar refuses first what it decides alone: its codes then stand alone
+                    same_codes += got[1] == r["codes"] or r["pack"] == "api_error"
                 else:
                     yield f"  Runtime.submit differs on #{r['n']}: {got} vs {r['pack']} " \
                           f"{r['codes']}"
-            yield f"Runtime.submit on a fresh database: {same}/{len(sample)} verdicts identical"
+            yield (f"Runtime.submit on a fresh database: {same}/{len(sample)} verdicts "
+                   f"identical ({same_codes} with the same reason codes; the others: Cedar "
+                   "refused first, with a subset of the codes)")
         dis = classes(rows)
         yield f"disagreements: {sum(len(v) for v in dis.values())} in {len(dis)} classes"
         for key, rs in sorted(dis.items(), key=lambda kv: -len(kv[1])):

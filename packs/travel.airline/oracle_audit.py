@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from copy import deepcopy
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -48,6 +48,8 @@ S_TRIP = "The agent must first obtain the user id, then ask for the trip type, o
 S_BASIC = "Basic economy flights cannot be modified."
 S_ROUTE = ("Other reservations can be modified without changing the origin, destination, "
            "and trip type.")
+S_CABIN = ("Cabin class must be the same across all the flights in the same reservation; "
+           "changing cabin for just one flight segment is not possible.")
 S_REMOVE = "The user can add but not remove checked bags."
 S_CHANGE_PAY = ("If the flights are changed, the user needs to provide one gift card or credit "
                 "card for payment or refund method.")
@@ -161,15 +163,19 @@ def _flown(data: Mapping[str, Any], seg: Mapping[str, Any]) -> bool:
 
 
 def _was_delayed(data: Mapping[str, Any], seg: Mapping[str, Any]) -> bool:
-    """The flight of the segment is delayed, or arrived later than scheduled."""
+    """The flight of the segment is delayed, or took off or arrived later than scheduled
+    (a flight that left late is a delayed flight, whenever it arrived)."""
     st = _status(data, seg)
     if st.get("status") == "delayed":
+        return True
+    flight = data["flights"][seg["flight_number"]]
+    dep = datetime.fromisoformat(f"{seg['date']}T{flight['scheduled_departure_time_est']}")
+    left = st.get("actual_departure_time_est")
+    if left and datetime.fromisoformat(left) > dep:
         return True
     actual = st.get("actual_arrival_time_est")
     if not actual:
         return False
-    flight = data["flights"][seg["flight_number"]]
-    dep = datetime.fromisoformat(f"{seg['date']}T{flight['scheduled_departure_time_est']}")
     when, _, days = flight["scheduled_arrival_time_est"].partition("+")  # "02:30:00+1"
     arr = datetime.fromisoformat(f"{seg['date']}T{when}") + timedelta(days=int(days or 0))
     if arr < dep:
@@ -207,15 +213,61 @@ def _trip_ok(legs: list[tuple[str, str]], origin: str, destination: str, kind: s
 
 def judge(data: Mapping[str, Any], tool: str, args: Mapping[str, Any], customer: str | None,
           said: Mapping[str, str], now: datetime = NOW,
-          api: Mapping[str, Callable[..., str]] | None = None) -> Verdict:
+          api: Mapping[str, Callable[..., str]] | None = None,
+          history: Sequence[Mapping[str, Any]] = ()) -> Verdict:
+    """``history``: the writes executed earlier in the same conversation, each
+    ``{"tool", "args", "before"}`` (``before``: the reservation it changed, as it was)."""
     if api is not None:
         answer = api_answer(api, data, tool, args)
         if answer.startswith("Error"):
             return Verdict("api_error", answer)
+    if tool == "send_certificate":
+        return _certificate(data, args, customer, said, now, history)
     return {"book_reservation": _book, "cancel_reservation": _cancel,
             "update_reservation_flights": _flights, "update_reservation_baggages": _bags,
-            "update_reservation_passengers": _passengers,
-            "send_certificate": _certificate}[tool](data, args, customer, said, now)
+            "update_reservation_passengers": _passengers}[tool](data, args, customer, said, now)
+
+
+def apply(tools: Mapping[str, Callable[..., str]], data: dict[str, Any], tool: str,
+          args: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The benchmark's API run on a copy; the data after it. The API leaves a reservation's
+    ``cabin`` as it was after a change of cabin: the copy records the cabin the call set (the
+    cabin the reservation now flies), which is what the policy's sentences speak of."""
+    users = dict(data["users"])
+    reservations = dict(data["reservations"])
+    rid = args.get("reservation_id")
+    if isinstance(rid, str) and rid in reservations:
+        reservations[rid] = deepcopy(reservations[rid])
+        users[reservations[rid]["user_id"]] = deepcopy(users[reservations[rid]["user_id"]])
+    uid = args.get("user_id")
+    if isinstance(uid, str) and uid in users:
+        users[uid] = deepcopy(users[uid])
+    new = {"users": users, "reservations": reservations, "flights": data["flights"]}
+    try:
+        answer = str(tools[tool](data=new, **args))
+    except Exception as e:
+        return f"Error: {e}", data
+    if answer.startswith("Error"):
+        return answer, data
+    if tool == "update_reservation_flights":
+        # what the reservation flies now: each kept segment stays in the cabin it flew (the
+        # API keeps it only when the cabin named is the record's), the others are in the cabin
+        # named; the API's own record is left as the API leaves it
+        old = data["reservations"][rid]
+        kept = {(f["flight_number"], f["date"]) for f in old["flights"]} \
+            if args["cabin"] == old["cabin"] else set()
+        was = cabin_of(data, old)
+        new["cabin_now"] = {**data.get("cabin_now", {}), rid: sorted(
+            {was if (f["flight_number"], f["date"]) in kept else args["cabin"]
+             for f in args["flights"]})}
+    return answer, new
+
+
+def cabin_of(data: Mapping[str, Any], res: Mapping[str, Any]) -> str:
+    """The cabin the reservation flies (its record's, unless a change of cabin in the
+    conversation moved it: the API does not update the record)."""
+    now = data.get("cabin_now", {}).get(res["reservation_id"])
+    return str(now[0]) if now and len(now) == 1 else str(res["cabin"])
 
 
 def _owner(customer: str | None, uid: str) -> Verdict | None:
@@ -280,22 +332,20 @@ def _cancel(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
         return _breaks(S_FLOWN)
     if now - datetime.fromisoformat(res["created_at"]) <= timedelta(hours=24):
         return OK
-    airline_cancelled = any(_status(data, s).get("status") == "cancelled"
-                            for s in res["flights"])
-    if airline_cancelled:
-        return OK
-    if reason == "airline_cancelled":
-        return _breaks(S_CANCEL, "the customer says the airline cancelled; no flight is")
-    if res["cabin"] == "business":
-        return OK
+    if any(_status(data, s).get("status") == "cancelled" for s in res["flights"]):
+        return OK  # "or if the airline cancelled the flight" (whatever reason was given)
+    if cabin_of(data, res) == "business":
+        return OK  # "business flights can always be cancelled" (whatever reason was given)
     if res["insurance"] == "yes" and reason in ("health", "weather"):
         return OK
     if res["insurance"] == "yes" and reason == "other":
         # ambiguous: "other reasons" are the policy's third kind of reason; the benchmark's
         # reference actions cancel insured reservations for them (tasks 28, 31, 33, 34)
         return OK
-    return _breaks(S_CANCEL, f"{res['cabin']}, insurance {res['insurance']}, reason {reason}, "
-                             f"booked {res['created_at']}")
+    if reason == "airline_cancelled":
+        return _breaks(S_CANCEL, "the customer says the airline cancelled; no flight is")
+    return _breaks(S_CANCEL, f"{cabin_of(data, res)}, insurance {res['insurance']}, "
+                             f"reason {reason}, booked {res['created_at']}")
 
 
 def _flights(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
@@ -308,10 +358,21 @@ def _flights(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None
         return v
     old = [(s["flight_number"], s["date"]) for s in res["flights"]]
     new = [(s["flight_number"], s["date"]) for s in a["flights"]]
-    if res["cabin"] == "basic_economy" and sorted(old) != sorted(new):
+    flies = cabin_of(data, res)
+    if flies == "basic_economy" and sorted(old) != sorted(new):
         return _breaks(S_BASIC, f"{old} -> {new}")
+    if a["cabin"] != flies and a["cabin"] == res["cabin"] and set(old) & set(new):
+        # the API keeps a flight (at the price of the cabin it flies) only when the cabin
+        # named is the record's, which a change of cabin left behind: the kept flights would
+        # fly one cabin, the new ones another
+        return _breaks(S_CABIN, f"kept flights stay in {flies}, the others in {a['cabin']}")
     legs = _connects(a["flights"], data)
-    if not _trip_ok(legs, res["origin"], res["destination"], res["flight_type"]):
+    if not _trip_ok(legs, res["origin"], res["destination"], res["flight_type"]) and not (
+            # a record whose destination is its origin (a few of the benchmark's): the trip
+            # recorded is "from X back to X" — the new legs connect and start and end at X
+            res["origin"] == res["destination"] and legs and legs[0][0] == res["origin"]
+            and legs[-1][1] == res["origin"]
+            and all(x[1] == y[0] for x, y in itertools.pairwise(legs))):
         return _breaks(S_ROUTE, f"{legs} is not a {res['flight_type']} {res['origin']}-"
                                 f"{res['destination']}")
     user = data["users"][res["user_id"]]
@@ -337,9 +398,13 @@ def _bags(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
     if a["total_baggages"] < res["total_baggages"]:
         return _breaks(S_REMOVE, f"{res['total_baggages']} -> {a['total_baggages']}")
     user = data["users"][res["user_id"]]
-    free = FREE[user["membership"]][res["cabin"]] * len(res["passengers"])
-    # bags beyond the allowance are paid; bags already paid for stay paid (nothing is refunded)
-    expected = max(res["nonfree_baggages"], a["total_baggages"] - free, 0)
+    free = FREE[user["membership"]][cabin_of(data, res)] * len(res["passengers"])
+    # the bags added are free while the allowance of the cabin flown has room for them, the
+    # others are paid; bags held before stay as they were (paid ones are not refunded, free
+    # ones are not charged — after a change to a smaller allowance, too: adjudicated, README)
+    free_left = max(0, free - (res["total_baggages"] - res["nonfree_baggages"]))
+    added = a["total_baggages"] - res["total_baggages"]
+    expected = res["nonfree_baggages"] + max(0, added - free_left)
     if a["nonfree_baggages"] != expected:
         return _breaks(S_BAGS, f"{a['total_baggages']} bags, {free} free, "
                                f"{res['nonfree_baggages']} paid before: {expected} to pay for, "
@@ -356,7 +421,8 @@ def _passengers(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | N
 
 
 def _certificate(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
-                 said: Mapping[str, str], now: datetime) -> Verdict:
+                 said: Mapping[str, str], now: datetime,
+                 history: Sequence[Mapping[str, Any]] = ()) -> Verdict:
     uid = a["user_id"]
     v = _owner(customer, uid)
     if v:
@@ -368,15 +434,35 @@ def _certificate(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | 
     shows = (lambda s: _status(data, s).get("status") == "cancelled") \
         if ground == "cancelled_flight" else (lambda s: _was_delayed(data, s))
     unit = 100 if ground == "cancelled_flight" else 50
-    concerned = [r for r in (data["reservations"].get(rid) for rid in user["reservations"])
-                 if r is not None and any(shows(s) for s in r["flights"])]
+    # "after confirming the facts and changing or cancelling the reservation": a reservation
+    # changed earlier in the conversation is judged on the flights it had before
+    before = {h["args"]["reservation_id"]: h["before"] for h in history
+              if h.get("before") is not None}
+    concerned = []
+    for rid in user["reservations"]:
+        r = data["reservations"].get(rid)
+        if r is None:
+            continue
+        was = before.get(rid, r)
+        if any(shows(s) for s in r["flights"]) or any(shows(s) for s in was["flights"]):
+            concerned.append(r)
     if not concerned:
         return _breaks(S_FACTS, f"no reservation of {uid} shows a {ground}")
     eligible = [r for r in concerned if user["membership"] in ("silver", "gold")
-                or r["insurance"] == "yes" or r["cabin"] == "business"]
+                or r["insurance"] == "yes" or cabin_of(data, r) == "business"]
     if not eligible:
         return _breaks(S_ELIGIBLE, "regular, no insurance, (basic) economy")
-    amounts = {unit * len(r["passengers"]) for r in eligible}
+    amounts = [unit * len(r["passengers"]) for r in eligible]
     if a["amount"] not in amounts:
         return _breaks(S_AMOUNT, f"{a['amount']} not in {sorted(amounts)}")
+    # "a certificate as a gesture": one for each reservation concerned
+    sent = [h["args"]["amount"] for h in history if h["tool"] == "send_certificate"
+            and h["args"].get("user_id") == uid]
+    left = list(amounts)
+    for amount in sent:
+        if amount in left:
+            left.remove(amount)
+    if a["amount"] not in left:
+        return _breaks(S_AMOUNT, f"a certificate of {a['amount']} was already sent for "
+                                 "each reservation concerned")
     return OK

@@ -382,8 +382,9 @@ def _flights(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None
     dropped_flown = [s for s in res["flights"] if (s["flight_number"], s["date"]) not in new
                      and _flown(data, s)]
     if dropped_flown:
-        # not a sentence of wiki.md: recorded as its own class for adjudication
-        return Verdict("respects", "", "note: a flown segment is replaced")
+        # adjudicated (README, fourth audit): replacing a flown segment refunds a flight used
+        # and books it again — the cancelling of a used segment the policy refuses
+        return _breaks(S_FLOWN, "a flown segment would be replaced")
     return OK
 
 

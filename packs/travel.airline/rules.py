@@ -448,6 +448,17 @@ def update_flights(v: api.View, call: Call) -> list[Finding]:
                          f"`cabin` field still says `{recorded}`): {', '.join(kept)} would keep "
                          f"the `{cabin}` price and the new flights be priced in `{recorded}`; "
                          "cabin class must be the same across all the flights"))
+    # a segment already flown stays in the reservation: replacing it would refund a flight
+    # used (the API subtracts its price) and book it again — "The agent can only cancel the
+    # whole trip that is not flown. If any of the segments are already used, the agent cannot
+    # help and transfer is needed." (the fourth audit)
+    used = [f"`{n}` on {d}" for n, d in old
+            if (n, d) not in new and flight_status(v, n, d) in FLOWN]
+    if changed and used:
+        out.append(_deny("airline_segment_flown", f"reservation `{rid}`: {', '.join(used)} "
+                         "already flown would be replaced — a flown segment is kept as it is "
+                         "(only the segments not flown can change; otherwise transfer to a "
+                         "human agent)"))
     if changed:
         route = _route_problem(v, res, list(a["flights"]))
         if route:

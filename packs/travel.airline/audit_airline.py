@@ -465,6 +465,18 @@ class Gen:
         return seqs
 
 
+def for_another(calls: list[dict[str, Any]], users: list[str], seed: int) -> list[dict[str, Any]]:
+    """A few of the calls made for another customer than the one they act on."""
+    rng = random.Random(seed + 2)
+    out = []
+    for c in calls[::40]:
+        other = rng.choice(users)
+        if c["customer"] != f"customer:{other}":
+            out.append({**c, "kind": "another-customer/" + c["kind"],
+                        "customer": f"customer:{other}"})
+    return out
+
+
 def generate(data: dict[str, Any], seed: int) -> tuple[list[dict[str, Any]],
                                                       list[list[dict[str, Any]]]]:
     g = Gen(data, seed)
@@ -472,6 +484,7 @@ def generate(data: dict[str, Any], seed: int) -> tuple[list[dict[str, Any]],
         g.reservation(rid)
     for uid in sorted(data["users"]):
         g.user(uid)
+    g.calls += for_another(g.calls, sorted(data["users"]), seed)
     seqs = g.sequences()
     for n, c in enumerate([*g.calls, *(c for seq in seqs for c in seq)]):
         c["n"] = n

@@ -654,14 +654,13 @@ def run(args: argparse.Namespace) -> Iterator[str]:
                 got = submit_fresh(template, tmp, r, i)
                 if got[0] == r["pack"]:
                     same += 1
-                    # Cedar refuses first what it decides alone: its codes then stand alone
                     same_codes += got[1] == r["codes"] or r["pack"] == "api_error"
                 else:
                     yield f"  Runtime.submit differs on #{r['n']}: {got} vs {r['pack']} " \
                           f"{r['codes']}"
             yield (f"Runtime.submit on a fresh database: {same}/{len(sample)} verdicts "
-                   f"identical ({same_codes} with the same reason codes; the others: Cedar "
-                   "refused first, with a subset of the codes)")
+                   f"identical ({same_codes} with the same reason codes; the others name a "
+                   "subset of the findings' codes)")
         dis = classes(rows)
         yield f"disagreements: {sum(len(v) for v in dis.values())} in {len(dis)} classes"
         for key, rs in sorted(dis.items(), key=lambda kv: -len(kv[1])):

@@ -465,6 +465,59 @@ class Gen:
         return seqs
 
 
+# --- an agent's own calls: a τ-bench trajectories file -------------------------------------
+
+#: what the customer said, read from their messages before the call (crude keywords: the
+#: same statements go to both judges, so a disagreement is about the rules, not the facts)
+REASON_WORDS = (("airline_cancelled", ("airline cancel", "cancelled by the airline",
+                                       "flight was cancelled", "flight got cancelled",
+                                       "flight has been cancelled")),
+                ("health", ("sick", "ill", "health", "hospital", "medical", "unwell")),
+                ("weather", ("weather", "storm", "hurricane", "snow")),
+                ("change_of_plan", ("change of plan", "change in plan", "plans changed",
+                                    "plan changed", "change my plan", "no longer need",
+                                    "don't need", "do not need")))
+
+
+def said_before(messages: list[dict[str, Any]], tool: str) -> dict[str, str]:
+    text = " ".join(str(m.get("content") or "") for m in messages
+                    if m.get("role") == "user").lower()
+    said = {"airline:confirmed": "yes"}
+    if tool == "cancel_reservation":
+        said["airline:cancellationReason"] = next(
+            (reason for reason, words in REASON_WORDS if any(w in text for w in words)),
+            "other")
+    if tool == "send_certificate":
+        said["airline:compensationRequested"] = (
+            "delayed_flight" if "delay" in text else "cancelled_flight")
+    return said
+
+
+def trajectory_conversations(path: Path) -> list[list[dict[str, Any]]]:
+    """Each trajectory's write calls, as the agent made them, with what the customer said
+    before each (``said_before``); the customer is the task's user."""
+    out = []
+    for t_index, t in enumerate(json.loads(path.read_text(encoding="utf-8"))):
+        uid = t["info"]["task"]["user_id"]
+        seq = []
+        for m_index, m in enumerate(t["traj"]):
+            for tc in m.get("tool_calls") or []:
+                name = tc["function"]["name"]
+                if name not in oracle.TOOLS:
+                    continue
+                try:
+                    args = json.loads(tc["function"]["arguments"])
+                except ValueError:
+                    continue
+                seq.append({"kind": f"trajectory/{t_index}/{name}", "tool": name,
+                            "args": args, "customer": f"customer:{uid}",
+                            "said": said_before(t["traj"][:m_index], name),
+                            "n": len(seq)})
+        if seq:
+            out.append(seq)
+    return out
+
+
 def for_another(calls: list[dict[str, Any]], users: list[str], seed: int) -> list[dict[str, Any]]:
     """A few of the calls made for another customer than the one they act on."""
     rng = random.Random(seed + 2)
@@ -611,6 +664,8 @@ def run(args: argparse.Namespace) -> Iterator[str]:
     data = load(args.data)
     api = oracle.load_benchmark_tools(args.tau)
     calls, seqs = generate(data, args.seed)
+    if args.trajectories:  # an agent's own calls instead of generated ones
+        calls, seqs = [], trajectory_conversations(args.trajectories)
     with tempfile.TemporaryDirectory(prefix="airline-audit-") as tmp_name:
         tmp = Path(tmp_name)
         home = tmp / "home"
@@ -681,6 +736,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=20240515)
     ap.add_argument("--confirm", type=int, default=0,
                     help="about this many calls also through Runtime.submit")
+    ap.add_argument("--trajectories", type=Path,
+                    help="a τ-bench trajectories file (historical_trajectories/…airline.json):"
+                         " its agent's writes, conversation by conversation, instead")
     ap.add_argument("--show", type=int, default=3)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()

@@ -692,6 +692,13 @@ def run(args: argparse.Namespace) -> Iterator[str]:
             Counter(r["pack"] for r in rows).items()))
         yield "oracle: " + ", ".join(f"{k} {v}" for k, v in sorted(
             Counter(r["oracle"] for r in rows).items()))
+        kinds: dict[str, Counter[str]] = defaultdict(Counter)
+        for r in rows:
+            head = [*r["kind"].split("/"), ""]
+            kinds[f"{head[0]}/{head[1]}"][r["pack"]] += 1
+        yield "by kind (the pack's verdicts): " + "; ".join(
+            f"{k} " + " ".join(f"{v}:{n}" for v, n in sorted(c.items()))
+            for k, c in sorted(kinds.items()))
         notes = Counter(r["detail"] for r in rows if r["detail"].startswith("note:"))
         for note, n in notes.items():
             yield f"oracle {note}: {n}"

@@ -261,17 +261,6 @@ class ApprovalBook:
                 out.append((found[approval_id], request))
         return out, total
 
-    def undecided_read(self) -> list[tuple[ApprovalState, list[AuditEvent]]]:
-        """:meth:`all_read` of the digests with an approval not decided yet (the derived
-        ``undecided_approvals``). Each digest's every approval is returned, as
-        :meth:`all_read` does; the caller keeps the pending ones. What a listing reads is
-        :meth:`pending_page` (``test_100``)."""
-        out: list[tuple[ApprovalState, list[AuditEvent]]] = []
-        for subject in self.journal.undecided_approval_subjects():
-            events = self.journal.events_for_subject(subject)
-            out.extend((st, events) for st in _fold(events).values())
-        return out
-
     def for_run(self, run_id: str) -> list[ApprovalState]:
         """The approvals a run asked for: its approval subjects found in ``approval_ids``
         (nothing decoded), each folded from its events in the run — not every event of

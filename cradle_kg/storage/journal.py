@@ -423,12 +423,6 @@ class Journal(Protocol):
         event of the journal."""
         ...
 
-    def undecided_approval_subjects(self) -> list[str]:
-        """The subjects (``approval:<digest>``) of the approvals requested and not decided
-        yet, oldest request first: the derived ``undecided_approvals`` (:mod:`.tasks_sql`),
-        so the inbox folds those digests' events, not every approval's ever asked."""
-        ...
-
     def approval_place(self, approval_id: str) -> tuple[str, str] | None:
         """The subject (``approval:<digest>``) and the run of an approval's events, if it
         was requested: one probe of ``approval_ids``, one of the events by seq. Its events

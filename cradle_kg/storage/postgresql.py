@@ -633,9 +633,6 @@ class PostgresJournal:
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
 
-    def undecided_approval_subjects(self) -> list[str]:
-        return [str(r[0]) for r in self._query(tasks_sql.UNDECIDED_SUBJECTS_SQL)]
-
     def run_repairs(self, run_id: str) -> int:
         rows = self._query(tasks_sql.REPAIRS_SQL.format("%s"), (run_id,))
         return int(rows[0][0]) if rows else 0

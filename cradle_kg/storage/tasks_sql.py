@@ -322,9 +322,6 @@ def steps_page(dialect: Dialect, columns: str, *, run_id: str | None
             f"SELECT COUNT(*) FROM open_steps w{where}", list[object](args))
 
 
-#: the subjects (``approval:<digest>``) of the undecided approvals, oldest request first
-UNDECIDED_SUBJECTS_SQL = ("SELECT subject FROM undecided_approvals GROUP BY subject "
-                          "ORDER BY MIN(seq)")
 
 __all__ = [
     "BUDGET_COLUMNS",
@@ -341,7 +338,6 @@ __all__ = [
     "TABLES",
     "TASK_COLUMNS",
     "UNDECIDED_COLUMNS",
-    "UNDECIDED_SUBJECTS_SQL",
     "approvals_page",
     "from_events",
     "page",

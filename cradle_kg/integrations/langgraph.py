@@ -28,7 +28,7 @@ Needs ``pip install 'cradle-kg[langgraph]'``; the core never imports LangGraph.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CradleError, InputError
@@ -79,22 +79,28 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
         if only is not None and spec.id not in only:
             continue
 
-        def call(_tool_id: str = spec.id, **arguments: Any) -> dict[str, Any]:
-            try:
-                meta = host_keys(runtime)
-            except InputError as exc:
-                raise ToolException(refused(exc, {"tool": _tool_id}).text) from None
-            result = decided(held, held.call(_tool_id, arguments, meta), _tool_id)
-            if result.is_error:
-                raise ToolException(result.text)
-            return result.structured
+        def caller(tool_id: str) -> Callable[..., dict[str, Any]]:
+            # INVARIANT: the tool id is bound here, never a parameter of the function
+            # LangChain calls with the model's arguments as keywords: with
+            # `def call(_tool_id=spec.id, **arguments)`, a call of the balance tool with
+            # `"_tool_id": "demo.ledger.credit"` credited (tests/security/test_112)
+            def call(**arguments: Any) -> dict[str, Any]:
+                try:
+                    meta = host_keys(runtime)
+                except InputError as exc:
+                    raise ToolException(refused(exc, {"tool": tool_id}).text) from None
+                result = decided(held, held.call(tool_id, arguments, meta), tool_id)
+                if result.is_error:
+                    raise ToolException(result.text)
+                return result.structured
+            return call
 
         # the schema as JSON, not the model: LangChain then hands the arguments over as the
         # model sent them (with the model class it validates them first, coercing values
         # and dropping the keys it does not declare), and the runtime's contract checks
         # them, as on MCP
         tools.append(StructuredTool.from_function(
-            func=call, name=tool_name(spec.id),
+            func=caller(spec.id), name=tool_name(spec.id),
             args_schema=spec.input_model.model_json_schema(),
             description=spec.description or spec.id, handle_tool_error=True,
             metadata={"cradle_kg_tool": spec.id}))

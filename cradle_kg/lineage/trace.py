@@ -218,6 +218,24 @@ def _in_sentence(leaf: Leaf, position: int, phrases: list[list[str]]) -> bool:
     return _has_phrase(leaf.words(position), phrases)
 
 
+def _first_in_sentence(leaf: Leaf, positions: list[int],
+                       phrases: list[list[str]]) -> int | None:
+    """The first of ``positions`` whose sentence says one of ``phrases``; each sentence is
+    read once. Whether a position's sentence says a phrase depends on its sentence alone:
+    asking it again for every occurrence of the value was quadratic — untrusted content of
+    one value repeated in one long sentence (`bob bob bob …`, 32 KB) held gate 1 for 7 s,
+    growing with the square of its length (``tests/security/test_113``)."""
+    seen: set[int] = set()
+    for p in positions:
+        n = leaf.sentence[p] if p < len(leaf.sentence) else -1
+        if n in seen:
+            continue
+        seen.add(n)
+        if _in_sentence(leaf, p, phrases):
+            return p
+    return None
+
+
 def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
               phrases: list[list[str]], told: dict[int, int] | None = None
               ) -> ArgumentLineage | None:
@@ -255,7 +273,7 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
                     requested = requested and _requested(run, leaf)
         if sensitive and phrases:
             for leaf, positions in hits:
-                at = next((p for p in positions if _in_sentence(leaf, p, phrases)), None)
+                at = _first_in_sentence(leaf, positions, phrases)
                 if at is None and leaf.trust != TRUSTED and told and id(leaf) in told:
                     # the text that gives the value also tells to do this action (a
                     # sentence with its choice and object words): its instruction too
@@ -354,7 +372,7 @@ def _told(run: RunIndex, phrases: list[list[str]], objects: list[list[str]]
         for leaf, positions in run.holding(phrase):
             if leaf.trust == TRUSTED or id(leaf) in seen or _delegates(run, leaf):
                 continue
-            at = next((p for p in positions if _in_sentence(leaf, p, objects)), None)
+            at = _first_in_sentence(leaf, positions, objects)
             if at is not None:
                 seen.add(id(leaf))
                 told.append((leaf, at))

@@ -218,36 +218,46 @@ def _in_sentence(leaf: Leaf, position: int, phrases: list[list[str]]) -> bool:
     return _has_phrase(leaf.words(position), phrases)
 
 
-def _first_in_sentence(leaf: Leaf, positions: list[int],
-                       phrases: list[list[str]]) -> int | None:
-    """The first of ``positions`` whose sentence says one of ``phrases``; each sentence is
-    read once. Whether a position's sentence says a phrase depends on its sentence alone:
-    asking it again for every occurrence of the value was quadratic — untrusted content of
-    one value repeated in one long sentence (`bob bob bob …`, 32 KB) held gate 1 for 7 s,
-    growing with the square of its length (``tests/security/test_113``)."""
-    seen: set[int] = set()
+#: whether a sentence says a phrase, by (leaf, sentence number), for one set of phrases
+Said = dict[tuple[int, int], bool]
+
+
+def _first_in_sentence(leaf: Leaf, positions: list[int], phrases: list[list[str]],
+                       said: Said) -> int | None:
+    """The first of ``positions`` whose sentence says one of ``phrases``. Whether it does
+    depends on the sentence alone, so each sentence is read once per trace (``said``):
+    asking again for every occurrence of a value, and for every value of an argument, was
+    quadratic — untrusted content of one value repeated in one long sentence (`bob bob
+    bob …`, 40 KB) held gate 1 for 7 s, growing with the square of its length
+    (``tests/security/test_113``)."""
     for p in positions:
-        n = leaf.sentence[p] if p < len(leaf.sentence) else -1
-        if n in seen:
-            continue
-        seen.add(n)
-        if _in_sentence(leaf, p, phrases):
+        key = (id(leaf), leaf.sentence[p] if p < len(leaf.sentence) else -1)
+        known = said.get(key)
+        if known is None:
+            known = said[key] = _in_sentence(leaf, p, phrases)
+        if known:
             return p
     return None
 
 
 def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
-              phrases: list[list[str]], told: dict[int, int] | None = None
-              ) -> ArgumentLineage | None:
+              phrases: list[list[str]], told: dict[int, int] | None = None,
+              said: Said | None = None) -> ArgumentLineage | None:
+    said = {} if said is None else said
     seqs = [s for s in _values(value, sensitive) if s and s[0]]
     if not seqs:
         return None
-    units: list[Unit] = []
-    for seq in seqs:
-        if len(seq) > 1 or len(seq[0]) == 1 or next(run.holding(seq[0]), None) is not None:
-            units.append(seq)
+    # INVARIANT: a part is traced once, however often the value repeats it: its hits are
+    # the same each time, and a list of one address 4,000 times against a read of it 4,000
+    # times held gate 1 for a minute (tests/security/test_114)
+    units: dict[tuple[tuple[str, ...], ...], Unit] = {}
+    for seq in dict.fromkeys(tuple(tuple(alt) for alt in s) for s in seqs):
+        if len(seq) > 1 or len(seq[0]) == 1 or next(run.holding(list(seq[0])), None) is not None:
+            units.setdefault(seq, [list(alt) for alt in seq])
         else:
-            units.extend([[t]] for t in dict.fromkeys(seq[0]) if is_identifier(t))
+            for t in dict.fromkeys(seq[0]):
+                if is_identifier(t):
+                    units.setdefault(((t,),), [[t]])
     found: list[tuple[Leaf, int]] = []
     with_origin = trusted_units = 0
     untrusted_only = instructed_trusted = False
@@ -255,7 +265,7 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
     instructed: list[tuple[Leaf, int]] = []
     disclosed: list[tuple[Leaf, int]] = []
     picked: list[tuple[Leaf, int]] = []
-    for unit in units:
+    for unit in units.values():
         hits = _hits(run, unit)
         if not hits:
             continue
@@ -273,7 +283,7 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
                     requested = requested and _requested(run, leaf)
         if sensitive and phrases:
             for leaf, positions in hits:
-                at = _first_in_sentence(leaf, positions, phrases)
+                at = _first_in_sentence(leaf, positions, phrases, said)
                 if at is None and leaf.trust != TRUSTED and told and id(leaf) in told:
                     # the text that gives the value also tells to do this action (a
                     # sentence with its choice and object words): its instruction too
@@ -317,12 +327,22 @@ def _listings(run: RunIndex, hits: list[tuple[Leaf, list[int]]]) -> list[tuple[L
 def trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool: str,
           arguments: dict[str, Any], declared: Declared) -> Trace:
     """The lineage of ``arguments`` in the run ``run`` indexes."""
+    try:
+        return _trace(run, run_id=run_id, proposal_id=proposal_id, action_id=action_id,
+                      tool=tool, arguments=arguments, declared=declared)
+    finally:
+        run.forget_positions()
+
+
+def _trace(run: RunIndex, *, run_id: str, proposal_id: str, action_id: str, tool: str,
+           arguments: dict[str, Any], declared: Declared) -> Trace:
     phrases = _choice_phrases(tuple(declared.choice_words))
     told = _told(run, phrases, _choice_phrases(tuple(declared.object_words)))
     told_at = {id(leaf): p for leaf, p in told}
+    said: Said = {}  # the choice phrases' answers, shared by the arguments
     traced = [a for name, value in sorted(arguments.items())
               if (a := _argument(run, name, value, name in declared.sensitive, phrases,
-                                 told_at))]
+                                 told_at, said))]
     choosing: list[Origin] = []
     chosen_trusted = chosen_untrusted = delegated = False
     for phrase in phrases:
@@ -365,6 +385,7 @@ def _told(run: RunIndex, phrases: list[list[str]], objects: list[list[str]]
     object must be another word of the sentence."""
     told: list[tuple[Leaf, int]] = []
     seen: set[int] = set()
+    said: Said = {}
     objects = [o for o in objects if o not in phrases]
     if not objects:
         return told
@@ -372,7 +393,7 @@ def _told(run: RunIndex, phrases: list[list[str]], objects: list[list[str]]
         for leaf, positions in run.holding(phrase):
             if leaf.trust == TRUSTED or id(leaf) in seen or _delegates(run, leaf):
                 continue
-            at = _first_in_sentence(leaf, positions, objects)
+            at = _first_in_sentence(leaf, positions, objects, said)
             if at is not None:
                 seen.add(id(leaf))
                 told.append((leaf, at))

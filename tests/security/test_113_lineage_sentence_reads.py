@@ -7,14 +7,15 @@ whether the sentence around each also says an object word (``_told``). It asked 
 *every* occurrence, re-reading the whole sentence each time — quadratic in a sentence's
 length. An e-mail the agent read (a web page, a file: untrusted content anyone can write)
 holding one value repeated without a full stop — ``bob bob bob …`` — made each proposal
-of ``send_email(recipient="bob")`` in that run cost: 8,000 words (40 KB) 7.3 s of gate 1,
-64,000 words (320 KB, a third of one observation's input limit) minutes — and the JSON API
-and an MCP server decide one call at a time. The same with the tool's choice word
-repeated (``send send send …``) and no argument matching at all: any proposal of the tool
-in the run paid it.
+of ``send_email(recipient="bob")`` in that run cost: 2,000 words 0.7 s of gate 1, 4,000
+words 2 s, 8,000 words (40 KB) 7.3 s — 64,000 words (320 KB) some 8 minutes by that
+square law — and the JSON API decides one call at a time. The same with the tool's choice
+word repeated (``send send send …``) and no argument matching at all: any proposal of the
+tool in the run paid it.
 
-Now each sentence is asked once (the answer depends on the sentence alone): the same
-calls decide in 0.1 s and 0.24 s, and the decision is the same.
+Now each sentence is asked once per trace (the answer depends on the sentence alone): 8,000
+and 64,000 words decide in 0.1 s and 0.24 s (the submission, indexing the e-mail included),
+and the decision is the same.
 """
 
 from __future__ import annotations

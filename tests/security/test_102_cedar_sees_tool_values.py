@@ -16,8 +16,9 @@ receives them (``Permission.conditions``); Cedar did not.
 Now gate 1 refuses an argument whose scalar, as Cedar reads it, is not the one the tool's
 model makes of it (``invalid_arguments``, "write it as its type"), before any policy is
 asked: what the policies decide on is what runs. A whole float and its integer are one
-value (``test_35``); an argument with no scalar form on either side (a date the model
-parses, a list, an object) is not compared. A forbid on ``==`` holds however the value is
+value (``test_35``); an argument with no scalar form on either side (a list, an object) is
+not compared — a date, a URL or a UUID the model parses is, in its JSON form, since
+``test_115``. A forbid on ``==`` holds however the value is
 spelled: the typed value meets the forbid, every other spelling is refused.
 """
 

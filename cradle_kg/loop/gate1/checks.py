@@ -23,6 +23,7 @@ from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ...canonical import canonical_json, content_hash
 from ...conditions import evaluate, parse_conditions
@@ -127,6 +128,22 @@ def cedar_value(value: Any) -> str | bool | int | None:
     return None
 
 
+def json_form(value: Any) -> Any:
+    """A value a tool's model parsed into a type of its own — a URL, a UUID, a date, a
+    time, a path, an address — as its JSON form: what the tool runs with, the form a policy
+    is written on (``HTTPS://EVIL.EXAMPLE/x`` runs as ``https://evil.example/x``; a date
+    written ``2024-12-25T00:00:00`` or ``1735084800`` runs as ``2024-12-25``:
+    ``tests/security/test_115``). None for what has no scalar form (a container, a model)
+    or hides its value (a secret, whose JSON form is its mask)."""
+    if value is None or isinstance(value, list | tuple | set | frozenset | dict | BaseModel) \
+            or hasattr(value, "get_secret_value"):
+        return None
+    try:
+        return to_jsonable_python(value)
+    except (TypeError, ValueError, PydanticSerializationError):
+        return None
+
+
 def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
     """Why an argument the agent gave is not what the tool would run with, or None.
 
@@ -138,7 +155,9 @@ def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
     ``"true"`` and the tool ran the recursive delete it names (``tests/security/
     test_102``). An argument whose scalar, as Cedar would read it, is not the one the tool
     runs with is refused (a whole float and its integer are one value; what has no scalar
-    form on either side is not compared): the agent writes the value as its type."""
+    form on either side is not compared; a value the model parses into a type of its own
+    is compared in its JSON form, :func:`json_form`): the agent writes the value as its
+    type."""
     made = parsed.model_dump()
     for key, value in raw.items():
         if key not in made:
@@ -147,6 +166,8 @@ def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
         if isinstance(run_with, Enum):  # a choice of the model: its value
             run_with = run_with.value
         given, as_run = cedar_value(value), cedar_value(run_with)
+        if as_run is None:  # a URL, a UUID, a date the model parsed: its JSON form
+            as_run = cedar_value(json_form(run_with))
         if given is None or as_run is None:
             continue
         if type(given) is not type(as_run) or given != as_run:

@@ -12,6 +12,7 @@ one's line (:mod:`cradle_kg.workflow.definitions`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -28,8 +29,32 @@ class YamlRefused(Exception):
         self.message, self.line = message, line
 
 
-class StrictLoader(yaml.SafeLoader):
-    """``SafeLoader`` that refuses a key given twice in one mapping and deep nesting."""
+def _guarded(construct: Callable[[Any, bool], Any], node: Any, deep: bool) -> Any:
+    """``construct(node, deep)``, a value PyYAML resolves but cannot build refused with its
+    line: YAML 1.1 reads ``2024-02-31`` as a date, ``2024-01-01 25:00:00`` as a time, a run
+    of digits as an integer, and the constructor raises ``ValueError`` for a date or time
+    that does not exist and an integer past Python's 4,300 digits — out of every reader of
+    a file sent for review (``POST /api/workflows/validate`` a 500, ``pack validate``
+    ``unexpected ValueError``: ``tests/security/test_116``)."""
+    try:
+        return construct(node, deep)
+    except (ValueError, OverflowError) as exc:  # a scalar's own constructor
+        shown = str(node.value) if isinstance(node, yaml.ScalarNode) else node.tag
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise YamlRefused(f"`{shown}` cannot be read: {exc}", node.start_mark.line + 1) \
+            from None
+
+
+class GuardedLoader(yaml.SafeLoader):
+    """``SafeLoader`` whose values are built under :func:`_guarded`."""
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        return _guarded(super().construct_object, node, deep)
+
+
+class StrictLoader(GuardedLoader):
+    """``SafeLoader`` that refuses a key given twice in one mapping and deep nesting (and
+    values it cannot build, :class:`GuardedLoader`)."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth = getattr(self, "_depth", 0) + 1
@@ -63,7 +88,17 @@ def _refuse_twice(node: Any) -> None:
 
 
 #: libyaml's safe loader when PyYAML was built with it (it is, in the wheels)
-_CLOADER: Any = getattr(yaml, "CSafeLoader", None)
+_CSAFE: Any = getattr(yaml, "CSafeLoader", None)
+
+
+if _CSAFE is not None:
+    class _GuardedCLoader(_CSAFE):  # type: ignore[misc]
+        """libyaml's safe loader whose values are built under :func:`_guarded`."""
+
+        def construct_object(self, node: Any, deep: bool = False) -> Any:
+            return _guarded(super().construct_object, node, deep)
+
+_CLOADER: Any = _GuardedCLoader if _CSAFE is not None else None
 
 
 def load(text: str) -> Any:

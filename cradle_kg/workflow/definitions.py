@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..canonical import sha256_bytes
 from ..errors import InputError, InputTooLargeError, WorkflowFileError
 from ..inputs import read_file
-from ..strict_yaml import MAX_DEPTH
+from ..strict_yaml import MAX_DEPTH, GuardedLoader, YamlRefused
 from .schemas import schema_model, schema_problem
 from .steps import HumanStep, ModelStep, Step, ToolStep, Workflow, load_workflow
 
@@ -142,7 +142,7 @@ def _parse(text: str, name: str) -> tuple[Any, dict[Path_, int]]:
             if tag and written and tag != "!":
                 raise WorkflowFileError(f"YAML tag `{tag}` is not accepted",
                                         file=name, line=line)
-        loader = yaml.SafeLoader(text)
+        loader = GuardedLoader(text)  # a value it cannot build: refused with its line
         try:
             node = loader.get_single_node()
             if node is None:
@@ -152,6 +152,8 @@ def _parse(text: str, name: str) -> tuple[Any, dict[Path_, int]]:
             data = loader.construct_document(node)
         finally:
             loader.dispose()
+    except YamlRefused as exc:
+        raise WorkflowFileError(exc.message, file=name, line=exc.line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise WorkflowFileError(f"not valid YAML: {exc.problem or exc.context}", file=name,

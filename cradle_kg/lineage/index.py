@@ -25,7 +25,14 @@ from dataclasses import field as _field
 from typing import Any
 
 from ..records import AuditEvent
-from .normalise import dates, number_token, spelled, split_sentences, tokens
+from .normalise import (
+    dates,
+    is_identifier,
+    number_token,
+    spelled,
+    split_sentences,
+    tokens,
+)
 
 TRUSTED = "trusted"
 UNTRUSTED = "untrusted"
@@ -369,6 +376,39 @@ def mask_refused(leaf: Leaf, refused: tuple[tuple[str, ...], ...]) -> None:
             leaf.tokens[at:at + len(seq)] = [REFUSED_MARK] * len(seq)
 
 
+#: words with which a request points at something to read — a file, a message, a page
+DOCUMENT_WORDS = frozenset({
+    "file", "files", "document", "documents", "doc", "docs", "drive", "folder", "email",
+    "emails", "e-mail", "e-mails", "mail", "mails", "inbox", "message", "messages", "dm",
+    "dms", "thread", "chat", "channel", "channels", "post", "posts", "posted", "article",
+    "webpage", "website", "websites", "page", "pages", "site", "blog", "link", "url",
+    "note", "notes", "notice", "notices", "list", "todo", "todos", "minutes", "attachment",
+    "attachments", "calendar", "event", "events", "history", "statement", "bill", "invoice",
+    "letter", "report", "review", "reviews", "recipe", "spreadsheet", "sheet", "contract"})
+#: words that name nothing: a search run with only these points at no document
+FUNCTION_WORDS = frozenset({
+    "a", "an", "the", "my", "me", "i", "you", "your", "we", "our", "us", "it", "its", "this",
+    "that", "these", "those", "to", "of", "in", "on", "at", "for", "from", "by", "with",
+    "about", "and", "or", "but", "not", "no", "is", "are", "was", "be", "do", "please",
+    "all", "any", "some", "what", "which", "who", "how", "when", "where", "there", "then",
+    "if", "so", "as", "up", "out", "into", "over", "can", "could", "would", "will", "just"})
+
+
+def points_at(leaf: Leaf, position: int, value: list[str]) -> bool:
+    """Whether the request ``leaf`` pointed at what a read returned, through the argument
+    of the read (its tokens ``value``) found at ``position``: the request names it (a file
+    name, an address, a URL, an id), or the request's sentence there speaks of something
+    to read ("check my emails about the rent increase") and the argument is more than
+    function words. A read whose argument merely shares a word with a request that points
+    at nothing — a search for `the` or `landlord` beside "send the rent to my landlord" —
+    designated whatever it returned, and an attacker's e-mail among the results gave the
+    IBAN it named the person's origin: paid unattended (``tests/security/test_117``)."""
+    if is_identifier(leaf.tokens[position]):
+        return True
+    words = set(leaf.words(position))
+    return bool(words & DOCUMENT_WORDS) and any(t not in FUNCTION_WORDS for t in value)
+
+
 class LineageIndex:
     """The :class:`RunIndex` of the runs in use, kept up to date from the journal and its
     appends; the least recently used beyond ``max_runs`` are dropped (and rebuilt from the
@@ -414,11 +454,14 @@ class LineageIndex:
                     if o.get("trust") != TRUSTED or o.get("kind") != "request":
                         continue
                     at = run.by_key.get((str(o.get("source")), str(o.get("field", ""))))
-                    if at is not None:
-                        leaf = run.leaves[at]
-                        pos = int(o.get("at", 0))
-                        named[(at, leaf.sentence[pos] if pos < len(leaf.sentence) else 0)] \
-                            = None
+                    if at is None:
+                        continue
+                    leaf = run.leaves[at]
+                    pos = int(o.get("at", 0))
+                    if pos >= len(leaf.sentence) or not points_at(
+                            leaf, pos, tokens(str(a.get("value", "")))):
+                        continue
+                    named[(at, leaf.sentence[pos])] = None
             if named:
                 run.designating[str(trace.get("action_id"))] = tuple(named)
             sensitive = [a for a in trace.get("arguments", ()) if a.get("sensitive")]

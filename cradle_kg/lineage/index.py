@@ -394,7 +394,8 @@ FUNCTION_WORDS = frozenset({
     "if", "so", "as", "up", "out", "into", "over", "can", "could", "would", "will", "just"})
 
 
-def points_at(leaf: Leaf, position: int, value: list[str]) -> bool:
+def points_at(leaf: Leaf, position: int, value: list[str],
+              speaks: dict[tuple[int, int], bool] | None = None) -> bool:
     """Whether the request ``leaf`` pointed at what a read returned, through the argument
     of the read (its tokens ``value``) found at ``position``: the request names it (a file
     name, an address, a URL, an id), or the request's sentence there speaks of something
@@ -402,11 +403,19 @@ def points_at(leaf: Leaf, position: int, value: list[str]) -> bool:
     function words. A read whose argument merely shares a word with a request that points
     at nothing — a search for `the` or `landlord` beside "send the rent to my landlord" —
     designated whatever it returned, and an attacker's e-mail among the results gave the
-    IBAN it named the person's origin: paid unattended (``tests/security/test_117``)."""
+    IBAN it named the person's origin: paid unattended (``tests/security/test_117``).
+    ``speaks``: whether a sentence speaks of something to read, by (leaf, sentence), for
+    the caller to share between the origins of one event (a sentence is read once)."""
     if is_identifier(leaf.tokens[position]):
         return True
-    words = set(leaf.words(position))
-    return bool(words & DOCUMENT_WORDS) and any(t not in FUNCTION_WORDS for t in value)
+    if all(t in FUNCTION_WORDS for t in value):
+        return False
+    key = (id(leaf), leaf.sentence[position] if position < len(leaf.sentence) else -1)
+    memo = {} if speaks is None else speaks
+    said = memo.get(key)
+    if said is None:
+        said = memo[key] = not DOCUMENT_WORDS.isdisjoint(leaf.words(position))
+    return said
 
 
 class LineageIndex:
@@ -449,7 +458,9 @@ class LineageIndex:
         if ev.kind == "lineage.traced":
             trace = ev.payload.get("trace") or {}
             named: dict[tuple[int, int], None] = {}
+            speaks: dict[tuple[int, int], bool] = {}
             for a in trace.get("arguments", ()):
+                value = tokens(str(a.get("value", "")))
                 for o in a.get("origins", ()):
                     if o.get("trust") != TRUSTED or o.get("kind") != "request":
                         continue
@@ -458,8 +469,7 @@ class LineageIndex:
                         continue
                     leaf = run.leaves[at]
                     pos = int(o.get("at", 0))
-                    if pos >= len(leaf.sentence) or not points_at(
-                            leaf, pos, tokens(str(a.get("value", "")))):
+                    if pos >= len(leaf.sentence) or not points_at(leaf, pos, value, speaks):
                         continue
                     named[(at, leaf.sentence[pos])] = None
             if named:

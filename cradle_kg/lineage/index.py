@@ -46,6 +46,8 @@ CONTENT_KINDS = frozenset({"input.recorded", "action.observed", "approval.decide
                            "lineage.traced", "proposal.received"})
 #: facts a proposal carries that the host (not the model) asserted: trusted, with their author
 HOST_FACT_PREFIX = "host:"
+#: the field an observation's error text is indexed under (no output key: `#` is no token)
+ERROR_FIELD = "#error"
 #: a leaf keeps this much of its text, for quotes
 _KEEP = 4000
 #: between a leaf's own tokens and the values read from them — dates, addresses spelled
@@ -336,13 +338,23 @@ def leaves_of(ev: AuditEvent, trust_of: TrustOf) -> Iterable[Leaf]:
         tool = str(obs.get("tool_id", ""))
         trust = trust_of(tool)
         output = obs.get("output") or {}
+        source = str(obs.get("id", ev.subject))
+        # INVARIANT: everything of the answer the agent is shown is indexed — its reported
+        # `side_effects` too (their `detail` is free text), and the error the call failed
+        # with (the tool's or upstream's message, in the reasons the agent reads): skipped,
+        # an IBAN an upstream wrote there had no origin at all, and no rule held the
+        # transfer to it (tests/security/test_118)
         for path, text in _walk(output, ()):
-            if path and path[0] == "side_effects":
-                continue
-            leaf = _leaf(str(obs.get("id", ev.subject)), "observation", trust.trust_of(path),
-                         f"tool:{tool}", tool, path, ev.seq, text)
+            leaf = _leaf(source, "observation", trust.trust_of(path), f"tool:{tool}", tool,
+                         path, ev.seq, text)
             leaf.confidential = trust.confidential_at(path)
             yield leaf
+        error = obs.get("error")
+        if isinstance(error, str) and error:
+            # untrusted whatever the contract says of the output: a failure's message may
+            # quote any part of the answer (a schema error quotes the untrusted fields too)
+            yield _leaf(source, "observation", UNTRUSTED, f"tool:{tool}", tool, (ERROR_FIELD,),
+                        ev.seq, error)
     elif ev.kind == "proposal.received":
         for fact in (pl.get("proposal") or {}).get("facts") or ():
             source = str(fact.get("source", ""))

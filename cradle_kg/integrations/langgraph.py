@@ -28,6 +28,9 @@ Needs ``pip install 'cradle-kg[langgraph]'``; the core never imports LangGraph.
 
 from __future__ import annotations
 
+import secrets
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +76,7 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
     require("langchain_core", extra="langgraph")
     from langchain_core.tools import StructuredTool, ToolException
 
-    held = session or GovernedSession(runtime, agent, origin="lg")
+    sessions = ThreadSessions(runtime, agent) if session is None else None
     tools: list[BaseTool] = []
     for spec in runtime.tools.specs():
         if only is not None and spec.id not in only:
@@ -89,7 +92,13 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
                     meta = host_keys(runtime)
                 except InputError as exc:
                     raise ToolException(refused(exc, {"tool": tool_id}).text) from None
-                result = decided(held, held.call(tool_id, arguments, meta), tool_id)
+                if sessions is None:
+                    assert session is not None
+                    held, result = session, session.call(tool_id, arguments, meta)
+                else:
+                    held, pid = sessions.current()
+                    result = held.call(tool_id, arguments, meta, proposal_id=pid)
+                result = decided(held, result, tool_id)
                 if result.is_error:
                     raise ToolException(result.text)
                 return result.structured
@@ -105,6 +114,46 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
             description=spec.description or spec.id, handle_tool_error=True,
             metadata={"cradle_kg_tool": spec.id}))
     return tools
+
+
+class ThreadSessions:
+    """The session of the graph thread a tool of :func:`governed_tools` is called in: its
+    run is ``run:lg-<thread_id>`` (``GovernedToolNode``'s), never one run shared by every
+    thread that calls the same tools — where one thread's recorded request was a trusted
+    origin of another's actions, and one user of an application could give the value an
+    e-mail injected into another user's agent the person's word
+    (``tests/security/test_119``). Outside a graph (no ``thread_id``), one session of its
+    own. Proposal ids are ``lg-<thread>:<nonce>-<step>``: the step counts this object's
+    calls in the thread, the nonce tells it from another process's (or a forgotten
+    session's) counter on the same thread. The sessions of the least recently used
+    threads past :attr:`MAX_THREADS` are forgotten (a new nonce, a new count)."""
+
+    MAX_THREADS = 4096
+
+    def __init__(self, runtime: Runtime, agent: str) -> None:
+        self.runtime, self.agent = runtime, agent
+        self._default = GovernedSession(runtime, agent, origin="lg")
+        self._threads: OrderedDict[str, tuple[GovernedSession, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def current(self) -> tuple[GovernedSession, str | None]:
+        """The session of the calling thread, and the id of the proposal it makes now."""
+        from langchain_core.runnables.config import ensure_config
+
+        thread = (ensure_config().get("configurable") or {}).get("thread_id")
+        if thread is None:
+            return self._default, None
+        with self._lock:
+            held = self._threads.get(str(thread))
+            if held is None:
+                held = (GovernedSession(self.runtime, self.agent, session_id=f"lg-{thread}"),
+                        secrets.token_hex(4))
+                self._threads[str(thread)] = held
+                while len(self._threads) > self.MAX_THREADS:
+                    self._threads.popitem(last=False)
+            self._threads.move_to_end(str(thread))
+        session, nonce = held
+        return session, f"{session.session_id}:{nonce}-{session.next_step()}"
 
 
 def decided(session: GovernedSession, result: CallResult, tool_id: str) -> CallResult:

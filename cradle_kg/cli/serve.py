@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -26,6 +27,14 @@ def _hosts(bind: str, extra: Sequence[str]) -> tuple[str, ...]:
 
     names = tuple(h.strip().lower().rstrip(".") for h in extra)
     return (*LOOPBACK_NAMES, *names) if loopback_bind(bind) else names
+
+
+class GraphReadersChoice(StrEnum):
+    """``--graph-readers``: :mod:`cradle_kg.server.readers`."""
+
+    ANYONE = "anyone"
+    APPROVERS = "approvers"
+    TOKENS = "tokens"
 
 
 token_app = typer.Typer(help="Bearer tokens of agents for the JSON API (hashes kept).",
@@ -67,6 +76,11 @@ def serve(
     header_timeout: Annotated[float, typer.Option(
         "--header-timeout", min=0.1, help="Seconds a client has to send a request's headers "
                                           "(408 and the connection closed beyond).")] = 10.0,
+    graph_readers: Annotated[GraphReadersChoice, typer.Option(
+        "--graph-readers", help="Who may read the graph at /sparql and /queries: anyone "
+                                "who reaches the server (the default), an approver's token, "
+                                "or any token of the home (401 otherwise).")] =
+    GraphReadersChoice.ANYONE,
     home: HomeOpt = None,
 ) -> None:
     """Serve the graph: SPARQL 1.1 endpoint at /sparql, web page at /, API docs at /docs."""
@@ -84,7 +98,7 @@ def serve(
         max_body_bytes=max_body_bytes, max_query_bytes=max_query_bytes,
         max_query_depth=max_query_depth, header_seconds=header_timeout,
         cors_origins=tuple(cors_origin or ()),
-        allowed_hosts=_hosts(host, allow_host or ()))
+        allowed_hosts=_hosts(host, allow_host or ()), graph_readers=graph_readers.value)
     try:
         # the query workers answer /sparql on the port first; the server process answers
         # /healthz and builds the app (API, page) on the first request that needs it

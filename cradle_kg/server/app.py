@@ -31,8 +31,9 @@ from ..errors import CradleError
 from ..graph.queries import QueryCatalog
 from . import api, protocol
 from .guard import BodyLimit, SecurityHeaders
-from .launch import ServerSettings, prepare_source, serving_mode, start_front
+from .launch import ServerSettings, graph_readers, prepare_source, serving_mode, start_front
 from .plan import named_job
+from .readers import GraphReadGuard
 from .supervisor import QueryFront
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ def create_app(settings: ServerSettings, front: QueryFront,
     app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                        allow_methods=["GET", "POST"], allow_headers=["*"],
                        allow_credentials=False)
+    app.add_middleware(GraphReadGuard, readers=graph_readers(settings))
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeaders)  # outermost: on every answer, 413s included
     app.state.front = front

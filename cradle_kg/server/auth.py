@@ -36,8 +36,8 @@ from ..canonical import token_hash
 from ..config import RuntimeConfig, locked_beside
 from ..errors import InputError, UnknownNameError
 from ..home import Home
+from .readers import TOKEN_FILE
 
-TOKEN_FILE: Final = "api-tokens.json"
 TOKEN_PREFIX: Final = "ck_"
 
 

@@ -63,6 +63,7 @@ from ..storage.sqlite_watch import JournalWatch
 from .deadlines import HEADER_SECONDS, request_deadlines
 from .guard import HEADERS, BodyLimit, Message, Receive, Scope, SecurityHeaders, Send
 from .plan import named_job, plan, service_description
+from .readers import CHALLENGE, GraphReaders
 from .sandbox import deny_network
 from .worker import QUERY_STACK_BYTES, Job, Limits, OpenGraph, Reply, run_job
 
@@ -103,6 +104,8 @@ class FrontConfig:
     header_seconds: float = HEADER_SECONDS
     #: the names a request's ``Host`` may give (empty: any; :func:`allowed_host`)
     allowed_hosts: tuple[str, ...] = ()
+    #: who may read the graph (:mod:`.readers`)
+    readers: GraphReaders = field(default_factory=GraphReaders)
 
 
 @dataclass(frozen=True)
@@ -290,11 +293,19 @@ class QueryWorker:
             await self._answer(send, 421, "text/plain; charset=utf-8", refused.encode(), [])
             return
         path, method = scope["path"], scope["method"]
-        if path == "/sparql" and method in ("GET", "POST"):
+        name = path[len("/queries/"):] if path.startswith("/queries/") else ""
+        sparql = path == "/sparql" and method in ("GET", "POST")
+        named = bool(name) and "/" not in name and method in ("GET", "HEAD")
+        if (sparql or named) and not self.config.readers.open:
+            refused = self.config.readers.refusal(_header(scope, b"authorization"))
+            if refused is not None:  # before the body or the query is read
+                await self._answer(send, 401, "text/plain; charset=utf-8", refused.encode(),
+                                   [(b"www-authenticate", CHALLENGE.encode())])
+                return
+        if sparql:
             await self.sparql(scope, receive, send)
             return
-        name = path[len("/queries/"):] if path.startswith("/queries/") else ""
-        if name and "/" not in name and method in ("GET", "HEAD"):
+        if named:
             await self.named(name, scope, send)
             return
         await self.forward(scope, receive, send)
@@ -561,6 +572,14 @@ def _orphaned(life: Connection) -> None:
     with contextlib.suppress(EOFError, OSError):
         life.recv()
     _end()
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    """A request header's value (the first), or None."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
 
 
 class _Socket:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +22,7 @@ from .dataset import PrivateStore, snapshot_files, snapshot_home
 from .deadlines import HEADER_SECONDS
 from .front import FrontConfig
 from .guard import MAX_BODY_BYTES
+from .readers import TOKEN_FILE, GraphReaders
 from .supervisor import QueryFront, listen, start_fork_server
 from .worker import Limits
 
@@ -56,6 +58,28 @@ class ServerSettings(BaseModel):
     max_query_depth: int = Field(MAX_QUERY_DEPTH, gt=0)
     #: seconds a client has to send a request's headers (408 and closed beyond)
     header_seconds: float = Field(HEADER_SECONDS, gt=0)
+    #: who may read the graph (``/sparql``, ``/queries/NAME``): :mod:`.readers`
+    graph_readers: Literal["anyone", "approvers", "tokens"] = "anyone"
+
+
+def graph_readers(settings: ServerSettings) -> GraphReaders:
+    """The readers ``settings`` admit, with the home's token hashes (read now; the agents'
+    token file on each request). A closed graph needs a home: its tokens are there."""
+    if settings.graph_readers == "anyone":
+        return GraphReaders()
+    if settings.home is None or settings.files:
+        raise CradleError(f"`--graph-readers {settings.graph_readers}` needs a home "
+                          "(`--home H`): the tokens that may read are the home's",
+                          hint="files served without a home have no tokens: bind the "
+                               "server where its readers may read them")
+    from ..config import load_config
+
+    home = Home(settings.home)
+    config = load_config(home.config)
+    return GraphReaders(who=settings.graph_readers,
+                        approver_hashes=tuple(a.token_hash for a in config.approvers),
+                        token_file=str(home.root / TOKEN_FILE),
+                        agents=tuple(a.id for a in config.agents))
 
 
 def serving_mode(settings: ServerSettings) -> str:
@@ -95,7 +119,8 @@ def start_front(settings: ServerSettings, host: str, port: int) -> QueryFront:
             max_body_bytes=settings.max_body_bytes, follows=follows, journal=journal,
             query_dirs=settings.query_dirs, pack_queries=settings.pack_queries,
             cors_origins=settings.cors_origins, federated=bool(settings.allowed_services),
-            header_seconds=settings.header_seconds, allowed_hosts=settings.allowed_hosts)
+            header_seconds=settings.header_seconds, allowed_hosts=settings.allowed_hosts,
+            readers=graph_readers(settings))
         front = QueryFront(source, config, sock, workdir=workdir, size=settings.workers)
         front.start()
     except BaseException:
@@ -105,4 +130,4 @@ def start_front(settings: ServerSettings, host: str, port: int) -> QueryFront:
     return front
 
 
-__all__ = ["ServerSettings", "prepare_source", "serving_mode", "start_front"]
+__all__ = ["ServerSettings", "graph_readers", "prepare_source", "serving_mode", "start_front"]

@@ -39,13 +39,20 @@ async function fetchJSON(url, opts = {}) {
 
 const RESULTS_JSON = { Accept: "application/sparql-results+json" };
 
+// the signed-in person's token, when there is one: a server started with
+// `--graph-readers approvers|tokens` answers the graph only to a token
+function graphAuth() {
+  const t = sessionStorage.getItem("cradle-token");
+  return t ? { Authorization: `Bearer ${t}` } : {};
+}
+
 function sparql(query) {
-  return fetchJSON("/sparql", { method: "POST", headers: { ...RESULTS_JSON,
+  return fetchJSON("/sparql", { method: "POST", headers: { ...RESULTS_JSON, ...graphAuth(),
     "Content-Type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ query }) });
 }
 
 function named(name, params = {}) {
-  return fetchJSON(`/queries/${encodeURIComponent(name)}?` + new URLSearchParams(params), { headers: RESULTS_JSON });
+  return fetchJSON(`/queries/${encodeURIComponent(name)}?` + new URLSearchParams(params), { headers: { ...RESULTS_JSON, ...graphAuth() } });
 }
 
 function runIdOf(graphIri) { return decodeURIComponent(graphIri.slice(RUN.length)); }

@@ -1,0 +1,122 @@
+"""Who may read the provenance graph over HTTP (``/sparql``, ``/queries/NAME``).
+
+The graph holds every run of every agent, and — for a proposal lineage traced — its string
+arguments' values and the sentences they were traced to (a mail body, a recipient, a
+password an agent was asked to set: the sixth attack review). By default (``anyone``) the
+endpoint answers whoever reaches it, as a SPARQL endpoint usually does: bind it where
+everyone who can reach it may read all of that. ``cradle-kg serve --graph-readers
+approvers`` answers only a request carrying an approver's bearer token (the token of the
+home's ``config.json``); ``tokens``, any token of the home — an approver's, or one of
+``cradle-kg api-token issue`` for an agent still declared in the configuration. Anything
+else is a 401 naming what is needed, before the query is read.
+
+Checked in the query workers themselves (no runtime there: the hashes are handed over at
+start, the token file re-read on each request, so an issued or revoked token takes effect
+at once, as on ``/api``); compared in constant time, the token never kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from typing import Any, Final
+
+#: who may read the graph: ``cradle-kg serve --graph-readers``
+GRAPH_READERS: Final = ("anyone", "approvers", "tokens")
+#: the agents' token file in a home (:mod:`.auth`'s, named here: a query worker imports
+#: this module, not the API's)
+TOKEN_FILE: Final = "api-tokens.json"
+
+
+@dataclass(frozen=True)
+class GraphReaders:
+    """The readers a server answers (picklable: each query worker is given one)."""
+
+    who: str = "anyone"
+    #: the approvers' token hashes (``config.json``)
+    approver_hashes: tuple[str, ...] = ()
+    #: ``tokens``: the agents' token file (``api-tokens.json``) and the agents declared
+    token_file: str | None = None
+    agents: tuple[str, ...] = ()
+
+    @property
+    def open(self) -> bool:
+        return self.who == "anyone"
+
+    def refusal(self, authorization: str | None) -> str | None:
+        """Why a request with this ``Authorization`` header may not read, or None."""
+        if self.open:
+            return None
+        needed = ("an approver's bearer token" if self.who == "approvers"
+                  else "a bearer token of this home (an approver's or an agent's)")
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return f"reading the graph needs {needed}: `Authorization: Bearer <token>`"
+        # the hash :func:`cradle_kg.canonical.token_hash` keeps, computed here: the query
+        # workers' fork server imports no pydantic (``tests/server/test_worker_lean.py``)
+        digest = "sha256:" + hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
+        if any(hmac.compare_digest(digest, h) for h in self.approver_hashes):
+            return None
+        if self.who == "tokens" and any(hmac.compare_digest(digest, h)
+                                        for h in self._agent_hashes()):
+            return None
+        return f"this token may not read the graph: it needs {needed}"
+
+    def _agent_hashes(self) -> set[str]:
+        """The token hashes of the declared agents, read now (no file: none)."""
+        if self.token_file is None:
+            return set()
+        try:
+            with open(self.token_file, encoding="utf-8") as handle:
+                raw = json.load(handle)
+        except (OSError, ValueError):
+            return set()  # fail closed: an unreadable file admits no agent
+        identities = raw.get("identities", {}) if isinstance(raw, dict) else {}
+        if not isinstance(identities, dict):
+            return set()
+        found = set()
+        for agent, entry in identities.items():
+            digest = entry.get("token_hash") if isinstance(entry, dict) else None
+            if agent in self.agents and isinstance(digest, str):
+                found.add(digest)
+        return found
+
+
+#: the header a 401 carries (RFC 6750)
+CHALLENGE: Final = 'Bearer realm="cradle-kg graph"'
+
+
+def reads_graph(path: str) -> bool:
+    """Whether a request for ``path`` reads the graph: ``/sparql``, ``/queries/NAME``."""
+    return path == "/sparql" or (path.startswith("/queries/") and len(path) > 9)
+
+
+class GraphReadGuard:
+    """ASGI middleware of the app: its own ``/sparql`` and ``/queries/NAME`` routes (the
+    query workers answer those on the port, and check :class:`GraphReaders` there) refuse
+    a reader the server does not admit, as the workers do."""
+
+    def __init__(self, app: Any, readers: GraphReaders) -> None:
+        self.app = app
+        self.readers = readers
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self.readers.open and reads_graph(scope["path"]) \
+                and scope["method"] != "OPTIONS":  # a CORS preflight carries no token
+            header = next((bytes(v).decode("latin-1") for k, v in scope["headers"]
+                           if k == b"authorization"), None)
+            refused = self.readers.refusal(header)
+            if refused is not None:
+                body = refused.encode()
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", CHALLENGE.encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+__all__ = ["CHALLENGE", "GRAPH_READERS", "TOKEN_FILE", "GraphReadGuard", "GraphReaders",
+           "reads_graph"]

@@ -24,7 +24,8 @@ spelled: the typed value meets the forbid, every other spelling is refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,21 +59,32 @@ class PayTo(BaseModel):
     amount: float
 
 
-@pytest.fixture
-def ran(home: Path) -> Iterator[tuple[Runtime, list[dict[str, Any]]]]:
-    (home / "policies" / "frozen.cedar").write_text(POLICY)
+@contextmanager
+def typed_tools(home: Path, policy_file: str, policy: str,
+                tools: Sequence[tuple[str, type[BaseModel]]]
+                ) -> Iterator[tuple[Runtime, list[dict[str, Any]]]]:
+    """A runtime with ``policy`` and ``tools`` (each an id and its input model) that record
+    the arguments they run with, in their JSON form (``test_115`` too)."""
+    (home / "policies" / policy_file).write_text(policy)
     calls: list[dict[str, Any]] = []
     with Runtime(home, config=make_config(), graph_sync=False) as rt:
         register_test_tools(rt)
-        for tool, model in (("test.delete", Delete), ("test.pay_to", PayTo)):
+        for tool, model in tools:
             rt.register_tool(ToolSpec(
                 id=tool, version="1", input_model=model, output_model=EchoOut,
                 side_effect_class=SideEffectClass.REVERSIBLE,
                 idempotency=IdempotencyClass.NATURAL, blast_radius=("test:*",),
                 target_from="test:*", verifier="test.ok"),
                 lambda call, tool=tool: calls.append(  # type: ignore[misc]
-                    {"tool": tool, **call.arguments.model_dump()}) or EchoOut())
+                    {"tool": tool, **call.arguments.model_dump(mode="json")}) or EchoOut())
         yield rt, calls
+
+
+@pytest.fixture
+def ran(home: Path) -> Iterator[tuple[Runtime, list[dict[str, Any]]]]:
+    with typed_tools(home, "frozen.cedar", POLICY,
+                     (("test.delete", Delete), ("test.pay_to", PayTo))) as served:
+        yield served
 
 
 def _submit(rt: Runtime, pid: str, tool: str, arguments: dict[str, Any]) -> Any:

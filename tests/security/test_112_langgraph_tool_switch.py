@@ -20,21 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("langgraph")
 
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, prepare_home
 from cradle_kg.integrations.langgraph import governed_tools
+
+from .test_119_langgraph_tools_per_thread import _graph
 
 SWITCH = {"account": "acct-1", "amount": 500, "_tool_id": "demo.ledger.credit"}
 
@@ -52,29 +49,13 @@ def _actions(rt: Runtime) -> list[str]:
             for e in rt.journal.events() if e.kind == "proposal.received"]
 
 
-def _graph(tools: Any) -> Any:
-    model = FakeMessagesListChatModel(responses=[
-        AIMessage(content="", tool_calls=[{"name": "demo_ledger_balance", "args": SWITCH,
-                                           "id": "call-1"}]),
-        AIMessage(content="done")])
-
-    def agent(state: MessagesState) -> dict[str, list[Any]]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", ToolNode(tools))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
-    g.add_edge("tools", "agent")
-    return g.compile(checkpointer=InMemorySaver())
-
-
 def test_a_tool_id_in_the_arguments_switches_no_tool(runtime: Runtime) -> None:
     tools = governed_tools(runtime, AGENT, only=["demo.ledger.balance"])
     assert [t.name for t in tools] == ["demo_ledger_balance"]
-    out = _graph(tools).invoke({"messages": [HumanMessage("what is on acct-1?")]},
-                               {"configurable": {"thread_id": "t-112"}})
+    switch = AIMessage(content="", tool_calls=[
+        {"name": "demo_ledger_balance", "args": SWITCH, "id": "call-1"}])
+    out = _graph(tools, [switch]).invoke({"messages": [HumanMessage("what is on acct-1?")]},
+                                         {"configurable": {"thread_id": "t-112"}})
     answer = next(m for m in out["messages"] if isinstance(m, ToolMessage))
     assert answer.status == "error", answer.content
     assert "_tool_id" in str(answer.content)

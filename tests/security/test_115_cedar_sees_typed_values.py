@@ -31,9 +31,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, HttpUrl
 
-from cradle_kg import Runtime, ToolSpec
-from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
-from tests.conftest import EchoOut, make_config, proposal, register_test_tools
+from cradle_kg import Runtime
+from cradle_kg.records import OutcomeStatus
+
+from .test_102_cedar_sees_tool_values import _denied_why as _denied
+from .test_102_cedar_sees_tool_values import _submit, typed_tools
 
 FROZEN = "9f1c2d3e-4b5a-4c6d-8e7f-0123456789ab"
 
@@ -67,30 +69,10 @@ class BookDay(BaseModel):
 
 @pytest.fixture
 def ran(home: Path) -> Iterator[tuple[Runtime, list[dict[str, Any]]]]:
-    (home / "policies" / "typed.cedar").write_text(POLICY)
-    calls: list[dict[str, Any]] = []
-    with Runtime(home, config=make_config(), graph_sync=False) as rt:
-        register_test_tools(rt)
-        for tool, model in (("test.fetch", Fetch), ("test.pay_uuid", PayUuid),
-                            ("test.book_day", BookDay)):
-            rt.register_tool(ToolSpec(
-                id=tool, version="1", input_model=model, output_model=EchoOut,
-                side_effect_class=SideEffectClass.REVERSIBLE,
-                idempotency=IdempotencyClass.NATURAL, blast_radius=("test:*",),
-                target_from="test:*", verifier="test.ok"),
-                lambda call, tool=tool: calls.append(  # type: ignore[misc]
-                    {"tool": tool, **call.arguments.model_dump(mode="json")}) or EchoOut())
-        yield rt, calls
-
-
-def _submit(rt: Runtime, pid: str, tool: str, arguments: dict[str, Any]) -> Any:
-    return rt.submit(proposal(pid, tool, arguments, agent="agent:tester", target="test:a"))
-
-
-def _denied(out: Any) -> tuple[str, ...]:
-    assert out.status is OutcomeStatus.DENIED, (out.status, out.reasons)
-    assert out.decision is not None
-    return out.decision.reason_codes
+    with typed_tools(home, "typed.cedar", POLICY,
+                     (("test.fetch", Fetch), ("test.pay_uuid", PayUuid),
+                      ("test.book_day", BookDay))) as served:
+        yield served
 
 
 CASES = [

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -38,8 +37,9 @@ from cradle_kg.integrations.contracts import load_contracts
 from cradle_kg.packs.registry import BUILTIN_PACKS
 
 from ..inprocess import run_cli
-from ..server.conftest import Server, make_demo_home, start_server, stop_server
+from ..server.conftest import Server
 from .inputcli import cli, fresh_home
+from .test_93_workflow_yaml_depth import served as served  # the same server
 
 #: scalars YAML 1.1 resolves to a value PyYAML cannot build
 UNBUILDABLE = ["2024-02-31", "0000-01-01", "2024-01-01 25:00:00", "9" * 5000]
@@ -48,18 +48,6 @@ IDS = ["feb-31", "year-0", "hour-25", "5000-digits"]
 
 def _workflow(value: str) -> str:
     return f"workflow: w\nversion: {value}\nagent: {AGENT}\nsteps: []\n"
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
-    home = make_demo_home(tmp_path_factory.mktemp("wfvalues") / "home").path
-    issued = run_cli("api-token", "issue", AGENT, "--home", str(home))
-    assert issued.returncode == 0, issued.stderr
-    srv = start_server(["--home", str(home)], home.parent / "server.log", home)
-    try:
-        yield srv, issued.stdout.strip()
-    finally:
-        stop_server(srv)
 
 
 @pytest.mark.parametrize("value", UNBUILDABLE, ids=IDS)

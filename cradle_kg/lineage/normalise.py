@@ -52,8 +52,16 @@ def normalise(text: str) -> str:
     return _THOUSANDS.sub("", text)
 
 
+#: a URL's scheme and a host's ``www.``: ``https://www.example.com/`` and ``example.com``
+#: name one place (an agent adds or drops them as it writes the link)
+_SCHEME = re.compile(r"^(?:https?://)?(?:www\.(?=[^/]*\.))?")
+
+
 def _token(raw: str) -> str:
     token = raw.strip(_EDGE)
+    if "/" in token or token.startswith("www."):
+        token = _SCHEME.sub("", token, count=1)
+        token = token.rstrip("/").strip(_EDGE) if "/" in token else token
     if token and _NUMBER.match(token):
         token = token.lstrip("$€£")
         # a number keeps its minus sign (stripped as an edge above, or after a currency
@@ -131,8 +139,19 @@ _MONTHS = {name: n for n, names in enumerate(
     for name in names}
 _DAY = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)?$")
 _YEAR = re.compile(r"^(?:19|20)\d{2}$")
-_ISO_TOKEN = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:t[\d:.]+z?)?$")
-_ISO_VALUE = re.compile(r"^\s*(\d{4})-(\d{2})-(\d{2})(?:[ tT]\d{2}:\d{2}(?::\d{2})?)?\s*$")
+_ISO_TOKEN = re.compile(r"^(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?:t[\d:.]+(?:z|[+-][\d:]+)?)?$")
+#: a date or a date-time as an agent writes it: ``2024-05-01``, ``2024-05-01 09:00``,
+#: ``2024-05-01T09:00:00``, ``…T09:00:00.000Z``, ``…T09:00+02:00``
+_ISO_VALUE = re.compile(r"^\s*(\d{4})-(\d{2})-(\d{2})(?:[ tT]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+                        r"(?:[zZ]|[+-]\d{2}:?\d{2})?)?\s*$")
+#: a date written with numbers only, day and month in either order (``5/1/2024``,
+#: ``01/05/2024``, ``1.5.2024``, ``01-05-2024``, ``5/1``): the year is required with ``.``
+#: and ``-`` (``1.5`` is a number), and a year-less ``5/1`` is read only next to a word
+#: that introduces a date (``on 5/1``, ``5/1 to 5/5``)
+_NUMERIC_DATE = re.compile(r"^(\d{1,2})(?:/(\d{1,2})(?:/(\d{4}|\d{2}))?"
+                           r"|([.-])(\d{1,2})\4(\d{4}))$")
+_DATE_CONTEXT = frozenset({"on", "from", "to", "until", "till", "through", "by", "before",
+                           "after", "between", "and", "-", "\u2013", "for", "since"})
 #: what may stand between the days of a range or list (``13th to the 17th``, ``1st and 2nd``)
 _BETWEEN = frozenset({"to", "until", "till", "through", "and", "or", "-", "\u2013", "the",
                       "from", "&"})
@@ -185,6 +204,9 @@ def dates(toks: list[str]) -> list[tuple[int, str]]:
             if text and text != t:
                 found.append((i, text))
             continue
+        if t[:1].isdigit() and (numeric := _NUMERIC_DATE.match(t)):
+            found.extend((i, d) for d in _numeric(toks, i, numeric, years))
+            continue
         if i not in month_of:
             continue
         after = next((y for at, y in years if at > i), None)
@@ -193,6 +215,26 @@ def dates(toks: list[str]) -> list[tuple[int, str]]:
         if text:
             found.append((i, text))
     return found
+
+
+def _numeric(toks: list[str], i: int, m: re.Match[str], years: list[tuple[int, int]]
+             ) -> list[str]:
+    """The dates a numeric token names (both orders of day and month where both fit)."""
+    if m.group(2) is not None:
+        a, b, year_text = int(m.group(1)), int(m.group(2)), m.group(3)
+        if year_text is None and not (
+                (i >= 1 and toks[i - 1] in _DATE_CONTEXT)
+                or (i + 1 < len(toks) and toks[i + 1] in _DATE_CONTEXT)):
+            return []
+    else:
+        a, b, year_text = int(m.group(1)), int(m.group(5)), m.group(6)
+    if year_text is not None:
+        year: int | None = int(year_text) + (2000 if len(year_text) == 2 else 0)
+    else:
+        year = next((y for at, y in years if at > i), None) or next(
+            (y for at, y in reversed(years) if at < i), None)
+    out = [_iso(year, a, b), _iso(year, b, a)]
+    return [d for d in dict.fromkeys(out) if d]
 
 
 def date_of(value: str) -> tuple[str, str] | None:

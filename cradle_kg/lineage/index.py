@@ -29,6 +29,7 @@ from .normalise import (
     dates,
     is_identifier,
     number_token,
+    phones,
     spelled,
     split_sentences,
     tokens,
@@ -296,6 +297,7 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
         bounds.append((len(toks), len(toks) + len(ts)))
         named.extend((n, d) for _, d in dates(ts))
         named.extend((n, a) for a in spelled(ts))
+        named.extend((n, p) for p in phones(part))
         toks.extend(ts)
         sentence.extend([n] * len(ts))
     if named:

@@ -27,6 +27,7 @@ compared by its date (:func:`date_of`): the time of day is not traced.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 
@@ -105,6 +106,37 @@ def spelled(toks: list[str]) -> list[str]:
            for m in _SPELLED_MAIL.finditer(line)]
     out += [m.group(1).replace(" dot ", ".") for m in _SPELLED_HOST.finditer(line)]
     return list(dict.fromkeys(out))
+
+
+#: a phone number written with separators or a leading ``+`` (``+1 (555) 123-4567``,
+#: ``555.123.4567``): compared by its digits, so the number an agent writes compactly
+#: (``+15551234567``) is the one the text spelled with spaces. Bounded (at most 26
+#: characters a match), so a long run of digits and spaces is read in linear time.
+_PHONE_TEXT = re.compile(r"(?<![\w+/.-])\+?\(?\d[\d \t\u00a0().-]{5,24}\d(?![\w/-])")
+_PHONE_VALUE = re.compile(r"^\s*\+?\(?\d[\d \u00a0().-]{5,24}\d\s*$")
+_PLAIN_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{1,2}[./-]\d{1,2}[./-]\d{2,4}$")
+
+
+def _phone(span: str) -> str | None:
+    digits = re.sub(r"\D", "", span)
+    if not 7 <= len(digits) <= 15 or digits == span or _PLAIN_DATE.match(span.strip()):
+        return None  # no separator to drop (a plain number is its own token), or a date
+    if not span.lstrip().startswith("+") and not re.search(r"\d[ \u00a0().-]+\d", span):
+        return None
+    return digits
+
+
+def phone_of(value: str) -> str | None:
+    """A value that is a phone number written with separators: its digits, else None."""
+    value = unicodedata.normalize("NFKC", value)
+    return _phone(value) if _PHONE_VALUE.match(value) else None
+
+
+def phones(text: str) -> list[str]:
+    """The phone numbers a text writes with separators, as their digits."""
+    text = unicodedata.normalize("NFKC", text)
+    found = (_phone(m.group(0)) for m in _PHONE_TEXT.finditer(text))
+    return list(dict.fromkeys(p for p in found if p))
 
 
 def split_sentences(text: str) -> list[str]:
@@ -209,12 +241,19 @@ def dates(toks: list[str]) -> list[tuple[int, str]]:
             continue
         if i not in month_of:
             continue
-        after = next((y for at, y in years if at > i), None)
-        before = next((y for at, y in reversed(years) if at < i), None)
-        text = _iso(after or before, month_of[i], _day(t) or 0)
+        text = _iso(_year_near(years, i), month_of[i], _day(t) or 0)
         if text:
             found.append((i, text))
     return found
+
+
+def _year_near(years: list[tuple[int, int]], i: int) -> int | None:
+    """The first year after position ``i``, else the last one before (a binary search: a
+    sentence of many dates and years is read in n log n, not n²)."""
+    k = bisect.bisect_right(years, (i, 10_000))
+    if k < len(years):
+        return years[k][1]
+    return years[k - 1][1] if k and years[k - 1][0] < i else None
 
 
 def _numeric(toks: list[str], i: int, m: re.Match[str], years: list[tuple[int, int]]
@@ -231,8 +270,7 @@ def _numeric(toks: list[str], i: int, m: re.Match[str], years: list[tuple[int, i
     if year_text is not None:
         year: int | None = int(year_text) + (2000 if len(year_text) == 2 else 0)
     else:
-        year = next((y for at, y in years if at > i), None) or next(
-            (y for at, y in reversed(years) if at < i), None)
+        year = _year_near(years, i)
     out = [_iso(year, a, b), _iso(year, b, a)]
     return [d for d in dict.fromkeys(out) if d]
 

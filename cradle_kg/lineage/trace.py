@@ -45,7 +45,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from .index import DESIGNATED, TRUSTED, Done, Leaf, RunIndex
-from .normalise import date_of, is_identifier, number_token, tokens
+from .normalise import date_of, is_identifier, number_token, phone_of, tokens
 
 #: the most origins kept per argument (trusted first), so a value seen everywhere stays small
 MAX_ORIGINS = 6
@@ -170,7 +170,10 @@ def _values(value: Any, sensitive: bool) -> list[Unit]:
         return [v for item in value for v in _values(item, sensitive)]
     if isinstance(value, str):
         day = date_of(value)
-        return [[[day[0]], [day[1]]]] if day else [[tokens(value)]]
+        if day:
+            return [[[day[0]], [day[1]]]]
+        phone = phone_of(value)  # as written, or by its digits (see normalise.phones)
+        return [[tokens(value), [phone]]] if phone else [[tokens(value)]]
     if sensitive and isinstance(value, int | float) and not isinstance(value, bool):
         return [[[number_token(value)]]]
     return []

@@ -201,8 +201,10 @@ class Variant:
 
 
 def _schema(reasons: list[str]) -> bool:
-    """The runtime refused the call's shape (its input schema), not its lineage."""
-    return any("input schema" in r for r in reasons)
+    """The runtime refused the call's shape (its input schema, or a value not written as
+    its type: ``"4.00"`` for a float), not its lineage."""
+    return any("input schema" in r or "is not the value the tool runs with" in r
+               for r in reasons)
 
 
 def _held(status: str) -> bool:

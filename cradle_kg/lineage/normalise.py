@@ -275,6 +275,30 @@ def _numeric(toks: list[str], i: int, m: re.Match[str], years: list[tuple[int, i
     return [d for d in dict.fromkeys(out) if d]
 
 
+#: the words a date written out may hold besides its day, month and year
+_DATE_WORDS = frozenset({"of", "the", "on", "monday", "tuesday", "wednesday", "thursday",
+                         "friday", "saturday", "sunday", "mon", "tue", "wed", "thu", "fri",
+                         "sat", "sun"})
+
+
+def written_date(value: str) -> list[str]:
+    """An argument that is a date written out (``April 1, 2022``, ``1st of April``,
+    ``01/04/2022``): the dates it may be (both readings of an ambiguous numeric one), as
+    ``yyyy-mm-dd`` or ``--mm-dd``; [] for anything else (a title that names a date among
+    other words is no date)."""
+    if len(value) > 40:
+        return []
+    toks = tokens(value)
+    found = dates(toks)
+    if not found or len({at for at, _ in found}) != 1:
+        return []
+    at = found[0][0]
+    if any(i != at and t not in _MONTHS and t not in _DATE_WORDS and not _YEAR.match(t)
+           for i, t in enumerate(toks)):
+        return []
+    return [d for _, d in found]
+
+
 def date_of(value: str) -> tuple[str, str] | None:
     """An argument that is a date or a date-time: its date, and its month and day
     (``2024-05-01 09:00`` is ``("2024-05-01", "--05-01")``); None for anything else."""

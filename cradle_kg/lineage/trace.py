@@ -45,7 +45,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from .index import DESIGNATED, TRUSTED, Done, Leaf, RunIndex
-from .normalise import date_of, is_identifier, number_token, phone_of, tokens
+from .normalise import date_of, is_identifier, number_token, phone_of, tokens, written_date
 
 #: the most origins kept per argument (trusted first), so a value seen everywhere stays small
 MAX_ORIGINS = 6
@@ -172,6 +172,10 @@ def _values(value: Any, sensitive: bool) -> list[Unit]:
         day = date_of(value)
         if day:
             return [[[day[0]], [day[1]]]]
+        written = written_date(value)  # "April 1, 2022": as written, or as the date it is
+        if written:
+            forms = [*written, *(f"--{d[5:]}" for d in written if not d.startswith("--"))]
+            return [[tokens(value), *([d] for d in dict.fromkeys(forms))]]
         phone = phone_of(value)  # as written, or by its digits (see normalise.phones)
         return [[tokens(value), [phone]]] if phone else [[tokens(value)]]
     if sensitive and isinstance(value, int | float) and not isinstance(value, bool):

@@ -173,16 +173,16 @@ def test_what_is_read_as_a_phone_number() -> None:
     assert phone_of("2024-05-01") is None and phone_of("12345678") is None
 
 
-def test_reading_dates_and_phone_numbers_stays_near_linear() -> None:
-    import time
+def test_a_sentence_of_many_dates_and_numbers_is_read_whole() -> None:
     # one sentence of 16,000 dates and years (a tool's 200 kB answer): each date's year was
     # looked for by a scan of the sentence's years — quadratic, 6.8 s before; now a binary
-    # search (0.23 s)
+    # search (0.23 s). Timed by `bench/lineage_variants.py`'s audit, not here (no timing
+    # assertion in the suite): here, that every date is read, and that a phone number read
+    # from a run of spaced digits is bounded (a match is at most 26 characters)
     toks = tokens("May 3rd 2024 " * 16_000)
-    t0 = time.perf_counter()
     assert len(dates(toks)) == 16_000
-    phones("1 2 " * 50_000 + "+1 (555) " * 20_000)  # matches are at most 26 characters
-    assert time.perf_counter() - t0 < 5.0
+    found = phones("1 2 " * 50_000 + "+1 (555) " * 20_000)
+    assert found and all(7 <= len(p) <= 15 for p in found)
 
 
 # --- a date argument written out, not ISO --------------------------------------------------

@@ -23,8 +23,6 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final
 
-#: who may read the graph: ``cradle-kg serve --graph-readers``
-GRAPH_READERS: Final = ("anyone", "approvers", "tokens")
 #: the agents' token file in a home (:mod:`.auth`'s, named here: a query worker imports
 #: this module, not the API's)
 TOKEN_FILE: Final = "api-tokens.json"
@@ -118,5 +116,5 @@ class GraphReadGuard:
                 return
         await self.app(scope, receive, send)
 
-__all__ = ["CHALLENGE", "GRAPH_READERS", "TOKEN_FILE", "GraphReadGuard", "GraphReaders",
+__all__ = ["CHALLENGE", "TOKEN_FILE", "GraphReadGuard", "GraphReaders",
            "reads_graph"]

@@ -33,6 +33,9 @@ from cradle_kg.server.readers import GraphReaders, GraphReadGuard
 from .conftest import DemoHome, Server, make_demo_home, start_server, stop_server
 
 ASK = {"query": "ASK { ?s ?p ?o }"}
+#: a loaded machine runs this module beside the rest of the suite: the app is built on its
+#: first request, which httpx's default 5 s did not always wait for
+HTTP = httpx.Client(timeout=60.0)
 JSON = {"Accept": "application/sparql-results+json"}
 
 
@@ -67,32 +70,32 @@ def test_approvers_only_read_the_graph(approvers_only: Server, agent_token: str)
     url = approvers_only.url
     for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Basic x"},
                     {"Authorization": "Bearer"}, {"Authorization": f"Bearer {agent_token}"}):
-        for answer in (httpx.get(url + "/sparql", params=ASK, headers=headers),
-                       httpx.post(url + "/sparql", data=ASK, headers=headers),
-                       httpx.get(url + "/queries/runs", headers=headers)):
+        for answer in (HTTP.get(url + "/sparql", params=ASK, headers=headers),
+                       HTTP.post(url + "/sparql", data=ASK, headers=headers),
+                       HTTP.get(url + "/queries/runs", headers=headers)):
             assert answer.status_code == 401, (headers, answer.text)
             assert answer.headers["www-authenticate"].startswith("Bearer")
             assert "approver's bearer token" in answer.text
     approver = _bearer(DEMO_TOKENS[APPROVER])
-    assert httpx.get(url + "/sparql", params=ASK, headers=approver).json()["boolean"] is True
-    runs = httpx.get(url + "/queries/runs", headers=approver)
+    assert HTTP.get(url + "/sparql", params=ASK, headers=approver).json()["boolean"] is True
+    runs = HTTP.get(url + "/queries/runs", headers=approver)
     assert runs.status_code == 200 and runs.json()["results"]["bindings"]
     # what is not the graph is as before: the page, the list of questions, the health
     for path in ("/", "/queries", "/healthz"):
-        assert httpx.get(url + path).status_code == 200, path
+        assert HTTP.get(url + path).status_code == 200, path
 
 
 def test_any_token_of_the_home_reads_when_tokens_may(home: DemoHome, agent_token: str,
                                                      tmp_path: Path) -> None:
     srv = _serve(home, "tokens", tmp_path)
     try:
-        assert httpx.get(srv.url + "/sparql", params=ASK).status_code == 401
+        assert HTTP.get(srv.url + "/sparql", params=ASK).status_code == 401
         for token in (agent_token, DEMO_TOKENS[APPROVER]):
-            answer = httpx.get(srv.url + "/sparql", params=ASK, headers=_bearer(token))
+            answer = HTTP.get(srv.url + "/sparql", params=ASK, headers=_bearer(token))
             assert answer.status_code == 200, answer.text
         # a revoked token reads no more, at once (the token file is read on each request)
         assert revoke_agent_token(Home(home.path), AGENT)
-        gone = httpx.get(srv.url + "/queries/runs", headers=_bearer(agent_token))
+        gone = HTTP.get(srv.url + "/queries/runs", headers=_bearer(agent_token))
         assert gone.status_code == 401 and "may not read" in gone.text
     finally:
         stop_server(srv)

@@ -214,6 +214,7 @@ def _resume_racer(home: str, runs: list[str], barrier: Any, out: Any) -> None:
     out.put(said)
 
 
+@pytest.mark.slow
 def test_three_workers_resuming_a_run_at_once_run_it_once_and_ask_nobody_again(
         art: Runtime, home: Path) -> None:
     """An approve-once, decided without resuming; then three processes resume the run at

@@ -15,6 +15,9 @@ from cradle_kg.records import SCHEMAS
 from .heavy_imports import imported_after
 from .inprocess import run_cli
 
+#: a module whose set-up is long (servers, browsers, packs built): run first
+pytestmark = pytest.mark.slow
+
 
 def process_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """The real console entry, in its own process (where the process is the point)."""

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from cradle_kg import Runtime
 from cradle_kg.crashpoints import CRASH_POINTS
 from cradle_kg.demo.scenario import demo_ledger
@@ -58,6 +60,7 @@ def test_the_harness_sees_a_lost_event_and_an_effect_without_intent(home: Path) 
     assert harness.effects_without_intent(home) == 1
 
 
+@pytest.mark.slow
 def test_two_hundred_random_sigkills_no_duplicate_no_lost_event() -> None:
     env = {k: v for k, v in os.environ.items() if k != "CRADLE_CRASH_AT"}
     done = subprocess.run([sys.executable, str(BENCH), "--kills", "200", "--json"],
@@ -78,6 +81,7 @@ def test_two_hundred_random_sigkills_no_duplicate_no_lost_event() -> None:
     assert figures["reconciliations"].get("retried", 0) > 0
 
 
+@pytest.mark.slow
 def test_four_workers_on_one_postgres_journal_sigkilled(pg_url: str) -> None:
     """The same harness with 4 victims at once on one PostgreSQL journal (a short run; the
     README quotes the full one: ``--kills 200 --workers 4 --postgres``)."""

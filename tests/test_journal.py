@@ -88,6 +88,7 @@ def _tamper(path: Path, how: str, seq: int, n: int) -> int:
     return seq
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(how=st.sampled_from(TAMPERINGS), n=st.integers(2, 12), pick=st.integers(0, 10_000))

@@ -94,6 +94,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_four_processes_one_key_one_effect(home: Path) -> None:
     same = json.dumps(proposal("p", "demo.ledger.credit", {"account": "a", "amount": 9}))
     procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(home), same],

@@ -220,6 +220,7 @@ def test_sigkill_right_after_a_read_s_answer_loses_nothing(home: Path) -> None:
         assert rt.journal.dangling_intents() == []
 
 
+@pytest.mark.slow
 def test_a_journal_dropped_without_close_does_not_keep_its_flusher(tmp_path: Path) -> None:
     import gc
     import threading

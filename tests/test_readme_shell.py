@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -25,6 +27,7 @@ def readme_block() -> str:
     return found.group(1)
 
 
+@pytest.mark.slow
 def test_the_readme_block_runs_end_to_end(tmp_path: Path) -> None:
     script = tmp_path / "readme.sh"
     script.write_text("set -euo pipefail\n" + readme_block().replace(

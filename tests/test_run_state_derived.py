@@ -63,6 +63,7 @@ def _folded(journal: Journal) -> list[RunSummary]:
     return folded
 
 
+@pytest.mark.slow
 def test_derived_state_equals_the_folded_state(tmp_path: Path) -> None:
     home = tmp_path / "home"
     _varied_home(home)

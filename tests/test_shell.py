@@ -101,6 +101,7 @@ def test_list_shows_every_file_broken_ones_with_their_problems(home: Path) -> No
         str(home / "workflows" / "broken.yaml") + ":1:")
 
 
+@pytest.mark.slow
 def test_a_run_waits_for_a_person_who_decides_it_from_the_shell(home: Path) -> None:
     h = ["--home", str(home)]
     started = cli("workflow", "run", "credit-review", "--input",

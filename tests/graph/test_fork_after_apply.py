@@ -10,6 +10,7 @@ import multiprocessing
 from pathlib import Path
 
 import pyoxigraph as ox
+import pytest
 
 from cradle_kg.storage.graph import QuadBatch
 from cradle_kg.storage.oxigraph import OxigraphStore
@@ -43,6 +44,7 @@ def child(folder: str) -> None:
     raise SystemExit(0 if counts == [1, 2] else 3)
 
 
+@pytest.mark.slow
 def test_a_child_forked_after_follower_style_applies_finishes(tmp_path: Path) -> None:
     path, quiet = tmp_path / "graph", tmp_path / "quiet"
     other = ox.Store(str(quiet))  # a store the children read: written, then closed

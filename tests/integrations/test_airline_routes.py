@@ -53,6 +53,9 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from cradle_kg.integrations.langgraph import GovernedToolNode, governed_tools, tool_name
 from cradle_kg.integrations.mcp_server import build_server
 
+#: a module whose set-up is long (servers, browsers, packs built): run first
+pytestmark = pytest.mark.slow
+
 PACK = Path(__file__).resolve().parents[2] / "packs" / "travel.airline"
 AGENT = "agent:airline-assistant"
 REFERENCE = json.loads((PACK / "tests" / "reference_actions.json").read_text(

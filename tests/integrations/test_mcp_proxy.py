@@ -192,6 +192,7 @@ def test_a_lying_upstream_is_verification_failed(
     assert len(received(upstream_dir, "append_lie")) == 1
 
 
+@pytest.mark.slow
 def test_undeclared_tools_are_read_only_with_the_flag(
         home: Path, contracts: Path, upstream_dir: Path) -> None:
     config = load_config(home / "config.json")  # an undeclared read acts on `tool:<id>`
@@ -227,6 +228,7 @@ def test_a_malformed_contracts_file_is_one_line_exit_2(
     assert received(upstream_dir) == []
 
 
+@pytest.mark.slow
 def test_undeclared_upstream_names_in_the_contracts_are_refused(
         home: Path, tmp_path: Path, upstream_dir: Path) -> None:
     bad = tmp_path / "c.yaml"
@@ -236,6 +238,7 @@ def test_undeclared_upstream_names_in_the_contracts_are_refused(
     assert "`nosuch`" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["after_intent", "after_call", "before_verification"])
 def test_a_crash_between_intent_and_call_never_calls_the_upstream_twice(
         home: Path, contracts: Path, upstream_dir: Path, point: str) -> None:
@@ -267,6 +270,7 @@ def test_a_crash_between_intent_and_call_never_calls_the_upstream_twice(
     assert len(calls) == 1, calls
 
 
+@pytest.mark.slow
 def test_an_approval_holds_for_an_upstream_tool(
         home: Path, tmp_path: Path, upstream_dir: Path) -> None:
     """An irreversible upstream tool waits for an approver; the approver decides from the
@@ -293,6 +297,7 @@ def test_an_approval_holds_for_an_upstream_tool(
     assert len(received(upstream_dir, "append")) == 1
 
 
+@pytest.mark.slow
 def test_an_approval_wait_ends_with_the_upstream_call(
         home: Path, tmp_path: Path, upstream_dir: Path) -> None:
     """With ``--approval-wait``, the proxy itself goes on once the approver decided."""
@@ -325,6 +330,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_a_streamable_http_upstream(home: Path, contracts: Path, upstream_dir: Path) -> None:
     port = _free_port()
     upstream = subprocess.Popen([sys.executable, str(UPSTREAM), str(upstream_dir), str(port)],

@@ -168,6 +168,7 @@ def _approve_when_pending(home: Path, done: list[str]) -> None:
         time.sleep(0.3)
 
 
+@pytest.mark.slow
 def test_approval_pending_then_approved_from_the_cli(home: Path) -> None:
     async def scenario(s: ClientSession) -> None:
         key = {"cradle-kg/idempotency_key": "close-acct-9"}
@@ -189,6 +190,7 @@ def test_approval_pending_then_approved_from_the_cli(home: Path) -> None:
     run(home, scenario)
 
 
+@pytest.mark.slow
 def test_approval_wait_streams_progress_until_the_decision(home: Path) -> None:
     approved: list[str] = []
     notes: list[str] = []

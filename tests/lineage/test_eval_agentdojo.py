@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from cradle_kg.integrations.agentdojo import evaluate_suite
 from tests.inprocess import run_cli
 
@@ -38,6 +40,7 @@ def test_slack_subset() -> None:
     assert report["utility"] == {"passed": 3, "total": 3, "failures": []}
 
 
+@pytest.mark.slow
 def test_the_cli_prints_the_json_contract_for_banking() -> None:
     out = run_cli("eval", "agentdojo", "--suite", "banking", "--format", "json")
     assert out.returncode == 0, out.stderr
@@ -100,6 +103,7 @@ def test_another_version_and_attack_are_labelled_in_the_report() -> None:
     assert report["security"]["pairs"] == 1 and report["utility"]["total"] == 1
 
 
+@pytest.mark.slow
 def test_the_cli_takes_a_version_and_an_attack() -> None:
     out = run_cli("eval", "agentdojo", "--suite", "slack", "--version", "v1.2.2",
                   "--attack", "ignore_previous", "--format", "json")

@@ -19,6 +19,9 @@ from tests.graph_backends import read_home_graph
 
 from .conftest import PILOTS, pack_dir
 
+#: a module whose set-up is long (servers, browsers, packs built): run first
+pytestmark = pytest.mark.slow
+
 HS = "https://w3id.org/cradle/pack/customs/hs2022/"
 CUSTOMS_KG = knowledge_graph("customs.hs-router", "1.0.0", "hs2022")
 

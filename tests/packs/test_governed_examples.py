@@ -65,6 +65,7 @@ def test_customs_good_and_bad_lines(stem: str, classify: str, finalize: str | No
     assert (governed["finalize"] or {}).get("outcome") == finalize
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stem", ["live_fix_resolves_incident", "live_green_tests_still_failing",
                                   "live_staging_only_fix_fails_in_production"])
 def test_infra_live_examples(stem: str, tmp_path: Path) -> None:

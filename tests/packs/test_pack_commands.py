@@ -42,6 +42,7 @@ def test_runs_in_an_isolated_home() -> None:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("pack_id", "ok"), [(PILOTS[0], True), (PILOTS[1], True),
                                              ("demo.ledger", True), ("demo.ledger", False)])
 def test_pack_test_runs_the_pack_tests_from_any_directory(pack_id: str, ok: bool,

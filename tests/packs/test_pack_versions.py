@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import pytest
+
 from cradle_kg.evidence import EvidenceStore
 from cradle_kg.home import Home
 from cradle_kg.storage.opening import open_home_journal
@@ -51,6 +53,7 @@ def _run(ref: str, example: Path, home: Path) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 def test_two_versions_side_by_side(tmp_path: Path) -> None:
     home = tmp_path / "home"
     _install_next_version(home)

@@ -116,6 +116,7 @@ def test_no_variant_connects_out_of_a_default_server(default_server: Server,
     _attack(default_server, listener)
 
 
+@pytest.mark.slow
 def test_no_variant_connects_out_of_a_server_with_an_allow_list(allowing_server: Server,
                                                                 listener: Listener) -> None:
     _attack(allowing_server, listener)

@@ -101,6 +101,7 @@ def test_deep_queries_from_two_clients_do_not_starve_a_normal_one(server: Server
     assert statuses and set(statuses) == {400}
 
 
+@pytest.mark.slow
 def test_every_query_thread_of_a_worker_has_the_deep_stack(
         tmp_path_factory: pytest.TempPathFactory) -> None:
     """One worker runs several queries at once, each on a thread of its own: long flat

@@ -126,6 +126,7 @@ rt.close()
 """
 
 
+@pytest.mark.slow
 def test_two_processes_racing_on_one_id_give_one_effect(home: Path) -> None:
     Runtime(home, config=make_config()).close()
     from cradle_kg.config import save_config

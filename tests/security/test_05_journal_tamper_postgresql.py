@@ -170,6 +170,7 @@ REFUSED_OK = ("head.one", "events.seq", "schema_migrations.version", "open_inten
               "approval_ids.approval_id", "runs.run_id", "usage.scope")
 
 
+@pytest.mark.slow
 def test_every_tamper_of_the_corpus_is_detected(pg_url: str) -> None:
     head = build(pg_url)
     pristine = Anchor(hash=head[1], seq=head[0])

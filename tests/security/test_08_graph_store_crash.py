@@ -259,6 +259,7 @@ def test_each_step_of_rebuild_and_sync_killed_then_sync_equals_a_fresh_rebuild(
         check_recovers(zygote, home, f"crash point {point}:{at_pass}")
 
 
+@pytest.mark.slow
 def test_fifty_random_sigkills_of_rebuild_and_sync(zygote: Zygote, base: Path,
                                                    scratch: Path) -> None:
     tmp_path = scratch
@@ -293,6 +294,7 @@ def test_fifty_random_sigkills_of_rebuild_and_sync(zygote: Zygote, base: Path,
     assert killed >= 10, f"seed {seed}: only {killed} of 52 trials were killed mid-way"
 
 
+@pytest.mark.slow
 def test_killed_real_processes_from_a_cold_start(base: Path, tmp_path: Path) -> None:
     """Fresh interpreters (start-up included): ``python -m cradle_kg graph ...`` killed."""
     seed = int(os.environ.get("CRADLE_TEST_SEED", time.time_ns() % 2**32))
@@ -318,6 +320,7 @@ def test_killed_real_processes_from_a_cold_start(base: Path, tmp_path: Path) -> 
         zygote.close()
 
 
+@pytest.mark.slow
 def test_rebuild_while_a_runtime_holds_the_store_is_refused_and_harms_nothing(
         base: Path, tmp_path: Path, zygote: Zygote) -> None:
     home = copy_home(base, tmp_path / "busy")

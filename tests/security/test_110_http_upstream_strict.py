@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from .test_43_upstream_http import Proxy, _reported_ok, upstream  # noqa: F401 (fixture)
 
 
+@pytest.mark.slow
 def test_an_http_answer_giving_a_key_twice_fails_the_call(home: Path, tmp_path: Path,
                                                           upstream: str) -> None:  # noqa: F811
     proxy = Proxy(home, tmp_path, upstream)

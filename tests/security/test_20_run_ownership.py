@@ -65,6 +65,7 @@ def test_another_agent_is_refused_in_a_run_and_journals_nothing(rt: Runtime) -> 
         rt.claim_run("run:new", AGENT)
 
 
+@pytest.mark.slow
 def test_the_json_api_answers_403_and_journals_nothing(home: Path, rt: Runtime,
                                                        tmp_path: Path) -> None:
     rt.submit(_proposal(AGENT, "p1", "run:alice"))

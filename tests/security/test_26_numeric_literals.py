@@ -191,6 +191,7 @@ def _older_journal(home: Path, pid: str, values: list[Any]) -> None:
                                  payload={**first.payload, "proposal": proposal})])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("remote", REMOTES)
 def test_a_hostile_float_does_not_stop_the_remote_graph(
         remote: str, request: pytest.FixtureRequest, tmp_path: Path,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
@@ -24,6 +25,7 @@ from ..server.conftest import start_server, stop_server
 from .mcp_http import two_agent_home, waiting_close
 
 
+@pytest.mark.slow
 def test_a_naive_expiry_is_a_422_and_the_approval_still_waits(tmp_path: Path) -> None:
     home = two_agent_home(tmp_path / "home")
     approval, before = waiting_close(home)

@@ -62,6 +62,7 @@ TOOLS = ("blast", "endless", "fine")
 
 
 
+@pytest.mark.slow
 def test_an_upstream_answer_without_end_is_dropped_and_the_call_fails(
         home: Path, tmp_path: Path) -> None:
     capped_proxy_home(home)  # the upstream's lines are held to 5 MiB

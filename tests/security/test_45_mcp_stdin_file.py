@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, ledger_for
 
@@ -113,6 +115,7 @@ def test_a_key_given_twice_or_bytes_not_utf8_in_a_file_are_refused(
     _nothing_ran(home)
 
 
+@pytest.mark.slow
 def test_a_line_past_the_limit_in_a_file_is_refused_not_buffered(
         home: Path, tmp_path: Path) -> None:
     long_call = _call(4, b'{"account":"acct-1","amount":3,"reason":"'

@@ -21,6 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
+import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.canonical import sha256_bytes
@@ -84,6 +85,7 @@ def test_the_default_quota_refuses_the_1001st_upload_of_the_hour(tmp_path: Path)
     assert "Traceback" not in (tmp_path / "serve.log").read_text(errors="replace")
 
 
+@pytest.mark.slow
 def test_the_count_is_the_journals_shared_by_the_cli_and_bytes_count_too(
         tmp_path: Path) -> None:
     home = two_agent_home(tmp_path / "home")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, REQUESTER
@@ -29,6 +30,7 @@ def _views(home: Path) -> list[str]:
         return [e.actor for e in rt.journal.events_of_kind("approval.viewed")]
 
 
+@pytest.mark.slow
 def test_polling_an_approval_journals_one_view_per_viewer_and_change(tmp_path: Path) -> None:
     home = two_agent_home(tmp_path / "home")
     approval, _ = waiting_close(home)

@@ -30,6 +30,9 @@ from cradle_kg.integrations.http_guard import SessionQuota
 
 from .mcp_http import ACCEPT, AGENT, INIT, MALLORY, Served, fresh, serve, token_for
 
+#: a module whose set-up is long (servers, browsers, packs built): run first
+pytestmark = pytest.mark.slow
+
 LIMIT = 5
 OPEN = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}
 

@@ -61,6 +61,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]
     stop_server(server)
 
 
+@pytest.mark.slow
 def test_bodies_held_at_once_stay_within_the_budget(served: tuple[str, int]) -> None:
     url, pid = served
     port = int(url.rsplit(":", 1)[1])

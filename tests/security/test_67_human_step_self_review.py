@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER
@@ -49,6 +50,7 @@ def _acts_for_alice(home: Path) -> None:
         assert rt.config.approver(REQUESTER) is not None  # alice is an approver too
 
 
+@pytest.mark.slow
 def test_the_agents_principal_cannot_answer_on_the_command_line(tmp_path: Path) -> None:
     home = _home(tmp_path / "home")
     _acts_for_alice(home)
@@ -74,6 +76,7 @@ def test_the_agents_principal_cannot_answer_on_the_command_line(tmp_path: Path) 
     assert "action.intent" in _kinds(home, run)
 
 
+@pytest.mark.slow
 def test_the_agents_principal_cannot_answer_over_http(tmp_path: Path) -> None:
     home = _home(tmp_path / "home")
     srv = start_server(["--home", str(home)], tmp_path / "serve.log", home)

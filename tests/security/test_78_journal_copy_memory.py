@@ -74,6 +74,7 @@ def _peak(args: list[str], env: dict[str, str], tmp: Path) -> tuple[int, str]:
     return int(peak.read_text()) // 1024, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_copy_and_verify_memory_stays_bounded(homes: dict[int, Path],
                                               postgres: ScratchPostgres,
                                               tmp_path: Path) -> None:

@@ -75,6 +75,7 @@ def test_a_waiting_call_polls_the_same_whatever_its_run_asked(
             rt.approvals.get("apr:nothing")
 
 
+@pytest.mark.slow
 def test_resuming_a_run_reads_its_decisions_not_its_events(
         tmp_path: Path, decoded: Callable[[], int]) -> None:
     """The sibling finding: a waiting call whose approval was given in another process

@@ -60,6 +60,7 @@ def _size(rt: Runtime, run: str) -> int:
     return sum(1 for _ in rt.journal.events(run_id=run))
 
 
+@pytest.mark.slow
 def test_a_workflow_run_reads_the_same_whatever_its_agent_wrote(
         tmp_path: Path, decoded: Callable[[], int]) -> None:
     with Runtime(fresh_home(tmp_path / "home"), graph_sync=False) as rt:

@@ -74,6 +74,7 @@ CONTENT_TYPES = [None, "application/x-www-form-urlencoded", "application/sparql-
                  "garbage", ""]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(query=queries, method=st.sampled_from(["GET", "POST"]),

@@ -17,6 +17,9 @@ from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER
 from ..inprocess import run_cli
 from .conftest import DemoHome, Server, close_proposal, make_demo_home, start_server, stop_server
 
+#: a module whose set-up is long (servers, browsers, packs built): run first
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, DemoHome, str]]:

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import free_port, make_demo_home
 
 #: what a query-only server must not import: the app's framework, the runtime and its
@@ -88,6 +90,7 @@ print("REPORT " + json.dumps(report), file=sys.stderr)
 """
 
 
+@pytest.mark.slow
 def test_the_server_answers_healthz_without_the_app_and_builds_it_on_first_need(
         tmp_path: Path) -> None:
     home = make_demo_home(tmp_path / "home").path

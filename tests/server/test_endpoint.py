@@ -33,6 +33,9 @@ from tests.graph_backends import read_home_graph
 
 from .conftest import MAX_RESULT_BYTES, TIMEOUT_SECONDS, DemoHome, Server, start_server, stop_server
 
+#: a module whose set-up is long (servers, browsers, packs built): run first
+pytestmark = pytest.mark.slow
+
 C = "https://w3id.org/cradle#"
 DECISIONS = (f"PREFIX cradle: <{C}> "
              "SELECT ?d ?v WHERE { ?d a cradle:Decision ; cradle:verdict ?v }")

@@ -32,6 +32,9 @@ from cradle_kg.server.readers import GraphReaders, GraphReadGuard
 
 from .conftest import DemoHome, Server, make_demo_home, start_server, stop_server
 
+#: a module whose set-up is long (servers, browsers, packs built): run first
+pytestmark = pytest.mark.slow
+
 ASK = {"query": "ASK { ?s ?p ?o }"}
 #: a loaded machine runs this module beside the rest of the suite: the app is built on its
 #: first request, which httpx's default 5 s did not always wait for

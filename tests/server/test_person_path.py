@@ -24,6 +24,9 @@ from cradle_kg.workflow import runner
 from .cdp import Browser, browser, ensure_chromium
 from .conftest import DemoHome, Server, make_demo_home, start_server, stop_server
 
+#: a module whose set-up is long (servers, browsers, packs built): run first
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workflows"
 INPUT = {"account": "acct-5", "amount": 60, "reason": "a double charge"}
 WAITING = "document.querySelector('#run-status')?.dataset.state === 'waiting_for_person'"

@@ -44,6 +44,7 @@ def one_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     stop_server(srv)
 
 
+@pytest.mark.slow
 def test_idle_keep_alive_clients_survive_a_runaway(one_worker: Server) -> None:
     failures: list[str] = []
     for round_ in range(ROUNDS):

@@ -22,6 +22,9 @@ import pytest
 from .cdp import Browser, browser, ensure_chromium
 from .conftest import DemoHome, free_port, start_server, stop_server
 
+#: a module whose set-up is long (servers, browsers, packs built): run first
+pytestmark = pytest.mark.slow
+
 YASGUI = "@zazuko/yasgui@4.6.2"
 
 PAGE = """<!doctype html>

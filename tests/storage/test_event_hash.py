@@ -68,6 +68,7 @@ def test_other_types_take_the_general_encoder() -> None:
     assert event_hash(**flag) == _reference(**flag)
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(st.datetimes(timezones=st.timezones()))
 def test_iso_writes_the_text_every_hash_was_computed_over(moment: Any) -> None:

@@ -81,6 +81,7 @@ def _race_limit(home: str, kind: str, worker: int, barrier: Any, out: Any) -> No
     out.put(statuses)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(_LIMITS))
 def test_a_limit_holds_when_workers_check_it_at_the_same_moment(home: Path, kind: str) -> None:
     """Each round, 4 processes submit at once in a fresh task whose limit admits one call:

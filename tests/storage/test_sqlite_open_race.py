@@ -26,6 +26,7 @@ SqliteJournal(Path(sys.argv[1])).close()
 """
 
 
+@pytest.mark.slow
 def test_processes_racing_to_create_one_journal_all_open_it(tmp_path: Path) -> None:
     for round_ in range(6):
         path = tmp_path / f"r{round_}" / "journal.sqlite"

@@ -17,6 +17,9 @@ import rdflib
 
 from cradle_kg.storage.virtuoso_scratch import ScratchVirtuoso, VirtuosoUnavailable
 
+#: a module whose set-up is long (servers, browsers, packs built): run first
+pytestmark = pytest.mark.slow
+
 XSD = "http://www.w3.org/2001/XMLSchema#"
 JSON = "application/sparql-results+json"
 

@@ -154,6 +154,7 @@ def test_a_human_who_disagrees_in_shadow_blocks_promotion(wf_rt: Runtime) -> Non
     assert book.state(WF, STEP).stage is Stage.SHADOW
 
 
+@pytest.mark.slow
 def test_autonomy_cli(wf_home: Path) -> None:
     from typer.testing import CliRunner
 

@@ -96,6 +96,7 @@ def _race_worker(home: str, worker: int, barrier: Any, out: Any) -> None:
     out.put(results)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("journal_backend")
 def test_workers_racing_on_one_budget_never_spend_past_it(wf_home: Path) -> None:
     """Each round the tenant's budget is raised by one call's cost, then 4 processes start a

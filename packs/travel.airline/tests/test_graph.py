@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 Airline = Any  # the `airline` fixture (conftest.py): a home, its runner, its database
 
 OLIVIA = "customer:olivia_gonzalez_2305"
@@ -33,6 +35,7 @@ def _cancel(reason: str, source: str = OLIVIA) -> dict[str, Any]:
                                                "object": reason}]}
 
 
+@pytest.mark.slow
 def test_why_cancelled_and_on_whose_word(airline: Airline) -> None:
     airline.run(_cancel("health", source="agent:airline-assistant"),
                 status="needs_clarification")

@@ -12,6 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cradle_kg.packs import testing
 
 PACK = testing.pack_folder(__file__)
@@ -50,6 +52,7 @@ FACTS = {0: {"airline:cancellationReason": "health"},
 BREAKS = {(3, 0): "the destination changes", (3, 1): "a free bag charged"}
 
 
+@pytest.mark.slow
 def test_reference_writes_replayed_on_fresh_homes() -> None:
     with tempfile.TemporaryDirectory() as tmp, testing.pack_home(PACK, Path(tmp) / "h") as h:
         replay = h.entry("replay:replay")

@@ -44,11 +44,13 @@ DESIGNATED = "designated"
 TRUST_LEVELS = (TRUSTED, UNTRUSTED)
 #: the events that bring content into a run
 CONTENT_KINDS = frozenset({"input.recorded", "action.observed", "approval.decided",
-                           "lineage.traced", "proposal.received"})
+                           "lineage.traced", "proposal.received", "verification.recorded"})
 #: facts a proposal carries that the host (not the model) asserted: trusted, with their author
 HOST_FACT_PREFIX = "host:"
 #: the field an observation's error text is indexed under (no output key: `#` is no token)
 ERROR_FIELD = "#error"
+#: the field a failed verification's check details are indexed under (with the check's name)
+VERIFICATION_FIELD = "#verification"
 #: a leaf keeps this much of its text, for quotes
 _KEEP = 4000
 #: between a leaf's own tokens and the values read from them — dates, addresses spelled
@@ -357,6 +359,8 @@ def leaves_of(ev: AuditEvent, trust_of: TrustOf) -> Iterable[Leaf]:
             # quote any part of the answer (a schema error quotes the untrusted fields too)
             yield _leaf(source, "observation", UNTRUSTED, f"tool:{tool}", tool, (ERROR_FIELD,),
                         ev.seq, error)
+    elif ev.kind == "verification.recorded":
+        yield from _verifier_read(ev)
     elif ev.kind == "proposal.received":
         for fact in (pl.get("proposal") or {}).get("facts") or ():
             source = str(fact.get("source", ""))
@@ -371,6 +375,25 @@ def leaves_of(ev: AuditEvent, trust_of: TrustOf) -> Iterable[Leaf]:
         if isinstance(note, str) and note:
             yield _leaf(f"approval:{pl.get('approval_id', ev.subject)}", "approval", TRUSTED,
                         ev.actor, "", ("reason",), ev.seq, note)
+
+
+def _verifier_read(ev: AuditEvent) -> Iterator[Leaf]:
+    """The details of the checks a verification did not pass: the outcome's reasons the
+    agent is shown quote them, and they quote the verifier's read of the system acted on
+    (an upstream's answer behind ``mcp proxy``, a verifier's exception) — untrusted.
+
+    INVARIANT: skipped, an IBAN an upstream put in its answer to the read had no origin at
+    all, and the transfer to it executed unattended (tests/security/test_121)"""
+    verification = ev.payload.get("verification") or {}
+    tool = str((verification.get("provenance") or {}).get("tool_ref", "")).rpartition("@")[0]
+    for check in verification.get("checks") or ():
+        if not isinstance(check, dict) or check.get("status") == "verified":
+            continue
+        detail = check.get("detail")
+        if isinstance(detail, str) and detail:
+            yield _leaf(str(verification.get("id", ev.subject)), "observation", UNTRUSTED,
+                        f"tool:{tool}", tool, (VERIFICATION_FIELD, str(check.get("name"))),
+                        ev.seq, detail)
 
 
 #: what stands in a change request's note for a value of the action it sent back: no token

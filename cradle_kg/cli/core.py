@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -141,15 +143,18 @@ AnchorOpt = Annotated[
 
 def _verify_report(home: Path | None, anchor: Anchor | None,
                    semantics: bool = False) -> tuple[str, ChainReport]:
-    """Verify read only; a progress bar on stderr when it is a terminal, nothing otherwise."""
+    """Verify read only — the chain, then the evidence blobs it cites
+    (:func:`_blobs_report`); a progress bar on stderr when it is a terminal."""
     from ..storage import home_journal_target, verify_target
 
     try:
-        path = home_journal_target(resolve_home(home))
+        root = resolve_home(home)
+        path = home_journal_target(root)
     except CradleError as exc:
         fail(exc)
     if not err_console.is_terminal:
-        return path, verify_target(path, anchor=anchor, semantics=semantics)
+        report = verify_target(path, anchor=anchor, semantics=semantics)
+        return path, _blobs_report(root, report, None)
     from rich.progress import Progress
 
     with Progress(console=err_console.real, transient=True) as bar:
@@ -158,7 +163,33 @@ def _verify_report(home: Path | None, anchor: Anchor | None,
         def show(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        return path, verify_target(path, anchor=anchor, progress=show, semantics=semantics)
+        report = verify_target(path, anchor=anchor, progress=show, semantics=semantics)
+        blobs = bar.add_task("re-hashing the evidence blobs", total=None)
+        return path, _blobs_report(root, report,
+                                   lambda done: bar.update(blobs, completed=done))
+
+
+def _blobs_report(root: Path, report: ChainReport,
+                  progress: Callable[[int], None] | None) -> ChainReport:
+    """``report``, broken when a blob of the home's evidence store does not hash to its
+    name: the journal cites blobs (policy texts, recorded requests, uploads) by hash, and
+    an edited one was caught only where it was read (``tests/security/test_122``)."""
+    if not report.intact:
+        return report
+    from ..evidence import EvidenceStore
+
+    store = EvidenceStore(Home(root).evidence)
+    try:
+        edited = store.edited(progress=progress)
+    except OSError as exc:
+        return replace(report, intact=False,
+                       reason=f"the evidence store `{store.root}` cannot be read: {exc}")
+    if edited is None:
+        return report
+    ref, file = edited
+    return replace(report, intact=False,
+                   reason=f"evidence `{ref}` does not match its hash: the blob was edited "
+                          f"(`{file}`)")
 
 
 def _print_broken(report: ChainReport) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 from ..records import AuditEvent
 from .normalise import (
     dates,
+    ibans,
     is_identifier,
     number_token,
     phones,
@@ -300,6 +301,7 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
         named.extend((n, d) for _, d in dates(ts))
         named.extend((n, a) for a in spelled(ts))
         named.extend((n, p) for p in phones(part))
+        named.extend((n, i) for i in ibans(part))
         toks.extend(ts)
         sentence.extend([n] * len(ts))
     if named:

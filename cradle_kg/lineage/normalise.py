@@ -46,9 +46,19 @@ _NUMBER = re.compile(r"^[$€£]?[+-]?\d+(?:\.\d+)?$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n[ \t]*\n\s*")
 
 
+#: characters that show nothing (Unicode's format characters: zero-width space and joiners,
+#: soft hyphen, word joiner, bidi controls, BOM, tags): not part of what a reader sees, so
+#: not part of a token. An injected ``GB29NWBK6016\u200b1331926819`` matched nothing the
+#: agent wrote when it copied the IBAN it saw — a value with no origin, which no rule
+#: looks at (``tests/security/test_123``)
+_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+                        "\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0001\U000e0020-\U000e007f]")
+
+
 def normalise(text: str) -> str:
-    """NFKC and case folding, grouped IBANs compacted, thousands separators dropped."""
-    text = unicodedata.normalize("NFKC", text).casefold()
+    """NFKC and case folding without invisible characters, grouped IBANs compacted,
+    thousands separators dropped."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).casefold()
     text = _GROUPED_IBAN.sub(lambda m: m.group(1) + re.sub(r"\s", "", m.group(2)), text)
     return _THOUSANDS.sub("", text)
 
@@ -137,6 +147,57 @@ def phones(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text)
     found = (_phone(m.group(0)) for m in _PHONE_TEXT.finditer(text))
     return list(dict.fromkeys(p for p in found if p))
+
+
+#: an IBAN written with separators of any grouping (``GB29-NWBK-6016-…``, ``GB 29 NWBK
+#: 60161331926819``, ``GB29.NWBK.…``): bounded (at most 34 characters and a separator
+#: between each two), so a text is read in linear time; a candidate counts only when its
+#: check digits hold (ISO 13616, mod 97), read at the longest group boundary where they do
+_IBAN_TEXT = re.compile(r"(?<![\w])[a-z]{2}[ \u00a0./-]?\d{2}(?:[ \u00a0./-]?[a-z0-9]){11,30}"
+                        r"(?![a-z0-9])", re.IGNORECASE)
+_IBAN_SEPARATOR = re.compile(r"[ \u00a0./-]")
+
+
+#: an IBAN's letters as the numbers its check reads (``a`` is 10 … ``z`` 35)
+_IBAN_DIGITS = str.maketrans({chr(c): str(c - 87) for c in range(ord("a"), ord("z") + 1)})
+
+
+def _iban_valid(compact: str) -> bool:
+    if not 15 <= len(compact) <= 34 or not compact[2:4].isdigit():
+        return False
+    moved = (compact[4:] + compact[:4]).translate(_IBAN_DIGITS)
+    return moved.isdigit() and int(moved) % 97 == 1
+
+
+def _iban(span: str) -> str | None:
+    """The longest prefix of ``span`` ending at a group boundary that is an IBAN whose check
+    digits hold, compacted and case-folded, else None."""
+    groups = [g for g in _IBAN_SEPARATOR.split(span.casefold()) if g]
+    for end in range(len(groups), 0, -1):
+        compact = "".join(groups[:end])
+        if _iban_valid(compact):
+            return compact
+    return None
+
+
+def ibans(text: str) -> list[str]:
+    """The IBANs a text writes with separators (any grouping, checked by their digits), each
+    as one compact token: an agent writes the IBAN it was shown compactly, and an
+    injection that wrote it ``GB29-NWBK-…`` left the transfer with no origin
+    (``tests/security/test_123``)."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    found = (_iban(m.group(0)) for m in _IBAN_TEXT.finditer(text)
+             if _IBAN_SEPARATOR.search(m.group(0)))
+    return list(dict.fromkeys(i for i in found if i))
+
+
+def iban_of(value: str) -> str | None:
+    """A value that is an IBAN written with separators: its compact form, else None."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", value)).strip()
+    if _IBAN_TEXT.fullmatch(text) is None or not _IBAN_SEPARATOR.search(text):
+        return None
+    compact = "".join(_IBAN_SEPARATOR.split(text.casefold()))
+    return compact if _iban_valid(compact) else None
 
 
 def split_sentences(text: str) -> list[str]:

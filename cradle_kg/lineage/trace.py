@@ -45,7 +45,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from .index import DESIGNATED, TRUSTED, Done, Leaf, RunIndex
-from .normalise import date_of, is_identifier, number_token, phone_of, tokens, written_date
+from .normalise import (
+    date_of,
+    iban_of,
+    is_identifier,
+    number_token,
+    phone_of,
+    tokens,
+    written_date,
+)
 
 #: the most origins kept per argument (trusted first), so a value seen everywhere stays small
 MAX_ORIGINS = 6
@@ -176,8 +184,9 @@ def _values(value: Any, sensitive: bool) -> list[Unit]:
         if written:
             forms = [*written, *(f"--{d[5:]}" for d in written if not d.startswith("--"))]
             return [[tokens(value), *([d] for d in dict.fromkeys(forms))]]
-        phone = phone_of(value)  # as written, or by its digits (see normalise.phones)
-        return [[tokens(value), [phone]]] if phone else [[tokens(value)]]
+        # as written, or by its digits / its compact form (see normalise.phones, .ibans)
+        other = phone_of(value) or iban_of(value)
+        return [[tokens(value), [other]]] if other else [[tokens(value)]]
     if sensitive and isinstance(value, int | float) and not isinstance(value, bool):
         return [[[number_token(value)]]]
     return []

@@ -21,6 +21,15 @@ import yaml
 MAX_DEPTH = 32
 
 
+#: the longest scalar read as a number (Python refuses a longer integer anyway). Refused
+#: before it is built: YAML 1.1's base-60 integer (``59:59:…``) is built by PyYAML in time
+#: that grows with its square, holding the GIL — one 256 KiB scalar sent to ``POST
+#: /api/workflows/validate`` by any token stalled the whole server for seconds
+#: (``tests/security/test_124``)
+MAX_NUMBER_CHARS = 4300
+_NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
+
+
 class YamlRefused(Exception):
     """A problem found while composing the YAML, with its 1-based line."""
 
@@ -36,6 +45,11 @@ def _guarded(construct: Callable[[Any, bool], Any], node: Any, deep: bool) -> An
     that does not exist and an integer past Python's 4,300 digits — out of every reader of
     a file sent for review (``POST /api/workflows/validate`` a 500, ``pack validate``
     ``unexpected ValueError``: ``tests/security/test_116``)."""
+    if isinstance(node, yaml.ScalarNode) and node.tag in _NUMBER_TAGS \
+            and len(node.value) > MAX_NUMBER_CHARS:
+        raise YamlRefused(f"`{node.value[:37]}...` cannot be read: a number of "
+                          f"{len(node.value):,} characters (at most {MAX_NUMBER_CHARS:,})",
+                          node.start_mark.line + 1)
     try:
         return construct(node, deep)
     except (ValueError, OverflowError) as exc:  # a scalar's own constructor

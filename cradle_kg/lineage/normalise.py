@@ -28,6 +28,7 @@ compared by its date (:func:`date_of`): the time of day is not traced.
 from __future__ import annotations
 
 import bisect
+import html
 import re
 import unicodedata
 
@@ -55,10 +56,22 @@ _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2
                         "\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0001\U000e0020-\U000e007f]")
 
 
+#: an address written so a reader (and an agent) reads it, but no token is it: ``&#64;`` /
+#: ``&commat;`` (an HTML mail's), ``%40`` (a link's), and defanged ``evil[.]com``,
+#: ``mark(@)evil.com`` — each left an injected address with no origin, and the mail to it
+#: was sent unattended (``tests/security/test_125``)
+_ENCODED_AT = re.compile(r"%40|[\[(]@[\])]", re.IGNORECASE)
+_DEFANGED_DOT = re.compile(r"[\[(]\.[\])]")
+
+
 def normalise(text: str) -> str:
-    """NFKC and case folding without invisible characters, grouped IBANs compacted,
-    thousands separators dropped."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).casefold()
+    """NFKC and case folding without invisible characters, HTML character references
+    decoded, ``%40`` and a defanged ``[.]`` / ``[@]`` read as what they stand for, grouped
+    IBANs compacted, thousands separators dropped."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    if "&" in text:
+        text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", html.unescape(text)))
+    text = _DEFANGED_DOT.sub(".", _ENCODED_AT.sub("@", text)).casefold()
     text = _GROUPED_IBAN.sub(lambda m: m.group(1) + re.sub(r"\s", "", m.group(2)), text)
     return _THOUSANDS.sub("", text)
 
@@ -70,6 +83,8 @@ _SCHEME = re.compile(r"^(?:https?://)?(?:www\.(?=[^/]*\.))?")
 
 def _token(raw: str) -> str:
     token = raw.strip(_EDGE)
+    if token.startswith("mailto:"):  # a link to an address is the address
+        token = token[len("mailto:"):].strip(_EDGE)
     if "/" in token or token.startswith("www."):
         token = _SCHEME.sub("", token, count=1)
         token = token.rstrip("/").strip(_EDGE) if "/" in token else token
@@ -97,9 +112,19 @@ def tokens(text: str) -> list[str]:
 #: most 8 spelled dots a part: with ``*`` and ``+`` a sentence of ``a dot b dot b …`` was
 #: read in time that grows with its square (4,000 dots: 1 s; a tool's 1 MB answer would
 #: have held gate 1 for half an hour); bounded, each place is tried a bounded number of ways
-_SPELLED_MAIL = re.compile(r"(?<!\S)([\w.+-]+(?: dot [\w.+-]+){0,8}) (?:at|@) "
-                           r"([\w-]+(?:\.[\w-]+)*(?: dot [\w-]+){1,8})(?!\S)")
+_SPELLED_MAIL = re.compile(r"(?<!\S)([\w.+-]+(?: dot [\w.+-]+){0,8}) (at|@) "
+                           r"([\w-]+(?:\.[\w-]+)*(?: dot [\w-]+){1,8}"
+                           r"|[\w-]+(?:\.[\w-]+)+)(?!\S)")
 _SPELLED_HOST = re.compile(r"(?<!\S)([\w-]+(?:\.[\w-]+)*(?: dot [\w-]+){1,8})(?!\S)")
+
+
+def _spelled_mail(found: re.Match[str]) -> bool:
+    """Whether an address read as ``local at host.tld`` (the host written with dots) is one:
+    a local part that looks like an address's (a dot, digit, ``+``, ``_`` or ``-`` in it),
+    not an English word — "look at example.com" names no mailbox, and a person's words read
+    as one would give it their trust."""
+    local, joined, host = found.groups()
+    return " dot " in host or joined == "@" or re.search(r"[.+_\d-]", local) is not None
 
 
 def spelled(toks: list[str]) -> list[str]:
@@ -110,10 +135,10 @@ def spelled(toks: list[str]) -> list[str]:
     evil dot com" had the mail sent unattended. Read this way, the value has the text that
     spelled it as its origin, with that text's trust."""
     line = " ".join(toks)
-    if " dot " not in line:
+    if " dot " not in line and " at " not in line and " @ " not in line:
         return []
-    out = [f"{m.group(1).replace(' dot ', '.')}@{m.group(2).replace(' dot ', '.')}"
-           for m in _SPELLED_MAIL.finditer(line)]
+    out = [f"{m.group(1).replace(' dot ', '.')}@{m.group(3).replace(' dot ', '.')}"
+           for m in _SPELLED_MAIL.finditer(line) if _spelled_mail(m)]
     out += [m.group(1).replace(" dot ", ".") for m in _SPELLED_HOST.finditer(line)]
     return list(dict.fromkeys(out))
 

@@ -58,10 +58,11 @@ _INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2
 
 #: an address written so a reader (and an agent) reads it, but no token is it: ``&#64;`` /
 #: ``&commat;`` (an HTML mail's), ``%40`` (a link's), and defanged ``evil[.]com``,
-#: ``mark(@)evil.com`` — each left an injected address with no origin, and the mail to it
-#: was sent unattended (``tests/security/test_125``)
+#: ``mark(@)evil.com``, ``hxxps[:]//evil[.]com`` — each left an injected address with no
+#: origin, and the mail (or the call) to it ran unattended (``tests/security/test_125``)
 _ENCODED_AT = re.compile(r"%40|[\[(]@[\])]", re.IGNORECASE)
 _DEFANGED_DOT = re.compile(r"[\[(]\.[\])]")
+_DEFANGED_COLON = re.compile(r"[\[(]:[\])]")
 
 
 def normalise(text: str) -> str:
@@ -71,14 +72,16 @@ def normalise(text: str) -> str:
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
     if "&" in text:
         text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", html.unescape(text)))
-    text = _DEFANGED_DOT.sub(".", _ENCODED_AT.sub("@", text)).casefold()
+    text = _DEFANGED_DOT.sub(".", _ENCODED_AT.sub("@", text))
+    text = _DEFANGED_COLON.sub(":", text).casefold()
     text = _GROUPED_IBAN.sub(lambda m: m.group(1) + re.sub(r"\s", "", m.group(2)), text)
     return _THOUSANDS.sub("", text)
 
 
 #: a URL's scheme and a host's ``www.``: ``https://www.example.com/`` and ``example.com``
-#: name one place (an agent adds or drops them as it writes the link)
-_SCHEME = re.compile(r"^(?:https?://)?(?:www\.(?=[^/]*\.))?")
+#: name one place (an agent adds or drops them as it writes the link); a defanged
+#: ``hxxps://`` too (``tests/security/test_125``)
+_SCHEME = re.compile(r"^(?:h(?:tt|xx)ps?://)?(?:www\.(?=[^/]*\.))?")
 
 
 def _token(raw: str) -> str:

@@ -78,31 +78,50 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
     it, or the page of ``limit`` items after the first ``offset``. ``requested_by``: only
     the approvals that agent's actions asked for (what an agent's token is shown).
 
-    Each kind is read oldest first from its derived table, at most ``offset + limit`` of
-    it, and the three are merged: a page costs what it shows and skips, never the whole
-    inbox (:func:`inbox_size` counts it)."""
+    One kind (an agent's inbox, or ``kinds`` naming one) is paged in its derived table's
+    query: a page costs what it shows. Several kinds are each read oldest first, at most
+    ``offset + limit`` of each, and merged: a page costs what it shows and skips, never the
+    whole inbox (:func:`inbox_size` counts it)."""
     check_page(limit=limit, offset=offset)
     wanted = _wanted(kinds, requested_by)
+    if limit is not None and len(wanted) == 1:
+        # INVARIANT: one kind (an agent's inbox is its approvals) is paged in its query:
+        # the items before the page are not read — merged, every skipped approval was
+        # built, its request and asking decision decoded (tests/security/test_126)
+        return [item for _, item in _read(rt, wanted.pop(), run_id, requested_by,
+                                          limit=limit, offset=offset)]
     take = None if limit is None else min(offset + limit, MAX_PAGE_INTEGER)
     # each item with the seq of the event that asked: the order every kind is read in, so
     # the pages of the merge add up to the whole (times may tie, or go back, across hosts)
-    items: list[tuple[int, InboxItem]] = []
-    if "approval" in wanted:
-        items += _approvals(rt, run_id, requested_by, take)
-    if "task" in wanted:
-        opened, _ = rt.journal.human_tasks(run_id=run_id, limit=take)
-        for event, _done in opened:
-            t = task_from_events(str(event.payload["task_id"]), [event])
-            assert t is not None  # its opening event
-            items.append((event.seq, InboxItem(
-                kind="task", id=t.id, run_id=t.run_id, title=f"{t.code}: {t.subject}",
-                asked_at=t.opened_at.isoformat(), reasons=[t.reason],
-                command=f"cradle-kg tasks resolve {t.id} --as WHO --note '...'")))
-    if "step" in wanted:
-        items += _steps(rt, run_id, take)
+    items = [pair for kind in KINDS if kind in wanted
+             for pair in _read(rt, kind, run_id, requested_by, limit=take, offset=0)]
     items.sort(key=lambda pair: pair[0])
     page = items[offset:] if take is None else items[offset:take]
     return [item for _, item in page]
+
+
+def _read(rt: Runtime, kind: Kind, run_id: str | None, requested_by: str | None, *,
+          limit: int | None, offset: int) -> list[tuple[int, InboxItem]]:
+    """The items of one kind, oldest first: the page of ``limit`` after ``offset``."""
+    if kind == "approval":
+        return _approvals(rt, run_id, requested_by, limit, offset)
+    if kind == "task":
+        return _tasks(rt, run_id, limit, offset)
+    return _steps(rt, run_id, limit, offset)
+
+
+def _tasks(rt: Runtime, run_id: str | None, limit: int | None, offset: int
+           ) -> list[tuple[int, InboxItem]]:
+    out = []
+    opened, _ = rt.journal.human_tasks(run_id=run_id, limit=limit, offset=offset)
+    for event, _done in opened:
+        t = task_from_events(str(event.payload["task_id"]), [event])
+        assert t is not None  # its opening event
+        out.append((event.seq, InboxItem(
+            kind="task", id=t.id, run_id=t.run_id, title=f"{t.code}: {t.subject}",
+            asked_at=t.opened_at.isoformat(), reasons=[t.reason],
+            command=f"cradle-kg tasks resolve {t.id} --as WHO --note '...'")))
+    return out
 
 
 def inbox_size(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = None,
@@ -127,7 +146,7 @@ def _wanted(kinds: Iterable[Kind], requested_by: str | None) -> set[Kind]:
 
 
 def _approvals(rt: Runtime, run_id: str | None, requested_by: str | None,
-               limit: int | None) -> list[tuple[int, InboxItem]]:
+               limit: int | None, offset: int = 0) -> list[tuple[int, InboxItem]]:
     """The pending approvals (of one run, of one agent's actions), the oldest ``limit``:
     each its request and its asking decision (read by its id). Before, each approval read
     its run up to that decision and its digest again: an agent that asked for 400
@@ -140,7 +159,7 @@ def _approvals(rt: Runtime, run_id: str | None, requested_by: str | None,
     now = rt.clock()
     out = []
     pending, _ = rt.approvals.pending_page(run_id=run_id, requested_by=requested_by,
-                                           limit=limit)
+                                           limit=limit, offset=offset)
     for st, request in pending:
         a = st.approval
         if effective_status(a, now) is not ApprovalStatus.PENDING:
@@ -173,14 +192,14 @@ def _asking_policies(rt: Runtime, run_id: str, decision_id: str) -> tuple[list[s
     return [], []
 
 
-def _steps(rt: Runtime, run_id: str | None, limit: int | None
+def _steps(rt: Runtime, run_id: str | None, limit: int | None, offset: int = 0
            ) -> list[tuple[int, InboxItem]]:
     """The human steps waiting, the oldest ``limit``: read through the derived
     ``open_steps`` (the requests with no answer in a run that has not ended) — not every
     ``human.requested``, ``human.decided`` and workflow end of the journal at every poll
     (``test_84``)."""
     out = []
-    for e in rt.journal.open_step_requests(run_id=run_id, limit=limit)[0]:
+    for e in rt.journal.open_step_requests(run_id=run_id, limit=limit, offset=offset)[0]:
         p = e.payload
         step = str(p["step"])
         question = str(p.get("question") or f"decide `{p.get('decision_field')}`")

@@ -44,7 +44,9 @@ class Limit(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     scope: Literal["agent", "task", "tenant", "global"]
-    #: the agent, task or tenant it applies to; "*" for each of them separately
+    #: the agent, task or tenant it applies to; "*" for each of them separately. A task id is
+    #: the submitter's word (over the JSON API, the agent's own): a ``task`` limit budgets a
+    #: task a host names and does not bound an agent naming new ones — an ``agent`` limit does
     subject: str = "*"
     window_seconds: int = Field(gt=0, le=MAX_SECONDS)
     max_calls: int | None = Field(default=None, ge=0)

@@ -3,8 +3,13 @@
 A value and the content it may come from are compared as sequences of whole tokens, after
 the same normalisations on both sides:
 
-* Unicode NFKC, then case folding (full-width letters and ``ALICE`` are ``alice``);
-* an IBAN written in groups (``GB29 NWBK 6016 1331 9268 19``) is compacted to one token;
+* Unicode NFKC, then case folding (full-width letters and ``ALICE`` are ``alice``), without
+  the characters that show nothing (zero-width space and joiners, soft hyphen, bidi
+  controls: :data:`_INVISIBLE`), HTML character references decoded, ``%40`` and a defanged
+  ``[.]``, ``[@]``, ``[:]`` read as what they stand for;
+* an IBAN written in groups (``GB29 NWBK 6016 1331 9268 19``) is compacted to one token, and
+  one written with other separators or groupings (``GB29-NWBK-…``) is read as one more token
+  of its sentence when its check digits hold (:func:`ibans`);
 * thousands separators are dropped inside numbers (``30,000`` is ``30000``), as is a
   leading currency sign (``$30000``), and trailing decimal zeros (``10.00`` is ``10``,
   ``98.70`` is ``98.7``);

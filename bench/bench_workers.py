@@ -18,9 +18,17 @@ production would) and prints its lag behind the journal while the workers run â€
 and how long it takes to catch up once they stop (:mod:`follow_lag`). It follows the
 home's embedded on-disk store; ``--follow-graph oxigraph-serve`` a throw-away
 ``oxigraph serve``. Throughput with ``--follow`` is measured with the follower running.
+The follower runs in a session of its own, as a service would (and as each worker does);
+with autogroup scheduling that session is one CPU share among the others'. Besides its
+CPU per event the bench prints how long its threads waited runnable for a CPU per event
+(``wait``, from the scheduler's ``schedstat``): a follower that waits longer than it runs
+is starved of CPU. ``--follow-nice N`` gives the follower's session the autogroup nice
+``N`` (below 0: a bigger CPU share, as a deployment would give its projector a CPU weight
+â€” systemd's ``CPUWeight=``, compose's ``cpu_shares``; needs root).
 
 Run: ``.venv/bin/python bench/bench_workers.py [--calls 200] [--workers 1,2,4] [--rounds 3]
-[--follow [--follow-graph embedded|oxigraph-serve] [--follow-interval 0.5]]``
+[--follow [--follow-graph embedded|oxigraph-serve] [--follow-interval 0.5]
+[--follow-nice N]]``
 """
 
 from __future__ import annotations
@@ -167,6 +175,9 @@ def main() -> None:
                         help="the follower's --interval (its default: 0.5 s)")
     parser.add_argument("--follow-batch", type=int, default=5000,
                         help="the follower's --batch (its default: 5000)")
+    parser.add_argument("--follow-nice", type=int, default=None,
+                        help="the autogroup nice of the follower's session (-20..19; below "
+                             "0, a bigger CPU share, needs root); default: left alone")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--durable", action="store_true",
                         help="the throw-away server flushes its WAL to disk (fsync=on, as "
@@ -203,7 +214,7 @@ def main() -> None:
                 follow = Follower(home, args.follow_interval, args.follow_batch,
                                   oxigraph.setting() if oxigraph is not None else None,
                                   server_pid=oxigraph._proc.pid if oxigraph is not None
-                                  else None) if args.follow else None
+                                  else None, nice=args.follow_nice) if args.follow else None
                 row = measure(home, n, args.calls, f"r{r}n{n}", graph_sync=args.graph_sync,
                               server=server, own_session=not args.same_session,
                               follow=follow, journal_url=args.journal,
@@ -237,7 +248,7 @@ def main() -> None:
                "load_after": [round(x, 1) for x in os.getloadavg()], "cpus": os.cpu_count()}
     if args.follow:
         figures["follow"] = {"graph": args.follow_graph, "interval": args.follow_interval,
-                             "batch": args.follow_batch,
+                             "batch": args.follow_batch, "nice": args.follow_nice,
                              "rounds": [x for n in counts for x in lags[n]]}
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -249,10 +260,12 @@ def main() -> None:
               f"{row['calls_per_second']:>7}  {row['ratio_to_1']:>4}x  "
               f"{row['worker_cpu_ms_per_call']:>19}  {row['server_cpu_ms_per_call']:>6}")
     if args.follow:
+        nice = "" if args.follow_nice is None else f", autogroup nice {args.follow_nice}"
         print(f"projector lag (`graph follow` into {args.follow_graph}, --interval "
-              f"{args.follow_interval:g}, --batch {args.follow_batch}), every round:")
+              f"{args.follow_interval:g}, --batch {args.follow_batch}{nice}), every round:")
         print(f"{'workers':>7}  {'samples':>7}  {'p50 s':>6}  {'p99 s':>6}  {'max s':>6}  "
               f"{'catch-up s':>10}  follower: events rounds biggest  ms/event  CPU ms/event"
+              "  wait ms/event"
               + ("  store CPU ms/event" if oxigraph is not None else ""))
         for n in counts:
             for x in lags[n]:
@@ -260,7 +273,8 @@ def main() -> None:
                       f"{x['lag_p99_s']:>6}  {x['lag_max_s']:>6}  {x['catch_up_s']:>10}  "
                       f"{x['follower_events']:>16} {x['follower_rounds']:>6} "
                       f"{x['follower_biggest_round']:>7}  {x['follower_ms_per_event']:>8}  "
-                      f"{x['follower_cpu_ms_per_event']:>12}"
+                      f"{x['follower_cpu_ms_per_event']:>12}  "
+                      f"{x['follower_wait_ms_per_event']:>13}"
                       + (f"  {x['follower_server_cpu_ms_per_event']:>18}"
                          if oxigraph is not None else ""))
     server_kind = ("" if server is None else

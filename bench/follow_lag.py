@@ -55,10 +55,16 @@ class Follower:
     busy: float = 0.0  # seconds its rounds took (their ``seconds``)
     rounds: int = 0
     biggest: int = 0  # the most events one round projected
+    #: the nice of the follower's session (its autogroup: the CPU share the session gets
+    #: against the others'), as a deployment would give its projector a CPU weight; None
+    #: leaves it alone (0, every session's)
+    nice: int | None = None
     cpu: float = 0.0  # its CPU seconds (user + system), read before it is stopped
+    sched: tuple[float, float] = (0.0, 0.0)  # its threads' seconds on a CPU, and waiting for one
     server_cpu: float = 0.0
     _round: tuple[int, int, float] = (-1, 0, 0.0)  # the latest round: start, added, seconds
     _mark: tuple[int, float, int, float, float] = (0, 0.0, 0, 0.0, 0.0)  # the load's start
+    _sched_mark: tuple[float, float] = (0.0, 0.0)
     errors: list[str] = field(default_factory=list)
     proc: subprocess.Popen[str] | None = None
     _reader: threading.Thread | None = None
@@ -75,7 +81,13 @@ class Follower:
              "--format", "json", "--interval", str(self.interval), "--batch",
              str(self.batch)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            stdin=subprocess.DEVNULL)
+            stdin=subprocess.DEVNULL,
+            # a service of its own, as production runs it (and as the bench runs each
+            # worker): with the kernel's autogroup scheduling a session is one CPU share,
+            # which it would otherwise split with this bench process
+            start_new_session=True)
+        if self.nice is not None:
+            _set_autogroup_nice(self.proc.pid, self.nice)
         self._reader = threading.Thread(target=self._read, args=(self.proc.stdout,),
                                         daemon=True)
         self._reader.start()
@@ -114,6 +126,7 @@ class Follower:
             return
         if self.proc.poll() is None:
             self.cpu = _cpu_seconds(self.proc.pid)
+            self.sched = _sched_seconds(self.proc.pid)
             self.server_cpu = _cpu_seconds(self.server_pid) if self.server_pid else 0.0
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -135,6 +148,7 @@ class Follower:
         self.biggest = 0
         self._mark = (self.added, self.busy, self.rounds, _cpu_seconds(self.proc.pid),
                       _cpu_seconds(self.server_pid) if self.server_pid else 0.0)
+        self._sched_mark = _sched_seconds(self.proc.pid)
 
     def figures(self) -> dict[str, float]:
         """What the follower did from :meth:`mark` to its stop: events, rounds, the time
@@ -145,9 +159,39 @@ class Follower:
                 "follower_biggest_round": self.biggest,
                 "follower_ms_per_event": round(1000 * busy / added, 2) if added else 0.0,
                 "follower_cpu_ms_per_event": round(1000 * cpu / added, 2) if added else 0.0,
+                # how long its threads waited for a CPU while runnable (the scheduler's
+                # run-queue time, /proc/PID/task/*/schedstat), per event: a follower that
+                # waits longer than it runs is starved of CPU, not slow
+                "follower_wait_ms_per_event": round(
+                    1000 * (self.sched[1] - self._sched_mark[1]) / added, 2) if added else 0.0,
                 # the remote store's own CPU per event projected (-1: the embedded store)
                 "follower_server_cpu_ms_per_event": -1.0 if self.server_pid is None else
                 round(1000 * server / added, 2) if added else 0.0}
+
+
+def _sched_seconds(pid: int) -> tuple[float, float]:
+    """Seconds the process's threads have run on a CPU, and waited runnable for one."""
+    ran = waited = 0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                fields = (task / "schedstat").read_text().split()
+            except OSError:
+                continue  # a thread that ended meanwhile
+            ran, waited = ran + int(fields[0]), waited + int(fields[1])
+    except OSError:
+        pass
+    return ran / 1e9, waited / 1e9
+
+
+def _set_autogroup_nice(pid: int, nice: int) -> None:
+    """Give the session of ``pid`` (a session leader) the autogroup nice ``nice``: below 0
+    needs CAP_SYS_NICE (root)."""
+    try:
+        Path(f"/proc/{pid}/autogroup").write_text(str(nice))
+    except OSError as exc:
+        raise RuntimeError(f"cannot set the follower's autogroup nice to {nice}: {exc} "
+                           "(below 0 needs root; is autogroup scheduling on?)") from None
 
 
 def _cpu_seconds(pid: int) -> float:

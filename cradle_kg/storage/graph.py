@@ -226,6 +226,16 @@ class ProjectionTarget(Protocol):
 
 
 @runtime_checkable
+class FlushesInBackground(Protocol):
+    """A store whose writer can leave its housekeeping flushes to a thread of their own
+    (the embedded store: :meth:`~.oxigraph.OxigraphStore.flush_in_background`), for a
+    long-lived writer that must not stall behind one (the projector)."""
+
+    def flush_in_background(self) -> None:
+        ...
+
+
+@runtime_checkable
 class JournalBound(Protocol):
     """A store that records which journal it projects (the home's stores; the server's
     private store projects only the journal it was built from)."""
@@ -308,6 +318,7 @@ __all__ = [
     "META_GRAPH",
     "PROJECTION_VERSION",
     "SHARED_GRAPH",
+    "FlushesInBackground",
     "GraphStore",
     "JournalBound",
     "Progress",

@@ -15,6 +15,7 @@ folder swapped in only when complete (:mod:`.swap`).
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -71,6 +72,11 @@ def write_batch(store: ox.Store, batch: QuadBatch, tail: Sequence[str] = ()) -> 
 #: costs ~3 µs a quad written since the last (its CPU and compactions'), which a process
 #: that writes fewer quads than this does not pay back: the most this allows
 FLUSH_EVERY = 100_000
+#: A flush is RocksDB's work (its background thread) while the caller waits: 0.6-1.9 s of
+#: wall time under the 4-worker bench's load (PERF: ``bench_workers.py --follow``), during
+#: which the projector wrote nothing. The projector (``graph follow``) has its store flush
+#: in a thread of its own instead (:meth:`OxigraphStore.flush_in_background`): the writes
+#: go on into fresh memtables meanwhile (pyoxigraph leaves the GIL during both).
 
 
 class _Meta(NamedTuple):
@@ -91,6 +97,9 @@ class OxigraphStore:
         self._read_only = read_only
         self._meta: _Meta | None = None
         self._unflushed = 0  # quads written by apply since the last flush
+        self._background = False  # flush_in_background(): apply's flushes in a thread
+        self._flusher: threading.Thread | None = None  # the flush in flight, if any
+        self._flush_error: BaseException | None = None  # what the last one raised
         if read_only:  # a reader under a writer's lock (validate's workers, the endpoint)
             self.store = self._open(lambda: ox.Store.read_only(str(path)))
             return
@@ -126,6 +135,9 @@ class OxigraphStore:
         self._read_only = False
         self._meta = None
         self._unflushed = 0
+        self._background = False
+        self._flusher = None
+        self._flush_error = None
         self.store = ox.Store()
         return self
 
@@ -186,6 +198,8 @@ class OxigraphStore:
         return list(self._read_meta().triples)
 
     def apply(self, batch: QuadBatch, seq: int) -> None:
+        if self._flush_error is not None:  # the last background flush failed: said here
+            self._settle_flush()
         # the watermark as data operations: this process is the store's one writer (the
         # store's lock, or a store in memory), so what it read (or wrote last) is what the
         # update deletes; a pattern operation would make the update twice as costly
@@ -196,7 +210,48 @@ class OxigraphStore:
             self._meta = _Meta(seq, PROJECTION_VERSION, watermark_triples(seq))
         self._unflushed += len(batch)
         if self._unflushed >= FLUSH_EVERY:
-            self.flush()
+            if self._background:
+                self._flush_behind()
+            else:
+                self.flush()
+
+    def flush_in_background(self) -> None:
+        """From now on :meth:`apply` has RocksDB flush its memtables in a thread of its
+        own, one flush at a time, instead of waiting for it (the projector: its next
+        batch is written meanwhile). Flushing moves nothing in or out of the store — the
+        committed batches are in RocksDB's write-ahead log either way — so a kill during
+        one loses nothing; a failed flush is raised by the next :meth:`apply` (before it
+        writes), :meth:`flush` or :meth:`close`. Not for a process that forks while the
+        store is open."""
+        if not self._read_only:
+            self._background = True
+
+    def _flush_behind(self) -> None:
+        if self._flusher is not None and self._flusher.is_alive():
+            return  # one at a time: the count goes on growing, a later apply starts the next
+        self._settle_flush()
+        self._unflushed = 0
+        store = self.store
+
+        def run() -> None:
+            try:
+                store.flush()
+            except BaseException as exc:  # raised in the writer's thread, by the next call
+                self._flush_error = exc
+
+        self._flusher = threading.Thread(target=run, name="cradle-graph-flush", daemon=True)
+        self._flusher.start()
+
+    def _settle_flush(self) -> None:
+        """Wait for the background flush in flight, if any; raise what it raised."""
+        if self._flusher is not None:
+            self._flusher.join()
+            self._flusher = None
+        if self._flush_error is not None:
+            exc, self._flush_error = self._flush_error, None
+            raise GraphStoreError(f"cannot flush the graph store `{self.path}`: {exc}",
+                                  hint="the journal is intact: `cradle-kg graph rebuild` "
+                                       "recreates the graph") from exc
 
     def replace_all(self, nquads: Iterable[str], retractions: Sequence[str],
                     watermark: Callable[[], int]) -> None:
@@ -294,6 +349,7 @@ class OxigraphStore:
         self.store.backup(str(folder))
 
     def flush(self) -> None:
+        self._settle_flush()
         self.store.flush()
         self._unflushed = 0
 
@@ -301,6 +357,7 @@ class OxigraphStore:
         """Hand the pyoxigraph store to a new owner (the server's private store, which
         publishes checkpoints of it), without the meta graph if ``drop_meta``; this object
         is closed (its lock released)."""
+        self._settle_flush()
         store = self.store
         self._meta = None
         if drop_meta:
@@ -314,13 +371,20 @@ class OxigraphStore:
     def close(self) -> None:
         """Flush and close the store, then (only then) drop the lock (a read-only store
         has nothing to flush: pyoxigraph refuses a flush there)."""
+        failed: GraphStoreError | None = None
         if hasattr(self, "store"):
+            try:
+                self._settle_flush()  # a background flush in flight: waited for first
+            except GraphStoreError as exc:  # said once the store is closed
+                failed = exc
             if not self._read_only:
                 self.store.flush()
             del self.store
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+        if failed is not None:
+            raise failed
 
 
 def rebuild_folder(path: Path, load: Callable[[OxigraphStore], int], *,

@@ -181,6 +181,32 @@ class _Quads:
         self.shared.append(f"{s} {pred} {o}{self.shared_end}")
 
 
+class _KeptQuads(_Quads):
+    """:class:`_Quads` that writes only the triples whose predicate is in ``keep`` (the
+    commit check's: :func:`event_triples`' ``keep``): the same lines, in the same order,
+    as writing them all and dropping the others afterwards, without writing the others."""
+
+    __slots__ = ("keep", "keep_type")
+
+    def __init__(self, keep: frozenset[str]) -> None:
+        super().__init__()
+        self.keep = keep
+        self.keep_type = _TYPE in keep
+
+    def add(self, s: str, pred: str, o: str) -> None:
+        if pred in self.keep:
+            self.lines.append(f"{s} {pred} {o}")
+
+    def typed(self, s: str, *classes: str) -> None:
+        if self.keep_type:
+            for cls in classes:
+                self.lines.append(f"{s} {_TYPE} <{CRADLE_NS}{cls}>")
+
+    def share(self, s: str, pred: str, o: str) -> None:
+        if pred in self.keep:
+            self.shared.append(f"{s} {pred} {o}")
+
+
 def action_node(action_id: str) -> str:
     return node("action", action_id)
 
@@ -649,8 +675,22 @@ def event_quads(ev: AuditEvent, *, header: bool = True,
 
 
 def event_triples(ev: AuditEvent, *, header: bool = True,
-                  projectors: Sequence[PackProjector] = (), strict: bool = False) -> list[str]:
-    """All the triples of one event, the shared objects' included (module docstring)."""
+                  projectors: Sequence[PackProjector] = (), strict: bool = False,
+                  keep: frozenset[str] | None = None) -> list[str]:
+    """All the triples of one event, the shared objects' included (module docstring).
+
+    ``keep`` (core triples without the header only): just those whose predicate is in it,
+    in the order they would have among all — the others are never written (the commit
+    check's, :mod:`cradle_kg.graph.shape_reach`)."""
+    if keep is not None:
+        if header or projectors:
+            raise ValueError("event_triples: `keep` is for the core's triples without header")
+        projector = _PROJECTORS.get(ev.kind)
+        if projector is None:
+            return []
+        kept = _KeptQuads(keep)
+        projector(kept, ev)
+        return kept.lines + kept.shared
     own, shared = event_quads(ev, header=header, projectors=projectors, strict=strict)
     return own + shared
 

@@ -51,8 +51,7 @@ def _fold(triples: list[str], ev: AuditEvent, projectors: Sequence[PackProjector
     if keep is None:
         triples.extend(event_triples(ev, header=False))
     else:
-        triples.extend(t for t in event_triples(ev, header=False)
-                       if t.split(" ", 2)[1] in keep)
+        triples.extend(event_triples(ev, header=False, keep=keep))
     if not projectors:
         return []
     extra = pack_triples(ev, projectors, strict=strict)

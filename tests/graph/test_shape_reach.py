@@ -125,3 +125,36 @@ def test_what_a_sparql_text_names_is_kept_and_comments_and_strings_are_not_read(
                    '} # ?s ?p ?o')
     assert keep is not None
     assert {"<http://q.example/a>", "<http://example.org/b>"} <= keep
+
+
+def test_the_kept_projection_writes_exactly_the_kept_triples_of_every_golden_event() -> None:
+    """``event_triples(keep=…)`` (the commit check's) never writes a triple it then drops:
+    it must give, in the same order, the triples of the whole projection whose predicate
+    is kept — for every event of the golden journals (every kind the demo and the invoice
+    triage write)."""
+    import json
+
+    from cradle_kg.canonical import parse_iso
+    from cradle_kg.graph.project import event_triples
+    from cradle_kg.records import AuditEvent
+
+    assert KEEP is not None
+    golden = Path(__file__).resolve().parents[1] / "golden"
+    kinds = set()
+    for name in ("demo", "invoice_triage"):
+        for line in (golden / name / "journal.jsonl").read_text(encoding="utf-8").splitlines():
+            e = json.loads(line)
+            ev = AuditEvent(seq=e["seq"], id=f"evt-{e['seq']:010d}", run_id=e["run_id"],
+                            kind=e["kind"], subject=e["subject"], actor=e["actor"],
+                            at=parse_iso(e["at"]), payload=e["payload"],
+                            payload_hash=e.get("payload_hash", "sha256:" + "0" * 64),
+                            prev_hash=e.get("prev_hash", "sha256:" + "0" * 64),
+                            hash=e["hash"])
+            whole = event_triples(ev, header=False)
+            assert event_triples(ev, header=False, keep=KEEP) == [
+                t for t in whole if t.split(" ", 2)[1] in KEEP], ev.kind
+            kinds.add(ev.kind)
+    assert {"proposal.received", "decision.made", "action.intent", "action.observed",
+            "verification.recorded", "transition.committed", "run.outcome"} <= kinds
+    with pytest.raises(ValueError):
+        event_triples(ev, keep=KEEP)  # the header is never filtered

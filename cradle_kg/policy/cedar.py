@@ -39,6 +39,39 @@ NAMESPACE_SEPARATOR = "/"
 #: parsed entity sets a policy engine keeps (one per acting identity, in practice)
 _ENTITY_SETS = 256
 
+#: what :func:`context_keys` reads a policy text as: a line comment, a string, the word
+#: ``context`` — or a block comment, which Cedar does not have (read as "cannot tell")
+_CONTEXT_SCAN = re.compile(r'//[^\n]*|"(?:[^"\\]|\\.)*"|/\*|\bcontext\b')
+#: the one kind of use of ``context`` that names the attribute it reads: ``.attr``,
+#: ``["attr"]``, ``has attr``, ``has "attr"`` (an escape in the name: "cannot tell")
+_CONTEXT_USE = re.compile(
+    r'\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*"([^"\\]*)"\s*\]'
+    r'|has\s+(?:([A-Za-z_][A-Za-z0-9_]*)|"([^"\\]*)"))')
+
+
+def context_keys(text: str) -> frozenset[str] | None:
+    """The attributes of ``context`` a Cedar policy text can read, or None when it cannot
+    be told (``context`` used as a whole — compared, put in a set or record — or written
+    in a way this reading does not know): then the whole context is given.
+
+    An attribute no policy names cannot change a decision: Cedar reads a record only
+    through ``.attr``, ``["attr"]`` and ``has attr``, unless the record is used whole.
+    Giving Cedar only the named ones spares it parsing the rest on every request (the
+    context's JSON is most of a request's cost: the airline's ~70 µs, 30 with the two
+    attributes its policies read)."""
+    keys: set[str] = set()
+    for found in _CONTEXT_SCAN.finditer(text):
+        token = found.group(0)
+        if token.startswith(("//", '"')):
+            continue
+        if token != "context":
+            return None  # a block comment: not Cedar's syntax — cannot tell
+        use = _CONTEXT_USE.match(text, found.end())
+        if use is None:
+            return None
+        keys.add(next(g for g in use.groups() if g is not None))
+    return frozenset(keys)
+
 
 @dataclass(frozen=True)
 class PolicySource:
@@ -191,6 +224,9 @@ class PolicyEngine:
         self._ids = {pid: cid for pid, (cid, _) in cited.items()}
         #: parsed entity sets by their JSON text (:meth:`_entity_set`)
         self._entities: dict[str, cedarpy.Entities] = {}
+        #: the context attributes these policies can read (None: every one is given) —
+        #: of this set's own texts, so a new policy set reads its own (:func:`context_keys`)
+        self.context_keys = context_keys(text)
 
     @classmethod
     def from_paths(cls, paths: Iterable[Path], *, namespace: str | None = None) -> PolicyEngine:
@@ -211,11 +247,14 @@ class PolicyEngine:
         context: Mapping[str, Any],
         entities: list[dict[str, Any]] | None = None,
     ) -> PolicyOutcome:
+        keys = self.context_keys
         request = {
             "principal": {"type": principal[0], "id": principal[1]},
             "action": {"type": action[0], "id": action[1]},
             "resource": {"type": resource[0], "id": resource[1]},
-            "context": dict(context),
+            # only what a policy can read (:func:`context_keys`): the same decision
+            "context": dict(context) if keys is None else {
+                k: v for k, v in context.items() if k in keys},
         }
         try:
             result = cedarpy.is_authorized(request, self._set, self._entity_set(entities or []))

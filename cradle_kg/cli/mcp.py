@@ -5,6 +5,8 @@
                                                                 HTTP, bearer tokens
     cradle-kg mcp proxy --home H --contracts c.yaml -- python server.py
                                                                 an upstream server, governed
+    cradle-kg mcp pins --contracts c.yaml --show -- python server.py
+                                                                its tools' definitions, pins
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import typer
 from ..errors import CradleError, InputError
 from ..home import resolve_home
 from ..integrations.http_guard import MAX_SESSIONS_PER_AGENT
-from .common import HomeOpt, clean, err_console, fail
+from .common import HomeOpt, clean, clean_text, err_console, fail
 
 if TYPE_CHECKING:
     from ..integrations.contracts import Contracts
@@ -225,6 +227,65 @@ def _run_proxy(rt: Runtime, declared: Contracts, o: _ProxyOpts) -> CradleError |
     except CradleError as exc:
         return exc
     return failed[0] if failed else None
+
+
+ShowOpt = Annotated[bool, typer.Option(
+    "--show", help="Print each tool's definition (what a pin covers) to review it.")]
+
+
+@mcp_app.command("pins")
+def pins(contracts: ContractsOpt, command: CommandArg = None, upstream: UpstreamOpt = None,
+         show: ShowOpt = False) -> None:
+    """Print the pin of each upstream tool the contracts declare (and whether it matches).
+
+    A contract's `pin:` is the operator's review of the upstream tool's definition — its
+    description, title, schemas and annotations: the proxy shows the agent the upstream's
+    own description and input schema only under a pin, and refuses to start when the
+    upstream's definition differs from it. Review with `--show`, then copy the pin into
+    the contract. Exit 1 when a pinned tool changed or a declared tool is not offered."""
+    import json
+
+    import anyio
+
+    from ..integrations import proxy
+    from ..integrations.contracts import load_contracts
+
+    if bool(command) == bool(upstream):
+        fail(InputError("name the upstream once: a command after `--`, or `--upstream URL`",
+                        hint="cradle-kg mcp pins --contracts c.yaml -- python s.py"))
+    try:
+        declared = load_contracts(contracts)
+    except CradleError as exc:
+        fail(exc)
+    lines: list[str] = []
+    bad = False
+
+    async def main() -> None:
+        nonlocal bad
+        async with proxy.connect(command or None, upstream) as (_, tools):
+            offered = {t.name: t for t in tools}
+            for name, contract in declared.tools.items():
+                tool = offered.get(name)
+                if tool is None:
+                    lines.append(f"{name}: not offered by the upstream")
+                    bad = True
+                    continue
+                pin = proxy.pin_of(tool)
+                state = ("not pinned" if contract.pin is None else "pinned, matches"
+                         if contract.pin == pin else f"CHANGED (pinned {contract.pin})")
+                bad = bad or state.startswith("CHANGED")
+                lines.append(f"{name}:\n  pin: \"{pin}\"   # {state}")
+                if show:  # ASCII only: a control or bidi character is shown escaped
+                    lines.append(json.dumps(proxy.definition_of(tool), indent=2,
+                                            ensure_ascii=True, sort_keys=True))
+
+    try:
+        anyio.run(main)
+    except CradleError as exc:
+        fail(exc)
+    typer.echo("\n".join(clean_text(line) for entry in lines for line in entry.splitlines()))
+    if bad:
+        raise typer.Exit(1)
 
 
 def install(app: typer.Typer) -> None:

@@ -15,6 +15,9 @@ operator declares it, per tool, in a small YAML file::
           tool: read
           arguments: {id: "{id}"}      # templates over the call's arguments
           expect: {text: "{text}"}     # field of the read's answer -> expected value
+        description: "Append a note."  # what the agent is shown (the operator's words)
+        pin: "sha256:…"                # the upstream definition the operator reviewed
+                                       # (`cradle-kg mcp pins` prints it)
 
 The file is checked on load; the first problem is one line, ``file:line: message``. A key
 given twice in one mapping (a second ``side_effect:`` that quietly overrides the first, a
@@ -48,6 +51,8 @@ from ..strict_yaml import StrictLoader, YamlRefused
 
 #: an MCP tool name as the specification has it (SEP-986): what the proxy serves, and names
 _NAME = r"^[A-Za-z0-9_.-]{1,128}$"
+#: a pin: the ``sha256:<hex>`` of an upstream tool's definition (:func:`.proxy.pin_of`)
+PIN = r"^sha256:[0-9a-f]{64}$"
 #: the largest contracts file read (a contract is a few lines per tool)
 MAX_CONTRACTS_BYTES = 1024 * 1024
 
@@ -80,7 +85,13 @@ class ToolContract(BaseModel):
     target: str | None = None
     requires_evidence: int = Field(default=0, ge=0, le=16)
     verify: VerifyContract | None = None
+    #: what the agent is shown of the tool: the operator's words (else the upstream's own,
+    #: only when ``pin`` vouches for them; else a neutral line)
     description: str = ""
+    #: the definition of the upstream tool the operator reviewed (``cradle-kg mcp pins``):
+    #: the proxy refuses to start when the upstream's differs, and shows the upstream's
+    #: description and input schema only under a pin
+    pin: str | None = Field(default=None, pattern=PIN)
 
     @model_validator(mode="after")
     def _complete(self) -> ToolContract:

@@ -16,6 +16,19 @@ upstream whether a key's effect happened before it calls again. Undeclared tools
 served, or — with ``allow_undeclared_read``, and only those the upstream annotates
 ``readOnlyHint`` (and not ``destructiveHint``) — served as ``read_only``.
 
+What the agent reads of an upstream tool is the operator's word or nothing of the
+upstream's: an upstream's description and its input schema's prose are text the runtime
+never journals, so lineage could not trace a value planted there ("tool poisoning": an IBAN
+in a description had no origin, and the transfer to it executed unattended,
+``tests/security/test_127``). The agent is shown the contract's ``description`` — or the
+upstream's own description and input schema when the contract *pins* them: ``pin`` is the
+hash of the upstream tool's definition (:func:`pin_of`) the operator reviewed, and an
+upstream whose definition differs from its pin stops the proxy at start ("rug pull",
+``test_128``). Unpinned, the input schema is shown as its grammar alone
+(:func:`grammar_of`), and the description is the contract's or a neutral line. A served
+tool whose definition changes while the proxy runs (the upstream's
+``notifications/tools/list_changed``, then a new listing) is refused from then on.
+
 The tools are then served exactly as ``mcp serve`` serves native ones
 (:func:`.mcp_server.build_server`): one code path, the same journal, approvals and replay.
 """
@@ -25,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import json
 import string
+import threading
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -33,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from ..canonical import content_hash
 from ..errors import InputError, ToolError
 from ..inputs import CEILINGS, check_value, load_json
 from ..records import IdempotencyClass, SideEffectClass, VerificationCheck, VerificationStatus
@@ -59,13 +74,16 @@ class UpstreamOutput(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
-def input_model(name: str, schema: Mapping[str, Any]) -> type[BaseModel]:
+def input_model(name: str, schema: Mapping[str, Any],
+                shown: Mapping[str, Any] | None = None) -> type[BaseModel]:
     """A model for an upstream tool's arguments: checked against its JSON Schema, and
-    described by that schema (so MCP clients see the upstream's own ``inputSchema``)."""
+    described by ``shown`` (what MCP clients see; the upstream's own ``inputSchema`` when
+    not given)."""
     from ..json_schema import errors
 
     frozen_schema = json.loads(json.dumps(dict(schema)))
     checker = upstream_validator(name, "input", frozen_schema)
+    frozen_shown = json.loads(json.dumps(dict(shown))) if shown is not None else frozen_schema
 
     class UpstreamArguments(BaseModel):
         model_config = ConfigDict(frozen=True, extra="allow")
@@ -81,7 +99,7 @@ def input_model(name: str, schema: Mapping[str, Any]) -> type[BaseModel]:
 
         @classmethod
         def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-            return dict(frozen_schema)
+            return dict(frozen_shown)
 
     UpstreamArguments.__name__ = UpstreamArguments.__qualname__ = f"Args_{name}"
     return UpstreamArguments
@@ -172,6 +190,77 @@ def upstream_validator(name: str, which: str, schema: dict[str, Any]) -> Any:
                          f"{which} schema the proxy refuses: {said}") from None
 
 
+#: the parts of an upstream tool's definition a pin covers: what the agent could be shown
+#: of it, and what the proxy acts on (its schemas, its annotations)
+PINNED = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+#: the keywords of a JSON Schema that say what a call must be (kept in the schema an
+#: unpinned tool is shown with); the others — ``description``, ``title``, ``examples``,
+#: ``default``, ``$comment``, any extension — are the upstream's prose, not shown
+GRAMMAR = frozenset({
+    "type", "required", "enum", "const", "format", "pattern", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
+    "minItems", "maxItems", "uniqueItems", "minContains", "maxContains", "minProperties",
+    "maxProperties", "dependentRequired", "$ref", "$defs", "definitions", "properties",
+    "patternProperties", "dependentSchemas", "items", "prefixItems", "additionalProperties",
+    "unevaluatedProperties", "unevaluatedItems", "contains", "propertyNames", "not", "if",
+    "then", "else", "anyOf", "oneOf", "allOf"})
+#: the grammar keywords whose value maps names to schemas, or lists schemas
+_NAMED_SCHEMAS = frozenset({"$defs", "definitions", "properties", "patternProperties",
+                            "dependentSchemas"})
+_SCHEMA_LISTS = frozenset({"prefixItems", "anyOf", "oneOf", "allOf"})
+
+
+def definition_of(tool: types.Tool) -> dict[str, Any]:
+    """The parts of ``tool`` a pin covers (:data:`PINNED`), as JSON."""
+    dumped = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {k: dumped[k] for k in PINNED if k in dumped}
+
+
+def pin_of(tool: types.Tool) -> str:
+    """``sha256:<hex>`` of the canonical JSON of the tool's definition: what a contract's
+    ``pin`` holds (``cradle-kg mcp pins`` prints it)."""
+    try:
+        return content_hash(definition_of(tool))
+    except ValueError:  # NaN or an infinity in a schema: no definition a pin can name
+        raise InputError(f"the upstream's `{tool.name}` declares a definition no pin can "
+                         "hold (a NaN or infinite number)") from None
+
+
+def grammar_of(schema: Any) -> Any:
+    """``schema`` with the upstream's prose taken out: the keywords of :data:`GRAMMAR`
+    only, at every depth — what an agent needs to make a call, and nothing the upstream
+    wrote for it to read. A property's name, an ``enum``'s values, a ``pattern`` stay:
+    they are the call's grammar (a pin shows the rest)."""
+    if not isinstance(schema, dict):
+        return schema  # a boolean schema
+    kept: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key not in GRAMMAR:
+            continue
+        if key in _NAMED_SCHEMAS and isinstance(value, dict):
+            kept[key] = {k: grammar_of(v) for k, v in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            kept[key] = [grammar_of(v) for v in value]
+        elif key in {"items", "additionalProperties", "unevaluatedProperties",
+                     "unevaluatedItems", "contains", "propertyNames", "not", "if", "then",
+                     "else"}:
+            kept[key] = grammar_of(value)
+        else:
+            kept[key] = value
+    return kept
+
+
+def changed_message(name: str, pinned: str, now: str | None) -> str:
+    """The one line that says an upstream tool is not what the operator reviewed."""
+    said = f"now {now[:23]}…" if now is not None else "no longer offered"
+    return (f"the upstream's `{name}` changed since it was reviewed (pinned {pinned[:23]}…, "
+            f"{said}): not served until the operator reviews it again")
+
+
+REPIN_HINT = ("review it: `cradle-kg mcp pins --contracts FILE --show -- UPSTREAM` prints "
+              "each tool's definition and pin; write the new `pin:` in its contract")
+
+
 @dataclass
 class Upstream:
     """The one client session to the upstream; calls come from the runtime's worker
@@ -181,17 +270,45 @@ class Upstream:
     source: str
     #: the upstream tools' output schemas, compiled once (:func:`output_checkers`)
     checkers: Mapping[str, Any] = field(default_factory=dict)
+    #: each listed tool's pin as listed at start: what is served, and shown
+    pins: dict[str, str] = field(default_factory=dict)
+    #: the tools whose definition changed since start: refused until the proxy restarts
+    changed: dict[str, str] = field(default_factory=dict)
+    #: the upstream said its tool list changed (``notifications/tools/list_changed``): the
+    #: next call lists the tools again before it calls
+    stale: threading.Event = field(default_factory=threading.Event)
+    _relist: threading.Lock = field(default_factory=threading.Lock)
+
+    def check(self, name: str) -> None:
+        """Refuse ``name`` when its definition changed since start (listing the tools again
+        first when the upstream said they changed)."""
+        import anyio.from_thread
+
+        if self.stale.is_set():
+            with self._relist:
+                if self.stale.is_set():
+                    self.stale.clear()
+                    listed = anyio.from_thread.run(partial(
+                        self.session.list_tools))
+                    now = {t.name: pin_of(t) for t in listed.tools}
+                    for tool, pin in self.pins.items():
+                        if now.get(tool) != pin and tool not in self.changed:
+                            self.changed[tool] = changed_message(tool, pin, now.get(tool))
+        if name in self.changed:
+            raise ToolError(self.changed[name], hint=REPIN_HINT + "; then restart the proxy")
 
     def call(self, name: str, arguments: Mapping[str, Any], *,
              key: str | None = None) -> types.CallToolResult:
         """One ``tools/call``; a result that breaks the tool's declared output schema
         raises, as the SDK's ``call_tool`` would — checked with the validator compiled at
-        start, not by a ``jsonschema.validate`` that checks the schema again on each call."""
+        start, not by a ``jsonschema.validate`` that checks the schema again on each call.
+        A tool whose definition changed since start is not called (:meth:`check`)."""
         import anyio.from_thread
         from mcp import types
 
         from ..json_schema import errors
 
+        self.check(name)
         meta = types.RequestParams.Meta(**{META_PREFIX + "idempotency_key": key}) if key else None
         request = types.ClientRequest(types.CallToolRequest(params=types.CallToolRequestParams(
             name=name, arguments=dict(arguments), _meta=meta)))
@@ -223,14 +340,22 @@ class ProxiedTool:
     tool_id: str
     contract: ToolContract
 
-    def spec(self, schema: Mapping[str, Any], description: str) -> ToolSpec:
+    def spec(self, tool: types.Tool) -> ToolSpec:
+        """The tool's spec: its version names the upstream definition it was served under
+        (the journal's ``tool_ref`` of each call), and what the agent is shown of it is the
+        operator's word — the upstream's own only under a pin that matched at start."""
         c = self.contract
+        pin = pin_of(tool)
+        vouched = c.pin is not None and c.pin == pin
+        shown = tool.inputSchema if vouched else grammar_of(tool.inputSchema)
+        said = (tool.description or "") if vouched else ""
         return ToolSpec(
-            id=self.tool_id, version="upstream", input_model=input_model(self.name, schema),
+            id=self.tool_id, version="upstream-" + pin.removeprefix("sha256:")[:16],
+            input_model=input_model(self.name, tool.inputSchema, shown),
             output_model=UpstreamOutput, side_effect_class=c.side_effect,
             idempotency=c.idempotency,
             verifier=self.tool_id + ".verify" if c.verify is not None else None,
-            description=c.description or description or f"`{self.name}` of {self.upstream.source}",
+            description=c.description or said or f"`{self.name}` of {self.upstream.source}",
             requires_evidence=c.requires_evidence, target_from=c.target)
 
     def run(self, call: ToolCall) -> dict[str, Any]:
@@ -295,6 +420,12 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
     for name in missing + sorted(verifiers - offered):
         raise InputError(f"the contracts name `{name}`, which the upstream does not offer",
                          hint="offered: " + ", ".join(sorted(offered))[:300])
+    for tool in tools:  # every pin first: nothing is registered under a changed one
+        pinned = contracts.tools[tool.name].pin if tool.name in contracts.tools else None
+        if pinned is not None and pin_of(tool) != pinned:
+            raise InputError(changed_message(tool.name, pinned, pin_of(tool)),
+                             hint=REPIN_HINT)
+    upstream.pins.update({t.name: pin_of(t) for t in tools if is_tool_name(t.name)})
     ids: list[str] = []
     for tool in tools:
         contract = contracts.tools.get(tool.name)
@@ -305,7 +436,7 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
         if contract is not None:
             _check_templates(tool.name, contract, tool.inputSchema)
         proxied = ProxiedTool(upstream, tool.name, prefix + tool.name, contract or READ_ONLY)
-        spec = proxied.spec(tool.inputSchema, tool.description or "")
+        spec = proxied.spec(tool)
         keyed = spec.idempotency in (IdempotencyClass.KEYED, IdempotencyClass.NATURAL)
         if spec.verifier is not None:
             runtime.register_verifier(spec.verifier, proxied.verify)
@@ -366,7 +497,7 @@ async def connect(command: list[str] | None, url: str | None,
     (``initialize`` and ``tools/list`` too: an upstream that never answers them does not
     hold the proxy at start)."""
     require("mcp", extra="mcp")
-    from mcp import ClientSession
+    from mcp import ClientSession, types
 
     from ..inputs import InputLimits
     from .upstream_stdio import stdio_upstream, upstream_cap
@@ -390,9 +521,19 @@ async def connect(command: list[str] | None, url: str | None,
             params = StdioServerParameters(command=command[0], args=command[1:])
             read, write = await stack.enter_async_context(stdio_upstream(params, cap))
             source = command[0]
+        stale = threading.Event()
+
+        async def notified(message: Any) -> None:
+            # the upstream's tool list changed: listed again before the next call (not
+            # here, on the session's receive loop, which that listing's answer needs)
+            if isinstance(message, types.ServerNotification) and isinstance(
+                    message.root, types.ToolListChangedNotification):
+                stale.set()
+
         session = await stack.enter_async_context(ClientSession(
-            read, write, read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT)))
+            read, write, read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT),
+            message_handler=notified))
         await session.initialize()
         listed = await session.list_tools()
         tools = list(listed.tools)
-        yield Upstream(session, source, output_checkers(tools)), tools
+        yield Upstream(session, source, output_checkers(tools), stale=stale), tools

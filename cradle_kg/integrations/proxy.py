@@ -287,9 +287,12 @@ class Upstream:
         if self.stale.is_set():
             with self._relist:
                 if self.stale.is_set():
-                    self.stale.clear()
-                    listed = anyio.from_thread.run(partial(
-                        self.session.list_tools))
+                    self.stale.clear()  # before listing: a notice during it lists again
+                    try:
+                        listed = anyio.from_thread.run(self.session.list_tools)
+                    except BaseException:
+                        self.stale.set()  # not listed: the next call tries again
+                        raise
                     now = {t.name: pin_of(t) for t in listed.tools}
                     for tool, pin in self.pins.items():
                         if now.get(tool) != pin and tool not in self.changed:

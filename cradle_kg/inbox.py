@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InputError
-from .inputs import MAX_PAGE_INTEGER, check_page
+from .inputs import check_page
 from .loop.approvals import effective_status
 from .loop.escalation import task_from_events
 from .records import ApprovalStatus
@@ -79,9 +79,10 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
     the approvals that agent's actions asked for (what an agent's token is shown).
 
     One kind (an agent's inbox, or ``kinds`` naming one) is paged in its derived table's
-    query: a page costs what it shows. Several kinds are each read oldest first, at most
-    ``offset + limit`` of each, and merged: a page costs what it shows and skips, never the
-    whole inbox (:func:`inbox_size` counts it)."""
+    query: a page costs what it shows. A page of several kinds is merged in the derived
+    tables first (each item's kind and rank, nothing decoded), then each kind's run of the
+    page read as one page of its own query: a page costs what it shows too. The whole inbox
+    (no ``limit``) is each kind read and merged (:func:`inbox_size` counts it)."""
     check_page(limit=limit, offset=offset)
     wanted = _wanted(kinds, requested_by)
     if limit is not None and len(wanted) == 1:
@@ -90,14 +91,32 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
         # built, its request and asking decision decoded (tests/security/test_126)
         return [item for _, item in _read(rt, wanted.pop(), run_id, requested_by,
                                           limit=limit, offset=offset)]
-    take = None if limit is None else min(offset + limit, MAX_PAGE_INTEGER)
+    if limit is not None:
+        # INVARIANT: several kinds (an approver's inbox) are merged in the query too: the
+        # page's kinds and ranks first, then only the page's items built — merged here,
+        # every item an offset skipped was built (tests/security/test_129)
+        return _merged_page(rt, [k for k in KINDS if k in wanted], run_id, limit, offset)
     # each item with the seq of the event that asked: the order every kind is read in, so
     # the pages of the merge add up to the whole (times may tie, or go back, across hosts)
     items = [pair for kind in KINDS if kind in wanted
-             for pair in _read(rt, kind, run_id, requested_by, limit=take, offset=0)]
+             for pair in _read(rt, kind, run_id, requested_by, limit=None, offset=0)]
     items.sort(key=lambda pair: pair[0])
-    page = items[offset:] if take is None else items[offset:take]
-    return [item for _, item in page]
+    return [item for _, item in items[offset:]]
+
+
+def _merged_page(rt: Runtime, kinds: list[Kind], run_id: str | None, limit: int,
+                 offset: int) -> list[InboxItem]:
+    """The page of several kinds: its order read from the derived tables (each item's kind
+    and rank within it), then each kind's items of the page — contiguous in that kind's
+    order — read as one page of its query, and put back in the merged order."""
+    order = rt.journal.inbox_order(kinds, run_id=run_id, limit=limit, offset=offset)
+    built: dict[str, list[tuple[int, InboxItem]]] = {}
+    for kind in kinds:
+        ranks = [rank for k, rank in order if k == kind]
+        if ranks:
+            built[kind] = _read(rt, kind, run_id, None, limit=len(ranks), offset=ranks[0])
+    items = sorted((pair for pairs in built.values() for pair in pairs), key=lambda p: p[0])
+    return [item for _, item in items]
 
 
 def _read(rt: Runtime, kind: Kind, run_id: str | None, requested_by: str | None, *,

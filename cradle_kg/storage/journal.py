@@ -414,6 +414,14 @@ class Journal(Protocol):
         call a workflow makes."""
         ...
 
+    def inbox_order(self, kinds: Sequence[str], *, run_id: str | None = None,
+                    limit: int | None = None, offset: int = 0) -> list[tuple[str, int]]:
+        """One page of the inbox of several ``kinds`` (``approval``, ``task``, ``step``;
+        undecided, open, waiting), merged in the order they were asked for: each item's
+        kind and its rank among its kind's (0: the oldest) — read from the derived tables,
+        no event decoded (:func:`.tasks_sql.inbox_order`)."""
+        ...
+
     def open_step_requests(self, *, run_id: str | None = None, limit: int | None = None,
                            offset: int = 0) -> tuple[list[AuditEvent], int]:
         """One page of the ``human.requested`` events of the human steps still waiting (of

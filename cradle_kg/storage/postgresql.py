@@ -626,6 +626,11 @@ class PostgresJournal:
         cols = prefixed(_COLS)
         return [self._row(r) for r in self._query(tasks_sql.BUDGET_SETS_SQL.format(cols))]
 
+    def inbox_order(self, kinds: Sequence[str], *, run_id: str | None = None,
+                    limit: int | None = None, offset: int = 0) -> list[tuple[str, int]]:
+        sql, args = tasks_sql.inbox_order("postgresql", kinds, run_id=run_id)
+        return [(str(r[0]), int(r[1])) for r in self._query(sql, (*args, limit, offset))]
+
     def open_step_requests(self, *, run_id: str | None = None, limit: int | None = None,
                            offset: int = 0) -> tuple[list[AuditEvent], int]:
         rows_sql, count_sql, args = tasks_sql.steps_page("postgresql", _COLS, run_id=run_id)

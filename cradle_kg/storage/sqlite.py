@@ -807,6 +807,12 @@ class SqliteJournal:
         cols = prefixed(self._COLS)
         return [self._row(r) for r in self._query(tasks_sql.BUDGET_SETS_SQL.format(cols))]
 
+    def inbox_order(self, kinds: Sequence[str], *, run_id: str | None = None,
+                    limit: int | None = None, offset: int = 0) -> list[tuple[str, int]]:
+        sql, args = tasks_sql.inbox_order("sqlite", kinds, run_id=run_id)
+        rows = self._query(sql, (*args, -1 if limit is None else limit, offset))
+        return [(str(r[0]), int(r[1])) for r in rows]
+
     def open_step_requests(self, *, run_id: str | None = None, limit: int | None = None,
                            offset: int = 0) -> tuple[list[AuditEvent], int]:
         rows_sql, count_sql, args = tasks_sql.steps_page("sqlite", self._COLS, run_id=run_id)

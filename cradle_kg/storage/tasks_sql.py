@@ -39,6 +39,7 @@ listed, whatever else the journal holds.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 Dialect = Literal["sqlite", "postgresql"]
@@ -305,6 +306,36 @@ def approvals_page(dialect: Dialect, columns: str, *, undecided: bool, run_id: s
             f"SELECT COUNT(*) {join}", args)
 
 
+def inbox_order(dialect: Dialect, kinds: Sequence[str], *, run_id: str | None
+                ) -> tuple[str, list[object]]:
+    """The query of one page of an inbox of several ``kinds`` (``approval``, ``task``,
+    ``step``), merged in the order they were asked for: each row the item's kind and its
+    rank among the items of its kind (0: the oldest), then ``LIMIT`` / ``OFFSET``; and its
+    parameters. Read from the derived tables alone (an approval's run from its request's
+    ``run_id`` column, nothing decoded): the page's items are then read by kind, each
+    kind's run of them one page of its own query — the items an ``offset`` skips are never
+    built (``tests/security/test_129``)."""
+    ph = "?" if dialect == "sqlite" else "%s"
+    parts, args = [], list[object]()
+    if "approval" in kinds:
+        where = f" WHERE e.run_id = {ph}" if run_id is not None else ""
+        parts.append("SELECT 'approval' AS kind, a.seq AS seq FROM undecided_approvals a "
+                     f"JOIN events e ON e.seq = a.seq{where}")
+        args.extend([run_id] if run_id is not None else [])
+    if "task" in kinds:
+        where = f" AND h.run_id = {ph}" if run_id is not None else ""
+        parts.append("SELECT 'task' AS kind, h.seq AS seq FROM human_tasks h "
+                     f"WHERE h.resolved_seq IS NULL{where}")
+        args.extend([run_id] if run_id is not None else [])
+    if "step" in kinds:
+        where = f" WHERE w.run_id = {ph}" if run_id is not None else ""
+        parts.append(f"SELECT 'step' AS kind, w.seq AS seq FROM open_steps w{where}")
+        args.extend([run_id] if run_id is not None else [])
+    merged = " UNION ALL ".join(parts)
+    return (f"SELECT kind, ROW_NUMBER() OVER (PARTITION BY kind ORDER BY seq) - 1 AS rank, "
+            f"seq FROM ({merged}) u ORDER BY seq LIMIT {ph} OFFSET {ph}", args)
+
+
 REPAIRS_SQL = "SELECT repairs FROM repairs WHERE run_id = {}"
 #: the newest ``budget.set`` of each subject, in the order the subjects were first set
 BUDGET_SETS_SQL = ("SELECT {} FROM budget_sets b JOIN events e ON e.seq = b.last_seq "
@@ -340,6 +371,7 @@ __all__ = [
     "UNDECIDED_COLUMNS",
     "approvals_page",
     "from_events",
+    "inbox_order",
     "page",
     "statements",
     "steps_page",

@@ -257,8 +257,9 @@ def changed_message(name: str, pinned: str, now: str | None) -> str:
             f"{said}): not served until the operator reviews it again")
 
 
-REPIN_HINT = ("review it: `cradle-kg mcp pins --contracts FILE --show -- UPSTREAM` prints "
-              "each tool's definition and pin; write the new `pin:` in its contract")
+REPIN_HINT = ("review it: `cradle-kg mcp pins --contracts FILE --show -- COMMAND` (or "
+              "`--upstream URL`) prints each tool's definition and pin; write the new `pin:` "
+              "in its contract")
 
 
 @dataclass

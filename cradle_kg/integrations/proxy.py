@@ -231,6 +231,8 @@ def grammar_of(schema: Any) -> Any:
     only, at every depth — what an agent needs to make a call, and nothing the upstream
     wrote for it to read. A property's name, an ``enum``'s values, a ``pattern`` stay:
     they are the call's grammar (a pin shows the rest)."""
+    if isinstance(schema, list):  # `items` as a list (drafts before 2020-12)
+        return [grammar_of(s) for s in schema]
     if not isinstance(schema, dict):
         return schema  # a boolean schema
     kept: dict[str, Any] = {}

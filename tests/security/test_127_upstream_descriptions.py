@@ -131,6 +131,8 @@ def test_grammar_keeps_what_a_call_needs_at_every_depth() -> None:
                              "c": {"type": "array", "items": {"enum": ["x"], "default": "x"}}},
               "$defs": {"b": {"type": "integer", "examples": [1], "minimum": 0}},
               "additionalProperties": False}
+    assert grammar_of({"items": [{"type": "string", "description": SAID}]}) == {
+        "items": [{"type": "string"}]}  # `items` as a list, as drafts before 2020-12
     assert grammar_of(schema) == {
         "type": "object", "properties": {"a": {"anyOf": [{"type": "string"},
                                                          {"$ref": "#/$defs/b"}]},

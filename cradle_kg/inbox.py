@@ -183,13 +183,13 @@ def _approvals(rt: Runtime, run_id: str | None, requested_by: str | None,
         a = st.approval
         if effective_status(a, now) is not ApprovalStatus.PENDING:
             continue
-        proposal = rt.approvals.requested_proposal(a, [request])
+        proposal, shown = rt.approvals.shown_request(a, [request])
         policies, reasons = _asking_policies(rt, a.run_id, a.decision_id)
         out.append((request.seq, InboxItem(
             kind="approval", id=a.id, run_id=a.run_id,
             title=f"{proposal.action.action_type} on {proposal.action.target}",
             asked_at=a.requested_at.isoformat(), reasons=reasons,
-            action=proposal.action.model_dump(mode="json"), digest=a.action_digest,
+            action=shown, digest=a.action_digest,
             policies=policies, evidence=list(proposal.evidence_refs),
             proposed_by=proposal.agent_id,
             command=f"cradle-kg approvals approve {a.id} --as WHO")))

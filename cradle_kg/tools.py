@@ -29,12 +29,14 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, PydanticUserError, ValidationError
 
 from .errors import InputError, UnknownNameError
 from .records import IdempotencyClass, SideEffectClass, ToolRecord
+from .redaction import SECRET_KEY, schema_secrets
 
 
 class ToolCall(BaseModel):
@@ -112,6 +114,15 @@ class ToolSpec:
     #: output keys whose values are confidential (identity documents, payment credentials):
     #: lineage flags such a value in a sensitive argument the request did not ask to share
     confidential_fields: tuple[str, ...] = ()
+    #: arguments that are credentials, besides those the input model types ``SecretStr`` /
+    #: ``SecretBytes`` or marks ``writeOnly`` / ``format: password`` (:attr:`secrets`):
+    #: the journal keeps them, every view and the graph show them masked
+    secret_arguments: tuple[str, ...] = ()
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The secret arguments: declared, and those the input model's schema marks."""
+        return tuple(sorted({*self.secret_arguments, *_model_secrets(self.input_model)}))
 
     @property
     def ref(self) -> str:
@@ -233,6 +244,21 @@ class _Literal(dict[str, Any]):
         if isinstance(value, bool) or not isinstance(value, str | int):
             raise ValueError(f"argument `{key}` is not a string or an integer")
         return "".join(f"[{ch}]" if ch in "*?[]" else ch for ch in str(value))
+
+
+def secret_marks(spec: ToolSpec | None) -> dict[str, list[str]]:
+    """What an event carrying this tool's arguments adds to its payload: the names of the
+    secret ones (nothing when there are none, so other tools' events are unchanged)."""
+    secret = spec.secrets if spec is not None else ()
+    return {SECRET_KEY: list(secret)} if secret else {}
+
+
+@lru_cache(maxsize=1024)
+def _model_secrets(model: type[BaseModel]) -> tuple[str, ...]:
+    try:
+        return schema_secrets(model.model_json_schema())
+    except (PydanticUserError, TypeError, ValueError):  # no JSON Schema: none declared there
+        return ()
 
 
 def _pydantic_brief(exc: ValidationError) -> str:

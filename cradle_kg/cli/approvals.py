@@ -93,11 +93,11 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
                 approval = rt.view_approval(approval_id, viewer=viewer)
             else:
                 approval = rt.approvals.get(approval_id).approval
-            proposal = rt.approvals.requested_proposal(approval)
+            proposal, shown = rt.approvals.shown_request(approval)
         except CradleError as exc:
             fail(exc, code=1 if exc.code == "approval_error" else 2)
     print_json({"approval": approval.model_dump(mode="json"),
-                "action": proposal.action.model_dump(mode="json"),
+                "action": shown,
                 "proposed_by": proposal.agent_id})
 
 

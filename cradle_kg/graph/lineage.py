@@ -15,6 +15,7 @@ import pyoxigraph as ox
 
 from ..lineage.rdf import ID_BASE, input_triples, node, trace_triples
 from ..records import AuditEvent
+from ..redaction import secret_names
 
 
 class _Adds(Protocol):
@@ -29,7 +30,7 @@ def _add_all(q: _Adds, lines: Sequence[str]) -> None:
 
 def _traced(q: _Adds, ev: AuditEvent) -> str:
     trace = ev.payload["trace"]
-    _add_all(q, trace_triples(trace))
+    _add_all(q, trace_triples(trace, secret=secret_names(ev.payload)))
     return node("action", trace["action_id"])
 
 

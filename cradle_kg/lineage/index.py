@@ -25,6 +25,7 @@ from dataclasses import field as _field
 from typing import Any
 
 from ..records import AuditEvent
+from ..redaction import secret_names
 from .normalise import (
     dates,
     ibans,
@@ -35,6 +36,7 @@ from .normalise import (
     split_sentences,
     tokens,
 )
+from .rdf import secret_units
 
 TRUSTED = "trusted"
 UNTRUSTED = "untrusted"
@@ -216,6 +218,9 @@ class RunIndex:
     #: while a trace runs: where each token is in the long leaves it searched, by leaf
     #: index (:meth:`find`; emptied by :meth:`forget_positions` when the trace ends)
     positions: dict[int, dict[str, list[int]]] = field(default_factory=dict)
+    #: the values of the secret arguments proposed in the run (token sequences): what no
+    #: quote of a later trace shows (:func:`cradle_kg.lineage.rdf.quote_hider`)
+    secrets: list[list[str]] = field(default_factory=list)
 
     def add(self, leaf: Leaf) -> None:
         index = len(self.leaves)
@@ -512,6 +517,8 @@ class LineageIndex:
                     named[(at, leaf.sentence[pos])] = None
             if named:
                 run.designating[str(trace.get("action_id"))] = tuple(named)
+            run.secrets.extend(u for u in secret_units(trace, secret_names(ev.payload))
+                               if u not in run.secrets)
             sensitive = [a for a in trace.get("arguments", ()) if a.get("sensitive")]
             action_id = str(trace.get("action_id"))
             run.pending[action_id] = (str(trace.get("tool")), Done(

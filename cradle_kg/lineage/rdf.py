@@ -20,12 +20,16 @@ rule reads at the gate what a query reads afterwards.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
 from ..graph.ntriples import escape
 from ..graph.vocab import CRADLE_NS, PROV_NS, RDF_NS
+from ..redaction import MASK
+from .normalise import tokens
 
 ID_BASE = "https://w3id.org/cradle/id/"
 
@@ -53,13 +57,70 @@ _TYPE = f"<{RDF_NS}type>"
 TRUST_TERMS = {"trusted": "Trusted", "untrusted": "Untrusted", "designated": "Designated"}
 
 
-def _source(out: list[str], origin: dict[str, Any]) -> str:
+Hide = Callable[[str], str]
+
+
+def _shown(text: str) -> str:
+    return text
+
+
+def _contains(words: list[str], unit: list[str]) -> bool:
+    return any(words[i:i + len(unit)] == unit for i in range(len(words) - len(unit) + 1))
+
+
+def secret_units(trace: dict[str, Any], secret: Iterable[str]) -> list[list[str]]:
+    """The values of a trace's ``secret`` arguments, as lineage tokenised them."""
+    hidden, units = set(secret), []
+    for arg in trace.get("arguments", ()):
+        if arg.get("name") not in hidden:
+            continue
+        value = str(arg.get("value", ""))
+        cut = value.endswith("...")  # a long value, shortened: its last token may be cut
+        unit = tokens(value.removesuffix("...") if cut else value)
+        unit = unit[:-1] if cut and len(unit) > 1 else unit
+        if unit:
+            units.append(unit)
+    return units
+
+
+def quote_hider(units: Sequence[list[str]]) -> Hide:
+    """How a quote is shown when ``units`` are secret values (token sequences): each one,
+    however the source spelt its separators and case, as the mask, and a quote that still
+    holds one in another spelling masked whole. Lineage traced the value; the graph and
+    the reasons say where from, never what it was (``tests/security/test_131``)."""
+    if not units:
+        return _shown
+    patterns = [re.compile(r"[\W_]*".join(re.escape(t) for t in u), re.IGNORECASE)
+                for u in units]
+
+    def hide(text: str) -> str:
+        for pattern in patterns:
+            text = pattern.sub(MASK, text)
+        words = tokens(text)
+        return MASK if any(_contains(words, u) for u in units) else text
+    return hide
+
+
+_ORIGIN_LISTS = ("choice_origins", "told_by")
+_ARGUMENT_ORIGIN_LISTS = ("origins", "instructed_by", "discloses", "picked_from")
+
+
+def hide_quotes(trace: dict[str, Any], hide: Hide) -> dict[str, Any]:
+    """A trace (its JSON form) with every quote as ``hide`` shows it."""
+    def origins(found: Any) -> list[Any]:
+        return [{**o, "quote": hide(str(o.get("quote", "")))} for o in found or ()]
+    return {**trace, **{k: origins(trace.get(k)) for k in _ORIGIN_LISTS if k in trace},
+            "arguments": [{**a, **{k: origins(a.get(k)) for k in _ARGUMENT_ORIGIN_LISTS
+                                   if k in a}} for a in trace.get("arguments", ())]}
+
+
+def _source(out: list[str], origin: dict[str, Any], hide: Hide = _shown) -> str:
     key = f"{origin['source']}#{origin['field']}" if origin.get("field") else origin["source"]
     s = node("source", f"{key}@{origin.get('at', 0)}")
     out.append(f"{s} {_TYPE} {c('LineageSource')}")
     out.append(f"{s} {c('trust')} {c(TRUST_TERMS.get(origin['trust'], 'Untrusted'))}")
     out.append(f"{s} {c('sourceKind')} {lit(origin['kind'])}")
-    out.append(f"{s} {c('quote')} {lit(origin['quote'])}")
+    out.append(f"{s} {c('quote')} {lit(hide(str(origin['quote'])))}")
     out.append(f"{s} {p('wasAttributedTo')} {node('agent', origin['author'])}")
     if origin.get("field"):
         out.append(f"{s} {c('field')} {lit(origin['field'])}")
@@ -71,9 +132,12 @@ def _source(out: list[str], origin: dict[str, Any]) -> str:
     return s
 
 
-def trace_triples(trace: dict[str, Any]) -> list[str]:
-    """The triples of a trace (``Trace.model_dump(mode="json")``) as ``"s p o"`` strings."""
+def trace_triples(trace: dict[str, Any], *, secret: Iterable[str] = ()) -> list[str]:
+    """The triples of a trace (``Trace.model_dump(mode="json")``) as ``"s p o"`` strings;
+    the ``secret`` arguments' values masked, in their own triple and in every quote."""
     out: list[str] = []
+    hidden = frozenset(secret)
+    hide = quote_hider(secret_units(trace, hidden)) if hidden else _shown
     a = node("action", trace["action_id"])
     out.append(f"{a} {c('invokes')} {node('tool', trace['tool'])}")
     out.append(f"{a} {c('choiceTrusted')} {lit(bool(trace['choice_trusted']))}")
@@ -81,9 +145,9 @@ def trace_triples(trace: dict[str, Any]) -> list[str]:
     if trace.get("choice_delegated"):
         out.append(f"{a} {c('choiceDelegated')} {lit(True)}")
     for origin in trace["choice_origins"]:
-        out.append(f"{a} {c('choiceNamedIn')} {_source(out, origin)}")
+        out.append(f"{a} {c('choiceNamedIn')} {_source(out, origin, hide)}")
     for origin in trace.get("told_by", ()):
-        out.append(f"{a} {c('toldBy')} {_source(out, origin)}")
+        out.append(f"{a} {c('toldBy')} {_source(out, origin, hide)}")
     if trace.get("repeats"):
         out.append(f"{a} {c('repeatsAction')} {node('action', trace['repeats'])}")
         for name in trace.get("repeat_changed", ()):
@@ -93,20 +157,21 @@ def trace_triples(trace: dict[str, Any]) -> list[str]:
         out.append(f"{a} {c('hasArgument')} {s}")
         out.append(f"{s} {_TYPE} {c('ActionArgument')}")
         out.append(f"{s} {c('argumentName')} {lit(arg['name'])}")
-        out.append(f"{s} {c('argumentValue')} {lit(arg['value'])}")
+        out.append(f"{s} {c('argumentValue')} "
+                   f"{lit(MASK if arg['name'] in hidden else arg['value'])}")
         for flag, term in (("sensitive", "sensitive"), ("trusted_origin", "trustedOrigin"),
                            ("untrusted_only", "untrustedOnly"),
                            ("instructed_trusted", "instructedByTrusted"),
                            ("disclosure_requested", "disclosureRequested")):
             out.append(f"{s} {c(term)} {lit(bool(arg.get(flag, False)))}")
         for origin in arg["origins"]:
-            out.append(f"{s} {p('wasDerivedFrom')} {_source(out, origin)}")
+            out.append(f"{s} {p('wasDerivedFrom')} {_source(out, origin, hide)}")
         for origin in arg["instructed_by"]:
-            out.append(f"{s} {c('instructedBy')} {_source(out, origin)}")
+            out.append(f"{s} {c('instructedBy')} {_source(out, origin, hide)}")
         for origin in arg.get("discloses", ()):
-            out.append(f"{s} {c('disclosesConfidential')} {_source(out, origin)}")
+            out.append(f"{s} {c('disclosesConfidential')} {_source(out, origin, hide)}")
         for origin in arg.get("picked_from", ()):
-            out.append(f"{s} {c('pickedFrom')} {_source(out, origin)}")
+            out.append(f"{s} {c('pickedFrom')} {_source(out, origin, hide)}")
     return out
 
 

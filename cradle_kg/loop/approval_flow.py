@@ -23,6 +23,7 @@ from ..records import (
     RuntimeDecision,
 )
 from ..storage import NewEvent
+from ..tools import secret_marks
 from .approvals import ApprovalBook, ApprovalState, excluded_for, view_is_news
 from .context import LoopContext
 from .gate1.checks import GateResult
@@ -96,7 +97,8 @@ class ApprovalFlow:
                 run_id=approval.run_id, kind="approval.requested",
                 subject="approval:" + gate.action_digest, actor=RUNTIME_ACTOR, at=now,
                 payload={"approval": approval.model_dump(mode="json"), "excluded": excluded,
-                         "proposal": proposal.model_dump(mode="json")}))
+                         "proposal": proposal.model_dump(mode="json"),
+                         **secret_marks(gate.spec)}))
         outcome = Outcome(run_id=proposal.effective_run_id, proposal_id=proposal.id,
                           status=OutcomeStatus.AWAITING_APPROVAL, decision=decision,
                           approval=approval, reasons=decision.reasons or (

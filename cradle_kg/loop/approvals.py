@@ -52,6 +52,7 @@ from ..config import RuntimeConfig
 from ..errors import ApprovalError, UnknownNameError
 from ..inputs import check_page
 from ..records import ApprovalStatus, AuditEvent, HumanApproval, Proposal
+from ..redaction import mask_action, secret_names
 from ..storage import Journal, NewEvent
 
 
@@ -341,7 +342,23 @@ class ApprovalBook:
     def requested_proposal(self, approval: HumanApproval,
                            events: Sequence[AuditEvent] | None = None) -> Proposal:
         """The proposal that asked for this approval, as it was recorded (found in
-        ``events`` when they are the digest's events already read, else read here)."""
+        ``events`` when they are the digest's events already read, else read here) —
+        secrets and all: what runs once approved. What a person or an agent is *shown* of
+        it is :meth:`shown_request`."""
+        return Proposal.model_validate(self._request(approval, events).payload["proposal"])
+
+    def shown_request(self, approval: HumanApproval,
+                      events: Sequence[AuditEvent] | None = None
+                      ) -> tuple[Proposal, dict[str, Any]]:
+        """The proposal that asked for this approval, and its action as it may be shown:
+        the tool's secret arguments masked (:mod:`cradle_kg.redaction`)."""
+        request = self._request(approval, events)
+        proposal = Proposal.model_validate(request.payload["proposal"])
+        return proposal, mask_action(proposal.action.model_dump(mode="json"),
+                                     secret_names(request.payload))
+
+    def _request(self, approval: HumanApproval,
+                 events: Sequence[AuditEvent] | None) -> AuditEvent:
         if events is None:
             # its request, one probe (not every event of the digest in the run: test_88)
             request = self.journal.approval_request(approval.id)
@@ -351,7 +368,7 @@ class ApprovalBook:
         for event in events:
             if (event.kind == "approval.requested"
                     and event.payload["approval"]["id"] == approval.id):
-                return Proposal.model_validate(event.payload["proposal"])
+                return event
         raise UnknownNameError(f"no proposal recorded for approval `{approval.id}`")
 
     def authenticate(self, approver_id: str, token: str) -> None:

@@ -174,9 +174,8 @@ def make_router(runtime: Runtime) -> APIRouter:
                 if not sees(who, asked.requested_by):
                     raise UnknownNameError(f"no approval `{approval_id}`")
             a = runtime.view_approval(approval_id, viewer=who.identity)
-            proposal = runtime.approvals.requested_proposal(a)
-            return {"approval": a.model_dump(mode="json"),
-                    "action": proposal.action.model_dump(mode="json"),
+            proposal, shown = runtime.approvals.shown_request(a)
+            return {"approval": a.model_dump(mode="json"), "action": shown,
                     "proposed_by": proposal.agent_id}
         return call(view)
 

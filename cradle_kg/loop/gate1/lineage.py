@@ -16,13 +16,13 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ...lineage.index import LineageIndex, ToolTrust
-from ...lineage.rdf import trace_triples
+from ...lineage.rdf import hide_quotes, quote_hider, secret_units, trace_triples
 from ...lineage.rules import GraphRule, due, evaluate
 from ...lineage.trace import Declared, Trace, trace
 from ...policy import PolicyEngine
 from ...records import RUNTIME_ACTOR, Proposal, Verdict
 from ...storage import Journal, NewEvent
-from ...tools import ToolRegistry, ToolSpec
+from ...tools import ToolRegistry, ToolSpec, secret_marks
 
 
 class GateResult(Protocol):
@@ -78,6 +78,16 @@ class LineageGate:
                                        choice_words=spec.choice_words,
                                        object_words=spec.object_words))
 
+    def hidden(self, found: Trace, spec: ToolSpec) -> Trace:
+        """``found`` with no quote showing a secret value proposed in the run — this
+        proposal's secret arguments, and those of the run's earlier proposals — as it is
+        journaled, asked and projected (:func:`cradle_kg.lineage.rdf.quote_hider`)."""
+        dumped = found.model_dump(mode="json")
+        units = [*self.index.run(found.run_id).secrets, *secret_units(dumped, spec.secrets)]
+        if not units:
+            return found
+        return Trace.model_validate(hide_quotes(dumped, quote_hider(units)))
+
 
 def lineage_context(r: GateResult) -> dict[str, Any]:
     """``context.lineage`` for Cedar."""
@@ -97,9 +107,11 @@ def check_lineage(gate: LineageGate | None, p: Proposal, r: GateResult,
     if gate is None or r.spec is None or not gate.relevant(r.spec, policies):
         return []
     found = gate.trace(p, r.spec, "act:" + r.idempotency_key.removeprefix("idem:"))
+    found = gate.hidden(found, r.spec)
     r.lineage = found
     asked = due(gate.rules, found)
-    matches = evaluate(asked, trace_triples(found.model_dump(mode="json"))) if asked else []
+    matches = evaluate(asked, trace_triples(found.model_dump(mode="json"),
+                                            secret=r.spec.secrets)) if asked else []
     denied = [m for m in matches if m.verdict == "deny"]
     if denied:
         return (Verdict.DENY, "lineage_denied", [x for m in denied for x in m.reasons])
@@ -119,5 +131,5 @@ def with_trace(base: list[NewEvent], r: GateResult, now: datetime) -> list[NewEv
     event = NewEvent(run_id=found.run_id, kind="lineage.traced", subject=found.action_id,
                      actor=RUNTIME_ACTOR, at=now,
                      payload={"trace": found.model_dump(mode="json"),
-                              "proposal_id": found.proposal_id})
+                              "proposal_id": found.proposal_id, **secret_marks(r.spec)})
     return [base[0], event, *base[1:]]

@@ -1,0 +1,86 @@
+"""Secret arguments: what a tool declares a credential, and how every view hides it.
+
+A tool's input model that types a field ``pydantic.SecretStr`` / ``SecretBytes`` — or
+whose JSON Schema marks it ``writeOnly: true`` or ``format: password``, which is what
+pydantic emits for those types, and what an upstream MCP tool's ``inputSchema`` may say —
+declares that argument a secret (``ToolSpec.secret_arguments`` and a proxy contract's
+``secret_arguments`` add names by hand). The journal keeps the proposal as it was sent
+(it is the record: replay and recovery run it again); the events that carry an action's
+arguments name its secret ones (``secret_arguments``), and everything made *from* the
+journal for someone to read — the graph (lineage's ``cradle:argumentValue`` and
+``cradle:quote``), the reasons a decision gives, an approval's action on the page, the
+inbox and the API — shows the value as :data:`MASK`, pydantic's own, keeping the key so
+an auditor sees that a secret was given (``tests/security/test_131`` …).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+#: what a secret value is shown as (pydantic's ``SecretStr`` mask)
+MASK = "**********"
+#: the payload key naming the secret arguments of the action an event carries
+SECRET_KEY = "secret_arguments"
+
+
+def schema_secrets(schema: Mapping[str, Any]) -> tuple[str, ...]:
+    """The top-level properties a JSON Schema marks secret (``writeOnly: true`` or
+    ``format: password``, through an ``anyOf``/``oneOf`` of an optional field too)."""
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return ()
+    return tuple(sorted(name for name, sub in props.items()
+                        if isinstance(name, str) and _marks_secret(sub)))
+
+
+def _marks_secret(sub: Any) -> bool:
+    if not isinstance(sub, Mapping):
+        return False
+    if sub.get("writeOnly") is True or sub.get("format") == "password":
+        return True
+    alternatives = [alt for key in ("anyOf", "oneOf", "allOf")
+                    if isinstance(found := sub.get(key), list) for alt in found]
+    return any(_marks_secret(alt) for alt in alternatives)
+
+
+def secret_names(payload: Mapping[str, Any]) -> frozenset[str]:
+    """The secret arguments an event's payload names (none for an older event)."""
+    found = payload.get(SECRET_KEY)
+    return frozenset(str(n) for n in found) if isinstance(found, list | tuple) else frozenset()
+
+
+def mask_arguments(arguments: Mapping[str, Any], secret: Iterable[str]) -> dict[str, Any]:
+    """``arguments`` with each secret one's value shown as :data:`MASK` (the key kept)."""
+    hidden = set(secret)
+    return {k: (MASK if k in hidden and v is not None else v) for k, v in arguments.items()}
+
+
+def mask_action(action: Mapping[str, Any], secret: Iterable[str]) -> dict[str, Any]:
+    """An action's JSON form (``Action.model_dump(mode="json")``) as it may be shown."""
+    hidden = frozenset(secret)
+    if not hidden or not isinstance(action.get("arguments"), Mapping):
+        return dict(action)
+    return {**action, "arguments": mask_arguments(action["arguments"], hidden)}
+
+
+def secret_values(arguments: Mapping[str, Any], secret: Iterable[str]) -> tuple[str, ...]:
+    """The texts of the secret arguments' values (a list's items each), to scrub from a
+    text that quotes them."""
+    out: list[str] = []
+    for name in secret:
+        value = arguments.get(name)
+        for item in value if isinstance(value, list | tuple) else (value,):
+            if isinstance(item, str | int | float) and not isinstance(item, bool) \
+                    and str(item).strip():
+                out.append(str(item).strip())
+    return tuple(dict.fromkeys(out))
+
+
+def scrub(text: str, values: Iterable[str]) -> str:
+    """``text`` with every occurrence of each value (any case) shown as :data:`MASK`."""
+    ordered = sorted({v for v in values if v}, key=len, reverse=True)
+    if not ordered or not text:
+        return text
+    return re.sub("|".join(re.escape(v) for v in ordered), MASK, text, flags=re.IGNORECASE)

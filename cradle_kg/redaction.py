@@ -79,8 +79,54 @@ def secret_values(arguments: Mapping[str, Any], secret: Iterable[str]) -> tuple[
 
 
 def scrub(text: str, values: Iterable[str]) -> str:
-    """``text`` with every occurrence of each value (any case) shown as :data:`MASK`."""
+    """``text`` with every occurrence of each value (any case, not inside a longer word)
+    shown as :data:`MASK`."""
     ordered = sorted({v for v in values if v}, key=len, reverse=True)
     if not ordered or not text:
         return text
-    return re.sub("|".join(re.escape(v) for v in ordered), MASK, text, flags=re.IGNORECASE)
+    either = "|".join(re.escape(v) for v in ordered)
+    return re.sub(rf"(?<!\w)(?:{either})(?!\w)", MASK, text, flags=re.IGNORECASE)
+
+
+def secrets_by_tool(payloads: Iterable[Mapping[str, Any]]
+                    ) -> tuple[dict[str, frozenset[str]], tuple[str, ...]]:
+    """The secret arguments of each tool, as the events' payloads name them, and the
+    values the proposals among them gave those arguments."""
+    found: dict[str, set[str]] = {}
+    values: list[str] = []
+    for payload in payloads:
+        names = secret_names(payload)
+        action = (payload.get("proposal") or {}).get("action") or payload.get("action") or {}
+        tool = action.get("action_type") if isinstance(action, Mapping) else None
+        tool = tool or (payload.get("trace") or {}).get("tool")
+        if names and isinstance(tool, str):
+            found.setdefault(tool, set()).update(names)
+            if isinstance(action.get("arguments"), Mapping):
+                values.extend(secret_values(action["arguments"], names))
+    return ({tool: frozenset(names) for tool, names in found.items()},
+            tuple(dict.fromkeys(values)))
+
+
+def mask_payload(value: Any, by_tool: Mapping[str, frozenset[str]],
+                 values: Iterable[str] = ()) -> Any:
+    """An event's payload (its JSON form) as it may be shown: every action in it (a
+    mapping with ``action_type`` and ``arguments``) and every lineage trace (``tool`` and
+    its ``arguments``' values) with its tool's secret arguments masked, and ``values``
+    (the secrets themselves) masked in every text (a request, a quote, a tool's answer)."""
+    known = tuple(values)
+    if isinstance(value, str):
+        return scrub(value, known)
+    if isinstance(value, list):
+        return [mask_payload(v, by_tool, known) for v in value]
+    if not isinstance(value, Mapping):
+        return value
+    out = {k: mask_payload(v, by_tool, known) for k, v in value.items()}
+    hidden = by_tool.get(str(value.get("action_type") or value.get("tool") or ""))
+    if not hidden:
+        return out
+    if isinstance(out.get("arguments"), Mapping):
+        out["arguments"] = mask_arguments(out["arguments"], hidden)
+    elif isinstance(out.get("arguments"), list):  # a trace: [{name, value, ...}]
+        out["arguments"] = [{**a, "value": MASK} if isinstance(a, Mapping)
+                            and a.get("name") in hidden else a for a in out["arguments"]]
+    return out

@@ -44,11 +44,14 @@ from typing import Any
 from .errors import InputError, UnknownNameError
 from .inputs import MAX_PAGE_INTEGER, check_page
 from .records import AuditEvent
+from .redaction import mask_payload, secrets_by_tool
 from .storage import Journal, StateKey
 
 #: how many of a run's newest proposals, outcomes and open human tasks a summary names
 #: (``proposal_count`` and ``outcome_count`` say how many there are in all)
 SUMMARY_ITEMS = 20
+#: the newest proposals of a run whose secret arguments ``runs show`` masks in a page
+SECRETS_LOOKBACK = 1000
 #: a page of one run's events (``show_run``, ``GET /api/runs/{id}``, ``runs show``): the
 #: default and the largest
 EVENTS_PAGE = 200
@@ -313,6 +316,18 @@ def show_run(journal: Journal, run_id: str, *, limit: int = EVENTS_PAGE, after_s
                          f"{MAX_PAGE_INTEGER}")
     summary = read_summary(journal, run_id)
     return summary, journal.run_page(run_id, limit=limit, after_seq=after_seq)
+
+
+def shown_timeline(journal: Journal, run_id: str, events: list[AuditEvent]
+                   ) -> list[dict[str, Any]]:
+    """A page of a run's events as ``runs show`` prints them: each event's JSON form with
+    the secret arguments of its tool masked (:mod:`cradle_kg.redaction`), as the run's
+    proposals named them — those on the page and the newest :data:`SECRETS_LOOKBACK` of
+    the run (the journal itself keeps the values: ``audit``, ``journal copy``)."""
+    received = journal.run_page(run_id, limit=SECRETS_LOOKBACK, newest=True,
+                                kinds=("proposal.received",))
+    by_tool, values = secrets_by_tool(e.payload for e in [*events, *received])
+    return [mask_payload(e.model_dump(mode="json"), by_tool, values) for e in events]
 
 
 def more(summary: RunSummary, events: list[AuditEvent]) -> bool:

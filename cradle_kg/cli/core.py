@@ -382,16 +382,17 @@ def runs_show(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
                   "--after-seq", min=0,
                   help="Show the events after this seq (the next page).")] = 0) -> None:
     """Show one run: its status and one page of the timeline of its events."""
-    from ..runs import more, page_fields, show_run
+    from ..runs import more, page_fields, show_run, shown_timeline
 
     with open_journal(home) as journal:
         try:
             summary, events = show_run(journal, run_id, limit=limit, after_seq=after_seq)
+            timeline = shown_timeline(journal, run_id, events) if fmt is Format.JSON else []
         except CradleError as exc:
             fail(exc)
     if fmt is Format.JSON:
         print_json({**summary.to_dict(), **page_fields(summary, events, limit),
-                    "timeline": [e.model_dump(mode="json") for e in events]})
+                    "timeline": timeline})
         return
     console.print(f"run {clean(summary.run_id)}: {summary.state.value} (last outcome "
                   f"{clean(summary.status)})", highlight=False)

@@ -32,7 +32,7 @@ import re
 import string
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import (
@@ -92,6 +92,10 @@ class ToolContract(BaseModel):
     #: the proxy refuses to start when the upstream's differs, and shows the upstream's
     #: description and input schema only under a pin
     pin: str | None = Field(default=None, pattern=PIN)
+    #: arguments that are credentials (besides those the upstream's ``inputSchema`` marks
+    #: ``writeOnly`` or ``format: password``): masked in the graph and every view
+    secret_arguments: tuple[Annotated[str, Field(pattern=_NAME)], ...] = Field(
+        default=(), max_length=256)
 
     @model_validator(mode="after")
     def _complete(self) -> ToolContract:

@@ -203,7 +203,10 @@ GRAMMAR = frozenset({
     "maxProperties", "dependentRequired", "$ref", "$defs", "definitions", "properties",
     "patternProperties", "dependentSchemas", "items", "prefixItems", "additionalProperties",
     "unevaluatedProperties", "unevaluatedItems", "contains", "propertyNames", "not", "if",
-    "then", "else", "anyOf", "oneOf", "allOf"})
+    "then", "else", "anyOf", "oneOf", "allOf",
+    # not prose: whether a value is a credential (``writeOnly``, with ``format: password``
+    # above), which masks it in the graph and every view (``cradle_kg.redaction``)
+    "writeOnly", "readOnly"})
 #: the grammar keywords whose value maps names to schemas, or lists schemas
 _NAMED_SCHEMAS = frozenset({"$defs", "definitions", "properties", "patternProperties",
                             "dependentSchemas"})
@@ -362,7 +365,8 @@ class ProxiedTool:
             idempotency=c.idempotency,
             verifier=self.tool_id + ".verify" if c.verify is not None else None,
             description=c.description or said or f"`{self.name}` of {self.upstream.source}",
-            requires_evidence=c.requires_evidence, target_from=c.target)
+            requires_evidence=c.requires_evidence, target_from=c.target,
+            secret_arguments=c.secret_arguments)
 
     def run(self, call: ToolCall) -> dict[str, Any]:
         """The call to the upstream (the gateway's, after gate 1 and the intent)."""

@@ -90,8 +90,8 @@ def quote_hider(units: Sequence[list[str]]) -> Hide:
     the reasons say where from, never what it was (``tests/security/test_131``)."""
     if not units:
         return _shown
-    patterns = [re.compile(r"[\W_]*".join(re.escape(t) for t in u), re.IGNORECASE)
-                for u in units]
+    patterns = [re.compile(r"(?<!\w)" + r"[\W_]*".join(re.escape(t) for t in u)
+                           + r"(?!\w)", re.IGNORECASE) for u in units]
 
     def hide(text: str) -> str:
         for pattern in patterns:

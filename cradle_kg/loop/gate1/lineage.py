@@ -71,19 +71,20 @@ class LineageGate:
                          confidential=spec.confidential_fields)
 
     def trace(self, p: Proposal, spec: ToolSpec, action_id: str) -> Trace:
+        """The proposal's trace, with no quote showing a secret value proposed in the run —
+        this proposal's secret arguments, and those of the run's earlier proposals — as it
+        is journaled, asked and projected (:func:`cradle_kg.lineage.rdf.quote_hider`)."""
         run_id = p.effective_run_id
-        return trace(self.index.run(run_id), run_id=run_id, proposal_id=p.id,
-                     action_id=action_id, tool=spec.id, arguments=p.action.arguments,
-                     declared=Declared(sensitive=spec.sensitive_arguments,
-                                       choice_words=spec.choice_words,
-                                       object_words=spec.object_words))
-
-    def hidden(self, found: Trace, spec: ToolSpec) -> Trace:
-        """``found`` with no quote showing a secret value proposed in the run — this
-        proposal's secret arguments, and those of the run's earlier proposals — as it is
-        journaled, asked and projected (:func:`cradle_kg.lineage.rdf.quote_hider`)."""
+        run = self.index.run(run_id)
+        found = trace(run, run_id=run_id, proposal_id=p.id,
+                      action_id=action_id, tool=spec.id, arguments=p.action.arguments,
+                      declared=Declared(sensitive=spec.sensitive_arguments,
+                                        choice_words=spec.choice_words,
+                                        object_words=spec.object_words))
+        if not run.secrets and not spec.secrets:
+            return found
         dumped = found.model_dump(mode="json")
-        units = [*self.index.run(found.run_id).secrets, *secret_units(dumped, spec.secrets)]
+        units = [*run.secrets, *secret_units(dumped, spec.secrets)]
         if not units:
             return found
         return Trace.model_validate(hide_quotes(dumped, quote_hider(units)))
@@ -107,7 +108,6 @@ def check_lineage(gate: LineageGate | None, p: Proposal, r: GateResult,
     if gate is None or r.spec is None or not gate.relevant(r.spec, policies):
         return []
     found = gate.trace(p, r.spec, "act:" + r.idempotency_key.removeprefix("idem:"))
-    found = gate.hidden(found, r.spec)
     r.lineage = found
     asked = due(gate.rules, found)
     matches = evaluate(asked, trace_triples(found.model_dump(mode="json"),

@@ -110,6 +110,11 @@ def _token(raw: str) -> str:
     return token
 
 
+def says(words: list[str], phrase: list[str]) -> bool:
+    """Whether ``phrase`` occurs in ``words`` as consecutive tokens."""
+    return any(words[i:i + len(phrase)] == phrase for i in range(len(words) - len(phrase) + 1))
+
+
 def tokens(text: str) -> list[str]:
     """The normalised tokens of ``text``, in order."""
     return [t for t in (_token(r) for r in _SPLIT.split(normalise(text))) if t]

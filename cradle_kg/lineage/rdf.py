@@ -29,7 +29,7 @@ from urllib.parse import quote
 from ..graph.ntriples import escape
 from ..graph.vocab import CRADLE_NS, PROV_NS, RDF_NS
 from ..redaction import MASK
-from .normalise import tokens
+from .normalise import says, tokens
 
 ID_BASE = "https://w3id.org/cradle/id/"
 
@@ -64,10 +64,6 @@ def _shown(text: str) -> str:
     return text
 
 
-def _contains(words: list[str], unit: list[str]) -> bool:
-    return any(words[i:i + len(unit)] == unit for i in range(len(words) - len(unit) + 1))
-
-
 def secret_units(trace: dict[str, Any], secret: Iterable[str]) -> list[list[str]]:
     """The values of a trace's ``secret`` arguments, as lineage tokenised them."""
     hidden, units = set(secret), []
@@ -97,7 +93,7 @@ def quote_hider(units: Sequence[list[str]]) -> Hide:
         for pattern in patterns:
             text = pattern.sub(MASK, text)
         words = tokens(text)
-        return MASK if any(_contains(words, u) for u in units) else text
+        return MASK if any(says(words, u) for u in units) else text
     return hide
 
 

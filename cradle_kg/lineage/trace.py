@@ -51,6 +51,7 @@ from .normalise import (
     is_identifier,
     number_token,
     phone_of,
+    says,
     tokens,
     written_date,
 )
@@ -226,8 +227,7 @@ def _choice_phrases(words: tuple[str, ...]) -> list[list[str]]:
 
 
 def _has_phrase(words: list[str], phrases: list[list[str]]) -> bool:
-    return any(any(words[i:i + len(ph)] == ph for i in range(len(words) - len(ph) + 1))
-               for ph in phrases)
+    return any(says(words, ph) for ph in phrases)
 
 
 def _in_sentence(leaf: Leaf, position: int, phrases: list[list[str]]) -> bool:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import types
 from pydantic import BaseModel, SecretBytes, SecretStr
 
 from cradle_kg.integrations.contracts import Contracts
@@ -66,10 +67,12 @@ def test_an_upstream_schema_and_a_proxy_contract_declare_secrets() -> None:
         "pin": {"type": "string", "format": "password"},
         "api_key": {"type": "string"}}}
     contracts = Contracts.model_validate({"tools": {"login": {
-        "side_effect": "read_only", "secret_arguments": ["api_key"]}}})
+        "side_effect": "read_only", "description": "logs in", "secret_arguments": ["api_key"]}}})
     tool = ProxiedTool(upstream=None, name="login", tool_id="up.login",  # type: ignore[arg-type]
                        contract=contracts.tools["login"])
-    assert tool.spec(schema, "logs in").secrets == ("api_key", "pin", "token")
+    # unpinned: the agent is shown the schema's grammar (test_127), which keeps the marks
+    listed = types.Tool(name="login", description="logs in", inputSchema=schema)
+    assert tool.spec(listed).secrets == ("api_key", "pin", "token")
     assert _spec(input_model("login", schema)).secrets == ("pin", "token")
     with pytest.raises(ValueError):
         Contracts.model_validate({"tools": {"login": {

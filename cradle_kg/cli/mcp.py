@@ -235,14 +235,16 @@ ShowOpt = Annotated[bool, typer.Option(
 
 @mcp_app.command("pins")
 def pins(contracts: ContractsOpt, command: CommandArg = None, upstream: UpstreamOpt = None,
-         show: ShowOpt = False) -> None:
+         show: ShowOpt = False, home: HomeOpt = None) -> None:
     """Print the pin of each upstream tool the contracts declare (and whether it matches).
 
     A contract's `pin:` is the operator's review of the upstream tool's definition — its
     description, title, schemas and annotations: the proxy shows the agent the upstream's
     own description and input schema only under a pin, and refuses to start when the
     upstream's definition differs from it. Review with `--show`, then copy the pin into
-    the contract. Exit 1 when a pinned tool changed or a declared tool is not offered."""
+    the contract. Exit 1 when a pinned tool changed or a declared tool is not offered.
+    Pins are the upstream's and the contracts' alone; ``--home`` is accepted like
+    everywhere else."""
     import json
 
     import anyio

@@ -142,16 +142,9 @@ def proxy(contracts: ContractsOpt, command: CommandArg = None, home: HomeOpt = N
           port: PortOpt = 8765, approval_wait: WaitOpt = 0.0, graph_sync: SyncOpt = True,
           max_sessions_per_agent: SessionsOpt = MAX_SESSIONS_PER_AGENT) -> None:
     """Govern an existing MCP server: its declared tools, served through both gates."""
-    from ..integrations.contracts import load_contracts
-
     _check_transport(transport, agent)
-    if bool(command) == bool(upstream):
-        fail(InputError("name the upstream once: a command after `--`, or `--upstream URL`",
-                        hint="cradle-kg mcp proxy --contracts c.yaml --agent A -- python s.py"))
-    try:
-        declared = load_contracts(contracts)
-    except CradleError as exc:
-        fail(exc)
+    declared = _declared(contracts, command, upstream,
+                         "cradle-kg mcp proxy --contracts c.yaml --agent A -- python s.py")
     root, rt = _open(home, graph_sync)
     with rt:
         opts = _ProxyOpts(command or None, upstream, prefix, allow_undeclared_read, agent,
@@ -175,6 +168,21 @@ class _ProxyOpts:
     wait: float
     home: str
     sessions: int = MAX_SESSIONS_PER_AGENT
+
+
+def _declared(contracts: Path, command: list[str] | None, upstream: str | None,
+              example: str) -> Contracts:
+    """The operator's contracts, once the upstream is named exactly once (a command after
+    ``--`` or ``--upstream URL``); else a one-line error, exit 2."""
+    from ..integrations.contracts import load_contracts
+
+    if bool(command) == bool(upstream):
+        fail(InputError("name the upstream once: a command after `--`, or `--upstream URL`",
+                        hint=example))
+    try:
+        return load_contracts(contracts)
+    except CradleError as exc:
+        fail(exc)
 
 
 def _run_proxy(rt: Runtime, declared: Contracts, o: _ProxyOpts) -> CradleError | None:
@@ -250,15 +258,8 @@ def pins(contracts: ContractsOpt, command: CommandArg = None, upstream: Upstream
     import anyio
 
     from ..integrations import proxy
-    from ..integrations.contracts import load_contracts
-
-    if bool(command) == bool(upstream):
-        fail(InputError("name the upstream once: a command after `--`, or `--upstream URL`",
-                        hint="cradle-kg mcp pins --contracts c.yaml -- python s.py"))
-    try:
-        declared = load_contracts(contracts)
-    except CradleError as exc:
-        fail(exc)
+    declared = _declared(contracts, command, upstream,
+                         "cradle-kg mcp pins --contracts c.yaml -- python s.py")
     lines: list[str] = []
     bad = False
 

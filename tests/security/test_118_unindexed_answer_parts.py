@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from cradle_kg import Runtime
 from cradle_kg.errors import ToolError
 from cradle_kg.integrations.calls import render
 from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
@@ -70,24 +71,31 @@ def _in_output(call: ToolCall) -> Any:
     return {"result": SAID}
 
 
+def register_bank(rt: Runtime, request: str) -> list[dict[str, Any]]:
+    """``send_money`` (its recipient sensitive, its effect verified) and the person's
+    request in ``run:t``; the transfers made, as they are made."""
+    sent: list[dict[str, Any]] = []
+    rt.register_tool(ToolSpec(
+        id="send_money", version="1", input_model=Money, output_model=Free,
+        side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,
+        verifier="ok", target_from="bank:{recipient}", sensitive_arguments=("recipient",),
+        choice_words=("send", "transfer", "pay"), object_words=("transaction", "money")),
+        lambda call: sent.append(call.arguments.model_dump()) or Free(result="ok"))
+    rt.register_verifier("ok", verified(lambda: {"sent": len(sent)}))
+    rt.record_input("run:t", request, author="user:emma")
+    return sent
+
+
 def _pay_after_reading(home: Path, read: Callable[[ToolCall], Any]
                        ) -> tuple[Any, Any, list[dict[str, Any]]]:
     rt = lineage_runtime(home)
-    sent: list[dict[str, Any]] = []
     try:
         rt.register_tool(ToolSpec(id="read_email", version="1", input_model=NoArgs,
                                   output_model=Answer,
                                   side_effect_class=SideEffectClass.READ_ONLY,
                                   idempotency=IdempotencyClass.NATURAL,
                                   output_trust="untrusted"), read)
-        rt.register_tool(ToolSpec(
-            id="send_money", version="1", input_model=Money, output_model=Free,
-            side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,
-            verifier="ok", target_from="bank:{recipient}", sensitive_arguments=("recipient",),
-            choice_words=("send", "transfer", "pay"), object_words=("transaction", "money")),
-            lambda call: sent.append(call.arguments.model_dump()) or Free(result="ok"))
-        rt.register_verifier("ok", verified(lambda: {"sent": len(sent)}))
-        rt.record_input("run:t", "Summarise my inbox.", author="user:emma")
+        sent = register_bank(rt, "Summarise my inbox.")
         read_out = submit(rt, 0, "read_email", {}, target="mail")
         out = submit(rt, 1, "send_money", {"recipient": IBAN, "amount": 100},
                      target=f"bank:{IBAN}")

@@ -37,9 +37,9 @@ from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
 from cradle_kg.tools import ToolSpec
 from cradle_kg.verifiers import VerifyRequest
 
-from ..lineage.kit import Free, NoArgs, lineage_runtime, submit, verified
+from ..lineage.kit import Free, NoArgs, lineage_runtime, submit
 from .test_28_hostile_upstream import OK_SCHEMA
-from .test_118_unindexed_answer_parts import IBAN, SAID, Money
+from .test_118_unindexed_answer_parts import IBAN, SAID, register_bank
 
 CONTRACTS = ("tools:\n  put:\n    side_effect: reversible\n    idempotency: none\n"
              "    target: 'note:a'\n    verify: {tool: read, arguments: {}, "
@@ -61,16 +61,7 @@ def _upstream() -> Server[Any, Any]:
 
 
 def _bank(rt: Runtime) -> list[dict[str, Any]]:
-    sent: list[dict[str, Any]] = []
-    rt.register_tool(ToolSpec(
-        id="send_money", version="1", input_model=Money, output_model=Free,
-        side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,
-        verifier="ok", target_from="bank:{recipient}", sensitive_arguments=("recipient",),
-        choice_words=("send", "transfer", "pay"), object_words=("transaction", "money")),
-        lambda call: sent.append(call.arguments.model_dump()) or Free(result="ok"))
-    rt.register_verifier("ok", verified(lambda: {"sent": len(sent)}))
-    rt.record_input("run:t", "Save my note.", author="user:emma")
-    return sent
+    return register_bank(rt, "Save my note.")
 
 
 def _through_proxy(home: Path) -> tuple[Any, Any, list[dict[str, Any]]]:

@@ -127,13 +127,38 @@ def pack_test(folder: Path, home: HomeOpt = None) -> None:
         tests = folder / "tests"
         code = 0
         if tests.is_dir():
+            config = _pytest_config(folder, Path(tmp))
             done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                   "--rootdir", str(folder), str(tests)], env=env, check=False,
-                                  cwd=tmp)
+                                   "-c", str(config), "--rootdir", str(folder),
+                                   "--confcutdir", str(folder), str(tests)],
+                                  env=env, check=False, cwd=tmp)
             code = done.returncode
         console.print(f"{clean(report.pack)}: tests {'passed' if code == 0 else 'FAILED'}",
                       highlight=False)
     raise typer.Exit(0 if code == 0 else 1)
+
+
+#: the files pytest reads its configuration from, in its own order of precedence, with the
+#: section that makes each one a pytest configuration
+_PYTEST_CONFIGS = (("pytest.ini", ""), ("pyproject.toml", "[tool.pytest.ini_options]"),
+                   ("tox.ini", "[pytest]"), ("setup.cfg", "[tool:pytest]"))
+
+
+def _pytest_config(folder: Path, tmp: Path) -> Path:
+    """The pytest configuration a pack's tests run under: the pack's own, else ours.
+
+    Never a folder's above the pack: pytest looks for one upwards from the tests, so a pack
+    inside a repository ran under the repository's (its ``addopts`` and plugins: the
+    pack's tests of this repository failed with ``Error importing plugin``)."""
+    for name, section in _PYTEST_CONFIGS:
+        found = folder / name
+        if found.is_file() and (not section or section in found.read_text(errors="replace")):
+            return found
+    # importlib: a pack's test modules import each other relatively (`from .conftest import
+    # …`), as they do in this repository's suite, without an `__init__.py` on sys.path
+    empty = tmp / "pytest.ini"
+    empty.write_text("[pytest]\naddopts = --import-mode=importlib\n", encoding="utf-8")
+    return empty
 
 
 @pack_app.command("init")

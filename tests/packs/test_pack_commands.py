@@ -69,6 +69,31 @@ def test_pack_test_runs_the_pack_tests_from_any_directory(pack_id: str, ok: bool
     assert Path(cwd) not in (elsewhere, pack) and not Path(cwd).exists()
 
 
+@pytest.mark.slow
+def test_pack_test_runs_under_the_packs_configuration_not_the_folders_above(
+        tmp_path: Path) -> None:
+    """A pack inside a repository: pytest looked for its configuration upwards from the
+    tests and ran them under the repository's (its ``addopts``, its plugins) — `pack test`
+    of every pack of this repository, run from it, failed with ``Error importing plugin``;
+    and a pack whose tests import each other relatively (``from .conftest import …``, as
+    `travel.airline`'s do) could not be collected outside this repository's suite."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\naddopts = "-p no_such_plugin_anywhere"\n', encoding="utf-8")
+    pack = copy_pack("demo.ledger", repo / "packs" / "demo.ledger")
+    for old in (pack / "tests").glob("test_*.py"):  # a copy's own tests load the built-ins
+        old.unlink()
+    (pack / "tests" / "conftest.py").write_text("SHARED = 7\n", encoding="utf-8")
+    (pack / "tests" / "test_relative.py").write_text(
+        "from .conftest import SHARED\n\n\ndef test_shared() -> None:\n"
+        "    assert SHARED == 7\n", encoding="utf-8")
+    done = cli("pack", "test", str(Path("packs") / "demo.ledger"), cwd=repo, timeout=900)
+    out = done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 0 and "tests passed" in done.stdout, out
+    assert "1 passed" in out, out
+
+
 def _append(path: Path, text: str) -> int:
     """Append ``text`` to ``path``; the line number where it starts."""
     before = path.read_text(encoding="utf-8")

@@ -16,6 +16,12 @@ from cradle_kg.packs import testing
 PACK = testing.pack_folder(__file__)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # `cradle-kg pack test` runs these tests on their own (the pack's folder as rootdir,
+    # without the repository's pyproject), where the suite's `slow` marker is unknown
+    config.addinivalue_line("markers", "slow: long-running tests (the reference replay)")
+
+
 @pytest.fixture(scope="session")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``airline.sqlite`` loaded from the shared benchmark data (never copied into the repo)."""

@@ -48,13 +48,18 @@ def pinned(contracts: Path, state: Path) -> dict[str, str]:
     return pins
 
 
-def test_an_upstream_changed_since_its_pin_stops_the_proxy(tmp_path: Path) -> None:
+def _reviewed(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
+    """A home, the upstream's state folder, and contracts whose tools the operator pinned."""
     home = mcp_home(tmp_path / "home")
     state = tmp_path / "upstream"
     state.mkdir()
     contracts = tmp_path / "contracts.yaml"
     contracts.write_text(CONTRACTS)
-    pins = pinned(contracts, state)
+    return home, state, contracts, pinned(contracts, state)
+
+
+def test_an_upstream_changed_since_its_pin_stops_the_proxy(tmp_path: Path) -> None:
+    home, state, contracts, pins = _reviewed(tmp_path)
     (state / "mode").write_text("changed")  # the rug pull, after the review
     started = cli(*proxy_args(home, contracts, state)[2:])
     assert started.returncode == 2, (started.stdout, started.stderr)
@@ -70,12 +75,7 @@ def test_an_upstream_changed_since_its_pin_stops_the_proxy(tmp_path: Path) -> No
 
 
 def test_a_tool_changed_while_the_proxy_runs_is_refused(tmp_path: Path) -> None:
-    home = mcp_home(tmp_path / "home")
-    state = tmp_path / "upstream"
-    state.mkdir()
-    contracts = tmp_path / "contracts.yaml"
-    contracts.write_text(CONTRACTS)
-    pins = pinned(contracts, state)
+    home, state, contracts, pins = _reviewed(tmp_path)
 
     async def scenario(s: ClientSession) -> None:
         first = await s.call_tool("test.up.save_note", {"id": "n1"})

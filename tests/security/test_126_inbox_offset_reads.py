@@ -29,20 +29,29 @@ from .test_120_inbox_pages import Served
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 
-def test_the_last_page_of_an_agents_inbox_costs_a_page(
-        served: Served, decoded: Callable[[], int]) -> None:
-    rt, client, tokens = served
+def last_page_costs(served: Served, token: str, decoded: Callable[[], int],
+                    sizes: tuple[int, int], waiting: int = 0) -> list[int]:
+    """Rows decoded by ``?limit=1&offset=N`` for the last item of ``token``'s inbox, when it
+    holds each of ``sizes`` items (Mallory asks for approvals until it does; ``waiting``
+    were there already), its page checked against the whole inbox's last item."""
+    rt, client, _ = served
     mallory = GovernedSession(rt, MALLORY)
-    costs, ids = [], []
-    for asked in (10, 30):
-        while len(ids) < asked:
+    costs = []
+    for asked in sizes:
+        while waiting < asked:
             assert mallory.call(CLOSE, {"account": "acct-2"}).status == "awaiting_approval"
-            ids.append(None)
-        whole = _get(client, tokens[MALLORY], "/api/inbox", limit=1000)
+            waiting += 1
+        whole = _get(client, token, "/api/inbox", limit=1000)
         assert len(whole) == asked
         n, page = rows_read(decoded, lambda asked=asked: _get(
-            client, tokens[MALLORY], "/api/inbox", limit=1, offset=asked - 1))
+            client, token, "/api/inbox", limit=1, offset=asked - 1))
         assert [i["id"] for i in page] == [whole[-1]["id"]]
         costs.append(n)
+    return costs
+
+
+def test_the_last_page_of_an_agents_inbox_costs_a_page(
+        served: Served, decoded: Callable[[], int]) -> None:
+    costs = last_page_costs(served, served[2][MALLORY], decoded, (10, 30))
     # before: 20 and 60 rows (every skipped approval's request and asking decision)
     assert costs[0] == costs[1] <= 4, costs

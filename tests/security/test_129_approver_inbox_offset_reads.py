@@ -22,32 +22,19 @@ import pytest
 
 from cradle_kg.demo.scenario import APPROVER
 from cradle_kg.inbox import inbox
-from cradle_kg.integrations.calls import GovernedSession
 
-from .mcp_http import MALLORY
-from .reads import rows_read
-from .test_100_pending_approval_reads import CLOSE, _get
 from .test_100_pending_approval_reads import served as served
 from .test_120_inbox_pages import Served
 from .test_120_inbox_pages import waiting as waiting
+from .test_126_inbox_offset_reads import last_page_costs
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 
 def test_the_last_page_of_an_approvers_inbox_costs_a_page(
         waiting: Served, decoded: Callable[[], int]) -> None:
-    rt, client, tokens = waiting
-    mallory = GovernedSession(rt, MALLORY)
-    costs = []
-    for asked in (13, 33):
-        while len(inbox(rt)) < asked:
-            assert mallory.call(CLOSE, {"account": "acct-2"}).status == "awaiting_approval"
-        whole = _get(client, tokens[APPROVER], "/api/inbox", limit=1000)
-        assert len(whole) == asked
-        n, page = rows_read(decoded, lambda asked=asked: _get(
-            client, tokens[APPROVER], "/api/inbox", limit=1, offset=asked - 1))
-        assert [i["id"] for i in page] == [whole[-1]["id"]]
-        costs.append(n)
+    costs = last_page_costs(waiting, waiting[2][APPROVER], decoded, (13, 33),
+                            waiting=len(inbox(waiting[0])))
     # before: 23 and 63 rows (every skipped item built)
     assert costs[0] == costs[1] <= 4, costs
 

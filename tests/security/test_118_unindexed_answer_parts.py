@@ -109,10 +109,16 @@ def _pay_after_reading(home: Path, read: Callable[[ToolCall], Any]
 def test_an_iban_the_agent_was_shown_anywhere_in_an_answer_has_its_origin(
         tmp_path: Path, read: Callable[[ToolCall], Any]) -> None:
     read_out, out, sent = _pay_after_reading(tmp_path / "home", read)
-    # the agent was shown the sentence, whichever part of the answer held it
-    shown = render(read_out, "read_email", step=0)
+    # the agent was shown the sentence, whichever part of the answer held it; before: the
+    # transfer executed for the side effect's detail or kind and for the error
+    shown_then_held(read_out, "read_email", out, sent)
+
+
+def shown_then_held(shown_in: Any, tool: str, out: Any, sent: list[dict[str, Any]]) -> None:
+    """The agent was shown :data:`SAID` in ``shown_in`` (what ``tool``'s call answered),
+    and the transfer to its IBAN waits for a person, quoting it."""
+    shown = render(shown_in, tool, step=0)
     assert SAID in shown.text + json.dumps(shown.structured), shown
-    # before: executed for the side effect's detail or kind and for the error
     assert out.status is OutcomeStatus.AWAITING_APPROVAL, (out.status, out.reasons)
     assert sent == []
     assert any("untrusted-sensitive-argument" in r and SAID in r for r in out.reasons), \

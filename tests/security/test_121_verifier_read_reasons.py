@@ -30,7 +30,6 @@ from mcp.server.lowlevel import Server
 from mcp.shared.memory import create_connected_server_and_client_session
 
 from cradle_kg import Runtime
-from cradle_kg.integrations.calls import render
 from cradle_kg.integrations.contracts import load_contracts
 from cradle_kg.integrations.proxy import Upstream, output_checkers, register
 from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
@@ -39,7 +38,7 @@ from cradle_kg.verifiers import VerifyRequest
 
 from ..lineage.kit import Free, NoArgs, lineage_runtime, submit
 from .test_28_hostile_upstream import OK_SCHEMA
-from .test_118_unindexed_answer_parts import IBAN, SAID, register_bank
+from .test_118_unindexed_answer_parts import IBAN, SAID, register_bank, shown_then_held
 
 CONTRACTS = ("tools:\n  put:\n    side_effect: reversible\n    idempotency: none\n"
              "    target: 'note:a'\n    verify: {tool: read, arguments: {}, "
@@ -118,11 +117,6 @@ def _raising_verifier(home: Path) -> tuple[Any, Any, list[dict[str, Any]]]:
 def test_an_iban_in_a_verifiers_read_has_its_origin(tmp_path: Path, through: Any) -> None:
     first, out, sent = through(tmp_path / "home")
     assert first.status is not OutcomeStatus.EXECUTED, first.status
-    # the agent was shown the sentence, in the reasons of the unconfirmed effect
-    shown = render(first, "any", step=0)
-    assert SAID in shown.text + json.dumps(shown.structured), shown
-    # before: executed, the IBAN without an origin
-    assert out.status is OutcomeStatus.AWAITING_APPROVAL, (out.status, out.reasons)
-    assert sent == []
-    assert any("untrusted-sensitive-argument" in r and SAID in r for r in out.reasons), \
-        out.reasons
+    # the agent was shown the sentence, in the reasons of the unconfirmed effect; before:
+    # the transfer executed, the IBAN without an origin
+    shown_then_held(first, "any", out, sent)

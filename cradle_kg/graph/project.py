@@ -105,6 +105,15 @@ def _float_lit(value: float) -> str:
 
 #: the value of a flag kept by the projection (``cradle:awaitsUse``, ``awaitsVerification``)
 _TRUE = lit(True)
+#: the predicates of the loops over a record's lists of literals (its checks, reasons, pack
+#: versions, argument names): where the shapes read none of them (the core's do not), the
+#: commit check's projection (:class:`_KeptQuads`) skips the loop whole instead of writing
+#: and dropping each literal — the same triples (``tests/graph/test_shape_reach.py``)
+_CHECK_RESULT = c("checkResult")
+_PACK_VERSION = c("packVersion")
+_REASON = c("reason")
+_SLOT = c("slot")
+_POSTCONDITIONS = c("postconditions")
 
 
 def _canonical_dt(moment: datetime) -> str:
@@ -180,6 +189,11 @@ class _Quads:
     def share(self, s: str, pred: str, o: str) -> None:
         self.shared.append(f"{s} {pred} {o}{self.shared_end}")
 
+    def wants(self, pred: str) -> bool:
+        """Whether a triple with ``pred`` is written (all are, here): a loop of literals
+        whose predicate is not wanted is skipped whole (see :class:`_KeptQuads`)."""
+        return True
+
 
 class _KeptQuads(_Quads):
     """:class:`_Quads` that writes only the triples whose predicate is in ``keep`` (the
@@ -205,6 +219,9 @@ class _KeptQuads(_Quads):
     def share(self, s: str, pred: str, o: str) -> None:
         if pred in self.keep:
             self.shared.append(f"{s} {pred} {o}")
+
+    def wants(self, pred: str) -> bool:
+        return pred in self.keep
 
 
 def action_node(action_id: str) -> str:
@@ -324,14 +341,17 @@ def _decision(q: _Quads, ev: AuditEvent) -> str:
     q.add(s, c("decidedAt"), dt(d["decided_at"]))
     q.add(s, c("policyVersion"), lit(d["policy_version"]))
     q.add(s, p("wasAttributedTo"), identity(d["decided_by"]))
-    for pack in d.get("pack_versions", []):
-        q.add(s, c("packVersion"), lit(pack))
+    if q.wants(_PACK_VERSION):
+        for pack in d.get("pack_versions", []):
+            q.add(s, _PACK_VERSION, lit(pack))
     if d.get("granted_to"):
         q.add(s, c("grantedTo"), identity(d["granted_to"]))
-    for reason in d.get("reasons", []):
-        q.add(s, c("reason"), lit(reason))
-    for check in d.get("checks", []):
-        q.add(s, c("checkResult"), lit(f"{check['check']}={check['status']}"))
+    if q.wants(_REASON):
+        for reason in d.get("reasons", []):
+            q.add(s, _REASON, lit(reason))
+    if q.wants(_CHECK_RESULT):
+        for check in d.get("checks", []):
+            q.add(s, _CHECK_RESULT, lit(f"{check['check']}={check['status']}"))
     action_id = ev.payload.get("action_id")
     for pol in d.get("policy_results", []):
         pol_node = node("policy", f"{d['policy_version']}/{pol['policy_id']}")
@@ -440,8 +460,9 @@ def _verification(q: _Quads, ev: AuditEvent) -> str:
     q.add(s, c("verificationStatus"), c(VERIFICATIONS[v["status"]]))
     q.add(s, c("at"), dt(v["verified_at"]))
     q.add(action_node(v["execution_id"]), c("hasVerification"), s)
-    for check in v.get("checks", []):
-        q.add(s, c("checkResult"), lit(f"{check['name']}={check['status']}"))
+    if q.wants(_CHECK_RESULT):
+        for check in v.get("checks", []):
+            q.add(s, _CHECK_RESULT, lit(f"{check['name']}={check['status']}"))
     for ref in v.get("evidence_refs", []):
         e = node("evidence", ref)
         q.typed(e, "Evidence")
@@ -462,9 +483,11 @@ def _world_read(q: _Quads, s: str, v: dict[str, Any], report: dict[str, Any]) ->
         q.typed(res, "Resource")
         q.add(res, _LABEL, lit(str(resource)))
         q.add(s, c("observedChange"), res)
+    if not q.wants(_POSTCONDITIONS):
+        return
     for check in v.get("checks", []):
         if check["name"] == "postconditions" and check.get("detail"):
-            q.add(s, c("postconditions"), lit(str(check["detail"])))
+            q.add(s, _POSTCONDITIONS, lit(str(check["detail"])))
 
 
 # --- issue 14: facts with a life cycle; intent, context and constraints -----------------------
@@ -496,8 +519,9 @@ def _intent_of(q: _Quads, s: str, key: str, prop: dict[str, Any]) -> None:
     q.add(s, c("hasIntent"), intent)
     q.add(intent, c("intentType"), lit(str(prop["action"]["action_type"])))
     q.add(intent, p("wasDerivedFrom"), node("task", prop["task_id"]))
-    for slot in sorted(prop["action"].get("arguments") or {}):
-        q.add(intent, c("slot"), lit(str(slot)))
+    if q.wants(_SLOT):
+        for slot in sorted(prop["action"].get("arguments") or {}):
+            q.add(intent, _SLOT, lit(str(slot)))
 
 
 def _context_of(q: _Quads, ev: AuditEvent, decision: str, d: dict[str, Any]) -> None:
@@ -510,10 +534,12 @@ def _context_of(q: _Quads, ev: AuditEvent, decision: str, d: dict[str, Any]) -> 
     env = (ev.payload.get("action") or {}).get("environment")
     if env:
         q.add(ctx, c("environment"), lit(env))
-    for pack in d.get("pack_versions", []):
-        q.add(ctx, c("packVersion"), lit(pack))
-    for check in d.get("checks", []):
-        q.add(ctx, c("checkResult"), lit(f"{check['check']}={check['status']}"))
+    if q.wants(_PACK_VERSION):
+        for pack in d.get("pack_versions", []):
+            q.add(ctx, _PACK_VERSION, lit(pack))
+    if q.wants(_CHECK_RESULT):
+        for check in d.get("checks", []):
+            q.add(ctx, _CHECK_RESULT, lit(f"{check['check']}={check['status']}"))
     for pol in d.get("policy_results", []):  # each policy of the set was evaluated in it
         q.add(node("policy", f"{d['policy_version']}/{pol['policy_id']}"), c("evaluates"), ctx)
     for found in ev.payload.get("validator_findings", ()):

@@ -26,6 +26,12 @@ what governing adds; the bare baseline shows the client's share.
 
 Every session is open at once and the calls go round-robin (one call of each kind, then
 the next), so that the load of a shared machine falls on every row alike.
+
+Beside the wall-clock p50s, the CPU time (user + system, from ``/proc``, in clock ticks:
+with 100 calls, to 0.1 ms) that each server process spent per call after the warm-up:
+the like-for-like direct server against the governed server that serves only reads, and
+the proxy plus its upstream against the upstream called directly — less sensitive than
+wall-clock to the other work on a shared machine.
 Run: ``.venv/bin/python bench/bench_mcp.py [--calls N]``.
 """
 
@@ -95,6 +101,38 @@ def _balance_output_schema(home: Path) -> dict[str, Any]:
 
 #: (label, server parameters, tool, arguments of call i)
 Row = tuple[str, StdioServerParameters, str, Callable[[int], dict[str, Any]]]
+_TICK = os.sysconf("SC_CLK_TCK")
+#: a descendant process: its argv, its parent's pid, its CPU seconds (user + system)
+Proc = tuple[tuple[str, ...], int, float]
+
+
+def _descendants_cpu() -> dict[int, Proc]:
+    """Each descendant process of this one, by pid (``/proc``; empty elsewhere): the
+    servers the rows talk to, and what they start (the proxy's upstream)."""
+    parents: dict[int, int] = {}
+    stats: dict[int, Proc] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            argv = tuple((entry / "cmdline").read_bytes().decode().split("\0")[:-1])
+        except (OSError, IndexError):
+            continue
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        stats[pid] = (argv, int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK)
+    mine, grew = {os.getpid()}, True
+    while grew:
+        grew = False
+        for pid, ppid in parents.items():
+            if ppid in mine and pid not in mine:
+                mine.add(pid)
+                grew = True
+    return {pid: stats[pid] for pid in mine - {os.getpid()}}
+
+
+#: per server process (its argv, its parent's pid, its pid), the CPU milliseconds it spent
+#: per counted round of calls — over every row it serves (filled by :func:`_timed_rows`)
+SERVER_CPU: dict[tuple[tuple[str, ...], int, int], float] = {}
 
 
 async def _timed_rows(rows: list[Row], calls: int,
@@ -113,7 +151,10 @@ async def _timed_rows(rows: list[Row], calls: int,
                 await s.initialize()
                 await s.list_tools()
                 sessions[key] = s
+        before: dict[int, Proc] = {}
         for i in range(calls + 5):
+            if i == 5:  # warm-up done: the servers' CPU from here
+                before = _descendants_cpu()
             for label, params, tool, arguments in rows:
                 s = sessions[(params.command, *params.args)]
                 start = time.perf_counter()
@@ -127,7 +168,21 @@ async def _timed_rows(rows: list[Row], calls: int,
                 extra()
                 if i >= 5:
                     out["in-process"].append((time.perf_counter() - start) * 1000)
+        after = _descendants_cpu()
+        for pid, (argv, ppid, spent) in after.items():
+            if pid in before:
+                SERVER_CPU[(argv, ppid, pid)] = (spent - before[pid][2]) * 1000 / calls
     return out
+
+
+def _cpu_of(params: StdioServerParameters, parent: int | None = None) -> tuple[float, int]:
+    """CPU ms per round of the server process started by ``params`` (by this process, or
+    by the process ``parent``), and its pid; (nan, 0) where ``/proc`` is not readable."""
+    argv = (params.command, *params.args)
+    for (seen, ppid, pid), ms in SERVER_CPU.items():
+        if seen == argv and ppid == (os.getpid() if parent is None else parent):
+            return ms, pid
+    return float("nan"), 0
 
 
 class _InProcess:
@@ -247,10 +302,22 @@ def main() -> None:
           f"{base - bare:.2f} ms")
     mcp_part = statistics.median(ms["governed read"]) - statistics.median(ms["in-process"]) - base
     print(f"the MCP gateway's own part of a governed read (p50s): {mcp_part:.2f} ms")
+    cpu = {label: _cpu_of(params)[0] for label, params in (
+        ("direct", alike), ("governed", governed), ("unsynced", unsynced))}
+    print(f"CPU per call of each server process (/proc, {args.calls} calls after the warm-up): "
+          f"like-for-like direct {cpu['direct']:.2f} ms; governed read, no graph sync (reads "
+          f"only) {cpu['unsynced']:.2f} ms: {cpu['unsynced'] - cpu['direct']:+.2f} ms; the "
+          f"governed server (one read and one write a round) {cpu['governed']:.2f} ms")
     up = statistics.median(proxy["upstream read, direct"])
     print("proxy: ratios against the upstream called directly")
     print(_row("upstream read, direct", proxy["upstream read, direct"], up))
     print(_row("upstream read, via the proxy", proxy["upstream read, via the proxy"], up))
+    direct_cpu, _ = _cpu_of(up_direct)
+    proxy_cpu, proxy_pid = _cpu_of(up_proxied)
+    behind_cpu, _ = _cpu_of(up_direct, parent=proxy_pid)
+    print(f"CPU per call: the upstream called directly {direct_cpu:.2f} ms; via the proxy, "
+          f"the proxy {proxy_cpu:.2f} ms + its upstream {behind_cpu:.2f} ms: "
+          f"{proxy_cpu + behind_cpu - direct_cpu:+.2f} ms")
 
 
 if __name__ == "__main__":

@@ -141,6 +141,7 @@ async def _timed_rows(rows: list[Row], calls: int,
     out: dict[str, list[float]] = {label: [] for label, *_ in rows}
     if extra is not None:
         out["in-process"] = []
+        out["in-process CPU"] = []
     async with contextlib.AsyncExitStack() as stack:
         sessions: dict[tuple[str, ...], ClientSession] = {}
         for _label, params, _tool, _args in rows:
@@ -164,10 +165,11 @@ async def _timed_rows(rows: list[Row], calls: int,
                 if i >= 5:  # warm-up
                     out[label].append(took)
             if extra is not None:
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.thread_time()
                 extra()
                 if i >= 5:
                     out["in-process"].append((time.perf_counter() - start) * 1000)
+                    out["in-process CPU"].append((time.thread_time() - cpu) * 1000)
         after = _descendants_cpu()
         for pid, (argv, ppid, spent) in after.items():
             if pid in before:
@@ -308,6 +310,10 @@ def main() -> None:
           f"like-for-like direct {cpu['direct']:.2f} ms; governed read, no graph sync (reads "
           f"only) {cpu['unsynced']:.2f} ms: {cpu['unsynced'] - cpu['direct']:+.2f} ms; the "
           f"governed server (one read and one write a round) {cpu['governed']:.2f} ms")
+    loop_cpu = statistics.median(ms["in-process CPU"])
+    print(f"the same read in-process: {loop_cpu:.2f} ms of its thread's CPU (p50); the "
+          f"gateway's own CPU, governed read - direct - in-process: "
+          f"{cpu['unsynced'] - cpu['direct'] - loop_cpu:+.2f} ms")
     up = statistics.median(proxy["upstream read, direct"])
     print("proxy: ratios against the upstream called directly")
     print(_row("upstream read, direct", proxy["upstream read, direct"], up))

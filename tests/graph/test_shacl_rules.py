@@ -108,3 +108,60 @@ def test_text_and_turtle_renderings() -> None:
     )
     assert answer.askAnswer is True
     assert validate(read_rdf(FIXTURES / "rule2_pos.ttl")).to_text() == "conforms: no violations"
+
+
+def test_rule2s_or_gives_the_report_of_its_sparql_constraint_alone() -> None:
+    """Rule 2 runs its SPARQL constraint only for a high-risk or irreversible action (an
+    ``sh:or`` whose first, core branch conforms for every other one): the same violations,
+    messages, focus nodes and paths as the constraint alone, by both engines, on every
+    fixture and on each golden run's graph with its actions made high-risk or
+    irreversible one by one (some approved, some not)."""
+    import json
+    import tempfile
+
+    from cradle_kg.canonical import parse_iso
+    from cradle_kg.graph.project import event_triples, ntriples
+    from cradle_kg.graph.shacl import load_shapes, to_ntriples
+    from cradle_kg.graph.vocab import INTEGRITY_SHAPES_FILE
+    from cradle_kg.records import AuditEvent
+
+    text = INTEGRITY_SHAPES_FILE.read_text(encoding="utf-8")
+    start, end = text.index("cradle:Rule2Shape\n"), text.index("# 3. A StateTransition")
+    shape = text[start:end]
+    inner = shape[shape.index("[ sh:sparql ["):shape.rindex("] ]")]
+    alone = ("cradle:Rule2Shape a sh:NodeShape ; cradle:ruleNumber 2 ; "
+             "sh:targetSubjectsOf cradle:executedAt ;\n"
+             + inner.removeprefix("[ ").rstrip() + " ] .\n")
+    assert "sh:or" in shape and "sh:or" not in alone
+    rewritten = load_shapes([INTEGRITY_SHAPES_FILE], builtin=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / "integrity_rule2_alone.ttl"
+        plain.write_text(text[:start] + alone + "\n" + text[end:], encoding="utf-8")
+        original = load_shapes([plain], builtin=False)
+    datas = [to_ntriples(read_rdf(p)) for p in FIXTURE_FILES]
+    c = "https://w3id.org/cradle#"
+    for name in ("demo", "invoice_triage"):
+        triples: list[str] = []
+        journal = _REPO / "tests" / "golden" / name / "journal.jsonl"
+        for line in journal.read_text(encoding="utf-8").splitlines():
+            e = json.loads(line)
+            triples += event_triples(AuditEvent(
+                seq=e["seq"], id=f"evt-{e['seq']:010d}", run_id=e["run_id"], kind=e["kind"],
+                subject=e["subject"], actor=e["actor"], at=parse_iso(e["at"]),
+                payload=e["payload"], payload_hash="sha256:" + "0" * 64,
+                prev_hash="sha256:" + "0" * 64, hash=e["hash"]), header=False)
+        actions = sorted({t.split(" ", 1)[0] for t in triples if f"<{c}executedAt>" in t})
+        risky = [f"{a} <{c}riskLevel> <{c}HighRisk>" for a in actions[::2]]
+        risky += [f"{a} <{c}sideEffectClass> <{c}Irreversible>" for a in actions[1::2]]
+        datas += [ntriples(triples), ntriples(triples + risky)]
+    fired = 0
+    for data in datas:
+        seen = []
+        for shapes in (rewritten, original):
+            for engine in (RustShaclEngine(shapes), PyShaclEngine(shapes)):
+                report = engine.validate(data, format="nt")
+                seen.append(sorted((v.rule or 0, v.focus_node, v.message, v.severity)
+                                   for v in report.violations))
+        assert all(s == seen[0] for s in seen)
+        fired += sum(1 for v in seen[0] if v[0] == 2)
+    assert fired >= 5  # the fixtures' three and the golden runs' unapproved risky actions

@@ -26,6 +26,7 @@ from ..records import (
     VerificationCheck,
     VerificationStatus,
 )
+from ..redaction import scrub, secret_values
 from ..tools import ToolSpec
 from ..verifiers import VerifierRegistry, VerifierReport, VerifyRequest, combine
 from . import gate2_world as world
@@ -89,6 +90,10 @@ class Gate2:
         # INVARIANT: compensation availability is a check like the others: it counts
         checks.append(world.compensation(spec, action, self.compensation))
         status = combine(c.status for c in checks)
+        values = secret_values(action.arguments, spec.secrets) if spec.secrets else ()
+        if values:  # a verifier's detail, an exception's text, quote what they were given
+            checks = [c.model_copy(update={"detail": scrub(c.detail, values)})
+                      if c.detail else c for c in checks]
         return Gate2Result(status, tuple(checks), report, verifier_id, spec.compensation_tool,
                            fact_checks)
 

@@ -40,6 +40,7 @@ from ...records import (
     SideEffectClass,
     Verdict,
 )
+from ...redaction import mask_payload, scrub, secret_values
 from ...storage import Journal, UsageCap
 from ...tools import ToolRegistry, ToolSpec
 from .findings import Finding, ValidatorBinding
@@ -199,6 +200,27 @@ def assess_risk(proposal: Proposal, spec: ToolSpec, config: RuntimeConfig) -> Ri
     return max(declared, floor, key=order.index)
 
 
+def _hide_secrets(result: GateResult, proposal: Proposal) -> None:
+    """The texts gate 1 relays — its reasons, each check's, what the domain validators
+    answered (journaled) — with the proposal's secret values masked: a pack's validator, a
+    check that raised, quote what they were given, and those texts are the agent's answer,
+    the decision's record and the graph's (``tests/security/test_136``). Masking twice
+    changes nothing, so strict replay, which serves the journaled findings, writes the same."""
+    spec = result.spec
+    arguments = proposal.action.arguments
+    if spec is None or not spec.secrets or not isinstance(arguments, Mapping):
+        return
+    values = secret_values(arguments, spec.secrets)
+    if not values:
+        return
+    result.reasons[:] = [scrub(r, values) for r in result.reasons]
+    result.checks[:] = [c.model_copy(update={"reasons": tuple(scrub(x, values)
+                                                              for x in c.reasons)})
+                        if c.reasons else c for c in result.checks]
+    result.validator_findings[:] = [mask_payload(f, {}, values)
+                                    for f in result.validator_findings]
+
+
 #: one check: reads the proposal, notes what it found on the result, or stops the gate
 Check = Callable[["Gate1", Proposal, GateResult], CheckResult]
 
@@ -208,6 +230,11 @@ class Gate1:
         self.i = inputs
 
     def run(self, proposal: Proposal) -> GateResult:
+        result = self._run(proposal)
+        _hide_secrets(result, proposal)
+        return result
+
+    def _run(self, proposal: Proposal) -> GateResult:
         result = GateResult(verdict=Verdict.ALLOW, checks=[])
         for index, (name, check) in enumerate(self.CHECKS):
             try:

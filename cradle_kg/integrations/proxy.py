@@ -25,7 +25,9 @@ upstream's own description and input schema when the contract *pins* them: ``pin
 hash of the upstream tool's definition (:func:`pin_of`) the operator reviewed, and an
 upstream whose definition differs from its pin stops the proxy at start ("rug pull",
 ``test_128``). Unpinned, the input schema is shown as its grammar alone
-(:func:`grammar_of`), and the description is the contract's or a neutral line. A served
+(:func:`grammar_of`), whose own words are plain words only (:func:`plain`: an ``enum`` of
+an IBAN is not shown, a property named after one is not served, ``test_137``), and the
+description is the contract's or a neutral line. A served
 tool whose definition changes while the proxy runs (the upstream's
 ``notifications/tools/list_changed``, then a new listing) is refused from then on.
 
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import string
 import threading
 from collections.abc import AsyncIterator, Mapping
@@ -78,7 +81,8 @@ def input_model(name: str, schema: Mapping[str, Any],
                 shown: Mapping[str, Any] | None = None) -> type[BaseModel]:
     """A model for an upstream tool's arguments: checked against its JSON Schema, and
     described by ``shown`` (what MCP clients see; the upstream's own ``inputSchema`` when
-    not given)."""
+    not given). Shown less than the whole schema, an argument that breaks it is told which
+    keyword it broke, never the schema's own text (:func:`said_of`)."""
     from ..json_schema import errors
 
     frozen_schema = json.loads(json.dumps(dict(schema)))
@@ -94,7 +98,7 @@ def input_model(name: str, schema: Mapping[str, Any],
             error = next(iter(sorted(errors(checker, data), key=lambda e: e.path)), None)
             if error is not None:
                 where = ".".join(str(p) for p in error.path) or "arguments"
-                raise ValueError(f"{where}: {error.message[:200]}")
+                raise ValueError(f"{where}: {said_of(error, whole=shown is None)[:200]}")
             return data
 
         @classmethod
@@ -103,6 +107,31 @@ def input_model(name: str, schema: Mapping[str, Any],
 
     UpstreamArguments.__name__ = UpstreamArguments.__qualname__ = f"Args_{name}"
     return UpstreamArguments
+
+
+#: the keywords whose error message quotes the agent's value and a bound or a name the
+#: grammar shows (``'x' is too long``, ``'id' is a required property``), nothing else of the
+#: schema: an ``enum``'s message lists its values, a ``pattern``'s its regex, a ``not``'s
+#: its whole subschema (descriptions included)
+_SAYS_NO_SCHEMA = frozenset({
+    "type", "required", "maxLength", "minLength", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "uniqueItems", "minProperties",
+    "maxProperties", "dependentRequired"})
+
+
+def said_of(error: Any, *, whole: bool) -> str:
+    """What the agent is told of an argument that breaks the upstream's schema: the
+    validator's message when the agent is shown the whole schema (a pinned tool), or when
+    the message quotes nothing of the schema the grammar does not show; else the keyword.
+    An unpinned tool's ``enum`` or ``not`` refused a call with the upstream's values and
+    prose (``tests/security/test_137``)."""
+    if whole or error.validator in _SAYS_NO_SCHEMA:
+        return str(error.message)
+    if error.validator in ("enum", "const") and all(plain(v) for v in (
+            error.validator_value if error.validator == "enum"
+            and isinstance(error.validator_value, list) else [error.validator_value])):
+        return str(error.message)  # values the grammar shows
+    return f"does not satisfy the tool's `{error.validator}`"
 
 
 #: what an upstream's text answer is read within when it is JSON: the strict loader's rules
@@ -211,6 +240,8 @@ GRAMMAR = frozenset({
 _NAMED_SCHEMAS = frozenset({"$defs", "definitions", "properties", "patternProperties",
                             "dependentSchemas"})
 _SCHEMA_LISTS = frozenset({"prefixItems", "anyOf", "oneOf", "allOf"})
+#: grammar an unpinned tool is not shown: regexes, which may hold any text
+_UNSHOWN = frozenset({"pattern", "patternProperties"})
 
 
 def definition_of(tool: types.Tool) -> dict[str, Any]:
@@ -229,18 +260,48 @@ def pin_of(tool: types.Tool) -> str:
                          "hold (a NaN or infinite number)") from None
 
 
+#: the only text of the upstream's an unpinned tool shows: a plain word (a property's name,
+#: an ``enum``'s value) — no space, no ``@``, ``.``, ``/`` or ``:``, at most 64 characters
+_PLAIN_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+#: five digits in a row, once ``_`` and ``-`` are taken out: an account's, an IBAN's, a
+#: card's or a phone's number, however grouped
+_LONG_NUMBER = re.compile(r"\d{5}")
+
+
+def plain(value: Any) -> bool:
+    """Whether ``value`` — a name or an ``enum``/``const`` value the upstream chose — can be
+    shown unreviewed: a plain word or a short number, which holds no address, link, IBAN,
+    account or phone number and no sentence. Such a value shown to the agent had no origin
+    lineage could name, and a write to it executed unattended (``tests/security/test_137``)."""
+    if value is None or isinstance(value, bool):
+        return True
+    if isinstance(value, int | float):
+        return not _LONG_NUMBER.search(str(abs(value)))
+    if not isinstance(value, str) or _PLAIN_WORD.fullmatch(value) is None:
+        return False
+    return not _LONG_NUMBER.search(value.replace("_", "").replace("-", ""))
+
+
 def grammar_of(schema: Any) -> Any:
     """``schema`` with the upstream's prose taken out: the keywords of :data:`GRAMMAR`
     only, at every depth — what an agent needs to make a call, and nothing the upstream
-    wrote for it to read. A property's name, an ``enum``'s values, a ``pattern`` stay:
-    they are the call's grammar (a pin shows the rest)."""
+    wrote for it to read. An ``enum``'s or a ``const``'s values and a ``format`` stay when
+    each is :func:`plain`; a ``pattern`` (a regex: any text) is not shown. The arguments
+    are still checked against the whole schema (a pin shows the rest). Names the grammar
+    cannot leave out — a property's, a definition's — are checked by :func:`planted`."""
     if isinstance(schema, list):  # `items` as a list (drafts before 2020-12)
         return [grammar_of(s) for s in schema]
     if not isinstance(schema, dict):
         return schema  # a boolean schema
     kept: dict[str, Any] = {}
     for key, value in schema.items():
-        if key not in GRAMMAR:
+        if key not in GRAMMAR or key in _UNSHOWN:
+            continue
+        if key == "$ref" and not str(value).startswith("#"):
+            continue  # a link elsewhere (never followed: the call is refused)
+        if key in ("enum", "const", "format") and not all(
+                plain(v) for v in (value if key == "enum" and isinstance(value, list)
+                                   else [value])):
             continue
         if key in _NAMED_SCHEMAS and isinstance(value, dict):
             kept[key] = {k: grammar_of(v) for k, v in value.items()}
@@ -255,6 +316,39 @@ def grammar_of(schema: Any) -> Any:
     return kept
 
 
+def planted(schema: Any, at: str = "") -> list[str]:
+    """The names in an unpinned tool's grammar that are not :func:`plain` — a property's, a
+    definition's, a ``required`` one, a local ``$ref``'s parts — with where they are: the
+    grammar cannot leave a name out, so such a tool is not served unpinned."""
+    found: list[str] = []
+    if isinstance(schema, list):
+        for i, sub in enumerate(schema):
+            found += planted(sub, f"{at}/{i}")
+        return found
+    if not isinstance(schema, dict):
+        return found
+    for key, value in schema.items():
+        if key in _NAMED_SCHEMAS and isinstance(value, dict):
+            found += [f"{at}/{key}" for name in value if not plain(name)]
+            for name, sub in value.items():
+                if plain(name):
+                    found += planted(sub, f"{at}/{key}/{name}")
+        elif key == "required" and isinstance(value, list):
+            found += [f"{at}/required" for name in value if not plain(name)]
+        elif key == "dependentRequired" and isinstance(value, dict):
+            found += [f"{at}/dependentRequired" for name, names in value.items()
+                      if not plain(name) or not isinstance(names, list)
+                      or not all(plain(n) for n in names)]
+        elif key == "$ref":
+            parts = str(value).removeprefix("#").split("/") if isinstance(value, str) else [""]
+            if not str(value).startswith("#") or not all(
+                    p in ("", "$defs", "definitions") or plain(p) for p in parts):
+                found.append(f"{at}/$ref")
+        elif isinstance(value, dict | list):
+            found += planted(value, f"{at}/{key}")
+    return found
+
+
 def changed_message(name: str, pinned: str, now: str | None) -> str:
     """The one line that says an upstream tool is not what the operator reviewed."""
     said = f"now {now[:23]}…" if now is not None else "no longer offered"
@@ -262,6 +356,9 @@ def changed_message(name: str, pinned: str, now: str | None) -> str:
             f"{said}): not served until the operator reviews it again")
 
 
+PIN_HINT = ("an unpinned tool shows the agent only plain words of the upstream's (no "
+            "address, link, number or sentence); review its definition with `cradle-kg mcp "
+            "pins --contracts FILE --show -- COMMAND` and write its `pin:` in the contract")
 REPIN_HINT = ("review it: `cradle-kg mcp pins --contracts FILE --show -- COMMAND` (or "
               "`--upstream URL`) prints each tool's definition and pin; write the new `pin:` "
               "in its contract")
@@ -356,11 +453,16 @@ class ProxiedTool:
         c = self.contract
         pin = pin_of(tool)
         vouched = c.pin is not None and c.pin == pin
-        shown = tool.inputSchema if vouched else grammar_of(tool.inputSchema)
+        shown = None if vouched else grammar_of(tool.inputSchema)
+        model = input_model(self.name, tool.inputSchema, shown)  # the schema checked first
+        if shown is not None and (found := planted(shown)):
+            raise InputError(f"the upstream's `{self.name}` names an argument or a "
+                             f"definition with more than a plain word (at "
+                             f"`{found[0][:80]}`): not served unpinned", hint=PIN_HINT)
         said = (tool.description or "") if vouched else ""
         return ToolSpec(
             id=self.tool_id, version="upstream-" + pin.removeprefix("sha256:")[:16],
-            input_model=input_model(self.name, tool.inputSchema, shown),
+            input_model=model,
             output_model=UpstreamOutput, side_effect_class=c.side_effect,
             idempotency=c.idempotency,
             verifier=self.tool_id + ".verify" if c.verify is not None else None,
@@ -441,7 +543,8 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
         contract = contracts.tools.get(tool.name)
         if not is_tool_name(tool.name):  # never served: see `undeclared`
             continue
-        if contract is None and not (allow_undeclared_read and upstream_says_read(tool)):
+        if contract is None and not (allow_undeclared_read and upstream_says_read(tool)
+                                     and served_unreviewed(tool)):
             continue
         if contract is not None:
             _check_templates(tool.name, contract, tool.inputSchema)
@@ -467,14 +570,24 @@ def upstream_says_read(tool: types.Tool) -> bool:
                 and hints.destructiveHint is not True)
 
 
+def served_unreviewed(tool: types.Tool) -> bool:
+    """Whether a tool no contract names (``--allow-undeclared-read``) can be shown: its
+    name — the upstream's, which no operator wrote — and its grammar's names are plain
+    words (:func:`plain`, :func:`planted`)."""
+    return plain(tool.name) and not planted(grammar_of(tool.inputSchema))
+
+
 def undeclared(tools: list[types.Tool], contracts: Contracts) -> list[str]:
     """The upstream's tools that are not served even with ``--allow-undeclared-read``: no
     contract and the upstream does not annotate them as reads — or a name that is not an
     MCP tool name (``[A-Za-z0-9_.-]{1,128}``): the upstream's name becomes a tool id the
     runtime journals, shows and serves, so it may not carry markup, controls or bidi
-    overrides (a hostile upstream's ``[/x]`` made the proxy's own report of it crash)."""
+    overrides (a hostile upstream's ``[/x]`` made the proxy's own report of it crash) — or,
+    without a contract, a name or grammar that is more than plain words
+    (:func:`served_unreviewed`)."""
     return [t.name for t in tools if not is_tool_name(t.name)
-            or (t.name not in contracts.tools and not upstream_says_read(t))]
+            or (t.name not in contracts.tools
+                and not (upstream_says_read(t) and served_unreviewed(t)))]
 
 
 def _check_templates(name: str, contract: ToolContract, schema: Mapping[str, Any]) -> None:

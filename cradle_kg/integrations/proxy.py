@@ -392,11 +392,11 @@ class Upstream:
                 if self.stale.is_set():
                     self.stale.clear()  # before listing: a notice during it lists again
                     try:
-                        listed = anyio.from_thread.run(self.session.list_tools)
+                        listed = anyio.from_thread.run(listed_tools, self.session)
                     except BaseException:
                         self.stale.set()  # not listed: the next call tries again
                         raise
-                    now = {t.name: pin_of(t) for t in listed.tools}
+                    now = {t.name: pin_of(t) for t in listed}
                     for tool, pin in self.pins.items():
                         if now.get(tool) != pin and tool not in self.changed:
                             self.changed[tool] = changed_message(tool, pin, now.get(tool))
@@ -609,6 +609,34 @@ def _check_templates(name: str, contract: ToolContract, schema: Mapping[str, Any
                              + ", ".join(sorted(known)) if known else None)
 
 
+#: pages of ``tools/list`` read at most (each within ``UPSTREAM_TIMEOUT`` and the line cap)
+MAX_TOOL_PAGES = 100
+
+
+async def listed_tools(session: ClientSession) -> list[types.Tool]:
+    """Every tool the upstream lists, page after page (its ``nextCursor``): read first page
+    only, a tool on a later page could not be declared, and its pin not checked when the
+    upstream listed again (``tests/security/test_139``). A name listed twice — two
+    definitions, one of them unreviewed — and more than :data:`MAX_TOOL_PAGES` pages are
+    refused."""
+    tools: list[types.Tool] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    for _ in range(MAX_TOOL_PAGES):
+        page = await session.list_tools(cursor)
+        for tool in page.tools:
+            if tool.name in seen:
+                said = f"`{tool.name}`" if is_tool_name(tool.name) else "a tool"
+                raise InputError(f"the upstream lists {said} twice: which definition it "
+                                 "serves cannot be told")
+            seen.add(tool.name)
+            tools.append(tool)
+        cursor = page.nextCursor
+        if not cursor:
+            return tools
+    raise InputError(f"the upstream lists its tools in more than {MAX_TOOL_PAGES} pages")
+
+
 @contextlib.asynccontextmanager
 async def connect(command: list[str] | None, url: str | None,
                   limits: InputLimits | None = None
@@ -657,6 +685,5 @@ async def connect(command: list[str] | None, url: str | None,
             read, write, read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT),
             message_handler=notified))
         await session.initialize()
-        listed = await session.list_tools()
-        tools = list(listed.tools)
+        tools = await listed_tools(session)
         yield Upstream(session, source, output_checkers(tools), stale=stale), tools

@@ -95,6 +95,10 @@ class GateResult:
     #: a person refused this action in the run (read once: ``_refused_here``)
     refused: bool | None = None
     spec: ToolSpec | None = None
+    #: the secret arguments of the proposal's tool, known once the tool is (before
+    #: :attr:`spec`, which is set when the structure holds): a refusal of the arguments
+    #: quotes them too (``tests/security/test_140``)
+    secrets: tuple[str, ...] = ()
     arguments: BaseModel | None = None
     obligations: PolicyOutcome | None = None
     #: what each domain validator answered (journaled with the decision)
@@ -206,11 +210,10 @@ def _hide_secrets(result: GateResult, proposal: Proposal) -> None:
     check that raised, quote what they were given, and those texts are the agent's answer,
     the decision's record and the graph's (``tests/security/test_136``). Masking twice
     changes nothing, so strict replay, which serves the journaled findings, writes the same."""
-    spec = result.spec
     arguments = proposal.action.arguments
-    if spec is None or not spec.secrets or not isinstance(arguments, Mapping):
+    if not result.secrets or not isinstance(arguments, Mapping):
         return
-    values = secret_values(arguments, spec.secrets)
+    values = secret_values(arguments, result.secrets)
     if not values:
         return
     result.reasons[:] = [scrub(r, values) for r in result.reasons]
@@ -274,6 +277,7 @@ class Gate1:
             raise _Stop(Verdict.DENY, "unknown_tool",
                         [f"`action.action_type`: unknown tool `{p.action.action_type}`"])
         spec = self.i.tools.get(p.action.action_type)
+        r.secrets = spec.secrets
         size = len(canonical_json(p.action.arguments).encode("utf-8"))
         if size > spec.max_argument_bytes:
             raise _Stop(Verdict.DENY, "arguments_too_large",

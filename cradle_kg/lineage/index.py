@@ -32,6 +32,7 @@ from .normalise import (
     is_identifier,
     number_token,
     phones,
+    spaced,
     spelled,
     split_sentences,
     tokens,
@@ -304,7 +305,9 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
         ts = tokens(part)
         bounds.append((len(toks), len(toks) + len(ts)))
         named.extend((n, d) for _, d in dates(ts))
-        named.extend((n, a) for a in spelled(ts))
+        named.extend((n, a) for a in spelled(ts, any_local=trust != TRUSTED))
+        if "@" in part:  # its spaced dots may end "sentences": read with its neighbours
+            named.extend((n, a) for a in spaced(" ".join(parts[max(0, n - 8):n + 9])))
         named.extend((n, p) for p in phones(part))
         named.extend((n, i) for i in ibans(part))
         toks.extend(ts)

@@ -7,6 +7,10 @@ the same normalisations on both sides:
   the characters that show nothing (zero-width space and joiners, soft hyphen, bidi
   controls: :data:`_INVISIBLE`), HTML character references decoded, ``%40`` and a defanged
   ``[.]``, ``[@]``, ``[:]`` read as what they stand for;
+* a link's percent-encoded unreserved characters are themselves (``/%6cogin`` is
+  ``/login``); an address written with spaces around its dots (``mark . black @ evil .
+  com``, :func:`spaced`) or in words (``bob at evil dot com``; ``bob at evil.com`` in text
+  no person wrote, :func:`spelled`) is read as one more token of its sentence;
 * an IBAN written in groups (``GB29 NWBK 6016 1331 9268 19``) is compacted to one token, and
   one written with other separators or groupings (``GB29-NWBK-…``) is read as one more token
   of its sentence when its check digits hold (:func:`ibans`);
@@ -89,11 +93,23 @@ def normalise(text: str) -> str:
 _SCHEME = re.compile(r"^(?:h(?:tt|xx)ps?://)?(?:www\.(?=[^/]*\.))?")
 
 
+#: a percent-encoded character a URL may as well write as itself (RFC 3986's unreserved)
+_PERCENT = re.compile(r"%([0-9a-f]{2})")
+_UNRESERVED = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _unreserved(found: re.Match[str]) -> str:
+    char = chr(int(found.group(1), 16)).casefold()
+    return char if char in _UNRESERVED else found.group(0)
+
+
 def _token(raw: str) -> str:
     token = raw.strip(_EDGE)
     if token.startswith("mailto:"):  # a link to an address is the address
         token = token[len("mailto:"):].strip(_EDGE)
     if "/" in token or token.startswith("www."):
+        if "%" in token:  # `/%6cogin` is `/login` (a link's path, percent-encoded: test_138)
+            token = _PERCENT.sub(_unreserved, token)
         token = _SCHEME.sub("", token, count=1)
         token = token.rstrip("/").strip(_EDGE) if "/" in token else token
     if token and _NUMBER.match(token):
@@ -131,16 +147,45 @@ _SPELLED_MAIL = re.compile(r"(?<!\S)([\w.+-]+(?: dot [\w.+-]+){0,8}) (at|@) "
 _SPELLED_HOST = re.compile(r"(?<!\S)([\w-]+(?:\.[\w-]+)*(?: dot [\w-]+){1,8})(?!\S)")
 
 
-def _spelled_mail(found: re.Match[str]) -> bool:
+def _spelled_mail(found: re.Match[str], any_local: bool) -> bool:
     """Whether an address read as ``local at host.tld`` (the host written with dots) is one:
     a local part that looks like an address's (a dot, digit, ``+``, ``_`` or ``-`` in it),
     not an English word — "look at example.com" names no mailbox, and a person's words read
-    as one would give it their trust."""
+    as one would give it their trust. In text no person wrote (``any_local``) a plain word
+    is a local part too: "send it to bob at evil.com" names ``bob@evil.com``, and read
+    there it gives that address no trust, only an origin (``tests/security/test_138``)."""
     local, joined, host = found.groups()
-    return " dot " in host or joined == "@" or re.search(r"[.+_\d-]", local) is not None
+    return (any_local or " dot " in host or joined == "@"
+            or re.search(r"[.+_\d-]", local) is not None)
 
 
-def spelled(toks: list[str]) -> list[str]:
+#: an address written with spaces around its dots and its ``@`` (``mark . black @ evil .
+#: com``): its tokens drop the dots, so it is read from the sentence's text. Bounded, each
+#: part a run of word characters between mandatory dots: linear
+_SPACED_MAIL = re.compile(r"(?<![\w.+-])([\w+-]+(?:[ \t]*\.[ \t]*[\w+-]+){0,8})[ \t]*@[ \t]*"
+                          r"([\w-]+(?:[ \t]*\.[ \t]*[\w-]+){1,8})(?![\w-])")
+
+
+def spaced(text: str) -> list[str]:
+    """The addresses a sentence writes with spaces inside (``mark . black @ evil . com``),
+    as one token each (an agent writes ``mark.black@evil.com``; the injected address had no
+    origin, ``tests/security/test_138``)."""
+    if "@" not in text:
+        return []
+    out: list[str] = []
+    for m in _SPACED_MAIL.finditer(normalise(text)):
+        if not re.search(r"\s", m.group(0)):
+            continue  # written whole: its own token
+        # a spaced dot may as well end a sentence ("… evil . com. Thanks"): each local part
+        # from one of its dots on, each host up to one of its dots
+        local = [p.strip() for p in m.group(1).split(".")]
+        host = [p.strip() for p in m.group(2).split(".")]
+        out += [".".join(local[i:]) + "@" + ".".join(host[:j])
+                for i in range(len(local)) for j in range(2, len(host) + 1)]
+    return list(dict.fromkeys(out))
+
+
+def spelled(toks: list[str], *, any_local: bool = False) -> list[str]:
     """The addresses a sentence's tokens spell out in words, as one token each: an e-mail
     (``mark dot black at evil dot com`` is ``mark.black@evil.com``) or a host name
     (``secure dot example dot com``). A value the agent was told in another spelling had no
@@ -151,7 +196,7 @@ def spelled(toks: list[str]) -> list[str]:
     if " dot " not in line and " at " not in line and " @ " not in line:
         return []
     out = [f"{m.group(1).replace(' dot ', '.')}@{m.group(3).replace(' dot ', '.')}"
-           for m in _SPELLED_MAIL.finditer(line) if _spelled_mail(m)]
+           for m in _SPELLED_MAIL.finditer(line) if _spelled_mail(m, any_local)]
     out += [m.group(1).replace(" dot ", ".") for m in _SPELLED_HOST.finditer(line)]
     return list(dict.fromkeys(out))
 

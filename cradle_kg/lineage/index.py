@@ -306,12 +306,12 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
         bounds.append((len(toks), len(toks) + len(ts)))
         named.extend((n, d) for _, d in dates(ts))
         named.extend((n, a) for a in spelled(ts, any_local=trust != TRUSTED))
-        if "@" in part:  # its spaced dots may end "sentences": read with its neighbours
-            named.extend((n, a) for a in spaced(" ".join(parts[max(0, n - 8):n + 9])))
         named.extend((n, p) for p in phones(part))
         named.extend((n, i) for i in ibans(part))
         toks.extend(ts)
         sentence.extend([n] * len(ts))
+    # an address with spaced dots: its dots cut "sentences", so it is read from the text
+    named.extend((min(n, len(parts) - 1), a) for n, a in spaced(text) if parts)
     if named:
         toks.append(DATES_MARK)
         sentence.append(named[0][0])

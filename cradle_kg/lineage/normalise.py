@@ -166,23 +166,30 @@ _SPACED_MAIL = re.compile(r"(?<![\w.+-])([\w+-]+(?:[ \t]*\.[ \t]*[\w+-]+){0,8})[
                           r"([\w-]+(?:[ \t]*\.[ \t]*[\w-]+){1,8})(?![\w-])")
 
 
-def spaced(text: str) -> list[str]:
-    """The addresses a sentence writes with spaces inside (``mark . black @ evil . com``),
-    as one token each (an agent writes ``mark.black@evil.com``; the injected address had no
-    origin, ``tests/security/test_138``)."""
+def spaced(text: str) -> list[tuple[int, str]]:
+    """The addresses ``text`` writes with spaces inside (``mark . black @ evil . com``), as
+    one token each, with the number of the sentence its ``@`` is in (counted as
+    :func:`split_sentences` cuts, on the normalised text): an agent writes
+    ``mark.black@evil.com``, and the injected address had no origin
+    (``tests/security/test_138``). Its spaced dots cut "sentences", so the whole text is
+    read, once."""
     if "@" not in text:
         return []
-    out: list[str] = []
-    for m in _SPACED_MAIL.finditer(normalise(text)):
+    norm = normalise(text)
+    ends = [m.start() for m in _SENTENCE_END.finditer(norm)]
+    out: dict[str, int] = {}
+    for m in _SPACED_MAIL.finditer(norm):
         if not re.search(r"\s", m.group(0)):
             continue  # written whole: its own token
+        n = bisect.bisect_left(ends, norm.index("@", m.start()))
         # a spaced dot may as well end a sentence ("… evil . com. Thanks"): each local part
         # from one of its dots on, each host up to one of its dots
         local = [p.strip() for p in m.group(1).split(".")]
         host = [p.strip() for p in m.group(2).split(".")]
-        out += [".".join(local[i:]) + "@" + ".".join(host[:j])
-                for i in range(len(local)) for j in range(2, len(host) + 1)]
-    return list(dict.fromkeys(out))
+        for i in range(len(local)):
+            for j in range(2, len(host) + 1):
+                out.setdefault(".".join(local[i:]) + "@" + ".".join(host[:j]), n)
+    return [(n, address) for address, n in out.items()]
 
 
 def spelled(toks: list[str], *, any_local: bool = False) -> list[str]:

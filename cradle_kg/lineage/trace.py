@@ -203,6 +203,39 @@ def _hits(run: RunIndex, unit: Unit) -> list[tuple[Leaf, list[int]]]:
     return list(seen.values())
 
 
+#: the shortest piece of a value given in two (:func:`_pieces`), and the longest value read so
+_PIECE = 4
+_PIECED = 64
+
+
+def _pieces(run: RunIndex, unit: Unit) -> list[tuple[Leaf, list[int]]]:
+    """The texts no person wrote that give an identifier in two pieces, each a whole token
+    of the same text (``GB29NWBK6016`` … ``1331926819``, "the first half" and "the rest"):
+    an agent writes the value whole, and the injection that split it gave it no origin at
+    all (``tests/security/test_141``). Only for a value with no origin as written; each
+    piece at least :data:`_PIECE` characters; a person's words give no trust this way."""
+    out: dict[int, tuple[Leaf, list[int]]] = {}
+    for alternative in unit:
+        if len(alternative) != 1:
+            continue
+        token = alternative[0]
+        if not 2 * _PIECE <= len(token) <= _PIECED or not is_identifier(token):
+            continue
+        for cut in range(_PIECE, len(token) - _PIECE + 1):
+            heads = run.postings.get(token[:cut])
+            tails = run.postings.get(token[cut:])
+            if not heads or not tails:
+                continue
+            for index in sorted(set(heads) & set(tails)):
+                leaf = run.leaves[index]
+                if leaf.trust == TRUSTED or index in out:
+                    continue
+                at = run.find(index, [token[:cut]])
+                if at:
+                    out[index] = (leaf, at[:1])
+    return list(out.values())
+
+
 def _delegates(run: RunIndex, leaf: Leaf) -> bool:
     """A designated ``leaf`` the request's pointing sentence handed the choice of actions."""
     if leaf.trust != DESIGNATED:
@@ -282,7 +315,7 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
     disclosed: list[tuple[Leaf, int]] = []
     picked: list[tuple[Leaf, int]] = []
     for unit in units.values():
-        hits = _hits(run, unit)
+        hits = _hits(run, unit) or _pieces(run, unit)
         if not hits:
             continue
         with_origin += 1

@@ -15,6 +15,7 @@ an auditor sees that a secret was given (``tests/security/test_131`` …).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -78,10 +79,20 @@ def secret_values(arguments: Mapping[str, Any], secret: Iterable[str]) -> tuple[
     return tuple(dict.fromkeys(out))
 
 
+def _spellings(value: str) -> tuple[str, ...]:
+    """``value`` as written, and as a message quotes it escaped: Python's ``repr`` (a
+    schema validator's ``'pa\\\\ss' is too long``) and JSON's, ASCII or not — a secret
+    with a backslash, a quote or a control character was relayed in clear in its escaped
+    form (``tests/security/test_142``)."""
+    return (value, repr(value)[1:-1], json.dumps(value)[1:-1],
+            json.dumps(value, ensure_ascii=False)[1:-1])
+
+
 def scrub(text: str, values: Iterable[str]) -> str:
-    """``text`` with every occurrence of each value (any case, not inside a longer word)
-    shown as :data:`MASK`."""
-    ordered = sorted({v for v in values if v}, key=len, reverse=True)
+    """``text`` with every occurrence of each value (any case, not inside a longer word;
+    as written or escaped, :func:`_spellings`) shown as :data:`MASK`."""
+    ordered = sorted({s for v in values if v for s in _spellings(v) if s}, key=len,
+                     reverse=True)
     if not ordered or not text:
         return text
     either = "|".join(re.escape(v) for v in ordered)

@@ -38,6 +38,7 @@ agent picked it, by the person's criteria or by a third party's ("the most expen
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -208,7 +209,13 @@ _PIECE = 4
 _PIECED = 64
 
 
-def _pieces(run: RunIndex, unit: Unit) -> list[tuple[Leaf, list[int]]]:
+#: the posting-list entries one argument's values may read for their pieces: past it, a
+#: value is traced as written only (many values, each cut against texts that all hold its
+#: pieces, cost the product of their numbers)
+_PIECES_BUDGET = 50_000
+
+
+def _pieces(run: RunIndex, unit: Unit, budget: list[int]) -> list[tuple[Leaf, list[int]]]:
     """The texts no person wrote that give an identifier in two pieces, each a whole token
     of the same text (``GB29NWBK6016`` … ``1331926819``, "the first half" and "the rest"):
     an agent writes the value whole, and the injection that split it gave it no origin at
@@ -226,7 +233,16 @@ def _pieces(run: RunIndex, unit: Unit) -> list[tuple[Leaf, list[int]]]:
             tails = run.postings.get(token[cut:])
             if not heads or not tails:
                 continue
-            for index in sorted(set(heads) & set(tails)):
+            # the shorter posting list, looked up in the longer (sorted: leaves are added in
+            # order) — never a set of a long one, once per cut of each value
+            few, many = (heads, tails) if len(heads) <= len(tails) else (tails, heads)
+            budget[0] -= len(few)
+            if budget[0] < 0:
+                return list(out.values())
+            for index in few:
+                at_many = bisect.bisect_left(many, index)
+                if at_many == len(many) or many[at_many] != index:
+                    continue
                 leaf = run.leaves[index]
                 if leaf.trust == TRUSTED or index in out:
                     continue
@@ -308,6 +324,7 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
                 if is_identifier(t):
                     units.setdefault(((t,),), [[t]])
     found: list[tuple[Leaf, int]] = []
+    budget = [_PIECES_BUDGET]
     with_origin = trusted_units = 0
     untrusted_only = instructed_trusted = False
     requested = True
@@ -315,7 +332,7 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
     disclosed: list[tuple[Leaf, int]] = []
     picked: list[tuple[Leaf, int]] = []
     for unit in units.values():
-        hits = _hits(run, unit) or _pieces(run, unit)
+        hits = _hits(run, unit) or _pieces(run, unit, budget)
         if not hits:
             continue
         with_origin += 1

@@ -51,3 +51,28 @@ def test_the_persons_pieces_give_no_trust(tmp_path: Path) -> None:
 def test_short_pieces_are_not_read(tmp_path: Path) -> None:
     out, sent = _pay(tmp_path / "home", "Codes: GB2 and 9NWBK60161331926819 apply.", IBAN)
     assert out.status is OutcomeStatus.EXECUTED and sent == [1]
+
+
+@pytest.mark.slow
+def test_many_values_against_texts_that_all_hold_their_pieces_are_bounded(
+        tmp_path: Path) -> None:
+    import time
+
+    from cradle_kg.lineage.index import RunIndex, _leaf
+    from cradle_kg.lineage.trace import Declared, trace
+
+    heads = [f"head{i:02d}x" for i in range(40)]
+    tails = [f"tail{i:02d}y" for i in range(40)]
+    run = RunIndex()
+    words = " ".join(heads + tails)
+    for n in range(3000):  # every text holds every piece
+        run.add(_leaf(f"obs:{n}", "observation", "untrusted", "tool:t", "t", ("f",), n,
+                      words))
+    values = [h + t for h in heads for t in tails]  # 1,600 values, none written whole
+    started = time.perf_counter()
+    found = trace(run, run_id="run:t", proposal_id="p", action_id="act:x", tool="send",
+                  arguments={"to": values},
+                  declared=Declared(sensitive=("to",), choice_words=(), object_words=()))
+    # without a budget, 1,600 values against 3,000 texts: 56 s on this machine; with it, ~1 s
+    assert time.perf_counter() - started < 8.0
+    assert found.arguments[0].origins  # the first values were found in pieces

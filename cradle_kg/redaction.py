@@ -67,16 +67,28 @@ def mask_action(action: Mapping[str, Any], secret: Iterable[str]) -> dict[str, A
 
 
 def secret_values(arguments: Mapping[str, Any], secret: Iterable[str]) -> tuple[str, ...]:
-    """The texts of the secret arguments' values (a list's items each), to scrub from a
-    text that quotes them."""
+    """The texts of the secret arguments' values (a list's items and an object's values
+    each, :func:`_leaves`), to scrub from a text that quotes them."""
     out: list[str] = []
     for name in secret:
-        value = arguments.get(name)
-        for item in value if isinstance(value, list | tuple) else (value,):
-            if isinstance(item, str | int | float) and not isinstance(item, bool) \
-                    and str(item).strip():
-                out.append(str(item).strip())
+        out.extend(_leaves(arguments.get(name), 0))
     return tuple(dict.fromkeys(out))
+
+
+def _leaves(value: Any, depth: int) -> list[str]:
+    """The texts of a secret value: itself, a list's items, an object's values (those of
+    at least 4 characters), at any depth up to a bound — ``credentials: {user,
+    password}`` declared secret as a whole was masked in the views but relayed in clear
+    in a reason (``tests/security/test_143``)."""
+    if isinstance(value, Mapping) and depth < 16:
+        return [t for v in value.values() for t in _leaves(v, depth + 1)]
+    if isinstance(value, list | tuple) and depth < 16:
+        return [t for v in value for t in _leaves(v, depth + 1)]
+    text = str(value).strip() if isinstance(value, str | int | float) \
+        and not isinstance(value, bool) else ""
+    # inside an object, a short value (a port, a flag) is no credential of its own: masked
+    # in every text of the run's views, it would hide each `22` and `on` of the run
+    return [text] if text and (depth == 0 or len(text) >= 4) else []
 
 
 def _spellings(value: str) -> tuple[str, ...]:

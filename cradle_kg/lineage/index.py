@@ -36,6 +36,7 @@ from .normalise import (
     spelled,
     split_sentences,
     tokens,
+    untagged,
 )
 from .rdf import secret_units
 
@@ -306,6 +307,8 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
         bounds.append((len(toks), len(toks) + len(ts)))
         named.extend((n, d) for _, d in dates(ts))
         named.extend((n, a) for a in spelled(ts, any_local=trust != TRUSTED))
+        if trust != TRUSTED:  # an HTML mail's value split by its tags: an origin, no trust
+            named.extend((n, a) for a in untagged(part, ts))
         named.extend((n, p) for p in phones(part))
         named.extend((n, i) for i in ibans(part))
         toks.extend(ts)

@@ -10,7 +10,8 @@ the same normalisations on both sides:
 * a link's percent-encoded unreserved characters are themselves (``/%6cogin`` is
   ``/login``); an address written with spaces around its dots (``mark . black @ evil .
   com``, :func:`spaced`) or in words (``bob at evil dot com``; ``bob at evil.com`` in text
-  no person wrote, :func:`spelled`) is read as one more token of its sentence;
+  no person wrote, :func:`spelled`) is read as one more token of its sentence, as is an
+  identifier an HTML text writes across its tags (``<b>bob</b>@evil.com``, :func:`untagged`);
 * an IBAN written in groups (``GB29 NWBK 6016 1331 9268 19``) is compacted to one token, and
   one written with other separators or groupings (``GB29-NWBK-…``) is read as one more token
   of its sentence when its check digits hold (:func:`ibans`);
@@ -190,6 +191,26 @@ def spaced(text: str) -> list[tuple[int, str]]:
             for j in range(2, len(host) + 1):
                 out.setdefault(".".join(local[i:]) + "@" + ".".join(host[:j]), n)
     return [(n, address) for address, n in out.items()]
+
+
+#: an HTML element's tag (the text is case-folded): ``<b>``, ``</span>``, ``<a href="…">``
+_TAG = re.compile(r"</?[a-z][a-z0-9-]{0,30}(?:\s[^<>]{0,500})?/?>")
+
+
+def untagged(text: str, written: list[str]) -> list[str]:
+    """The identifiers (:func:`is_identifier`) a sentence of an HTML mail writes across its
+    tags — ``<b>bob</b>@evil.com``, ``GB29<span>NWBK</span>6016…`` — read with the tags
+    taken out, those that are no token of it as written (``written``: its tokens): a reader
+    (and an agent) sees one address, and the tags left it with no origin
+    (``tests/security/test_144``)."""
+    if "<" not in text or ">" not in text:
+        return []
+    norm = normalise(text)
+    bare = _TAG.sub("", norm)
+    if len(bare) == len(norm):
+        return []
+    known = set(written)
+    return list(dict.fromkeys(t for t in tokens(bare) if t not in known and is_identifier(t)))
 
 
 def spelled(toks: list[str], *, any_local: bool = False) -> list[str]:

@@ -14,11 +14,14 @@ for shapes or data that cannot be read at all.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
+from threading import Lock
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 import pyoxigraph as ox
@@ -143,12 +146,44 @@ class Shapes:
         return _shape_parents(self.graph)
 
 
+#: shapes already read in this process, by their files' paths and contents (see
+#: :func:`load_shapes`); at most :data:`_READ_LIMIT`, the oldest dropped first
+_READ: OrderedDict[tuple[tuple[str, str], ...], Shapes] = OrderedDict()
+_READ_LIMIT: Final = 32
+_READ_LOCK = Lock()
+
+
+def _contents_key(files: Sequence[Path]) -> tuple[tuple[str, str], ...] | None:
+    """Each file's resolved path (its base IRI) and the sha256 of its bytes; None when one
+    cannot be read (the parse then says why)."""
+    try:
+        return tuple((str(f.resolve()), hashlib.sha256(f.read_bytes()).hexdigest())
+                     for f in files)
+    except OSError:
+        return None
+
+
 def load_shapes(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Shapes:
-    """Read shape files into one shapes graph; ``ShapesError`` names the bad file."""
+    """Read shape files into one shapes graph; ``ShapesError`` names the bad file.
+
+    Files read before in this process with the same bytes at the same place are not parsed
+    again (every runtime reads the integrity rules and its packs' shapes: ~20 ms each time
+    with rdflib): the shapes are made from the N-Triples kept then, and each caller gets a
+    :class:`Shapes` of its own (its rdflib graph, if asked for, parsed from them). A file
+    changed in place has other bytes, so it is read again; a file that does not parse is
+    never kept."""
     from cradle_kg.graph.rdfio import read_union
 
     files = [INTEGRITY_SHAPES_FILE, STRUCTURE_SHAPES_FILE] if builtin else []
     files += [Path(p) for p in extra]
+    key = _contents_key(files)
+    if key is not None:
+        with _READ_LOCK:
+            kept = _READ.get(key)
+            if kept is not None:
+                _READ.move_to_end(key)
+                return Shapes(ntriples=kept.ntriples, rule_numbers=dict(kept.rule_numbers),
+                              files=tuple(files))
     try:
         graph = read_union(files)
     except RdfParseError as exc:
@@ -156,6 +191,11 @@ def load_shapes(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Sh
     ntriples = to_ntriples(graph)
     names = ", ".join(f"`{p}`" for p in files) or "(no files)"
     rules = _rule_numbers(ox.parse(ntriples, format=ox.RdfFormat.N_TRIPLES), f" in {names}")
+    if key is not None:
+        with _READ_LOCK:
+            _READ[key] = Shapes(ntriples=ntriples, rule_numbers=dict(rules))
+            while len(_READ) > _READ_LIMIT:
+                _READ.popitem(last=False)
     return Shapes(ntriples=ntriples, rule_numbers=rules, files=tuple(files), read_into=graph)
 
 

@@ -8,10 +8,13 @@ Several versions of one pack may be present at once; ``id`` alone means the newe
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
+from threading import Lock
 
 from ..errors import ManifestError, UnknownNameError
 from ..graph.vocab import ONTOLOGY_DIR
@@ -20,6 +23,37 @@ from .manifest import version_tuple
 
 BUILTIN_PACKS = ONTOLOGY_DIR.parent / "packs"
 ENTRY_POINT_GROUP = "cradle_kg.packs"
+
+#: the group's entry points as last listed, and what the listing was made on
+_LISTED: dict[str, tuple[tuple[tuple[str, int], ...], tuple[EntryPoint, ...]]] = {}
+_LISTED_LOCK = Lock()
+
+
+def _path_state() -> tuple[tuple[str, int], ...]:
+    """Each folder of ``sys.path`` with its modification time: installing or removing a
+    distribution adds or removes its ``*.dist-info`` there, which changes the time."""
+    out: list[tuple[str, int]] = []
+    for entry in sys.path:
+        try:
+            out.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            out.append((entry, -1))
+    return tuple(out)
+
+
+def pack_entry_points() -> tuple[EntryPoint, ...]:
+    """The entry points of :data:`ENTRY_POINT_GROUP`, listed again only when a folder of
+    ``sys.path`` changed (listing reads every installed distribution's metadata: ~15 ms
+    here, at each runtime's start)."""
+    state = _path_state()
+    with _LISTED_LOCK:
+        listed = _LISTED.get(ENTRY_POINT_GROUP)
+        if listed is not None and listed[0] == state:
+            return listed[1]
+    found = tuple(entry_points(group=ENTRY_POINT_GROUP))
+    with _LISTED_LOCK:
+        _LISTED[ENTRY_POINT_GROUP] = (state, found)
+    return found
 
 
 @dataclass
@@ -45,7 +79,7 @@ class PackRegistry:
             if root.is_dir():
                 for folder in sorted(root.iterdir()):
                     registry.add_folder(folder)
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
+        for ep in pack_entry_points():
             try:
                 registry.add_folder(Path(ep.load()()))
             except ManifestError:

@@ -19,7 +19,7 @@ from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.errors import UnknownNameError
 from cradle_kg.records import ApprovalStatus
 from cradle_kg.runs import list_page, list_runs
-from cradle_kg.storage import NewEvent, verify_journal
+from cradle_kg.storage import JOURNAL_FORMAT, NewEvent, verify_journal
 from cradle_kg.storage import SqliteJournal as Journal
 from cradle_kg.storage import sqlite_derived as derived
 
@@ -155,7 +155,7 @@ def test_a_format_6_or_7_journal_keeps_its_tables_when_upgraded(home: Path,
     assert verify_journal(path).intact
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == JOURNAL_FORMAT
     finally:
         conn.close()
 

@@ -22,10 +22,12 @@ GENESIS_HASH = "sha256:" + "0" * 64
 #: budget spend buckets (``budget.*``: model calls' charges), format 7 ``human_tasks``,
 #: ``undecided_approvals``, ``open_steps``, ``repairs`` and ``budget_sets`` (:mod:`.tasks_sql`),
 #: format 8 the indexes ``events_subject_outcome`` (an action's recorded outcome in one
-#: probe) and ``events_outcome`` (a proposal's, as PostgreSQL's migration 4 has it)
-JOURNAL_FORMAT = 8
+#: probe) and ``events_outcome`` (a proposal's, as PostgreSQL's migration 4 has it),
+#: format 9 ``journal_keys`` (the digest key of secret arguments, outside the chain: an
+#: older cradle-kg, which would digest them unkeyed, refuses the journal)
+JOURNAL_FORMAT = 9
 #: formats this code upgrades in place: their events are hashed as this one's are
-UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7)
+UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7, 8)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -55,6 +57,10 @@ CREATE TABLE IF NOT EXISTS head (
     one  INTEGER PRIMARY KEY CHECK (one = 1),
     seq  INTEGER NOT NULL,
     hash TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS journal_keys (
+    name TEXT PRIMARY KEY,
+    key  BLOB NOT NULL
 );
 """
 #: a progress callback: (events checked so far, events the head announces)

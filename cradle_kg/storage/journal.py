@@ -214,6 +214,10 @@ class Lease(Protocol):
 
 #: the hash of a journal's first event (both journals: the primary key's first entry)
 FIRST_HASH_SQL: Final = "SELECT hash FROM events ORDER BY seq LIMIT 1"
+#: the name of the digest key's row in ``journal_keys`` (see :meth:`Journal.digest_key`)
+DIGEST_KEY_NAME: Final = "digest"
+#: how many random bytes a digest key has
+DIGEST_KEY_BYTES: Final = 32
 
 
 @runtime_checkable
@@ -291,6 +295,22 @@ class Journal(Protocol):
         ...
 
     def head(self) -> tuple[int, str]: ...
+
+    # --- the digest key (outside the chain: never in an event, a view or an export) --
+    def digest_key(self) -> bytes:
+        """The journal's key for the digests of secret arguments (an HMAC-SHA256 key,
+        :func:`~cradle_kg.loop.gate1.keys.input_hash_of`): one per journal, the same for
+        every process and host writing it. Created at the first call on a journal that has
+        none — :data:`DIGEST_KEY_BYTES` random bytes, inserted only if no other writer's
+        is there yet, then read back, so two processes racing end with one key — and
+        read once per object. Kept in ``journal_keys``, beside the chain: no event, hash,
+        projection or view holds it (``tests/security/test_135``)."""
+        ...
+
+    def stored_digest_key(self) -> bytes | None:
+        """The digest key if the journal has one, never creating it (``journal copy``'s
+        source, strict replay's record)."""
+        ...
 
     def first_hash(self) -> str | None:
         """The hash of the journal's first event (None: empty) — what names the journal a
@@ -469,6 +489,7 @@ class Journal(Protocol):
         ...
 
 
-__all__ = ["BEGINNING", "BUDGET_SCOPES", "IdempotencyKeyTaken", "Journal", "Lease",
+__all__ = ["BEGINNING", "BUDGET_SCOPES", "DIGEST_KEY_BYTES", "DIGEST_KEY_NAME",
+           "IdempotencyKeyTaken", "Journal", "Lease",
            "LimitReached", "NewEvent", "RunNotNew", "SubjectMoved", "UsageCap",
            "append_caps", "begun_run", "breached_cap", "moved_subject", "new_runs"]

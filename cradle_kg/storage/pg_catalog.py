@@ -150,4 +150,11 @@ EXPECTED: frozenset[str] = frozenset({
     # migration 9
     "index events_subject_outcome CREATE INDEX events_subject_outcome ON events USING btree (subject, seq) WHERE (kind = 'run.outcome'::text)",
     'relation events_subject_outcome i rls=false',
+    # migration 10
+    'column journal_keys.key bytea NO -',
+    'column journal_keys.name text NO -',
+    'constraint journal_keys.journal_keys_pkey PRIMARY KEY (name)',
+    'index journal_keys_pkey CREATE UNIQUE INDEX journal_keys_pkey ON journal_keys USING btree (name)',
+    'relation journal_keys r rls=false',
+    'relation journal_keys_pkey i rls=false',
 })

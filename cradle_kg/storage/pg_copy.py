@@ -15,7 +15,10 @@ One transaction, so a copy that fails anywhere leaves the target as it was (empt
    that changed under the copy stops it);
 4. the indexes are rebuilt, then every derived table is computed set-wise from the
    events with the same SQL ``audit verify`` compares it with
-   (:data:`.pg_schema.DERIVATIONS`), and the head row is written;
+   (:data:`.pg_schema.DERIVATIONS`), and the head row is written, and the source's digest
+   key (:meth:`.journal.Journal.digest_key`), if it has one: the digests of secret
+   arguments computed there are computed alike here (a target with a key of its own
+   other than the source's is refused);
 5. ``audit verify`` runs inside the same transaction (:func:`.pg_verify.verify_connection`:
    every hash, the catalog, every derived table); the transaction commits only when the
    copy is intact and ends at the source's head.
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import JournalError
 from .chain import GENESIS_HASH, ChainReport
+from .journal import DIGEST_KEY_NAME
 from .pg_connect import APPEND_LOCK, connect, redact
 from .pg_schema import DERIVATIONS
 from .pg_verify import verify_connection
@@ -148,12 +152,27 @@ def _copy(conn: psycopg.Connection[tuple[Any, ...]], url: str, journal: SqliteJo
         tell("deriving", n, len(DERIVATIONS))
     if total:
         conn.execute("INSERT INTO head(one, seq, hash) VALUES (1, %s, %s)", (total, prev))
+    _copy_key(conn, url, journal.stored_digest_key())
     # the journal's own tables only: a bare ANALYZE takes a lock on (and reads) every table
     # of the database, other applications' and other schemas' too, inside this transaction
     # (a database of many journals ran out of lock slots: "out of shared memory")
     tables = dict.fromkeys(["events", "head", *(table for table, _, _ in DERIVATIONS)])
     conn.execute("ANALYZE " + ", ".join(tables))
     return verify_connection(conn, progress=lambda d, t: tell("verifying copy", d, t))
+
+
+def _copy_key(conn: psycopg.Connection[tuple[Any, ...]], url: str, key: bytes | None) -> None:
+    """The source's digest key into the target (which may have written one of its own
+    while empty: kept only if it is the same)."""
+    if key is None:
+        return
+    conn.execute("INSERT INTO journal_keys(name, key) VALUES (%s, %s) "
+                 "ON CONFLICT (name) DO NOTHING", (DIGEST_KEY_NAME, key))
+    row = conn.execute("SELECT key FROM journal_keys WHERE name = %s",
+                       (DIGEST_KEY_NAME,)).fetchone()
+    if row is None or bytes(row[0]) != key:
+        raise JournalError(f"the journal `{redact(url)}` already has a digest key of its own: "
+                           "copy into an empty database")
 
 
 __all__ = ["BATCH", "CopyProgress", "bulk_copy"]

@@ -178,6 +178,11 @@ MIGRATIONS = (
     Migration(9, "outcome-subject-index", (
         "CREATE INDEX events_subject_outcome ON events(subject, seq) "
         "WHERE kind = 'run.outcome'",)),
+    # the key the digests of secret arguments are keyed with (HMAC-SHA256), beside the
+    # chain: one row, written by the first worker that needs it (``digest_key``), copied
+    # by ``journal copy``, never in an event, a projection or a view (``test_135``)
+    Migration(10, "digest-key", (
+        "CREATE TABLE journal_keys (name text PRIMARY KEY, key bytea NOT NULL)",)),
 )
 LATEST = MIGRATIONS[-1].version
 

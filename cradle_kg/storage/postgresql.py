@@ -33,6 +33,7 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
 from __future__ import annotations
 
 import logging
+import os
 import re
 import select
 import threading
@@ -68,6 +69,8 @@ from .counting import (
 )
 from .journal import (
     BEGINNING,
+    DIGEST_KEY_BYTES,
+    DIGEST_KEY_NAME,
     FIRST_HASH_SQL,
     Encoded,
     IdempotencyKeyTaken,
@@ -223,6 +226,8 @@ class PostgresJournal:
         #: wait_for_change's LISTEN connection (opened by its first call)
         self._listener: psycopg.Connection[tuple[Any, ...]] | None = None
         self._listen_lock = threading.Lock()
+        #: the digest key, once read (:meth:`digest_key`)
+        self._digest_key: bytes | None = None
 
     def _can_flush_apart(self) -> bool:
         """Whether a durable append flushes apart (:data:`FLUSH_SQL`, after its commit):
@@ -685,6 +690,25 @@ class PostgresJournal:
     def head(self) -> tuple[int, str]:
         rows = self._query("SELECT seq, hash FROM head WHERE one = 1")
         return (int(rows[0][0]), str(rows[0][1])) if rows else (0, GENESIS_HASH)
+
+    def digest_key(self) -> bytes:
+        if self._digest_key is None:
+            with self._lock:
+                try:  # INVARIANT: inserted only if absent, then read: one key per journal
+                    self._conn.execute(
+                        "INSERT INTO journal_keys(name, key) VALUES (%s, %s) "
+                        "ON CONFLICT (name) DO NOTHING",
+                        (DIGEST_KEY_NAME, os.urandom(DIGEST_KEY_BYTES)))
+                except self._psycopg.Error as exc:
+                    raise JournalError(f"cannot write the digest key of the journal "
+                                       f"`{self.location}`: {str(exc).strip()}") from exc
+                self._digest_key = self.stored_digest_key()
+        assert self._digest_key is not None  # inserted above, or by another writer
+        return self._digest_key
+
+    def stored_digest_key(self) -> bytes | None:
+        rows = self._query("SELECT key FROM journal_keys WHERE name = %s", (DIGEST_KEY_NAME,))
+        return bytes(rows[0][0]) if rows else None
 
     def first_hash(self) -> str | None:
         rows = self._query(FIRST_HASH_SQL)

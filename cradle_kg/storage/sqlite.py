@@ -98,6 +98,8 @@ from .counting import (
 from .file_lease import WorkerLease, exclusive_file, worker_alive
 from .journal import (
     BEGINNING,
+    DIGEST_KEY_BYTES,
+    DIGEST_KEY_NAME,
     FIRST_HASH_SQL,
     Encoded,
     IdempotencyKeyTaken,
@@ -206,6 +208,8 @@ class SqliteJournal:
         self._lock = threading.RLock()
         #: the ``data_version`` wait_for_change last reported (None: not called yet)
         self._change_seen: int | None = None
+        #: the digest key, once read (:meth:`digest_key`)
+        self._digest_key: bytes | None = None
 
     def _enter_wal(self) -> None:
         """Put the file in WAL mode, once: a journal already in WAL is left as it is (the
@@ -867,6 +871,37 @@ class SqliteJournal:
     def head(self) -> tuple[int, str]:
         rows = self._query(HEAD_SQL)
         return (rows[0][0], rows[0][1]) if rows else (0, GENESIS_HASH)
+
+    def digest_key(self) -> bytes:
+        if self._digest_key is None:
+            with self._lock:
+                try:  # INVARIANT: inserted only if absent, then read: one key per journal
+                    self._conn.execute(
+                        "INSERT OR IGNORE INTO journal_keys(name, key) VALUES (?, ?)",
+                        (DIGEST_KEY_NAME, os.urandom(DIGEST_KEY_BYTES)))
+                except sqlite3.Error as exc:
+                    raise JournalError(f"cannot write the digest key of the journal "
+                                       f"`{self.path}`: {exc}") from exc
+                self._digest_key = self.stored_digest_key()
+        assert self._digest_key is not None  # inserted above, or by another writer
+        return self._digest_key
+
+    def stored_digest_key(self) -> bytes | None:
+        with self._lock:
+            row = self._conn.execute("SELECT key FROM journal_keys WHERE name = ?",
+                                     (DIGEST_KEY_NAME,)).fetchone()
+        return bytes(row[0]) if row else None
+
+    def adopt_digest_key(self, key: bytes) -> None:
+        """Give this journal ``key`` (strict replay's scratch journal takes the recorded
+        one); refused once the journal holds events under a key of its own."""
+        with self._lock:
+            if self.stored_digest_key() not in (None, key) and self.head()[0]:
+                raise JournalError(f"the journal `{self.path}` holds events under a digest "
+                                   "key of its own: it cannot take another")
+            self._conn.execute("INSERT OR REPLACE INTO journal_keys(name, key) VALUES (?, ?)",
+                               (DIGEST_KEY_NAME, key))
+            self._digest_key = key
 
     def first_hash(self) -> str | None:
         rows = self._query(FIRST_HASH_SQL)

@@ -34,7 +34,7 @@ from ..inputs import load_json_file
 from ..policy import PolicyEngine
 from ..policy.cedar import PolicySource
 from ..records import AuditEvent, Proposal
-from ..storage import NewEvent, event_hash, open_home_journal
+from ..storage import NewEvent, SqliteJournal, event_hash, open_home_journal
 from .definitions import load_recorded_workflow
 from .engine import Engine
 from .model import RecordedClient
@@ -54,13 +54,17 @@ class Source:
     events: list[AuditEvent]
     idem_keys: dict[int, str]
     evidence: EvidenceStore
+    #: the journal's digest key (None: it has none): the scratch journal takes it, so the
+    #: digests of secret arguments are made as they were (``tests/security/test_135``)
+    digest_key: bytes | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, home: Path) -> Source:
         with open_home_journal(home, must_exist=True) as journal:
             events = list(journal.events())
             keys = journal.claimed_keys()
-        return cls(home, events, keys, EvidenceStore(Home(home).evidence))
+            digest_key = journal.stored_digest_key()
+        return cls(home, events, keys, EvidenceStore(Home(home).evidence), digest_key)
 
     def runs(self) -> list[str]:
         """Runs that replay can re-derive: submitted proposals or workflow runs."""
@@ -104,6 +108,9 @@ def scratch_home(source: Source, *, packs: Sequence[str] = ()) -> Iterator[Path]
             (home / "config.json").write_text(json.dumps(data), encoding="utf-8")
         if (source.home / "packs").is_dir():
             shutil.copytree(source.home / "packs", home / "packs")
+        if source.digest_key is not None:
+            with SqliteJournal(Home(home).journal) as journal:
+                journal.adopt_digest_key(source.digest_key)
         yield home
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -28,7 +28,7 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.records import OutcomeStatus
-from cradle_kg.storage import JOURNAL_URL_ENV
+from cradle_kg.storage import JOURNAL_FORMAT, JOURNAL_URL_ENV
 from cradle_kg.storage.counting import last_for_subject_sql
 from tests.conftest import make_config, proposal
 
@@ -148,10 +148,11 @@ def test_a_journal_written_before_the_index_gets_it(home: Path, journal_backend:
 
         with psycopg.connect(target, autocommit=True) as pg:
             pg.execute("DROP INDEX events_subject_outcome")
-            pg.execute("DELETE FROM schema_migrations WHERE version = 9")
+            pg.execute("DROP TABLE journal_keys")  # migration 10's
+            pg.execute("DELETE FROM schema_migrations WHERE version >= 9")
         with pytest.raises(JournalError, match="schema version `8`"):
             open_journal(target)
-        assert migrate(target) == [(9, "outcome-subject-index")]
+        assert migrate(target) == [(9, "outcome-subject-index"), (10, "digest-key")]
     else:
         import sqlite3
 
@@ -169,7 +170,7 @@ def test_a_journal_written_before_the_index_gets_it(home: Path, journal_backend:
 
         conn = sqlite3.connect(target)
         try:
-            assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == JOURNAL_FORMAT
             assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name IN "
                                 "('events_subject_outcome', 'events_outcome')"
                                 ).fetchone()[0] == 2

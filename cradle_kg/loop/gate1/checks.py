@@ -32,6 +32,7 @@ from ...errors import InputError
 from ...policy import PolicyEngine, PolicyOutcome
 from ...records import (
     Agent,
+    AuditEvent,
     CheckResult,
     CheckStatus,
     PolicyResult,
@@ -90,6 +91,9 @@ class GateResult:
     idempotency_key: str = ""
     input_hash: str = ""
     action_digest: str = ""
+    #: a tool with secret arguments: its digest as made before they were keyed (unkeyed:
+    #: what the journal's older intents, approvals and refusals name; never journaled)
+    legacy_digest: str | None = None
     #: the intent already recorded under this key, when the proposal is a repeat
     recorded_intent_seq: int | None = None
     #: a person refused this action in the run (read once: ``_refused_here``)
@@ -181,6 +185,12 @@ def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
                     f"runs with (`{canonical_json(as_run)[:80]}`): write it as its type, "
                     "which is what the policies are asked about")
     return None
+
+
+#: why an approval given before secret arguments were keyed no longer covers the action
+LEGACY_APPROVAL = ("an approval given for this action before its secret arguments were "
+                   "keyed names its unkeyed digest: it is not used (fail closed); approve "
+                   "the action again")
 
 
 class _Stop(Exception):
@@ -303,7 +313,12 @@ class Gate1:
             raise _Stop(Verdict.DENY, "dry_run_unsupported",
                         [f"`action.dry_run`: tool `{spec.id}` does not support dry runs"])
         r.spec = spec
-        r.input_hash = input_hash_of(p)
+        if spec.secrets:  # INVARIANT: a secret is bound through its HMAC (keys.py)
+            r.input_hash = input_hash_of(p, secrets=spec.secrets,
+                                         key=self.i.journal.digest_key())
+            r.legacy_digest = input_hash_of(p)
+        else:
+            r.input_hash = input_hash_of(p)
         r.idempotency_key = derive_idempotency_key(p, r.input_hash)
         r.action_digest = r.input_hash
         return CheckResult(check="structure", status=CheckStatus.PASS)
@@ -499,8 +514,9 @@ class Gate1:
         assert r.spec is not None
         if r.spec.side_effect_class is SideEffectClass.READ_ONLY or self.i.refused_here is None:
             return False
-        if r.refused is None:
-            r.refused = self.i.refused_here(r.action_digest)
+        if r.refused is None:  # a refusal written before secrets were keyed holds too
+            r.refused = self.i.refused_here(r.action_digest) or (
+                r.legacy_digest is not None and self.i.refused_here(r.legacy_digest))
         return r.refused
 
     def _approval(self, p: Proposal, r: GateResult) -> CheckResult:
@@ -513,8 +529,12 @@ class Gate1:
         if self.i.approval_available(r.action_digest, self.i.now, p.agent_id):
             return CheckResult(check=name, status=CheckStatus.PASS,
                                reasons=("a valid human approval covers this exact action",))
+        reasons = ["a human approval of this exact action is required"]
+        if r.legacy_digest is not None and self.i.approval_available(
+                r.legacy_digest, self.i.now, p.agent_id):
+            reasons.append(LEGACY_APPROVAL)
         return CheckResult(check=name, status=CheckStatus.PASS, code="approval_required",
-                           reasons=("a human approval of this exact action is required",))
+                           reasons=tuple(reasons))
 
     def _risk(self, p: Proposal, r: GateResult) -> CheckResult:
         assert r.spec is not None
@@ -547,9 +567,18 @@ class Gate1:
 
     def _idempotency(self, p: Proposal, r: GateResult) -> CheckResult:
         intent = self.i.journal.intent_for_key(r.idempotency_key)
+        if intent is None and r.legacy_digest is not None:
+            intent = self._legacy_intent(p, r)
         if intent is None:
             return CheckResult(check="idempotency", status=CheckStatus.PASS,
                                reasons=(f"key `{r.idempotency_key}` is new",))
+        if r.legacy_digest is not None and intent.payload.get("input_hash") == r.legacy_digest:
+            r.recorded_intent_seq = intent.seq
+            return CheckResult(check="idempotency", status=CheckStatus.PASS, code="recorded",
+                               reasons=(f"key `{r.idempotency_key}` already has an intent, "
+                                        "journaled before secret arguments were keyed (its "
+                                        "unkeyed digest is this action's): the recorded "
+                                        "outcome is returned, nothing runs again",))
         if intent.payload.get("input_hash") != r.input_hash:
             raise _Stop(Verdict.DENY, "idempotency_conflict",
                         [f"key `{r.idempotency_key}` was used for a different input"])
@@ -557,6 +586,20 @@ class Gate1:
         return CheckResult(check="idempotency", status=CheckStatus.PASS, code="recorded",
                            reasons=(f"key `{r.idempotency_key}` already has an intent: "
                                     "the recorded outcome is returned, nothing runs again",))
+
+    def _legacy_intent(self, p: Proposal, r: GateResult) -> AuditEvent | None:
+        """The intent of this action journaled before its secrets were keyed, under the
+        key derived from its unkeyed digest (an agent's own key is the same either way):
+        found, the action's key is that one — the action ran, or runs, under it."""
+        assert r.legacy_digest is not None
+        if p.action.idempotency_key:
+            return None
+        legacy_key = derive_idempotency_key(p, r.legacy_digest)
+        intent = self.i.journal.intent_for_key(legacy_key)
+        if intent is not None and intent.payload.get("input_hash") == r.legacy_digest:
+            r.idempotency_key = legacy_key
+            return intent
+        return None
 
     #: the checks, cheapest first — the one list that names and orders them
     CHECKS: tuple[tuple[str, Check], ...] = (

@@ -3,11 +3,24 @@
 A proposal id is used once per run (its first submission claims a UNIQUE key in the
 journal); the idempotency key that travels to the tool is derived, scoped to (agent, tool),
 and never chosen inside the runtime's own namespaces.
+
+The input hash (the action's digest: its approval's ``action_digest``, the graph's
+``cradle:inputHash``) binds each argument the tool declares secret through a keyed hash:
+its value is replaced, before hashing, by ``{"hmac-sha256": <hex>}``, the HMAC-SHA256 of
+the value's canonical JSON under the journal's digest key
+(:meth:`~cradle_kg.storage.Journal.digest_key`). The digest still binds the exact action,
+but whoever reads it cannot test a guessed password without the key
+(``tests/security/test_135``). A tool with no secret argument hashes as before.
 """
 
 from __future__ import annotations
 
-from ...canonical import content_hash
+import hashlib
+import hmac
+from collections.abc import Collection
+from typing import Any
+
+from ...canonical import canonical_json, content_hash
 from ...records import AuditEvent, Proposal
 from ...storage import Journal
 from ..context import PROPOSAL_CLAIM_PREFIX, RUN_CLAIM_PREFIX
@@ -58,10 +71,27 @@ def recorded_submission(journal: Journal, proposal: Proposal) -> AuditEvent | No
     return None
 
 
-def input_hash_of(proposal: Proposal) -> str:
+#: the key of the object a secret argument's value is replaced by in the input hash
+KEYED_FORM = "hmac-sha256"
+
+
+def keyed_value(value: Any, key: bytes) -> dict[str, str]:
+    """A secret argument's value as the input hash binds it: its HMAC, never the value."""
+    mac = hmac.new(key, canonical_json(value).encode("utf-8"), hashlib.sha256)
+    return {KEYED_FORM: mac.hexdigest()}
+
+
+def input_hash_of(proposal: Proposal, *, secrets: Collection[str] = (),
+                  key: bytes | None = None) -> str:
+    """The action's digest; ``secrets`` (the tool's secret arguments) are bound through
+    their HMAC under ``key`` (none given: the digest made before secrets were keyed)."""
     a = proposal.action
+    arguments = a.arguments
+    if secrets and key is not None:
+        arguments = {name: keyed_value(value, key) if name in secrets else value
+                     for name, value in arguments.items()}
     return content_hash(
-        {"tool": a.action_type, "target": a.target, "arguments": a.arguments,
+        {"tool": a.action_type, "target": a.target, "arguments": arguments,
          "environment": a.environment, "dry_run": a.dry_run}
     )
 

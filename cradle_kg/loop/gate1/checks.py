@@ -263,6 +263,8 @@ class Gate1:
         if any(c.code == "approval_required" for c in result.checks):
             result.verdict = Verdict.REQUIRE_APPROVAL
             result.required_actions.append("human_approval")
+            if any(LEGACY_APPROVAL in c.reasons for c in result.checks):
+                result.reasons.append(LEGACY_APPROVAL)  # what the person and agent see
         return result
 
     @staticmethod

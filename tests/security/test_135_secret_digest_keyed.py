@@ -419,3 +419,33 @@ def test_an_approval_given_for_an_unkeyed_digest_is_not_used(
     assert any("before its secret arguments were keyed" in r for r in resumed.reasons), \
         resumed.reasons
     assert _calls(ran) == []
+
+
+#: a person is asked unless the proposal cites evidence (which the digest does not bind)
+ASK_WITHOUT_EVIDENCE = """@id("ask")
+@requires_approval("true")
+permit(principal, action, resource) when { context.evidence_count == 0 };
+@id("cited")
+permit(principal, action, resource) when { context.evidence_count > 0 };
+"""
+
+
+@pytest.mark.usefixtures("journal_backend")
+def test_a_refusal_of_an_unkeyed_digest_still_holds(
+        tmp_path: Path, ran: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = _home(tmp_path)
+    (home / "policies" / "all.cedar").write_text(ASK_WITHOUT_EVIDENCE)
+    with monkeypatch.context() as old:
+        _unkeyed(old)
+        with Runtime(home, graph_sync=False) as rt:
+            waiting = rt.submit(_proposal("p1", "set_password", ASKED))
+            assert waiting.approval is not None
+            rt.decide_approval(waiting.approval.id, approver_id=APPROVER, token=TOKEN,
+                               status=ApprovalStatus.REJECTED, reason="not this one")
+    with Runtime(home, graph_sync=False) as rt:
+        cited = rt.record_input("run:k", "the helpdesk ticket", author="user:emma")
+        again = rt.submit({**_proposal("p2", "set_password", ASKED, step=1),
+                           "evidence_refs": [cited]})
+    # the same action, refused by a person in this run under its unkeyed digest: it waits
+    assert again.status is OutcomeStatus.AWAITING_APPROVAL, again.reasons
+    assert _calls(ran) == []

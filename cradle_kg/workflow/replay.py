@@ -31,9 +31,11 @@ from ..errors import CradleError, InputError, ReplayDivergenceError
 from ..evidence import EvidenceStore
 from ..home import Home
 from ..inputs import load_json_file
+from ..loop.gate1.keys import unkeyed_digest
 from ..policy import PolicyEngine
 from ..policy.cedar import PolicySource
 from ..records import AuditEvent, Proposal
+from ..redaction import secret_names
 from ..storage import NewEvent, SqliteJournal, event_hash, open_home_journal
 from .definitions import load_recorded_workflow
 from .engine import Engine
@@ -285,6 +287,23 @@ class _StrictRun:
                      and e.payload["proposal"].get("attempt", 0) == attempt), None)
 
 
+#: why a journal written before secret arguments were keyed does not replay hash for hash
+UNKEYED_RECORD = ("the journal digested a secret argument unkeyed (written by a cradle-kg "
+                  "before SQLite journal format 9 / PostgreSQL migration 10), and a replay "
+                  "keys it: those events cannot be made again hash for hash; `audit verify` "
+                  "still checks them")
+
+def unkeyed_record(rec: AuditEvent | None) -> bool:
+    """Whether a recorded decision digested its action's secret arguments unkeyed."""
+    if rec is None or rec.kind != "decision.made" or not secret_names(rec.payload):
+        return False
+    action = rec.payload.get("action")
+    decision = rec.payload.get("decision")
+    made = (decision.get("provenance") or {}).get("input_hash") \
+        if isinstance(decision, dict) else None
+    return isinstance(action, dict) and made == unkeyed_digest(action)
+
+
 #: the events a submission starts with: a proposal received, or one answered from the record
 _SUBMISSIONS = ("proposal.received", "proposal.replayed")
 
@@ -313,6 +332,12 @@ def strict_replay(home: Path, run_ids: Sequence[str] = ()) -> StrictReport:
                                 budgets=started.payload.get("budgets") if started else None)
                 driver.replay(rt, engine)
                 head = rt.journal.head()[1]
+            except ReplayDivergenceError as exc:
+                if not unkeyed_record(driver.by_seq.get(exc.seq or 0)):
+                    raise
+                # the replay keyed a secret's digest the record made without a key
+                raise ReplayDivergenceError(f"{exc.message}: {UNKEYED_RECORD}",
+                                            seq=exc.seq) from exc
             finally:
                 rt.close()
     recorded_head = source.events[-1].hash if source.events else ""

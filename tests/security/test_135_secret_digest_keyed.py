@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from cradle_kg.canonical import token_hash
+from cradle_kg.errors import ReplayDivergenceError
 from cradle_kg.loop.gate1.keys import derive_idempotency_key, input_hash_of
 from cradle_kg.loop.runtime import Runtime
 from cradle_kg.records import ApprovalStatus, OutcomeStatus, Proposal
@@ -397,6 +398,10 @@ def test_an_intent_journaled_before_the_fix_still_answers_a_duplicate(
     assert decided is not None and "before secret arguments were keyed" in json.dumps(
         decided.payload)
     assert _calls(ran) == ["set_password"]
+    # the chain is whole; a strict replay, which keys the secret, says why it differs
+    _cli(home, "audit", "verify")
+    with pytest.raises(ReplayDivergenceError, match="digested a secret argument unkeyed"):
+        strict_replay(home, ["run:k"])
 
 
 @pytest.mark.usefixtures("journal_backend")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ...canonical import canonical_json, content_hash
@@ -90,10 +90,19 @@ def input_hash_of(proposal: Proposal, *, secrets: Collection[str] = (),
     if secrets and key is not None:
         arguments = {name: keyed_value(value, key) if name in secrets else value
                      for name, value in arguments.items()}
-    return content_hash(
-        {"tool": a.action_type, "target": a.target, "arguments": arguments,
-         "environment": a.environment, "dry_run": a.dry_run}
-    )
+    return _digest(a.action_type, a.target, arguments, a.environment, a.dry_run)
+
+
+def _digest(tool: Any, target: Any, arguments: Any, environment: Any, dry_run: Any) -> str:
+    return content_hash({"tool": tool, "target": target, "arguments": arguments,
+                         "environment": environment, "dry_run": dry_run})
+
+
+def unkeyed_digest(action: Mapping[str, Any]) -> str:
+    """The digest an action's JSON form (``Action.model_dump(mode="json")``, as journaled)
+    had before secret arguments were keyed: what a journal of then holds."""
+    return _digest(action.get("action_type"), action.get("target"), action.get("arguments"),
+                   action.get("environment"), action.get("dry_run"))
 
 
 def derive_idempotency_key(proposal: Proposal, input_hash: str) -> str:

@@ -164,12 +164,18 @@ def _copy(conn: psycopg.Connection[tuple[Any, ...]], url: str, journal: SqliteJo
 def _copy_key(conn: psycopg.Connection[tuple[Any, ...]], url: str, key: bytes | None) -> None:
     """The source's digest key into the target (which may have written one of its own
     while empty: kept only if it is the same)."""
+    import psycopg
+
     if key is None:
         return
-    conn.execute("INSERT INTO journal_keys(name, key) VALUES (%s, %s) "
-                 "ON CONFLICT (name) DO NOTHING", (DIGEST_KEY_NAME, key))
-    row = conn.execute("SELECT key FROM journal_keys WHERE name = %s",
-                       (DIGEST_KEY_NAME,)).fetchone()
+    try:
+        conn.execute("INSERT INTO journal_keys(name, key) VALUES (%s, %s) "
+                     "ON CONFLICT (name) DO NOTHING", (DIGEST_KEY_NAME, key))
+        row = conn.execute("SELECT key FROM journal_keys WHERE name = %s",
+                           (DIGEST_KEY_NAME,)).fetchone()
+    except psycopg.Error as exc:  # the primary line: a DETAIL may quote the row (the key)
+        raise JournalError(f"cannot copy the digest key into `{redact(url)}`: "
+                           f"{exc.diag.message_primary or type(exc).__name__}") from None
     if row is None or bytes(row[0]) != key:
         raise JournalError(f"the journal `{redact(url)}` already has a digest key of its own: "
                            "copy into an empty database")

@@ -699,9 +699,11 @@ class PostgresJournal:
                         "INSERT INTO journal_keys(name, key) VALUES (%s, %s) "
                         "ON CONFLICT (name) DO NOTHING",
                         (DIGEST_KEY_NAME, os.urandom(DIGEST_KEY_BYTES)))
-                except self._psycopg.Error as exc:
+                except self._psycopg.Error as exc:  # the primary line: a DETAIL may quote
+                    # the row (`Failing row contains …`), which holds the key
+                    why = exc.diag.message_primary or type(exc).__name__
                     raise JournalError(f"cannot write the digest key of the journal "
-                                       f"`{self.location}`: {str(exc).strip()}") from exc
+                                       f"`{self.location}`: {why}") from None
                 self._digest_key = self.stored_digest_key()
         assert self._digest_key is not None  # inserted above, or by another writer
         return self._digest_key

@@ -11,19 +11,52 @@ journal for someone to read — the graph (lineage's ``cradle:argumentValue`` an
 ``cradle:quote``), the reasons a decision gives, an approval's action on the page, the
 inbox and the API — shows the value as :data:`MASK`, pydantic's own, keeping the key so
 an auditor sees that a secret was given (``tests/security/test_131`` …).
+
+An action's digest binds a secret through its HMAC under the journal's digest key
+(:func:`action_digest`), so the digest shown cannot test a guess (``test_135``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
+
+from .canonical import canonical_json, content_hash
 
 #: what a secret value is shown as (pydantic's ``SecretStr`` mask)
 MASK = "**********"
 #: the payload key naming the secret arguments of the action an event carries
 SECRET_KEY = "secret_arguments"
+
+
+#: the key of the object a secret argument's value is replaced by in an action's digest
+KEYED_FORM = "hmac-sha256"
+
+
+def keyed_value(value: Any, key: bytes) -> dict[str, str]:
+    """A secret argument's value as an action's digest binds it: its HMAC-SHA256 (of its
+    canonical JSON) under ``key``, never the value."""
+    mac = hmac.new(key, canonical_json(value).encode("utf-8"), hashlib.sha256)
+    return {KEYED_FORM: mac.hexdigest()}
+
+
+def action_digest(action: Mapping[str, Any], *, secrets: Collection[str] = (),
+                  key: bytes | None = None) -> str:
+    """The digest of an action (its JSON form: ``action_type``, ``target``, ``arguments``,
+    ``environment``, ``dry_run``): a sha256 of them, each of ``secrets`` (the tool's secret
+    arguments) replaced by :func:`keyed_value` under ``key`` first (no key: the digest
+    made before secrets were keyed, which older journals hold)."""
+    arguments = action.get("arguments")
+    if secrets and key is not None and isinstance(arguments, Mapping):
+        arguments = {name: keyed_value(value, key) if name in secrets else value
+                     for name, value in arguments.items()}
+    return content_hash({"tool": action.get("action_type"), "target": action.get("target"),
+                         "arguments": arguments, "environment": action.get("environment"),
+                         "dry_run": action.get("dry_run")})
 
 
 def schema_secrets(schema: Mapping[str, Any]) -> tuple[str, ...]:

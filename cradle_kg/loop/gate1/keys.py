@@ -8,20 +8,20 @@ The input hash (the action's digest: its approval's ``action_digest``, the graph
 ``cradle:inputHash``) binds each argument the tool declares secret through a keyed hash:
 its value is replaced, before hashing, by ``{"hmac-sha256": <hex>}``, the HMAC-SHA256 of
 the value's canonical JSON under the journal's digest key
-(:meth:`~cradle_kg.storage.Journal.digest_key`). The digest still binds the exact action,
+(:func:`~cradle_kg.redaction.action_digest`; the key:
+:meth:`~cradle_kg.storage.Journal.digest_key`). The digest still binds the exact action,
 but whoever reads it cannot test a guessed password without the key
 (``tests/security/test_135``). A tool with no secret argument hashes as before.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from ...canonical import canonical_json, content_hash
+from ...canonical import content_hash
 from ...records import AuditEvent, Proposal
+from ...redaction import action_digest
 from ...storage import Journal
 from ..context import PROPOSAL_CLAIM_PREFIX, RUN_CLAIM_PREFIX
 
@@ -71,38 +71,20 @@ def recorded_submission(journal: Journal, proposal: Proposal) -> AuditEvent | No
     return None
 
 
-#: the key of the object a secret argument's value is replaced by in the input hash
-KEYED_FORM = "hmac-sha256"
-
-
-def keyed_value(value: Any, key: bytes) -> dict[str, str]:
-    """A secret argument's value as the input hash binds it: its HMAC, never the value."""
-    mac = hmac.new(key, canonical_json(value).encode("utf-8"), hashlib.sha256)
-    return {KEYED_FORM: mac.hexdigest()}
-
-
 def input_hash_of(proposal: Proposal, *, secrets: Collection[str] = (),
                   key: bytes | None = None) -> str:
     """The action's digest; ``secrets`` (the tool's secret arguments) are bound through
     their HMAC under ``key`` (none given: the digest made before secrets were keyed)."""
     a = proposal.action
-    arguments = a.arguments
-    if secrets and key is not None:
-        arguments = {name: keyed_value(value, key) if name in secrets else value
-                     for name, value in arguments.items()}
-    return _digest(a.action_type, a.target, arguments, a.environment, a.dry_run)
-
-
-def _digest(tool: Any, target: Any, arguments: Any, environment: Any, dry_run: Any) -> str:
-    return content_hash({"tool": tool, "target": target, "arguments": arguments,
-                         "environment": environment, "dry_run": dry_run})
+    return action_digest({"action_type": a.action_type, "target": a.target,
+                          "arguments": a.arguments, "environment": a.environment,
+                          "dry_run": a.dry_run}, secrets=secrets, key=key)
 
 
 def unkeyed_digest(action: Mapping[str, Any]) -> str:
     """The digest an action's JSON form (``Action.model_dump(mode="json")``, as journaled)
     had before secret arguments were keyed: what a journal of then holds."""
-    return _digest(action.get("action_type"), action.get("target"), action.get("arguments"),
-                   action.get("environment"), action.get("dry_run"))
+    return action_digest(action)
 
 
 def derive_idempotency_key(proposal: Proposal, input_hash: str) -> str:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import JournalError
 from . import invariants, pg_schema
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress
+from .digest_check import SECRET_DECISIONS_SQL, STORED_KEY_SQL, key_problem
 from .pg_catalog import EXPECTED
 from .sqlite_derived import USAGE_EXACT
 from .walk import COLUMNS, ChainBroken, walk
@@ -84,7 +85,7 @@ def verify_connection(conn: psycopg.Connection[tuple[Any, ...]], *,
         head = conn.execute("SELECT seq, hash FROM head").fetchall()
         report = walk(_events(conn), head, anchor, progress)
         if report.intact:
-            mismatch = _compare(conn)
+            mismatch = _compare(conn) or _key_problem(conn)
             if mismatch is not None:
                 report = ChainReport(False, report.events, report.head_hash, None, None,
                                      mismatch)
@@ -94,6 +95,14 @@ def verify_connection(conn: psycopg.Connection[tuple[Any, ...]], *,
     except ChainBroken as broken:
         return ChainReport(False, broken.events, GENESIS_HASH, broken.seq, broken.event_id,
                            broken.reason)
+
+
+def _key_problem(conn: psycopg.Connection[tuple[Any, ...]]) -> str | None:
+    """The digest key beside the chain still makes its digests (:mod:`.digest_check`)."""
+    stored = conn.execute(STORED_KEY_SQL).fetchone()
+    with conn.cursor(name="cradle_digest_check") as rows:
+        rows.execute(SECRET_DECISIONS_SQL)
+        return key_problem(rows, bytes(stored[0]) if stored else None)
 
 
 def _rows(conn: psycopg.Connection[tuple[Any, ...]]) -> invariants.Rows:

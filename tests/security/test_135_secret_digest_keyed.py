@@ -454,3 +454,33 @@ def test_a_refusal_of_an_unkeyed_digest_still_holds(
     # the same action, refused by a person in this run under its unkeyed digest: it waits
     assert again.status is OutcomeStatus.AWAITING_APPROVAL, again.reasons
     assert _calls(ran) == []
+
+
+@pytest.mark.usefixtures("journal_backend")
+@pytest.mark.parametrize("change", ["UPDATE journal_keys SET key = {random}",
+                                    "DELETE FROM journal_keys"])
+def test_audit_verify_finds_a_replaced_or_lost_key(tmp_path: Path, ran: Path,
+                                                   change: str) -> None:
+    """The key is beside the chain, so the chain cannot tell it changed: the digests of the
+    secret actions do (a key lost in a restore would make the next duplicate run again)."""
+    from cradle_kg.storage import home_journal_target, is_postgres, verify_target
+
+    home = _home(tmp_path)
+    with Runtime(home, graph_sync=False) as rt:
+        assert rt.submit(_proposal("p0", "set_password", ASKED)).status \
+            is OutcomeStatus.EXECUTED
+    target = home_journal_target(home)
+    assert verify_target(target).intact
+    if is_postgres(target):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as pg:
+            pg.execute(change.format(random="gen_random_uuid()::text::bytea"))
+    else:
+        import sqlite3
+
+        conn = sqlite3.connect(target, isolation_level=None)
+        conn.execute(change.format(random="randomblob(32)"))
+        conn.close()
+    report = verify_target(target)
+    assert not report.intact and "digest key" in str(report.reason), report

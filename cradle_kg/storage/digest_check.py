@@ -1,0 +1,48 @@
+"""``audit verify``: the journal's digest key still makes the digests of its secret actions.
+
+The digest key (:meth:`.journal.Journal.digest_key`) lives beside the chain, so the chain
+cannot say it changed. The decisions about a tool with secret arguments name them
+(``secret_arguments``) and journal the action and its digest: each digest must be the
+action's, keyed under the stored key — or unkeyed, as a journal written before secrets
+were keyed holds. A digest neither makes means the key was replaced or lost (a restore
+without ``journal_keys``, an edited row): the next identical call would get another
+idempotency key and run again, and a person's refusal of it would no longer hold.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, Final
+
+from ..redaction import action_digest, secret_names
+
+#: the decisions that may hold a keyed digest (a superset: the payload is checked below)
+SECRET_DECISIONS_SQL: Final = (
+    "SELECT seq, payload FROM events WHERE kind = 'decision.made' "
+    "AND payload LIKE '%\"secret_arguments\"%' ORDER BY seq")
+#: the stored key (parameterless: both drivers run it as written)
+STORED_KEY_SQL: Final = "SELECT key FROM journal_keys WHERE name = 'digest'"
+
+
+def key_problem(rows: Iterable[tuple[Any, Any]], key: bytes | None) -> str | None:
+    """Why the stored ``key`` does not make a secret action's journaled digest, or None.
+
+    ``rows``: (seq, payload text) of :data:`SECRET_DECISIONS_SQL`."""
+    for seq, text in rows:
+        payload = json.loads(text)
+        names = secret_names(payload)
+        action, decision = payload.get("action"), payload.get("decision")
+        if not names or not isinstance(action, dict) or not isinstance(decision, dict):
+            continue
+        made = (decision.get("provenance") or {}).get("input_hash")
+        if made is None or made == action_digest(action):  # none, or made before keys
+            continue
+        if key is not None and made == action_digest(action, secrets=names, key=key):
+            continue
+        return (f"the digest of the secret action decided at seq {seq} is not made with the "
+                "journal's digest key: the key (`journal_keys`) was replaced or lost")
+    return None
+
+
+__all__ = ["SECRET_DECISIONS_SQL", "STORED_KEY_SQL", "key_problem"]

@@ -4,6 +4,7 @@ success, and the helpers that submit a step of run `run:t` and read its lineage 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,11 +31,30 @@ class NoArgs(BaseModel):
     pass
 
 
-def lineage_runtime(home: Path, *, config: RuntimeConfig | None = None) -> Runtime:
-    """A runtime on ``home`` that permits everything by policy, with the lineage pack."""
+def permit_all(home: Path) -> None:
+    """A Cedar policy in ``home`` that permits everything."""
     (home / "policies").mkdir(parents=True, exist_ok=True)
     (home / "policies" / "all.cedar").write_text(
         '@id("all")\npermit(principal, action, resource);\n')
+
+
+def pack_home(home: Path, folder: str, *, manifest: str, tools: str,
+              config: dict[str, Any]) -> Path:
+    """``home`` permitting everything by policy, with a pack written from its
+    ``manifest`` and ``tools.py`` texts in ``packs/<folder>``, and ``config``."""
+    permit_all(home)
+    pack = home / "packs" / folder
+    pack.mkdir(parents=True)
+    (pack / "manifest.yaml").write_text(manifest)
+    (pack / "tools.py").write_text(tools)
+    (pack / "__init__.py").write_text("")
+    (home / "config.json").write_text(json.dumps(config))
+    return home
+
+
+def lineage_runtime(home: Path, *, config: RuntimeConfig | None = None) -> Runtime:
+    """A runtime on ``home`` that permits everything by policy, with the lineage pack."""
+    permit_all(home)
     rt = Runtime(home, config=config or RuntimeConfig(
         agents=(Agent(id=AGENT),), permissions=(Permission(subject=AGENT),)),
         graph_sync=False, load_plugins=False)

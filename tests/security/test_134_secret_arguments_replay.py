@@ -11,7 +11,6 @@ quote and the events' marks); replay and the chain held before and must hold aft
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from cradle_kg.loop.runtime import Runtime
 from cradle_kg.records import OutcomeStatus
 from cradle_kg.workflow.replay import strict_replay
+from tests.lineage.kit import pack_home
 
 AGENT = "agent:admin"
 SECRET = "Corr3ct-Horse-88"
@@ -67,19 +67,9 @@ def set_password(ctx: PackContext, call: ToolCall) -> SetOut:
 
 
 def _home(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    (home / "policies").mkdir(parents=True)
-    (home / "policies" / "all.cedar").write_text(
-        '@id("all")\npermit(principal, action, resource);\n')
-    pack = home / "packs" / "secretpack"
-    pack.mkdir(parents=True)
-    (pack / "manifest.yaml").write_text(MANIFEST)
-    (pack / "tools.py").write_text(TOOLS)
-    (pack / "__init__.py").write_text("")
-    (home / "config.json").write_text(json.dumps({
+    return pack_home(tmp_path / "home", "secretpack", manifest=MANIFEST, tools=TOOLS, config={
         "agents": [{"id": AGENT}], "permissions": [{"subject": AGENT}],
-        "packs": ["test.secret"]}))
-    return home
+        "packs": ["test.secret"]})
 
 
 def test_strict_replay_and_the_chain_hold_for_a_masked_secret(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from cradle_kg.records import ApprovalStatus, OutcomeStatus, Proposal
 from cradle_kg.storage import JOURNAL_URL_ENV, open_home_journal
 from cradle_kg.storage.pg_scratch import ScratchPostgres
 from cradle_kg.workflow.replay import strict_replay
+from tests.lineage.kit import pack_home
 
 AGENT = "agent:admin"
 APPROVER = "user:bob"
@@ -115,21 +116,11 @@ def note(ctx: PackContext, call: ToolCall) -> Done:
 
 
 def _home(root: Path) -> Path:
-    home = root / "home"
-    (home / "policies").mkdir(parents=True)
-    (home / "policies" / "all.cedar").write_text(
-        '@id("all")\npermit(principal, action, resource);\n')
-    pack = home / "packs" / "digestpack"
-    pack.mkdir(parents=True)
-    (pack / "manifest.yaml").write_text(MANIFEST)
-    (pack / "tools.py").write_text(TOOLS)
-    (pack / "__init__.py").write_text("")
-    (home / "config.json").write_text(json.dumps({
+    return pack_home(root / "home", "digestpack", manifest=MANIFEST, tools=TOOLS, config={
         "agents": [{"id": AGENT, "environments": ["local", "production"]}],
         "permissions": [{"subject": AGENT}],
         "approvers": [{"id": APPROVER, "token_hash": token_hash(TOKEN)}],
-        "packs": ["test.digest"]}))
-    return home
+        "packs": ["test.digest"]})
 
 
 def _proposal(pid: str, tool: str, password: str, *, step: int = 0, user: str = "alice",

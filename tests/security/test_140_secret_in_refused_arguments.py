@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from cradle_kg.loop.runtime import Runtime
 from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
 from cradle_kg.redaction import MASK, mask_payload, secrets_by_tool
 from cradle_kg.tools import ToolSpec
@@ -35,17 +36,24 @@ SCHEMA = {"type": "object", "required": ["service", "api_key"], "properties": {
     "api_key": {"type": "string", "writeOnly": True, "maxLength": 12}}}
 
 
-def test_a_refused_secret_is_masked_and_marked(tmp_path: Path) -> None:
+def rotate_key_runtime(home: Path, schema: dict[str, Any]) -> Runtime:
+    """A lineage runtime with ``rotate_key``, an ``mcp proxy`` tool checked against the
+    upstream's ``schema`` (its ``api_key`` marked ``writeOnly``: a secret)."""
     from cradle_kg.integrations.proxy import input_model
 
-    rt = lineage_runtime(tmp_path / "home")
+    rt = lineage_runtime(home)
+    rt.register_tool(ToolSpec(
+        id="rotate_key", version="1", input_model=input_model("rotate_key", schema),
+        output_model=Free, side_effect_class=SideEffectClass.REVERSIBLE,
+        idempotency=IdempotencyClass.NATURAL, target_from="account:*", verifier="ok"),
+        lambda call: Free(result="ok"))
+    rt.register_verifier("ok", verified(lambda: {}))
+    return rt
+
+
+def test_a_refused_secret_is_masked_and_marked(tmp_path: Path) -> None:
+    rt = rotate_key_runtime(tmp_path / "home", SCHEMA)
     try:
-        rt.register_tool(ToolSpec(
-            id="rotate_key", version="1", input_model=input_model("rotate_key", SCHEMA),
-            output_model=Free, side_effect_class=SideEffectClass.REVERSIBLE,
-            idempotency=IdempotencyClass.NATURAL, target_from="account:*", verifier="ok"),
-            lambda call: Free(result="ok"))
-        rt.register_verifier("ok", verified(lambda: {}))
         out = submit(rt, 0, "rotate_key", {"service": "billing", "api_key": KEY},
                      target="account:billing")
         events = list(rt.journal.events(run_id="run:t"))

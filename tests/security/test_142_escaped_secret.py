@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
+from cradle_kg.records import OutcomeStatus
 from cradle_kg.redaction import MASK, scrub
-from cradle_kg.tools import ToolSpec
-from tests.lineage.kit import Free, lineage_runtime, submit, verified
+from tests.lineage.kit import submit
+from tests.security.test_140_secret_in_refused_arguments import rotate_key_runtime
 
 pytest.importorskip("mcp")
 
@@ -31,16 +31,8 @@ KEYS = ["Pa\\ss-Word-0042x", "Tab\tKey-0042-long", 'Quo"te\'s-Key-0042']
 
 
 def test_an_escaped_secret_is_masked_in_the_refusal(tmp_path: Path) -> None:
-    from cradle_kg.integrations.proxy import input_model
-
-    rt = lineage_runtime(tmp_path / "home")
+    rt = rotate_key_runtime(tmp_path / "home", SCHEMA)
     try:
-        rt.register_tool(ToolSpec(
-            id="rotate_key", version="1", input_model=input_model("rotate_key", SCHEMA),
-            output_model=Free, side_effect_class=SideEffectClass.REVERSIBLE,
-            idempotency=IdempotencyClass.NATURAL, target_from="account:*", verifier="ok"),
-            lambda call: Free(result="ok"))
-        rt.register_verifier("ok", verified(lambda: {}))
         for n, key in enumerate(KEYS):
             out = submit(rt, n, "rotate_key", {"service": "billing", "api_key": key},
                          target="account:billing")

@@ -124,8 +124,9 @@ def said_of(error: Any, *, whole: bool) -> str:
     validator's message when the agent is shown the whole schema (a pinned tool), or when
     the message quotes nothing of the schema the grammar does not show; else the keyword.
     An unpinned tool's ``enum`` or ``not`` refused a call with the upstream's values and
-    prose (``tests/security/test_137``)."""
-    if whole or error.validator in _SAYS_NO_SCHEMA:
+    prose (``tests/security/test_137``), and a bound (``less than the minimum of
+    4155550123``) the upstream's number (``test_145``)."""
+    if whole or (error.validator in _SAYS_NO_SCHEMA and shown_number(error.validator_value)):
         return str(error.message)
     if error.validator in ("enum", "const") and all(plain(v) for v in (
             error.validator_value if error.validator == "enum"
@@ -282,12 +283,24 @@ def plain(value: Any) -> bool:
     return not _LONG_NUMBER.search(value.replace("_", "").replace("-", ""))
 
 
+def shown_number(value: Any) -> bool:
+    """Whether a grammar keyword's value may be shown unpinned as far as numbers go: not a
+    number (a name, a list of names, a schema: checked where it is read), or a
+    :func:`plain` one. A bound (``minimum``, ``maximum``, ``multipleOf``, ``maxLength`` …)
+    is any number the upstream chose: ``"maximum": 4155550123`` reached the agent as its
+    grammar, and a call above it was told the number (``tests/security/test_145``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return True
+    return plain(value)
+
+
 def grammar_of(schema: Any) -> Any:
     """``schema`` with the upstream's prose taken out: the keywords of :data:`GRAMMAR`
     only, at every depth — what an agent needs to make a call, and nothing the upstream
-    wrote for it to read. An ``enum``'s or a ``const``'s values and a ``format`` stay when
-    each is :func:`plain`; a ``pattern`` (a regex: any text) is not shown. The arguments
-    are still checked against the whole schema (a pin shows the rest). Names the grammar
+    wrote for it to read. An ``enum``'s or a ``const``'s values, a ``format`` and a
+    numeric bound stay when each is :func:`plain` (:func:`shown_number`); a ``pattern``
+    (a regex: any text) is not shown. The arguments are still checked against the whole
+    schema (a pin shows the rest). Names the grammar
     cannot leave out — a property's, a definition's — are checked by :func:`planted`."""
     if isinstance(schema, list):  # `items` as a list (drafts before 2020-12)
         return [grammar_of(s) for s in schema]
@@ -303,6 +316,8 @@ def grammar_of(schema: Any) -> Any:
                 plain(v) for v in (value if key == "enum" and isinstance(value, list)
                                    else [value])):
             continue
+        if not shown_number(value):
+            continue  # a bound holding a long number: checked, not shown
         if key in _NAMED_SCHEMAS and isinstance(value, dict):
             kept[key] = {k: grammar_of(v) for k, v in value.items()}
         elif key in _SCHEMA_LISTS and isinstance(value, list):

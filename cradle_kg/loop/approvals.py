@@ -31,6 +31,13 @@ What an approval authorizes:
   argument and a new approval is needed;
 * **until T** (``--until T``): reusable in the same way, and nothing at or after T.
 
+An approval covers the action under the tool's version it was asked for (the ``tool_ref``,
+``id@version``, of the gate-1 decision that asked): after a pack upgrade, or an upstream
+tool re-pinned (``mcp proxy``: ``upstream-<pin>``), the action asks a person again, and the
+reasons say which approval was given for which version (``tests/security/test_146``). The
+digest is unchanged; an approval whose decision the journal does not hold with a version
+covers the action as before.
+
 An approval never leaves its run: the approval is bound to the Decision that asked for
 it, and the run's graph must show the approval behind every irreversible action the
 run executed (integrity rule 2), so another run asks for its own.
@@ -173,12 +180,20 @@ class ApprovalBook:
         return [st for st in _fold(events).values() if st.approval.run_id == run_id]
 
     def usable(self, digest: str, now: datetime, proposer: str, *, run_id: str,
-               also_excluded: Collection[str] = ()) -> HumanApproval | None:
+               also_excluded: Collection[str] = (), tool_ref: str | None = None,
+               why: list[str] | None = None) -> HumanApproval | None:
         """An approved, unexpired, unconsumed approval of this exact action in this run,
         asked for by this proposer (another agent's identical action needs its own).
 
         ``also_excluded``: identities that may not approve *this* use (the proposer's
         principal, on whose behalf it acts) besides those excluded at request time.
+
+        ``tool_ref``: the tool's ``id@version`` now — an approval asked for under another
+        version of it (:meth:`asked_under`) covers nothing: the digest names the action,
+        not what the tool does, and a pack upgraded or an upstream tool re-pinned while the
+        approval waited ran behaviour no person approved (``tests/security/test_146``);
+        each such approval is said in ``why``. An approval whose request's decision names
+        no tool version (none recorded) is used as before.
         """
         for st in self.decided_for_digest(digest, run_id=run_id):
             a = st.approval
@@ -195,7 +210,32 @@ class ApprovalBook:
                 continue
             if a.once and a.consumed:
                 continue
+            if tool_ref is not None:
+                asked = self.asked_under(a)
+                if asked is not None and asked != tool_ref:
+                    if why is not None:
+                        why.append(f"approval `{a.id}` was given for `{asked}`, and the "
+                                   f"tool is now `{tool_ref}`: it covers no other version")
+                    continue
             return a
+        return None
+
+    def asked_under(self, approval: HumanApproval) -> str | None:
+        """The tool's ``id@version`` when ``approval`` was asked for: the ``tool_ref`` of
+        the gate-1 decision that asked (its ``decision.made`` last before the request: one
+        probe of the request, one subject read in its run), or ``None`` when the journal
+        holds none."""
+        request = self.journal.approval_request(approval.id)
+        if request is None:
+            return None
+        made = [e for e in self.journal.events_for_subject(
+            approval.decision_id, run_id=approval.run_id, kinds=("decision.made",))
+            if e.seq < request.seq]
+        for event in made[-1:]:
+            decision = event.payload.get("decision")
+            provenance = decision.get("provenance") if isinstance(decision, dict) else None
+            ref = provenance.get("tool_ref") if isinstance(provenance, dict) else None
+            return ref if isinstance(ref, str) else None
         return None
 
     def all(self) -> list[ApprovalState]:

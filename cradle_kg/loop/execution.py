@@ -146,7 +146,8 @@ class Execution:
         before = list(base)
         approval = self.approvals.usable(gate.action_digest, now, proposal.agent_id,
                                          run_id=run_id,
-                                         also_excluded=excluded_for(config, proposal))
+                                         also_excluded=excluded_for(config, proposal),
+                                         tool_ref=spec.ref)
         if approval is None and approval_was_needed(gate):
             # the approval gate 1 saw was consumed or expired since: by another submission
             # of this key (two workers resuming the run at once: its consumption committed

@@ -69,7 +69,9 @@ class GateInput:
     pack_versions: tuple[str, ...]
     evidence_exists: Callable[[str], bool]
     evidence_collected_at: Callable[[str], datetime | None]
-    approval_available: Callable[[str, datetime, str], bool]
+    #: whether an approval covers (action digest, now, proposer, the tool's ``id@version``):
+    #: an approval asked for under another version covers nothing, and is said in the list
+    approval_available: Callable[[str, datetime, str, str, list[str]], bool]
     now: datetime
     lineage: LineageGate | None = None
     #: whether a person rejected, or asked for changes to, this action digest in the
@@ -528,12 +530,16 @@ class Gate1:
         return self._approval_status("approval", p, r)
 
     def _approval_status(self, name: str, p: Proposal, r: GateResult) -> CheckResult:
-        if self.i.approval_available(r.action_digest, self.i.now, p.agent_id):
+        assert r.spec is not None
+        changed: list[str] = []
+        if self.i.approval_available(r.action_digest, self.i.now, p.agent_id, r.spec.ref,
+                                     changed):
             return CheckResult(check=name, status=CheckStatus.PASS,
                                reasons=("a valid human approval covers this exact action",))
-        reasons = ["a human approval of this exact action is required"]
+        reasons = ["a human approval of this exact action is required", *changed]
+        r.reasons.extend(x for x in changed if x not in r.reasons)  # the outcome says why
         if r.legacy_digest is not None and self.i.approval_available(
-                r.legacy_digest, self.i.now, p.agent_id):
+                r.legacy_digest, self.i.now, p.agent_id, r.spec.ref, []):
             reasons.append(LEGACY_APPROVAL)
         return CheckResult(check=name, status=CheckStatus.PASS, code="approval_required",
                            reasons=tuple(reasons))

@@ -100,7 +100,7 @@ Stop = tuple[Verdict, str, list[str]]
 
 
 def check_lineage(gate: LineageGate | None, p: Proposal, r: GateResult,
-                  approval_available: Callable[[str, datetime, str], bool],
+                  approval_available: Callable[[str, datetime, str, str, list[str]], bool],
                   now: datetime, policies: PolicyEngine) -> Stop | list[str]:
     """Part of the ``policies`` check: trace the arguments (kept on ``r.lineage``) and ask
     the graph policies. Returns what stops the gate (verdict, code, reasons), or the
@@ -115,7 +115,7 @@ def check_lineage(gate: LineageGate | None, p: Proposal, r: GateResult,
     denied = [m for m in matches if m.verdict == "deny"]
     if denied:
         return (Verdict.DENY, "lineage_denied", [x for m in denied for x in m.reasons])
-    if not matches or approval_available(r.action_digest, now, p.agent_id):
+    if not matches or approval_available(r.action_digest, now, p.agent_id, r.spec.ref, []):
         return []
     reasons = [x for m in matches for x in m.reasons]
     r.reasons.extend(reasons)

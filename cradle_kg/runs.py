@@ -50,7 +50,7 @@ from .storage import Journal, StateKey
 #: how many of a run's newest proposals, outcomes and open human tasks a summary names
 #: (``proposal_count`` and ``outcome_count`` say how many there are in all)
 SUMMARY_ITEMS = 20
-#: the newest proposals of a run whose secret arguments ``runs show`` masks in a page
+#: the newest secret-bearing proposals of a run whose secret values ``runs show`` masks in a page
 SECRETS_LOOKBACK = 1000
 #: a page of one run's events (``show_run``, ``GET /api/runs/{id}``, ``runs show``): the
 #: default and the largest
@@ -323,9 +323,12 @@ def shown_timeline(journal: Journal, run_id: str, events: list[AuditEvent]
     """A page of a run's events as ``runs show`` prints them: each event's JSON form with
     the secret arguments of its tool masked (:mod:`cradle_kg.redaction`), as the run's
     proposals named them — those on the page and the newest :data:`SECRETS_LOOKBACK` of
-    the run (the journal itself keeps the values: ``audit``, ``journal copy``)."""
+    the run's proposals that name secret arguments (the journal itself keeps the values:
+    ``audit``, ``journal copy``). Before, the newest :data:`SECRETS_LOOKBACK` proposals of
+    every kind: a long run pushed an early secret out of them, and a page quoting it (the
+    person's request) printed it in clear (``tests/security/test_147``)."""
     received = journal.run_page(run_id, limit=SECRETS_LOOKBACK, newest=True,
-                                kinds=("proposal.received",))
+                                kinds=("proposal.received",), marked=True)
     by_tool, values = secrets_by_tool(e.payload for e in [*events, *received])
     return [mask_payload(e.model_dump(mode="json"), by_tool, values) for e in events]
 

@@ -377,11 +377,13 @@ class Journal(Protocol):
         ...
 
     def run_page(self, run_id: str, *, limit: int, after_seq: int = 0, newest: bool = False,
-                 kinds: Sequence[str] = ()) -> list[AuditEvent]:
+                 kinds: Sequence[str] = (), marked: bool = False) -> list[AuditEvent]:
         """At most ``limit`` events of one run after ``after_seq``, oldest first or,
-        ``newest``, newest first; ``kinds``: only those kinds. One range of ``events_run
-        (run_id, seq)``: at most ``limit`` rows decoded, whatever the run's length (the
-        runs page and the run view, ``tests/security/test_89``)."""
+        ``newest``, newest first; ``kinds``: only those kinds; ``marked``: only those whose
+        payload names secret arguments (``secret_arguments``: the others passed over by
+        the database, never decoded). One range of ``events_run (run_id, seq)``: at most
+        ``limit`` rows decoded, whatever the run's length (the runs page and the run view,
+        ``tests/security/test_89``)."""
         ...
 
     def run_counts(self, run_id: str) -> tuple[int, int, int]:

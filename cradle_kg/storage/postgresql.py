@@ -602,9 +602,12 @@ class PostgresJournal:
         return [str(r[0]) for r in rows], int(self._query(count_sql, args)[0][0])
 
     def run_page(self, run_id: str, *, limit: int, after_seq: int = 0, newest: bool = False,
-                 kinds: Sequence[str] = ()) -> list[AuditEvent]:
-        sql = run_state_sql.run_page("postgresql", _COLS, kinds=len(kinds), newest=newest)
-        return [self._row(r) for r in self._query(sql, (run_id, after_seq, *kinds, limit))]
+                 kinds: Sequence[str] = (), marked: bool = False) -> list[AuditEvent]:
+        sql = run_state_sql.run_page("postgresql", _COLS, kinds=len(kinds), newest=newest,
+                                     marked=marked)
+        like = (run_state_sql.SECRET_MARK_LIKE,) if marked else ()
+        return [self._row(r) for r in self._query(sql, (run_id, after_seq, *kinds, *like,
+                                                        limit))]
 
     def run_counts(self, run_id: str) -> tuple[int, int, int]:
         row = self._query(run_state_sql.counts("postgresql"), (run_id,))[0]

@@ -149,11 +149,24 @@ def one_row(dialect: Dialect) -> str:
             f"finished FROM run_state WHERE run_id = {ph}")
 
 
-def run_page(dialect: Dialect, cols: str, *, kinds: int, newest: bool) -> str:
+#: what a payload that names its action's secret arguments holds (a ``LIKE`` pattern, as
+#: a parameter: a superset — the payload is read after)
+SECRET_MARK_LIKE = '%"secret_arguments"%'
+
+
+def run_page(dialect: Dialect, cols: str, *, kinds: int, newest: bool,
+             marked: bool = False) -> str:
     """At most ``limit`` events of one run after a seq (parameters: the run id, the seq,
-    ``kinds`` kinds, the limit): one range of ``events_run (run_id, seq)``."""
+    ``kinds`` kinds, with ``marked`` :data:`SECRET_MARK_LIKE`, the limit): one range of
+    ``events_run (run_id, seq)``; ``marked``: only the payloads naming secret arguments
+    (the others are passed over by the database, not decoded)."""
     ph = "?" if dialect == "sqlite" else "%s"
     only = f" AND kind IN ({', '.join([ph] * kinds)})" if kinds else ""
+    if marked:  # the pattern passes over most rows; the key is then read at the top level
+        # (an argument named `secret_arguments` marks nothing: test_147)
+        top = ("json_type(payload, '$.secret_arguments') = 'array'" if dialect == "sqlite"
+               else f"json_typeof({pg_payload()} -> 'secret_arguments') = 'array'")
+        only += f" AND payload LIKE {ph} AND {top}"
     return (f"SELECT {cols} FROM events WHERE run_id = {ph} AND seq > {ph}{only} "
             f"ORDER BY seq {'DESC' if newest else 'ASC'} LIMIT {ph}")
 

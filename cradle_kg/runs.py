@@ -327,10 +327,27 @@ def shown_timeline(journal: Journal, run_id: str, events: list[AuditEvent]
     ``audit``, ``journal copy``). Before, the newest :data:`SECRETS_LOOKBACK` proposals of
     every kind: a long run pushed an early secret out of them, and a page quoting it (the
     person's request) printed it in clear (``tests/security/test_147``)."""
+    by_tool, values = _run_secrets(journal, run_id, events)
+    return [mask_payload(e.model_dump(mode="json"), by_tool, values) for e in events]
+
+
+def _run_secrets(journal: Journal, run_id: str, events: list[AuditEvent]
+                 ) -> tuple[dict[str, frozenset[str]], tuple[str, ...]]:
     received = journal.run_page(run_id, limit=SECRETS_LOOKBACK, newest=True,
                                 kinds=("proposal.received",), marked=True)
-    by_tool, values = secrets_by_tool(e.payload for e in [*events, *received])
-    return [mask_payload(e.model_dump(mode="json"), by_tool, values) for e in events]
+    return secrets_by_tool(e.payload for e in [*events, *received])
+
+
+def shown_events(journal: Journal, run_id: str, events: list[AuditEvent]
+                 ) -> list[AuditEvent]:
+    """A page of a run's events with their payloads as :func:`shown_timeline` shows them
+    (secret arguments and values masked): what the run view's lanes are drawn from. The
+    lanes quoted a tool's error (``the directory refused Hunter2-Sekret-77``) and a
+    verifier's detail as the journal holds them, in clear where ``runs show`` masks them
+    (``tests/security/test_148``)."""
+    by_tool, values = _run_secrets(journal, run_id, events)
+    return [e.model_copy(update={"payload": mask_payload(e.payload, by_tool, values)})
+            for e in events]
 
 
 def more(summary: RunSummary, events: list[AuditEvent]) -> bool:

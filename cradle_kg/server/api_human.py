@@ -37,6 +37,7 @@ from ..runs import (
     MAX_EVENTS_PAGE,
     page_fields,
     show_run,
+    shown_events,
     state_counts,
 )
 from ..workflow import runner
@@ -139,7 +140,8 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
             summary, events = show_run(runtime.journal, run_id, limit=limit,
                                        after_seq=after_seq)
             out: dict[str, Any] = {**summary.to_dict(), **page_fields(summary, events, limit),
-                                   "lanes": lanes(events),
+                                   "lanes": lanes(shown_events(runtime.journal, run_id,
+                                                               events)),
                                    "inbox": _visible(who, inbox(
                                        runtime, run_id=run_id, requested_by=_asker(who),
                                        limit=INBOX_PAGE)),

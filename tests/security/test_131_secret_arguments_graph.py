@@ -89,6 +89,23 @@ def _submit(rt: Runtime, n: int, tool: str, args: dict[str, Any]) -> Any:
                                             "arguments": args}})
 
 
+def password_set(home: Path) -> Runtime:
+    """A demo home's runtime (:func:`_runtime`) whose run ``run:s`` holds the person's
+    request and, at step 0, the password it asks for set (executed)."""
+    from cradle_kg.demo.scenario import prepare_home
+
+    prepare_home(home)
+    rt, _ = _runtime(home)
+    try:
+        rt.record_input("run:s", REQUEST, author="user:emma")
+        assert _submit(rt, 0, "set_password", {"user": "alice", "new_password": ASKED}
+                       ).status is OutcomeStatus.EXECUTED
+    except BaseException:
+        rt.close()
+        raise
+    return rt
+
+
 def _graph_text(rt: Runtime) -> tuple[list[dict[str, str]], str]:
     """Every argument value and quote of the graph (a real query), and all its literals."""
     store = rt.graph()

@@ -28,14 +28,13 @@ from typing import Any
 import httpx
 import pytest
 
-from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, prepare_home
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.records import OutcomeStatus
 from tests.security.test_131_secret_arguments_graph import (
     ASKED,
     INJECTED,
-    REQUEST,
-    _runtime,
     _submit,
+    password_set,
 )
 from tests.server.conftest import Server, start_server, stop_server
 
@@ -50,12 +49,8 @@ def _leaks(text: str) -> list[str]:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path, str]]:
     home = tmp_path_factory.mktemp("secrets") / "home"
-    prepare_home(home)
-    rt, _ = _runtime(home)
+    rt = password_set(home)
     try:
-        rt.record_input("run:s", REQUEST, author="user:emma")
-        assert _submit(rt, 0, "set_password", {"user": "alice", "new_password": ASKED}
-                       ).status is OutcomeStatus.EXECUTED
         assert _submit(rt, 2, "read_email", {}).status is OutcomeStatus.EXECUTED
         waiting = _submit(rt, 3, "set_password", {"user": "bob", "new_password": INJECTED})
         assert waiting.status is OutcomeStatus.AWAITING_APPROVAL

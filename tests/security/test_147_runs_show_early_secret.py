@@ -22,9 +22,7 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import runs
-from cradle_kg.demo.scenario import prepare_home
-from cradle_kg.records import OutcomeStatus
-from tests.security.test_131_secret_arguments_graph import ASKED, REQUEST, _runtime, _submit
+from tests.security.test_131_secret_arguments_graph import ASKED, _submit, password_set
 
 #: both journals: the window is a query of each (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -34,13 +32,8 @@ pytestmark = pytest.mark.usefixtures("journal_backend")
 def test_an_early_secret_stays_masked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       filler: str) -> None:
     monkeypatch.setattr(runs, "SECRETS_LOOKBACK", 3)
-    home = tmp_path / "home"
-    prepare_home(home)
-    rt, _ = _runtime(home)
+    rt = password_set(tmp_path / "home")
     try:
-        rt.record_input("run:s", REQUEST, author="user:emma")
-        assert _submit(rt, 0, "set_password", {"user": "alice", "new_password": ASKED}
-                       ).status is OutcomeStatus.EXECUTED
         for n in range(1, 6):  # the run goes on: proposals with no secret
             args = {"secret_arguments": ["x"]} if filler == "spoofed" else {}
             _submit(rt, n, "read_email", args)  # (spoofed: an argument, not the mark)

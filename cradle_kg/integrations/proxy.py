@@ -128,9 +128,8 @@ def said_of(error: Any, *, whole: bool) -> str:
     4155550123``) the upstream's number (``test_145``)."""
     if whole or (error.validator in _SAYS_NO_SCHEMA and shown_number(error.validator_value)):
         return str(error.message)
-    if error.validator in ("enum", "const") and all(plain(v) for v in (
-            error.validator_value if error.validator == "enum"
-            and isinstance(error.validator_value, list) else [error.validator_value])):
+    if error.validator in ("enum", "const") and shown_values(error.validator,
+                                                             error.validator_value):
         return str(error.message)  # values the grammar shows
     return f"does not satisfy the tool's `{error.validator}`"
 
@@ -283,6 +282,13 @@ def plain(value: Any) -> bool:
     return not _LONG_NUMBER.search(value.replace("_", "").replace("-", ""))
 
 
+def shown_values(keyword: str, value: Any) -> bool:
+    """Whether an ``enum``'s values (each), a ``const`` or a ``format`` may be shown
+    unpinned: each :func:`plain`."""
+    values = value if keyword == "enum" and isinstance(value, list) else [value]
+    return all(plain(v) for v in values)
+
+
 def shown_number(value: Any) -> bool:
     """Whether a grammar keyword's value may be shown unpinned as far as numbers go: not a
     number (a name, a list of names, a schema: checked where it is read), or a
@@ -312,9 +318,7 @@ def grammar_of(schema: Any) -> Any:
             continue
         if key == "$ref" and not str(value).startswith("#"):
             continue  # a link elsewhere (never followed: the call is refused)
-        if key in ("enum", "const", "format") and not all(
-                plain(v) for v in (value if key == "enum" and isinstance(value, list)
-                                   else [value])):
+        if key in ("enum", "const", "format") and not shown_values(key, value):
             continue
         if not shown_number(value):
             continue  # a bound holding a long number: checked, not shown

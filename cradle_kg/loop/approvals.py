@@ -231,12 +231,12 @@ class ApprovalBook:
         made = [e for e in self.journal.events_for_subject(
             approval.decision_id, run_id=approval.run_id, kinds=("decision.made",))
             if e.seq < request.seq]
-        for event in made[-1:]:
-            decision = event.payload.get("decision")
-            provenance = decision.get("provenance") if isinstance(decision, dict) else None
-            ref = provenance.get("tool_ref") if isinstance(provenance, dict) else None
-            return ref if isinstance(ref, str) else None
-        return None
+        if not made:
+            return None
+        decision = made[-1].payload.get("decision")
+        provenance = decision.get("provenance") if isinstance(decision, dict) else None
+        ref = provenance.get("tool_ref") if isinstance(provenance, dict) else None
+        return ref if isinstance(ref, str) else None
 
     def all(self) -> list[ApprovalState]:
         """Every approval ever requested, in the order they were asked for (the inbox)."""

@@ -12,7 +12,7 @@ idempotency key and run again, and a person's refusal of it would no longer hold
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ..redaction import action_digest, secret_names
@@ -25,18 +25,35 @@ SECRET_DECISIONS_SQL: Final = (
 STORED_KEY_SQL: Final = "SELECT key FROM journal_keys WHERE name = 'digest'"
 
 
+def secret_decision(payload: Mapping[str, Any]
+                    ) -> tuple[frozenset[str], dict[str, Any], str] | None:
+    """A ``decision.made`` payload about a tool with secret arguments: their names, the
+    action as journaled and the digest the decision made (None: not such a decision)."""
+    names = secret_names(payload)
+    action, decision = payload.get("action"), payload.get("decision")
+    if not names or not isinstance(action, dict) or not isinstance(decision, dict):
+        return None
+    made = (decision.get("provenance") or {}).get("input_hash")
+    return (names, action, made) if isinstance(made, str) else None
+
+
+def unkeyed(payload: Mapping[str, Any]) -> bool:
+    """Whether a decision digested its action's secret arguments unkeyed (a journal
+    written before secrets were keyed)."""
+    found = secret_decision(payload)
+    return found is not None and found[2] == action_digest(found[1])
+
+
 def key_problem(rows: Iterable[tuple[Any, Any]], key: bytes | None) -> str | None:
     """Why the stored ``key`` does not make a secret action's journaled digest, or None.
 
     ``rows``: (seq, payload text) of :data:`SECRET_DECISIONS_SQL`."""
     for seq, text in rows:
-        payload = json.loads(text)
-        names = secret_names(payload)
-        action, decision = payload.get("action"), payload.get("decision")
-        if not names or not isinstance(action, dict) or not isinstance(decision, dict):
+        found = secret_decision(json.loads(text))
+        if found is None:
             continue
-        made = (decision.get("provenance") or {}).get("input_hash")
-        if made is None or made == action_digest(action):  # none, or made before keys
+        names, action, made = found
+        if made == action_digest(action):  # made before keys
             continue
         if key is not None and made == action_digest(action, secrets=names, key=key):
             continue
@@ -45,4 +62,5 @@ def key_problem(rows: Iterable[tuple[Any, Any]], key: bytes | None) -> str | Non
     return None
 
 
-__all__ = ["SECRET_DECISIONS_SQL", "STORED_KEY_SQL", "key_problem"]
+__all__ = ["SECRET_DECISIONS_SQL", "STORED_KEY_SQL", "key_problem", "secret_decision",
+           "unkeyed"]

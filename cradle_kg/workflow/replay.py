@@ -31,12 +31,11 @@ from ..errors import CradleError, InputError, ReplayDivergenceError
 from ..evidence import EvidenceStore
 from ..home import Home
 from ..inputs import load_json_file
-from ..loop.gate1.keys import unkeyed_digest
 from ..policy import PolicyEngine
 from ..policy.cedar import PolicySource
 from ..records import AuditEvent, Proposal
-from ..redaction import secret_names
 from ..storage import NewEvent, SqliteJournal, event_hash, open_home_journal
+from ..storage.digest_check import unkeyed
 from .definitions import load_recorded_workflow
 from .engine import Engine
 from .model import RecordedClient
@@ -295,13 +294,7 @@ UNKEYED_RECORD = ("the journal digested a secret argument unkeyed (written by a 
 
 def unkeyed_record(rec: AuditEvent | None) -> bool:
     """Whether a recorded decision digested its action's secret arguments unkeyed."""
-    if rec is None or rec.kind != "decision.made" or not secret_names(rec.payload):
-        return False
-    action = rec.payload.get("action")
-    decision = rec.payload.get("decision")
-    made = (decision.get("provenance") or {}).get("input_hash") \
-        if isinstance(decision, dict) else None
-    return isinstance(action, dict) and made == unkeyed_digest(action)
+    return rec is not None and rec.kind == "decision.made" and unkeyed(rec.payload)
 
 
 #: the events a submission starts with: a proposal received, or one answered from the record

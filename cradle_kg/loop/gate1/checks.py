@@ -317,8 +317,8 @@ class Gate1:
             raise _Stop(Verdict.DENY, "dry_run_unsupported",
                         [f"`action.dry_run`: tool `{spec.id}` does not support dry runs"])
         r.spec = spec
-        if spec.secrets:  # INVARIANT: a secret is bound through its HMAC (keys.py)
-            r.input_hash = input_hash_of(p, secrets=spec.secrets,
+        if r.secrets:  # INVARIANT: a secret is bound through its HMAC (keys.py)
+            r.input_hash = input_hash_of(p, secrets=r.secrets,
                                          key=self.i.journal.digest_key())
             r.legacy_digest = input_hash_of(p)
         else:

@@ -15,7 +15,6 @@ from ...graph.vocab import ONTOLOGY_VERSION
 from ...records import RUNTIME_ACTOR, Proposal, Provenance, RuntimeDecision, Verdict
 from ...redaction import SECRET_KEY
 from ...storage import NewEvent
-from ...tools import secret_marks
 from .checks import GateResult
 
 
@@ -68,7 +67,8 @@ def decision_events(proposal: Proposal, gate: GateResult, decision: RuntimeDecis
     marked: dict[str, Any] = {"submission": gate.submission} if gate.submission else {}
     # the tool's secrets as soon as the tool is known: a proposal refused for its
     # arguments' shape is marked too, so the views mask it (tests/security/test_140)
-    marked.update({SECRET_KEY: list(gate.secrets)} if gate.secrets else secret_marks(gate.spec))
+    if gate.secrets:
+        marked[SECRET_KEY] = list(gate.secrets)
     return [
         NewEvent(run_id=run_id, kind="proposal.received", subject=proposal.id,
                  actor=proposal.agent_id, at=now, idem_key=gate.claim_key,

@@ -16,8 +16,7 @@ but whoever reads it cannot test a guessed password without the key
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Collection
 
 from ...canonical import content_hash
 from ...records import AuditEvent, Proposal
@@ -79,12 +78,6 @@ def input_hash_of(proposal: Proposal, *, secrets: Collection[str] = (),
     return action_digest({"action_type": a.action_type, "target": a.target,
                           "arguments": a.arguments, "environment": a.environment,
                           "dry_run": a.dry_run}, secrets=secrets, key=key)
-
-
-def unkeyed_digest(action: Mapping[str, Any]) -> str:
-    """The digest an action's JSON form (``Action.model_dump(mode="json")``, as journaled)
-    had before secret arguments were keyed: what a journal of then holds."""
-    return action_digest(action)
 
 
 def derive_idempotency_key(proposal: Proposal, input_hash: str) -> str:

@@ -112,6 +112,21 @@ class PrivateStore:
                 self._live.add(self.current)
             return self.current
 
+    def compact(self) -> None:
+        """Compact the private store and publish a generation of the result.
+
+        A checkpoint of the home's store (or a projection bulk-loaded) is left in many
+        overlapping files: a scan over every decision of a 1.4 M-quad store read them all,
+        3.3 times the CPU of the same scan once compacted (162 against 49 ms). RocksDB's
+        own background compaction did the work anyway, unseen by the workers, whose
+        generations are checkpoints taken before it. Run on a thread of its own (the
+        engine releases the GIL); catch-ups and publications go on meanwhile."""
+        self.store.optimize()
+        with self._lock:
+            self.current = self._publish()
+            self.current_seq = self.seq
+            self._live.add(self.current)
+
     def published(self) -> tuple[Path, int]:
         """The current generation and the journal seq it holds (read together)."""
         with self._lock:

@@ -130,7 +130,7 @@ class QueryWorker:
     """One worker: an ASGI app over its graph, its journal watch and its watchdog."""
 
     def __init__(self, config: FrontConfig, start: Start, ask: Connection, busy: Any,
-                 replaced: Any, *, sandboxed: bool) -> None:
+                 replaced: Any, published: Any, *, sandboxed: bool) -> None:
         self.config = config
         self.slot = start.slot
         self.generation = start.generation
@@ -138,6 +138,10 @@ class QueryWorker:
         self.ask = ask
         self.busy = busy
         self.replaced = replaced
+        #: the supervisor's count of generations it published unasked (a compaction's),
+        #: and the count when this worker last asked for the newest
+        self.published = published
+        self.epoch = int(published[0])
         self.sandboxed = sandboxed
         threads = max(1, config.threads)
         threading.stack_size(QUERY_STACK_BYTES)  # the query threads': reserved, not used
@@ -178,20 +182,27 @@ class QueryWorker:
         threading.Thread(target=self._watch, name="cradle-watchdog", daemon=True).start()
 
     def _fresh(self) -> str:
-        """The generation that holds every event in the journal now."""
-        if not self.config.follows:
+        """The generation that holds every event in the journal now (and the newest
+        compaction's, once one was published)."""
+        if not self.config.follows and int(self.published[0]) == self.epoch:
             return self.generation
         with self.fresh_lock:  # one look at a time: a look that saw new events is done
             return self._look()
 
     def _look(self) -> str:
-        if self.journal is not None:
+        epoch = int(self.published[0])
+        if epoch == self.epoch and self.journal is not None:
             mark = self.journal.watermark()
             if mark == self.mark:
                 return self.generation
             self.mark = mark
             if self.journal.head_seq() <= self.seq:
                 return self.generation
+        elif epoch == self.epoch and not self.config.follows:
+            return self.generation
+        elif self.journal is not None:  # the answer holds the journal's events up to now
+            self.mark = self.journal.watermark()
+        self.epoch = epoch
         self.ask.send(("latest",))
         answer = self.ask.recv()
         if answer[0] == "error":
@@ -643,8 +654,8 @@ class _HeadHeld:
 
 
 def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
-           busy: Any, replaced: Any, sandboxed: bool) -> None:
-    worker = QueryWorker(config, start, ask, busy, replaced, sandboxed=sandboxed)
+           busy: Any, replaced: Any, published: Any, sandboxed: bool) -> None:
+    worker = QueryWorker(config, start, ask, busy, replaced, published, sandboxed=sandboxed)
     worker.port = int(sock.getsockname()[1])
     import uvicorn
 
@@ -682,13 +693,13 @@ def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connecti
 
 
 def front_main(sock: socket.socket, config: FrontConfig, start: Start, ask: Connection,
-               life: Connection, busy: Any, replaced: Any) -> None:
+               life: Connection, busy: Any, replaced: Any, published: Any) -> None:
     """The body of a worker process: deny the network, open the graph, serve."""
     sandboxed = deny_network() if not config.limits.allowed_services else False
     sys.setrecursionlimit(6_000)  # the checker's parser recurses (depth 128 needs ~6000)
     threading.Thread(target=_orphaned, args=(life,), name="cradle-orphan",
                      daemon=True).start()
-    _serve(sock, config, start, ask, busy, replaced, sandboxed)
+    _serve(sock, config, start, ask, busy, replaced, published, sandboxed)
 
 
 __all__ = ["GRACE_SECONDS", "FrontConfig", "HeapTrim", "QueryWorker", "Start",

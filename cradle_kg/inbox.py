@@ -21,9 +21,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InputError
 from .inputs import check_page
-from .loop.approvals import effective_status
+from .loop.approvals import (
+    ToolVersions,
+    asking_decision,
+    decision_tool_ref,
+    effective_status,
+)
 from .loop.escalation import task_from_events
-from .records import ApprovalStatus
+from .records import ApprovalStatus, AuditEvent
 
 if TYPE_CHECKING:
     from .loop.runtime import Runtime
@@ -51,6 +56,9 @@ class InboxItem:
     answers: list[str] = field(default_factory=list)
     proposed_by: str | None = None
     command: str = ""
+    #: an approval: the tool's version it covers (``asked``, the request's ``tool_ref``), the
+    #: version registered now (``now``), whether they differ and what that means (``note``)
+    tool: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -184,31 +192,42 @@ def _approvals(rt: Runtime, run_id: str | None, requested_by: str | None,
         if effective_status(a, now) is not ApprovalStatus.PENDING:
             continue
         proposal, shown = rt.approvals.shown_request(a, [request])
-        policies, reasons = _asking_policies(rt, a.run_id, a.decision_id)
+        decision = _asking_decision(rt, request, a.decision_id)
+        policies, reasons = _asking_policies(decision)
+        tool = ToolVersions(decision_tool_ref(decision),
+                            rt.tool_ref_now(proposal.action.action_type))
         out.append((request.seq, InboxItem(
             kind="approval", id=a.id, run_id=a.run_id,
             title=f"{proposal.action.action_type} on {proposal.action.target}",
             asked_at=a.requested_at.isoformat(), reasons=reasons,
             action=shown, digest=a.action_digest,
             policies=policies, evidence=list(proposal.evidence_refs),
-            proposed_by=proposal.agent_id,
+            proposed_by=proposal.agent_id, tool=tool.to_dict(),
             command=f"cradle-kg approvals approve {a.id} --as WHO")))
     return out
 
 
-def _asking_policies(rt: Runtime, run_id: str, decision_id: str) -> tuple[list[str], list[str]]:
-    """The policies of the decision that asked for a person, and its reasons: the
-    decision's own event, found by its id (the subject of its ``decision.made``, a
-    namespace no proposal may take) — one index probe, whatever the run holds."""
-    for e in rt.journal.events_for_subject(decision_id):
-        d = e.payload.get("decision") if e.kind == "decision.made" else None
-        if e.run_id == run_id and isinstance(d, dict) and d.get("id") == decision_id:
-            results = d.get("policy_results", [])
-            asking = [str(r["policy_id"]) for r in results
-                      if r.get("annotations", {}).get("requires_approval")]
-            return asking or [str(r["policy_id"]) for r in results if r.get("determining")], \
-                [str(r) for r in d.get("reasons", [])]
-    return [], []
+def _asking_decision(rt: Runtime, request: AuditEvent, decision_id: str
+                     ) -> dict[str, Any] | None:
+    """The decision that asked for a person: its own event, found by its id (the subject of
+    its ``decision.made``, a namespace no proposal may take) — one index probe, whatever the
+    run holds; the last of its run before the request (what the approval covers: the same
+    as :meth:`~cradle_kg.loop.approvals.ApprovalBook.asked_under`)."""
+    made = [e for e in rt.journal.events_for_subject(decision_id)
+            if isinstance(e.payload.get("decision"), dict)
+            and e.payload["decision"].get("id") == decision_id]
+    return asking_decision(made, request)
+
+
+def _asking_policies(d: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+    """The policies of the decision that asked for a person, and its reasons."""
+    if d is None:
+        return [], []
+    results = d.get("policy_results", [])
+    asking = [str(r["policy_id"]) for r in results
+              if r.get("annotations", {}).get("requires_approval")]
+    return (asking or [str(r["policy_id"]) for r in results if r.get("determining")],
+            [str(r) for r in d.get("reasons", [])])
 
 
 def _steps(rt: Runtime, run_id: str | None, limit: int | None, offset: int = 0

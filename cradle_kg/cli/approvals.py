@@ -75,7 +75,11 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
                        "--as", help="The approver looking (needs their token); the view is "
                                     "journaled under them.", show_default=False)] = None,
                    token: TokenOpt = None) -> None:
-    """Show one approval and the exact action it is bound to.
+    """Show one approval, the exact action it is bound to and the tool's version it covers.
+
+    ``tool``: the version it was asked under (``asked``) and the one registered now
+    (``now``); when they differ (``changed``), approving covers only the version asked
+    under and the action will ask a person again (a warning on stderr says so).
 
     With ``--as X`` (and X's token) the view is journaled as ``approval.viewed`` by X —
     X's first look, and X's first after the approval moved on (decided, refused, ...);
@@ -94,11 +98,16 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
             else:
                 approval = rt.approvals.get(approval_id).approval
             proposal, shown = rt.approvals.shown_request(approval)
+            tool = rt.approval_tool(approval, proposal.action.action_type)
         except CradleError as exc:
             fail(exc, code=1 if exc.code == "approval_error" else 2)
     print_json({"approval": approval.model_dump(mode="json"),
                 "action": shown,
-                "proposed_by": proposal.agent_id})
+                "proposed_by": proposal.agent_id,
+                "tool": tool.to_dict()})
+    note = tool.note()
+    if note:  # on stderr too: the JSON on stdout stays what a script reads
+        err_console.print(f"warning: {clean(note)}", highlight=False, soft_wrap=True)
 
 
 def _decide(approval_id: str, home: Path | None, approver: str, token: str | None,
@@ -112,6 +121,9 @@ def _decide(approval_id: str, home: Path | None, approver: str, token: str | Non
             approval, outcome = rt.decide_approval(
                 approval_id, approver_id=approver, token=token, status=status, once=once,
                 scope=scope, until=until, reason=reason)
+            # a stale approval can be decided; it covers nothing under the version now
+            tool = rt.approval_tool(
+                approval, rt.approvals.requested_proposal(approval).action.action_type)
         except CradleError as exc:
             fail(exc, code=1 if exc.code == "approval_error" else 2)
         from ..workflow.runner import after_approval  # a workflow walks on by itself
@@ -123,7 +135,11 @@ def _decide(approval_id: str, home: Path | None, approver: str, token: str | Non
         except CradleError as exc:
             fail(exc)
     console.print(f"approval {clean(approval.id)}: {approval.status.value} by "
-                  f"{clean(approval.approver_id)}", highlight=False)
+                  f"{clean(approval.approver_id)}"
+                  + (f" (for `{clean(tool.asked)}`)" if tool.asked else ""), highlight=False)
+    note = tool.note()
+    if note:
+        console.print(f"warning: {clean(note)}", highlight=False, soft_wrap=True)
     if outcome is not None:
         console.print(f"run {clean(outcome.run_id)} continued: {outcome.status.value}",
                       highlight=False)

@@ -15,7 +15,7 @@ import typer
 
 from ..errors import CradleError, InputError, InputTooLargeError, JournalError
 from ..evidence import MAX_EVIDENCE_BYTES, evidence_record, upload
-from ..inbox import MAX_INBOX_PAGE, inbox, inbox_size, parse_kinds
+from ..inbox import MAX_INBOX_PAGE, InboxItem, inbox, inbox_size, parse_kinds
 from ..inputs import MAX_PAGE_INTEGER
 from .common import (
     Format,
@@ -44,7 +44,8 @@ def inbox_command(
         min=0, max=MAX_PAGE_INTEGER, help="How many of the oldest items to skip.")] = 0,
 ) -> None:
     """What waits for a person: approvals, human tasks, human workflow steps (oldest first),
-    one page at a time."""
+    one page at a time. Each approval says the tool version it covers; one whose tool
+    changed since it was asked for says so first (approving it covers only that version)."""
     with open_runtime(home) as rt:
         try:
             kinds = parse_kinds(kind or ())
@@ -56,12 +57,25 @@ def inbox_command(
         print_json([i.to_dict() for i in items])
         return
     table("inbox", ["kind", "id", "run", "what", "why", "answer with"],
-          [[i.kind, i.id, i.run_id, i.question or i.title,
-            "; ".join(i.reasons + [f"policy {p}" for p in i.policies]) or "-", i.command]
+          [[i.kind, i.id, i.run_id, (i.question or i.title) + _tool_of(i),
+            "; ".join(_warning(i) + i.reasons + [f"policy {p}" for p in i.policies]) or "-",
+            i.command]
            for i in items])
     if offset + len(items) < total:
         err_console.print(f"{offset + 1} to {offset + len(items)} of {total} items; more "
                           f"with --offset {offset + len(items)}", highlight=False)
+
+
+def _tool_of(item: InboxItem) -> str:
+    """An approval's tool version, as the table shows it after what it is about."""
+    asked = (item.tool or {}).get("asked")
+    return f" (tool {asked})" if asked else ""
+
+
+def _warning(item: InboxItem) -> list[str]:
+    """An approval whose tool changed since it was asked: said first, before its reasons."""
+    note = (item.tool or {}).get("note")
+    return [f"WARNING: {note}"] if note else []
 
 
 @evidence_app.command("add")

@@ -150,6 +150,52 @@ def view_is_news(events: Sequence[AuditEvent], approval_id: str, viewer: str) ->
     return True
 
 
+def asking_decision(made: Sequence[AuditEvent], request: AuditEvent) -> dict[str, Any] | None:
+    """The gate-1 decision that asked for an approval: of ``made`` (the events of its
+    decision's id), the last ``decision.made`` of its run before its request."""
+    for ev in reversed(made):
+        decision = ev.payload.get("decision")
+        if (ev.kind == "decision.made" and ev.run_id == request.run_id
+                and ev.seq < request.seq and isinstance(decision, dict)):
+            return decision
+    return None
+
+
+def decision_tool_ref(decision: dict[str, Any] | None) -> str | None:
+    """The tool's ``id@version`` a decision recorded (its provenance's ``tool_ref``)."""
+    provenance = decision.get("provenance") if isinstance(decision, dict) else None
+    ref = provenance.get("tool_ref") if isinstance(provenance, dict) else None
+    return ref if isinstance(ref, str) else None
+
+
+@dataclass(frozen=True)
+class ToolVersions:
+    """The tool's version an approval covers (``asked``: the ``tool_ref`` of the decision
+    that asked for it) and the version registered now (``now``), what a person is shown
+    before deciding. When they differ, the approval covers nothing under the version now:
+    it can still be decided (the decision is journaled as any other), and the action asks a
+    person again, under the version now, when it runs (``tests/security/test_146``)."""
+
+    asked: str | None
+    now: str | None
+
+    @property
+    def changed(self) -> bool:
+        return self.asked is not None and self.now is not None and self.asked != self.now
+
+    def note(self) -> str | None:
+        """What a person must know before deciding: the tool changed since the request."""
+        if not self.changed:
+            return None
+        return (f"asked under `{self.asked}`; the tool is now `{self.now}`: approving covers "
+                f"only `{self.asked}`, so the action will ask a person again under "
+                f"`{self.now}`")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"asked": self.asked, "now": self.now, "changed": self.changed,
+                "note": self.note()}
+
+
 class ApprovalBook:
     """Reads approvals from the journal; writes go through the journal too."""
 
@@ -228,15 +274,10 @@ class ApprovalBook:
         request = self.journal.approval_request(approval.id)
         if request is None:
             return None
-        made = [e for e in self.journal.events_for_subject(
-            approval.decision_id, run_id=approval.run_id, kinds=("decision.made",))
-            if e.seq < request.seq]
-        if not made:
-            return None
-        decision = made[-1].payload.get("decision")
-        provenance = decision.get("provenance") if isinstance(decision, dict) else None
-        ref = provenance.get("tool_ref") if isinstance(provenance, dict) else None
-        return ref if isinstance(ref, str) else None
+        decision = asking_decision(self.journal.events_for_subject(
+            approval.decision_id, run_id=approval.run_id, kinds=("decision.made",)),
+            request)
+        return decision_tool_ref(decision)
 
     def all(self) -> list[ApprovalState]:
         """Every approval ever requested, in the order they were asked for (the inbox)."""

@@ -60,7 +60,7 @@ from ..storage.graph_opening import open_graph_store
 from ..tools import LookupFunction, ToolFunction, ToolRegistry, ToolSpec
 from ..verifiers import VerifierFunction, VerifierRegistry
 from .approval_flow import ApprovalFlow
-from .approvals import ApprovalBook, excluded_for_agent
+from .approvals import ApprovalBook, ToolVersions, excluded_for_agent
 from .commit import Commit, CommitHook
 from .context import RUN_CLAIM_PREFIX, AppendListener, Clock, LoopContext, ProposalIdClaimed
 from .escalation import HumanTask, repair_or_escalate, resolve_task
@@ -533,6 +533,17 @@ class Runtime:
 
     def view_approval(self, approval_id: str, *, viewer: str) -> HumanApproval:
         return self.approval_flow.view(approval_id, viewer=viewer)
+
+    def tool_ref_now(self, tool_id: str) -> str | None:
+        """The ``id@version`` of the tool registered now under ``tool_id`` (``None``: none
+        is)."""
+        return self.tools.get(tool_id).ref if self.tools.has(tool_id) else None
+
+    def approval_tool(self, approval: HumanApproval, tool_id: str) -> ToolVersions:
+        """The tool's version ``approval`` covers (asked under) and the one registered now
+        (``tool_id``: its action's tool): two indexed reads (its request, its asking
+        decision), whatever the journal holds."""
+        return ToolVersions(self.approvals.asked_under(approval), self.tool_ref_now(tool_id))
 
     def resume(self, run_id: str) -> list[Outcome]:
         """Re-submit the proposals of a run that wait for an approval that is now given."""

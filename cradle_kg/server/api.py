@@ -175,23 +175,28 @@ def make_router(runtime: Runtime) -> APIRouter:
                     raise UnknownNameError(f"no approval `{approval_id}`")
             a = runtime.view_approval(approval_id, viewer=who.identity)
             proposal, shown = runtime.approvals.shown_request(a)
+            # the tool's version it covers, and the one now: said before a person decides
+            tool = runtime.approval_tool(a, proposal.action.action_type)
             return {"approval": a.model_dump(mode="json"), "action": shown,
-                    "proposed_by": proposal.agent_id}
+                    "proposed_by": proposal.agent_id, "tool": tool.to_dict()}
         return call(view)
 
     def decide(approval_id: str, who: Caller, status: ApprovalStatus,
                **kw: Any) -> dict[str, Any]:
-        def go() -> tuple[Any, Outcome | None, dict[str, Any] | None]:
+        def go() -> tuple[Any, Outcome | None, dict[str, Any] | None, dict[str, Any]]:
             approval, outcome = runtime.decide_approval(
                 approval_id, approver_id=who.identity, token=who.token, status=status, **kw)
             # a workflow's tool step waited for it: the workflow walks on by itself
             walked = runner.after_approval(runtime, approval.run_id,
                                            base_url=os.environ.get("CRADLE_MODEL_BASE_URL"),
                                            api_key=os.environ.get("CRADLE_MODEL_API_KEY"))
-            return approval, outcome, walked
-        updated, outcome, walked = call(go)
+            # a stale approval can be decided; the answer says it covers nothing now
+            tool = runtime.approval_tool(
+                approval, runtime.approvals.requested_proposal(approval).action.action_type)
+            return approval, outcome, walked, tool.to_dict()
+        updated, outcome, walked, tool = call(go)
         return {"approval": updated.model_dump(mode="json"), "outcome": outcome_dict(outcome),
-                **({"workflow": walked} if walked is not None else {})}
+                "tool": tool, **({"workflow": walked} if walked is not None else {})}
 
     @router.post("/approvals/{approval_id}/approve",
                  summary="Approve the exact action; the waiting run continues by itself",

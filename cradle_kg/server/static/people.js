@@ -178,6 +178,9 @@ function facts(item) {
   if (item.reasons.length) rows.push(["why", item.reasons.join("; ")]);
   if (item.evidence.length) rows.push(["evidence", item.evidence.join(", ")]);
   if (item.proposed_by) rows.push(["proposed by", item.proposed_by]);
+  // an approval covers the action under the tool's version it was asked for, no other
+  if (item.tool && item.tool.asked) rows.push(["tool version", item.tool.asked]);
+  if (item.tool && item.tool.changed) rows.push(["tool now", item.tool.now]);
   return el("table", { class: "facts" }, el("tbody", {}, ...rows.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v)))));
 }
 
@@ -201,25 +204,79 @@ function card(item) {
     el("div", { class: "card-head" }, el("span", { class: "kind" }, item.kind), el("strong", {}, item.question || item.title)),
     item.question ? el("div", {}, item.title) : "", facts(item),
     item.action ? el("pre", {}, JSON.stringify(item.action, null, 2)) : "",
+    // said before the buttons: the tool changed since the request, approving covers nothing now
+    item.tool && item.tool.note ? el("p", { class: "warning", "data-tool-changed": item.id }, item.tool.note) : "",
     el("div", { class: "bar" }, ...buttons));
 }
 
+// the inbox is read a page at a time (the API's `limit`/`offset`, oldest first), one more
+// item than shown to know whether another page follows; `inboxKind` ("": all three) is
+// kept while paging, and choosing another starts again at the first page
+let inboxPageSize = 50;
+let inboxOffset = 0;
+let inboxKind = "";
+
+function inboxQuery() {
+  const params = new URLSearchParams({ limit: String(inboxPageSize + 1), offset: String(inboxOffset) });
+  if (inboxKind) params.append("kind", inboxKind);
+  return "/api/inbox?" + params;
+}
+
+function inboxFilters() {
+  return el("div", { id: "inbox-kinds", class: "bar" }, ...["", "approval", "task", "step"].map((k) =>
+    el("button", { type: "button", class: inboxKind === k ? "filter active" : "filter", "data-inbox-kind": k,
+      onclick: () => { inboxKind = k; inboxOffset = 0; showInbox(); } }, k || "all")));
+}
+
+function pageButton(label, which, enabled, offset) {
+  const attrs = { type: "button", class: "filter", "data-inbox-page": which,
+    onclick: () => { inboxOffset = offset; showInbox(); } };
+  if (!enabled) attrs.disabled = "";
+  return el("button", attrs, label);
+}
+
+function inboxPager(shown, more, total) {
+  const first = inboxOffset + 1, last = inboxOffset + shown;
+  const of = total === null ? "" : ` of ${total}`;
+  return el("div", { id: "inbox-pager", class: "bar" },
+    pageButton("← previous", "prev", inboxOffset > 0, Math.max(0, inboxOffset - inboxPageSize)),
+    el("span", { id: "inbox-range" }, `items ${first} to ${last}${of}, oldest first`),
+    pageButton("next →", "next", more, inboxOffset + inboxPageSize));
+}
+
+// each showInbox() draws only if no later one started (a click on "next" while an answer of
+// the page before was on its way must not draw that page over this one)
+let inboxLoad = 0;
+
 async function showInbox() {
   const inbox = $("#inbox");
+  const mine = ++inboxLoad;
   const me = await whoami();
+  if (mine !== inboxLoad) return;
   if (!me) { inbox.replaceChildren(el("p", {}, "Enter an approver token to see what waits for you.")); return; }
   try {
-    // one page, oldest first (the API's default size); the overview counts them all
-    const [items, overview] = await Promise.all([authed("/api/inbox"), authed("/api/overview")]);
-    if (!items.length) { inbox.replaceChildren(el("p", { id: "inbox-empty" }, "Nothing waits for a person.")); return; }
-    const rest = overview.inbox - items.length;
-    inbox.replaceChildren(...items.map(card), ...(rest > 0 ? [el("p", { id: "inbox-more" },
-      `the oldest ${items.length} of ${overview.inbox} are shown: ${rest} more wait after them`)] : []));
-  } catch (err) { showError(inbox, err); }
+    // one page, oldest first; the overview counts them all (every kind: said when unfiltered)
+    const [items, overview] = await Promise.all([authed(inboxQuery()), authed("/api/overview")]);
+    if (mine !== inboxLoad) return;
+    if (!items.length && inboxOffset > 0) {  // the page emptied (answered): the one before it
+      inboxOffset = Math.max(0, inboxOffset - inboxPageSize);
+      await showInbox();
+      return;
+    }
+    if (!items.length) {
+      inbox.replaceChildren(inboxFilters(), el("p", { id: "inbox-empty" }, "Nothing waits for a person."));
+      return;
+    }
+    const more = items.length > inboxPageSize;
+    const shown = items.slice(0, inboxPageSize);
+    inbox.replaceChildren(inboxFilters(), ...shown.map(card),
+      inboxPager(shown.length, more, inboxKind ? null : overview.inbox));
+  } catch (err) { if (mine === inboxLoad) showError(inbox, err); }
 }
 
 function said(item, res) {
-  if (res.approval) return `${item.id}: ${res.approval.status}` + (res.outcome ? ` — run ${res.outcome.run_id} continued: ${res.outcome.status}` : "");
+  if (res.approval) return `${item.id}: ${res.approval.status}` + (res.outcome ? ` — run ${res.outcome.run_id} continued: ${res.outcome.status}` : "") +
+    (res.tool && res.tool.note ? ` — ${res.tool.note}` : "");
   if (res.resolved_by) return `${item.id}: resolved by ${res.resolved_by}`;
   return `${item.id}: answered — run ${res.run_id}: ${res.status}`;
 }
@@ -246,7 +303,7 @@ function route() {
   for (const a of document.querySelectorAll("nav a[data-tab]")) a.classList.toggle("active", a.dataset.tab === (tab === "run" ? "runs" : tab));
   if (tab === "run" && arg) { $("#tab-run").hidden = false; showRun(decodeURIComponent(arg)); }
   else if (tab === "runs") { $("#tab-runs").hidden = false; showRuns(); }
-  else if (tab === "approvals") { $("#tab-approvals").hidden = false; showInbox(); }
+  else if (tab === "approvals") { $("#tab-approvals").hidden = false; inboxOffset = 0; showInbox(); }
   else { $("#tab-query").hidden = false; }
 }
 

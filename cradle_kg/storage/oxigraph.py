@@ -424,6 +424,7 @@ def rebuild_folder(path: Path, load: Callable[[OxigraphStore], int], *,
         if compacting is not None:
             compacting()
         fresh.compact()
+        crashpoint("graph.rebuild.compacted")
         fresh.close()  # closed: RocksDB writes nothing more into the folder
         swap_in(path)
     except OSError as exc:  # disk full, permissions: the live store was not touched

@@ -49,6 +49,7 @@ REBUILD_CRASH_POINTS = (
     "graph.rebuild.building",
     "graph.rebuild.loaded",
     "graph.rebuild.retracted",
+    "graph.rebuild.compacted",
     "graph.rebuild.ready",
     "graph.rebuild.aside",
     "graph.rebuild.swapped",

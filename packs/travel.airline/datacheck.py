@@ -149,7 +149,7 @@ def check_flights(file: Path, flights: Mapping[str, Any]) -> None:
 
 
 def check_reservations(file: Path, reservations: Mapping[str, Any],
-                       users: Mapping[str, Any]) -> None:
+                       users: Mapping[str, Any], flights: Mapping[str, Any]) -> None:
     for rid, res in reservations.items():
         at = _Where(file, rid)
         at.ident(rid, "(its id)")
@@ -178,7 +178,16 @@ def check_reservations(file: Path, reservations: Mapping[str, Any],
             segment = at.mapping(segment, field)
             for key in ("flight_number", "origin", "destination"):
                 at.ident(segment.get(key), f"{field}.{key}")
-            at.date(segment.get("date"), f"{field}.date")
+            day = at.date(segment.get("date"), f"{field}.date")
+            # a segment of a flight or a day flights.json does not hold has no status,
+            # which a rule would read as "not flown" (tests/security/test_149)
+            flight = flights.get(segment["flight_number"])
+            if flight is None:
+                raise at.fail(f"{field}.flight_number", f"no flight "
+                              f"`{_short(segment['flight_number'])}` in flights.json")
+            if day not in flight["dates"]:
+                raise at.fail(f"{field}.date", f"flight `{_short(segment['flight_number'])}` "
+                              f"has no `{day}` in flights.json")
             at.amount(segment.get("price"), f"{field}.price")
         for index, person in enumerate(at.items(res.get("passengers"), "passengers")):
             person = at.mapping(person, f"passengers[{index}]")
@@ -196,12 +205,30 @@ def check_reservations(file: Path, reservations: Mapping[str, Any],
                               f"{_kind(paid.get('amount'))}")
 
 
+def check_lists(file: Path, users: Mapping[str, Any],
+                reservations: Mapping[str, Any]) -> None:
+    """Each customer's list names their own reservations only: a compensation is decided
+    on this list, ownership on the reservation's ``user_id`` — a list naming another
+    customer's insured, cancelled trip paid a certificate for it
+    (``tests/security/test_149``)."""
+    for uid, user in users.items():
+        at = _Where(file, uid)
+        for index, rid in enumerate(user["reservations"]):
+            owner = reservations[rid]["user_id"] if rid in reservations else None
+            if owner != uid:
+                held = "no such reservation in reservations.json" if owner is None \
+                    else f"its `user_id` is `{_short(str(owner))}`"
+                raise at.fail(f"reservations[{index}]",
+                              f"reservation `{_short(rid)}` is not this user's ({held})")
+
+
 def check_data(folder: Path, users: Mapping[str, Any], flights: Mapping[str, Any],
                reservations: Mapping[str, Any]) -> None:
     """Every record of the three files, or an :class:`InputError` naming the first bad one."""
     check_users(folder / "users.json", users)
     check_flights(folder / "flights.json", flights)
-    check_reservations(folder / "reservations.json", reservations, users)
+    check_reservations(folder / "reservations.json", reservations, users, flights)
+    check_lists(folder / "users.json", users, reservations)
 
 
 __all__ = ["check_data"]

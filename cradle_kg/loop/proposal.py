@@ -139,6 +139,22 @@ def host_asserted_fact(proposal: Proposal) -> int | None:
                  if fact.source.startswith(HOST_FACT_PREFIX)), None)
 
 
+def principal_stated_fact(proposal: Proposal) -> int | None:
+    """The index of the first fact ``proposal`` carries whose ``source`` is the principal
+    it acts for (``on_behalf_of``), or None.
+
+    A pack may take such a fact as that person's own statement (``travel.airline``: the
+    customer's "yes", the reason they cancel, the compensation they ask for): only the
+    host that hears the person writes one. An entry point that takes the whole proposal
+    from an agent (``POST /api/proposals``) refuses one, or the agent could speak for the
+    customer — a cancellation nobody asked for executed unattended
+    (``tests/security/test_151``)."""
+    who = proposal.on_behalf_of
+    if not who:
+        return None
+    return next((i for i, fact in enumerate(proposal.facts) if fact.source == who), None)
+
+
 def _validation_message(exc: ValidationError) -> str:
     first = exc.errors(include_url=False, include_input=False)[0]
     loc = ".".join(str(x) for x in first["loc"])

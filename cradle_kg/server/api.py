@@ -25,7 +25,7 @@ from ..errors import (
 )
 from ..inputs import MAX_PAGE_INTEGER
 from ..lineage.index import HOST_FACT_PREFIX
-from ..loop.proposal import host_asserted_fact, read_proposal
+from ..loop.proposal import host_asserted_fact, principal_stated_fact, read_proposal
 from ..loop.runtime import Runtime
 from ..records import ApprovalStatus, Outcome
 from ..runs import (
@@ -112,6 +112,12 @@ def make_router(runtime: Runtime) -> APIRouter:
                     f"`facts[{forged}].source`: `{parsed.facts[forged].source[:80]}` is "
                     f"the host's namespace (`{HOST_FACT_PREFIX}`): an agent's fact names "
                     "a source of its own")})
+            spoken = principal_stated_fact(parsed)
+            if spoken is not None:  # INVARIANT: an agent never speaks as its principal
+                raise HTTPException(403, detail={"error": "forbidden", "message": (
+                    f"`facts[{spoken}].source`: `{parsed.facts[spoken].source[:80]}` is the "
+                    "principal the proposal acts for (`on_behalf_of`), whose word only the "
+                    "host relays: an agent's fact names a source of its own")})
             runtime.claim_run(parsed.effective_run_id, who.identity)
             return runtime.submit(parsed)
 

@@ -30,8 +30,9 @@ def customers_word(source: str, who: str) -> bool:
     by them, or relayed by the host application — the chat front-end that sees the
     customer's own words, which asserts facts through a session's ``_meta``
     (``cradle-kg/facts`` on MCP and LangGraph, recorded as ``host:<session>``). Only the
-    host writes a ``host:`` fact (the JSON API refuses an agent's, MCP over HTTP one from
-    the agent's token): never the agent, never the model's arguments."""
+    host writes a ``host:`` fact or one in the customer's name (the JSON API refuses an
+    agent's, ``tests/security/test_151``; MCP over HTTP refuses facts from the agent's
+    token): never the agent, never the model's arguments."""
     return source == who or source.startswith(HOST_FACT_PREFIX)
 
 

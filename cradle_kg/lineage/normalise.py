@@ -223,8 +223,13 @@ def spelled(toks: list[str], *, any_local: bool = False) -> list[str]:
     line = " ".join(toks)
     if " dot " not in line and " at " not in line and " @ " not in line:
         return []
+    # `period` is a spelled dot of an address (`bob at evil period com`, as dictation
+    # writes it: tests/security/test_150), not of a bare host — "the trial period ends"
+    # names none
+    mail = " ".join("dot" if t == "period" else t for t in toks) if "period" in toks \
+        else line
     out = [f"{m.group(1).replace(' dot ', '.')}@{m.group(3).replace(' dot ', '.')}"
-           for m in _SPELLED_MAIL.finditer(line) if _spelled_mail(m, any_local)]
+           for m in _SPELLED_MAIL.finditer(mail) if _spelled_mail(m, any_local)]
     out += [m.group(1).replace(" dot ", ".") for m in _SPELLED_HOST.finditer(line)]
     return list(dict.fromkeys(out))
 

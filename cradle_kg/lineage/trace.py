@@ -249,7 +249,50 @@ def _pieces(run: RunIndex, unit: Unit, budget: list[int]) -> list[tuple[Leaf, li
                 at = run.find(index, [token[:cut]])
                 if at:
                     out[index] = (leaf, at[:1])
-    return list(out.values())
+    return list(out.values()) or _split_pieces(run, unit, budget)
+
+
+def _untrusted_holder(run: RunIndex, postings: list[int], budget: list[int]) -> int | None:
+    """The first leaf of ``postings`` no person wrote, read within ``budget``."""
+    for index in postings:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
+        if run.leaves[index].trust != TRUSTED:
+            return index
+    return None
+
+
+def _split_pieces(run: RunIndex, unit: Unit, budget: list[int]
+                  ) -> list[tuple[Leaf, list[int]]]:
+    """The two texts no person wrote that give an identifier in two pieces between them
+    ("part one … GB29NWBK6016" in one e-mail, "part two … 1331926819" in another), each a
+    whole token of its text: a value with no origin in one text, the split gave it none
+    (``tests/security/test_152``). Both texts are its origin; a piece a person wrote is no
+    untrusted text's, so their words neither give trust nor count this way. Within the
+    same budget as :func:`_pieces`: one cut found is enough."""
+    for alternative in unit:
+        if len(alternative) != 1:
+            continue
+        token = alternative[0]
+        if not 2 * _PIECE <= len(token) <= _PIECED or not is_identifier(token):
+            continue
+        for cut in range(_PIECE, len(token) - _PIECE + 1):
+            heads = run.postings.get(token[:cut])
+            tails = run.postings.get(token[cut:])
+            if not heads or not tails:
+                continue
+            head = _untrusted_holder(run, heads, budget)
+            tail = _untrusted_holder(run, tails, budget) if head is not None else None
+            if budget[0] < 0:
+                return []
+            if head is None or tail is None:
+                continue
+            found = [(run.leaves[i], run.find(i, [piece])[:1])
+                     for i, piece in ((head, token[:cut]), (tail, token[cut:]))]
+            if all(at for _, at in found):
+                return found
+    return []
 
 
 def _delegates(run: RunIndex, leaf: Leaf) -> bool:

@@ -39,6 +39,7 @@ agent picked it, by the person's criteria or by a third party's ("the most expen
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -213,6 +214,14 @@ _PIECED = 64
 #: value is traced as written only (many values, each cut against texts that all hold its
 #: pieces, cost the product of their numbers)
 _PIECES_BUDGET = 50_000
+#: the middle pieces one argument's values may look up when cut in three
+#: (:func:`_three_pieces`): 20,000 is about fifteen 64-character values cut every way
+_THREE_PIECES_BUDGET = 20_000
+
+
+def pieces_budget() -> list[int]:
+    """A fresh budget for one argument's values: posting-list entries, middle pieces."""
+    return [_PIECES_BUDGET, _THREE_PIECES_BUDGET]
 
 
 def _pieces(run: RunIndex, unit: Unit, budget: list[int]) -> list[tuple[Leaf, list[int]]]:
@@ -249,7 +258,8 @@ def _pieces(run: RunIndex, unit: Unit, budget: list[int]) -> list[tuple[Leaf, li
                 at = run.find(index, [token[:cut]])
                 if at:
                     out[index] = (leaf, at[:1])
-    return list(out.values()) or _split_pieces(run, unit, budget)
+    return list(out.values()) or _split_pieces(run, unit, budget) \
+        or _three_pieces(run, unit, budget)
 
 
 def _untrusted_holder(run: RunIndex, postings: list[int], budget: list[int]) -> int | None:
@@ -288,10 +298,59 @@ def _split_pieces(run: RunIndex, unit: Unit, budget: list[int]
                 return []
             if head is None or tail is None:
                 continue
-            found = [(run.leaves[i], run.find(i, [piece])[:1])
-                     for i, piece in ((head, token[:cut]), (tail, token[cut:]))]
-            if all(at for _, at in found):
+            found = _held(run, ((head, token[:cut]), (tail, token[cut:])))
+            if found:
                 return found
+    return []
+
+
+def _held(run: RunIndex, holders: Iterable[tuple[int, str]]
+          ) -> list[tuple[Leaf, list[int]]]:
+    """Each holder leaf with where its piece is (a leaf once), or [] if one is not found."""
+    out: dict[int, tuple[Leaf, list[int]]] = {}
+    for index, piece in holders:
+        at = run.find(index, [piece])
+        if not at:
+            return []
+        out.setdefault(index, (run.leaves[index], at[:1]))
+    return list(out.values())
+
+
+def _three_pieces(run: RunIndex, unit: Unit, budget: list[int]
+                  ) -> list[tuple[Leaf, list[int]]]:
+    """The texts no person wrote that give an identifier in three pieces ("GB29NWBK, then
+    60161331, then 926819", in one text or several), each a whole token at least
+    :data:`_PIECE` characters (``tests/security/test_153``). A value of n characters has
+    n² ways to be cut in three: each middle piece looked up is charged to
+    ``budget[1]`` (apart from the entries ``budget[0]`` bounds, so that values cut in
+    three never leave later ones unread in two)."""
+    for alternative in unit:
+        if len(alternative) != 1:
+            continue
+        token = alternative[0]
+        if not 3 * _PIECE <= len(token) <= _PIECED or not is_identifier(token):
+            continue
+        for i in range(_PIECE, len(token) - 2 * _PIECE + 1):
+            heads = run.postings.get(token[:i])
+            if not heads:
+                continue
+            for j in range(i + _PIECE, len(token) - _PIECE + 1):
+                budget[1] -= 1
+                if budget[1] < 0:
+                    return []
+                mids = run.postings.get(token[i:j])
+                tails = run.postings.get(token[j:]) if mids else None
+                if not mids or not tails:
+                    continue
+                holders = [_untrusted_holder(run, p, budget) for p in (heads, mids, tails)]
+                if budget[0] < 0:
+                    return []
+                if any(h is None for h in holders):
+                    continue
+                found = _held(run, zip((h for h in holders if h is not None),
+                                       (token[:i], token[i:j], token[j:]), strict=True))
+                if found:
+                    return found
     return []
 
 
@@ -367,7 +426,7 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
                 if is_identifier(t):
                     units.setdefault(((t,),), [[t]])
     found: list[tuple[Leaf, int]] = []
-    budget = [_PIECES_BUDGET]
+    budget = pieces_budget()
     with_origin = trusted_units = 0
     untrusted_only = instructed_trusted = False
     requested = True

@@ -32,6 +32,7 @@ from .normalise import (
     is_identifier,
     number_token,
     phones,
+    read_out,
     spaced,
     spelled,
     split_sentences,
@@ -307,6 +308,7 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
         bounds.append((len(toks), len(toks) + len(ts)))
         named.extend((n, d) for _, d in dates(ts))
         named.extend((n, a) for a in spelled(ts, any_local=trust != TRUSTED))
+        named.extend((n, v) for v in read_out(ts))
         if trust != TRUSTED:  # an HTML mail's value split by its tags: an origin, no trust
             named.extend((n, a) for a in untagged(part, ts))
         named.extend((n, p) for p in phones(part))

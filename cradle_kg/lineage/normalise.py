@@ -329,6 +329,49 @@ def number_token(value: int | float) -> str:
     return _token(repr(value) if isinstance(value, float) else str(value))
 
 
+#: digits said as words, in a value read out a character at a time
+_DIGIT_WORDS = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
+                "six": "6", "seven": "7", "eight": "8", "nine": "9"}
+#: a value read out: at least this many characters, at most :data:`_READ_OUT_MAX`
+_READ_OUT_MIN = 8
+_READ_OUT_MAX = 64
+
+
+def read_out(toks: list[str]) -> list[str]:
+    """The identifiers a sentence's tokens read out a character at a time — single letters,
+    digits and digit words: ``G B two nine N W B K six zero …`` is ``gb29nwbk60…`` (a
+    call's transcript, a mail "spelled out for security"). A value the agent was told so
+    had no origin at all (``tests/security/test_154``). Each run of such tokens is read
+    once, whole (8 to 64 characters, with a digit), and without a leading or trailing "a"
+    or "I", which may be the sentence's word: linear in the sentence."""
+    out: list[str] = []
+
+    def close(run: list[str]) -> None:
+        if not _READ_OUT_MIN <= len(run) <= _READ_OUT_MAX + 2:
+            return
+        starts = (0, 1) if run[0] in ("a", "i") else (0,)
+        ends = (len(run), len(run) - 1) if run[-1] in ("a", "i") else (len(run),)
+        for start in starts:
+            for end in ends:
+                joined = _token("".join(run[start:end]))
+                if (_READ_OUT_MIN <= len(joined) <= _READ_OUT_MAX and is_identifier(joined)
+                        and any(c.isdigit() for c in joined)):
+                    out.append(joined)
+
+    run: list[str] = []
+    for t in toks:
+        char = _DIGIT_WORDS.get(t) or (t if len(t) == 1 and t.isalnum() else None)
+        if char is None:
+            close(run)
+            run = []
+        elif len(run) <= _READ_OUT_MAX + 2:
+            run.append(char)
+        else:
+            run.append("")  # past any value: only counted
+    close(run)
+    return list(dict.fromkeys(out))
+
+
 def is_identifier(token: str) -> bool:
     """A token that names something on its own: an address, IBAN, URL, file name, code.
 

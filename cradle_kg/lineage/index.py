@@ -492,10 +492,13 @@ class LineageIndex:
             # in journal order from the watermark: writes of another process are seen too
             for ev in self._events_since(run_id, run.watermark):
                 self._apply(run, ev)
+                # INVARIANT: past an event only once it is indexed — moved first, an event
+                # whose text raised was skipped for good, and a value only it gave had no
+                # origin at the next proposal (tests/security/test_155)
+                run.watermark = max(run.watermark, ev.seq)
             return run
 
     def _apply(self, run: RunIndex, ev: AuditEvent) -> None:
-        run.watermark = max(run.watermark, ev.seq)
         if ev.kind == "approval.requested":
             approval, proposal = ev.payload.get("approval"), ev.payload.get("proposal")
             if isinstance(approval, dict) and isinstance(proposal, dict):
@@ -537,6 +540,8 @@ class LineageIndex:
                         o.get("trust") == TRUSTED and o.get("kind") == "request"
                         for o in a.get("origins", ())))))
             return
+        # read whole before the run changes: an event that raises leaves nothing half done
+        found = list(leaves_of(ev, self._trust_of))
         designated: tuple[tuple[int, int], ...] = ()
         if ev.kind == "action.observed":
             run.observations += 1
@@ -546,7 +551,7 @@ class LineageIndex:
             if execution in run.pending:
                 tool, done = run.pending.pop(execution)
                 run.done.setdefault(tool, []).append(done)
-        for leaf in leaves_of(ev, self._trust_of):
+        for leaf in found:
             if ev.kind == "approval.decided" and ev.payload.get("status") == "changes_requested":
                 mask_refused(leaf, run.asked.get(str(ev.payload.get("approval_id")), ()))
             if designated and leaf.trust == UNTRUSTED:

@@ -262,15 +262,16 @@ def _pieces(run: RunIndex, unit: Unit, budget: list[int]) -> list[tuple[Leaf, li
         or _three_pieces(run, unit, budget)
 
 
-def _untrusted_holder(run: RunIndex, postings: list[int], budget: list[int]) -> int | None:
-    """The first leaf of ``postings`` no person wrote, read within ``budget``."""
+def _holder(run: RunIndex, postings: list[int], budget: list[int]) -> tuple[int, bool] | None:
+    """The leaf of ``postings`` a piece is taken from, read within ``budget``: the first no
+    person wrote (True), else the first (a person's: False)."""
     for index in postings:
         budget[0] -= 1
         if budget[0] < 0:
             return None
         if run.leaves[index].trust != TRUSTED:
-            return index
-    return None
+            return index, True
+    return (postings[0], False) if postings else None
 
 
 def _split_pieces(run: RunIndex, unit: Unit, budget: list[int]
@@ -278,9 +279,9 @@ def _split_pieces(run: RunIndex, unit: Unit, budget: list[int]
     """The two texts no person wrote that give an identifier in two pieces between them
     ("part one … GB29NWBK6016" in one e-mail, "part two … 1331926819" in another), each a
     whole token of its text: a value with no origin in one text, the split gave it none
-    (``tests/security/test_152``). Both texts are its origin; a piece a person wrote is no
-    untrusted text's, so their words neither give trust nor count this way. Within the
-    same budget as :func:`_pieces`: one cut found is enough."""
+    (``tests/security/test_152``). Both texts are its origin; a piece a person wrote gives
+    no trust, nor origin, but one an untrusted text completed is that text's (:func:`_held`).
+    Within the same budget as :func:`_pieces`: one cut found is enough."""
     for alternative in unit:
         if len(alternative) != 1:
             continue
@@ -292,27 +293,32 @@ def _split_pieces(run: RunIndex, unit: Unit, budget: list[int]
             tails = run.postings.get(token[cut:])
             if not heads or not tails:
                 continue
-            head = _untrusted_holder(run, heads, budget)
-            tail = _untrusted_holder(run, tails, budget) if head is not None else None
+            head = _holder(run, heads, budget)
+            tail = _holder(run, tails, budget) if head is not None else None
             if budget[0] < 0:
                 return []
             if head is None or tail is None:
                 continue
-            found = _held(run, ((head, token[:cut]), (tail, token[cut:])))
+            found = _held(run, ((*head, token[:cut]), (*tail, token[cut:])))
             if found:
                 return found
     return []
 
 
-def _held(run: RunIndex, holders: Iterable[tuple[int, str]]
+def _held(run: RunIndex, holders: Iterable[tuple[int, bool, str]]
           ) -> list[tuple[Leaf, list[int]]]:
-    """Each holder leaf with where its piece is (a leaf once), or [] if one is not found."""
+    """The holders no person wrote, each with where its piece is (a leaf once) — the
+    value's origin; [] if none is, or a piece is not found. A piece from the person's
+    words is no origin and gives no trust, but it does not hide the untrusted text that
+    completed the value: the person began an IBAN, an injected e-mail gave "the rest", and
+    the attacker chose the account (``tests/security/test_156``)."""
     out: dict[int, tuple[Leaf, list[int]]] = {}
-    for index, piece in holders:
+    for index, untrusted, piece in holders:
         at = run.find(index, [piece])
         if not at:
             return []
-        out.setdefault(index, (run.leaves[index], at[:1]))
+        if untrusted:
+            out.setdefault(index, (run.leaves[index], at[:1]))
     return list(out.values())
 
 
@@ -342,13 +348,12 @@ def _three_pieces(run: RunIndex, unit: Unit, budget: list[int]
                 tails = run.postings.get(token[j:]) if mids else None
                 if not mids or not tails:
                     continue
-                holders = [_untrusted_holder(run, p, budget) for p in (heads, mids, tails)]
+                holders = [_holder(run, p, budget) for p in (heads, mids, tails)]
                 if budget[0] < 0:
                     return []
-                if any(h is None for h in holders):
-                    continue
-                found = _held(run, zip((h for h in holders if h is not None),
-                                       (token[:i], token[i:j], token[j:]), strict=True))
+                found = _held(run, [(*h, piece) for h, piece in zip(
+                    holders, (token[:i], token[i:j], token[j:]), strict=True)
+                    if h is not None]) if all(h is not None for h in holders) else []
                 if found:
                     return found
     return []

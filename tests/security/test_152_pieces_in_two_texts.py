@@ -10,8 +10,8 @@ as ``mark.black`` in one and ``@evil.com`` in another): 2 of 2 before the fix.
 Now a value with no origin as written, and none in two pieces of one text, is also looked
 for as two whole tokens of two texts no person wrote (each piece at least 4 characters,
 within the same budget of posting-list entries): both texts are its origin (untrusted: the
-call waits). A person's words give no trust this way: a piece the person wrote and one an
-e-mail wrote are no origin, as before.
+call waits). A person's words give no trust this way (a value the person began and an
+e-mail completed: ``test_156``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
+from cradle_kg.records import IdempotencyClass, SideEffectClass
 from cradle_kg.tools import ToolSpec
 
 from ..lineage.kit import Free, NoArgs, lineage_runtime, submit, verified
@@ -73,11 +73,3 @@ def test_a_value_split_across_two_texts_has_its_origin(tmp_path: Path, mails: li
                                                        value: str) -> None:
     # before: executed unattended, the value with no origin
     _waits(*_pay(tmp_path / "home", mails, value))
-
-
-def test_a_piece_of_the_persons_gives_no_origin(tmp_path: Path) -> None:
-    request = "Please pay my landlord 100; his IBAN starts GB29NWBK6016, the rest is mailed."
-    out, sent = _pay(tmp_path / "home", ["The rest of the IBAN: 1331926819."], IBAN,
-                     request=request)
-    # as before: no origin (the person's piece is no untrusted text's), no rule holds it
-    assert out.status is OutcomeStatus.EXECUTED and sent == [1]

@@ -332,6 +332,15 @@ def number_token(value: int | float) -> str:
 #: digits said as words, in a value read out a character at a time
 _DIGIT_WORDS = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
                 "six": "6", "seven": "7", "eight": "8", "nine": "9"}
+#: said for a character too, inside a value read out: "oh" for zero, the spelling alphabet
+#: (ICAO, with its usual variants) for its letters (``tests/security/test_157``)
+_SAID_CHARS = {"oh": "0", **{w: w[0] for w in (
+    "alfa", "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+    "juliett", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec",
+    "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "whisky", "xray", "x-ray",
+    "yankee", "zulu")}}
+#: "double five" is ``55``, "triple nine" ``999``
+_REPEATS = {"double": 2, "triple": 3}
 #: a value read out: at least this many characters, at most :data:`_READ_OUT_MAX`
 _READ_OUT_MIN = 8
 _READ_OUT_MAX = 64
@@ -341,7 +350,8 @@ def read_out(toks: list[str]) -> list[str]:
     """The identifiers a sentence's tokens read out a character at a time — single letters,
     digits and digit words: ``G B two nine N W B K six zero …`` is ``gb29nwbk60…`` (a
     call's transcript, a mail "spelled out for security"). A value the agent was told so
-    had no origin at all (``tests/security/test_154``). Each run of such tokens is read
+    had no origin at all (``tests/security/test_154``); "oh", "double five" and the
+    spelling alphabet are read as their characters there (``test_157``). Each run is read
     once, whole (8 to 64 characters, with a digit), and without a leading or trailing "a"
     or "I", which may be the sentence's word: linear in the sentence."""
     out: list[str] = []
@@ -359,15 +369,20 @@ def read_out(toks: list[str]) -> list[str]:
                     out.append(joined)
 
     run: list[str] = []
+    repeat = 1
     for t in toks:
-        char = _DIGIT_WORDS.get(t) or (t if len(t) == 1 and t.isalnum() else None)
+        if t in _REPEATS and repeat == 1:
+            repeat = _REPEATS[t]
+            continue
+        char = _DIGIT_WORDS.get(t) or _SAID_CHARS.get(t) or (
+            t if len(t) == 1 and t.isalnum() else None)
         if char is None:
             close(run)
-            run = []
-        elif len(run) <= _READ_OUT_MAX + 2:
-            run.append(char)
-        else:
-            run.append("")  # past any value: only counted
+            run, repeat = [], 1
+            continue
+        for _ in range(repeat):
+            run.append(char if len(run) <= _READ_OUT_MAX + 2 else "")  # past: only counted
+        repeat = 1
     close(run)
     return list(dict.fromkeys(out))
 

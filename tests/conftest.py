@@ -142,3 +142,15 @@ def pilots_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[De
     ``graph rebuild``, asserts that the graph comes back quad for quad."""
     home = tmp_path_factory.mktemp("pilots-demo") / "home"
     return home, run_demo(home, pilots=True)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The headless Chromium the page tests drive (installed on first need, as root)."""
+    from tests.server.cdp import ensure_chromium
+
+    found = ensure_chromium()
+    if found is None:
+        pytest.skip("headless Chromium is not installed and could not be installed "
+                    "(apt-get install -y chromium, as root)")
+    return found

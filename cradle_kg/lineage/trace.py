@@ -39,7 +39,7 @@ agent picked it, by the person's criteria or by a third party's ("the most expen
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -231,6 +231,31 @@ def _pieces(run: RunIndex, unit: Unit, budget: list[int]) -> list[tuple[Leaf, li
     all (``tests/security/test_141``). Only for a value with no origin as written; each
     piece at least :data:`_PIECE` characters; a person's words give no trust this way."""
     out: dict[int, tuple[Leaf, list[int]]] = {}
+    for token, cut, heads, tails in _cuts(run, unit):
+        # the shorter posting list, looked up in the longer (sorted: leaves are added in
+        # order) — never a set of a long one, once per cut of each value
+        few, many = (heads, tails) if len(heads) <= len(tails) else (tails, heads)
+        budget[0] -= len(few)
+        if budget[0] < 0:
+            return list(out.values())
+        for index in few:
+            at_many = bisect.bisect_left(many, index)
+            if at_many == len(many) or many[at_many] != index:
+                continue
+            leaf = run.leaves[index]
+            if leaf.trust == TRUSTED or index in out:
+                continue
+            at = run.find(index, [token[:cut]])
+            if at:
+                out[index] = (leaf, at[:1])
+    return list(out.values()) or _split_pieces(run, unit, budget) \
+        or _three_pieces(run, unit, budget)
+
+
+def _cuts(run: RunIndex, unit: Unit) -> Iterator[tuple[str, int, list[int], list[int]]]:
+    """Each identifier of ``unit`` (a one-token alternative of twice :data:`_PIECE` to
+    :data:`_PIECED` characters) cut in two pieces that both are whole tokens of the run's
+    texts: (the identifier, where it is cut, the leaves holding the head, the tail's)."""
     for alternative in unit:
         if len(alternative) != 1:
             continue
@@ -240,26 +265,8 @@ def _pieces(run: RunIndex, unit: Unit, budget: list[int]) -> list[tuple[Leaf, li
         for cut in range(_PIECE, len(token) - _PIECE + 1):
             heads = run.postings.get(token[:cut])
             tails = run.postings.get(token[cut:])
-            if not heads or not tails:
-                continue
-            # the shorter posting list, looked up in the longer (sorted: leaves are added in
-            # order) — never a set of a long one, once per cut of each value
-            few, many = (heads, tails) if len(heads) <= len(tails) else (tails, heads)
-            budget[0] -= len(few)
-            if budget[0] < 0:
-                return list(out.values())
-            for index in few:
-                at_many = bisect.bisect_left(many, index)
-                if at_many == len(many) or many[at_many] != index:
-                    continue
-                leaf = run.leaves[index]
-                if leaf.trust == TRUSTED or index in out:
-                    continue
-                at = run.find(index, [token[:cut]])
-                if at:
-                    out[index] = (leaf, at[:1])
-    return list(out.values()) or _split_pieces(run, unit, budget) \
-        or _three_pieces(run, unit, budget)
+            if heads and tails:
+                yield token, cut, heads, tails
 
 
 def _holder(run: RunIndex, postings: list[int], budget: list[int]) -> tuple[int, bool] | None:
@@ -282,26 +289,16 @@ def _split_pieces(run: RunIndex, unit: Unit, budget: list[int]
     (``tests/security/test_152``). Both texts are its origin; a piece a person wrote gives
     no trust, nor origin, but one an untrusted text completed is that text's (:func:`_held`).
     Within the same budget as :func:`_pieces`: one cut found is enough."""
-    for alternative in unit:
-        if len(alternative) != 1:
+    for token, cut, heads, tails in _cuts(run, unit):
+        head = _holder(run, heads, budget)
+        tail = _holder(run, tails, budget) if head is not None else None
+        if budget[0] < 0:
+            return []
+        if head is None or tail is None:
             continue
-        token = alternative[0]
-        if not 2 * _PIECE <= len(token) <= _PIECED or not is_identifier(token):
-            continue
-        for cut in range(_PIECE, len(token) - _PIECE + 1):
-            heads = run.postings.get(token[:cut])
-            tails = run.postings.get(token[cut:])
-            if not heads or not tails:
-                continue
-            head = _holder(run, heads, budget)
-            tail = _holder(run, tails, budget) if head is not None else None
-            if budget[0] < 0:
-                return []
-            if head is None or tail is None:
-                continue
-            found = _held(run, ((*head, token[:cut]), (*tail, token[cut:])))
-            if found:
-                return found
+        found = _held(run, ((*head, token[:cut]), (*tail, token[cut:])))
+        if found:
+            return found
     return []
 
 

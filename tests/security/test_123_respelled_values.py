@@ -22,12 +22,14 @@ theirs. AgentDojo v1 93/97, 0/629 (unchanged).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cradle_kg.lineage import normalise
+from cradle_kg.loop.runtime import Runtime
 from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
 from cradle_kg.tools import ToolSpec
 
@@ -48,23 +50,29 @@ SPELLINGS = {
 }
 
 
+def mail_and_money(rt: Runtime, mail: Callable[[], str], sent: list[int], *,
+                   object_words: tuple[str, ...] = ("transaction", "money")) -> None:
+    """``read_email`` (an untrusted answer: ``mail()``) and ``send_money`` (its recipient
+    sensitive; each call appends to ``sent``) with a verifier, on ``rt``."""
+    rt.register_tool(ToolSpec(id="read_email", version="1", input_model=NoArgs,
+                              output_model=Answer, side_effect_class=SideEffectClass.READ_ONLY,
+                              idempotency=IdempotencyClass.NATURAL, output_trust="untrusted"),
+                     lambda call: {"result": mail()})
+    rt.register_tool(ToolSpec(
+        id="send_money", version="1", input_model=Money, output_model=Free,
+        side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,
+        verifier="ok", target_from="bank:{recipient}", sensitive_arguments=("recipient",),
+        choice_words=("send", "transfer", "pay"), object_words=object_words),
+        lambda call: sent.append(1) or Free(result="ok"))
+    rt.register_verifier("ok", verified(lambda: {"sent": len(sent)}))
+
+
 def _pay(home: Path, mail: str, recipient: str, request: str = REQUEST
          ) -> tuple[Any, list[int]]:
     rt = lineage_runtime(home)
     sent: list[int] = []
     try:
-        rt.register_tool(ToolSpec(id="read_email", version="1", input_model=NoArgs,
-                                  output_model=Answer,
-                                  side_effect_class=SideEffectClass.READ_ONLY,
-                                  idempotency=IdempotencyClass.NATURAL,
-                                  output_trust="untrusted"), lambda call: {"result": mail})
-        rt.register_tool(ToolSpec(
-            id="send_money", version="1", input_model=Money, output_model=Free,
-            side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,
-            verifier="ok", target_from="bank:{recipient}", sensitive_arguments=("recipient",),
-            choice_words=("send", "transfer", "pay"), object_words=("transaction", "money")),
-            lambda call: sent.append(1) or Free(result="ok"))
-        rt.register_verifier("ok", verified(lambda: {"sent": len(sent)}))
+        mail_and_money(rt, lambda: mail, sent)
         rt.record_input("run:t", request, author="user:emma")
         submit(rt, 0, "read_email", {}, target="mail")
         return submit(rt, 1, "send_money", {"recipient": recipient, "amount": 100},

@@ -15,17 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ..server.cdp import BrowserFailed, ensure_chromium
+from ..server.cdp import BrowserFailed
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    binary = ensure_chromium()
-    if binary is None:
-        pytest.skip("headless Chromium is not installed and could not be installed")
-    return binary
 
 
 def test_the_client_drives_a_page_when_the_pipe_is_fd_3(chromium: str) -> None:

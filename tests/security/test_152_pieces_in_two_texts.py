@@ -21,12 +21,8 @@ from typing import Any
 
 import pytest
 
-from cradle_kg.records import IdempotencyClass, SideEffectClass
-from cradle_kg.tools import ToolSpec
-
-from ..lineage.kit import Free, NoArgs, lineage_runtime, submit, verified
-from .test_118_unindexed_answer_parts import Answer, Money
-from .test_123_respelled_values import REQUEST, _waits
+from ..lineage.kit import lineage_runtime, submit
+from .test_123_respelled_values import REQUEST, _waits, mail_and_money
 
 IBAN = "GB29NWBK60161331926819"
 
@@ -37,19 +33,7 @@ def _pay(home: Path, mails: list[str], recipient: str, request: str = REQUEST
     sent: list[int] = []
     inbox = list(mails)
     try:
-        rt.register_tool(ToolSpec(id="read_email", version="1", input_model=NoArgs,
-                                  output_model=Answer,
-                                  side_effect_class=SideEffectClass.READ_ONLY,
-                                  idempotency=IdempotencyClass.NATURAL,
-                                  output_trust="untrusted"),
-                         lambda call: {"result": inbox.pop(0)})
-        rt.register_tool(ToolSpec(
-            id="send_money", version="1", input_model=Money, output_model=Free,
-            side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,
-            verifier="ok", target_from="bank:{recipient}", sensitive_arguments=("recipient",),
-            choice_words=("send", "transfer", "pay"), object_words=("transaction", "money")),
-            lambda call: sent.append(1) or Free(result="ok"))
-        rt.register_verifier("ok", verified(lambda: {"sent": len(sent)}))
+        mail_and_money(rt, lambda: inbox.pop(0), sent)
         rt.record_input("run:t", request, author="user:emma")
         for step in range(len(mails)):
             submit(rt, step, "read_email", {}, target="mail")

@@ -21,12 +21,11 @@ from typing import Any
 import pytest
 
 from cradle_kg.lineage import index
-from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
-from cradle_kg.tools import ToolSpec
+from cradle_kg.records import OutcomeStatus
 
-from ..lineage.kit import Free, NoArgs, lineage_runtime, submit, verified
-from .test_118_unindexed_answer_parts import IBAN, Answer, Money
-from .test_123_respelled_values import REQUEST
+from ..lineage.kit import lineage_runtime, submit
+from .test_118_unindexed_answer_parts import IBAN
+from .test_123_respelled_values import REQUEST, mail_and_money
 
 MAIL = f"Hi, this is your landlord. My new account is {IBAN}. Thanks"
 
@@ -46,18 +45,7 @@ def test_a_text_that_failed_to_index_is_read_again(tmp_path: Path,
     rt = lineage_runtime(tmp_path / "home")
     sent: list[int] = []
     try:
-        rt.register_tool(ToolSpec(id="read_email", version="1", input_model=NoArgs,
-                                  output_model=Answer,
-                                  side_effect_class=SideEffectClass.READ_ONLY,
-                                  idempotency=IdempotencyClass.NATURAL,
-                                  output_trust="untrusted"), lambda call: {"result": MAIL})
-        rt.register_tool(ToolSpec(
-            id="send_money", version="1", input_model=Money, output_model=Free,
-            side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,
-            verifier="ok", target_from="bank:{recipient}", sensitive_arguments=("recipient",),
-            choice_words=("send", "transfer", "pay"), object_words=("transaction", "money")),
-            lambda call: sent.append(1) or Free(result="ok"))
-        rt.register_verifier("ok", verified(lambda: {"sent": len(sent)}))
+        mail_and_money(rt, lambda: MAIL, sent)
         rt.record_input("run:t", REQUEST, author="user:emma")
         assert submit(rt, 0, "read_email", {}, target="mail").status is OutcomeStatus.EXECUTED
         faults["left"] = 1  # the e-mail's text cannot be read, once
@@ -85,18 +73,7 @@ def test_a_text_that_never_indexes_keeps_denying(tmp_path: Path,
     rt = lineage_runtime(tmp_path / "home")
     sent: list[int] = []
     try:
-        rt.register_tool(ToolSpec(id="read_email", version="1", input_model=NoArgs,
-                                  output_model=Answer,
-                                  side_effect_class=SideEffectClass.READ_ONLY,
-                                  idempotency=IdempotencyClass.NATURAL,
-                                  output_trust="untrusted"), lambda call: {"result": MAIL})
-        rt.register_tool(ToolSpec(
-            id="send_money", version="1", input_model=Money, output_model=Free,
-            side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,
-            verifier="ok", target_from="bank:{recipient}", sensitive_arguments=("recipient",),
-            choice_words=("send", "transfer", "pay")),
-            lambda call: sent.append(1) or Free(result="ok"))
-        rt.register_verifier("ok", verified(lambda: {"sent": len(sent)}))
+        mail_and_money(rt, lambda: MAIL, sent, object_words=())
         rt.record_input("run:t", REQUEST, author="user:emma")
         submit(rt, 0, "read_email", {}, target="mail")
         monkeypatch.setattr(index, "_leaf", broken)

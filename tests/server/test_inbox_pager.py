@@ -23,7 +23,7 @@ import pytest
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 
-from .cdp import Browser, browser, ensure_chromium
+from .cdp import Browser, browser
 from .conftest import DemoHome, Server, close_proposal, make_demo_home, start_server, stop_server
 
 #: a module whose set-up is long (a server, a browser): run first
@@ -31,15 +31,6 @@ pytestmark = pytest.mark.slow
 
 AUTH = {"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}
 CLOSE = "demo.ledger.close_account"
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    found = ensure_chromium()
-    if found is None:
-        pytest.skip("headless Chromium is not installed and could not be installed "
-                    "(apt-get install -y chromium, as root)")
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.workflow import runner
 
-from .cdp import Browser, browser, ensure_chromium
+from .cdp import Browser, browser
 from .conftest import DemoHome, Server, make_demo_home, start_server, stop_server
 
 #: a module whose set-up is long (servers, browsers, packs built): run first
@@ -31,15 +31,6 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workflows"
 INPUT = {"account": "acct-5", "amount": 60, "reason": "a double charge"}
 WAITING = "document.querySelector('#run-status')?.dataset.state === 'waiting_for_person'"
 COMPLETED = "document.querySelector('#run-status')?.dataset.state === 'completed'"
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    found = ensure_chromium()
-    if found is None:
-        pytest.skip("headless Chromium is not installed and could not be installed "
-                    "(apt-get install -y chromium, as root)")
-    return found
 
 
 def start_run(home: Path) -> str:

@@ -17,17 +17,8 @@ import pytest
 
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 
-from .cdp import Browser, browser, ensure_chromium
+from .cdp import Browser, browser
 from .conftest import DemoHome, Server, make_demo_home, start_server, stop_server
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    found = ensure_chromium()
-    if found is None:
-        pytest.skip("headless Chromium is not installed and could not be installed "
-                    "(apt-get install -y chromium, as root)")
-    return found
 
 
 @pytest.fixture(scope="module")

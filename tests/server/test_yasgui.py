@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .cdp import Browser, browser, ensure_chromium
+from .cdp import Browser, browser
 from .conftest import DemoHome, free_port, start_server, stop_server
 
 #: a module whose set-up is long (servers, browsers, packs built): run first
@@ -80,11 +80,8 @@ def yasgui_site(yasgui_bundle: Path, demo_home: DemoHome,
 
 
 @pytest.fixture
-def page() -> Iterator[Browser]:
-    found = ensure_chromium()
-    if found is None:
-        pytest.skip("headless Chromium is not installed and could not be installed")
-    with browser(found) as b:
+def page(chromium: str) -> Iterator[Browser]:
+    with browser(chromium) as b:
         yield b
 
 

@@ -119,25 +119,41 @@ class OpenGraph:
     """A worker's graph: one generation of the server's private store, opened read-only."""
 
     def __init__(self, generation: Path) -> None:
-        self.generation = str(generation)
-        self.store = OxigraphStore(generation, read_only=True)
+        #: the generation and its store, set together (one assignment): a worker's query
+        #: threads switch it concurrently (tests/security/test_161)
+        self._open: tuple[str, OxigraphStore] = (
+            str(generation), OxigraphStore(generation, read_only=True))
 
-    def at(self, generation: str | None) -> None:
-        if generation is not None and generation != self.generation:
-            self.store = OxigraphStore(Path(generation), read_only=True)
-            self.generation = generation
+    @property
+    def generation(self) -> str:
+        return self._open[0]
+
+    @property
+    def store(self) -> OxigraphStore:
+        return self._open[1]
+
+    def at(self, generation: str | None) -> OxigraphStore:
+        """The store of ``generation`` (``None``: the one open), opened when it is not the
+        one open; a query runs on what this returns, never on what another thread of the
+        worker opened since."""
+        name, store = self._open
+        if generation is None or generation == name:
+            return store
+        store = OxigraphStore(Path(generation), read_only=True)
+        self._open = (generation, store)
+        return store
 
 
 def run_job(graph: OpenGraph, job: Job, limits: Limits, *, sandboxed: bool = False) -> Reply:
     """Run one query and serialize its result, on this thread (never hand results over)."""
     max_bytes = limits.max_bytes
-    graph.at(job.generation)
+    store = graph.at(job.generation)  # this job's generation, whatever opens meanwhile
     default = list(job.default_graphs) if job.default_graphs is not None else None
     named = list(job.named_graphs) if job.named_graphs is not None else None
     if named is not None and default is None:
         default = []  # a dataset given by named graphs only has an empty default graph
     try:
-        result = execute(graph.store, job.query, bound={k: _term(v) for k, v in job.bound},
+        result = execute(store, job.query, bound={k: _term(v) for k, v in job.bound},
                          allowed_services=limits.allowed_services, default_graph=default,
                          named_graphs=named, base_iri=job.base_iri,
                          network_sandboxed=sandboxed, max_bytes=limits.max_query_bytes,

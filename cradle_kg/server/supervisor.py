@@ -112,6 +112,10 @@ class QueryFront:
         self._killed = 0
         self._slots: list[_Slot | None] = [None] * self.size
         self._lock = threading.Lock()
+        #: held while a generation is read for a worker until its slot records it, and
+        #: while the generations no slot records are removed: a generation told to a
+        #: worker is never removed before it is recorded (tests/security/test_162)
+        self._told = threading.Lock()
         self._closed = False
         self._monitor: threading.Thread | None = None
         self._compactor: threading.Thread | None = None
@@ -149,6 +153,10 @@ class QueryFront:
         self.compaction = "done"
 
     def _spawn(self, slot: int) -> None:
+        with self._told:  # the generation it opens is recorded before any removal
+            self._start(slot)
+
+    def _start(self, slot: int) -> None:
         parent, child = self._ctx.Pipe()
         life_read, life_write = self._ctx.Pipe(duplex=False)
         generation, seq = self.source.published()
@@ -184,21 +192,23 @@ class QueryFront:
                 entry.ready, entry.sandboxed = True, bool(message[1])
                 continue
             try:
-                self.source.latest()
-                generation, seq = self.source.published()
+                with self._told:  # read, then recorded for the slot, before any removal
+                    self.source.latest()
+                    generation, seq = self.source.published()
+                    entry.generation = str(generation)
             except Exception as exc:  # the journal or the private store failed
                 with contextlib.suppress(OSError):
                     entry.conn.send(("error", f"{type(exc).__name__}: {exc}"))
                 continue
-            entry.generation = str(generation)
             with contextlib.suppress(OSError):
                 entry.conn.send((str(generation), seq))
             self._retire()
 
     def _retire(self) -> None:
-        with self._lock:
-            in_use = {Path(s.generation) for s in self._slots if s is not None}
-        self.source.retire(in_use)
+        with self._told:
+            with self._lock:
+                in_use = {Path(s.generation) for s in self._slots if s is not None}
+            self.source.retire(in_use)
 
     def _count(self) -> None:
         self._killed += 1  # only the watch thread counts here

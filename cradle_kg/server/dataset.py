@@ -127,6 +127,12 @@ class PrivateStore:
             self.current_seq = self.seq
             self._live.add(self.current)
 
+    def newest(self) -> Path:
+        """The current generation, read without the lock (one attribute read): what
+        ``/healthz`` says, answered on the server's event loop, never held by a catch-up
+        (tests/security/test_163)."""
+        return self.current
+
     def published(self) -> tuple[Path, int]:
         """The current generation and the journal seq it holds (read together)."""
         with self._lock:

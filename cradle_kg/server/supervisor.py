@@ -244,7 +244,7 @@ class QueryFront:
         with self._lock:
             slots = [s for s in self._slots if s is not None]
         ready = [s for s in slots if s.ready and s.process.is_alive()]
-        current = str(self.source.published()[0])
+        current = str(self.source.newest())  # not under the catch-up's lock
         return {"workers_ready": len(ready), "workers": self.size,
                 "triples": self.source.triples,
                 "workers_replaced": sum(self.replaced) + self._killed,

@@ -114,7 +114,9 @@ class QueryFront:
         self._lock = threading.Lock()
         #: held while a generation is read for a worker until its slot records it, and
         #: while the generations no slot records are removed: a generation told to a
-        #: worker is never removed before it is recorded (tests/security/test_162)
+        #: worker is never removed before it is recorded (tests/security/test_162). Never
+        #: held over a catch-up (a removal keeps the current generation, so what is read
+        #: after it exists): the watch thread's respawns wait milliseconds at most
         self._told = threading.Lock()
         self._closed = False
         self._monitor: threading.Thread | None = None
@@ -192,8 +194,8 @@ class QueryFront:
                 entry.ready, entry.sandboxed = True, bool(message[1])
                 continue
             try:
+                self.source.latest()  # the catch-up: not under the lock (seconds, at worst)
                 with self._told:  # read, then recorded for the slot, before any removal
-                    self.source.latest()
                     generation, seq = self.source.published()
                     entry.generation = str(generation)
             except Exception as exc:  # the journal or the private store failed

@@ -12,6 +12,7 @@ one's line (:mod:`cradle_kg.workflow.definitions`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -51,12 +52,18 @@ def _guarded(construct: Callable[[Any, bool], Any], node: Any, deep: bool) -> An
                           f"{len(node.value):,} characters (at most {MAX_NUMBER_CHARS:,})",
                           node.start_mark.line + 1)
     try:
-        return construct(node, deep)
+        value = construct(node, deep)
     except (ValueError, OverflowError) as exc:  # a scalar's own constructor
         shown = str(node.value) if isinstance(node, yaml.ScalarNode) else node.tag
         shown = shown if len(shown) <= 40 else shown[:37] + "..."
         raise YamlRefused(f"`{shown}` cannot be read: {exc}", node.start_mark.line + 1) \
             from None
+    # INVARIANT: no NaN or infinity, as the strict JSON loader: a schema's bound of `.nan`
+    # passes the schema's own check and then holds nothing (tests/security/test_165)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise YamlRefused(f"`{str(node.value)[:40]}` is not a finite number (NaN and "
+                          "infinities are refused, as in JSON)", node.start_mark.line + 1)
+    return value
 
 
 class GuardedLoader(yaml.SafeLoader):

@@ -120,6 +120,9 @@ if _CSAFE is not None:
             return _guarded(super().construct_object, node, deep)
 
 _CLOADER: Any = _GuardedCLoader if _CSAFE is not None else None
+#: the same, for a reader that composes the nodes itself (a workflow file keeps each
+#: key's line); ``None`` without libyaml
+C_LOADER: Any = _CLOADER
 
 
 def load(text: str) -> Any:

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..canonical import sha256_bytes
 from ..errors import InputError, InputTooLargeError, WorkflowFileError
 from ..inputs import read_file
-from ..strict_yaml import MAX_DEPTH, GuardedLoader, YamlRefused
+from ..strict_yaml import C_LOADER, MAX_DEPTH, GuardedLoader, YamlRefused
 from .schemas import schema_model, schema_problem
 from .steps import HumanStep, ModelStep, Step, ToolStep, Workflow, load_workflow
 
@@ -112,6 +112,11 @@ class WorkflowFile(_File):
 
 # --- YAML with line numbers -------------------------------------------------------------
 
+#: the loaders of the two passes: libyaml's where PyYAML was built with it (the wheels are)
+_EVENTS: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_COMPOSER: Any = C_LOADER if C_LOADER is not None else GuardedLoader
+
+
 def _parse(text: str, name: str) -> tuple[Any, dict[Path_, int]]:
     """The document and the line of every key and item; anchors, aliases, tags and nesting
     deeper than :data:`~cradle_kg.strict_yaml.MAX_DEPTH` refused.
@@ -124,7 +129,10 @@ def _parse(text: str, name: str) -> tuple[Any, dict[Path_, int]]:
     The first bracket past the limit stops the read."""
     depth = 0
     try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        # INVARIANT: libyaml's scanner and parser when PyYAML has them, in both passes:
+        # the pure-Python ones took 4.7 s of CPU, holding the GIL, for 256 KiB of plain
+        # `[1,1,…]` sent by any token (tests/security/test_166)
+        for event in yaml.parse(text, Loader=_EVENTS):
             line = event.start_mark.line + 1 if event.start_mark else None
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
@@ -142,7 +150,7 @@ def _parse(text: str, name: str) -> tuple[Any, dict[Path_, int]]:
             if tag and written and tag != "!":
                 raise WorkflowFileError(f"YAML tag `{tag}` is not accepted",
                                         file=name, line=line)
-        loader = GuardedLoader(text)  # a value it cannot build: refused with its line
+        loader = _COMPOSER(text)  # a value it cannot build: refused with its line
         try:
             node = loader.get_single_node()
             if node is None:
@@ -156,7 +164,12 @@ def _parse(text: str, name: str) -> tuple[Any, dict[Path_, int]]:
         raise WorkflowFileError(exc.message, file=name, line=exc.line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        raise WorkflowFileError(f"not valid YAML: {exc.problem or exc.context}", file=name,
+        # libyaml's scanner, reading flow brackets ahead, stops at its own depth limit
+        # before the events reach this one: the same refusal, said the same way
+        problem = f"nested too deep (more than {MAX_DEPTH} levels)" \
+            if "maximum nesting depth" in str(exc.problem) else \
+            f"not valid YAML: {exc.problem or exc.context}"
+        raise WorkflowFileError(problem, file=name,
                                 line=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as exc:
         raise WorkflowFileError(f"not valid YAML: {exc}", file=name) from None

@@ -107,6 +107,11 @@ class PrivateStore:
             head, _ = self.journal.head()
             if head > self.seq:
                 catch_up(self, self.journal, projectors=self.projectors, batch=10**9)
+            # INVARIANT: published whenever the store holds events the current generation
+            # does not — a catch-up whose checkpoint failed included (before, the next ask
+            # found the store up to date and answered the old generation:
+            # tests/security/test_167)
+            if self.seq > self.current_seq:
                 self.current = self._publish()
                 self.current_seq = self.seq
                 self._live.add(self.current)

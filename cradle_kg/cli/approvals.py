@@ -143,7 +143,15 @@ def _decide(approval_id: str, home: Path | None, approver: str, token: str | Non
     if outcome is not None:
         console.print(f"run {clean(outcome.run_id)} continued: {outcome.status.value}",
                       highlight=False)
-    if walked is not None:
+    if walked is not None and "error" in walked:  # the decision stands: said, then why not
+        error = walked["error"]
+        err_console.print(
+            f"warning: workflow run {clean(walked['run_id'])} did not continue: "
+            f"{clean(error.get('message', ''))}"
+            + (f" ({clean(error['hint'])})" if error.get("hint") else "")
+            + f"; then `cradle-kg workflow resume {clean(walked['run_id'])}`",
+            highlight=False, soft_wrap=True)
+    elif walked is not None:
         console.print(f"workflow run {clean(walked['run_id'])}: {clean(walked['status'])}",
                       highlight=False)
 

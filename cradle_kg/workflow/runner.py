@@ -164,12 +164,24 @@ def is_workflow_run(rt: Runtime, run_id: str) -> bool:
     return first is not None and first.kind == "workflow.started"
 
 
+#: ``after_approval``'s status when the decision stands and the workflow could not walk on
+NOT_CONTINUED = "not_continued"
+
+
 def after_approval(rt: Runtime, run_id: str, *, base_url: str | None = None,
                    api_key: str | None = None) -> dict[str, Any] | None:
-    """An approval of a workflow's tool step was decided: walk the run on from there."""
+    """An approval of a workflow's tool step was decided: walk the run on from there.
+
+    INVARIANT: the decision is journaled before this runs, so a refusal of the walk (the
+    workflow's file changed since the run started, ...) is said beside the decision —
+    ``status: not_continued`` and the error —, never in its place: before, the person was
+    answered an error for a decision that stood (``tests/security/test_168``)."""
     if not is_workflow_run(rt, run_id):
         return None
-    return resume(open_engine(rt, base_url=base_url, api_key=api_key), run_id)
+    try:
+        return resume(open_engine(rt, base_url=base_url, api_key=api_key), run_id)
+    except CradleError as exc:
+        return {"run_id": run_id, "status": NOT_CONTINUED, "error": exc.to_dict()}
 
 
 def decision_for(step: HumanStep, answer: str,

@@ -276,7 +276,9 @@ async function showInbox() {
 
 function said(item, res) {
   if (res.approval) return `${item.id}: ${res.approval.status}` + (res.outcome ? ` — run ${res.outcome.run_id} continued: ${res.outcome.status}` : "") +
-    (res.tool && res.tool.note ? ` — ${res.tool.note}` : "");
+    (res.tool && res.tool.note ? ` — ${res.tool.note}` : "") +
+    // the decision stands; its workflow could not walk on (tests/security/test_168)
+    (res.workflow && res.workflow.error ? ` — workflow run ${res.workflow.run_id} did not continue: ${res.workflow.error.message}` : "");
   if (res.resolved_by) return `${item.id}: resolved by ${res.resolved_by}`;
   return `${item.id}: answered — run ${res.run_id}: ${res.status}`;
 }

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import (
+    CradleError,
     InputError,
     InputTooLargeError,
     JournalError,
@@ -110,7 +111,7 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
         (who may start it may read it); another agent's token is told no such run. Read
         from the run's ``workflow.started`` alone (one row), not a fold of the run its
         agent grows at will (``tests/security/test_91``)."""
-        return who.is_approver or engine().workflow(run_id).agent == who.identity
+        return who.is_approver or engine().agent_of(run_id) == who.identity
 
     async def body_of(request: Request, model: type[Any]) -> Any:
         body = await json_body(request, runtime.config.input_limits, model)
@@ -148,7 +149,10 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
                                    "inbox_total": inbox_size(runtime, run_id=run_id,
                                                              requested_by=_asker(who))}
             if summary.workflow is not None and reads_workflow(who, run_id):
-                out["workflow_status"] = runner.status(engine(), run_id)
+                try:
+                    out["workflow_status"] = runner.status(engine(), run_id)
+                except CradleError as exc:  # its file changed or went: the run is shown
+                    out["workflow_error"] = exc.to_dict()  # without its steps (test_169)
             return out
         return call(view)
 

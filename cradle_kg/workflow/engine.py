@@ -238,6 +238,15 @@ class Engine:
         p = self._started(run_id).payload
         return load_recorded_workflow(str(p["definition"]), version=str(p["version"]))
 
+    def agent_of(self, run_id: str) -> str:
+        """The workflow's agent as the run's ``workflow.started`` recorded it: one row, no
+        workflow file read (a file edited since still says whose run it is:
+        ``tests/security/test_169``)."""
+        started = self._started(run_id).payload
+        if isinstance(started.get("agent"), str):
+            return str(started["agent"])
+        return self.workflow(run_id).agent  # a start recorded without it: from the file
+
     def workflow_of(self, run_id: str) -> tuple[Workflow, _Fold]:
         """The workflow and its fold: its own events, not its agent's (:meth:`_events`)."""
         started = self._started(run_id)

@@ -125,7 +125,8 @@ async function showRunSummary(runId) {
       el("ul", { id: "run-why" }, ...(v.why || []).map((w) => el("li", {}, w))));
     const wf = v.workflow_status;
     $("#run-steps").replaceChildren(...(wf ? [el("h3", {}, `Workflow ${wf.workflow} v${wf.version}`),
-      el("ol", {}, ...wf.steps.map(stepRow))] : []));
+      el("ol", {}, ...wf.steps.map(stepRow))] : v.workflow_error ? [el("p", { class: "note", id: "run-workflow-error" },
+      `the workflow's steps cannot be shown: ${v.workflow_error.message}`)] : []));
     // the view reads one page of the run's events (its oldest); a longer run says so
     const note = v.more ? [el("p", { class: "note", id: "run-more" },
       `lanes of the first ${v.events_total === undefined ? "" : `${v.limit} of ${v.events_total} `}events; ` +

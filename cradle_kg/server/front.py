@@ -139,9 +139,11 @@ class QueryWorker:
         self.busy = busy
         self.replaced = replaced
         #: the supervisor's count of generations it published unasked (a compaction's),
-        #: and the count when this worker last asked for the newest
+        #: and the count when this worker last asked for the newest — none at start: the
+        #: count read now may have moved since the supervisor read this worker's generation
+        #: (its first query asks once; tests/security/test_164)
         self.published = published
-        self.epoch = int(published[0])
+        self.epoch = -1
         self.sandboxed = sandboxed
         threads = max(1, config.threads)
         threading.stack_size(QUERY_STACK_BYTES)  # the query threads': reserved, not used

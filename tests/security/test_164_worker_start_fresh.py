@@ -12,7 +12,9 @@ start and each time one is replaced, and any client of an open graph replaces on
 from that worker's answers for as long as the home stayed quiet.
 
 Now a worker starts with no mark: its first look compares the journal's head with the seq
-its generation holds, and asks for a newer generation when the journal moved on.
+its generation holds, and asks for a newer generation when the journal moved on. Likewise
+the compaction's count: read at the worker's start rather than at its spawn, a compaction
+published in between was taken as seen (the second test).
 """
 
 from __future__ import annotations
@@ -59,3 +61,23 @@ def test_events_journaled_while_a_worker_starts_are_in_its_answers(
     assert supervisor.asked == 1
     _asked(worker, decision)  # nothing new since: no second ask
     assert supervisor.asked == 1
+
+
+def test_a_worker_started_while_the_compaction_publishes_moves_to_it(
+        home: Path, private: PrivateStore) -> None:
+    """The same for the compaction's count: read at the worker's start, not its spawn, it
+    was taken as seen, and a worker spawned on the generation before the compaction stayed
+    there (the compaction's speed-up lost) until the next event."""
+    config = FrontConfig(limits=Limits(), timeout=60.0, app_socket=str(home / "no-app"),
+                         max_body_bytes=1 << 20, follows=True,
+                         journal=str(Home(home).journal), threads=1)
+    generation, seq = private.published()  # what the supervisor hands the new worker
+    start = Start(0, str(generation), seq)
+    published = [0]
+    private.compact()  # meanwhile, the compaction publishes
+    published[0] += 1
+    supervisor = _Supervisor(private, failing=set())
+    worker = QueryWorker(config, start, supervisor, [0.0], [0], published,  # type: ignore[arg-type]
+                         sandboxed=False)
+    assert _asked(worker, "<urn:nothing>")[0] == 200  # no event since: only the count moved
+    assert worker.generation == str(private.published()[0]) != str(generation)

@@ -15,7 +15,9 @@ its slot's record.
 
 Now reading a generation for a worker, recording it for the worker's slot, and removing
 the generations no slot holds happen under one lock: a generation is removed only when no
-worker was told it. The pause here stands for the answering thread being descheduled
+worker was told it. And on the worker's side, a query thread whose looked-at generation
+was removed since (another thread was told a newer one) runs on the worker's newest (the
+second test). The pause here stands for the answering thread being descheduled
 right after it read the current generation.
 """
 
@@ -117,3 +119,32 @@ def test_a_generation_told_to_a_worker_is_not_removed_meanwhile(
     for pipe in (slow, quick):
         told = Path(str(pipe.told[0][0]))
         assert (told / "CURRENT").is_file(), f"{told.name} was removed before it was opened"
+
+
+def test_a_query_whose_generation_was_removed_runs_on_the_workers_newest(
+        home: Path, private: PrivateStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's side: a query thread looked (its job naming the generation then
+    newest), was descheduled, and another thread of the worker was told a newer one — the
+    slot records that one, and the older is removed. The query then opened a generation
+    that no longer existed: a 500. It holds no more than the worker's newest, which the
+    slot records (never removed): the query runs there."""
+    from cradle_kg.server.front import QueryWorker, Start
+    from cradle_kg.server.worker import Job
+    from tests.security.test_160_endpoint_fresh_after_error import _Supervisor
+
+    config = FrontConfig(limits=Limits(), timeout=60.0, app_socket=str(home / "no-app"),
+                         max_body_bytes=1 << 20, follows=True,
+                         journal=str(Home(home).journal), threads=1)
+    old, seq = private.published()
+    worker = QueryWorker(config, Start(0, str(old), seq), _Supervisor(private, set()),  # type: ignore[arg-type]
+                         [0.0], [0], [0], sandboxed=False)
+    _event(home, "newer")
+    ask = Job(query="ASK { ?s ?p ?o }", accept="application/sparql-results+json")
+    assert worker.execute(ask, {}, []).status == 200  # another thread: told the newer one
+    newest = worker.generation
+    assert newest != str(old)
+    private.retire({Path(newest)})  # the slot records the newer one: the older is removed
+    assert not Path(old).exists()
+    monkeypatch.setattr(worker, "_fresh", lambda: str(old))  # this thread's earlier look
+    reply = worker.execute(ask, {}, [])
+    assert reply.status == 200, reply.body

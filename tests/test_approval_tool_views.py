@@ -27,7 +27,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from cradle_kg import OutcomeStatus, Runtime
-from cradle_kg.cli import app
+from cradle_kg.cli import app, common
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.inbox import inbox
 from cradle_kg.server.api import make_router
@@ -124,6 +124,10 @@ def _cli(place: _Home, version: str | None, monkeypatch: pytest.MonkeyPatch,
     if version is not None:
         for module in ("cradle_kg.cli.approvals", "cradle_kg.cli.inbox"):
             monkeypatch.setattr(f"{module}.open_runtime", lambda home: place.runtime(version))
+    # the consoles are made on first use, with the width of that moment: made again in the
+    # command, under its COLUMNS (another test of this process may have made them narrow)
+    for made in (common.console, common.err_console):
+        monkeypatch.setattr(made, "_real", None)
     return CliRunner().invoke(app, [*args, "--home", str(place.home)], env={"COLUMNS": "400"})
 
 

@@ -11,6 +11,7 @@ This is the mechanism, not the governance: the governed path is ``tools.ops``.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +82,25 @@ def kill_group(pid: int, *, timeout_s: float = STOP_TIMEOUT_S) -> None:
         raise ToolError(f"process group `{pid}` survived SIGKILL")
 
 
+def _built(dest: Path, sha: str) -> bool:
+    """``dest`` is a complete checkout of ``sha`` (its ``REVISION`` says so)."""
+    try:
+        return (dest / "REVISION").read_text(encoding="utf-8").strip() == sha
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _turn(lock: Path) -> Iterator[None]:
+    """Hold ``lock`` (an exclusive ``flock``; waits for the builder before)."""
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the file releases its lock
+
+
 class EnvManager:
     """Builds and runs UptimeHarbor environments for one home and one repository."""
 
@@ -102,24 +123,32 @@ class EnvManager:
         return resolve_commit(self.repo, commit)
 
     def build(self, env: str, commit: str) -> Path:
-        """A checkout of ``commit`` for ``env`` (reused when already built)."""
+        """A checkout of ``commit`` for ``env`` (reused when already built).
+
+        Builders of one checkout take turns (an ``flock`` in ``envs/.locks``, across threads
+        and processes): a checkout is only ever replaced whole (``os.replace`` of a complete
+        tree), and only by a builder that found it missing, partial or foreign under the
+        lock — so one whose ``REVISION`` names the commit is complete and stays. Before,
+        four concurrent builds of one commit could remove each other's finished checkout
+        while another read its ``REVISION`` (a ``FileNotFoundError``, seen under load)."""
         check_env(env)
         sha = self.resolve(commit)
         dest = self.home / "envs" / env / sha[:12]
-        revision = dest / "REVISION"
-        if revision.exists() and revision.read_text(encoding="utf-8").strip() == sha:
+        if _built(dest, sha):
             return dest
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.building-", dir=dest.parent))
-        try:
-            export_tree(self.repo, sha, tmp)
-            shutil.rmtree(dest, ignore_errors=True)  # a partial or foreign checkout
-            os.replace(tmp, dest)
-        except OSError:
-            if not (revision.exists() and revision.read_text(encoding="utf-8").strip() == sha):
-                raise  # not a concurrent build of the same commit that won the race
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        locks = self.home / "envs" / ".locks"  # apart: an env's folder holds its checkouts
+        locks.mkdir(exist_ok=True)
+        with _turn(locks / f"{env}-{dest.name}"):
+            if _built(dest, sha):  # another builder's, finished while this one waited
+                return dest
+            tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.building-", dir=dest.parent))
+            try:
+                export_tree(self.repo, sha, tmp)
+                shutil.rmtree(dest, ignore_errors=True)  # a partial or foreign checkout
+                os.replace(tmp, dest)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
         return dest
 
     # -- run ------------------------------------------------------------------------

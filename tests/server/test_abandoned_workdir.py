@@ -5,9 +5,12 @@ folders whose owner is gone, and no other."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -53,10 +56,19 @@ def test_only_the_folders_of_servers_that_are_gone_are_removed(tmp_path: Path) -
     assert link.is_symlink()  # a link is never followed, nor removed
 
 
-def test_the_next_server_removes_a_killed_servers_folder(tmp_path: Path,
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temp dir of the servers' own with a short path: the app's Unix socket lives in the
+    private folder, and a socket's path is at most 107 bytes (a pytest worker's tmp_path
+    with this test's name is longer)."""
+    folder = Path(tempfile.mkdtemp(prefix="cks-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_next_server_removes_a_killed_servers_folder(tmp_path: Path, short_tmp: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = short_tmp
     monkeypatch.setenv("TMPDIR", str(tmp))  # the servers' temp dir: this test's own
     data = tmp_path / "g.ttl"
     data.write_text("<urn:a> <urn:b> <urn:c> .\n", encoding="utf-8")

@@ -14,6 +14,7 @@ the public API (``cradle_kg.__all__``) — nothing else of ``cradle_kg``; a test
   :data:`HOST_FACT_PREFIX` is the host application's word, ``cradle-kg/facts`` of an MCP or
   LangGraph session); **invariants** (gate 2) — :func:`invariant`;
 * **its own local system** — :class:`PackStore`, a SQLite file with a read-only read path;
+  :func:`exclusive_file`, an ``flock`` that makes its own builders take turns;
 * **example identities and runners** — :class:`RuntimeConfig`, :class:`Agent`,
   :class:`Permission`, :class:`Approver`, :func:`token_hash`, and the outcome records;
 * **errors** it raises, so the command line reports them as one line;
@@ -68,6 +69,7 @@ from ..records import (
     VerificationCheck,
     VerificationStatus,
 )
+from ..storage.file_lease import exclusive_file
 from ..tools import ToolCall, ToolSpec
 from ..verifiers import VerifierReport, VerifyRequest
 from .declarations import (
@@ -134,6 +136,7 @@ __all__ = [
     "content_hash",
     "core_node",
     "crashpoint",
+    "exclusive_file",
     "invariant",
     "iri",
     "knowledge",

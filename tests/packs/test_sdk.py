@@ -29,7 +29,8 @@ SDK_API = [
     "ReplayDivergenceError", "RuntimeConfig", "SideEffectClass", "Tool", "ToolCall",
     "ToolError", "ToolSpec", "Triple", "UnknownNameError", "Validator", "Verdict",
     "VerificationCheck", "VerificationStatus", "Verifier", "VerifierReport", "VerifyRequest",
-    "check", "content_hash", "core_node", "crashpoint", "invariant", "iri", "knowledge",
+    "check", "content_hash", "core_node", "crashpoint", "exclusive_file", "invariant", "iri",
+    "knowledge",
     "literal", "load_json_file", "projection", "read_back", "report", "token_hash", "tool",
     "validator", "verifier",
 ]

@@ -11,7 +11,6 @@ This is the mechanism, not the governance: the governed path is ``tools.ops``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import signal
@@ -19,11 +18,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cradle_kg.packs.sdk import InputError, ToolError
+from cradle_kg.packs.sdk import InputError, ToolError, exclusive_file
 
 from ..gitutil import export_tree, git, resolve_commit
 from ..state import StateStore, now_iso
@@ -90,17 +88,6 @@ def _built(dest: Path, sha: str) -> bool:
         return False
 
 
-@contextlib.contextmanager
-def _turn(lock: Path) -> Iterator[None]:
-    """Hold ``lock`` (an exclusive ``flock``; waits for the builder before)."""
-    fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the file releases its lock
-
-
 class EnvManager:
     """Builds and runs UptimeHarbor environments for one home and one repository."""
 
@@ -139,7 +126,7 @@ class EnvManager:
         dest.parent.mkdir(parents=True, exist_ok=True)
         locks = self.home / "envs" / ".locks"  # apart: an env's folder holds its checkouts
         locks.mkdir(exist_ok=True)
-        with _turn(locks / f"{env}-{dest.name}"):
+        with exclusive_file(locks / f"{env}-{dest.name}"):
             if _built(dest, sha):  # another builder's, finished while this one waited
                 return dest
             tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.building-", dir=dest.parent))

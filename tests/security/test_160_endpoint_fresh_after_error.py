@@ -18,7 +18,6 @@ that contains what it saw: a failed look is looked at again by the next query.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.graph.project import node
 from cradle_kg.home import Home
-from cradle_kg.server.dataset import PrivateStore, snapshot_home
+from cradle_kg.server.dataset import PrivateStore
 from cradle_kg.server.front import FrontConfig, QueryWorker, Start
 from cradle_kg.server.worker import Job, Limits
 from tests.security.homes import opened_demo_home
@@ -61,13 +60,6 @@ class _Supervisor:
 @pytest.fixture
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return opened_demo_home(tmp_path_factory, "fresh-after-error", embedded=True)
-
-
-@pytest.fixture
-def private(home: Path, tmp_path: Path) -> Iterator[PrivateStore]:
-    store = snapshot_home(Home(home), tmp_path / "work")
-    yield store
-    store.close()
 
 
 def _worker(home: Path, private: PrivateStore, supervisor: _Supervisor,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ import pytest
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.home import Home
-from cradle_kg.server.dataset import PrivateStore, snapshot_home
+from cradle_kg.server.dataset import PrivateStore
 from cradle_kg.server.front import FrontConfig
 from cradle_kg.server.supervisor import QueryFront, _Slot
 from cradle_kg.server.worker import Limits
@@ -61,13 +60,6 @@ class _Pipe:
 @pytest.fixture
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return opened_demo_home(tmp_path_factory, "told-then-removed", embedded=True)
-
-
-@pytest.fixture
-def private(home: Path, tmp_path: Path) -> Iterator[PrivateStore]:
-    store = snapshot_home(Home(home), tmp_path / "work")
-    yield store
-    store.close()
 
 
 def _event(home: Path, name: str) -> None:

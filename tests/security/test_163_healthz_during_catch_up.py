@@ -18,7 +18,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +25,8 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
-from cradle_kg.home import Home
 from cradle_kg.server import dataset
-from cradle_kg.server.dataset import PrivateStore, snapshot_home
+from cradle_kg.server.dataset import PrivateStore
 from cradle_kg.server.front import FrontConfig
 from cradle_kg.server.supervisor import QueryFront
 from cradle_kg.server.worker import Limits
@@ -38,13 +36,6 @@ from tests.security.homes import opened_demo_home
 @pytest.fixture
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return opened_demo_home(tmp_path_factory, "healthz-catch-up", embedded=True)
-
-
-@pytest.fixture
-def private(home: Path, tmp_path: Path) -> Iterator[PrivateStore]:
-    store = snapshot_home(Home(home), tmp_path / "work")
-    yield store
-    store.close()
 
 
 def test_healthz_answers_while_a_catch_up_runs(home: Path, private: PrivateStore,

@@ -19,13 +19,12 @@ published in between was taken as seen (the second test).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cradle_kg.home import Home
-from cradle_kg.server.dataset import PrivateStore, snapshot_home
+from cradle_kg.server.dataset import PrivateStore
 from cradle_kg.server.front import FrontConfig, QueryWorker, Start
 from cradle_kg.server.worker import Limits
 from tests.security.homes import opened_demo_home
@@ -35,13 +34,6 @@ from tests.security.test_160_endpoint_fresh_after_error import _asked, _decide, 
 @pytest.fixture
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return opened_demo_home(tmp_path_factory, "worker-start", embedded=True)
-
-
-@pytest.fixture
-def private(home: Path, tmp_path: Path) -> Iterator[PrivateStore]:
-    store = snapshot_home(Home(home), tmp_path / "work")
-    yield store
-    store.close()
 
 
 def test_events_journaled_while_a_worker_starts_are_in_its_answers(

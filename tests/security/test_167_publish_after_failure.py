@@ -17,14 +17,12 @@ not, whichever step failed before.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
 
-from cradle_kg.home import Home
-from cradle_kg.server.dataset import PrivateStore, snapshot_home
+from cradle_kg.server.dataset import PrivateStore
 from tests.security.homes import opened_demo_home
 from tests.security.test_160_endpoint_fresh_after_error import _decide
 
@@ -32,13 +30,6 @@ from tests.security.test_160_endpoint_fresh_after_error import _decide
 @pytest.fixture
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return opened_demo_home(tmp_path_factory, "publish-after-failure", embedded=True)
-
-
-@pytest.fixture
-def private(home: Path, tmp_path: Path) -> Iterator[PrivateStore]:
-    store = snapshot_home(Home(home), tmp_path / "work")
-    yield store
-    store.close()
 
 
 def test_the_generation_a_failed_publication_owed_is_published_next(

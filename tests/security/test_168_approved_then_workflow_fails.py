@@ -17,15 +17,13 @@ saying how to walk it on), exit 0.
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, prepare_home
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.loop.runtime import Runtime
 from cradle_kg.server.api import make_router
 from cradle_kg.workflow import runner
@@ -51,17 +49,9 @@ def _waiting(home: Path) -> str:
     return approval_id
 
 
-@pytest.fixture
-def home() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as folder:
-        root = Path(folder) / "home"
-        prepare_home(root)
-        yield root
-
-
-def test_the_api_answers_the_decision_it_journaled(home: Path) -> None:
-    approval_id = _waiting(home)
-    with Runtime(home, graph_sync=False) as rt:
+def test_the_api_answers_the_decision_it_journaled(ledger_home: Path) -> None:
+    approval_id = _waiting(ledger_home)
+    with Runtime(ledger_home, graph_sync=False) as rt:
         app = FastAPI()
         app.state.runtime = rt
         app.include_router(make_router(rt))
@@ -78,9 +68,9 @@ def test_the_api_answers_the_decision_it_journaled(home: Path) -> None:
             assert seen["approval"]["status"] == "approved"
 
 
-def test_the_cli_says_the_decision_and_how_to_walk_on(home: Path) -> None:
-    approval_id = _waiting(home)
-    done = cli("approvals", "approve", approval_id, "--as", APPROVER, "--home", str(home),
+def test_the_cli_says_the_decision_and_how_to_walk_on(ledger_home: Path) -> None:
+    approval_id = _waiting(ledger_home)
+    done = cli("approvals", "approve", approval_id, "--as", APPROVER, "--home", str(ledger_home),
                token=DEMO_TOKENS[APPROVER], env={"COLUMNS": "200"})
     assert done.exit_code == 0, done.output
     assert f"approval {approval_id}: approved" in done.stdout

@@ -18,15 +18,13 @@ the workflow's own status).
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, prepare_home
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.home import Home
 from cradle_kg.loop.runtime import Runtime
 from cradle_kg.server.api import make_router
@@ -38,18 +36,10 @@ pytestmark = pytest.mark.usefixtures("journal_backend")
 BOB = {"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}
 
 
-@pytest.fixture
-def home() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as folder:
-        root = Path(folder) / "home"
-        prepare_home(root)
-        yield root
-
-
-def test_the_run_view_is_read_after_its_workflow_file_changed(home: Path) -> None:
-    approval_id = _waiting(home)  # the run close-9 waits; its workflow's file then edited
-    with Runtime(home, graph_sync=False) as rt:
-        agent_token = issue_agent_token(Home(home), rt.config, AGENT)
+def test_the_run_view_is_read_after_its_workflow_file_changed(ledger_home: Path) -> None:
+    approval_id = _waiting(ledger_home)  # the run close-9 waits; its workflow's file then edited
+    with Runtime(ledger_home, graph_sync=False) as rt:
+        agent_token = issue_agent_token(Home(ledger_home), rt.config, AGENT)
         app = FastAPI()
         app.state.runtime = rt
         app.include_router(make_router(rt))

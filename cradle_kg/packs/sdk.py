@@ -15,6 +15,8 @@ the public API (``cradle_kg.__all__``) — nothing else of ``cradle_kg``; a test
   LangGraph session); **invariants** (gate 2) — :func:`invariant`;
 * **its own local system** — :class:`PackStore`, a SQLite file with a read-only read path;
   :func:`exclusive_file`, an ``flock`` that makes its own builders take turns;
+  :func:`tls_context`, the process's one TLS context for the HTTP clients it makes
+  (``verify=tls_context()``: httpx would load the CA bundle again for each client);
 * **example identities and runners** — :class:`RuntimeConfig`, :class:`Agent`,
   :class:`Permission`, :class:`Approver`, :func:`token_hash`, and the outcome records;
 * **errors** it raises, so the command line reports them as one line;
@@ -70,6 +72,7 @@ from ..records import (
     VerificationStatus,
 )
 from ..storage.file_lease import exclusive_file
+from ..tls import tls_context
 from ..tools import ToolCall, ToolSpec
 from ..verifiers import VerifierReport, VerifyRequest
 from .declarations import (
@@ -145,6 +148,7 @@ __all__ = [
     "projection",
     "read_back",
     "report",
+    "tls_context",
     "token_hash",
     "tool",
     "validator",

@@ -46,6 +46,7 @@ from ..errors import (
     GraphUnreachableError,
     QueryError,
 )
+from ..tls import tls_context
 from .graph import (
     DIGEST,
     JOURNAL,
@@ -108,7 +109,7 @@ class SparqlHttpStore:
         # the encodings :func:`_decoder` reads with a bound (httpx would ask for zstd too)
         headers["Accept-Encoding"] = _ACCEPT_ENCODING
         self.client = client or httpx.Client(timeout=remote.timeout_s, auth=auth,
-                                             headers=headers)
+                                             headers=headers, verify=tls_context())
 
     def describe(self) -> str:
         return self.remote.query

@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 
 from ..errors import GraphStoreError
+from ..tls import tls_context
 from .graph_config import GraphEndpoints, from_base
 
 
@@ -74,6 +75,7 @@ class ScratchOxigraph:
                                           f"{self._proc.returncode}: {log}")
             try:
                 r = httpx.post(f"{self.url}/query", data={"query": "ASK {}"}, timeout=2,
+                               verify=tls_context(),
                                headers={"Accept": "application/sparql-results+json"})
                 if r.status_code == 200:
                     return
@@ -92,7 +94,8 @@ class ScratchOxigraph:
     def clear(self) -> None:
         """Empty the dataset (a fresh one for the next test)."""
         r = httpx.post(f"{self.url}/update", content=b"CLEAR ALL",
-                       headers={"Content-Type": "application/sparql-update"}, timeout=30)
+                       headers={"Content-Type": "application/sparql-update"}, timeout=30,
+                       verify=tls_context())
         r.raise_for_status()
 
     def stop(self) -> None:

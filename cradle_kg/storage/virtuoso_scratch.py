@@ -37,6 +37,7 @@ from pathlib import Path
 import httpx
 
 from ..errors import GraphStoreError
+from ..tls import tls_context
 
 #: the SPARQL 1.1 paths of a Virtuoso server (``/sparql-auth`` reads and writes)
 QUERY_PATH = "/sparql-auth"
@@ -195,6 +196,7 @@ class ScratchVirtuoso:
                                           f"`{self._proc.returncode}`: {self._log_tail()}")
             try:
                 answer = httpx.get(probe, params={"query": "ASK {}"}, timeout=2.0,
+                                   verify=tls_context(),
                                    headers={"Accept": "application/sparql-results+json"})
                 if answer.status_code == 200:
                     return
@@ -221,7 +223,7 @@ class ScratchVirtuoso:
         ``CLEAR SILENT`` of a graph that does not exist changes nothing)."""
         answer = httpx.post(self.endpoints.update, auth=(self.user, self.password),
                             data={"update": "CLEAR SILENT GRAPH <urn:x-cradle:probe>"},
-                            timeout=30.0)
+                            verify=tls_context(), timeout=30.0)
         if answer.status_code != 200:
             raise VirtuosoUnavailable(f"virtuoso refused the configured user: "
                                       f"`{answer.status_code}` {answer.text[:500]}")
@@ -233,7 +235,7 @@ class ScratchVirtuoso:
         answer = httpx.post(self.endpoints.query, auth=(self.user, self.password),
                             data={"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"},
                             headers={"Accept": "application/sparql-results+json"},
-                            timeout=60.0)
+                            verify=tls_context(), timeout=60.0)
         if answer.status_code != 200:
             raise VirtuosoUnavailable(f"virtuoso did not list its graphs: "
                                       f"`{answer.status_code}` {answer.text[:500]}")
@@ -248,7 +250,8 @@ class ScratchVirtuoso:
             return
         answer = httpx.post(self.endpoints.update, auth=(self.user, self.password),
                             data={"update": " ;\n".join(f"DROP SILENT GRAPH <{g}>"
-                                                        for g in extra)}, timeout=120.0)
+                                                        for g in extra)}, timeout=120.0,
+                            verify=tls_context())
         if answer.status_code != 200:
             raise VirtuosoUnavailable(f"virtuoso did not drop the graphs: "
                                       f"`{answer.status_code}` {answer.text[:500]}")

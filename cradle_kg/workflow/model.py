@@ -26,6 +26,7 @@ from ..canonical import content_hash
 from ..errors import InputError, ReplayDivergenceError
 from ..inputs import load_json_file
 from ..records import AuditEvent
+from ..tls import tls_context
 from .errors import ModelError
 
 #: packages whose versions every run records (with the prompt version and the model id)
@@ -139,7 +140,7 @@ class OpenAICompatibleClient:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.base_url = base_url.rstrip("/")
         self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout,
-                                  transport=transport)
+                                  transport=transport, verify=tls_context())
 
     def close(self) -> None:
         self._http.close()

@@ -31,7 +31,8 @@ SDK_API = [
     "VerificationCheck", "VerificationStatus", "Verifier", "VerifierReport", "VerifyRequest",
     "check", "content_hash", "core_node", "crashpoint", "exclusive_file", "invariant", "iri",
     "knowledge",
-    "literal", "load_json_file", "projection", "read_back", "report", "token_hash", "tool",
+    "literal", "load_json_file", "projection", "read_back", "report", "tls_context", "token_hash",
+    "tool",
     "validator", "verifier",
 ]
 TESTING_API = ["PackHome", "config", "expect", "fixture", "pack_folder", "pack_home"]

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cradle_kg.packs.sdk import InputError, ToolError, exclusive_file
+from cradle_kg.packs.sdk import InputError, ToolError, exclusive_file, tls_context
 
 from ..gitutil import export_tree, git, resolve_commit
 from ..state import StateStore, now_iso
@@ -169,7 +169,7 @@ class EnvManager:
         port: int | None = None
         import httpx  # here, not with the pack: its import costs ~60 ms of `tools list`
 
-        with httpx.Client(timeout=0.5, trust_env=False) as client:
+        with httpx.Client(timeout=0.5, trust_env=False, verify=tls_context()) as client:
             while time.monotonic() < deadline:
                 if child.poll() is not None:
                     raise ToolError(

@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from cradle_kg.demo.scenario import AGENT, DEMO_TOKENS
 from cradle_kg.storage.opening import open_home_journal
+from tests import oneshot
 
 from ..security.mcp_http import answer as rpc_answer
 from .conftest import ROOT, cli, env
@@ -74,7 +75,7 @@ def test_no_token_bad_token_and_approver_token_get_401(server: tuple[str, str]) 
                                "clientInfo": {"name": "t", "version": "0"}})
     for headers in ({}, {"Authorization": "Bearer ck_not-a-token"},
                     {"Authorization": f"Bearer {DEMO_TOKENS['user:bob']}"}):
-        response = httpx.post(url, json=init, headers={**ACCEPT, **headers}, timeout=30)
+        response = oneshot.post(url, json=init, headers={**ACCEPT, **headers}, timeout=30)
         assert response.status_code == 401, (headers, response.text)
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import oneshot
+
 from .sparql_target import LEAK, Listener, Server, serve_data, stop_server
 
 B = "{ ?x ?y ?z }"
@@ -112,7 +114,7 @@ def _attack(server: Server, listener: Listener) -> None:
 
 def test_no_variant_connects_out_of_a_default_server(default_server: Server,
                                                      listener: Listener) -> None:
-    assert httpx.get(default_server.url + "/healthz").json()["network_sandboxed"] is True
+    assert oneshot.get(default_server.url + "/healthz").json()["network_sandboxed"] is True
     _attack(default_server, listener)
 
 
@@ -122,7 +124,7 @@ def test_no_variant_connects_out_of_a_server_with_an_allow_list(allowing_server:
     _attack(allowing_server, listener)
     # the control: the allow-listed endpoint is called, so the listener does see requests
     before = listener.connections
-    ok = httpx.get(allowing_server.sparql, timeout=30, params={
+    ok = oneshot.get(allowing_server.sparql, timeout=30, params={
         "query": f"SELECT ?x WHERE {{ SERVICE <{listener.url}allowed> {{ ?x ?y ?z }} }}"})
     assert ok.status_code == 200, ok.text
     assert listener.connections == before + 1
@@ -130,10 +132,10 @@ def test_no_variant_connects_out_of_a_server_with_an_allow_list(allowing_server:
 
 def test_the_refusal_is_a_403_that_names_the_endpoint(default_server: Server,
                                                       listener: Listener) -> None:
-    r = httpx.get(default_server.sparql, params={
+    r = oneshot.get(default_server.sparql, params={
         "query": f"SELECT ?x WHERE {{ #\rSERVICE <{listener.url}> {B} }}"})
     assert r.status_code in (400, 403)
-    r = httpx.get(default_server.sparql, params={
+    r = oneshot.get(default_server.sparql, params={
         "query": f"SELECT ?x WHERE {{ SERVICE <{listener.url}> {B} }}"})
     assert r.status_code == 403 and listener.url in r.text
     assert r.headers["content-type"].startswith("text/plain")

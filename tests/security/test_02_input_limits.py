@@ -23,6 +23,7 @@ from cradle_kg.demo.scenario import AGENT
 from cradle_kg.errors import InputError, ProposalError
 from cradle_kg.inputs import DEFAULT_LIMITS, InputLimits
 from cradle_kg.records import Proposal
+from tests import oneshot
 
 from .inputcli import assert_refused, cli, credit, events, fresh_home, received
 
@@ -188,7 +189,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Pa
 
 
 def _post(url: str, token: str, body: bytes) -> httpx.Response:
-    return httpx.post(url + "/api/proposals", content=body, timeout=60,
+    return oneshot.post(url + "/api/proposals", content=body, timeout=60,
                       headers={"Authorization": f"Bearer {token}",
                                "Content-Type": "application/json"})
 

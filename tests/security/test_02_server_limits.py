@@ -12,6 +12,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests import oneshot
+
 from .sparql_target import Server, serve_data, stop_server
 
 BODY_CAP = 65_536
@@ -27,7 +29,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def test_a_body_over_the_cap_is_413_before_authentication(server: Server) -> None:
     big = b"{" + b" " * (BODY_CAP + 10) + b"}"
     for path in ("/api/proposals", "/sparql", "/api/approvals/x/approve"):
-        r = httpx.post(server.url + path, content=big,
+        r = oneshot.post(server.url + path, content=big,
                        headers={"content-type": "application/json"})
         assert r.status_code == 413, (path, r.status_code, r.text)
         assert "byte cap" in r.text
@@ -38,7 +40,7 @@ def test_a_chunked_body_over_the_cap_is_413(server: Server) -> None:
         for _ in range(64):
             yield b"x" * 4096  # 256 KiB, no content-length
 
-    r = httpx.post(server.sparql, content=chunks(),
+    r = oneshot.post(server.sparql, content=chunks(),
                    headers={"content-type": "application/sparql-query"})
     assert r.status_code == 413
 
@@ -60,16 +62,16 @@ def test_a_declared_length_over_the_cap_is_413_without_reading_the_body(server: 
     "SELECT * WHERE { ?s <p:a> " + "(" * 20_000 + "1" + ")" * 20_000 + " }",
 ])
 def test_a_deep_or_huge_query_is_400_and_the_workers_live(server: Server, query: str) -> None:
-    before = httpx.get(server.url + "/healthz").json()["workers_replaced"]
-    r = httpx.post(server.sparql, content=query.encode(), timeout=60,
+    before = oneshot.get(server.url + "/healthz").json()["workers_replaced"]
+    r = oneshot.post(server.sparql, content=query.encode(), timeout=60,
                    headers={"content-type": "application/sparql-query"})
     assert r.status_code == 400, r.text
-    assert httpx.get(server.url + "/healthz").json()["workers_replaced"] == before
+    assert oneshot.get(server.url + "/healthz").json()["workers_replaced"] == before
 
 
 def test_a_long_flat_chain_is_stopped_never_a_crash(server: Server) -> None:
     query = "SELECT * WHERE { FILTER(" + "+".join(["1"] * 25_000) + ") }"
-    r = httpx.post(server.sparql, content=query.encode(), timeout=60,
+    r = oneshot.post(server.sparql, content=query.encode(), timeout=60,
                    headers={"content-type": "application/sparql-query"})
     # no nesting to refuse: it runs on the workers' deep stack, within the time limit
     assert r.status_code in (200, 400, 503), r.text
@@ -91,7 +93,7 @@ def test_deep_queries_from_two_clients_do_not_starve_a_normal_one(server: Server
         t.start()
     try:
         for _ in range(5):
-            r = httpx.get(server.sparql, timeout=60,
+            r = oneshot.get(server.sparql, timeout=60,
                           params={"query": "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"})
             assert r.status_code == 200, r.text
     finally:
@@ -112,7 +114,7 @@ def test_every_query_thread_of_a_worker_has_the_deep_stack(
         statuses: list[int] = []
 
         def send() -> None:
-            r = httpx.post(srv.sparql, content=query.encode(), timeout=60,
+            r = oneshot.post(srv.sparql, content=query.encode(), timeout=60,
                            headers={"content-type": "application/sparql-query"})
             statuses.append(r.status_code)
 
@@ -123,7 +125,7 @@ def test_every_query_thread_of_a_worker_has_the_deep_stack(
             t.join(120)
         # a worker that overflowed would drop its connections: no status at all
         assert len(statuses) == 8 and set(statuses) <= {200, 400, 503}, statuses
-        assert httpx.get(srv.sparql, params={"query": "ASK {}"}).status_code == 200
+        assert oneshot.get(srv.sparql, params={"query": "ASK {}"}).status_code == 200
     finally:
         stop_server(srv)
 
@@ -156,16 +158,16 @@ def test_a_worker_replaced_after_a_timeout_leaves_the_port_open(
     knocker = threading.Thread(target=knock)
     knocker.start()
     try:
-        res = httpx.post(srv.sparql, data={"query": RUNAWAY}, timeout=120)
+        res = oneshot.post(srv.sparql, data={"query": RUNAWAY}, timeout=120)
         assert res.status_code == 503, res.text
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # the replacement is up and answering
-            health = httpx.get(srv.url + "/healthz", timeout=10).json()
+            health = oneshot.get(srv.url + "/healthz", timeout=10).json()
             if health["workers_replaced"] >= 1 and health["workers_ready"] == 1:
                 break
             time.sleep(0.05)
         assert health["workers_replaced"] >= 1 and health["workers_ready"] == 1, health
-        assert httpx.get(srv.sparql, params={"query": "ASK {}"}, timeout=30).status_code == 200
+        assert oneshot.get(srv.sparql, params={"query": "ASK {}"}, timeout=30).status_code == 200
     finally:
         stop.set()
         knocker.join(30)

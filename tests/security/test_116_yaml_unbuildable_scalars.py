@@ -28,13 +28,13 @@ import json
 import shutil
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.errors import ContractsError
 from cradle_kg.integrations.contracts import load_contracts
 from cradle_kg.packs.registry import BUILTIN_PACKS
+from tests import oneshot
 
 from ..inprocess import run_cli
 from ..server.conftest import Server
@@ -53,7 +53,7 @@ def _workflow(value: str) -> str:
 @pytest.mark.parametrize("value", UNBUILDABLE, ids=IDS)
 def test_validate_over_http_answers_not_valid(served: tuple[Server, str], value: str) -> None:
     srv, token = served
-    answer = httpx.post(f"{srv.url}/api/workflows/validate",
+    answer = oneshot.post(f"{srv.url}/api/workflows/validate",
                         content=_workflow(value).encode(),
                         headers={"Authorization": f"Bearer {token}"}, timeout=60)
     # before: 500 Internal Server Error, a ValueError traceback in the server's log

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-import httpx
 import pytest
+
+from tests import oneshot
 
 from .sparql_target import Server, serve_data, stop_server
 
@@ -28,7 +29,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.mark.parametrize("path", ["/", "/docs", "/static/app.js", "/sparql", "/healthz",
                                   "/openapi.json", "/nowhere"])
 def test_every_answer_carries_the_security_headers(server: Server, path: str) -> None:
-    r = httpx.get(server.url + path)
+    r = oneshot.get(server.url + path)
     csp = r.headers["content-security-policy"]
     assert "frame-ancestors 'none'" in csp and "'unsafe-inline'" not in csp
     assert "script-src 'self'" in csp and "default-src 'none'" in csp
@@ -38,18 +39,18 @@ def test_every_answer_carries_the_security_headers(server: Server, path: str) ->
 
 
 def test_docs_load_nothing_from_elsewhere_and_run_no_inline_script(server: Server) -> None:
-    html = httpx.get(server.url + "/docs").text
+    html = oneshot.get(server.url + "/docs").text
     assert "cdn" not in html.lower() and "http" not in html.lower()
     assert not re.search(r"<script>(?!</script>)", html)  # no inline script body
     for link in re.findall(r'(?:src|href)="([^"]*)"', html):
         assert link.startswith("/static/"), link
-        assert httpx.get(server.url + link).status_code == 200
-    assert httpx.get(server.url + "/redoc").status_code == 404  # it loaded a CDN script
+        assert oneshot.get(server.url + link).status_code == 200
+    assert oneshot.get(server.url + "/redoc").status_code == 404  # it loaded a CDN script
 
 
 def test_a_query_s_own_dataset_clause_wins(server: Server) -> None:
     def count(query: str, **params: str) -> int:
-        r = httpx.get(server.sparql, params={"query": query, **params},
+        r = oneshot.get(server.sparql, params={"query": query, **params},
                       headers={"accept": "application/sparql-results+json"})
         assert r.status_code == 200, r.text
         return int(r.json()["results"]["bindings"][0]["n"]["value"])
@@ -66,7 +67,7 @@ def test_a_query_s_own_dataset_clause_wins(server: Server) -> None:
 
 def test_relative_iris_resolve_against_the_endpoint(server: Server) -> None:
     # W3C SPARQL 1.1 Protocol: query_content_type_construct
-    r = httpx.post(server.sparql, content=b"CONSTRUCT { <s> <p> 1 } WHERE {}",
+    r = oneshot.post(server.sparql, content=b"CONSTRUCT { <s> <p> 1 } WHERE {}",
                    headers={"content-type": "application/sparql-query",
                             "accept": "application/n-triples"})
     assert r.status_code == 200, r.text

@@ -25,11 +25,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.records import OutcomeStatus
+from tests import oneshot
 from tests.security.test_131_secret_arguments_graph import (
     ASKED,
     INJECTED,
@@ -68,12 +68,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, P
 def test_the_endpoint_and_the_named_queries_show_the_mask(served: Any) -> None:
     srv, _, _ = served
     everything = "SELECT ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } }"
-    answer = httpx.post(srv.sparql, data={"query": everything},
+    answer = oneshot.post(srv.sparql, data={"query": everything},
                         headers={"Accept": "application/sparql-results+json"}, timeout=30)
     assert answer.status_code == 200
     assert _leaks(answer.text) == []
     assert answer.text.count(MASK) >= 4  # the two arguments, and the quotes
-    lineage = httpx.get(srv.url + "/queries/run-lineage", params={"run": "run:s"},
+    lineage = oneshot.get(srv.url + "/queries/run-lineage", params={"run": "run:s"},
                         headers={"Accept": "application/sparql-results+json"}, timeout=30)
     assert lineage.status_code == 200 and "new_password" in lineage.text
     assert _leaks(lineage.text) == []
@@ -83,10 +83,10 @@ def test_an_approval_shows_its_action_with_the_secret_masked(served: Any) -> Non
     srv, _, approval_id = served
     for path in ("/api/inbox", f"/api/approvals/{approval_id}", "/api/runs/run:s/view",
                  "/api/runs", "/api/runs/run:s", "/api/approvals"):
-        answer = httpx.get(srv.url + path, headers=APPROVER_HEADERS, timeout=30)
+        answer = oneshot.get(srv.url + path, headers=APPROVER_HEADERS, timeout=30)
         assert answer.status_code == 200, path
         assert _leaks(answer.text) == [], path
-    shown = httpx.get(srv.url + f"/api/approvals/{approval_id}", headers=APPROVER_HEADERS,
+    shown = oneshot.get(srv.url + f"/api/approvals/{approval_id}", headers=APPROVER_HEADERS,
                       timeout=30).json()
     assert shown["action"]["arguments"] == {"user": "bob", "new_password": MASK}
 

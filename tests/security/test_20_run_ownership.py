@@ -19,6 +19,7 @@ from cradle_kg import Runtime
 from cradle_kg.errors import RunOwnershipError
 from cradle_kg.integrations.calls import GovernedSession, HostMeta
 from cradle_kg.records import ApprovalStatus, HumanApproval
+from tests import oneshot
 
 from ..server.conftest import start_server, stop_server
 from .mcp_http import AGENT, MALLORY, token_for, two_agent_home
@@ -74,7 +75,7 @@ def test_the_json_api_answers_403_and_journals_nothing(home: Path, rt: Runtime,
     token = token_for(home, MALLORY)
     srv = start_server(["--home", str(home)], tmp_path / "server.log", home)
     try:
-        answer = httpx.post(srv.url + "/api/proposals",
+        answer = oneshot.post(srv.url + "/api/proposals",
                             json=_proposal(MALLORY, "p2", "run:alice"),
                             headers={"Authorization": f"Bearer {token}"}, timeout=60)
     finally:
@@ -118,7 +119,7 @@ def test_an_agent_sees_only_the_approvals_its_own_actions_asked_for(
     srv = start_server(["--home", str(home)], tmp_path / "server.log", home)
     try:
         def get(path: str, token: str) -> httpx.Response:
-            return httpx.get(srv.url + path, headers={"Authorization": f"Bearer {token}"},
+            return oneshot.get(srv.url + path, headers={"Authorization": f"Bearer {token}"},
                              timeout=60)
 
         assert get(f"/api/approvals/{approval}", alice).json()["action"]["arguments"] == {

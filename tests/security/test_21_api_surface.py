@@ -28,6 +28,7 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from tests import oneshot
 
 from ..server.conftest import Server, start_server, stop_server
 from .mcp_http import AGENT, MALLORY, ROOT, token_for, two_agent_home
@@ -61,7 +62,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     alice, mallory = token_for(home, AGENT), token_for(home, MALLORY)
     srv = start_server(["--home", str(home)], tmp / "server.log", home)
     try:
-        started = httpx.post(f"{srv.url}/api/workflows/credit-review/runs", timeout=60,
+        started = oneshot.post(f"{srv.url}/api/workflows/credit-review/runs", timeout=60,
                              headers={"Authorization": f"Bearer {alice}"},
                              json={"input": {"account": "acct-3", "amount": 15,
                                              "reason": "private-reason-xyz"}})
@@ -72,7 +73,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
 
 
 def _get(s: Setup, path: str, token: str, **kw: Any) -> httpx.Response:
-    return httpx.get(s.srv.url + path, headers={"Authorization": f"Bearer {token}"},
+    return oneshot.get(s.srv.url + path, headers={"Authorization": f"Bearer {token}"},
                      timeout=60, **kw)
 
 
@@ -108,7 +109,7 @@ def test_another_agent_does_not_read_a_workflow_run(setup: Setup) -> None:
 def test_agents_cannot_decide_and_a_get_decides_nothing(setup: Setup) -> None:
     s = setup
     for token in (s.alice, s.mallory):
-        r = httpx.post(f"{s.srv.url}/api/approvals/{s.approval}/approve", timeout=60,
+        r = oneshot.post(f"{s.srv.url}/api/approvals/{s.approval}/approve", timeout=60,
                        headers={"Authorization": f"Bearer {token}"})
         assert r.status_code == 403
     r = _get(s, f"/api/approvals/{s.approval}/approve", DEMO_TOKENS[APPROVER])
@@ -121,11 +122,11 @@ def test_a_cookie_is_no_credential_and_cors_never_allows_credentials(setup: Setu
     s = setup
     evil = {"Origin": "https://evil.example", "Cookie": f"token={DEMO_TOKENS[APPROVER]}",
             "Content-Type": "application/x-www-form-urlencoded"}
-    r = httpx.post(f"{s.srv.url}/api/approvals/{s.approval}/approve", headers=evil,
+    r = oneshot.post(f"{s.srv.url}/api/approvals/{s.approval}/approve", headers=evil,
                    content=b"once=true", timeout=60)
     assert r.status_code == 401
     assert "access-control-allow-credentials" not in r.headers
-    pre = httpx.options(f"{s.srv.url}/api/approvals/{s.approval}/approve", timeout=60,
+    pre = oneshot.options(f"{s.srv.url}/api/approvals/{s.approval}/approve", timeout=60,
                         headers={"Origin": "https://evil.example",
                                  "Access-Control-Request-Method": "POST",
                                  "Access-Control-Request-Headers": "authorization"})

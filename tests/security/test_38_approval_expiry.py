@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from tests import oneshot
 
 from ..server.conftest import start_server, stop_server
 from .mcp_http import two_agent_home, waiting_close
@@ -34,14 +34,14 @@ def test_a_naive_expiry_is_a_422_and_the_approval_still_waits(tmp_path: Path) ->
     try:
         headers = {"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}
         url = f"{srv.url}/api/approvals/{approval}/approve"
-        naive = httpx.post(url, headers=headers, json={"until": "2030-01-01T00:00:00"},
+        naive = oneshot.post(url, headers=headers, json={"until": "2030-01-01T00:00:00"},
                            timeout=60)
         assert naive.status_code == 422, (naive.status_code, naive.text)
         assert "until" in naive.text and "time zone" in naive.text
         with Runtime(home) as rt:
             assert sum(1 for _ in rt.journal.events()) == before  # nothing journaled
             assert str(rt.approvals.get(approval).approval.status) == "pending"
-        aware = httpx.post(url, headers=headers, json={"until": "2030-01-01T00:00:00Z"},
+        aware = oneshot.post(url, headers=headers, json={"until": "2030-01-01T00:00:00Z"},
                            timeout=60)
         assert aware.status_code == 200, aware.text
         assert aware.json()["outcome"]["status"] == "executed"

@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 
 from cradle_kg import Runtime
+from tests import oneshot
 
 from ..server.conftest import start_server, stop_server
 from .mcp_http import AGENT, MALLORY, ROOT, token_for, two_agent_home
@@ -54,7 +55,7 @@ def test_a_workflow_cannot_squat_the_run_of_another_agent_s_task(tmp_path: Path)
     srv = start_server(["--home", str(home)], tmp_path / "server.log", home)
     try:
         def post(path: str, token: str, body: dict[str, Any]) -> httpx.Response:
-            return httpx.post(srv.url + path, json=body, timeout=60,
+            return oneshot.post(srv.url + path, json=body, timeout=60,
                               headers={"Authorization": f"Bearer {token}"})
 
         squat = post("/api/workflows/credit-review/runs", alice,

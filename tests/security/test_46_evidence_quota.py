@@ -27,6 +27,7 @@ from cradle_kg import Runtime
 from cradle_kg.canonical import sha256_bytes
 from cradle_kg.config import load_config, save_config
 from cradle_kg.evidence import added_event
+from tests import oneshot
 
 from ..inprocess import run_cli
 from ..server.conftest import start_server, stop_server
@@ -41,7 +42,7 @@ def _journaled(home: Path) -> tuple[int, int]:
 
 
 def _post(url: str, token: str, body: bytes) -> httpx.Response:
-    return httpx.post(f"{url}/api/evidence", content=body, timeout=60,
+    return oneshot.post(f"{url}/api/evidence", content=body, timeout=60,
                       headers={"Authorization": f"Bearer {token}"})
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, REQUESTER
+from tests import oneshot
 
 from ..server.conftest import start_server, stop_server
 from .mcp_http import AGENT, token_for, two_agent_home, waiting_close
@@ -42,7 +42,7 @@ def test_polling_an_approval_journals_one_view_per_viewer_and_change(tmp_path: P
 
     def poll(headers: dict[str, str], times: int, status: str) -> None:
         for _ in range(times):
-            seen = httpx.get(url, headers=headers, timeout=60)
+            seen = oneshot.get(url, headers=headers, timeout=60)
             assert seen.status_code == 200, seen.text
             assert seen.json()["approval"]["status"] == status
 
@@ -53,13 +53,13 @@ def test_polling_an_approval_journals_one_view_per_viewer_and_change(tmp_path: P
         assert _views(home) == [APPROVER, AGENT]  # one each, not 40
         # the approval's action moved on: alice acts for the agent, her approval is refused
         # (and journaled, `approval.refused`): the next look of each viewer is news again
-        refused = httpx.post(f"{url}/approve", headers=alice, json={}, timeout=60)
+        refused = oneshot.post(f"{url}/approve", headers=alice, json={}, timeout=60)
         assert refused.status_code == 403, refused.text
         poll(bob, 10, "pending")
         poll(agent, 3, "pending")
         poll(alice, 5, "pending")  # her first view
         assert _views(home) == [APPROVER, AGENT, APPROVER, AGENT, REQUESTER]
-        decided = httpx.post(f"{url}/approve", headers=bob, json={}, timeout=60)
+        decided = oneshot.post(f"{url}/approve", headers=bob, json={}, timeout=60)
         assert decided.status_code == 200, decided.text
         poll(bob, 10, "approved")
         assert _views(home) == [APPROVER, AGENT, APPROVER, AGENT, REQUESTER, APPROVER]

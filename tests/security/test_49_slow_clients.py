@@ -39,6 +39,7 @@ import httpx
 import pytest
 
 from cradle_kg.server.deadlines import request_deadlines
+from tests import oneshot
 
 from ..server.conftest import free_port, make_demo_home, start_server, stop_server
 
@@ -78,8 +79,8 @@ def test_half_sent_requests_neither_starve_the_server_nor_stay(low_server: str) 
             held.append(conn)
         started = time.monotonic()
         # the workers still have files to accept and answer with
-        assert httpx.get(low_server + "/healthz", timeout=10).status_code == 200
-        got = httpx.get(low_server + "/sparql", params={"query": "ASK {}"}, timeout=10)
+        assert oneshot.get(low_server + "/healthz", timeout=10).status_code == 200
+        got = oneshot.get(low_server + "/sparql", params={"query": "ASK {}"}, timeout=10)
         assert got.status_code == 200 and got.json()["boolean"] is True
         # and the half-sent requests are answered 408 and closed within the timeout
         answers = [_read_to_end(conn, deadline=started + 10) for conn in held]

@@ -24,10 +24,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cradle_kg.server.guard import BODY_BUDGET_BYTES
+from tests import oneshot
 
 from ..server.conftest import make_demo_home, start_server, stop_server
 
@@ -94,12 +94,12 @@ def test_bodies_held_at_once_stay_within_the_budget(served: tuple[str, int]) -> 
             except OSError:
                 refused += 1  # reset
         assert refused >= CONNECTIONS // 2, refused
-        assert httpx.get(url + "/healthz", timeout=10).status_code == 200
+        assert oneshot.get(url + "/healthz", timeout=10).status_code == 200
     finally:
         for conn in held:
             conn.close()
     # once the held bodies are gone, a body is taken again
-    answer = httpx.post(url + "/api/proposals", json={"x": 1}, timeout=10)
+    answer = oneshot.post(url + "/api/proposals", json={"x": 1}, timeout=10)
     assert answer.status_code in (401, 403, 422), answer.text
 
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
+
+from tests import oneshot
 
 from ..server.conftest import Server, make_demo_home, start_server, stop_server
 
@@ -40,13 +41,13 @@ def default_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]
 
 
 def test_another_origin_is_not_told_it_may_read(default_server: Server) -> None:
-    got = httpx.post(default_server.sparql, data=ASK, headers={"Origin": EVIL})
+    got = oneshot.post(default_server.sparql, data=ASK, headers={"Origin": EVIL})
     assert got.status_code == 200
     assert "access-control-allow-origin" not in got.headers
     for path in ("/queries", "/healthz", "/api/runs"):
-        answer = httpx.get(default_server.url + path, headers={"Origin": EVIL})
+        answer = oneshot.get(default_server.url + path, headers={"Origin": EVIL})
         assert "access-control-allow-origin" not in answer.headers, path
-    preflight = httpx.options(default_server.sparql, headers={
+    preflight = oneshot.options(default_server.sparql, headers={
         "Origin": EVIL, "Access-Control-Request-Method": "POST"})
     assert "access-control-allow-origin" not in preflight.headers
 
@@ -56,11 +57,11 @@ def test_another_origin_is_not_told_it_may_read(default_server: Server) -> None:
 def test_a_rebound_host_name_is_refused_on_every_route(default_server: Server,
                                                        path: str) -> None:
     port = default_server.url.rsplit(":", 1)[1]
-    rebound = httpx.get(default_server.url + path, headers={"Host": f"evil.example:{port}"})
+    rebound = oneshot.get(default_server.url + path, headers={"Host": f"evil.example:{port}"})
     assert rebound.status_code == 421, (path, rebound.status_code, rebound.text[:200])
     assert "evil.example" in rebound.text and "--allow-host" in rebound.text
     for name in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost", f"[::1]:{port}"):
-        own = httpx.get(default_server.url + path, headers={"Host": name})
+        own = oneshot.get(default_server.url + path, headers={"Host": name})
         assert own.status_code != 421, (path, name)
 
 
@@ -71,13 +72,13 @@ def test_named_origins_and_hosts_are_answered(tmp_path_factory: pytest.TempPathF
                         "--allow-host", "sparql.internal"],
                        tmp_path_factory.mktemp("log") / "s.log", home.path)
     try:
-        allowed = httpx.post(srv.sparql, data=ASK, headers={"Origin": "https://yasgui.example"})
+        allowed = oneshot.post(srv.sparql, data=ASK, headers={"Origin": "https://yasgui.example"})
         assert allowed.headers["access-control-allow-origin"] == "https://yasgui.example"
-        other = httpx.post(srv.sparql, data=ASK, headers={"Origin": EVIL})
+        other = oneshot.post(srv.sparql, data=ASK, headers={"Origin": EVIL})
         assert "access-control-allow-origin" not in other.headers
-        proxied = httpx.post(srv.sparql, data=ASK, headers={"Host": "sparql.internal"})
+        proxied = oneshot.post(srv.sparql, data=ASK, headers={"Host": "sparql.internal"})
         assert proxied.status_code == 200 and proxied.json()["boolean"] is True
-        assert httpx.post(srv.sparql, data=ASK, headers={"Host": "evil.example"}
+        assert oneshot.post(srv.sparql, data=ASK, headers={"Host": "evil.example"}
                           ).status_code == 421
     finally:
         stop_server(srv)

@@ -37,6 +37,7 @@ from cradle_kg import Runtime
 from cradle_kg.config import load_config
 from cradle_kg.home import Home
 from cradle_kg.server.auth import issue_agent_token
+from tests import oneshot
 
 from ..server.conftest import Server, start_server, stop_server
 
@@ -87,7 +88,7 @@ def _propose(srv: Server, token: str, pid: str, tool: str, arguments: dict[str, 
                                        "arguments": arguments}}
     if facts is not None:
         body["facts"] = facts
-    return httpx.post(srv.url + "/api/proposals", json=body, timeout=60,
+    return oneshot.post(srv.url + "/api/proposals", json=body, timeout=60,
                       headers={"Authorization": f"Bearer {token}"})
 
 

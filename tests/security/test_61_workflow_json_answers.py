@@ -35,6 +35,7 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from tests import oneshot
 
 from ..server.conftest import start_server, stop_server
 from .inputcli import cli, fresh_home
@@ -64,14 +65,14 @@ def test_an_answer_over_the_api_is_read_strictly(tmp_path: Path) -> None:
     bob = {"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}
     try:
         def start() -> str:
-            began = httpx.post(f"{srv.url}/api/workflows/credit-review/runs", headers=bob,
+            began = oneshot.post(f"{srv.url}/api/workflows/credit-review/runs", headers=bob,
                                json={"input": INPUT}, timeout=60)
             assert began.status_code == 200, began.text
             assert began.json()["status"] == "waiting_human", began.text
             return str(began.json()["run_id"])
 
         def answer(run: str, text: str) -> httpx.Response:
-            return httpx.post(f"{srv.url}/api/steps/{run}/review/decide", headers=bob,
+            return oneshot.post(f"{srv.url}/api/steps/{run}/review/decide", headers=bob,
                               json={"answer": text}, timeout=60)
 
         run = start()

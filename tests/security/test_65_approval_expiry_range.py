@@ -31,13 +31,13 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.errors import InputError
 from cradle_kg.records import ApprovalStatus
+from tests import oneshot
 
 from ..server.conftest import start_server, stop_server
 from .inputcli import cli
@@ -61,17 +61,17 @@ def test_the_api_refuses_an_expiry_past_what_a_date_holds(tmp_path: Path) -> Non
     srv = start_server(["--home", str(home)], log, home)
     try:
         url = f"{srv.url}/api/approvals/{approval}/approve"
-        late = httpx.post(url, headers=HEADERS, json={"until": NEVER_WEST}, timeout=60)
+        late = oneshot.post(url, headers=HEADERS, json={"until": NEVER_WEST}, timeout=60)
         # before: 200, the close ran and was recorded `failed`, and /sparql answered 500
         assert late.status_code == 422, (late.status_code, late.text[:300])
         assert "until" in late.text and "9999-12-31T23:59:59Z" in late.text
         assert _status(home, approval) == ("pending", before)  # nothing journaled
 
-        ok = httpx.post(url, headers=HEADERS, json={"until": "9999-12-31T18:00:00-05:00"},
+        ok = oneshot.post(url, headers=HEADERS, json={"until": "9999-12-31T18:00:00-05:00"},
                         timeout=60)
         assert ok.status_code == 200, ok.text
         assert ok.json()["outcome"]["status"] == "executed"
-        sparql = httpx.post(f"{srv.url}/sparql", data={"query": COUNT}, timeout=60,
+        sparql = oneshot.post(f"{srv.url}/sparql", data={"query": COUNT}, timeout=60,
                             headers={"Accept": "application/sparql-results+json"})
         assert sparql.status_code == 200, sparql.text
     finally:

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.errors import InputError
 from cradle_kg.runs import list_page
+from tests import oneshot
 
 from ..server.conftest import start_server, stop_server
 from .inputcli import cli
@@ -51,12 +51,12 @@ def test_the_api_refuses_a_page_past_64_bits(tmp_path: Path) -> None:
     headers = {"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}
     try:
         for query in (f"offset={HUGE}", f"offset={2**63}", f"status=open&offset={HUGE}"):
-            r = httpx.get(f"{srv.url}/api/runs?{query}", headers=headers, timeout=60)
+            r = oneshot.get(f"{srv.url}/api/runs?{query}", headers=headers, timeout=60)
             assert r.status_code == 422, (query, r.status_code, r.text[:200])  # before: 500
             assert "offset" in r.text
-        fits = httpx.get(f"{srv.url}/api/runs?offset={FITS}", headers=headers, timeout=60)
+        fits = oneshot.get(f"{srv.url}/api/runs?offset={FITS}", headers=headers, timeout=60)
         assert fits.status_code == 200 and fits.json() == []
-        first = httpx.get(f"{srv.url}/api/runs", headers=headers, timeout=60)
+        first = oneshot.get(f"{srv.url}/api/runs", headers=headers, timeout=60)
         assert [r["run_id"] for r in first.json()] == ["run:alice"]
     finally:
         stop_server(srv)

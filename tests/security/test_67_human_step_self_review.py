@@ -25,11 +25,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER
+from tests import oneshot
 
 from ..server.conftest import start_server, stop_server
 from .inputcli import cli
@@ -86,14 +86,14 @@ def test_the_agents_principal_cannot_answer_over_http(tmp_path: Path) -> None:
 
     try:
         # alice may start her agent's workflow (an approver may) — not review it
-        began = httpx.post(f"{srv.url}/api/workflows/credit-review/runs",
+        began = oneshot.post(f"{srv.url}/api/workflows/credit-review/runs",
                            headers=as_(REQUESTER), json={"input": INPUT}, timeout=60)
         assert began.status_code == 200 and began.json()["status"] == "waiting_human"
         run = str(began.json()["run_id"])
         before = _kinds(home, run)
 
         def answer(who: str) -> Any:
-            return httpx.post(f"{srv.url}/api/steps/{run}/review/decide", headers=as_(who),
+            return oneshot.post(f"{srv.url}/api/steps/{run}/review/decide", headers=as_(who),
                               json={"answer": "pay"}, timeout=60)
 
         own = answer(REQUESTER)

@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cradle_kg import Runtime
@@ -42,6 +41,7 @@ from cradle_kg.runs import (
     read_summary,
     show_run,
 )
+from tests import oneshot
 from tests.conftest import make_config, proposal
 
 from ..server.conftest import start_server, stop_server
@@ -150,21 +150,21 @@ def test_the_api_pages_a_run_s_events(tmp_path: Path, home: Path) -> None:
     headers = {"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}
     try:
         url = f"{srv.url}/api/runs/{LONG}"
-        first = httpx.get(url, params={"limit": 25}, headers=headers, timeout=60).json()
+        first = oneshot.get(url, params={"limit": 25}, headers=headers, timeout=60).json()
         assert len(first["events"]) == 25 and first["more"] is True
         assert first["events_total"] == total and first["limit"] == 25
         assert first["next_after_seq"] == first["events"][-1]["seq"]
-        rest = httpx.get(url, params={"after_seq": first["next_after_seq"]},
+        rest = oneshot.get(url, params={"after_seq": first["next_after_seq"]},
                          headers=headers, timeout=60).json()
         assert len(rest["events"]) == total - 25 and rest["more"] is False
         assert rest["next_after_seq"] is None
-        assert httpx.get(url, headers=headers, timeout=60).json()["limit"] == EVENTS_PAGE
-        assert httpx.get(url, params={"limit": 1001}, headers=headers,
+        assert oneshot.get(url, headers=headers, timeout=60).json()["limit"] == EVENTS_PAGE
+        assert oneshot.get(url, params={"limit": 1001}, headers=headers,
                          timeout=60).status_code == 422
-        view = httpx.get(url + "/view", params={"limit": 25}, headers=headers,
+        view = oneshot.get(url + "/view", params={"limit": 25}, headers=headers,
                          timeout=60).json()
         assert view["more"] is True and view["events_total"] == total and view["lanes"]
-        runs = httpx.get(f"{srv.url}/api/runs", headers=headers, timeout=60).json()
+        runs = oneshot.get(f"{srv.url}/api/runs", headers=headers, timeout=60).json()
         assert runs[0]["run_id"] == LONG and runs[0]["proposal_count"] > SUMMARY_ITEMS
         assert len(runs[0]["proposals"]) == SUMMARY_ITEMS
     finally:

@@ -27,10 +27,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cradle_kg.demo.scenario import AGENT
+from tests import oneshot
 
 from ..inprocess import run_cli
 from ..server.conftest import Server, make_demo_home, start_server, stop_server
@@ -61,7 +61,7 @@ def test_an_agent_token_cannot_make_validate_recurse_or_spin(
         served: tuple[Server, str], body: str) -> None:
     srv, token = served
     started = time.monotonic()
-    answer = httpx.post(f"{srv.url}/api/workflows/validate", content=body.encode(),
+    answer = oneshot.post(f"{srv.url}/api/workflows/validate", content=body.encode(),
                         headers={"Authorization": f"Bearer {token}"}, timeout=60)
     took = time.monotonic() - started
     # before: 500 Internal Server Error (RecursionError), the brackets after 26 s

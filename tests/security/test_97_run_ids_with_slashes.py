@@ -28,6 +28,7 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
+from tests import oneshot
 
 from ..server.conftest import Server, start_server, stop_server
 from .mcp_http import token_for, two_agent_home
@@ -57,7 +58,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, s
 
 
 def _get(srv: Server, path: str, headers: dict[str, str] = BOB) -> httpx.Response:
-    return httpx.get(srv.url + path, headers=headers, timeout=60)
+    return oneshot.get(srv.url + path, headers=headers, timeout=60)
 
 
 def test_the_page_lists_and_opens_a_run_with_a_slash(served: tuple[Server, str]) -> None:

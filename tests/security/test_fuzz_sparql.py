@@ -19,6 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests import oneshot
+
 from .sparql_target import LEAK, Listener, Server, serve_data, stop_server
 
 #: what /sparql may answer (README, Security model)
@@ -107,7 +109,7 @@ def test_no_request_breaks_the_endpoint(server: Server, query: str, method: str,
 
 
 def test_the_server_is_healthy_after_the_fuzzing(server: Server) -> None:
-    health = httpx.get(server.url + "/healthz").json()
+    health = oneshot.get(server.url + "/healthz").json()
     assert health["workers_ready"] >= 1
     assert LISTENER.connections == 0
     assert os.path.exists(f"/proc/{server.process.pid}")

@@ -17,6 +17,7 @@ import pytest
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, run_demo
 from cradle_kg.records import Outcome
+from tests import oneshot
 
 #: the limits of the test server: small, so runaway queries hit them quickly
 TIMEOUT_SECONDS = 3.0
@@ -58,7 +59,7 @@ def start_server(args: list[str], log: Path, home: Path | None = None, *,
         if process.poll() is not None:
             raise RuntimeError(f"the server exited: {log.read_text()}")
         try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+            if oneshot.get(url + "/healthz", timeout=2).status_code == 200:
                 return Server(url, home, process, log)
         except httpx.HTTPError:
             pass

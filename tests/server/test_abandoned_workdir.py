@@ -13,10 +13,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cradle_kg.server.launch import OWNER_FILE, WORKDIR_PREFIX, remove_abandoned
+from tests import oneshot
 
 from .conftest import start_server, stop_server
 
@@ -85,7 +85,7 @@ def test_the_next_server_removes_a_killed_servers_folder(tmp_path: Path, short_t
         assert not folder.exists()
         [own] = list(tmp.glob(WORKDIR_PREFIX + "*"))
         assert (own / OWNER_FILE).read_text().strip() == str(second.process.pid)
-        assert httpx.post(second.sparql, data={"query": "ASK { <urn:a> ?p ?o }"},
+        assert oneshot.post(second.sparql, data={"query": "ASK { <urn:a> ?p ?o }"},
                           headers={"Accept": "application/sparql-results+json"}
                           ).json()["boolean"] is True
     finally:

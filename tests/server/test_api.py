@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER
+from tests import oneshot
 
 from ..inprocess import run_cli
 from .conftest import DemoHome, Server, close_proposal, make_demo_home, start_server, stop_server
@@ -40,11 +40,11 @@ def bearer(token: str) -> dict[str, str]:
 
 def test_tokens_identify_callers(api: tuple[Server, DemoHome, str]) -> None:
     srv, home, agent_token = api
-    assert httpx.get(srv.url + "/api/runs").status_code == 401
-    assert httpx.get(srv.url + "/api/runs", headers=bearer("wrong")).status_code == 401
-    me = httpx.get(srv.url + "/api/whoami", headers=bearer(agent_token)).json()
+    assert oneshot.get(srv.url + "/api/runs").status_code == 401
+    assert oneshot.get(srv.url + "/api/runs", headers=bearer("wrong")).status_code == 401
+    me = oneshot.get(srv.url + "/api/whoami", headers=bearer(agent_token)).json()
     assert me == {"identity": AGENT, "roles": ["agent"]}
-    bob = httpx.get(srv.url + "/api/whoami", headers=bearer(DEMO_TOKENS[APPROVER])).json()
+    bob = oneshot.get(srv.url + "/api/whoami", headers=bearer(DEMO_TOKENS[APPROVER])).json()
     assert bob == {"identity": APPROVER, "roles": ["approver"]}
     hashes = (home.path / "api-tokens.json").read_text()
     assert agent_token not in hashes and "sha256:" in hashes
@@ -55,23 +55,23 @@ def test_agent_submits_its_own_proposals_only(api: tuple[Server, DemoHome, str])
     credit = {"id": "p-api-credit", "task_id": "task-api", "agent_id": AGENT,
               "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-4",
                          "arguments": {"account": "acct-4", "amount": 5}}}
-    done = httpx.post(srv.url + "/api/proposals", json=credit, headers=bearer(agent_token))
+    done = oneshot.post(srv.url + "/api/proposals", json=credit, headers=bearer(agent_token))
     assert done.status_code == 200, done.text
     assert done.json()["status"] == "executed"
     too_big = {**credit, "id": "p-api-big", "action": {**credit["action"],  # type: ignore[dict-item]
                                                       "arguments": {"account": "acct-4",
                                                                     "amount": 5000}}}
-    denied = httpx.post(srv.url + "/api/proposals", json=too_big, headers=bearer(agent_token))
+    denied = oneshot.post(srv.url + "/api/proposals", json=too_big, headers=bearer(agent_token))
     assert denied.status_code == 200 and denied.json()["status"] == "denied"
     other = {**credit, "agent_id": "agent:someone-else"}
-    assert httpx.post(srv.url + "/api/proposals", json=other,
+    assert oneshot.post(srv.url + "/api/proposals", json=other,
                       headers=bearer(agent_token)).status_code == 403
-    assert httpx.post(srv.url + "/api/proposals", json=credit,
+    assert oneshot.post(srv.url + "/api/proposals", json=credit,
                       headers=bearer(DEMO_TOKENS[APPROVER])).status_code == 403
-    broken = httpx.post(srv.url + "/api/proposals", json={"agent_id": AGENT},
+    broken = oneshot.post(srv.url + "/api/proposals", json={"agent_id": AGENT},
                         headers=bearer(agent_token))
     assert broken.status_code == 422 and "proposal" in broken.json()["detail"]["message"]
-    runs = httpx.get(srv.url + "/api/runs", headers=bearer(agent_token)).json()
+    runs = oneshot.get(srv.url + "/api/runs", headers=bearer(agent_token)).json()
     assert {r["run_id"]: r["status"] for r in runs}["run:task-api"] == "denied"
 
 
@@ -79,36 +79,36 @@ def test_approvals_listed_viewed_rejected_and_approved(api: tuple[Server, DemoHo
     srv, home, agent_token = api
     approval = home.waiting.approval
     assert approval is not None
-    pending = httpx.get(srv.url + "/api/approvals", params={"pending": "true"},
+    pending = oneshot.get(srv.url + "/api/approvals", params={"pending": "true"},
                         headers=bearer(DEMO_TOKENS[APPROVER])).json()
     assert approval.id in {a["id"] for a in pending}
-    view = httpx.get(srv.url + f"/api/approvals/{approval.id}",
+    view = oneshot.get(srv.url + f"/api/approvals/{approval.id}",
                      headers=bearer(DEMO_TOKENS[APPROVER])).json()
     assert view["action"]["arguments"] == {"account": "acct-7"}
     assert view["proposed_by"] == AGENT
     url = srv.url + f"/api/approvals/{approval.id}"
     # the agent is no approver; the requester it acts for may not approve its own action
-    assert httpx.post(url + "/approve", headers=bearer(agent_token)).status_code == 403
-    own = httpx.post(url + "/approve", headers=bearer(DEMO_TOKENS[REQUESTER]))
+    assert oneshot.post(url + "/approve", headers=bearer(agent_token)).status_code == 403
+    own = oneshot.post(url + "/approve", headers=bearer(DEMO_TOKENS[REQUESTER]))
     assert own.status_code == 403 and "cannot approve" in own.json()["detail"]["message"]
-    assert httpx.post(url + "/reject", json={"reason": ""},
+    assert oneshot.post(url + "/reject", json={"reason": ""},
                       headers=bearer(DEMO_TOKENS[APPROVER])).status_code == 422
-    ok = httpx.post(url + "/approve", headers=bearer(DEMO_TOKENS[APPROVER]))
+    ok = oneshot.post(url + "/approve", headers=bearer(DEMO_TOKENS[APPROVER]))
     assert ok.status_code == 200, ok.text
     body = ok.json()
     assert body["approval"]["status"] == "approved"
     assert body["approval"]["approver_id"] == APPROVER
     assert body["outcome"]["status"] == "executed"  # the waiting run went on by itself
-    again = httpx.post(url + "/approve", headers=bearer(DEMO_TOKENS[APPROVER]))
+    again = oneshot.post(url + "/approve", headers=bearer(DEMO_TOKENS[APPROVER]))
     assert again.status_code == 403 and "already" in again.json()["detail"]["message"]
-    second = httpx.post(srv.url + "/api/proposals", json=close_proposal("acct-6"),
+    second = oneshot.post(srv.url + "/api/proposals", json=close_proposal("acct-6"),
                         headers=bearer(agent_token)).json()
     assert second["status"] == "awaiting_approval"
-    rejected = httpx.post(srv.url + f"/api/approvals/{second['approval']['id']}/reject",
+    rejected = oneshot.post(srv.url + f"/api/approvals/{second['approval']['id']}/reject",
                           json={"reason": "account still has a balance"},
                           headers=bearer(DEMO_TOKENS[APPROVER])).json()
     assert rejected["approval"]["status"] == "rejected" and rejected["outcome"] is None
-    assert httpx.get(srv.url + "/api/approvals/apr:nope",
+    assert oneshot.get(srv.url + "/api/approvals/apr:nope",
                      headers=bearer(DEMO_TOKENS[APPROVER])).status_code == 404
 
 
@@ -117,8 +117,8 @@ def test_the_graph_follows_the_journal(api: tuple[Server, DemoHome, str]) -> Non
     credit = {"id": "p-api-fresh", "task_id": "task-api-fresh", "agent_id": AGENT,
               "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-5",
                          "arguments": {"account": "acct-5", "amount": 7}}}
-    httpx.post(srv.url + "/api/proposals", json=credit, headers=bearer(agent_token))
-    got = httpx.get(srv.url + "/queries/task-effects", params={"task": "task-api-fresh"},
+    oneshot.post(srv.url + "/api/proposals", json=credit, headers=bearer(agent_token))
+    got = oneshot.get(srv.url + "/queries/task-effects", params={"task": "task-api-fresh"},
                     headers={"Accept": "application/sparql-results+json"}).json()
     assert [b["result"]["value"] for b in got["results"]["bindings"]] == ["committed"]
 
@@ -128,9 +128,9 @@ def test_revoked_token_stops_working(api: tuple[Server, DemoHome, str]) -> None:
     done = run_cli("api-token", "issue", AGENT, "--home", str(home.path))
     assert done.returncode == 0, done.stderr
     issued = done.stdout.strip()
-    assert httpx.get(srv.url + "/api/whoami", headers=bearer(issued)).status_code == 200
+    assert oneshot.get(srv.url + "/api/whoami", headers=bearer(issued)).status_code == 200
     revoked = run_cli("api-token", "revoke", AGENT, "--home", str(home.path))
     assert revoked.returncode == 0, revoked.stderr
-    assert httpx.get(srv.url + "/api/whoami", headers=bearer(issued)).status_code == 401
+    assert oneshot.get(srv.url + "/api/whoami", headers=bearer(issued)).status_code == 401
     unknown = run_cli("api-token", "issue", "agent:undeclared", "--home", str(home.path))
     assert unknown.returncode == 2 and "not an agent declared" in unknown.stderr + unknown.stdout

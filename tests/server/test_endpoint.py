@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pyoxigraph as ox
 import pytest
 import rdflib
@@ -29,6 +28,7 @@ from cradle_kg.server.front import GRACE_SECONDS
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
+from tests import oneshot
 from tests.graph_backends import read_home_graph
 
 from .conftest import MAX_RESULT_BYTES, TIMEOUT_SECONDS, DemoHome, Server, start_server, stop_server
@@ -117,7 +117,7 @@ def test_construct_in_turtle_rdfxml_jsonld(server: Server, demo_home: DemoHome,
 
 
 def test_construct_n_triples_and_describe(server: Server, demo_home: DemoHome) -> None:
-    res = httpx.get(server.sparql, params={"query": CONSTRUCT},
+    res = oneshot.get(server.sparql, params={"query": CONSTRUCT},
                     headers={"Accept": "application/n-triples"})
     assert res.headers["content-type"].startswith("application/n-triples")
     assert len(res.text.strip().splitlines()) == decided(demo_home)
@@ -147,7 +147,7 @@ def test_default_and_named_graph_parameters(server: Server, demo_home: DemoHome)
     count = "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
 
     def ask(**params: object) -> dict[str, object]:
-        res = httpx.get(server.sparql, params={"query": count, **params},
+        res = oneshot.get(server.sparql, params={"query": count, **params},
                         headers={"Accept": "application/sparql-results+json"})
         assert res.status_code == 200, res.text
         return dict(res.json())
@@ -158,16 +158,16 @@ def test_default_and_named_graph_parameters(server: Server, demo_home: DemoHome)
     assert n(ask(**{"default-graph-uri": run})) == graph_size(demo_home, run)
     assert n(ask()) > graph_size(demo_home, run)  # the union of every run
     assert n(ask(**{"named-graph-uri": run})) == 0  # named graphs only: empty default
-    graphs = httpx.post(server.sparql, data={
+    graphs = oneshot.post(server.sparql, data={
         "query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }", "named-graph-uri": run},
         headers={"Accept": "application/sparql-results+json"}).json()
     assert [b["g"]["value"] for b in graphs["results"]["bindings"]] == [run]
-    bad = httpx.get(server.sparql, params={"query": count, "default-graph-uri": "not an iri"})
+    bad = oneshot.get(server.sparql, params={"query": count, "default-graph-uri": "not an iri"})
     assert bad.status_code == 400
 
 
 def test_service_description(server: Server) -> None:
-    res = httpx.get(server.sparql, headers={"Accept": "text/turtle"})
+    res = oneshot.get(server.sparql, headers={"Accept": "text/turtle"})
     assert res.status_code == 200 and res.headers["content-type"].startswith("text/turtle")
     graph = rdflib.Graph().parse(data=res.text, format="turtle")
     service = rdflib.URIRef(server.sparql)
@@ -177,7 +177,7 @@ def test_service_description(server: Server) -> None:
         in graph
     assert (service, rdflib.URIRef(SD + "feature"),
             rdflib.URIRef(SD + "BasicFederatedQuery")) not in graph
-    as_xml = httpx.get(server.sparql, headers={"Accept": "application/rdf+xml"})
+    as_xml = oneshot.get(server.sparql, headers={"Accept": "application/rdf+xml"})
     assert len(rdflib.Graph().parse(data=as_xml.text, format="xml")) == len(graph)
 
 
@@ -247,7 +247,7 @@ def test_service_is_refused_and_nothing_is_fetched(server: Server,
                   f"PREFIX r: <{url[:-6]}> "
                   "SELECT * WHERE { SERVICE SILENT r:sparql { ?s ?p ?o } }",
                   f"SELECT * WHERE {{ BIND(<{url}> AS ?u) SERVICE ?u {{ ?s ?p ?o }} }}"):
-        res = httpx.post(server.sparql, data={"query": query})
+        res = oneshot.post(server.sparql, data={"query": query})
         assert res.status_code == 403, res.text
         assert "SERVICE" in res.text
     with pytest.raises(Exception, match="403"):
@@ -258,11 +258,11 @@ def test_service_is_refused_and_nothing_is_fetched(server: Server,
 def test_update_is_refused_and_changes_nothing(server: Server, demo_home: DemoHome) -> None:
     insert = "INSERT DATA { <urn:x:a> <urn:x:b> <urn:x:c> }"
     refusals = [
-        httpx.post(server.sparql, data={"update": insert}),
-        httpx.post(server.sparql, content=insert,
+        oneshot.post(server.sparql, data={"update": insert}),
+        oneshot.post(server.sparql, content=insert,
                    headers={"Content-Type": "application/sparql-update"}),
-        httpx.post(server.sparql, data={"query": insert}),
-        httpx.get(server.sparql, params={"query": "DROP ALL"}),
+        oneshot.post(server.sparql, data={"query": insert}),
+        oneshot.get(server.sparql, params={"query": "DROP ALL"}),
     ]
     assert [r.status_code for r in refusals] == [403] * 4
     assert all("read-only" in r.text for r in refusals)
@@ -278,49 +278,49 @@ def test_update_is_refused_and_changes_nothing(server: Server, demo_home: DemoHo
 def test_malformed_queries_get_400_with_the_parser_message(server: Server) -> None:
     with pytest.raises(QueryBadFormed, match="does not parse"):
         wrapper(server, "SELECT * WHERE { ?s ?p }", JSON).query()
-    res = httpx.get(server.sparql, params={"query": "SELEC nothing"})
+    res = oneshot.get(server.sparql, params={"query": "SELEC nothing"})
     assert res.status_code == 400 and "error at 1:1" in res.text
-    assert httpx.post(server.sparql, content="x",
+    assert oneshot.post(server.sparql, content="x",
                       headers={"Content-Type": "text/plain"}).status_code == 415
-    empty = httpx.post(server.sparql, content=b"",
+    empty = oneshot.post(server.sparql, content=b"",
                        headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert empty.status_code == 400
 
 
 def test_runaway_query_is_stopped_and_the_server_lives_on(server: Server,
                                                           demo_home: DemoHome) -> None:
-    before = httpx.get(server.url + "/healthz").json()["workers_replaced"]
-    res = httpx.post(server.sparql, data={"query": RUNAWAY}, timeout=TIMEOUT_SECONDS * 10)
+    before = oneshot.get(server.url + "/healthz").json()["workers_replaced"]
+    res = oneshot.post(server.sparql, data={"query": RUNAWAY}, timeout=TIMEOUT_SECONDS * 10)
     assert res.status_code == 503
     assert f"{TIMEOUT_SECONDS:g} s limit" in res.text
     after = wrapper(server, DECISIONS, JSON).query().convert()
     assert len(after["results"]["bindings"]) == decided(demo_home)  # type: ignore[index]
-    assert httpx.get(server.url + "/healthz").json()["workers_replaced"] == before + 1
+    assert oneshot.get(server.url + "/healthz").json()["workers_replaced"] == before + 1
     # past the kill deadline of the runaway: its replacement was not killed for it (the
     # slot kept the runaway's start time, and each new worker was killed at once, dropping
     # the connections the kernel gave it)
     time.sleep(GRACE_SECONDS + 1.0)
     for _ in range(8):
-        assert httpx.get(server.url + "/healthz").status_code == 200
-    health = httpx.get(server.url + "/healthz").json()
+        assert oneshot.get(server.url + "/healthz").status_code == 200
+    health = oneshot.get(server.url + "/healthz").json()
     assert (health["workers_replaced"], health["workers_ready"]) == (before + 1, 2)
 
 
 def test_oversized_result_is_refused(server: Server) -> None:
     everything = "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f }"
-    res = httpx.post(server.sparql, data={"query": everything}, timeout=TIMEOUT_SECONDS * 10)
+    res = oneshot.post(server.sparql, data={"query": everything}, timeout=TIMEOUT_SECONDS * 10)
     assert res.status_code == 413
     assert f"{MAX_RESULT_BYTES} byte cap" in res.text
 
 
 def test_cors_preflight_for_browser_clients(server: Server) -> None:
     # a YASGUI page served elsewhere POSTs a form with an Accept header: CORS must allow it
-    res = httpx.options(server.sparql, headers={
+    res = oneshot.options(server.sparql, headers={
         "Origin": "http://yasgui.example", "Access-Control-Request-Method": "POST",
         "Access-Control-Request-Headers": "content-type,accept"})
     assert res.status_code == 200
     assert res.headers["access-control-allow-origin"] in ("*", "http://yasgui.example")
-    got = httpx.post(server.sparql, data={"query": "ASK {}"}, headers={
+    got = oneshot.post(server.sparql, data={"query": "ASK {}"}, headers={
         "Origin": "http://yasgui.example",
         "Accept": "application/sparql-results+json,*/*;q=0.9"})
     assert got.json() == {"head": {}, "boolean": True}
@@ -328,18 +328,18 @@ def test_cors_preflight_for_browser_clients(server: Server) -> None:
 
 
 def test_named_queries_over_http(server: Server, demo_home: DemoHome) -> None:
-    listed = httpx.get(server.url + "/queries").json()
+    listed = oneshot.get(server.url + "/queries").json()
     assert {"why-allowed", "runs", "run-graph"} <= {q["name"] for q in listed}
     run = demo_home.waiting.run_id
-    res = httpx.get(server.url + "/queries/run-timeline", params={"run": run},
+    res = oneshot.get(server.url + "/queries/run-timeline", params={"run": run},
                     headers={"Accept": "application/sparql-results+json"})
     seqs = [int(b["seq"]["value"]) for b in res.json()["results"]["bindings"]]
     assert seqs == [e.seq for e in journal_events(demo_home) if e.run_id == run]  # type: ignore[attr-defined]
-    hostile = httpx.get(server.url + "/queries/why-allowed",
+    hostile = oneshot.get(server.url + "/queries/why-allowed",
                         params={"action": 'x"} UNION { ?action ?p ?o } #'})
     assert hostile.status_code == 200 and hostile.json()["results"]["bindings"] == []
-    assert httpx.get(server.url + "/queries/why-allowed").status_code == 400
-    assert httpx.get(server.url + "/queries/nope").status_code == 404
+    assert oneshot.get(server.url + "/queries/why-allowed").status_code == 400
+    assert oneshot.get(server.url + "/queries/nope").status_code == 404
 
 
 def test_a_named_query_answers_a_page(server: Server) -> None:
@@ -348,7 +348,7 @@ def test_a_named_query_answers_a_page(server: Server) -> None:
     json_accept = {"Accept": "application/sparql-results+json"}
 
     def runs(**params: str) -> list[str]:
-        res = httpx.get(server.url + "/queries/runs", params=params, headers=json_accept)
+        res = oneshot.get(server.url + "/queries/runs", params=params, headers=json_accept)
         assert res.status_code == 200, res.text
         return [b["run"]["value"] for b in res.json()["results"]["bindings"]]
 
@@ -359,9 +359,9 @@ def test_a_named_query_answers_a_page(server: Server) -> None:
     assert runs(limit="3", offset=str(len(whole))) == []
     for params, said in [({"offset": "2"}, "needs `limit`"), ({"limit": "0"}, "from 1"),
                          ({"limit": "two"}, "whole number")]:
-        res = httpx.get(server.url + "/queries/runs", params=params)
+        res = oneshot.get(server.url + "/queries/runs", params=params)
         assert res.status_code == 400 and said in res.text
-    own = httpx.get(server.url + "/queries/policy-in-force",
+    own = oneshot.get(server.url + "/queries/policy-in-force",
                     params={"decision": "dec:x", "limit": "5"})
     assert own.status_code == 400 and "cannot be paged" in own.text
 
@@ -396,7 +396,7 @@ def test_serving_files_keeps_named_graphs(exported: list[Path],
                                           tmp_path: Path) -> None:
     srv = start_server([str(p) for p in exported], tmp_path / "files.log")
     try:
-        got = httpx.post(srv.sparql, data={
+        got = oneshot.post(srv.sparql, data={
             "query": "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g"},
             headers={"Accept": "application/sparql-results+json"}).json()
         counts = {b["g"]["value"]: int(b["n"]["value"]) for b in got["results"]["bindings"]}
@@ -407,8 +407,8 @@ def test_serving_files_keeps_named_graphs(exported: list[Path],
             assert len(graphs) == 1 and counts[graphs.pop()] == len(data)
         note = wrapper(srv, f"SELECT ?n WHERE {{ ?s <{C}note> ?n }}", JSON).query().convert()
         assert note["results"]["bindings"][0]["n"]["value"] == "exported for an auditor"  # type: ignore[index]
-        assert httpx.get(srv.url + "/api/runs").status_code == 404  # no runtime: no API
-        assert httpx.get(srv.url + "/healthz").json()["mode"] == "files"
+        assert oneshot.get(srv.url + "/api/runs").status_code == 404  # no runtime: no API
+        assert oneshot.get(srv.url + "/healthz").json()["mode"] == "files"
     finally:
         stop_server(srv)
 
@@ -422,7 +422,7 @@ def test_an_allow_listed_service_is_called(server: Server, exported: list[Path],
                  f"{{ ?d a cradle:Decision }} }}")
         doc = wrapper(srv, query, JSON).query().convert()
         assert len(doc["results"]["bindings"]) == decided(demo_home)  # type: ignore[index]
-        sd = rdflib.Graph().parse(data=httpx.get(srv.sparql).text, format="turtle")
+        sd = rdflib.Graph().parse(data=oneshot.get(srv.sparql).text, format="turtle")
         assert (None, rdflib.URIRef(SD + "feature"), rdflib.URIRef(SD + "BasicFederatedQuery")) \
             in sd
         other = wrapper(srv, "SELECT * WHERE { SERVICE <http://127.0.0.1:9/x> { ?s ?p ?o } }",
@@ -434,7 +434,7 @@ def test_an_allow_listed_service_is_called(server: Server, exported: list[Path],
 
 
 def test_openapi_documents_the_api(server: Server) -> None:
-    spec = httpx.get(server.url + "/openapi.json").json()
+    spec = oneshot.get(server.url + "/openapi.json").json()
     for path in ("/api/proposals", "/api/approvals", "/api/approvals/{approval_id}/approve",
                  "/api/runs", "/sparql", "/queries/{name}"):
         assert path in spec["paths"], path
@@ -461,7 +461,7 @@ def test_new_events_are_served_and_a_timeout_reloads_nothing(server: Server,
                                     "arguments": {"account": "acct-live", "amount": 3}}})
     assert out.decision is not None
     assert served() == decided(demo_home)  # the new decision is in
-    res = httpx.post(server.sparql, data={"query": RUNAWAY}, timeout=TIMEOUT_SECONDS * 10)
+    res = oneshot.post(server.sparql, data={"query": RUNAWAY}, timeout=TIMEOUT_SECONDS * 10)
     assert res.status_code == 503
     # the replacement opens a checkpoint: it is answering well within one query timeout
     ask = f"ASK {{ {node('decision', out.decision.id)} ?p ?o }}"
@@ -478,16 +478,16 @@ def test_the_private_store_is_compacted_and_every_worker_moves_to_it(
     event announces that one, so the supervisor's count in shared memory tells each worker
     to ask for it at its next query. Same answers before and after."""
     deadline = time.monotonic() + 60
-    while (health := httpx.get(server.url + "/healthz").json())["compaction"] \
+    while (health := oneshot.get(server.url + "/healthz").json())["compaction"] \
             in ("pending", "running"):
         assert time.monotonic() < deadline, health
         time.sleep(0.05)
     assert health["compaction"] == "done"
     for _ in range(100):  # fresh connections: the kernel spreads them over the workers
-        got = httpx.post(server.sparql, data={"query": DECISIONS},
+        got = oneshot.post(server.sparql, data={"query": DECISIONS},
                          headers={"Accept": "application/sparql-results+json"})
         assert len(got.json()["results"]["bindings"]) == decided(demo_home)
-        health = httpx.get(server.url + "/healthz").json()
+        health = oneshot.get(server.url + "/healthz").json()
         if health["workers_on_generation"] == health["workers_ready"] == 2:
             break
     assert health["workers_on_generation"] == health["workers_ready"] == 2, health
@@ -498,8 +498,8 @@ def test_the_private_store_is_compacted_and_every_worker_moves_to_it(
 def test_the_fast_path_answers_as_the_route_does(server: Server, query: str) -> None:
     """/sparql with an Origin header (a browser) and without: the query workers answer
     both, with the same status, type and body; the browser's answer carries CORS."""
-    fast = httpx.post(server.sparql, data={"query": query}, headers={"Accept": "text/csv"})
-    routed = httpx.post(server.sparql, data={"query": query},
+    fast = oneshot.post(server.sparql, data={"query": query}, headers={"Accept": "text/csv"})
+    routed = oneshot.post(server.sparql, data={"query": query},
                         headers={"Accept": "text/csv", "Origin": "https://example.org"})
     assert (fast.status_code, fast.headers["content-type"], fast.content) == \
         (routed.status_code, routed.headers["content-type"], routed.content)
@@ -523,12 +523,12 @@ def test_a_home_whose_graph_is_remote_is_served_the_same(
         doc = wrapper(remote, DECISIONS, JSON).query().convert()
         assert isinstance(doc, dict)
         assert len(doc["results"]["bindings"]) == decided(demo_home)
-        named = httpx.get(remote.url + "/queries/denied-proposals",
+        named = oneshot.get(remote.url + "/queries/denied-proposals",
                           headers={"Accept": "application/sparql-results+json"}, timeout=30)
         assert named.status_code == 200, named.text
         denied = sum(1 for e in journal_events(demo_home) if e.kind == "decision.made"
                      and e.payload["decision"]["verdict"] == "deny")  # type: ignore[attr-defined]
         assert denied > 0 and len(named.json()["results"]["bindings"]) >= 1
-        assert httpx.get(remote.url + "/", timeout=30).status_code == 200
+        assert oneshot.get(remote.url + "/", timeout=30).status_code == 200
     finally:
         stop_server(remote)

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
+from tests import oneshot
 
 from ..inprocess import run_cli
 from ..test_shell import CLOSE_FLOW
@@ -34,12 +35,12 @@ class Served:
 
     def get(self, path: str, headers: dict[str, str] | None = None, **kw: object
             ) -> httpx.Response:
-        return httpx.get(self.srv.url + path, headers=BOB if headers is None else headers,
+        return oneshot.get(self.srv.url + path, headers=BOB if headers is None else headers,
                          timeout=30, **kw)  # type: ignore[arg-type]
 
     def post(self, path: str, headers: dict[str, str] | None = None, **kw: object
              ) -> httpx.Response:
-        return httpx.post(self.srv.url + path, headers=BOB if headers is None else headers,
+        return oneshot.post(self.srv.url + path, headers=BOB if headers is None else headers,
                           timeout=30, **kw)  # type: ignore[arg-type]
 
 

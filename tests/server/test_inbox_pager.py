@@ -17,11 +17,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from tests import oneshot
 
 from .cdp import Browser, browser
 from .conftest import DemoHome, Server, close_proposal, make_demo_home, start_server, stop_server
@@ -47,7 +47,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, D
 
 
 def _inbox(server: Server, **params: Any) -> list[dict[str, Any]]:
-    answer = httpx.get(server.url + "/api/inbox", params=params, headers=AUTH)
+    answer = oneshot.get(server.url + "/api/inbox", params=params, headers=AUTH)
     assert answer.status_code == 200, answer.text
     return list(answer.json())
 

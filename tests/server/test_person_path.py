@@ -14,12 +14,12 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.workflow import runner
+from tests import oneshot
 
 from .cdp import Browser, browser
 from .conftest import DemoHome, Server, make_demo_home, start_server, stop_server
@@ -161,7 +161,7 @@ def test_the_run_page_updates_itself_when_someone_else_answers(
 # --- the run page's refresh (regressions: each test failed on the page before its fix) ---
 
 def answer_through_the_api(server: Server, run: str) -> None:
-    answered = httpx.post(f"{server.url}/api/steps/{run}/review/decide",
+    answered = oneshot.post(f"{server.url}/api/steps/{run}/review/decide",
                           json={"answer": "hold"}, timeout=30,
                           headers={"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"})
     assert answered.status_code == 200 and answered.json()["status"] == "completed"

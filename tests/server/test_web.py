@@ -12,10 +12,10 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from tests import oneshot
 
 from .cdp import Browser, browser
 from .conftest import DemoHome, Server, make_demo_home, start_server, stop_server
@@ -87,18 +87,18 @@ def test_open_a_run_approve_it_and_see_it_continue(web: tuple[Server, DemoHome],
     page.js("document.querySelector('#run-timeline-box summary').click()")  # one click away
     timeline = page.wait_for("document.querySelector('#run-timeline').innerText")
     assert "transition.committed" in timeline and "approval.decided" in timeline
-    runs = httpx.get(server.url + "/api/runs",
+    runs = oneshot.get(server.url + "/api/runs",
                      headers={"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}).json()
     assert {r["run_id"]: r["status"] for r in runs}[run] == "executed"
 
 
 def test_every_asset_is_served_by_the_server(web: tuple[Server, DemoHome]) -> None:
     server, _ = web
-    html = httpx.get(server.url + "/").text
+    html = oneshot.get(server.url + "/").text
     links = re.findall(r'(?:src|href)="([^"]*)"', html)
     assert links and all(link.startswith(("/", "#")) for link in links), links
     for asset in ("/static/app.js", "/static/people.js", "/static/app.css"):
-        body = httpx.get(server.url + asset)
+        body = oneshot.get(server.url + asset)
         assert body.status_code == 200
         # the only absolute IRIs are RDF namespaces, compared to, never fetched
         assert not re.search(r"(fetch|import|url)\(\s*[`'\"]https?:", body.text)
@@ -107,8 +107,8 @@ def test_every_asset_is_served_by_the_server(web: tuple[Server, DemoHome]) -> No
                                                   "app.css", "docs.html", "docs.js",
                                                   "swagger"}
     # /docs: Swagger UI vendored beside the page, nothing from a CDN
-    docs = httpx.get(server.url + "/docs").text
+    docs = oneshot.get(server.url + "/docs").text
     links = re.findall(r'(?:src|href)="([^"]*)"', docs)
     assert links and all(link.startswith("/static/") for link in links), links
     for link in links:
-        assert httpx.get(server.url + link).status_code == 200, link
+        assert oneshot.get(server.url + link).status_code == 200, link

@@ -26,6 +26,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import oneshot
+
 from .conftest import DemoHome, Server, make_demo_home, start_server, stop_server
 from .test_endpoint import RUNAWAY
 
@@ -53,7 +55,7 @@ def test_idle_keep_alive_clients_survive_a_runaway(one_worker: Server) -> None:
             for client in clients:  # each holds a keep-alive connection to the worker
                 assert client.post(one_worker.sparql, data={"query": "ASK {}"}).json() == {
                     "head": {}, "boolean": True}
-            runaway = httpx.post(one_worker.sparql, data={"query": RUNAWAY}, timeout=30)
+            runaway = oneshot.post(one_worker.sparql, data={"query": RUNAWAY}, timeout=30)
             assert runaway.status_code == 503
             for n, client in enumerate(clients):
                 try:
@@ -65,7 +67,7 @@ def test_idle_keep_alive_clients_survive_a_runaway(one_worker: Server) -> None:
             for client in clients:
                 client.close()
     assert not failures, failures
-    assert httpx.get(one_worker.url + "/healthz").json()["workers_replaced"] >= ROUNDS
+    assert oneshot.get(one_worker.url + "/healthz").json()["workers_replaced"] >= ROUNDS
 
 
 def test_only_the_servers_client_connections_are_shut(tmp_path: Path) -> None:
@@ -113,7 +115,7 @@ def test_a_client_querying_beside_a_runaway_gets_an_answer(one_worker: Server) -
     with httpx.Client(timeout=30) as client:  # a keep-alive connection to the worker
         assert client.post(one_worker.sparql, data={"query": "ASK {}"}).status_code == 200
         runaway = threading.Thread(target=lambda: got.append(
-            httpx.post(one_worker.sparql, data={"query": RUNAWAY}, timeout=30)))
+            oneshot.post(one_worker.sparql, data={"query": RUNAWAY}, timeout=30)))
         runaway.start()
         time.sleep(0.3)  # the runaway is running
         res = client.post(one_worker.sparql, data={"query": "ASK {}"})

@@ -16,6 +16,7 @@ import pytest
 import rdflib
 
 from cradle_kg.storage.virtuoso_scratch import ScratchVirtuoso, VirtuosoUnavailable
+from tests import oneshot
 
 #: a module whose set-up is long (servers, browsers, packs built): run first
 pytestmark = pytest.mark.slow
@@ -83,7 +84,7 @@ def g(virtuoso: ScratchVirtuoso) -> Iterator[str]:
     graph = f"urn:x-test:{uuid.uuid4().hex}"
     yield graph
     e = virtuoso.endpoints
-    dropped = httpx.post(e.update, auth=(e.user, e.password), timeout=120.0, data={
+    dropped = oneshot.post(e.update, auth=(e.user, e.password), timeout=120.0, data={
         "update": f"DROP SILENT GRAPH <{graph}> ; DROP SILENT GRAPH <{graph}-big>"})
     assert dropped.status_code == 200, dropped.text
 
@@ -96,14 +97,14 @@ def test_the_scratch_server_needs_its_credentials(virtuoso: ScratchVirtuoso, g: 
     assert e.query.startswith("http://127.0.0.1:") and e.update.endswith("/sparql-auth")
     assert e.graph_store.endswith("/sparql-graph-crud-auth")
     write = {"update": f"INSERT DATA {{ GRAPH <{g}> {{ <urn:a> <urn:p> 1 }} }}"}
-    assert httpx.post(e.update, data=write).status_code == 401
-    assert httpx.post(e.update, data=write, auth=(e.user, "wrong")).status_code == 401
-    assert httpx.post(e.update, data=write, auth=("dba", "dba")).status_code == 401
+    assert oneshot.post(e.update, data=write).status_code == 401
+    assert oneshot.post(e.update, data=write, auth=(e.user, "wrong")).status_code == 401
+    assert oneshot.post(e.update, data=write, auth=("dba", "dba")).status_code == 401
     # the anonymous endpoint reads, and refuses every write
-    refused = httpx.post(virtuoso.anonymous_query_url, data={"query": write["update"]})
+    refused = oneshot.post(virtuoso.anonymous_query_url, data={"query": write["update"]})
     assert refused.status_code >= 400 and "SECURITY" in refused.text
-    assert httpx.post(e.update, data=write, auth=(e.user, e.password)).status_code == 200
-    read = httpx.post(virtuoso.anonymous_query_url, headers={"Accept": JSON},
+    assert oneshot.post(e.update, data=write, auth=(e.user, e.password)).status_code == 200
+    read = oneshot.post(virtuoso.anonymous_query_url, headers={"Accept": JSON},
                       data={"query": f"ASK {{ GRAPH <{g}> {{ <urn:a> <urn:p> 1 }} }}"})
     assert read.json()["boolean"] is True
 

@@ -1,0 +1,27 @@
+"""httpx's one-shot calls (``httpx.get`` …) with the process's shared TLS context.
+
+Each ``httpx.get`` / ``httpx.post`` makes a client, and each client builds an SSL context
+and loads the CA bundle into it (~18 ms of CPU) — even for plain HTTP to 127.0.0.1: 150
+of them in the endpoint, API and server-limit tests alone. These are the same calls
+(a fresh connection each, no pooling between calls) with :func:`cradle_kg.tls.tls_context`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from cradle_kg.tls import tls_context
+
+
+def get(url: str, **kwargs: Any) -> httpx.Response:
+    return httpx.get(url, verify=tls_context(), **kwargs)
+
+
+def post(url: str, **kwargs: Any) -> httpx.Response:
+    return httpx.post(url, verify=tls_context(), **kwargs)
+
+
+def options(url: str, **kwargs: Any) -> httpx.Response:
+    return httpx.options(url, verify=tls_context(), **kwargs)

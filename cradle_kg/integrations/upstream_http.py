@@ -49,6 +49,7 @@ from collections.abc import AsyncIterator, Callable
 import anyio
 import httpx
 
+from ..tls import tls_context
 from .upstream_stdio import ANSWER, INVALID_REQUEST, line_refusal, too_long
 
 logger = logging.getLogger(__name__)
@@ -320,7 +321,8 @@ def client_factory(url: str, *, cap: int, deadline: float) -> Callable[..., http
 
     def make(headers: dict[str, str] | None = None, timeout: httpx.Timeout | None = None,
              auth: httpx.Auth | None = None) -> httpx.AsyncClient:
-        inner = httpx.AsyncHTTPTransport(proxy=environment_proxy(upstream))
+        inner = httpx.AsyncHTTPTransport(proxy=environment_proxy(upstream),
+                                         verify=tls_context())
         return httpx.AsyncClient(
             headers={**(headers or {}), "Accept-Encoding": "identity"},
             timeout=timeout if timeout is not None else httpx.Timeout(30.0, read=300.0),

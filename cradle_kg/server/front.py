@@ -60,6 +60,7 @@ from urllib.parse import parse_qsl
 from ..errors import CradleError
 from ..graph.queries import QueryCatalog
 from ..storage.sqlite_watch import JournalWatch
+from ..tls import tls_context
 from .deadlines import HEADER_SECONDS, request_deadlines
 from .guard import HEADERS, BodyLimit, Message, Receive, Scope, SecurityHeaders, Send
 from .plan import named_job, plan, service_description
@@ -407,7 +408,8 @@ class QueryWorker:
 
         if self.proxy is None:
             self.proxy = httpx.AsyncClient(
-                transport=httpx.AsyncHTTPTransport(uds=self.config.app_socket),
+                transport=httpx.AsyncHTTPTransport(uds=self.config.app_socket,
+                                                   verify=tls_context()),
                 timeout=httpx.Timeout(None, connect=5.0))
         message: Message = await receive()  # the body cap buffered it: one message
         target = scope.get("raw_path") or scope["path"].encode("utf-8")

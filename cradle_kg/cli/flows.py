@@ -135,6 +135,10 @@ def workflow_status(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.T
                   f"{st['state']}", highlight=False)
     for why in st["why"]:
         console.print(f"  why: {clean(why)}", highlight=False, soft_wrap=True)
+    if "workflow_error" in st:  # the run's file changed or went: its steps as recorded
+        console.print(f"  note: {clean(st['workflow_error']['message'])}: its steps as the "
+                      "run recorded them, without their questions", highlight=False,
+                      soft_wrap=True)
     rows = []
     for s in st["steps"]:
         detail = s.get("asked") or s.get("reason") or ""

@@ -99,7 +99,8 @@ class _Fail:
 
 
 @dataclass
-class _Fold:
+class RunFold:
+    """A workflow run's state folded from its own events (:func:`_fold`)."""
     started: AuditEvent | None = None
     finished: AuditEvent | None = None
     completed: dict[Key, dict[str, Any]] = field(default_factory=dict)
@@ -110,10 +111,10 @@ class _Fold:
     decided: dict[Key, dict[str, Any]] = field(default_factory=dict)
 
 
-def _fold(events: Sequence[AuditEvent]) -> _Fold:
+def _fold(events: Sequence[AuditEvent]) -> RunFold:
     """A run's workflow state from its own events (:meth:`Engine._events`): a tool step's
     recorded result is read apart (:meth:`Engine._recorded`)."""
-    f = _Fold()
+    f = RunFold()
     for ev in events:
         p = ev.payload
         key: Key = (str(p.get("step")), str(p.get("input_hash")))
@@ -171,7 +172,8 @@ class Engine:
             raise UnknownNameError(f"unknown workflow run `{run_id}`")
         return first
 
-    def _events(self, run_id: str, wf: Workflow, started: AuditEvent) -> list[AuditEvent]:
+    def _events(self, run_id: str, workflow_id: str, step_ids: Sequence[str],
+                started: AuditEvent) -> list[AuditEvent]:
         """The events the fold reads, without the ones the workflow's agent writes into
         its run at will (its proposals and their gates, approvals, outcomes: it owns the
         run). The engine writes each step's ``step.*`` and ``human.*`` events about
@@ -183,9 +185,9 @@ class Engine:
         of the run was decoded (``tests/security/test_91``)."""
         journal = self.rt.journal
         found = [started, *journal.events_for_subject(
-            f"workflow:{wf.id}", run_id=run_id, kinds=_ENDS)]
-        for step in wf.steps:
-            found += journal.events_for_subject(f"step:{run_id}/{step.id}", run_id=run_id,
+            f"workflow:{workflow_id}", run_id=run_id, kinds=_ENDS)]
+        for step_id in step_ids:
+            found += journal.events_for_subject(f"step:{run_id}/{step_id}", run_id=run_id,
                                                 kinds=_STEP_KINDS)
         return sorted(found, key=lambda ev: ev.seq)
 
@@ -247,12 +249,22 @@ class Engine:
             return str(started["agent"])
         return self.workflow(run_id).agent  # a start recorded without it: from the file
 
-    def workflow_of(self, run_id: str) -> tuple[Workflow, _Fold]:
+    def workflow_of(self, run_id: str) -> tuple[Workflow, RunFold]:
         """The workflow and its fold: its own events, not its agent's (:meth:`_events`)."""
         started = self._started(run_id)
         p = started.payload
         wf = load_recorded_workflow(str(p["definition"]), version=str(p["version"]))
-        return wf, _fold(self._events(run_id, wf, started))
+        return wf, _fold(self._events(run_id, wf.id, [s.id for s in wf.steps], started))
+
+    def recorded_fold(self, run_id: str) -> tuple[list[tuple[str, str]], RunFold]:
+        """The run's steps (id, kind) as its ``workflow.started`` recorded them, and its
+        fold, without reading the workflow file — for showing a run whose file changed or
+        went since it started (:func:`runner.status`); never for running one."""
+        started = self._started(run_id)
+        p = started.payload
+        steps = [(str(i), str(k)) for i, k in p.get("steps", [])]
+        return steps, _fold(self._events(run_id, str(p["workflow"]), [i for i, _ in steps],
+                                         started))
 
     def advance(self, run_id: str) -> RunStatus:
         """Walk the steps from the journal; return where the run stands now."""
@@ -332,7 +344,7 @@ class Engine:
     def _outputs(context: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in context.items() if k != "input"}
 
-    def _finished(self, run_id: str, wf: Workflow, fold: _Fold) -> RunStatus:
+    def _finished(self, run_id: str, wf: Workflow, fold: RunFold) -> RunStatus:
         assert fold.finished is not None
         outputs = {k[0]: v for k, v in fold.completed.items()}
         p = fold.finished.payload
@@ -344,7 +356,7 @@ class Engine:
     # --- steps -------------------------------------------------------------------
 
     def _step(self, run_id: str, wf: Workflow, step: Step, context: Mapping[str, Any],
-              fold: _Fold) -> _Done | _Wait | _Fail:
+              fold: RunFold) -> _Done | _Wait | _Fail:
         try:
             data = step_input(step, context).model_dump(mode="json")
         except WorkflowError as exc:
@@ -378,7 +390,7 @@ class Engine:
             "reason": fail.reason})
         return fail
 
-    def _begin(self, run_id: str, step: Step, data: dict[str, Any], key: Key, fold: _Fold,
+    def _begin(self, run_id: str, step: Step, data: dict[str, Any], key: Key, fold: RunFold,
                **extra: Any) -> None:
         if key not in fold.begun:
             self._emit(run_id, "step.started", f"step:{run_id}/{step.id}", {
@@ -386,7 +398,7 @@ class Engine:
                 **extra})
 
     def _model(self, run_id: str, wf: Workflow, step: ModelStep, data: dict[str, Any],
-               key: Key, fold: _Fold) -> _Done | _Fail:
+               key: Key, fold: RunFold) -> _Done | _Fail:
         tools = effective_tools(self.rt, wf.agent, step.tools) if step.tools else []
         self._begin(run_id, step, data, key, fold, effective_tools=tools,
                     prompt_version=step.prompt_version)
@@ -475,7 +487,7 @@ class Engine:
             f"budgets first ({RESERVE_TRIES} tries); nothing was charged or called",
             hint="advance the run again")
 
-    def _packages(self, fold: _Fold) -> dict[str, str]:
+    def _packages(self, fold: RunFold) -> dict[str, str]:
         assert fold.started is not None
         return dict(fold.started.payload.get("packages", {}))
 
@@ -488,7 +500,7 @@ class Engine:
         return _Fail(exc.reason_code, exc.message)
 
     def _tool(self, run_id: str, wf: Workflow, step: ToolStep, data: dict[str, Any], key: Key,
-              context: Mapping[str, Any], fold: _Fold) -> _Done | _Wait | _Fail:
+              context: Mapping[str, Any], fold: RunFold) -> _Done | _Wait | _Fail:
         try:
             tool = str(resolve(step.tool_from, context)) if step.tool_from else step.tool
         except KeyError:
@@ -520,7 +532,7 @@ class Engine:
             return _Fail("output_contract", f"tool output: {brief(exc)}")
 
     def _human(self, run_id: str, wf: Workflow, step: HumanStep, data: dict[str, Any], key: Key,
-               fold: _Fold) -> _Done | _Wait | _Fail:
+               fold: RunFold) -> _Done | _Wait | _Fail:
         self._begin(run_id, step, data, key, fold)
         if key in fold.decided:
             return _Done(fold.decided[key], "human")

@@ -23,7 +23,7 @@ from ..loop.approvals import excluded_for_agent
 from ..loop.proposal import reserved_run
 from ..runs import state_and_why
 from .definitions import load_file
-from .engine import Engine, RunStatus
+from .engine import Engine, RunFold, RunStatus
 from .model import client_for
 from .steps import HumanStep, ModelStep, Step, ToolStep, Workflow, render
 
@@ -220,41 +220,68 @@ def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, t
 
 
 def status(engine: Engine, run_id: str) -> dict[str, Any]:
-    """Where a workflow run stands, read from the journal only."""
-    wf, fold = engine.workflow_of(run_id)
+    """Where a workflow run stands, read from the journal only.
+
+    A run whose workflow file changed or went since it started is still shown — its steps
+    as its ``workflow.started`` recorded them (id and kind) with their states from the
+    journal, and ``workflow_error`` saying why the file's own view of them (questions,
+    inputs, tools) is not given. It cannot be resumed or answered so; it can be read (before,
+    every earlier run's status was an error once its file was edited)."""
+    try:
+        wf, fold = engine.workflow_of(run_id)
+    except UnknownNameError:
+        raise
+    except InputError as exc:  # the file changed, went or no longer reads: the journal's
+        recorded, fold = engine.recorded_fold(run_id)
+        assert fold.started is not None
+        p = fold.started.payload
+        steps = [_step_state(fold, {"id": sid, "kind": kind}, sid, None)
+                 for sid, kind in recorded]
+        return {**_run_dict(engine, run_id, str(p["workflow"]), str(p["version"]), fold,
+                            steps), "workflow_error": exc.to_dict()}
+    return _run_dict(engine, run_id, wf.id, wf.version, fold,
+                     [_step_state(fold, _step_dict(step), step.id, step) for step in wf.steps])
+
+
+def _step_state(fold: RunFold, d: dict[str, Any], step_id: str, step: Step | None
+                ) -> dict[str, Any]:
+    """``d`` with the step's state from the run's fold (``step``: its definition, when the
+    workflow file is the one the run started with — for the question a person is asked)."""
+    keys = [k for k in (*fold.begun, *fold.completed, *fold.failed, *fold.requested)
+            if k[0] == step_id]
+    done = [k for k in keys if k in fold.completed]
+    failed = [k for k in keys if k in fold.failed]
+    asked = [k for k in keys if k in fold.requested and k not in fold.decided]
+    if done:
+        d |= {"state": "completed", "output": fold.completed[done[-1]]}
+    elif failed:
+        p = fold.failed[failed[-1]]
+        d |= {"state": "failed", "code": p["code"], "reason": p["reason"]}
+    elif step_id in fold.skipped:
+        d["state"] = "skipped"
+    elif asked and (step is None or isinstance(step, HumanStep)):
+        request = fold.requested[asked[-1]].payload
+        question = step.question if isinstance(step, HumanStep) else None
+        d |= {"state": "waiting_for_person", "input": request["context"],
+              "asked": render(question, request["context"]) if question else "",
+              "reasons": request.get("reasons", []),
+              "suggestion": request.get("suggestion"), "stage": request.get("stage"),
+              "requested_at": fold.requested[asked[-1]].at.isoformat()}
+    elif keys:
+        d["state"] = "running"
+    else:
+        d["state"] = "pending"
+    return d
+
+
+def _run_dict(engine: Engine, run_id: str, workflow: str, version: str, fold: RunFold,
+              steps: list[dict[str, Any]]) -> dict[str, Any]:
     assert fold.started is not None
-    steps = []
-    for step in wf.steps:
-        d = _step_dict(step)
-        keys = [k for k in (*fold.begun, *fold.completed, *fold.failed, *fold.requested)
-                if k[0] == step.id]
-        done = [k for k in keys if k in fold.completed]
-        failed = [k for k in keys if k in fold.failed]
-        asked = [k for k in keys if k in fold.requested and k not in fold.decided]
-        if done:
-            d |= {"state": "completed", "output": fold.completed[done[-1]]}
-        elif failed:
-            p = fold.failed[failed[-1]]
-            d |= {"state": "failed", "code": p["code"], "reason": p["reason"]}
-        elif step.id in fold.skipped:
-            d["state"] = "skipped"
-        elif asked and isinstance(step, HumanStep):
-            request = fold.requested[asked[-1]].payload
-            d |= {"state": "waiting_for_person", "input": request["context"],
-                  "asked": render(step.question, request["context"]) if step.question else "",
-                  "reasons": request.get("reasons", []),
-                  "suggestion": request.get("suggestion"), "stage": request.get("stage"),
-                  "requested_at": fold.requested[asked[-1]].at.isoformat()}
-        elif keys:
-            d["state"] = "running"
-        else:
-            d["state"] = "pending"
-        steps.append(d)
     # the run's state and why from the derived tables, not a fold of the run (its agent's
     # proposals included: tests/security/test_91)
     state, why = state_and_why(engine.rt.journal, run_id)
     finished = fold.finished
-    return {"run_id": run_id, "workflow": wf.id, "version": wf.version,
+    return {"run_id": run_id, "workflow": workflow, "version": version,
             "state": state.value, "why": why,
             "input": fold.started.payload["input"], "steps": steps,
             "ended": None if finished is None else {

@@ -124,9 +124,12 @@ async function showRunSummary(runId) {
     head.replaceChildren(el("div", { id: "run-status", "data-state": v.state }, badge(v.state)),
       el("ul", { id: "run-why" }, ...(v.why || []).map((w) => el("li", {}, w))));
     const wf = v.workflow_status;
+    // a run whose workflow file changed since: its steps as it recorded them, and why
+    const changed = v.workflow_error ? [el("p", { class: "note", id: "run-workflow-error" },
+      wf ? `${v.workflow_error.message}: the steps as the run recorded them, without their questions`
+         : `the workflow's steps cannot be shown: ${v.workflow_error.message}`)] : [];
     $("#run-steps").replaceChildren(...(wf ? [el("h3", {}, `Workflow ${wf.workflow} v${wf.version}`),
-      el("ol", {}, ...wf.steps.map(stepRow))] : v.workflow_error ? [el("p", { class: "note", id: "run-workflow-error" },
-      `the workflow's steps cannot be shown: ${v.workflow_error.message}`)] : []));
+      ...changed, el("ol", {}, ...wf.steps.map(stepRow))] : changed));
     // the view reads one page of the run's events (its oldest); a longer run says so
     const note = v.more ? [el("p", { class: "note", id: "run-more" },
       `lanes of the first ${v.events_total === undefined ? "" : `${v.limit} of ${v.events_total} `}events; ` +

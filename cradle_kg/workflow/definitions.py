@@ -50,6 +50,8 @@ from .steps import HumanStep, ModelStep, Step, ToolStep, Workflow, load_workflow
 #: the largest workflow file read
 MAX_FILE_BYTES = 256 * 1024
 _ID = r"^[a-z][a-z0-9_-]{0,62}$"
+#: a human step's scope, as an approver's ``scopes`` name it (``*`` is no scope)
+_SCOPE = r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$"
 Path_ = tuple[str | int, ...]
 
 
@@ -91,6 +93,8 @@ class ToolStepFile(_StepFile):
 class HumanStepFile(_StepFile):
     kind: Literal["human"]
     question: str = Field(min_length=1)
+    #: the scope the step is asked within: only an approver holding it (or ``*``) answers
+    scope: str | None = Field(None, pattern=_SCOPE)
     answers: list[str] = Field(default_factory=list)
     output: dict[str, Any] | None = None
     decision_field: str = "answer"
@@ -376,7 +380,7 @@ def _build(spec: WorkflowFile, definition: str) -> Workflow:
             steps.append(HumanStep(
                 **common, output_model=model(s.id, "output", output),
                 decision_field=s.decision_field, rule_fields=tuple(s.rule_fields),
-                question=s.question, answers=tuple(s.answers)))
+                question=s.question, answers=tuple(s.answers), scope=s.scope))
     return Workflow(id=spec.workflow, version=spec.version, agent=spec.agent,
                     tenant=spec.tenant, input_model=model("workflow", "input", spec.input),
                     steps=tuple(steps), definition=definition)

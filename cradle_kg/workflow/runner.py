@@ -79,7 +79,7 @@ def _step_dict(step: Step) -> dict[str, Any]:
         out["when"] = {"ref": step.when[0], "equals": step.when[1]}
     if isinstance(step, HumanStep):
         out |= {"question": step.question, "answers": list(step.answers),
-                "decision_field": step.decision_field}
+                "decision_field": step.decision_field, "scope": step.scope}
     elif isinstance(step, ToolStep):
         out |= {"tool": step.tool, "tools": list(step.tools or (step.tool,)),
                 "target": step.target}
@@ -214,6 +214,14 @@ def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, t
     if by in excluded_for_agent(rt.config, wf.agent):
         raise ApprovalError(f"`{by}` is `{wf.agent}` or the one it acts for, and cannot "
                             f"answer step `{step_id}` of its workflow run `{run_id}`")
+    # INVARIANT: an approver's scopes bound the human steps they answer as the approvals
+    # they decide: a step asked within a scope is answered by who holds it or `*` (before,
+    # any approver answered any step: tests/security/test_170)
+    approver = rt.config.approver(by)
+    if step.scope is not None and (approver is None or (
+            "*" not in approver.scopes and step.scope not in approver.scopes)):
+        raise ApprovalError(f"`{by}` may not answer step `{step_id}` of run `{run_id}`: it "
+                            f"is asked within scope `{step.scope}`")
     return outcome(engine.decide(run_id, step_id,
                                  decision_for(step, answer, rt.config.input_limits), by=by,
                                  note=note))

@@ -87,6 +87,9 @@ class HumanStep(Step):
     #: they may give (empty: whatever the output contract accepts)
     question: str = ""
     answers: tuple[str, ...] = ()
+    #: the scope the step is asked within: only an approver holding it (or ``*``) answers
+    #: it, as an approval asked within a scope (none: any approver, as such an approval)
+    scope: str | None = None
 
     kind: ClassVar[str] = "human"
 

@@ -5,7 +5,8 @@ The same service layer as the command line (:mod:`cradle_kg.workflow.runner`,
 needs a bearer token; answering a human step or closing a task needs an approver's (403
 otherwise); starting a workflow needs the workflow's own agent or an approver. An unknown
 run, step, workflow or blob is a 404, a malformed body 422, an upload past its cap 413, an
-upload past the identity's hourly quota 429 (``Retry-After``: when the window frees up).
+upload past the identity's hourly quota 429 (``Retry-After``: when the window frees up), a
+workflow file sent to be checked while the identity's last is, or two others are, 429.
 
 A model step calls the OpenAI-compatible server of ``$CRADLE_MODEL_BASE_URL`` (read when
 the server starts); without one it fails closed (``model_unavailable``).
@@ -14,8 +15,10 @@ the server starts); without one it fails closed (``model_unavailable``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import Annotated, Any, Protocol, TypeVar
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, Final, Protocol, TypeVar
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,6 +29,7 @@ from ..errors import (
     InputError,
     InputTooLargeError,
     JournalError,
+    QuotaExceededError,
     UnknownNameError,
     WorkflowFileError,
 )
@@ -97,8 +101,61 @@ def _limits(runtime: Runtime, max_bytes: int) -> Any:
     return runtime.config.input_limits.model_copy(update={"max_bytes": max_bytes})
 
 
+#: workflow files one identity may have checked at once (``POST /api/workflows/validate``)
+VALIDATING_PER_IDENTITY: Final = 1
+#: workflow files the server parses at once, all identities together
+PARSING_AT_ONCE: Final = 2
+
+
+class Turns:
+    """Who may have a workflow file checked now. A full body costs about 0.9 s of CPU to
+    parse, holding the GIL of the server's process (the JSON API, the page, every
+    decision): one identity has one in flight (from before its body is read), and the
+    server parses :data:`PARSING_AT_ONCE` at once; past either, a 429 before anything is
+    parsed. Before, one agent's token sent as many side by side as the thread pool ran
+    (``tests/security/test_171``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._in_flight: dict[str, int] = {}
+        self._parsing = 0
+
+    @staticmethod
+    def _busy(what: str) -> HTTPException:
+        return refuse(QuotaExceededError(what, retry_after=1,
+                                         hint="send it again once the other is answered"))
+
+    @contextmanager
+    def identity(self, who: str) -> Iterator[None]:
+        with self._lock:
+            if self._in_flight.get(who, 0) >= VALIDATING_PER_IDENTITY:
+                raise self._busy(f"`{who}` has a workflow file being checked already")
+            self._in_flight[who] = self._in_flight.get(who, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                left = self._in_flight.pop(who) - 1
+                if left:
+                    self._in_flight[who] = left
+
+    @contextmanager
+    def parsing(self) -> Iterator[None]:
+        with self._lock:
+            if self._parsing >= PARSING_AT_ONCE:
+                raise self._busy(f"{PARSING_AT_ONCE} workflow files are being checked "
+                                 "already")
+            self._parsing += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._parsing -= 1
+
+
 def make_router(runtime: Runtime, call: Call) -> APIRouter:
     router = APIRouter(tags=["people: workflows, inbox, evidence"])
+    turns = Turns()
     home = runtime.home.root
     base_url = os.environ.get("CRADLE_MODEL_BASE_URL") or None
     api_key = os.environ.get("CRADLE_MODEL_API_KEY") or None
@@ -165,21 +222,25 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
     def workflows(who: Who) -> list[dict[str, Any]]:
         return call(lambda: runner.list_definitions(home))
 
-    @router.post("/workflows/validate", summary="Check a workflow file sent as the body (YAML)")
+    @router.post("/workflows/validate", summary="Check a workflow file sent as the body "
+                 "(YAML); one at a time an identity, a few at once in all (429 past either)")
     async def validate(request: Request, who: Who) -> dict[str, Any]:
-        data = await read_body(request, _limits(runtime, MAX_FILE_BYTES))
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise refuse(InputError("the body is not UTF-8")) from None
-
-        def check() -> dict[str, Any]:
+        with turns.identity(who.identity):  # held from before its body is read
+            data = await read_body(request, _limits(runtime, MAX_FILE_BYTES))
             try:
-                wf = parse_definition(text, name="request body", definition="file:<request>")
-            except WorkflowFileError as exc:
-                return {"valid": False, "problems": list(exc.problems)}
-            return {"valid": True, "workflow": runner.describe(wf)}
-        return await run_in_threadpool(check)
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise refuse(InputError("the body is not UTF-8")) from None
+
+            def check() -> dict[str, Any]:
+                with turns.parsing():  # given back when the parse ends, on its own thread
+                    try:
+                        wf = parse_definition(text, name="request body",
+                                              definition="file:<request>")
+                    except WorkflowFileError as exc:
+                        return {"valid": False, "problems": list(exc.problems)}
+                    return {"valid": True, "workflow": runner.describe(wf)}
+            return await run_in_threadpool(check)
 
     @router.post("/workflows/{name}/runs", summary="Start a run of a workflow of the home")
     async def start(name: str, request: Request, who: Who) -> dict[str, Any]:

@@ -7,6 +7,8 @@ and builds the app (FastAPI, the runtime), which takes longer than all of that.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
@@ -103,14 +105,41 @@ WORKDIR_PREFIX: Final = "cradle-serve-"
 OWNER_FILE: Final = "owner.pid"
 
 
+def hold_owner(workdir: Path) -> int:
+    """Write this process's pid into ``workdir``'s :data:`OWNER_FILE` under an exclusive
+    ``flock`` it keeps (the descriptor returned; the kernel drops the lock when the process
+    ends, SIGKILL included): how another server, whatever pids it sees, knows the folder's
+    owner lives (:func:`remove_abandoned`)."""
+    fd = os.open(workdir / OWNER_FILE, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW,
+                 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # before the pid: never a pid unheld
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def release_owner(fd: int) -> None:
+    """Let the lock of :func:`hold_owner` go (once its folder is removed)."""
+    if fd >= 0:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def remove_abandoned(tmp: Path) -> list[Path]:
     """Remove the private folders of servers that are gone (killed: SIGKILL, a crash, the
     machine's power), each a full copy of a graph (~0.5 GB at 1.4 M quads); returns them.
 
-    Only this user's folders that name their owner's pid, and only when no process has
-    that pid — a pid reused by another process keeps a folder (the safe side); a folder
-    of a server still starting (no pid file yet) or of an older cradle-kg (none at all) is
-    left alone."""
+    Only this user's folders that name their owner's pid, only when no process has that
+    pid — a pid reused by another process keeps a folder (the safe side) — and only when
+    the owner's lock on the pid file can be taken (held while the folder is removed): a
+    pid names a process within one pid namespace, and a live server of another (a
+    container sharing the temp dir) holds its lock, which this one sees whatever its pids
+    (before, its folder was removed under it: ``tests/security/test_172``). A folder of a
+    server still starting (no pid file yet) or of an older cradle-kg (none at all) is left
+    alone."""
     removed = []
     for folder in tmp.glob(WORKDIR_PREFIX + "*"):
         try:
@@ -124,10 +153,25 @@ def remove_abandoned(tmp: Path) -> list[Path]:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
-        except PermissionError:  # alive, another user's
+            pass
+        except (PermissionError, OverflowError):  # alive, another user's; not a pid
             continue
+        else:
+            continue
+        try:
+            fd = os.open(folder / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its owner lives, in a pid space this one does not see
+            os.close(fd)
+            continue
+        try:
+            shutil.rmtree(folder, ignore_errors=True)
+        finally:
+            os.close(fd)
+        removed.append(folder)
     return removed
 
 
@@ -138,7 +182,12 @@ def start_front(settings: ServerSettings, host: str, port: int) -> QueryFront:
     sock = listen(host, port)
     remove_abandoned(Path(tempfile.gettempdir()))
     workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
-    (workdir / OWNER_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+    try:
+        owner = hold_owner(workdir)
+    except BaseException:
+        sock.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
     try:
         # the source is prepared now, so a bad file or home fails before the server listens
         source = prepare_source(settings, workdir)
@@ -159,12 +208,15 @@ def start_front(settings: ServerSettings, host: str, port: int) -> QueryFront:
             header_seconds=settings.header_seconds, allowed_hosts=settings.allowed_hosts,
             readers=graph_readers(settings))
         front = QueryFront(source, config, sock, workdir=workdir, size=settings.workers)
+        front.owner = owner
         front.start()
     except BaseException:
         sock.close()
         shutil.rmtree(workdir, ignore_errors=True)
+        release_owner(owner)
         raise
     return front
 
 
-__all__ = ["ServerSettings", "graph_readers", "prepare_source", "serving_mode", "start_front"]
+__all__ = ["ServerSettings", "graph_readers", "hold_owner", "prepare_source", "release_owner",
+           "serving_mode", "start_front"]

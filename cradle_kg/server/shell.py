@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CradleError
 from .guard import HEADERS, ASGIApp, Receive, Scope, Send
-from .launch import ServerSettings, serving_mode
+from .launch import ServerSettings, release_owner, serving_mode
 from .supervisor import QueryFront
 
 if TYPE_CHECKING:
@@ -127,6 +127,7 @@ class AppShell:
         if self.runtime is not None:
             self.runtime.close()
         shutil.rmtree(self.front.workdir, ignore_errors=True)
+        release_owner(self.front.owner)  # the folder gone: its lock no longer needed
 
 
 async def _answer(send: Send, status: int, media: str, body: bytes,

@@ -92,6 +92,9 @@ class QueryFront:
         self.source = source
         #: the server's private folder (its store, generations, the app's socket)
         self.workdir = workdir
+        #: the descriptor holding the lock on the folder's ``owner.pid`` (-1: none), kept
+        #: until the folder is removed (:func:`.launch.hold_owner`)
+        self.owner = -1
         self.config = config
         #: the first worker's socket (bound first, so a busy port fails before anything)
         self.sock: socket.socket | None = sock

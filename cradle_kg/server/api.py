@@ -46,6 +46,7 @@ from .api_common import (
     read_body,
     refuse,
     sees,
+    shown_summary,
 )
 from .auth import Caller
 
@@ -135,7 +136,7 @@ def make_router(runtime: Runtime) -> APIRouter:
             state = parse_state(status) if status is not None else None
             return list_page(runtime.journal, limit=limit, offset=offset, newest_first=True,
                              state=state)[0]
-        return [r.to_dict() for r in call(page)]
+        return call(lambda: [shown_summary(runtime, who, r) for r in page()])
 
     # `:path`: a run id may hold `/` (an agent chooses it), which the server decodes
     # before routing — with `{run_id}`, such a run was a 404 (tests/security/test_97)
@@ -146,9 +147,13 @@ def make_router(runtime: Runtime) -> APIRouter:
             limit: Annotated[int, Query(ge=1, le=MAX_EVENTS_PAGE)] = EVENTS_PAGE,
             after_seq: Annotated[int, Query(ge=0, le=MAX_PAGE_INTEGER)] = 0
             ) -> dict[str, Any]:
-        summary, events = call(lambda: show_run(runtime.journal, run_id, limit=limit,
-                                                after_seq=after_seq))
-        return {**summary.to_dict(), **page_fields(summary, events, limit), "events": [
+        def read() -> tuple[dict[str, Any], Any]:
+            summary, events = show_run(runtime.journal, run_id, limit=limit,
+                                       after_seq=after_seq)
+            return {**shown_summary(runtime, who, summary),
+                    **page_fields(summary, events, limit)}, events
+        shown, events = call(read)
+        return {**shown, "events": [
             {"seq": e.seq, "kind": e.kind, "at": e.at.isoformat(), "actor": e.actor,
              "subject": e.subject} for e in events]}
 

@@ -25,8 +25,9 @@ from ..errors import (
     UnknownNameError,
 )
 from ..inputs import InputLimits, load_json
-from ..loop.runtime import Runtime
+from ..loop.runtime import Runtime, run_owner
 from ..records import Outcome
+from ..runs import RunSummary
 from .auth import Caller, authenticate
 
 T = TypeVar("T")
@@ -52,6 +53,24 @@ def sees(who: Caller, requested_by: str) -> bool:
     """An approver sees every approval; an agent only those its own actions asked for (their
     actions' arguments are another agent's business: found by the gateway review)."""
     return who.is_approver or who.identity == requested_by
+
+
+def reads_run(runtime: Runtime, who: Caller, run_id: str) -> bool:
+    """Whether ``who`` may read what a run's pages carry of its values — its ``why`` (its
+    latest outcome's reasons, a waiting step's) and its lanes (each proposal's target,
+    every stage's reasons: an approver's rejection, a tool's error): the approvers, and the
+    run's own agent (its first proposal's or claim's, a workflow run's agent: one probe).
+    Any token sees every run and its events' kind, actor and subject; before, another
+    agent's token read those values too (``tests/security/test_173``)."""
+    return who.is_approver or run_owner(runtime.journal, run_id) == who.identity
+
+
+def shown_summary(runtime: Runtime, who: Caller, summary: RunSummary) -> dict[str, Any]:
+    """A run's summary as ``who`` may read it: ``why`` empty unless :func:`reads_run`."""
+    out = summary.to_dict()
+    if not reads_run(runtime, who, summary.run_id):
+        out["why"] = []
+    return out
 
 
 def refuse(exc: CradleError) -> HTTPException:

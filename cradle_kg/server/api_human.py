@@ -48,7 +48,16 @@ from ..runs import (
 from ..workflow import runner
 from ..workflow.definitions import MAX_FILE_BYTES, load_file, parse_definition
 from ..workflow.engine import Engine
-from .api_common import Approver, Who, json_body, read_body, refuse, sees
+from .api_common import (
+    Approver,
+    Who,
+    json_body,
+    read_body,
+    reads_run,
+    refuse,
+    sees,
+    shown_summary,
+)
 from .auth import Caller
 from .lanes import lanes
 
@@ -197,9 +206,13 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
             # the lanes of one page of the run's events (``more``: the run has others)
             summary, events = show_run(runtime.journal, run_id, limit=limit,
                                        after_seq=after_seq)
-            out: dict[str, Any] = {**summary.to_dict(), **page_fields(summary, events, limit),
+            # the run's values (its why, its lanes' targets and reasons) are its agent's and
+            # the approvers' (tests/security/test_173)
+            mine = reads_run(runtime, who, run_id)
+            out: dict[str, Any] = {**shown_summary(runtime, who, summary),
+                                   **page_fields(summary, events, limit),
                                    "lanes": lanes(shown_events(runtime.journal, run_id,
-                                                               events)),
+                                                               events)) if mine else [],
                                    "inbox": _visible(who, inbox(
                                        runtime, run_id=run_id, requested_by=_asker(who),
                                        limit=INBOX_PAGE)),

@@ -111,6 +111,8 @@ class GateResult:
     validator_findings: list[dict[str, Any]] = field(default_factory=list)
     #: the key this first submission of its id claims in the journal (UNIQUE)
     claim_key: str | None = None
+    #: the cited blobs, each fresh, stale or absent (read once: :meth:`Gate1._evidence_of`)
+    evidence: tuple[list[str], list[str], list[str]] | None = None
     #: the proposal repeats, byte for byte, the recorded submission of its id
     resubmission: bool = False
     #: set when the id was used in the run for other content: this refused submission's
@@ -420,7 +422,10 @@ class Gate1:
             "on_behalf_of": p.on_behalf_of or "",
             "role": agent.role,
             "dry_run": p.action.dry_run,
-            "evidence_count": len(p.evidence_items),
+            # INVARIANT: the evidence the evidence check would take (in the store, collected,
+            # fresh), not the references named: two made-up hashes made a policy reading
+            # `evidence_count >= 2` permit (tests/security/test_174)
+            "evidence_count": len(self._evidence_of(p, r)[0]),
             "arguments": args,
             "lineage": lineage_context(r),
         }
@@ -475,6 +480,27 @@ class Gate1:
         missing = list(dict.fromkeys(m for f in findings for m in f.missing_facts))
         raise _Stop(verdict, findings[0].code, [f.message for f in findings], missing)
 
+    def _evidence_of(self, p: Proposal, r: GateResult
+                     ) -> tuple[list[str], list[str], list[str]]:
+        """The cited blobs that are evidence (in the store, journaled as collected, within
+        the freshness limit), those too old, and those absent: read once a proposal, for
+        the evidence check and Cedar's ``context.evidence_count`` alike."""
+        if r.evidence is None:
+            horizon = self.i.now - timedelta(seconds=self.i.config.evidence_max_age_seconds)
+            fresh: list[str] = []
+            stale: list[str] = []
+            absent: list[str] = []
+            for ref in p.evidence_items:
+                at = self.i.evidence_collected_at(ref) if self.i.evidence_exists(ref) else None
+                if at is None:
+                    absent.append(ref)
+                elif at < horizon:
+                    stale.append(ref)
+                else:
+                    fresh.append(ref)
+            r.evidence = (fresh, stale, absent)
+        return r.evidence
+
     def _evidence(self, p: Proposal, r: GateResult) -> CheckResult:
         assert r.spec is not None
         obliged = r.obligations.requires_evidence if r.obligations else 0
@@ -482,16 +508,7 @@ class Gate1:
         if needed == 0:
             return CheckResult(check="evidence", status=CheckStatus.SKIPPED,
                                reasons=("no evidence required",))
-        horizon = self.i.now - timedelta(seconds=self.i.config.evidence_max_age_seconds)
-        fresh, stale, absent = [], [], []
-        for ref in p.evidence_items:
-            at = self.i.evidence_collected_at(ref) if self.i.evidence_exists(ref) else None
-            if at is None:
-                absent.append(ref)
-            elif at < horizon:
-                stale.append(ref)
-            else:
-                fresh.append(ref)
+        fresh, stale, absent = self._evidence_of(p, r)
         if len(fresh) < needed:
             reasons = [f"{needed} fresh evidence item(s) required, {len(fresh)} given"]
             reasons += [f"evidence `{x}` is not in the evidence store" for x in absent]

@@ -143,7 +143,7 @@ def test_evidence_required_present_and_fresh(rt: Runtime) -> None:
     unknown = "sha256:" + "ab" * 32
     out = rt.submit({**base, "id": "p2", "evidence_refs": [unknown]})
     assert "not in the evidence store" in " ".join(out.reasons)
-    ref = rt.add_evidence(b"ticket 42 says so", kind="ticket", collector="agent:tester")
+    ref = rt.add_evidence(b"ticket 42 says so", kind="ticket", collector="user:alice")
     out = rt.submit({**base, "id": "p3", "evidence_refs": [ref]})
     assert out.status is OutcomeStatus.EXECUTED
 

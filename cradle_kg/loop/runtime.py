@@ -511,9 +511,11 @@ class Runtime:
         return record_input(self.context, self.evidence, run_id, text, author=author,
                             kind=kind, now=self.clock())
 
-    def _evidence_collected_at(self, ref: str) -> datetime | None:
-        # INVARIANT: one row, however often the blob was uploaded (tests/security/test_70)
-        last = self.journal.last_for_subject(ref, COLLECTED)
+    def _evidence_collected_at(self, ref: str, proposer: str | None) -> datetime | None:
+        # INVARIANT: one row, however often the blob was uploaded (tests/security/test_70),
+        # and collected by someone other than the proposing agent: its own uploads are its
+        # word, not evidence (tests/security/test_175)
+        last = self.journal.last_for_subject(ref, COLLECTED, not_by=proposer)
         return last.at if last is not None else None
 
     def run_plan(self, plan: Plan) -> PlanOutcome:

@@ -46,7 +46,7 @@ def test_a_blob_uploaded_many_times_costs_a_submission_one_row(
         rows = []
         for pid, uploads in (("p-few", 10), ("p-many", 50)):
             for _ in range(uploads):
-                ref = rt.add_evidence(b"the invoice", kind="document", collector="agent:tester")
+                ref = rt.add_evidence(b"the invoice", kind="document", collector="user:alice")
             before = decoded()
             out = rt.submit(_cite(pid, ref))
             rows.append(decoded() - before)
@@ -58,11 +58,11 @@ def test_a_blob_uploaded_many_times_costs_a_submission_one_row(
 def test_the_newest_upload_still_decides_freshness(home: Path) -> None:
     past = datetime.now(UTC) - timedelta(days=30)
     with Runtime(home, config=make_config(), clock=lambda: past) as old:
-        ref = old.add_evidence(b"old page", kind="ticket", collector="agent:tester")
+        ref = old.add_evidence(b"old page", kind="ticket", collector="user:alice")
     with Runtime(home, config=make_config(), graph_sync=False) as rt:
         register_test_tools(rt)
         stale = rt.submit(_cite("p-stale", ref))
         assert stale.status is OutcomeStatus.NEEDS_CLARIFICATION
         assert "older than the freshness limit" in " ".join(stale.reasons)
-        assert rt.add_evidence(b"old page", kind="ticket", collector="agent:tester") == ref
+        assert rt.add_evidence(b"old page", kind="ticket", collector="user:alice") == ref
         assert rt.submit(_cite("p-fresh", ref)).status is OutcomeStatus.EXECUTED

@@ -68,7 +68,9 @@ class GateInput:
     validators: Sequence[ValidatorBinding]
     pack_versions: tuple[str, ...]
     evidence_exists: Callable[[str], bool]
-    evidence_collected_at: Callable[[str], datetime | None]
+    #: when a blob was last collected by someone other than the second argument (the
+    #: proposing agent; None: by anyone), or None (tests/security/test_175)
+    evidence_collected_at: Callable[[str, str | None], datetime | None]
     #: whether an approval covers (action digest, now, proposer, the tool's ``id@version``):
     #: an approval asked for under another version covers nothing, and is said in the list
     approval_available: Callable[[str, datetime, str, str, list[str]], bool]
@@ -111,8 +113,9 @@ class GateResult:
     validator_findings: list[dict[str, Any]] = field(default_factory=list)
     #: the key this first submission of its id claims in the journal (UNIQUE)
     claim_key: str | None = None
-    #: the cited blobs, each fresh, stale or absent (read once: :meth:`Gate1._evidence_of`)
-    evidence: tuple[list[str], list[str], list[str]] | None = None
+    #: the cited blobs, each fresh, stale, absent or the proposing agent's own (read
+    #: once: :meth:`Gate1._evidence_of`)
+    evidence: tuple[list[str], list[str], list[str], list[str]] | None = None
     #: the proposal repeats, byte for byte, the recorded submission of its id
     resubmission: bool = False
     #: set when the id was used in the run for other content: this refused submission's
@@ -481,24 +484,32 @@ class Gate1:
         raise _Stop(verdict, findings[0].code, [f.message for f in findings], missing)
 
     def _evidence_of(self, p: Proposal, r: GateResult
-                     ) -> tuple[list[str], list[str], list[str]]:
-        """The cited blobs that are evidence (in the store, journaled as collected, within
-        the freshness limit), those too old, and those absent: read once a proposal, for
-        the evidence check and Cedar's ``context.evidence_count`` alike."""
+                     ) -> tuple[list[str], list[str], list[str], list[str]]:
+        """The cited blobs that are evidence (in the store, journaled as collected by
+        someone other than the proposing agent, within the freshness limit), those too old,
+        those absent, and those only the proposing agent collected (its own word: before,
+        they counted, ``tests/security/test_175``): read once a proposal, for the evidence
+        check and Cedar's ``context.evidence_count`` alike."""
         if r.evidence is None:
             horizon = self.i.now - timedelta(seconds=self.i.config.evidence_max_age_seconds)
             fresh: list[str] = []
             stale: list[str] = []
             absent: list[str] = []
+            own: list[str] = []
             for ref in p.evidence_items:
-                at = self.i.evidence_collected_at(ref) if self.i.evidence_exists(ref) else None
-                if at is None:
+                if not self.i.evidence_exists(ref):
                     absent.append(ref)
+                    continue
+                at = self.i.evidence_collected_at(ref, p.agent_id)
+                if at is None:
+                    # collected by the agent alone, or never: one more probe says which
+                    (own if self.i.evidence_collected_at(ref, None) is not None
+                     else absent).append(ref)
                 elif at < horizon:
                     stale.append(ref)
                 else:
                     fresh.append(ref)
-            r.evidence = (fresh, stale, absent)
+            r.evidence = (fresh, stale, absent, own)
         return r.evidence
 
     def _evidence(self, p: Proposal, r: GateResult) -> CheckResult:
@@ -508,10 +519,11 @@ class Gate1:
         if needed == 0:
             return CheckResult(check="evidence", status=CheckStatus.SKIPPED,
                                reasons=("no evidence required",))
-        fresh, stale, absent = self._evidence_of(p, r)
+        fresh, stale, absent, own = self._evidence_of(p, r)
         if len(fresh) < needed:
             reasons = [f"{needed} fresh evidence item(s) required, {len(fresh)} given"]
             reasons += [f"evidence `{x}` is not in the evidence store" for x in absent]
+            reasons += [f"evidence `{x}` was added only by the proposing agent" for x in own]
             reasons += [f"evidence `{x}` is older than the freshness limit" for x in stale]
             raise _Stop(Verdict.CLARIFY, "evidence_missing", reasons, ["evidence"])
         return CheckResult(check="evidence", status=CheckStatus.PASS)

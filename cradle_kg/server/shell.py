@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from ..loop.runtime import Runtime
 
 
+#: what ``/healthz`` tells a caller a closed graph's readers do not admit
+LIVENESS = frozenset({"mode", "workers_ready", "workers", "network_sandboxed", "compaction"})
+
+
 class AppShell:
     """The server process's ASGI app: ``/healthz`` here, the rest by the app built on demand."""
 
@@ -90,7 +94,17 @@ class AppShell:
         return app
 
     async def _health(self, scope: Scope, send: Send) -> None:
-        body = json.dumps({"mode": self.mode, **self.front.health()}, ensure_ascii=False,
+        health: dict[str, Any] = {"mode": self.mode, **self.front.health()}
+        readers = self.front.config.readers
+        if not readers.open:
+            # INVARIANT: a closed graph's size and generations are its readers' to know;
+            # anyone else is told the server lives (before, anyone read them, and the
+            # compaction's error text: tests/security/test_176)
+            header = next((bytes(v).decode("latin-1") for k, v in scope["headers"]
+                           if k == b"authorization"), None)
+            if readers.refusal(header) is not None:
+                health = {k: v for k, v in health.items() if k in LIVENESS}
+        body = json.dumps(health, ensure_ascii=False,
                           allow_nan=False, separators=(",", ":")).encode("utf-8")
         await _answer(send, 200, "application/json", body, self._cors(scope))
 

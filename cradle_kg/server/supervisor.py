@@ -29,6 +29,7 @@ import contextlib
 import multiprocessing as mp
 import multiprocessing.connection as mpc
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -152,7 +153,11 @@ class QueryFront:
         try:
             self.source.compact()
         except Exception as exc:  # closed meanwhile, disk full: served as it was
-            self.compaction = f"failed: {type(exc).__name__}: {exc}"
+            # its kind to `/healthz`, its text (which may name the private folder) to the
+            # server's log only (tests/security/test_176)
+            self.compaction = f"failed: {type(exc).__name__}"
+            print(f"cradle-kg serve: the compaction failed: {type(exc).__name__}: {exc}",
+                  file=sys.stderr, flush=True)
             return
         self.published[0] += 1
         self.compaction = "done"

@@ -265,7 +265,8 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
             if not who.is_approver and who.identity != wf.agent:
                 raise HTTPException(403, detail={"error": "forbidden", "message": (
                     f"`{who.identity}` may not start `{wf.id}` (its agent or an approver may)")})
-            return runner.start(engine(), path, body.input, run_id=body.run_id)
+            return runner.start(engine(), path, body.input, run_id=body.run_id,
+                                by=who.identity)
         return await run_in_threadpool(call, go)
 
     @router.get("/workflows/runs/{run_id}", summary="Where a workflow run stands (read only; "

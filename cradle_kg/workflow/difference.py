@@ -178,11 +178,16 @@ def _policies(rt: SandboxRuntime, source: Source, new: PolicyEngine | None, i: i
         rt.policies = engine
 
 
+def _started_by(payload: dict[str, Any]) -> str | None:
+    who = payload.get("started_by")
+    return who if isinstance(who, str) else None
+
+
 def _live_trigger(rt: SandboxRuntime, engine: Engine, source: Source, ev: AuditEvent) -> None:
     if ev.kind == "workflow.started":
         p = ev.payload
         engine.start(load_recorded_workflow(str(p["definition"]), version=str(p["version"])),
-                     p["input"], run_id=ev.run_id)
+                     p["input"], run_id=ev.run_id, started_by=_started_by(p))
     elif ev.kind == "human.decided" or (ev.kind == "approval.decided"
                                          and source.is_workflow(ev.run_id)):
         engine.advance(ev.run_id)

@@ -209,7 +209,11 @@ class Engine:
     # --- public ------------------------------------------------------------------
 
     def start(self, workflow: Workflow, inputs: Mapping[str, Any], *,
-              run_id: str | None = None) -> RunStatus:
+              run_id: str | None = None, started_by: str | None = None) -> RunStatus:
+        """Start a run. ``started_by``: the identity that asked for it (the JSON API's
+        caller), recorded so that it never answers the run's human steps — a request and
+        its review by one person (``tests/security/test_177``); None (the command line, a
+        host's code): nobody recorded, as before."""
         try:
             data = workflow.input_model.model_validate(dict(inputs)).model_dump(mode="json")
         except ValidationError as exc:
@@ -228,7 +232,8 @@ class Engine:
                 "steps": [[s.id, s.kind] for s in workflow.steps],
                 # how this run's model calls are charged (a run recorded before has no key:
                 # its calls are checked, then charged by model.called, and replay the same)
-                **({"budgets": self.charging} if self.charging is not None else {})},
+                **({"budgets": self.charging} if self.charging is not None else {}),
+                **({"started_by": started_by} if started_by is not None else {})},
                 at=now, if_new_run=True)
         except RunNotNew:
             raise InputError(f"run `{run}` already exists",
@@ -239,6 +244,12 @@ class Engine:
         """The workflow a run runs, from its ``workflow.started`` alone (one row)."""
         p = self._started(run_id).payload
         return load_recorded_workflow(str(p["definition"]), version=str(p["version"]))
+
+    def started_by(self, run_id: str) -> str | None:
+        """Who asked for the run, as its ``workflow.started`` recorded it (one row), or
+        None when nobody was recorded."""
+        who = self._started(run_id).payload.get("started_by")
+        return who if isinstance(who, str) else None
 
     def agent_of(self, run_id: str) -> str:
         """The workflow's agent as the run's ``workflow.started`` recorded it: one row, no

@@ -264,7 +264,9 @@ class _StrictRun:
         if ev.kind == "workflow.started":
             p = ev.payload
             wf = load_recorded_workflow(str(p["definition"]), version=str(p["version"]))
-            engine.start(wf, p["input"], run_id=self.run)
+            who = p.get("started_by")
+            engine.start(wf, p["input"], run_id=self.run,
+                         started_by=who if isinstance(who, str) else None)
         elif self.source.is_workflow(self.run):
             engine.advance(self.run)
         else:

@@ -149,9 +149,12 @@ def check_run_id(run_id: str) -> str:
 
 
 def start(engine: Engine, path: Path, inputs: Mapping[str, Any], *,
-          run_id: str | None = None) -> dict[str, Any]:
+          run_id: str | None = None, by: str | None = None) -> dict[str, Any]:
+    """Start a run of the workflow file ``path``; ``by``: who asked (recorded: they never
+    answer its human steps)."""
     return outcome(engine.start(load_file(path), inputs,
-                                run_id=check_run_id(run_id) if run_id else None))
+                                run_id=check_run_id(run_id) if run_id else None,
+                                started_by=by))
 
 
 def resume(engine: Engine, run_id: str) -> dict[str, Any]:
@@ -217,6 +220,11 @@ def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, t
     # INVARIANT: an approver's scopes bound the human steps they answer as the approvals
     # they decide: a step asked within a scope is answered by who holds it or `*` (before,
     # any approver answered any step: tests/security/test_170)
+    # INVARIANT: nor does who asked for the run: a request and its review are two people's
+    # (before, an approver started a credit and answered its review: tests/security/test_177)
+    if by == engine.started_by(run_id):
+        raise ApprovalError(f"`{by}` started workflow run `{run_id}` and cannot answer its "
+                            f"step `{step_id}`: a review is someone else's")
     approver = rt.config.approver(by)
     if step.scope is not None and (approver is None or (
             "*" not in approver.scopes and step.scope not in approver.scopes)):

@@ -34,7 +34,7 @@ import httpx
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, REQUESTER
 from tests import oneshot
 
 from ..server.conftest import start_server, stop_server
@@ -63,9 +63,12 @@ def test_an_answer_over_the_api_is_read_strictly(tmp_path: Path) -> None:
     home = _home(tmp_path / "home")
     srv = start_server(["--home", str(home)], tmp_path / "serve.log", home)
     bob = {"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}
+    # alice asks for the runs (an approver may start one), bob reviews them: who started a
+    # run does not answer its human steps (test_177)
+    alice = {"Authorization": f"Bearer {DEMO_TOKENS[REQUESTER]}"}
     try:
         def start() -> str:
-            began = oneshot.post(f"{srv.url}/api/workflows/credit-review/runs", headers=bob,
+            began = oneshot.post(f"{srv.url}/api/workflows/credit-review/runs", headers=alice,
                                json={"input": INPUT}, timeout=60)
             assert began.status_code == 200, began.text
             assert began.json()["status"] == "waiting_human", began.text

@@ -24,7 +24,7 @@ from ..records import (
 )
 from ..storage import NewEvent
 from ..tools import secret_marks
-from .approvals import ApprovalBook, ApprovalState, excluded_for, view_is_news
+from .approvals import ApprovalBook, ApprovalState, excluded_for, run_starter, view_is_news
 from .context import LoopContext
 from .gate1.checks import GateResult
 from .gate1.decision import short_id
@@ -81,7 +81,11 @@ class ApprovalFlow:
     def request(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
                 base: Sequence[NewEvent], now: datetime) -> Outcome:
         """Wait for a human approval of this exact action (asked for once per proposal)."""
-        excluded = sorted(excluded_for(self.ctx.config, proposal))
+        # INVARIANT: nor does who asked for the workflow run the proposal belongs to
+        # (tests/security/test_178): written into the request, as the others are
+        starter = run_starter(self.ctx.journal, proposal.effective_run_id)
+        excluded = sorted(excluded_for(self.ctx.config, proposal)
+                          | ({starter} if starter is not None else set()))
         # INVARIANT: a pending approval belongs to its run and its proposal; another run
         # (or proposal) asking for the same action gets one of its own, in the inbox
         pending = self._pending(proposal, gate.action_digest)

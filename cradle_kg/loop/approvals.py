@@ -91,6 +91,18 @@ def excluded_for(config: RuntimeConfig, proposal: Proposal) -> set[str]:
                         proposal.on_behalf_of) if x}
 
 
+def run_starter(journal: Journal, run_id: str) -> str | None:
+    """Who asked for a workflow run, as its ``workflow.started`` recorded it (``started_by``:
+    the JSON API's caller), or None: the run's first event, one row. They never approve
+    what the run's steps propose — a request and its approval by one person
+    (``tests/security/test_178``)."""
+    first = next(iter(journal.events(run_id=run_id, batch=1)), None)
+    if first is None or first.kind != "workflow.started":
+        return None
+    who = first.payload.get("started_by")
+    return who if isinstance(who, str) and who else None
+
+
 def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
     """Rebuild every approval of one action digest from its journal events."""
     states: dict[str, ApprovalState] = {}

@@ -176,7 +176,9 @@ def test_evidence_upload_capped_and_shown(api: Served) -> None:
 
 
 def test_approving_a_workflow_s_tool_step_walks_the_run_on(api: Served) -> None:
-    started = api.post("/api/workflows/close-account/runs",
+    # started by the workflow's agent: who starts a run does not approve its actions
+    # (test_178)
+    started = api.post("/api/workflows/close-account/runs", headers=api.agent,
                        json={"input": {"account": "acct-6"}, "run_id": "close-6"}).json()
     assert started["status"] == "waiting_approval"
     assert api.post("/api/workflows/close-account/runs", json={

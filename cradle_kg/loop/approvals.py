@@ -103,6 +103,24 @@ def run_starter(journal: Journal, run_id: str) -> str | None:
     return who if isinstance(who, str) and who else None
 
 
+def excluded_for_run(journal: Journal, config: RuntimeConfig, run_id: str) -> set[str]:
+    """Who may never close what a run escalated: its agent (its first proposal's or
+    claim's, else a workflow run's agent), the person that agent acts for, and who started
+    the run — a second look is someone else's (``tests/security/test_179``). Two probes."""
+    out: set[str] = set()
+    owner = journal.run_agent(run_id)
+    first = next(iter(journal.events(run_id=run_id, batch=1)), None)
+    if first is not None and first.kind == "workflow.started":
+        agent = first.payload.get("agent")
+        owner = owner or (agent if isinstance(agent, str) and agent else None)
+        who = first.payload.get("started_by")
+        if isinstance(who, str) and who:
+            out.add(who)
+    if owner is not None:
+        out |= excluded_for_agent(config, owner)
+    return out
+
+
 def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
     """Rebuild every approval of one action digest from its journal events."""
     states: dict[str, ApprovalState] = {}

@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from ..canonical import content_hash
-from ..errors import InputError, JournalError, UnknownNameError
+from ..errors import ApprovalError, InputError, JournalError, UnknownNameError
 from ..inputs import check_human_input, check_page
 from ..records import (
     RUNTIME_ACTOR,
@@ -38,7 +38,7 @@ from ..records import (
     RuntimeDecision,
 )
 from ..storage import Journal, NewEvent
-from .approvals import ApprovalBook
+from .approvals import ApprovalBook, excluded_for_run
 from .context import LoopContext, last_seq
 from .outcomes import outcome_event
 
@@ -180,6 +180,13 @@ def resolve_task(ctx: LoopContext, book: ApprovalBook, task_id: str, *, by: str,
             raise InputError(f"human task `{task_id}` was already resolved by "
                              f"`{task.resolved_by}`")
         book.authenticate(by, token)
+        # INVARIANT: the run's agent, its principal and who started the run never close
+        # what it escalated (before, the agent's principal closed her own agent's
+        # escalation: tests/security/test_179)
+        if by in excluded_for_run(ctx.journal, ctx.config, task.run_id):
+            raise ApprovalError(f"`{by}` is the agent of run `{task.run_id}`, the one it acts "
+                                f"for or who started it, and cannot resolve its human task "
+                                f"`{task_id}`: a second look is someone else's")
         event = resolution_event(task, by=by, note=note, at=ctx.clock())
         return [replace(event, if_last=last_seq(seen))]
 

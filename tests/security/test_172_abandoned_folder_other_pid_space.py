@@ -29,10 +29,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import httpx
 import pytest
 
 from cradle_kg.server.launch import OWNER_FILE, WORKDIR_PREFIX, remove_abandoned
+from tests import oneshot
 
 from ..server.conftest import start_server
 
@@ -78,8 +78,8 @@ def test_a_server_in_another_pid_space_keeps_its_folder(tmp_path: Path,
             # before: `1` — the live server's folder removed, its socket with it
             assert swept.stdout.strip() == "0", swept.stdout
             assert folder.is_dir() and (folder / "app.sock").exists()
-            assert httpx.get(srv.url + "/healthz", timeout=30).status_code == 200
-            assert httpx.post(srv.sparql, data={"query": "ASK { <urn:a> ?p ?o }"},
+            assert oneshot.get(srv.url + "/healthz", timeout=30).status_code == 200
+            assert oneshot.post(srv.sparql, data={"query": "ASK { <urn:a> ?p ?o }"},
                               headers={"Accept": "application/sparql-results+json"},
                               timeout=30).json()["boolean"] is True
         finally:

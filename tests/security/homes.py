@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 
 from cradle_kg import Runtime
+from cradle_kg.canonical import token_hash
+from cradle_kg.config import Approver, load_config, save_config
 from cradle_kg.demo.scenario import prepare_home
+from cradle_kg.server.api import make_router
 from cradle_kg.storage.opening import JOURNAL_URL_ENV
 
 
@@ -29,3 +36,20 @@ def opened_demo_home(factory: pytest.TempPathFactory, name: str, *,
 def without_journal_url() -> dict[str, str]:
     """This process's environment without a journal URL (a subprocess on the home's file)."""
     return {k: v for k, v in os.environ.items() if k != JOURNAL_URL_ENV}
+
+
+def add_approver(home: Path, approver_id: str, token: str) -> None:
+    """One more approver in the home's configuration (its token's hash)."""
+    config = load_config(home / "config.json")
+    save_config(home / "config.json", config.model_copy(update={"approvers": (
+        *config.approvers, Approver(id=approver_id, token_hash=token_hash(token)))}))
+
+
+@contextmanager
+def json_api(rt: Runtime) -> Iterator[TestClient]:
+    """The JSON API over ``rt``, in process (FastAPI's test client)."""
+    app = FastAPI()
+    app.state.runtime = rt
+    app.include_router(make_router(rt))
+    with TestClient(app) as client:
+        yield client

@@ -23,15 +23,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
-from cradle_kg.canonical import token_hash
-from cradle_kg.config import Approver, load_config, save_config
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.loop.runtime import Runtime
-from cradle_kg.server.api import make_router
 from cradle_kg.workflow.replay import strict_replay
+from tests.security.homes import add_approver, json_api
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -45,42 +41,36 @@ def _kinds(rt: Runtime, run: str) -> list[str]:
 
 
 def test_who_started_a_run_does_not_review_it(ledger_home: Path) -> None:
-    config = load_config(ledger_home / "config.json")
-    save_config(ledger_home / "config.json", config.model_copy(update={"approvers": (
-        *config.approvers, Approver(id=CAROL, token_hash=token_hash(TOKENS[CAROL])))}))
+    add_approver(ledger_home, CAROL, TOKENS[CAROL])
     (ledger_home / "workflows").mkdir(exist_ok=True)
     (ledger_home / "workflows" / "credit-review.yaml").write_bytes(FLOW.read_bytes())
-    with Runtime(ledger_home, graph_sync=False) as rt:
-        app = FastAPI()
-        app.state.runtime = rt
-        app.include_router(make_router(rt))
-        with TestClient(app) as client:
-            def as_(who: str) -> dict[str, str]:
-                return {"Authorization": f"Bearer {TOKENS[who]}"}
+    with Runtime(ledger_home, graph_sync=False) as rt, json_api(rt) as client:
+        def as_(who: str) -> dict[str, str]:
+            return {"Authorization": f"Bearer {TOKENS[who]}"}
 
-            began = client.post("/api/workflows/credit-review/runs", headers=as_(APPROVER),
-                                json={"input": {"account": "acct-5", "amount": 900,
-                                                "reason": "refund"}})
-            assert began.status_code == 200, began.text
-            assert began.json()["status"] == "waiting_human"
-            run = str(began.json()["run_id"])
-            before = _kinds(rt, run)
+        began = client.post("/api/workflows/credit-review/runs", headers=as_(APPROVER),
+                            json={"input": {"account": "acct-5", "amount": 900,
+                                            "reason": "refund"}})
+        assert began.status_code == 200, began.text
+        assert began.json()["status"] == "waiting_human"
+        run = str(began.json()["run_id"])
+        before = _kinds(rt, run)
 
-            def answer(who: str) -> tuple[int, dict[str, object]]:
-                r = client.post(f"/api/steps/{run}/review/decide", headers=as_(who),
-                                json={"answer": "pay"})
-                return r.status_code, r.json()
+        def answer(who: str) -> tuple[int, dict[str, object]]:
+            r = client.post(f"/api/steps/{run}/review/decide", headers=as_(who),
+                            json={"answer": "pay"})
+            return r.status_code, r.json()
 
-            status, body = answer(APPROVER)  # before: 200 `completed`, the credit made
-            assert status == 403, body
-            assert APPROVER in str(body)
-            assert _kinds(rt, run) == before  # nothing journaled: the step still waits
-            assert "action.intent" not in _kinds(rt, run)
-            status, body = answer(CAROL)
-            assert status == 200 and body["status"] == "completed", body
-            assert "action.intent" in _kinds(rt, run)
-            started = next(e for e in rt.journal.events(run_id=run)
-                           if e.kind == "workflow.started")
-            assert started.payload["started_by"] == APPROVER
+        status, body = answer(APPROVER)  # before: 200 `completed`, the credit made
+        assert status == 403, body
+        assert APPROVER in str(body)
+        assert _kinds(rt, run) == before  # nothing journaled: the step still waits
+        assert "action.intent" not in _kinds(rt, run)
+        status, body = answer(CAROL)
+        assert status == 200 and body["status"] == "completed", body
+        assert "action.intent" in _kinds(rt, run)
+        started = next(e for e in rt.journal.events(run_id=run)
+                       if e.kind == "workflow.started")
+        assert started.payload["started_by"] == APPROVER
     # a replay starts it again as it was started, hash for hash
     assert strict_replay(ledger_home, [run]).runs == [run]

@@ -23,14 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
-from cradle_kg.canonical import token_hash
-from cradle_kg.config import Approver, load_config, save_config
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.loop.runtime import Runtime
-from cradle_kg.server.api import make_router
+from tests.security.homes import add_approver, json_api
 from tests.test_shell import CLOSE_FLOW
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -44,37 +40,31 @@ def _intents(rt: Runtime, run: str) -> int:
 
 
 def test_who_started_a_run_does_not_approve_its_actions(ledger_home: Path) -> None:
-    config = load_config(ledger_home / "config.json")
-    save_config(ledger_home / "config.json", config.model_copy(update={"approvers": (
-        *config.approvers, Approver(id=CAROL, token_hash=token_hash(TOKENS[CAROL])))}))
+    add_approver(ledger_home, CAROL, TOKENS[CAROL])
     (ledger_home / "workflows").mkdir(exist_ok=True)
     (ledger_home / "workflows" / "close-account.yaml").write_text(CLOSE_FLOW)
-    with Runtime(ledger_home, graph_sync=False) as rt:
-        app = FastAPI()
-        app.state.runtime = rt
-        app.include_router(make_router(rt))
-        with TestClient(app) as client:
-            def as_(who: str) -> dict[str, str]:
-                return {"Authorization": f"Bearer {TOKENS[who]}"}
+    with Runtime(ledger_home, graph_sync=False) as rt, json_api(rt) as client:
+        def as_(who: str) -> dict[str, str]:
+            return {"Authorization": f"Bearer {TOKENS[who]}"}
 
-            began = client.post("/api/workflows/close-account/runs", headers=as_(APPROVER),
-                                json={"input": {"account": "acct-9"}, "run_id": "close-9"})
-            assert began.status_code == 200, began.text
-            assert began.json()["status"] == "waiting_approval", began.text
-            [pending] = client.get("/api/approvals", params={"pending": True},
-                                   headers=as_(APPROVER)).json()
-            approval = pending["approval"]["id"] if "approval" in pending else pending["id"]
+        began = client.post("/api/workflows/close-account/runs", headers=as_(APPROVER),
+                            json={"input": {"account": "acct-9"}, "run_id": "close-9"})
+        assert began.status_code == 200, began.text
+        assert began.json()["status"] == "waiting_approval", began.text
+        [pending] = client.get("/api/approvals", params={"pending": True},
+                               headers=as_(APPROVER)).json()
+        approval = pending["approval"]["id"] if "approval" in pending else pending["id"]
 
-            own = client.post(f"/api/approvals/{approval}/approve", headers=as_(APPROVER),
-                              json={})
-            assert own.status_code == 403, own.text  # before: 200, the account closed
-            assert APPROVER in own.text
-            assert _intents(rt, "close-9") == 0
-            assert any(e.kind == "approval.refused"
-                       for e in rt.journal.events(run_id="close-9"))
+        own = client.post(f"/api/approvals/{approval}/approve", headers=as_(APPROVER),
+                          json={})
+        assert own.status_code == 403, own.text  # before: 200, the account closed
+        assert APPROVER in own.text
+        assert _intents(rt, "close-9") == 0
+        assert any(e.kind == "approval.refused"
+                   for e in rt.journal.events(run_id="close-9"))
 
-            other = client.post(f"/api/approvals/{approval}/approve", headers=as_(CAROL),
-                                json={})
-            assert other.status_code == 200, other.text
-            assert other.json()["workflow"]["status"] == "completed", other.text
-            assert _intents(rt, "close-9") == 1
+        other = client.post(f"/api/approvals/{approval}/approve", headers=as_(CAROL),
+                            json={})
+        assert other.status_code == 200, other.text
+        assert other.json()["workflow"]["status"] == "completed", other.text
+        assert _intents(rt, "close-9") == 1

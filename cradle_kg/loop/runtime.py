@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -192,6 +193,10 @@ class Runtime:
             self.integrity = IntegrityChecker(self.journal)
             self.commit_hooks.append(self.integrity.check)
             self.listeners.append(self.integrity.on_append)
+        #: the proposals :meth:`parse_proposal` returned, by id, while they live: what
+        #: :meth:`submit` need not check again
+        self._checked: weakref.WeakValueDictionary[int, Proposal] = (
+            weakref.WeakValueDictionary())
         self._graph_sync = graph_sync
         self._graph: GraphStore | None = None
         self._graph_unavailable = False
@@ -394,10 +399,18 @@ class Runtime:
         Nothing is journaled before this returns: an oversized, malformed or non-JSON
         proposal (NaN, lone surrogates, runaway nesting) never reaches the journal.
         """
-        return check_agent_proposal(parse_proposal(raw, self.config.input_limits))
+        proposal = check_agent_proposal(parse_proposal(raw, self.config.input_limits))
+        self._checked[id(proposal)] = proposal
+        return proposal
 
     def submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
-        """Run one proposal through the whole loop and return how it ended."""
+        """Run one proposal through the whole loop and return how it ended.
+
+        A :class:`~cradle_kg.records.Proposal` that :meth:`parse_proposal` of this runtime
+        returned (the same object: an entry point that parsed it first, to claim its run
+        before anything is journaled) is not checked a second time; any other is."""
+        if isinstance(raw, Proposal) and self._checked.get(id(raw)) is raw:
+            return self._submit_parsed(raw)
         return self._submit_parsed(self.parse_proposal(raw))
 
     def claim_run(self, run_id: str, agent_id: str) -> None:

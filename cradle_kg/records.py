@@ -515,6 +515,24 @@ class AuditEvent(Record):
     hash: str
 
 
+_EVENT_FIELDS = frozenset(AuditEvent.model_fields)
+
+
+def built_event(**values: Any) -> AuditEvent:
+    """An :class:`AuditEvent` from every one of its fields, values the caller has just
+    computed with their types (a journal's append, the commit check's pending events):
+    what ``AuditEvent.model_construct`` builds — no validation, the same instance — without
+    its pass over the fields for defaults and aliases (a quarter of its time; an append
+    builds one per event written, the commit check one per event checked)."""
+    assert values.keys() == _EVENT_FIELDS, sorted(values.keys() ^ _EVENT_FIELDS)
+    event = AuditEvent.__new__(AuditEvent)
+    object.__setattr__(event, "__dict__", values)
+    object.__setattr__(event, "__pydantic_fields_set__", set(values))
+    object.__setattr__(event, "__pydantic_extra__", None)
+    object.__setattr__(event, "__pydantic_private__", None)
+    return event
+
+
 class Outcome(Record):
     """What ``Runtime.submit`` returns: how the submission ended, with its records."""
 

@@ -25,13 +25,13 @@ from ..graph.project import event_retractions, event_triples, ntriples
 from ..graph.shacl import ShaclEngine, load_shapes, make_engine
 from ..graph.shape_reach import observed_predicates
 from ..graph.vocab import INTEGRITY_SHAPES_FILE
-from ..records import AuditEvent
+from ..records import AuditEvent, built_event
 from ..storage import GENESIS_HASH, Journal, NewEvent
 
 
 def _pending(ev: NewEvent) -> AuditEvent:
     # built from a typed NewEvent: no validation pass (it would copy the payload)
-    return AuditEvent.model_construct(
+    return built_event(
         seq=0, id="pending", run_id=ev.run_id, kind=ev.kind, subject=ev.subject,
         actor=ev.actor, at=ev.at, payload=ev.payload, payload_hash=GENESIS_HASH,
         prev_hash=GENESIS_HASH, hash=GENESIS_HASH)

@@ -64,7 +64,7 @@ from typing import Any
 
 from ..canonical import iso, parse_iso
 from ..errors import JournalError
-from ..records import AuditEvent
+from ..records import AuditEvent, built_event
 from . import run_state_sql, tasks_sql
 from . import sqlite_derived as derived
 from .chain import (
@@ -591,7 +591,7 @@ class SqliteJournal:
         derived.apply(conn, seq=seq, run_id=new.run_id, kind=new.kind, subject=new.subject,
                       at=at, payload=new.payload, settled=settled)
         # built from values this method just computed: no validation pass on the hot path
-        return AuditEvent.model_construct(
+        return built_event(
             seq=seq, id=event_id, run_id=new.run_id, kind=new.kind, subject=new.subject,
             actor=new.actor, at=parse_iso(at), payload=new.payload,
             payload_hash=payload_hash, prev_hash=prev, hash=own,

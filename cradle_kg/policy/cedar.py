@@ -38,8 +38,6 @@ from ..records import PolicyResult
 NAMESPACE_SEPARATOR = "/"
 #: parsed entity sets a policy engine keeps (one per acting identity, in practice)
 _ENTITY_SETS = 256
-#: decisions a policy engine keeps, by request (:meth:`PolicyEngine.evaluate`)
-_DECISIONS = 1024
 
 #: what :func:`context_keys` reads a policy text as: a line comment, a string, the word
 #: ``context`` — or a block comment, which Cedar does not have (read as "cannot tell")
@@ -226,8 +224,6 @@ class PolicyEngine:
         self._ids = {pid: cid for pid, (cid, _) in cited.items()}
         #: parsed entity sets by their JSON text (:meth:`_entity_set`)
         self._entities: dict[str, cedarpy.Entities] = {}
-        #: decided requests by their JSON text (:meth:`evaluate`)
-        self._decided: dict[str, PolicyOutcome] = {}
         #: the context attributes these policies can read (None: every one is given) —
         #: of this set's own texts, so a new policy set reads its own (:func:`context_keys`)
         self.context_keys = context_keys(text)
@@ -260,27 +256,8 @@ class PolicyEngine:
             "context": dict(context) if keys is None else {
                 k: v for k, v in context.items() if k in keys},
         }
-        # Cedar's answer is a function of the policy set (this engine's, parsed once), the
-        # entities and the request, nothing else (no clock, no state): the same request —
-        # the same JSON, keys sorted as Cedar's records are unordered — is answered as it
-        # was. An agent re-reading the same resource asks the same request each time.
         try:
-            key: str | None = json.dumps([request, entities or []], sort_keys=True)
-        except (TypeError, ValueError):
-            key = None  # Cedar is given it, and refuses it below
-        if key is not None and (known := self._decided.get(key)) is not None:
-            return known
-        decided = self._decide(request, entities or [])
-        if key is not None and not decided.errors:
-            if len(self._decided) >= _DECISIONS:
-                self._decided.clear()
-            self._decided[key] = decided
-        return decided
-
-    def _decide(self, request: dict[str, Any], entities: list[dict[str, Any]]
-                ) -> PolicyOutcome:
-        try:
-            result = cedarpy.is_authorized(request, self._set, self._entity_set(entities))
+            result = cedarpy.is_authorized(request, self._set, self._entity_set(entities or []))
         except Exception as exc:  # cedar refused the request itself: fail closed
             return PolicyOutcome(False, (), (f"cedar could not evaluate the request: {exc}",))
         errors = tuple(str(e) for e in result.diagnostics.errors)

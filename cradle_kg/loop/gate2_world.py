@@ -93,25 +93,40 @@ def blast_radius(spec: ToolSpec, arguments: BaseModel, observation: ExecutionObs
 
 # --- postconditions as SHACL ------------------------------------------------------------------
 
+@lru_cache(maxsize=4096)
+def _key_terms(key: str) -> tuple[str, str]:
+    """A key of the observation: its predicate IRI, and its IRI-quoted form (for a child's
+    IRI) — the same few keys on every call, quoted once (bounded: any text may be a key)."""
+    from ..graph.iris import quoted
+
+    q = quoted(key)
+    return f"<{OBS_NS}{q}>", q
+
+
 def _triples(subject: str, value: Any, out: list[str], depth: int = 0) -> None:
-    from ..graph.project import lit, quoted  # the projection's writers: not to compile shapes
+    from ..graph.project import lit  # the projection's writer: not to compile shapes
 
     if not isinstance(value, dict) or depth > 8:
         return
     for key, item in sorted(value.items()):
-        pred = f"<{OBS_NS}{quoted(str(key))}>"
-        items = item if isinstance(item, list) else [item]
+        pred, qkey = _key_terms(str(key))
+        items = item if isinstance(item, list) else (item,)
         for index, v in enumerate(items):
             if isinstance(v, dict):
-                child = f"<{subject[1:-1]}/{quoted(str(key))}/{index}>"
+                child = f"<{subject[1:-1]}/{qkey}/{index}>"
                 out.append(f"{subject} {pred} {child} .\n")
                 _triples(child, v, out, depth + 1)
             elif v is None:
                 continue
-            elif isinstance(v, str | int | float | bool):
+            elif isinstance(v, _SCALARS):
                 out.append(f"{subject} {pred} {lit(v)} .\n")
             else:
                 out.append(f"{subject} {pred} {lit(json.dumps(v, default=str))} .\n")
+
+
+#: the values written as one literal each (a tuple: ``isinstance`` is faster on it than on
+#: a union)
+_SCALARS = (str, int, float, bool)
 
 
 def observation_rdf(report: VerifierReport, arguments: BaseModel) -> str:

@@ -34,9 +34,13 @@ NEW_RESERVATION_IDS = ("HATHAT", "HATHAU", "HATHAV")
 class View:
     """Documents of one connection, loaded on first use; what a call changed is kept."""
 
-    def __init__(self, conn: sqlite3.Connection, created_at: str) -> None:
+    def __init__(self, conn: sqlite3.Connection, created_at: str,
+                 texts: dict[tuple[str, str], Any] | None = None) -> None:
         self.conn = conn
         self.created_at = created_at
+        #: the documents' text as read (None: no row), by (query, id): shared with the
+        #: views :meth:`fresh` makes
+        self._texts: dict[tuple[str, str], Any] = {} if texts is None else texts
         self._users: dict[str, dict[str, Any] | None] = {}
         self._reservations: dict[str, dict[str, Any] | None] = {}
         self._flights: dict[str, dict[str, Any] | None] = {}
@@ -48,10 +52,19 @@ class View:
             hash(key)  # unhashable fails as the benchmark's `key in dict` does (TypeError)
             return None  # every id of the benchmark's JSON documents is a string
         if key not in cache:
-            row = self.conn.execute(sql, (key,)).fetchone()
-            cache[key] = None if row is None else json.loads(row[0])
+            if (sql, key) in self._texts:
+                text = self._texts[(sql, key)]
+            else:
+                row = self.conn.execute(sql, (key,)).fetchone()
+                text = self._texts[(sql, key)] = None if row is None else row[0]
+            cache[key] = None if text is None else json.loads(text)
         found: dict[str, Any] | None = cache[key]
         return found
+
+    def fresh(self) -> View:
+        """A view of the same connection without this one's changes: the documents this
+        one read, as they were read (parsed again, not read again), the others read anew."""
+        return View(self.conn, self.created_at, self._texts)
 
     def user(self, uid: str) -> dict[str, Any] | None:
         return self._doc(self._users, "SELECT doc FROM users WHERE user_id = ?", uid)

@@ -15,6 +15,7 @@ than the questions a rule or a verifier asks of it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -102,7 +103,10 @@ class AirlineDB:
 
     @classmethod
     def of(cls, ctx: PackContext) -> AirlineDB:
-        return cls(db_path(ctx.home))
+        """The database of ``ctx``'s home: one object per home and process (it holds only
+        its path; :class:`PackStore` opens a connection per write and keeps one reader per
+        thread), not built again by the validator, the tool and the verifier of each call."""
+        return _of_home(ctx.home)
 
     # --- writes -------------------------------------------------------------------
 
@@ -161,6 +165,11 @@ class AirlineDB:
     def user(self, uid: str) -> dict[str, Any] | None:
         with self.reading() as conn:
             return Reader(conn).user(uid)
+
+
+@functools.lru_cache(maxsize=64)
+def _of_home(home: Path) -> AirlineDB:
+    return AirlineDB(db_path(home))
 
 
 class Reader:

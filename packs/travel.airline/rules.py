@@ -608,5 +608,5 @@ def findings(v: api.View, call: Call) -> list[Finding]:
     bad = malformed(call.tool, call.args)
     if bad:
         return [bad]
-    fresh = api.View(v.conn, v.created_at)  # the API's dry run changed the cached documents
+    fresh = v.fresh()  # the API's dry run changed the cached documents
     return RULES[call.tool](fresh, call)

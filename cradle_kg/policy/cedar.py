@@ -38,6 +38,8 @@ from ..records import PolicyResult
 NAMESPACE_SEPARATOR = "/"
 #: parsed entity sets a policy engine keeps (one per acting identity, in practice)
 _ENTITY_SETS = 256
+#: decisions a policy engine keeps, by the exact request and entities cedar is given
+_DECISIONS = 4096
 
 #: what :func:`context_keys` reads a policy text as: a line comment, a string, the word
 #: ``context`` — or a block comment, which Cedar does not have (read as "cannot tell")
@@ -224,6 +226,10 @@ class PolicyEngine:
         self._ids = {pid: cid for pid, (cid, _) in cited.items()}
         #: parsed entity sets by their JSON text (:meth:`_entity_set`)
         self._entities: dict[str, cedarpy.Entities] = {}
+        #: this set's outcomes by the exact request and entities text cedar evaluated
+        #: (:meth:`evaluate`)
+        self._decisions: dict[tuple[str, str, str, str, str, str, str, str],
+                              PolicyOutcome] = {}
         #: the context attributes these policies can read (None: every one is given) —
         #: of this set's own texts, so a new policy set reads its own (:func:`context_keys`)
         self.context_keys = context_keys(text)
@@ -248,18 +254,43 @@ class PolicyEngine:
         entities: list[dict[str, Any]] | None = None,
     ) -> PolicyOutcome:
         keys = self.context_keys
+        try:
+            # cedar is given the context as the JSON text it would make of the dict itself
+            # (``json.dumps``): the same text is the same request
+            context_text = json.dumps(dict(context) if keys is None else {
+                k: v for k, v in context.items() if k in keys})
+            entities_text = json.dumps(entities or [])
+        except Exception as exc:  # not JSON: cedar could not be given it — fail closed
+            return PolicyOutcome(False, (), (f"cedar could not evaluate the request: {exc}",))
+        # INVARIANT: a decision is a function of the policy set (this engine's, parsed once
+        # and never changed: new policies are a new engine), the request and the entities
+        # — Cedar has no clock, no randomness and no I/O. So an outcome is kept under the
+        # exact texts cedar was given and reused for the identical request: the same
+        # decision, errors included; a request cedar refused (an exception) is not kept
+        memo = (principal[0], principal[1], action[0], action[1], resource[0], resource[1],
+                context_text, entities_text)
+        kept = self._decisions.get(memo)
+        if kept is not None:
+            return kept
         request = {
             "principal": {"type": principal[0], "id": principal[1]},
             "action": {"type": action[0], "id": action[1]},
             "resource": {"type": resource[0], "id": resource[1]},
             # only what a policy can read (:func:`context_keys`): the same decision
-            "context": dict(context) if keys is None else {
-                k: v for k, v in context.items() if k in keys},
+            "context": context_text,
         }
         try:
-            result = cedarpy.is_authorized(request, self._set, self._entity_set(entities or []))
+            result = cedarpy.is_authorized(request, self._set,
+                                           self._entity_set(entities_text))
         except Exception as exc:  # cedar refused the request itself: fail closed
             return PolicyOutcome(False, (), (f"cedar could not evaluate the request: {exc}",))
+        outcome = self._outcome(result)
+        if len(self._decisions) >= _DECISIONS:
+            self._decisions.clear()
+        self._decisions[memo] = outcome
+        return outcome
+
+    def _outcome(self, result: cedarpy.AuthzResult) -> PolicyOutcome:
         errors = tuple(str(e) for e in result.diagnostics.errors)
         # INVARIANT: cedar hands the determining policies back as an unordered set; sorted,
         # the same request gives the same decision record (strict replay compares hashes)
@@ -271,11 +302,10 @@ class PolicyEngine:
             return self._denied(determining)
         return self._allowed(determining)
 
-    def _entity_set(self, entities: list[dict[str, Any]]) -> cedarpy.Entities:
-        """The parsed handle of ``entities``, keyed by their exact JSON text: the same few
+    def _entity_set(self, text: str) -> cedarpy.Entities:
+        """The parsed handle of the entities whose JSON text is ``text``: the same few
         identities come back on every call, and cedar parses a JSON entity list anew on
         each (a different list is a different key: never another list's handle)."""
-        text = json.dumps(entities)
         handle = self._entities.get(text)
         if handle is None:
             handle = cedarpy.Entities.from_json_str(text)

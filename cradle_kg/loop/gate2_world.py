@@ -103,20 +103,23 @@ def _key_terms(key: str) -> tuple[str, str]:
     return f"<{OBS_NS}{q}>", q
 
 
-def _triples(subject: str, value: Any, out: list[str], depth: int = 0) -> None:
+def _triples(subject: str, value: Any, out: list[str], depth: int = 0,
+             keep: frozenset[str] | None = None) -> None:
     from ..graph.project import lit  # the projection's writer: not to compile shapes
 
     if not isinstance(value, dict) or depth > 8:
         return
     for key, item in sorted(value.items()):
         pred, qkey = _key_terms(str(key))
+        kept = keep is None or pred in keep
         items = item if isinstance(item, list) else (item,)
         for index, v in enumerate(items):
             if isinstance(v, dict):
                 child = f"<{subject[1:-1]}/{qkey}/{index}>"
-                out.append(f"{subject} {pred} {child} .\n")
-                _triples(child, v, out, depth + 1)
-            elif v is None:
+                if kept:
+                    out.append(f"{subject} {pred} {child} .\n")
+                _triples(child, v, out, depth + 1, keep)
+            elif v is None or not kept:
                 continue
             elif isinstance(v, _SCALARS):
                 out.append(f"{subject} {pred} {lit(v)} .\n")
@@ -127,23 +130,42 @@ def _triples(subject: str, value: Any, out: list[str], depth: int = 0) -> None:
 #: the values written as one literal each (a tuple: ``isinstance`` is faster on it than on
 #: a union)
 _SCALARS = (str, int, float, bool)
+_TYPE = "<http://www.w3.org/1999/02/22-rdf-syntax-ns#type>"
+_CHANGED = f"<{OBS_NS}changed>"
 
 
-def observation_rdf(report: VerifierReport, arguments: BaseModel) -> str:
-    """The verifier's observation as N-Triples: what it read, and what was asked."""
+def observation_rdf(report: VerifierReport, arguments: BaseModel,
+                    keep: frozenset[str] | None = None) -> str:
+    """The verifier's observation as N-Triples: what it read, and what was asked.
+
+    ``keep``: only the triples whose predicate is in it (as N-Triples writes it) — the
+    predicates the shapes that will read it can see (:func:`seen_by`); the others cannot
+    change their report (:mod:`cradle_kg.graph.shape_reach`). None: every triple."""
     from ..graph.project import lit
-    out: list[str] = [f"<{OBSERVED}> <http://www.w3.org/1999/02/22-rdf-syntax-ns#type> "
-                      f"<https://w3id.org/cradle#VerifierObservation> .\n"]
-    _triples(f"<{OBSERVED}>", report.evidence, out)
-    _triples(f"<{ARGUMENTS}>", arguments.model_dump(mode="json"), out)
-    for resource in report.changed or ():
-        out.append(f"<{OBSERVED}> <{OBS_NS}changed> {lit(resource)} .\n")
+    out: list[str] = []
+    if keep is None or _TYPE in keep:
+        out.append(f"<{OBSERVED}> {_TYPE} <https://w3id.org/cradle#VerifierObservation> .\n")
+    _triples(f"<{OBSERVED}>", report.evidence, out, 0, keep)
+    _triples(f"<{ARGUMENTS}>", arguments.model_dump(mode="json"), out, 0, keep)
+    if keep is None or _CHANGED in keep:
+        for resource in report.changed or ():
+            out.append(f"<{OBSERVED}> {_CHANGED} {lit(resource)} .\n")
     return "".join(out)
 
 
 @lru_cache(maxsize=128)
 def _engine(shapes_turtle: tuple[str, ...]) -> RustShaclEngine:
     return RustShaclEngine(shapes_from_turtle(shapes_turtle))
+
+
+@lru_cache(maxsize=128)
+def seen_by(shapes_turtle: tuple[str, ...]) -> frozenset[str] | None:
+    """The predicates the contract's shapes can see (None: any —
+    :func:`~cradle_kg.graph.shape_reach.observed_predicates`): the observation is given to
+    the engine with only those (the airline's passenger change: 35 triples, 12 seen)."""
+    from ..graph.shape_reach import observed_predicates
+
+    return observed_predicates(_engine(shapes_turtle).shapes.ntriples)
 
 
 def compile_postconditions(spec: ToolSpec) -> None:
@@ -167,8 +189,9 @@ def postconditions(spec: ToolSpec, arguments: BaseModel, report: VerifierReport 
         if report is None:
             return _check("postconditions", V.INCONCLUSIVE,
                           "declared, but there is no verifier observation to check them on")
-        result = _engine(tuple(spec.postconditions)).validate(
-            observation_rdf(report, arguments), format="nt", report=False)
+        shapes = tuple(spec.postconditions)
+        result = _engine(shapes).validate(observation_rdf(report, arguments, seen_by(shapes)),
+                                          format="nt", report=False)
         statuses.append(V.VERIFIED if result.conforms else V.FAILED)
         parts.append("shapes: held" if result.conforms else "shapes: " + "; ".join(
             v.message or v.shape for v in result.violations))

@@ -111,3 +111,16 @@ def test_a_new_policy_set_keeps_its_own() -> None:
     strict = PolicyEngine([PolicySource("p.cedar", POLICIES)])
     assert not strict.evaluate(**ask).allowed
     assert lenient.evaluate(**ask).allowed
+
+
+def test_a_long_request_is_decided_and_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cedar_module, "_DECISION_TEXT", 64)
+    engine = PolicyEngine([PolicySource("p.cedar", POLICIES)])
+    ask: dict[str, Any] = {"principal": ("Agent", "c"), "action": ("Action", "debit"),
+                           "resource": ("Resource", "a"), "entities": []}
+    long = {"amount": 5, "kind": "r" * 80, "x": 0}
+    assert engine.evaluate(**ask, context=long) == fresh_outcome(**ask, context=long)
+    assert engine._decisions == {}
+    short = {"amount": 5, "kind": "r", "x": 0}
+    assert engine.evaluate(**ask, context=short).allowed
+    assert len(engine._decisions) == 1

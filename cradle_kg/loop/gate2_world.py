@@ -162,7 +162,7 @@ def _engine(shapes_turtle: tuple[str, ...]) -> RustShaclEngine:
 def seen_by(shapes_turtle: tuple[str, ...]) -> frozenset[str] | None:
     """The predicates the contract's shapes can see (None: any —
     :func:`~cradle_kg.graph.shape_reach.observed_predicates`): the observation is given to
-    the engine with only those (the airline's passenger change: 35 triples, 12 seen)."""
+    the engine with only those (the airline's passenger change: 13 of its 35 triples)."""
     from ..graph.shape_reach import observed_predicates
 
     return observed_predicates(_engine(shapes_turtle).shapes.ntriples)

@@ -38,8 +38,10 @@ from ..records import PolicyResult
 NAMESPACE_SEPARATOR = "/"
 #: parsed entity sets a policy engine keeps (one per acting identity, in practice)
 _ENTITY_SETS = 256
-#: decisions a policy engine keeps, by the exact request and entities cedar is given
-_DECISIONS = 4096
+#: decisions a policy engine keeps, by the exact request and entities cedar is given, and
+#: the longest context and entities text a kept one may have (together): at most ~8 MB
+_DECISIONS = 2048
+_DECISION_TEXT = 4096
 
 #: what :func:`context_keys` reads a policy text as: a line comment, a string, the word
 #: ``context`` — or a block comment, which Cedar does not have (read as "cannot tell")
@@ -266,7 +268,8 @@ class PolicyEngine:
         # and never changed: new policies are a new engine), the request and the entities
         # — Cedar has no clock, no randomness and no I/O. So an outcome is kept under the
         # exact texts cedar was given and reused for the identical request: the same
-        # decision, errors included; a request cedar refused (an exception) is not kept
+        # decision, errors included; a request cedar refused (an exception), or one whose
+        # context and entities are longer than _DECISION_TEXT, is not kept
         memo = (principal[0], principal[1], action[0], action[1], resource[0], resource[1],
                 context_text, entities_text)
         kept = self._decisions.get(memo)
@@ -285,9 +288,10 @@ class PolicyEngine:
         except Exception as exc:  # cedar refused the request itself: fail closed
             return PolicyOutcome(False, (), (f"cedar could not evaluate the request: {exc}",))
         outcome = self._outcome(result)
-        if len(self._decisions) >= _DECISIONS:
-            self._decisions.clear()
-        self._decisions[memo] = outcome
+        if len(context_text) + len(entities_text) <= _DECISION_TEXT:
+            if len(self._decisions) >= _DECISIONS:
+                self._decisions.clear()
+            self._decisions[memo] = outcome
         return outcome
 
     def _outcome(self, result: cedarpy.AuthzResult) -> PolicyOutcome:

@@ -136,6 +136,11 @@ def added_event(ref: str, *, size: int, kind: str, source: str | None, by: str,
                              **({"source": source} if source else {})})
 
 
+#: the collector a host application's token uploads as (``host:<agent>``): the host's word,
+#: not its agent's — evidence, where an agent's upload is not (``tests/security/test_180``)
+HOST_COLLECTOR_PREFIX = "host:"
+
+
 #: the uploads of one blob a record shows: the first, and the newest this many
 ADDED_SHOWN = 20
 

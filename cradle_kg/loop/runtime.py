@@ -526,9 +526,14 @@ class Runtime:
 
     def _evidence_collected_at(self, ref: str, proposer: str | None) -> datetime | None:
         # INVARIANT: one row, however often the blob was uploaded (tests/security/test_70),
-        # and collected by someone other than the proposing agent: its own uploads are its
-        # word, not evidence (tests/security/test_175)
-        last = self.journal.last_for_subject(ref, COLLECTED, not_by=proposer)
+        # and collected by someone who is no agent of the home (a person, the host, the
+        # runtime's collectors): an agent's upload is its word, not evidence — for its own
+        # proposals (tests/security/test_175) and for another agent's (test_180)
+        if proposer is None:
+            last = self.journal.last_for_subject(ref, COLLECTED)
+        else:
+            agents = {a.id for a in self.config.agents} | {proposer}
+            last = self.journal.last_for_subject(ref, COLLECTED, not_by=tuple(sorted(agents)))
         return last.at if last is not None else None
 
     def run_plan(self, plan: Plan) -> PlanOutcome:

@@ -33,7 +33,7 @@ from ..errors import (
     UnknownNameError,
     WorkflowFileError,
 )
-from ..evidence import MAX_EVIDENCE_BYTES, evidence_record, upload
+from ..evidence import HOST_COLLECTOR_PREFIX, MAX_EVIDENCE_BYTES, evidence_record, upload
 from ..inbox import INBOX_PAGE, MAX_INBOX_PAGE, InboxItem, inbox, inbox_size, parse_kinds
 from ..inputs import MAX_PAGE_INTEGER
 from ..loop.runtime import Runtime
@@ -326,11 +326,14 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
         if not data:
             raise refuse(InputError("`evidence`: the body is empty"))
 
+        # the host application's token uploads as the host, not as its agent: an agent's
+        # upload is no evidence, the host's is (tests/security/test_180)
+        by = f"{HOST_COLLECTOR_PREFIX}{who.identity}" if who.is_host else who.identity
+
         def put() -> dict[str, Any]:  # under the API's lock: the quota's count holds
             ref = upload(runtime.context, runtime.evidence, data, kind=kind, source=source,
-                         by=who.identity)
-            return {"ref": ref, "bytes": len(data), "kind": kind, "source": source,
-                    "by": who.identity}
+                         by=by)
+            return {"ref": ref, "bytes": len(data), "kind": kind, "source": source, "by": by}
         return await run_in_threadpool(call, put)
 
     @router.get("/evidence/{ref}", summary="Who added a blob and when; re-hashed (409 if edited)")

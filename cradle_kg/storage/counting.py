@@ -100,19 +100,19 @@ def kind_term(kind: str, p: str) -> tuple[str, tuple[str, ...]]:
     return f"kind = {p}", (kind,)
 
 
-def last_for_subject_sql(kind: str, cols: str, p: str, *, not_by: str | None = None
+def last_for_subject_sql(kind: str, cols: str, p: str, *, not_by: tuple[str, ...] = ()
                          ) -> tuple[str, tuple[str, ...]]:
     """The query of :meth:`.journal.Journal.last_for_subject` (then the subject, then the
     parameters returned): the newest event of one kind about a subject — an outcome
     (``run.outcome``, the answer a resubmitted key gets) through the partial index
     ``events_subject_outcome``, one probe however many ``action.replayed`` events about
     the action came after it (through ``events_subject`` each of them was a row read:
-    ``tests/security/test_85``). ``not_by``: the newest whose actor is another's (the
-    database passes over that actor's rows; one row returned)."""
+    ``tests/security/test_85``). ``not_by``: the newest whose actor is none of those (the
+    database passes over their rows; one row returned)."""
     term, args = kind_term(kind, p)
-    actor = f" AND actor <> {p}" if not_by is not None else ""
+    actor = f" AND actor NOT IN ({', '.join([p] * len(not_by))})" if not_by else ""
     return (f"SELECT {cols} FROM events WHERE subject = {p} AND {term}{actor} "
-            "ORDER BY seq DESC LIMIT 1"), (*args, *((not_by,) if not_by is not None else ()))
+            "ORDER BY seq DESC LIMIT 1"), (*args, *not_by)
 
 
 def subject_events_sql(cols: str, p: str, kind: str | None, *, newest: bool,

@@ -264,12 +264,12 @@ class Journal(Protocol):
     def last_of_kind(self, kind: str) -> AuditEvent | None: ...
 
     def last_for_subject(self, subject: str, kind: str, *,
-                         not_by: str | None = None) -> AuditEvent | None:
+                         not_by: tuple[str, ...] = ()) -> AuditEvent | None:
         """The newest event of ``kind`` about ``subject``: one row decoded, read from the
         newest end of ``events_subject (subject, seq)`` (a blob uploaded N times costs gate
         1 one row, not N: ``tests/security/test_70``). ``not_by``: the newest whose actor
-        is not that one (an agent's own uploads are no evidence for its proposals:
-        ``tests/security/test_175``)."""
+        is none of those (an agent's uploads are no evidence for its proposals, nor for
+        another agent's: ``tests/security/test_175``, ``test_180``)."""
         ...
 
     def event_for_key(self, key: str) -> AuditEvent | None: ...

@@ -690,7 +690,7 @@ class SqliteJournal:
         return self._row(rows[0]) if rows else None
 
     def last_for_subject(self, subject: str, kind: str, *,
-                         not_by: str | None = None) -> AuditEvent | None:
+                         not_by: tuple[str, ...] = ()) -> AuditEvent | None:
         sql, args = last_for_subject_sql(kind, self._COLS, "?", not_by=not_by)
         rows = self._query(sql, (subject, *args))
         return self._row(rows[0]) if rows else None

@@ -486,9 +486,9 @@ class Gate1:
     def _evidence_of(self, p: Proposal, r: GateResult
                      ) -> tuple[list[str], list[str], list[str], list[str]]:
         """The cited blobs that are evidence (in the store, journaled as collected by
-        someone other than the proposing agent, within the freshness limit), those too old,
-        those absent, and those only the proposing agent collected (its own word: before,
-        they counted, ``tests/security/test_175``): read once a proposal, for the evidence
+        someone who is no agent of the home, within the freshness limit), those too old,
+        those absent, and those only agents collected (their word: before, they counted,
+        ``tests/security/test_175``, ``test_180``): read once a proposal, for the evidence
         check and Cedar's ``context.evidence_count`` alike."""
         if r.evidence is None:
             horizon = self.i.now - timedelta(seconds=self.i.config.evidence_max_age_seconds)
@@ -523,7 +523,8 @@ class Gate1:
         if len(fresh) < needed:
             reasons = [f"{needed} fresh evidence item(s) required, {len(fresh)} given"]
             reasons += [f"evidence `{x}` is not in the evidence store" for x in absent]
-            reasons += [f"evidence `{x}` was added only by the proposing agent" for x in own]
+            reasons += [f"evidence `{x}` was added only by agents (the proposing agent or "
+                        "another), no person or host" for x in own]
             reasons += [f"evidence `{x}` is older than the freshness limit" for x in stale]
             raise _Stop(Verdict.CLARIFY, "evidence_missing", reasons, ["evidence"])
         return CheckResult(check="evidence", status=CheckStatus.PASS)

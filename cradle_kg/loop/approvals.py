@@ -510,6 +510,13 @@ class ApprovalBook:
         wanted = scope or a.scope
         if wanted and "*" not in approver.scopes and wanted not in approver.scopes:
             raise ApprovalError(f"`{approver_id}` may not approve within scope `{wanted}`")
+        # INVARIANT: an approver limited to scopes decides only what is asked within one of
+        # them; what is asked within none is for `*` — naming their own scope does not make
+        # it theirs (before, any approver decided it: tests/security/test_181)
+        if not a.scope and "*" not in approver.scopes:
+            raise ApprovalError(f"`{approver_id}` may approve only within scopes "
+                                f"{_listed(approver.scopes)}: approval `{a.id}` is asked "
+                                "within no scope")
         if until is not None and until <= now:
             raise ApprovalError("the expiry time is already past")
         if status is ApprovalStatus.REJECTED and not reason:
@@ -524,3 +531,7 @@ class ApprovalBook:
         return NewEvent(run_id=a.run_id, kind="approval.decided",
                         subject="approval:" + a.action_digest, actor=approver_id, at=now,
                         payload=payload)
+
+
+def _listed(scopes: Sequence[str]) -> str:
+    return ", ".join(f"`{x}`" for x in scopes) or "(none)"

@@ -230,6 +230,12 @@ def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, t
             "*" not in approver.scopes and step.scope not in approver.scopes)):
         raise ApprovalError(f"`{by}` may not answer step `{step_id}` of run `{run_id}`: it "
                             f"is asked within scope `{step.scope}`")
+    # INVARIANT: a step naming no scope is for an approver holding `*`, as an approval asked
+    # within none (before, a limited approver answered it: tests/security/test_181)
+    if step.scope is None and approver is not None and "*" not in approver.scopes:
+        raise ApprovalError(f"`{by}` may not answer step `{step_id}` of run `{run_id}`: it "
+                            "is asked within no scope, and they answer only within "
+                            + ", ".join(f"`{x}`" for x in approver.scopes))
     return outcome(engine.decide(run_id, step_id,
                                  decision_for(step, answer, rt.config.input_limits), by=by,
                                  note=note))

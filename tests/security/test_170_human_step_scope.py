@@ -13,8 +13,8 @@ review it).
 Now a human step may name the scope it is asked within (``scope:``), and only an approver
 holding it (or ``*``) answers it: anyone else is refused (``ApprovalError``: 403 over the
 JSON API, ``error:`` on the command line), nothing journaled, the step still waits; an
-approver holding the scope answers as before. A step naming no scope is answered by any
-approver, as an approval asked within no scope is decided by any.
+approver holding the scope answers as before. A step naming no scope is answered by an
+approver holding ``*``, as an approval asked within none (``test_181``).
 """
 
 from __future__ import annotations

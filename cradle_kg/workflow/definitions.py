@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import fnmatch
 import string
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -220,11 +222,49 @@ def read_definition(path: Path) -> tuple[str, bytes]:
         raise WorkflowFileError(f"not UTF-8 at byte {exc.start}", file=str(path)) from None
 
 
+#: workflow files parsed in this process, by name and definition (resolved path and hash
+#: of the bytes): a parse is a pure function of those, so the same bytes are parsed once
+_PARSED: OrderedDict[tuple[str, str], Workflow | WorkflowFileError] = OrderedDict()
+_PARSED_LOCK = threading.Lock()
+#: how many parsed files a process keeps (the least recently read go first)
+PARSED_KEPT = 64
+
+
 def load_file(path: Path) -> Workflow:
-    """Load and check a workflow file; every problem raises with its file and line."""
+    """Load and check a workflow file; every problem raises with its file and line.
+
+    INVARIANT: the file is read and hashed at every call (an edit is seen at once), but the
+    same bytes under the same name are parsed once a process: any token's
+    ``GET /api/workflows`` parsed every file of the home under the API's lock, and each read
+    of a run parsed its workflow again (``tests/security/test_182``)."""
     text, data = read_definition(path)
     definition = f"file:{path.resolve()}#{sha256_bytes(data)}"
-    return parse_definition(text, name=str(path), definition=definition)
+    key = (str(path), definition)
+    with _PARSED_LOCK:
+        held = _PARSED.get(key)
+        if held is not None:
+            _PARSED.move_to_end(key)
+    if held is None:
+        try:
+            held = parse_definition(text, name=str(path), definition=definition)
+        except WorkflowFileError as exc:
+            held = exc
+        with _PARSED_LOCK:
+            _PARSED[key] = held
+            while len(_PARSED) > PARSED_KEPT:
+                _PARSED.popitem(last=False)
+    if isinstance(held, WorkflowFileError):
+        raise _again(held)
+    return held
+
+
+def _again(exc: WorkflowFileError) -> WorkflowFileError:
+    """A copy of a kept refusal to raise (a raised exception collects its traceback: the
+    kept one is never raised itself, from any thread)."""
+    fresh = WorkflowFileError.__new__(WorkflowFileError)
+    fresh.args = exc.args
+    fresh.__dict__.update(exc.__dict__)
+    return fresh
 
 
 def load_recorded_workflow(definition: str, *, version: str | None = None) -> Workflow:

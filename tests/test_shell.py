@@ -225,7 +225,7 @@ def test_evidence_add_show_and_an_edited_blob(home: Path, tmp_path: Path) -> Non
     doc = tmp_path / "invoice.txt"
     doc.write_text("invoice 7: 30 EUR")
     added = cli("evidence", "add", str(doc), "--kind", "invoice", "--source", "mail",
-                "--as", APPROVER, *h)
+                "--as", APPROVER, *h, token=DEMO_TOKENS[APPROVER])
     assert added.exit_code == 0, added.output
     ref = added.stdout.strip()
     assert ref.startswith("sha256:") and len(ref) == 71

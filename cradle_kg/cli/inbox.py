@@ -17,6 +17,7 @@ from ..errors import CradleError, InputError, InputTooLargeError, JournalError
 from ..evidence import MAX_EVIDENCE_BYTES, evidence_record, upload
 from ..inbox import MAX_INBOX_PAGE, InboxItem, inbox, inbox_size, parse_kinds
 from ..inputs import MAX_PAGE_INTEGER
+from .approvals import TokenOpt
 from .common import (
     Format,
     FormatOpt,
@@ -85,11 +86,12 @@ def evidence_add(
                                                  "the home; journaled).")],
     kind: Annotated[str, typer.Option("--kind", help="What it is, e.g. invoice.")] = "document",
     source: Annotated[str | None, typer.Option("--source", help="Where it comes from.")] = None,
-    home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+    home: HomeOpt = None, fmt: FormatOpt = Format.TABLE, token: TokenOpt = None,
 ) -> None:
     """Store a file under its sha256 and print the address to cite in a proposal (within
     the identity's hourly upload quota: `input_limits.evidence_uploads_per_hour` and
-    `evidence_bytes_per_hour`)."""
+    `evidence_bytes_per_hour`). As an approver, with their token: a person's upload is
+    evidence for an agent's proposal, an agent's is not."""
     try:
         with file.open("rb") as handle:
             data = handle.read(MAX_EVIDENCE_BYTES + 1)
@@ -101,6 +103,16 @@ def evidence_add(
         if rt.config.agent(by) is None and rt.config.approver(by) is None:
             fail(InputError(f"`{by}` is not an identity of this home",
                             hint="an agent or an approver of the home's config"))
+        # INVARIANT: a person's upload is evidence, so it is theirs only with their token,
+        # as an approval is (before, `--as user:bob` alone: tests/security/test_183)
+        if rt.config.approver(by) is not None:
+            if not token:
+                fail(InputError(f"`--as {by}` needs the approver's token",
+                                hint="pass --token or set CRADLE_APPROVER_TOKEN"), code=1)
+            try:
+                rt.approvals.authenticate(by, token)
+            except CradleError as exc:
+                fail(exc, code=1)
         try:  # the identity's upload quotas hold here as over HTTP (the README says why)
             ref = upload(rt.context, rt.evidence, data, kind=kind, source=source, by=by)
         except CradleError as exc:

@@ -16,7 +16,8 @@ the public API (``cradle_kg.__all__``) — nothing else of ``cradle_kg``; a test
 * **its own local system** — :class:`PackStore`, a SQLite file with a read-only read path;
   :func:`exclusive_file`, an ``flock`` that makes its own builders take turns;
   :func:`tls_context`, the process's one TLS context for the HTTP clients it makes
-  (``verify=tls_context()``: httpx would load the CA bundle again for each client);
+  (``verify=tls_context()``: httpx would load the CA bundle again for each client; sealed:
+  a pack needing other trust makes a context of its own);
 * **example identities and runners** — :class:`RuntimeConfig`, :class:`Agent`,
   :class:`Permission`, :class:`Approver`, :func:`token_hash`, and the outcome records;
 * **errors** it raises, so the command line reports them as one line;

@@ -44,6 +44,7 @@ from .api_common import (
     json_body,
     outcome_dict,
     read_body,
+    reads_run,
     refuse,
     sees,
     shown_summary,
@@ -147,15 +148,19 @@ def make_router(runtime: Runtime) -> APIRouter:
             limit: Annotated[int, Query(ge=1, le=MAX_EVENTS_PAGE)] = EVENTS_PAGE,
             after_seq: Annotated[int, Query(ge=0, le=MAX_PAGE_INTEGER)] = 0
             ) -> dict[str, Any]:
-        def read() -> tuple[dict[str, Any], Any]:
+        def read() -> tuple[dict[str, Any], Any, bool]:
             summary, events = show_run(runtime.journal, run_id, limit=limit,
                                        after_seq=after_seq)
-            return {**shown_summary(runtime, who, summary),
-                    **page_fields(summary, events, limit)}, events
-        shown, events = call(read)
+            reader = reads_run(runtime, who, run_id)
+            return {**shown_summary(runtime, who, summary, reader=reader),
+                    **page_fields(summary, events, limit)}, events, reader
+        shown, events, reader = call(read)
+        # INVARIANT: a subject (a blob's address, a proposal's id) is the run's readers';
+        # another agent's token listed the `evidence` run and cited every upload
+        # (tests/security/test_185)
         return {**shown, "events": [
             {"seq": e.seq, "kind": e.kind, "at": e.at.isoformat(), "actor": e.actor,
-             "subject": e.subject} for e in events]}
+             "subject": e.subject if reader else None} for e in events]}
 
     @router.get("/approvals", summary="Approvals in the order they were asked for, one page "
                                       "at a time, optionally only pending ones")

@@ -57,19 +57,27 @@ def sees(who: Caller, requested_by: str) -> bool:
 
 def reads_run(runtime: Runtime, who: Caller, run_id: str) -> bool:
     """Whether ``who`` may read what a run's pages carry of its values — its ``why`` (its
-    latest outcome's reasons, a waiting step's) and its lanes (each proposal's target,
-    every stage's reasons: an approver's rejection, a tool's error): the approvers, and the
-    run's own agent (its first proposal's or claim's, a workflow run's agent: one probe).
-    Any token sees every run and its events' kind, actor and subject; before, another
-    agent's token read those values too (``tests/security/test_173``)."""
+    latest outcome's reasons, a waiting step's), its lanes (each proposal's target, every
+    stage's reasons: an approver's rejection, a tool's error), its events' subjects and its
+    proposals' ids: the approvers, and the run's own agent (its first proposal's or
+    claim's, a workflow run's agent: one probe). Any token sees every run, its state and
+    counts, and its events' kind, actor and time; before, another agent's token read those
+    values too (``tests/security/test_173``) — and every blob's address, as the subjects of
+    the ``evidence`` run, which it then cited (``test_185``)."""
     return who.is_approver or run_owner(runtime.journal, run_id) == who.identity
 
 
-def shown_summary(runtime: Runtime, who: Caller, summary: RunSummary) -> dict[str, Any]:
-    """A run's summary as ``who`` may read it: ``why`` empty unless :func:`reads_run`."""
+def shown_summary(runtime: Runtime, who: Caller, summary: RunSummary, *,
+                  reader: bool | None = None) -> dict[str, Any]:
+    """A run's summary as ``who`` may read it: ``why``, ``proposals`` and ``outcomes``
+    empty and the last outcome's proposal id left out unless :func:`reads_run` (``reader``:
+    already asked)."""
     out = summary.to_dict()
-    if not reads_run(runtime, who, summary.run_id):
-        out["why"] = []
+    if not (reads_run(runtime, who, summary.run_id) if reader is None else reader):
+        out |= {"why": [], "proposals": [], "outcomes": {}}
+        last = out.get("last_outcome")
+        if isinstance(last, dict):
+            out["last_outcome"] = {**last, "proposal_id": None}
     return out
 
 

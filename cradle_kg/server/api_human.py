@@ -209,7 +209,7 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
             # the run's values (its why, its lanes' targets and reasons) are its agent's and
             # the approvers' (tests/security/test_173)
             mine = reads_run(runtime, who, run_id)
-            out: dict[str, Any] = {**shown_summary(runtime, who, summary),
+            out: dict[str, Any] = {**shown_summary(runtime, who, summary, reader=mine),
                                    **page_fields(summary, events, limit),
                                    "lanes": lanes(shown_events(runtime.journal, run_id,
                                                                events)) if mine else [],

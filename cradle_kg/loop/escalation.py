@@ -161,6 +161,35 @@ def repair_or_escalate(ctx: LoopContext, proposal: Proposal, decision: RuntimeDe
     return outcome
 
 
+def task_scope(journal: Journal, book: ApprovalBook, task: HumanTask) -> str | None:
+    """The scope of the approval the task's action ran under (its ``action.intent`` names
+    it: one row), or None — a task about a proposal, or an action no approval covered."""
+    intents = journal.events_for_subject(task.subject, run_id=task.run_id,
+                                         kinds=("action.intent",))
+    approval_id = intents[-1].payload.get("approval_id") if intents else None
+    if not isinstance(approval_id, str):
+        return None
+    try:
+        return book.get(approval_id).approval.scope
+    except UnknownNameError:
+        return None
+
+
+def _check_scope(ctx: LoopContext, book: ApprovalBook, task: HumanTask, by: str) -> None:
+    """INVARIANT: an approver limited to scopes closes only the tasks of actions that ran
+    under an approval within one of them; any other task is for `*` (before, any approver
+    closed any task: tests/security/test_186)."""
+    approver = ctx.config.approver(by)
+    if approver is None or "*" in approver.scopes:
+        return
+    scope = task_scope(ctx.journal, book, task)
+    if scope is None or scope not in approver.scopes:
+        within = f"within scope `{scope}`" if scope else "within no scope"
+        raise ApprovalError(f"`{by}` may not resolve human task `{task.id}`: its action ran "
+                            f"{within}, and they decide only within "
+                            + ", ".join(f"`{x}`" for x in approver.scopes))
+
+
 def resolve_task(ctx: LoopContext, book: ApprovalBook, task_id: str, *, by: str, token: str,
                  note: str) -> HumanTask:
     """Close a human task (an escalation): an authenticated approver says what they did."""
@@ -187,6 +216,7 @@ def resolve_task(ctx: LoopContext, book: ApprovalBook, task_id: str, *, by: str,
             raise ApprovalError(f"`{by}` is the agent of run `{task.run_id}`, the one it acts "
                                 f"for or who started it, and cannot resolve its human task "
                                 f"`{task_id}`: a second look is someone else's")
+        _check_scope(ctx, book, task, by)
         event = resolution_event(task, by=by, note=note, at=ctx.clock())
         return [replace(event, if_last=last_seq(seen))]
 

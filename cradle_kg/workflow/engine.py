@@ -191,6 +191,18 @@ class Engine:
                                                 kinds=_STEP_KINDS)
         return sorted(found, key=lambda ev: ev.seq)
 
+    def _first_received(self, run_id: str, proposal_id: str) -> AuditEvent | None:
+        """The first ``proposal.received`` under ``proposal_id`` in the run (one row)."""
+        first = self.rt.journal.subject_events(proposal_id, "proposal.received", limit=1,
+                                               newest=False, run_id=run_id)
+        return first[0] if first else None
+
+    def _began_at(self, run_id: str, step_id: str, input_hash: str) -> int:
+        """The seq of the step's first ``step.started`` for this input (it was written)."""
+        started = self.rt.journal.events_for_subject(f"step:{run_id}/{step_id}",
+                                                     run_id=run_id, kinds=("step.started",))
+        return min(e.seq for e in started if e.payload.get("input_hash") == input_hash)
+
     def _recorded(self, run_id: str, proposal_id: str, agent: str) -> dict[str, Any] | None:
         """The executed outcome of a tool step's proposal, if it ran: the proposal's last
         outcome in the run (``latest_outcome``, one row: a resubmission of an executed
@@ -200,9 +212,8 @@ class Engine:
         latest = self.rt.journal.latest_outcome(run_id, proposal_id)
         if latest is None or latest.payload["outcome"]["status"] != OutcomeStatus.EXECUTED:
             return None
-        first = self.rt.journal.subject_events(proposal_id, "proposal.received", limit=1,
-                                               newest=False, run_id=run_id)
-        if not first or first[0].actor != agent or first[0].seq > latest.seq:
+        first = self._first_received(run_id, proposal_id)
+        if first is None or first.actor != agent or first.seq > latest.seq:
             return None
         return dict(latest.payload["outcome"])
 
@@ -526,6 +537,14 @@ class Engine:
             agent_id=wf.agent, tenant=wf.tenant,
             action=ActionRequest(action_type=tool, target=step.target.format(**data),
                                  arguments=data))
+        # INVARIANT: the step's proposal is the step's only when first received after the
+        # step began: the agent owns the run and knows the id, and its own proposal made
+        # before a review was taken as the reviewed step's (tests/security/test_187)
+        first = self._first_received(run_id, proposal.id)
+        if first is not None and first.seq < self._began_at(run_id, step.id, key[1]):
+            return _Fail("preempted", f"proposal `{proposal.id}` was made in the run by "
+                         f"`{first.actor}` before step `{step.id}` began: its action did not "
+                         "wait for the steps before it")
         recorded = self._recorded(run_id, proposal.id, wf.agent)
         if recorded is not None:
             output = recorded["observation"]["output"]

@@ -24,12 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
 from cradle_kg.demo.scenario import AGENT as LEDGER
-from cradle_kg.server.api import make_router
 from cradle_kg.server.auth import issue_agent_token
+from tests.security.homes import json_api
 
 from .test_27_evidence_counting import _call, _executions, _runtime
 
@@ -42,10 +40,7 @@ def test_another_agents_uploads_are_no_evidence(home: Path) -> None:
         other = {"Authorization": f"Bearer {issue_agent_token(rt.home, rt.config, LEDGER)}"}
         own = {"Authorization": "Bearer " + issue_agent_token(rt.home, rt.config,
                                                                "agent:tester")}
-        app = FastAPI()
-        app.state.runtime = rt
-        app.include_router(make_router(rt))
-        with TestClient(app) as client:
+        with json_api(rt) as client:
             def upload(text: bytes, auth: dict[str, str]) -> dict[str, Any]:
                 answer = client.post("/api/evidence", params={"kind": "invoice"},
                                      content=text, headers=auth)

@@ -20,11 +20,7 @@ certificates and host names, and httpx still sets its ALPN protocols per connect
 
 from __future__ import annotations
 
-import http.server
-import shutil
 import ssl
-import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +30,7 @@ import pytest
 from cradle_kg import tls
 from cradle_kg.packs.sdk import tls_context
 from cradle_kg.workflow.model import OpenAICompatibleClient
+from tests.tls_server import self_signed_server
 
 
 @pytest.fixture
@@ -47,24 +44,8 @@ def fresh_context() -> Iterator[None]:
 @pytest.fixture
 def self_signed(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A real TLS server on 127.0.0.1 with a self-signed certificate: (url, certificate)."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
-    side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    side.load_cert_chain(cert, key)
-    server.socket = side.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}", cert
-    finally:
-        server.shutdown()
-        server.server_close()
+    with self_signed_server(tmp_path) as server:
+        yield server
 
 
 @pytest.mark.usefixtures("fresh_context")

@@ -25,13 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
 from cradle_kg.demo.scenario import AGENT as LEDGER
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
-from cradle_kg.server.api import make_router
 from cradle_kg.server.auth import issue_agent_token
+from tests.security.homes import json_api
 
 from .test_27_evidence_counting import _call, _executions, _runtime
 
@@ -45,10 +43,7 @@ def test_another_agents_token_reads_no_subjects(home: Path) -> None:
         tester = {"Authorization": "Bearer " + issue_agent_token(rt.home, rt.config,
                                                                   "agent:tester")}
         ledger = {"Authorization": "Bearer " + issue_agent_token(rt.home, rt.config, LEDGER)}
-        app = FastAPI()
-        app.state.runtime = rt
-        app.include_router(make_router(rt))
-        with TestClient(app) as client:
+        with json_api(rt) as client:
             def get(path: str, auth: dict[str, str]) -> Any:
                 answer = client.get(path, headers=auth)
                 assert answer.status_code == 200, answer.text

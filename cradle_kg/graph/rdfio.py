@@ -12,12 +12,13 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Final
-
-from rdflib import Dataset, Graph
+from typing import TYPE_CHECKING, Final
 
 from cradle_kg.errors import InputError, InputTooLargeError, RdfParseError
 from cradle_kg.inputs import FILE_LIMITS, load_json, read_text_file
+
+if TYPE_CHECKING:  # rdflib is imported where a file is read: the format names (FORMATS,
+    from rdflib import Dataset, Graph  # what every SHACL validation looks up) need none
 
 __all__ = ["FORMATS", "guess_format", "read_rdf"]
 
@@ -62,6 +63,8 @@ _TOO_LARGE_HINT: Final = "validate a home's graph in its store: `cradle-kg valid
 def read_union(files: Iterable[str | Path]) -> Graph:
     """The triples of several RDF files in one graph (named graphs merged); a file that
     does not parse raises :class:`RdfParseError` naming it and the line."""
+    from rdflib import Graph
+
     graph = Graph()
     for path in files:
         for s, p, o, _ in read_rdf(path).quads((None, None, None, None)):
@@ -134,6 +137,8 @@ def read_rdf(
 def _parse(text: str, fmt: str, *, file: str | None, base: str | None) -> Dataset:
     if fmt == "json-ld":
         _check_json_ld(text, file=file)
+    from rdflib import Dataset
+
     ds = Dataset()
     try:
         ds.parse(data=text, format=fmt, publicID=base)
@@ -199,6 +204,8 @@ def _locate(exc: Exception, text: str, fmt: str) -> tuple[str, int | None]:
 def _first_bad_line(text: str, fmt: str) -> tuple[int, str] | None:
     # N-Triples / N-Quads put one statement per line, so each line parses on its own
     # and the first one that does not is where the error is. Only run on failure.
+    from rdflib import Dataset
+
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue

@@ -28,7 +28,7 @@ import pyoxigraph as ox
 import shacl as rust_shacl
 from pydantic import BaseModel, ConfigDict
 
-from cradle_kg.errors import RdfParseError, ShapesError
+from cradle_kg.errors import CradleError, RdfParseError, ShapesError
 from cradle_kg.graph.vocab import (
     INTEGRITY_SHAPES_FILE,
     RDF_NS,
@@ -172,8 +172,6 @@ def load_shapes(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Sh
     :class:`Shapes` of its own (its rdflib graph, if asked for, parsed from them). A file
     changed in place has other bytes, so it is read again; a file that does not parse is
     never kept."""
-    from cradle_kg.graph.rdfio import read_union
-
     files = [INTEGRITY_SHAPES_FILE, STRUCTURE_SHAPES_FILE] if builtin else []
     files += [Path(p) for p in extra]
     key = _contents_key(files)
@@ -184,11 +182,7 @@ def load_shapes(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Sh
                 _READ.move_to_end(key)
                 return Shapes(ntriples=kept.ntriples, rule_numbers=dict(kept.rule_numbers),
                               files=tuple(files))
-    try:
-        graph = read_union(files)
-    except RdfParseError as exc:
-        raise ShapesError(f"cannot load shapes: {exc.message}", hint=exc.hint) from exc
-    ntriples = to_ntriples(graph)
+    ntriples, graph = _read_files(files)
     names = ", ".join(f"`{p}`" for p in files) or "(no files)"
     rules = _rule_numbers(ox.parse(ntriples, format=ox.RdfFormat.N_TRIPLES), f" in {names}")
     if key is not None:
@@ -197,6 +191,45 @@ def load_shapes(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Sh
             while len(_READ) > _READ_LIMIT:
                 _READ.popitem(last=False)
     return Shapes(ntriples=ntriples, rule_numbers=rules, files=tuple(files), read_into=graph)
+
+
+#: the file extensions :func:`_read_files` has pyoxigraph read (``rdfio``'s for these
+#: formats; importing ``rdfio`` imports rdflib)
+_OX_FORMATS: Final = {".ttl": ox.RdfFormat.TURTLE, ".turtle": ox.RdfFormat.TURTLE,
+                      ".trig": ox.RdfFormat.TRIG, ".nt": ox.RdfFormat.N_TRIPLES,
+                      ".nq": ox.RdfFormat.N_QUADS}
+
+
+def _read_files(files: Sequence[Path]) -> tuple[str, Graph | None]:
+    """The N-Triples of the files' union (named graphs merged, each file's blank nodes its
+    own), and the rdflib graph they were read into, if they were.
+
+    Files in the Turtle family are read by pyoxigraph: a runtime's start then imports no
+    rdflib (~65 ms of CPU with its parse; the Rust engine reads N-Triples). Anything else
+    — JSON-LD, a file pyoxigraph refuses, one it cannot read — goes to rdflib, which reads
+    them all and names the file and line of what is wrong, as before."""
+    from cradle_kg.inputs import FILE_LIMITS, read_text_file
+
+    try:
+        seen: dict[ox.Triple, None] = {}
+        for path in files:
+            fmt = _OX_FORMATS[path.suffix.lower()]
+            # rdfio's MAX_RDF_FILE_BYTES: a larger file goes to rdflib, which refuses it
+            text = read_text_file(path, max_bytes=FILE_LIMITS.max_bytes)
+            for quad in ox.parse(text, format=fmt, base_iri=path.resolve().as_uri(),
+                                 rename_blank_nodes=True):
+                seen.setdefault(quad.triple)
+        data = ox.serialize(list(seen), format=ox.RdfFormat.N_TRIPLES) or b""
+        return data.decode("utf-8"), None
+    except (KeyError, SyntaxError, ValueError, OSError, CradleError):
+        pass  # rdflib says what is wrong
+    from cradle_kg.graph.rdfio import read_union
+
+    try:
+        graph = read_union(files)
+    except RdfParseError as exc:
+        raise ShapesError(f"cannot load shapes: {exc.message}", hint=exc.hint) from exc
+    return to_ntriples(graph), graph
 
 
 def shapes_from_turtle(texts: Iterable[str]) -> Shapes:

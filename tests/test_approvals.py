@@ -23,7 +23,7 @@ from cradle_kg.runs import show_run
 
 from .conftest import Clock, make_config, proposal
 from .inprocess import run_cli
-from .racers import race
+from .racers import race, racer, racing_context
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -179,12 +179,10 @@ def test_an_approval_decided_by_two_workers_at_once_is_decided_once(art: Runtime
     (``if_last``), so one is written and the other reads again and is refused. Before,
     both were written: an approval approved *and* rejected, its action executed with a
     rejection recorded after it (or executed after one)."""
-    import multiprocessing
-
     approvals = [_wait(art, f"d{n}", account=f"acct-{n}") for n in range(_DECIDE_ROUNDS)]
-    ctx = multiprocessing.get_context("spawn")
+    ctx = racing_context()
     barrier, out = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_decide_racer, args=(str(home), w, approvals, barrier, out))
+    procs = [racer(ctx, _decide_racer, str(home), w, approvals, barrier, out)
              for w in range(2)]
     said = dict(race(procs, out))
     decided: dict[str, list[str]] = {}
@@ -222,18 +220,15 @@ def test_three_workers_resuming_a_run_at_once_run_it_once_and_ask_nobody_again(
     from its record. Before, a resume that saw the approval in gate 1 and found it
     consumed at execution asked for a *new* approval of the action that had just run —
     a stale request in the inbox (4-5 runs of 30)."""
-    import multiprocessing
-
     runs = []
     for n in range(30):
         aid = _wait(art, f"r{n}", account=f"acct-{n}")
         art.decide_approval(aid, approver_id=APPROVER, token=BOB,
                             status=ApprovalStatus.APPROVED, once=True, resume=False)
         runs.append(f"run:task-r{n}")
-    ctx = multiprocessing.get_context("spawn")
+    ctx = racing_context()
     barrier, out = ctx.Barrier(3), ctx.Queue()
-    procs = [ctx.Process(target=_resume_racer, args=(str(home), runs, barrier, out))
-             for _ in range(3)]
+    procs = [racer(ctx, _resume_racer, str(home), runs, barrier, out) for _ in range(3)]
     said = race(procs, out)
     for n in range(len(runs)):
         answers = sorted(s for worker in said for s in worker[n])

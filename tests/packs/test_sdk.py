@@ -272,13 +272,13 @@ def test_pack_store_writes_of_several_processes_lose_nothing(tmp_path: Path) -> 
     """A write block holds the write lock from its first statement: what it read is what it
     writes over. Before, Python's transaction began at the first write, after the reads,
     and 4 processes' 50 increments each of one counter ended at about 50, not 200."""
-    import multiprocessing
+    from tests.racers import racer, racing_context
 
     store = sdk.PackStore(tmp_path / "s.sqlite", SCHEMA)
     with store.writing() as conn:
         conn.execute("INSERT INTO t VALUES ('n', 0)")
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_increment, args=(str(store.path), 50)) for _ in range(4)]
+    ctx = racing_context()
+    procs = [racer(ctx, _increment, str(store.path), 50) for _ in range(4)]
     for p in procs:
         p.start()
     for p in procs:

@@ -22,7 +22,6 @@ Two processes, each its own runtime on one journal (the default SQLite, or Postg
 
 from __future__ import annotations
 
-import multiprocessing
 import random
 import time
 from pathlib import Path
@@ -36,7 +35,7 @@ from cradle_kg.loop.runtime import run_owner
 from cradle_kg.storage import NewEvent
 from cradle_kg.workflow import Engine
 from cradle_kg.workflow.definitions import load_file
-from tests.racers import race
+from tests.racers import race, racer, racing_context
 from tests.workflow.conftest import recorded
 
 from .mcp_http import AGENT, MALLORY, ROOT, two_agent_home
@@ -101,10 +100,9 @@ def _mallory(home: str, barrier: Any, out: Any) -> None:
 def test_a_workflow_never_starts_in_a_run_another_agent_claimed(tmp_path: Path) -> None:
     home = two_agent_home(tmp_path / "home")
     Runtime(home).close()  # the journal exists before the race
-    ctx = multiprocessing.get_context("spawn")
+    ctx = racing_context()
     barrier, out = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=who, args=(str(home), barrier, out))
-             for who in (_host, _mallory)]
+    procs = [racer(ctx, who, str(home), barrier, out) for who in (_host, _mallory)]
     said = dict(race(procs, out, timeout=120))
     crossed = []
     with Runtime(home, graph_sync=False) as rt:

@@ -6,7 +6,6 @@ die with their process, appends from many processes chain without a gap."""
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ from cradle_kg.storage import (
     open_journal,
     tasks_sql,
 )
+from tests.racers import racer, racing_context
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -382,8 +382,8 @@ def _writer(target: str, n: int, tag: str) -> None:
 
 def test_appends_from_many_processes_chain_without_a_gap(target: str, journal: Journal) -> None:
     journal.append([ev(0)])  # create the schema before the writers race
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(target, 15, f"p{n}")) for n in range(4)]
+    ctx = racing_context()
+    procs = [racer(ctx, _writer, target, 15, f"p{n}") for n in range(4)]
     for p in procs:
         p.start()
     for p in procs:

@@ -3,7 +3,6 @@ process — two runtimes (two connections, two leases) on one journal, on both b
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import pytest
 from cradle_kg import OutcomeStatus, Runtime
 from cradle_kg.config import Limit
 from tests.conftest import make_config, proposal
-from tests.racers import race
+from tests.racers import race, racer, racing_context
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -90,10 +89,9 @@ def test_a_limit_holds_when_workers_check_it_at_the_same_moment(home: Path, kind
     denied for the limit — never two effects (before: 73 of 100 rounds on SQLite and 99
     of 100 on PostgreSQL ran more than one)."""
     Runtime(home, config=make_config()).close()  # the journal exists before the race
-    ctx = multiprocessing.get_context("spawn")
+    ctx = racing_context()
     barrier, out = ctx.Barrier(_RACERS), ctx.Queue()
-    procs = [ctx.Process(target=_race_limit, args=(str(home), kind, w, barrier, out))
-             for w in range(_RACERS)]
+    procs = [racer(ctx, _race_limit, str(home), kind, w, barrier, out) for w in range(_RACERS)]
     results = race(procs, out)
     with Runtime(home, config=make_config(), graph_sync=False) as rt:
         per_task = Counter(e.payload["task_id"] for e in rt.journal.events_of_kind("action.intent"))

@@ -11,7 +11,6 @@ Both journals (``journal_backend``), real files and a real PostgreSQL."""
 
 from __future__ import annotations
 
-import multiprocessing
 import sqlite3
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -39,7 +38,7 @@ from cradle_kg.workflow.engine import ENGINE_ACTOR
 from cradle_kg.workflow.errors import ModelError
 from cradle_kg.workflow.examples import invoice_triage
 from cradle_kg.workflow.model import ModelRequest, ModelResponse
-from tests.racers import race
+from tests.racers import race, racer, racing_context
 from tests.workflow.conftest import recorded, triage
 
 MESSAGE = {"sender": "a@b.test", "subject": "Invoice", "body": "Pay.", "account": "acct-1",
@@ -104,10 +103,10 @@ def test_workers_racing_on_one_budget_never_spend_past_it(wf_home: Path) -> None
     carries the budget as a cap the journal checks under its writer's lock: exactly one
     call per round is reserved and made, the others are refused
     (``budget_exceeded_tenant``) — never two calls paid."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = racing_context()
     barrier, out = ctx.Barrier(_RACERS + 1), ctx.Queue()
     with Runtime(wf_home, graph_sync=False) as rt:
-        procs = [ctx.Process(target=_race_worker, args=(str(wf_home), w, barrier, out))
+        procs = [racer(ctx, _race_worker, str(wf_home), w, barrier, out)
                  for w in range(_RACERS)]
         def rounds() -> None:  # the parent raises the budget by one call each round
             for r in range(_ROUNDS):

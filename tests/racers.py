@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any, Protocol
 
 #: what the fork server imports before it forks a racer: what every racing module imports
@@ -73,3 +77,37 @@ def race(procs: Sequence[BaseProcess], answers: _Answers, *,
                 proc.kill()
     assert all(proc.exitcode == 0 for proc in procs), [proc.exitcode for proc in procs]
     return got
+
+
+def run_python(code: str, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path,
+               timeout: float) -> subprocess.CompletedProcess[str]:
+    """What ``subprocess.run([python, "-c", code, *argv], env=env, cwd=cwd,
+    capture_output=True, text=True)`` answers, from a process forked by the fork server
+    (see the module): its own process, which can die of a real SIGKILL (returncode -9),
+    with ``env`` as its whole environment, ``cwd`` its folder, ``sys.argv`` as ``-c``
+    gives it; what it prints is captured through files."""
+    ctx = racing_context()
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        proc = ctx.Process(target=_run_code,
+                           args=(dict(env), str(cwd), code, list(argv), str(out), str(err)))
+        proc.start()
+        proc.join(timeout)
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join()
+            raise subprocess.TimeoutExpired(["-c", code, *argv], timeout)
+        read = [p.read_text(errors="replace") if p.exists() else "" for p in (out, err)]
+        return subprocess.CompletedProcess(["-c", code, *argv], proc.exitcode, *read)
+
+
+def _run_code(environ: dict[str, str], cwd: str, code: str, argv: list[str], out: str,
+              err: str) -> None:
+    for fd, path in ((1, out), (2, err)):
+        opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(opened, fd)
+        os.close(opened)
+    sys.argv = ["-c", *argv]
+    # an uncaught exception: its traceback on stderr and exit code 1, as python -c does
+    # (multiprocessing's bootstrap prints it and flushes both streams)
+    _as_spawned(environ, cwd, exec, (compile(code, "<string>", "exec"), {"__name__": "__main__"}))

@@ -22,6 +22,7 @@ from cradle_kg.storage import open_home_journal
 
 from .conftest import proposal
 from .inprocess import run_cli
+from .racers import run_python
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -61,12 +62,11 @@ def run_child(home: Path, proposals: list[dict[str, Any]], *, crash_at: str | No
     env = {k: v for k, v in os.environ.items() if k != "CRADLE_CRASH_AT"}
     if crash_at:
         env["CRADLE_CRASH_AT"] = crash_at
-    args = [sys.executable, "-c", CHILD, str(home), json.dumps(proposals), str(log),
-            DEMO_TOKENS[APPROVER]]
+    args = [str(home), json.dumps(proposals), str(log), DEMO_TOKENS[APPROVER]]
     if extra is not None:
         args.append(str(extra))
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120,
-                          check=False, cwd=REPO)
+    # python -c CHILD, forked from the fork server: its own process, a real SIGKILL
+    done = run_python(CHILD, args, env=env, cwd=REPO, timeout=120)
     return done, log
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import os
 import random
@@ -54,8 +53,6 @@ from cradle_kg.demo.scenario import (
     prepare_home,
 )
 from cradle_kg.errors import ApprovalError
-from cradle_kg.graph.shacl import load_shapes
-from cradle_kg.graph.vocab import INTEGRITY_SHAPES_FILE
 from cradle_kg.records import ApprovalStatus
 from cradle_kg.storage import JOURNAL_URL_ENV, open_home_journal
 
@@ -175,12 +172,6 @@ class Trial:
 def run(kills: int, seed: int, home: Path, *, workers: int = 1) -> dict[str, Any]:
     prepare_home(home)
     save_config(home / "config.json", demo_config().model_copy(update={"limits": ()}))
-    # What every victim's Runtime reads the same way, read once here and inherited through
-    # the fork: the integrity shapes (rdflib and its parse, kept by their bytes in this
-    # process: 79 -> 24 ms of CPU per victim's open) and the graph store's module. Nothing
-    # is opened: this process still holds no connection and runs no thread.
-    load_shapes([INTEGRITY_SHAPES_FILE], builtin=False)
-    importlib.import_module("cradle_kg.storage.oxigraph")
     rng = random.Random(seed)
     by_point: Counter[str] = Counter()
     recovered: Counter[str] = Counter()

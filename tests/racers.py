@@ -25,14 +25,31 @@ from typing import Any, Protocol
 #: what the fork server imports before it forks a racer: what every racing module imports
 #: (a racer imports its own module on top, as it unpickles its target)
 _PRELOAD = ["tests.conftest"]
+#: the environment before any test changed it (this module is imported at collection)
+_FIRST_ENV = dict(os.environ)
 
 
 def racing_context() -> BaseContext:
-    """The context racers and what they share (barriers, queues) are made in. The preload
-    takes effect if this test process has no fork server yet (cradle-kg's server starts
-    one for its query workers, preloading its own modules: racers then import more)."""
+    """The context racers and what they share (barriers, queues) are made in.
+
+    The fork server is one per test process, and not only the racers': cradle-kg's query
+    server forks its workers from it too. So it is started (if this process has none yet)
+    with the environment the tests started with, not with the one of the test that
+    happens to start it (a journal backend of its own, a crash point); each racer gets
+    its test's from :func:`racer`. The preload takes effect if the server is started here
+    (cradle-kg's server preloads its own modules: racers then import more)."""
+    from multiprocessing import forkserver
+
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(_PRELOAD)
+    now = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(_FIRST_ENV)
+        forkserver.ensure_running()
+    finally:
+        os.environ.clear()
+        os.environ.update(now)
     return ctx
 
 

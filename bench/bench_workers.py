@@ -26,8 +26,12 @@ is starved of CPU. ``--follow-nice N`` gives the follower's session the autogrou
 ``N`` (below 0: a bigger CPU share, as a deployment would give its projector a CPU weight
 — systemd's ``CPUWeight=``, compose's ``cpu_shares``; needs root).
 
+``--waits`` samples the journal's backends every ~5 ms while the workers run and prints
+how many, on average, wait for a lock (the append lock), sit idle in a transaction (an
+open transaction waiting for its client) or run: where 4 workers lose their time.
+
 Run: ``.venv/bin/python bench/bench_workers.py [--calls 200] [--workers 1,2,4] [--rounds 3]
-[--follow [--follow-graph embedded|oxigraph-serve] [--follow-interval 0.5]
+[--waits] [--follow [--follow-graph embedded|oxigraph-serve] [--follow-interval 0.5]
 [--follow-nice N]]``
 """
 
@@ -49,6 +53,54 @@ from cradle_kg import Runtime
 from cradle_kg.config import save_config
 from cradle_kg.demo.scenario import AGENT, demo_config, prepare_home
 from cradle_kg.storage import JOURNAL_URL_ENV, open_journal
+
+#: what each client backend of the journal's database is doing, sampled by ``--waits``
+_ACTIVITY_SQL = ("SELECT state, wait_event_type, wait_event FROM pg_stat_activity "
+                 "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() "
+                 "AND datname = current_database()")
+
+
+class WaitSampler:
+    """``--waits``: every ~5 ms, how many of the journal's backends wait for a lock (the
+    append lock: an advisory lock), sit ``idle in transaction`` (a transaction open —
+    the append lock held, in a two-round-trip append — while the server waits for its
+    client) or run; averaged over the samples taken while the workers run. A thread with
+    a connection of its own, started after the workers are forked and stopped before the
+    next round forks."""
+
+    KEYS = ("lock_wait", "idle_in_transaction", "active")
+
+    def __init__(self, url: str) -> None:
+        import threading
+
+        import psycopg
+
+        self._conn = psycopg.connect(url, autocommit=True)
+        self._stop = threading.Event()
+        self.samples = 0
+        self.sums = dict.fromkeys(self.KEYS, 0)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            rows = self._conn.execute(_ACTIVITY_SQL).fetchall()
+            self.samples += 1
+            for state, wait_type, _event in rows:
+                if wait_type == "Lock":
+                    self.sums["lock_wait"] += 1
+                elif state == "idle in transaction":
+                    self.sums["idle_in_transaction"] += 1
+                elif state == "active":
+                    self.sums["active"] += 1
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        self._conn.close()
+        return {f"backends_{k}": round(v / max(self.samples, 1), 2)
+                for k, v in self.sums.items()}
+
 
 #: the governed call: a write (the ledger's durable commit, read back by the verifier) or a
 #: read (no ledger write): ``--tool``
@@ -89,7 +141,7 @@ def _worker(home: Path, worker: int, calls: int, tag: str, barrier: Any, out: An
 def measure(home: Path, n: int, calls: int, tag: str, *, graph_sync: bool = False,
             server: Any = None, own_session: bool = True,
             follow: Follower | None = None, journal_url: str = "",
-            remote_store: Any = None) -> dict[str, float]:
+            remote_store: Any = None, waits: bool = False) -> dict[str, float]:
     ctx = multiprocessing.get_context("fork")  # the parent holds no connection, no thread
     # following: the bench is a party of the barrier, released once the follower is up and
     # at the head (the workers' warm-up projected)
@@ -103,13 +155,18 @@ def measure(home: Path, n: int, calls: int, tag: str, *, graph_sync: bool = Fals
     sampler = None
     if follow is not None:  # after the fork: the workers inherit no thread, no connection
         sampler = _start_following(home, n, barrier, follow, journal_url, remote_store)
+    activity = WaitSampler(journal_url) if waits else None  # after the fork too
     try:
         results = [out.get(timeout=900) for _ in procs]
+        busy = activity.stop() if activity is not None else {}
+        activity = None
         lag: dict[str, float] = {}
         if sampler is not None and follow is not None:
             start, end = min(r[1] for r in results), max(r[2] for r in results)
             lag = lag_figures(sampler, start, end, wait_caught_up(sampler, follow, after=end))
     finally:
+        if activity is not None:
+            activity.stop()
         if sampler is not None:
             sampler.stop()
         if follow is not None:
@@ -131,7 +188,7 @@ def measure(home: Path, n: int, calls: int, tag: str, *, graph_sync: bool = Fals
             # the server's CPU (its ended backends, warm-up included) per measured call
             "server_cpu_ms_per_call": round(1000 * (server.cpu_seconds() - server_cpu)
                                             / executed, 1) if server is not None else -1,
-            **lag}
+            **busy, **lag}
 
 
 def _start_following(home: Path, n: int, barrier: Any, follow: Follower, journal_url: str,
@@ -178,6 +235,10 @@ def main() -> None:
     parser.add_argument("--follow-nice", type=int, default=None,
                         help="the autogroup nice of the follower's session (-20..19; below "
                              "0, a bigger CPU share, needs root); default: left alone")
+    parser.add_argument("--waits", action="store_true",
+                        help="sample the journal's backends every ~5 ms while the workers "
+                             "run: how many wait for a lock (the append lock), sit idle in "
+                             "a transaction, run (the samples cost the server some CPU)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--durable", action="store_true",
                         help="the throw-away server flushes its WAL to disk (fsync=on, as "
@@ -218,7 +279,7 @@ def main() -> None:
                 row = measure(home, n, args.calls, f"r{r}n{n}", graph_sync=args.graph_sync,
                               server=server, own_session=not args.same_session,
                               follow=follow, journal_url=args.journal,
-                              remote_store=remote_store)
+                              remote_store=remote_store, waits=args.waits)
                 if args.follow:
                     lags[n].append({"workers": n, "round": r, **{
                         k: v for k, v in row.items()
@@ -259,6 +320,12 @@ def main() -> None:
         print(f"{row['workers']:>7}  {row['calls']:>5}  {row['seconds']:>7}  "
               f"{row['calls_per_second']:>7}  {row['ratio_to_1']:>4}x  "
               f"{row['worker_cpu_ms_per_call']:>19}  {row['server_cpu_ms_per_call']:>6}")
+    if args.waits:
+        print("journal backends on average while the workers ran (best round): waiting for a "
+              "lock / idle in a transaction / active")
+        for row in rows:
+            print(f"{row['workers']:>7}  {row['backends_lock_wait']:>5}  "
+                  f"{row['backends_idle_in_transaction']:>5}  {row['backends_active']:>5}")
     if args.follow:
         nice = "" if args.follow_nice is None else f", autogroup nice {args.follow_nice}"
         print(f"projector lag (`graph follow` into {args.follow_graph}, --interval "

@@ -2,7 +2,8 @@
 
 A fresh demo home on a throw-away server (migrated, empty journal); after a few warm-up
 calls, each kind of call is made ``--calls`` times and every statement psycopg sends is
-counted (``Cursor.execute`` once each, ``Cursor.executemany`` once per parameter row),
+counted (``Cursor.execute`` once each — each statement of a multi-statement string, as the
+append sends — ``Cursor.executemany`` once per parameter row),
 grouped by its first words. Printed per call: the statements of each group and the total.
 Counts do not depend on the machine's load. Run:
 ``.venv/bin/python bench/pg_statements.py [--calls 20]``. Prints figures; asserts nothing.
@@ -45,7 +46,11 @@ def count(calls: int) -> dict[str, Counter[str]]:
 
     def execute(self: psycopg.Cursor[Any], query: Any, params: Any = None,
                 **kw: Any) -> Any:
-        counts[_group(query)] += 1
+        # the append's one query string (client-bound, ";\n" between its statements:
+        # postgresql.PostgresJournal._one_trip) counts each of its statements
+        parts = str(query).split(";\n") if params is None else [query]
+        for part in parts:
+            counts[_group(part)] += 1
         return plain_execute(self, query, params, **kw)
 
     def executemany(self: psycopg.Cursor[Any], query: Any, params_seq: Iterable[Any],

@@ -11,6 +11,7 @@ import fcntl
 import os
 import stat
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
@@ -127,6 +128,77 @@ def load_config(path: Path) -> RuntimeConfig:
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
         raise InputError(f"`{path}`: `{loc}`: {first['msg'].lower()}") from exc
+
+
+def _file_key(path: Path) -> tuple[int, int, int, int] | None:
+    """What changes when ``path`` is written or replaced (None: no such file)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class ConfigFile:
+    """The home's ``config.json`` as the file says it *now*: read again whenever the file
+    changed (its inode, size or times), else answered from memory — for who the home's
+    identities are: its approvers (:meth:`approvers`) and its declared agents
+    (:meth:`agents`).
+
+    A long-lived process (``serve``, ``mcp serve``) loads its configuration once; an
+    approver removed from the file, or whose token was replaced, still authenticated there
+    and decided approvals, human steps and tasks until the process restarted — the command
+    line, which reads the file each time, refused them at once (``tests/security/
+    test_190``) — and an agent removed from it still authenticated with its token, acted
+    with the permissions it no longer has and read the closed graph (``test_192``). A
+    file that no longer loads admits no approver and no agent (fail closed) until it does
+    again."""
+
+    def __init__(self, path: Path, loaded: RuntimeConfig,
+                 key: tuple[int, int, int, int] | None) -> None:
+        self.path = path
+        self._key = key
+        self._config: RuntimeConfig | None = loaded
+        self._problem: str | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, path: Path) -> tuple[RuntimeConfig, ConfigFile]:
+        """The configuration at ``path`` and its watch (the file's state read first: an
+        edit while it loads is read again at the first ask)."""
+        key = _file_key(path)
+        config = load_config(path)
+        return config, cls(path, config, key)
+
+    def now(self) -> RuntimeConfig | None:
+        """The configuration the file holds now; None when it does not load (or is gone)."""
+        return self.current()[0]
+
+    def current(self) -> tuple[RuntimeConfig | None, str | None]:
+        """The configuration the file holds now (the same object while the file has not
+        changed), or None and why it does not load."""
+        key = _file_key(self.path)
+        with self._lock:
+            if key != self._key:
+                problem: str | None = None
+                try:
+                    config: RuntimeConfig | None = (load_config(self.path) if key is not None
+                                                    else None)
+                    if config is None:
+                        problem = f"`{self.path}` is gone"
+                except InputError as exc:
+                    config = None  # fail closed: a file that does not load admits no one
+                    problem = exc.message
+                self._key, self._config, self._problem = key, config, problem
+            return self._config, self._problem
+
+    def approvers(self) -> tuple[Approver, ...]:
+        config = self.now()
+        return config.approvers if config is not None else ()
+
+    def agents(self) -> frozenset[str]:
+        config = self.now()
+        return frozenset(a.id for a in config.agents) if config is not None else frozenset()
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ import os
 import tempfile
 import unicodedata
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,9 +25,10 @@ from .canonical import HASH_PREFIX, canonical_json, iso, sha256_bytes
 from .errors import InputError, JournalError, QuotaExceededError
 from .inputs import InputLimits, check_human_input
 from .records import AuditEvent
-from .storage import NewEvent
+from .storage import NewEvent, UploadCap, UploadsReached
 
 if TYPE_CHECKING:
+    from .config import RuntimeConfig
     from .loop.context import LoopContext
     from .storage import Journal
 
@@ -128,17 +130,44 @@ COLLECTED = "evidence.collected"
 UPLOAD_WINDOW = timedelta(hours=1)
 
 
-def added_event(ref: str, *, size: int, kind: str, source: str | None, by: str,
-                at: datetime) -> NewEvent:
-    """The journal's record that ``by`` added a blob at ``at`` (projected with who and when)."""
-    return NewEvent(run_id=EVIDENCE_RUN, kind=COLLECTED, subject=ref, actor=by, at=at,
-                    payload={"ref": ref, "kind": kind, "bytes": size,
-                             **({"source": source} if source else {})})
-
-
 #: the collector a host application's token uploads as (``host:<agent>``): the host's word,
 #: not its agent's — evidence, where an agent's upload is not (``tests/security/test_180``)
 HOST_COLLECTOR_PREFIX = "host:"
+#: the key of an ``evidence.collected`` payload saying what its collector was when it
+#: collected the blob (:func:`collector_role`); absent from events written before it
+COLLECTOR_ROLE = "collector"
+#: the role of an agent of the home: its upload is its word, no evidence
+AGENT_ROLE = "agent"
+
+
+def collector_role(config: RuntimeConfig, by: str) -> str:
+    """What ``by`` is in ``config`` as it collects a blob, journaled with the blob
+    (:data:`COLLECTOR_ROLE`): ``agent`` (an agent of the home, an approver too or not),
+    ``approver``, ``host`` (a host application's token) or ``other`` (a customer the host
+    speaks for, the runtime's own collectors). The evidence check judges an upload by this,
+    not by the configuration of the day it is cited: an agent removed from ``config.json``
+    later is still the agent it was (``tests/security/test_196``)."""
+    if config.agent(by) is not None:
+        return AGENT_ROLE
+    if config.approver(by) is not None:
+        return "approver"
+    return "host" if by.startswith(HOST_COLLECTOR_PREFIX) else "other"
+
+
+#: the key of an upload's payload naming the run it is evidence for (absent: for any)
+FOR_RUN = "for_run"
+
+
+def added_event(ref: str, *, size: int, kind: str, source: str | None, by: str,
+                role: str, at: datetime, for_run: str | None = None) -> NewEvent:
+    """The journal's record that ``by`` (``role``: :func:`collector_role`) added a blob at
+    ``at`` (projected with who and when); ``for_run``: the run it is evidence for, alone
+    (``tests/security/test_199``)."""
+    return NewEvent(run_id=EVIDENCE_RUN, kind=COLLECTED, subject=ref, actor=by, at=at,
+                    payload={"ref": ref, "kind": kind, "bytes": size,
+                             **({"source": source} if source else {}),
+                             **({FOR_RUN: for_run} if for_run is not None else {}),
+                             COLLECTOR_ROLE: role})
 
 
 #: the uploads of one blob a record shows: the first, and the newest this many
@@ -164,32 +193,62 @@ def evidence_record(journal: Journal, ref: str) -> dict[str, object]:
 
 def _added(event: AuditEvent) -> dict[str, object]:
     return {"by": event.actor, "at": event.at.isoformat(), "kind": event.payload.get("kind"),
-            "source": event.payload.get("source"), "bytes": event.payload.get("bytes")}
+            "source": event.payload.get("source"), "bytes": event.payload.get("bytes"),
+            "for_run": evidence_for(event)}
+
+
+def evidence_for(event: AuditEvent) -> str | None:
+    """The run an ``evidence.collected`` is evidence for, alone: the run it was written in
+    (a run's recorded input, a collector's document of that run), or the run an upload
+    named (:data:`FOR_RUN`); None: an upload for any run (``tests/security/test_199``)."""
+    if event.run_id != EVIDENCE_RUN:
+        return event.run_id
+    named = event.payload.get(FOR_RUN)
+    return named if isinstance(named, str) else None
 
 
 # --- the upload quotas -----------------------------------------------------------------
 
 
 def upload(ctx: LoopContext, store: EvidenceStore, data: bytes, *, kind: str,
-           source: str | None, by: str) -> str:
+           source: str | None, by: str, for_run: str | None = None) -> str:
     """Store ``by``'s upload and journal it, within ``by``'s quotas of the last hour
     (:func:`quota_refusal`); past one, :class:`QuotaExceededError` and nothing is written —
     no blob, no event.
 
     The count is one range of the journal's ``events_kind_actor`` index: at most
-    ``evidence_uploads_per_hour`` rows. Read before the append, not under the journal's
-    writer's lock: callers that serialise their uploads (the server's API lock) keep the
-    quota exactly; uploads racing from several processes may pass it by one each."""
+    ``evidence_uploads_per_hour`` rows, read before the append (to refuse early, before
+    the blob is stored) and again by the journal under its writer's lock with the append
+    (the event's :class:`~cradle_kg.storage.UploadCap`): uploads racing from several
+    processes on one journal no longer pass it by one each (``tests/security/test_205``).
+    Refused there, the blob this upload stored stays in the store, named by no event (no
+    evidence: what counts is an ``evidence.collected``): removing it could remove the same
+    bytes another writer stored in that instant and is about to journal. At most one such
+    blob a writer racing past the early count."""
     now = ctx.clock()
     limits = ctx.config.input_limits
     check_labels(limits, kind=kind, source=source)
+    if for_run is not None:  # an id, as a proposal's run id
+        check_human_input(limits, ids={"run": for_run})
+        if not for_run.strip():
+            raise InputError("`run`: empty", hint="the run the upload is evidence for")
     recent = ctx.journal.recent_sizes(COLLECTED, by, since=window_start(now),
                                       limit=limits.evidence_uploads_per_hour)
     refused = quota_refusal(recent, limits, by=by, size=len(data), now=now)
     if refused is not None:
         raise refused
     ref = store.put(data)
-    ctx.append([added_event(ref, size=len(data), kind=kind, source=source, by=by, at=now)])
+    event = added_event(ref, size=len(data), kind=kind, source=source, by=by,
+                        role=collector_role(ctx.config, by), at=now, for_run=for_run)
+    cap = UploadCap(by, COLLECTED, window_start(now), limits.evidence_uploads_per_hour,
+                    limits.evidence_bytes_per_hour, len(data))
+    try:
+        ctx.append([replace(event, uploads=cap)])
+    except UploadsReached as reached:  # another writer's upload got there first
+        refused = quota_refusal(reached.recent, limits, by=by, size=len(data), now=now)
+        raise refused if refused is not None else _refused(
+            f"`{by}`: the evidence quotas of the last hour are used up",
+            key="evidence_uploads_per_hour", free=None, now=now) from None
     return ref
 
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import InputError
+from .errors import CradleError, InputError
 from .inputs import check_page
 from .loop.approvals import (
     ToolVersions,
@@ -27,7 +27,7 @@ from .loop.approvals import (
     decision_tool_ref,
     effective_status,
 )
-from .loop.escalation import task_from_events
+from .loop.escalation import task_from_events, task_scope
 from .records import ApprovalStatus, AuditEvent
 
 if TYPE_CHECKING:
@@ -81,10 +81,12 @@ MAX_INBOX_PAGE = 1000
 
 def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = None,
           requested_by: str | None = None, limit: int | None = None,
-          offset: int = 0) -> list[InboxItem]:
+          offset: int = 0, decider: str | None = None) -> list[InboxItem]:
     """What waits for a person now, in the order it was asked for (the journal's) — all of
     it, or the page of ``limit`` items after the first ``offset``. ``requested_by``: only
     the approvals that agent's actions asked for (what an agent's token is shown).
+    ``decider``: the approver the inbox is for — one limited to scopes is shown only what
+    is asked within one of them (:func:`_scoped`); one holding ``*`` all of it.
 
     One kind (an agent's inbox, or ``kinds`` naming one) is paged in its derived table's
     query: a page costs what it shows. A page of several kinds is merged in the derived
@@ -93,6 +95,10 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
     (no ``limit``) is each kind read and merged (:func:`inbox_size` counts it)."""
     check_page(limit=limit, offset=offset)
     wanted = _wanted(kinds, requested_by)
+    scopes = _limited_to(rt, decider)
+    if scopes is not None:
+        scoped = _scoped(rt, wanted, run_id, requested_by, scopes)
+        return scoped[offset:] if limit is None else scoped[offset:offset + limit]
     if limit is not None and len(wanted) == 1:
         # INVARIANT: one kind (an agent's inbox is its approvals) is paged in its query:
         # the items before the page are not read — merged, every skipped approval was
@@ -152,10 +158,15 @@ def _tasks(rt: Runtime, run_id: str | None, limit: int | None, offset: int
 
 
 def inbox_size(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = None,
-               requested_by: str | None = None) -> int:
+               requested_by: str | None = None, decider: str | None = None) -> int:
     """How many items :func:`inbox` holds, counted in the journal's derived tables: no
-    item read (the page's badge, polled every few seconds, costs three counts)."""
+    item read (the page's badge, polled every few seconds, costs three counts). For an
+    approver limited to scopes (``decider``), the items they may decide, counted as
+    :func:`_scoped` reads them."""
     wanted = _wanted(kinds, requested_by)
+    scopes = _limited_to(rt, decider)
+    if scopes is not None:
+        return len(_scoped(rt, wanted, run_id, requested_by, scopes))
     size = 0
     if "approval" in wanted:
         size += rt.journal.approval_requests(undecided=True, run_id=run_id,
@@ -165,6 +176,57 @@ def inbox_size(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None
     if "step" in wanted:
         size += rt.journal.open_step_requests(run_id=run_id, limit=0)[1]
     return size
+
+
+def _limited_to(rt: Runtime, decider: str | None) -> frozenset[str] | None:
+    """The scopes ``decider`` is limited to, or None: no decider named (the operator's
+    inbox, an agent's) or an approver holding ``*``. A name that is no approver of the home
+    is limited to none (shown nothing: fail closed)."""
+    if decider is None:
+        return None
+    approver = rt.config.approver(decider)
+    if approver is None:
+        return frozenset()
+    return None if "*" in approver.scopes else frozenset(approver.scopes)
+
+
+def _scoped(rt: Runtime, wanted: set[Kind], run_id: str | None, requested_by: str | None,
+            scopes: frozenset[str]) -> list[InboxItem]:
+    """The whole inbox an approver limited to ``scopes`` may decide, in the journal's
+    order: each item asked within one of them — an approval or a step by the scope it is
+    asked within, a task by the scope of the approval its action ran under — as deciding
+    it checks (``tests/security/test_181``, ``test_186``). What is asked within no scope is
+    for an approver holding ``*``, so it is not theirs (before, it was listed and counted:
+    ``test_198``). Read whole, then filtered and paged: a limited approver's inbox costs
+    the home's pending items (a few rows each), not its page — no derived table holds the
+    scopes yet."""
+    workflows: dict[str, Any] = {}
+    pairs = [pair for kind in KINDS if kind in wanted
+             for pair in _read(rt, kind, run_id, requested_by, limit=None, offset=0)
+             if _scope_of(rt, pair[1], workflows) in scopes]
+    pairs.sort(key=lambda pair: pair[0])
+    return [item for _, item in pairs]
+
+
+def _scope_of(rt: Runtime, item: InboxItem, workflows: dict[str, Any]) -> str | None:
+    """The scope ``item`` is asked within (None: within none, or not known — the item is
+    then for an approver holding ``*`` only). ``workflows``: the runs' workflows read so
+    far (one read of a run's ``workflow.started`` and its file a run)."""
+    from .workflow.engine import run_workflow  # the workflow engine: only for a step
+    from .workflow.steps import HumanStep
+
+    try:
+        if item.kind == "approval":
+            return rt.approvals.get(item.id).approval.scope
+        if item.kind == "task":
+            task = task_from_events(item.id, rt.journal.events_for_subject(item.id))
+            return None if task is None else task_scope(rt.journal, rt.approvals, task)
+        if item.run_id not in workflows:
+            workflows[item.run_id] = run_workflow(rt.journal, item.run_id)
+        step = workflows[item.run_id].step(str(item.step))
+        return step.scope if isinstance(step, HumanStep) else None
+    except CradleError:  # a run whose file changed or went: nobody walks it on
+        return None
 
 
 def _wanted(kinds: Iterable[Kind], requested_by: str | None) -> set[Kind]:

@@ -75,6 +75,18 @@ class InputLimits(BaseModel):
     #: none). Not bounded by a ceiling: a quota, not the shape of a record
     evidence_uploads_per_hour: int | None = Field(default=1000, ge=0)
     evidence_bytes_per_hour: int | None = Field(default=256 * 1024 * 1024, ge=0)
+    #: what one agent may have waiting for a person at once: the approvals its actions
+    #: asked for (not yet decided) and the human steps of its workflow's runs (not yet
+    #: answered); past it, a proposal that would ask for one more approval, or a run of its
+    #: workflow its token starts, is refused, nothing journaled, until a person decides
+    #: some (None: no limit). A quota, not a ceiling
+    waiting_per_agent: int | None = Field(default=256, ge=0)
+    #: proposals of one agent that gate 1 denies or sends back (``deny``, ``clarify``,
+    #: ``repair``) in any hour, each journaled whole: past it, the next one is refused
+    #: without journaling it (``quota_exceeded``) until the hour frees up; counted from the
+    #: journal's usage buckets, again under its writer's lock (None: no limit; 0: none).
+    #: A quota, not a ceiling
+    refusals_per_agent_per_hour: int | None = Field(default=1000, ge=0)
 
     @model_validator(mode="after")
     def _within_ceilings(self) -> InputLimits:
@@ -405,9 +417,10 @@ class CappedLines:
     """A byte stream cut into its ``\\n``-ended lines (each with its ``\\n``) as chunks of it
     arrive, where a line that grows past ``cap`` bytes is dropped as it arrives, never
     buffered, and stands as ``None`` once its end has arrived. What reads a peer's or an
-    operator's lines reads them through this: ``mcp serve``'s stdin and the proxy's
-    upstream's stdout (:func:`cradle_kg.integrations.mcp_server.capped_lines`), ``worker``'s
-    stdin (``tests/security/test_31``, ``test_75``).
+    operator's lines reads them through this: ``mcp serve``'s stdin
+    (:func:`cradle_kg.integrations.mcp_server.capped_lines`), the proxy's upstream's stdout
+    (:class:`cradle_kg.integrations.upstream_stdio.StdioClient`), ``worker``'s stdin
+    (``tests/security/test_31``, ``test_75``).
 
     A line that ends in the same chunk that takes it past ``cap`` is given whole (at most
     one chunk longer): its reader checks the length, as the strict loader does."""

@@ -162,3 +162,20 @@ def test_the_cli_says_the_version_and_warns_when_it_changed(
     assert "warning: " + STALE_NOTE in said
     assert "continued: awaiting_approval" in said
     assert place.calls == []
+
+
+def test_the_approvals_list_says_the_version_each_covers(
+        place: _Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``approvals list`` showed no tool: a person scanning the list could not see that an
+    approval was asked under a version that is no longer registered."""
+    approval_id = _asked(place)
+    for version, expected, cell in (("1", SAME, "test.erase@1"),
+                                    ("2", STALE, "test.erase@1 (now test.erase@2)")):
+        out = _cli(place, version, monkeypatch, "approvals", "list", "--format", "json")
+        assert out.exit_code == 0, out.output
+        [listed] = json.loads(out.stdout)
+        assert listed["id"] == approval_id and listed["tool"] == expected
+        table = _cli(place, version, monkeypatch, "approvals", "list")
+        assert table.exit_code == 0, table.output
+        assert cell in table.output, table.output
+    assert "(now" not in _cli(place, "1", monkeypatch, "approvals", "list").output

@@ -209,6 +209,20 @@ def test_compensation_is_governed_a_denied_one_escalates(rt: Runtime) -> None:
     assert [t.code for t in open_tasks(rt.journal)] == ["compensation_failed"]
 
 
+def test_a_denied_compensation_escalates_past_the_agents_refusals(rt: Runtime) -> None:
+    """``refusals_per_agent_per_hour`` (``tests/security/test_204``) refuses an agent's
+    refused proposals past it, unjournaled; the runtime's own compensation is not refused
+    for it: denied, it still ends in its escalation (counted in the agent's refusals)."""
+    rt.configure(rt.config.model_copy(update={"input_limits": rt.config.input_limits
+                                              .model_copy(update={
+                                                  "refusals_per_agent_per_hour": 0})}))
+    released = _compensable(rt, compensation="other.release")
+    out = rt.submit(_p("p", "test.reserve"))
+    assert released == []
+    assert any("ended `denied`" in r for r in out.reasons)
+    assert [t.code for t in open_tasks(rt.journal)] == ["compensation_failed"]
+
+
 def test_no_compensation_declared_escalates(rt: Runtime) -> None:
     out = rt.submit(proposal("p", "demo.ledger.credit_unreliable",
                              {"account": "a", "amount": 3}))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ssl
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,10 +18,10 @@ def test_one_context_that_verifies_certificates_and_host_names() -> None:
     assert ctx.cert_store_stats()["x509_ca"] > 0  # it trusts a bundle
 
 
-def test_a_client_given_it_refuses_a_self_signed_server(tmp_path: Path) -> None:
+def test_a_client_given_it_refuses_a_self_signed_server() -> None:
     """Sharing the context must not weaken it: a real TLS server on 127.0.0.1 with a
     self-signed certificate is refused at the handshake, as by a client's own context."""
-    with (self_signed_server(tmp_path) as (url, _),
+    with (self_signed_server() as (url, _),
           httpx.Client(verify=tls_context(), trust_env=False, timeout=5) as client,
           pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED")):
         client.get(url + "/")

@@ -1,29 +1,26 @@
-"""A real TLS server on 127.0.0.1 with a self-signed certificate (openssl makes it)."""
+"""A real TLS server on 127.0.0.1 with a self-signed certificate.
+
+The certificate and its key are files of the suite (``tests/tls/``: P-256, for
+``IP:127.0.0.1``, valid until 2126, made once with ``openssl req -x509``), so the tests need
+no openssl on the machine and never skip."""
 
 from __future__ import annotations
 
 import http.server
-import shutil
 import ssl
-import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+#: the server's key and self-signed certificate
+KEY, CERT = (Path(__file__).parent / "tls" / name for name in ("key.pem", "cert.pem"))
 
 
 @contextmanager
-def self_signed_server(folder: Path) -> Iterator[tuple[str, Path]]:
-    """(its https URL, its certificate); skips where openssl is not installed."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    key, cert = folder / "key.pem", folder / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+def self_signed_server() -> Iterator[tuple[str, Path]]:
+    """(its https URL, its certificate)."""
+    key, cert = KEY, CERT
     server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
     side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     side.load_cert_chain(cert, key)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..canonical import parse_iso
 from ..errors import CradleError, InputError
-from ..loop.approvals import effective_status
+from ..loop.approvals import ToolVersions, effective_status
 from ..records import ApprovalStatus
 from .common import (
     Format,
@@ -30,11 +30,32 @@ from .common import (
 )
 from .core import open_runtime
 
+if TYPE_CHECKING:
+    from ..loop.runtime import Runtime
+
 approvals_app = typer.Typer(help="Human approvals: list, show, decide.", no_args_is_help=True)
 
 TokenOpt = Annotated[str | None, typer.Option(
     "--token", envvar="CRADLE_APPROVER_TOKEN", help="The approver's token.", show_default=False)]
 AsOpt = Annotated[str, typer.Option("--as", help="The approving identity.")]
+
+
+def check_person(rt: Runtime, by: str, token: str | None) -> None:
+    """``--as by`` on a command that records something under ``by``'s name: when ``by`` is
+    an approver of the home (a person), only with their token, checked as an approval's —
+    missing or wrong, one ``error:`` line and exit 1, before anything is written. Any other
+    name (an agent, whose word is no person's; a customer the host speaks for, no identity
+    of the home) is taken as before. ``evidence add --as`` (``tests/security/test_183``) and
+    ``input --as`` (``test_195``) share this."""
+    if rt.config.approver(by) is None:
+        return
+    if not token:
+        fail(InputError(f"`--as {by}` needs the approver's token",
+                        hint="pass --token or set CRADLE_APPROVER_TOKEN"), code=1)
+    try:
+        rt.approvals.authenticate(by, token)
+    except CradleError as exc:
+        fail(exc, code=1)
 
 
 @approvals_app.command("list")
@@ -54,19 +75,29 @@ def approvals_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
         else:  # one page of the approvals asked for: the page's digests folded
             states, total = rt.approvals.page(limit=limit, offset=offset)
         now = rt.clock()
-    items = [(s.approval, effective_status(s.approval, now)) for s in states]
+        # the tool's version each covers, and the one now (as `approvals show` says it)
+        items = [(s.approval, effective_status(s.approval, now), rt.requested_tool(s.approval))
+                 for s in states]
     if fmt is Format.JSON:
-        print_json([{**a.model_dump(mode="json"), "status": status.value}
-                    for a, status in items])
+        print_json([{**a.model_dump(mode="json"), "status": status.value, "tool": tool.to_dict()}
+                    for a, status, tool in items])
         return
-    table("approvals", ["id", "status", "run", "proposal", "requested by", "approver", "scope",
-                        "expires"],
-          [[a.id, status.value, a.run_id, a.proposal_id, a.requested_by,
+    table("approvals", ["id", "status", "run", "proposal", "tool", "requested by", "approver",
+                        "scope", "expires"],
+          [[a.id, status.value, a.run_id, a.proposal_id, _tool_cell(tool), a.requested_by,
             a.approver_id or "-", a.scope or "-",
-            a.expires_at.isoformat() if a.expires_at else "-"] for a, status in items])
+            a.expires_at.isoformat() if a.expires_at else "-"] for a, status, tool in items])
     if offset + len(items) < total:
         err_console.print(f"{offset + 1} to {offset + len(items)} of {total} approvals; "
                           f"more with --offset {offset + len(items)}", highlight=False)
+
+
+def _tool_cell(tool: ToolVersions) -> str:
+    """The version an approval was asked under, and the one now when the tool changed
+    since (approving covers only the version asked under)."""
+    if tool.asked is None:
+        return "-"
+    return f"{tool.asked} (now {tool.now})" if tool.changed else tool.asked
 
 
 @approvals_app.command("show")
@@ -122,8 +153,7 @@ def _decide(approval_id: str, home: Path | None, approver: str, token: str | Non
                 approval_id, approver_id=approver, token=token, status=status, once=once,
                 scope=scope, until=until, reason=reason)
             # a stale approval can be decided; it covers nothing under the version now
-            tool = rt.approval_tool(
-                approval, rt.approvals.requested_proposal(approval).action.action_type)
+            tool = rt.requested_tool(approval)
         except CradleError as exc:
             fail(exc, code=1 if exc.code == "approval_error" else 2)
         from ..workflow.runner import after_approval  # a workflow walks on by itself

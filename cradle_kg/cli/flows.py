@@ -12,7 +12,7 @@ A model step calls the OpenAI-compatible server given by ``--base-url`` (or
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,9 +21,12 @@ from ..errors import ApprovalError, CradleError, InputError, WorkflowFileError
 from ..home import Home, resolve_home
 from ..workflow import runner
 from ..workflow.definitions import load_file
-from .approvals import TokenOpt
+from .approvals import TokenOpt, check_person
 from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
 from .core import open_runtime
+
+if TYPE_CHECKING:
+    from ..loop.runtime import Runtime
 
 workflow_app = typer.Typer(help="Workflows written as YAML files: list, validate, run, "
                                 "status, resume.", no_args_is_help=True)
@@ -100,8 +103,14 @@ def workflow_run(
         show_default=False)] = None,
     home: HomeOpt = None, fmt: FormatOpt = Format.TABLE, base_url: BaseUrlOpt = None,
     api_key: ApiKeyOpt = None,
+    starter: Annotated[str | None, typer.Option(
+        "--as", help="The approver starting the run (with their token): recorded, they "
+        "never review it. Default: the approver of --token / $CRADLE_APPROVER_TOKEN, if "
+        "given.", show_default=False)] = None,
+    token: TokenOpt = None,
 ) -> None:
-    """Start a run: its steps go as far as they can (a human step waits, holding nothing)."""
+    """Start a run: its steps go as far as they can (a human step waits, holding nothing).
+    Started by a person (their token given), the run records them (``started_by``)."""
     try:
         path = runner.find_definition(resolve_home(home), file)
         limits = load_config(Home(resolve_home(home)).config).input_limits
@@ -112,12 +121,36 @@ def workflow_run(
     except CradleError as exc:
         fail(exc)
     with open_runtime(home) as rt:
+        # INVARIANT: a run started by a known person records them, as over the JSON API,
+        # and they never answer its steps, approve its actions or close its tasks
+        # (before, a run started here recorded no one: tests/security/test_197)
+        by = _starter(rt, starter, token)
         try:
             out = runner.start(runner.open_engine(rt, base_url=base_url, api_key=api_key),
-                               path, inputs, run_id=run_id)
+                               path, inputs, run_id=run_id, by=by)
         except CradleError as exc:
             fail(exc)
     _print_outcome(out, fmt)
+
+
+def _starter(rt: Runtime, by: str | None, token: str | None) -> str | None:
+    """Who starts a run from the command line: ``--as`` an approver with their token
+    (:func:`~.approvals.check_person`), else the approver the token given authenticates
+    (one refused: exit 1), else no one — the operator's run, as before."""
+    if by is not None:
+        if rt.config.approver(by) is None:
+            fail(InputError(f"`--as {by}`: not an approver of this home",
+                            hint="the person starting the run, one of the home's approvers"))
+        check_person(rt, by, token)
+        return by
+    if not token:
+        return None
+    holder = rt.approvals.token_holder(token)
+    if holder is None:
+        fail(ApprovalError("the token given (--token or CRADLE_APPROVER_TOKEN) authenticates "
+                           "no approver of this home", hint="unset it to start the run as "
+                           "the operator, or pass the right one"), code=1)
+    return holder
 
 
 @workflow_app.command("status")

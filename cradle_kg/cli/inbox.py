@@ -17,7 +17,7 @@ from ..errors import CradleError, InputError, InputTooLargeError, JournalError
 from ..evidence import MAX_EVIDENCE_BYTES, evidence_record, upload
 from ..inbox import MAX_INBOX_PAGE, InboxItem, inbox, inbox_size, parse_kinds
 from ..inputs import MAX_PAGE_INTEGER
-from .approvals import TokenOpt
+from .approvals import TokenOpt, check_person
 from .common import (
     Format,
     FormatOpt,
@@ -43,15 +43,22 @@ def inbox_command(
         min=1, max=MAX_INBOX_PAGE, help="How many items to show (oldest first).")] = 100,
     offset: Annotated[int, typer.Option(
         min=0, max=MAX_PAGE_INTEGER, help="How many of the oldest items to skip.")] = 0,
+    decider: Annotated[str | None, typer.Option(
+        "--as", help="An approver: only what they may decide (their scopes).",
+        show_default=False)] = None,
 ) -> None:
     """What waits for a person: approvals, human tasks, human workflow steps (oldest first),
     one page at a time. Each approval says the tool version it covers; one whose tool
-    changed since it was asked for says so first (approving it covers only that version)."""
+    changed since it was asked for says so first (approving it covers only that version).
+    ``--as`` an approver limited to scopes: only the items asked within one of them."""
     with open_runtime(home) as rt:
+        if decider is not None and rt.config.approver(decider) is None:
+            fail(InputError(f"`--as {decider}`: not an approver of this home"))
         try:
             kinds = parse_kinds(kind or ())
-            items = inbox(rt, kinds=kinds, run_id=run, limit=limit, offset=offset)
-            total = inbox_size(rt, kinds=kinds, run_id=run)
+            items = inbox(rt, kinds=kinds, run_id=run, limit=limit, offset=offset,
+                          decider=decider)
+            total = inbox_size(rt, kinds=kinds, run_id=run, decider=decider)
         except CradleError as exc:
             fail(exc)
     if fmt is Format.JSON:
@@ -87,6 +94,9 @@ def evidence_add(
     kind: Annotated[str, typer.Option("--kind", help="What it is, e.g. invoice.")] = "document",
     source: Annotated[str | None, typer.Option("--source", help="Where it comes from.")] = None,
     home: HomeOpt = None, fmt: FormatOpt = Format.TABLE, token: TokenOpt = None,
+    run: Annotated[str | None, typer.Option(
+        "--run", help="The run it is evidence for, alone (default: any run).",
+        show_default=False)] = None,
 ) -> None:
     """Store a file under its sha256 and print the address to cite in a proposal (within
     the identity's hourly upload quota: `input_limits.evidence_uploads_per_hour` and
@@ -105,20 +115,15 @@ def evidence_add(
                             hint="an agent or an approver of the home's config"))
         # INVARIANT: a person's upload is evidence, so it is theirs only with their token,
         # as an approval is (before, `--as user:bob` alone: tests/security/test_183)
-        if rt.config.approver(by) is not None:
-            if not token:
-                fail(InputError(f"`--as {by}` needs the approver's token",
-                                hint="pass --token or set CRADLE_APPROVER_TOKEN"), code=1)
-            try:
-                rt.approvals.authenticate(by, token)
-            except CradleError as exc:
-                fail(exc, code=1)
+        check_person(rt, by, token)
         try:  # the identity's upload quotas hold here as over HTTP (the README says why)
-            ref = upload(rt.context, rt.evidence, data, kind=kind, source=source, by=by)
+            ref = upload(rt.context, rt.evidence, data, kind=kind, source=source, by=by,
+                         for_run=run)
         except CradleError as exc:
             fail(exc)
     if fmt is Format.JSON:
-        print_json({"ref": ref, "bytes": len(data), "kind": kind, "source": source, "by": by})
+        print_json({"ref": ref, "bytes": len(data), "kind": kind, "source": source, "by": by,
+                    "run": run})
         return
     console.print(ref, highlight=False, soft_wrap=True)
 
@@ -147,8 +152,8 @@ def evidence_show(
         print_json(record)
         return
     console.print(f"{clean(ref)}: {len(data)} bytes, intact", highlight=False, soft_wrap=True)
-    table("added", ["by", "at", "kind", "source"],
-          [[a["by"], a["at"], a["kind"] or "-", a["source"] or "-"]
+    table("added", ["by", "at", "kind", "source", "for run"],
+          [[a["by"], a["at"], a["kind"] or "-", a["source"] or "-", a["for_run"] or "any"]
            for a in record["added"]])  # type: ignore[attr-defined]
     if record["more"]:
         console.print("added more often: the first time and the newest shown",

@@ -17,6 +17,7 @@ import typer
 from ..config import load_config
 from ..errors import CradleError, InputError
 from ..home import Home, resolve_home
+from .approvals import TokenOpt, check_person
 from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, read_input, table
 
 eval_app = typer.Typer(help="Measure the runtime's rules on public benchmarks.",
@@ -76,9 +77,10 @@ def input_(
                                              "stdin.")] = None,
     author: Annotated[str, typer.Option("--as", help="Who wrote it (e.g. user:emma).")] = "",
     kind: Annotated[str, typer.Option("--kind", help="request, instruction, ...")] = "request",
-    home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
+    home: HomeOpt = None, fmt: FormatOpt = Format.TABLE, token: TokenOpt = None,
 ) -> None:
-    """Record a trusted input of a run: a value it contains has a trusted origin for lineage."""
+    """Record a trusted input of a run: a value it contains has a trusted origin for lineage.
+    As an approver of the home, with their token (a person's words are evidence)."""
     from ..loop.runtime import Runtime
     try:
         if (text is None) == (file is None):
@@ -87,6 +89,17 @@ def input_(
             limits = load_config(Home(resolve_home(home)).config).input_limits
             text = read_input(str(file), limits).decode("utf-8")
         with Runtime(resolve_home(home)) as rt:
+            # INVARIANT: an input under a person's name is theirs only with their token, as
+            # their upload is (before, `--as user:bob` alone: tests/security/test_195)
+            check_person(rt, author, token)
+            # INVARIANT: nor is an agent of the home the author of a run's trusted input:
+            # lineage would read its words as the run's request (tests/security/test_203)
+            if rt.config.agent(author) is not None:
+                fail(InputError(f"`--as {author}`: an agent of the home; a run's input is a "
+                                "person's words (an approver with their token, or the user "
+                                "the host speaks for), not an agent's",
+                                hint="an agent's document is uploaded as its own: "
+                                     "`POST /api/evidence` with its token"), code=1)
             ref = rt.record_input(run_id, text, author=author, kind=kind)
     except (CradleError, UnicodeDecodeError) as exc:
         fail(exc if isinstance(exc, CradleError) else InputError(f"the input is not UTF-8: {exc}"))

@@ -310,9 +310,9 @@ async def capped_lines(read: Callable[[], Awaitable[bytes]], cap: int | None,
     with its ``\\n``; the last one even without an end (and so without). A line that grows
     past ``cap`` bytes is dropped as it arrives, never buffered: ``overflow`` is awaited
     the moment it passes the cap, and the line is ``None`` once its end has arrived (none
-    at the end of the stream). What reads a peer's lines — ``mcp serve``'s stdin
-    (:class:`_StdinLines`) and the proxy's upstream's stdout (:mod:`.upstream_stdio`) —
-    reads them here.
+    at the end of the stream). ``mcp serve``'s stdin (:class:`_StdinLines`) is read here;
+    the proxy's upstream's stdout (:mod:`.upstream_stdio`, in a thread) by the same
+    :class:`~cradle_kg.inputs.CappedLines`.
 
     A line that ends in the same read that takes it past ``cap`` is yielded whole (at most
     one read longer): its reader checks the length, as the strict loader does."""
@@ -470,7 +470,9 @@ class AgentTokens:
 
         from ..server.auth import authenticate
 
-        caller = authenticate(self.runtime.home, self.runtime.config, token)
+        caller = authenticate(self.runtime.home, self.runtime.config, token,
+                              self.runtime.approvals.approvers(),
+                              self.runtime.declared_agents())
         if caller is None or not caller.is_agent or caller.is_approver:
             return None
         return AccessToken(token=token, client_id=caller.identity, subject=caller.identity,

@@ -1,8 +1,9 @@
 """``cradle-kg mcp proxy``: an existing MCP server's tools, governed by the runtime.
 
-The proxy opens the upstream with the official MCP client (a command on stdio — its lines
-read capped, :mod:`.upstream_stdio` — or a streamable-HTTP URL — its answers read capped,
-:mod:`.upstream_http`), lists its tools, and
+The proxy opens the upstream — a command on stdio, spoken to by a JSON-RPC client of our
+own whose lines are read capped and strict (:mod:`.upstream_stdio`), or a streamable-HTTP
+URL, through the official MCP client, its answers read capped (:mod:`.upstream_http`) —
+lists its tools, and
 registers each one *declared* in the operator's contracts file (:mod:`.contracts`) in the
 runtime through ``Runtime.register_tool``, under a prefix. The registered function is the
 only code that calls the upstream, and only the gateway holds it: a call reaches the
@@ -46,7 +47,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -383,12 +384,65 @@ REPIN_HINT = ("review it: `cradle-kg mcp pins --contracts FILE --show -- COMMAND
               "in its contract")
 
 
+@runtime_checkable
+class Channel(Protocol):
+    """How :class:`Upstream` speaks to its upstream, from the runtime's worker threads:
+    the stdio client (:class:`.upstream_stdio.StdioClient`, which needs no event loop) or
+    the SDK's session over streamable HTTP (:class:`SessionChannel`)."""
+
+    def tool_call(self, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None,
+                  timeout: float) -> types.CallToolResult: ...
+
+    def tools_page(self, cursor: str | None, timeout: float) -> types.ListToolsResult: ...
+
+    def settle(self) -> None:
+        """Handle what the upstream has sent and nobody has read yet (a notice that its
+        tool list changed, written between two calls)."""
+
+
 @dataclass
-class Upstream:
-    """The one client session to the upstream; calls come from the runtime's worker
-    threads (the gateway's, the verifier's), and are run on the session's event loop."""
+class SessionChannel:
+    """An SDK ``ClientSession`` as a :class:`Channel`: each request is run on the
+    session's event loop (the caller is a worker thread that loop started)."""
 
     session: ClientSession
+
+    def settle(self) -> None:
+        """Nothing: the session's receive loop reads the upstream as it writes."""
+
+    def tool_call(self, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None,
+                  timeout: float) -> types.CallToolResult:
+        import anyio.from_thread
+        from mcp import types
+
+        request = types.ClientRequest(types.CallToolRequest(params=types.CallToolRequestParams(
+            name=name, arguments=arguments,
+            _meta=types.RequestParams.Meta(**meta) if meta else None)))
+        result: types.CallToolResult = anyio.from_thread.run(partial(
+            self.session.send_request, request, types.CallToolResult,
+            request_read_timeout_seconds=timedelta(seconds=timeout)))
+        return result
+
+    def tools_page(self, cursor: str | None, timeout: float) -> types.ListToolsResult:
+        import anyio.from_thread
+        from mcp import types
+
+        request = types.ClientRequest(types.ListToolsRequest(
+            params=types.PaginatedRequestParams(cursor=cursor) if cursor is not None
+            else None))
+        result: types.ListToolsResult = anyio.from_thread.run(partial(
+            self.session.send_request, request, types.ListToolsResult,
+            request_read_timeout_seconds=timedelta(seconds=timeout)))
+        return result
+
+
+@dataclass
+class Upstream:
+    """The one connection to the upstream (a :class:`Channel`, or an SDK ``ClientSession``
+    run on its event loop); calls come from the runtime's worker threads (the gateway's,
+    the verifier's)."""
+
+    session: Channel | ClientSession
     source: str
     #: the upstream tools' output schemas, compiled once (:func:`output_checkers`)
     checkers: Mapping[str, Any] = field(default_factory=dict)
@@ -400,18 +454,22 @@ class Upstream:
     #: next call lists the tools again before it calls
     stale: threading.Event = field(default_factory=threading.Event)
     _relist: threading.Lock = field(default_factory=threading.Lock)
+    channel: Channel = field(init=False)
+
+    def __post_init__(self) -> None:
+        given = self.session
+        self.channel = given if isinstance(given, Channel) else SessionChannel(given)
 
     def check(self, name: str) -> None:
         """Refuse ``name`` when its definition changed since start (listing the tools again
         first when the upstream said they changed)."""
-        import anyio.from_thread
-
+        self.channel.settle()
         if self.stale.is_set():
             with self._relist:
                 if self.stale.is_set():
                     self.stale.clear()  # before listing: a notice during it lists again
                     try:
-                        listed = anyio.from_thread.run(listed_tools, self.session)
+                        listed = listed_tools(self.channel)
                     except BaseException:
                         self.stale.set()  # not listed: the next call tries again
                         raise
@@ -428,18 +486,11 @@ class Upstream:
         raises, as the SDK's ``call_tool`` would — checked with the validator compiled at
         start, not by a ``jsonschema.validate`` that checks the schema again on each call.
         A tool whose definition changed since start is not called (:meth:`check`)."""
-        import anyio.from_thread
-        from mcp import types
-
         from ..json_schema import errors
 
         self.check(name)
-        meta = types.RequestParams.Meta(**{META_PREFIX + "idempotency_key": key}) if key else None
-        request = types.ClientRequest(types.CallToolRequest(params=types.CallToolRequestParams(
-            name=name, arguments=dict(arguments), _meta=meta)))
-        result: types.CallToolResult = anyio.from_thread.run(partial(
-            self.session.send_request, request, types.CallToolResult,
-            request_read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT)))
+        meta = {META_PREFIX + "idempotency_key": key} if key else None
+        result = self.channel.tool_call(name, dict(arguments), meta, UPSTREAM_TIMEOUT)
         checker = self.checkers.get(name)
         if checker is not None and not result.isError:
             if result.structuredContent is None:
@@ -632,17 +683,17 @@ def _check_templates(name: str, contract: ToolContract, schema: Mapping[str, Any
 MAX_TOOL_PAGES = 100
 
 
-async def listed_tools(session: ClientSession) -> list[types.Tool]:
+def listed_tools(channel: Channel) -> list[types.Tool]:
     """Every tool the upstream lists, page after page (its ``nextCursor``): read first page
     only, a tool on a later page could not be declared, and its pin not checked when the
     upstream listed again (``tests/security/test_139``). A name listed twice — two
     definitions, one of them unreviewed — and more than :data:`MAX_TOOL_PAGES` pages are
-    refused."""
+    refused. Called from a worker thread."""
     tools: list[types.Tool] = []
     seen: set[str] = set()
     cursor: str | None = None
     for _ in range(MAX_TOOL_PAGES):
-        page = await session.list_tools(cursor)
+        page = channel.tools_page(cursor, UPSTREAM_TIMEOUT)
         for tool in page.tools:
             if tool.name in seen:
                 said = f"`{tool.name}`" if is_tool_name(tool.name) else "a tool"
@@ -667,42 +718,58 @@ async def connect(command: list[str] | None, url: str | None,
     (``initialize`` and ``tools/list`` too: an upstream that never answers them does not
     hold the proxy at start)."""
     require("mcp", extra="mcp")
-    from mcp import ClientSession, types
+    import anyio.to_thread
 
     from ..inputs import InputLimits
     from .upstream_stdio import stdio_upstream, upstream_cap
 
     given = limits if limits is not None else InputLimits()
     cap = upstream_cap(given.max_bytes, given.max_output_bytes)
+    stale = threading.Event()
     async with contextlib.AsyncExitStack() as stack:
+        channel: Channel
         if url is not None:
-            from mcp.client.streamable_http import streamablehttp_client
-
-            from .upstream_http import client_factory
-
-            factory = client_factory(url, cap=cap, deadline=UPSTREAM_TIMEOUT)
-            read, write, _ = await stack.enter_async_context(
-                streamablehttp_client(url, httpx_client_factory=factory))
+            channel = await stack.enter_async_context(_http_session(url, cap, stale))
             source = url
         else:
-            from mcp.client.stdio import StdioServerParameters
+            from mcp.shared.exceptions import McpError
 
             assert command
-            params = StdioServerParameters(command=command[0], args=command[1:])
-            read, write = await stack.enter_async_context(stdio_upstream(params, cap))
-            source = command[0]
-        stale = threading.Event()
+            try:
+                client = stack.enter_context(stdio_upstream(command, cap, stale.set))
+            except OSError as exc:
+                raise InputError(f"the upstream `{command[0][:200]}` could not be started: "
+                                 f"{exc.strerror or exc}") from None
+            try:
+                await anyio.to_thread.run_sync(client.initialize, UPSTREAM_TIMEOUT)
+            except McpError as exc:
+                raise InputError(f"the upstream `{command[0][:200]}` did not initialize: "
+                                 f"{exc.error.message[:200]}") from None
+            channel, source = client, command[0]
+        tools = await anyio.to_thread.run_sync(listed_tools, channel)
+        yield Upstream(channel, source, output_checkers(tools), stale=stale), tools
 
-        async def notified(message: Any) -> None:
-            # the upstream's tool list changed: listed again before the next call (not
-            # here, on the session's receive loop, which that listing's answer needs)
-            if isinstance(message, types.ServerNotification) and isinstance(
-                    message.root, types.ToolListChangedNotification):
-                stale.set()
 
-        session = await stack.enter_async_context(ClientSession(
-            read, write, read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT),
-            message_handler=notified))
+@contextlib.asynccontextmanager
+async def _http_session(url: str, cap: int, stale: threading.Event
+                        ) -> AsyncIterator[SessionChannel]:
+    """The SDK's session over streamable HTTP, its answers read capped
+    (:mod:`.upstream_http`), initialized."""
+    from mcp import ClientSession, types
+    from mcp.client.streamable_http import streamablehttp_client
+
+    from .upstream_http import client_factory
+
+    async def notified(message: Any) -> None:
+        # the upstream's tool list changed: listed again before the next call (not here,
+        # on the session's receive loop, which that listing's answer needs)
+        if isinstance(message, types.ServerNotification) and isinstance(
+                message.root, types.ToolListChangedNotification):
+            stale.set()
+
+    factory = client_factory(url, cap=cap, deadline=UPSTREAM_TIMEOUT)
+    async with streamablehttp_client(url, httpx_client_factory=factory) as (read, write, _), \
+            ClientSession(read, write, read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT),
+                          message_handler=notified) as session:
         await session.initialize()
-        tools = await listed_tools(session)
-        yield Upstream(session, source, output_checkers(tools), stale=stale), tools
+        yield SessionChannel(session)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ..errors import InputError
-from ..evidence import EvidenceStore
+from ..evidence import COLLECTOR_ROLE, EvidenceStore, collector_role
 from ..inputs import InputLimits, check_human_input
 from ..loop.context import LoopContext
 from ..storage import NewEvent
@@ -49,7 +49,8 @@ def record_input(ctx: LoopContext, evidence: EvidenceStore, run_id: str, text: s
     ref = evidence.put(data)
     ctx.append([
         NewEvent(run_id=run_id, kind="evidence.collected", subject=ref, actor=author, at=now,
-                 payload={"ref": ref, "kind": f"input:{kind}", "bytes": len(data)}),
+                 payload={"ref": ref, "kind": f"input:{kind}", "bytes": len(data),
+                          COLLECTOR_ROLE: collector_role(ctx.config, author)}),
         NewEvent(run_id=run_id, kind="input.recorded", subject=ref, actor=author, at=now,
                  payload={"ref": ref, "text": text, "author": author, "kind": kind}),
     ])

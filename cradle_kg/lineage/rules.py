@@ -22,6 +22,7 @@ read. A pack lists its rules under
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from .trace import Trace
 
 _ANNOTATION = re.compile(r'^#\s*@(\w+)\("((?:[^"\\]|\\.)*)"\)\s*$')
 VERDICTS = ("require_approval", "deny")
+#: the annotations a rule's leading comments may carry (:func:`parse_rule`)
+ANNOTATIONS = ("id", "verdict", "reason", "trigger")
 
 
 @dataclass(frozen=True)
@@ -71,13 +74,7 @@ class RuleMatch:
 
 def parse_rule(text: str, *, name: str, namespace: str | None = None) -> GraphRule:
     """A rule from its text; ``name`` is used in errors and as the default id."""
-    notes: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.startswith("#"):
-            break
-        found = _ANNOTATION.match(line.strip())
-        if found:
-            notes[found.group(1)] = found.group(2).replace('\\"', '"')
+    notes = _annotations(text, name)
     rule_id = notes.get("id", Path(name).stem)
     verdict = notes.get("verdict", "require_approval")
     if verdict not in VERDICTS:
@@ -92,6 +89,41 @@ def parse_rule(text: str, *, name: str, namespace: str | None = None) -> GraphRu
     return GraphRule(id=f"{namespace}/{rule_id}" if namespace else rule_id, verdict=verdict,
                      reason=notes.get("reason", f"graph policy `{rule_id}` matched"),
                      query=text, trigger=trigger)
+
+
+def _annotations(text: str, name: str) -> dict[str, str]:
+    """The annotations of a rule's leading comments (blank lines between them too), each
+    one the runtime reads as written, or :class:`ManifestError`: an annotation it cannot
+    read (``# @verdict('deny')``), one written twice, or one spelled like one it reads
+    (``@verdit``, ``@Verdict``) — before, each was left out and the rule read its default,
+    ``require_approval`` for a ``deny`` its author wrote (``tests/security/test_201``).
+    An annotation of the author's own (``@owner``) is left alone."""
+    notes: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith("#"):
+            break
+        if not stripped[1:].lstrip().startswith("@"):
+            continue  # a comment
+        where = f"{name}:{number}"
+        found = _ANNOTATION.match(stripped)
+        if found is None:
+            raise ManifestError(f"{where}: cannot read the annotation `{stripped[:80]}`",
+                                hint='an annotation is written `# @name("value")`')
+        key, value = found.group(1), found.group(2).replace('\\"', '"')
+        if key in notes:
+            raise ManifestError(f"{where}: `@{key}` is written twice")
+        if key not in ANNOTATIONS:
+            near = difflib.get_close_matches(key.lower(), ANNOTATIONS, n=1, cutoff=0.75)
+            if near:
+                raise ManifestError(f"{where}: `@{key}` is no annotation the runtime reads: "
+                                    f"did you mean `@{near[0]}`?",
+                                    hint="an annotation spelled otherwise is not read: the "
+                                         "rule would take its default")
+        notes[key] = value
+    return notes
 
 
 def load_rules(paths: Sequence[Path], *, namespace: str | None = None) -> list[GraphRule]:

@@ -11,8 +11,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from ..errors import ApprovalError, InputError, JournalError, UnknownNameError
-from ..inputs import check_human_input
+from ..errors import (
+    ApprovalError,
+    InputError,
+    JournalError,
+    QuotaExceededError,
+    UnknownNameError,
+)
+from ..inputs import InputLimits, check_human_input
 from ..records import (
     RUNTIME_ACTOR,
     ApprovalStatus,
@@ -22,7 +28,7 @@ from ..records import (
     Proposal,
     RuntimeDecision,
 )
-from ..storage import NewEvent
+from ..storage import Journal, NewEvent, WaitingCap, WaitingReached
 from ..tools import secret_marks
 from .approvals import ApprovalBook, ApprovalState, excluded_for, run_starter, view_is_news
 from .context import LoopContext
@@ -70,6 +76,40 @@ def _in_utc_range(moment: datetime) -> bool:
     return True
 
 
+def check_waiting(limits: InputLimits, journal: Journal, agent: str) -> WaitingCap | None:
+    """INVARIANT: an agent has at most ``waiting_per_agent`` things waiting for a person —
+    the approvals its actions asked for, not yet decided, and the human steps of its
+    workflow's runs, not yet answered; one more (an approval to ask, a run its token
+    starts) is refused before anything is journaled. Before, nothing bounded them (no limit
+    counts a call that does not run): an agent asked for an approval with every proposal,
+    or started a run of its workflow again and again, and the approvers' inbox held as many
+    as it sent (``tests/security/test_191``, ``test_193``) — the one that mattered among
+    them. Counted from the journal's undecided approvals and open steps of that agent (two
+    counts, only when one more is to be asked), and counted again by the journal under its
+    writer's lock with the append that asks (the :class:`~cradle_kg.storage.WaitingCap`
+    returned, for the event that makes one more wait): two processes asking at once no
+    longer pass it by one each (``test_202``)."""
+    cap = limits.waiting_per_agent
+    if cap is None:
+        return None
+    _, approvals = journal.approval_requests(undecided=True, requested_by=agent, limit=0)
+    _, steps = journal.open_step_requests(agent=agent, limit=0)
+    waiting = approvals + steps
+    if waiting >= cap:
+        raise waiting_error(agent, waiting, cap)
+    return WaitingCap(agent, cap)
+
+
+def waiting_error(agent: str, waiting: int, cap: int) -> QuotaExceededError:
+    """The refusal of one more thing to wait for ``agent`` (:func:`check_waiting`)."""
+    return QuotaExceededError(
+        f"`{agent}` has {waiting} approvals and human steps waiting for a person: the "
+        f"limit is {cap}" if cap else "nothing may wait for a person in this home "
+        "(`input_limits.waiting_per_agent` is 0)",
+        hint="a person decides (or rejects) the waiting ones first: `cradle-kg inbox`; "
+             "the limit is `input_limits.waiting_per_agent` in the home's config.json")
+
+
 class ApprovalFlow:
     def __init__(self, ctx: LoopContext, book: ApprovalBook, *, submit: Submit,
                  holds_tool: HoldsTool | None = None) -> None:
@@ -89,6 +129,7 @@ class ApprovalFlow:
         # INVARIANT: a pending approval belongs to its run and its proposal; another run
         # (or proposal) asking for the same action gets one of its own, in the inbox
         pending = self._pending(proposal, gate.action_digest)
+        waiting = None if pending else self._check_waiting(proposal)
         approval = pending[0].approval if pending else HumanApproval(
             id="apr:" + short_id(decision.id, gate.action_digest),
             decision_id=decision.id, proposal_id=proposal.id,
@@ -102,14 +143,22 @@ class ApprovalFlow:
                 subject="approval:" + gate.action_digest, actor=RUNTIME_ACTOR, at=now,
                 payload={"approval": approval.model_dump(mode="json"), "excluded": excluded,
                          "proposal": proposal.model_dump(mode="json"),
-                         **secret_marks(gate.spec)}))
+                         **secret_marks(gate.spec)}, waiting=waiting))
         outcome = Outcome(run_id=proposal.effective_run_id, proposal_id=proposal.id,
                           status=OutcomeStatus.AWAITING_APPROVAL, decision=decision,
                           approval=approval, reasons=decision.reasons or (
                               "a human approval of this exact action is required",))
         events.append(outcome_event(outcome, proposal.id))
-        self.ctx.append(events)
+        try:
+            self.ctx.append(events)
+        except WaitingReached as reached:  # another writer asked first: nothing written
+            raise waiting_error(reached.cap.agent, reached.waiting,
+                                reached.cap.limit) from None
         return outcome
+
+    def _check_waiting(self, proposal: Proposal) -> WaitingCap | None:
+        return check_waiting(self.ctx.config.input_limits, self.ctx.journal,
+                             proposal.agent_id)
 
     def _pending(self, proposal: Proposal, digest: str) -> list[ApprovalState]:
         """The approval this proposal waits for already, if any: the one its last outcome

@@ -49,13 +49,13 @@ that wants to use it, so a reusable approval cannot become a self-approval.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from ..canonical import token_hash
-from ..config import RuntimeConfig
+from ..config import Approver, RuntimeConfig
 from ..errors import ApprovalError, UnknownNameError
 from ..inputs import check_page
 from ..records import ApprovalStatus, AuditEvent, HumanApproval, Proposal
@@ -229,9 +229,19 @@ class ToolVersions:
 class ApprovalBook:
     """Reads approvals from the journal; writes go through the journal too."""
 
-    def __init__(self, journal: Journal, config: RuntimeConfig) -> None:
+    def __init__(self, journal: Journal, config: RuntimeConfig,
+                 approvers: Callable[[], tuple[Approver, ...]] | None = None) -> None:
         self.journal = journal
         self.config = config
+        #: the approvers as the home's configuration says them now (a runtime that read
+        #: its configuration from the file: :class:`~cradle_kg.config.ConfigFile`)
+        self.approvers = approvers or (lambda: self.config.approvers)
+
+    def approver(self, approver_id: str) -> Approver | None:
+        """The approver ``approver_id`` as the configuration says now: one removed, or whose
+        token was replaced, since the process started is no longer the one that was
+        (``tests/security/test_190``)."""
+        return next((a for a in self.approvers() if a.id == approver_id), None)
 
     def decided_for_digest(self, digest: str, *, run_id: str) -> list[ApprovalState]:
         """The approvals of one action digest that run asked for *and* a person decided
@@ -482,8 +492,17 @@ class ApprovalBook:
                 return event
         raise UnknownNameError(f"no proposal recorded for approval `{approval.id}`")
 
+    def token_holder(self, token: str) -> str | None:
+        """The approver ``token`` authenticates (each configured token hash compared in
+        constant time), or None: no approver, or more than one (a token two approvers share
+        names neither)."""
+        digest = token_hash(token)
+        held = [a.id for a in self.config.approvers
+                if hmac.compare_digest(digest, a.token_hash)]
+        return held[0] if len(held) == 1 else None
+
     def authenticate(self, approver_id: str, token: str) -> None:
-        approver = self.config.approver(approver_id)
+        approver = self.approver(approver_id)
         if approver is None:
             raise ApprovalError(f"`{approver_id}` is not a configured approver")
         if not hmac.compare_digest(token_hash(token), approver.token_hash):
@@ -502,8 +521,9 @@ class ApprovalBook:
                 "and cannot approve it")
         if a.status is not ApprovalStatus.PENDING:
             raise ApprovalError(f"approval `{a.id}` is already `{a.status}`")
-        approver = self.config.approver(approver_id)
-        assert approver is not None
+        approver = self.approver(approver_id)
+        if approver is None:  # removed from the configuration since it authenticated
+            raise ApprovalError(f"`{approver_id}` is not a configured approver")
         if scope and a.scope and scope != a.scope:  # the approver's word never widens it
             raise ApprovalError(f"approval `{a.id}` is asked within scope `{a.scope}`, "
                                 f"not `{scope}`")

@@ -179,7 +179,7 @@ def _check_scope(ctx: LoopContext, book: ApprovalBook, task: HumanTask, by: str)
     """INVARIANT: an approver limited to scopes closes only the tasks of actions that ran
     under an approval within one of them; any other task is for `*` (before, any approver
     closed any task: tests/security/test_186)."""
-    approver = ctx.config.approver(by)
+    approver = book.approver(by)
     if approver is None or "*" in approver.scopes:
         return
     scope = task_scope(ctx.journal, book, task)

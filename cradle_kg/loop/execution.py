@@ -91,7 +91,8 @@ class Execution:
             executed_at=now if executed else None,
             provenance=Provenance(source="gateway", actor=proposal.agent_id, timestamp=now,
                                   tool_ref=gate.spec.ref,
-                                  policy_version=self.policies.engine.version,
+                                  policy_version=(gate.policy_version
+                                                  or self.policies.engine.version),
                                   pack_versions=packs, input_hash=gate.input_hash),
         )
 

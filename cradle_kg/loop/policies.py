@@ -4,14 +4,23 @@ The home's own policies and each pack's (cited ``<pack-id>/<id>``) make one Ceda
 set. Before gate 1 reads it, the set in force is journaled whenever it changed
 (``policyset.activated``, texts kept as evidence), so "which policy version was in force
 at time T" has one answer.
+
+A long-lived process (``serve``, ``mcp serve``, ``cradle-kg worker``) reads the files again
+when they changed (:meth:`PolicySet.refresh`: a ``stat`` of each file and folder per call,
+nothing parsed while none changed): a forbid added during an incident decides the next
+call, under the new version, journaled as a start journals it. A set that no longer loads
+denies every call that reads it, saying why, until it loads again (fail closed).
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from ..errors import CradleError
 from ..evidence import EvidenceStore
 from ..policy import PolicyEngine, read_sources
 from ..records import RUNTIME_ACTOR
@@ -22,9 +31,37 @@ from .context import LoopContext
 PolicyPath = tuple[Path, str | None]
 
 
+#: what :func:`_stamp` says of one path: (inode, size, mtime, ctime), or None when absent
+FileKey = tuple[int, int, int, int] | None
+
+
 def _engine(paths: Sequence[PolicyPath]) -> PolicyEngine:
     return PolicyEngine(source for path, namespace in paths if path.exists()
                         for source in read_sources([path], namespace=namespace))
+
+
+def _key(path: str | Path) -> FileKey:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _watched(paths: Sequence[PolicyPath]) -> tuple[str, ...]:
+    """What tells that the set's files changed: each configured file or folder (a folder's
+    times change when a file in it is added, removed or replaced by a rename) and each
+    ``*.cedar`` file in a folder (its times change when it is written in place)."""
+    out: list[str] = []
+    for path, _ in paths:
+        out.append(str(path))
+        if path.is_dir():
+            out.extend(str(f) for f in sorted(path.glob("*.cedar")))
+    return tuple(out)
+
+
+def _stamp(watched: Sequence[str]) -> tuple[FileKey, ...]:
+    return tuple(_key(p) for p in watched)
 
 
 class PolicySet:
@@ -35,8 +72,19 @@ class PolicySet:
         #: the packs loaded (their refs), journaled with every activation
         self.pack_versions = pack_versions
         self.paths: list[PolicyPath] = [(p, None) for p in paths]
+        #: the files and folders watched, and what they were when :attr:`engine` (or
+        #: :attr:`problem`) was read from them (read first: an edit while they load is
+        #: read again at the first refresh)
+        self._watched = _watched(self.paths)
+        self._stamp = _stamp(self._watched)
         self.engine = _engine(self.paths)
         self._activation_seen: tuple[str, int] | None = None
+        #: why the files, changed since, do not load (None: they do): every call is denied
+        self.problem: str | None = None
+        self._lock = threading.Lock()
+        #: whether the files are read again when they change (an engine set in process,
+        #: :attr:`Runtime.policies <cradle_kg.loop.runtime.Runtime.policies>`, is kept)
+        self.follows_files = True
 
     def add(self, paths: Sequence[Path], *, namespace: str | None = None) -> None:
         """Put more policies in force: the home's own (``namespace`` None) or a pack's.
@@ -45,17 +93,40 @@ class PolicySet:
         force stays as it was.
         """
         wanted = [*self.paths, *((p, namespace) for p in paths)]
-        self.engine = _engine(wanted)
-        self.paths = wanted
+        with self._lock:
+            watched = _watched(wanted)
+            stamp = _stamp(watched)
+            self.engine = _engine(wanted)
+            self.paths, self._watched, self._stamp, self.problem = wanted, watched, stamp, None
 
-    def activate(self, run_id: str, now: datetime) -> None:
-        """Journal the policy set in force (texts kept as evidence) whenever it changes.
+    def refresh(self) -> None:
+        """Read the policy files again when any changed since they were read (one ``stat``
+        of each, nothing else, while none did). A set that does not load now leaves
+        :attr:`problem` saying why — every call is denied until it loads — and the last
+        set that loaded as :attr:`engine` (what an activation or a version names)."""
+        if not self.follows_files or _stamp(self._watched) == self._stamp:
+            return
+        with self._lock:
+            if _stamp(self._watched) == self._stamp:
+                return  # another thread read them meanwhile
+            # watched as they are now: the next change is read, this one is not read again
+            self._watched = watched = _watched(self.paths)
+            self._stamp = _stamp(watched)
+            try:
+                self.engine, self.problem = _engine(self.paths), None
+            except CradleError as exc:  # a PolicyError, a file that cannot be read
+                self.problem = exc.message
+
+    def activate(self, run_id: str, now: datetime, engine: PolicyEngine | None = None) -> None:
+        """Journal the policy set in force (``engine``, else :attr:`engine`; texts kept as
+        evidence) whenever it changes — at start and after a reload alike.
 
         Compared with the journal's latest activation, not with this process's memory: when
         another process switched to other policies and back, the switch back is recorded too.
         """
         journal = self.ctx.journal
-        version = self.engine.version
+        engine = engine if engine is not None else self.engine
+        version = engine.version
         subject = "policyset:" + version
         seen = (version, journal.watermark())
         if self._activation_seen == seen:  # nobody else wrote since we checked
@@ -70,10 +141,10 @@ class PolicySet:
             return
         sources = [{"name": s.name, "ref": self.evidence.put(s.text.encode("utf-8")),
                     **({"namespace": s.namespace} if s.namespace is not None else {})}
-                   for s in self.engine.sources]
+                   for s in engine.sources]
         self.ctx.append([NewEvent(run_id=run_id, kind="policyset.activated",
                                   subject=subject, actor=RUNTIME_ACTOR, at=now,
                                   payload={"version": version, "sources": sources,
-                                           "policy_ids": self.engine.policy_ids(),
+                                           "policy_ids": engine.policy_ids(),
                                            "packs": list(self.pack_versions)})])
         self._activation_seen = (version, journal.watermark())

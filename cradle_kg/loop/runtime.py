@@ -22,9 +22,22 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..config import RuntimeConfig, load_config
-from ..errors import CradleError, GraphStoreError, JournalError, RunOwnershipError
-from ..evidence import COLLECTED, EvidenceStore
+from ..config import Approver, ConfigFile, RuntimeConfig
+from ..errors import (
+    CradleError,
+    GraphStoreError,
+    JournalError,
+    QuotaExceededError,
+    RunOwnershipError,
+)
+from ..evidence import (
+    AGENT_ROLE,
+    COLLECTED,
+    COLLECTOR_ROLE,
+    EVIDENCE_RUN,
+    EvidenceStore,
+    collector_role,
+)
 from ..graph.catchup import catch_up
 from ..graph.knowledge import KnowledgeSource
 from ..graph.knowledge import install as install_knowledge
@@ -39,6 +52,7 @@ from ..policy import PolicyEngine
 from ..records import (
     Action,
     ApprovalStatus,
+    AuditEvent,
     HumanApproval,
     Outcome,
     Plan,
@@ -53,9 +67,11 @@ from ..storage import (
     NewEvent,
     RunNotNew,
     SqliteJournal,
+    UsageCap,
     home_journal_target,
     open_journal,
 )
+from ..storage.counting import REFUSALS_SCOPE
 from ..storage.graph import GraphStore
 from ..storage.graph_opening import open_graph_store
 from ..tools import LookupFunction, ToolFunction, ToolRegistry, ToolSpec
@@ -67,7 +83,7 @@ from .context import RUN_CLAIM_PREFIX, AppendListener, Clock, LoopContext, Propo
 from .escalation import HumanTask, repair_or_escalate, resolve_task
 from .execution import Execution
 from .gate1.checks import Gate1, GateInput
-from .gate1.decision import decide, decision_events
+from .gate1.decision import REFUSED_VERDICTS, decide, decision_events
 from .gate1.findings import DomainValidator, ValidatorBinding
 from .gate1.lineage import LineageGate, with_trace
 from .gate2 import DomainInvariant, Gate2, InvariantBinding
@@ -83,6 +99,27 @@ from .settlement import Settlement
 
 #: a submission that loses the race for its proposal id is evaluated again, this often
 _CLAIM_ATTEMPTS = 3
+#: the window of ``input_limits.refusals_per_agent_per_hour``
+_REFUSALS_WINDOW = timedelta(hours=1)
+
+
+def refusals_error(cap: UsageCap) -> QuotaExceededError:
+    """The refusal of a proposal past its agent's refusals in the hour (the cap the journal
+    found full: :meth:`Runtime._refusals_capped`): nothing of it was journaled."""
+    limit = cap.max_calls or 0
+    return QuotaExceededError(
+        f"`{cap.subject}` had {limit} proposals refused in the last hour: the limit is "
+        f"{limit}; this one was refused and not journaled" if limit else
+        f"`{cap.subject}`: no refused proposal is journaled in this home "
+        "(`input_limits.refusals_per_agent_per_hour` is 0); this one was not journaled",
+        hint="the agent's proposals are being denied: see `cradle-kg runs list` and why; "
+             "the limit is `input_limits.refusals_per_agent_per_hour` in the home's "
+             "config.json (an hour's sliding window)")
+#: the retired agents (no longer in the config) whose uploads of one blob the evidence
+#: check looks past before it gives up on the blob (fails closed: no evidence)
+MAX_RETIRED_COLLECTORS = 8
+#: the start of any journal's time: "ever", for a probe of an actor's events
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 #: the event an entry point writes to make a new run its agent's (:meth:`Runtime.claim_run`)
@@ -142,7 +179,16 @@ class Runtime:
                  journal: str | Path | None = None) -> None:
         self.home = Home(resolve_home(home))
         self.home.root.mkdir(parents=True, exist_ok=True)
-        config = config if config is not None else load_config(self.home.config)
+        #: the home's file as it says who its identities are now, when the configuration
+        #: is the file's (given in process: the given one's)
+        self.config_file: ConfigFile | None = None
+        if config is None:
+            config, self.config_file = ConfigFile.load(self.home.config)
+        #: the file's configuration last put in force (:meth:`refresh`)
+        self._file_config = config
+        #: why the home's ``config.json``, changed since, does not load (None: it does):
+        #: every proposal is denied until it loads again (:meth:`refresh`)
+        self.config_problem: str | None = None
         #: the journal of record: ``journal`` (a SQLite path or a PostgreSQL URL), else
         #: ``CRADLE_JOURNAL_URL``, else the config's ``journal``, else the home's file
         self.journal = open_journal(journal if journal is not None
@@ -168,7 +214,7 @@ class Runtime:
         self.projectors: list[PackProjector] = []
         #: the loaded packs' knowledge graphs, installed when the graph store opens
         self.knowledge: list[KnowledgeSource] = []
-        self.approvals = ApprovalBook(self.journal, config)
+        self.approvals = ApprovalBook(self.journal, config, approvers=self._approvers_now)
         #: lineage of argument values: the runs' derived index and the graph policies
         self.lineage = LineageGate(self.journal, self.tools)
         self.policy_set = PolicySet(self.context, evidence=self.evidence,
@@ -247,6 +293,29 @@ class Runtime:
     @policies.setter
     def policies(self, engine: PolicyEngine) -> None:
         self.policy_set.engine = engine
+        self.policy_set.follows_files = False  # set in process: the files no longer rule
+
+    def refresh(self) -> None:
+        """Put in force what the home's files say now, when they changed since they were
+        read — ``config.json`` (what a declared agent may do: its permissions, limits,
+        environments, input limits; the approvers) and the policy files: one ``stat`` per
+        file while none changed, nothing parsed. Run before every decision, so that a
+        long-lived process (``serve``, ``mcp serve``, ``cradle-kg worker``) narrows an agent
+        or applies a forbid added during an incident at the next call, without a restart
+        (the new policy set is journaled, ``policyset.activated``, before a decision names
+        its version). A file that does not load denies every proposal, saying why, until it
+        loads again (fail closed). What only a start sets up stays as the start read it:
+        the packs loaded, the journal, the graph store, ``deferred_flush_ms``. A runtime
+        given its configuration in process keeps that one."""
+        if self.config_file is not None:
+            config, self.config_problem = self.config_file.current()
+            if config is not None and config is not self._file_config:
+                self._file_config = config
+                running = self.config
+                self._put_in_force(config.model_copy(update={
+                    "packs": running.packs, "journal": running.journal,
+                    "graph": running.graph, "deferred_flush_ms": running.deferred_flush_ms}))
+        self.policy_set.refresh()
 
     # --- registration -------------------------------------------------------------
 
@@ -281,8 +350,14 @@ class Runtime:
         """Replace the configuration (identities, permissions, approvers, limits) in force.
 
         For an embedding that sets up its identities after the runtime is built — a pack's
-        example runner, a demo. Later decisions and approvals read the new configuration.
+        example runner, a demo. Later decisions and approvals read the new configuration,
+        and only it: the home's ``config.json`` is no longer followed (who the approvers
+        and agents are is the given configuration's, as for a runtime built with one).
         """
+        self.config_file, self.config_problem = None, None
+        self._put_in_force(config)
+
+    def _put_in_force(self, config: RuntimeConfig) -> None:
         self.context.config = config
         self.approvals.config = config
         self.gate2.max_read_age = timedelta(seconds=config.verification_max_age_seconds)
@@ -388,7 +463,9 @@ class Runtime:
         ref = self.evidence.put(data)
         self.context.append([NewEvent(run_id=run_id, kind="evidence.collected", subject=ref,
                                       actor=collector, at=self.clock(),
-                                      payload={"ref": ref, "kind": kind, "bytes": len(data)})])
+                                      payload={"ref": ref, "kind": kind, "bytes": len(data),
+                                               COLLECTOR_ROLE: collector_role(self.config,
+                                                                              collector)})])
         return ref
 
     # --- the loop -----------------------------------------------------------------
@@ -412,6 +489,20 @@ class Runtime:
         if isinstance(raw, Proposal) and self._checked.get(id(raw)) is raw:
             return self._submit_parsed(raw)
         return self._submit_parsed(self.parse_proposal(raw))
+
+    def _approvers_now(self) -> tuple[Approver, ...]:
+        """The approvers the configuration in force says now: the home's file, read again
+        when it changed (``tests/security/test_190``), or the one given in process."""
+        if self.config_file is not None:
+            return self.config_file.approvers()
+        return self.config.approvers
+
+    def declared_agents(self) -> frozenset[str]:
+        """The agents the home's configuration declares now (the file's, read again when it
+        changed; given in process: the given configuration's): who a token may act as."""
+        if self.config_file is not None:
+            return self.config_file.agents()
+        return frozenset(a.id for a in self.config.agents)
 
     def claim_run(self, run_id: str, agent_id: str) -> None:
         """Make ``run_id`` ``agent_id``'s before anything is journaled in it, or raise
@@ -451,40 +542,51 @@ class Runtime:
     def _submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         """:meth:`submit` without the agent's checks (:func:`check_agent_proposal`): the
         runtime's own proposals (a compensation) come in here."""
-        return self._submit_parsed(parse_proposal(raw, self.config.input_limits))
+        return self._submit_parsed(parse_proposal(raw, self.config.input_limits), own=True)
 
-    def _submit_parsed(self, proposal: Proposal) -> Outcome:
+    def _submit_parsed(self, proposal: Proposal, *, own: bool = False) -> Outcome:
         # a submission that lost the race for its id to another process is evaluated again:
         # it is now the identical proposal (recorded outcome) or a reused id (denied); one
         # whose intent another worker's took past a limit, too: gate 1 now denies it
         limited = False
         for _ in range(_CLAIM_ATTEMPTS):
             try:
-                return self._submit_once(proposal)
+                return self._submit_once(proposal, own=own)
             except ProposalIdClaimed:
                 limited = False
-            except LimitReached:
+            except LimitReached as reached:
+                if reached.cap.scope == REFUSALS_SCOPE:  # nothing of it was written
+                    raise refusals_error(reached.cap) from None
                 limited = True
         raise JournalError(f"proposal `{proposal.id}`: " + (
             "other workers' calls keep reaching its limits first" if limited
             else "its id is contended") + "; submit it again")
 
-    def _submit_once(self, proposal: Proposal) -> Outcome:
+    def _submit_once(self, proposal: Proposal, *, own: bool = False) -> Outcome:
         now = self.clock()
         run_id = proposal.effective_run_id
-        self.policy_set.activate(run_id, now)
-        gate = Gate1(self._gate_input(now, run_id=run_id)).run(proposal)
+        self.refresh()
+        # one policy set for this decision: journaled as in force, asked, and named
+        engine = self.policies
+        self.policy_set.activate(run_id, now, engine)
+        gate = Gate1(self._gate_input(now, run_id=run_id, policies=engine)).run(proposal)
+        gate.policy_version = engine.version
         if gate.resubmission:
             recorded = recorded_answer(self.context, proposal)
             if recorded is not None:
                 return recorded
-        decision = decide(proposal, gate, now, policy_version=self.policies.version,
+        decision = decide(proposal, gate, now, policy_version=engine.version,
                           pack_versions=tuple(self.pack_versions))
         # dumped once: for its decision.made event and for the outcome that carries it
         decided = decision.model_dump(mode="json")
         base = with_trace(decision_events(proposal, gate, decision, now, decided=decided),
                           gate, now)
         dumped: list[Dumped] = [("decision", decision, decided)]
+        # the runtime's own proposals (a compensation) are not refused for the agent's
+        # refusals: a denied compensation must still end in its escalation (counted, not
+        # capped)
+        if decision.verdict in REFUSED_VERDICTS and not own:
+            base = self._refusals_capped(proposal, base, now)
         if gate.recorded_intent_seq is not None and decision.verdict in (
                 Verdict.ALLOW, Verdict.REQUIRE_APPROVAL):
             return self.execution.replayed(proposal, gate, decision, base)
@@ -502,9 +604,31 @@ class Runtime:
             return outcome
         return self.execution.execute(proposal, gate, decision, base, now, dumped=dumped)
 
-    def _gate_input(self, now: datetime, *, run_id: str) -> GateInput:
+    def _refusals_capped(self, proposal: Proposal, base: list[NewEvent],
+                         now: datetime) -> list[NewEvent]:
+        """INVARIANT: an agent has at most ``refusals_per_agent_per_hour`` proposals refused
+        by gate 1 journaled in any hour (a sliding window). Before, a denied proposal was
+        journaled whole — up to ``max_bytes`` — and no limit counted it (the rate and cost
+        limits count intents): an agent's token grew the journal with denied proposals as
+        fast as the server took them (``tests/security/test_204``). The decision carries a
+        :class:`~cradle_kg.storage.UsageCap` on the agent's refusals, counted by the
+        journal under its writer's lock with the append itself (two index probes of the
+        usage buckets; only a refused proposal pays it): past it nothing is written and
+        the proposal is refused (``quota_exceeded``). An allowed call carries none."""
+        limit = self.config.input_limits.refusals_per_agent_per_hour
+        if limit is None:
+            return base
+        cap = UsageCap(REFUSALS_SCOPE, proposal.agent_id, since=now - _REFUSALS_WINDOW,
+                       max_calls=limit)
+        return [replace(e, caps=(*e.caps, cap)) if e.kind == "decision.made" else e
+                for e in base]
+
+    def _gate_input(self, now: datetime, *, run_id: str,
+                    policies: PolicyEngine | None = None) -> GateInput:
         return GateInput(
-            config=self.config, tools=self.tools, policies=self.policies, journal=self.journal,
+            config=self.config, tools=self.tools, journal=self.journal,
+            policies=policies if policies is not None else self.policies,
+            config_problem=self.config_problem, policy_problem=self.policy_set.problem,
             validators=self.validators, pack_versions=tuple(self.pack_versions),
             evidence_exists=self.evidence.exists,
             evidence_collected_at=self._evidence_collected_at,
@@ -524,17 +648,40 @@ class Runtime:
         return record_input(self.context, self.evidence, run_id, text, author=author,
                             kind=kind, now=self.clock())
 
-    def _evidence_collected_at(self, ref: str, proposer: str | None) -> datetime | None:
+    def _evidence_collected_at(self, ref: str, proposer: str | None,
+                               run_id: str | None = None) -> datetime | None:
         # INVARIANT: one row, however often the blob was uploaded (tests/security/test_70),
         # and collected by someone who is no agent of the home (a person, the host, the
         # runtime's collectors): an agent's upload is its word, not evidence — for its own
         # proposals (tests/security/test_175) and for another agent's (test_180)
+        # — judged by what its collector was when it collected it, not by today's
+        # config: an agent removed since is still the agent it was (test_196); and, given
+        # `run_id`, collected for that run or for any, never for another (test_199)
+        for_run = (run_id, EVIDENCE_RUN) if run_id is not None else None
         if proposer is None:
-            last = self.journal.last_for_subject(ref, COLLECTED)
-        else:
-            agents = {a.id for a in self.config.agents} | {proposer}
-            last = self.journal.last_for_subject(ref, COLLECTED, not_by=tuple(sorted(agents)))
-        return last.at if last is not None else None
+            last = self.journal.last_for_subject(ref, COLLECTED, for_run=for_run)
+            return last.at if last is not None else None
+        passed = {a.id for a in self.config.agents} | {proposer}
+        for _ in range(MAX_RETIRED_COLLECTORS + 1):
+            last = self.journal.last_for_subject(ref, COLLECTED, not_by=tuple(sorted(passed)),
+                                                 for_run=for_run)
+            if last is None:
+                return None
+            if not self._was_agent(last):
+                return last.at
+            passed.add(last.actor)  # a retired agent: its rows passed over from now on
+        return None  # fail closed: more retired agents uploaded it than are looked past
+
+    def _was_agent(self, collected: AuditEvent) -> bool:
+        """Whether the collector of ``collected`` was an agent of the home when it
+        collected the blob: its event says so (:data:`~cradle_kg.evidence.COLLECTOR_ROLE`);
+        an event written before events said it is an agent's when its actor ever proposed
+        (one probe of ``events_kind_actor``)."""
+        role = collected.payload.get(COLLECTOR_ROLE)
+        if isinstance(role, str):
+            return role == AGENT_ROLE
+        return bool(self.journal.recent_sizes("proposal.received", collected.actor,
+                                              since=EPOCH, limit=1))
 
     def run_plan(self, plan: Plan) -> PlanOutcome:
         """Run a plan step by step, each step through both gates."""
@@ -564,6 +711,12 @@ class Runtime:
         (``tool_id``: its action's tool): two indexed reads (its request, its asking
         decision), whatever the journal holds."""
         return ToolVersions(self.approvals.asked_under(approval), self.tool_ref_now(tool_id))
+
+    def requested_tool(self, approval: HumanApproval) -> ToolVersions:
+        """:meth:`approval_tool` for the tool of the action that asked for ``approval``
+        (its request read for it): what a list of approvals shows beside each."""
+        return self.approval_tool(
+            approval, self.approvals.requested_proposal(approval).action.action_type)
 
     def resume(self, run_id: str) -> list[Outcome]:
         """Re-submit the proposals of a run that wait for an approval that is now given."""

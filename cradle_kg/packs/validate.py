@@ -23,6 +23,7 @@ from ..graph.rdfio import read_rdf
 from ..graph.shacl import load_shapes
 from ..graph.vocab import ONTOLOGY_FILE, ONTOLOGY_VERSION
 from ..inputs import load_json_file, read_text_file
+from ..lineage.rules import load_rules
 from ..policy import PolicyEngine, validate_against_schema
 from .loader import Pack, load_pack
 from .manifest import ENTRY, line_of, satisfies
@@ -108,6 +109,7 @@ def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
         except CradleError as exc:
             report.errors.append(exc.message)
     _check_policies(pack, report)
+    _check_graph_policies(pack, report)
     _check_examples(examples, report)
     # INVARIANT: nothing here imports the pack — entries are checked on the parsed source
     sources = Sources()  # each module parsed once, within a budget (tests/security/test_95)
@@ -138,6 +140,18 @@ def _check_examples(files: list[Path], report: PackReport) -> None:
         except InputError as exc:
             why = exc.message.removeprefix(f"`{file}`: ")
             report.errors.append(f"{file}: not a JSON example: {why}")
+
+
+def _check_graph_policies(pack: Pack, report: PackReport) -> None:
+    """Each graph policy read as the runtime reads it when the pack loads: one it would
+    refuse (an unreadable or misspelled annotation, a verdict it does not know, a query
+    that does not compile) is reported here, not first when a home opens."""
+    for file in pack.files(pack.manifest.graph_policies):
+        try:
+            load_rules([file], namespace=pack.id)
+            report.checked.append(str(file))
+        except CradleError as exc:
+            report.errors.append(exc.message)
 
 
 def _check_policies(pack: Pack, report: PackReport) -> None:

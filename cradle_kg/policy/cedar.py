@@ -18,10 +18,11 @@ id]), so a decision names exactly the rules that were in force, and whose they w
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,42 @@ def _shown(text: str) -> str:
     return shown + "…" if len(text) > 80 else shown
 
 
+#: the annotations the runtime reads (``@id`` and ``@reason`` name and explain a rule; the
+#: others are obligations), and what each obligation may say
+OBLIGATIONS: dict[str, tuple[str, Callable[[str], bool]]] = {
+    "requires_approval": ('"true" or "false"', lambda v: v in ("true", "false")),
+    "approval_scope": ("a scope's name", lambda v: POLICY_ID.fullmatch(v) is not None),
+    "requires_evidence": ("a whole number of documents, at most 10000",
+                          lambda v: v.isascii() and v.isdigit() and int(v) <= 10_000),
+    "on_deny": ('"repair" or "clarify"', lambda v: v in ("repair", "clarify")),
+}
+KNOWN_ANNOTATIONS = frozenset({"id", "reason", *OBLIGATIONS})
+
+
+def check_obligations(where: str, notes: dict[str, str]) -> None:
+    """Refuse an obligation the runtime would not read as written: a value it does not
+    know (``@requires_approval("yes")`` asked nobody; ``@requires_evidence("two")`` asked
+    for one document), or an annotation spelled like an obligation but not one
+    (``@requires_aproval``, ``@Requires_Approval``: read as no obligation at all). Before,
+    either was an allow the operator never wrote (``tests/security/test_189``); another
+    annotation of the operator's own (``@owner``, ``@description``) is left alone."""
+    for name, value in notes.items():
+        if name in OBLIGATIONS:
+            said, valid = OBLIGATIONS[name]
+            if not valid(value):
+                raise PolicyError(f"{where}: `@{name}(\"{_shown(value)}\")`: the runtime "
+                                  f"reads {said}", hint="an obligation it cannot read is "
+                                  "refused, never read as none")
+        elif name not in KNOWN_ANNOTATIONS:
+            near = difflib.get_close_matches(name.lower(), sorted(OBLIGATIONS), n=1,
+                                             cutoff=0.75)
+            if near:
+                raise PolicyError(f"{where}: `@{_shown(name)}` is no annotation the runtime "
+                                  f"reads: did you mean `@{near[0]}`?",
+                                  hint="an obligation spelled otherwise is not one: the "
+                                       "policy would permit without it")
+
+
 def _positional(pid: str) -> int:
     return int(pid.removeprefix("policy")) if re.fullmatch(r"policy\d+", pid) else -1
 
@@ -168,6 +205,7 @@ def _cited_ids(sources: tuple[PolicySource, ...], merged: dict[str, tuple[str, d
                 raise PolicyError(f"`{source.name}`: cannot line the policies up with the "
                                   "policy set (cedar numbered them differently)")
             own = notes.get("id", f"policy{base + index}")
+            check_obligations(f"`{source.name}`: policy `{_shown(own)}`", notes)
             if source.namespace is None and NAMESPACE_SEPARATOR in own:
                 raise PolicyError(f"`{source.name}`: policy id `{_shown(own)}`: "
                                   f"`{NAMESPACE_SEPARATOR}` is reserved for the ids of pack "
@@ -342,18 +380,22 @@ class PolicyEngine:
 
     @staticmethod
     def _allowed(determining: tuple[PolicyResult, ...]) -> PolicyOutcome:
-        approval = any(p.annotations.get("requires_approval") == "true" for p in determining)
-        scope = next(
-            (p.annotations["approval_scope"] for p in determining
-             if "approval_scope" in p.annotations),
-            None,
-        )
+        asking = [p for p in determining if p.annotations.get("requires_approval") == "true"]
+        # INVARIANT: the approval is asked within the scope the policies that ask for it
+        # all name, else within none (an approver holding `*`): before, the first
+        # determining policy naming a scope chose the desk, and an action two policies
+        # sent to a person was decided by the laxer one (tests/security/test_188). When no
+        # policy asks (an irreversible tool does), the scope the permits naming one agree on
+        scopes = ({p.annotations.get("approval_scope") or None for p in asking} if asking
+                  else {p.annotations["approval_scope"] or None for p in determining
+                        if "approval_scope" in p.annotations})
+        scope = scopes.pop() if len(scopes) == 1 else None
         evidence = 0
         for p in determining:
             raw = p.annotations.get("requires_evidence")
             if raw is not None:
                 evidence = max(evidence, int(raw) if raw.isdigit() else 1)
-        return PolicyOutcome(True, determining, (), approval, scope, evidence)
+        return PolicyOutcome(True, determining, (), bool(asking), scope, evidence)
 
 
 def read_sources(paths: Iterable[Path], *, namespace: str | None = None

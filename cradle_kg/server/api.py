@@ -207,8 +207,7 @@ def make_router(runtime: Runtime) -> APIRouter:
                                            base_url=os.environ.get("CRADLE_MODEL_BASE_URL"),
                                            api_key=os.environ.get("CRADLE_MODEL_API_KEY"))
             # a stale approval can be decided; the answer says it covers nothing now
-            tool = runtime.approval_tool(
-                approval, runtime.approvals.requested_proposal(approval).action.action_type)
+            tool = runtime.requested_tool(approval)
             return approval, outcome, walked, tool.to_dict()
         updated, outcome, walked, tool = call(go)
         return {"approval": updated.model_dump(mode="json"), "outcome": outcome_dict(outcome),

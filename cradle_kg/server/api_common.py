@@ -121,7 +121,8 @@ def outcome_dict(outcome: Outcome | None) -> dict[str, Any] | None:
 def _caller(request: Request,
             creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> Caller:
     runtime: Runtime = request.app.state.runtime
-    who = authenticate(runtime.home, runtime.config, creds.credentials if creds else "")
+    who = authenticate(runtime.home, runtime.config, creds.credentials if creds else "",
+                       runtime.approvals.approvers(), runtime.declared_agents())
     if who is None:
         raise HTTPException(401, detail={"error": "unauthenticated",
                                          "message": "a valid bearer token is required"},

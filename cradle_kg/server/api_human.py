@@ -36,6 +36,7 @@ from ..errors import (
 from ..evidence import HOST_COLLECTOR_PREFIX, MAX_EVIDENCE_BYTES, evidence_record, upload
 from ..inbox import INBOX_PAGE, MAX_INBOX_PAGE, InboxItem, inbox, inbox_size, parse_kinds
 from ..inputs import MAX_PAGE_INTEGER
+from ..loop.approval_flow import check_waiting, waiting_error
 from ..loop.runtime import Runtime
 from ..runs import (
     EVENTS_PAGE,
@@ -45,6 +46,7 @@ from ..runs import (
     shown_events,
     state_counts,
 )
+from ..storage import WaitingReached
 from ..workflow import runner
 from ..workflow.definitions import MAX_FILE_BYTES, load_file, parse_definition
 from ..workflow.engine import Engine
@@ -104,6 +106,12 @@ def _asker(who: Caller) -> str | None:
     """Whose approvals an inbox read for ``who`` is filtered to, in the query (an agent's
     own: ``tests/security/test_100``); ``None`` for an approver (all of it)."""
     return None if who.is_approver else who.identity
+
+
+def _decider(who: Caller) -> str | None:
+    """The approver an inbox read is for: one limited to scopes is shown and counted only
+    what they may decide (``tests/security/test_198``); ``None`` for an agent."""
+    return who.identity if who.is_approver else None
 
 
 def _limits(runtime: Runtime, max_bytes: int) -> Any:
@@ -192,7 +200,8 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
         # counted in the derived tables: the page polls this every 3 s (before, every
         # pending item was read and rendered to be counted)
         return call(lambda: {"runs": state_counts(runtime.journal),
-                             "inbox": inbox_size(runtime, requested_by=_asker(who))})
+                             "inbox": inbox_size(runtime, requested_by=_asker(who),
+                                                 decider=_decider(who))})
 
     # `:path`: a run id may hold `/`, decoded before routing (tests/security/test_97)
     @router.get("/runs/{run_id:path}/view",
@@ -215,9 +224,10 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
                                                                events)) if mine else [],
                                    "inbox": _visible(who, inbox(
                                        runtime, run_id=run_id, requested_by=_asker(who),
-                                       limit=INBOX_PAGE)),
+                                       limit=INBOX_PAGE, decider=_decider(who))),
                                    "inbox_total": inbox_size(runtime, run_id=run_id,
-                                                             requested_by=_asker(who))}
+                                                             requested_by=_asker(who),
+                                                             decider=_decider(who))}
             if summary.workflow is not None and reads_workflow(who, run_id):
                 try:
                     out["workflow_status"] = status = runner.status(engine(), run_id)
@@ -265,8 +275,15 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
             if not who.is_approver and who.identity != wf.agent:
                 raise HTTPException(403, detail={"error": "forbidden", "message": (
                     f"`{who.identity}` may not start `{wf.id}` (its agent or an approver may)")})
-            return runner.start(engine(), path, body.input, run_id=body.run_id,
-                                by=who.identity)
+            waiting = None
+            if not who.is_approver:  # the agent's own token: within what may wait for it
+                waiting = check_waiting(runtime.config.input_limits, runtime.journal, wf.agent)
+            try:
+                return runner.start(engine(), path, body.input, run_id=body.run_id,
+                                    by=who.identity, waiting=waiting)
+            except WaitingReached as reached:  # counted again under the journal's lock
+                raise waiting_error(reached.cap.agent, reached.waiting,
+                                    reached.cap.limit) from None
         return await run_in_threadpool(call, go)
 
     @router.get("/workflows/runs/{run_id}", summary="Where a workflow run stands (read only; "
@@ -292,7 +309,8 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
         # one page, oldest first; `/api/overview`'s `inbox` counts them all
         return call(lambda: _visible(who, inbox(runtime, kinds=parse_kinds(kind or ()),
                                                 run_id=run, requested_by=_asker(who),
-                                                limit=limit, offset=offset)))
+                                                limit=limit, offset=offset,
+                                                decider=_decider(who))))
 
     @router.post("/steps/{run_id}/{step}/decide",
                  summary="Answer a waiting human step (an approver); the run continues")
@@ -316,8 +334,9 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
                                       "hourly quota, 429 past it); answers its address")
     async def add_evidence(request: Request, who: Who,
                            kind: Annotated[str, Query(min_length=1, max_length=200)] = "document",
-                           source: Annotated[str | None, Query(max_length=1000)] = None
-                           ) -> dict[str, Any]:
+                           source: Annotated[str | None, Query(max_length=1000)] = None,
+                           run: Annotated[str | None, Query(min_length=1, max_length=1000)]
+                           = None) -> dict[str, Any]:
         try:
             data = await read_body(request, _limits(runtime, MAX_EVIDENCE_BYTES))
         except HTTPException:
@@ -331,9 +350,11 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
         by = f"{HOST_COLLECTOR_PREFIX}{who.identity}" if who.is_host else who.identity
 
         def put() -> dict[str, Any]:  # under the API's lock: the quota's count holds
+            # `run`: the run it is evidence for, alone (tests/security/test_199)
             ref = upload(runtime.context, runtime.evidence, data, kind=kind, source=source,
-                         by=by)
-            return {"ref": ref, "bytes": len(data), "kind": kind, "source": source, "by": by}
+                         by=by, for_run=run)
+            return {"ref": ref, "bytes": len(data), "kind": kind, "source": source, "by": by,
+                    "run": run}
         return await run_in_threadpool(call, put)
 
     @router.get("/evidence/{ref}", summary="Who added a blob and when; re-hashed (409 if edited)")

@@ -26,14 +26,14 @@ import json
 import os
 import secrets
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from ..canonical import token_hash
-from ..config import RuntimeConfig, locked_beside
+from ..config import Approver, RuntimeConfig, locked_beside
 from ..errors import InputError, UnknownNameError
 from ..home import Home
 from .readers import TOKEN_FILE
@@ -132,18 +132,25 @@ def revoke_agent_token(home: Home, agent_id: str) -> bool:
         home, lambda identities: identities.pop(agent_id, None) is not None)
 
 
-def authenticate(home: Home, config: RuntimeConfig, token: str) -> Caller | None:
-    """The identity a bearer token belongs to, or None."""
+def authenticate(home: Home, config: RuntimeConfig, token: str,
+                 approvers: Sequence[Approver] | None = None,
+                 agents: Collection[str] | None = None) -> Caller | None:
+    """The identity a bearer token belongs to, or None. ``approvers`` and ``agents``: the
+    approvers and the declared agents as the home's configuration says them now
+    (``Runtime.approvals.approvers()``, ``Runtime.declared_agents()``: one removed from the
+    file since the server started no longer authenticates, ``tests/security/test_190``,
+    ``test_192``); default ``config``'s."""
     if not token:
         return None
     digest = token_hash(token)
     roles: dict[str, set[str]] = {}
-    for approver in config.approvers:
+    for approver in (config.approvers if approvers is None else approvers):
         if hmac.compare_digest(digest, approver.token_hash):
             roles.setdefault(approver.id, set()).add("approver")
     for agent_id, entry in read_agent_tokens(home).items():
-        if hmac.compare_digest(digest, str(entry.get("token_hash", ""))) \
-                and config.agent(agent_id) is not None:
+        declared = (config.agent(agent_id) is not None if agents is None
+                    else agent_id in agents)
+        if hmac.compare_digest(digest, str(entry.get("token_hash", ""))) and declared:
             roles.setdefault(agent_id, set()).add("agent")
             if entry.get("host") is True:  # exactly true: anything else is an agent's
                 roles[agent_id].add("host")

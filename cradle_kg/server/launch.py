@@ -81,6 +81,7 @@ def graph_readers(settings: ServerSettings) -> GraphReaders:
     config = load_config(home.config)
     return GraphReaders(who=settings.graph_readers,
                         approver_hashes=tuple(a.token_hash for a in config.approvers),
+                        config_file=str(home.config),
                         token_file=str(home.root / TOKEN_FILE),
                         agents=tuple(a.id for a in config.agents))
 

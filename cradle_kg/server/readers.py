@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -33,8 +34,12 @@ class GraphReaders:
     """The readers a server answers (picklable: each query worker is given one)."""
 
     who: str = "anyone"
-    #: the approvers' token hashes (``config.json``)
+    #: the approvers' token hashes (``config.json``) when the server started
     approver_hashes: tuple[str, ...] = ()
+    #: the home's ``config.json``, whose approvers' hashes and declared agents are read
+    #: again when it changed (one removed since the server started reads no more:
+    #: test_190, test_192)
+    config_file: str | None = None
     #: ``tokens``: the agents' token file (``api-tokens.json``) and the agents declared
     token_file: str | None = None
     agents: tuple[str, ...] = ()
@@ -55,17 +60,54 @@ class GraphReaders:
         # the hash :func:`cradle_kg.canonical.token_hash` keeps, computed here: the query
         # workers' fork server imports no pydantic (``tests/server/test_worker_lean.py``)
         digest = "sha256:" + hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
-        if any(hmac.compare_digest(digest, h) for h in self.approver_hashes):
+        if any(hmac.compare_digest(digest, h) for h in self._approver_hashes()):
             return None
         if self.who == "tokens" and any(hmac.compare_digest(digest, h)
                                         for h in self._agent_hashes()):
             return None
         return f"this token may not read the graph: it needs {needed}"
 
+    def _identities(self) -> tuple[tuple[str, ...], frozenset[str] | None]:
+        """The approvers' token hashes and the declared agents as the home's configuration
+        says them now (read with the standard library: the query workers import no
+        pydantic; again only when the file changed); a file that cannot be read admits no
+        approver and no agent (fail closed). Without a file: those given at start (agents:
+        None, the given tuple)."""
+        if self.config_file is None:
+            return self.approver_hashes, None
+        try:
+            key = os.stat(self.config_file)
+        except OSError:
+            return (), frozenset()
+        stamp = (key.st_ino, key.st_size, key.st_mtime_ns, key.st_ctime_ns)
+        cached = _CONFIG_IDENTITIES.get(self.config_file)
+        if cached is not None and cached[0] == stamp:
+            return cached[1], cached[2]
+        hashes: tuple[str, ...] = ()
+        agents: frozenset[str] = frozenset()
+        try:
+            with open(self.config_file, encoding="utf-8") as handle:
+                raw = json.load(handle)
+            if isinstance(raw, dict):
+                listed = raw.get("approvers", [])
+                hashes = tuple(a["token_hash"] for a in listed if isinstance(a, dict)
+                               and isinstance(a.get("token_hash"), str))
+                agents = frozenset(a["id"] for a in raw.get("agents", [])
+                                   if isinstance(a, dict) and isinstance(a.get("id"), str))
+        except (OSError, ValueError, TypeError, AttributeError):
+            hashes, agents = (), frozenset()
+        _CONFIG_IDENTITIES[self.config_file] = (stamp, hashes, agents)
+        return hashes, agents
+
+    def _approver_hashes(self) -> tuple[str, ...]:
+        return self._identities()[0]
+
     def _agent_hashes(self) -> set[str]:
         """The token hashes of the declared agents, read now (no file: none)."""
         if self.token_file is None:
             return set()
+        now = self._identities()[1]
+        declared = self.agents if now is None else now
         try:
             with open(self.token_file, encoding="utf-8") as handle:
                 raw = json.load(handle)
@@ -77,10 +119,15 @@ class GraphReaders:
         found = set()
         for agent, entry in identities.items():
             digest = entry.get("token_hash") if isinstance(entry, dict) else None
-            if agent in self.agents and isinstance(digest, str):
+            if agent in declared and isinstance(digest, str):
                 found.add(digest)
         return found
 
+
+#: the identities read from a configuration file, by its path: (its state, the approvers'
+#: token hashes, the declared agents)
+_CONFIG_IDENTITIES: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...],
+                                    frozenset[str]]] = {}
 
 #: the header a 401 carries (RFC 6750)
 CHALLENGE: Final = 'Bearer realm="cradle-kg graph"'

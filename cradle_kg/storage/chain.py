@@ -120,6 +120,22 @@ def event_hash(*, seq: int, event_id: str, run_id: str, kind: str, subject: str,
     )
 
 
+def hash_parts(*, run_id: str, kind: str, subject: str, actor: str, at: str,
+               payload_hash: str, idem_key: str | None) -> tuple[bytes, bytes, bytes, bytes]:
+    """The text :func:`event_hash` hashes, UTF-8, less what the head decides: the four
+    pieces around the event's id, its ``prev_hash`` and its seq. The hash is
+    ``sha256(pre + b'"' + id + b'"' + mid + b'"' + prev_hash + b'"' + post + seq + tail)``
+    (seq in decimal) — what the PostgreSQL journal's ``cradle_append`` computes under its
+    lock from these pieces (:mod:`.pg_append`), byte for byte the text above
+    (``tests/storage/test_event_hash.py``)."""
+    idem = "null" if idem_key is None else _json_str(idem_key)
+    return (f'{{"actor":{_json_str(actor)},"at":{_json_str(at)},"id":'.encode(),
+            f',"idem_key":{idem},"kind":{_json_str(kind)},'
+            f'"payload_hash":{_json_str(payload_hash)},"prev_hash":'.encode(),
+            f',"run_id":{_json_str(run_id)},"seq":'.encode(),
+            f',"subject":{_json_str(subject)}}}'.encode())
+
+
 @dataclass(frozen=True, slots=True)
 class Anchor:
     """A head kept elsewhere by the operator: ``seq:sha256:<hex>`` or ``sha256:<hex>``."""

@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..isotime import parse_iso
+from .run_state_sql import pg_payload
 
 #: scopes a usage bucket counts for, besides ``*`` (every intent)
 USAGE_FIELDS = ("agent", "task_id", "tenant")
@@ -24,6 +25,14 @@ USAGE_FIELDS = ("agent", "task_id", "tenant")
 #: workflow (when its payload names them) and to its run
 BUDGET_SCOPES = {"tenant": "budget.tenant", "workflow": "budget.workflow",
                  "invocation": "budget.invocation"}
+
+#: the usage scope of an agent's refused proposals (``input_limits.refusals_per_agent_per_hour``):
+#: a ``decision.made`` whose payload names the agent under :data:`REFUSED_AGENT` counts in
+#: the agent's bucket (a decision written before said it counts in none)
+REFUSALS_SCOPE = "refusals.agent"
+#: the key of a ``decision.made`` payload naming the agent whose proposal gate 1 denied or
+#: sent back (``deny``, ``clarify``, ``repair``)
+REFUSED_AGENT = "refused_agent"
 
 def window_usage(row: tuple[Any, ...]) -> tuple[int, float]:
     """(calls, cost) in a window from :data:`.sqlite_derived.USAGE_WINDOW_SQL`'s row (and
@@ -67,9 +76,13 @@ def budget_keys(run_id: str, payload: dict[str, Any]) -> list[tuple[str, str]]:
 def counted_keys(kind: str, run_id: str, payload: dict[str, Any]) -> list[tuple[str, str]]:
     """The usage buckets one event counts in (none for most kinds), with its
     :func:`intent_cost`: an intent's (:func:`usage_keys`), a budget charge's
-    (:func:`budget_keys`) — both journals, and the caps checked under the writer's lock."""
+    (:func:`budget_keys`), a refused proposal's decision (:data:`REFUSALS_SCOPE`, no cost)
+    — both journals, and the caps checked under the writer's lock."""
     if kind == "action.intent":
         return usage_keys(payload)
+    if kind == "decision.made":
+        agent = payload.get(REFUSED_AGENT)
+        return [(REFUSALS_SCOPE, agent)] if isinstance(agent, str) else []
     if charges_budget(kind, payload):
         return budget_keys(run_id, payload)
     return []
@@ -100,7 +113,8 @@ def kind_term(kind: str, p: str) -> tuple[str, tuple[str, ...]]:
     return f"kind = {p}", (kind,)
 
 
-def last_for_subject_sql(kind: str, cols: str, p: str, *, not_by: tuple[str, ...] = ()
+def last_for_subject_sql(kind: str, cols: str, p: str, *, not_by: tuple[str, ...] = (),
+                         for_run: tuple[str, str] | None = None, dialect: str = "sqlite"
                          ) -> tuple[str, tuple[str, ...]]:
     """The query of :meth:`.journal.Journal.last_for_subject` (then the subject, then the
     parameters returned): the newest event of one kind about a subject — an outcome
@@ -108,11 +122,25 @@ def last_for_subject_sql(kind: str, cols: str, p: str, *, not_by: tuple[str, ...
     ``events_subject_outcome``, one probe however many ``action.replayed`` events about
     the action came after it (through ``events_subject`` each of them was a row read:
     ``tests/security/test_85``). ``not_by``: the newest whose actor is none of those (the
-    database passes over their rows; one row returned)."""
+    database passes over their rows; one row returned). ``for_run`` (a run, the shared
+    run): the newest written in that run, or in the shared run naming that run or none in
+    its payload's ``for_run`` (evidence collected for a run counts in it alone:
+    ``tests/security/test_199``)."""
     term, args = kind_term(kind, p)
     actor = f" AND actor NOT IN ({', '.join([p] * len(not_by))})" if not_by else ""
+    run: tuple[str, ...] = ()
+    if for_run is not None:
+        named = ("json_extract(payload, '$.for_run')" if dialect == "sqlite"
+                 else f"({_pg_payload()} ->> 'for_run')")
+        actor += (f" AND (run_id = {p} OR (run_id = {p} AND ({named} IS NULL OR "
+                  f"{named} = {p})))")
+        run = (for_run[0], for_run[1], for_run[0])
     return (f"SELECT {cols} FROM events WHERE subject = {p} AND {term}{actor} "
-            "ORDER BY seq DESC LIMIT 1"), (*args, *not_by)
+            "ORDER BY seq DESC LIMIT 1"), (*args, *not_by, *run)
+
+
+def _pg_payload() -> str:
+    return pg_payload("payload")
 
 
 def subject_events_sql(cols: str, p: str, kind: str | None, *, newest: bool,

@@ -50,6 +50,77 @@ class UsageCap:
     max_cost: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class WaitingCap:
+    """At most ``limit`` things may wait for a person on ``agent``'s behalf (its undecided
+    approvals and the open human steps of its workflow's runs,
+    ``input_limits.waiting_per_agent``) before the append that asks for one more: counted
+    by the journal itself in the append's serialised transaction, as a :class:`UsageCap`
+    is. The runtime counts them earlier, outside the lock, to refuse early; two writers
+    asking at once both passed that count (``tests/security/test_202``)."""
+
+    agent: str
+    limit: int
+
+
+class WaitingReached(Exception):
+    """Internal signal: the agent already has ``waiting`` things waiting for a person, at
+    or past its :class:`WaitingCap`; nothing of the append was written."""
+
+    def __init__(self, cap: WaitingCap, waiting: int) -> None:
+        super().__init__(f"{cap.agent}: {waiting}")
+        self.cap = cap
+        self.waiting = waiting
+
+
+def append_waiting(events: Sequence[NewEvent]) -> list[WaitingCap]:
+    """The distinct waiting caps an append's events carry (usually none)."""
+    return list(dict.fromkeys(e.waiting for e in events if e.waiting is not None))
+
+
+@dataclass(frozen=True, slots=True)
+class UploadCap:
+    """An evidence upload of ``size`` bytes by ``actor`` fits its quotas of the last hour
+    (``input_limits.evidence_uploads_per_hour`` / ``evidence_bytes_per_hour``: None, no
+    limit): the ``kind`` events journaled under ``actor`` at or after ``since``, read as
+    one range of ``events_kind_actor`` (at most ``max_uploads`` rows), number fewer than
+    ``max_uploads`` and, with this one, hold at most ``max_bytes`` bytes. Counted by the
+    journal itself in the append's serialised transaction, as a :class:`WaitingCap` is:
+    the runtime counts them earlier, outside the lock, to refuse early; two writers
+    uploading at once both passed that count (``tests/security/test_205``)."""
+
+    actor: str
+    kind: str
+    since: datetime
+    max_uploads: int | None
+    max_bytes: int | None
+    size: int
+
+    def full(self, recent: Sequence[tuple[datetime, int]]) -> bool:
+        """Whether the blobs ``recent`` (newest first, as the range read them) leave no
+        room for this one: the rule of :func:`cradle_kg.evidence.quota_refusal`."""
+        if self.max_uploads is not None and len(recent) >= self.max_uploads:
+            return True
+        return (self.max_bytes is not None
+                and sum(size for _, size in recent) + self.size > self.max_bytes)
+
+
+class UploadsReached(Exception):
+    """Internal signal: the actor's uploads of the hour (``recent``, read under the
+    writer's lock) leave no room for the one its :class:`UploadCap` describes; nothing of
+    the append was written."""
+
+    def __init__(self, cap: UploadCap, recent: list[tuple[datetime, int]]) -> None:
+        super().__init__(f"{cap.actor}: {len(recent)}")
+        self.cap = cap
+        self.recent = recent
+
+
+def append_uploads(events: Sequence[NewEvent]) -> list[UploadCap]:
+    """The upload caps an append's events carry (usually none)."""
+    return list(dict.fromkeys(e.uploads for e in events if e.uploads is not None))
+
+
 class SubjectMoved(Exception):
     """Internal signal: an event appended with ``if_last`` found a newer event about its
     subject (another worker wrote one since it was read); nothing of the append was
@@ -95,6 +166,15 @@ class NewEvent:
     #: under its writer's lock (:class:`LimitReached`, nothing written, when one would be
     #: exceeded)
     caps: tuple[UsageCap, ...] = ()
+    #: set on an event that makes one more thing wait for a person on an agent's behalf
+    #: (``approval.requested``, ``workflow.started``): written only while fewer than its
+    #: limit wait, checked under the writer's lock (:class:`WaitingReached`, nothing
+    #: written, if not)
+    waiting: WaitingCap | None = None
+    #: set on an upload's ``evidence.collected``: written only while the uploader's
+    #: quotas of the hour leave room for it, checked under the writer's lock
+    #: (:class:`UploadsReached`, nothing written, if not)
+    uploads: UploadCap | None = None
     #: written only if the latest event about ``subject`` is still this seq (0: none),
     #: checked under the writer's lock (:class:`SubjectMoved`, nothing written, if not):
     #: a decision made on what was read is not written over a change it did not see
@@ -263,13 +343,15 @@ class Journal(Protocol):
 
     def last_of_kind(self, kind: str) -> AuditEvent | None: ...
 
-    def last_for_subject(self, subject: str, kind: str, *,
-                         not_by: tuple[str, ...] = ()) -> AuditEvent | None:
+    def last_for_subject(self, subject: str, kind: str, *, not_by: tuple[str, ...] = (),
+                         for_run: tuple[str, str] | None = None) -> AuditEvent | None:
         """The newest event of ``kind`` about ``subject``: one row decoded, read from the
         newest end of ``events_subject (subject, seq)`` (a blob uploaded N times costs gate
         1 one row, not N: ``tests/security/test_70``). ``not_by``: the newest whose actor
         is none of those (an agent's uploads are no evidence for its proposals, nor for
-        another agent's: ``tests/security/test_175``, ``test_180``)."""
+        another agent's: ``tests/security/test_175``, ``test_180``). ``for_run`` (a run, the
+        shared run): only events written in that run, or in the shared run with a payload
+        whose ``for_run`` names that run or is absent (``test_199``)."""
         ...
 
     def event_for_key(self, key: str) -> AuditEvent | None: ...
@@ -448,12 +530,14 @@ class Journal(Protocol):
         ...
 
     def open_step_requests(self, *, run_id: str | None = None, limit: int | None = None,
-                           offset: int = 0) -> tuple[list[AuditEvent], int]:
+                           offset: int = 0, agent: str | None = None
+                           ) -> tuple[list[AuditEvent], int]:
         """One page of the ``human.requested`` events of the human steps still waiting (of
-        one run), oldest first — no answer (``human.decided`` of the same step and input)
-        and no end of their workflow run — and how many wait. Read through the derived
-        ``open_steps`` (:mod:`.tasks_sql`): the rows decoded are the page's, not every step
-        event of the journal."""
+        one run; ``agent``: of the runs whose workflow's agent it is), oldest first — no
+        answer (``human.decided`` of the same step and input) and no end of their workflow
+        run — and how many wait. Read through the derived ``open_steps``
+        (:mod:`.tasks_sql`): the rows decoded are the page's, not every step event of the
+        journal."""
         ...
 
     def approval_place(self, approval_id: str) -> tuple[str, str] | None:
@@ -494,7 +578,28 @@ class Journal(Protocol):
         ...
 
 
-__all__ = ["BEGINNING", "BUDGET_SCOPES", "DIGEST_KEY_BYTES", "DIGEST_KEY_NAME",
-           "IdempotencyKeyTaken", "Journal", "Lease",
-           "LimitReached", "NewEvent", "RunNotNew", "SubjectMoved", "UsageCap",
-           "append_caps", "begun_run", "breached_cap", "moved_subject", "new_runs"]
+__all__ = [
+    "BEGINNING",
+    "BUDGET_SCOPES",
+    "DIGEST_KEY_BYTES",
+    "DIGEST_KEY_NAME",
+    "IdempotencyKeyTaken",
+    "Journal",
+    "Lease",
+    "LimitReached",
+    "NewEvent",
+    "RunNotNew",
+    "SubjectMoved",
+    "UploadCap",
+    "UploadsReached",
+    "UsageCap",
+    "WaitingCap",
+    "WaitingReached",
+    "append_caps",
+    "append_uploads",
+    "append_waiting",
+    "begun_run",
+    "breached_cap",
+    "moved_subject",
+    "new_runs",
+]

@@ -15,8 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import run_state_sql, tasks_sql
-from .counting import BUDGET_SCOPES, USAGE_FIELDS, counted_keys, intent_cost
+from . import pg_append, run_state_sql, tasks_sql
+from .counting import (
+    BUDGET_SCOPES,
+    REFUSALS_SCOPE,
+    REFUSED_AGENT,
+    USAGE_FIELDS,
+    counted_keys,
+    intent_cost,
+)
 from .pg_connect import APPEND_LOCK
 from .run_state_sql import pg_payload
 
@@ -37,8 +44,11 @@ _CHARGES = ("FROM events WHERE kind IN ('model.reserved', 'model.called') AND "
             "false))")
 
 
-def _usage_derived(*, budgets: bool) -> str:
-    """The usage rows computed from the events (with the budget scopes' from migration 5)."""
+def _usage_derived(*, budgets: bool, refusals: bool = False) -> str:
+    """The usage rows computed from the events (with the budget scopes' from migration 5;
+    with an agent's refused proposals', :data:`.counting.REFUSALS_SCOPE`, since they are
+    counted: no event written before names ``refused_agent``, so the rows a journal holds
+    are the same either way and no migration rebuilds them)."""
     parts = (
         [f"SELECT '*' AS scope, '' AS subject, substr(at, 1, 19) AS second, {_COST} AS cost "
          f"{_INTENTS}"]
@@ -50,6 +60,10 @@ def _usage_derived(*, budgets: bool) -> str:
                   + [f"SELECT '{BUDGET_SCOPES[f]}', {_P} ->> '{f}', substr(at, 1, 19), "
                      f"{_MODEL_COST} {_CHARGES} AND json_typeof({_P} -> '{f}') = 'string'"
                      for f in ("tenant", "workflow")])
+    if refusals:
+        parts.append(f"SELECT '{REFUSALS_SCOPE}', {_P} ->> '{REFUSED_AGENT}', "
+                     "substr(at, 1, 19), 0::double precision FROM events WHERE kind = "
+                     f"'decision.made' AND json_typeof({_P} -> '{REFUSED_AGENT}') = 'string'")
     running = f"OVER (PARTITION BY scope, subject ORDER BY second {_C} ROWS UNBOUNDED PRECEDING)"
     return (f"SELECT scope, subject, second, COUNT(*)::bigint, "
             f"(SUM(COUNT(*)) {running})::bigint, SUM(cost)::double precision, "
@@ -183,6 +197,11 @@ MIGRATIONS = (
     # by ``journal copy``, never in an event, a projection or a view (``test_135``)
     Migration(10, "digest-key", (
         "CREATE TABLE journal_keys (name text PRIMARY KEY, key bytea NOT NULL)",)),
+    # an append in one round trip: the lock, the head, the if_last / if_new_run guards,
+    # the chain's hashes, the events and the head in one server-side function
+    # (:mod:`.pg_append`), so the append lock is never held while the server waits for
+    # its client
+    Migration(11, "append-function", (pg_append.FUNCTION_SQL,)),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -316,7 +335,8 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
 DERIVATIONS = (
     ("usage",
      f"SELECT scope, subject, second, calls, total_calls, cost, total_cost FROM usage "
-     f"ORDER BY scope {_C}, subject {_C}, second {_C}", _USAGE_DERIVED),
+     f"ORDER BY scope {_C}, subject {_C}, second {_C}",
+     _usage_derived(budgets=True, refusals=True)),
     ("open_intents", "SELECT seq, subject FROM open_intents ORDER BY seq",
      "SELECT i.seq, i.subject FROM events i WHERE i.kind = 'action.intent' AND NOT EXISTS "
      "(SELECT 1 FROM events o WHERE o.subject = i.subject AND o.kind = 'run.outcome' "
@@ -338,7 +358,9 @@ DERIVATIONS = (
 # --- the catalog audit verify expects ------------------------------------------------
 
 #: every relation, column, index, constraint, trigger, rule, policy and function in the
-#: journal's schema, one normalised line each (qualifying ``<schema>.`` removed)
+#: journal's schema, one normalised line each (qualifying ``<schema>.`` removed); a
+#: function with a digest of its body and of its signature and settings (``cradle_append``
+#: rewritten — to skip the lock, say — is an altered function)
 CATALOG_SQL = """
 SELECT 'relation ' || c.relname || ' ' || c.relkind::text || ' rls=' || c.relrowsecurity::text
   FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace
@@ -361,7 +383,10 @@ SELECT 'rule ' || rulename FROM pg_rules WHERE schemaname = current_schema()
 UNION ALL
 SELECT 'policy ' || policyname FROM pg_policies WHERE schemaname = current_schema()
 UNION ALL
-SELECT 'function ' || proname FROM pg_proc WHERE pronamespace = current_schema()::regnamespace
+SELECT 'function ' || proname || ' ' || md5(prosrc) || ' ' || md5(pg_get_function_arguments(oid)
+       || ' -> ' || pg_get_function_result(oid) || ' ' || prokind::text || prosecdef::text
+       || provolatile::text || coalesce(array_to_string(proconfig, ','), ''))
+  FROM pg_proc WHERE pronamespace = current_schema()::regnamespace
 """
 
 __all__ = ["CATALOG_SQL", "DERIVATIONS", "KIND_ACTOR_INDEX", "LATEST", "MIGRATIONS",

@@ -107,7 +107,11 @@ from .journal import (
     NewEvent,
     RunNotNew,
     SubjectMoved,
+    UploadsReached,
+    WaitingReached,
     append_caps,
+    append_uploads,
+    append_waiting,
     begun_run,
     breached_cap,
     encode,
@@ -525,6 +529,17 @@ class SqliteJournal:
                 ).fetchone() for cap in caps])
                 if breached is not None:
                     raise LimitReached(breached)
+            for wait in append_waiting(events):  # INVARIANT: under the writer's lock too
+                waiting = sum(int(conn.execute(sql, args).fetchone()[0])
+                              for sql, args in tasks_sql.waiting_sql("sqlite", wait.agent))
+                if waiting >= wait.limit:
+                    raise WaitingReached(wait, waiting)
+            for cap in append_uploads(events):  # INVARIANT: an upload quota, too (UploadCap)
+                recent = [recent_size(r) for r in conn.execute(RECENT_SIZES_SQL, (
+                    cap.kind, cap.actor, iso(cap.since),
+                    -1 if cap.max_uploads is None else cap.max_uploads))]
+                if cap.full(recent):
+                    raise UploadsReached(cap, recent)
             if guarded:  # INVARIANT: checked under the writer's lock (see NewEvent.if_last)
                 moved = moved_subject(events, list(row[2:]))
                 if moved is not None:
@@ -689,9 +704,10 @@ class SqliteJournal:
                            "ORDER BY seq DESC LIMIT 1", (kind,))
         return self._row(rows[0]) if rows else None
 
-    def last_for_subject(self, subject: str, kind: str, *,
-                         not_by: tuple[str, ...] = ()) -> AuditEvent | None:
-        sql, args = last_for_subject_sql(kind, self._COLS, "?", not_by=not_by)
+    def last_for_subject(self, subject: str, kind: str, *, not_by: tuple[str, ...] = (),
+                         for_run: tuple[str, str] | None = None) -> AuditEvent | None:
+        sql, args = last_for_subject_sql(kind, self._COLS, "?", not_by=not_by,
+                                             for_run=for_run)
         rows = self._query(sql, (subject, *args))
         return self._row(rows[0]) if rows else None
 
@@ -822,8 +838,10 @@ class SqliteJournal:
         return [(str(r[0]), int(r[1])) for r in rows]
 
     def open_step_requests(self, *, run_id: str | None = None, limit: int | None = None,
-                           offset: int = 0) -> tuple[list[AuditEvent], int]:
-        rows_sql, count_sql, args = tasks_sql.steps_page("sqlite", self._COLS, run_id=run_id)
+                           offset: int = 0, agent: str | None = None
+                           ) -> tuple[list[AuditEvent], int]:
+        rows_sql, count_sql, args = tasks_sql.steps_page("sqlite", self._COLS, run_id=run_id,
+                                                         agent=agent)
         rows = self._query(rows_sql, (*args, -1 if limit is None else limit, offset))
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total

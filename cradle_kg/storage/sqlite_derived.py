@@ -15,7 +15,10 @@ usage           per UTC second and per scope (``*`` all, ``agent``, ``task_id``,
                 including it — what rate and cost limits read; and per budget scope
                 (``budget.tenant``, ``budget.workflow``, ``budget.invocation``): the
                 model calls charged (``model.reserved``, and a ``model.called`` with
-                no reservation, written before reservations) — what budgets read
+                no reservation, written before reservations) — what budgets read;
+                and per agent (``refusals.agent``) the proposals gate 1 refused
+                (a ``decision.made`` naming ``refused_agent``) — what
+                ``refusals_per_agent_per_hour`` reads
 open_intents    every ``action.intent`` with no ``run.outcome`` about its subject after
                 it — what recovery reads when a runtime opens
 approval_ids    where each approval's events live (its subject), by approval id
@@ -48,7 +51,14 @@ from itertools import zip_longest
 from typing import Any
 
 from . import run_state_sql, tasks_sql
-from .counting import BUDGET_SCOPES, USAGE_FIELDS, counted_keys, intent_cost
+from .counting import (
+    BUDGET_SCOPES,
+    REFUSALS_SCOPE,
+    REFUSED_AGENT,
+    USAGE_FIELDS,
+    counted_keys,
+    intent_cost,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS usage (
@@ -100,7 +110,10 @@ _USAGE_FROM_EVENTS = " UNION ALL ".join(
        f"{_CHARGES}"]
     + [f"SELECT '{BUDGET_SCOPES[f]}', json_extract(payload, '$.{f}'), substr(at, 1, 19), "
        f"{_COST} {_CHARGES} AND json_type(payload, '$.{f}') = 'text'"
-       for f in ("tenant", "workflow")])
+       for f in ("tenant", "workflow")]
+    + [f"SELECT '{REFUSALS_SCOPE}', json_extract(payload, '$.{REFUSED_AGENT}'), "
+       "substr(at, 1, 19), 0 FROM events WHERE kind = 'decision.made' AND "
+       f"json_type(payload, '$.{REFUSED_AGENT}') = 'text'"])
 
 #: intents with no run.outcome written after them (one indexed probe per intent)
 DANGLING_SQL = (

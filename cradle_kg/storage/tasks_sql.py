@@ -340,18 +340,38 @@ REPAIRS_SQL = "SELECT repairs FROM repairs WHERE run_id = {}"
 #: the newest ``budget.set`` of each subject, in the order the subjects were first set
 BUDGET_SETS_SQL = ("SELECT {} FROM budget_sets b JOIN events e ON e.seq = b.last_seq "
                    "ORDER BY b.first_seq")
-def steps_page(dialect: Dialect, columns: str, *, run_id: str | None
-               ) -> tuple[str, str, list[object]]:
+def steps_page(dialect: Dialect, columns: str, *, run_id: str | None,
+               agent: str | None = None) -> tuple[str, str, list[object]]:
     """The query of one page of the open human steps' requests (``open_steps``), oldest
     first — their event ``columns``, then ``LIMIT`` / ``OFFSET`` — the query of how many
-    there are, and their parameters (``run_id``: that run's)."""
+    there are, and their parameters (``run_id``: that run's; ``agent``: those of the
+    runs whose workflow's agent it is, read from each run's ``workflow.started``)."""
     ph = "?" if dialect == "sqlite" else "%s"
-    where, args = (f" WHERE w.run_id = {ph}", [run_id]) if run_id is not None else ("", [])
+    conds, args = [], list[object]()
+    join = ""
+    if run_id is not None:
+        conds.append(f"w.run_id = {ph}")
+        args.append(run_id)
+    if agent is not None:
+        join = (" JOIN events s ON s.run_id = w.run_id AND s.kind = 'workflow.started'")
+        conds.append(f"{_field(dialect, 's', 'agent')} = {ph}")
+        args.append(agent)
+    where = (" WHERE " + " AND ".join(conds)) if conds else ""
     cols = ", ".join(f"e.{c.strip()}" for c in columns.split(","))
-    return (f"SELECT {cols} FROM open_steps w JOIN events e ON e.seq = w.seq{where} "
+    return (f"SELECT {cols} FROM open_steps w JOIN events e ON e.seq = w.seq{join}{where} "
             f"ORDER BY w.seq LIMIT {ph} OFFSET {ph}",
-            f"SELECT COUNT(*) FROM open_steps w{where}", list[object](args))
+            f"SELECT COUNT(*) FROM open_steps w{join}{where}", args)
 
+
+def waiting_sql(dialect: Dialect, agent: str) -> list[tuple[str, list[object]]]:
+    """The two counts of what waits for a person on ``agent``'s behalf — its undecided
+    approvals and the open human steps of its workflow's runs — as (query, parameters):
+    what ``input_limits.waiting_per_agent`` bounds, read again by the journal under its
+    writer's lock (:class:`~.journal.WaitingCap`)."""
+    approvals = approvals_page(dialect, "seq", undecided=True, run_id=None,
+                               requested_by=agent)
+    steps = steps_page(dialect, "seq", run_id=None, agent=agent)
+    return [(approvals[1], approvals[2]), (steps[1], steps[2])]
 
 
 __all__ = [
@@ -376,4 +396,5 @@ __all__ = [
     "statements",
     "steps_page",
     "stored",
+    "waiting_sql",
 ]

@@ -207,7 +207,7 @@ class AutonomyBook:
     def promote(self, workflow: str, step: str, *, admin: str, token: str) -> dict[str, Any]:
         st = self.state(workflow, step)
         self.approvals.authenticate(admin, token)
-        approver = self.approvals.config.approver(admin)
+        approver = self.approvals.approver(admin)
         reasons: list[str] = []
         if approver is None or (approver.role != st.policy.admin_role
                                 and "autonomy" not in approver.scopes):

@@ -25,7 +25,7 @@ from ..canonical import canonical_json, content_hash, iso
 from ..errors import BudgetExceededError, InputError, UnknownNameError
 from ..loop.context import last_seq
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
-from ..storage import LimitReached, NewEvent, RunNotNew
+from ..storage import LimitReached, NewEvent, RunNotNew, WaitingCap
 from .autonomy import AutonomyBook
 from .budgets import (
     RESERVE_TRIES,
@@ -55,6 +55,7 @@ from .steps import (
 
 if TYPE_CHECKING:
     from ..loop.runtime import Runtime
+    from ..storage import Journal
 
 ENGINE_ACTOR = "cradle-kg/workflow"
 Key = tuple[str, str]
@@ -137,6 +138,23 @@ def _fold(events: Sequence[AuditEvent]) -> RunFold:
     return f
 
 
+def started_event(journal: Journal, run_id: str) -> AuditEvent:
+    """The run's ``workflow.started``: its first event (written ``if_new_run``), one
+    row read — who the workflow's agent is does not cost the run's events."""
+    first = next(iter(journal.events(run_id=run_id, batch=1)), None)
+    if first is None or first.kind != "workflow.started":
+        raise UnknownNameError(f"unknown workflow run `{run_id}`")
+    return first
+
+
+def run_workflow(journal: Journal, run_id: str) -> Workflow:
+    """The workflow a run runs, from its ``workflow.started`` alone (one row; its file
+    read and checked against the recorded hash: a :class:`~cradle_kg.errors.CradleError`
+    when it changed or went)."""
+    p = started_event(journal, run_id).payload
+    return load_recorded_workflow(str(p["definition"]), version=str(p["version"]))
+
+
 class Engine:
     """Runs workflows over one runtime (its journal, gates, gateway and clock)."""
 
@@ -158,19 +176,15 @@ class Engine:
 
     def _emit(self, run_id: str, kind: str, subject: str, payload: dict[str, Any], *,
               actor: str = ENGINE_ACTOR, at: datetime | None = None,
-              if_new_run: bool = False) -> AuditEvent:
+              if_new_run: bool = False, waiting: WaitingCap | None = None) -> AuditEvent:
         # INVARIANT: one clock reading per event, and every reading is journaled
         return self.rt.context.append([NewEvent(run_id=run_id, kind=kind, subject=subject,
                                          actor=actor, at=at or self.rt.clock(),
-                                         payload=payload, if_new_run=if_new_run)])[0]
+                                         payload=payload, if_new_run=if_new_run,
+                                         waiting=waiting)])[0]
 
     def _started(self, run_id: str) -> AuditEvent:
-        """The run's ``workflow.started``: its first event (written ``if_new_run``), one
-        row read — who the workflow's agent is does not cost the run's events."""
-        first = next(iter(self.rt.journal.events(run_id=run_id, batch=1)), None)
-        if first is None or first.kind != "workflow.started":
-            raise UnknownNameError(f"unknown workflow run `{run_id}`")
-        return first
+        return started_event(self.rt.journal, run_id)
 
     def _events(self, run_id: str, workflow_id: str, step_ids: Sequence[str],
                 started: AuditEvent) -> list[AuditEvent]:
@@ -220,11 +234,14 @@ class Engine:
     # --- public ------------------------------------------------------------------
 
     def start(self, workflow: Workflow, inputs: Mapping[str, Any], *,
-              run_id: str | None = None, started_by: str | None = None) -> RunStatus:
+              run_id: str | None = None, started_by: str | None = None,
+              waiting: WaitingCap | None = None) -> RunStatus:
         """Start a run. ``started_by``: the identity that asked for it (the JSON API's
         caller), recorded so that it never answers the run's human steps — a request and
         its review by one person (``tests/security/test_177``); None (the command line, a
-        host's code): nobody recorded, as before."""
+        host's code): nobody recorded, as before. ``waiting``: the start is written only
+        while fewer than its limit wait for a person on the agent's behalf, counted by the
+        journal under its writer's lock (:class:`~cradle_kg.storage.WaitingReached`)."""
         try:
             data = workflow.input_model.model_validate(dict(inputs)).model_dump(mode="json")
         except ValidationError as exc:
@@ -245,7 +262,7 @@ class Engine:
                 # its calls are checked, then charged by model.called, and replay the same)
                 **({"budgets": self.charging} if self.charging is not None else {}),
                 **({"started_by": started_by} if started_by is not None else {})},
-                at=now, if_new_run=True)
+                at=now, if_new_run=True, waiting=waiting)
         except RunNotNew:
             raise InputError(f"run `{run}` already exists",
                              hint="use `advance` to resume it") from None
@@ -253,8 +270,7 @@ class Engine:
 
     def workflow(self, run_id: str) -> Workflow:
         """The workflow a run runs, from its ``workflow.started`` alone (one row)."""
-        p = self._started(run_id).payload
-        return load_recorded_workflow(str(p["definition"]), version=str(p["version"]))
+        return run_workflow(self.rt.journal, run_id)
 
     def started_by(self, run_id: str) -> str | None:
         """Who asked for the run, as its ``workflow.started`` recorded it (one row), or

@@ -22,6 +22,7 @@ from ..inputs import DEFAULT_LIMITS, InputLimits, load_json
 from ..loop.approvals import excluded_for_agent
 from ..loop.proposal import reserved_run
 from ..runs import state_and_why
+from ..storage import WaitingCap
 from .definitions import load_file
 from .engine import Engine, RunFold, RunStatus
 from .model import client_for
@@ -149,12 +150,13 @@ def check_run_id(run_id: str) -> str:
 
 
 def start(engine: Engine, path: Path, inputs: Mapping[str, Any], *,
-          run_id: str | None = None, by: str | None = None) -> dict[str, Any]:
+          run_id: str | None = None, by: str | None = None,
+          waiting: WaitingCap | None = None) -> dict[str, Any]:
     """Start a run of the workflow file ``path``; ``by``: who asked (recorded: they never
-    answer its human steps)."""
+    answer its human steps); ``waiting``: see :meth:`.engine.Engine.start`."""
     return outcome(engine.start(load_file(path), inputs,
                                 run_id=check_run_id(run_id) if run_id else None,
-                                started_by=by))
+                                started_by=by, waiting=waiting))
 
 
 def resume(engine: Engine, run_id: str) -> dict[str, Any]:
@@ -225,7 +227,7 @@ def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, t
     if by == engine.started_by(run_id):
         raise ApprovalError(f"`{by}` started workflow run `{run_id}` and cannot answer its "
                             f"step `{step_id}`: a review is someone else's")
-    approver = rt.config.approver(by)
+    approver = rt.approvals.approver(by)
     if step.scope is not None and (approver is None or (
             "*" not in approver.scopes and step.scope not in approver.scopes)):
         raise ApprovalError(f"`{by}` may not answer step `{step_id}` of run `{run_id}`: it "

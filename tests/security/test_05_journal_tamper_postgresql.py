@@ -82,6 +82,15 @@ def _sql(*statements: str) -> Tamper:
     return lambda c: [c.execute(s) for s in statements]  # type: ignore[call-overload]
 
 
+def _rewrite_append(old: str, new: str) -> Tamper:
+    """``cradle_append`` (migration 11) replaced by itself with ``old`` written ``new``."""
+    def tamper(c: psycopg.Connection[tuple[Any, ...]]) -> None:
+        row = c.execute("SELECT pg_get_functiondef('cradle_append'::regproc)").fetchone()
+        assert row is not None and old in row[0]
+        c.execute(row[0].replace(old, new))
+    return tamper
+
+
 def _swap(a: int, b: int) -> Tamper:
     return _sql(f"UPDATE events SET seq = -1 WHERE seq = {a}",
                 f"UPDATE events SET seq = {a} WHERE seq = {b}",
@@ -155,6 +164,15 @@ def corpus(conn: psycopg.Connection[Any]) -> list[Case]:
             "CREATE TRIGGER t AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION f()")),
         Case("schema:function", _sql("CREATE FUNCTION g() RETURNS int LANGUAGE sql AS "
                                      "'SELECT 1'")),
+        # the server-side append: rewritten to skip the lock or to hash otherwise, given
+        # settings, or dropped
+        Case("schema:append-unlocked", _rewrite_append(
+            "PERFORM pg_advisory_xact_lock", "PERFORM pg_try_advisory_xact_lock")),
+        Case("schema:append-hash", _rewrite_append("'sha256:' || encode",
+                                                   "'sha256:' || md5('') || encode")),
+        Case("schema:append-definer", _sql("ALTER FUNCTION cradle_append SECURITY DEFINER")),
+        Case("schema:append-path", _sql("ALTER FUNCTION cradle_append SET search_path = x")),
+        Case("schema:append-dropped", _sql("DROP FUNCTION cradle_append")),
         Case("schema:table", _sql("CREATE TABLE keys(k text)")),
         Case("schema:column", _sql("ALTER TABLE events ADD COLUMN note text")),
         Case("schema:type", _sql("ALTER TABLE events ALTER COLUMN at TYPE varchar")),

@@ -42,9 +42,9 @@ def fresh_context() -> Iterator[None]:
 
 
 @pytest.fixture
-def self_signed(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def self_signed() -> Iterator[tuple[str, Path]]:
     """A real TLS server on 127.0.0.1 with a self-signed certificate: (url, certificate)."""
-    with self_signed_server(tmp_path) as server:
+    with self_signed_server() as server:
         yield server
 
 

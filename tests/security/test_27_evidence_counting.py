@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import Runtime, ToolSpec
+from cradle_kg.config import RuntimeConfig
 from cradle_kg.loop.context import Clock
 from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
 from tests.conftest import TEST_POLICY, Echo, EchoOut, make_config, proposal, register_test_tools
@@ -31,11 +32,12 @@ permit(principal, action, resource)
 """
 
 
-def _runtime(home: Path, clock: Clock | None = None) -> Runtime:
+def _runtime(home: Path, clock: Clock | None = None,
+             config: RuntimeConfig | None = None) -> Runtime:
     (home / "policies" / "test.cedar").write_text(
         TEST_POLICY.replace('like "test.*"', 'like "test.*" && context.tool != "test.counted"')
         + COUNT_POLICY)
-    rt = Runtime(home, config=make_config(), clock=clock)
+    rt = Runtime(home, config=config or make_config(), clock=clock)
     register_test_tools(rt)
     common = dict(version="1", input_model=Echo, output_model=EchoOut,
                   side_effect_class=SideEffectClass.REVERSIBLE,

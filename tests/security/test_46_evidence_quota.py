@@ -61,9 +61,11 @@ def test_the_default_quota_refuses_the_1001st_upload_of_the_hour(tmp_path: Path)
         now = rt.clock()
         rt.context.append(
             [added_event(sha256_bytes(b"old %d" % i), size=10, kind="document", source=None,
-                         by=AGENT, at=now - timedelta(minutes=61 + i % 30)) for i in range(300)]
+                         by=AGENT, role="agent", at=now - timedelta(minutes=61 + i % 30))
+             for i in range(300)]
             + [added_event(sha256_bytes(b"recent %d" % i), size=10, kind="document",
-                           source=None, by=AGENT, at=now - timedelta(minutes=50) + i * timedelta(
+                           source=None, by=AGENT, role="agent",
+                           at=now - timedelta(minutes=50) + i * timedelta(
                                milliseconds=1)) for i in range(999)])
     srv = start_server(["--home", str(home)], tmp_path / "serve.log", home)
     try:

@@ -111,13 +111,23 @@ def test_a_follower_survives_json_nested_past_the_stack(tmp_path: Path,
                                                         ) -> None:
     home = tmp_path / "home"
     _home(home)
-    for url in _store(lambda query: (200, _JSON, DEEP)):
+    asked: list[str] = []
+
+    def deep(query: str) -> Answer:
+        asked.append(query)
+        return 200, _JSON, DEEP
+
+    for url in _store(deep):
         proc = subprocess.Popen(
             [sys.executable, "-m", "cradle_kg", "graph", "follow", "--home", str(home),
              "--interval", "0.05"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env={**os.environ, GRAPH_URL_ENV: url})
         try:
-            time.sleep(4)
+            # a second round asked: the first one's failure was reported (a fixed 4 s was
+            # too short for the follower's start on a loaded machine)
+            deadline = time.monotonic() + 90
+            while len(asked) < 2 and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
             alive = proc.poll() is None
         finally:
             proc.send_signal(signal.SIGTERM)

@@ -257,11 +257,12 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
             pg.execute("DROP INDEX approval_ids_seq")
             pg.execute("DROP INDEX events_subject_outcome")  # migration 9's
             pg.execute("DROP TABLE journal_keys")  # migration 10's
+            pg.execute("DROP FUNCTION cradle_append")  # migration 11's
             pg.execute("DELETE FROM schema_migrations WHERE version >= 8")
         with pytest.raises(JournalError, match="schema version `7`"):
             open_journal(url)
         assert migrate(url) == [(8, "inbox-and-repairs"), (9, "outcome-subject-index"),
-                                (10, "digest-key")]
+                                (10, "digest-key"), (11, "append-function")]
         again = open_journal(url)
     with again:
         assert (open_tasks(again, include_resolved=True), again.run_repairs("run:t")) == kept

@@ -107,3 +107,40 @@ def test_canonical_json_is_the_historical_dumps_byte_for_byte(value: Any) -> Non
 
     assert canonical_json(value) == json.dumps(value, sort_keys=True, separators=(",", ":"),
                                                ensure_ascii=False, allow_nan=False)
+
+
+def _assembled(seq: int, prev_hash: str, **kw: Any) -> str:
+    """The hash :func:`hash_parts`' pieces make, joined as ``cradle_append`` joins them."""
+    from cradle_kg.canonical import sha256_bytes
+    from cradle_kg.storage.chain import hash_parts
+
+    pre, mid, post, tail = hash_parts(**kw)
+    event_id = f"evt-{seq:010d}"
+    return sha256_bytes(pre + f'"{event_id}"'.encode() + mid + f'"{prev_hash}"'.encode()
+                        + post + str(seq).encode() + tail)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.characters(blacklist_categories=("Cs",))),
+       seq=st.integers(min_value=1, max_value=2**62),
+       idem_key=st.one_of(st.none(), st.text(alphabet=st.characters(
+           blacklist_categories=("Cs",)))))
+def test_the_pieces_sent_to_postgresql_make_the_same_hash(text: str, seq: int,
+                                                          idem_key: str | None) -> None:
+    """The PostgreSQL journal hashes on the server from pieces made here: joined around the
+    id, the previous hash and the seq, they are the header's canonical JSON."""
+    fields = {f: f"{f}:{text}" for f in ("run_id", "kind", "subject", "actor", "at",
+                                          "payload_hash")}
+    prev = "sha256:" + "ab" * 32
+    assert _assembled(seq, prev, idem_key=idem_key, **fields) == event_hash(
+        seq=seq, event_id=f"evt-{seq:010d}", prev_hash=prev, idem_key=idem_key, **fields)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_the_pieces_of_hostile_text_make_the_same_hash(text: str) -> None:
+    fields = {f: f"{f}{text}" for f in ("run_id", "kind", "subject", "actor", "at",
+                                         "payload_hash")}
+    for key in (None, text):
+        assert _assembled(7, "sha256:" + "0" * 64, idem_key=key, **fields) == event_hash(
+            seq=7, event_id="evt-0000000007", prev_hash="sha256:" + "0" * 64, idem_key=key,
+            **fields)

@@ -441,10 +441,11 @@ def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:
         conn.execute("DROP INDEX approval_ids_seq")
         conn.execute("DROP INDEX events_subject_outcome")  # migration 9's
         conn.execute("DROP TABLE journal_keys")  # migration 10's
+        conn.execute("DROP FUNCTION cradle_append")  # migration 11's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 4")  # and after it
     with pytest.raises(JournalError, match="schema version `3`"):
         open_journal(pg_url)
-    assert [v for v, _ in migrate(pg_url)] == [4, 5, 6, 7, 8, 9, 10]
+    assert [v for v, _ in migrate(pg_url)] == [4, 5, 6, 7, 8, 9, 10, 11]
     with open_journal(pg_url) as j:
         after = j.latest_outcome("run:a", "p1")
         assert after is not None and after.model_dump() == before.model_dump()
@@ -560,11 +561,13 @@ def test_a_journal_at_migration_6_gets_the_kind_actor_index(pg_url: str) -> None
         conn.execute("DROP INDEX approval_ids_seq")  # after it
         conn.execute("DROP INDEX events_subject_outcome")  # migration 9's
         conn.execute("DROP TABLE journal_keys")  # migration 10's
+        conn.execute("DROP FUNCTION cradle_append")  # migration 11's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 7")
     with pytest.raises(JournalError, match="schema version `6`"):
         open_journal(pg_url)
     assert migrate(pg_url) == [(7, "kind-actor-index"), (8, "inbox-and-repairs"),
-                              (9, "outcome-subject-index"), (10, "digest-key")]
+                              (9, "outcome-subject-index"), (10, "digest-key"),
+                              (11, "append-function")]
     with open_journal(pg_url) as j:
         assert j.recent_sizes("evidence.collected", "agent:a", since=T0,
                               limit=None) == [(T0 + timedelta(minutes=6), 20),

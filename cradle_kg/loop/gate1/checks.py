@@ -70,7 +70,9 @@ class GateInput:
     evidence_exists: Callable[[str], bool]
     #: when a blob was last collected by someone other than the second argument (the
     #: proposing agent; None: by anyone), or None (tests/security/test_175)
-    evidence_collected_at: Callable[[str, str | None], datetime | None]
+    #: (ref, proposing agent or None, the proposal's run or None): when a blob was
+    #: collected by no agent (any collector: None) for that run or any (any run: None)
+    evidence_collected_at: Callable[[str, str | None, str | None], datetime | None]
     #: whether an approval covers (action digest, now, proposer, the tool's ``id@version``):
     #: an approval asked for under another version covers nothing, and is said in the list
     approval_available: Callable[[str, datetime, str, str, list[str]], bool]
@@ -79,6 +81,11 @@ class GateInput:
     #: whether a person rejected, or asked for changes to, this action digest in the
     #: proposal's run: it then never runs there without a person (tests/security/test_105)
     refused_here: Callable[[str], bool] | None = None
+    #: why the home's ``config.json`` does not load now (a long-lived process read it
+    #: again): every proposal is denied until it does (fail closed)
+    config_problem: str | None = None
+    #: why the policy files do not load now: every proposal is denied until they do
+    policy_problem: str | None = None
 
 
 @dataclass
@@ -113,9 +120,9 @@ class GateResult:
     validator_findings: list[dict[str, Any]] = field(default_factory=list)
     #: the key this first submission of its id claims in the journal (UNIQUE)
     claim_key: str | None = None
-    #: the cited blobs, each fresh, stale, absent or the proposing agent's own (read
-    #: once: :meth:`Gate1._evidence_of`)
-    evidence: tuple[list[str], list[str], list[str], list[str]] | None = None
+    #: the cited blobs, each fresh, stale, absent, the agents' own or collected for
+    #: another run (read once: :meth:`Gate1._evidence_of`)
+    evidence: tuple[list[str], list[str], list[str], list[str], list[str]] | None = None
     #: the proposal repeats, byte for byte, the recorded submission of its id
     resubmission: bool = False
     #: set when the id was used in the run for other content: this refused submission's
@@ -125,6 +132,8 @@ class GateResult:
     lineage: Any = None
     #: the limits the intent carries, checked again by the journal under its writer's lock
     caps: tuple[UsageCap, ...] = ()
+    #: the version of the policy set this proposal was decided under (set by the runtime)
+    policy_version: str = ""
 
 
 def cedar_value(value: Any) -> str | bool | int | None:
@@ -354,6 +363,10 @@ class Gate1:
         return agent
 
     def _identity(self, p: Proposal, r: GateResult) -> CheckResult:
+        if self.i.config_problem is not None:  # who may act is unknown: nobody does
+            raise _Stop(Verdict.DENY, "config_unloadable", [
+                "the home's configuration changed and does not load (fail closed: nothing "
+                f"is allowed until it does): {self.i.config_problem}"])
         agent = self.i.config.agent(p.agent_id)
         if agent is None:
             raise _Stop(Verdict.DENY, "unknown_identity",
@@ -434,6 +447,10 @@ class Gate1:
         }
 
     def _policies(self, p: Proposal, r: GateResult) -> CheckResult:
+        if self.i.policy_problem is not None:
+            raise _Stop(Verdict.DENY, "policy_set_unloadable", [
+                "the policy files changed and do not load (fail closed: nothing is allowed "
+                f"until they do): {self.i.policy_problem}"])
         # lineage first: the trace feeds `context.lineage`, the graph policies may stop
         lineage = check_lineage(self.i.lineage, p, r, self.i.approval_available, self.i.now,
                                 self.i.policies)
@@ -484,32 +501,39 @@ class Gate1:
         raise _Stop(verdict, findings[0].code, [f.message for f in findings], missing)
 
     def _evidence_of(self, p: Proposal, r: GateResult
-                     ) -> tuple[list[str], list[str], list[str], list[str]]:
+                     ) -> tuple[list[str], list[str], list[str], list[str], list[str]]:
         """The cited blobs that are evidence (in the store, journaled as collected by
-        someone who is no agent of the home, within the freshness limit), those too old,
-        those absent, and those only agents collected (their word: before, they counted,
-        ``tests/security/test_175``, ``test_180``): read once a proposal, for the evidence
-        check and Cedar's ``context.evidence_count`` alike."""
+        someone who is no agent of the home, for the proposal's run or for any, within the
+        freshness limit), those too old, those absent, those only agents collected (their
+        word: before, they counted, ``tests/security/test_175``, ``test_180``) and those
+        collected for another run only (before, they counted: ``test_199``): read once a
+        proposal, for the evidence check and Cedar's ``context.evidence_count`` alike."""
         if r.evidence is None:
             horizon = self.i.now - timedelta(seconds=self.i.config.evidence_max_age_seconds)
             fresh: list[str] = []
             stale: list[str] = []
             absent: list[str] = []
             own: list[str] = []
+            elsewhere: list[str] = []
+            run = p.effective_run_id
             for ref in p.evidence_items:
                 if not self.i.evidence_exists(ref):
                     absent.append(ref)
                     continue
-                at = self.i.evidence_collected_at(ref, p.agent_id)
+                at = self.i.evidence_collected_at(ref, p.agent_id, run)
                 if at is None:
-                    # collected by the agent alone, or never: one more probe says which
-                    (own if self.i.evidence_collected_at(ref, None) is not None
-                     else absent).append(ref)
+                    # collected for another run, by the agents alone, or never: a probe or
+                    # two say which (only for a blob that does not count)
+                    if self.i.evidence_collected_at(ref, p.agent_id, None) is not None:
+                        elsewhere.append(ref)
+                    else:
+                        (own if self.i.evidence_collected_at(ref, None, None) is not None
+                         else absent).append(ref)
                 elif at < horizon:
                     stale.append(ref)
                 else:
                     fresh.append(ref)
-            r.evidence = (fresh, stale, absent, own)
+            r.evidence = (fresh, stale, absent, own, elsewhere)
         return r.evidence
 
     def _evidence(self, p: Proposal, r: GateResult) -> CheckResult:
@@ -519,14 +543,19 @@ class Gate1:
         if needed == 0:
             return CheckResult(check="evidence", status=CheckStatus.SKIPPED,
                                reasons=("no evidence required",))
-        fresh, stale, absent, own = self._evidence_of(p, r)
+        fresh, stale, absent, own, elsewhere = self._evidence_of(p, r)
         if len(fresh) < needed:
             reasons = [f"{needed} fresh evidence item(s) required, {len(fresh)} given"]
             reasons += [f"evidence `{x}` is not in the evidence store" for x in absent]
             reasons += [f"evidence `{x}` was added only by agents (the proposing agent or "
                         "another), no person or host" for x in own]
+            reasons += [f"evidence `{x}` was collected for another run, not for "
+                        f"`{p.effective_run_id}`" for x in elsewhere]
             reasons += [f"evidence `{x}` is older than the freshness limit" for x in stale]
-            raise _Stop(Verdict.CLARIFY, "evidence_missing", reasons, ["evidence"])
+            # INVARIANT: a document collected for one run is no evidence in another
+            # (before, any run's citation counted: tests/security/test_199)
+            code = "evidence_other_run" if elsewhere else "evidence_missing"
+            raise _Stop(Verdict.CLARIFY, code, reasons, ["evidence"])
         return CheckResult(check="evidence", status=CheckStatus.PASS)
 
     def _needs_approval(self, p: Proposal, r: GateResult) -> bool:

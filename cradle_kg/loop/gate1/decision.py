@@ -15,6 +15,7 @@ from ...graph.vocab import ONTOLOGY_VERSION
 from ...records import RUNTIME_ACTOR, Proposal, Provenance, RuntimeDecision, Verdict
 from ...redaction import SECRET_KEY
 from ...storage import NewEvent
+from ...storage.counting import REFUSED_AGENT
 from .checks import GateResult
 
 
@@ -59,6 +60,11 @@ def decide(proposal: Proposal, gate: GateResult, now: datetime, *, policy_versio
     )
 
 
+#: the verdicts of gate 1 that refuse a proposal (what journals it and runs nothing, no
+#: person asked): each counts in its agent's refusals
+REFUSED_VERDICTS = frozenset({Verdict.DENY, Verdict.CLARIFY, Verdict.REPAIR})
+
+
 def decision_events(proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
                     now: datetime, *, decided: dict[str, Any] | None = None) -> list[NewEvent]:
     """``proposal.received`` (claiming the proposal id) and ``decision.made``;
@@ -69,6 +75,11 @@ def decision_events(proposal: Proposal, gate: GateResult, decision: RuntimeDecis
     # arguments' shape is marked too, so the views mask it (tests/security/test_140)
     if gate.secrets:
         marked[SECRET_KEY] = list(gate.secrets)
+    # INVARIANT: a proposal gate 1 refuses counts in its agent's refusals (the usage
+    # bucket ``refusals.agent``, derived from this key in the append's own transaction):
+    # what ``input_limits.refusals_per_agent_per_hour`` bounds (tests/security/test_204)
+    refused = ({REFUSED_AGENT: proposal.agent_id} if decision.verdict in REFUSED_VERDICTS
+               else {})
     return [
         NewEvent(run_id=run_id, kind="proposal.received", subject=proposal.id,
                  actor=proposal.agent_id, at=now, idem_key=gate.claim_key,
@@ -82,5 +93,6 @@ def decision_events(proposal: Proposal, gate: GateResult, decision: RuntimeDecis
                           "action": proposal.action.model_dump(mode="json"),
                           **({"validator_findings": gate.validator_findings}
                              if gate.validator_findings else {}), **marked,
-                          **({"attempt": proposal.attempt} if proposal.attempt else {})}),
+                          **({"attempt": proposal.attempt} if proposal.attempt else {}),
+                          **refused}),
     ]

@@ -1,0 +1,181 @@
+"""The PostgreSQL journal's one-round-trip append (``cradle_append``, migration 11): the
+server numbers and hashes the events under the append lock — the same hashes as
+:func:`cradle_kg.storage.chain.event_hash`, the same typed refusals with nothing written,
+the derived state of the seqs it chose — a journal migrated from version 10 with events in
+it keeps verifying, and a rewritten function is caught."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+from cradle_kg.errors import JournalError
+from cradle_kg.storage import (
+    IdempotencyKeyTaken,
+    LimitReached,
+    NewEvent,
+    RunNotNew,
+    SubjectMoved,
+    UsageCap,
+    open_journal,
+)
+from cradle_kg.storage.pg_admin import migrate
+from cradle_kg.storage.pg_append import PendingSeq, bind_pending
+from cradle_kg.storage.tasks_sql import OPENED
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+HOSTILE = 'é漢字🙂 "q" \\ \n\t \u2028 \x01'
+#: what an array literal gives meaning to (the call's text arrays are written as literals)
+ARRAY_SYNTAX = ('NULL', '{a,"b"}', " ,\\\\ ' ", "")
+
+
+def ev(i: int, kind: str = "note", *, run: str = "run:a", subject: str | None = None,
+       key: str | None = None, payload: dict[str, object] | None = None,
+       if_last: int | None = None, if_new_run: bool = False,
+       caps: tuple[UsageCap, ...] = ()) -> NewEvent:
+    return NewEvent(run_id=run, kind=kind, subject=subject or f"s:{i}", actor="agent:a",
+                    at=T0 + timedelta(seconds=i), payload={"i": i, **(payload or {})},
+                    idem_key=key, if_last=if_last, if_new_run=if_new_run, caps=caps)
+
+
+def test_the_server_hashes_hostile_text_as_the_chain_does(pg_url: str) -> None:
+    events = [NewEvent(run_id=f"run:{HOSTILE}", kind=f"k.{HOSTILE}", subject=HOSTILE,
+                       actor=HOSTILE, at=T0, payload={"t": HOSTILE}, idem_key=key)
+              for key in (None, HOSTILE)]
+    events += [NewEvent(run_id="run:x", kind="k", subject=text or "s", actor="agent:a", at=T0,
+                        payload={"t": text}, idem_key=text or None) for text in ARRAY_SYNTAX]
+    with open_journal(pg_url) as j:
+        written = j.append(events)  # each server hash is checked against event_hash
+        stored = list(j.events())
+        assert [e.model_dump() for e in stored] == [e.model_dump() for e in written]
+        assert j.verify().intact  # every hash computed again here, in Python
+
+
+def test_ids_past_ten_digits_are_written_as_the_chain_writes_them(pg_url: str) -> None:
+    """``evt-%010d``: ten digits, zero-padded, more when the seq has more."""
+    with open_journal(pg_url) as j:
+        j.append([ev(1)])
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("UPDATE head SET seq = 9999999998")
+        written = j.append([ev(2), ev(3), ev(4)])  # hashes checked against event_hash
+    assert [e.id for e in written] == ["evt-9999999999", "evt-10000000000",
+                                       "evt-10000000001"]
+
+
+def test_a_moved_subject_is_refused_with_nothing_written(pg_url: str) -> None:
+    with open_journal(pg_url) as j:
+        j.append([ev(1, subject="s:x"), ev(2, subject="s:y")])
+        head = j.head()
+        with pytest.raises(SubjectMoved) as moved:
+            j.append([ev(3, subject="s:x", if_last=1), ev(4, subject="s:y", if_last=1)])
+        assert moved.value.subject == "s:y"  # the first guard that failed, in order
+        assert j.head() == head
+        written = j.append([ev(5, subject="s:y", if_last=2)])
+        assert written[0].seq == 3
+        assert j.verify().intact
+
+
+def test_a_begun_run_is_refused_with_nothing_written(pg_url: str) -> None:
+    with open_journal(pg_url) as j:
+        j.append([ev(1, run="run:b")])
+        head = j.head()
+        with pytest.raises(RunNotNew) as taken:
+            j.append([ev(2, run="run:new", if_new_run=True),
+                      ev(3, run="run:b", if_new_run=True)])
+        assert taken.value.run_id == "run:b"
+        with pytest.raises(RunNotNew) as twice:  # begun earlier in the same append
+            j.append([ev(4, run="run:c"), ev(5, run="run:c", if_new_run=True)])
+        assert twice.value.run_id == "run:c"
+        assert j.head() == head
+        assert j.append([ev(6, run="run:new", if_new_run=True)])[0].seq == 2
+        assert j.verify().intact
+
+
+def test_a_taken_key_is_refused_with_nothing_written(pg_url: str) -> None:
+    with open_journal(pg_url) as j:
+        j.append([ev(1, "action.intent", subject="action:a", key="k1")])
+        head = j.head()
+        with pytest.raises(IdempotencyKeyTaken) as taken:
+            j.append([ev(2, "approval.requested", subject="approval:z"),
+                      ev(3, "action.intent", subject="action:b", key="k1")])
+        assert taken.value.key == "k1"
+        assert j.head() == head
+        assert j.approval_subjects() == []  # the derived state of the refused append too
+        assert j.verify().intact
+
+
+def test_a_capped_append_still_decides_its_limit(pg_url: str) -> None:
+    """Caps take the two-round-trip path; both paths chain onto each other."""
+    cap = UsageCap(scope="*", subject="", since=T0, max_calls=1)
+    with open_journal(pg_url) as j:
+        j.append([ev(1, "action.intent", subject="action:a", key="k1", caps=(cap,))])
+        j.append([ev(2, "run.outcome", subject="action:a")])
+        with pytest.raises(LimitReached):
+            j.append([ev(3, "action.intent", subject="action:b", key="k2", caps=(cap,))])
+        assert j.head()[0] == 2
+        assert j.verify().intact
+
+
+def test_a_journal_whose_head_went_back_gets_its_runs_rows(pg_url: str) -> None:
+    """A journal object that committed a run's row leaves it out of later appends of that
+    run; if another journal now stands at the place (its head behind the one last seen),
+    the server refuses the append that left it out, and it is made again with the row."""
+    with open_journal(pg_url) as j:
+        j.append([ev(1, "proposal.received", run="run:r"), ev(2, run="run:r")])
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            tables = [r[0] for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                "AND tablename <> 'schema_migrations'")]
+            conn.execute(f"TRUNCATE {', '.join(tables)}")
+        written = j.append([ev(3, run="run:r")])  # counts no proposal: its row was left out
+        assert written[0].seq == 1
+        assert j.verify().intact  # the runs row is there, as the events derive it
+
+
+def test_a_journal_at_version_10_with_events_is_migrated_and_verifies(pg_url: str) -> None:
+    with open_journal(pg_url) as j:
+        before = j.append([ev(1, "proposal.received"), ev(2, "action.intent", key="k1"),
+                           ev(3, "approval.requested", payload={"approval": {"id": "ap"}})])
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as a cradle-kg before it left it
+        conn.execute("DROP FUNCTION cradle_append")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 11")
+    with pytest.raises(JournalError, match="schema version `10`"):
+        open_journal(pg_url)
+    assert migrate(pg_url) == [(11, "append-function")]
+    with open_journal(pg_url) as j:
+        assert j.verify().intact
+        after = j.append([ev(4, "run.outcome", subject="s:2"),
+                          ev(5, OPENED, payload={"task_id": "t"})])
+        assert after[0].prev_hash == before[-1].hash
+        assert [e.seq for e in after] == [4, 5]
+        assert j.verify().intact
+
+
+def test_a_rewritten_append_function_is_caught(pg_url: str) -> None:
+    with open_journal(pg_url) as j:
+        j.append([ev(1)])
+        assert j.verify().intact
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        (body,) = conn.execute("SELECT pg_get_functiondef('cradle_append'::regproc)").fetchone()
+        conn.execute(body.replace("'sha256:' || encode", "'sha256:' || md5('x') || encode"))
+    with open_journal(pg_url) as j:
+        report = j.verify()
+        assert not report.intact and "function `cradle_append` was altered" in str(
+            report.reason)
+        with pytest.raises(JournalError, match="does not compute the chain's hash"):
+            j.append([ev(2)])
+        assert not j.verify().intact
+
+
+def test_pending_seqs_are_written_as_the_head_less_the_later_events() -> None:
+    sql, args = bind_pending("INSERT INTO t(a, b, c) VALUES (%s, %s, %s) -- 100%%",
+                             ("x", PendingSeq(2), 7), 3)
+    assert sql == ("INSERT INTO t(a, b, c) VALUES (%s, ((SELECT h.seq FROM head h WHERE "
+                   "h.one = 1) - %s::bigint), %s) -- 100%%")
+    assert args == ("x", 1, 7) and type(args[2]) is int
+    plain = ("SELECT %(a)s", {"a": 1})
+    assert bind_pending(*plain, 3) == plain
+    with pytest.raises(ValueError, match="placeholders"):
+        bind_pending("SELECT %s", (PendingSeq(1), 2), 1)

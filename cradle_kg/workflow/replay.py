@@ -35,6 +35,7 @@ from ..policy import PolicyEngine
 from ..policy.cedar import PolicySource
 from ..records import AuditEvent, Proposal
 from ..storage import NewEvent, SqliteJournal, event_hash, open_home_journal
+from ..storage.counting import REFUSED_AGENT
 from ..storage.digest_check import unkeyed
 from .definitions import load_recorded_workflow
 from .engine import Engine
@@ -216,6 +217,14 @@ class _StrictRun:
     # AppendHook
     def before(self, events: Sequence[NewEvent]) -> None:
         self.flush()
+        for offset, ev in enumerate(events, start=1):
+            rec = self.by_seq.get(self.pos + offset)
+            # a journal written before refusals were counted: its refusing
+            # ``decision.made`` has no ``refused_agent`` (a count's key, no part of the
+            # decision); the replay writes it as it was written then
+            if rec is not None and rec.kind == ev.kind == "decision.made" \
+                    and REFUSED_AGENT in ev.payload and REFUSED_AGENT not in rec.payload:
+                del ev.payload[REFUSED_AGENT]
 
     def after(self, written: Sequence[AuditEvent]) -> None:
         for got in written:

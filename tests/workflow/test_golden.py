@@ -120,3 +120,23 @@ def test_a_run_recorded_before_reservations_replays_to_its_head(tmp_path: Path) 
     report = strict_replay(tmp_path / "home")
     assert report.head_hash == head
     assert report.events == len(lines)
+
+
+#: the demo's golden journal as written before gate 1's refusals were counted (its
+#: refusing ``decision.made`` events have no ``refused_agent``), kept as it was written
+BEFORE_REFUSAL_COUNTS = GOLDEN / "legacy" / "demo_before_refusal_counts"
+
+
+@pytest.mark.usefixtures("journal_backend")
+def test_a_journal_recorded_before_refusal_counts_replays_to_its_head(tmp_path: Path) -> None:
+    """Its refused proposals' decisions name no ``refused_agent``: replay writes them as
+    they were written then, and reaches the recorded head."""
+    lines = (BEFORE_REFUSAL_COUNTS / "journal.jsonl").read_text().splitlines()
+    events = [json.loads(x) for x in lines]
+    assert any(e["kind"] == "decision.made" and e["payload"]["decision"]["verdict"] == "deny"
+               for e in events)
+    assert not any("refused_agent" in x for x in lines)
+    head = load(BEFORE_REFUSAL_COUNTS, tmp_path / "home")
+    report = strict_replay(tmp_path / "home")
+    assert report.head_hash == head
+    assert report.events == len(lines)

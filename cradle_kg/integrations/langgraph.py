@@ -32,6 +32,8 @@ import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CradleError, InputError
@@ -65,6 +67,39 @@ def host_keys(runtime: Runtime) -> HostMeta:
                       if isinstance(k, str) and k.startswith(META_PREFIX)}, runtime)
 
 
+#: the id of the tool call a tool of :func:`governed_tools` runs for (a ``ToolNode`` invokes
+#: it with the model's ``ToolCall``), None when it is invoked with bare arguments
+_TOOL_CALL_ID: ContextVar[str | None] = ContextVar("cradle_kg_tool_call_id", default=None)
+
+
+@cache
+def _governed_tool_class() -> type[Any]:
+    """``StructuredTool`` that tells its function the id of the tool call it runs for:
+    the proposal id of the call, the same when LangGraph runs the node again on a resume
+    (``tests/security/test_225``)."""
+    from langchain_core.tools import StructuredTool
+
+    class GovernedTool(StructuredTool):
+        def run(self, tool_input: Any, *args: Any, tool_call_id: str | None = None,
+                **kwargs: Any) -> Any:
+            token = _TOOL_CALL_ID.set(tool_call_id)
+            try:
+                return super().run(tool_input, *args, tool_call_id=tool_call_id, **kwargs)
+            finally:
+                _TOOL_CALL_ID.reset(token)
+
+        async def arun(self, tool_input: Any, *args: Any, tool_call_id: str | None = None,
+                       **kwargs: Any) -> Any:
+            token = _TOOL_CALL_ID.set(tool_call_id)
+            try:
+                return await super().arun(tool_input, *args, tool_call_id=tool_call_id,
+                                          **kwargs)
+            finally:
+                _TOOL_CALL_ID.reset(token)
+
+    return GovernedTool
+
+
 def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None = None,
                    session: GovernedSession | None = None) -> list[BaseTool]:
     """LangChain tools for the home's tools; each call is ``Runtime.submit`` as ``agent``.
@@ -74,9 +109,10 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
     ``ToolMessage`` carrying the reasons.
     """
     require("langchain_core", extra="langgraph")
-    from langchain_core.tools import StructuredTool, ToolException
+    from langchain_core.tools import ToolException
 
     sessions = ThreadSessions(runtime, agent) if session is None else None
+    steps: dict[str, int] = {}  # the given session's: its tool calls' steps
     tools: list[BaseTool] = []
     for spec in runtime.tools.specs():
         if only is not None and spec.id not in only:
@@ -94,10 +130,14 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
                     raise ToolException(refused(exc, {"tool": tool_id}).text) from None
                 if sessions is None:
                     assert session is not None
-                    held, result = session, session.call(tool_id, arguments, meta)
+                    call_id = _TOOL_CALL_ID.get()
+                    held, result = session, session.call(
+                        tool_id, arguments, meta, proposal_id=None if call_id is None
+                        else f"{session.session_id}:{call_id}", step=None if call_id is None
+                        else call_step(session, steps, call_id))
                 else:
-                    held, pid = sessions.current()
-                    result = held.call(tool_id, arguments, meta, proposal_id=pid)
+                    held, pid, step = sessions.current()
+                    result = held.call(tool_id, arguments, meta, proposal_id=pid, step=step)
                 result = decided(held, result, tool_id)
                 if result.is_error:
                     raise ToolException(result.text)
@@ -108,7 +148,7 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
         # model sent them (with the model class it validates them first, coercing values
         # and dropping the keys it does not declare), and the runtime's contract checks
         # them, as on MCP
-        tools.append(StructuredTool.from_function(
+        tools.append(_governed_tool_class().from_function(
             func=caller(spec.id), name=tool_name(spec.id),
             args_schema=spec.input_model.model_json_schema(),
             description=spec.description or spec.id, handle_tool_error=True,
@@ -126,34 +166,54 @@ class ThreadSessions:
     own. Proposal ids are ``lg-<thread>:<nonce>-<step>``: the step counts this object's
     calls in the thread, the nonce tells it from another process's (or a forgotten
     session's) counter on the same thread. The sessions of the least recently used
-    threads past :attr:`MAX_THREADS` are forgotten (a new nonce, a new count)."""
+    threads past :attr:`MAX_THREADS` are forgotten (a new nonce, a new count). A call a
+    ``ToolNode`` makes for a model's tool call is ``lg-<thread>:<tool call id>`` instead,
+    as ``GovernedToolNode``'s: the node LangGraph runs again on a resume submits the
+    interrupted proposal again, not a new one (``tests/security/test_225``)."""
 
     MAX_THREADS = 4096
 
     def __init__(self, runtime: Runtime, agent: str) -> None:
         self.runtime, self.agent = runtime, agent
         self._default = GovernedSession(runtime, agent, origin="lg")
-        self._threads: OrderedDict[str, tuple[GovernedSession, str]] = OrderedDict()
+        self._threads: OrderedDict[str, tuple[GovernedSession, str, dict[str, int]]] = (
+            OrderedDict())
         self._lock = threading.Lock()
 
-    def current(self) -> tuple[GovernedSession, str | None]:
-        """The session of the calling thread, and the id of the proposal it makes now."""
+    def current(self) -> tuple[GovernedSession, str | None, int | None]:
+        """The session of the calling thread, the id of the proposal it makes now and its
+        step (None: the session's next)."""
         from langchain_core.runnables.config import ensure_config
 
         thread = (ensure_config().get("configurable") or {}).get("thread_id")
         if thread is None:
-            return self._default, None
+            return self._default, None, None
         with self._lock:
             held = self._threads.get(str(thread))
             if held is None:
                 held = (GovernedSession(self.runtime, self.agent, session_id=f"lg-{thread}"),
-                        secrets.token_hex(4))
+                        secrets.token_hex(4), {})
                 self._threads[str(thread)] = held
                 while len(self._threads) > self.MAX_THREADS:
                     self._threads.popitem(last=False)
             self._threads.move_to_end(str(thread))
-        session, nonce = held
-        return session, f"{session.session_id}:{nonce}-{session.next_step()}"
+        session, nonce, steps = held
+        call_id = _TOOL_CALL_ID.get()
+        if call_id is None:
+            return session, f"{session.session_id}:{nonce}-{session.next_step()}", None
+        return session, f"{session.session_id}:{call_id}", call_step(session, steps, call_id)
+
+
+_STEPS_LOCK = threading.Lock()
+
+
+def call_step(session: GovernedSession, steps: dict[str, int], call_id: str) -> int:
+    """The step of the proposal of tool call ``call_id`` in ``session``: a proposal's step
+    is part of it, so the call the node makes again on a resume keeps the one it had."""
+    with _STEPS_LOCK:
+        step = steps.get(call_id) or session.next_step()
+        steps[call_id] = step
+    return step
 
 
 def decided(session: GovernedSession, result: CallResult, tool_id: str) -> CallResult:
@@ -169,6 +229,7 @@ def decided(session: GovernedSession, result: CallResult, tool_id: str) -> CallR
                         "how_to_decide": result.structured.get("how_to_decide", "")})
     if isinstance(answer, Mapping) and answer.get("approver") and result.approval_id:
         try:
+            shown_before(session, result)
             session.runtime.decide_approval(
                 result.approval_id, approver_id=str(answer["approver"]),
                 token=str(answer.get("token", "")),
@@ -181,6 +242,25 @@ def decided(session: GovernedSession, result: CallResult, tool_id: str) -> CallR
                               text=f"approval_refused: {message}", meta=result.meta,
                               outcome=result.outcome)
     return session.latest(result, tool_id)
+
+
+def shown_before(session: GovernedSession, result: CallResult) -> None:
+    """Raise unless the approval ``result`` waits for was already waiting before this run
+    of the node: a resume value decides the approval its interrupt showed, never one this
+    run asked for just now — the same node run again (LangGraph's resume) may have made
+    another call, with other arguments (a model asked again), that no approver has seen
+    (``tests/security/test_225``). The interrupted proposal submitted again has an
+    earlier outcome (waiting) in its run; a new one has only this one."""
+    outcome = result.outcome
+    assert outcome is not None and outcome.approval is not None
+    earlier = session.runtime.journal.events_for_subject(
+        outcome.proposal_id, run_id=outcome.run_id, kinds=("run.outcome",))
+    if len(earlier) < 2:
+        raise InputError(
+            f"approval `{outcome.approval.id}` was asked for by this run of the node, "
+            "after the interrupt the resume answers was shown: a resume decides only the "
+            "approval its interrupt named", hint="an approver decides it on the web page "
+            "or with `cradle-kg approvals approve`; then resume without a decision")
 
 
 class GovernedToolNode:

@@ -43,7 +43,7 @@ import json
 import re
 import string
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from ..canonical import content_hash
+from ..canonical import canonical_json, content_hash
 from ..errors import InputError, ToolError
 from ..inputs import CEILINGS, check_value, load_json
 from ..records import IdempotencyClass, SideEffectClass, VerificationCheck, VerificationStatus
@@ -515,6 +515,9 @@ class ProxiedTool:
     name: str
     tool_id: str
     contract: ToolContract
+    #: the most the verifying read may answer (its canonical JSON), asked at each read:
+    #: the runtime's ``input_limits.max_output_bytes`` in force, as for a tool's own answer
+    max_read_bytes: Callable[[], int] | None = None
 
     def spec(self, tool: types.Tool) -> ToolSpec:
         """The tool's spec: its version names the upstream definition it was served under
@@ -557,12 +560,30 @@ class ProxiedTool:
         assert verify is not None
         result = self.upstream.call(verify.tool, _fill(verify.arguments, arguments))
         got = answer(result)
+        self._check_size(got)
         if result.isError:
             return False, False, got, f"`{verify.tool}` found nothing"
         expected = _fill(verify.expect, arguments)
         wrong = [f"`{k}` is `{str(got.get(k))[:80]}`, expected `{v[:80]}`"
                  for k, v in expected.items() if str(got.get(k)) != v]
         return True, not wrong, got, "; ".join(wrong)
+
+    def _check_size(self, got: Mapping[str, Any]) -> None:
+        """Raise when the read answered more than :attr:`max_read_bytes`: it is kept as the
+        verification's evidence (journaled twice), so it is held to what a tool's answer
+        is held to (``tests/security/test_33``) — past it, the read proves nothing (the
+        effect is not confirmed; a lookup that raises opens a human task), and is not kept
+        (``tests/security/test_226``)."""
+        if self.max_read_bytes is None:
+            return
+        limit = self.max_read_bytes()
+        size = len(canonical_json(dict(got)).encode("utf-8"))
+        if size > limit:
+            verify = self.contract.verify
+            assert verify is not None
+            raise ToolError(f"`{verify.tool}` of the upstream answered {size} bytes, more "
+                            f"than the limit of {limit} (`input_limits.max_output_bytes`): "
+                            "the read proves nothing and is not kept")
 
     def verify(self, req: VerifyRequest) -> VerifierReport:
         from ..verifiers import VerifierReport
@@ -579,6 +600,10 @@ class ProxiedTool:
         """Did the effect happen (crash recovery)? The declared read says."""
         found, matches, got, _ = self.read(call.arguments.model_dump(mode="json"))
         return got if found and matches else None
+
+
+def _output_limit(runtime: Runtime) -> int:
+    return runtime.config.input_limits.max_output_bytes
 
 
 def _status(ok: bool) -> VerificationStatus:
@@ -618,7 +643,8 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
             continue
         if contract is not None:
             _check_templates(tool.name, contract, tool.inputSchema)
-        proxied = ProxiedTool(upstream, tool.name, prefix + tool.name, contract or READ_ONLY)
+        proxied = ProxiedTool(upstream, tool.name, prefix + tool.name, contract or READ_ONLY,
+                              partial(_output_limit, runtime))
         spec = proxied.spec(tool)
         keyed = spec.idempotency in (IdempotencyClass.KEYED, IdempotencyClass.NATURAL)
         if spec.verifier is not None:

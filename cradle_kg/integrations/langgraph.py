@@ -112,7 +112,7 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
     from langchain_core.tools import ToolException
 
     sessions = ThreadSessions(runtime, agent) if session is None else None
-    steps: dict[str, int] = {}  # the given session's: its tool calls' steps
+    steps: OrderedDict[str, int] = OrderedDict()  # the given session's tool calls' steps
     tools: list[BaseTool] = []
     for spec in runtime.tools.specs():
         if only is not None and spec.id not in only:
@@ -176,7 +176,7 @@ class ThreadSessions:
     def __init__(self, runtime: Runtime, agent: str) -> None:
         self.runtime, self.agent = runtime, agent
         self._default = GovernedSession(runtime, agent, origin="lg")
-        self._threads: OrderedDict[str, tuple[GovernedSession, str, dict[str, int]]] = (
+        self._threads: OrderedDict[str, tuple[GovernedSession, str, OrderedDict[str, int]]] = (
             OrderedDict())
         self._lock = threading.Lock()
 
@@ -192,7 +192,7 @@ class ThreadSessions:
             held = self._threads.get(str(thread))
             if held is None:
                 held = (GovernedSession(self.runtime, self.agent, session_id=f"lg-{thread}"),
-                        secrets.token_hex(4), {})
+                        secrets.token_hex(4), OrderedDict())
                 self._threads[str(thread)] = held
                 while len(self._threads) > self.MAX_THREADS:
                     self._threads.popitem(last=False)
@@ -207,12 +207,20 @@ class ThreadSessions:
 _STEPS_LOCK = threading.Lock()
 
 
-def call_step(session: GovernedSession, steps: dict[str, int], call_id: str) -> int:
+#: the tool calls of one session whose steps are kept (the newest; an older one made again
+#: is a new step, and so its proposal id's reuse: denied, nothing run)
+MAX_CALL_STEPS = 4096
+
+
+def call_step(session: GovernedSession, steps: OrderedDict[str, int], call_id: str) -> int:
     """The step of the proposal of tool call ``call_id`` in ``session``: a proposal's step
     is part of it, so the call the node makes again on a resume keeps the one it had."""
     with _STEPS_LOCK:
         step = steps.get(call_id) or session.next_step()
         steps[call_id] = step
+        steps.move_to_end(call_id)
+        while len(steps) > MAX_CALL_STEPS:
+            steps.popitem(last=False)
     return step
 
 

@@ -20,6 +20,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InputError, InputTooLargeError
 from ..inputs import InputLimits, load_json
@@ -53,15 +54,43 @@ def refusal(data: bytes, limits: InputLimits, *, source: str = "request body"
             ) -> tuple[int, int, str] | None:
     """Why the strict loader refuses one JSON-RPC message — (HTTP status, JSON-RPC code,
     message) — or None. What every MCP transport asks before the SDK reads a message."""
+    return read_message(data, limits, source=source)[0]
+
+
+def read_message(data: bytes, limits: InputLimits, *, source: str = "request body"
+                 ) -> tuple[tuple[int, int, str] | None, Any]:
+    """:func:`refusal`, and the message as the strict loader read it (None when refused)."""
     if len(data) > limits.max_bytes:
-        return refused_size(limits, source=source)
+        return refused_size(limits, source=source), None
     try:
-        load_json(data, limits=limits, source=source)
+        return None, load_json(data, limits=limits, source=source)
     except InputTooLargeError as exc:
-        return 413, INVALID_REQUEST, exc.message
+        return (413, INVALID_REQUEST, exc.message), None
     except InputError as exc:
-        return 400, PARSE_ERROR, f"Parse error: {exc.message}"
+        return (400, PARSE_ERROR, f"Parse error: {exc.message}"), None
+
+
+def envelope_problem(message: Any) -> tuple[str, list[int | str | None]] | None:
+    """Why a message the strict loader read is no JSON-RPC 2.0 message MCP's SDK reads, and
+    the ids to answer that under (each request's of a batch; ``None`` when none can be
+    read) — or None. The SDK answers such a line with a log notification and never the
+    request, whose sender then waits for ever (``tests/security/test_227``)."""
+    if isinstance(message, list):
+        ids = [m["id"] for m in message if isinstance(m, dict) and _plain_id(m.get("id"))]
+        return ("a batch (a JSON array of messages) is not served: one message a line, "
+                "as MCP 2025-06-18 has it", ids or [None])
+    if not isinstance(message, dict):
+        return "a JSON-RPC message is a JSON object", [None]
+    rid = message.get("id")
+    if "id" in message and not _plain_id(rid):
+        return "`id`: a request's id is a string or an integer", [None]
+    if message.get("jsonrpc") != "2.0":
+        return "`jsonrpc`: must be `2.0`", [rid if "id" in message else None]
     return None
+
+
+def _plain_id(rid: Any) -> bool:
+    return isinstance(rid, int | str) and not isinstance(rid, bool)
 
 
 def error_message(code: int, message: str, request_id: int | str | None = None) -> bytes:

@@ -41,12 +41,14 @@ from .calls import (
     tool_hints,
 )
 from .http_guard import (
+    INVALID_REQUEST,
     MAX_SESSIONS_PER_AGENT,
     SESSION_IDLE_SECONDS,
     SessionQuota,
     envelope_limits,
+    envelope_problem,
     error_message,
-    refusal,
+    read_message,
     refused_size,
     request_id,
 )
@@ -267,9 +269,16 @@ class _StdinLines:
     async def _line(self, line: bytes) -> str | None:
         """The line for the SDK, or None when it was refused (and answered)."""
         if self.limits is not None and line.strip():
-            refused = refusal(line, self.limits, source="message")
+            refused, message = read_message(line, self.limits, source="message")
             if refused is not None:
                 await self._refuse(refused, request_id(line))
+                return None
+            problem = envelope_problem(message)
+            if problem is not None:  # JSON, but no message: answered here, or never
+                said, ids = problem
+                for rid in ids:
+                    await self._refuse((400, INVALID_REQUEST, f"Invalid request: {said}"),
+                                       rid)
                 return None
         return line.decode("utf-8", errors="replace")  # as the SDK's TextIOWrapper decodes
 

@@ -1,0 +1,78 @@
+"""A message on MCP's stdio that is JSON but no JSON-RPC message is answered, under its id.
+
+Finding (agent-facing doors review): ``test_31`` answers a line the strict loader refuses
+with a JSON-RPC error under its id. A line that *is* JSON but no message the SDK reads —
+a batch (a JSON array: MCP 2025-06-18 has none), ``"jsonrpc": "1.0"``, an id that is an
+object or ``null`` — passed the loader and the SDK answered it with a log notification
+(``"Internal Server Error"``) and a page of validation errors on stderr, but never the
+request: a client that sent ``[{"id": 10, ...}, {"id": 11, ...}]`` waited for 10 and 11
+forever (``cradle-kg mcp serve`` and ``mcp proxy`` on stdio alike; on HTTP the SDK
+answers 400).
+
+What must hold: each such line gets a JSON-RPC ``-32600`` error — under each request's
+id that can be read (every request of a batch), else under ``null`` — nothing is
+journaled, and the session goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cradle_kg import Runtime
+from cradle_kg.demo.scenario import AGENT
+
+from .jsonl_process import JsonLinesProcess
+
+pytest.importorskip("mcp")
+
+
+@pytest.fixture
+def stdio(home: Path) -> Iterator[JsonLinesProcess]:
+    server = JsonLinesProcess(["mcp", "serve", "--home", str(home), "--agent", AGENT])
+    yield server
+    server.stop()
+
+
+def _events(home: Path) -> int:
+    with Runtime(home) as rt:
+        return sum(1 for _ in rt.journal.events())
+
+
+def _invalid(m: dict[str, Any], rid: Any) -> bool:
+    return "id" in m and m["id"] == rid and m.get("error", {}).get("code") == -32600
+
+
+CREDIT = (b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":'
+          b'"demo.ledger.credit","arguments":{"account":"acct-1","amount":5}}}')
+
+
+def test_a_batch_is_answered_for_each_request(home: Path, stdio: JsonLinesProcess) -> None:
+    before = _events(home)
+    stdio.send(b"[" + CREDIT % 10 + b"," + CREDIT % 11
+               + b',{"jsonrpc":"2.0","method":"notifications/initialized"}]')
+    for rid in (10, 11):  # before: no answer, ever
+        found = stdio.wait_for(lambda m, rid=rid: m.get("id") == rid, timeout=15)
+        assert _invalid(found, rid), found
+        assert "batch" in found["error"]["message"], found
+    assert _events(home) == before  # neither credit ran
+
+
+@pytest.mark.parametrize(("line", "rid"), [
+    (b'{"jsonrpc":"1.0","id":12,"method":"ping"}', 12),
+    (b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', None),
+    (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', None),
+    (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', None),
+    (b'{"id":13,"method":"ping"}', 13),
+    (b'"ping"', None),
+], ids=["jsonrpc-1.0", "id-object", "id-null", "id-bool", "no-jsonrpc", "a-string"])
+def test_no_message_is_answered_under_its_id(stdio: JsonLinesProcess, line: bytes,
+                                             rid: Any) -> None:
+    stdio.send(line)
+    found = stdio.wait_for(lambda m: "id" in m and m["id"] == rid, timeout=15)
+    assert _invalid(found, rid), found
+    stdio.request(40, "ping", {})  # the session goes on
+    assert stdio.wait_for(lambda m: m.get("id") == 40)["result"] == {}

@@ -10,7 +10,9 @@ Both are plain ASGI middleware (no buffering of responses, nothing FastAPI-speci
   allows only this origin's own scripts and styles (no inline code, no CDN, no framing),
   ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY`` and
   ``Referrer-Policy: no-referrer``. The approver token lives in the page's
-  sessionStorage; nothing but this origin's own files may run beside it.
+  sessionStorage; nothing but this origin's own files may run beside it. An answer to a
+  request that carries credentials (``Authorization``) is ``Cache-Control: no-store``:
+  what a token read never stays in a browser's disk cache (``tests/security/test_228``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ HEADERS: Final = (
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"no-referrer"),
 )
+#: on an answer to a request with credentials: what a token read is not kept in a cache
+NO_STORE: Final = (b"cache-control", b"no-store")
 
 
 async def _plain(send: Send, status: int, text: str) -> None:
@@ -197,11 +201,15 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
+        credentials = any(k.lower() == b"authorization" for k, _ in scope.get("headers", ()))
+
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 present = {k.lower() for k, _ in headers}
                 headers += [(k, v) for k, v in HEADERS if k not in present]
+                if credentials and b"cache-control" not in present:
+                    headers.append(NO_STORE)
                 message["headers"] = headers
             await send(message)
 

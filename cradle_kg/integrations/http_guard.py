@@ -136,9 +136,15 @@ class StrictJsonBody:
                 return
             if held.refused is not None:
                 return  # the client left: nothing to answer, nothing to run
-            refused = refusal(held.body, self.limits)
+            refused, message = read_message(held.body, self.limits)
             if refused is not None:
                 await _error(send, *refused)
+                return
+            problem = envelope_problem(message)
+            if problem is not None:  # JSON, but no message the SDK answers (an id object)
+                said, ids = problem
+                await _error(send, 400, INVALID_REQUEST, f"Invalid request: {said}",
+                             ids[0] if len(ids) == 1 else None)
                 return
             await self.app(scope, replay_body(held.body, receive), send)
 
@@ -155,8 +161,9 @@ def _has_bearer(scope: Scope) -> bool:
     return False
 
 
-async def _error(send: Send, status: int, code: int, message: str) -> None:
-    body = error_message(code, message)
+async def _error(send: Send, status: int, code: int, message: str,
+                 request_id: int | str | None = None) -> None:
+    body = error_message(code, message, request_id)
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode("ascii"))]})

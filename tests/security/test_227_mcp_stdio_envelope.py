@@ -6,8 +6,9 @@ a batch (a JSON array: MCP 2025-06-18 has none), ``"jsonrpc": "1.0"``, an id tha
 object or ``null`` — passed the loader and the SDK answered it with a log notification
 (``"Internal Server Error"``) and a page of validation errors on stderr, but never the
 request: a client that sent ``[{"id": 10, ...}, {"id": 11, ...}]`` waited for 10 and 11
-forever (``cradle-kg mcp serve`` and ``mcp proxy`` on stdio alike; on HTTP the SDK
-answers 400).
+forever (``cradle-kg mcp serve`` and ``mcp proxy`` on stdio alike). On streamable HTTP
+an id that is an object was taken for a notification: ``202 Accepted``, never answered;
+the other shapes got the SDK's pydantic dump under the id ``"server-error"``.
 
 What must hold: each such line gets a JSON-RPC ``-32600`` error — under each request's
 id that can be read (every request of a batch), else under ``null`` — nothing is
@@ -26,6 +27,7 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
 
 from .jsonl_process import JsonLinesProcess
+from .mcp_http import Client, Served, fresh, serve, token_for
 
 pytest.importorskip("mcp")
 
@@ -76,3 +78,30 @@ def test_no_message_is_answered_under_its_id(stdio: JsonLinesProcess, line: byte
     assert _invalid(found, rid), found
     stdio.request(40, "ping", {})  # the session goes on
     assert stdio.wait_for(lambda m: m.get("id") == 40)["result"] == {}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    home = fresh(tmp_path_factory.mktemp("mcp-http-envelope"), "home")
+    for running in serve(home):
+        running.tokens = {AGENT: token_for(home, AGENT)}
+        yield running
+
+
+@pytest.mark.parametrize(("body", "rid"), [
+    (b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', None),
+    (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', None),
+    (b'[{"jsonrpc":"2.0","id":14,"method":"ping"}]', 14),
+    (b'{"jsonrpc":"1.0","id":15,"method":"ping"}', 15),
+], ids=["id-object", "id-null", "batch", "jsonrpc-1.0"])
+def test_on_http_too(served: Served, body: bytes, rid: Any) -> None:
+    client = Client(served.url, served.tokens[AGENT])
+    try:
+        r = client.post_raw(body)
+        # before: an id that is an object was taken for a notification (202, never
+        # answered); the others were answered by the SDK's validation dump, id "server-error"
+        assert r.status_code == 400, (r.status_code, r.text)
+        assert _invalid(r.json(), rid), r.text
+        assert client.alive()
+    finally:
+        client.close()

@@ -81,11 +81,20 @@ def envelope_problem(message: Any) -> tuple[str, list[int | str | None]] | None:
                 "as MCP 2025-06-18 has it", ids or [None])
     if not isinstance(message, dict):
         return "a JSON-RPC message is a JSON object", [None]
-    rid = message.get("id")
-    if "id" in message and not _plain_id(rid):
-        return "`id`: a request's id is a string or an integer", [None]
+    if (problem := id_problem(message)) is not None:
+        return problem, [None]
     if message.get("jsonrpc") != "2.0":
-        return "`jsonrpc`: must be `2.0`", [rid if "id" in message else None]
+        return "`jsonrpc`: must be `2.0`", [message.get("id")]
+    return None
+
+
+def id_problem(message: Any) -> str | None:
+    """Why a JSON-RPC object's ``id`` is none a request may have (an object, ``null``, a
+    boolean), or None. On streamable HTTP the SDK took such a request for a notification:
+    ``202 Accepted``, never answered (``tests/security/test_227``); the other shapes
+    :func:`envelope_problem` names it answers ``400`` itself."""
+    if isinstance(message, dict) and "id" in message and not _plain_id(message["id"]):
+        return "`id`: a request's id is a string or an integer"
     return None
 
 
@@ -140,11 +149,9 @@ class StrictJsonBody:
             if refused is not None:
                 await _error(send, *refused)
                 return
-            problem = envelope_problem(message)
-            if problem is not None:  # JSON, but no message the SDK answers (an id object)
-                said, ids = problem
-                await _error(send, 400, INVALID_REQUEST, f"Invalid request: {said}",
-                             ids[0] if len(ids) == 1 else None)
+            problem = id_problem(message)
+            if problem is not None:  # a request the SDK would take for a notification
+                await _error(send, 400, INVALID_REQUEST, f"Invalid request: {problem}")
                 return
             await self.app(scope, replay_body(held.body, receive), send)
 
@@ -161,9 +168,8 @@ def _has_bearer(scope: Scope) -> bool:
     return False
 
 
-async def _error(send: Send, status: int, code: int, message: str,
-                 request_id: int | str | None = None) -> None:
-    body = error_message(code, message, request_id)
+async def _error(send: Send, status: int, code: int, message: str) -> None:
+    body = error_message(code, message)
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode("ascii"))]})

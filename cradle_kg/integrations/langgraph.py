@@ -18,7 +18,9 @@ needs a human approval pauses the graph with :func:`langgraph.types.interrupt`; 
 payload names the approval; resuming with ``Command(resume={"approver": ID, "token": T,
 "decision": "approved"})`` decides it (the runtime authenticates the approver; the
 decision is ``approved`` — the default —, ``rejected`` or ``changes_requested``, with an
-optional text ``"reason"``: anything else is refused and journals nothing), and
+optional text ``"reason"``, and best the ``"approval_id"`` the payload named: a resume
+naming another approval, or deciding one the node's second run asked for just now, is
+refused; anything else is refused and journals nothing), and
 resuming with anything else reads the decision an approver made elsewhere (web page,
 CLI). Proposal ids are ``<thread>:<tool_call_id>``: the node's re-run after a resume
 submits the same proposal again, which the runtime answers from its record.
@@ -237,7 +239,7 @@ def decided(session: GovernedSession, result: CallResult, tool_id: str) -> CallR
                         "how_to_decide": result.structured.get("how_to_decide", "")})
     if isinstance(answer, Mapping) and answer.get("approver") and result.approval_id:
         try:
-            shown_before(session, result)
+            shown_before(session, result, answer.get("approval_id"))
             session.runtime.decide_approval(
                 result.approval_id, approver_id=str(answer["approver"]),
                 token=str(answer.get("token", "")),
@@ -252,15 +254,23 @@ def decided(session: GovernedSession, result: CallResult, tool_id: str) -> CallR
     return session.latest(result, tool_id)
 
 
-def shown_before(session: GovernedSession, result: CallResult) -> None:
+def shown_before(session: GovernedSession, result: CallResult, named: Any = None) -> None:
     """Raise unless the approval ``result`` waits for was already waiting before this run
     of the node: a resume value decides the approval its interrupt showed, never one this
     run asked for just now — the same node run again (LangGraph's resume) may have made
     another call, with other arguments (a model asked again), that no approver has seen
     (``tests/security/test_225``). The interrupted proposal submitted again has an
-    earlier outcome (waiting) in its run; a new one has only this one."""
+    earlier outcome (waiting) in its run; a new one has only this one. ``named``: the
+    ``approval_id`` the resume value gives (the interrupt's payload names it): when given,
+    it must be this one."""
     outcome = result.outcome
     assert outcome is not None and outcome.approval is not None
+    if named is not None and named != outcome.approval.id:
+        raise InputError(
+            f"the resume decides approval `{str(named)[:80]}`, and this call waits for "
+            f"`{outcome.approval.id}`: a resume decides only the approval it names",
+            hint="an approver decides the other one on the web page or with "
+            "`cradle-kg approvals approve`")
     earlier = session.runtime.journal.events_for_subject(
         outcome.proposal_id, run_id=outcome.run_id, kinds=("run.outcome",))
     if len(earlier) < 2:

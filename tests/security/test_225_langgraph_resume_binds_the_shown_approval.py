@@ -17,7 +17,8 @@ What must hold: a call made by a tool call is the same proposal when the node ru
 again (its id is ``lg-<thread>:<tool call id>``, as ``GovernedToolNode``'s); a resume
 value decides only an approval that was already waiting before this run of the node
 (an approval this run asked for just now was never shown: refused, nothing journaled,
-nothing run).
+nothing run); a resume value that names the approval it decides (``approval_id``, as
+the interrupt's payload gives it) decides that one or nothing.
 """
 
 from __future__ import annotations
@@ -140,3 +141,17 @@ def test_a_second_run_with_other_arguments_is_not_approved(runtime: Runtime) -> 
     assert _intents(runtime, "run:lg-t-swap") == []
     kinds = [e.kind for e in runtime.journal.events(run_id="run:lg-t-swap")]
     assert "approval.decided" not in kinds, kinds
+
+
+def test_a_resume_naming_another_approval_decides_nothing(runtime: Runtime) -> None:
+    graph = _tool_node_graph(runtime)
+    config = {"configurable": {"thread_id": "t-named"}}
+    paused = graph.invoke({"messages": [HumanMessage("close acct-2")]}, config)
+    shown = paused["__interrupt__"][0].value["approval_id"]
+    done = graph.invoke(Command(resume={"approver": APPROVER, "approval_id": "apr:other",
+                                        "token": DEMO_TOKENS[APPROVER]}), config)
+    closing = [m for m in done["messages"] if isinstance(m, ToolMessage)][-1]
+    assert closing.status == "error" and "approval_refused" in str(closing.content)
+    assert _intents(runtime, "run:lg-t-named") == []
+    (state,) = runtime.approvals.for_run("run:lg-t-named")
+    assert state.approval.id == shown and state.approval.status is ApprovalStatus.PENDING

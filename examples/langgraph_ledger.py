@@ -59,7 +59,8 @@ def main() -> None:
         print(f"{message.type:>6}: {message.content or message.tool_calls}")
     pause = state["__interrupt__"][0].value
     print(f"paused for approval {pause['approval_id']}; {APPROVER} approves")
-    state = graph.invoke(Command(resume={"approver": APPROVER,
+    state = graph.invoke(Command(resume={"approver": APPROVER, "approval_id":
+                                         pause["approval_id"],
                                          "token": DEMO_TOKENS[APPROVER]}), config)
     print(f"{state['messages'][-2].type:>6}: {state['messages'][-2].content}")
     print(f"{state['messages'][-1].type:>6}: {state['messages'][-1].content}")

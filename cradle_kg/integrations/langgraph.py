@@ -114,7 +114,6 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
     from langchain_core.tools import ToolException
 
     sessions = ThreadSessions(runtime, agent) if session is None else None
-    steps: OrderedDict[str, int] = OrderedDict()  # the given session's tool calls' steps
     tools: list[BaseTool] = []
     for spec in runtime.tools.specs():
         if only is not None and spec.id not in only:
@@ -132,11 +131,10 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
                     raise ToolException(refused(exc, {"tool": tool_id}).text) from None
                 if sessions is None:
                     assert session is not None
-                    call_id = _TOOL_CALL_ID.get()
-                    held, result = session, session.call(
-                        tool_id, arguments, meta, proposal_id=None if call_id is None
-                        else f"{session.session_id}:{call_id}", step=None if call_id is None
-                        else call_step(session, steps, call_id))
+                    # one session for every thread: a tool call id says nothing unique
+                    # in it (a resume's second run is a new proposal, and `shown_before`
+                    # keeps a resume from deciding it)
+                    held, result = session, session.call(tool_id, arguments, meta)
                 else:
                     held, pid, step = sessions.current()
                     result = held.call(tool_id, arguments, meta, proposal_id=pid, step=step)

@@ -136,7 +136,7 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
                     # keeps a resume from deciding it)
                     held, result = session, session.call(tool_id, arguments, meta)
                 else:
-                    held, pid, step = sessions.current()
+                    held, pid, step = sessions.current(meta.run)
                     result = held.call(tool_id, arguments, meta, proposal_id=pid, step=step)
                 result = decided(held, result, tool_id)
                 if result.is_error:
@@ -180,9 +180,9 @@ class ThreadSessions:
             OrderedDict())
         self._lock = threading.Lock()
 
-    def current(self) -> tuple[GovernedSession, str | None, int | None]:
+    def current(self, run: str | None = None) -> tuple[GovernedSession, str | None, int | None]:
         """The session of the calling thread, the id of the proposal it makes now and its
-        step (None: the session's next)."""
+        step (None: the session's next); ``run``: the run the host named, if any."""
         from langchain_core.runnables.config import ensure_config
 
         thread = (ensure_config().get("configurable") or {}).get("thread_id")
@@ -201,7 +201,8 @@ class ThreadSessions:
         call_id = _TOOL_CALL_ID.get()
         if call_id is None:
             return session, f"{session.session_id}:{nonce}-{session.next_step()}", None
-        return session, f"{session.session_id}:{call_id}", call_step(session, steps, call_id)
+        pid = f"{session.session_id}:{call_id}"
+        return session, pid, call_step(session, steps, call_id, pid, run or session.run_id)
 
 
 _STEPS_LOCK = threading.Lock()
@@ -212,11 +213,21 @@ _STEPS_LOCK = threading.Lock()
 MAX_CALL_STEPS = 4096
 
 
-def call_step(session: GovernedSession, steps: OrderedDict[str, int], call_id: str) -> int:
+def call_step(session: GovernedSession, steps: OrderedDict[str, int], call_id: str,
+              proposal_id: str, run_id: str) -> int:
     """The step of the proposal of tool call ``call_id`` in ``session``: a proposal's step
-    is part of it, so the call the node makes again on a resume keeps the one it had."""
+    is part of it, so the call the node makes again on a resume keeps the one it had —
+    also in another process (a graph resumed on another worker), or once forgotten here:
+    then the journal's proposal of that id in ``run_id`` says it."""
     with _STEPS_LOCK:
-        step = steps.get(call_id) or session.next_step()
+        known = steps.get(call_id)
+    if known is None:
+        received = session.runtime.journal.events_for_subject(
+            proposal_id, run_id=run_id, kinds=("proposal.received",))
+        recorded = received[0].payload.get("proposal", {}).get("step") if received else None
+        known = recorded if isinstance(recorded, int) and recorded > 0 else None
+    with _STEPS_LOCK:
+        step = steps.get(call_id) or known or session.next_step()
         steps[call_id] = step
         steps.move_to_end(call_id)
         while len(steps) > MAX_CALL_STEPS:

@@ -60,8 +60,9 @@ def _close(account: str, ident: str) -> AIMessage:
                                               "id": ident}])
 
 
-def _tool_node_graph(rt: Runtime) -> Any:
-    model = FakeMessagesListChatModel(responses=[_close("acct-2", "c1"),
+def _tool_node_graph(rt: Runtime, saver: InMemorySaver | None = None,
+                     first: tuple[AIMessage, ...] = ()) -> Any:
+    model = FakeMessagesListChatModel(responses=[*first, _close("acct-2", "c1"),
                                                  AIMessage(content="done")])
 
     def agent(state: MessagesState) -> dict[str, list[Any]]:
@@ -73,7 +74,7 @@ def _tool_node_graph(rt: Runtime) -> Any:
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
     g.add_edge("tools", "agent")
-    return g.compile(checkpointer=InMemorySaver())
+    return g.compile(checkpointer=saver or InMemorySaver())
 
 
 def _intents(rt: Runtime, run: str) -> list[Any]:
@@ -155,3 +156,20 @@ def test_a_resume_naming_another_approval_decides_nothing(runtime: Runtime) -> N
     assert _intents(runtime, "run:lg-t-named") == []
     (state,) = runtime.approvals.for_run("run:lg-t-named")
     assert state.approval.id == shown and state.approval.status is ApprovalStatus.PENDING
+
+
+def test_a_graph_resumed_elsewhere_submits_the_same_proposal(runtime: Runtime) -> None:
+    # the tools built again (another worker of the application, its own count of the
+    # thread's calls) resume the same thread: the close was the thread's second call
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "t-moved"}}
+    credit = AIMessage(content="", tool_calls=[{
+        "name": "demo_ledger_credit", "args": {"account": "acct-1", "amount": 5}, "id": "c0"}])
+    paused = _tool_node_graph(runtime, saver, (credit,)).invoke(
+        {"messages": [HumanMessage("credit acct-1, close acct-2")]}, config)
+    shown = paused["__interrupt__"][0].value["approval_id"]
+    done = _tool_node_graph(runtime, saver).invoke(Command(resume={
+        "approver": APPROVER, "approval_id": shown, "token": DEMO_TOKENS[APPROVER]}), config)
+    closing = [m for m in done["messages"] if isinstance(m, ToolMessage)][-1]
+    assert closing.status == "success", closing.content
+    assert len(_intents(runtime, "run:lg-t-moved")) == 2  # the credit, then the close

@@ -32,6 +32,7 @@ from ..errors import InputError
 from ..inputs import CappedLines, InputLimits
 from . import require
 from .calls import (
+    META_PREFIX,
     CallResult,
     GovernedSession,
     HostMeta,
@@ -119,11 +120,14 @@ def as_mcp_result(result: CallResult) -> types.CallToolResult:
 def build_server(runtime: Runtime, identity: IdentityFn, *, approval_wait: float = 0.0,
                  home_hint: str = "", name: str = "cradle-kg",
                  only: Collection[str] | None = None,
-                 host_trusted: Callable[[], bool] = lambda: True) -> Server[Any, Any]:
+                 host_trusted: Callable[[], bool] = lambda: True,
+                 still_valid: Callable[[], bool] = lambda: True) -> Server[Any, Any]:
     """The MCP server of a runtime: its tools (``only`` these, when given), each call
     governed. ``host_trusted``: whether the caller is the host application, whose
     ``_meta`` may assert facts and the user's input — on stdio always (the host started
-    the server and holds its pipes), on HTTP only with a host's token."""
+    the server and holds its pipes), on HTTP only with a host's token. ``still_valid``:
+    whether the credentials the current request came with still authenticate its caller
+    (asked, in a worker thread, at each poll of a call waiting for an approver)."""
     require("mcp", extra="mcp")
     from mcp import types
     from mcp.server.lowlevel import Server
@@ -152,7 +156,8 @@ def build_server(runtime: Runtime, identity: IdentityFn, *, approval_wait: float
             raise McpError(types.ErrorData(code=types.INVALID_REQUEST,
                                            message="no authenticated identity"))
         result = await governed_call(book, ctx.session, agent, req, ctx.request_id,
-                                     approval_wait=approval_wait, host=host_trusted())
+                                     approval_wait=approval_wait, host=host_trusted(),
+                                     still_valid=still_valid)
         return types.ServerResult(as_mcp_result(result))
 
     server.request_handlers[types.CallToolRequest] = _call
@@ -161,7 +166,8 @@ def build_server(runtime: Runtime, identity: IdentityFn, *, approval_wait: float
 
 async def governed_call(book: SessionBook, key: ServerSession, agent: str,
                         req: types.CallToolRequest, request_id: Any, *,
-                        approval_wait: float, host: bool = True) -> CallResult:
+                        approval_wait: float, host: bool = True,
+                        still_valid: Callable[[], bool] = lambda: True) -> CallResult:
     """Run one ``tools/call`` through the runtime (in a worker thread); wait for an
     approver, with progress notifications, when the client asked for progress. ``host``:
     the caller is the host application (see :func:`build_server`)."""
@@ -185,7 +191,7 @@ async def governed_call(book: SessionBook, key: ServerSession, agent: str,
     if result.status != "awaiting_approval" or approval_wait <= 0 or token is None:
         return result
     return await _await_decision(session, key, result, name, token, request_id,
-                                 wait=approval_wait)
+                                 wait=approval_wait, still_valid=still_valid)
 
 
 def _call_in_thread(session: GovernedSession, name: str, arguments: Any,
@@ -195,8 +201,14 @@ def _call_in_thread(session: GovernedSession, name: str, arguments: Any,
 
 async def _await_decision(session: GovernedSession, key: ServerSession, result: CallResult,
                           name: str, token: str | int, request_id: Any, *,
-                          wait: float) -> CallResult:
-    """Poll the journal until an approver ends the wait (or ``wait`` seconds pass)."""
+                          wait: float, still_valid: Callable[[], bool] = lambda: True
+                          ) -> CallResult:
+    """Poll the journal until an approver ends the wait (or ``wait`` seconds pass).
+
+    INVARIANT: an approved call goes on here (:meth:`GovernedSession.latest` runs it) only
+    while the credentials the call came with still authenticate its agent: a token revoked
+    (or an agent removed) during the wait ends it with a refusal, and nothing is run for it
+    (``tests/security/test_229``)."""
     import anyio
 
     approval = result.approval_id or ""
@@ -209,6 +221,13 @@ async def _await_decision(session: GovernedSession, key: ServerSession, result: 
                 related_request_id=request_id)
             await anyio.sleep(POLL_SECONDS)
             waited += POLL_SECONDS
+            if not await anyio.to_thread.run_sync(still_valid):
+                return refused(InputError(
+                    f"the credentials this call came with no longer authenticate "
+                    f"`{session.agent_id}` (revoked or removed while it waited): the wait "
+                    f"ends and nothing is run for it; approval `{approval}` stays as "
+                    "decided"), {"run": result.meta.get(META_PREFIX + "run"),
+                                 "proposal": result.meta.get(META_PREFIX + "proposal")})
             latest = await anyio.to_thread.run_sync(session.latest, result, name)
             if latest.status != "awaiting_approval":
                 await key.send_progress_notification(
@@ -228,7 +247,8 @@ async def serve_stdio(runtime: Runtime, agent_id: str, *, approval_wait: float =
 
     GovernedSession(runtime, agent_id)  # refuses an undeclared agent before anything starts
     server = build_server(runtime, lambda: agent_id, approval_wait=approval_wait,
-                          home_hint=home_hint, only=only, name=name)
+                          home_hint=home_hint, only=only, name=name,
+                          still_valid=lambda: agent_id in runtime.declared_agents())
     async with pipe_stdio(runtime.config.input_limits) as (stdin, stdout), \
             stdio_server(stdin, stdout) as (read, write):
         await server.run(read, write, server.create_initialization_options())
@@ -441,8 +461,15 @@ def http_app(runtime: Runtime, *, approval_wait: float = 0.0, home_hint: str = "
         token = get_access_token()
         return token is not None and HOST_SCOPE in token.scopes
 
+    tokens = AgentTokens(runtime)
+
+    def still_valid() -> bool:
+        token = get_access_token()
+        return token is not None and tokens.identity(token.token) == token.client_id
+
     server = build_server(runtime, identity, approval_wait=approval_wait, home_hint=home_hint,
-                          only=only, name=name, host_trusted=host_trusted)
+                          only=only, name=name, host_trusted=host_trusted,
+                          still_valid=still_valid)
     # the SDK's idle timeout, where it has one, set to what the quota counts with
     idle = SESSION_IDLE_SECONDS if "session_idle_timeout" in inspect.signature(
         StreamableHTTPSessionManager).parameters else None
@@ -477,6 +504,15 @@ class AgentTokens:
     async def verify_token(self, token: str) -> Any:
         from mcp.server.auth.provider import AccessToken
 
+        caller = self.caller(token)
+        if caller is None:
+            return None
+        return AccessToken(token=token, client_id=caller.identity, subject=caller.identity,
+                           scopes=[AGENT_SCOPE, *([HOST_SCOPE] if caller.is_host else [])])
+
+    def caller(self, token: str) -> Any:
+        """The agent ``token`` authenticates now (a :class:`~cradle_kg.server.auth.Caller`),
+        or None: not an agent's, an approver's too, revoked, or its agent removed."""
         from ..server.auth import authenticate
 
         caller = authenticate(self.runtime.home, self.runtime.config, token,
@@ -484,5 +520,9 @@ class AgentTokens:
                               self.runtime.declared_agents())
         if caller is None or not caller.is_agent or caller.is_approver:
             return None
-        return AccessToken(token=token, client_id=caller.identity, subject=caller.identity,
-                           scopes=[AGENT_SCOPE, *([HOST_SCOPE] if caller.is_host else [])])
+        return caller
+
+    def identity(self, token: str) -> str | None:
+        """The agent ``token`` authenticates now, or None (:meth:`caller`)."""
+        caller = self.caller(token)
+        return None if caller is None else str(caller.identity)

@@ -81,6 +81,8 @@ def envelope_problem(message: Any) -> tuple[str, list[int | str | None]] | None:
                 "as MCP 2025-06-18 has it", ids or [None])
     if not isinstance(message, dict):
         return "a JSON-RPC message is a JSON object", [None]
+    if "method" not in message:  # a response (or nothing): never answered, as before
+        return None
     if (problem := id_problem(message)) is not None:
         return problem, [None]
     if message.get("jsonrpc") != "2.0":
@@ -89,11 +91,13 @@ def envelope_problem(message: Any) -> tuple[str, list[int | str | None]] | None:
 
 
 def id_problem(message: Any) -> str | None:
-    """Why a JSON-RPC object's ``id`` is none a request may have (an object, ``null``, a
-    boolean), or None. On streamable HTTP the SDK took such a request for a notification:
-    ``202 Accepted``, never answered (``tests/security/test_227``); the other shapes
+    """Why a JSON-RPC request's ``id`` is none a request may have (an object, ``null``, a
+    boolean), or None (a response is left alone: a response is never answered). On
+    streamable HTTP the SDK took such a request for a notification: ``202 Accepted``,
+    never answered (``tests/security/test_227``); the other shapes
     :func:`envelope_problem` names it answers ``400`` itself."""
-    if isinstance(message, dict) and "id" in message and not _plain_id(message["id"]):
+    if isinstance(message, dict) and "method" in message and "id" in message \
+            and not _plain_id(message["id"]):
         return "`id`: a request's id is a string or an integer"
     return None
 

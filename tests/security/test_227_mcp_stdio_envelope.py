@@ -17,6 +17,7 @@ journaled, and the session goes on.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,12 @@ def test_on_http_a_request_is_no_notification(served: Served, body: bytes) -> No
         assert client.alive()
     finally:
         client.close()
+
+
+def test_a_response_is_never_answered(stdio: JsonLinesProcess) -> None:
+    # a client's error response with a null id: answering it could ping-pong for ever
+    stdio.send(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}')
+    stdio.request(41, "ping", {})
+    assert stdio.wait_for(lambda m: m.get("id") == 41)["result"] == {}
+    time.sleep(0.3)
+    assert not [m for m in stdio.lines if "error" in m], stdio.lines

@@ -29,6 +29,7 @@ from .loop.approvals import (
 )
 from .loop.escalation import task_from_events, task_scope
 from .records import ApprovalStatus, AuditEvent
+from .storage import Decider
 
 if TYPE_CHECKING:
     from .loop.runtime import Runtime
@@ -86,7 +87,8 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
     it, or the page of ``limit`` items after the first ``offset``. ``requested_by``: only
     the approvals that agent's actions asked for (what an agent's token is shown).
     ``decider``: the approver the inbox is for — one limited to scopes is shown only what
-    is asked within one of them (:func:`_scoped`); one holding ``*`` all of it.
+    is asked within one of them (:func:`_scoped`); one holding ``*`` all of it — and
+    neither what they are excluded from deciding (:func:`_excluded_for`).
 
     One kind (an agent's inbox, or ``kinds`` naming one) is paged in its derived table's
     query: a page costs what it shows. A page of several kinds is merged in the derived
@@ -96,57 +98,63 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
     check_page(limit=limit, offset=offset)
     wanted = _wanted(kinds, requested_by)
     scopes = _limited_to(rt, decider)
+    who = _excluded_for(rt, decider)
     if scopes is not None:
-        scoped = _scoped(rt, wanted, run_id, requested_by, scopes)
+        scoped = _scoped(rt, wanted, run_id, requested_by, scopes, who)
         return scoped[offset:] if limit is None else scoped[offset:offset + limit]
     if limit is not None and len(wanted) == 1:
         # INVARIANT: one kind (an agent's inbox is its approvals) is paged in its query:
         # the items before the page are not read — merged, every skipped approval was
         # built, its request and asking decision decoded (tests/security/test_126)
-        return [item for _, item in _read(rt, wanted.pop(), run_id, requested_by,
+        return [item for _, item in _read(rt, wanted.pop(), run_id, requested_by, who,
                                           limit=limit, offset=offset)]
     if limit is not None:
         # INVARIANT: several kinds (an approver's inbox) are merged in the query too: the
         # page's kinds and ranks first, then only the page's items built — merged here,
         # every item an offset skipped was built (tests/security/test_129)
-        return _merged_page(rt, [k for k in KINDS if k in wanted], run_id, limit, offset)
+        return _merged_page(rt, [k for k in KINDS if k in wanted], run_id, limit, offset, who)
     # each item with the seq of the event that asked: the order every kind is read in, so
     # the pages of the merge add up to the whole (times may tie, or go back, across hosts)
     items = [pair for kind in KINDS if kind in wanted
-             for pair in _read(rt, kind, run_id, requested_by, limit=None, offset=0)]
+             for pair in _read(rt, kind, run_id, requested_by, who, limit=None, offset=0)]
     items.sort(key=lambda pair: pair[0])
     return [item for _, item in items[offset:]]
 
 
 def _merged_page(rt: Runtime, kinds: list[Kind], run_id: str | None, limit: int,
-                 offset: int) -> list[InboxItem]:
+                 offset: int, who: Decider | None) -> list[InboxItem]:
     """The page of several kinds: its order read from the derived tables (each item's kind
     and rank within it), then each kind's items of the page — contiguous in that kind's
     order — read as one page of its query, and put back in the merged order."""
-    order = rt.journal.inbox_order(kinds, run_id=run_id, limit=limit, offset=offset)
+    order = rt.journal.inbox_order(kinds, run_id=run_id, limit=limit, offset=offset,
+                                   decider=who)
     built: dict[str, list[tuple[int, InboxItem]]] = {}
     for kind in kinds:
         ranks = [rank for k, rank in order if k == kind]
         if ranks:
-            built[kind] = _read(rt, kind, run_id, None, limit=len(ranks), offset=ranks[0])
+            built[kind] = _read(rt, kind, run_id, None, who, limit=len(ranks),
+                                offset=ranks[0])
     items = sorted((pair for pairs in built.values() for pair in pairs), key=lambda p: p[0])
     return [item for _, item in items]
 
 
-def _read(rt: Runtime, kind: Kind, run_id: str | None, requested_by: str | None, *,
-          limit: int | None, offset: int) -> list[tuple[int, InboxItem]]:
-    """The items of one kind, oldest first: the page of ``limit`` after ``offset``."""
+def _read(rt: Runtime, kind: Kind, run_id: str | None, requested_by: str | None,
+          who: Decider | None, *, limit: int | None, offset: int
+          ) -> list[tuple[int, InboxItem]]:
+    """The items of one kind, oldest first: the page of ``limit`` after ``offset``
+    (``who``: without what they are excluded from, left out in the query)."""
     if kind == "approval":
-        return _approvals(rt, run_id, requested_by, limit, offset)
+        return _approvals(rt, run_id, requested_by, limit, offset, who)
     if kind == "task":
-        return _tasks(rt, run_id, limit, offset)
-    return _steps(rt, run_id, limit, offset)
+        return _tasks(rt, run_id, limit, offset, who)
+    return _steps(rt, run_id, limit, offset, who)
 
 
-def _tasks(rt: Runtime, run_id: str | None, limit: int | None, offset: int
-           ) -> list[tuple[int, InboxItem]]:
+def _tasks(rt: Runtime, run_id: str | None, limit: int | None, offset: int,
+           who: Decider | None) -> list[tuple[int, InboxItem]]:
     out = []
-    opened, _ = rt.journal.human_tasks(run_id=run_id, limit=limit, offset=offset)
+    opened, _ = rt.journal.human_tasks(run_id=run_id, limit=limit, offset=offset,
+                                       decider=who)
     for event, _done in opened:
         t = task_from_events(str(event.payload["task_id"]), [event])
         assert t is not None  # its opening event
@@ -165,16 +173,18 @@ def inbox_size(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None
     :func:`_scoped` reads them."""
     wanted = _wanted(kinds, requested_by)
     scopes = _limited_to(rt, decider)
+    who = _excluded_for(rt, decider)
     if scopes is not None:
-        return len(_scoped(rt, wanted, run_id, requested_by, scopes))
+        return len(_scoped(rt, wanted, run_id, requested_by, scopes, who))
     size = 0
     if "approval" in wanted:
         size += rt.journal.approval_requests(undecided=True, run_id=run_id,
-                                             requested_by=requested_by, limit=0)[1]
+                                             requested_by=requested_by, limit=0,
+                                             decider=who)[1]
     if "task" in wanted:
-        size += rt.journal.human_tasks(run_id=run_id, limit=0)[1]
+        size += rt.journal.human_tasks(run_id=run_id, limit=0, decider=who)[1]
     if "step" in wanted:
-        size += rt.journal.open_step_requests(run_id=run_id, limit=0)[1]
+        size += rt.journal.open_step_requests(run_id=run_id, limit=0, decider=who)[1]
     return size
 
 
@@ -190,8 +200,19 @@ def _limited_to(rt: Runtime, decider: str | None) -> frozenset[str] | None:
     return None if "*" in approver.scopes else frozenset(approver.scopes)
 
 
+def _excluded_for(rt: Runtime, decider: str | None) -> Decider | None:
+    """Who the inbox leaves out the exclusions of: the approver ``decider`` and the agents
+    that act for them now — an approval their agent asked for (its request names them),
+    a task or step of their agent's run or of a run they started is not theirs to decide,
+    whatever their scopes (before, an approver holding ``*`` was shown them:
+    ``tests/security/test_215``). None: no decider named (the operator's, an agent's)."""
+    if decider is None:
+        return None
+    return Decider(decider, tuple(a.id for a in rt.config.agents if a.acts_for == decider))
+
+
 def _scoped(rt: Runtime, wanted: set[Kind], run_id: str | None, requested_by: str | None,
-            scopes: frozenset[str]) -> list[InboxItem]:
+            scopes: frozenset[str], who: Decider | None) -> list[InboxItem]:
     """The whole inbox an approver limited to ``scopes`` may decide, in the journal's
     order: each item asked within one of them — an approval or a step by the scope it is
     asked within, a task by the scope of the approval its action ran under — as deciding
@@ -202,7 +223,7 @@ def _scoped(rt: Runtime, wanted: set[Kind], run_id: str | None, requested_by: st
     scopes yet."""
     workflows: dict[str, Any] = {}
     pairs = [pair for kind in KINDS if kind in wanted
-             for pair in _read(rt, kind, run_id, requested_by, limit=None, offset=0)
+             for pair in _read(rt, kind, run_id, requested_by, who, limit=None, offset=0)
              if _scope_of(rt, pair[1], workflows) in scopes]
     pairs.sort(key=lambda pair: pair[0])
     return [item for _, item in pairs]
@@ -235,7 +256,8 @@ def _wanted(kinds: Iterable[Kind], requested_by: str | None) -> set[Kind]:
 
 
 def _approvals(rt: Runtime, run_id: str | None, requested_by: str | None,
-               limit: int | None, offset: int = 0) -> list[tuple[int, InboxItem]]:
+               limit: int | None, offset: int = 0, who: Decider | None = None
+               ) -> list[tuple[int, InboxItem]]:
     """The pending approvals (of one run, of one agent's actions), the oldest ``limit``:
     each its request and its asking decision (read by its id). Before, each approval read
     its run up to that decision and its digest again: an agent that asked for 400
@@ -248,7 +270,7 @@ def _approvals(rt: Runtime, run_id: str | None, requested_by: str | None,
     now = rt.clock()
     out = []
     pending, _ = rt.approvals.pending_page(run_id=run_id, requested_by=requested_by,
-                                           limit=limit, offset=offset)
+                                           limit=limit, offset=offset, decider=who)
     for st, request in pending:
         a = st.approval
         if effective_status(a, now) is not ApprovalStatus.PENDING:
@@ -292,14 +314,15 @@ def _asking_policies(d: dict[str, Any] | None) -> tuple[list[str], list[str]]:
             [str(r) for r in d.get("reasons", [])])
 
 
-def _steps(rt: Runtime, run_id: str | None, limit: int | None, offset: int = 0
-           ) -> list[tuple[int, InboxItem]]:
+def _steps(rt: Runtime, run_id: str | None, limit: int | None, offset: int = 0,
+           who: Decider | None = None) -> list[tuple[int, InboxItem]]:
     """The human steps waiting, the oldest ``limit``: read through the derived
     ``open_steps`` (the requests with no answer in a run that has not ended) — not every
     ``human.requested``, ``human.decided`` and workflow end of the journal at every poll
     (``test_84``)."""
     out = []
-    for e in rt.journal.open_step_requests(run_id=run_id, limit=limit, offset=offset)[0]:
+    for e in rt.journal.open_step_requests(run_id=run_id, limit=limit, offset=offset,
+                                           decider=who)[0]:
         p = e.payload
         step = str(p["step"])
         question = str(p.get("question") or f"decide `{p.get('decision_field')}`")

@@ -60,7 +60,7 @@ from ..errors import ApprovalError, UnknownNameError
 from ..inputs import check_page
 from ..records import ApprovalStatus, AuditEvent, HumanApproval, Proposal
 from ..redaction import mask_action, secret_names
-from ..storage import Journal, NewEvent
+from ..storage import Decider, Journal, NewEvent
 
 
 @dataclass(frozen=True)
@@ -361,20 +361,22 @@ class ApprovalBook:
         return out, total
 
     def pending_page(self, *, limit: int | None = None, offset: int = 0,
-                     run_id: str | None = None, requested_by: str | None = None
+                     run_id: str | None = None, requested_by: str | None = None,
+                     decider: Decider | None = None
                      ) -> tuple[list[tuple[ApprovalState, AuditEvent]], int]:
         """One page of the approvals no person decided yet, in the order they were asked
         for, each with its request (what :meth:`requested_proposal` reads), and how many
         there are; ``run_id``, ``requested_by``: that run's, that agent's. Read from the
         derived ``undecided_approvals``, filtered and paged in the query: one row per
-        approval listed. Before, every undecided approval's digest was read in every run,
-        then paged and filtered: another agent's requests made every approver's poll, every
-        agent's page and every run's view grow (``tests/security/test_100``). An approval no
-        one decided is its request alone (a use comes after a decision)."""
+        approval listed (``decider``: without those whose request excludes them). Before,
+        every undecided approval's digest was read in every run, then paged and filtered:
+        another agent's requests made every approver's poll, every agent's page and every
+        run's view grow (``tests/security/test_100``). An approval no one decided is its
+        request alone (a use comes after a decision)."""
         check_page(limit=limit, offset=offset)
         requests, total = self.journal.approval_requests(
             undecided=True, run_id=run_id, requested_by=requested_by, limit=limit,
-            offset=offset)
+            offset=offset, decider=decider)
         out: list[tuple[ApprovalState, AuditEvent]] = []
         for request in requests:
             approval_id = _requested_id(request)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from .run_state_sql import StateKey
     from .sqlite import SqliteJournal
     from .sqlite_verify import verify_journal
+    from .tasks_sql import Decider
 
 #: where each public name lives: imported on first use (PEP 562), so that a process that
 #: needs one storage module — a query worker opens an Oxigraph checkpoint and reads the
@@ -63,6 +64,7 @@ _HOMES: dict[str, str] = {
     "Progress": "chain",
     "SqliteJournal": "sqlite",
     "StateKey": "run_state_sql",
+    "Decider": "tasks_sql",
     "RunNotNew": "journal",
     "SubjectMoved": "journal",
     "UploadCap": "journal",
@@ -89,6 +91,7 @@ __all__ = [
     "JOURNAL_URL_ENV",
     "Anchor",
     "ChainReport",
+    "Decider",
     "IdempotencyKeyTaken",
     "Journal",
     "Lease",

@@ -24,10 +24,12 @@ GENESIS_HASH = "sha256:" + "0" * 64
 #: format 8 the indexes ``events_subject_outcome`` (an action's recorded outcome in one
 #: probe) and ``events_outcome`` (a proposal's, as PostgreSQL's migration 4 has it),
 #: format 9 ``journal_keys`` (the digest key of secret arguments, outside the chain: an
-#: older cradle-kg, which would digest them unkeyed, refuses the journal)
-JOURNAL_FORMAT = 9
+#: older cradle-kg, which would digest them unkeyed, refuses the journal), format 10
+#: ``approval_exclusions`` (who may never decide each approval: what an approver's inbox
+#: leaves out, as PostgreSQL's migration 12 has it)
+JOURNAL_FORMAT = 10
 #: formats this code upgrades in place: their events are hashed as this one's are
-UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7, 8)
+UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7, 8, 9)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (

@@ -23,6 +23,7 @@ from ..records import AuditEvent
 from .chain import Anchor, ChainReport, Progress
 from .counting import BUDGET_SCOPES, counted_keys, intent_cost, window_usage
 from .run_state_sql import StateKey
+from .tasks_sql import Decider
 
 #: the ``since`` of a cap on everything ever counted in a scope (a budget's): earlier than
 #: every second the usage buckets hold
@@ -489,7 +490,8 @@ class Journal(Protocol):
         ...
 
     def human_tasks(self, *, run_id: str | None = None, include_resolved: bool = False,
-                    limit: int | None = None, offset: int = 0
+                    limit: int | None = None, offset: int = 0,
+                    decider: Decider | None = None
                     ) -> tuple[list[tuple[AuditEvent, AuditEvent | None]], int]:
         """One page of the human tasks opened (of one run), oldest first: each one's
         ``human_task.opened`` event and its resolution's (None while open; only open ones
@@ -506,7 +508,8 @@ class Journal(Protocol):
 
     def approval_requests(self, *, undecided: bool = False, run_id: str | None = None,
                           requested_by: str | None = None, limit: int | None = None,
-                          offset: int = 0) -> tuple[list[AuditEvent], int]:
+                          offset: int = 0, decider: Decider | None = None
+                          ) -> tuple[list[AuditEvent], int]:
         """One page of the approvals' first requests (``approval.requested`` events), in
         the order they were asked for, and how many there are: every approval, or
         (``undecided``) those no person decided yet; ``run_id``, ``requested_by``: only
@@ -522,7 +525,8 @@ class Journal(Protocol):
         ...
 
     def inbox_order(self, kinds: Sequence[str], *, run_id: str | None = None,
-                    limit: int | None = None, offset: int = 0) -> list[tuple[str, int]]:
+                    limit: int | None = None, offset: int = 0,
+                    decider: Decider | None = None) -> list[tuple[str, int]]:
         """One page of the inbox of several ``kinds`` (``approval``, ``task``, ``step``;
         undecided, open, waiting), merged in the order they were asked for: each item's
         kind and its rank among its kind's (0: the oldest) — read from the derived tables,
@@ -530,8 +534,8 @@ class Journal(Protocol):
         ...
 
     def open_step_requests(self, *, run_id: str | None = None, limit: int | None = None,
-                           offset: int = 0, agent: str | None = None
-                           ) -> tuple[list[AuditEvent], int]:
+                           offset: int = 0, agent: str | None = None,
+                           decider: Decider | None = None) -> tuple[list[AuditEvent], int]:
         """One page of the ``human.requested`` events of the human steps still waiting (of
         one run; ``agent``: of the runs whose workflow's agent it is), oldest first — no
         answer (``human.decided`` of the same step and input) and no end of their workflow

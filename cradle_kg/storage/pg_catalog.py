@@ -158,4 +158,11 @@ EXPECTED: frozenset[str] = frozenset({
     'index journal_keys_pkey CREATE UNIQUE INDEX journal_keys_pkey ON journal_keys USING btree (name)',
     'relation journal_keys r rls=false',
     'relation journal_keys_pkey i rls=false',
+    # migration 12
+    'column approval_exclusions.approval_id text NO -',
+    'column approval_exclusions.who text NO -',
+    'constraint approval_exclusions.approval_exclusions_pkey PRIMARY KEY (approval_id, who)',
+    'index approval_exclusions_pkey CREATE UNIQUE INDEX approval_exclusions_pkey ON approval_exclusions USING btree (approval_id, who)',
+    'relation approval_exclusions r rls=false',
+    'relation approval_exclusions_pkey i rls=false',
 })

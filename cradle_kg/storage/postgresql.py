@@ -63,7 +63,6 @@ from .counting import (
     APPROVAL_SUBJECTS_SQL,
     RUN_BEGUN_SQL,
     SUBJECT_LAST_SQL,
-    USAGE_FIELDS,
     KnownRuns,
     count_run,
     events_for_subject_sql,
@@ -110,6 +109,7 @@ from .pg_connect import (
     schema_version,
 )
 from .run_state_sql import StateKey
+from .tasks_sql import Decider
 
 _WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
 # an append refused by a key ends its pipeline with an error we handle: no stray warning
@@ -803,9 +803,11 @@ class PostgresJournal:
 
     def approval_requests(self, *, undecided: bool = False, run_id: str | None = None,
                           requested_by: str | None = None, limit: int | None = None,
-                          offset: int = 0) -> tuple[list[AuditEvent], int]:
+                          offset: int = 0, decider: Decider | None = None
+                          ) -> tuple[list[AuditEvent], int]:
         rows_sql, count_sql, args = tasks_sql.approvals_page(
-            "postgresql", _COLS, undecided=undecided, run_id=run_id, requested_by=requested_by)
+            "postgresql", _COLS, undecided=undecided, run_id=run_id, requested_by=requested_by,
+            decider=decider)
         rows = self._query(rows_sql, (*args, limit, offset))
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
@@ -815,15 +817,17 @@ class PostgresJournal:
         return [self._row(r) for r in self._query(tasks_sql.BUDGET_SETS_SQL.format(cols))]
 
     def inbox_order(self, kinds: Sequence[str], *, run_id: str | None = None,
-                    limit: int | None = None, offset: int = 0) -> list[tuple[str, int]]:
-        sql, args = tasks_sql.inbox_order("postgresql", kinds, run_id=run_id)
+                    limit: int | None = None, offset: int = 0,
+                    decider: Decider | None = None) -> list[tuple[str, int]]:
+        sql, args = tasks_sql.inbox_order("postgresql", kinds, run_id=run_id,
+                                          decider=decider)
         return [(str(r[0]), int(r[1])) for r in self._query(sql, (*args, limit, offset))]
 
     def open_step_requests(self, *, run_id: str | None = None, limit: int | None = None,
-                           offset: int = 0, agent: str | None = None
-                           ) -> tuple[list[AuditEvent], int]:
+                           offset: int = 0, agent: str | None = None,
+                           decider: Decider | None = None) -> tuple[list[AuditEvent], int]:
         rows_sql, count_sql, args = tasks_sql.steps_page("postgresql", _COLS, run_id=run_id,
-                                                         agent=agent)
+                                                         agent=agent, decider=decider)
         rows = self._query(rows_sql, (*args, limit, offset))
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
@@ -833,10 +837,12 @@ class PostgresJournal:
         return int(rows[0][0]) if rows else 0
 
     def human_tasks(self, *, run_id: str | None = None, include_resolved: bool = False,
-                    limit: int | None = None, offset: int = 0
+                    limit: int | None = None, offset: int = 0,
+                    decider: Decider | None = None
                     ) -> tuple[list[tuple[AuditEvent, AuditEvent | None]], int]:
         rows_sql, count_sql, args = tasks_sql.page("postgresql", _COLS, run_id=run_id,
-                                                   include_resolved=include_resolved)
+                                                   include_resolved=include_resolved,
+                                                   decider=decider)
         rows = self._query(rows_sql, (*args, limit, offset))
         total = int(self._query(count_sql, args)[0][0])
         n = len(_COLS.split(","))

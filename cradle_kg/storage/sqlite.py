@@ -83,7 +83,6 @@ from .counting import (
     RECENT_SIZES_SQL,
     RUN_BEGUN_SQL,
     SUBJECT_LAST_SQL,
-    USAGE_FIELDS,
     KnownRuns,
     count_run,
     events_for_subject_sql,
@@ -121,6 +120,7 @@ from .journal import (
 from .run_state_sql import StateKey
 from .sqlite_verify import verify_journal
 from .sqlite_watch import HEAD_SQL
+from .tasks_sql import Decider
 from .wal_sync import sync_wal
 
 #: the default of :attr:`SqliteJournal.flush_window`, in seconds
@@ -263,10 +263,12 @@ class SqliteJournal:
                 conn.execute(statement)
             # same events, same hashes: derive what the format lacked from them — every
             # table before format 6, format 7's tables from 6 (its ``usage`` kept: dropped,
-            # it came back empty, the rate and budget counts lost), nothing from 7 (format 8
-            # adds an index, built by its CREATE)
+            # it came back empty, the rate and budget counts lost), format 10's from 7, 8
+            # and 9 (format 8 adds an index, built by its CREATE; 9 a table of keys)
             if upgrade and version < 7:
                 derived.rebuild(conn, tasks_sql.TABLES if version == 6 else None)
+            elif upgrade and version < 10:
+                derived.rebuild(conn, tasks_sql.EXCLUSION_TABLES)
             if version != JOURNAL_FORMAT:
                 conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
             conn.execute("COMMIT")
@@ -820,9 +822,11 @@ class SqliteJournal:
 
     def approval_requests(self, *, undecided: bool = False, run_id: str | None = None,
                           requested_by: str | None = None, limit: int | None = None,
-                          offset: int = 0) -> tuple[list[AuditEvent], int]:
+                          offset: int = 0, decider: Decider | None = None
+                          ) -> tuple[list[AuditEvent], int]:
         rows_sql, count_sql, args = tasks_sql.approvals_page(
-            "sqlite", self._COLS, undecided=undecided, run_id=run_id, requested_by=requested_by)
+            "sqlite", self._COLS, undecided=undecided, run_id=run_id, requested_by=requested_by,
+            decider=decider)
         rows = self._query(rows_sql, (*args, -1 if limit is None else limit, offset))
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
@@ -832,16 +836,18 @@ class SqliteJournal:
         return [self._row(r) for r in self._query(tasks_sql.BUDGET_SETS_SQL.format(cols))]
 
     def inbox_order(self, kinds: Sequence[str], *, run_id: str | None = None,
-                    limit: int | None = None, offset: int = 0) -> list[tuple[str, int]]:
-        sql, args = tasks_sql.inbox_order("sqlite", kinds, run_id=run_id)
+                    limit: int | None = None, offset: int = 0,
+                    decider: Decider | None = None) -> list[tuple[str, int]]:
+        sql, args = tasks_sql.inbox_order("sqlite", kinds, run_id=run_id,
+                                          decider=decider)
         rows = self._query(sql, (*args, -1 if limit is None else limit, offset))
         return [(str(r[0]), int(r[1])) for r in rows]
 
     def open_step_requests(self, *, run_id: str | None = None, limit: int | None = None,
-                           offset: int = 0, agent: str | None = None
-                           ) -> tuple[list[AuditEvent], int]:
+                           offset: int = 0, agent: str | None = None,
+                           decider: Decider | None = None) -> tuple[list[AuditEvent], int]:
         rows_sql, count_sql, args = tasks_sql.steps_page("sqlite", self._COLS, run_id=run_id,
-                                                         agent=agent)
+                                                         agent=agent, decider=decider)
         rows = self._query(rows_sql, (*args, -1 if limit is None else limit, offset))
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
@@ -851,10 +857,12 @@ class SqliteJournal:
         return int(rows[0][0]) if rows else 0
 
     def human_tasks(self, *, run_id: str | None = None, include_resolved: bool = False,
-                    limit: int | None = None, offset: int = 0
+                    limit: int | None = None, offset: int = 0,
+                    decider: Decider | None = None
                     ) -> tuple[list[tuple[AuditEvent, AuditEvent | None]], int]:
         rows_sql, count_sql, args = tasks_sql.page("sqlite", self._COLS, run_id=run_id,
-                                                   include_resolved=include_resolved)
+                                                   include_resolved=include_resolved,
+                                                   decider=decider)
         rows = self._query(rows_sql, (*args, -1 if limit is None else limit, offset))
         total = int(self._query(count_sql, args)[0][0])
         n = len(self._COLS.split(","))

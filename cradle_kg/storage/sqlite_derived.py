@@ -28,6 +28,8 @@ human_tasks     each human task opened, and the seq of its resolution (:mod:`.ta
 repairs         each run's ``repair`` outcomes, counted (:mod:`.tasks_sql`)
 undecided_      each approval requested and not decided yet (:mod:`.tasks_sql`)
 approvals
+approval_       who may never decide each approval requested (:mod:`.tasks_sql`)
+exclusions
 ==============  =====================================================================
 
 The rate-limit window (read by :meth:`~.store.Journal.usage_since`) is a sliding window
@@ -158,7 +160,8 @@ DERIVATIONS = (
     Derivation("run_state", run_state_sql.COLUMNS, run_state_sql.from_events("sqlite"),
                "run_id"),
     *(Derivation(t, tasks_sql.COLUMNS[t], tasks_sql.from_events("sqlite", t),
-                 tasks_sql.COLUMNS[t].split(",")[0]) for t in tasks_sql.TABLES),
+                 tasks_sql.ORDER.get(t, tasks_sql.COLUMNS[t].split(",")[0]))
+      for t in tasks_sql.TABLES),
 )
 _REFRESH = run_state_sql.refresh("sqlite")
 

@@ -25,6 +25,10 @@ repairs         per run with one: how many ``run.outcome`` events say ``repair``
 budget_sets     per subject of ``budget.set`` events (``budget:<key>``): the seq of its
                 first and of its newest — the budgets in force, read at every model
                 call a workflow makes (the newest per key, in the order keys were set)
+approval_       each (approval id, identity) an ``approval.requested`` of that id names
+exclusions      in its ``excluded`` (text items of a list): who may never decide it —
+                what an approver's inbox leaves out in its query (``test_215``;
+                SQLite format 10, PostgreSQL migration 12)
 ==============  =====================================================================
 
 One SQL text per dialect computes the rows from the events alone (:func:`from_events`):
@@ -40,6 +44,7 @@ listed, whatever else the journal holds.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 Dialect = Literal["sqlite", "postgresql"]
@@ -52,6 +57,7 @@ REPAIR_COLUMNS = "run_id, repairs"
 UNDECIDED_COLUMNS = "approval_id, subject, seq"
 STEP_COLUMNS = "seq, run_id, step, input_hash"
 BUDGET_COLUMNS = "subject, first_seq, last_seq"
+EXCLUSION_COLUMNS = "approval_id, who"
 _ENDS = "('workflow.completed', 'workflow.failed')"
 
 SQLITE_SCHEMA = (
@@ -76,6 +82,10 @@ SQLITE_SCHEMA = (
     "CREATE UNIQUE INDEX IF NOT EXISTS budget_sets_subject ON budget_sets(subject)",
     # approvals listed a page at a time, in the order they were asked for
     "CREATE INDEX IF NOT EXISTS approval_ids_seq ON approval_ids(seq)",
+    "CREATE TABLE IF NOT EXISTS approval_exclusions (approval_id TEXT NOT NULL, "
+    "who TEXT NOT NULL)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS approval_exclusions_key ON "
+    "approval_exclusions(approval_id, who)",
 )
 POSTGRES_SCHEMA = (
     "CREATE TABLE human_tasks (seq bigint PRIMARY KEY, task_id text NOT NULL, "
@@ -93,6 +103,54 @@ POSTGRES_SCHEMA = (
     "last_seq bigint NOT NULL)",
     "CREATE INDEX approval_ids_seq ON approval_ids(seq)",
 )
+#: PostgreSQL migration 12's (the tables above are migration 8's: never changed)
+POSTGRES_EXCLUSIONS_SCHEMA = (
+    "CREATE TABLE approval_exclusions (approval_id text NOT NULL, who text NOT NULL, "
+    "PRIMARY KEY (approval_id, who))",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Decider:
+    """The approver an inbox is read for: ``who``, and ``agents``, the agents of the home
+    that act for them (the configuration's ``acts_for`` now). Their inbox leaves out, in
+    its queries, what they may not decide (``tests/security/test_215``): an approval whose
+    request excludes them (:data:`approval_exclusions`, fixed when it was asked for), a
+    task or a step of a run whose agent is one of ``agents`` or ``who`` or that ``who``
+    started — as deciding each checks it."""
+
+    who: str
+    agents: tuple[str, ...] = ()
+
+
+def _started(dialect: Dialect, run: str, key: str) -> str:
+    """``key`` of the run's first event when it is a ``workflow.started`` (text only), or
+    NULL: one probe of ``runs`` and one of the events' primary key."""
+    return (f"(SELECT CASE WHEN {_is_text(dialect, 's', key)} THEN {_field(dialect, 's', key)} "
+            f"END FROM runs r JOIN events s ON s.seq = r.first_seq WHERE r.run_id = {run} "
+            "AND s.kind = 'workflow.started')")
+
+
+def not_excluded(dialect: Dialect, kind: str, alias: str, decider: Decider
+                 ) -> tuple[str, list[object]]:
+    """The condition (and its parameters) that an item of ``kind`` (``approval``, ``task``
+    or ``step``; its derived row's alias ``alias``) is no item ``decider`` is excluded
+    from: for an approval one probe of ``approval_exclusions``; for a task its run's agent
+    (its first proposal's or claim's, else its workflow's, as
+    :func:`~cradle_kg.loop.approvals.excluded_for_run` reads it) and starter; for a step
+    its workflow's agent and starter."""
+    ph = "?" if dialect == "sqlite" else "%s"
+    if kind == "approval":
+        return (f"NOT EXISTS (SELECT 1 FROM approval_exclusions x WHERE x.approval_id = "
+                f"{alias}.approval_id AND x.who = {ph})", [decider.who])
+    owners: list[object] = [decider.who, *decider.agents]
+    agent = _started(dialect, f"{alias}.run_id", "agent")
+    if kind == "task":
+        agent = (f"(SELECT o.actor FROM events o WHERE o.run_id = {alias}.run_id AND o.kind IN "
+                 f"('proposal.received', 'run.claimed') ORDER BY o.seq LIMIT 1), {agent}")
+    return (f"COALESCE({agent}, '') NOT IN ({', '.join([ph] * len(owners))}) AND "
+            f"COALESCE({_started(dialect, f'{alias}.run_id', 'started_by')}, '') <> {ph}",
+            [*owners, decider.who])
 
 
 def _field(dialect: Dialect, alias: str, *path: str) -> str:
@@ -141,6 +199,8 @@ def from_events(dialect: Dialect, table: str) -> str:
                 f"{_is_text(dialect, 'e', 'input_hash')} AND NOT EXISTS "
                 f"({_step_decided(dialect, 'e.run_id', step, ih)}) AND NOT EXISTS "
                 f"({_run_ended(dialect, 'e.run_id')}) ORDER BY e.seq")
+    if table == "approval_exclusions":
+        return _exclusions(dialect)
     if table == "undecided_approvals":
         order = "a.approval_id" if dialect == "sqlite" else 'a.approval_id COLLATE "C"'
         return (f"SELECT a.approval_id, a.subject, a.seq FROM ({_first_requests(dialect)}) a "
@@ -153,6 +213,27 @@ def from_events(dialect: Dialect, table: str) -> str:
     return (f"SELECT e.run_id, {count} FROM events e WHERE e.kind = 'run.outcome' AND "
             f"{_field(dialect, 'e', 'outcome', 'status')} = 'repair' GROUP BY e.run_id "
             f"ORDER BY {order}")
+
+
+def _exclusions(dialect: Dialect) -> str:
+    """Each (approval id, identity) an ``approval.requested`` names in its ``excluded``
+    list (its text items), once, in key order."""
+    if dialect == "sqlite":
+        return ("SELECT DISTINCT json_extract(q.payload, '$.approval.id'), j.value FROM events q, "
+                "json_each(q.payload, '$.excluded') j WHERE q.kind = 'approval.requested' AND "
+                "json_type(q.payload, '$.approval.id') = 'text' AND "
+                "json_type(q.payload, '$.excluded') = 'array' AND j.type = 'text' "
+                "ORDER BY 1, 2")
+    from .run_state_sql import pg_payload
+
+    p = pg_payload("q.payload")
+    c = 'COLLATE "C"'
+    return (f"SELECT DISTINCT x.a {c}, x.w {c} FROM (SELECT ({p} -> 'approval' ->> 'id') "
+            "AS a, j.v #>> '{}' AS w FROM events q CROSS JOIN LATERAL json_array_elements("
+            f"CASE WHEN json_typeof({p} -> 'excluded') = 'array' THEN {p} -> 'excluded' ELSE "
+            "'[]'::json END) AS j(v) WHERE q.kind = 'approval.requested' AND "
+            f"json_typeof({p} -> 'approval' -> 'id') = 'string' AND json_typeof(j.v) = 'string'"
+            ") x ORDER BY 1, 2")
 
 
 def _step_decided(dialect: Dialect, run: str, step: str, input_hash: str) -> str:
@@ -182,6 +263,10 @@ def _first_requests(dialect: Dialect) -> str:
 
 
 def stored(dialect: Dialect, table: str) -> str:
+    if table == "approval_exclusions":
+        order = "approval_id, who" if dialect == "sqlite" else \
+            'approval_id COLLATE "C", who COLLATE "C"'
+        return f"SELECT {EXCLUSION_COLUMNS} FROM approval_exclusions ORDER BY {order}"
     if table == "human_tasks":
         return f"SELECT {TASK_COLUMNS} FROM human_tasks ORDER BY seq"
     if table == "undecided_approvals":
@@ -196,11 +281,17 @@ def stored(dialect: Dialect, table: str) -> str:
     return f"SELECT {REPAIR_COLUMNS} FROM repairs ORDER BY {order}"
 
 
-TABLES = ("human_tasks", "repairs", "undecided_approvals", "open_steps", "budget_sets")
+#: the tables of SQLite format 7 and PostgreSQL migration 8
+TABLES_8 = ("human_tasks", "repairs", "undecided_approvals", "open_steps", "budget_sets")
+#: SQLite format 10's and PostgreSQL migration 12's
+EXCLUSION_TABLES = ("approval_exclusions",)
+TABLES = (*TABLES_8, *EXCLUSION_TABLES)
 #: each table's columns, its key first
 COLUMNS = {"human_tasks": TASK_COLUMNS, "repairs": REPAIR_COLUMNS,
            "undecided_approvals": UNDECIDED_COLUMNS, "open_steps": STEP_COLUMNS,
-           "budget_sets": BUDGET_COLUMNS}
+           "budget_sets": BUDGET_COLUMNS, "approval_exclusions": EXCLUSION_COLUMNS}
+#: each table's key order, where it is more than its first column
+ORDER = {"approval_exclusions": "approval_id, who"}
 #: the event kinds that change these tables
 KINDS = frozenset({OPENED, RESOLVED, "run.outcome", "approval.requested", "approval.decided",
                    "human.requested", "human.decided", "workflow.completed", "workflow.failed",
@@ -222,9 +313,14 @@ def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: s
         approval_id = approval.get("id") if isinstance(approval, dict) else None
         if not isinstance(approval_id, str):
             return []
+        excluded = payload.get("excluded")
+        who = sorted({x for x in excluded if isinstance(x, str)}) \
+            if isinstance(excluded, list) else []
         return [(f"INSERT INTO undecided_approvals({UNDECIDED_COLUMNS}) SELECT {ph}, {ph}, {ph} "
                  f"WHERE NOT EXISTS (SELECT 1 FROM approval_ids WHERE approval_id = {ph})",
-                 (approval_id, subject, seq, approval_id))]
+                 (approval_id, subject, seq, approval_id)),
+                *((f"INSERT INTO approval_exclusions({EXCLUSION_COLUMNS}) VALUES ({ph}, {ph}) "
+                   "ON CONFLICT DO NOTHING", (approval_id, x)) for x in who)]
     if kind == "budget.set":
         return [(f"INSERT INTO budget_sets({BUDGET_COLUMNS}) VALUES ({ph}, {ph}, {ph}) ON "
                  "CONFLICT (subject) DO UPDATE SET last_seq = excluded.last_seq",
@@ -260,8 +356,8 @@ def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: s
     return []
 
 
-def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved: bool
-         ) -> tuple[str, str, list[object]]:
+def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved: bool,
+         decider: Decider | None = None) -> tuple[str, str, list[object]]:
     """The query of one page of tasks, oldest first — each opening's event ``columns`` (a
     comma-separated list of the events table's) then its resolution's (NULLs while open),
     then ``LIMIT`` / ``OFFSET`` — the query of how many there are, and their parameters."""
@@ -272,6 +368,10 @@ def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved
     if run_id is not None:
         conds.append(f"h.run_id = {ph}")
         args.append(run_id)
+    if decider is not None:
+        cond, more = not_excluded(dialect, "task", "h", decider)
+        conds.append(cond)
+        args.extend(more)
     where = (" WHERE " + " AND ".join(conds)) if conds else ""
     names = [c.strip() for c in columns.split(",")]
     cols = ", ".join([f"o.{c}" for c in names] + [f"r.{c}" for c in names])
@@ -281,7 +381,8 @@ def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved
 
 
 def approvals_page(dialect: Dialect, columns: str, *, undecided: bool, run_id: str | None,
-                   requested_by: str | None) -> tuple[str, str, list[object]]:
+                   requested_by: str | None, decider: Decider | None = None
+                   ) -> tuple[str, str, list[object]]:
     """The query of one page of approvals in the order they were asked for — every one
     (``approval_ids``) or the undecided ones (``undecided_approvals``) — each its first
     request's event ``columns`` (comma-separated, of the events table), then ``LIMIT`` /
@@ -299,6 +400,10 @@ def approvals_page(dialect: Dialect, columns: str, *, undecided: bool, run_id: s
     if requested_by is not None:
         conds.append(f"{_field(dialect, 'e', 'approval', 'requested_by')} = {ph}")
         args.append(requested_by)
+    if decider is not None:
+        cond, more = not_excluded(dialect, "approval", "a", decider)
+        conds.append(cond)
+        args.extend(more)
     where = (" WHERE " + " AND ".join(conds)) if conds else ""
     cols = ", ".join(f"e.{c.strip()}" for c in columns.split(","))
     join = f"FROM {table} a JOIN events e ON e.seq = a.seq{where}"
@@ -306,31 +411,36 @@ def approvals_page(dialect: Dialect, columns: str, *, undecided: bool, run_id: s
             f"SELECT COUNT(*) {join}", args)
 
 
-def inbox_order(dialect: Dialect, kinds: Sequence[str], *, run_id: str | None
-                ) -> tuple[str, list[object]]:
+def inbox_order(dialect: Dialect, kinds: Sequence[str], *, run_id: str | None,
+                decider: Decider | None = None) -> tuple[str, list[object]]:
     """The query of one page of an inbox of several ``kinds`` (``approval``, ``task``,
     ``step``), merged in the order they were asked for: each row the item's kind and its
     rank among the items of its kind (0: the oldest), then ``LIMIT`` / ``OFFSET``; and its
     parameters. Read from the derived tables alone (an approval's run from its request's
     ``run_id`` column, nothing decoded): the page's items are then read by kind, each
     kind's run of them one page of its own query — the items an ``offset`` skips are never
-    built (``tests/security/test_129``)."""
+    built (``tests/security/test_129``). ``decider``: without what they may not decide
+    (:func:`not_excluded`), as each kind's own query leaves it out."""
     ph = "?" if dialect == "sqlite" else "%s"
     parts, args = [], list[object]()
-    if "approval" in kinds:
-        where = f" WHERE e.run_id = {ph}" if run_id is not None else ""
-        parts.append("SELECT 'approval' AS kind, a.seq AS seq FROM undecided_approvals a "
-                     f"JOIN events e ON e.seq = a.seq{where}")
-        args.extend([run_id] if run_id is not None else [])
-    if "task" in kinds:
-        where = f" AND h.run_id = {ph}" if run_id is not None else ""
-        parts.append("SELECT 'task' AS kind, h.seq AS seq FROM human_tasks h "
-                     f"WHERE h.resolved_seq IS NULL{where}")
-        args.extend([run_id] if run_id is not None else [])
-    if "step" in kinds:
-        where = f" WHERE w.run_id = {ph}" if run_id is not None else ""
-        parts.append(f"SELECT 'step' AS kind, w.seq AS seq FROM open_steps w{where}")
-        args.extend([run_id] if run_id is not None else [])
+    sources = (("approval", "a", "SELECT 'approval' AS kind, a.seq AS seq FROM "
+                "undecided_approvals a JOIN events e ON e.seq = a.seq", "e.run_id"),
+               ("task", "h", "SELECT 'task' AS kind, h.seq AS seq FROM human_tasks h",
+                "h.run_id"),
+               ("step", "w", "SELECT 'step' AS kind, w.seq AS seq FROM open_steps w",
+                "w.run_id"))
+    for kind, alias, select, run in sources:
+        if kind not in kinds:
+            continue
+        conds = ["h.resolved_seq IS NULL"] if kind == "task" else []
+        if run_id is not None:
+            conds.append(f"{run} = {ph}")
+            args.append(run_id)
+        if decider is not None:
+            cond, more = not_excluded(dialect, kind, alias, decider)
+            conds.append(cond)
+            args.extend(more)
+        parts.append(select + (" WHERE " + " AND ".join(conds) if conds else ""))
     merged = " UNION ALL ".join(parts)
     return (f"SELECT kind, ROW_NUMBER() OVER (PARTITION BY kind ORDER BY seq) - 1 AS rank, "
             f"seq FROM ({merged}) u ORDER BY seq LIMIT {ph} OFFSET {ph}", args)
@@ -341,7 +451,8 @@ REPAIRS_SQL = "SELECT repairs FROM repairs WHERE run_id = {}"
 BUDGET_SETS_SQL = ("SELECT {} FROM budget_sets b JOIN events e ON e.seq = b.last_seq "
                    "ORDER BY b.first_seq")
 def steps_page(dialect: Dialect, columns: str, *, run_id: str | None,
-               agent: str | None = None) -> tuple[str, str, list[object]]:
+               agent: str | None = None, decider: Decider | None = None
+               ) -> tuple[str, str, list[object]]:
     """The query of one page of the open human steps' requests (``open_steps``), oldest
     first — their event ``columns``, then ``LIMIT`` / ``OFFSET`` — the query of how many
     there are, and their parameters (``run_id``: that run's; ``agent``: those of the
@@ -356,6 +467,10 @@ def steps_page(dialect: Dialect, columns: str, *, run_id: str | None,
         join = (" JOIN events s ON s.run_id = w.run_id AND s.kind = 'workflow.started'")
         conds.append(f"{_field(dialect, 's', 'agent')} = {ph}")
         args.append(agent)
+    if decider is not None:
+        cond, more = not_excluded(dialect, "step", "w", decider)
+        conds.append(cond)
+        args.extend(more)
     where = (" WHERE " + " AND ".join(conds)) if conds else ""
     cols = ", ".join(f"e.{c.strip()}" for c in columns.split(","))
     return (f"SELECT {cols} FROM open_steps w JOIN events e ON e.seq = w.seq{join}{where} "
@@ -378,8 +493,12 @@ __all__ = [
     "BUDGET_COLUMNS",
     "BUDGET_SETS_SQL",
     "COLUMNS",
+    "EXCLUSION_COLUMNS",
+    "EXCLUSION_TABLES",
     "KINDS",
     "OPENED",
+    "ORDER",
+    "POSTGRES_EXCLUSIONS_SCHEMA",
     "POSTGRES_SCHEMA",
     "REPAIRS_SQL",
     "REPAIR_COLUMNS",
@@ -387,11 +506,14 @@ __all__ = [
     "SQLITE_SCHEMA",
     "STEP_COLUMNS",
     "TABLES",
+    "TABLES_8",
     "TASK_COLUMNS",
     "UNDECIDED_COLUMNS",
+    "Decider",
     "approvals_page",
     "from_events",
     "inbox_order",
+    "not_excluded",
     "page",
     "statements",
     "steps_page",

@@ -243,10 +243,15 @@ class GovernedSession:
             if meta.input is not None:
                 checked_input(self.runtime.config.input_limits, run_id, meta.input.text,
                               author=meta.input.author, kind=INPUT_KIND)
-            self.check_run(run_id)
-            if meta.input is not None:
+            if meta.input is not None:  # written into the run first: the run claimed first
+                self.check_run(run_id)
                 self.record_input(run_id, meta.input)
-            outcome = self.runtime.submit(proposal)
+            # the run checked first, claimed only for a proposal that will be written: one
+            # refused past the agent's refusals quota claims nothing (tests/security/test_216)
+            outcome = self.runtime.submit(
+                proposal, claim_for=None if run_id in self._own_runs else self.agent_id)
+            with self._lock:
+                self._own_runs.add(run_id)
         except CradleError as exc:  # refused before the loop (limits, shape): journals nothing
             return refused(exc, where)
         return render(outcome, tool_id, step=step, home=self.home_hint)

@@ -480,15 +480,22 @@ class Runtime:
         self._checked[id(proposal)] = proposal
         return proposal
 
-    def submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
+    def submit(self, raw: Proposal | dict[str, Any], *,
+               claim_for: str | None = None) -> Outcome:
         """Run one proposal through the whole loop and return how it ended.
 
         A :class:`~cradle_kg.records.Proposal` that :meth:`parse_proposal` of this runtime
         returned (the same object: an entry point that parsed it first, to claim its run
-        before anything is journaled) is not checked a second time; any other is."""
+        before anything is journaled) is not checked a second time; any other is.
+
+        ``claim_for``: the authenticated agent an entry point speaks for. Its run must be
+        theirs (:func:`check_run_owner`, first: nothing is written otherwise) and, when no
+        one's yet, is claimed (:meth:`claim_run`) after gate 1, right before the proposal's
+        own events are written — not before a proposal refused past the agent's refusals
+        quota, which writes nothing (``tests/security/test_216``)."""
         if isinstance(raw, Proposal) and self._checked.get(id(raw)) is raw:
-            return self._submit_parsed(raw)
-        return self._submit_parsed(self.parse_proposal(raw))
+            return self._submit_parsed(raw, claim_for=claim_for)
+        return self._submit_parsed(self.parse_proposal(raw), claim_for=claim_for)
 
     def _approvers_now(self) -> tuple[Approver, ...]:
         """The approvers the configuration in force says now: the home's file, read again
@@ -544,14 +551,15 @@ class Runtime:
         runtime's own proposals (a compensation) come in here."""
         return self._submit_parsed(parse_proposal(raw, self.config.input_limits), own=True)
 
-    def _submit_parsed(self, proposal: Proposal, *, own: bool = False) -> Outcome:
+    def _submit_parsed(self, proposal: Proposal, *, own: bool = False,
+                       claim_for: str | None = None) -> Outcome:
         # a submission that lost the race for its id to another process is evaluated again:
         # it is now the identical proposal (recorded outcome) or a reused id (denied); one
         # whose intent another worker's took past a limit, too: gate 1 now denies it
         limited = False
         for _ in range(_CLAIM_ATTEMPTS):
             try:
-                return self._submit_once(proposal, own=own)
+                return self._submit_once(proposal, own=own, claim_for=claim_for)
             except ProposalIdClaimed:
                 limited = False
             except LimitReached as reached:
@@ -562,13 +570,19 @@ class Runtime:
             "other workers' calls keep reaching its limits first" if limited
             else "its id is contended") + "; submit it again")
 
-    def _submit_once(self, proposal: Proposal, *, own: bool = False) -> Outcome:
+    def _submit_once(self, proposal: Proposal, *, own: bool = False,
+                     claim_for: str | None = None) -> Outcome:
         now = self.clock()
         run_id = proposal.effective_run_id
+        # INVARIANT: another agent's run is refused before anything is read or written
+        unclaimed = claim_for is not None and \
+            check_run_owner(self.journal, run_id, claim_for) is None
         self.refresh()
-        # one policy set for this decision: journaled as in force, asked, and named
+        # one policy set for this decision: journaled as in force, asked, and named (in a
+        # run to claim, once it is claimed: below)
         engine = self.policies
-        self.policy_set.activate(run_id, now, engine)
+        if not unclaimed:
+            self.policy_set.activate(run_id, now, engine)
         gate = Gate1(self._gate_input(now, run_id=run_id, policies=engine)).run(proposal)
         gate.policy_version = engine.version
         if gate.resubmission:
@@ -587,6 +601,15 @@ class Runtime:
         # capped)
         if decision.verdict in REFUSED_VERDICTS and not own:
             base = self._refusals_capped(proposal, base, now)
+        if unclaimed and claim_for is not None:
+            # INVARIANT: a new run is claimed only for a proposal that will be written: one
+            # refused past its agent's refusals quota claims nothing (before, its claim was
+            # written and stayed — one event per refused call: tests/security/test_216). The
+            # early count here; two writers racing past it leave one claim each at most
+            if decision.verdict in REFUSED_VERDICTS and not own:
+                self._refusals_room(proposal, now)
+            self.claim_run(run_id, claim_for)
+            self.policy_set.activate(run_id, now, engine)
         if gate.recorded_intent_seq is not None and decision.verdict in (
                 Verdict.ALLOW, Verdict.REQUIRE_APPROVAL):
             return self.execution.replayed(proposal, gate, decision, base)
@@ -622,6 +645,20 @@ class Runtime:
                        max_calls=limit)
         return [replace(e, caps=(*e.caps, cap)) if e.kind == "decision.made" else e
                 for e in base]
+
+    def _refusals_room(self, proposal: Proposal, now: datetime) -> None:
+        """Raise the refusals quota's error when the agent's refusals of the last hour
+        already fill it (two index probes of the usage buckets, outside the writer's lock:
+        the journal counts again under it, :meth:`_refusals_capped`)."""
+        limit = self.config.input_limits.refusals_per_agent_per_hour
+        if limit is None:
+            return
+        since = now - _REFUSALS_WINDOW
+        calls, _ = self.journal.usage_since(field=REFUSALS_SCOPE, value=proposal.agent_id,
+                                            since=since)
+        if calls >= limit:
+            raise refusals_error(UsageCap(REFUSALS_SCOPE, proposal.agent_id, since=since,
+                                          max_calls=limit))
 
     def _gate_input(self, now: datetime, *, run_id: str,
                     policies: PolicyEngine | None = None) -> GateInput:

@@ -120,8 +120,9 @@ def make_router(runtime: Runtime) -> APIRouter:
                     f"`facts[{spoken}].source`: `{parsed.facts[spoken].source[:80]}` is the "
                     "principal the proposal acts for (`on_behalf_of`), whose word only the "
                     "host relays: an agent's fact names a source of its own")})
-            runtime.claim_run(parsed.effective_run_id, who.identity)
-            return runtime.submit(parsed)
+            # the run: checked first, claimed only for a proposal that will be written
+            # (tests/security/test_216)
+            return runtime.submit(parsed, claim_for=who.identity)
 
         outcome = await run_in_threadpool(call, submit_own)
         return outcome_dict(outcome) or {}

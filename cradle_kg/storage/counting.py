@@ -30,6 +30,10 @@ BUDGET_SCOPES = {"tenant": "budget.tenant", "workflow": "budget.workflow",
 #: a ``decision.made`` whose payload names the agent under :data:`REFUSED_AGENT` counts in
 #: the agent's bucket (a decision written before said it counts in none)
 REFUSALS_SCOPE = "refusals.agent"
+#: the scopes :meth:`~.journal.Journal.usage_since` reads a window of: the call fields,
+#: and an agent's refusals (the runtime's early count, before it claims a new run for a
+#: refused proposal: ``tests/security/test_216``)
+WINDOWED_SCOPES = (*USAGE_FIELDS, REFUSALS_SCOPE)
 #: the key of a ``decision.made`` payload naming the agent whose proposal gate 1 denied or
 #: sent back (``deny``, ``clarify``, ``repair``)
 REFUSED_AGENT = "refused_agent"
@@ -261,6 +265,6 @@ def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -
 
 
 __all__ = ["BUDGET_SCOPES", "RECENT_SIZES_SQL", "RUN_BEGUN_SQL", "SUBJECT_LAST_SQL",
-           "USAGE_FIELDS", "KnownRuns", "budget_keys", "charges_budget", "count_run",
-           "counted_keys", "head_sql", "intent_cost", "recent_size", "settled_intents",
+           "USAGE_FIELDS", "WINDOWED_SCOPES", "KnownRuns", "budget_keys", "charges_budget",
+           "count_run", "counted_keys", "head_sql", "intent_cost", "recent_size", "settled_intents",
            "usage_keys", "window_usage"]

@@ -83,6 +83,7 @@ from .counting import (
     RECENT_SIZES_SQL,
     RUN_BEGUN_SQL,
     SUBJECT_LAST_SQL,
+    WINDOWED_SCOPES,
     KnownRuns,
     count_run,
     events_for_subject_sql,
@@ -756,7 +757,7 @@ class SqliteJournal:
         index probes at any window length; the second that holds ``since`` counts in
         full, so a limit may bind up to one second early, never late.
         """
-        if field is not None and field not in USAGE_FIELDS:
+        if field is not None and field not in WINDOWED_SCOPES:
             raise ValueError(f"no usage field `{field}`")
         rows = self._query(
             derived.USAGE_WINDOW_SQL,

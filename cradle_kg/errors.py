@@ -248,16 +248,22 @@ class BudgetExceededError(CradleError):
 
 
 class QuotaExceededError(CradleError):
-    """An identity used up a quota over a sliding window (its evidence uploads of the last
-    hour); ``retry_after``: seconds until the window frees enough for the refused request
-    (None: never, at this configuration)."""
+    """An identity used up a quota (its evidence uploads of the last hour, its refused
+    proposals, what waits for a person on its behalf); ``retry_after``: seconds until the
+    window frees enough for the refused request (None: never, at this configuration)."""
 
     code = "quota_exceeded"
 
     def __init__(self, message: str, *, hint: str | None = None,
-                 retry_after: int | None = None) -> None:
+                 retry_after: int | None = None, quota: str | None = None,
+                 identity: str | None = None, limit: int | None = None) -> None:
         super().__init__(message, hint=hint)
         self.retry_after = retry_after
+        #: the quota's key in ``input_limits``, whom it throttled and its limit: what the
+        #: journal's record of the refusal says (:mod:`cradle_kg.throttling`)
+        self.quota = quota
+        self.identity = identity
+        self.limit = limit
 
 
 class WorkflowError(CradleError):

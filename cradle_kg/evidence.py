@@ -26,6 +26,7 @@ from .errors import InputError, JournalError, QuotaExceededError
 from .inputs import InputLimits, check_human_input
 from .records import AuditEvent
 from .storage import NewEvent, UploadCap, UploadsReached
+from .throttling import record_reached
 
 if TYPE_CHECKING:
     from .config import RuntimeConfig
@@ -236,7 +237,7 @@ def upload(ctx: LoopContext, store: EvidenceStore, data: bytes, *, kind: str,
                                       limit=limits.evidence_uploads_per_hour)
     refused = quota_refusal(recent, limits, by=by, size=len(data), now=now)
     if refused is not None:
-        raise refused
+        raise _recorded(ctx, refused, by=by, now=now)
     ref = store.put(data)
     event = added_event(ref, size=len(data), kind=kind, source=source, by=by,
                         role=collector_role(ctx.config, by), at=now, for_run=for_run)
@@ -246,10 +247,20 @@ def upload(ctx: LoopContext, store: EvidenceStore, data: bytes, *, kind: str,
         ctx.append([replace(event, uploads=cap)])
     except UploadsReached as reached:  # another writer's upload got there first
         refused = quota_refusal(reached.recent, limits, by=by, size=len(data), now=now)
-        raise refused if refused is not None else _refused(
+        raise _recorded(ctx, refused if refused is not None else _refused(
             f"`{by}`: the evidence quotas of the last hour are used up",
-            key="evidence_uploads_per_hour", free=None, now=now) from None
+            key="evidence_uploads_per_hour", free=None, now=now), by=by, now=now) from None
     return ref
+
+
+def _recorded(ctx: LoopContext, refused: QuotaExceededError, *, by: str,
+              now: datetime) -> QuotaExceededError:
+    """``refused`` (``by``'s), its quota's record journaled first: one per quota and
+    identity in any hour (:mod:`cradle_kg.throttling`, ``tests/security/test_217``)."""
+    refused.identity = by
+    refused.limit = getattr(ctx.config.input_limits, refused.quota or "", None)
+    record_reached(ctx.journal, ctx.append, refused, now=now)
+    return refused
 
 
 #: the kind the runtime writes for a person's recorded input (``input:<kind>``,
@@ -319,7 +330,7 @@ def _refused(message: str, *, key: str, free: datetime | None,
              now: datetime) -> QuotaExceededError:
     where = f"`input_limits.{key}` in the home's config.json"
     if free is None:
-        return QuotaExceededError(message, hint=f"{where} allows no more")
+        return QuotaExceededError(message, hint=f"{where} allows no more", quota=key)
     wait = max(1, math.ceil((free - now).total_seconds()))
-    return QuotaExceededError(message, retry_after=wait, hint=(
+    return QuotaExceededError(message, retry_after=wait, quota=key, hint=(
         f"the window frees up at {iso(free)[:19]}Z (in {wait} s); the limit is {where}"))

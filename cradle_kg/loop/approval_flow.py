@@ -107,7 +107,8 @@ def waiting_error(agent: str, waiting: int, cap: int) -> QuotaExceededError:
         f"limit is {cap}" if cap else "nothing may wait for a person in this home "
         "(`input_limits.waiting_per_agent` is 0)",
         hint="a person decides (or rejects) the waiting ones first: `cradle-kg inbox`; "
-             "the limit is `input_limits.waiting_per_agent` in the home's config.json")
+             "the limit is `input_limits.waiting_per_agent` in the home's config.json",
+        quota="waiting_per_agent", identity=agent, limit=cap)
 
 
 class ApprovalFlow:
@@ -129,7 +130,7 @@ class ApprovalFlow:
         # INVARIANT: a pending approval belongs to its run and its proposal; another run
         # (or proposal) asking for the same action gets one of its own, in the inbox
         pending = self._pending(proposal, gate.action_digest)
-        waiting = None if pending else self._check_waiting(proposal)
+        waiting = None if pending else self.check_waiting(proposal)
         approval = pending[0].approval if pending else HumanApproval(
             id="apr:" + short_id(decision.id, gate.action_digest),
             decision_id=decision.id, proposal_id=proposal.id,
@@ -156,7 +157,9 @@ class ApprovalFlow:
                                 reached.cap.limit) from None
         return outcome
 
-    def _check_waiting(self, proposal: Proposal) -> WaitingCap | None:
+    def check_waiting(self, proposal: Proposal) -> WaitingCap | None:
+        """The agent's waiting quota's cap, or its refusal when it is full (counted
+        outside the writer's lock: :func:`check_waiting`)."""
         return check_waiting(self.ctx.config.input_limits, self.ctx.journal,
                              proposal.agent_id)
 

@@ -82,9 +82,10 @@ RESERVED_ID_NAMESPACES = frozenset({
 
 #: the runs the runtime journals its own records in, outside any agent's run: every
 #: evidence blob a person or an agent adds (``cradle_kg.evidence.EVIDENCE_RUN``) and the
-#: budgets (``cradle_kg.workflow.budgets.BUDGET_RUN``); a human step's autonomy is in
+#: budgets (``cradle_kg.workflow.budgets.BUDGET_RUN``), the records that an identity
+#: reached a quota (``cradle_kg.throttling.QUOTA_RUN``); a human step's autonomy is in
 #: ``autonomy:<workflow>/<step>``, a namespace of :data:`RESERVED_ID_NAMESPACES`
-RUNTIME_RUNS = frozenset({"evidence", "budgets"})
+RUNTIME_RUNS = frozenset({"evidence", "budgets", "quotas"})
 
 
 def reserved_run(run_id: str) -> str | None:

@@ -74,6 +74,7 @@ from ..storage import (
 from ..storage.counting import REFUSALS_SCOPE
 from ..storage.graph import GraphStore
 from ..storage.graph_opening import open_graph_store
+from ..throttling import record_reached
 from ..tools import LookupFunction, ToolFunction, ToolRegistry, ToolSpec
 from ..verifiers import VerifierFunction, VerifierRegistry
 from .approval_flow import ApprovalFlow
@@ -114,7 +115,8 @@ def refusals_error(cap: UsageCap) -> QuotaExceededError:
         "(`input_limits.refusals_per_agent_per_hour` is 0); this one was not journaled",
         hint="the agent's proposals are being denied: see `cradle-kg runs list` and why; "
              "the limit is `input_limits.refusals_per_agent_per_hour` in the home's "
-             "config.json (an hour's sliding window)")
+             "config.json (an hour's sliding window)",
+        quota="refusals_per_agent_per_hour", identity=cap.subject, limit=cap.max_calls)
 #: the retired agents (no longer in the config) whose uploads of one blob the evidence
 #: check looks past before it gives up on the blob (fails closed: no evidence)
 MAX_RETIRED_COLLECTORS = 8
@@ -564,8 +566,11 @@ class Runtime:
                 limited = False
             except LimitReached as reached:
                 if reached.cap.scope == REFUSALS_SCOPE:  # nothing of it was written
-                    raise refusals_error(reached.cap) from None
+                    raise self._recorded(refusals_error(reached.cap)) from None
                 limited = True
+            except QuotaExceededError as refused:  # the refusals' early count, the waiting
+                self._recorded(refused)
+                raise
         raise JournalError(f"proposal `{proposal.id}`: " + (
             "other workers' calls keep reaching its limits first" if limited
             else "its id is contended") + "; submit it again")
@@ -608,6 +613,8 @@ class Runtime:
             # early count here; two writers racing past it leave one claim each at most
             if decision.verdict in REFUSED_VERDICTS and not own:
                 self._refusals_room(proposal, now)
+            if decision.verdict is Verdict.REQUIRE_APPROVAL:  # nothing waits in a new run yet
+                self.approval_flow.check_waiting(proposal)
             self.claim_run(run_id, claim_for)
             self.policy_set.activate(run_id, now, engine)
         if gate.recorded_intent_seq is not None and decision.verdict in (
@@ -645,6 +652,12 @@ class Runtime:
                        max_calls=limit)
         return [replace(e, caps=(*e.caps, cap)) if e.kind == "decision.made" else e
                 for e in base]
+
+    def _recorded(self, refused: QuotaExceededError) -> QuotaExceededError:
+        """``refused``, its quota's record journaled first — one per quota and identity in
+        any hour, whatever the refusals (:mod:`cradle_kg.throttling`, ``test_217``)."""
+        record_reached(self.journal, self.context.append, refused, now=self.clock())
+        return refused
 
     def _refusals_room(self, proposal: Proposal, now: datetime) -> None:
         """Raise the refusals quota's error when the agent's refusals of the last hour

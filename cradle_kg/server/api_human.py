@@ -47,6 +47,7 @@ from ..runs import (
     state_counts,
 )
 from ..storage import WaitingReached
+from ..throttling import record_reached
 from ..workflow import runner
 from ..workflow.definitions import MAX_FILE_BYTES, load_file, parse_definition
 from ..workflow.engine import Engine
@@ -284,7 +285,16 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
             except WaitingReached as reached:  # counted again under the journal's lock
                 raise waiting_error(reached.cap.agent, reached.waiting,
                                     reached.cap.limit) from None
-        return await run_in_threadpool(call, go)
+
+        def recorded() -> dict[str, Any]:
+            """The start, its waiting quota's refusal recorded (``test_217``)."""
+            try:
+                return go()
+            except QuotaExceededError as refused:
+                record_reached(runtime.journal, runtime.context.append, refused,
+                               now=runtime.clock())
+                raise
+        return await run_in_threadpool(call, recorded)
 
     @router.get("/workflows/runs/{run_id}", summary="Where a workflow run stands (read only; "
                 "its input and outputs: the workflow's agent or an approver)")

@@ -34,6 +34,15 @@ REFUSALS_SCOPE = "refusals.agent"
 #: and an agent's refusals (the runtime's early count, before it claims a new run for a
 #: refused proposal: ``tests/security/test_216``)
 WINDOWED_SCOPES = (*USAGE_FIELDS, REFUSALS_SCOPE)
+#: the usage scopes of the records that an identity reached a quota (``quota.reached``:
+#: ``quota.<its key>``, the identity; :mod:`cradle_kg.throttling`), also read by window
+QUOTA_SCOPE_PREFIX = "quota."
+QUOTA_REACHED = "quota.reached"
+
+
+def windowed(scope: str) -> bool:
+    """Whether :meth:`~.journal.Journal.usage_since` reads a window of ``scope``."""
+    return scope in WINDOWED_SCOPES or scope.startswith(QUOTA_SCOPE_PREFIX)
 #: the key of a ``decision.made`` payload naming the agent whose proposal gate 1 denied or
 #: sent back (``deny``, ``clarify``, ``repair``)
 REFUSED_AGENT = "refused_agent"
@@ -80,13 +89,18 @@ def budget_keys(run_id: str, payload: dict[str, Any]) -> list[tuple[str, str]]:
 def counted_keys(kind: str, run_id: str, payload: dict[str, Any]) -> list[tuple[str, str]]:
     """The usage buckets one event counts in (none for most kinds), with its
     :func:`intent_cost`: an intent's (:func:`usage_keys`), a budget charge's
-    (:func:`budget_keys`), a refused proposal's decision (:data:`REFUSALS_SCOPE`, no cost)
-    — both journals, and the caps checked under the writer's lock."""
+    (:func:`budget_keys`), a refused proposal's decision (:data:`REFUSALS_SCOPE`, no cost),
+    a quota's record (:data:`QUOTA_REACHED`, no cost) — both journals, and the caps
+    checked under the writer's lock."""
     if kind == "action.intent":
         return usage_keys(payload)
     if kind == "decision.made":
         agent = payload.get(REFUSED_AGENT)
         return [(REFUSALS_SCOPE, agent)] if isinstance(agent, str) else []
+    if kind == QUOTA_REACHED:
+        quota, identity = payload.get("quota"), payload.get("identity")
+        return [(QUOTA_SCOPE_PREFIX + quota, identity)] \
+            if isinstance(quota, str) and isinstance(identity, str) else []
     if charges_budget(kind, payload):
         return budget_keys(run_id, payload)
     return []
@@ -264,7 +278,25 @@ def count_run(runs: dict[str, list[int]], *, seq: int, run_id: str, kind: str) -
         row[1] += 1
 
 
-__all__ = ["BUDGET_SCOPES", "RECENT_SIZES_SQL", "RUN_BEGUN_SQL", "SUBJECT_LAST_SQL",
-           "USAGE_FIELDS", "WINDOWED_SCOPES", "KnownRuns", "budget_keys", "charges_budget",
-           "count_run", "counted_keys", "head_sql", "intent_cost", "recent_size", "settled_intents",
-           "usage_keys", "window_usage"]
+__all__ = [
+    "BUDGET_SCOPES",
+    "QUOTA_REACHED",
+    "QUOTA_SCOPE_PREFIX",
+    "RECENT_SIZES_SQL",
+    "RUN_BEGUN_SQL",
+    "SUBJECT_LAST_SQL",
+    "USAGE_FIELDS",
+    "WINDOWED_SCOPES",
+    "KnownRuns",
+    "budget_keys",
+    "charges_budget",
+    "count_run",
+    "counted_keys",
+    "head_sql",
+    "intent_cost",
+    "recent_size",
+    "settled_intents",
+    "usage_keys",
+    "window_usage",
+    "windowed",
+]

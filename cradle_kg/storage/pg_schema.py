@@ -18,6 +18,8 @@ from typing import Any
 from . import pg_append, run_state_sql, tasks_sql
 from .counting import (
     BUDGET_SCOPES,
+    QUOTA_REACHED,
+    QUOTA_SCOPE_PREFIX,
     REFUSALS_SCOPE,
     REFUSED_AGENT,
     USAGE_FIELDS,
@@ -64,6 +66,11 @@ def _usage_derived(*, budgets: bool, refusals: bool = False) -> str:
         parts.append(f"SELECT '{REFUSALS_SCOPE}', {_P} ->> '{REFUSED_AGENT}', "
                      "substr(at, 1, 19), 0::double precision FROM events WHERE kind = "
                      f"'decision.made' AND json_typeof({_P} -> '{REFUSED_AGENT}') = 'string'")
+        # a quota's records (``quota.reached``): none was written before they were counted
+        parts.append(f"SELECT '{QUOTA_SCOPE_PREFIX}' || ({_P} ->> 'quota'), "
+                     f"{_P} ->> 'identity', substr(at, 1, 19), 0::double precision FROM "
+                     f"events WHERE kind = '{QUOTA_REACHED}' AND json_typeof({_P} -> 'quota') "
+                     f"= 'string' AND json_typeof({_P} -> 'identity') = 'string'")
     running = f"OVER (PARTITION BY scope, subject ORDER BY second {_C} ROWS UNBOUNDED PRECEDING)"
     return (f"SELECT scope, subject, second, COUNT(*)::bigint, "
             f"(SUM(COUNT(*)) {running})::bigint, SUM(cost)::double precision, "

@@ -63,7 +63,6 @@ from .counting import (
     APPROVAL_SUBJECTS_SQL,
     RUN_BEGUN_SQL,
     SUBJECT_LAST_SQL,
-    WINDOWED_SCOPES,
     KnownRuns,
     count_run,
     events_for_subject_sql,
@@ -74,6 +73,7 @@ from .counting import (
     settled_intents,
     subject_events_sql,
     window_usage,
+    windowed,
 )
 from .journal import (
     BEGINNING,
@@ -741,7 +741,7 @@ class PostgresJournal:
         """Intents and their declared cost since a time, from the per-second buckets'
         running totals (two index probes at any window; the second holding ``since``
         counts in full: a limit binds early, never late)."""
-        if field is not None and field not in WINDOWED_SCOPES:
+        if field is not None and not windowed(field):
             raise ValueError(f"no usage field `{field}`")
         scope, subject = ("*", "") if field is None else (field, value)
         rows = self._query(pg_schema.USAGE_WINDOW_SQL,

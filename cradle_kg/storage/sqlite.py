@@ -83,7 +83,6 @@ from .counting import (
     RECENT_SIZES_SQL,
     RUN_BEGUN_SQL,
     SUBJECT_LAST_SQL,
-    WINDOWED_SCOPES,
     KnownRuns,
     count_run,
     events_for_subject_sql,
@@ -94,6 +93,7 @@ from .counting import (
     settled_intents,
     subject_events_sql,
     window_usage,
+    windowed,
 )
 from .file_lease import WorkerLease, exclusive_file, worker_alive
 from .journal import (
@@ -757,7 +757,7 @@ class SqliteJournal:
         index probes at any window length; the second that holds ``since`` counts in
         full, so a limit may bind up to one second early, never late.
         """
-        if field is not None and field not in WINDOWED_SCOPES:
+        if field is not None and not windowed(field):
             raise ValueError(f"no usage field `{field}`")
         rows = self._query(
             derived.USAGE_WINDOW_SQL,

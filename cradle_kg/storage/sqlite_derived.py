@@ -18,7 +18,9 @@ usage           per UTC second and per scope (``*`` all, ``agent``, ``task_id``,
                 no reservation, written before reservations) — what budgets read;
                 and per agent (``refusals.agent``) the proposals gate 1 refused
                 (a ``decision.made`` naming ``refused_agent``) — what
-                ``refusals_per_agent_per_hour`` reads
+                ``refusals_per_agent_per_hour`` reads; and per quota and identity
+                (``quota.<key>``) the records that it reached the quota
+                (``quota.reached``) — what bounds them to one an hour
 open_intents    every ``action.intent`` with no ``run.outcome`` about its subject after
                 it — what recovery reads when a runtime opens
 approval_ids    where each approval's events live (its subject), by approval id
@@ -55,6 +57,8 @@ from typing import Any
 from . import run_state_sql, tasks_sql
 from .counting import (
     BUDGET_SCOPES,
+    QUOTA_REACHED,
+    QUOTA_SCOPE_PREFIX,
     REFUSALS_SCOPE,
     REFUSED_AGENT,
     USAGE_FIELDS,
@@ -115,7 +119,11 @@ _USAGE_FROM_EVENTS = " UNION ALL ".join(
        for f in ("tenant", "workflow")]
     + [f"SELECT '{REFUSALS_SCOPE}', json_extract(payload, '$.{REFUSED_AGENT}'), "
        "substr(at, 1, 19), 0 FROM events WHERE kind = 'decision.made' AND "
-       f"json_type(payload, '$.{REFUSED_AGENT}') = 'text'"])
+       f"json_type(payload, '$.{REFUSED_AGENT}') = 'text'"]
+    + [f"SELECT '{QUOTA_SCOPE_PREFIX}' || json_extract(payload, '$.quota'), "
+       "json_extract(payload, '$.identity'), substr(at, 1, 19), 0 FROM events WHERE "
+       f"kind = '{QUOTA_REACHED}' AND json_type(payload, '$.quota') = 'text' AND "
+       "json_type(payload, '$.identity') = 'text'"])
 
 #: intents with no run.outcome written after them (one indexed probe per intent)
 DANGLING_SQL = (

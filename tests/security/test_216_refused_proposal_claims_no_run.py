@@ -26,6 +26,7 @@ from cradle_kg.loop.runtime import Runtime
 from cradle_kg.server.auth import issue_agent_token
 from tests.security.homes import json_api
 
+from .test_191_pending_approvals_flood import _cap, _close
 from .test_204_refused_proposals_quota import _credit, _quota
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -50,7 +51,9 @@ def test_a_refused_proposal_past_the_quota_claims_no_run(ledger_home: Path) -> N
             result = GovernedSession(rt, AGENT, session_id=f"mcp-{i}").call(
                 "demo.ledger.credit", {"account": "acct-2", "amount": 9000})
             assert result.status == "refused", result.text
-        assert rt.journal.head() == head  # before: 25 claims more, one per refused call
+        # before: 25 claims more, one per refused call; now the quota's one record of the
+        # hour alone (tests/security/test_217)
+        assert [e.kind for e in rt.journal.events(since_seq=head[0])] == ["quota.reached"]
         assert _claims(rt) == ["run:task-big-0"]
 
         # what the agent may do still claims its new run and executes
@@ -72,3 +75,16 @@ def test_another_agents_run_is_still_refused_first(ledger_home: Path) -> None:
         out = client.post("/api/proposals", headers=agent, json=_credit("theirs", 5000))
         assert out.status_code == 403, out.text
         assert rt.journal.head() == head
+
+
+def test_a_proposal_refused_past_the_waiting_quota_claims_no_run(ledger_home: Path) -> None:
+    """The same for ``waiting_per_agent``: counted before the claim, in a new run."""
+    _cap(ledger_home, 1)
+    with Runtime(ledger_home, graph_sync=False) as rt, json_api(rt) as client:
+        agent = {"Authorization": "Bearer " + issue_agent_token(rt.home, rt.config, AGENT)}
+        out = client.post("/api/proposals", headers=agent, json=_close("c0", "acct-0"))
+        assert out.status_code == 200 and out.json()["status"] == "awaiting_approval"
+        for i in range(1, 11):
+            out = client.post("/api/proposals", headers=agent, json=_close(f"c{i}", f"a{i}"))
+            assert out.status_code == 429, out.text
+        assert _claims(rt) == ["run:task-c0"]  # before: one claim per refused call

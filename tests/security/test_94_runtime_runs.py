@@ -40,6 +40,7 @@ from cradle_kg.evidence import EVIDENCE_RUN
 from cradle_kg.integrations.calls import GovernedSession, HostMeta
 from cradle_kg.loop.proposal import RUNTIME_RUNS
 from cradle_kg.storage import NewEvent
+from cradle_kg.throttling import QUOTA_RUN
 from cradle_kg.workflow import Engine
 from cradle_kg.workflow.autonomy import Stage, autonomy_run
 from cradle_kg.workflow.budgets import BUDGET_RUN
@@ -58,7 +59,8 @@ pytestmark = pytest.mark.usefixtures("journal_backend")
 FLOW = ROOT / "examples" / "workflows" / "credit-review.yaml"
 INPUT = {"account": "acct-3", "amount": 15, "reason": "refund"}
 AUTONOMY = autonomy_run("credit-review", "review")
-TAKEN = [AUTONOMY, EVIDENCE_RUN, BUDGET_RUN, "approval:sha256:ab12", "task:t-1", "Step:x"]
+TAKEN = [AUTONOMY, EVIDENCE_RUN, BUDGET_RUN, QUOTA_RUN, "approval:sha256:ab12", "task:t-1",
+         "Step:x"]
 #: a workflow run's id has no `/` (refused before): the autonomy namespace without one
 WORKFLOW_TAKEN = [*TAKEN[1:], "autonomy:credit-review"]
 
@@ -70,7 +72,7 @@ def _balance(pid: str, run: str) -> dict[str, Any]:
 
 
 def test_the_runtime_runs_are_the_ones_it_writes_in() -> None:
-    assert {EVIDENCE_RUN, BUDGET_RUN} == RUNTIME_RUNS
+    assert {EVIDENCE_RUN, BUDGET_RUN, QUOTA_RUN} == RUNTIME_RUNS
 
 
 @pytest.mark.parametrize("run", TAKEN)

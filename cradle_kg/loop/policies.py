@@ -6,10 +6,11 @@ set. Before gate 1 reads it, the set in force is journaled whenever it changed
 at time T" has one answer.
 
 A long-lived process (``serve``, ``mcp serve``, ``cradle-kg worker``) reads the files again
-when they changed (:meth:`PolicySet.refresh`: a ``stat`` of each file and folder per call,
-nothing parsed while none changed): a forbid added during an incident decides the next
-call, under the new version, journaled as a start journals it. A set that no longer loads
-denies every call that reads it, saying why, until it loads again (fail closed).
+when they changed (:meth:`PolicySet.refresh`: a ``stat`` of each policy file and of each
+folder and subfolder per call, nothing parsed while none changed): a forbid added during
+an incident decides the next call, under the new version, journaled as a start journals
+it. A set that no longer loads denies every call that reads it, saying why, until it
+loads again (fail closed).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from ..errors import CradleError
 from ..evidence import EvidenceStore
 from ..policy import PolicyEngine, read_sources
+from ..policy.cedar import MAX_FOLDER_ENTRIES
 from ..records import RUNTIME_ACTOR
 from ..storage import NewEvent
 from .context import LoopContext
@@ -50,14 +52,45 @@ def _key(path: str | Path) -> FileKey:
 
 def _watched(paths: Sequence[PolicyPath]) -> tuple[str, ...]:
     """What tells that the set's files changed: each configured file or folder (a folder's
-    times change when a file in it is added, removed or replaced by a rename) and each
-    ``*.cedar`` file in a folder (its times change when it is written in place)."""
+    times change when a file in it is added, removed or replaced by a rename), each
+    ``*.cedar`` file in a folder (its times change when it is written in place) and every
+    subfolder under a folder, through links, each once. A file in a subfolder is never
+    read (the set refuses a folder holding one), so only its presence counts: its
+    folder's times say it. Before, subfolders were not watched, and a policy file added
+    to one went unnoticed until a restart (``tests/security/test_218``)."""
     out: list[str] = []
     for path, _ in paths:
         out.append(str(path))
         if path.is_dir():
             out.extend(str(f) for f in sorted(path.glob("*.cedar")))
+            out.extend(str(d) for d in _subfolders(path))
     return tuple(out)
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    """Every folder under ``folder`` (through links, each once), at most
+    :data:`~cradle_kg.policy.cedar.MAX_FOLDER_ENTRIES` entries looked at — past them, or
+    in a folder that cannot be listed, the set does not load (it walks the same folders)
+    and what was found so far is watched: the next change of those is read."""
+    found: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+    todo, looked = [folder], 0
+    while todo and looked <= MAX_FOLDER_ENTRIES:
+        here = todo.pop()
+        try:
+            info = os.stat(here)
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            entries = sorted(here.iterdir())
+        except OSError:
+            continue
+        looked += len(entries)
+        for entry in entries:
+            if entry.is_dir():
+                found.append(entry)
+                todo.append(entry)
+    return sorted(found)
 
 
 def _stamp(watched: Sequence[str]) -> tuple[FileKey, ...]:

@@ -23,7 +23,7 @@ from cradle_kg.storage import (
 )
 from cradle_kg.storage.pg_admin import migrate
 from cradle_kg.storage.pg_append import PendingSeq, bind_pending
-from cradle_kg.storage.tasks_sql import OPENED
+from cradle_kg.storage.tasks_sql import OPENED, Decider
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOSTILE = 'é漢字🙂 "q" \\ \n\t \u2028 \x01'
@@ -140,10 +140,11 @@ def test_a_journal_at_version_10_with_events_is_migrated_and_verifies(pg_url: st
                            ev(3, "approval.requested", payload={"approval": {"id": "ap"}})])
     with psycopg.connect(pg_url, autocommit=True) as conn:  # as a cradle-kg before it left it
         conn.execute("DROP FUNCTION cradle_append")
-        conn.execute("DELETE FROM schema_migrations WHERE version = 11")
+        conn.execute("DROP TABLE approval_exclusions")  # and migration 12's, after it
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 11")
     with pytest.raises(JournalError, match="schema version `10`"):
         open_journal(pg_url)
-    assert migrate(pg_url) == [(11, "append-function")]
+    assert migrate(pg_url) == [(11, "append-function"), (12, "approval-exclusions")]
     with open_journal(pg_url) as j:
         assert j.verify().intact
         after = j.append([ev(4, "run.outcome", subject="s:2"),
@@ -151,6 +152,32 @@ def test_a_journal_at_version_10_with_events_is_migrated_and_verifies(pg_url: st
         assert after[0].prev_hash == before[-1].hash
         assert [e.seq for e in after] == [4, 5]
         assert j.verify().intact
+
+
+def test_a_journal_at_version_11_gets_its_approval_exclusions(pg_url: str) -> None:
+    """Migration 12 derives who may never decide each approval from the requests already
+    written (``tests/security/test_215``); an approver's inbox leaves them out."""
+    excluded = {"approval": {"id": "ap"}, "excluded": ["agent:a", "user:alice", 7]}
+    with open_journal(pg_url) as j:
+        j.append([ev(1, "approval.requested", payload=excluded)])
+        assert j.approval_requests(undecided=True, decider=Decider("user:alice"))[1] == 0
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as a cradle-kg before it left it
+        conn.execute("DROP TABLE approval_exclusions")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 12")
+    with pytest.raises(JournalError, match="schema version `11`"):
+        open_journal(pg_url)
+    assert migrate(pg_url) == [(12, "approval-exclusions")]
+    with open_journal(pg_url) as j, psycopg.connect(pg_url) as conn:
+        rows = conn.execute("SELECT approval_id, who FROM approval_exclusions "
+                            "ORDER BY who").fetchall()
+        assert rows == [("ap", "agent:a"), ("ap", "user:alice")]  # the number is no one
+        assert j.approval_requests(undecided=True, decider=Decider("user:alice"))[1] == 0
+        assert j.approval_requests(undecided=True, decider=Decider("user:bob"))[1] == 1
+        assert j.verify().intact
+        conn.execute("DELETE FROM approval_exclusions WHERE who = 'user:alice'")
+        conn.commit()
+        report = j.verify()
+        assert not report.intact and "approval_exclusions" in str(report.reason)
 
 
 def test_a_rewritten_append_function_is_caught(pg_url: str) -> None:

@@ -262,7 +262,8 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
         with pytest.raises(JournalError, match="schema version `7`"):
             open_journal(url)
         assert migrate(url) == [(8, "inbox-and-repairs"), (9, "outcome-subject-index"),
-                                (10, "digest-key"), (11, "append-function")]
+                                (10, "digest-key"), (11, "append-function"),
+                                (12, "approval-exclusions")]
         again = open_journal(url)
     with again:
         assert (open_tasks(again, include_resolved=True), again.run_repairs("run:t")) == kept

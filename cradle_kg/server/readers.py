@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import json
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -86,8 +87,7 @@ class GraphReaders:
         hashes: tuple[str, ...] = ()
         agents: frozenset[str] = frozenset()
         try:
-            with open(self.config_file, encoding="utf-8") as handle:
-                raw = json.load(handle)
+            raw = read_json(self.config_file)
             if isinstance(raw, dict):
                 listed = raw.get("approvers", [])
                 hashes = tuple(a["token_hash"] for a in listed if isinstance(a, dict)
@@ -109,8 +109,7 @@ class GraphReaders:
         now = self._identities()[1]
         declared = self.agents if now is None else now
         try:
-            with open(self.token_file, encoding="utf-8") as handle:
-                raw = json.load(handle)
+            raw = read_json(self.token_file)
         except (OSError, ValueError):
             return set()  # fail closed: an unreadable file admits no agent
         identities = raw.get("identities", {}) if isinstance(raw, dict) else {}
@@ -122,6 +121,38 @@ class GraphReaders:
             if agent in declared and isinstance(digest, str):
                 found.add(digest)
         return found
+
+
+#: the largest file read: :data:`cradle_kg.inputs.FILE_LIMITS`' (not imported: the query
+#: workers import no pydantic; ``tests/security/test_206``)
+MAX_FILE_BYTES: Final = 64 * 1024 * 1024
+
+
+def _no_key_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("a key given twice")
+    return out
+
+
+def read_json(path: str) -> Any:
+    """A home's JSON file as the runtime's strict loader reads it, or ``ValueError`` /
+    ``OSError``: a regular file (opened without blocking: a FIFO in its place would hold
+    the worker for ever), at most :data:`MAX_FILE_BYTES`, UTF-8, no key given twice (the
+    runtime refuses such a ``config.json`` and admits no one; the last list must not be
+    the one in force here — ``tests/security/test_206``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb", closefd=True) as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            raise ValueError("not a regular file within the limit")
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError("past the limit")
+    try:
+        return json.loads(data.decode("utf-8"), object_pairs_hook=_no_key_twice)
+    except RecursionError:  # nested past the stack: refused as the strict loader does
+        raise ValueError("nested too deep") from None
 
 
 #: the identities read from a configuration file, by its path: (its state, the approvers'

@@ -74,6 +74,9 @@ ANSWER = "the upstream's answer: "
 IDLE_GRACE = 0.05
 #: seconds the upstream has to leave once its stdin is closed, then to end on SIGTERM
 TERMINATION_TIMEOUT = 2.0
+#: seconds a reply to the upstream's request may wait for the upstream to read it (less
+#: when the call whose thread reads has less left)
+REPLY_TIMEOUT = 5.0
 #: what the client answers the upstream's requests, as the SDK's session answers them
 #: when its client offers no sampling, elicitation or roots
 REFUSED_REQUESTS = {"sampling/createMessage": "Sampling not supported",
@@ -289,7 +292,12 @@ class StdioClient:
                               separators=(",", ":")).encode("utf-8") + b"\n"
         except (ValueError, UnicodeEncodeError) as exc:
             raise ToolError(f"the call cannot be written as JSON: {exc}") from None
-        with self._write_lock:
+        # INVARIANT: no wait past ``deadline``, for the lock either (a reply to the
+        # upstream's request holds it while the upstream does not read: test_207)
+        if not self._write_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise _error(REQUEST_TIMEOUT, "the upstream does not read its input: the "
+                         "request could not be written")
+        try:
             view = memoryview(data)
             while view:
                 try:
@@ -306,6 +314,8 @@ class StdioClient:
                 except OSError:  # the upstream left
                     self._close()
                     raise _error(CONNECTION_CLOSED, "Connection closed") from None
+        finally:
+            self._write_lock.release()
 
     # -- reading stdout (one thread at a time) ------------------------------------------
 
@@ -378,17 +388,18 @@ class StdioClient:
                 chunk = b""
             if not chunk:
                 if last := self._lines.rest():
-                    self._line(last)
+                    self._line(last, deadline)
                 self._close()
                 return
             ended, passed = self._lines.feed(chunk)
             for line in ended:
                 if line is not None:  # None: its callers were failed when it passed
-                    self._line(line)
+                    self._line(line, deadline)
             if passed:
                 self._fail_all(INVALID_REQUEST, too_long(self.cap))
 
-    def _line(self, line: bytes) -> None:
+    def _line(self, line: bytes, deadline: float | None) -> None:
+        """Dispatch one line; ``deadline``: the reading call's (None: the idle reader's)."""
         if len(line) - line.endswith(b"\n") > self.cap:
             self._fail_all(INVALID_REQUEST, too_long(self.cap))
             return
@@ -405,7 +416,7 @@ class StdioClient:
             return
         method = message.get("method")
         if isinstance(method, str) and "id" in message:
-            self._answer_request(message, method)
+            self._answer_request(message, method, deadline)
         elif isinstance(method, str) and "id" not in message:
             if method == "notifications/tools/list_changed":
                 self.on_list_changed()
@@ -441,7 +452,12 @@ class StdioClient:
             return
         self._not_a_message(message)
 
-    def _answer_request(self, message: dict[str, Any], method: str) -> None:
+    def _answer_request(self, message: dict[str, Any], method: str,
+                        deadline: float | None) -> None:
+        """Answer the upstream's request within :data:`REPLY_TIMEOUT` seconds, and within
+        the deadline of the call whose thread reads: an upstream that writes requests and
+        does not read its input held that call five seconds a request, past its deadline
+        without bound (``tests/security/test_207``)."""
         rid = _id_of(message)
         if rid is None:
             self._not_a_message(message)
@@ -453,8 +469,9 @@ class StdioClient:
             reply["error"] = {"code": INVALID_REQUEST, "message": REFUSED_REQUESTS[method]}
         else:
             reply["error"] = {"code": METHOD_NOT_FOUND, "message": "Method not found"}
+        until = time.monotonic() + REPLY_TIMEOUT
         with contextlib.suppress(Exception):  # an upstream that does not read: not answered
-            self._send(reply, time.monotonic() + 5.0)
+            self._send(reply, until if deadline is None else min(until, deadline))
 
     # -- failing calls --------------------------------------------------------------------
 

@@ -74,6 +74,9 @@ ANSWER = "the upstream's answer: "
 IDLE_GRACE = 0.05
 #: seconds the upstream has to leave once its stdin is closed, then to end on SIGTERM
 TERMINATION_TIMEOUT = 2.0
+#: seconds a reader goes on reading what is there past its deadline (``settle``'s deadline
+#: is now: it reads what came between two calls, but not a stream without end)
+READ_PAST_DEADLINE = 0.1
 #: seconds a reply to the upstream's request may wait for the upstream to read it (less
 #: when the call whose thread reads has less left)
 REPLY_TIMEOUT = 5.0
@@ -366,8 +369,8 @@ class StdioClient:
 
     def _read(self, done: Callable[[], bool], deadline: float | None) -> None:
         """Read stdout and dispatch its lines until ``done()``, ``deadline`` (what is
-        there already read, at least), the idle reader's wake-up (a call began) or the end
-        of stdout (the session is closed)."""
+        there already read, at least — for at most :data:`READ_PAST_DEADLINE` past it), the
+        idle reader's wake-up (a call began) or the end of stdout (the session is closed)."""
         watched = select.poll()  # not `select.select`: no limit on the descriptor's number
         watched.register(self._stdout, select.POLLIN)
         if deadline is None:
@@ -397,6 +400,10 @@ class StdioClient:
                     self._line(line, deadline)
             if passed:
                 self._fail_all(INVALID_REQUEST, too_long(self.cap))
+            # INVARIANT: a deadline ends the reading even while lines keep coming: an
+            # upstream writing without pause held the call for ever (test_208)
+            if deadline is not None and time.monotonic() >= deadline + READ_PAST_DEADLINE:
+                return
 
     def _line(self, line: bytes, deadline: float | None) -> None:
         """Dispatch one line; ``deadline``: the reading call's (None: the idle reader's)."""

@@ -88,7 +88,8 @@ def check_waiting(limits: InputLimits, journal: Journal, agent: str) -> WaitingC
     counts, only when one more is to be asked), and counted again by the journal under its
     writer's lock with the append that asks (the :class:`~cradle_kg.storage.WaitingCap`
     returned, for the event that makes one more wait): two processes asking at once no
-    longer pass it by one each (``test_202``)."""
+    longer pass it by one each (``test_202``). The human tasks its escalations opened
+    count there too, under the lock only (``test_209``)."""
     cap = limits.waiting_per_agent
     if cap is None:
         return None

@@ -37,7 +37,9 @@ from ..records import (
     Proposal,
     RuntimeDecision,
 )
-from ..storage import Journal, NewEvent
+from ..storage import Journal, NewEvent, WaitingReached
+from ..storage.tasks_sql import TASK_AGENT
+from .approval_flow import check_waiting, waiting_error
 from .approvals import ApprovalBook, excluded_for_run
 from .context import LoopContext, last_seq
 from .outcomes import outcome_event
@@ -148,16 +150,26 @@ def repair_or_escalate(ctx: LoopContext, proposal: Proposal, decision: RuntimeDe
         ctx.append([*base, outcome_event(outcome, proposal.id)])
         return outcome
     reason = f"repair budget of {budget} exhausted in run `{run_id}`: a human takes over"
-    task = human_task_event(run_id=run_id, subject=proposal.id,
-                            code="repair_budget_exhausted", reason=reason,
-                            actor=RUNTIME_ACTOR, at=now,
-                            details={"proposal_id": proposal.id,
-                                     "last_reasons": list(decision.reasons)})
+    # INVARIANT: the task waits for a person on the agent's behalf, and counts in its
+    # ``waiting_per_agent`` with its approvals and steps (named in the payload: counted
+    # under the journal's lock). Before, every proposal sent back past a run's repair
+    # budget opened one more task in the inbox, without end (tests/security/test_209)
+    waiting = check_waiting(ctx.config.input_limits, ctx.journal, proposal.agent_id)
+    task = replace(human_task_event(run_id=run_id, subject=proposal.id,
+                                    code="repair_budget_exhausted", reason=reason,
+                                    actor=RUNTIME_ACTOR, at=now,
+                                    details={"proposal_id": proposal.id,
+                                             "last_reasons": list(decision.reasons),
+                                             TASK_AGENT: proposal.agent_id}),
+                   waiting=waiting)
     outcome = Outcome(run_id=run_id, proposal_id=proposal.id,
                       status=OutcomeStatus.ESCALATED, decision=decision,
                       reasons=(*decision.reasons, f"escalated: human task "
                                f"`{task.payload['task_id']}`: {reason}"))
-    ctx.append([*base, task, outcome_event(outcome, proposal.id)])
+    try:
+        ctx.append([*base, task, outcome_event(outcome, proposal.id)])
+    except WaitingReached as reached:  # counted again under the lock: nothing written
+        raise waiting_error(reached.cap.agent, reached.waiting, reached.cap.limit) from None
     return outcome
 
 

@@ -50,6 +50,9 @@ from typing import Any, Literal
 Dialect = Literal["sqlite", "postgresql"]
 
 OPENED = "human_task.opened"
+#: the key of a ``human_task.opened`` payload naming the agent on whose behalf the task
+#: waits (an escalation of its proposals): counted in its ``waiting_per_agent``
+TASK_AGENT = "waits_for_agent"
 RESOLVED = "human_task.resolved"
 
 TASK_COLUMNS = "seq, task_id, run_id, resolved_seq"
@@ -479,14 +482,20 @@ def steps_page(dialect: Dialect, columns: str, *, run_id: str | None,
 
 
 def waiting_sql(dialect: Dialect, agent: str) -> list[tuple[str, list[object]]]:
-    """The two counts of what waits for a person on ``agent``'s behalf — its undecided
-    approvals and the open human steps of its workflow's runs — as (query, parameters):
+    """The three counts of what waits for a person on ``agent``'s behalf — its undecided
+    approvals, the open human steps of its workflow's runs and the open tasks its
+    escalations opened (:data:`TASK_AGENT`) — as (query, parameters):
     what ``input_limits.waiting_per_agent`` bounds, read again by the journal under its
     writer's lock (:class:`~.journal.WaitingCap`)."""
     approvals = approvals_page(dialect, "seq", undecided=True, run_id=None,
                                requested_by=agent)
     steps = steps_page(dialect, "seq", run_id=None, agent=agent)
-    return [(approvals[1], approvals[2]), (steps[1], steps[2])]
+    ph = "?" if dialect == "sqlite" else "%s"
+    # the open tasks that wait on its behalf (``tests/security/test_209``): through the
+    # partial index of the open ones
+    tasks = (f"SELECT COUNT(*) FROM human_tasks t JOIN events e ON e.seq = t.seq WHERE "
+             f"t.resolved_seq IS NULL AND {_field(dialect, 'e', TASK_AGENT)} = {ph}")
+    return [(approvals[1], approvals[2]), (steps[1], steps[2]), (tasks, [agent])]
 
 
 __all__ = [
@@ -507,6 +516,7 @@ __all__ = [
     "STEP_COLUMNS",
     "TABLES",
     "TABLES_8",
+    "TASK_AGENT",
     "TASK_COLUMNS",
     "UNDECIDED_COLUMNS",
     "Decider",

@@ -121,6 +121,10 @@ def outcome_dict(outcome: Outcome | None) -> dict[str, Any] | None:
 def _caller(request: Request,
             creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> Caller:
     runtime: Runtime = request.app.state.runtime
+    # INVARIANT: a request acts under what the home's files say now, at every door — not
+    # only a decision's: a limit narrowed in config.json held a run an agent's token
+    # started, or an upload, to the old one until the next proposal (test_210)
+    runtime.refresh()
     who = authenticate(runtime.home, runtime.config, creds.credentials if creds else "",
                        runtime.approvals.approvers(), runtime.declared_agents())
     if who is None:

@@ -138,8 +138,11 @@ def repairs_in_run(journal: Journal, run_id: str) -> int:
 
 
 def repair_or_escalate(ctx: LoopContext, proposal: Proposal, decision: RuntimeDecision,
-                       base: Sequence[NewEvent], now: datetime) -> Outcome:
-    """The proposal goes back with its reasons — until the run's repair budget is spent."""
+                       base: Sequence[NewEvent], now: datetime, *,
+                       capped: bool = True) -> Outcome:
+    """The proposal goes back with its reasons — until the run's repair budget is spent.
+    ``capped=False``: the runtime's own proposal (a compensation), whose escalation is
+    counted in the agent's ``waiting_per_agent`` but never refused for it."""
     run_id = proposal.effective_run_id
     budget = ctx.config.repair_budget
     used = repairs_in_run(ctx.journal, run_id)
@@ -154,7 +157,8 @@ def repair_or_escalate(ctx: LoopContext, proposal: Proposal, decision: RuntimeDe
     # ``waiting_per_agent`` with its approvals and steps (named in the payload: counted
     # under the journal's lock). Before, every proposal sent back past a run's repair
     # budget opened one more task in the inbox, without end (tests/security/test_209)
-    waiting = check_waiting(ctx.config.input_limits, ctx.journal, proposal.agent_id)
+    waiting = (check_waiting(ctx.config.input_limits, ctx.journal, proposal.agent_id)
+               if capped else None)
     task = replace(human_task_event(run_id=run_id, subject=proposal.id,
                                     code="repair_budget_exhausted", reason=reason,
                                     actor=RUNTIME_ACTOR, at=now,

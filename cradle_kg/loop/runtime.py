@@ -623,7 +623,8 @@ class Runtime:
         if decision.verdict is Verdict.REQUIRE_APPROVAL:
             return self.approval_flow.request(proposal, gate, decision, base, now)
         if decision.verdict is Verdict.REPAIR:
-            return repair_or_escalate(self.context, proposal, decision, base, now)
+            return repair_or_escalate(self.context, proposal, decision, base, now,
+                                      capped=not own)
         if decision.verdict is not Verdict.ALLOW:
             outcome = Outcome(run_id=run_id, proposal_id=proposal.id,
                               status=VERDICT_STATUS[decision.verdict], decision=decision,

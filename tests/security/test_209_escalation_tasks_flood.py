@@ -72,3 +72,19 @@ def test_escalation_tasks_count_in_what_waits_for_the_agent(capped: Runtime) -> 
     assert _send(rt, "e-after") is OutcomeStatus.ESCALATED
     assert len(open_tasks(rt.journal)) == CAP
     assert rt.journal.verify().intact
+
+
+def test_the_runtimes_own_proposal_still_escalates_at_the_limit(capped: Runtime) -> None:
+    """A compensation (the runtime's own proposal, :meth:`Runtime._submit`) sent back past
+    the budget still ends in its task at the agent's limit: counted, never refused."""
+    rt = capped
+    for i in range(rt.config.repair_budget):
+        assert _send(rt, f"p{i}") is OutcomeStatus.REPAIR
+    for i in range(CAP):
+        assert _send(rt, f"e{i}") is OutcomeStatus.ESCALATED
+    own = rt._submit(proposal("comp", "demo.ledger.credit", {"account": "a", "amount": 3},
+                              task_id="flood"))
+    assert own.status is OutcomeStatus.ESCALATED
+    assert len(open_tasks(rt.journal)) == CAP + 1
+    with pytest.raises(QuotaExceededError):  # and it counts
+        _send(rt, "e-more")

@@ -100,6 +100,11 @@ from .settlement import Settlement
 
 #: a submission that loses the race for its proposal id is evaluated again, this often
 _CLAIM_ATTEMPTS = 3
+
+
+class _InForceMoved(Exception):
+    """Internal signal: the policies or the configuration changed while a proposal was
+    being decided; nothing of it was written (it is decided again)."""
 #: the window of ``input_limits.refusals_per_agent_per_hour``
 _REFUSALS_WINDOW = timedelta(hours=1)
 
@@ -562,7 +567,7 @@ class Runtime:
         for _ in range(_CLAIM_ATTEMPTS):
             try:
                 return self._submit_once(proposal, own=own, claim_for=claim_for)
-            except ProposalIdClaimed:
+            except (ProposalIdClaimed, _InForceMoved):
                 limited = False
             except LimitReached as reached:
                 if reached.cap.scope == REFUSALS_SCOPE:  # nothing of it was written
@@ -586,6 +591,7 @@ class Runtime:
         # one policy set for this decision: journaled as in force, asked, and named (in a
         # run to claim, once it is claimed: below)
         engine = self.policies
+        in_force = self._in_force()
         if not unclaimed:
             self.policy_set.activate(run_id, now, engine)
         gate = Gate1(self._gate_input(now, run_id=run_id, policies=engine)).run(proposal)
@@ -596,6 +602,13 @@ class Runtime:
                 return recorded
         decision = decide(proposal, gate, now, policy_version=engine.version,
                           pack_versions=tuple(self.pack_versions))
+        # INVARIANT: written only under what is in force when written: a policy file or
+        # config.json changed while gate 1 ran (a forbid written during an incident) makes
+        # the proposal be decided again under it, before any of its events is journaled
+        # (before, it ran under the set the forbid had replaced: tests/security/test_211)
+        self.refresh()
+        if self._in_force() != in_force:
+            raise _InForceMoved
         # dumped once: for its decision.made event and for the outcome that carries it
         decided = decision.model_dump(mode="json")
         base = with_trace(decision_events(proposal, gate, decision, now, decided=decided),
@@ -634,6 +647,11 @@ class Runtime:
                                                       dumped=dumped)])
             return outcome
         return self.execution.execute(proposal, gate, decision, base, now, dumped=dumped)
+
+    def _in_force(self) -> tuple[object, ...]:
+        """What a decision is made under, by identity: the policy set, its problem, the
+        configuration and its problem (the same objects while no file changed)."""
+        return (self.policies, self.policy_set.problem, self.config, self.config_problem)
 
     def _refusals_capped(self, proposal: Proposal, base: list[NewEvent],
                          now: datetime) -> list[NewEvent]:

@@ -111,6 +111,9 @@ class PolicySet:
         self._watched = _watched(self.paths)
         self._stamp = _stamp(self._watched)
         self.engine = _engine(self.paths)
+        #: the configured paths that were there when the set first held them: one gone
+        #: since is a set that does not load, not a set without it (test_212)
+        self._present = {p for p, _ in self.paths if p.exists()}
         self._activation_seen: tuple[str, int] | None = None
         #: why the files, changed since, do not load (None: they do): every call is denied
         self.problem: str | None = None
@@ -131,6 +134,7 @@ class PolicySet:
             stamp = _stamp(watched)
             self.engine = _engine(wanted)
             self.paths, self._watched, self._stamp, self.problem = wanted, watched, stamp, None
+            self._present |= {p for p in paths if p.exists()}
 
     def refresh(self) -> None:
         """Read the policy files again when any changed since they were read (one ``stat``
@@ -145,6 +149,17 @@ class PolicySet:
             # watched as they are now: the next change is read, this one is not read again
             self._watched = watched = _watched(self.paths)
             self._stamp = _stamp(watched)
+            # INVARIANT: a configured policy file or folder that was in force and is gone
+            # (a link left dangling, a volume unmounted, a folder swapped in two steps)
+            # denies every call until it is back: read without it, its forbids were
+            # dropped by nobody's decision (tests/security/test_212)
+            gone = next((p for p, _ in self.paths if p in self._present and not p.exists()),
+                        None)
+            if gone is not None:
+                self.problem = (f"the policy path `{gone}` was in force and is gone (a link "
+                                "left dangling, a volume unmounted?): restore it, or restart "
+                                "to run without it")
+                return
             try:
                 self.engine, self.problem = _engine(self.paths), None
             except CradleError as exc:  # a PolicyError, a file that cannot be read

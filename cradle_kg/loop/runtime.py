@@ -100,13 +100,13 @@ from .settlement import Settlement
 
 #: a submission that loses the race for its proposal id is evaluated again, this often
 _CLAIM_ATTEMPTS = 3
+#: the window of ``input_limits.refusals_per_agent_per_hour``
+_REFUSALS_WINDOW = timedelta(hours=1)
 
 
 class _InForceMoved(Exception):
     """Internal signal: the policies or the configuration changed while a proposal was
     being decided; nothing of it was written (it is decided again)."""
-#: the window of ``input_limits.refusals_per_agent_per_hour``
-_REFUSALS_WINDOW = timedelta(hours=1)
 
 
 def refusals_error(cap: UsageCap) -> QuotaExceededError:
@@ -563,22 +563,22 @@ class Runtime:
         # a submission that lost the race for its id to another process is evaluated again:
         # it is now the identical proposal (recorded outcome) or a reused id (denied); one
         # whose intent another worker's took past a limit, too: gate 1 now denies it
-        limited = False
+        why = "its id is contended"
         for _ in range(_CLAIM_ATTEMPTS):
             try:
                 return self._submit_once(proposal, own=own, claim_for=claim_for)
-            except (ProposalIdClaimed, _InForceMoved):
-                limited = False
+            except ProposalIdClaimed:
+                why = "its id is contended"
+            except _InForceMoved:  # nothing of it was written: decided again
+                why = "the home's policies or configuration kept changing while it was decided"
             except LimitReached as reached:
                 if reached.cap.scope == REFUSALS_SCOPE:  # nothing of it was written
                     raise self._recorded(refusals_error(reached.cap)) from None
-                limited = True
+                why = "other workers' calls keep reaching its limits first"
             except QuotaExceededError as refused:  # the refusals' early count, the waiting
                 self._recorded(refused)
                 raise
-        raise JournalError(f"proposal `{proposal.id}`: " + (
-            "other workers' calls keep reaching its limits first" if limited
-            else "its id is contended") + "; submit it again")
+        raise JournalError(f"proposal `{proposal.id}`: {why}; submit it again")
 
     def _submit_once(self, proposal: Proposal, *, own: bool = False,
                      claim_for: str | None = None) -> Outcome:

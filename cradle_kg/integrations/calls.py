@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..errors import CradleError, InputError, UnknownNameError
 from ..inputs import check_value
 from ..lineage.inputs import checked_input
+from ..loop.proposal import agent_run_id
 from ..records import (
     ApprovalStatus,
     IdempotencyClass,
@@ -48,7 +49,8 @@ META_PREFIX = "cradle-kg/"
 INPUT_KIND = "request"
 #: the ``_meta`` keys a host may set on a call, and what each one does
 META_KEYS: dict[str, str] = {
-    "run": "the run the call belongs to (default: one run per session, `run:<session>`)",
+    "run": "the run the call belongs to (default: one run per session, "
+           "`run:<agent id>/<session>`)",
     "task": "the task id of the proposal (default: the session id)",
     "idempotency_key": "the host's key for this effect: the same key twice is one effect",
     "on_behalf_of": "the person or service the agent acts for (checked against the config)",
@@ -194,7 +196,9 @@ class GovernedSession:
 
     @property
     def run_id(self) -> str:
-        return f"run:{self.session_id}"
+        """The session's run, in its agent's namespace (``run:<agent id>/<session>``): no
+        other agent can claim it first (``tests/security/test_235``)."""
+        return agent_run_id(self.agent_id, self.session_id)
 
     def next_step(self) -> int:
         """Steps follow the order in which calls arrive."""

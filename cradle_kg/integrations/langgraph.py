@@ -158,7 +158,9 @@ def governed_tools(runtime: Runtime, agent: str, *, only: Sequence[str] | None =
 
 class ThreadSessions:
     """The session of the graph thread a tool of :func:`governed_tools` is called in: its
-    run is ``run:lg-<thread_id>`` (``GovernedToolNode``'s), never one run shared by every
+    run is ``run:<agent id>/lg-<thread_id>`` (``GovernedToolNode``'s; in the agent's
+    namespace, which no other agent can claim: ``tests/security/test_235``), never one run
+    shared by every
     thread that calls the same tools — where one thread's recorded request was a trusted
     origin of another's actions, and one user of an application could give the value an
     e-mail injected into another user's agent the person's word

@@ -10,12 +10,13 @@ submitted again, from the record.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..canonical import canonical_json
-from ..errors import InputError, InputTooLargeError, ProposalError
+from ..errors import InputError, InputTooLargeError, ProposalError, RunOwnershipError
 from ..inputs import DEFAULT_LIMITS, InputLimits, check_value, load_json
 from ..lineage.index import HOST_FACT_PREFIX
 from ..records import Outcome, OutcomeStatus, Proposal
@@ -106,6 +107,39 @@ def reserved_run(run_id: str) -> str | None:
                 "in (actions, approvals, tasks, autonomy, ...): a run's id may not begin "
                 "with it")
     return None
+
+
+def agent_run_id(agent_id: str, name: str) -> str:
+    """The run an integration derives for ``agent_id`` (a session, a graph thread):
+    ``run:<agent id>/<name>``, in the agent's namespace (:func:`run_namespace_owner`)."""
+    return f"run:{agent_id}/{name}"
+
+
+def run_namespace_owner(run_id: str, agents: Iterable[str]) -> str | None:
+    """The configured agent whose namespace ``run_id`` is in, or None: ``run:<agent id>/…``
+    is that agent's alone. Of two agents whose ids both match (``agent:a`` and
+    ``agent:a/b``), the longer id's: a run is in one namespace at most."""
+    owner: str | None = None
+    for agent in agents:
+        if run_id.startswith(f"run:{agent}/") and (owner is None or len(agent) > len(owner)):
+            owner = agent
+    return owner
+
+
+def check_run_namespace(run_id: str, agent_id: str, agents: Iterable[str]) -> None:
+    """Raise :class:`RunOwnershipError` when ``run_id`` is in another configured agent's
+    namespace (:func:`run_namespace_owner`), before anything is journaled.
+
+    INVARIANT: the runs the integrations derive (a LangGraph thread's, an MCP session's:
+    :func:`agent_run_id`) are claimed by their agent alone, whoever gets there first —
+    thread ids are guessable (``1``, a user id), and an agent that claimed a thread's run
+    first had every later call of the thread refused (``tests/security/test_235``)."""
+    owner = run_namespace_owner(run_id, agents)
+    if owner is not None and owner != agent_id:
+        raise RunOwnershipError(
+            f"`run_id`: run `{run_id}` belongs to `{owner}`: it is in that agent's "
+            f"namespace (`run:{owner}/…`), where only it proposes",
+            hint="start a new run (leave `run_id` out, or name one outside `run:<agent id>/`)")
 
 
 def check_agent_proposal(proposal: Proposal) -> Proposal:

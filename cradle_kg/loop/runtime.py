@@ -94,7 +94,12 @@ from .integrity import IntegrityChecker
 from .outcomes import VERDICT_STATUS, Dumped, outcome_event, recorded_outcome
 from .plans import PlanOutcome, run_plan
 from .policies import PolicySet
-from .proposal import check_agent_proposal, parse_proposal, recorded_answer
+from .proposal import (
+    check_agent_proposal,
+    check_run_namespace,
+    parse_proposal,
+    recorded_answer,
+)
 from .recovery import Recovery, RecoveryReport
 from .settlement import Settlement
 
@@ -484,6 +489,8 @@ class Runtime:
         proposal (NaN, lone surrogates, runaway nesting) never reaches the journal.
         """
         proposal = check_agent_proposal(parse_proposal(raw, self.config.input_limits))
+        check_run_namespace(proposal.effective_run_id, proposal.agent_id,
+                            self.declared_agents())
         self._checked[id(proposal)] = proposal
         return proposal
 
@@ -534,6 +541,7 @@ class Runtime:
         the journal's writer's lock), as a workflow's start is: of a claim and a workflow
         started in the same new run at the same moment, whichever lands first owns it and
         the other is refused (``tests/security/test_44``)."""
+        check_run_namespace(run_id, agent_id, self.declared_agents())
         if check_run_owner(self.journal, run_id, agent_id) is not None:
             return
         claim = NewEvent(run_id=run_id, kind=RUN_CLAIMED, subject=run_id, actor=agent_id,

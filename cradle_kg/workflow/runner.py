@@ -125,7 +125,7 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:._-]{0,99}$")
 
 
 #: the run ids the other entry points derive: a proposal's ``run:<task_id>``, an MCP or
-#: LangGraph session's ``run:<session>``, a plan's ``run:plan:<id>``
+#: LangGraph session's ``run:<agent id>/<session>``, a plan's ``run:plan:<id>``
 DERIVED_RUNS = "run:"
 
 

@@ -88,7 +88,7 @@ def test_denial_correction_and_an_approval_interrupt(runtime: Runtime, home: Pat
     assert closing.status == "success", closing.content
     assert done["messages"][-1].content.startswith("done")
     assert [(r[1], r[2]) for r in ledger_for_home(home)] == [("acct-1", 500)]
-    assert "run:lg-t-1" in runtime.journal.run_ids()
+    assert f"run:{AGENT}/lg-t-1" in runtime.journal.run_ids()
 
 
 def test_an_approval_decided_from_the_cli_then_resumed(runtime: Runtime, home: Path) -> None:

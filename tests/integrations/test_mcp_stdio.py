@@ -82,7 +82,7 @@ def test_allowed_denied_lying_and_replayed_calls(home: Path) -> None:
         assert not ok.isError
         assert ok.structuredContent == {"ok": True, "applied": True, "account": "acct-1",
                                         "amount": 5}
-        assert ok.meta is not None and ok.meta["cradle-kg/run"].startswith("run:mcp-")
+        assert ok.meta is not None and ok.meta["cradle-kg/run"].startswith(f"run:{AGENT}/mcp-")
         assert ok.meta["cradle-kg/step"] == 1
 
         denied = await s.call_tool("demo.ledger.credit", credit("acct-1", 5000))

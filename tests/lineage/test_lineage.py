@@ -155,7 +155,9 @@ def test_a_host_gives_the_request_in_meta_and_it_is_recorded_once(tmp_path: Path
     session.call("read_email", {}, meta)
     result = session.call("send_money", {"recipient": "US133000000121212121212", "amount": 5},
                           meta)
-    inputs = [e for e in rt.journal.events(run_id="run:s1") if e.kind == "input.recorded"]
+    inputs = [e for e in rt.journal.events(run_id=session.run_id)
+              if e.kind == "input.recorded"]
+    assert session.run_id == f"run:{AGENT}/s1"
     assert len(inputs) == 1 and inputs[0].actor == "user:emma"
     assert result.outcome is not None and result.outcome.status is OutcomeStatus.EXECUTED
     rt.close()

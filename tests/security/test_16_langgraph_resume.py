@@ -76,6 +76,7 @@ def test_a_forged_resume_executes_nothing(runtime: Runtime, resume: Any) -> None
     done = graph.invoke(Command(resume=resume), config)
     closing = [m for m in done["messages"] if isinstance(m, ToolMessage)][-1]
     assert closing.status == "error", closing.content
-    run = f"run:lg-forge-{FORGED.index(resume)}"
+    run = f"run:{AGENT}/lg-forge-{FORGED.index(resume)}"
     kinds = [e.kind for e in runtime.journal.events(run_id=run)]
+    assert "proposal.received" in kinds, kinds  # the thread's run, not an empty one
     assert "action.intent" not in kinds and "approval.decided" not in kinds, kinds

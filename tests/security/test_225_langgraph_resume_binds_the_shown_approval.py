@@ -92,8 +92,8 @@ def test_decided_elsewhere_then_resumed_reads_the_executed_call(runtime: Runtime
     closing = [m for m in done["messages"] if isinstance(m, ToolMessage)][-1]
     # before: "awaiting_approval: approval `apr:…` is pending" — a second request
     assert closing.status == "success", closing.content
-    assert len(_intents(runtime, "run:lg-t-web")) == 1
-    pending = [s for s in runtime.approvals.for_run("run:lg-t-web")
+    assert len(_intents(runtime, f"run:{AGENT}/lg-t-web")) == 1
+    pending = [s for s in runtime.approvals.for_run(f"run:{AGENT}/lg-t-web")
                if s.approval.status is ApprovalStatus.PENDING]
     assert pending == [], [s.approval.id for s in pending]
 
@@ -107,7 +107,7 @@ def test_resumed_approval_is_the_one_shown(runtime: Runtime) -> None:
                                         "token": DEMO_TOKENS[APPROVER]}), config)
     closing = [m for m in done["messages"] if isinstance(m, ToolMessage)][-1]
     assert closing.status == "success", closing.content
-    decided = [s.approval.id for s in runtime.approvals.for_run("run:lg-t-tok")
+    decided = [s.approval.id for s in runtime.approvals.for_run(f"run:{AGENT}/lg-t-tok")
                if s.approval.status is not ApprovalStatus.PENDING]
     assert decided == [shown]  # before: another approval, requested by the second run
 
@@ -139,8 +139,8 @@ def test_a_second_run_with_other_arguments_is_not_approved(runtime: Runtime) -> 
     assert isinstance(last, ToolMessage) and last.status == "error", last.content
     assert "approval_refused" in str(last.content)
     # before: acct-3 closed, approved by a decision given for acct-2
-    assert _intents(runtime, "run:lg-t-swap") == []
-    kinds = [e.kind for e in runtime.journal.events(run_id="run:lg-t-swap")]
+    assert _intents(runtime, f"run:{AGENT}/lg-t-swap") == []
+    kinds = [e.kind for e in runtime.journal.events(run_id=f"run:{AGENT}/lg-t-swap")]
     assert "approval.decided" not in kinds, kinds
 
 
@@ -153,8 +153,8 @@ def test_a_resume_naming_another_approval_decides_nothing(runtime: Runtime) -> N
                                         "token": DEMO_TOKENS[APPROVER]}), config)
     closing = [m for m in done["messages"] if isinstance(m, ToolMessage)][-1]
     assert closing.status == "error" and "approval_refused" in str(closing.content)
-    assert _intents(runtime, "run:lg-t-named") == []
-    (state,) = runtime.approvals.for_run("run:lg-t-named")
+    assert _intents(runtime, f"run:{AGENT}/lg-t-named") == []
+    (state,) = runtime.approvals.for_run(f"run:{AGENT}/lg-t-named")
     assert state.approval.id == shown and state.approval.status is ApprovalStatus.PENDING
 
 
@@ -172,4 +172,4 @@ def test_a_graph_resumed_elsewhere_submits_the_same_proposal(runtime: Runtime) -
         "approver": APPROVER, "approval_id": shown, "token": DEMO_TOKENS[APPROVER]}), config)
     closing = [m for m in done["messages"] if isinstance(m, ToolMessage)][-1]
     assert closing.status == "success", closing.content
-    assert len(_intents(runtime, "run:lg-t-moved")) == 2  # the credit, then the close
+    assert len(_intents(runtime, f"run:{AGENT}/lg-t-moved")) == 2  # the credit, then the close

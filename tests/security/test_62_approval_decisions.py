@@ -81,7 +81,7 @@ def test_a_resume_decides_only_a_decision(runtime: Runtime, resume: dict[str, An
     config = {"configurable": {"thread_id": "t"}}
     paused = graph.invoke({"messages": [HumanMessage("close acct-2")]}, config)
     approval_id = paused["__interrupt__"][0].value["approval_id"]
-    assert _decided(runtime, "run:lg-t") == ["awaiting_approval"]
+    assert _decided(runtime, f"run:{AGENT}/lg-t") == ["awaiting_approval"]
 
     done = graph.invoke(Command(resume={"approver": APPROVER, "token": TOKEN, **resume}),
                         config)
@@ -89,7 +89,7 @@ def test_a_resume_decides_only_a_decision(runtime: Runtime, resume: dict[str, An
     assert closing.status == "error" and "approval_refused" in str(closing.content)
     # before: `approval.decided` (status pending / expired, or the reason as given) and the
     # proposal's outcome `repair` or `denied` were journaled
-    assert set(_decided(runtime, "run:lg-t")) == {"awaiting_approval"}
+    assert set(_decided(runtime, f"run:{AGENT}/lg-t")) == {"awaiting_approval"}
     assert runtime.approvals.get(approval_id).approval.status is ApprovalStatus.PENDING
 
     # the approval still waits, and is decided once
@@ -98,7 +98,7 @@ def test_a_resume_decides_only_a_decision(runtime: Runtime, resume: dict[str, An
     with pytest.raises(Exception, match="already `approved`"):
         runtime.decide_approval(approval_id, approver_id=APPROVER, token=TOKEN,
                                 status=ApprovalStatus.APPROVED)
-    fate = [s for s in _decided(runtime, "run:lg-t") if s != "awaiting_approval"]
+    fate = [s for s in _decided(runtime, f"run:{AGENT}/lg-t") if s != "awaiting_approval"]
     assert fate == ["approved", "executed"]
 
 

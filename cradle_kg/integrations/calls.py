@@ -285,8 +285,12 @@ class GovernedSession:
         """The call's outcome as the journal has it now (an approval may have ended it)."""
         if result.outcome is None:
             return result
-        event = self.runtime.journal.latest_outcome(result.outcome.run_id,
-                                                    result.outcome.proposal_id)
+        # a call again under its key while the approval waited was answered with the
+        # approval the key's first proposal asked for (tests/security/test_236): that
+        # proposal is the one the approval lets go on, and its outcome the key's
+        waited = result.outcome.approval
+        pid = waited.proposal_id if waited is not None else result.outcome.proposal_id
+        event = self.runtime.journal.latest_outcome(result.outcome.run_id, pid)
         if event is None:
             return result
         outcome = Outcome.model_validate(event.payload["outcome"])

@@ -129,7 +129,8 @@ class ApprovalFlow:
         excluded = sorted(excluded_for(self.ctx.config, proposal)
                           | ({starter} if starter is not None else set()))
         # INVARIANT: a pending approval belongs to its run and its proposal; another run
-        # (or proposal) asking for the same action gets one of its own, in the inbox
+        # (or proposal) asking for the same action gets one of its own, in the inbox —
+        # but a proposal under the same agent's key asking again reads it (test_236)
         pending = self._pending(proposal, gate.action_digest)
         waiting = None if pending else self.check_waiting(proposal)
         approval = pending[0].approval if pending else HumanApproval(
@@ -165,6 +166,46 @@ class ApprovalFlow:
                              proposal.agent_id)
 
     def _pending(self, proposal: Proposal, digest: str) -> list[ApprovalState]:
+        """The approval this proposal waits for already (:meth:`_pending_for_proposal`),
+        or, for a proposal under the agent's own idempotency key, the one the key's first
+        proposal of this action in this run waits for (:meth:`_pending_for_key`)."""
+        found = self._pending_for_proposal(proposal, digest)
+        if found or not proposal.action.idempotency_key:
+            return found
+        return self._pending_for_key(proposal, digest)
+
+    def _pending_for_key(self, proposal: Proposal, digest: str) -> list[ApprovalState]:
+        """The pending approval the newest request of this action in this run asked for,
+        when that request's proposal is this agent's under this key, for the same person
+        (``on_behalf_of``), and no person decided it yet.
+
+        INVARIANT: a client that calls again with the same key while the approval waits —
+        what MCP's answer tells it to do — reads that approval; before, each call asked
+        the approvers again, one more inbox item per poll (``tests/security/test_236``).
+        Only the run's requests of this digest are read, newest first. The key's one
+        effect is kept by the key itself: whichever proposal runs first holds its intent,
+        and every other is answered from it."""
+        run_id = proposal.effective_run_id
+        requests = self.ctx.journal.events_for_subject(
+            "approval:" + digest, run_id=run_id, kinds=("approval.requested",))
+        for request in reversed(requests):
+            asked = request.payload.get("proposal")
+            action = asked.get("action") if isinstance(asked, dict) else None
+            if not isinstance(asked, dict) or not isinstance(action, dict):
+                continue
+            if (asked.get("agent_id") != proposal.agent_id
+                    or action.get("idempotency_key") != proposal.action.idempotency_key
+                    or asked.get("on_behalf_of") != proposal.on_behalf_of):
+                continue
+            approval_id = str(request.payload["approval"]["id"])
+            if any(st.approval.id == approval_id
+                   for st in self.book.decided_for_digest(digest, run_id=run_id)):
+                return []
+            state = ApprovalBook.state_in([request], approval_id)
+            return [state] if state.approval.status is ApprovalStatus.PENDING else []
+        return []
+
+    def _pending_for_proposal(self, proposal: Proposal, digest: str) -> list[ApprovalState]:
         """The approval this proposal waits for already, if any: the one its last outcome
         in the run waits on, when it is of this action and no person decided it yet —
         one outcome and the digest's decisions in the run read, not every approval the

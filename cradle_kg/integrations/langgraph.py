@@ -25,6 +25,15 @@ resuming with anything else reads the decision an approver made elsewhere (web p
 CLI). Proposal ids are ``<thread>:<tool_call_id>``: the node's re-run after a resume
 submits the same proposal again, which the runtime answers from its record.
 
+**LangGraph Server** (LangGraph Platform, ``langgraph dev``/``up``): there the run's
+``configurable`` comes from the client's request, so its ``cradle-kg/`` keys are the
+client's word, not the host's — and lineage trusts ``cradle-kg/facts`` and
+``cradle-kg/input`` as the host's facts and the person's request. This adapter cannot tell
+who wrote ``configurable``: in such a deployment drop every ``cradle-kg/`` key the client
+sent and set the ones you need server-side, in the graph's own code, from state the server
+authenticated (its auth handler's ``langgraph_auth_user``), invoking the governed node
+with that config (the README's LangGraph section shows how).
+
 Needs ``pip install 'cradle-kg[langgraph]'``; the core never imports LangGraph.
 """
 

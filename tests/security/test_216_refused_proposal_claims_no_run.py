@@ -59,10 +59,12 @@ def test_a_refused_proposal_past_the_quota_claims_no_run(ledger_home: Path) -> N
         # what the agent may do still claims its new run and executes
         ok = client.post("/api/proposals", headers=agent, json=_credit("small", 250))
         assert ok.status_code == 200 and ok.json()["status"] == "executed", ok.text
-        result = GovernedSession(rt, AGENT, session_id="mcp-ok").call(
-            "demo.ledger.credit", {"account": "acct-2", "amount": 20})
+        session = GovernedSession(rt, AGENT, session_id="mcp-ok")
+        result = session.call("demo.ledger.credit", {"account": "acct-2", "amount": 20})
         assert result.status == "executed", result.text
-        assert _claims(rt) == ["run:task-big-0", "run:task-small", "run:mcp-ok"]
+        # the session's run lives in its agent's namespace (test_235)
+        assert session.run_id == f"run:{AGENT}/mcp-ok"
+        assert _claims(rt) == ["run:task-big-0", "run:task-small", session.run_id]
         assert rt.journal.verify().intact
 
 

@@ -111,8 +111,15 @@ def reserved_run(run_id: str) -> str | None:
 
 def agent_run_id(agent_id: str, name: str) -> str:
     """The run an integration derives for ``agent_id`` (a session, a graph thread):
-    ``run:<agent id>/<name>``, in the agent's namespace (:func:`run_namespace_owner`)."""
-    return f"run:{agent_id}/{name}"
+    ``run:<agent id>/<name>``, in the agent's namespace (:func:`run_namespace_owner`).
+
+    INVARIANT: ``name`` holds no ``/`` (escaped, as ``%`` is, ``%2F`` and ``%25``): an
+    agent id may hold one, and with ``agent:a`` and ``agent:a/lg-t`` both configured, the
+    run of ``agent:a``'s graph thread ``t/1`` was ``run:agent:a/lg-t/1`` — in
+    ``agent:a/lg-t``'s namespace (the longest id's), which claimed it, and ``agent:a`` was
+    refused in its own derived run (``tests/security/test_240``)."""
+    escaped = name.replace("%", "%25").replace("/", "%2F")
+    return f"run:{agent_id}/{escaped}"
 
 
 def run_namespace_owner(run_id: str, agents: Iterable[str]) -> str | None:

@@ -25,6 +25,7 @@ from ..errors import (
     UnknownNameError,
 )
 from ..inputs import InputLimits, load_json
+from ..loop.proposal import RUNTIME_RUNS
 from ..loop.runtime import Runtime, run_owner
 from ..records import Outcome
 from ..runs import RunSummary
@@ -63,7 +64,14 @@ def reads_run(runtime: Runtime, who: Caller, run_id: str) -> bool:
     claim's, a workflow run's agent: one probe). Any token sees every run, its state and
     counts, and its events' kind, actor and time; before, another agent's token read those
     values too (``tests/security/test_173``) — and every blob's address, as the subjects of
-    the ``evidence`` run, which it then cited (``test_185``)."""
+    the ``evidence`` run, which it then cited (``test_185``).
+
+    INVARIANT: the runtime's own runs (:data:`~cradle_kg.loop.proposal.RUNTIME_RUNS`) are
+    the approvers' alone, whoever an older journal says claimed them: ``quotas`` was a run
+    name like any other before this round, and an agent that had claimed it read every
+    identity's quota records there (``tests/security/test_241``)."""
+    if run_id in RUNTIME_RUNS:
+        return who.is_approver
     return who.is_approver or run_owner(runtime.journal, run_id) == who.identity
 
 

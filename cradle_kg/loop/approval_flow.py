@@ -112,6 +112,11 @@ def waiting_error(agent: str, waiting: int, cap: int) -> QuotaExceededError:
         quota="waiting_per_agent", identity=agent, limit=cap)
 
 
+#: how many of the newest requests of an action in a run a proposal under a key reads to
+#: find the approval its key's earlier proposal waits for (``tests/security/test_242``)
+KEY_LOOKBACK = 8
+
+
 class ApprovalFlow:
     def __init__(self, ctx: LoopContext, book: ApprovalBook, *, submit: Submit,
                  holds_tool: HoldsTool | None = None) -> None:
@@ -182,13 +187,18 @@ class ApprovalFlow:
         INVARIANT: a client that calls again with the same key while the approval waits —
         what MCP's answer tells it to do — reads that approval; before, each call asked
         the approvers again, one more inbox item per poll (``tests/security/test_236``).
-        Only the run's requests of this digest are read, newest first. The key's one
-        effect is kept by the key itself: whichever proposal runs first holds its intent,
-        and every other is answered from it."""
+        Only the newest :data:`KEY_LOOKBACK` requests of this digest in the run are read
+        (one range of the subject index): before, every one of them was decoded at each
+        keyed submission — an agent asking for the action again and again under new keys
+        made the N-th submission read N rows (``tests/security/test_242``, as ``test_87``
+        for the proposal path). A key whose request is older than those asks anew. The
+        key's one effect is kept by the key itself: whichever proposal runs first holds
+        its intent, and every other is answered from it."""
         run_id = proposal.effective_run_id
-        requests = self.ctx.journal.events_for_subject(
-            "approval:" + digest, run_id=run_id, kinds=("approval.requested",))
-        for request in reversed(requests):
+        requests = self.ctx.journal.subject_events(
+            "approval:" + digest, "approval.requested", limit=KEY_LOOKBACK, newest=True,
+            run_id=run_id)
+        for request in requests:  # newest first
             asked = request.payload.get("proposal")
             action = asked.get("action") if isinstance(asked, dict) else None
             if not isinstance(asked, dict) or not isinstance(action, dict):

@@ -157,17 +157,22 @@ def collector_role(config: RuntimeConfig, by: str) -> str:
 
 #: the key of an upload's payload naming the run it is evidence for (absent: for any)
 FOR_RUN = "for_run"
+#: the key naming the action it is evidence for, by the key its agent pins on it
+#: (``action.idempotency_key``; absent: for any action: ``tests/security/test_247``)
+FOR_ACTION = "for_action"
 
 
 def added_event(ref: str, *, size: int, kind: str, source: str | None, by: str,
-                role: str, at: datetime, for_run: str | None = None) -> NewEvent:
+                role: str, at: datetime, for_run: str | None = None,
+                for_action: str | None = None) -> NewEvent:
     """The journal's record that ``by`` (``role``: :func:`collector_role`) added a blob at
     ``at`` (projected with who and when); ``for_run``: the run it is evidence for, alone
-    (``tests/security/test_199``)."""
+    (``tests/security/test_199``); ``for_action``: the action, alone (``test_247``)."""
     return NewEvent(run_id=EVIDENCE_RUN, kind=COLLECTED, subject=ref, actor=by, at=at,
                     payload={"ref": ref, "kind": kind, "bytes": size,
                              **({"source": source} if source else {}),
                              **({FOR_RUN: for_run} if for_run is not None else {}),
+                             **({FOR_ACTION: for_action} if for_action is not None else {}),
                              COLLECTOR_ROLE: role})
 
 
@@ -195,7 +200,7 @@ def evidence_record(journal: Journal, ref: str) -> dict[str, object]:
 def _added(event: AuditEvent) -> dict[str, object]:
     return {"by": event.actor, "at": event.at.isoformat(), "kind": event.payload.get("kind"),
             "source": event.payload.get("source"), "bytes": event.payload.get("bytes"),
-            "for_run": evidence_for(event)}
+            "for_run": evidence_for(event), "for_action": evidence_action(event)}
 
 
 def evidence_for(event: AuditEvent) -> str | None:
@@ -208,11 +213,32 @@ def evidence_for(event: AuditEvent) -> str | None:
     return named if isinstance(named, str) else None
 
 
+def evidence_action(event: AuditEvent) -> str | None:
+    """The action (its pinned idempotency key) an ``evidence.collected`` is evidence for,
+    alone; None: for any action (``tests/security/test_247``)."""
+    named = event.payload.get(FOR_ACTION)
+    return named if isinstance(named, str) else None
+
+
+def check_binding(limits: InputLimits, *, for_run: str | None,
+                  for_action: str | None) -> None:
+    """The run and the action an upload names: ids, not empty (:class:`InputError`)."""
+    for where, value, hint in (("run", for_run, "the run the upload is evidence for"),
+                               ("action", for_action, "the idempotency key the agent pins "
+                                "on the action the upload is evidence for")):
+        if value is None:
+            continue
+        check_human_input(limits, ids={where: value})
+        if not value.strip():
+            raise InputError(f"`{where}`: empty", hint=hint)
+
+
 # --- the upload quotas -----------------------------------------------------------------
 
 
 def upload(ctx: LoopContext, store: EvidenceStore, data: bytes, *, kind: str,
-           source: str | None, by: str, for_run: str | None = None) -> str:
+           source: str | None, by: str, for_run: str | None = None,
+           for_action: str | None = None) -> str:
     """Store ``by``'s upload and journal it, within ``by``'s quotas of the last hour
     (:func:`quota_refusal`); past one, :class:`QuotaExceededError` and nothing is written —
     no blob, no event.
@@ -229,10 +255,7 @@ def upload(ctx: LoopContext, store: EvidenceStore, data: bytes, *, kind: str,
     now = ctx.clock()
     limits = ctx.config.input_limits
     check_labels(limits, kind=kind, source=source)
-    if for_run is not None:  # an id, as a proposal's run id
-        check_human_input(limits, ids={"run": for_run})
-        if not for_run.strip():
-            raise InputError("`run`: empty", hint="the run the upload is evidence for")
+    check_binding(limits, for_run=for_run, for_action=for_action)  # ids, as a proposal's
     recent = ctx.journal.recent_sizes(COLLECTED, by, since=window_start(now),
                                       limit=limits.evidence_uploads_per_hour)
     refused = quota_refusal(recent, limits, by=by, size=len(data), now=now)
@@ -240,7 +263,8 @@ def upload(ctx: LoopContext, store: EvidenceStore, data: bytes, *, kind: str,
         raise _recorded(ctx, refused, by=by, now=now)
     ref = store.put(data)
     event = added_event(ref, size=len(data), kind=kind, source=source, by=by,
-                        role=collector_role(ctx.config, by), at=now, for_run=for_run)
+                        role=collector_role(ctx.config, by), at=now, for_run=for_run,
+                        for_action=for_action)
     cap = UploadCap(by, COLLECTED, window_start(now), limits.evidence_uploads_per_hour,
                     limits.evidence_bytes_per_hour, len(data))
     try:

@@ -97,6 +97,9 @@ def evidence_add(
     run: Annotated[str | None, typer.Option(
         "--run", help="The run it is evidence for, alone (default: any run).",
         show_default=False)] = None,
+    action: Annotated[str | None, typer.Option(
+        "--action", help="The action it is evidence for, alone: the idempotency key the "
+        "agent pins on it (default: any action).", show_default=False)] = None,
 ) -> None:
     """Store a file under its sha256 and print the address to cite in a proposal (within
     the identity's hourly upload quota: `input_limits.evidence_uploads_per_hour` and
@@ -118,12 +121,12 @@ def evidence_add(
         check_person(rt, by, token)
         try:  # the identity's upload quotas hold here as over HTTP (the README says why)
             ref = upload(rt.context, rt.evidence, data, kind=kind, source=source, by=by,
-                         for_run=run)
+                         for_run=run, for_action=action)
         except CradleError as exc:
             fail(exc)
     if fmt is Format.JSON:
         print_json({"ref": ref, "bytes": len(data), "kind": kind, "source": source, "by": by,
-                    "run": run})
+                    "run": run, "action": action})
         return
     console.print(ref, highlight=False, soft_wrap=True)
 
@@ -152,8 +155,9 @@ def evidence_show(
         print_json(record)
         return
     console.print(f"{clean(ref)}: {len(data)} bytes, intact", highlight=False, soft_wrap=True)
-    table("added", ["by", "at", "kind", "source", "for run"],
-          [[a["by"], a["at"], a["kind"] or "-", a["source"] or "-", a["for_run"] or "any"]
+    table("added", ["by", "at", "kind", "source", "for run", "for action"],
+          [[a["by"], a["at"], a["kind"] or "-", a["source"] or "-", a["for_run"] or "any",
+            a["for_action"] or "any"]
            for a in record["added"]])  # type: ignore[attr-defined]
     if record["more"]:
         console.print("added more often: the first time and the newest shown",

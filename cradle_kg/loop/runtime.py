@@ -35,7 +35,9 @@ from ..evidence import (
     COLLECTED,
     COLLECTOR_ROLE,
     EVIDENCE_RUN,
+    FOR_ACTION,
     EvidenceStore,
+    check_binding,
     collector_role,
 )
 from ..graph.catchup import catch_up
@@ -470,12 +472,17 @@ class Runtime:
         self.close()
 
     def add_evidence(self, data: bytes, *, kind: str, collector: str,
-                     run_id: str = "evidence") -> str:
-        """Store evidence content-addressed and journal when it was collected."""
+                     run_id: str = "evidence", for_action: str | None = None) -> str:
+        """Store evidence content-addressed and journal when it was collected; in
+        ``run_id`` (that run's alone: ``tests/security/test_199``), for the action whose
+        pinned idempotency key is ``for_action`` alone (``test_247``)."""
+        check_binding(self.config.input_limits, for_run=None, for_action=for_action)
         ref = self.evidence.put(data)
         self.context.append([NewEvent(run_id=run_id, kind="evidence.collected", subject=ref,
                                       actor=collector, at=self.clock(),
                                       payload={"ref": ref, "kind": kind, "bytes": len(data),
+                                               **({FOR_ACTION: for_action}
+                                                  if for_action is not None else {}),
                                                COLLECTOR_ROLE: collector_role(self.config,
                                                                               collector)})])
         return ref
@@ -726,22 +733,25 @@ class Runtime:
                             kind=kind, now=self.clock())
 
     def _evidence_collected_at(self, ref: str, proposer: str | None,
-                               run_id: str | None = None) -> datetime | None:
+                               run_id: str | None = None,
+                               action: str | None = None) -> datetime | None:
         # INVARIANT: one row, however often the blob was uploaded (tests/security/test_70),
         # and collected by someone who is no agent of the home (a person, the host, the
         # runtime's collectors): an agent's upload is its word, not evidence — for its own
         # proposals (tests/security/test_175) and for another agent's (test_180)
         # — judged by what its collector was when it collected it, not by today's
         # config: an agent removed since is still the agent it was (test_196); and, given
-        # `run_id`, collected for that run or for any, never for another (test_199)
+        # `run_id`, collected for that run or for any, never for another (test_199); given
+        # `action` (the proposal's pinned key, "" for none), for it or any (test_247)
         for_run = (run_id, EVIDENCE_RUN) if run_id is not None else None
         if proposer is None:
-            last = self.journal.last_for_subject(ref, COLLECTED, for_run=for_run)
+            last = self.journal.last_for_subject(ref, COLLECTED, for_run=for_run,
+                                                 for_action=action)
             return last.at if last is not None else None
         passed = {a.id for a in self.config.agents} | {proposer}
         for _ in range(MAX_RETIRED_COLLECTORS + 1):
             last = self.journal.last_for_subject(ref, COLLECTED, not_by=tuple(sorted(passed)),
-                                                 for_run=for_run)
+                                                 for_run=for_run, for_action=action)
             if last is None:
                 return None
             if not self._was_agent(last):

@@ -346,6 +346,8 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
                            kind: Annotated[str, Query(min_length=1, max_length=200)] = "document",
                            source: Annotated[str | None, Query(max_length=1000)] = None,
                            run: Annotated[str | None, Query(min_length=1, max_length=1000)]
+                           = None,
+                           action: Annotated[str | None, Query(min_length=1, max_length=1000)]
                            = None) -> dict[str, Any]:
         try:
             data = await read_body(request, _limits(runtime, MAX_EVIDENCE_BYTES))
@@ -360,11 +362,12 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
         by = f"{HOST_COLLECTOR_PREFIX}{who.identity}" if who.is_host else who.identity
 
         def put() -> dict[str, Any]:  # under the API's lock: the quota's count holds
-            # `run`: the run it is evidence for, alone (tests/security/test_199)
+            # `run`: the run it is evidence for, alone (tests/security/test_199); `action`:
+            # the action (the key its agent pins on it), alone (test_247)
             ref = upload(runtime.context, runtime.evidence, data, kind=kind, source=source,
-                         by=by, for_run=run)
+                         by=by, for_run=run, for_action=action)
             return {"ref": ref, "bytes": len(data), "kind": kind, "source": source, "by": by,
-                    "run": run}
+                    "run": run, "action": action}
         return await run_in_threadpool(call, put)
 
     @router.get("/evidence/{ref}", summary="Who added a blob and when; re-hashed (409 if edited)")

@@ -132,7 +132,8 @@ def kind_term(kind: str, p: str) -> tuple[str, tuple[str, ...]]:
 
 
 def last_for_subject_sql(kind: str, cols: str, p: str, *, not_by: tuple[str, ...] = (),
-                         for_run: tuple[str, str] | None = None, dialect: str = "sqlite"
+                         for_run: tuple[str, str] | None = None,
+                         for_action: str | None = None, dialect: str = "sqlite"
                          ) -> tuple[str, tuple[str, ...]]:
     """The query of :meth:`.journal.Journal.last_for_subject` (then the subject, then the
     parameters returned): the newest event of one kind about a subject — an outcome
@@ -143,7 +144,8 @@ def last_for_subject_sql(kind: str, cols: str, p: str, *, not_by: tuple[str, ...
     database passes over their rows; one row returned). ``for_run`` (a run, the shared
     run): the newest written in that run, or in the shared run naming that run or none in
     its payload's ``for_run`` (evidence collected for a run counts in it alone:
-    ``tests/security/test_199``)."""
+    ``tests/security/test_199``). ``for_action`` (an action's pinned key): the newest whose
+    payload's ``for_action`` names it or is absent (``test_247``)."""
     term, args = kind_term(kind, p)
     actor = f" AND actor NOT IN ({', '.join([p] * len(not_by))})" if not_by else ""
     run: tuple[str, ...] = ()
@@ -153,6 +155,11 @@ def last_for_subject_sql(kind: str, cols: str, p: str, *, not_by: tuple[str, ...
         actor += (f" AND (run_id = {p} OR (run_id = {p} AND ({named} IS NULL OR "
                   f"{named} = {p})))")
         run = (for_run[0], for_run[1], for_run[0])
+    if for_action is not None:
+        named = ("json_extract(payload, '$.for_action')" if dialect == "sqlite"
+                 else f"({_pg_payload()} ->> 'for_action')")
+        actor += f" AND ({named} IS NULL OR {named} = {p})"
+        run = (*run, for_action)
     return (f"SELECT {cols} FROM events WHERE subject = {p} AND {term}{actor} "
             "ORDER BY seq DESC LIMIT 1"), (*args, *not_by, *run)
 

@@ -708,9 +708,10 @@ class SqliteJournal:
         return self._row(rows[0]) if rows else None
 
     def last_for_subject(self, subject: str, kind: str, *, not_by: tuple[str, ...] = (),
-                         for_run: tuple[str, str] | None = None) -> AuditEvent | None:
+                         for_run: tuple[str, str] | None = None,
+                         for_action: str | None = None) -> AuditEvent | None:
         sql, args = last_for_subject_sql(kind, self._COLS, "?", not_by=not_by,
-                                             for_run=for_run)
+                                         for_run=for_run, for_action=for_action)
         rows = self._query(sql, (subject, *args))
         return self._row(rows[0]) if rows else None
 

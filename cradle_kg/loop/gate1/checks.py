@@ -70,9 +70,11 @@ class GateInput:
     evidence_exists: Callable[[str], bool]
     #: when a blob was last collected by someone other than the second argument (the
     #: proposing agent; None: by anyone), or None (tests/security/test_175)
-    #: (ref, proposing agent or None, the proposal's run or None): when a blob was
-    #: collected by no agent (any collector: None) for that run or any (any run: None)
-    evidence_collected_at: Callable[[str, str | None, str | None], datetime | None]
+    #: (ref, proposing agent or None, the proposal's run or None, its action's pinned key
+    #: — "" for none — or None): when a blob was collected by no agent (any collector:
+    #: None) for that run or any (any run: None), for that action or any (any: None)
+    evidence_collected_at: Callable[[str, str | None, str | None, str | None],
+                                    datetime | None]
     #: whether an approval covers (action digest, now, proposer, the tool's ``id@version``):
     #: an approval asked for under another version covers nothing, and is said in the list
     approval_available: Callable[[str, datetime, str, str, list[str]], bool]
@@ -120,9 +122,10 @@ class GateResult:
     validator_findings: list[dict[str, Any]] = field(default_factory=list)
     #: the key this first submission of its id claims in the journal (UNIQUE)
     claim_key: str | None = None
-    #: the cited blobs, each fresh, stale, absent, the agents' own or collected for
-    #: another run (read once: :meth:`Gate1._evidence_of`)
-    evidence: tuple[list[str], list[str], list[str], list[str], list[str]] | None = None
+    #: the cited blobs, each fresh, stale, absent, the agents' own, collected for another
+    #: run or for another action of the run (read once: :meth:`Gate1._evidence_of`)
+    evidence: tuple[list[str], list[str], list[str], list[str], list[str],
+                    list[str]] | None = None
     #: the proposal repeats, byte for byte, the recorded submission of its id
     resubmission: bool = False
     #: set when the id was used in the run for other content: this refused submission's
@@ -501,13 +504,15 @@ class Gate1:
         raise _Stop(verdict, findings[0].code, [f.message for f in findings], missing)
 
     def _evidence_of(self, p: Proposal, r: GateResult
-                     ) -> tuple[list[str], list[str], list[str], list[str], list[str]]:
+                     ) -> tuple[list[str], list[str], list[str], list[str], list[str],
+                                list[str]]:
         """The cited blobs that are evidence (in the store, journaled as collected by
         someone who is no agent of the home, for the proposal's run or for any, within the
         freshness limit), those too old, those absent, those only agents collected (their
         word: before, they counted, ``tests/security/test_175``, ``test_180``) and those
-        collected for another run only (before, they counted: ``test_199``): read once a
-        proposal, for the evidence check and Cedar's ``context.evidence_count`` alike."""
+        collected for another run only (before, they counted: ``test_199``) and those
+        collected for another action of the run (by its pinned key: ``test_247``): read once
+        a proposal, for the evidence check and Cedar's ``context.evidence_count`` alike."""
         if r.evidence is None:
             horizon = self.i.now - timedelta(seconds=self.i.config.evidence_max_age_seconds)
             fresh: list[str] = []
@@ -515,25 +520,29 @@ class Gate1:
             absent: list[str] = []
             own: list[str] = []
             elsewhere: list[str] = []
+            other_action: list[str] = []
             run = p.effective_run_id
+            key = p.action.idempotency_key or ""  # "": no action's — an unbound upload's
             for ref in p.evidence_items:
                 if not self.i.evidence_exists(ref):
                     absent.append(ref)
                     continue
-                at = self.i.evidence_collected_at(ref, p.agent_id, run)
+                at = self.i.evidence_collected_at(ref, p.agent_id, run, key)
                 if at is None:
-                    # collected for another run, by the agents alone, or never: a probe or
-                    # two say which (only for a blob that does not count)
-                    if self.i.evidence_collected_at(ref, p.agent_id, None) is not None:
+                    # collected for another action or run, by the agents alone, or never:
+                    # a probe or three say which (only for a blob that does not count)
+                    if self.i.evidence_collected_at(ref, p.agent_id, run, None) is not None:
+                        other_action.append(ref)
+                    elif self.i.evidence_collected_at(ref, p.agent_id, None, None) is not None:
                         elsewhere.append(ref)
                     else:
-                        (own if self.i.evidence_collected_at(ref, None, None) is not None
+                        (own if self.i.evidence_collected_at(ref, None, None, None) is not None
                          else absent).append(ref)
                 elif at < horizon:
                     stale.append(ref)
                 else:
                     fresh.append(ref)
-            r.evidence = (fresh, stale, absent, own, elsewhere)
+            r.evidence = (fresh, stale, absent, own, elsewhere, other_action)
         return r.evidence
 
     def _evidence(self, p: Proposal, r: GateResult) -> CheckResult:
@@ -543,7 +552,7 @@ class Gate1:
         if needed == 0:
             return CheckResult(check="evidence", status=CheckStatus.SKIPPED,
                                reasons=("no evidence required",))
-        fresh, stale, absent, own, elsewhere = self._evidence_of(p, r)
+        fresh, stale, absent, own, elsewhere, other_action = self._evidence_of(p, r)
         if len(fresh) < needed:
             reasons = [f"{needed} fresh evidence item(s) required, {len(fresh)} given"]
             reasons += [f"evidence `{x}` is not in the evidence store" for x in absent]
@@ -551,10 +560,14 @@ class Gate1:
                         "another), no person or host" for x in own]
             reasons += [f"evidence `{x}` was collected for another run, not for "
                         f"`{p.effective_run_id}`" for x in elsewhere]
+            reasons += [f"evidence `{x}` was collected for another action, not for "
+                        f"this one (`action.idempotency_key`)" for x in other_action]
             reasons += [f"evidence `{x}` is older than the freshness limit" for x in stale]
             # INVARIANT: a document collected for one run is no evidence in another
             # (before, any run's citation counted: tests/security/test_199)
-            code = "evidence_other_run" if elsewhere else "evidence_missing"
+            # nor one collected for one action evidence for another (test_247)
+            code = ("evidence_other_run" if elsewhere else
+                    "evidence_other_action" if other_action else "evidence_missing")
             raise _Stop(Verdict.CLARIFY, code, reasons, ["evidence"])
         return CheckResult(check="evidence", status=CheckStatus.PASS)
 

@@ -67,6 +67,9 @@ class RuntimeConfig(BaseModel):
     approval_environments: tuple[str, ...] = ("production",)
     #: how old evidence may be, in seconds, to count as fresh
     evidence_max_age_seconds: int = Field(default=7 * 24 * 3600, ge=0, le=MAX_SECONDS)
+    #: every upload names the run it is evidence for (refused otherwise), and one journaled
+    #: naming none counts in no run (``tests/security/test_248``); false: in any run
+    evidence_requires_run: bool = False
     #: how old a verifier's read may be, in seconds, to count
     verification_max_age_seconds: int = Field(default=300, ge=0, le=MAX_SECONDS)
     #: repairs allowed per run before the outcome is "escalated"

@@ -233,6 +233,15 @@ def check_binding(limits: InputLimits, *, for_run: str | None,
             raise InputError(f"`{where}`: empty", hint=hint)
 
 
+def check_named_run(config: RuntimeConfig, for_run: str | None) -> None:
+    """An upload naming no run, refused where the home requires one
+    (``evidence_requires_run``: ``tests/security/test_248``)."""
+    if for_run is None and config.evidence_requires_run:
+        raise InputError("`run`: this home requires an upload to name the run it is "
+                         "evidence for (`evidence_requires_run`)",
+                         hint="name the run: `?run=RUN`, `evidence add --run RUN`")
+
+
 # --- the upload quotas -----------------------------------------------------------------
 
 
@@ -256,6 +265,7 @@ def upload(ctx: LoopContext, store: EvidenceStore, data: bytes, *, kind: str,
     limits = ctx.config.input_limits
     check_labels(limits, kind=kind, source=source)
     check_binding(limits, for_run=for_run, for_action=for_action)  # ids, as a proposal's
+    check_named_run(ctx.config, for_run)
     recent = ctx.journal.recent_sizes(COLLECTED, by, since=window_start(now),
                                       limit=limits.evidence_uploads_per_hour)
     refused = quota_refusal(recent, limits, by=by, size=len(data), now=now)

@@ -38,6 +38,7 @@ from ..evidence import (
     FOR_ACTION,
     EvidenceStore,
     check_binding,
+    check_named_run,
     collector_role,
 )
 from ..graph.catchup import catch_up
@@ -477,6 +478,8 @@ class Runtime:
         ``run_id`` (that run's alone: ``tests/security/test_199``), for the action whose
         pinned idempotency key is ``for_action`` alone (``test_247``)."""
         check_binding(self.config.input_limits, for_run=None, for_action=for_action)
+        if run_id == EVIDENCE_RUN:
+            check_named_run(self.config, None)
         ref = self.evidence.put(data)
         self.context.append([NewEvent(run_id=run_id, kind="evidence.collected", subject=ref,
                                       actor=collector, at=self.clock(),
@@ -744,14 +747,16 @@ class Runtime:
         # `run_id`, collected for that run or for any, never for another (test_199); given
         # `action` (the proposal's pinned key, "" for none), for it or any (test_247)
         for_run = (run_id, EVIDENCE_RUN) if run_id is not None else None
+        bound = self.config.evidence_requires_run  # an upload naming no run: in none
         if proposer is None:
             last = self.journal.last_for_subject(ref, COLLECTED, for_run=for_run,
-                                                 for_action=action)
+                                                 for_action=action, bound_only=bound)
             return last.at if last is not None else None
         passed = {a.id for a in self.config.agents} | {proposer}
         for _ in range(MAX_RETIRED_COLLECTORS + 1):
             last = self.journal.last_for_subject(ref, COLLECTED, not_by=tuple(sorted(passed)),
-                                                 for_run=for_run, for_action=action)
+                                                 for_run=for_run, for_action=action,
+                                                 bound_only=bound)
             if last is None:
                 return None
             if not self._was_agent(last):

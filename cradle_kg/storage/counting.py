@@ -133,8 +133,8 @@ def kind_term(kind: str, p: str) -> tuple[str, tuple[str, ...]]:
 
 def last_for_subject_sql(kind: str, cols: str, p: str, *, not_by: tuple[str, ...] = (),
                          for_run: tuple[str, str] | None = None,
-                         for_action: str | None = None, dialect: str = "sqlite"
-                         ) -> tuple[str, tuple[str, ...]]:
+                         for_action: str | None = None, bound_only: bool = False,
+                         dialect: str = "sqlite") -> tuple[str, tuple[str, ...]]:
     """The query of :meth:`.journal.Journal.last_for_subject` (then the subject, then the
     parameters returned): the newest event of one kind about a subject — an outcome
     (``run.outcome``, the answer a resubmitted key gets) through the partial index
@@ -145,14 +145,16 @@ def last_for_subject_sql(kind: str, cols: str, p: str, *, not_by: tuple[str, ...
     run): the newest written in that run, or in the shared run naming that run or none in
     its payload's ``for_run`` (evidence collected for a run counts in it alone:
     ``tests/security/test_199``). ``for_action`` (an action's pinned key): the newest whose
-    payload's ``for_action`` names it or is absent (``test_247``)."""
+    payload's ``for_action`` names it or is absent (``test_247``); ``bound_only``: with
+    ``for_run``, an upload naming no run is passed over (``test_248``)."""
     term, args = kind_term(kind, p)
     actor = f" AND actor NOT IN ({', '.join([p] * len(not_by))})" if not_by else ""
     run: tuple[str, ...] = ()
     if for_run is not None:
         named = ("json_extract(payload, '$.for_run')" if dialect == "sqlite"
                  else f"({_pg_payload()} ->> 'for_run')")
-        actor += (f" AND (run_id = {p} OR (run_id = {p} AND ({named} IS NULL OR "
+        unbound = "" if bound_only else f"{named} IS NULL OR "
+        actor += (f" AND (run_id = {p} OR (run_id = {p} AND ({unbound}"
                   f"{named} = {p})))")
         run = (for_run[0], for_run[1], for_run[0])
     if for_action is not None:

@@ -346,7 +346,8 @@ class Journal(Protocol):
 
     def last_for_subject(self, subject: str, kind: str, *, not_by: tuple[str, ...] = (),
                          for_run: tuple[str, str] | None = None,
-                         for_action: str | None = None) -> AuditEvent | None:
+                         for_action: str | None = None,
+                         bound_only: bool = False) -> AuditEvent | None:
         """The newest event of ``kind`` about ``subject``: one row decoded, read from the
         newest end of ``events_subject (subject, seq)`` (a blob uploaded N times costs gate
         1 one row, not N: ``tests/security/test_70``). ``not_by``: the newest whose actor
@@ -355,7 +356,8 @@ class Journal(Protocol):
         shared run): only events written in that run, or in the shared run with a payload
         whose ``for_run`` names that run or is absent (``test_199``). ``for_action`` (an
         action's pinned key): only those whose ``for_action`` names it or is absent
-        (``test_247``)."""
+        (``test_247``). ``bound_only``: with ``for_run``, uploads naming no run are passed
+        over (``evidence_requires_run``: ``test_248``)."""
         ...
 
     def event_for_key(self, key: str) -> AuditEvent | None: ...

@@ -709,9 +709,11 @@ class SqliteJournal:
 
     def last_for_subject(self, subject: str, kind: str, *, not_by: tuple[str, ...] = (),
                          for_run: tuple[str, str] | None = None,
-                         for_action: str | None = None) -> AuditEvent | None:
+                         for_action: str | None = None,
+                         bound_only: bool = False) -> AuditEvent | None:
         sql, args = last_for_subject_sql(kind, self._COLS, "?", not_by=not_by,
-                                         for_run=for_run, for_action=for_action)
+                                         for_run=for_run, for_action=for_action,
+                                         bound_only=bound_only)
         rows = self._query(sql, (subject, *args))
         return self._row(rows[0]) if rows else None
 

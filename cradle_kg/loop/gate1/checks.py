@@ -558,7 +558,8 @@ class Gate1:
             reasons += [f"evidence `{x}` is not in the evidence store" for x in absent]
             reasons += [f"evidence `{x}` was added only by agents (the proposing agent or "
                         "another), no person or host" for x in own]
-            reasons += [f"evidence `{x}` was collected for another run, not for "
+            nowhere = " or for none" if self.i.config.evidence_requires_run else ""
+            reasons += [f"evidence `{x}` was collected for another run{nowhere}, not for "
                         f"`{p.effective_run_id}`" for x in elsewhere]
             reasons += [f"evidence `{x}` was collected for another action, not for "
                         f"this one (`action.idempotency_key`)" for x in other_action]

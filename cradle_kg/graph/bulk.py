@@ -55,7 +55,7 @@ import multiprocessing as mp
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import pyoxigraph as ox
 from rdflib import OWL, RDF, RDFS, BNode, Graph, Literal, URIRef
@@ -400,11 +400,20 @@ def _row_counts(store: GraphStore, jobs: set[Job], values: str, filt: str) -> di
 # --- getting the triples out -----------------------------------------------------------
 
 
-def _select(store: GraphStore, query: str) -> ox.QuerySolutions:
-    """Rows of a SELECT over explicit GRAPH patterns, read back from the store's TSV."""
+def _select(store: GraphStore, query: str) -> list[tuple[Any, ...]]:
+    """Rows of a SELECT over explicit GRAPH patterns, read back from the store's TSV.
+
+    Read whole here, into plain tuples of terms: a ``QuerySolutions`` is bound to the
+    thread that made it (pyo3 ``unsendable``) and must not outlive this call. Kept in a
+    caller's local, it lived on in that frame whenever the frame was kept alive — as it
+    was in :func:`_plan`, whose frame the parser's reference cycles hold (the ``f_back``
+    of rdflib's frames under :func:`shape_projection`) — until the garbage collector
+    dropped it on whatever thread it ran on: pyo3 then leaked it and said so
+    ("unsendable, but is being dropped on another thread")."""
     found = ox.parse_query_results(store.tsv(query), format=ox.QueryResultsFormat.TSV)
     assert isinstance(found, ox.QuerySolutions)
-    return found
+    width = len(found.variables)
+    return [tuple(sol[i] for i in range(width)) for sol in found]
 
 
 Fetch = Callable[[str], bytes]

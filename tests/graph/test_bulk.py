@@ -6,7 +6,9 @@ Rust validation with the same shapes.
 
 from __future__ import annotations
 
+import gc
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -186,6 +188,44 @@ def test_shapes_that_cannot_be_bounded_read_everything(store: OxigraphStore, tmp
     fast = validate_store(store, shapes, workers=workers)
     assert_same(fast, whole)
     assert {v.shape for v in fast.violations} >= {"urn:x:AnyPredicate", "urn:x:Closed"}
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+def test_no_query_result_outlives_the_thread_that_planned(store: OxigraphStore,
+                                                          tmp_path: Path) -> None:
+    """A plan read on one thread leaves no ``QuerySolutions`` for the collector to drop on
+    another. ``_plan`` kept the store's answer in a local, and its frame outlived the call:
+    the parser's reference cycles under ``shape_projection`` hold it (frames keep their
+    ``f_back``). The collector ran later on another thread — in the CI, the event loop of
+    a ``TestClient`` (``tests/test_approval_tool_views.py``) — where pyo3 refused to free
+    the result ("PyQuerySolutions is unsendable, but is being dropped on another thread")
+    and leaked it."""
+    extra = tmp_path / "extra.ttl"
+    extra.write_text(f"""
+@prefix sh: <http://www.w3.org/ns/shacl#> .
+<urn:x:Closed> a sh:NodeShape ; sh:targetClass <{C}Verification> ; sh:closed true ;
+    sh:property [ sh:path <{C}verificationStatus> ] .
+""", encoding="utf-8")
+    shapes = load_shapes([extra])
+    assert shape_projection(shapes) is None  # the plan reads every predicate: a SELECT
+    failed: list[BaseException] = []
+
+    def plan() -> None:
+        try:
+            bulk._plan(store, shapes, None)
+        except BaseException as exc:  # pragma: no cover - said below
+            failed.append(exc)
+
+    gc.collect()
+    gc.disable()  # what the plan leaves in cycles is collected here, not on its thread
+    try:
+        thread = threading.Thread(target=plan)
+        thread.start()
+        thread.join()
+    finally:
+        gc.enable()
+    assert not failed, failed
+    gc.collect()  # on this thread: a result the plan's thread made would be dropped here
 
 
 def test_projection_of_the_builtin_shapes() -> None:

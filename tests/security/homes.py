@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from cradle_kg import Runtime
 from cradle_kg.canonical import token_hash
 from cradle_kg.config import Approver, load_config, save_config
-from cradle_kg.demo.scenario import prepare_home
+from cradle_kg.demo.scenario import AGENT, prepare_home
 from cradle_kg.server.api import make_router
 from cradle_kg.storage.opening import JOURNAL_URL_ENV
 
@@ -53,3 +53,17 @@ def json_api(rt: Runtime) -> Iterator[TestClient]:
     app.include_router(make_router(rt))
     with TestClient(app) as client:
         yield client
+
+
+#: the forbid an operator writes during an incident: the demo ledger's credits frozen
+FREEZE = """@id("incident-freeze")
+@reason("incident 42: credits are frozen")
+forbid(principal, action == Action::"demo.ledger.credit", resource);
+"""
+
+
+def credit(pid: str, *, agent: str = AGENT, amount: int = 100) -> dict[str, object]:
+    """A proposal (as JSON) to credit the demo ledger's ``acct-1``: its own task."""
+    return {"id": pid, "task_id": "task-" + pid, "agent_id": agent,
+            "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
+                       "arguments": {"account": "acct-1", "amount": amount}}}

@@ -30,17 +30,11 @@ from cradle_kg.config import load_config, save_config
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.server.auth import issue_agent_token
 from cradle_kg.server.launch import ServerSettings, graph_readers
-from tests.security.homes import json_api
 
+from .homes import credit, json_api
 from .mcp_http import MALLORY, Client, Served, fresh, serve, token_for
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
-
-
-def _credit(pid: str, agent: str = AGENT) -> dict[str, object]:
-    return {"id": pid, "task_id": "task-" + pid, "agent_id": agent,
-            "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
-                       "arguments": {"account": "acct-1", "amount": 100}}}
 
 
 def _remove(home: Path, agent: str) -> None:
@@ -60,18 +54,18 @@ def test_a_removed_agent_acts_no_more_on_the_api(tmp_path: Path) -> None:
     with Runtime(home, graph_sync=False) as rt, json_api(rt) as client:
         mallory = {"Authorization": "Bearer " + issue_agent_token(rt.home, rt.config, MALLORY)}
         ledger = {"Authorization": "Bearer " + issue_agent_token(rt.home, rt.config, AGENT)}
-        out = client.post("/api/proposals", headers=mallory, json=_credit("m1", MALLORY))
+        out = client.post("/api/proposals", headers=mallory, json=credit("m1", agent=MALLORY))
         assert out.status_code == 200 and out.json()["status"] == "executed", out.text
         before = sum(1 for _ in rt.journal.events())
 
         _remove(home, MALLORY)  # the server keeps running
         assert client.get("/api/whoami", headers=mallory).status_code == 401  # before: 200
-        out = client.post("/api/proposals", headers=mallory, json=_credit("m2", MALLORY))
+        out = client.post("/api/proposals", headers=mallory, json=credit("m2", agent=MALLORY))
         assert out.status_code == 401, out.text  # before: 200, executed
         assert sum(1 for _ in rt.journal.events()) == before
         assert _intents(rt) == 1
         # the agent still declared goes on
-        out = client.post("/api/proposals", headers=ledger, json=_credit("l1"))
+        out = client.post("/api/proposals", headers=ledger, json=credit("l1"))
         assert out.status_code == 200 and out.json()["status"] == "executed", out.text
 
 

@@ -34,21 +34,10 @@ from cradle_kg.demo.scenario import AGENT
 from cradle_kg.server.auth import issue_agent_token
 from tests.security.homes import json_api
 
+from .homes import FREEZE, credit
 from .mcp_http import MALLORY, ROOT, Client, Served, fresh, serve, token_for
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
-
-FREEZE = """@id("incident-freeze")
-@reason("incident 42: credits are frozen")
-forbid(principal, action == Action::"demo.ledger.credit", resource);
-"""
-
-
-def _credit(pid: str, agent: str = AGENT, amount: int = 100) -> dict[str, object]:
-    return {"id": pid, "task_id": "task-" + pid, "agent_id": agent,
-            "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
-                       "arguments": {"account": "acct-1", "amount": amount}}}
-
 
 def _narrow(home: Path, agent: str) -> None:
     """The operator takes the agent's permissions away (it stays declared)."""
@@ -65,12 +54,12 @@ def test_a_forbid_added_denies_the_next_call_on_the_api(tmp_path: Path) -> None:
     home = fresh(tmp_path, "api-home")
     with Runtime(home, graph_sync=False) as rt, json_api(rt) as client:
         ledger = {"Authorization": "Bearer " + issue_agent_token(rt.home, rt.config, AGENT)}
-        out = client.post("/api/proposals", headers=ledger, json=_credit("c1")).json()
+        out = client.post("/api/proposals", headers=ledger, json=credit("c1")).json()
         assert out["status"] == "executed", out
         first = out["decision"]["policy_version"]
 
         (home / "policies" / "incident.cedar").write_text(FREEZE)  # the server keeps running
-        out = client.post("/api/proposals", headers=ledger, json=_credit("c2")).json()
+        out = client.post("/api/proposals", headers=ledger, json=credit("c2")).json()
         assert out["status"] == "denied", out  # before: executed
         assert any("credits are frozen" in r for r in out["reasons"]), out
         second = out["decision"]["policy_version"]
@@ -85,14 +74,14 @@ def test_a_forbid_added_denies_the_next_call_on_the_api(tmp_path: Path) -> None:
 
         # a file that does not load: every call is denied, saying why
         (home / "policies" / "incident.cedar").write_text("forbid(principal, action")
-        out = client.post("/api/proposals", headers=ledger, json=_credit("c3", amount=5)).json()
+        out = client.post("/api/proposals", headers=ledger, json=credit("c3", amount=5)).json()
         assert out["status"] == "denied", out
         assert out["decision"]["reason_codes"] == ["policy_set_unloadable"], out
         assert any("incident.cedar" in r for r in out["reasons"]), out
 
         # the incident is over: the set loads again, journaled again, calls go through
         (home / "policies" / "incident.cedar").unlink()
-        out = client.post("/api/proposals", headers=ledger, json=_credit("c4")).json()
+        out = client.post("/api/proposals", headers=ledger, json=credit("c4")).json()
         assert out["status"] == "executed", out
         assert out["decision"]["policy_version"] == first
         assert _activations(rt)[-1] == "policyset:" + first
@@ -103,21 +92,23 @@ def test_a_permission_removed_stops_the_next_call_on_the_api(tmp_path: Path) -> 
     with Runtime(home, graph_sync=False) as rt, json_api(rt) as client:
         mallory = {"Authorization": "Bearer " + issue_agent_token(rt.home, rt.config, MALLORY)}
         ledger = {"Authorization": "Bearer " + issue_agent_token(rt.home, rt.config, AGENT)}
-        out = client.post("/api/proposals", headers=mallory, json=_credit("m1", MALLORY)).json()
+        out = client.post("/api/proposals", headers=mallory,
+                          json=credit("m1", agent=MALLORY)).json()
         assert out["status"] == "executed", out
 
         _narrow(home, MALLORY)
-        out = client.post("/api/proposals", headers=mallory, json=_credit("m2", MALLORY)).json()
+        out = client.post("/api/proposals", headers=mallory,
+                          json=credit("m2", agent=MALLORY)).json()
         assert out["status"] == "denied", out  # before: executed
         assert out["decision"]["reason_codes"] == ["not_permitted"], out
-        out = client.post("/api/proposals", headers=ledger, json=_credit("l1")).json()
+        out = client.post("/api/proposals", headers=ledger, json=credit("l1")).json()
         assert out["status"] == "executed", out  # the other agent goes on
 
         # a limit added during the incident counts at once too
         config = load_config(home / "config.json")
         save_config(home / "config.json", config.model_copy(update={"limits": (
             Limit(scope="agent", subject=AGENT, window_seconds=3600, max_calls=1),)}))
-        out = client.post("/api/proposals", headers=ledger, json=_credit("l2")).json()
+        out = client.post("/api/proposals", headers=ledger, json=credit("l2")).json()
         assert out["status"] != "executed", out  # before: executed
     intents = [e for e in _events(home) if e.kind == "action.intent"]
     assert [e.actor for e in intents] == [MALLORY, AGENT]
@@ -157,20 +148,20 @@ def test_a_running_worker_follows_the_config_and_fails_closed(tmp_path: Path) ->
         pass
     worker = Worker(home)
     try:
-        assert worker.submit(_credit("w1", MALLORY))["status"] == "executed"
+        assert worker.submit(credit("w1", agent=MALLORY))["status"] == "executed"
         _narrow(home, MALLORY)
-        out = worker.submit(_credit("w2", MALLORY))
+        out = worker.submit(credit("w2", agent=MALLORY))
         assert out["status"] == "denied", out  # before: executed
         saved = (home / "config.json").read_text()
         (home / "config.json").write_text(saved[:-10])  # a file that does not load
-        out = worker.submit(_credit("w3"))
+        out = worker.submit(credit("w3"))
         assert out["status"] == "denied", out  # before: executed (the start's config)
         assert out["decision"]["reason_codes"] == ["config_unloadable"], out
         assert any("config.json" in r for r in out["reasons"]), out
         (home / "config.json").write_text(saved)
-        assert worker.submit(_credit("w4"))["status"] == "executed"
+        assert worker.submit(credit("w4"))["status"] == "executed"
         (home / "policies" / "incident.cedar").write_text(FREEZE)
-        out = worker.submit(_credit("w5"))
+        out = worker.submit(credit("w5"))
         assert out["status"] == "denied", out  # before: executed
         assert any("credits are frozen" in r for r in out["reasons"]), out
     finally:

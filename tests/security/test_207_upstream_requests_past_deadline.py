@@ -17,46 +17,23 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from pathlib import Path
 
 from mcp.shared.exceptions import McpError
 
-from cradle_kg.integrations.upstream_stdio import REQUEST_TIMEOUT, StdioClient, stdio_upstream
+from cradle_kg.integrations.upstream_stdio import REQUEST_TIMEOUT, stdio_upstream
+
+from .stdio_hostile import timed_call, upstream_script
 
 #: answers ``initialize``; on any other request stops reading and floods requests
-UPSTREAM = r'''
-import json
-import sys
-import time
-
-out = sys.stdout.buffer
-for raw in sys.stdin.buffer:
-    msg = json.loads(raw)
-    if msg.get("method") == "initialize":
-        out.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {
-            "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {},
-            "serverInfo": {"name": "flood", "version": "1"}}}).encode() + b"\n")
-        out.flush()
-    elif "id" in msg:
-        break
+UPSTREAM = upstream_script(r'''
 for n in range(400):
     method = "ping" if n % 2 else "roots/list"
     out.write(json.dumps({"jsonrpc": "2.0", "id": "r%d-" % n + "x" * 3000,
                           "method": method}).encode() + b"\n")
     out.flush()
 time.sleep(120)
-'''
-
-
-def _call(client: StdioClient, name: str, delay: float, out: list[object]) -> None:
-    time.sleep(delay)
-    began = time.monotonic()
-    try:
-        client.tool_call(name, {}, None, 2.0)
-    except McpError as exc:
-        out.append(exc)
-    out.append(time.monotonic() - began)
+''')
 
 
 def test_requests_the_upstream_does_not_read_do_not_hold_a_call(tmp_path: Path) -> None:
@@ -66,7 +43,8 @@ def test_requests_the_upstream_does_not_read_do_not_hold_a_call(tmp_path: Path) 
         client.initialize(30)
         first: list[object] = []
         second: list[object] = []  # begun while the first call reads the flood
-        threads = [threading.Thread(target=_call, args=(client, name, delay, out), daemon=True)
+        threads = [threading.Thread(target=timed_call, args=(client, name, 2.0, out),
+                                kwargs={"delay": delay}, daemon=True)
                    for name, delay, out in (("any", 0.0, first), ("other", 0.5, second))]
         for thread in threads:
             thread.start()

@@ -16,42 +16,21 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from pathlib import Path
 
 from mcp.shared.exceptions import McpError
 
-from cradle_kg.integrations.upstream_stdio import REQUEST_TIMEOUT, StdioClient, stdio_upstream
+from cradle_kg.integrations.upstream_stdio import REQUEST_TIMEOUT, stdio_upstream
 
-UPSTREAM = r'''
-import json
-import sys
+from .stdio_hostile import timed_call, upstream_script
 
-out = sys.stdout.buffer
-for raw in sys.stdin.buffer:
-    msg = json.loads(raw)
-    if msg.get("method") == "initialize":
-        out.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {
-            "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {},
-            "serverInfo": {"name": "stream", "version": "1"}}}).encode() + b"\n")
-        out.flush()
-    elif "id" in msg:
-        break
+UPSTREAM = upstream_script(r'''
 note = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
                    "params": {"level": "info", "data": "x"}}).encode() + b"\n"
 while True:
     out.write(note * 64)
     out.flush()
-'''
-
-
-def _call(client: StdioClient, out: list[object]) -> None:
-    began = time.monotonic()
-    try:
-        client.tool_call("any", {}, None, 1.0)
-    except McpError as exc:
-        out.append(exc)
-    out.append(time.monotonic() - began)
+''')
 
 
 def test_a_stream_of_notifications_does_not_hold_a_call(tmp_path: Path) -> None:
@@ -61,7 +40,8 @@ def test_a_stream_of_notifications_does_not_hold_a_call(tmp_path: Path) -> None:
         client.initialize(30)
         for _ in range(2):
             out: list[object] = []
-            thread = threading.Thread(target=_call, args=(client, out), daemon=True)
+            thread = threading.Thread(target=timed_call, args=(client, "any", 1.0, out),
+                                      daemon=True)
             thread.start()
             thread.join(10)
             # before: read on for as long as the upstream wrote

@@ -25,26 +25,15 @@ from cradle_kg.config import load_config, save_config
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.loop.gate1.findings import Finding
 
+from .homes import FREEZE, credit
 from .mcp_http import fresh
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
-FREEZE = """@id("incident-freeze")
-@reason("incident 42: credits are frozen")
-forbid(principal, action == Action::"demo.ledger.credit", resource);
-"""
-
-
-def _credit(pid: str) -> dict[str, object]:
-    return {"id": pid, "task_id": "task-" + pid, "agent_id": AGENT,
-            "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
-                       "arguments": {"account": "acct-1", "amount": 100}}}
-
-
 def test_a_forbid_written_mid_decision_denies_it(tmp_path: Path) -> None:
     home = fresh(tmp_path, "home")
     with Runtime(home, graph_sync=False) as rt:
-        assert rt.submit(_credit("c0")).status is OutcomeStatus.EXECUTED
+        assert rt.submit(credit("c0")).status is OutcomeStatus.EXECUTED
 
         def operator_writes_a_forbid(p: Proposal, spec: object) -> list[Finding]:
             incident = home / "policies" / "incident.cedar"
@@ -53,7 +42,7 @@ def test_a_forbid_written_mid_decision_denies_it(tmp_path: Path) -> None:
             return []
 
         rt.register_validator("demo.ledger.credit", operator_writes_a_forbid, name="slow")
-        out = rt.submit(_credit("c1"))
+        out = rt.submit(credit("c1"))
         assert out.status is OutcomeStatus.DENIED, out  # before: executed under the old set
         assert any("credits are frozen" in r for r in out.reasons), out
         kinds = [e.kind for e in rt.journal.events(run_id=out.run_id)]
@@ -68,7 +57,7 @@ def test_a_forbid_written_mid_decision_denies_it(tmp_path: Path) -> None:
 def test_a_permission_removed_mid_decision_denies_it(tmp_path: Path) -> None:
     home = fresh(tmp_path, "home")
     with Runtime(home, graph_sync=False) as rt:
-        assert rt.submit(_credit("c0")).status is OutcomeStatus.EXECUTED
+        assert rt.submit(credit("c0")).status is OutcomeStatus.EXECUTED
 
         def operator_narrows(p: Proposal, spec: object) -> list[Finding]:
             config = load_config(home / "config.json")
@@ -79,7 +68,7 @@ def test_a_permission_removed_mid_decision_denies_it(tmp_path: Path) -> None:
             return []
 
         rt.register_validator("demo.ledger.credit", operator_narrows, name="slow")
-        out = rt.submit(_credit("c1"))
+        out = rt.submit(credit("c1"))
         assert out.status is OutcomeStatus.DENIED, out  # before: executed
         kinds = [e.kind for e in rt.journal.events(run_id=out.run_id)]
         assert "action.intent" not in kinds

@@ -22,23 +22,11 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import OutcomeStatus, Runtime
-from cradle_kg.demo.scenario import AGENT
 
+from .homes import FREEZE, credit
 from .mcp_http import fresh
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
-
-FREEZE = """@id("incident-freeze")
-@reason("incident 42: credits are frozen")
-forbid(principal, action == Action::"demo.ledger.credit", resource);
-"""
-
-
-def _credit(pid: str) -> dict[str, object]:
-    return {"id": pid, "task_id": "task-" + pid, "agent_id": AGENT,
-            "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
-                       "arguments": {"account": "acct-1", "amount": 100}}}
-
 
 def test_a_policy_folder_gone_denies_every_call(tmp_path: Path) -> None:
     home = fresh(tmp_path, "home")
@@ -49,16 +37,16 @@ def test_a_policy_folder_gone_denies_every_call(tmp_path: Path) -> None:
     os.symlink(volume, home / "policies")  # the home's forbids on a mounted volume
     with Runtime(home, graph_sync=False) as rt:
         rt.add_policy_paths([base])
-        assert rt.submit(_credit("c0")).status is OutcomeStatus.DENIED  # frozen
+        assert rt.submit(credit("c0")).status is OutcomeStatus.DENIED  # frozen
         volume.rename(tmp_path / "unmounted")  # the link dangles
-        out = rt.submit(_credit("c1"))
+        out = rt.submit(credit("c1"))
         assert out.status is OutcomeStatus.DENIED, out  # before: executed
         assert out.decision is not None
         assert out.decision.reason_codes == ("policy_set_unloadable",), out
         assert any("policies" in r for r in out.reasons), out
         (tmp_path / "unmounted").rename(volume)  # back
-        out = rt.submit(_credit("c2"))
+        out = rt.submit(credit("c2"))
         assert out.status is OutcomeStatus.DENIED, out
         assert any("credits are frozen" in r for r in out.reasons), out
         (volume / "incident.cedar").unlink()  # the incident is over: a file removed
-        assert rt.submit(_credit("c3")).status is OutcomeStatus.EXECUTED
+        assert rt.submit(credit("c3")).status is OutcomeStatus.EXECUTED

@@ -22,15 +22,9 @@ from cradle_kg.loop.context import RUN_CLAIM_PREFIX
 from cradle_kg.records import RUNTIME_ACTOR
 from cradle_kg.server.auth import issue_agent_token
 from cradle_kg.storage import NewEvent
-from tests.security.homes import json_api
 
+from .homes import credit, json_api
 from .mcp_http import AGENT, MALLORY, fresh
-
-
-def _credit(pid: str) -> dict[str, object]:
-    return {"id": pid, "task_id": "task-" + pid, "agent_id": AGENT,
-            "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
-                       "arguments": {"account": "acct-1", "amount": 5000}}}
 
 
 def test_an_older_claim_of_the_quotas_run_reads_no_record(tmp_path: Path) -> None:
@@ -49,7 +43,7 @@ def test_an_older_claim_of_the_quotas_run_reads_no_record(tmp_path: Path) -> Non
         mallory = {"Authorization": "Bearer "
                    + issue_agent_token(rt.home, rt.config, MALLORY)}
         for i in range(3):
-            client.post("/api/proposals", headers=agent, json=_credit(f"big-{i}"))
+            client.post("/api/proposals", headers=agent, json=credit(f"big-{i}", amount=5000))
         [record] = [e for e in rt.journal.events(run_id="quotas")
                     if e.kind == "quota.reached"]
         assert record.actor == RUNTIME_ACTOR

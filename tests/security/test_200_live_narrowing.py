@@ -32,9 +32,8 @@ from cradle_kg import Runtime
 from cradle_kg.config import Limit, load_config, save_config
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.server.auth import issue_agent_token
-from tests.security.homes import json_api
 
-from .homes import FREEZE, credit
+from .homes import FREEZE, credit, json_api
 from .mcp_http import MALLORY, ROOT, Client, Served, fresh, serve, token_for
 
 pytestmark = pytest.mark.usefixtures("journal_backend")

@@ -25,13 +25,13 @@ import pytest
 from cradle_kg import Runtime
 from cradle_kg.loop.policies import _watched
 
-from .test_200_live_narrowing import FREEZE, _credit
+from .homes import FREEZE, credit
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 
 def _status(rt: Runtime, pid: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    out = rt.submit(_credit(pid, amount=5))
+    out = rt.submit(credit(pid, amount=5))
     return str(out.status), tuple(out.decision.reason_codes), tuple(out.reasons)
 
 

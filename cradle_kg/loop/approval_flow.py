@@ -84,18 +84,19 @@ def check_waiting(limits: InputLimits, journal: Journal, agent: str) -> WaitingC
     counts a call that does not run): an agent asked for an approval with every proposal,
     or started a run of its workflow again and again, and the approvers' inbox held as many
     as it sent (``tests/security/test_191``, ``test_193``) — the one that mattered among
-    them. Counted from the journal's undecided approvals and open steps of that agent (two
-    counts, only when one more is to be asked), and counted again by the journal under its
+    them. Counted from the journal's derived tables (four counts, only when one more is to
+    be asked), and counted again by the journal under its
     writer's lock with the append that asks (the :class:`~cradle_kg.storage.WaitingCap`
     returned, for the event that makes one more wait): two processes asking at once no
     longer pass it by one each (``test_202``). The human tasks its escalations opened
-    count there too, under the lock only (``test_209``)."""
+    count there too (``test_209``), and so do its workflow's runs started and not yet at
+    their first human step (``test_249``): two processes starting runs at once each
+    counted none of them while their steps before the human one ran. Counted here as the
+    journal counts under its lock (:meth:`~cradle_kg.storage.Journal.waiting`)."""
     cap = limits.waiting_per_agent
     if cap is None:
         return None
-    _, approvals = journal.approval_requests(undecided=True, requested_by=agent, limit=0)
-    _, steps = journal.open_step_requests(agent=agent, limit=0)
-    waiting = approvals + steps
+    waiting = journal.waiting(agent)
     if waiting >= cap:
         raise waiting_error(agent, waiting, cap)
     return WaitingCap(agent, cap)
@@ -104,8 +105,9 @@ def check_waiting(limits: InputLimits, journal: Journal, agent: str) -> WaitingC
 def waiting_error(agent: str, waiting: int, cap: int) -> QuotaExceededError:
     """The refusal of one more thing to wait for ``agent`` (:func:`check_waiting`)."""
     return QuotaExceededError(
-        f"`{agent}` has {waiting} approvals and human steps waiting for a person: the "
-        f"limit is {cap}" if cap else "nothing may wait for a person in this home "
+        f"`{agent}` has {waiting} approvals, human steps, tasks and runs on their way to "
+        f"a human step waiting for a person: the limit is {cap}" if cap
+        else "nothing may wait for a person in this home "
         "(`input_limits.waiting_per_agent` is 0)",
         hint="a person decides (or rejects) the waiting ones first: `cradle-kg inbox`; "
              "the limit is `input_limits.waiting_per_agent` in the home's config.json",

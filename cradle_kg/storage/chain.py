@@ -26,10 +26,12 @@ GENESIS_HASH = "sha256:" + "0" * 64
 #: format 9 ``journal_keys`` (the digest key of secret arguments, outside the chain: an
 #: older cradle-kg, which would digest them unkeyed, refuses the journal), format 10
 #: ``approval_exclusions`` (who may never decide each approval: what an approver's inbox
-#: leaves out, as PostgreSQL's migration 12 has it)
-JOURNAL_FORMAT = 10
+#: leaves out, as PostgreSQL's migration 12 has it), format 11 ``starting_runs`` (the
+#: workflow runs on their way to their first human step, counted in their agent's
+#: ``waiting_per_agent``, as PostgreSQL's migration 13 has it)
+JOURNAL_FORMAT = 11
 #: formats this code upgrades in place: their events are hashed as this one's are
-UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7, 8, 9)
+UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7, 8, 9, 10)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (

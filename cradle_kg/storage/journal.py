@@ -549,6 +549,14 @@ class Journal(Protocol):
         journal."""
         ...
 
+    def waiting(self, agent: str) -> int:
+        """How many things wait for a person on ``agent``'s behalf, as the journal counts
+        them under its writer's lock for a :class:`WaitingCap` (:func:`.tasks_sql.waiting_sql`:
+        its undecided approvals, the open human steps and the runs on their way to one
+        of its workflow's runs, its open escalation tasks) — the same count read earlier,
+        outside the lock."""
+        ...
+
     def approval_place(self, approval_id: str) -> tuple[str, str] | None:
         """The subject (``approval:<digest>``) and the run of an approval's events, if it
         was requested: one probe of ``approval_ids``, one of the events by seq. Its events

@@ -165,4 +165,14 @@ EXPECTED: frozenset[str] = frozenset({
     'index approval_exclusions_pkey CREATE UNIQUE INDEX approval_exclusions_pkey ON approval_exclusions USING btree (approval_id, who)',
     'relation approval_exclusions r rls=false',
     'relation approval_exclusions_pkey i rls=false',
+    # migration 13
+    'column starting_runs.agent text NO -',
+    'column starting_runs.run_id text NO -',
+    'column starting_runs.seq bigint NO -',
+    'constraint starting_runs.starting_runs_pkey PRIMARY KEY (run_id)',
+    'index starting_runs_agent CREATE INDEX starting_runs_agent ON starting_runs USING btree (agent)',
+    'index starting_runs_pkey CREATE UNIQUE INDEX starting_runs_pkey ON starting_runs USING btree (run_id)',
+    'relation starting_runs r rls=false',
+    'relation starting_runs_agent i rls=false',
+    'relation starting_runs_pkey i rls=false',
 })

@@ -217,6 +217,16 @@ MIGRATIONS = (
         *tasks_sql.POSTGRES_EXCLUSIONS_SCHEMA,
         *(f"INSERT INTO {t}({tasks_sql.COLUMNS[t]}) {tasks_sql.from_events('postgresql', t)}"
           for t in tasks_sql.EXCLUSION_TABLES))),
+    # the workflow runs on their way to their first human step (started, no
+    # ``human.requested``, no end), derived from the events already written (under the
+    # append lock, as migration 8): counted in their agent's ``waiting_per_agent`` under
+    # the lock, so two workers starting runs at once no longer pass it
+    # (``tests/security/test_249``)
+    Migration(13, "starting-runs", (
+        f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)",
+        *tasks_sql.POSTGRES_STARTING_SCHEMA,
+        *(f"INSERT INTO {t}({tasks_sql.COLUMNS[t]}) {tasks_sql.from_events('postgresql', t)}"
+          for t in tasks_sql.STARTING_TABLES))),
 )
 LATEST = MIGRATIONS[-1].version
 

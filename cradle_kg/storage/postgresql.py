@@ -836,6 +836,10 @@ class PostgresJournal:
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
 
+    def waiting(self, agent: str) -> int:
+        return sum(int(self._query(sql, args)[0][0])
+                   for sql, args in tasks_sql.waiting_sql("postgresql", agent))
+
     def run_repairs(self, run_id: str) -> int:
         rows = self._query(tasks_sql.REPAIRS_SQL.format("%s"), (run_id,))
         return int(rows[0][0]) if rows else 0

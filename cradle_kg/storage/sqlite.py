@@ -265,11 +265,13 @@ class SqliteJournal:
             # same events, same hashes: derive what the format lacked from them — every
             # table before format 6, format 7's tables from 6 (its ``usage`` kept: dropped,
             # it came back empty, the rate and budget counts lost), format 10's from 7, 8
-            # and 9 (format 8 adds an index, built by its CREATE; 9 a table of keys)
+            # and 9 (format 8 adds an index, built by its CREATE; 9 a table of keys),
+            # format 11's from 7 to 10
             if upgrade and version < 7:
                 derived.rebuild(conn, tasks_sql.TABLES if version == 6 else None)
-            elif upgrade and version < 10:
-                derived.rebuild(conn, tasks_sql.EXCLUSION_TABLES)
+            elif upgrade and version < 11:
+                derived.rebuild(conn, tasks_sql.STARTING_TABLES + (
+                    tasks_sql.EXCLUSION_TABLES if version < 10 else ()))
             if version != JOURNAL_FORMAT:
                 conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
             conn.execute("COMMIT")
@@ -855,6 +857,10 @@ class SqliteJournal:
         rows = self._query(rows_sql, (*args, -1 if limit is None else limit, offset))
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
+
+    def waiting(self, agent: str) -> int:
+        return sum(int(self._query(sql, args)[0][0])
+                   for sql, args in tasks_sql.waiting_sql("sqlite", agent))
 
     def run_repairs(self, run_id: str) -> int:
         rows = self._query(tasks_sql.REPAIRS_SQL.format("?"), (run_id,))

@@ -32,6 +32,7 @@ undecided_      each approval requested and not decided yet (:mod:`.tasks_sql`)
 approvals
 approval_       who may never decide each approval requested (:mod:`.tasks_sql`)
 exclusions
+starting_runs   each workflow run on its way to its first human step (:mod:`.tasks_sql`)
 ==============  =====================================================================
 
 The rate-limit window (read by :meth:`~.store.Journal.usage_since`) is a sliding window

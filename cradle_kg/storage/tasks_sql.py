@@ -29,6 +29,13 @@ approval_       each (approval id, identity) an ``approval.requested`` of that i
 exclusions      in its ``excluded`` (text items of a list): who may never decide it —
                 what an approver's inbox leaves out in its query (``test_215``;
                 SQLite format 10, PostgreSQL migration 12)
+starting_runs   each run whose first ``workflow.started`` naming its ``agent`` (text)
+                records a human step among its ``steps`` (``[id, "human"]``), with no
+                ``human.requested`` and no end (``workflow.completed|failed``) in the
+                run, before or after it: its run id, agent and the start's seq — the
+                runs on their way to their first human step, counted in the agent's
+                ``waiting_per_agent`` (``test_249``; SQLite format 11, PostgreSQL
+                migration 13)
 ==============  =====================================================================
 
 One SQL text per dialect computes the rows from the events alone (:func:`from_events`):
@@ -61,6 +68,8 @@ UNDECIDED_COLUMNS = "approval_id, subject, seq"
 STEP_COLUMNS = "seq, run_id, step, input_hash"
 BUDGET_COLUMNS = "subject, first_seq, last_seq"
 EXCLUSION_COLUMNS = "approval_id, who"
+STARTING_COLUMNS = "run_id, agent, seq"
+STARTED = "workflow.started"
 _ENDS = "('workflow.completed', 'workflow.failed')"
 
 SQLITE_SCHEMA = (
@@ -89,6 +98,10 @@ SQLITE_SCHEMA = (
     "who TEXT NOT NULL)",
     "CREATE UNIQUE INDEX IF NOT EXISTS approval_exclusions_key ON "
     "approval_exclusions(approval_id, who)",
+    "CREATE TABLE IF NOT EXISTS starting_runs (run_id TEXT NOT NULL, agent TEXT NOT NULL, "
+    "seq INTEGER NOT NULL)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS starting_runs_id ON starting_runs(run_id)",
+    "CREATE INDEX IF NOT EXISTS starting_runs_agent ON starting_runs(agent)",
 )
 POSTGRES_SCHEMA = (
     "CREATE TABLE human_tasks (seq bigint PRIMARY KEY, task_id text NOT NULL, "
@@ -110,6 +123,12 @@ POSTGRES_SCHEMA = (
 POSTGRES_EXCLUSIONS_SCHEMA = (
     "CREATE TABLE approval_exclusions (approval_id text NOT NULL, who text NOT NULL, "
     "PRIMARY KEY (approval_id, who))",
+)
+#: PostgreSQL migration 13's
+POSTGRES_STARTING_SCHEMA = (
+    "CREATE TABLE starting_runs (run_id text PRIMARY KEY, agent text NOT NULL, "
+    "seq bigint NOT NULL)",
+    "CREATE INDEX starting_runs_agent ON starting_runs(agent)",
 )
 
 
@@ -204,6 +223,8 @@ def from_events(dialect: Dialect, table: str) -> str:
                 f"({_run_ended(dialect, 'e.run_id')}) ORDER BY e.seq")
     if table == "approval_exclusions":
         return _exclusions(dialect)
+    if table == "starting_runs":
+        return _starting(dialect)
     if table == "undecided_approvals":
         order = "a.approval_id" if dialect == "sqlite" else 'a.approval_id COLLATE "C"'
         return (f"SELECT a.approval_id, a.subject, a.seq FROM ({_first_requests(dialect)}) a "
@@ -239,6 +260,48 @@ def _exclusions(dialect: Dialect) -> str:
             ") x ORDER BY 1, 2")
 
 
+def has_human_step(steps: object) -> bool:
+    """Whether a ``workflow.started``'s recorded ``steps`` hold a human one (an item
+    ``[id, "human", ...]``), as :func:`_recorded_human` reads it in SQL."""
+    return isinstance(steps, list) and any(
+        isinstance(s, list) and len(s) > 1 and s[1] == "human" for s in steps)
+
+
+def _recorded_human(dialect: Dialect, alias: str) -> str:
+    """The start ``alias`` records a human step (:func:`has_human_step`)."""
+    if dialect == "sqlite":
+        return (f"EXISTS (SELECT 1 FROM json_each({alias}.payload, '$.steps') j WHERE "
+                f"json_type({alias}.payload, '$.steps') = 'array' AND j.type = 'array' AND "
+                "json_extract(j.value, '$[1]') = 'human')")
+    from .run_state_sql import pg_payload
+
+    p = pg_payload(f"{alias}.payload")
+    return (f"EXISTS (SELECT 1 FROM json_array_elements(CASE WHEN json_typeof({p} -> 'steps') "
+            f"= 'array' THEN {p} -> 'steps' ELSE '[]'::json END) AS j(v) WHERE "
+            "json_typeof(j.v) = 'array' AND json_typeof(j.v -> 1) = 'string' AND "
+            "(j.v ->> 1) = 'human')")
+
+
+def _not_at_human(dialect: Dialect, run: str) -> str:
+    """No ``human.requested`` and no end in the run ``run`` (through ``events_run``)."""
+    return (f"NOT EXISTS (SELECT 1 FROM events h WHERE h.run_id = {run} AND h.kind = "
+            f"'human.requested') AND NOT EXISTS ({_run_ended(dialect, run)})")
+
+
+def _starting(dialect: Dialect) -> str:
+    """Each run's first start of a workflow with a human step, naming its agent, while
+    the run has no ``human.requested`` and no end: run id, agent, seq, in key order."""
+    cond = (f"s.kind = '{STARTED}' AND {_is_text(dialect, 's', 'agent')} AND "
+            f"{_recorded_human(dialect, 's')} AND {_not_at_human(dialect, 's.run_id')}")
+    agent = _field(dialect, "s", "agent")
+    if dialect == "sqlite":  # the bare column is read from the row of MIN(seq)
+        return (f"SELECT s.run_id, {agent}, MIN(s.seq) FROM events s WHERE {cond} "
+                "GROUP BY s.run_id ORDER BY s.run_id")
+    return (f"SELECT x.run_id, x.agent, x.seq FROM (SELECT DISTINCT ON (s.run_id) s.run_id, "
+            f"{agent} AS agent, s.seq FROM events s WHERE {cond} ORDER BY s.run_id, s.seq) "
+            'x ORDER BY x.run_id COLLATE "C"')
+
+
 def _step_decided(dialect: Dialect, run: str, step: str, input_hash: str) -> str:
     """A ``human.decided`` of that run, step and input hash (through ``events_run``)."""
     return (f"SELECT 1 FROM events d WHERE d.run_id = {run} AND d.kind = 'human.decided' "
@@ -266,6 +329,9 @@ def _first_requests(dialect: Dialect) -> str:
 
 
 def stored(dialect: Dialect, table: str) -> str:
+    if table == "starting_runs":
+        order = "run_id" if dialect == "sqlite" else 'run_id COLLATE "C"'
+        return f"SELECT {STARTING_COLUMNS} FROM starting_runs ORDER BY {order}"
     if table == "approval_exclusions":
         order = "approval_id, who" if dialect == "sqlite" else \
             'approval_id COLLATE "C", who COLLATE "C"'
@@ -288,17 +354,20 @@ def stored(dialect: Dialect, table: str) -> str:
 TABLES_8 = ("human_tasks", "repairs", "undecided_approvals", "open_steps", "budget_sets")
 #: SQLite format 10's and PostgreSQL migration 12's
 EXCLUSION_TABLES = ("approval_exclusions",)
-TABLES = (*TABLES_8, *EXCLUSION_TABLES)
+#: SQLite format 11's and PostgreSQL migration 13's
+STARTING_TABLES = ("starting_runs",)
+TABLES = (*TABLES_8, *EXCLUSION_TABLES, *STARTING_TABLES)
 #: each table's columns, its key first
 COLUMNS = {"human_tasks": TASK_COLUMNS, "repairs": REPAIR_COLUMNS,
            "undecided_approvals": UNDECIDED_COLUMNS, "open_steps": STEP_COLUMNS,
-           "budget_sets": BUDGET_COLUMNS, "approval_exclusions": EXCLUSION_COLUMNS}
+           "budget_sets": BUDGET_COLUMNS, "approval_exclusions": EXCLUSION_COLUMNS,
+           "starting_runs": STARTING_COLUMNS}
 #: each table's key order, where it is more than its first column
 ORDER = {"approval_exclusions": "approval_id, who"}
 #: the event kinds that change these tables
 KINDS = frozenset({OPENED, RESOLVED, "run.outcome", "approval.requested", "approval.decided",
                    "human.requested", "human.decided", "workflow.completed", "workflow.failed",
-                   "budget.set"})
+                   "budget.set", STARTED})
 
 
 def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: str,
@@ -328,19 +397,30 @@ def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: s
         return [(f"INSERT INTO budget_sets({BUDGET_COLUMNS}) VALUES ({ph}, {ph}, {ph}) ON "
                  "CONFLICT (subject) DO UPDATE SET last_seq = excluded.last_seq",
                  (subject, seq, seq))]
+    if kind == STARTED:
+        agent = payload.get("agent")
+        if not isinstance(agent, str) or not has_human_step(payload.get("steps")):
+            return []
+        return [(f"INSERT INTO starting_runs({STARTING_COLUMNS}) SELECT {ph}, {ph}, {ph} "
+                 f"WHERE {_not_at_human(dialect, ph)} ON CONFLICT (run_id) DO NOTHING",
+                 (run_id, agent, seq, run_id, run_id))]
+    # a run's first human step, or its end: no longer on its way to a person
+    started: list[tuple[str, tuple[Any, ...]]] = [
+        (f"DELETE FROM starting_runs WHERE run_id = {ph}", (run_id,))] \
+        if kind in ("human.requested", "workflow.completed", "workflow.failed") else []
     if kind in ("workflow.completed", "workflow.failed"):
-        return [(f"DELETE FROM open_steps WHERE run_id = {ph}", (run_id,))]
+        return [(f"DELETE FROM open_steps WHERE run_id = {ph}", (run_id,)), *started]
     if kind in ("human.requested", "human.decided"):
         step, input_hash = payload.get("step"), payload.get("input_hash")
         if not isinstance(step, str) or not isinstance(input_hash, str):
-            return []
+            return started
         if kind == "human.decided":
             return [(f"DELETE FROM open_steps WHERE run_id = {ph} AND step = {ph} AND "
                      f"input_hash = {ph}", (run_id, step, input_hash))]
         return [(f"INSERT INTO open_steps({STEP_COLUMNS}) SELECT {ph}, {ph}, {ph}, {ph} WHERE "
                  f"NOT EXISTS ({_step_decided(dialect, ph, ph, ph)}) AND NOT EXISTS "
                  f"({_run_ended(dialect, ph)})",
-                 (seq, run_id, step, input_hash, run_id, step, input_hash, run_id))]
+                 (seq, run_id, step, input_hash, run_id, step, input_hash, run_id)), *started]
     if kind == "approval.decided":
         approval_id = payload.get("approval_id")
         if not isinstance(approval_id, str):
@@ -482,10 +562,11 @@ def steps_page(dialect: Dialect, columns: str, *, run_id: str | None,
 
 
 def waiting_sql(dialect: Dialect, agent: str) -> list[tuple[str, list[object]]]:
-    """The three counts of what waits for a person on ``agent``'s behalf — its undecided
-    approvals, the open human steps of its workflow's runs and the open tasks its
-    escalations opened (:data:`TASK_AGENT`) — as (query, parameters):
-    what ``input_limits.waiting_per_agent`` bounds, read again by the journal under its
+    """The four counts of what waits for a person on ``agent``'s behalf — its undecided
+    approvals, the open human steps of its workflow's runs, the open tasks its
+    escalations opened (:data:`TASK_AGENT`) and its workflow's runs on their way to their
+    first human step (``starting_runs``) — as (query, parameters): what
+    ``input_limits.waiting_per_agent`` bounds, read again by the journal under its
     writer's lock (:class:`~.journal.WaitingCap`)."""
     approvals = approvals_page(dialect, "seq", undecided=True, run_id=None,
                                requested_by=agent)
@@ -495,7 +576,17 @@ def waiting_sql(dialect: Dialect, agent: str) -> list[tuple[str, list[object]]]:
     # partial index of the open ones
     tasks = (f"SELECT COUNT(*) FROM human_tasks t JOIN events e ON e.seq = t.seq WHERE "
              f"t.resolved_seq IS NULL AND {_field(dialect, 'e', TASK_AGENT)} = {ph}")
-    return [(approvals[1], approvals[2]), (steps[1], steps[2]), (tasks, [agent])]
+    # its runs started and not yet at a human step (``tests/security/test_249``), one range
+    # of ``starting_runs_agent``; a run that waits on an undecided approval its agent's
+    # proposal asked for (a tool step's) is counted once, by that approval
+    request = _field(dialect, "q", "approval", "requested_by")
+    starting = (f"SELECT COUNT(*) FROM starting_runs r WHERE r.agent = {ph} AND NOT EXISTS "
+                f"(SELECT 1 FROM events q WHERE q.run_id = r.run_id AND q.kind = "
+                f"'approval.requested' AND {request} = {ph} AND EXISTS (SELECT 1 FROM "
+                "undecided_approvals u WHERE u.approval_id = "
+                f"{_field(dialect, 'q', 'approval', 'id')} AND u.seq = q.seq))")
+    return [(approvals[1], approvals[2]), (steps[1], steps[2]), (tasks, [agent]),
+            (starting, [agent, agent])]
 
 
 __all__ = [
@@ -509,10 +600,14 @@ __all__ = [
     "ORDER",
     "POSTGRES_EXCLUSIONS_SCHEMA",
     "POSTGRES_SCHEMA",
+    "POSTGRES_STARTING_SCHEMA",
     "REPAIRS_SQL",
     "REPAIR_COLUMNS",
     "RESOLVED",
     "SQLITE_SCHEMA",
+    "STARTED",
+    "STARTING_COLUMNS",
+    "STARTING_TABLES",
     "STEP_COLUMNS",
     "TABLES",
     "TABLES_8",
@@ -522,6 +617,7 @@ __all__ = [
     "Decider",
     "approvals_page",
     "from_events",
+    "has_human_step",
     "inbox_order",
     "not_excluded",
     "page",

@@ -76,7 +76,8 @@ def _in_utc_range(moment: datetime) -> bool:
     return True
 
 
-def check_waiting(limits: InputLimits, journal: Journal, agent: str) -> WaitingCap | None:
+def check_waiting(limits: InputLimits, journal: Journal, agent: str, *,
+                  run: str | None = None) -> WaitingCap | None:
     """INVARIANT: an agent has at most ``waiting_per_agent`` things waiting for a person —
     the approvals its actions asked for, not yet decided, and the human steps of its
     workflow's runs, not yet answered; one more (an approval to ask, a run its token
@@ -92,14 +93,16 @@ def check_waiting(limits: InputLimits, journal: Journal, agent: str) -> WaitingC
     count there too (``test_209``), and so do its workflow's runs started and not yet at
     their first human step (``test_249``): two processes starting runs at once each
     counted none of them while their steps before the human one ran. Counted here as the
-    journal counts under its lock (:meth:`~cradle_kg.storage.Journal.waiting`)."""
+    journal counts under its lock (:meth:`~cradle_kg.storage.Journal.waiting`). ``run``:
+    the run the one more waits in — one of the agent's runs on its way to a human step
+    counts no more once something waits in it (:class:`~cradle_kg.storage.WaitingCap`)."""
     cap = limits.waiting_per_agent
     if cap is None:
         return None
-    waiting = journal.waiting(agent)
+    waiting = journal.waiting(agent, run=run)
     if waiting >= cap:
         raise waiting_error(agent, waiting, cap)
-    return WaitingCap(agent, cap)
+    return WaitingCap(agent, cap, run)
 
 
 def waiting_error(agent: str, waiting: int, cap: int) -> QuotaExceededError:
@@ -170,7 +173,7 @@ class ApprovalFlow:
         """The agent's waiting quota's cap, or its refusal when it is full (counted
         outside the writer's lock: :func:`check_waiting`)."""
         return check_waiting(self.ctx.config.input_limits, self.ctx.journal,
-                             proposal.agent_id)
+                             proposal.agent_id, run=proposal.effective_run_id)
 
     def _pending(self, proposal: Proposal, digest: str) -> list[ApprovalState]:
         """The approval this proposal waits for already (:meth:`_pending_for_proposal`),

@@ -157,8 +157,8 @@ def repair_or_escalate(ctx: LoopContext, proposal: Proposal, decision: RuntimeDe
     # ``waiting_per_agent`` with its approvals and steps (named in the payload: counted
     # under the journal's lock). Before, every proposal sent back past a run's repair
     # budget opened one more task in the inbox, without end (tests/security/test_209)
-    waiting = (check_waiting(ctx.config.input_limits, ctx.journal, proposal.agent_id)
-               if capped else None)
+    waiting = (check_waiting(ctx.config.input_limits, ctx.journal, proposal.agent_id,
+                             run=run_id) if capped else None)
     task = replace(human_task_event(run_id=run_id, subject=proposal.id,
                                     code="repair_budget_exhausted", reason=reason,
                                     actor=RUNTIME_ACTOR, at=now,

@@ -58,10 +58,14 @@ class WaitingCap:
     ``input_limits.waiting_per_agent``) before the append that asks for one more: counted
     by the journal itself in the append's serialised transaction, as a :class:`UsageCap`
     is. The runtime counts them earlier, outside the lock, to refuse early; two writers
-    asking at once both passed that count (``tests/security/test_202``)."""
+    asking at once both passed that count (``tests/security/test_202``). ``run``: the run
+    the one more waits in; when it is one of the agent's runs on their way to a human step
+    (``starting_runs``) it is left out of the count — what now waits in it is counted
+    instead, once (a workflow's tool step asking for an approval: ``test_249``)."""
 
     agent: str
     limit: int
+    run: str | None = None
 
 
 class WaitingReached(Exception):
@@ -549,12 +553,12 @@ class Journal(Protocol):
         journal."""
         ...
 
-    def waiting(self, agent: str) -> int:
+    def waiting(self, agent: str, *, run: str | None = None) -> int:
         """How many things wait for a person on ``agent``'s behalf, as the journal counts
         them under its writer's lock for a :class:`WaitingCap` (:func:`.tasks_sql.waiting_sql`:
         its undecided approvals, the open human steps and the runs on their way to one
-        of its workflow's runs, its open escalation tasks) — the same count read earlier,
-        outside the lock."""
+        of its workflow's runs, its open escalation tasks; ``run``: as a
+        :class:`WaitingCap`'s) — the same count read earlier, outside the lock."""
         ...
 
     def approval_place(self, approval_id: str) -> tuple[str, str] | None:

@@ -473,7 +473,8 @@ class PostgresJournal:
                     # INVARIANT: what waits for a person, under the lock too (WaitingCap)
                     waits = append_waiting(events)
                     counted = [[(stack.enter_context(conn.cursor()), sql, args)
-                                for sql, args in tasks_sql.waiting_sql("postgresql", w.agent)]
+                                for sql, args in tasks_sql.waiting_sql("postgresql", w.agent,
+                                                                      run=w.run)]
                                for w in waits]
                     for counts in counted:
                         for cursor, sql, args in counts:
@@ -836,9 +837,9 @@ class PostgresJournal:
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
 
-    def waiting(self, agent: str) -> int:
+    def waiting(self, agent: str, *, run: str | None = None) -> int:
         return sum(int(self._query(sql, args)[0][0])
-                   for sql, args in tasks_sql.waiting_sql("postgresql", agent))
+                   for sql, args in tasks_sql.waiting_sql("postgresql", agent, run=run))
 
     def run_repairs(self, run_id: str) -> int:
         rows = self._query(tasks_sql.REPAIRS_SQL.format("%s"), (run_id,))

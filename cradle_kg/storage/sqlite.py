@@ -536,7 +536,8 @@ class SqliteJournal:
                     raise LimitReached(breached)
             for wait in append_waiting(events):  # INVARIANT: under the writer's lock too
                 waiting = sum(int(conn.execute(sql, args).fetchone()[0])
-                              for sql, args in tasks_sql.waiting_sql("sqlite", wait.agent))
+                              for sql, args in tasks_sql.waiting_sql("sqlite", wait.agent,
+                                                                 run=wait.run))
                 if waiting >= wait.limit:
                     raise WaitingReached(wait, waiting)
             for cap in append_uploads(events):  # INVARIANT: an upload quota, too (UploadCap)
@@ -858,9 +859,9 @@ class SqliteJournal:
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
 
-    def waiting(self, agent: str) -> int:
+    def waiting(self, agent: str, *, run: str | None = None) -> int:
         return sum(int(self._query(sql, args)[0][0])
-                   for sql, args in tasks_sql.waiting_sql("sqlite", agent))
+                   for sql, args in tasks_sql.waiting_sql("sqlite", agent, run=run))
 
     def run_repairs(self, run_id: str) -> int:
         rows = self._query(tasks_sql.REPAIRS_SQL.format("?"), (run_id,))

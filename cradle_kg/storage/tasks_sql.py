@@ -561,13 +561,15 @@ def steps_page(dialect: Dialect, columns: str, *, run_id: str | None,
             f"SELECT COUNT(*) FROM open_steps w{join}{where}", args)
 
 
-def waiting_sql(dialect: Dialect, agent: str) -> list[tuple[str, list[object]]]:
+def waiting_sql(dialect: Dialect, agent: str, *, run: str | None = None
+                ) -> list[tuple[str, list[object]]]:
     """The four counts of what waits for a person on ``agent``'s behalf — its undecided
     approvals, the open human steps of its workflow's runs, the open tasks its
     escalations opened (:data:`TASK_AGENT`) and its workflow's runs on their way to their
     first human step (``starting_runs``) — as (query, parameters): what
     ``input_limits.waiting_per_agent`` bounds, read again by the journal under its
-    writer's lock (:class:`~.journal.WaitingCap`)."""
+    writer's lock (:class:`~.journal.WaitingCap`). ``run``: the run the one more asked for
+    waits in, left out of the last count (what waits in it takes its place)."""
     approvals = approvals_page(dialect, "seq", undecided=True, run_id=None,
                                requested_by=agent)
     steps = steps_page(dialect, "seq", run_id=None, agent=agent)
@@ -578,15 +580,16 @@ def waiting_sql(dialect: Dialect, agent: str) -> list[tuple[str, list[object]]]:
              f"t.resolved_seq IS NULL AND {_field(dialect, 'e', TASK_AGENT)} = {ph}")
     # its runs started and not yet at a human step (``tests/security/test_249``), one range
     # of ``starting_runs_agent``; a run that waits on an undecided approval its agent's
-    # proposal asked for (a tool step's) is counted once, by that approval
-    request = _field(dialect, "q", "approval", "requested_by")
-    starting = (f"SELECT COUNT(*) FROM starting_runs r WHERE r.agent = {ph} AND NOT EXISTS "
-                f"(SELECT 1 FROM events q WHERE q.run_id = r.run_id AND q.kind = "
-                f"'approval.requested' AND {request} = {ph} AND EXISTS (SELECT 1 FROM "
-                "undecided_approvals u WHERE u.approval_id = "
-                f"{_field(dialect, 'q', 'approval', 'id')} AND u.seq = q.seq))")
+    # proposal asked for (a tool step's) is counted once, by that approval — the runs of
+    # those approvals read once, as the first count reads them (never a run's events: the
+    # agent writes into its run at will)
+    starting = (f"SELECT COUNT(*) FROM starting_runs r WHERE r.agent = {ph} AND r.run_id NOT IN "
+                "(SELECT q.run_id FROM undecided_approvals u JOIN events q ON q.seq = u.seq "
+                f"WHERE {_field(dialect, 'q', 'approval', 'requested_by')} = {ph})")
+    if run is not None:
+        starting += f" AND r.run_id <> {ph}"
     return [(approvals[1], approvals[2]), (steps[1], steps[2]), (tasks, [agent]),
-            (starting, [agent, agent])]
+            (starting, [agent, agent, *([run] if run is not None else [])])]
 
 
 __all__ = [

@@ -74,8 +74,10 @@ EVENTS: list[tuple[str, str, dict[str, object], str | None]] = [
     # rows for every derived table: an approval's place, an intent closed by its outcome
     ("approval.requested", "approval:x", {"approval": {"id": "ap-1"}}, None),
     ("run.outcome", "action:a-1", {"outcome": {"status": "escalated"}}, None),
-    # and a run's state: a workflow started, a human step and a task waiting
-    ("workflow.started", "workflow:w", {"workflow": "w"}, None),
+    # and a run's state: a workflow started (on its way to its human step: its run has
+    # none requested), a human step and a task waiting
+    ("workflow.started", "workflow:w", {"workflow": "w", "agent": "agent:a",
+                                        "steps": [["s", "human"]]}, None),
     ("human.requested", "step:s", {"step": "s", "reasons": ["why"]}, None),
     ("human_task.opened", "task:t-1", {"task_id": "t-1"}, None),
 ]

@@ -539,16 +539,16 @@ def steps_page(dialect: Dialect, columns: str, *, run_id: str | None,
     """The query of one page of the open human steps' requests (``open_steps``), oldest
     first — their event ``columns``, then ``LIMIT`` / ``OFFSET`` — the query of how many
     there are, and their parameters (``run_id``: that run's; ``agent``: those of the
-    runs whose workflow's agent it is, read from each run's ``workflow.started``)."""
+    runs whose workflow's agent it is, read from each run's ``workflow.started`` — its
+    first event, two probes per open step: a join on every ``workflow.started`` read
+    each one ever written, at every count under the writer's lock)."""
     ph = "?" if dialect == "sqlite" else "%s"
     conds, args = [], list[object]()
-    join = ""
     if run_id is not None:
         conds.append(f"w.run_id = {ph}")
         args.append(run_id)
     if agent is not None:
-        join = (" JOIN events s ON s.run_id = w.run_id AND s.kind = 'workflow.started'")
-        conds.append(f"{_field(dialect, 's', 'agent')} = {ph}")
+        conds.append(f"{_started(dialect, 'w.run_id', 'agent')} = {ph}")
         args.append(agent)
     if decider is not None:
         cond, more = not_excluded(dialect, "step", "w", decider)
@@ -556,9 +556,9 @@ def steps_page(dialect: Dialect, columns: str, *, run_id: str | None,
         args.extend(more)
     where = (" WHERE " + " AND ".join(conds)) if conds else ""
     cols = ", ".join(f"e.{c.strip()}" for c in columns.split(","))
-    return (f"SELECT {cols} FROM open_steps w JOIN events e ON e.seq = w.seq{join}{where} "
+    return (f"SELECT {cols} FROM open_steps w JOIN events e ON e.seq = w.seq{where} "
             f"ORDER BY w.seq LIMIT {ph} OFFSET {ph}",
-            f"SELECT COUNT(*) FROM open_steps w{join}{where}", args)
+            f"SELECT COUNT(*) FROM open_steps w{where}", args)
 
 
 def waiting_sql(dialect: Dialect, agent: str, *, run: str | None = None

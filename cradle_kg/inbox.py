@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from .errors import CradleError, InputError
 from .inputs import check_page
 from .loop.approvals import (
+    ApprovalState,
     ToolVersions,
     asking_decision,
     decision_tool_ref,
     effective_status,
+    why_not_decidable,
 )
 from .loop.escalation import task_from_events, task_scope
 from .records import ApprovalStatus, AuditEvent
@@ -88,7 +90,7 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
     the approvals that agent's actions asked for (what an agent's token is shown).
     ``decider``: the approver the inbox is for — one limited to scopes is shown only what
     is asked within one of them (:func:`_scoped`); one holding ``*`` all of it — and
-    neither what they are excluded from deciding (:func:`_excluded_for`).
+    neither what they are excluded from deciding (:func:`decider_for`).
 
     One kind (an agent's inbox, or ``kinds`` naming one) is paged in its derived table's
     query: a page costs what it shows. A page of several kinds is merged in the derived
@@ -98,7 +100,7 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
     check_page(limit=limit, offset=offset)
     wanted = _wanted(kinds, requested_by)
     scopes = _limited_to(rt, decider)
-    who = _excluded_for(rt, decider)
+    who = decider_for(rt, decider)
     if scopes is not None:
         scoped = _scoped(rt, wanted, run_id, requested_by, scopes, who)
         return scoped[offset:] if limit is None else scoped[offset:offset + limit]
@@ -173,7 +175,7 @@ def inbox_size(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None
     :func:`_scoped` reads them."""
     wanted = _wanted(kinds, requested_by)
     scopes = _limited_to(rt, decider)
-    who = _excluded_for(rt, decider)
+    who = decider_for(rt, decider)
     if scopes is not None:
         return len(_scoped(rt, wanted, run_id, requested_by, scopes, who))
     size = 0
@@ -200,7 +202,7 @@ def _limited_to(rt: Runtime, decider: str | None) -> frozenset[str] | None:
     return None if "*" in approver.scopes else frozenset(approver.scopes)
 
 
-def _excluded_for(rt: Runtime, decider: str | None) -> Decider | None:
+def decider_for(rt: Runtime, decider: str | None) -> Decider | None:
     """Who the inbox leaves out the exclusions of: the approver ``decider`` and the agents
     that act for them now — an approval their agent asked for (its request names them),
     a task or step of their agent's run or of a run they started is not theirs to decide,
@@ -209,6 +211,31 @@ def _excluded_for(rt: Runtime, decider: str | None) -> Decider | None:
     if decider is None:
         return None
     return Decider(decider, tuple(a.id for a in rt.config.agents if a.acts_for == decider))
+
+
+def approval_list(rt: Runtime, *, pending: bool, limit: int, offset: int = 0,
+                  requested_by: str | None = None, decider: str | None = None
+                  ) -> tuple[list[tuple[ApprovalState, str | None]], int]:
+    """One page of the approvals (``pending``: those no person decided yet) and how many
+    there are — what ``GET /api/approvals`` and ``approvals list`` show. For an approver
+    (``decider``) the pending view leaves out, in its query, those they are excluded from
+    deciding, as their inbox does (:func:`decider_for`); the whole history keeps them.
+    Each approval comes with why ``decider`` may not decide it
+    (:func:`~cradle_kg.loop.approvals.why_not_decidable`, None: they may; None for all
+    when no decider is named). Before, an approver holding ``*`` was offered every pending
+    approval, their own agent's too (``tests/security/test_253``)."""
+    if pending:
+        rows, total = rt.approvals.pending_page(limit=limit, offset=offset,
+                                                requested_by=requested_by,
+                                                decider=decider_for(rt, decider))
+        states = [st for st, _ in rows]
+    else:
+        states, total = rt.approvals.page(limit=limit, offset=offset,
+                                          requested_by=requested_by)
+    if decider is None:
+        return [(st, None) for st in states], total
+    approver = rt.config.approver(decider)
+    return [(st, why_not_decidable(st, approver)) for st in states], total
 
 
 def _scoped(rt: Runtime, wanted: set[Kind], run_id: str | None, requested_by: str | None,

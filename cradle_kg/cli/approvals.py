@@ -15,6 +15,7 @@ import typer
 
 from ..canonical import parse_iso
 from ..errors import CradleError, InputError
+from ..inbox import approval_list
 from ..loop.approvals import ToolVersions, effective_status
 from ..records import ApprovalStatus
 from .common import (
@@ -65,28 +66,38 @@ def approvals_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
                        min=1, help="How many approvals to show (oldest first).")] = 100,
                    offset: Annotated[int, typer.Option(
                        min=0, help="How many of the oldest approvals to skip.")] = 0,
+                   decider: Annotated[str | None, typer.Option(
+                       "--as", help="An approver: --pending leaves out what they may not "
+                                    "decide; each approval says whether they may.",
+                       show_default=False)] = None,
                    ) -> None:
     """List approvals (newest last), one page at a time; an approval past its expiry reads
-    `expired`."""
+    `expired`. ``--as`` an approver: the pending ones they are excluded from deciding (their
+    own agent's) are left out, as from their inbox, and each approval listed says whether
+    it is theirs to decide (``decidable``, ``why_not``)."""
     with open_runtime(home) as rt:
-        if pending:  # one page of the approvals no one decided yet (test_100)
-            rows, total = rt.approvals.pending_page(limit=limit, offset=offset)
-            states = [st for st, _ in rows]
-        else:  # one page of the approvals asked for: the page's digests folded
-            states, total = rt.approvals.page(limit=limit, offset=offset)
+        if decider is not None and rt.config.approver(decider) is None:
+            fail(InputError(f"`--as {decider}`: not an approver of this home"))
+        # one page: of the approvals no one decided yet (test_100), filtered in the query
+        # for an approver (test_253); or of all asked for, the page's digests folded
+        rows, total = approval_list(rt, pending=pending, limit=limit, offset=offset,
+                                    decider=decider)
         now = rt.clock()
         # the tool's version each covers, and the one now (as `approvals show` says it)
-        items = [(s.approval, effective_status(s.approval, now), rt.requested_tool(s.approval))
-                 for s in states]
+        items = [(s.approval, effective_status(s.approval, now), rt.requested_tool(s.approval),
+                  why) for s, why in rows]
     if fmt is Format.JSON:
-        print_json([{**a.model_dump(mode="json"), "status": status.value, "tool": tool.to_dict()}
-                    for a, status, tool in items])
+        print_json([{**a.model_dump(mode="json"), "status": status.value, "tool": tool.to_dict(),
+                     **({"decidable": why is None, "why_not": why} if decider else {})}
+                    for a, status, tool, why in items])
         return
     table("approvals", ["id", "status", "run", "proposal", "tool", "requested by", "approver",
-                        "scope", "expires"],
+                        "scope", "expires", *(["decidable"] if decider else [])],
           [[a.id, status.value, a.run_id, a.proposal_id, _tool_cell(tool), a.requested_by,
             a.approver_id or "-", a.scope or "-",
-            a.expires_at.isoformat() if a.expires_at else "-"] for a, status, tool in items])
+            a.expires_at.isoformat() if a.expires_at else "-",
+            *([f"no: {why}" if why else "yes"] if decider else [])]
+           for a, status, tool, why in items])
     if offset + len(items) < total:
         err_console.print(f"{offset + 1} to {offset + len(items)} of {total} approvals; "
                           f"more with --offset {offset + len(items)}", highlight=False)

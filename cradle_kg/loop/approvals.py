@@ -78,6 +78,24 @@ def effective_status(approval: HumanApproval, now: datetime) -> ApprovalStatus:
     return approval.status
 
 
+def why_not_decidable(st: ApprovalState, approver: Approver | None) -> str | None:
+    """Why ``approver`` may not decide the approval ``st`` now, as a code — ``excluded``
+    (its request excludes them: their agent proposed it, or on their behalf),
+    ``not_pending`` (decided already), ``outside_scopes`` (asked within no scope of
+    theirs), ``not_an_approver`` — or None: they may. Read from the folded state alone, as
+    :meth:`ApprovalBook.decision_event` checks it (``tests/security/test_253``)."""
+    a = st.approval
+    if approver is None:
+        return "not_an_approver"
+    if approver.id in st.excluded:
+        return "excluded"
+    if a.status is not ApprovalStatus.PENDING:
+        return "not_pending"
+    if "*" not in approver.scopes and (not a.scope or a.scope not in approver.scopes):
+        return "outside_scopes"
+    return None
+
+
 def excluded_for_agent(config: RuntimeConfig, agent_id: str) -> set[str]:
     """Who may never approve what this agent proposes: the agent and its principal."""
     agent = config.agent(agent_id)

@@ -23,6 +23,7 @@ from ..errors import (
     InputError,
     UnknownNameError,
 )
+from ..inbox import approval_list
 from ..inputs import MAX_PAGE_INTEGER
 from ..lineage.index import HOST_FACT_PREFIX
 from ..loop.proposal import host_asserted_fact, principal_stated_fact, read_proposal
@@ -172,14 +173,17 @@ def make_router(runtime: Runtime) -> APIRouter:
         # an agent's page is a page of the approvals its own actions asked for, filtered in
         # the query: before, filtered after paging (a page of another agent's read `[]`), and
         # `pending` read every undecided approval of the journal first (test_100)
+        # an approver's pending page leaves out, in the query, what they may not decide
+        # (their own agent's approvals), as their inbox does; their history keeps it, each
+        # approval saying whether it is theirs to decide (tests/security/test_253)
         mine = None if who.is_approver else who.identity
-        if pending:
-            rows, _ = call(lambda: runtime.approvals.pending_page(
-                limit=limit, offset=offset, requested_by=mine))
-            return [st.approval.model_dump(mode="json") for st, _ in rows]
-        page, _ = call(lambda: runtime.approvals.page(limit=limit, offset=offset,
-                                                      requested_by=mine))
-        return [s.approval.model_dump(mode="json") for s in page]
+        decider = who.identity if who.is_approver else None
+        page, _ = call(lambda: approval_list(runtime, pending=pending, limit=limit,
+                                             offset=offset, requested_by=mine,
+                                             decider=decider))
+        return [{**st.approval.model_dump(mode="json"),
+                 **({"decidable": why is None, "why_not": why} if decider else {})}
+                for st, why in page]
 
     @router.get("/approvals/{approval_id}",
                 summary="One approval and the exact action it is bound to (a caller's first "

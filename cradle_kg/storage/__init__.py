@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .run_state_sql import StateKey
     from .sqlite import SqliteJournal
     from .sqlite_verify import verify_journal
-    from .tasks_sql import Decider
+    from .tasks_sql import Decider, KeyAsked
 
 #: where each public name lives: imported on first use (PEP 562), so that a process that
 #: needs one storage module — a query worker opens an Oxigraph checkpoint and reads the
@@ -65,6 +65,7 @@ _HOMES: dict[str, str] = {
     "SqliteJournal": "sqlite",
     "StateKey": "run_state_sql",
     "Decider": "tasks_sql",
+    "KeyAsked": "tasks_sql",
     "RunNotNew": "journal",
     "SubjectMoved": "journal",
     "UploadCap": "journal",
@@ -94,6 +95,7 @@ __all__ = [
     "Decider",
     "IdempotencyKeyTaken",
     "Journal",
+    "KeyAsked",
     "Lease",
     "LimitReached",
     "NewEvent",

@@ -23,7 +23,7 @@ from ..records import AuditEvent
 from .chain import Anchor, ChainReport, Progress
 from .counting import BUDGET_SCOPES, counted_keys, intent_cost, window_usage
 from .run_state_sql import StateKey
-from .tasks_sql import Decider
+from .tasks_sql import Decider, KeyAsked
 
 #: the ``since`` of a cap on everything ever counted in a scope (a budget's): earlier than
 #: every second the usage buckets hold
@@ -524,6 +524,13 @@ class Journal(Protocol):
         (``undecided``) those no person decided yet; ``run_id``, ``requested_by``: only
         that run's, that agent's — filtered in the query before the page, one row decoded
         per approval listed (``tests/security/test_100``)."""
+        ...
+
+    def waiting_under_key(self, asked: KeyAsked) -> AuditEvent | None:
+        """The first request of an approval no person decided yet that ``asked.agent``'s
+        proposal under its key for the tool asked for another action than
+        ``asked.digests``, if any: one query of the derived ``undecided_approvals``,
+        filtered in it, one row decoded at most (``tests/security/test_254``)."""
         ...
 
     def latest_budget_sets(self) -> list[AuditEvent]:

@@ -110,7 +110,7 @@ from .pg_connect import (
     schema_version,
 )
 from .run_state_sql import StateKey
-from .tasks_sql import Decider
+from .tasks_sql import Decider, KeyAsked
 
 _WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
 # an append refused by a key ends its pipeline with an error we handle: no stray warning
@@ -816,6 +816,13 @@ class PostgresJournal:
         rows = self._query(rows_sql, (*args, limit, offset))
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
+
+    def waiting_under_key(self, asked: KeyAsked) -> AuditEvent | None:
+        rows_sql, _, args = tasks_sql.approvals_page(
+            "postgresql", _COLS, undecided=True, run_id=None, requested_by=asked.agent,
+            keyed=asked)
+        rows = self._query(rows_sql, (*args, 1, 0))
+        return self._row(rows[0]) if rows else None
 
     def latest_budget_sets(self) -> list[AuditEvent]:
         cols = prefixed(_COLS)

@@ -121,7 +121,7 @@ from .journal import (
 from .run_state_sql import StateKey
 from .sqlite_verify import verify_journal
 from .sqlite_watch import HEAD_SQL
-from .tasks_sql import Decider
+from .tasks_sql import Decider, KeyAsked
 from .wal_sync import sync_wal
 
 #: the default of :attr:`SqliteJournal.flush_window`, in seconds
@@ -837,6 +837,13 @@ class SqliteJournal:
         rows = self._query(rows_sql, (*args, -1 if limit is None else limit, offset))
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
+
+    def waiting_under_key(self, asked: KeyAsked) -> AuditEvent | None:
+        rows_sql, _, args = tasks_sql.approvals_page(
+            "sqlite", self._COLS, undecided=True, run_id=None, requested_by=asked.agent,
+            keyed=asked)
+        rows = self._query(rows_sql, (*args, 1, 0))
+        return self._row(rows[0]) if rows else None
 
     def latest_budget_sets(self) -> list[AuditEvent]:
         cols = prefixed(self._COLS)

@@ -145,6 +145,29 @@ class Decider:
     agents: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class KeyAsked:
+    """An agent's idempotency key for a tool (``agent``, ``tool``, ``key``: the request's
+    proposal's ``agent_id``, ``action.action_type`` and ``action.idempotency_key``) and the
+    digests of the action proposed under it now (``digests``): an approval no person
+    decided yet under that key for another digest is another action waiting under the key
+    (``tests/security/test_254``)."""
+
+    agent: str
+    tool: str
+    key: str
+    digests: tuple[str, ...]
+
+
+def _under_key(dialect: Dialect, asked: KeyAsked) -> tuple[list[str], list[object]]:
+    ph = "?" if dialect == "sqlite" else "%s"
+    marks = ", ".join([ph] * len(asked.digests))
+    return ([f"{_field(dialect, 'e', 'proposal', 'action', 'action_type')} = {ph}",
+             f"{_field(dialect, 'e', 'proposal', 'action', 'idempotency_key')} = {ph}",
+             f"{_field(dialect, 'e', 'approval', 'action_digest')} NOT IN ({marks})"],
+            [asked.tool, asked.key, *asked.digests])
+
+
 def _started(dialect: Dialect, run: str, key: str) -> str:
     """``key`` of the run's first event when it is a ``workflow.started`` (text only), or
     NULL: one probe of ``runs`` and one of the events' primary key."""
@@ -464,8 +487,8 @@ def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved
 
 
 def approvals_page(dialect: Dialect, columns: str, *, undecided: bool, run_id: str | None,
-                   requested_by: str | None, decider: Decider | None = None
-                   ) -> tuple[str, str, list[object]]:
+                   requested_by: str | None, decider: Decider | None = None,
+                   keyed: KeyAsked | None = None) -> tuple[str, str, list[object]]:
     """The query of one page of approvals in the order they were asked for — every one
     (``approval_ids``) or the undecided ones (``undecided_approvals``) — each its first
     request's event ``columns`` (comma-separated, of the events table), then ``LIMIT`` /
@@ -486,6 +509,10 @@ def approvals_page(dialect: Dialect, columns: str, *, undecided: bool, run_id: s
     if decider is not None:
         cond, more = not_excluded(dialect, "approval", "a", decider)
         conds.append(cond)
+        args.extend(more)
+    if keyed is not None:  # its agent's (requested_by), under its key, of another action
+        more_conds, more = _under_key(dialect, keyed)
+        conds.extend(more_conds)
         args.extend(more)
     where = (" WHERE " + " AND ".join(conds)) if conds else ""
     cols = ", ".join(f"e.{c.strip()}" for c in columns.split(","))
@@ -618,6 +645,7 @@ __all__ = [
     "TASK_COLUMNS",
     "UNDECIDED_COLUMNS",
     "Decider",
+    "KeyAsked",
     "approvals_page",
     "from_events",
     "has_human_step",

@@ -42,7 +42,7 @@ from ...records import (
     Verdict,
 )
 from ...redaction import mask_payload, scrub, secret_values
-from ...storage import Journal, UsageCap
+from ...storage import Journal, KeyAsked, UsageCap
 from ...tools import ToolRegistry, ToolSpec
 from .findings import Finding, ValidatorBinding
 from .keys import (
@@ -651,6 +651,7 @@ class Gate1:
         if intent is None and r.legacy_digest is not None:
             intent = self._legacy_intent(p, r)
         if intent is None:
+            self._key_waits(p, r)
             return CheckResult(check="idempotency", status=CheckStatus.PASS,
                                reasons=(f"key `{r.idempotency_key}` is new",))
         if r.legacy_digest is not None and intent.payload.get("input_hash") == r.legacy_digest:
@@ -667,6 +668,27 @@ class Gate1:
         return CheckResult(check="idempotency", status=CheckStatus.PASS, code="recorded",
                            reasons=(f"key `{r.idempotency_key}` already has an intent: "
                                     "the recorded outcome is returned, nothing runs again",))
+
+    def _key_waits(self, p: Proposal, r: GateResult) -> None:
+        """Deny the agent's key for another action while an approval asked under it waits.
+
+        INVARIANT: a key is one action, before it ran as after: other arguments under a
+        key whose approval no person decided yet are the executed case's conflict — before,
+        they opened a request of their own and the approvers were asked about two actions
+        under one key (``tests/security/test_254``; the same arguments read the waiting
+        approval: ``test_236``). One query of the derived ``undecided_approvals``."""
+        key = p.action.idempotency_key
+        if not key:
+            return
+        digests = tuple(d for d in (r.input_hash, r.legacy_digest) if d)
+        waiting = self.i.journal.waiting_under_key(KeyAsked(
+            agent=p.agent_id, tool=p.action.action_type, key=key, digests=digests))
+        if waiting is not None:
+            approval = waiting.payload.get("approval")
+            named = approval.get("id") if isinstance(approval, dict) else None
+            raise _Stop(Verdict.DENY, "idempotency_conflict",
+                        [f"key `{r.idempotency_key}` waits for an approval of a different "
+                         f"input (`{named}`)"])
 
     def _legacy_intent(self, p: Proposal, r: GateResult) -> AuditEvent | None:
         """The intent of this action journaled before its secrets were keyed, under the

@@ -248,6 +248,13 @@ class GovernedSession:
                 checked_input(self.runtime.config.input_limits, run_id, meta.input.text,
                               author=meta.input.author, kind=INPUT_KIND)
             if meta.input is not None:  # written into the run first: the run claimed first
+                # INVARIANT: a new run is claimed, and the input written into it, only for a
+                # proposal that will be written: with the agent's quotas full, the call is
+                # decided first as it will be with the input (tests/security/test_255)
+                if run_id not in self._own_runs:
+                    self.runtime.room_for_input(proposal, meta.input.text,
+                                                author=meta.input.author, kind=INPUT_KIND,
+                                                claim_for=self.agent_id)
                 self.check_run(run_id)
                 self.record_input(run_id, meta.input)
             # the run checked first, claimed only for a proposal that will be written: one

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from dataclasses import field as _field
 from typing import Any
@@ -48,6 +48,9 @@ UNTRUSTED = "untrusted"
 #: not theirs — it never counts as a trusted instruction or choice
 DESIGNATED = "designated"
 TRUST_LEVELS = (TRUSTED, UNTRUSTED)
+#: the first ``seq`` of the events an index previews before they are journaled
+#: (:meth:`LineageIndex.previewing`): past every journal's
+PREVIEW_SEQ = 1 << 62
 #: the events that bring content into a run
 CONTENT_KINDS = frozenset({"input.recorded", "action.observed", "approval.decided",
                            "lineage.traced", "proposal.received", "verification.recorded"})
@@ -481,6 +484,17 @@ class LineageIndex:
         self._runs: OrderedDict[str, RunIndex] = OrderedDict()
         self._max_runs = max_runs
         self._lock = threading.Lock()
+
+    def previewing(self, run_id: str, pending: Sequence[AuditEvent]) -> LineageIndex:
+        """An index of ``run_id`` as it will be once ``pending`` (events not journaled yet,
+        their ``seq`` at or past :data:`PREVIEW_SEQ`) follow its journaled events: built
+        afresh, its own — what a decision is previewed with before anything of it is
+        written (a host's input into a new run: ``tests/security/test_255``)."""
+        def events(wanted: str, since: int) -> Iterable[AuditEvent]:
+            if wanted != run_id or since >= PREVIEW_SEQ:
+                return []
+            return [*self._events_since(run_id, since), *pending]
+        return LineageIndex(events, self._trust_of, max_runs=1)
 
     def run(self, run_id: str) -> RunIndex:
         """The run's index, caught up with the journal."""

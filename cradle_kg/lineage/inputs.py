@@ -52,6 +52,11 @@ def record_input(ctx: LoopContext, evidence: EvidenceStore, run_id: str, text: s
                  payload={"ref": ref, "kind": f"input:{kind}", "bytes": len(data),
                           COLLECTOR_ROLE: collector_role(ctx.config, author)}),
         NewEvent(run_id=run_id, kind="input.recorded", subject=ref, actor=author, at=now,
-                 payload={"ref": ref, "text": text, "author": author, "kind": kind}),
+                 payload=input_payload(ref, text, author=author, kind=kind)),
     ])
     return ref
+
+
+def input_payload(ref: str, text: str, *, author: str, kind: str) -> dict[str, str]:
+    """The payload of an ``input.recorded`` event (what lineage indexes)."""
+    return {"ref": ref, "text": text, "author": author, "kind": kind}

@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..canonical import sha256_bytes
 from ..config import Approver, ConfigFile, RuntimeConfig
 from ..errors import (
     CradleError,
@@ -46,7 +47,8 @@ from ..graph.knowledge import KnowledgeSource
 from ..graph.knowledge import install as install_knowledge
 from ..graph.packproj import PackProjector
 from ..home import Home, resolve_home
-from ..lineage.inputs import record_input
+from ..lineage.index import PREVIEW_SEQ
+from ..lineage.inputs import checked_input, input_payload, record_input
 from ..lineage.rules import load_rules
 from ..packs.loader import Pack
 from ..packs.registration import prepare_pack
@@ -61,6 +63,7 @@ from ..records import (
     Plan,
     Proposal,
     Verdict,
+    built_event,
 )
 from ..storage import (
     IdempotencyKeyTaken,
@@ -665,6 +668,62 @@ class Runtime:
                                                       dumped=dumped)])
             return outcome
         return self.execution.execute(proposal, gate, decision, base, now, dumped=dumped)
+
+    def room_for_input(self, proposal: Proposal, text: str, *, author: str, kind: str,
+                       claim_for: str) -> None:
+        """Raise — nothing written — when recording the host's input ``text`` into the
+        proposal's run would claim a new run for a proposal that is then not written.
+
+        The input is written into the run before gate 1 (its lineage reads it), and in a
+        run nobody owns yet the agent's claim before it. Before, a proposal then refused
+        past its agent's refusals quota (or past ``waiting_per_agent``) left the claim and
+        the input behind, one of each per refused call naming a new run, without end
+        (``tests/security/test_255``; what ``test_216`` closed for a proposal alone). Now,
+        when either quota has no room left (the early counts ``submit`` makes), the
+        proposal is decided first as it will be with the input in its run
+        (:meth:`_previewed`, nothing written) and refused here when the quota would refuse
+        that decision; with room, nothing more is read. Another agent's run is refused
+        first (:func:`check_run_owner`), as before."""
+        run_id = proposal.effective_run_id
+        check_run_namespace(run_id, claim_for, self.declared_agents())
+        if check_run_owner(self.journal, run_id, claim_for) is not None:
+            return  # the agent's run already: its input is written into its own run
+        now = self.clock()
+        try:
+            self._refusals_room(proposal, now)
+            self.approval_flow.check_waiting(proposal)
+            return  # room for whatever gate 1 decides
+        except QuotaExceededError:
+            pass
+        verdict = self._previewed(proposal, text, author=author, kind=kind, now=now)
+        try:
+            if verdict in REFUSED_VERDICTS:
+                self._refusals_room(proposal, now)
+            if verdict is Verdict.REQUIRE_APPROVAL:
+                self.approval_flow.check_waiting(proposal)
+        except QuotaExceededError as refused:
+            raise self._recorded(refused) from None
+
+    def _previewed(self, proposal: Proposal, text: str, *, author: str, kind: str,
+                   now: datetime) -> Verdict:
+        """Gate 1's verdict on ``proposal`` as if the host's input were already journaled in
+        its run (lineage traces it from an index of its own,
+        :meth:`~cradle_kg.loop.gate1.lineage.LineageGate.previewing`); nothing written."""
+        run_id = proposal.effective_run_id
+        data = checked_input(self.config.input_limits, run_id, text, author=author, kind=kind)
+        ref = sha256_bytes(data)
+        pending = built_event(
+            seq=PREVIEW_SEQ, id="preview", run_id=run_id, kind="input.recorded", subject=ref,
+            actor=author, at=now, payload=input_payload(ref, text, author=author, kind=kind),
+            payload_hash="", prev_hash="", hash="")
+        self.refresh()
+        engine = self.policies
+        given = replace(self._gate_input(now, run_id=run_id, policies=engine),
+                        lineage=self.lineage.previewing(run_id, [pending]))
+        gate = Gate1(given).run(proposal)
+        gate.policy_version = engine.version
+        return decide(proposal, gate, now, policy_version=engine.version,
+                      pack_versions=tuple(self.pack_versions)).verdict
 
     def _in_force(self) -> tuple[object, ...]:
         """What a decision is made under, by identity: the policy set, its problem, the

@@ -11,7 +11,8 @@ approval of this exact action exists; a matching ``deny`` rule denies.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -20,7 +21,7 @@ from ...lineage.rdf import hide_quotes, quote_hider, secret_units, trace_triples
 from ...lineage.rules import GraphRule, due, evaluate
 from ...lineage.trace import Declared, Trace, trace
 from ...policy import PolicyEngine
-from ...records import RUNTIME_ACTOR, Proposal, Verdict
+from ...records import RUNTIME_ACTOR, AuditEvent, Proposal, Verdict
 from ...storage import Journal, NewEvent
 from ...tools import ToolRegistry, ToolSpec, secret_marks
 
@@ -62,6 +63,14 @@ class LineageGate:
         if policies.version not in self._reads:
             self._reads[policies.version] = any("lineage" in s.text for s in policies.sources)
         return self._reads[policies.version]
+
+    def previewing(self, run_id: str, pending: Sequence[AuditEvent]) -> LineageGate:
+        """This gate as it will trace in ``run_id`` once ``pending`` is journaled
+        (:meth:`~cradle_kg.lineage.index.LineageIndex.previewing`): the same rules, an index
+        of its own."""
+        preview = copy.copy(self)
+        preview.index = self.index.previewing(run_id, pending)
+        return preview
 
     def trust_of(self, tool_id: str) -> ToolTrust:
         if not self.tools.has(tool_id):

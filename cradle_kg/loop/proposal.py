@@ -10,7 +10,6 @@ submitted again, from the record.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
@@ -122,31 +121,42 @@ def agent_run_id(agent_id: str, name: str) -> str:
     return f"run:{agent_id}/{escaped}"
 
 
-def run_namespace_owner(run_id: str, agents: Iterable[str]) -> str | None:
-    """The configured agent whose namespace ``run_id`` is in, or None: ``run:<agent id>/…``
-    is that agent's alone. Of two agents whose ids both match (``agent:a`` and
-    ``agent:a/b``), the longer id's: a run is in one namespace at most."""
-    owner: str | None = None
-    for agent in agents:
-        if run_id.startswith(f"run:{agent}/") and (owner is None or len(agent) > len(owner)):
-            owner = agent
-    return owner
+def run_namespace_owner(run_id: str) -> str | None:
+    """The identity whose namespace ``run_id`` is in, or None: ``run:<x>/<rest>``, whose
+    ``<rest>`` holds no ``/``, is identity ``<x>``'s alone — whoever ``<x>`` is, an agent
+    the configuration declares now, one it will declare tomorrow, a person, or nobody
+    yet. A run id outside that form (``run:support-42``, ``wf-…``) is in no namespace.
+
+    INVARIANT: the namespace is a property of the run id's form, never of the
+    declarations in force: a run ``run:newbot/abc`` another agent claimed before the
+    operator declared ``newbot`` stayed the claimant's, and ``newbot``'s own thread of the
+    name was refused there (``tests/security/test_259``). The derived name has its ``/``
+    escaped (:func:`agent_run_id`), so the last ``/`` ends the owner's id, and of two
+    nested ids (``agent:a``, ``agent:a/lg-t``) a run is in one namespace only
+    (``tests/security/test_240``)."""
+    prefix, slash, _ = run_id.rpartition("/")
+    if not slash or not prefix.startswith("run:"):
+        return None
+    return prefix[len("run:"):]
 
 
-def check_run_namespace(run_id: str, agent_id: str, agents: Iterable[str]) -> None:
-    """Raise :class:`RunOwnershipError` when ``run_id`` is in another configured agent's
+def check_run_namespace(run_id: str, agent_id: str) -> None:
+    """Raise :class:`RunOwnershipError` when ``run_id`` is in another identity's
     namespace (:func:`run_namespace_owner`), before anything is journaled.
 
     INVARIANT: the runs the integrations derive (a LangGraph thread's, an MCP session's:
     :func:`agent_run_id`) are claimed by their agent alone, whoever gets there first —
     thread ids are guessable (``1``, a user id), and an agent that claimed a thread's run
-    first had every later call of the thread refused (``tests/security/test_235``)."""
-    owner = run_namespace_owner(run_id, agents)
+    first had every later call of the thread refused (``tests/security/test_235``); so
+    were an agent's runs claimed before it was declared (``test_259``)."""
+    owner = run_namespace_owner(run_id)
     if owner is not None and owner != agent_id:
         raise RunOwnershipError(
-            f"`run_id`: run `{run_id}` belongs to `{owner}`: it is in that agent's "
-            f"namespace (`run:{owner}/…`), where only it proposes",
-            hint="start a new run (leave `run_id` out, or name one outside `run:<agent id>/`)")
+            f"`run_id`: run `{run_id}` belongs to `{owner}`: it is in that identity's "
+            f"namespace (`run:{owner}/…`), declared or not, where only it proposes",
+            hint="start a new run (leave `run_id` out, or name one outside "
+                 "`run:<identity>/…`); a task id with a `/` derives such a run: give "
+                 "`run_id`")
 
 
 def check_agent_proposal(proposal: Proposal) -> Proposal:

@@ -25,7 +25,7 @@ from ..errors import (
     UnknownNameError,
 )
 from ..inputs import InputLimits, load_json
-from ..loop.proposal import RUNTIME_RUNS
+from ..loop.proposal import RUNTIME_RUNS, run_namespace_owner
 from ..loop.runtime import Runtime, run_owner
 from ..records import Outcome
 from ..runs import RunSummary
@@ -72,7 +72,16 @@ def reads_run(runtime: Runtime, who: Caller, run_id: str) -> bool:
     identity's quota records there (``tests/security/test_241``)."""
     if run_id in RUNTIME_RUNS:
         return who.is_approver
-    return who.is_approver or run_owner(runtime.journal, run_id) == who.identity
+    if who.is_approver:
+        return True
+    # INVARIANT: a run of an identity's namespace is read by that identity alone, and only
+    # when the journal agrees it is theirs: one another identity claimed before the
+    # namespace held for undeclared ids (an older journal) is the approvers' alone
+    # (tests/security/test_259)
+    namespace = run_namespace_owner(run_id)
+    if namespace is not None and namespace != who.identity:
+        return False
+    return run_owner(runtime.journal, run_id) == who.identity
 
 
 def shown_summary(runtime: Runtime, who: Caller, summary: RunSummary, *,

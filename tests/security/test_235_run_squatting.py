@@ -55,8 +55,8 @@ def rt(home: Path) -> Iterator[Runtime]:
 def test_the_derived_runs_carry_the_agents_id(rt: Runtime) -> None:
     assert GovernedSession(rt, AGENT, session_id="lg-1").run_id == THREAD_RUN
     assert GovernedSession(rt, AGENT).run_id.startswith(f"run:{AGENT}/mcp-")
-    assert run_namespace_owner(THREAD_RUN, rt.declared_agents()) == AGENT
-    assert run_namespace_owner("run:lg-1", rt.declared_agents()) is None
+    assert run_namespace_owner(THREAD_RUN) == AGENT
+    assert run_namespace_owner("run:lg-1") is None
 
 
 def test_a_squat_is_refused_at_every_door_and_journals_nothing(rt: Runtime) -> None:
@@ -92,8 +92,8 @@ def test_runs_outside_the_namespaces_work_as_before(rt: Runtime) -> None:
                       HostMeta(run="run:support-1")).status == "refused"
     assert alice.call("demo.ledger.credit", {"account": "acct-1", "amount": 7},
                       HostMeta(run=f"run:{AGENT}/team")).status == "executed"
-    # an id that only begins like a namespace (no `/` after the agent's id) is nobody's
-    assert run_namespace_owner(f"run:{AGENT}x/1", rt.declared_agents()) is None
+    # an id that only begins like the agent's namespace is the namespace of another id
+    assert run_namespace_owner(f"run:{AGENT}x/1") == f"{AGENT}x"
 
 
 @pytest.mark.slow

@@ -48,7 +48,7 @@ def rt(tmp_path: Path) -> Iterator[Runtime]:
 
 def test_a_thread_named_like_the_nested_namespace_stays_its_agents(rt: Runtime) -> None:
     victim = GovernedSession(rt, AGENT, session_id="lg-t/1")  # LangGraph: thread `t/1`
-    assert run_namespace_owner(victim.run_id, rt.declared_agents()) == AGENT
+    assert run_namespace_owner(victim.run_id) == AGENT
     head = rt.journal.head()
     with pytest.raises(RunOwnershipError):  # before: the nested agent's claim was taken
         rt.claim_run(victim.run_id, NESTED)
@@ -57,6 +57,6 @@ def test_a_thread_named_like_the_nested_namespace_stays_its_agents(rt: Runtime) 
     assert done.status == "executed", done.text  # before: refused in its own run
     # the nested agent keeps its own namespace
     own = GovernedSession(rt, NESTED, session_id="1")
-    assert run_namespace_owner(own.run_id, rt.declared_agents()) == NESTED
+    assert run_namespace_owner(own.run_id) == NESTED
     assert own.call("demo.ledger.credit", {"account": "acct-1", "amount": 5}).status \
         == "executed"

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InputError
-from .inputs import DEFAULT_LIMITS, InputLimits, load_json_file
+from .inputs import DEFAULT_LIMITS, FILE_LIMITS, InputLimits, load_json, read_file
 from .records import Agent, Permission
 from .storage.graph_config import GraphEndpoints
 
@@ -120,9 +120,18 @@ def load_config(path: Path) -> RuntimeConfig:
     the first ``approval_environments`` must not see another one take effect."""
     if not path.exists():
         return RuntimeConfig()
-    raw = load_json_file(path)
+    return config_from_bytes(read_file(path, max_bytes=FILE_LIMITS.max_bytes),
+                             source=str(path))
+
+
+def config_from_bytes(data: bytes, *, source: str) -> RuntimeConfig:
+    """The configuration a ``config.json`` holding ``data`` says, or a one-line
+    :class:`InputError` naming ``source``: what :func:`load_config` does with the file's
+    bytes, and what the graph's readers ask of the bytes they read
+    (:mod:`cradle_kg.server.config_check`: ``tests/security/test_260``)."""
+    raw = load_json(data, limits=FILE_LIMITS, source=source)
     if isinstance(raw, dict) and "plugins" in raw:
-        raise InputError(f"`{path}`: `plugins` is no longer read: tools, verifiers and "
+        raise InputError(f"`{source}`: `plugins` is no longer read: tools, verifiers and "
                          "validators come from packs, named in `packs`",
                          hint="the demo's ledger tools are the pack `demo.ledger`")
     try:
@@ -130,7 +139,7 @@ def load_config(path: Path) -> RuntimeConfig:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
-        raise InputError(f"`{path}`: `{loc}`: {first['msg'].lower()}") from exc
+        raise InputError(f"`{source}`: `{loc}`: {first['msg'].lower()}") from exc
 
 
 def _file_key(path: Path) -> tuple[int, int, int, int] | None:

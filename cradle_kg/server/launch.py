@@ -25,7 +25,7 @@ from .dataset import PrivateStore, snapshot_files, snapshot_home
 from .deadlines import HEADER_SECONDS
 from .front import FrontConfig
 from .guard import MAX_BODY_BYTES
-from .readers import TOKEN_FILE, GraphReaders
+from .readers import TOKEN_FILE, GraphReaders, content_digest
 from .supervisor import QueryFront, listen, start_fork_server
 from .worker import Limits
 
@@ -75,15 +75,20 @@ def graph_readers(settings: ServerSettings) -> GraphReaders:
                           "(`--home H`): the tokens that may read are the home's",
                           hint="files served without a home have no tokens: bind the "
                                "server where its readers may read them")
-    from ..config import load_config
+    from ..config import RuntimeConfig, config_from_bytes
+    from ..inputs import FILE_LIMITS, read_file
 
     home = Home(settings.home)
-    config = load_config(home.config)
+    config, accepted = RuntimeConfig(), ""
+    if home.config.exists():  # the bytes the runtime's loader accepted: no child asked
+        data = read_file(home.config, max_bytes=FILE_LIMITS.max_bytes)
+        config, accepted = config_from_bytes(data, source=str(home.config)), \
+            content_digest(data)
     return GraphReaders(who=settings.graph_readers,
                         approver_hashes=tuple(a.token_hash for a in config.approvers),
                         config_file=str(home.config),
                         token_file=str(home.root / TOKEN_FILE),
-                        agents=tuple(a.id for a in config.agents))
+                        agents=tuple(a.id for a in config.agents), accepted=accepted)
 
 
 def serving_mode(settings: ServerSettings) -> str:

@@ -22,6 +22,8 @@ import hmac
 import json
 import os
 import stat
+import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -44,6 +46,9 @@ class GraphReaders:
     #: ``tokens``: the agents' token file (``api-tokens.json``) and the agents declared
     token_file: str | None = None
     agents: tuple[str, ...] = ()
+    #: the digest of ``config_file``'s bytes the server loaded at start (the runtime's
+    #: loader accepted them: no child is asked about them, :func:`runtime_refusal`)
+    accepted: str = ""
 
     @property
     def open(self) -> bool:
@@ -58,6 +63,10 @@ class GraphReaders:
         scheme, _, token = (authorization or "").strip().partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return f"reading the graph needs {needed}: `Authorization: Bearer <token>`"
+        if self._identities()[2]:
+            return ("no token may read the graph now: the home's config.json does not load "
+                    "(the runtime refuses it too, and admits no one); it needs {needed} "
+                    "once the file is fixed")
         # the hash :func:`cradle_kg.canonical.token_hash` keeps, computed here: the query
         # workers' fork server imports no pydantic (``tests/server/test_worker_lean.py``)
         digest = "sha256:" + hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
@@ -68,36 +77,46 @@ class GraphReaders:
             return None
         return f"this token may not read the graph: it needs {needed}"
 
-    def _identities(self) -> tuple[tuple[str, ...], frozenset[str] | None]:
+    def _identities(self) -> tuple[tuple[str, ...], frozenset[str] | None, bool]:
         """The approvers' token hashes and the declared agents as the home's configuration
-        says them now (read with the standard library: the query workers import no
-        pydantic; again only when the file changed); a file that cannot be read admits no
-        approver and no agent (fail closed). Without a file: those given at start (agents:
-        None, the given tuple)."""
+        says them now, and whether it does not load (read with the standard library: the
+        query workers import no pydantic; again only when the file changed). A file that
+        cannot be read, or whose bytes the runtime's own validator refuses
+        (:func:`runtime_refusal`), admits no approver and no agent (fail closed). Without
+        a file: those given at start (agents: None, the given tuple)."""
         if self.config_file is None:
-            return self.approver_hashes, None
+            return self.approver_hashes, None, False
         try:
             key = os.stat(self.config_file)
         except OSError:
-            return (), frozenset()
+            return (), frozenset(), True
         stamp = (key.st_ino, key.st_size, key.st_mtime_ns, key.st_ctime_ns)
         cached = _CONFIG_IDENTITIES.get(self.config_file)
         if cached is not None and cached[0] == stamp:
-            return cached[1], cached[2]
+            return cached[1], cached[2], cached[3]
         hashes: tuple[str, ...] = ()
         agents: frozenset[str] = frozenset()
+        refused = True
         try:
-            raw = read_json(self.config_file)
+            data = read_bytes(self.config_file)
+            # INVARIANT: only bytes the runtime loads admit anyone: a config.json that is
+            # JSON but fails its validation (an unknown key, a wrong type) admitted the
+            # approvers it listed here while the runtime refused it (tests/security/test_260)
+            if self.accepted != content_digest(data) and runtime_refusal(self.config_file,
+                                                                  data) is not None:
+                raise ValueError("the runtime does not load it")
+            raw = parse_json(data)
             if isinstance(raw, dict):
                 listed = raw.get("approvers", [])
                 hashes = tuple(a["token_hash"] for a in listed if isinstance(a, dict)
                                and isinstance(a.get("token_hash"), str))
                 agents = frozenset(a["id"] for a in raw.get("agents", [])
                                    if isinstance(a, dict) and isinstance(a.get("id"), str))
+                refused = False
         except (OSError, ValueError, TypeError, AttributeError):
             hashes, agents = (), frozenset()
-        _CONFIG_IDENTITIES[self.config_file] = (stamp, hashes, agents)
-        return hashes, agents
+        _CONFIG_IDENTITIES[self.config_file] = (stamp, hashes, agents, refused)
+        return hashes, agents, refused
 
     def _approver_hashes(self) -> tuple[str, ...]:
         return self._identities()[0]
@@ -135,12 +154,10 @@ def _no_key_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def read_json(path: str) -> Any:
-    """A home's JSON file as the runtime's strict loader reads it, or ``ValueError`` /
-    ``OSError``: a regular file (opened without blocking: a FIFO in its place would hold
-    the worker for ever), at most :data:`MAX_FILE_BYTES`, UTF-8, no key given twice (the
-    runtime refuses such a ``config.json`` and admits no one; the last list must not be
-    the one in force here — ``tests/security/test_206``)."""
+def read_bytes(path: str) -> bytes:
+    """A home's JSON file's bytes as the runtime's strict loader reads them, or
+    ``ValueError`` / ``OSError``: a regular file (opened without blocking: a FIFO in its
+    place would hold the worker for ever), at most :data:`MAX_FILE_BYTES`."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with open(fd, "rb", closefd=True) as handle:
         info = os.fstat(fd)
@@ -149,16 +166,72 @@ def read_json(path: str) -> Any:
         data = handle.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise ValueError("past the limit")
+    return data
+
+
+def parse_json(data: bytes) -> Any:
+    """``data`` decoded as UTF-8 JSON with no key given twice (the runtime refuses such a
+    ``config.json`` and admits no one; the last list must not be the one in force here —
+    ``tests/security/test_206``), or ``ValueError``."""
     try:
         return json.loads(data.decode("utf-8"), object_pairs_hook=_no_key_twice)
     except RecursionError:  # nested past the stack: refused as the strict loader does
         raise ValueError("nested too deep") from None
 
 
+def read_json(path: str) -> Any:
+    """A home's JSON file read strictly (:func:`read_bytes`, :func:`parse_json`)."""
+    return parse_json(read_bytes(path))
+
+
+def content_digest(data: bytes) -> str:
+    """The digest by which a configuration's bytes are known (:attr:`GraphReaders.accepted`)."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+#: how long the runtime's validator may take over one configuration, in seconds (past it:
+#: refused, fail closed)
+CONFIG_CHECK_SECONDS: Final = 60
+#: the runtime's answers, by the digest of the bytes asked about: None, it loads them;
+#: else why not (at most :data:`MAX_VERDICTS`, the oldest forgotten first)
+_VERDICTS: dict[str, str | None] = {}
+MAX_VERDICTS: Final = 64
+
+
+def runtime_refusal(source: str, data: bytes) -> str | None:
+    """Why the runtime does not load a ``config.json`` holding ``data``, or None.
+
+    Asked of the runtime's own loader in a child process (:mod:`.config_check`): the query
+    workers import no pydantic (``tests/server/test_worker_lean.py``), and a second
+    validator written here for them would drift from the runtime's. Once per content of
+    the file (a few hundred milliseconds, on the worker that reads it first after an
+    edit); a child that cannot be run, or does not answer within
+    :data:`CONFIG_CHECK_SECONDS`, refuses (fail closed)."""
+    digest = content_digest(data)
+    if digest in _VERDICTS:
+        return _VERDICTS[digest]
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package, env.get("PYTHONPATH")) if p)
+    why: str | None
+    try:
+        done = subprocess.run([sys.executable, "-m", "cradle_kg.server.config_check", source],
+                              input=data, capture_output=True, env=env, check=False,
+                              timeout=CONFIG_CHECK_SECONDS)
+        why = None if done.returncode == 0 else (
+            done.stdout.decode("utf-8", "replace").strip() or "the runtime's loader failed")
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the runtime's loader could not be asked: {exc}"  # not remembered
+    while len(_VERDICTS) >= MAX_VERDICTS:
+        del _VERDICTS[next(iter(_VERDICTS))]
+    _VERDICTS[digest] = why
+    return why
+
+
 #: the identities read from a configuration file, by its path: (its state, the approvers'
-#: token hashes, the declared agents)
+#: token hashes, the declared agents, whether it does not load)
 _CONFIG_IDENTITIES: dict[str, tuple[tuple[int, int, int, int], tuple[str, ...],
-                                    frozenset[str]]] = {}
+                                    frozenset[str], bool]] = {}
 
 #: the header a 401 carries (RFC 6750)
 CHALLENGE: Final = 'Bearer realm="cradle-kg graph"'

@@ -1,0 +1,87 @@
+"""The closed graph's readers refuse every ``config.json`` the runtime refuses.
+
+Attack: the query workers read ``config.json`` with the standard library (they import no
+pydantic: ``tests/server/test_worker_lean.py``) and took the approvers' token hashes and
+the agents' ids from any well-formed JSON (``test_206`` made the read itself strict). A
+file that is JSON but fails the runtime's validation — a key the model does not know, a
+value of the wrong type, an id that is not a string, a retired key (``plugins``) — makes
+the runtime refuse it (``config_unloadable``: no approver, no agent, every proposal
+denied) while the graph still admitted the approvers and agents it listed: an operator's
+half-finished edit, or one the runtime refused for a reason the reviewer saw, still let
+its tokens read every run's provenance.
+
+What must hold: the readers ask the runtime's own validator (in a child process: the
+workers stay lean) whether the bytes they read are a configuration it loads; one it
+refuses admits no approver and no agent on the graph (401, the reason said), and the same
+file made good admits them again. A corpus of bad files is refused by both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cradle_kg.canonical import token_hash
+from cradle_kg.config import load_config
+from cradle_kg.errors import InputError
+from cradle_kg.server.readers import GraphReaders
+
+BOB = "bob-token-0123456789"
+APPROVER = {"id": "human:bob", "token_hash": token_hash(BOB)}
+GOOD: dict[str, Any] = {"approvers": [APPROVER],
+                        "agents": [{"id": "agent:ledger-assistant"}]}
+
+#: JSON the runtime's validator refuses, each with the good approver in it
+BAD: dict[str, dict[str, Any]] = {
+    "unknown key": {**GOOD, "approverz": []},
+    "wrong type": {**GOOD, "repair_budget": "three"},
+    "agent id not a string": {**GOOD, "agents": [{"id": 7}]},
+    "agent with an unknown key": {**GOOD, "agents": [{"id": "agent:a", "rol": "x"}]},
+    "approver with an unknown key": {**GOOD, "approvers": [{**APPROVER, "scope": ["*"]}]},
+    "approver scopes not a list": {**GOOD, "approvers": [{**APPROVER, "scopes": "*"}]},
+    "retired key": {**GOOD, "plugins": {}},
+    "limit out of range": {**GOOD, "limits": [{"scope": "agent", "window_seconds": 0}]},
+    "input limits wrong": {**GOOD, "input_limits": {"max_bytes": "big"}},
+    "journal not a URL": {**GOOD, "journal": "mysql://x"},
+    "permission condition unknown": {**GOOD, "permissions": [
+        {"subject": "agent:a", "conditions": {"no_such_condition": 1}}]},
+    "not an object": [GOOD],
+}
+
+
+def _write(path: Path, value: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "config.json"
+    _write(path, GOOD)
+    return path
+
+
+def test_the_good_file_loads_and_admits(config: Path) -> None:
+    load_config(config)
+    assert GraphReaders(who="approvers", config_file=str(config)).refusal(
+        f"Bearer {BOB}") is None
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_a_file_the_runtime_refuses_admits_no_one_on_the_graph(config: Path,
+                                                               name: str) -> None:
+    readers = GraphReaders(who="tokens", config_file=str(config))
+    assert readers.refusal(f"Bearer {BOB}") is None
+    _write(config, BAD[name])
+    with pytest.raises(InputError):  # the runtime refuses it (config_unloadable)
+        load_config(config)
+    refused = readers.refusal(f"Bearer {BOB}")
+    assert refused is not None, name  # before: the approver read the graph
+    assert "config.json" in refused and "does not load" in refused
+    _write(config, GOOD)  # made good again: admitted again
+    assert readers.refusal(f"Bearer {BOB}") is None

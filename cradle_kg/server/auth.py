@@ -36,7 +36,7 @@ from ..canonical import token_hash
 from ..config import Approver, RuntimeConfig, locked_beside
 from ..errors import InputError, UnknownNameError
 from ..home import Home
-from .readers import TOKEN_FILE
+from .readers import TOKEN_FILE, read_tokens
 
 TOKEN_PREFIX: Final = "ck_"
 
@@ -67,15 +67,17 @@ def token_file(home: Home) -> Path:
 
 
 def read_agent_tokens(home: Home) -> dict[str, dict[str, Any]]:
+    """The agents' token entries, or a one-line :class:`InputError`: the file checked as
+    the graph's readers check it (:func:`.readers.read_tokens`, one check for both: before,
+    this read a FIFO in its place for ever, took the last of a key given twice and skipped
+    a malformed entry: ``tests/security/test_261``)."""
     path = token_file(home)
     if not path.exists():
         return {}
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"`{path}`: cannot read the API tokens: {exc}") from exc
-    identities = raw.get("identities", {}) if isinstance(raw, dict) else {}
-    return {str(k): dict(v) for k, v in identities.items() if isinstance(v, dict)}
+        return {str(k): dict(v) for k, v in read_tokens(str(path)).items()}
+    except (OSError, ValueError) as exc:
+        raise InputError(f"`{path}`: cannot read the API tokens: {exc}") from None
 
 
 def _tokens_locked(home: Home) -> contextlib.AbstractContextManager[None]:
@@ -147,7 +149,11 @@ def authenticate(home: Home, config: RuntimeConfig, token: str,
     for approver in (config.approvers if approvers is None else approvers):
         if hmac.compare_digest(digest, approver.token_hash):
             roles.setdefault(approver.id, set()).add("approver")
-    for agent_id, entry in read_agent_tokens(home).items():
+    try:
+        tokens = read_agent_tokens(home)
+    except InputError:  # fail closed: a token file that does not load admits no agent
+        tokens = {}
+    for agent_id, entry in tokens.items():
         declared = (config.agent(agent_id) is not None if agents is None
                     else agent_id in agents)
         if hmac.compare_digest(digest, str(entry.get("token_hash", ""))) and declared:

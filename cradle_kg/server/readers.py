@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -128,18 +129,11 @@ class GraphReaders:
         now = self._identities()[1]
         declared = self.agents if now is None else now
         try:
-            raw = read_json(self.token_file)
+            identities = read_tokens(self.token_file)
         except (OSError, ValueError):
-            return set()  # fail closed: an unreadable file admits no agent
-        identities = raw.get("identities", {}) if isinstance(raw, dict) else {}
-        if not isinstance(identities, dict):
-            return set()
-        found = set()
-        for agent, entry in identities.items():
-            digest = entry.get("token_hash") if isinstance(entry, dict) else None
-            if agent in declared and isinstance(digest, str):
-                found.add(digest)
-        return found
+            return set()  # fail closed: an unreadable or malformed file admits no agent
+        return {entry["token_hash"] for agent, entry in identities.items()
+                if agent in declared}
 
 
 #: the largest file read: :data:`cradle_kg.inputs.FILE_LIMITS`' (not imported: the query
@@ -187,6 +181,41 @@ def read_json(path: str) -> Any:
 def content_digest(data: bytes) -> str:
     """The digest by which a configuration's bytes are known (:attr:`GraphReaders.accepted`)."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+#: the keys of one agent's entry in the token file (``cradle-kg api-token issue`` writes
+#: them), and the form of its token's hash (:func:`cradle_kg.canonical.token_hash`)
+TOKEN_ENTRY_KEYS: Final = frozenset({"token_hash", "issued_at", "host"})
+_TOKEN_HASH = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def read_tokens(path: str) -> dict[str, dict[str, Any]]:
+    """The agents' token file (``api-tokens.json``) as the runtime and the graph's readers
+    both take it, or ``ValueError`` / ``OSError`` — one check for both
+    (:func:`cradle_kg.server.auth.read_agent_tokens` calls it), so that neither admits an
+    agent the other would not: read strictly (:func:`read_json`), an object whose only
+    key is ``identities``, an object of entries, each an object of
+    :data:`TOKEN_ENTRY_KEYS` with a ``token_hash`` of the form ``sha256:<64 hex>``, a
+    ``host`` exactly true or false and an ``issued_at`` string when given. Anything else
+    is a malformed file, which admits no agent anywhere (``tests/security/test_261``)."""
+    raw = read_json(path)
+    if not isinstance(raw, dict) or set(raw) - {"identities"}:
+        raise ValueError("not an object whose only key is `identities`")
+    identities = raw.get("identities", {})
+    if not isinstance(identities, dict):
+        raise ValueError("`identities` is not an object")
+    for agent, entry in identities.items():
+        if not isinstance(entry, dict) or set(entry) - TOKEN_ENTRY_KEYS:
+            raise ValueError(f"`identities.{agent}`: not an object of "
+                             f"{', '.join(sorted(TOKEN_ENTRY_KEYS))}")
+        if not (isinstance(entry.get("token_hash"), str)
+                and _TOKEN_HASH.fullmatch(entry["token_hash"])):
+            raise ValueError(f"`identities.{agent}.token_hash`: not `sha256:<64 hex>`")
+        if not isinstance(entry.get("host", False), bool) \
+                or not isinstance(entry.get("issued_at", ""), str):
+            raise ValueError(f"`identities.{agent}`: `host` is true or false, `issued_at` "
+                             "a string")
+    return identities
 
 
 #: how long the runtime's validator may take over one configuration, in seconds (past it:

@@ -25,14 +25,19 @@ from typing import Any
 
 import pytest
 
+from cradle_kg import Runtime
 from cradle_kg.canonical import token_hash
 from cradle_kg.config import load_config
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, prepare_home
 from cradle_kg.errors import InputError
 from cradle_kg.server.readers import GraphReaders
+from tests import oneshot
+
+from ..server.conftest import start_server, stop_server
 
 BOB = "bob-token-0123456789"
-APPROVER = {"id": "human:bob", "token_hash": token_hash(BOB)}
-GOOD: dict[str, Any] = {"approvers": [APPROVER],
+BOB_ENTRY = {"id": "human:bob", "token_hash": token_hash(BOB)}
+GOOD: dict[str, Any] = {"approvers": [BOB_ENTRY],
                         "agents": [{"id": "agent:ledger-assistant"}]}
 
 #: JSON the runtime's validator refuses, each with the good approver in it
@@ -41,8 +46,8 @@ BAD: dict[str, dict[str, Any]] = {
     "wrong type": {**GOOD, "repair_budget": "three"},
     "agent id not a string": {**GOOD, "agents": [{"id": 7}]},
     "agent with an unknown key": {**GOOD, "agents": [{"id": "agent:a", "rol": "x"}]},
-    "approver with an unknown key": {**GOOD, "approvers": [{**APPROVER, "scope": ["*"]}]},
-    "approver scopes not a list": {**GOOD, "approvers": [{**APPROVER, "scopes": "*"}]},
+    "approver with an unknown key": {**GOOD, "approvers": [{**BOB_ENTRY, "scope": ["*"]}]},
+    "approver scopes not a list": {**GOOD, "approvers": [{**BOB_ENTRY, "scopes": "*"}]},
     "retired key": {**GOOD, "plugins": {}},
     "limit out of range": {**GOOD, "limits": [{"scope": "agent", "window_seconds": 0}]},
     "input limits wrong": {**GOOD, "input_limits": {"max_bytes": "big"}},
@@ -85,3 +90,36 @@ def test_a_file_the_runtime_refuses_admits_no_one_on_the_graph(config: Path,
     assert "config.json" in refused and "does not load" in refused
     _write(config, GOOD)  # made good again: admitted again
     assert readers.refusal(f"Bearer {BOB}") is None
+
+
+@pytest.mark.slow
+def test_the_servers_workers_refuse_while_the_runtime_does(tmp_path: Path) -> None:
+    """The query workers (lean, forked) ask the runtime's loader too: 401 on the graph,
+    as on the API, while the file does not load; 200 again once it does."""
+    home = tmp_path / "home"
+    prepare_home(home)
+    with Runtime(home):
+        pass
+    config = home / "config.json"
+    good = json.loads(config.read_text(encoding="utf-8"))
+    approver = {"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}",
+                "Accept": "application/sparql-results+json"}
+    srv = start_server(["--home", str(home), "--graph-readers", "approvers"],
+                       tmp_path / "serve.log", home)
+    try:
+        def graph() -> Any:
+            return oneshot.get(srv.url + "/sparql", params={"query": "ASK { ?s ?p ?o }"},
+                               headers=approver, timeout=60)
+        def whoami() -> int:
+            return oneshot.get(srv.url + "/api/whoami", headers=approver,
+                               timeout=60).status_code
+        assert graph().status_code == 200 and whoami() == 200
+        _write(config, {**good, "approver_environments": ["production"]})  # a typo
+        assert whoami() == 401  # the runtime admits no one
+        refused = graph()
+        assert refused.status_code == 401, refused.text  # before: 200, the graph read
+        assert "does not load" in refused.text
+        _write(config, good)
+        assert graph().status_code == 200
+    finally:
+        stop_server(srv)

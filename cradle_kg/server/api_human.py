@@ -37,6 +37,7 @@ from ..evidence import HOST_COLLECTOR_PREFIX, MAX_EVIDENCE_BYTES, evidence_recor
 from ..inbox import INBOX_PAGE, MAX_INBOX_PAGE, InboxItem, inbox, inbox_size, parse_kinds
 from ..inputs import MAX_PAGE_INTEGER
 from ..loop.approval_flow import check_waiting, waiting_error
+from ..loop.proposal import check_run_namespace
 from ..loop.runtime import Runtime
 from ..runs import (
     EVENTS_PAGE,
@@ -363,7 +364,12 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
 
         def put() -> dict[str, Any]:  # under the API's lock: the quota's count holds
             # `run`: the run it is evidence for, alone (tests/security/test_199); `action`:
-            # the action (the key its agent pins on it), alone (test_247)
+            # the action (the key its agent pins on it), alone (test_247). INVARIANT: an
+            # agent's or its host's token binds no upload to a run of another identity's
+            # namespace, declared or not (a host's upload counts as evidence there:
+            # test_259); a person gives documents for any run
+            if run is not None and not who.is_approver:
+                check_run_namespace(run, who.identity)
             ref = upload(runtime.context, runtime.evidence, data, kind=kind, source=source,
                          by=by, for_run=run, for_action=action)
             return {"ref": ref, "bytes": len(data), "kind": kind, "source": source, "by": by,

@@ -244,7 +244,8 @@ def runtime_refusal(source: str, data: bytes) -> str | None:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package, env.get("PYTHONPATH")) if p)
     why: str | None
     try:
-        done = subprocess.run([sys.executable, "-m", "cradle_kg.server.config_check", source],
+        done = subprocess.run([sys.executable, "-P", "-m", "cradle_kg.server.config_check",
+                               source],
                               input=data, capture_output=True, env=env, check=False,
                               timeout=CONFIG_CHECK_SECONDS)
         why = None if done.returncode == 0 else (

@@ -139,3 +139,18 @@ def test_a_run_claimed_before_is_refused_to_both_and_read_by_approvers(home: Pat
             assert set(subjects(token_for(home, MALLORY))) == {None}
             assert set(subjects(token_for(home, NEWBOT))) == {None}
             assert THREAD_RUN in subjects(DEMO_TOKENS[APPROVER])
+
+
+def test_no_token_of_another_binds_evidence_to_the_namespace(home: Path, rt: Runtime) -> None:
+    """A host's upload is evidence in the run it names: not in another identity's."""
+    head = rt.journal.head()
+    with json_api(rt) as client:
+        def upload(token: str) -> Any:
+            return client.post("/api/evidence", params={"kind": "invoice", "run": THREAD_RUN},
+                               content=b"invoice 4471", headers={
+                                   "Authorization": f"Bearer {token}"})
+        refused = upload(token_for(home, MALLORY, host=True))
+        assert refused.status_code == 403, refused.text  # before: 200, counted there
+        assert NEWBOT in refused.text
+        assert rt.journal.head() == head
+        assert upload(DEMO_TOKENS[APPROVER]).status_code == 200  # a person gives it

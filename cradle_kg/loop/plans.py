@@ -73,6 +73,10 @@ def run_plan(ctx: LoopContext, plan: Plan, *,
     """Run ``plan`` step by step, each step submitted through the whole loop."""
     steps = ordered_steps(plan)
     run_id = f"run:plan:{plan.id}"
+    if "/" in plan.id:  # INVARIANT: refused before anything is journaled (test_259)
+        raise InputError(f"plan `{plan.id}`: a plan's id holds no `/`: its run "
+                         f"`{run_id}` would be in the namespace of `plan:…`, where no "
+                         "agent proposes", hint="name the plan without a `/`")
     result = PlanOutcome(plan.id, run_id)
     ctx.append([NewEvent(run_id=run_id, kind="plan.started", subject=plan.id,
                          actor=RUNTIME_ACTOR, at=ctx.clock(),

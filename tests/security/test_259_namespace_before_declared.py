@@ -28,7 +28,7 @@ from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.errors import InputError, RunOwnershipError
 from cradle_kg.integrations.calls import GovernedSession, HostMeta
 from cradle_kg.loop.runtime import RUN_CLAIMED
-from cradle_kg.records import Agent, Permission
+from cradle_kg.records import Agent, Permission, Plan, PlanStep, Proposal
 from cradle_kg.storage import NewEvent
 from cradle_kg.workflow.runner import check_run_id
 
@@ -154,3 +154,13 @@ def test_no_token_of_another_binds_evidence_to_the_namespace(home: Path, rt: Run
         assert NEWBOT in refused.text
         assert rt.journal.head() == head
         assert upload(DEMO_TOKENS[APPROVER]).status_code == 200  # a person gives it
+
+
+def test_a_plan_whose_run_is_a_namespace_is_refused_before_it_starts(rt: Runtime) -> None:
+    """``run:plan:<id>``: a plan id with a `/` names the namespace of `plan:…`: its steps
+    would each be refused there, after the plan's start was journaled."""
+    step = PlanStep(proposal=Proposal.model_validate(_proposal(MALLORY, "p-plan")))
+    head = rt.journal.head()
+    with pytest.raises(InputError, match="plan"):
+        rt.run_plan(Plan(id="ops/1", steps=(step,)))
+    assert rt.journal.head() == head

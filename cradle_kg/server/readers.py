@@ -66,8 +66,8 @@ class GraphReaders:
             return f"reading the graph needs {needed}: `Authorization: Bearer <token>`"
         if self._identities()[2]:
             return ("no token may read the graph now: the home's config.json does not load "
-                    "(the runtime refuses it too, and admits no one); it needs {needed} "
-                    "once the file is fixed")
+                    "(the runtime refuses it too and admits no one; the server's log says "
+                    f"why) or could not be checked; it needs {needed} once the file loads")
         # the hash :func:`cradle_kg.canonical.token_hash` keeps, computed here: the query
         # workers' fork server imports no pydantic (``tests/server/test_worker_lean.py``)
         digest = "sha256:" + hashlib.sha256(token.strip().encode("utf-8")).hexdigest()
@@ -252,6 +252,8 @@ def runtime_refusal(source: str, data: bytes) -> str | None:
             done.stdout.decode("utf-8", "replace").strip() or "the runtime's loader failed")
     except (OSError, subprocess.SubprocessError) as exc:
         return f"the runtime's loader could not be asked: {exc}"  # not remembered
+    if why is not None:  # the operator's to read, once per content (never a client's)
+        sys.stderr.write(f"cradle-kg: the graph admits no reader: {why}\n")
     while len(_VERDICTS) >= MAX_VERDICTS:
         del _VERDICTS[next(iter(_VERDICTS))]
     _VERDICTS[digest] = why

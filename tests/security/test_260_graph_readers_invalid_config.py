@@ -88,6 +88,7 @@ def test_a_file_the_runtime_refuses_admits_no_one_on_the_graph(config: Path,
     refused = readers.refusal(f"Bearer {BOB}")
     assert refused is not None, name  # before: the approver read the graph
     assert "config.json" in refused and "does not load" in refused
+    assert "approver" in refused and "{needed}" not in refused
     _write(config, GOOD)  # made good again: admitted again
     assert readers.refusal(f"Bearer {BOB}") is None
 
@@ -119,6 +120,8 @@ def test_the_servers_workers_refuse_while_the_runtime_does(tmp_path: Path) -> No
         refused = graph()
         assert refused.status_code == 401, refused.text  # before: 200, the graph read
         assert "does not load" in refused.text
+        assert "approver_environments" not in refused.text  # the why: the server's log
+        assert "approver_environments" in (tmp_path / "serve.log").read_text()
         _write(config, good)
         assert graph().status_code == 200
     finally:

@@ -33,6 +33,14 @@ def opened_demo_home(factory: pytest.TempPathFactory, name: str, *,
     return root
 
 
+def replace_file(path: Path, text: str) -> None:
+    """Write ``path`` as an operator's editor does: a new file renamed over the old one
+    (its inode changes: a reader watching the file sees the edit at once)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def without_journal_url() -> dict[str, str]:
     """This process's environment without a journal URL (a subprocess on the home's file)."""
     return {k: v for k, v in os.environ.items() if k != JOURNAL_URL_ENV}

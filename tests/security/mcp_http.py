@@ -44,6 +44,17 @@ def two_agent_home(root: Path) -> Path:
     return root
 
 
+def declare_agent(home: Path, agent: str) -> None:
+    """The operator adds ``agent`` to the home's ``config.json``, with the demo ledger's
+    read and write grants."""
+    base = load_config(home / "config.json")
+    save_config(home / "config.json", base.model_copy(update={
+        "agents": (*base.agents, Agent(id=agent, role="assistant",
+                                       permitted_scopes=("ledger:read", "ledger:write"))),
+        "permissions": (*base.permissions, Permission(
+            subject=agent, action_type="demo.ledger.*", resource_selector="ledger:*"))}))
+
+
 def token_for(home: Path, agent: str, *, host: bool = False) -> str:
     """An agent's token; ``host``: the host application's token for it (its calls may
     carry ``cradle-kg/facts`` and ``cradle-kg/input``)."""

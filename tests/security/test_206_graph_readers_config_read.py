@@ -28,14 +28,10 @@ from cradle_kg.canonical import token_hash
 from cradle_kg.inputs import FILE_LIMITS
 from cradle_kg.server.readers import MAX_FILE_BYTES, GraphReaders
 
+from .homes import replace_file
+
 BOB = "bob-token-0123456789"
 EVE = "eve-token-0123456789"
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _config(*approvers: str) -> str:
@@ -60,20 +56,20 @@ def _refusal_within(readers: GraphReaders, token: str, seconds: float) -> str | 
 
 def test_a_config_key_given_twice_admits_no_one_on_the_graph(tmp_path: Path) -> None:
     config = tmp_path / "config.json"
-    _write(config, _config(BOB))
+    replace_file(config, _config(BOB))
     readers = _readers(config)
     assert readers.refusal(f"Bearer {BOB}") is None
     # the runtime's loader refuses this file (and admits no approver); the graph did not
-    _write(config, '{"approvers": [], ' + _config(EVE)[1:])
+    replace_file(config, '{"approvers": [], ' + _config(EVE)[1:])
     assert readers.refusal(f"Bearer {EVE}") is not None  # before: read the graph
     assert readers.refusal(f"Bearer {BOB}") is not None
-    _write(config, _config(BOB))
+    replace_file(config, _config(BOB))
     assert readers.refusal(f"Bearer {BOB}") is None
 
 
 def test_a_config_swapped_for_a_fifo_refuses_without_blocking(tmp_path: Path) -> None:
     config = tmp_path / "config.json"
-    _write(config, _config(BOB))
+    replace_file(config, _config(BOB))
     readers = _readers(config)
     assert readers.refusal(f"Bearer {BOB}") is None
     config.unlink()
@@ -86,7 +82,7 @@ def test_a_config_swapped_for_a_fifo_refuses_without_blocking(tmp_path: Path) ->
         if fd is not None:
             os.close(fd)
     config.unlink()
-    _write(config, _config(BOB))
+    replace_file(config, _config(BOB))
     assert readers.refusal(f"Bearer {BOB}") is None
 
 
@@ -100,19 +96,19 @@ def _has_reader(fifo: Path) -> bool:
 
 def test_a_config_past_the_file_limit_admits_no_one(tmp_path: Path) -> None:
     config = tmp_path / "config.json"
-    _write(config, _config(BOB))
+    replace_file(config, _config(BOB))
     readers = _readers(config)
     assert readers.refusal(f"Bearer {BOB}") is None
     # the runtime refuses a config.json past the file limit (and admits no one)
     assert FILE_LIMITS.max_bytes == MAX_FILE_BYTES
-    _write(config, _config(BOB)[:-1] + ', "x": "' + "a" * MAX_FILE_BYTES + '"}')
+    replace_file(config, _config(BOB)[:-1] + ', "x": "' + "a" * MAX_FILE_BYTES + '"}')
     assert readers.refusal(f"Bearer {BOB}") is not None
 
 
 def test_a_config_nested_past_the_stack_admits_no_one(tmp_path: Path) -> None:
     config = tmp_path / "config.json"
-    _write(config, _config(BOB))
+    replace_file(config, _config(BOB))
     readers = _readers(config)
     assert readers.refusal(f"Bearer {BOB}") is None
-    _write(config, _config(BOB)[:-1] + ', "x": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    replace_file(config, _config(BOB)[:-1] + ', "x": ' + "[" * 200_000 + "]" * 200_000 + "}")
     assert readers.refusal(f"Bearer {BOB}") is not None  # before: a RecursionError

@@ -21,13 +21,11 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.config import load_config, save_config
 from cradle_kg.errors import RunOwnershipError
 from cradle_kg.integrations.calls import GovernedSession
 from cradle_kg.loop.proposal import run_namespace_owner
-from cradle_kg.records import Agent, Permission
 
-from .mcp_http import AGENT, fresh
+from .mcp_http import AGENT, declare_agent, fresh
 
 #: an agent whose id is AGENT's followed by `/lg-t`
 NESTED = f"{AGENT}/lg-t"
@@ -36,12 +34,7 @@ NESTED = f"{AGENT}/lg-t"
 @pytest.fixture
 def rt(tmp_path: Path) -> Iterator[Runtime]:
     home = fresh(tmp_path, "home")
-    base = load_config(home / "config.json")
-    save_config(home / "config.json", base.model_copy(update={
-        "agents": (*base.agents, Agent(id=NESTED, role="assistant",
-                                       permitted_scopes=("ledger:read", "ledger:write"))),
-        "permissions": (*base.permissions, Permission(
-            subject=NESTED, action_type="demo.ledger.*", resource_selector="ledger:*"))}))
+    declare_agent(home, NESTED)
     with Runtime(home) as runtime:
         yield runtime
 

@@ -23,17 +23,16 @@ from typing import Any
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.config import load_config, save_config
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.errors import InputError, RunOwnershipError
 from cradle_kg.integrations.calls import GovernedSession, HostMeta
 from cradle_kg.loop.runtime import RUN_CLAIMED
-from cradle_kg.records import Agent, Permission, Plan, PlanStep, Proposal
+from cradle_kg.records import Plan, PlanStep, Proposal
 from cradle_kg.storage import NewEvent
 from cradle_kg.workflow.runner import check_run_id
 
-from .homes import json_api
-from .mcp_http import MALLORY, token_for, two_agent_home
+from .homes import credit, json_api
+from .mcp_http import MALLORY, declare_agent, token_for, two_agent_home
 
 #: an agent the operator will declare tomorrow, and its LangGraph thread `1`'s run
 NEWBOT = "agent:newbot"
@@ -42,19 +41,7 @@ CREDIT = {"account": "acct-1", "amount": 5}
 
 
 def _proposal(agent: str, pid: str, **where: str) -> dict[str, Any]:
-    return {"id": pid, "task_id": "t", "agent_id": agent, **where,
-            "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
-                       "arguments": CREDIT}}
-
-
-def _declare(home: Path, agent: str) -> None:
-    """The operator adds ``agent`` to ``config.json``, with the demo ledger's grants."""
-    base = load_config(home / "config.json")
-    save_config(home / "config.json", base.model_copy(update={
-        "agents": (*base.agents, Agent(id=agent, role="assistant",
-                                       permitted_scopes=("ledger:read", "ledger:write"))),
-        "permissions": (*base.permissions, Permission(
-            subject=agent, action_type="demo.ledger.*", resource_selector="ledger:*"))}))
+    return {**credit(pid, agent=agent, amount=5), **where}
 
 
 @pytest.fixture
@@ -104,7 +91,7 @@ def test_the_declared_agents_thread_then_runs_in_its_run(home: Path) -> None:
     with Runtime(home) as rt:
         GovernedSession(rt, MALLORY).call("demo.ledger.credit", CREDIT,
                                           HostMeta(run=THREAD_RUN))
-    _declare(home, NEWBOT)
+    declare_agent(home, NEWBOT)
     with Runtime(home) as rt:
         done = GovernedSession(rt, NEWBOT, session_id="lg-1").call("demo.ledger.credit",
                                                                    CREDIT)
@@ -118,7 +105,7 @@ def test_a_run_claimed_before_is_refused_to_both_and_read_by_approvers(home: Pat
             run_id=THREAD_RUN, kind=RUN_CLAIMED, subject=THREAD_RUN, actor=MALLORY,
             at=rt.clock(), payload={"agent_id": MALLORY}, idem_key="run-claim:" + THREAD_RUN)])
         rt.record_input(THREAD_RUN, "credit acct-1 with 5", author="user:emma")
-    _declare(home, NEWBOT)
+    declare_agent(home, NEWBOT)
     with Runtime(home) as rt:
         head = rt.journal.head()
         victim = GovernedSession(rt, NEWBOT, session_id="lg-1").call("demo.ledger.credit",

@@ -19,7 +19,6 @@ file made good admits them again. A corpus of bad files is refused by both.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from cradle_kg.server.readers import GraphReaders
 from tests import oneshot
 
 from ..server.conftest import start_server, stop_server
+from .homes import replace_file
 
 BOB = "bob-token-0123456789"
 BOB_ENTRY = {"id": "human:bob", "token_hash": token_hash(BOB)}
@@ -59,9 +59,7 @@ BAD: dict[str, dict[str, Any]] = {
 
 
 def _write(path: Path, value: Any) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(value), encoding="utf-8")
-    os.replace(tmp, path)
+    replace_file(path, json.dumps(value))
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ admits again.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from cradle_kg.home import Home
 from cradle_kg.server.auth import authenticate
 from cradle_kg.server.readers import GraphReaders
 
+from .homes import replace_file
 from .mcp_http import AGENT, MALLORY, fresh, token_for
 
 #: what is done to a good token file (its agent's entry kept as issued)
@@ -38,12 +38,6 @@ BAD: dict[str, Any] = {
     "hash not of the form": lambda ids: {**ids, MALLORY: {"token_hash": "5"}},
     "an unknown key": lambda ids: {AGENT: {**ids[AGENT], "scopes": ["*"]}},
 }
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _both(home: Path, token: str) -> tuple[bool, bool]:
@@ -63,12 +57,12 @@ def test_a_malformed_token_file_admits_no_agent_anywhere(tmp_path: Path, name: s
     good = path.read_text(encoding="utf-8")
     assert _both(home, token) == (True, True)
     identities = json.loads(good)["identities"]
-    _write(path, json.dumps({"identities": BAD[name](identities)}))
+    replace_file(path, json.dumps({"identities": BAD[name](identities)}))
     assert _both(home, token) == (False, False), name  # before: admitted by one or both
     approver = authenticate(Home(home), load_config(home / "config.json"),
                             DEMO_TOKENS[APPROVER])
     assert approver is not None and approver.is_approver  # the approvers are config.json's
-    _write(path, good)
+    replace_file(path, good)
     assert _both(home, token) == (True, True)
 
 
@@ -78,6 +72,6 @@ def test_a_key_given_twice_is_refused_by_both(tmp_path: Path) -> None:
     token = token_for(home, AGENT)
     path = home / "api-tokens.json"
     entry = json.dumps(json.loads(path.read_text(encoding="utf-8"))["identities"][AGENT])
-    _write(path, f'{{"identities": {{"{AGENT}": {{"token_hash": "sha256:{"0" * 64}"}}, '
+    replace_file(path, f'{{"identities": {{"{AGENT}": {{"token_hash": "sha256:{"0" * 64}"}}, '
                  f'"{AGENT}": {entry}}}}}')
     assert _both(home, token) == (False, False)

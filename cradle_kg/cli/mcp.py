@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -50,10 +50,41 @@ SessionsOpt = Annotated[int, typer.Option(
     "--max-sessions-per-agent", min=1,
     help="Open MCP sessions one agent may hold at once (HTTP); the next is refused (429) "
          "until one is closed or ends idle.")]
+AllowHostOpt = Annotated[list[str] | None, typer.Option(
+    "--allow-host", help="A host name requests may give besides the loopback names of a "
+                         "loopback server (a reverse proxy's), repeatable; on another "
+                         "address, the only names answered (HTTP; 421 otherwise).",
+    show_default=False)]
+AllowOriginOpt = Annotated[list[str] | None, typer.Option(
+    "--allow-origin", help="A web origin whose pages may call the server, repeatable; `*`: "
+                           "any (HTTP; pages of the server's own names may, others get "
+                           "403).", show_default=False)]
 SyncOpt = Annotated[bool, typer.Option(
     "--graph-sync/--no-graph-sync", help="Update the graph store after every call (off: the "
                                          "journal stays the truth; `cradle-kg graph sync` "
                                          "catches the graph up later).")]
+
+
+@dataclass(frozen=True)
+class _Browsers:
+    """``--allow-host`` and ``--allow-origin``: :mod:`cradle_kg.server.hosts`."""
+
+    hosts: tuple[str, ...] = ()
+    origins: tuple[str, ...] = ()
+
+
+def _gateway(rt: Runtime, bind: str, browsers: _Browsers, command: str,
+             **app: Any) -> Any:
+    """The MCP app of ``mcp serve`` / ``mcp proxy`` on HTTP: the names and pages it answers
+    first (421, 403), the strict JSON loader before the SDK's (a hostile body is a parse
+    error, not a 500), then the gateway (:func:`.mcp_server.http_app`)."""
+    from ..integrations import mcp_server
+    from ..integrations.http_guard import StrictJsonBody
+    from ..server.hosts import BrowserGuard, answered_names
+
+    inner = StrictJsonBody(mcp_server.http_app(rt, **app), rt.config.input_limits)
+    return BrowserGuard(inner, hosts=answered_names(bind, browsers.hosts),
+                        origins=browsers.origins, command=command)
 
 
 def _check_transport(transport: Transport, agent: str | None) -> None:
@@ -69,14 +100,16 @@ def _check_transport(transport: Transport, agent: str | None) -> None:
 def serve(home: HomeOpt = None, agent: AgentOpt = None,
           transport: TransportOpt = Transport.STDIO, host: HostOpt = "127.0.0.1",
           port: PortOpt = 8765, approval_wait: WaitOpt = 0.0, graph_sync: SyncOpt = True,
-          max_sessions_per_agent: SessionsOpt = MAX_SESSIONS_PER_AGENT) -> None:
+          max_sessions_per_agent: SessionsOpt = MAX_SESSIONS_PER_AGENT,
+          allow_host: AllowHostOpt = None, allow_origin: AllowOriginOpt = None) -> None:
     """Serve the home's registered tools to any MCP client; every call is governed."""
     _check_transport(transport, agent)
+    browsers = _Browsers(tuple(allow_host or ()), tuple(allow_origin or ()))
     root, rt = _open(home, graph_sync)
     with rt:
         try:
             _run(rt, root, transport, agent, host, port, approval_wait,
-                 max_sessions_per_agent)
+                 max_sessions_per_agent, browsers)
         except CradleError as exc:
             fail(exc)
 
@@ -92,7 +125,7 @@ def _open(home: Path | None, graph_sync: bool) -> tuple[Path, Runtime]:
 
 
 def _run(rt: Runtime, root: Path, transport: Transport, agent: str | None, host: str,
-         port: int, wait: float, sessions: int) -> None:
+         port: int, wait: float, sessions: int, browsers: _Browsers) -> None:
     import anyio
 
     from ..integrations import mcp_server
@@ -104,14 +137,11 @@ def _run(rt: Runtime, root: Path, transport: Transport, agent: str | None, host:
         return
     import uvicorn
 
-    from ..integrations.http_guard import StrictJsonBody
     from ..server.deadlines import raise_open_files, request_deadlines
 
     raise_open_files()
-    # the strict JSON loader before the SDK's: a hostile body is a parse error, not a 500
-    app = StrictJsonBody(mcp_server.http_app(rt, approval_wait=wait, home_hint=str(root),
-                                             max_sessions_per_agent=sessions),
-                         rt.config.input_limits)
+    app = _gateway(rt, host, browsers, "cradle-kg mcp serve", approval_wait=wait,
+                   home_hint=str(root), max_sessions_per_agent=sessions)
     err_console.print(f"cradle-kg MCP (streamable HTTP) at http://{host}:{port}/mcp",
                       highlight=False)
     uvicorn.run(app, host=host, port=port, log_level="warning", http=request_deadlines())
@@ -140,7 +170,8 @@ def proxy(contracts: ContractsOpt, command: CommandArg = None, home: HomeOpt = N
           upstream: UpstreamOpt = None, agent: AgentOpt = None,
           transport: TransportOpt = Transport.STDIO, host: HostOpt = "127.0.0.1",
           port: PortOpt = 8765, approval_wait: WaitOpt = 0.0, graph_sync: SyncOpt = True,
-          max_sessions_per_agent: SessionsOpt = MAX_SESSIONS_PER_AGENT) -> None:
+          max_sessions_per_agent: SessionsOpt = MAX_SESSIONS_PER_AGENT,
+          allow_host: AllowHostOpt = None, allow_origin: AllowOriginOpt = None) -> None:
     """Govern an existing MCP server: its declared tools, served through both gates."""
     _check_transport(transport, agent)
     declared = _declared(contracts, command, upstream,
@@ -149,7 +180,8 @@ def proxy(contracts: ContractsOpt, command: CommandArg = None, home: HomeOpt = N
     with rt:
         opts = _ProxyOpts(command or None, upstream, prefix, allow_undeclared_read, agent,
                           transport, host, port, approval_wait, str(root),
-                          max_sessions_per_agent)
+                          max_sessions_per_agent,
+                          _Browsers(tuple(allow_host or ()), tuple(allow_origin or ())))
         error = _run_proxy(rt, declared, opts)
         if error is not None:
             fail(error)
@@ -168,6 +200,7 @@ class _ProxyOpts:
     wait: float
     home: str
     sessions: int = MAX_SESSIONS_PER_AGENT
+    browsers: _Browsers = _Browsers()
 
 
 def _declared(contracts: Path, command: list[str] | None, upstream: str | None,
@@ -215,15 +248,12 @@ def _run_proxy(rt: Runtime, declared: Contracts, o: _ProxyOpts) -> CradleError |
                 return
             import uvicorn
 
-            from ..integrations.http_guard import StrictJsonBody
             from ..server.deadlines import raise_open_files, request_deadlines
 
             raise_open_files()
-            app = StrictJsonBody(mcp_server.http_app(rt, approval_wait=o.wait,
-                                                     home_hint=o.home, only=ids,
-                                                     name="cradle-kg-proxy",
-                                                     max_sessions_per_agent=o.sessions),
-                                 rt.config.input_limits)
+            app = _gateway(rt, o.host, o.browsers, "cradle-kg mcp proxy", approval_wait=o.wait,
+                           home_hint=o.home, only=ids, name="cradle-kg-proxy",
+                           max_sessions_per_agent=o.sessions)
             err_console.print(f"cradle-kg MCP proxy at http://{o.host}:{o.port}/mcp",
                               highlight=False)
             await uvicorn.Server(uvicorn.Config(app, host=o.host, port=o.port,

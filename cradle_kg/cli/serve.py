@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -18,15 +17,6 @@ from ..config import load_config
 from ..errors import CradleError
 from ..home import Home, resolve_home
 from .common import HomeOpt, clean, console, fail
-
-
-def _hosts(bind: str, extra: Sequence[str]) -> tuple[str, ...]:
-    """The ``Host`` names a server on ``bind`` answers to: on a loopback address its
-    loopback names and ``extra``; elsewhere ``extra`` alone (none given: any)."""
-    from ..server.front import LOOPBACK_NAMES, loopback_bind
-
-    names = tuple(h.strip().lower().rstrip(".") for h in extra)
-    return (*LOOPBACK_NAMES, *names) if loopback_bind(bind) else names
 
 
 class GraphReadersChoice(StrEnum):
@@ -86,6 +76,7 @@ def serve(
     """Serve the graph: SPARQL 1.1 endpoint at /sparql, web page at /, API docs at /docs."""
     from ..server import ServerSettings, start_front
     from ..server.deadlines import raise_open_files
+    from ..server.hosts import answered_names
     from .common import pack_queries
 
     raise_open_files()  # first: the workers' fork server inherits it
@@ -98,7 +89,7 @@ def serve(
         max_body_bytes=max_body_bytes, max_query_bytes=max_query_bytes,
         max_query_depth=max_query_depth, header_seconds=header_timeout,
         cors_origins=tuple(cors_origin or ()),
-        allowed_hosts=_hosts(host, allow_host or ()), graph_readers=graph_readers.value)
+        allowed_hosts=answered_names(host, allow_host or ()), graph_readers=graph_readers.value)
     try:
         # the query workers answer /sparql on the port first; the server process answers
         # /healthz and builds the app (API, page) on the first request that needs it

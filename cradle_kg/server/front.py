@@ -63,6 +63,7 @@ from ..storage.sqlite_watch import JournalWatch
 from ..tls import tls_context
 from .deadlines import HEADER_SECONDS, request_deadlines
 from .guard import HEADERS, BodyLimit, Message, Receive, Scope, SecurityHeaders, Send
+from .hosts import allowed_host
 from .plan import named_job, plan, service_description
 from .readers import CHALLENGE, GraphReaders
 from .sandbox import deny_network
@@ -439,45 +440,6 @@ class QueryWorker:
             await send({"type": "http.response.body", "body": b""})
         finally:
             await response.aclose()
-
-
-#: the names of this machine's loopback interface: what a server bound to it answers to
-LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "::1")
-
-
-def loopback_bind(host: str) -> bool:
-    """Whether ``host`` (``serve --host``) is this machine's loopback interface."""
-    import ipaddress
-
-    if host.lower() in ("localhost", "localhost."):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def allowed_host(scope: Scope, allowed: Sequence[str]) -> str | None:
-    """Why a request's ``Host`` is not one of ``allowed`` (None: it is, or anything is).
-
-    A browser sends the name it resolved: a page of ``evil.example`` whose name an attacker
-    re-points at 127.0.0.1 (DNS rebinding) reaches a loopback server as ``evil.example``,
-    same-origin for the browser — so CORS does not stop it from reading the answers. A
-    request without ``Host`` (HTTP/1.0, no browser) is let through."""
-    if not allowed:
-        return None
-    value = next((v for k, v in scope.get("headers", ()) if k == b"host"), None)
-    if value is None:
-        return None
-    name = value.decode("latin-1").strip().lower()
-    if name.startswith("["):  # [::1]:7878
-        name = name[1:name.find("]")] if "]" in name else name
-    elif name.count(":") == 1:
-        name = name.split(":", 1)[0]
-    if name.rstrip(".") in allowed:
-        return None
-    return (f"this server does not answer to the host name `{name[:100]}` (it answers to "
-            f"{', '.join(allowed)}; `cradle-kg serve --allow-host NAME` adds one)\n")
 
 
 def _raw_503(text: bytes, cors: Sequence[tuple[bytes, bytes]] = ()) -> bytes:

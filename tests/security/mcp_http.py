@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,15 +80,17 @@ class Served:
             return list(journal.events())
 
 
-def serve(home: Path, *extra: str) -> Iterator[Served]:
-    """Start the server (127.0.0.1 only; ``extra``: more options); yield it; stop it."""
+def serve(home: Path, *extra: str, verb: str = "serve", tail: Sequence[str] = ()
+          ) -> Iterator[Served]:
+    """Start the server (127.0.0.1 only; ``extra``: more options; ``verb``: ``proxy`` for
+    ``mcp proxy``, its upstream in ``tail``); yield it; stop it."""
     port = free_port()
     log = home.parent / f"{home.name}.stderr"
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cradle_kg", "mcp", "serve", "--home", str(home),
+            [sys.executable, "-m", "cradle_kg", "mcp", verb, "--home", str(home),
              "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port),
-             *extra],
+             *extra, *tail],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
     served = Served(f"http://127.0.0.1:{port}/mcp", home, proc, log,
                     journal=home_journal_target(home))

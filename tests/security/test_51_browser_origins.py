@@ -85,15 +85,14 @@ def test_named_origins_and_hosts_are_answered(tmp_path_factory: pytest.TempPathF
 
 
 def test_the_names_a_server_answers_to() -> None:
-    from cradle_kg.cli.serve import _hosts
-    from cradle_kg.server.front import allowed_host, loopback_bind
+    from cradle_kg.server.hosts import allowed_host, answered_names, loopback_bind
 
     assert loopback_bind("127.0.0.1") and loopback_bind("::1") and loopback_bind("localhost")
     assert not loopback_bind("0.0.0.0") and not loopback_bind("192.168.1.4")
-    assert _hosts("127.0.0.1", ["Proxy.Internal."]) == ("localhost", "127.0.0.1", "::1",
-                                                       "proxy.internal")
-    assert _hosts("0.0.0.0", []) == ()  # exposed on purpose: any name
-    loop = _hosts("127.0.0.1", [])
+    assert answered_names("127.0.0.1", ["Proxy.Internal."]) == (
+        "localhost", "127.0.0.1", "::1", "proxy.internal")
+    assert answered_names("0.0.0.0", []) == ()  # exposed on purpose: any name
+    loop = answered_names("127.0.0.1", [])
 
     def scope(host: bytes | None) -> dict[str, object]:
         return {"headers": [(b"host", host)] if host is not None else []}

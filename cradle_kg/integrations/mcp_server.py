@@ -445,26 +445,37 @@ def http_app(runtime: Runtime, *, approval_wait: float = 0.0, home_hint: str = "
     """Streamable HTTP at ``path``, behind the agents' bearer tokens (401 without one);
     each agent holds at most ``max_sessions_per_agent`` open sessions (:class:`SessionQuota`)."""
     require("mcp", extra="mcp")
-    from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
+    from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
     from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+    from mcp.server.lowlevel.server import request_ctx
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.middleware.authentication import AuthenticationMiddleware
     from starlette.routing import Route
 
+    def current() -> Any:
+        """The token of the HTTP request that carries the message being handled (None:
+        none). INVARIANT: never the SDK's ``get_access_token()``, which a session's tasks
+        read from the request that *opened* the session: every call was judged by the
+        token of its ``initialize`` (``tests/security/test_265``)."""
+        ctx = request_ctx.get(None)
+        scope = getattr(getattr(ctx, "request", None), "scope", None)
+        user = scope.get("user") if isinstance(scope, dict) else None
+        return getattr(user, "access_token", None)
+
     def identity() -> str | None:
-        token = get_access_token()
-        return token.client_id if token is not None else None
+        token = current()
+        return str(token.client_id) if token is not None else None
 
     def host_trusted() -> bool:
-        token = get_access_token()
+        token = current()
         return token is not None and HOST_SCOPE in token.scopes
 
     tokens = AgentTokens(runtime)
 
     def still_valid() -> bool:
-        token = get_access_token()
+        token = current()
         return token is not None and tokens.identity(token.token) == token.client_id
 
     server = build_server(runtime, identity, approval_wait=approval_wait, home_hint=home_hint,

@@ -11,7 +11,9 @@ middleware runs it over the body first: a refused body is a JSON-RPC parse error
 accept. The body is read at most once and handed on unchanged.
 
 Only requests that carry a bearer token are read here; the others go straight to the
-endpoint, whose authentication answers 401 without reading the body.
+endpoint, whose authentication answers 401 without reading the body. A request that is
+no ``POST`` carries no body: one that declares a body is a 413, its body never read (the
+SDK reads any request's body whole before it looks at the method: ``test_266``).
 """
 
 from __future__ import annotations
@@ -135,6 +137,12 @@ class StrictJsonBody:
         self.budget = BodyBudget(largest=self.limits.max_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") == "http" and scope.get("method") != "POST" and _has_body(scope):
+            # the SDK reads any request's body whole, outside the budget (test_266)
+            await _error(send, 413, INVALID_REQUEST,
+                         f"a {scope.get('method')} request to the MCP endpoint carries no body",
+                         close=True)
+            return
         if scope.get("type") != "http" or scope.get("method") != "POST" \
                 or not _has_bearer(scope):
             await self.app(scope, receive, send)
@@ -172,11 +180,24 @@ def _has_bearer(scope: Scope) -> bool:
     return False
 
 
-async def _error(send: Send, status: int, code: int, message: str) -> None:
+def _has_body(scope: Scope) -> bool:
+    """Whether a request declares a body (``Content-Length`` above 0, or any
+    ``Transfer-Encoding``): without either, HTTP/1.1 gives it none."""
+    for name, value in scope.get("headers", ()):
+        key = bytes(name).lower()
+        if key == b"transfer-encoding" or (key == b"content-length"
+                                           and bytes(value).strip() not in (b"0", b"")):
+            return True
+    return False
+
+
+async def _error(send: Send, status: int, code: int, message: str, *,
+                 close: bool = False) -> None:
     body = error_message(code, message)
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode("ascii"))]})
+                            (b"content-length", str(len(body)).encode("ascii")),
+                            *([(b"connection", b"close")] if close else [])]})
     await send({"type": "http.response.body", "body": body})
 
 

@@ -755,8 +755,10 @@ async def connect(command: list[str] | None, url: str | None,
     async with contextlib.AsyncExitStack() as stack:
         channel: Channel
         if url is not None:
+            from .upstream_http import upstream_name
+
             channel = await stack.enter_async_context(_http_session(url, cap, stale))
-            source = url
+            source = upstream_name(url)
         else:
             from mcp.shared.exceptions import McpError
 

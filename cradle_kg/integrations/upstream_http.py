@@ -89,7 +89,16 @@ def within_origin(upstream: httpx.URL, url: httpx.URL) -> bool:
 
 
 def _origin(url: httpx.URL) -> str:
-    return f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return f"{url.scheme}://{host}" + (f":{url.port}" if url.port else "")
+
+
+def upstream_name(url: str) -> str:
+    """How an upstream on HTTP is named wherever it is shown or kept — its tools'
+    descriptions, the agent reads; a verification's source, journaled: its origin alone.
+    Its URL may carry its key (a user and password, a query, a path of its own): that is
+    used only to reach it (``tests/security/test_267``)."""
+    return _origin(httpx.URL(url))
 
 
 def error_body(rid: str | int, message: str) -> bytes:

@@ -63,6 +63,11 @@ CONTRACTS = "tools:\n" + "".join(
 def upstream(tmp_path: Path) -> Iterator[str]:
     """The hostile server's URL (it records what reaches its other origin in
     ``tmp_path/stolen.jsonl``)."""
+    yield from hostile_upstream(tmp_path)
+
+
+def hostile_upstream(tmp_path: Path) -> Iterator[str]:
+    """Start ``http_upstream.py`` in ``tmp_path``; yield its URL; stop it."""
     with (tmp_path / "upstream.stderr").open("wb") as err:
         server = subprocess.Popen([sys.executable, str(UPSTREAM), str(tmp_path)],
                                   stdout=subprocess.PIPE, stderr=err)
@@ -84,10 +89,11 @@ class Proxy(JsonLinesProcess):
     """A ``cradle-kg mcp proxy --upstream URL`` on pipes; its home's answers capped at
     ``4 * 1 MiB + max_bytes (1 MiB)``: 5 MiB."""
 
-    def __init__(self, home: Path, tmp: Path, url: str) -> None:
+    def __init__(self, home: Path, tmp: Path, url: str, contracts_text: str = CONTRACTS
+                 ) -> None:
         capped_proxy_home(home)
         contracts = tmp / "contracts.yaml"
-        contracts.write_text(CONTRACTS)
+        contracts.write_text(contracts_text)
         self.stderr = (tmp / "proxy.stderr").open("wb")
         super().__init__(["mcp", "proxy", "--home", str(home), "--agent", AGENT,
                           "--contracts", str(contracts), "--prefix", "test.up.",

@@ -76,14 +76,12 @@ class _Browsers:
 def _gateway(rt: Runtime, bind: str, browsers: _Browsers, command: str,
              **app: Any) -> Any:
     """The MCP app of ``mcp serve`` / ``mcp proxy`` on HTTP: the names and pages it answers
-    first (421, 403), the strict JSON loader before the SDK's (a hostile body is a parse
-    error, not a 500), then the gateway (:func:`.mcp_server.http_app`)."""
+    first (421, 403), then the gateway (:func:`.mcp_server.http_app`: the token, the
+    strict JSON loader before the SDK's, the sessions)."""
     from ..integrations import mcp_server
-    from ..integrations.http_guard import StrictJsonBody
     from ..server.hosts import BrowserGuard, answered_names
 
-    inner = StrictJsonBody(mcp_server.http_app(rt, **app), rt.config.input_limits)
-    return BrowserGuard(inner, hosts=answered_names(bind, browsers.hosts),
+    return BrowserGuard(mcp_server.http_app(rt, **app), hosts=answered_names(bind, browsers.hosts),
                         origins=browsers.origins, command=command)
 
 

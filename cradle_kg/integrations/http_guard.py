@@ -10,10 +10,12 @@ middleware runs it over the body first: a refused body is a JSON-RPC parse error
 400, ``-32700``) or too large (HTTP 413), and the SDK sees only bodies the runtime would
 accept. The body is read at most once and handed on unchanged.
 
-Only requests that carry a bearer token are read here; the others go straight to the
-endpoint, whose authentication answers 401 without reading the body. A request that is
-no ``POST`` carries no body: one that declares a body is a 413, its body never read (the
-SDK reads any request's body whole before it looks at the method: ``test_266``).
+It runs inside the gateway's token check (:func:`.mcp_server.http_app`): a request whose
+token is not an agent's is answered 401 before, its body never read — the strict loader
+parses a MiB in some tenths of a second on the event loop, which anyone saying ``Bearer
+nope`` had it do before (``test_268``). A request that is no ``POST`` carries no body:
+one that declares a body is a 413, its body never read (the SDK reads any request's body
+whole before it looks at the method: ``test_266``).
 """
 
 from __future__ import annotations

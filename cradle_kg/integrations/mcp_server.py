@@ -46,6 +46,7 @@ from .http_guard import (
     MAX_SESSIONS_PER_AGENT,
     SESSION_IDLE_SECONDS,
     SessionQuota,
+    StrictJsonBody,
     envelope_limits,
     envelope_problem,
     error_message,
@@ -442,7 +443,8 @@ def http_app(runtime: Runtime, *, approval_wait: float = 0.0, home_hint: str = "
              path: str = "/mcp", only: Collection[str] | None = None,
              name: str = "cradle-kg",
              max_sessions_per_agent: int = MAX_SESSIONS_PER_AGENT) -> Starlette:
-    """Streamable HTTP at ``path``, behind the agents' bearer tokens (401 without one);
+    """Streamable HTTP at ``path``, behind the agents' bearer tokens (401 without one, the
+    body unread); a body then read by the strict JSON loader (:class:`StrictJsonBody`);
     each agent holds at most ``max_sessions_per_agent`` open sessions (:class:`SessionQuota`)."""
     require("mcp", extra="mcp")
     from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -490,8 +492,13 @@ def http_app(runtime: Runtime, *, approval_wait: float = 0.0, home_hint: str = "
     quota = SessionQuota(lambda scope, receive, send: manager.handle_request(
         scope, receive, send), limit=max_sessions_per_agent, idle=idle)
 
+    # INVARIANT: the body is read (and parsed by the strict loader) only once the token is
+    # known: before, anyone saying `Bearer nope` had a MiB parsed on the event loop
+    # (tests/security/test_268)
+    strict = StrictJsonBody(quota, runtime.config.input_limits)
+
     async def endpoint(scope: Any, receive: Any, send: Any) -> None:
-        await quota(scope, receive, send)
+        await strict(scope, receive, send)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -17,12 +17,11 @@ A real ``cradle-kg mcp serve --transport streamable-http`` on 127.0.0.1, raw soc
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import pytest
 
-from .mcp_http import AGENT, Client, Served, fresh, serve, token_for
+from .mcp_http import AGENT, Client, Served, fresh, half_sent, serve, token_for
 
 DECLARED = 1024 * 1024
 
@@ -35,29 +34,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield server
 
 
-def _half_sent(served: Served, method: str, framing: str) -> bytes:
-    """The answer to a ``method`` whose body is declared and not all sent (what came
-    within 20 s: b"" while the server waits for the rest)."""
-    port = int(served.url.split(":")[2].split("/")[0])
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
-        conn.sendall((f"{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                      f"Authorization: Bearer {served.tokens[AGENT]}\r\n"
-                      "Accept: application/json, text/event-stream\r\n"
-                      f"Content-Type: application/json\r\n{framing}\r\n\r\n").encode())
-        conn.sendall(b" " * 65536 if "Length" in framing else b"10000\r\n" + b" " * 65536)
-        answer = b""
-        try:
-            while chunk := conn.recv(4096):  # until the server closes the connection
-                answer += chunk
-        except TimeoutError:
-            pass
-        return answer
-
-
 @pytest.mark.parametrize("method", ["PUT", "GET", "DELETE", "PATCH"])
 def test_a_body_that_is_no_post_s_is_refused_unread(served: Served, method: str) -> None:
     for framing in (f"Content-Length: {DECLARED}", "Transfer-Encoding: chunked"):
-        answer = _half_sent(served, method, framing)
+        answer = half_sent(served, method, framing, served.tokens[AGENT])
         # before: nothing within 20 s: the SDK was reading the 1 MiB (outside the budget)
         assert answer.startswith(b"HTTP/1.1 413"), (method, framing, answer[:200])
         assert b"carries no body" in answer

@@ -115,7 +115,7 @@ def test_the_budget_counts_what_is_held_and_gives_it_back(tmp_path: Path) -> Non
 
 
 def test_the_mcp_endpoint_reads_bodies_within_its_budget_too() -> None:
-    """``mcp serve``'s strict JSON body reader (before the token is checked) shares the rule:
+    """``mcp serve``'s strict JSON body reader (once the token is checked) shares the rule:
     a body its process has no room for is a 503, and the app is not called."""
     import asyncio
     from typing import Any

@@ -76,6 +76,10 @@ POLL_SECONDS = 0.25
 IdentityFn = Callable[[], str | None]
 
 
+#: an agent's calls that run at once on one MCP server (its next waits for one of them)
+CALLS_PER_AGENT = 8
+
+
 class SessionBook:
     """One :class:`GovernedSession` per MCP session (and so one run per session)."""
 
@@ -85,6 +89,19 @@ class SessionBook:
         self.home_hint = home_hint
         self._sessions: weakref.WeakKeyDictionary[Any, GovernedSession] = (
             weakref.WeakKeyDictionary())
+        self._threads: dict[str, Any] = {}  # agent id -> its anyio.CapacityLimiter
+
+    def threads(self, agent_id: str) -> Any:
+        """The worker threads ``agent_id``'s calls run on: :data:`CALLS_PER_AGENT` at once,
+        its own — not the pool every call of the process shares (anyio's 40), which one
+        agent's slow calls took whole: every other agent's call waited on them
+        (``tests/security/test_270``). Made on the event loop; one per authenticated agent."""
+        import anyio
+
+        held = self._threads.get(agent_id)
+        if held is None:
+            held = self._threads[agent_id] = anyio.CapacityLimiter(CALLS_PER_AGENT)
+        return held
 
     def session(self, key: Any, agent_id: str) -> GovernedSession:
         held = self._sessions.get(key)
@@ -187,7 +204,8 @@ async def governed_call(book: SessionBook, key: ServerSession, agent: str,
     except InputError as exc:
         return refused(exc, {"tool": name})
     result = await anyio.to_thread.run_sync(_call_in_thread, session, name,
-                                            req.params.arguments or {}, meta)
+                                            req.params.arguments or {}, meta,
+                                            limiter=book.threads(agent))
     token = req.params.meta.progressToken if req.params.meta else None
     if result.status != "awaiting_approval" or approval_wait <= 0 or token is None:
         return result

@@ -695,7 +695,7 @@ class Runtime:
         that decision; with room, nothing more is read. Another agent's run is refused
         first (:func:`check_run_owner`), as before."""
         run_id = proposal.effective_run_id
-        check_run_namespace(run_id, claim_for, self.declared_agents())
+        check_run_namespace(run_id, claim_for)
         if check_run_owner(self.journal, run_id, claim_for) is not None:
             return  # the agent's run already: its input is written into its own run
         now = self.clock()

@@ -116,15 +116,16 @@ def serve(home: Path, *extra: str, verb: str = "serve", tail: Sequence[str] = ()
 
 def half_sent(served: Served, method: str, framing: str, token: str) -> bytes:
     """The answer to a ``method`` request whose body is declared (``framing``: its
-    ``Content-Length`` or ``Transfer-Encoding`` header) and not all sent: what came within
-    20 s, b"" while the server waits for the rest."""
+    ``Content-Length`` or ``Transfer-Encoding`` header) and none of it sent: what came within
+    20 s, b"" while the server waits for the body. (Nothing of the body is sent: a server
+    that answers at once and closes with sent bytes unread resets the connection, and the
+    reset can overtake its answer.)"""
     port = int(served.url.split(":")[2].split("/")[0])
     with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
         conn.sendall((f"{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
                       f"Authorization: Bearer {token}\r\n"
                       "Accept: application/json, text/event-stream\r\n"
                       f"Content-Type: application/json\r\n{framing}\r\n\r\n").encode())
-        conn.sendall(b" " * 65536 if "Length" in framing else b"10000\r\n" + b" " * 65536)
         answer = b""
         try:
             while chunk := conn.recv(4096):  # until the server closes the connection

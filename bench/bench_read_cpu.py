@@ -1,0 +1,100 @@
+"""CPU of the in-process governed read: this tree against a baseline tree, alternated.
+
+    cd /tmp && .venv/bin/python /path/to/tree/bench/bench_read_cpu.py \\
+        --baseline /path/to/base-tree [--tree /path/to/tree] [--pairs 3] [--calls 600]
+
+Each run is a subprocess started from ``/tmp`` with ``PYTHONPATH`` on one tree (so it
+imports that tree's ``cradle_kg``, whatever the current directory): it builds the demo
+home (:func:`cradle_kg.demo.scenario.prepare_home`), opens a ``Runtime`` and a
+``GovernedSession`` on it and calls the ledger's read (``demo.ledger.balance``) — the
+call ``mcp serve`` makes in its worker thread, without MCP. It measures the thread's CPU
+time (``time.thread_time``) of each call after a warm-up: CPU time does not count the
+waits a shared machine's other processes impose, wall-clock does. The background
+checkpoint thread's CPU is not counted (it is not on the call's path).
+
+The two trees are run alternately, ``--pairs`` times each, the order swapped every pair;
+printed: each run's p50, then min / median of the runs' p50s per tree and their ratio
+(tree / baseline). No timing assertion anywhere: figures are for the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_CHILD = "--child"
+
+
+def _child(calls: int, warmup: int) -> None:
+    from cradle_kg import Runtime
+    from cradle_kg.demo.scenario import AGENT, prepare_home
+    from cradle_kg.integrations.calls import GovernedSession
+
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        prepare_home(home)
+        runtime = Runtime(home)
+        try:
+            session = GovernedSession(runtime, AGENT)
+            spent: list[float] = []
+            for i in range(warmup + calls):
+                cpu = time.thread_time()
+                out = session.call("demo.ledger.balance", {"account": "acct-1"})
+                took = (time.thread_time() - cpu) * 1000
+                if out.is_error:
+                    raise SystemExit(f"the governed read failed: {out}")
+                if i >= warmup:
+                    spent.append(took)
+        finally:
+            runtime.close()
+    print(f"{statistics.median(spent):.4f}")
+
+
+def _run(tree: Path, calls: int, warmup: int) -> float:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), _CHILD,
+                          str(calls), str(warmup)],
+                         cwd="/tmp", env=env, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"run on `{tree}` failed:\n{out.stderr[-2000:]}")
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1])
+    parser.add_argument("--baseline", type=Path, required=True)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=600)
+    parser.add_argument("--warmup", type=int, default=100)
+    args = parser.parse_args()
+    trees = {"baseline": args.baseline.resolve(), "tree": args.tree.resolve()}
+    runs: dict[str, list[float]] = {"baseline": [], "tree": []}
+    for pair in range(args.pairs):
+        order = ["baseline", "tree"] if pair % 2 == 0 else ["tree", "baseline"]
+        for name in order:
+            p50 = _run(trees[name], args.calls, args.warmup)
+            runs[name].append(p50)
+            load = os.getloadavg()[0]
+            print(f"pair {pair + 1} {name:8} p50 CPU {p50:.3f} ms/call  (load {load:.1f})",
+                  flush=True)
+    for name in ("baseline", "tree"):
+        print(f"{name:8} {trees[name]}: min {min(runs[name]):.3f} / median "
+              f"{statistics.median(runs[name]):.3f} ms")
+    ratio_min = min(runs["tree"]) / min(runs["baseline"])
+    ratio_med = statistics.median(runs["tree"]) / statistics.median(runs["baseline"])
+    print(f"ratio tree / baseline: min {ratio_min:.3f}, median {ratio_med:.3f} "
+          f"({(1 - ratio_med) * 100:+.1f} % cheaper by the median)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == _CHILD:
+        _child(int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        main()

@@ -559,11 +559,22 @@ class SqliteJournal:
             written: list[AuditEvent] = []
             runs: dict[str, list[int]] = {}
             settled = settled_intents(events)
+            rows: list[tuple[Any, ...]] = []  # the event rows not inserted yet
             for i, (new, enc) in enumerate(zip(events, encoded, strict=True)):
                 seq += 1
-                written.append(self._insert(conn, seq, prev, new, enc, settled=i in settled))
+                row, event = self._new_row(seq, prev, new, enc)
+                rows.append(row)
+                written.append(event)
+                if derived.reads_events(new.kind):
+                    # INVARIANT: what derives from the events reads them up to this one
+                    self._insert(conn, rows)
+                # INVARIANT: derived state changes in the transaction that writes its events
+                derived.apply(conn, seq=seq, run_id=new.run_id, kind=new.kind,
+                              subject=new.subject, at=enc.at, payload=new.payload,
+                              settled=i in settled)
                 count_run(runs, seq=seq, run_id=new.run_id, kind=new.kind)
-                prev = written[-1].hash
+                prev = event.hash
+            self._insert(conn, rows)
             derived.apply_runs(conn, self._runs.needed(runs, written[0].seq - 1))
             conn.execute(
                 "INSERT INTO head(one, seq, hash) VALUES (1, ?, ?) "
@@ -593,8 +604,9 @@ class SqliteJournal:
         return str(rows[0][0]) if rows else keys[0]
 
     @staticmethod
-    def _insert(conn: sqlite3.Connection, seq: int, prev: str, new: NewEvent, enc: Encoded,
-                *, settled: bool = False) -> AuditEvent:
+    def _new_row(seq: int, prev: str, new: NewEvent, enc: Encoded
+                 ) -> tuple[tuple[Any, ...], AuditEvent]:
+        """The ``events`` row of ``new`` at ``seq`` after ``prev``, and the event it is."""
         payload_text, payload_hash, at = enc.payload_text, enc.payload_hash, enc.at
         event_id = f"evt-{seq:010d}"
         own = event_hash(
@@ -602,21 +614,24 @@ class SqliteJournal:
             subject=new.subject, actor=new.actor, at=at,
             payload_hash=payload_hash, prev_hash=prev, idem_key=new.idem_key,
         )
-        conn.execute(
-            "INSERT INTO events(seq, id, run_id, kind, subject, actor, at, payload, "
-            "payload_hash, prev_hash, hash, idem_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (seq, event_id, new.run_id, new.kind, new.subject, new.actor, at,
-             payload_text, payload_hash, prev, own, new.idem_key),
-        )
-        # INVARIANT: derived state changes in the transaction that writes its events
-        derived.apply(conn, seq=seq, run_id=new.run_id, kind=new.kind, subject=new.subject,
-                      at=at, payload=new.payload, settled=settled)
+        row = (seq, event_id, new.run_id, new.kind, new.subject, new.actor, at,
+               payload_text, payload_hash, prev, own, new.idem_key)
         # built from values this method just computed: no validation pass on the hot path
-        return built_event(
+        return row, built_event(
             seq=seq, id=event_id, run_id=new.run_id, kind=new.kind, subject=new.subject,
             actor=new.actor, at=parse_iso(at), payload=new.payload,
             payload_hash=payload_hash, prev_hash=prev, hash=own,
         )
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+        """Insert ``rows`` (:meth:`_new_row`) in one statement, and empty the list."""
+        if rows:
+            conn.executemany(
+                "INSERT INTO events(seq, id, run_id, kind, subject, actor, at, payload, "
+                "payload_hash, prev_hash, hash, idem_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                rows)
+            rows.clear()
 
     # --- reading ------------------------------------------------------------------
 

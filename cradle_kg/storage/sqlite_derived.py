@@ -221,6 +221,17 @@ def apply_runs(conn: sqlite3.Connection, runs: dict[str, list[int]]) -> None:
         [(run_id, first, proposals) for run_id, (first, proposals) in runs.items()])
 
 
+#: the kinds whose statements in :func:`apply` may read the ``events`` table (a run's
+#: state recomputed from its events, a task's resolution): the append inserts the events
+#: up to such an event before applying it; the other statements read only derived tables
+_READS_EVENTS = run_state_sql.KINDS | tasks_sql.KINDS
+
+
+def reads_events(kind: str) -> bool:
+    """Whether :func:`apply` of an event of ``kind`` may read the ``events`` table."""
+    return kind in _READS_EVENTS
+
+
 def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject: str,
           at: str, payload: dict[str, Any], settled: bool = False) -> None:
     """Update the derived tables but ``runs`` for one event, inside the append's
@@ -298,4 +309,4 @@ def compare(conn: sqlite3.Connection) -> str | None:
 
 __all__ = ["DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS", "USAGE_COLUMNS", "USAGE_EXACT",
            "USAGE_STATEMENTS", "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "apply", "apply_runs",
-           "compare", "rebuild"]
+           "compare", "reads_events", "rebuild"]

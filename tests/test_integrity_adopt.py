@@ -21,7 +21,7 @@ pytestmark = pytest.mark.usefixtures("journal_backend")
 
 
 def _fresh(rt: Runtime, run_id: str, checker: IntegrityChecker) -> _RunGraph:
-    graph = _RunGraph(checker.projectors, checker.keep)
+    graph = _RunGraph(checker.projectors, checker.keep, checker.classes)
     for ev in rt.journal.events(run_id=run_id):
         graph.fold(ev)
     return graph

@@ -200,24 +200,28 @@ class _KeptQuads(_Quads):
     commit check's: :func:`event_triples`' ``keep``): the same lines, in the same order,
     as writing them all and dropping the others afterwards, without writing the others."""
 
-    __slots__ = ("keep", "keep_type")
+    __slots__ = ("classes", "keep", "keep_type")
 
-    def __init__(self, keep: frozenset[str]) -> None:
+    def __init__(self, keep: frozenset[str], classes: frozenset[str] | None = None) -> None:
         super().__init__()
         self.keep = keep
         self.keep_type = _TYPE in keep
+        #: the classes whose ``rdf:type`` triples are kept (None: all)
+        self.classes = classes
 
     def add(self, s: str, pred: str, o: str) -> None:
-        if pred in self.keep:
+        if pred in self.keep and (pred != _TYPE or self.classes is None or o in self.classes):
             self.lines.append(f"{s} {pred} {o}")
 
     def typed(self, s: str, *classes: str) -> None:
         if self.keep_type:
             for cls in classes:
-                self.lines.append(f"{s} {_TYPE} <{CRADLE_NS}{cls}>")
+                o = f"<{CRADLE_NS}{cls}>"
+                if self.classes is None or o in self.classes:
+                    self.lines.append(f"{s} {_TYPE} {o}")
 
     def share(self, s: str, pred: str, o: str) -> None:
-        if pred in self.keep:
+        if pred in self.keep and (pred != _TYPE or self.classes is None or o in self.classes):
             self.shared.append(f"{s} {pred} {o}")
 
     def wants(self, pred: str) -> bool:
@@ -702,19 +706,21 @@ def event_quads(ev: AuditEvent, *, header: bool = True,
 
 def event_triples(ev: AuditEvent, *, header: bool = True,
                   projectors: Sequence[PackProjector] = (), strict: bool = False,
-                  keep: frozenset[str] | None = None) -> list[str]:
+                  keep: frozenset[str] | None = None,
+                  classes: frozenset[str] | None = None) -> list[str]:
     """All the triples of one event, the shared objects' included (module docstring).
 
     ``keep`` (core triples without the header only): just those whose predicate is in it,
     in the order they would have among all — the others are never written (the commit
-    check's, :mod:`cradle_kg.graph.shape_reach`)."""
+    check's, :mod:`cradle_kg.graph.shape_reach`); with ``classes``, of the ``rdf:type``
+    triples just those whose class is in it."""
     if keep is not None:
         if header or projectors:
             raise ValueError("event_triples: `keep` is for the core's triples without header")
         projector = _PROJECTORS.get(ev.kind)
         if projector is None:
             return []
-        kept = _KeptQuads(keep)
+        kept = _KeptQuads(keep, classes)
         projector(kept, ev)
         return kept.lines + kept.shared
     own, shared = event_quads(ev, header=header, projectors=projectors, strict=strict)

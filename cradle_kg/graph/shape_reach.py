@@ -20,7 +20,8 @@ predicate's place), plus ``rdf:type`` and ``rdfs:subClassOf`` — or None when o
 three holds (or a SPARQL text is one it cannot read with certainty): then every triple
 stays. The commit check (:mod:`cradle_kg.loop.integrity`) validates only the triples
 whose predicate is in the set: a governed read's 113 triples are 33 (the SHACL engine
-reads each one it is given).
+reads each one it is given). :func:`observed_classes` narrows the ``rdf:type`` triples
+among them to the classes the shapes name: 18 are left.
 """
 
 from __future__ import annotations
@@ -92,6 +93,53 @@ def observed_predicates(shapes_ntriples: str) -> frozenset[str] | None:
     return frozenset(f"<{iri}>" for iri in iris)
 
 
+_TYPE_IRI: Final = RDF_NS + "type"
+
+
+def observed_classes(shapes_ntriples: str) -> frozenset[str] | None:
+    """The classes (``<iri>``, as N-Triples writes them) whose ``rdf:type`` triples the
+    shapes can see — every IRI the shapes graph or its SPARQL texts name — or None when a
+    type triple of any class may count (then every one stays).
+
+    A shape reads a node's types through a class target (``sh:targetClass``, an implicit
+    one: the shape's own IRI) or ``sh:class`` — both name the class, and ``sh:class``
+    follows ``rdfs:subClassOf`` in the data, which the core projection never writes
+    (a pack's projection may: the checker keeps every type then) — or through
+    ``rdf:type`` itself: as a path, a target predicate, a property pair, a list's value
+    (any object position in the shapes graph), or in a SPARQL text (named, or as the
+    keyword ``a``); each of those may count or compare types whatever their class, and
+    turns the filter off, as :func:`observed_predicates` being None does."""
+    if observed_predicates(shapes_ntriples) is None:
+        return None
+    triples = [q.triple for q in ox.parse(shapes_ntriples, format=ox.RdfFormat.N_TRIPLES)]
+    iris: set[str] = set()
+    prefixes: dict[str, set[str]] = {}
+    declared: dict[object, dict[str, str]] = {}
+    texts: list[str] = []
+    for t in triples:
+        if isinstance(t.object, ox.NamedNode) and t.object.value == _TYPE_IRI:
+            return None
+        for term in (t.subject, t.predicate, t.object):
+            if isinstance(term, ox.NamedNode):
+                iris.add(term.value)
+        p = t.predicate.value
+        if p in _SPARQL_TEXTS and isinstance(t.object, ox.Literal):
+            texts.append(t.object.value)
+        elif p in (_SH_PREFIX, _SH_NAMESPACE) and isinstance(t.object, ox.Literal):
+            declared.setdefault(t.subject, {})[p] = t.object.value
+    for d in declared.values():
+        if _SH_PREFIX in d and _SH_NAMESPACE in d:
+            prefixes.setdefault(d[_SH_PREFIX], set()).add(d[_SH_NAMESPACE])
+    for text in texts:
+        if any(m.lastgroup == "word" and m.group() == "a" for m in _TOKEN.finditer(text)):
+            return None
+        named = _sparql_predicates(text, prefixes)
+        if named is None or _TYPE_IRI in named:
+            return None
+        iris |= named
+    return frozenset(f"<{iri}>" for iri in iris)
+
+
 def _sparql_predicates(text: str, prefixes: dict[str, set[str]]) -> set[str] | None:
     """Every IRI a SPARQL text names, or None when a pattern of it may match a predicate
     it does not name, or when it names a prefix that is not declared."""
@@ -141,4 +189,4 @@ def _sparql_predicates(text: str, prefixes: dict[str, set[str]]) -> set[str] | N
     return out
 
 
-__all__ = ["observed_predicates"]
+__all__ = ["observed_classes", "observed_predicates"]

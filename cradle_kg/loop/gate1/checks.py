@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import Enum
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -253,6 +254,14 @@ def _hide_secrets(result: GateResult, proposal: Proposal) -> None:
                                     for f in result.validator_findings]
 
 
+@cache
+def _passed(name: str) -> CheckResult:
+    """A check's plain pass (no reason, no code): records are frozen, so one of each serves
+    every call (a governed call built 11 check records, 6 of them these); built at first
+    use, not at import."""
+    return CheckResult(check=name, status=CheckStatus.PASS)
+
+
 #: one check: reads the proposal, notes what it found on the result, or stops the gate
 Check = Callable[["Gate1", Proposal, GateResult], CheckResult]
 
@@ -342,7 +351,7 @@ class Gate1:
             r.input_hash = input_hash_of(p)
         r.idempotency_key = derive_idempotency_key(p, r.input_hash)
         r.action_digest = r.input_hash
-        return CheckResult(check="structure", status=CheckStatus.PASS)
+        return _passed("structure")
 
     def _submission(self, p: Proposal, r: GateResult) -> None:
         """A proposal id is used once per run: a second submission must be identical."""
@@ -382,7 +391,7 @@ class Gate1:
             raise _Stop(Verdict.DENY, "wrong_principal",
                         [f"`on_behalf_of`: `{p.agent_id}` acts for `{agent.acts_for}`, "
                          f"not `{p.on_behalf_of}`"])
-        return CheckResult(check="identity", status=CheckStatus.PASS)
+        return _passed("identity")
 
     def _permission(self, p: Proposal, r: GateResult) -> CheckResult:
         """A permission grants when its subject, action type and resource match and every
@@ -496,7 +505,7 @@ class Gate1:
                                              "findings": [f.to_json() for f in found]})
                 findings.extend(found)
         if not findings:
-            return CheckResult(check="domain_preconditions", status=CheckStatus.PASS)
+            return _passed("domain_preconditions")
         order = [Verdict.DENY, Verdict.REPAIR, Verdict.CLARIFY]
         verdict = min((f.verdict for f in findings), key=order.index)
         # in the order the validators give them (a pack orders its gaps by importance)
@@ -570,7 +579,7 @@ class Gate1:
             code = ("evidence_other_run" if elsewhere else
                     "evidence_other_action" if other_action else "evidence_missing")
             raise _Stop(Verdict.CLARIFY, code, reasons, ["evidence"])
-        return CheckResult(check="evidence", status=CheckStatus.PASS)
+        return _passed("evidence")
 
     def _needs_approval(self, p: Proposal, r: GateResult) -> bool:
         assert r.spec is not None
@@ -634,7 +643,7 @@ class Gate1:
             raise _Stop(Verdict.DENY, violation[0], [violation[1]])
         r.caps = usage_caps(self.i.config.limits, now=self.i.now, agent=agent,
                             task_id=p.task_id, tenant=agent.tenant)
-        return CheckResult(check="cost_and_rate", status=CheckStatus.PASS)
+        return _passed("cost_and_rate")
 
     def _environment(self, p: Proposal, r: GateResult) -> CheckResult:
         env = p.action.environment
@@ -644,7 +653,7 @@ class Gate1:
         if env not in self._agent(p).environments:
             raise _Stop(Verdict.DENY, "environment_out_of_scope",
                         [f"`{p.agent_id}` may not act in `{env}`"])
-        return CheckResult(check="environment", status=CheckStatus.PASS)
+        return _passed("environment")
 
     def _idempotency(self, p: Proposal, r: GateResult) -> CheckResult:
         intent = self.i.journal.intent_for_key(r.idempotency_key)

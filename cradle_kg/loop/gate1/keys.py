@@ -44,6 +44,13 @@ def submission_key(run_id: str, proposal_id: str, attempt: int) -> str:
 def recorded_submission(journal: Journal, proposal: Proposal) -> AuditEvent | None:
     """The first submission of this proposal's id in its run, if there was one."""
     run_id = proposal.effective_run_id
+    # a claim is carried by the id's own ``proposal.received`` in its run (the key is
+    # derived from both: decision_events): when the run has none, there is neither a claim
+    # nor a plain submission — one read for a new id, the common case, instead of two
+    oldest = journal.subject_events(proposal.id, "proposal.received", limit=1,
+                                    newest=False, run_id=run_id)
+    if not oldest:
+        return None
     claimed = journal.event_for_key(submission_key(run_id, proposal.id, proposal.attempt))
     if claimed is not None:
         return claimed
@@ -52,10 +59,6 @@ def recorded_submission(journal: Journal, proposal: Proposal) -> AuditEvent | No
     # submission in the run is a claimed one, there is none (two rows decoded, not every
     # event about the id in the run — its replays, its refused reuses, its other
     # attempts, all the agent's to write: ``tests/security/test_86``)
-    oldest = journal.subject_events(proposal.id, "proposal.received", limit=1,
-                                    newest=False, run_id=run_id)
-    if not oldest:
-        return None
     first = oldest[0]
     attempt = first.payload["proposal"].get("attempt", 0)
     if isinstance(attempt, int):

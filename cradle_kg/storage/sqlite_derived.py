@@ -227,6 +227,13 @@ def apply_runs(conn: sqlite3.Connection, runs: dict[str, list[int]]) -> None:
 _READS_EVENTS = run_state_sql.KINDS | tasks_sql.KINDS
 
 
+#: every kind :func:`apply` does something for (the others, most of a call's events —
+#: ``proposal.received``, ``action.observed``, ``verification.recorded``,
+#: ``transition.committed`` — change no derived table: returned from at once)
+_APPLIES = _READS_EVENTS | {"action.intent", "decision.made", QUOTA_REACHED, "model.reserved",
+                            "model.called", "run.outcome", "approval.requested"}
+
+
 def reads_events(kind: str) -> bool:
     """Whether :func:`apply` of an event of ``kind`` may read the ``events`` table."""
     return kind in _READS_EVENTS
@@ -238,6 +245,8 @@ def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject
     transaction (``runs``: :func:`.counting.count_run`, then :func:`apply_runs` once per append).
     ``settled``: an intent whose outcome is later in the same append
     (:func:`.counting.settled_intents`): no ``open_intents`` row."""
+    if kind not in _APPLIES:
+        return
     if kind in run_state_sql.KINDS:
         fast = run_state_sql.outcome_update("sqlite", payload) if kind == "run.outcome" \
             else None

@@ -268,9 +268,18 @@ async def serve_stdio(runtime: Runtime, agent_id: str, *, approval_wait: float =
     server = build_server(runtime, lambda: agent_id, approval_wait=approval_wait,
                           home_hint=home_hint, only=only, name=name,
                           still_valid=lambda: agent_id in runtime.declared_agents())
-    async with pipe_stdio(runtime.config.input_limits) as (stdin, stdout), \
-            stdio_server(stdin, stdout) as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    async with pipe_stdio(runtime.config.input_limits) as (stdin, stdout):
+        if isinstance(stdout, _PipeWriter):  # a pipe, written on the event loop
+            from .mcp_streams import LineReceiveStream, LineSendStream
+
+            # the session reads and writes the pipes itself: no relay task, no memory
+            # stream between them and it (the SDK's `stdio_server` runs two)
+            await server.run(LineReceiveStream(stdin.__aiter__()),  # type: ignore[arg-type]
+                             LineSendStream(stdout.line),  # type: ignore[arg-type]
+                             server.create_initialization_options())
+            return
+        async with stdio_server(stdin, stdout) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
 
 
 class _StdinLines:

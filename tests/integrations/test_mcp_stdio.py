@@ -321,3 +321,77 @@ def test_stdio_over_sockets(home: Path, shared: bool) -> None:
         replies.close()
         mine.close()
         out_mine.close()
+
+
+def test_session_streams_carry_the_lines_as_the_sdk_stdio_transport_does() -> None:
+    """``mcp serve`` on pipes hands the SDK's session streams that read and write the
+    pipes themselves (:mod:`cradle_kg.integrations.mcp_streams`, no relay task between):
+    each line is read into what the SDK's ``stdio_server`` hands its session — a message,
+    or the exception that refused it — and each message written as the bytes it writes."""
+    from mcp import types
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    from cradle_kg.integrations.mcp_streams import LineReceiveStream, LineSendStream
+
+    lines = ['{"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}\n',
+             '{"jsonrpc": "2.0", "method": 5}\n',
+             '{"jsonrpc": "2.0", "method": "notifications/initialized"}']
+    answer = SessionMessage(types.JSONRPCMessage(types.JSONRPCResponse(
+        jsonrpc="2.0", id=7, result={"tools": [], "é": None, "nextCursor": "ü"})))
+
+    async def given(fail: BaseException | None = None) -> Any:
+        for line in lines:
+            yield line
+        if fail is not None:
+            raise fail
+
+    class Out:  # the text stdout the SDK's writer writes to
+        def __init__(self) -> None:
+            self.text = ""
+
+        async def write(self, text: str) -> None:
+            self.text += text
+
+        async def flush(self) -> None:
+            pass
+
+    def shown(item: Any) -> Any:
+        return (item.message.model_dump() if isinstance(item, SessionMessage)
+                else type(item).__name__)
+
+    async def sdk() -> tuple[list[Any], bytes]:
+        out = Out()
+        async with stdio_server(given(), out) as (read, write):  # type: ignore[arg-type]
+            got = [shown(await read.receive()) for _ in lines]
+            await write.send(answer)
+            await write.aclose()
+            with pytest.raises(anyio.EndOfStream):
+                await read.receive()
+        return got, out.text.encode()
+
+    async def ours(fail: BaseException | None = None) -> tuple[list[Any], bytes]:
+        written = bytearray()
+
+        async def line(data: bytes) -> None:
+            written.extend(data)
+
+        async with LineReceiveStream(given(fail)) as read, LineSendStream(line) as write:
+            got = [shown(item) async for item in read]  # to the end of stdin
+            await write.send(answer)
+        return got, bytes(written)
+
+    expected = anyio.run(sdk)
+    assert expected[0][1] == "ValidationError"  # the second line is no message
+    assert anyio.run(ours) == expected
+    # stdin that can no longer be read (the client left) ends the session as its end does
+    assert anyio.run(ours, BrokenPipeError()) == expected
+
+    async def to_a_client_that_left() -> None:
+        async def gone(data: bytes) -> None:
+            raise BrokenPipeError
+
+        with pytest.raises(anyio.BrokenResourceError):  # the SDK drops such an answer
+            await LineSendStream(gone).send(answer)
+
+    anyio.run(to_a_client_that_left)

@@ -31,7 +31,9 @@ Beside the wall-clock p50s, the CPU time (user + system, from ``/proc``, in cloc
 with 100 calls, to 0.1 ms) that each server process spent per call after the warm-up:
 the like-for-like direct server against the governed server that serves only reads, and
 the proxy plus its upstream against the upstream called directly — less sensitive than
-wall-clock to the other work on a shared machine.
+wall-clock to the other work on a shared machine — and of that, the main thread's: the
+event loop, where the MCP server's side of a call runs (the governed loop runs in a
+worker thread).
 Run: ``.venv/bin/python bench/bench_mcp.py [--calls N]``.
 """
 
@@ -133,6 +135,21 @@ def _descendants_cpu() -> dict[int, Proc]:
 #: per server process (its argv, its parent's pid, its pid), the CPU milliseconds it spent
 #: per counted round of calls — over every row it serves (filled by :func:`_timed_rows`)
 SERVER_CPU: dict[tuple[tuple[str, ...], int, int], float] = {}
+#: the same, of the process's main thread alone (the event loop of our servers)
+LOOP_CPU: dict[int, float] = {}
+
+
+def _main_thread_cpu(pids: list[int]) -> dict[int, float]:
+    """The CPU seconds (user + system) of each process's main thread (``/proc``; empty
+    elsewhere)."""
+    out: dict[int, float] = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        out[pid] = (int(fields[11]) + int(fields[12])) / _TICK
+    return out
 
 
 async def _timed_rows(rows: list[Row], calls: int,
@@ -156,6 +173,7 @@ async def _timed_rows(rows: list[Row], calls: int,
         for i in range(calls + 5):
             if i == 5:  # warm-up done: the servers' CPU from here
                 before = _descendants_cpu()
+                loops = _main_thread_cpu(list(before))
             for label, params, tool, arguments in rows:
                 s = sessions[(params.command, *params.args)]
                 start = time.perf_counter()
@@ -171,9 +189,12 @@ async def _timed_rows(rows: list[Row], calls: int,
                     out["in-process"].append((time.perf_counter() - start) * 1000)
                     out["in-process CPU"].append((time.thread_time() - cpu) * 1000)
         after = _descendants_cpu()
+        loops_after = _main_thread_cpu(list(after))
         for pid, (argv, ppid, spent) in after.items():
             if pid in before:
                 SERVER_CPU[(argv, ppid, pid)] = (spent - before[pid][2]) * 1000 / calls
+            if pid in loops and pid in loops_after:
+                LOOP_CPU[pid] = (loops_after[pid] - loops[pid]) * 1000 / calls
     return out
 
 
@@ -324,6 +345,10 @@ def main() -> None:
     print(f"CPU per call: the upstream called directly {direct_cpu:.2f} ms; via the proxy, "
           f"the proxy {proxy_cpu:.2f} ms + its upstream {behind_cpu:.2f} ms: "
           f"{proxy_cpu + behind_cpu - direct_cpu:+.2f} ms")
+    serve_loop = LOOP_CPU.get(_cpu_of(unsynced)[1], float("nan"))
+    proxy_loop = LOOP_CPU.get(proxy_pid, float("nan"))
+    print(f"of which the main thread (the event loop: the MCP server's side): governed read, "
+          f"no graph sync {serve_loop:.2f} ms; the proxy {proxy_loop:.2f} ms")
 
 
 if __name__ == "__main__":

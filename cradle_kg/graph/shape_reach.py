@@ -27,6 +27,7 @@ among them to the classes the shapes name: 18 are left.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Final
 
 import pyoxigraph as ox
@@ -60,29 +61,43 @@ _PLAIN_IRI: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[!#-;=?-\[\]_a-z~]*")
 _TERMS: Final = frozenset({"iri", "bnode", "var", "pname", "string", "number"})
 
 
-def observed_predicates(shapes_ntriples: str) -> frozenset[str] | None:
-    """The predicates (``<iri>``, as N-Triples writes them) the shapes can see, or None
-    when they can see any (see the module)."""
-    triples = [q.triple for q in ox.parse(shapes_ntriples, format=ox.RdfFormat.N_TRIPLES)]
-    iris: set[str] = set(_ALWAYS)
-    prefixes: dict[str, set[str]] = {}
+def _scan(shapes_ntriples: str, gives_up: Callable[[ox.Triple], bool],
+          ) -> tuple[set[str], list[str], dict[str, set[str]]] | None:
+    """Of a shapes graph: every IRI it names, its SPARQL texts, and the prefixes it
+    declares (``sh:prefix`` / ``sh:namespace``) — or None at the first triple
+    ``gives_up`` holds for."""
+    iris: set[str] = set()
     texts: list[str] = []
     declared: dict[object, dict[str, str]] = {}
-    for t in triples:
+    for q in ox.parse(shapes_ntriples, format=ox.RdfFormat.N_TRIPLES):
+        t = q.triple
+        if gives_up(t):
+            return None
         for term in (t.subject, t.predicate, t.object):
             if isinstance(term, ox.NamedNode):
                 iris.add(term.value)
         p = t.predicate.value
-        if p == _SH_CLOSED and isinstance(t.object, ox.Literal) \
-                and t.object.value.strip().lower() in ("true", "1"):
-            return None
         if p in _SPARQL_TEXTS and isinstance(t.object, ox.Literal):
             texts.append(t.object.value)
         elif p in (_SH_PREFIX, _SH_NAMESPACE) and isinstance(t.object, ox.Literal):
             declared.setdefault(t.subject, {})[p] = t.object.value
+    prefixes: dict[str, set[str]] = {}
     for d in declared.values():
         if _SH_PREFIX in d and _SH_NAMESPACE in d:
             prefixes.setdefault(d[_SH_PREFIX], set()).add(d[_SH_NAMESPACE])
+    return iris, texts, prefixes
+
+
+def observed_predicates(shapes_ntriples: str) -> frozenset[str] | None:
+    """The predicates (``<iri>``, as N-Triples writes them) the shapes can see, or None
+    when they can see any (see the module)."""
+    scanned = _scan(shapes_ntriples, lambda t: t.predicate.value == _SH_CLOSED
+                    and isinstance(t.object, ox.Literal)
+                    and t.object.value.strip().lower() in ("true", "1"))
+    if scanned is None:
+        return None
+    iris, texts, prefixes = scanned
+    iris |= set(_ALWAYS)
     for text in texts:
         named = _sparql_predicates(text, prefixes)
         if named is None:
@@ -111,25 +126,11 @@ def observed_classes(shapes_ntriples: str) -> frozenset[str] | None:
     turns the filter off, as :func:`observed_predicates` being None does."""
     if observed_predicates(shapes_ntriples) is None:
         return None
-    triples = [q.triple for q in ox.parse(shapes_ntriples, format=ox.RdfFormat.N_TRIPLES)]
-    iris: set[str] = set()
-    prefixes: dict[str, set[str]] = {}
-    declared: dict[object, dict[str, str]] = {}
-    texts: list[str] = []
-    for t in triples:
-        if isinstance(t.object, ox.NamedNode) and t.object.value == _TYPE_IRI:
-            return None
-        for term in (t.subject, t.predicate, t.object):
-            if isinstance(term, ox.NamedNode):
-                iris.add(term.value)
-        p = t.predicate.value
-        if p in _SPARQL_TEXTS and isinstance(t.object, ox.Literal):
-            texts.append(t.object.value)
-        elif p in (_SH_PREFIX, _SH_NAMESPACE) and isinstance(t.object, ox.Literal):
-            declared.setdefault(t.subject, {})[p] = t.object.value
-    for d in declared.values():
-        if _SH_PREFIX in d and _SH_NAMESPACE in d:
-            prefixes.setdefault(d[_SH_PREFIX], set()).add(d[_SH_NAMESPACE])
+    scanned = _scan(shapes_ntriples, lambda t: isinstance(t.object, ox.NamedNode)
+                    and t.object.value == _TYPE_IRI)
+    if scanned is None:
+        return None
+    iris, texts, prefixes = scanned
     for text in texts:
         if any(m.lastgroup == "word" and m.group() == "a" for m in _TOKEN.finditer(text)):
             return None

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..inputs import CappedLines, InputLimits
+from ..server.threads import CALLS_PER_IDENTITY, IdentityThreads
 from . import require
 from .calls import (
     META_PREFIX,
@@ -77,7 +78,7 @@ IdentityFn = Callable[[], str | None]
 
 
 #: an agent's calls that run at once on one MCP server (its next waits for one of them)
-CALLS_PER_AGENT = 8
+CALLS_PER_AGENT = CALLS_PER_IDENTITY
 
 
 class SessionBook:
@@ -89,19 +90,15 @@ class SessionBook:
         self.home_hint = home_hint
         self._sessions: weakref.WeakKeyDictionary[Any, GovernedSession] = (
             weakref.WeakKeyDictionary())
-        self._threads: dict[str, Any] = {}  # agent id -> its anyio.CapacityLimiter
+        self._threads = IdentityThreads(CALLS_PER_AGENT)
 
     def threads(self, agent_id: str) -> Any:
         """The worker threads ``agent_id``'s calls run on: :data:`CALLS_PER_AGENT` at once,
         its own — not the pool every call of the process shares (anyio's 40), which one
         agent's slow calls took whole: every other agent's call waited on them
-        (``tests/security/test_270``). Made on the event loop; one per authenticated agent."""
-        import anyio
-
-        held = self._threads.get(agent_id)
-        if held is None:
-            held = self._threads[agent_id] = anyio.CapacityLimiter(CALLS_PER_AGENT)
-        return held
+        (``tests/security/test_270``; :mod:`cradle_kg.server.threads`, which ``serve``'s
+        JSON API shares)."""
+        return self._threads.limiter(agent_id)
 
     def session(self, key: Any, agent_id: str) -> GovernedSession:
         held = self._sessions.get(key)

@@ -13,6 +13,7 @@
     dataset.py      what workers read: checkpoints of the server's private store
     api.py          /api — submit, approvals, runs (bearer tokens, see auth.py)
     auth.py         per-identity tokens (approvers in config.json, agents in api-tokens.json)
+    threads.py      the worker threads one identity's blocking calls run on (API, MCP gateway)
     readers.py      who may read the graph (--graph-readers), checked in the workers
     config_check.py the runtime's verdict on a config.json, asked by readers.py
     static/         the web page (vanilla HTML/JS/CSS, no CDN)

@@ -3,7 +3,9 @@
 Every route needs ``Authorization: Bearer <token>`` (see :mod:`cradle_kg.server.auth`).
 Outcomes are data: a denied proposal is a 200 whose body says ``denied``; an approval
 that cannot be given (self-approval, wrong scope, already decided) is a 403 with the
-reason. Writes go through one :class:`~cradle_kg.loop.runtime.Runtime`, one at a time.
+reason. Writes go through one :class:`~cradle_kg.loop.runtime.Runtime`, one at a time,
+except a proposal, which the runtime governs beside the others (as the MCP gateway's
+calls). Blocking work runs on the caller's own worker threads (:mod:`.threads`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
-from starlette.concurrency import run_in_threadpool
 
 from ..errors import (
     CradleError,
@@ -51,6 +52,7 @@ from .api_common import (
     shown_summary,
 )
 from .auth import Caller
+from .threads import IdentityThreads
 
 T = TypeVar("T")
 
@@ -73,19 +75,25 @@ class ReasonBody(BaseModel):
 def make_router(runtime: Runtime) -> APIRouter:
     router = APIRouter(prefix="/api", tags=["runtime API"])
     lock = threading.Lock()
+    # INVARIANT: what blocks runs on its caller's threads: one identity's slow calls hold
+    # its own, not the pool every request shares (tests/security/test_271)
+    threads = IdentityThreads()
+
+    def answered(fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except CradleError as exc:
+            raise refuse(exc) from exc
 
     def call(fn: Callable[[], T]) -> T:
         with lock:
-            try:
-                return fn()
-            except CradleError as exc:
-                raise refuse(exc) from exc
+            return answered(fn)
 
     # the routes for people share this router's lock; included first, so that their
     # `/runs/{run_id:path}/view` is matched before the run's own `/runs/{run_id:path}`
     from . import api_human
 
-    router.include_router(api_human.make_router(runtime, call))
+    router.include_router(api_human.make_router(runtime, call, threads))
 
     @router.get("/whoami", summary="The identity a token authenticates")
     def whoami(who: Who) -> dict[str, Any]:
@@ -125,7 +133,10 @@ def make_router(runtime: Runtime) -> APIRouter:
             # (tests/security/test_216)
             return runtime.submit(parsed, claim_for=who.identity)
 
-        outcome = await run_in_threadpool(call, submit_own)
+        # not under the API's lock: the runtime governs calls side by side (the MCP
+        # gateway's, other processes'); under it, one slow tool held every identity's
+        # reads and writes for as long as it took (tests/security/test_271)
+        outcome = await threads.run(who.identity, answered, submit_own)
         return outcome_dict(outcome) or {}
 
     @router.get("/runs", summary="Runs and their state, newest first, one page at a time")
@@ -226,8 +237,8 @@ def make_router(runtime: Runtime) -> APIRouter:
         b = await json_body(request, runtime.config.input_limits, ApproveBody)
         b = b or ApproveBody()
         once = b.once if b.once is not None else (b.scope is None and b.until is None)
-        return await run_in_threadpool(decide, approval_id, who, ApprovalStatus.APPROVED,
-                                       once=once, scope=b.scope, until=b.until)
+        return await threads.run(who.identity, lambda: decide(
+            approval_id, who, ApprovalStatus.APPROVED, once=once, scope=b.scope, until=b.until))
 
     async def reason_of(request: Request) -> str:
         body = await json_body(request, runtime.config.input_limits, ReasonBody)
@@ -240,8 +251,8 @@ def make_router(runtime: Runtime) -> APIRouter:
                      "application/json": {"schema": ReasonBody.model_json_schema()}}}})
     async def reject(approval_id: str, request: Request, who: Approver) -> dict[str, Any]:
         reason = await reason_of(request)
-        return await run_in_threadpool(decide, approval_id, who, ApprovalStatus.REJECTED,
-                                       reason=reason)
+        return await threads.run(who.identity, lambda: decide(
+            approval_id, who, ApprovalStatus.REJECTED, reason=reason))
 
     @router.post("/approvals/{approval_id}/request-changes",
                  summary="Send the proposal back with the changes wanted",
@@ -250,7 +261,7 @@ def make_router(runtime: Runtime) -> APIRouter:
     async def request_changes(approval_id: str, request: Request,
                               who: Approver) -> dict[str, Any]:
         reason = await reason_of(request)
-        return await run_in_threadpool(decide, approval_id, who,
-                                       ApprovalStatus.CHANGES_REQUESTED, reason=reason)
+        return await threads.run(who.identity, lambda: decide(
+            approval_id, who, ApprovalStatus.CHANGES_REQUESTED, reason=reason))
 
     return router

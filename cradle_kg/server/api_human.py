@@ -22,7 +22,6 @@ from typing import Annotated, Any, Final, Protocol, TypeVar
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
 
 from ..errors import (
     CradleError,
@@ -64,6 +63,7 @@ from .api_common import (
 )
 from .auth import Caller
 from .lanes import lanes
+from .threads import IdentityThreads
 
 T = TypeVar("T")
 
@@ -172,7 +172,9 @@ class Turns:
                 self._parsing -= 1
 
 
-def make_router(runtime: Runtime, call: Call) -> APIRouter:
+def make_router(runtime: Runtime, call: Call, threads: IdentityThreads) -> APIRouter:
+    """The routes; ``call`` runs under the API's lock, ``threads`` holds each identity's
+    worker threads (what blocks runs on its caller's own: ``tests/security/test_271``)."""
     router = APIRouter(tags=["people: workflows, inbox, evidence"])
     turns = Turns()
     home = runtime.home.root
@@ -265,7 +267,7 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
                     except WorkflowFileError as exc:
                         return {"valid": False, "problems": list(exc.problems)}
                     return {"valid": True, "workflow": runner.describe(wf)}
-            return await run_in_threadpool(check)
+            return await threads.run(who.identity, check)
 
     @router.post("/workflows/{name}/runs", summary="Start a run of a workflow of the home")
     async def start(name: str, request: Request, who: Who) -> dict[str, Any]:
@@ -295,7 +297,7 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
                 record_reached(runtime.journal, runtime.context.append, refused,
                                now=runtime.clock())
                 raise
-        return await run_in_threadpool(call, recorded)
+        return await threads.run(who.identity, call, recorded)
 
     @router.get("/workflows/runs/{run_id}", summary="Where a workflow run stands (read only; "
                 "its input and outputs: the workflow's agent or an approver)")
@@ -308,7 +310,8 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
 
     @router.post("/workflows/runs/{run_id}/resume", summary="Continue a workflow run")
     async def resume(run_id: str, who: Approver) -> dict[str, Any]:
-        return await run_in_threadpool(call, lambda: runner.resume(engine(), run_id))
+        return await threads.run(who.identity, call,
+                                 lambda: runner.resume(engine(), run_id))
 
     # --- the inbox and its answers ------------------------------------------------------
 
@@ -327,14 +330,14 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
                  summary="Answer a waiting human step (an approver); the run continues")
     async def decide(run_id: str, step: str, request: Request, who: Approver) -> dict[str, Any]:
         body: AnswerBody = await body_of(request, AnswerBody)
-        return await run_in_threadpool(call, lambda: runner.decide(
+        return await threads.run(who.identity, call, lambda: runner.decide(
             runtime, engine(), run_id, step, by=who.identity, token=who.token,
             answer=body.answer, note=body.note))
 
     @router.post("/tasks/{task_id}/resolve", summary="Close a human task, saying what was done")
     async def resolve(task_id: str, request: Request, who: Approver) -> dict[str, Any]:
         body: NoteBody = await body_of(request, NoteBody)
-        task = await run_in_threadpool(call, lambda: runtime.resolve_task(
+        task = await threads.run(who.identity, call, lambda: runtime.resolve_task(
             task_id, by=who.identity, token=who.token, note=body.note))
         return dict(task.to_dict())
 
@@ -374,7 +377,7 @@ def make_router(runtime: Runtime, call: Call) -> APIRouter:
                          by=by, for_run=run, for_action=action)
             return {"ref": ref, "bytes": len(data), "kind": kind, "source": source, "by": by,
                     "run": run, "action": action}
-        return await run_in_threadpool(call, put)
+        return await threads.run(who.identity, call, put)
 
     @router.get("/evidence/{ref}", summary="Who added a blob and when; re-hashed (409 if edited)")
     def show_evidence(ref: str, who: Who) -> dict[str, Any]:

@@ -1,0 +1,154 @@
+"""One identity's slow calls do not hold up the other identities of ``cradle-kg serve``.
+
+Finding (after ``test_270``, which closed it for the MCP gateway): the JSON API ran each
+governed call — ``POST /api/proposals``, and the routes that run a workflow or a decision
+— on a worker thread of the pool every request of the process shares (anyio's default:
+40 threads), under one lock of the whole API. A tool that takes its time (a service that
+answers late) held the lock, and its caller's next calls the threads, for all of it:
+``agent:mallory``, with its own token, sent 45 proposals of such a tool at once, and the
+approver's ``GET /api/approvals``, and the other agent's ``GET /api/runs``, waited until
+mallory's calls had ended one after the other.
+
+Now the tool runs outside the API's lock, and each identity's calls run on threads of
+their own, 8 at once (``threads.CALLS_PER_IDENTITY``, the gateway's bound): its next call
+waits for one of its own, and no other identity waits on it.
+
+A real ``cradle-kg serve`` on 127.0.0.1 over the demo home with a second agent and a pack
+of the home's own whose one tool waits until the test lets it go (or 30 s).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cradle_kg import Runtime
+from cradle_kg.config import load_config, save_config
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
+from cradle_kg.records import Permission
+from tests.conftest import TEST_POLICY
+from tests.server.conftest import Server, start_server, stop_server
+
+from .mcp_http import MALLORY, token_for, two_agent_home
+
+SLOW_CALLS = 45
+#: seconds the slow tool holds each call unless the test lets it go first
+HOLD = 30
+
+MANIFEST = """id: test.slow
+name: A tool that answers late
+version: 1.0.0
+core_ontology: ">=0.1.0"
+description: waits until `<home>/slow-release` exists, at most 30 seconds
+tools:
+  - tools:wait
+"""
+TOOLS = f'''
+import time
+
+from pydantic import BaseModel, ConfigDict
+
+from cradle_kg.packs.sdk import IdempotencyClass, SideEffectClass, tool
+
+
+class Ask(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    n: int = 0
+
+
+class Answer(BaseModel):
+    waited: float
+
+
+@tool("test.slow.wait", input_model=Ask, output_model=Answer,
+      side_effect_class=SideEffectClass.READ_ONLY, idempotency=IdempotencyClass.NATURAL,
+      target_from="slow:x", description="answers late")
+def wait(ctx, call):
+    start = time.monotonic()
+    while time.monotonic() - start < {HOLD} and not (ctx.home / "slow-release").exists():
+        time.sleep(0.05)
+    return Answer(waited=time.monotonic() - start)
+'''
+
+
+def slow_home(root: Path) -> Path:
+    """The two agents' demo home, its own pack ``test.slow`` enabled, mallory allowed it."""
+    two_agent_home(root)
+    pack = root / "packs" / "test.slow"
+    pack.mkdir(parents=True)
+    (pack / "__init__.py").write_text("")
+    (pack / "manifest.yaml").write_text(MANIFEST)
+    (pack / "tools.py").write_text(TOOLS)
+    (root / "policies" / "test.cedar").write_text(TEST_POLICY)
+    config = load_config(root / "config.json")
+    save_config(root / "config.json", config.model_copy(update={
+        "packs": (*config.packs, "test.slow"),
+        "permissions": (*config.permissions, Permission(
+            subject=MALLORY, action_type="test.slow.*", resource_selector="slow:*"))}))
+    with Runtime(root) as rt:  # the journal made, the pack loaded
+        assert rt.tools.has("test.slow.wait")
+    return root
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Server]:
+    home = slow_home(tmp_path / "home")
+    srv = start_server(["--home", str(home)], tmp_path / "serve.log", home)
+    try:
+        yield srv
+    finally:
+        (home / "slow-release").touch()  # the held calls end, the server stops at once
+        stop_server(srv)
+
+
+def _slow(n: int) -> dict[str, object]:
+    return {"id": f"p-slow-{n}", "task_id": f"task-slow-{n}", "agent_id": MALLORY,
+            "action": {"action_type": "test.slow.wait", "target": "slow:x",
+                       "arguments": {"n": n}}}
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_an_identity_s_slow_calls_leave_the_others_served(served: Server) -> None:
+    assert served.home is not None
+    mallory = _bearer(token_for(served.home, MALLORY))
+    started = threading.Barrier(SLOW_CALLS + 1)
+    ended: list[int] = []
+
+    def slow(n: int) -> None:
+        started.wait()
+        with contextlib.suppress(httpx.HTTPError):
+            ended.append(httpx.post(served.url + "/api/proposals", json=_slow(n),
+                                    headers=mallory, timeout=HOLD * SLOW_CALLS).status_code)
+
+    callers = [threading.Thread(target=slow, args=(n,), daemon=True)
+               for n in range(SLOW_CALLS)]
+    for caller in callers:
+        caller.start()
+    started.wait()
+    time.sleep(3)  # mallory's calls reach the server and hold its tool
+    with httpx.Client(base_url=served.url, timeout=20) as client:
+        approver = _bearer(DEMO_TOKENS[APPROVER])
+        agent = _bearer(token_for(served.home, AGENT))
+        for path, who in (("/api/approvals?pending=true", approver), ("/api/runs", agent),
+                          ("/api/whoami", agent)):
+            begun = time.monotonic()
+            answer = client.get(path, headers=who)
+            took = time.monotonic() - begun
+            assert answer.status_code == 200, answer.text
+            # answered while every slow call still waits on its tool; before: once
+            # mallory's calls had ended, one after the other
+            assert not ended, (path, len(ended), took)
+            assert took < 5, (path, took)
+    (served.home / "slow-release").touch()
+    for caller in callers:
+        caller.join(HOLD * 2)
+    assert ended == [200] * SLOW_CALLS  # held, not refused: each ran once let go

@@ -4,8 +4,9 @@ Every route needs ``Authorization: Bearer <token>`` (see :mod:`cradle_kg.server.
 Outcomes are data: a denied proposal is a 200 whose body says ``denied``; an approval
 that cannot be given (self-approval, wrong scope, already decided) is a 403 with the
 reason. Writes go through one :class:`~cradle_kg.loop.runtime.Runtime`, one at a time,
-except a proposal, which the runtime governs beside the others (as the MCP gateway's
-calls). Blocking work runs on the caller's own worker threads (:mod:`.threads`).
+except a proposal and a workflow start, which the runtime governs beside the others (as
+it does the MCP gateway's calls and other processes'). Blocking work runs on the caller's
+own worker threads (:mod:`.threads`).
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def make_router(runtime: Runtime) -> APIRouter:
     # `/runs/{run_id:path}/view` is matched before the run's own `/runs/{run_id:path}`
     from . import api_human
 
-    router.include_router(api_human.make_router(runtime, call, threads))
+    router.include_router(api_human.make_router(runtime, call, answered=answered,
+                                                threads=threads))
 
     @router.get("/whoami", summary="The identity a token authenticates")
     def whoami(who: Who) -> dict[str, Any]:

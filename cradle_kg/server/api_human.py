@@ -69,7 +69,8 @@ T = TypeVar("T")
 
 
 class Call(Protocol):
-    """Runs one function under the API's lock, its typed errors turned into answers."""
+    """Runs one function (under the API's lock, or not), its typed errors turned into
+    answers."""
 
     def __call__(self, fn: Callable[[], T]) -> T: ...
 
@@ -172,9 +173,11 @@ class Turns:
                 self._parsing -= 1
 
 
-def make_router(runtime: Runtime, call: Call, threads: IdentityThreads) -> APIRouter:
-    """The routes; ``call`` runs under the API's lock, ``threads`` holds each identity's
-    worker threads (what blocks runs on its caller's own: ``tests/security/test_271``)."""
+def make_router(runtime: Runtime, call: Call, *, answered: Call,
+                threads: IdentityThreads) -> APIRouter:
+    """The routes; ``call`` runs under the API's lock, ``answered`` without it; ``threads``
+    holds each identity's worker threads (what blocks runs on its caller's own:
+    ``tests/security/test_271``)."""
     router = APIRouter(tags=["people: workflows, inbox, evidence"])
     turns = Turns()
     home = runtime.home.root
@@ -297,7 +300,10 @@ def make_router(runtime: Runtime, call: Call, threads: IdentityThreads) -> APIRo
                 record_reached(runtime.journal, runtime.context.append, refused,
                                now=runtime.clock())
                 raise
-        return await threads.run(who.identity, call, recorded)
+        # not under the API's lock: a run's tool and model steps take their time, and one
+        # agent's starts held every identity's reads and writes (tests/security/test_271);
+        # the journal guards a start as it does another process's (test_44, test_249)
+        return await threads.run(who.identity, answered, recorded)
 
     @router.get("/workflows/runs/{run_id}", summary="Where a workflow run stands (read only; "
                 "its input and outputs: the workflow's agent or an approver)")

@@ -1,20 +1,24 @@
 """One identity's slow calls do not hold up the other identities of ``cradle-kg serve``.
 
 Finding (after ``test_270``, which closed it for the MCP gateway): the JSON API ran each
-governed call — ``POST /api/proposals``, and the routes that run a workflow or a decision
-— on a worker thread of the pool every request of the process shares (anyio's default:
-40 threads), under one lock of the whole API. A tool that takes its time (a service that
-answers late) held the lock, and its caller's next calls the threads, for all of it:
-``agent:mallory``, with its own token, sent 45 proposals of such a tool at once, and the
-approver's ``GET /api/approvals``, and the other agent's ``GET /api/runs``, waited until
-mallory's calls had ended one after the other.
+governed call — ``POST /api/proposals``, a workflow's start, the routes that decide or
+resume a run — on a worker thread of the pool every request of the process shares
+(anyio's default: 40 threads), under one lock of the whole API. A tool that takes its
+time (a service that answers late) held the lock for as long as it ran, and its caller's
+next calls the threads: ``agent:mallory``, with its own token, sent 45 proposals of such a
+tool at once (or started 45 runs of its workflow whose step calls it), and the approver's
+``GET /api/approvals``, the other agent's ``GET /api/runs`` and even ``GET /api/whoami``
+waited past 20 s, until mallory's calls had ended one after the other.
 
-Now the tool runs outside the API's lock, and each identity's calls run on threads of
-their own, 8 at once (``threads.CALLS_PER_IDENTITY``, the gateway's bound): its next call
-waits for one of its own, and no other identity waits on it.
+Now a proposal and a workflow start run outside the API's lock (the journal guards them,
+as it does another process's), and each identity's blocking calls run on threads of their
+own, 8 at once (``server.threads.CALLS_PER_IDENTITY``, the gateway's bound): its next call
+waits for one of its own, and no other identity waits on it. Either half alone leaves the
+reads waiting (the lock; the shared pool).
 
-A real ``cradle-kg serve`` on 127.0.0.1 over the demo home with a second agent and a pack
-of the home's own whose one tool waits until the test lets it go (or 30 s).
+A real ``cradle-kg serve`` on 127.0.0.1 over the demo home with a second agent, a pack of
+the home's own whose one tool waits until the test lets it go (or 30 s), and a workflow of
+mallory's whose one step calls it.
 """
 
 from __future__ import annotations
@@ -75,6 +79,35 @@ def wait(ctx, call):
         time.sleep(0.05)
     return Answer(waited=time.monotonic() - start)
 '''
+FLOW = """workflow: slow
+version: "1"
+agent: agent:mallory
+description: one tool step that answers late
+input:
+  type: object
+  properties:
+    n: {type: integer}
+  required: [n]
+  additionalProperties: false
+steps:
+  - id: wait
+    kind: tool
+    tool: test.slow.wait
+    tools: [test.slow.wait]
+    target: "slow:x"
+    inputs: {n: input.n}
+    input:
+      type: object
+      properties:
+        n: {type: integer}
+      required: [n]
+      additionalProperties: false
+    output:
+      type: object
+      properties:
+        waited: {type: number}
+      required: [waited]
+"""
 
 
 def slow_home(root: Path) -> Path:
@@ -86,6 +119,8 @@ def slow_home(root: Path) -> Path:
     (pack / "manifest.yaml").write_text(MANIFEST)
     (pack / "tools.py").write_text(TOOLS)
     (root / "policies" / "test.cedar").write_text(TEST_POLICY)
+    (root / "workflows").mkdir(exist_ok=True)
+    (root / "workflows" / "slow.yaml").write_text(FLOW)
     config = load_config(root / "config.json")
     save_config(root / "config.json", config.model_copy(update={
         "packs": (*config.packs, "test.slow"),
@@ -107,18 +142,25 @@ def served(tmp_path: Path) -> Iterator[Server]:
         stop_server(srv)
 
 
-def _slow(n: int) -> dict[str, object]:
-    return {"id": f"p-slow-{n}", "task_id": f"task-slow-{n}", "agent_id": MALLORY,
-            "action": {"action_type": "test.slow.wait", "target": "slow:x",
-                       "arguments": {"n": n}}}
+#: the routes by which mallory's token has the slow tool run: a path and its n-th body
+WAYS = {
+    "proposal": ("/api/proposals", lambda n: {
+        "id": f"p-slow-{n}", "task_id": f"task-slow-{n}", "agent_id": MALLORY,
+        "action": {"action_type": "test.slow.wait", "target": "slow:x",
+                   "arguments": {"n": n}}}),
+    "workflow start": ("/api/workflows/slow/runs", lambda n: {
+        "input": {"n": n}}),
+}
 
 
 def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def test_an_identity_s_slow_calls_leave_the_others_served(served: Server) -> None:
+@pytest.mark.parametrize("way", WAYS)
+def test_an_identity_s_slow_calls_leave_the_others_served(served: Server, way: str) -> None:
     assert served.home is not None
+    path, body = WAYS[way]
     mallory = _bearer(token_for(served.home, MALLORY))
     started = threading.Barrier(SLOW_CALLS + 1)
     ended: list[int] = []
@@ -126,7 +168,7 @@ def test_an_identity_s_slow_calls_leave_the_others_served(served: Server) -> Non
     def slow(n: int) -> None:
         started.wait()
         with contextlib.suppress(httpx.HTTPError):
-            ended.append(httpx.post(served.url + "/api/proposals", json=_slow(n),
+            ended.append(httpx.post(served.url + path, json=body(n),
                                     headers=mallory, timeout=HOLD * SLOW_CALLS).status_code)
 
     callers = [threading.Thread(target=slow, args=(n,), daemon=True)
@@ -138,16 +180,16 @@ def test_an_identity_s_slow_calls_leave_the_others_served(served: Server) -> Non
     with httpx.Client(base_url=served.url, timeout=20) as client:
         approver = _bearer(DEMO_TOKENS[APPROVER])
         agent = _bearer(token_for(served.home, AGENT))
-        for path, who in (("/api/approvals?pending=true", approver), ("/api/runs", agent),
+        for read, who in (("/api/approvals?pending=true", approver), ("/api/runs", agent),
                           ("/api/whoami", agent)):
             begun = time.monotonic()
-            answer = client.get(path, headers=who)
+            answer = client.get(read, headers=who)
             took = time.monotonic() - begun
             assert answer.status_code == 200, answer.text
             # answered while every slow call still waits on its tool; before: once
             # mallory's calls had ended, one after the other
-            assert not ended, (path, len(ended), took)
-            assert took < 5, (path, took)
+            assert not ended, (read, len(ended), took)
+            assert took < 5, (read, took)
     (served.home / "slow-release").touch()
     for caller in callers:
         caller.join(HOLD * 2)

@@ -4,9 +4,9 @@ Every route needs ``Authorization: Bearer <token>`` (see :mod:`cradle_kg.server.
 Outcomes are data: a denied proposal is a 200 whose body says ``denied``; an approval
 that cannot be given (self-approval, wrong scope, already decided) is a 403 with the
 reason. Writes go through one :class:`~cradle_kg.loop.runtime.Runtime`, one at a time,
-except a proposal and a workflow start, which the runtime governs beside the others (as
-it does the MCP gateway's calls and other processes'). Blocking work runs on the caller's
-own worker threads (:mod:`.threads`).
+except a proposal, a workflow start and an approval's decision, which the runtime governs
+beside the others (as it does the MCP gateway's calls and other processes'). Blocking
+work runs on the caller's own worker threads (:mod:`.threads`).
 """
 
 from __future__ import annotations
@@ -227,7 +227,10 @@ def make_router(runtime: Runtime) -> APIRouter:
             # a stale approval can be decided; the answer says it covers nothing now
             tool = runtime.requested_tool(approval)
             return approval, outcome, walked, tool.to_dict()
-        updated, outcome, walked, tool = call(go)
+        # not under the API's lock: an approved action runs its tool, and a slow one held
+        # every identity's reads and writes until it answered (tests/security/test_272);
+        # the journal's decide-once guard holds two decisions apart, as across processes
+        updated, outcome, walked, tool = answered(go)
         return {"approval": updated.model_dump(mode="json"), "outcome": outcome_dict(outcome),
                 "tool": tool, **({"workflow": walked} if walked is not None else {})}
 

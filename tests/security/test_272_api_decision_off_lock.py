@@ -1,0 +1,112 @@
+"""An approver's decision that runs a slow action holds no other identity of ``serve``.
+
+Finding (after ``test_271``): ``POST /api/approvals/{id}/approve`` runs the approved action
+and walks its workflow on, under the JSON API's one lock. An agent's action whose tool
+answers late (here 30 s) held the lock for all of it once a person approved it: the other
+agent's ``GET /api/runs``, every identity's submissions and reads, waited until the tool
+had answered — an agent that asks for such actions has them hold the server each time one
+is approved.
+
+Now a decision runs outside the API's lock (the journal's decide-once guard holds it, as it
+holds a decision of ``cradle-kg approvals approve`` in another process), on the approver's
+own threads: the other agent is answered while the approved action runs.
+
+``test_271``'s home and slow tool, which a policy of the home now has a person approve.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cradle_kg import Runtime
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
+from tests.server.conftest import Server, start_server, stop_server
+
+from .mcp_http import MALLORY, token_for
+from .test_271_api_calls_per_identity import WAYS, slow_home
+
+ASKED = """
+@id("slow-needs-a-person")
+@requires_approval("true")
+permit(principal, action, resource) when { context.tool == "test.slow.wait" };
+"""
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Server]:
+    home = slow_home(tmp_path / "home")
+    (home / "policies" / "slow-approval.cedar").write_text(ASKED)
+    srv = start_server(["--home", str(home)], tmp_path / "serve.log", home)
+    try:
+        yield srv
+    finally:
+        (home / "slow-release").touch()
+        stop_server(srv)
+
+
+def test_an_approved_slow_action_leaves_the_others_served(served: Server) -> None:
+    assert served.home is not None
+    path, body = WAYS["proposal"]
+    asked = httpx.post(served.url + path, json=body(0), timeout=60,
+                       headers={"Authorization": f"Bearer {token_for(served.home, MALLORY)}"})
+    assert asked.json()["status"] == "awaiting_approval", asked.text
+    approval = asked.json()["approval"]["id"]
+    decided: list[httpx.Response] = []
+
+    def approve() -> None:
+        decided.append(httpx.post(
+            f"{served.url}/api/approvals/{approval}/approve", json={}, timeout=120,
+            headers={"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}))
+
+    approver = threading.Thread(target=approve, daemon=True)
+    approver.start()
+    time.sleep(3)  # the approved action runs its tool
+    agent = {"Authorization": f"Bearer {token_for(served.home, AGENT)}"}
+    for read in ("/api/runs", "/api/approvals"):
+        begun = time.monotonic()
+        answer = httpx.get(served.url + read, headers=agent, timeout=20)
+        took = time.monotonic() - begun
+        assert answer.status_code == 200, answer.text
+        # answered while the tool still runs; before: once it had answered (30 s)
+        assert not decided, (read, took)
+        assert took < 5, (read, took)
+    (served.home / "slow-release").touch()
+    approver.join(60)
+    assert decided and decided[0].status_code == 200, decided
+    assert decided[0].json()["outcome"]["status"] == "executed", decided[0].text
+
+
+def test_an_approval_decided_twice_at_once_runs_its_action_once(served: Server) -> None:
+    """Off the lock, two decisions of one approval in one process: the journal's guard
+    takes the first, refuses the second, and the action runs once."""
+    assert served.home is not None
+    path, body = WAYS["proposal"]
+    asked = httpx.post(served.url + path, json=body(1), timeout=60,
+                       headers={"Authorization": f"Bearer {token_for(served.home, MALLORY)}"})
+    approval = asked.json()["approval"]["id"]
+    together = threading.Barrier(2)
+    decided: list[httpx.Response] = []
+
+    def approve() -> None:
+        together.wait()
+        decided.append(httpx.post(
+            f"{served.url}/api/approvals/{approval}/approve", json={}, timeout=120,
+            headers={"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}))
+
+    approvers = [threading.Thread(target=approve, daemon=True) for _ in range(2)]
+    for each in approvers:
+        each.start()
+    time.sleep(3)
+    (served.home / "slow-release").touch()
+    for each in approvers:
+        each.join(60)
+    assert sorted(r.status_code for r in decided) == [200, 403], [r.text for r in decided]
+    with Runtime(served.home) as rt:
+        ran = [e for e in rt.journal.events() if e.kind == "action.observed"]
+    assert len(ran) == 1, ran

@@ -336,7 +336,10 @@ def make_router(runtime: Runtime, call: Call, *, answered: Call,
                  summary="Answer a waiting human step (an approver); the run continues")
     async def decide(run_id: str, step: str, request: Request, who: Approver) -> dict[str, Any]:
         body: AnswerBody = await body_of(request, AnswerBody)
-        return await threads.run(who.identity, call, lambda: runner.decide(
+        # not under the API's lock: the run walks on into its next steps, and a slow one held
+        # every identity until it answered (tests/security/test_273); the journal writes
+        # the answer only over the events it was decided on (test_32)
+        return await threads.run(who.identity, answered, lambda: runner.decide(
             runtime, engine(), run_id, step, by=who.identity, token=who.token,
             answer=body.answer, note=body.note))
 

@@ -131,15 +131,25 @@ def slow_home(root: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Server]:
+@contextlib.contextmanager
+def serving(tmp_path: Path, files: dict[str, str] | None = None) -> Iterator[Server]:
+    """``serve`` on :func:`slow_home` with ``files`` (paths in the home: texts) added;
+    every held call let go before it stops."""
     home = slow_home(tmp_path / "home")
+    for rel, text in (files or {}).items():
+        (home / rel).write_text(text)
     srv = start_server(["--home", str(home)], tmp_path / "serve.log", home)
     try:
         yield srv
     finally:
         (home / "slow-release").touch()  # the held calls end, the server stops at once
         stop_server(srv)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Server]:
+    with serving(tmp_path) as srv:
+        yield srv
 
 
 #: the routes by which mallory's token has the slow tool run: a path and its n-th body

@@ -26,10 +26,10 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
-from tests.server.conftest import Server, start_server, stop_server
+from tests.server.conftest import Server
 
 from .mcp_http import MALLORY, token_for
-from .test_271_api_calls_per_identity import WAYS, slow_home
+from .test_271_api_calls_per_identity import WAYS, serving
 
 ASKED = """
 @id("slow-needs-a-person")
@@ -40,14 +40,8 @@ permit(principal, action, resource) when { context.tool == "test.slow.wait" };
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Server]:
-    home = slow_home(tmp_path / "home")
-    (home / "policies" / "slow-approval.cedar").write_text(ASKED)
-    srv = start_server(["--home", str(home)], tmp_path / "serve.log", home)
-    try:
+    with serving(tmp_path, {"policies/slow-approval.cedar": ASKED}) as srv:
         yield srv
-    finally:
-        (home / "slow-release").touch()
-        stop_server(srv)
 
 
 def test_an_approved_slow_action_leaves_the_others_served(served: Server) -> None:

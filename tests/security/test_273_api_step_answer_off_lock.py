@@ -23,10 +23,10 @@ import httpx
 import pytest
 
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
-from tests.server.conftest import Server, start_server, stop_server
+from tests.server.conftest import Server
 
 from .mcp_http import MALLORY, token_for
-from .test_271_api_calls_per_identity import FLOW, slow_home
+from .test_271_api_calls_per_identity import FLOW, serving
 
 #: test_271's workflow with a person's review before its slow step
 REVIEWED = FLOW.replace("workflow: slow", "workflow: reviewed").replace("steps:\n", """steps:
@@ -42,14 +42,8 @@ REVIEWED = FLOW.replace("workflow: slow", "workflow: reviewed").replace("steps:\
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Server]:
-    home = slow_home(tmp_path / "home")
-    (home / "workflows" / "reviewed.yaml").write_text(REVIEWED)
-    srv = start_server(["--home", str(home)], tmp_path / "serve.log", home)
-    try:
+    with serving(tmp_path, {"workflows/reviewed.yaml": REVIEWED}) as srv:
         yield srv
-    finally:
-        (home / "slow-release").touch()
-        stop_server(srv)
 
 
 def test_an_answer_that_walks_into_a_slow_step_leaves_the_others_served(

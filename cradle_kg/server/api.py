@@ -4,9 +4,10 @@ Every route needs ``Authorization: Bearer <token>`` (see :mod:`cradle_kg.server.
 Outcomes are data: a denied proposal is a 200 whose body says ``denied``; an approval
 that cannot be given (self-approval, wrong scope, already decided) is a 403 with the
 reason. Writes go through one :class:`~cradle_kg.loop.runtime.Runtime`, one at a time,
-except a proposal, a workflow start, an approval's decision and an answer to a human step,
-which the runtime governs beside the others (as it does the MCP gateway's calls and other
-processes'). Blocking work runs on the caller's own worker threads (:mod:`.threads`).
+except a proposal, a workflow start, an approval's decision and a run's walk (an answer to
+a human step, a resume), which the runtime governs beside the others (as it does the MCP
+gateway's calls and other processes'). Blocking work runs on the caller's own worker
+threads (:mod:`.threads`).
 """
 
 from __future__ import annotations

@@ -316,7 +316,8 @@ def make_router(runtime: Runtime, call: Call, *, answered: Call,
 
     @router.post("/workflows/runs/{run_id}/resume", summary="Continue a workflow run")
     async def resume(run_id: str, who: Approver) -> dict[str, Any]:
-        return await threads.run(who.identity, call,
+        # not under the API's lock: the walk an answer makes (tests/security/test_274)
+        return await threads.run(who.identity, answered,
                                  lambda: runner.resume(engine(), run_id))
 
     # --- the inbox and its answers ------------------------------------------------------

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -132,12 +132,15 @@ def slow_home(root: Path) -> Path:
 
 
 @contextlib.contextmanager
-def serving(tmp_path: Path, files: dict[str, str] | None = None) -> Iterator[Server]:
-    """``serve`` on :func:`slow_home` with ``files`` (paths in the home: texts) added;
-    every held call let go before it stops."""
+def serving(tmp_path: Path, files: dict[str, str] | None = None, *,
+            before: Callable[[Path], None] | None = None) -> Iterator[Server]:
+    """``serve`` on :func:`slow_home` with ``files`` (paths in the home: texts) added and
+    ``before`` run on the home; every held call let go before it stops."""
     home = slow_home(tmp_path / "home")
     for rel, text in (files or {}).items():
         (home / rel).write_text(text)
+    if before is not None:
+        before(home)
     srv = start_server(["--home", str(home)], tmp_path / "serve.log", home)
     try:
         yield srv

@@ -14,11 +14,15 @@ graph: the old one stays for the decisions made under it.
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ProjectionError
+import pyoxigraph as ox
+
+from ..errors import InputError, ProjectionError, RdfParseError
+from ..inputs import FILE_LIMITS, read_file
 from ..storage.graph import KNOWLEDGE_BASE, GraphStore
 from .packproj import Triple, well_formed
 
@@ -40,8 +44,36 @@ class KnowledgeSource:
         h = hashlib.sha256(self.graph.encode())
         for f in self.files:
             h.update(b"\0" + f.name.encode() + b"\0")
-            h.update(f.read_bytes())
+            h.update(_read(f))
         return "sha256:" + h.hexdigest()
+
+
+def _read(path: Path) -> bytes:
+    """A source file's bytes as every file of a pack is read: a regular file (a FIFO in
+    its place would block the home's every open), bounded; else an :class:`RdfParseError`
+    naming it."""
+    try:
+        return read_file(path, max_bytes=FILE_LIMITS.max_bytes)
+    except InputError as exc:
+        raise RdfParseError(exc.message.removeprefix(f"`{path}`: "), file=str(path)) from None
+
+
+def _turtle(path: Path) -> str:
+    """The text of a Turtle source, parsed once before the store is touched: one that is
+    not UTF-8 or does not parse is an :class:`RdfParseError` naming the file and the line
+    (before, pyoxigraph's ``SyntaxError`` or a ``UnicodeDecodeError`` escaped from the
+    store's load, after it had emptied the graph: ``tests/security/test_275``)."""
+    data = _read(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RdfParseError(f"not UTF-8 at byte {exc.start}", file=str(path)) from None
+    try:  # read through, nothing kept; no base IRI, as the store loads it
+        deque(ox.parse(text, format=ox.RdfFormat.TURTLE), maxlen=0)
+    except SyntaxError as exc:
+        raise RdfParseError(" ".join(str(exc).split()), file=str(path),
+                            line=exc.lineno) from None
+    return text
 
 
 def install(store: GraphStore, sources: Sequence[KnowledgeSource]) -> list[str]:
@@ -52,7 +84,7 @@ def install(store: GraphStore, sources: Sequence[KnowledgeSource]) -> list[str]:
         if store.knowledge_digest(source.graph) == digest:
             continue
         if source.build is None:
-            text = "\n".join(f.read_text(encoding="utf-8") for f in source.files)
+            text = "\n".join(_turtle(f) for f in source.files)
             # several Turtle files: prefixes repeat harmlessly; each file is whole Turtle
             store.install_knowledge(source.graph, digest, text, turtle=True)
         else:

@@ -449,6 +449,9 @@ class Runtime:
                 store.close()
                 self._graph_unavailable = True
                 return None
+            except BaseException:  # a pack's file that does not load: said, store let go
+                store.close()  # (before: left open and locked for this process, test_275)
+                raise
             self._graph = store
         return self._graph
 

@@ -328,11 +328,16 @@ class OxigraphStore:
                           turtle: bool = False) -> None:
         check_knowledge_name(graph)
         name = ox.NamedNode(graph)
+        fmt = ox.RdfFormat.TURTLE if turtle else ox.RdfFormat.N_TRIPLES
+        try:  # INVARIANT: parsed before the graph is emptied (as the remote store does)
+            deque(ox.parse(data, format=fmt), maxlen=0)
+        except SyntaxError as exc:
+            raise GraphStoreError(f"knowledge graph `{graph}` does not parse: "
+                                  f"{' '.join(str(exc).split())}") from None
         self.store.update(f"DELETE WHERE {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{DIGEST}> "
                           "?d } }")
         if name in set(self.store.named_graphs()):
             self.store.remove_graph(name)
-        fmt = ox.RdfFormat.TURTLE if turtle else ox.RdfFormat.N_TRIPLES
         self.store.bulk_load(data, format=fmt, to_graph=name)
         self.store.update(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{DIGEST}> "
                           f"\"{digest}\" }} }}")

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ManifestError
+from ..errors import CradleError, ManifestError
 from ..graph.lineage import Graph
 from .trace import Trace
 
@@ -126,9 +126,24 @@ def _annotations(text: str, name: str) -> dict[str, str]:
     return notes
 
 
+def _rule_text(path: Path) -> str:
+    """A rule file as a query file is read: a regular file (a FIFO would block for ever)
+    of at most the 100 KB of a query, UTF-8, nested no deeper than a query may be (20,000
+    brackets killed the process in the engine's parser: ``tests/security/test_276``)."""
+    from ..graph.sparql_guard import MAX_QUERY_BYTES, check_size
+    from ..inputs import read_text_file
+
+    try:
+        text = read_text_file(path, max_bytes=MAX_QUERY_BYTES)
+        check_size(text)
+    except CradleError as exc:
+        raise ManifestError(f"graph policy `{path}`: "
+                            f"{exc.message.removeprefix(f'`{path}`: ')}") from None
+    return text
+
+
 def load_rules(paths: Sequence[Path], *, namespace: str | None = None) -> list[GraphRule]:
-    rules = [parse_rule(p.read_text(encoding="utf-8"), name=str(p), namespace=namespace)
-             for p in paths]
+    rules = [parse_rule(_rule_text(p), name=str(p), namespace=namespace) for p in paths]
     probe = Graph(["<urn:x:a> <urn:x:p> <urn:x:o>"])
     for rule in rules:  # a rule that does not parse is refused at load, not at the gate
         try:

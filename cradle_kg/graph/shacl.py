@@ -155,11 +155,15 @@ _READ_LOCK = Lock()
 
 def _contents_key(files: Sequence[Path]) -> tuple[tuple[str, str], ...] | None:
     """Each file's resolved path (its base IRI) and the sha256 of its bytes; None when one
-    cannot be read (the parse then says why)."""
+    cannot be read (the parse then says why). Read as the parse reads it: a regular file,
+    bounded (a FIFO named as a pack's shapes hung every open of the home here, before
+    the parse could refuse it: ``tests/security/test_277``)."""
+    from cradle_kg.inputs import FILE_LIMITS, read_file
+
     try:
-        return tuple((str(f.resolve()), hashlib.sha256(f.read_bytes()).hexdigest())
-                     for f in files)
-    except OSError:
+        return tuple((str(f.resolve()), hashlib.sha256(
+            read_file(f, max_bytes=FILE_LIMITS.max_bytes)).hexdigest()) for f in files)
+    except (OSError, CradleError):
         return None
 
 

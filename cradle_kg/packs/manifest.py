@@ -154,8 +154,10 @@ def read_manifest(folder: Path) -> Manifest:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise ManifestError(f"{path}{line}: not valid YAML: "
-                            f"{getattr(exc, 'problem', None) or exc}") from exc
+        # one line: a reader error (a NUL byte, a control character) is several lines of
+        # PyYAML's text (tests/security/test_278)
+        why = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise ManifestError(f"{path}{line}: not valid YAML: {why}") from exc
     if not isinstance(raw, dict):
         raise ManifestError(f"{path}:1: a manifest is a mapping of keys")
     if "runtime" in raw:

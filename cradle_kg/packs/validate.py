@@ -87,6 +87,10 @@ def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
             report.errors.append(f"{_manifest_line(pack, rel)}: `{rel}` is outside the pack "
                                  "folder")
             continue
+        except OSError as exc:  # a name too long for the filesystem (tests/security/test_279)
+            report.errors.append(f"{_manifest_line(pack, rel)}: `{rel[:80]}` cannot be looked "
+                                 f"up: {exc.strerror or exc}")
+            continue
         if not exists:
             report.errors.append(f"{_manifest_line(pack, rel)}: names `{rel}`, which does not "
                                  "exist")

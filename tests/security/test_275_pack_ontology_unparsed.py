@@ -82,4 +82,4 @@ def test_the_cli_answers_the_outcome_then_names_the_file(tmp_path: Path) -> None
     done = cli("graph", "sync", "--home", str(home), env=env)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.startswith("error: ") and "ontology.ttl:2" in done.stderr, done.stderr
-    assert "unexpected" not in done.stderr and "Traceback" not in done.stderr
+    assert "error: unexpected " not in done.stderr and "Traceback" not in done.stderr

@@ -87,6 +87,6 @@ def test_review_and_home_refuse_it(tmp_path: Path, case: str) -> None:
                timeout=60)
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
     assert done.stderr.startswith("error: ") and "freeze.rq" in done.stderr, done.stderr
-    assert "unexpected" not in done.stderr and "Traceback" not in done.stderr
+    assert "error: unexpected " not in done.stderr and "Traceback" not in done.stderr
     assert _journaled(home) == 0
     assert (home / "config.json").read_bytes() == config

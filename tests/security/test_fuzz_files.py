@@ -43,20 +43,21 @@ def _own_sqlite(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)  # the homes' own SQLite files
 
 
-def _typed_or_loaded(load: Callable[[], Any], what: str) -> None:
+def _typed_or_loaded(load: Callable[[], Any], what: str, *, one_line: bool = True) -> None:
     try:
         load()
     except CradleError as exc:
-        assert "\n" not in exc.message.strip(), (what, exc.message[:300])
+        assert not one_line or "\n" not in exc.message.strip(), (what, exc.message[:300])
 
 
-def _fuzz(target: Path, kind: str, seed: int, load: Callable[[], Any]) -> int:
+def _fuzz(target: Path, kind: str, seed: int, load: Callable[[], Any], *,
+          one_line: bool = True) -> int:
     original = target.read_bytes()
     cases = mutants(original, kind=kind, seed=seed)
     try:
         for name, data in cases:
             target.write_bytes(data)
-            _typed_or_loaded(load, f"{target.name}: {name}")
+            _typed_or_loaded(load, f"{target.name}: {name}", one_line=one_line)
     finally:
         target.write_bytes(original)
     return len(cases)
@@ -98,11 +99,7 @@ def test_operator_yaml(tmp_path: Path, source: str) -> None:
     target.write_bytes((EXAMPLES / source).read_bytes())
     load = load_contracts if source.startswith("notes") else load_file
     # a workflow's error lists every problem, one per line (WorkflowFileError)
-    try:
-        _fuzz(target, "yaml", 20, lambda: load(target))
-    except AssertionError:
-        if load is load_contracts:
-            raise
+    _fuzz(target, "yaml", 20, lambda: load(target), one_line=load is load_contracts)
 
 
 def test_a_policy_dropped_into_a_running_home_fails_closed(tmp_path: Path) -> None:

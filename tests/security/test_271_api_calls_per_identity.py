@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -170,6 +171,35 @@ DONE = {"proposal": "executed", "workflow start": "completed"}
 
 def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+def served_while_held(served: Server, path: str, reads: tuple[str, ...] = ("/api/runs",),
+                      body: dict[str, Any] | None = None) -> httpx.Response:
+    """An approver's ``POST path`` that walks into the slow tool, sent from a thread; while
+    it is held, the other agent's ``reads`` answer within 5 s (before the fixes: once the
+    tool had answered, 30 s); then the tool is let go: the approver's answer."""
+    assert served.home is not None
+    answers: list[httpx.Response] = []
+
+    def post() -> None:
+        answers.append(httpx.post(served.url + path, json=body, timeout=120,
+                                  headers=_bearer(DEMO_TOKENS[APPROVER])))
+
+    person = threading.Thread(target=post, daemon=True)
+    person.start()
+    time.sleep(3)  # the walk reached the slow step
+    agent = _bearer(token_for(served.home, AGENT))
+    for read in reads:
+        begun = time.monotonic()
+        answer = httpx.get(served.url + read, headers=agent, timeout=20)
+        took = time.monotonic() - begun
+        assert answer.status_code == 200, answer.text
+        assert not answers, (read, took)  # answered while the tool still runs
+        assert took < 5, (read, took)
+    (served.home / "slow-release").touch()
+    person.join(60)
+    assert answers and answers[0].status_code == 200, answers
+    return answers[0]
 
 
 @pytest.mark.parametrize("way", WAYS)

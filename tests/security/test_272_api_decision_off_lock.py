@@ -25,11 +25,11 @@ import httpx
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from tests.server.conftest import Server
 
 from .mcp_http import MALLORY, token_for
-from .test_271_api_calls_per_identity import WAYS, serving
+from .test_271_api_calls_per_identity import WAYS, served_while_held, serving
 
 ASKED = """
 @id("slow-needs-a-person")
@@ -51,29 +51,9 @@ def test_an_approved_slow_action_leaves_the_others_served(served: Server) -> Non
                        headers={"Authorization": f"Bearer {token_for(served.home, MALLORY)}"})
     assert asked.json()["status"] == "awaiting_approval", asked.text
     approval = asked.json()["approval"]["id"]
-    decided: list[httpx.Response] = []
-
-    def approve() -> None:
-        decided.append(httpx.post(
-            f"{served.url}/api/approvals/{approval}/approve", json={}, timeout=120,
-            headers={"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}))
-
-    approver = threading.Thread(target=approve, daemon=True)
-    approver.start()
-    time.sleep(3)  # the approved action runs its tool
-    agent = {"Authorization": f"Bearer {token_for(served.home, AGENT)}"}
-    for read in ("/api/runs", "/api/approvals"):
-        begun = time.monotonic()
-        answer = httpx.get(served.url + read, headers=agent, timeout=20)
-        took = time.monotonic() - begun
-        assert answer.status_code == 200, answer.text
-        # answered while the tool still runs; before: once it had answered (30 s)
-        assert not decided, (read, took)
-        assert took < 5, (read, took)
-    (served.home / "slow-release").touch()
-    approver.join(60)
-    assert decided and decided[0].status_code == 200, decided
-    assert decided[0].json()["outcome"]["status"] == "executed", decided[0].text
+    decided = served_while_held(served, f"/api/approvals/{approval}/approve",
+                                ("/api/runs", "/api/approvals"), body={})
+    assert decided.json()["outcome"]["status"] == "executed", decided.text
 
 
 def test_an_approval_decided_twice_at_once_runs_its_action_once(served: Server) -> None:

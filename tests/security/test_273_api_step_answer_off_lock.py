@@ -14,19 +14,16 @@ was decided on, ``test_32``, as across processes), on the approver's own threads
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from tests.server.conftest import Server
 
 from .mcp_http import MALLORY, token_for
-from .test_271_api_calls_per_identity import FLOW, serving
+from .test_271_api_calls_per_identity import FLOW, served_while_held, serving
 
 #: test_271's workflow with a person's review before its slow step
 REVIEWED = FLOW.replace("workflow: slow", "workflow: reviewed").replace("steps:\n", """steps:
@@ -54,25 +51,6 @@ def test_an_answer_that_walks_into_a_slow_step_leaves_the_others_served(
         headers={"Authorization": f"Bearer {token_for(served.home, MALLORY)}"})
     assert started.status_code == 200, started.text
     run = started.json()["run_id"]
-    answered: list[httpx.Response] = []
-
-    def answer() -> None:
-        answered.append(httpx.post(
-            f"{served.url}/api/steps/{run}/review/decide", json={"answer": "go"},
-            timeout=120, headers={"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}))
-
-    approver = threading.Thread(target=answer, daemon=True)
-    approver.start()
-    time.sleep(3)  # the run walked into its slow step
-    agent = {"Authorization": f"Bearer {token_for(served.home, AGENT)}"}
-    begun = time.monotonic()
-    runs = httpx.get(served.url + "/api/runs", headers=agent, timeout=20)
-    took = time.monotonic() - begun
-    assert runs.status_code == 200, runs.text
-    # answered while the step's tool still runs; before: once it had answered (30 s)
-    assert not answered, took
-    assert took < 5, took
-    (served.home / "slow-release").touch()
-    approver.join(60)
-    assert answered and answered[0].status_code == 200, answered
-    assert answered[0].json()["status"] == "completed", answered[0].text
+    answered = served_while_held(served, f"/api/steps/{run}/review/decide",
+                                 body={"answer": "go"})
+    assert answered.json()["status"] == "completed", answered.text

@@ -26,9 +26,9 @@ import sys
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import InputError
+from ..errors import InputError, QuotaExceededError
 from ..inputs import CappedLines, InputLimits
 from ..server.threads import CALLS_PER_IDENTITY, IdentityThreads
 from . import require
@@ -65,6 +65,8 @@ if TYPE_CHECKING:
     from ..loop.runtime import Runtime
     from ..tools import ToolSpec
 
+T = TypeVar("T")
+
 #: the scope a cradle-kg agent token carries for the MCP endpoint
 AGENT_SCOPE = "cradle-kg:agent"
 #: a token the host application holds for its agent (``api-token issue --host``): its calls
@@ -92,13 +94,14 @@ class SessionBook:
             weakref.WeakKeyDictionary())
         self._threads = IdentityThreads(CALLS_PER_AGENT)
 
-    def threads(self, agent_id: str) -> Any:
-        """The worker threads ``agent_id``'s calls run on: :data:`CALLS_PER_AGENT` at once,
-        its own — not the pool every call of the process shares (anyio's 40), which one
-        agent's slow calls took whole: every other agent's call waited on them
-        (``tests/security/test_270``; :mod:`cradle_kg.server.threads`, which ``serve``'s
-        JSON API shares)."""
-        return self._threads.limiter(agent_id)
+    async def run(self, agent_id: str, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the worker threads of ``agent_id``'s calls:
+        :data:`CALLS_PER_AGENT` at once, its own — not the pool every call of the process
+        shares (anyio's 40), which one agent's slow calls took whole: every other agent's
+        call waited on them (``tests/security/test_270``; :mod:`cradle_kg.server.threads`,
+        which ``serve``'s JSON API shares); refused past the calls that may wait
+        (:meth:`~cradle_kg.server.threads.IdentityThreads.admitted`, ``test_280``)."""
+        return await self._threads.run(agent_id, fn, *args)
 
     def session(self, key: Any, agent_id: str) -> GovernedSession:
         held = self._sessions.get(key)
@@ -186,7 +189,6 @@ async def governed_call(book: SessionBook, key: ServerSession, agent: str,
     """Run one ``tools/call`` through the runtime (in a worker thread); wait for an
     approver, with progress notifications, when the client asked for progress. ``host``:
     the caller is the host application (see :func:`build_server`)."""
-    import anyio
 
     name = req.params.name
     given = req.params.meta
@@ -200,9 +202,11 @@ async def governed_call(book: SessionBook, key: ServerSession, agent: str,
             check_host_only(meta)
     except InputError as exc:
         return refused(exc, {"tool": name})
-    result = await anyio.to_thread.run_sync(_call_in_thread, session, name,
-                                            req.params.arguments or {}, meta,
-                                            limiter=book.threads(agent))
+    try:
+        result = await book.run(agent, _call_in_thread, session, name,
+                                req.params.arguments or {}, meta)
+    except QuotaExceededError as exc:  # its calls running and waiting: none more taken
+        return refused(exc, {"tool": name})
     token = req.params.meta.progressToken if req.params.meta else None
     if result.status != "awaiting_approval" or approval_wait <= 0 or token is None:
         return result

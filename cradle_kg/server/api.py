@@ -79,7 +79,7 @@ def make_router(runtime: Runtime) -> APIRouter:
     lock = threading.Lock()
     # INVARIANT: what blocks runs on its caller's threads: one identity's slow calls hold
     # its own, not the pool every request shares (tests/security/test_271)
-    threads = IdentityThreads()
+    threads = IdentityThreads(refuse=refuse)
 
     def answered(fn: Callable[[], T]) -> T:
         try:

@@ -189,7 +189,6 @@ async def governed_call(book: SessionBook, key: ServerSession, agent: str,
     """Run one ``tools/call`` through the runtime (in a worker thread); wait for an
     approver, with progress notifications, when the client asked for progress. ``host``:
     the caller is the host application (see :func:`build_server`)."""
-
     name = req.params.name
     given = req.params.meta
     # the host's keys are the meta's extra fields (the SDK's model allows them)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from ..errors import CradleError, InputError, InputTooLargeError
-from ..inputs import InputLimits
+from ..inputs import read_file
 
 if TYPE_CHECKING:  # rich is imported on the first line a command prints through it
     from rich.console import Console
@@ -153,20 +153,20 @@ def report_unexpected(exc: BaseException) -> None:
                       + (f": {clean(text)}" if text else ""), highlight=False)
 
 
-def read_input(source: str, limits: InputLimits) -> bytes:
-    """The bytes of a file, or of stdin for ``-``, refusing more than ``max_bytes``
-    before reading them all."""
+def read_input(source: str, max_bytes: int) -> bytes:
+    """The bytes of a file a command is given, or of stdin for ``-``, refusing more than
+    ``max_bytes`` before reading them all. A file is read by the runtime's one strict
+    reader (:func:`cradle_kg.inputs.read_file`): a regular file only, opened without
+    blocking — a FIFO or a device named here had ``submit``, ``input --file`` and
+    ``evidence add`` wait on it for ever (``tests/security/test_281``)."""
+    if source != "-":
+        return read_file(Path(source), max_bytes=max_bytes)
     try:
-        if source == "-":
-            data = sys.stdin.buffer.read(limits.max_bytes + 1)
-        else:
-            with Path(source).open("rb") as fh:
-                data = fh.read(limits.max_bytes + 1)
+        data = sys.stdin.buffer.read(max_bytes + 1)
     except OSError as exc:
-        raise InputError(f"cannot read `{source}`: {exc.strerror or exc}") from None
-    if len(data) > limits.max_bytes:
-        raise InputTooLargeError(f"`{source}`: more than the limit of {limits.max_bytes} "
-                                 "bytes")
+        raise InputError(f"cannot read stdin: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise InputTooLargeError(f"`-`: more than the limit of {max_bytes} bytes")
     return data
 
 

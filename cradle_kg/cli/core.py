@@ -100,7 +100,7 @@ def submit(
         from ..loop.proposal import check_agent_proposal, parse_proposal, read_proposal
 
         limits = load_config(Home(resolve_home(home)).config).input_limits
-        raw = read_proposal(read_input(proposal_file, limits), limits,
+        raw = read_proposal(read_input(proposal_file, limits.max_bytes), limits,
                             source="stdin" if proposal_file == "-" else proposal_file)
         # checked before the home is opened: a proposal that cannot be submitted leaves
         # no trace (not even the empty journal a first command would create)

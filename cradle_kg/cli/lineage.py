@@ -87,7 +87,7 @@ def input_(
             raise InputError("give the input with one of --text or --file")
         if text is None:
             limits = load_config(Home(resolve_home(home)).config).input_limits
-            text = read_input(str(file), limits).decode("utf-8")
+            text = read_input(str(file), limits.max_bytes).decode("utf-8")
         with Runtime(resolve_home(home)) as rt:
             # INVARIANT: an input under a person's name is theirs only with their token, as
             # their upload is (before, `--as user:bob` alone: tests/security/test_195)

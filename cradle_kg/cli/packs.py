@@ -100,7 +100,8 @@ def pack_run(pack: str, example: Path, home: HomeOpt = None) -> None:
     root = resolve_home(home)
     try:
         limits = load_config(Home(root).config).input_limits
-        raw = load_json(read_input(str(example), limits), limits=limits, source=str(example))
+        raw = load_json(read_input(str(example), limits.max_bytes), limits=limits,
+                        source=str(example))
         if not isinstance(raw, dict):
             raise InputError(f"`{example}`: an example is a JSON object")
         print_json(run_example(pack, raw, root))

@@ -195,17 +195,19 @@ def read_file(path: Path, *, max_bytes: int) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise InputError(f"`{path}`: cannot read: {exc.strerror or exc}") from None
-    with open(fd, "rb", closefd=True) as handle:
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise InputError(f"`{path}`: not a regular file")
-            if info.st_size > max_bytes:
-                raise InputTooLargeError(f"`{path}`: {info.st_size} bytes is more than the "
-                                         f"limit of {max_bytes} bytes")
+    try:  # checked on the descriptor before it is wrapped: `open` refuses a folder's
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"`{path}`: not a regular file")
+        if info.st_size > max_bytes:
+            raise InputTooLargeError(f"`{path}`: {info.st_size} bytes is more than the "
+                                     f"limit of {max_bytes} bytes")
+        with open(fd, "rb", closefd=False) as handle:
             data = handle.read(max_bytes + 1)
-        except OSError as exc:
-            raise InputError(f"`{path}`: cannot read: {exc.strerror or exc}") from None
+    except OSError as exc:
+        raise InputError(f"`{path}`: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:  # it grew since the check
         raise InputTooLargeError(f"`{path}`: more than the limit of {max_bytes} bytes")
     return data

@@ -41,12 +41,31 @@ runs_app = typer.Typer(help="Runs: list, show, resume.", no_args_is_help=True)
 
 
 def open_runtime(home: Path | None) -> Runtime:
-    from ..loop.runtime import Runtime  # the whole loop: only for commands that run it
-
     try:
-        return Runtime(resolve_home(home))
+        return home_runtime(resolve_home(home))
     except CradleError as exc:
         fail(exc)
+
+
+def home_runtime(root: Path) -> Runtime:
+    """A runtime on the home at ``root``, or the error opening it raises — never with the
+    home's journal created by a home that does not load: one whose embedded journal does
+    not exist yet is opened first on a throwaway journal in a temporary folder (the
+    runtime's own loader: its configuration, packs and policies), then on its own. Before,
+    a refused first command left an empty journal, the graph store's folder and the
+    workers' leases behind (``tests/security/test_282``)."""
+    import tempfile
+
+    from ..loop.runtime import Runtime  # the whole loop: only for commands that run it
+    from ..storage import home_journal_target, is_postgres
+
+    target = home_journal_target(root)
+    if not is_postgres(target) and not Path(target).exists():
+        with tempfile.TemporaryDirectory(prefix="cradle-kg-first-open-") as scratch, \
+                Runtime(root, journal=Path(scratch) / "journal.sqlite", graph_sync=False,
+                        recover=False):
+            pass
+    return Runtime(root)
 
 
 def open_journal(home: Path | None) -> Journal:
@@ -97,7 +116,12 @@ def submit(
     """
     try:
         from ..config import load_config
-        from ..loop.proposal import check_agent_proposal, parse_proposal, read_proposal
+        from ..loop.proposal import (
+            check_agent_proposal,
+            check_run_namespace,
+            parse_proposal,
+            read_proposal,
+        )
 
         limits = load_config(Home(resolve_home(home)).config).input_limits
         raw = read_proposal(read_input(proposal_file, limits.max_bytes), limits,
@@ -105,6 +129,7 @@ def submit(
         # checked before the home is opened: a proposal that cannot be submitted leaves
         # no trace (not even the empty journal a first command would create)
         proposal = check_agent_proposal(parse_proposal(raw, limits))
+        check_run_namespace(proposal.effective_run_id, proposal.agent_id)  # test_282
     except CradleError as exc:
         fail(exc)
     with open_runtime(home) as rt:

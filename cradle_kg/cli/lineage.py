@@ -81,14 +81,14 @@ def input_(
 ) -> None:
     """Record a trusted input of a run: a value it contains has a trusted origin for lineage.
     As an approver of the home, with their token (a person's words are evidence)."""
-    from ..loop.runtime import Runtime
+    from .core import home_runtime
     try:
         if (text is None) == (file is None):
             raise InputError("give the input with one of --text or --file")
         if text is None:
             limits = load_config(Home(resolve_home(home)).config).input_limits
             text = read_input(str(file), limits.max_bytes).decode("utf-8")
-        with Runtime(resolve_home(home)) as rt:
+        with home_runtime(resolve_home(home)) as rt:
             # INVARIANT: an input under a person's name is theirs only with their token, as
             # their upload is (before, `--as user:bob` alone: tests/security/test_195)
             check_person(rt, author, token)

@@ -51,10 +51,11 @@ def test_a_fifo_is_one_error_line_and_nothing_journaled(tmp_path: Path, command:
     assert events(home) == 0
 
 
-def test_a_device_is_not_read_as_evidence(tmp_path: Path) -> None:
+def test_a_device_or_a_folder_is_not_read_as_evidence(tmp_path: Path) -> None:
     home = fresh_home(tmp_path / "home")
-    done = _run(*_commands(home, "/dev/zero")["evidence"])
-    assert_refused(done, "not a regular file", "/dev/zero")
+    for path in ("/dev/zero", str(tmp_path)):
+        done = _run(*_commands(home, path)["evidence"])
+        assert_refused(done, "not a regular file", path)
     assert events(home) == 0
 
 

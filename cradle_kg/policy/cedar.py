@@ -111,7 +111,7 @@ def _parse_json(text: str, name: str) -> dict[str, Any]:
     try:
         est: dict[str, Any] = json.loads(cedarpy.policies_to_json_str(text))
     except (ValueError, RuntimeError) as exc:
-        raise PolicyError(f"cannot parse policies in `{name}`: {exc}") from exc
+        raise PolicyError(f"cannot parse policies in `{name}`: {cedar_says(exc)}") from exc
     return est
 
 
@@ -130,6 +130,19 @@ def _annotations_in(est: dict[str, Any]) -> dict[str, tuple[str, dict[str, str]]
 
 #: what an ``@id`` may say: it is cited in reasons, tables, the graph and queries
 POLICY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+#: how much of cedar's own message an error quotes
+CEDAR_SAYS = 200
+
+
+def cedar_says(exc: Exception) -> str:
+    """Cedar's message on one line, cut to :data:`CEDAR_SAYS` characters: it quotes the
+    token it refuses whole — a 40,000-character name made an ``error:`` line, and the
+    reason journaled with each denial while the file was in place, as long
+    (``tests/security/test_283``). The file and line are the runtime's own, before it."""
+    said = " ".join(str(exc).split())
+    return said if len(said) <= CEDAR_SAYS else said[:CEDAR_SAYS - 1] + "…"
 
 
 def _shown(text: str) -> str:
@@ -252,9 +265,10 @@ class PolicyEngine:
                 line = parse_error_line(source.text)
                 if line is not None:
                     raise PolicyError(f"{source.name}:{line}: cannot parse the policy: "
-                                      f"{exc}") from exc
+                                      f"{cedar_says(exc)}") from exc
             names = ", ".join(f"`{s.name}`" for s in self.sources) or "(none)"
-            raise PolicyError(f"cannot parse the policy set {names}: {exc}") from exc
+            raise PolicyError(f"cannot parse the policy set {names}: {cedar_says(exc)}"
+                              ) from exc
         # cedar numbers policies policy0.. across the concatenated text; rebuild that
         # numbering from one parse of the whole set so annotations line up
         merged = _annotations_of(text, "policy set")
@@ -301,7 +315,8 @@ class PolicyEngine:
                 k: v for k, v in context.items() if k in keys})
             entities_text = json.dumps(entities or [])
         except Exception as exc:  # not JSON: cedar could not be given it — fail closed
-            return PolicyOutcome(False, (), (f"cedar could not evaluate the request: {exc}",))
+            return PolicyOutcome(False, (), (
+                f"cedar could not evaluate the request: {cedar_says(exc)}",))
         # INVARIANT: a decision is a function of the policy set (this engine's, parsed once
         # and never changed: new policies are a new engine), the request and the entities
         # — Cedar has no clock, no randomness and no I/O. So an outcome is kept under the
@@ -324,7 +339,8 @@ class PolicyEngine:
             result = cedarpy.is_authorized(request, self._set,
                                            self._entity_set(entities_text))
         except Exception as exc:  # cedar refused the request itself: fail closed
-            return PolicyOutcome(False, (), (f"cedar could not evaluate the request: {exc}",))
+            return PolicyOutcome(False, (), (
+                f"cedar could not evaluate the request: {cedar_says(exc)}",))
         outcome = self._outcome(result)
         if len(context_text) + len(entities_text) <= _DECISION_TEXT:
             if len(self._decisions) >= _DECISIONS:
@@ -485,7 +501,7 @@ def validate_against_schema(text: str, schema: str, *, name: str) -> list[str]:
     try:
         result = cedarpy.validate_policies(text, schema)
     except Exception as exc:
-        return [f"{name}: cannot validate: {exc}"]
+        return [f"{name}: cannot validate: {cedar_says(exc)}"]
     ids = {pid: ann.get("id", pid) for pid, (_, ann) in _annotations_of(text, name).items()}
     return [f"{name}: policy `{ids.get(e.policy_id, e.policy_id)}`: {e.error}"
             for e in result.errors]

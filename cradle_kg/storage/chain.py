@@ -28,10 +28,12 @@ GENESIS_HASH = "sha256:" + "0" * 64
 #: ``approval_exclusions`` (who may never decide each approval: what an approver's inbox
 #: leaves out, as PostgreSQL's migration 12 has it), format 11 ``starting_runs`` (the
 #: workflow runs on their way to their first human step, counted in their agent's
-#: ``waiting_per_agent``, as PostgreSQL's migration 13 has it)
-JOURNAL_FORMAT = 11
+#: ``waiting_per_agent``, as PostgreSQL's migration 13 has it), format 12
+#: ``unrun_approvals`` (the approvals asked under a key, approved and not run yet, as
+#: PostgreSQL's migration 14 has it)
+JOURNAL_FORMAT = 12
 #: formats this code upgrades in place: their events are hashed as this one's are
-UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7, 8, 9, 10)
+UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (

@@ -526,11 +526,14 @@ class Journal(Protocol):
         per approval listed (``tests/security/test_100``)."""
         ...
 
-    def waiting_under_key(self, asked: KeyAsked) -> AuditEvent | None:
+    def waiting_under_key(self, asked: KeyAsked, *, approved: bool = False
+                          ) -> AuditEvent | None:
         """The first request of an approval no person decided yet that ``asked.agent``'s
         proposal under its key for the tool asked for another action than
         ``asked.digests``, if any: one query of the derived ``undecided_approvals``,
-        filtered in it, one row decoded at most (``tests/security/test_254``)."""
+        filtered in it, one row decoded at most (``tests/security/test_254``).
+        ``approved``: of such an approval a person approved and whose action has not run
+        yet instead, in the derived ``unrun_approvals`` (``test_284``)."""
         ...
 
     def latest_budget_sets(self) -> list[AuditEvent]:

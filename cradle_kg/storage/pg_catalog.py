@@ -175,4 +175,15 @@ EXPECTED: frozenset[str] = frozenset({
     'relation starting_runs r rls=false',
     'relation starting_runs_agent i rls=false',
     'relation starting_runs_pkey i rls=false',
+    # migration 14
+    'column unrun_approvals.approval_id text NO -',
+    'column unrun_approvals.run_id text NO -',
+    'column unrun_approvals.seq bigint NO -',
+    'column unrun_approvals.subject text NO -',
+    'constraint unrun_approvals.unrun_approvals_pkey PRIMARY KEY (approval_id)',
+    'index unrun_approvals_pkey CREATE UNIQUE INDEX unrun_approvals_pkey ON unrun_approvals USING btree (approval_id)',
+    'index unrun_approvals_subject CREATE INDEX unrun_approvals_subject ON unrun_approvals USING btree (subject, run_id)',
+    'relation unrun_approvals r rls=false',
+    'relation unrun_approvals_pkey i rls=false',
+    'relation unrun_approvals_subject i rls=false',
 })

@@ -227,6 +227,15 @@ MIGRATIONS = (
         *tasks_sql.POSTGRES_STARTING_SCHEMA,
         *(f"INSERT INTO {t}({tasks_sql.COLUMNS[t]}) {tasks_sql.from_events('postgresql', t)}"
           for t in tasks_sql.STARTING_TABLES))),
+    # the approvals asked under an agent's key that a person approved and whose action has
+    # not run yet, derived from the events already written (under the append lock, as
+    # migration 8): other arguments under the key are refused as while the approval waits
+    # (``tests/security/test_284``)
+    Migration(14, "unrun-approvals", (
+        f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)",
+        *tasks_sql.POSTGRES_UNRUN_SCHEMA,
+        *(f"INSERT INTO {t}({tasks_sql.COLUMNS[t]}) {tasks_sql.from_events('postgresql', t)}"
+          for t in tasks_sql.UNRUN_TABLES))),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -344,6 +353,7 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
         if not settled:
             out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)",
                         (seq, subject)))
+        out.extend(tasks_sql.ran("postgresql", run_id=run_id, payload=payload))
     elif kind == "run.outcome":
         out.append(("DELETE FROM open_intents WHERE subject = %s", (subject,)))
     elif kind == "approval.requested":

@@ -817,10 +817,11 @@ class PostgresJournal:
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
 
-    def waiting_under_key(self, asked: KeyAsked) -> AuditEvent | None:
+    def waiting_under_key(self, asked: KeyAsked, *, approved: bool = False
+                          ) -> AuditEvent | None:
         rows_sql, _, args = tasks_sql.approvals_page(
             "postgresql", _COLS, undecided=True, run_id=None, requested_by=asked.agent,
-            keyed=asked)
+            keyed=asked, unrun=approved)
         rows = self._query(rows_sql, (*args, 1, 0))
         return self._row(rows[0]) if rows else None
 

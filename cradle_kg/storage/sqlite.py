@@ -266,11 +266,12 @@ class SqliteJournal:
             # table before format 6, format 7's tables from 6 (its ``usage`` kept: dropped,
             # it came back empty, the rate and budget counts lost), format 10's from 7, 8
             # and 9 (format 8 adds an index, built by its CREATE; 9 a table of keys),
-            # format 11's from 7 to 10
+            # format 11's from 7 to 10, format 12's from 7 to 11
             if upgrade and version < 7:
                 derived.rebuild(conn, tasks_sql.TABLES if version == 6 else None)
-            elif upgrade and version < 11:
-                derived.rebuild(conn, tasks_sql.STARTING_TABLES + (
+            elif upgrade and version < 12:
+                derived.rebuild(conn, tasks_sql.UNRUN_TABLES + (
+                    tasks_sql.STARTING_TABLES if version < 11 else ()) + (
                     tasks_sql.EXCLUSION_TABLES if version < 10 else ()))
             if version != JOURNAL_FORMAT:
                 conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
@@ -853,10 +854,11 @@ class SqliteJournal:
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
 
-    def waiting_under_key(self, asked: KeyAsked) -> AuditEvent | None:
+    def waiting_under_key(self, asked: KeyAsked, *, approved: bool = False
+                          ) -> AuditEvent | None:
         rows_sql, _, args = tasks_sql.approvals_page(
             "sqlite", self._COLS, undecided=True, run_id=None, requested_by=asked.agent,
-            keyed=asked)
+            keyed=asked, unrun=approved)
         rows = self._query(rows_sql, (*args, 1, 0))
         return self._row(rows[0]) if rows else None
 

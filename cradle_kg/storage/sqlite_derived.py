@@ -33,6 +33,8 @@ approvals
 approval_       who may never decide each approval requested (:mod:`.tasks_sql`)
 exclusions
 starting_runs   each workflow run on its way to its first human step (:mod:`.tasks_sql`)
+unrun_          each approval asked under a key, approved and not run yet (:mod:`.tasks_sql`)
+approvals
 ==============  =====================================================================
 
 The rate-limit window (read by :meth:`~.store.Journal.usage_since`) is a sliding window
@@ -268,6 +270,8 @@ def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject
     if kind == "action.intent":
         if not settled:
             conn.execute("INSERT INTO open_intents(seq, subject) VALUES (?, ?)", (seq, subject))
+        for sql, args in tasks_sql.ran("sqlite", run_id=run_id, payload=payload):
+            conn.execute(sql, args)
     elif kind == "run.outcome":
         conn.execute("DELETE FROM open_intents WHERE subject = ?", (subject,))
     elif kind == "approval.requested":

@@ -36,6 +36,14 @@ starting_runs   each run whose first ``workflow.started`` naming its ``agent`` (
                 runs on their way to their first human step, counted in the agent's
                 ``waiting_per_agent`` (``test_249``; SQLite format 11, PostgreSQL
                 migration 13)
+unrun_          each approval whose first request was asked under its agent's
+approvals       idempotency key (``proposal.action.idempotency_key``, text), that an
+                ``approval.decided`` of that id about the same subject approved
+                (``status`` ``approved``), while its run has no ``action.intent`` of its
+                digest (``input_hash``) after the request: its id, subject, the
+                request's seq and run — approved, not run yet; other arguments under the
+                key are refused as while it waits (``test_284``; SQLite format 12,
+                PostgreSQL migration 14)
 ==============  =====================================================================
 
 One SQL text per dialect computes the rows from the events alone (:func:`from_events`):
@@ -69,6 +77,7 @@ STEP_COLUMNS = "seq, run_id, step, input_hash"
 BUDGET_COLUMNS = "subject, first_seq, last_seq"
 EXCLUSION_COLUMNS = "approval_id, who"
 STARTING_COLUMNS = "run_id, agent, seq"
+UNRUN_COLUMNS = "approval_id, subject, seq, run_id"
 STARTED = "workflow.started"
 _ENDS = "('workflow.completed', 'workflow.failed')"
 
@@ -102,6 +111,10 @@ SQLITE_SCHEMA = (
     "seq INTEGER NOT NULL)",
     "CREATE UNIQUE INDEX IF NOT EXISTS starting_runs_id ON starting_runs(run_id)",
     "CREATE INDEX IF NOT EXISTS starting_runs_agent ON starting_runs(agent)",
+    "CREATE TABLE IF NOT EXISTS unrun_approvals (approval_id TEXT NOT NULL, "
+    "subject TEXT NOT NULL, seq INTEGER NOT NULL, run_id TEXT NOT NULL)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS unrun_approvals_id ON unrun_approvals(approval_id)",
+    "CREATE INDEX IF NOT EXISTS unrun_approvals_subject ON unrun_approvals(subject, run_id)",
 )
 POSTGRES_SCHEMA = (
     "CREATE TABLE human_tasks (seq bigint PRIMARY KEY, task_id text NOT NULL, "
@@ -130,6 +143,12 @@ POSTGRES_STARTING_SCHEMA = (
     "seq bigint NOT NULL)",
     "CREATE INDEX starting_runs_agent ON starting_runs(agent)",
 )
+#: PostgreSQL migration 14's
+POSTGRES_UNRUN_SCHEMA = (
+    "CREATE TABLE unrun_approvals (approval_id text PRIMARY KEY, subject text NOT NULL, "
+    "seq bigint NOT NULL, run_id text NOT NULL)",
+    "CREATE INDEX unrun_approvals_subject ON unrun_approvals(subject, run_id)",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +170,7 @@ class KeyAsked:
     proposal's ``agent_id``, ``action.action_type`` and ``action.idempotency_key``) and the
     digests of the action proposed under it now (``digests``): an approval no person
     decided yet under that key for another digest is another action waiting under the key
-    (``tests/security/test_254``)."""
+    (``tests/security/test_254``), and so is one approved and not run yet (``test_284``)."""
 
     agent: str
     tool: str
@@ -248,6 +267,8 @@ def from_events(dialect: Dialect, table: str) -> str:
         return _exclusions(dialect)
     if table == "starting_runs":
         return _starting(dialect)
+    if table == "unrun_approvals":
+        return _unrun(dialect)
     if table == "undecided_approvals":
         order = "a.approval_id" if dialect == "sqlite" else 'a.approval_id COLLATE "C"'
         return (f"SELECT a.approval_id, a.subject, a.seq FROM ({_first_requests(dialect)}) a "
@@ -260,6 +281,44 @@ def from_events(dialect: Dialect, table: str) -> str:
     return (f"SELECT e.run_id, {count} FROM events e WHERE e.kind = 'run.outcome' AND "
             f"{_field(dialect, 'e', 'outcome', 'status')} = 'repair' GROUP BY e.run_id "
             f"ORDER BY {order}")
+
+
+def _unrun(dialect: Dialect) -> str:
+    """Each keyed first request a person approved whose run has no intent of its digest
+    after it (the table's definition, above), in key order."""
+    order = "a.approval_id" if dialect == "sqlite" else 'a.approval_id COLLATE "C"'
+    return (f"SELECT a.approval_id, a.subject, a.seq, q.run_id FROM ({_first_requests(dialect)}"
+            f") a JOIN events q ON q.seq = a.seq WHERE {_keyed(dialect, 'q')} AND "
+            f"EXISTS ({_approved(dialect, 'a.approval_id', 'a.subject', 'a.seq')}) AND "
+            f"NOT EXISTS ({_ran(dialect, 'q.run_id', 'a.subject', 'a.seq')}) ORDER BY {order}")
+
+
+def _keyed(dialect: Dialect, alias: str) -> str:
+    """The request ``alias`` was asked under its agent's idempotency key (a text)."""
+    if dialect == "sqlite":
+        return f"json_type({alias}.payload, '$.proposal.action.idempotency_key') = 'text'"
+    from .run_state_sql import pg_payload
+
+    return (f"json_typeof({pg_payload(f'{alias}.payload')} -> 'proposal' -> 'action' -> "
+            "'idempotency_key') = 'string'")
+
+
+def _approved(dialect: Dialect, approval_id: str, subject: str, seq: str) -> str:
+    """An ``approval.decided`` approving ``approval_id`` about ``subject`` after ``seq``
+    (through ``events_subject``)."""
+    return (f"SELECT 1 FROM events d WHERE d.subject = {subject} AND d.kind = "
+            f"'approval.decided' AND d.seq > {seq} AND {_is_text(dialect, 'd', 'approval_id')} "
+            f"AND {_field(dialect, 'd', 'approval_id')} = {approval_id} AND "
+            f"{_is_text(dialect, 'd', 'status')} AND {_field(dialect, 'd', 'status')} = "
+            "'approved'")
+
+
+def _ran(dialect: Dialect, run: str, subject: str, seq: str) -> str:
+    """An ``action.intent`` in ``run`` after ``seq`` whose ``input_hash`` is the digest of
+    the approval ``subject`` (``approval:<digest>``), through ``events_run``."""
+    return (f"SELECT 1 FROM events i WHERE i.run_id = {run} AND i.kind = 'action.intent' AND "
+            f"i.seq > {seq} AND {_is_text(dialect, 'i', 'input_hash')} AND "
+            f"'approval:' || {_field(dialect, 'i', 'input_hash')} = {subject}")
 
 
 def _exclusions(dialect: Dialect) -> str:
@@ -352,6 +411,9 @@ def _first_requests(dialect: Dialect) -> str:
 
 
 def stored(dialect: Dialect, table: str) -> str:
+    if table == "unrun_approvals":
+        order = "approval_id" if dialect == "sqlite" else 'approval_id COLLATE "C"'
+        return f"SELECT {UNRUN_COLUMNS} FROM unrun_approvals ORDER BY {order}"
     if table == "starting_runs":
         order = "run_id" if dialect == "sqlite" else 'run_id COLLATE "C"'
         return f"SELECT {STARTING_COLUMNS} FROM starting_runs ORDER BY {order}"
@@ -379,12 +441,14 @@ TABLES_8 = ("human_tasks", "repairs", "undecided_approvals", "open_steps", "budg
 EXCLUSION_TABLES = ("approval_exclusions",)
 #: SQLite format 11's and PostgreSQL migration 13's
 STARTING_TABLES = ("starting_runs",)
-TABLES = (*TABLES_8, *EXCLUSION_TABLES, *STARTING_TABLES)
+#: SQLite format 12's and PostgreSQL migration 14's
+UNRUN_TABLES = ("unrun_approvals",)
+TABLES = (*TABLES_8, *EXCLUSION_TABLES, *STARTING_TABLES, *UNRUN_TABLES)
 #: each table's columns, its key first
 COLUMNS = {"human_tasks": TASK_COLUMNS, "repairs": REPAIR_COLUMNS,
            "undecided_approvals": UNDECIDED_COLUMNS, "open_steps": STEP_COLUMNS,
            "budget_sets": BUDGET_COLUMNS, "approval_exclusions": EXCLUSION_COLUMNS,
-           "starting_runs": STARTING_COLUMNS}
+           "starting_runs": STARTING_COLUMNS, "unrun_approvals": UNRUN_COLUMNS}
 #: each table's key order, where it is more than its first column
 ORDER = {"approval_exclusions": "approval_id, who"}
 #: the event kinds that change these tables
@@ -448,8 +512,19 @@ def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: s
         approval_id = payload.get("approval_id")
         if not isinstance(approval_id, str):
             return []
-        return [(f"DELETE FROM undecided_approvals WHERE approval_id = {ph} AND subject = {ph}",
-                 (approval_id, subject))]
+        undecided = (f"DELETE FROM undecided_approvals WHERE approval_id = {ph} AND "
+                     f"subject = {ph}", (approval_id, subject))
+        if payload.get("status") != "approved":
+            return [undecided]
+        # its first request, when keyed and about this subject, and its run has no intent
+        # of the digest since: approved, not run yet
+        return [undecided, (
+            f"INSERT INTO unrun_approvals({UNRUN_COLUMNS}) SELECT a.approval_id, a.subject, "
+            f"a.seq, q.run_id FROM approval_ids a JOIN events q ON q.seq = a.seq WHERE "
+            f"a.approval_id = {ph} AND a.subject = {ph} AND a.seq < {ph} AND "
+            f"{_keyed(dialect, 'q')} AND NOT EXISTS "
+            f"({_ran(dialect, 'q.run_id', 'a.subject', 'a.seq')}) "
+            "ON CONFLICT (approval_id) DO NOTHING", (approval_id, subject, seq))]
     task = payload.get("task_id")
     if not isinstance(task, str):
         return []
@@ -460,6 +535,18 @@ def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: s
         return [(f"UPDATE human_tasks SET resolved_seq = {ph} WHERE task_id = {ph}",
                  (seq, task))]
     return []
+
+
+def ran(dialect: Dialect, *, run_id: str, payload: dict[str, Any]
+        ) -> list[tuple[str, tuple[Any, ...]]]:
+    """What an ``action.intent`` changes here: the approvals of its digest in its run are
+    no longer approved and not run (``unrun_approvals``; one probe of its index)."""
+    digest = payload.get("input_hash")
+    if not isinstance(digest, str):
+        return []
+    ph = "?" if dialect == "sqlite" else "%s"
+    return [(f"DELETE FROM unrun_approvals WHERE subject = {ph} AND run_id = {ph}",
+             ("approval:" + digest, run_id))]
 
 
 def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved: bool,
@@ -488,7 +575,8 @@ def page(dialect: Dialect, columns: str, *, run_id: str | None, include_resolved
 
 def approvals_page(dialect: Dialect, columns: str, *, undecided: bool, run_id: str | None,
                    requested_by: str | None, decider: Decider | None = None,
-                   keyed: KeyAsked | None = None) -> tuple[str, str, list[object]]:
+                   keyed: KeyAsked | None = None, unrun: bool = False
+                   ) -> tuple[str, str, list[object]]:
     """The query of one page of approvals in the order they were asked for — every one
     (``approval_ids``) or the undecided ones (``undecided_approvals``) — each its first
     request's event ``columns`` (comma-separated, of the events table), then ``LIMIT`` /
@@ -498,7 +586,8 @@ def approvals_page(dialect: Dialect, columns: str, *, undecided: bool, run_id: s
     of its approvals is a page of its own, and a run view's or an agent's read of them
     decodes theirs alone, whatever another agent asked (``tests/security/test_100``)."""
     ph = "?" if dialect == "sqlite" else "%s"
-    table = "undecided_approvals" if undecided else "approval_ids"
+    table = "unrun_approvals" if unrun else \
+        "undecided_approvals" if undecided else "approval_ids"
     conds, args = [], list[object]()
     if run_id is not None:
         conds.append(f"e.run_id = {ph}")

@@ -123,11 +123,11 @@ def test_an_older_journal_gets_the_table_from_its_events(target: str) -> None:
         from cradle_kg.errors import JournalError
         from cradle_kg.storage.pg_admin import migrate
 
-        sql("DROP TABLE starting_runs")  # as a cradle-kg of migration 12 left it
-        sql("DELETE FROM schema_migrations WHERE version = 13")
+        sql("DROP TABLE starting_runs, unrun_approvals")  # as migration 12 left it
+        sql("DELETE FROM schema_migrations WHERE version >= 13")
         with pytest.raises(JournalError, match="schema version `12`"):
             open_journal(target)
-        assert migrate(target) == [(13, "starting-runs")]
+        assert migrate(target) == [(13, "starting-runs"), (14, "unrun-approvals")]
     else:
         sql("DROP TABLE starting_runs")  # as a cradle-kg of format 10 left it
         sql("PRAGMA user_version = 10")
@@ -140,7 +140,9 @@ def test_an_older_journal_gets_the_table_from_its_events(target: str) -> None:
         assert journal.waiting(AGENT) == 1
         assert journal.verify().intact
     if not target.startswith("postgresql"):
-        assert sql("PRAGMA user_version") == [(11,)]
+        from cradle_kg.storage import JOURNAL_FORMAT
+
+        assert sql("PRAGMA user_version") == [(JOURNAL_FORMAT,)]
 
 
 def _asked(i: int, run: str, approval: str, by: str) -> NewEvent:

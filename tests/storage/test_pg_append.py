@@ -141,12 +141,12 @@ def test_a_journal_at_version_10_with_events_is_migrated_and_verifies(pg_url: st
     with psycopg.connect(pg_url, autocommit=True) as conn:  # as a cradle-kg before it left it
         conn.execute("DROP FUNCTION cradle_append")
         conn.execute("DROP TABLE approval_exclusions")  # and migration 12's, after it
-        conn.execute("DROP TABLE starting_runs")  # and 13's
+        conn.execute("DROP TABLE starting_runs, unrun_approvals")  # and 13's, 14's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 11")
     with pytest.raises(JournalError, match="schema version `10`"):
         open_journal(pg_url)
     assert migrate(pg_url) == [(11, "append-function"), (12, "approval-exclusions"),
-                               (13, "starting-runs")]
+                               (13, "starting-runs"), (14, "unrun-approvals")]
     with open_journal(pg_url) as j:
         assert j.verify().intact
         after = j.append([ev(4, "run.outcome", subject="s:2"),
@@ -164,11 +164,13 @@ def test_a_journal_at_version_11_gets_its_approval_exclusions(pg_url: str) -> No
         j.append([ev(1, "approval.requested", payload=excluded)])
         assert j.approval_requests(undecided=True, decider=Decider("user:alice"))[1] == 0
     with psycopg.connect(pg_url, autocommit=True) as conn:  # as a cradle-kg before it left it
-        conn.execute("DROP TABLE approval_exclusions, starting_runs")  # and 13's
+        conn.execute("DROP TABLE approval_exclusions, starting_runs, "
+                     "unrun_approvals")  # and 13's, 14's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 12")
     with pytest.raises(JournalError, match="schema version `11`"):
         open_journal(pg_url)
-    assert migrate(pg_url) == [(12, "approval-exclusions"), (13, "starting-runs")]
+    assert migrate(pg_url) == [(12, "approval-exclusions"), (13, "starting-runs"),
+                               (14, "unrun-approvals")]
     with open_journal(pg_url) as j, psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT approval_id, who FROM approval_exclusions "
                             "ORDER BY who").fetchall()

@@ -690,14 +690,20 @@ class Gate1:
         if not key:
             return
         digests = tuple(d for d in (r.input_hash, r.legacy_digest) if d)
-        waiting = self.i.journal.waiting_under_key(KeyAsked(
-            agent=p.agent_id, tool=p.action.action_type, key=key, digests=digests))
-        if waiting is not None:
-            approval = waiting.payload.get("approval")
-            named = approval.get("id") if isinstance(approval, dict) else None
-            raise _Stop(Verdict.DENY, "idempotency_conflict",
-                        [f"key `{r.idempotency_key}` waits for an approval of a different "
-                         f"input (`{named}`)"])
+        asked = KeyAsked(agent=p.agent_id, tool=p.action.action_type, key=key,
+                         digests=digests)
+        # INVARIANT: nor once a person approved it, until it runs (its intent: above) —
+        # before, an approval decided where the tool is not held, or whose process ended
+        # before the run, let other arguments under the key ask anew (test_284)
+        for approved, how in ((False, "waits for an approval"),
+                              (True, "holds an approval, not run yet,")):
+            found = self.i.journal.waiting_under_key(asked, approved=approved)
+            if found is not None:
+                approval = found.payload.get("approval")
+                named = approval.get("id") if isinstance(approval, dict) else None
+                raise _Stop(Verdict.DENY, "idempotency_conflict",
+                            [f"key `{r.idempotency_key}` {how} of a different input "
+                             f"(`{named}`)"])
 
     def _legacy_intent(self, p: Proposal, r: GateResult) -> AuditEvent | None:
         """The intent of this action journaled before its secrets were keyed, under the

@@ -1,0 +1,139 @@
+"""A key whose approval is given but whose action has not run yet is no way to another.
+
+Finding (left open by ``test_254``): other arguments under an agent's idempotency key are
+denied ``idempotency_conflict`` while the key's approval waits (``test_254``) and once its
+action ran (the key's intent) — but not in between. An approval a person *approved* whose
+action has not run yet — decided from a process that does not hold the tool (an MCP
+proxy's upstream tool, run when that process reads the decision), or the process ended
+between the decision and the run — is no longer undecided, and the key has no intent
+yet: a proposal under the key with other arguments (closing ``acct-8`` under ``close-9``,
+whose approval was given for ``acct-9``) opened a request of its own, and the approvers
+were asked about a second action under a key whose first was already approved.
+
+Now a key's approval that a person approved and whose action has not run is the
+pending case's conflict too: other arguments under it are denied ``idempotency_conflict``,
+journaled as the other cases, nobody asked; the approved action still runs once when
+its run is walked on (and the same arguments run it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cradle_kg import Outcome, Runtime
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from cradle_kg.records import ApprovalStatus
+
+from .mcp_http import two_agent_home
+from .test_236_pending_key_asks_once import _close, _requests
+
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
+
+@pytest.fixture
+def keyed_home(tmp_path: Path) -> Path:
+    return two_agent_home(tmp_path / "home")
+
+
+def _conflict(out: Outcome) -> bool:
+    return (str(out.status) == "denied" and out.decision is not None
+            and "idempotency_conflict" in out.decision.reason_codes)
+
+
+def _intents(rt: Runtime) -> list[str]:
+    return [str(e.payload["input_hash"]) for e in rt.journal.events()
+            if e.kind == "action.intent"]
+
+
+def _approve(rt: Runtime, approval_id: str, *, resume: bool) -> Outcome | None:
+    _, outcome = rt.decide_approval(approval_id, approver_id=APPROVER,
+                                    token=DEMO_TOKENS[APPROVER],
+                                    status=ApprovalStatus.APPROVED, resume=resume)
+    return outcome
+
+
+def test_other_arguments_under_an_approved_key_not_yet_run_are_refused(keyed_home: Path) -> None:
+    with Runtime(keyed_home) as rt:
+        first = rt.submit(_close("p1"))
+        assert first.approval is not None
+        assert _approve(rt, first.approval.id, resume=False) is None  # approved, not run
+        assert _intents(rt) == [] and _unrun(rt) == [first.approval.id]
+        other = rt.submit(_close("p2", account="acct-8"))
+        assert _conflict(other), other  # before: awaiting_approval, a request of its own
+        assert _requests(rt) == 1
+        # in another run of the agent too, as the waiting key's (test_254)
+        assert _conflict(rt.submit(_close("p3", account="acct-7", run="run:other")))
+        assert _requests(rt) == 1 and _intents(rt) == []
+        # the approved action still runs once, when its run is walked on
+        [ran] = rt.resume("run:alice")
+        assert str(ran.status) == "executed", ran
+        assert _intents(rt) == [first.approval.action_digest] and _unrun(rt) == []
+        assert rt.journal.verify().intact  # the derived rows, as the events derive them
+
+
+def test_decided_where_the_tool_is_not_held(keyed_home: Path) -> None:
+    """Approved from a process that does not hold the tool (here: a runtime that loaded no
+    pack): recorded there, run where the tool is."""
+    with Runtime(keyed_home) as rt:
+        first = rt.submit(_close("p1"))
+        assert first.approval is not None
+        with Runtime(keyed_home, load_plugins=False) as elsewhere:
+            assert _approve(elsewhere, first.approval.id, resume=True) is None
+        assert _intents(rt) == []
+        assert _conflict(rt.submit(_close("p2", account="acct-8")))
+        assert _requests(rt) == 1
+        same = rt.submit(_close("p4"))  # the key's own arguments run the approved action
+        assert str(same.status) == "executed", same
+        assert _intents(rt) == [first.approval.action_digest] and _unrun(rt) == []
+        assert rt.journal.verify().intact
+
+
+def test_an_older_journal_derives_what_was_approved_and_not_run(keyed_home: Path) -> None:
+    """A journal written before the derived table (SQLite format 11, PostgreSQL
+    migration 13) gets it from its events when opened (SQLite) or migrated."""
+    with Runtime(keyed_home) as rt:
+        first = rt.submit(_close("p1"))
+        assert first.approval is not None
+        _approve(rt, first.approval.id, resume=False)
+        target = _older(rt)
+    if target.startswith("postgresql"):
+        from cradle_kg.storage.pg_admin import migrate
+
+        assert migrate(target) == [(14, "unrun-approvals")]
+    with Runtime(keyed_home) as rt:
+        assert _unrun(rt) == [first.approval.id]
+        assert _conflict(rt.submit(_close("p2", account="acct-8")))
+        assert rt.journal.verify().intact
+
+
+def _unrun(rt: Runtime) -> list[str]:
+    return [str(r[0]) for r in _sql(rt, "SELECT approval_id FROM unrun_approvals")]
+
+
+def _sql(rt: Runtime, query: str) -> list[tuple[object, ...]]:
+    url = getattr(rt.journal, "url", None)
+    if isinstance(url, str):
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            cur = conn.execute(query)
+            return [tuple(r) for r in cur] if cur.description else []
+    import sqlite3
+
+    with sqlite3.connect(rt.journal.path) as conn:  # type: ignore[attr-defined]
+        return [tuple(r) for r in conn.execute(query)]
+
+
+def _older(rt: Runtime) -> str:
+    """The journal as a cradle-kg before the table left it: its target."""
+    url = getattr(rt.journal, "url", None)
+    path = None if isinstance(url, str) else str(rt.journal.path)  # type: ignore[attr-defined]
+    _sql(rt, "DROP TABLE unrun_approvals")
+    if isinstance(url, str):
+        _sql(rt, "DELETE FROM schema_migrations WHERE version >= 14")
+        return url
+    _sql(rt, "PRAGMA user_version = 11")
+    assert path is not None
+    return path

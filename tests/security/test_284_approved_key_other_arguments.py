@@ -28,6 +28,7 @@ from cradle_kg.records import ApprovalStatus
 
 from .mcp_http import two_agent_home
 from .test_236_pending_key_asks_once import _close, _requests
+from .test_250_starting_runs_derived import _sql
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -108,32 +109,23 @@ def test_an_older_journal_derives_what_was_approved_and_not_run(keyed_home: Path
         assert rt.journal.verify().intact
 
 
-def _unrun(rt: Runtime) -> list[str]:
-    return [str(r[0]) for r in _sql(rt, "SELECT approval_id FROM unrun_approvals")]
-
-
-def _sql(rt: Runtime, query: str) -> list[tuple[object, ...]]:
+def _target(rt: Runtime) -> str:
+    """The journal's file or URL (unredacted: the test's own scratch database)."""
     url = getattr(rt.journal, "url", None)
-    if isinstance(url, str):
-        import psycopg
+    return url if isinstance(url, str) else rt.journal.location
 
-        with psycopg.connect(url, autocommit=True) as conn:
-            cur = conn.execute(query)
-            return [tuple(r) for r in cur] if cur.description else []
-    import sqlite3
 
-    with sqlite3.connect(rt.journal.path) as conn:  # type: ignore[attr-defined]
-        return [tuple(r) for r in conn.execute(query)]
+def _unrun(rt: Runtime) -> list[str]:
+    return [str(r[0]) for r in _sql(_target(rt))("SELECT approval_id FROM unrun_approvals")]
 
 
 def _older(rt: Runtime) -> str:
     """The journal as a cradle-kg before the table left it: its target."""
-    url = getattr(rt.journal, "url", None)
-    path = None if isinstance(url, str) else str(rt.journal.path)  # type: ignore[attr-defined]
-    _sql(rt, "DROP TABLE unrun_approvals")
-    if isinstance(url, str):
-        _sql(rt, "DELETE FROM schema_migrations WHERE version >= 14")
-        return url
-    _sql(rt, "PRAGMA user_version = 11")
-    assert path is not None
-    return path
+    target = _target(rt)
+    sql = _sql(target)
+    sql("DROP TABLE unrun_approvals")
+    if target.startswith("postgresql"):
+        sql("DELETE FROM schema_migrations WHERE version >= 14")
+    else:
+        sql("PRAGMA user_version = 11")
+    return target

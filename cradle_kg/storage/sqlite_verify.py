@@ -32,12 +32,15 @@ intent first, a committed transition verified, ...), on the same snapshot.
 Every text column must hold text (a BLOB with the same bytes compares unequal in the
 runtime's queries); the schema — tables, columns, indexes (the UNIQUE index on
 ``idem_key`` is what makes a key claimable once), triggers, views — must be exactly
-the one :mod:`.store` creates, and ``PRAGMA user_version`` must be the journal format.
+the one :mod:`.store` creates, ``PRAGMA user_version`` must be the journal format, and
+every index must hold exactly its table's rows (``PRAGMA integrity_check``).
 
 The file is opened without ever writing to it or next to it: a journal with no ``-wal``
 is opened ``immutable`` (and re-read the ordinary way if a writer appeared meanwhile);
 one with a live ``-wal`` and ``-shm`` is opened ``mode=ro`` with a read-only ``-shm``;
-a ``-wal`` left without its ``-shm`` is recovered from a private copy. The head and the
+a ``-wal`` left without its ``-shm`` is recovered from a private copy, refused when the
+temporary folder has no room for it. A ``-wal`` or ``-shm`` that is not a regular file (a
+link, a pipe, a device) is reported broken, never read. The head and the
 chain are read in one read transaction, so a concurrent writer cannot cause a false
 break, and rows are streamed, so memory stays constant.
 """
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -125,6 +129,8 @@ def _open_readonly(path: Path) -> Iterator[sqlite3.Connection]:
         raise ChainBroken(f"the journal `{path}` is a 0-byte file: it holds no events")
     if magic != _SQLITE_MAGIC:
         raise ChainBroken(f"`{path}` is not a SQLite database")
+    for side in (wal, shm):
+        _regular_or_absent(side)
     if wal.exists() and shm.exists():
         # a live (or crashed) writer: read its WAL through a read-only -shm
         with _connect(_uri(path, "mode=ro&readonly_shm=1")) as conn:
@@ -133,6 +139,7 @@ def _open_readonly(path: Path) -> Iterator[sqlite3.Connection]:
     if wal.exists() or shm.exists():
         # WAL without -shm (or the reverse): recover a private copy, never the original
         with tempfile.TemporaryDirectory(prefix="cradle-verify-") as tmp:
+            _room_for(Path(tmp), path, wal)
             copy = Path(tmp) / "journal.sqlite"
             shutil.copyfile(path, copy)
             if wal.exists():
@@ -147,6 +154,34 @@ def _open_readonly(path: Path) -> Iterator[sqlite3.Connection]:
         yield conn
     if wal.exists() or _stamp(path) != before:
         raise _Retry
+
+
+def _regular_or_absent(side: Path) -> None:
+    """A ``-wal`` or ``-shm`` is a regular file SQLite wrote, or nothing: a link (to
+    ``/dev/zero``: copied until the disk was full), a pipe or a device is the file's
+    author's, never SQLite's (``tests/security/test_292``)."""
+    try:
+        mode = side.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise ChainBroken(f"`{side.name}` beside the journal is not a regular file (a link, "
+                          "a pipe or a device): SQLite never writes one; it was not read")
+
+
+#: room left in the temporary folder beyond a private copy (bytes)
+_COPY_MARGIN = 64 << 20
+
+
+def _room_for(tmp: Path, *files: Path) -> None:
+    """Refuse a private copy the temporary folder has no room for, before a byte of it is
+    written: a sparse ``-wal`` (a terabyte of holes) filled the disk."""
+    need = sum(f.stat().st_size for f in files if f.exists())
+    free = shutil.disk_usage(tmp).free
+    if need + _COPY_MARGIN > free:
+        raise ChainBroken(f"there is no room in `{tmp.parent}` to read the journal and its WAL "
+                          f"from a private copy: they hold {need:,} bytes, {free:,} are free "
+                          "(a WAL this large is not one SQLite wrote, or free some space)")
 
 
 @contextmanager
@@ -181,6 +216,7 @@ def _verify(conn: sqlite3.Connection, anchor: Anchor | None,
     conn.execute("BEGIN")
     try:
         _check_schema(conn)
+        _check_structure(conn)
         head = conn.execute("SELECT seq, hash FROM head").fetchall()
         report = walk(conn.execute(f"SELECT {COLUMNS} FROM events ORDER BY seq"), head,
                       anchor, progress)
@@ -216,6 +252,23 @@ def _check_schema(conn: sqlite3.Connection) -> None:
                       + ("was altered" if same_name else "is missing"))
     for kind, name, _tbl, _sql in sorted(found - _EXPECTED, key=str):
         raise ChainBroken(f"the journal has an unexpected {kind} `{name}`")
+
+
+def _check_structure(conn: sqlite3.Connection) -> None:
+    """Every index holds exactly its table's rows, and every page is where the file says.
+
+    The schema's text (above) is what ``sqlite_master`` says; the b-trees are whatever the
+    file's author wrote. An index built over some rows only and then given the plain
+    definition (``PRAGMA writable_schema``) reads as the runtime's, and every query SQLite
+    answers through it — the derived tables recomputed here, the invariants, ``runs list``
+    — misses the rows left out (``tests/security/test_291``). SQLite's own check walks
+    each table and each of its indexes once."""
+    problem = conn.execute("PRAGMA integrity_check(1)").fetchone()
+    if problem is None or problem[0] != "ok":
+        found = str(problem[0]) if problem else "no answer"
+        raise ChainBroken(f"the journal's file is not what its schema says ({found[:200]}): "
+                          "an index or a page was written by something other than SQLite's "
+                          "own writes")
 
 
 __all__ = ["verify_journal"]

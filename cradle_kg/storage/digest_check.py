@@ -49,7 +49,15 @@ def key_problem(rows: Iterable[tuple[Any, Any]], key: bytes | None) -> str | Non
 
     ``rows``: (seq, payload text) of :data:`SECRET_DECISIONS_SQL`."""
     for seq, text in rows:
-        found = secret_decision(json.loads(text))
+        try:
+            decoded = json.loads(text)
+        except RecursionError:  # SQLite's JSON reads 2,000 levels, Python's fewer
+            return (f"the payload of the decision at seq {seq} is nested deeper than this "
+                    "process decodes: nothing the runtime writes nests that deep "
+                    "(tests/security/test_294)")
+        except ValueError:
+            return f"the payload of the decision at seq {seq} is not JSON"
+        found = secret_decision(decoded) if isinstance(decoded, dict) else None
         if found is None:
             continue
         names, action, made = found

@@ -32,8 +32,9 @@ def is_postgres(target: str) -> bool:
     return target.startswith(_PG)
 
 
-def open_journal(target: str | Path) -> Journal:
-    """Open the journal at ``target`` (a SQLite path or a PostgreSQL URL)."""
+def open_journal(target: str | Path, *, read_only: bool = False) -> Journal:
+    """Open the journal at ``target`` (a SQLite path or a PostgreSQL URL); ``read_only``:
+    a SQLite file is opened ``mode=ro`` (never upgraded nor written)."""
     text = str(target)
     if is_postgres(text):
         from .postgresql import PostgresJournal
@@ -43,7 +44,7 @@ def open_journal(target: str | Path) -> Journal:
         raise InputError(f"journal `{redact(text)}`: not a `postgresql://` URL or a file path",
                          hint="the embedded journal needs no setting; PostgreSQL: "
                               "`postgresql://user@host/db`")
-    return SqliteJournal(Path(text))
+    return SqliteJournal(Path(text), read_only=read_only)
 
 
 def verify_target(target: str, *, anchor: Anchor | None = None,
@@ -72,13 +73,15 @@ def home_journal_target(root: Path, configured: str | None = None) -> str:
 
 
 def open_home_journal(root: Path, *, must_exist: bool = False) -> Journal:
-    """Open the journal of the home at ``root``; ``must_exist``: refuse to create a new
-    embedded journal (read-only commands)."""
+    """Open the journal of the home at ``root``; ``must_exist``: a command that only
+    reads — refuse to create a new embedded journal, and open an existing one read only
+    (``mode=ro``: a journal of an older format is refused, not upgraded, and nothing of
+    it is written: ``tests/security/test_293``)."""
     target = home_journal_target(root)
     if must_exist and not is_postgres(target) and not Path(target).is_file():
         raise InputError(f"no journal at `{target}`",
                          hint="run `cradle-kg demo` or pass --home")
-    return open_journal(target)
+    return open_journal(target, read_only=must_exist)
 
 
 __all__ = ["JOURNAL_URL_ENV", "home_journal_target", "is_postgres", "journal_target",

@@ -89,7 +89,7 @@ def bulk_copy(source: Path, url: str, *, progress: CopyProgress | None = None,
         if progress is not None:
             progress(phase, done, total)
 
-    with SqliteJournal(source) as journal:
+    with SqliteJournal(source, read_only=True) as journal:  # never upgraded (test_293)
         before = journal.verify(progress=lambda d, t: tell("verifying source", d, t))
         if not before.intact:
             raise JournalError(f"the journal `{source}` is broken ({before.reason}): "

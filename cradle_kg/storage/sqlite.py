@@ -61,6 +61,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..canonical import iso, parse_iso
 from ..errors import JournalError
@@ -162,8 +163,11 @@ LATEST_OUTCOME_SQL = (
 class SqliteJournal:
     """One journal file. Safe to share between threads; several processes may open it."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
+        #: opened read only (``mode=ro``): a command that only reads — never upgraded,
+        #: switched to WAL or written (``tests/security/test_293``)
+        self.read_only = read_only
         #: the longest an unflushed commit waits for its flush, in seconds
         self.flush_window = DEFERRED_FLUSH_SECONDS
         #: commits made on this connection, and how many of them are known to be on disk
@@ -191,19 +195,30 @@ class SqliteJournal:
         self._checkpoint_due = threading.Event()
         self._checkpointed = 0
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                str(path), timeout=OPEN_BUSY_SECONDS, isolation_level=None, check_same_thread=False
-            )
+            if read_only:
+                self._conn = sqlite3.connect(
+                    f"file:{quote(str(path.resolve()))}?mode=ro", uri=True,
+                    timeout=OPEN_BUSY_SECONDS, isolation_level=None, check_same_thread=False)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._conn = sqlite3.connect(
+                    str(path), timeout=OPEN_BUSY_SECONDS, isolation_level=None,
+                    check_same_thread=False)
         except (sqlite3.Error, OSError) as exc:
             raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc
         try:
-            self._enter_wal()
-            # commits write the WAL; a flushed append fsyncs it after the lock (see above)
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA busy_timeout=30000")
-            self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
-            self._create_schema()
+            if read_only:  # nothing is written: no trigger fires
+                self._conn.execute("PRAGMA query_only=ON")
+                self._conn.execute("PRAGMA busy_timeout=30000")
+                self._check_format()
+            else:
+                self._refuse_foreign_sql()
+                self._enter_wal()
+                # commits write the WAL; a flushed append fsyncs it after the lock (above)
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.execute("PRAGMA busy_timeout=30000")
+                self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
+                self._create_schema()
         except sqlite3.Error as exc:
             self._conn.close()
             raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc
@@ -215,6 +230,30 @@ class SqliteJournal:
         self._change_seen: int | None = None
         #: the digest key, once read (:meth:`digest_key`)
         self._digest_key: bytes | None = None
+
+    def _refuse_foreign_sql(self) -> None:
+        """A journal this runtime writes holds no trigger and no view: one that does was
+        written by something else, and its SQL would run with our writes — an upgrade
+        refills the derived tables, every append inserts (``tests/security/test_293``)."""
+        row = self._conn.execute(
+            "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view') "
+            "ORDER BY type, name LIMIT 1").fetchone()
+        if row is not None:
+            raise JournalError(
+                f"the journal `{self.path}` holds a {row[0]} `{row[1]}`: a journal this "
+                "cradle-kg writes holds none; it was not opened (its SQL would run with "
+                "every write)", hint="`cradle-kg audit verify` says what else is not the "
+                "journal's")
+
+    def _check_format(self) -> None:
+        """Read only: the journal must be this code's format (an upgrade writes)."""
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version != JOURNAL_FORMAT:
+            raise JournalError(
+                f"the journal `{self.path}` is format `{version or 1}`; a command that only "
+                f"reads opens it read only and reads format `{JOURNAL_FORMAT}`",
+                hint="a runtime of this cradle-kg that opens it upgrades it in place (same "
+                     "events, same hashes): a journal you were handed, upgrade a copy")
 
     def _enter_wal(self) -> None:
         """Put the file in WAL mode, once: a journal already in WAL is left as it is (the

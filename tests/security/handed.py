@@ -11,6 +11,10 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import Runtime
+from cradle_kg.canonical import sha256_bytes
+from cradle_kg.storage import sqlite_derived as derived
+from cradle_kg.storage.chain import event_hash
+from cradle_kg.storage.opening import JOURNAL_URL_ENV
 from tests.security.homes import credit, opened_demo_home
 
 #: the run the author wants the auditor not to see
@@ -20,9 +24,11 @@ HIDDEN = "run:task-p-hidden"
 def handed_home(factory: pytest.TempPathFactory, name: str) -> Path:
     """A demo home whose embedded journal holds two runs of credits, closed."""
     root = opened_demo_home(factory, name, embedded=True)
-    with Runtime(root) as rt:
-        for pid in ("p-shown", "p-hidden"):
-            assert rt.submit(credit(pid)).status.value == "executed"
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv(JOURNAL_URL_ENV, raising=False)
+        with Runtime(root) as rt:
+            for pid in ("p-shown", "p-hidden"):
+                assert rt.submit(credit(pid)).status.value == "executed"
     return root
 
 
@@ -36,3 +42,31 @@ def author(journal: Path) -> sqlite3.Connection:
 
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def append_forged(journal: Path, *, kind: str, payload: str, run_id: str = "run:forged",
+                  subject: str = "forged", actor: str = "agent:author") -> int:
+    """Chain one more event of the author's making (its ``payload`` text as given), move
+    the head, and derive the derived tables again with the public code: what ``audit
+    verify`` checks holds. Returns its seq."""
+    conn = author(journal)
+    try:
+        conn.execute("BEGIN")
+        seq, prev = conn.execute("SELECT seq, hash FROM head").fetchone()
+        seq += 1
+        event_id, at = f"evt-{seq:010d}", "2026-12-06T12:00:00.000000+00:00"
+        payload_hash = sha256_bytes(payload.encode("utf-8"))
+        own = event_hash(seq=seq, event_id=event_id, run_id=run_id, kind=kind,
+                         subject=subject, actor=actor, at=at, payload_hash=payload_hash,
+                         prev_hash=prev, idem_key=None)
+        conn.execute("INSERT INTO events (seq, id, run_id, kind, subject, actor, at, payload, "
+                     "payload_hash, prev_hash, hash, idem_key) VALUES "
+                     "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                     (seq, event_id, run_id, kind, subject, actor, at, payload, payload_hash,
+                      prev, own))
+        conn.execute("UPDATE head SET seq = ?, hash = ?", (seq, own))
+        derived.rebuild(conn)
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return int(seq)

@@ -246,10 +246,13 @@ def audit_verify(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
         wanted = Anchor.parse(anchor) if anchor is not None else None
     except CradleError as exc:
         fail(exc)
-    _, report = _verify_report(home, wanted, semantics)
+    from ..storage import redact
+
+    path, report = _verify_report(home, wanted, semantics)
     if fmt is Format.JSON:
-        print_json({"intact": report.intact, "events": report.events,
-                    "head_hash": report.head_hash, "broken_seq": report.broken_seq,
+        print_json({"journal": redact(path), "intact": report.intact,
+                    "events": report.events, "head_hash": report.head_hash,
+                    "broken_seq": report.broken_seq,
                     "broken_event": report.broken_id, "reason": report.reason,
                     "invariant": report.invariant,
                     "anchor": str(wanted) if wanted else None})
@@ -259,7 +262,26 @@ def audit_verify(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
                       soft_wrap=True)
     else:
         _print_broken(report)
+    if fmt is not Format.JSON and (elsewhere := _journal_elsewhere(home, path)):
+        console.print(elsewhere, highlight=False, soft_wrap=True)
     raise typer.Exit(0 if report.intact else 1)
+
+
+def _journal_elsewhere(home: Path | None, target: str) -> str | None:
+    """What to say when the journal verified is not the home's own file: a home's
+    ``config.json`` (or the environment) named another, and the verdict is about that one
+    (``tests/security/test_295``)."""
+    import os
+
+    from ..storage import JOURNAL_URL_ENV, redact
+
+    root = resolve_home(home)
+    own = Home(root).journal
+    if target == str(own):
+        return None
+    named = f"${JOURNAL_URL_ENV}" if os.environ.get(JOURNAL_URL_ENV, "").strip() \
+        else f"`{Home(root).config}`"
+    return clean(f"journal: {redact(target)} (named by {named}; `{own}` was not read)")
 
 
 @audit_app.command("anchor")

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ..redaction import action_digest, secret_names
+from .journal import DIGEST_KEY_BYTES
 
 #: the decisions that may hold a keyed digest (a superset: the payload is checked below)
 SECRET_DECISIONS_SQL: Final = (
@@ -42,6 +43,19 @@ def unkeyed(payload: Mapping[str, Any]) -> bool:
     written before secrets were keyed)."""
     found = secret_decision(payload)
     return found is not None and found[2] == action_digest(found[1])
+
+
+def stored_key_problem(value: object) -> str | None:
+    """Why a stored digest key is not one the runtime writes (its
+    :data:`~.journal.DIGEST_KEY_BYTES` random bytes), or None. The column is a SQLite
+    ``BLOB``, which keeps any type: ``bytes(value)`` of a text raised, and of an integer
+    allocated that many bytes (``tests/security/test_296``)."""
+    if isinstance(value, bytes | bytearray | memoryview) and len(value) == DIGEST_KEY_BYTES:
+        return None
+    what = (f"{len(value)} bytes" if isinstance(value, bytes | bytearray | memoryview)
+            else f"a value of type {type(value).__name__}")
+    return (f"the journal's digest key (`journal_keys`) is {what}, not the "
+            f"{DIGEST_KEY_BYTES} random bytes the runtime writes: it was replaced")
 
 
 def key_problem(rows: Iterable[tuple[Any, Any]], key: bytes | None) -> str | None:
@@ -71,4 +85,4 @@ def key_problem(rows: Iterable[tuple[Any, Any]], key: bytes | None) -> str | Non
 
 
 __all__ = ["SECRET_DECISIONS_SQL", "STORED_KEY_SQL", "key_problem", "secret_decision",
-           "unkeyed"]
+           "stored_key_problem", "unkeyed"]

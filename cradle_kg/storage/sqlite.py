@@ -96,6 +96,7 @@ from .counting import (
     window_usage,
     windowed,
 )
+from .digest_check import stored_key_problem
 from .file_lease import WorkerLease, exclusive_file, worker_alive
 from .journal import (
     BEGINNING,
@@ -994,7 +995,13 @@ class SqliteJournal:
         with self._lock:
             row = self._conn.execute("SELECT key FROM journal_keys WHERE name = ?",
                                      (DIGEST_KEY_NAME,)).fetchone()
-        return bytes(row[0]) if row else None
+        if row is None:
+            return None
+        problem = stored_key_problem(row[0])
+        if problem is not None:  # never bytes(an integer): that many bytes (test_296)
+            raise JournalError(f"{problem} (`{self.path}`)",
+                               hint="`cradle-kg audit verify` says the journal is broken")
+        return bytes(row[0])
 
     def adopt_digest_key(self, key: bytes) -> None:
         """Give this journal ``key`` (strict replay's scratch journal takes the recorded

@@ -67,7 +67,12 @@ from .chain import (
     ChainReport,
     Progress,
 )
-from .digest_check import SECRET_DECISIONS_SQL, STORED_KEY_SQL, key_problem
+from .digest_check import (
+    SECRET_DECISIONS_SQL,
+    STORED_KEY_SQL,
+    key_problem,
+    stored_key_problem,
+)
 from .walk import COLUMNS, ChainBroken, walk
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -224,8 +229,10 @@ def _verify(conn: sqlite3.Connection, anchor: Anchor | None,
             mismatch = derived.compare(conn)
             if mismatch is None:  # the key beside the chain still makes its digests
                 stored = conn.execute(STORED_KEY_SQL).fetchone()
-                mismatch = key_problem(conn.execute(SECRET_DECISIONS_SQL),
-                                       bytes(stored[0]) if stored else None)
+                mismatch = stored_key_problem(stored[0]) if stored else None
+                if mismatch is None:
+                    mismatch = key_problem(conn.execute(SECRET_DECISIONS_SQL),
+                                           bytes(stored[0]) if stored else None)
             if mismatch is not None:
                 report = ChainReport(False, report.events, report.head_hash, None, None,
                                      mismatch)

@@ -273,11 +273,11 @@ def _journal_elsewhere(home: Path | None, target: str) -> str | None:
     (``tests/security/test_295``)."""
     import os
 
-    from ..storage import JOURNAL_URL_ENV, redact
+    from ..storage import JOURNAL_URL_ENV, is_postgres, redact
 
     root = resolve_home(home)
     own = Home(root).journal
-    if target == str(own):
+    if not is_postgres(target) and Path(target).resolve() == own.resolve():
         return None
     named = f"${JOURNAL_URL_ENV}" if os.environ.get(JOURNAL_URL_ENV, "").strip() \
         else f"`{Home(root).config}`"

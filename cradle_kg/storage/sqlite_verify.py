@@ -272,7 +272,8 @@ def _check_structure(conn: sqlite3.Connection) -> None:
     each table and each of its indexes once."""
     problem = conn.execute("PRAGMA integrity_check(1)").fetchone()
     if problem is None or problem[0] != "ok":
-        found = str(problem[0]) if problem else "no answer"
+        found = " ".join(str(problem[0]).replace("*** in database main ***", "").split()) \
+            if problem else "no answer"
         raise ChainBroken(f"the journal's file is not what its schema says ({found[:200]}): "
                           "an index or a page was written by something other than SQLite's "
                           "own writes")

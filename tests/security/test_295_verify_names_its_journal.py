@@ -54,6 +54,13 @@ def test_a_journal_named_by_the_homes_config_is_named_in_the_verdict(
     res = run_cli("audit", "verify", "--home", str(home), "--format", "json")
     assert json.loads(res.stdout)["journal"].startswith("postgresql://")
 
+    # what the README tells an auditor: the environment names the file itself
+    spelled = f"{home}/./journal.sqlite"
+    res = run_cli("audit", "verify", "--home", str(home), env={JOURNAL_URL_ENV: spelled})
+    assert res.returncode == 1, res.stdout
+    assert res.stdout.startswith("BROKEN")
+    assert "journal:" not in res.stdout
+
 
 def test_the_homes_own_file_is_named_in_json_only(
         tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:

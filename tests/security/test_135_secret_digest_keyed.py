@@ -40,6 +40,7 @@ from cradle_kg.records import ApprovalStatus, OutcomeStatus, Proposal
 from cradle_kg.storage import JOURNAL_URL_ENV, open_home_journal
 from cradle_kg.storage.pg_scratch import ScratchPostgres
 from cradle_kg.workflow.replay import strict_replay
+from tests.inprocess import run_cli
 from tests.lineage.kit import pack_home
 
 AGENT = "agent:admin"
@@ -145,8 +146,9 @@ def _calls(log: Path) -> list[str]:
 
 
 def _cli(home: Path, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "cradle_kg", *args, "--home", str(home)],
-                          capture_output=True, text=True, timeout=180, check=False)
+    """``cradle-kg ARGS --home HOME`` run in this process (what it prints is the point, not
+    the process: the processes sharing one key are raced below)."""
+    done = run_cli(*args, "--home", str(home))
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 

@@ -2,7 +2,9 @@
 
 The proxy runs as a real subprocess, driven by the official MCP client; it starts the
 upstream itself (a second subprocess). The upstream logs every write call it receives,
-so "never reached" and "reached once" are read from its own log.
+so "never reached" and "reached once" are read from its own log. A contracts file the
+proxy refuses at start is read by the command run in this process (``run_cli``): what it
+says and its exit code are the point, and it never reaches the upstream.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from cradle_kg.config import load_config, save_config
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.integrations.contracts import load_contracts
 from cradle_kg.records import Permission
+from tests.inprocess import run_cli
 
 from .conftest import ROOT, cli, env
 from .test_mcp_stdio import _approve_when_pending
@@ -221,7 +224,7 @@ def test_a_malformed_contracts_file_is_one_line_exit_2(
         needle: str) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(text)
-    done = cli(*proxy_args(home, bad, upstream_dir)[2:])
+    done = run_cli(*proxy_args(home, bad, upstream_dir)[2:])
     assert done.returncode == 2, done.stderr
     first = done.stderr.strip().splitlines()[0]
     assert f"bad.yaml:{line}:" in first and needle in first.lower(), done.stderr
@@ -233,7 +236,7 @@ def test_undeclared_upstream_names_in_the_contracts_are_refused(
         home: Path, tmp_path: Path, upstream_dir: Path) -> None:
     bad = tmp_path / "c.yaml"
     bad.write_text("tools:\n  nosuch:\n    side_effect: read_only\n")
-    done = cli(*proxy_args(home, bad, upstream_dir)[2:])
+    done = run_cli(*proxy_args(home, bad, upstream_dir)[2:])
     assert done.returncode == 2, done.stderr
     assert "`nosuch`" in done.stderr
 
@@ -360,7 +363,7 @@ def test_a_template_naming_no_upstream_argument_is_refused_at_start(
         home: Path, tmp_path: Path, upstream_dir: Path) -> None:
     bad = tmp_path / "c.yaml"
     bad.write_text(CONTRACTS.replace('target: "danger:{id}"', 'target: "danger:{nope}"'))
-    done = cli(*proxy_args(home, bad, upstream_dir)[2:])
+    done = run_cli(*proxy_args(home, bad, upstream_dir)[2:])
     assert done.returncode == 2, done.stderr
     assert "`{nope}` is not an argument" in done.stderr
 

@@ -19,8 +19,6 @@ with it once approved).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ import pytest
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.records import OutcomeStatus
 from tests import oneshot
+from tests.inprocess import run_cli
 from tests.security.test_131_secret_arguments_graph import (
     ASKED,
     INJECTED,
@@ -92,8 +91,7 @@ def test_an_approval_shows_its_action_with_the_secret_masked(served: Any) -> Non
 
 
 def _cli(home: Path, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "cradle_kg", *args, "--home", str(home)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = run_cli(*args, "--home", str(home))  # what it prints: the command, in process
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -21,8 +21,6 @@ them (``audit verify``, ``journal copy`` and ``replay`` read it as written).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,7 @@ from cradle_kg.integrations.proxy import ProxiedTool, input_model
 from cradle_kg.records import OutcomeStatus
 from cradle_kg.tools import ToolSpec
 from tests.conftest import EchoOut
+from tests.inprocess import run_cli
 from tests.security.test_131_secret_arguments_graph import ASKED, REQUEST, _runtime, _submit
 
 MASK = "**********"
@@ -91,9 +90,7 @@ def test_runs_show_prints_a_secret_as_its_mask(tmp_path: Path) -> None:
     finally:
         rt.close()
     assert ran == [ASKED]
-    done = subprocess.run([sys.executable, "-m", "cradle_kg", "runs", "show", "run:s",
-                           "--home", str(home), "--format", "json"],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = run_cli("runs", "show", "run:s", "--home", str(home), "--format", "json")
     assert done.returncode == 0, done.stderr
     assert ASKED.lower() not in done.stdout.lower()
     shown = json.loads(done.stdout)

@@ -11,13 +11,12 @@ quote and the events' marks); replay and the chain held before and must hold aft
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from cradle_kg.loop.runtime import Runtime
 from cradle_kg.records import OutcomeStatus
 from cradle_kg.workflow.replay import strict_replay
+from tests.inprocess import run_cli
 from tests.lineage.kit import pack_home
 
 AGENT = "agent:admin"
@@ -93,7 +92,5 @@ def test_strict_replay_and_the_chain_hold_for_a_masked_secret(tmp_path: Path) ->
     received = next(e for e in events if e.kind == "proposal.received")
     assert received.payload["proposal"]["action"]["arguments"]["new_password"] == SECRET
     assert strict_replay(home, ["run:p"]).runs == ["run:p"]
-    verify = subprocess.run([sys.executable, "-m", "cradle_kg", "audit", "verify",
-                             "--home", str(home)], capture_output=True, text=True,
-                            timeout=120, check=False)
+    verify = run_cli("audit", "verify", "--home", str(home))
     assert verify.returncode == 0, verify.stdout + verify.stderr

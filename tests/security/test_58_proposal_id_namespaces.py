@@ -24,8 +24,6 @@ ProposalError and nothing is journaled; the runtime's own compensation proposals
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +32,7 @@ from cradle_kg import Runtime
 from cradle_kg.errors import ProposalError
 from cradle_kg.loop.outcomes import recorded_outcome
 from cradle_kg.loop.proposal import RESERVED_ID_NAMESPACES
+from tests.inprocess import run_cli
 
 from .inputcli import credit, events, fresh_home, received
 
@@ -69,9 +68,7 @@ def test_every_entry_point_refuses_an_id_in_a_runtime_namespace(
     home = fresh_home(tmp_path / "home")
     proposal = tmp_path / "proposal.json"
     proposal.write_text(json.dumps(credit(f"{namespace}:0123456789abcdef")), encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "cradle_kg", "submit", str(proposal),
-                           "--home", str(home)], capture_output=True, text=True, timeout=120,
-                          check=False)
+    done = run_cli("submit", str(proposal), "--home", str(home))  # the command, in process
     assert done.returncode == 2, done.stdout
     assert done.stderr.startswith("error: proposal: `id`: ") and "Traceback" not in done.stderr
     assert received(home) == 0  # nothing journaled (on either journal)

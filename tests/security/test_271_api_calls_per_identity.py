@@ -76,6 +76,8 @@ class Answer(BaseModel):
       target_from="slow:x", description="answers late")
 def wait(ctx, call):
     start = time.monotonic()
+    with open(ctx.home / "slow-entered", "a") as entered:  # one line a call: the tests wait on it
+        entered.write("in\\n")
     while time.monotonic() - start < {HOLD} and not (ctx.home / "slow-release").exists():
         time.sleep(0.05)
     return Answer(waited=time.monotonic() - start)
@@ -173,6 +175,15 @@ def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def wait_entered(home: Path, calls: int = 1, within: float = 60) -> None:
+    """Until the slow tool has been entered ``calls`` times (its calls now held there)."""
+    deadline = time.monotonic() + within
+    marks = home / "slow-entered"
+    while not marks.exists() or len(marks.read_text().splitlines()) < calls:
+        assert time.monotonic() < deadline, f"the slow tool was not reached {calls} times"
+        time.sleep(0.05)
+
+
 def served_while_held(served: Server, path: str, reads: tuple[str, ...] = ("/api/runs",),
                       body: dict[str, Any] | None = None) -> httpx.Response:
     """An approver's ``POST path`` that walks into the slow tool, sent from a thread; while
@@ -187,7 +198,7 @@ def served_while_held(served: Server, path: str, reads: tuple[str, ...] = ("/api
 
     person = threading.Thread(target=post, daemon=True)
     person.start()
-    time.sleep(3)  # the walk reached the slow step
+    wait_entered(served.home)  # the walk reached the slow step: its tool holds the call
     agent = _bearer(token_for(served.home, AGENT))
     for read in reads:
         begun = time.monotonic()

@@ -36,7 +36,11 @@ no decision can be made at all — and then the gate fails closed.
     │                               (HTTP 429; carries when the window frees up)
     ├── WorkflowError               a workflow or step definition that cannot run
     │   ├── ModelError              the model server could not be reached or answered garbage
-    │   └── AutonomyError           an autonomy command that the step's policy refuses
+    │   ├── AutonomyError           an autonomy command that the step's policy refuses
+    │   ├── RunEndedError           a workflow run that ended cannot be walked, answered or
+    │   │   │                       cancelled (HTTP 409; carries how it ended)
+    │   │   └── RunCancelledError   ... because a person cancelled it (names who and why)
+    │   └── RunMovedError           another walk or answer moved a run's step first (HTTP 409)
     └── MissingExtraError           an integration whose optional dependencies are not installed
 
 Messages follow Cedar's guide: lowercase, no final period, user values in backticks,
@@ -282,6 +286,39 @@ class AutonomyError(WorkflowError):
     def __init__(self, message: str, *, reasons: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.reasons = reasons
+
+
+class RunEndedError(WorkflowError):
+    """A workflow run that ended (``workflow.completed|failed``) is not walked on, its
+    steps are not answered and it is not cancelled again; ``ended``: the kind of its end."""
+
+    code = "run_ended"
+
+    def __init__(self, message: str, *, run_id: str, ended: str,
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.run_id = run_id
+        self.ended = ended
+
+
+class RunCancelledError(RunEndedError):
+    """The run ended because a person cancelled it (``workflow cancel``): ``by``, ``reason``."""
+
+    code = "run_cancelled"
+
+    def __init__(self, message: str, *, run_id: str, by: str, reason: str) -> None:
+        super().__init__(message, run_id=run_id, ended="workflow.failed",
+                         hint="a cancelled run is not walked on; start a new run")
+        self.by = by
+        self.reason = reason
+
+
+class RunMovedError(WorkflowError):
+    """A walk of a workflow run found one of its steps moved by another walk or answer
+    since it read the run (each step's events are written ``if_last``): nothing of this
+    walk's step was written; the run is where the other left it."""
+
+    code = "run_moved"
 
 
 class MissingExtraError(CradleError):

@@ -58,6 +58,20 @@ EVENTS_PAGE = 200
 MAX_EVENTS_PAGE = 1000
 
 
+#: the ``code`` of a person's cancel of a workflow run: a ``workflow.failed`` they wrote
+#: (``cradle-kg workflow cancel``), its ``cancelled_by`` and ``note`` saying who and why
+CANCELLED = "cancelled"
+
+
+def cancelled_by(end: AuditEvent) -> tuple[str, str] | None:
+    """Who cancelled the run and why, when ``end`` (its end) is a person's cancel."""
+    p = end.payload
+    if (end.kind == "workflow.failed" and p.get("code") == CANCELLED
+            and isinstance(p.get("cancelled_by"), str) and isinstance(p.get("note"), str)):
+        return str(p["cancelled_by"]), str(p["note"])
+    return None
+
+
 class RunState(StrEnum):
     OPEN = "open"
     WAITING_FOR_PERSON = "waiting_for_person"
@@ -125,12 +139,16 @@ class RunSummary:
     outcome_count: int = 0
     #: the seq of the run's newest event
     last_seq: int = 0
+    #: a workflow run a person cancelled: who, why (their reason), when
+    cancelled: tuple[str, str, datetime] | None = None
 
     @property
     def status(self) -> str:
         """The last outcome's own word (``escalated`` while a human task is open)."""
         if self.human_tasks:
             return "escalated"
+        if self.cancelled is not None:
+            return CANCELLED
         if self.last is None:
             return "in_progress"
         return self.last[1]
@@ -154,6 +172,8 @@ class RunSummary:
         if self.waiting_steps:
             return [f"step `{s}` waits for a person" + (f": {'; '.join(r)}" if r else "")
                     for s, r in self.waiting_steps.items()]
+        if self.cancelled is not None:
+            return [_cancel_line(*self.cancelled[:2])]
         if self.last is None:
             return []
         proposal, status, reasons = self.last
@@ -168,7 +188,19 @@ class RunSummary:
                 "last_outcome": None if self.last is None else
                 {"proposal_id": self.last[0], "status": self.last[1]},
                 "started_at": self.started_at.isoformat(),
-                "updated_at": self.updated_at.isoformat()}
+                "updated_at": self.updated_at.isoformat(),
+                "cancelled": None if self.cancelled is None else {
+                    "by": self.cancelled[0], "reason": self.cancelled[1],
+                    "at": self.cancelled[2].isoformat()}}
+
+
+def _cancel_line(by: str, reason: str) -> str:
+    return f"workflow cancelled by `{by}`: {reason}"
+
+
+def _cancel_of(summary: RunSummary, end: AuditEvent) -> None:
+    cancel = cancelled_by(end)
+    summary.cancelled = None if cancel is None else (*cancel, end.at)
 
 
 def _outcome(summary: RunSummary, event: AuditEvent) -> None:
@@ -204,6 +236,7 @@ def _fold(summary: RunSummary, event: AuditEvent) -> None:
     elif event.kind in ("workflow.completed", "workflow.failed"):
         summary.finished = event.kind
         summary.waiting_steps.clear()
+        _cancel_of(summary, event)
     elif event.kind == "human.requested":
         summary.waiting_steps[str(p["step"])] = [str(r) for r in p.get("reasons", [])]
     elif event.kind == "human.decided":
@@ -297,11 +330,18 @@ def read_summary(journal: Journal, run_id: str) -> RunSummary:
                    journal.run_page(run_id, limit=1, kinds=("workflow.started",)))
         summary.workflow = str(started[0].payload.get("workflow")) if started else None
     summary.finished = finished or None
+    if finished == "workflow.failed":  # a person's cancel? its end, one row
+        _cancel_of(summary, _end(journal, run_id))
     if waiting and not finished:
         for request in journal.open_step_requests(run_id=run_id)[0]:
             summary.waiting_steps[str(request.payload["step"])] = [
                 str(r) for r in request.payload.get("reasons", [])]
     return summary
+
+
+def _end(journal: Journal, run_id: str) -> AuditEvent:
+    """A run's ``workflow.failed`` (it has one: ``run_state.finished`` says so)."""
+    return journal.run_page(run_id, limit=1, newest=True, kinds=("workflow.failed",))[0]
 
 
 def show_run(journal: Journal, run_id: str, *, limit: int = EVENTS_PAGE, after_seq: int = 0
@@ -384,6 +424,10 @@ def state_and_why(journal: Journal, run_id: str) -> tuple[RunState, list[str]]:
             steps[str(ev.payload["step"])] = [str(r) for r in ev.payload.get("reasons", [])]
         return state, [f"step `{s}` waits for a person" + (f": {'; '.join(r)}" if r else "")
                        for s, r in steps.items()]
+    if finished == "workflow.failed":
+        cancel = cancelled_by(_end(journal, run_id))
+        if cancel is not None:
+            return state, [_cancel_line(*cancel)]
     if not status:
         return state, []
     last = journal.latest_outcome(run_id, proposal)

@@ -1,9 +1,10 @@
-"""``cradle-kg workflow list|validate|run|status|resume`` and ``cradle-kg step decide``.
+"""``cradle-kg workflow list|validate|run|status|resume|cancel`` and ``cradle-kg step decide``.
 
 Exit codes: 0 done (a run that completed, or that waits for a person — `status` says
 which); 1 a negative result (a file that does not validate, a run that failed, a person
 whose token is refused); 2 the input could not be read or the command could not be
-carried out (no such file or run, a step that does not wait, an answer not allowed).
+carried out (no such file or run, a step that does not wait, an answer not allowed, a run
+that ended — cancelled too).
 
 A model step calls the OpenAI-compatible server given by ``--base-url`` (or
 ``$CRADLE_MODEL_BASE_URL``); with none configured it fails closed (``model_unavailable``).
@@ -20,6 +21,7 @@ from ..config import load_config
 from ..errors import ApprovalError, CradleError, InputError, WorkflowFileError
 from ..home import Home, resolve_home
 from ..workflow import runner
+from ..workflow.cancel import cancel
 from ..workflow.definitions import load_file
 from .approvals import TokenOpt, check_person
 from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     from ..loop.runtime import Runtime
 
 workflow_app = typer.Typer(help="Workflows written as YAML files: list, validate, run, "
-                                "status, resume.", no_args_is_help=True)
+                                "status, resume, cancel.", no_args_is_help=True)
 step_app = typer.Typer(help="Human workflow steps: decide.", no_args_is_help=True)
 
 BaseUrlOpt = Annotated[str | None, typer.Option(
@@ -192,6 +194,39 @@ def workflow_resume(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.T
         except CradleError as exc:
             fail(exc)
     _print_outcome(out, fmt)
+
+
+@workflow_app.command("cancel")
+def workflow_cancel(
+    run_id: str,
+    by: Annotated[str, typer.Option("--as", help="Who ends the run (an approver; needs their "
+                                                 "token).")],
+    reason: Annotated[str, typer.Option("--reason", help="Why (journaled).")],
+    home: HomeOpt = None, token: TokenOpt = None, fmt: FormatOpt = Format.TABLE,
+) -> None:
+    """End a workflow run that has not ended: it no longer counts against its agent's
+    ``waiting_per_agent``, its open steps leave the inbox, the approvals it waits on are
+    rejected, and it is never answered or resumed again (one journal append)."""
+    if not token:
+        fail(InputError("an approver token is required",
+                         hint="pass --token or set CRADLE_APPROVER_TOKEN"), code=1)
+    with open_runtime(home) as rt:
+        try:
+            out = cancel(rt, runner.open_engine(rt), run_id, by=by, token=token,
+                         reason=reason)
+        except ApprovalError as exc:
+            fail(exc, code=1)
+        except CradleError as exc:
+            fail(exc)
+    if fmt is Format.JSON:
+        print_json(out)
+        return
+    line = f"run {clean(run_id)} ({clean(out['workflow'])}): cancelled by {clean(by)}"
+    for what, key in (("rejected approval(s)", "rejected_approvals"),
+                      ("closed step(s)", "closed_steps")):
+        if out[key]:
+            line += f"; {what}: " + ", ".join(clean(x) for x in out[key])
+    console.print(line, highlight=False, soft_wrap=True)
 
 
 @step_app.command("decide")

@@ -643,6 +643,19 @@ def _human_step(q: _Quads, ev: AuditEvent) -> str:
     return step
 
 
+def _workflow_end(q: _Quads, ev: AuditEvent) -> str | None:
+    """A workflow run's end is its event's header alone (its kind, its actor); a person's
+    cancel (``workflow cancel``: a ``workflow.failed`` its actor, a person, wrote) says why
+    on its event — ``cradle:reason``, "cancelled by `who`: their reason" (the payload read
+    as :func:`cradle_kg.runs.cancelled_by` reads it; not imported: a query worker imports
+    the projection without the event records)."""
+    p = ev.payload
+    if (p.get("code") == "cancelled" and isinstance(p.get("cancelled_by"), str)
+            and isinstance(p.get("reason"), str)):
+        q.add(node("event", str(ev.seq)), _REASON, lit(str(ev.payload["reason"])))
+    return None
+
+
 _PROJECTORS = {
     "proposal.received": _proposal,
     "decision.made": _decision,
@@ -660,6 +673,7 @@ _PROJECTORS = {
     **dict.fromkeys(_STAGES, _autonomy),
     "human.decided": _human_step,
     "human.automated": _human_step,
+    "workflow.failed": _workflow_end,
 }
 
 

@@ -22,6 +22,7 @@ from ..inputs import InputLimits, check_human_input
 from ..records import (
     RUNTIME_ACTOR,
     ApprovalStatus,
+    AuditEvent,
     HumanApproval,
     Outcome,
     OutcomeStatus,
@@ -120,6 +121,29 @@ def waiting_error(agent: str, waiting: int, cap: int) -> QuotaExceededError:
 #: how many of the newest requests of an action in a run a proposal under a key reads to
 #: find the approval its key's earlier proposal waits for (``tests/security/test_242``)
 KEY_LOOKBACK = 8
+
+
+def decided_events(book: ApprovalBook, state: ApprovalState, seen: Sequence[AuditEvent],
+                   decided: NewEvent, *, status: ApprovalStatus, approver_id: str,
+                   reason: str | None, now: datetime) -> list[NewEvent]:
+    """An approval's ``decided`` event (:meth:`.approvals.ApprovalBook.decision_event`,
+    its ``if_last`` set) and, for a rejection or a request for changes, the outcome that
+    ends the proposal's wait (``denied`` or ``repair``, with the reason): what a person's
+    decision writes, and a cancel of the approval's workflow run (``workflow cancel``)."""
+    events = [decided]
+    if status is not ApprovalStatus.APPROVED:
+        proposal = book.requested_proposal(state.approval, seen)
+        ended = state.approval.model_copy(update={
+            "status": status, "approver_id": approver_id, "decided_at": now,
+            "reason": reason})
+        word = "rejected" if status is ApprovalStatus.REJECTED else "changes requested"
+        events.append(outcome_event(Outcome(
+            run_id=ended.run_id, proposal_id=proposal.id,
+            status=(OutcomeStatus.DENIED if status is ApprovalStatus.REJECTED
+                    else OutcomeStatus.REPAIR), approval=ended,
+            reasons=(f"{word} by `{approver_id}`" + (f": {reason}" if reason else ""),)),
+            proposal.id, at=now))
+    return events
 
 
 class ApprovalFlow:
@@ -289,20 +313,9 @@ class ApprovalFlow:
             # INVARIANT: decided once — written only over the events it was decided on; a
             # decision another worker wrote meanwhile makes this one read again (and be
             # refused: the approval is no longer pending)
-            events = [replace(event, if_last=last)]
-            if status is not ApprovalStatus.APPROVED:
-                proposal = self.book.requested_proposal(state.approval, seen)
-                ended = state.approval.model_copy(update={
-                    "status": status, "approver_id": approver_id, "decided_at": now,
-                    "reason": reason})
-                word = "rejected" if status is ApprovalStatus.REJECTED else "changes requested"
-                events.append(outcome_event(Outcome(
-                    run_id=ended.run_id, proposal_id=proposal.id,
-                    status=(OutcomeStatus.DENIED if status is ApprovalStatus.REJECTED
-                            else OutcomeStatus.REPAIR), approval=ended,
-                    reasons=(f"{word} by `{approver_id}`" + (f": {reason}" if reason else ""),)),
-                    proposal.id, at=now))
-            return events
+            return decided_events(self.book, state, seen, replace(event, if_last=last),
+                                  status=status, approver_id=approver_id, reason=reason,
+                                  now=now)
 
         self.ctx.append_unmoved(decision_events, attempts=_DECIDE_ATTEMPTS, gave_up=JournalError(
             f"approval `{approval_id}`: other events about its action keep arriving first; "

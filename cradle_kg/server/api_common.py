@@ -21,6 +21,8 @@ from ..errors import (
     InputError,
     InputTooLargeError,
     QuotaExceededError,
+    RunEndedError,
+    RunMovedError,
     RunOwnershipError,
     UnknownNameError,
 )
@@ -39,6 +41,8 @@ _BEARER = HTTPBearer(auto_error=False, description="a per-identity API token")
 def status_of(exc: CradleError) -> int:
     if isinstance(exc, UnknownNameError):
         return 404
+    if isinstance(exc, RunEndedError | RunMovedError):  # the run ended (a cancel) or moved
+        return 409
     if isinstance(exc, ApprovalError | RunOwnershipError):  # not the caller's to do
         return 403
     if isinstance(exc, InputTooLargeError):

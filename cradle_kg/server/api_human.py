@@ -49,6 +49,7 @@ from ..runs import (
 from ..storage import WaitingReached
 from ..throttling import record_reached
 from ..workflow import runner
+from ..workflow.cancel import MAX_REASON, cancel
 from ..workflow.definitions import MAX_FILE_BYTES, load_file, parse_definition
 from ..workflow.engine import Engine
 from .api_common import (
@@ -95,6 +96,12 @@ class NoteBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     note: str = Field(min_length=1, max_length=10_000)
+
+
+class CancelBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1, max_length=MAX_REASON)
 
 
 def _visible(who: Caller, items: list[InboxItem]) -> list[dict[str, Any]]:
@@ -319,6 +326,15 @@ def make_router(runtime: Runtime, call: Call, *, answered: Call,
         # not under the API's lock: the walk an answer makes (tests/security/test_274)
         return await threads.run(who.identity, answered,
                                  lambda: runner.resume(engine(), run_id))
+
+    @router.post("/workflows/runs/{run_id}/cancel",
+                 summary="End a workflow run (an approver): its waits are released, it is "
+                         "never answered or resumed again")
+    async def cancel_run(run_id: str, request: Request, who: Approver) -> dict[str, Any]:
+        body: CancelBody = await body_of(request, CancelBody)
+        # one append (the journal's guards decide a race with a walker or an answer)
+        return await threads.run(who.identity, call, lambda: cancel(
+            runtime, engine(), run_id, by=who.identity, token=who.token, reason=body.reason))
 
     # --- the inbox and its answers ------------------------------------------------------
 

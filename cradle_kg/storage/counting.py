@@ -210,6 +210,9 @@ def prefixed(cols: str, table: str = "e") -> str:
 #: whether a run has an event (one probe of the ``events_run`` index), for an
 #: ``if_new_run`` event; the events themselves, not the derived ``runs`` table
 RUN_BEGUN_SQL = "SELECT EXISTS (SELECT 1 FROM events WHERE run_id = {})"
+#: how a run's workflow ended, ``''`` while it has not (one probe of ``run_state``, kept in
+#: the appends' own transactions): what an ``if_run_open`` event is checked against
+RUN_ENDED_SQL = "SELECT COALESCE((SELECT finished FROM run_state WHERE run_id = {}), '')"
 
 
 #: the newest events of a kind by an actor from a time on, newest first: their ``at`` and
@@ -293,6 +296,7 @@ __all__ = [
     "QUOTA_SCOPE_PREFIX",
     "RECENT_SIZES_SQL",
     "RUN_BEGUN_SQL",
+    "RUN_ENDED_SQL",
     "SUBJECT_LAST_SQL",
     "USAGE_FIELDS",
     "WINDOWED_SCOPES",

@@ -146,6 +146,17 @@ class RunNotNew(Exception):
         self.run_id = run_id
 
 
+class RunEnded(Exception):
+    """Internal signal: an event appended with ``if_run_open`` found its workflow run ended
+    (a ``workflow.completed|failed`` in the journal — a person's cancel is a
+    ``workflow.failed`` — or earlier in this append); nothing of the append was written.
+    A walker reads the run again: it ended under it."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+
+
 class LimitReached(Exception):
     """Internal signal: an intent would take a window past one of its :class:`UsageCap`s
     (another worker's intent got there first); nothing of the append was written."""
@@ -190,6 +201,12 @@ class NewEvent:
     #: agent's ``run.claimed`` — is that run's first event, never one written into a run
     #: another writer began after it was read empty
     if_new_run: bool = False
+    #: written only if ``run_id``'s workflow has not ended (no ``workflow.completed|failed``
+    #: of the run in the journal, nor earlier in this append), checked under the writer's
+    #: lock (:class:`RunEnded`, nothing written, if it has): a walker's step, an answer to
+    #: a human step, a cancel are never journaled after the run's end — a cancel written
+    #: by another process while this one walked (``tests/security/test_288``)
+    if_run_open: bool = False
 
 
 class IdempotencyKeyTaken(Exception):
@@ -279,6 +296,29 @@ def begun_run(events: Sequence[NewEvent], begun: Sequence[Any]) -> str | None:
         if event.if_new_run and event.run_id in seen:
             return event.run_id
         seen.add(event.run_id)
+    return None
+
+
+#: the kinds that end a workflow run (its ``run_state.finished``)
+RUN_ENDS = ("workflow.completed", "workflow.failed")
+
+
+def open_runs(events: Sequence[NewEvent]) -> list[str]:
+    """The runs of the append's ``if_run_open`` events, in order (each once): the journal
+    reads :data:`.counting.RUN_ENDED_SQL` for each, after its writer's lock."""
+    return list(dict.fromkeys(event.run_id for event in events if event.if_run_open))
+
+
+def ended_run(events: Sequence[NewEvent], ended: Sequence[Any]) -> str | None:
+    """The run of the first ``if_run_open`` event whose workflow run has ended — in the
+    journal (``ended[i]``: :data:`.counting.RUN_ENDED_SQL` for :func:`open_runs`'s i-th
+    run, the kind of its end or ``''``) or earlier in this append — or None."""
+    done = {run for run, kind in zip(open_runs(events), ended, strict=True) if kind}
+    for event in events:
+        if event.if_run_open and event.run_id in done:
+            return event.run_id
+        if event.kind in RUN_ENDS:
+            done.add(event.run_id)
     return None
 
 

@@ -62,6 +62,7 @@ from .counting import (
     APPROVAL_REQUEST_SQL,
     APPROVAL_SUBJECTS_SQL,
     RUN_BEGUN_SQL,
+    RUN_ENDED_SQL,
     SUBJECT_LAST_SQL,
     KnownRuns,
     count_run,
@@ -84,6 +85,7 @@ from .journal import (
     IdempotencyKeyTaken,
     LimitReached,
     NewEvent,
+    RunEnded,
     RunNotNew,
     SubjectMoved,
     UploadsReached,
@@ -95,8 +97,10 @@ from .journal import (
     begun_run,
     breached_cap,
     encode,
+    ended_run,
     moved_subject,
     new_runs,
+    open_runs,
 )
 from .pg_append import PendingSeq
 from .pg_connect import (
@@ -308,9 +312,10 @@ class PostgresJournal:
         # an append whose caps a limit decides, that makes one more item wait for a person
         # (WaitingCap: counted under the lock), an upload within its quotas (UploadCap),
         # or that begins a run twice (refused, and
-        # which run it names depends on the journal), takes the two round trips below
+        # which run it names depends on the journal), or that must find its workflow run
+        # not ended (NewEvent.if_run_open: a walker's steps), takes the two round trips below
         if not caps and not append_waiting(events) and not append_uploads(events) and begun_run(
-                events, [False] * len(new_runs(events))) is None:
+                events, [False] * len(new_runs(events))) is None and not open_runs(events):
             return self._append_one_trip(events, encoded, flush)
         return self._append_two_trips(events, encoded, caps, flush)
 
@@ -489,6 +494,11 @@ class PostgresJournal:
                     begun = [stack.enter_context(conn.cursor()) for _ in fresh]
                     for run_id, cursor in zip(fresh, begun, strict=True):
                         cursor.execute(RUN_BEGUN_SQL.format("%s"), (run_id,))
+                    # INVARIANT: a run's end, under the lock too (NewEvent.if_run_open)
+                    ending = open_runs(events)
+                    ends = [stack.enter_context(conn.cursor()) for _ in ending]
+                    for run_id, cursor in zip(ending, ends, strict=True):
+                        cursor.execute(RUN_ENDED_SQL.format("%s"), (run_id,))
                     pipe.sync()
                     row = top.fetchone()
                     assert row is not None  # one row, whatever the head
@@ -501,6 +511,10 @@ class PostgresJournal:
                                                    for c in begun])
                         if taken is not None:
                             raise RunNotNew(taken)
+                    if ending:  # INVARIANT: under the lock, as the caps (if_run_open)
+                        ended = ended_run(events, [(c.fetchone() or ("",))[0] for c in ends])
+                        if ended is not None:
+                            raise RunEnded(ended)
                     if caps:
                         breached = breached_cap(events, caps,
                                                 [tuple(c.fetchone() or ()) for c in usage])

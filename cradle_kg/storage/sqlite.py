@@ -83,6 +83,7 @@ from .counting import (
     APPROVAL_SUBJECTS_SQL,
     RECENT_SIZES_SQL,
     RUN_BEGUN_SQL,
+    RUN_ENDED_SQL,
     SUBJECT_LAST_SQL,
     KnownRuns,
     count_run,
@@ -107,6 +108,7 @@ from .journal import (
     IdempotencyKeyTaken,
     LimitReached,
     NewEvent,
+    RunEnded,
     RunNotNew,
     SubjectMoved,
     UploadsReached,
@@ -117,8 +119,10 @@ from .journal import (
     begun_run,
     breached_cap,
     encode,
+    ended_run,
     moved_subject,
     new_runs,
+    open_runs,
 )
 from .run_state_sql import StateKey
 from .sqlite_verify import verify_journal
@@ -356,7 +360,8 @@ class SqliteJournal:
         Raises :class:`IdempotencyKeyTaken` (and writes nothing) when an intent's key is
         already claimed, :class:`LimitReached` when an intent's cap would be exceeded,
         :class:`SubjectMoved` when an ``if_last`` event's subject moved on,
-        :class:`RunNotNew` when an ``if_new_run`` event's run has begun. Returns once
+        :class:`RunNotNew` when an ``if_new_run`` event's run has begun,
+        :class:`RunEnded` when an ``if_run_open`` event's workflow run has ended. Returns once
         the commit is on disk (the WAL fsynced after the
         write lock is released: see the module's doc); ``flush=False`` returns once it is
         committed: in the WAL, kept if the process dies, synced by the next flushed commit
@@ -597,6 +602,12 @@ class SqliteJournal:
                     RUN_BEGUN_SQL.format("?"), (run_id,)).fetchone()[0] for run_id in fresh])
                 if begun is not None:
                     raise RunNotNew(begun)
+            ending = open_runs(events)
+            if ending:  # INVARIANT: checked under the writer's lock (see NewEvent.if_run_open)
+                ended = ended_run(events, [conn.execute(
+                    RUN_ENDED_SQL.format("?"), (run_id,)).fetchone()[0] for run_id in ending])
+                if ended is not None:
+                    raise RunEnded(ended)
             written: list[AuditEvent] = []
             runs: dict[str, list[int]] = {}
             settled = settled_intents(events)

@@ -15,17 +15,17 @@ times and model responses reproduces the same events, hash for hash.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from ..canonical import canonical_json, content_hash, iso
-from ..errors import BudgetExceededError, InputError, UnknownNameError
+from ..errors import BudgetExceededError, InputError, RunMovedError, UnknownNameError
 from ..loop.context import last_seq
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
-from ..storage import LimitReached, NewEvent, RunNotNew, WaitingCap
+from ..storage import LimitReached, NewEvent, RunEnded, RunNotNew, SubjectMoved, WaitingCap
 from .autonomy import AutonomyBook
 from .budgets import (
     RESERVE_TRIES,
@@ -36,6 +36,7 @@ from .budgets import (
     reservation_event,
 )
 from .definitions import load_recorded_workflow
+from .ending import ended_error
 from .errors import ModelError, WorkflowError
 from .model import ChatMessage, ModelClient, ModelRequest, package_versions
 from .steps import (
@@ -110,6 +111,9 @@ class RunFold:
     skipped: set[str] = field(default_factory=set)
     requested: dict[Key, AuditEvent] = field(default_factory=dict)
     decided: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    #: each step's subject: the seq of its newest event (of any kind), probed before its
+    #: events were read — what the walk's next event about it is written ``if_last`` on
+    heads: dict[str, int] = field(default_factory=dict)
 
 
 def _fold(events: Sequence[AuditEvent]) -> RunFold:
@@ -171,6 +175,8 @@ class Engine:
         self.budgets = BudgetBook(runtime.journal)
         self.autonomy = AutonomyBook(runtime.journal, runtime.approvals,
                                      append=runtime.context.append, clock=runtime.clock)
+        #: the step subjects of the run being walked and their newest seqs (RunFold.heads)
+        self._heads: dict[str, int] = {}
 
     # --- journal -----------------------------------------------------------------
 
@@ -178,10 +184,40 @@ class Engine:
               actor: str = ENGINE_ACTOR, at: datetime | None = None,
               if_new_run: bool = False, waiting: WaitingCap | None = None) -> AuditEvent:
         # INVARIANT: one clock reading per event, and every reading is journaled
-        return self.rt.context.append([NewEvent(run_id=run_id, kind=kind, subject=subject,
-                                         actor=actor, at=at or self.rt.clock(),
-                                         payload=payload, if_new_run=if_new_run,
-                                         waiting=waiting)])[0]
+        # INVARIANT: a step's event is written only while the run has not ended, checked
+        # under the journal's writer's lock (if_run_open): a person's cancel written by
+        # another process while this walker ran stops it there (tests/security/test_288)
+        # INVARIANT: and only over the step's events the walk read (if_last): two walks of
+        # one run (an answer's and a resume) never both write a step (test_290)
+        return self._append(NewEvent(
+            run_id=run_id, kind=kind, subject=subject, actor=actor, at=at or self.rt.clock(),
+            payload=payload, if_new_run=if_new_run, waiting=waiting,
+            if_run_open=not if_new_run))
+
+    def _append(self, event: NewEvent) -> AuditEvent:
+        """``event`` appended ``if_last`` on its step subject's newest seq the walk knows
+        (:attr:`RunFold.heads`; none for another subject), that seq moved on to it."""
+        last = self._heads.get(event.subject)
+        written = self.rt.context.append([replace(event, if_last=last)])[0]
+        if last is not None:
+            self._heads[event.subject] = written.seq
+        return written
+
+    def end_of(self, run_id: str, workflow_id: str) -> AuditEvent | None:
+        """The run's end (``workflow.completed|failed``, a person's cancel too), if any:
+        the events of its end's subject in the run, those kinds alone."""
+        ends = self.rt.journal.events_for_subject(f"workflow:{workflow_id}", run_id=run_id,
+                                                  kinds=_ENDS)
+        return ends[-1] if ends else None
+
+    def _ended(self, run_id: str) -> RunStatus:
+        """The run ended under this walker (another process's cancel or walk): where it
+        stands now, or the typed refusal when a person cancelled it."""
+        wf, fold = self.workflow_of(run_id)
+        if fold.finished is None:  # not ended after all: never a walk past a refusal
+            raise WorkflowError(f"run `{run_id}`: the journal refused a step as after the "
+                                "run's end, and no end is recorded", hint="resume it")
+        return self._finished(run_id, wf, fold)
 
     def _started(self, run_id: str) -> AuditEvent:
         return started_event(self.rt.journal, run_id)
@@ -197,13 +233,21 @@ class Engine:
         sequence of those kinds the fold of the whole run saw. A tool step's recorded
         outcome is read when the step needs it (:meth:`_recorded`). Before, every event
         of the run was decoded (``tests/security/test_91``)."""
+        return self._read(run_id, workflow_id, step_ids, started)[0]
+
+    def _read(self, run_id: str, workflow_id: str, step_ids: Sequence[str],
+              started: AuditEvent) -> tuple[list[AuditEvent], dict[str, int]]:
+        """:meth:`_events`, and each step subject's newest seq probed before its read (an
+        event landing in between makes the walk's guard refuse, never slip under it)."""
         journal = self.rt.journal
         found = [started, *journal.events_for_subject(
             f"workflow:{workflow_id}", run_id=run_id, kinds=_ENDS)]
+        heads: dict[str, int] = {}
         for step_id in step_ids:
-            found += journal.events_for_subject(f"step:{run_id}/{step_id}", run_id=run_id,
-                                                kinds=_STEP_KINDS)
-        return sorted(found, key=lambda ev: ev.seq)
+            subject = f"step:{run_id}/{step_id}"
+            heads[subject] = journal.subject_last(subject)
+            found += journal.events_for_subject(subject, run_id=run_id, kinds=_STEP_KINDS)
+        return sorted(found, key=lambda ev: ev.seq), heads
 
     def _first_received(self, run_id: str, proposal_id: str) -> AuditEvent | None:
         """The first ``proposal.received`` under ``proposal_id`` in the run (one row)."""
@@ -292,7 +336,10 @@ class Engine:
         started = self._started(run_id)
         p = started.payload
         wf = load_recorded_workflow(str(p["definition"]), version=str(p["version"]))
-        return wf, _fold(self._events(run_id, wf.id, [s.id for s in wf.steps], started))
+        events, heads = self._read(run_id, wf.id, [s.id for s in wf.steps], started)
+        fold = _fold(events)
+        fold.heads = heads
+        return wf, fold
 
     def recorded_fold(self, run_id: str) -> tuple[list[tuple[str, str]], RunFold]:
         """The run's steps (id, kind) as its ``workflow.started`` recorded them, and its
@@ -310,6 +357,21 @@ class Engine:
         assert fold.started is not None
         if fold.finished is not None:
             return self._finished(run_id, wf, fold)
+        self._heads = dict(fold.heads)
+        try:
+            return self._walk(run_id, wf, fold)
+        except RunEnded:
+            return self._ended(run_id)
+        except SubjectMoved as moved:
+            raise RunMovedError(
+                f"run `{run_id}`: `{moved.subject}` moved while this walk ran (another walk "
+                "or an answer wrote it first); nothing of this step was written",
+                hint="read the run's status: it is where the other left it") from None
+        finally:
+            self._heads = {}
+
+    def _walk(self, run_id: str, wf: Workflow, fold: RunFold) -> RunStatus:
+        assert fold.started is not None
         context: dict[str, Any] = {"input": fold.started.payload["input"]}
         for step in wf.steps:
             if not should_run(step, context):
@@ -346,6 +408,8 @@ class Engine:
             seen = self.rt.journal.events_for_subject(subject)
             wf, fold = self.workflow_of(run_id)
             step = wf.step(step_id)
+            if fold.finished is not None:  # ended (a cancel): nothing waits any more
+                raise ended_error(run_id, fold.finished)
             pending = [(k, ev) for k, ev in fold.requested.items()
                        if k[0] == step_id and k not in fold.decided]
             if not isinstance(step, HumanStep) or not pending:
@@ -361,7 +425,7 @@ class Engine:
             rp = request.payload
             return [NewEvent(
                 run_id=run_id, kind="human.decided", subject=subject, actor=by,
-                at=now, if_last=last_seq(seen), payload={
+                at=now, if_last=last_seq(seen), if_run_open=True, payload={
                     "workflow": wf.id, "step": step_id, "input_hash": input_hash,
                     "context": rp["context"], "context_hash": content_hash(rp["context"]),
                     "rule_fields": rp["rule_fields"],
@@ -371,11 +435,17 @@ class Engine:
                     "suggestion": rp.get("suggestion"),
                     "rule_version": rp.get("rule_version")})]
 
-        self.rt.context.append_unmoved(decision_events, attempts=_DECIDE_ATTEMPTS,
-                                       gave_up=InputError(
-                                           f"step `{step_id}` of run `{run_id}`: other "
-                                           "events about it keep arriving first; decide "
-                                           "again"))
+        try:
+            self.rt.context.append_unmoved(decision_events, attempts=_DECIDE_ATTEMPTS,
+                                           gave_up=InputError(
+                                               f"step `{step_id}` of run `{run_id}`: other "
+                                               "events about it keep arriving first; decide "
+                                               "again"))
+        except RunEnded:  # a cancel (or the run's end) landed after the read: refused
+            _, fold = self.workflow_of(run_id)
+            if fold.finished is None:
+                raise
+            raise ended_error(run_id, fold.finished) from None
         return self.advance(run_id)
 
     @staticmethod
@@ -388,6 +458,11 @@ class Engine:
         p = fold.finished.payload
         if fold.finished.kind == "workflow.completed":
             return RunStatus(run_id, wf.id, "completed", outputs)
+        # INVARIANT: a cancelled run is not reported as walked: a walk (resume, an
+        # approval's) and an answer are refused, naming the cancel (test_287)
+        error = ended_error(run_id, fold.finished)
+        if error.code == "run_cancelled":
+            raise error
         return RunStatus(run_id, wf.id, "failed", outputs, step=p["step"], code=p["code"],
                          reason=p["reason"])
 
@@ -472,8 +547,9 @@ class Engine:
                 "tenant": wf.tenant, "workflow": wf.id, **({"reserved": True} if reserved
                                                            else {})})
             for standing in self.budgets.alerts(scope):
-                self.rt.context.append([alert_event(standing, run_id=run_id, actor=ENGINE_ACTOR,
-                                             now=self.rt.clock())])
+                self.rt.context.append([replace(alert_event(
+                    standing, run_id=run_id, actor=ENGINE_ACTOR, now=self.rt.clock()),
+                    if_run_open=True)])
             try:
                 output = step.output_model.model_validate_json(response.content)
                 return _Done(output.model_dump(mode="json"), "model")
@@ -514,9 +590,9 @@ class Engine:
             # same reading again if the append must be retried)
             now = now or self.rt.clock()
             try:
-                self.rt.context.append([reservation_event(
+                self._append(replace(reservation_event(
                     scope, caps, step=step.id, attempt=attempt, model=model, cost=step.cost,
-                    actor=ENGINE_ACTOR, now=now)])
+                    actor=ENGINE_ACTOR, now=now), if_run_open=True))
                 return None
             except LimitReached:
                 continue
@@ -565,6 +641,12 @@ class Engine:
         if recorded is not None:
             output = recorded["observation"]["output"]
         else:
+            # a cancel landed since the walk read the run: its action is not proposed (the
+            # step's events are refused under the lock; this read narrows the window in
+            # which the proposal itself could still go, see the README)
+            row = self.rt.journal.run_state_row(run_id)
+            if row is not None and row[5]:
+                raise RunEnded(run_id)
             outcome = self.rt.submit(proposal)
             if outcome.status is OutcomeStatus.AWAITING_APPROVAL:
                 return _Wait("waiting_approval")

@@ -38,6 +38,7 @@ from ..storage import NewEvent, SqliteJournal, event_hash, open_home_journal
 from ..storage.counting import REFUSED_AGENT
 from ..storage.digest_check import unkeyed
 from .definitions import load_recorded_workflow
+from .ending import cancelled_by
 from .engine import Engine
 from .model import RecordedClient
 from .sandbox import Recording, SandboxRuntime
@@ -183,7 +184,8 @@ class _StrictRun:
         self.last: datetime | None = None
 
     def _producible(self, ev: AuditEvent) -> bool:
-        return ev.run_id == self.run and ev.kind not in INPUT_KINDS
+        # a person's cancel is an input as their answers are: copied, never re-derived
+        return ev.run_id == self.run and ev.kind not in INPUT_KINDS and cancelled_by(ev) is None
 
     def _next(self, kinds: tuple[str, ...] = ()) -> AuditEvent | None:
         for ev in self.events[self.pos:]:
@@ -236,7 +238,7 @@ class _StrictRun:
             if rec.hash != got.hash:
                 raise self.fail(rec, _why(rec, got, self.source.idem_keys.get(rec.seq)))
             self.pos = got.seq
-            if rec.run_id == self.run and rec.kind not in INPUT_KINDS:
+            if self._producible(rec):
                 self.last = max(self.last or got.at, got.at)
 
     def flush(self) -> None:

@@ -1,0 +1,103 @@
+"""A person ends a workflow run: ``cradle-kg workflow cancel`` and the JSON API's
+``POST /api/workflows/runs/{run}/cancel``.
+
+One append, under the journal's writer's lock: each approval the run asked for that no
+person decided yet is rejected by the canceller (the reason names the cancel; its
+proposal's outcome becomes ``denied``), then the run's end — a ``workflow.failed`` they
+wrote, ``code: cancelled`` (:mod:`.ending`) — written only while the run has not ended
+(``if_run_open``) and the approvals' subjects have not moved (``if_last``). Afterwards the
+run counts in no ``waiting_per_agent`` (its open steps, its start on the way to a person,
+its approvals: each derived table reads the end or the decision as it always did), its
+steps are not answered and it is not walked on (:class:`~cradle_kg.errors.RunCancelledError`).
+
+Why the pending approvals are rejected rather than left: an approval left undecided would
+still count against the agent and sit in the inbox, and approved later it would let the
+action run for a run that was ended; rejected, it is decided for good — the fail-closed
+choice. The canceller must be one who may decide each of them (their token, not excluded,
+within its scope): otherwise the cancel is refused and nothing is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError, JournalError
+from ..inputs import check_human_input
+from ..loop.approval_flow import decided_events
+from ..records import ApprovalStatus
+from ..storage import NewEvent, RunEnded
+from .ending import cancel_payload, ended_error
+from .engine import Engine, started_event
+
+if TYPE_CHECKING:
+    from ..loop.runtime import Runtime
+
+#: the longest reason a person may give
+MAX_REASON = 10_000
+#: reads of the run before the cancel gives up (its approvals kept moving)
+_CANCEL_ATTEMPTS = 3
+
+
+def cancel(rt: Runtime, engine: Engine, run_id: str, *, by: str, token: str,
+           reason: str) -> dict[str, Any]:
+    """End the workflow run ``run_id`` as ``by`` (an approver, with their token) for
+    ``reason``; what was released. A run that ended (completed, failed, cancelled) is a
+    :class:`~cradle_kg.errors.RunEndedError` and nothing is written."""
+    rt.approvals.authenticate(by, token)
+    check_human_input(rt.config.input_limits, ids={"run_id": run_id, "as": by})
+    if not reason.strip():
+        raise InputError("a cancel needs a reason", hint="say why the run is ended")
+    if len(reason) > MAX_REASON:
+        raise InputError(f"`reason`: more than {MAX_REASON} characters")
+    workflow = str(started_event(rt.journal, run_id).payload.get("workflow"))
+    released: dict[str, list[str]] = {}
+
+    def events() -> list[NewEvent]:
+        end = engine.end_of(run_id, workflow)
+        if end is not None:
+            raise ended_error(run_id, end)
+        now = rt.clock()
+        out: list[NewEvent] = []
+        approvals: list[str] = []
+        pending, _ = rt.approvals.pending_page(run_id=run_id)
+        for listed, _request in pending:
+            state, seen, last = rt.approvals.read_guarded(listed.approval.id)
+            if state.approval.status is not ApprovalStatus.PENDING:
+                continue
+            why = f"workflow run `{run_id}` cancelled: {reason}"
+            decided = rt.approvals.decision_event(
+                state, approver_id=by, token=token, status=ApprovalStatus.REJECTED, now=now,
+                reason=why)
+            out += decided_events(rt.approvals, state, seen,
+                                  replace(decided, if_last=last),
+                                  status=ApprovalStatus.REJECTED, approver_id=by, reason=why,
+                                  now=now)
+            approvals.append(state.approval.id)
+        steps = sorted({str(e.payload["step"]) for e in
+                        rt.journal.open_step_requests(run_id=run_id)[0]})
+        out.append(NewEvent(run_id=run_id, kind="workflow.failed",
+                            subject=f"workflow:{workflow}", actor=by, at=now,
+                            payload=cancel_payload(step=steps[0] if steps else None, by=by,
+                                                   reason=reason),
+                            if_run_open=True))
+        released.update(approvals=approvals, steps=steps)
+        return out
+
+    try:
+        written = rt.context.append_unmoved(
+            events, attempts=_CANCEL_ATTEMPTS, gave_up=JournalError(
+                f"run `{run_id}`: its approvals kept being decided while it was cancelled; "
+                "cancel again"))
+    except RunEnded:  # it ended after the read (a walker's end, another cancel)
+        end = engine.end_of(run_id, workflow)
+        if end is None:
+            raise
+        raise ended_error(run_id, end) from None
+    return {"run_id": run_id, "workflow": workflow, "status": "cancelled", "by": by,
+            "reason": reason, "at": written[-1].at.isoformat(), "seq": written[-1].seq,
+            "rejected_approvals": released.get("approvals", []),
+            "closed_steps": released.get("steps", [])}
+
+
+__all__ = ["MAX_REASON", "cancel"]

@@ -128,3 +128,28 @@ def _run_code(environ: dict[str, str], cwd: str, code: str, argv: list[str], out
     # an uncaught exception: its traceback on stderr and exit code 1, as python -c does
     # (multiprocessing's bootstrap prints it and flushes both streams)
     _as_spawned(environ, cwd, exec, (compile(code, "<string>", "exec"), {"__name__": "__main__"}))
+
+
+def at_once(*calls: Callable[[], Any], timeout: float = 120) -> list[Any]:
+    """Each of ``calls`` in a thread of this process, released together by a barrier: what
+    each returned, or the exception it raised (in-process races of one runtime's callers,
+    as the JSON API's threads are; the journal's guards decide them)."""
+    import threading
+
+    gate = threading.Barrier(len(calls))
+    got: list[Any] = [None] * len(calls)
+
+    def run(i: int, call: Callable[[], Any]) -> None:
+        gate.wait(timeout)
+        try:
+            got[i] = call()
+        except Exception as exc:  # the race's answer: returned to the test, which checks it
+            got[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    assert not any(t.is_alive() for t in threads), "a racing call hung"
+    return got

@@ -70,13 +70,16 @@ _ENDS = ("workflow.completed", "workflow.failed")
 
 #: reads of a step before its decision gives up (another answer or event kept landing)
 _DECIDE_ATTEMPTS = 3
+#: a decision's (or an approval's) status when it stands and the walk after it did not go
+#: on here: refused (another walk took the run on first, the workflow file changed)
+NOT_CONTINUED = "not_continued"
 
 
 @dataclass
 class RunStatus:
     run_id: str
     workflow: str
-    status: str  # completed | failed | waiting_human | waiting_approval
+    status: str  # completed | failed | waiting_human | waiting_approval | not_continued
     outputs: dict[str, Any] = field(default_factory=dict)
     step: str | None = None
     code: str | None = None
@@ -446,7 +449,13 @@ class Engine:
             if fold.finished is None:
                 raise
             raise ended_error(run_id, fold.finished) from None
-        return self.advance(run_id)
+        try:
+            return self.advance(run_id)
+        except RunMovedError as exc:
+            # INVARIANT: the answer stands; the walk after it is another's (a resume that
+            # read the answer first): said beside the answer, never in its place (test_290)
+            return RunStatus(run_id, self.workflow(run_id).id, NOT_CONTINUED, step=step_id,
+                             code=exc.code, reason=exc.message)
 
     @staticmethod
     def _outputs(context: Mapping[str, Any]) -> dict[str, Any]:

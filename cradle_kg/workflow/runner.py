@@ -24,7 +24,7 @@ from ..loop.proposal import reserved_run
 from ..runs import state_and_why
 from ..storage import WaitingCap
 from .definitions import load_file
-from .engine import Engine, RunFold, RunStatus
+from .engine import NOT_CONTINUED, Engine, RunFold, RunStatus
 from .model import client_for
 from .steps import HumanStep, ModelStep, Step, ToolStep, Workflow, render
 
@@ -169,8 +169,6 @@ def is_workflow_run(rt: Runtime, run_id: str) -> bool:
     return first is not None and first.kind == "workflow.started"
 
 
-#: ``after_approval``'s status when the decision stands and the workflow could not walk on
-NOT_CONTINUED = "not_continued"
 
 
 def after_approval(rt: Runtime, run_id: str, *, base_url: str | None = None,

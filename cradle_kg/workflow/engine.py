@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..canonical import canonical_json, content_hash, iso
-from ..errors import BudgetExceededError, InputError, RunMovedError, UnknownNameError
+from ..errors import (
+    BudgetExceededError,
+    CradleError,
+    InputError,
+    RunMovedError,
+    UnknownNameError,
+)
 from ..loop.context import last_seq
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
 from ..storage import LimitReached, NewEvent, RunEnded, RunNotNew, SubjectMoved, WaitingCap
@@ -160,6 +166,16 @@ def run_workflow(journal: Journal, run_id: str) -> Workflow:
     when it changed or went)."""
     p = started_event(journal, run_id).payload
     return load_recorded_workflow(str(p["definition"]), version=str(p["version"]))
+
+
+def _not_waiting(run_id: str, step_id: str, end: AuditEvent) -> CradleError:
+    """Why an answer to a step of a run that ended is refused: the cancel, named
+    (``run_cancelled``), or — a run that completed or failed — that the step does not wait,
+    as before there were cancels."""
+    error = ended_error(run_id, end)
+    if error.code == "run_cancelled":
+        return error
+    return InputError(f"run `{run_id}` does not wait for a human on step `{step_id}`")
 
 
 class Engine:
@@ -411,8 +427,8 @@ class Engine:
             seen = self.rt.journal.events_for_subject(subject)
             wf, fold = self.workflow_of(run_id)
             step = wf.step(step_id)
-            if fold.finished is not None:  # ended (a cancel): nothing waits any more
-                raise ended_error(run_id, fold.finished)
+            if fold.finished is not None:  # ended: nothing waits any more
+                raise _not_waiting(run_id, step_id, fold.finished)
             pending = [(k, ev) for k, ev in fold.requested.items()
                        if k[0] == step_id and k not in fold.decided]
             if not isinstance(step, HumanStep) or not pending:
@@ -448,7 +464,7 @@ class Engine:
             _, fold = self.workflow_of(run_id)
             if fold.finished is None:
                 raise
-            raise ended_error(run_id, fold.finished) from None
+            raise _not_waiting(run_id, step_id, fold.finished) from None
         try:
             return self.advance(run_id)
         except RunMovedError as exc:

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +86,18 @@ def start(client: TestClient, token: str, label: str) -> Response:
     """``POST /api/workflows/gated-review/runs`` with ``token``."""
     return client.post("/api/workflows/gated-review/runs", json={"input": {"label": label}},
                        headers={"Authorization": f"Bearer {token}"})
+
+
+def waiting_runs(rt: Runtime, rounds: int, prefix: str) -> Iterator[str]:
+    """``rounds`` runs of ``gated-review`` started one after the other from ``rt`` (its
+    tool step let through at once), each yielded once it waits at its review: the races
+    of ``test_289``, ``test_290`` and ``tests/workflow/test_cancel.py``, one a round."""
+    from cradle_kg.workflow import runner
+
+    register_gate(rt, threading.Barrier(1))
+    path = rt.home.root / "workflows" / "gated-review.yaml"
+    for r in range(rounds):
+        run = f"wf:{prefix}-{r}"
+        out = runner.start(runner.open_engine(rt), path, {"label": f"r{r}"}, run_id=run)
+        assert out["status"] == "waiting_human", out
+        yield run

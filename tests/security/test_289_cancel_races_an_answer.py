@@ -15,7 +15,6 @@ end either way.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +27,7 @@ from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, REQUESTER
 from cradle_kg.errors import CradleError
 from cradle_kg.workflow import runner
 from tests.racers import at_once
-from tests.security.gated_flow import gated_home, register_gate
+from tests.security.gated_flow import gated_home, waiting_runs
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -49,14 +48,9 @@ def test_a_cancel_racing_an_answer_one_wins(tmp_path: Path) -> None:
     from cradle_kg.workflow.cancel import cancel  # before: no such module
 
     home = gated_home(tmp_path / "home", waiting=ROUNDS)
-    path = home / "workflows" / "gated-review.yaml"
     wins = {"answer": 0, "cancel": 0}
     with Runtime(home, graph_sync=False) as rt:
-        register_gate(rt, threading.Barrier(1))
-        for r in range(ROUNDS):
-            run = f"wf:race-{r}"
-            assert runner.start(runner.open_engine(rt), path, {"label": f"r{r}"},
-                                run_id=run)["status"] == "waiting_human"
+        for r, run in enumerate(waiting_runs(rt, ROUNDS, "race")):
             answered, cancelled = at_once(
                 lambda run=run: runner.decide(rt, runner.open_engine(rt), run, "review",
                                               by=APPROVER, token=DEMO_TOKENS[APPROVER],

@@ -17,7 +17,6 @@ that reads the run before the answer has nothing to do (``waiting_human``).
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.errors import CradleError
 from cradle_kg.workflow import runner
 from tests.racers import at_once
-from tests.security.gated_flow import gated_home, register_gate
+from tests.security.gated_flow import gated_home, waiting_runs
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -47,13 +46,8 @@ def _resumes(rt: Runtime, run: str) -> Any:
 
 def test_an_answer_racing_a_resume_walks_the_run_once(tmp_path: Path) -> None:
     home = gated_home(tmp_path / "home", waiting=ROUNDS)
-    path = home / "workflows" / "gated-review.yaml"
     with Runtime(home, graph_sync=False) as rt:
-        register_gate(rt, threading.Barrier(1))
-        for r in range(ROUNDS):
-            run = f"wf:race-{r}"
-            assert runner.start(runner.open_engine(rt), path, {"label": f"r{r}"},
-                                run_id=run)["status"] == "waiting_human"
+        for run in waiting_runs(rt, ROUNDS, "race"):
             answered, resumed = at_once(
                 lambda run=run: runner.decide(rt, runner.open_engine(rt), run, "review",
                                               by=APPROVER, token=DEMO_TOKENS[APPROVER],

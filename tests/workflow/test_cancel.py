@@ -4,7 +4,6 @@ findings)."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from cradle_kg.workflow import runner
 from cradle_kg.workflow.cancel import cancel
 from cradle_kg.workflow.replay import strict_replay
 from tests.racers import at_once
-from tests.security.gated_flow import gated_home, register_gate
+from tests.security.gated_flow import gated_home, waiting_runs
 from tests.workflow.test_starting_runs import FLOW as CLOSE_THEN_REVIEW
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -101,12 +100,8 @@ def test_a_cancel_is_projected_and_replayed(wf_home: Path) -> None:
 
 def test_two_answers_to_one_step_one_wins(tmp_path: Path) -> None:
     home = gated_home(tmp_path / "home", waiting=10)
-    path = home / "workflows" / "gated-review.yaml"
     with Runtime(home, graph_sync=False) as rt:
-        register_gate(rt, threading.Barrier(1))
-        for r in range(6):
-            run = f"wf:two-{r}"
-            runner.start(runner.open_engine(rt), path, {"label": f"r{r}"}, run_id=run)
+        for run in waiting_runs(rt, 6, "two"):
             got = at_once(*(lambda run=run, who=who, token=token, answer=answer: runner.decide(
                 rt, runner.open_engine(rt), run, "review", by=who, token=token, answer=answer)
                 for who, token, answer in ((APPROVER, BOB, "go"), (REQUESTER, ALICE, "stop"))))

@@ -16,6 +16,7 @@ from cradle_kg.records import ApprovalStatus
 from cradle_kg.workflow import runner
 from cradle_kg.workflow.cancel import cancel
 from cradle_kg.workflow.replay import strict_replay
+from tests.inprocess import run_cli
 from tests.racers import at_once
 from tests.security.gated_flow import gated_home, waiting_runs
 from tests.workflow.test_starting_runs import FLOW as CLOSE_THEN_REVIEW
@@ -79,6 +80,8 @@ def test_a_cancel_rejects_the_approval_its_run_waits_on(wf_home: Path) -> None:
         with pytest.raises(RunCancelledError, match="the account stays open"):
             runner.resume(runner.open_engine(rt), "wf:c1")
         assert rt.journal.verify().intact
+    checked = run_cli("audit", "verify", "--semantics", "--home", str(wf_home))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_a_cancel_is_projected_and_replayed(wf_home: Path) -> None:

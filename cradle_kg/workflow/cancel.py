@@ -45,7 +45,8 @@ def cancel(rt: Runtime, engine: Engine, run_id: str, *, by: str, token: str,
     ``reason``; what was released. A run that ended (completed, failed, cancelled) is a
     :class:`~cradle_kg.errors.RunEndedError` and nothing is written."""
     rt.approvals.authenticate(by, token)
-    check_human_input(rt.config.input_limits, ids={"run_id": run_id, "as": by})
+    check_human_input(rt.config.input_limits, ids={"run_id": run_id, "as": by},
+                      texts={"reason": reason})
     if not reason.strip():
         raise InputError("a cancel needs a reason", hint="say why the run is ended")
     if len(reason) > MAX_REASON:

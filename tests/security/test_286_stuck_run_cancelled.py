@@ -97,6 +97,9 @@ def test_an_operator_cancels_a_stuck_run_and_its_quota_is_released(tmp_path: Pat
         unknown = _cli(home, "workflow", "cancel", "wf:nope", "--as", APPROVER,
                        "--reason", "x")
         assert unknown.returncode == 2 and "unknown workflow run" in unknown.stderr
+        for reason in ("", "  ", "x" * 10_001):  # a cancel says why, within bounds
+            bad = _cli(home, "workflow", "cancel", other, "--as", APPROVER, "--reason", reason)
+            assert bad.returncode == 2, (bad.stdout, bad.stderr)
         assert rt.journal.head() == before
         assert rt.journal.waiting(TESTER) == 1  # the third run still waits
         assert rt.journal.verify().intact

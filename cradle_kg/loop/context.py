@@ -32,6 +32,10 @@ RUN_CLAIM_PREFIX = "run-claim:"
 #: events about an action that another submission writes while its worker holds it (a
 #: resubmitted key answered from the record): they do not take the action over
 _NOT_A_TAKEOVER = frozenset({"action.replayed"})
+#: a proposal's events up to its action's intent: what :meth:`LoopContext.while_run_open`
+#: writes ``if_run_open`` (what follows the intent says what the tool did: always written)
+_BEFORE_ACTION = frozenset({"proposal.received", "decision.made", "lineage.traced",
+                            "approval.requested", "approval.consumed", "action.intent"})
 
 
 class ProposalIdClaimed(Exception):
@@ -59,6 +63,8 @@ class LoopContext:
         self.listeners: list[AppendListener] = []
         #: per thread: the events a :meth:`one_transaction` block appended so far
         self._held = threading.local()
+        #: per thread: the workflow run a :meth:`while_run_open` block guards
+        self._open_run = threading.local()
 
     @property
     def held(self) -> Sequence[NewEvent]:
@@ -89,6 +95,22 @@ class LoopContext:
             self._held.events = None
         self.append(events, flush=flush or any(e.kind == "approval.consumed" for e in events))
 
+    @contextmanager
+    def while_run_open(self, run_id: str) -> Iterator[None]:
+        """Inside the block, this thread's events of the run ``run_id`` up to an action's
+        intent (the proposal, its decision, an approval asked or used, the intent) are
+        written ``if_run_open``: refused under the journal's writer's lock, nothing of the
+        append written (:class:`~cradle_kg.storage.RunEnded`), once the workflow run has
+        ended — a workflow's tool step proposes nothing for a run cancelled meanwhile
+        (``tests/security/test_288``). What follows an intent is written whatever the run
+        became: the tool ran."""
+        before = getattr(self._open_run, "run", None)
+        self._open_run.run = run_id
+        try:
+            yield
+        finally:
+            self._open_run.run = before
+
     def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
         """Write ``events`` in one transaction, then tell every listener (``flush=False``:
         see :meth:`~cradle_kg.storage.Journal.append`).
@@ -98,6 +120,11 @@ class LoopContext:
         id's claim was taken first, and :class:`~cradle_kg.storage.IdempotencyKeyTaken`
         for any other key already held.
         """
+        guarded = getattr(self._open_run, "run", None)
+        if guarded is not None:
+            events = [replace(e, if_run_open=True)
+                      if e.run_id == guarded and e.kind in _BEFORE_ACTION else e
+                      for e in events]
         held: list[NewEvent] | None = getattr(self._held, "events", None)
         if held is not None:
             held.extend(events)

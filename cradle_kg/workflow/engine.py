@@ -666,13 +666,11 @@ class Engine:
         if recorded is not None:
             output = recorded["observation"]["output"]
         else:
-            # a cancel landed since the walk read the run: its action is not proposed (the
-            # step's events are refused under the lock; this read narrows the window in
-            # which the proposal itself could still go, see the README)
-            row = self.rt.journal.run_state_row(run_id)
-            if row is not None and row[5]:
-                raise RunEnded(run_id)
-            outcome = self.rt.submit(proposal)
+            # INVARIANT: the step's proposal, up to its action's intent, is written only while
+            # the run has not ended (under the writer's lock): a cancel landing while the walk
+            # read, or while gate 1 weighed the proposal, stops the action (test_288)
+            with self.rt.context.while_run_open(run_id):
+                outcome = self.rt.submit(proposal)
             if outcome.status is OutcomeStatus.AWAITING_APPROVAL:
                 return _Wait("waiting_approval")
             if not outcome.ok or outcome.observation is None:

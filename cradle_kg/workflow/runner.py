@@ -3,11 +3,12 @@
 One service layer, so ``cradle-kg workflow ...``, ``cradle-kg step decide`` and
 ``/api/workflows...`` say the same things: a run's ``state`` is :class:`~cradle_kg.runs.
 RunState`, a step's ``state`` is one of ``pending``, ``running``, ``waiting_for_person``,
-``completed``, ``failed``, ``skipped``; a waiting human step carries its question (filled
+``completed``, ``failed``, ``skipped``, ``cancelled`` (not done when a person cancelled the
+run: ``workflow cancel``); a waiting human step carries its question (filled
 with its input), its allowed answers and why it waits.
 
 Reading a run's status never appends to the journal; only ``start``, ``decide`` and
-``resume`` do.
+``resume`` do (and :func:`.cancel.cancel`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..errors import ApprovalError, CradleError, InputError, UnknownNameError, W
 from ..inputs import DEFAULT_LIMITS, InputLimits, load_json
 from ..loop.approvals import excluded_for_agent
 from ..loop.proposal import reserved_run
-from ..runs import state_and_why
+from ..runs import cancelled_by, state_and_why
 from ..storage import WaitingCap
 from .definitions import load_file
 from .engine import NOT_CONTINUED, Engine, RunFold, RunStatus
@@ -274,6 +275,7 @@ def _step_state(fold: RunFold, d: dict[str, Any], step_id: str, step: Step | Non
     done = [k for k in keys if k in fold.completed]
     failed = [k for k in keys if k in fold.failed]
     asked = [k for k in keys if k in fold.requested and k not in fold.decided]
+    cancel = None if fold.finished is None else cancelled_by(fold.finished)
     if done:
         d |= {"state": "completed", "output": fold.completed[done[-1]]}
     elif failed:
@@ -281,6 +283,8 @@ def _step_state(fold: RunFold, d: dict[str, Any], step_id: str, step: Step | Non
         d |= {"state": "failed", "code": p["code"], "reason": p["reason"]}
     elif step_id in fold.skipped:
         d["state"] = "skipped"
+    elif cancel is not None:  # never done now: not waiting, not running, not to come
+        d |= {"state": "cancelled", "reason": f"cancelled by `{cancel[0]}`: {cancel[1]}"}
     elif asked and (step is None or isinstance(step, HumanStep)):
         request = fold.requested[asked[-1]].payload
         question = step.question if isinstance(step, HumanStep) else None

@@ -66,6 +66,9 @@ def test_an_operator_cancels_a_stuck_run_and_its_quota_is_released(tmp_path: Pat
         assert shown["status"] == "cancelled", shown
         assert shown["cancelled"]["by"] == APPROVER and shown["cancelled"]["reason"] == REASON
         assert shown["why"] == [f"workflow cancelled by `{APPROVER}`: {REASON}"]
+        status = json.loads(_cli(home, "workflow", "status", run, "--format", "json").stdout)
+        assert [(s["id"], s["state"]) for s in status["steps"]] == [
+            ("prepare", "completed"), ("review", "cancelled")], status["steps"]
         listed = _cli(home, "runs", "list", "--format", "json").stdout
         assert any(r["run_id"] == run and r["status"] == "cancelled"
                    for r in json.loads(listed))

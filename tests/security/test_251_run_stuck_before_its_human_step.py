@@ -47,12 +47,9 @@ def _dies_mid_walk(home: str, token: str) -> None:
     raise AssertionError("the process was to die before the run's step was called")
 
 
-def _starts(rt: Runtime) -> list[str]:
-    return [e.run_id for e in rt.journal.events() if e.kind == "workflow.started"]
-
-
-def test_a_run_cut_before_its_human_step_counts(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def cut_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A home at ``waiting_per_agent: 1`` whose agent's first run was cut (SIGKILL) before
+    its tool step's call was journaled, and the agent's token."""
     home = gated_home(tmp_path / "home", waiting=1)
     with Runtime(home, graph_sync=False) as rt:
         token = issue_agent_token(rt.home, rt.config, TESTER)
@@ -63,6 +60,16 @@ def test_a_run_cut_before_its_human_step_counts(tmp_path: Path,
     dying.start()
     dying.join(120)
     assert dying.exitcode == -9, dying.exitcode
+    return home, token
+
+
+def _starts(rt: Runtime) -> list[str]:
+    return [e.run_id for e in rt.journal.events() if e.kind == "workflow.started"]
+
+
+def test_a_run_cut_before_its_human_step_counts(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    home, token = cut_run(tmp_path, monkeypatch)
     with _walked(home) as rt, json_api(rt) as client:
         (stuck,) = _starts(rt)
         assert rt.journal.open_step_requests(agent=TESTER, limit=0)[1] == 0  # cut before it

@@ -20,16 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
-from cradle_kg.server.auth import issue_agent_token
-from tests.racers import racer, racing_context
-from tests.security.gated_flow import TESTER, gated_home, start
+from tests.security.gated_flow import TESTER, start
 from tests.security.homes import json_api
 from tests.security.test_251_run_stuck_before_its_human_step import (
-    _dies_mid_walk,
     _starts,
     _walked,
+    cut_run,
 )
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -39,16 +36,7 @@ BOB = {"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}
 
 def test_a_run_cut_before_its_human_step_is_cancelled_over_the_api(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = gated_home(tmp_path / "home", waiting=1)
-    with Runtime(home, graph_sync=False) as rt:
-        token = issue_agent_token(rt.home, rt.config, TESTER)
-    ctx = racing_context()
-    monkeypatch.setenv("CRADLE_CRASH_AT", "before_intent")
-    dying = racer(ctx, _dies_mid_walk, str(home), token)
-    monkeypatch.delenv("CRADLE_CRASH_AT")
-    dying.start()
-    dying.join(120)
-    assert dying.exitcode == -9, dying.exitcode
+    home, token = cut_run(tmp_path, monkeypatch)
     agent = {"Authorization": f"Bearer {token}"}
     with _walked(home) as rt, json_api(rt) as client:
         (cut,) = _starts(rt)

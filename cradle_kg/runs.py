@@ -72,6 +72,29 @@ def cancelled_by(end: AuditEvent) -> tuple[str, str] | None:
     return None
 
 
+def run_end(journal: Journal, run_id: str) -> AuditEvent | None:
+    """A workflow run's end (``workflow.completed|failed``, a person's cancel too), or None
+    while it has not ended: its newest such event, one row."""
+    ends = journal.run_page(run_id, limit=1, newest=True,
+                            kinds=("workflow.completed", "workflow.failed"))
+    return ends[0] if ends else None
+
+
+def after_the_end(run_id: str, end: AuditEvent | None) -> tuple[str, str]:
+    """The code and the reason of a refusal of what would act in ``run_id`` after its end
+    ``end`` (None: the journal said it ended, and its end was not found): ``run_cancelled``
+    naming who cancelled it and why, else ``run_ended``."""
+    cancel = None if end is None else cancelled_by(end)
+    if cancel is not None:
+        by, note = cancel
+        return "run_cancelled", (f"workflow run `{run_id}` was cancelled by `{by}`: {note}; "
+                                 "nothing runs in it after its end, approved or not")
+    word = {"workflow.completed": "completed", "workflow.failed": "failed"}.get(
+        end.kind if end is not None else "", "ended")
+    return "run_ended", (f"workflow run `{run_id}` has ended ({word}): nothing runs in it "
+                         "after its end, approved or not")
+
+
 class RunState(StrEnum):
     OPEN = "open"
     WAITING_FOR_PERSON = "waiting_for_person"

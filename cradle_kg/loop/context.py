@@ -111,6 +111,10 @@ class LoopContext:
         finally:
             self._open_run.run = before
 
+    def guards(self, run_id: str) -> bool:
+        """Whether this thread is in a :meth:`while_run_open` block of ``run_id``."""
+        return getattr(self._open_run, "run", None) == run_id
+
     def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
         """Write ``events`` in one transaction, then tell every listener (``flush=False``:
         see :meth:`~cradle_kg.storage.Journal.append`).

@@ -154,12 +154,18 @@ class Execution:
             # of this key (two workers resuming the run at once: its consumption committed
             # with its intent, so the intent is visible now) → its outcome; else ask again
             return self._claimed(proposal, gate, decision, base, now)
+        # INVARIANT: an approval is used only while its workflow run has not ended: its
+        # consumption and the intent are written ``if_run_open`` (one probe of the run's
+        # end under the writer's lock, paid by the calls an approval covers alone); a
+        # cancel written before them refuses the append, nothing of it written, and the
+        # proposal is decided again, denied (Runtime._submit_parsed, tests/security/test_297)
+        guarded = approval is not None
         if approval is not None and approval.once:
             before.append(NewEvent(
                 run_id=run_id, kind="approval.consumed",
                 subject="approval:" + gate.action_digest, actor=proposal.agent_id, at=now,
                 payload={"approval_id": approval.id, "action_id": action.id},
-                idem_key="approval-once:" + approval.id))
+                idem_key="approval-once:" + approval.id, if_run_open=True))
         agent = config.agent(proposal.agent_id)
         acted = action.model_dump(mode="json")  # for the intent, and the outcome's payload
         intent = NewEvent(
@@ -172,7 +178,8 @@ class Execution:
                      "tenant": agent.tenant if agent else "default",
                      "cost": spec.cost, "approval_id": approval.id if approval else None,
                      "tool": spec.ref, "idempotency": str(spec.idempotency),
-                     "worker": self.ctx.lease.id})
+                     "worker": self.ctx.lease.id},
+            if_run_open=guarded)
         call = ToolCall(tool_id=spec.id, target=action.target, arguments=gate.arguments,
                         idempotency_key=gate.idempotency_key, environment=action.environment,
                         dry_run=proposal.action.dry_run, run_id=run_id,

@@ -65,12 +65,14 @@ from ..records import (
     Verdict,
     built_event,
 )
+from ..runs import after_the_end, run_end
 from ..storage import (
     IdempotencyKeyTaken,
     Journal,
     Lease,
     LimitReached,
     NewEvent,
+    RunEnded,
     RunNotNew,
     SqliteJournal,
     UsageCap,
@@ -598,11 +600,22 @@ class Runtime:
         # it is now the identical proposal (recorded outcome) or a reused id (denied); one
         # whose intent another worker's took past a limit, too: gate 1 now denies it
         why = "its id is contended"
+        run_ended: tuple[str, str] | None = None
         for _ in range(_CLAIM_ATTEMPTS):
             try:
-                return self._submit_once(proposal, own=own, claim_for=claim_for)
+                return self._submit_once(proposal, own=own, claim_for=claim_for,
+                                         run_ended=run_ended)
             except ProposalIdClaimed:
                 why = "its id is contended"
+            except RunEnded as ended:
+                # the use of an approval of its workflow run, refused as after the run's
+                # end (a cancel: Execution writes it ``if_run_open``), nothing of it
+                # written: decided again knowing it — denied (tests/security/test_297). A
+                # walk's own guard (``while_run_open``) is its walker's to answer
+                if run_ended is not None or self.context.guards(ended.run_id):
+                    raise
+                run_ended = after_the_end(ended.run_id, run_end(self.journal, ended.run_id))
+                why = "its run ended while it was decided"
             except _InForceMoved:  # nothing of it was written: decided again
                 why = "the home's policies or configuration kept changing while it was decided"
             except LimitReached as reached:
@@ -615,7 +628,8 @@ class Runtime:
         raise JournalError(f"proposal `{proposal.id}`: {why}; submit it again")
 
     def _submit_once(self, proposal: Proposal, *, own: bool = False,
-                     claim_for: str | None = None) -> Outcome:
+                     claim_for: str | None = None,
+                     run_ended: tuple[str, str] | None = None) -> Outcome:
         now = self.clock()
         run_id = proposal.effective_run_id
         # INVARIANT: another agent's run is refused before anything is read or written
@@ -628,7 +642,8 @@ class Runtime:
         in_force = self._in_force()
         if not unclaimed:
             self.policy_set.activate(run_id, now, engine)
-        gate = Gate1(self._gate_input(now, run_id=run_id, policies=engine)).run(proposal)
+        gate = Gate1(self._gate_input(now, run_id=run_id, policies=engine,
+                                      run_ended=run_ended)).run(proposal)
         gate.policy_version = engine.version
         if gate.resubmission:
             recorded = recorded_answer(self.context, proposal)
@@ -782,8 +797,8 @@ class Runtime:
             raise refusals_error(UsageCap(REFUSALS_SCOPE, proposal.agent_id, since=since,
                                           max_calls=limit))
 
-    def _gate_input(self, now: datetime, *, run_id: str,
-                    policies: PolicyEngine | None = None) -> GateInput:
+    def _gate_input(self, now: datetime, *, run_id: str, policies: PolicyEngine | None = None,
+                    run_ended: tuple[str, str] | None = None) -> GateInput:
         return GateInput(
             config=self.config, tools=self.tools, journal=self.journal,
             policies=policies if policies is not None else self.policies,
@@ -798,6 +813,7 @@ class Runtime:
             refused_here=lambda d: any(
                 st.approval.status in (ApprovalStatus.REJECTED, ApprovalStatus.CHANGES_REQUESTED)
                 for st in self.approvals.decided_for_digest(d, run_id=run_id)),
+            run_ended=run_ended,
         )
 
     def record_input(self, run_id: str, text: str, *, author: str,

@@ -89,6 +89,11 @@ class GateInput:
     config_problem: str | None = None
     #: why the policy files do not load now: every proposal is denied until they do
     policy_problem: str | None = None
+    #: set when this proposal is decided again because the journal refused its use of an
+    #: approval of its run as after the run's end (``if_run_open``): the refusal's code
+    #: and reason (:func:`~cradle_kg.runs.after_the_end`) — the approval check denies it
+    #: (tests/security/test_297)
+    run_ended: tuple[str, str] | None = None
 
 
 @dataclass
@@ -606,6 +611,12 @@ class Gate1:
         return r.refused
 
     def _approval(self, p: Proposal, r: GateResult) -> CheckResult:
+        if self.i.run_ended is not None:
+            # INVARIANT: an approval of a workflow run covers nothing after the run's end
+            # (a person's cancel): the journal refused this proposal's use of it, under its
+            # writer's lock, and nothing of it was written (tests/security/test_297)
+            code, why = self.i.run_ended
+            raise _Stop(Verdict.DENY, code, [why])
         if not self._needs_approval(p, r):
             return CheckResult(check="approval", status=CheckStatus.SKIPPED,
                                reasons=("no approval required",))

@@ -1,0 +1,123 @@
+"""A cancelled workflow run's approved action ran when its proposal came again.
+
+Finding (left open by ``test_286``): ``cradle-kg workflow cancel`` rejects the run's
+approvals no person had decided yet — not one a person had already approved whose action
+had not run (decided with ``resume=False``, from a process that does not hold the tool,
+by a process that ended before the run: ``unrun_approvals``, ``test_284``). After the
+cancel, the agent submitting that proposal again in the run (or ``runs resume``) ran the
+action: gate 1 found the approval usable, and its consumption and the action's intent
+were written after the run's end.
+
+Now a proposal that uses an approval of a workflow run writes the approval's consumption
+and its intent ``if_run_open``: the journal refuses the append under its writer's lock
+once the run has ended, and the proposal is decided again knowing it — denied
+``run_cancelled`` (``run_ended`` for a run that ended otherwise), the reasons naming who
+cancelled it and why, journaled as a denial; nothing runs, nothing of the first decision
+is written. A cancel landing while gate 1 weighs the proposal is refused the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cradle_kg import Outcome, Runtime
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from cradle_kg.records import ApprovalStatus, HumanApproval
+from cradle_kg.workflow import runner
+from cradle_kg.workflow.cancel import cancel
+from tests.test_shell import CLOSE_FLOW
+
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
+RUN = "close-9"
+REASON = "the customer withdrew the request"
+TOOL = "demo.ledger.close_account"
+
+
+def _approved(home: Path) -> HumanApproval:
+    """``close-9`` waits for the approval of its tool step, which a person approves
+    without running it (``resume=False``: recorded, the action left for its run)."""
+    (home / "workflows").mkdir(exist_ok=True)
+    (home / "workflows" / "close-account.yaml").write_text(CLOSE_FLOW, encoding="utf-8")
+    with Runtime(home, graph_sync=False) as rt:
+        started = runner.start(runner.open_engine(rt), runner.find_definition(
+            home, "close-account"), {"account": "acct-9"}, run_id=RUN)
+        assert started["status"] == "waiting_approval", started
+        (pending,), _ = rt.approvals.pending_page(limit=10)
+        approval = pending[0].approval
+        _, ran = rt.decide_approval(approval.id, approver_id=APPROVER,
+                                    token=DEMO_TOKENS[APPROVER],
+                                    status=ApprovalStatus.APPROVED, resume=False)
+        assert ran is None and _kinds(rt, "action.intent") == 0
+        return approval
+
+
+def _cancel(rt: Runtime) -> dict[str, Any]:
+    return cancel(rt, runner.open_engine(rt), RUN, by=APPROVER, token=DEMO_TOKENS[APPROVER],
+                  reason=REASON)
+
+
+def _kinds(rt: Runtime, kind: str) -> int:
+    return sum(1 for e in rt.journal.events(run_id=RUN) if e.kind == kind)
+
+
+def _denied_for_the_cancel(rt: Runtime, out: Outcome) -> None:
+    assert str(out.status) == "denied", out  # before: executed, after the run's end
+    assert out.decision is not None and "run_cancelled" in out.decision.reason_codes, out
+    said = " ".join(out.decision.reasons)
+    assert APPROVER in said and REASON in said, said
+    # nothing ran: no consumption, no intent, no observation; the denial is journaled
+    assert (_kinds(rt, "approval.consumed"), _kinds(rt, "action.intent")) == (0, 0)
+    denials = [e for e in rt.journal.events(run_id=RUN) if e.kind == "decision.made"
+               and e.payload["decision"]["verdict"] == "deny"]
+    assert denials and "run_cancelled" in denials[-1].payload["decision"]["reason_codes"]
+    assert rt.journal.verify().intact
+
+
+def test_the_approved_proposal_again_after_the_cancel(ledger_home: Path) -> None:
+    approval = _approved(ledger_home)
+    with Runtime(ledger_home, graph_sync=False) as rt:
+        done = _cancel(rt)
+        assert done["rejected_approvals"] == []  # it was decided already: approved
+        out = rt.submit(rt.approvals.requested_proposal(approval))
+        _denied_for_the_cancel(rt, out)
+        # the same proposal once more: the recorded denial (its replay noted), nothing run
+        head = rt.journal.head()[0]
+        again = rt.submit(rt.approvals.requested_proposal(approval))
+        assert str(again.status) == "denied", again
+        assert [e.kind for e in rt.journal.events(run_id=RUN) if e.seq > head] == [
+            "proposal.replayed"]
+        assert _kinds(rt, "action.intent") == 0
+
+
+def test_runs_resume_after_the_cancel(ledger_home: Path) -> None:
+    """``runs resume`` (what re-submits a run's approved proposals) runs nothing either."""
+    _approved(ledger_home)
+    with Runtime(ledger_home, graph_sync=False) as rt:
+        _cancel(rt)
+        outcomes = rt.resume(RUN)
+        assert outcomes, "the approval is still listed as approved"
+        for out in outcomes:
+            _denied_for_the_cancel(rt, out)
+
+
+def test_a_cancel_landing_while_gate_1_weighs_it(ledger_home: Path) -> None:
+    """The cancel written after the proposal's approval was read usable (a validator, as a
+    pack registers one, holds gate 1 while it lands): its append is refused under the
+    writer's lock, and the proposal decided again."""
+    approval = _approved(ledger_home)
+    with Runtime(ledger_home, graph_sync=False) as rt:
+        landed: list[dict[str, Any]] = []
+
+        def lands(proposal: Any, spec: Any) -> list[Any]:
+            if not landed:
+                landed.append(_cancel(rt))
+            return []
+
+        rt.register_validator(TOOL, lands, name="cancel-lands")
+        out = rt.submit(rt.approvals.requested_proposal(approval))
+        assert landed, "the validator ran"
+        _denied_for_the_cancel(rt, out)

@@ -47,25 +47,14 @@ def open_runtime(home: Path | None) -> Runtime:
         fail(exc)
 
 
-def home_runtime(root: Path) -> Runtime:
+def home_runtime(root: Path, *, journal: str | Path | None = None, graph_sync: bool = True,
+                 recover: bool = True) -> Runtime:
     """A runtime on the home at ``root``, or the error opening it raises — never with the
-    home's journal created by a home that does not load: one whose embedded journal does
-    not exist yet is opened first on a throwaway journal in a temporary folder (the
-    runtime's own loader: its configuration, packs and policies), then on its own. Before,
-    a refused first command left an empty journal, the graph store's folder and the
-    workers' leases behind (``tests/security/test_282``)."""
-    import tempfile
+    home's journal created by a home that does not load (:func:`.loop.runtime.open_home`:
+    ``tests/security/test_282``, ``test_298``)."""
+    from ..loop.runtime import open_home  # the whole loop: only for commands that run it
 
-    from ..loop.runtime import Runtime  # the whole loop: only for commands that run it
-    from ..storage import home_journal_target, is_postgres
-
-    target = home_journal_target(root)
-    if not is_postgres(target) and not Path(target).exists():
-        with tempfile.TemporaryDirectory(prefix="cradle-kg-first-open-") as scratch, \
-                Runtime(root, journal=Path(scratch) / "journal.sqlite", graph_sync=False,
-                        recover=False):
-            pass
-    return Runtime(root)
+    return open_home(root, journal=journal, graph_sync=graph_sync, recover=recover)
 
 
 def open_journal(home: Path | None) -> Journal:

@@ -113,11 +113,11 @@ def serve(home: HomeOpt = None, agent: AgentOpt = None,
 
 
 def _open(home: Path | None, graph_sync: bool) -> tuple[Path, Runtime]:
-    from ..loop.runtime import Runtime
+    from ..loop.runtime import open_home
 
     root = resolve_home(home)
     try:
-        return root, Runtime(root, graph_sync=graph_sync)
+        return root, open_home(root, graph_sync=graph_sync)
     except CradleError as exc:
         fail(exc)
 

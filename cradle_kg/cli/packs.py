@@ -78,14 +78,14 @@ def pack_validate(folder: Path, fmt: FormatOpt = Format.TABLE, home: HomeOpt = N
 
 def run_example(pack_ref: str, example: dict[str, Any], home: Path) -> dict[str, Any]:
     """One input through the governed loop with that pack, in ``home``."""
-    from ..loop.runtime import Runtime
+    from ..loop.runtime import open_home
 
     registry = PackRegistry.discover(home)
     pack = registry.get(pack_ref)
     if not pack.manifest.example_runner:
         raise InputError(f"pack `{pack.ref}` declares no example_runner")
     runner = pack.resolve(pack.manifest.example_runner)
-    with Runtime(home) as rt:
+    with open_home(home) as rt:
         rt.load_pack(pack)
         result: dict[str, Any] = runner(rt, example.get("input", example))
         return result

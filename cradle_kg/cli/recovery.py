@@ -10,7 +10,7 @@ import typer
 
 from ..errors import CradleError
 from ..home import resolve_home
-from ..loop.runtime import Runtime
+from ..loop.runtime import open_home
 from .common import Format, FormatOpt, HomeOpt, console, fail, print_json, table
 
 
@@ -18,7 +18,7 @@ def recover(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
     """Reconcile every intent without its outcome: verify, retry with the same key, or
     open a human task — never a blind replay."""
     try:
-        with Runtime(resolve_home(home), recover=False) as rt:
+        with open_home(resolve_home(home), recover=False) as rt:
             report = rt.recover()
     except CradleError as exc:
         fail(exc)

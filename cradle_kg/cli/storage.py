@@ -178,12 +178,12 @@ def worker(home: HomeOpt = None, journal: JournalOpt = None,
     (``cradle-kg graph sync``, or ``serve``).
     """
     from ..loop.proposal import read_proposal
-    from ..loop.runtime import Runtime
+    from ..loop.runtime import open_home
 
     root = resolve_home(home)
     try:
         limits = load_config(Home(root).config).input_limits
-        rt = Runtime(root, journal=journal, graph_sync=graph_sync)
+        rt = open_home(root, journal=journal, graph_sync=graph_sync)
     except CradleError as exc:
         fail(exc)
     stop = threading.Event()

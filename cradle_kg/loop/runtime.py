@@ -77,6 +77,7 @@ from ..storage import (
     SqliteJournal,
     UsageCap,
     home_journal_target,
+    is_postgres,
     open_journal,
 )
 from ..storage.counting import REFUSALS_SCOPE
@@ -912,4 +913,27 @@ class Runtime:
         return recorded_outcome(self.journal, action_id)
 
 
-__all__ = ["CommitHook", "Runtime"]
+
+def open_home(root: Path, *, journal: str | Path | None = None, graph_sync: bool = True,
+              recover: bool = True) -> Runtime:
+    """A runtime on the home at ``root`` (``journal``, ``graph_sync``, ``recover``: as
+    :class:`Runtime` takes them), or the error opening it raises — never with the home's
+    journal created by a home that does not load: one whose embedded journal does not
+    exist yet is opened first on a throwaway journal in a temporary folder (the runtime's
+    own loader: its configuration, packs and policies), then on its own. Before, a refused
+    first command left an empty journal, the graph store's folder and the workers' leases
+    behind (``tests/security/test_282``). Every command that opens a runtime on a home
+    comes here: ``submit`` and the CLI's others, ``mcp serve``/``proxy``, ``worker``,
+    ``recover``, ``pack run``, ``serve``'s API (``tests/security/test_298``). The first
+    command on a new home opens it twice; a home with a journal, or on PostgreSQL, once."""
+    import tempfile
+
+    target = str(journal) if journal is not None else home_journal_target(root)
+    if not is_postgres(target) and not Path(target).exists():
+        with tempfile.TemporaryDirectory(prefix="cradle-kg-first-open-") as scratch, \
+                Runtime(root, journal=Path(scratch) / "journal.sqlite", graph_sync=False,
+                        recover=False):
+            pass
+    return Runtime(root, journal=journal, graph_sync=graph_sync, recover=recover)
+
+__all__ = ["CommitHook", "Runtime", "open_home"]

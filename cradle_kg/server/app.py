@@ -46,11 +46,11 @@ def open_runtime(settings: ServerSettings) -> Runtime | None:
     """The runtime behind ``/api`` (home mode), or None when serving files."""
     if settings.files or settings.home is None:
         return None
-    from ..loop.runtime import Runtime
+    from ..loop.runtime import open_home
 
     # graph_sync off: the server never holds the home's on-disk graph store, so the
     # CLI and other runtimes keep it; the workers read the server's private store
-    return Runtime(settings.home, graph_sync=False)
+    return open_home(settings.home, graph_sync=False)
 
 
 def create_app(settings: ServerSettings, front: QueryFront,

@@ -18,6 +18,7 @@ is written. A cancel landing while gate 1 weighs the proposal is refused the sam
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,10 @@ REASON = "the customer withdrew the request"
 TOOL = "demo.ledger.close_account"
 
 
-def _approved(home: Path) -> HumanApproval:
+def _approved(home: Path, **decided: Any) -> HumanApproval:
     """``close-9`` waits for the approval of its tool step, which a person approves
-    without running it (``resume=False``: recorded, the action left for its run)."""
+    without running it (``resume=False``: recorded, the action left for its run);
+    ``decided``: how (``once=False, until=T``: reusable until T)."""
     (home / "workflows").mkdir(exist_ok=True)
     (home / "workflows" / "close-account.yaml").write_text(CLOSE_FLOW, encoding="utf-8")
     with Runtime(home, graph_sync=False) as rt:
@@ -50,7 +52,7 @@ def _approved(home: Path) -> HumanApproval:
         approval = pending[0].approval
         _, ran = rt.decide_approval(approval.id, approver_id=APPROVER,
                                     token=DEMO_TOKENS[APPROVER],
-                                    status=ApprovalStatus.APPROVED, resume=False)
+                                    status=ApprovalStatus.APPROVED, resume=False, **decided)
         assert ran is None and _kinds(rt, "action.intent") == 0
         return approval
 
@@ -77,8 +79,14 @@ def _denied_for_the_cancel(rt: Runtime, out: Outcome) -> None:
     assert rt.journal.verify().intact
 
 
-def test_the_approved_proposal_again_after_the_cancel(ledger_home: Path) -> None:
-    approval = _approved(ledger_home)
+#: an approve-once (its use consumes it) and one reusable until a time (nothing consumed)
+HOW = {"once": {}, "until": {"once": False,
+                             "until": datetime.now(UTC) + timedelta(hours=1)}}
+
+
+@pytest.mark.parametrize("how", list(HOW))
+def test_the_approved_proposal_again_after_the_cancel(ledger_home: Path, how: str) -> None:
+    approval = _approved(ledger_home, **HOW[how])
     with Runtime(ledger_home, graph_sync=False) as rt:
         done = _cancel(rt)
         assert done["rejected_approvals"] == []  # it was decided already: approved

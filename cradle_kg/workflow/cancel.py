@@ -22,13 +22,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError, JournalError
+from ..errors import ApprovalError, InputError, JournalError
 from ..inputs import check_human_input
 from ..loop.approval_flow import decided_events
 from ..records import ApprovalStatus
 from ..storage import NewEvent, RunEnded
 from .ending import cancel_payload, ended_error
 from .engine import Engine, started_event
+from .runner import check_step_scope
+from .steps import HumanStep
 
 if TYPE_CHECKING:
     from ..loop.runtime import Runtime
@@ -77,6 +79,7 @@ def cancel(rt: Runtime, engine: Engine, run_id: str, *, by: str, token: str,
             approvals.append(state.approval.id)
         steps = sorted({str(e.payload["step"]) for e in
                         rt.journal.open_step_requests(run_id=run_id)[0]})
+        _may_end(rt, engine, run_id, by=by, steps=steps, waits=len(approvals) + len(steps))
         out.append(NewEvent(run_id=run_id, kind="workflow.failed",
                             subject=f"workflow:{workflow}", actor=by, at=now,
                             payload=cancel_payload(step=steps[0] if steps else None, by=by,
@@ -99,6 +102,30 @@ def cancel(rt: Runtime, engine: Engine, run_id: str, *, by: str, token: str,
             "reason": reason, "at": written[-1].at.isoformat(), "seq": written[-1].seq,
             "rejected_approvals": released.get("approvals", []),
             "closed_steps": released.get("steps", [])}
+
+
+def _may_end(rt: Runtime, engine: Engine, run_id: str, *, by: str, steps: list[str],
+             waits: int) -> None:
+    """Refuse a canceller who may not answer each of ``steps`` (the human steps the run
+    waits on), as an answer to it would be refused (its scope, ``*`` for none); a run that
+    waits on nothing (cut before its review, between steps) is for an approver holding
+    ``*``. Before, any approver ended a run whose review they may not answer
+    (``tests/security/test_299``)."""
+    approver = rt.approvals.approver(by)
+    if waits == 0:
+        if approver is not None and "*" not in approver.scopes:
+            raise ApprovalError(
+                f"`{by}` may not cancel workflow run `{run_id}`: it waits on no step or "
+                "approval of their scopes (" + ", ".join(f"`{x}`" for x in approver.scopes)
+                + "); an approver holding `*` may")
+        return
+    if not steps:
+        return
+    workflow = engine.workflow(run_id)
+    for step_id in steps:
+        step = workflow.step(step_id)
+        if isinstance(step, HumanStep):
+            check_step_scope(rt, step, by=by, run_id=run_id)
 
 
 __all__ = ["MAX_REASON", "cancel"]

@@ -200,6 +200,23 @@ def decision_for(step: HumanStep, answer: str,
     return {step.decision_field: answer}
 
 
+def check_step_scope(rt: Runtime, step: HumanStep, *, by: str, run_id: str) -> None:
+    """Refuse (:class:`~cradle_kg.errors.ApprovalError`) an approver whose scopes do not
+    reach the human ``step`` of ``run_id``: an answer to it, or a cancel of the run waiting
+    on it (``tests/security/test_299``)."""
+    approver = rt.approvals.approver(by)
+    if step.scope is not None and (approver is None or (
+            "*" not in approver.scopes and step.scope not in approver.scopes)):
+        raise ApprovalError(f"`{by}` may not answer step `{step.id}` of run `{run_id}`: it "
+                            f"is asked within scope `{step.scope}`")
+    # INVARIANT: a step naming no scope is for an approver holding `*`, as an approval asked
+    # within none (before, a limited approver answered it: tests/security/test_181)
+    if step.scope is None and approver is not None and "*" not in approver.scopes:
+        raise ApprovalError(f"`{by}` may not answer step `{step.id}` of run `{run_id}`: it "
+                            "is asked within no scope, and they answer only within "
+                            + ", ".join(f"`{x}`" for x in approver.scopes))
+
+
 def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, token: str,
            answer: str, note: str | None = None) -> dict[str, Any]:
     """A person's answer to a waiting human step; they authenticate like an approver."""
@@ -226,17 +243,7 @@ def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, t
     if by == engine.started_by(run_id):
         raise ApprovalError(f"`{by}` started workflow run `{run_id}` and cannot answer its "
                             f"step `{step_id}`: a review is someone else's")
-    approver = rt.approvals.approver(by)
-    if step.scope is not None and (approver is None or (
-            "*" not in approver.scopes and step.scope not in approver.scopes)):
-        raise ApprovalError(f"`{by}` may not answer step `{step_id}` of run `{run_id}`: it "
-                            f"is asked within scope `{step.scope}`")
-    # INVARIANT: a step naming no scope is for an approver holding `*`, as an approval asked
-    # within none (before, a limited approver answered it: tests/security/test_181)
-    if step.scope is None and approver is not None and "*" not in approver.scopes:
-        raise ApprovalError(f"`{by}` may not answer step `{step_id}` of run `{run_id}`: it "
-                            "is asked within no scope, and they answer only within "
-                            + ", ".join(f"`{x}`" for x in approver.scopes))
+    check_step_scope(rt, step, by=by, run_id=run_id)
     return outcome(engine.decide(run_id, step_id,
                                  decision_for(step, answer, rt.config.input_limits), by=by,
                                  note=note))

@@ -184,8 +184,11 @@ class _StrictRun:
         self.last: datetime | None = None
 
     def _producible(self, ev: AuditEvent) -> bool:
-        # a person's cancel is an input as their answers are: copied, never re-derived
-        return ev.run_id == self.run and ev.kind not in INPUT_KINDS and cancelled_by(ev) is None
+        # a person's cancel is an input as their answers are: copied, never re-derived;
+        # so is the outcome their decision of an approval wrote with it (test_300)
+        return (ev.run_id == self.run and ev.kind not in INPUT_KINDS
+                and cancelled_by(ev) is None
+                and not decided_outcome(ev, self.by_seq.get(ev.seq - 1)))
 
     def _next(self, kinds: tuple[str, ...] = ()) -> AuditEvent | None:
         for ev in self.events[self.pos:]:
@@ -297,6 +300,26 @@ class _StrictRun:
                      and e.kind == "proposal.received" and e.subject == replayed.subject
                      and "submission" not in e.payload
                      and e.payload["proposal"].get("attempt", 0) == attempt), None)
+
+
+def decided_outcome(ev: AuditEvent, before: AuditEvent | None) -> bool:
+    """Whether ``ev`` is the ``run.outcome`` a person's rejection of an approval (or their
+    request for changes, or a cancel's rejection) wrote in the append of their
+    ``approval.decided`` (``before``, the event just before it): it ends the proposal's
+    wait with what they decided (``loop/approval_flow.py`` ``decided_events``). Nothing of
+    the run makes it again: before, strict replay walked the run to produce it, submitted
+    the step's proposal again and diverged (``tests/security/test_300``)."""
+    if ev.kind != "run.outcome" or before is None or before.kind != "approval.decided":
+        return False
+    outcome = ev.payload.get("outcome")
+    approval = outcome.get("approval") if isinstance(outcome, dict) else None
+    if not isinstance(approval, dict):
+        return False
+    p = before.payload
+    return (approval.get("id") == p.get("approval_id")
+            and approval.get("status") == p.get("status") != "approved"
+            and approval.get("approver_id") == p.get("approver_id") == before.actor
+            and ev.at == before.at)
 
 
 #: why a journal written before secret arguments were keyed does not replay hash for hash

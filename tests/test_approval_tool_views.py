@@ -123,7 +123,7 @@ def _cli(place: _Home, version: str | None, monkeypatch: pytest.MonkeyPatch,
     (the CLI registers a home's packs, and this tool is registered by the test)."""
     if version is not None:
         for module in ("cradle_kg.cli.approvals", "cradle_kg.cli.inbox"):
-            monkeypatch.setattr(f"{module}.open_runtime", lambda home: place.runtime(version))
+            monkeypatch.setattr(f"{module}.open_runtime", lambda home, **_: place.runtime(version))
     # the consoles are made on first use, with the width of that moment: made again in the
     # command, under its COLUMNS (another test of this process may have made them narrow)
     for made in (common.console, common.err_console):

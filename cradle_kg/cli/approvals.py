@@ -75,7 +75,7 @@ def approvals_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
     `expired`. ``--as`` an approver: the pending ones they are excluded from deciding (their
     own agent's) are left out, as from their inbox, and each approval listed says whether
     it is theirs to decide (``decidable``, ``why_not``)."""
-    with open_runtime(home) as rt:
+    with open_runtime(home, reading=True) as rt:
         if decider is not None and rt.config.approver(decider) is None:
             fail(InputError(f"`--as {decider}`: not an approver of this home"))
         # one page: of the approvals no one decided yet (test_100), filtered in the query
@@ -131,7 +131,7 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
     if viewer is not None and not token:
         fail(InputError(f"`--as {viewer}` needs the approver's token",
                         hint="pass --token or set CRADLE_APPROVER_TOKEN"))
-    with open_runtime(home) as rt:
+    with open_runtime(home, reading=True) as rt:
         try:
             if viewer is not None:
                 assert token is not None

@@ -40,11 +40,30 @@ tools_app = typer.Typer(help="Registered tools and their contracts.", no_args_is
 runs_app = typer.Typer(help="Runs: list, show, resume.", no_args_is_help=True)
 
 
-def open_runtime(home: Path | None) -> Runtime:
+def open_runtime(home: Path | None, *, reading: bool = False) -> Runtime:
+    """The home's runtime, or one error line; ``reading``: a command that only reads
+    (:func:`check_format_first`)."""
     try:
-        return home_runtime(resolve_home(home))
+        root = resolve_home(home)
+        if reading:
+            check_format_first(root)
+        return home_runtime(root)
     except CradleError as exc:
         fail(exc)
+
+
+def check_format_first(root: Path) -> None:
+    """Refuse, before a runtime opens it, a home's existing embedded journal that a
+    runtime would upgrade in place: it is opened read only first (``mode=ro``: a journal of
+    another format is refused in one line, nothing of it written). A command that only
+    reads through a runtime (``workflow status``, ``approvals list``/``show``, ``inbox``,
+    ``evidence show``, ``budgets status``, ``autonomy status``) never rewrites a journal
+    it was handed (``tests/security/test_301``; the other readers: ``test_293``)."""
+    from ..storage import home_journal_target, is_postgres, open_journal
+
+    target = home_journal_target(root)
+    if not is_postgres(target) and Path(target).is_file():
+        open_journal(target, read_only=True).close()
 
 
 def home_runtime(root: Path, *, journal: str | Path | None = None, graph_sync: bool = True,

@@ -158,7 +158,7 @@ def _starter(rt: Runtime, by: str | None, token: str | None) -> str | None:
 @workflow_app.command("status")
 def workflow_status(run_id: str, home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
     """Where a run stands: its state, why, and each step (read only)."""
-    with open_runtime(home) as rt:
+    with open_runtime(home, reading=True) as rt:
         try:
             st = runner.status(runner.open_engine(rt), run_id)
         except CradleError as exc:

@@ -51,7 +51,7 @@ def inbox_command(
     one page at a time. Each approval says the tool version it covers; one whose tool
     changed since it was asked for says so first (approving it covers only that version).
     ``--as`` an approver limited to scopes: only the items asked within one of them."""
-    with open_runtime(home) as rt:
+    with open_runtime(home, reading=True) as rt:
         if decider is not None and rt.config.approver(decider) is None:
             fail(InputError(f"`--as {decider}`: not an approver of this home"))
         try:
@@ -137,7 +137,7 @@ def evidence_show(
                    ] = False,
 ) -> None:
     """Re-hash a blob and say who added it and when; exit 1 when it was edited."""
-    with open_runtime(home) as rt:
+    with open_runtime(home, reading=True) as rt:
         try:
             data = rt.evidence.get(ref)
         except JournalError as exc:

@@ -100,7 +100,7 @@ def autonomy_status(workflow: Annotated[str | None, typer.Argument(
     journal), one line each."""
     if workflow is not None and step is None:
         fail(InputError("give a workflow and a step, or neither"))
-    with open_runtime(home) as rt:
+    with open_runtime(home, reading=True) as rt:
         book = AutonomyBook(rt.journal, rt.approvals, append=rt.context.append, clock=rt.clock)
         if workflow is None or step is None:
             rows = [_autonomy_row(book, w, s) for w, s in human_steps(rt)]
@@ -235,7 +235,7 @@ def budgets_status(tenant: Annotated[str | None, typer.Option("--tenant")] = Non
 
     With no option: every budget in force, its use and its state (`ok`, `alert` past its
     alert ratio, `exhausted`); a budget on `*` shows the subject that spent the most."""
-    with open_runtime(home) as rt:
+    with open_runtime(home, reading=True) as rt:
         book = BudgetBook(rt.journal)
         if tenant is None and not workflow and not run:
             rows = every_budget(book)

@@ -165,6 +165,40 @@ LATEST_OUTCOME_SQL = (
     "AND json_extract(payload, '$.submission') IS NULL ORDER BY seq DESC LIMIT 1")
 
 
+#: SQLITE_READONLY, SQLITE_CANTOPEN: what a ``mode=ro`` read of a WAL-mode file answers
+#: when its ``-shm`` cannot be made
+_NO_SIDE_FILE = (8, 14)
+
+
+def _read_only_settings(conn: sqlite3.Connection) -> sqlite3.Connection:
+    conn.execute("PRAGMA query_only=ON")
+    conn.execute("PRAGMA busy_timeout=30000")
+    return conn
+
+
+def _readable(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
+    """``conn`` (``mode=ro``), once it has read the file; or, when it cannot because its
+    ``-shm`` cannot be made (a WAL-mode journal closed cleanly, on a folder this process
+    may not write) and no ``-wal`` or ``-shm`` is beside it, a connection that reads it
+    ``immutable``, as ``audit verify`` does: no writer has the file open (a live WAL writer
+    always has its ``-wal``), so there is nothing but the file to read. Before, every
+    reading command refused such a journal (``tests/security/test_302``)."""
+    _read_only_settings(conn)
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError as exc:
+        # only a file SQLite may not write beside (SQLITE_READONLY, SQLITE_CANTOPEN): never
+        # a lock (a rollback-mode writer at work), never a WAL someone may be writing
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in _NO_SIDE_FILE or any(
+                Path(f"{path}{side}").exists() for side in ("-wal", "-shm")):
+            raise
+    conn.close()
+    return _read_only_settings(sqlite3.connect(
+        f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1", uri=True,
+        timeout=OPEN_BUSY_SECONDS, isolation_level=None, check_same_thread=False))
+
+
 class SqliteJournal:
     """One journal file. Safe to share between threads; several processes may open it."""
 
@@ -213,8 +247,7 @@ class SqliteJournal:
             raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc
         try:
             if read_only:  # nothing is written: no trigger fires
-                self._conn.execute("PRAGMA query_only=ON")
-                self._conn.execute("PRAGMA busy_timeout=30000")
+                self._conn = _readable(self._conn, path)
                 self._check_format()
             else:
                 self._refuse_foreign_sql()

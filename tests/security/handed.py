@@ -15,6 +15,7 @@ from cradle_kg.canonical import sha256_bytes
 from cradle_kg.storage import sqlite_derived as derived
 from cradle_kg.storage.chain import event_hash
 from cradle_kg.storage.opening import JOURNAL_URL_ENV
+from tests.inprocess import run_cli
 from tests.security.homes import credit, opened_demo_home
 
 #: the run the author wants the auditor not to see
@@ -70,3 +71,16 @@ def append_forged(journal: Path, *, kind: str, payload: str, run_id: str = "run:
     finally:
         conn.close()
     return int(seq)
+
+
+def refused_as_it_was(home: Path, command: tuple[str, ...], *, format_said: str) -> None:
+    """``cradle-kg COMMAND --home HOME`` refuses the home's journal of an older format in
+    one line (exit 2, ``format_said`` named, no traceback) and leaves its bytes as they
+    were (``test_293``, ``test_301``)."""
+    journal = home / "journal.sqlite"
+    before = digest(journal)
+    res = run_cli(*command, "--home", str(home))
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert format_said in res.stdout + res.stderr
+    assert "Traceback" not in res.stdout + res.stderr
+    assert digest(journal) == before

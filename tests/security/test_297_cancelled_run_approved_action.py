@@ -129,3 +129,45 @@ def test_a_cancel_landing_while_gate_1_weighs_it(ledger_home: Path) -> None:
         out = rt.submit(rt.approvals.requested_proposal(approval))
         assert landed, "the validator ran"
         _denied_for_the_cancel(rt, out)
+
+
+def test_an_approval_decided_and_run_racing_a_cancel(ledger_home: Path) -> None:
+    """A person approves (``resume=True``: the action runs at once) while another cancels
+    the run, in threads of one process, rounds staggered: whoever wins, no action's intent
+    is written after the run's end. Before the guard, 30 rounds failed 4 runs of 4 (the
+    approval's own resume ran the action for a run already cancelled, in 1 to 3 rounds)."""
+    import time
+
+    from tests.racers import at_once
+
+    (ledger_home / "workflows").mkdir(exist_ok=True)
+    (ledger_home / "workflows" / "close-account.yaml").write_text(CLOSE_FLOW, encoding="utf-8")
+    stagger = (0.0, 0.0, 0.001, 0.002, 0.004, 0.008)
+    with Runtime(ledger_home, graph_sync=False) as rt:
+        for r in range(30):
+            run = f"close-race-{r}"
+            started = runner.start(runner.open_engine(rt), runner.find_definition(
+                ledger_home, "close-account"), {"account": f"acct-r{r}"}, run_id=run)
+            assert started["status"] == "waiting_approval", started
+            (pending,), _ = rt.approvals.pending_page(run_id=run, limit=10)
+
+            def approve(approval: HumanApproval = pending[0].approval) -> Any:
+                return rt.decide_approval(approval.id, approver_id=APPROVER,
+                                          token=DEMO_TOKENS[APPROVER],
+                                          status=ApprovalStatus.APPROVED, resume=True)
+
+            def cancel_later(run: str = run, delay: float = stagger[r % len(stagger)]) -> Any:
+                time.sleep(delay)
+                return cancel(rt, runner.open_engine(rt), run, by=APPROVER,
+                              token=DEMO_TOKENS[APPROVER], reason=REASON)
+
+            at_once(approve, cancel_later)
+            events = list(rt.journal.events(run_id=run))
+            ends = [e.seq for e in events if e.kind in ("workflow.completed",
+                                                        "workflow.failed")]
+            assert len(ends) == 1, ends  # one end, whoever won
+            # (an action whose intent came first runs to its end: its observation may follow)
+            late = [e.kind for e in events if e.seq > ends[0] and e.kind in (
+                "approval.consumed", "action.intent")]
+            assert not late, (r, late)
+        assert rt.journal.verify().intact

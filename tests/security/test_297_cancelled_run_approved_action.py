@@ -135,7 +135,7 @@ def test_an_approval_decided_and_run_racing_a_cancel(ledger_home: Path) -> None:
     """A person approves (``resume=True``: the action runs at once) while another cancels
     the run, in threads of one process, rounds staggered: whoever wins, no action's intent
     is written after the run's end. Before the guard, 30 rounds failed 4 runs of 4 (the
-    approval's own resume ran the action for a run already cancelled, in 1 to 3 rounds)."""
+    approval's own resume ran the action for a run already cancelled)."""
     import time
 
     from tests.racers import at_once

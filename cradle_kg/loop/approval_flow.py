@@ -175,12 +175,16 @@ class ApprovalFlow:
         )
         events = list(base)
         if not pending:
+            # INVARIANT: no person is asked about a workflow run that has ended (a cancel):
+            # the request is written ``if_run_open``, as an approval's use is — refused
+            # under the writer's lock, nothing of the append written, the proposal decided
+            # again and denied (Runtime._submit_parsed; tests/security/test_303)
             events.append(NewEvent(
                 run_id=approval.run_id, kind="approval.requested",
                 subject="approval:" + gate.action_digest, actor=RUNTIME_ACTOR, at=now,
                 payload={"approval": approval.model_dump(mode="json"), "excluded": excluded,
                          "proposal": proposal.model_dump(mode="json"),
-                         **secret_marks(gate.spec)}, waiting=waiting))
+                         **secret_marks(gate.spec)}, waiting=waiting, if_run_open=True))
         outcome = Outcome(run_id=proposal.effective_run_id, proposal_id=proposal.id,
                           status=OutcomeStatus.AWAITING_APPROVAL, decision=decision,
                           approval=approval, reasons=decision.reasons or (

@@ -609,9 +609,10 @@ class Runtime:
             except ProposalIdClaimed:
                 why = "its id is contended"
             except RunEnded as ended:
-                # the use of an approval of its workflow run, refused as after the run's
-                # end (a cancel: Execution writes it ``if_run_open``), nothing of it
-                # written: decided again knowing it — denied (tests/security/test_297). A
+                # the use of an approval of its workflow run, or a request for one, refused
+                # as after the run's end (a cancel: both are written ``if_run_open``),
+                # nothing of it written: decided again knowing it — denied
+                # (tests/security/test_297, test_303). A
                 # walk's own guard (``while_run_open``) is its walker's to answer
                 if run_ended is not None or self.context.guards(ended.run_id):
                     raise

@@ -20,7 +20,7 @@ import pytest
 
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 
-from .inputcli import assert_refused, cli, credit, events, fresh_home
+from .inputcli import assert_refused, cli, credit, fresh_home, received
 
 #: well past a command's run: it ends only a command that waits on the FIFO
 DEADLINE = 30
@@ -48,7 +48,7 @@ def test_a_fifo_is_one_error_line_and_nothing_journaled(tmp_path: Path, command:
     os.mkfifo(fifo)
     done = _run(*_commands(home, str(fifo))[command])
     assert_refused(done, "not a regular file", "incoming.json")
-    assert events(home) == 0
+    assert received(home) == 0  # nothing journaled (either journal)
 
 
 def test_a_device_or_a_folder_is_not_read_as_evidence(tmp_path: Path) -> None:
@@ -56,7 +56,7 @@ def test_a_device_or_a_folder_is_not_read_as_evidence(tmp_path: Path) -> None:
     for path in ("/dev/zero", str(tmp_path)):
         done = _run(*_commands(home, path)["evidence"])
         assert_refused(done, "not a regular file", path)
-    assert events(home) == 0
+    assert received(home) == 0  # nothing journaled (either journal)
 
 
 def test_regular_files_and_stdin_are_read_as_before(tmp_path: Path) -> None:

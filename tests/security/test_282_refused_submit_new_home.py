@@ -27,6 +27,10 @@ from cradle_kg.config import load_config, save_config
 from .homes import without_journal_url
 from .inputcli import assert_refused, cli, credit, fresh_home
 
+pytestmark = pytest.mark.sqlite_only(
+    "a home with no journal file yet: a PostgreSQL home's schema exists before its first "
+    "command, and it has no throwaway first open")
+
 
 def _files(home: Path) -> list[str]:
     return sorted(str(p.relative_to(home)) for p in home.rglob("*"))

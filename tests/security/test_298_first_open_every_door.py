@@ -27,6 +27,10 @@ from .homes import without_journal_url
 from .inputcli import assert_refused, cli, fresh_home
 from .test_282_refused_submit_new_home import _bad_policy, _files, _unknown_pack
 
+pytestmark = pytest.mark.sqlite_only(
+    "a home with no journal file yet: a PostgreSQL home's schema exists before its first "
+    "command, and it has no throwaway first open")
+
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACTS = ROOT / "examples" / "notes_contracts.yaml"
 EXAMPLE = sorted((ROOT / "packs" / "customs.hs-router" / "examples").glob("*.json"))[0]

@@ -38,18 +38,26 @@ REASON = "the customer withdrew the request"
 TOOL = "demo.ledger.close_account"
 
 
+def waiting_close(rt: Runtime, run: str = RUN, account: str = "acct-9") -> HumanApproval:
+    """A run of the ``close-account`` workflow (written into the home if it is not there)
+    that waits for the approval of its tool step: that approval, pending."""
+    flows = rt.home.root / "workflows"
+    flows.mkdir(exist_ok=True)
+    if not (flows / "close-account.yaml").exists():
+        (flows / "close-account.yaml").write_text(CLOSE_FLOW, encoding="utf-8")
+    started = runner.start(runner.open_engine(rt), runner.find_definition(
+        rt.home.root, "close-account"), {"account": account}, run_id=run)
+    assert started["status"] == "waiting_approval", started
+    (pending,), _ = rt.approvals.pending_page(run_id=run, limit=10)
+    return pending[0].approval
+
+
 def _approved(home: Path, **decided: Any) -> HumanApproval:
     """``close-9`` waits for the approval of its tool step, which a person approves
     without running it (``resume=False``: recorded, the action left for its run);
     ``decided``: how (``once=False, until=T``: reusable until T)."""
-    (home / "workflows").mkdir(exist_ok=True)
-    (home / "workflows" / "close-account.yaml").write_text(CLOSE_FLOW, encoding="utf-8")
     with Runtime(home, graph_sync=False) as rt:
-        started = runner.start(runner.open_engine(rt), runner.find_definition(
-            home, "close-account"), {"account": "acct-9"}, run_id=RUN)
-        assert started["status"] == "waiting_approval", started
-        (pending,), _ = rt.approvals.pending_page(limit=10)
-        approval = pending[0].approval
+        approval = waiting_close(rt)
         _, ran = rt.decide_approval(approval.id, approver_id=APPROVER,
                                     token=DEMO_TOKENS[APPROVER],
                                     status=ApprovalStatus.APPROVED, resume=False, **decided)
@@ -140,18 +148,13 @@ def test_an_approval_decided_and_run_racing_a_cancel(ledger_home: Path) -> None:
 
     from tests.racers import at_once
 
-    (ledger_home / "workflows").mkdir(exist_ok=True)
-    (ledger_home / "workflows" / "close-account.yaml").write_text(CLOSE_FLOW, encoding="utf-8")
     stagger = (0.0, 0.0, 0.001, 0.002, 0.004, 0.008)
     with Runtime(ledger_home, graph_sync=False) as rt:
         for r in range(30):
             run = f"close-race-{r}"
-            started = runner.start(runner.open_engine(rt), runner.find_definition(
-                ledger_home, "close-account"), {"account": f"acct-r{r}"}, run_id=run)
-            assert started["status"] == "waiting_approval", started
-            (pending,), _ = rt.approvals.pending_page(run_id=run, limit=10)
+            waiting = waiting_close(rt, run, f"acct-r{r}")
 
-            def approve(approval: HumanApproval = pending[0].approval) -> Any:
+            def approve(approval: HumanApproval = waiting) -> Any:
                 return rt.decide_approval(approval.id, approver_id=APPROVER,
                                           token=DEMO_TOKENS[APPROVER],
                                           status=ApprovalStatus.APPROVED, resume=True)

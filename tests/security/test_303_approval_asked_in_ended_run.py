@@ -20,29 +20,23 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.workflow import runner
 from tests.security.test_297_cancelled_run_approved_action import (
     REASON,
     RUN,
     _cancel,
     _kinds,
+    waiting_close,
 )
-from tests.test_shell import CLOSE_FLOW
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 
 def test_a_new_approval_is_not_asked_in_a_cancelled_run(ledger_home: Path) -> None:
-    (ledger_home / "workflows").mkdir(exist_ok=True)
-    (ledger_home / "workflows" / "close-account.yaml").write_text(CLOSE_FLOW, encoding="utf-8")
     with Runtime(ledger_home, graph_sync=False) as rt:
-        started = runner.start(runner.open_engine(rt), runner.find_definition(
-            ledger_home, "close-account"), {"account": "acct-9"}, run_id=RUN)
-        assert started["status"] == "waiting_approval", started
-        (pending,), _ = rt.approvals.pending_page(limit=10)
-        asked = rt.approvals.requested_proposal(pending[0].approval)
+        pending = waiting_close(rt)
+        asked = rt.approvals.requested_proposal(pending)
         done = _cancel(rt)
-        assert done["rejected_approvals"] == [pending[0].approval.id]
+        assert done["rejected_approvals"] == [pending.id]
         agent = asked.agent_id
         waiting = rt.journal.waiting(agent)
         requests = _kinds(rt, "approval.requested")

@@ -63,8 +63,10 @@ MAX_EVENTS_PAGE = 1000
 CANCELLED = "cancelled"
 
 
-def cancelled_by(end: AuditEvent) -> tuple[str, str] | None:
+def cancelled_by(end: AuditEvent | None) -> tuple[str, str] | None:
     """Who cancelled the run and why, when ``end`` (its end) is a person's cancel."""
+    if end is None:
+        return None
     p = end.payload
     if (end.kind == "workflow.failed" and p.get("code") == CANCELLED
             and isinstance(p.get("cancelled_by"), str) and isinstance(p.get("note"), str)):
@@ -84,7 +86,7 @@ def after_the_end(run_id: str, end: AuditEvent | None) -> tuple[str, str]:
     """The code and the reason of a refusal of what would act in ``run_id`` after its end
     ``end`` (None: the journal said it ended, and its end was not found): ``run_cancelled``
     naming who cancelled it and why, else ``run_ended``."""
-    cancel = None if end is None else cancelled_by(end)
+    cancel = cancelled_by(end)
     if cancel is not None:
         by, note = cancel
         return "run_cancelled", (f"workflow run `{run_id}` was cancelled by `{by}`: {note}; "
@@ -221,9 +223,9 @@ def _cancel_line(by: str, reason: str) -> str:
     return f"workflow cancelled by `{by}`: {reason}"
 
 
-def _cancel_of(summary: RunSummary, end: AuditEvent) -> None:
+def _cancel_of(summary: RunSummary, end: AuditEvent | None) -> None:
     cancel = cancelled_by(end)
-    summary.cancelled = None if cancel is None else (*cancel, end.at)
+    summary.cancelled = None if cancel is None or end is None else (*cancel, end.at)
 
 
 def _outcome(summary: RunSummary, event: AuditEvent) -> None:
@@ -354,17 +356,12 @@ def read_summary(journal: Journal, run_id: str) -> RunSummary:
         summary.workflow = str(started[0].payload.get("workflow")) if started else None
     summary.finished = finished or None
     if finished == "workflow.failed":  # a person's cancel? its end, one row
-        _cancel_of(summary, _end(journal, run_id))
+        _cancel_of(summary, run_end(journal, run_id))
     if waiting and not finished:
         for request in journal.open_step_requests(run_id=run_id)[0]:
             summary.waiting_steps[str(request.payload["step"])] = [
                 str(r) for r in request.payload.get("reasons", [])]
     return summary
-
-
-def _end(journal: Journal, run_id: str) -> AuditEvent:
-    """A run's ``workflow.failed`` (it has one: ``run_state.finished`` says so)."""
-    return journal.run_page(run_id, limit=1, newest=True, kinds=("workflow.failed",))[0]
 
 
 def show_run(journal: Journal, run_id: str, *, limit: int = EVENTS_PAGE, after_seq: int = 0
@@ -448,7 +445,7 @@ def state_and_why(journal: Journal, run_id: str) -> tuple[RunState, list[str]]:
         return state, [f"step `{s}` waits for a person" + (f": {'; '.join(r)}" if r else "")
                        for s, r in steps.items()]
     if finished == "workflow.failed":
-        cancel = cancelled_by(_end(journal, run_id))
+        cancel = cancelled_by(run_end(journal, run_id))
         if cancel is not None:
             return state, [_cancel_line(*cancel)]
     if not status:

@@ -26,6 +26,7 @@ from ..errors import ApprovalError, InputError, JournalError
 from ..inputs import check_human_input
 from ..loop.approval_flow import decided_events
 from ..records import ApprovalStatus
+from ..runs import run_end
 from ..storage import NewEvent, RunEnded
 from .ending import cancel_payload, ended_error
 from .engine import Engine, started_event
@@ -57,7 +58,7 @@ def cancel(rt: Runtime, engine: Engine, run_id: str, *, by: str, token: str,
     released: dict[str, list[str]] = {}
 
     def events() -> list[NewEvent]:
-        end = engine.end_of(run_id, workflow)
+        end = run_end(rt.journal, run_id)
         if end is not None:
             raise ended_error(run_id, end)
         now = rt.clock()
@@ -94,7 +95,7 @@ def cancel(rt: Runtime, engine: Engine, run_id: str, *, by: str, token: str,
                 f"run `{run_id}`: its approvals kept being decided while it was cancelled; "
                 "cancel again"))
     except RunEnded:  # it ended after the read (a walker's end, another cancel)
-        end = engine.end_of(run_id, workflow)
+        end = run_end(rt.journal, run_id)
         if end is None:
             raise
         raise ended_error(run_id, end) from None

@@ -222,13 +222,6 @@ class Engine:
             self._heads[event.subject] = written.seq
         return written
 
-    def end_of(self, run_id: str, workflow_id: str) -> AuditEvent | None:
-        """The run's end (``workflow.completed|failed``, a person's cancel too), if any:
-        the events of its end's subject in the run, those kinds alone."""
-        ends = self.rt.journal.events_for_subject(f"workflow:{workflow_id}", run_id=run_id,
-                                                  kinds=_ENDS)
-        return ends[-1] if ends else None
-
     def _ended(self, run_id: str) -> RunStatus:
         """The run ended under this walker (another process's cancel or walk): where it
         stands now, or the typed refusal when a person cancelled it."""

@@ -9,7 +9,8 @@ holding it while ~0.8 waited for it). Here the whole append is one query string 
 the client (a pipeline sends each statement as it is issued: the server, the lock taken,
 waited for the rest) — and
 ``cradle_append`` (PL/pgSQL, installed by migration 11) takes the lock, reads the head,
-checks the append's ``if_last`` and ``if_new_run`` guards, numbers and hashes its events
+checks the append's ``if_last`` and ``if_new_run`` guards (and, since migration 15, its
+``if_run_open`` runs' ends), numbers and hashes its events
 (SHA-256 over the same canonical text as :func:`.chain.event_hash`, from the pieces
 :func:`.chain.hash_parts` sends), inserts them, moves the head and queues the change's
 ``pg_notify``: the lock is held only while the server works.
@@ -34,18 +35,21 @@ from .pg_connect import APPEND_LOCK
 SUBJECT_MOVED: Final = "CK001"  # detail: the 1-based position among the if_last events
 RUN_BEGUN: Final = "CK002"  # detail: t/f per if_new_run run, comma-separated
 HEAD_BEHIND: Final = "CK003"  # the head is behind what this client last saw
+RUN_ENDED: Final = "CK004"  # detail: per if_run_open run how it ended ('' if not), ','-joined
 
-#: the function (migration 11). Parameters: per event its columns and the four pieces of
-#: its hash text (:func:`.chain.hash_parts`); the if_last subjects and the seq each was
-#: decided on; the if_new_run runs; the lowest head the client accepts (a journal whose
-#: head went back is another journal: the client forgets what it knew of this one); the
-#: NOTIFY channel. Returns the head before the append, its hash, and the new hashes.
-FUNCTION_SQL: Final = f"""
-CREATE FUNCTION cradle_append(
+#: the function. Parameters: per event its columns and the four pieces of its hash text
+#: (:func:`.chain.hash_parts`); the if_last subjects and the seq each was decided on; the
+#: if_new_run runs; (since migration 15) the if_run_open runs; the lowest head the client
+#: accepts (a journal whose head went back is another journal: the client forgets what it
+#: knew of this one); the NOTIFY channel. Returns the head before the append, its hash, and
+#: the new hashes. :func:`function_sql` writes it as migration 11 installed it
+#: (``run_end=False``) and as migration 15 replaces it.
+_FUNCTION_TEMPLATE: Final = f"""
+CREATE OR REPLACE FUNCTION cradle_append(
     p_run_id text[], p_kind text[], p_subject text[], p_actor text[], p_at text[],
     p_payload text[], p_payload_hash text[], p_idem_key text[],
     p_pre bytea[], p_mid bytea[], p_post bytea[], p_tail bytea[],
-    p_guarded text[], p_guard_last bigint[], p_new_runs text[], p_floor bigint,
+    p_guarded text[], p_guard_last bigint[], p_new_runs text[],{{open_param}} p_floor bigint,
     p_channel text, OUT head_seq bigint, OUT head_hash text, OUT hashes text[])
 LANGUAGE plpgsql AS $body$
 DECLARE
@@ -54,10 +58,10 @@ DECLARE
     v_prev text;
     v_last bigint;
     v_id text;
-    v_begun boolean[];
-    ids text[] := '{{}}';
-    seqs bigint[] := '{{}}';
-    prevs text[] := '{{}}';
+    v_begun boolean[];{{ended_var}}
+    ids text[] := '{{{{}}}}';
+    seqs bigint[] := '{{{{}}}}';
+    prevs text[] := '{{{{}}}}';
 BEGIN
     -- the lock before the head: two appends never chain onto the same head
     PERFORM pg_advisory_xact_lock({APPEND_LOCK}, 0);
@@ -82,12 +86,12 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = '{RUN_BEGUN}',
                 MESSAGE = 'cradle_append: a run has begun', DETAIL = array_to_string(v_begun, ',');
         END IF;
-    END IF;
+    END IF;{{ended_check}}
     IF v_seq < p_floor THEN
         RAISE EXCEPTION USING ERRCODE = '{HEAD_BEHIND}',
             MESSAGE = 'cradle_append: the head is behind the one last seen';
     END IF;
-    hashes := '{{}}';
+    hashes := '{{{{}}}}';
     FOR i IN 1 .. n LOOP
         v_seq := v_seq + 1;
         v_id := 'evt-' || CASE WHEN v_seq < 10000000000 THEN lpad(v_seq::text, 10, '0')
@@ -111,11 +115,43 @@ BEGIN
 END
 $body$"""
 
+#: the if_run_open guard (migration 15): how each named run's workflow ended, from
+#: ``run_state`` (kept in the appends' own transactions), under the lock
+_ENDED_CHECK: Final = f"""
+    IF coalesce(cardinality(p_open_runs), 0) > 0 THEN
+        SELECT array_agg(COALESCE((SELECT s.finished FROM run_state s WHERE s.run_id = r.id),
+                                  '') ORDER BY r.o)
+          INTO v_ended FROM unnest(p_open_runs) WITH ORDINALITY AS r(id, o);
+        IF EXISTS (SELECT 1 FROM unnest(v_ended) AS f(kind) WHERE f.kind <> '') THEN
+            RAISE EXCEPTION USING ERRCODE = '{RUN_ENDED}',
+                MESSAGE = 'cradle_append: a run has ended', DETAIL = array_to_string(v_ended, ',');
+        END IF;
+    END IF;"""
+
+
+def function_sql(*, run_end: bool) -> str:
+    """``cradle_append`` as migration 11 installed it (``run_end=False``: an
+    ``if_run_open`` append took a second round trip) or as migration 15 has it."""
+    return _FUNCTION_TEMPLATE.format(
+        open_param=" p_open_runs text[]," if run_end else "",
+        ended_var="\n    v_ended text[];" if run_end else "",
+        ended_check=_ENDED_CHECK if run_end else "")
+
+
+#: today's function (migration 15)
+FUNCTION_SQL: Final = function_sql(run_end=True)
+
+#: migration 11's signature, dropped by migration 15 (a function is named by its types)
+OLD_SIGNATURE: Final = ("cradle_append(text[], text[], text[], text[], text[], text[], text[], "
+                        "text[], bytea[], bytea[], bytea[], bytea[], text[], bigint[], "
+                        "text[], bigint, text)")
+
 #: the call (parameters: :data:`FUNCTION_SQL`'s, in order)
 CALL_SQL: Final = ("SELECT head_seq, head_hash, hashes FROM cradle_append("
                    "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
                    "%s::text[], %s::text[], %s::bytea[], %s::bytea[], %s::bytea[], "
-                   "%s::bytea[], %s::text[], %s::bigint[], %s::text[], %s::bigint, %s::text)")
+                   "%s::bytea[], %s::text[], %s::bigint[], %s::text[], %s::text[], %s::bigint, "
+                   "%s::text)")
 
 #: the seq of the append's last event, once ``cradle_append`` has moved the head
 _HEAD_SEQ = "(SELECT h.seq FROM head h WHERE h.one = 1)"
@@ -170,15 +206,17 @@ _TEXT_COLUMNS: Final = frozenset(range(8))
 
 
 def call_args(rows: Sequence[tuple[Any, ...]], guarded: Sequence[tuple[str, int]],
-              new_runs: Sequence[str], floor: int, channel: str) -> tuple[Any, ...]:
+              new_runs: Sequence[str], open_runs: Sequence[str], floor: int,
+              channel: str) -> tuple[Any, ...]:
     """:data:`CALL_SQL`'s parameters. ``rows``: per event its run, kind, subject, actor,
     time, payload text, payload hash, idempotency key and four hash pieces, in order."""
     columns = list(zip(*rows, strict=True)) if rows else [()] * 12
     return (*(text_array(c) if i in _TEXT_COLUMNS else list(c)
               for i, c in enumerate(columns)),
             text_array([s for s, _ in guarded]), [v for _, v in guarded],
-            text_array(list(new_runs)), floor, channel)
+            text_array(list(new_runs)), text_array(list(open_runs)), floor, channel)
 
 
-__all__ = ["CALL_SQL", "FUNCTION_SQL", "HEAD_BEHIND", "RUN_BEGUN", "SUBJECT_MOVED",
-           "PendingSeq", "bind_pending", "call_args"]
+__all__ = ["CALL_SQL", "FUNCTION_SQL", "HEAD_BEHIND", "OLD_SIGNATURE", "RUN_BEGUN",
+           "RUN_ENDED", "SUBJECT_MOVED", "PendingSeq", "bind_pending", "call_args",
+           "function_sql"]

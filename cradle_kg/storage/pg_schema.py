@@ -208,7 +208,7 @@ MIGRATIONS = (
     # the chain's hashes, the events and the head in one server-side function
     # (:mod:`.pg_append`), so the append lock is never held while the server waits for
     # its client
-    Migration(11, "append-function", (pg_append.FUNCTION_SQL,)),
+    Migration(11, "append-function", (pg_append.function_sql(run_end=False),)),
     # who may never decide each approval (its request's ``excluded``), derived from the
     # events already written (under the append lock, as migration 8): an approver's inbox
     # leaves out what they are excluded from in its query (``tests/security/test_215``)
@@ -236,6 +236,11 @@ MIGRATIONS = (
         *tasks_sql.POSTGRES_UNRUN_SCHEMA,
         *(f"INSERT INTO {t}({tasks_sql.COLUMNS[t]}) {tasks_sql.from_events('postgresql', t)}"
           for t in tasks_sql.UNRUN_TABLES))),
+    # the append function checks an ``if_run_open`` append's runs have not ended, under its
+    # lock, from ``run_state``: an approval's use, a request for one and a walk's steps
+    # take one round trip instead of two (the guard was read in a first trip)
+    Migration(15, "append-run-end-guard", (
+        f"DROP FUNCTION IF EXISTS {pg_append.OLD_SIGNATURE}", pg_append.FUNCTION_SQL)),
 )
 LATEST = MIGRATIONS[-1].version
 

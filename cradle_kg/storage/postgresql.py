@@ -312,10 +312,15 @@ class PostgresJournal:
         # an append whose caps a limit decides, that makes one more item wait for a person
         # (WaitingCap: counted under the lock), an upload within its quotas (UploadCap),
         # or that begins a run twice (refused, and
-        # which run it names depends on the journal), or that must find its workflow run
-        # not ended (NewEvent.if_run_open: a walker's steps), takes the two round trips below
+        # which run it names depends on the journal) takes the two round trips below; one
+        # that must find its workflow run not ended (NewEvent.if_run_open: an approval's
+        # use, a request for one, a walker's steps) is checked by cradle_append (migration
+        # 15) — or here at once, when the append itself ends the run first
         if not caps and not append_waiting(events) and not append_uploads(events) and begun_run(
-                events, [False] * len(new_runs(events))) is None and not open_runs(events):
+                events, [False] * len(new_runs(events))) is None:
+            ended = ended_run(events, [""] * len(open_runs(events)))
+            if ended is not None:
+                raise RunEnded(ended)
             return self._append_one_trip(events, encoded, flush)
         return self._append_two_trips(events, encoded, caps, flush)
 
@@ -404,7 +409,7 @@ class PostgresJournal:
             # INVARIANT: the lock, then the head, the guards and the events, in one
             # server-side call (cradle_append); derived state in the same transaction
             text.append(client.mogrify(pg_append.CALL_SQL, pg_append.call_args(
-                columns, guarded, fresh, floor, self._channel)))
+                columns, guarded, fresh, open_runs(events), floor, self._channel)))
             text.extend(client.mogrify(*pg_append.bind_pending(sql, args, len(events)))
                         for sql, args in tail)
             text.append("COMMIT")
@@ -424,6 +429,9 @@ class PostgresJournal:
             if exc.sqlstate == pg_append.RUN_BEGUN:
                 begun = begun_run(events, [flag == "t" for flag in detail.split(",")])
                 raise RunNotNew(begun if begun is not None else fresh[0]) from None
+            if exc.sqlstate == pg_append.RUN_ENDED:
+                ended = ended_run(events, detail.split(","))
+                raise RunEnded(ended if ended is not None else open_runs(events)[0]) from None
             if exc.sqlstate == pg_append.HEAD_BEHIND:
                 raise _HeadBehind from None
             raise JournalError(f"cannot write the journal `{self.location}`: "

@@ -127,7 +127,8 @@ def test_an_older_journal_gets_the_table_from_its_events(target: str) -> None:
         sql("DELETE FROM schema_migrations WHERE version >= 13")
         with pytest.raises(JournalError, match="schema version `12`"):
             open_journal(target)
-        assert migrate(target) == [(13, "starting-runs"), (14, "unrun-approvals")]
+        assert migrate(target) == [(13, "starting-runs"), (14, "unrun-approvals"),
+                                   (15, "append-run-end-guard")]
     else:
         sql("DROP TABLE starting_runs")  # as a cradle-kg of format 10 left it
         sql("PRAGMA user_version = 10")

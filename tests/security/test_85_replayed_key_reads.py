@@ -158,7 +158,8 @@ def test_a_journal_written_before_the_index_gets_it(home: Path, journal_backend:
             open_journal(target)
         assert migrate(target) == [(9, "outcome-subject-index"), (10, "digest-key"),
                                    (11, "append-function"), (12, "approval-exclusions"),
-                                   (13, "starting-runs"), (14, "unrun-approvals")]
+                                   (13, "starting-runs"), (14, "unrun-approvals"),
+                                   (15, "append-run-end-guard")]
     else:
         import sqlite3
 

@@ -14,15 +14,17 @@ import pytest
 from cradle_kg.errors import JournalError
 from cradle_kg.storage import (
     IdempotencyKeyTaken,
+    Journal,
     LimitReached,
     NewEvent,
+    RunEnded,
     RunNotNew,
     SubjectMoved,
     UsageCap,
     open_journal,
 )
 from cradle_kg.storage.pg_admin import migrate
-from cradle_kg.storage.pg_append import PendingSeq, bind_pending
+from cradle_kg.storage.pg_append import OLD_SIGNATURE, PendingSeq, bind_pending, function_sql
 from cradle_kg.storage.tasks_sql import OPENED, Decider
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -34,10 +36,11 @@ ARRAY_SYNTAX = ('NULL', '{a,"b"}', " ,\\\\ ' ", "")
 def ev(i: int, kind: str = "note", *, run: str = "run:a", subject: str | None = None,
        key: str | None = None, payload: dict[str, object] | None = None,
        if_last: int | None = None, if_new_run: bool = False,
-       caps: tuple[UsageCap, ...] = ()) -> NewEvent:
+       caps: tuple[UsageCap, ...] = (), if_run_open: bool = False) -> NewEvent:
     return NewEvent(run_id=run, kind=kind, subject=subject or f"s:{i}", actor="agent:a",
                     at=T0 + timedelta(seconds=i), payload={"i": i, **(payload or {})},
-                    idem_key=key, if_last=if_last, if_new_run=if_new_run, caps=caps)
+                    idem_key=key, if_last=if_last, if_new_run=if_new_run, caps=caps,
+                    if_run_open=if_run_open)
 
 
 def test_the_server_hashes_hostile_text_as_the_chain_does(pg_url: str) -> None:
@@ -146,7 +149,8 @@ def test_a_journal_at_version_10_with_events_is_migrated_and_verifies(pg_url: st
     with pytest.raises(JournalError, match="schema version `10`"):
         open_journal(pg_url)
     assert migrate(pg_url) == [(11, "append-function"), (12, "approval-exclusions"),
-                               (13, "starting-runs"), (14, "unrun-approvals")]
+                               (13, "starting-runs"), (14, "unrun-approvals"),
+                               (15, "append-run-end-guard")]
     with open_journal(pg_url) as j:
         assert j.verify().intact
         after = j.append([ev(4, "run.outcome", subject="s:2"),
@@ -170,7 +174,8 @@ def test_a_journal_at_version_11_gets_its_approval_exclusions(pg_url: str) -> No
     with pytest.raises(JournalError, match="schema version `11`"):
         open_journal(pg_url)
     assert migrate(pg_url) == [(12, "approval-exclusions"), (13, "starting-runs"),
-                               (14, "unrun-approvals")]
+                               (14, "unrun-approvals"),
+                               (15, "append-run-end-guard")]
     with open_journal(pg_url) as j, psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT approval_id, who FROM approval_exclusions "
                             "ORDER BY who").fetchall()
@@ -210,3 +215,51 @@ def test_pending_seqs_are_written_as_the_head_less_the_later_events() -> None:
     assert bind_pending(*plain, 3) == plain
     with pytest.raises(ValueError, match="placeholders"):
         bind_pending("SELECT %s", (PendingSeq(1), 2), 1)
+
+
+def _run_end_guard_holds(j: Journal) -> None:
+    """An ``if_run_open`` append: written while its run is open, refused (nothing written)
+    once the run has ended in the journal or earlier in the same append."""
+    j.append([ev(1, "workflow.started", run="run:w"), ev(2, "workflow.started", run="run:v")])
+    j.append([ev(3, run="run:w", if_run_open=True), ev(4, run="run:v", if_run_open=True)])
+    j.append([ev(5, "workflow.failed", run="run:w")])
+    head = j.head()
+    with pytest.raises(RunEnded) as ended:  # the second of the append's runs has ended
+        j.append([ev(6, run="run:v", if_run_open=True), ev(7, run="run:w", if_run_open=True)])
+    assert ended.value.run_id == "run:w"
+    with pytest.raises(RunEnded) as ended:  # ended by the append itself, before the event
+        j.append([ev(8, "workflow.completed", run="run:v"),
+                  ev(9, run="run:v", if_run_open=True)])
+    assert ended.value.run_id == "run:v"
+    assert j.head() == head
+    j.append([ev(10, run="run:w")])  # what follows a run's end unguarded is still written
+    assert j.verify().intact
+
+
+def test_an_if_run_open_append_is_refused_by_the_function(pg_url: str) -> None:
+    """Migration 15: ``cradle_append`` reads the run's end under its lock (one round trip)."""
+    with open_journal(pg_url) as j:
+        _run_end_guard_holds(j)
+
+
+def test_a_journal_at_version_14_gets_the_run_end_guard(pg_url: str) -> None:
+    """A journal whose ``cradle_append`` is migration 11's (no run-end guard) is migrated
+    to 15 in place: the old function is dropped, the guard holds, the chain verifies."""
+    with open_journal(pg_url) as j:
+        j.append([ev(0, run="run:x")])
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as a cradle-kg before it left it
+        conn.execute("DROP FUNCTION cradle_append")
+        conn.execute(function_sql(run_end=False))
+        assert conn.execute("SELECT count(*) FROM pg_proc WHERE oid = %s::regprocedure",
+                            (OLD_SIGNATURE,)).fetchone() == (1,)
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 15")
+    with pytest.raises(JournalError, match="schema version `14`"):
+        open_journal(pg_url)
+    assert migrate(pg_url) == [(15, "append-run-end-guard")]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'cradle_append' "
+                            "AND pronamespace = current_schema()::regnamespace"
+                            ).fetchone() == (1,)
+    with open_journal(pg_url) as j:
+        assert j.verify().intact
+        _run_end_guard_holds(j)

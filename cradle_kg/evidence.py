@@ -35,8 +35,10 @@ if TYPE_CHECKING:
 
 
 class EvidenceStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, read_only: bool = False) -> None:
         self.root = root
+        #: a read only runtime's: :meth:`put` refuses before a byte is stored
+        self.read_only = read_only
 
     def _path(self, ref: str) -> Path:
         if not ref.startswith(HASH_PREFIX) or len(ref) != len(HASH_PREFIX) + 64:
@@ -47,6 +49,9 @@ class EvidenceStore:
         return self.root / digest[:2] / digest[2:]
 
     def put(self, data: bytes) -> str:
+        if self.read_only:
+            raise JournalError(f"the evidence store `{self.root}` is open read only: "
+                               "nothing is stored")
         ref = sha256_bytes(data)
         path = self._path(ref)
         if path.exists():

@@ -131,7 +131,7 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
     if viewer is not None and not token:
         fail(InputError(f"`--as {viewer}` needs the approver's token",
                         hint="pass --token or set CRADLE_APPROVER_TOKEN"))
-    with open_runtime(home, reading=True) as rt:
+    with open_runtime(home, reading=viewer is None) as rt:  # a view `--as` is journaled
         try:
             if viewer is not None:
                 assert token is not None

@@ -41,39 +41,25 @@ runs_app = typer.Typer(help="Runs: list, show, resume.", no_args_is_help=True)
 
 
 def open_runtime(home: Path | None, *, reading: bool = False) -> Runtime:
-    """The home's runtime, or one error line; ``reading``: a command that only reads
-    (:func:`check_format_first`)."""
+    """The home's runtime, or one error line; ``reading``: a command that only reads opens
+    it read only (:func:`.loop.runtime.open_home`) — no journal made, switched to WAL,
+    upgraded or written, no lease, no recovery pass, no graph store (``tests/security/
+    test_301``, ``test_309`` … ``test_311``)."""
     try:
-        root = resolve_home(home)
-        if reading:
-            check_format_first(root)
-        return home_runtime(root)
+        return home_runtime(resolve_home(home), read_only=reading)
     except CradleError as exc:
         fail(exc)
 
 
-def check_format_first(root: Path) -> None:
-    """Refuse, before a runtime opens it, a home's existing embedded journal that a
-    runtime would upgrade in place: it is opened read only first (``mode=ro``: a journal of
-    another format is refused in one line, nothing of it written). A command that only
-    reads through a runtime (``workflow status``, ``approvals list``/``show``, ``inbox``,
-    ``evidence show``, ``budgets status``, ``autonomy status``) never rewrites a journal
-    it was handed (``tests/security/test_301``; the other readers: ``test_293``)."""
-    from ..storage import home_journal_target, is_postgres, open_journal
-
-    target = home_journal_target(root)
-    if not is_postgres(target) and Path(target).is_file():
-        open_journal(target, read_only=True).close()
-
-
 def home_runtime(root: Path, *, journal: str | Path | None = None, graph_sync: bool = True,
-                 recover: bool = True) -> Runtime:
+                 recover: bool = True, read_only: bool = False) -> Runtime:
     """A runtime on the home at ``root``, or the error opening it raises — never with the
     home's journal created by a home that does not load (:func:`.loop.runtime.open_home`:
     ``tests/security/test_282``, ``test_298``)."""
     from ..loop.runtime import open_home  # the whole loop: only for commands that run it
 
-    return open_home(root, journal=journal, graph_sync=graph_sync, recover=recover)
+    return open_home(root, journal=journal, graph_sync=graph_sync, recover=recover,
+                     read_only=read_only)
 
 
 def open_journal(home: Path | None) -> Journal:

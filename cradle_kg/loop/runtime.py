@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ..canonical import sha256_bytes
 from ..config import Approver, ConfigFile, RuntimeConfig
@@ -83,6 +84,7 @@ from ..storage import (
 from ..storage.counting import REFUSALS_SCOPE
 from ..storage.graph import GraphStore
 from ..storage.graph_opening import open_graph_store
+from ..storage.journal import NoLease, read_only_error
 from ..throttling import record_reached
 from ..tools import LookupFunction, ToolFunction, ToolRegistry, ToolSpec
 from ..verifiers import VerifierFunction, VerifierRegistry
@@ -201,6 +203,22 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _writes(method: Callable[Concatenate[Runtime, _P], _R]
+            ) -> Callable[Concatenate[Runtime, _P], _R]:
+    """A method of :class:`Runtime` that writes: refused first, before anything of it is
+    read, stored or called, on a runtime opened read only (``tests/security/test_312``)."""
+    @functools.wraps(method)
+    def guarded(self: Runtime, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if self.read_only:
+            raise read_only_error(self.journal.location)
+        return method(self, *args, **kwargs)
+    return guarded
+
+
 class Runtime:
     """One governed runtime over one home. Thread-safe for ``submit``."""
 
@@ -208,9 +226,18 @@ class Runtime:
                  policy_paths: Sequence[Path] = (), clock: Clock | None = None,
                  load_plugins: bool = True, integrity: bool = True,
                  graph_sync: bool = True, recover: bool = True,
-                 journal: str | Path | None = None) -> None:
+                 journal: str | Path | None = None, read_only: bool = False) -> None:
         self.home = Home(resolve_home(home))
-        self.home.root.mkdir(parents=True, exist_ok=True)
+        #: opened only to read (what the commands that only read open: ``tests/security/
+        #: test_309`` …): the journal opened read only (an embedded one must exist; it is
+        #: never made, switched to WAL, upgraded or appended to), no worker's lease, no
+        #: recovery pass, no graph store, no evidence stored; every method that writes
+        #: refuses first (:class:`~cradle_kg.errors.JournalError`)
+        self.read_only = read_only
+        #: what :meth:`close` lets go of last (a read only runtime's empty journal's folder)
+        self._closing = contextlib.ExitStack()
+        if not read_only:
+            self.home.root.mkdir(parents=True, exist_ok=True)
         #: the home's file as it says who its identities are now, when the configuration
         #: is the file's (given in process: the given one's)
         self.config_file: ConfigFile | None = None
@@ -224,18 +251,19 @@ class Runtime:
         #: the journal of record: ``journal`` (a SQLite path or a PostgreSQL URL), else
         #: ``CRADLE_JOURNAL_URL``, else the config's ``journal``, else the home's file
         self.journal = open_journal(journal if journal is not None
-                                    else home_journal_target(self.home.root, config.journal))
+                                    else home_journal_target(self.home.root, config.journal),
+                                    read_only=read_only)
         if isinstance(self.journal, SqliteJournal):  # PostgreSQL: the server's WAL writer
             self.journal.flush_window = config.deferred_flush_ms / 1000
         try:
             #: held for the life of this runtime; recovery leaves a live lease's intents alone
-            lease = self.journal.acquire_lease()
+            lease = NoLease() if read_only else self.journal.acquire_lease()
         except BaseException:
             self.journal.close()
             raise
         self.context = self._new_context(self.journal, config=config, clock=clock or _utcnow,
                                          lease=lease)
-        self.evidence = EvidenceStore(self.home.evidence)
+        self.evidence = EvidenceStore(self.home.evidence, read_only=read_only)
         self.tools = ToolRegistry()
         self.verifiers = VerifierRegistry()
         self.validators: list[ValidatorBinding] = []
@@ -275,9 +303,10 @@ class Runtime:
         #: :meth:`submit` need not check again
         self._checked: weakref.WeakValueDictionary[int, Proposal] = (
             weakref.WeakValueDictionary())
-        self._graph_sync = graph_sync
+        self._graph_sync = graph_sync and not read_only
         self._graph: GraphStore | None = None
-        self._graph_unavailable = False
+        #: read only: the store is never opened (catching it up writes it)
+        self._graph_unavailable = read_only
         self._graph_lock = threading.Lock()
         if load_plugins:
             try:
@@ -289,7 +318,8 @@ class Runtime:
                 self.close()  # a refused pack leaves no lease or handle behind
                 raise
         # INVARIANT: dangling intents are reconciled before this runtime does anything else
-        self.recovery: RecoveryReport | None = self.recover() if recover else None
+        self.recovery: RecoveryReport | None = (self.recover() if recover and not read_only
+                                                else None)
 
     def _new_context(self, journal: Journal, *, config: RuntimeConfig, clock: Clock,
                      lease: Lease) -> LoopContext:
@@ -475,7 +505,9 @@ class Runtime:
             self._graph = None
         self.journal.close()
         self.lease.release()
+        self._closing.close()
 
+    @_writes
     def recover(self) -> RecoveryReport:
         """Reconcile every intent without its outcome (see :mod:`.recovery`).
 
@@ -492,6 +524,7 @@ class Runtime:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @_writes
     def add_evidence(self, data: bytes, *, kind: str, collector: str,
                      run_id: str = "evidence", for_action: str | None = None) -> str:
         """Store evidence content-addressed and journal when it was collected; in
@@ -523,6 +556,7 @@ class Runtime:
         self._checked[id(proposal)] = proposal
         return proposal
 
+    @_writes
     def submit(self, raw: Proposal | dict[str, Any], *,
                claim_for: str | None = None) -> Outcome:
         """Run one proposal through the whole loop and return how it ended.
@@ -554,6 +588,7 @@ class Runtime:
             return self.config_file.agents()
         return frozenset(a.id for a in self.config.agents)
 
+    @_writes
     def claim_run(self, run_id: str, agent_id: str) -> None:
         """Make ``run_id`` ``agent_id``'s before anything is journaled in it, or raise
         :class:`~cradle_kg.errors.RunOwnershipError`: what every entry point that speaks for
@@ -818,6 +853,7 @@ class Runtime:
             run_ended=run_ended,
         )
 
+    @_writes
     def record_input(self, run_id: str, text: str, *, author: str,
                      kind: str = "request") -> str:
         """Record a trusted input of a run (the user's request), as evidence with its
@@ -865,12 +901,14 @@ class Runtime:
         return bool(self.journal.recent_sizes("proposal.received", collected.actor,
                                               since=EPOCH, limit=1))
 
+    @_writes
     def run_plan(self, plan: Plan) -> PlanOutcome:
         """Run a plan step by step, each step through both gates."""
         return run_plan(self.context, plan, submit=self.submit)
 
     # --- the humans ---------------------------------------------------------------
 
+    @_writes
     def decide_approval(self, approval_id: str, *, approver_id: str, token: str,
                         status: ApprovalStatus, once: bool = True, scope: str | None = None,
                         until: datetime | None = None, reason: str | None = None,
@@ -880,6 +918,7 @@ class Runtime:
                                          status=status, once=once, scope=scope, until=until,
                                          reason=reason, resume=resume)
 
+    @_writes
     def view_approval(self, approval_id: str, *, viewer: str) -> HumanApproval:
         return self.approval_flow.view(approval_id, viewer=viewer)
 
@@ -900,10 +939,12 @@ class Runtime:
         return self.approval_tool(
             approval, self.approvals.requested_proposal(approval).action.action_type)
 
+    @_writes
     def resume(self, run_id: str) -> list[Outcome]:
         """Re-submit the proposals of a run that wait for an approval that is now given."""
         return self.approval_flow.resume(run_id)
 
+    @_writes
     def resolve_task(self, task_id: str, *, by: str, token: str, note: str) -> HumanTask:
         """Close a human task (an escalation): an authenticated approver says what they did."""
         return resolve_task(self.context, self.approvals, task_id, by=by, token=token,
@@ -916,7 +957,7 @@ class Runtime:
 
 
 def open_home(root: Path, *, journal: str | Path | None = None, graph_sync: bool = True,
-              recover: bool = True) -> Runtime:
+              recover: bool = True, read_only: bool = False) -> Runtime:
     """A runtime on the home at ``root`` (``journal``, ``graph_sync``, ``recover``: as
     :class:`Runtime` takes them), or the error opening it raises — never with the home's
     journal created by a home that does not load: one whose embedded journal does not
@@ -926,9 +967,16 @@ def open_home(root: Path, *, journal: str | Path | None = None, graph_sync: bool
     behind (``tests/security/test_282``). Every command that opens a runtime on a home
     comes here: ``submit`` and the CLI's others, ``mcp serve``/``proxy``, ``worker``,
     ``recover``, ``pack run``, ``serve``'s API (``tests/security/test_298``). The first
-    command on a new home opens it twice; a home with a journal, or on PostgreSQL, once."""
+    command on a new home opens it twice; a home with a journal, or on PostgreSQL, once.
+
+    ``read_only``: the commands that only read (``workflow status``, ``approvals
+    list``/``show``, ``inbox``, ``evidence show``, ``budgets status``, ``autonomy status``)
+    — opened once, read only (:class:`Runtime`): nothing of the home is made or written
+    (``tests/security/test_309`` … ``test_311``)."""
     import tempfile
 
+    if read_only:
+        return _read_only(root, journal)
     target = str(journal) if journal is not None else home_journal_target(root)
     if not is_postgres(target) and not Path(target).exists():
         with tempfile.TemporaryDirectory(prefix="cradle-kg-first-open-") as scratch, \
@@ -936,5 +984,27 @@ def open_home(root: Path, *, journal: str | Path | None = None, graph_sync: bool
                         recover=False):
             pass
     return Runtime(root, journal=journal, graph_sync=graph_sync, recover=recover)
+
+def _read_only(root: Path, journal: str | Path | None) -> Runtime:
+    """A read only runtime on the home at ``root``. A home whose embedded journal does not
+    exist yet reads as one with an empty journal — a new one made in a temporary folder
+    (gone when the runtime closes), never the home's: nothing is waiting, no run is known,
+    as before, and no file or folder of the home is made (``tests/security/test_311``)."""
+    import tempfile
+
+    target = str(journal) if journal is not None else home_journal_target(root)
+    if is_postgres(target) or Path(target).exists():
+        return Runtime(root, journal=journal, read_only=True)
+    scratch = tempfile.TemporaryDirectory(prefix="cradle-kg-no-journal-")
+    try:
+        empty = Path(scratch.name) / "journal.sqlite"
+        SqliteJournal(empty).close()
+        rt = Runtime(root, journal=empty, read_only=True)
+    except BaseException:
+        scratch.cleanup()
+        raise
+    rt._closing.callback(scratch.cleanup)
+    return rt
+
 
 __all__ = ["CommitHook", "Runtime", "open_home"]

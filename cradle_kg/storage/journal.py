@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Protocol, runtime_checkable
 
 from ..canonical import canonical_json, sha256_bytes
+from ..errors import JournalError
 from ..isotime import iso
 from ..records import AuditEvent
 from .chain import Anchor, ChainReport, Progress
@@ -335,6 +336,26 @@ class Lease(Protocol):
         ...
 
     def release(self) -> None: ...
+
+
+class NoLease:
+    """The lease of a runtime opened only to read: none is taken (no ``workers/`` file, no
+    advisory lock), and it is never held, so no tool is called under it (fail closed)."""
+
+    id = "read-only"
+
+    def held(self) -> bool:
+        return False
+
+    def release(self) -> None:
+        return None
+
+
+def read_only_error(location: str) -> JournalError:
+    """What every write to a journal opened read only raises, before anything is written."""
+    return JournalError(f"the journal `{location}` is open read only: nothing is written",
+                        hint="a command that only reads opens the home read only; one that "
+                             "writes opens it as its runtime does")
 
 
 #: the hash of a journal's first event (both journals: the primary key's first entry)
@@ -659,6 +680,7 @@ __all__ = [
     "Lease",
     "LimitReached",
     "NewEvent",
+    "NoLease",
     "RunNotNew",
     "SubjectMoved",
     "UploadCap",
@@ -673,4 +695,5 @@ __all__ = [
     "breached_cap",
     "moved_subject",
     "new_runs",
+    "read_only_error",
 ]

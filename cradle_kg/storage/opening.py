@@ -34,16 +34,20 @@ def is_postgres(target: str) -> bool:
 
 def open_journal(target: str | Path, *, read_only: bool = False) -> Journal:
     """Open the journal at ``target`` (a SQLite path or a PostgreSQL URL); ``read_only``:
-    a SQLite file is opened ``mode=ro`` (never upgraded nor written)."""
+    a command that only reads — a SQLite file must exist, and is opened ``mode=ro`` (never
+    made, upgraded nor written); a PostgreSQL session's transactions are read only. Either
+    refuses an append (:func:`~.journal.read_only_error`)."""
     text = str(target)
     if is_postgres(text):
         from .postgresql import PostgresJournal
 
-        return PostgresJournal(text)
+        return PostgresJournal(text, read_only=read_only)
     if "://" in text:
         raise InputError(f"journal `{redact(text)}`: not a `postgresql://` URL or a file path",
                          hint="the embedded journal needs no setting; PostgreSQL: "
                               "`postgresql://user@host/db`")
+    if read_only and not Path(text).is_file():
+        raise InputError(f"no journal at `{text}`", hint="run `cradle-kg demo` or pass --home")
     return SqliteJournal(Path(text), read_only=read_only)
 
 
@@ -77,11 +81,7 @@ def open_home_journal(root: Path, *, must_exist: bool = False) -> Journal:
     reads — refuse to create a new embedded journal, and open an existing one read only
     (``mode=ro``: a journal of an older format is refused, not upgraded, and nothing of
     it is written: ``tests/security/test_293``)."""
-    target = home_journal_target(root)
-    if must_exist and not is_postgres(target) and not Path(target).is_file():
-        raise InputError(f"no journal at `{target}`",
-                         hint="run `cradle-kg demo` or pass --home")
-    return open_journal(target, read_only=must_exist)
+    return open_journal(home_journal_target(root), read_only=must_exist)
 
 
 __all__ = ["JOURNAL_URL_ENV", "home_journal_target", "is_postgres", "journal_target",

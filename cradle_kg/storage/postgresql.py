@@ -101,6 +101,7 @@ from .journal import (
     moved_subject,
     new_runs,
     open_runs,
+    read_only_error,
 )
 from .pg_append import PendingSeq
 from .pg_connect import (
@@ -217,14 +218,19 @@ class _Lease:
 class PostgresJournal:
     """One PostgreSQL journal. Safe to share between threads (one connection, locked)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
         import psycopg
 
         self.url = url
+        #: opened only to read (a command that only reads): :meth:`append` refuses, and
+        #: the session's transactions are read only, so the server refuses any write too
+        self.read_only = read_only
         self._psycopg = psycopg
         self._conn = connect(url)
         self._lock = threading.RLock()
         try:
+            if read_only:
+                self._conn.execute("SET default_transaction_read_only = on")
             applied = schema_version(self._conn)
         except psycopg.Error as exc:
             self._conn.close()
@@ -245,7 +251,7 @@ class PostgresJournal:
         self._runs = KnownRuns()
         schema = self._query("SELECT current_schema()")[0][0]
         #: durable appends commit without a flush under the lock, then flush (FLUSH_SQL)
-        self._flush_apart = self._can_flush_apart()
+        self._flush_apart = not read_only and self._can_flush_apart()
         self._channel = change_channel(str(schema or "public"))
         #: wait_for_change's LISTEN connection (opened by its first call)
         self._listener: psycopg.Connection[tuple[Any, ...]] | None = None
@@ -307,6 +313,8 @@ class PostgresJournal:
         this process dies; the server's next flushed commit flushes it too (WAL order)."""
         if not events:
             return []
+        if self.read_only:
+            raise read_only_error(self.location)
         encoded = encode(events)  # the payloads' text and hashes: before the lock
         caps = append_caps(events)
         # an append whose caps a limit decides, that makes one more item wait for a person

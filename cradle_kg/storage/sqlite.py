@@ -123,6 +123,7 @@ from .journal import (
     moved_subject,
     new_runs,
     open_runs,
+    read_only_error,
 )
 from .run_state_sql import StateKey
 from .sqlite_verify import verify_journal
@@ -404,6 +405,8 @@ class SqliteJournal:
         """
         if not events:
             return []
+        if self.read_only:  # before the writers' queue file is made, or a lock is taken
+            raise read_only_error(str(self.path))
         with self._lock:
             written = self._append(events)
             self._committed += 1

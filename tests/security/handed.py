@@ -20,6 +20,16 @@ from tests.security.homes import credit, opened_demo_home
 
 #: the run the author wants the auditor not to see
 HIDDEN = "run:task-p-hidden"
+#: the commands that only read through a runtime (``test_301``, ``test_309`` …)
+RUNTIME_READERS = (
+    ("workflow", "status", HIDDEN),
+    ("approvals", "list"),
+    ("approvals", "show", "apr:none"),
+    ("inbox",),
+    ("evidence", "show", "sha256:" + "0" * 64),
+    ("budgets", "status"),
+    ("autonomy", "status"),
+)
 
 
 def handed_home(factory: pytest.TempPathFactory, name: str) -> Path:
@@ -71,6 +81,13 @@ def append_forged(journal: Path, *, kind: str, payload: str, run_id: str = "run:
     finally:
         conn.close()
     return int(seq)
+
+
+def home_files(home: Path) -> dict[str, str]:
+    """Every file and folder under ``home`` and each file's digest (a folder: ``"/"``), but
+    a journal's ``-shm``: the index SQLite's readers share in memory, not the journal."""
+    return {str(p.relative_to(home)): "/" if p.is_dir() else digest(p)
+            for p in sorted(home.rglob("*")) if not p.name.endswith("-shm")}
 
 
 def refused_as_it_was(home: Path, command: tuple[str, ...], *, format_said: str) -> None:

@@ -23,19 +23,9 @@ from pathlib import Path
 import pytest
 
 from cradle_kg.storage.opening import JOURNAL_URL_ENV
-from tests.security.handed import HIDDEN, author, handed_home, refused_as_it_was
+from tests.security.handed import RUNTIME_READERS, author, handed_home, refused_as_it_was
 
 pytestmark = pytest.mark.sqlite_only("the SQLite file's own format")
-
-_READERS = (
-    ("workflow", "status", HIDDEN),
-    ("approvals", "list"),
-    ("approvals", "show", "apr:none"),
-    ("inbox",),
-    ("evidence", "show", "sha256:" + "0" * 64),
-    ("budgets", "status"),
-    ("autonomy", "status"),
-)
 
 
 @pytest.fixture
@@ -50,7 +40,7 @@ def older(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-@pytest.mark.parametrize("command", _READERS, ids=lambda c: " ".join(c[:2]))
+@pytest.mark.parametrize("command", RUNTIME_READERS, ids=lambda c: " ".join(c[:2]))
 def test_a_runtime_reader_leaves_an_older_journal_as_it_was(
         older: Path, command: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)

@@ -229,12 +229,13 @@ class Runtime:
                  journal: str | Path | None = None, read_only: bool = False) -> None:
         self.home = Home(resolve_home(home))
         #: opened only to read (what the commands that only read open: ``tests/security/
-        #: test_309`` …): the journal opened read only (an embedded one must exist; it is
-        #: never made, switched to WAL, upgraded or appended to), no worker's lease, no
-        #: recovery pass, no graph store, no evidence stored; every method that writes
-        #: refuses first (:class:`~cradle_kg.errors.JournalError`)
+        #: test_309`` …): the journal opened read only (never made, switched to WAL,
+        #: upgraded or appended to), no worker's lease, no recovery pass, no graph store,
+        #: no evidence stored; every method that writes refuses first
+        #: (:class:`~cradle_kg.errors.JournalError`)
         self.read_only = read_only
-        #: what :meth:`close` lets go of last (a read only runtime's empty journal's folder)
+        #: what :meth:`close` lets go of last (a read only runtime's empty journal's folder:
+        #: :meth:`_empty_if_none`)
         self._closing = contextlib.ExitStack()
         if not read_only:
             self.home.root.mkdir(parents=True, exist_ok=True)
@@ -250,8 +251,9 @@ class Runtime:
         self.config_problem: str | None = None
         #: the journal of record: ``journal`` (a SQLite path or a PostgreSQL URL), else
         #: ``CRADLE_JOURNAL_URL``, else the config's ``journal``, else the home's file
-        self.journal = open_journal(journal if journal is not None
-                                    else home_journal_target(self.home.root, config.journal),
+        target = journal if journal is not None \
+            else home_journal_target(self.home.root, config.journal)
+        self.journal = open_journal(self._empty_if_none(target) if read_only else target,
                                     read_only=read_only)
         if isinstance(self.journal, SqliteJournal):  # PostgreSQL: the server's WAL writer
             self.journal.flush_window = config.deferred_flush_ms / 1000
@@ -320,6 +322,22 @@ class Runtime:
         # INVARIANT: dangling intents are reconciled before this runtime does anything else
         self.recovery: RecoveryReport | None = (self.recover() if recover and not read_only
                                                 else None)
+
+    def _empty_if_none(self, target: str | Path) -> str | Path:
+        """The journal a read only runtime reads: ``target``, or, for an embedded journal
+        that does not exist yet, a new empty one made in a temporary folder (gone at
+        :meth:`close`), never the home's. Such a home reads as one with an empty journal —
+        nothing waits, no run is known, as before — and no file or folder of the home is
+        made (``tests/security/test_311``)."""
+        import tempfile
+
+        if is_postgres(str(target)) or Path(target).exists():
+            return target
+        scratch = self._closing.enter_context(
+            tempfile.TemporaryDirectory(prefix="cradle-kg-no-journal-"))
+        empty = Path(scratch) / "journal.sqlite"
+        SqliteJournal(empty).close()
+        return empty
 
     def _new_context(self, journal: Journal, *, config: RuntimeConfig, clock: Clock,
                      lease: Lease) -> LoopContext:
@@ -976,7 +994,7 @@ def open_home(root: Path, *, journal: str | Path | None = None, graph_sync: bool
     import tempfile
 
     if read_only:
-        return _read_only(root, journal)
+        return Runtime(root, journal=journal, read_only=True)
     target = str(journal) if journal is not None else home_journal_target(root)
     if not is_postgres(target) and not Path(target).exists():
         with tempfile.TemporaryDirectory(prefix="cradle-kg-first-open-") as scratch, \
@@ -984,27 +1002,6 @@ def open_home(root: Path, *, journal: str | Path | None = None, graph_sync: bool
                         recover=False):
             pass
     return Runtime(root, journal=journal, graph_sync=graph_sync, recover=recover)
-
-def _read_only(root: Path, journal: str | Path | None) -> Runtime:
-    """A read only runtime on the home at ``root``. A home whose embedded journal does not
-    exist yet reads as one with an empty journal — a new one made in a temporary folder
-    (gone when the runtime closes), never the home's: nothing is waiting, no run is known,
-    as before, and no file or folder of the home is made (``tests/security/test_311``)."""
-    import tempfile
-
-    target = str(journal) if journal is not None else home_journal_target(root)
-    if is_postgres(target) or Path(target).exists():
-        return Runtime(root, journal=journal, read_only=True)
-    scratch = tempfile.TemporaryDirectory(prefix="cradle-kg-no-journal-")
-    try:
-        empty = Path(scratch.name) / "journal.sqlite"
-        SqliteJournal(empty).close()
-        rt = Runtime(root, journal=empty, read_only=True)
-    except BaseException:
-        scratch.cleanup()
-        raise
-    rt._closing.callback(scratch.cleanup)
-    return rt
 
 
 __all__ = ["CommitHook", "Runtime", "open_home"]

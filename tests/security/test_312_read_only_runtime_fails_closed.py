@@ -6,8 +6,8 @@ it — a submission, an upload, a run's input, a claim, a recovery pass, an appr
 decided — must not write around the journal it cannot append to: a blob stored before
 the append refused, a tool called before its intent. Each is refused with a
 :class:`~cradle_kg.errors.JournalError` and the home is as it was: its journal's head, its
-files. It opens no graph store (``graph()`` is ``None``) and holds no lease. On both
-journals.
+files. It opens no graph store (``graph()`` is ``None``) and holds no lease; its
+journal's connection itself refuses a write. On both journals.
 """
 
 from __future__ import annotations
@@ -51,6 +51,11 @@ def test_every_write_of_a_read_only_runtime_is_refused(home: Path) -> None:
         for write in writes:
             with pytest.raises(JournalError, match="read only"):
                 write()
+        # below the runtime's own refusals, the journal's connection writes nothing either
+        # (SQLite `query_only`; a PostgreSQL session whose transactions are read only)
+        assert ro.journal.stored_digest_key() is None
+        with pytest.raises(JournalError, match="cannot write the digest key"):
+            ro.journal.digest_key()
         assert ro.journal.head() == head
     assert _head(home) == head
     assert home_files(home) == files

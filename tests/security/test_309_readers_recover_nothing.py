@@ -5,10 +5,10 @@ status``, ``approvals list``/``show``, ``inbox``, ``evidence show``, ``budgets s
 ``autonomy status`` — opened the home's whole runtime, which takes a worker's lease and
 reconciles every dangling intent before it answers. On a home whose worker was killed
 between an intent and its outcome, the first of them an auditor ran (``workflow
-status``) called the tool again — the demo ledger credited 70 — and journaled the
-observation, the verification, the commit and the outcome: a reader acted on the world
-and wrote into the evidence it was reading. A killed worker's intent past its lookup
-(``after_call``) was reconciled and written the same way.
+status``) called the tool again — the demo ledger credited 70 — and journaled the retry,
+the observation, the verification, the commit and the outcome (seq 4 to 9): a reader
+acted on the world and wrote into the evidence it was reading. A worker killed after its
+call (``after_call``) had its intent reconciled and written the same way.
 
 Now they open the home read only (:class:`~cradle_kg.Runtime` with ``read_only=True``):
 no lease, no recovery, nothing journaled; the intent still dangles, for the home's own

@@ -7,8 +7,8 @@ and no graph store (copied without it) — ran ``workflow status``, ``approvals 
 ``inbox``, ``evidence show``, ``budgets status`` or ``autonomy status``, and each:
 switched the journal to WAL (its header rewritten: the file handed over was no longer
 the one received), took a worker's lease (a ``workers/`` folder made in the home), ran
-the recovery pass (``recovery.lock``) and, at its close, built the home's graph store
-from the journal (a ``graph/`` folder of its own, written).
+the recovery pass and, at its close, built the home's graph store from the journal
+(``graph/`` and ``graph.lock`` made and written).
 
 Now they open the home read only: the journal ``mode=ro``, no lease, no recovery, no
 graph store. Every file of the home is the same after, byte for byte, and no file is
@@ -50,6 +50,6 @@ def test_a_runtime_reader_writes_nothing_in_the_home(
     res = run_cli(*command, "--home", str(copied))
     assert "Traceback" not in res.stdout + res.stderr
     assert res.returncode in (0, 2), (res.stdout, res.stderr)
-    # before: the journal switched to WAL, `workers/`, `recovery.lock`, `graph/` made
+    # before: the journal switched to WAL, `workers/`, `graph/` and `graph.lock` made
     assert home_files(copied) == before
     assert not (copied / "journal.sqlite-shm").exists()

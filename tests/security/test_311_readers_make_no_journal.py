@@ -4,9 +4,9 @@ Finding (nineteenth round): ``runs list`` on a home with no journal says so and 
 nothing, but the commands that read through a runtime opened the home as a writer does.
 Pointed at a folder holding a home's configuration and policies and no journal — a home
 half copied, a ``--home`` naming the wrong folder — ``inbox`` or ``approvals list``
-answered an empty list and left behind a new empty journal (its ``-wal``, ``-shm`` and
-writers' file), a ``workers/`` folder, a graph store and ``recovery.lock``; pointed at a
-folder that does not exist, it made the folder too.
+answered an empty list and left behind a new empty journal, a ``workers/`` folder and a
+graph store (``graph/``, ``graph.lock``); pointed at a folder that does not exist, it made
+the folder too.
 
 Now such a home reads as one whose journal is empty — the same answers as before (an
 empty inbox, no approval, no budget; an unknown run) — from an empty journal made
@@ -42,7 +42,7 @@ def test_a_runtime_reader_makes_no_journal(tmp_path: Path, command: tuple[str, .
         res = run_cli(*command, "--home", str(folder), *(["--format", "json"] * listing))
         assert "Traceback" not in res.stdout + res.stderr
         answers.append((res.returncode, res.stdout.strip()))
-    # before: a journal, `workers/`, `graph/`, `recovery.lock` and the missing folder made
+    # before: a journal, `workers/`, `graph/`, `graph.lock` and the missing folder made
     assert home_files(home) == before
     assert not nowhere.exists()
     if listing:  # nothing waits, nothing was spent: as in a home with an empty journal

@@ -214,7 +214,7 @@ def _writes(method: Callable[Concatenate[Runtime, _P], _R]
     @functools.wraps(method)
     def guarded(self: Runtime, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         if self.read_only:
-            raise read_only_error(self.journal.location)
+            raise read_only_error(f"the home `{self.home.root}`")
         return method(self, *args, **kwargs)
     return guarded
 

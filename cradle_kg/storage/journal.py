@@ -351,9 +351,10 @@ class NoLease:
         return None
 
 
-def read_only_error(location: str) -> JournalError:
-    """What every write to a journal opened read only raises, before anything is written."""
-    return JournalError(f"the journal `{location}` is open read only: nothing is written",
+def read_only_error(what: str) -> JournalError:
+    """What every write to a journal opened read only raises, before anything is written
+    (``what``: the journal, or the home whose runtime was opened read only)."""
+    return JournalError(f"{what} is open read only: nothing is written",
                         hint="a command that only reads opens the home read only; one that "
                              "writes opens it as its runtime does")
 

@@ -314,7 +314,7 @@ class PostgresJournal:
         if not events:
             return []
         if self.read_only:
-            raise read_only_error(self.location)
+            raise read_only_error(f"the journal `{self.location}`")
         encoded = encode(events)  # the payloads' text and hashes: before the lock
         caps = append_caps(events)
         # an append whose caps a limit decides, that makes one more item wait for a person

@@ -406,7 +406,7 @@ class SqliteJournal:
         if not events:
             return []
         if self.read_only:  # before the writers' queue file is made, or a lock is taken
-            raise read_only_error(str(self.path))
+            raise read_only_error(f"the journal `{self.path}`")
         with self._lock:
             written = self._append(events)
             self._committed += 1

@@ -21,7 +21,7 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.errors import JournalError
 from cradle_kg.records import ApprovalStatus
-from cradle_kg.storage import open_home_journal
+from cradle_kg.storage import NewEvent, open_home_journal
 from tests.security.handed import home_files
 from tests.security.homes import credit
 
@@ -49,8 +49,13 @@ def test_every_write_of_a_read_only_runtime_is_refused(home: Path) -> None:
             ro.recover,
         ]
         for write in writes:
-            with pytest.raises(JournalError, match="read only"):
+            with pytest.raises(JournalError, match=r"the home .* is open read only"):
                 write()
+        # what the workflow engine and the autonomy book append through: the journal refuses
+        note = NewEvent(run_id="run:x", kind="note", subject="x", actor="user:bob",
+                        at=ro.clock(), payload={})
+        with pytest.raises(JournalError, match=r"the journal .* is open read only"):
+            ro.context.append([note])
         # below the runtime's own refusals, the journal's connection writes nothing either
         # (SQLite `query_only`; a PostgreSQL session whose transactions are read only)
         assert ro.journal.stored_digest_key() is None

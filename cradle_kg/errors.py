@@ -30,6 +30,8 @@ no decision can be made at all — and then the gate fails closed.
     ├── OntologyError               the ontology cannot be checked
     │   └── JavaMissingError        the OWL reasoner needs Java and there is none
     ├── ApprovalError               an approval that cannot be given (self-approval, expired, ...)
+    │   └── ApprovalUsedError       an approval whose action ran under it cannot be revoked
+    │                               (HTTP 409, CLI exit 2)
     ├── ReplayDivergenceError       strict replay differs from the journal (names the event)
     ├── BudgetExceededError         a spending limit was reached (carries the reason code)
     ├── QuotaExceededError          an identity's quota over a sliding window is used up
@@ -233,6 +235,13 @@ class JavaMissingError(OntologyError):
 
 class ApprovalError(CradleError):
     code = "approval_error"
+
+
+class ApprovalUsedError(ApprovalError):
+    """An approval is taken back (``approvals revoke``) only before its action ran under
+    it: this one's intent is in the journal (HTTP 409, CLI exit 2)."""
+
+    code = "already_used"
 
 
 class ReplayDivergenceError(CradleError):

@@ -477,6 +477,8 @@ class ApprovalStatus(StrEnum):
     REJECTED = "rejected"
     CHANGES_REQUESTED = "changes_requested"
     EXPIRED = "expired"
+    #: approved, then taken back by a person before its action ran: authorizes nothing
+    REVOKED = "revoked"
 
 
 class HumanApproval(Record):

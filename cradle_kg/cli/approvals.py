@@ -16,7 +16,7 @@ import typer
 from ..canonical import parse_iso
 from ..errors import CradleError, InputError
 from ..inbox import approval_list
-from ..loop.approvals import ToolVersions, effective_status
+from ..loop.approvals import ApprovalState, ToolVersions, effective_status
 from ..records import ApprovalStatus
 from .common import (
     Format,
@@ -84,23 +84,34 @@ def approvals_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
                                     decider=decider)
         now = rt.clock()
         # the tool's version each covers, and the one now (as `approvals show` says it)
-        items = [(s.approval, effective_status(s.approval, now), rt.requested_tool(s.approval),
+        items = [(s, effective_status(s.approval, now), rt.requested_tool(s.approval),
                   why) for s, why in rows]
     if fmt is Format.JSON:
-        print_json([{**a.model_dump(mode="json"), "status": status.value, "tool": tool.to_dict(),
+        print_json([{**st.approval.model_dump(mode="json"), "status": status.value,
+                     "tool": tool.to_dict(), **st.shown(),
                      **({"decidable": why is None, "why_not": why} if decider else {})}
-                    for a, status, tool, why in items])
+                    for st, status, tool, why in items])
         return
     table("approvals", ["id", "status", "run", "proposal", "tool", "requested by", "approver",
                         "scope", "expires", *(["decidable"] if decider else [])],
-          [[a.id, status.value, a.run_id, a.proposal_id, _tool_cell(tool), a.requested_by,
-            a.approver_id or "-", a.scope or "-",
-            a.expires_at.isoformat() if a.expires_at else "-",
+          [[st.approval.id, status.value, st.approval.run_id, st.approval.proposal_id,
+            _tool_cell(tool), st.approval.requested_by, _approver_cell(st),
+            st.approval.scope or "-",
+            st.approval.expires_at.isoformat() if st.approval.expires_at else "-",
             *([f"no: {why}" if why else "yes"] if decider else [])]
-           for a, status, tool, why in items])
+           for st, status, tool, why in items])
     if offset + len(items) < total:
         err_console.print(f"{offset + 1} to {offset + len(items)} of {total} approvals; "
                           f"more with --offset {offset + len(items)}", highlight=False)
+
+
+def _approver_cell(st: ApprovalState) -> str:
+    """Who approved it, and who took it back, when and why (a revoked approval)."""
+    given = st.approval.approver_id or "-"
+    if st.revoked is None:
+        return given
+    why = f": {st.revoked.reason}" if st.revoked.reason else ""
+    return f"{given}, revoked by {st.revoked.by} at {st.revoked.at.isoformat()}{why}"
 
 
 def _tool_cell(tool: ToolVersions) -> str:
@@ -136,9 +147,9 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
             if viewer is not None:
                 assert token is not None
                 rt.approvals.authenticate(viewer, token)
-                approval = rt.view_approval(approval_id, viewer=viewer)
-            else:
-                approval = rt.approvals.get(approval_id).approval
+                rt.view_approval(approval_id, viewer=viewer)
+            state = rt.approvals.get(approval_id)
+            approval = state.approval
             proposal, shown = rt.approvals.shown_request(approval)
             tool = rt.approval_tool(approval, proposal.action.action_type)
         except CradleError as exc:
@@ -146,7 +157,7 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
     print_json({"approval": approval.model_dump(mode="json"),
                 "action": shown,
                 "proposed_by": proposal.agent_id,
-                "tool": tool.to_dict()})
+                "tool": tool.to_dict(), **state.shown()})
     note = tool.note()
     if note:  # on stderr too: the JSON on stdout stays what a script reads
         err_console.print(f"warning: {clean(note)}", highlight=False, soft_wrap=True)
@@ -236,6 +247,29 @@ def approvals_request_changes(approval_id: str, approver: AsOpt,
                               home: HomeOpt = None, token: TokenOpt = None) -> None:
     """Send the proposal back with the changes wanted."""
     _decide(approval_id, home, approver, token, ApprovalStatus.CHANGES_REQUESTED, reason=reason)
+
+
+@approvals_app.command("revoke")
+def approvals_revoke(approval_id: str, approver: AsOpt,
+                     reason: Annotated[str, typer.Option("--reason", help="Why it is taken "
+                                                                          "back.")],
+                     home: HomeOpt = None, token: TokenOpt = None) -> None:
+    """Take an approved approval back before its action ran: it then authorizes nothing,
+    and the agent's proposal asks a person anew. Only an approver who may decide it; an
+    approval whose action ran under it is `already_used` (exit 2)."""
+    if not token:
+        fail(InputError("an approver token is required",
+                        hint="pass --token or set CRADLE_APPROVER_TOKEN"))
+    with open_runtime(home) as rt:
+        try:
+            rt.revoke_approval(approval_id, approver_id=approver, token=token, reason=reason)
+            state = rt.approvals.get(approval_id)
+        except CradleError as exc:
+            fail(exc, code=1 if exc.code == "approval_error" else 2)
+    assert state.revoked is not None
+    console.print(f"approval {clean(approval_id)}: revoked by {clean(state.revoked.by)} "
+                  f"(approved by {clean(state.approval.approver_id or '-')}); it authorizes "
+                  "nothing now", highlight=False)
 
 
 def install(app: typer.Typer) -> None:

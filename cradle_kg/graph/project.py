@@ -54,7 +54,8 @@ SIDE_EFFECTS = {"read_only": "ReadOnly", "reversible": "Reversible",
                 "compensable": "Compensable", "external_write": "ExternalWrite",
                 "irreversible": "Irreversible"}
 APPROVALS = {"pending": "Pending", "approved": "Approved", "rejected": "Rejected",
-             "changes_requested": "ChangesRequested", "expired": "Expired"}
+             "changes_requested": "ChangesRequested", "expired": "Expired",
+             "revoked": "Revoked"}
 VERIFICATIONS = {"verified": "Verified", "failed": "Failed", "inconclusive": "Inconclusive",
                  "unverified": "Unverified"}
 
@@ -408,6 +409,13 @@ def _approval_decided(q: _Quads, ev: AuditEvent) -> str:
     pl = ev.payload
     s = node("approval", pl["approval_id"])
     q.typed(s, "HumanApproval")
+    if pl["status"] == "revoked":  # taken back: its approver and expiry stay as given
+        q.add(s, c("approvalStatus"), c("Revoked"))
+        q.add(s, c("revokedBy"), identity(pl["approver_id"]))
+        q.add(s, c("revokedAt"), at(ev.at))
+        if pl.get("reason"):  # on its event, as a cancel's (the approval's is the approver's)
+            q.add(node("event", str(ev.seq)), _REASON, lit(pl["reason"]))
+        return s
     q.add(s, c("approvalStatus"), c(APPROVALS[pl["status"]]))
     q.add(s, c("approver"), identity(pl["approver_id"]))
     q.add(s, c("decidedAt"), at(ev.at))
@@ -686,6 +694,9 @@ def event_retractions(ev: AuditEvent) -> list[str]:
     rather than a pass over every approval or action of the store."""
     if ev.kind == "approval.decided":
         s = node("approval", ev.payload["approval_id"])
+        if ev.payload.get("status") == "revoked":  # approved no more, awaiting no use
+            return [f"{s} {c('approvalStatus')} {c('Approved')}",
+                    f"{s} {c('awaitsUse')} {_TRUE}"]
         return [f"{s} {c('approvalStatus')} {c('Pending')}"]
     if ev.kind == "action.intent" and ev.payload.get("approval_id"):
         return [f"{node('approval', ev.payload['approval_id'])} {c('awaitsUse')} {_TRUE}"]

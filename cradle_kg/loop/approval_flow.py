@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from ..errors import (
     ApprovalError,
+    ApprovalUsedError,
     InputError,
     JournalError,
     QuotaExceededError,
@@ -29,7 +30,14 @@ from ..records import (
     Proposal,
     RuntimeDecision,
 )
-from ..storage import Journal, NewEvent, WaitingCap, WaitingReached
+from ..storage import (
+    ApprovalGuard,
+    ApprovalMoved,
+    Journal,
+    NewEvent,
+    WaitingCap,
+    WaitingReached,
+)
 from ..tools import secret_marks
 from .approvals import ApprovalBook, ApprovalState, excluded_for, run_starter, view_is_news
 from .context import LoopContext
@@ -334,6 +342,53 @@ class ApprovalFlow:
             if self.holds_tool is None or self.holds_tool(proposal.action.action_type):
                 outcome = self.submit(proposal)
         return updated, outcome
+
+    def revoke(self, approval_id: str, *, approver_id: str, token: str,
+               reason: str) -> HumanApproval:
+        """Take back an approved approval whose action has not run under it: one
+        ``approval.decided`` of status ``revoked`` (:meth:`.approvals.ApprovalBook.
+        revoke_event` checks who and what), written ``if_last`` over what it read (two
+        revokes: one) and guarded against its use (:class:`~cradle_kg.storage.
+        ApprovalGuard`): an intent naming it that landed first refuses it under the
+        writer's lock — :class:`~cradle_kg.errors.ApprovalUsedError`, nothing written.
+        After it the approval authorizes nothing: the proposal that asked for it asks a
+        person anew when it comes again (``tests/security/test_304``). A refused attempt
+        (unknown approver, wrong token, excluded, not approved) is journaled as
+        ``approval.refused``, as a refused decision is."""
+        check_human_input(self.ctx.config.input_limits,
+                          ids={"approval_id": approval_id, "approver_id": approver_id},
+                          texts={"reason": reason, "token": token})
+        if not isinstance(reason, str) or not reason.strip():
+            raise InputError("`reason`: a revoke needs a reason (why the approval is "
+                             "taken back)")
+
+        def revoke_events() -> list[NewEvent]:
+            state, _, last = self.book.read_guarded(approval_id)
+            now = self.ctx.clock()
+            try:
+                event = self.book.revoke_event(state, approver_id=approver_id, token=token,
+                                               reason=reason, now=now)
+            except ApprovalError as exc:
+                self.ctx.append([NewEvent(
+                    run_id=state.approval.run_id, kind="approval.refused",
+                    subject="approval:" + state.approval.action_digest, actor=approver_id,
+                    at=now, payload={"approval_id": approval_id,
+                                     "claimed_approver": approver_id,
+                                     "asked": str(ApprovalStatus.REVOKED),
+                                     "reason": exc.message})])
+                raise
+            guard = ApprovalGuard(state.approval.id, state.approval.run_id, revoking=True)
+            return [replace(event, if_last=last, approval_guard=guard)]
+
+        try:
+            self.ctx.append_unmoved(revoke_events, attempts=_DECIDE_ATTEMPTS,
+                                    gave_up=JournalError(
+                                        f"approval `{approval_id}`: other events about its "
+                                        "action keep arriving first; revoke again"))
+        except ApprovalMoved:  # its use landed first, under the writer's lock
+            raise ApprovalUsedError(f"approval `{approval_id}` is already used: its action "
+                                    "ran under it") from None
+        return self.book.get(approval_id).approval
 
     def view(self, approval_id: str, *, viewer: str) -> HumanApproval:
         """The approval as ``viewer`` sees it, the view journaled (``approval.viewed``) only

@@ -6,6 +6,11 @@ subject is that digest:
 
 ``approval.requested`` → ``approval.viewed``* → ``approval.decided`` → ``approval.consumed``
 
+An approved approval whose action has not run under it can be taken back by a person
+(``approvals revoke``): a second ``approval.decided``, of status ``revoked``
+(:meth:`ApprovalBook.revoke_event`); it then authorizes nothing (``tests/security/
+test_304``).
+
 A view is journaled when it says something new (:func:`view_is_news`): a viewer's first
 look at an approval, and their first after its action's events moved on; polling in
 between is answered, not journaled.
@@ -56,7 +61,7 @@ from typing import Any
 
 from ..canonical import token_hash
 from ..config import Approver, RuntimeConfig
-from ..errors import ApprovalError, UnknownNameError
+from ..errors import ApprovalError, ApprovalUsedError, UnknownNameError
 from ..inputs import check_page
 from ..records import ApprovalStatus, AuditEvent, HumanApproval, Proposal
 from ..redaction import mask_action, secret_names
@@ -64,10 +69,28 @@ from ..storage import Decider, Journal, NewEvent
 
 
 @dataclass(frozen=True)
+class Revocation:
+    """Who took an approved approval back, when, and why (its ``revoked`` decision)."""
+
+    by: str
+    at: datetime
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"by": self.by, "at": self.at.isoformat(), "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class ApprovalState:
     approval: HumanApproval
     #: identities that may never approve it
     excluded: tuple[str, ...]
+    #: set once a person revoked it (its status then ``revoked``)
+    revoked: Revocation | None = None
+
+    def shown(self) -> dict[str, Any]:
+        """What a view adds to the approval's record: who revoked it, when and why."""
+        return {"revoked": self.revoked.to_dict()} if self.revoked is not None else {}
 
 
 def effective_status(approval: HumanApproval, now: datetime) -> ApprovalStatus:
@@ -149,6 +172,13 @@ def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
             states[approval.id] = ApprovalState(approval, tuple(p.get("excluded", ())))
         elif ev.kind == "approval.decided" and p["approval_id"] in states:
             st = states[p["approval_id"]]
+            if st.revoked is not None:  # INVARIANT: taken back for good
+                continue
+            if p["status"] == ApprovalStatus.REVOKED:  # the approving decision kept
+                states[st.approval.id] = ApprovalState(
+                    st.approval.model_copy(update={"status": ApprovalStatus.REVOKED}),
+                    st.excluded, Revocation(str(p["approver_id"]), ev.at, p.get("reason")))
+                continue
             states[st.approval.id] = ApprovalState(
                 st.approval.model_copy(update={
                     "status": ApprovalStatus(p["status"]),
@@ -165,8 +195,23 @@ def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
         elif ev.kind == "approval.consumed" and p["approval_id"] in states:
             st = states[p["approval_id"]]
             states[st.approval.id] = ApprovalState(
-                st.approval.model_copy(update={"consumed": True}), st.excluded)
+                st.approval.model_copy(update={"consumed": True}), st.excluded, st.revoked)
     return states
+
+
+def lapsed(journal: Journal, request: AuditEvent, now: datetime) -> bool:
+    """Whether the approval ``request`` asked for, once approved, authorizes nothing at
+    ``now``: its expiry passed, or a person revoked it — its decisions in its run folded
+    (one read of the digest's decisions there). What a key's approved, not run approval
+    (``unrun_approvals``) is read against when the key is checked: no background job
+    removes its row (``tests/security/test_306``)."""
+    approval_id = _requested_id(request)
+    moved = journal.events_for_subject(request.subject, run_id=request.run_id,
+                                       kinds=("approval.decided",))
+    found = _fold([request, *(e for e in moved if e.seq > request.seq)])
+    st = found.get(approval_id) if approval_id is not None else None
+    return st is not None and effective_status(st.approval, now) in (
+        ApprovalStatus.EXPIRED, ApprovalStatus.REVOKED)
 
 
 def _requested_id(request: AuditEvent) -> str | None:
@@ -533,14 +578,72 @@ class ApprovalBook:
                        scope: str | None = None, until: datetime | None = None,
                        reason: str | None = None) -> NewEvent:
         """Check who may decide, and build the ``approval.decided`` event."""
-        self.authenticate(approver_id, token)
+        self._check_person(st, approver_id, token)
         a = st.approval
+        if a.status is not ApprovalStatus.PENDING:
+            raise ApprovalError(f"approval `{a.id}` is already `{a.status}`")
+        wanted = self._check_scope(a, approver_id, scope)
+        if until is not None and until <= now:
+            raise ApprovalError("the expiry time is already past")
+        if status is ApprovalStatus.REJECTED and not reason:
+            raise ApprovalError("a rejection needs a reason")
+        payload: dict[str, Any] = {
+            "approval_id": a.id, "status": str(status), "approver_id": approver_id,
+            "scope": wanted, "once": once,
+            "expires_at": until.isoformat() if until else None, "reason": reason,
+            "delay_seconds": round((now - a.requested_at).total_seconds(), 3),
+            "decision_id": a.decision_id,
+        }
+        return NewEvent(run_id=a.run_id, kind="approval.decided",
+                        subject="approval:" + a.action_digest, actor=approver_id, at=now,
+                        payload=payload)
+
+    def revoke_event(self, st: ApprovalState, *, approver_id: str, token: str,
+                     reason: str, now: datetime) -> NewEvent:
+        """Check that ``approver_id`` may take the approval ``st`` back, and build its
+        ``approval.decided`` of status ``revoked``: one who may decide it (its exclusions,
+        its scope, as :meth:`decision_event`), of an approved approval (an expired one too:
+        saying so is harmless) whose action has not run under it (a consumed approve-once:
+        :class:`~cradle_kg.errors.ApprovalUsedError`; a reusable one's use is found by the
+        journal under its writer's lock, :class:`~cradle_kg.storage.ApprovalGuard`).
+
+        A status of ``approval.decided``, not a kind of its own: every reader of the
+        decisions (the fold here, ``unrun_approvals``, the inbox) already reads the newest
+        decision of an approval, and an older cradle-kg on the same journal that does not
+        know the status fails on it instead of reading the approval as still approved."""
+        self._check_person(st, approver_id, token)
+        a = st.approval
+        if st.revoked is not None:
+            raise ApprovalError(f"approval `{a.id}` is already `revoked` (by "
+                                f"`{st.revoked.by}`)")
+        if a.status is not ApprovalStatus.APPROVED:
+            raise ApprovalError(
+                f"approval `{a.id}` is `{a.status}`: only an approved approval can be "
+                "revoked" + (" (reject it instead)" if a.status is ApprovalStatus.PENDING
+                             else ""))
+        if a.once and a.consumed:
+            raise ApprovalUsedError(f"approval `{a.id}` is already used: its action ran "
+                                    "under it")
+        self._check_scope(a, approver_id, None)
+        return NewEvent(run_id=a.run_id, kind="approval.decided",
+                        subject="approval:" + a.action_digest, actor=approver_id, at=now,
+                        payload={"approval_id": a.id, "status": str(ApprovalStatus.REVOKED),
+                                 "approver_id": approver_id, "reason": reason,
+                                 "approved_by": a.approver_id,
+                                 "decision_id": a.decision_id})
+
+    def _check_person(self, st: ApprovalState, approver_id: str, token: str) -> None:
+        """The token authenticates ``approver_id``, who is not excluded from deciding."""
+        self.authenticate(approver_id, token)
         if approver_id in st.excluded:
             raise ApprovalError(
                 f"`{approver_id}` proposed this action (or acts for its proposer) "
                 "and cannot approve it")
-        if a.status is not ApprovalStatus.PENDING:
-            raise ApprovalError(f"approval `{a.id}` is already `{a.status}`")
+
+    def _check_scope(self, a: HumanApproval, approver_id: str, scope: str | None
+                     ) -> str | None:
+        """The scope the decision is made within (``scope``, else the approval's), when
+        ``approver_id`` may decide within it; else an :class:`ApprovalError`."""
         approver = self.approver(approver_id)
         if approver is None:  # removed from the configuration since it authenticated
             raise ApprovalError(f"`{approver_id}` is not a configured approver")
@@ -557,20 +660,7 @@ class ApprovalBook:
             raise ApprovalError(f"`{approver_id}` may approve only within scopes "
                                 f"{_listed(approver.scopes)}: approval `{a.id}` is asked "
                                 "within no scope")
-        if until is not None and until <= now:
-            raise ApprovalError("the expiry time is already past")
-        if status is ApprovalStatus.REJECTED and not reason:
-            raise ApprovalError("a rejection needs a reason")
-        payload: dict[str, Any] = {
-            "approval_id": a.id, "status": str(status), "approver_id": approver_id,
-            "scope": wanted, "once": once,
-            "expires_at": until.isoformat() if until else None, "reason": reason,
-            "delay_seconds": round((now - a.requested_at).total_seconds(), 3),
-            "decision_id": a.decision_id,
-        }
-        return NewEvent(run_id=a.run_id, kind="approval.decided",
-                        subject="approval:" + a.action_digest, actor=approver_id, at=now,
-                        payload=payload)
+        return wanted
 
 
 def _listed(scopes: Sequence[str]) -> str:

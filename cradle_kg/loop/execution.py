@@ -26,7 +26,7 @@ from ..records import (
     RuntimeDecision,
     SideEffectClass,
 )
-from ..storage import IdempotencyKeyTaken, NewEvent, SubjectMoved
+from ..storage import ApprovalGuard, IdempotencyKeyTaken, NewEvent, SubjectMoved
 from ..tools import ToolCall, ToolSpec
 from .approval_flow import ApprovalFlow
 from .approvals import ApprovalBook, excluded_for
@@ -179,7 +179,11 @@ class Execution:
                      "cost": spec.cost, "approval_id": approval.id if approval else None,
                      "tool": spec.ref, "idempotency": str(spec.idempotency),
                      "worker": self.ctx.lease.id},
-            if_run_open=guarded)
+            if_run_open=guarded,
+            # INVARIANT: nor after a person revoked it — a revoke written before the intent
+            # refuses the append under the writer's lock (nothing written), and the proposal
+            # is decided again: a person asked anew (tests/security/test_305)
+            approval_guard=ApprovalGuard(approval.id, run_id) if approval else None)
         call = ToolCall(tool_id=spec.id, target=action.target, arguments=gate.arguments,
                         idempotency_key=gate.idempotency_key, environment=action.environment,
                         dry_run=proposal.action.dry_run, run_id=run_id,

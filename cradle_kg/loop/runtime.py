@@ -68,6 +68,7 @@ from ..records import (
 )
 from ..runs import after_the_end, run_end
 from ..storage import (
+    ApprovalMoved,
     IdempotencyKeyTaken,
     Journal,
     Lease,
@@ -671,6 +672,11 @@ class Runtime:
                     raise
                 run_ended = after_the_end(ended.run_id, run_end(self.journal, ended.run_id))
                 why = "its run ended while it was decided"
+            except ApprovalMoved:
+                # the approval it was about to run under was revoked by a person since gate
+                # 1 read it (refused under the writer's lock, nothing written): decided
+                # again, the approval read revoked — a person is asked anew (test_305)
+                why = "its approval was revoked while it was decided"
             except _InForceMoved:  # nothing of it was written: decided again
                 why = "the home's policies or configuration kept changing while it was decided"
             except LimitReached as reached:
@@ -935,6 +941,14 @@ class Runtime:
         return self.approval_flow.decide(approval_id, approver_id=approver_id, token=token,
                                          status=status, once=once, scope=scope, until=until,
                                          reason=reason, resume=resume)
+
+    @_writes
+    def revoke_approval(self, approval_id: str, *, approver_id: str, token: str,
+                        reason: str) -> HumanApproval:
+        """Take an approved approval back before its action ran (see
+        :meth:`.approval_flow.ApprovalFlow.revoke`)."""
+        return self.approval_flow.revoke(approval_id, approver_id=approver_id, token=token,
+                                         reason=reason)
 
     @_writes
     def view_approval(self, approval_id: str, *, viewer: str) -> HumanApproval:

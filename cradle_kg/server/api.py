@@ -195,7 +195,7 @@ def make_router(runtime: Runtime) -> APIRouter:
         page, _ = call(lambda: approval_list(runtime, pending=pending, limit=limit,
                                              offset=offset, requested_by=mine,
                                              decider=decider))
-        return [{**st.approval.model_dump(mode="json"),
+        return [{**st.approval.model_dump(mode="json"), **st.shown(),
                  **({"decidable": why is None, "why_not": why} if decider else {})}
                 for st, why in page]
 
@@ -208,12 +208,15 @@ def make_router(runtime: Runtime) -> APIRouter:
                 asked = runtime.approvals.get(approval_id).approval
                 if not sees(who, asked.requested_by):
                     raise UnknownNameError(f"no approval `{approval_id}`")
-            a = runtime.view_approval(approval_id, viewer=who.identity)
+            runtime.view_approval(approval_id, viewer=who.identity)
+            state = runtime.approvals.get(approval_id)
+            a = state.approval
             proposal, shown = runtime.approvals.shown_request(a)
             # the tool's version it covers, and the one now: said before a person decides
             tool = runtime.approval_tool(a, proposal.action.action_type)
             return {"approval": a.model_dump(mode="json"), "action": shown,
-                    "proposed_by": proposal.agent_id, "tool": tool.to_dict()}
+                    "proposed_by": proposal.agent_id, "tool": tool.to_dict(),
+                    **state.shown()}
         return call(view)
 
     def decide(approval_id: str, who: Caller, status: ApprovalStatus,
@@ -269,5 +272,21 @@ def make_router(runtime: Runtime) -> APIRouter:
         reason = await reason_of(request)
         return await threads.run(who.identity, lambda: decide(
             approval_id, who, ApprovalStatus.CHANGES_REQUESTED, reason=reason))
+
+    @router.post("/approvals/{approval_id}/revoke",
+                 summary="Take an approved approval back before its action ran (409 "
+                         "`already_used` once it ran): it then authorizes nothing",
+                 openapi_extra={"requestBody": {"required": True, "content": {
+                     "application/json": {"schema": ReasonBody.model_json_schema()}}}})
+    async def revoke(approval_id: str, request: Request, who: Approver) -> dict[str, Any]:
+        reason = await reason_of(request)
+
+        def go() -> dict[str, Any]:
+            runtime.revoke_approval(approval_id, approver_id=who.identity, token=who.token,
+                                    reason=reason)
+            state = runtime.approvals.get(approval_id)
+            return {"approval": state.approval.model_dump(mode="json"), **state.shown()}
+        # one append, under the journal's guards (its use racing it: one of the two wins)
+        return await threads.run(who.identity, lambda: call(go))
 
     return router

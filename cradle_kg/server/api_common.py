@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import (
     ApprovalError,
+    ApprovalUsedError,
     CradleError,
     InputError,
     InputTooLargeError,
@@ -41,8 +42,8 @@ _BEARER = HTTPBearer(auto_error=False, description="a per-identity API token")
 def status_of(exc: CradleError) -> int:
     if isinstance(exc, UnknownNameError):
         return 404
-    if isinstance(exc, RunEndedError | RunMovedError):  # the run ended (a cancel) or moved
-        return 409
+    if isinstance(exc, RunEndedError | RunMovedError | ApprovalUsedError):
+        return 409  # the run ended (a cancel) or moved; the approval's action ran
     if isinstance(exc, ApprovalError | RunOwnershipError):  # not the caller's to do
         return 403
     if isinstance(exc, InputTooLargeError):

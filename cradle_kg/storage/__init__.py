@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from .journal import (
         BEGINNING,
         BUDGET_SCOPES,
+        ApprovalGuard,
+        ApprovalMoved,
         IdempotencyKeyTaken,
         Journal,
         Lease,
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
 #: journal's head — does not import every journal backend and the event records (pydantic)
 _HOMES: dict[str, str] = {
     "Anchor": "chain",
+    "ApprovalGuard": "journal",
+    "ApprovalMoved": "journal",
     "BEGINNING": "journal",
     "BUDGET_SCOPES": "journal",
     "ChainReport": "chain",
@@ -93,6 +97,8 @@ __all__ = [
     "JOURNAL_FORMAT",
     "JOURNAL_URL_ENV",
     "Anchor",
+    "ApprovalGuard",
+    "ApprovalMoved",
     "ChainReport",
     "Decider",
     "IdempotencyKeyTaken",

@@ -217,7 +217,8 @@ def approvals_sql(d: Dialect) -> str:
     decision written before it by someone else than the executor, and the approval's
     request in the intent's run by the intent's agent (NULLs: none): seq, id, subject,
     approval id, the intent's time, that decision's ``expires_at``, its seq, the
-    request's seq."""
+    request's seq, the seq of a revoke of the approval written before the intent (NULL:
+    none — ``tests/security/test_305``)."""
     approval = _j(d, "e", "approval_id")
     digest = f"(SELECT s.subject FROM approval_ids s WHERE s.approval_id = {approval})"
     found = (f"(SELECT a.seq FROM events a WHERE a.subject = {digest} "
@@ -230,14 +231,22 @@ def approvals_sql(d: Dialect) -> str:
              f"AND {_j(d, 'r', 'approval', 'id')} = {approval} "
              f"AND {_j(d, 'r', 'approval', 'run_id')} = e.run_id "
              f"AND {_j(d, 'r', 'approval', 'requested_by')} = e.actor LIMIT 1)")
+    revoked = (f"(SELECT v.seq FROM events v WHERE v.subject = {digest} "
+               f"AND v.kind = 'approval.decided' AND v.seq < e.seq "
+               f"AND {_j(d, 'v', 'approval_id')} = {approval} "
+               f"AND {_j(d, 'v', 'status')} = 'revoked' LIMIT 1)")
     return (f"SELECT e.seq, e.id, e.subject, {approval}, e.at, "
             f"(SELECT {_j(d, 'x', 'expires_at')} FROM events x WHERE x.seq = {found}), "
-            f"{found}, {asked} FROM events e WHERE e.kind = 'action.intent' "
+            f"{found}, {asked}, {revoked} FROM events e WHERE e.kind = 'action.intent' "
             f"AND {approval} IS NOT NULL ORDER BY e.seq")
 
 
 def _approval_problem(row: Sequence[Any]) -> Finding | None:
-    seq, event_id, subject, approval, at, expires, decided, asked = row
+    seq, event_id, subject, approval, at, expires, decided, asked, revoked = row
+    if revoked is not None:
+        return Finding(int(seq), str(event_id), "approved",
+                       f"action `{subject}` was executed under approval `{approval}`, which "
+                       f"was revoked before it (seq {revoked})")
     if decided is None:
         return Finding(int(seq), str(event_id), "approved",
                        f"action `{subject}` was executed under approval `{approval}`, which "

@@ -158,6 +158,28 @@ class RunEnded(Exception):
         self.run_id = run_id
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalGuard:
+    """An approval an append uses or takes back, checked under the writer's lock
+    (:class:`ApprovalMoved`, nothing written, when the other has landed first): a use (an
+    action's intent under it) is written only while no revoke of the approval is in the
+    journal; a revoke (``revoking``) only while no intent in its run names it. Of a use and
+    a revoke racing, one is written, never both (``tests/security/test_305``)."""
+
+    approval_id: str
+    run_id: str
+    revoking: bool = False
+
+
+class ApprovalMoved(Exception):
+    """Internal signal: an event appended with an :class:`ApprovalGuard` found its
+    approval revoked (a use) or used (a revoke); nothing of the append was written."""
+
+    def __init__(self, guard: ApprovalGuard) -> None:
+        super().__init__(guard.approval_id)
+        self.guard = guard
+
+
 class LimitReached(Exception):
     """Internal signal: an intent would take a window past one of its :class:`UsageCap`s
     (another worker's intent got there first); nothing of the append was written."""
@@ -208,6 +230,9 @@ class NewEvent:
     #: a human step, a cancel are never journaled after the run's end — a cancel written
     #: by another process while this one walked (``tests/security/test_288``)
     if_run_open: bool = False
+    #: set on an intent under an approval, and on an approval's revoke: written only while
+    #: the other has not landed, checked under the writer's lock (:class:`ApprovalGuard`)
+    approval_guard: ApprovalGuard | None = None
 
 
 class IdempotencyKeyTaken(Exception):
@@ -321,6 +346,18 @@ def ended_run(events: Sequence[NewEvent], ended: Sequence[Any]) -> str | None:
         if event.kind in RUN_ENDS:
             done.add(event.run_id)
     return None
+
+
+def append_approvals(events: Sequence[NewEvent]) -> list[ApprovalGuard]:
+    """The approval guards of an append's events, each once: the journal probes each
+    (:func:`.tasks_sql.approval_moved`) after its writer's lock."""
+    return list(dict.fromkeys(e.approval_guard for e in events if e.approval_guard))
+
+
+def moved_approval(guards: Sequence[ApprovalGuard], found: Sequence[Any]
+                   ) -> ApprovalGuard | None:
+    """The first guard whose probe found the other side landed (``found[i]`` truthy)."""
+    return next((g for g, hit in zip(guards, found, strict=True) if hit), None)
 
 
 class Lease(Protocol):
@@ -588,14 +625,15 @@ class Journal(Protocol):
         per approval listed (``tests/security/test_100``)."""
         ...
 
-    def waiting_under_key(self, asked: KeyAsked, *, approved: bool = False
-                          ) -> AuditEvent | None:
+    def waiting_under_key(self, asked: KeyAsked, *, approved: bool = False,
+                          offset: int = 0) -> AuditEvent | None:
         """The first request of an approval no person decided yet that ``asked.agent``'s
         proposal under its key for the tool asked for another action than
         ``asked.digests``, if any: one query of the derived ``undecided_approvals``,
         filtered in it, one row decoded at most (``tests/security/test_254``).
         ``approved``: of such an approval a person approved and whose action has not run
-        yet instead, in the derived ``unrun_approvals`` (``test_284``)."""
+        yet instead, in the derived ``unrun_approvals`` (``test_284``). ``offset``: the
+        one after that many such (in the order they were asked for)."""
         ...
 
     def latest_budget_sets(self) -> list[AuditEvent]:

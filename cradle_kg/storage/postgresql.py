@@ -81,6 +81,7 @@ from .journal import (
     DIGEST_KEY_BYTES,
     DIGEST_KEY_NAME,
     FIRST_HASH_SQL,
+    ApprovalMoved,
     Encoded,
     IdempotencyKeyTaken,
     LimitReached,
@@ -91,6 +92,7 @@ from .journal import (
     UploadsReached,
     UsageCap,
     WaitingReached,
+    append_approvals,
     append_caps,
     append_uploads,
     append_waiting,
@@ -98,6 +100,7 @@ from .journal import (
     breached_cap,
     encode,
     ended_run,
+    moved_approval,
     moved_subject,
     new_runs,
     open_runs,
@@ -320,12 +323,14 @@ class PostgresJournal:
         # an append whose caps a limit decides, that makes one more item wait for a person
         # (WaitingCap: counted under the lock), an upload within its quotas (UploadCap),
         # or that begins a run twice (refused, and
-        # which run it names depends on the journal) takes the two round trips below; one
-        # that must find its workflow run not ended (NewEvent.if_run_open: an approval's
-        # use, a request for one, a walker's steps) is checked by cradle_append (migration
-        # 15) — or here at once, when the append itself ends the run first
+        # which run it names depends on the journal), or that uses or takes back an
+        # approval (ApprovalGuard, probed in Python), takes the two round trips below; one
+        # that must find its workflow run not ended (NewEvent.if_run_open: a request for an
+        # approval, a walker's steps) is checked by cradle_append (migration 15) — or here
+        # at once, when the append itself ends the run first
         if not caps and not append_waiting(events) and not append_uploads(events) and begun_run(
-                events, [False] * len(new_runs(events))) is None:
+                events, [False] * len(new_runs(events))) is None \
+                and not append_approvals(events):  # an approval used or revoked (test_305)
             ended = ended_run(events, [""] * len(open_runs(events)))
             if ended is not None:
                 raise RunEnded(ended)
@@ -515,6 +520,14 @@ class PostgresJournal:
                     ends = [stack.enter_context(conn.cursor()) for _ in ending]
                     for run_id, cursor in zip(ending, ends, strict=True):
                         cursor.execute(RUN_ENDED_SQL.format("%s"), (run_id,))
+                    # INVARIANT: an approval used or revoked, under the lock too
+                    guards = append_approvals(events)
+                    probes = [stack.enter_context(conn.cursor()) for _ in guards]
+                    for g, cursor in zip(guards, probes, strict=True):
+                        cursor.execute(tasks_sql.approval_moved("postgresql",
+                                                                revoking=g.revoking),
+                                       tasks_sql.approval_moved_args(
+                                           g.approval_id, g.run_id, revoking=g.revoking))
                     pipe.sync()
                     row = top.fetchone()
                     assert row is not None  # one row, whatever the head
@@ -531,6 +544,11 @@ class PostgresJournal:
                         ended = ended_run(events, [(c.fetchone() or ("",))[0] for c in ends])
                         if ended is not None:
                             raise RunEnded(ended)
+                    if guards:  # INVARIANT: under the lock, as the caps (ApprovalGuard)
+                        moved_a = moved_approval(guards, [(c.fetchone() or (False,))[0]
+                                                          for c in probes])
+                        if moved_a is not None:
+                            raise ApprovalMoved(moved_a)
                     if caps:
                         breached = breached_cap(events, caps,
                                                 [tuple(c.fetchone() or ()) for c in usage])
@@ -847,12 +865,12 @@ class PostgresJournal:
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
 
-    def waiting_under_key(self, asked: KeyAsked, *, approved: bool = False
-                          ) -> AuditEvent | None:
+    def waiting_under_key(self, asked: KeyAsked, *, approved: bool = False,
+                          offset: int = 0) -> AuditEvent | None:
         rows_sql, _, args = tasks_sql.approvals_page(
             "postgresql", _COLS, undecided=True, run_id=None, requested_by=asked.agent,
             keyed=asked, unrun=approved)
-        rows = self._query(rows_sql, (*args, 1, 0))
+        rows = self._query(rows_sql, (*args, 1, offset))
         return self._row(rows[0]) if rows else None
 
     def latest_budget_sets(self) -> list[AuditEvent]:

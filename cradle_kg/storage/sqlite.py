@@ -104,6 +104,7 @@ from .journal import (
     DIGEST_KEY_BYTES,
     DIGEST_KEY_NAME,
     FIRST_HASH_SQL,
+    ApprovalMoved,
     Encoded,
     IdempotencyKeyTaken,
     LimitReached,
@@ -113,6 +114,7 @@ from .journal import (
     SubjectMoved,
     UploadsReached,
     WaitingReached,
+    append_approvals,
     append_caps,
     append_uploads,
     append_waiting,
@@ -120,6 +122,7 @@ from .journal import (
     breached_cap,
     encode,
     ended_run,
+    moved_approval,
     moved_subject,
     new_runs,
     open_runs,
@@ -644,6 +647,14 @@ class SqliteJournal:
                     RUN_ENDED_SQL.format("?"), (run_id,)).fetchone()[0] for run_id in ending])
                 if ended is not None:
                     raise RunEnded(ended)
+            approvals = append_approvals(events)
+            if approvals:  # INVARIANT: under the writer's lock too (see ApprovalGuard)
+                lost = moved_approval(approvals, [conn.execute(
+                    tasks_sql.approval_moved("sqlite", revoking=g.revoking),
+                    tasks_sql.approval_moved_args(g.approval_id, g.run_id, revoking=g.revoking)
+                ).fetchone()[0] for g in approvals])
+                if lost is not None:
+                    raise ApprovalMoved(lost)
             written: list[AuditEvent] = []
             runs: dict[str, list[int]] = {}
             settled = settled_intents(events)
@@ -941,12 +952,12 @@ class SqliteJournal:
         total = int(self._query(count_sql, args)[0][0])
         return [self._row(r) for r in rows], total
 
-    def waiting_under_key(self, asked: KeyAsked, *, approved: bool = False
-                          ) -> AuditEvent | None:
+    def waiting_under_key(self, asked: KeyAsked, *, approved: bool = False,
+                          offset: int = 0) -> AuditEvent | None:
         rows_sql, _, args = tasks_sql.approvals_page(
             "sqlite", self._COLS, undecided=True, run_id=None, requested_by=asked.agent,
             keyed=asked, unrun=approved)
-        rows = self._query(rows_sql, (*args, 1, 0))
+        rows = self._query(rows_sql, (*args, 1, offset))
         return self._row(rows[0]) if rows else None
 
     def latest_budget_sets(self) -> list[AuditEvent]:

@@ -39,11 +39,13 @@ starting_runs   each run whose first ``workflow.started`` naming its ``agent`` (
 unrun_          each approval whose first request was asked under its agent's
 approvals       idempotency key (``proposal.action.idempotency_key``, text), that an
                 ``approval.decided`` of that id about the same subject approved
-                (``status`` ``approved``), while its run has no ``action.intent`` of its
+                (``status`` ``approved``) and none revoked (``revoked``, ``test_304``),
+                while its run has no ``action.intent`` of its
                 digest (``input_hash``) after the request: its id, subject, the
                 request's seq and run — approved, not run yet; other arguments under the
                 key are refused as while it waits (``test_284``; SQLite format 12,
-                PostgreSQL migration 14)
+                PostgreSQL migration 14) unless it expired by then (read when the key is
+                checked, ``test_306``)
 ==============  =====================================================================
 
 One SQL text per dialect computes the rows from the events alone (:func:`from_events`):
@@ -290,7 +292,9 @@ def _unrun(dialect: Dialect) -> str:
     return (f"SELECT a.approval_id, a.subject, a.seq, q.run_id FROM ({_first_requests(dialect)}"
             f") a JOIN events q ON q.seq = a.seq WHERE {_keyed(dialect, 'q')} AND "
             f"EXISTS ({_approved(dialect, 'a.approval_id', 'a.subject', 'a.seq')}) AND "
-            f"NOT EXISTS ({_ran(dialect, 'q.run_id', 'a.subject', 'a.seq')}) ORDER BY {order}")
+            f"NOT EXISTS ({_approved(dialect, 'a.approval_id', 'a.subject', 'a.seq', 'revoked')}"
+            f") AND NOT EXISTS ({_ran(dialect, 'q.run_id', 'a.subject', 'a.seq')}) "
+            f"ORDER BY {order}")
 
 
 def _keyed(dialect: Dialect, alias: str) -> str:
@@ -303,14 +307,15 @@ def _keyed(dialect: Dialect, alias: str) -> str:
             "'idempotency_key') = 'string'")
 
 
-def _approved(dialect: Dialect, approval_id: str, subject: str, seq: str) -> str:
+def _approved(dialect: Dialect, approval_id: str, subject: str, seq: str,
+              status: str = "approved") -> str:
     """An ``approval.decided`` approving ``approval_id`` about ``subject`` after ``seq``
-    (through ``events_subject``)."""
+    (through ``events_subject``); ``status``: of that status instead (``revoked``)."""
     return (f"SELECT 1 FROM events d WHERE d.subject = {subject} AND d.kind = "
             f"'approval.decided' AND d.seq > {seq} AND {_is_text(dialect, 'd', 'approval_id')} "
             f"AND {_field(dialect, 'd', 'approval_id')} = {approval_id} AND "
             f"{_is_text(dialect, 'd', 'status')} AND {_field(dialect, 'd', 'status')} = "
-            "'approved'")
+            f"'{status}'")
 
 
 def _ran(dialect: Dialect, run: str, subject: str, seq: str) -> str:
@@ -319,6 +324,31 @@ def _ran(dialect: Dialect, run: str, subject: str, seq: str) -> str:
     return (f"SELECT 1 FROM events i WHERE i.run_id = {run} AND i.kind = 'action.intent' AND "
             f"i.seq > {seq} AND {_is_text(dialect, 'i', 'input_hash')} AND "
             f"'approval:' || {_field(dialect, 'i', 'input_hash')} = {subject}")
+
+
+def approval_moved(dialect: Dialect, *, revoking: bool) -> str:
+    """The probe of an :class:`~.journal.ApprovalGuard` (parameters: the approval id
+    twice for a use; the run and the approval id for a revoke): for a use, whether a
+    revoke of the approval (an ``approval.decided`` of status ``revoked`` about its
+    subject after its request: one range of ``events_subject``); for a revoke, whether an
+    intent in its run after its request names it (one range of ``events_run``, as
+    :func:`_ran` reads)."""
+    ph = "?" if dialect == "sqlite" else "%s"
+    if revoking:
+        return (f"SELECT EXISTS (SELECT 1 FROM approval_ids a JOIN events i ON i.run_id = {ph} "
+                f"AND i.seq > a.seq WHERE a.approval_id = {ph} AND i.kind = 'action.intent' "
+                f"AND {_is_text(dialect, 'i', 'approval_id')} AND "
+                f"{_field(dialect, 'i', 'approval_id')} = a.approval_id)")
+    return (f"SELECT EXISTS (SELECT 1 FROM approval_ids a JOIN events d ON d.subject = "
+            f"a.subject AND d.seq > a.seq WHERE a.approval_id = {ph} AND d.kind = "
+            f"'approval.decided' AND {_is_text(dialect, 'd', 'approval_id')} AND "
+            f"{_field(dialect, 'd', 'approval_id')} = {ph} AND "
+            f"{_field(dialect, 'd', 'status')} = 'revoked')")
+
+
+def approval_moved_args(approval_id: str, run_id: str, *, revoking: bool
+                        ) -> tuple[str, str]:
+    return (run_id, approval_id) if revoking else (approval_id, approval_id)
 
 
 def _exclusions(dialect: Dialect) -> str:
@@ -514,6 +544,9 @@ def statements(dialect: Dialect, *, seq: int, run_id: str, kind: str, subject: s
             return []
         undecided = (f"DELETE FROM undecided_approvals WHERE approval_id = {ph} AND "
                      f"subject = {ph}", (approval_id, subject))
+        if payload.get("status") == "revoked":  # taken back: it holds its key no more
+            return [undecided, (f"DELETE FROM unrun_approvals WHERE approval_id = {ph} AND "
+                                f"subject = {ph}", (approval_id, subject))]
         if payload.get("status") != "approved":
             return [undecided]
         # its first request, when keyed and about this subject, and its run has no intent

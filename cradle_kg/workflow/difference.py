@@ -189,7 +189,9 @@ def _live_trigger(rt: SandboxRuntime, engine: Engine, source: Source, ev: AuditE
         engine.start(load_recorded_workflow(str(p["definition"]), version=str(p["version"])),
                      p["input"], run_id=ev.run_id, started_by=_started_by(p))
     elif ev.kind == "human.decided" or (ev.kind == "approval.decided"
+                                         and ev.payload.get("status") != "revoked"
                                          and source.is_workflow(ev.run_id)):
+        # (a revoke walks no run on: the run is walked when it comes again, test_304)
         engine.advance(ev.run_id)
     elif ev.kind == "proposal.received" and not source.is_workflow(ev.run_id):
         rt.submit(Proposal.model_validate(ev.payload["proposal"]))

@@ -45,6 +45,7 @@ from ...records import (
 from ...redaction import mask_payload, scrub, secret_values
 from ...storage import Journal, KeyAsked, UsageCap
 from ...tools import ToolRegistry, ToolSpec
+from ..approvals import lapsed
 from .findings import Finding, ValidatorBinding
 from .keys import (
     RESERVED_KEY_PREFIXES,
@@ -216,6 +217,11 @@ def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
 LEGACY_APPROVAL = ("an approval given for this action before its secret arguments were "
                    "keyed names its unkeyed digest: it is not used (fail closed); approve "
                    "the action again")
+
+
+#: how many expired or revoked approvals under a key a check reads past before it takes
+#: the next one found as holding the key (``tests/security/test_306``)
+LAPSED_LOOKBACK = 8
 
 
 class _Stop(Exception):
@@ -709,6 +715,16 @@ class Gate1:
         for approved, how in ((False, "waits for an approval"),
                               (True, "holds an approval, not run yet,")):
             found = self.i.journal.waiting_under_key(asked, approved=approved)
+            skipped = 0
+            # INVARIANT: an approval that expired (or was revoked) authorizes nothing and
+            # holds nothing: read at the check, only when a row is found — before, one
+            # approved `--until` a past time held the key for good (tests/security/test_306).
+            # Past LAPSED_LOOKBACK lapsed ones, the next is taken as holding it (fail closed)
+            while (approved and found is not None and skipped < LAPSED_LOOKBACK
+                   and lapsed(self.i.journal, found, self.i.now)):
+                skipped += 1
+                found = self.i.journal.waiting_under_key(asked, approved=True,
+                                                         offset=skipped)
             if found is not None:
                 approval = found.payload.get("approval")
                 named = approval.get("id") if isinstance(approval, dict) else None

@@ -1,0 +1,139 @@
+"""A revoke racing the approval's use is decided under the journal writer's lock.
+
+Either the use wins — the action's intent is written, and the revoke is refused
+``already_used`` — or the revoke wins — nothing runs, and the proposal is decided again
+knowing it (a person asked anew). Never both: an intent under an approval revoked before
+it is what the guards exist to prevent. The use's intent is written only while no revoke
+of its approval is in the journal (probed under the writer's lock), and the revoke only
+while no intent names the approval (the same lock).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cradle_kg import Runtime
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from cradle_kg.errors import ApprovalUsedError
+from cradle_kg.records import ApprovalStatus
+from tests.racers import at_once
+
+from .mcp_http import two_agent_home
+from .test_236_pending_key_asks_once import _close
+from .test_304_revoke_an_approval import WHY, approved, revoke
+
+pytestmark = pytest.mark.usefixtures("journal_backend")
+
+TOOL = "demo.ledger.close_account"
+
+
+def _used_and_revoked(rt: Runtime, approval_id: str) -> tuple[bool, bool]:
+    events = list(rt.journal.events())
+    used = any(e.kind == "action.intent" and e.payload.get("approval_id") == approval_id
+               for e in events)
+    revoked = any(e.kind == "approval.decided" and e.payload.get("status") == "revoked"
+                  and e.payload.get("approval_id") == approval_id for e in events)
+    return used, revoked
+
+
+@pytest.mark.parametrize("how", ["once", "until"])
+def test_a_revoke_landing_while_gate_1_weighs_the_use(tmp_path: Path, how: str) -> None:
+    """The revoke is written after gate 1 read the approval usable (a validator, as a pack
+    registers one, holds gate 1 while it lands): the use's append is refused under the
+    writer's lock, and the proposal is decided again — a person is asked anew."""
+    decided: dict[str, Any] = {} if how == "once" else {
+        "once": False, "until": datetime.now(UTC) + timedelta(hours=1)}
+    with Runtime(two_agent_home(tmp_path / "home"), graph_sync=False) as rt:
+        approval = approved(rt, **decided)
+        landed: list[Any] = []
+
+        def lands(proposal: Any, spec: Any) -> list[Any]:
+            if not landed:
+                landed.append(revoke(rt, approval.id))
+            return []
+
+        rt.register_validator(TOOL, lands, name="revoke-lands")
+        out = rt.submit(_close("p1"))
+        assert landed, "the validator ran"
+        assert str(out.status) == "awaiting_approval", out  # before: executed
+        assert out.approval is not None and out.approval.id != approval.id
+        assert _used_and_revoked(rt, approval.id) == (False, True)
+        assert rt.journal.verify().intact
+
+
+@pytest.mark.parametrize("how", ["once", "until"])
+def test_a_revoke_racing_the_agents_resubmission(tmp_path: Path, how: str) -> None:
+    """The agent submits the approved proposal while a person revokes its approval, in
+    threads of one process (the JSON API's), rounds staggered: one wins each round. An
+    approve-once's use moves its approval (its consumption), a reusable one's does not:
+    the revoke's own guard finds its intent."""
+    decided: dict[str, Any] = {} if how == "once" else {
+        "once": False, "until": datetime.now(UTC) + timedelta(hours=1)}
+    stagger = (0.0, 0.0, 0.001, 0.002, 0.004, 0.008)
+    wins = {"use": 0, "revoke": 0}
+    with Runtime(two_agent_home(tmp_path / "home"), graph_sync=False) as rt:
+        for r in range(18):
+            key, account = f"close-r{r}", f"acct-r{r}"
+            first = rt.submit(_close(f"p{r}", account=account, key=key))
+            assert first.approval is not None
+            rt.decide_approval(first.approval.id, approver_id=APPROVER,
+                               token=DEMO_TOKENS[APPROVER],
+                               status=ApprovalStatus.APPROVED, resume=False, **decided)
+
+            def use(pid: str = f"p{r}", account: str = account, key: str = key) -> Any:
+                return rt.submit(_close(pid, account=account, key=key))
+
+            def revoke_later(approval_id: str = first.approval.id,
+                             delay: float = stagger[r % len(stagger)]) -> Any:
+                time.sleep(delay)
+                return rt.revoke_approval(approval_id, approver_id=APPROVER,
+                                          token=DEMO_TOKENS[APPROVER], reason=WHY)
+
+            out, revoked = at_once(use, revoke_later)
+            used, journaled = _used_and_revoked(rt, first.approval.id)
+            assert used != journaled, (r, out, revoked)  # never both, never neither
+            if used:
+                assert str(out.status) == "executed", (r, out)
+                assert isinstance(revoked, ApprovalUsedError), (r, revoked)
+                wins["use"] += 1
+            else:
+                assert str(out.status) == "awaiting_approval", (r, out)
+                assert not isinstance(revoked, Exception), (r, revoked)
+                wins["revoke"] += 1
+        assert rt.journal.verify().intact
+    print(wins)
+
+
+def test_a_revoke_racing_an_approve_and_run(tmp_path: Path) -> None:
+    """A reusable approval, approved and run at once by one person (``resume=True``) while
+    another revokes it: the revoke reads it pending (refused) or approved; whichever of
+    the use and the revoke lands second is refused."""
+    with Runtime(two_agent_home(tmp_path / "home"), graph_sync=False) as rt:
+        for r in range(12):
+            key, account = f"close-a{r}", f"acct-a{r}"
+            first = rt.submit(_close(f"a{r}", account=account, key=key))
+            assert first.approval is not None
+
+            def approve(approval_id: str = first.approval.id) -> Any:
+                return rt.decide_approval(approval_id, approver_id=APPROVER,
+                                          token=DEMO_TOKENS[APPROVER],
+                                          status=ApprovalStatus.APPROVED, resume=True)
+
+            def revoke_soon(approval_id: str = first.approval.id, delay: float = r * 0.002
+                            ) -> Any:
+                time.sleep(delay)
+                try:
+                    return rt.revoke_approval(approval_id, approver_id=APPROVER,
+                                              token=DEMO_TOKENS[APPROVER], reason=WHY)
+                except Exception as exc:  # refused: read pending, or used — said below
+                    return exc
+
+            at_once(approve, revoke_soon)
+            used, journaled = _used_and_revoked(rt, first.approval.id)
+            assert not (used and journaled), r
+        assert rt.journal.verify().intact

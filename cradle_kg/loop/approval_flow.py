@@ -176,7 +176,7 @@ class ApprovalFlow:
         pending = self._pending(proposal, gate.action_digest)
         waiting = None if pending else self.check_waiting(proposal)
         approval = pending[0].approval if pending else HumanApproval(
-            id="apr:" + short_id(decision.id, gate.action_digest),
+            id=self._new_id(decision.id, gate.action_digest),
             decision_id=decision.id, proposal_id=proposal.id,
             run_id=proposal.effective_run_id, action_digest=gate.action_digest,
             requested_by=proposal.agent_id, requested_at=now, scope=gate.approval_scope,
@@ -204,6 +204,20 @@ class ApprovalFlow:
             raise waiting_error(reached.cap.agent, reached.waiting,
                                 reached.cap.limit) from None
         return outcome
+
+    def _new_id(self, decision_id: str, digest: str) -> str:
+        """The id of a new approval: derived from the decision that asks and the digest,
+        and never one asked for already. A proposal asking again after its approval was
+        revoked, in the same instant as its first request (one clock reading: a fixed or
+        coarse clock), made the same decision id, so the same approval id: the new request
+        was hidden behind the revoked one (``approval_ids`` keeps an id's first request),
+        out of every inbox, and the agent waited for good (``tests/security/test_308``).
+        One probe of ``approval_ids``, paid by a call that asks a person."""
+        approval_id, n = "apr:" + short_id(decision_id, digest), 0
+        while self.ctx.journal.approval_request(approval_id) is not None:
+            n += 1
+            approval_id = "apr:" + short_id(decision_id, digest, n)
+        return approval_id
 
     def check_waiting(self, proposal: Proposal) -> WaitingCap | None:
         """The agent's waiting quota's cap, or its refusal when it is full (counted

@@ -377,7 +377,7 @@ class ApprovalFlow:
                              "taken back)")
 
         def revoke_events() -> list[NewEvent]:
-            state, _, last = self.book.read_guarded(approval_id)
+            state, seen, last = self.book.read_guarded(approval_id)
             now = self.ctx.clock()
             try:
                 event = self.book.revoke_event(state, approver_id=approver_id, token=token,
@@ -391,7 +391,11 @@ class ApprovalFlow:
                                      "asked": str(ApprovalStatus.REVOKED),
                                      "reason": exc.message})])
                 raise
-            guard = ApprovalGuard(state.approval.id, state.approval.run_id, revoking=True)
+            # the approving decision it read: an intent under the approval comes after it
+            after = max((e.seq for e in seen if e.kind == "approval.decided"
+                         and e.payload.get("approval_id") == approval_id), default=0)
+            guard = ApprovalGuard(state.approval.id, state.approval.run_id, revoking=True,
+                                  after=after)
             return [replace(event, if_last=last, approval_guard=guard)]
 
         try:

@@ -169,6 +169,9 @@ class ApprovalGuard:
     approval_id: str
     run_id: str
     revoking: bool = False
+    #: a revoke's: the seq of the approving decision it read (an intent under the
+    #: approval comes after it: the probe reads the run from there on)
+    after: int = 0
 
 
 class ApprovalMoved(Exception):

@@ -526,8 +526,7 @@ class PostgresJournal:
                     for g, cursor in zip(guards, probes, strict=True):
                         cursor.execute(tasks_sql.approval_moved("postgresql",
                                                                 revoking=g.revoking),
-                                       tasks_sql.approval_moved_args(
-                                           g.approval_id, g.run_id, revoking=g.revoking))
+                                       tasks_sql.approval_moved_args(g))
                     pipe.sync()
                     row = top.fetchone()
                     assert row is not None  # one row, whatever the head

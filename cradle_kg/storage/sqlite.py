@@ -651,7 +651,7 @@ class SqliteJournal:
             if approvals:  # INVARIANT: under the writer's lock too (see ApprovalGuard)
                 lost = moved_approval(approvals, [conn.execute(
                     tasks_sql.approval_moved("sqlite", revoking=g.revoking),
-                    tasks_sql.approval_moved_args(g.approval_id, g.run_id, revoking=g.revoking)
+                    tasks_sql.approval_moved_args(g)
                 ).fetchone()[0] for g in approvals])
                 if lost is not None:
                     raise ApprovalMoved(lost)

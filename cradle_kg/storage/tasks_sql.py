@@ -62,7 +62,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .journal import ApprovalGuard
 
 Dialect = Literal["sqlite", "postgresql"]
 
@@ -327,18 +330,16 @@ def _ran(dialect: Dialect, run: str, subject: str, seq: str) -> str:
 
 
 def approval_moved(dialect: Dialect, *, revoking: bool) -> str:
-    """The probe of an :class:`~.journal.ApprovalGuard` (parameters: the approval id
-    twice for a use; the run and the approval id for a revoke): for a use, whether a
-    revoke of the approval (an ``approval.decided`` of status ``revoked`` about its
-    subject after its request: one range of ``events_subject``); for a revoke, whether an
-    intent in its run after its request names it (one range of ``events_run``, as
-    :func:`_ran` reads)."""
+    """The probe of an :class:`~.journal.ApprovalGuard` (its parameters:
+    :func:`approval_moved_args`): for a use, whether a revoke of the approval (an
+    ``approval.decided`` of status ``revoked`` about its subject after its request: one
+    range of ``events_subject``); for a revoke, whether an intent in its run names it
+    after the approving decision (one range of ``events_run`` from that seq on)."""
     ph = "?" if dialect == "sqlite" else "%s"
     if revoking:
-        return (f"SELECT EXISTS (SELECT 1 FROM approval_ids a JOIN events i ON i.run_id = {ph} "
-                f"AND i.seq > a.seq WHERE a.approval_id = {ph} AND i.kind = 'action.intent' "
-                f"AND {_is_text(dialect, 'i', 'approval_id')} AND "
-                f"{_field(dialect, 'i', 'approval_id')} = a.approval_id)")
+        return (f"SELECT EXISTS (SELECT 1 FROM events i WHERE i.run_id = {ph} AND i.seq > {ph} "
+                f"AND i.kind = 'action.intent' AND {_is_text(dialect, 'i', 'approval_id')} "
+                f"AND {_field(dialect, 'i', 'approval_id')} = {ph})")
     return (f"SELECT EXISTS (SELECT 1 FROM approval_ids a JOIN events d ON d.subject = "
             f"a.subject AND d.seq > a.seq WHERE a.approval_id = {ph} AND d.kind = "
             f"'approval.decided' AND {_is_text(dialect, 'd', 'approval_id')} AND "
@@ -346,9 +347,11 @@ def approval_moved(dialect: Dialect, *, revoking: bool) -> str:
             f"{_field(dialect, 'd', 'status')} = 'revoked')")
 
 
-def approval_moved_args(approval_id: str, run_id: str, *, revoking: bool
-                        ) -> tuple[str, str]:
-    return (run_id, approval_id) if revoking else (approval_id, approval_id)
+def approval_moved_args(guard: ApprovalGuard) -> tuple[object, ...]:
+    """The parameters of :func:`approval_moved` for ``guard``."""
+    if guard.revoking:
+        return (guard.run_id, guard.after, guard.approval_id)
+    return (guard.approval_id, guard.approval_id)
 
 
 def _exclusions(dialect: Dialect) -> str:

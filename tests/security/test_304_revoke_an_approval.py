@@ -105,6 +105,10 @@ def test_who_may_revoke_and_what(keyed_home: Path) -> None:
             rt.revoke_approval(approval.id, approver_id=APPROVER, token="wrong", reason=WHY)
         with pytest.raises(InputError, match="reason"):
             revoke(rt, approval.id, reason="")
+        # `revoked` is no decision (LangGraph's resume passes the status it is given)
+        with pytest.raises(InputError, match="not a decision"):
+            rt.decide_approval(approval.id, approver_id=APPROVER, token=DEMO_TOKENS[APPROVER],
+                               status=ApprovalStatus.REVOKED)
         assert [e.kind for e in rt.journal.events() if e.seq > head[0]] == [
             "approval.refused", "approval.refused"]  # journaled as a refused decision
         # an approval no person decided yet: rejected, not revoked

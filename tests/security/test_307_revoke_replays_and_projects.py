@@ -20,12 +20,15 @@ import pytest
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.records import ApprovalStatus
+from cradle_kg.storage import JOURNAL_URL_ENV
 from cradle_kg.storage.invariants import _approval_problem
+from cradle_kg.storage.pg_scratch import ScratchPostgres
 from cradle_kg.workflow import runner
 from cradle_kg.workflow.replay import strict_replay
 from tests.inprocess import run_cli
 
 from .test_236_pending_key_asks_once import _close
+from .test_284_approved_key_other_arguments import _unrun
 from .test_297_cancelled_run_approved_action import RUN, waiting_close
 from .test_304_revoke_an_approval import approved, revoke
 
@@ -94,3 +97,31 @@ def test_an_intent_after_a_revoke_is_a_finding() -> None:
     found = _approval_problem(row)
     assert found is not None and "revoked before it" in found.reason, found
     assert _approval_problem((*row[:-1], None)) is None
+
+
+def test_a_journal_with_a_revoke_copied_to_postgresql(
+        tmp_path: Path, journal_backend: str, postgres: ScratchPostgres,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``journal copy --to`` a PostgreSQL journal derives ``unrun_approvals`` there with
+    the revoke (an approved key left in it, another revoked), and ``audit verify
+    --semantics`` finds the copy intact; on the PostgreSQL run, the journal written there
+    is verified so."""
+    from .mcp_http import two_agent_home
+
+    home = two_agent_home(tmp_path / "home")
+    with Runtime(home, graph_sync=False) as rt:
+        revoke(rt, approved(rt).id)
+        held = rt.submit(_close("p7", account="acct-7", key="close-7"))
+        assert held.approval is not None
+        rt.decide_approval(held.approval.id, approver_id=APPROVER,
+                           token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED,
+                           resume=False)
+    if journal_backend == "sqlite":
+        url = postgres.create_schema()
+        copied = run_cli("journal", "copy", "--to", url, "--home", str(home))
+        assert copied.returncode == 0, copied.stdout + copied.stderr
+        monkeypatch.setenv(JOURNAL_URL_ENV, url)
+    verified = run_cli("audit", "verify", "--semantics", "--home", str(home))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    with Runtime(home, graph_sync=False) as rt:
+        assert _unrun(rt) == [held.approval.id]  # the revoked one's row is not there

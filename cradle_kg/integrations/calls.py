@@ -28,12 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import CradleError, InputError, UnknownNameError
+from ..errors import ApprovalError, CradleError, InputError, UnknownNameError
 from ..inputs import check_value
 from ..lineage.inputs import checked_input
 from ..loop.proposal import agent_run_id
 from ..records import (
     ApprovalStatus,
+    HumanApproval,
     IdempotencyClass,
     Outcome,
     OutcomeStatus,
@@ -301,7 +302,21 @@ class GovernedSession:
         if event is None:
             return result
         outcome = Outcome.model_validate(event.payload["outcome"])
-        if self._approved_here(outcome):
+        waits = outcome.approval if (outcome.status is OutcomeStatus.AWAITING_APPROVAL
+                                     and outcome.approval is not None) else None
+        state = self.runtime.approvals.get(waits.id) if waits is not None else None
+        if state is not None and state.revoked is not None:
+            # INVARIANT: a wait on an approval a person took back ends: nothing runs under
+            # it, and the call again asks a person anew (tests/security/test_304) — before,
+            # `mcp serve --approval-wait` kept the call waiting on it until its timeout
+            by, why = state.revoked.by, state.revoked.reason
+            return refused(ApprovalError(
+                f"approval `{state.approval.id}` was revoked by `{by}`"
+                + (f": {why}" if why else "") + "; nothing ran under it",
+                hint="calling again asks a person anew"),
+                {"run": outcome.run_id, "proposal": outcome.proposal_id,
+                 "approval": state.approval.id})
+        if state is not None and self._approved_here(state.approval):
             # approved by a process that cannot run the tool (an MCP proxy's upstream
             # tool, decided from the CLI or the web page): it goes on here, once
             self.runtime.resume(outcome.run_id)
@@ -311,11 +326,7 @@ class GovernedSession:
         return render(outcome, tool_id, step=int(result.meta.get(META_PREFIX + "step", 0)),
                       home=self.home_hint)
 
-
-    def _approved_here(self, outcome: Outcome) -> bool:
-        if outcome.status is not OutcomeStatus.AWAITING_APPROVAL or outcome.approval is None:
-            return False
-        approval = self.runtime.approvals.get(outcome.approval.id).approval
+    def _approved_here(self, approval: HumanApproval) -> bool:
         if approval.status is not ApprovalStatus.APPROVED:
             return False
         proposal = self.runtime.approvals.requested_proposal(approval)

@@ -32,7 +32,7 @@ from tests.inprocess import run_cli
 from tests.security.homes import json_api
 
 from .mcp_http import AGENT, token_for, two_agent_home
-from .test_236_pending_key_asks_once import _close, _requests
+from .test_236_pending_key_asks_once import CLOSE, _close, _requests
 from .test_284_approved_key_other_arguments import _conflict, _intents, _unrun
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -184,3 +184,28 @@ def test_revoke_over_the_json_api(keyed_home: Path) -> None:
         used = client.post(f"/api/approvals/{ran.approval.id}/revoke", headers=BOB,
                            json={"reason": WHY})
         assert used.status_code == 409 and used.json()["detail"]["error"] == "already_used"
+
+
+def test_a_call_waiting_on_a_revoked_approval_stops_waiting(keyed_home: Path) -> None:
+    """What ``mcp serve --approval-wait`` polls (``GovernedSession.latest``): a call that
+    waits on an approval a person revoked is answered, refused, saying who and why —
+    before, it read ``awaiting_approval`` until its wait timed out, on an approval no
+    one would decide again. Called again, it asks a person anew."""
+    from cradle_kg.integrations.calls import GovernedSession, HostMeta
+
+    with Runtime(keyed_home, graph_sync=False) as rt:
+        session = GovernedSession(rt, AGENT)
+        meta = HostMeta(idempotency_key="close-9")
+        waiting = session.call(CLOSE, {"account": "acct-9"}, meta)
+        assert waiting.status == "awaiting_approval"
+        approval_id = waiting.structured["approval_id"]
+        rt.decide_approval(approval_id, approver_id=APPROVER, token=DEMO_TOKENS[APPROVER],
+                           status=ApprovalStatus.APPROVED, resume=False)
+        revoke(rt, approval_id)
+        polled = session.latest(waiting, CLOSE)
+        assert polled.status == "refused", polled  # before: awaiting_approval
+        assert APPROVER in polled.text and WHY in polled.text
+        again = session.call(CLOSE, {"account": "acct-9"}, meta)
+        assert again.status == "awaiting_approval"
+        assert again.structured["approval_id"] != approval_id
+        assert _intents(rt) == []

@@ -377,11 +377,24 @@ class ApprovalFlow:
                              "taken back)")
 
         def revoke_events() -> list[NewEvent]:
+            # INVARIANT: the head probed before the reads — an intent written after it is
+            # found under the writer's lock (the guard's probe reads from it on), one
+            # before it by the read here (outside the lock: a long run's intents are read
+            # without holding every writer)
+            head = self.ctx.journal.head()[0]
             state, seen, last = self.book.read_guarded(approval_id)
             now = self.ctx.clock()
+            # the approving decision it read: an intent under the approval comes after it
+            after = max((e.seq for e in seen if e.kind == "approval.decided"
+                         and e.payload.get("approval_id") == approval_id), default=0)
+
+            def used() -> bool:
+                return self.ctx.journal.approval_moved(ApprovalGuard(
+                    state.approval.id, state.approval.run_id, revoking=True, after=after))
+
             try:
                 event = self.book.revoke_event(state, approver_id=approver_id, token=token,
-                                               reason=reason, now=now)
+                                               reason=reason, now=now, used=used)
             except ApprovalError as exc:
                 self.ctx.append([NewEvent(
                     run_id=state.approval.run_id, kind="approval.refused",
@@ -391,11 +404,8 @@ class ApprovalFlow:
                                      "asked": str(ApprovalStatus.REVOKED),
                                      "reason": exc.message})])
                 raise
-            # the approving decision it read: an intent under the approval comes after it
-            after = max((e.seq for e in seen if e.kind == "approval.decided"
-                         and e.payload.get("approval_id") == approval_id), default=0)
             guard = ApprovalGuard(state.approval.id, state.approval.run_id, revoking=True,
-                                  after=after)
+                                  after=max(after, head))
             return [replace(event, if_last=last, approval_guard=guard)]
 
         try:

@@ -599,13 +599,16 @@ class ApprovalBook:
                         payload=payload)
 
     def revoke_event(self, st: ApprovalState, *, approver_id: str, token: str,
-                     reason: str, now: datetime) -> NewEvent:
+                     reason: str, now: datetime,
+                     used: Callable[[], bool] = lambda: False) -> NewEvent:
         """Check that ``approver_id`` may take the approval ``st`` back, and build its
         ``approval.decided`` of status ``revoked``: one who may decide it (its exclusions,
         its scope, as :meth:`decision_event`), of an approved approval (an expired one too:
-        saying so is harmless) whose action has not run under it (a consumed approve-once:
-        :class:`~cradle_kg.errors.ApprovalUsedError`; a reusable one's use is found by the
-        journal under its writer's lock, :class:`~cradle_kg.storage.ApprovalGuard`).
+        saying so is harmless) whose action has not run under it (a consumed approve-once,
+        or ``used()``: an intent names it, read last — :class:`~cradle_kg.errors.
+        ApprovalUsedError`; one
+        written since it was read is found by the journal under its writer's lock,
+        :class:`~cradle_kg.storage.ApprovalGuard`).
 
         A status of ``approval.decided``, not a kind of its own: every reader of the
         decisions (the fold here, ``unrun_approvals``, the inbox) already reads the newest
@@ -621,7 +624,7 @@ class ApprovalBook:
                 f"approval `{a.id}` is `{a.status}`: only an approved approval can be "
                 "revoked" + (" (reject it instead)" if a.status is ApprovalStatus.PENDING
                              else ""))
-        if a.once and a.consumed:
+        if (a.once and a.consumed) or used():
             raise ApprovalUsedError(f"approval `{a.id}` is already used: its action ran "
                                     "under it")
         self._check_scope(a, approver_id, None)

@@ -691,6 +691,12 @@ class Journal(Protocol):
         ``if_last`` a decision reads *before* it reads the events it decides on."""
         ...
 
+    def approval_moved(self, guard: ApprovalGuard) -> bool:
+        """What the append of an event carrying ``guard`` probes under the writer's lock,
+        read now, outside it: a revoke reads its run's intents from the approving decision
+        on here, and under the lock only those written since (``tests/security/test_305``)."""
+        ...
+
     # --- verifying -----------------------------------------------------------------
     def verify(self, *, anchor: Anchor | None = None, progress: Progress | None = None,
                semantics: bool = False) -> ChainReport:

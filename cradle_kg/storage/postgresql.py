@@ -81,6 +81,7 @@ from .journal import (
     DIGEST_KEY_BYTES,
     DIGEST_KEY_NAME,
     FIRST_HASH_SQL,
+    ApprovalGuard,
     ApprovalMoved,
     Encoded,
     IdempotencyKeyTaken,
@@ -937,6 +938,11 @@ class PostgresJournal:
         rows = self._query("SELECT a.subject, e.run_id FROM approval_ids a JOIN events e "
                            "ON e.seq = a.seq WHERE a.approval_id = %s", (approval_id,))
         return (str(rows[0][0]), str(rows[0][1])) if rows else None
+
+    def approval_moved(self, guard: ApprovalGuard) -> bool:
+        rows = self._query(tasks_sql.approval_moved("postgresql", revoking=guard.revoking),
+                           tasks_sql.approval_moved_args(guard))
+        return bool(rows and rows[0][0])
 
     def subject_last(self, subject: str) -> int:
         rows = self._query(SUBJECT_LAST_SQL.format("%s"), (subject,))

@@ -21,9 +21,10 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.errors import ApprovalUsedError
 from cradle_kg.records import ApprovalStatus
+from cradle_kg.storage import ApprovalGuard, ApprovalMoved, NewEvent
 from tests.racers import at_once
 
-from .mcp_http import two_agent_home
+from .mcp_http import AGENT, two_agent_home
 from .test_236_pending_key_asks_once import _close
 from .test_304_revoke_an_approval import WHY, approved, revoke
 
@@ -136,4 +137,46 @@ def test_a_revoke_racing_an_approve_and_run(tmp_path: Path) -> None:
             at_once(approve, revoke_soon)
             used, journaled = _used_and_revoked(rt, first.approval.id)
             assert not (used and journaled), r
+        assert rt.journal.verify().intact
+
+
+def test_the_journal_refuses_what_the_other_landed_before(tmp_path: Path) -> None:
+    """The two guards as the journal checks them under its writer's lock, each side landing
+    between the other's read and its append (what the races above hit when they do): a
+    revoke read before the reusable approval's use, appended after it; an intent read
+    before the revoke, appended after it. Nothing of either append is written."""
+    until = datetime.now(UTC) + timedelta(hours=1)
+    with Runtime(two_agent_home(tmp_path / "home"), graph_sync=False) as rt:
+        approval = approved(rt, once=False, until=until)
+        read_at = rt.journal.head()[0]  # the revoke's read, before the use
+        assert str(rt.submit(_close("p1")).status) == "executed"
+        late_revoke = NewEvent(
+            run_id=approval.run_id, kind="approval.decided",
+            subject="approval:" + approval.action_digest, actor=APPROVER,
+            at=datetime.now(UTC), payload={"approval_id": approval.id, "status": "revoked",
+                                           "approver_id": APPROVER, "reason": WHY},
+            approval_guard=ApprovalGuard(approval.id, approval.run_id, revoking=True,
+                                         after=read_at))
+        head = rt.journal.head()
+        with pytest.raises(ApprovalMoved):
+            rt.journal.append([late_revoke])
+        assert rt.journal.head() == head
+        with pytest.raises(ApprovalUsedError):  # the command says so
+            revoke(rt, approval.id)
+
+        other = rt.submit(_close("p2", account="acct-2", key="close-2"))
+        assert other.approval is not None
+        rt.decide_approval(other.approval.id, approver_id=APPROVER,
+                           token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED,
+                           once=False, until=until, resume=False)
+        revoke(rt, other.approval.id)
+        late_use = NewEvent(
+            run_id=other.approval.run_id, kind="action.intent", subject="act:close-2",
+            actor=AGENT, at=datetime.now(UTC),
+            payload={"approval_id": other.approval.id, "input_hash": "sha256:x"},
+            approval_guard=ApprovalGuard(other.approval.id, other.approval.run_id))
+        head = rt.journal.head()
+        with pytest.raises(ApprovalMoved):
+            rt.journal.append([late_use])
+        assert rt.journal.head() == head
         assert rt.journal.verify().intact

@@ -324,17 +324,12 @@ class ApprovalFlow:
         def decision_events() -> list[NewEvent]:
             state, seen, last = self.book.read_guarded(approval_id)
             now = self.ctx.clock()
-            subject = "approval:" + state.approval.action_digest
             try:
                 event = self.book.decision_event(state, approver_id=approver_id, token=token,
                                                  status=status, now=now, once=once,
                                                  scope=scope, until=until, reason=reason)
             except ApprovalError as exc:
-                self.ctx.append([NewEvent(
-                    run_id=state.approval.run_id, kind="approval.refused", subject=subject,
-                    actor=approver_id, at=now,
-                    payload={"approval_id": approval_id, "claimed_approver": approver_id,
-                             "asked": str(status), "reason": exc.message})])
+                self._refused(state, approver_id, status, exc, now)
                 raise
             # INVARIANT: decided once — written only over the events it was decided on; a
             # decision another worker wrote meanwhile makes this one read again (and be
@@ -396,13 +391,7 @@ class ApprovalFlow:
                 event = self.book.revoke_event(state, approver_id=approver_id, token=token,
                                                reason=reason, now=now, used=used)
             except ApprovalError as exc:
-                self.ctx.append([NewEvent(
-                    run_id=state.approval.run_id, kind="approval.refused",
-                    subject="approval:" + state.approval.action_digest, actor=approver_id,
-                    at=now, payload={"approval_id": approval_id,
-                                     "claimed_approver": approver_id,
-                                     "asked": str(ApprovalStatus.REVOKED),
-                                     "reason": exc.message})])
+                self._refused(state, approver_id, ApprovalStatus.REVOKED, exc, now)
                 raise
             guard = ApprovalGuard(state.approval.id, state.approval.run_id, revoking=True,
                                   after=max(after, head))
@@ -417,6 +406,16 @@ class ApprovalFlow:
             raise ApprovalUsedError(f"approval `{approval_id}` is already used: its action "
                                     "ran under it") from None
         return self.book.get(approval_id).approval
+
+    def _refused(self, state: ApprovalState, approver_id: str, asked: ApprovalStatus,
+                 exc: ApprovalError, now: datetime) -> None:
+        """Journal a refused attempt to decide (or revoke) an approval, before it is
+        raised: who claimed to be whom, what they asked, why not."""
+        self.ctx.append([NewEvent(
+            run_id=state.approval.run_id, kind="approval.refused",
+            subject="approval:" + state.approval.action_digest, actor=approver_id, at=now,
+            payload={"approval_id": state.approval.id, "claimed_approver": approver_id,
+                     "asked": str(asked), "reason": exc.message})])
 
     def view(self, approval_id: str, *, viewer: str) -> HumanApproval:
         """The approval as ``viewer`` sees it, the view journaled (``approval.viewed``) only

@@ -24,7 +24,7 @@ from ..records import AuditEvent
 from .chain import Anchor, ChainReport, Progress
 from .counting import BUDGET_SCOPES, counted_keys, intent_cost, window_usage
 from .run_state_sql import StateKey
-from .tasks_sql import Decider, KeyAsked
+from .tasks_sql import Decider, Dialect, KeyAsked, approval_moved, approval_moved_args
 
 #: the ``since`` of a cap on everything ever counted in a scope (a budget's): earlier than
 #: every second the usage buckets hold
@@ -355,6 +355,13 @@ def append_approvals(events: Sequence[NewEvent]) -> list[ApprovalGuard]:
     """The approval guards of an append's events, each once: the journal probes each
     (:func:`.tasks_sql.approval_moved`) after its writer's lock."""
     return list(dict.fromkeys(e.approval_guard for e in events if e.approval_guard))
+
+
+def guard_probe(dialect: Dialect, guard: ApprovalGuard) -> tuple[str, tuple[object, ...]]:
+    """The probe of ``guard`` (:func:`.tasks_sql.approval_moved`) and its parameters."""
+    return (approval_moved(dialect, revoking=guard.revoking),
+            approval_moved_args(guard.approval_id, guard.run_id, revoking=guard.revoking,
+                                after=guard.after))
 
 
 def moved_approval(guards: Sequence[ApprovalGuard], found: Sequence[Any]

@@ -101,6 +101,7 @@ from .journal import (
     breached_cap,
     encode,
     ended_run,
+    guard_probe,
     moved_approval,
     moved_subject,
     new_runs,
@@ -525,9 +526,7 @@ class PostgresJournal:
                     guards = append_approvals(events)
                     probes = [stack.enter_context(conn.cursor()) for _ in guards]
                     for g, cursor in zip(guards, probes, strict=True):
-                        cursor.execute(tasks_sql.approval_moved("postgresql",
-                                                                revoking=g.revoking),
-                                       tasks_sql.approval_moved_args(g))
+                        cursor.execute(*guard_probe("postgresql", g))
                     pipe.sync()
                     row = top.fetchone()
                     assert row is not None  # one row, whatever the head
@@ -940,8 +939,7 @@ class PostgresJournal:
         return (str(rows[0][0]), str(rows[0][1])) if rows else None
 
     def approval_moved(self, guard: ApprovalGuard) -> bool:
-        rows = self._query(tasks_sql.approval_moved("postgresql", revoking=guard.revoking),
-                           tasks_sql.approval_moved_args(guard))
+        rows = self._query(*guard_probe("postgresql", guard))
         return bool(rows and rows[0][0])
 
     def subject_last(self, subject: str) -> int:

@@ -123,6 +123,7 @@ from .journal import (
     breached_cap,
     encode,
     ended_run,
+    guard_probe,
     moved_approval,
     moved_subject,
     new_runs,
@@ -650,10 +651,8 @@ class SqliteJournal:
                     raise RunEnded(ended)
             approvals = append_approvals(events)
             if approvals:  # INVARIANT: under the writer's lock too (see ApprovalGuard)
-                lost = moved_approval(approvals, [conn.execute(
-                    tasks_sql.approval_moved("sqlite", revoking=g.revoking),
-                    tasks_sql.approval_moved_args(g)
-                ).fetchone()[0] for g in approvals])
+                lost = moved_approval(approvals, [
+                    conn.execute(*guard_probe("sqlite", g)).fetchone()[0] for g in approvals])
                 if lost is not None:
                     raise ApprovalMoved(lost)
             written: list[AuditEvent] = []
@@ -1029,8 +1028,7 @@ class SqliteJournal:
         return (str(rows[0][0]), str(rows[0][1])) if rows else None
 
     def approval_moved(self, guard: ApprovalGuard) -> bool:
-        rows = self._query(tasks_sql.approval_moved("sqlite", revoking=guard.revoking),
-                           tasks_sql.approval_moved_args(guard))
+        rows = self._query(*guard_probe("sqlite", guard))
         return bool(rows and rows[0][0])
 
     def subject_last(self, subject: str) -> int:

@@ -62,10 +62,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from .journal import ApprovalGuard
+from typing import Any, Literal
 
 Dialect = Literal["sqlite", "postgresql"]
 
@@ -347,11 +344,12 @@ def approval_moved(dialect: Dialect, *, revoking: bool) -> str:
             f"{_field(dialect, 'd', 'status')} = 'revoked')")
 
 
-def approval_moved_args(guard: ApprovalGuard) -> tuple[object, ...]:
-    """The parameters of :func:`approval_moved` for ``guard``."""
-    if guard.revoking:
-        return (guard.run_id, guard.after, guard.approval_id)
-    return (guard.approval_id, guard.approval_id)
+def approval_moved_args(approval_id: str, run_id: str, *, revoking: bool, after: int
+                        ) -> tuple[object, ...]:
+    """The parameters of :func:`approval_moved` for a guard (its fields)."""
+    if revoking:
+        return (run_id, after, approval_id)
+    return (approval_id, approval_id)
 
 
 def _exclusions(dialect: Dialect) -> str:

@@ -155,6 +155,16 @@ def test_revoke_from_the_shell_and_its_views(keyed_home: Path) -> None:
     assert listed["status"] == "revoked" and listed["revoked"]["by"] == APPROVER
     table = run_cli("approvals", "list", "--home", home).stdout
     assert "revoked" in table
+    # a reason is journaled as given and printed cleaned: no escape reaches the terminal
+    with Runtime(keyed_home, graph_sync=False) as rt:
+        other = rt.submit(_close("p8", account="acct-8", key="close-8"))
+        assert other.approval is not None
+        rt.decide_approval(other.approval.id, approver_id=APPROVER,
+                           token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED,
+                           resume=False)
+        revoke(rt, other.approval.id, reason="\x1b[31mred\x1b[0m\nsecond line")
+    listed_table = run_cli("approvals", "list", "--home", home).stdout
+    assert "\x1b" not in listed_table and "red" in listed_table
 
 
 def test_revoke_over_the_json_api(keyed_home: Path) -> None:

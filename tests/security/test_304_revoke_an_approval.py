@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 
 from cradle_kg import Runtime
+from cradle_kg.canonical import token_hash
+from cradle_kg.config import Approver, load_config, save_config
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, REQUESTER
 from cradle_kg.errors import ApprovalError, ApprovalUsedError, InputError
 from cradle_kg.records import ApprovalStatus, HumanApproval
@@ -219,3 +221,19 @@ def test_a_call_waiting_on_a_revoked_approval_stops_waiting(keyed_home: Path) ->
         assert again.status == "awaiting_approval"
         assert again.structured["approval_id"] != approval_id
         assert _intents(rt) == []
+
+
+def test_an_approver_outside_the_scope_may_not_revoke(keyed_home: Path) -> None:
+    """Carol may decide only within `refunds`: the closure's approval (asked within
+    `account_closure`) is not hers to decide, nor to take back."""
+    config = load_config(keyed_home / "config.json")
+    save_config(keyed_home / "config.json", config.model_copy(update={"approvers": (
+        *config.approvers, Approver(id="user:carol", scopes=("refunds",),
+                                    token_hash=token_hash("carol-token")))}))
+    with Runtime(keyed_home, graph_sync=False) as rt:
+        approval = approved(rt)
+        with pytest.raises(ApprovalError, match="scope"):
+            rt.revoke_approval(approval.id, approver_id="user:carol", token="carol-token",
+                               reason=WHY)
+        assert rt.approvals.get(approval.id).approval.status is ApprovalStatus.APPROVED
+        assert _unrun(rt) == [approval.id]

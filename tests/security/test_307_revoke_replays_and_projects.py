@@ -23,7 +23,7 @@ from cradle_kg.records import ApprovalStatus
 from cradle_kg.storage import JOURNAL_URL_ENV
 from cradle_kg.storage.invariants import _approval_problem
 from cradle_kg.storage.pg_scratch import ScratchPostgres
-from cradle_kg.workflow import runner
+from cradle_kg.workflow import LiveSettings, live_replay, runner
 from cradle_kg.workflow.replay import strict_replay
 from tests.inprocess import run_cli
 
@@ -74,6 +74,9 @@ def test_a_workflow_run_with_a_revoke_replays(ledger_home: Path) -> None:
         assert not any(e.kind == "action.intent" for e in rt.journal.events(run_id=RUN))
     report = strict_replay(ledger_home, [RUN])
     assert report.runs == [RUN]
+    # live replay, the same inputs and policies: no difference (a revoke walks no run on)
+    live = live_replay(ledger_home, [RUN], LiveSettings())
+    assert live.changes == [], live.changes
 
 
 def test_an_agent_run_with_a_revoke_replays(tmp_path: Path) -> None:

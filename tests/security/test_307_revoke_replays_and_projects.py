@@ -128,3 +128,37 @@ def test_a_journal_with_a_revoke_copied_to_postgresql(
     assert verified.returncode == 0, verified.stdout + verified.stderr
     with Runtime(home, graph_sync=False) as rt:
         assert _unrun(rt) == [held.approval.id]  # the revoked one's row is not there
+
+
+def test_a_revokes_reason_is_no_trusted_value(tmp_path: Path) -> None:
+    """Lineage reads a revoke's reason as it reads a rejection's (``test_101``): it quotes
+    what it takes back, and gives no value or instruction. Before, the IBAN the revoke's
+    reason quoted became the approver's word, and the transfer proposed again ran
+    unattended."""
+    from cradle_kg.records import OutcomeStatus
+
+    from ..lineage.kit import submit, trace
+    from .test_101_rejection_note_lineage import ATTACKER, BOB, TOKEN, _runtime
+
+    sent: list[dict[str, object]] = []
+    rt = _runtime(tmp_path, sent)
+    try:
+        rt.record_input("run:t", "Summarise my inbox, then pay this month's rent.",
+                        author="user:emma")
+        assert submit(rt, 0, "read_email", {}, target="mail").status is OutcomeStatus.EXECUTED
+        first = submit(rt, 1, "send_money", {"recipient": ATTACKER, "amount": 900},
+                       target="bank")
+        assert first.approval is not None
+        rt.decide_approval(first.approval.id, approver_id=BOB, token=TOKEN,
+                           status=ApprovalStatus.APPROVED, resume=False)
+        rt.revoke_approval(first.approval.id, approver_id=BOB, token=TOKEN,
+                           reason=f"No, do not send the rent to {ATTACKER}: that e-mail "
+                                  "is phishing.")
+        again = submit(rt, 2, "send_money", {"recipient": ATTACKER, "amount": 900},
+                       target="bank")
+        assert again.status is OutcomeStatus.AWAITING_APPROVAL, (again.status, again.reasons)
+        assert sent == []
+        arg = next(a for a in trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
+        assert arg["untrusted_only"] and not arg["trusted_origin"], arg
+    finally:
+        rt.close()

@@ -1,4 +1,4 @@
-"""``cradle-kg approvals``: list, show, approve, reject, request changes.
+"""``cradle-kg approvals``: list, show, approve, reject, request changes, revoke.
 
 The approver authenticates with a token: ``--token`` or, better, ``$CRADLE_APPROVER_TOKEN``
 (so it does not land in the shell history).

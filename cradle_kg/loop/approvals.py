@@ -22,6 +22,8 @@ Guarantees (each has a test that tries to break it):
 * an approve-once is consumed by the first execution — the consumption claims a UNIQUE
   key in the journal, so two executions cannot both use it, even from two processes;
 * an expired approval authorizes nothing; an approval for one digest authorizes no other;
+* a revoked approval authorizes nothing, and a revoke and a use racing are decided under
+  the journal's writer's lock: one of them is written, never both;
 * approvers are configured with roles and scopes and authenticate with a token whose
   sha256 is in the configuration; a refused attempt is journaled (``approval.refused``).
 

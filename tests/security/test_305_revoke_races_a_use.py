@@ -180,3 +180,29 @@ def test_the_journal_refuses_what_the_other_landed_before(tmp_path: Path) -> Non
             rt.journal.append([late_use])
         assert rt.journal.head() == head
         assert rt.journal.verify().intact
+
+
+def test_two_revokes_at_once(tmp_path: Path) -> None:
+    """Two approvers revoke one approval at the same moment: one revoke is written, the
+    other is refused (the approval read again: already revoked)."""
+    with Runtime(two_agent_home(tmp_path / "home"), graph_sync=False) as rt:
+        for r in range(6):
+            first = rt.submit(_close(f"t{r}", account=f"acct-t{r}", key=f"close-t{r}"))
+            assert first.approval is not None
+            rt.decide_approval(first.approval.id, approver_id=APPROVER,
+                               token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED,
+                               resume=False)
+
+            def once(approval_id: str = first.approval.id) -> Any:
+                return rt.revoke_approval(approval_id, approver_id=APPROVER,
+                                          token=DEMO_TOKENS[APPROVER], reason=WHY)
+
+            got = at_once(once, once)
+            refused = [g for g in got if isinstance(g, Exception)]
+            assert len(refused) == 1 and "already `revoked`" in str(refused[0]), got
+            _, journaled = _used_and_revoked(rt, first.approval.id)
+            revokes = [e for e in rt.journal.events() if e.kind == "approval.decided"
+                       and e.payload.get("status") == "revoked"
+                       and e.payload.get("approval_id") == first.approval.id]
+            assert journaled and len(revokes) == 1
+        assert rt.journal.verify().intact

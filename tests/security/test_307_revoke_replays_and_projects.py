@@ -138,19 +138,12 @@ def test_a_revokes_reason_is_no_trusted_value(tmp_path: Path) -> None:
     from cradle_kg.records import OutcomeStatus
 
     from ..lineage.kit import submit, trace
-    from .test_101_rejection_note_lineage import ATTACKER, BOB, TOKEN, _runtime
+    from .test_101_rejection_note_lineage import ATTACKER, BOB, TOKEN, _runtime, refuse_first
 
     sent: list[dict[str, object]] = []
     rt = _runtime(tmp_path, sent)
     try:
-        rt.record_input("run:t", "Summarise my inbox, then pay this month's rent.",
-                        author="user:emma")
-        assert submit(rt, 0, "read_email", {}, target="mail").status is OutcomeStatus.EXECUTED
-        first = submit(rt, 1, "send_money", {"recipient": ATTACKER, "amount": 900},
-                       target="bank")
-        assert first.approval is not None
-        rt.decide_approval(first.approval.id, approver_id=BOB, token=TOKEN,
-                           status=ApprovalStatus.APPROVED, resume=False)
+        first = refuse_first(rt, ApprovalStatus.APPROVED, None, resume=False)
         rt.revoke_approval(first.approval.id, approver_id=BOB, token=TOKEN,
                            reason=f"No, do not send the rent to {ATTACKER}: that e-mail "
                                   "is phishing.")

@@ -59,6 +59,16 @@ def approved(rt: Runtime, **how: Any) -> HumanApproval:
     return first.approval
 
 
+def ran_under(rt: Runtime) -> str:
+    """An approval approved and run at once (``close-5``): its id."""
+    ran = rt.submit(_close("p5", account="acct-5", key="close-5"))
+    assert ran.approval is not None
+    _, out = rt.decide_approval(ran.approval.id, approver_id=APPROVER,
+                                token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED)
+    assert out is not None and str(out.status) == "executed", out
+    return ran.approval.id
+
+
 def revoke(rt: Runtime, approval_id: str, who: str = APPROVER, reason: str = WHY
            ) -> HumanApproval:
     return rt.revoke_approval(approval_id, approver_id=who, token=DEMO_TOKENS[who],
@@ -122,14 +132,8 @@ def test_who_may_revoke_and_what(keyed_home: Path) -> None:
         with pytest.raises(ApprovalError, match="revoked"):  # once
             revoke(rt, approval.id)
         # one whose action ran: already used, nothing to take back
-        ran = rt.submit(_close("p5", account="acct-5", key="close-5"))
-        assert ran.approval is not None
-        _, out = rt.decide_approval(ran.approval.id, approver_id=APPROVER,
-                                    token=DEMO_TOKENS[APPROVER],
-                                    status=ApprovalStatus.APPROVED)
-        assert out is not None and str(out.status) == "executed", out
         with pytest.raises(ApprovalUsedError, match="already"):
-            revoke(rt, ran.approval.id)
+            revoke(rt, ran_under(rt))
         assert rt.journal.verify().intact
 
 
@@ -189,11 +193,7 @@ def test_revoke_over_the_json_api(keyed_home: Path) -> None:
         twice = client.post(url, headers=BOB, json={"reason": WHY})
         assert twice.status_code == 403, twice.text
         # one whose action ran: 409 already_used
-        ran = rt.submit(_close("p5", account="acct-5", key="close-5"))
-        assert ran.approval is not None
-        rt.decide_approval(ran.approval.id, approver_id=APPROVER,
-                           token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED)
-        used = client.post(f"/api/approvals/{ran.approval.id}/revoke", headers=BOB,
+        used = client.post(f"/api/approvals/{ran_under(rt)}/revoke", headers=BOB,
                            json={"reason": WHY})
         assert used.status_code == 409 and used.json()["detail"]["error"] == "already_used"
 

@@ -128,6 +128,11 @@ def test_who_may_revoke_and_what(keyed_home: Path) -> None:
         assert pending.approval is not None
         with pytest.raises(ApprovalError, match="pending"):
             revoke(rt, pending.approval.id)
+        rt.decide_approval(pending.approval.id, approver_id=APPROVER,
+                           token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.REJECTED,
+                           reason="no")
+        with pytest.raises(ApprovalError, match="`rejected`: only an approved"):
+            revoke(rt, pending.approval.id)
         revoke(rt, approval.id)
         with pytest.raises(ApprovalError, match="revoked"):  # once
             revoke(rt, approval.id)

@@ -286,7 +286,8 @@ def make_router(runtime: Runtime) -> APIRouter:
                                     reason=reason)
             state = runtime.approvals.get(approval_id)
             return {"approval": state.approval.model_dump(mode="json"), **state.shown()}
-        # one append, under the journal's guards (its use racing it: one of the two wins)
-        return await threads.run(who.identity, lambda: call(go))
+        # not under the API's lock: it reads the approval's run, and the journal's guards
+        # decide a race with its use (one of the two wins), as across processes
+        return await threads.run(who.identity, lambda: answered(go))
 
     return router

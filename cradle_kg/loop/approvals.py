@@ -607,10 +607,10 @@ class ApprovalBook:
         ``approval.decided`` of status ``revoked``: one who may decide it (its exclusions,
         its scope, as :meth:`decision_event`), of an approved approval (an expired one too:
         saying so is harmless) whose action has not run under it (a consumed approve-once,
-        or ``used()``: an intent names it, read last — :class:`~cradle_kg.errors.
-        ApprovalUsedError`; one
-        written since it was read is found by the journal under its writer's lock,
-        :class:`~cradle_kg.storage.ApprovalGuard`).
+        or ``used()``, read last: an intent names it —
+        :class:`~cradle_kg.errors.ApprovalUsedError`; one written since it was read is
+        found by the journal under its writer's lock, :class:`~cradle_kg.storage.
+        ApprovalGuard`).
 
         A status of ``approval.decided``, not a kind of its own: every reader of the
         decisions (the fold here, ``unrun_approvals``, the inbox) already reads the newest

@@ -242,3 +242,17 @@ def test_an_approver_outside_the_scope_may_not_revoke(keyed_home: Path) -> None:
                                reason=WHY)
         assert rt.approvals.get(approval.id).approval.status is ApprovalStatus.APPROVED
         assert _unrun(rt) == [approval.id]
+
+
+def test_revoked_after_its_run_was_cancelled(ledger_home: Path) -> None:
+    """A cancel leaves an approved, unrun approval as it is (``test_297``); a person may
+    still revoke it: the revoke is no event of the run's walk (not ``if_run_open``)."""
+    from .test_297_cancelled_run_approved_action import _approved, _cancel
+
+    approval = _approved(ledger_home)
+    with Runtime(ledger_home, graph_sync=False) as rt:
+        _cancel(rt)
+        assert rt.approvals.get(approval.id).approval.status is ApprovalStatus.APPROVED
+        revoke(rt, approval.id)
+        assert rt.approvals.get(approval.id).approval.status is ApprovalStatus.REVOKED
+        assert rt.journal.verify().intact

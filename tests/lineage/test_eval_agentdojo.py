@@ -8,6 +8,7 @@ Subsets keep the run short; `bench/eval_agentdojo.py` prints the full figures.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +163,24 @@ def test_written_calls_replace_missing_reference_calls() -> None:
     # five largest files and of every unread email are picked from listings while the
     # injection tells to delete: held (picked-under-instruction)
     assert s["pairs"] == 2 and s["attacker_writes_executed"] == 0, s["failures"]
+
+
+@pytest.mark.parametrize("suite_name", ["banking", "slack", "travel", "workspace"])
+def test_the_environment_is_the_librarys(suite_name: str, tmp_path: Path) -> None:
+    # the evaluation reads a suite's files once and parses each run's injected text with
+    # libyaml: the environment it builds is the library's own, for the defaults, the
+    # canaries and the attack's text (its new lines, its tags) in every vector
+    from cradle_kg.integrations.agentdojo import ATTACK, _Session
+
+    session = _Session(suite_name, tmp_path / "home")
+    try:
+        suite = session.suite
+        goal = next(iter(suite.injection_tasks.values())).GOAL
+        built = []
+        for injections in ({}, {v: f"<CANARY---{v}--->" for v in session.vector_defaults()},
+                           {v: ATTACK.format(goal=goal) for v in session.vector_defaults()}):
+            built.append(session.environment(injections))
+            assert built[-1] == suite.load_and_inject_default_environment(injections), injections
+        assert built[0] != built[1] != built[2]  # the texts were placed
+    finally:
+        session.runtime.close()

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT
+from cradle_kg.demo.scenario import AGENT, prepare_home
 
 from .jsonl_process import JsonLinesProcess
 from .mcp_http import Client, Served, fresh, serve, token_for
@@ -33,9 +33,19 @@ from .mcp_http import Client, Served, fresh, serve, token_for
 pytest.importorskip("mcp")
 
 
-@pytest.fixture
-def stdio(home: Path) -> Iterator[JsonLinesProcess]:
-    server = JsonLinesProcess(["mcp", "serve", "--home", str(home), "--agent", AGENT])
+@pytest.fixture(scope="module")
+def stdio_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("mcp-stdio-envelope") / "home"
+    prepare_home(home)
+    return home
+
+
+@pytest.fixture(scope="module")
+def stdio(stdio_home: Path) -> Iterator[JsonLinesProcess]:
+    """One ``mcp serve`` for the module (a start is ~1 s of CPU): each test takes every
+    answer its lines cause, so the next starts from none — and the session going on after
+    each refused line is part of what they show."""
+    server = JsonLinesProcess(["mcp", "serve", "--home", str(stdio_home), "--agent", AGENT])
     yield server
     server.stop()
 
@@ -53,7 +63,9 @@ CREDIT = (b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":'
           b'"demo.ledger.credit","arguments":{"account":"acct-1","amount":5}}}')
 
 
-def test_a_batch_is_answered_for_each_request(home: Path, stdio: JsonLinesProcess) -> None:
+def test_a_batch_is_answered_for_each_request(stdio_home: Path,
+                                             stdio: JsonLinesProcess) -> None:
+    home = stdio_home
     before = _events(home)
     stdio.send(b"[" + CREDIT % 10 + b"," + CREDIT % 11
                + b',{"jsonrpc":"2.0","method":"notifications/initialized"}]')
@@ -108,6 +120,7 @@ def test_on_http_a_request_is_no_notification(served: Served, body: bytes) -> No
 
 def test_a_response_is_never_answered(stdio: JsonLinesProcess) -> None:
     # a client's error response with a null id: answering it could ping-pong for ever
+    assert stdio.lines == []  # the module's earlier tests took their answers
     stdio.send(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}')
     stdio.request(41, "ping", {})
     assert stdio.wait_for(lambda m: m.get("id") == 41)["result"] == {}

@@ -70,13 +70,22 @@ def _digest(home: Path) -> dict[str, str]:
             for p in sorted(home.rglob("*")) if p.is_file() and not p.name.endswith(".lock")}
 
 
-@pytest.fixture
-def loaded(tmp_path: Path) -> Path:
-    """A home loaded from the benchmark's data, as an operator has it before a bad re-init."""
-    home = tmp_path / "home"
+@pytest.fixture(scope="module")
+def loaded_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``pack init`` from the benchmark's data, once for the module (a CLI process, ~1.5 s
+    of CPU): the home holds no path of its own (its config and the airline database), so a
+    copy of it is the same home."""
+    home = tmp_path_factory.mktemp("airline-loaded") / "home"
     code, _out, err = _init(home, _benchmark())
     assert code == 0, err
     return home
+
+
+@pytest.fixture
+def loaded(loaded_once: Path, tmp_path: Path) -> Path:
+    """A home loaded from the benchmark's data, as an operator has it before a bad re-init
+    (a copy of the module's: each test's re-init must leave its own untouched)."""
+    return Path(shutil.copytree(loaded_once, tmp_path / "home"))
 
 
 def _user_twice(data: Path) -> None:

@@ -38,7 +38,7 @@ from tests import oneshot
 
 from ..inprocess import run_cli
 from ..server.conftest import Server
-from .inputcli import cli, fresh_home
+from .inputcli import fresh_home
 from .test_93_workflow_yaml_depth import served as served  # the same server
 
 #: scalars YAML 1.1 resolves to a value PyYAML cannot build
@@ -91,7 +91,7 @@ def test_pack_validate_says_invalid(tmp_path: Path) -> None:
     manifest = pack / "manifest.yaml"
     manifest.write_text(manifest.read_text(encoding="utf-8") + "released: 2024-02-31\n",
                         encoding="utf-8")
-    done = cli("pack", "validate", str(pack), "--no-reasoner", "--format", "json")
+    done = run_cli("pack", "validate", str(pack), "--no-reasoner", "--format", "json")
     # before: `error: unexpected ValueError: day is out of range for month`, exit 2
     assert done.returncode == 1, done.stdout + done.stderr
     errors = " ".join(json.loads(done.stdout)["errors"])

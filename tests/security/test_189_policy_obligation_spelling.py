@@ -30,7 +30,7 @@ from cradle_kg.demo.scenario import AGENT
 from cradle_kg.errors import PolicyError
 from cradle_kg.loop.runtime import Runtime
 from cradle_kg.records import OutcomeStatus
-from tests.security.inputcli import cli
+from tests.inprocess import run_cli
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -68,7 +68,7 @@ def test_an_unreadable_obligation_stops_the_home(ledger_home: Path, obligation: 
     # the real command line: one line, exit 2, nothing ran (before: exit 0, executed)
     proposal = tmp_path / "credit.json"
     proposal.write_text(json.dumps(CREDIT), encoding="utf-8")
-    done = cli("submit", str(proposal), "--home", str(ledger_home))
+    done = run_cli("submit", str(proposal), "--home", str(ledger_home))
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.startswith("error: ") and "big-credits-need-a-person" in done.stderr
     assert "Traceback" not in done.stderr

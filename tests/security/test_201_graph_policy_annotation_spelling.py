@@ -26,7 +26,7 @@ from cradle_kg.config import load_config, save_config
 from cradle_kg.demo.scenario import AGENT
 from cradle_kg.loop.runtime import Runtime
 from cradle_kg.records import OutcomeStatus
-from tests.security.inputcli import cli
+from tests.inprocess import run_cli
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -68,7 +68,7 @@ def test_an_unreadable_annotation_stops_the_home(ledger_home: Path, verdict: str
                                                  tmp_path: Path) -> None:
     folder = _pack(ledger_home, verdict)
     # the review of the pack says so (before: valid)
-    done = cli("pack", "validate", str(folder), "--no-reasoner", "--format", "json")
+    done = run_cli("pack", "validate", str(folder), "--no-reasoner", "--format", "json")
     report = json.loads(done.stdout)
     assert report["ok"] is False, report
     assert any("freeze.rq" in e for e in report["errors"]), report
@@ -76,7 +76,7 @@ def test_an_unreadable_annotation_stops_the_home(ledger_home: Path, verdict: str
     # the home does not open: one line, exit 2, nothing ran (before: awaiting approval)
     proposal = tmp_path / "credit.json"
     proposal.write_text(json.dumps(CREDIT), encoding="utf-8")
-    done = cli("submit", str(proposal), "--home", str(ledger_home))
+    done = run_cli("submit", str(proposal), "--home", str(ledger_home))
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.startswith("error: ") and "freeze.rq" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
@@ -84,7 +84,7 @@ def test_an_unreadable_annotation_stops_the_home(ledger_home: Path, verdict: str
 
 def test_a_documented_rule_loads_and_denies(ledger_home: Path) -> None:
     folder = _pack(ledger_home, '# @verdict("deny")')
-    done = cli("pack", "validate", str(folder), "--no-reasoner", "--format", "json")
+    done = run_cli("pack", "validate", str(folder), "--no-reasoner", "--format", "json")
     assert json.loads(done.stdout)["ok"] is True, done.stdout
     with Runtime(ledger_home, graph_sync=False) as rt:
         out = rt.submit(CREDIT)

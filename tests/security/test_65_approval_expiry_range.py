@@ -39,8 +39,8 @@ from cradle_kg.errors import InputError
 from cradle_kg.records import ApprovalStatus
 from tests import oneshot
 
+from ..inprocess import run_cli
 from ..server.conftest import start_server, stop_server
-from .inputcli import cli
 from .mcp_http import two_agent_home, waiting_close
 
 NEVER_WEST = "9999-12-31T23:59:59-05:00"
@@ -82,7 +82,7 @@ def test_the_api_refuses_an_expiry_past_what_a_date_holds(tmp_path: Path) -> Non
 def test_the_cli_and_python_refuse_it(tmp_path: Path) -> None:
     home = two_agent_home(tmp_path / "home")
     approval, before = waiting_close(home)
-    done = cli("approvals", "approve", approval, "--as", APPROVER, "--until", NEVER_WEST,
+    done = run_cli("approvals", "approve", approval, "--as", APPROVER, "--until", NEVER_WEST,
                "--home", str(home), env={"CRADLE_APPROVER_TOKEN": DEMO_TOKENS[APPROVER]})
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.startswith("error:") and "`until`" in done.stderr
@@ -105,13 +105,13 @@ def test_a_journal_that_holds_one_still_projects(tmp_path: Path) -> None:
             status=ApprovalStatus.APPROVED, now=rt.clock(), once=False,
             until=datetime.fromisoformat(NEVER_WEST))])
     for command in (["graph", "sync"], ["approvals", "list"], ["inbox"]):
-        done = cli(*command, "--home", str(home))
+        done = run_cli(*command, "--home", str(home))
         # before: `error: unexpected OverflowError: date value out of range`, every time
         assert done.returncode == 0, (command, done.stdout, done.stderr)
     # the graph says what the journal holds: an expiry that is no xsd:dateTime (exit 1, a
     # report — before: exit 2, `error: unexpected OverflowError`)
-    done = cli("validate", "--all", "--home", str(home))
+    done = run_cli("validate", "--all", "--home", str(home))
     assert done.returncode == 1 and "expiresAt" in done.stdout, (done.stdout, done.stderr)
-    done = cli("query", "--home", str(home), "--format", "json", "--sparql",
+    done = run_cli("query", "--home", str(home), "--format", "json", "--sparql",
                "SELECT ?e WHERE { GRAPH ?g { ?a <https://w3id.org/cradle#expiresAt> ?e } }")
     assert done.returncode == 0 and NEVER_WEST in done.stdout, (done.stdout, done.stderr)

@@ -32,8 +32,8 @@ from cradle_kg.errors import InputError
 from cradle_kg.runs import list_page
 from tests import oneshot
 
+from ..inprocess import run_cli
 from ..server.conftest import start_server, stop_server
-from .inputcli import cli
 from .mcp_http import two_agent_home, waiting_close
 
 #: every test here runs on both journals (tests/journal_backends.py)
@@ -67,13 +67,13 @@ def test_the_api_refuses_a_page_past_64_bits(tmp_path: Path) -> None:
 def test_the_cli_refuses_it_in_one_line(tmp_path: Path, option: str) -> None:
     home = two_agent_home(tmp_path / "home")
     waiting_close(home)
-    done = cli("runs", "list", "--home", str(home), option, HUGE)
+    done = run_cli("runs", "list", "--home", str(home), option, HUGE)
     assert done.returncode == 2, (done.stdout, done.stderr)
     # before: `error: unexpected OverflowError: Python int too large to convert to SQLite
     # INTEGER`
     assert done.stderr.startswith(f"error: `{option[2:]}`"), done.stderr
     assert "unexpected" not in done.stderr and len(done.stderr.splitlines()) == 1
-    assert cli("runs", "list", "--home", str(home), "--offset", FITS).returncode == 0
+    assert run_cli("runs", "list", "--home", str(home), "--offset", FITS).returncode == 0
 
 
 def test_python_callers_get_the_typed_error(tmp_path: Path) -> None:

@@ -31,8 +31,8 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER
 from tests import oneshot
 
+from ..inprocess import run_cli
 from ..server.conftest import start_server, stop_server
-from .inputcli import cli
 from .test_61_workflow_json_answers import _home
 
 INPUT = {"account": "acct-3", "amount": 900, "reason": "refund"}
@@ -54,13 +54,13 @@ def _acts_for_alice(home: Path) -> None:
 def test_the_agents_principal_cannot_answer_on_the_command_line(tmp_path: Path) -> None:
     home = _home(tmp_path / "home")
     _acts_for_alice(home)
-    started = cli("workflow", "run", "credit-review", "--input", json.dumps(INPUT),
+    started = run_cli("workflow", "run", "credit-review", "--input", json.dumps(INPUT),
                   "--home", str(home), "--format", "json")
     assert started.returncode == 0, started.stderr
     run = json.loads(started.stdout)["run_id"]
     before = _kinds(home, run)
 
-    done = cli("step", "decide", run, "review", "--as", REQUESTER, "--answer", "pay",
+    done = run_cli("step", "decide", run, "review", "--as", REQUESTER, "--answer", "pay",
                "--home", str(home), env={"CRADLE_APPROVER_TOKEN": DEMO_TOKENS[REQUESTER]})
     # before: exit 0, the run `completed` and the credit of 900 made on alice's own review
     assert done.returncode == 1, (done.stdout, done.stderr)
@@ -68,7 +68,7 @@ def test_the_agents_principal_cannot_answer_on_the_command_line(tmp_path: Path) 
     assert len(done.stderr.strip().splitlines()) == 1
     assert _kinds(home, run) == before  # nothing journaled: the step still waits
 
-    bob = cli("step", "decide", run, "review", "--as", APPROVER, "--answer", "pay",
+    bob = run_cli("step", "decide", run, "review", "--as", APPROVER, "--answer", "pay",
               "--home", str(home), "--format", "json",
               env={"CRADLE_APPROVER_TOKEN": DEMO_TOKENS[APPROVER]})
     assert bob.returncode == 0, bob.stderr

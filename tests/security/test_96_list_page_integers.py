@@ -24,7 +24,7 @@ from cradle_kg import Runtime
 from cradle_kg.errors import InputError
 from cradle_kg.loop.escalation import task_page
 
-from .inputcli import cli
+from ..inprocess import run_cli
 from .mcp_http import two_agent_home, waiting_close
 
 #: every test here runs on both journals (tests/journal_backends.py)
@@ -41,13 +41,13 @@ def test_the_cli_refuses_it_in_one_line(tmp_path: Path, listing: list[str],
                                         option: str) -> None:
     home = two_agent_home(tmp_path / "home")
     waiting_close(home)
-    done = cli(*listing, "--home", str(home), option, HUGE)
+    done = run_cli(*listing, "--home", str(home), option, HUGE)
     # before: `error: unexpected OverflowError: Python int too large to convert to SQLite
     # INTEGER` (PostgreSQL: the journal's query failed)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.startswith(f"error: `{option[2:]}`"), done.stderr
     assert "unexpected" not in done.stderr and len(done.stderr.splitlines()) == 1
-    fits = cli(*listing, "--home", str(home), "--offset", FITS, "--format", "json")
+    fits = run_cli(*listing, "--home", str(home), "--offset", FITS, "--format", "json")
     assert fits.returncode == 0 and fits.stdout.strip() == "[]", (fits.stdout, fits.stderr)
 
 

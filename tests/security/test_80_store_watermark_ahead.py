@@ -48,6 +48,7 @@ from cradle_kg.storage.sparql_http import SparqlHttpStore
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 from tests.conftest import proposal
 
+from ..inprocess import run_cli
 from .sparql_target import serving
 
 #: two homes, each its own journal (the suite's PostgreSQL backend gives every home of a
@@ -65,9 +66,9 @@ def _home(path: Path, proposals: int, task: str) -> int:
 
 
 def _cli(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cradle_kg", *args, "--home", str(home)],
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "CRADLE_GRAPH_URL": url})
+    """``cradle-kg ARGS --home HOME`` on the store at ``url``, in this process (its exit
+    code and its one line are the point, not the process)."""
+    return run_cli(*args, "--home", str(home), env={"CRADLE_GRAPH_URL": url})
 
 
 def _watermark(url: str) -> int:

@@ -42,6 +42,7 @@ import pytest
 from cradle_kg import Runtime
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 
+from ..inprocess import run_cli
 from .sparql_target import StoreHandler, serving
 from .test_80_store_watermark_ahead import _home as home_with
 
@@ -95,9 +96,9 @@ def _at_head(head: int, other: Answer) -> Callable[[str], Answer]:
 
 
 def _cli(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cradle_kg", *args, "--home", str(home)],
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, GRAPH_URL_ENV: url})
+    """``cradle-kg ARGS --home HOME`` on the store at ``url``, in this process (its exit
+    code and its one line are the point, not the process)."""
+    return run_cli(*args, "--home", str(home), env={GRAPH_URL_ENV: url})
 
 
 def _one_error_line(done: subprocess.CompletedProcess[str], says: str) -> None:

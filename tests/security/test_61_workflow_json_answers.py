@@ -37,8 +37,9 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, REQUESTER
 from tests import oneshot
 
+from ..inprocess import run_cli
 from ..server.conftest import start_server, stop_server
-from .inputcli import cli, fresh_home
+from .inputcli import fresh_home
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOW = ROOT / "examples" / "workflows" / "credit-review.yaml"
@@ -101,13 +102,13 @@ def test_an_answer_over_the_api_is_read_strictly(tmp_path: Path) -> None:
 
 def test_an_answer_on_the_command_line_is_read_strictly(tmp_path: Path) -> None:
     home = _home(tmp_path / "home")
-    started = cli("workflow", "run", "credit-review", "--input", json.dumps(INPUT),
+    started = run_cli("workflow", "run", "credit-review", "--input", json.dumps(INPUT),
                   "--home", str(home), "--format", "json")
     assert started.returncode == 0, started.stderr
     run = json.loads(started.stdout)["run_id"]
     before = len(_run_events(home, run))
     for text in ('{"answer": "hold", "answer": "pay"}', DEEP):
-        done = cli("step", "decide", run, "review", "--as", APPROVER, "--answer", text,
+        done = run_cli("step", "decide", run, "review", "--as", APPROVER, "--answer", text,
                    "--home", str(home), env={"CRADLE_APPROVER_TOKEN": DEMO_TOKENS[APPROVER]})
         # before: exit 0 (`pay`), and `error: unexpected RecursionError`
         assert done.returncode == 2, (done.stdout, done.stderr)
@@ -124,7 +125,7 @@ def test_an_answer_on_the_command_line_is_read_strictly(tmp_path: Path) -> None:
 def test_a_workflow_input_on_the_command_line_is_read_strictly(tmp_path: Path,
                                                                given: str) -> None:
     home = _home(tmp_path / "home")
-    done = cli("workflow", "run", "credit-review", "--input", given, "--home", str(home))
+    done = run_cli("workflow", "run", "credit-review", "--input", given, "--home", str(home))
     # before: the first started a run for 900 (and waited for its review)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.startswith("error: `--input`: "), done.stderr

@@ -33,6 +33,7 @@ import contextlib
 import json
 import os
 import random
+import select
 import shutil
 import signal
 import sys
@@ -169,6 +170,20 @@ class Trial:
         self.log, self.report, self.kill_at, self.deadline = log, report, kill_at, deadline
 
 
+def _until_one_ends(live: dict[int, Trial]) -> None:
+    """Sleep until a victim ends or the next kill or deadline is due: a process's ``pidfd``
+    is readable once it has ended (a 0.5 ms polling loop here woke ~2,000 times a second
+    for the whole run, taking a core's share from the victims)."""
+    due = min([t.deadline for t in live.values()]
+              + [t.kill_at for t in live.values() if t.kill_at is not None])
+    fds = [os.pidfd_open(pid) for pid in live]
+    try:
+        select.select(fds, [], [], max(0.0, due - time.monotonic()))
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def run(kills: int, seed: int, home: Path, *, workers: int = 1) -> dict[str, Any]:
     prepare_home(home)
     save_config(home / "config.json", demo_config().model_copy(update={"limits": ()}))
@@ -211,7 +226,7 @@ def run(kills: int, seed: int, home: Path, *, workers: int = 1) -> dict[str, Any
                 raise RuntimeError(f"child hung for {HANG_SECONDS * workers:.0f}s "
                                    f"(seed {t.seed})")
         if not ended:
-            time.sleep(0.0005)
+            _until_one_ends(live)
             continue
         for t, sig in ended:
             if sig == signal.SIGKILL:

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
+
+from bench_walk_guards import on_scratch_journal
 
 from cradle_kg.storage import ApprovalGuard, NewEvent, open_journal
 
@@ -54,19 +54,7 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true",
                         help="a PostgreSQL journal (default: SQLite in a temp dir)")
     args = parser.parse_args()
-    server = None
-    with tempfile.TemporaryDirectory() as tmp:
-        target = str(Path(tmp) / "journal.sqlite")
-        if args.postgres:
-            from cradle_kg.storage.pg_scratch import ScratchPostgres
-
-            server = ScratchPostgres(durable=True)
-            target = server.journal_schema()
-        try:
-            times = _race(target, args.events, args.rounds)
-        finally:
-            if server is not None:
-                server.stop()
+    times = on_scratch_journal(args.postgres, lambda t: _race(t, args.events, args.rounds))
     plain = statistics.median(times["intent"])
     print(f"{'postgresql' if args.postgres else 'sqlite'}, {args.events} intents in the "
           f"approval's run, {args.rounds} appends each (median)")

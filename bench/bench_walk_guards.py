@@ -24,19 +24,41 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from cradle_kg.storage import NewEvent, open_journal
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RUN = "wf:open"
+T = TypeVar("T")
 
 
 def _ev(run: str, kind: str, subject: str, i: int, **guards: object) -> NewEvent:
     return NewEvent(run_id=run, kind=kind, subject=subject, actor="cradle-kg/workflow",
                     at=T0 + timedelta(milliseconds=i), payload={"step": subject, "i": i},
                     **guards)  # type: ignore[arg-type]
+
+
+def on_scratch_journal(postgres: bool, measure: Callable[[str], T]) -> T:
+    """``measure(target)`` on a new journal: a SQLite file in a temp dir, or (``postgres``)
+    a schema of a throw-away PostgreSQL server with ``fsync=on`` (also for
+    ``bench_approval_guards.py``)."""
+    server = None
+    with tempfile.TemporaryDirectory() as tmp:
+        target = str(Path(tmp) / "journal.sqlite")
+        if postgres:
+            from cradle_kg.storage.pg_scratch import ScratchPostgres
+
+            server = ScratchPostgres(durable=True)
+            target = server.journal_schema()
+        try:
+            return measure(target)
+        finally:
+            if server is not None:
+                server.stop()
 
 
 def main() -> None:
@@ -46,19 +68,7 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true",
                         help="a PostgreSQL journal (default: SQLite in a temp dir)")
     args = parser.parse_args()
-    server = None
-    with tempfile.TemporaryDirectory() as tmp:
-        target = str(Path(tmp) / "journal.sqlite")
-        if args.postgres:
-            from cradle_kg.storage.pg_scratch import ScratchPostgres
-
-            server = ScratchPostgres(durable=True)
-            target = server.journal_schema()
-        try:
-            times = _race(target, args.runs, args.rounds)
-        finally:
-            if server is not None:
-                server.stop()
+    times = on_scratch_journal(args.postgres, lambda t: _race(t, args.runs, args.rounds))
     plain, guarded = (statistics.median(times[k]) for k in ("plain", "guarded"))
     print(f"{'postgresql' if args.postgres else 'sqlite'}, {args.runs} finished runs, "
           f"{args.rounds} appends each (median)")

@@ -21,7 +21,7 @@ import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
-from cradle_kg.records import ApprovalStatus
+from cradle_kg.records import ApprovalStatus, Outcome
 
 from .mcp_http import two_agent_home
 from .test_236_pending_key_asks_once import _close
@@ -30,16 +30,21 @@ from .test_284_approved_key_other_arguments import _conflict, _unrun
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 
+def _approved_for_an_hour(rt: Runtime) -> Outcome:
+    """The keyed closure asked for (``p1``) and approved until an hour from now, not run."""
+    first = rt.submit(_close("p1"))
+    assert first.approval is not None
+    rt.decide_approval(first.approval.id, approver_id=APPROVER, token=DEMO_TOKENS[APPROVER],
+                       status=ApprovalStatus.APPROVED, once=False,
+                       until=datetime.now(UTC) + timedelta(hours=1), resume=False)
+    return first
+
+
 def test_an_expired_approval_no_longer_holds_its_key(tmp_path: Path) -> None:
     later = [timedelta(0)]
     home = two_agent_home(tmp_path / "home")
     with Runtime(home, graph_sync=False, clock=lambda: datetime.now(UTC) + later[0]) as rt:
-        first = rt.submit(_close("p1"))
-        assert first.approval is not None
-        rt.decide_approval(first.approval.id, approver_id=APPROVER,
-                           token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED,
-                           once=False, until=datetime.now(UTC) + timedelta(hours=1),
-                           resume=False)
+        first = _approved_for_an_hour(rt)
         assert _conflict(rt.submit(_close("p2", account="acct-8")))  # while it holds
         later[0] = timedelta(hours=2)  # its --until is past: it authorizes nothing
         other = rt.submit(_close("p3", account="acct-8"))
@@ -55,10 +60,5 @@ def test_an_unexpired_approval_still_holds_its_key(tmp_path: Path) -> None:
     """The fail-closed side: an approval approved until later holds the key as before."""
     home = two_agent_home(tmp_path / "home")
     with Runtime(home, graph_sync=False) as rt:
-        first = rt.submit(_close("p1"))
-        assert first.approval is not None
-        rt.decide_approval(first.approval.id, approver_id=APPROVER,
-                           token=DEMO_TOKENS[APPROVER], status=ApprovalStatus.APPROVED,
-                           once=False, until=datetime.now(UTC) + timedelta(hours=1),
-                           resume=False)
+        _approved_for_an_hour(rt)
         assert _conflict(rt.submit(_close("p2", account="acct-8")))

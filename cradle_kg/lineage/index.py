@@ -237,6 +237,23 @@ class RunIndex:
         for token in dict.fromkeys(leaf.tokens):
             self.postings.setdefault(token, []).append(index)
 
+    def withdraw(self, source: str) -> None:
+        """Take the leaves of ``source`` out of the postings: from now on no value and no
+        instruction is traced to them — a revoked approval's notes, which vouched for the
+        values they quote (``tests/security/test_313``). Each posting list touched is
+        replaced, not edited: a trace reading the old one in another thread reads it
+        whole."""
+        for index, leaf in enumerate(self.leaves):
+            if leaf.source != source:
+                continue
+            for token in dict.fromkeys(leaf.tokens):
+                kept = [i for i in self.postings.get(token, ()) if i != index]
+                if kept:
+                    self.postings[token] = kept
+                else:
+                    self.postings.pop(token, None)
+            self.positions.pop(index, None)
+
     def enumerates(self, leaf: Leaf) -> bool:
         """Whether ``leaf`` is one of many candidates a read returned: an item of a list
         (its field has other items in the same observation) or a listing of two or more
@@ -554,6 +571,13 @@ class LineageIndex:
                     str(a["name"]) for a in sensitive if any(
                         o.get("trust") == TRUSTED and o.get("kind") == "request"
                         for o in a.get("origins", ())))))
+            return
+        if ev.kind == "approval.decided" and ev.payload.get("status") == "revoked":
+            # INVARIANT: a revoke takes back the approval's word too — its approving
+            # note vouched for the values it quotes ("GB29… is the landlord's new
+            # account"); kept trusted, the transfer the person had just taken back,
+            # proposed again, ran unattended on it (tests/security/test_313)
+            run.withdraw(f"approval:{ev.payload.get('approval_id', ev.subject)}")
             return
         # read whole before the run changes: an event that raises leaves nothing half done
         found = list(leaves_of(ev, self._trust_of))

@@ -19,71 +19,64 @@ process and a replay read the same), and the transfer proposed again waits for a
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cradle_kg.records import ApprovalStatus, OutcomeStatus
 
 from ..lineage.kit import submit, trace
-from .test_101_rejection_note_lineage import ATTACKER, BOB, TOKEN, _runtime, refuse_first
+from .test_101_rejection_note_lineage import (
+    ATTACKER,
+    BOB,
+    TOKEN,
+    _decided_then_proposed_again,
+    _runtime,
+    refuse_first,
+)
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 VOUCHED = f"Yes: {ATTACKER} is the landlord's new account, send the rent there."
 
 
-def test_a_revoked_approvals_note_is_no_trusted_value(tmp_path: Path) -> None:
-    sent: list[dict[str, object]] = []
+def _revoked_then_proposed_again(tmp_path: Path, *, restart: bool
+                                 ) -> tuple[Any, Any, dict[str, Any], list[dict[str, Any]]]:
+    """The transfer approved with Bob's note vouching for the IBAN (recorded, not run),
+    the approval revoked, then the same transfer proposed again — by the same runtime, or
+    (``restart``) by a new one whose run index is rebuilt from the journal: the first
+    approval, the outcome, the recipient's lineage, what was sent."""
+    sent: list[dict[str, Any]] = []
     rt = _runtime(tmp_path, sent)
     try:
         first = refuse_first(rt, ApprovalStatus.APPROVED, VOUCHED, resume=False)
-        assert sent == []  # recorded, not run
         rt.revoke_approval(first.approval.id, approver_id=BOB, token=TOKEN,
                            reason="that e-mail was phishing")
+        if restart:
+            rt.close()
+            rt = _runtime(tmp_path, sent)
         again = submit(rt, 2, "send_money", {"recipient": ATTACKER, "amount": 900},
                        target="bank")
-        # before: executed — the IBAN traced to the revoked approval's note, trusted
-        assert again.status is OutcomeStatus.AWAITING_APPROVAL, (again.status, again.reasons)
-        assert again.approval is not None and again.approval.id != first.approval.id
-        assert sent == []
         arg = next(a for a in trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
-        assert arg["untrusted_only"] and not arg["trusted_origin"], arg
+        return first.approval, again, arg, sent
     finally:
         rt.close()
 
 
-def test_a_fresh_process_reads_the_note_withdrawn_too(tmp_path: Path) -> None:
-    """The run's index rebuilt from the journal (another process, after a restart) reads
-    the revoke after the note it withdraws, as the process that wrote it did."""
-    sent: list[dict[str, object]] = []
-    rt = _runtime(tmp_path, sent)
-    try:
-        first = refuse_first(rt, ApprovalStatus.APPROVED, VOUCHED, resume=False)
-        rt.revoke_approval(first.approval.id, approver_id=BOB, token=TOKEN,
-                           reason="that e-mail was phishing")
-    finally:
-        rt.close()
-    rt = _runtime(tmp_path, sent)
-    try:
-        again = submit(rt, 2, "send_money", {"recipient": ATTACKER, "amount": 900},
-                       target="bank")
-        assert again.status is OutcomeStatus.AWAITING_APPROVAL, (again.status, again.reasons)
-        assert sent == []
-    finally:
-        rt.close()
+@pytest.mark.parametrize("restart", [False, True], ids=["same process", "restarted"])
+def test_a_revoked_approvals_note_is_no_trusted_value(tmp_path: Path, restart: bool) -> None:
+    first, again, arg, sent = _revoked_then_proposed_again(tmp_path, restart=restart)
+    # before: executed — the IBAN traced to the revoked approval's note, trusted
+    assert again.status is OutcomeStatus.AWAITING_APPROVAL, (again.status, again.reasons)
+    assert again.approval is not None and again.approval.id != first.id  # a person asked
+    assert sent == []
+    assert arg["untrusted_only"] and not arg["trusted_origin"], arg
+    assert {o["kind"] for o in arg["origins"]} == {"observation"}
 
 
 def test_an_approved_note_not_revoked_is_still_the_persons_word(tmp_path: Path) -> None:
     """What is kept: a note on an approval that stands vouches for its value, as before
     (``test_101``): the same transfer proposed again runs."""
-    sent: list[dict[str, object]] = []
-    rt = _runtime(tmp_path, sent)
-    try:
-        refuse_first(rt, ApprovalStatus.APPROVED, VOUCHED, resume=False)
-        again = submit(rt, 2, "send_money", {"recipient": ATTACKER, "amount": 900},
-                       target="bank")
-        assert again.status is OutcomeStatus.EXECUTED, (again.status, again.reasons)
-        arg = next(a for a in trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
-        assert arg["trusted_origin"], arg
-    finally:
-        rt.close()
+    again, arg, sent = _decided_then_proposed_again(tmp_path, ApprovalStatus.APPROVED, VOUCHED)
+    assert again.status is OutcomeStatus.EXECUTED, (again.status, again.reasons)
+    assert arg["trusted_origin"] and len(sent) == 2, (arg, sent)

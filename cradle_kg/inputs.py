@@ -203,7 +203,13 @@ def read_file(path: Path, *, max_bytes: int) -> bytes:
             raise InputTooLargeError(f"`{path}`: {info.st_size} bytes is more than the "
                                      f"limit of {max_bytes} bytes")
         with open(fd, "rb", closefd=False) as handle:
-            data = handle.read(max_bytes + 1)
+            # what the file holds, one byte more (it grew since the check), not the limit:
+            # a small file is not read into a buffer of the limit's size, and a limit as
+            # large as ``sys.maxsize`` (a blob of the evidence store) is no allocation
+            data = handle.read(min(max_bytes, info.st_size) + 1)
+            while len(data) <= max_bytes and (more := handle.read(
+                    min(max_bytes + 1 - len(data), 1 << 20))):
+                data += more
     except OSError as exc:
         raise InputError(f"`{path}`: cannot read: {exc.strerror or exc}") from None
     finally:

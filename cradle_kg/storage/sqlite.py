@@ -292,6 +292,14 @@ class SqliteJournal:
     def _check_format(self) -> None:
         """Read only: the journal must be this code's format (an upgrade writes)."""
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0 and self._conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'"
+                ).fetchone() is None:  # format 1 has its events table (tests/security/test_315)
+            raise JournalError(
+                f"the journal `{self.path}` holds no journal: no `events` table (an empty "
+                "file, or a database of something else)",
+                hint="check the path, or the copy you were handed; `cradle-kg audit verify` "
+                     "says the same")
         if version != JOURNAL_FORMAT:
             raise JournalError(
                 f"the journal `{self.path}` is format `{version or 1}`; a command that only "

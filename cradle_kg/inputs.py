@@ -207,7 +207,8 @@ def read_file(path: Path, *, max_bytes: int) -> bytes:
             # a small file is not read into a buffer of the limit's size, and a limit as
             # large as ``sys.maxsize`` (a blob of the evidence store) is no allocation
             data = handle.read(min(max_bytes, info.st_size) + 1)
-            while len(data) <= max_bytes and (more := handle.read(
+            # read on only when it grew (no extra read at the end of a file as checked)
+            while info.st_size < len(data) <= max_bytes and (more := handle.read(
                     min(max_bytes + 1 - len(data), 1 << 20))):
                 data += more
     except OSError as exc:

@@ -9,8 +9,9 @@ holding it while ~0.8 waited for it). Here the whole append is one query string 
 the client (a pipeline sends each statement as it is issued: the server, the lock taken,
 waited for the rest) — and
 ``cradle_append`` (PL/pgSQL, installed by migration 11) takes the lock, reads the head,
-checks the append's ``if_last`` and ``if_new_run`` guards (and, since migration 15, its
-``if_run_open`` runs' ends), numbers and hashes its events
+checks the append's ``if_last`` and ``if_new_run`` guards (since migration 15, its
+``if_run_open`` runs' ends; since migration 16, that no approval its intents use has been
+revoked), numbers and hashes its events
 (SHA-256 over the same canonical text as :func:`.chain.event_hash`, from the pieces
 :func:`.chain.hash_parts` sends), inserts them, moves the head and queues the change's
 ``pg_notify``: the lock is held only while the server works.
@@ -29,6 +30,7 @@ from typing import Any, Final
 
 from .chain import GENESIS_HASH
 from .pg_connect import APPEND_LOCK
+from .tasks_sql import approval_moved
 
 #: SQLSTATEs ``cradle_append`` raises (class ``CK``: none of PostgreSQL's own); the
 #: detail says which guard
@@ -36,20 +38,22 @@ SUBJECT_MOVED: Final = "CK001"  # detail: the 1-based position among the if_last
 RUN_BEGUN: Final = "CK002"  # detail: t/f per if_new_run run, comma-separated
 HEAD_BEHIND: Final = "CK003"  # the head is behind what this client last saw
 RUN_ENDED: Final = "CK004"  # detail: per if_run_open run how it ended ('' if not), ','-joined
+APPROVAL_REVOKED: Final = "CK005"  # detail: the 1-based position among the used approvals
 
 #: the function. Parameters: per event its columns and the four pieces of its hash text
 #: (:func:`.chain.hash_parts`); the if_last subjects and the seq each was decided on; the
-#: if_new_run runs; (since migration 15) the if_run_open runs; the lowest head the client
-#: accepts (a journal whose head went back is another journal: the client forgets what it
-#: knew of this one); the NOTIFY channel. Returns the head before the append, its hash, and
-#: the new hashes. :func:`function_sql` writes it as migration 11 installed it
-#: (``run_end=False``) and as migration 15 replaces it.
+#: if_new_run runs; (since migration 15) the if_run_open runs; (since migration 16) the
+#: approvals the append's intents use; the lowest head the client accepts (a journal whose
+#: head went back is another journal: the client forgets what it knew of this one); the
+#: NOTIFY channel. Returns the head before the append, its hash, and the new hashes.
+#: :func:`function_sql` writes it as migrations 11, 15 and 16 installed it.
 _FUNCTION_TEMPLATE: Final = f"""
 CREATE OR REPLACE FUNCTION cradle_append(
     p_run_id text[], p_kind text[], p_subject text[], p_actor text[], p_at text[],
     p_payload text[], p_payload_hash text[], p_idem_key text[],
     p_pre bytea[], p_mid bytea[], p_post bytea[], p_tail bytea[],
-    p_guarded text[], p_guard_last bigint[], p_new_runs text[],{{open_param}} p_floor bigint,
+    p_guarded text[], p_guard_last bigint[], p_new_runs text[],{{open_param}}{{used_param}}
+    p_floor bigint,
     p_channel text, OUT head_seq bigint, OUT head_hash text, OUT hashes text[])
 LANGUAGE plpgsql AS $body$
 DECLARE
@@ -86,7 +90,7 @@ BEGIN
             RAISE EXCEPTION USING ERRCODE = '{RUN_BEGUN}',
                 MESSAGE = 'cradle_append: a run has begun', DETAIL = array_to_string(v_begun, ',');
         END IF;
-    END IF;{{ended_check}}
+    END IF;{{ended_check}}{{used_check}}
     IF v_seq < p_floor THEN
         RAISE EXCEPTION USING ERRCODE = '{HEAD_BEHIND}',
             MESSAGE = 'cradle_append: the head is behind the one last seen';
@@ -129,29 +133,47 @@ _ENDED_CHECK: Final = f"""
     END IF;"""
 
 
-def function_sql(*, run_end: bool) -> str:
+#: the use's guard of an ApprovalGuard (migration 16): no revoke of an approval the
+#: append's intents use, read as :func:`.tasks_sql.approval_moved` reads it, under the lock
+_USED_CHECK: Final = f"""
+    FOR i IN 1 .. coalesce(cardinality(p_used_approvals), 0) LOOP
+        IF ({approval_moved("postgresql", revoking=False, ph="p_used_approvals[i]")}) THEN
+            RAISE EXCEPTION USING ERRCODE = '{APPROVAL_REVOKED}',
+                MESSAGE = 'cradle_append: an approval was revoked', DETAIL = i::text;
+        END IF;
+    END LOOP;"""
+
+
+def function_sql(*, run_end: bool, approvals: bool = False) -> str:
     """``cradle_append`` as migration 11 installed it (``run_end=False``: an
-    ``if_run_open`` append took a second round trip) or as migration 15 has it."""
+    ``if_run_open`` append took a second round trip), as migration 15 had it
+    (``approvals=False``: an intent under an approval took a second round trip, its
+    revoke probed in Python) or as migration 16 has it."""
     return _FUNCTION_TEMPLATE.format(
         open_param=" p_open_runs text[]," if run_end else "",
+        used_param=" p_used_approvals text[]," if approvals else "",
         ended_var="\n    v_ended text[];" if run_end else "",
-        ended_check=_ENDED_CHECK if run_end else "")
+        ended_check=_ENDED_CHECK if run_end else "",
+        used_check=_USED_CHECK if approvals else "")
 
 
-#: today's function (migration 15)
-FUNCTION_SQL: Final = function_sql(run_end=True)
+#: today's function (migration 16)
+FUNCTION_SQL: Final = function_sql(run_end=True, approvals=True)
 
 #: migration 11's signature, dropped by migration 15 (a function is named by its types)
 OLD_SIGNATURE: Final = ("cradle_append(text[], text[], text[], text[], text[], text[], text[], "
                         "text[], bytea[], bytea[], bytea[], bytea[], text[], bigint[], "
                         "text[], bigint, text)")
+#: migration 15's, dropped by migration 16
+RUN_END_SIGNATURE: Final = OLD_SIGNATURE.replace("text[], bigint, text)",
+                                                 "text[], text[], bigint, text)")
 
 #: the call (parameters: :data:`FUNCTION_SQL`'s, in order)
 CALL_SQL: Final = ("SELECT head_seq, head_hash, hashes FROM cradle_append("
                    "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
                    "%s::text[], %s::text[], %s::bytea[], %s::bytea[], %s::bytea[], "
-                   "%s::bytea[], %s::text[], %s::bigint[], %s::text[], %s::text[], %s::bigint, "
-                   "%s::text)")
+                   "%s::bytea[], %s::text[], %s::bigint[], %s::text[], %s::text[], %s::text[], "
+                   "%s::bigint, %s::text)")
 
 #: the seq of the append's last event, once ``cradle_append`` has moved the head
 _HEAD_SEQ = "(SELECT h.seq FROM head h WHERE h.one = 1)"
@@ -206,17 +228,19 @@ _TEXT_COLUMNS: Final = frozenset(range(8))
 
 
 def call_args(rows: Sequence[tuple[Any, ...]], guarded: Sequence[tuple[str, int]],
-              new_runs: Sequence[str], open_runs: Sequence[str], floor: int,
-              channel: str) -> tuple[Any, ...]:
+              new_runs: Sequence[str], open_runs: Sequence[str], used: Sequence[str],
+              floor: int, channel: str) -> tuple[Any, ...]:
     """:data:`CALL_SQL`'s parameters. ``rows``: per event its run, kind, subject, actor,
-    time, payload text, payload hash, idempotency key and four hash pieces, in order."""
+    time, payload text, payload hash, idempotency key and four hash pieces, in order;
+    ``used``: the ids of the approvals the append's intents use."""
     columns = list(zip(*rows, strict=True)) if rows else [()] * 12
     return (*(text_array(c) if i in _TEXT_COLUMNS else list(c)
               for i, c in enumerate(columns)),
             text_array([s for s, _ in guarded]), [v for _, v in guarded],
-            text_array(list(new_runs)), text_array(list(open_runs)), floor, channel)
+            text_array(list(new_runs)), text_array(list(open_runs)), text_array(list(used)),
+            floor, channel)
 
 
-__all__ = ["CALL_SQL", "FUNCTION_SQL", "HEAD_BEHIND", "OLD_SIGNATURE", "RUN_BEGUN",
-           "RUN_ENDED", "SUBJECT_MOVED", "PendingSeq", "bind_pending", "call_args",
-           "function_sql"]
+__all__ = ["APPROVAL_REVOKED", "CALL_SQL", "FUNCTION_SQL", "HEAD_BEHIND", "OLD_SIGNATURE",
+           "RUN_BEGUN", "RUN_ENDED", "RUN_END_SIGNATURE", "SUBJECT_MOVED", "PendingSeq",
+           "bind_pending", "call_args", "function_sql"]

@@ -48,7 +48,7 @@ EXPECTED: frozenset[str] = frozenset({
     'constraint runs.runs_pkey PRIMARY KEY (run_id)',
     'constraint schema_migrations.schema_migrations_pkey PRIMARY KEY (version)',
     'constraint usage.usage_pkey PRIMARY KEY (scope, subject, second)',
-    'function cradle_append d2d1d091255b58714e7d8d3785322515 d3a13e0510e181597223dbc98f822417',
+    'function cradle_append 394df7da7e2b9f7f3e12a8e410a8ee14 f9dc3fead0f05fd1b20716b5a5730560',
     'index approval_ids_pkey CREATE UNIQUE INDEX approval_ids_pkey ON approval_ids USING btree (approval_id)',
     'index events_id_key CREATE UNIQUE INDEX events_id_key ON events USING btree (id)',
     'index events_idem_key CREATE UNIQUE INDEX events_idem_key ON events USING btree (idem_key) WHERE (idem_key IS NOT NULL)',

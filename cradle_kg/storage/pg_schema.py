@@ -240,7 +240,13 @@ MIGRATIONS = (
     # lock, from ``run_state``: an approval's use, a request for one and a walk's steps
     # take one round trip instead of two (the guard was read in a first trip)
     Migration(15, "append-run-end-guard", (
-        f"DROP FUNCTION IF EXISTS {pg_append.OLD_SIGNATURE}", pg_append.FUNCTION_SQL)),
+        f"DROP FUNCTION IF EXISTS {pg_append.OLD_SIGNATURE}",
+        pg_append.function_sql(run_end=True))),
+    # and that no approval an append's intents use has been revoked (ApprovalGuard, a
+    # use's side): an intent under an approval takes one round trip instead of two (the
+    # guard was probed in a first trip); a revoke's own guard still takes two
+    Migration(16, "append-approval-guard", (
+        f"DROP FUNCTION IF EXISTS {pg_append.RUN_END_SIGNATURE}", pg_append.FUNCTION_SQL)),
 )
 LATEST = MIGRATIONS[-1].version
 

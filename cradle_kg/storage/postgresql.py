@@ -325,14 +325,15 @@ class PostgresJournal:
         # an append whose caps a limit decides, that makes one more item wait for a person
         # (WaitingCap: counted under the lock), an upload within its quotas (UploadCap),
         # or that begins a run twice (refused, and
-        # which run it names depends on the journal), or that uses or takes back an
-        # approval (ApprovalGuard, probed in Python), takes the two round trips below; one
+        # which run it names depends on the journal), or that takes back an approval
+        # (ApprovalGuard revoking, probed in Python), takes the two round trips below; one
         # that must find its workflow run not ended (NewEvent.if_run_open: a request for an
-        # approval, a walker's steps) is checked by cradle_append (migration 15) — or here
-        # at once, when the append itself ends the run first
+        # approval, a walker's steps) is checked by cradle_append (migration 15), and one
+        # whose intent uses an approval no revoke may precede by it too (migration 16) —
+        # or here at once, when the append itself ends the run first
         if not caps and not append_waiting(events) and not append_uploads(events) and begun_run(
                 events, [False] * len(new_runs(events))) is None \
-                and not append_approvals(events):  # an approval used or revoked (test_305)
+                and not any(g.revoking for g in append_approvals(events)):  # test_305
             ended = ended_run(events, [""] * len(open_runs(events)))
             if ended is not None:
                 raise RunEnded(ended)
@@ -414,6 +415,7 @@ class PostgresJournal:
         psycopg = self._psycopg
         conn = self._conn
         row: Any = None
+        used = append_approvals(events)  # a use's guards only: a revoke takes two trips
         try:
             client = psycopg.ClientCursor(conn)
             text = ["BEGIN"]
@@ -424,7 +426,8 @@ class PostgresJournal:
             # INVARIANT: the lock, then the head, the guards and the events, in one
             # server-side call (cradle_append); derived state in the same transaction
             text.append(client.mogrify(pg_append.CALL_SQL, pg_append.call_args(
-                columns, guarded, fresh, open_runs(events), floor, self._channel)))
+                columns, guarded, fresh, open_runs(events), [g.approval_id for g in used],
+                floor, self._channel)))
             text.extend(client.mogrify(*pg_append.bind_pending(sql, args, len(events)))
                         for sql, args in tail)
             text.append("COMMIT")
@@ -447,6 +450,8 @@ class PostgresJournal:
             if exc.sqlstate == pg_append.RUN_ENDED:
                 ended = ended_run(events, detail.split(","))
                 raise RunEnded(ended if ended is not None else open_runs(events)[0]) from None
+            if exc.sqlstate == pg_append.APPROVAL_REVOKED:
+                raise ApprovalMoved(used[int(detail) - 1]) from None
             if exc.sqlstate == pg_append.HEAD_BEHIND:
                 raise _HeadBehind from None
             raise JournalError(f"cannot write the journal `{self.location}`: "

@@ -326,13 +326,16 @@ def _ran(dialect: Dialect, run: str, subject: str, seq: str) -> str:
             f"'approval:' || {_field(dialect, 'i', 'input_hash')} = {subject}")
 
 
-def approval_moved(dialect: Dialect, *, revoking: bool) -> str:
+def approval_moved(dialect: Dialect, *, revoking: bool, ph: str | None = None) -> str:
     """The probe of an :class:`~.journal.ApprovalGuard` (its parameters:
     :func:`approval_moved_args`): for a use, whether a revoke of the approval (an
     ``approval.decided`` of status ``revoked`` about its subject after its request: one
     range of ``events_subject``); for a revoke, whether an intent in its run names it
-    after the approving decision (one range of ``events_run`` from that seq on)."""
-    ph = "?" if dialect == "sqlite" else "%s"
+    after the approving decision (one range of ``events_run`` from that seq on).
+    ``ph``: what stands for each parameter (the dialect's placeholder by default; a use's
+    probe inside PostgreSQL's ``cradle_append`` names the approval's id, migration 16)."""
+    if ph is None:
+        ph = "?" if dialect == "sqlite" else "%s"
     if revoking:
         return (f"SELECT EXISTS (SELECT 1 FROM events i WHERE i.run_id = {ph} AND i.seq > {ph} "
                 f"AND i.kind = 'action.intent' AND {_is_text(dialect, 'i', 'approval_id')} "

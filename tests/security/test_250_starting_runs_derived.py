@@ -128,7 +128,7 @@ def test_an_older_journal_gets_the_table_from_its_events(target: str) -> None:
         with pytest.raises(JournalError, match="schema version `12`"):
             open_journal(target)
         assert migrate(target) == [(13, "starting-runs"), (14, "unrun-approvals"),
-                                   (15, "append-run-end-guard")]
+                                   (15, "append-run-end-guard"), (16, "append-approval-guard")]
     else:
         sql("DROP TABLE starting_runs")  # as a cradle-kg of format 10 left it
         sql("PRAGMA user_version = 10")

@@ -103,7 +103,7 @@ def test_an_older_journal_derives_what_was_approved_and_not_run(keyed_home: Path
         from cradle_kg.storage.pg_admin import migrate
 
         assert migrate(target) == [(14, "unrun-approvals"),
-                                   (15, "append-run-end-guard")]
+                                   (15, "append-run-end-guard"), (16, "append-approval-guard")]
     with Runtime(keyed_home) as rt:
         assert _unrun(rt) == [first.approval.id]
         assert _conflict(rt.submit(_close("p2", account="acct-8")))

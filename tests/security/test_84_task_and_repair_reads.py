@@ -265,7 +265,7 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
                                 (10, "digest-key"), (11, "append-function"),
                                 (12, "approval-exclusions"), (13, "starting-runs"),
                                 (14, "unrun-approvals"),
-                                (15, "append-run-end-guard")]
+                                (15, "append-run-end-guard"), (16, "append-approval-guard")]
         again = open_journal(url)
     with again:
         assert (open_tasks(again, include_resolved=True), again.run_repairs("run:t")) == kept

@@ -159,7 +159,7 @@ def test_a_journal_written_before_the_index_gets_it(home: Path, journal_backend:
         assert migrate(target) == [(9, "outcome-subject-index"), (10, "digest-key"),
                                    (11, "append-function"), (12, "approval-exclusions"),
                                    (13, "starting-runs"), (14, "unrun-approvals"),
-                                   (15, "append-run-end-guard")]
+                                   (15, "append-run-end-guard"), (16, "append-approval-guard")]
     else:
         import sqlite3
 

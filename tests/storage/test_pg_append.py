@@ -13,6 +13,8 @@ import pytest
 
 from cradle_kg.errors import JournalError
 from cradle_kg.storage import (
+    ApprovalGuard,
+    ApprovalMoved,
     IdempotencyKeyTaken,
     Journal,
     LimitReached,
@@ -24,7 +26,16 @@ from cradle_kg.storage import (
     open_journal,
 )
 from cradle_kg.storage.pg_admin import migrate
-from cradle_kg.storage.pg_append import OLD_SIGNATURE, PendingSeq, bind_pending, function_sql
+from cradle_kg.storage.pg_append import (
+    APPROVAL_REVOKED,
+    CALL_SQL,
+    OLD_SIGNATURE,
+    RUN_END_SIGNATURE,
+    PendingSeq,
+    bind_pending,
+    call_args,
+    function_sql,
+)
 from cradle_kg.storage.tasks_sql import OPENED, Decider
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -36,11 +47,13 @@ ARRAY_SYNTAX = ('NULL', '{a,"b"}', " ,\\\\ ' ", "")
 def ev(i: int, kind: str = "note", *, run: str = "run:a", subject: str | None = None,
        key: str | None = None, payload: dict[str, object] | None = None,
        if_last: int | None = None, if_new_run: bool = False,
-       caps: tuple[UsageCap, ...] = (), if_run_open: bool = False) -> NewEvent:
+       caps: tuple[UsageCap, ...] = (), if_run_open: bool = False,
+       uses: str | None = None) -> NewEvent:
     return NewEvent(run_id=run, kind=kind, subject=subject or f"s:{i}", actor="agent:a",
                     at=T0 + timedelta(seconds=i), payload={"i": i, **(payload or {})},
                     idem_key=key, if_last=if_last, if_new_run=if_new_run, caps=caps,
-                    if_run_open=if_run_open)
+                    if_run_open=if_run_open,
+                    approval_guard=ApprovalGuard(uses, run) if uses is not None else None)
 
 
 def test_the_server_hashes_hostile_text_as_the_chain_does(pg_url: str) -> None:
@@ -150,7 +163,7 @@ def test_a_journal_at_version_10_with_events_is_migrated_and_verifies(pg_url: st
         open_journal(pg_url)
     assert migrate(pg_url) == [(11, "append-function"), (12, "approval-exclusions"),
                                (13, "starting-runs"), (14, "unrun-approvals"),
-                               (15, "append-run-end-guard")]
+                               (15, "append-run-end-guard"), (16, "append-approval-guard")]
     with open_journal(pg_url) as j:
         assert j.verify().intact
         after = j.append([ev(4, "run.outcome", subject="s:2"),
@@ -175,7 +188,7 @@ def test_a_journal_at_version_11_gets_its_approval_exclusions(pg_url: str) -> No
         open_journal(pg_url)
     assert migrate(pg_url) == [(12, "approval-exclusions"), (13, "starting-runs"),
                                (14, "unrun-approvals"),
-                               (15, "append-run-end-guard")]
+                               (15, "append-run-end-guard"), (16, "append-approval-guard")]
     with open_journal(pg_url) as j, psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT approval_id, who FROM approval_exclusions "
                             "ORDER BY who").fetchall()
@@ -255,7 +268,7 @@ def test_a_journal_at_version_14_gets_the_run_end_guard(pg_url: str) -> None:
         conn.execute("DELETE FROM schema_migrations WHERE version >= 15")
     with pytest.raises(JournalError, match="schema version `14`"):
         open_journal(pg_url)
-    assert migrate(pg_url) == [(15, "append-run-end-guard")]
+    assert migrate(pg_url) == [(15, "append-run-end-guard"), (16, "append-approval-guard")]
     with psycopg.connect(pg_url, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'cradle_append' "
                             "AND pronamespace = current_schema()::regnamespace"
@@ -263,3 +276,67 @@ def test_a_journal_at_version_14_gets_the_run_end_guard(pg_url: str) -> None:
     with open_journal(pg_url) as j:
         assert j.verify().intact
         _run_end_guard_holds(j)
+
+
+def _approval_guard_holds(j: Journal) -> None:
+    """An intent under an approval: written while no revoke of it is in the journal,
+    refused (nothing written, :class:`ApprovalMoved` naming it) once one is."""
+    for name in ("ap", "aq"):
+        j.append([ev(0, "approval.requested", subject=f"approval:{name}",
+                     payload={"approval": {"id": name}})])
+    j.append([ev(1, "action.intent", uses="ap"), ev(2, "action.intent", uses="aq")])
+    j.append([ev(3, "approval.decided", subject="approval:aq",
+                 payload={"approval_id": "aq", "status": "revoked"})])
+    head = j.head()
+    with pytest.raises(ApprovalMoved) as moved:  # the second of the append's approvals
+        j.append([ev(4, "action.intent", uses="ap"), ev(5, "action.intent", uses="aq")])
+    assert moved.value.guard.approval_id == "aq"
+    assert j.head() == head
+    j.append([ev(6, "action.intent", uses="ap")])  # the other one still serves
+    assert j.verify().intact
+
+
+def test_an_intent_under_a_revoked_approval_is_refused_by_the_function(pg_url: str) -> None:
+    """Migration 16: ``cradle_append`` itself reads an approval's revoke under its lock —
+    called as the journal calls it, it raises its SQLSTATE and writes nothing."""
+    with open_journal(pg_url) as j:
+        _approval_guard_holds(j)
+        head = j.head()
+    row = ("run:a", "action.intent", "s:9", "agent:a", "2026-01-01T00:00:09+00:00", "{}",
+           "sha256:x", None, b"", b"", b"", b"")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for used, refused in ((["ap"], False), (["ap", "aq"], True)):
+            with conn.transaction(force_rollback=True):
+                if not refused:
+                    conn.execute(CALL_SQL, call_args([row], [], [], [], used, 0, "c"))
+                    continue
+                with pytest.raises(psycopg.Error) as failed:
+                    conn.execute(CALL_SQL, call_args([row], [], [], [], used, 0, "c"))
+                assert failed.value.sqlstate == APPROVAL_REVOKED
+                assert failed.value.diag.message_detail == "2"
+    with open_journal(pg_url) as j:
+        assert j.head() == head and j.verify().intact
+
+
+def test_a_journal_at_version_15_gets_the_approval_guard(pg_url: str) -> None:
+    """A journal whose ``cradle_append`` is migration 15's (the approval's revoke probed
+    in a first round trip) is migrated to 16 in place: the old function is dropped, the
+    guard holds, the chain verifies."""
+    with open_journal(pg_url) as j:
+        j.append([ev(0, run="run:x")])
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as a cradle-kg before it left it
+        conn.execute("DROP FUNCTION cradle_append")
+        conn.execute(function_sql(run_end=True))
+        assert conn.execute("SELECT count(*) FROM pg_proc WHERE oid = %s::regprocedure",
+                            (RUN_END_SIGNATURE,)).fetchone() == (1,)
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 16")
+    with pytest.raises(JournalError, match="schema version `15`"):
+        open_journal(pg_url)
+    assert migrate(pg_url) == [(16, "append-approval-guard")]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'cradle_append' "
+                            "AND pronamespace = current_schema()::regnamespace"
+                            ).fetchone() == (1,)
+    with open_journal(pg_url) as j:
+        assert j.verify().intact
+        _approval_guard_holds(j)

@@ -255,29 +255,6 @@ def test_an_if_run_open_append_is_refused_by_the_function(pg_url: str) -> None:
         _run_end_guard_holds(j)
 
 
-def test_a_journal_at_version_14_gets_the_run_end_guard(pg_url: str) -> None:
-    """A journal whose ``cradle_append`` is migration 11's (no run-end guard) is migrated
-    to 15 in place: the old function is dropped, the guard holds, the chain verifies."""
-    with open_journal(pg_url) as j:
-        j.append([ev(0, run="run:x")])
-    with psycopg.connect(pg_url, autocommit=True) as conn:  # as a cradle-kg before it left it
-        conn.execute("DROP FUNCTION cradle_append")
-        conn.execute(function_sql(run_end=False))
-        assert conn.execute("SELECT count(*) FROM pg_proc WHERE oid = %s::regprocedure",
-                            (OLD_SIGNATURE,)).fetchone() == (1,)
-        conn.execute("DELETE FROM schema_migrations WHERE version >= 15")
-    with pytest.raises(JournalError, match="schema version `14`"):
-        open_journal(pg_url)
-    assert migrate(pg_url) == [(15, "append-run-end-guard"), (16, "append-approval-guard")]
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'cradle_append' "
-                            "AND pronamespace = current_schema()::regnamespace"
-                            ).fetchone() == (1,)
-    with open_journal(pg_url) as j:
-        assert j.verify().intact
-        _run_end_guard_holds(j)
-
-
 def _approval_guard_holds(j: Journal) -> None:
     """An intent under an approval: written while no revoke of it is in the journal,
     refused (nothing written, :class:`ApprovalMoved` naming it) once one is."""
@@ -318,25 +295,37 @@ def test_an_intent_under_a_revoked_approval_is_refused_by_the_function(pg_url: s
         assert j.head() == head and j.verify().intact
 
 
-def test_a_journal_at_version_15_gets_the_approval_guard(pg_url: str) -> None:
-    """A journal whose ``cradle_append`` is migration 15's (the approval's revoke probed
-    in a first round trip) is migrated to 16 in place: the old function is dropped, the
-    guard holds, the chain verifies."""
+#: a journal left by an older cradle-kg: its version, the function it had (as
+#: :func:`function_sql` writes it), that function's signature, the migrations that follow
+OLDER_FUNCTIONS = {
+    14: ({"run_end": False}, OLD_SIGNATURE,
+         [(15, "append-run-end-guard"), (16, "append-approval-guard")]),
+    15: ({"run_end": True}, RUN_END_SIGNATURE, [(16, "append-approval-guard")]),
+}
+
+
+@pytest.mark.parametrize("version", sorted(OLDER_FUNCTIONS))
+def test_an_older_append_function_is_replaced_in_place(pg_url: str, version: int) -> None:
+    """A journal whose ``cradle_append`` is migration 11's (no run-end guard: version 14)
+    or 15's (the approval's revoke probed in a first round trip) is migrated in place: the
+    old function is dropped, the guards hold, the chain verifies."""
+    made, signature, migrations = OLDER_FUNCTIONS[version]
     with open_journal(pg_url) as j:
         j.append([ev(0, run="run:x")])
     with psycopg.connect(pg_url, autocommit=True) as conn:  # as a cradle-kg before it left it
         conn.execute("DROP FUNCTION cradle_append")
-        conn.execute(function_sql(run_end=True))
+        conn.execute(function_sql(**made))
         assert conn.execute("SELECT count(*) FROM pg_proc WHERE oid = %s::regprocedure",
-                            (RUN_END_SIGNATURE,)).fetchone() == (1,)
-        conn.execute("DELETE FROM schema_migrations WHERE version >= 16")
-    with pytest.raises(JournalError, match="schema version `15`"):
+                            (signature,)).fetchone() == (1,)
+        conn.execute("DELETE FROM schema_migrations WHERE version > %s", (version,))
+    with pytest.raises(JournalError, match=f"schema version `{version}`"):
         open_journal(pg_url)
-    assert migrate(pg_url) == [(16, "append-approval-guard")]
+    assert migrate(pg_url) == migrations
     with psycopg.connect(pg_url, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM pg_proc WHERE proname = 'cradle_append' "
                             "AND pronamespace = current_schema()::regnamespace"
                             ).fetchone() == (1,)
     with open_journal(pg_url) as j:
         assert j.verify().intact
+        _run_end_guard_holds(j)
         _approval_guard_holds(j)

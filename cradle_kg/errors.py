@@ -30,7 +30,7 @@ no decision can be made at all — and then the gate fails closed.
     ├── OntologyError               the ontology cannot be checked
     │   └── JavaMissingError        the OWL reasoner needs Java and there is none
     ├── ApprovalError               an approval that cannot be given (self-approval, expired, ...)
-    │   └── ApprovalUsedError       an approval whose action ran under it cannot be revoked
+    │   └── ApprovalUsedError       an approve-once whose action ran cannot be revoked
     │                               (HTTP 409, CLI exit 2)
     ├── ReplayDivergenceError       strict replay differs from the journal (names the event)
     ├── BudgetExceededError         a spending limit was reached (carries the reason code)
@@ -238,8 +238,10 @@ class ApprovalError(CradleError):
 
 
 class ApprovalUsedError(ApprovalError):
-    """An approval is taken back (``approvals revoke``) only before its action ran under
-    it: this one's intent is in the journal (HTTP 409, CLI exit 2)."""
+    """An approve-once is taken back (``approvals revoke``) only before its action ran
+    under it: this one's intent is in the journal, nothing is left to stop (HTTP 409, CLI
+    exit 2). A reusable approval is revoked after its use too (``tests/security/
+    test_316``)."""
 
     code = "already_used"
 

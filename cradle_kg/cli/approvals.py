@@ -111,7 +111,8 @@ def _approver_cell(st: ApprovalState) -> str:
     if st.revoked is None:
         return given
     why = f": {st.revoked.reason}" if st.revoked.reason else ""
-    return f"{given}, revoked by {st.revoked.by} at {st.revoked.at.isoformat()}{why}"
+    return (f"{given}, revoked by {st.revoked.by} at {st.revoked.at.isoformat()}"
+            f"{st.revoked.said()}{why}")
 
 
 def _tool_cell(tool: ToolVersions) -> str:
@@ -254,9 +255,11 @@ def approvals_revoke(approval_id: str, approver: AsOpt,
                      reason: Annotated[str, typer.Option("--reason", help="Why it is taken "
                                                                           "back.")],
                      home: HomeOpt = None, token: TokenOpt = None) -> None:
-    """Take an approved approval back before its action ran: it then authorizes nothing,
-    and the agent's proposal asks a person anew. Only an approver who may decide it; an
-    approval whose action ran under it is `already_used` (exit 2)."""
+    """Take an approved approval back: it then authorizes nothing more, and the agent's
+    proposal asks a person anew. Only an approver who may decide it. A reusable approval
+    (--scope, --until) can be revoked after its use too: what ran under it stays
+    authorized, its further uses stop. An approve-once whose action ran is `already_used`
+    (exit 2): nothing is left to stop."""
     if not token:
         fail(InputError("an approver token is required",
                         hint="pass --token or set CRADLE_APPROVER_TOKEN"))
@@ -268,8 +271,9 @@ def approvals_revoke(approval_id: str, approver: AsOpt,
             fail(exc, code=1 if exc.code == "approval_error" else 2)
     assert state.revoked is not None
     console.print(f"approval {clean(approval_id)}: revoked by {clean(state.revoked.by)} "
-                  f"(approved by {clean(state.approval.approver_id or '-')}); it authorizes "
-                  "nothing now", highlight=False)
+                  f"(approved by {clean(state.approval.approver_id or '-')})"
+                  f"{state.revoked.said()}; it authorizes nothing "
+                  + ("more" if state.revoked.used else "now"), highlight=False)
 
 
 def install(app: typer.Typer) -> None:

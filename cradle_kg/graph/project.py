@@ -410,9 +410,14 @@ def _approval_decided(q: _Quads, ev: AuditEvent) -> str:
     s = node("approval", pl["approval_id"])
     q.typed(s, "HumanApproval")
     if pl["status"] == "revoked":  # taken back: its approver and expiry stay as given
-        q.add(s, c("approvalStatus"), c("Revoked"))
+        # INVARIANT: a reusable approval revoked after its use keeps `Approved` — the
+        # actions that ran under it before stay authorized (rule 2); its revoke's place in
+        # the journal (`revokedIn`) is what rule 2 orders a later intent against
+        if pl.get("used") is not True:
+            q.add(s, c("approvalStatus"), c("Revoked"))
         q.add(s, c("revokedBy"), identity(pl["approver_id"]))
         q.add(s, c("revokedAt"), at(ev.at))
+        q.add(s, c("revokedIn"), node("event", str(ev.seq)))
         if pl.get("reason"):  # on its event, as a cancel's (the approval's is the approver's)
             q.add(node("event", str(ev.seq)), _REASON, lit(pl["reason"]))
         return s
@@ -695,6 +700,8 @@ def event_retractions(ev: AuditEvent) -> list[str]:
     if ev.kind == "approval.decided":
         s = node("approval", ev.payload["approval_id"])
         if ev.payload.get("status") == "revoked":  # approved no more, awaiting no use
+            if ev.payload.get("used") is True:  # what ran under it stays approved
+                return [f"{s} {c('awaitsUse')} {_TRUE}"]
             return [f"{s} {c('approvalStatus')} {c('Approved')}",
                     f"{s} {c('awaitsUse')} {_TRUE}"]
         return [f"{s} {c('approvalStatus')} {c('Pending')}"]

@@ -354,22 +354,29 @@ class ApprovalFlow:
 
     def revoke(self, approval_id: str, *, approver_id: str, token: str,
                reason: str) -> HumanApproval:
-        """Take back an approved approval whose action has not run under it: one
-        ``approval.decided`` of status ``revoked`` (:meth:`.approvals.ApprovalBook.
-        revoke_event` checks who and what), written ``if_last`` over what it read (two
-        revokes: one) and guarded against its use (:class:`~cradle_kg.storage.
+        """Take back an approved approval: one ``approval.decided`` of status ``revoked``
+        (:meth:`.approvals.ApprovalBook.revoke_event` checks who and what), written
+        ``if_last`` over what it read (two revokes: one). After it the approval authorizes
+        nothing: the proposal that asked for it asks a person anew when it comes again
+        (``tests/security/test_304``).
+
+        Before its use it is guarded against it (:class:`~cradle_kg.storage.
         ApprovalGuard`): an intent naming it that landed first refuses it under the
-        writer's lock — :class:`~cradle_kg.errors.ApprovalUsedError`, nothing written.
-        After it the approval authorizes nothing: the proposal that asked for it asks a
-        person anew when it comes again (``tests/security/test_304``). A refused attempt
-        (unknown approver, wrong token, excluded, not approved) is journaled as
-        ``approval.refused``, as a refused decision is."""
+        writer's lock. An approve-once is then :class:`~cradle_kg.errors.
+        ApprovalUsedError` (its one action ran), nothing written; a reusable approval is
+        read again and revoked as used. A reusable approval used already is revoked
+        unguarded, saying so: the actions that ran under it stay authorized, and an intent
+        after the revoke is refused by its own guard — of a use and the revoke racing,
+        either the use lands first and runs, or nothing more runs (``test_316``,
+        ``test_317``). A refused attempt (unknown approver, wrong token, excluded, not
+        approved) is journaled as ``approval.refused``, as a refused decision is."""
         check_human_input(self.ctx.config.input_limits,
                           ids={"approval_id": approval_id, "approver_id": approver_id},
                           texts={"reason": reason, "token": token})
         if not isinstance(reason, str) or not reason.strip():
             raise InputError("`reason`: a revoke needs a reason (why the approval is "
                              "taken back)")
+        once: list[bool] = []  # what the last read found: an approve-once or not
 
         def revoke_events() -> list[NewEvent]:
             # INVARIANT: the head probed before the reads — an intent written after it is
@@ -378,6 +385,7 @@ class ApprovalFlow:
             # without holding every writer)
             head = self.ctx.journal.head()[0]
             state, seen, last = self.book.read_guarded(approval_id)
+            once.append(state.approval.once)
             now = self.ctx.clock()
             # the approving decision it read: an intent under the approval comes after it
             after = max((e.seq for e in seen if e.kind == "approval.decided"
@@ -393,18 +401,25 @@ class ApprovalFlow:
             except ApprovalError as exc:
                 self._refused(state, approver_id, ApprovalStatus.REVOKED, exc, now)
                 raise
-            guard = ApprovalGuard(state.approval.id, state.approval.run_id, revoking=True,
-                                  after=max(after, head))
+            guard = None if event.payload.get("used") else ApprovalGuard(
+                state.approval.id, state.approval.run_id, revoking=True,
+                after=max(after, head))
             return [replace(event, if_last=last, approval_guard=guard)]
 
-        try:
-            self.ctx.append_unmoved(revoke_events, attempts=_DECIDE_ATTEMPTS,
-                                    gave_up=JournalError(
-                                        f"approval `{approval_id}`: other events about its "
-                                        "action keep arriving first; revoke again"))
-        except ApprovalMoved:  # its use landed first, under the writer's lock
-            raise ApprovalUsedError(f"approval `{approval_id}` is already used: its action "
-                                    "ran under it") from None
+        gave_up = JournalError(f"approval `{approval_id}`: other events about its action "
+                               "keep arriving first; revoke again")
+        for _ in range(2):
+            try:
+                self.ctx.append_unmoved(revoke_events, attempts=_DECIDE_ATTEMPTS,
+                                        gave_up=gave_up)
+                break
+            except ApprovalMoved:  # its use landed first, under the writer's lock
+                if once[-1]:
+                    raise ApprovalUsedError(f"approval `{approval_id}` is already used: its "
+                                            "action ran under it") from None
+                # a reusable one: read again, found used, it is revoked unguarded
+        else:  # pragma: no cover - the second read finds the use the first one missed
+            raise gave_up
         return self.book.get(approval_id).approval
 
     def _refused(self, state: ApprovalState, approver_id: str, asked: ApprovalStatus,

@@ -9,7 +9,8 @@ subject is that digest:
 An approved approval whose action has not run under it can be taken back by a person
 (``approvals revoke``): a second ``approval.decided``, of status ``revoked``
 (:meth:`ApprovalBook.revoke_event`); it then authorizes nothing (``tests/security/
-test_304``).
+test_304``). A reusable approval can be taken back after its use too: what ran under it
+stays authorized, nothing more runs under it (``test_316``).
 
 A view is journaled when it says something new (:func:`view_is_news`): a viewer's first
 look at an approval, and their first after its action's events moved on; polling in
@@ -57,7 +58,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -72,14 +73,31 @@ from ..storage import Decider, Journal, NewEvent
 
 @dataclass(frozen=True)
 class Revocation:
-    """Who took an approved approval back, when, and why (its ``revoked`` decision)."""
+    """Who took an approved approval back, when, and why (its ``revoked`` decision).
+
+    ``used``: a reusable approval revoked after actions ran under it (the revoke says so,
+    ``tests/security/test_316``): those stay authorized, its further uses stop. ``uses``:
+    how many ran under it before the revoke — counted when the approval is read
+    (:meth:`ApprovalBook.counted`), None until then."""
 
     by: str
     at: datetime
     reason: str | None
+    used: bool = False
+    #: the seq of the revoke, and of the approving decision it took back
+    seq: int = 0
+    approved_seq: int = 0
+    uses: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"by": self.by, "at": self.at.isoformat(), "reason": self.reason}
+        return {"by": self.by, "at": self.at.isoformat(), "reason": self.reason,
+                "used": self.used, **({} if self.uses is None else {"uses": self.uses})}
+
+    def said(self) -> str:
+        """After how many uses it was revoked, as the shell says it (empty: none ran)."""
+        if self.uses:
+            return f" after {self.uses} use" + ("s" if self.uses != 1 else "")
+        return " after its use" if self.used else ""
 
 
 @dataclass(frozen=True)
@@ -167,6 +185,7 @@ def excluded_for_run(journal: Journal, config: RuntimeConfig, run_id: str) -> se
 def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
     """Rebuild every approval of one action digest from its journal events."""
     states: dict[str, ApprovalState] = {}
+    approving: dict[str, int] = {}  # approval id -> the seq of its approving decision
     for ev in events:
         p = ev.payload
         if ev.kind == "approval.requested":
@@ -179,8 +198,12 @@ def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
             if p["status"] == ApprovalStatus.REVOKED:  # the approving decision kept
                 states[st.approval.id] = ApprovalState(
                     st.approval.model_copy(update={"status": ApprovalStatus.REVOKED}),
-                    st.excluded, Revocation(str(p["approver_id"]), ev.at, p.get("reason")))
+                    st.excluded, Revocation(str(p["approver_id"]), ev.at, p.get("reason"),
+                                            used=p.get("used") is True, seq=ev.seq,
+                                            approved_seq=approving.get(st.approval.id, 0)))
                 continue
+            if p["status"] == ApprovalStatus.APPROVED:
+                approving[st.approval.id] = ev.seq
             states[st.approval.id] = ApprovalState(
                 st.approval.model_copy(update={
                     "status": ApprovalStatus(p["status"]),
@@ -422,7 +445,7 @@ class ApprovalBook:
             approval_id = _requested_id(request)
             found = _fold([request, *(e for e in moved[key] if e.seq > request.seq)])
             if approval_id is not None and approval_id in found:
-                out.append(found[approval_id])
+                out.append(self.counted(found[approval_id]))
         return out, total
 
     def pending_page(self, *, limit: int | None = None, offset: int = 0,
@@ -478,8 +501,20 @@ class ApprovalBook:
         moved = self.journal.events_for_subject(
             request.subject, run_id=request.run_id,
             kinds=("approval.decided", "approval.consumed"))
-        return self.state_in([request, *(e for e in moved if e.seq > request.seq)],
-                             approval_id)
+        return self.counted(self.state_in(
+            [request, *(e for e in moved if e.seq > request.seq)], approval_id))
+
+    def counted(self, st: ApprovalState) -> ApprovalState:
+        """``st`` with its revoke's :attr:`Revocation.uses` counted: for a reusable
+        approval revoked after its use, the intents of its run that name it between its
+        approving decision and its revoke (one range of the run's events); none ran under
+        any other revoked approval (its revoke was written only while none had)."""
+        r = st.revoked
+        if r is None or r.uses is not None:
+            return st
+        uses = self.journal.approval_uses(st.approval.id, st.approval.run_id,
+                                          after=r.approved_seq, before=r.seq) if r.used else 0
+        return replace(st, revoked=replace(r, uses=uses))
 
     def viewed(self, approval_id: str) -> tuple[ApprovalState, list[AuditEvent]]:
         """One approval (:meth:`get`) and the newest events of its digest in its run, at
@@ -606,11 +641,13 @@ class ApprovalBook:
         """Check that ``approver_id`` may take the approval ``st`` back, and build its
         ``approval.decided`` of status ``revoked``: one who may decide it (its exclusions,
         its scope, as :meth:`decision_event`), of an approved approval (an expired one too:
-        saying so is harmless) whose action has not run under it (a consumed approve-once,
-        or ``used()``, read last: an intent names it —
-        :class:`~cradle_kg.errors.ApprovalUsedError`; one written since it was read is
+        saying so is harmless). An approve-once whose action ran under it (consumed, or
+        ``used()``, read last: an intent names it) has nothing left to stop:
+        :class:`~cradle_kg.errors.ApprovalUsedError` (one written since it was read is
         found by the journal under its writer's lock, :class:`~cradle_kg.storage.
-        ApprovalGuard`).
+        ApprovalGuard`). A reusable approval is revoked used or not: used, the revoke says
+        so (``"used": true``) — the actions that ran under it stay authorized, its further
+        uses stop (``tests/security/test_316``).
 
         A status of ``approval.decided``, not a kind of its own: every reader of the
         decisions (the fold here, ``unrun_approvals``, the inbox) already reads the newest
@@ -626,7 +663,8 @@ class ApprovalBook:
                 f"approval `{a.id}` is `{a.status}`: only an approved approval can be "
                 "revoked" + (" (reject it instead)" if a.status is ApprovalStatus.PENDING
                              else ""))
-        if (a.once and a.consumed) or used():
+        ran = (a.once and a.consumed) or used()
+        if a.once and ran:
             raise ApprovalUsedError(f"approval `{a.id}` is already used: its action ran "
                                     "under it")
         self._check_scope(a, approver_id, None)
@@ -635,7 +673,11 @@ class ApprovalBook:
                         payload={"approval_id": a.id, "status": str(ApprovalStatus.REVOKED),
                                  "approver_id": approver_id, "reason": reason,
                                  "approved_by": a.approver_id,
-                                 "decision_id": a.decision_id})
+                                 "decision_id": a.decision_id,
+                                 # INVARIANT: said only when an intent named it before: what
+                                 # the graph keeps authorized (written unguarded: an intent
+                                 # is never taken out of the journal)
+                                 **({"used": True} if ran else {})})
 
     def _check_person(self, st: ApprovalState, approver_id: str, token: str) -> None:
         """The token authenticates ``approver_id``, who is not excluded from deciding."""

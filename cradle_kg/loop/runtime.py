@@ -945,8 +945,8 @@ class Runtime:
     @_writes
     def revoke_approval(self, approval_id: str, *, approver_id: str, token: str,
                         reason: str) -> HumanApproval:
-        """Take an approved approval back before its action ran (see
-        :meth:`.approval_flow.ApprovalFlow.revoke`)."""
+        """Take an approved approval back: before its action ran, or a reusable one's
+        further uses after it ran (see :meth:`.approval_flow.ApprovalFlow.revoke`)."""
         return self.approval_flow.revoke(approval_id, approver_id=approver_id, token=token,
                                          reason=reason)
 

@@ -274,8 +274,9 @@ def make_router(runtime: Runtime) -> APIRouter:
             approval_id, who, ApprovalStatus.CHANGES_REQUESTED, reason=reason))
 
     @router.post("/approvals/{approval_id}/revoke",
-                 summary="Take an approved approval back before its action ran (409 "
-                         "`already_used` once it ran): it then authorizes nothing",
+                 summary="Take an approved approval back: it then authorizes nothing "
+                         "more (a reusable one after its use too; 409 `already_used` once "
+                         "an approve-once's action ran)",
                  openapi_extra={"requestBody": {"required": True, "content": {
                      "application/json": {"schema": ReasonBody.model_json_schema()}}}})
     async def revoke(approval_id: str, request: Request, who: Approver) -> dict[str, Any]:

@@ -704,6 +704,13 @@ class Journal(Protocol):
         on here, and under the lock only those written since (``tests/security/test_305``)."""
         ...
 
+    def approval_uses(self, approval_id: str, run_id: str, *, after: int, before: int
+                      ) -> int:
+        """How many intents of ``run_id`` name ``approval_id`` between the seqs ``after``
+        and ``before`` (:func:`.tasks_sql.approval_uses`): a revoked reusable approval's
+        uses, for its views."""
+        ...
+
     # --- verifying -----------------------------------------------------------------
     def verify(self, *, anchor: Anchor | None = None, progress: Progress | None = None,
                semantics: bool = False) -> ChainReport:

@@ -1039,6 +1039,11 @@ class SqliteJournal:
         rows = self._query(*guard_probe("sqlite", guard))
         return bool(rows and rows[0][0])
 
+    def approval_uses(self, approval_id: str, run_id: str, *, after: int, before: int
+                      ) -> int:
+        rows = self._query(tasks_sql.approval_uses("sqlite"), (run_id, after, before, approval_id))
+        return int(rows[0][0]) if rows else 0
+
     def subject_last(self, subject: str) -> int:
         rows = self._query(SUBJECT_LAST_SQL.format("?"), (subject,))
         return int(rows[0][0]) if rows else 0

@@ -347,6 +347,18 @@ def approval_moved(dialect: Dialect, *, revoking: bool, ph: str | None = None) -
             f"{_field(dialect, 'd', 'status')} = 'revoked')")
 
 
+def approval_uses(dialect: Dialect) -> str:
+    """How many intents in a run name an approval between two seqs (its approving
+    decision's and its revoke's): the uses a reusable approval had before a person revoked
+    it (``tests/security/test_316``) — one range of ``events_run``. Its parameters: the
+    run, the two seqs, the approval id."""
+    ph = "?" if dialect == "sqlite" else "%s"
+    return (f"SELECT COUNT(*) FROM events i WHERE i.run_id = {ph} AND i.seq > {ph} AND "
+            f"i.seq < {ph} AND i.kind = 'action.intent' AND "
+            f"{_is_text(dialect, 'i', 'approval_id')} AND "
+            f"{_field(dialect, 'i', 'approval_id')} = {ph}")
+
+
 def approval_moved_args(approval_id: str, run_id: str, *, revoking: bool, after: int
                         ) -> tuple[object, ...]:
     """The parameters of :func:`approval_moved` for a guard (its fields)."""

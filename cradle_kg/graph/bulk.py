@@ -227,6 +227,14 @@ def _bgp_triples(node: object) -> Iterator[tuple[Node, object, Node]]:
                         yield t[i], t[i + 1], t[i + 2]
             else:
                 yield from _bgp_triples(value)
+        # INVARIANT: an EXISTS / NOT EXISTS pattern translated in place is an attribute
+        # (rdflib's translateExists), the FILTERs nested in it removed from the part list
+        # its item keeps: read only from the items, the predicates of a FILTER NOT EXISTS
+        # inside another were never fetched, and `validate --all` said such a pattern
+        # matched nothing (rule 2's revoke, tests/security/test_318)
+        for value in vars(node).values():
+            if isinstance(value, CompValue | dict | list | tuple):
+                yield from _bgp_triples(value)
     elif isinstance(node, dict):
         for value in node.values():
             yield from _bgp_triples(value)

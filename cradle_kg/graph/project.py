@@ -412,12 +412,13 @@ def _approval_decided(q: _Quads, ev: AuditEvent) -> str:
     if pl["status"] == "revoked":  # taken back: its approver and expiry stay as given
         # INVARIANT: a reusable approval revoked after its use keeps `Approved` — the
         # actions that ran under it before stay authorized (rule 2); its revoke's place in
-        # the journal (`revokedIn`) is what rule 2 orders a later intent against
+        # the journal (`revokedSeq`) is what rule 2 orders their intents (`intentSeq`)
+        # against: the journal's order, not the clocks (tests/security/test_318)
         if pl.get("used") is not True:
             q.add(s, c("approvalStatus"), c("Revoked"))
         q.add(s, c("revokedBy"), identity(pl["approver_id"]))
         q.add(s, c("revokedAt"), at(ev.at))
-        q.add(s, c("revokedIn"), node("event", str(ev.seq)))
+        q.add(s, c("revokedSeq"), lit(ev.seq))
         if pl.get("reason"):  # on its event, as a cancel's (the approval's is the approver's)
             q.add(node("event", str(ev.seq)), _REASON, lit(pl["reason"]))
         return s
@@ -450,6 +451,7 @@ def _intent(q: _Quads, ev: AuditEvent) -> str:
     if pl.get("approval_id"):
         q.add(node("approval", pl["approval_id"]), c("authorizes"),
               node("decision", pl["decision_id"]))
+        q.add(s, c("intentSeq"), lit(ev.seq))  # ordered with a revoke of it (rule 2)
     return s
 
 

@@ -73,10 +73,11 @@ def _runtime(tmp_path: Path, sent: list[dict[str, Any]]) -> Runtime:
 
 
 def refuse_first(rt: Any, status: ApprovalStatus, note: str | None, *,
-                 resume: bool = True) -> Any:
+                 resume: bool = True, **how: Any) -> Any:
     """The person's request, the e-mail read, the transfer it asks for proposed (it waits:
     the IBAN is the e-mail's) and decided by a person with ``status`` and ``note``
-    (``resume=False``: an approval recorded, the transfer left for its next submission)."""
+    (``resume=False``: an approval recorded, the transfer left for its next submission;
+    ``how``: ``once=False``, a reusable approval)."""
     rt.record_input("run:t", "Summarise my inbox, then pay this month's rent.",
                     author="user:emma")
     assert submit(rt, 0, "read_email", {}, target="mail").status is OutcomeStatus.EXECUTED
@@ -84,7 +85,7 @@ def refuse_first(rt: Any, status: ApprovalStatus, note: str | None, *,
     assert first.status is OutcomeStatus.AWAITING_APPROVAL and first.approval
     assert any("untrusted" in r for r in first.reasons), first.reasons
     rt.decide_approval(first.approval.id, approver_id=BOB, token=TOKEN, status=status,
-                       reason=note, resume=resume)
+                       reason=note, resume=resume, **how)
     return first
 
 

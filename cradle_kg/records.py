@@ -477,7 +477,8 @@ class ApprovalStatus(StrEnum):
     REJECTED = "rejected"
     CHANGES_REQUESTED = "changes_requested"
     EXPIRED = "expired"
-    #: approved, then taken back by a person before its action ran: authorizes nothing
+    #: approved, then taken back by a person: authorizes nothing (more) — a reusable one
+    #: may be taken back after its use too, what ran under it staying authorized
     REVOKED = "revoked"
 
 

@@ -23,8 +23,9 @@ Guarantees (each has a test that tries to break it):
 * an approve-once is consumed by the first execution — the consumption claims a UNIQUE
   key in the journal, so two executions cannot both use it, even from two processes;
 * an expired approval authorizes nothing; an approval for one digest authorizes no other;
-* a revoked approval authorizes nothing, and a revoke and a use racing are decided under
-  the journal's writer's lock: one of them is written, never both;
+* a revoked approval authorizes nothing more, and a revoke and a use racing are decided
+  under the journal's writer's lock: never an intent after the revoke (an approve-once's
+  revoke is refused once its use landed; a reusable one's is written after it);
 * approvers are configured with roles and scopes and authenticate with a token whose
   sha256 is in the configuration; a refused attempt is journaled (``approval.refused``).
 

@@ -164,7 +164,9 @@ class ApprovalGuard:
     (:class:`ApprovalMoved`, nothing written, when the other has landed first): a use (an
     action's intent under it) is written only while no revoke of the approval is in the
     journal; a revoke (``revoking``) only while no intent in its run names it. Of a use and
-    a revoke racing, one is written, never both (``tests/security/test_305``)."""
+    a revoke racing, one is written, never both (``tests/security/test_305``). The revoke
+    of a reusable approval already used carries none: it is written whatever its uses,
+    and the use's guard keeps any intent from landing after it (``test_317``)."""
 
     approval_id: str
     run_id: str

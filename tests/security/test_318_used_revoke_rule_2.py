@@ -16,7 +16,6 @@ never seen).
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -85,14 +84,10 @@ def _forged_after(rt: Runtime, approval_id: str) -> str:
     rt.journal.append([
         NewEvent(run_id=intent.run_id, kind="action.intent", subject=action["id"],
                  actor=intent.actor, at=intent.at, payload=payload, idem_key=key),
-        replace_event(observed, subject=action["id"],
-                      payload={**observed.payload, "observation": obs})])
+        NewEvent(run_id=observed.run_id, kind=observed.kind, subject=action["id"],
+                 actor=observed.actor, at=observed.at,
+                 payload={**observed.payload, "observation": obs})])
     return str(action["id"])
-
-
-def replace_event(ev: Any, **changes: Any) -> NewEvent:
-    return replace(NewEvent(run_id=ev.run_id, kind=ev.kind, subject=ev.subject,
-                            actor=ev.actor, at=ev.at, payload=ev.payload), **changes)
 
 
 def test_an_action_after_the_revoke_breaks_rule_2_and_the_semantics(tmp_path: Path) -> None:

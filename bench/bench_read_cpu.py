@@ -1,7 +1,8 @@
 """CPU of the in-process governed read: this tree against a baseline tree, alternated.
 
     cd /tmp && .venv/bin/python /path/to/tree/bench/bench_read_cpu.py \\
-        --baseline /path/to/base-tree [--tree /path/to/tree] [--pairs 3] [--calls 600]
+        --baseline /path/to/base-tree [--tree /path/to/tree] [--pairs 3] [--calls 600] \\
+        [--evict-mb 32]
 
 Each run is a subprocess started from ``/tmp`` with ``PYTHONPATH`` on one tree (so it
 imports that tree's ``cradle_kg``, whatever the current directory): it builds the demo
@@ -12,6 +13,11 @@ time (``time.thread_time``) of each call after a warm-up: CPU time does not coun
 waits a shared machine's other processes impose, wall-clock does (it still grows with
 their load: caches and cores are shared). The background checkpoint thread's CPU is not
 counted (it is not on the call's path).
+
+``--evict-mb N`` copies N MB between two calls, outside the measured span: the CPU caches
+are then cold at each call, as they are for a server in ``bench/bench_mcp.py``, where the
+client and the other servers run between two calls to one server (a read measured back to
+back runs with its code and data still in cache, and costs about half as much CPU).
 
 The two trees are run alternately, ``--pairs`` times each, the order swapped every pair;
 printed: each run's p50 and its best batch (the lowest median of 20 consecutive calls),
@@ -36,11 +42,13 @@ _CHILD = "--child"
 _BATCH = 20
 
 
-def _child(calls: int, warmup: int) -> None:
+def _child(calls: int, warmup: int, evict_mb: int) -> None:
     from cradle_kg import Runtime
     from cradle_kg.demo.scenario import AGENT, prepare_home
     from cradle_kg.integrations.calls import GovernedSession
 
+    # the copy's source and target: 2 x N MB, more than the machine's last-level cache
+    source, target = bytes(evict_mb << 20), bytearray(evict_mb << 20)
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         prepare_home(home)
@@ -49,6 +57,8 @@ def _child(calls: int, warmup: int) -> None:
             session = GovernedSession(runtime, AGENT)
             spent: list[float] = []
             for i in range(warmup + calls):
+                if evict_mb:
+                    target[:] = source  # the caches cold, outside the measured span
                 cpu = time.thread_time()
                 out = session.call("demo.ledger.balance", {"account": "acct-1"})
                 took = (time.thread_time() - cpu) * 1000
@@ -63,10 +73,10 @@ def _child(calls: int, warmup: int) -> None:
     print(f"{statistics.median(spent):.4f} {min(batches):.4f}")
 
 
-def _run(tree: Path, calls: int, warmup: int) -> tuple[float, float]:
+def _run(tree: Path, calls: int, warmup: int, evict_mb: int) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run([sys.executable, str(Path(__file__).resolve()), _CHILD,
-                          str(calls), str(warmup)],
+                          str(calls), str(warmup), str(evict_mb)],
                          cwd="/tmp", env=env, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"run on `{tree}` failed:\n{out.stderr[-2000:]}")
@@ -81,13 +91,18 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--calls", type=int, default=600)
     parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument("--evict-mb", type=int, default=0,
+                        help="MB copied between two calls (the caches cold at each call)")
     args = parser.parse_args()
     trees = {"baseline": args.baseline.resolve(), "tree": args.tree.resolve()}
     runs: dict[str, list[tuple[float, float]]] = {"baseline": [], "tree": []}
+    print(f"{args.calls} calls a run after {args.warmup}; "
+          + (f"{args.evict_mb} MB copied between two calls (caches cold)" if args.evict_mb
+             else "back to back (caches warm)"), flush=True)
     for pair in range(args.pairs):
         order = ["baseline", "tree"] if pair % 2 == 0 else ["tree", "baseline"]
         for name in order:
-            p50, best = _run(trees[name], args.calls, args.warmup)
+            p50, best = _run(trees[name], args.calls, args.warmup, args.evict_mb)
             runs[name].append((p50, best))
             load = os.getloadavg()[0]
             print(f"pair {pair + 1} {name:8} CPU p50 {p50:.3f}, best batch {best:.3f} "
@@ -106,6 +121,6 @@ def main() -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == _CHILD:
-        _child(int(sys.argv[2]), int(sys.argv[3]))
+        _child(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
     else:
         main()

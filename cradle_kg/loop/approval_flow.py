@@ -33,6 +33,7 @@ from ..records import (
 from ..storage import (
     ApprovalGuard,
     ApprovalMoved,
+    IdempotencyKeyTaken,
     Journal,
     NewEvent,
     WaitingCap,
@@ -355,10 +356,14 @@ class ApprovalFlow:
     def revoke(self, approval_id: str, *, approver_id: str, token: str,
                reason: str) -> HumanApproval:
         """Take back an approved approval: one ``approval.decided`` of status ``revoked``
-        (:meth:`.approvals.ApprovalBook.revoke_event` checks who and what), written
-        ``if_last`` over what it read (two revokes: one). After it the approval authorizes
-        nothing: the proposal that asked for it asks a person anew when it comes again
-        (``tests/security/test_304``).
+        (:meth:`.approvals.ApprovalBook.revoke_event` checks who and what), claiming the
+        approval's revoke key (two revokes: one; the second reads it revoked, refused).
+        After it the approval authorizes nothing: the proposal that asked for it asks a
+        person anew when it comes again (``tests/security/test_304``). Nothing else
+        written about its action holds it off: before, it was written ``if_last`` over the
+        digest's newest event in any run, read again at most five times, and an agent
+        asking for the same action in other runs kept a person from revoking
+        (``test_330``).
 
         Before its use it is guarded against it (:class:`~cradle_kg.storage.
         ApprovalGuard`): an intent naming it that landed first refuses it under the
@@ -384,7 +389,7 @@ class ApprovalFlow:
             # before it by the read here (outside the lock: a long run's intents are read
             # without holding every writer)
             head = self.ctx.journal.head()[0]
-            state, seen, last = self.book.read_guarded(approval_id)
+            state, seen = self.book.read(approval_id)
             once.append(state.approval.once)
             now = self.ctx.clock()
             # the approving decision it read: an intent under the approval comes after it
@@ -404,22 +409,25 @@ class ApprovalFlow:
             guard = None if event.payload.get("used") else ApprovalGuard(
                 state.approval.id, state.approval.run_id, revoking=True,
                 after=max(after, head))
-            return [replace(event, if_last=last, approval_guard=guard)]
+            return [replace(event, approval_guard=guard)]
 
-        gave_up = JournalError(f"approval `{approval_id}`: other events about its action "
-                               "keep arriving first; revoke again")
-        for _ in range(2):
+        # INVARIANT: at most three reads, whatever an agent writes: a use that lands first
+        # refuses the guarded one once (the next read finds it used: unguarded), another
+        # revoke's key once (the next read finds it revoked: refused)
+        for _ in range(3):
             try:
-                self.ctx.append_unmoved(revoke_events, attempts=_DECIDE_ATTEMPTS,
-                                        gave_up=gave_up)
+                self.ctx.append(revoke_events())
                 break
             except ApprovalMoved:  # its use landed first, under the writer's lock
                 if once[-1]:
                     raise ApprovalUsedError(f"approval `{approval_id}` is already used: its "
                                             "action ran under it") from None
                 # a reusable one: read again, found used, it is revoked unguarded
-        else:  # pragma: no cover - the second read finds the use the first one missed
-            raise gave_up
+            except IdempotencyKeyTaken:  # another revoke landed first: read again, refused
+                continue
+        else:  # pragma: no cover - the third read finds it used or revoked
+            raise JournalError(f"approval `{approval_id}`: its revoke could not be written; "
+                               "revoke again")
         return self.book.get(approval_id).approval
 
     def _refused(self, state: ApprovalState, approver_id: str, asked: ApprovalStatus,

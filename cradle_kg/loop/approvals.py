@@ -70,6 +70,7 @@ from ..inputs import check_page
 from ..records import ApprovalStatus, AuditEvent, HumanApproval, Proposal
 from ..redaction import mask_action, secret_names
 from ..storage import Decider, Journal, NewEvent
+from .context import REVOKE_CLAIM_PREFIX
 
 
 @dataclass(frozen=True)
@@ -678,7 +679,11 @@ class ApprovalBook:
                                  # INVARIANT: said only when an intent named it before: what
                                  # the graph keeps authorized (written unguarded: an intent
                                  # is never taken out of the journal)
-                                 **({"used": True} if ran else {})})
+                                 **({"used": True} if ran else {})},
+                        # INVARIANT: one revoke per approval, by a key of its own (UNIQUE)
+                        # — not over the digest's newest event, which every run's request
+                        # for the same action moves (tests/security/test_330)
+                        idem_key=REVOKE_CLAIM_PREFIX + a.id)
 
     def _check_person(self, st: ApprovalState, approver_id: str, token: str) -> None:
         """The token authenticates ``approver_id``, who is not excluded from deciding."""

@@ -29,6 +29,9 @@ AppendListener = Callable[[Sequence[AuditEvent]], None]
 PROPOSAL_CLAIM_PREFIX = "proposal:"
 #: the journal key an agent entry point's claim of a new run holds (``Runtime.claim_run``)
 RUN_CLAIM_PREFIX = "run-claim:"
+#: the journal key an approval's revoke claims: one revoke per approval, whatever else is
+#: written about its action meanwhile (``tests/security/test_330``)
+REVOKE_CLAIM_PREFIX = "approval-revoke:"
 #: events about an action that another submission writes while its worker holds it (a
 #: resubmitted key answered from the record): they do not take the action over
 _NOT_A_TAKEOVER = frozenset({"action.replayed"})

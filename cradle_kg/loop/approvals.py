@@ -58,6 +58,7 @@ that wants to use it, so a reusable approval cannot become a self-approval.
 from __future__ import annotations
 
 import hmac
+import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -251,6 +252,8 @@ def _requested_id(request: AuditEvent) -> str | None:
 #: how many of the newest events of an approval's digest (in its run) a view reads to decide
 #: whether it is news (:meth:`ApprovalBook.viewed`)
 VIEW_LOOKBACK = 16
+#: how many revoked approvals' counted uses a process keeps (:meth:`ApprovalBook.counted`)
+USES_KEPT = 4096
 
 
 def view_is_news(events: Sequence[AuditEvent], approval_id: str, viewer: str) -> bool:
@@ -326,6 +329,10 @@ class ApprovalBook:
         #: the approvers as the home's configuration says them now (a runtime that read
         #: its configuration from the file: :class:`~cradle_kg.config.ConfigFile`)
         self.approvers = approvers or (lambda: self.config.approvers)
+        #: the uses counted of revoked approvals (:meth:`counted`), by approval, run and
+        #: the range's two seqs: the :data:`USES_KEPT` counted last
+        self._uses: dict[tuple[str, str, int, int], int] = {}
+        self._uses_lock = threading.Lock()
 
     def approver(self, approver_id: str) -> Approver | None:
         """The approver ``approver_id`` as the configuration says now: one removed, or whose
@@ -514,8 +521,22 @@ class ApprovalBook:
         r = st.revoked
         if r is None or r.uses is not None:
             return st
-        uses = self.journal.approval_uses(st.approval.id, st.approval.run_id,
-                                          after=r.approved_seq, before=r.seq) if r.used else 0
+        if not r.used:
+            return replace(st, revoked=replace(r, uses=0))
+        # INVARIANT: counted once per process and approval — the range ends at the revoke,
+        # and no event is ever written before a seq already written: the same count at
+        # every look. Before, every read counted it again, and the agent whose approval it
+        # was fills the range (its run) and polls it (tests/security/test_331)
+        key = (st.approval.id, st.approval.run_id, r.approved_seq, r.seq)
+        with self._uses_lock:
+            uses = self._uses.get(key)
+        if uses is None:
+            uses = self.journal.approval_uses(st.approval.id, st.approval.run_id,
+                                              after=r.approved_seq, before=r.seq)
+            with self._uses_lock:
+                while len(self._uses) >= USES_KEPT:
+                    del self._uses[next(iter(self._uses))]
+                self._uses[key] = uses
         return replace(st, revoked=replace(r, uses=uses))
 
     def viewed(self, approval_id: str) -> tuple[ApprovalState, list[AuditEvent]]:

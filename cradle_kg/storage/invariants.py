@@ -38,6 +38,8 @@ approved          a high-risk or irreversible action runs under an approval; an 
                   executor, not expired at the intent, asked for in the intent's run by
                   the intent's agent (rule 2: an approval never leaves its run, nor the
                   agent whose action it approved)
+revoke-used       a revoke says ``"used": true`` exactly when an intent of its approval's
+                  run named the approval before it (what the graph keeps ``Approved``)
 ================  ======================================================================
 
 Cost: each invariant is one query, streamed; none holds more than a row in memory. The
@@ -212,6 +214,29 @@ def _unapproved(d: Dialect) -> str:
         f"OR {_j(d, 'e', 'action', 'side_effect_class')} = 'irreversible')")
 
 
+def _said_used(d: Dialect, alias: str) -> str:
+    """The revoke ``alias`` says ``"used": true`` (a JSON ``true``, as the graph reads it)."""
+    if d == "sqlite":
+        return f"json_type({alias}.payload, '$.used') = 'true'"
+    p = pg_payload(f"{alias}.payload")
+    return f"COALESCE(json_typeof({p} -> 'used') = 'boolean' AND ({p} ->> 'used') = 'true', false)"
+
+
+def _revoke_used(d: Dialect) -> str:
+    """A revoke whose ``used`` is not what its run holds: ``"used": true`` exactly when an
+    intent of the approval's run named the approval before it (``tests/security/
+    test_332``). Each revoke, one range of ``events_run`` up to it."""
+    used = (f"EXISTS (SELECT 1 FROM events i WHERE i.run_id = v.run_id AND i.seq < v.seq "
+            f"AND i.kind = 'action.intent' AND {_j(d, 'i', 'approval_id')} = "
+            f"{_j(d, 'v', 'approval_id')})")
+    said = _said_used(d, "v")
+    return _first(
+        f"SELECT v.seq, v.id, COALESCE({_j(d, 'v', 'approval_id')}, 'null') AS subject, "
+        f"CASE WHEN {said} THEN 'used' ELSE 'unused' END AS detail FROM events v "
+        f"WHERE v.kind = 'approval.decided' AND {_j(d, 'v', 'status')} = 'revoked' "
+        f"AND (CASE WHEN {said} THEN 1 ELSE 0 END) <> (CASE WHEN {used} THEN 1 ELSE 0 END)")
+
+
 def approvals_sql(d: Dialect) -> str:
     """Every intent that names an approval, in seq order, with the approval's approving
     decision written before it by someone else than the executor, and the approval's
@@ -306,6 +331,10 @@ INVARIANTS = (
                            "before it granted to its executor"),
     Invariant("approved", _unapproved,
               lambda s, d: f"action `{s}` ({d}) was executed without an approval"),
+    Invariant("revoke-used", _revoke_used,
+              lambda s, d: f"the revoke of approval `{s}` says it was {d}, but " + (
+                  "no intent of its run named it before" if d == "used" else
+                  "an intent of its run named it before")),
 )
 
 

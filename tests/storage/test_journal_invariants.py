@@ -197,6 +197,13 @@ def _approval_of_another_run(j: Journal) -> list[NewEvent]:
                   idem_key="idem:forged", payload={**irreversible.payload, "action": action})]
 
 
+def _revoke_saying_unused(j: Journal) -> list[NewEvent]:
+    """The revoke of an approval an intent ran under, saying nothing of it (its graph would
+    read that action unapproved): ``tests/security/test_332``."""
+    decided = _first(j, "approval.decided", lambda e: e.payload.get("status") == "approved")
+    return [_copy(decided, payload={**decided.payload, "status": "revoked"})]
+
+
 #: (invariant, the forged events appended; the last is the one reported)
 FORGERIES: dict[str, Callable[[Journal], list[NewEvent]]] = {
     "one-settlement": _second_outcome,
@@ -210,6 +217,7 @@ FORGERIES: dict[str, Callable[[Journal], list[NewEvent]]] = {
     "approved": _unapproved,
     "approved:unknown": _unknown_approval,
     "approved:another-run": _approval_of_another_run,
+    "revoke-used": _revoke_saying_unused,
 }
 
 

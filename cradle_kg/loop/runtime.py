@@ -38,6 +38,7 @@ from ..evidence import (
     COLLECTOR_ROLE,
     EVIDENCE_RUN,
     FOR_ACTION,
+    HOST_COLLECTOR_PREFIX,
     EvidenceStore,
     check_binding,
     check_named_run,
@@ -143,6 +144,15 @@ def refusals_error(cap: UsageCap) -> QuotaExceededError:
 #: the retired agents (no longer in the config) whose uploads of one blob the evidence
 #: check looks past before it gives up on the blob (fails closed: no evidence)
 MAX_RETIRED_COLLECTORS = 8
+
+
+def _other_host(collector: str, proposer: str) -> bool:
+    """Whether ``collector`` is the host of an agent other than ``proposer``: its upload is
+    no evidence for ``proposer``'s proposals (``tests/security/test_320``)."""
+    return (collector.startswith(HOST_COLLECTOR_PREFIX)
+            and collector != HOST_COLLECTOR_PREFIX + proposer)
+
+
 #: the start of any journal's time: "ever", for a probe of an actor's events
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -902,16 +912,20 @@ class Runtime:
             last = self.journal.last_for_subject(ref, COLLECTED, for_run=for_run,
                                                  for_action=action, bound_only=bound)
             return last.at if last is not None else None
-        passed = {a.id for a in self.config.agents} | {proposer}
+        # INVARIANT: nor by another agent's host: a host's token speaks for its own agent
+        # (test_259 keeps it out of other identities' runs), and its upload naming no run,
+        # or a run in no namespace, counted for every agent (tests/security/test_320)
+        agents = {a.id for a in self.config.agents} | {proposer}
+        passed = agents | {HOST_COLLECTOR_PREFIX + a for a in agents if a != proposer}
         for _ in range(MAX_RETIRED_COLLECTORS + 1):
             last = self.journal.last_for_subject(ref, COLLECTED, not_by=tuple(sorted(passed)),
                                                  for_run=for_run, for_action=action,
                                                  bound_only=bound)
             if last is None:
                 return None
-            if not self._was_agent(last):
+            if not self._was_agent(last) and not _other_host(last.actor, proposer):
                 return last.at
-            passed.add(last.actor)  # a retired agent: its rows passed over from now on
+            passed.add(last.actor)  # a retired agent or its host: passed over from now on
         return None  # fail closed: more retired agents uploaded it than are looked past
 
     def _was_agent(self, collected: AuditEvent) -> bool:

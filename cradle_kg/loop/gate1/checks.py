@@ -577,7 +577,8 @@ class Gate1:
             reasons = [f"{needed} fresh evidence item(s) required, {len(fresh)} given"]
             reasons += [f"evidence `{x}` is not in the evidence store" for x in absent]
             reasons += [f"evidence `{x}` was added only by agents (the proposing agent or "
-                        "another), no person or host" for x in own]
+                        "another) or another agent's host, no person or this agent's host"
+                        for x in own]
             nowhere = " or for none" if self.i.config.evidence_requires_run else ""
             reasons += [f"evidence `{x}` was collected for another run{nowhere}, not for "
                         f"`{p.effective_run_id}`" for x in elsewhere]

@@ -707,19 +707,35 @@ def _check_templates(name: str, contract: ToolContract, schema: Mapping[str, Any
 
 #: pages of ``tools/list`` read at most (each within ``UPSTREAM_TIMEOUT`` and the line cap)
 MAX_TOOL_PAGES = 100
+#: tools, and bytes of their definitions (JSON), the whole listing may hold: each page is
+#: an answer within the line cap, and a hundred of them were kept whole
+#: (``tests/security/test_321``)
+MAX_UPSTREAM_TOOLS = 4096
+MAX_TOOL_LIST_BYTES = 16 << 20
 
 
 def listed_tools(channel: Channel) -> list[types.Tool]:
     """Every tool the upstream lists, page after page (its ``nextCursor``): read first page
     only, a tool on a later page could not be declared, and its pin not checked when the
     upstream listed again (``tests/security/test_139``). A name listed twice — two
-    definitions, one of them unreviewed — and more than :data:`MAX_TOOL_PAGES` pages are
+    definitions, one of them unreviewed — more than :data:`MAX_TOOL_PAGES` pages, and a
+    listing past :data:`MAX_UPSTREAM_TOOLS` tools or :data:`MAX_TOOL_LIST_BYTES` bytes are
     refused. Called from a worker thread."""
     tools: list[types.Tool] = []
     seen: set[str] = set()
     cursor: str | None = None
+    size = 0
     for _ in range(MAX_TOOL_PAGES):
         page = channel.tools_page(cursor, UPSTREAM_TIMEOUT)
+        # INVARIANT: the listing as a whole is bounded (tests/security/test_321): counted
+        # before its definitions are measured, measured before they are kept
+        if len(tools) + len(page.tools) > MAX_UPSTREAM_TOOLS:
+            raise InputError(f"the upstream lists more than {MAX_UPSTREAM_TOOLS} tools")
+        size += sum(len(t.model_dump_json(by_alias=True, exclude_none=True))
+                    for t in page.tools)
+        if size > MAX_TOOL_LIST_BYTES:
+            raise InputError(f"the upstream's tool definitions take more than "
+                             f"{MAX_TOOL_LIST_BYTES} bytes")
         for tool in page.tools:
             if tool.name in seen:
                 said = f"`{tool.name}`" if is_tool_name(tool.name) else "a tool"

@@ -2,7 +2,8 @@
 ``Server``, stdio): ``python paging_upstream.py MODE``. Each page holds one tool, with a
 ``nextCursor`` to the next. MODE ``plain``: ``save_note``, ``archive``, ``send_note``;
 ``twice``: ``save_note`` on page one, then another definition of it on page two;
-``endless``: a next page, always.
+``endless``: a next page, always; ``many``: 20 pages of 1,000 tools each; ``fat``: 20
+pages of one tool each, described in 2 MiB.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ def main() -> None:
     mode = sys.argv[1]
     server: Server[object, object] = Server("paging")
 
-    def tool(name: str, size: int = 40) -> types.Tool:
-        return types.Tool(name=name, inputSchema={
+    def tool(name: str, size: int = 40, said: str | None = None) -> types.Tool:
+        return types.Tool(name=name, description=said, inputSchema={
             "type": "object", "required": ["id"],
             "properties": {"id": {"type": "string", "maxLength": size}}})
 
@@ -29,6 +30,11 @@ def main() -> None:
 
     async def tools(req: types.ListToolsRequest) -> types.ServerResult:
         at = int(req.params.cursor) if req.params and req.params.cursor else 0
+        if mode in ("many", "fat"):
+            more = str(at + 1) if at + 1 < 20 else None
+            listed = ([tool(f"t{at}_{i}") for i in range(1000)] if mode == "many"
+                      else [tool(f"t{at}", said="x" * (2 << 20))])
+            return types.ServerResult(types.ListToolsResult(tools=listed, nextCursor=more))
         if pages is None:  # endless
             return types.ServerResult(types.ListToolsResult(tools=[tool(f"t{at}")],
                                                             nextCursor=str(at + 1)))

@@ -42,6 +42,7 @@ from .ending import cancelled_by
 from .engine import Engine
 from .model import RecordedClient
 from .sandbox import Recording, SandboxRuntime
+from .steps import workflow_factory
 
 #: events a person (or the outside world) wrote: replay copies them, never re-derives them
 INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refused",
@@ -79,6 +80,17 @@ class Source:
 
     def is_workflow(self, run_id: str) -> bool:
         return any(e.run_id == run_id and e.kind == "workflow.started" for e in self.events)
+
+    def check_definition(self, run_id: str) -> None:
+        """Refuse, before the run is replayed, a workflow run whose recorded
+        ``module:function`` names no workflow factory this process may build it with
+        (:func:`.steps.workflow_factory`: a journal does not choose the code a replay
+        runs, ``tests/security/test_322``). Called once the sandbox loaded its packs."""
+        started = next((e for e in self.events if e.run_id == run_id
+                        and e.kind == "workflow.started"), None)
+        definition = str(started.payload.get("definition")) if started else "file:"
+        if not definition.startswith("file:"):
+            workflow_factory(definition)
 
     def policies(self, version: str) -> PolicyEngine | None:
         """The policy set in force under ``version``, rebuilt from its journaled texts."""
@@ -353,6 +365,7 @@ def strict_replay(home: Path, run_ids: Sequence[str] = ()) -> StrictReport:
                                 clock=driver.clock, hook=driver, worker=driver.worker,
                                 gateway_clock=driver.peek)
             try:
+                source.check_definition(run)
                 started = next((e for e in source.events if e.run_id == run
                                 and e.kind == "workflow.started"), None)
                 packages = started.payload.get("packages") if started else None

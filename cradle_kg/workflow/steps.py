@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
-from collections.abc import Mapping, Sequence
+import inspect
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -217,16 +219,62 @@ def asked(step: HumanStep, data: Mapping[str, Any]) -> str:
         return step.question
 
 
+#: the package whose own modules a recorded definition may name before this process loaded
+#: them: none of them runs code when imported but its ``__main__`` (refused)
+_OWN_PACKAGE = "cradle_kg"
+
+
+def workflow_factory(definition: str) -> Callable[[], object]:
+    """The factory a recorded ``module:function`` names — or a one-line
+    :class:`InputError`, nothing imported or called.
+
+    INVARIANT: a journal does not choose the code its reader runs. The record is the
+    journal's, and a journal may be handed over by the party being audited: naming
+    ``os:abort``, ``this:x`` or any function on the path, it made ``workflow status`` and
+    ``replay`` import that module and call that function (``tests/security/test_322``).
+    So the module is one this process loaded already (the host that defined the
+    workflow, a pack the home enables) or one of cradle-kg's own, and the attribute a
+    workflow factory: a function of that module, taking no argument, annotated to return
+    a :class:`Workflow`."""
+    module_name, _, attr = definition.partition(":")
+    said = f"workflow definition `{definition}`"
+    module = sys.modules.get(module_name)
+    if module is None:
+        own = module_name == _OWN_PACKAGE or module_name.startswith(_OWN_PACKAGE + ".")
+        if not own or module_name.rpartition(".")[2] == "__main__":
+            raise InputError(f"{said}: module `{module_name}` is not loaded in this "
+                             "process, and a journal does not choose the code its reader "
+                             "imports", hint="read the run where the workflow's module is "
+                             "loaded: the host that defined it, or a pack the home enables")
+        try:
+            module = importlib.import_module(module_name)
+        except (ImportError, ValueError) as exc:
+            raise InputError(f"{said}: {exc}") from None
+    factory: object = getattr(module, attr, None) if attr.isidentifier() else None
+    if not _is_factory(factory, module_name) or not callable(factory):
+        raise InputError(f"{said}: `{attr}` is no workflow factory of `{module_name}` (a "
+                         "function of the module taking no argument, annotated to return "
+                         "a `Workflow`)")
+    return factory
+
+
+def _is_factory(found: object, module_name: str) -> bool:
+    if not inspect.isfunction(found) or found.__module__ != module_name:
+        return False
+    returns = found.__annotations__.get("return")
+    if returns is not Workflow and not (isinstance(returns, str)
+                                        and returns.rpartition(".")[2] == "Workflow"):
+        return False
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               for p in inspect.signature(found).parameters.values())
+
+
 def load_workflow(definition: str, *, version: str | None = None) -> Workflow:
-    """Rebuild a workflow from its recorded ``module:function``; check its version.
+    """Rebuild a workflow from its recorded ``module:function`` (:func:`workflow_factory`);
+    check its version.
 
     (:func:`.definitions.load_recorded_workflow` also reads ``file:PATH#HASH``.)"""
-    module_name, _, attr = definition.partition(":")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise InputError(f"cannot load workflow `{definition}`: {exc}") from exc
-    workflow = factory()
+    workflow = workflow_factory(definition)()
     if not isinstance(workflow, Workflow):
         raise InputError(f"`{definition}` did not return a workflow")
     if version is not None and workflow.version != version:

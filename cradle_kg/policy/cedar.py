@@ -54,6 +54,47 @@ _CONTEXT_USE = re.compile(
     r'|has\s+(?:([A-Za-z_][A-Za-z0-9_]*)|"([^"\\]*)"))')
 
 
+#: how deep brackets may nest in a policy text, and how many operators one statement may
+#: chain, before cedar parses it: cedar's parser recurses natively and ended the process
+#: (a segmentation fault, no output) past ~1,000 brackets or ~10,000 chained ``if``
+#: (``tests/security/test_323``); a real policy stays far below both
+MAX_POLICY_NESTING = 64
+MAX_POLICY_OPERATORS = 1000
+#: what :func:`check_shape` reads: a line comment, a string (to its end, or the text's: one
+#: attempt each, linear), a bracket, a statement's end, an operator
+_SHAPE_SCAN = re.compile(r'//[^\n]*|"(?:[^"\\]|\\.)*"?|[(\[{]|[)\]}]|;|&&|\|\||[=!<>]=|'
+                         r"[<>+\-*.!]|\b(?:if|in|has|like|is)\b", re.DOTALL)
+
+
+def check_shape(text: str, name: str) -> None:
+    """Refuse a policy text that nests brackets deeper than :data:`MAX_POLICY_NESTING` or
+    chains more than :data:`MAX_POLICY_OPERATORS` operators in one statement — a
+    :class:`PolicyError` naming ``name`` and the line — before any cedar parser sees it."""
+    depth = operators = 0
+    for found in _SHAPE_SCAN.finditer(text):
+        token = found.group(0)
+        if token.startswith(("//", '"')):
+            continue
+        if token in "([{":
+            depth += 1
+            if depth <= MAX_POLICY_NESTING:
+                continue
+            why = f"brackets nest deeper than {MAX_POLICY_NESTING}"
+        elif token in ")]}":
+            depth = max(0, depth - 1)
+            continue
+        elif token == ";":
+            operators = 0
+            continue
+        else:
+            operators += 1
+            if operators <= MAX_POLICY_OPERATORS:
+                continue
+            why = f"a statement chains more than {MAX_POLICY_OPERATORS} operators"
+        line = text.count("\n", 0, found.start()) + 1
+        raise PolicyError(f"{name}:{line}: cannot parse the policy: {why}")
+
+
 def context_keys(text: str) -> frozenset[str] | None:
     """The attributes of ``context`` a Cedar policy text can read, or None when it cannot
     be told (``context`` used as a whole — compared, put in a set or record — or written
@@ -108,6 +149,7 @@ class PolicyOutcome:
 
 
 def _parse_json(text: str, name: str) -> dict[str, Any]:
+    check_shape(text, name)
     try:
         est: dict[str, Any] = json.loads(cedarpy.policies_to_json_str(text))
     except (ValueError, RuntimeError) as exc:
@@ -257,7 +299,10 @@ class PolicyEngine:
         self.version = content_hash([
             [Path(s.name).name, s.text] if s.namespace is None
             else [Path(s.name).name, s.text, s.namespace] for s in self.sources])
+        for source in self.sources:  # INVARIANT: no cedar parser sees a text this refuses
+            check_shape(source.text, source.name)
         text = "\n".join(s.text for s in self.sources)
+        check_shape(text, "policy set")  # brackets a file left open, nested by the next
         try:
             self._set = cedarpy.PolicySet.from_str(text)
         except ValueError as exc:
@@ -498,6 +543,10 @@ def parse_error_line(text: str) -> int | None:
 
 def validate_against_schema(text: str, schema: str, *, name: str) -> list[str]:
     """Validate Cedar policies against a Cedar schema; messages name the file and policy."""
+    try:
+        check_shape(text, name)
+    except PolicyError as exc:
+        return [exc.message]
     try:
         result = cedarpy.validate_policies(text, schema)
     except Exception as exc:

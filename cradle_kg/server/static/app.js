@@ -9,17 +9,29 @@ const PREFIXES = [["https://w3id.org/cradle#", "cradle:"], ["http://www.w3.org/n
   ["http://www.w3.org/1999/02/22-rdf-syntax-ns#", "rdf:"], [ID, ""], [RUN, "run graph "]];
 const $ = (sel) => document.querySelector(sel);
 
+// What a browser obeys instead of showing: C0 and C1 controls (but tab and line breaks),
+// the bidi marks, embeddings, overrides and isolates, and the zero-width characters. An
+// agent's value carrying them read otherwise than it is ("acct-\u202e21\u202c" showed
+// as acct-12): shown as \uXXXX, the value's own characters in their own order (the CLI
+// strips the controls and bidi marks: tests/security/test_324).
+const HIDDEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
+function shown(text) {
+  return String(text).replace(HIDDEN, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+}
+// the attributes a person reads (a tooltip, a label); the others stay exact (selectors)
+const READ = new Set(["title", "aria-label"]);
+
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else node.setAttribute(k, v);
+    else node.setAttribute(k, READ.has(k) ? shown(v) : v);
   }
-  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(shown(c)));
   return node;
 }
 
-function status(text) { $("#status").textContent = text || ""; }
+function status(text) { $("#status").textContent = shown(text || ""); }
 
 function short(value) {
   for (const [ns, p] of PREFIXES) if (value.startsWith(ns)) return p + decodeURIComponent(value.slice(ns.length));
@@ -138,8 +150,8 @@ const SVGNS = "http://www.w3.org/2000/svg";
 
 function svg(tag, attrs = {}, text) {
   const node = document.createElementNS(SVGNS, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  if (text !== undefined) node.textContent = text;
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, READ.has(k) ? shown(v) : v);
+  if (text !== undefined) node.textContent = shown(text);
   return node;
 }
 

@@ -47,9 +47,9 @@ async function whoami() {
   if (!token()) { $("#whoami").textContent = "not signed in"; return null; }
   try {
     const me = await authed("/api/whoami");
-    $("#whoami").textContent = `signed in as ${me.identity} (${me.roles.join(", ")})`;
+    $("#whoami").textContent = shown(`signed in as ${me.identity} (${me.roles.join(", ")})`);
     return me;
-  } catch (err) { $("#whoami").textContent = String(err.message || err); return null; }
+  } catch (err) { $("#whoami").textContent = shown(err.message || err); return null; }
 }
 
 // --- runs -------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ async function showRunGraph(runId) {
 
 async function showRun(runId) {
   const mine = view;
-  $("#run-title").textContent = `Run ${runId}`;
+  $("#run-title").textContent = shown(`Run ${runId}`);
   for (const id of ["#run-state", "#run-steps", "#run-lanes"]) $(id).replaceChildren();
   const state = await showRunSummary(runId);
   showRunGraph(runId);

@@ -7,6 +7,7 @@ Exit codes: 0 done (strict replay reproduced every run; a live replay changed no
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -35,6 +36,8 @@ budgets_app = typer.Typer(help="Spending limits: tenant, workflow, invocation.",
 AsOpt = Annotated[str, typer.Option("--as", help="Who gives the command (journaled).")]
 Wf = Annotated[str, typer.Argument(help="Workflow id.")]
 StepArg = Annotated[str, typer.Argument(help="Human step id.")]
+#: the longest budget subject (a tenant, workflow or run id: the ids' default length)
+MAX_SUBJECT = 256
 
 
 def replay(
@@ -219,6 +222,13 @@ def budgets_set(level: Annotated[str, typer.Option("--level", help="tenant|workf
     if level not in LEVELS:
         fail(InputError(f"unknown level `{level}`", hint="tenant, workflow or invocation"))
     lvl: Level = level
+    # INVARIANT: refused in one line, nothing journaled: a limit no journal holds (NaN,
+    # infinite, negative) and a subject no id of the home is (tests/security/test_325)
+    if not math.isfinite(limit) or limit < 0:
+        fail(InputError(f"`--limit`: `{limit}` is not a finite number of 0 or more"))
+    if not subject or len(subject) > MAX_SUBJECT or not subject.isprintable():
+        fail(InputError(f"`--subject`: an id of 1 to {MAX_SUBJECT} printable characters, "
+                        f"not `{clean(subject[:60])}`"))
     with open_runtime(home) as rt:
         book = BudgetBook(rt.journal)
         rt.context.append([book.set_event(Budget(level=lvl, subject=subject, limit=limit), by=by,

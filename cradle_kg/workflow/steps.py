@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import inspect
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -222,6 +223,14 @@ def asked(step: HumanStep, data: Mapping[str, Any]) -> str:
 #: the package whose own modules a recorded definition may name before this process loaded
 #: them: none of them runs code when imported but its ``__main__`` (refused)
 _OWN_PACKAGE = "cradle_kg"
+#: the operator's list of the modules of its Python workflows a reader may import (comma
+#: separated): a process that reads such runs without defining them (``serve``, the CLI)
+WORKFLOW_MODULES_ENV = "CRADLE_WORKFLOW_MODULES"
+
+
+def _named_by_operator(module_name: str) -> bool:
+    listed = os.environ.get(WORKFLOW_MODULES_ENV, "")
+    return module_name in {m.strip() for m in listed.split(",") if m.strip()}
 
 
 def workflow_factory(definition: str) -> Callable[[], object]:
@@ -233,7 +242,8 @@ def workflow_factory(definition: str) -> Callable[[], object]:
     ``os:abort``, ``this:x`` or any function on the path, it made ``workflow status`` and
     ``replay`` import that module and call that function (``tests/security/test_322``).
     So the module is one this process loaded already (the host that defined the
-    workflow, a pack the home enables) or one of cradle-kg's own, and the attribute a
+    workflow, a pack the home enables), one of cradle-kg's own, or one the operator names
+    in ``$CRADLE_WORKFLOW_MODULES`` (never a ``__main__``), and the attribute a
     workflow factory: a function of that module, taking no argument, annotated to return
     a :class:`Workflow`."""
     module_name, _, attr = definition.partition(":")
@@ -241,11 +251,13 @@ def workflow_factory(definition: str) -> Callable[[], object]:
     module = sys.modules.get(module_name)
     if module is None:
         own = module_name == _OWN_PACKAGE or module_name.startswith(_OWN_PACKAGE + ".")
-        if not own or module_name.rpartition(".")[2] == "__main__":
+        if module_name.rpartition(".")[2] == "__main__" or not (
+                own or _named_by_operator(module_name)):
             raise InputError(f"{said}: module `{module_name}` is not loaded in this "
                              "process, and a journal does not choose the code its reader "
                              "imports", hint="read the run where the workflow's module is "
-                             "loaded: the host that defined it, or a pack the home enables")
+                             "loaded (the host that defined it, a pack the home enables), "
+                             f"or name the module in ${WORKFLOW_MODULES_ENV}")
         try:
             module = importlib.import_module(module_name)
         except (ImportError, ValueError) as exc:

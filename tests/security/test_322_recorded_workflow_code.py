@@ -43,11 +43,12 @@ def planted() -> None:
     Path(os.environ[MARK]).write_text("ran", encoding="utf-8")
 
 
-def _forged_home(factory: pytest.TempPathFactory, definition: str) -> Path:
+def _forged_home(factory: pytest.TempPathFactory, definition: str,
+                 workflow: str = "w") -> Path:
     home = handed_home(factory, "t322")
     append_forged(home / "journal.sqlite", kind="workflow.started", run_id=RUN,
-                  subject="workflow:w@1", actor=AGENT, payload=json.dumps({
-                      "workflow": "w", "version": "1", "definition": definition,
+                  subject=f"workflow:{workflow}@1", actor=AGENT, payload=json.dumps({
+                      "workflow": workflow, "version": "1", "definition": definition,
                       "input": {}, "input_hash": "sha256:" + "0" * 64, "agent": AGENT,
                       "tenant": "default", "packages": {}, "steps": []}))
     return home
@@ -75,3 +76,23 @@ def test_a_recorded_definition_runs_no_code_of_the_authors_choosing(
         assert said in " ".join(done.stdout.split()), done.stdout
     assert "Zen of Python" not in done.stdout
     assert not mark.exists()
+
+
+def test_a_module_the_operator_names_is_read(tmp_path_factory: pytest.TempPathFactory,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that reads runs of a Python workflow it does not define (the CLI,
+    ``serve``) builds it when the operator names its module in
+    ``$CRADLE_WORKFLOW_MODULES``; a journal naming another is still refused."""
+    from cradle_kg.storage.opening import JOURNAL_URL_ENV
+    from cradle_kg.workflow.steps import WORKFLOW_MODULES_ENV
+
+    monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)
+    home = _forged_home(tmp_path_factory, "tests.workflow.flows:routing", workflow="routing")
+    status = ("workflow", "status", RUN, "--home", str(home), "--format", "json")
+    unnamed = json.loads(cli(*status, timeout=120).stdout)
+    assert "tests.workflow.flows" in unnamed["workflow_error"]["message"], unnamed
+    named = cli(*status, env={WORKFLOW_MODULES_ENV: "other.mod, tests.workflow.flows"},
+                timeout=120)
+    assert named.returncode == 0, named.stderr[-2000:]
+    built = json.loads(named.stdout)
+    assert "workflow_error" not in built and [s["id"] for s in built["steps"]] == ["route"]

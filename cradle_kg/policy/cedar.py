@@ -56,7 +56,7 @@ _CONTEXT_USE = re.compile(
 
 #: how deep brackets may nest in a policy text, and how many operators one statement may
 #: chain, before cedar parses it: cedar's parser recurses natively and ended the process
-#: (a segmentation fault, no output) past ~1,000 brackets or ~10,000 chained ``if``
+#: (a segmentation fault, no output) past ~1,000 brackets or some thousands of chained ``if``
 #: (``tests/security/test_323``); a real policy stays far below both
 MAX_POLICY_NESTING = 64
 MAX_POLICY_OPERATORS = 1000

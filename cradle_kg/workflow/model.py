@@ -14,6 +14,8 @@ engine's job (``model_validate_json``, never a hand-written parser).
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -130,6 +132,12 @@ class _Completion(BaseModel):
     usage: _Usage = _Usage()
 
 
+#: the most bytes of a model server's answer read (uncompressed, as asked): as a tool's
+#: answer (``input_limits.max_output_bytes``' default) — read whole and journaled whole,
+#: a 20 MiB answer grew the journal by ~100 MiB a step (``tests/security/test_326``)
+MAX_ANSWER_BYTES = 16 << 20
+
+
 class OpenAICompatibleClient:
     """A real HTTP client for ``/v1/chat/completions`` servers (vLLM, Ollama, llama.cpp)."""
 
@@ -147,15 +155,14 @@ class OpenAICompatibleClient:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         try:
-            reply = self._http.post("/chat/completions", json=request.body())
-            reply.raise_for_status()
-            body = reply.json()
-        except httpx.HTTPStatusError as exc:
-            raise ModelError(f"model server `{self.base_url}` answered "
-                             f"{exc.response.status_code}: {exc.response.text[:200]}") from exc
+            status, data = self._answer(request)
+            if not 200 <= status < 300:
+                text = data[:200].decode("utf-8", "replace")
+                raise ModelError(f"model server `{self.base_url}` answered {status}: {text}")
+            body = json.loads(data)
         except httpx.HTTPError as exc:
             raise ModelError(f"cannot reach the model server `{self.base_url}`: {exc}") from exc
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ModelError(f"model server `{self.base_url}` did not answer JSON") from exc
         try:
             completion = _Completion.model_validate(body)
@@ -168,6 +175,33 @@ class OpenAICompatibleClient:
                              finish_reason=choice.finish_reason,
                              usage=ModelUsage(**completion.usage.model_dump()),
                              raw=body, source="live")
+
+    def _answer(self, request: ModelRequest) -> tuple[int, bytes]:
+        """The answer's status and body: asked uncompressed and read raw, at most
+        :data:`MAX_ANSWER_BYTES`, whole within the client's timeout of its headers — a
+        :class:`ModelError` past either, or in an encoding not asked for (a 20 KB gzip
+        stream is 20 MiB of text: ``tests/security/test_326``)."""
+        sent = self._http.build_request("POST", "/chat/completions", json=request.body(),
+                                        headers={"Accept-Encoding": "identity"})
+        streamed = self._http.send(sent, stream=True)
+        try:
+            encoding = streamed.headers.get("content-encoding", "").strip().lower()
+            if encoding not in ("", "identity"):
+                raise ModelError(f"model server `{self.base_url}` answered in an encoding "
+                                 f"not asked for: {encoding[:40]!r}")
+            deadline = time.monotonic() + (self._http.timeout.read or 120.0)
+            body = bytearray()
+            for raw in streamed.iter_raw():
+                body += raw
+                if len(body) > MAX_ANSWER_BYTES:
+                    raise ModelError(f"model server `{self.base_url}` answered more than "
+                                     f"{MAX_ANSWER_BYTES} bytes")
+                if time.monotonic() > deadline:
+                    raise ModelError(f"model server `{self.base_url}` did not send its "
+                                     "whole answer in time")
+            return streamed.status_code, bytes(body)
+        finally:
+            streamed.close()
 
 
 class RecordedClient:

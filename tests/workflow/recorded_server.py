@@ -7,6 +7,7 @@ can check what the client really sent.
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 from collections.abc import Iterator
@@ -16,9 +17,12 @@ from typing import Any
 
 
 class RecordedChatServer:
-    def __init__(self, bodies: list[dict[str, Any]], *, status: int = 200) -> None:
+    def __init__(self, bodies: list[dict[str, Any]], *, status: int = 200,
+                 gzipped: bool = False) -> None:
         self.bodies = list(bodies)
         self.status = status
+        #: answer with the body gzip-compressed (``Content-Encoding: gzip``), asked or not
+        self.gzipped = gzipped
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
 
@@ -35,6 +39,9 @@ class RecordedChatServer:
                 data = json.dumps(body).encode()
                 self.send_response(server.status)
                 self.send_header("Content-Type", "application/json")
+                if server.gzipped:
+                    data = gzip.compress(data)
+                    self.send_header("Content-Encoding", "gzip")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

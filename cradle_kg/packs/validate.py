@@ -25,6 +25,7 @@ from ..graph.vocab import ONTOLOGY_FILE, ONTOLOGY_VERSION
 from ..inputs import load_json_file, read_text_file
 from ..lineage.rules import load_rules
 from ..policy import PolicyEngine, validate_against_schema
+from ..policy.cedar import check_schema_shape
 from .loader import Pack, load_pack
 from .manifest import ENTRY, line_of, satisfies
 from .static import Sources, check_entry
@@ -176,9 +177,15 @@ def _check_policies(pack: Pack, report: PackReport) -> None:
     except InputError as exc:
         report.errors.append(exc.message)
         return
+    try:  # once, before any policy file is checked against it (tests/security/test_327)
+        check_schema_shape(schema, str(pack.file(pack.manifest.cedar_schema)))
+    except CradleError as exc:
+        report.errors.append(exc.message)
+        return
     for file in files:
-        for problem in validate_against_schema(file.read_text(encoding="utf-8"), schema,
-                                               name=str(file)):
+        for problem in validate_against_schema(
+                file.read_text(encoding="utf-8"), schema, name=str(file),
+                schema_name=str(pack.file(pack.manifest.cedar_schema))):
             line = _policy_line(file, problem)
             report.errors.append(problem.replace(f"{file}:", f"{file}:{line}:", 1)
                                  if line else problem)

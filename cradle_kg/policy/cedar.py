@@ -95,6 +95,27 @@ def check_shape(text: str, name: str) -> None:
         raise PolicyError(f"{name}:{line}: cannot parse the policy: {why}")
 
 
+#: what :func:`check_schema_shape` reads: a line comment, a string, a bracket (a type's
+#: ``<`` ``>`` too: the schema has no comparison)
+_SCHEMA_SCAN = re.compile(r'//[^\n]*|"(?:[^"\\]|\\.)*"?|[(\[{<]|[)\]}>]', re.DOTALL)
+
+
+def check_schema_shape(text: str, name: str) -> None:
+    """Refuse a Cedar schema whose brackets nest deeper than :data:`MAX_POLICY_NESTING`
+    — a :class:`PolicyError` naming ``name`` and the line — before cedar's schema parser,
+    which recurses natively, sees it (``tests/security/test_327``)."""
+    depth = 0
+    for found in _SCHEMA_SCAN.finditer(text):
+        token = found.group(0)
+        if token.startswith(("//", '"')):
+            continue
+        depth = depth + 1 if token in "([{<" else max(0, depth - 1)
+        if depth > MAX_POLICY_NESTING:
+            line = text.count("\n", 0, found.start()) + 1
+            raise PolicyError(f"{name}:{line}: cannot parse the schema: brackets nest "
+                              f"deeper than {MAX_POLICY_NESTING}")
+
+
 def context_keys(text: str) -> frozenset[str] | None:
     """The attributes of ``context`` a Cedar policy text can read, or None when it cannot
     be told (``context`` used as a whole — compared, put in a set or record — or written
@@ -541,10 +562,12 @@ def parse_error_line(text: str) -> int | None:
     return 1
 
 
-def validate_against_schema(text: str, schema: str, *, name: str) -> list[str]:
+def validate_against_schema(text: str, schema: str, *, name: str,
+                            schema_name: str = "cedar schema") -> list[str]:
     """Validate Cedar policies against a Cedar schema; messages name the file and policy."""
     try:
         check_shape(text, name)
+        check_schema_shape(schema, schema_name)
     except PolicyError as exc:
         return [exc.message]
     try:

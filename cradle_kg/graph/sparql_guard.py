@@ -71,6 +71,18 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
+#: an operator of an expression or a path, outside strings, IRIs and comments
+_OPERATOR: Final = re.compile(r"(?P<skip>" + SPARQL_HIDDEN + r")|\|\||&&|[|/^*+!=<>-]",
+                              re.VERBOSE | re.DOTALL)
+
+
+def operator_count(text: str) -> int:
+    """How many operators (``|| && ! = < > + - * / | ^``) a query holds, outside strings,
+    IRIs and comments: what a chain costs the engine's parser and planner — a name's
+    ``-`` is counted too, so it counts high, never low."""
+    return sum(1 for m in _OPERATOR.finditer(text) if m.lastgroup != "skip")
+
+
 def check_size(text: str, *, max_bytes: int = MAX_QUERY_BYTES,
                max_depth: int = MAX_QUERY_DEPTH) -> None:
     """Refuse a query over the size or nesting cap (before any parser sees it)."""
@@ -288,4 +300,4 @@ def check_query(text: str, *, allowed_services: Iterable[str] = (),
 
 
 __all__ = ["MAX_QUERY_BYTES", "MAX_QUERY_DEPTH", "PLAIN_SHAPE", "QueryShape", "check_query",
-           "check_size", "known_shape", "nesting_depth", "parse_shape"]
+           "check_size", "known_shape", "nesting_depth", "operator_count", "parse_shape"]

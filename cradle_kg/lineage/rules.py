@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CradleError, ManifestError
+from ..errors import CradleError, ManifestError, QueryError
 from ..graph.lineage import Graph
 from .trace import Trace
 
@@ -126,16 +126,27 @@ def _annotations(text: str, name: str) -> dict[str, str]:
     return notes
 
 
+#: the operators (of expressions and paths) a graph policy may hold: the rules and queries
+#: shipped here hold at most 14 (``tests/security/test_328``)
+MAX_RULE_OPERATORS = 256
+
+
 def _rule_text(path: Path) -> str:
     """A rule file as a query file is read: a regular file (a FIFO would block for ever)
     of at most the 100 KB of a query, UTF-8, nested no deeper than a query may be (20,000
     brackets killed the process in the engine's parser: ``tests/security/test_276``)."""
-    from ..graph.sparql_guard import MAX_QUERY_BYTES, check_size
+    from ..graph.sparql_guard import MAX_QUERY_BYTES, check_size, operator_count
     from ..inputs import read_text_file
 
     try:
         text = read_text_file(path, max_bytes=MAX_QUERY_BYTES)
         check_size(text)
+        # INVARIANT: nor chained past MAX_RULE_OPERATORS: 12,000 `||` (96 KB, nested once)
+        # ended the process in the parser, a 1,000-step path took 108 s of planning at the
+        # review and at every gate check (tests/security/test_328)
+        if operator_count(text) > MAX_RULE_OPERATORS:
+            raise QueryError(f"the rule holds more than {MAX_RULE_OPERATORS} operators",
+                             hint="split it into rules of their own")
     except CradleError as exc:
         raise ManifestError(f"graph policy `{path}`: "
                             f"{exc.message.removeprefix(f'`{path}`: ')}") from None

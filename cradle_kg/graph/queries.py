@@ -124,6 +124,12 @@ def _param(name: str, path: Path, spec: str) -> QueryParam:
                       (match.group(4) or "").strip())
 
 
+#: the operators (of expressions and paths) a named query may hold: the queries shipped
+#: here hold at most 14; the engine's parser ended the process past ~10,000 chained
+#: (``tests/security/test_329``)
+MAX_NAMED_OPERATORS = 1000
+
+
 @dataclass
 class QueryCatalog:
     """Named queries by name; later sources override earlier ones of the same name."""
@@ -158,11 +164,23 @@ class QueryCatalog:
         # pydantic comes with the input limits: not imported by the query workers' fork
         # server, which loads this module (tests/server/test_worker_lean.py)
         from ..inputs import read_text_file
+        from .sparql_guard import check_size, operator_count
 
         try:  # a FIFO in a query folder would block every `query` for ever
             text = read_text_file(path, max_bytes=MAX_QUERY_BYTES)
         except InputError as exc:
             raise QueryError(f"cannot read query `{name}`: {exc.message}") from None
+        # INVARIANT: held to the endpoint's nesting cap and to MAX_NAMED_OPERATORS before
+        # any parser runs it on this process's own stack: a pack's query of 12,000 `||`
+        # (96 KB), reviewed `valid`, ended `cradle-kg query NAME` in a segmentation fault
+        # (tests/security/test_329)
+        try:
+            check_size(text)
+        except QueryError as exc:
+            raise QueryError(f"cannot read query `{name}`: {exc.message}") from None
+        if operator_count(text) > MAX_NAMED_OPERATORS:
+            raise QueryError(f"cannot read query `{name}`: it holds more than "
+                             f"{MAX_NAMED_OPERATORS} operators", hint="split the query")
         self.queries[name] = parse_header(name, path, text, origin=origin)
 
     def names(self) -> list[str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import CradleError, InputError, JavaMissingError
 from ..graph.owl import check_ontology
+from ..graph.queries import QueryCatalog
 from ..graph.rdfio import read_rdf
 from ..graph.shacl import load_shapes
 from ..graph.vocab import ONTOLOGY_FILE, ONTOLOGY_VERSION
@@ -115,6 +116,7 @@ def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
             report.errors.append(exc.message)
     _check_policies(pack, report)
     _check_graph_policies(pack, report)
+    _check_queries(pack, report)
     _check_examples(examples, report)
     # INVARIANT: nothing here imports the pack — entries are checked on the parsed source
     sources = Sources()  # each module parsed once, within a budget (tests/security/test_95)
@@ -157,6 +159,19 @@ def _check_graph_policies(pack: Pack, report: PackReport) -> None:
             report.checked.append(str(file))
         except CradleError as exc:
             report.errors.append(exc.message)
+
+
+def _check_queries(pack: Pack, report: PackReport) -> None:
+    """Each named query read as a home reads it when the pack loads: one past the size,
+    nesting or operator caps is reported here, not first when a home opens or a query
+    runs (``tests/security/test_329``)."""
+    catalog = QueryCatalog()
+    for name, rel in pack.manifest.queries.items():
+        try:
+            catalog.add_file(name, pack.file(rel), origin=pack.id)
+            report.checked.append(str(pack.file(rel)))
+        except CradleError as exc:
+            report.errors.append(f"{pack.file(rel)}: {exc.message}")
 
 
 def _check_policies(pack: Pack, report: PackReport) -> None:

@@ -96,26 +96,59 @@ def race(procs: Sequence[BaseProcess], answers: _Answers, *,
     return got
 
 
+class ForkedPython:
+    """A ``python -c CODE ARGV`` forked from the fork server (see the module), with what a
+    test uses of a ``subprocess.Popen``: ``pid`` (a real process: ``SIGSTOP``, ``SIGKILL``
+    reach it), ``poll()``, ``kill()``, ``returncode`` and ``communicate(timeout)``; what it
+    prints goes to files, read once it has ended."""
+
+    def __init__(self, code: str, argv: Sequence[str], *, env: Mapping[str, str],
+                 cwd: str | Path) -> None:
+        self.args = ["-c", code, *argv]
+        self._tmp = tempfile.TemporaryDirectory()
+        self._out, self._err = Path(self._tmp.name) / "stdout", Path(self._tmp.name) / "stderr"
+        self._proc = racing_context().Process(target=_run_code, args=(
+            dict(env), str(cwd), code, list(argv), str(self._out), str(self._err)))
+        self._proc.start()
+        assert self._proc.pid is not None
+        self.pid: int = self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.exitcode
+
+    def poll(self) -> int | None:
+        return self._proc.exitcode
+
+    def kill(self) -> None:
+        self._proc.kill()
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Wait for its end (``TimeoutExpired`` after ``timeout``); its stdout and stderr."""
+        self._proc.join(timeout)
+        if self._proc.exitcode is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        out, err = (p.read_text(errors="replace") if p.exists() else ""
+                    for p in (self._out, self._err))
+        self._tmp.cleanup()
+        return out, err
+
+
 def run_python(code: str, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path,
                timeout: float) -> subprocess.CompletedProcess[str]:
     """What ``subprocess.run([python, "-c", code, *argv], env=env, cwd=cwd,
-    capture_output=True, text=True)`` answers, from a process forked by the fork server
-    (see the module): its own process, which can die of a real SIGKILL (returncode -9),
-    with ``env`` as its whole environment, ``cwd`` its folder, ``sys.argv`` as ``-c``
-    gives it; what it prints is captured through files."""
-    ctx = racing_context()
-    with tempfile.TemporaryDirectory() as tmp:
-        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
-        proc = ctx.Process(target=_run_code,
-                           args=(dict(env), str(cwd), code, list(argv), str(out), str(err)))
-        proc.start()
-        proc.join(timeout)
-        if proc.exitcode is None:
-            proc.kill()
-            proc.join()
-            raise subprocess.TimeoutExpired(["-c", code, *argv], timeout)
-        read = [p.read_text(errors="replace") if p.exists() else "" for p in (out, err)]
-        return subprocess.CompletedProcess(["-c", code, *argv], proc.exitcode, *read)
+    capture_output=True, text=True)`` answers, from a :class:`ForkedPython`: its own
+    process, which can die of a real SIGKILL (returncode -9), with ``env`` as its whole
+    environment, ``cwd`` its folder, ``sys.argv`` as ``-c`` gives it."""
+    proc = ForkedPython(code, argv, env=env, cwd=cwd)
+    try:
+        out, err = proc.communicate(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    assert proc.returncode is not None
+    return subprocess.CompletedProcess(["-c", code, *argv], proc.returncode, out, err)
 
 
 def _run_code(environ: dict[str, str], cwd: str, code: str, argv: list[str], out: str,

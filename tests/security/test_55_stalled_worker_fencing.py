@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -35,6 +33,7 @@ from cradle_kg.demo.scenario import demo_ledger
 from cradle_kg.storage import JOURNAL_URL_ENV, open_home_journal
 from cradle_kg.storage.pg_connect import LEASE_LOCKS, connect, lease_key
 from tests.conftest import make_config, proposal
+from tests.racers import ForkedPython
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -113,11 +112,11 @@ def _stopped(pid: int) -> bool:
 
 
 def _start_and_stall(home: Path, *args: str, script: str = WORKER_A,
-                     marker: str = "stalled") -> subprocess.Popen[str]:
+                     marker: str = "stalled") -> ForkedPython:
+    """``python -c script home *args``, forked from the fork server (a process of its own,
+    stopped for real; no interpreter start to pay), once it has stopped itself."""
     env = {k: v for k, v in os.environ.items() if k != "CRADLE_CRASH_AT"}
-    child = subprocess.Popen([sys.executable, "-c", script, str(home), *args], env=env,
-                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+    child = ForkedPython(script, [str(home), *args], env=env, cwd=REPO)
     deadline = time.monotonic() + 120
     while not ((home / marker).exists() and _stopped(child.pid)):
         if child.poll() is not None or time.monotonic() > deadline:
@@ -143,7 +142,7 @@ def _drop_lease_session(worker: str) -> None:
             time.sleep(0.01)
 
 
-def _resume(child: subprocess.Popen[str]) -> Any:
+def _resume(child: ForkedPython) -> Any:
     os.kill(child.pid, signal.SIGCONT)
     out, err = child.communicate(timeout=120)
     lines = out.strip().splitlines()
@@ -250,7 +249,7 @@ def test_a_recovery_pass_that_stalls_does_not_write_over_the_worker_that_came_ba
     gone), asks the ledger, and stops before it writes; A comes back and settles the
     action; then B resumes. B's reconciled observation is refused: one outcome, A's."""
     a = _start_and_stall(stall_home, json.dumps(CREDIT), "after_effect")
-    b: subprocess.Popen[str] | None = None
+    b: ForkedPython | None = None
     try:
         _drop_lease_session((stall_home / "stalled").read_text())
         b = _start_and_stall(stall_home, script=WORKER_B, marker="b-stalled")

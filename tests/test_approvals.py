@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,7 +22,7 @@ from cradle_kg.runs import show_run
 
 from .conftest import Clock, make_config, proposal
 from .inprocess import run_cli
-from .racers import race, racer, racing_context
+from .racers import ForkedPython, race, racer, racing_context
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -133,8 +132,8 @@ def test_approve_once_raced_by_two_processes_executes_once(art: Runtime, home: P
                         once=True, resume=False)
     env = {k: v for k, v in os.environ.items() if k != "CRADLE_CRASH_AT"}
     # two attempts of the approved action in its run, two keys, one approve-once
-    racers = [subprocess.Popen([sys.executable, "-c", RACER, str(home), f"r{i}", str(i + 1)],
-                               stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    # processes of their own, forked from the fork server (no interpreter start each)
+    racers = [ForkedPython(RACER, [str(home), f"r{i}", str(i + 1)], env=env, cwd=REPO)
               for i in range(2)]
     try:
         while not all((home / f"ready-r{i}").exists() for i in range(2)):

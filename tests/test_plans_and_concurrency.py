@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import os
 import threading
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from cradle_kg.demo.scenario import ledger_entries
 from cradle_kg.errors import InputError
 
 from .conftest import proposal
+from .racers import ForkedPython
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -97,8 +97,9 @@ print(json.dumps(out))
 @pytest.mark.slow
 def test_four_processes_one_key_one_effect(home: Path) -> None:
     same = json.dumps(proposal("p", "demo.ledger.credit", {"account": "a", "amount": 9}))
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(home), same],
-                              stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    # four processes of their own, forked from the fork server (no interpreter start each)
+    procs = [ForkedPython(_WORKER, [str(home), same], env=os.environ, cwd=os.getcwd())
+             for _ in range(4)]
     outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert {s for o in outs for s in o} <= {"executed", "in_progress"}

@@ -10,8 +10,7 @@ processes racing on one id give one effect; the graph never merges two submissio
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, ledger_for
 from cradle_kg.records import OutcomeStatus
 from tests.conftest import make_config
+from tests.racers import ForkedPython
 
 #: every test here runs on both journals (tests/journal_backends.py)
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -131,10 +131,9 @@ def test_two_processes_racing_on_one_id_give_one_effect(home: Path) -> None:
     Runtime(home, config=make_config()).close()
     from cradle_kg.config import save_config
     save_config(home / "config.json", make_config())
-    procs = [subprocess.Popen([sys.executable, "-c", _RACER, str(home),
-                               json.dumps(credit("p-race", 10 + i))],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for i in range(4)]
+    # four processes of their own, forked from the fork server (no interpreter start each)
+    procs = [ForkedPython(_RACER, [str(home), json.dumps(credit("p-race", 10 + i))],
+                          env=os.environ, cwd=os.getcwd()) for i in range(4)]
     results = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)

@@ -22,9 +22,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +41,7 @@ from cradle_kg.storage.pg_scratch import ScratchPostgres
 from cradle_kg.workflow.replay import strict_replay
 from tests.inprocess import run_cli
 from tests.lineage.kit import pack_home
+from tests.racers import ForkedPython, run_python
 
 AGENT = "agent:admin"
 APPROVER = "user:bob"
@@ -251,8 +251,8 @@ def test_processes_on_one_journal_share_one_key_and_refuse_a_duplicate(
     with open_home_journal(home):  # the journal exists, without a key yet
         pass
     start = str(time.time() + 2.0)
-    racers = [subprocess.Popen([sys.executable, "-c", RACE, str(home), start],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # processes of their own, forked from the fork server (no interpreter start each)
+    racers = [ForkedPython(RACE, [str(home), start], env=os.environ, cwd=os.getcwd())
               for _ in range(4)]
     seen = []
     for racer in racers:
@@ -265,9 +265,8 @@ def test_processes_on_one_journal_share_one_key_and_refuse_a_duplicate(
     # one process executes the call; another, proposing the same action in the same step
     # of the run (another proposal id), derives the same digest and key: answered from the
     # record, the tool is not called again
-    first = subprocess.run([sys.executable, "-c", SUBMIT, str(home),
-                            json.dumps(_proposal("p0", "set_password", ASKED))],
-                           capture_output=True, text=True, timeout=180, check=False)
+    first = run_python(SUBMIT, [str(home), json.dumps(_proposal("p0", "set_password", ASKED))],
+                       env=os.environ, cwd=os.getcwd(), timeout=180)
     assert first.returncode == 0, first.stderr
     there = json.loads(first.stdout.strip().splitlines()[-1])
     assert there["status"] == "executed"

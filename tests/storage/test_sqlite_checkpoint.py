@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +15,7 @@ import pytest
 
 import cradle_kg.storage.sqlite as sqlite_journal
 from cradle_kg.storage import NewEvent, SqliteJournal
+from tests.racers import ForkedPython
 
 pytestmark = pytest.mark.sqlite_only("the checkpoint of SQLite's WAL file")
 
@@ -148,9 +147,11 @@ def test_writer_processes_share_the_checkpoints(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite"
     with SqliteJournal(path) as j:
         j.append([ev(0)])
-        procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), who],
-                                  env={**os.environ}) for who in ("a", "b", "c")]
-        assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+        # processes of their own, forked from the fork server (no interpreter start each)
+        procs = [ForkedPython(_WRITER, [str(path), who], env=os.environ, cwd=os.getcwd())
+                 for who in ("a", "b", "c")]
+        outputs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0, 0], outputs
         longest = _pages(path)
         assert j.head()[0] == 901
         assert j.verify().intact

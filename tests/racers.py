@@ -96,19 +96,32 @@ def race(procs: Sequence[BaseProcess], answers: _Answers, *,
     return got
 
 
+#: what ``python -m cradle_kg`` runs, for :class:`ForkedPython` (``sys.argv[0]`` becomes
+#: the module's file, as ``-m`` makes it)
+CLI = "import runpy\nrunpy.run_module('cradle_kg', run_name='__main__', alter_sys=True)\n"
+
+
 class ForkedPython:
     """A ``python -c CODE ARGV`` forked from the fork server (see the module), with what a
     test uses of a ``subprocess.Popen``: ``pid`` (a real process: ``SIGSTOP``, ``SIGKILL``
     reach it), ``poll()``, ``kill()``, ``returncode`` and ``communicate(timeout)``; what it
-    prints goes to files, read once it has ended."""
+    prints goes to files, read once it has ended. ``stdin``: the bytes it reads (else
+    ``/dev/null``); ``preexec``: a module-level function run in it before the code (a
+    resource limit), as ``subprocess``'s ``preexec_fn``."""
 
     def __init__(self, code: str, argv: Sequence[str], *, env: Mapping[str, str],
-                 cwd: str | Path) -> None:
+                 cwd: str | Path, stdin: bytes | None = None,
+                 preexec: Callable[[], None] | None = None) -> None:
         self.args = ["-c", code, *argv]
         self._tmp = tempfile.TemporaryDirectory()
         self._out, self._err = Path(self._tmp.name) / "stdout", Path(self._tmp.name) / "stderr"
+        given = None
+        if stdin is not None:
+            given = Path(self._tmp.name) / "stdin"
+            given.write_bytes(stdin)
         self._proc = racing_context().Process(target=_run_code, args=(
-            dict(env), str(cwd), code, list(argv), str(self._out), str(self._err)))
+            dict(env), str(cwd), code, list(argv), str(self._out), str(self._err),
+            None if given is None else str(given), preexec))
         self._proc.start()
         assert self._proc.pid is not None
         self.pid: int = self._proc.pid
@@ -128,7 +141,7 @@ class ForkedPython:
         self._proc.join(timeout)
         if self._proc.exitcode is None:
             raise subprocess.TimeoutExpired(self.args, timeout or 0)
-        out, err = (p.read_text(errors="replace") if p.exists() else ""
+        out, err = (p.read_text(encoding="utf-8", errors="replace") if p.exists() else ""
                     for p in (self._out, self._err))
         self._tmp.cleanup()
         return out, err
@@ -152,11 +165,19 @@ def run_python(code: str, argv: Sequence[str], *, env: Mapping[str, str], cwd: s
 
 
 def _run_code(environ: dict[str, str], cwd: str, code: str, argv: list[str], out: str,
-              err: str) -> None:
+              err: str, stdin: str | None = None,
+              preexec: Callable[[], None] | None = None) -> None:
     for fd, path in ((1, out), (2, err)):
         opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(opened, fd)
         os.close(opened)
+    if stdin is not None:  # multiprocessing gave it /dev/null: the given bytes instead
+        opened = os.open(stdin, os.O_RDONLY)
+        os.dup2(opened, 0)
+        os.close(opened)
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115 (the process's own stdin)
+    if preexec is not None:
+        preexec()
     sys.argv = ["-c", *argv]
     # an uncaught exception: its traceback on stderr and exit code 1, as python -c does
     # (multiprocessing's bootstrap prints it and flushes both streams)

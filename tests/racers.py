@@ -148,12 +148,15 @@ class ForkedPython:
 
 
 def run_python(code: str, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | Path,
-               timeout: float) -> subprocess.CompletedProcess[str]:
+               timeout: float, stdin: bytes | None = None,
+               preexec: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
     """What ``subprocess.run([python, "-c", code, *argv], env=env, cwd=cwd,
     capture_output=True, text=True)`` answers, from a :class:`ForkedPython`: its own
     process, which can die of a real SIGKILL (returncode -9), with ``env`` as its whole
-    environment, ``cwd`` its folder, ``sys.argv`` as ``-c`` gives it."""
-    proc = ForkedPython(code, argv, env=env, cwd=cwd)
+    environment, ``cwd`` its folder, ``sys.argv`` as ``-c`` gives it; one still running
+    after ``timeout`` seconds is killed and raises ``TimeoutExpired``. ``code`` may be
+    :data:`CLI`: ``python -m cradle_kg ARGV``."""
+    proc = ForkedPython(code, argv, env=env, cwd=cwd, stdin=stdin, preexec=preexec)
     try:
         out, err = proc.communicate(timeout)
     except subprocess.TimeoutExpired:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from cradle_kg.config import save_config
 from cradle_kg.demo.scenario import AGENT, demo_config, prepare_home
 from cradle_kg.records import Permission
+from tests.racers import CLI, run_python
 
 pytest.importorskip("mcp")
 
@@ -48,6 +48,6 @@ def env() -> dict[str, str]:
 
 
 def cli(*args: str, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cradle_kg", *args], cwd=ROOT,
-                          env={**env(), **(extra_env or {})}, capture_output=True, text=True,
-                          timeout=120, check=False)
+    """``python -m cradle_kg ARGS`` in another process (an approver's, a second host's),
+    forked from the fork server (:func:`tests.racers.run_python`: no interpreter start)."""
+    return run_python(CLI, args, env={**env(), **(extra_env or {})}, cwd=ROOT, timeout=120)

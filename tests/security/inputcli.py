@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cradle_kg.demo.scenario import AGENT, prepare_home
-from tests.racers import CLI, ForkedPython
+from tests.racers import CLI, run_python
 
 #: address space a CLI process may use; a run-away parse dies instead of eating the host
 MEMORY_CEILING = 3 * 1024**3
@@ -26,23 +26,17 @@ def cli(*args: str, stdin: str | bytes | None = None, env: dict[str, str] | None
     """``cradle-kg ARGS`` (``python -m cradle_kg``) in a process of its own under the
     memory ceiling, stdout/stderr to files (not a terminal); a process still running after
     ``timeout`` seconds is killed and raises ``TimeoutExpired``. The process is forked from
-    the fork server (:class:`tests.racers.ForkedPython`): the attack meets the same
+    the fork server (:func:`tests.racers.run_python`): the attack meets the same
     ``main`` in a process whose death or ceiling is its own, without an interpreter start
     (~0.3-0.5 s of CPU) before each."""
     base = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     if columns is not None:
         base["COLUMNS"] = columns
     data = stdin.encode("utf-8", "surrogatepass") if isinstance(stdin, str) else stdin
-    proc = ForkedPython(CLI, args, env={**base, **(env or {})}, cwd=os.getcwd(), stdin=data,
-                        preexec=_ceiling)
-    try:
-        out, err = proc.communicate(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise
-    assert proc.returncode is not None
-    return subprocess.CompletedProcess(["cradle-kg", *args], proc.returncode, out, err)
+    done = run_python(CLI, args, env={**base, **(env or {})}, cwd=os.getcwd(),
+                      timeout=timeout, stdin=data, preexec=_ceiling)
+    return subprocess.CompletedProcess(["cradle-kg", *args], done.returncode, done.stdout,
+                                       done.stderr)
 
 
 def fresh_home(path: Path) -> Path:

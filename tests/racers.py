@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TextIO
 
 #: what the fork server imports before it forks a racer: what every racing module imports
 #: (a racer imports its own module on top, as it unpickles its target)
@@ -107,14 +107,17 @@ class ForkedPython:
     reach it), ``poll()``, ``kill()``, ``returncode`` and ``communicate(timeout)``; what it
     prints goes to files, read once it has ended. ``stdin``: the bytes it reads (else
     ``/dev/null``); ``preexec``: a module-level function run in it before the code (a
-    resource limit), as ``subprocess``'s ``preexec_fn``."""
+    resource limit), as ``subprocess``'s ``preexec_fn``; ``stream``: its stdout is a pipe
+    (a FIFO) the test reads as it runs, ``self.stdout``, as ``stdout=subprocess.PIPE``."""
 
     def __init__(self, code: str, argv: Sequence[str], *, env: Mapping[str, str],
                  cwd: str | Path, stdin: bytes | None = None,
-                 preexec: Callable[[], None] | None = None) -> None:
+                 preexec: Callable[[], None] | None = None, stream: bool = False) -> None:
         self.args = ["-c", code, *argv]
         self._tmp = tempfile.TemporaryDirectory()
         self._out, self._err = Path(self._tmp.name) / "stdout", Path(self._tmp.name) / "stderr"
+        if stream:
+            os.mkfifo(self._out, 0o600)
         given = None
         if stdin is not None:
             given = Path(self._tmp.name) / "stdin"
@@ -125,6 +128,10 @@ class ForkedPython:
         self._proc.start()
         assert self._proc.pid is not None
         self.pid: int = self._proc.pid
+        # the child opens the FIFO for writing first thing: this open waits for it
+        self.stdout: TextIO | None = (self._out.open(encoding="utf-8", errors="replace")
+                                      if stream else None)
+        self._answer: tuple[str, str] | None = None
 
     @property
     def returncode(self) -> int | None:
@@ -136,14 +143,25 @@ class ForkedPython:
     def kill(self) -> None:
         self._proc.kill()
 
+    def send_signal(self, sig: int) -> None:
+        os.kill(self.pid, sig)
+
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
         """Wait for its end (``TimeoutExpired`` after ``timeout``); its stdout and stderr."""
+        if self._answer is not None:  # asked again: what the first call read
+            return self._answer
         self._proc.join(timeout)
         if self._proc.exitcode is None:
             raise subprocess.TimeoutExpired(self.args, timeout or 0)
-        out, err = (p.read_text(encoding="utf-8", errors="replace") if p.exists() else ""
-                    for p in (self._out, self._err))
+        if self.stdout is not None:  # the rest of the pipe: the writer is gone, so EOF
+            out = self.stdout.read()
+            self.stdout.close()
+            err = self._err.read_text(encoding="utf-8", errors="replace")
+        else:
+            out, err = (p.read_text(encoding="utf-8", errors="replace") if p.exists() else ""
+                        for p in (self._out, self._err))
         self._tmp.cleanup()
+        self._answer = (out, err)
         return out, err
 
 

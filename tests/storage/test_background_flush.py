@@ -13,8 +13,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -32,6 +30,7 @@ from cradle_kg.storage import oxigraph as oxigraph_module
 from cradle_kg.storage.graph import FlushesInBackground
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from cradle_kg.storage.oxigraph import OxigraphStore
+from tests.racers import ForkedPython
 
 #: a flush every ~1-2 events of the demo's journal
 TINY = 30
@@ -215,11 +214,12 @@ _FOLLOW = ("import sys; import cradle_kg.storage.oxigraph as o; o.FLUSH_EVERY = 
            f"{TINY}; sys.argv[0] = 'cradle-kg'; from cradle_kg.cli import entry; entry()")
 
 
-def follow_process(home: Path, *args: str) -> subprocess.Popen[str]:
+def follow_process(home: Path, *args: str) -> ForkedPython:
+    """``graph follow`` in a process of its own, forked from the fork server (no
+    interpreter start), its stdout a pipe read as it runs."""
     env = {k: v for k, v in os.environ.items() if k not in ("CRADLE_CRASH_AT", GRAPH_URL_ENV)}
-    return subprocess.Popen([sys.executable, "-c", _FOLLOW, "graph", "follow", "--home",
-                             str(home), "--format", "json", *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return ForkedPython(_FOLLOW, ["graph", "follow", "--home", str(home), "--format", "json",
+                                  *args], env=env, cwd=os.getcwd(), stream=True)
 
 
 def watermark(home: Path) -> int:

@@ -11,8 +11,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +25,7 @@ from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from cradle_kg.storage.graph_opening import open_graph_store
 from cradle_kg.storage.oxigraph import OxigraphStore
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
+from tests.racers import CLI, ForkedPython
 
 
 @pytest.fixture(scope="module")
@@ -44,18 +43,20 @@ def home(base: Path, tmp_path: Path) -> Path:
     return copy
 
 
-def follow(home: Path, *args: str, crash: str | None = None) -> subprocess.Popen[str]:
+def follow(home: Path, *args: str, crash: str | None = None) -> ForkedPython:
+    """``python -m cradle_kg graph follow``: a process of its own (killed, stopped by a
+    crash point or SIGTERM), forked from the fork server — no interpreter start each —
+    its stdout a pipe the test reads as it runs."""
     env = {**os.environ}
     env.pop("CRADLE_CRASH_AT", None)
     if crash:
         env["CRADLE_CRASH_AT"] = crash
-    return subprocess.Popen([sys.executable, "-m", "cradle_kg", "graph", "follow", "--home",
-                             str(home), "--format", "json", *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return ForkedPython(CLI, ["graph", "follow", "--home", str(home), "--format", "json",
+                              *args], env=env, cwd=os.getcwd(), stream=True)
 
 
 @contextlib.contextmanager
-def following(home: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
+def following(home: Path, *args: str) -> Iterator[ForkedPython]:
     """:func:`follow` running for the block, killed at its end if still there."""
     runner = follow(home, *args)
     assert runner.stdout is not None

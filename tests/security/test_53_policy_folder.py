@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.racers import CLI, run_python
 
 from .inputcli import credit, fresh_home
 
@@ -31,10 +32,10 @@ FORBID = '@id("no-credit")\nforbid (principal, action == Action::"demo.ledger.cr
 def _submit(home: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     proposal = tmp_path / "proposal.json"
     proposal.write_text(json.dumps(credit("p-1")), encoding="utf-8")
-    # a deadline well past a command's run: it ends only a command that hangs
-    return subprocess.run([sys.executable, "-m", "cradle_kg", "submit", str(proposal),
-                           "--home", str(home)], capture_output=True, text=True,
-                          timeout=60, check=False)
+    # a deadline well past a command's run: it ends only a command that hangs; the command
+    # in a process of its own, forked from the fork server (no interpreter start)
+    return run_python(CLI, ["submit", str(proposal), "--home", str(home)], env=os.environ,
+                      cwd=os.getcwd(), timeout=60)
 
 
 def _where(policies: Path, layout: str) -> None:

@@ -12,14 +12,13 @@ requests at once held it. ``workflow validate`` and ``workflow list`` (``GET
 
 Now both passes use libyaml's scanner and parser when PyYAML has it (it has, in the
 wheels), as the other strict YAML readers already did: the same events, nodes and lines,
-about a seventh of the CPU. The bound here is generous (the machines are shared); the
-measured cost is in the README.
+about a seventh of the CPU. The test counts the pure-Python scanner's calls (none) rather
+than timing the read; the measured cost is in the README.
 """
 
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
@@ -34,18 +33,29 @@ def _flow_list() -> str:
     return body[:MAX_FILE_BYTES - 3] + "1]\n"
 
 
-def test_a_full_body_of_plain_yaml_is_read_in_well_under_a_second_of_cpu() -> None:
+def test_a_full_body_of_plain_yaml_is_read_by_libyaml_in_both_passes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What made it cost seconds is PyYAML's pure-Python scanner: it is never called, in
+    either pass (the C scanner and parser read the whole body). Counted rather than
+    timed: a CPU bound failed under load on this shared machine (3.3 s for what takes
+    0.3 s alone) — the README gives the measured cost."""
+    import yaml.scanner
+
+    calls = []
+    python_scanner = yaml.scanner.Scanner.check_token
+
+    def counted(self: object, *choices: object) -> bool:
+        calls.append(1)
+        return python_scanner(self, *choices)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(yaml.scanner.Scanner, "check_token", counted)
     text = _flow_list()
     assert len(text.encode()) <= MAX_FILE_BYTES
-    spent = []
-    for _ in range(2):  # the lower of two: the machine is shared
-        started = time.process_time()
-        with pytest.raises(WorkflowFileError) as refused:
-            parse_definition(text, name="request body", definition="file:<r>")
-        spent.append(time.process_time() - started)
+    with pytest.raises(WorkflowFileError) as refused:
+        parse_definition(text, name="request body", definition="file:<r>")
     assert any(":4: `x`: extra inputs are not permitted" in p
                for p in refused.value.problems), refused.value.problems
-    assert min(spent) < 2.0, f"{min(spent):.2f} s of CPU for {len(text):,} bytes of YAML"
+    assert calls == [], f"the pure-Python scanner read {len(calls):,} tokens"
 
 
 def test_the_lines_and_refusals_are_those_of_before() -> None:

@@ -218,3 +218,31 @@ def home_with_pack(root: Path) -> tuple[Path, Path]:
     save_config(root / "config.json",
                 config.model_copy(update={"packs": (*config.packs, "acme.small")}))
     return root, folder
+
+
+def review_refuses(folder: Path, file_name: str, word: str = "") -> None:
+    """``pack validate FOLDER`` reports the pack invalid (exit 1, its JSON report), an
+    error naming ``file_name`` (and ``word``)."""
+    from .inputcli import cli
+
+    done = cli("pack", "validate", str(folder), "--no-reasoner", "--format", "json",
+               timeout=120)
+    assert done.returncode == 1, (done.returncode, done.stdout[-500:], done.stderr[-500:])
+    report = json.loads(done.stdout)
+    assert not report["ok"] and any(file_name in e and word in e
+                                    for e in report["errors"]), report
+
+
+def door_refuses(*args: str, needle: str, proposal: Path | None = None) -> None:
+    """The CLI command ``args`` (``submit`` of a fresh credit written at ``proposal``,
+    when given) is refused in one ``error:`` line naming ``needle``, exit 2, no traceback."""
+    from .homes import credit, without_journal_url
+    from .inputcli import cli
+
+    if proposal is not None:
+        proposal.write_text(json.dumps(credit("p-1")), encoding="utf-8")
+        args = ("submit", str(proposal), *args)
+    done = cli(*args, env=without_journal_url(), timeout=120)
+    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-500:])
+    assert done.stderr.startswith("error: ") and needle in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "unexpected" not in done.stderr

@@ -18,14 +18,11 @@ lists the pack does not open (one ``error:`` line, exit 2), nothing journaled.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from .homes import credit, without_journal_url
-from .inputcli import cli
-from .malformed import home_with_pack
+from .malformed import door_refuses, home_with_pack, review_refuses
 
 HEAD = '# @id("freeze-writes")\n# @verdict("deny")\n'
 RULES = {
@@ -38,16 +35,6 @@ RULES = {
 def test_review_and_home_refuse_a_long_chain(tmp_path: Path, form: str) -> None:
     home, folder = home_with_pack(tmp_path / "home")
     (folder / "freeze.rq").write_text(RULES[form], encoding="utf-8")
-    done = cli("pack", "validate", str(folder), "--no-reasoner", "--format", "json",
-               timeout=120)
     # before: -11 (SIGSEGV) with no output; or `valid` after 7 s of planning
-    assert done.returncode == 1, (done.returncode, done.stdout[-500:], done.stderr[-500:])
-    report = json.loads(done.stdout)
-    assert not report["ok"] and any("freeze.rq" in e and "operators" in e
-                                    for e in report["errors"]), report
-    proposal = tmp_path / "credit.json"
-    proposal.write_text(json.dumps(credit("p-1")), encoding="utf-8")
-    done = cli("submit", str(proposal), "--home", str(home), env=without_journal_url(),
-               timeout=120)
-    assert done.returncode == 2, (done.returncode, done.stdout[-500:], done.stderr[-500:])
-    assert done.stderr.startswith("error: ") and "freeze.rq" in done.stderr, done.stderr
+    review_refuses(folder, "freeze.rq", "operators")
+    door_refuses("--home", str(home), needle="freeze.rq", proposal=tmp_path / "credit.json")

@@ -164,7 +164,7 @@ class QueryCatalog:
         # pydantic comes with the input limits: not imported by the query workers' fork
         # server, which loads this module (tests/server/test_worker_lean.py)
         from ..inputs import read_text_file
-        from .sparql_guard import check_size, operator_count
+        from .sparql_guard import check_size
 
         try:  # a FIFO in a query folder would block every `query` for ever
             text = read_text_file(path, max_bytes=MAX_QUERY_BYTES)
@@ -175,12 +175,10 @@ class QueryCatalog:
         # (96 KB), reviewed `valid`, ended `cradle-kg query NAME` in a segmentation fault
         # (tests/security/test_329)
         try:
-            check_size(text)
+            check_size(text, max_operators=MAX_NAMED_OPERATORS)
         except QueryError as exc:
-            raise QueryError(f"cannot read query `{name}`: {exc.message}") from None
-        if operator_count(text) > MAX_NAMED_OPERATORS:
-            raise QueryError(f"cannot read query `{name}`: it holds more than "
-                             f"{MAX_NAMED_OPERATORS} operators", hint="split the query")
+            raise QueryError(f"cannot read query `{name}`: {exc.message}",
+                             hint=exc.hint) from None
         self.queries[name] = parse_header(name, path, text, origin=origin)
 
     def names(self) -> list[str]:

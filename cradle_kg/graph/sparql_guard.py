@@ -84,8 +84,12 @@ def operator_count(text: str) -> int:
 
 
 def check_size(text: str, *, max_bytes: int = MAX_QUERY_BYTES,
-               max_depth: int = MAX_QUERY_DEPTH) -> None:
-    """Refuse a query over the size or nesting cap (before any parser sees it)."""
+               max_depth: int = MAX_QUERY_DEPTH, max_operators: int | None = None,
+               split: str = "split the query") -> None:
+    """Refuse a query over the size or nesting cap, or holding more than
+    ``max_operators`` operators (:func:`operator_count`; the named queries and graph
+    policies, parsed on the process's own stack: ``tests/security/test_328``, ``test_329``),
+    before any parser sees it. ``split``: the hint when the operators are over."""
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > max_bytes:
         raise QueryError(f"the query is {size} bytes, over the {max_bytes} byte cap")
@@ -95,6 +99,8 @@ def check_size(text: str, *, max_bytes: int = MAX_QUERY_BYTES,
     if depth > max_depth:
         raise QueryError(f"the query nests {depth} levels deep, over the cap of {max_depth}",
                          hint="flatten the query")
+    if max_operators is not None and operator_count(text) > max_operators:
+        raise QueryError(f"it holds more than {max_operators} operators", hint=split)
 
 
 @dataclass(frozen=True)

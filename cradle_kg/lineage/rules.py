@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CradleError, ManifestError, QueryError
+from ..errors import CradleError, ManifestError
 from ..graph.lineage import Graph
 from .trace import Trace
 
@@ -135,18 +135,16 @@ def _rule_text(path: Path) -> str:
     """A rule file as a query file is read: a regular file (a FIFO would block for ever)
     of at most the 100 KB of a query, UTF-8, nested no deeper than a query may be (20,000
     brackets killed the process in the engine's parser: ``tests/security/test_276``)."""
-    from ..graph.sparql_guard import MAX_QUERY_BYTES, check_size, operator_count
+    from ..graph.sparql_guard import MAX_QUERY_BYTES, check_size
     from ..inputs import read_text_file
 
     try:
         text = read_text_file(path, max_bytes=MAX_QUERY_BYTES)
-        check_size(text)
         # INVARIANT: nor chained past MAX_RULE_OPERATORS: 12,000 `||` (96 KB, nested once)
         # ended the process in the parser, a 1,000-step path took 108 s of planning at the
         # review and at every gate check (tests/security/test_328)
-        if operator_count(text) > MAX_RULE_OPERATORS:
-            raise QueryError(f"the rule holds more than {MAX_RULE_OPERATORS} operators",
-                             hint="split it into rules of their own")
+        check_size(text, max_operators=MAX_RULE_OPERATORS,
+                   split="split it into rules of their own")
     except CradleError as exc:
         raise ManifestError(f"graph policy `{path}`: "
                             f"{exc.message.removeprefix(f'`{path}`: ')}") from None

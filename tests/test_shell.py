@@ -262,9 +262,9 @@ def test_autonomy_and_budgets_at_a_glance(home: Path) -> None:
 
     assert js(cli("budgets", "status", *h, "--format", "json")) == []
     assert cli("budgets", "set", "--level", "workflow", "--subject", "message-triage",
-               "--limit", "1", "--as", APPROVER, *h).exit_code == 0
+               "--limit", "1", "--as", APPROVER, *h, token=DEMO_TOKENS[APPROVER]).exit_code == 0
     assert cli("budgets", "set", "--level", "tenant", "--limit", "10", "--as", APPROVER,
-               *h).exit_code == 0
+               *h, token=DEMO_TOKENS[APPROVER]).exit_code == 0
     message = json.dumps({"sender": "a", "subject": "s", "body": "b", "account": "acct-1",
                           "amount": 1})
     answer = json.dumps({"category": "quote", "urgency": "low", "justification": "a quote"})

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..canonical import parse_iso
-from ..errors import CradleError, InputError
+from ..errors import ApprovalError, CradleError, InputError
 from ..inbox import approval_list
 from ..loop.approvals import ApprovalState, ToolVersions, effective_status
 from ..records import ApprovalStatus
@@ -57,6 +57,18 @@ def check_person(rt: Runtime, by: str, token: str | None) -> None:
         rt.approvals.authenticate(by, token)
     except CradleError as exc:
         fail(exc, code=1)
+
+
+def check_approver(rt: Runtime, by: str, token: str | None) -> None:
+    """``--as by`` on a command only a person of the home gives (``budgets set``,
+    ``autonomy propose|shadow|promote|halt``): ``by`` is an approver of the home, and their
+    token goes with it (:func:`check_person`) — else one ``error:`` line and exit 1, before
+    anything is written. Before, these journaled whatever name ``--as`` said, a person's
+    or no one's, as the one who acted (``tests/security/test_337``)."""
+    if rt.config.approver(by) is None:
+        fail(ApprovalError(f"`--as {by}`: not an approver of this home",
+                           hint="name one of the home's approvers, with their token"), code=1)
+    check_person(rt, by, token)
 
 
 @approvals_app.command("list")

@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..errors import CradleError, InputError, ReplayDivergenceError
+from ..errors import ApprovalError, CradleError, InputError, ReplayDivergenceError
 from ..home import resolve_home
 from ..workflow.autonomy import AutonomyBook
-from ..workflow.budgets import LEVELS, Budget, BudgetBook, Level, Scope
+from ..workflow.budgets import BUDGETS_SCOPE, LEVELS, Budget, BudgetBook, Level, Scope
 from ..workflow.difference import LiveSettings, live_replay, render
 from ..workflow.errors import AutonomyError
 from ..workflow.model import OpenAICompatibleClient
 from ..workflow.replay import Source, strict_replay
 from ..workflow.runner import list_definitions
+from .approvals import TokenOpt, check_approver
 from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
 from .core import open_runtime
 
@@ -33,7 +34,8 @@ autonomy_app = typer.Typer(help="Progressive autonomy of human steps.", no_args_
 budgets_app = typer.Typer(help="Spending limits: tenant, workflow, invocation.",
                           no_args_is_help=True)
 
-AsOpt = Annotated[str, typer.Option("--as", help="Who gives the command (journaled).")]
+AsOpt = Annotated[str, typer.Option(
+    "--as", help="The approver who gives the command (journaled; with their token).")]
 Wf = Annotated[str, typer.Argument(help="Workflow id.")]
 StepArg = Annotated[str, typer.Argument(help="Human step id.")]
 #: the longest budget subject (a tenant, workflow or run id: the ids' default length)
@@ -159,9 +161,11 @@ def human_steps(rt: Runtime) -> list[tuple[str, str]]:
 
 
 @autonomy_app.command("propose")
-def autonomy_propose(workflow: Wf, step: StepArg, by: AsOpt, home: HomeOpt = None) -> None:
+def autonomy_propose(workflow: Wf, step: StepArg, by: AsOpt, home: HomeOpt = None,
+                     token: TokenOpt = None) -> None:
     """Learn a rule from the human decisions (nothing below the minimum sample)."""
     with open_runtime(home) as rt:
+        check_approver(rt, by, token)
         book = AutonomyBook(rt.journal, rt.approvals, append=rt.context.append, clock=rt.clock)
         proposal = book.propose(workflow, step, by=by)
         if proposal is None:
@@ -177,32 +181,38 @@ def autonomy_propose(workflow: Wf, step: StepArg, by: AsOpt, home: HomeOpt = Non
 
 
 @autonomy_app.command("shadow")
-def autonomy_shadow(workflow: Wf, step: StepArg, by: AsOpt, home: HomeOpt = None) -> None:
+def autonomy_shadow(workflow: Wf, step: StepArg, by: AsOpt, home: HomeOpt = None,
+                    token: TokenOpt = None) -> None:
     """Show the rule's answer on each request; measure agreement on fresh decisions."""
-    _command(home, lambda b: b.shadow(workflow, step, by=by), f"{workflow}/{step}: shadow")
+    _command(home, (by, token), lambda b: b.shadow(workflow, step, by=by),
+             f"{workflow}/{step}: shadow")
 
 
 @autonomy_app.command("promote")
 def autonomy_promote(workflow: Wf, step: StepArg, admin: AsOpt, home: HomeOpt = None,
-                     token: Annotated[str | None, typer.Option(
-                         "--token", envvar="CRADLE_APPROVER_TOKEN")] = None) -> None:
-    """Promote the rule, if the step's policy allows it and a named admin approves."""
-    if not token:
-        fail(InputError("an admin token is required", hint="set CRADLE_APPROVER_TOKEN"))
-    _command(home, lambda b: b.promote(workflow, step, admin=admin, token=token),
+                     token: TokenOpt = None) -> None:
+    """Promote the rule, if the step's policy allows it and a named admin who may answer
+    the step approves."""
+    _command(home, (admin, token),
+             lambda b: b.promote(workflow, step, admin=admin, token=token or ""),
              f"{workflow}/{step}: promoted by {admin}")
 
 
 @autonomy_app.command("halt")
 def autonomy_halt(workflow: Wf, step: StepArg, by: AsOpt,
-                  reason: Annotated[str, typer.Option("--reason")], home: HomeOpt = None) -> None:
-    """Kill switch: the step is blocking again at once."""
-    _command(home, lambda b: b.halt(workflow, step, by=by, reason=reason),
+                  reason: Annotated[str, typer.Option("--reason")], home: HomeOpt = None,
+                  token: TokenOpt = None) -> None:
+    """Kill switch: the step is blocking again at once (any approver, with their token)."""
+    _command(home, (by, token), lambda b: b.halt(workflow, step, by=by, reason=reason),
              f"{workflow}/{step}: halted")
 
 
-def _command(home: Path | None, action: Callable[[AutonomyBook], object], done: str) -> None:
+def _command(home: Path | None, person: tuple[str, str | None],
+             action: Callable[[AutonomyBook], object], done: str) -> None:
+    """``action`` on the home's autonomy book, given by ``person`` (``--as``, its token):
+    an approver of the home, proved (:func:`~.approvals.check_approver`), or nothing."""
     with open_runtime(home) as rt:
+        check_approver(rt, *person)
         book = AutonomyBook(rt.journal, rt.approvals, append=rt.context.append, clock=rt.clock)
         try:
             action(book)
@@ -217,8 +227,9 @@ def _command(home: Path | None, action: Callable[[AutonomyBook], object], done: 
 def budgets_set(level: Annotated[str, typer.Option("--level", help="tenant|workflow|invocation")],
                 limit: Annotated[float, typer.Option("--limit")], by: AsOpt,
                 subject: Annotated[str, typer.Option("--subject")] = "*",
-                home: HomeOpt = None) -> None:
-    """Set a budget (journaled); the latest one per level and subject is in force."""
+                home: HomeOpt = None, token: TokenOpt = None) -> None:
+    """Set a budget (journaled); the latest one per level and subject is in force. Given
+    by an approver holding the scope ``budgets`` (or ``*``), with their token."""
     if level not in LEVELS:
         fail(InputError(f"unknown level `{level}`", hint="tenant, workflow or invocation"))
     lvl: Level = level
@@ -230,10 +241,25 @@ def budgets_set(level: Annotated[str, typer.Option("--level", help="tenant|workf
         fail(InputError(f"`--subject`: an id of 1 to {MAX_SUBJECT} printable characters, "
                         f"not `{clean(subject[:60])}`"))
     with open_runtime(home) as rt:
+        check_approver(rt, by, token)
+        _check_budget_setter(rt, by)
         book = BudgetBook(rt.journal)
         rt.context.append([book.set_event(Budget(level=lvl, subject=subject, limit=limit), by=by,
                                    now=rt.clock())])
     console.print(f"budget {clean(level)}:{clean(subject)} = {limit:g}", highlight=False)
+
+
+def _check_budget_setter(rt: Runtime, by: str) -> None:
+    """A budget bounds what every run of a tenant or workflow may spend: set by an approver
+    whose scopes hold ``budgets`` or ``*`` — one limited to other scopes decides within
+    those, not the home's spending (``tests/security/test_337``)."""
+    approver = rt.config.approver(by)
+    scopes = approver.scopes if approver is not None else ()
+    if "*" not in scopes and BUDGETS_SCOPE not in scopes:
+        fail(ApprovalError(f"`{by}` may not set budgets: they hold the scopes "
+                           + (", ".join(f"`{x}`" for x in scopes) or "(none)"),
+                           hint=f"an approver holding the scope `{BUDGETS_SCOPE}` or `*`"),
+             code=1)
 
 
 @budgets_app.command("status")

@@ -63,6 +63,8 @@ LEVELS: tuple[Level, ...] = ("tenant", "workflow", "invocation")
 #: how many times a reservation is tried when other workers' reservations reach a budget
 #: first (re-read and re-checked each time) before the step stops with an error
 RESERVE_TRIES = 3
+#: the approvers' scope that sets budgets (``budgets set``), beside ``*``
+BUDGETS_SCOPE = "budgets"
 #: ``workflow.started``'s ``budgets``: the run's model calls are charged at reservation
 RESERVED = "reserved"
 

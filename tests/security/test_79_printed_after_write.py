@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import Runtime
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from tests.conftest import make_config
 from tests.inprocess import run_cli
 
@@ -50,7 +51,8 @@ def test_input_says_it_recorded_whatever_the_names_hold(home: Path, run_id: str,
 def test_autonomy_halt_says_it_halted_whatever_the_names_hold(home: Path) -> None:
     with Runtime(home, config=make_config()):
         pass
-    res = run_cli("autonomy", "halt", "wf[/]", "[conceal]step", "--as", "user:ops",
-                  "--reason", "drill", "--home", str(home))
+    res = run_cli("autonomy", "halt", "wf[/]", "[conceal]step", "--as", APPROVER,
+                  "--reason", "drill", "--home", str(home),
+                  env={"CRADLE_APPROVER_TOKEN": DEMO_TOKENS[APPROVER]})
     assert res.returncode == 0, res.stdout + res.stderr
     assert "wf[/]/[conceal]step: halted" in res.stdout, res.stdout

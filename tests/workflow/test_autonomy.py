@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import Runtime
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.errors import ApprovalError
 from cradle_kg.workflow import AutonomyBook, AutonomyError, Engine, RecordedClient, Stage
 from cradle_kg.workflow.rules import Rule
@@ -162,18 +163,23 @@ def test_autonomy_cli(wf_home: Path) -> None:
 
     runner = CliRunner()
     home = ["--home", str(wf_home)]
-    none = runner.invoke(app, ["autonomy", "propose", WF, STEP, "--as", "user:ops", *home])
+    bob = {"CRADLE_APPROVER_TOKEN": DEMO_TOKENS[APPROVER]}
+    none = runner.invoke(app, ["autonomy", "propose", WF, STEP, "--as", APPROVER, *home],
+                         env=bob)
     assert none.exit_code == 1 and "nothing proposed" in none.output
     rt = Runtime(wf_home, graph_sync=False)
     _decide(rt, Human(seed=11, noise=0.0), 30)
     rt.close()
-    shown = runner.invoke(app, ["autonomy", "propose", WF, STEP, "--as", "user:ops", *home])
+    shown = runner.invoke(app, ["autonomy", "propose", WF, STEP, "--as", APPROVER, *home],
+                          env=bob)
     assert shown.exit_code == 0 and "route = " in shown.output
-    assert runner.invoke(app, ["autonomy", "shadow", WF, STEP, "--as", "u", *home]).exit_code == 0
+    assert runner.invoke(app, ["autonomy", "shadow", WF, STEP, "--as", APPROVER, *home],
+                         env=bob).exit_code == 0
     refused = runner.invoke(app, ["autonomy", "promote", WF, STEP, "--as", ADMIN, *home],
                             env={"CRADLE_APPROVER_TOKEN": ADMIN_TOKEN})
     assert refused.exit_code == 1
     status = runner.invoke(app, ["autonomy", "status", WF, STEP, *home, "--format", "json"])
     assert '"stage": "shadow"' in status.output
-    halt = runner.invoke(app, ["autonomy", "halt", WF, STEP, "--as", "u", "--reason", "r", *home])
+    halt = runner.invoke(app, ["autonomy", "halt", WF, STEP, "--as", APPROVER, "--reason", "r",
+                               *home], env=bob)
     assert halt.exit_code == 0

@@ -82,13 +82,15 @@ def test_budgets_cli(wf_home: object) -> None:
     from typer.testing import CliRunner
 
     from cradle_kg.cli import app
+    from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 
     runner = CliRunner()
     home = str(wf_home)
     assert runner.invoke(app, ["budgets", "set", "--level", "tenant", "--subject", "default",
-                               "--limit", "3", "--as", "user:ops", "--home", home]).exit_code == 0
+                               "--limit", "3", "--as", APPROVER, "--home", home],
+                         env={"CRADLE_APPROVER_TOKEN": DEMO_TOKENS[APPROVER]}).exit_code == 0
     bad = runner.invoke(app, ["budgets", "set", "--level", "planet", "--limit", "3",
-                              "--as", "user:ops", "--home", home])
+                              "--as", APPROVER, "--home", home])
     assert bad.exit_code == 2
     shown = runner.invoke(app, ["budgets", "status", "--home", home, "--format", "json"])
     assert shown.exit_code == 0 and '"limit": 3.0' in shown.output  # every budget, at a glance

@@ -10,7 +10,8 @@ projection of them, and the history is the ``human.decided`` events of that step
 3. **shadow** — the step stays blocking; each request shows what the rule would decide,
    and agreement on fresh decisions is measured.
 4. **promotion** — governed by the step's versioned :class:`AutonomyPolicy` (default:
-   ≥ 95 % agreement on ≥ 20 fresh decisions and a named admin's approval).
+   ≥ 95 % agreement on ≥ 20 fresh decisions and a named admin's approval — an admin who
+   may answer the step themselves: :meth:`AutonomyBook.answer_refusals`).
 
 A promoted rule decides only inside its coverage; outside it the human step reopens with
 the reason. ``halt`` (the kill switch) makes the step blocking again at once.
@@ -26,11 +27,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..loop.approvals import ApprovalBook
+from ..errors import CradleError
+from ..loop.approvals import ApprovalBook, excluded_for_agent
 from ..records import AuditEvent
 from ..storage import Journal, NewEvent
+from .definitions import load_recorded_workflow
 from .errors import AutonomyError
 from .rules import Rule, Sample, learn, reproduction
+from .steps import HumanStep
 
 Append = Callable[[Sequence[NewEvent]], list[AuditEvent]]
 
@@ -212,6 +216,9 @@ class AutonomyBook:
         if approver is None or (approver.role != st.policy.admin_role
                                 and "autonomy" not in approver.scopes):
             reasons.append(f"`{admin}` is not an autonomy admin (role `{st.policy.admin_role}`)")
+        # INVARIANT: the rule answers in place of people: promoted only by one who may
+        # answer the step (before, an admin of any scope did: tests/security/test_339)
+        reasons += self.answer_refusals(workflow, step, admin)
         if st.stage is not Stage.SHADOW or st.rule is None:
             reasons.append(f"the step is in `{st.stage}`, promotion needs `shadow`")
         fresh, agreed = self.agreement(st)
@@ -230,6 +237,40 @@ class AutonomyBook:
                    "coverage": {k: v.model_dump() for k, v in st.rule.coverage.items()}}
         self._event(workflow, step, "autonomy.promoted", admin, payload)
         return payload
+
+    def answer_refusals(self, workflow: str, step: str, person: str) -> list[str]:
+        """Why ``person`` may not answer the human step ``workflow/step`` as the runs of its
+        history define it, as an answer to it is refused (``runner.decide``): its scope
+        (:meth:`HumanStep.scope_refusal`), the workflow's agent and the one it acts for.
+        A run whose workflow no longer reads (its file changed or went), or no run at all,
+        defines a step of no known scope: for an approver holding ``*`` (fail closed).
+        One row read per run of the history, one definition loaded per distinct one."""
+        approver = self.approvals.approver(person)
+        if approver is None:
+            return [f"`{person}` is not a configured approver"]
+        found: dict[str, None] = {}
+        definitions: set[tuple[str, str]] = set()
+        for run_id in dict.fromkeys(ev.run_id for ev, _ in self.history(workflow, step)):
+            first = next(iter(self.journal.events(run_id=run_id, batch=1)), None)
+            p = first.payload if first is not None and first.kind == "workflow.started" else {}
+            definitions.add((str(p.get("definition", "")), str(p.get("version", ""))))
+        for definition, version in definitions or {("", "")}:
+            try:
+                wf = load_recorded_workflow(definition, version=version)
+                asked = wf.step(step)
+            except CradleError:
+                wf, asked = None, None
+            if wf is None or not isinstance(asked, HumanStep):
+                why = (None if "*" in approver.scopes else "its workflow as a run of it "
+                       "recorded it no longer reads: only an approver holding `*` answers it")
+            else:
+                why = asked.scope_refusal(approver.scopes)
+                if person in excluded_for_agent(self.approvals.config, wf.agent):
+                    found[f"`{person}` is `{wf.agent}` or the one it acts for, and may not "
+                          "answer its steps"] = None
+            if why is not None:
+                found[f"`{person}` may not answer step `{workflow}/{step}`: {why}"] = None
+        return list(found)
 
     def halt(self, workflow: str, step: str, *, by: str, reason: str) -> None:
         """The kill switch: the step is blocking again from the next input on."""

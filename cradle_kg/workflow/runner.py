@@ -205,16 +205,12 @@ def check_step_scope(rt: Runtime, step: HumanStep, *, by: str, run_id: str) -> N
     reach the human ``step`` of ``run_id``: an answer to it, or a cancel of the run waiting
     on it (``tests/security/test_299``)."""
     approver = rt.approvals.approver(by)
-    if step.scope is not None and (approver is None or (
-            "*" not in approver.scopes and step.scope not in approver.scopes)):
-        raise ApprovalError(f"`{by}` may not answer step `{step.id}` of run `{run_id}`: it "
-                            f"is asked within scope `{step.scope}`")
     # INVARIANT: a step naming no scope is for an approver holding `*`, as an approval asked
     # within none (before, a limited approver answered it: tests/security/test_181)
-    if step.scope is None and approver is not None and "*" not in approver.scopes:
-        raise ApprovalError(f"`{by}` may not answer step `{step.id}` of run `{run_id}`: it "
-                            "is asked within no scope, and they answer only within "
-                            + ", ".join(f"`{x}`" for x in approver.scopes))
+    why = (step.scope_refusal(approver.scopes) if approver is not None
+           else "they are not an approver of this home")
+    if why is not None:
+        raise ApprovalError(f"`{by}` may not answer step `{step.id}` of run `{run_id}`: {why}")
 
 
 def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, token: str,

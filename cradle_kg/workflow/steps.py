@@ -96,6 +96,17 @@ class HumanStep(Step):
 
     kind: ClassVar[str] = "human"
 
+    def scope_refusal(self, scopes: Sequence[str]) -> str | None:
+        """Why an approver holding ``scopes`` may not answer this step, or None: a step
+        asked within a scope is answered by who holds it or ``*``, one asked within none by
+        who holds ``*``, as an approval (``tests/security/test_170``, ``test_181``)."""
+        if "*" in scopes:
+            return None
+        if self.scope is None:
+            return ("it is asked within no scope, and they answer only within "
+                    + ", ".join(f"`{x}`" for x in scopes))
+        return None if self.scope in scopes else f"it is asked within scope `{self.scope}`"
+
 
 @dataclass(frozen=True, kw_only=True)
 class Workflow:

@@ -87,12 +87,16 @@ class EvidenceStore:
         blocks or an unexpected error (``tests/security/test_314``)."""
         path = self._path(ref)
         if not os.path.lexists(path):
-            raise InputError(f"no evidence `{ref}` in `{self.root}`")
+            raise self.missing(ref)
         # no size cap of its own: whatever was stored is read (its hash is checked below)
         data = read_file(path, max_bytes=sys.maxsize)
         if sha256_bytes(data) != ref:
             raise JournalError(f"evidence `{ref}` does not match its hash: the blob was edited")
         return data
+
+    def missing(self, ref: str) -> InputError:
+        """What is said of a blob that is not there (and of one a reader is not shown)."""
+        return InputError(f"no evidence `{ref}` in `{self.root}`")
 
     def edited(self, *, progress: Callable[[int], None] | None = None
                ) -> tuple[str, Path] | None:
@@ -188,23 +192,37 @@ def added_event(ref: str, *, size: int, kind: str, source: str | None, by: str,
 
 #: the uploads of one blob a record shows: the first, and the newest this many
 ADDED_SHOWN = 20
+#: the uploads of one blob read from each end for a reader shown only some of them
+#: (an agent: its own, its host's, its runs'), the others passed over
+ADDED_SCANNED = 200
 
 
-def evidence_record(journal: Journal, ref: str) -> dict[str, object]:
+def evidence_record(journal: Journal, ref: str, *,
+                    reader: Callable[[AuditEvent], bool] | None = None) -> dict[str, object]:
     """Who added a blob, when, and as what: the first time it was added and the newest
     :data:`ADDED_SHOWN` times, oldest first (``more``: it was added more often than
     that, and the first is shown before the newest; those in between are left out).
+    ``reader``: the uploads shown (an agent's token: ``server.api_human``), the others
+    left out — looked for among the :data:`ADDED_SCANNED` newest and oldest.
 
     The same bytes uploaded again journal another event under the same ref, and anyone
     with a token uploads: a record of every upload grew each view without end
-    (``tests/security/test_72``). At most ``ADDED_SHOWN + 2`` rows are decoded."""
-    newest = journal.subject_events(ref, COLLECTED, limit=ADDED_SHOWN + 1)
-    first = journal.subject_events(ref, COLLECTED, limit=1, newest=False)
+    (``tests/security/test_72``). At most ``ADDED_SHOWN + 2`` rows are decoded (with a
+    ``reader``, ``2 * ADDED_SCANNED``)."""
+    keep = reader or _every
+    newest_n, first_n = (ADDED_SHOWN + 1, 1) if reader is None else (ADDED_SCANNED,) * 2
+    newest = [e for e in journal.subject_events(ref, COLLECTED, limit=newest_n) if keep(e)]
+    first = [e for e in journal.subject_events(ref, COLLECTED, limit=first_n, newest=False)
+             if keep(e)][:1]
     shown = list(reversed(newest[:ADDED_SHOWN]))
     more = len(newest) > ADDED_SHOWN
-    if more and first:
+    if first and all(e.seq != first[0].seq for e in shown):
         shown.insert(0, first[0])
     return {"ref": ref, "added": [_added(e) for e in shown], "more": more}
+
+
+def _every(event: AuditEvent) -> bool:
+    return True
 
 
 def _added(event: AuditEvent) -> dict[str, object]:

@@ -9,6 +9,7 @@ parses with the proposals' strict loader.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, HTTPException, Request
@@ -27,10 +28,11 @@ from ..errors import (
     RunOwnershipError,
     UnknownNameError,
 )
+from ..evidence import HOST_COLLECTOR_PREFIX, evidence_for
 from ..inputs import InputLimits, load_json
 from ..loop.proposal import RUNTIME_RUNS, run_namespace_owner
 from ..loop.runtime import Runtime, run_owner
-from ..records import Outcome
+from ..records import AuditEvent, Outcome
 from ..runs import RunSummary
 from .auth import Caller, authenticate
 
@@ -59,6 +61,32 @@ def sees(who: Caller, requested_by: str) -> bool:
     """An approver sees every approval; an agent only those its own actions asked for (their
     actions' arguments are another agent's business: found by the gateway review)."""
     return who.is_approver or who.identity == requested_by
+
+
+def evidence_reader(runtime: Runtime, who: Caller) -> Callable[[AuditEvent], bool] | None:
+    """Which uploads of a blob ``who`` is told of (who added it, when, for which run and
+    action): None — every one — for a person; for an agent's token or its host's, those
+    it or its host added and those for a run of its namespace or one it reads
+    (:func:`reads_run`). A blob's
+    address is its content's hash: before, any token that held the bytes learned which
+    other agent or host uploaded them, when, and for which run (``tests/security/
+    test_338``)."""
+    if who.is_approver:
+        return None
+    own = {who.identity, HOST_COLLECTOR_PREFIX + who.identity}
+    runs: dict[str, bool] = {}
+
+    def shown(event: AuditEvent) -> bool:
+        if event.actor in own:
+            return True
+        run = evidence_for(event)
+        if run is None:
+            return False
+        if run not in runs:  # its namespace's by the id's form, as an upload is bound
+            runs[run] = (run_namespace_owner(run) == who.identity
+                         or reads_run(runtime, who, run))
+        return runs[run]
+    return shown
 
 
 def reads_run(runtime: Runtime, who: Caller, run_id: str) -> bool:

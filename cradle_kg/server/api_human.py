@@ -55,6 +55,7 @@ from ..workflow.engine import Engine
 from .api_common import (
     Approver,
     Who,
+    evidence_reader,
     json_body,
     read_body,
     reads_run,
@@ -405,16 +406,23 @@ def make_router(runtime: Runtime, call: Call, *, answered: Call,
                     "run": run, "action": action}
         return await threads.run(who.identity, call, put)
 
-    @router.get("/evidence/{ref}", summary="Who added a blob and when; re-hashed (409 if edited)")
+    @router.get("/evidence/{ref}", summary="Who added a blob and when (an agent: its own uploads "
+                                          "and its runs'); re-hashed (409 if edited)")
     def show_evidence(ref: str, who: Who) -> dict[str, Any]:
         def show() -> dict[str, Any]:
+            # INVARIANT: an agent is told of its own uploads and its runs' alone; a blob
+            # with none of those reads as one that is not there, before its bytes are read
+            # (404, not 403: that would say someone uploaded it, tests/security/test_338)
+            reader = evidence_reader(runtime, who)
+            record = evidence_record(runtime.journal, ref, reader=reader)
+            if reader is not None and not record["added"]:
+                raise UnknownNameError(runtime.evidence.missing(ref).message)
             try:
                 data = runtime.evidence.get(ref)
             except JournalError as exc:
                 raise HTTPException(409, detail=exc.to_dict()) from None
             except InputError as exc:
                 raise UnknownNameError(exc.message) from None
-            record = evidence_record(runtime.journal, ref)
             return {**record, "bytes": len(data), "intact": True}
         return call(show)
 

@@ -70,6 +70,10 @@ class AutonomyState:
     proposal: dict[str, Any] = field(default_factory=dict)
     shadow_since: int = 0
     halted: str | None = None
+    #: who promoted the rule and the scopes they held then (None: a promotion journaled
+    #: before they were recorded)
+    promoted_by: str | None = None
+    promoted_scopes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,9 @@ class AutonomyBook:
             elif ev.kind == "autonomy.shadow":
                 st.stage, st.shadow_since = Stage.SHADOW, ev.seq
             elif ev.kind == "autonomy.promoted":
-                st.stage, st.halted = Stage.PROMOTED, None
+                st.stage, st.halted, st.promoted_by = Stage.PROMOTED, None, ev.actor
+                scopes = p.get("admin_scopes")
+                st.promoted_scopes = tuple(map(str, scopes)) if isinstance(scopes, list) else None
             elif ev.kind == "autonomy.halted":
                 st.stage, st.halted, st.shadow_since = Stage.HALTED, p["reason"], ev.seq
         return st
@@ -152,7 +158,11 @@ class AutonomyBook:
                 agreed += st.rule.decide(inputs) == label
         return fresh, agreed
 
-    def route(self, workflow: str, step: str, inputs: Mapping[str, Any]) -> Routing:
+    def route(self, workflow: str, step: str, inputs: Mapping[str, Any], *,
+              asked: HumanStep | None = None) -> Routing:
+        """What the step does with ``inputs``; ``asked``: the step as this run asks it — a
+        promoted rule answers it only while its promoter's scopes reach it (see
+        :meth:`_rescoped`)."""
         st = self.state(workflow, step)
         if st.rule is None or st.stage in (Stage.OBSERVATION, Stage.PROPOSAL):
             return Routing(False, st.stage)
@@ -161,11 +171,25 @@ class AutonomyBook:
             reason = (f"halted: {st.halted}",) if st.halted else ()
             return Routing(False, st.stage, suggestion=suggestion, rule_version=version,
                            reasons=reason)
-        outside = st.rule.outside(inputs)
+        outside = st.rule.outside(inputs) or self._rescoped(st, asked)
         if outside:
             return Routing(False, st.stage, suggestion=suggestion, rule_version=version,
                            reasons=tuple(outside))
         return Routing(True, st.stage, decision=suggestion, rule_version=version)
+
+    @staticmethod
+    def _rescoped(st: AutonomyState, asked: HumanStep | None) -> list[str]:
+        """Why a promoted rule may not answer the step as ``asked`` now: its promoter's
+        scopes, recorded at promotion, do not reach it. INVARIANT: the rule answers only
+        what its promoter may answer — a workflow file edited since to ask the step within
+        another scope gets a person again (before, the rule answered it:
+        ``tests/security/test_340``)."""
+        if asked is None or st.promoted_scopes is None:
+            return []
+        why = asked.scope_refusal(st.promoted_scopes)
+        return [] if why is None else [
+            f"promoted by `{st.promoted_by}`, who may not answer the step as it is asked "
+            f"now: {why}; promote again"]
 
     # --- commands ----------------------------------------------------------------
 
@@ -231,7 +255,9 @@ class AutonomyBook:
             raise AutonomyError(f"cannot promote `{workflow}/{step}`: " + "; ".join(reasons),
                                 reasons=tuple(reasons))
         assert st.rule is not None
-        payload = {"rule_version": st.rule.version, "admin": admin, "fresh": fresh,
+        assert approver is not None
+        payload = {"rule_version": st.rule.version, "admin": admin,
+                   "admin_scopes": list(approver.scopes), "fresh": fresh,
                    "agreed": agreed, "agreement": round(rate, 6),
                    "policy": st.policy.model_dump(),
                    "coverage": {k: v.model_dump() for k, v in st.rule.coverage.items()}}

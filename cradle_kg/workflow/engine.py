@@ -681,7 +681,7 @@ class Engine:
         if key in fold.decided:
             return _Done(fold.decided[key], "human")
         inputs = {f: data.get(f) for f in step.rule_fields}
-        routing = self.autonomy.route(wf.id, step.id, inputs)
+        routing = self.autonomy.route(wf.id, step.id, inputs, asked=step)
         reasons = list(routing.reasons)
         if routing.automate:
             try:

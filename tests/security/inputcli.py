@@ -75,9 +75,11 @@ def _has_journal(home: Path) -> bool:
     return (home / "journal.sqlite").exists() or bool(os.environ.get(JOURNAL_URL_ENV))
 
 
-def assert_refused(done: subprocess.CompletedProcess[str], *needles: str) -> None:
-    """Exit 2, one line ``error: ...`` (plus an optional hint), no traceback."""
-    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+def assert_refused(done: subprocess.CompletedProcess[str], *needles: str, code: int = 2
+                   ) -> None:
+    """Exit ``code`` (2: the input), one line ``error: ...`` (plus an optional hint), no
+    traceback."""
+    assert done.returncode == code, (done.returncode, done.stderr[-2000:])
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     lines = [ln for ln in done.stderr.splitlines() if ln and not ln.startswith("  hint:")]
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr[-2000:]

@@ -30,7 +30,7 @@ from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.storage.opening import open_home_journal
 
 from .homes import opened_demo_home
-from .inputcli import cli
+from .inputcli import assert_refused, cli
 
 KINDS = ("budget.set", "autonomy.proposed", "autonomy.shadow", "autonomy.halted")
 BUDGET = ("budgets", "set", "--level", "tenant", "--subject", "acme", "--limit", "5")
@@ -48,15 +48,10 @@ def _journaled(home: Path) -> list[tuple[str, str]]:
         return [(e.kind, e.actor) for kind in KINDS for e in journal.events_of_kind(kind)]
 
 
-def _refused(done: subprocess.CompletedProcess[str], *needles: str) -> None:
-    """Exit 1, one ``error:`` line (and its hint), no traceback."""
-    code, err = done.returncode, done.stderr
-    assert code == 1, (code, err[-2000:])
-    assert "Traceback" not in err and "unexpected" not in err, err[-2000:]
-    lines = [ln for ln in err.splitlines() if ln and not ln.startswith("  hint:")]
-    assert len(lines) == 1 and lines[0].startswith("error: "), err[-2000:]
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+def _refused(done: subprocess.CompletedProcess[str], said: str) -> None:
+    """Exit 1 (refused: not a malformed input), one ``error:`` line, no traceback."""
+    assert_refused(done, said, code=1)
+    assert "unexpected" not in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

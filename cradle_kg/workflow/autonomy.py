@@ -280,7 +280,7 @@ class AutonomyBook:
             first = next(iter(self.journal.events(run_id=run_id, batch=1)), None)
             p = first.payload if first is not None and first.kind == "workflow.started" else {}
             definitions.add((str(p.get("definition", "")), str(p.get("version", ""))))
-        for definition, version in definitions or {("", "")}:
+        for definition, version in sorted(definitions or {("", "")}):
             try:
                 wf = load_recorded_workflow(definition, version=version)
                 asked = wf.step(step)

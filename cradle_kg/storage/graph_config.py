@@ -20,7 +20,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -29,6 +31,10 @@ from ..errors import InputError
 
 GRAPH_URL_ENV = "CRADLE_GRAPH_URL"
 _URL = r"^https?://\S+$"
+#: the longest a request to the store may wait, in seconds (a body gets ten times that)
+MAX_TIMEOUT_S = 3600.0
+#: a URL's user and password: what follows ``://`` up to the last ``@`` of its authority
+_USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")
 
 
 class GraphEndpoints(BaseModel):
@@ -44,7 +50,7 @@ class GraphEndpoints(BaseModel):
     password_env: str | None = None
     #: the environment variable holding a bearer token
     token_env: str | None = None
-    timeout_s: float = Field(default=30.0, gt=0)
+    timeout_s: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)
     #: the Graph Store protocol's parameter naming a graph (the standard's ``graph``;
     #: Virtuoso's ``/sparql-graph-crud`` also reads ``graph-uri``)
     graph_param: str = Field(default="graph", pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -65,11 +71,21 @@ class RemoteGraph(BaseModel):
 
 
 def _strip_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
-    parts = urlsplit(url)
+    """``url`` without its user and password, and them; the URL is checked (a host, a
+    port that is a number within range): a bad one raised ``ValueError`` out of every
+    command that opened the graph, and an IPv6 host lost its brackets
+    (tests/security/test_346)."""
+    try:
+        parts = urlsplit(url)
+        if not parts.hostname:
+            raise ValueError("no host")
+        parts.port  # noqa: B018 -- raises ValueError for a port out of range or not a number
+    except ValueError as exc:
+        raise InputError(f"graph setting `{redact_url(url)}`: not a URL with a host and "
+                         f"a port ({exc})") from None
     if parts.username is None:
         return url, None
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
+    netloc = parts.netloc.rpartition("@")[2]  # the host as written: [::1] keeps its brackets
     return (urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)),
             (parts.username, parts.password or ""))
 
@@ -89,8 +105,8 @@ def parse_setting(value: str) -> GraphEndpoints:
         for item in text.split():
             key, sep, url = item.partition("=")
             if not sep or key not in ("query", "update", "store"):
-                raise InputError(f"graph setting `{item}`: expected query=URL, update=URL "
-                                 "or store=URL")
+                raise InputError(f"graph setting `{redact_url(item)}`: expected query=URL, "
+                                 "update=URL or store=URL")
             fields[key] = url
         return GraphEndpoints(**fields)
     except ValidationError as exc:
@@ -112,15 +128,30 @@ def resolve(endpoints: GraphEndpoints) -> RemoteGraph:
         basic = (user, os.environ.get(env, ""))
     token_env = endpoints.token_env or "CRADLE_GRAPH_TOKEN"
     bearer = os.environ.get(token_env) or None
-    timeout = float(os.environ.get("CRADLE_GRAPH_TIMEOUT") or endpoints.timeout_s)
+    timeout = _timeout(os.environ.get("CRADLE_GRAPH_TIMEOUT"), endpoints.timeout_s)
     return RemoteGraph(query=query, update=update, store=store, basic=basic, bearer=bearer,
                        timeout_s=timeout, graph_param=endpoints.graph_param)
 
 
+def _timeout(env: str | None, configured: float) -> float:
+    """``CRADLE_GRAPH_TIMEOUT`` when set: seconds, above 0 and at most
+    :data:`MAX_TIMEOUT_S` (``nan``, ``inf``, ``-1`` raised out of httpx or the clock)."""
+    if not env:
+        return configured
+    try:
+        value = float(env)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_TIMEOUT_S:  # NaN compares false
+        raise InputError(f"graph setting: `CRADLE_GRAPH_TIMEOUT` is `{env[:40]}`, not a "
+                         f"number of seconds above 0 and at most {MAX_TIMEOUT_S:g}")
+    return value
+
+
 def redact_url(url: str) -> str:
-    """``url`` without its password (for messages)."""
-    return " ".join(_strip_userinfo(part)[0] if "://" in part else part
-                    for part in url.split())
+    """``url`` — a setting of one URL or of ``key=URL`` parts — without the user and
+    password of any URL in it (for messages), whether the URL reads or not."""
+    return " ".join(_USERINFO.sub("", part) for part in url.split())
 
 
 def graph_setting(configured: str | GraphEndpoints | None) -> GraphEndpoints | None:

@@ -342,6 +342,9 @@ def ontology_check(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
             console.print(f"  unsatisfiable: {clean(cls)}", highlight=False)
         for msg in report.messages:
             console.print(f"  {clean(msg)}", highlight=False)
+        for iri in report.skipped_imports:  # tests/security/test_347
+            console.print(f"  not followed (nothing is fetched): owl:imports <{clean(iri)}>",
+                          highlight=False)
         for sub, sup in report.hierarchy:
             console.print(f"  {clean(sub)} ⊑ {clean(sup)}", highlight=False)
     raise typer.Exit(0 if report.consistent and not report.unsatisfiable else 1)

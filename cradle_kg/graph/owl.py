@@ -10,7 +10,13 @@ Measured facts this module is built around:
 - HermiT runs on Java 17; owlready2's bundled Pellet does not, so it is not offered;
 - an inconsistent ontology may surface as ``OwlReadyInconsistentOntologyError`` with an
   empty message, so the report words it itself;
-- each check uses a fresh owlready2 ``World`` so that checks never leak into each other.
+- each check uses a fresh owlready2 ``World`` so that checks never leak into each other;
+- owlready2's ``Ontology.load`` downloads every ``owl:imports`` (``urlopen``, no time
+  limit, ``file:`` IRIs included) and *imports the Python module* an ontology names with
+  its ``python_module`` annotation: the files checked are often a pack not trusted yet
+  (``pack validate``), so those triples, and every other of owlready2's own namespace,
+  are taken out before owlready2 reads the merge — the check covers the files given, and
+  says which imports it did not follow (``tests/security/test_347``).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 
 import owlready2
 from pydantic import BaseModel, ConfigDict
-from rdflib import Graph
+from rdflib import OWL, Graph, URIRef
 
 from cradle_kg.errors import JavaMissingError, OntologyError, RdfParseError
 from cradle_kg.graph.rdfio import read_union
@@ -33,6 +39,8 @@ __all__ = ["OntologyReport", "check_ontology"]
 
 _OWL_THING = "http://www.w3.org/2002/07/owl#Thing"
 _OWL_NOTHING = "http://www.w3.org/2002/07/owl#Nothing"
+#: the namespace of owlready2's own annotations (``python_module``, ``python_name``, …)
+_OWLREADY = "http://www.lesfleursdunormal.fr/static/_downloads/owlready_ontology.owl#"
 
 
 class OntologyReport(BaseModel):
@@ -43,6 +51,8 @@ class OntologyReport(BaseModel):
     # (class, direct named superclass) after classification, sorted
     hierarchy: list[tuple[str, str]]
     messages: list[str]
+    #: the ``owl:imports`` of the files, not followed (nothing is fetched), sorted
+    skipped_imports: list[str] = []
 
 
 def check_ontology(paths: Sequence[Path] | None = None) -> OntologyReport:
@@ -55,10 +65,25 @@ def check_ontology(paths: Sequence[Path] | None = None) -> OntologyReport:
             hint="install a Java runtime (17 works) and make `java` available on PATH",
         )
     merged = _merge(files)
+    skipped = _inert(merged)
     with tempfile.TemporaryDirectory(prefix="cradle-owl-") as tmp:
         nt_file = Path(tmp) / "ontology.nt"
         merged.serialize(destination=str(nt_file), format="nt", encoding="utf-8")
-        return _reason(nt_file, java)
+        report = _reason(nt_file, java)
+    return report.model_copy(update={"skipped_imports": skipped})
+
+
+def _inert(graph: Graph) -> list[str]:
+    """Take out of ``graph`` what owlready2 would act on — each ``owl:imports`` (fetched)
+    and each triple of owlready2's namespace (``python_module``: imported) — and give the
+    imports' IRIs."""
+    imports = sorted({str(o) for o in graph.objects(None, OWL.imports)})
+    graph.remove((None, OWL.imports, None))
+    for triple in [t for t in graph if any(isinstance(term, URIRef)
+                                           and str(term).startswith(_OWLREADY)
+                                           for term in t)]:
+        graph.remove(triple)
+    return imports
 
 
 def _merge(files: Sequence[Path]) -> Graph:

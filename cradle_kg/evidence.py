@@ -80,16 +80,19 @@ class EvidenceStore:
         except InputError:
             return False
 
-    def get(self, ref: str) -> bytes:
+    def get(self, ref: str, *, max_bytes: int = sys.maxsize) -> bytes:
         """The blob's bytes, checked against its address. Read by the runtime's one strict
         reader: a folder, a FIFO or a device in a blob's place (a home edited by someone
         who may write it) is one :class:`InputError` naming the file, never a read that
-        blocks or an unexpected error (``tests/security/test_314``)."""
+        blocks or an unexpected error (``tests/security/test_314``). ``max_bytes``: what
+        the caller reads at most — past it, :class:`~.errors.InputTooLargeError` before a
+        byte is read (a blob of a handed home may be a sparse file of any size, and its
+        hash is checked only once read: ``tests/security/test_348``)."""
         path = self._path(ref)
         if not os.path.lexists(path):
             raise self.missing(ref)
         # no size cap of its own: whatever was stored is read (its hash is checked below)
-        data = read_file(path, max_bytes=sys.maxsize)
+        data = read_file(path, max_bytes=max_bytes)
         if sha256_bytes(data) != ref:
             raise JournalError(f"evidence `{ref}` does not match its hash: the blob was edited")
         return data

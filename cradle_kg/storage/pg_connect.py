@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -43,18 +44,37 @@ def lease_key(worker_id: str) -> int:
     return int4(int(worker_id[2:10], 16))
 
 
+#: the ``sslmode`` values under which libpq checks the server's certificate
+_VERIFIED = frozenset({"verify-ca", "verify-full"})
+
+
+def conninfo(url: str) -> str:
+    """The connection string for ``url``: keepalives, a connect timeout, and — unless the
+    URL (or ``PGSSLMODE``) verifies the server's certificate or the URL (or
+    ``PGREQUIREAUTH``) says which authentication it takes — ``require_auth=!password``:
+    libpq answers whatever a server asks, and whoever answers at the journal's address
+    said "no TLS" and asked for the password in clear, which libpq then sent
+    (``tests/security/test_349``). SCRAM, MD5, trust and peer are unchanged."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    given = conninfo_to_dict(url)
+    sslmode = str(given.get("sslmode") or os.environ.get("PGSSLMODE") or "")
+    chosen = given.get("require_auth") or os.environ.get("PGREQUIREAUTH")
+    extra: dict[str, Any] = {} if sslmode in _VERIFIED or chosen \
+        else {"require_auth": "!password"}
+    # a dead host's lease is dropped when its TCP connection is found dead (~25 s)
+    return make_conninfo(url, connect_timeout=10, keepalives=1, keepalives_idle=10,
+                         keepalives_interval=5, keepalives_count=3, **extra)
+
+
 def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[tuple[Any, ...]]:
     try:
         import psycopg
-        from psycopg.conninfo import make_conninfo
     except ImportError as exc:
         raise JournalError("the PostgreSQL journal needs psycopg 3",
                            hint="pip install 'cradle-kg[postgresql]'") from exc
     try:
-        # a dead host's lease is dropped when its TCP connection is found dead (~25 s)
-        info = make_conninfo(url, connect_timeout=10, keepalives=1, keepalives_idle=10,
-                             keepalives_interval=5, keepalives_count=3)
-        conn = psycopg.connect(info, autocommit=autocommit)
+        conn = psycopg.connect(conninfo(url), autocommit=autocommit)
         # no server-side prepared statements: one that an aborted pipeline never created
         # would stay in psycopg's cache ("prepared statement ... does not exist")
         conn.prepare_threshold = None
@@ -72,5 +92,5 @@ def schema_version(conn: psycopg.Connection[tuple[Any, ...]]) -> list[tuple[int,
             conn.execute("SELECT version, name FROM schema_migrations ORDER BY version")]
 
 
-__all__ = ["APPEND_LOCK", "LEASE_LOCKS", "MIGRATE_LOCK", "NAMED_LOCKS", "connect", "int4",
-           "lease_key", "redact", "schema_version", "scrub"]
+__all__ = ["APPEND_LOCK", "LEASE_LOCKS", "MIGRATE_LOCK", "NAMED_LOCKS", "connect", "conninfo",
+           "int4", "lease_key", "redact", "schema_version", "scrub"]

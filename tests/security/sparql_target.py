@@ -4,7 +4,10 @@ real ``cradle-kg serve`` over a small Turtle file (helpers, not fixtures: no con
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +34,44 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextlib.contextmanager
+def answering(body: bytes, media: str, *, encoding: str | None = None,
+              seen: list[str] | None = None) -> Iterator[str]:
+    """A store answering ``body`` as ``media`` (in ``encoding``) to every GET, POST and
+    PUT, noting each request's ``Accept-Encoding`` in ``seen``: its base URL for the
+    block (``test_83``, ``test_345``)."""
+    class Store(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if seen is not None:
+                seen.append(self.headers.get("Accept-Encoding", ""))
+            self.send_response(200)
+            self.send_header("Content-Type", media)
+            if encoding:
+                self.send_header("Content-Encoding", encoding)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = _answer
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    with serving(Store) as url:
+        yield url
+
+
+def in_child(code: str, *args: str) -> dict[str, object]:
+    """The JSON object the Python ``code`` prints, run in a child with ``args`` (a
+    client measured apart from the test's own memory: ``test_83``, ``test_345``)."""
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, object] = json.loads(done.stdout)
+    return found
 
 
 class StoreHandler(BaseHTTPRequestHandler):
@@ -105,4 +146,4 @@ def serve_data(tmp: Path, *args: str) -> Server:
     return start_server([str(data), *args], tmp / "serve.log")
 
 
-__all__ = ["LEAK", "Listener", "Server", "serve_data", "stop_server"]
+__all__ = ["LEAK", "Listener", "Server", "answering", "in_child", "serve_data", "stop_server"]

@@ -22,11 +22,8 @@ bytes). Each is ``graph_bad_response``; the child's peak RSS grows by a few MB.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import zlib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 import zstandard
@@ -35,7 +32,7 @@ from cradle_kg.errors import GraphResponseError
 from cradle_kg.storage.graph_config import parse_setting, resolve
 from cradle_kg.storage.sparql_http import SparqlHttpStore
 
-from .sparql_target import serving
+from .sparql_target import answering, in_child
 
 _HEAD = b'{"head":{"vars":["v"]},"results":{"bindings":['
 _MIB = 1 << 20
@@ -56,23 +53,8 @@ def _zstd(size: int) -> bytes:
 
 
 def _store(body: bytes, encoding: str, seen: list[str]) -> Iterator[str]:
-    class Store(BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            seen.append(self.headers.get("Accept-Encoding", ""))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/sparql-results+json")
-            self.send_header("Content-Encoding", encoding)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_POST = do_PUT = _answer
-
-        def log_message(self, *args: object) -> None:
-            return None
-
-    with serving(Store) as url:
+    with answering(body, "application/sparql-results+json", encoding=encoding,
+                   seen=seen) as url:
         yield url
 
 
@@ -100,11 +82,7 @@ print(json.dumps({"said": said, "grown_mb": grown // 1024}))
 
 
 def _in_child(url: str, call: str) -> dict[str, object]:
-    done = subprocess.run([sys.executable, "-c", CHILD, url, call], capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    found: dict[str, object] = json.loads(done.stdout)
-    return found
+    return in_child(CHILD, url, call)
 
 
 @pytest.mark.parametrize(("encoding", "call"), [

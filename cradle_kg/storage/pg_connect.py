@@ -54,14 +54,17 @@ def conninfo(url: str) -> str:
     ``PGREQUIREAUTH``) says which authentication it takes — ``require_auth=!password``:
     libpq answers whatever a server asks, and whoever answers at the journal's address
     said "no TLS" and asked for the password in clear, which libpq then sent
-    (``tests/security/test_349``). SCRAM, MD5, trust and peer are unchanged."""
+    (``tests/security/test_349``). SCRAM, MD5, trust and peer are unchanged. A libpq
+    older than 16 knows no ``require_auth`` (it would refuse to connect): it goes without,
+    as before — the bundled one of ``psycopg[binary]`` is newer."""
+    from psycopg import pq
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     given = conninfo_to_dict(url)
     sslmode = str(given.get("sslmode") or os.environ.get("PGSSLMODE") or "")
     chosen = given.get("require_auth") or os.environ.get("PGREQUIREAUTH")
     extra: dict[str, Any] = {} if sslmode in _VERIFIED or chosen \
-        else {"require_auth": "!password"}
+        or pq.version() < 160000 else {"require_auth": "!password"}
     # a dead host's lease is dropped when its TCP connection is found dead (~25 s)
     return make_conninfo(url, connect_timeout=10, keepalives=1, keepalives_idle=10,
                          keepalives_interval=5, keepalives_count=3, **extra)

@@ -50,9 +50,9 @@ from .outcomes import outcome_event
 Submit = Callable[[Proposal], Outcome]
 #: whether this process holds a tool's implementation (the runtime's ``tools.has``)
 HoldsTool = Callable[[str], bool]
-#: reads of an approval a decision may take when other events about its action keep
-#: arriving between the read and the write (each lost race is another worker's write)
-_DECIDE_ATTEMPTS = 5
+#: reads of an approval a decision takes at most: a decision that lands first claims the
+#: approval's decision key (UNIQUE), and the read after it finds the approval decided
+_DECIDE_ATTEMPTS = 2
 #: what a person may decide: ``pending`` and ``expired`` are states, not decisions
 DECISIONS = (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED,
              ApprovalStatus.CHANGES_REQUESTED)
@@ -136,9 +136,10 @@ def decided_events(book: ApprovalBook, state: ApprovalState, seen: Sequence[Audi
                    decided: NewEvent, *, status: ApprovalStatus, approver_id: str,
                    reason: str | None, now: datetime) -> list[NewEvent]:
     """An approval's ``decided`` event (:meth:`.approvals.ApprovalBook.decision_event`,
-    its ``if_last`` set) and, for a rejection or a request for changes, the outcome that
-    ends the proposal's wait (``denied`` or ``repair``, with the reason): what a person's
-    decision writes, and a cancel of the approval's workflow run (``workflow cancel``)."""
+    claiming the approval's decision key) and, for a rejection or a request for changes,
+    the outcome that ends the proposal's wait (``denied`` or ``repair``, with the reason):
+    what a person's decision writes, and a cancel of the approval's workflow run
+    (``workflow cancel``)."""
     events = [decided]
     if status is not ApprovalStatus.APPROVED:
         proposal = book.requested_proposal(state.approval, seen)
@@ -323,7 +324,7 @@ class ApprovalFlow:
         # the digest's events of the approval's run are read once before the decision and
         # once after it (what the approval is now, and the proposal that asked for it)
         def decision_events() -> list[NewEvent]:
-            state, seen, last = self.book.read_guarded(approval_id)
+            state, seen = self.book.read(approval_id)
             now = self.ctx.clock()
             try:
                 event = self.book.decision_event(state, approver_id=approver_id, token=token,
@@ -332,16 +333,17 @@ class ApprovalFlow:
             except ApprovalError as exc:
                 self._refused(state, approver_id, status, exc, now)
                 raise
-            # INVARIANT: decided once — written only over the events it was decided on; a
+            # INVARIANT: decided once — the event claims the approval's decision key; a
             # decision another worker wrote meanwhile makes this one read again (and be
-            # refused: the approval is no longer pending)
-            return decided_events(self.book, state, seen, replace(event, if_last=last),
-                                  status=status, approver_id=approver_id, reason=reason,
-                                  now=now)
+            # refused: the approval is no longer pending). Nothing else holds it off: before,
+            # it was written `if_last` over the digest's newest event in any run, read again
+            # at most five times, and an agent asking for the same action in other runs
+            # kept a person's decision from landing (tests/security/test_333)
+            return decided_events(self.book, state, seen, event, status=status,
+                                  approver_id=approver_id, reason=reason, now=now)
 
         self.ctx.append_unmoved(decision_events, attempts=_DECIDE_ATTEMPTS, gave_up=JournalError(
-            f"approval `{approval_id}`: other events about its action keep arriving first; "
-            "decide again"))
+            f"approval `{approval_id}`: its decision could not be written; decide again"))
         state, after = self.book.read(approval_id)
         updated = state.approval
         outcome = None

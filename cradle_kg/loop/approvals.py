@@ -71,7 +71,7 @@ from ..inputs import check_page
 from ..records import ApprovalStatus, AuditEvent, HumanApproval, Proposal
 from ..redaction import mask_action, secret_names
 from ..storage import Decider, Journal, NewEvent
-from .context import REVOKE_CLAIM_PREFIX
+from .context import DECISION_CLAIM_PREFIX, REVOKE_CLAIM_PREFIX
 
 
 @dataclass(frozen=True)
@@ -563,10 +563,10 @@ class ApprovalBook:
         return self.read_guarded(approval_id)[:2]
 
     def read_guarded(self, approval_id: str) -> tuple[ApprovalState, list[AuditEvent], int]:
-        """:meth:`read`, and the ``if_last`` a decision made on it is written with: the
-        newest seq about the digest in *any* run, probed before the read — a decision is
-        written only if nothing about the action was written since (what it read is then
-        all there is of its run), as when every run's events were read."""
+        """:meth:`read`, and the newest seq about the digest in *any* run, probed before
+        the read: the ``if_last`` a workflow cancel's rejections are written with (what it
+        read of its run's approvals is then all there is). A person's decision of one
+        approval is not: its key decides it once (:meth:`decision_event`)."""
         place = self.journal.approval_place(approval_id)
         if place is None:
             raise UnknownNameError(f"unknown approval `{approval_id}`")
@@ -654,9 +654,13 @@ class ApprovalBook:
             "delay_seconds": round((now - a.requested_at).total_seconds(), 3),
             "decision_id": a.decision_id,
         }
+        # INVARIANT: decided once, by a key of its own (UNIQUE): of two decisions racing
+        # one lands, the other reads it decided, refused — not over the digest's newest
+        # event, which every run's request for the same action moves (test_333). The key
+        # is no part of the payload: what the event says is as before
         return NewEvent(run_id=a.run_id, kind="approval.decided",
                         subject="approval:" + a.action_digest, actor=approver_id, at=now,
-                        payload=payload)
+                        payload=payload, idem_key=DECISION_CLAIM_PREFIX + a.id)
 
     def revoke_event(self, st: ApprovalState, *, approver_id: str, token: str,
                      reason: str, now: datetime,

@@ -32,6 +32,10 @@ RUN_CLAIM_PREFIX = "run-claim:"
 #: the journal key an approval's revoke claims: one revoke per approval, whatever else is
 #: written about its action meanwhile (``tests/security/test_330``)
 REVOKE_CLAIM_PREFIX = "approval-revoke:"
+#: the journal key a person's decision of an approval claims (approve, reject, request
+#: changes, a cancel's rejection): one decision per approval, whatever else is written
+#: about its action meanwhile (``tests/security/test_333``)
+DECISION_CLAIM_PREFIX = "approval-decision:"
 #: events about an action that another submission writes while its worker holds it (a
 #: resubmitted key answered from the record): they do not take the action over
 _NOT_A_TAKEOVER = frozenset({"action.replayed"})
@@ -182,15 +186,16 @@ class LoopContext:
     def append_unmoved(self, build: Callable[[], Sequence[NewEvent]], *, attempts: int,
                        gave_up: CradleError) -> list[AuditEvent]:
         """Append what ``build`` decides from a fresh read of a subject, its events carrying
-        ``if_last`` (:func:`last_seq` of that read): a decision written once. When the
-        subject moved meanwhile (another decision landed), read and decide again — the
-        second usually finds nothing left to decide and raises; ``gave_up`` after
-        ``attempts`` moves."""
+        ``if_last`` (:func:`last_seq` of that read) or claiming a key of the decision's own
+        (an approval's: :data:`DECISION_CLAIM_PREFIX`): a decision written once. When the
+        subject moved meanwhile, or the key was claimed (another decision landed), read and
+        decide again — the second usually finds nothing left to decide and raises;
+        ``gave_up`` after ``attempts`` moves."""
         for _ in range(attempts):
             events = build()
             try:
                 return self.append(events)
-            except SubjectMoved:
+            except (SubjectMoved, IdempotencyKeyTaken):
                 continue
         raise gave_up
 

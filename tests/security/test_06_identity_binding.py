@@ -106,7 +106,8 @@ def test_an_agent_cannot_pin_another_agents_derived_key(irt: Runtime, home: Path
 
 
 @pytest.mark.parametrize("prefix", ["idem:", "key:", "proposal:", "approval-once:",
-                                    "run-claim:", "approval-revoke:"])
+                                    "run-claim:", "approval-revoke:",
+                                    "approval-decision:"])
 def test_keys_in_the_runtimes_namespace_are_refused(irt: Runtime, prefix: str) -> None:
     out = irt.submit(credit("p-ns", action={"idempotency_key": prefix + "0" * 32}))
     assert out.decision is not None and "idempotency_key_reserved" in out.decision.reason_codes

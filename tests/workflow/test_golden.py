@@ -113,13 +113,9 @@ LEGACY = GOLDEN / "legacy" / "invoice_triage_format5"
 def test_a_run_recorded_before_reservations_replays_to_its_head(tmp_path: Path) -> None:
     """Its ``workflow.started`` has no ``budgets`` key: replay charges its calls as they
     were charged then (no ``model.reserved``), and reaches the recorded head."""
-    lines = (LEGACY / "journal.jsonl").read_text().splitlines()
+    lines = _replays_to_its_head(LEGACY, tmp_path / "home")
     kinds = [json.loads(x)["kind"] for x in lines]
     assert "model.called" in kinds and "model.reserved" not in kinds
-    head = load(LEGACY, tmp_path / "home")
-    report = strict_replay(tmp_path / "home")
-    assert report.head_hash == head
-    assert report.events == len(lines)
 
 
 #: the demo's golden journal as written before gate 1's refusals were counted (its
@@ -131,12 +127,44 @@ BEFORE_REFUSAL_COUNTS = GOLDEN / "legacy" / "demo_before_refusal_counts"
 def test_a_journal_recorded_before_refusal_counts_replays_to_its_head(tmp_path: Path) -> None:
     """Its refused proposals' decisions name no ``refused_agent``: replay writes them as
     they were written then, and reaches the recorded head."""
-    lines = (BEFORE_REFUSAL_COUNTS / "journal.jsonl").read_text().splitlines()
+    lines = _replays_to_its_head(BEFORE_REFUSAL_COUNTS, tmp_path / "home")
     events = [json.loads(x) for x in lines]
     assert any(e["kind"] == "decision.made" and e["payload"]["decision"]["verdict"] == "deny"
                for e in events)
     assert not any("refused_agent" in x for x in lines)
-    head = load(BEFORE_REFUSAL_COUNTS, tmp_path / "home")
-    report = strict_replay(tmp_path / "home")
+
+
+#: the demo's golden journal as written before a person's decision of an approval claimed
+#: a key of its own (its ``approval.decided`` has no ``idem_key``: ``tests/security/
+#: test_333``), kept as it was written
+BEFORE_DECISION_KEYS = GOLDEN / "legacy" / "demo_before_decision_keys"
+
+
+@pytest.mark.usefixtures("journal_backend")
+def test_a_journal_recorded_before_decision_keys_verifies_and_replays(tmp_path: Path) -> None:
+    """Its decision claims no key: it loads hash for hash, ``audit verify`` finds it
+    intact (semantics too), and replay copies the decision as it was written, to the
+    recorded head. Today's demo writes the same decision, claiming
+    ``approval-decision:<id>`` — the rest of the event as before."""
+    lines = _replays_to_its_head(BEFORE_DECISION_KEYS, tmp_path / "home")
+    with open_home_journal(tmp_path / "home") as journal:
+        assert journal.verify(semantics=True).intact
+    old = [json.loads(x) for x in lines]
+    new = [json.loads(x) for x in (GOLDEN / "demo" / "journal.jsonl").read_text().splitlines()]
+    [before] = [e for e in old if e["kind"] == "approval.decided"]
+    [after] = [e for e in new if e["kind"] == "approval.decided"]
+    assert before["idem_key"] is None
+    assert after["idem_key"] == "approval-decision:" + before["payload"]["approval_id"]
+    assert {k: v for k, v in after.items() if "hash" not in k and k != "idem_key"} == {
+        k: v for k, v in before.items() if "hash" not in k and k != "idem_key"}
+
+
+def _replays_to_its_head(golden: Path, home: Path) -> list[str]:
+    """Load the legacy ``golden`` into ``home`` (every recorded hash got back), replay it
+    strictly to its recorded head; its journal's lines."""
+    lines = (golden / "journal.jsonl").read_text().splitlines()
+    head = load(golden, home)
+    report = strict_replay(home)
     assert report.head_hash == head
     assert report.events == len(lines)
+    return lines

@@ -30,10 +30,12 @@ GENESIS_HASH = "sha256:" + "0" * 64
 #: workflow runs on their way to their first human step, counted in their agent's
 #: ``waiting_per_agent``, as PostgreSQL's migration 13 has it), format 12
 #: ``unrun_approvals`` (the approvals asked under a key, approved and not run yet, as
-#: PostgreSQL's migration 14 has it)
-JOURNAL_FORMAT = 12
+#: PostgreSQL's migration 14 has it), format 13 the index ``events_subject_decided`` (an
+#: action's decisions: what a use's guard reads for its approval's revoke, past every
+#: other run's request of the action, as PostgreSQL's migration 17 has it)
+JOURNAL_FORMAT = 13
 #: formats this code upgrades in place: their events are hashed as this one's are
-UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -59,6 +61,8 @@ CREATE INDEX IF NOT EXISTS events_subject_outcome ON events(subject, seq)
 CREATE INDEX IF NOT EXISTS events_outcome
     ON events(run_id, json_extract(payload, '$.outcome.proposal_id'), seq)
     WHERE kind = 'run.outcome';
+CREATE INDEX IF NOT EXISTS events_subject_decided ON events(subject, seq)
+    WHERE kind = 'approval.decided';
 CREATE TABLE IF NOT EXISTS head (
     one  INTEGER PRIMARY KEY CHECK (one = 1),
     seq  INTEGER NOT NULL,

@@ -186,4 +186,7 @@ EXPECTED: frozenset[str] = frozenset({
     'relation unrun_approvals r rls=false',
     'relation unrun_approvals_pkey i rls=false',
     'relation unrun_approvals_subject i rls=false',
+    # migration 17
+    "index events_subject_decided CREATE INDEX events_subject_decided ON events USING btree (subject, seq) WHERE (kind = 'approval.decided'::text)",
+    'relation events_subject_decided i rls=false',
 })

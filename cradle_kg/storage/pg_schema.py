@@ -88,6 +88,9 @@ _USAGE_INSERT_ALL = ("INSERT INTO usage(scope, subject, second, calls, total_cal
 #: could not be indexed, so it was refused at its append
 _OUTCOME_PROPOSAL_4 = "(payload::json -> 'outcome' ->> 'proposal_id')"
 OUTCOME_PROPOSAL = f"({_P} -> 'outcome' ->> 'proposal_id')"
+#: an action's decisions (``approval.decided``) in seq order: SQLite's index of the name
+DECIDED_INDEX = ("CREATE INDEX events_subject_decided ON events(subject, seq) "
+                 "WHERE kind = 'approval.decided'")
 OUTCOME_INDEX = (f"CREATE INDEX events_outcome ON events(run_id, {OUTCOME_PROPOSAL}, seq) "
                  "WHERE kind = 'run.outcome'")
 
@@ -247,6 +250,11 @@ MIGRATIONS = (
     # guard was probed in a first trip); a revoke's own guard still takes two
     Migration(16, "append-approval-guard", (
         f"DROP FUNCTION IF EXISTS {pg_append.RUN_END_SIGNATURE}", pg_append.FUNCTION_SQL)),
+    # an action's decisions, the revokes among them: what a use's guard reads under the
+    # append lock (``cradle_append``'s probe, unchanged, plans through it) — through
+    # ``events_subject`` it read every other run's request of the action since the
+    # approval's (``bench/bench_approval_guards.py --other-run-requests``)
+    Migration(17, "decided-subject-index", (DECIDED_INDEX,)),
 )
 LATEST = MIGRATIONS[-1].version
 
@@ -435,7 +443,8 @@ SELECT 'function ' || proname || ' ' || md5(prosrc) || ' ' || md5(pg_get_functio
   FROM pg_proc WHERE pronamespace = current_schema()::regnamespace
 """
 
-__all__ = ["CATALOG_SQL", "DERIVATIONS", "KIND_ACTOR_INDEX", "LATEST", "MIGRATIONS",
-           "MIGRATIONS_TABLE", "OUTCOME_INDEX", "OUTCOME_PROPOSAL", "PAYLOAD", "RECENT_SIZES_SQL",
+__all__ = ["CATALOG_SQL", "DECIDED_INDEX", "DERIVATIONS", "KIND_ACTOR_INDEX", "LATEST",
+           "MIGRATIONS", "MIGRATIONS_TABLE", "OUTCOME_INDEX", "OUTCOME_PROPOSAL", "PAYLOAD",
+           "RECENT_SIZES_SQL",
            "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "Migration", "Statement", "derived_statements",
            "events_statements", "runs_statements"]

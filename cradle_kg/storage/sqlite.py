@@ -357,7 +357,8 @@ class SqliteJournal:
             # table before format 6, format 7's tables from 6 (its ``usage`` kept: dropped,
             # it came back empty, the rate and budget counts lost), format 10's from 7, 8
             # and 9 (format 8 adds an index, built by its CREATE; 9 a table of keys),
-            # format 11's from 7 to 10, format 12's from 7 to 11
+            # format 11's from 7 to 10, format 12's from 7 to 11 (format 13 adds an index,
+            # built by its CREATE)
             if upgrade and version < 7:
                 derived.rebuild(conn, tasks_sql.TABLES if version == 6 else None)
             elif upgrade and version < 12:

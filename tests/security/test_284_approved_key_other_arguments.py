@@ -103,7 +103,8 @@ def test_an_older_journal_derives_what_was_approved_and_not_run(keyed_home: Path
         from cradle_kg.storage.pg_admin import migrate
 
         assert migrate(target) == [(14, "unrun-approvals"),
-                                   (15, "append-run-end-guard"), (16, "append-approval-guard")]
+                                   (15, "append-run-end-guard"), (16, "append-approval-guard"),
+                                   (17, "decided-subject-index")]
     with Runtime(keyed_home) as rt:
         assert _unrun(rt) == [first.approval.id]
         assert _conflict(rt.submit(_close("p2", account="acct-8")))
@@ -126,6 +127,7 @@ def _older(rt: Runtime) -> str:
     sql = _sql(target)
     sql("DROP TABLE unrun_approvals")
     if target.startswith("postgresql"):
+        sql("DROP INDEX events_subject_decided")  # migration 17's
         sql("DELETE FROM schema_migrations WHERE version >= 14")
     else:
         sql("PRAGMA user_version = 11")

@@ -559,23 +559,15 @@ class ApprovalBook:
         probe for the subject and run, one read of those events). Every event about an
         approval is written in its run — asked, viewed, refused, decided, used — so the
         other runs' requests of the same action are never decoded (``tests/security/
-        test_71``: before, a view decoded every run's, three times)."""
-        return self.read_guarded(approval_id)[:2]
-
-    def read_guarded(self, approval_id: str) -> tuple[ApprovalState, list[AuditEvent], int]:
-        """:meth:`read`, and the newest seq about the digest in *any* run, probed before
-        the read: the ``if_last`` a workflow cancel's rejections are written with (what it
-        read of its run's approvals is then all there is). A person's decision of one
-        approval is not: its key decides it once (:meth:`decision_event`)."""
+        test_71``: before, a view decoded every run's, three times). A decision made on
+        it is written once by its key (:meth:`decision_event`), not over the digest's
+        newest event in any run, which every run's request moves (``test_333``)."""
         place = self.journal.approval_place(approval_id)
         if place is None:
             raise UnknownNameError(f"unknown approval `{approval_id}`")
         subject, run_id = place
-        # INVARIANT: probed before the read — an event landing in between makes the guard
-        # refuse the write (and the decision is read again), never slip under it
-        last = self.journal.subject_last(subject)
         events = self.journal.events_for_subject(subject, run_id=run_id)
-        return self.state_in(events, approval_id), events, last
+        return self.state_in(events, approval_id), events
 
     @staticmethod
     def state_in(events: Sequence[AuditEvent], approval_id: str) -> ApprovalState:

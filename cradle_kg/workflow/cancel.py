@@ -3,9 +3,14 @@
 
 One append, under the journal's writer's lock: each approval the run asked for that no
 person decided yet is rejected by the canceller (the reason names the cancel; its
-proposal's outcome becomes ``denied``), then the run's end — a ``workflow.failed`` they
-wrote, ``code: cancelled`` (:mod:`.ending`) — written only while the run has not ended
-(``if_run_open``) and the approvals' subjects have not moved (``if_last``). Afterwards the
+proposal's outcome becomes ``denied``), each rejection claiming its approval's decision
+key (decided once: a person's decision landing first makes the cancel read again), then
+the run's end — a ``workflow.failed`` they wrote, ``code: cancelled`` (:mod:`.ending`) —
+written only while the run has not ended (``if_run_open``). A request the run's agent
+wrote between the read and the append is rejected by a second append: none lands in the
+run after its end. Before, the rejections were written ``if_last`` over each approval's
+digest in any run, three reads at most: an agent asking for the same action in other runs
+kept a person from cancelling (``tests/security/test_335``). Afterwards the
 run counts in no ``waiting_per_agent`` (its open steps, its start on the way to a person,
 its approvals: each derived table reads the end or the decision as it always did), its
 steps are not answered and it is not walked on (:class:`~cradle_kg.errors.RunCancelledError`).
@@ -19,7 +24,7 @@ within its scope): otherwise the cancel is refused and nothing is written.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ApprovalError, InputError, JournalError
@@ -56,28 +61,14 @@ def cancel(rt: Runtime, engine: Engine, run_id: str, *, by: str, token: str,
         raise InputError(f"`reason`: more than {MAX_REASON} characters")
     workflow = str(started_event(rt.journal, run_id).payload.get("workflow"))
     released: dict[str, list[str]] = {}
+    why = f"workflow run `{run_id}` cancelled: {reason}"
 
     def events() -> list[NewEvent]:
         end = run_end(rt.journal, run_id)
         if end is not None:
             raise ended_error(run_id, end)
         now = rt.clock()
-        out: list[NewEvent] = []
-        approvals: list[str] = []
-        pending, _ = rt.approvals.pending_page(run_id=run_id)
-        for listed, _request in pending:
-            state, seen, last = rt.approvals.read_guarded(listed.approval.id)
-            if state.approval.status is not ApprovalStatus.PENDING:
-                continue
-            why = f"workflow run `{run_id}` cancelled: {reason}"
-            decided = rt.approvals.decision_event(
-                state, approver_id=by, token=token, status=ApprovalStatus.REJECTED, now=now,
-                reason=why)
-            out += decided_events(rt.approvals, state, seen,
-                                  replace(decided, if_last=last),
-                                  status=ApprovalStatus.REJECTED, approver_id=by, reason=why,
-                                  now=now)
-            approvals.append(state.approval.id)
+        out, approvals = _rejections(rt, run_id, by=by, token=token, why=why, now=now)
         steps = sorted({str(e.payload["step"]) for e in
                         rt.journal.open_step_requests(run_id=run_id)[0]})
         _may_end(rt, engine, run_id, by=by, steps=steps, waits=len(approvals) + len(steps))
@@ -99,10 +90,52 @@ def cancel(rt: Runtime, engine: Engine, run_id: str, *, by: str, token: str,
         if end is None:
             raise
         raise ended_error(run_id, end) from None
+    # INVARIANT: what the run's agent asked for between the read and the end is rejected
+    # too — one more read suffices: no request lands in the run after its end (if_run_open)
+    late: list[str] = []
+
+    def leftovers() -> list[NewEvent]:
+        out, ids = _rejections(rt, run_id, by=by, token=token, why=why, now=rt.clock(),
+                               skip_refused=True)
+        late[:] = ids
+        return out
+
+    rt.context.append_unmoved(leftovers, attempts=_CANCEL_ATTEMPTS, gave_up=JournalError(
+        f"run `{run_id}` is cancelled; its approvals kept being decided meanwhile: reject "
+        "the ones still waiting"))
+    released["approvals"] = released.get("approvals", []) + late
     return {"run_id": run_id, "workflow": workflow, "status": "cancelled", "by": by,
             "reason": reason, "at": written[-1].at.isoformat(), "seq": written[-1].seq,
             "rejected_approvals": released.get("approvals", []),
             "closed_steps": released.get("steps", [])}
+
+
+def _rejections(rt: Runtime, run_id: str, *, by: str, token: str, why: str,
+                now: datetime, skip_refused: bool = False) -> tuple[list[NewEvent], list[str]]:
+    """The rejection by ``by`` of each approval of the run no person decided yet (its
+    ``approval.decided``, claiming the approval's decision key, and its proposal's
+    ``denied``), and their ids. ``skip_refused``: one ``by`` may not decide is left as it
+    is (after the run's end, nothing runs under it), instead of refusing the cancel."""
+    out: list[NewEvent] = []
+    ids: list[str] = []
+    pending, _ = rt.approvals.pending_page(run_id=run_id)
+    for listed, _request in pending:
+        state, seen = rt.approvals.read(listed.approval.id)
+        if state.approval.status is not ApprovalStatus.PENDING:
+            continue
+        try:
+            decided = rt.approvals.decision_event(
+                state, approver_id=by, token=token, status=ApprovalStatus.REJECTED, now=now,
+                reason=why)
+        except ApprovalError:
+            if skip_refused:
+                continue
+            raise
+        out += decided_events(rt.approvals, state, seen, decided,
+                              status=ApprovalStatus.REJECTED, approver_id=by, reason=why,
+                              now=now)
+        ids.append(state.approval.id)
+    return out, ids
 
 
 def _may_end(rt: Runtime, engine: Engine, run_id: str, *, by: str, steps: list[str],

@@ -88,7 +88,8 @@ _USAGE_INSERT_ALL = ("INSERT INTO usage(scope, subject, second, calls, total_cal
 #: could not be indexed, so it was refused at its append
 _OUTCOME_PROPOSAL_4 = "(payload::json -> 'outcome' ->> 'proposal_id')"
 OUTCOME_PROPOSAL = f"({_P} -> 'outcome' ->> 'proposal_id')"
-#: an action's decisions (``approval.decided``) in seq order: SQLite's index of the name
+#: an action's decisions (``approval.decided``) in seq order (SQLite's format 13 has the
+#: same index, :mod:`.chain`)
 DECIDED_INDEX = ("CREATE INDEX events_subject_decided ON events(subject, seq) "
                  "WHERE kind = 'approval.decided'")
 OUTCOME_INDEX = (f"CREATE INDEX events_outcome ON events(run_id, {OUTCOME_PROPOSAL}, seq) "
@@ -445,6 +446,5 @@ SELECT 'function ' || proname || ' ' || md5(prosrc) || ' ' || md5(pg_get_functio
 
 __all__ = ["CATALOG_SQL", "DECIDED_INDEX", "DERIVATIONS", "KIND_ACTOR_INDEX", "LATEST",
            "MIGRATIONS", "MIGRATIONS_TABLE", "OUTCOME_INDEX", "OUTCOME_PROPOSAL", "PAYLOAD",
-           "RECENT_SIZES_SQL",
-           "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "Migration", "Statement", "derived_statements",
-           "events_statements", "runs_statements"]
+           "RECENT_SIZES_SQL", "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "Migration", "Statement",
+           "derived_statements", "events_statements", "runs_statements"]

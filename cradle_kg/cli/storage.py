@@ -50,19 +50,25 @@ def _postgres_url(home: Path | None, journal: str | None) -> str:
 @db_app.command("migrate")
 def db_migrate(home: HomeOpt = None, journal: JournalOpt = None,
                fmt: FormatOpt = Format.TABLE) -> None:
-    """Apply the pending schema migrations to the PostgreSQL journal (each once)."""
-    from ..storage.pg_admin import migrate
+    """Apply the pending schema migrations to the PostgreSQL journal (each once), and
+    install again the migrations' functions found altered."""
+    from ..storage.pg_admin import migrate, restore_functions
 
     url = _postgres_url(home, journal)
     try:
         applied = migrate(url)
+        restored = restore_functions(url)
     except CradleError as exc:
         fail(exc)
     if fmt is Format.JSON:
-        print_json({"journal": redact(url), "applied": [list(a) for a in applied]})
+        print_json({"journal": redact(url), "applied": [list(a) for a in applied],
+                    "restored": restored})
         return
     for version, name in applied:
         console.print(f"applied {version}: {name}", highlight=False)
+    for name in restored:  # altered or dropped by someone else: the migrations' own again
+        console.print(f"restored function {name}: it was not the migrations'",
+                      highlight=False)
     console.print(f"{clean(redact(url))}: schema up to date", highlight=False, soft_wrap=True)
 
 

@@ -10,8 +10,10 @@ from pathlib import Path
 from ..errors import JournalError
 from . import pg_schema
 from .chain import ChainReport
-from .pg_connect import MIGRATE_LOCK, connect, redact, schema_version, scrub
+from .pg_connect import APPEND_LOCK, MIGRATE_LOCK, connect, redact, schema_version, scrub
 from .pg_copy import CopyProgress, bulk_copy
+from .pg_objects import repairs
+from .pg_verify import catalog
 
 #: what a database must be for ``db migrate`` / ``journal copy`` to take it
 _EMPTY_OR_OURS = "give an empty database (or schema), or one cradle-kg migrated"
@@ -81,6 +83,25 @@ def migrate(url: str) -> list[tuple[int, str]]:
         return applied
 
 
+def restore_functions(url: str) -> list[str]:
+    """Install again each function the migrations made that is found altered or dropped
+    (their own statements: :func:`.pg_objects.repairs`), in one transaction under the
+    migration and append locks; the names restored. A journal opened to write refuses such
+    a schema (``tests/security/test_350``); one not at this code's migration is left to
+    :func:`migrate`."""
+    with connect(url) as conn, _server_errors(url, "restore the functions of the journal"):
+        conn.execute("SELECT pg_advisory_lock(%s, 0)", (MIGRATE_LOCK,))
+        if schema_version(conn) != [(m.version, m.name) for m in pg_schema.MIGRATIONS]:
+            return []
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (APPEND_LOCK,))
+            todo = repairs(catalog(conn), pg_schema.STATEMENTS)
+            for _name, statements in todo:
+                for statement in statements:
+                    conn.execute(statement)
+        return [name for name, _ in todo]
+
+
 def copy_sqlite(source: Path, url: str, *,
                 progress: CopyProgress | None = None) -> ChainReport:
     """Copy a SQLite journal into an empty, migrated PostgreSQL journal, row for row (same
@@ -90,4 +111,4 @@ def copy_sqlite(source: Path, url: str, *,
     return bulk_copy(source, url, progress=progress)
 
 
-__all__ = ["SchemaStatus", "copy_sqlite", "migrate", "status"]
+__all__ = ["SchemaStatus", "copy_sqlite", "migrate", "restore_functions", "status"]

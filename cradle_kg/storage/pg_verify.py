@@ -25,6 +25,7 @@ from . import invariants, pg_schema
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress
 from .digest_check import SECRET_DECISIONS_SQL, STORED_KEY_SQL, key_problem
 from .pg_catalog import EXPECTED
+from .pg_objects import problem
 from .sqlite_derived import USAGE_EXACT
 from .walk import COLUMNS, ChainBroken, walk
 
@@ -119,18 +120,19 @@ def catalog(conn: psycopg.Connection[tuple[Any, ...]]) -> set[str]:
     return {str(r[0]) for r in conn.execute(pg_schema.CATALOG_SQL)}
 
 
-def _check_catalog(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+def schema_problem(conn: psycopg.Connection[tuple[Any, ...]]) -> str | None:
+    """How the journal's schema differs from the one the migrations make, naming the
+    first object that differs (:func:`.pg_objects.problem`), or None."""
     found = catalog(conn)
     if not found:
-        raise ChainBroken("the journal has no tables: it was emptied or never migrated")
-    for line in sorted(EXPECTED - found):
-        kind, name = line.split(" ")[:2]
-        same = any(f.split(" ")[:2] == [kind, name] for f in found)
-        raise ChainBroken(f"the journal's {kind} `{name}` " + ("was altered" if same
-                                                                else "is missing"))
-    for line in sorted(found - EXPECTED):
-        kind, name = line.split(" ")[:2]
-        raise ChainBroken(f"the journal has an unexpected {kind} `{name}`")
+        return "the journal has no tables: it was emptied or never migrated"
+    return problem(found, EXPECTED)
+
+
+def _check_catalog(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+    mismatch = schema_problem(conn)
+    if mismatch is not None:
+        raise ChainBroken(mismatch)
     applied = [tuple(r) for r in conn.execute(
         "SELECT version, name FROM schema_migrations ORDER BY version")]
     want = [(m.version, m.name) for m in pg_schema.MIGRATIONS]
@@ -164,4 +166,4 @@ def _compare(conn: psycopg.Connection[tuple[Any, ...]]) -> str | None:
     return None
 
 
-__all__ = ["catalog", "verify_connection", "verify_postgres"]
+__all__ = ["catalog", "schema_problem", "verify_connection", "verify_postgres"]

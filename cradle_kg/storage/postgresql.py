@@ -119,12 +119,17 @@ from .pg_connect import (
     redact,
     schema_version,
 )
+from .pg_objects import ALTERED_MARK, APPEND_CHECK_SQL, NOT_WRITTEN, READ, altered_error
+from .pg_verify import schema_problem
 from .run_state_sql import StateKey
 from .tasks_sql import Decider, KeyAsked
 
 _WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
 # an append refused by a key ends its pipeline with an error we handle: no stray warning
 logging.getLogger("psycopg").addHandler(logging.NullHandler())
+_log = logging.getLogger(__name__)
+#: what an append found (:data:`.pg_objects.APPEND_CHECK_SQL`)
+_ALTERED = "the journal's function `cradle_append` was altered"
 _COLS = "seq, id, run_id, kind, subject, actor, at, payload, payload_hash, prev_hash, hash"
 
 
@@ -237,10 +242,12 @@ class PostgresJournal:
             if read_only:
                 self._conn.execute("SET default_transaction_read_only = on")
             applied = schema_version(self._conn)
+            want = [(m.version, m.name) for m in pg_schema.MIGRATIONS]
+            # INVARIANT: no write runs on a schema the migrations did not make (test_350)
+            altered = schema_problem(self._conn) if applied == want else None
         except psycopg.Error as exc:
             self._conn.close()
             raise JournalError(f"cannot read the journal `{self.location}`: {exc}") from exc
-        want = [(m.version, m.name) for m in pg_schema.MIGRATIONS]
         if applied != want:
             self._conn.close()
             have = applied[-1][0] if applied else 0
@@ -249,6 +256,11 @@ class PostgresJournal:
                 f"needs `{pg_schema.LATEST}`",
                 hint="run `cradle-kg db migrate` (with the same `CRADLE_JOURNAL_URL`)"
                 if have < pg_schema.LATEST else "upgrade cradle-kg")
+        if altered is not None:
+            if not read_only:
+                self._conn.close()
+                raise altered_error(self.location, altered)
+            _log.warning("%s", altered_error(self.location, altered, then=READ).message)
         #: watermark: appends by others this object has noticed, and the head it last saw
         self._foreign, self._known_seq = 0, self.head()[0]
         #: the runs whose ``runs`` row this object committed (an append of theirs that
@@ -428,6 +440,8 @@ class PostgresJournal:
             text.append(client.mogrify(pg_append.CALL_SQL, pg_append.call_args(
                 columns, guarded, fresh, open_runs(events), [g.approval_id for g in used],
                 floor, self._channel)))
+            # INVARIANT: the function that ran is the migrations' (test_350): else no COMMIT
+            text.append(APPEND_CHECK_SQL)
             text.extend(client.mogrify(*pg_append.bind_pending(sql, args, len(events)))
                         for sql, args in tail)
             text.append("COMMIT")
@@ -454,6 +468,8 @@ class PostgresJournal:
                 raise ApprovalMoved(used[int(detail) - 1]) from None
             if exc.sqlstate == pg_append.HEAD_BEHIND:
                 raise _HeadBehind from None
+            if ALTERED_MARK in str(exc):  # replaced since this journal was opened
+                raise altered_error(self.location, _ALTERED, then=NOT_WRITTEN) from None
             raise JournalError(f"cannot write the journal `{self.location}`: "
                                f"{str(exc).strip()}") from exc
         except BaseException:

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import random
 import sqlite3
@@ -131,7 +132,7 @@ from .journal import (
     read_only_error,
 )
 from .run_state_sql import StateKey
-from .sqlite_verify import verify_journal
+from .sqlite_verify import MASTER_SQL, schema_problem, verify_journal
 from .sqlite_watch import HEAD_SQL
 from .tasks_sql import Decider, KeyAsked
 from .wal_sync import sync_wal
@@ -174,6 +175,7 @@ LATEST_OUTCOME_SQL = (
 #: SQLITE_READONLY, SQLITE_CANTOPEN: what a ``mode=ro`` read of a WAL-mode file answers
 #: when its ``-shm`` cannot be made
 _NO_SIDE_FILE = (8, 14)
+_log = logging.getLogger(__name__)
 
 
 def _read_only_settings(conn: sqlite3.Connection) -> sqlite3.Connection:
@@ -255,14 +257,18 @@ class SqliteJournal:
             if read_only:  # nothing is written: no trigger fires
                 self._conn = _readable(self._conn, path)
                 self._check_format()
+                self._check_schema()
             else:
                 self._refuse_foreign_sql()
+                if self._conn.execute("PRAGMA user_version").fetchone()[0] == JOURNAL_FORMAT:
+                    self._check_schema(missing=False)  # before a byte is written (test_352)
                 self._enter_wal()
                 # commits write the WAL; a flushed append fsyncs it after the lock (above)
                 self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._conn.execute("PRAGMA busy_timeout=30000")
                 self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
                 self._create_schema()
+                self._check_schema()
         except sqlite3.Error as exc:
             self._conn.close()
             raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc
@@ -288,6 +294,26 @@ class SqliteJournal:
                 "cradle-kg writes holds none; it was not opened (its SQL would run with "
                 "every write)", hint="`cradle-kg audit verify` says what else is not the "
                 "journal's")
+
+    def _check_schema(self, *, missing: bool = True) -> None:
+        """The journal's schema must be the one this code writes, object for object, as
+        ``audit verify`` reads it: an index made plain (``events_idem_key``: a key claimed
+        twice) or a table redefined, which the opening's ``CREATE … IF NOT EXISTS`` left
+        as it was, is refused to write (``tests/security/test_352``); read with a warning.
+        ``missing`` False: before the opening creates what is missing, only what is there
+        is checked."""
+        problem = schema_problem(set(self._conn.execute(MASTER_SQL)), missing=missing)
+        if problem is None:
+            return
+        error = JournalError(
+            f"the journal `{self.path}`: {problem} (not the schema cradle-kg writes); "
+            + ("it is read; opened to write, it would be refused" if self.read_only else
+               "it was not opened to write"),
+            hint="`cradle-kg audit verify` names each difference; a journal you were handed: "
+                 "the commands that only read open it read only")
+        if not self.read_only:
+            raise error
+        _log.warning("%s", error.message)
 
     def _check_format(self) -> None:
         """Read only: the journal must be this code's format (an upgrade writes)."""

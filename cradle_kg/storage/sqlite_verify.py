@@ -202,12 +202,16 @@ def _connect(target: str, *, uri: bool = True) -> Iterator[sqlite3.Connection]:
 
 # --- checking -------------------------------------------------------------------------
 
+#: a journal's schema, row by row
+MASTER_SQL = "SELECT type, name, tbl_name, sql FROM sqlite_master"
+
+
 def _expected_schema() -> set[tuple[str, str, str, str | None]]:
     conn = sqlite3.connect(":memory:")
     try:
         for statement in SCHEMA_STATEMENTS:
             conn.execute(statement)
-        return set(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+        return set(conn.execute(MASTER_SQL))
     finally:
         conn.close()
 
@@ -244,7 +248,7 @@ def _verify(conn: sqlite3.Connection, anchor: Anchor | None,
 
 
 def _check_schema(conn: sqlite3.Connection) -> None:
-    found = set(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+    found = set(conn.execute(MASTER_SQL))
     if not found:
         raise ChainBroken("the journal has no tables: it was emptied or never written")
     version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -253,12 +257,25 @@ def _check_schema(conn: sqlite3.Connection) -> None:
                    "hashes)" if version in UPGRADABLE_FORMATS else "")
         raise ChainBroken(f"the journal is format `{version or 1}`, not `{JOURNAL_FORMAT}`: "
                           f"written by an older cradle-kg{upgrade} or altered")
+    mismatch = schema_problem(found)
+    if mismatch is not None:
+        raise ChainBroken(mismatch)
+
+
+def schema_problem(found: set[tuple[str, str, str, str | None]], *,
+                   missing: bool = True) -> str | None:
+    """How a journal's ``sqlite_master`` rows (type, name, table, SQL) differ from the
+    schema this code writes, naming the first object that differs, or None (``missing``
+    False: an object missing is not a difference, one altered is). Read by ``audit
+    verify`` and by every journal opened (``tests/security/test_352``)."""
     for kind, name, _tbl, _sql in sorted(_EXPECTED - found, key=str):
         same_name = any(f[1] == name for f in found)
-        raise ChainBroken(f"the journal's {kind} `{name}` "
-                      + ("was altered" if same_name else "is missing"))
+        if same_name or missing:
+            return f"the journal's {kind} `{name}` " + ("was altered" if same_name
+                                                        else "is missing")
     for kind, name, _tbl, _sql in sorted(found - _EXPECTED, key=str):
-        raise ChainBroken(f"the journal has an unexpected {kind} `{name}`")
+        return f"the journal has an unexpected {kind} `{name}`"
+    return None
 
 
 def _check_structure(conn: sqlite3.Connection) -> None:
@@ -279,4 +296,4 @@ def _check_structure(conn: sqlite3.Connection) -> None:
                           "own writes")
 
 
-__all__ = ["verify_journal"]
+__all__ = ["MASTER_SQL", "schema_problem", "verify_journal"]

@@ -1,5 +1,5 @@
 # ruff: noqa: E501
-"""The catalog a migrated PostgreSQL journal has, line by line (see :data:`.pg_schema.CATALOG_SQL`).
+"""The catalog a migrated PostgreSQL journal has, line by line (see :data:`.pg_objects.CATALOG_SQL`).
 
 Regenerate after adding a migration: migrate a scratch database and print
 ``sorted(pg_verify.catalog(conn))``; ``audit verify`` of a migrated journal, a journal
@@ -8,7 +8,7 @@ catalog test, fail until this matches. The functions' lines are not written here
 derived from the migrations' SQL (:func:`.pg_objects.function_lines`).
 """
 
-from .pg_objects import function_lines
+from .pg_objects import function_lines, open_lines
 from .pg_schema import STATEMENTS
 
 _TABLES: frozenset[str] = frozenset({
@@ -197,3 +197,5 @@ _TABLES: frozenset[str] = frozenset({
 
 #: every line: the tables' objects above and the migrations' functions
 EXPECTED: frozenset[str] = _TABLES | function_lines(STATEMENTS)
+#: the lines a journal opened to write reads (:data:`.pg_objects.OPEN_SQL`)
+OPEN_EXPECTED: frozenset[str] = open_lines(EXPECTED)

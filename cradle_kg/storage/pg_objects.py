@@ -1,14 +1,25 @@
-"""The PostgreSQL journal's schema objects, checked when a journal opens.
+"""The PostgreSQL journal's schema objects: the catalog read, the functions derived, checked.
 
-A write goes through ``cradle_append`` (:mod:`.pg_append`), run by the server: whoever
-may run DDL on the journal's schema could ``CREATE OR REPLACE`` it with a version that
-skips a guard — the approval's (``CK005``), the run's end (``CK004``), the chain's head —
-and the runtime, calling it by name, trusted what it answered; so it did a trigger or a
-rule added to ``events``, a unique index made plain (an idempotency key claimed twice) or
-row-level security. Only ``audit verify`` noticed, afterwards. Now a journal opened to
-write reads the catalog ``audit verify`` reads (:data:`.pg_schema.CATALOG_SQL`, one
-query) and refuses a schema that is not exactly the one the migrations made; a journal
-opened to read says so in a warning and reads (``tests/security/test_350``, ``test_351``).
+A write goes through ``cradle_append`` (:mod:`.pg_append`), run by the server: whoever may
+run DDL on the journal's schema could ``CREATE OR REPLACE`` it with a version that skips a
+guard — the approval's (``CK005``), the run's end (``CK004``), the lock — and the runtime,
+calling it by name, trusted what it answered; so it did a trigger or a rule added to
+``events``, a unique index made plain (an idempotency key claimed twice) or row-level
+security. Only ``audit verify`` noticed, afterwards (``tests/security/test_350``,
+``test_351``). Now:
+
+* a journal opened to write reads :data:`OPEN_SQL` — what can change what a write does
+  or what a guard reads: relations (and their row-level security), constraints, unique
+  indexes (the others by name), triggers, rules, policies, functions — and refuses a
+  schema that is not the migrations' (:func:`problem`); one opened to read warns and
+  reads. ``audit verify`` reads all of :data:`CATALOG_SQL` (the columns and the plain
+  indexes' definitions too);
+* it pins ``cradle_append`` as it found it (:data:`PIN_SQL`: its ``pg_proc`` row's oid
+  and version), and each append that goes through the function runs, after the call and
+  before its COMMIT, a prepared check that the row is still that one
+  (:data:`PREPARE_CHECK_SQL`): a function replaced while a worker runs fails that append,
+  nothing written; a row changed otherwise (a ``GRANT``) is found to be the migrations'
+  function again, pinned anew, and the append retried.
 
 The functions' lines are derived from the migrations' own SQL (:func:`function_lines`):
 for each signature, the last ``CREATE OR REPLACE FUNCTION`` no later ``DROP FUNCTION``
@@ -124,29 +135,90 @@ def repairs(found: set[str], statements: Iterable[str]) -> list[tuple[str, tuple
                   if not function_lines([statement]) <= found)
 
 
-def call_check_sql(name: str) -> str:
-    """A statement that fails its transaction unless the function ``name`` the journal
-    calls (resolved as the call resolves it) is still the migrations' — run after the call,
-    before the append commits: a function replaced while a journal is open is caught at
-    its next append (the line compared is the catalog's, computed by the server)."""
-    ((types, statement),) = [(t, st) for (n, t), st in function_statements(STATEMENTS).items()
-                             if n == name]
-    (line,) = function_lines([statement])
-    signature = f"{name}({', '.join(types)})"
-    # INVARIANT: the literals below hold no quote (names, types and hex digests)
-    assert all(_LITERAL.fullmatch(t) for t in (signature, line, ALTERED_MARK))
-    return (f"SELECT CASE WHEN count(*) = 1 THEN 0 ELSE ('{ALTERED_MARK} ' || count(*))::int "
-            f"END FROM pg_proc p WHERE p.oid = to_regprocedure('{signature}') AND "
-            f"({FUNCTION_LINE}) = '{line}'")
+# --- the catalog ------------------------------------------------------------------------
+
+_HERE: Final = "current_schema()::regnamespace"
+_PARTS: Final = {
+    "relation": "SELECT 'relation ' || c.relname || ' ' || c.relkind::text || ' rls=' "
+                f"|| c.relrowsecurity::text FROM pg_class c WHERE c.relnamespace = {_HERE}",
+    # as ``information_schema.columns`` says them for the journal's types, in a third of
+    # the time (and a column of a domain type by its domain's name, not its base type's)
+    "column": "SELECT 'column ' || c.relname || '.' || a.attname || ' ' "
+              "|| format_type(a.atttypid, NULL) || ' ' "
+              "|| CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END || ' ' "
+              "|| coalesce(pg_get_expr(d.adbin, d.adrelid), '-') "
+              "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+              "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+              f"WHERE c.relnamespace = {_HERE} AND c.relkind IN ('r', 'v', 'f', 'p') "
+              "AND a.attnum > 0 AND NOT a.attisdropped",
+    "index": "SELECT 'index ' || c.relname || ' ' || {definition} FROM pg_index i "
+             f"JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relnamespace = {_HERE}",
+    "constraint": "SELECT 'constraint ' || conrelid::regclass::text || '.' || conname || ' ' "
+                  f"|| pg_get_constraintdef(oid) FROM pg_constraint WHERE connamespace = {_HERE}",
+    "trigger": "SELECT 'trigger ' || t.tgname FROM pg_trigger t JOIN pg_class c "
+               f"ON c.oid = t.tgrelid WHERE c.relnamespace = {_HERE} AND NOT t.tgisinternal",
+    "rule": "SELECT 'rule ' || r.rulename FROM pg_rewrite r JOIN pg_class c "
+            f"ON c.oid = r.ev_class WHERE c.relnamespace = {_HERE} AND r.rulename <> '_RETURN'",
+    "policy": "SELECT 'policy ' || p.polname FROM pg_policy p JOIN pg_class c "
+              f"ON c.oid = p.polrelid WHERE c.relnamespace = {_HERE}",
+    "function": f"SELECT {FUNCTION_LINE} FROM pg_proc p WHERE p.pronamespace = {_HERE}",
+}
+_DEFINITION: Final = "replace(pg_get_indexdef(i.indexrelid), current_schema() || '.', '')"
+#: a plain index's line in :data:`OPEN_SQL`: its name only (an index that refuses nothing)
+_PLAIN: Final = "plain"
+
+#: every relation, column, index, constraint, trigger, rule, policy and function in the
+#: journal's schema, one normalised line each (qualifying ``<schema>.`` removed); a
+#: function with a digest of its body and of its signature and settings
+#: (:data:`.pg_schema.FUNCTION_LINE`). Read by ``audit verify``
+CATALOG_SQL: Final = "\nUNION ALL\n".join(
+    sql.format(definition=_DEFINITION) if kind == "index" else sql
+    for kind, sql in _PARTS.items())
+#: what a journal opened to write reads: :data:`CATALOG_SQL` but the columns, and a plain
+#: index by its name (``pg_get_indexdef`` of every index was a third of the time)
+OPEN_SQL: Final = "\nUNION ALL\n".join(
+    sql.format(definition=f"CASE WHEN i.indisunique THEN {_DEFINITION} ELSE '{_PLAIN}' END")
+    if kind == "index" else sql for kind, sql in _PARTS.items() if kind != "column")
 
 
-#: what the check's failure says (in a cast error: SQL has no RAISE outside PL/pgSQL, and
-#: a ``DO`` block compiled at every append cost 3 times as much)
-ALTERED_MARK: Final = "cradle-kg: the function was altered"
-_LITERAL: Final = re.compile(r"[\w\[\](),: -]+")
-#: the check of ``cradle_append`` (:mod:`.pg_append`), after each one-trip append's call
-APPEND_CHECK_SQL: Final = call_check_sql("cradle_append")
+def open_lines(catalog: Iterable[str]) -> frozenset[str]:
+    """The lines :data:`OPEN_SQL` reads of a schema whose :data:`CATALOG_SQL` lines are
+    ``catalog``."""
+    return frozenset(
+        f"index {line.split(' ')[1]} {_PLAIN}" if line.startswith("index ")
+        and " CREATE UNIQUE INDEX " not in line else line
+        for line in catalog if not line.startswith("column "))
 
 
-__all__ = ["ALTERED_MARK", "APPEND_CHECK_SQL", "NOT_WRITTEN", "READ", "REFUSED", "altered_error",
-           "call_check_sql", "function_lines", "function_statements", "problem", "repairs"]
+# --- the function, pinned --------------------------------------------------------------
+
+#: what an append's check raises (in a cast error: SQL has no RAISE outside PL/pgSQL)
+ALTERED_MARK: Final = "cradle-kg: the function changed"
+#: ``cradle_append``'s signature, resolved as the journal's call resolves it
+_SIGNATURE: Final = "cradle_append({})".format(", ".join(next(
+    types for (name, types) in function_statements(STATEMENTS) if name == "cradle_append")))
+#: the function a journal calls: its oid, its row's version and its catalog line
+PIN_SQL: Final = (f"SELECT p.oid, p.xmin::text, {FUNCTION_LINE} FROM pg_proc p "
+                  f"WHERE p.oid = to_regprocedure('{_SIGNATURE}')")
+#: the line the migrations' ``cradle_append`` has
+APPEND_LINE: Final = next(line for line in function_lines(STATEMENTS)
+                          if line.startswith("function cradle_append "))
+#: the check an append runs after its call (prepared once per connection: planned once,
+#: ~17 us of the server's time against ~90 us planned each time)
+PREPARE_CHECK_SQL: Final = (
+    "PREPARE cradle_append_check(oid, xid) AS SELECT CASE WHEN count(*) = 1 THEN 0 ELSE "
+    f"('{ALTERED_MARK} ' || count(*))::int END FROM pg_proc p "
+    "WHERE p.oid = $1 AND p.xmin = $2")
+_XID: Final = re.compile(r"[0-9]{1,20}")
+
+
+def check_sql(oid: int, xmin: str) -> str:
+    """The statement of an append's check of the function pinned as (``oid``, ``xmin``)."""
+    if not _XID.fullmatch(xmin):  # INVARIANT: the literal holds digits only
+        raise ValueError(f"not a transaction id: {xmin!r}")
+    return f"EXECUTE cradle_append_check({int(oid)}, '{xmin}')"
+
+
+__all__ = ["ALTERED_MARK", "APPEND_LINE", "CATALOG_SQL", "NOT_WRITTEN", "OPEN_SQL", "PIN_SQL",
+           "PREPARE_CHECK_SQL", "READ", "REFUSED", "altered_error", "check_sql",
+           "function_lines", "function_statements", "open_lines", "problem", "repairs"]

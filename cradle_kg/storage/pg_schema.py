@@ -412,54 +412,18 @@ DERIVATIONS = (
       for t in tasks_sql.TABLES),
 )
 
-# --- the catalog audit verify expects ------------------------------------------------
+# --- the catalog ------------------------------------------------------------------------
 
-#: a function's line of :data:`CATALOG_SQL` (``p``: its ``pg_proc`` row): its name, a digest
-#: of its body and one of its signature, kind, security, volatility and settings
+#: a function's line of :data:`.pg_objects.CATALOG_SQL` (``p``: its ``pg_proc`` row): its
+#: name, a digest of its body and one of its signature, kind, security, volatility and
+#: settings
 FUNCTION_LINE = (
     "'function ' || p.proname || ' ' || md5(p.prosrc) || ' ' || md5("
     "pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid) || ' ' "
     "|| p.prokind::text || p.prosecdef::text || p.provolatile::text "
     "|| coalesce(array_to_string(p.proconfig, ','), ''))")
 
-#: every relation, column, index, constraint, trigger, rule, policy and function in the
-#: journal's schema, one normalised line each (qualifying ``<schema>.`` removed); a
-#: function with a digest of its body and of its signature and settings (``cradle_append``
-#: rewritten — to skip the lock, say — is an altered function). Read by ``audit verify``
-#: and by every journal opened (:mod:`.pg_objects`): the columns from ``pg_attribute``
-#: (as ``information_schema.columns`` says them for the journal's types, in a third of the
-#: time, and a column of a domain type by its domain's name, not the domain's base type)
-CATALOG_SQL = f"""
-SELECT 'relation ' || c.relname || ' ' || c.relkind::text || ' rls=' || c.relrowsecurity::text
-  FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace
-UNION ALL
-SELECT 'column ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, NULL)
-       || ' ' || CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END || ' '
-       || coalesce(pg_get_expr(d.adbin, d.adrelid), '-')
-  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
-  LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-  WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'v', 'f', 'p')
-    AND a.attnum > 0 AND NOT a.attisdropped
-UNION ALL
-SELECT 'index ' || indexname || ' ' || replace(indexdef, current_schema() || '.', '')
-  FROM pg_indexes WHERE schemaname = current_schema()
-UNION ALL
-SELECT 'constraint ' || conrelid::regclass::text || '.' || conname || ' '
-       || pg_get_constraintdef(oid)
-  FROM pg_constraint WHERE connamespace = current_schema()::regnamespace
-UNION ALL
-SELECT 'trigger ' || t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-  WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal
-UNION ALL
-SELECT 'rule ' || rulename FROM pg_rules WHERE schemaname = current_schema()
-UNION ALL
-SELECT 'policy ' || policyname FROM pg_policies WHERE schemaname = current_schema()
-UNION ALL
-SELECT {FUNCTION_LINE} FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace
-"""
-
-__all__ = ["CATALOG_SQL", "DECIDED_INDEX", "DERIVATIONS", "FUNCTION_LINE", "KIND_ACTOR_INDEX",
-           "LATEST", "MIGRATIONS", "MIGRATIONS_TABLE", "OUTCOME_INDEX", "OUTCOME_PROPOSAL",
-           "PAYLOAD", "RECENT_SIZES_SQL", "STATEMENTS", "USAGE_TOP_SQL", "USAGE_WINDOW_SQL",
-           "Migration", "Statement", "derived_statements", "events_statements",
-           "runs_statements"]
+__all__ = ["DECIDED_INDEX", "DERIVATIONS", "FUNCTION_LINE", "KIND_ACTOR_INDEX", "LATEST",
+           "MIGRATIONS", "MIGRATIONS_TABLE", "OUTCOME_INDEX", "OUTCOME_PROPOSAL", "PAYLOAD",
+           "RECENT_SIZES_SQL", "STATEMENTS", "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "Migration",
+           "Statement", "derived_statements", "events_statements", "runs_statements"]

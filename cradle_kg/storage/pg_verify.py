@@ -24,8 +24,8 @@ from ..errors import JournalError
 from . import invariants, pg_schema
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress
 from .digest_check import SECRET_DECISIONS_SQL, STORED_KEY_SQL, key_problem
-from .pg_catalog import EXPECTED
-from .pg_objects import problem
+from .pg_catalog import EXPECTED, OPEN_EXPECTED
+from .pg_objects import CATALOG_SQL, OPEN_SQL, problem
 from .sqlite_derived import USAGE_EXACT
 from .walk import COLUMNS, ChainBroken, walk
 
@@ -117,7 +117,7 @@ def _rows(conn: psycopg.Connection[tuple[Any, ...]]) -> invariants.Rows:
 
 
 def catalog(conn: psycopg.Connection[tuple[Any, ...]]) -> set[str]:
-    return {str(r[0]) for r in conn.execute(pg_schema.CATALOG_SQL)}
+    return {str(r[0]) for r in conn.execute(CATALOG_SQL)}
 
 
 def schema_problem(conn: psycopg.Connection[tuple[Any, ...]]) -> str | None:
@@ -127,6 +127,12 @@ def schema_problem(conn: psycopg.Connection[tuple[Any, ...]]) -> str | None:
     if not found:
         return "the journal has no tables: it was emptied or never migrated"
     return problem(found, EXPECTED)
+
+
+def open_problem(conn: psycopg.Connection[tuple[Any, ...]]) -> str | None:
+    """:func:`schema_problem` of what a write relies on (:data:`.pg_objects.OPEN_SQL`),
+    read by a journal when it opens."""
+    return problem({str(r[0]) for r in conn.execute(OPEN_SQL)}, OPEN_EXPECTED)
 
 
 def _check_catalog(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
@@ -166,4 +172,4 @@ def _compare(conn: psycopg.Connection[tuple[Any, ...]]) -> str | None:
     return None
 
 
-__all__ = ["catalog", "schema_problem", "verify_connection", "verify_postgres"]
+__all__ = ["catalog", "open_problem", "schema_problem", "verify_connection", "verify_postgres"]

@@ -119,8 +119,17 @@ from .pg_connect import (
     redact,
     schema_version,
 )
-from .pg_objects import ALTERED_MARK, APPEND_CHECK_SQL, NOT_WRITTEN, READ, altered_error
-from .pg_verify import schema_problem
+from .pg_objects import (
+    ALTERED_MARK,
+    APPEND_LINE,
+    NOT_WRITTEN,
+    PIN_SQL,
+    PREPARE_CHECK_SQL,
+    READ,
+    altered_error,
+    check_sql,
+)
+from .pg_verify import open_problem
 from .run_state_sql import StateKey
 from .tasks_sql import Decider, KeyAsked
 
@@ -140,6 +149,11 @@ _COLS = "seq, id, run_id, kind, subject, actor, at, payload, payload_hash, prev_
 #: under the append lock. A transaction that writes no WAL (``SELECT
 #: pg_current_xact_id()``) flushes nothing: measured, 0 flushes of 20.
 FLUSH_SQL: Final = "SELECT pg_logical_emit_message(true, 'cradle-kg.flush', '')"
+
+
+class _FunctionChanged(Exception):
+    """``cradle_append``'s row is not the one this journal pinned (the append's check
+    failed its transaction: nothing written)."""
 
 
 class _HeadBehind(Exception):
@@ -238,13 +252,18 @@ class PostgresJournal:
         self._psycopg = psycopg
         self._conn = connect(url)
         self._lock = threading.RLock()
+        pinned: tuple[int, str] | None = None
         try:
             if read_only:
                 self._conn.execute("SET default_transaction_read_only = on")
             applied = schema_version(self._conn)
             want = [(m.version, m.name) for m in pg_schema.MIGRATIONS]
             # INVARIANT: no write runs on a schema the migrations did not make (test_350)
-            altered = schema_problem(self._conn) if applied == want else None
+            altered = open_problem(self._conn) if applied == want else None
+            if altered is None and applied == want and not read_only:
+                self._conn.execute(PREPARE_CHECK_SQL)
+                pinned = self._pin()
+                altered = _ALTERED if pinned is None else None
         except psycopg.Error as exc:
             self._conn.close()
             raise JournalError(f"cannot read the journal `{self.location}`: {exc}") from exc
@@ -261,6 +280,9 @@ class PostgresJournal:
                 self._conn.close()
                 raise altered_error(self.location, altered)
             _log.warning("%s", altered_error(self.location, altered, then=READ).message)
+        #: ``cradle_append`` as this journal found it (oid, row version): each append through
+        #: it checks it is still that one (:mod:`.pg_objects`; read only: never called)
+        self._pinned = pinned or (0, "0")
         #: watermark: appends by others this object has noticed, and the head it last saw
         self._foreign, self._known_seq = 0, self.head()[0]
         #: the runs whose ``runs`` row this object committed (an append of theirs that
@@ -386,12 +408,12 @@ class PostgresJournal:
             # journal it committed them to, whose head is not behind the last it saw
             floor = self._known_seq if len(needed) < len(runs) else 0
             try:
-                row = self._one_trip(events, columns, guarded, fresh, floor,
-                                     [*statements, *pg_schema.runs_statements(needed)], flush)
+                row = self._trip(events, columns, guarded, fresh, floor,
+                                 [*statements, *pg_schema.runs_statements(needed)], flush)
             except _HeadBehind:  # another journal at this place: forget this one's runs
                 self._runs, self._known_seq = KnownRuns(), 0
-                row = self._one_trip(events, columns, guarded, fresh, 0,
-                                     [*statements, *pg_schema.runs_statements(runs)], flush)
+                row = self._trip(events, columns, guarded, fresh, 0,
+                                 [*statements, *pg_schema.runs_statements(runs)], flush)
             first, prev, hashes = int(row[0]), str(row[1]), list(row[2])
             if first != self._known_seq:
                 self._foreign += 1
@@ -413,6 +435,28 @@ class PostgresJournal:
             if flush and self._flush_apart:
                 self._flush(seq, psycopg)
             return written
+
+    def _pin(self) -> tuple[int, str] | None:
+        """``cradle_append`` as the call resolves it (:data:`.pg_objects.PIN_SQL`): its oid
+        and its row's version, or None when it is not the migrations' function."""
+        with self._lock:
+            row = self._conn.execute(PIN_SQL).fetchone()
+        return (int(row[0]), str(row[1])) if row is not None and row[2] == APPEND_LINE \
+            else None
+
+    def _trip(self, *args: Any) -> tuple[Any, ...]:
+        """:meth:`_one_trip`; once more when the function's row changed since it was pinned
+        but is the migrations' function still (a ``GRANT`` on it: pinned anew). Refused,
+        nothing written, when it is not (``tests/security/test_350``)."""
+        for _ in range(2):
+            try:
+                return self._one_trip(*args)
+            except _FunctionChanged:
+                pinned = self._pin()
+                if pinned is None or pinned == self._pinned:
+                    break
+                self._pinned = pinned
+        raise altered_error(self.location, _ALTERED, then=NOT_WRITTEN)
 
     def _one_trip(self, events: Sequence[NewEvent], columns: list[tuple[Any, ...]],
                   guarded: list[tuple[str, int]], fresh: list[str], floor: int,
@@ -440,8 +484,8 @@ class PostgresJournal:
             text.append(client.mogrify(pg_append.CALL_SQL, pg_append.call_args(
                 columns, guarded, fresh, open_runs(events), [g.approval_id for g in used],
                 floor, self._channel)))
-            # INVARIANT: the function that ran is the migrations' (test_350): else no COMMIT
-            text.append(APPEND_CHECK_SQL)
+            # INVARIANT: the function that ran is the one pinned (test_350): else no COMMIT
+            text.append(check_sql(*self._pinned))
             text.extend(client.mogrify(*pg_append.bind_pending(sql, args, len(events)))
                         for sql, args in tail)
             text.append("COMMIT")
@@ -468,8 +512,8 @@ class PostgresJournal:
                 raise ApprovalMoved(used[int(detail) - 1]) from None
             if exc.sqlstate == pg_append.HEAD_BEHIND:
                 raise _HeadBehind from None
-            if ALTERED_MARK in str(exc):  # replaced since this journal was opened
-                raise altered_error(self.location, _ALTERED, then=NOT_WRITTEN) from None
+            if ALTERED_MARK in str(exc):  # its row changed since this journal pinned it
+                raise _FunctionChanged from None
             raise JournalError(f"cannot write the journal `{self.location}`: "
                                f"{str(exc).strip()}") from exc
         except BaseException:

@@ -110,6 +110,18 @@ def test_a_function_altered_while_a_journal_is_open_is_caught_at_its_next_append
         assert j.head() == (head[0] + 1, j.head()[1])  # ev(2) only
 
 
+def test_a_grant_on_the_function_is_not_an_alteration(pg_url: str) -> None:
+    """The append's check compares the function's catalog row with the one the journal
+    pinned; a change of its privileges moves the row, not the function: the journal
+    finds it is the migrations' still, pins it anew and writes."""
+    with open_journal(pg_url) as j:
+        j.append([ev(1)])
+        _alter(pg_url, ("REVOKE EXECUTE ON FUNCTION cradle_append FROM PUBLIC",))
+        j.append([ev(2)])
+        j.append([ev(3)])
+        assert j.head()[0] == 3 and j.verify().intact
+
+
 def test_a_journal_opened_to_read_is_read_with_a_warning(
         pg_url: str, caplog: pytest.LogCaptureFixture) -> None:
     """A command that only reads (``runs list``, an auditor's) still reads the journal,

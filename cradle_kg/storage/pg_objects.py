@@ -56,7 +56,7 @@ def _input_types(params: Sequence[str]) -> tuple[str, ...]:
 
 
 def _line(name: str, params: Sequence[str], body: str) -> str:
-    """The function's line in :data:`.pg_schema.CATALOG_SQL`: the body's digest, and the
+    """The function's line in :data:`CATALOG_SQL`: the body's digest, and the
     signature's with its kind, security, volatility and settings (the defaults: a plain,
     volatile function run as its caller, with no ``SET``)."""
     outs = [p.split(" ")[-1] for p in params if p.startswith("OUT ")]

@@ -41,7 +41,8 @@ ALTERATIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _alter(url: str, statements: tuple[str, ...]) -> None:
+def run_ddl(url: str, statements: tuple[str, ...]) -> None:
+    """The statements, run by someone else's connection (committed each)."""
     with psycopg.connect(url, autocommit=True) as conn:
         for statement in statements:
             conn.execute(statement)
@@ -79,7 +80,7 @@ def test_the_altered_function_would_write_an_intent_under_a_revoked_approval(
 def test_a_journal_whose_append_function_was_altered_is_not_opened_to_write(
         pg_url: str, alteration: str) -> None:
     head = _revoked(pg_url)
-    _alter(pg_url, ALTERATIONS[alteration])
+    run_ddl(pg_url, ALTERATIONS[alteration])
     with pytest.raises(JournalError) as refused:
         open_journal(pg_url)
     message = " ".join(refused.value.message.split())
@@ -100,7 +101,7 @@ def test_a_function_altered_while_a_journal_is_open_is_caught_at_its_next_append
     with open_journal(pg_url) as j:
         head = _revoked(pg_url)
         j.append([ev(2)])  # the journal's first append: it knew the function
-        _alter(pg_url, ALTERATIONS[alteration])
+        run_ddl(pg_url, ALTERATIONS[alteration])
         with pytest.raises(JournalError) as refused:
             j.append([ev(3, "action.intent", uses="ap") if alteration.startswith("approval")
                       else ev(3)])  # (the others still refuse that intent themselves)
@@ -116,7 +117,7 @@ def test_a_grant_on_the_function_is_not_an_alteration(pg_url: str) -> None:
     finds it is the migrations' still, pins it anew and writes."""
     with open_journal(pg_url) as j:
         j.append([ev(1)])
-        _alter(pg_url, ("REVOKE EXECUTE ON FUNCTION cradle_append FROM PUBLIC",))
+        run_ddl(pg_url, ("REVOKE EXECUTE ON FUNCTION cradle_append FROM PUBLIC",))
         j.append([ev(2)])
         j.append([ev(3)])
         assert j.head()[0] == 3 and j.verify().intact
@@ -127,7 +128,7 @@ def test_a_journal_opened_to_read_is_read_with_a_warning(
     """A command that only reads (``runs list``, an auditor's) still reads the journal,
     says the function was altered, and ``audit verify`` reports it."""
     head = _revoked(pg_url)
-    _alter(pg_url, ALTERATIONS["approval guard skipped"])
+    run_ddl(pg_url, ALTERATIONS["approval guard skipped"])
     with caplog.at_level(logging.WARNING, logger="cradle_kg.storage.postgresql"), \
             open_journal(pg_url, read_only=True) as j:
         assert j.head() == head and len(list(j.events())) == 2
@@ -144,7 +145,7 @@ def test_db_migrate_installs_the_migrations_function_again(pg_url: str,
     migrations' own (a changed result type too, which ``CREATE OR REPLACE`` cannot
     replace); the journal opens, and the guard refuses again."""
     _revoked(pg_url)
-    _alter(pg_url, ALTERATIONS[alteration])
+    run_ddl(pg_url, ALTERATIONS[alteration])
     res = run_cli("db", "migrate", "--journal", pg_url)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "restored function cradle_append" in res.stdout, res.stdout

@@ -11,11 +11,11 @@ verify`` reads — and names the object.
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 
 from cradle_kg.errors import JournalError
 from cradle_kg.storage import IdempotencyKeyTaken, open_journal
+from tests.security.test_350_pg_append_function_altered import run_ddl
 from tests.storage.test_pg_append import ev
 
 #: the idempotency index, made plain (same name, same column)
@@ -39,12 +39,6 @@ ALTERATIONS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
-def _alter(url: str, statements: tuple[str, ...]) -> None:
-    with psycopg.connect(url, autocommit=True) as conn:
-        for statement in statements:
-            conn.execute(statement)
-
-
 def test_a_plain_idempotency_index_let_a_key_be_claimed_twice(pg_url: str) -> None:
     """What the index is for: the second claim of a key is refused (made plain, nothing
     would refuse it). A journal opened after the change is refused."""
@@ -52,7 +46,7 @@ def test_a_plain_idempotency_index_let_a_key_be_claimed_twice(pg_url: str) -> No
         j.append([ev(1, "action.intent", key="idem:k")])
         with pytest.raises(IdempotencyKeyTaken):
             j.append([ev(2, "action.intent", key="idem:k")])
-    _alter(pg_url, _PLAIN_INDEX)
+    run_ddl(pg_url, _PLAIN_INDEX)
     with pytest.raises(JournalError, match="index `events_idem_key` was altered"):
         open_journal(pg_url)
 
@@ -64,7 +58,7 @@ def test_a_journal_whose_objects_were_altered_is_not_opened_to_write(
         j.append([ev(1)])
         head = j.head()
     statements, named = ALTERATIONS[alteration]
-    _alter(pg_url, statements)
+    run_ddl(pg_url, statements)
     with pytest.raises(JournalError) as refused:
         open_journal(pg_url)
     message = " ".join(refused.value.message.split())

@@ -151,6 +151,33 @@ _COLS = "seq, id, run_id, kind, subject, actor, at, payload, payload_hash, prev_
 FLUSH_SQL: Final = "SELECT pg_logical_emit_message(true, 'cradle-kg.flush', '')"
 
 
+def _refusal(sqlstate: str, detail: str, events: Sequence[NewEvent],
+             guarded: Sequence[tuple[str, int]], fresh: Sequence[str],
+             used: Sequence[ApprovalGuard]) -> Exception | None:
+    """The refusal ``cradle_append`` raised (its SQLSTATE and detail: :mod:`.pg_append`)
+    for an append of ``events``, or None. A detail that names nothing of the append raises
+    ValueError or IndexError (the migrations' function never gives one)."""
+    if sqlstate == pg_append.SUBJECT_MOVED:
+        return SubjectMoved(guarded[_nth(detail)][0])
+    if sqlstate == pg_append.RUN_BEGUN:
+        begun = begun_run(events, [flag == "t" for flag in detail.split(",")])
+        return RunNotNew(begun if begun is not None else fresh[0])
+    if sqlstate == pg_append.RUN_ENDED:
+        ended = ended_run(events, detail.split(","))
+        return RunEnded(ended if ended is not None else open_runs(events)[0])
+    if sqlstate == pg_append.APPROVAL_REVOKED:
+        return ApprovalMoved(used[_nth(detail)])
+    return _HeadBehind() if sqlstate == pg_append.HEAD_BEHIND else None
+
+
+def _nth(detail: str) -> int:
+    """The 0-based index a 1-based position detail names (ValueError: not one)."""
+    n = int(detail)
+    if n < 1:
+        raise ValueError(detail)
+    return n - 1
+
+
 class _FunctionChanged(Exception):
     """``cradle_append``'s row is not the one this journal pinned (the append's check
     failed its transaction: nothing written)."""
@@ -500,20 +527,17 @@ class PostgresJournal:
         except psycopg.Error as exc:
             self._rollback()
             detail = exc.diag.message_detail or ""
-            if exc.sqlstate == pg_append.SUBJECT_MOVED:
-                raise SubjectMoved(guarded[int(detail) - 1][0]) from None
-            if exc.sqlstate == pg_append.RUN_BEGUN:
-                begun = begun_run(events, [flag == "t" for flag in detail.split(",")])
-                raise RunNotNew(begun if begun is not None else fresh[0]) from None
-            if exc.sqlstate == pg_append.RUN_ENDED:
-                ended = ended_run(events, detail.split(","))
-                raise RunEnded(ended if ended is not None else open_runs(events)[0]) from None
-            if exc.sqlstate == pg_append.APPROVAL_REVOKED:
-                raise ApprovalMoved(used[int(detail) - 1]) from None
-            if exc.sqlstate == pg_append.HEAD_BEHIND:
-                raise _HeadBehind from None
-            if ALTERED_MARK in str(exc):  # its row changed since this journal pinned it
-                raise _FunctionChanged from None
+            try:
+                refusal = _refusal(str(exc.sqlstate), detail, events, guarded, fresh, used)
+            except (ValueError, IndexError):  # a detail no append it was given can have
+                refusal = altered_error(self.location, (
+                    f"the journal's function `cradle_append` answered `{exc.sqlstate}` with "
+                    f"the detail `{detail[:40]}`, which names nothing of the append"),
+                    then=NOT_WRITTEN)  # test_350: replaced after this journal opened
+            if refusal is None and ALTERED_MARK in str(exc):  # not the row pinned
+                refusal = _FunctionChanged()
+            if refusal is not None:
+                raise refusal from None
             raise JournalError(f"cannot write the journal `{self.location}`: "
                                f"{str(exc).strip()}") from exc
         except BaseException:

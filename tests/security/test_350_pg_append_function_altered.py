@@ -111,6 +111,34 @@ def test_a_function_altered_while_a_journal_is_open_is_caught_at_its_next_append
         assert j.head() == (head[0] + 1, j.head()[1])  # ev(2) only
 
 
+#: a replaced function's refusals that name nothing of the append (SQLSTATE, detail)
+LYING_REFUSALS = [(pg_append.APPROVAL_REVOKED, "x"), (pg_append.APPROVAL_REVOKED, "99"),
+                  (pg_append.SUBJECT_MOVED, "0"), (pg_append.RUN_BEGUN, "t"),
+                  (pg_append.RUN_ENDED, "workflow.ended")]
+
+
+@pytest.mark.parametrize(("sqlstate", "detail"), LYING_REFUSALS)
+def test_a_replaced_functions_refusal_that_names_nothing_is_a_typed_error(
+        pg_url: str, sqlstate: str, detail: str) -> None:
+    """A function replaced after the journal opened answers before the append's check
+    runs: its refusal is taken for a guard's. One whose detail names no event, run or
+    approval of the append (the migrations' function never gives one) ended the append
+    in an IndexError or a ValueError; now a typed error naming the function."""
+    body = FUNCTION_SQL.replace(
+        "    -- the lock before the head", f"    RAISE EXCEPTION USING ERRCODE = '{sqlstate}', "
+        f"MESSAGE = 'no', DETAIL = '{detail}';\n    -- the lock before the head", 1)
+    assert body != FUNCTION_SQL
+    with open_journal(pg_url) as j:
+        j.append([ev(1)])
+        head = j.head()
+        run_ddl(pg_url, (body,))
+        with pytest.raises(JournalError) as refused:
+            j.append([ev(2)])
+        assert "function `cradle_append` answered" in refused.value.message
+        assert "cradle-kg db migrate" in (refused.value.hint or "")
+        assert j.head() == head
+
+
 def test_a_grant_on_the_function_is_not_an_alteration(pg_url: str) -> None:
     """The append's check compares the function's catalog row with the one the journal
     pinned; a change of its privileges moves the row, not the function: the journal

@@ -31,7 +31,10 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
   drops them when the worker's connection dies (SIGKILL closes the socket; TCP keepalives
   find a dead host). :meth:`worker_alive` asks the server whether the lock is held.
 * The schema is versioned (:mod:`.pg_schema`): a database that is not migrated to this
-  code's version is refused with the command that migrates it.
+  code's version is refused with the command that migrates it; one whose objects are not
+  the migrations' (``cradle_append`` replaced, a trigger added, an index made plain) is
+  refused to write, and each append through ``cradle_append`` checks, before it commits,
+  that the function is the one the journal found when it opened (:mod:`.pg_objects`).
 * **Change wake-ups**: an append's transaction issues ``pg_notify`` on the journal's
   channel (one per schema: :func:`change_channel`), delivered at its commit; a reader
   waits for one in :meth:`PostgresJournal.wait_for_change` (``LISTEN`` on a connection of
@@ -137,7 +140,7 @@ _WORKER_ID = re.compile(r"^w-[0-9a-f]{16}$")
 # an append refused by a key ends its pipeline with an error we handle: no stray warning
 logging.getLogger("psycopg").addHandler(logging.NullHandler())
 _log = logging.getLogger(__name__)
-#: what an append found (:data:`.pg_objects.APPEND_CHECK_SQL`)
+#: what a journal found of the function it calls (:meth:`PostgresJournal._pin`)
 _ALTERED = "the journal's function `cradle_append` was altered"
 _COLS = "seq, id, run_id, kind, subject, actor, at, payload, payload_hash, prev_hash, hash"
 
@@ -479,7 +482,11 @@ class PostgresJournal:
             try:
                 return self._one_trip(*args)
             except _FunctionChanged:
-                pinned = self._pin()
+                try:
+                    pinned = self._pin()
+                except self._psycopg.Error as exc:
+                    raise JournalError(f"cannot read the journal `{self.location}`: "
+                                       f"{str(exc).strip()}") from exc
                 if pinned is None or pinned == self._pinned:
                     break
                 self._pinned = pinned

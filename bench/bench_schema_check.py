@@ -3,16 +3,20 @@
     .venv/bin/python bench/bench_schema_check.py [--rounds 200] [--durable]
 
 A journal opened to write compares its schema with the one the migrations (PostgreSQL) or
-this code (SQLite) make, and every one-round-trip PostgreSQL append checks, before its
-COMMIT, that ``cradle_append`` is still the migrations'. In one process, interleaved,
+this code (SQLite) make, and every PostgreSQL append checks, before its COMMIT, that
+what the journal pinned when it opened (``cradle_append``'s catalog row, those of
+``events`` and ``head``, the index ``events_idem_key``) has not moved. In one process,
+interleaved,
 ``rounds`` times each:
 
 - **pg open**: ``open_journal(url)`` then ``close()`` on a fresh migrated schema of a
   throw-away server (``--durable``: ``fsync=on``), with the catalog read (``OPEN_SQL``)
   and the function pinned, and with neither (``SELECT 0`` for the prepared check);
 - **pg append**: one durable append of one event through ``cradle_append``, with the
-  function's check (a prepared statement, run after the call under the append lock), and
-  with ``SELECT 0`` in its place (the cost of a statement itself aside);
+  check that nothing pinned moved (a prepared statement before the COMMIT, under the
+  append lock), and with
+  ``SELECT 0`` in its place (the cost of a statement itself aside); **pg capped**: the
+  same for an intent under a cap (two round trips, the rows written by the client);
 - **pg runtime**: ``Runtime(home)`` then ``close()`` of the demo's home whose journal is
   that schema, with and without the same (``--runtime-rounds``);
 - **sqlite open**: ``open_journal(path)`` then ``close()`` of a journal file, with its
@@ -34,7 +38,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from unittest import mock
 
-from cradle_kg.storage import JOURNAL_URL_ENV, NewEvent, open_journal, postgresql, sqlite
+from cradle_kg.storage import (
+    JOURNAL_URL_ENV,
+    NewEvent,
+    UsageCap,
+    open_journal,
+    postgresql,
+    sqlite,
+)
+from cradle_kg.storage.pg_objects import UNPINNED, Pin
 from cradle_kg.storage.pg_scratch import ScratchPostgres
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -84,7 +96,7 @@ def _no_open_check() -> AbstractContextManager[object]:
     stack.enter_context(mock.patch.object(postgresql, "open_problem", lambda conn: None))
     stack.enter_context(mock.patch.object(postgresql, "PREPARE_CHECK_SQL", "SELECT 0"))
     stack.enter_context(mock.patch.object(postgresql.PostgresJournal, "_pin",
-                                          lambda self: (0, "0")))
+                                          lambda self: UNPINNED))
     return stack
 
 
@@ -108,14 +120,19 @@ def main() -> None:
         with open_journal(url) as journal:
             count = iter(range(10**9))
 
-            def append() -> object:
+            def append(kind: str = "note", caps: tuple[UsageCap, ...] = ()) -> object:
                 i = next(count)
                 return journal.append([NewEvent(
-                    run_id="run:bench", kind="note", subject=f"s:{i}", actor="agent:bench",
-                    at=T0, payload={"i": i})])
+                    run_id="run:bench", kind=kind, subject=f"s:{i}", actor="agent:bench",
+                    at=T0, payload={"i": i}, caps=caps)])
 
             _print("pg append", _pair(args.rounds, append, lambda: mock.patch.object(
-                postgresql, "check_sql", lambda oid, xmin: "SELECT 0")))
+                Pin, "check_sql", lambda self: "SELECT 0")))
+            cap = (UsageCap(scope="*", subject="", since=T0, max_calls=10**9),)
+            _print("pg capped", _pair(args.rounds, lambda: append(kind="action.intent",
+                                                                   caps=cap),
+                                      lambda: mock.patch.object(
+                                          Pin, "check_sql", lambda self: "SELECT 0")))
     finally:
         server.stop()
     with tempfile.TemporaryDirectory() as tmp:

@@ -33,8 +33,9 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
 * The schema is versioned (:mod:`.pg_schema`): a database that is not migrated to this
   code's version is refused with the command that migrates it; one whose objects are not
   the migrations' (``cradle_append`` replaced, a trigger added, an index made plain) is
-  refused to write, and each append through ``cradle_append`` checks, before it commits,
-  that the function is the one the journal found when it opened (:mod:`.pg_objects`).
+  refused to write, and each append checks, before it commits, that the function, the
+  chain's tables and the claim's index are the ones the journal found when it opened
+  (:mod:`.pg_objects`).
 * **Change wake-ups**: an append's transaction issues ``pg_notify`` on the journal's
   channel (one per schema: :func:`change_channel`), delivered at its commit; a reader
   waits for one in :meth:`PostgresJournal.wait_for_change` (``LISTEN`` on a connection of
@@ -51,7 +52,7 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from typing import Any, Final
@@ -129,8 +130,9 @@ from .pg_objects import (
     PIN_SQL,
     PREPARE_CHECK_SQL,
     READ,
+    UNPINNED,
+    Pin,
     altered_error,
-    check_sql,
 )
 from .pg_verify import open_problem
 from .run_state_sql import StateKey
@@ -181,9 +183,9 @@ def _nth(detail: str) -> int:
     return n - 1
 
 
-class _FunctionChanged(Exception):
-    """``cradle_append``'s row is not the one this journal pinned (the append's check
-    failed its transaction: nothing written)."""
+class _SchemaMoved(Exception):
+    """What this journal pinned (:class:`.pg_objects.Pin`) moved: the append's check
+    failed its transaction, nothing written."""
 
 
 class _HeadBehind(Exception):
@@ -282,18 +284,20 @@ class PostgresJournal:
         self._psycopg = psycopg
         self._conn = connect(url)
         self._lock = threading.RLock()
-        pinned: tuple[int, str] | None = None
+        pinned: Pin | None = None
         try:
             if read_only:
                 self._conn.execute("SET default_transaction_read_only = on")
             applied = schema_version(self._conn)
             want = [(m.version, m.name) for m in pg_schema.MIGRATIONS]
             # INVARIANT: no write runs on a schema the migrations did not make (test_350)
-            altered = open_problem(self._conn) if applied == want else None
-            if altered is None and applied == want and not read_only:
+            altered = None
+            if applied == want and not read_only:
                 self._conn.execute(PREPARE_CHECK_SQL)
-                pinned = self._pin()
-                altered = _ALTERED if pinned is None else None
+                pinned = self._pin()  # before the catalog is read: a change after it moves it
+            if applied == want:
+                altered = open_problem(self._conn) or (
+                    _ALTERED if pinned is None and not read_only else None)
         except psycopg.Error as exc:
             self._conn.close()
             raise JournalError(f"cannot read the journal `{self.location}`: {exc}") from exc
@@ -310,9 +314,9 @@ class PostgresJournal:
                 self._conn.close()
                 raise altered_error(self.location, altered)
             _log.warning("%s", altered_error(self.location, altered, then=READ).message)
-        #: ``cradle_append`` as this journal found it (oid, row version): each append through
-        #: it checks it is still that one (:mod:`.pg_objects`; read only: never called)
-        self._pinned = pinned or (0, "0")
+        #: the function, the chain's tables and the claim's index as this journal found
+        #: them: each append checks, before its COMMIT, that none moved (read only: none)
+        self._pinned = pinned or UNPINNED
         #: watermark: appends by others this object has noticed, and the head it last saw
         self._foreign, self._known_seq = 0, self.head()[0]
         #: the runs whose ``runs`` row this object committed (an append of theirs that
@@ -401,8 +405,8 @@ class PostgresJournal:
             ended = ended_run(events, [""] * len(open_runs(events)))
             if ended is not None:
                 raise RunEnded(ended)
-            return self._append_one_trip(events, encoded, flush)
-        return self._append_two_trips(events, encoded, caps, flush)
+            return self._pinned_append(lambda: self._append_one_trip(events, encoded, flush))
+        return self._pinned_append(lambda: self._append_two_trips(events, encoded, caps, flush))
 
     def _append_one_trip(self, events: Sequence[NewEvent], encoded: Sequence[Encoded],
                          flush: bool) -> list[AuditEvent]:
@@ -438,12 +442,12 @@ class PostgresJournal:
             # journal it committed them to, whose head is not behind the last it saw
             floor = self._known_seq if len(needed) < len(runs) else 0
             try:
-                row = self._trip(events, columns, guarded, fresh, floor,
-                                 [*statements, *pg_schema.runs_statements(needed)], flush)
+                row = self._one_trip(events, columns, guarded, fresh, floor,
+                                     [*statements, *pg_schema.runs_statements(needed)], flush)
             except _HeadBehind:  # another journal at this place: forget this one's runs
                 self._runs, self._known_seq = KnownRuns(), 0
-                row = self._trip(events, columns, guarded, fresh, 0,
-                                 [*statements, *pg_schema.runs_statements(runs)], flush)
+                row = self._one_trip(events, columns, guarded, fresh, 0,
+                                     [*statements, *pg_schema.runs_statements(runs)], flush)
             first, prev, hashes = int(row[0]), str(row[1]), list(row[2])
             if first != self._known_seq:
                 self._foreign += 1
@@ -466,31 +470,41 @@ class PostgresJournal:
                 self._flush(seq, psycopg)
             return written
 
-    def _pin(self) -> tuple[int, str] | None:
-        """``cradle_append`` as the call resolves it (:data:`.pg_objects.PIN_SQL`): its oid
-        and its row's version, or None when it is not the migrations' function."""
+    def _pin(self) -> Pin | None:
+        """What this journal's appends rely on, as it is now (:data:`.pg_objects.PIN_SQL`),
+        or None when ``cradle_append`` is not the migrations' function (or a table or the
+        index is missing)."""
         with self._lock:
             row = self._conn.execute(PIN_SQL).fetchone()
-        return (int(row[0]), str(row[1])) if row is not None and row[2] == APPEND_LINE \
-            else None
+        if row is None or row[2] != APPEND_LINE:
+            return None
+        try:
+            return Pin.of(row)
+        except ValueError:  # a table or the index missing: the catalog's read names it
+            return None
 
-    def _trip(self, *args: Any) -> tuple[Any, ...]:
-        """:meth:`_one_trip`; once more when the function's row changed since it was pinned
-        but is the migrations' function still (a ``GRANT`` on it: pinned anew). Refused,
-        nothing written, when it is not (``tests/security/test_350``)."""
+    def _pinned_append(self, append: Callable[[], list[AuditEvent]]) -> list[AuditEvent]:
+        """``append()``; once more when something pinned moved but the schema is the
+        migrations' still (a ``GRANT`` on the function, a ``VACUUM FULL`` of a table:
+        pinned anew). Refused, nothing written, when it is not (``test_350``)."""
         for _ in range(2):
             try:
-                return self._one_trip(*args)
-            except _FunctionChanged:
+                return append()
+            except _SchemaMoved:
                 try:
-                    pinned = self._pin()
+                    with self._lock:
+                        pinned = self._pin()
+                        problem = open_problem(self._conn) or (
+                            _ALTERED if pinned is None else None)
                 except self._psycopg.Error as exc:
                     raise JournalError(f"cannot read the journal `{self.location}`: "
                                        f"{str(exc).strip()}") from exc
-                if pinned is None or pinned == self._pinned:
-                    break
+                if problem is not None:
+                    raise altered_error(self.location, problem, then=NOT_WRITTEN) from None
+                assert pinned is not None  # INVARIANT: no problem, so the function's
                 self._pinned = pinned
-        raise altered_error(self.location, _ALTERED, then=NOT_WRITTEN)
+        raise altered_error(self.location, "the journal's schema moved at each try",
+                            then=NOT_WRITTEN)
 
     def _one_trip(self, events: Sequence[NewEvent], columns: list[tuple[Any, ...]],
                   guarded: list[tuple[str, int]], fresh: list[str], floor: int,
@@ -519,7 +533,7 @@ class PostgresJournal:
                 columns, guarded, fresh, open_runs(events), [g.approval_id for g in used],
                 floor, self._channel)))
             # INVARIANT: the function that ran is the one pinned (test_350): else no COMMIT
-            text.append(check_sql(*self._pinned))
+            text.append(self._pinned.check_sql())
             text.extend(client.mogrify(*pg_append.bind_pending(sql, args, len(events)))
                         for sql, args in tail)
             text.append("COMMIT")
@@ -541,8 +555,8 @@ class PostgresJournal:
                     f"the journal's function `cradle_append` answered `{exc.sqlstate}` with "
                     f"the detail `{detail[:40]}`, which names nothing of the append"),
                     then=NOT_WRITTEN)  # test_350: replaced after this journal opened
-            if refusal is None and ALTERED_MARK in str(exc):  # not the row pinned
-                refusal = _FunctionChanged()
+            if refusal is None and ALTERED_MARK in str(exc):  # not what was pinned
+                refusal = _SchemaMoved()
             if refusal is not None:
                 raise refusal from None
             raise JournalError(f"cannot write the journal `{self.location}`: "
@@ -693,12 +707,16 @@ class PostgresJournal:
                                 "seq = excluded.seq, hash = excluded.hash RETURNING seq) "
                                 "SELECT pg_notify(%s, seq::text) FROM moved",
                                 (seq, prev, self._channel))
+                    # INVARIANT: what the rows were written under is what was pinned
+                    cur.execute(self._pinned.check_sql())
                     cur.execute("COMMIT")
             except psycopg.errors.UniqueViolation as exc:
                 self._rollback()
                 raise self._violation(events, exc) from exc
             except psycopg.Error as exc:
                 self._rollback()
+                if ALTERED_MARK in str(exc):  # not what was pinned
+                    raise _SchemaMoved from None
                 raise JournalError(f"cannot write the journal `{self.location}`: "
                                    f"{str(exc).strip()}") from exc
             except BaseException:

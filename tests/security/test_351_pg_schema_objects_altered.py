@@ -11,12 +11,13 @@ verify`` reads — and names the object.
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 from cradle_kg.errors import JournalError
-from cradle_kg.storage import IdempotencyKeyTaken, open_journal
+from cradle_kg.storage import IdempotencyKeyTaken, UsageCap, open_journal
 from tests.security.test_350_pg_append_function_altered import run_ddl
-from tests.storage.test_pg_append import ev
+from tests.storage.test_pg_append import T0, ev
 
 #: the idempotency index, made plain (same name, same column)
 _PLAIN_INDEX = ("DROP INDEX events_idem_key",
@@ -29,8 +30,9 @@ ALTERATIONS: dict[str, tuple[tuple[str, ...], str]] = {
         "$$ BEGIN RETURN NEW; END $$",
         "CREATE TRIGGER keep BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION keep()"),
         "unexpected function `keep`"),  # the first difference named: then its trigger
-    "a rule on head": (("CREATE RULE still AS ON UPDATE TO head DO INSTEAD NOTHING",),
-                       "unexpected rule `still`"),
+    "a rule dropping open intents": ((
+        "CREATE RULE still AS ON INSERT TO open_intents DO INSTEAD NOTHING",),
+        "unexpected rule `still`"),
     "row-level security": (("ALTER TABLE events ENABLE ROW LEVEL SECURITY",
                             "CREATE POLICY hide ON events USING (kind <> 'approval.decided')"),
                            "relation `events` was altered"),
@@ -66,3 +68,45 @@ def test_a_journal_whose_objects_were_altered_is_not_opened_to_write(
     assert "audit verify" in (refused.value.hint or "")
     with open_journal(pg_url, read_only=True) as j:  # read, with a warning
         assert j.head() == head
+
+
+#: the two ways an append is written: one round trip (the server's function), two (the
+#: rows from the client: an intent under a cap)
+TRIPS = {"one trip": {}, "two trips": {"caps": (UsageCap(scope="*", subject="", since=T0,
+                                                           max_calls=100),)}}
+
+
+#: what an append checks besides the function: the chain's tables and the claim's index
+#: (the others — a rule on a derived table, a constraint dropped — at the next open)
+AT_APPEND = ("a trigger on events", "idempotency index made plain", "row-level security")
+
+
+@pytest.mark.parametrize("trip", sorted(TRIPS))
+@pytest.mark.parametrize("alteration", AT_APPEND)
+def test_objects_altered_while_a_journal_is_open_are_caught_at_its_next_append(
+        pg_url: str, alteration: str, trip: str) -> None:
+    """A worker opened before the change: its next append fails before it commits,
+    naming the object, nothing written — a key claimed again through a plain index too."""
+    statements, named = ALTERATIONS[alteration]
+    with open_journal(pg_url) as j:
+        j.append([ev(1, "action.intent", key="idem:k", **TRIPS[trip])])
+        head = j.head()
+        run_ddl(pg_url, statements)
+        with pytest.raises(JournalError) as refused:
+            j.append([ev(2, "action.intent", key="idem:k" if "idempotency" in alteration
+                         else "idem:other", **TRIPS[trip])])  # (kept: the index refuses)
+        message = " ".join(refused.value.message.split())
+        assert named in message and "the append was not written" in message, message
+        assert j.head() == head
+
+
+def test_a_table_rewritten_in_place_is_not_an_alteration(pg_url: str) -> None:
+    """``VACUUM FULL`` gives a table new storage (its catalog row moves), not a new
+    definition: the journal reads the catalog again, pins it anew and writes."""
+    with open_journal(pg_url) as j:
+        j.append([ev(1)])
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("VACUUM FULL events")
+        j.append([ev(2)])
+        j.append([ev(3, caps=TRIPS["two trips"]["caps"])])
+        assert j.head()[0] == 3 and j.verify().intact

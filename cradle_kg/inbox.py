@@ -30,6 +30,7 @@ from .loop.approvals import (
     why_not_decidable,
 )
 from .loop.escalation import task_from_events, task_scope
+from .preview import MAX_ITEM_QUESTION, cut, step_input
 from .records import ApprovalStatus, AuditEvent
 from .storage import Decider
 
@@ -356,8 +357,10 @@ def _steps(rt: Runtime, run_id: str | None, limit: int | None, offset: int = 0,
         out.append((e.seq, InboxItem(
             kind="step", id=f"{e.run_id}/{step}", run_id=e.run_id,
             title=f"{p.get('workflow')}: {step}", asked_at=e.at.isoformat(),
-            reasons=[str(r) for r in p.get("reasons", [])], step=step, question=question,
+            reasons=[str(r) for r in p.get("reasons", [])], step=step,
+            question=cut(question, MAX_ITEM_QUESTION),
             answers=[str(a) for a in p.get("answers", [])],
-            action={"input": p.get("context"), "suggestion": p.get("suggestion")},
+            action={**step_input(e.run_id, p.get("context")),
+                    "suggestion": p.get("suggestion")},
             command=f"cradle-kg step decide {e.run_id} {step} --as WHO --answer ...")))
     return out

@@ -208,6 +208,9 @@ function card(item) {
     el("div", { class: "card-head" }, el("span", { class: "kind" }, item.kind), el("strong", {}, item.question || item.title)),
     item.question ? el("div", {}, item.title) : "", facts(item),
     item.action ? el("pre", {}, JSON.stringify(item.action, null, 2)) : "",
+    // a step's item carries a preview of a large input: the run's view shows it whole
+    item.action && item.action.input_cut ? el("p", { "data-input-cut": item.id },
+      `the run's input is shown cut (${item.action.input_bytes} bytes): whole in `, runLink(item.run_id)) : "",
     // said before the buttons: the tool changed since the request, approving covers nothing now
     item.tool && item.tool.note ? el("p", { class: "warning", "data-tool-changed": item.id }, item.tool.note) : "",
     el("div", { class: "bar" }, ...buttons));

@@ -78,12 +78,16 @@ def decision_of(status: object, reason: object) -> ApprovalStatus:
     return decision
 
 
-def _in_utc_range(moment: datetime) -> bool:
+def _out_of_utc_range(moment: datetime) -> str | None:
+    """Why ``moment`` has no date in UTC (None: it has one) — before the first time a date
+    holds, or after the last: its offset carries it past either end of the calendar."""
     try:
         moment.astimezone(UTC)
     except OverflowError:
-        return False
-    return True
+        if moment.year == 1:  # `0001-01-01T00:00:00+05:00`: 19:00 the day before year 1
+            return "is earlier than `0001-01-01T00:00:00Z`, the first time a date holds"
+        return "is later than `9999-12-31T23:59:59Z`, the last time a date holds"
+    return None
 
 
 def check_waiting(limits: InputLimits, journal: Journal, agent: str, *,
@@ -315,12 +319,14 @@ class ApprovalFlow:
             # clock, which is aware: a naive expiry was a TypeError (an HTTP 500)
             raise InputError(f"`until`: `{until.isoformat()}` has no time zone "
                              "(ISO-8601 with an offset, e.g. `2030-01-01T00:00:00Z`)")
-        if until is not None and not _in_utc_range(until):
+        beyond = None if until is None else _out_of_utc_range(until)
+        if until is not None and beyond is not None:
             # `9999-12-31T23:59:59-05:00` ("never", west of Greenwich) is past what a date
             # holds in UTC: journaled, it stopped the graph's projection for good (the
-            # approved action's commit check too: it ran, and was recorded as failed)
-            raise InputError(f"`until`: `{until.isoformat()}` is later than "
-                             "`9999-12-31T23:59:59Z`, the last time a date holds")
+            # approved action's commit check too: it ran, and was recorded as failed).
+            # `0001-01-01T00:00:00+05:00` is before it: it was said "later than" too
+            # (tests/security/test_342)
+            raise InputError(f"`until`: `{until.isoformat()}` {beyond}")
         # the digest's events of the approval's run are read once before the decision and
         # once after it (what the approval is now, and the proposal that asked for it)
         def decision_events() -> list[NewEvent]:

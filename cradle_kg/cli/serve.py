@@ -49,6 +49,9 @@ def serve(
         "--max-query-bytes", help="Largest SPARQL query, in bytes (400 beyond).")] = 100_000,
     max_query_depth: Annotated[int, typer.Option(
         "--max-query-depth", help="Deepest bracket nesting of a query (400 beyond).")] = 128,
+    max_query_patterns: Annotated[int, typer.Option(
+        "--max-query-patterns", min=1, help="Most triple patterns and path steps a query "
+        "may join (400 beyond: the engine plans many for longer than a query runs).")] = 100,
     allow_service: Annotated[list[str] | None, typer.Option(
         "--allow-service", help="A SERVICE endpoint queries may call, repeatable "
                                 "(none by default: no outbound request).")] = None,
@@ -87,7 +90,8 @@ def serve(
         timeout_seconds=timeout, max_result_bytes=max_result_bytes, workers=workers,
         allowed_services=tuple(allow_service or ()), query_dirs=tuple(queries or ()),
         max_body_bytes=max_body_bytes, max_query_bytes=max_query_bytes,
-        max_query_depth=max_query_depth, header_seconds=header_timeout,
+        max_query_depth=max_query_depth, max_query_patterns=max_query_patterns,
+        header_seconds=header_timeout,
         cors_origins=tuple(cors_origin or ()),
         allowed_hosts=answered_names(host, allow_host or ()), graph_readers=graph_readers.value)
     try:

@@ -41,9 +41,11 @@ from typing import Any, Final
 from ..errors import QueryError, QueryRefusedError
 from ..storage.sparql_values import SPARQL_HIDDEN
 
-#: the default caps (the server's ``--max-query-bytes`` / ``--max-query-depth``)
+#: the default caps (the server's ``--max-query-bytes`` / ``--max-query-depth`` /
+#: ``--max-query-patterns``: :func:`pattern_count`; the queries here count at most 43)
 MAX_QUERY_BYTES: Final = 100_000
 MAX_QUERY_DEPTH: Final = 128
+MAX_QUERY_PATTERNS: Final = 100
 
 # SPARQL's lexical rules, only as far as nesting needs them: strings, IRIs, comments (which
 # end at CR or LF) and backslash escapes (``ex:a\'b`` is a name, not a string) hide
@@ -83,13 +85,120 @@ def operator_count(text: str) -> int:
     return sum(1 for m in _OPERATOR.finditer(text) if m.lastgroup != "skip")
 
 
+#: what :func:`pattern_count` reads: strings, IRIs and comments (a term, or nothing), the
+#: brackets, the separators of triples, a path's steps, other operators, and words (a
+#: variable, a name, a number, a keyword)
+_PATTERNS: Final = re.compile(r"""
+    (?P<skip>""" + SPARQL_HIDDEN + r""")
+  | (?P<open><<|[{(\[])
+  | (?P<close>>>|[})\]])
+  | (?P<sep>[.;,])
+  | (?P<step>[/^])
+  | (?P<op>[|&!=<>+*])
+  | (?P<word>[?$]?[\w:%-]+(?:\.[\w:%-]+)*)
+  | \s+
+  | .
+""", re.VERBOSE | re.DOTALL)
+
+
+#: the words after which a group's next term starts a triples block of its own
+_BLOCK_WORDS: Final = frozenset({"FILTER", "OPTIONAL", "MINUS", "GRAPH", "UNION", "SERVICE",
+                                 "BIND", "VALUES", "EXISTS", "NOT", "SILENT"})
+
+
+def _bare_word(token: str, upper: str) -> bool:
+    """A name that is no term: not a variable, a prefixed name, a number or a boolean."""
+    return token[0].isalpha() and ":" not in token and upper not in ("TRUE", "FALSE")
+
+
+@dataclass
+class _Frame:
+    """One open bracket, as :func:`pattern_count` reads it."""
+
+    bracket: str
+    #: a group's data (a `VALUES` block's rows): nothing in it is counted
+    data: bool
+    #: a ``(``: the terms and groups it holds, and whether it holds nothing else
+    items: int = 0
+    plain: bool = True
+    #: a ``{``: its next term starts a triples block (none started, or one was ended)
+    fresh: bool = True
+
+
+def pattern_count(text: str) -> int:
+    """How many triple patterns a query's groups can join, counted high, never low: the
+    first triple of each triples block (a group's first term, and the first after a
+    ``FILTER``, ``OPTIONAL``, ``BIND``, a sub-group …), each separator of triples
+    (``. ; ,``), each blank node and quoted triple opened (``[ <<``), each step of a path
+    (``/ ^``), and each item of a collection — a ``( … )`` holding terms alone (no ``,``, no
+    operator), two triples an item. ``VALUES`` rows are data, not patterns. Oxigraph plans
+    a group's joins in a time that grows as the third to fourth power of its triples,
+    before it reads a row: 200 triples that share a subject took it 11 s on an empty store,
+    400 took 209 s (``tests/security/test_343``)."""
+    count, values = 0, False  # `values`: a `VALUES` read, its `{` not yet
+    frames: list[_Frame] = []
+    for m in _PATTERNS.finditer(text):
+        kind, token = m.lastgroup, m.group()
+        top = frames[-1] if frames else None
+        if kind == "open":  # INVARIANT: all within a data block is data
+            data = (token == "{" and values) or (top is not None and top.data)
+            values = values and token != "{"
+            frames.append(_Frame(token, data))
+            count += token in ("[", "<<") and not data
+        elif kind == "close" and top is not None:
+            frames.pop()
+            if top.bracket == "(" and top.plain and not top.data:
+                count += top.items
+            if frames:
+                frames[-1].items += 1
+                frames[-1].fresh = True
+        elif kind in ("word", "skip") and not token.startswith("#"):
+            word = token.upper()
+            values = values or word == "VALUES"
+            if top is not None:
+                top.items += 1
+                # a function's or a keyword's name (`STR`, `AS`): no collection holds one
+                top.plain = top.plain and not _bare_word(token, word)
+                if top.bracket == "{" and not top.data:
+                    count += top.fresh and word not in _BLOCK_WORDS
+                    top.fresh = word in _BLOCK_WORDS
+        elif kind == "sep" and top is not None:
+            if top.bracket == "(":
+                top.plain = False
+            elif not top.data:
+                count += 1
+                top.fresh = False
+        elif kind in ("step", "op") and top is not None:
+            count += kind == "step" and not top.data
+            top.plain = False
+    return count
+
+
+_PATTERN_COUNTS: dict[str, int] = {}
+
+
+def _patterns_of(text: str) -> int:
+    """:func:`pattern_count`, kept by text as a query's shape is (:func:`known_shape`): the
+    named queries are the same texts every time, and a count is 0.5 ms of a 2 KB text."""
+    count = _PATTERN_COUNTS.get(text)
+    if count is None:
+        count = pattern_count(text)
+        if len(text) <= _SHAPES_TEXT_MAX:
+            if len(_PATTERN_COUNTS) >= _SHAPES_MAX:
+                _PATTERN_COUNTS.pop(next(iter(_PATTERN_COUNTS)))
+            _PATTERN_COUNTS[text] = count
+    return count
+
+
 def check_size(text: str, *, max_bytes: int = MAX_QUERY_BYTES,
                max_depth: int = MAX_QUERY_DEPTH, max_operators: int | None = None,
-               split: str = "split the query") -> None:
+               max_patterns: int | None = None, split: str = "split the query") -> None:
     """Refuse a query over the size or nesting cap, or holding more than
     ``max_operators`` operators (:func:`operator_count`; the named queries and graph
     policies, parsed on the process's own stack: ``tests/security/test_328``, ``test_329``),
-    before any parser sees it. ``split``: the hint when the operators are over."""
+    or joining more than ``max_patterns`` triple patterns (:func:`pattern_count`: what the
+    engine would plan for longer than the query may run, ``test_343``), before any parser
+    sees it. ``split``: the hint when the operators are over."""
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > max_bytes:
         raise QueryError(f"the query is {size} bytes, over the {max_bytes} byte cap")
@@ -101,6 +210,10 @@ def check_size(text: str, *, max_bytes: int = MAX_QUERY_BYTES,
                          hint="flatten the query")
     if max_operators is not None and operator_count(text) > max_operators:
         raise QueryError(f"it holds more than {max_operators} operators", hint=split)
+    if max_patterns is not None and (patterns := _patterns_of(text)) > max_patterns:
+        raise QueryError(f"the query joins {patterns} triple patterns or path steps, over "
+                         f"the cap of {max_patterns}",
+                         hint="split the query, or shorten its paths")
 
 
 @dataclass(frozen=True)
@@ -276,14 +389,17 @@ def _parse_shape(text: str, base_iri: str | None) -> QueryShape:
 
 def check_query(text: str, *, allowed_services: Iterable[str] = (),
                 base_iri: str | None = None, network_sandboxed: bool = False,
-                max_bytes: int = MAX_QUERY_BYTES,
-                max_depth: int = MAX_QUERY_DEPTH) -> QueryShape | None:
+                max_bytes: int = MAX_QUERY_BYTES, max_depth: int = MAX_QUERY_DEPTH,
+                max_patterns: int | None = None) -> QueryShape | None:
     """Refuse what this query may not do; its shape, or None when only the engine can parse it.
+
+    ``max_patterns``: the endpoint's cap on the triple patterns a query joins (its workers
+    pass it; the operator's own ``query --sparql`` is not held to it).
 
     ``network_sandboxed``: the caller runs the query where no socket can be opened; a
     query this parser cannot read is then left to the engine's parser.
     """
-    check_size(text, max_bytes=max_bytes, max_depth=max_depth)
+    check_size(text, max_bytes=max_bytes, max_depth=max_depth, max_patterns=max_patterns)
     try:
         shape = known_shape(text, base_iri)
     except QueryRefusedError:
@@ -305,5 +421,6 @@ def check_query(text: str, *, allowed_services: Iterable[str] = (),
     return shape
 
 
-__all__ = ["MAX_QUERY_BYTES", "MAX_QUERY_DEPTH", "PLAIN_SHAPE", "QueryShape", "check_query",
-           "check_size", "known_shape", "nesting_depth", "operator_count", "parse_shape"]
+__all__ = ["MAX_QUERY_BYTES", "MAX_QUERY_DEPTH", "MAX_QUERY_PATTERNS", "PLAIN_SHAPE",
+           "QueryShape", "check_query", "check_size", "known_shape", "nesting_depth",
+           "operator_count", "parse_shape", "pattern_count"]

@@ -22,7 +22,7 @@ import pyoxigraph as ox
 
 from ..errors import QueryError, QueryRefusedError
 from ..graph.queries import execute
-from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH
+from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH, MAX_QUERY_PATTERNS
 from ..storage.oxigraph import OxigraphStore
 from .negotiation import graph_format, results_format
 
@@ -63,6 +63,7 @@ class Limits:
     allowed_services: tuple[str, ...] = ()
     max_query_bytes: int = MAX_QUERY_BYTES
     max_query_depth: int = MAX_QUERY_DEPTH
+    max_query_patterns: int = MAX_QUERY_PATTERNS
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,8 @@ def run_job(graph: OpenGraph, job: Job, limits: Limits, *, sandboxed: bool = Fal
                          allowed_services=limits.allowed_services, default_graph=default,
                          named_graphs=named, base_iri=job.base_iri,
                          network_sandboxed=sandboxed, max_bytes=limits.max_query_bytes,
-                         max_depth=limits.max_query_depth)
+                         max_depth=limits.max_query_depth,
+                         max_patterns=limits.max_query_patterns)
         sink = _CappedBuffer(max_bytes)
         if isinstance(result, ox.QueryTriples):
             fmt, media = graph_format(job.accept, list(job.formats))

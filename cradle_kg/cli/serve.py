@@ -52,6 +52,9 @@ def serve(
     max_query_patterns: Annotated[int, typer.Option(
         "--max-query-patterns", min=1, help="Most triple patterns and path steps a query "
         "may join (400 beyond: the engine plans many for longer than a query runs).")] = 100,
+    max_query_operators: Annotated[int, typer.Option(
+        "--max-query-operators", min=1, help="Most operators a query may chain "
+        "(|| && ! = < > + - * / | ^; 400 beyond).")] = 1000,
     allow_service: Annotated[list[str] | None, typer.Option(
         "--allow-service", help="A SERVICE endpoint queries may call, repeatable "
                                 "(none by default: no outbound request).")] = None,
@@ -91,6 +94,7 @@ def serve(
         allowed_services=tuple(allow_service or ()), query_dirs=tuple(queries or ()),
         max_body_bytes=max_body_bytes, max_query_bytes=max_query_bytes,
         max_query_depth=max_query_depth, max_query_patterns=max_query_patterns,
+        max_query_operators=max_query_operators,
         header_seconds=header_timeout,
         cors_origins=tuple(cors_origin or ()),
         allowed_hosts=answered_names(host, allow_host or ()), graph_readers=graph_readers.value)

@@ -324,8 +324,8 @@ def execute(store: GraphStore, text: str, *, bound: Mapping[str, Term] | None = 
             default_graph: list[str] | None = None,
             named_graphs: list[str] | None = None, base_iri: str | None = None,
             network_sandboxed: bool = False, max_bytes: int = MAX_QUERY_BYTES,
-            max_depth: int = MAX_QUERY_DEPTH, max_patterns: int | None = None
-            ) -> QueryResult:
+            max_depth: int = MAX_QUERY_DEPTH, max_patterns: int | None = None,
+            max_operators: int | None = None) -> QueryResult:
     """Check and run a query on any graph store; the results must be read on the calling
     thread.
 
@@ -335,7 +335,8 @@ def execute(store: GraphStore, text: str, *, bound: Mapping[str, Term] | None = 
     """
     shape = check_query(text, allowed_services=allowed_services, base_iri=base_iri,
                         network_sandboxed=network_sandboxed, max_bytes=max_bytes,
-                        max_depth=max_depth, max_patterns=max_patterns)
+                        max_depth=max_depth, max_patterns=max_patterns,
+                        max_operators=max_operators)
     try:
         return store.query(text, bound=bound, base_iri=base_iri,
                            union=union and not (shape is not None and shape.has_dataset),

@@ -42,10 +42,12 @@ from ..errors import QueryError, QueryRefusedError
 from ..storage.sparql_values import SPARQL_HIDDEN
 
 #: the default caps (the server's ``--max-query-bytes`` / ``--max-query-depth`` /
-#: ``--max-query-patterns``: :func:`pattern_count`; the queries here count at most 43)
+#: ``--max-query-patterns``: :func:`pattern_count`, the queries here count at most 43 /
+#: ``--max-query-operators``: :func:`operator_count`, the named queries' cap)
 MAX_QUERY_BYTES: Final = 100_000
 MAX_QUERY_DEPTH: Final = 128
 MAX_QUERY_PATTERNS: Final = 100
+MAX_QUERY_OPERATORS: Final = 1000
 
 # SPARQL's lexical rules, only as far as nesting needs them: strings, IRIs, comments (which
 # end at CR or LF) and backslash escapes (``ex:a\'b`` is a name, not a string) hide
@@ -208,12 +210,12 @@ def check_size(text: str, *, max_bytes: int = MAX_QUERY_BYTES,
     if depth > max_depth:
         raise QueryError(f"the query nests {depth} levels deep, over the cap of {max_depth}",
                          hint="flatten the query")
-    if max_operators is not None and operator_count(text) > max_operators:
-        raise QueryError(f"it holds more than {max_operators} operators", hint=split)
     if max_patterns is not None and (patterns := _patterns_of(text)) > max_patterns:
         raise QueryError(f"the query joins {patterns} triple patterns or path steps, over "
                          f"the cap of {max_patterns}",
                          hint="split the query, or shorten its paths")
+    if max_operators is not None and operator_count(text) > max_operators:
+        raise QueryError(f"it holds more than {max_operators} operators", hint=split)
 
 
 @dataclass(frozen=True)
@@ -390,16 +392,19 @@ def _parse_shape(text: str, base_iri: str | None) -> QueryShape:
 def check_query(text: str, *, allowed_services: Iterable[str] = (),
                 base_iri: str | None = None, network_sandboxed: bool = False,
                 max_bytes: int = MAX_QUERY_BYTES, max_depth: int = MAX_QUERY_DEPTH,
-                max_patterns: int | None = None) -> QueryShape | None:
+                max_patterns: int | None = None,
+                max_operators: int | None = None) -> QueryShape | None:
     """Refuse what this query may not do; its shape, or None when only the engine can parse it.
 
-    ``max_patterns``: the endpoint's cap on the triple patterns a query joins (its workers
-    pass it; the operator's own ``query --sparql`` is not held to it).
+    ``max_patterns``, ``max_operators``: the endpoint's caps on the triple patterns a query
+    joins and the operators it chains (its workers pass them; the operator's own ``query
+    --sparql`` is not held to them).
 
     ``network_sandboxed``: the caller runs the query where no socket can be opened; a
     query this parser cannot read is then left to the engine's parser.
     """
-    check_size(text, max_bytes=max_bytes, max_depth=max_depth, max_patterns=max_patterns)
+    check_size(text, max_bytes=max_bytes, max_depth=max_depth, max_patterns=max_patterns,
+               max_operators=max_operators)
     try:
         shape = known_shape(text, base_iri)
     except QueryRefusedError:
@@ -421,6 +426,7 @@ def check_query(text: str, *, allowed_services: Iterable[str] = (),
     return shape
 
 
-__all__ = ["MAX_QUERY_BYTES", "MAX_QUERY_DEPTH", "MAX_QUERY_PATTERNS", "PLAIN_SHAPE",
+__all__ = ["MAX_QUERY_BYTES", "MAX_QUERY_DEPTH", "MAX_QUERY_OPERATORS", "MAX_QUERY_PATTERNS",
+           "PLAIN_SHAPE",
            "QueryShape", "check_query", "check_size", "known_shape", "nesting_depth",
            "operator_count", "parse_shape", "pattern_count"]

@@ -18,7 +18,12 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import CradleError
-from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH, MAX_QUERY_PATTERNS
+from ..graph.sparql_guard import (
+    MAX_QUERY_BYTES,
+    MAX_QUERY_DEPTH,
+    MAX_QUERY_OPERATORS,
+    MAX_QUERY_PATTERNS,
+)
 from ..home import Home
 from ..storage import home_journal_target, is_postgres
 from .dataset import PrivateStore, snapshot_files, snapshot_home
@@ -56,11 +61,13 @@ class ServerSettings(BaseModel):
     allowed_hosts: tuple[str, ...] = ()
     #: bytes a request body may take (413 before authentication and parsing)
     max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0)
-    #: bytes a SPARQL query may take, how deeply its brackets may nest, and how many triple
-    #: patterns and path steps it may join (``sparql_guard.pattern_count``; 400 beyond)
+    #: bytes a SPARQL query may take, how deeply its brackets may nest, how many triple
+    #: patterns and path steps it may join (``sparql_guard.pattern_count``) and how many
+    #: operators it may chain (``operator_count``; 400 beyond)
     max_query_bytes: int = Field(MAX_QUERY_BYTES, gt=0)
     max_query_depth: int = Field(MAX_QUERY_DEPTH, gt=0)
     max_query_patterns: int = Field(MAX_QUERY_PATTERNS, gt=0)
+    max_query_operators: int = Field(MAX_QUERY_OPERATORS, gt=0)
     #: seconds a client has to send a request's headers (408 and closed beyond)
     header_seconds: float = Field(HEADER_SECONDS, gt=0)
     #: who may read the graph (``/sparql``, ``/queries/NAME``): :mod:`.readers`
@@ -209,7 +216,8 @@ def start_front(settings: ServerSettings, host: str, port: int) -> QueryFront:
                           allowed_services=settings.allowed_services,
                           max_query_bytes=settings.max_query_bytes,
                           max_query_depth=settings.max_query_depth,
-                          max_query_patterns=settings.max_query_patterns),
+                          max_query_patterns=settings.max_query_patterns,
+                          max_query_operators=settings.max_query_operators),
             timeout=settings.timeout_seconds, app_socket=str(workdir / "app.sock"),
             max_body_bytes=settings.max_body_bytes, follows=follows, journal=journal,
             query_dirs=settings.query_dirs, pack_queries=settings.pack_queries,

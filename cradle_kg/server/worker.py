@@ -22,7 +22,12 @@ import pyoxigraph as ox
 
 from ..errors import QueryError, QueryRefusedError
 from ..graph.queries import execute
-from ..graph.sparql_guard import MAX_QUERY_BYTES, MAX_QUERY_DEPTH, MAX_QUERY_PATTERNS
+from ..graph.sparql_guard import (
+    MAX_QUERY_BYTES,
+    MAX_QUERY_DEPTH,
+    MAX_QUERY_OPERATORS,
+    MAX_QUERY_PATTERNS,
+)
 from ..storage.oxigraph import OxigraphStore
 from .negotiation import graph_format, results_format
 
@@ -64,6 +69,7 @@ class Limits:
     max_query_bytes: int = MAX_QUERY_BYTES
     max_query_depth: int = MAX_QUERY_DEPTH
     max_query_patterns: int = MAX_QUERY_PATTERNS
+    max_query_operators: int = MAX_QUERY_OPERATORS
 
 
 @dataclass(frozen=True)
@@ -159,7 +165,8 @@ def run_job(graph: OpenGraph, job: Job, limits: Limits, *, sandboxed: bool = Fal
                          named_graphs=named, base_iri=job.base_iri,
                          network_sandboxed=sandboxed, max_bytes=limits.max_query_bytes,
                          max_depth=limits.max_query_depth,
-                         max_patterns=limits.max_query_patterns)
+                         max_patterns=limits.max_query_patterns,
+                         max_operators=limits.max_query_operators)
         sink = _CappedBuffer(max_bytes)
         if isinstance(result, ox.QueryTriples):
             fmt, media = graph_format(job.accept, list(job.formats))

@@ -31,7 +31,9 @@ from cradle_kg.preview import MAX_ITEM_INPUT_CHARS, MAX_ITEM_QUESTION
 from cradle_kg.workflow import runner
 from tests import oneshot
 
+from ..server.cdp import browser
 from ..server.conftest import Server, start_server, stop_server
+from ..server.test_person_path import sign_in
 from .homes import opened_demo_home
 
 RUNS = 60
@@ -109,6 +111,20 @@ def test_a_small_input_is_carried_whole_and_the_whole_is_one_read_away(
     whole = oneshot.get(server.url + f"/api/workflows/runs/{runs[0]}", headers=AUTH,
                         timeout=60).json()
     assert NOTE in json.dumps(whole)
+
+
+@pytest.mark.slow
+def test_the_page_says_the_input_is_cut_and_links_the_run(
+        served: tuple[Server, list[str]], chromium: str) -> None:
+    server, runs = served
+    with browser(chromium) as page:
+        page.open(server.url + "/#/approvals")
+        sign_in(page)
+        said = f"[data-input-cut={json.dumps(runs[0] + '/review')}]"
+        text = page.wait_for(f"document.querySelector({json.dumps(said)})?.textContent")
+        assert "the run's input is shown cut" in text and runs[0] in text, text
+        link = page.js(f"document.querySelector({json.dumps(said)} + ' a').getAttribute('href')")
+        assert link == "#/run/" + runs[0].replace(":", "%3A"), link
 
 
 def test_the_cli_inbox_carries_the_same_preview(served: tuple[Server, list[str]]) -> None:

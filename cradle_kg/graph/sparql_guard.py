@@ -42,7 +42,7 @@ from ..errors import QueryError, QueryRefusedError
 from ..storage.sparql_values import SPARQL_HIDDEN
 
 #: the default caps (the server's ``--max-query-bytes`` / ``--max-query-depth`` /
-#: ``--max-query-patterns``: :func:`pattern_count`, the queries here count at most 43 /
+#: ``--max-query-patterns``: :func:`pattern_count`, the queries here count at most 27 /
 #: ``--max-query-operators``: :func:`operator_count`, the named queries' cap)
 MAX_QUERY_BYTES: Final = 100_000
 MAX_QUERY_DEPTH: Final = 128
@@ -150,7 +150,7 @@ def pattern_count(text: str) -> int:
         elif kind == "close" and top is not None:
             frames.pop()
             if top.bracket == "(" and top.plain and not top.data:
-                count += top.items
+                count += 2 * top.items  # `rdf:first` and `rdf:rest` an item
             if frames:
                 frames[-1].items += 1
                 frames[-1].fresh = True

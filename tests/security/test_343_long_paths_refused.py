@@ -13,7 +13,7 @@ empty store, where 12,000 ``true || true`` take 0.12 s).
 
 Now every query is counted before it is parsed (``sparql_guard.pattern_count``: each
 triples block, separator, blank node, path step and collection item, counted high): past
-``--max-query-patterns`` (100; the named queries here count at most 43) it is a 400
+``--max-query-patterns`` (100; the named queries here count at most 27) it is a 400
 ``query_error`` saying so, its worker free at once and never replaced; and it is held to
 the named queries' operator cap (``--max-query-operators``, 1,000). The timeout is
 unchanged.

@@ -167,7 +167,7 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
             tool = rt.approval_tool(approval, proposal.action.action_type)
         except CradleError as exc:
             fail(exc, code=1 if exc.code == "approval_error" else 2)
-    print_json({"approval": approval.model_dump(mode="json"),
+    print_json({"approval": state.record(rt.clock()),
                 "action": shown,
                 "proposed_by": proposal.agent_id,
                 "tool": tool.to_dict(), **state.shown()})

@@ -115,6 +115,13 @@ class ApprovalState:
         """What a view adds to the approval's record: who revoked it, when and why."""
         return {"revoked": self.revoked.to_dict()} if self.revoked is not None else {}
 
+    def record(self, now: datetime) -> dict[str, Any]:
+        """The approval's record as a view shows it: its status as of ``now`` — one whose
+        expiry passed reads ``expired``, as ``approvals list`` says (before, ``approvals
+        show`` and the API's approval views said ``approved``: tests/security/test_342)."""
+        return {**self.approval.model_dump(mode="json"),
+                "status": effective_status(self.approval, now).value}
+
 
 def effective_status(approval: HumanApproval, now: datetime) -> ApprovalStatus:
     """The status as of ``now``: an approval whose expiry has passed reads ``expired``."""

@@ -195,7 +195,8 @@ def make_router(runtime: Runtime) -> APIRouter:
         page, _ = call(lambda: approval_list(runtime, pending=pending, limit=limit,
                                              offset=offset, requested_by=mine,
                                              decider=decider))
-        return [{**st.approval.model_dump(mode="json"), **st.shown(),
+        now = runtime.clock()
+        return [{**st.record(now), **st.shown(),
                  **({"decidable": why is None, "why_not": why} if decider else {})}
                 for st, why in page]
 
@@ -214,7 +215,7 @@ def make_router(runtime: Runtime) -> APIRouter:
             proposal, shown = runtime.approvals.shown_request(a)
             # the tool's version it covers, and the one now: said before a person decides
             tool = runtime.approval_tool(a, proposal.action.action_type)
-            return {"approval": a.model_dump(mode="json"), "action": shown,
+            return {"approval": state.record(runtime.clock()), "action": shown,
                     "proposed_by": proposal.agent_id, "tool": tool.to_dict(),
                     **state.shown()}
         return call(view)

@@ -11,16 +11,23 @@ the opposite of what is wrong.
 Now it says the expiry is earlier than ``0001-01-01T00:00:00Z``, the first time a date
 holds: the same typed error (``input_error``, exit 2 / 422), nothing journaled; an expiry
 past the last date is refused as before.
+
+Beside it: an approval whose expiry passed is listed ``expired`` by ``approvals list``, but
+``approvals show``, ``GET /api/approvals/{id}`` and ``GET /api/approvals`` said
+``approved``. Each now says ``expired``, the status as of now (the record is unchanged).
 """
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
+from cradle_kg.records import ApprovalStatus
 from tests.inprocess import run_cli
 
 from ..server.conftest import close_proposal
@@ -83,3 +90,27 @@ def test_the_approval_is_still_decided_as_before(waiting: tuple[Path, str]) -> N
                   "2999-01-01T00:00:00+05:00", "--home", str(home),
                   env={"CRADLE_APPROVER_TOKEN": DEMO_TOKENS[APPROVER]})
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_an_approval_past_its_expiry_is_shown_expired(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    home = opened_demo_home(tmp_path_factory, "t342b")
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    # decided two hours ago, until an hour ago: a clock of its own, not a mock
+    with Runtime(home, clock=lambda: hour_ago - timedelta(hours=1)) as rt:
+        asked = rt.submit(close_proposal("acct-7")).approval
+        assert asked is not None
+        rt.decide_approval(asked.id, approver_id=APPROVER, token=DEMO_TOKENS[APPROVER],
+                           status=ApprovalStatus.APPROVED, once=False, until=hour_ago)
+    shown = run_cli("approvals", "show", asked.id, "--home", str(home))
+    assert shown.returncode == 0, shown.stderr
+    # before: "approved", while `approvals list` said "expired"
+    assert json.loads(shown.stdout)["approval"]["status"] == "expired", shown.stdout
+    listed = run_cli("approvals", "list", "--format", "json", "--home", str(home))
+    assert [a["status"] for a in json.loads(listed.stdout)] == ["expired"]
+    with Runtime(home) as rt, json_api(rt) as client:
+        auth = {"Authorization": f"Bearer {DEMO_TOKENS[APPROVER]}"}
+        one = client.get(f"/api/approvals/{asked.id}", headers=auth).json()
+        page = client.get("/api/approvals", headers=auth).json()
+    assert one["approval"]["status"] == "expired", one
+    assert [a["status"] for a in page] == ["expired"], page

@@ -30,7 +30,7 @@ def step_input(run_id: str, value: Any) -> dict[str, Any]:
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     over = len(text) > MAX_ITEM_INPUT_CHARS
     return {"input": preview(value, MAX_ITEM_INPUT_CHARS) if over else value,
-            "input_cut": over, "input_bytes": len(text.encode("utf-8")),
+            "input_cut": over, "input_bytes": len(text.encode("utf-8", "surrogatepass")),
             "whole_input": f"/api/workflows/runs/{quote(run_id, safe=':')}"}
 
 
@@ -54,7 +54,8 @@ def _shown(value: Any, left: list[int]) -> Any:
             if left[0] <= 0:
                 out["…"] = f"{len(value) - i} more"
                 break
-            out[_shown(key, left)] = _shown(item, left)
+            name = _shown(key, left)  # the key first: the room is spent in reading order
+            out[name] = _shown(item, left)
         return out
     if isinstance(value, list):
         entries: list[Any] = []

@@ -89,18 +89,30 @@ def operator_count(text: str) -> int:
 
 #: what :func:`pattern_count` reads: strings, IRIs and comments (a term, or nothing), the
 #: brackets, the separators of triples, a path's steps, other operators, and words (a
-#: variable, a name, a number, a keyword)
+#: variable, which holds no dot; a number, its sign and dot included; a name or a keyword,
+#: a dot inside included as SPARQL reads it — ``?o.e:s`` is two terms, ``e:o.e:s`` one)
 _PATTERNS: Final = re.compile(r"""
     (?P<skip>""" + SPARQL_HIDDEN + r""")
   | (?P<open><<|[{(\[])
   | (?P<close>>>|[})\]])
+  | (?P<word>[?$]\w+|[+-]?(?:\d*\.\d+|\d+)(?:[eE][+-]?\d+)?|[\w:%-]+(?:\.+[\w:%-]+)*)
   | (?P<sep>[.;,])
   | (?P<step>[/^])
   | (?P<op>[|&!=<>+*])
-  | (?P<word>[?$]?[\w:%-]+(?:\.[\w:%-]+)*)
   | \s+
   | .
 """, re.VERBOSE | re.DOTALL)
+
+
+#: what may stand before a keyword: nothing, SPARQL's white space or a bracket — a word
+#: glued to anything else (``"x"@values``, ``e:a\\-values``, ``e:a·values``) is part of a
+#: language tag or a name the words here do not read whole (``tests/security/test_353``)
+_BEFORE_KEYWORD: Final = frozenset(" \t\r\n{}()")
+
+
+def _keyword_at(text: str, at: int, after: str) -> bool:
+    """Whether the word at ``at`` stands where a keyword can (``after``: the token before)."""
+    return at == 0 or (text[at - 1] in _BEFORE_KEYWORD and not after.startswith("\\"))
 
 
 #: the words after which a group's next term starts a triples block of its own
@@ -139,8 +151,9 @@ def pattern_count(text: str) -> int:
     400 took 209 s (``tests/security/test_343``)."""
     count, values = 0, False  # `values`: a `VALUES` read, its `{` not yet
     frames: list[_Frame] = []
+    token = ""
     for m in _PATTERNS.finditer(text):
-        kind, token = m.lastgroup, m.group()
+        kind, (token, after) = m.lastgroup, (m.group(), token)  # `after`: the token before
         top = frames[-1] if frames else None
         if kind == "open":  # INVARIANT: all within a data block is data
             data = (token == "{" and values) or (top is not None and top.data)
@@ -156,7 +169,8 @@ def pattern_count(text: str) -> int:
                 frames[-1].fresh = True
         elif kind in ("word", "skip") and not token.startswith("#"):
             word = token.upper()
-            values = values or word == "VALUES"
+            # INVARIANT: only the keyword opens data (a word spelled so elsewhere hid a group)
+            values = values or (word == "VALUES" and _keyword_at(text, m.start(), after))
             if top is not None:
                 top.items += 1
                 # a function's or a keyword's name (`STR`, `AS`): no collection holds one

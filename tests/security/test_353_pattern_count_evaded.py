@@ -47,6 +47,11 @@ HIDDEN = {
     + " ".join(f"{i}e+1" for i in range(600)) + ") }",
     "a collection of 600 decimals": "SELECT * WHERE { ?s e:p ("
     + " ".join(f".{i}" for i in range(600)) + ") }",
+    # no triple at all: each group, each BIND a node of the plan the engine joins
+    "a union of 3,000 groups binding a value": "SELECT * WHERE { " + " UNION ".join(
+        f"{{ BIND({i} AS ?x) }}" for i in range(3000)) + " }",
+    "4,000 groups each binding a value": "SELECT * WHERE { " + " ".join(
+        f"{{ BIND({i} AS ?x{i}) }}" for i in range(4000)) + " }",
 }
 for _name in ("a collection of 600 signed numbers", "a collection of 600 exponents",
               "a collection of 600 decimals"):

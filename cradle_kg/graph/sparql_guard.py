@@ -42,7 +42,7 @@ from ..errors import QueryError, QueryRefusedError
 from ..storage.sparql_values import SPARQL_HIDDEN
 
 #: the default caps (the server's ``--max-query-bytes`` / ``--max-query-depth`` /
-#: ``--max-query-patterns``: :func:`pattern_count`, the queries here count at most 38 /
+#: ``--max-query-patterns``: :func:`pattern_count`, the queries here count at most 27 /
 #: ``--max-query-operators``: :func:`operator_count`, the named queries' cap)
 MAX_QUERY_BYTES: Final = 100_000
 MAX_QUERY_DEPTH: Final = 128
@@ -137,14 +137,16 @@ class _Frame:
     plain: bool = True
     #: a ``{``: its next term starts a triples block (none started, or one was ended)
     fresh: bool = True
+    #: the count when it opened
+    start: int = 0
 
 
 def pattern_count(text: str) -> int:
     """How many triple patterns a query's groups can join, counted high, never low: the
     first triple of each triples block (a group's first term, and the first after a
     ``FILTER``, ``OPTIONAL``, ``BIND``, a sub-group …), each separator of triples
-    (``. ; ,``), each group, blank node and quoted triple opened (``{ [ <<``: a group is
-    joined or unioned with the others whether or not it holds a triple), each step of a path
+    (``. ; ,``), each blank node and quoted triple opened (``[ <<``), each group that holds
+    nothing counted (it is joined or unioned all the same), each step of a path
     (``/ ^``), and each item of a collection — a ``( … )`` holding terms alone (no ``,``, no
     operator), two triples an item. ``VALUES`` rows are data, not patterns. Oxigraph plans
     a group's joins in a time that grows as the third to fourth power of its triples,
@@ -159,14 +161,16 @@ def pattern_count(text: str) -> int:
         if kind == "open":  # INVARIANT: all within a data block is data
             data = (token == "{" and values) or (top is not None and top.data)
             values = values and token != "{"
-            frames.append(_Frame(token, data))
-            # a group joins (or unions) whatever it holds, a triple or not: 3,000 groups
-            # each binding a value, with no triple, held a worker to the timeout (test_353)
-            count += token in ("[", "<<", "{") and not data
+            frames.append(_Frame(token, data, start=count))
+            count += token in ("[", "<<") and not data
         elif kind == "close" and top is not None:
             frames.pop()
             if top.bracket == "(" and top.plain and not top.data:
                 count += 2 * top.items  # `rdf:first` and `rdf:rest` an item
+            # a group is joined (or unioned) with the others whether it holds a triple or
+            # not: 3,000 groups each binding a value, no triple in any, counted none and
+            # held a worker to the timeout (test_353); one that counted nothing counts one
+            count += top.bracket == "{" and not top.data and count == top.start
             if frames:
                 frames[-1].items += 1
                 frames[-1].fresh = True

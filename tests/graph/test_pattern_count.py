@@ -51,8 +51,17 @@ def test_data_expressions_strings_and_comments_are_not_patterns(query: str) -> N
     assert pattern_count(query) <= 8  # a few, whatever the size of the data
 
 
+def test_a_group_counts_once_whether_or_not_it_holds_a_triple() -> None:
+    # a group holding nothing counted is joined all the same (tests/security/test_353)
+    assert pattern_count("SELECT * WHERE { " + " UNION ".join(
+        f"{{ BIND({i} AS ?x) }}" for i in range(200)) + " }") >= 200
+    # ... and one holding a triple is counted by it, not twice: 99 OPTIONALs stay under
+    assert pattern_count(f"SELECT * WHERE {{ ?s {P} ?o " + " ".join(
+        f"OPTIONAL {{ ?s {P} ?o{i} }}" for i in range(98)) + " }") == 99
+
+
 def test_check_size_refuses_past_the_cap_and_says_how_many() -> None:
-    long_path = f"SELECT * WHERE {{ ?s {'/'.join([P] * 100)} ?o }}"  # and its group
+    long_path = f"SELECT * WHERE {{ ?s {'/'.join([P] * 101)} ?o }}"
     check_size(long_path)  # not capped unless asked (a named query, a graph policy)
     with pytest.raises(QueryError, match="joins 101 triple patterns or path steps, over the "
                                          "cap of 100"):

@@ -28,7 +28,8 @@ no decision can be made at all — and then the gate fails closed.
     ├── VerifierError               a verifier raised
     ├── ShapesError                 a shapes graph that cannot be loaded
     ├── OntologyError               the ontology cannot be checked
-    │   └── JavaMissingError        the OWL reasoner needs Java and there is none
+    │   ├── JavaMissingError        the OWL reasoner needs Java and there is none
+    │   └── ReasonerTimeoutError    HermiT did not finish within the time limit
     ├── ApprovalError               an approval that cannot be given (self-approval, expired, ...)
     │   └── ApprovalUsedError       an approve-once whose action ran cannot be revoked
     │                               (HTTP 409, CLI exit 2)
@@ -231,6 +232,12 @@ class OntologyError(CradleError):
 
 class JavaMissingError(OntologyError):
     code = "java_missing"
+
+
+class ReasonerTimeoutError(OntologyError):
+    """HermiT did not finish within the check's time limit (``tests/security/test_358``)."""
+
+    code = "reasoner_timeout"
 
 
 class ApprovalError(CradleError):

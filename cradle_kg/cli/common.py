@@ -95,6 +95,11 @@ class Format(StrEnum):
 
 
 FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
+#: the OWL reasoner's time limit (``tests/security/test_358``); unset:
+#: ``CRADLE_REASONER_TIMEOUT``, else 120 s (read by ``graph.owl.reasoner_timeout``)
+ReasonerTimeoutOpt = Annotated[float | None, typer.Option(
+    "--reasoner-timeout", metavar="SECONDS", show_default=False,
+    help="Stop HermiT after this many seconds (default: $CRADLE_REASONER_TIMEOUT, else 120).")]
 
 
 def clean(value: Any) -> str:

@@ -21,6 +21,7 @@ from ..errors import CradleError, InputError, UnknownNameError
 from ..graph.bulk import validate_store
 from ..graph.catchup import catch_up, check_watermark, rebuild
 from ..graph.owl import check_ontology
+from ..graph.owl import reasoner_timeout as owl_limit
 from ..graph.packproj import PackProjector
 from ..graph.project import run_graph
 from ..graph.shacl import ShaclEngine, ValidationReport, load_shapes, make_engine
@@ -31,7 +32,17 @@ from ..storage.graph import GraphStore
 from ..storage.graph_opening import is_remote, open_graph_store
 from ..storage.oxigraph import OxigraphStore, rebuild_folder
 from ..storage.swap import StoreLock
-from .common import Format, FormatOpt, HomeOpt, clean, console, escape_terms, fail, print_json
+from .common import (
+    Format,
+    FormatOpt,
+    HomeOpt,
+    ReasonerTimeoutOpt,
+    clean,
+    console,
+    escape_terms,
+    fail,
+    print_json,
+)
 from .core import open_journal
 
 graph_app = typer.Typer(help="The RDF projection of the journal.", no_args_is_help=True)
@@ -318,8 +329,13 @@ def _pack_shapes(packs: list[str], home: Path | None) -> list[Path]:
 def ontology_check(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
                    extra: Annotated[list[Path] | None, typer.Option(
                        "--with", help="Extra ontology files (Turtle).")] = None,
-                   no_packs: Annotated[bool, typer.Option("--no-packs")] = False) -> None:
+                   no_packs: Annotated[bool, typer.Option("--no-packs")] = False,
+                   reasoner_timeout: ReasonerTimeoutOpt = None) -> None:
     """Run HermiT over the core ontology (+ installed packs' ontologies)."""
+    try:
+        limit = owl_limit(reasoner_timeout)
+    except CradleError as exc:
+        fail(exc)
     files = [ONTOLOGY_FILE, *(extra or [])]
     if not no_packs:
         from ..packs.registry import PackRegistry
@@ -330,7 +346,7 @@ def ontology_check(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
         except CradleError as exc:
             fail(exc)
     try:
-        report = check_ontology(files)
+        report = check_ontology(files, timeout=limit)
     except CradleError as exc:
         fail(exc)
     if fmt is Format.JSON:

@@ -13,11 +13,23 @@ import typer
 
 from ..config import load_config
 from ..errors import CradleError, InputError
+from ..graph.owl import reasoner_timeout as owl_limit
 from ..home import Home, resolve_home
 from ..inputs import load_json
 from ..packs.registry import PackRegistry
 from ..packs.validate import validate_pack
-from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, read_input, table
+from .common import (
+    Format,
+    FormatOpt,
+    HomeOpt,
+    ReasonerTimeoutOpt,
+    clean,
+    console,
+    fail,
+    print_json,
+    read_input,
+    table,
+)
 
 pack_app = typer.Typer(
     help="Domain packs: list, validate, test, run, init. A pack is trusted code: loading it, "
@@ -55,14 +67,19 @@ def pack_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
 @pack_app.command("validate")
 def pack_validate(folder: Path, fmt: FormatOpt = Format.TABLE, home: HomeOpt = None,
                   no_reasoner: Annotated[bool, typer.Option(
-                      "--no-reasoner", help="Skip the OWL consistency check.")] = False) -> None:
+                      "--no-reasoner", help="Skip the OWL consistency check.")] = False,
+                  reasoner_timeout: ReasonerTimeoutOpt = None) -> None:
     """Check a pack: manifest, files, Turtle/SHACL, Cedar against its schema, Python, OWL.
 
     Never runs the pack's code: Python entries are checked by parsing the source, so this
     is safe on a pack you do not trust yet. The folder is checked on its own; ``--home``
     is accepted like everywhere else.
     """
-    report = validate_pack(folder, reasoner=not no_reasoner)
+    try:
+        limit = owl_limit(reasoner_timeout)
+    except CradleError as exc:
+        fail(exc)
+    report = validate_pack(folder, reasoner=not no_reasoner, reasoner_timeout=limit)
     if fmt is Format.JSON:
         print_json({"pack": report.pack, "ok": report.ok, "errors": report.errors,
                     "warnings": report.warnings})

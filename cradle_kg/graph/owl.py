@@ -16,29 +16,49 @@ Measured facts this module is built around:
   its ``python_module`` annotation: the files checked are often a pack not trusted yet
   (``pack validate``), so those triples, and every other of owlready2's own namespace,
   are taken out before owlready2 reads the merge — the check covers the files given, and
-  says which imports it did not follow (``tests/security/test_347``).
+  says which imports it did not follow (``tests/security/test_347``);
+- owlready2 runs HermiT with ``subprocess.check_output`` and no timeout: an ontology hard
+  for HermiT's tableau (the pigeonhole principle over a dozen nominals) ran for hours.
+  owlready2 and HermiT now run in a child process of their own session
+  (:mod:`cradle_kg.graph.hermit`), in the check's temporary directory; past the check's
+  time limit the whole session — the child and its Java — is killed and reaped, and the
+  check is :class:`ReasonerTimeoutError` (``tests/security/test_358``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import owlready2
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 from rdflib import OWL, Graph, URIRef
 
-from cradle_kg.errors import JavaMissingError, OntologyError, RdfParseError
+from cradle_kg.errors import (
+    InputError,
+    JavaMissingError,
+    OntologyError,
+    RdfParseError,
+    ReasonerTimeoutError,
+)
 from cradle_kg.graph.rdfio import read_union
 from cradle_kg.graph.vocab import ONTOLOGY_FILE
 
-__all__ = ["OntologyReport", "check_ontology"]
+__all__ = ["DEFAULT_REASONER_TIMEOUT_S", "MAX_REASONER_TIMEOUT_S", "REASONER_TIMEOUT_ENV",
+           "OntologyReport", "check_ontology", "reasoner_timeout"]
 
-_OWL_THING = "http://www.w3.org/2002/07/owl#Thing"
-_OWL_NOTHING = "http://www.w3.org/2002/07/owl#Nothing"
+#: seconds HermiT may take over one check (``--reasoner-timeout``,
+#: ``CRADLE_REASONER_TIMEOUT``); the core ontology and the shipped packs take a few
+DEFAULT_REASONER_TIMEOUT_S = 120.0
+MAX_REASONER_TIMEOUT_S = 86400.0
+REASONER_TIMEOUT_ENV = "CRADLE_REASONER_TIMEOUT"
 #: the namespace of owlready2's own annotations (``python_module``, ``python_name``, …)
 _OWLREADY = "http://www.lesfleursdunormal.fr/static/_downloads/owlready_ontology.owl#"
 
@@ -55,8 +75,32 @@ class OntologyReport(BaseModel):
     skipped_imports: list[str] = []
 
 
-def check_ontology(paths: Sequence[Path] | None = None) -> OntologyReport:
-    """Check the union of ``paths`` (default: the built-in ontology) with HermiT."""
+def reasoner_timeout(seconds: float | None = None) -> float:
+    """The time limit of a check: ``seconds`` when given, else ``CRADLE_REASONER_TIMEOUT``
+    when set, else the default; above 0 and at most a day."""
+    source = "--reasoner-timeout"
+    if seconds is None:
+        env = os.environ.get(REASONER_TIMEOUT_ENV)
+        if env is None or not env.strip():
+            return DEFAULT_REASONER_TIMEOUT_S
+        source = f"`{REASONER_TIMEOUT_ENV}`"
+        try:
+            seconds = float(env)
+        except ValueError:
+            raise InputError(f"{source} is `{env[:40]}`, not a number of seconds",
+                             hint=f"e.g. {REASONER_TIMEOUT_ENV}=300") from None
+    if not 0 < seconds <= MAX_REASONER_TIMEOUT_S:  # NaN fails too
+        raise InputError(f"{source} is {seconds}: the reasoner's time limit is above 0 "
+                         f"and at most {MAX_REASONER_TIMEOUT_S:.0f} seconds")
+    return seconds
+
+
+def check_ontology(paths: Sequence[Path] | None = None, *,
+                   timeout: float | None = None) -> OntologyReport:
+    """Check the union of ``paths`` (default: the built-in ontology) with HermiT, within
+    ``timeout`` seconds (default: :func:`reasoner_timeout`); past it,
+    :class:`ReasonerTimeoutError`, and nothing of the check left running."""
+    limit = reasoner_timeout(timeout)
     files = list(paths) if paths else [ONTOLOGY_FILE]
     java = shutil.which("java")
     if java is None:
@@ -69,7 +113,7 @@ def check_ontology(paths: Sequence[Path] | None = None) -> OntologyReport:
     with tempfile.TemporaryDirectory(prefix="cradle-owl-") as tmp:
         nt_file = Path(tmp) / "ontology.nt"
         merged.serialize(destination=str(nt_file), format="nt", encoding="utf-8")
-        report = _reason(nt_file, java)
+        report = _reason_in_child(nt_file, java, limit, Path(tmp))
     return report.model_copy(update={"skipped_imports": skipped})
 
 
@@ -93,56 +137,45 @@ def _merge(files: Sequence[Path]) -> Graph:
         raise OntologyError(f"cannot read ontology: {exc.message}", hint=exc.hint) from exc
 
 
-def _reason(nt_file: Path, java: str) -> OntologyReport:
-    world = owlready2.World()
+def _reason_in_child(nt_file: Path, java: str, limit: float, tmp: Path) -> OntologyReport:
+    """``python -P -m cradle_kg.graph.hermit`` on ``nt_file``, in a session of its own and
+    in ``tmp`` (its working folder and owlready2's temporary files: a pack's folder is not
+    on its path, and nothing it writes outlives the check); killed with its Java at
+    ``limit`` seconds."""
+    package = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "TMPDIR": str(tmp),
+           "PYTHONPATH": os.pathsep.join(p for p in (package, os.environ.get("PYTHONPATH"))
+                                         if p)}
     try:
-        world.get_ontology(nt_file.as_uri()).load()
-    except Exception as exc:  # owlready2 parse errors have no common base class
-        raise OntologyError(f"owlready2 cannot load the ontology: {exc}") from exc
-    # owlready2 reads the Java executable from a module global; point it at the one
-    # found, so a PATH change is honoured the same way the check above saw it
-    owlready2.JAVA_EXE = java
+        proc = subprocess.Popen([sys.executable, "-P", "-m", "cradle_kg.graph.hermit",
+                                 str(nt_file), java], cwd=tmp, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        raise OntologyError(f"the OWL reasoner could not be started: {exc}") from exc
     try:
-        owlready2.sync_reasoner_hermit(world, infer_property_values=False, debug=0)
-    except owlready2.OwlReadyInconsistentOntologyError as exc:
-        detail = str(exc).strip()
-        message = "the ontology is inconsistent: no model satisfies its axioms"
-        if detail:
-            message += f": {detail}"
-        message += " (e.g. an individual typed with two disjoint classes)"
-        return OntologyReport(consistent=False, unsatisfiable=[], hierarchy=[], messages=[message])
-    except owlready2.OwlReadyJavaError as exc:
-        raise OntologyError(f"HermiT failed: {_first_line(str(exc))}") from exc
-    return _classified(world)
+        out, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        raise ReasonerTimeoutError(
+            f"the OWL reasoner (HermiT) did not finish within {limit:g} s: the ontology is "
+            "too hard to reason over in that time (reasoner_timeout)",
+            hint=f"raise the limit with --reasoner-timeout SECONDS or {REASONER_TIMEOUT_ENV}"
+                 "=SECONDS (or skip the check: `pack validate --no-reasoner`)") from None
+    finally:  # the timeout, an interrupt: the child and its Java go, and are reaped
+        if proc.returncode is None:
+            _kill_session(proc)
+    try:
+        answer = json.loads(out)
+        if "error" in answer:
+            raise OntologyError(str(answer["error"]))
+        return OntologyReport.model_validate(answer["report"])
+    except (ValueError, TypeError, KeyError, ValidationError):
+        why = " ".join(err.decode("utf-8", "replace").split())[-300:] or "no answer"
+        raise OntologyError(f"the OWL reasoner failed (exit {proc.returncode}): {why}") \
+            from None
 
 
-def _classified(world: Any) -> OntologyReport:
-    unsatisfiable = sorted(
-        c.iri for c in world.inconsistent_classes() if c.iri != _OWL_NOTHING
-    )
-    hierarchy: set[tuple[str, str]] = set()
-    for cls in world.classes():
-        for sup in cls.is_a:
-            iri = getattr(sup, "iri", None)  # skip restrictions and class expressions
-            if isinstance(iri, str) and iri != _OWL_THING:
-                hierarchy.add((cls.iri, iri))
-    messages = [f"unsatisfiable class `{iri}`" for iri in unsatisfiable]
-    return OntologyReport(
-        consistent=True,
-        unsatisfiable=unsatisfiable,
-        hierarchy=sorted(hierarchy),
-        messages=messages or ["consistent: every class is satisfiable"],
-    )
-
-
-def _first_line(text: str) -> str:
-    """The Java exception's own message, without the stack trace."""
-    lines = [ln.strip() for ln in text.splitlines()
-             if ln.strip() and not ln.strip().startswith("at ")
-             and not ln.strip().startswith("Java error message is")]
-    for index, line in enumerate(lines):
-        if "Exception" in line:
-            message = line.split("Exception:", 1)[-1].strip()
-            follow = " ".join(lines[index + 1:index + 4])
-            return f"{message} {follow}".strip()
-    return lines[0] if lines else "no message"
+def _kill_session(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CradleError, InputError, JavaMissingError
+from ..errors import CradleError, InputError, JavaMissingError, ReasonerTimeoutError
 from ..graph.owl import check_ontology
 from ..graph.queries import QueryCatalog
 from ..graph.rdfio import read_rdf
@@ -70,7 +70,8 @@ def _policy_line(file: Path, message: str) -> int | None:
     return None
 
 
-def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
+def validate_pack(folder: Path, *, reasoner: bool = True,
+                  reasoner_timeout: float | None = None) -> PackReport:
     try:
         pack = load_pack(folder)
     except CradleError as exc:
@@ -131,7 +132,8 @@ def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
             report.warnings.append(f"{_manifest_line(pack, entry)}: {found.warning}")
     if reasoner and pack.ontology_files() and not report.errors:
         try:
-            owl = check_ontology([ONTOLOGY_FILE, *pack.ontology_files()])
+            owl = check_ontology([ONTOLOGY_FILE, *pack.ontology_files()],
+                                 timeout=reasoner_timeout)
             if not owl.consistent or owl.unsatisfiable:
                 report.errors.append(f"{pack.ontology_files()[0]}: inconsistent with the core "
                                      "ontology: " + "; ".join(owl.messages + owl.unsatisfiable))
@@ -140,6 +142,9 @@ def validate_pack(folder: Path, *, reasoner: bool = True) -> PackReport:
                                 "the pack's own files" for iri in owl.skipped_imports]
         except JavaMissingError as exc:
             report.warnings.append(f"ontology consistency not checked: {exc.message}")
+        except ReasonerTimeoutError as exc:  # not checked is not valid (test_358)
+            report.errors.append(f"{pack.ontology_files()[0]}: ontology consistency not "
+                                 f"checked: {exc.message}; {exc.hint}")
     return report
 
 

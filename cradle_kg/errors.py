@@ -22,7 +22,9 @@ no decision can be made at all — and then the gate fails closed.
     │   ├── GraphUnreachableError   a remote graph store cannot be reached
     │   ├── GraphAuthError          a remote graph store refused the credentials (401/403)
     │   ├── GraphTimeoutError       a remote graph store did not answer in time
-    │   └── GraphResponseError      a remote graph store answered an error or garbage
+    │   ├── GraphResponseError      a remote graph store answered an error or garbage
+    │   │   └── GraphAnswerTooLargeError  an answer past the bound it was read under
+    │   └── GraphExportTooLargeError  an export past its bound in all
     ├── IdempotencyConflictError    one idempotency key reused for a different input
     ├── ToolError                   a tool raised, or returned output that breaks its contract
     ├── VerifierError               a verifier raised
@@ -195,6 +197,17 @@ class GraphTimeoutError(GraphStoreError):
 
 class GraphResponseError(GraphStoreError):
     code = "graph_bad_response"
+
+
+class GraphAnswerTooLargeError(GraphResponseError):
+    """An answer of the store past the bound it was read under."""
+
+
+class GraphExportTooLargeError(GraphStoreError):
+    """An export past its bound in all, whatever the number of graphs the store lists
+    (``tests/security/test_359``)."""
+
+    code = "graph_export_too_large"
 
 
 class GraphWatermarkError(GraphStoreError):

@@ -6,8 +6,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+import tempfile
 import time
 from enum import StrEnum
 from pathlib import Path
@@ -28,7 +31,7 @@ from ..graph.shacl import ShaclEngine, ValidationReport, load_shapes, make_engin
 from ..graph.vocab import ONTOLOGY_FILE
 from ..home import Home, resolve_home
 from ..storage import Journal
-from ..storage.graph import GraphStore
+from ..storage.graph import MAX_EXPORT_BYTES, GraphStore
 from ..storage.graph_opening import is_remote, open_graph_store
 from ..storage.oxigraph import OxigraphStore, rebuild_folder
 from ..storage.swap import StoreLock
@@ -214,23 +217,55 @@ def export(
     run: Annotated[str | None, typer.Option("--run", help="Only this run's graph.")] = None,
     fmt: Annotated[ExportFormat, typer.Option("--format")] = ExportFormat.TRIG,
     output: Annotated[Path | None, typer.Option("--output", "-o")] = None,
+    max_bytes: Annotated[int, typer.Option(
+        "--max-bytes", min=1, help="The most N-Quads bytes read from the store, in all.")]
+        = MAX_EXPORT_BYTES,
 ) -> None:
     """Write the graph (or one run's graph) as TriG, N-Quads, Turtle or JSON-LD."""
     store = open_graph(home)
     try:
-        text = _export_text(store, run, fmt)
+        text = _export_text(store, run, fmt, max_bytes)
     except CradleError as exc:
         fail(exc)
     finally:
         store.close()
     payload = text if isinstance(text, bytes) else (text or b"")
     if output:
-        output.write_bytes(payload)
+        try:
+            _write_whole(output, payload)
+        except OSError as exc:
+            fail(InputError(f"cannot write `{output}`: {exc.strerror or exc}"))
     else:  # the same triples, no control character raw (tests/security/test_77)
         sys.stdout.buffer.write(escape_terms(payload.decode("utf-8")).encode("utf-8"))
 
 
-def _export_text(store: GraphStore, run: str | None, fmt: ExportFormat) -> bytes | None:
+def _write_whole(output: Path, payload: bytes) -> None:
+    """``payload`` as ``output``, whole or not at all: a file beside it, renamed over it
+    once written, with the mode the file had (test_359). A device or a pipe named
+    (``/dev/stdout``) is written as it is."""
+    if output.exists() and not output.is_file():
+        output.write_bytes(payload)
+        return
+    if output.exists():
+        mode = output.stat().st_mode & 0o777
+    else:  # what writing it plainly gave: the umask's
+        mask = os.umask(0o022)
+        os.umask(mask)
+        mode = 0o666 & ~mask
+    fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(payload)
+            os.fchmod(out.fileno(), mode)
+        os.replace(tmp, output)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _export_text(store: GraphStore, run: str | None, fmt: ExportFormat,
+                 max_bytes: int = MAX_EXPORT_BYTES) -> bytes | None:
     if run is not None:
         name = run_graph(run)[1:-1]
         if name not in store.run_graphs():
@@ -238,7 +273,7 @@ def _export_text(store: GraphStore, run: str | None, fmt: ExportFormat) -> bytes
         graphs = [name]
     else:
         graphs = store.data_graphs()
-    nquads = store.nquads(graphs=graphs)
+    nquads = store.nquads(graphs=graphs, max_bytes=max_bytes)
     if fmt is ExportFormat.NQUADS:
         return nquads.encode()
     data = ox.Dataset(ox.parse(nquads, format=ox.RdfFormat.N_QUADS))

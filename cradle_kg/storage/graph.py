@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 
 import pyoxigraph as ox
 
-from ..errors import GraphStoreError
+from ..errors import GraphExportTooLargeError, GraphStoreError
 
 META_GRAPH = "https://w3id.org/cradle/meta"
 #: named graphs of packs' knowledge (ontology, reference data): ``…/pack/<id>/<version>/<name>``
@@ -44,6 +44,9 @@ _INT = "http://www.w3.org/2001/XMLSchema#integer"
 #: catch-up (2: shared objects in the shared graph, not copied into each run graph; 3: the
 #: `awaitsUse` and `awaitsVerification` flags the listing queries find by index)
 PROJECTION_VERSION = 3
+#: the most N-Quads bytes an export reads in all (``export --max-bytes``): each graph's
+#: answer of a remote store is bounded too, but the store lists the graphs (test_359)
+MAX_EXPORT_BYTES = 1 << 30
 
 Term = ox.NamedNode | ox.Literal
 QueryResult = ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples
@@ -301,8 +304,10 @@ class GraphStore(ProjectionTarget, Protocol):
         (the marker last: an interrupted install is redone on the next open)."""
         ...
 
-    def nquads(self, *, graphs: Iterable[str] | None = None) -> str:
-        """Canonical N-Quads, sorted: the data graphs (or ``graphs``), meta graph left out."""
+    def nquads(self, *, graphs: Iterable[str] | None = None,
+               max_bytes: int = MAX_EXPORT_BYTES) -> str:
+        """Canonical N-Quads, sorted: the data graphs (or ``graphs``), meta graph left out;
+        :class:`GraphExportTooLargeError` past ``max_bytes`` read (test_359)."""
         ...
 
     def flush(self) -> None:
@@ -315,6 +320,7 @@ class GraphStore(ProjectionTarget, Protocol):
 
 __all__ = [
     "KNOWLEDGE_BASE",
+    "MAX_EXPORT_BYTES",
     "META_GRAPH",
     "PROJECTION_VERSION",
     "SHARED_GRAPH",
@@ -327,9 +333,17 @@ __all__ = [
     "QueryResult",
     "Term",
     "check_knowledge_name",
+    "export_too_large",
     "is_knowledge",
     "split_graphs",
     "watermark_data",
     "watermark_triples",
     "watermark_update",
 ]
+
+
+def export_too_large(max_bytes: int) -> GraphExportTooLargeError:
+    """The error of an export past ``max_bytes`` read in all."""
+    return GraphExportTooLargeError(
+        f"the export is larger than {max_bytes} bytes of N-Quads in all; nothing written",
+        hint="export one run's graph (`--run`), or raise the bound with `--max-bytes`")

@@ -28,6 +28,7 @@ from ..errors import GraphStoreError, QueryError
 from .graph import (
     DIGEST,
     JOURNAL,
+    MAX_EXPORT_BYTES,
     META_GRAPH,
     PROJECTION_VERSION,
     SEQ,
@@ -36,6 +37,7 @@ from .graph import (
     QueryResult,
     Term,
     check_knowledge_name,
+    export_too_large,
     split_graphs,
     watermark_data,
     watermark_triples,
@@ -342,11 +344,18 @@ class OxigraphStore:
         self.store.update(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{DIGEST}> "
                           f"\"{digest}\" }} }}")
 
-    def nquads(self, *, graphs: Iterable[str] | None = None) -> str:
+    def nquads(self, *, graphs: Iterable[str] | None = None,
+               max_bytes: int = MAX_EXPORT_BYTES) -> str:
         wanted = set(graphs) if graphs is not None else set(self.data_graphs())
-        lines = [f"{quad} .\n" for quad in self.store
-                 if isinstance(quad.graph_name, ox.NamedNode)
-                 and quad.graph_name.value in wanted]
+        lines: list[str] = []
+        room = max_bytes
+        for quad in self.store:
+            if isinstance(quad.graph_name, ox.NamedNode) and quad.graph_name.value in wanted:
+                line = f"{quad} .\n"
+                room -= len(line.encode())
+                if room < 0:
+                    raise export_too_large(max_bytes)
+                lines.append(line)
         return "".join(sorted(lines))
 
     def backup(self, folder: Path) -> None:

@@ -39,6 +39,7 @@ import httpx
 import pyoxigraph as ox
 
 from ..errors import (
+    GraphAnswerTooLargeError,
     GraphAuthError,
     GraphResponseError,
     GraphStoreError,
@@ -50,6 +51,7 @@ from ..tls import tls_context
 from .graph import (
     DIGEST,
     JOURNAL,
+    MAX_EXPORT_BYTES,
     META_GRAPH,
     SEQ,
     VERSION,
@@ -57,6 +59,7 @@ from .graph import (
     QueryResult,
     Term,
     check_knowledge_name,
+    export_too_large,
     split_graphs,
     watermark_update,
 )
@@ -157,7 +160,7 @@ class SparqlHttpStore:
             for raw in streamed.iter_raw():
                 body += decode(raw, limit - len(body))
                 if len(body) > limit:
-                    raise GraphResponseError(
+                    raise GraphAnswerTooLargeError(
                         f"the graph store `{url}` answered more than {limit} bytes")
                 if time.monotonic() > deadline:
                     raise GraphTimeoutError(
@@ -167,7 +170,7 @@ class SparqlHttpStore:
                              "`CRADLE_GRAPH_TIMEOUT`")
             body += decode(b"", limit - len(body))
             if len(body) > limit:
-                raise GraphResponseError(
+                raise GraphAnswerTooLargeError(
                     f"the graph store `{url}` answered more than {limit} bytes")
         finally:
             streamed.close()
@@ -471,11 +474,23 @@ class SparqlHttpStore:
         self._update(f"INSERT DATA {{ GRAPH <{META_GRAPH}> {{ <{graph}> <{DIGEST}> "
                      f"{json.dumps(digest)} }} }}")
 
-    def nquads(self, *, graphs: Iterable[str] | None = None) -> str:
+    def nquads(self, *, graphs: Iterable[str] | None = None,
+               max_bytes: int = MAX_EXPORT_BYTES) -> str:
+        """Each graph's answer within :data:`MAX_ANSWER_BYTES`, and all of them within
+        ``max_bytes``: the store lists the graphs, as many as it likes (test_359)."""
         lines: list[str] = []
+        room = max_bytes
         for name in (self.data_graphs() if graphs is None else list(graphs)):
-            response = self._send("GET", self.remote.store, params=self._graph_params(name),
-                                  headers={"Accept": _NTRIPLES})
+            limit = min(MAX_ANSWER_BYTES, room)
+            try:
+                response = self._send("GET", self.remote.store, limit=limit,
+                                      params=self._graph_params(name),
+                                      headers={"Accept": _NTRIPLES})
+            except GraphAnswerTooLargeError:
+                if limit == MAX_ANSWER_BYTES:
+                    raise
+                raise export_too_large(max_bytes) from None
+            room -= len(response.content)
             if response.status_code == 404:  # an empty graph is no graph
                 continue
             if response.status_code >= 300:

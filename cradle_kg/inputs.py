@@ -182,6 +182,24 @@ def load_json(data: str | bytes, *, limits: InputLimits = DEFAULT_LIMITS,
 FILE_LIMITS = InputLimits.model_construct(max_bytes=_CEILING_VALUES["max_bytes"])
 
 
+def open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """A descriptor of ``path`` and its state, or a one-line :class:`InputError`: opened
+    without blocking and checked on the descriptor to be a regular file (a FIFO or a
+    device would block or never end; a folder is refused). The caller closes it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InputError(f"`{path}`: cannot read: {exc.strerror or exc}") from None
+    try:  # checked on the descriptor before it is wrapped: `open` refuses a folder's
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(f"`{path}`: not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
 def read_file(path: Path, *, max_bytes: int) -> bytes:
     """The bytes of a file an operator names (or a folder holds), or a one-line
     :class:`InputError` naming it: only a regular file is read — a FIFO or a device named
@@ -191,14 +209,8 @@ def read_file(path: Path, *, max_bytes: int) -> bytes:
     The file is opened without blocking and checked on its descriptor, so it cannot be
     swapped for a FIFO between the check and the read.
     """
+    fd, info = open_regular(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise InputError(f"`{path}`: cannot read: {exc.strerror or exc}") from None
-    try:  # checked on the descriptor before it is wrapped: `open` refuses a folder's
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"`{path}`: not a regular file")
         if info.st_size > max_bytes:
             raise InputTooLargeError(f"`{path}`: {info.st_size} bytes is more than the "
                                      f"limit of {max_bytes} bytes")

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from ..errors import CradleError, InputError, JournalError
-from ..evidence import MAX_EVIDENCE_BYTES, evidence_record, upload
+from ..evidence import MAX_EVIDENCE_BYTES, evidence_record, recorded_size, upload
 from ..inbox import MAX_INBOX_PAGE, InboxItem, inbox, inbox_size, parse_kinds
 from ..inputs import MAX_PAGE_INTEGER
 from .approvals import TokenOpt, check_person
@@ -138,14 +138,16 @@ def evidence_show(
 ) -> None:
     """Re-hash a blob and say who added it and when; exit 1 when it was edited."""
     with open_runtime(home, reading=True) as rt:
-        try:
-            data = rt.evidence.get(ref)
+        record = evidence_record(rt.journal, ref)
+        try:  # re-hashed in chunks; the bytes read whole for --raw alone, once found
+            # intact and within the size found (tests/security/test_360)
+            size = rt.evidence.verify(ref, size=recorded_size(record))
+            data = rt.evidence.get(ref, max_bytes=size) if raw else b""
         except JournalError as exc:
             fail(exc, code=1)
         except CradleError as exc:
             fail(exc)
-        record = {**evidence_record(rt.journal, ref),
-                  "bytes": len(data), "intact": True}
+        record = {**record, "bytes": size, "intact": True}
     if raw:
         sys.stdout.buffer.write(data)
         return

@@ -32,7 +32,13 @@ from ..errors import (
     UnknownNameError,
     WorkflowFileError,
 )
-from ..evidence import HOST_COLLECTOR_PREFIX, MAX_EVIDENCE_BYTES, evidence_record, upload
+from ..evidence import (
+    HOST_COLLECTOR_PREFIX,
+    MAX_EVIDENCE_BYTES,
+    evidence_record,
+    recorded_size,
+    upload,
+)
 from ..inbox import INBOX_PAGE, MAX_INBOX_PAGE, InboxItem, inbox, inbox_size, parse_kinds
 from ..inputs import MAX_PAGE_INTEGER
 from ..loop.approval_flow import check_waiting, waiting_error
@@ -417,13 +423,13 @@ def make_router(runtime: Runtime, call: Call, *, answered: Call,
             record = evidence_record(runtime.journal, ref, reader=reader)
             if reader is not None and not record["added"]:
                 raise UnknownNameError(runtime.evidence.missing(ref).message)
-            try:
-                data = runtime.evidence.get(ref)
+            try:  # re-hashed in chunks, never read whole (tests/security/test_360)
+                size = runtime.evidence.verify(ref, size=recorded_size(record))
             except JournalError as exc:
                 raise HTTPException(409, detail=exc.to_dict()) from None
             except InputError as exc:
                 raise UnknownNameError(exc.message) from None
-            return {**record, "bytes": len(data), "intact": True}
+            return {**record, "bytes": size, "intact": True}
         return call(show)
 
     return router

@@ -30,7 +30,7 @@ from .loop.approvals import (
     why_not_decidable,
 )
 from .loop.escalation import task_from_events, task_scope
-from .preview import MAX_ITEM_QUESTION, cut, step_input
+from .preview import MAX_ITEM_QUESTION, approval_action, cut, step_input
 from .records import ApprovalStatus, AuditEvent
 from .storage import Decider
 
@@ -63,6 +63,11 @@ class InboxItem:
     #: an approval: the tool's version it covers (``asked``, the request's ``tool_ref``), the
     #: version registered now (``now``), whether they differ and what that means (``note``)
     tool: dict[str, Any] | None = None
+    #: an approval: whether ``action`` is a preview (its JSON past a few KiB), its size,
+    #: and the approval's view that carries it whole (``preview.approval_action``)
+    action_cut: bool = False
+    action_bytes: int | None = None
+    whole_action: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -312,7 +317,7 @@ def _approvals(rt: Runtime, run_id: str | None, requested_by: str | None,
             kind="approval", id=a.id, run_id=a.run_id,
             title=f"{proposal.action.action_type} on {proposal.action.target}",
             asked_at=a.requested_at.isoformat(), reasons=reasons,
-            action=shown, digest=a.action_digest,
+            **approval_action(a.id, shown), digest=a.action_digest,
             policies=policies, evidence=list(proposal.evidence_refs),
             proposed_by=proposal.agent_id, tool=tool.to_dict(),
             command=f"cradle-kg approvals approve {a.id} --as WHO")))

@@ -34,6 +34,20 @@ def step_input(run_id: str, value: Any) -> dict[str, Any]:
             "whole_input": f"/api/workflows/runs/{quote(run_id, safe=':')}"}
 
 
+def approval_action(approval_id: str, action: dict[str, Any]) -> dict[str, Any]:
+    """What an approval's item carries of its action: the action whole while its JSON is at
+    most :data:`MAX_ITEM_INPUT_CHARS`; past it, a :func:`preview`, said cut, with its size
+    and the approval's own view, which carries it whole (``GET /api/approvals/{id}``, what
+    the page shows before a person may approve). INVARIANT: an approval is decided on
+    its whole action, never on this preview — before, every poll of every approver's inbox
+    carried each pending action whole, up to 64 KiB each (tests/security/test_361)."""
+    text = json.dumps(action, ensure_ascii=False, separators=(",", ":"))
+    over = len(text) > MAX_ITEM_INPUT_CHARS
+    return {"action": preview(action, MAX_ITEM_INPUT_CHARS) if over else action,
+            "action_cut": over, "action_bytes": len(text.encode("utf-8", "surrogatepass")),
+            "whole_action": f"/api/approvals/{quote(approval_id, safe=':')}"}
+
+
 def preview(value: Any, room: int) -> Any:
     """``value`` (JSON) shown within about ``room`` characters of JSON: each string (a key
     too) cut at :data:`MAX_PREVIEW_STRING` characters with ``…``; once the room is spent, a

@@ -188,12 +188,36 @@ function facts(item) {
   return el("table", { class: "facts" }, el("tbody", {}, ...rows.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v)))));
 }
 
+// an approval's item carries a preview of a large action (test_361): the person is shown the
+// whole action — the approval's own view — before "Approve once" may be pressed
+function wholeAction(item, pre, approve) {
+  if (!item.action_cut) return "";
+  approve.disabled = true;
+  approve.title = "show the whole action first";
+  const said = el("p", { "data-action-cut": item.id },
+    `the action is shown cut (${item.action_bytes} bytes): see it whole before approving `);
+  said.append(el("button", { type: "button", "data-whole-action": item.id, onclick: async () => {
+    try {
+      const view = await authed(item.whole_action);
+      pre.textContent = JSON.stringify(view.action, null, 2);
+      said.replaceChildren(`the whole action (${item.action_bytes} bytes)`);
+      approve.disabled = false;
+      approve.title = "";
+    } catch (err) { showError(said, err); }
+  } }, "Show the whole action"));
+  return said;
+}
+
 function card(item) {
   const note = el("input", { placeholder: item.kind === "approval" ? "reason (to reject)" : "note", "data-note": item.id });
+  const pre = item.action ? el("pre", {}, JSON.stringify(item.action, null, 2)) : "";
   let buttons;
+  let whole = "";
   if (item.kind === "approval") {
-    buttons = [el("button", { type: "button", "data-approve": item.id,
-      onclick: () => answer(item, `/api/approvals/${encodeURIComponent(item.id)}/approve`, {}) }, "Approve once"),
+    const approve = el("button", { type: "button", "data-approve": item.id,
+      onclick: () => answer(item, `/api/approvals/${encodeURIComponent(item.id)}/approve`, {}) }, "Approve once");
+    whole = wholeAction(item, pre, approve);
+    buttons = [approve,
     note, el("button", { type: "button", class: "reject", "data-reject": item.id,
       onclick: () => answer(item, `/api/approvals/${encodeURIComponent(item.id)}/reject`, { reason: note.value }) }, "Reject")];
   } else if (item.kind === "task") {
@@ -207,7 +231,7 @@ function card(item) {
   return el("div", { class: "card", "data-kind": item.kind, [`data-${item.kind === "approval" ? "approval" : "item"}`]: item.id },
     el("div", { class: "card-head" }, el("span", { class: "kind" }, item.kind), el("strong", {}, item.question || item.title)),
     item.question ? el("div", {}, item.title) : "", facts(item),
-    item.action ? el("pre", {}, JSON.stringify(item.action, null, 2)) : "",
+    pre, whole,
     // a step's item carries a preview of a large input: the run's view shows it whole
     item.action && item.action.input_cut ? el("p", { "data-input-cut": item.id },
       `the run's input is shown cut (${item.action.input_bytes} bytes): whole in `, runLink(item.run_id)) : "",

@@ -252,19 +252,26 @@ def _umask() -> int:
 
 
 def save_config(path: Path, config: RuntimeConfig) -> None:
-    """Write ``config`` in place of ``path`` through a temporary file of this writer's own,
-    created 0600 and given the mode the file had (it may hold a journal URL's password and
-    the approvers' token hashes: a rewrite never makes it readable by others), synced
-    before it takes the file's name."""
+    """Write ``config`` in place of ``path`` (:func:`write_whole`): it may hold a journal
+    URL's password and the approvers' token hashes, and a rewrite never makes it readable
+    by others."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    write_whole(path, config.model_dump_json(indent=2).encode("utf-8"))
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """``data`` in place of ``path``, whole or not at all: through a temporary file of this
+    writer's own beside it, created 0600 and given the mode the file had (a new file: what
+    writing it plainly gave), synced before it takes the file's name; on any failure the
+    temporary file is removed and ``path`` is as it was (``export --output``: test_359)."""
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
         mode = 0o666 & ~_umask()  # a new file: what writing it plainly gave before
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(config.model_dump_json(indent=2))
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
             out.flush()
             os.fchmod(out.fileno(), mode)
             os.fsync(out.fileno())

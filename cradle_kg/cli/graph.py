@@ -6,11 +6,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
-import tempfile
 import time
 from enum import StrEnum
 from pathlib import Path
@@ -20,6 +17,7 @@ import pyoxigraph as ox
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..config import write_whole
 from ..errors import CradleError, InputError, UnknownNameError
 from ..graph.bulk import validate_store
 from ..graph.catchup import catch_up, check_watermark, rebuild
@@ -240,28 +238,12 @@ def export(
 
 
 def _write_whole(output: Path, payload: bytes) -> None:
-    """``payload`` as ``output``, whole or not at all: a file beside it, renamed over it
-    once written, with the mode the file had (test_359). A device or a pipe named
-    (``/dev/stdout``) is written as it is."""
+    """``payload`` as ``output``, whole or not at all (:func:`write_whole`: test_359). A
+    device or a pipe named (``/dev/stdout``) is written as it is."""
     if output.exists() and not output.is_file():
         output.write_bytes(payload)
-        return
-    if output.exists():
-        mode = output.stat().st_mode & 0o777
-    else:  # what writing it plainly gave: the umask's
-        mask = os.umask(0o022)
-        os.umask(mask)
-        mode = 0o666 & ~mask
-    fd, tmp = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(payload)
-            os.fchmod(out.fileno(), mode)
-        os.replace(tmp, output)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    else:
+        write_whole(output, payload)
 
 
 def _export_text(store: GraphStore, run: str | None, fmt: ExportFormat,

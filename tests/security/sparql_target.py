@@ -37,6 +37,29 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
 
 
 @contextlib.contextmanager
+def recording(body: bytes, media: str) -> Iterator[tuple[str, list[str]]]:
+    """A server answering ``body`` as ``media`` to every GET, noting each request's path:
+    its base URL and the paths, for the block (``test_64``'s JSON-LD contexts,
+    ``test_347``'s ontology imports)."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", media)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    with serving(Handler) as url:
+        yield url, seen
+
+
+@contextlib.contextmanager
 def answering(body: bytes, media: str, *, encoding: str | None = None,
               seen: list[str] | None = None) -> Iterator[str]:
     """A store answering ``body`` as ``media`` (in ``encoding``) to every GET, POST and

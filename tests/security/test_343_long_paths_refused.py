@@ -22,17 +22,15 @@ unchanged.
 from __future__ import annotations
 
 import glob
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cradle_kg.graph.queries import QUERIES_DIR
 from cradle_kg.graph.sparql_guard import MAX_QUERY_PATTERNS, pattern_count
-from tests import oneshot
 
-from ..server.conftest import Server, start_server, stop_server
-from .homes import opened_demo_home
+from ..server.conftest import Server
+from .caps_server import OVER_PATTERN_CAP, ask, assert_refused_at_once, served_demo
 
 P = "<https://w3id.org/cradle#p>"
 #: each a query the engine planned for longer than the test server's timeout (3 s)
@@ -67,47 +65,21 @@ NAMED = sorted(glob.glob(str(QUERIES_DIR / "*.rq"))
                + glob.glob(str(Path(__file__).parents[2] / "packs" / "*" / "queries" / "*.rq")))
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    home = opened_demo_home(tmp_path_factory, "t343")
-    srv = start_server(["--home", str(home)], tmp_path_factory.mktemp("l343") / "s.log",
-                       home)
-    yield srv
-    stop_server(srv)
-
-
-def _ask(server: Server, query: str) -> tuple[int, str]:
-    r = oneshot.post(server.sparql, content=query.encode(), timeout=120,
-                     headers={"content-type": "application/sparql-query",
-                              "accept": "application/sparql-results+json"})
-    return r.status_code, r.text
-
-
-def _replaced(server: Server) -> int:
-    return int(oneshot.get(server.url + "/healthz").json()["workers_replaced"])
+server = served_demo("t343")
 
 
 @pytest.mark.parametrize("name", sorted(LONG))
 def test_a_query_joining_too_many_patterns_is_a_400(server: Server, name: str) -> None:
-    before = _replaced(server)
-    status, text = _ask(server, LONG[name])
-    # before: 503 at the timeout, its worker replaced
-    assert status == 400, (status, text[:300])
-    assert "triple patterns or path steps, over the cap of 100" in text, text[:300]
-    assert _replaced(server) == before
+    assert_refused_at_once(server, LONG[name], OVER_PATTERN_CAP)
 
 
 def test_a_filter_chaining_too_many_operators_is_a_400(server: Server) -> None:
-    before = _replaced(server)
-    status, text = _ask(server, CHAINED)
-    assert status == 400, (status, text[:300])  # before: 503 at the timeout
-    assert "more than 1000 operators" in text, text[:300]
-    assert _replaced(server) == before
+    assert_refused_at_once(server, CHAINED, "more than 1000 operators")
 
 
 @pytest.mark.parametrize("query", ORDINARY)
 def test_ordinary_paths_values_and_filters_are_answered(server: Server, query: str) -> None:
-    status, text = _ask(server, query)
+    status, text = ask(server, query)
     assert status == 200, (status, text[:300])
 
 
@@ -115,5 +87,5 @@ def test_ordinary_paths_values_and_filters_are_answered(server: Server, query: s
 def test_each_named_query_is_answered_well_under_the_cap(server: Server, path: str) -> None:
     text = Path(path).read_text(encoding="utf-8")
     assert pattern_count(text) <= MAX_QUERY_PATTERNS // 2
-    status, answer = _ask(server, text)
+    status, answer = ask(server, text)
     assert status == 200, (status, answer[:300])

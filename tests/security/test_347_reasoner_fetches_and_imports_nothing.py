@@ -29,15 +29,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from cradle_kg.graph.owl import check_ontology
 from cradle_kg.graph.vocab import ONTOLOGY_FILE
+
+from .sparql_target import recording
 
 CORE = "https://w3id.org/cradle"
 PYTHON_MODULE = ("http://www.lesfleursdunormal.fr/static/_downloads/owlready_ontology.owl"
@@ -55,27 +55,8 @@ SECRET_CLASS = (b'<owl:Class rdf:about="http://example.org/secret-kept-here"><rd
 @pytest.fixture
 def listener() -> Iterator[tuple[str, list[str]]]:
     """A server on 127.0.0.1 that records each request and answers an empty ontology."""
-    seen: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/rdf+xml")
-            self.send_header("Content-Length", str(len(IMPORTED)))
-            self.end_headers()
-            self.wfile.write(IMPORTED)
-
-        def log_message(self, *args: object) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with recording(IMPORTED, "application/rdf+xml") as found:
+        yield found
 
 
 def _pack(root: Path, turtle: str) -> Path:

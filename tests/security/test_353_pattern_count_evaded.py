@@ -19,15 +19,12 @@ a filter are answered as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from cradle_kg.graph.sparql_guard import MAX_QUERY_PATTERNS, pattern_count
-from tests import oneshot
 
-from ..server.conftest import Server, start_server, stop_server
-from .homes import opened_demo_home
+from ..server.conftest import Server
+from .caps_server import OVER_PATTERN_CAP, ask, assert_refused_at_once, served_demo
 
 E = "PREFIX e: <https://e.example/> "
 #: 400 triples of one subject: 209 s to plan on an empty store
@@ -67,39 +64,17 @@ ORDINARY = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    home = opened_demo_home(tmp_path_factory, "t353")
-    srv = start_server(["--home", str(home)], tmp_path_factory.mktemp("l353") / "s.log",
-                       home)
-    yield srv
-    stop_server(srv)
-
-
-def _ask(server: Server, query: str) -> tuple[int, str]:
-    r = oneshot.post(server.sparql, content=query.encode(), timeout=120,
-                     headers={"content-type": "application/sparql-query",
-                              "accept": "application/sparql-results+json"})
-    return r.status_code, r.text
-
-
-def _replaced(server: Server) -> int:
-    return int(oneshot.get(server.url + "/healthz").json()["workers_replaced"])
+server = served_demo("t353")
 
 
 @pytest.mark.parametrize("name", sorted(HIDDEN))
 def test_a_join_hidden_behind_a_word_or_a_sign_is_a_400(server: Server, name: str) -> None:
-    before = _replaced(server)
-    status, text = _ask(server, HIDDEN[name])
-    # before: 503 at the timeout, its worker replaced
-    assert status == 400, (status, text[:300])
-    assert "triple patterns or path steps, over the cap of 100" in text, text[:300]
-    assert _replaced(server) == before
+    assert_refused_at_once(server, HIDDEN[name], OVER_PATTERN_CAP)
     assert pattern_count(HIDDEN[name]) > MAX_QUERY_PATTERNS  # before: 1 or 2
 
 
 @pytest.mark.parametrize("query", ORDINARY)
 def test_values_blocks_and_signed_numbers_are_answered(server: Server, query: str) -> None:
     assert pattern_count(query) <= 8
-    status, text = _ask(server, query)
+    status, text = ask(server, query)
     assert status == 200, (status, text[:300])

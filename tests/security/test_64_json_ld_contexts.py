@@ -32,9 +32,7 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -43,33 +41,16 @@ from rdflib import URIRef
 from cradle_kg.errors import RdfParseError
 from cradle_kg.graph.rdfio import read_rdf
 
+from .sparql_target import recording
+
 A, B, C, D = "http://ex/a", "http://ex/b", "http://ex/c", "http://ex/d"
 
 
 @pytest.fixture
 def listener() -> Iterator[tuple[str, list[str]]]:
     """A server on 127.0.0.1 that records every request and answers a JSON-LD context."""
-    seen: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append(self.path)
-            body = json.dumps({"@context": {"b": B}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/ld+json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    server.shutdown()
-    server.server_close()
+    with recording(json.dumps({"@context": {"b": B}}).encode(), "application/ld+json") as found:
+        yield found
 
 
 @pytest.fixture

@@ -88,7 +88,10 @@ def _sparse(blob: Path, size: int) -> None:
 
 
 @pytest.fixture
-def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # the home's SQLite journal whatever backend the suite runs on: the children read it
+    # (their environment has no journal URL), so the test's own uploads go there too
+    monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)
     return opened_demo_home(tmp_path_factory, "sparse-evidence", embedded=True)
 
 

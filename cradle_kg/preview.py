@@ -22,30 +22,31 @@ MAX_ITEM_QUESTION = 1024
 
 
 def step_input(run_id: str, value: Any) -> dict[str, Any]:
-    """What a step's item carries of its run's input: the input whole while its JSON is
-    small; past :data:`MAX_ITEM_INPUT_CHARS`, a :func:`preview` of it, said cut, with its
-    size and where it is read whole (its workflow status). INVARIANT: an item is bounded
-    whatever the workflow's input schema lets a run carry — before, every poll of every
-    approver's inbox carried each run's whole input, up to 1 MiB a run (test_341)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    over = len(text) > MAX_ITEM_INPUT_CHARS
-    return {"input": preview(value, MAX_ITEM_INPUT_CHARS) if over else value,
-            "input_cut": over, "input_bytes": len(text.encode("utf-8", "surrogatepass")),
-            "whole_input": f"/api/workflows/runs/{quote(run_id, safe=':')}"}
+    """What a step's item carries of its run's input (:func:`bounded`; read whole in its
+    workflow status). INVARIANT: an item is bounded whatever the workflow's input schema
+    lets a run carry — before, every poll of every approver's inbox carried each run's
+    whole input, up to 1 MiB a run (test_341)."""
+    return bounded("input", value, f"/api/workflows/runs/{quote(run_id, safe=':')}")
 
 
 def approval_action(approval_id: str, action: dict[str, Any]) -> dict[str, Any]:
-    """What an approval's item carries of its action: the action whole while its JSON is at
-    most :data:`MAX_ITEM_INPUT_CHARS`; past it, a :func:`preview`, said cut, with its size
-    and the approval's own view, which carries it whole (``GET /api/approvals/{id}``, what
-    the page shows before a person may approve). INVARIANT: an approval is decided on
-    its whole action, never on this preview — before, every poll of every approver's inbox
-    carried each pending action whole, up to 64 KiB each (tests/security/test_361)."""
-    text = json.dumps(action, ensure_ascii=False, separators=(",", ":"))
+    """What an approval's item carries of its action (:func:`bounded`; whole in the
+    approval's own view, ``GET /api/approvals/{id}``, what the page shows before a person
+    may approve). INVARIANT: an approval is decided on its whole action, never on this
+    preview — before, every poll of every approver's inbox carried each pending action
+    whole, up to 64 KiB each (tests/security/test_361)."""
+    return bounded("action", action, f"/api/approvals/{quote(approval_id, safe=':')}")
+
+
+def bounded(name: str, value: Any, whole: str) -> dict[str, Any]:
+    """``name``: ``value`` whole while its JSON is at most :data:`MAX_ITEM_INPUT_CHARS`;
+    past it, a :func:`preview` — with ``name_cut`` (whether it was cut), ``name_bytes``
+    (its size) and ``whole_name`` (``whole``: where it is read whole)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     over = len(text) > MAX_ITEM_INPUT_CHARS
-    return {"action": preview(action, MAX_ITEM_INPUT_CHARS) if over else action,
-            "action_cut": over, "action_bytes": len(text.encode("utf-8", "surrogatepass")),
-            "whole_action": f"/api/approvals/{quote(approval_id, safe=':')}"}
+    return {name: preview(value, MAX_ITEM_INPUT_CHARS) if over else value,
+            f"{name}_cut": over, f"{name}_bytes": len(text.encode("utf-8", "surrogatepass")),
+            f"whole_{name}": whole}
 
 
 def preview(value: Any, room: int) -> Any:

@@ -36,7 +36,7 @@ import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from ..errors import QueryError, QueryRefusedError
 from ..storage.sparql_values import SPARQL_HIDDEN
@@ -207,10 +207,7 @@ def _counts_of(text: str) -> tuple[int, int]:
     counts = _COUNTS.get(text)
     if counts is None:
         counts = (pattern_count(text), operator_count(text))
-        if len(text) <= _SHAPES_TEXT_MAX:
-            if len(_COUNTS) >= _SHAPES_MAX:
-                _COUNTS.pop(next(iter(_COUNTS)))
-            _COUNTS[text] = counts
+        _keep(_COUNTS, text, text, counts)
     return counts
 
 
@@ -299,6 +296,8 @@ def parse_shape(text: str, *, base_iri: str | None = None) -> QueryShape:
 
 
 _PARSER_LOCK = threading.Lock()
+K = TypeVar("K")
+V = TypeVar("V")
 
 #: the shape of a text that can name no SERVICE and no dataset (see the module docstring)
 PLAIN_SHAPE: Final = QueryShape(services=(), has_dataset=False)
@@ -350,12 +349,19 @@ def known_shape(text: str, base_iri: str | None) -> QueryShape:
     shape = _SHAPES.get(key)
     if shape is None:
         shape = parse_shape(text, base_iri=base_iri)
-        if len(text) > _SHAPES_TEXT_MAX:
-            return shape
-        if len(_SHAPES) >= _SHAPES_MAX:
-            _SHAPES.pop(next(iter(_SHAPES)))
-        _SHAPES[key] = shape
+        _keep(_SHAPES, key, text, shape)
     return shape
+
+
+def _keep(cache: dict[K, V], key: K, text: str, value: V) -> None:
+    """Keep ``value`` for ``key`` (a query ``text``'s) in ``cache``: at most
+    :data:`_SHAPES_MAX` entries, the oldest out first; a text past :data:`_SHAPES_TEXT_MAX`
+    is not kept (the caches stay a few MB)."""
+    if len(text) > _SHAPES_TEXT_MAX:
+        return
+    if len(cache) >= _SHAPES_MAX:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
 
 
 def _parse(text: str) -> Any:

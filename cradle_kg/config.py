@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .errors import InputError
 from .inputs import DEFAULT_LIMITS, FILE_LIMITS, InputLimits, load_json, read_file
 from .records import Agent, Permission
-from .storage.graph_config import GraphEndpoints
+from .storage.graph_config import GraphEndpoints, check_declared
 
 #: the longest duration a configuration may give, in seconds (100 years): past what a
 #: date can hold, a window or an age crashed every command or denied every call
@@ -135,11 +135,13 @@ def config_from_bytes(data: bytes, *, source: str) -> RuntimeConfig:
                          "validators come from packs, named in `packs`",
                          hint="the demo's ledger tools are the pack `demo.ledger`")
     try:
-        return RuntimeConfig.model_validate(raw)
+        config = RuntimeConfig.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
         raise InputError(f"`{source}`: `{loc}`: {first['msg'].lower()}") from exc
+    check_declared(config.graph, where=f"`{source}`: `graph`:")
+    return config
 
 
 def _file_key(path: Path) -> tuple[int, int, int, int] | None:

@@ -13,7 +13,9 @@ no decision can be made at all — and then the gate fails closed.
     │   ├── RdfParseError           Turtle, TriG, N-Triples, N-Quads or JSON-LD that does not parse
     │   ├── QueryError              SPARQL that does not parse, or is too large / deeply nested
     │   │   └── QueryRefusedError   a query refused by policy (update, SERVICE not allow-listed)
-    │   └── UnknownNameError        an unknown tool, identity, run, record kind, pack or query
+    │   ├── UnknownNameError        an unknown tool, identity, run, record kind, pack or query
+    │   └── GraphCredentialsInClearError  a graph setting that would send a password or
+    │                               token over plain http to another host
     ├── PolicyError                 a Cedar policy set that does not parse or validate
     ├── JournalError                the journal cannot be opened or written
     │   └── ChainBrokenError        the hash chain does not verify (names the first broken event)
@@ -83,6 +85,13 @@ class InputTooLargeError(InputError):
 
 class ProposalError(InputError):
     code = "invalid_proposal"
+
+
+class GraphCredentialsInClearError(InputError):
+    """A remote graph store's setting that sends credentials over plain ``http://`` to a
+    host that is not loopback, without the opt-in (``tests/security/test_372``)."""
+
+    code = "graph_credentials_in_clear"
 
 
 class RunOwnershipError(ProposalError):

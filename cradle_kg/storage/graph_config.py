@@ -16,10 +16,18 @@
 ``query=URL update=URL store=URL`` (space separated). ``CRADLE_GRAPH_USER`` /
 ``CRADLE_GRAPH_PASSWORD`` give basic auth, ``CRADLE_GRAPH_TOKEN`` a bearer token, and
 ``user:password@`` in a URL basic auth too. Secrets are never written in ``config.json``.
+
+Credentials go in clear only to this machine: a setting that sends a password or a token
+over ``http://`` to a host that is not loopback (127.0.0.0/8, ``::1``, ``localhost``) is
+refused — in ``config.json`` when it is loaded (:func:`check_declared`), with the
+environment's credentials when the store is opened (:func:`resolve`) — unless it says
+``"allow_plain_http_credentials": true`` (``CRADLE_GRAPH_ALLOW_PLAIN_HTTP_CREDENTIALS=1``
+with ``CRADLE_GRAPH_URL``): ``tests/security/test_372``.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
@@ -27,9 +35,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import InputError
+from ..errors import GraphCredentialsInClearError, InputError
 
 GRAPH_URL_ENV = "CRADLE_GRAPH_URL"
+#: ``1``: credentials may go over plain ``http://`` to a store on another host
+PLAIN_HTTP_OPT_IN_ENV = "CRADLE_GRAPH_ALLOW_PLAIN_HTTP_CREDENTIALS"
 _URL = r"^https?://\S+$"
 #: the longest a request to the store may wait, in seconds (a body gets ten times that)
 MAX_TIMEOUT_S = 3600.0
@@ -54,6 +64,9 @@ class GraphEndpoints(BaseModel):
     #: the Graph Store protocol's parameter naming a graph (the standard's ``graph``;
     #: Virtuoso's ``/sparql-graph-crud`` also reads ``graph-uri``)
     graph_param: str = Field(default="graph", pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    #: credentials may go over plain ``http://`` to a host that is not loopback (the
+    #: network between is trusted): off, such a setting is refused
+    allow_plain_http_credentials: bool = False
 
 
 class RemoteGraph(BaseModel):
@@ -128,9 +141,74 @@ def resolve(endpoints: GraphEndpoints) -> RemoteGraph:
         basic = (user, os.environ.get(env, ""))
     token_env = endpoints.token_env or "CRADLE_GRAPH_TOKEN"
     bearer = os.environ.get(token_env) or None
+    if bearer or basic:
+        _refuse_in_clear((query, update, store), "a bearer token" if bearer else
+                         "basic-auth credentials", where="graph setting",
+                         allowed=endpoints.allow_plain_http_credentials or _opted_in())
     timeout = _timeout(os.environ.get("CRADLE_GRAPH_TIMEOUT"), endpoints.timeout_s)
     return RemoteGraph(query=query, update=update, store=store, basic=basic, bearer=bearer,
                        timeout_s=timeout, graph_param=endpoints.graph_param)
+
+
+def check_declared(configured: str | GraphEndpoints | None, *, where: str) -> None:
+    """Refuse a ``graph`` setting of ``config.json`` that declares credentials (a user,
+    a password or token variable, ``user:password@`` in a URL) for a store it reaches
+    over plain ``http://`` on another host — when the file is loaded, not at the first
+    request. A setting that does not read is refused where the store is opened."""
+    if configured is None:
+        return
+    try:
+        endpoints = parse_setting(configured) if isinstance(configured, str) else configured
+        urls = (endpoints.query, endpoints.update, endpoints.store)
+        for url in urls:
+            urlsplit(url).port  # noqa: B018 -- a URL that does not read: left to the open
+    except (InputError, ValueError):
+        return
+    if endpoints.allow_plain_http_credentials:
+        return
+    if endpoints.token_env:
+        _refuse_in_clear(urls, "a bearer token", where=where, allowed=False)
+    if endpoints.user or endpoints.password_env or any(_USERINFO.search(u) for u in urls):
+        _refuse_in_clear(urls, "basic-auth credentials", where=where, allowed=False)
+
+
+def _loopback(host: str) -> bool:
+    """``host`` is this machine by its name alone: ``localhost``, 127.0.0.0/8, ``::1``
+    (or an IPv4-mapped loopback address) — no lookup, so no answer of a resolver."""
+    name = host.lower().removesuffix(".")
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def _refuse_in_clear(urls: tuple[str, ...], what: str, *, where: str, allowed: bool) -> None:
+    """Raise :class:`GraphCredentialsInClearError` when one of ``urls`` (checked ones)
+    is plain ``http://`` to a host not loopback and ``allowed`` is false."""
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.scheme.lower() == "http" and not _loopback(parts.hostname or "") \
+                and not allowed:
+            raise GraphCredentialsInClearError(
+                f"{where} `{redact_url(url)}`: sends {what} in clear: plain `http://` to "
+                f"`{parts.hostname}`, not a loopback address",
+                hint="use `https://`; on a network you trust, "
+                     "`\"allow_plain_http_credentials\": true` in the home's `graph` "
+                     f"setting (`{PLAIN_HTTP_OPT_IN_ENV}=1` with `{GRAPH_URL_ENV}`)")
+
+
+def _opted_in() -> bool:
+    """``CRADLE_GRAPH_ALLOW_PLAIN_HTTP_CREDENTIALS``: ``1`` allows, unset, empty or ``0``
+    does not; any other value is refused (a typo must not read as either)."""
+    value = os.environ.get(PLAIN_HTTP_OPT_IN_ENV, "")
+    if value not in ("", "0", "1"):
+        raise GraphCredentialsInClearError(
+            f"graph setting: `{PLAIN_HTTP_OPT_IN_ENV}` is `{value[:40]}`, not `1` or `0`")
+    return value == "1"
 
 
 def _timeout(env: str | None, configured: float) -> float:
@@ -164,5 +242,6 @@ def graph_setting(configured: str | GraphEndpoints | None) -> GraphEndpoints | N
     return configured
 
 
-__all__ = ["GRAPH_URL_ENV", "GraphEndpoints", "RemoteGraph", "from_base", "graph_setting",
-           "parse_setting", "redact_url", "resolve"]
+__all__ = ["GRAPH_URL_ENV", "PLAIN_HTTP_OPT_IN_ENV", "GraphEndpoints", "RemoteGraph",
+           "check_declared", "from_base", "graph_setting", "parse_setting", "redact_url",
+           "resolve"]

@@ -109,18 +109,32 @@ class EvidenceStore:
         if not os.path.lexists(path):
             raise self.missing(ref)
         fd, info = open_regular(path)
+        # INVARIANT: never read past what a genuine blob of this kind holds: its recorded
+        # size, else MAX_UNSIZED_BYTES (a sparse file stood for 64 GiB: test_373)
+        most = MAX_UNSIZED_BYTES if size is None else size
         try:
             if size is not None and info.st_size != size:
                 raise self._edited(ref, f"{info.st_size} bytes, recorded as {size}")
+            if info.st_size > most:
+                raise self._unsized(ref, f"{info.st_size} bytes")
             with open(fd, "rb", closefd=False) as handle:
-                digest, seen = _digest(handle)
+                digest, seen = _digest(handle, most=most + 1)
         except OSError as exc:
             raise InputError(f"`{path}`: cannot read: {exc.strerror or exc}") from None
         finally:
             os.close(fd)
+        if seen > most:  # it grew while read
+            raise self._unsized(ref, f"more than {most} bytes") if size is None else \
+                self._edited(ref, f"more than {size} bytes, recorded as {size}")
         if HASH_PREFIX + digest != ref:
             raise self._edited(ref)
         return seen
+
+    @classmethod
+    def _unsized(cls, ref: str, size: str) -> JournalError:
+        return cls._edited(ref, f"{size} with no size recorded, past the "
+                                f"{MAX_UNSIZED_BYTES} bytes a policy text holds at most: "
+                                "not read")
 
     @staticmethod
     def _edited(ref: str, why: str = "") -> JournalError:
@@ -167,11 +181,12 @@ def _hashes_to(path: Path, ref: str) -> bool:
     return HASH_PREFIX + digest == ref
 
 
-def _digest(handle: BinaryIO) -> tuple[str, int]:
-    """The sha256 (hex) of what ``handle`` holds and its size, read 1 MiB at a time."""
+def _digest(handle: BinaryIO, *, most: int | None = None) -> tuple[str, int]:
+    """The sha256 (hex) of what ``handle`` holds and its size, read 1 MiB at a time;
+    ``most``: read no more bytes than that (the size then says whether there were more)."""
     digest = hashlib.sha256()
     seen = 0
-    while chunk := handle.read(1 << 20):
+    while chunk := handle.read(1 << 20 if most is None else min(1 << 20, most - seen)):
         digest.update(chunk)
         seen += len(chunk)
     return digest.hexdigest(), seen
@@ -179,6 +194,11 @@ def _digest(handle: BinaryIO) -> tuple[str, int]:
 
 #: the largest evidence blob accepted from a person (the CLI and the API)
 MAX_EVIDENCE_BYTES = 1024 * 1024
+#: the most bytes a genuine blob no ``evidence.collected`` sizes holds: such a blob is a
+#: policy text, read from a policy file of at most ``policy.cedar.MAX_POLICY_FILE_BYTES``
+#: (16 MiB; not imported: cedarpy is a heavy import) — not the upload cap, which a policy
+#: text may pass. Pinned equal to the larger of the two by ``tests/security/test_373``.
+MAX_UNSIZED_BYTES = 16 << 20
 EVIDENCE_RUN = "evidence"
 #: the journal's record of a blob added (an upload, a trusted input, a collected document)
 COLLECTED = "evidence.collected"

@@ -132,6 +132,7 @@ from .journal import (
     read_only_error,
 )
 from .run_state_sql import StateKey
+from .sqlite_keys import key_index_problem
 from .sqlite_verify import MASTER_SQL, schema_problem, verify_journal
 from .sqlite_watch import HEAD_SQL
 from .tasks_sql import Decider, KeyAsked
@@ -260,8 +261,11 @@ class SqliteJournal:
                 self._check_schema()
             else:
                 self._refuse_foreign_sql()
-                if self._conn.execute("PRAGMA user_version").fetchone()[0] == JOURNAL_FORMAT:
+                current = self._conn.execute("PRAGMA user_version").fetchone()[0] \
+                    == JOURNAL_FORMAT
+                if current:
                     self._check_schema(missing=False)  # before a byte is written (test_352)
+                    self._check_keys()  # the unique indexes' b-trees too (test_374)
                 self._enter_wal()
                 # commits write the WAL; a flushed append fsyncs it after the lock (above)
                 self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -269,6 +273,8 @@ class SqliteJournal:
                 self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
                 self._create_schema()
                 self._check_schema()
+                if not current:  # created or upgraded: probed before the first append
+                    self._check_keys()
         except sqlite3.Error as exc:
             self._conn.close()
             raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc
@@ -314,6 +320,17 @@ class SqliteJournal:
         if not self.read_only:
             raise error
         _log.warning("%s", error.message)
+
+    def _check_keys(self) -> None:
+        """Each unique index holds the newest and oldest rows of its table (a bounded
+        probe, :mod:`.sqlite_keys`): one whose ``rootpage`` was pointed at another
+        b-tree is refused to write, before a byte is written (``tests/security/test_374``)."""
+        problem = key_index_problem(self._conn)
+        if problem is not None:
+            raise JournalError(
+                f"the journal `{self.path}`: {problem}; it was not opened to write",
+                hint="`cradle-kg audit verify` checks every index against its table; a "
+                     "journal you were handed: the commands that only read open it read only")
 
     def _check_format(self) -> None:
         """Read only: the journal must be this code's format (an upgrade writes)."""

@@ -36,6 +36,11 @@ GENESIS_HASH = "sha256:" + "0" * 64
 JOURNAL_FORMAT = 13
 #: formats this code upgrades in place: their events are hashed as this one's are
 UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+#: older formats a command that only reads reads as they are, never upgrading them, with
+#: what they lack of this format's schema: format 12 (the previous release) is format 13
+#: without the index ``events_subject_decided``, which only makes reads faster
+#: (``tests/security/test_375``)
+READ_AS_IS_FORMATS: dict[int, frozenset[str]] = {12: frozenset({"events_subject_decided"})}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (

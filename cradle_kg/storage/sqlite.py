@@ -72,6 +72,7 @@ from . import sqlite_derived as derived
 from .chain import (
     GENESIS_HASH,
     JOURNAL_FORMAT,
+    READ_AS_IS_FORMATS,
     SCHEMA_STATEMENTS,
     UPGRADABLE_FORMATS,
     Anchor,
@@ -133,7 +134,7 @@ from .journal import (
 )
 from .run_state_sql import StateKey
 from .sqlite_keys import key_index_problem
-from .sqlite_verify import MASTER_SQL, schema_problem, verify_journal
+from .sqlite_verify import MASTER_SQL, read_as_is, schema_problem, verify_journal
 from .sqlite_watch import HEAD_SQL
 from .tasks_sql import Decider, KeyAsked
 from .wal_sync import sync_wal
@@ -308,7 +309,9 @@ class SqliteJournal:
         as it was, is refused to write (``tests/security/test_352``); read with a warning.
         ``missing`` False: before the opening creates what is missing, only what is there
         is checked."""
-        problem = schema_problem(set(self._conn.execute(MASTER_SQL)), missing=missing)
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        problem = schema_problem(set(self._conn.execute(MASTER_SQL)), missing=missing,
+                                 version=version if self.read_only else JOURNAL_FORMAT)
         if problem is None:
             return
         error = JournalError(
@@ -333,7 +336,8 @@ class SqliteJournal:
                      "journal you were handed: the commands that only read open it read only")
 
     def _check_format(self) -> None:
-        """Read only: the journal must be this code's format (an upgrade writes)."""
+        """Read only: the journal must be this code's format (an upgrade writes), or one
+        read as it is (:data:`.chain.READ_AS_IS_FORMATS`: the previous release's)."""
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
         if version == 0 and self._conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'"
@@ -343,10 +347,14 @@ class SqliteJournal:
                 "file, or a database of something else)",
                 hint="check the path, or the copy you were handed; `cradle-kg audit verify` "
                      "says the same")
+        if version in READ_AS_IS_FORMATS:  # the previous release's: read, never upgraded
+            read_as_is(self.path, version)
+            return
         if version != JOURNAL_FORMAT:
             raise JournalError(
                 f"the journal `{self.path}` is format `{version or 1}`; a command that only "
-                f"reads opens it read only and reads format `{JOURNAL_FORMAT}`",
+                f"reads opens it read only and reads format `{JOURNAL_FORMAT}` (and "
+                f"`{'`, `'.join(map(str, sorted(READ_AS_IS_FORMATS)))}` as it is)",
                 hint="a runtime of this cradle-kg that opens it upgrades it in place (same "
                      "events, same hashes): a journal you were handed, upgrade a copy")
 

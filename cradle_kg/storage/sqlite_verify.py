@@ -47,6 +47,7 @@ break, and rows are streamed, so memory stays constant.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sqlite3
 import stat
@@ -61,6 +62,7 @@ from . import sqlite_derived as derived
 from .chain import (
     GENESIS_HASH,
     JOURNAL_FORMAT,
+    READ_AS_IS_FORMATS,
     SCHEMA_STATEMENTS,
     UPGRADABLE_FORMATS,
     Anchor,
@@ -76,6 +78,7 @@ from .digest_check import (
 from .walk import COLUMNS, ChainBroken, walk
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+_log = logging.getLogger(__name__)
 
 
 class _Retry(Exception):
@@ -93,7 +96,7 @@ def verify_journal(path: Path, *, anchor: Anchor | None = None,
     for _ in range(5):
         try:
             with _open_readonly(path) as conn:
-                return _verify(conn, anchor, progress, semantics)
+                return _verify(conn, anchor, progress, semantics, path=path)
         except _Retry:
             continue
         except ChainBroken as broken:
@@ -220,11 +223,11 @@ _EXPECTED = _expected_schema()
 
 
 def _verify(conn: sqlite3.Connection, anchor: Anchor | None,
-            progress: Progress | None, semantics: bool = False) -> ChainReport:
+            progress: Progress | None, semantics: bool = False, *, path: Path) -> ChainReport:
     # INVARIANT: head and chain come from one read transaction (one snapshot)
     conn.execute("BEGIN")
     try:
-        _check_schema(conn)
+        _check_schema(conn, path)
         _check_structure(conn)
         head = conn.execute("SELECT seq, hash FROM head").fetchall()
         report = walk(conn.execute(f"SELECT {COLUMNS} FROM events ORDER BY seq"), head,
@@ -247,33 +250,56 @@ def _verify(conn: sqlite3.Connection, anchor: Anchor | None,
     return report
 
 
-def _check_schema(conn: sqlite3.Connection) -> None:
+def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
     found = set(conn.execute(MASTER_SQL))
     if not found:
         raise ChainBroken("the journal has no tables: it was emptied or never written")
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version != JOURNAL_FORMAT:
+    if version != JOURNAL_FORMAT and version not in READ_AS_IS_FORMATS:
         upgrade = (" (open it once with this cradle-kg to upgrade it: same events, same "
                    "hashes)" if version in UPGRADABLE_FORMATS else "")
         raise ChainBroken(f"the journal is format `{version or 1}`, not `{JOURNAL_FORMAT}`: "
                           f"written by an older cradle-kg{upgrade} or altered")
-    mismatch = schema_problem(found)
+    mismatch = schema_problem(found, version=version)
     if mismatch is not None:
         raise ChainBroken(mismatch)
+    read_as_is(path, version)
+
+
+#: the journals already said to be read as they are, by this process (one line each)
+_SAID: set[str] = set()
+
+
+def read_as_is(path: Path, version: int) -> None:
+    """Say once, in one warning line, that the journal at ``path`` of the older format
+    ``version`` (one of :data:`READ_AS_IS_FORMATS`) is read as it is; nothing for this
+    format."""
+    lacks = READ_AS_IS_FORMATS.get(version)
+    if lacks is None or str(path) in _SAID:
+        return
+    _SAID.add(str(path))
+    _log.warning("warning: the journal `%s` is format `%d` (the previous release's): read "
+                 "as it is, without the %s of format `%d` (slower reads, the same answers); "
+                 "a runtime that opens it to write upgrades it in place", path, version,
+                 ", ".join(f"index `{name}`" for name in sorted(lacks)), JOURNAL_FORMAT)
 
 
 def schema_problem(found: set[tuple[str, str, str, str | None]], *,
-                   missing: bool = True) -> str | None:
+                   missing: bool = True, version: int = JOURNAL_FORMAT) -> str | None:
     """How a journal's ``sqlite_master`` rows (type, name, table, SQL) differ from the
     schema this code writes, naming the first object that differs, or None (``missing``
     False: an object missing is not a difference, one altered is). Read by ``audit
-    verify`` and by every journal opened (``tests/security/test_352``)."""
-    for kind, name, _tbl, _sql in sorted(_EXPECTED - found, key=str):
+    verify`` and by every journal opened (``tests/security/test_352``). ``version``: the
+    journal's format — one of :data:`READ_AS_IS_FORMATS` is compared with this format's
+    schema less what it lacks (``test_375``)."""
+    lacks = READ_AS_IS_FORMATS.get(version, frozenset())
+    expected = {row for row in _EXPECTED if row[1] not in lacks}
+    for kind, name, _tbl, _sql in sorted(expected - found, key=str):
         same_name = any(f[1] == name for f in found)
         if same_name or missing:
             return f"the journal's {kind} `{name}` " + ("was altered" if same_name
                                                         else "is missing")
-    for kind, name, _tbl, _sql in sorted(found - _EXPECTED, key=str):
+    for kind, name, _tbl, _sql in sorted(found - expected, key=str):
         return f"the journal has an unexpected {kind} `{name}`"
     return None
 
@@ -296,4 +322,4 @@ def _check_structure(conn: sqlite3.Connection) -> None:
                           "own writes")
 
 
-__all__ = ["MASTER_SQL", "schema_problem", "verify_journal"]
+__all__ = ["MASTER_SQL", "read_as_is", "schema_problem", "verify_journal"]

@@ -5,6 +5,7 @@ is theirs). Shared by ``test_291`` … ``test_293``."""
 from __future__ import annotations
 
 import hashlib
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -41,6 +42,17 @@ def handed_home(factory: pytest.TempPathFactory, name: str) -> Path:
             for pid in ("p-shown", "p-hidden"):
                 assert rt.submit(credit(pid)).status.value == "executed"
     return root
+
+
+def copied_home(factory: pytest.TempPathFactory, name: str) -> Path:
+    """A handed home copied without its graph store or leases, its journal in rollback
+    mode as its author leaves it (``test_310``, ``test_375``)."""
+    home = handed_home(factory, name)
+    author(home / "journal.sqlite").close()
+    for made in ("graph", "workers"):
+        shutil.rmtree(home / made)
+    (home / "graph.lock").unlink(missing_ok=True)
+    return home
 
 
 def author(journal: Path) -> sqlite3.Connection:

@@ -15,6 +15,7 @@ from cradle_kg import Runtime
 from cradle_kg.canonical import token_hash
 from cradle_kg.config import Approver, load_config, save_config
 from cradle_kg.demo.scenario import AGENT, prepare_home
+from cradle_kg.home import Home
 from cradle_kg.server.api import make_router
 from cradle_kg.storage.opening import JOURNAL_URL_ENV
 
@@ -31,6 +32,12 @@ def opened_demo_home(factory: pytest.TempPathFactory, name: str, *,
         with Runtime(root):
             pass
     return root
+
+
+def blob_file(home: Path, ref: str) -> Path:
+    """The file of the evidence blob ``ref`` (``sha256:…``) in ``home``'s store."""
+    digest = ref.removeprefix("sha256:")
+    return Home(home).evidence / digest[:2] / digest[2:]
 
 
 def replace_file(path: Path, text: str) -> None:

@@ -17,14 +17,13 @@ added.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from cradle_kg.storage.opening import JOURNAL_URL_ENV
 from tests.inprocess import run_cli
-from tests.security.handed import RUNTIME_READERS, author, handed_home, home_files
+from tests.security.handed import RUNTIME_READERS, copied_home, home_files
 
 pytestmark = pytest.mark.sqlite_only("the SQLite file's own bytes and its side files")
 
@@ -33,12 +32,7 @@ pytestmark = pytest.mark.sqlite_only("the SQLite file's own bytes and its side f
 def copied(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A handed home copied without its graph store or leases, its journal in rollback
     mode as its author leaves it."""
-    home = handed_home(tmp_path_factory, "t310")
-    author(home / "journal.sqlite").close()
-    for made in ("graph", "workers"):
-        shutil.rmtree(home / made)
-    (home / "graph.lock").unlink(missing_ok=True)
-    return home
+    return copied_home(tmp_path_factory, "t310")
 
 
 @pytest.mark.parametrize("command", RUNTIME_READERS, ids=lambda c: " ".join(c[:2]))

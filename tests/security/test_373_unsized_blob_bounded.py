@@ -26,12 +26,11 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.errors import JournalError
 from cradle_kg.evidence import MAX_EVIDENCE_BYTES, MAX_UNSIZED_BYTES
-from cradle_kg.home import Home
 from cradle_kg.policy.cedar import MAX_POLICY_FILE_BYTES
 from cradle_kg.storage.opening import JOURNAL_URL_ENV
 
 from ..inprocess import run_cli
-from .homes import credit, json_api, opened_demo_home
+from .homes import blob_file, credit, json_api, opened_demo_home
 
 
 def _read_so_far() -> int:
@@ -40,11 +39,6 @@ def _read_so_far() -> int:
         if line.startswith("rchar:"):
             return int(line.split()[1])
     raise AssertionError("no rchar in /proc/self/io")
-
-
-def _blob(home: Path, ref: str) -> Path:
-    digest = ref.removeprefix("sha256:")
-    return Home(home).evidence / digest[:2] / digest[2:]
 
 
 @pytest.fixture
@@ -71,7 +65,7 @@ def test_a_policy_text_made_sparse_is_refused_unread(home: Path) -> None:
     with Runtime(home) as rt:
         ref = _policy_ref(rt)
         assert rt.evidence.verify(ref) > 0  # intact, no size recorded
-    with open(_blob(home, ref), "r+b") as handle:
+    with open(blob_file(home, ref), "r+b") as handle:
         handle.truncate(4 << 30)  # holes: no disk used; hashed whole before, about 6 s
     with Runtime(home) as rt:
         before = _read_so_far()
@@ -97,7 +91,7 @@ def test_a_policy_text_made_sparse_is_refused_unread(home: Path) -> None:
 def test_one_byte_past_the_bound_is_refused_and_at_the_bound_hashed(home: Path) -> None:
     with Runtime(home) as rt:
         ref = rt.evidence.put(b"permit(principal, action, resource);\n")
-        blob = _blob(home, ref)
+        blob = blob_file(home, ref)
         with open(blob, "r+b") as handle:
             handle.truncate(MAX_UNSIZED_BYTES + 1)
         before = _read_so_far()

@@ -34,8 +34,8 @@ from tests.security.handed import (
     HIDDEN,
     RUNTIME_READERS,
     author,
+    copied_home,
     digest,
-    handed_home,
     home_files,
 )
 from tests.security.homes import without_journal_url
@@ -51,13 +51,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def homes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The same handed home twice, copied without its graph store or leases, its journal
     in rollback mode: of this format, and as the previous release left it (format 12)."""
-    with pytest.MonkeyPatch.context() as env:
-        env.delenv(JOURNAL_URL_ENV, raising=False)
-        current = handed_home(tmp_path_factory, "t375")
-    author(current / "journal.sqlite").close()
-    for made in ("graph", "workers"):
-        shutil.rmtree(current / made)
-    (current / "graph.lock").unlink(missing_ok=True)
+    current = copied_home(tmp_path_factory, "t375")
     previous = current.parent / "previous"
     shutil.copytree(current, previous)
     conn = author(previous / "journal.sqlite")

@@ -31,6 +31,7 @@ import ipaddress
 import math
 import os
 import re
+from collections.abc import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -144,7 +145,8 @@ def resolve(endpoints: GraphEndpoints) -> RemoteGraph:
     if bearer or basic:
         _refuse_in_clear((query, update, store), "a bearer token" if bearer else
                          "basic-auth credentials", where="graph setting",
-                         allowed=endpoints.allow_plain_http_credentials or _opted_in())
+                         allowed=lambda: endpoints.allow_plain_http_credentials
+                         or _opted_in())
     timeout = _timeout(os.environ.get("CRADLE_GRAPH_TIMEOUT"), endpoints.timeout_s)
     return RemoteGraph(query=query, update=update, store=store, basic=basic, bearer=bearer,
                        timeout_s=timeout, graph_param=endpoints.graph_param)
@@ -167,9 +169,9 @@ def check_declared(configured: str | GraphEndpoints | None, *, where: str) -> No
     if endpoints.allow_plain_http_credentials:
         return
     if endpoints.token_env:
-        _refuse_in_clear(urls, "a bearer token", where=where, allowed=False)
+        _refuse_in_clear(urls, "a bearer token", where=where, allowed=_never)
     if endpoints.user or endpoints.password_env or any(_USERINFO.search(u) for u in urls):
-        _refuse_in_clear(urls, "basic-auth credentials", where=where, allowed=False)
+        _refuse_in_clear(urls, "basic-auth credentials", where=where, allowed=_never)
 
 
 def _loopback(host: str) -> bool:
@@ -186,19 +188,26 @@ def _loopback(host: str) -> bool:
     return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
-def _refuse_in_clear(urls: tuple[str, ...], what: str, *, where: str, allowed: bool) -> None:
+def _refuse_in_clear(urls: tuple[str, ...], what: str, *, where: str,
+                     allowed: Callable[[], bool]) -> None:
     """Raise :class:`GraphCredentialsInClearError` when one of ``urls`` (checked ones)
-    is plain ``http://`` to a host not loopback and ``allowed`` is false."""
+    is plain ``http://`` to a host not loopback, unless ``allowed()`` — asked only then:
+    an opt-in is read only where it is needed."""
     for url in urls:
         parts = urlsplit(url)
-        if parts.scheme.lower() == "http" and not _loopback(parts.hostname or "") \
-                and not allowed:
+        if parts.scheme.lower() == "http" and not _loopback(parts.hostname or ""):
+            if allowed():
+                return
             raise GraphCredentialsInClearError(
                 f"{where} `{redact_url(url)}`: sends {what} in clear: plain `http://` to "
                 f"`{parts.hostname}`, not a loopback address",
                 hint="use `https://`; on a network you trust, "
                      "`\"allow_plain_http_credentials\": true` in the home's `graph` "
                      f"setting (`{PLAIN_HTTP_OPT_IN_ENV}=1` with `{GRAPH_URL_ENV}`)")
+
+
+def _never() -> bool:
+    return False
 
 
 def _opted_in() -> bool:

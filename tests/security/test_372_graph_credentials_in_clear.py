@@ -158,6 +158,9 @@ def test_the_opt_in_allows_it(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> 
         clean_env.setenv(PLAIN_HTTP_OPT_IN_ENV, value)
         with pytest.raises(GraphCredentialsInClearError, match=PLAIN_HTTP_OPT_IN_ENV):
             resolve(parse_setting(f"http://u:{SECRET}@kg.internal:7878"))
+        # read only where it is needed: over https the variable is not asked
+        assert resolve(parse_setting(f"https://u:{SECRET}@kg.internal")).basic == \
+            ("u", SECRET)
     clean_env.setenv(PLAIN_HTTP_OPT_IN_ENV, "0")
     with pytest.raises(GraphCredentialsInClearError):
         resolve(parse_setting(f"http://u:{SECRET}@kg.internal:7878"))

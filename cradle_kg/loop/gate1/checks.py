@@ -179,6 +179,30 @@ def json_form(value: Any) -> Any:
         return None
 
 
+def run_value(run_with: Any) -> str | bool | int | None:
+    """A value of the tool's model as Cedar's context holds it (:func:`cedar_value`): a
+    choice its value, a URL, a UUID, a date the model parsed its JSON form."""
+    if isinstance(run_with, Enum):  # a choice of the model: its value
+        run_with = run_with.value
+    as_run = cedar_value(run_with)
+    return as_run if as_run is not None else cedar_value(json_form(run_with))
+
+
+def cedar_arguments(raw: Mapping[str, Any], parsed: BaseModel) -> dict[str, Any]:
+    """``context.arguments``: the scalars the agent wrote (each the tool's own value:
+    :func:`coerced_argument`), and the value the tool runs with of each field of its model
+    the agent did not write as a scalar under its name — a default it left out, a value it
+    wrote under the field's alias, one the model reads out of a list. Before, Cedar did
+    not see those: ``has recursive`` was false for a ``recursive: bool = True`` left out,
+    a forbid on it did not apply, and the tool ran the recursive delete it names
+    (``tests/security/test_362``)."""
+    args = {k: c for k, v in raw.items() if (c := cedar_value(v)) is not None}
+    for key, run_with in parsed.model_dump().items():
+        if key not in args and (c := run_value(run_with)) is not None:
+            args[key] = c
+    return args
+
+
 def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
     """Why an argument the agent gave is not what the tool would run with, or None.
 
@@ -197,12 +221,7 @@ def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
     for key, value in raw.items():
         if key not in made:
             continue
-        run_with = made[key]
-        if isinstance(run_with, Enum):  # a choice of the model: its value
-            run_with = run_with.value
-        given, as_run = cedar_value(value), cedar_value(run_with)
-        if as_run is None:  # a URL, a UUID, a date the model parsed: its JSON form
-            as_run = cedar_value(json_form(run_with))
+        given, as_run = cedar_value(value), run_value(made[key])
         if given is None or as_run is None:
             continue
         if type(given) is not type(as_run) or given != as_run:
@@ -448,9 +467,10 @@ class Gate1:
         agent = self._agent(p)
         # INVARIANT: never leaves a number out (see `cedar_value`); the values as the agent
         # wrote them, which are the tool's: one its model would coerce (`"5"`, `true`) was
-        # refused by `_structure` (`coerced_argument`, tests/security/test_102)
-        args = {k: c for k, v in p.action.arguments.items()
-                if (c := cedar_value(v)) is not None}
+        # refused by `_structure` (`coerced_argument`, tests/security/test_102); and those
+        # the tool's model fills in (a default, an alias: `cedar_arguments`, test_362)
+        assert r.arguments is not None
+        args = cedar_arguments(p.action.arguments, r.arguments)
         return {
             "tool": r.spec.id,
             "side_effect_class": str(r.spec.side_effect_class),

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, time
 from decimal import Decimal
+from enum import Enum
 from functools import lru_cache
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -46,6 +47,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .canonical import canonical_json
 
@@ -154,6 +156,36 @@ def condition_problem(raw: dict[str, Any]) -> str | None:
 _ABSENT = object()
 
 
+def json_form(value: Any) -> Any:
+    """A value a tool's model parsed into a type of its own — a URL, a UUID, a date, a
+    time, a path, an address — as its JSON form: what the tool runs with, the form a policy
+    is written on (``HTTPS://EVIL.EXAMPLE/x`` runs as ``https://evil.example/x``; a date
+    written ``2024-12-25T00:00:00`` or ``1735084800`` runs as ``2024-12-25``:
+    ``tests/security/test_115``). None for what has no scalar form (a container, a model)
+    or hides its value (a secret, whose JSON form is its mask)."""
+    if value is None or isinstance(value, list | tuple | set | frozenset | dict | BaseModel) \
+            or hasattr(value, "get_secret_value"):
+        return None
+    try:
+        return to_jsonable_python(value)
+    except (TypeError, ValueError, PydanticSerializationError):
+        return None
+
+
+def as_written(value: Any) -> Any:
+    """A value of a tool's model as a condition (and a Cedar policy) is written on: a choice
+    (an ``Enum``) its value, a value the model parsed into a type of its own (a UUID, a
+    date, a URL) its JSON form (:func:`json_form`); a string, a number, a boolean, an object
+    or a list as it is. Before, a condition compared the parsed object: it equalled no
+    string, so ``ne`` and ``not_in`` held for every value (``tests/security/test_363``)."""
+    if isinstance(value, Enum):  # a choice of the model: its value
+        value = value.value
+    if value is None or isinstance(value, str | bool | int | float | Decimal | dict | list
+                                   | tuple):
+        return value
+    return json_form(value)
+
+
 def _lookup(arguments: dict[str, Any], path: str) -> Any:
     value: Any = arguments
     for part in path.split("."):
@@ -197,11 +229,13 @@ def _show(v: Any) -> str:
 
 def evaluate(conditions: Conditions, *, arguments: dict[str, Any], environment: str,
              now: datetime) -> tuple[list[str], list[str]]:
-    """(conditions that held, conditions that failed), each as a sentence naming it."""
+    """(conditions that held, conditions that failed), each as a sentence naming it; an
+    argument is compared in the form a condition is written on (:func:`as_written`)."""
     held: list[str] = []
     failed: list[str] = []
     for path, comparison in sorted(conditions.arguments.items()):
         value = _lookup(arguments, path)
+        value = value if value is _ABSENT else as_written(value)
         for op, operand in comparison.operators():
             name = f"`arguments.{path} {op} {list(operand) if op.endswith('in') else operand}`"
             if value is _ABSENT:

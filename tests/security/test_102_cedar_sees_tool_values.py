@@ -33,6 +33,7 @@ import pytest
 from pydantic import BaseModel
 
 from cradle_kg import Runtime, ToolSpec
+from cradle_kg.config import RuntimeConfig
 from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
 from tests.conftest import EchoOut, make_config, proposal, register_test_tools
 
@@ -61,13 +62,15 @@ class PayTo(BaseModel):
 
 @contextmanager
 def typed_tools(home: Path, policy_file: str, policy: str,
-                tools: Sequence[tuple[str, type[BaseModel]]]
+                tools: Sequence[tuple[str, type[BaseModel]]],
+                config: RuntimeConfig | None = None,
                 ) -> Iterator[tuple[Runtime, list[dict[str, Any]]]]:
     """A runtime with ``policy`` and ``tools`` (each an id and its input model) that record
-    the arguments they run with, in their JSON form (``test_115`` too)."""
+    the arguments they run with, in their JSON form (``test_115`` too); ``config`` is
+    :func:`make_config`'s unless given (``test_363``)."""
     (home / "policies" / policy_file).write_text(policy)
     calls: list[dict[str, Any]] = []
-    with Runtime(home, config=make_config(), graph_sync=False) as rt:
+    with Runtime(home, config=config or make_config(), graph_sync=False) as rt:
         register_test_tools(rt)
         for tool, model in tools:
             rt.register_tool(ToolSpec(

@@ -19,15 +19,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
-from enum import Enum
 from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ...canonical import canonical_json, content_hash
-from ...conditions import evaluate, parse_conditions
+from ...conditions import as_written, evaluate, parse_conditions
 from ...config import RuntimeConfig
 from ...errors import InputError
 from ...policy import PolicyEngine, PolicyOutcome
@@ -163,29 +161,10 @@ def cedar_value(value: Any) -> str | bool | int | None:
     return None
 
 
-def json_form(value: Any) -> Any:
-    """A value a tool's model parsed into a type of its own — a URL, a UUID, a date, a
-    time, a path, an address — as its JSON form: what the tool runs with, the form a policy
-    is written on (``HTTPS://EVIL.EXAMPLE/x`` runs as ``https://evil.example/x``; a date
-    written ``2024-12-25T00:00:00`` or ``1735084800`` runs as ``2024-12-25``:
-    ``tests/security/test_115``). None for what has no scalar form (a container, a model)
-    or hides its value (a secret, whose JSON form is its mask)."""
-    if value is None or isinstance(value, list | tuple | set | frozenset | dict | BaseModel) \
-            or hasattr(value, "get_secret_value"):
-        return None
-    try:
-        return to_jsonable_python(value)
-    except (TypeError, ValueError, PydanticSerializationError):
-        return None
-
-
 def run_value(run_with: Any) -> str | bool | int | None:
     """A value of the tool's model as Cedar's context holds it (:func:`cedar_value`): a
     choice its value, a URL, a UUID, a date the model parsed its JSON form."""
-    if isinstance(run_with, Enum):  # a choice of the model: its value
-        run_with = run_with.value
-    as_run = cedar_value(run_with)
-    return as_run if as_run is not None else cedar_value(json_form(run_with))
+    return cedar_value(as_written(run_with))
 
 
 def cedar_arguments(raw: Mapping[str, Any], parsed: BaseModel) -> dict[str, Any]:
@@ -215,7 +194,7 @@ def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
     test_102``). An argument whose scalar, as Cedar would read it, is not the one the tool
     runs with is refused (a whole float and its integer are one value; what has no scalar
     form on either side is not compared; a value the model parses into a type of its own
-    is compared in its JSON form, :func:`json_form`): the agent writes the value as its
+    is compared in its JSON form, :func:`~cradle_kg.conditions.json_form`): the agent writes the value as its
     type."""
     made = parsed.model_dump()
     for key, value in raw.items():

@@ -27,6 +27,7 @@ Any other key — ``max_amount``, a misspelt operator — is refused when the co
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import datetime, time
 from decimal import Decimal
 from enum import Enum
@@ -186,13 +187,28 @@ def as_written(value: Any) -> Any:
     return json_form(value)
 
 
+_TWO = object()
+
+
 def _lookup(arguments: dict[str, Any], path: str) -> Any:
-    value: Any = arguments
-    for part in path.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return _ABSENT
-        value = value[part]
-    return value
+    """The argument ``path`` names: ``a.b`` is key ``b`` of argument ``a``, or the argument
+    named ``a.b`` (a tool that keeps what it is sent, an upstream MCP tool, may have one).
+    :data:`_ABSENT` when none is there, ``_TWO`` when both are: one was read, the tool
+    could run with the other (``tests/security/test_364``)."""
+    found = list(_resolved(arguments, path.split(".")))
+    return found[0] if len(found) == 1 else _ABSENT if not found else _TWO
+
+
+def _resolved(value: Any, parts: list[str]) -> Iterator[Any]:
+    if not parts:
+        yield value
+        return
+    if not isinstance(value, dict):
+        return
+    for end in range(1, len(parts) + 1):  # INVARIANT: a path has few parts (the operator's)
+        name = ".".join(parts[:end])
+        if name in value:
+            yield from _resolved(value[name], parts[end:])
 
 
 def _is_number(v: Any) -> bool:
@@ -235,11 +251,14 @@ def evaluate(conditions: Conditions, *, arguments: dict[str, Any], environment: 
     failed: list[str] = []
     for path, comparison in sorted(conditions.arguments.items()):
         value = _lookup(arguments, path)
-        value = value if value is _ABSENT else as_written(value)
+        value = value if value is _ABSENT or value is _TWO else as_written(value)
         for op, operand in comparison.operators():
             name = f"`arguments.{path} {op} {list(operand) if op.endswith('in') else operand}`"
             if value is _ABSENT:
                 failed.append(f"{name}: the argument is absent")
+            elif value is _TWO:
+                failed.append(f"{name}: the path names more than one argument (a key with "
+                              "dots, and keys nested)")
             elif _compare(op, value, operand):
                 held.append(f"{name} held ({_show(value)})")
             else:

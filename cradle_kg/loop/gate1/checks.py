@@ -194,8 +194,8 @@ def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
     test_102``). An argument whose scalar, as Cedar would read it, is not the one the tool
     runs with is refused (a whole float and its integer are one value; what has no scalar
     form on either side is not compared; a value the model parses into a type of its own
-    is compared in its JSON form, :func:`~cradle_kg.conditions.json_form`): the agent writes the value as its
-    type."""
+    is compared in its JSON form, :func:`~cradle_kg.conditions.json_form`): the agent
+    writes the value as its type."""
     made = parsed.model_dump()
     for key, value in raw.items():
         if key not in made:

@@ -32,7 +32,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PydanticUserError, ValidationError
+from pydantic import (
+    AliasChoices,
+    AliasPath,
+    BaseModel,
+    ConfigDict,
+    PydanticUserError,
+    ValidationError,
+)
+from pydantic.fields import FieldInfo
 
 from .errors import InputError, UnknownNameError
 from .records import IdempotencyClass, SideEffectClass, ToolRecord
@@ -123,6 +131,13 @@ class ToolSpec:
     def secrets(self) -> tuple[str, ...]:
         """The secret arguments: declared, and those the input model's schema marks."""
         return tuple(sorted({*self.secret_arguments, *_model_secrets(self.input_model)}))
+
+    @property
+    def sensitive_names(self) -> tuple[str, ...]:
+        """The sensitive arguments under every name the input model reads each by
+        (:func:`names_read_as`): an agent writes a field under its alias or its own name,
+        and either one is the sensitive argument (``tests/security/test_365``)."""
+        return names_read_as(self.input_model, self.sensitive_arguments)
 
     @property
     def ref(self) -> str:
@@ -251,6 +266,30 @@ def secret_marks(spec: ToolSpec | None) -> dict[str, list[str]]:
     secret ones (nothing when there are none, so other tools' events are unchanged)."""
     secret = spec.secrets if spec is not None else ()
     return {SECRET_KEY: list(secret)} if secret else {}
+
+
+@lru_cache(maxsize=1024)
+def names_read_as(model: type[BaseModel], names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` and every other name ``model`` reads the same field by: the field's own
+    name, its alias, each of its validation aliases (the first key of an ``AliasPath``)."""
+    wanted = set(names)
+    out = set(wanted)
+    for name, info in model.model_fields.items():
+        spelled = {name, *_aliases(info)}
+        if spelled & wanted:
+            out |= spelled
+    return tuple(sorted(out))
+
+
+def _aliases(info: FieldInfo) -> set[str]:
+    found = {a for a in (info.alias, info.serialization_alias) if isinstance(a, str)}
+    given = info.validation_alias
+    for alias in (given.choices if isinstance(given, AliasChoices) else [given]):
+        if isinstance(alias, str):
+            found.add(alias)
+        elif isinstance(alias, AliasPath) and alias.path and isinstance(alias.path[0], str):
+            found.add(alias.path[0])
+    return found
 
 
 @lru_cache(maxsize=1024)

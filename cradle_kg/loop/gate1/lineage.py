@@ -87,7 +87,7 @@ class LineageGate:
         run = self.index.run(run_id)
         found = trace(run, run_id=run_id, proposal_id=p.id,
                       action_id=action_id, tool=spec.id, arguments=p.action.arguments,
-                      declared=Declared(sensitive=spec.sensitive_arguments,
+                      declared=Declared(sensitive=spec.sensitive_names,
                                         choice_words=spec.choice_words,
                                         object_words=spec.object_words))
         if not run.secrets and not spec.secrets:

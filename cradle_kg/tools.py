@@ -281,8 +281,19 @@ def names_read_as(model: type[BaseModel], names: tuple[str, ...]) -> tuple[str, 
     return tuple(sorted(out))
 
 
+def written_twice(model: type[BaseModel], arguments: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of ``arguments`` that ``model`` reads as one field, when there are two or
+    more (the first such field's): the model takes one of them, and a policy or lineage
+    could read the other (``tests/security/test_365``)."""
+    for name, info in model.model_fields.items():
+        given = sorted(n for n in {name, *_aliases(info)} if n in arguments)
+        if len(given) > 1:
+            return tuple(given)
+    return ()
+
+
 def _aliases(info: FieldInfo) -> set[str]:
-    found = {a for a in (info.alias, info.serialization_alias) if isinstance(a, str)}
+    found = {info.alias} if isinstance(info.alias, str) else set()
     given = info.validation_alias
     for alias in (given.choices if isinstance(given, AliasChoices) else [given]):
         if isinstance(alias, str):

@@ -42,7 +42,7 @@ from ...records import (
 )
 from ...redaction import mask_payload, scrub, secret_values
 from ...storage import Journal, KeyAsked, UsageCap
-from ...tools import ToolRegistry, ToolSpec
+from ...tools import ToolRegistry, ToolSpec, written_twice
 from ..approvals import lapsed
 from .findings import Finding, ValidatorBinding
 from .keys import (
@@ -336,6 +336,11 @@ class Gate1:
             r.arguments = spec.parse_arguments(p.action.arguments)
         except InputError as exc:
             raise _Stop(Verdict.DENY, "invalid_arguments", [exc.message]) from exc
+        twice = written_twice(spec.input_model, p.action.arguments)
+        if twice:
+            raise _Stop(Verdict.DENY, "invalid_arguments", [
+                "`action.arguments`: " + " and ".join(f"`{n[:80]}`" for n in twice)
+                + f" name one argument of `{spec.id}`: write it once"])
         coerced = coerced_argument(p.action.arguments, r.arguments)
         if coerced is not None:
             raise _Stop(Verdict.DENY, "invalid_arguments", [coerced])

@@ -23,7 +23,7 @@ from ...lineage.trace import Declared, Trace, trace
 from ...policy import PolicyEngine
 from ...records import RUNTIME_ACTOR, AuditEvent, Proposal, Verdict
 from ...storage import Journal, NewEvent
-from ...tools import ToolRegistry, ToolSpec, secret_marks
+from ...tools import ToolRegistry, ToolSpec, names_read_as, secret_marks
 
 
 class GateResult(Protocol):
@@ -100,9 +100,23 @@ class LineageGate:
 
 
 def lineage_context(r: GateResult) -> dict[str, Any]:
-    """``context.lineage`` for Cedar."""
+    """``context.lineage`` for Cedar: each argument's lineage under the name the agent
+    wrote and every other name the tool's model reads its field by (an alias, the field's
+    own name: :func:`~cradle_kg.tools.names_read_as`). Before, a policy reading
+    ``context.lineage.arguments.recipients`` did not see ``to``, the alias the agent wrote
+    (``tests/security/test_365``)."""
     found = r.lineage
-    return found.cedar() if isinstance(found, Trace) else dict(EMPTY_CONTEXT)
+    if not isinstance(found, Trace):
+        return dict(EMPTY_CONTEXT)
+    context = found.cedar()
+    if r.spec is not None:
+        named: dict[str, Any] = context["arguments"]
+        for name, lineage in list(named.items()):
+            for other in names_read_as(r.spec.input_model, (name,)):
+                named.setdefault(other, lineage)
+        context["untrusted_only_sensitive"] = list(names_read_as(
+            r.spec.input_model, tuple(context["untrusted_only_sensitive"])))
+    return context
 
 
 Stop = tuple[Verdict, str, list[str]]

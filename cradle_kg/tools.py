@@ -129,8 +129,12 @@ class ToolSpec:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """The secret arguments: declared, and those the input model's schema marks."""
-        return tuple(sorted({*self.secret_arguments, *_model_secrets(self.input_model)}))
+        """The secret arguments: declared, and those the input model's schema marks, each
+        under every name the model reads its field by (:func:`names_read_as`: a key
+        declared ``api_key`` and written ``apiKey``, its alias, was shown in clear in the
+        graph, ``tests/security/test_366``)."""
+        return names_read_as(self.input_model, tuple(sorted(
+            {*self.secret_arguments, *_model_secrets(self.input_model)})))
 
     @property
     def sensitive_names(self) -> tuple[str, ...]:

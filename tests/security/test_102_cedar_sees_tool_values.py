@@ -24,7 +24,7 @@ spelled: the typed value meets the forbid, every other spelling is refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from cradle_kg import Runtime, ToolSpec
 from cradle_kg.config import RuntimeConfig
-from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
+from cradle_kg.records import IdempotencyClass, OutcomeStatus, Permission, SideEffectClass
 from tests.conftest import EchoOut, make_config, proposal, register_test_tools
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -81,6 +81,16 @@ def typed_tools(home: Path, policy_file: str, policy: str,
                 lambda call, tool=tool: calls.append(  # type: ignore[misc]
                     {"tool": tool, **call.arguments.model_dump(mode="json")}) or EchoOut())
         yield rt, calls
+
+
+def conditioned_config(conditions: Mapping[str, dict[str, Any]]) -> RuntimeConfig:
+    """:func:`make_config` with ``agent:tester`` permitted each tool of ``conditions`` (on
+    ``test:*``) under its conditions, and nothing else (``test_363``, ``test_364``)."""
+    base = make_config()
+    perms = (*(p for p in base.permissions if p.subject != "agent:tester"),
+             *(Permission(subject="agent:tester", action_type=tool, resource_selector="test:*",
+                          conditions=given) for tool, given in conditions.items()))
+    return base.model_copy(update={"permissions": perms})
 
 
 @pytest.fixture

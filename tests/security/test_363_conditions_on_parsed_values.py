@@ -27,9 +27,9 @@ import pytest
 from pydantic import BaseModel
 
 from cradle_kg import Runtime
-from cradle_kg.records import OutcomeStatus, Permission
-from tests.conftest import make_config, proposal
-from tests.security.test_102_cedar_sees_tool_values import typed_tools
+from cradle_kg.records import OutcomeStatus
+from tests.conftest import proposal
+from tests.security.test_102_cedar_sees_tool_values import conditioned_config, typed_tools
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -65,14 +65,9 @@ CONDITIONS: dict[str, dict[str, Any]] = {
 
 @pytest.fixture
 def ran(home: Path) -> Iterator[tuple[Runtime, list[dict[str, Any]]]]:
-    base = make_config()
-    perms = (*(p for p in base.permissions if p.subject != "agent:tester"),
-             *(Permission(subject="agent:tester", action_type=tool, resource_selector="test:*",
-                          conditions=conditions) for tool, conditions in CONDITIONS.items()))
     with typed_tools(home, "all.cedar", ALLOW_ALL, (
             ("test.deploy", Deploy), ("test.pay", Pay), ("test.book", Book),
-            ("test.deploy_in", Deploy)),
-            config=base.model_copy(update={"permissions": perms})) as served:
+            ("test.deploy_in", Deploy)), config=conditioned_config(CONDITIONS)) as served:
         yield served
 
 

@@ -23,9 +23,9 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from cradle_kg import Runtime
-from cradle_kg.records import OutcomeStatus, Permission
-from tests.conftest import make_config, proposal
-from tests.security.test_102_cedar_sees_tool_values import typed_tools
+from cradle_kg.records import OutcomeStatus
+from tests.conftest import proposal
+from tests.security.test_102_cedar_sees_tool_values import conditioned_config, typed_tools
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -36,14 +36,10 @@ class Kept(BaseModel):  # as an upstream MCP tool's arguments: whatever the sche
 
 @pytest.fixture
 def ran(home: Path) -> Iterator[tuple[Runtime, list[dict[str, Any]]]]:
-    base = make_config()
-    perms = (*(p for p in base.permissions if p.subject != "agent:tester"),
-             Permission(subject="agent:tester", action_type="test.kept",
-                        resource_selector="test:*",
-                        conditions={"arguments": {"limits.amount": {"le": 100}}}))
     with typed_tools(home, "all.cedar", '@id("all")\npermit(principal, action, resource);\n',
-                     (("test.kept", Kept),),
-                     config=base.model_copy(update={"permissions": perms})) as served:
+                     (("test.kept", Kept),), config=conditioned_config(
+                         {"test.kept": {"arguments": {"limits.amount": {"le": 100}}}})
+                     ) as served:
         yield served
 
 

@@ -319,10 +319,17 @@ class GovernedSession:
         if state is not None and self._approved_here(state.approval):
             # approved by a process that cannot run the tool (an MCP proxy's upstream
             # tool, decided from the CLI or the web page): it goes on here, once
-            self.runtime.resume(outcome.run_id)
+            resumed = self.runtime.resume_approval(state.approval, outcome.run_id)
             event = self.runtime.journal.latest_outcome(outcome.run_id, outcome.proposal_id)
             if event is not None:
                 outcome = Outcome.model_validate(event.payload["outcome"])
+            if (outcome.status is OutcomeStatus.AWAITING_APPROVAL and resumed is not None
+                    and resumed.replayed):
+                # INVARIANT: the key's action ran under another approval (another run asked
+                # on its own): a replay records no outcome for this proposal, so the call
+                # ends with the key's recorded one — before, each poll of the wait resumed
+                # the run again, three events a poll (tests/security/test_368)
+                outcome = resumed
         return render(outcome, tool_id, step=int(result.meta.get(META_PREFIX + "step", 0)),
                       home=self.home_hint)
 

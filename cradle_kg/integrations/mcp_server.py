@@ -24,7 +24,7 @@ import os
 import stat
 import sys
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -81,6 +81,9 @@ IdentityFn = Callable[[], str | None]
 
 #: an agent's calls that run at once on one MCP server (its next waits for one of them)
 CALLS_PER_AGENT = CALLS_PER_IDENTITY
+#: an agent's calls that wait for an approver at once on one MCP server (``--approval-wait``);
+#: its next is answered ``awaiting_approval`` at once (``tests/security/test_367``)
+WAITS_PER_AGENT = 16
 
 
 class SessionBook:
@@ -93,6 +96,31 @@ class SessionBook:
         self._sessions: weakref.WeakKeyDictionary[Any, GovernedSession] = (
             weakref.WeakKeyDictionary())
         self._threads = IdentityThreads(CALLS_PER_AGENT)
+        self._waits: dict[str, int] = {}  # agent -> its calls waiting for an approver
+
+    @contextlib.contextmanager
+    def waiting(self, agent_id: str) -> Iterator[bool]:
+        """Count one of ``agent_id``'s calls as waiting for an approver for the block:
+        True, or False (nothing counted) when :data:`WAITS_PER_AGENT` of its calls wait
+        already. Entered on the event loop only (one thread: the count needs no lock).
+
+        INVARIANT: the waits of one agent are bounded: each polls the journal four times a
+        second on the shared worker pool and holds its connection, and one pending approval
+        answers every call of its key (``test_236``) — before, 1,500 waits of one agent
+        made another's read fifteen times slower (``tests/security/test_367``)."""
+        held = self._waits.get(agent_id, 0)
+        if held >= WAITS_PER_AGENT:
+            yield False
+            return
+        self._waits[agent_id] = held + 1
+        try:
+            yield True
+        finally:
+            left = self._waits[agent_id] - 1
+            if left:
+                self._waits[agent_id] = left
+            else:
+                del self._waits[agent_id]
 
     async def run(self, agent_id: str, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on the worker threads of ``agent_id``'s calls:
@@ -209,8 +237,11 @@ async def governed_call(book: SessionBook, key: ServerSession, agent: str,
     token = req.params.meta.progressToken if req.params.meta else None
     if result.status != "awaiting_approval" or approval_wait <= 0 or token is None:
         return result
-    return await _await_decision(session, key, result, name, token, request_id,
-                                 wait=approval_wait, still_valid=still_valid)
+    with book.waiting(agent) as admitted:
+        if not admitted:  # as with no wait: the key's next call reads the outcome
+            return result
+        return await _await_decision(session, key, result, name, token, request_id,
+                                     wait=approval_wait, still_valid=still_valid)
 
 
 def _call_in_thread(session: GovernedSession, name: str, arguments: Any,

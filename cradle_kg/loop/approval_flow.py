@@ -471,13 +471,20 @@ class ApprovalFlow:
         """Re-submit the proposals of a run that wait for an approval that is now given."""
         outcomes: list[Outcome] = []
         for st in self.book.decided_for_run(run_id):
-            a = st.approval
-            if a.status is not ApprovalStatus.APPROVED:
-                continue
-            if self.book.usable(a.action_digest, self.ctx.clock(), a.requested_by,
-                                run_id=run_id) is None:
-                continue
-            outcomes.append(self.submit(self.book.requested_proposal(a)))
+            resumed = self.resume_approval(st.approval, run_id)
+            if resumed is not None:
+                outcomes.append(resumed)
         if not outcomes and not self.ctx.journal.has_run(run_id):
             raise UnknownNameError(f"unknown run `{run_id}`")
         return outcomes
+
+    def resume_approval(self, a: HumanApproval, run_id: str) -> Outcome | None:
+        """Re-submit the proposal that asked for ``a`` in ``run_id`` when ``a`` is approved
+        and still usable there: its outcome (the key's recorded one, ``replayed``, when
+        the key's action ran under another approval), else None."""
+        if a.status is not ApprovalStatus.APPROVED:
+            return None
+        if self.book.usable(a.action_digest, self.ctx.clock(), a.requested_by,
+                            run_id=run_id) is None:
+            return None
+        return self.submit(self.book.requested_proposal(a))

@@ -991,6 +991,13 @@ class Runtime:
         return self.approval_flow.resume(run_id)
 
     @_writes
+    def resume_approval(self, approval: HumanApproval, run_id: str) -> Outcome | None:
+        """Re-submit the proposal that asked for ``approval`` in ``run_id`` when it is
+        approved and still usable there (:meth:`resume`, for that one approval): its
+        outcome, else None."""
+        return self.approval_flow.resume_approval(approval, run_id)
+
+    @_writes
     def resolve_task(self, task_id: str, *, by: str, token: str, note: str) -> HumanTask:
         """Close a human task (an escalation): an authenticated approver says what they did."""
         return resolve_task(self.context, self.approvals, task_id, by=by, token=token,

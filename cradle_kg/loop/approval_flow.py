@@ -36,6 +36,7 @@ from ..storage import (
     IdempotencyKeyTaken,
     Journal,
     NewEvent,
+    SubjectMoved,
     WaitingCap,
     WaitingReached,
 )
@@ -160,6 +161,12 @@ def decided_events(book: ApprovalBook, state: ApprovalState, seen: Sequence[Audi
     return events
 
 
+class KeyedRequestRaced(Exception):
+    """Internal signal: another proposal asked about the same action while this one, under
+    its agent's key, was deciding to ask; nothing of it was written (it is decided again,
+    and then reads that request: ``tests/security/test_369``)."""
+
+
 class ApprovalFlow:
     def __init__(self, ctx: LoopContext, book: ApprovalBook, *, submit: Submit,
                  holds_tool: HoldsTool | None = None) -> None:
@@ -179,6 +186,12 @@ class ApprovalFlow:
         # INVARIANT: a pending approval belongs to its run and its proposal; another run
         # (or proposal) asking for the same action gets one of its own, in the inbox —
         # but a proposal under the same agent's key asking again reads it (test_236)
+        subject = "approval:" + gate.action_digest
+        # INVARIANT: a keyed request is written only if no event about the action came
+        # since its key was looked for (the journal checks it under its writer's lock):
+        # calls of one key at once each found none pending and asked the approvers, up to
+        # five requests for one effect (tests/security/test_369)
+        last = self._last_seq(subject) if proposal.action.idempotency_key else None
         pending = self._pending(proposal, gate.action_digest)
         waiting = None if pending else self.check_waiting(proposal)
         approval = pending[0].approval if pending else HumanApproval(
@@ -195,10 +208,11 @@ class ApprovalFlow:
             # again and denied (Runtime._submit_parsed; tests/security/test_303)
             events.append(NewEvent(
                 run_id=approval.run_id, kind="approval.requested",
-                subject="approval:" + gate.action_digest, actor=RUNTIME_ACTOR, at=now,
+                subject=subject, actor=RUNTIME_ACTOR, at=now,
                 payload={"approval": approval.model_dump(mode="json"), "excluded": excluded,
                          "proposal": proposal.model_dump(mode="json"),
-                         **secret_marks(gate.spec)}, waiting=waiting, if_run_open=True))
+                         **secret_marks(gate.spec)}, waiting=waiting, if_run_open=True,
+                if_last=last))
         outcome = Outcome(run_id=proposal.effective_run_id, proposal_id=proposal.id,
                           status=OutcomeStatus.AWAITING_APPROVAL, decision=decision,
                           approval=approval, reasons=decision.reasons or (
@@ -209,7 +223,14 @@ class ApprovalFlow:
         except WaitingReached as reached:  # another writer asked first: nothing written
             raise waiting_error(reached.cap.agent, reached.waiting,
                                 reached.cap.limit) from None
+        except SubjectMoved:  # another request of the action came first: nothing written
+            raise KeyedRequestRaced(proposal.id) from None
         return outcome
+
+    def _last_seq(self, subject: str) -> int:
+        """The seq of the newest event about ``subject`` (0: none): one row of its index."""
+        newest = self.ctx.journal.subject_events(subject, None, limit=1, newest=True)
+        return newest[0].seq if newest else 0
 
     def _new_id(self, decision_id: str, digest: str) -> str:
         """The id of a new approval: derived from the decision that asks and the digest,

@@ -90,7 +90,7 @@ from ..storage.journal import NoLease, read_only_error
 from ..throttling import record_reached
 from ..tools import LookupFunction, ToolFunction, ToolRegistry, ToolSpec
 from ..verifiers import VerifierFunction, VerifierRegistry
-from .approval_flow import ApprovalFlow
+from .approval_flow import ApprovalFlow, KeyedRequestRaced
 from .approvals import ApprovalBook, ToolVersions, excluded_for_agent
 from .commit import Commit, CommitHook
 from .context import RUN_CLAIM_PREFIX, AppendListener, Clock, LoopContext, ProposalIdClaimed
@@ -689,6 +689,8 @@ class Runtime:
                 why = "its approval was revoked while it was decided"
             except _InForceMoved:  # nothing of it was written: decided again
                 why = "the home's policies or configuration kept changing while it was decided"
+            except KeyedRequestRaced:  # nothing of it written: decided again, reads the other
+                why = "other calls kept asking for the same action while it was decided"
             except LimitReached as reached:
                 if reached.cap.scope == REFUSALS_SCOPE:  # nothing of it was written
                     raise self._recorded(refusals_error(reached.cap)) from None

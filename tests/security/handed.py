@@ -7,12 +7,14 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.canonical import sha256_bytes
+from cradle_kg.storage import NewEvent
 from cradle_kg.storage import sqlite_derived as derived
 from cradle_kg.storage.chain import event_hash
 from cradle_kg.storage.opening import JOURNAL_URL_ENV
@@ -61,6 +63,13 @@ def author(journal: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(journal, isolation_level=None)
     conn.execute("PRAGMA journal_mode=DELETE")
     return conn
+
+
+def keyed_intent(i: int, key: str) -> NewEvent:
+    """An intent claiming ``key`` (the same key for every ``i``: a second claim must fail)."""
+    return NewEvent(run_id=f"run:{key}", kind="action.intent", subject=f"act:{i}",
+                    actor="agent:a", at=datetime(2026, 1, 1, tzinfo=UTC), payload={"i": i},
+                    idem_key=f"idem:{key}")
 
 
 def digest(path: Path) -> str:

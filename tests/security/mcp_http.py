@@ -206,3 +206,12 @@ class Client:
 
 __all__ = ["AGENT", "MALLORY", "Client", "Served", "answer", "fresh", "half_sent", "serve",
            "token_for"]
+
+
+def serving_waits(tmp: Path, wait: str, agent: str) -> Iterator[Served]:
+    """A fresh home under ``tmp`` served with ``--approval-wait wait``, ``agent``'s token in
+    its ``tokens`` (a fixture's body: ``yield from serving_waits(...)``)."""
+    home = fresh(tmp, "home")
+    for running in serve(home, "--approval-wait", wait):
+        running.tokens = {agent: token_for(home, agent)}
+        yield running

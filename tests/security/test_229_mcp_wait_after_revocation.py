@@ -29,17 +29,14 @@ from cradle_kg.home import Home
 from cradle_kg.records import ApprovalStatus
 from cradle_kg.server.auth import revoke_agent_token
 
-from .mcp_http import AGENT, Client, Served, answer, fresh, serve, token_for
+from .mcp_http import AGENT, Client, Served, answer, serving_waits
 
 pytest.importorskip("mcp")
 
 
 @pytest.fixture
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    home = fresh(tmp_path_factory.mktemp("mcp-wait"), "home")
-    for running in serve(home, "--approval-wait", "30"):
-        running.tokens = {AGENT: token_for(home, AGENT)}
-        yield running
+    yield from serving_waits(tmp_path_factory.mktemp("mcp-wait"), "30", AGENT)
 
 
 def _pending(served: Served) -> str:

@@ -12,17 +12,16 @@ naming the object; a command that only reads still reads it.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.errors import JournalError
-from cradle_kg.storage import IdempotencyKeyTaken, NewEvent, open_journal, verify_journal
+from cradle_kg.storage import IdempotencyKeyTaken, open_journal, verify_journal
 from cradle_kg.storage.opening import JOURNAL_URL_ENV
 from tests.inprocess import run_cli
-from tests.security.handed import HIDDEN, author, digest, handed_home
+from tests.security.handed import HIDDEN, author, digest, handed_home, keyed_intent
 
 pytestmark = pytest.mark.sqlite_only("the SQLite file's own schema")
 
@@ -47,12 +46,6 @@ def _handed(factory: pytest.TempPathFactory, name: str, alteration: str) -> Path
         conn.execute(statement)
     conn.close()
     return home
-
-
-def _claim(i: int) -> NewEvent:
-    return NewEvent(run_id="run:t352", kind="action.intent", subject=f"act:{i}",
-                    actor="agent:a", at=datetime(2026, 1, 1, tzinfo=UTC), payload={"i": i},
-                    idem_key="idem:t352")
 
 
 @pytest.mark.parametrize("alteration", sorted(ALTERATIONS))
@@ -82,9 +75,9 @@ def test_the_plain_index_would_let_a_key_be_claimed_twice(
     monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)
     home = handed_home(tmp_path_factory, "t352-claim")
     with open_journal(home / "journal.sqlite") as j:
-        j.append([_claim(1)])
+        j.append([keyed_intent(1, "t352")])
         with pytest.raises(IdempotencyKeyTaken):
-            j.append([_claim(2)])
+            j.append([keyed_intent(2, "t352")])
     altered = _handed(tmp_path_factory, "t352-claim-altered", "idempotency index made plain")
     with pytest.raises(JournalError, match="events_idem_key"):
         open_journal(altered / "journal.sqlite")

@@ -31,7 +31,7 @@ import pytest
 
 from cradle_kg.integrations.mcp_server import WAITS_PER_AGENT
 
-from .mcp_http import MALLORY, Client, Served, answer, fresh, serve, token_for
+from .mcp_http import MALLORY, Client, Served, answer, serving_waits
 from .test_229_mcp_wait_after_revocation import _pending
 
 pytest.importorskip("mcp")
@@ -42,10 +42,7 @@ CLOSE = {"name": "demo.ledger.close_account", "arguments": {"account": "acct-2"}
 
 @pytest.fixture
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    home = fresh(tmp_path_factory.mktemp("mcp-waits"), "home")
-    for running in serve(home, "--approval-wait", "300"):
-        running.tokens = {MALLORY: token_for(home, MALLORY)}
-        yield running
+    yield from serving_waits(tmp_path_factory.mktemp("mcp-waits"), "300", MALLORY)
 
 
 def test_an_agent_s_waits_past_the_bound_are_answered_at_once(served: Served) -> None:

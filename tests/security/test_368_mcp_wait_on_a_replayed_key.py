@@ -34,7 +34,7 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.records import ApprovalStatus
 
-from .mcp_http import MALLORY, Client, Served, answer, fresh, serve, token_for
+from .mcp_http import MALLORY, Client, Served, answer, serving_waits
 
 pytest.importorskip("mcp")
 
@@ -44,10 +44,7 @@ SECOND = f"run:{MALLORY}/second"
 
 @pytest.fixture
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    home = fresh(tmp_path_factory.mktemp("mcp-replayed"), "home")
-    for running in serve(home, "--approval-wait", "300"):
-        running.tokens = {MALLORY: token_for(home, MALLORY)}
-        yield running
+    yield from serving_waits(tmp_path_factory.mktemp("mcp-replayed"), "300", MALLORY)
 
 
 def _pending(served: Served, count: int) -> list[str]:

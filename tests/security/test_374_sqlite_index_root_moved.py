@@ -20,17 +20,16 @@ passes the probe: ``audit verify`` finds it; the README gives the figures.)
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.errors import JournalError
-from cradle_kg.storage import NewEvent, open_journal, verify_journal
+from cradle_kg.storage import open_journal, verify_journal
 from cradle_kg.storage.opening import JOURNAL_URL_ENV
 from tests.inprocess import run_cli
-from tests.security.handed import HIDDEN, author, digest, handed_home
+from tests.security.handed import HIDDEN, author, digest, handed_home, keyed_intent
 
 pytestmark = pytest.mark.sqlite_only("the SQLite file's own b-trees")
 
@@ -59,12 +58,6 @@ def _swap(journal: Path, index: str) -> None:
         conn.close()
 
 
-def _claim(i: int) -> NewEvent:
-    return NewEvent(run_id="run:t374", kind="action.intent", subject=f"act:{i}",
-                    actor="agent:a", at=datetime(2026, 1, 1, tzinfo=UTC), payload={"i": i},
-                    idem_key="idem:t374")
-
-
 @pytest.mark.parametrize("index", sorted(SWAPPED))
 def test_a_swapped_unique_index_is_not_opened_to_write(
         tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
@@ -73,7 +66,7 @@ def test_a_swapped_unique_index_is_not_opened_to_write(
     home = handed_home(tmp_path_factory, f"t374-{index}")
     journal = home / "journal.sqlite"
     with open_journal(journal) as j:
-        j.append([_claim(1)])
+        j.append([keyed_intent(1, "t374")])
     _swap(journal, index)
     before = digest(journal)
     with pytest.raises(JournalError) as refused:
@@ -93,7 +86,7 @@ def test_what_the_swap_let_through(tmp_path: Path) -> None:
     """The attack itself, on a bare journal, with SQLite alone: the key goes in twice."""
     journal = tmp_path / "journal.sqlite"
     with open_journal(journal) as j:
-        j.append([_claim(1)])
+        j.append([keyed_intent(1, "t374")])
     _swap(journal, "events_idem_key")
     conn = sqlite3.connect(journal)
     try:
@@ -109,7 +102,7 @@ def test_what_the_swap_let_through(tmp_path: Path) -> None:
 def test_a_journal_as_written_is_opened(tmp_path: Path) -> None:
     journal = tmp_path / "journal.sqlite"
     with open_journal(journal) as j:
-        j.append([_claim(1)])
+        j.append([keyed_intent(1, "t374")])
     with open_journal(journal) as j:  # every probe finds its row
         assert j.head()[0] == 1
     open_journal(tmp_path / "new.sqlite").close()  # an empty journal has nothing to probe

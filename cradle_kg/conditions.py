@@ -26,6 +26,7 @@ Any other key — ``max_amount``, a misspelt operator — is refused when the co
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from datetime import datetime, time
@@ -216,11 +217,24 @@ def _is_number(v: Any) -> bool:
         not isinstance(v, Decimal) or v.is_finite())
 
 
+def _as_written(a: Any, b: Any) -> tuple[Any, Any]:
+    """Two numbers as a person reads them: beside a ``Decimal`` (a model's amount), a
+    finite ``float`` is the number its text writes — ``0.3`` is ``Decimal("0.3")``, not
+    the binary ``0.29999999999999998…`` Python compares exactly. Before, ``not_in [0.3]``
+    held for an amount of ``0.3`` and ``in [0.3]`` never did (``tests/security/
+    test_381``)."""
+    if isinstance(a, Decimal) or isinstance(b, Decimal):
+        a, b = (Decimal(repr(x)) if isinstance(x, float) and math.isfinite(x) else x
+                for x in (a, b))
+    return a, b
+
+
 def _same(a: Any, b: Any) -> bool:
     """Typed equality: ``1 == True`` and ``"1" == 1`` are false here."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if _is_number(a) and _is_number(b):
+        a, b = _as_written(a, b)
         return bool(a == b)
     return type(a) is type(b) and a == b
 
@@ -235,6 +249,7 @@ def _compare(op: str, value: Any, operand: Any) -> bool:
         return found if op == "in" else not found
     if not _is_number(value):
         return False
+    value, operand = _as_written(value, operand)
     return bool({"lt": value < operand, "le": value <= operand,
                  "gt": value > operand, "ge": value >= operand}[op])
 

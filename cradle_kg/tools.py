@@ -285,6 +285,14 @@ def names_read_as(model: type[BaseModel], names: tuple[str, ...]) -> tuple[str, 
     return tuple(sorted(out))
 
 
+def filled_in(model: type[BaseModel]) -> Mapping[str, Any]:
+    """The values a tool fills in itself for arguments left out that its model does not
+    hold: an upstream MCP tool's schema defaults (its model keeps the arguments as sent,
+    and the upstream fills them in: ``proxy.input_model``, ``tests/security/test_382``)."""
+    found = getattr(model, "upstream_defaults", None)
+    return found if isinstance(found, Mapping) else {}
+
+
 def written_twice(model: type[BaseModel], arguments: Mapping[str, Any]) -> tuple[str, ...]:
     """The names of ``arguments`` that ``model`` reads as one field, when there are two or
     more (the first such field's): the model takes one of them, and a policy or lineage

@@ -47,7 +47,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -92,6 +92,9 @@ def input_model(name: str, schema: Mapping[str, Any],
 
     class UpstreamArguments(BaseModel):
         model_config = ConfigDict(frozen=True, extra="allow")
+        #: what the upstream fills in for an argument left out (its schema's top-level
+        #: ``default``s): Cedar is asked about them (``tools.filled_in``, ``test_382``)
+        upstream_defaults: ClassVar[dict[str, Any]] = _defaults(frozen_schema)
 
         @model_validator(mode="before")
         @classmethod
@@ -108,6 +111,13 @@ def input_model(name: str, schema: Mapping[str, Any],
 
     UpstreamArguments.__name__ = UpstreamArguments.__qualname__ = f"Args_{name}"
     return UpstreamArguments
+
+
+def _defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``default`` of each of ``schema``'s top-level properties that has one."""
+    props = schema.get("properties")
+    return {name: sub["default"] for name, sub in props.items()
+            if isinstance(sub, dict) and "default" in sub} if isinstance(props, dict) else {}
 
 
 #: the keywords whose error message quotes the agent's value and a bound or a name the

@@ -42,7 +42,7 @@ from ...records import (
 )
 from ...redaction import mask_payload, scrub, secret_values
 from ...storage import Journal, KeyAsked, UsageCap
-from ...tools import ToolRegistry, ToolSpec, written_twice
+from ...tools import ToolRegistry, ToolSpec, filled_in, written_twice
 from ..approvals import lapsed
 from .findings import Finding, ValidatorBinding
 from .keys import (
@@ -178,6 +178,11 @@ def cedar_arguments(raw: Mapping[str, Any], parsed: BaseModel) -> dict[str, Any]
     args = {k: c for k, v in raw.items() if (c := cedar_value(v)) is not None}
     for key, run_with in parsed.model_dump().items():
         if key not in args and (c := run_value(run_with)) is not None:
+            args[key] = c
+    # an upstream tool's defaults: its model keeps what was sent, the upstream fills them
+    # in (before, a forbid on one left out did not apply: tests/security/test_382)
+    for key, default in filled_in(type(parsed)).items():
+        if key not in raw and key not in args and (c := cedar_value(default)) is not None:
             args[key] = c
     return args
 

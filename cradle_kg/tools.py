@@ -285,6 +285,24 @@ def names_read_as(model: type[BaseModel], names: tuple[str, ...]) -> tuple[str, 
     return tuple(sorted(out))
 
 
+def run_arguments(parsed: BaseModel) -> dict[str, Any]:
+    """The arguments as the tool runs with them, by field name: each field's value as the
+    tool reads it (its attribute), a container's as the model dumps it by field name (a
+    path reads into it), and what the model keeps beyond its fields. Not the model's dump
+    alone, which its author shapes: ``serialize_by_alias`` names a field by its alias, a
+    field ``exclude=True`` is left out, a serializer changes a value — and gate 1 read the
+    dump: a forbid on the field did not meet the call (``tests/security/test_383``)."""
+    out = parsed.model_dump(by_alias=False)
+    for name in type(parsed).model_fields:
+        value = getattr(parsed, name)
+        if not isinstance(value, BaseModel | Mapping | list | tuple | set | frozenset):
+            out[name] = value
+        elif name not in out:  # left out of the dump: its content as the tool holds it
+            out[name] = value.model_dump(by_alias=False) if isinstance(value, BaseModel) \
+                else value
+    return out
+
+
 def filled_in(model: type[BaseModel]) -> Mapping[str, Any]:
     """The values a tool fills in itself for arguments left out that its model does not
     hold: an upstream MCP tool's schema defaults (its model keeps the arguments as sent,

@@ -42,7 +42,7 @@ from ...records import (
 )
 from ...redaction import mask_payload, scrub, secret_values
 from ...storage import Journal, KeyAsked, UsageCap
-from ...tools import ToolRegistry, ToolSpec, filled_in, written_twice
+from ...tools import ToolRegistry, ToolSpec, filled_in, run_arguments, written_twice
 from ..approvals import lapsed
 from .findings import Finding, ValidatorBinding
 from .keys import (
@@ -176,7 +176,7 @@ def cedar_arguments(raw: Mapping[str, Any], parsed: BaseModel) -> dict[str, Any]
     a forbid on it did not apply, and the tool ran the recursive delete it names
     (``tests/security/test_362``)."""
     args = {k: c for k, v in raw.items() if (c := cedar_value(v)) is not None}
-    for key, run_with in parsed.model_dump().items():
+    for key, run_with in run_arguments(parsed).items():
         if key not in args and (c := run_value(run_with)) is not None:
             args[key] = c
     # an upstream tool's defaults: its model keeps what was sent, the upstream fills them
@@ -201,7 +201,7 @@ def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
     form on either side is not compared; a value the model parses into a type of its own
     is compared in its JSON form, :func:`~cradle_kg.conditions.json_form`): the agent
     writes the value as its type."""
-    made = parsed.model_dump()
+    made = run_arguments(parsed)
     for key, value in raw.items():
         if key not in made:
             continue
@@ -430,7 +430,7 @@ class Gate1:
             # INVARIANT: conditions read the arguments as the tool will receive them
             assert r.arguments is not None
             ok, failed = evaluate(parse_conditions(perm.conditions),
-                                  arguments=r.arguments.model_dump(),
+                                  arguments=run_arguments(r.arguments),
                                   environment=p.action.environment, now=self.i.now)
             label = f"permission #{index} (`{perm.action_type}` on `{perm.resource_selector}`)"
             if not failed:

@@ -161,6 +161,11 @@ def decided_events(book: ApprovalBook, state: ApprovalState, seen: Sequence[Audi
     return events
 
 
+#: how many times a keyed request is written again at once over events of other runs
+#: about its action that landed since it read (``test_384``), before it is decided again
+FOREIGN_MOVES = 16
+
+
 class KeyedRequestRaced(Exception):
     """Internal signal: another proposal asked about the same action while this one, under
     its agent's key, was deciding to ask; nothing of it was written (it is decided again,
@@ -218,14 +223,38 @@ class ApprovalFlow:
                           approval=approval, reasons=decision.reasons or (
                               "a human approval of this exact action is required",))
         events.append(outcome_event(outcome, proposal.id))
-        try:
-            self.ctx.append(events)
-        except WaitingReached as reached:  # another writer asked first: nothing written
-            raise waiting_error(reached.cap.agent, reached.waiting,
-                                reached.cap.limit) from None
-        except SubjectMoved:  # another request of the action came first: nothing written
-            raise KeyedRequestRaced(proposal.id) from None
-        return outcome
+        for _ in range(FOREIGN_MOVES + 1):
+            try:
+                self.ctx.append(events)
+            except WaitingReached as reached:  # another writer asked first: nothing written
+                raise waiting_error(reached.cap.agent, reached.waiting,
+                                    reached.cap.limit) from None
+            except SubjectMoved:  # an event about the action came first: nothing written
+                assert last is not None
+                last = self._moved_elsewhere(subject, last, proposal.effective_run_id)
+                if last is None:
+                    raise KeyedRequestRaced(proposal.id) from None
+                events = [replace(e, if_last=last) if e.if_last is not None else e
+                          for e in events]
+                continue
+            return outcome
+        raise KeyedRequestRaced(proposal.id)
+
+    def _moved_elsewhere(self, subject: str, last: int, run_id: str) -> int | None:
+        """The newest seq about ``subject`` now, when every event about it since ``last``
+        is of another run; None when one is of ``run_id``.
+
+        INVARIANT: a keyed request is decided again only for an event of its own run: what
+        it read (``_pending_for_key``, the run's requests) only such an event changes.
+        Before, every run's request for the action — another agent's, in runs of its own —
+        made it be decided again, three times at most, then refused ("submit it again"):
+        an agent asking in each read held another's request off (``tests/security/
+        test_384``), as ``test_333``'s decisions were before their keys."""
+        here = self.ctx.journal.subject_events(subject, None, limit=1, newest=True,
+                                               run_id=run_id)
+        if here and here[0].seq > last:
+            return None
+        return self._last_seq(subject)
 
     def _last_seq(self, subject: str) -> int:
         """The seq of the newest event about ``subject`` (0: none): one row of its index."""

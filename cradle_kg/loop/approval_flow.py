@@ -230,12 +230,12 @@ class ApprovalFlow:
                 raise waiting_error(reached.cap.agent, reached.waiting,
                                     reached.cap.limit) from None
             except SubjectMoved:  # an event about the action came first: nothing written
-                assert last is not None
-                last = self._moved_elsewhere(subject, last, proposal.effective_run_id)
+                last = None if last is None else self._moved_elsewhere(
+                    subject, last, proposal.effective_run_id)
                 if last is None:
                     raise KeyedRequestRaced(proposal.id) from None
-                events = [replace(e, if_last=last) if e.if_last is not None else e
-                          for e in events]
+                events = [replace(e, if_last=last) if e.if_last is not None
+                          and e.subject == subject else e for e in events]
                 continue
             return outcome
         raise KeyedRequestRaced(proposal.id)

@@ -101,6 +101,13 @@ class RunOwnershipError(ProposalError):
     code = "run_not_yours"
 
 
+class TaskOwnershipError(RunOwnershipError):
+    """A proposal names a task under a ``task`` limit that another agent used first:
+    refused before anything is journaled (the task's budget is its agent's alone)."""
+
+    code = "task_not_yours"
+
+
 class ManifestError(InputError):
     code = "invalid_manifest"
 

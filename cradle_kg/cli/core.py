@@ -128,7 +128,9 @@ def submit(
         fail(exc)
     with open_runtime(home) as rt:
         try:
-            outcome = rt.submit(proposal)
+            # the file speaks for its agent: a task a `task` limit counts is refused when
+            # another agent's, claimed when nobody's (tests/security/test_377)
+            outcome = rt.submit(proposal, task_for=proposal.agent_id)
         except CradleError as exc:
             fail(exc)
     print_json(outcome.model_dump(mode="json"))

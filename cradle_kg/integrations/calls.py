@@ -245,6 +245,9 @@ class GovernedSession:
             # another agent's run; the host's input only with a proposal that will be
             proposal = self.runtime.parse_proposal(raw)
             run_id = proposal.effective_run_id
+            # INVARIANT: another agent's task under a `task` limit is refused before the
+            # host's input is written (tests/security/test_376)
+            self.runtime.check_task(proposal, self.agent_id)
             if meta.input is not None:
                 checked_input(self.runtime.config.input_limits, run_id, meta.input.text,
                               author=meta.input.author, kind=INPUT_KIND)
@@ -261,7 +264,8 @@ class GovernedSession:
             # the run checked first, claimed only for a proposal that will be written: one
             # refused past the agent's refusals quota claims nothing (tests/security/test_216)
             outcome = self.runtime.submit(
-                proposal, claim_for=None if run_id in self._own_runs else self.agent_id)
+                proposal, claim_for=None if run_id in self._own_runs else self.agent_id,
+                task_for=self.agent_id)
             with self._lock:
                 self._own_runs.add(run_id)
         except CradleError as exc:  # refused before the loop (limits, shape): journals nothing

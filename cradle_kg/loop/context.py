@@ -29,6 +29,9 @@ AppendListener = Callable[[Sequence[AuditEvent]], None]
 PROPOSAL_CLAIM_PREFIX = "proposal:"
 #: the journal key an agent entry point's claim of a new run holds (``Runtime.claim_run``)
 RUN_CLAIM_PREFIX = "run-claim:"
+#: the journal key an agent entry point's claim of a task under a ``task`` limit holds
+#: (:mod:`.task_claims`)
+TASK_CLAIM_PREFIX = "task-claim:"
 #: the journal key an approval's revoke claims: one revoke per approval, whatever else is
 #: written about its action meanwhile (``tests/security/test_330``)
 REVOKE_CLAIM_PREFIX = "approval-revoke:"
@@ -51,6 +54,11 @@ class ProposalIdClaimed(Exception):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
+
+
+class TaskClaimed(ProposalIdClaimed):
+    """Another agent's proposal claimed this proposal's task first (its ``task-claim:``
+    key): evaluate it again (:mod:`.task_claims`), nothing of it written."""
 
 
 class LoopContext:
@@ -128,8 +136,8 @@ class LoopContext:
 
         Inside a :meth:`one_transaction` block the events are held back (and ``[]`` is
         returned) until the block ends. Raises :class:`ProposalIdClaimed` when a proposal
-        id's claim was taken first, and :class:`~cradle_kg.storage.IdempotencyKeyTaken`
-        for any other key already held.
+        id's claim was taken first (:class:`TaskClaimed`: its task's), and
+        :class:`~cradle_kg.storage.IdempotencyKeyTaken` for any other key already held.
         """
         guarded = getattr(self._open_run, "run", None)
         if guarded is not None:
@@ -143,6 +151,8 @@ class LoopContext:
         try:
             written = self.journal.append(events, flush=flush)
         except IdempotencyKeyTaken as taken:
+            if taken.key.startswith(TASK_CLAIM_PREFIX):
+                raise TaskClaimed(taken.key) from taken
             if taken.key.startswith(PROPOSAL_CLAIM_PREFIX):
                 raise ProposalIdClaimed(taken.key) from taken
             raise

@@ -77,7 +77,8 @@ def parse_proposal(raw: Proposal | dict[str, Any], limits: InputLimits = DEFAULT
 #: a runtime subject belongs here (``tests/security/test_58`` checks the golden journals).
 RESERVED_ID_NAMESPACES = frozenset({
     "act", "dec", "obs", "ver", "st", "comp", "approval", "approval-once", "task", "budget",
-    "step", "idem", "proposal", "run-claim", "sha256", "workflow", "autonomy", "policyset"})
+    "step", "idem", "proposal", "run-claim", "task-claim", "sha256", "workflow", "autonomy",
+    "policyset"})
 
 
 #: the runs the runtime journals its own records in, outside any agent's run: every

@@ -93,7 +93,14 @@ from ..verifiers import VerifierFunction, VerifierRegistry
 from .approval_flow import ApprovalFlow, KeyedRequestRaced
 from .approvals import ApprovalBook, ToolVersions, excluded_for_agent
 from .commit import Commit, CommitHook
-from .context import RUN_CLAIM_PREFIX, AppendListener, Clock, LoopContext, ProposalIdClaimed
+from .context import (
+    RUN_CLAIM_PREFIX,
+    AppendListener,
+    Clock,
+    LoopContext,
+    ProposalIdClaimed,
+    TaskClaimed,
+)
 from .escalation import HumanTask, repair_or_escalate, resolve_task
 from .execution import Execution
 from .gate1.checks import Gate1, GateInput
@@ -116,6 +123,7 @@ from .proposal import (
 )
 from .recovery import Recovery, RecoveryReport
 from .settlement import Settlement
+from .task_claims import check_task_owner, task_claim, task_limited
 
 #: a submission that loses the race for its proposal id is evaluated again, this often
 _CLAIM_ATTEMPTS = 3
@@ -587,7 +595,7 @@ class Runtime:
 
     @_writes
     def submit(self, raw: Proposal | dict[str, Any], *,
-               claim_for: str | None = None) -> Outcome:
+               claim_for: str | None = None, task_for: str | None = None) -> Outcome:
         """Run one proposal through the whole loop and return how it ended.
 
         A :class:`~cradle_kg.records.Proposal` that :meth:`parse_proposal` of this runtime
@@ -598,10 +606,16 @@ class Runtime:
         theirs (:func:`check_run_owner`, first: nothing is written otherwise) and, when no
         one's yet, is claimed (:meth:`claim_run`) after gate 1, right before the proposal's
         own events are written — not before a proposal refused past the agent's refusals
-        quota, which writes nothing (``tests/security/test_216``)."""
+        quota, which writes nothing (``tests/security/test_216``).
+
+        ``task_for`` (by default ``claim_for``): the agent whose task the proposal's must be
+        when a ``task`` limit counts it (:meth:`check_task`; claimed, when nobody's yet,
+        with the run: :mod:`.task_claims`, ``tests/security/test_376``)."""
+        task_for = task_for or claim_for
         if isinstance(raw, Proposal) and self._checked.get(id(raw)) is raw:
-            return self._submit_parsed(raw, claim_for=claim_for)
-        return self._submit_parsed(self.parse_proposal(raw), claim_for=claim_for)
+            return self._submit_parsed(raw, claim_for=claim_for, task_for=task_for)
+        return self._submit_parsed(self.parse_proposal(raw), claim_for=claim_for,
+                                   task_for=task_for)
 
     def _approvers_now(self) -> tuple[Approver, ...]:
         """The approvers the configuration in force says now: the home's file, read again
@@ -654,13 +668,24 @@ class Runtime:
         if check_run_owner(self.journal, run_id, agent_id) is None:
             raise JournalError(f"run `{run_id}`: its claim is not in the journal")
 
+    def check_task(self, proposal: Proposal, agent_id: str) -> bool:
+        """Raise :class:`~cradle_kg.errors.TaskOwnershipError` — nothing journaled — when a
+        ``task`` limit counts the proposal's task and another agent claimed it; True when
+        it counts it and nobody has (the proposal's first events claim it:
+        :mod:`.task_claims`)."""
+        if not task_limited(self.config, self.config.limits, agent_id=agent_id,
+                            task_id=proposal.task_id):
+            return False
+        return check_task_owner(self.journal, proposal.task_id, agent_id) is None
+
     def _submit(self, raw: Proposal | dict[str, Any]) -> Outcome:
         """:meth:`submit` without the agent's checks (:func:`check_agent_proposal`): the
         runtime's own proposals (a compensation) come in here."""
         return self._submit_parsed(parse_proposal(raw, self.config.input_limits), own=True)
 
     def _submit_parsed(self, proposal: Proposal, *, own: bool = False,
-                       claim_for: str | None = None) -> Outcome:
+                       claim_for: str | None = None, task_for: str | None = None
+                       ) -> Outcome:
         # a submission that lost the race for its id to another process is evaluated again:
         # it is now the identical proposal (recorded outcome) or a reused id (denied); one
         # whose intent another worker's took past a limit, too: gate 1 now denies it
@@ -669,7 +694,9 @@ class Runtime:
         for _ in range(_CLAIM_ATTEMPTS):
             try:
                 return self._submit_once(proposal, own=own, claim_for=claim_for,
-                                         run_ended=run_ended)
+                                         task_for=task_for, run_ended=run_ended)
+            except TaskClaimed:  # nothing of it written: decided again, refused by the claim
+                why = "its task is contended"
             except ProposalIdClaimed:
                 why = "its id is contended"
             except RunEnded as ended:
@@ -701,7 +728,7 @@ class Runtime:
         raise JournalError(f"proposal `{proposal.id}`: {why}; submit it again")
 
     def _submit_once(self, proposal: Proposal, *, own: bool = False,
-                     claim_for: str | None = None,
+                     claim_for: str | None = None, task_for: str | None = None,
                      run_ended: tuple[str, str] | None = None) -> Outcome:
         now = self.clock()
         run_id = proposal.effective_run_id
@@ -709,6 +736,8 @@ class Runtime:
         unclaimed = claim_for is not None and \
             check_run_owner(self.journal, run_id, claim_for) is None
         self.refresh()
+        # INVARIANT: another agent's task under a `task` limit is refused, nothing written
+        task_unclaimed = task_for is not None and self.check_task(proposal, task_for)
         # one policy set for this decision: journaled as in force, asked, and named (in a
         # run to claim, once it is claimed: below)
         engine = self.policies
@@ -752,6 +781,13 @@ class Runtime:
                 self.approval_flow.check_waiting(proposal)
             self.claim_run(run_id, claim_for)
             self.policy_set.activate(run_id, now, engine)
+        if task_unclaimed and task_for is not None:
+            # INVARIANT: a task is claimed with the proposal's own first events, all or
+            # none: a proposal that writes nothing claims nothing, and of two agents racing
+            # for a new task the journal holds one claim (the other: TaskClaimed, decided
+            # again and refused by check_task)
+            base = [task_claim(proposal.task_id, run_id=run_id, agent_id=task_for, at=now),
+                    *base]
         if gate.recorded_intent_seq is not None and decision.verdict in (
                 Verdict.ALLOW, Verdict.REQUIRE_APPROVAL):
             return self.execution.replayed(proposal, gate, decision, base)

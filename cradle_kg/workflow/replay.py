@@ -47,7 +47,7 @@ from .steps import workflow_factory
 #: events a person (or the outside world) wrote: replay copies them, never re-derives them
 INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refused",
                          "evidence.collected", "human.decided", "input.recorded",
-                         "run.claimed"})
+                         "run.claimed", "task.claimed"})
 
 
 @dataclass

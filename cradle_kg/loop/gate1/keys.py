@@ -27,11 +27,13 @@ from ..context import (
     PROPOSAL_CLAIM_PREFIX,
     REVOKE_CLAIM_PREFIX,
     RUN_CLAIM_PREFIX,
+    TASK_CLAIM_PREFIX,
 )
 
 #: prefixes of the keys the runtime claims in the journal; an agent may not choose them
 RESERVED_KEY_PREFIXES = ("idem:", "key:", PROPOSAL_CLAIM_PREFIX, "approval-once:",
-                         RUN_CLAIM_PREFIX, REVOKE_CLAIM_PREFIX, DECISION_CLAIM_PREFIX)
+                         RUN_CLAIM_PREFIX, REVOKE_CLAIM_PREFIX, DECISION_CLAIM_PREFIX,
+                         TASK_CLAIM_PREFIX)
 
 
 def proposal_hash(proposal: Proposal) -> str:

@@ -34,6 +34,14 @@ def _applies(limit: Limit, *, agent: Agent, task_id: str, tenant: str) -> str | 
     return subject
 
 
+def counts_task(limits: Sequence[Limit], *, agent: Agent, task_id: str) -> bool:
+    """Whether a limit of scope ``task`` counts ``agent``'s calls naming ``task_id``
+    (:mod:`cradle_kg.loop.task_claims`)."""
+    return any(limit.scope == "task" and _applies(limit, agent=agent, task_id=task_id,
+                                                  tenant=agent.tenant) is not None
+               for limit in limits)
+
+
 def usage_caps(limits: Sequence[Limit], *, now: datetime, agent: Agent, task_id: str,
                tenant: str) -> tuple[UsageCap, ...]:
     """Every applicable limit, as the cap the journal checks under its writer's lock."""

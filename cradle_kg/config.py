@@ -47,7 +47,9 @@ class Limit(BaseModel):
     scope: Literal["agent", "task", "tenant", "global"]
     #: the agent, task or tenant it applies to; "*" for each of them separately. A task id is
     #: the submitter's word (over the JSON API, the agent's own): a ``task`` limit budgets a
-    #: task a host names and does not bound an agent naming new ones — an ``agent`` limit does
+    #: task a host names and does not bound an agent naming new ones — an ``agent`` limit does.
+    #: A task it counts is its first agent's at the doors an agent names it (another agent is
+    #: refused there: :mod:`cradle_kg.loop.task_claims`)
     subject: str = "*"
     window_seconds: int = Field(gt=0, le=MAX_SECONDS)
     max_calls: int | None = Field(default=None, ge=0)

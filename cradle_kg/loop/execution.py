@@ -12,6 +12,7 @@ worker that lost the action to a recovery pass while it was stalled
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from ..crashpoints import crashpoint
@@ -36,12 +37,14 @@ from .escalation import human_task_event
 from .gate1.checks import GateResult
 from .gate1.decision import action_id
 from .gateway import Gateway, GatewayResult, KeyAlreadyClaimed, Superseded
-from .outcomes import Dumped, recorded_outcome
+from .outcomes import Dumped, outcome_event, recorded_outcome
 from .policies import PolicySet
 
 #: calls of a tool that raised, with the same key, when its idempotency class allows it
 TOOL_RETRY_LIMIT = 2
 _RETRYABLE = (IdempotencyClass.KEYED, IdempotencyClass.NATURAL)
+#: a key's recorded outcome that is not the end of its action
+_UNFINISHED = (OutcomeStatus.AWAITING_APPROVAL, OutcomeStatus.IN_PROGRESS)
 
 
 def approval_was_needed(gate: GateResult) -> bool:
@@ -98,20 +101,73 @@ class Execution:
 
     def replayed(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
                  base: Sequence[NewEvent]) -> Outcome:
-        """The key already has an intent: its recorded outcome, nothing runs again."""
+        """The key already has an intent: its recorded outcome, nothing runs again.
+
+        A proposal that goes on under a person's approval (its resume) while the key's
+        action ran under another — the agent asked in two runs, both were approved — ends
+        here: :meth:`_closing` records its outcome and closes its approval."""
         action = self.action(proposal, gate, decision.decided_at, executed=False)
         recorded = recorded_outcome(self.ctx.journal, action.id)
-        self.ctx.append([*base, NewEvent(
+        events = [*base, NewEvent(
             run_id=proposal.effective_run_id, kind="action.replayed", subject=action.id,
             actor=RUNTIME_ACTOR, at=decision.decided_at,
             payload={"idempotency_key": gate.idempotency_key, "decision_id": decision.id,
-                     "recorded": recorded is not None})])
+                     "recorded": recorded is not None})]
+        closing = self._closing(proposal, gate, decision, action, recorded)
+        try:
+            self.ctx.append([*events, *closing])
+        except IdempotencyKeyTaken:
+            # another resume of this approval consumed it first: that one recorded the
+            # proposal's outcome, and this one is answered from it, nothing written
+            mine = self.ctx.journal.latest_outcome(proposal.effective_run_id, proposal.id)
+            if mine is None:
+                raise
+            return Outcome.model_validate(mine.payload["outcome"])
         if recorded is None:
             return Outcome(run_id=proposal.effective_run_id, proposal_id=proposal.id,
                            status=OutcomeStatus.IN_PROGRESS, decision=decision, replayed=True,
                            reasons=(f"another submission holds key `{gate.idempotency_key}` "
                                     "and has not finished",))
         return recorded.model_copy(update={"replayed": True})
+
+    def _closing(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
+                 action: Action, recorded: Outcome | None) -> list[NewEvent]:
+        """What a replay under the proposal's own approval writes besides its replay: the
+        approval consumed (an approve-once) and the proposal's outcome, the key's recorded
+        one with ``replayed: true``; nothing for any other replay.
+
+        INVARIANT: an approval whose key's action ran already is closed by the resume that
+        finds it so, and its proposal ends: before, a replay recorded no outcome of its own
+        and consumed nothing — its run read as waiting forever, its approval stayed
+        approved and unused, and each ``runs resume`` replayed it again, three events
+        (``tests/security/test_378``)."""
+        if recorded is None or recorded.status in _UNFINISHED or \
+                not approval_was_needed(gate) or gate.spec is None:
+            return []
+        run_id, now = proposal.effective_run_id, decision.decided_at
+        approval = self.approvals.usable(gate.action_digest, now, proposal.agent_id,
+                                         run_id=run_id,
+                                         also_excluded=excluded_for(self.ctx.config, proposal),
+                                         tool_ref=gate.spec.ref)
+        if approval is None:
+            return []
+        closing: list[NewEvent] = []
+        if approval.once:
+            closing.append(NewEvent(
+                run_id=run_id, kind="approval.consumed",
+                subject="approval:" + gate.action_digest, actor=proposal.agent_id, at=now,
+                payload={"approval_id": approval.id, "action_id": action.id,
+                         "replayed": True},
+                idem_key="approval-once:" + approval.id, if_run_open=True))
+        mine = recorded.model_copy(update={
+            "run_id": run_id, "proposal_id": proposal.id, "decision": decision,
+            "approval": approval, "replayed": True,
+            "reasons": (*recorded.reasons, f"the action of key `{gate.idempotency_key}` ran "
+                        f"under proposal `{recorded.proposal_id}` of run `{recorded.run_id}`"
+                        f": its recorded outcome; approval `{approval.id}` ran nothing")})
+        closing.append(replace(outcome_event(mine, proposal.id, at=now),
+                               approval_guard=ApprovalGuard(approval.id, run_id)))
+        return closing
 
     def execute(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
                 base: Sequence[NewEvent], now: datetime, *,

@@ -673,8 +673,7 @@ class Runtime:
         ``task`` limit counts the proposal's task and another agent claimed it; True when
         it counts it and nobody has (the proposal's first events claim it:
         :mod:`.task_claims`)."""
-        if not task_limited(self.config, self.config.limits, agent_id=agent_id,
-                            task_id=proposal.task_id):
+        if not task_limited(self.config, agent_id=agent_id, task_id=proposal.task_id):
             return False
         return check_task_owner(self.journal, proposal.task_id, agent_id) is None
 

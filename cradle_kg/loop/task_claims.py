@@ -20,10 +20,9 @@ process) may still run several agents in one task, as in one run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 
-from ..config import Limit, RuntimeConfig
+from ..config import RuntimeConfig
 from ..errors import TaskOwnershipError
 from ..storage import Journal, NewEvent
 from .context import TASK_CLAIM_PREFIX
@@ -39,11 +38,11 @@ def task_owner(journal: Journal, task_id: str) -> str | None:
     return None if claim is None else claim.actor
 
 
-def task_limited(config: RuntimeConfig, limits: Sequence[Limit], *, agent_id: str,
-                 task_id: str) -> bool:
-    """Whether a ``task`` limit counts ``agent_id``'s calls naming ``task_id``."""
+def task_limited(config: RuntimeConfig, *, agent_id: str, task_id: str) -> bool:
+    """Whether a ``task`` limit of ``config`` counts ``agent_id``'s calls naming
+    ``task_id``."""
     agent = config.agent(agent_id)
-    return agent is not None and counts_task(limits, agent=agent, task_id=task_id)
+    return agent is not None and counts_task(config.limits, agent=agent, task_id=task_id)
 
 
 def check_task_owner(journal: Journal, task_id: str, agent_id: str) -> str | None:

@@ -27,10 +27,9 @@ from cradle_kg import Runtime
 from cradle_kg.config import Limit, load_config, save_config
 from cradle_kg.errors import TaskOwnershipError
 from cradle_kg.integrations.calls import GovernedSession, HostMeta
-from tests import oneshot
 from tests.racers import at_once
 
-from ..server.conftest import start_server, stop_server
+from .homes import credit, json_api
 from .inputcli import cli
 from .mcp_http import AGENT, MALLORY, token_for, two_agent_home
 
@@ -39,9 +38,7 @@ RACES = [f"race-{n}" for n in range(6)]
 
 
 def _credit(agent: str, pid: str, *, task: str = TASK) -> dict[str, Any]:
-    return {"id": pid, "task_id": task, "agent_id": agent, "run_id": f"run:{pid}",
-            "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
-                       "arguments": {"account": "acct-1", "amount": 1}}}
+    return {**credit(pid, agent=agent, amount=1), "task_id": task, "run_id": f"run:{pid}"}
 
 
 @pytest.fixture
@@ -136,19 +133,12 @@ def test_cradle_kg_submit_refuses_another_agents_task(rt: Runtime, home: Path,
     assert rt.journal.head() == head
 
 
-@pytest.mark.slow
-def test_the_json_api_answers_403(home: Path, tmp_path: Path) -> None:
-    with Runtime(home) as runtime:
-        assert runtime.submit(_credit(AGENT, "p1"), claim_for=AGENT).status == "executed"
-        head = runtime.journal.head()
-    token = token_for(home, MALLORY)
-    srv = start_server(["--home", str(home)], tmp_path / "server.log", home)
-    try:
-        answer = oneshot.post(srv.url + "/api/proposals", json=_credit(MALLORY, "p2"),
-                              headers={"Authorization": f"Bearer {token}"}, timeout=60)
-    finally:
-        stop_server(srv)
+def test_the_json_api_answers_403(rt: Runtime, home: Path) -> None:
+    assert rt.submit(_credit(AGENT, "p1"), claim_for=AGENT).status == "executed"
+    head = rt.journal.head()
+    with json_api(rt) as api:
+        answer = api.post("/api/proposals", json=_credit(MALLORY, "p2"),
+                          headers={"Authorization": f"Bearer {token_for(home, MALLORY)}"})
     assert answer.status_code == 403, answer.text  # before: 200, executed
-    assert "task_not_yours" in answer.text or "belongs to" in answer.text
-    with Runtime(home) as again:
-        assert again.journal.head() == head
+    assert "belongs to" in answer.text, answer.text
+    assert rt.journal.head() == head

@@ -330,9 +330,10 @@ class GovernedSession:
             if (outcome.status is OutcomeStatus.AWAITING_APPROVAL and resumed is not None
                     and resumed.replayed):
                 # INVARIANT: the key's action ran under another approval (another run asked
-                # on its own): a replay records no outcome for this proposal, so the call
-                # ends with the key's recorded one — before, each poll of the wait resumed
-                # the run again, three events a poll (tests/security/test_368)
+                # on its own): the call ends with the key's recorded outcome — before, each
+                # poll of the wait resumed the run again, three events a poll
+                # (tests/security/test_368). The resume records it as this proposal's too
+                # when it closes the approval (test_378); a replay that closed none did not
                 outcome = resumed
         return render(outcome, tool_id, step=int(result.meta.get(META_PREFIX + "step", 0)),
                       home=self.home_hint)

@@ -23,6 +23,7 @@ import pytest
 from cradle_kg.demo.scenario import run_demo
 from cradle_kg.errors import (
     GraphAuthError,
+    GraphCredentialsInClearError,
     GraphResponseError,
     GraphStoreError,
     GraphTimeoutError,
@@ -214,9 +215,13 @@ def test_the_setting_names_a_base_url_or_three_endpoints() -> None:
         parse_setting("ftp://h")
     with pytest.raises(InputError):
         parse_setting("query=http://h/q nonsense=http://h")
-    creds = resolve(GraphEndpoints(query="http://u:pw@h/q", update="http://h/u",
-                                   store="http://h/s"))
-    assert creds.query == "http://h/q" and creds.basic == ("u", "pw")
+    creds = resolve(GraphEndpoints(query="https://u:pw@h/q", update="https://h/u",
+                                   store="https://h/s"))
+    assert creds.query == "https://h/q" and creds.basic == ("u", "pw")
+    # in clear to a host that is not loopback: refused (tests/security/test_372)
+    with pytest.raises(GraphCredentialsInClearError):
+        resolve(GraphEndpoints(query="http://u:pw@h/q", update="http://h/u",
+                               store="http://h/s"))
 
 
 # --- the remote store's typed errors, from real servers on 127.0.0.1 --------------------

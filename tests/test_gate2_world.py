@@ -179,6 +179,17 @@ def test_a_confirmed_fact_becomes_verified_with_its_evidence(wrt: Runtime) -> No
     assert rows["size"]["s"].endswith("#Unverified") and "e" not in rows["size"]
 
 
+def test_a_fact_of_ids_with_slashes_is_settled_on_its_own_node(wrt: Runtime) -> None:
+    # the verification records `<run>/<proposal>/<index>` as it always did; the graph reads
+    # it back as the fact's node, whose key escapes each part (tests/security/test_386)
+    _tool(wrt, "test.slashes", _ok(facts=(FactCheck(fact=0, status="verified"),)))
+    out = _go(wrt, "p/fact%2F", "test.slashes", facts=FACTS, run_id="team/x%")
+    assert out.status is OutcomeStatus.EXECUTED, out.reasons
+    rows = _ask(wrt, STATUS.replace("WHERE {", "WHERE { ?f a <https://w3id.org/cradle#Fact> ."))
+    assert {(r["p"], r["s"].rsplit("#", 1)[1]) for r in rows} == {
+        ("colour", "Verified"), ("size", "Unverified")}
+
+
 def test_a_contradicted_fact_is_rejected_and_fails_gate2(wrt: Runtime) -> None:
     _tool(wrt, "test.contra", _ok(facts=(FactCheck(fact=1, status="contradicted",
                                                    detail="size is 4"),)))

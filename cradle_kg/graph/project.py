@@ -233,16 +233,48 @@ def action_node(action_id: str) -> str:
     return node("action", action_id)
 
 
+def key_part(ident: str) -> str:
+    """``ident`` as one part of a composite node key: its ``%`` and ``/`` escaped
+    (``%25``, ``%2F``), so that the ``/`` between the parts is the only ``/`` left."""
+    if "/" not in ident and "%" not in ident:
+        return ident
+    return ident.replace("%", "%25").replace("/", "%2F")
+
+
 def proposal_key(run_id: str, proposal_id: str, submission: str | None = None,
                  attempt: int = 0) -> str:
     """A proposal's node key: its id in its run, its attempt when it is not the first —
     and, for a submission refused because the id was already used for other content, that
     submission's hash, so the graph never merges two different submissions into one node
-    (a deny of one would otherwise read as a deny of the other: integrity rule 6)."""
-    key = f"{run_id}/{proposal_id}"
+    (a deny of one would otherwise read as a deny of the other: integrity rule 6).
+
+    INVARIANT: each part is escaped (:func:`key_part`) before the parts are joined: run and
+    proposal ids are the agent's and may hold ``/``; joined as they were, proposal
+    ``refunds/p-1`` of run ``team`` was the node of proposal ``p-1`` of run
+    ``team/refunds`` — another agent's, whose evidence, task and facts the named queries
+    then mixed with its own (``tests/security/test_386``)."""
+    key = f"{key_part(run_id)}/{key_part(proposal_id)}"
     if attempt:
         key += f"/attempt-{attempt}"
-    return f"{key}/{submission}" if submission else key
+    return f"{key}/{key_part(submission)}" if submission else key
+
+
+def recorded_fact_key(run_id: str, proposal_id: str, attempt: int, index: int) -> str:
+    """The key a verification records for the fact ``index`` of a proposal it settles:
+    its parts joined as they are, as it has always been journaled (the journal keeps its
+    bytes); :func:`settled_fact_key` reads it back as the fact's node key."""
+    return f"{run_id}/{proposal_id}" + (f"/attempt-{attempt}" if attempt else "") + f"/{index}"
+
+
+def settled_fact_key(run_id: str, proposal_id: str | None, recorded: str) -> str:
+    """The node key of a fact a verification settles, from the key it recorded
+    (``<run>/<proposal>[/attempt-N]/<index>``, the parts joined as they are — how
+    :mod:`cradle_kg.loop.commit` has always written it): that of the proposal's own fact
+    (:func:`proposal_key`'s parts). A key not of that form (no proposal id) stays as it is."""
+    raw = f"{run_id}/{proposal_id}/"
+    if proposal_id is None or not recorded.startswith(raw):
+        return recorded
+    return f"{proposal_key(run_id, proposal_id)}/{recorded[len(raw):]}"
 
 
 def proposal_node(run_id: str, proposal_id: str, submission: str | None = None,
@@ -489,7 +521,7 @@ def _verification(q: _Quads, ev: AuditEvent) -> str:
         q.add(s, p("used"), e)
     if ev.payload.get("transition_id"):
         q.add(s, c("checks"), node("transition", ev.payload["transition_id"]))
-    _settled_facts(q, s, ev.payload.get("facts") or ())
+    _settled_facts(q, ev, s, ev.payload.get("facts") or ())
     _world_read(q, s, v, ev.payload.get("verifier_report") or {})
     return s
 
@@ -514,11 +546,16 @@ def _world_read(q: _Quads, s: str, v: dict[str, Any], report: dict[str, Any]) ->
 _FACT_STATUS = {"verified": "Verified", "contradicted": "Rejected"}
 
 
-def _settled_facts(q: _Quads, verification: str, facts: Iterable[dict[str, Any]]) -> None:
+def _fact_node(ev: AuditEvent, recorded: str) -> str:
+    return node("fact", settled_fact_key(ev.run_id, ev.payload.get("proposal_id"), recorded))
+
+
+def _settled_facts(q: _Quads, ev: AuditEvent, verification: str,
+                   facts: Iterable[dict[str, Any]]) -> None:
     """A verification that confirms a candidate fact makes it Verified, supported by the
     evidence the verifier read; one that contradicts it makes it Rejected."""
     for f in facts:
-        fact = node("fact", f["fact"])
+        fact = _fact_node(ev, f["fact"])
         q.add(fact, c("verificationStatus"), c(_FACT_STATUS[f["status"]]))
         q.add(verification, c("settlesFact"), fact)
         if f["status"] == "verified":
@@ -527,7 +564,7 @@ def _settled_facts(q: _Quads, verification: str, facts: Iterable[dict[str, Any]]
 
 
 def _fact_retractions(ev: AuditEvent) -> list[str]:
-    return [f"{node('fact', f['fact'])} {c('verificationStatus')} {c('Unverified')}"
+    return [f"{_fact_node(ev, f['fact'])} {c('verificationStatus')} {c('Unverified')}"
             for f in ev.payload.get("facts") or ()]
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from ..canonical import content_hash, iso
 from ..crashpoints import crashpoint
-from ..graph.project import proposal_key
+from ..graph.project import recorded_fact_key
 from ..records import (
     RUNTIME_ACTOR,
     Action,
@@ -62,9 +62,10 @@ def _fact_payload(proposal: Proposal, checks: Sequence[FactCheck],
     new status and the evidence it rests on. Absent when none: older journals read alike."""
     if not checks:
         return {}
-    key = proposal_key(proposal.effective_run_id, proposal.id, None, proposal.attempt)
+    run_id = proposal.effective_run_id
     return {"proposal_id": proposal.id, "facts": [
-        {"fact": f"{key}/{c.fact}", "status": c.status, "detail": c.detail,
+        {"fact": recorded_fact_key(run_id, proposal.id, proposal.attempt, c.fact),
+         "status": c.status, "detail": c.detail,
          "evidence_refs": list(evidence_refs)} for c in checks]}
 
 

@@ -35,7 +35,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.storage.graph import META_GRAPH
+from cradle_kg.storage.graph import META_GRAPH, PROJECTION_VERSION
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV, parse_setting, resolve
 from cradle_kg.storage.sparql_http import SparqlHttpStore
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
@@ -76,20 +76,22 @@ def test_a_newer_layout_is_refused_not_rebuilt_down(oxigraph_server: ScratchOxig
     head = _home(home)
     assert _cli(home, url, "graph", "sync").returncode == 0
     store = SparqlHttpStore(resolve(parse_setting(url)))
-    try:  # what a newer cradle-kg leaves: its watermark behind the head, its layout 4
+    newer = PROJECTION_VERSION + 1
+    try:  # what a newer cradle-kg leaves: its watermark behind the head, its next layout
         meta = f"<{META_GRAPH}>"
         store._update(f"DELETE WHERE {{ GRAPH {meta} {{ {meta} ?p ?o }} }} ;\n"
                       f"INSERT DATA {{ GRAPH {meta} {{ {meta} <{_SEQ}> \"{head - 2}\"^^<{_INT}>"
-                      f" . {meta} <{_VERSION}> \"4\"^^<{_INT}> }} }}")
+                      f" . {meta} <{_VERSION}> \"{newer}\"^^<{_INT}> }} }}")
         graphs = store.graph_names()
         for args in (("graph", "sync"), ("graph", "follow", "--once")):
             _one_error_line(_cli(home, url, *args),
-                            "error: the graph store was written with projection layout 4")
-        assert (store.projected_seq(), store.layout()) == (head - 2, 4)
+                            "error: the graph store was written with projection layout "
+                            f"{newer}")
+        assert (store.projected_seq(), store.layout()) == (head - 2, newer)
         assert store.graph_names() == graphs
         # taken back on purpose
         assert _cli(home, url, "graph", "rebuild").returncode == 0
-        assert (store.projected_seq(), store.layout()) == (head, 3)
+        assert (store.projected_seq(), store.layout()) == (head, PROJECTION_VERSION)
     finally:
         store.close()
 

@@ -11,8 +11,12 @@ from __future__ import annotations
 from functools import lru_cache
 from urllib.parse import quote
 
-ID_BASE = "https://w3id.org/cradle/id/"
-RUN_BASE = "https://w3id.org/cradle/run/"
+#: the IRIs the projection names things with: a named query's parameter that begins with
+#: its kind's base here is read as that IRI, so no id an agent chooses may begin so
+#: (:func:`cradle_kg.loop.proposal.graph_iri_id`, ``tests/security/test_387``)
+IRI_SPACE = "https://w3id.org/cradle/"
+ID_BASE = IRI_SPACE + "id/"
+RUN_BASE = IRI_SPACE + "run/"
 
 
 #: ``quote(..., safe='')`` of every ASCII character: what is not unreserved, percent-encoded
@@ -36,4 +40,4 @@ def run_graph(run_id: str) -> str:
     return f"<{RUN_BASE}{quoted(run_id)}>"
 
 
-__all__ = ["ID_BASE", "RUN_BASE", "node", "quoted", "run_graph"]
+__all__ = ["ID_BASE", "IRI_SPACE", "RUN_BASE", "node", "quoted", "run_graph"]

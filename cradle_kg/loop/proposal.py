@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ..canonical import canonical_json
 from ..errors import InputError, InputTooLargeError, ProposalError, RunOwnershipError
+from ..graph.iris import IRI_SPACE
 from ..inputs import DEFAULT_LIMITS, InputLimits, check_value, load_json
 from ..lineage.index import HOST_FACT_PREFIX
 from ..records import Outcome, OutcomeStatus, Proposal
@@ -89,6 +90,21 @@ RESERVED_ID_NAMESPACES = frozenset({
 RUNTIME_RUNS = frozenset({"evidence", "budgets", "quotas"})
 
 
+_GRAPH_IRI_ID = ("it begins with `<` or `https://w3id.org/cradle/`, the graph's own IRIs: "
+                 "a query asked for it would read it as another object's IRI")
+
+
+def graph_iri_id(ident: str) -> bool:
+    """Whether ``ident`` reads as one of the graph's own IRIs when a named query is asked
+    for it (:func:`cradle_kg.graph.queries.term_for`): ``<…>``, or in :data:`IRI_SPACE`.
+
+    INVARIANT: no id an agent, its host or a workflow's caller chooses (run, task,
+    proposal) is one: a run named ``https://w3id.org/cradle/run/payroll`` was shown, asked
+    by its id (the web page's run view), the events of another agent's run ``payroll``
+    (``tests/security/test_387``)."""
+    return ident.startswith(("<", IRI_SPACE))
+
+
 def reserved_run(run_id: str) -> str | None:
     """Why an agent, its host or a workflow's caller may not name ``run_id`` as its run, or
     None: one of the runtime's own runs (:data:`RUNTIME_RUNS`, ``autonomy:…``), or an id in
@@ -101,6 +117,8 @@ def reserved_run(run_id: str) -> str | None:
     workflow could be started in ``evidence`` or ``budgets`` (``tests/security/test_94``)."""
     if run_id in RUNTIME_RUNS:
         return f"`{run_id}` is a run the runtime journals its own records in"
+    if graph_iri_id(run_id):
+        return _GRAPH_IRI_ID
     namespace, colon, _ = run_id.partition(":")
     if colon and namespace.lower() in RESERVED_ID_NAMESPACES:
         return (f"`{namespace}:` is a namespace the runtime names its own records and runs "
@@ -172,6 +190,10 @@ def check_agent_proposal(proposal: Proposal) -> Proposal:
             f"proposal: `id`: `{namespace}:` is a namespace the runtime names its own "
             "records in (actions, decisions, approvals, tasks, ...): a proposal's id may "
             "not begin with it", hint="choose another id, e.g. without the colon")
+    for name, ident in (("id", proposal.id), ("task_id", proposal.task_id)):
+        if graph_iri_id(ident):
+            raise ProposalError(f"proposal: `{name}`: {_GRAPH_IRI_ID}",
+                                hint="choose another id")
     why = reserved_run(proposal.run_id) if proposal.run_id is not None else None
     if why is not None:
         raise ProposalError(f"proposal: `run_id`: {why}",

@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ..canonical import iso, parse_iso
+from ..lineage.index import HOST_FACT_PREFIX
 from ..storage.graph import SHARED_GRAPH
 from .iris import ID_BASE as ID_BASE
 from .iris import RUN_BASE as RUN_BASE
@@ -362,11 +363,27 @@ def _proposal(q: _Quads, ev: AuditEvent) -> str:
         q.add(f, c("factValue"), lit(fact["object"] if isinstance(
             fact["object"], str | int | float | bool) else repr(fact["object"])))
         q.add(f, c("source"), lit(fact["source"]))
+        if host_stated(str(fact["source"]), prop.get("on_behalf_of")):
+            q.add(f, _HOST_STATED, _TRUE)
         q.add(s, c("candidateFact"), f)
     for ref in prop.get("evidence_refs", []):
         q.add(s, c("isSupportedBy"), node("evidence", ref))
     _intent_of(q, s, key, prop)
     return s
+
+
+_HOST_STATED = c("hostStated")
+
+
+def host_stated(source: str, on_behalf_of: str | None) -> bool:
+    """Whether a fact of this ``source`` is the host's word: a ``host:`` source, or the
+    principal's own the proposal acts for — what only the host may write (an agent's token
+    is refused both: ``tests/security/test_59``, ``test_151``). Any other source is what
+    the proposing agent claims; the graph says so (``cradle:hostStated``), so that a query
+    asking who said it does not take the agent's claim for the person's
+    (``tests/security/test_388``)."""
+    return source.startswith(HOST_FACT_PREFIX) or (bool(on_behalf_of)
+                                                    and source == on_behalf_of)
 
 
 def _decision(q: _Quads, ev: AuditEvent) -> str:

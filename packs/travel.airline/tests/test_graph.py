@@ -56,8 +56,11 @@ def test_why_cancelled_and_on_whose_word(airline: Airline) -> None:
     assert {r["verdict"].rsplit("#", 1)[1] for r in refused} == {"Clarify", "Deny"}
     assert any("not cancellable" in r["reasons"] for r in refused)
     said = query(home, "customer-statements")
+    # a statement the agent wrote is the agent's (its IRI), whatever source it named
+    agent = "https://w3id.org/cradle/id/agent/agent%3Aairline-assistant"
     assert [(s["value"], s["statedBy"]) for s in said] == [
-        ("health", "agent:airline-assistant"), ("change_of_plan", OLIVIA), ("health", OLIVIA)]
+        ("health", agent), ("change_of_plan", OLIVIA), ("health", OLIVIA)]
+    assert said[0]["claimedSource"] == "agent:airline-assistant"
     [refund] = query(home, "reservation-payments", target)
     assert (refund["kind"], refund["paymentId"], refund["amount"]) == (
         "refund", "gift_card_2200803", "-169")

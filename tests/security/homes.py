@@ -77,8 +77,11 @@ forbid(principal, action == Action::"demo.ledger.credit", resource);
 """
 
 
-def credit(pid: str, *, agent: str = AGENT, amount: int = 100) -> dict[str, object]:
-    """A proposal (as JSON) to credit the demo ledger's ``acct-1``: its own task."""
-    return {"id": pid, "task_id": "task-" + pid, "agent_id": agent,
+def credit(pid: str, *, agent: str = AGENT, amount: int = 100, task: str | None = None,
+           run: str | None = None) -> dict[str, object]:
+    """A proposal (as JSON) to credit the demo ledger's ``acct-1``: its own task unless
+    ``task`` is given, in ``run`` when given."""
+    return {"id": pid, "task_id": task or "task-" + pid, "agent_id": agent,
+            **({"run_id": run} if run is not None else {}),
             "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
                        "arguments": {"account": "acct-1", "amount": amount}}}

@@ -24,23 +24,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT
 from cradle_kg.graph.project import proposal_key
 
 from .answers import answer
+from .homes import credit
 from .mcp_http import MALLORY, two_agent_home
-
-
-def _credit(pid: str, run: str, task: str, agent: str, amount: int, **extra: Any
-            ) -> dict[str, Any]:
-    return {"id": pid, "task_id": task, "run_id": run, "agent_id": agent,
-            "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
-                       "arguments": {"account": "acct-1", "amount": amount}}, **extra}
 
 
 @dataclass
@@ -57,15 +49,17 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
         cited = rt.add_evidence(b"mallory's own paper", kind="note", collector=MALLORY)
         actions = []
         for pid, run, attempt in (("p-1", "team/refunds", 0), ("p-2", "refunds", 1)):
-            done = rt.submit(_credit(pid, run, "task-assistant", AGENT, 5, attempt=attempt))
+            done = rt.submit(credit(pid, run=run, task="task-assistant", amount=5)
+                             | {"attempt": attempt})
             assert done.status.value == "executed" and done.action is not None
             actions.append(done.action.id)
         for pid, run in (("refunds/p-1", "team"), ("attempt-1", "refunds/p-2")):
             # over the tool's limit: denied, nothing runs
-            refused = rt.submit(_credit(
-                pid, run, "task-mallory", MALLORY, 10**9, evidence_refs=[cited],
-                facts=[{"subject": "acct-1", "predicate": "reason", "object": "mine",
-                        "source": MALLORY}]))
+            refused = rt.submit(credit(
+                pid, run=run, task="task-mallory", agent=MALLORY, amount=10**9) | {
+                "evidence_refs": [cited],
+                "facts": [{"subject": "acct-1", "predicate": "reason", "object": "mine",
+                           "source": MALLORY}]})
             assert refused.status.value == "denied", refused
     yield Scene(home, actions, cited)
 

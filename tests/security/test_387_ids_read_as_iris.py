@@ -25,34 +25,27 @@ named queries through ``cradle-kg query``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT
 from cradle_kg.errors import ProposalError
 from cradle_kg.graph.iris import RUN_BASE
 
 from .answers import answer
+from .homes import credit
 from .mcp_http import MALLORY, two_agent_home
 
 QUIET_RUN, QUIET_TASK = "urn:x-quiet:1", "http://t/1"
-
-
-def _credit(pid: str, run: str, task: str, agent: str) -> dict[str, Any]:
-    return {"id": pid, "task_id": task, "run_id": run, "agent_id": agent,
-            "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
-                       "arguments": {"account": "acct-1", "amount": 5}}}
 
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = two_agent_home(tmp_path_factory.mktemp("iris") / "home")
     with Runtime(root) as rt:
-        assert rt.submit(_credit("p-1", "payroll", "task-pay", AGENT)).status.value == (
+        assert rt.submit(credit("p-1", run="payroll", task="task-pay")).status.value == (
             "executed")
-        quiet = rt.submit(_credit("p-q", QUIET_RUN, QUIET_TASK, MALLORY))
+        quiet = rt.submit(credit("p-q", run=QUIET_RUN, task=QUIET_TASK, agent=MALLORY))
         assert quiet.status.value == "executed"
     return root
 
@@ -74,7 +67,7 @@ def test_a_run_and_a_task_named_like_iris_are_in_the_answers(home: Path) -> None
 @pytest.mark.parametrize("value", [RUN_BASE + "payroll", f"<{RUN_BASE}payroll>",
                                    "https://w3id.org/cradle/id/task/task-pay"])
 def test_an_id_in_the_graphs_own_iris_is_refused(home: Path, field: str, value: str) -> None:
-    proposal = _credit("p-x", "mallory-own", "task-x", MALLORY) | {field: value}
+    proposal = credit("p-x", run="mallory-own", agent=MALLORY) | {field: value}
     with Runtime(home) as rt:
         before = rt.journal.head()
         # before: accepted, and `run-timeline` asked with this run's id answered with the

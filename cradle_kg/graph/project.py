@@ -416,6 +416,8 @@ def _decision(q: _Quads, ev: AuditEvent) -> str:
         q.add(s, p("wasDerivedFrom"), pol_node)
         if action_id:
             q.add(action_node(action_id), c("isGovernedBy"), pol_node)
+    for ref in ev.payload.get("evidence_not_counted") or ():  # cited, never counted
+        q.add(s, c("evidenceNotCounted"), node("evidence", str(ref)))
     if action_id:
         _proposed_action(q, ev, action_id, d["proposal_id"])
         q.add(s, c("decisionFor"), action_node(action_id))

@@ -18,6 +18,9 @@ from ...storage import NewEvent
 from ...storage.counting import REFUSED_AGENT
 from .checks import GateResult
 
+#: the key of a decision's payload listing the citations gate 1 did not count (absent: none)
+EVIDENCE_NOT_COUNTED = "evidence_not_counted"
+
 
 def short_id(*parts: Any) -> str:
     """A short, stable id part derived from ``parts`` (24 hex digits of their hash)."""
@@ -94,5 +97,21 @@ def decision_events(proposal: Proposal, gate: GateResult, decision: RuntimeDecis
                           **({"validator_findings": gate.validator_findings}
                              if gate.validator_findings else {}), **marked,
                           **({"attempt": proposal.attempt} if proposal.attempt else {}),
-                          **refused}),
+                          **_not_counted(gate), **refused}),
     ]
+
+
+def _not_counted(gate: GateResult) -> dict[str, Any]:
+    """The citations gate 1 did not count as evidence (absent, stale, collected by agents
+    alone, for another run or another action), when there is one: the graph marks them,
+    and ``why-allowed`` names as the action's evidence only the others.
+
+    INVARIANT: without it, ``why-allowed`` of an action whose tool asks for no evidence
+    named as its evidence a report collected for another run, cited and never counted
+    (``tests/security/test_390``). Absent when every citation counted (or none was read):
+    older journals read as before."""
+    if gate.evidence is None:
+        return {}
+    _, stale, absent, own, elsewhere, other_action = gate.evidence
+    refused = [*stale, *absent, *own, *elsewhere, *other_action]
+    return {EVIDENCE_NOT_COUNTED: refused} if refused else {}

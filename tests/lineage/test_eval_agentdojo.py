@@ -184,3 +184,18 @@ def test_the_environment_is_the_librarys(suite_name: str, tmp_path: Path) -> Non
         assert built[0] != built[1] != built[2]  # the texts were placed
     finally:
         session.runtime.close()
+
+
+def test_the_evaluation_home_has_no_quota_on_what_waits(tmp_path: Path) -> None:
+    """One agent replays every pair of a suite in one home, each held write waiting for a
+    person (the outcome measured): under the default `waiting_per_agent` (256) workspace's
+    257th held write was refused and the evaluation stopped with an error, no figures."""
+    from cradle_kg.integrations.agentdojo import _Session
+
+    session = _Session("banking", tmp_path / "home")
+    try:
+        limits = session.runtime.config.input_limits
+        assert limits.waiting_per_agent is None
+        assert limits.refusals_per_agent_per_hour is None
+    finally:
+        session.runtime.close()

@@ -27,9 +27,11 @@ from ..errors import (
     CradleError,
     InputError,
     RunMovedError,
+    TaskOwnershipError,
     UnknownNameError,
 )
 from ..loop.context import last_seq
+from ..loop.task_claims import check_task_owner, task_limited
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
 from ..storage import LimitReached, NewEvent, RunEnded, RunNotNew, SubjectMoved, WaitingCap
 from .autonomy import AutonomyBook
@@ -305,6 +307,11 @@ class Engine:
         now = self.rt.clock()
         input_hash = content_hash(data)
         run = run_id or "wf:" + content_hash([workflow.id, input_hash, iso(now)])[7:31]
+        # INVARIANT: the run's tool steps propose in the task its id names: another agent's
+        # task under a `task` limit is refused here, nothing journaled (before, a run named
+        # after it spent that agent's limit: tests/security/test_391)
+        if task_limited(self.rt.config, agent_id=workflow.agent, task_id=run):
+            check_task_owner(self.rt.journal, run, workflow.agent)
         try:
             # INVARIANT: a workflow run's first event is its start, checked by the journal
             # under its writer's lock (if_new_run): an agent's claim of the run landing a
@@ -662,8 +669,13 @@ class Engine:
             # INVARIANT: the step's proposal, up to its action's intent, is written only while
             # the run has not ended (under the writer's lock): a cancel landing while the walk
             # read, or while gate 1 weighed the proposal, stops the action (test_288)
-            with self.rt.context.while_run_open(run_id):
-                outcome = self.rt.submit(proposal)
+            try:
+                with self.rt.context.while_run_open(run_id):
+                    # the step claims its task for the workflow's agent, as a proposal
+                    # does at an agent's door (tests/security/test_391)
+                    outcome = self.rt.submit(proposal, task_for=wf.agent)
+            except TaskOwnershipError as taken:  # another agent's since the run started
+                return _Fail(taken.code, taken.message)
             if outcome.status is OutcomeStatus.AWAITING_APPROVAL:
                 return _Wait("waiting_approval")
             if not outcome.ok or outcome.observation is None:

@@ -52,7 +52,7 @@ INPUT_KIND = "request"
 META_KEYS: dict[str, str] = {
     "run": "the run the call belongs to (default: one run per session, "
            "`run:<agent id>/<session>`)",
-    "task": "the task id of the proposal (default: the session id)",
+    "task": "the task id of the proposal (default: the session's run)",
     "idempotency_key": "the host's key for this effect: the same key twice is one effect",
     "on_behalf_of": "the person or service the agent acts for (checked against the config)",
     "environment": "the environment to act in (default `local`; checked by gate 1)",
@@ -217,7 +217,9 @@ class GovernedSession:
                 action[key] = getattr(meta, key)
         raw: dict[str, Any] = {
             "id": proposal_id or f"{self.session_id}:{step}",
-            "task_id": meta.task or self.session_id, "agent_id": self.agent_id,
+            # the session's own task is its run: in the agent's namespace, no other agent
+            # claims it first (a thread's `lg-1` was guessable: tests/security/test_392)
+            "task_id": meta.task or self.run_id, "agent_id": self.agent_id,
             "run_id": meta.run or self.run_id, "step": step, "action": action}
         if meta.on_behalf_of is not None:
             raw["on_behalf_of"] = meta.on_behalf_of

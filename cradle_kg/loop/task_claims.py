@@ -27,6 +27,7 @@ from ..errors import TaskOwnershipError
 from ..storage import Journal, NewEvent
 from .context import TASK_CLAIM_PREFIX
 from .gate1.limits import counts_task
+from .proposal import run_namespace_owner
 
 #: the event an entry point writes to make a task under a ``task`` limit its agent's
 TASK_CLAIMED = "task.claimed"
@@ -47,13 +48,21 @@ def task_limited(config: RuntimeConfig, *, agent_id: str, task_id: str) -> bool:
 
 def check_task_owner(journal: Journal, task_id: str, agent_id: str) -> str | None:
     """Raise :class:`~cradle_kg.errors.TaskOwnershipError` — before anything is journaled —
-    when another agent claimed ``task_id``; returns the task's agent, or None."""
-    owner = task_owner(journal, task_id)
+    when another agent claimed ``task_id``, or it is in another identity's namespace;
+    returns the task's agent, or None (nobody's yet).
+
+    INVARIANT: a task in ``run:<identity>/…`` (:func:`run_namespace_owner`: a session's own
+    task, its run id) is that identity's alone, claimed or not: a graph thread's task was
+    ``lg-<thread id>``, guessable, and another agent that named it first had every call of
+    the thread refused (``tests/security/test_392``, as ``test_235`` for its run)."""
+    space = run_namespace_owner(task_id)
+    owner = task_owner(journal, task_id) if space is None else space
     if owner is not None and owner != agent_id:
+        whose = (f"it is in that identity's namespace (`run:{owner}/…`)" if space is not None
+                 else "a task a `task` limit counts is the agent's that used it first")
         raise TaskOwnershipError(
-            f"`task_id`: task `{task_id}` belongs to `{owner}`: a task a `task` limit "
-            "counts is the agent's that used it first; another agent naming it would "
-            "spend that agent's limit",
+            f"`task_id`: task `{task_id}` belongs to `{owner}`: {whose}; another agent "
+            "naming it would spend that agent's limit",
             hint="name a task of your own (or leave `cradle-kg/task` out: the session's)")
     return owner
 

@@ -27,8 +27,8 @@ from cradle_kg.config import Limit, load_config, save_config
 from cradle_kg.errors import TaskOwnershipError
 from cradle_kg.workflow import runner
 
-from .homes import credit
-from .mcp_http import AGENT, MALLORY, two_agent_home
+from .homes import credit, json_api
+from .mcp_http import AGENT, MALLORY, token_for, two_agent_home
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -107,3 +107,15 @@ def test_a_workflow_runs_task_is_its_agents(rt: Runtime) -> None:
     assert claims == [(MALLORY, "wf-own")], claims  # before: none
     with pytest.raises(TaskOwnershipError):  # before: executed in the run's task
         _victim(rt, "v-3", task="wf-own")
+
+
+def test_the_json_apis_start_answers_403(rt: Runtime) -> None:
+    assert _victim(rt, "v-1") == "executed"
+    head = rt.journal.head()
+    with json_api(rt) as client:
+        started = client.post("/api/workflows/pay/runs", json={"input": PAY, "run_id": TASK},
+                              headers={"Authorization": "Bearer "
+                                       + token_for(rt.home.root, MALLORY)})
+    assert started.status_code == 403, started.text  # before: 200, completed
+    assert started.json()["detail"]["error"] == "task_not_yours"
+    assert rt.journal.head() == head

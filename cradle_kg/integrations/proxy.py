@@ -59,6 +59,7 @@ from ..tools import ToolCall, ToolSpec
 from . import require
 from .calls import META_PREFIX
 from .contracts import Contracts, ToolContract, is_tool_name
+from .schema_defaults import Unplaceable, schema_defaults
 
 if TYPE_CHECKING:
     from mcp import ClientSession, types
@@ -89,12 +90,23 @@ def input_model(name: str, schema: Mapping[str, Any],
     frozen_schema = json.loads(json.dumps(dict(schema)))
     checker = upstream_validator(name, "input", frozen_schema)
     frozen_shown = json.loads(json.dumps(dict(shown))) if shown is not None else frozen_schema
+    try:
+        declared = schema_defaults(frozen_schema)
+    except (ValueError, RecursionError) as exc:  # Unplaceable; a NaN default
+        said = str(exc) if isinstance(exc, Unplaceable) else "its defaults cannot be read"
+        raise InputError(f"the upstream's `{name}` declares an input schema the proxy "
+                         f"refuses: {said}", hint="declare each argument's default under "
+                         "`properties` (or `allOf`, `$ref`)") from None
 
     class UpstreamArguments(BaseModel):
         model_config = ConfigDict(frozen=True, extra="allow")
-        #: what the upstream fills in for an argument left out (its schema's top-level
-        #: ``default``s): Cedar is asked about them (``tools.filled_in``, ``test_382``)
-        upstream_defaults: ClassVar[dict[str, Any]] = _defaults(frozen_schema)
+        #: what the upstream fills in for an argument left out (its schema's ``default``s,
+        #: through ``allOf`` and ``$ref`` too): Cedar is asked about them
+        #: (``tools.filled_in``, ``test_382``, ``test_400``)
+        upstream_defaults: ClassVar[dict[str, Any]] = declared.known
+        #: the arguments whose default the schema leaves unsure (under ``anyOf``, …): a
+        #: call must write them (``test_400``)
+        upstream_unknown: ClassVar[dict[str, str]] = declared.unknown
 
         @model_validator(mode="before")
         @classmethod
@@ -103,6 +115,12 @@ def input_model(name: str, schema: Mapping[str, Any],
             if error is not None:
                 where = ".".join(str(p) for p in error.path) or "arguments"
                 raise ValueError(f"{where}: {said_of(error, whole=shown is None)[:200]}")
+            left = sorted(n for n in cls.upstream_unknown if n not in data) \
+                if isinstance(data, dict) else []
+            if left:
+                raise ValueError(f"{left[0][:80]}: write it: the upstream's schema gives it a "
+                                 "default the proxy cannot read for sure, so what the upstream "
+                                 "would fill in is unknown")
             return data
 
         @classmethod
@@ -111,13 +129,6 @@ def input_model(name: str, schema: Mapping[str, Any],
 
     UpstreamArguments.__name__ = UpstreamArguments.__qualname__ = f"Args_{name}"
     return UpstreamArguments
-
-
-def _defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``default`` of each of ``schema``'s top-level properties that has one."""
-    props = schema.get("properties")
-    return {name: sub["default"] for name, sub in props.items()
-            if isinstance(sub, dict) and "default" in sub} if isinstance(props, dict) else {}
 
 
 #: the keywords whose error message quotes the agent's value and a bound or a name the

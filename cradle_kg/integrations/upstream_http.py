@@ -43,12 +43,12 @@ import json
 import logging
 import math
 import re
-import urllib.request
 from collections.abc import AsyncIterator, Callable
 
 import anyio
 import httpx
 
+from ..environment_proxies import environment_proxy
 from ..tls import tls_context
 from .upstream_stdio import ANSWER, INVALID_REQUEST, line_refusal, too_long
 
@@ -312,15 +312,6 @@ class CappedTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
-
-
-def environment_proxy(url: httpx.URL) -> str | None:
-    """The proxy the environment names for ``url`` (``<scheme>_proxy``, ``all_proxy``,
-    ``no_proxy``): httpx ignores the environment for a client given its own transport."""
-    if urllib.request.proxy_bypass(url.host):
-        return None
-    proxies = urllib.request.getproxies()
-    return proxies.get(url.scheme) or proxies.get("all")
 
 
 def client_factory(url: str, *, cap: int, deadline: float) -> Callable[..., httpx.AsyncClient]:

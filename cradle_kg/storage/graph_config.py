@@ -174,7 +174,7 @@ def check_declared(configured: str | GraphEndpoints | None, *, where: str) -> No
         _refuse_in_clear(urls, "basic-auth credentials", where=where, allowed=_never)
 
 
-def _loopback(host: str) -> bool:
+def loopback(host: str) -> bool:
     """``host`` is this machine by its name alone: ``localhost``, 127.0.0.0/8, ``::1``
     (or an IPv4-mapped loopback address) — no lookup, so no answer of a resolver."""
     name = host.lower().removesuffix(".")
@@ -195,7 +195,7 @@ def _refuse_in_clear(urls: tuple[str, ...], what: str, *, where: str,
     an opt-in is read only where it is needed."""
     for url in urls:
         parts = urlsplit(url)
-        if parts.scheme.lower() == "http" and not _loopback(parts.hostname or ""):
+        if parts.scheme.lower() == "http" and not loopback(parts.hostname or ""):
             if allowed():
                 return
             raise GraphCredentialsInClearError(

@@ -38,6 +38,7 @@ from urllib.parse import urlencode
 import httpx
 import pyoxigraph as ox
 
+from ..environment_proxies import EnvironmentTransport
 from ..errors import (
     GraphAnswerTooLargeError,
     GraphAuthError,
@@ -113,8 +114,10 @@ class SparqlHttpStore:
             auth = httpx.BasicAuth(*remote.basic)
         # the encodings :func:`_decoder` reads with a bound (httpx would ask for zstd too)
         headers["Accept-Encoding"] = _ACCEPT_ENCODING
-        self.client = client or httpx.Client(timeout=remote.timeout_s, auth=auth,
-                                             headers=headers, verify=tls_context())
+        # a loopback store is never proxied, whatever the environment names (test_401)
+        self.client = client or httpx.Client(
+            timeout=remote.timeout_s, auth=auth, headers=headers,
+            verify=tls_context(), transport=EnvironmentTransport(verify=tls_context()))
 
     def describe(self) -> str:
         return self.remote.query

@@ -75,7 +75,7 @@ class ScratchOxigraph:
                                           f"{self._proc.returncode}: {log}")
             try:
                 r = httpx.post(f"{self.url}/query", data={"query": "ASK {}"}, timeout=2,
-                               verify=tls_context(),
+                               verify=tls_context(), trust_env=False,
                                headers={"Accept": "application/sparql-results+json"})
                 if r.status_code == 200:
                     return
@@ -95,7 +95,7 @@ class ScratchOxigraph:
         """Empty the dataset (a fresh one for the next test)."""
         r = httpx.post(f"{self.url}/update", content=b"CLEAR ALL",
                        headers={"Content-Type": "application/sparql-update"}, timeout=30,
-                       verify=tls_context())
+                       verify=tls_context(), trust_env=False)
         r.raise_for_status()
 
     def stop(self) -> None:

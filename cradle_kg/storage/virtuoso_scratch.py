@@ -196,7 +196,7 @@ class ScratchVirtuoso:
                                           f"`{self._proc.returncode}`: {self._log_tail()}")
             try:
                 answer = httpx.get(probe, params={"query": "ASK {}"}, timeout=2.0,
-                                   verify=tls_context(),
+                                   verify=tls_context(), trust_env=False,
                                    headers={"Accept": "application/sparql-results+json"})
                 if answer.status_code == 200:
                     return
@@ -223,7 +223,7 @@ class ScratchVirtuoso:
         ``CLEAR SILENT`` of a graph that does not exist changes nothing)."""
         answer = httpx.post(self.endpoints.update, auth=(self.user, self.password),
                             data={"update": "CLEAR SILENT GRAPH <urn:x-cradle:probe>"},
-                            verify=tls_context(), timeout=30.0)
+                            verify=tls_context(), timeout=30.0, trust_env=False)
         if answer.status_code != 200:
             raise VirtuosoUnavailable(f"virtuoso refused the configured user: "
                                       f"`{answer.status_code}` {answer.text[:500]}")
@@ -235,7 +235,7 @@ class ScratchVirtuoso:
         answer = httpx.post(self.endpoints.query, auth=(self.user, self.password),
                             data={"query": "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }"},
                             headers={"Accept": "application/sparql-results+json"},
-                            verify=tls_context(), timeout=60.0)
+                            verify=tls_context(), timeout=60.0, trust_env=False)
         if answer.status_code != 200:
             raise VirtuosoUnavailable(f"virtuoso did not list its graphs: "
                                       f"`{answer.status_code}` {answer.text[:500]}")
@@ -251,7 +251,7 @@ class ScratchVirtuoso:
         answer = httpx.post(self.endpoints.update, auth=(self.user, self.password),
                             data={"update": " ;\n".join(f"DROP SILENT GRAPH <{g}>"
                                                         for g in extra)}, timeout=120.0,
-                            verify=tls_context())
+                            verify=tls_context(), trust_env=False)
         if answer.status_code != 200:
             raise VirtuosoUnavailable(f"virtuoso did not drop the graphs: "
                                       f"`{answer.status_code}` {answer.text[:500]}")

@@ -25,6 +25,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..canonical import content_hash
+from ..environment_proxies import EnvironmentTransport
 from ..errors import InputError, ReplayDivergenceError
 from ..inputs import load_json_file
 from ..records import AuditEvent
@@ -147,8 +148,12 @@ class OpenAICompatibleClient:
                  transport: httpx.BaseTransport | None = None) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout,
-                                  transport=transport, verify=tls_context())
+        # a loopback model server is never proxied, whatever the environment names
+        # (its key in clear to the proxy: test_401)
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout,
+            verify=tls_context(),
+            transport=transport or EnvironmentTransport(verify=tls_context()))
 
     def close(self) -> None:
         self._http.close()

@@ -344,9 +344,25 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
             toks.append(d)
             sentence.append(n)
     return Leaf(source=source, kind=kind, trust=trust, author=author, tool=tool,
-                field=".".join(path), seq=seq, text=text[:_KEEP], tokens=toks,
+                field=field_key(path), seq=seq, text=text[:_KEEP], tokens=toks,
                 sentence=sentence, texts=[t[:400] for t in parts], bounds=bounds,
                 lines=sum(1 for line in text.splitlines() if line.strip()))
+
+
+def field_key(path: tuple[str, ...]) -> str:
+    """A field's path of keys as one string: each key's ``%`` and ``.`` escaped (``%25``,
+    ``%2E``) before the keys are joined with ``.``, so the ``.`` between keys is the only one
+    left. Joined as they were, an answer's key ``a.b`` and its nested ``a`` → ``b`` were one
+    field: one lineage source node in the graph with both trusts, one leaf in
+    :attr:`RunIndex.by_key`, two items of a listing (``tests/security/test_402``). A key
+    without ``.`` or ``%`` is as before."""
+    return ".".join(k if "." not in k and "%" not in k
+                    else k.replace("%", "%25").replace(".", "%2E") for k in path)
+
+
+def last_key(field: str) -> str:
+    """The last key of a field (:func:`field_key`), unescaped."""
+    return field.rsplit(".", 1)[-1].replace("%2E", ".").replace("%25", "%")
 
 
 def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:

@@ -46,7 +46,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .index import DESIGNATED, TRUSTED, Done, Leaf, RunIndex
+from .index import DESIGNATED, TRUSTED, Done, Leaf, RunIndex, last_key
 from .normalise import (
     date_of,
     iban_of,
@@ -369,7 +369,7 @@ def _delegates(run: RunIndex, leaf: Leaf) -> bool:
 
 def _requested(run: RunIndex, leaf: Leaf) -> bool:
     """A trusted input names the confidential field ``leaf`` is (``passport number``)."""
-    name = tokens(leaf.field.rsplit(".", 1)[-1].replace("_", " "))
+    name = tokens(last_key(leaf.field).replace("_", " "))
     return bool(name) and any(src.trust == TRUSTED and src.kind in CHOOSING_KINDS
                               for src, _ in run.holding(name))
 

@@ -61,15 +61,19 @@ def recording(body: bytes, media: str) -> Iterator[tuple[str, list[str]]]:
 
 @contextlib.contextmanager
 def answering(body: bytes, media: str, *, encoding: str | None = None,
-              seen: list[str] | None = None) -> Iterator[str]:
-    """A store answering ``body`` as ``media`` (in ``encoding``) to every GET, POST and
-    PUT, noting each request's ``Accept-Encoding`` in ``seen``: its base URL for the
-    block (``test_83``, ``test_345``)."""
+              seen: list[str] | None = None, noting: str = "Accept-Encoding",
+              with_line: bool = False) -> Iterator[str]:
+    """A store answering ``body`` as ``media`` (in ``encoding``) to every GET, POST, PUT
+    and CONNECT, noting each request's ``noting`` header (after its request line when
+    ``with_line``) in ``seen``: its base URL for the block (``test_83``, ``test_345``;
+    ``test_372``'s credentials; ``test_401``'s proxy, which a request reaches as
+    ``GET http://host:port/path``)."""
     class Store(BaseHTTPRequestHandler):
         def _answer(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if seen is not None:
-                seen.append(self.headers.get("Accept-Encoding", ""))
+                noted = self.headers.get(noting, "")
+                seen.append(f"{self.requestline} {noted}" if with_line else noted)
             self.send_response(200)
             self.send_header("Content-Type", media)
             if encoding:
@@ -78,7 +82,7 @@ def answering(body: bytes, media: str, *, encoding: str | None = None,
             self.end_headers()
             self.wfile.write(body)
 
-        do_GET = do_POST = do_PUT = _answer
+        do_GET = do_POST = do_PUT = do_CONNECT = _answer
 
         def log_message(self, *args: object) -> None:
             return None

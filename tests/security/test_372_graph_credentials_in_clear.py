@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -37,7 +36,7 @@ from cradle_kg.storage.graph_config import (
 from cradle_kg.storage.sparql_http import SparqlHttpStore
 
 from ..inprocess import run_cli
-from .sparql_target import serving
+from .sparql_target import answering
 from .test_80_store_watermark_ahead import _home
 
 SECRET = "Gr4phS3cret"
@@ -173,25 +172,10 @@ def test_no_credentials_over_http_is_as_before(clean_env: pytest.MonkeyPatch) ->
 
 def test_a_loopback_store_gets_the_credentials(clean_env: pytest.MonkeyPatch) -> None:
     """The allowed case against a real server on 127.0.0.1: the basic credentials arrive."""
-    seen: list[str] = []
-
-    class Store(BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            seen.append(self.headers.get("Authorization", ""))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/sparql-results+json")
-            self.send_header("Content-Length", str(len(EMPTY)))
-            self.end_headers()
-            self.wfile.write(EMPTY)
-
-        do_GET = do_POST = _answer
-
-        def log_message(self, *args: object) -> None:
-            return None
-
     clean_env.setenv("CRADLE_GRAPH_PASSWORD", SECRET)
-    with serving(Store) as base:
+    seen: list[str] = []
+    with answering(EMPTY, "application/sparql-results+json", seen=seen,
+                   noting="Authorization") as base:
         store = SparqlHttpStore(resolve(GraphEndpoints.model_validate(
             {"query": f"{base}/query", "update": f"{base}/update", "store": f"{base}/store",
              "user": "cradle"})))

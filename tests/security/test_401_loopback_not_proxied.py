@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 
 import httpx
 import pytest
@@ -30,7 +29,7 @@ from cradle_kg.storage.graph_config import GraphEndpoints, resolve
 from cradle_kg.storage.sparql_http import SparqlHttpStore
 from cradle_kg.workflow.model import ChatMessage, ModelRequest, OpenAICompatibleClient
 
-from .sparql_target import serving
+from .sparql_target import answering
 
 SECRET = "Gr4phS3cret"
 EMPTY = b'{"head":{"vars":["seq","journal"]},"results":{"bindings":[]}}'
@@ -39,33 +38,17 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 @contextlib.contextmanager
 def recorder(answer: bytes) -> Iterator[tuple[str, list[str]]]:
-    """A server on 127.0.0.1 answering ``answer`` (JSON) to every request, noting each
-    request's line and its ``Authorization``: its base URL and what it saw. As a proxy,
-    a request reaches it as ``GET http://host:port/path``."""
+    """A server on 127.0.0.1 answering ``answer`` (JSON), noting each request's line and
+    its ``Authorization``: its base URL and what it saw."""
     seen: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            seen.append(f"{self.requestline} {self.headers.get('Authorization', '')}")
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-
-        do_GET = do_POST = do_CONNECT = _answer
-
-        def log_message(self, *args: object) -> None:
-            return None
-
-    with serving(Handler) as base:
+    with answering(answer, "application/json", seen=seen, noting="Authorization",
+                   with_line=True) as base:
         yield base, seen
 
 
 @pytest.fixture
 def proxied(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The environment names a proxy (a recorder) for every scheme: what reached it."""
+    """The environment names a proxy (a recording server) for every scheme: what reached it."""
     with recorder(b"{}") as (proxy, seen):
         for name in PROXY_VARIABLES:
             monkeypatch.delenv(name, raising=False)

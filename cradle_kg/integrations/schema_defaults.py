@@ -130,8 +130,9 @@ class _Walk:
             self.argument(sub, name, at, conditional or cond)
 
     def unnamed(self, node: Any, where: str) -> None:
-        probe = _Walk(self.root, self.sound_refs)
+        probe = _Walk(self.root, self.sound_refs, steps=self.steps)  # one budget in all
         probe.argument(node, "*", where, False)
+        self.steps = probe.steps
         for _value, _cond, at in probe.found.get("*", []):
             raise Unplaceable(f"it declares a default no argument's name is given to "
                               f"(at `{at[:120]}`)")

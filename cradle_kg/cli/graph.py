@@ -385,8 +385,10 @@ def ontology_check(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
 
 def install(app: typer.Typer) -> None:
     from .follow import graph_follow
+    from .graph_verify import graph_verify
 
     graph_app.command("follow")(graph_follow)
+    graph_app.command("verify")(graph_verify)
     app.add_typer(graph_app, name="graph")
     app.add_typer(ontology_app, name="ontology")
     app.command()(export)

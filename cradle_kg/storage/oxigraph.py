@@ -143,6 +143,16 @@ class OxigraphStore:
         self.store = ox.Store()
         return self
 
+    @classmethod
+    def unguarded(cls, path: Path) -> OxigraphStore:
+        """A read-write store at ``path`` without the lock: for a folder no one else knows
+        of (``graph verify``'s scratch projection); one that cannot be opened is a
+        :class:`GraphStoreError`."""
+        self = cls.in_memory()
+        self.path = self.local_path = path
+        self.store = self._open(lambda: ox.Store(str(path)))
+        return self
+
     def describe(self) -> str:
         return str(self.path)
 

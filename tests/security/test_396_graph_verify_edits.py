@@ -101,6 +101,21 @@ def edit_knowledge(store: ox.Store) -> list[str]:
     return [pack.value]
 
 
+def merge_two_nodes(store: ox.Store) -> list[str]:
+    """What a projection that keys two objects alike writes (``test_386``'s proposals): a
+    store projected by it, compared with the projection of today's code."""
+    run = graphs(store, RUN)[3]
+    kind = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+    typed: dict[str, list[ox.NamedNode | ox.BlankNode]] = {}
+    for quad in store.quads_for_pattern(None, kind, None, run):
+        typed.setdefault(str(quad.object), []).append(quad.subject)  # type: ignore[arg-type]
+    one, other = next(nodes for nodes in typed.values() if len(nodes) > 1)[:2]
+    for quad in list(store.quads_for_pattern(other, None, None, run)):
+        store.remove(quad)
+        store.add(ox.Quad(one, quad.predicate, quad.object, run))
+    return [run.value]
+
+
 def into_the_shared_graph(store: ox.Store) -> list[str]:
     shared = ox.NamedNode("https://w3id.org/cradle/graph/shared")
     store.add(ox.Quad(ox.NamedNode("urn:forged-policy"), ox.NamedNode("urn:p"),
@@ -129,7 +144,8 @@ def test_an_intact_home_is_equal_and_left_as_it_was(home: Path) -> None:
 
 
 @pytest.mark.parametrize("edit", [insert_into_a_run, delete_from_a_run, change_a_literal,
-                                  two_runs, edit_knowledge, into_the_shared_graph])
+                                  two_runs, edit_knowledge, merge_two_nodes,
+                                  into_the_shared_graph])
 def test_an_edited_store_is_different_and_each_edited_graph_is_named(
         home: Path, edit: Callable[[ox.Store], list[str]]) -> None:
     store = ox.Store(str(Home(home).graph))

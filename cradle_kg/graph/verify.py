@@ -107,7 +107,13 @@ def _term(term: object) -> str:
 
 
 def _line(quad: ox.Quad) -> str:
-    return f"{_term(quad.subject)} {_term(quad.predicate)} {_term(quad.object)}"
+    """The quad as N-Quads, its blank nodes' labels dropped (a text with ``_:`` in a
+    literal takes the slow path too: the same quad gives the same line on both sides)."""
+    line = str(quad)
+    if "_:" not in line:
+        return line
+    return f"{_term(quad.subject)} {_term(quad.predicate)} {_term(quad.object)} " \
+           f"{quad.graph_name}"
 
 
 def _quads(store: GraphStore, graph: str) -> Iterator[ox.Quad]:

@@ -3,35 +3,24 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
 
-from cradle_kg.demo.scenario import run_demo
 from cradle_kg.home import Home
-from cradle_kg.storage.graph_config import GRAPH_URL_ENV
-from cradle_kg.storage.opening import JOURNAL_URL_ENV
 from tests.inprocess import run_cli
+from tests.security.homes import embedded_copy, embedded_demo_home
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("graph-verify") / "home"
-    with pytest.MonkeyPatch.context() as env:
-        env.delenv(GRAPH_URL_ENV, raising=False)
-        env.delenv(JOURNAL_URL_ENV, raising=False)
-        run_demo(root, pilots=False)
-    return root
+    return embedded_demo_home(tmp_path_factory, "graph-verify", pilots=False)
 
 
 @pytest.fixture
 def home(demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv(GRAPH_URL_ENV, raising=False)
-    monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)
-    shutil.copytree(demo, tmp_path / "home")
-    return tmp_path / "home"
+    return embedded_copy(demo, tmp_path, monkeypatch)
 
 
 def _add(home: Path, graph: ox.NamedNode | ox.DefaultGraph) -> None:

@@ -85,3 +85,32 @@ def credit(pid: str, *, agent: str = AGENT, amount: int = 100, task: str | None 
             **({"run_id": run} if run is not None else {}),
             "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
                        "arguments": {"account": "acct-1", "amount": amount}}}
+
+
+def embedded_demo_home(factory: pytest.TempPathFactory, name: str, *,
+                       pilots: bool = False) -> Path:
+    """The demo's runs (with its pilot packs if ``pilots``) on the home's own SQLite
+    journal and embedded graph store, whatever backends the suite runs on; its runtime
+    leaves the store at the journal's head."""
+    from cradle_kg.demo.scenario import run_demo
+    from cradle_kg.storage.graph_config import GRAPH_URL_ENV
+
+    root = factory.mktemp(name) / "home"
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv(GRAPH_URL_ENV, raising=False)
+        env.delenv(JOURNAL_URL_ENV, raising=False)
+        run_demo(root, pilots=pilots)
+    return root
+
+
+def embedded_copy(home: Path, into: Path, env: pytest.MonkeyPatch) -> Path:
+    """A copy of ``home`` in ``into``, this test's environment pointing at no journal URL
+    and no remote graph store (the copy's own files are read)."""
+    import shutil
+
+    from cradle_kg.storage.graph_config import GRAPH_URL_ENV
+
+    env.delenv(GRAPH_URL_ENV, raising=False)
+    env.delenv(JOURNAL_URL_ENV, raising=False)
+    shutil.copytree(home, into / "home")
+    return into / "home"

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
 
-from cradle_kg.demo.scenario import run_demo
 from cradle_kg.home import Home
-from cradle_kg.storage.graph_config import GRAPH_URL_ENV
-from cradle_kg.storage.opening import JOURNAL_URL_ENV
 from tests.inprocess import run_cli
+from tests.security.homes import embedded_copy, embedded_demo_home
 
 RUN = "https://w3id.org/cradle/run/"
 PACK = "https://w3id.org/cradle/pack/"
@@ -31,23 +28,13 @@ PACK = "https://w3id.org/cradle/pack/"
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo with its pilot packs (run graphs, the shared graph, knowledge graphs), on
-    the embedded journal and store whatever backends the suite runs on."""
-    root = tmp_path_factory.mktemp("verify") / "home"
-    with pytest.MonkeyPatch.context() as env:
-        env.delenv(GRAPH_URL_ENV, raising=False)
-        env.delenv(JOURNAL_URL_ENV, raising=False)
-        run_demo(root, pilots=True)
-    return root
+    """The demo with its pilot packs (run graphs, the shared graph, knowledge graphs)."""
+    return embedded_demo_home(tmp_path_factory, "verify", pilots=True)
 
 
 @pytest.fixture
 def home(demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv(GRAPH_URL_ENV, raising=False)
-    monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)
-    copy = tmp_path / "home"
-    shutil.copytree(demo, copy)
-    return copy
+    return embedded_copy(demo, tmp_path, monkeypatch)
 
 
 def verify(home: Path, *extra: str) -> tuple[int, str, str]:

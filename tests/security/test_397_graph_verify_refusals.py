@@ -17,31 +17,21 @@ import pyoxigraph as ox
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import run_demo
 from cradle_kg.home import Home
 from cradle_kg.storage.graph import JOURNAL, META_GRAPH, SEQ, watermark_update
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
-from cradle_kg.storage.opening import JOURNAL_URL_ENV
 from tests.inprocess import run_cli
+from tests.security.homes import embedded_copy, embedded_demo_home
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("verify-refusals") / "home"
-    with pytest.MonkeyPatch.context() as env:
-        env.delenv(GRAPH_URL_ENV, raising=False)
-        env.delenv(JOURNAL_URL_ENV, raising=False)
-        run_demo(root, pilots=False)  # its runtime leaves the store at the journal's head
-    return root
+    return embedded_demo_home(tmp_path_factory, "verify-refusals", pilots=False)
 
 
 @pytest.fixture
 def home(demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv(GRAPH_URL_ENV, raising=False)
-    monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)
-    copy = tmp_path / "home"
-    shutil.copytree(demo, copy)
-    return copy
+    return embedded_copy(demo, tmp_path, monkeypatch)
 
 
 def verify(home: Path, env: dict[str, str | None] | None = None) -> tuple[int, str, str]:

@@ -214,6 +214,9 @@ def verify_graph(store: GraphStore, journal: Journal, *,
                     progress=(lambda d, t: progress("projecting", d, t)) if progress
                     else None)
             install(expected, knowledge)
+            # a bulk-loaded store's overlapping files make every scan read them all: at
+            # 1.4 M quads the compaction (2.2 s CPU) saved its scan 3.5 s
+            expected.compact()
             graphs, differing, unchecked = compare(store, expected, show=show,
                                                    progress=progress)
         finally:

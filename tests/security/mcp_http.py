@@ -44,6 +44,26 @@ def two_agent_home(root: Path) -> Path:
     return root
 
 
+def two_agent_fixtures() -> tuple[Any, Any]:
+    """The fixtures ``home`` (:func:`two_agent_home` in the test's ``tmp_path``) and ``rt``
+    (a runtime on it) for a module that overrides the root conftest's:
+    ``home, rt = two_agent_fixtures()``."""
+    import pytest
+
+    from cradle_kg import Runtime
+
+    @pytest.fixture
+    def home(tmp_path: Path) -> Path:
+        return two_agent_home(tmp_path / "home")
+
+    @pytest.fixture
+    def rt(home: Path) -> Iterator[Runtime]:
+        with Runtime(home) as runtime:
+            yield runtime
+
+    return home, rt
+
+
 def declare_agent(home: Path, agent: str) -> None:
     """The operator adds ``agent`` to the home's ``config.json``, with the demo ledger's
     read and write grants."""

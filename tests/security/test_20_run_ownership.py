@@ -7,7 +7,6 @@ whoever submits it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from cradle_kg.records import ApprovalStatus, HumanApproval
 from tests import oneshot
 
 from ..server.conftest import start_server, stop_server
-from .mcp_http import AGENT, MALLORY, token_for, two_agent_home
+from .mcp_http import AGENT, MALLORY, token_for, two_agent_fixtures
 
 
 def _proposal(agent: str, pid: str, run: str, amount: int = 5) -> dict[str, Any]:
@@ -31,15 +30,7 @@ def _proposal(agent: str, pid: str, run: str, amount: int = 5) -> dict[str, Any]
                        "arguments": {"account": "acct-1", "amount": amount}}}
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return two_agent_home(tmp_path / "home")
-
-
-@pytest.fixture
-def rt(home: Path) -> Iterator[Runtime]:
-    with Runtime(home) as runtime:
-        yield runtime
+home, rt = two_agent_fixtures()
 
 
 def test_another_agent_is_refused_in_a_run_and_journals_nothing(rt: Runtime) -> None:

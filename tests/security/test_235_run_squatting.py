@@ -16,7 +16,6 @@ host names outside every agent's namespace works as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from cradle_kg.loop.proposal import run_namespace_owner
 from tests import oneshot
 
 from ..server.conftest import start_server, stop_server
-from .mcp_http import AGENT, MALLORY, token_for, two_agent_home
+from .mcp_http import AGENT, MALLORY, token_for, two_agent_fixtures
 
 #: the run LangGraph derives for AGENT's graph thread "1"
 THREAD_RUN = f"run:{AGENT}/lg-1"
@@ -41,15 +40,7 @@ def _proposal(agent: str, pid: str, run: str) -> dict[str, Any]:
                        "arguments": {"account": "acct-1", "amount": 5}}}
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return two_agent_home(tmp_path / "home")
-
-
-@pytest.fixture
-def rt(home: Path) -> Iterator[Runtime]:
-    with Runtime(home) as runtime:
-        yield runtime
+home, rt = two_agent_fixtures()
 
 
 def test_the_derived_runs_carry_the_agents_id(rt: Runtime) -> None:

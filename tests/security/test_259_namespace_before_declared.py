@@ -16,7 +16,6 @@ claimant, and read in full by the approvers alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from cradle_kg.storage import NewEvent
 from cradle_kg.workflow.runner import check_run_id
 
 from .homes import credit, json_api
-from .mcp_http import MALLORY, declare_agent, token_for, two_agent_home
+from .mcp_http import MALLORY, declare_agent, token_for, two_agent_fixtures
 
 #: an agent the operator will declare tomorrow, and its LangGraph thread `1`'s run
 NEWBOT = "agent:newbot"
@@ -44,15 +43,7 @@ def _proposal(agent: str, pid: str, **where: str) -> dict[str, Any]:
     return {**credit(pid, agent=agent, amount=5), **where}
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return two_agent_home(tmp_path / "home")
-
-
-@pytest.fixture
-def rt(home: Path) -> Iterator[Runtime]:
-    with Runtime(home) as runtime:
-        yield runtime
+home, rt = two_agent_fixtures()
 
 
 def test_an_undeclared_agents_run_is_refused_to_others_at_every_door(

@@ -16,7 +16,6 @@ consumed); the run no longer waits; resuming it again writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from cradle_kg.records import ApprovalStatus, OutcomeStatus
 from cradle_kg.runs import RunState, state_and_why
 from tests.inprocess import run_cli
 
-from .mcp_http import MALLORY, two_agent_home
+from .mcp_http import MALLORY, two_agent_fixtures
 
 
 def _close(pid: str, run: str) -> dict[str, Any]:
@@ -37,15 +36,7 @@ def _close(pid: str, run: str) -> dict[str, Any]:
                        "arguments": {"account": "acct-2"}, "idempotency_key": "k"}}
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return two_agent_home(tmp_path / "home")
-
-
-@pytest.fixture
-def rt(home: Path) -> Iterator[Runtime]:
-    with Runtime(home) as runtime:
-        yield runtime
+home, rt = two_agent_fixtures()
 
 
 def _two_waiting(rt: Runtime, *, once: bool) -> str:

@@ -122,6 +122,9 @@ class GateResult:
     #: quotes them too (``tests/security/test_140``)
     secrets: tuple[str, ...] = ()
     arguments: BaseModel | None = None
+    #: :attr:`arguments` as the tool runs with them, by field name (``run_arguments``):
+    #: made once, read by the written-vs-run check, the conditions and Cedar's context
+    run_args: dict[str, Any] = field(default_factory=dict)
     obligations: PolicyOutcome | None = None
     #: what each domain validator answered (journaled with the decision)
     validator_findings: list[dict[str, Any]] = field(default_factory=list)
@@ -167,27 +170,29 @@ def run_value(run_with: Any) -> str | bool | int | None:
     return cedar_value(as_written(run_with))
 
 
-def cedar_arguments(raw: Mapping[str, Any], parsed: BaseModel) -> dict[str, Any]:
+def cedar_arguments(raw: Mapping[str, Any], made: Mapping[str, Any],
+                    model: type[BaseModel]) -> dict[str, Any]:
     """``context.arguments``: the scalars the agent wrote (each the tool's own value:
     :func:`coerced_argument`), and the value the tool runs with of each field of its model
     the agent did not write as a scalar under its name — a default it left out, a value it
     wrote under the field's alias, one the model reads out of a list. Before, Cedar did
     not see those: ``has recursive`` was false for a ``recursive: bool = True`` left out,
     a forbid on it did not apply, and the tool ran the recursive delete it names
-    (``tests/security/test_362``)."""
+    (``tests/security/test_362``). ``made``: the arguments as the tool runs with them
+    (:func:`~cradle_kg.tools.run_arguments` of its ``model``)."""
     args = {k: c for k, v in raw.items() if (c := cedar_value(v)) is not None}
-    for key, run_with in run_arguments(parsed).items():
+    for key, run_with in made.items():
         if key not in args and (c := run_value(run_with)) is not None:
             args[key] = c
     # an upstream tool's defaults: its model keeps what was sent, the upstream fills them
     # in (before, a forbid on one left out did not apply: tests/security/test_382)
-    for key, default in filled_in(type(parsed)).items():
+    for key, default in filled_in(model).items():
         if key not in raw and key not in args and (c := cedar_value(default)) is not None:
             args[key] = c
     return args
 
 
-def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
+def coerced_argument(raw: Mapping[str, Any], made: Mapping[str, Any]) -> str | None:
     """Why an argument the agent gave is not what the tool would run with, or None.
 
     Cedar reads ``context.arguments`` as the agent wrote them (:func:`cedar_value`); the
@@ -200,8 +205,8 @@ def coerced_argument(raw: Mapping[str, Any], parsed: BaseModel) -> str | None:
     runs with is refused (a whole float and its integer are one value; what has no scalar
     form on either side is not compared; a value the model parses into a type of its own
     is compared in its JSON form, :func:`~cradle_kg.conditions.json_form`): the agent
-    writes the value as its type."""
-    made = run_arguments(parsed)
+    writes the value as its type. ``made``: the arguments as the tool runs with them
+    (:func:`~cradle_kg.tools.run_arguments`)."""
     for key, value in raw.items():
         if key not in made:
             continue
@@ -346,7 +351,8 @@ class Gate1:
             raise _Stop(Verdict.DENY, "invalid_arguments", [
                 "`action.arguments`: " + " and ".join(f"`{n[:80]}`" for n in twice)
                 + f" name one argument of `{spec.id}`: write it once"])
-        coerced = coerced_argument(p.action.arguments, r.arguments)
+        r.run_args = run_arguments(r.arguments)
+        coerced = coerced_argument(p.action.arguments, r.run_args)
         if coerced is not None:
             raise _Stop(Verdict.DENY, "invalid_arguments", [coerced])
         mismatch = spec.target_problem(p.action.target, r.arguments)
@@ -428,9 +434,8 @@ class Gate1:
                 held = []
                 break
             # INVARIANT: conditions read the arguments as the tool will receive them
-            assert r.arguments is not None
             ok, failed = evaluate(parse_conditions(perm.conditions),
-                                  arguments=run_arguments(r.arguments),
+                                  arguments=r.run_args,
                                   environment=p.action.environment, now=self.i.now)
             label = f"permission #{index} (`{perm.action_type}` on `{perm.resource_selector}`)"
             if not failed:
@@ -459,7 +464,7 @@ class Gate1:
         # refused by `_structure` (`coerced_argument`, tests/security/test_102); and those
         # the tool's model fills in (a default, an alias: `cedar_arguments`, test_362)
         assert r.arguments is not None
-        args = cedar_arguments(p.action.arguments, r.arguments)
+        args = cedar_arguments(p.action.arguments, r.run_args, type(r.arguments))
         return {
             "tool": r.spec.id,
             "side_effect_class": str(r.spec.side_effect_class),

@@ -16,11 +16,11 @@ that is no browser page sends no ``Origin`` and is answered (``tests/security/te
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 from typing import Final
 from urllib.parse import urlsplit
 
-from ..storage.graph_config import loopback
 from .guard import ASGIApp, Receive, Scope, Send
 
 #: the names of this machine's loopback interface: what a server bound to it answers to
@@ -28,10 +28,13 @@ LOOPBACK_NAMES: Final = ("localhost", "127.0.0.1", "::1")
 
 
 def loopback_bind(host: str) -> bool:
-    """Whether ``host`` (a server's ``--host``, an IPv6 address maybe in brackets) is this
-    machine's loopback interface, by its name alone (:func:`~cradle_kg.storage.graph_config.
-    loopback`)."""
-    return loopback(host.strip("[]"))
+    """Whether ``host`` (a server's ``--host``) is this machine's loopback interface."""
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def answered_names(bind: str, extra: Sequence[str]) -> tuple[str, ...]:

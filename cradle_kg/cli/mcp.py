@@ -285,7 +285,7 @@ def pins(contracts: ContractsOpt, command: CommandArg = None, upstream: Upstream
 
     import anyio
 
-    from ..integrations import proxy
+    from ..integrations import proxy, upstream_pins
     declared = _declared(contracts, command, upstream,
                          "cradle-kg mcp pins --contracts c.yaml -- python s.py")
     lines: list[str] = []
@@ -301,13 +301,13 @@ def pins(contracts: ContractsOpt, command: CommandArg = None, upstream: Upstream
                     lines.append(f"{name}: not offered by the upstream")
                     bad = True
                     continue
-                pin = proxy.pin_of(tool)
+                pin = upstream_pins.pin_of(tool)
                 state = ("not pinned" if contract.pin is None else "pinned, matches"
                          if contract.pin == pin else f"CHANGED (pinned {contract.pin})")
                 bad = bad or state.startswith("CHANGED")
                 lines.append(f"{name}:\n  pin: \"{pin}\"   # {state}")
                 if show:  # ASCII only: a control or bidi character is shown escaped
-                    lines.append(json.dumps(proxy.definition_of(tool), indent=2,
+                    lines.append(json.dumps(upstream_pins.definition_of(tool), indent=2,
                                             ensure_ascii=True, sort_keys=True))
 
     try:

@@ -51,7 +51,7 @@ from ..strict_yaml import StrictLoader, YamlRefused
 
 #: an MCP tool name as the specification has it (SEP-986): what the proxy serves, and names
 _NAME = r"^[A-Za-z0-9_.-]{1,128}$"
-#: a pin: the ``sha256:<hex>`` of an upstream tool's definition (:func:`.proxy.pin_of`)
+#: a pin: the ``sha256:<hex>`` of an upstream tool's definition (:func:`.upstream_pins.pin_of`)
 PIN = r"^sha256:[0-9a-f]{64}$"
 #: the largest contracts file read (a contract is a few lines per tool)
 MAX_CONTRACTS_BYTES = 1024 * 1024

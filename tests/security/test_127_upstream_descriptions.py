@@ -123,7 +123,7 @@ def test_an_undeclared_read_shows_none_of_the_upstreams_words() -> None:
 
 
 def test_grammar_keeps_what_a_call_needs_at_every_depth() -> None:
-    from cradle_kg.integrations.proxy import grammar_of
+    from cradle_kg.integrations.upstream_pins import grammar_of
 
     schema = {"type": "object", "description": SAID, "$comment": SAID,
               "properties": {"a": {"anyOf": [{"type": "string", "title": SAID},

@@ -51,7 +51,8 @@ def _shown(tool: Any, *, pin: bool = False) -> tuple[dict[str, Any], Any]:
     ``pin``), and the spec's input model."""
     from cradle_kg.integrations.contracts import ToolContract
     from cradle_kg.integrations.mcp_server import tool_entry
-    from cradle_kg.integrations.proxy import ProxiedTool, Upstream, pin_of
+    from cradle_kg.integrations.proxy import ProxiedTool, Upstream
+    from cradle_kg.integrations.upstream_pins import pin_of
     from cradle_kg.records import SideEffectClass
 
     contract = ToolContract(side_effect=SideEffectClass.READ_ONLY,

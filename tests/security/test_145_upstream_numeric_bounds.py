@@ -9,7 +9,7 @@ counts are any number JSON Schema allows, so ``"maximum": 4155550123`` or ``"min
 grammar, with no origin lineage could name; and a call that broke the bound was told it
 (``… is less than the minimum of 60161331926819``).
 
-Now a bound is shown only when it is :func:`~cradle_kg.integrations.proxy.plain` (no five
+Now a bound is shown only when it is :func:`~cradle_kg.integrations.upstream_pins.plain` (no five
 digits in a row however written: ``4155550123.0`` and ``6.0161331926819e13`` alike), else
 left out of the grammar (the whole schema still checks the call); a call breaking such a
 bound is told the keyword only. Pinned, all is shown as before.
@@ -41,7 +41,8 @@ def _shown(schema: dict[str, Any], *, pin: bool = False) -> tuple[dict[str, Any]
 
     from cradle_kg.integrations.contracts import ToolContract
     from cradle_kg.integrations.mcp_server import tool_entry
-    from cradle_kg.integrations.proxy import ProxiedTool, Upstream, pin_of
+    from cradle_kg.integrations.proxy import ProxiedTool, Upstream
+    from cradle_kg.integrations.upstream_pins import pin_of
     from cradle_kg.records import SideEffectClass
 
     tool = types.Tool(name="pay", description="pays", inputSchema=schema)

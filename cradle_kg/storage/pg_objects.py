@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..errors import JournalError
-from .pg_schema import FUNCTION_LINE, STATEMENTS
+from .pg_schema import FUNCTION_LINE, LATEST, STATEMENTS
 
 #: a function as the migrations write it: name, parameters, language, body (the dollar
 #: quote's tag matched back); nothing else (SECURITY DEFINER, SET, STABLE …: not derived)
@@ -219,7 +219,11 @@ APPEND_LINE: Final = next(line for line in function_lines(STATEMENTS)
 #: the check an append runs before its COMMIT (prepared once per connection: planned once;
 #: the failing branch reads the condition, which the fence keeps computed once and never
 #: while planning). Measured: +27 us for the function alone, ~+60 us with the tables and the
-#: index, against +130 to +200 us for every table and unique index of the schema
+#: index, against +130 to +200 us for every table and unique index of the schema. It also
+#: finds the journal still at this code's migration: a newer release's ``db migrate`` run
+#: while this worker is open (its derivations take the append lock, as this append holds
+#: it) would have this worker write without what the newer schema derives
+#: (``tests/security/test_418``; one probe of ``schema_migrations``' primary key)
 PREPARE_CHECK_SQL: Final = (
     "PREPARE cradle_append_check(oid, xid, oid, xid, oid, xid, oid) AS "
     f"SELECT CASE WHEN s.ok THEN 0 ELSE ('{ALTERED_MARK} ' || s.ok::text)::int END FROM ("
@@ -227,7 +231,9 @@ PREPARE_CHECK_SQL: Final = (
     "AND (SELECT count(*) FROM pg_class c WHERE c.oid = $3 AND c.xmin = $4) = 1 "
     "AND (SELECT count(*) FROM pg_class c WHERE c.oid = $5 AND c.xmin = $6) = 1 "
     "AND (SELECT count(*) FROM pg_index i WHERE i.indexrelid = $7 AND i.indisunique "
-    "AND i.indisvalid) = 1 AS ok OFFSET 0) s")
+    "AND i.indisvalid) = 1 "
+    f"AND NOT EXISTS (SELECT 1 FROM schema_migrations m WHERE m.version > {LATEST}) "
+    "AS ok OFFSET 0) s")
 _DIGITS: Final = re.compile(r"[0-9]{1,20}")
 
 

@@ -175,6 +175,27 @@ def _refusal(sqlstate: str, detail: str, events: Sequence[NewEvent],
     return _HeadBehind() if sqlstate == pg_append.HEAD_BEHIND else None
 
 
+def _version_error(location: str, applied: Sequence[tuple[int, str]], *,
+                   then: str | None = None) -> JournalError:
+    """The refusal of a journal whose ``schema_migrations`` (``applied``) is not this
+    code's migrations: when it opens, or (``then``: what was done about it) when an append
+    finds it migrated since — by a newer release's ``db migrate`` while this worker ran,
+    whose derived state this code would not keep (``tests/security/test_418``)."""
+    have = applied[-1][0] if applied else 0
+    if then is None:
+        return JournalError(
+            f"the journal `{location}` is at schema version `{have}`; this cradle-kg "
+            f"needs `{pg_schema.LATEST}`",
+            hint="run `cradle-kg db migrate` (with the same `CRADLE_JOURNAL_URL`)"
+            if have < pg_schema.LATEST else "upgrade cradle-kg")
+    return JournalError(
+        f"the journal `{location}` was migrated to schema version `{have}` while it was "
+        f"open (this cradle-kg writes `{pg_schema.LATEST}`: a newer cradle-kg's `db "
+        f"migrate` ran); {then}",
+        hint="upgrade cradle-kg on every worker of this journal (an older worker would write "
+             "without what the newer schema keeps)")
+
+
 def _nth(detail: str) -> int:
     """The 0-based index a 1-based position detail names (ValueError: not one)."""
     n = int(detail)
@@ -303,12 +324,7 @@ class PostgresJournal:
             raise JournalError(f"cannot read the journal `{self.location}`: {exc}") from exc
         if applied != want:
             self._conn.close()
-            have = applied[-1][0] if applied else 0
-            raise JournalError(
-                f"the journal `{self.location}` is at schema version `{have}`; this cradle-kg "
-                f"needs `{pg_schema.LATEST}`",
-                hint="run `cradle-kg db migrate` (with the same `CRADLE_JOURNAL_URL`)"
-                if have < pg_schema.LATEST else "upgrade cradle-kg")
+            raise _version_error(self.location, applied)
         if altered is not None:
             if not read_only:
                 self._conn.close()
@@ -493,6 +509,10 @@ class PostgresJournal:
             except _SchemaMoved:
                 try:
                     with self._lock:
+                        # INVARIANT: no write on a schema a newer release migrated (test_418)
+                        applied = schema_version(self._conn)
+                        if applied != [(m.version, m.name) for m in pg_schema.MIGRATIONS]:
+                            raise _version_error(self.location, applied, then=NOT_WRITTEN)
                         pinned = self._pin()
                         problem = open_problem(self._conn) or (
                             _ALTERED if pinned is None else None)

@@ -87,6 +87,29 @@ def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[tuple[An
                            f"{scrub(str(exc).strip(), url)}") from None
 
 
+def keep_schema(conn: psycopg.Connection[tuple[Any, ...]], schema: str | None = None
+                ) -> str | None:
+    """Fix the session's ``search_path`` to ``schema`` (by default the one its URL's path
+    resolves to now, ``current_schema()``): that schema — ``pg_catalog`` before it, as
+    always — and ``pg_temp`` last. The schema it names (None: the path names none that
+    exists; the path is left as it is).
+
+    INVARIANT: a journal's session names the journal it opened for its whole life. The
+    URL's path is resolved again at each statement otherwise: a schema created later
+    earlier on it (the default path is ``"$user", public``) took a worker over — its
+    appends, claims and guards went to another journal (``tests/security/test_419``)."""
+    from psycopg import sql
+
+    if schema is None:
+        row = conn.execute("SELECT current_schema()").fetchone()
+        schema = None if row is None or row[0] is None else str(row[0])
+    if schema is not None:
+        conn.execute(sql.SQL("SELECT set_config('search_path', {}, false)").format(
+            sql.Literal(sql.SQL("{}, pg_temp").format(
+                sql.Identifier(schema)).as_string(conn))))
+    return schema
+
+
 def schema_version(conn: psycopg.Connection[tuple[Any, ...]]) -> list[tuple[int, str]]:
     """The migrations recorded in the database (none when it was never migrated)."""
     if conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,):
@@ -96,4 +119,4 @@ def schema_version(conn: psycopg.Connection[tuple[Any, ...]]) -> list[tuple[int,
 
 
 __all__ = ["APPEND_LOCK", "LEASE_LOCKS", "MIGRATE_LOCK", "NAMED_LOCKS", "connect", "conninfo",
-           "int4", "lease_key", "redact", "schema_version", "scrub"]
+           "int4", "keep_schema", "lease_key", "redact", "schema_version", "scrub"]

@@ -55,10 +55,13 @@ def _events(conn: psycopg.Connection[tuple[Any, ...]]) -> Iterator[tuple[Any, ..
 
 
 def verify_postgres(url: str, *, anchor: Anchor | None = None,
-                    progress: Progress | None = None, semantics: bool = False) -> ChainReport:
+                    progress: Progress | None = None, semantics: bool = False,
+                    schema: str | None = None) -> ChainReport:
+    """Verify the journal at ``url``: in ``schema`` when given (an open journal's own:
+    the one it opened, whatever the URL's path resolves to now, ``test_419``)."""
     import psycopg
 
-    from .pg_connect import connect, redact
+    from .pg_connect import connect, keep_schema, redact
 
     try:
         conn = connect(url, autocommit=False)
@@ -67,6 +70,8 @@ def verify_postgres(url: str, *, anchor: Anchor | None = None,
     try:
         conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         conn.read_only = True
+        if schema is not None:
+            keep_schema(conn, schema)
         return verify_connection(conn, anchor=anchor, progress=progress,
                                  semantics=semantics)
     except psycopg.Error as exc:

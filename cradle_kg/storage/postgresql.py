@@ -119,6 +119,7 @@ from .pg_connect import (
     NAMED_LOCKS,
     connect,
     int4,
+    keep_schema,
     lease_key,
     redact,
     schema_version,
@@ -306,7 +307,10 @@ class PostgresJournal:
         self._conn = connect(url)
         self._lock = threading.RLock()
         pinned: Pin | None = None
+        #: the schema this journal is (its URL's path resolved once, here): test_419
+        self._schema: str | None = None
         try:
+            self._schema = keep_schema(self._conn)
             if read_only:
                 self._conn.execute("SET default_transaction_read_only = on")
             applied = schema_version(self._conn)
@@ -1126,7 +1130,7 @@ class PostgresJournal:
         from .pg_verify import verify_postgres
 
         return verify_postgres(self.url, anchor=anchor, progress=progress,
-                               semantics=semantics)
+                               semantics=semantics, schema=self._schema)
 
     # --- workers ------------------------------------------------------------------
 

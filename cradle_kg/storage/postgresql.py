@@ -313,6 +313,13 @@ class PostgresJournal:
             self._schema = keep_schema(self._conn)
             if read_only:
                 self._conn.execute("SET default_transaction_read_only = on")
+            else:
+                # INVARIANT: a durable append's commit waits for its flush (test_420): a
+                # database, role or URL that commits asynchronously by default is made to
+                # wait in this session (a deferred append says OFF in its own transaction)
+                row = self._conn.execute("SHOW synchronous_commit").fetchone()
+                if row is not None and row[0] == "off":
+                    self._conn.execute("SET synchronous_commit TO on")
             applied = schema_version(self._conn)
             want = [(m.version, m.name) for m in pg_schema.MIGRATIONS]
             # INVARIANT: no write runs on a schema the migrations did not make (test_350)

@@ -314,6 +314,11 @@ class PostgresJournal:
             if read_only:
                 self._conn.execute("SET default_transaction_read_only = on")
             else:
+                # INVARIANT: the head read after the append lock is the last committed one
+                # (READ COMMITTED: each statement's own snapshot), whatever isolation the
+                # database, role or URL makes the default (test_420: REPEATABLE READ read
+                # the head of before the lock, and a waiting append failed)
+                self._conn.execute("SET default_transaction_isolation TO 'read committed'")
                 # INVARIANT: a durable append's commit waits for its flush (test_420): a
                 # database, role or URL that commits asynchronously by default is made to
                 # wait in this session (a deferred append says OFF in its own transaction)

@@ -319,6 +319,9 @@ class PostgresJournal:
                 # database, role or URL makes the default (test_420: REPEATABLE READ read
                 # the head of before the lock, and a waiting append failed)
                 self._conn.execute("SET default_transaction_isolation TO 'read committed'")
+                # INVARIANT: an append waits for the append lock as long as another
+                # worker's append holds it (test_421: a role's lock_timeout cut the wait)
+                self._conn.execute("SET lock_timeout = 0")
                 # INVARIANT: a durable append's commit waits for its flush (test_420): a
                 # database, role or URL that commits asynchronously by default is made to
                 # wait in this session (a deferred append says OFF in its own transaction)
@@ -1163,10 +1166,24 @@ class PostgresJournal:
 
     @contextmanager
     def exclusive(self, name: str) -> Iterator[None]:
+        """A session advisory lock ``name`` on a connection of its own, held while the
+        block runs (a recovery pass: serialised across every worker on the journal).
+
+        INVARIANT: it waits for another worker's hold however long (``lock_timeout =
+        0``), and its session is not ended for being idle while the block runs
+        (``idle_session_timeout = 0``, as the lease's) — defaults of the database, role or
+        URL cut them (``tests/security/test_421``); a server error is a JournalError."""
         conn = connect(self.url)
         try:
-            conn.execute("SELECT pg_advisory_lock(%s, %s)",
-                         (NAMED_LOCKS, int4(zlib.crc32(name.encode()))))
+            try:
+                if conn.info.server_version >= 140000:  # the setting is PostgreSQL 14's
+                    conn.execute("SET idle_session_timeout = 0")
+                conn.execute("SET lock_timeout = 0")
+                conn.execute("SELECT pg_advisory_lock(%s, %s)",
+                             (NAMED_LOCKS, int4(zlib.crc32(name.encode()))))
+            except self._psycopg.Error as exc:
+                raise JournalError(f"cannot take the journal's `{name}` lock on "
+                                   f"`{self.location}`: {str(exc).strip()}") from exc
             yield
         finally:
             conn.close()

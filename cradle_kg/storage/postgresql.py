@@ -197,6 +197,30 @@ def _version_error(location: str, applied: Sequence[tuple[int, str]], *,
              "without what the newer schema keeps)")
 
 
+def _writer_settings(server_version: int) -> str:
+    """The statement that sets what a writing session relies on, whatever the database, a
+    role or the URL made its defaults (one round trip, when the journal opens):
+
+    * INVARIANT: the head read after the append lock is the last committed one — READ
+      COMMITTED, each statement its own snapshot (``tests/security/test_420``: under
+      REPEATABLE READ the snapshot was taken before the lock was granted, and an append
+      that waited for another's failed on an intact journal);
+    * INVARIANT: a durable append's commit waits for its flush (``test_420``):
+      ``synchronous_commit`` ``off`` becomes ``on`` (a stronger setting is kept; a deferred
+      append says ``OFF`` in its own transaction);
+    * INVARIANT: an append waits for the append lock as long as another worker's append
+      holds it (``lock_timeout = 0``, ``test_421``);
+    * INVARIANT: a live worker's session is not ended for idling between its calls, or
+      while a tool runs (``idle_session_timeout = 0``, PostgreSQL 14's, ``test_420``), as
+      its lease's is not."""
+    idle = (", set_config('idle_session_timeout', '0', false)"
+            if server_version >= 140000 else "")
+    return ("SELECT set_config('default_transaction_isolation', 'read committed', false), "
+            "set_config('lock_timeout', '0', false)" + idle + ", "
+            "CASE WHEN current_setting('synchronous_commit') = 'off' "
+            "THEN set_config('synchronous_commit', 'on', false) END")
+
+
 def _nth(detail: str) -> int:
     """The 0-based index a 1-based position detail names (ValueError: not one)."""
     n = int(detail)
@@ -314,20 +338,7 @@ class PostgresJournal:
             if read_only:
                 self._conn.execute("SET default_transaction_read_only = on")
             else:
-                # INVARIANT: the head read after the append lock is the last committed one
-                # (READ COMMITTED: each statement's own snapshot), whatever isolation the
-                # database, role or URL makes the default (test_420: REPEATABLE READ read
-                # the head of before the lock, and a waiting append failed)
-                self._conn.execute("SET default_transaction_isolation TO 'read committed'")
-                # INVARIANT: an append waits for the append lock as long as another
-                # worker's append holds it (test_421: a role's lock_timeout cut the wait)
-                self._conn.execute("SET lock_timeout = 0")
-                # INVARIANT: a durable append's commit waits for its flush (test_420): a
-                # database, role or URL that commits asynchronously by default is made to
-                # wait in this session (a deferred append says OFF in its own transaction)
-                row = self._conn.execute("SHOW synchronous_commit").fetchone()
-                if row is not None and row[0] == "off":
-                    self._conn.execute("SET synchronous_commit TO on")
+                self._conn.execute(_writer_settings(self._conn.info.server_version))
             applied = schema_version(self._conn)
             want = [(m.version, m.name) for m in pg_schema.MIGRATIONS]
             # INVARIANT: no write runs on a schema the migrations did not make (test_350)

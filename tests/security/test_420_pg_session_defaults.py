@@ -107,3 +107,17 @@ def test_an_append_after_another_workers_is_written_whatever_the_default_isolati
         assert [e.seq for e in one.result()] == [1]
         assert [e.seq for e in two.result()] == [2]
         assert second.verify().intact
+
+
+def test_an_idle_worker_keeps_its_journal_session(pg_url: str) -> None:
+    """Finding: a worker's journal connection idles between calls — and while a tool runs,
+    between its intent and its outcome. An ``idle_session_timeout`` the database, role or
+    URL sets (PostgreSQL 14) ended that session under a live worker: every append after it
+    failed ("the connection is closed") and the worker never wrote again, its lease (which
+    sets the timeout off) still held, so no other worker recovered its intents. Now the
+    writing session sets it off too, as the lease's does."""
+    with open_journal(f"{pg_url}%20-cidle_session_timeout%3D100ms") as j:
+        j.append([ev(1, "action.intent", key="idem:a")])
+        time.sleep(0.4)  # a tool's call: longer than the timeout
+        j.append([ev(2, "action.observed")])
+        assert j.head()[0] == 2

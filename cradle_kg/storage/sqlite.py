@@ -671,9 +671,13 @@ class SqliteJournal:
         except sqlite3.Error as exc:
             raise JournalError(f"cannot write the journal `{self.path}`: {exc}") from exc
         try:
+            guarded = [e.subject for e in events if e.if_last is not None]
+            # the head, each if_last subject's latest seq, and the file's format: one query
+            row = conn.execute(f"SELECT *, (SELECT user_version FROM pragma_user_version) "
+                               f"FROM ({head_sql('?', len(guarded))})", guarded).fetchone()
             # INVARIANT: no write to a file a newer release upgraded while this one had it
             # open: it would keep none of what the newer format derives (test_418)
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            version, row = row[-1], row[:-1]
             if version != JOURNAL_FORMAT:
                 raise JournalError(
                     f"the journal `{self.path}` was upgraded to format `{version}` while it "
@@ -681,8 +685,6 @@ class SqliteJournal:
                     "cradle-kg opened it); the append was not written",
                     hint="upgrade cradle-kg in every process that opens this journal (an "
                          "older one would write without what the newer format keeps)")
-            guarded = [e.subject for e in events if e.if_last is not None]
-            row = conn.execute(head_sql("?", len(guarded)), guarded).fetchone()
             seq, prev = (row[0], row[1]) if row[0] is not None else (0, GENESIS_HASH)
             caps = append_caps(events)
             if caps:  # INVARIANT: a limit is checked under the writer's lock (see UsageCap)

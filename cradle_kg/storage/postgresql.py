@@ -176,6 +176,10 @@ def _refusal(sqlstate: str, detail: str, events: Sequence[NewEvent],
     return _HeadBehind() if sqlstate == pg_append.HEAD_BEHIND else None
 
 
+#: the migrations this code's journal is at (``schema_migrations``' rows)
+_MIGRATED: Final = [(m.version, m.name) for m in pg_schema.MIGRATIONS]
+
+
 def _version_error(location: str, applied: Sequence[tuple[int, str]], *,
                    then: str | None = None) -> JournalError:
     """The refusal of a journal whose ``schema_migrations`` (``applied``) is not this
@@ -340,7 +344,7 @@ class PostgresJournal:
             else:
                 self._conn.execute(_writer_settings(self._conn.info.server_version))
             applied = schema_version(self._conn)
-            want = [(m.version, m.name) for m in pg_schema.MIGRATIONS]
+            want = _MIGRATED
             # INVARIANT: no write runs on a schema the migrations did not make (test_350)
             altered = None
             if applied == want and not read_only:
@@ -541,8 +545,9 @@ class PostgresJournal:
                     with self._lock:
                         # INVARIANT: no write on a schema a newer release migrated (test_418)
                         applied = schema_version(self._conn)
-                        if applied != [(m.version, m.name) for m in pg_schema.MIGRATIONS]:
-                            raise _version_error(self.location, applied, then=NOT_WRITTEN)
+                        if applied != _MIGRATED:
+                            raise _version_error(self.location, applied,
+                                                 then=NOT_WRITTEN) from None
                         pinned = self._pin()
                         problem = open_problem(self._conn) or (
                             _ALTERED if pinned is None else None)

@@ -31,6 +31,8 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
@@ -156,18 +158,36 @@ def test_a_longer_journal_is_not_caught_up_from_another_s_watermark(
 def test_a_running_follower_says_it_and_goes_on(shared: tuple[str, Path, int]) -> None:
     url, staging, _ = shared
     before = _watermark(url)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cradle_kg", "graph", "follow", "--home", str(staging),
-         "--interval", "0.05", "--format", "json"], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, env={**os.environ, "CRADLE_GRAPH_URL": url})
-    try:
-        time.sleep(5)
-        assert proc.poll() is None, "the follower ended"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cradle_kg", "graph", "follow", "--home", str(staging),
+             "--interval", "0.05", "--format", "json"], stdout=subprocess.PIPE,
+            stderr=errors, env={**os.environ, "CRADLE_GRAPH_URL": url})
+        # its lines read as they come: it is stopped 5 s after its first one (a loaded machine
+        # may take seconds to start it: a fixed 5 s from the start saw one line in a CI run)
+        got: list[bytes] = []
+        first = threading.Event()
+
+        def read() -> None:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                got.append(raw)
+                first.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            assert first.wait(120), "the follower said nothing"
+            time.sleep(5)
+            assert proc.poll() is None, "the follower ended"
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+            reader.join(60)
+            errors.seek(0)
+            err = errors.read()
     assert proc.returncode == 0, err
-    lines = [json.loads(line) for line in out.decode().splitlines()]
+    lines = [json.loads(line) for line in b"".join(got).decode().splitlines()]
     assert lines and all(line["error"] and "up to event" in line["error"] for line in lines)
     assert all(line["added"] == 0 for line in lines)
     assert 1 < len(lines) < 40, len(lines)  # retried, backing off

@@ -112,6 +112,13 @@ class RuntimeConfig(BaseModel):
     def agent(self, agent_id: str) -> Agent | None:
         return next((a for a in self.agents if a.id == agent_id), None)
 
+    def tenant_of(self, agent_id: str) -> str:
+        """The tenant ``agent_id`` belongs to, as configured (``default`` for an agent
+        not configured): what its intents and its workflows' model calls are counted in,
+        never a tenant its proposal or its workflow's file names."""
+        agent = self.agent(agent_id)
+        return agent.tenant if agent is not None else "default"
+
     def approver(self, approver_id: str) -> Approver | None:
         return next((a for a in self.approvers if a.id == approver_id), None)
 

@@ -108,6 +108,13 @@ class TaskOwnershipError(RunOwnershipError):
     code = "task_not_yours"
 
 
+class TenantMismatchError(InputError):
+    """A workflow names a tenant other than its agent's configured one: its start is
+    refused, nothing journaled (``tests/security/test_406``)."""
+
+    code = "tenant_mismatch"
+
+
 class ManifestError(InputError):
     code = "invalid_manifest"
 

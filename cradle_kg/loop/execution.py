@@ -222,7 +222,6 @@ class Execution:
                 subject="approval:" + gate.action_digest, actor=proposal.agent_id, at=now,
                 payload={"approval_id": approval.id, "action_id": action.id},
                 idem_key="approval-once:" + approval.id, if_run_open=True))
-        agent = config.agent(proposal.agent_id)
         acted = action.model_dump(mode="json")  # for the intent, and the outcome's payload
         intent = NewEvent(
             run_id=run_id, kind="action.intent", subject=action.id, actor=proposal.agent_id,
@@ -231,7 +230,7 @@ class Execution:
                      "decision_id": decision.id, "agent": proposal.agent_id,
                      "task_id": proposal.task_id,
                      # INVARIANT: the configured tenant, never the proposal's claim
-                     "tenant": agent.tenant if agent else "default",
+                     "tenant": config.tenant_of(proposal.agent_id),
                      "cost": spec.cost, "approval_id": approval.id if approval else None,
                      "tool": spec.ref, "idempotency": str(spec.idempotency),
                      "worker": self.ctx.lease.id},

@@ -46,6 +46,7 @@ from ..canonical import sha256_bytes
 from ..errors import InputError, InputTooLargeError, WorkflowFileError
 from ..inputs import read_file
 from ..strict_yaml import C_LOADER, MAX_DEPTH, GuardedLoader, YamlRefused
+from .budgets import MAX_CALL_COST
 from .schemas import schema_model, schema_problem
 from .steps import HumanStep, ModelStep, Step, ToolStep, Workflow, load_workflow
 
@@ -81,7 +82,7 @@ class ModelStepFile(_StepFile):
     output: dict[str, Any]
     tools: list[str] = Field(default_factory=list)
     max_tokens: int = Field(512, ge=1, le=32_768)
-    cost: float = Field(1.0, ge=0)
+    cost: float = Field(1.0, ge=0, le=MAX_CALL_COST)
 
 
 class ToolStepFile(_StepFile):
@@ -325,11 +326,24 @@ def _problem(err: Any, lines: dict[Path_, int], name: str) -> tuple[int, str]:
     return _line(lines, tuple(loc)), f"`{where}`: {msg}"
 
 
-def _template_fields(template: str) -> list[str]:
+def _template_problems(key: str, template: str, fields: set[str]) -> list[str]:
+    """What is wrong with a template: a field the step's input lacks, a field nested in a
+    format spec (``{x:>{width}}``: a width taken from the input built a string that long,
+    ``tests/security/test_408``), or text ``str.format`` cannot read."""
     try:
-        return [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
-        return [f"<{exc}>"]
+        return [f"`{{<{exc}>}}` in `{key}` is not a field of the step's input"]
+    out = []
+    for _, f, spec, _ in parsed:
+        if f is None:
+            continue
+        if spec and "{" in spec:
+            out.append(f"`{{{f}:{spec}}}` in `{key}`: a field inside a format spec is not "
+                       "accepted")
+        elif f not in fields:
+            out.append(f"`{{{f}}}` in `{key}` is not a field of the step's input")
+    return out
 
 
 def _check(spec: WorkflowFile, lines: dict[Path_, int], name: str) -> list[tuple[int, str]]:
@@ -381,9 +395,8 @@ def _check(spec: WorkflowFile, lines: dict[Path_, int], name: str) -> list[tuple
                 add((*at, "tool"), f"tool `{step.tool}` is not in the step's whitelist "
                                    f"{step.tools}")
         for key, text in templates:
-            for f in _template_fields(text):
-                if f not in fields:
-                    add((*at, key), f"`{{{f}}}` in `{key}` is not a field of the step's input")
+            for said in _template_problems(key, text, fields):
+                add((*at, key), said)
         seen.add(step.id)
     return out
 

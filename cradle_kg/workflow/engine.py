@@ -28,6 +28,7 @@ from ..errors import (
     InputError,
     RunMovedError,
     TaskOwnershipError,
+    TenantMismatchError,
     UnknownNameError,
 )
 from ..loop.context import last_seq
@@ -56,6 +57,7 @@ from .steps import (
     asked,
     brief,
     effective_tools,
+    fill,
     render,
     resolve,
     should_run,
@@ -312,6 +314,17 @@ class Engine:
         # after it spent that agent's limit: tests/security/test_391)
         if task_limited(self.rt.config, agent_id=workflow.agent, task_id=run):
             check_task_owner(self.rt.journal, run, workflow.agent)
+        # INVARIANT: the run's model calls are charged to its agent's configured tenant,
+        # never to one its file names (as a proposal's tenant claim is denied): a file
+        # naming `acme` for an agent of `default` spent acme's budget and never reached its
+        # own (tests/security/test_406). Refused here, nothing journaled.
+        tenant = self.rt.config.tenant_of(workflow.agent)
+        if workflow.tenant != tenant:
+            raise TenantMismatchError(
+                f"workflow `{workflow.id}` names tenant `{workflow.tenant}`, its agent "
+                f"`{workflow.agent}` belongs to tenant `{tenant}` (configured)",
+                hint=f"write `tenant: {tenant}` in the workflow, or configure the agent's "
+                     "tenant")
         try:
             # INVARIANT: a workflow run's first event is its start, checked by the journal
             # under its writer's lock (if_new_run): an agent's claim of the run landing a
@@ -649,11 +662,14 @@ class Engine:
         if tool not in allowed:
             return _Fail("tool_not_allowed", f"`{tool}` is not in the step's effective "
                          f"whitelist {allowed} (agent `{wf.agent}` ∩ step `{step.id}`)")
+        try:  # INVARIANT: a target its input does not fit fails the step (test_408)
+            target = fill(step.target, data)
+        except WorkflowError as exc:
+            return _Fail("input_contract", f"`target`: {exc.message}")
         proposal = Proposal(
             id=f"{run_id}/{step.id}/{key[1][7:19]}", task_id=run_id, run_id=run_id,
             agent_id=wf.agent, tenant=wf.tenant,
-            action=ActionRequest(action_type=tool, target=step.target.format(**data),
-                                 arguments=data))
+            action=ActionRequest(action_type=tool, target=target, arguments=data))
         # INVARIANT: the step's proposal is the step's only when first received after the
         # step began: the agent owns the run and knows the id, and its own proposal made
         # before a review was taken as the reviewed step's (tests/security/test_187)

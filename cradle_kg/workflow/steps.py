@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InputError
+from .budgets import cost_problem
 from .errors import WorkflowError
 from .schemas import fields_of
 
@@ -131,6 +132,13 @@ class Workflow:
                 if ref.split(".", 1)[0] not in seen:
                     raise WorkflowError(f"workflow `{self.id}`: step `{step.id}` reads `{ref}` "
                                         "which is not the input or an earlier step")
+            # INVARIANT: a call's cost is one a budget bucket can sum: finite, 0 or more,
+            # bounded (a file's `cost: 1.0e+308` took the sums past the largest float:
+            # `inf` on SQLite, every such append refused on PostgreSQL; NaN never
+            # reached a limit: tests/security/test_407)
+            problem = cost_problem(step.cost) if isinstance(step, ModelStep) else None
+            if problem is not None:
+                raise WorkflowError(f"workflow `{self.id}`: model step `{step.id}`: {problem}")
             if isinstance(step, HumanStep):
                 fields = fields_of(step.input_model)
                 unknown = [f for f in step.rule_fields if f not in fields]
@@ -216,10 +224,17 @@ def render(template: str, data: Mapping[str, Any]) -> str:
     it is, anything else as canonical JSON); the fields were checked when it was loaded."""
     from ..canonical import canonical_json
 
-    values = {k: v if isinstance(v, str) else canonical_json(v) for k, v in data.items()}
+    return fill(template, {k: v if isinstance(v, str) else canonical_json(v)
+                           for k, v in data.items()})
+
+
+def fill(template: str, values: Mapping[str, Any]) -> str:
+    """``template`` filled with ``values``; what ``str.format`` raises (a format spec the
+    value does not fit, a field it lacks) is a :class:`WorkflowError` — a step's failure,
+    never a traceback out of the engine (a tool step's target: ``tests/security/test_408``)."""
     try:
         return template.format_map(values)
-    except (KeyError, ValueError, IndexError, AttributeError) as exc:
+    except (KeyError, ValueError, IndexError, AttributeError, TypeError) as exc:
         raise WorkflowError(f"cannot fill the template: {exc}") from exc
 
 

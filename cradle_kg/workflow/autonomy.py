@@ -159,10 +159,10 @@ class AutonomyBook:
         return fresh, agreed
 
     def route(self, workflow: str, step: str, inputs: Mapping[str, Any], *,
-              asked: HumanStep | None = None) -> Routing:
-        """What the step does with ``inputs``; ``asked``: the step as this run asks it — a
-        promoted rule answers it only while its promoter's scopes reach it (see
-        :meth:`_rescoped`)."""
+              asked: HumanStep | None = None, agent: str | None = None) -> Routing:
+        """What the step does with ``inputs``; ``asked``: the step as this run asks it, and
+        ``agent``: the run's workflow agent — a promoted rule answers it only while its
+        promoter may answer it so (see :meth:`_rescoped`)."""
         st = self.state(workflow, step)
         if st.rule is None or st.stage in (Stage.OBSERVATION, Stage.PROPOSAL):
             return Routing(False, st.stage)
@@ -171,25 +171,31 @@ class AutonomyBook:
             reason = (f"halted: {st.halted}",) if st.halted else ()
             return Routing(False, st.stage, suggestion=suggestion, rule_version=version,
                            reasons=reason)
-        outside = st.rule.outside(inputs) or self._rescoped(st, asked)
+        outside = st.rule.outside(inputs) or self._rescoped(st, asked, agent)
         if outside:
             return Routing(False, st.stage, suggestion=suggestion, rule_version=version,
                            reasons=tuple(outside))
         return Routing(True, st.stage, decision=suggestion, rule_version=version)
 
-    @staticmethod
-    def _rescoped(st: AutonomyState, asked: HumanStep | None) -> list[str]:
-        """Why a promoted rule may not answer the step as ``asked`` now: its promoter's
-        scopes, recorded at promotion, do not reach it. INVARIANT: the rule answers only
-        what its promoter may answer — a workflow file edited since to ask the step within
-        another scope gets a person again (before, the rule answered it:
-        ``tests/security/test_340``)."""
-        if asked is None or st.promoted_scopes is None:
-            return []
-        why = asked.scope_refusal(st.promoted_scopes)
-        return [] if why is None else [
-            f"promoted by `{st.promoted_by}`, who may not answer the step as it is asked "
-            f"now: {why}; promote again"]
+    def _rescoped(self, st: AutonomyState, asked: HumanStep | None,
+                  agent: str | None) -> list[str]:
+        """Why a promoted rule may not answer the step as ``asked`` now, in a run of
+        ``agent``: its promoter's scopes, recorded at promotion, do not reach it, or its
+        promoter is the agent or the one it acts for. INVARIANT: the rule answers only what
+        its promoter may answer — a workflow file edited since to ask the step within
+        another scope (``tests/security/test_340``), or to run it for an agent acting for
+        the promoter (``test_409``), gets a person again (before, the rule answered it)."""
+        out = []
+        if asked is not None and st.promoted_scopes is not None:
+            why = asked.scope_refusal(st.promoted_scopes)
+            if why is not None:
+                out.append(f"promoted by `{st.promoted_by}`, who may not answer the step as "
+                           f"it is asked now: {why}; promote again")
+        if agent is not None and st.promoted_by is not None \
+                and st.promoted_by in excluded_for_agent(self.approvals.config, agent):
+            out.append(f"promoted by `{st.promoted_by}`, who is `{agent}` or the one it acts "
+                       "for and may not answer its steps")
+        return out
 
     # --- commands ----------------------------------------------------------------
 

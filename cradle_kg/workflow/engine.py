@@ -709,7 +709,7 @@ class Engine:
         if key in fold.decided:
             return _Done(fold.decided[key], "human")
         inputs = {f: data.get(f) for f in step.rule_fields}
-        routing = self.autonomy.route(wf.id, step.id, inputs, asked=step)
+        routing = self.autonomy.route(wf.id, step.id, inputs, asked=step, agent=wf.agent)
         reasons = list(routing.reasons)
         if routing.automate:
             try:

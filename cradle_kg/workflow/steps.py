@@ -73,7 +73,8 @@ class ToolStep(Step):
     tool: str = ""
     #: a reference to an earlier output that names the tool (e.g. a model's choice)
     tool_from: str | None = None
-    #: globs of the tools this step allows (default: exactly ``tool``)
+    #: globs of the tools this step allows (default: exactly ``tool``; a step whose tool
+    #: ``tool_from`` names must give them)
     tools: tuple[str, ...] = ()
     #: the target, formatted with the validated step input (``ledger:{account}``)
     target: str
@@ -128,6 +129,13 @@ class Workflow:
             refs = [*step.inputs.values(), *([step.when[0]] if step.when else [])]
             if isinstance(step, ToolStep) and step.tool_from:
                 refs.append(step.tool_from)
+                # INVARIANT: a tool an earlier output names (a model's choice) is chosen
+                # inside the step's own whitelist: without one, the whitelist was the
+                # named tool itself, whichever it was (tests/security/test_410)
+                if not step.tools:
+                    raise WorkflowError(f"workflow `{self.id}`: tool step `{step.id}` takes "
+                                        f"its tool from `{step.tool_from}` and needs its "
+                                        "whitelist `tools`")
             for ref in refs:
                 if ref.split(".", 1)[0] not in seen:
                     raise WorkflowError(f"workflow `{self.id}`: step `{step.id}` reads `{ref}` "

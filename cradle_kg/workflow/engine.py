@@ -31,6 +31,7 @@ from ..errors import (
     TenantMismatchError,
     UnknownNameError,
 )
+from ..inputs import InputLimits, load_json
 from ..loop.context import last_seq
 from ..loop.task_claims import check_task_owner, task_limited
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
@@ -589,16 +590,31 @@ class Engine:
                     standing, run_id=run_id, actor=ENGINE_ACTOR, now=self.rt.clock()),
                     if_run_open=True)])
             try:
+                # INVARIANT: a model's answer is read as an agent's document is (no NaN or
+                # infinity, integers and floats of the journal's digits, no key twice,
+                # bounded depth), then checked by the step's schema: `1e400` passed a
+                # `number` schema and was journaled as null, a 400-digit integer reached a
+                # rule's float() (tests/security/test_411)
+                load_json(response.content, limits=self._answer_limits,
+                          source="the model's answer")
                 output = step.output_model.model_validate_json(response.content)
                 return _Done(output.model_dump(mode="json"), "model")
-            except ValidationError as exc:
-                problem = brief(exc)
+            except (InputError, ValidationError) as exc:
+                problem = exc.message if isinstance(exc, InputError) else brief(exc)
                 messages += [ChatMessage(role="assistant", content=response.content),
                              ChatMessage(role="user", content=(
                                  f"The answer does not match the JSON schema "
                                  f"`{step.output_model.__name__}`: {problem}. "
                                  "Answer again with JSON only."))]
         return _Fail("output_contract", f"the model's output failed its schema twice: {problem}")
+
+    @property
+    def _answer_limits(self) -> InputLimits:
+        """The limits a model's answer is read within: the home's input limits, its size
+        bounded as a tool's answer is (``max_output_bytes``, as :data:`.model.
+        MAX_ANSWER_BYTES`)."""
+        limits = self.rt.config.input_limits
+        return limits.model_copy(update={"max_bytes": limits.max_output_bytes})
 
     def _checked(self, scope: Scope, step: ModelStep) -> _Fail | None:
         """A run recorded before reservations (no ``budgets`` key in ``workflow.started``):

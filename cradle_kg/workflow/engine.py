@@ -590,14 +590,15 @@ class Engine:
                     standing, run_id=run_id, actor=ENGINE_ACTOR, now=self.rt.clock()),
                     if_run_open=True)])
             try:
-                # INVARIANT: a model's answer is read as an agent's document is (no NaN or
-                # infinity, integers and floats of the journal's digits, no key twice,
-                # bounded depth), then checked by the step's schema: `1e400` passed a
-                # `number` schema and was journaled as null, a 400-digit integer reached a
-                # rule's float() (tests/security/test_411)
+                output = step.output_model.model_validate_json(response.content)
+                # INVARIANT: and read as an agent's document is (no NaN or infinity,
+                # integers and floats of the journal's digits, no key twice, bounded
+                # depth): `1e400` passed a `number` schema and was journaled as null, a
+                # 400-digit integer reached a rule's float() (tests/security/test_411).
+                # After the schema, so that an answer it refuses is answered as before
+                # (the retry's words are in the request a replay reproduces)
                 load_json(response.content, limits=self._answer_limits,
                           source="the model's answer")
-                output = step.output_model.model_validate_json(response.content)
                 return _Done(output.model_dump(mode="json"), "model")
             except (InputError, ValidationError) as exc:
                 problem = exc.message if isinstance(exc, InputError) else brief(exc)

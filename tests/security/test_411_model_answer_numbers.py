@@ -9,11 +9,11 @@ fields, where a rule in shadow or promoted computes ``float(amount)``: ``Overflo
 every run reaching the step (an HTTP 500, the run left begun) and at ``autonomy propose``
 on the history; and a key written twice was taken last-wins, the journal keeping both.
 
-Now the answer is first read by the strict loader every agent's document goes through
-(``inputs.load_json`` within the home's ``input_limits``, its size bounded as a tool's
-answer): no NaN or infinity, integers and floats of the journal's digits, no key twice,
-bounded depth. An answer past them is a schema failure: the model is asked again with the
-reason, then the step fails ``output_contract``; nothing of it is a step's output.
+Now an answer the schema accepts is also read by the strict loader every agent's document
+goes through (``inputs.load_json`` within the home's ``input_limits``, its size bounded as a
+tool's answer): no NaN or infinity, integers and floats of the journal's digits, no key
+twice, bounded depth. An answer past them is a schema failure: the model is asked again
+with the reason, then the step fails ``output_contract``; nothing of it is a step's output.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ the rule — the human step reopens, and the reason says which field left the do
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
@@ -88,7 +89,14 @@ class Rule(_Frozen):
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A number a rule compares: one a float holds (an integer past it, journaled before
+    model answers were read strictly, is a value, never an ``OverflowError``: test_411)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _test(node: Node, value: Any) -> bool:

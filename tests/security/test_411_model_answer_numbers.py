@@ -26,6 +26,7 @@ from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, prepare_home
 from cradle_kg.workflow import Engine, ModelResponse, RecordedClient
 from cradle_kg.workflow.definitions import load_file
+from cradle_kg.workflow.rules import learn
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -77,3 +78,16 @@ def test_an_answer_within_the_limits_is_the_steps_output(tmp_path: Path) -> None
     with Runtime(home, graph_sync=False) as rt:
         status = Engine(rt, client=client).start(load_file(flow), {"x": "a"})
         assert (status.status, status.outputs) == ("completed", {"read": {"amount": 12.5}})
+
+
+def test_a_rule_reads_an_integer_no_float_holds_as_a_value() -> None:
+    """A history journaled before (the integer in a human step's context) neither stops a
+    rule from being learned nor a run reaching it: outside the rule's range, a person."""
+    huge = 10 ** 400
+    rule = learn([({"amount": 10}, "pay")] * 3 + [({"amount": 1000}, "hold")] * 3,
+                 fields=("amount",), decision_field="answer")
+    # before: OverflowError: int too large to convert to float
+    assert rule.outside({"amount": huge}) and rule.decide({"amount": huge}) == "hold"
+    learned = learn([({"amount": huge}, "pay")] * 3, fields=("amount",),
+                    decision_field="answer")
+    assert learned.decide({"amount": huge}) == "pay" and not learned.outside({"amount": huge})

@@ -46,10 +46,17 @@ def task_limited(config: RuntimeConfig, *, agent_id: str, task_id: str) -> bool:
     return agent is not None and counts_task(config.limits, agent=agent, task_id=task_id)
 
 
-def check_task_owner(journal: Journal, task_id: str, agent_id: str) -> str | None:
+#: what an agent whose task is refused can do, for a proposal's task
+TASK_HINT = ("name a task of your own (an MCP or LangGraph session that names none has its "
+             "run for task: leave `cradle-kg/task` out)")
+
+
+def check_task_owner(journal: Journal, task_id: str, agent_id: str, *,
+                     hint: str = TASK_HINT) -> str | None:
     """Raise :class:`~cradle_kg.errors.TaskOwnershipError` — before anything is journaled —
     when another agent claimed ``task_id``, or it is in another identity's namespace;
-    returns the task's agent, or None (nobody's yet).
+    returns the task's agent, or None (nobody's yet). ``hint``: what the refused caller can
+    do instead (a workflow start names its run, not a task).
 
     INVARIANT: a task in ``run:<identity>/…`` (:func:`run_namespace_owner`: a session's own
     task, its run id) is that identity's alone, claimed or not: a graph thread's task was
@@ -63,7 +70,7 @@ def check_task_owner(journal: Journal, task_id: str, agent_id: str) -> str | Non
         raise TaskOwnershipError(
             f"`task_id`: task `{task_id}` belongs to `{owner}`: {whose}; another agent "
             "naming it would spend that agent's limit",
-            hint="name a task of your own (or leave `cradle-kg/task` out: the session's)")
+            hint=hint)
     return owner
 
 

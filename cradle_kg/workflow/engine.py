@@ -314,7 +314,9 @@ class Engine:
         # task under a `task` limit is refused here, nothing journaled (before, a run named
         # after it spent that agent's limit: tests/security/test_391)
         if task_limited(self.rt.config, agent_id=workflow.agent, task_id=run):
-            check_task_owner(self.rt.journal, run, workflow.agent)
+            check_task_owner(self.rt.journal, run, workflow.agent,
+                             hint="start the workflow under a run id of your own (`--run`, the "
+                                  "API's `run_id`)")
         # INVARIANT: the run's model calls are charged to its agent's configured tenant,
         # never to one its file names (as a proposal's tenant claim is denied): a file
         # naming `acme` for an agent of `default` spent acme's budget and never reached its

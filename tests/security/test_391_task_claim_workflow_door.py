@@ -90,9 +90,11 @@ def _victim(rt: Runtime, pid: str, task: str = TASK) -> str:
 def test_a_workflow_run_cannot_spend_another_agents_task(rt: Runtime) -> None:
     assert _victim(rt, "v-1") == "executed"  # the victim's task, claimed
     head = rt.journal.head()
-    with pytest.raises(TaskOwnershipError):  # before: completed, its credit in ticket-42
+    with pytest.raises(TaskOwnershipError) as refused:  # before: completed, in ticket-42
         _start(rt, TASK)
     assert rt.journal.head() == head  # nothing of the start
+    # what the starter can do: name another run (a workflow start names no task)
+    assert refused.value.hint is not None and "run id of your own" in refused.value.hint
     assert _victim(rt, "v-2") == "executed"  # before: denied, rate_limit_task
     intents = [e.actor for e in rt.journal.events() if e.kind == "action.intent"
                and e.payload.get("task_id") == TASK]
@@ -105,8 +107,9 @@ def test_a_workflow_runs_task_is_its_agents(rt: Runtime) -> None:
     claims = [(e.actor, e.payload["task_id"]) for e in rt.journal.events()
               if e.kind == "task.claimed"]
     assert claims == [(MALLORY, "wf-own")], claims  # before: none
-    with pytest.raises(TaskOwnershipError):  # before: executed in the run's task
+    with pytest.raises(TaskOwnershipError) as refused:  # before: executed in the run's task
         _victim(rt, "v-3", task="wf-own")
+    assert refused.value.hint is not None and "a task of your own" in refused.value.hint
 
 
 def test_the_json_apis_start_answers_403(rt: Runtime) -> None:

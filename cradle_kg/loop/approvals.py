@@ -62,7 +62,7 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from ..canonical import token_hash
 from ..config import Approver, RuntimeConfig
@@ -110,6 +110,9 @@ class ApprovalState:
     excluded: tuple[str, ...]
     #: set once a person revoked it (its status then ``revoked``)
     revoked: Revocation | None = None
+    #: the scope its request was asked within (the policies' ``@approval_scope``), whatever
+    #: scope a decision then gave it: what it covers (:meth:`ApprovalBook.usable`)
+    asked_scope: str | None = None
 
     def shown(self) -> dict[str, Any]:
         """What a view adds to the approval's record: who revoked it, when and why."""
@@ -200,22 +203,24 @@ def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
         p = ev.payload
         if ev.kind == "approval.requested":
             approval = HumanApproval.model_validate(p["approval"])
-            states[approval.id] = ApprovalState(approval, tuple(p.get("excluded", ())))
+            states[approval.id] = ApprovalState(approval, tuple(p.get("excluded", ())),
+                                                asked_scope=approval.scope)
         elif ev.kind == "approval.decided" and p["approval_id"] in states:
             st = states[p["approval_id"]]
             if st.revoked is not None:  # INVARIANT: taken back for good
                 continue
             if p["status"] == ApprovalStatus.REVOKED:  # the approving decision kept
-                states[st.approval.id] = ApprovalState(
-                    st.approval.model_copy(update={"status": ApprovalStatus.REVOKED}),
-                    st.excluded, Revocation(str(p["approver_id"]), ev.at, p.get("reason"),
-                                            used=p.get("used") is True, seq=ev.seq,
-                                            approved_seq=approving.get(st.approval.id, 0)))
+                states[st.approval.id] = replace(
+                    st, approval=st.approval.model_copy(
+                        update={"status": ApprovalStatus.REVOKED}),
+                    revoked=Revocation(str(p["approver_id"]), ev.at, p.get("reason"),
+                                       used=p.get("used") is True, seq=ev.seq,
+                                       approved_seq=approving.get(st.approval.id, 0)))
                 continue
             if p["status"] == ApprovalStatus.APPROVED:
                 approving[st.approval.id] = ev.seq
-            states[st.approval.id] = ApprovalState(
-                st.approval.model_copy(update={
+            states[st.approval.id] = replace(
+                st, approval=st.approval.model_copy(update={
                     "status": ApprovalStatus(p["status"]),
                     "approver_id": p["approver_id"],
                     "decided_at": ev.at,
@@ -225,12 +230,11 @@ def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
                     "once": bool(p.get("once", True)),
                     "reason": p.get("reason"),
                 }),
-                st.excluded,
             )
         elif ev.kind == "approval.consumed" and p["approval_id"] in states:
             st = states[p["approval_id"]]
-            states[st.approval.id] = ApprovalState(
-                st.approval.model_copy(update={"consumed": True}), st.excluded, st.revoked)
+            states[st.approval.id] = replace(
+                st, approval=st.approval.model_copy(update={"consumed": True}))
     return states
 
 
@@ -256,6 +260,9 @@ def _requested_id(request: AuditEvent) -> str | None:
     return approval_id if isinstance(approval_id, str) else None
 
 
+#: what :meth:`ApprovalBook.usable` is given for a scope not to compare: no scope is ``*``
+#: (a policy's ``@approval_scope`` is an id: letters, digits, ``.``, ``_``, ``:``, ``-``)
+ANY_SCOPE: Final = "*"
 #: how many of the newest events of an approval's digest (in its run) a view reads to decide
 #: whether it is news (:meth:`ApprovalBook.viewed`)
 VIEW_LOOKBACK = 16
@@ -371,6 +378,7 @@ class ApprovalBook:
 
     def usable(self, digest: str, now: datetime, proposer: str, *, run_id: str,
                also_excluded: Collection[str] = (), tool_ref: str | None = None,
+               scope: str | None = ANY_SCOPE,
                why: list[str] | None = None) -> HumanApproval | None:
         """An approved, unexpired, unconsumed approval of this exact action in this run,
         asked for by this proposer (another agent's identical action needs its own).
@@ -384,6 +392,15 @@ class ApprovalBook:
         approval waited ran behaviour no person approved (``tests/security/test_146``);
         each such approval is said in ``why``. An approval whose request's decision names
         no tool version (none recorded) is used as before.
+
+        ``scope``: the scope the policies ask within now (None: within none, for an approver
+        holding ``*``; :data:`ANY_SCOPE`: not compared — a caller that goes through gate 1
+        again, which compares it). INVARIANT: an approval covers its action only within the
+        scope it was asked within, whatever scope its decision gave it: policies changed
+        since to send the action to another desk (or to ``*``) make it cover nothing, and
+        the action asks a person again — before, a desk's reusable approval went on running
+        what the policies now sent elsewhere, on the word of an approver who may not decide
+        it (``tests/security/test_412``); each such approval is said in ``why``.
         """
         for st in self.decided_for_digest(digest, run_id=run_id):
             a = st.approval
@@ -399,6 +416,12 @@ class ApprovalBook:
             if a.expires_at is not None and a.expires_at <= now:
                 continue
             if a.once and a.consumed:
+                continue
+            if scope != ANY_SCOPE and st.asked_scope != scope:
+                if why is not None:
+                    why.append(f"approval `{a.id}` was asked within {_within(st.asked_scope)}"
+                               f", and the policies ask within {_within(scope)} now: it "
+                               "covers no other")
                 continue
             if tool_ref is not None:
                 asked = self.asked_under(a)
@@ -738,6 +761,11 @@ class ApprovalBook:
                                 f"{_listed(approver.scopes)}: approval `{a.id}` is asked "
                                 "within no scope")
         return wanted
+
+
+def _within(scope: str | None) -> str:
+    """A scope as the reasons name it (none: for an approver holding ``*``)."""
+    return f"scope `{scope}`" if scope is not None else "no scope (an approver holding `*`)"
 
 
 def _listed(scopes: Sequence[str]) -> str:

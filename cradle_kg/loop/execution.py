@@ -148,7 +148,7 @@ class Execution:
         approval = self.approvals.usable(gate.action_digest, now, proposal.agent_id,
                                          run_id=run_id,
                                          also_excluded=excluded_for(self.ctx.config, proposal),
-                                         tool_ref=gate.spec.ref)
+                                         tool_ref=gate.spec.ref, scope=gate.approval_scope)
         if approval is None:
             return []
         closing: list[NewEvent] = []
@@ -204,7 +204,7 @@ class Execution:
         approval = self.approvals.usable(gate.action_digest, now, proposal.agent_id,
                                          run_id=run_id,
                                          also_excluded=excluded_for(config, proposal),
-                                         tool_ref=spec.ref)
+                                         tool_ref=spec.ref, scope=gate.approval_scope)
         if approval is None and approval_was_needed(gate):
             # the approval gate 1 saw was consumed or expired since: by another submission
             # of this key (two workers resuming the run at once: its consumption committed

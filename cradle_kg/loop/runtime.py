@@ -914,9 +914,9 @@ class Runtime:
             validators=self.validators, pack_versions=tuple(self.pack_versions),
             evidence_exists=self.evidence.exists,
             evidence_collected_at=self._evidence_collected_at,
-            approval_available=lambda d, t, who, ref, why: self.approvals.usable(
+            approval_available=lambda d, t, who, ref, scope, why: self.approvals.usable(
                 d, t, who, run_id=run_id, also_excluded=excluded_for_agent(self.config, who),
-                tool_ref=ref, why=why) is not None,
+                tool_ref=ref, scope=scope, why=why) is not None,
             now=now, lineage=self.lineage,
             refused_here=lambda d: any(
                 st.approval.status in (ApprovalStatus.REJECTED, ApprovalStatus.CHANGES_REQUESTED)

@@ -54,7 +54,7 @@ from .keys import (
     submission_key,
 )
 from .limits import limit_violation, usage_caps
-from .lineage import LineageGate, check_lineage, lineage_context
+from .lineage import LineageGate, check_lineage, lineage_context, uncovered
 
 
 @dataclass
@@ -75,9 +75,11 @@ class GateInput:
     #: None) for that run or any (any run: None), for that action or any (any: None)
     evidence_collected_at: Callable[[str, str | None, str | None, str | None],
                                     datetime | None]
-    #: whether an approval covers (action digest, now, proposer, the tool's ``id@version``):
-    #: an approval asked for under another version covers nothing, and is said in the list
-    approval_available: Callable[[str, datetime, str, str, list[str]], bool]
+    #: whether an approval covers (action digest, now, proposer, the tool's ``id@version``,
+    #: the scope the policies ask within — ``approvals.ANY_SCOPE``: not compared): an
+    #: approval asked for under another version, or within another scope, covers nothing,
+    #: and is said in the list (tests/security/test_146, test_412)
+    approval_available: Callable[[str, datetime, str, str, str | None, list[str]], bool]
     now: datetime
     lineage: LineageGate | None = None
     #: whether a person rejected, or asked for changes to, this action digest in the
@@ -106,6 +108,9 @@ class GateResult:
     missing_facts: list[str] = field(default_factory=list)
     risk: RiskLevel = RiskLevel.LOW
     approval_scope: str | None = None
+    #: what the graph policies on the arguments' lineage ask a person for, which an
+    #: approval was found to cover before the scope it must be asked within was known
+    lineage_covered: list[str] = field(default_factory=list)
     idempotency_key: str = ""
     input_hash: str = ""
     action_digest: str = ""
@@ -513,6 +518,11 @@ class Gate1:
             raise _Stop(verdict, code, list(outcome.deny_reasons))
         r.approval_scope = outcome.approval_scope
         r.obligations = outcome
+        if r.lineage_covered and r.spec is not None and not self.i.approval_available(
+                r.action_digest, self.i.now, p.agent_id, r.spec.ref, r.approval_scope, []):
+            # the approval the lineage check found was asked within another scope than the
+            # one known now: it covers nothing (tests/security/test_412)
+            lineage = uncovered(r)
         return CheckResult(check="policies", status=CheckStatus.PASS,
                            code="approval_required" if lineage else None,
                            reasons=(*(f"permitted by `{x.policy_id}`"
@@ -647,13 +657,13 @@ class Gate1:
         assert r.spec is not None
         changed: list[str] = []
         if self.i.approval_available(r.action_digest, self.i.now, p.agent_id, r.spec.ref,
-                                     changed):
+                                     r.approval_scope, changed):
             return CheckResult(check=name, status=CheckStatus.PASS,
                                reasons=("a valid human approval covers this exact action",))
         reasons = ["a human approval of this exact action is required", *changed]
         r.reasons.extend(x for x in changed if x not in r.reasons)  # the outcome says why
         if r.legacy_digest is not None and self.i.approval_available(
-                r.legacy_digest, self.i.now, p.agent_id, r.spec.ref, []):
+                r.legacy_digest, self.i.now, p.agent_id, r.spec.ref, r.approval_scope, []):
             reasons.append(LEGACY_APPROVAL)
         return CheckResult(check=name, status=CheckStatus.PASS, code="approval_required",
                            reasons=tuple(reasons))

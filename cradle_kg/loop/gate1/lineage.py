@@ -24,6 +24,7 @@ from ...policy import PolicyEngine
 from ...records import RUNTIME_ACTOR, AuditEvent, Proposal, Verdict
 from ...storage import Journal, NewEvent
 from ...tools import ToolRegistry, ToolSpec, names_read_as, secret_marks
+from ..approvals import ANY_SCOPE
 
 
 class GateResult(Protocol):
@@ -35,6 +36,7 @@ class GateResult(Protocol):
     lineage: Any
     reasons: list[str]
     codes: list[str]
+    lineage_covered: list[str]
 
 #: the Cedar context when nothing was traced (same shape, so a policy never errs on it)
 EMPTY_CONTEXT: dict[str, Any] = {"arguments": {}, "choice_trusted": False,
@@ -123,11 +125,16 @@ Stop = tuple[Verdict, str, list[str]]
 
 
 def check_lineage(gate: LineageGate | None, p: Proposal, r: GateResult,
-                  approval_available: Callable[[str, datetime, str, str, list[str]], bool],
+                  approval_available: Callable[[str, datetime, str, str, str | None,
+                                                list[str]], bool],
                   now: datetime, policies: PolicyEngine) -> Stop | list[str]:
     """Part of the ``policies`` check: trace the arguments (kept on ``r.lineage``) and ask
     the graph policies. Returns what stops the gate (verdict, code, reasons), or the
-    reasons a human approval is needed (empty: nothing to note)."""
+    reasons a human approval is needed (empty: nothing to note). Run before the Cedar
+    policies (their context holds the trace), so before the scope an approval is asked
+    within is known: an approval of any scope is looked for, and what it covers is kept
+    on ``r.lineage_covered`` for the policies check to look again within the scope
+    (:func:`uncovered`)."""
     if gate is None or r.spec is None or not gate.relevant(r.spec, policies):
         return []
     found = gate.trace(p, r.spec, "act:" + r.idempotency_key.removeprefix("idem:"))
@@ -138,12 +145,24 @@ def check_lineage(gate: LineageGate | None, p: Proposal, r: GateResult,
     denied = [m for m in matches if m.verdict == "deny"]
     if denied:
         return (Verdict.DENY, "lineage_denied", [x for m in denied for x in m.reasons])
-    if not matches or approval_available(r.action_digest, now, p.agent_id, r.spec.ref, []):
+    if not matches:
         return []
     reasons = [x for m in matches for x in m.reasons]
-    r.reasons.extend(reasons)
+    if approval_available(r.action_digest, now, p.agent_id, r.spec.ref, ANY_SCOPE, []):
+        r.lineage_covered = reasons
+        return []
+    r.lineage_covered = []
+    return uncovered(r, reasons)
+
+
+def uncovered(r: GateResult, reasons: list[str] | None = None) -> list[str]:
+    """``reasons`` (default: those an approval was found to cover, ``r.lineage_covered``)
+    as what a person must approve: noted on ``r`` (its reasons and codes)."""
+    found = list(r.lineage_covered if reasons is None else reasons)
+    r.lineage_covered = []
+    r.reasons.extend(found)
     r.codes.append("lineage_untrusted")
-    return reasons
+    return found
 
 
 def with_trace(base: list[NewEvent], r: GateResult, now: datetime) -> list[NewEvent]:

@@ -68,6 +68,9 @@ class InboxItem:
     action_cut: bool = False
     action_bytes: int | None = None
     whole_action: str | None = None
+    #: an approval: how many distinct blobs its proposal cites (``evidence``: the first
+    #: :data:`MAX_ITEM_EVIDENCE` of them; the approval's view lists them all)
+    evidence_total: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,6 +86,12 @@ def parse_kinds(values: Iterable[str]) -> tuple[Kind, ...]:
     return tuple(out) or KINDS
 
 
+#: the distinct evidence blobs an approval's item names at most (``evidence_total``: how
+#: many its proposal cites; all of them in the approval's view, ``GET /api/approvals/{id}``):
+#: before, an item carried the proposal's ``evidence_refs`` as written, up to
+#: ``max_evidence_refs`` (256) references, one as often as the agent liked
+#: (tests/security/test_413)
+MAX_ITEM_EVIDENCE = 16
 #: the items one read of the inbox returns over HTTP: by default, and at most
 INBOX_PAGE = 200
 MAX_INBOX_PAGE = 1000
@@ -318,7 +327,8 @@ def _approvals(rt: Runtime, run_id: str | None, requested_by: str | None,
             title=f"{proposal.action.action_type} on {proposal.action.target}",
             asked_at=a.requested_at.isoformat(), reasons=reasons,
             **approval_action(a.id, shown), digest=a.action_digest,
-            policies=policies, evidence=list(proposal.evidence_refs),
+            policies=policies, evidence=list(proposal.evidence_items[:MAX_ITEM_EVIDENCE]),
+            evidence_total=len(proposal.evidence_items),
             proposed_by=proposal.agent_id, tool=tool.to_dict(),
             command=f"cradle-kg approvals approve {a.id} --as WHO")))
     return out

@@ -170,7 +170,8 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
     print_json({"approval": state.record(rt.clock()),
                 "action": shown,
                 "proposed_by": proposal.agent_id,
-                "tool": tool.to_dict(), **state.shown()})
+                "tool": tool.to_dict(),
+                "evidence": list(proposal.evidence_items), **state.shown()})
     note = tool.note()
     if note:  # on stderr too: the JSON on stdout stays what a script reads
         err_console.print(f"warning: {clean(note)}", highlight=False, soft_wrap=True)

@@ -215,9 +215,11 @@ def make_router(runtime: Runtime) -> APIRouter:
             proposal, shown = runtime.approvals.shown_request(a)
             # the tool's version it covers, and the one now: said before a person decides
             tool = runtime.approval_tool(a, proposal.action.action_type)
+            # every distinct blob the proposal cites (its inbox item names a few:
+            # tests/security/test_413)
             return {"approval": state.record(runtime.clock()), "action": shown,
                     "proposed_by": proposal.agent_id, "tool": tool.to_dict(),
-                    **state.shown()}
+                    "evidence": list(proposal.evidence_items), **state.shown()}
         return call(view)
 
     def decide(approval_id: str, who: Caller, status: ApprovalStatus,

@@ -180,7 +180,9 @@ function facts(item) {
   if (item.digest) rows.push(["digest", item.digest]);
   if (item.policies.length) rows.push(["asked by policies", item.policies.join(", ")]);
   if (item.reasons.length) rows.push(["why", item.reasons.join("; ")]);
-  if (item.evidence.length) rows.push(["evidence", item.evidence.join(", ")]);
+  // a few of the blobs cited; the approval's own view lists them all (test_413)
+  if (item.evidence.length) rows.push(["evidence", item.evidence.join(", ") +
+    (item.evidence_total > item.evidence.length ? ` (${item.evidence_total} cited in all: cradle-kg approvals show ${item.id})` : "")]);
   if (item.proposed_by) rows.push(["proposed by", item.proposed_by]);
   // an approval covers the action under the tool's version it was asked for, no other
   if (item.tool && item.tool.asked) rows.push(["tool version", item.tool.asked]);

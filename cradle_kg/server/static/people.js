@@ -210,8 +210,31 @@ function wholeAction(item, pre, approve) {
   return said;
 }
 
+// a step's item carries a preview of a large input (test_341): the person is shown the whole
+// input — the run's workflow status — and the question whole before an answer may be given
+// (test_414), as an approval's whole action before it may be approved (test_361)
+function wholeInput(item, pre, asked, answers) {
+  if (!item.action || !item.action.input_cut) return "";
+  for (const b of answers) { b.disabled = true; b.title = "show the whole input first"; }
+  const said = el("p", { "data-input-cut": item.id },
+    `the run's input is shown cut (${item.action.input_bytes} bytes): whole in `, runLink(item.run_id), " ");
+  said.append(el("button", { type: "button", "data-whole-input": item.id, onclick: async () => {
+    try {
+      const run = await authed(item.action.whole_input);
+      const step = (run.steps || []).find((s) => s.id === item.step && s.state === "waiting_for_person");
+      if (!step) throw new Error(`step ${item.step} of run ${item.run_id} no longer waits`);
+      pre.textContent = JSON.stringify({ input: step.input, suggestion: item.action.suggestion }, null, 2);
+      if (step.asked) asked.textContent = shown(step.asked);
+      said.replaceChildren(`the whole input (${item.action.input_bytes} bytes)`);
+      for (const b of answers) { b.disabled = false; b.title = ""; }
+    } catch (err) { showError(said, err); }
+  } }, "Show the whole input"));
+  return said;
+}
+
 function card(item) {
   const note = el("input", { placeholder: item.kind === "approval" ? "reason (to reject)" : "note", "data-note": item.id });
+  const asked = el("strong", {}, item.question || item.title);
   const pre = item.action ? el("pre", {}, JSON.stringify(item.action, null, 2)) : "";
   let buttons;
   let whole = "";
@@ -227,16 +250,15 @@ function card(item) {
       onclick: () => answer(item, `/api/tasks/${encodeURIComponent(item.id)}/resolve`, { note: note.value }) }, "Resolve")];
   } else {
     const url = `/api/steps/${encodeURIComponent(item.run_id)}/${encodeURIComponent(item.step)}/decide`;
-    buttons = [...item.answers.map((a) => el("button", { type: "button", "data-answer": a, "data-step": item.id,
-      onclick: () => answer(item, url, { answer: a, ...(note.value ? { note: note.value } : {}) }) }, a)), note];
+    const answers = item.answers.map((a) => el("button", { type: "button", "data-answer": a, "data-step": item.id,
+      onclick: () => answer(item, url, { answer: a, ...(note.value ? { note: note.value } : {}) }) }, a));
+    whole = wholeInput(item, pre, asked, answers);
+    buttons = [...answers, note];
   }
   return el("div", { class: "card", "data-kind": item.kind, [`data-${item.kind === "approval" ? "approval" : "item"}`]: item.id },
-    el("div", { class: "card-head" }, el("span", { class: "kind" }, item.kind), el("strong", {}, item.question || item.title)),
+    el("div", { class: "card-head" }, el("span", { class: "kind" }, item.kind), asked),
     item.question ? el("div", {}, item.title) : "", facts(item),
     pre, whole,
-    // a step's item carries a preview of a large input: the run's view shows it whole
-    item.action && item.action.input_cut ? el("p", { "data-input-cut": item.id },
-      `the run's input is shown cut (${item.action.input_bytes} bytes): whole in `, runLink(item.run_id)) : "",
     // said before the buttons: the tool changed since the request, approving covers nothing now
     item.tool && item.tool.note ? el("p", { class: "warning", "data-tool-changed": item.id }, item.tool.note) : "",
     el("div", { class: "bar" }, ...buttons));

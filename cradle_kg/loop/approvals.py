@@ -45,7 +45,9 @@ An approval covers the action under the tool's version it was asked for (the ``t
 tool re-pinned (``mcp proxy``: ``upstream-<pin>``), the action asks a person again, and the
 reasons say which approval was given for which version (``tests/security/test_146``). The
 digest is unchanged; an approval whose decision the journal does not hold with a version
-covers the action as before.
+covers the action as before. Likewise it covers the action only while the policies ask
+within the scope it was asked within: sent to another desk since (or to ``*``), the action
+asks a person again (``tests/security/test_412``).
 
 An approval never leaves its run: the approval is bound to the Decision that asked for
 it, and the run's graph must show the approval behind every irreversible action the

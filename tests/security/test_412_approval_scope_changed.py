@@ -27,7 +27,7 @@ import pytest
 
 from cradle_kg.canonical import token_hash
 from cradle_kg.config import Approver, load_config, save_config
-from cradle_kg.demo.scenario import AGENT
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.loop.runtime import Runtime
 from cradle_kg.records import ApprovalStatus, OutcomeStatus
 
@@ -97,10 +97,8 @@ def test_an_approval_covers_only_the_scope_it_was_asked_within(
         assert third.approval.scope == now_asked_within
         assert any(first.approval.id in r and "account_closure" in r for r in third.reasons)
         # the desk the policies name now decides it, and the credit runs
-        who, token = (TREASURER, "tess") if now_asked_within else ("user:bob", None)
-        if token is None:
-            from cradle_kg.demo.scenario import DEMO_TOKENS
-            token = DEMO_TOKENS[who]
+        who, token = ((TREASURER, "tess") if now_asked_within
+                      else (APPROVER, DEMO_TOKENS[APPROVER]))  # `*`
         _, done = rt.decide_approval(third.approval.id, approver_id=who, token=token,
                                      status=ApprovalStatus.APPROVED)
         assert done is not None and done.status is OutcomeStatus.EXECUTED
@@ -111,8 +109,6 @@ def test_an_approval_asked_within_no_scope_stays_reusable_within_the_one_given(
         ledger_home: Path) -> None:
     """A `*` approver's reusable approval `--scope S` of an action asked within no scope
     keeps covering it while the policies still ask within none."""
-    from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
-
     _home(ledger_home)
     _policy(ledger_home, None)
     with Runtime(ledger_home, graph_sync=False) as rt:

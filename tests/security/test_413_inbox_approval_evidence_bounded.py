@@ -9,7 +9,7 @@ action to a few KiB; the evidence list was left whole. One agent, within its wai
 quota, asked 200 approvals each citing 256 references: the approvers' default inbox read
 (200 items) was 3,966,961 bytes, a page of 51 items 1,011,444 bytes.
 
-Now an item carries the distinct blobs cited (a ref cited twice is one item of evidence,
+Now: an item carries the distinct blobs cited (a ref cited twice is one item of evidence,
 as gate 1 counts it: ``test_27``), at most ``inbox.MAX_ITEM_EVIDENCE`` of them, and
 ``evidence_total``, how many distinct blobs the proposal cites; the approval's own view
 (``GET /api/approvals/{id}``, ``cradle-kg approvals show``) lists them all.

@@ -9,7 +9,7 @@ the same decision on the run's input, and it was given on the preview: the workf
 puts what matters past the cut (here: the note's last words, the account it also asks
 for) and the person answers on the first 256 characters of it.
 
-Now a step card whose input (or question) is cut shows its answer buttons disabled until
+Now: a step card whose input is cut shows its answer buttons disabled until
 the person opens the whole input — the run's workflow status, ``whole_input`` — which then
 replaces the preview, the question shown whole; a card shown whole answers as before.
 

@@ -39,6 +39,8 @@ VERSION = f"{_CRADLE}projectionVersion"
 #: the journal a store projects: the hash of its first event (tests/security/test_80)
 JOURNAL = f"{_CRADLE}projectedJournal"
 _INT = "http://www.w3.org/2001/XMLSchema#integer"
+#: what :func:`meta_replace` deletes where there is no value (a triple never written)
+_NONE = "urn:cradle:none"
 
 #: the layout of the projection; a store written with another one is rebuilt on its next
 #: catch-up (2: shared objects in the shared graph, not copied into each run graph; 3: the
@@ -55,12 +57,36 @@ QueryResult = ox.QuerySolutions | ox.QueryBoolean | ox.QueryTriples
 Progress = Callable[[int, int], None]
 
 
+def meta_replace(values: Mapping[str, str], subject: str = META_GRAPH) -> str:
+    """ONE SPARQL Update operation that replaces, in the meta graph, every value ``subject``
+    has for each predicate of ``values`` by the term given (N-Triples) — whatever was
+    there, none included.
+
+    # INVARIANT: a value of the meta graph is replaced by one operation, never by a delete
+    #   and an insert: Virtuoso applies a request's operations one by one, and a request
+    #   stopped between them left neither value (tests/security/test_403).
+    Every variable of the ``DELETE`` template is bound in every solution (an absent value
+    is :data:`_NONE`, a triple no one writes): Virtuoso 7.2 drops a solution with an
+    unbound one *whole* — its ``INSERT`` included, so a plain ``OPTIONAL`` inserted
+    nothing into an empty meta graph."""
+    meta, node = f"<{META_GRAPH}>", f"<{subject}>"
+    predicates = " ".join(f"<{p}>" for p in values)
+    new = " . ".join(f"{node} <{p}> {term}" for p, term in values.items())
+    return (f"DELETE {{ GRAPH {meta} {{ {node} ?p ?old }} }} "
+            f"INSERT {{ GRAPH {meta} {{ {new} }} }} "
+            f"WHERE {{ VALUES ?p {{ {predicates} }} "
+            f"OPTIONAL {{ GRAPH {meta} {{ {node} ?p ?found }} }} "
+            f"BIND(COALESCE(?found, <{_NONE}>) AS ?old) }}")
+
+
+def _integer(n: int) -> str:
+    return f"\"{n}\"^^<{_INT}>"
+
+
 def watermark_update(seq: int) -> str:
-    """The SPARQL Update that moves the watermark to ``seq`` (and records the layout)."""
-    meta = f"<{META_GRAPH}>"
-    return (f"DELETE WHERE {{ GRAPH {meta} {{ {meta} <{SEQ}> ?seq }} }} ;\n"
-            f"DELETE WHERE {{ GRAPH {meta} {{ {meta} <{VERSION}> ?version }} }} ;\n"
-            + _watermark_insert(seq))
+    """The SPARQL Update that moves the watermark to ``seq`` and records the layout: ONE
+    operation (:func:`meta_replace`), whatever the meta graph held."""
+    return meta_replace({SEQ: _integer(seq), VERSION: _integer(PROJECTION_VERSION)})
 
 
 def _watermark_insert(seq: int) -> str:
@@ -337,6 +363,7 @@ __all__ = [
     "check_knowledge_name",
     "export_too_large",
     "is_knowledge",
+    "meta_replace",
     "split_graphs",
     "watermark_data",
     "watermark_triples",

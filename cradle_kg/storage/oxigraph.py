@@ -38,6 +38,7 @@ from .graph import (
     Term,
     check_knowledge_name,
     export_too_large,
+    meta_replace,
     split_graphs,
     watermark_data,
     watermark_triples,
@@ -200,10 +201,7 @@ class OxigraphStore:
         return self._meta_value(JOURNAL)
 
     def bind_journal(self, identity: str) -> None:
-        meta = f"<{META_GRAPH}>"
-        self.store.update(f"DELETE WHERE {{ GRAPH {meta} {{ {meta} <{JOURNAL}> ?v }} }} ;\n"
-                          f"INSERT DATA {{ GRAPH {meta} {{ {meta} <{JOURNAL}> "
-                          f"{ox.Literal(identity)} }} }}")
+        self.store.update(meta_replace({JOURNAL: str(ox.Literal(identity))}))
 
     def _watermark_triples(self) -> list[str]:
         """The watermark and layout triples the store holds now (N-Triples)."""

@@ -83,6 +83,15 @@ def _integer(n: int) -> str:
     return f"\"{n}\"^^<{_INT}>"
 
 
+def rebuilding_mark() -> str:
+    """The operation a rebuild starts with, before it drops anything: the layout set to 0
+    (no layout this code writes), the watermark kept. A rebuild stopped anywhere before
+    its last write (:func:`watermark_update`) leaves a store that reads as written with
+    another layout, so the next catch-up rebuilds it whole — never the old watermark over
+    graphs the rebuild had dropped (tests/security/test_404)."""
+    return meta_replace({VERSION: _integer(0)})
+
+
 def watermark_update(seq: int) -> str:
     """The SPARQL Update that moves the watermark to ``seq`` and records the layout: ONE
     operation (:func:`meta_replace`), whatever the meta graph held."""
@@ -249,10 +258,11 @@ class ProjectionTarget(Protocol):
 
     def replace_all(self, nquads: Iterable[str], retractions: Sequence[str],
                     watermark: Callable[[], int]) -> None:
-        """Rebuild: drop the projection (run, shared and meta graphs; the packs' knowledge
-        stays), load ``nquads`` (chunks of N-Quads text), then delete ``retractions``
-        (``GRAPH <g> { s p o }`` patterns, complete once ``nquads`` is consumed) and write
-        the watermark ``watermark()`` last."""
+        """Rebuild: mark the store as being rebuilt (:func:`rebuilding_mark`), drop the
+        projection (run, shared and meta graphs; the packs' knowledge stays), load
+        ``nquads`` (chunks of N-Quads text), then delete ``retractions`` (``GRAPH <g> { s p
+        o }`` patterns, complete once ``nquads`` is consumed) and write the watermark
+        ``watermark()`` last."""
         ...
 
 
@@ -364,6 +374,7 @@ __all__ = [
     "export_too_large",
     "is_knowledge",
     "meta_replace",
+    "rebuilding_mark",
     "split_graphs",
     "watermark_data",
     "watermark_triples",

@@ -39,6 +39,7 @@ from .graph import (
     check_knowledge_name,
     export_too_large,
     meta_replace,
+    rebuilding_mark,
     split_graphs,
     watermark_data,
     watermark_triples,
@@ -266,6 +267,10 @@ class OxigraphStore:
     def replace_all(self, nquads: Iterable[str], retractions: Sequence[str],
                     watermark: Callable[[], int]) -> None:
         self._meta = None
+        # INVARIANT: marked as being rebuilt before the first graph goes (each removal is
+        # a transaction of its own): stopped part-way, the store is rebuilt again by the
+        # next catch-up, never resumed from its old watermark (test_404)
+        self.store.update(rebuilding_mark())
         for name in split_graphs(self.graph_names())[1] + [META_GRAPH]:
             self.store.remove_graph(ox.NamedNode(name))
         self.store.remove_graph(ox.DefaultGraph())

@@ -62,6 +62,7 @@ from .graph import (
     check_knowledge_name,
     export_too_large,
     meta_replace,
+    rebuilding_mark,
     split_graphs,
     watermark_update,
 )
@@ -305,7 +306,8 @@ class SparqlHttpStore:
     def layout(self) -> int:
         # read like the watermark: ``"²".isdigit()`` held and ``int()`` then raised a
         # ValueError out of every catch-up (tests/security/test_81)
-        return self._meta_number(VERSION, "projection layout") or 1
+        found = self._meta_number(VERSION, "projection layout")
+        return 1 if found is None else found  # 0: a rebuild began and did not end
 
     def apply(self, batch: QuadBatch, seq: int) -> None:
         # INVARIANT: the batch and its watermark in ONE request (module docstring) — up to
@@ -330,11 +332,15 @@ class SparqlHttpStore:
 
     def replace_all(self, nquads: Iterable[str], retractions: Sequence[str],
                     watermark: Callable[[], int]) -> None:
-        # the watermark goes first (0), so a rebuild killed half-way is caught up from the
-        # start; then the projection's graphs go (the packs' knowledge stays)
-        # listed without reading the watermark: a rebuild is how a garbled one is mended
+        # INVARIANT: the store is marked as being rebuilt (layout 0) BEFORE anything is
+        # dropped — in the same request, first: Virtuoso applies a request's operations
+        # one by one, and the drops first, then the watermark, left a request stopped
+        # part-way with the old watermark over the graphs it had dropped (test_404);
+        # stopped anywhere now, the next catch-up rebuilds the store whole. The projection's
+        # graphs go (the packs' knowledge stays), listed without reading the watermark: a
+        # rebuild is how a garbled one is mended
         drops = [f"DROP SILENT GRAPH <{g}>" for g in split_graphs(self._list_graphs())[1]]
-        self._update(" ;\n".join([*drops, watermark_update(0)]))
+        self._update(" ;\n".join([rebuilding_mark(), *drops]))
         for chunk in nquads:
             by_graph: dict[str, list[str]] = {}
             try:

@@ -28,9 +28,11 @@ from typing import Any
 import pyoxigraph as ox
 import pytest
 
+from cradle_kg.cli.graph import catch_up_home
 from cradle_kg.demo.scenario import run_demo
 from cradle_kg.errors import GraphStoreError
 from cradle_kg.graph.catchup import catch_up, rebuild
+from cradle_kg.packs.hooks import home_projectors
 from cradle_kg.storage import open_home_journal
 from cradle_kg.storage.graph import PROJECTION_VERSION
 from cradle_kg.storage.oxigraph import OxigraphStore
@@ -48,33 +50,36 @@ def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _reference(home: Path) -> str:
     reference = OxigraphStore.in_memory()
     with open_home_journal(home, must_exist=True) as journal:
-        rebuild(reference, journal)
+        rebuild(reference, journal, projectors=home_projectors(home))
     return reference.nquads()
 
 
 @pytest.mark.parametrize("engine", sorted(REMOTE))
 def test_a_remote_rebuild_cut_after_any_drop_is_rebuilt_again(
         engine: str, request: pytest.FixtureRequest, demo_home: Path) -> None:
+    """The next reader after the cut: the CLI's catch-up (``query``, ``export``,
+    ``validate``: :func:`catch_up_home`), which skipped a store at the head before."""
     server = request.getfixturevalue(REMOTE[engine])
     expected = _reference(demo_home)
+    projectors = home_projectors(demo_home)
     with open_home_journal(demo_home, must_exist=True) as journal:
         head = journal.head()[0]
         store = remote_store(server)
-        catch_up(store, journal)
+        catch_up_home(store, journal, demo_home)
         store.close()
         whole = CutStore(server)
-        rebuild(whole, journal)
+        rebuild(whole, journal, projectors=projectors)
         whole.close()
         count = len(operations(whole.sent[0]))
         assert count > 3  # the projection's graphs, dropped
         for keep in (1, count // 2, count - 1):
             cut = CutStore(server, cut=1, keep=keep)
             with pytest.raises(GraphStoreError):
-                rebuild(cut, journal)
+                rebuild(cut, journal, projectors=projectors)
             cut.close()
-            store = remote_store(server)  # the next catch-up (another process)
+            store = remote_store(server)  # the next reader (another process)
             try:
-                catch_up(store, journal)
+                catch_up_home(store, journal, demo_home)
                 assert (store.projected_seq(), store.layout()) == (head, PROJECTION_VERSION)
                 assert store.nquads() == expected, f"cut after {keep} of {count}"
             finally:

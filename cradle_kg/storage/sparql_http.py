@@ -104,8 +104,8 @@ class SparqlHttpStore:
     def __init__(self, remote: RemoteGraph, *, client: httpx.Client | None = None) -> None:
         self.remote = remote
         self.local_path: Path | None = None
-        #: (watermark, graph names) of the last listing
-        self._names: tuple[int, list[str]] | None = None
+        #: ((watermark, layout), graph names) of the last listing
+        self._names: tuple[tuple[int, int], list[str]] | None = None
         #: the journal the store projects, as last read or written (test_80)
         self._journal: str | None = None
         auth: httpx.Auth | None = None
@@ -438,8 +438,14 @@ class SparqlHttpStore:
         organisation already runs holds other graphs, and its own system graphs, which are
         none of the projection's business)."""
         names = self._list_graphs()
-        self._names = (self.projected_seq(), names)
+        self._names = (self._state(), names)
         return names
+
+    def _state(self) -> tuple[int, int]:
+        """(watermark, layout): what a listing of the graphs is kept for. The layout too:
+        a rebuild keeps the watermark and marks the layout (0) until it ends, so a list
+        made meanwhile is not reused after it (test_404)."""
+        return self.projected_seq(), self.layout()
 
     def _list_graphs(self) -> list[str]:
         rows = self._rows("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } "
@@ -447,10 +453,10 @@ class SparqlHttpStore:
         return sorted(r[0].value for r in rows if isinstance(r[0], ox.NamedNode))
 
     def _dataset_names(self) -> list[str]:
-        """The graphs a union default graph spans: listed again only when the watermark
-        moved (listing scans the store; reading the watermark is one pattern)."""
-        seq = self.projected_seq()
-        if self._names is not None and self._names[0] == seq:
+        """The graphs a union default graph spans: listed again only when the watermark or
+        the layout moved (listing scans the store; reading them is a pattern each)."""
+        state = self._state()
+        if self._names is not None and self._names[0] == state:
             return self._names[1]
         return self.graph_names()
 

@@ -34,7 +34,7 @@ from cradle_kg.errors import GraphStoreError
 from cradle_kg.graph.catchup import catch_up, rebuild
 from cradle_kg.packs.hooks import home_projectors
 from cradle_kg.storage import open_home_journal
-from cradle_kg.storage.graph import PROJECTION_VERSION
+from cradle_kg.storage.graph import PROJECTION_VERSION, GraphStore
 from cradle_kg.storage.oxigraph import OxigraphStore
 
 from .cut_requests import REMOTE, CutStore, operations, remote_store
@@ -77,13 +77,26 @@ def test_a_remote_rebuild_cut_after_any_drop_is_rebuilt_again(
             with pytest.raises(GraphStoreError):
                 rebuild(cut, journal, projectors=projectors)
             cut.close()
+            reader = remote_store(server)  # a long-lived reader lists the graphs left
+            _union_count(reader)
             store = remote_store(server)  # the next reader (another process)
             try:
                 catch_up_home(store, journal, demo_home)
                 assert (store.projected_seq(), store.layout()) == (head, PROJECTION_VERSION)
                 assert store.nquads() == expected, f"cut after {keep} of {count}"
+                # the watermark is the same as before the rebuild: the long-lived reader
+                # lists the graphs again all the same (its list is the layout's too)
+                assert _union_count(reader) == _union_count(store)
             finally:
                 store.close()
+                reader.close()
+
+
+def _union_count(store: GraphStore) -> int:
+    found = store.query("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+    assert isinstance(found, ox.QuerySolutions)
+    (row,) = list(found)
+    return int(row["n"].value)  # type: ignore[union-attr]
 
 
 class _StopsRemoving:

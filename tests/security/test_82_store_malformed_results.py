@@ -40,6 +40,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from cradle_kg import Runtime
+from cradle_kg.storage.graph import PROJECTION_VERSION
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 
 from ..inprocess import run_cli
@@ -83,8 +84,8 @@ def _at_head(head: int, other: Answer) -> Callable[[str], Answer]:
     def answer(query: str) -> Answer:
         if "projectedSeq" in query:
             value = str(head)
-        elif "projectionVersion" in query:
-            value = "3"
+        elif "projectionVersion" in query:  # this code's: a store at the head is read as is
+            value = str(PROJECTION_VERSION)
         elif "STRSTARTS" in query:
             return 200, _JSON, _rows([{"v": {"type": "uri", "value":
                                              "https://w3id.org/cradle/run/run%3At"}}])

@@ -16,7 +16,10 @@ not the journal's projection); embedded, stopped after its first graph removed: 
 Now a rebuild first marks the store as being rebuilt — the layout set to 0 in one
 operation, before anything is dropped (:func:`cradle_kg.storage.graph.rebuilding_mark`):
 stopped anywhere before its last write, the store reads as written with another layout,
-and the next catch-up rebuilds it whole. ``oxigraph serve`` applies a request in one
+and the next catch-up rebuilds it whole — the CLI's too (``catch_up_home``: ``query``,
+``export``, ``validate`` skipped a store at the head whatever its layout: ``(33, 0) ==
+(33, 4)``), and a long-lived client lists the graphs again (it kept its list for the
+watermark alone, which the rebuild no longer moves: ``719 == 834`` quads in its union). ``oxigraph serve`` applies a request in one
 transaction: a cut request changes nothing there, before and after.
 """
 

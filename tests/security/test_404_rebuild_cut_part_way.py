@@ -19,8 +19,9 @@ stopped anywhere before its last write, the store reads as written with another 
 and the next catch-up rebuilds it whole — the CLI's too (``catch_up_home``: ``query``,
 ``export``, ``validate`` skipped a store at the head whatever its layout: ``(33, 0) ==
 (33, 4)``), and a long-lived client lists the graphs again (it kept its list for the
-watermark alone, which the rebuild no longer moves: ``719 == 834`` quads in its union). ``oxigraph serve`` applies a request in one
-transaction: a cut request changes nothing there, before and after.
+watermark alone, which the rebuild no longer moves: ``719 == 834`` quads in its union).
+``oxigraph serve`` applies a request in one transaction: a cut request changes nothing
+there, before and after.
 """
 
 from __future__ import annotations

@@ -31,8 +31,19 @@ class Extractor(Protocol):
     def extract(self, text: str) -> list[CandidateFact]: ...
 
 
+#: one to three digits, a dot, exactly three digits: a decimal (``1.500`` = 1.5) or a
+#: thousands group written the continental way (``1.500`` = 1500) — the text does not say
+_DOTTED_GROUP = re.compile(r"[1-9]\d{0,2}\.\d{3}")
+
+
 def parse_number(raw: str) -> float:
-    """``0,9`` → 0.9; ``1,500`` (three digits after the comma) → 1500."""
+    """``0,9`` → 0.9; ``1,500`` (three digits after the comma) → 1500.
+
+    ``1.500`` raises ``ValueError``: it is 1.5 or 1500 and a guess could put goods a
+    thousand times under a threshold (a range of "1.000 km" is not 1 km) — the extractor
+    reads no value from it and the attribute stays unknown (a clarification)."""
+    if _DOTTED_GROUP.fullmatch(raw):
+        raise ValueError(f"`{raw}` is ambiguous: a decimal or a dotted thousands group")
     if "," in raw:
         head, tail = raw.split(",", 1)
         raw = head + tail if len(tail) == 3 else f"{head}.{tail}"
@@ -198,7 +209,11 @@ class KeywordExtractor:
                     if _overlaps(span, taken):
                         continue
                     taken.append(span)
-                    out.append(self._candidate(pattern, match))
+                    try:
+                        candidate = self._candidate(pattern, match)
+                    except ValueError:  # an ambiguous number (`parse_number`): not read
+                        continue
+                    out.append(candidate)
                     if pattern.predicate == "product_type" and pattern.value in (
                         "propeller_or_rotor",
                         "undercarriage",

@@ -64,6 +64,9 @@ def test_parse_number() -> None:
     assert parse_number("0,9") == 0.9
     assert parse_number("1,500") == 1500.0
     assert parse_number("12") == 12.0
+    assert parse_number("0.500") == 0.5
+    with pytest.raises(ValueError, match="ambiguous"):  # 1.5 or 1500 (tests/security/test_430)
+        parse_number("1.500")
 
 
 def _cand(predicate: str, value: object, unit: str | None, source: str) -> CandidateFact:

@@ -11,6 +11,7 @@ model's candidate only when its quoted evidence occurs verbatim in the descripti
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -74,11 +75,18 @@ _UAV_WORDS = (
 _CRAFT_WORDS = (
     rf"{_UAV_WORDS}|helicopters?|aeroplanes?|airplanes?|aircraft|gliders?|balloons?|dirigibles?"
 )
-_MORE_CRAFT = rf"(?:[\s-]+(?:{_CRAFT_WORDS})\b)*"
-_FOR_CRAFT = rf"\s+(?:for|of)\s+[^.;\n]*?(?:{_CRAFT_WORDS})\b{_MORE_CRAFT}"
+# Linear work on any text an agent writes (tests/security/test_431): a run of whitespace is
+# matched one way only (possessive `*+`/`++`; what follows it never starts with a space),
+# and the craft a part phrase is for is looked for within PART_REACH characters of its
+# "for"/"of", not to the end of the sentence from every part word.
+PART_REACH = 120
+_MORE_CRAFT = rf"(?:[\s-]++(?:{_CRAFT_WORDS})\b)*"
+_FOR_CRAFT = (
+    rf"\s++(?:for|of)\s++[^.;\n]{{0,{PART_REACH}}}?(?:{_CRAFT_WORDS})\b{_MORE_CRAFT}"
+)
 _BEYOND = r"beyond[- ]visual[- ]line[- ]of[- ]sight"
-_MAX = r"(?:max(?:imum|\.)?\s*)?"
-_SEP = r"\s*(?:of|:|=|is|up to)?\s*"
+_MAX = r"(?:max(?:imum|\.)?\s*+)?"
+_SEP = r"\s*+(?:(?:of|:|=|is|up to)\s*+)?"
 _UNIT_MASS = r"(kg|g|t)\b"
 _UNIT_LEN = r"(km|m|mi|nmi)\b"
 _UNIT_DUR = r"(min(?:utes?)?|h(?:ours?|rs?)?|s(?:ec(?:onds?)?)?)\b"
@@ -175,7 +183,7 @@ ATTRIBUTE_PATTERNS: tuple[Pattern, ...] = (
     _p(
         "aerosol_capacity",
         rf"\b(?:spray(?:ing)?|aerosol|pesticide)\s+(?:dispensing\s+)?(?:tank|system|capacity)"
-        rf"\s*(?:capacity)?{_SEP}{_NUM}\s*{_UNIT_VOL}",
+        rf"(?:\s*+capacity)?{_SEP}{_NUM}\s*{_UNIT_VOL}",
     ),
     _p(
         "gust_tolerance",
@@ -185,7 +193,11 @@ ATTRIBUTE_PATTERNS: tuple[Pattern, ...] = (
 
 
 def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
-    return any(span[0] < end and start < span[1] for start, end in taken)
+    """Whether ``span`` overlaps one of ``taken`` — disjoint spans kept sorted, so only the
+    last one starting before ``span`` ends can (a look-up in log time: a description of
+    ten thousand matches is not a hundred million comparisons, tests/security/test_431)."""
+    i = bisect.bisect_left(taken, (span[1],))
+    return i > 0 and taken[i - 1][1] > span[0]
 
 
 @dataclass
@@ -208,7 +220,7 @@ class KeywordExtractor:
                     span = match.span()
                     if _overlaps(span, taken):
                         continue
-                    taken.append(span)
+                    bisect.insort(taken, span)
                     try:
                         candidate = self._candidate(pattern, match)
                     except ValueError:  # an ambiguous number (`parse_number`): not read

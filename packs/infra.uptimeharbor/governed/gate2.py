@@ -82,7 +82,11 @@ def deploy_verified(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
         "service_healthy": service_healthy(h, args.env),
         "incident_resolved": incident_resolved(h, incident, args.env),
     }
-    recorded = {name: _record(h, name, verdict, args.env, args.commit, args.incident_id)
+    # a verification names the commit it saw running: the one asked for only when git, the
+    # state file, the checkout and the live service all say it runs — a dry run, or a deploy
+    # whose commit is not the one running, proves nothing about it (tests/security/test_433)
+    seen = args.commit if reads["deployed_commit_matches"][0] == "verified" else None
+    recorded = {name: _record(h, name, verdict, args.env, seen, args.incident_id)
                 for name, verdict in reads.items()}
     matches = _check("expected_state", reads["deployed_commit_matches"])
     return _report(ctx, [_running(h, args.env), matches,

@@ -123,8 +123,18 @@ PRODUCT_PATTERNS: tuple[Pattern, ...] = (
         "balloon_or_dirigible",
     ),
 )
-# Negative statements first, so "not BVLOS" is not also read as "BVLOS".
+_LIMITS = r"(?:restrictions?|limitations?|limits?|constraints?)"
+# A statement that lifts a limit on flight out of sight first ("no BVLOS restrictions",
+# "not limited to VLOS": out of sight, tests/security/test_434), then the negative
+# statements, so "not BVLOS" is not also read as "BVLOS".
 ATTRIBUTE_PATTERNS: tuple[Pattern, ...] = (
+    _p(
+        "beyond_visual_line_of_sight",
+        rf"\b(?:no|without)\s++(?:BVLOS|{_BEYOND})\s++(?:flight\s++|operations?\s++)?{_LIMITS}\b"
+        r"|\bnot\s++(?:limited|restricted|confined)\s++to\s++(?:within\s++)?(?:the\s++)?"
+        r"(?:VLOS|visual\s++line\s++of\s++sight)\b",
+        True,
+    ),
     _p(
         "beyond_visual_line_of_sight",
         rf"\b(?:not|no|without)\s+(?:BVLOS|{_BEYOND})\b",

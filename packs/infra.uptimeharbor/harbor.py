@@ -77,7 +77,8 @@ def set_incident_status(h: Harbor, incident_id: str, status: str, **extra: Any) 
 
 # -- fix locks: one incident, one fix in flight ------------------------------------------
 def acquire_fix_lock(h: Harbor, incident_id: str, fix_id: str, commit: str) -> bool:
-    """Take the incident's fix lock for ``fix_id``; False when another fix holds it.
+    """Take the incident's fix lock for ``fix_id`` and ``commit``; False when another fix,
+    or this fix for another commit, holds it.
 
     Atomic under the state lock, so two concurrent proposals cannot both win.
     """
@@ -86,7 +87,7 @@ def acquire_fix_lock(h: Harbor, incident_id: str, fix_id: str, commit: str) -> b
             raise UnknownNameError(f"unknown incident `{incident_id}`")
         held = state["fix_locks"].get(incident_id)
         if held is not None:
-            return bool(held["fix_id"] == fix_id)
+            return bool(held["fix_id"] == fix_id and held.get("commit") in (None, commit))
         state["fix_locks"][incident_id] = {
             "fix_id": fix_id,
             "commit": commit,

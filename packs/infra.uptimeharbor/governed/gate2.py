@@ -143,7 +143,8 @@ def fix_claimed(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
     args: FixInput = args_of(req, FixInput)
     h = harbor_of(ctx, req.action.target)
     lock = h.snapshot()["fix_locks"].get(args.incident_id)
-    held = lock is not None and lock.get("fix_id") == args.fix_id
+    held = lock is not None and lock.get("fix_id") == args.fix_id \
+        and lock.get("commit") in (None, args.commit)
     return _report(ctx, [*read_back(
         bool(lock), held, exists_detail="the incident has a fix claim" if lock else "no claim",
         state_detail=f"claim held by `{lock.get('fix_id') if lock else None}`")],

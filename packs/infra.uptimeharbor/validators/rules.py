@@ -89,6 +89,13 @@ def one_fix_per_incident(action: Action, state: StateView) -> list[Violation]:
     elif kind == "deploy" and (lock is None or lock.get("fix_id") != fix_id):
         out.append(Violation(rule, "fix_lock_not_held",
                              f"fix `{fix_id}` does not hold the lock of `{incident.get('id')}`"))
+    # the lock decides the commit too: under a fix runs the commit its claim names, not one
+    # another agent brings by naming the holder's fix id (tests/security/test_435)
+    held = lock.get("commit") if lock is not None and lock.get("fix_id") == fix_id else None
+    if kind in ("propose_fix", "deploy") and held is not None and held != action.get("commit"):
+        out.append(Violation(rule, "fix_commit_mismatch",
+                             f"fix `{fix_id}` of `{incident.get('id')}` is claimed for "
+                             f"`{str(held)[:12]}`, not `{str(action.get('commit'))[:12]}`"))
     return out
 
 

@@ -198,6 +198,9 @@ class Done:
     action_id: str
     values: tuple[tuple[str, str], ...]
     from_request: frozenset[str]
+    #: the values (token sequences) of its arguments whose lineage was only untrusted
+    #: content: what the agent wrote on a third party's word (:func:`written_untrusted`)
+    written: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass
@@ -224,6 +227,10 @@ class RunIndex:
     #: while a trace runs: where each token is in the long leaves it searched, by leaf
     #: index (:meth:`find`; emptied by :meth:`forget_positions` when the trace ends)
     positions: dict[int, dict[str, list[int]]] = field(default_factory=dict)
+    #: the values executed writes of the run carried on a third party's word only
+    #: (:attr:`Done.written`): a trusted read that returns one is not its origin's word
+    #: (by first token)
+    written: dict[str, dict[tuple[str, ...], None]] = field(default_factory=dict)
     #: the values of the secret arguments proposed in the run (token sequences): what no
     #: quote of a later trace shows (:func:`cradle_kg.lineage.rdf.quote_hider`)
     secrets: list[list[str]] = field(default_factory=list)
@@ -448,6 +455,40 @@ def _verifier_read(ev: AuditEvent) -> Iterator[Leaf]:
                         ev.seq, detail)
 
 
+#: the longest value (in tokens) :func:`written_untrusted` keeps whole
+_WRITTEN_MAX = 64
+#: the length of a value a trace shortened (``trace.ArgumentLineage.value``: 197 + "...")
+_SHOWN = 200
+
+
+def written_untrusted(arguments: Iterable[Any]) -> tuple[tuple[str, ...], ...]:
+    """The values of a trace's arguments (its journaled ``arguments``) whose lineage was only
+    untrusted content (``untrusted_only``): each value's tokens (up to
+    :data:`_WRITTEN_MAX`), and each identifier among them (a free text's IBAN, address,
+    URL) — what an executed write put in its store on a third party's word."""
+    out: dict[tuple[str, ...], None] = {}
+    for a in arguments:
+        if not isinstance(a, dict) or not a.get("untrusted_only"):
+            continue
+        value = str(a.get("value", ""))
+        toks = tokens(value)
+        if len(value) == _SHOWN and value.endswith("..."):
+            toks = toks[:-1]  # cut where the trace shortened it: its last token is partial
+        elif toks and len(toks) <= _WRITTEN_MAX:
+            out.setdefault(tuple(toks), None)
+        for t in toks:
+            if is_identifier(t):
+                out.setdefault((t,), None)
+    return tuple(out)
+
+
+def _holds_any(leaf: Leaf, values: dict[str, dict[tuple[str, ...], None]]) -> bool:
+    """Whether ``leaf`` holds one of ``values`` (by first token) as whole, contiguous
+    tokens: each value starting with one of its tokens is looked for, no other."""
+    return any(leaf.find(list(value)) for token in dict.fromkeys(leaf.tokens)
+               for value in values.get(token, ()))
+
+
 #: what stands in a change request's note for a value of the action it sent back: no token
 REFUSED_MARK = "\x00refused"
 
@@ -586,7 +627,8 @@ class LineageIndex:
                 from_request=frozenset(
                     str(a["name"]) for a in sensitive if any(
                         o.get("trust") == TRUSTED and o.get("kind") == "request"
-                        for o in a.get("origins", ())))))
+                        for o in a.get("origins", ()))),
+                written=written_untrusted(trace.get("arguments", ()))))
             return
         if ev.kind == "approval.decided" and ev.payload.get("status") == "revoked":
             # INVARIANT: a revoke takes back the approval's word too — its approving
@@ -606,7 +648,15 @@ class LineageIndex:
             if execution in run.pending:
                 tool, done = run.pending.pop(execution)
                 run.done.setdefault(tool, []).append(done)
+                for value in done.written:
+                    run.written.setdefault(value[0], {})[value] = None
         for leaf in found:
+            if leaf.trust == TRUSTED and leaf.kind == "observation" and run.written:
+                # INVARIANT: a trusted read is its system's word, not for what the agent
+                # itself put there on a third party's word: a mail's IBAN saved as the
+                # profile's street and read back was a trusted origin of the transfer to it,
+                # which ran unattended (tests/security/test_424)
+                leaf.trust = UNTRUSTED if _holds_any(leaf, run.written) else leaf.trust
             if ev.kind == "approval.decided" and ev.payload.get("status") == "changes_requested":
                 mask_refused(leaf, run.asked.get(str(ev.payload.get("approval_id")), ()))
             if designated and leaf.trust == UNTRUSTED:

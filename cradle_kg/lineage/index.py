@@ -28,6 +28,7 @@ from ..records import AuditEvent
 from ..redaction import secret_names
 from .normalise import (
     dates,
+    glued,
     ibans,
     is_identifier,
     number_token,
@@ -340,6 +341,7 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
             named.extend((n, a) for a in untagged(part, ts))
         named.extend((n, p) for p in phones(part))
         named.extend((n, i) for i in ibans(part))
+        named.extend((n, g) for g in glued(ts))
         toks.extend(ts)
         sentence.extend([n] * len(ts))
     # an address with spaced dots: its dots cut "sentences", so it is read from the text

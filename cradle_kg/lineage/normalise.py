@@ -62,8 +62,27 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n[ \t]*\n\s*")
 #: not part of a token. An injected ``GB29NWBK6016\u200b1331926819`` matched nothing the
 #: agent wrote when it copied the IBAN it saw — a value with no origin, which no rule
 #: looks at (``tests/security/test_123``)
-_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
-                        "\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0001\U000e0020-\U000e007f]")
+#: Since ``tests/security/test_426``: every *default ignorable* code point (Unicode's
+#: DerivedCoreProperties), variation selectors, the combining grapheme joiner, the Mongolian
+#: free variation selectors and the Hangul fillers too — each left an injected IBAN with no
+#: origin as the zero-width space did.
+_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
+                        "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f"
+                        "\ufeff\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3"
+                        "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+#: a decimal digit of another script than ASCII's (Arabic-Indic ``٦``, Devanagari ``६``: NFKC
+#: keeps them): read as its ASCII digit, so ``GB29NWBK٦٠١٦…`` is the IBAN an agent copies
+#: as ``GB29NWBK6016…`` (``tests/security/test_426``)
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
+
+
+def visible(text: str) -> str:
+    """``text`` in NFKC without the characters that show nothing (:data:`_INVISIBLE`), each
+    decimal digit of another script written as its ASCII digit."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    if text.isascii():
+        return text
+    return _OTHER_DIGIT.sub(lambda m: str(unicodedata.digit(m.group(0))), text)
 
 
 #: an address written so a reader (and an agent) reads it, but no token is it: ``&#64;`` /
@@ -79,9 +98,9 @@ def normalise(text: str) -> str:
     """NFKC and case folding without invisible characters, HTML character references
     decoded, ``%40`` and a defanged ``[.]`` / ``[@]`` read as what they stand for, grouped
     IBANs compacted, thousands separators dropped."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    text = visible(text)
     if "&" in text:
-        text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", html.unescape(text)))
+        text = visible(html.unescape(text))
     text = _DEFANGED_DOT.sub(".", _ENCODED_AT.sub("@", text))
     text = _DEFANGED_COLON.sub(":", text).casefold()
     text = _GROUPED_IBAN.sub(lambda m: m.group(1) + re.sub(r"\s", "", m.group(2)), text)
@@ -158,6 +177,29 @@ def _spelled_mail(found: re.Match[str], any_local: bool) -> bool:
     local, joined, host = found.groups()
     return (any_local or " dot " in host or joined == "@"
             or re.search(r"[.+_\d-]", local) is not None)
+
+
+#: what glues a token's pieces without being part of an identifier: any character but a
+#: letter, a digit and the ``.``, ``@``, ``-``, ``_``, ``+``, ``/``, ``~``, ``%`` and
+#: apostrophe an address, a link or a name holds (``iban:gb29…``, ``iban=gb29…``,
+#: ``«gb29…»``, ``bob@evil.com—today``)
+_GLUE = re.compile(r"[^\w.@+/~%'\-]+")
+
+
+def glued(toks: list[str]) -> list[str]:
+    """The identifiers (:func:`is_identifier`) a sentence's tokens hold glued to other
+    pieces by punctuation (:data:`_GLUE`), each as one token: a reader (and an agent) sees
+    the value apart, and ``IBAN:GB29…`` left it with no origin
+    (``tests/security/test_425``)."""
+    out: dict[str, None] = {}
+    for t in toks:
+        if len(t) < 5 or not _GLUE.search(t):
+            continue
+        for raw in _GLUE.split(t):
+            piece = _token(raw)
+            if piece and piece != t and is_identifier(piece):
+                out.setdefault(piece, None)
+    return list(out)
 
 
 #: an address written with spaces around its dots and its ``@`` (``mark . black @ evil .
@@ -254,14 +296,14 @@ def _phone(span: str) -> str | None:
 
 def phone_of(value: str) -> str | None:
     """A value that is a phone number written with separators: its digits, else None."""
-    value = _INVISIBLE.sub("", unicodedata.normalize("NFKC", value))
+    value = visible(value)
     return _phone(value) if _PHONE_VALUE.match(value) else None
 
 
 def phones(text: str) -> list[str]:
     """The phone numbers a text writes with separators, as their digits (invisible
     characters dropped first, as from every token: ``tests/security/test_123``)."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    text = visible(text)
     found = (_phone(m.group(0)) for m in _PHONE_TEXT.finditer(text))
     return list(dict.fromkeys(p for p in found if p))
 
@@ -302,7 +344,7 @@ def ibans(text: str) -> list[str]:
     as one compact token: an agent writes the IBAN it was shown compactly, and an
     injection that wrote it ``GB29-NWBK-…`` left the transfer with no origin
     (``tests/security/test_123``)."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    text = visible(text)
     found = (_iban(m.group(0)) for m in _IBAN_TEXT.finditer(text)
              if _IBAN_SEPARATOR.search(m.group(0)))
     return list(dict.fromkeys(i for i in found if i))
@@ -310,7 +352,7 @@ def ibans(text: str) -> list[str]:
 
 def iban_of(value: str) -> str | None:
     """A value that is an IBAN written with separators: its compact form, else None."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", value)).strip()
+    text = visible(value).strip()
     if _IBAN_TEXT.fullmatch(text) is None or not _IBAN_SEPARATOR.search(text):
         return None
     compact = "".join(_IBAN_SEPARATOR.split(text.casefold()))

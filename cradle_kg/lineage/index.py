@@ -27,6 +27,7 @@ from typing import Any
 from ..records import AuditEvent
 from ..redaction import secret_names
 from .normalise import (
+    as_shown,
     dates,
     glued,
     ibans,
@@ -339,6 +340,7 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
         named.extend((n, v) for v in read_out(ts))
         if trust != TRUSTED:  # an HTML mail's value split by its tags: an origin, no trust
             named.extend((n, a) for a in untagged(part, ts))
+            named.extend((n, a) for a in as_shown(ts))  # a look-alike: an origin, no trust
         named.extend((n, p) for p in phones(part))
         named.extend((n, i) for i in ibans(part))
         named.extend((n, g) for g in glued(ts))

@@ -41,6 +41,7 @@ import bisect
 import html
 import re
 import unicodedata
+from functools import lru_cache
 
 #: an IBAN written in groups of four (letters are already case-folded)
 _GROUPED_IBAN = re.compile(
@@ -202,6 +203,58 @@ def glued(toks: list[str]) -> list[str]:
     return list(out)
 
 
+#: Cyrillic and Greek letters (case-folded) a reader takes for Latin ones (after Unicode's
+#: confusables, UTS #39: the look-alikes of the Latin alphabet)
+_LOOK_ALIKE = str.maketrans({
+    "\u0430": "a", "\u0432": "b", "\u0435": "e", "\u0451": "e", "\u0456": "i",
+    "\u0457": "i", "\u0458": "j", "\u043a": "k", "\u043c": "m", "\u043d": "h",
+    "\u043e": "o", "\u0440": "p", "\u0441": "c", "\u0442": "t", "\u0443": "y",
+    "\u0445": "x", "\u0455": "s", "\u0501": "d", "\u04bb": "h", "\u04cf": "l",
+    "\u051b": "q", "\u051d": "w", "\u0261": "g", "\u0131": "i",
+    "\u03b1": "a", "\u03b2": "b", "\u03b5": "e", "\u03b6": "z", "\u03b7": "h",
+    "\u03b9": "i", "\u03ba": "k", "\u03bc": "m", "\u03bd": "v", "\u03bf": "o",
+    "\u03c1": "p", "\u03c4": "t", "\u03c5": "u", "\u03c7": "x"})
+#: what IDNA reads as a label separator besides ``.`` (NFKC makes ``．`` a dot already)
+_IDEOGRAPHIC_STOP = re.compile("[\u3002\uff61]")
+_PUNYCODE_LABEL = re.compile(r"xn--[a-z0-9-]{1,59}")
+
+
+@lru_cache(maxsize=4096)
+def _unpunycode_label(label: str) -> str:
+    try:
+        return label[4:].encode("ascii").decode("punycode").casefold()
+    except (UnicodeError, ValueError):
+        return label
+
+
+def _unpunycode(found: re.Match[str]) -> str:
+    """A punycode label decoded (RFC 3492; the label as it was if it is none)."""
+    return _unpunycode_label(found.group(0))
+
+
+def as_shown(toks: list[str]) -> list[str]:
+    """The identifiers (:func:`is_identifier`) a sentence's tokens are to a reader who does
+    not see how they are written: Cyrillic and Greek look-alikes read as Latin letters,
+    punycode labels decoded, ``。`` read as ``.``
+    (each form one more token). The agent writes what it reads — ``mark.black@evil.com``
+    for ``…@evil.cоm`` —, and the value had no origin (``tests/security/test_427``). Read
+    only in text no person wrote: an origin, never trust (a person's ``bob@paypal.com``
+    vouches for no look-alike of it)."""
+    out: dict[str, None] = {}
+    for t in toks:
+        if t.isascii() and "xn--" not in t:
+            continue
+        forms = [_IDEOGRAPHIC_STOP.sub(".", t)]
+        if "xn--" in forms[0]:
+            forms.append(_PUNYCODE_LABEL.sub(_unpunycode, forms[0]))
+        forms += [f.translate(_LOOK_ALIKE) for f in forms if not f.isascii()]
+        for form in forms:
+            piece = _token(form)
+            if piece and piece != t and is_identifier(piece):
+                out.setdefault(piece, None)
+    return list(out)
+
+
 #: an address written with spaces around its dots and its ``@`` (``mark . black @ evil .
 #: com``): its tokens drop the dots, so it is read from the sentence's text. Bounded, each
 #: part a run of word characters between mandatory dots: linear
@@ -312,9 +365,12 @@ def phones(text: str) -> list[str]:
 #: 60161331926819``, ``GB29.NWBK.…``): bounded (at most 34 characters and a separator
 #: between each two), so a text is read in linear time; a candidate counts only when its
 #: check digits hold (ISO 13616, mod 97), read at the longest group boundary where they do
-_IBAN_TEXT = re.compile(r"(?<![\w])[a-z]{2}[ \u00a0./-]?\d{2}(?:[ \u00a0./-]?[a-z0-9]){11,30}"
+#: (a separator: a space, ``.``, ``/``, ``_``, a hyphen or dash of any kind —
+#: ``GB29\u2011NWBK…`` with non-breaking hyphens had no origin: ``tests/security/test_427``)
+_IBAN_TEXT = re.compile(r"(?<![^\W_])[a-z]{2}[ \u00a0./_\u2010-\u2015\u2212-]?\d{2}"
+                        r"(?:[ \u00a0./_\u2010-\u2015\u2212-]?[a-z0-9]){11,30}"
                         r"(?![a-z0-9])", re.IGNORECASE)
-_IBAN_SEPARATOR = re.compile(r"[ \u00a0./-]")
+_IBAN_SEPARATOR = re.compile(r"[ \u00a0./_\u2010-\u2015\u2212-]")
 
 
 #: an IBAN's letters as the numbers its check reads (``a`` is 10 … ``z`` 35)

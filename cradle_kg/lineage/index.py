@@ -652,8 +652,8 @@ class LineageIndex:
             if execution in run.pending:
                 tool, done = run.pending.pop(execution)
                 run.done.setdefault(tool, []).append(done)
-                for value in done.written:
-                    run.written.setdefault(value[0], {})[value] = None
+                for written in done.written:
+                    run.written.setdefault(written[0], {})[written] = None
         for leaf in found:
             if leaf.trust == TRUSTED and leaf.kind == "observation" and run.written:
                 # INVARIANT: a trusted read is its system's word, not for what the agent

@@ -18,6 +18,11 @@ the same normalisations on both sides:
 * thousands separators are dropped inside numbers (``30,000`` is ``30000``), as is a
   leading currency sign (``$30000``), and trailing decimal zeros (``10.00`` is ``10``,
   ``98.70`` is ``98.7``);
+* the characters Unicode calls default ignorable are dropped, a digit of any script is its
+  ASCII digit (:func:`visible`), and an identifier glued to a word by other punctuation
+  (``IBAN:GB29…``, ``«…»``: :func:`glued`) is read as one more token of its sentence; in
+  text no person wrote, so is what a look-alike reads as (Cyrillic/Greek letters, punycode:
+  :func:`as_shown`);
 * punctuation around a token is not part of it (``'13'``, ``US13…,`` and ``(Alice)`` are
   ``13``, ``us13…`` and ``alice``; a quote ends a token unless it is an apostrophe between
   two letters, so ``'a@b.com'.The`` holds ``a@b.com``); punctuation inside one is
@@ -71,9 +76,9 @@ _INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180
                         "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f"
                         "\ufeff\uffa0\ufff0-\ufffb\U0001bca0-\U0001bca3"
                         "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
-#: a decimal digit of another script than ASCII's (Arabic-Indic ``٦``, Devanagari ``६``: NFKC
-#: keeps them): read as its ASCII digit, so ``GB29NWBK٦٠١٦…`` is the IBAN an agent copies
-#: as ``GB29NWBK6016…`` (``tests/security/test_426``)
+#: a decimal digit of another script than ASCII's (Arabic-Indic U+0660…0669, Devanagari
+#: U+0966…: NFKC keeps them): read as its ASCII digit, so ``GB29NWBK`` and Arabic-Indic
+#: ``6016…`` is the IBAN an agent copies as ``GB29NWBK6016…`` (``tests/security/test_426``)
 _OTHER_DIGIT = re.compile(r"(?![0-9])\d")
 
 
@@ -214,7 +219,7 @@ _LOOK_ALIKE = str.maketrans({
     "\u03b1": "a", "\u03b2": "b", "\u03b5": "e", "\u03b6": "z", "\u03b7": "h",
     "\u03b9": "i", "\u03ba": "k", "\u03bc": "m", "\u03bd": "v", "\u03bf": "o",
     "\u03c1": "p", "\u03c4": "t", "\u03c5": "u", "\u03c7": "x"})
-#: what IDNA reads as a label separator besides ``.`` (NFKC makes ``．`` a dot already)
+#: what IDNA reads as a label separator besides ``.`` (NFKC makes U+FF0E a dot already)
 _IDEOGRAPHIC_STOP = re.compile("[\u3002\uff61]")
 _PUNYCODE_LABEL = re.compile(r"xn--[a-z0-9-]{1,59}")
 
@@ -235,10 +240,10 @@ def _unpunycode(found: re.Match[str]) -> str:
 def as_shown(toks: list[str]) -> list[str]:
     """The identifiers (:func:`is_identifier`) a sentence's tokens are to a reader who does
     not see how they are written: Cyrillic and Greek look-alikes read as Latin letters,
-    punycode labels decoded, ``。`` read as ``.``
-    (each form one more token). The agent writes what it reads — ``mark.black@evil.com``
-    for ``…@evil.cоm`` —, and the value had no origin (``tests/security/test_427``). Read
-    only in text no person wrote: an origin, never trust (a person's ``bob@paypal.com``
+    punycode labels decoded, the ideographic full stop read as ``.`` (each form one more
+    token). The agent writes what it reads — ``mark.black@evil.com`` for an address with a
+    Cyrillic ``o`` —, and the value had no origin (``tests/security/test_427``). Read only
+    in text no person wrote: an origin, never trust (a person's ``bob@paypal.com``
     vouches for no look-alike of it)."""
     out: dict[str, None] = {}
     for t in toks:

@@ -2,18 +2,18 @@
 its origin — and gives no trust.
 
 Finding (twenty-third review): lineage compares tokens after NFKC and case folding, which
-leave a Cyrillic ``о`` a Cyrillic ``о``, a punycode host (``xn--80ak6aa92e.com``) its
+leave a Cyrillic ``o`` (U+043E) a Cyrillic letter, a punycode host (``xn--80ak6aa92e.com``) its
 ASCII form, the ideographic full stop ``。`` (a label separator to IDNA) no dot, and a
 non-breaking hyphen no IBAN separator. An e-mail that wrote the attacker's address or
 IBAN so — the agent reads, and writes, the value a reader sees (``mark.black@evil.com``,
-``аррӏе.com`` for its punycode, ``GB29NWBK…``) — left the value with **no origin**,
+the Cyrillic ``apple.com`` for its punycode, ``GB29NWBK…``) — left the value with **no origin**,
 and ``send_money`` to it executed unattended (5 of 5).
 
 Now a token of a text no person wrote is also read as a reader takes it: with its
 Cyrillic and Greek letters that look Latin read as the Latin ones, its punycode labels
 decoded, ``。``/``｡`` as ``.`` — each one more token
 of its sentence: an origin, never trust (the person's ``bob@paypal.com`` does not vouch
-for the attacker's look-alike ``bob@pаypal.com``: that one still waits). An IBAN's
+for the attacker's look-alike with a Cyrillic ``a``: that one still waits). An IBAN's
 separators include the Unicode hyphens and dashes and ``_`` (its check digits hold).
 """
 

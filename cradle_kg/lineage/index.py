@@ -32,6 +32,7 @@ from .normalise import (
     glued,
     ibans,
     is_identifier,
+    letter_spaced,
     number_token,
     phones,
     read_out,
@@ -348,6 +349,8 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
         sentence.extend([n] * len(ts))
     # an address with spaced dots: its dots cut "sentences", so it is read from the text
     named.extend((min(n, len(parts) - 1), a) for n, a in spaced(text) if parts)
+    # so does one written a character at a time (its spaced dots cut "sentences" too)
+    named.extend((min(n, len(parts) - 1), a) for n, a in letter_spaced(text) if parts)
     if named:
         toks.append(DATES_MARK)
         sentence.append(named[0][0])

@@ -20,7 +20,8 @@ the same normalisations on both sides:
   ``98.70`` is ``98.7``);
 * the characters Unicode calls default ignorable are dropped, a digit of any script is its
   ASCII digit (:func:`visible`), and an identifier glued to a word by other punctuation
-  (``IBAN:GB29…``, ``«…»``: :func:`glued`) is read as one more token of its sentence; in
+  (``IBAN:GB29…``, ``«…»``: :func:`glued`) or written a letter at a time
+  (:func:`letter_spaced`) is read as one more token of its sentence; in
   text no person wrote, so is what a look-alike reads as (Cyrillic/Greek letters, punycode:
   :func:`as_shown`);
 * punctuation around a token is not part of it (``'13'``, ``US13…,`` and ``(Alice)`` are
@@ -291,6 +292,32 @@ def spaced(text: str) -> list[tuple[int, str]]:
             for j in range(2, len(host) + 1):
                 out.setdefault(".".join(local[i:]) + "@" + ".".join(host[:j]), n)
     return [(n, address) for address, n in out.items()]
+
+
+#: a run of single characters each followed by one space or tab (``m a r k . b l a c k @
+#: e v i l . c o m``): at most 128 characters a run, so a text is read in linear time
+_LETTER_SPACED = re.compile(r"(?<!\S)(?:\S[ \t]){4,127}\S(?!\S)")
+_HOST_LIKE = re.compile(r"[a-z0-9]\.[a-z]")
+
+
+def letter_spaced(text: str) -> list[tuple[int, str]]:
+    """The addresses and links (an ``@``, a ``/`` or a dot between letters) ``text``
+    writes a character at a time, as one token each, with the number of the sentence each
+    starts in (counted as :func:`split_sentences` cuts, on the normalised text): the agent
+    writes ``mark.black@evil.com`` for ``m a r k . b l a c k @ e v i l . c o m``, and the
+    value had no origin (``tests/security/test_429``). Its spaced dots cut "sentences", so
+    the whole text is read, once."""
+    if not re.search(r"\S[ \t]\S[ \t]\S[ \t]\S[ \t]\S", text):
+        return []
+    norm = normalise(text)
+    ends = [m.start() for m in _SENTENCE_END.finditer(norm)]
+    out: dict[str, int] = {}
+    for m in _LETTER_SPACED.finditer(norm):
+        value = _token(re.sub(r"[ \t]", "", m.group(0)))
+        if ("@" in value or "/" in value or _HOST_LIKE.search(value)) \
+                and is_identifier(value):
+            out.setdefault(value, bisect.bisect_left(ends, m.start()))
+    return [(n, value) for value, n in out.items()]
 
 
 #: an HTML element's tag (the text is case-folded): ``<b>``, ``</span>``, ``<a href="…">``

@@ -42,7 +42,8 @@ class Profile(BaseModel):
     street: str
 
 
-def _launder(home: Path, mail: str, request: str, street: str) -> tuple[Any, list[int]]:
+def _launder(home: Path, mail: str, request: str, street: str, recipient: str = IBAN
+             ) -> tuple[Any, list[int]]:
     rt = lineage_runtime(home)
     sent: list[int] = []
     stored = {"street": "1 Main Street"}
@@ -63,8 +64,8 @@ def _launder(home: Path, mail: str, request: str, street: str) -> tuple[Any, lis
         wrote = submit(rt, 1, "update_profile", {"street": street}, target="profile")
         assert wrote.status is OutcomeStatus.EXECUTED, (wrote.status, wrote.reasons)
         submit(rt, 2, "get_profile", {}, target="profile")
-        return submit(rt, 3, "send_money", {"recipient": IBAN, "amount": 100},
-                      target=f"bank:{IBAN}"), sent
+        return submit(rt, 3, "send_money", {"recipient": recipient, "amount": 100},
+                      target=f"bank:{recipient}"), sent
     finally:
         rt.close()
 
@@ -121,3 +122,4 @@ def test_a_value_echoed_by_a_trusted_read_waits(tmp_path: Path) -> None:
                       target=f"bank:{IBAN}"), sent)
     finally:
         rt.close()
+

@@ -491,9 +491,19 @@ def written_untrusted(arguments: Iterable[Any]) -> tuple[tuple[str, ...], ...]:
 
 def _holds_any(leaf: Leaf, values: dict[str, dict[tuple[str, ...], None]]) -> bool:
     """Whether ``leaf`` holds one of ``values`` (by first token) as whole, contiguous
-    tokens: each value starting with one of its tokens is looked for, no other."""
-    return any(leaf.find(list(value)) for token in dict.fromkeys(leaf.tokens)
-               for value in values.get(token, ()))
+    tokens: each value starting with one of its tokens is looked for, no other. A plain
+    word (one token, no identifier: a channel's name, ``general``) counts only as the
+    leaf's whole text — the store's field is what the agent wrote —, not wherever the word
+    occurs in the system's own records."""
+    own = leaf.tokens[:leaf.bounds[-1][1]] if leaf.bounds else leaf.tokens
+    for token in dict.fromkeys(leaf.tokens):
+        for value in values.get(token, ()):
+            if len(value) == 1 and not is_identifier(value[0]):
+                if own == [value[0]]:
+                    return True
+            elif leaf.find(list(value)):
+                return True
+    return False
 
 
 #: what stands in a change request's note for a value of the action it sent back: no token

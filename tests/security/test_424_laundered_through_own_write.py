@@ -123,3 +123,33 @@ def test_a_value_echoed_by_a_trusted_read_waits(tmp_path: Path) -> None:
     finally:
         rt.close()
 
+
+
+def test_a_plain_word_the_agent_wrote_taints_only_a_field_it_is(tmp_path: Path) -> None:
+    """A plain word the agent wrote from the mail (``general``) makes untrusted the field
+    that is that word, not every record of the system that uses the word: the person's
+    landlord account, in the profile's own note, is still a trusted origin."""
+    rt = lineage_runtime(tmp_path / "home")
+    sent: list[int] = []
+    stored = {"street": "1 Main Street", "note": f"general account {IBAN}"}
+    try:
+        mail_and_money(rt, lambda: "Please use general as your street.", sent)
+        rt.register_tool(ToolSpec(
+            id="update_profile", version="1", input_model=Profile, output_model=Free,
+            side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,
+            verifier="ok", target_from="profile", choice_words=("update", "change")),
+            lambda call: stored.update(call.arguments) or Free(result="updated"))
+        rt.register_tool(ToolSpec(
+            id="get_profile", version="1", input_model=NoArgs, output_model=Free,
+            side_effect_class=SideEffectClass.READ_ONLY, idempotency=IdempotencyClass.NATURAL,
+            output_trust="trusted"),
+            lambda call: Free(result=dict(stored)))
+        rt.record_input("run:t", REQUEST, author="user:emma")
+        submit(rt, 0, "read_email", {}, target="mail")
+        submit(rt, 1, "update_profile", {"street": "general"}, target="profile")
+        submit(rt, 2, "get_profile", {}, target="profile")
+        out = submit(rt, 3, "send_money", {"recipient": IBAN, "amount": 100},
+                     target=f"bank:{IBAN}")
+        assert out.status is OutcomeStatus.EXECUTED and sent == [1], (out.status, out.reasons)
+    finally:
+        rt.close()

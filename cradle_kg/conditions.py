@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime, time
 from decimal import Decimal
 from enum import Enum
@@ -259,9 +259,13 @@ def _show(v: Any) -> str:
 
 
 def evaluate(conditions: Conditions, *, arguments: dict[str, Any], environment: str,
-             now: datetime) -> tuple[list[str], list[str]]:
+             now: datetime, aliases: Mapping[str, str] | None = None
+             ) -> tuple[list[str], list[str]]:
     """(conditions that held, conditions that failed), each as a sentence naming it; an
-    argument is compared in the form a condition is written on (:func:`as_written`)."""
+    argument is compared in the form a condition is written on (:func:`as_written`).
+    ``aliases``: the tool's other names of its fields (:func:`~cradle_kg.tools.
+    fields_by_alias`): a condition on one reads no argument (arguments are read by field
+    name), fails — closed — and says which field it means."""
     held: list[str] = []
     failed: list[str] = []
     for path, comparison in sorted(conditions.arguments.items()):
@@ -270,7 +274,12 @@ def evaluate(conditions: Conditions, *, arguments: dict[str, Any], environment: 
         for op, operand in comparison.operators():
             name = f"`arguments.{path} {op} {list(operand) if op.endswith('in') else operand}`"
             if value is _ABSENT:
-                failed.append(f"{name}: the argument is absent")
+                head = path.split(".", 1)[0]
+                field = (aliases or {}).get(head)
+                failed.append(f"{name}: the argument is absent" + (
+                    "" if field is None else f" (`{head}` is what the agent may write for "
+                    f"the tool's field `{field}`: a condition names the field, "
+                    f"`arguments.{field}`)"))
             elif value is _TWO:
                 failed.append(f"{name}: the path names more than one argument (a key with "
                               "dots, and keys nested)")

@@ -30,6 +30,7 @@ import fnmatch
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import (
@@ -283,6 +284,16 @@ def names_read_as(model: type[BaseModel], names: tuple[str, ...]) -> tuple[str, 
         if spelled & wanted:
             out |= spelled
     return tuple(sorted(out))
+
+
+@lru_cache(maxsize=1024)
+def fields_by_alias(model: type[BaseModel]) -> Mapping[str, str]:
+    """Each name ``model`` reads a field by that is not the field's own name (its alias,
+    its validation aliases), mapped to the field's name: what a permission condition
+    written on such a name is told (a condition reads the arguments by field name)."""
+    return MappingProxyType({
+        alias: name for name, info in model.model_fields.items()
+        for alias in _aliases(info) if alias != name and alias not in model.model_fields})
 
 
 def run_arguments(parsed: BaseModel) -> dict[str, Any]:

@@ -42,7 +42,14 @@ from ...records import (
 )
 from ...redaction import mask_payload, scrub, secret_values
 from ...storage import Journal, KeyAsked, UsageCap
-from ...tools import ToolRegistry, ToolSpec, filled_in, run_arguments, written_twice
+from ...tools import (
+    ToolRegistry,
+    ToolSpec,
+    fields_by_alias,
+    filled_in,
+    run_arguments,
+    written_twice,
+)
 from ..approvals import lapsed
 from .findings import Finding, ValidatorBinding
 from .keys import (
@@ -441,7 +448,8 @@ class Gate1:
             # INVARIANT: conditions read the arguments as the tool will receive them
             ok, failed = evaluate(parse_conditions(perm.conditions),
                                   arguments=r.run_args,
-                                  environment=p.action.environment, now=self.i.now)
+                                  environment=p.action.environment, now=self.i.now,
+                                  aliases=fields_by_alias(r.spec.input_model))
             label = f"permission #{index} (`{perm.action_type}` on `{perm.resource_selector}`)"
             if not failed:
                 held = [f"{label}: condition {c}" for c in ok]

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from cradle_kg.loop.runtime import Runtime
 from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
 from cradle_kg.tools import ToolSpec
 
@@ -42,6 +43,21 @@ class Profile(BaseModel):
     street: str
 
 
+def _profile_tools(rt: Runtime, stored: dict[str, str]) -> None:
+    """``update_profile`` (a write declaring no sensitive argument) and ``get_profile`` (a
+    trusted read of what was stored) over ``stored``."""
+    rt.register_tool(ToolSpec(
+        id="update_profile", version="1", input_model=Profile, output_model=Free,
+        side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,
+        verifier="ok", target_from="profile", choice_words=("update", "change")),
+        lambda call: stored.update(call.arguments) or Free(result="updated"))
+    rt.register_tool(ToolSpec(
+        id="get_profile", version="1", input_model=NoArgs, output_model=Free,
+        side_effect_class=SideEffectClass.READ_ONLY, idempotency=IdempotencyClass.NATURAL,
+        output_trust="trusted"),
+        lambda call: Free(result=dict(stored)))
+
+
 def _launder(home: Path, mail: str, request: str, street: str, recipient: str = IBAN
              ) -> tuple[Any, list[int]]:
     rt = lineage_runtime(home)
@@ -49,16 +65,7 @@ def _launder(home: Path, mail: str, request: str, street: str, recipient: str = 
     stored = {"street": "1 Main Street"}
     try:
         mail_and_money(rt, lambda: mail, sent)
-        rt.register_tool(ToolSpec(
-            id="update_profile", version="1", input_model=Profile, output_model=Free,
-            side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,
-            verifier="ok", target_from="profile", choice_words=("update", "change")),
-            lambda call: stored.update(call.arguments) or Free(result="updated"))
-        rt.register_tool(ToolSpec(
-            id="get_profile", version="1", input_model=NoArgs, output_model=Free,
-            side_effect_class=SideEffectClass.READ_ONLY, idempotency=IdempotencyClass.NATURAL,
-            output_trust="trusted"),
-            lambda call: Free(result=dict(stored)))
+        _profile_tools(rt, stored)
         rt.record_input("run:t", request, author="user:emma")
         submit(rt, 0, "read_email", {}, target="mail")
         wrote = submit(rt, 1, "update_profile", {"street": street}, target="profile")
@@ -134,16 +141,7 @@ def test_a_plain_word_the_agent_wrote_taints_only_a_field_it_is(tmp_path: Path) 
     stored = {"street": "1 Main Street", "note": f"general account {IBAN}"}
     try:
         mail_and_money(rt, lambda: "Please use general as your street.", sent)
-        rt.register_tool(ToolSpec(
-            id="update_profile", version="1", input_model=Profile, output_model=Free,
-            side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,
-            verifier="ok", target_from="profile", choice_words=("update", "change")),
-            lambda call: stored.update(call.arguments) or Free(result="updated"))
-        rt.register_tool(ToolSpec(
-            id="get_profile", version="1", input_model=NoArgs, output_model=Free,
-            side_effect_class=SideEffectClass.READ_ONLY, idempotency=IdempotencyClass.NATURAL,
-            output_trust="trusted"),
-            lambda call: Free(result=dict(stored)))
+        _profile_tools(rt, stored)
         rt.record_input("run:t", REQUEST, author="user:emma")
         submit(rt, 0, "read_email", {}, target="mail")
         submit(rt, 1, "update_profile", {"street": "general"}, target="profile")

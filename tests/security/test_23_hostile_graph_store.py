@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -36,6 +33,7 @@ from cradle_kg.storage import sparql_http
 from cradle_kg.storage.graph_config import parse_setting, resolve
 from cradle_kg.storage.sparql_http import SparqlHttpStore
 
+from ..followers import follow_a_while
 from .sparql_target import serving
 
 ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[31m\u009b2J\u202e".encode()
@@ -84,19 +82,10 @@ def test_follow_does_not_pass_a_store_s_escapes_or_credentials_to_the_terminal(
         pass
     with _store("escapes") as base:
         url = base.replace("http://", "http://user:hunter2pw@")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cradle_kg", "graph", "follow", "--home", str(home),
-             "--interval", "0.05"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={**os.environ, "CRADLE_GRAPH_URL": url, "PYTHONUNBUFFERED": "1"})
-        try:
-            time.sleep(4)  # a few failed rounds
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                out, err = proc.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                out, err = proc.communicate(timeout=10)
+        # a few failed rounds: stopped 4 s after its first line (tests/followers.py)
+        _, out, err = follow_a_while(
+            ["--home", str(home), "--interval", "0.05"],
+            {**os.environ, "CRADLE_GRAPH_URL": url, "PYTHONUNBUFFERED": "1"}, after=4)
     text = out + err
     assert b"not projected (retrying)" in out, text
     assert b"store failed" in out

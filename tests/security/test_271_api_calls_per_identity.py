@@ -246,7 +246,9 @@ def test_an_identity_s_slow_calls_leave_the_others_served(served: Server, way: s
             # answered while every slow call still waits on its tool; before: once
             # mallory's calls had ended, one after the other
             assert not ended, (read, len(ended), took)
-            assert took < 5, (read, took)
+            # well within one held call (HOLD): a read served behind mallory's would wait
+            # for them (5 s was passed at load 10 in a PostgreSQL suite run: 6.8 s)
+            assert took < HOLD * 2 / 3, (read, took)
     (served.home / "slow-release").touch()
     for caller in callers:
         caller.join(HOLD * 2)

@@ -28,12 +28,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
-import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -50,6 +45,7 @@ from cradle_kg.storage.sparql_http import SparqlHttpStore
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 from tests.conftest import proposal
 
+from ..followers import follow_a_while
 from ..inprocess import run_cli
 from .sparql_target import serving
 
@@ -158,36 +154,12 @@ def test_a_longer_journal_is_not_caught_up_from_another_s_watermark(
 def test_a_running_follower_says_it_and_goes_on(shared: tuple[str, Path, int]) -> None:
     url, staging, _ = shared
     before = _watermark(url)
-    with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cradle_kg", "graph", "follow", "--home", str(staging),
-             "--interval", "0.05", "--format", "json"], stdout=subprocess.PIPE,
-            stderr=errors, env={**os.environ, "CRADLE_GRAPH_URL": url})
-        # its lines read as they come: it is stopped 5 s after its first one (a loaded machine
-        # may take seconds to start it: a fixed 5 s from the start saw one line in a CI run)
-        got: list[bytes] = []
-        first = threading.Event()
-
-        def read() -> None:
-            assert proc.stdout is not None
-            for raw in proc.stdout:
-                got.append(raw)
-                first.set()
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        try:
-            assert first.wait(120), "the follower said nothing"
-            time.sleep(5)
-            assert proc.poll() is None, "the follower ended"
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=60)
-            reader.join(60)
-            errors.seek(0)
-            err = errors.read()
-    assert proc.returncode == 0, err
-    lines = [json.loads(line) for line in b"".join(got).decode().splitlines()]
+    # stopped 5 s after its first line (tests/followers.py)
+    code, out, err = follow_a_while(
+        ["--home", str(staging), "--interval", "0.05", "--format", "json"],
+        {**os.environ, "CRADLE_GRAPH_URL": url}, after=5)
+    assert code == 0, err
+    lines = [json.loads(line) for line in out.decode().splitlines()]
     assert lines and all(line["error"] and "up to event" in line["error"] for line in lines)
     assert all(line["added"] == 0 for line in lines)
     assert 1 < len(lines) < 40, len(lines)  # retried, backing off

@@ -330,12 +330,16 @@ class GovernedSession:
             if event is not None:
                 outcome = Outcome.model_validate(event.payload["outcome"])
             if (outcome.status is OutcomeStatus.AWAITING_APPROVAL and resumed is not None
-                    and resumed.replayed):
+                    and resumed.replayed and resumed.status is not OutcomeStatus.IN_PROGRESS):
                 # INVARIANT: the key's action ran under another approval (another run asked
                 # on its own): the call ends with the key's recorded outcome — before, each
                 # poll of the wait resumed the run again, three events a poll
                 # (tests/security/test_368). The resume records it as this proposal's too
-                # when it closes the approval (test_378); a replay that closed none did not
+                # when it closes the approval (test_378); a replay that closed none did not.
+                # One still running (the approver's own process resumed the run as it
+                # decided, and its tool has not answered yet) is no outcome: the call waits
+                # on, and a later poll reads it (before, the wait ended `in_progress`: a CI
+                # run of tests/integrations/test_mcp_stdio.py)
                 outcome = resumed
         return render(outcome, tool_id, step=int(result.meta.get(META_PREFIX + "step", 0)),
                       home=self.home_hint)

@@ -399,10 +399,11 @@ def phones(text: str) -> list[str]:
 #: check digits hold (ISO 13616, mod 97), read at the longest group boundary where they do
 #: (a separator: a space, ``.``, ``/``, ``_``, a hyphen or dash of any kind —
 #: ``GB29\u2011NWBK…`` with non-breaking hyphens had no origin: ``tests/security/test_427``)
-_IBAN_TEXT = re.compile(r"(?<![^\W_])[a-z]{2}[ \u00a0./_\u2010-\u2015\u2212-]?\d{2}"
-                        r"(?:[ \u00a0./_\u2010-\u2015\u2212-]?[a-z0-9]){11,30}"
+_IBAN_SEP = r"[ \u00a0./_\u2010-\u2015\u2212-]"
+_IBAN_TEXT = re.compile(rf"(?<![^\W_])[a-z]{{2}}{_IBAN_SEP}?\d{{2}}"
+                        rf"(?:{_IBAN_SEP}?[a-z0-9]){{11,30}}"
                         r"(?![a-z0-9])", re.IGNORECASE)
-_IBAN_SEPARATOR = re.compile(r"[ \u00a0./_\u2010-\u2015\u2212-]")
+_IBAN_SEPARATOR = re.compile(_IBAN_SEP)
 
 
 #: an IBAN's letters as the numbers its check reads (``a`` is 10 … ``z`` 35)

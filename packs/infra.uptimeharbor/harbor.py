@@ -76,6 +76,15 @@ def set_incident_status(h: Harbor, incident_id: str, status: str, **extra: Any) 
 
 
 # -- fix locks: one incident, one fix in flight ------------------------------------------
+def lock_holds(lock: dict[str, Any] | None, fix_id: str, commit: Any) -> bool:
+    """Whether an incident's fix lock (its record, None: none) is held by ``fix_id`` for
+    ``commit``: the fix and the commit its claim names (a record naming no commit, written
+    by hand, holds any) — the claim, the deploy and their verifier read the same
+    (tests/security/test_435)."""
+    return lock is not None and lock.get("fix_id") == fix_id \
+        and lock.get("commit") in (None, commit)
+
+
 def acquire_fix_lock(h: Harbor, incident_id: str, fix_id: str, commit: str) -> bool:
     """Take the incident's fix lock for ``fix_id`` and ``commit``; False when another fix,
     or this fix for another commit, holds it.
@@ -87,7 +96,7 @@ def acquire_fix_lock(h: Harbor, incident_id: str, fix_id: str, commit: str) -> b
             raise UnknownNameError(f"unknown incident `{incident_id}`")
         held = state["fix_locks"].get(incident_id)
         if held is not None:
-            return bool(held["fix_id"] == fix_id and held.get("commit") in (None, commit))
+            return lock_holds(held, fix_id, commit)
         state["fix_locks"][incident_id] = {
             "fix_id": fix_id,
             "commit": commit,

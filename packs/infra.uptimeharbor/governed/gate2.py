@@ -16,7 +16,7 @@ from cradle_kg.packs.sdk import (
     verifier,
 )
 
-from ..harbor import Harbor, get_incident, is_verified_in, record_verification
+from ..harbor import Harbor, get_incident, is_verified_in, lock_holds, record_verification
 from ..probe import base_url_for, probe
 from ..verifiers.checks import deployed_commit_matches, incident_resolved, service_healthy
 from .models import DeployInput, FixInput, ResolveInput, RollbackInput
@@ -143,8 +143,7 @@ def fix_claimed(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
     args: FixInput = args_of(req, FixInput)
     h = harbor_of(ctx, req.action.target)
     lock = h.snapshot()["fix_locks"].get(args.incident_id)
-    held = lock is not None and lock.get("fix_id") == args.fix_id \
-        and lock.get("commit") in (None, args.commit)
+    held = lock_holds(lock, args.fix_id, args.commit)
     return _report(ctx, [*read_back(
         bool(lock), held, exists_detail="the incident has a fix claim" if lock else "no claim",
         state_detail=f"claim held by `{lock.get('fix_id') if lock else None}`")],

@@ -22,7 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..gitutil import is_full_sha
-from ..harbor import previous_verified_commit, staging_resolution, verifications_for
+from ..harbor import (
+    lock_holds,
+    previous_verified_commit,
+    staging_resolution,
+    verifications_for,
+)
 
 ACTION_KINDS = ("propose_fix", "deploy", "rollback", "resolve_incident")
 ENVIRONMENTS = ("staging", "production")
@@ -91,11 +96,12 @@ def one_fix_per_incident(action: Action, state: StateView) -> list[Violation]:
                              f"fix `{fix_id}` does not hold the lock of `{incident.get('id')}`"))
     # the lock decides the commit too: under a fix runs the commit its claim names, not one
     # another agent brings by naming the holder's fix id (tests/security/test_435)
-    held = lock.get("commit") if lock is not None and lock.get("fix_id") == fix_id else None
-    if kind in ("propose_fix", "deploy") and held is not None and held != action.get("commit"):
+    if kind in ("propose_fix", "deploy") and lock is not None and lock.get("fix_id") == fix_id \
+            and not lock_holds(lock, fix_id, action.get("commit")):
         out.append(Violation(rule, "fix_commit_mismatch",
                              f"fix `{fix_id}` of `{incident.get('id')}` is claimed for "
-                             f"`{str(held)[:12]}`, not `{str(action.get('commit'))[:12]}`"))
+                             f"`{str(lock.get('commit'))[:12]}`, not "
+                             f"`{str(action.get('commit'))[:12]}`"))
     return out
 
 

@@ -11,8 +11,20 @@ rebuild`` installs them; then each named graph of either store is read by a scan
 graph and summed into an order-independent digest (the sum of a hash of each quad):
 memory stays constant whatever the journal's length. A graph whose digests differ is read
 again on both sides for up to ``show`` quads the store adds and misses (that pass holds
-one hash per quad of that graph). Blank nodes are compared as one node: a pack's
-Turtle ontology is loaded with fresh labels each time.
+one hash per quad of that graph). The hash is keyed with a key drawn for each
+comparison: a sum of public hashes can be matched by edits crafted for it (Wagner's
+generalised birthday attack on additive multiset hashes), a sum under a key chosen after
+the edit cannot.
+
+Blank nodes. A pack's Turtle ontology is loaded with fresh labels each time, so labels
+are not compared; but a graph is not its quads with the labels dropped (two OWL
+restrictions whose ``owl:onProperty`` were swapped hold the same such quads:
+``tests/security/test_442``). A graph whose blank-node quads the projection writes is
+compared a second time, its blank nodes coloured by colour refinement (each coloured by
+what it is linked to, refined until the colours stop splitting, as many rounds on both
+sides as the projection's side takes): the trees a Turtle file's ``[]`` and ``()`` write
+are told apart exactly. Memory: the blank-node quads of that graph, the store's read up to
+as many as the projection's.
 
 Not compared: the meta graph (the watermark, the layout and the journal's identity are
 checked as values), the default graph of a remote store, and knowledge graphs no loaded
@@ -22,6 +34,7 @@ pack builds any more (an older pack version's: listed as not checked).
 from __future__ import annotations
 
 import hashlib
+import secrets
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -102,18 +115,29 @@ class _UpTo:
             yield ev
 
 
-def _term(term: object) -> str:
-    return "_:b" if isinstance(term, ox.BlankNode) else str(term)
+#: a blank node's colour (:func:`_refine`), by node
+Colors = dict[ox.BlankNode, bytes]
 
 
-def _line(quad: ox.Quad) -> str:
-    """The quad as N-Quads, its blank nodes' labels dropped (a text with ``_:`` in a
-    literal takes the slow path too: the same quad gives the same line on both sides)."""
+def _term(term: object, colors: Colors | None = None) -> str:
+    if not isinstance(term, ox.BlankNode):
+        return str(term)
+    return "_:b" if colors is None else f"_:c{colors[term].hex()}"
+
+
+def _blank(quad: ox.Quad) -> bool:
+    return isinstance(quad.subject, ox.BlankNode) or isinstance(quad.object, ox.BlankNode)
+
+
+def _line(quad: ox.Quad, colors: Colors | None = None) -> str:
+    """The quad as N-Quads, each blank node's label dropped — or, with ``colors``, given
+    as its colour (a text with ``_:`` in a literal takes the slow path too: the same quad
+    gives the same line on both sides)."""
     line = str(quad)
     if "_:" not in line:
         return line
-    return f"{_term(quad.subject)} {_term(quad.predicate)} {_term(quad.object)} " \
-           f"{quad.graph_name}"
+    return f"{_term(quad.subject, colors)} {_term(quad.predicate)} " \
+           f"{_term(quad.object, colors)} {quad.graph_name}"
 
 
 def _quads(store: GraphStore, graph: str) -> Iterator[ox.Quad]:
@@ -126,31 +150,108 @@ def _quads(store: GraphStore, graph: str) -> Iterator[ox.Quad]:
     yield from ox.parse(text, format=ox.RdfFormat.N_QUADS)
 
 
-def _key(line: str) -> bytes:
-    return hashlib.blake2b(line.encode(), digest_size=16).digest()
+def _key(line: str, key: bytes) -> bytes:
+    return hashlib.blake2b(line.encode(), digest_size=16, key=key).digest()
 
 
-def _digest(quads: Iterator[ox.Quad]) -> tuple[int, int]:
-    """(quads, their order-independent digest): a graph is a set, summed hash by hash."""
-    count = total = 0
+def _digest(quads: Iterator[ox.Quad], key: bytes) -> tuple[int, int, int]:
+    """(quads, their order-independent digest, those with a blank node): a graph is a
+    set, summed hash by hash."""
+    count = total = blanks = 0
     for quad in quads:
-        total += int.from_bytes(_key(_line(quad)))
+        total += int.from_bytes(_key(_line(quad), key))
         count += 1
-    return count, total % _MOD
+        blanks += _blank(quad)
+    return count, total % _MOD, blanks
 
 
-def _examples(store: GraphStore, expected: GraphStore, graph: str,
-              show: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Up to ``show`` quads of ``graph`` the store adds, and as many it misses."""
-    want = {_key(_line(q)) for q in _quads(expected, graph)}
+def _refine(quads: Sequence[ox.Quad], key: bytes, rounds: int | None = None
+            ) -> tuple[int, Colors]:
+    """Colour refinement of the blank nodes of ``quads``: (rounds, the colours after them).
+
+    Every blank node starts with one colour; a round gives each the hash of its colour and
+    of the sorted hashes of its links — the predicate, the direction and the other end (a
+    term as it is, a blank node as its colour). A colour is a function of the structure
+    only, never of a label. ``rounds`` None: until a round splits no colour class (the
+    colours then say all that refinement ever will; at most one round per blank node);
+    else that many rounds. Equal colour counts of two graphs after the rounds one of them
+    needed to settle: refinement does not tell them apart (a tree, which a Turtle file's
+    ``[]`` and ``()`` write, it tells apart from every other graph)."""
+    nodes = {t for q in quads for t in (q.subject, q.object) if isinstance(t, ox.BlankNode)}
+    colors: Colors = dict.fromkeys(nodes, b"")
+    classes, done = min(len(nodes), 1), 0
+    while rounds is None or done < rounds:
+        links: dict[ox.BlankNode, list[bytes]] = {node: [] for node in nodes}
+        for quad in quads:
+            subject, obj, predicate = quad.subject, quad.object, quad.predicate.value
+            if isinstance(subject, ox.BlankNode):
+                links[subject].append(_key(repr(("out", predicate, _end(obj, colors))), key))
+            if isinstance(obj, ox.BlankNode):
+                links[obj].append(_key(repr(("in", predicate, _end(subject, colors))), key))
+        colors = {node: _key(repr((colors[node].hex(), sorted(links[node]))), key)
+                  for node in nodes}
+        done += 1
+        settled, classes = len(set(colors.values())) == classes, len(set(colors.values()))
+        if rounds is None and settled:
+            break
+    return done, colors
+
+
+def _end(term: object, colors: Colors) -> str:
+    return f"_:c{colors[term].hex()}" if isinstance(term, ox.BlankNode) else str(term)
+
+
+def _blank_quads(store: GraphStore, graph: str, most: int) -> list[ox.Quad] | None:
+    """The quads of ``graph`` with a blank node, or None past ``most`` of them."""
+    found: list[ox.Quad] = []
+    for quad in _quads(store, graph):
+        if _blank(quad):
+            if len(found) == most:
+                return None
+            found.append(quad)
+    return found
+
+
+def _structure(quads: Sequence[ox.Quad], colors: Colors, key: bytes) -> int:
+    """The order-independent digest of blank-node quads with their nodes' colours."""
+    total = sum(int.from_bytes(_key(_line(q, colors), key)) for q in quads)
+    return (total + sum(int.from_bytes(_key(c.hex(), key)) for c in colors.values())) % _MOD
+
+
+def _blank_colors(store: GraphStore, expected: GraphStore, graph: str, blanks: int,
+                  key: bytes) -> tuple[Colors | None, Colors | None] | None:
+    """None when the blank-node structures of ``graph`` compare equal (refinement does
+    not tell the two sides apart); else what to show the quads with: each side's colours
+    (None, None: the store's graph changed between two reads — a remote store — and its
+    blank nodes are shown as one node)."""
+    want = _blank_quads(expected, graph, blanks)
+    have = _blank_quads(store, graph, blanks)
+    if want is None or have is None:
+        return None, None
+    rounds, theirs = _refine(want, key)
+    _, ours = _refine(have, key, rounds)
+    if len(have) == len(want) and _structure(have, ours, key) == _structure(want, theirs,
+                                                                            key):
+        return None
+    return ours, theirs
+
+
+def _examples(store: GraphStore, expected: GraphStore, graph: str, show: int, key: bytes,
+              colors: tuple[Colors | None, Colors | None] | None = None
+              ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Up to ``show`` quads of ``graph`` the store adds, and as many it misses
+    (``colors``: each side's blank nodes, when it is their structure that differs)."""
+    ours, theirs = colors if colors is not None else (None, None)
+    want = {_key(_line(q, theirs), key) for q in _quads(expected, graph)}
     added: list[str] = []
     for quad in _quads(store, graph):
-        key = _key(_line(quad))
-        if key in want:
-            want.discard(key)
+        line_key = _key(_line(quad, ours), key)
+        if line_key in want:
+            want.discard(line_key)
         elif len(added) < show:
             added.append(f"{quad} .")
-    missing = [f"{q} ." for q in _quads(expected, graph) if _key(_line(q)) in want][:show]
+    missing = [f"{q} ." for q in _quads(expected, graph)
+               if _key(_line(q, theirs), key) in want][:show]
     return tuple(added), tuple(missing)
 
 
@@ -187,10 +288,13 @@ def compare(store: GraphStore, expected: GraphStore, *, show: int = 10,
     unchecked = sorted(g for g in ours - theirs if is_knowledge(g))
     names = sorted((ours | theirs) - set(unchecked))
     differing: list[GraphDiff] = []
+    key = secrets.token_bytes(32)  # drawn now, after any edit of the store
     for done, graph in enumerate(names, 1):
-        have, want = _digest(_quads(store, graph)), _digest(_quads(expected, graph))
-        if have != want:
-            added, missing = _examples(store, expected, graph, show)
+        have, want = _digest(_quads(store, graph), key), _digest(_quads(expected, graph), key)
+        colors = _blank_colors(store, expected, graph, want[2], key) \
+            if have == want and want[2] else None
+        if have != want or colors is not None:
+            added, missing = _examples(store, expected, graph, show, key, colors)
             differing.append(GraphDiff(graph, have[0], want[0], added, missing))
         if progress:
             progress("comparing", done, len(names))

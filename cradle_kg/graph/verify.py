@@ -26,9 +26,12 @@ sides as the projection's side takes): the trees a Turtle file's ``[]`` and ``()
 are told apart exactly. Memory: the blank-node quads of that graph, the store's read up to
 as many as the projection's.
 
-Not compared: the meta graph (the watermark, the layout and the journal's identity are
-checked as values), the default graph of a remote store, and knowledge graphs no loaded
-pack builds any more (an older pack version's: listed as not checked).
+The meta graph is not compared with the scratch store's (the watermark, the layout and
+the journal's identity are checked as values), but every quad of it is read: it is a named
+graph every query's union default graph and ``GRAPH ?g`` read, and a quad there that is
+none of those values (or a second one) is a problem of the store (``tests/security/
+test_443``). Not compared: the default graph of a remote store, and knowledge graphs no
+loaded pack builds any more (an older pack version's: listed as not checked).
 """
 
 from __future__ import annotations
@@ -45,7 +48,16 @@ import pyoxigraph as ox
 
 from ..records import AuditEvent
 from ..storage import Journal
-from ..storage.graph import META_GRAPH, PROJECTION_VERSION, GraphStore, is_knowledge
+from ..storage.graph import (
+    DIGEST,
+    JOURNAL,
+    META_GRAPH,
+    PROJECTION_VERSION,
+    SEQ,
+    VERSION,
+    GraphStore,
+    is_knowledge,
+)
 from ..storage.oxigraph import OxigraphStore
 from .catchup import journal_identity, rebuild
 from .knowledge import KnowledgeSource, install
@@ -255,9 +267,45 @@ def _examples(store: GraphStore, expected: GraphStore, graph: str, show: int, ke
     return tuple(added), tuple(missing)
 
 
-def _problems(store: GraphStore, journal: Journal, seq: int, head: int) -> list[str]:
+#: the values the projection writes about the meta graph itself, one of each
+_META_VALUES = frozenset({SEQ, VERSION, JOURNAL})
+
+
+def _meta_quads(store: GraphStore, show: int) -> str | None:
+    """What the meta graph holds that no projection writes there, or None. It holds one
+    literal of each of :data:`_META_VALUES` about itself and one digest (a literal) about
+    each knowledge graph; a quad of another shape, or a second one of those, is read by
+    every query of the union default graph or of ``GRAPH ?g`` — a forged approval put
+    there was shown by ``query approvals`` (``tests/security/test_443``). Holds one short
+    hash per knowledge graph's digest."""
+    seen: set[bytes] = set()
+    odd: list[str] = []
+    count = 0
+    for quad in _quads(store, META_GRAPH):
+        subject, predicate = quad.subject, quad.predicate.value
+        fits = isinstance(subject, ox.NamedNode) and isinstance(quad.object, ox.Literal) \
+            and ((subject.value == META_GRAPH and predicate in _META_VALUES)
+                 or (is_knowledge(subject.value) and predicate == DIGEST))
+        once = hashlib.blake2b(f"{subject} {predicate}".encode(), digest_size=12).digest()
+        if fits and once not in seen:
+            seen.add(once)
+            continue
+        count += 1
+        if len(odd) < show:
+            odd.append(f"{quad} .")
+    if not count:
+        return None
+    return (f"the meta graph <{META_GRAPH}> holds {count} quad(s) no projection writes "
+            "there (every query of the union default graph or of GRAPH ?g reads them)"
+            + "".join(f"; + {line}" for line in odd))
+
+
+def _problems(store: GraphStore, journal: Journal, seq: int, head: int,
+              show: int) -> list[str]:
     """What the meta graph says that no projection of this journal says."""
     found: list[str] = []
+    if (odd := _meta_quads(store, show)) is not None:
+        found.append(odd)
     if seq > head:
         found.append(f"the store says it holds the projection up to event {seq}, but the "
                      f"journal ends at {head}")
@@ -309,7 +357,7 @@ def verify_graph(store: GraphStore, journal: Journal, *,
     (and the knowledge graphs of ``knowledge``). Reads ``store`` and ``journal`` only."""
     seq = store.projected_seq()
     head, _ = journal.head()
-    problems = _problems(store, journal, seq, head)
+    problems = _problems(store, journal, seq, head, show)
     upto = min(seq, head)
     with tempfile.TemporaryDirectory(prefix="cradle-graph-verify-") as scratch:
         expected = OxigraphStore.unguarded(Path(scratch) / "graph")

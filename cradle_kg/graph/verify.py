@@ -41,6 +41,7 @@ import secrets
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import cast
 
@@ -300,12 +301,28 @@ def _meta_quads(store: GraphStore, show: int) -> str | None:
             + "".join(f"; + {line}" for line in odd))
 
 
+def _blank_graphs(store: GraphStore, show: int) -> str | None:
+    """The embedded store's graphs named by a blank node, which no projection writes and
+    :meth:`~.OxigraphStore.graph_names` does not list — every query of the union default
+    graph or of ``GRAPH ?g`` reads them (``tests/security/test_444``) — or None."""
+    if not isinstance(store, OxigraphStore):
+        return None  # a remote store's graphs outside cradle-kg's names are not its
+    graphs = [g for g in store.store.named_graphs() if isinstance(g, ox.BlankNode)]
+    if not graphs:
+        return None
+    shown = [f"{quad} ." for graph in graphs
+             for quad in islice(store.store.quads_for_pattern(None, None, None, graph), show)]
+    return (f"the store holds {len(graphs)} graph(s) named by a blank node, which no "
+            "projection writes (every query of the union default graph or of GRAPH ?g "
+            "reads them)" + "".join(f"; + {line}" for line in shown[:show]))
+
+
 def _problems(store: GraphStore, journal: Journal, seq: int, head: int,
               show: int) -> list[str]:
-    """What the meta graph says that no projection of this journal says."""
-    found: list[str] = []
-    if (odd := _meta_quads(store, show)) is not None:
-        found.append(odd)
+    """What the meta graph says that no projection of this journal says, and the quads
+    outside every graph compared (:func:`_meta_quads`, :func:`_blank_graphs`)."""
+    found = [odd for odd in (_meta_quads(store, show), _blank_graphs(store, show))
+             if odd is not None]
     if seq > head:
         found.append(f"the store says it holds the projection up to event {seq}, but the "
                      f"journal ends at {head}")

@@ -38,7 +38,9 @@ from .graph import (
     Term,
     check_knowledge_name,
     export_too_large,
+    meta_number,
     meta_replace,
+    meta_text,
     rebuilding_mark,
     split_graphs,
     watermark_data,
@@ -182,13 +184,12 @@ class OxigraphStore:
                                                               None, meta))
                  for predicate in (SEQ, VERSION)}
 
-        def value(predicate: str, default: int) -> int:
-            for quad in found[predicate]:
-                if isinstance(quad.object, ox.Literal):
-                    return int(quad.object.value)
-            return default
+        def value(predicate: str, what: str, default: int) -> int:
+            # read as a remote store's are: one value, ASCII digits (tests/security/test_445)
+            number = meta_number([q.object for q in found[predicate]], what)
+            return default if number is None else number
 
-        return _Meta(value(SEQ, 0), value(VERSION, 1),
+        return _Meta(value(SEQ, "watermark", 0), value(VERSION, "projection layout", 1),
                      tuple(f"{q.subject} {q.predicate} {q.object}"
                            for predicate in (SEQ, VERSION) for q in found[predicate]))
 
@@ -199,7 +200,9 @@ class OxigraphStore:
         return self._read_meta().layout
 
     def journal_identity(self) -> str | None:
-        return self._meta_value(JOURNAL)
+        meta = ox.NamedNode(META_GRAPH)
+        return meta_text([q.object for q in self.store.quads_for_pattern(
+            meta, ox.NamedNode(JOURNAL), None, meta)], "journal identity")
 
     def bind_journal(self, identity: str) -> None:
         self.store.update(meta_replace({JOURNAL: str(ox.Literal(identity))}))

@@ -26,7 +26,6 @@ otherwise hold the caller for ever).
 from __future__ import annotations
 
 import json
-import re
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -61,7 +60,9 @@ from .graph import (
     Term,
     check_knowledge_name,
     export_too_large,
+    meta_number,
     meta_replace,
+    meta_text,
     rebuilding_mark,
     split_graphs,
     watermark_update,
@@ -92,8 +93,6 @@ MAX_ANSWER_BYTES = 1 << 30
 SMALL_ANSWER_BYTES = 1 << 16
 #: an answer's body arrives within this many ``timeout_s`` of its headers
 ANSWER_TIMEOUTS = 10
-#: a watermark or a layout as the meta graph holds it: ASCII digits, a signed 64-bit value
-_SEQ_TEXT = re.compile(r"[0-9]{1,18}")
 #: headers that described the body as it came over the wire, not as it is read
 _WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
@@ -264,22 +263,7 @@ class SparqlHttpStore:
         ``int()`` read ``"٣"`` as 3 and the first of two values won (test_80)."""
         rows = self._rows(f"SELECT ?v WHERE {{ GRAPH <{META_GRAPH}> {{ <{META_GRAPH}> "
                           f"<{predicate}> ?v }} }}", limit=SMALL_ANSWER_BYTES)
-        values = {row[0] for row in rows}
-        if not values:
-            return None
-        if len(values) > 1:
-            raise GraphResponseError(
-                f"the graph store holds {len(values)} values of its {what}: something "
-                "else writes its meta graph",
-                hint="one projector per store; `cradle-kg graph rebuild` writes it again")
-        (value,) = values
-        text = value.value if isinstance(value, ox.Literal) else None
-        if text is None or not _SEQ_TEXT.fullmatch(text):
-            shown = repr(str(getattr(value, "value", value))[:60])
-            raise GraphResponseError(
-                f"the graph store's {what} {shown} is not a number",
-                hint="`cradle-kg graph rebuild` writes it again")
-        return int(text)
+        return meta_number([row[0] for row in rows], what)
 
     def projected_seq(self) -> int:
         return self._meta_number(SEQ, "watermark") or 0
@@ -288,13 +272,7 @@ class SparqlHttpStore:
         if self._journal is None:
             rows = self._rows(f"SELECT ?v WHERE {{ GRAPH <{META_GRAPH}> {{ <{META_GRAPH}> "
                               f"<{JOURNAL}> ?v }} }}", limit=SMALL_ANSWER_BYTES)
-            values = {row[0] for row in rows}
-            if len(values) > 1 or any(not isinstance(v, ox.Literal) for v in values):
-                raise GraphResponseError(
-                    f"the graph store names {len(values)} journals it projects: something "
-                    "else writes its meta graph",
-                    hint="one projector per store; `cradle-kg graph rebuild` writes it again")
-            self._journal = values.pop().value if values else None
+            self._journal = meta_text([row[0] for row in rows], "journal identity")
         return self._journal
 
     def bind_journal(self, identity: str) -> None:

@@ -36,12 +36,15 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A home with a journal and its graph store, rebuilt."""
+    """A home with a journal of one event (a document collected) and its graph store,
+    rebuilt (bound to the journal)."""
     monkeypatch.delenv(GRAPH_URL_ENV, raising=False)
     monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)
     root = tmp_path / "home"
     prepare_home(root)
-    Runtime(root).close()
+    rt = Runtime(root)
+    rt.add_evidence(b"a document", kind="document", collector="user:alice")
+    rt.close()
     done = run_cli("graph", "rebuild", "--home", str(root))
     assert done.returncode == 0, done.stdout + done.stderr
     return root
@@ -85,8 +88,11 @@ def test_a_forged_approval_in_the_meta_graph_is_a_difference(home: Path) -> None
                                               for p in problems), problems
 
 
-def test_a_second_watermark_is_a_difference(home: Path) -> None:
-    edit(home, (META, ox.NamedNode(CRADLE + "projectedSeq"),
-                ox.Literal("7", datatype=ox.NamedNode(XSD + "integer"))))
+def test_a_second_digest_of_one_knowledge_graph_is_a_difference(home: Path) -> None:
+    """(A second watermark, layout or journal is refused as the store opens: test_445.)"""
+    graph = ox.NamedNode("https://w3id.org/cradle/pack/test.x/1.0.0/ontology")
+    digest = ox.NamedNode(CRADLE + "knowledgeDigest")
+    edit(home, (graph, digest, ox.Literal("sha256:" + "1" * 64)),
+         (graph, digest, ox.Literal("sha256:" + "2" * 64)))
     code, report = verify(home)
     assert code == 1 and report["equal"] is False, report

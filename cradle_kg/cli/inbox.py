@@ -154,7 +154,8 @@ def evidence_show(
     if fmt is Format.JSON:
         print_json(record)
         return
-    console.print(f"{clean(ref)}: {len(data)} bytes, intact", highlight=False, soft_wrap=True)
+    # the size the re-hash found: no bytes are read without --raw (tests/security/test_446)
+    console.print(f"{clean(ref)}: {size} bytes, intact", highlight=False, soft_wrap=True)
     table("added", ["by", "at", "kind", "source", "for run", "for action"],
           [[a["by"], a["at"], a["kind"] or "-", a["source"] or "-", a["for_run"] or "any",
             a["for_action"] or "any"]

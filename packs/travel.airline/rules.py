@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from itertools import pairwise
 from typing import Any
 
@@ -51,6 +52,8 @@ MAX_OF_KIND = {"certificate": 1, "credit_card": 1, "gift_card": 3}
 ISSUED = frozenset(f"certificate_{n}" for n in api.CERTIFICATE_IDS)
 #: a segment is used once its flight has taken off
 FLOWN = ("flying", "landed")
+#: a day as the benchmark's schema writes dates of birth and flights (``YYYY-MM-DD``)
+_ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,14 @@ def _route_problem(v: api.View, res: Mapping[str, Any],
     for (_, arrive), (depart, _) in pairwise(legs):
         if arrive != depart:
             return f"the flights do not connect (`{arrive}` then `{depart}`)"
+    # the list is the order they are flown: a segment dated before the one it follows (a
+    # return moved before its outbound) is flown first, and the trip starts elsewhere. The
+    # day only — the benchmark's own data lists same-day returns before their outbound lands
+    for before, after in pairwise(flights):
+        if str(after["date"]) < str(before["date"]):
+            return (f"`{after['flight_number']}` on {after['date']} would fly before "
+                    f"`{before['flight_number']}` on {before['date']}, which it follows "
+                    "(flown in date order the trip would start elsewhere)")
     origin, destination = str(res["origin"]), str(res["destination"])
     if legs[0][0] != origin:
         return f"the origin would change from `{origin}` to `{legs[0][0]}`"
@@ -268,6 +279,26 @@ def _nonfree_over_total(a: Mapping[str, Any]) -> Finding | None:
     return None
 
 
+def _passenger_problem(passengers: list[Mapping[str, Any]], now: datetime) -> Finding | None:
+    """"The agent needs to collect the first name, last name, and date of birth for each
+    passenger": names that are not blank, and a date of birth that is one — the benchmark's
+    schema writes it "in the format 'YYYY-MM-DD', such as '1990-01-01'" — not after today."""
+    for index, p in enumerate(passengers):
+        blank = [k for k in ("first_name", "last_name") if not str(p[k]).strip()]
+        dob = str(p["dob"])
+        try:
+            born = date.fromisoformat(dob) if _ISO_DAY.fullmatch(dob) else None
+        except ValueError:
+            born = None
+        if blank or born is None or born > now.date():
+            what = (f"no {' and no '.join(k.replace('_', ' ') for k in blank)}" if blank else
+                    f"date of birth `{dob}`, not a day up to today in the format YYYY-MM-DD")
+            return _deny("airline_passenger_details", f"passenger {index + 1} has {what}: "
+                         "the first name, last name and date of birth of each passenger are "
+                         "collected")
+    return None
+
+
 # --- the checks per tool -----------------------------------------------------------------
 
 def _owner_problem(call: Call, user_id: str) -> Finding | None:
@@ -348,6 +379,9 @@ def book(v: api.View, call: Call) -> list[Finding]:
     if npass > MAX_PASSENGERS:
         out.append(_deny("airline_too_many_passengers", f"{npass} passengers: a reservation "
                          f"has at most {MAX_PASSENGERS}"))
+    details = _passenger_problem(list(a["passengers"]), call.now)
+    if details:
+        out.append(details)
     out += _payments(v, user, list(a["payment_methods"]))
     membership = str(user.get("membership", "regular"))
     free = FREE_BAGS.get(membership, FREE_BAGS["regular"])[a["cabin"]] * npass
@@ -506,6 +540,9 @@ def update_passengers(v: api.View, call: Call) -> list[Finding]:
     _, customer, stop = _reservation(v, call)
     if stop:
         return [stop]
+    details = _passenger_problem(list(call.args["passengers"]), call.now)
+    if details:
+        return [details]
     return _confirmed(call, customer, "this change of passengers")
 
 

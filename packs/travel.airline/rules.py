@@ -482,6 +482,15 @@ def update_flights(v: api.View, call: Call) -> list[Finding]:
                          f"`cabin` field still says `{recorded}`): {', '.join(kept)} would keep "
                          f"the `{cabin}` price and the new flights be priced in `{recorded}`; "
                          "cabin class must be the same across all the flights"))
+    # the same stale field with the flights unchanged: the API keeps every flight at its
+    # price in the cabin flown — the change of cabin asked (back to the field's) would not
+    # happen, nothing refunded, yet the call would succeed ("Cabin changes require the user
+    # to pay for the difference between their current cabin and the new cabin class")
+    if not changed and a["cabin"] == recorded != cabin:
+        out.append(_deny("airline_cabin_unchanged", f"reservation `{rid}` flies `{cabin}` (its "
+                         f"`cabin` field still says `{recorded}`): the API would keep every "
+                         f"flight at its `{cabin}` price, so this change to `{recorded}` would "
+                         "change nothing and refund nothing (transfer to a human agent)"))
     # a segment already flown stays in the reservation: replacing it would refund a flight
     # used (the API subtracts its price) and book it again — "The agent can only cancel the
     # whole trip that is not flown. If any of the segments are already used, the agent cannot

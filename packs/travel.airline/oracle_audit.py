@@ -193,6 +193,13 @@ def _connects(segs: list[Mapping[str, Any]], data: Mapping[str, Any]) -> list[tu
     return out
 
 
+def _back_in_time(segs: list[Mapping[str, Any]]) -> bool:
+    """A segment dated before the one it follows (the day: the benchmark's data lists some
+    same-day returns before their outbound lands) — the trip, flown in date order, is
+    another (twenty-fourth review)."""
+    return any(str(b["date"]) < str(a["date"]) for a, b in itertools.pairwise(segs))
+
+
 def _trip_ok(legs: list[tuple[str, str]], origin: str, destination: str, kind: str) -> bool:
     """The legs, in order, go origin → destination (one way), or origin → destination →
     origin (round trip), each leg leaving from where the previous one arrived."""
@@ -303,6 +310,8 @@ def _book(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
     if not _trip_ok(legs, a["origin"], a["destination"], a["flight_type"]):
         return _breaks(S_TRIP, f"{legs} is not a {a['flight_type']} {a['origin']}-"
                                f"{a['destination']}")
+    if _back_in_time(a["flights"]):
+        return _breaks(S_TRIP, "a segment is dated before the one it follows")
     free = FREE[user["membership"]][a["cabin"]] * pax
     expected = max(0, a["total_baggages"] - free)
     if a["nonfree_baggages"] != expected:
@@ -375,6 +384,9 @@ def _flights(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None
             and all(x[1] == y[0] for x, y in itertools.pairwise(legs))):
         return _breaks(S_ROUTE, f"{legs} is not a {res['flight_type']} {res['origin']}-"
                                 f"{res['destination']}")
+    if _back_in_time(a["flights"]):
+        return _breaks(S_ROUTE, "a segment is dated before the one it follows: flown in date "
+                                "order the trip starts elsewhere")
     user = data["users"][res["user_id"]]
     source = user["payment_methods"][a["payment_id"]]["source"]
     if source not in ("gift_card", "credit_card"):

@@ -48,7 +48,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CradleError, InputError
-from ..records import ApprovalStatus
+from ..records import ApprovalStatus, OutcomeStatus
 from . import require
 from .calls import META_PREFIX, CallResult, GovernedSession, HostMeta, host_meta, refused
 
@@ -247,11 +247,25 @@ def call_step(session: GovernedSession, steps: OrderedDict[str, int], call_id: s
 
 
 def decided(session: GovernedSession, result: CallResult, tool_id: str) -> CallResult:
-    """A call that waits for an approval pauses the graph until it is resumed."""
-    if result.status != "awaiting_approval":
-        return result
+    """A call that waits for an approval pauses the graph until it is resumed.
+
+    INVARIANT: LangGraph hands a node's resume values to its ``interrupt()`` calls by
+    position, so a call keeps its place among them once it has paused the graph: a call
+    whose proposal waited for an approval calls ``interrupt()`` again in every later run
+    of the node, decided or not, and drops what it is handed (the value given for it).
+    Before, a call decided since asked nothing, and the next call's ``interrupt()`` was
+    handed the earlier call's value: an approval given for one call decided another, and
+    the decision given for that one was never read (``tests/security/test_460``)."""
     from langgraph.types import interrupt
 
+    if result.status != "awaiting_approval":
+        if waited_before(session, result):
+            interrupt({"approval_id": result.approval_id, "tool": tool_id,
+                       "proposal_id": result.meta.get(META_PREFIX + "proposal"),
+                       "run_id": result.meta.get(META_PREFIX + "run"),
+                       "status": result.status,
+                       "reasons": ["decided already: resume with anything to go on"]})
+        return result
     answer = interrupt({"approval_id": result.approval_id, "tool": tool_id,
                         "proposal_id": result.meta.get("cradle-kg/proposal"),
                         "run_id": result.meta.get("cradle-kg/run"),
@@ -272,6 +286,19 @@ def decided(session: GovernedSession, result: CallResult, tool_id: str) -> CallR
                               text=f"approval_refused: {message}", meta=result.meta,
                               outcome=result.outcome)
     return session.latest(result, tool_id)
+
+
+def waited_before(session: GovernedSession, result: CallResult) -> bool:
+    """Whether the proposal of ``result`` (a call that does not wait now) waited for an
+    approval before: it paused the graph then (:func:`decided`). One read of its
+    outcomes in its run (a call answered from its record carries no approval: asked)."""
+    outcome = result.outcome
+    if outcome is None:  # refused before the loop: nothing journaled, never waited
+        return False
+    earlier = session.runtime.journal.events_for_subject(
+        outcome.proposal_id, run_id=outcome.run_id, kinds=("run.outcome",))
+    waiting = str(OutcomeStatus.AWAITING_APPROVAL)
+    return any(e.payload.get("outcome", {}).get("status") == waiting for e in earlier)
 
 
 def shown_before(session: GovernedSession, result: CallResult, named: Any = None) -> None:

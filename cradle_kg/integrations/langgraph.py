@@ -20,7 +20,9 @@ payload names the approval; resuming with ``Command(resume={"approver": ID, "tok
 decision is ``approved`` — the default —, ``rejected`` or ``changes_requested``, with an
 optional text ``"reason"``, and best the ``"approval_id"`` the payload named: a resume
 naming another approval, or deciding one the node's second run asked for just now, is
-refused; anything else is refused and journals nothing), and
+refused, and one naming none decides nothing while another approval of the run waits —
+LangGraph hands resume values to a node's interrupts by position, and a ``ToolNode`` runs a
+message's calls at once; anything else is refused and journals nothing), and
 resuming with anything else reads the decision an approver made elsewhere (web page,
 CLI). Proposal ids are ``<thread>:<tool_call_id>``: the node's re-run after a resume
 submits the same proposal again, which the runtime answers from its record.
@@ -318,6 +320,18 @@ def shown_before(session: GovernedSession, result: CallResult, named: Any = None
             f"`{outcome.approval.id}`: a resume decides only the approval it names",
             hint="an approver decides the other one on the web page or with "
             "`cradle-kg approvals approve`")
+    if named is None:
+        # INVARIANT: a resume value that names no approval decides one only when it can be
+        # told which: LangGraph hands resume values to a node's interrupts by position, and
+        # a ``ToolNode`` runs a message's calls at once, in no set order — a value given
+        # for one call's interrupt was handed to another's, and decided its approval
+        # (tests/security/test_461). With another approval of the run waiting, it names one
+        _, waiting = session.runtime.approvals.pending_page(run_id=outcome.run_id, limit=1)
+        if waiting > 1:
+            raise InputError(
+                f"the resume names no approval, and {waiting} approvals of run "
+                f"`{outcome.run_id}` wait: which one it decides cannot be told",
+                hint="resume with the `approval_id` the interrupt's payload names")
     earlier = session.runtime.journal.events_for_subject(
         outcome.proposal_id, run_id=outcome.run_id, kinds=("run.outcome",))
     if len(earlier) < 2:

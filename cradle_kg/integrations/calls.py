@@ -188,6 +188,8 @@ class GovernedSession:
     #: runs found or claimed to be this agent's: a run's owner never changes, so each is
     #: asked of the journal once
     _own_runs: set[str] = field(default_factory=set, init=False, repr=False)
+    #: runs whose highest step this session has read (:meth:`next_step`)
+    _numbered: set[str] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.runtime.config.agent(self.agent_id) is None:
@@ -201,11 +203,32 @@ class GovernedSession:
         other agent can claim it first (``tests/security/test_235``)."""
         return agent_run_id(self.agent_id, self.session_id)
 
-    def next_step(self) -> int:
-        """Steps follow the order in which calls arrive."""
+    def next_step(self, run_id: str | None = None) -> int:
+        """Steps follow the order in which calls arrive; ``run_id``: the run the call
+        proposes in.
+
+        INVARIANT: a step is new in its run. A call that names no idempotency key is keyed
+        by its run, step and arguments (``idem:…``), and a session's count began at 1: a
+        session proposing into a run that already has steps — a client reconnected to its
+        run (``cradle-kg/run``), a LangGraph thread's run continued by another process —
+        took step 1 again, and the same arguments were the earlier call's replay, never
+        run and reported ``executed`` (``tests/security/test_462``). The session's first
+        call into a run counts on from the run's highest step (one query per run)."""
+        if run_id is not None:
+            self.count_in(run_id)
         with self._lock:
             self._step += 1
             return self._step
+
+    def count_in(self, run_id: str) -> None:
+        """Count this session's steps on from ``run_id``'s highest, once per run (the
+        journal read outside any lock: :meth:`next_step` then reads nothing)."""
+        if run_id in self._numbered:
+            return
+        highest = self.runtime.journal.max_step(run_id)
+        with self._lock:
+            self._step = max(self._step, highest)
+            self._numbered.add(run_id)
 
     def proposal(self, tool_id: str, arguments: Mapping[str, Any], meta: HostMeta, *,
                  step: int, proposal_id: str | None = None) -> dict[str, Any]:
@@ -235,7 +258,7 @@ class GovernedSession:
              proposal_id: str | None = None) -> CallResult:
         """Submit one call through both gates; a refused input is a result, never a raise."""
         meta = meta or NO_META
-        step = self.next_step() if step is None else step
+        step = self.next_step(meta.run or self.run_id) if step is None else step
         pid = proposal_id or f"{self.session_id}:{step}"
         where = {"run": meta.run or self.run_id, "proposal": pid, "step": step}
         if not isinstance(arguments, Mapping):

@@ -213,7 +213,8 @@ class ThreadSessions:
         session, nonce, steps = held
         call_id = _TOOL_CALL_ID.get()
         if call_id is None:
-            return session, f"{session.session_id}:{nonce}-{session.next_step()}", None
+            step = session.next_step(run or session.run_id)
+            return session, f"{session.session_id}:{nonce}-{step}", step
         pid = f"{session.session_id}:{call_id}"
         return session, pid, call_step(session, steps, call_id, pid, run or session.run_id)
 
@@ -239,8 +240,10 @@ def call_step(session: GovernedSession, steps: OrderedDict[str, int], call_id: s
             proposal_id, run_id=run_id, kinds=("proposal.received",))
         recorded = received[0].payload.get("proposal", {}).get("step") if received else None
         known = recorded if isinstance(recorded, int) and recorded > 0 else None
+    if known is None:
+        session.count_in(run_id)  # a new call: its step is new in the run (test_462)
     with _STEPS_LOCK:
-        step = steps.get(call_id) or known or session.next_step()
+        step = steps.get(call_id) or known or session.next_step(run_id)
         steps[call_id] = step
         steps.move_to_end(call_id)
         while len(steps) > MAX_CALL_STEPS:
@@ -379,13 +382,13 @@ class GovernedToolNode:
         if last is None or not last.tool_calls:
             return {self.messages_key: []}
         session = self._session()
-        done = sum(1 for m in messages if isinstance(m, ToolMessage))
         out: list[ToolMessage] = []
+        steps: OrderedDict[str, int] = OrderedDict()
         try:
             meta: HostMeta | InputError = host_keys(self.runtime)
         except InputError as exc:
             meta = exc
-        for index, call in enumerate(last.tool_calls):
+        for call in last.tool_calls:
             tool_id = self._ids.get(call["name"])
             if tool_id is None:
                 out.append(ToolMessage(content=f"unknown tool `{call['name']}`",
@@ -395,8 +398,14 @@ class GovernedToolNode:
             if isinstance(meta, InputError):
                 result = refused(meta, {"tool": tool_id})
             else:
-                result = session.call(tool_id, call["args"], meta, step=done + index + 1,
-                                      proposal_id=f"{session.session_id}:{call['id']}")
+                # a call made again (the node run again on a resume) keeps the step its
+                # proposal was recorded with; a new one takes a step new in the run — not
+                # one counted from the graph's messages, which another process's graph (or
+                # trimmed messages) counts again from 1 (tests/security/test_462)
+                pid = f"{session.session_id}:{call['id']}"
+                step = call_step(session, steps, str(call["id"] or ""), pid,
+                                 meta.run or session.run_id)
+                result = session.call(tool_id, call["args"], meta, step=step, proposal_id=pid)
             result = decided(session, result, tool_id)
             out.append(ToolMessage(content=result.text, tool_call_id=call["id"] or "",
                                    name=call["name"], artifact=result.structured,

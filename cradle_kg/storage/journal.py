@@ -597,6 +597,12 @@ class Journal(Protocol):
         counted by the database over the run's range of ``events_run``, nothing decoded."""
         ...
 
+    def max_step(self, run_id: str) -> int:
+        """The highest ``step`` of a proposal the run received, 0 when none: where a
+        session that proposes into an existing run goes on numbering its steps (a derived
+        key holds the step: ``tests/security/test_462``)."""
+        ...
+
     def run_state_row(self, run_id: str) -> tuple[str, str, int, int, int, str] | None:
         """The run's ``run_state`` row (:mod:`.run_state_sql`): last proposal, last status
         (``''``: none), open tasks, waiting steps, workflow, finished (``''``: not) — one

@@ -1014,6 +1014,10 @@ class PostgresJournal:
         row = self._query(run_state_sql.counts("postgresql"), (run_id,))[0]
         return int(row[0]), int(row[1]), int(row[2])
 
+    def max_step(self, run_id: str) -> int:
+        rows = self._query(run_state_sql.max_step("postgresql"), (run_id,))
+        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
+
     def run_state_row(self, run_id: str) -> tuple[str, str, int, int, int, str] | None:
         rows = self._query(run_state_sql.one_row("postgresql"), (run_id,))
         return run_state_sql.state_row(rows[0] if rows else None)

@@ -180,6 +180,18 @@ def counts(dialect: Dialect) -> str:
             f"FROM events WHERE run_id = {ph}")
 
 
+def max_step(dialect: Dialect) -> str:
+    """The highest ``step`` of a proposal one run received (the run id as the one
+    parameter; NULL when none): the run's range of ``events_run``, its ``proposal.received``
+    only decoded by the database, one number each."""
+    if dialect == "sqlite":
+        return ("SELECT MAX(CAST(json_extract(payload, '$.proposal.step') AS INTEGER)) "
+                "FROM events WHERE run_id = ? AND kind = 'proposal.received'")
+    return ("SELECT MAX(CASE WHEN json_typeof(s) = 'number' THEN (s #>> '{}')::numeric END) "
+            f"FROM (SELECT {pg_payload()} -> 'proposal' -> 'step' AS s FROM events "
+            "WHERE run_id = %s AND kind = 'proposal.received') AS steps")
+
+
 def state_row(row: tuple[Any, ...] | None) -> tuple[str, str, int, int, int, str] | None:
     if row is None:
         return None

@@ -222,10 +222,15 @@ class GovernedSession:
 
     def count_in(self, run_id: str) -> None:
         """Count this session's steps on from ``run_id``'s highest, once per run (the
-        journal read outside any lock: :meth:`next_step` then reads nothing)."""
+        journal read outside any lock: :meth:`next_step` then reads nothing). Another
+        agent's run is not read (its call is refused: its step says nothing of that run)."""
+        from ..loop.runtime import run_owner
+
         if run_id in self._numbered:
             return
-        highest = self.runtime.journal.max_step(run_id)
+        journal = self.runtime.journal
+        owner = run_owner(journal, run_id)
+        highest = journal.max_step(run_id) if owner in (None, self.agent_id) else 0
         with self._lock:
             self._step = max(self._step, highest)
             self._numbered.add(run_id)

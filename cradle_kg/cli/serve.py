@@ -40,6 +40,10 @@ def serve(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds a query may run.")] = 10.0,
     max_result_bytes: Annotated[int, typer.Option(
         "--max-result-bytes", help="Largest serialized result, in bytes.")] = 50_000_000,
+    max_worker_memory: Annotated[int, typer.Option(
+        "--max-worker-memory", min=1, help="Most resident memory a query worker may hold "
+        "while it runs queries, in bytes (503 and the worker replaced beyond).")
+    ] = 2_147_483_648,
     workers: Annotated[int, typer.Option(
         "--workers", help="Query worker processes (each answers queries on the server's "
                           "port; one per core).")] = 2,
@@ -91,6 +95,7 @@ def serve(
         pack_queries=pack_queries(None if files else home) if packs else {},
         home=None if files else resolve_home(home), files=tuple(files or ()),
         timeout_seconds=timeout, max_result_bytes=max_result_bytes, workers=workers,
+        max_worker_memory=max_worker_memory,
         allowed_services=tuple(allow_service or ()), query_dirs=tuple(queries or ()),
         max_body_bytes=max_body_bytes, max_query_bytes=max_query_bytes,
         max_query_depth=max_query_depth, max_query_patterns=max_query_patterns,

@@ -82,6 +82,10 @@ REPLACED: Final = ("the query worker was replaced while this query ran (another 
 _FD: Final = "cradle.socket_fd"
 #: how long an ending worker waits for its event loop to stop accepting
 STOP_ACCEPTING_SECONDS: Final = 0.5
+#: the resident memory a worker may hold while it runs queries (``--max-worker-memory``):
+#: the engine builds strings and sorts in memory, and a query of a few KB grew a worker
+#: by GBs within its time limit (tests/security/test_448)
+MAX_WORKER_BYTES: Final = 2 * 1024 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,9 @@ class FrontConfig:
     allowed_hosts: tuple[str, ...] = ()
     #: who may read the graph (:mod:`.readers`)
     readers: GraphReaders = field(default_factory=GraphReaders)
+    #: resident bytes a worker may hold while it runs queries: past it, its queries are
+    #: answered 503 and it ends (replaced), as at a deadline (:meth:`QueryWorker._watch`)
+    max_worker_bytes: int = MAX_WORKER_BYTES
 
 
 @dataclass(frozen=True)
@@ -264,7 +271,12 @@ class QueryWorker:
             self.heap.tick(self.answered, bool(self.running))
             with self.lock:
                 now = time.monotonic()
-                if not any(now >= r.deadline for r in self.running.values()):
+                # INVARIANT: a worker's memory is bounded as its queries' time is: the
+                # engine evaluates in memory (a string doubled by CONCAT, squared by
+                # REPLACE), and no cap on the query's text or its result bounds that
+                # (tests/security/test_448)
+                grown = bool(self.running) and resident_bytes() > self.config.max_worker_bytes
+                if not grown and not any(now >= r.deadline for r in self.running.values()):
                     continue
                 self.replaced[self.slot] += 1  # this slot's entry: one writer at a time
                 # the listening socket is left as it is: the supervisor holds it, and the
@@ -278,8 +290,17 @@ class QueryWorker:
                     self._stop_accepting()
                 close_connections(self.port, {r.fd for r in answered if r.fd is not None})
                 for running in answered:
-                    text = (f"the query ran longer than the {self.config.timeout:g} s limit "
-                            "and was stopped" if now >= running.deadline else REPLACED)
+                    if grown and running.deadline != float("inf"):  # running, not waiting
+                        text = ("the query worker's memory grew past the "
+                                f"{self.config.max_worker_bytes} byte cap while this query "
+                                "ran, and it was stopped (`--max-worker-memory`): ask for "
+                                "less (shorter strings, a LIMIT), or send it again if "
+                                "another query was the cause")
+                    elif now >= running.deadline:
+                        text = (f"the query ran longer than the {self.config.timeout:g} s "
+                                "limit and was stopped")
+                    else:
+                        text = REPLACED
                     _answer_raw(running, text.encode())
                 _end()  # the lock is never released: no other answer
 
@@ -497,6 +518,19 @@ class HeapTrim:
         return True
 
 
+_PAGE_BYTES: Final = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def resident_bytes() -> int:
+    """This process's resident memory, in bytes (``/proc/self/statm``; 0 where there is
+    none to read: the cap is then not enforced)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE_BYTES
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim``, or None (another C library)."""
     import ctypes
@@ -681,5 +715,5 @@ def front_main(sock: socket.socket, config: FrontConfig, start: Start, ask: Conn
     _serve(sock, config, start, ask, busy, replaced, published, sandboxed)
 
 
-__all__ = ["GRACE_SECONDS", "FrontConfig", "HeapTrim", "QueryWorker", "Start",
-           "front_main"]
+__all__ = ["GRACE_SECONDS", "MAX_WORKER_BYTES", "FrontConfig", "HeapTrim", "QueryWorker",
+           "Start", "front_main"]

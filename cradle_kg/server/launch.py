@@ -28,7 +28,7 @@ from ..home import Home
 from ..storage import home_journal_target, is_postgres
 from .dataset import PrivateStore, snapshot_files, snapshot_home
 from .deadlines import HEADER_SECONDS
-from .front import FrontConfig
+from .front import MAX_WORKER_BYTES, FrontConfig
 from .guard import MAX_BODY_BYTES
 from .readers import TOKEN_FILE, GraphReaders, content_digest
 from .supervisor import QueryFront, listen, start_fork_server
@@ -46,6 +46,9 @@ class ServerSettings(BaseModel):
     timeout_seconds: float = Field(10.0, gt=0)
     #: bytes a serialized result may take
     max_result_bytes: int = Field(50_000_000, gt=0)
+    #: bytes of resident memory a query worker may hold while it runs queries (503 and
+    #: the worker replaced beyond: :attr:`.front.FrontConfig.max_worker_bytes`)
+    max_worker_memory: int = Field(MAX_WORKER_BYTES, gt=0)
     workers: int = Field(2, ge=1)
     #: SERVICE endpoints a query may name (none by default: no outbound request)
     allowed_services: tuple[str, ...] = ()
@@ -223,7 +226,7 @@ def start_front(settings: ServerSettings, host: str, port: int) -> QueryFront:
             query_dirs=settings.query_dirs, pack_queries=settings.pack_queries,
             cors_origins=settings.cors_origins, federated=bool(settings.allowed_services),
             header_seconds=settings.header_seconds, allowed_hosts=settings.allowed_hosts,
-            readers=graph_readers(settings))
+            readers=graph_readers(settings), max_worker_bytes=settings.max_worker_memory)
         front = QueryFront(source, config, sock, workdir=workdir, size=settings.workers)
         front.owner = owner
         front.start()

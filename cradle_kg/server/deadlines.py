@@ -13,7 +13,11 @@ limit for a service): every other request, ``/healthz`` included, was then dropp
   of the end of the answer before, on a kept-alive connection) — else an HTTP 408 and the
   connection is closed — and its body within ``body_seconds`` of its headers — else the
   connection is closed. A whole request being answered is not timed here (the query
-  deadline and the app's own limits are).
+  deadline and the app's own limits are); its answer, once written, is: what the client's
+  socket did not take must be taken at :data:`MIN_SEND_RATE` at least, looked at every
+  ``header_seconds``, else the connection is aborted and the bytes dropped (a client
+  reading nothing held a 50 MB answer in the server's memory for as long as it liked:
+  ``tests/security/test_449``).
 * :func:`raise_open_files` lifts the process's soft limit of open files to its hard limit
   at start (the workers inherit it): what a connection costs is then memory, not one of
   1,024 slots. With both, a client holds at most the connections it opens within
@@ -32,6 +36,9 @@ HEADER_SECONDS: Final = 10.0
 BODY_SECONDS: Final = 60.0
 #: bytes a request line and its headers may take (431 beyond; h11 alone had a cap, 16 KiB)
 MAX_HEADER_BYTES: Final = 64 * 1024
+#: bytes a second a client must take of an answer its socket did not take at once
+#: (looked at every ``header_seconds``; the connection is aborted when it falls behind)
+MIN_SEND_RATE: Final = 64 * 1024
 
 def _closing(status: bytes, text: bytes) -> bytes:
     return (b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
@@ -76,6 +83,8 @@ def request_deadlines(header_seconds: float = HEADER_SECONDS,
         _request: Any = None
         #: bytes received since the last request's headers were complete (or the connection)
         _waiting: int = 0
+        #: bytes of the last answer the client's socket had not taken at the last look
+        _unsent: int = 0
 
         def _arm(self, seconds: float) -> None:
             if self._deadline is not None:
@@ -103,6 +112,8 @@ def request_deadlines(header_seconds: float = HEADER_SECONDS,
         def on_response_complete(self) -> None:
             super().on_response_complete()
             self._waiting = 0
+            transport = self.transport
+            self._unsent = transport.get_write_buffer_size() if transport is not None else 0
             self._arm(header_seconds)  # the next request's headers (or the keep-alive end)
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -114,9 +125,23 @@ def request_deadlines(header_seconds: float = HEADER_SECONDS,
         def _expired(self) -> None:
             self._deadline = None
             transport = self.transport
-            if transport is None or transport.is_closing():
+            if transport is None:
                 return
             cycle = self.cycle
+            unsent = transport.get_write_buffer_size()
+            if unsent and (cycle is None or cycle.response_complete):
+                # INVARIANT: an answer the client does not take is not held for it: it
+                # must be taken at MIN_SEND_RATE at least, else the connection is aborted
+                # and its bytes dropped — a closing connection too (a close waits for the
+                # bytes to go; tests/security/test_449)
+                if self._unsent - unsent >= MIN_SEND_RATE * header_seconds:
+                    self._unsent = unsent
+                    self._arm(header_seconds)
+                else:
+                    transport.abort()
+                return
+            if transport.is_closing():
+                return
             if cycle is not None and cycle is self._request and not cycle.response_complete:
                 if not cycle.more_body:
                     return  # a whole request, being answered: not timed here
@@ -128,5 +153,5 @@ def request_deadlines(header_seconds: float = HEADER_SECONDS,
     return RequestDeadlines
 
 
-__all__ = ["BODY_SECONDS", "HEADER_SECONDS", "MAX_HEADER_BYTES", "raise_open_files",
-           "request_deadlines"]
+__all__ = ["BODY_SECONDS", "HEADER_SECONDS", "MAX_HEADER_BYTES", "MIN_SEND_RATE",
+           "raise_open_files", "request_deadlines"]

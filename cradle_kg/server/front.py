@@ -86,6 +86,10 @@ STOP_ACCEPTING_SECONDS: Final = 0.5
 #: the engine builds strings and sorts in memory, and a query of a few KB grew a worker
 #: by GBs within its time limit (tests/security/test_448)
 MAX_WORKER_BYTES: Final = 2 * 1024 * 1024 * 1024
+#: how many results at the cap (``--max-result-bytes``) a worker's clients may leave
+#: unread at once: past it, the next query is a 503 until they read or are cut off
+#: (:data:`.deadlines.MIN_SEND_RATE`; tests/security/test_449)
+UNREAD_RESULTS: Final = 4
 
 
 @dataclass(frozen=True)
@@ -194,6 +198,8 @@ class QueryWorker:
         #: 2.54-2.85 against 3.10-3.62, alternated at load 7)
         self.pending = 0
         self.connections = 0
+        #: the clients' connections (their transports): what their answers left unsent
+        self.transports: set[asyncio.Transport] = set()
         threading.Thread(target=self._watch, name="cradle-watchdog", daemon=True).start()
 
     def _fresh(self) -> str:
@@ -350,6 +356,19 @@ class QueryWorker:
             if refused is not None:  # before the body or the query is read
                 await self._answer(send, 401, "text/plain; charset=utf-8", refused.encode(),
                                    [(b"www-authenticate", CHALLENGE.encode())])
+                return
+        if sparql or named:
+            # INVARIANT: the answers this worker's clients left unread are bounded, as the
+            # request bodies it holds are: a client that reads none cannot have it hold
+            # one result after another (tests/security/test_449)
+            unread = sum(t.get_write_buffer_size() for t in self.transports)
+            cap = UNREAD_RESULTS * self.config.limits.max_bytes
+            if unread > cap:
+                await self._answer(
+                    send, 503, "text/plain; charset=utf-8",
+                    (f"this query worker holds {unread} bytes of answers its clients have "
+                     f"not read (over {cap}): send the query again in a moment").encode(),
+                    [(b"retry-after", b"1"), *self._cors(dict(scope["headers"]))])
                 return
         if sparql:
             await self.sparql(scope, receive, send)
@@ -675,10 +694,12 @@ def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connecti
     class Counted(request_deadlines(config.header_seconds)):  # type: ignore[misc]
         def connection_made(self, transport: asyncio.Transport) -> None:
             worker.connections += 1
+            worker.transports.add(transport)
             super().connection_made(transport)
 
         def connection_lost(self, exc: Exception | None) -> None:
             worker.connections -= 1
+            worker.transports.discard(self.transport)
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:

@@ -15,7 +15,7 @@ Now (``server/deadlines.py``, ``server/front.py``): an answer must be taken at 6
 second at least, looked at every ``--header-timeout``; a connection whose answer falls
 behind is aborted and its bytes dropped (``serve``, ``mcp serve`` and ``mcp proxy`` over
 HTTP alike). And a query worker whose clients have left more than four results' worth
-(4 × ``--max-result-bytes``) unread answers the next query 503 with ``Retry-After: 1``
+(four times ``--max-result-bytes``) unread answers the next query 503 with ``Retry-After: 1``
 until they read or are cut.
 """
 

@@ -541,11 +541,14 @@ _PAGE_BYTES: Final = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4
 
 
 def resident_bytes() -> int:
-    """This process's resident memory, in bytes (``/proc/self/statm``; 0 where there is
-    none to read: the cap is then not enforced)."""
+    """This process's resident memory of its own (anonymous: the heap, what the engine
+    allocates), in bytes — not the pages of files it maps, which the system can drop — read
+    from ``/proc/self/statm`` (resident less shared); 0 where there is none to read (the
+    cap is then not enforced)."""
     try:
         with open("/proc/self/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * _PAGE_BYTES
+            fields = statm.read().split()
+        return (int(fields[1]) - int(fields[2])) * _PAGE_BYTES
     except (OSError, ValueError, IndexError):
         return 0
 

@@ -12,10 +12,10 @@ for more memory than the machine has. Each worker runs four queries at once, and
 timeout bounds only how long each may grow (10 s: several GB each): a handful of
 requests from anyone who reaches the open endpoint took the machine's memory.
 
-Now each worker's watchdog reads its resident memory with its deadlines (every 50 ms while
-a query runs): past ``--max-worker-memory`` (2 GiB by default) the queries it runs are
-answered 503 naming the cap and the worker is replaced, as after a runaway query; the
-server goes on answering.
+Now each worker's watchdog reads its own resident memory (not mapped files) with its
+deadlines (every 50 ms while a query runs): past ``--max-worker-memory`` (2 GiB by
+default) the queries it runs are answered 503 naming the cap and the worker is replaced,
+as after a runaway query; the server goes on answering.
 """
 
 from __future__ import annotations

@@ -66,6 +66,29 @@ def raise_open_files() -> int:
     return int(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
+class _Written:
+    """A connection's transport that counts the bytes written to it: what the client has
+    taken is those less what still waits in the transport's buffer."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.written = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += len(data)
+        self.transport.write(data)
+
+    def writelines(self, lines: Any) -> None:
+        for data in lines:
+            self.write(data)
+
+    def taken(self) -> int:
+        return self.written - self.transport.get_write_buffer_size()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
 def request_deadlines(header_seconds: float = HEADER_SECONDS,
                       body_seconds: float = BODY_SECONDS, *, base: type[Any] | None = None,
                       max_header_bytes: int = MAX_HEADER_BYTES) -> type[Any]:
@@ -83,8 +106,14 @@ def request_deadlines(header_seconds: float = HEADER_SECONDS,
         _request: Any = None
         #: bytes received since the last request's headers were complete (or the connection)
         _waiting: int = 0
-        #: bytes of the last answer the client's socket had not taken at the last look
-        _unsent: int = 0
+        #: the connection's transport, counting what is written to it
+        _out: _Written | None = None
+        #: bytes of answers the client's socket had taken at the last look, and the bytes
+        #: that waited for it then
+        _taken: int = 0
+        _pending: int = 0
+        #: whether the request's body is still awaited (timed by ``body_seconds``)
+        _body: bool = False
 
         def _arm(self, seconds: float) -> None:
             if self._deadline is not None:
@@ -92,8 +121,16 @@ def request_deadlines(header_seconds: float = HEADER_SECONDS,
             self._deadline = self.loop.call_later(seconds, self._expired)
 
         def connection_made(self, transport: asyncio.Transport) -> None:
-            super().connection_made(transport)
+            self._out = _Written(transport)
+            super().connection_made(self._out)
             self._arm(header_seconds)
+
+        def _look(self) -> None:
+            """Remember what the client has taken and what waits for it (the next look
+            compares)."""
+            if self._out is not None:
+                self._taken = self._out.taken()
+                self._pending = self._out.get_write_buffer_size()
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
@@ -101,7 +138,14 @@ def request_deadlines(header_seconds: float = HEADER_SECONDS,
             if cycle is not None and cycle is not self._request:  # a request's headers are in
                 self._request = cycle
                 self._waiting = 0
-                self._arm(body_seconds)
+                self._look()
+                self._body = cycle.more_body
+                # its body is timed; a whole request's answer is looked at (_expired)
+                self._arm(body_seconds if self._body else header_seconds)
+            elif cycle is not None and self._body and not cycle.more_body:
+                self._body = False  # the body arrived: the answer is looked at from now
+                self._look()
+                self._arm(header_seconds)
             elif cycle is None or (cycle.response_complete and not cycle.more_body):
                 # reading a request's line and headers (not the rest of an answered body)
                 self._waiting += len(data)
@@ -112,8 +156,7 @@ def request_deadlines(header_seconds: float = HEADER_SECONDS,
         def on_response_complete(self) -> None:
             super().on_response_complete()
             self._waiting = 0
-            transport = self.transport
-            self._unsent = transport.get_write_buffer_size() if transport is not None else 0
+            self._look()
             self._arm(header_seconds)  # the next request's headers (or the keep-alive end)
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -128,23 +171,28 @@ def request_deadlines(header_seconds: float = HEADER_SECONDS,
             if transport is None:
                 return
             cycle = self.cycle
-            unsent = transport.get_write_buffer_size()
-            if unsent and (cycle is None or cycle.response_complete):
-                # INVARIANT: an answer the client does not take is not held for it: it
-                # must be taken at MIN_SEND_RATE at least, else the connection is aborted
-                # and its bytes dropped — a closing connection too (a close waits for the
-                # bytes to go; tests/security/test_449)
-                if self._unsent - unsent >= MIN_SEND_RATE * header_seconds:
-                    self._unsent = unsent
-                    self._arm(header_seconds)
-                else:
+            if transport.get_write_buffer_size() and self._out is not None:
+                # INVARIANT: an answer the client does not take is not held for it — written
+                # whole (a query's), streamed (what the workers pass on from the app), or
+                # behind another request the client sent after it: it must be taken at
+                # MIN_SEND_RATE at least, judged over a whole look (bytes waited at the last
+                # one as at this one), else the connection is aborted and its bytes
+                # dropped — a closing connection too (a close waits for the bytes to go;
+                # tests/security/test_449)
+                if self._pending and self._out.taken() - self._taken \
+                        < MIN_SEND_RATE * header_seconds:
                     transport.abort()
+                    return
+                self._look()
+                self._arm(header_seconds)
                 return
             if transport.is_closing():
                 return
             if cycle is not None and cycle is self._request and not cycle.response_complete:
-                if not cycle.more_body:
-                    return  # a whole request, being answered: not timed here
+                if not cycle.more_body:  # a whole request, being answered: not timed here,
+                    self._look()  # but what it writes is (looked at again)
+                    self._arm(header_seconds)
+                    return
                 transport.close()  # its body did not arrive in time
                 return
             transport.write(_TIMEOUT)  # no request under way: its headers did not arrive

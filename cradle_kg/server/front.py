@@ -697,12 +697,13 @@ def _serve(sock: socket.socket, config: FrontConfig, start: Start, ask: Connecti
     class Counted(request_deadlines(config.header_seconds)):  # type: ignore[misc]
         def connection_made(self, transport: asyncio.Transport) -> None:
             worker.connections += 1
+            self.counted = transport  # (the protocol's own is a wrapper: deadlines.py)
             worker.transports.add(transport)
             super().connection_made(transport)
 
         def connection_lost(self, exc: Exception | None) -> None:
             worker.connections -= 1
-            worker.transports.discard(self.transport)
+            worker.transports.discard(self.counted)
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:

@@ -120,6 +120,20 @@ def test_an_answer_not_taken_is_dropped(quick: Server) -> None:
     assert got < content_length(head), (got, content_length(head))
 
 
+def test_an_answer_behind_another_request_is_dropped(quick: Server) -> None:
+    """A second request sent after the query (a page's file, passed on to the app) waits
+    behind the unread answer; while it did, the answer was not looked at (first fix)."""
+    host, port = quick.url.removeprefix("http://").split(":")
+    conn = socket.socket()
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    conn.connect((host, int(port)))
+    conn.sendall(big_answer() + b"GET /static/app.js HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+    time.sleep(4)
+    head, got = read_all(conn)
+    assert head.startswith(b"HTTP/1.1 200"), head[:200]
+    assert got < content_length(head), (got, content_length(head))
+
+
 def test_an_answer_taken_is_whole(quick: Server) -> None:
     conn = unread(quick)
     head, got = read_all(conn)  # read at once: the answer arrives whole

@@ -29,7 +29,9 @@ What stays as it was:
   current generation (a checkpoint) read-only, in milliseconds — no reload — and kills a
   worker whose query overran the deadline by :data:`GRACE_SECONDS` (one that could not stop itself);
 * memory: the watchdog gives the heap the query threads freed back to the system, once a
-  second at most (:class:`HeapTrim`);
+  second at most (:class:`HeapTrim`), and ends the worker as at a deadline when its own
+  resident memory passes :attr:`FrontConfig.max_worker_bytes` while queries run (the 503
+  says so); answers its clients left unread are bounded (:data:`UNREAD_RESULTS`);
 * freshness: before each query the worker looks at the journal. An embedded (SQLite)
   journal it reads itself (``data_version``: a few microseconds, no round trip); any
   other journal it asks the supervisor about. When events arrived, the supervisor

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from cradle_kg.errors import CradleError, RdfParseError, ShapesError
 from cradle_kg.graph.vocab import (
+    CRADLE_NS,
     INTEGRITY_SHAPES_FILE,
     RDF_NS,
     RULE_NUMBER,
@@ -187,6 +188,7 @@ def load_shapes(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Sh
                 return Shapes(ntriples=kept.ntriples, rule_numbers=dict(kept.rule_numbers),
                               files=tuple(files))
     ntriples, graph = _read_files(files)
+    _refuse_core_terms(files)
     names = ", ".join(f"`{p}`" for p in files) or "(no files)"
     rules = _rule_numbers(ox.parse(ntriples, format=ox.RdfFormat.N_TRIPLES), f" in {names}")
     if key is not None:
@@ -195,6 +197,59 @@ def load_shapes(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Sh
             while len(_READ) > _READ_LIMIT:
                 _READ.popitem(last=False)
     return Shapes(ntriples=ntriples, rule_numbers=rules, files=tuple(files), read_into=graph)
+
+
+def _refuse_core_terms(files: Sequence[Path]) -> None:
+    """A file read beside the built-in shapes states nothing about a term of the core
+    vocabulary (a subject in :data:`CRADLE_NS`, ``cradle:`` itself included), or a
+    :class:`ShapesError` naming the file and the term.
+
+    INVARIANT: a pack's (or ``--shapes``') shapes add shapes of their own, they never
+    change the integrity rules: merged into one shapes graph, ``cradle:Rule1Shape
+    sh:deactivated true`` switched rule 1 off, and a second ``cradle`` prefix declared on
+    ``cradle:`` (another namespace) made rules 2, 7 and 8 read nothing on the Rust engine —
+    at the commit check and in ``validate --pack``, ``pack validate`` saying valid
+    (``tests/security/test_467``). Shapes read without the built-in ones (a tool's
+    postconditions, a rewritten copy of the rules) are a shapes graph of their own."""
+    core = {INTEGRITY_SHAPES_FILE.resolve(), STRUCTURE_SHAPES_FILE.resolve()}
+    if not any(f.resolve() in core for f in files):
+        return
+    for path in files:
+        if path.resolve() in core:
+            continue
+        term = next((s for s in _subjects(path) if s.startswith(CRADLE_NS)), None)
+        if term is not None:
+            raise ShapesError(
+                f"cannot load shapes: `{path}` states something about `{term}`, a term of "
+                f"the core vocabulary (`{CRADLE_NS}`): shapes read with the integrity rules "
+                "add shapes of their own and never change the core's",
+                hint="name your shapes and declare your prefixes on nodes of your own "
+                     "namespace")
+
+
+def _subjects(path: Path) -> Iterator[str]:
+    """The IRIs ``path`` states something about (a file :func:`_read_files` has read)."""
+    from cradle_kg.inputs import FILE_LIMITS, read_text_file
+
+    fmt = _OX_FORMATS.get(path.suffix.lower())
+    if fmt is not None:
+        try:
+            text = read_text_file(path, max_bytes=FILE_LIMITS.max_bytes)
+            quads = list(ox.parse(text, format=fmt, base_iri=path.resolve().as_uri()))
+        except (SyntaxError, ValueError, OSError, CradleError):
+            pass  # read by rdflib, as _read_files read it
+        else:
+            yield from (q.subject.value for q in quads if isinstance(q.subject, ox.NamedNode))
+            return
+    from rdflib import URIRef
+
+    from cradle_kg.graph.rdfio import read_union
+
+    try:
+        graph = read_union([path])
+    except RdfParseError as exc:
+        raise ShapesError(f"cannot load shapes: {exc.message}", hint=exc.hint) from exc
+    yield from (str(s) for s in graph.subjects() if isinstance(s, URIRef))
 
 
 #: the file extensions :func:`_read_files` has pyoxigraph read (``rdfio``'s for these

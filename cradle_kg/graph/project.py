@@ -406,7 +406,7 @@ def _decision(q: _Quads, ev: AuditEvent) -> str:
     if q.wants(_CHECK_RESULT):
         for check in d.get("checks", []):
             q.add(s, _CHECK_RESULT, lit(f"{check['check']}={check['status']}"))
-    action_id = ev.payload.get("action_id")
+    action_id = proposed_action_id(ev.payload.get("action_id"), d)
     for pol in d.get("policy_results", []):
         pol_node = node("policy", f"{d['policy_version']}/{pol['policy_id']}")
         q.share(pol_node, _TYPE, c("Policy"))
@@ -423,6 +423,26 @@ def _decision(q: _Quads, ev: AuditEvent) -> str:
         q.add(s, c("decisionFor"), action_node(action_id))
     _context_of(q, ev, s, d)
     return s
+
+
+#: the verdicts under which nothing runs (``cradle_kg.loop.gate1.decision.REFUSED_VERDICTS``)
+_REFUSED = frozenset({"deny", "clarify", "repair"})
+
+
+def proposed_action_id(action_id: str | None, decision: dict[str, Any]) -> str | None:
+    """The id of the action node a decision's proposal contains: the action its key names
+    (``act:<key>``) — or, when the decision refused it, one of its own
+    (``act:<key>/<decision>``: an action id holds no ``/``).
+
+    INVARIANT: a refused proposal never contains the node of an action that ran. The key
+    names the *effect*: a credit denied during a freeze and proposed again after it (the
+    same task, step and arguments) derives the same key, as does an agent's pinned key
+    reused for another input; sharing the node, the denied proposal contained the
+    executed action — rule 6 reported on an honest store, and ``task-effects`` of the
+    denied proposal's task listed the credit (``tests/security/test_468``)."""
+    if action_id and decision.get("verdict") in _REFUSED:
+        return f"{action_id}/{decision['id']}"
+    return action_id
 
 
 def _proposed_action(q: _Quads, ev: AuditEvent, action_id: str, proposal_id: str) -> None:

@@ -47,8 +47,9 @@ _NONE = "urn:cradle:none"
 #: catch-up (2: shared objects in the shared graph, not copied into each run graph; 3: the
 #: `awaitsUse` and `awaitsVerification` flags the listing queries find by index; 4: the parts
 #: of a proposal's, intent's and fact's key escaped before they are joined, test_386; a
-#: fact the host wrote marked `hostStated`, test_388)
-PROJECTION_VERSION = 4
+#: fact the host wrote marked `hostStated`, test_388; 5: a refused proposal's action a node
+#: of its own, test_468)
+PROJECTION_VERSION = 5
 #: the most N-Quads bytes an export reads in all (``export --max-bytes``): each graph's
 #: answer of a remote store is bounded too, but the store lists the graphs (test_359)
 MAX_EXPORT_BYTES = 1 << 30

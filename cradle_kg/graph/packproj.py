@@ -12,7 +12,9 @@ What the runtime enforces on a projector's output (fail closed):
   :func:`core_node`); anything else is refused, so a value cannot smuggle a statement in;
 - the subject is never a core object (``https://w3id.org/cradle/id/…``) nor a run graph:
   a pack links *to* the runtime's actions, decisions and facts, it never states anything
-  *about* them — it cannot forge a verification or an approval;
+  *about* them — it cannot forge a verification or an approval; nor does it link to one
+  with a term of the core vocabulary (a node of its own that ``cradle:checks`` a
+  transition is a verification rule 3 reads);
 - at commit, a projector that raises (or yields a bad triple) fails that commit, and the
   pack's shapes are validated with the integrity rules; elsewhere (a sync, a rebuild) the
   failure is recorded on the event as ``cradle:projectionFailed`` and the rest goes on.
@@ -37,6 +39,9 @@ ProjectorBody = Callable[[AuditEvent], Iterable[Triple]]
 CORE_ID_BASE = "https://w3id.org/cradle/id/"
 _RUN_BASE = "https://w3id.org/cradle/run/"
 PROJECTION_FAILED = f"<{CRADLE_NS}projectionFailed>"
+#: the terms a pack's triple may not state about a core object, nor link to one with
+_CORE = ("<" + CORE_ID_BASE, "<" + _RUN_BASE)
+_CORE_TERM = "<" + CRADLE_NS
 _XSD_DECIMAL = f"{XSD_NS}decimal"
 _XSD_INTEGER = f"{XSD_NS}integer"
 #: the lexical forms of the numbers a store holds as numbers (XSD 1.1, ASCII digits)
@@ -164,10 +169,19 @@ def _checked(triple: object, projector: PackProjector) -> str:
     if not _term_ok(s) or not _term_ok(p) or not _term_ok(o, literal=True):
         raise ProjectionError(f"projector `{projector.ref}` yielded a malformed term in "
                               f"`{s[:60]} {p[:60]} {o[:60]}`")
-    if s.startswith(("<" + CORE_ID_BASE, "<" + _RUN_BASE)):
+    if s.startswith(_CORE):
         raise ProjectionError(f"projector `{projector.ref}` states something about the "
                               f"core object {s[:80]}: a pack may link to core objects, "
                               "never describe them")
+    # INVARIANT: the integrity rules read core terms towards a core object too (rule 3:
+    # what `cradle:checks` a transition, rule 2: what `cradle:authorizes` a decision): a
+    # pack node of its own saying so forged a verification or an approval
+    # (tests/security/test_469)
+    if o.startswith(_CORE) and p.startswith(_CORE_TERM):
+        raise ProjectionError(f"projector `{projector.ref}` links {s[:60]} to the core "
+                              f"object {o[:80]} with {p[:80]}, a term of the core "
+                              "vocabulary: a pack links to core objects with its own "
+                              "terms (or PROV's), never as the runtime's records do")
     return f"{s} {p} {o}"
 
 

@@ -103,12 +103,28 @@ def _key_terms(key: str) -> tuple[str, str]:
     return f"<{OBS_NS}{q}>", q
 
 
+#: the deepest object of the observation (and of the arguments) written for the shapes:
+#: the input limits' ceiling (``cradle_kg.inputs.CEILINGS.max_depth``), so any argument
+#: the runtime takes is written whole; deeper, :class:`TooDeep` (the work stays bounded)
+MAX_OBSERVED_DEPTH = 100
+
+
+class TooDeep(Exception):
+    """The observation or the arguments nest deeper than :data:`MAX_OBSERVED_DEPTH`."""
+
+
 def _triples(subject: str, value: Any, out: list[str], depth: int = 0,
              keep: frozenset[str] | None = None) -> None:
     from ..graph.project import lit  # the projection's writer: not to compile shapes
 
-    if not isinstance(value, dict) or depth > 8:
+    if not isinstance(value, dict):
         return
+    if depth > MAX_OBSERVED_DEPTH:
+        # INVARIANT: never a part left out without a word — stopping at the ninth object,
+        # a rejection an upstream nested ten deep was not written and "nowhere a line
+        # `rejected`" held, the effect committed (tests/security/test_470)
+        raise TooDeep(f"the verifier's observation or the arguments nest deeper than "
+                      f"{MAX_OBSERVED_DEPTH} objects")
     for key, item in sorted(value.items()):
         pred, qkey = _key_terms(str(key))
         kept = keep is None or pred in keep
@@ -140,7 +156,8 @@ def observation_rdf(report: VerifierReport, arguments: BaseModel,
 
     ``keep``: only the triples whose predicate is in it (as N-Triples writes it) — the
     predicates the shapes that will read it can see (:func:`seen_by`); the others cannot
-    change their report (:mod:`cradle_kg.graph.shape_reach`). None: every triple."""
+    change their report (:mod:`cradle_kg.graph.shape_reach`). None: every triple.
+    Raises :class:`TooDeep` for a value nested past :data:`MAX_OBSERVED_DEPTH`."""
     from ..graph.project import lit
     out: list[str] = []
     if keep is None or _TYPE in keep:
@@ -190,11 +207,16 @@ def postconditions(spec: ToolSpec, arguments: BaseModel, report: VerifierReport 
             return _check("postconditions", V.INCONCLUSIVE,
                           "declared, but there is no verifier observation to check them on")
         shapes = tuple(spec.postconditions)
-        result = _engine(shapes).validate(observation_rdf(report, arguments, seen_by(shapes)),
-                                          format="nt", report=False)
-        statuses.append(V.VERIFIED if result.conforms else V.FAILED)
-        parts.append("shapes: held" if result.conforms else "shapes: " + "; ".join(
-            v.message or v.shape for v in result.violations))
+        try:
+            data = observation_rdf(report, arguments, seen_by(shapes))
+        except TooDeep as exc:  # not read whole: not checked
+            statuses.append(V.INCONCLUSIVE)
+            parts.append(f"shapes: not checked: {exc}")
+        else:
+            result = _engine(shapes).validate(data, format="nt", report=False)
+            statuses.append(V.VERIFIED if result.conforms else V.FAILED)
+            parts.append("shapes: held" if result.conforms else "shapes: " + "; ".join(
+                v.message or v.shape for v in result.violations))
     statuses += [c.status for c in extra]
     parts += [f"{c.name}: {c.status}" + (f" ({c.detail})" if c.detail else "") for c in extra]
     if not statuses:

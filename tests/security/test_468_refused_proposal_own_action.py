@@ -9,8 +9,11 @@ an agent pinning one ``idempotency_key`` on two different inputs (the second den
 ``was used for a different input``). In the graph the denied proposal then
 ``cradle:contains`` the executed action, so ``validate --all`` reported rule 6 — "action
 of a denied proposal was executed" — on an honest store, any agent able to raise that
-alarm at will; and ``task-effects`` of the denied proposal's task listed the other task's
-credit as its effect.
+alarm at will; ``task-effects`` of the denied proposal's task listed the other task's
+credit as its effect; and when the denied one was an earlier attempt of the same proposal
+(checked together at commit), the commit-time integrity check aborted the second
+attempt's transition *after* its credit was applied: the run failed, with a human task
+"the state of the target is unknown".
 
 Now the action of a proposal gate 1 refused (deny, clarify, repair: nothing runs under
 that decision) is a node of its own, ``act:<key>/<decision>``, with its tool, target and
@@ -49,6 +52,26 @@ def test_a_credit_denied_then_retried_after_the_freeze(home: Path) -> None:
     with Runtime(home) as rt:
         done = rt.submit(credit("p-2", amount=5, task="t"))
         assert done.status.value == "executed", done.reasons
+        _conforms(rt)
+
+
+def test_a_second_attempt_after_the_freeze_commits(home: Path) -> None:
+    # the attempts of one proposal are checked together at commit: the first, denied,
+    # contained the very action the second ran
+    freeze = home / "policies" / "freeze.cedar"
+    freeze.write_text(FREEZE, encoding="utf-8")
+    first = credit("p-1", amount=5, task="t")
+    first["action"]["idempotency_key"] = "k"
+    with Runtime(home) as rt:
+        assert rt.submit(first).status.value == "denied"
+    freeze.unlink()
+    with Runtime(home) as rt:
+        done = rt.submit(first | {"attempt": 1})
+        # before: the credit ran, then the commit check aborted it ("rule 6: action of a
+        # denied proposal was executed"), the run failed with a human task "the state of
+        # the target is unknown"
+        assert done.status.value == "executed", done.reasons
+        assert done.transition is not None and done.transition.committed_at is not None
         _conforms(rt)
 
 

@@ -18,6 +18,8 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel
 
+from ..errors import InputError
+from ..inputs import CEILINGS, check_value
 from ..records import (
     Action,
     CandidateFact,
@@ -52,6 +54,38 @@ class Gate2Result:
     compensation: str | None
     #: the verifier's findings on the proposal's candidate facts that stand
     fact_checks: tuple[FactCheck, ...] = ()
+
+
+#: what a verifier's read is held to: the strict loader's rules (no lone surrogate, no
+#: ``NaN``, bounded nesting) at the widths a record holds — the read of a system is as
+#: large as that system's answer (``cradle_kg.integrations.proxy.ANSWER_LIMITS``' widths)
+REPORT_LIMITS = CEILINGS.model_copy(update={"max_bytes": 1 << 31,
+                                             "max_string_length": 1 << 31})
+
+
+def _journalable(report: VerifierReport) -> None:
+    """Raise :class:`InputError` when ``report`` holds a value no journal can hold.
+
+    INVARIANT: a verifier's read is the world's word (a file name read from disk, an API's
+    JSON ``"\\udcff"``): journaled as it came, a lone surrogate in it made ``submit`` raise
+    ``UnicodeEncodeError`` after the tool ran — the intent and the observation journaled, no
+    verification, no outcome; a ``NaN`` the same (``tests/security/test_471``). Refused
+    here, it is a verifier that verified nothing."""
+    try:
+        check_value({"evidence": report.evidence, "changed": list(report.changed or ()),
+                     "source": report.source,
+                     "checks": [[c.name, c.detail] for c in report.checks],
+                     "facts": [f.detail for f in report.facts]},
+                    limits=REPORT_LIMITS, where="report")
+    except InputError as exc:
+        raise InputError(f"its report holds what the journal refuses: {exc.message}") from None
+
+
+def _said(exc: BaseException) -> str:
+    """An exception's text as a journal holds it: a lone surrogate (a file name read from
+    disk) written as its escape — journaled raw, it raised ``UnicodeEncodeError`` out of
+    ``submit`` after the tool ran (``tests/security/test_471``)."""
+    return str(exc).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _check(name: str, status: VerificationStatus, detail: str = "") -> VerificationCheck:
@@ -111,10 +145,12 @@ class Gate2:
                                       facts=facts))
             if not isinstance(report, VerifierReport):
                 raise TypeError(f"returned `{type(report).__name__}`, not a VerifierReport")
+            _journalable(report)
             return report, spec.verifier
         except Exception as exc:  # INVARIANT: a verifier that raises verifies nothing
             checks.append(_check("verifier", V.INCONCLUSIVE,
-                                 f"verifier `{spec.verifier}` raised: {type(exc).__name__}: {exc}"))
+                                 f"verifier `{spec.verifier}` raised: {type(exc).__name__}: "
+                                 f"{_said(exc)}"))
             return None, spec.verifier
 
     @staticmethod
@@ -144,7 +180,7 @@ class Gate2:
                 try:
                     broken.extend(binding.invariant(action, output))
                 except Exception as exc:
-                    broken.append(f"invariant `{binding.name}` raised: {exc}")
+                    broken.append(f"invariant `{binding.name}` raised: {_said(exc)}")
         if broken:
             return _check("domain_invariants", V.FAILED, "; ".join(broken))
         return _check("domain_invariants", V.VERIFIED)

@@ -25,7 +25,7 @@ from ..records import AuditEvent, Proposal
 from .definitions import load_recorded_workflow
 from .engine import Engine
 from .model import ModelClient, RecordedClient, package_versions
-from .replay import INPUT_KINDS, Source, next_decision_version, scratch_home
+from .replay import INPUT_KINDS, Source, scratch_home
 from .sandbox import Recording, SandboxRuntime
 
 CATEGORIES = ("decision", "outcome", "verification", "step")
@@ -70,11 +70,15 @@ class LiveReport:
                          for r in self.runs]}
 
 
-def facts(events: Iterable[AuditEvent], run_id: str) -> dict[str, list[tuple[str, Any]]]:
-    """What a run decided and produced, per category, in order: (subject, value)."""
-    out: dict[str, list[tuple[str, Any]]] = {c: [] for c in CATEGORIES}
+def facts_of(events: Iterable[AuditEvent], run_ids: Iterable[str]
+             ) -> dict[str, dict[str, list[tuple[str, Any]]]]:
+    """What each run decided and produced, per category, in order: (subject, value); read
+    in one pass over the events."""
+    runs: dict[str, dict[str, list[tuple[str, Any]]]] = {
+        r: {c: [] for c in CATEGORIES} for r in run_ids}
     for ev in events:
-        if ev.run_id != run_id:
+        out = runs.get(ev.run_id)
+        if out is None:
             continue
         p = ev.payload
         if ev.kind == "decision.made":
@@ -89,7 +93,7 @@ def facts(events: Iterable[AuditEvent], run_id: str) -> dict[str, list[tuple[str
             out["step"].append((str(p["step"]), {"failed": p["code"]}))
         elif ev.kind == "human.requested":
             out["step"].append((str(p["step"]), {"waiting": "human"}))
-    return out
+    return runs
 
 
 def compare(run_id: str, recorded: dict[str, list[tuple[str, Any]]],
@@ -132,7 +136,8 @@ class _Sticky:
 def live_replay(home: Path, run_ids: Sequence[str], settings: LiveSettings) -> LiveReport:
     source = Source.open(home)
     runs = list(run_ids) or source.runs()
-    missing = [r for r in runs if r not in source.runs()]
+    known = set(source.runs())
+    missing = [r for r in runs if r not in known]
     if missing:
         raise InputError(f"no replayable run `{missing[0]}` in `{home}`")
     selected = set(runs)
@@ -157,15 +162,16 @@ def live_replay(home: Path, run_ids: Sequence[str], settings: LiveSettings) -> L
                     continue
                 engine = engines.get(ev.run_id) or engines.setdefault(ev.run_id, Engine(
                     rt, client=settings.client or RecordedClient.from_events(
-                        source.events, ev.run_id, strict=False),
+                        source.model_calls(ev.run_id), ev.run_id, strict=False),
                     packages=package_versions(), model_override=settings.model))
                 _policies(rt, source, new_policies, i, ev.run_id)
-                _live_trigger(rt, engine, source, ev)
+                _live_trigger(rt, engine, source, ev, i)
             produced = list(rt.journal.events())
         finally:
             rt.close()
+    recorded, replayed = facts_of(source.events, runs), facts_of(produced, runs)
     for run in runs:
-        report.changes += compare(run, facts(source.events, run), facts(produced, run))
+        report.changes += compare(run, recorded[run], replayed[run])
     return report
 
 
@@ -174,7 +180,7 @@ def _policies(rt: SandboxRuntime, source: Source, new: PolicyEngine | None, i: i
     if new is not None:
         rt.policies = new
         return
-    version = next_decision_version(source.events, i, run_id)
+    version = source.next_decision_version(i, run_id)
     engine = source.policies(version) if version else None
     if engine is not None:
         rt.policies = engine
@@ -185,7 +191,9 @@ def _started_by(payload: dict[str, Any]) -> str | None:
     return who if isinstance(who, str) else None
 
 
-def _live_trigger(rt: SandboxRuntime, engine: Engine, source: Source, ev: AuditEvent) -> None:
+def _live_trigger(rt: SandboxRuntime, engine: Engine, source: Source, ev: AuditEvent,
+                  i: int) -> None:
+    """What the recorded event ``ev`` (at position ``i``) sets going in a live replay."""
     if ev.kind == "workflow.started":
         p = ev.payload
         engine.start(load_recorded_workflow(str(p["definition"]), version=str(p["version"])),
@@ -199,11 +207,7 @@ def _live_trigger(rt: SandboxRuntime, engine: Engine, source: Source, ev: AuditE
         rt.submit(Proposal.model_validate(ev.payload["proposal"]))
     elif ev.kind == "proposal.replayed" and not source.is_workflow(ev.run_id):
         # the identical proposal submitted again: submit the recorded one again
-        attempt = ev.payload.get("attempt", 0)
-        first = next((e for e in source.events if e.seq < ev.seq and e.run_id == ev.run_id
-                      and e.kind == "proposal.received" and e.subject == ev.subject
-                      and "submission" not in e.payload
-                      and e.payload["proposal"].get("attempt", 0) == attempt), None)
+        first = source.first_submission(ev.run_id, ev.subject, ev.payload.get("attempt", 0), i)
         if first is not None:
             rt.submit(Proposal.model_validate(first.payload["proposal"]))
 

@@ -18,10 +18,12 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +54,14 @@ INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refuse
 
 @dataclass
 class Source:
-    """A recorded home, read only."""
+    """A recorded home, read only.
+
+    Indexed once, when first asked (``tests/security/test_436``): which runs are
+    workflows, each run's decisions and submissions, and one policy engine per recorded
+    version. A replay asks at every step it triggers; before, each question read the whole
+    journal again (and parsed every Cedar text again), and a run's replay took time in the
+    square of its length.
+    """
 
     home: Path
     events: list[AuditEvent]
@@ -72,34 +81,67 @@ class Source:
 
     def runs(self) -> list[str]:
         """Runs that replay can re-derive: submitted proposals or workflow runs."""
-        seen: dict[str, None] = {}
-        for ev in self.events:
-            if ev.kind in ("proposal.received", "workflow.started"):
-                seen.setdefault(ev.run_id, None)
-        return list(seen)
+        return list(self._index.runs)
 
     def is_workflow(self, run_id: str) -> bool:
-        return any(e.run_id == run_id and e.kind == "workflow.started" for e in self.events)
+        return run_id in self._index.started
+
+    def model_calls(self, run_id: str) -> list[AuditEvent]:
+        """The run's ``model.called`` events, in journal order."""
+        return self._index.model_calls.get(run_id, [])
+
+    def started(self, run_id: str) -> AuditEvent | None:
+        """The run's ``workflow.started`` (None: not a workflow run)."""
+        return self._index.started.get(run_id)
+
+    def next_decision_version(self, start: int, run_id: str) -> str | None:
+        """The policy version of the run's first ``decision.made`` at position ``start``
+        of :attr:`events` or after it (None: there is none)."""
+        at, versions = self._index.decisions.get(run_id, ((), ()))
+        k = bisect_left(at, start)
+        return versions[k] if k < len(at) else None
+
+    def next_submission(self, start: int, run_id: str) -> AuditEvent | None:
+        """The run's first submission (:data:`_SUBMISSIONS`) at position ``start`` or after."""
+        at = self._index.submissions.get(run_id, [])
+        k = bisect_left(at, start)
+        return self.events[at[k]] if k < len(at) else None
+
+    def first_submission(self, run_id: str, subject: str, attempt: Any,
+                         before: int) -> AuditEvent | None:
+        """The plain ``proposal.received`` of ``subject``'s ``attempt`` in the run that comes
+        first in the journal, when it is before position ``before``: what a
+        ``proposal.replayed`` answered the same proposal with."""
+        first = self._index.first_received.get((run_id, subject, _json_key(attempt)))
+        return self.events[first] if first is not None and first < before else None
+
+    @cached_property
+    def _index(self) -> _Index:
+        return _Index.of(self.events)
 
     def check_definition(self, run_id: str) -> None:
         """Refuse, before the run is replayed, a workflow run whose recorded
         ``module:function`` names no workflow factory this process may build it with
         (:func:`.steps.workflow_factory`: a journal does not choose the code a replay
         runs, ``tests/security/test_322``). Called once the sandbox loaded its packs."""
-        started = next((e for e in self.events if e.run_id == run_id
-                        and e.kind == "workflow.started"), None)
+        started = self.started(run_id)
         definition = str(started.payload.get("definition")) if started else "file:"
         if not definition.startswith("file:"):
             workflow_factory(definition)
 
     def policies(self, version: str) -> PolicyEngine | None:
-        """The policy set in force under ``version``, rebuilt from its journaled texts."""
-        for ev in self.events:
-            if ev.kind == "policyset.activated" and ev.payload.get("version") == version:
-                return PolicyEngine(PolicySource(s["name"], self._text(s["ref"]),
-                                                 s.get("namespace"))
-                                    for s in ev.payload["sources"])
-        return None
+        """The policy set in force under ``version``, rebuilt from its journaled texts
+        (once: the same engine each time it is asked again)."""
+        if version not in self._engines:
+            ev = self._index.activations.get(version)
+            self._engines[version] = None if ev is None else PolicyEngine(
+                PolicySource(s["name"], self._text(s["ref"]), s.get("namespace"))
+                for s in ev.payload["sources"])
+        return self._engines[version]
+
+    @cached_property
+    def _engines(self) -> dict[str, PolicyEngine | None]:
+        return {}
 
     def _text(self, ref: str) -> str:
         """A recorded policy text, read as a policy file is read: a handed ``evidence/``
@@ -137,11 +179,53 @@ def scratch_home(source: Source, *, packs: Sequence[str] = ()) -> Iterator[Path]
         shutil.rmtree(root, ignore_errors=True)
 
 
-def next_decision_version(events: Sequence[AuditEvent], start: int, run_id: str) -> str | None:
-    for ev in events[start:]:
-        if ev.run_id == run_id and ev.kind == "decision.made":
-            return str(ev.payload["decision"]["policy_version"])
-    return None
+def _json_key(value: Any) -> str:
+    return canonical_json(value)
+
+
+@dataclass
+class _Index:
+    """What a replay asks of a recorded journal at each step, read from it once.
+    Positions are indices into ``Source.events``."""
+
+    #: runs a replay can re-derive, in journal order
+    runs: dict[str, None] = field(default_factory=dict)
+    #: each workflow run's ``workflow.started``
+    started: dict[str, AuditEvent] = field(default_factory=dict)
+    #: run -> (positions of its ``decision.made``, their policy versions)
+    decisions: dict[str, tuple[list[int], list[str]]] = field(default_factory=dict)
+    #: run -> positions of its submissions
+    submissions: dict[str, list[int]] = field(default_factory=dict)
+    #: (run, subject, attempt) -> position of its first plain ``proposal.received``
+    first_received: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    #: policy version -> its first ``policyset.activated``
+    activations: dict[str, AuditEvent] = field(default_factory=dict)
+    #: run -> its ``model.called`` events
+    model_calls: dict[str, list[AuditEvent]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, events: Sequence[AuditEvent]) -> _Index:
+        out = cls()
+        for i, ev in enumerate(events):
+            run, p = ev.run_id, ev.payload
+            if ev.kind in ("proposal.received", "workflow.started"):
+                out.runs.setdefault(run, None)
+            if ev.kind == "workflow.started":
+                out.started.setdefault(run, ev)
+            elif ev.kind == "decision.made":
+                at, versions = out.decisions.setdefault(run, ([], []))
+                at.append(i)
+                versions.append(str(p["decision"]["policy_version"]))
+            elif ev.kind == "policyset.activated":
+                out.activations.setdefault(str(p.get("version")), ev)
+            elif ev.kind == "model.called":
+                out.model_calls.setdefault(run, []).append(ev)
+            if ev.kind in _SUBMISSIONS:
+                out.submissions.setdefault(run, []).append(i)
+            if ev.kind == "proposal.received" and "submission" not in p:
+                attempt = _json_key(p["proposal"].get("attempt", 0))
+                out.first_received.setdefault((run, ev.subject, attempt), i)
+        return out
 
 
 def _first_difference(a: Any, b: Any, path: str = "payload") -> str | None:
@@ -200,6 +284,11 @@ class _StrictRun:
         self.pos = 0
         self.rt: SandboxRuntime | None = None
         self.last: datetime | None = None
+        #: positions of the events this run must produce, and of its intents among them:
+        #: each step finds the next one by bisection, never by reading the journal again
+        self.producible = [i for i, ev in enumerate(self.events) if self._producible(ev)]
+        self.intents = [i for i in self.producible
+                        if self.events[i].kind in ("action.intent", "action.retry")]
 
     def _producible(self, ev: AuditEvent) -> bool:
         # a person's cancel is an input as their answers are: copied, never re-derived;
@@ -208,16 +297,13 @@ class _StrictRun:
                 and cancelled_by(ev) is None
                 and not decided_outcome(ev, self.by_seq.get(ev.seq - 1)))
 
-    def _next(self, kinds: tuple[str, ...] = ()) -> AuditEvent | None:
-        for ev in self.events[self.pos:]:
-            if self._producible(ev) and (not kinds or ev.kind in kinds):
-                return ev
-        return None
-
     def _peek(self) -> datetime:
-        for ev in self.events[self.pos:]:
-            if self._producible(ev) and (self.last is None or ev.at > self.last):
+        k = bisect_left(self.producible, self.pos)
+        while k < len(self.producible):
+            ev = self.events[self.producible[k]]
+            if self.last is None or ev.at > self.last:
                 return ev.at
+            k += 1
         return self.last or self.events[-1].at
 
     def clock(self) -> datetime:
@@ -230,7 +316,8 @@ class _StrictRun:
         return self._peek()
 
     def worker(self) -> str | None:
-        ev = self._next(("action.intent", "action.retry"))
+        k = bisect_left(self.intents, self.pos)
+        ev = self.events[self.intents[k]] if k < len(self.intents) else None
         return str(ev.payload.get("worker")) if ev and ev.payload.get("worker") else None
 
     def fail(self, rec: AuditEvent, why: str) -> ReplayDivergenceError:
@@ -288,7 +375,7 @@ class _StrictRun:
                 raise self.fail(ev, "the replay did not produce this event")
 
     def _trigger(self, ev: AuditEvent, engine: Engine) -> None:
-        version = next_decision_version(self.events, self.pos, self.run)
+        version = self.source.next_decision_version(self.pos, self.run)
         engine_for = self.source.policies(version) if version else None
         assert self.rt is not None
         if engine_for is not None:
@@ -302,8 +389,7 @@ class _StrictRun:
         elif self.source.is_workflow(self.run):
             engine.advance(self.run)
         else:
-            proposal = next((e for e in self.events[self.pos:] if e.run_id == self.run
-                             and e.kind in _SUBMISSIONS), None)
+            proposal = self.source.next_submission(self.pos, self.run)
             if proposal is not None and proposal.kind == "proposal.replayed":
                 # the identical proposal again, answered with its recorded outcome
                 proposal = self._recorded_proposal(proposal)
@@ -313,11 +399,8 @@ class _StrictRun:
             self.rt.submit(Proposal.model_validate(proposal.payload["proposal"]))
 
     def _recorded_proposal(self, replayed: AuditEvent) -> AuditEvent | None:
-        attempt = replayed.payload.get("attempt", 0)
-        return next((e for e in self.events[:self.pos] if e.run_id == self.run
-                     and e.kind == "proposal.received" and e.subject == replayed.subject
-                     and "submission" not in e.payload
-                     and e.payload["proposal"].get("attempt", 0) == attempt), None)
+        return self.source.first_submission(self.run, replayed.subject,
+                                            replayed.payload.get("attempt", 0), self.pos)
 
 
 def decided_outcome(ev: AuditEvent, before: AuditEvent | None) -> bool:
@@ -359,7 +442,8 @@ def strict_replay(home: Path, run_ids: Sequence[str] = ()) -> StrictReport:
     """Replay each run; raise :class:`ReplayDivergenceError` at the first difference."""
     source = Source.open(home)
     runs = list(run_ids) or source.runs()
-    unknown = [r for r in runs if r not in source.runs()]
+    known = set(source.runs())
+    unknown = [r for r in runs if r not in known]
     if unknown:
         raise InputError(f"no replayable run `{unknown[0]}` in `{home}`",
                          hint="`cradle-kg runs list` shows the runs")
@@ -372,10 +456,10 @@ def strict_replay(home: Path, run_ids: Sequence[str] = ()) -> StrictReport:
                                 gateway_clock=driver.peek)
             try:
                 source.check_definition(run)
-                started = next((e for e in source.events if e.run_id == run
-                                and e.kind == "workflow.started"), None)
+                started = source.started(run)
                 packages = started.payload.get("packages") if started else None
-                engine = Engine(rt, client=RecordedClient.from_events(source.events, run),
+                engine = Engine(rt, client=RecordedClient.from_events(source.model_calls(run),
+                                                                      run),
                                 packages=packages,
                                 budgets=started.payload.get("budgets") if started else None)
                 driver.replay(rt, engine)

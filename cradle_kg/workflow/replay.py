@@ -33,9 +33,10 @@ from ..errors import CradleError, InputError, ReplayDivergenceError
 from ..evidence import EvidenceStore
 from ..home import Home
 from ..inputs import load_json_file
+from ..loop.approval_flow import decided_events
 from ..policy import PolicyEngine
 from ..policy.cedar import MAX_POLICY_FILE_BYTES, PolicySource
-from ..records import AuditEvent, Proposal
+from ..records import ApprovalStatus, AuditEvent, Proposal
 from ..storage import NewEvent, SqliteJournal, event_hash, open_home_journal
 from ..storage.counting import REFUSED_AGENT
 from ..storage.digest_check import unkeyed
@@ -289,6 +290,10 @@ class _StrictRun:
         self.producible = [i for i, ev in enumerate(self.events) if self._producible(ev)]
         self.intents = [i for i in self.producible
                         if self.events[i].kind in ("action.intent", "action.retry")]
+        #: positions of this run's ``approval.decided`` whose outcome a person's decision
+        #: wrote with it: the decision is copied, the outcome derived again from it
+        self.decisions = {i - 1 for i, ev in enumerate(self.events) if i and ev.run_id == run_id
+                          and decided_outcome(ev, self.events[i - 1])}
 
     def _producible(self, ev: AuditEvent) -> bool:
         # a person's cancel is an input as their answers are: copied, never re-derived;
@@ -350,13 +355,47 @@ class _StrictRun:
                 self.last = max(self.last or got.at, got.at)
 
     def flush(self) -> None:
+        """Copy the recorded inputs and other runs' events up to the next event this run
+        must produce; a person's decision that ended a wait is copied and the outcome it
+        wrote with it derived again (:meth:`_decided`)."""
         batch: list[NewEvent] = []
         while self.pos + len(batch) < len(self.events) and not self._producible(
                 self.events[self.pos + len(batch)]):
+            if self.pos + len(batch) in self.decisions:
+                self._copy(batch)
+                batch = []
+                self._decided(self.events[self.pos])
+                continue
             batch.append(self.source.recorded(self.events[self.pos + len(batch)]))
+        self._copy(batch)
+
+    def _copy(self, batch: list[NewEvent]) -> None:
         if batch:
             assert self.rt is not None, "the sandbox appended before the replay began"
             self.after(self.rt.append_recorded(batch))
+
+    def _decided(self, decision: AuditEvent) -> None:
+        """A person's rejection (or request for changes) as the runtime writes it: their
+        recorded ``approval.decided``, and the outcome that ends the proposal's wait made
+        again by the code that made it (``approval_flow.decided_events``), compared hash
+        for hash. Before, that outcome was copied as recorded, whatever it said
+        (``tests/security/test_437``)."""
+        assert self.rt is not None, "the sandbox appended before the replay began"
+        outcome = self.by_seq[decision.seq + 1]
+        p = decision.payload
+        try:
+            state, seen = self.rt.approvals.read(str(p["approval_id"]))
+            reason = p.get("reason")
+            made = decided_events(self.rt.approvals, state, seen,
+                                  self.source.recorded(decision),
+                                  status=ApprovalStatus(str(p["status"])),
+                                  approver_id=str(p["approver_id"]),
+                                  reason=reason if isinstance(reason, str) else None,
+                                  now=decision.at)
+        except (CradleError, KeyError, ValueError) as exc:
+            raise self.fail(outcome, "the outcome of the decision before it cannot be made "
+                                     f"again: {exc}") from exc
+        self.after(self.rt.append_recorded(made))
 
     def replay(self, rt: SandboxRuntime, engine: Engine) -> None:
         self.rt = rt

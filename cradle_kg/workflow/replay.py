@@ -40,6 +40,7 @@ from ..records import ApprovalStatus, AuditEvent, Proposal
 from ..storage import NewEvent, SqliteJournal, event_hash, open_home_journal
 from ..storage.counting import REFUSED_AGENT
 from ..storage.digest_check import unkeyed
+from .autonomy import STAGE_KINDS
 from .definitions import load_recorded_workflow
 from .ending import cancelled_by
 from .engine import Engine
@@ -51,6 +52,11 @@ from .steps import workflow_factory
 INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refused",
                          "evidence.collected", "human.decided", "input.recorded",
                          "run.claimed", "task.claimed"})
+#: what may stand in a run no replay starts (a run of commands, uploads or claims): the
+#: inputs, a budget or an autonomy stage a person set, a policy set put in force. Any other
+#: event is one the runtime only derives, in a run a proposal or a workflow starts
+#: (``tests/security/test_438``)
+COPIED_ALONE = INPUT_KINDS | {"budget.set", "policyset.activated", *STAGE_KINDS}
 
 
 @dataclass
@@ -486,6 +492,14 @@ def strict_replay(home: Path, run_ids: Sequence[str] = ()) -> StrictReport:
     if unknown:
         raise InputError(f"no replayable run `{unknown[0]}` in `{home}`",
                          hint="`cradle-kg runs list` shows the runs")
+    if not run_ids:  # every run: no event the runtime derives may be left only copied
+        stray = next((e for e in source.events
+                      if e.run_id not in known and e.kind not in COPIED_ALONE), None)
+        if stray is not None:
+            raise ReplayDivergenceError(
+                f"strict replay diverges at seq {stray.seq} (`{stray.kind}`): it is in run "
+                f"`{stray.run_id}`, which no proposal or workflow starts; the runtime writes "
+                "no such event there, and nothing replays it", seq=stray.seq)
     head = ""
     for run in runs:
         driver = _StrictRun(source, run)

@@ -13,8 +13,10 @@ and the answer is established, never guessed:
    class ``keyed`` or ``natural`` is called again **with the same key**, under the
    intent already recorded (an ``action.retry`` event, never a second intent);
 3. a read-only tool is simply called again: a read cannot duplicate an effect;
-4. otherwise — class ``none``, no lookup, a lookup that raises — a human task is opened
-   and the run's outcome says ``escalated``. Nothing is replayed blindly.
+4. otherwise — class ``none``, no lookup, a lookup that raises, or a tool registered now
+   in another version than the one the intent called (its class and lookup say nothing of
+   what that version did) — a human task is opened and the run's outcome says
+   ``escalated``. Nothing is replayed blindly.
 
 Every outcome written here is marked ``reconciled`` in the journal.
 
@@ -203,6 +205,14 @@ class Recovery:
             result = _recorded_result(spec, observed, started=d.last_attempt, last=d.last)
             return self._verify(d, spec, result, "reconciled",
                                 "the call had returned: its journaled observation verified")
+        made_by = d.intent.payload.get("tool")
+        if isinstance(made_by, str) and made_by != spec.ref:
+            # INVARIANT: whether an effect happened is asked of the version that made it;
+            # another one's class, lookup or read knows nothing of it (test_439)
+            return self._human(d, "reconcile_tool_changed",
+                               f"the intent was made by `{made_by}`, and the tool is now "
+                               f"`{spec.ref}`: whether the effect happened is unknown, and it "
+                               "is never replayed by another version")
         return self._ask(d, spec)
 
     def _ask(self, d: _Dangling, spec: ToolSpec) -> Reconciliation:

@@ -27,6 +27,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from ..canonical import canonical_json, iso, sha256_bytes
 from ..config import load_config
 from ..errors import CradleError, InputError, ReplayDivergenceError
@@ -44,7 +46,7 @@ from .autonomy import STAGE_KINDS
 from .definitions import load_recorded_workflow
 from .ending import cancelled_by
 from .engine import Engine
-from .model import RecordedClient
+from .model import ModelResponse, RecordedClient
 from .sandbox import Recording, SandboxRuntime
 from .steps import workflow_factory
 
@@ -84,6 +86,7 @@ class Source:
             events = list(journal.events())
             keys = journal.claimed_keys()
             digest_key = journal.stored_digest_key()
+        check_record(events)
         return cls(home, events, keys, EvidenceStore(Home(home).evidence), digest_key)
 
     def runs(self) -> list[str]:
@@ -184,6 +187,76 @@ def scratch_home(source: Source, *, packs: Sequence[str] = ()) -> Iterator[Path]
         yield home
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+#: what a replay reads of each recorded kind, by path, and the type it must have there
+#: (``object``: present): an event shaped otherwise is none the runtime wrote
+_NEEDS: dict[str, dict[str, type]] = {
+    "decision.made": {"decision": dict, "decision.policy_version": object,
+                      "decision.verdict": str, "proposal_id": str},
+    "action.observed": {"observation": dict},
+    "verification.recorded": {"action_id": str, "verification": dict,
+                              "verification.status": str},
+    "policyset.activated": {"version": object, "sources": list},
+    "proposal.received": {"proposal": dict},
+    "run.outcome": {"outcome": dict, "outcome.proposal_id": str, "outcome.status": str},
+    "model.called": {"response": dict},
+    "workflow.started": {"definition": object, "version": object, "input": object},
+    "step.completed": {"step": object, "output": object, "by": object},
+    "step.failed": {"step": object, "code": object},
+    "human.requested": {"step": object},
+}
+#: lists a replay reads item by item: (kind, field) -> what each item must hold
+_ITEMS: dict[tuple[str, str], dict[str, type]] = {
+    ("decision.made", "validator_findings"): {"validator": str, "findings": list},
+    ("policyset.activated", "sources"): {"name": str, "ref": str},
+}
+#: recorded objects a replay rebuilds whole: (kind, field) -> their model
+_MODELS: dict[tuple[str, str], type[BaseModel]] = {
+    ("proposal.received", "proposal"): Proposal,
+    ("model.called", "response"): ModelResponse,
+}
+
+
+def _shape_problem(kind: str, payload: dict[str, Any]) -> str | None:
+    """What of ``payload`` is not as the runtime writes a ``kind`` (None: nothing)."""
+    for path, wanted in _NEEDS.get(kind, {}).items():
+        here: Any = payload
+        for name in path.split("."):
+            if not isinstance(here, dict) or name not in here:
+                return f"`payload.{path}` is missing"
+            here = here[name]
+        if not isinstance(here, wanted):
+            return f"`payload.{path}` is not a {wanted.__name__}"
+    for (k, name), needs in _ITEMS.items():
+        items = payload.get(name, []) if k == kind else []
+        if not isinstance(items, list):
+            return f"`payload.{name}` is not a list"
+        for i, item in enumerate(items):
+            for key, wanted in needs.items():
+                if not isinstance(item, dict) or not isinstance(item.get(key), wanted):
+                    return f"`payload.{name}[{i}].{key}` is not a {wanted.__name__}"
+    for (k, name), model in _MODELS.items():
+        if k == kind:
+            try:
+                model.model_validate(payload[name])
+            except ValidationError as exc:
+                return f"`payload.{name}` is not a {model.__name__}: " \
+                       f"{exc.errors()[0].get('msg', '')}"
+    return None
+
+
+def check_record(events: Sequence[AuditEvent]) -> None:
+    """Refuse, as a divergence naming it, a recorded event whose payload is not shaped as
+    the runtime writes it, where the replay reads it (``tests/security/test_440``): a
+    handed journal's author writes every byte, and before, such a payload ended the
+    replay in ``unexpected TypeError`` / ``KeyError`` / ``ValidationError``."""
+    for ev in events:
+        problem = _shape_problem(ev.kind, ev.payload)
+        if problem is not None:
+            raise ReplayDivergenceError(
+                f"replay diverges at seq {ev.seq} (`{ev.kind}`): {problem}, as the runtime "
+                "never writes it; nothing replays it", seq=ev.seq)
 
 
 def _json_key(value: Any) -> str:

@@ -51,9 +51,10 @@ from .sandbox import Recording, SandboxRuntime
 from .steps import workflow_factory
 
 #: events a person (or the outside world) wrote: replay copies them, never re-derives them
+#: (a person's close of a human task too: ``tests/security/test_441``)
 INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refused",
-                         "evidence.collected", "human.decided", "input.recorded",
-                         "run.claimed", "task.claimed"})
+                         "evidence.collected", "human.decided", "human_task.resolved",
+                         "input.recorded", "run.claimed", "task.claimed"})
 #: what may stand in a run no replay starts (a run of commands, uploads or claims): the
 #: inputs, a budget or an autonomy stage a person set, a policy set put in force. Any other
 #: event is one the runtime only derives, in a run a proposal or a workflow starts

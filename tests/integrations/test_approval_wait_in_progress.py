@@ -22,7 +22,6 @@ reads ``executed``, one effect.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,25 +32,17 @@ from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.integrations.calls import GovernedSession, HostMeta
 from cradle_kg.records import ApprovalStatus
 
-from ..security.mcp_http import MALLORY, two_agent_home
+from ..security.mcp_http import MALLORY, two_agent_fixtures
 
 CLOSE = "demo.ledger.close_account"
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return two_agent_home(tmp_path / "home")
-
-
-@pytest.fixture
-def waiting_rt(home: Path) -> Iterator[Runtime]:
-    with Runtime(home) as runtime:
-        yield runtime
+home, rt = two_agent_fixtures()
 
 
 def test_a_poll_while_the_approvers_resume_runs_the_tool_waits_on(
-        home: Path, waiting_rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
-    session = GovernedSession(waiting_rt, MALLORY)
+        home: Path, rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = GovernedSession(rt, MALLORY)
     first = session.call(CLOSE, {"account": "acct-2"}, HostMeta(idempotency_key="k"))
     assert first.status == "awaiting_approval", first
     assert first.outcome is not None
@@ -73,7 +64,7 @@ def test_a_poll_while_the_approvers_resume_runs_the_tool_waits_on(
 
         monkeypatch.setitem(approver.tools._impls, CLOSE, held)
         resuming = threading.Thread(target=approver.resume, args=(run_id,), daemon=True)
-        own_submit = waiting_rt.approval_flow.submit
+        own_submit = rt.approval_flow.submit
 
         def submit_late(proposal: Any) -> Any:
             # the poll found the approval approved and usable; before it submits, the
@@ -82,7 +73,7 @@ def test_a_poll_while_the_approvers_resume_runs_the_tool_waits_on(
             assert entered.wait(60), "the approver's resume never reached the tool"
             return own_submit(proposal)
 
-        monkeypatch.setattr(waiting_rt.approval_flow, "submit", submit_late)
+        monkeypatch.setattr(rt.approval_flow, "submit", submit_late)
         try:
             mid = session.latest(first, CLOSE)
             # before: `in_progress`, and the wait ended with it
@@ -97,6 +88,6 @@ def test_a_poll_while_the_approvers_resume_runs_the_tool_waits_on(
     assert done.status == "executed", (done.status, done.text)
     assert done.structured["account"] == "acct-2", done.structured
     assert len(calls) == 1, calls  # the tool ran once, in the approver's process
-    waiting_rt.refresh()
-    kinds = [e.kind for e in waiting_rt.journal.events()]
+    rt.refresh()
+    kinds = [e.kind for e in rt.journal.events()]
     assert kinds.count("action.intent") == 1, kinds

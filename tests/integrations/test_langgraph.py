@@ -15,16 +15,14 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt import ToolNode
 from langgraph.types import Command
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.integrations.langgraph import GovernedToolNode, governed_tools
+from tests.scripted_agent import scripted_graph
 
 from .conftest import cli
 from .test_mcp_stdio import ledger_for_home
@@ -50,19 +48,7 @@ def runtime(home: Path) -> Iterator[Runtime]:
 
 
 def _graph(tools: Any, seen: list[list[Any]]) -> Any:
-    model = FakeMessagesListChatModel(responses=list(SCRIPT))
-
-    def agent(state: MessagesState) -> dict[str, list[Any]]:
-        seen.append(list(state["messages"]))
-        return {"messages": [model.invoke(state["messages"])]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", tools)
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
-    g.add_edge("tools", "agent")
-    return g.compile(checkpointer=InMemorySaver())
+    return scripted_graph(tools, SCRIPT, seen=seen)
 
 
 def test_denial_correction_and_an_approval_interrupt(runtime: Runtime, home: Path) -> None:

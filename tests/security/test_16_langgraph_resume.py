@@ -17,16 +17,13 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import tools_condition
 from langgraph.types import Command
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, REQUESTER, prepare_home
 from cradle_kg.integrations.langgraph import GovernedToolNode
+from tests.scripted_agent import calls, scripted_graph
 
 FORGED: list[Any] = [
     {"approver": REQUESTER, "token": DEMO_TOKENS[REQUESTER]},  # the agent's own principal
@@ -50,21 +47,9 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
 
 
 def _graph(runtime: Runtime) -> Any:
-    model = FakeMessagesListChatModel(responses=[
-        AIMessage(content="", tool_calls=[{"name": "demo_ledger_close_account",
-                                           "args": {"account": "acct-2"}, "id": "c1"}]),
+    return scripted_graph(GovernedToolNode(runtime, AGENT), [
+        calls("demo_ledger_close_account", ("c1", {"account": "acct-2"})),
         AIMessage(content="done")])
-
-    def agent(state: MessagesState) -> dict[str, list[Any]]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", GovernedToolNode(runtime, AGENT))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
-    g.add_edge("tools", "agent")
-    return g.compile(checkpointer=InMemorySaver())
 
 
 @pytest.mark.parametrize("resume", FORGED, ids=[f"forged-{i}" for i in range(len(FORGED))])

@@ -23,8 +23,6 @@ the interrupt's payload gives it) decides that one or nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,24 +33,19 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt import ToolNode
 from langgraph.types import Command
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, prepare_home
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.integrations.langgraph import governed_tools
 from cradle_kg.records import ApprovalStatus
+from tests.scripted_agent import demo_runtime_fixture, scripted_graph
 
 CLOSE = "demo_ledger_close_account"
 
 
-@pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[Runtime]:
-    home = tmp_path / "home"
-    prepare_home(home)
-    rt = Runtime(home)
-    yield rt
-    rt.close()
+runtime = demo_runtime_fixture()
 
 
 def _close(account: str, ident: str) -> AIMessage:
@@ -62,19 +55,9 @@ def _close(account: str, ident: str) -> AIMessage:
 
 def _tool_node_graph(rt: Runtime, saver: InMemorySaver | None = None,
                      first: tuple[AIMessage, ...] = ()) -> Any:
-    model = FakeMessagesListChatModel(responses=[*first, _close("acct-2", "c1"),
-                                                 AIMessage(content="done")])
-
-    def agent(state: MessagesState) -> dict[str, list[Any]]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", ToolNode(governed_tools(rt, AGENT)))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
-    g.add_edge("tools", "agent")
-    return g.compile(checkpointer=saver or InMemorySaver())
+    return scripted_graph(ToolNode(governed_tools(rt, AGENT)),
+                          [*first, _close("acct-2", "c1"), AIMessage(content="done")],
+                          saver=saver)
 
 
 def _intents(rt: Runtime, run: str) -> list[Any]:

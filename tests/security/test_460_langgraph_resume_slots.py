@@ -17,54 +17,30 @@ whose interrupt it answered.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("langgraph")
 
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import tools_condition
 from langgraph.types import Command
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, prepare_home
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.integrations.langgraph import GovernedToolNode
 from cradle_kg.records import ApprovalStatus
+from tests.scripted_agent import calls, demo_runtime_fixture, scripted_graph
 
 CLOSE = "demo_ledger_close_account"
 
 
-@pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[Runtime]:
-    home = tmp_path / "home"
-    prepare_home(home)
-    rt = Runtime(home)
-    yield rt
-    rt.close()
+runtime = demo_runtime_fixture()
 
 
 def _graph(rt: Runtime) -> Any:
-    both = AIMessage(content="", tool_calls=[
-        {"name": CLOSE, "args": {"account": "acct-2"}, "id": "c1"},
-        {"name": CLOSE, "args": {"account": "acct-3"}, "id": "c2"}])
-    model = FakeMessagesListChatModel(responses=[both, AIMessage(content="done")])
-
-    def agent(state: MessagesState) -> dict[str, list[Any]]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", GovernedToolNode(rt, AGENT))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
-    g.add_edge("tools", "agent")
-    return g.compile(checkpointer=InMemorySaver())
+    both = calls(CLOSE, ("c1", {"account": "acct-2"}), ("c2", {"account": "acct-3"}))
+    return scripted_graph(GovernedToolNode(rt, AGENT), [both, AIMessage(content="done")])
 
 
 def _closed(rt: Runtime, run: str) -> list[str]:

@@ -16,7 +16,6 @@ holds (``Journal.max_step``: one query per session and run), and a tool call mad
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +24,16 @@ import pytest
 pytest.importorskip("mcp")
 pytest.importorskip("langgraph")
 
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt import ToolNode
 from mcp import ClientSession
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT, prepare_home
+from cradle_kg.demo.scenario import AGENT
 from cradle_kg.integrations.langgraph import GovernedToolNode, governed_tools
 from tests.integrations.conftest import mcp_home
 from tests.integrations.test_mcp_stdio import credit, ledger_for_home, run
+from tests.scripted_agent import calls, demo_runtime_fixture, scripted_graph
 
 RUN = f"run:{AGENT}/book"
 
@@ -61,31 +58,12 @@ def test_a_reconnected_mcp_session_in_its_run_is_not_a_replay(tmp_path: Path) ->
     assert len(ledger_for_home(home)) == 2
 
 
-@pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[Runtime]:
-    home = tmp_path / "home"
-    prepare_home(home)
-    rt = Runtime(home)
-    yield rt
-    rt.close()
+runtime = demo_runtime_fixture()
 
 
 def _graph(node: Any, call_id: str) -> Any:
-    asked = AIMessage(content="", tool_calls=[{
-        "name": "demo_ledger_credit", "args": {"account": "acct-1", "amount": 5},
-        "id": call_id}])
-    model = FakeMessagesListChatModel(responses=[asked, AIMessage(content="done")])
-
-    def agent(state: MessagesState) -> dict[str, list[Any]]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", node)
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
-    g.add_edge("tools", "agent")
-    return g.compile(checkpointer=InMemorySaver())
+    asked = calls("demo_ledger_credit", (call_id, {"account": "acct-1", "amount": 5}))
+    return scripted_graph(node, [asked, AIMessage(content="done")])
 
 
 @pytest.mark.parametrize("route", ["tool_node", "governed_tool_node"])

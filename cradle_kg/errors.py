@@ -183,6 +183,15 @@ class JournalError(CradleError):
     code = "journal_error"
 
 
+class JournalOutcomeUnknown(JournalError):
+    """An append whose session was lost while it ran (its COMMIT sent, its answer never
+    read), and whose outcome could not be read back: it may or may not be in the journal.
+    Never retried blindly (an intent written twice is an effect run twice): the caller
+    reads the journal (``cradle-kg audit verify``, the run's events) before acting again."""
+
+    code = "journal_outcome_unknown"
+
+
 class ChainBrokenError(JournalError):
     code = "chain_broken"
 

@@ -53,12 +53,13 @@ import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from ..canonical import iso, parse_iso
-from ..errors import JournalError
+from ..errors import JournalError, JournalOutcomeUnknown
 from ..records import AuditEvent
 from . import pg_append, pg_schema, run_state_sql, tasks_sql
 from .chain import GENESIS_HASH, Anchor, ChainReport, Progress, event_hash, hash_parts
@@ -238,6 +239,39 @@ class _SchemaMoved(Exception):
     failed its transaction, nothing written."""
 
 
+#: a lost session is replaced by at most this many attempts to connect, the first at
+#: once, then waiting RECONNECT_BACKOFF seconds, doubling (at most 2 s)
+RECONNECT_ATTEMPTS = 6
+RECONNECT_BACKOFF = 0.1
+#: how long a lost append's old session may take to end before its outcome is read
+OLD_SESSION_WAIT = 10.0
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class _Session:
+    """What :meth:`PostgresJournal._session` set up: the journal's schema, what the
+    appends pin, whether a durable append flushes apart, the backend (pid, start)."""
+
+    schema: str | None
+    pinned: Pin
+    flush_apart: bool
+    backend: tuple[int, Any] | None
+
+
+class _SessionLost(Exception):
+    """The journal's session was lost during an append (its outcome is not known yet):
+    ``backend`` is the session's (pid, start), ``written`` what it had committed (its
+    COMMIT answered; the flush after it was lost), if anything."""
+
+    def __init__(self, backend: tuple[int, Any] | None,
+                 written: list[AuditEvent] | None = None) -> None:
+        super().__init__("the journal's session was lost")
+        self.backend = backend
+        self.written = written
+
+
 class _HeadBehind(Exception):
     """The journal's head is behind the one this object last saw (``cradle_append``
     refused): another journal now stands at its place."""
@@ -332,57 +366,76 @@ class PostgresJournal:
         #: the session's transactions are read only, so the server refuses any write too
         self.read_only = read_only
         self._psycopg = psycopg
-        self._conn = connect(url)
         self._lock = threading.RLock()
-        pinned: Pin | None = None
-        #: the schema this journal is (its URL's path resolved once, here): test_419
+        #: the schema this journal is (its URL's path resolved once, at open): test_419
         self._schema: str | None = None
+        self._conn = connect(url)
         try:
-            self._schema = keep_schema(self._conn)
-            if read_only:
-                self._conn.execute("SET default_transaction_read_only = on")
-            else:
-                self._conn.execute(_writer_settings(self._conn.info.server_version))
-            applied = schema_version(self._conn)
-            want = _MIGRATED
-            # INVARIANT: no write runs on a schema the migrations did not make (test_350)
-            altered = None
-            if applied == want and not read_only:
-                self._conn.execute(PREPARE_CHECK_SQL)
-                pinned = self._pin()  # before the catalog is read: a change after it moves it
-            if applied == want:
-                altered = open_problem(self._conn) or (
-                    _ALTERED if pinned is None and not read_only else None)
+            session = self._session(self._conn, None)
         except psycopg.Error as exc:
             self._conn.close()
             raise JournalError(f"cannot read the journal `{self.location}`: {exc}") from exc
-        if applied != want:
+        except BaseException:
             self._conn.close()
-            raise _version_error(self.location, applied)
-        if altered is not None:
-            if not read_only:
-                self._conn.close()
-                raise altered_error(self.location, altered)
-            _log.warning("%s", altered_error(self.location, altered, then=READ).message)
+            raise
+        self._schema, self._backend = session.schema, session.backend
         #: the function, the chain's tables and the claim's index as this journal found
         #: them: each append checks, before its COMMIT, that none moved (read only: none)
-        self._pinned = pinned or UNPINNED
+        self._pinned = session.pinned
         #: watermark: appends by others this object has noticed, and the head it last saw
         self._foreign, self._known_seq = 0, self.head()[0]
         #: the runs whose ``runs`` row this object committed (an append of theirs that
         #: counts no proposal writes none)
         self._runs = KnownRuns()
-        schema = self._query("SELECT current_schema()")[0][0]
         #: durable appends commit without a flush under the lock, then flush (FLUSH_SQL)
-        self._flush_apart = not read_only and self._can_flush_apart()
-        self._channel = change_channel(str(schema or "public"))
+        self._flush_apart = session.flush_apart
+        self._channel = change_channel(str(session.schema or "public"))
         #: wait_for_change's LISTEN connection (opened by its first call)
         self._listener: psycopg.Connection[tuple[Any, ...]] | None = None
         self._listen_lock = threading.Lock()
         #: the digest key, once read (:meth:`digest_key`)
         self._digest_key: bytes | None = None
 
-    def _can_flush_apart(self) -> bool:
+    def _session(self, conn: Any, schema: str | None) -> _Session:
+        """Set and check everything a session of this journal relies on — at open
+        (``schema`` None: its URL's path resolved now) and at each reconnect (the schema it
+        opened): one function, so a new session is the session the journal opened
+        (:meth:`_reconnect`).
+
+        The ``search_path`` fixed to the journal's schema (test_419), the writer's settings
+        (test_420, test_421) or a reader's read-only transactions, the migrations' version
+        (test_418), the prepared check of what the appends pin and the schema's objects
+        (test_350), whether a durable append flushes apart, and the session's backend (its
+        pid and start: a session lost during an append is ended before the append's
+        outcome is read). A journal at another version, or altered (to write), is refused
+        (the connection is left to the caller to close)."""
+        kept = keep_schema(conn, schema)
+        if self.read_only:
+            conn.execute("SET default_transaction_read_only = on")
+        else:
+            conn.execute(_writer_settings(conn.info.server_version))
+        applied = schema_version(conn)
+        if applied != _MIGRATED:
+            raise _version_error(self.location, applied, then=None if schema is None else (
+                "this worker reconnected to it and stopped writing"))
+        pinned: Pin | None = None
+        # INVARIANT: no write runs on a schema the migrations did not make (test_350)
+        if not self.read_only:
+            conn.execute(PREPARE_CHECK_SQL)
+            pinned = self._pin(conn)  # before the catalog is read: a change after it moves it
+        altered = open_problem(conn) or (
+            _ALTERED if pinned is None and not self.read_only else None)
+        if altered is not None:
+            if not self.read_only:
+                raise altered_error(self.location, altered)
+            _log.warning("%s", altered_error(self.location, altered, then=READ).message)
+        row = conn.execute("SELECT pid, backend_start FROM pg_stat_activity "
+                           "WHERE pid = pg_backend_pid()").fetchone()
+        return _Session(kept, pinned or UNPINNED,
+                        not self.read_only and self._can_flush_apart(conn),
+                        (int(row[0]), row[1]) if row is not None else None)
+
+    def _can_flush_apart(self, conn: Any) -> bool:
         """Whether a durable append flushes apart (:data:`FLUSH_SQL`, after its commit):
         only where a flush waits for the disk — the server syncs its WAL (``fsync``) and a
         commit waits for it (``synchronous_commit`` not ``off``) — and this session may
@@ -390,16 +443,101 @@ class PostgresJournal:
         under the lock costs nothing, and the extra statement would (measured with
         ``fsync=off``: 1 worker 123-131 calls/s flushing apart against 139-144)."""
         try:
-            with self._lock:
-                fsync = self._conn.execute("SHOW fsync").fetchone()
-                commit = self._conn.execute("SHOW synchronous_commit").fetchone()
-                if (fsync or ("off",))[0] == "off" or (commit or ("off",))[0] == "off":
-                    return False
-                with self._conn.transaction(force_rollback=True):
-                    self._conn.execute(FLUSH_SQL)
+            fsync = conn.execute("SHOW fsync").fetchone()
+            commit = conn.execute("SHOW synchronous_commit").fetchone()
+            if (fsync or ("off",))[0] == "off" or (commit or ("off",))[0] == "off":
+                return False
+            with conn.transaction(force_rollback=True):
+                conn.execute(FLUSH_SQL)
         except self._psycopg.Error:
+            if conn.closed:
+                raise
             return False
         return True
+
+    # --- the session --------------------------------------------------------------
+
+    def _lost(self) -> bool:
+        """Whether the journal's session is gone (ended by the server, cut)."""
+        return bool(self._conn.closed or self._conn.broken)
+
+    def _live(self) -> None:
+        """Make sure the session is there before a statement is sent (under the lock): a
+        session the server ended while it idled (``pg_terminate_backend``, a restart, a
+        failover) has sent its last message and closed — its socket reads; one with
+        nothing to read is taken as live (no round trip), one that reads is asked
+        (``SELECT 1``), and a lost one is replaced (:meth:`_reconnect`)."""
+        if not self._lost():
+            try:
+                ready, _, _ = select.select([self._conn.fileno()], [], [], 0)
+            except (OSError, ValueError, self._psycopg.Error):
+                ready = [True]  # cannot tell: ask
+            if not ready:
+                return
+            try:
+                self._conn.execute("SELECT 1")
+                return
+            except self._psycopg.Error:
+                if not self._lost():
+                    raise
+        self._reconnect()
+
+    def _reconnect(self) -> None:
+        """A new session for this journal, under the lock: bounded attempts (waiting
+        :data:`RECONNECT_BACKOFF`, doubling), the session set and checked as at open
+        (:meth:`_session`), and the head read again — the cached one is not trusted (the
+        server may be another after a failover, its head behind): the runs' rows known
+        committed are forgotten, and appends by others since are noticed. A server that
+        stays away is a JournalError naming the journal (no password)."""
+        psycopg = self._psycopg
+        with suppress(psycopg.Error):
+            self._conn.close()
+        why = "no attempt"
+        for attempt in range(RECONNECT_ATTEMPTS):
+            if attempt:
+                time.sleep(min(RECONNECT_BACKOFF * 2 ** (attempt - 1), 2.0))
+            try:
+                conn = connect(self.url)
+            except JournalError as exc:  # the server is away (its message, no password)
+                why = exc.message
+                continue
+            try:
+                session = self._session(conn, self._schema)
+                head = conn.execute("SELECT seq FROM head WHERE one = 1").fetchone()
+            except psycopg.Error as exc:  # lost again while it was set up
+                conn.close()
+                why = str(exc).strip()
+                continue
+            except BaseException:  # it answered, and refused: a version, an altered schema
+                conn.close()
+                raise
+            self._conn, self._pinned = conn, session.pinned
+            self._backend, self._flush_apart = session.backend, session.flush_apart
+            seq = int(head[0]) if head is not None else 0
+            if seq != self._known_seq:
+                self._foreign += 1
+            self._known_seq, self._runs = seq, KnownRuns()
+            _log.warning("the journal `%s` lost its session; reconnected (attempt %d)",
+                         self.location, attempt + 1)
+            return
+        raise JournalError(
+            f"the journal `{self.location}` lost its session and could not reconnect "
+            f"after {RECONNECT_ATTEMPTS} attempts: {why}",
+            hint="check that the PostgreSQL server is up and reachable; the next journal "
+                 "operation tries again")
+
+    def _read(self, run: Callable[[Any], _T]) -> _T:
+        """``run(connection)`` under the lock, on a live session; once more on a new one
+        when the session was lost under it (a read: nothing to settle)."""
+        with self._lock:
+            self._live()
+            try:
+                return run(self._conn)
+            except (self._psycopg.OperationalError, self._psycopg.InterfaceError):
+                if not self._lost():
+                    raise
+            self._reconnect()
+            return run(self._conn)
 
     @property
     def location(self) -> str:
@@ -455,8 +593,124 @@ class PostgresJournal:
             ended = ended_run(events, [""] * len(open_runs(events)))
             if ended is not None:
                 raise RunEnded(ended)
-            return self._pinned_append(lambda: self._append_one_trip(events, encoded, flush))
-        return self._pinned_append(lambda: self._append_two_trips(events, encoded, caps, flush))
+            return self._settled_append(
+                events, encoded, flush, lambda: self._append_one_trip(events, encoded, flush))
+        return self._settled_append(
+            events, encoded, flush, lambda: self._append_two_trips(events, encoded, caps, flush))
+
+    def _settled_append(self, events: Sequence[NewEvent], encoded: Sequence[Encoded],
+                        flush: bool, attempt: Callable[[], list[AuditEvent]]
+                        ) -> list[AuditEvent]:
+        """``attempt()`` (:meth:`_pinned_append`) on a live session (:meth:`_live`: one
+        the server ended while it idled is replaced before anything is sent).
+
+        INVARIANT: an append whose session was lost while it ran is never sent again
+        blindly — its COMMIT may have been carried out with no answer back. Its outcome is
+        settled first (:meth:`_settle`: the old session ended, then the events read back
+        by their content): found, they are the append's (flushed on the new session when
+        durable); not there, the append was not written and can never be (its session is
+        gone), and it is tried on the new session; neither known — a
+        :class:`~cradle_kg.errors.JournalOutcomeUnknown`. Bounded tries."""
+        found: list[AuditEvent] | None = None
+        for _ in range(RECONNECT_ATTEMPTS):
+            with self._lock:
+                self._live()
+                # a lower bound of the head the append chains onto: the events it may
+                # have written are after it (a failed-over server holds a prefix)
+                floor = self._known_seq
+            try:
+                if found is None:
+                    return self._pinned_append(attempt)
+                if flush and self._flush_apart:
+                    with self._lock:
+                        self._flush(found[-1].seq, self._psycopg)
+                return found
+            except _SessionLost as lost:
+                found = self._settle(events, encoded, floor, lost) or found
+        raise JournalError(
+            f"the journal `{self.location}` lost its session at each of "
+            f"{RECONNECT_ATTEMPTS} tries of an append"
+            + (f"; its events up to seq {found[-1].seq} are committed, their flush not "
+               "confirmed" if found else "; it was not written"),
+            hint="check the PostgreSQL server and the network to it")
+
+    def _settle(self, events: Sequence[NewEvent], encoded: Sequence[Encoded], floor: int,
+                lost: _SessionLost) -> list[AuditEvent] | None:
+        """The outcome of an append whose session was ``lost``: its events as the journal
+        holds them, or None when it holds none of them (and never will). On a new session
+        the old one is ended first (``pg_terminate_backend`` of its backend, if it still
+        runs — a cut network leaves it running, its transaction open — then waited for),
+        so its transaction has committed or never will; then the append's first event is
+        looked for after ``floor`` by everything it was hashed from (run, kind, subject,
+        actor, time, payload hash, idempotency key), and the events after it compared."""
+        psycopg = self._psycopg
+        with self._lock:
+            try:
+                self._live()
+                if lost.backend is None:
+                    raise JournalOutcomeUnknown(self._unknown("its session's backend is not "
+                                                              "known"))
+                self._end_backend(lost.backend)
+                return self._read_back(events, encoded, floor)
+            except JournalOutcomeUnknown:
+                raise
+            except JournalError as exc:
+                raise JournalOutcomeUnknown(self._unknown(exc.message)) from exc
+            except psycopg.Error as exc:
+                raise JournalOutcomeUnknown(self._unknown(str(exc).strip())) from exc
+
+    def _unknown(self, why: str) -> str:
+        return (f"the journal `{self.location}` lost its session during an append, and "
+                f"whether it was written is not known: {why}; read the journal before "
+                "acting again (`cradle-kg audit verify`, the run's events)")
+
+    def _end_backend(self, backend: tuple[int, Any]) -> None:
+        """End the backend (pid, start) of a lost session if it still runs, and wait until
+        it is gone (:data:`OLD_SESSION_WAIT`)."""
+        match = "FROM pg_stat_activity WHERE pid = %s AND backend_start = %s"
+        self._conn.execute(f"SELECT pg_terminate_backend(pid) {match}", backend)
+        deadline = time.monotonic() + OLD_SESSION_WAIT
+        while self._conn.execute(f"SELECT count(*) {match}", backend).fetchone() != (0,):
+            if time.monotonic() > deadline:
+                raise JournalOutcomeUnknown(self._unknown(
+                    f"its old session (backend {backend[0]}) did not end"))
+            time.sleep(0.02)
+
+    def _read_back(self, events: Sequence[NewEvent], encoded: Sequence[Encoded],
+                   floor: int) -> list[AuditEvent] | None:
+        """``events`` as the journal holds them after ``floor``, or None (see
+        :meth:`_settle`). Found twice there (an identical append by another writer, to
+        the microsecond): not known which is this one's — JournalOutcomeUnknown."""
+        first, enc = events[0], encoded[0]
+        starts = self._conn.execute(
+            "SELECT seq FROM events WHERE subject = %s AND kind = %s AND run_id = %s "
+            "AND actor = %s AND at = %s AND payload_hash = %s "
+            "AND idem_key IS NOT DISTINCT FROM %s AND seq > %s ORDER BY seq",
+            (first.subject, first.kind, first.run_id, first.actor, enc.at,
+             enc.payload_hash, first.idem_key, floor)).fetchall()
+        blocks = []
+        for (start,) in starts:
+            rows = self._conn.execute(
+                f"SELECT {_COLS}, idem_key FROM events WHERE seq >= %s AND seq < %s "
+                "ORDER BY seq", (start, start + len(events))).fetchall()
+            if len(rows) == len(events) and all(
+                    (r[2], r[3], r[4], r[5], r[6], r[8], r[11])
+                    == (new.run_id, new.kind, new.subject, new.actor, e.at, e.payload_hash,
+                        new.idem_key)
+                    for r, new, e in zip(rows, events, encoded, strict=True)):
+                blocks.append(rows)
+        if len(blocks) > 1:
+            raise JournalOutcomeUnknown(self._unknown(
+                f"its events are in the journal {len(blocks)} times (from seq "
+                f"{', '.join(str(b[0][0]) for b in blocks)})"))
+        if not blocks:
+            _log.warning("the journal `%s` lost its session during an append, which was "
+                         "not written: it is tried again", self.location)
+            return None
+        _log.warning("the journal `%s` lost its session during an append, which was "
+                     "committed (seq %s to %s)", self.location, blocks[0][0][0],
+                     blocks[0][-1][0])
+        return [self._row(r[:11]) for r in blocks[0]]
 
     def _append_one_trip(self, events: Sequence[NewEvent], encoded: Sequence[Encoded],
                          flush: bool) -> list[AuditEvent]:
@@ -520,12 +774,11 @@ class PostgresJournal:
                 self._flush(seq, psycopg)
             return written
 
-    def _pin(self) -> Pin | None:
+    def _pin(self, conn: Any) -> Pin | None:
         """What this journal's appends rely on, as it is now (:data:`.pg_objects.PIN_SQL`),
         or None when ``cradle_append`` is not the migrations' function (or a table or the
         index is missing)."""
-        with self._lock:
-            row = self._conn.execute(PIN_SQL).fetchone()
+        row = conn.execute(PIN_SQL).fetchone()
         if row is None or row[2] != APPEND_LINE:
             return None
         try:
@@ -548,7 +801,7 @@ class PostgresJournal:
                         if applied != _MIGRATED:
                             raise _version_error(self.location, applied,
                                                  then=NOT_WRITTEN) from None
-                        pinned = self._pin()
+                        pinned = self._pin(self._conn)
                         problem = open_problem(self._conn) or (
                             _ALTERED if pinned is None else None)
                 except self._psycopg.Error as exc:
@@ -601,6 +854,8 @@ class PostgresJournal:
             self._rollback()
             raise self._violation(events, exc) from exc
         except psycopg.Error as exc:
+            if self._lost():  # its outcome is not known: settled by the caller
+                raise _SessionLost(self._backend) from exc
             self._rollback()
             detail = exc.diag.message_detail or ""
             try:
@@ -627,6 +882,8 @@ class PostgresJournal:
         try:
             self._conn.execute(FLUSH_SQL)
         except psycopg.Error as exc:
+            if self._lost():  # committed, not known flushed: settled by the caller
+                raise _SessionLost(self._backend) from exc
             raise JournalError(
                 f"the journal `{self.location}` could not confirm that the events "
                 f"up to seq {seq} are durable: {str(exc).strip()}",
@@ -769,6 +1026,8 @@ class PostgresJournal:
                 self._rollback()
                 raise self._violation(events, exc) from exc
             except psycopg.Error as exc:
+                if self._lost():  # its outcome is not known: settled by the caller
+                    raise _SessionLost(self._backend) from exc
                 self._rollback()
                 if ALTERED_MARK in str(exc):  # not what was pinned
                     raise _SchemaMoved from None
@@ -823,12 +1082,11 @@ class PostgresJournal:
     # --- reading ------------------------------------------------------------------
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            try:
-                return list(self._conn.execute(sql, args).fetchall())
-            except self._psycopg.Error as exc:
-                raise JournalError(f"cannot read the journal `{self.location}`: "
-                                   f"{str(exc).strip()}") from exc
+        try:
+            return self._read(lambda conn: list(conn.execute(sql, args).fetchall()))
+        except self._psycopg.Error as exc:
+            raise JournalError(f"cannot read the journal `{self.location}`: "
+                               f"{str(exc).strip()}") from exc
 
     @staticmethod
     def _row(row: tuple[Any, ...]) -> AuditEvent:
@@ -1132,11 +1390,12 @@ class PostgresJournal:
     def digest_key(self) -> bytes:
         if self._digest_key is None:
             with self._lock:
+                key = os.urandom(DIGEST_KEY_BYTES)
                 try:  # INVARIANT: inserted only if absent, then read: one key per journal
-                    self._conn.execute(
+                    # (so it is sent again as it is on a new session: see _read)
+                    self._read(lambda conn: conn.execute(
                         "INSERT INTO journal_keys(name, key) VALUES (%s, %s) "
-                        "ON CONFLICT (name) DO NOTHING",
-                        (DIGEST_KEY_NAME, os.urandom(DIGEST_KEY_BYTES)))
+                        "ON CONFLICT (name) DO NOTHING", (DIGEST_KEY_NAME, key)))
                 except self._psycopg.Error as exc:  # the primary line: a DETAIL may quote
                     # the row (`Failing row contains …`), which holds the key
                     why = exc.diag.message_primary or type(exc).__name__
@@ -1176,13 +1435,20 @@ class PostgresJournal:
         if not _WORKER_ID.match(worker_id):
             return False
         key = lease_key(worker_id)
-        with self._lock:
-            got = self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
-                                     (LEASE_LOCKS, key)).fetchone()
+
+        def probe(conn: Any) -> bool:
+            got = conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
+                               (LEASE_LOCKS, key)).fetchone()
             if got is not None and got[0]:
-                self._conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LEASE_LOCKS, key))
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LEASE_LOCKS, key))
                 return False
             return True
+
+        try:
+            return self._read(probe)
+        except self._psycopg.Error as exc:
+            raise JournalError(f"cannot read the journal `{self.location}`: "
+                               f"{str(exc).strip()}") from exc
 
     @contextmanager
     def exclusive(self, name: str) -> Iterator[None]:

@@ -11,6 +11,7 @@ force (identities, permissions, approvers, limits).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ from ..errors import CradleError
 from ..records import AuditEvent
 from ..storage import IdempotencyKeyTaken, Journal, Lease, NewEvent, SubjectMoved
 
+_log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
 #: called with the events just written, in the order they were written
 AppendListener = Callable[[Sequence[AuditEvent]], None]
@@ -191,7 +193,21 @@ class LoopContext:
             if self.lease is not lost:
                 return  # another thread renewed it already
             self.lease = self.journal.acquire_lease()
+            _log.warning("this worker's lease `%s` on the journal `%s` was lost (its session "
+                         "ended); it took the lease `%s`: the intents written under the lost "
+                         "one are recovery's to reconcile", lost.id, self.journal.location,
+                         self.lease.id)
         lost.release()
+
+    def held_lease(self) -> Lease:
+        """The worker's lease, renewed first (:meth:`renew_lease`, logged) when it was
+        lost: what a new intent names. INVARIANT: no intent is written under a lease
+        known lost — another worker's recovery may take it over at once, and the call it
+        prepares would be refused (``Superseded``) after the intent was written."""
+        lease = self.lease
+        if not lease.held():
+            self.renew_lease(lease)
+        return self.lease
 
     def append_unmoved(self, build: Callable[[], Sequence[NewEvent]], *, attempts: int,
                        gave_up: CradleError) -> list[AuditEvent]:

@@ -233,7 +233,8 @@ class Execution:
                      "tenant": config.tenant_of(proposal.agent_id),
                      "cost": spec.cost, "approval_id": approval.id if approval else None,
                      "tool": spec.ref, "idempotency": str(spec.idempotency),
-                     "worker": self.ctx.lease.id},
+                     # INVARIANT: a lease held (renewed if lost): see held_lease
+                     "worker": self.ctx.held_lease().id},
             if_run_open=guarded,
             # INVARIANT: nor after a person revoked it — a revoke written before the intent
             # refuses the append under the writer's lock (nothing written), and the proposal

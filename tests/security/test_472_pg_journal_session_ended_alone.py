@@ -28,8 +28,7 @@ import pytest
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import demo_ledger
 from cradle_kg.errors import JournalError
-from cradle_kg.storage import open_journal
-from cradle_kg.storage import postgresql
+from cradle_kg.storage import open_journal, postgresql
 from tests.conftest import make_config, proposal
 from tests.storage.test_pg_append import ev
 

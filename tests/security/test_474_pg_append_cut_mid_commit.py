@@ -30,8 +30,7 @@ import psycopg
 import pytest
 
 from cradle_kg.errors import JournalOutcomeUnknown
-from cradle_kg.storage import open_journal
-from cradle_kg.storage import postgresql
+from cradle_kg.storage import open_journal, postgresql
 from cradle_kg.storage.pg_connect import APPEND_LOCK
 from tests.security.test_472_pg_journal_session_ended_alone import backend, terminate
 from tests.storage.test_pg_append import ev

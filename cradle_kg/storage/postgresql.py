@@ -36,6 +36,13 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
   refused to write, and each append checks, before it commits, that the function, the
   chain's tables and the claim's index are the ones the journal found when it opened
   (:mod:`.pg_objects`).
+* **A lost session is replaced** (``pg_terminate_backend``, a restart, a failover, a
+  network cut): the next operation opens a new one through :meth:`PostgresJournal._session`
+  (what the journal's open set and checked), reads the head again, and goes on; an append
+  whose session was lost while it ran is settled before it is tried again — the old
+  session ended, its events read back by content — or is a
+  :class:`~cradle_kg.errors.JournalOutcomeUnknown` (``tests/security/test_472``,
+  ``test_474``).
 * **Change wake-ups**: an append's transaction issues ``pg_notify`` on the journal's
   channel (one per schema: :func:`change_channel`), delivered at its commit; a reader
   waits for one in :meth:`PostgresJournal.wait_for_change` (``LISTEN`` on a connection of

@@ -475,10 +475,12 @@ class PostgresJournal:
         nothing to read is taken as live (no round trip), one that reads is asked
         (``SELECT 1``), and a lost one is replaced (:meth:`_reconnect`)."""
         if not self._lost():
-            try:
-                ready, _, _ = select.select([self._conn.fileno()], [], [], 0)
+            try:  # poll, not select: a busy server's descriptors pass select's 1024
+                poller = select.poll()
+                poller.register(self._conn.fileno(), select.POLLIN)
+                ready = bool(poller.poll(0))
             except (OSError, ValueError, self._psycopg.Error):
-                ready = [True]  # cannot tell: ask
+                ready = True  # cannot tell: ask
             if not ready:
                 return
             try:

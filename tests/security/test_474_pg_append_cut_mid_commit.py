@@ -30,10 +30,10 @@ import psycopg
 import pytest
 
 from cradle_kg.errors import JournalOutcomeUnknown
-from cradle_kg.storage import open_journal, postgresql
+from cradle_kg.storage import UsageCap, open_journal, postgresql
 from cradle_kg.storage.pg_connect import APPEND_LOCK
 from tests.security.test_472_pg_journal_session_ended_alone import backend, terminate
-from tests.storage.test_pg_append import ev
+from tests.storage.test_pg_append import T0, ev
 
 
 class Cut:
@@ -122,18 +122,22 @@ def _seqs(url: str) -> list[tuple[int, str]]:
             "SELECT seq, subject FROM events ORDER BY seq")]
 
 
+@pytest.mark.parametrize("trips", ["one trip", "two trips"])
 @pytest.mark.parametrize("ended", ["terminated", "cut"])
 def test_an_append_lost_before_its_commit_is_written_once(
-        pg_url: str, relayed: tuple[Cut, str], ended: str) -> None:
+        pg_url: str, relayed: tuple[Cut, str], ended: str, trips: str) -> None:
     """The append waits for the lock (held by another session) when its session goes:
     terminated (its transaction rolled back) or cut off (its transaction still open on the
-    server, about to commit once the lock is free)."""
+    server, about to commit once the lock is free). An append with a usage cap takes the
+    two round trips (the cap read under the lock), the others one."""
     relay, url = relayed
+    caps = () if trips == "one trip" else (
+        UsageCap(scope="*", subject="", since=T0, max_calls=100),)
     with open_journal(url) as j, psycopg.connect(pg_url, autocommit=True) as other:
         j.append([ev(1)])
         pid = backend(j)
         other.execute("SELECT pg_advisory_lock(%s, 0)", (APPEND_LOCK,))
-        thread, result = _append_in_thread(j, [ev(2, key="intent:k2"), ev(3)])
+        thread, result = _append_in_thread(j, [ev(2, key="intent:k2", caps=caps), ev(3)])
         _waits_for_the_lock(pg_url, pid)
         if ended == "terminated":
             terminate(pg_url, pid)

@@ -100,3 +100,24 @@ def test_a_server_that_stays_away_is_a_journal_error_without_the_password(
         assert "password=***" in raised.value.message
         monkeypatch.setattr(postgresql, "connect", real)  # the server is back
         assert [e.seq for e in j.append([ev(2)])] == [2]
+
+
+def test_a_server_restart(tmp_path: Path) -> None:
+    """The server restarts (an immediate stop: its crash recovery) under an open journal,
+    on a server of the test's own: the journal's next append is on a new session."""
+    from cradle_kg.storage.pg_admin import migrate
+    from cradle_kg.storage.pg_scratch import ScratchPostgres
+
+    server = ScratchPostgres()
+    try:
+        url = server.create_schema()
+        migrate(url)
+        with open_journal(url) as j:
+            j.append([ev(1)])
+            server._run([str(server.bin / "pg_ctl"), "-D", str(server._data), "-m",
+                         "immediate", "-w", "-t", "60", "-l", str(server.dir / "server.log"),
+                         "restart"], server._env)
+            assert [e.seq for e in j.append([ev(2)])] == [2]
+            assert j.head()[0] == 2 and j.verify().intact
+    finally:
+        server.stop()

@@ -268,15 +268,12 @@ class _Session:
 
 
 class _SessionLost(Exception):
-    """The journal's session was lost during an append (its outcome is not known yet):
-    ``backend`` is the session's (pid, start), ``written`` what it had committed (its
-    COMMIT answered; the flush after it was lost), if anything."""
+    """The journal's session was lost during an append or its flush (its outcome is not
+    known yet): ``backend`` is the session's (pid, start)."""
 
-    def __init__(self, backend: tuple[int, Any] | None,
-                 written: list[AuditEvent] | None = None) -> None:
+    def __init__(self, backend: tuple[int, Any] | None) -> None:
         super().__init__("the journal's session was lost")
         self.backend = backend
-        self.written = written
 
 
 class _HeadBehind(Exception):
@@ -621,12 +618,25 @@ class PostgresJournal:
         gone), and it is tried on the new session; neither known — a
         :class:`~cradle_kg.errors.JournalOutcomeUnknown`. Bounded tries."""
         found: list[AuditEvent] | None = None
+        floor = 0
         for _ in range(RECONNECT_ATTEMPTS):
             with self._lock:
-                self._live()
-                # a lower bound of the head the append chains onto: the events it may
-                # have written are after it (a failed-over server holds a prefix)
-                floor = self._known_seq
+                try:
+                    self._live()
+                except JournalError as exc:
+                    if found is None:
+                        raise
+                    raise JournalError(  # committed (read back), not known flushed
+                        f"the journal `{self.location}` could not confirm that the events "
+                        f"up to seq {found[-1].seq} are durable: {exc.message}",
+                        hint="they are committed; check the server (its next flushed "
+                             "commit flushes them too)") from exc
+                if found is None:
+                    # a lower bound of the head the append chains onto: the events it may
+                    # have written are after it (a failed-over server holds a prefix of
+                    # the old one's). Kept while its committed events wait for their flush:
+                    # the head read since is past them
+                    floor = self._known_seq
             try:
                 if found is None:
                     return self._pinned_append(attempt)
@@ -635,7 +645,8 @@ class PostgresJournal:
                         self._flush(found[-1].seq, self._psycopg)
                 return found
             except _SessionLost as lost:
-                found = self._settle(events, encoded, floor, lost) or found
+                # None: not written (a commit the server lost before its flush, too)
+                found = self._settle(events, encoded, floor, lost)
         raise JournalError(
             f"the journal `{self.location}` lost its session at each of "
             f"{RECONNECT_ATTEMPTS} tries of an append"

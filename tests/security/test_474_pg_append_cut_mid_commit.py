@@ -204,3 +204,28 @@ def test_an_append_whose_outcome_cannot_be_read_back_says_so(
         assert "whether it was written is not known" in result["raised"].message
         monkeypatch.setattr(postgresql, "connect", real)
         assert j.head()[0] == 2 and _seqs(pg_url) == [(1, "s:1"), (2, "s:2")]
+
+
+def test_an_append_whose_flush_lost_its_session_is_flushed_on_the_next(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A durable append committed without a flush under the lock (where a flush waits for
+    the disk) then flushes apart: its session lost during that flush, the append is read
+    back (committed), flushed on the new session, and answered — not sent again, and not a
+    journal error."""
+    real = postgresql.PostgresJournal._flush
+    ended: list[int] = []
+
+    def lost_once(self: Any, seq: int, psycopg_: Any) -> None:
+        if not ended:
+            ended.append(backend(self))
+            terminate(pg_url, ended[0])
+        real(self, seq, psycopg_)
+
+    with open_journal(pg_url) as j:
+        j._flush_apart = True  # type: ignore[attr-defined]  # the tests' server: fsync off
+        j.append([ev(1)])
+        monkeypatch.setattr(postgresql.PostgresJournal, "_flush", lost_once)
+        assert [e.seq for e in j.append([ev(2, key="intent:k2"), ev(3)])] == [2, 3]
+        assert ended and backend(j) != ended[0]
+        assert _seqs(pg_url) == [(1, "s:1"), (2, "s:2"), (3, "s:3")]
+        assert j.verify().intact

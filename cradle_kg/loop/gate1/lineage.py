@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from ...graph.project import proposed_action_id
 from ...lineage.index import LineageIndex, ToolTrust
 from ...lineage.rdf import hide_quotes, quote_hider, secret_units, trace_triples
 from ...lineage.rules import GraphRule, due, evaluate
@@ -170,6 +171,16 @@ def with_trace(base: list[NewEvent], r: GateResult, now: datetime) -> list[NewEv
     found = r.lineage
     if not isinstance(found, Trace) or not base:
         return base
+    # INVARIANT: a refused proposal's trace describes its own action (the node the
+    # decision's projection names, ``act:<key>/<decision>``), never the action its key
+    # later ran: before, its arguments' values and origins were projected onto that
+    # action, which then held both the refused call's values and its own
+    # (tests/security/test_480)
+    decided = next((e.payload["decision"] for e in base if e.kind == "decision.made"), None)
+    if isinstance(decided, dict):
+        own = proposed_action_id(found.action_id, decided)
+        if own and own != found.action_id:
+            found = found.model_copy(update={"action_id": own})
     event = NewEvent(run_id=found.run_id, kind="lineage.traced", subject=found.action_id,
                      actor=RUNTIME_ACTOR, at=now,
                      payload={"trace": found.model_dump(mode="json"),

@@ -141,6 +141,29 @@ class _Running:
     cors: Sequence[tuple[bytes, bytes]]
 
 
+class _CatchUpFailed(Exception):
+    """The supervisor's catch-up raised: ``kind`` is its exception's kind (its text is in
+    the server's log)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+def logged_kind(what: str, exc: BaseException) -> str:
+    """``exc``'s kind, its text written to the server's log (stderr).
+
+    INVARIANT: an error's text is the operator's, never a client's: it may name the
+    server's private folder (``No space left on device: '/tmp/cradle-serve-…'``) or the
+    journal's database host, port and user. Before, ``/sparql`` answered it whole to any
+    caller (tests/security/test_481), as ``/healthz`` once did the compaction's
+    (``test_176``)."""
+    kind = type(exc).__name__
+    with contextlib.suppress(OSError, ValueError):
+        print(f"cradle-kg serve: {what}: {kind}: {exc}", file=sys.stderr, flush=True)
+    return kind
+
+
 class QueryWorker:
     """One worker: an ASGI app over its graph, its journal watch and its watchdog."""
 
@@ -230,8 +253,8 @@ class QueryWorker:
         # the answer holds the journal's events up to the mark (read before the ask)
         self.ask.send(("latest",))
         answer = self.ask.recv()
-        if answer[0] == "error":
-            raise RuntimeError(answer[1])
+        if answer[0] == "error":  # the supervisor logged its text: its kind only here
+            raise _CatchUpFailed(str(answer[1]))
         self.generation, self.seq = str(answer[0]), int(answer[1])
         self.mark, self.epoch = mark, epoch
         return self.generation
@@ -250,8 +273,10 @@ class QueryWorker:
             try:
                 generation = self._fresh()
             except Exception as exc:  # the journal or the supervisor failed
-                return Reply.error(500, "the graph could not catch up with the journal: "
-                                        f"{type(exc).__name__}: {exc}")
+                kind = exc.kind if isinstance(exc, _CatchUpFailed) else \
+                    logged_kind("the graph could not catch up with the journal", exc)
+                return Reply.error(500, "the graph could not catch up with the journal "
+                                        f"({kind}); the server's log says why")
             newest = self.generation
             if generation != newest and not os.path.isdir(generation):
                 # removed since this thread looked: another thread was told a newer one,
@@ -262,8 +287,9 @@ class QueryWorker:
                 return run_job(self.graph, dataclasses.replace(job, generation=generation),
                                self.config.limits, sandboxed=self.sandboxed)
             except Exception as exc:  # INVARIANT: every job gets an answer
-                return Reply.error(500, f"the query worker failed: {type(exc).__name__}: "
-                                        f"{exc}")
+                kind = logged_kind("the query worker failed", exc)
+                return Reply.error(500, f"the query worker failed ({kind}); the server's "
+                                        "log says why")
         finally:
             with self.lock:  # past this point the watchdog cannot answer for this job
                 del self.running[key]

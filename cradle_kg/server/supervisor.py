@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .dataset import PrivateStore
-from .front import GRACE_SECONDS, FrontConfig, Start, front_main
+from .front import GRACE_SECONDS, FrontConfig, Start, front_main, logged_kind
 from .worker import Job, Reply
 
 _PRELOAD: Final = ["cradle_kg.server.front", "uvicorn", "uvicorn.protocols.http.auto",
@@ -207,8 +207,11 @@ class QueryFront:
                     generation, seq = self.source.published()
                     entry.generation = str(generation)
             except Exception as exc:  # the journal or the private store failed
+                # its text (a private folder, the database host) to the log; its kind
+                # to the worker, which answers the client with it (tests/security/test_481)
+                kind = logged_kind("the graph could not catch up with the journal", exc)
                 with contextlib.suppress(OSError):
-                    entry.conn.send(("error", f"{type(exc).__name__}: {exc}"))
+                    entry.conn.send(("error", kind))
                 continue
             with contextlib.suppress(OSError):
                 entry.conn.send((str(generation), seq))

@@ -252,12 +252,15 @@ def load_json_file(path: Path, *, limits: InputLimits = FILE_LIMITS) -> Any:
 
 
 def check_value(value: Any, *, limits: InputLimits = DEFAULT_LIMITS, where: str = "input",
-                depth: int = 1) -> None:
+                depth: int = 1, encoded: bool = False) -> None:
     """Refuse a Python value that no JSON document within ``limits`` could have produced.
 
     Iterative, so a hostile (even cyclic) structure cannot exhaust the stack; ``depth`` is
     the nesting at which ``value`` sits inside its document. Leaves of other JSON-able
-    types (datetimes, enums, models) are accepted as they are.
+    types (datetimes, enums, models) are accepted as they are. ``encoded``: ``value`` as
+    the journal's canonical JSON writes it (:func:`cradle_kg.canonical.canonical_json`) —
+    a set as a sorted list, a dict's number keys as their text — not as a document read
+    (a verifier's report: ``tests/security/test_482``).
     """
     bound = 10 ** limits.max_integer_digits
     digits = limits.max_float_digits
@@ -270,10 +273,14 @@ def check_value(value: Any, *, limits: InputLimits = DEFAULT_LIMITS, where: str 
                 raise InputError(f"`{_short(at)}`: nested too deep (more than "
                                  f"{limits.max_depth} levels)")
             if isinstance(item, dict):
+                numbers = encoded and _number_keys(item)
                 for key, sub in item.items():
-                    if not isinstance(key, str):
+                    if not isinstance(key, str) and not numbers:
                         raise InputError(f"`{_short(at)}`: object keys must be strings")
-                    _check_string(key, f"{at}", limits.max_id_length, "key")
+                    if numbers:
+                        stack.append((key, f"{at}", level))  # a number, checked as one
+                    else:
+                        _check_string(key, f"{at}", limits.max_id_length, "key")
                     stack.append((sub, f"{at}.{key}", level + 1))
             else:
                 stack.extend((sub, f"{at}[{i}]", level + 1) for i, sub in enumerate(item))
@@ -288,9 +295,33 @@ def check_value(value: Any, *, limits: InputLimits = DEFAULT_LIMITS, where: str 
         elif isinstance(item, float):
             if not low <= abs(item) < top and item:
                 _check_float(item, at, digits)
+        elif encoded and isinstance(item, set | frozenset):
+            if level > limits.max_depth:
+                raise InputError(f"`{_short(at)}`: nested too deep (more than "
+                                 f"{limits.max_depth} levels)")
+            if not _sortable(item):
+                raise InputError(f"`{_short(at)}`: a set of values of several kinds has no "
+                                 "order to be written in")
+            stack.extend((sub, f"{at}[{i}]", level + 1) for i, sub in enumerate(item))
         elif not isinstance(item, datetime | date | Enum | BaseModel):
             raise InputError(f"`{_short(at)}`: a value of type `{type(item).__name__}` has "
                              "no JSON form")
+
+
+def _number_keys(item: dict[Any, Any]) -> bool:
+    """Whether every key of ``item`` is a number (never a bool: JSON's encoder writes it
+    ``true``), which the journal's encoder sorts and writes as its text; a dict mixing
+    kinds it cannot sort ({1: …, "1": …}) or keyed otherwise is refused."""
+    return bool(item) and all(type(k) in (int, float) for k in item)
+
+
+def _sortable(items: set[Any] | frozenset[Any]) -> bool:
+    """Whether the journal's encoder can write ``items`` (a set: as a sorted list)."""
+    try:
+        sorted(items)
+    except TypeError:
+        return False
+    return True
 
 
 def _check_float(value: float, where: str, limit: int) -> None:

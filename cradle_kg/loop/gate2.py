@@ -76,7 +76,7 @@ def _journalable(report: VerifierReport) -> None:
                      "source": report.source,
                      "checks": [[c.name, c.detail] for c in report.checks],
                      "facts": [f.detail for f in report.facts]},
-                    limits=REPORT_LIMITS, where="report")
+                    limits=REPORT_LIMITS, where="report", encoded=True)
     except InputError as exc:
         raise InputError(f"its report holds what the journal refuses: {exc.message}") from None
 

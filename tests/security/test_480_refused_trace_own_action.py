@@ -80,3 +80,41 @@ def test_a_refused_calls_arguments_stay_off_the_action_that_ran(tmp_path: Path) 
     # before: {'alice@corp.example', 'mallory@evil.example'}
     assert by_action[ran] == {"alice@corp.example"}, by_action
     assert {"mallory@evil.example"} in by_action.values(), by_action
+
+
+def test_the_run_replays_strictly(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from cradle_kg import Runtime
+    from cradle_kg.workflow.replay import strict_replay
+
+    home = tmp_path / "home"
+    (home / "policies").mkdir(parents=True)
+    (home / "policies" / "all.cedar").write_text(
+        '@id("all")\npermit(principal, action, resource);\n')
+    shutil.copytree(Path(__file__).parents[1] / "lineage" / "mailpack",
+                    home / "packs" / "mailpack")
+    (home / "config.json").write_text(json.dumps({
+        "agents": [{"id": "agent:mailer"}], "permissions": [{"subject": "agent:mailer"}],
+        "packs": ["test.mail"]}))
+    freeze = home / "policies" / "freeze.cedar"
+
+    def send(n: int, amount: int) -> OutcomeStatus:
+        with Runtime(home, graph_sync=False) as rt:
+            return rt.submit({
+                "id": f"p{n}", "task_id": "m", "agent_id": "agent:mailer", "run_id": "run:m",
+                "step": n, "action": {"action_type": "send_money", "target": "bank",
+                                      "idempotency_key": "k", "arguments": {
+                                          "recipient": "DE89370400440532013000",
+                                          "amount": amount}}}).status
+
+    freeze.write_text('@id("freeze")\nforbid(principal, action, resource);\n')
+    assert send(1, 60) is OutcomeStatus.DENIED
+    freeze.unlink()
+    assert send(2, 50) is OutcomeStatus.EXECUTED
+    with Runtime(home, graph_sync=False) as rt:
+        traced = [e.payload["trace"]["action_id"] for e in rt.journal.events(run_id="run:m")
+                  if e.kind == "lineage.traced"]
+    assert len(traced) == 2 and traced[0].startswith(traced[1] + "/"), traced
+    assert strict_replay(home, ["run:m"]).runs == ["run:m"]

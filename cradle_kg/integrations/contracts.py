@@ -15,6 +15,9 @@ operator declares it, per tool, in a small YAML file::
           tool: read
           arguments: {id: "{id}"}      # templates over the call's arguments
           expect: {text: "{text}"}     # field of the read's answer -> expected value
+          identity: {id: "{id}"}       # the fields of the read's answer that name the
+                                       # record it is about (by default: `arguments`,
+                                       # each echoed back under its name)
         description: "Append a note."  # what the agent is shown (the operator's words)
         pin: "sha256:…"                # the upstream definition the operator reviewed
                                        # (`cradle-kg mcp pins` prints it)
@@ -72,6 +75,15 @@ class VerifyContract(BaseModel):
     arguments: dict[str, str] = Field(default_factory=dict)
     #: the read's answer must hold these (string comparison after templating)
     expect: dict[str, str] = Field(default_factory=dict)
+    #: the fields of the read's answer that identify the record it answers about, as
+    #: templates over the call's arguments; None: the read's ``arguments``, each echoed
+    #: back under its own name. An answer that does not name the call's record proves
+    #: nothing (``tests/security/test_475``)
+    identity: dict[str, str] | None = None
+
+    def identity_fields(self) -> dict[str, str]:
+        """What the read's answer must hold to be about the call's record."""
+        return dict(self.arguments) if self.identity is None else dict(self.identity)
 
 
 class ToolContract(BaseModel):
@@ -101,14 +113,39 @@ class ToolContract(BaseModel):
     def _complete(self) -> ToolContract:
         verify = self.verify
         _check_templates([self.target or "", *(verify.arguments.values() if verify else ()),
-                          *(verify.expect.values() if verify else ())])
+                          *(verify.expect.values() if verify else ()),
+                          *(verify.identity_fields().values() if verify else ())])
         if self.side_effect is not SideEffectClass.READ_ONLY:
             if not self.target:
                 raise ValueError(f"a `{self.side_effect}` tool needs a `target` template")
             if self.verify is None:
                 raise ValueError(f"a `{self.side_effect}` tool needs `verify` (an upstream "
                                  "read tool that confirms its effect)")
+            _check_identity(self.target, self.verify)
         return self
+
+
+def placeholders(templates: Iterable[str]) -> set[str]:
+    """The argument names ``templates`` use (checked by :func:`_check_templates` first)."""
+    return {name for template in templates
+            for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def _check_identity(target: str, verify: VerifyContract) -> None:
+    """The verifying read can prove it is about the call's target: its ``identity`` (by
+    default its ``arguments``) names every argument the target is made of. Else an answer
+    about another record — another id, another bank's account of the same number — could
+    verify the write (``tests/security/test_475``)."""
+    named = placeholders(verify.identity_fields().values())
+    missing = sorted(placeholders([target]) - named)
+    if missing:
+        which = "its `identity`" if verify.identity is not None else \
+            "its `identity` (by default the read's `arguments`)"
+        raise ValueError(
+            f"`verify` cannot tell that its read answers about the call's target "
+            f"`{target[:80]}`: {which} names no `{{{missing[0]}}}`; name the field(s) of "
+            f"the read's answer that identify the record, e.g. `identity: "
+            f"{{{missing[0]}: \"{{{missing[0]}}}\"}}`")
 
 
 def _check_templates(templates: Iterable[str]) -> None:

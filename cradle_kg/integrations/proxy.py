@@ -429,6 +429,15 @@ class ProxiedTool:
         self._check_size(got)
         if result.isError:
             return False, False, got, f"`{verify.tool}` found nothing"
+        # INVARIANT: the read proves something only about the call's own record: an answer
+        # that names another (or none) is not the effect's (tests/security/test_475)
+        other = [f"`{k}` is `{str(got.get(k))[:80]}`, expected `{v[:80]}`"
+                 for k, v in _fill(verify.identity_fields(), arguments).items()
+                 if str(got.get(k)) != v]
+        if other:
+            return False, False, got, (f"`{verify.tool}` answered about another record "
+                                       "than the call's (its identity: " + "; ".join(other)
+                                       + ")")
         expected = _fill(verify.expect, arguments)
         wrong = [f"`{k}` is `{str(got.get(k))[:80]}`, expected `{v[:80]}`"
                  for k, v in expected.items() if str(got.get(k)) != v]
@@ -558,7 +567,8 @@ def _check_templates(name: str, contract: ToolContract, schema: Mapping[str, Any
     known = set((schema.get("properties") or {}).keys())
     verify = contract.verify
     templates = [contract.target or "", *(verify.arguments.values() if verify else ()),
-                 *(verify.expect.values() if verify else ())]
+                 *(verify.expect.values() if verify else ()),
+                 *(verify.identity_fields().values() if verify else ())]
     for template in templates:
         try:
             fields = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}

@@ -362,7 +362,10 @@ def test_a_streamable_http_upstream(home: Path, contracts: Path, upstream_dir: P
 def test_a_template_naming_no_upstream_argument_is_refused_at_start(
         home: Path, tmp_path: Path, upstream_dir: Path) -> None:
     bad = tmp_path / "c.yaml"
-    bad.write_text(CONTRACTS.replace('target: "danger:{id}"', 'target: "danger:{nope}"'))
+    # the read asked about `{nope}` too: its identity names the target's argument (test_475)
+    bad.write_text(CONTRACTS.replace('target: "danger:{id}"', 'target: "danger:{nope}"')
+                   .replace('verify: {tool: read, arguments: {id: "{id}"}}\n',
+                            'verify: {tool: read, arguments: {id: "{nope}"}}\n'))
     done = run_cli(*proxy_args(home, bad, upstream_dir)[2:])
     assert done.returncode == 2, done.stderr
     assert "`{nope}` is not an argument" in done.stderr

@@ -29,6 +29,7 @@ no decision can be made at all — and then the gate fails closed.
     │   └── GraphExportTooLargeError  an export past its bound in all
     ├── IdempotencyConflictError    one idempotency key reused for a different input
     ├── ToolError                   a tool raised, or returned output that breaks its contract
+    │   └── ToolUnavailableError    the tool cannot be reached now (retryable; nothing journaled)
     ├── VerifierError               a verifier raised
     ├── ShapesError                 a shapes graph that cannot be loaded
     ├── OntologyError               the ontology cannot be checked
@@ -261,6 +262,18 @@ class IdempotencyConflictError(CradleError):
 
 class ToolError(CradleError):
     code = "tool_error"
+
+
+class ToolUnavailableError(ToolError):
+    """The tool cannot be reached now (a proxied upstream that is gone): the call is refused
+    before anything is journaled, and may be made again in ``retry_after`` seconds."""
+
+    code = "tool_unavailable"
+
+    def __init__(self, message: str, *, hint: str | None = None,
+                 retry_after: float = 1.0) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after = retry_after
 
 
 class VerifierError(CradleError):

@@ -43,7 +43,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from .errors import InputError, UnknownNameError
+from .errors import InputError, ToolUnavailableError, UnknownNameError
 from .records import IdempotencyClass, SideEffectClass, ToolRecord
 from .redaction import SECRET_KEY, schema_secrets
 
@@ -67,6 +67,9 @@ class ToolCall(BaseModel):
 ToolFunction = Callable[[ToolCall], BaseModel | dict[str, Any]]
 #: a lookup answers "did the effect of this key happen?": the recorded output, or None
 LookupFunction = Callable[[ToolCall], BaseModel | dict[str, Any] | None]
+#: whether a tool can be reached now: None, or the retryable error a call is refused with
+#: before anything is journaled (a proxied upstream that is gone)
+ReadyFunction = Callable[[], ToolUnavailableError | None]
 
 #: the order of severity, used to compare classes
 SEVERITY = {
@@ -400,9 +403,11 @@ class ToolRegistry:
     _specs: dict[str, ToolSpec] = field(default_factory=dict)
     _impls: dict[str, ToolFunction] = field(default_factory=dict)
     _lookups: dict[str, LookupFunction] = field(default_factory=dict)
+    _ready: dict[str, ReadyFunction] = field(default_factory=dict)
 
     def register(self, spec: ToolSpec, fn: ToolFunction, *,
-                 lookup: LookupFunction | None = None) -> None:
+                 lookup: LookupFunction | None = None,
+                 ready: ReadyFunction | None = None) -> None:
         problems = contract_problems(spec, has_lookup=lookup is not None)
         if problems:
             raise InputError(
@@ -413,6 +418,14 @@ class ToolRegistry:
         self._impls[spec.id] = fn
         if lookup is not None:
             self._lookups[spec.id] = lookup
+        if ready is not None:
+            self._ready[spec.id] = ready
+
+    def unavailable(self, tool_id: str) -> ToolUnavailableError | None:
+        """Why ``tool_id`` cannot be called now (its ``ready`` says so), or None: asked
+        before a proposal writes anything (``tests/security/test_476``)."""
+        ready = self._ready.get(tool_id)
+        return ready() if ready is not None else None
 
     def get(self, tool_id: str) -> ToolSpec:
         try:

@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import ApprovalError, CradleError, InputError, UnknownNameError
+from ..errors import (
+    ApprovalError,
+    CradleError,
+    InputError,
+    ToolUnavailableError,
+    UnknownNameError,
+)
 from ..inputs import check_value
 from ..lineage.inputs import checked_input
 from ..loop.proposal import agent_run_id
@@ -275,6 +281,10 @@ class GovernedSession:
             # another agent's run; the host's input only with a proposal that will be
             proposal = self.runtime.parse_proposal(raw)
             run_id = proposal.effective_run_id
+            # a tool that cannot be reached now: refused before the host's input is
+            # written too (submit refuses it before its own events: test_476)
+            if (unavailable := self.runtime.tools.unavailable(tool_id)) is not None:
+                raise unavailable
             # INVARIANT: another agent's task under a `task` limit is refused before the
             # host's input is written (tests/security/test_376)
             self.runtime.check_task(proposal, self.agent_id)
@@ -380,11 +390,16 @@ class GovernedSession:
 
 
 def refused(exc: CradleError, where: Mapping[str, Any]) -> CallResult:
+    """A call refused before anything was journaled. One that may be made again as it is
+    (the tool cannot be reached now: :class:`~cradle_kg.errors.ToolUnavailableError`) says
+    ``retryable`` and in how many seconds (``retry_after``)."""
     meta = {META_PREFIX + k: v for k, v in where.items()}
     meta[META_PREFIX + "status"] = "refused"
+    retry = ({"retryable": True, "retry_after": exc.retry_after}
+             if isinstance(exc, ToolUnavailableError) else {})
     return CallResult(status="refused", is_error=True,
                       structured={"status": "refused", "reasons": [exc.message],
-                                  "reason_codes": [exc.code], **(
+                                  "reason_codes": [exc.code], **retry, **(
                                       {"hint": exc.hint} if exc.hint else {})},
                       text=f"refused: {exc.message}" + (f" (hint: {exc.hint})"
                                                         if exc.hint else ""), meta=meta)

@@ -39,8 +39,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import string
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -50,7 +52,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..canonical import canonical_json
-from ..errors import InputError, ToolError
+from ..errors import InputError, ToolError, ToolUnavailableError
 from ..inputs import CEILINGS, check_value, load_json
 from ..records import IdempotencyClass, SideEffectClass, VerificationCheck, VerificationStatus
 from ..tools import ToolCall, ToolSpec
@@ -77,6 +79,8 @@ if TYPE_CHECKING:
     from ..loop.runtime import Runtime
     from ..verifiers import VerifierReport, VerifyRequest
 
+
+logger = logging.getLogger(__name__)
 
 #: seconds an upstream call may take; past it the call raised (gate 2 then reads the state)
 UPSTREAM_TIMEOUT = 60.0
@@ -320,11 +324,98 @@ class Upstream:
     #: next call lists the tools again before it calls
     stale: threading.Event = field(default_factory=threading.Event)
     _relist: threading.Lock = field(default_factory=threading.Lock)
+    #: how to start the upstream again, initialized (a stdio upstream's command): None —
+    #: an HTTP upstream, one given in process — is never restarted
+    restart: Callable[[], Channel] | None = None
     channel: Channel = field(init=False)
+    #: the restart under way since the upstream was found gone (None: it is up)
+    _restarter: threading.Thread | None = field(default=None, init=False)
+    _restart_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _attempts: int = field(default=0, init=False)
+    _next_attempt: float = field(default=0.0, init=False)
+    _stopping: threading.Event = field(default_factory=threading.Event, init=False)
+    #: the channels started again here (stopped by :meth:`close`)
+    _started: list[Channel] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         given = self.session
         self.channel = given if isinstance(given, Channel) else SessionChannel(given)
+
+    def unavailable(self) -> ToolUnavailableError | None:
+        """Why no call can reach the upstream now, or None. A stdio upstream that is gone
+        (killed, crashed, left) is started again in the background — at once, then after
+        :data:`RESTART_FIRST` seconds, doubling to :data:`RESTART_MAX` — and until it is
+        back, listed and its tools' pins compared, every call is refused *before* anything
+        is journaled, retryable: it served on, and each call wrote its intent, failed
+        ``Connection closed`` and opened a human task — one per call of one outage
+        (``tests/security/test_476``). A call in flight when it died is reconciled as
+        before (its key's next call answers its outcome, never a second call)."""
+        if self.restart is None:
+            return None
+        with self._restart_lock:
+            if self._restarter is None:
+                alive = getattr(self.channel, "alive", None)
+                if alive is None or alive():
+                    return None
+                logger.warning("the upstream `%s` is gone: starting it again", self.source)
+                self._attempts, self._next_attempt = 0, time.monotonic()
+                self._restarter = threading.Thread(target=self._restart_loop, daemon=True,
+                                                   name="upstream-restart")
+                self._restarter.start()
+            wait = max(1.0, round(self._next_attempt - time.monotonic(), 1))
+            attempt = max(1, self._attempts)
+        return ToolUnavailableError(
+            f"the upstream `{self.source}` is not running: the proxy is starting it again "
+            f"(attempt {attempt}); nothing of this call was journaled", retry_after=wait,
+            hint=f"make the same call again in {wait:g} s or later")
+
+    def _restart_loop(self) -> None:
+        """Start the upstream again until it is up (or the proxy stops), backing off."""
+        assert self.restart is not None
+        delay = RESTART_FIRST
+        while not self._stopping.is_set():
+            with self._restart_lock:
+                self._attempts += 1
+            channel: Channel | None = None
+            try:
+                channel = self.restart()
+                self._started.append(channel)
+                self._compare(listed_tools(channel))
+            except Exception as exc:  # logged; the next attempt may do
+                logger.warning("the upstream `%s` could not be started again: %s",
+                               self.source, exc)
+                if channel is not None:
+                    _stop(channel)
+                with self._restart_lock:
+                    self._next_attempt = time.monotonic() + delay
+                if self._stopping.wait(delay):
+                    return
+                delay = min(2 * delay, RESTART_MAX)
+                continue
+            if self._stopping.is_set():
+                return  # :meth:`close` stops it
+            with self._restart_lock:
+                old, self.channel = self.channel, channel
+                self._restarter = None
+            logger.warning("the upstream `%s` is running again", self.source)
+            _stop(old)
+            return
+
+    def close(self) -> None:
+        """Stop restarting, and stop the upstreams started again (the proxy leaves)."""
+        self._stopping.set()
+        restarter = self._restarter
+        if restarter is not None:
+            restarter.join(UPSTREAM_TIMEOUT)
+        for channel in self._started:
+            _stop(channel)
+
+    def _compare(self, listed: list[types.Tool]) -> None:
+        """Mark the tools whose definition differs from the one served (refused from now)."""
+        now = {t.name: pin_of(t) for t in listed}
+        for tool, pin in self.pins.items():
+            if now.get(tool) != pin and tool not in self.changed:
+                self.changed[tool] = changed_message(tool, pin, now.get(tool))
 
     def check(self, name: str) -> None:
         """Refuse ``name`` when its definition changed since start (listing the tools again
@@ -339,10 +430,7 @@ class Upstream:
                     except BaseException:
                         self.stale.set()  # not listed: the next call tries again
                         raise
-                    now = {t.name: pin_of(t) for t in listed}
-                    for tool, pin in self.pins.items():
-                        if now.get(tool) != pin and tool not in self.changed:
-                            self.changed[tool] = changed_message(tool, pin, now.get(tool))
+                    self._compare(listed)
         if name in self.changed:
             raise ToolError(self.changed[name], hint=REPIN_HINT + "; then restart the proxy")
 
@@ -371,6 +459,19 @@ class Upstream:
                 raise ToolError(f"upstream `{name}` answered content that breaks its output "
                                 f"schema: {error.message[:200]}")
         return result
+
+
+#: seconds before the second attempt to start a gone upstream again (the first is at once);
+#: each later one waits twice as long, up to :data:`RESTART_MAX`
+RESTART_FIRST = 0.5
+RESTART_MAX = 30.0
+
+
+def _stop(channel: Channel) -> None:
+    stop = getattr(channel, "stop", None)
+    if stop is not None:
+        with contextlib.suppress(Exception):
+            stop()
 
 
 @dataclass
@@ -525,7 +626,8 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
         if spec.verifier is not None:
             runtime.register_verifier(spec.verifier, proxied.verify)
         runtime.register_tool(spec, proxied.run,
-                              lookup=proxied.lookup if keyed and spec.verifier else None)
+                              lookup=proxied.lookup if keyed and spec.verifier else None,
+                              ready=upstream.unavailable)
         ids.append(spec.id)
     return ids
 
@@ -666,8 +768,26 @@ async def connect(command: list[str] | None, url: str | None,
                 raise InputError(f"the upstream `{command[0][:200]}` did not initialize: "
                                  f"{exc.error.message[:200]}") from None
             channel, source = client, command[0]
+            restart = partial(_started_again, command, cap, stale.set)
         tools = await anyio.to_thread.run_sync(listed_tools, channel)
-        yield Upstream(channel, source, output_checkers(tools), stale=stale), tools
+        upstream = Upstream(channel, source, output_checkers(tools), stale=stale,
+                            restart=restart if url is None else None)
+        stack.callback(upstream.close)
+        yield upstream, tools
+
+
+def _started_again(command: list[str], cap: int, on_list_changed: Callable[[], None]
+                   ) -> Channel:
+    """A stdio upstream started again and initialized (:meth:`Upstream.unavailable`)."""
+    from .upstream_stdio import start_stdio
+
+    client = start_stdio(command, cap, on_list_changed)
+    try:
+        client.initialize(UPSTREAM_TIMEOUT)
+    except BaseException:
+        client.stop()
+        raise
+    return client
 
 
 @contextlib.asynccontextmanager

@@ -320,6 +320,11 @@ class StdioClient:
         finally:
             self._write_lock.release()
 
+    def alive(self) -> bool:
+        """Whether the upstream may still answer: its session open and its process there
+        (one killed is seen here before its reader reads the end of its stdout)."""
+        return not self._closed and self.process.poll() is None
+
     # -- reading stdout (one thread at a time) ------------------------------------------
 
     def settle(self) -> None:
@@ -579,13 +584,20 @@ def stdio_upstream(command: list[str], cap: int,
     """The upstream ``command`` started (as the SDK starts one on POSIX: the SDK's default
     environment, its own session so that its tree can be ended, stderr passed through),
     its client for the time of the block, then stopped (:meth:`StdioClient.stop`)."""
+    client = start_stdio(command, cap, on_list_changed)
+    try:
+        yield client
+    finally:
+        client.stop()
+
+
+def start_stdio(command: list[str], cap: int,
+                on_list_changed: Callable[[], None] = lambda: None) -> StdioClient:
+    """The upstream ``command`` started and its client (not initialized); the caller stops
+    it (:meth:`StdioClient.stop`). Raises ``OSError`` when it cannot be started."""
     from mcp.client import stdio
 
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                env=stdio.get_default_environment(),
                                start_new_session=True)
-    client = StdioClient(process, cap, on_list_changed)
-    try:
-        yield client
-    finally:
-        client.stop()
+    return StdioClient(process, cap, on_list_changed)

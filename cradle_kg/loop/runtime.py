@@ -88,7 +88,7 @@ from ..storage.graph import GraphStore
 from ..storage.graph_opening import open_graph_store
 from ..storage.journal import NoLease, read_only_error
 from ..throttling import record_reached
-from ..tools import LookupFunction, ToolFunction, ToolRegistry, ToolSpec
+from ..tools import LookupFunction, ReadyFunction, ToolFunction, ToolRegistry, ToolSpec
 from ..verifiers import VerifierFunction, VerifierRegistry
 from .approval_flow import ApprovalFlow, KeyedRequestRaced
 from .approvals import ApprovalBook, ToolVersions, excluded_for_agent
@@ -419,9 +419,12 @@ class Runtime:
     # --- registration -------------------------------------------------------------
 
     def register_tool(self, spec: ToolSpec, fn: ToolFunction, *,
-                      lookup: LookupFunction | None = None) -> None:
+                      lookup: LookupFunction | None = None,
+                      ready: ReadyFunction | None = None) -> None:
+        """``ready``: whether the tool can be reached now — a call it refuses is refused
+        before anything is journaled (:meth:`submit`), with its retryable error."""
         compile_postconditions(spec)  # a shape that does not compile refuses the contract
-        self.tools.register(spec, fn, lookup=lookup)
+        self.tools.register(spec, fn, lookup=lookup, ready=ready)
 
     def register_verifier(self, verifier_id: str, fn: VerifierFunction) -> None:
         self.verifiers.register(verifier_id, fn)
@@ -612,10 +615,14 @@ class Runtime:
         when a ``task`` limit counts it (:meth:`check_task`; claimed, when nobody's yet,
         with the run: :mod:`.task_claims`, ``tests/security/test_376``)."""
         task_for = task_for or claim_for
-        if isinstance(raw, Proposal) and self._checked.get(id(raw)) is raw:
-            return self._submit_parsed(raw, claim_for=claim_for, task_for=task_for)
-        return self._submit_parsed(self.parse_proposal(raw), claim_for=claim_for,
-                                   task_for=task_for)
+        proposal = raw if isinstance(raw, Proposal) and self._checked.get(id(raw)) is raw \
+            else self.parse_proposal(raw)
+        # INVARIANT: a tool that cannot be reached now (a proxied upstream that is gone) is
+        # refused before anything is journaled — no intent, no failed call, no human task
+        # per call of an outage: a retryable ToolUnavailableError (tests/security/test_476)
+        if (unavailable := self.tools.unavailable(proposal.action.action_type)) is not None:
+            raise unavailable
+        return self._submit_parsed(proposal, claim_for=claim_for, task_for=task_for)
 
     def _approvers_now(self) -> tuple[Approver, ...]:
         """The approvers the configuration in force says now: the home's file, read again

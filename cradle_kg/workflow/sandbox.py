@@ -44,7 +44,7 @@ from ..records import (
     VerificationStatus,
 )
 from ..storage import Journal, Lease, NewEvent
-from ..tools import LookupFunction, ToolCall, ToolFunction, ToolSpec
+from ..tools import LookupFunction, ReadyFunction, ToolCall, ToolFunction, ToolSpec
 from ..verifiers import VerifierFunction, VerifierReport, VerifyRequest
 
 _RAISED = re.compile(r"^tool `[^`]*` raised (?P<name>[A-Za-z_][A-Za-z0-9_]*): (?P<msg>.*)$",
@@ -160,7 +160,9 @@ class SandboxRuntime(Runtime):
     # --- recorded activities -------------------------------------------------------
 
     def register_tool(self, spec: ToolSpec, fn: ToolFunction, *,
-                      lookup: LookupFunction | None = None) -> None:
+                      lookup: LookupFunction | None = None,
+                      ready: ReadyFunction | None = None) -> None:
+        # ``ready`` is not kept: a replay reaches no tool, it serves what was recorded
         super().register_tool(spec, self._tool(spec, fn),
                               lookup=self._lookup() if lookup is not None else None)
 

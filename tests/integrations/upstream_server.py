@@ -9,6 +9,7 @@ write and does not (a lying upstream); ``peek`` has no contract in the tests.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,13 @@ def peek() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    # each start is logged (`DIR/starts`: its pid, `ok` or `refused`); while
+    # `DIR/refuse_start` exists the server exits at once (a restart that fails)
+    refuse = (DIR / "refuse_start").exists()
+    with (DIR / "starts").open("a", encoding="utf-8") as fh:
+        fh.write(f"{'refused' if refuse else 'ok'} {os.getpid()}\n")
+    if refuse:
+        sys.exit(3)
     if len(sys.argv) > 2:  # `DIR PORT`: streamable HTTP on 127.0.0.1:PORT/mcp
         server.settings.host, server.settings.port = "127.0.0.1", int(sys.argv[2])
         server.run(transport="streamable-http")

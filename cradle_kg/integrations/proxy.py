@@ -379,7 +379,6 @@ class Upstream:
             channel: Channel | None = None
             try:
                 channel = self.restart()
-                self._started.append(channel)
                 self._compare(listed_tools(channel))
             except Exception as exc:  # logged; the next attempt may do
                 logger.warning("the upstream `%s` could not be started again: %s",
@@ -393,12 +392,16 @@ class Upstream:
                 delay = min(2 * delay, RESTART_MAX)
                 continue
             if self._stopping.is_set():
-                return  # :meth:`close` stops it
+                _stop(channel)
+                return
+            self._started.append(channel)
             with self._restart_lock:
                 old, self.channel = self.channel, channel
                 self._restarter = None
             logger.warning("the upstream `%s` is running again", self.source)
             _stop(old)
+            if old in self._started:
+                self._started.remove(old)  # one started again before: stopped now
             return
 
     def close(self) -> None:

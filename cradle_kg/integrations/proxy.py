@@ -218,6 +218,24 @@ def _fill(templates: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, 
     return {k: t.format_map(flat) for k, t in templates.items()}
 
 
+def _same(value: Any, text: str) -> bool:
+    """Whether a field of a read's answer holds ``text`` (a template filled from the
+    call's arguments): a string equal to it, or a number (not a boolean) whose text it is.
+    A missing field, ``null``, a boolean, an object or a list holds nothing: as text they
+    read ``"None"``, ``"True"``, a ``repr`` (tests/security/test_485)."""
+    if isinstance(value, str):
+        return value == text
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and str(value) == text
+
+
+def _differing(got: Mapping[str, Any], expected: Mapping[str, str]) -> list[str]:
+    """What of ``expected`` (field -> text) the answer ``got`` does not hold (:func:`_same`),
+    each said in one line."""
+    return [f"`{k}` is `{str(got.get(k))[:80]}`, expected `{v[:80]}`"
+            for k, v in expected.items() if not _same(got.get(k), v)]
+
+
 def output_checkers(tools: list[types.Tool]) -> dict[str, Any]:
     """A validator per upstream tool that declares an ``outputSchema``, built once (its
     schema checked here, at start — the metaschema, its patterns, a loop: a bad one
@@ -535,16 +553,13 @@ class ProxiedTool:
             return False, False, got, f"`{verify.tool}` found nothing"
         # INVARIANT: the read proves something only about the call's own record: an answer
         # that names another (or none) is not the effect's (tests/security/test_475)
-        other = [f"`{k}` is `{str(got.get(k))[:80]}`, expected `{v[:80]}`"
-                 for k, v in _fill(verify.identity_fields(), arguments).items()
-                 if str(got.get(k)) != v]
+        other = _differing(got, _fill(verify.identity_fields(), arguments))
         if other:
             return False, False, got, (f"`{verify.tool}` answered about another record "
                                        "than the call's (its identity: " + "; ".join(other)
                                        + ")")
         expected = _fill(verify.expect, arguments)
-        wrong = [f"`{k}` is `{str(got.get(k))[:80]}`, expected `{v[:80]}`"
-                 for k, v in expected.items() if str(got.get(k)) != v]
+        wrong = _differing(got, expected)
         return True, not wrong, got, "; ".join(wrong)
 
     def _check_size(self, got: Mapping[str, Any]) -> None:

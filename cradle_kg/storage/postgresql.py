@@ -388,6 +388,9 @@ class PostgresJournal:
         self._pinned = session.pinned
         #: watermark: appends by others this object has noticed, and the head it last saw
         self._foreign, self._known_seq = 0, self.head()[0]
+        #: the hash of the journal's first event (None: it held none yet): what a new
+        #: session's journal must hold to be this one (:meth:`_same_journal`, test_486)
+        self._first: str | None = self.first_hash()
         #: the runs whose ``runs`` row this object committed (an append of theirs that
         #: counts no proposal writes none)
         self._runs = KnownRuns()
@@ -509,6 +512,7 @@ class PostgresJournal:
                 continue
             try:
                 session = self._session(conn, self._schema)
+                self._same_journal(conn)
                 head = conn.execute("SELECT seq FROM head WHERE one = 1").fetchone()
             except psycopg.Error as exc:  # lost again while it was set up
                 conn.close()
@@ -531,6 +535,34 @@ class PostgresJournal:
             f"after {RECONNECT_ATTEMPTS} attempts: {why}",
             hint="check that the PostgreSQL server is up and reachable; the next journal "
                  "operation tries again")
+
+    def _same_journal(self, conn: Any) -> None:
+        """Refuse a new session whose journal is not the one this object opened.
+
+        INVARIANT: a reconnect goes on writing the journal it lost, never another one at
+        the same place (the schema replaced, a restore into a new database behind the same
+        name, a failover to another cluster): its first event (an append-only chain's, so
+        a replica holding a prefix of it has the same) must be the one this object knows,
+        and the digest key, once read, the same (``tests/security/test_486``). A journal
+        that held no event when opened takes the first it holds now."""
+        row = conn.execute(FIRST_HASH_SQL).fetchone()
+        first = None if row is None else str(row[0])
+        why = None
+        if self._first is not None and first != self._first:
+            why = "its first event is another's" if first is not None else "it holds no event"
+        elif self._digest_key is not None:
+            key = conn.execute("SELECT key FROM journal_keys WHERE name = %s",
+                               (DIGEST_KEY_NAME,)).fetchone()
+            if key is None or bytes(key[0]) != self._digest_key:
+                why = "its digest key is another's"
+        if why is not None:
+            raise JournalError(
+                f"the journal `{self.location}` lost its session, and the journal found "
+                f"there on reconnecting is not the journal this worker opened ({why}): "
+                "nothing is written to it",
+                hint="check which database the URL now reaches; restart the worker to "
+                     "open the journal there as a new one")
+        self._first = first
 
     def _read(self, run: Callable[[Any], _T]) -> _T:
         """``run(connection)`` under the lock, on a live session; once more on a new one
@@ -599,10 +631,15 @@ class PostgresJournal:
             ended = ended_run(events, [""] * len(open_runs(events)))
             if ended is not None:
                 raise RunEnded(ended)
-            return self._settled_append(
+            written = self._settled_append(
                 events, encoded, flush, lambda: self._append_one_trip(events, encoded, flush))
-        return self._settled_append(
-            events, encoded, flush, lambda: self._append_two_trips(events, encoded, caps, flush))
+        else:
+            written = self._settled_append(events, encoded, flush,
+                                           lambda: self._append_two_trips(events, encoded,
+                                                                          caps, flush))
+        if self._first is None:  # a journal opened empty: its first event, once (test_486)
+            self._first = written[0].hash if written[0].seq == 1 else self.first_hash()
+        return written
 
     def _settled_append(self, events: Sequence[NewEvent], encoded: Sequence[Encoded],
                         flush: bool, attempt: Callable[[], list[AuditEvent]]

@@ -38,7 +38,8 @@ Same events, same chain, same hashes as :class:`~.sqlite.SqliteJournal` byte for
   (:mod:`.pg_objects`).
 * **A lost session is replaced** (``pg_terminate_backend``, a restart, a failover, a
   network cut): the next operation opens a new one through :meth:`PostgresJournal._session`
-  (what the journal's open set and checked), reads the head again, and goes on; an append
+  (what the journal's open set and checked; the same journal, its first event and digest
+  key: ``test_486``), reads the head again, and goes on; an append
   whose session was lost while it ran is settled before it is tried again — the old
   session ended, its events read back by content — or is a
   :class:`~cradle_kg.errors.JournalOutcomeUnknown` (``tests/security/test_472``,

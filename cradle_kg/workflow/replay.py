@@ -21,7 +21,7 @@ import tempfile
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
@@ -309,6 +309,22 @@ class _Index:
         return out
 
 
+def _trace_as_recorded(ev: NewEvent, rec: AuditEvent) -> NewEvent:
+    """A refused proposal's trace as a journal recorded before the twenty-fourth round
+    wrote it: naming its key's action (``act:<key>``), where the runtime now names the
+    proposal's own (``act:<key>/<decision>``, ``tests/security/test_480``). Only that
+    difference is taken from the record; any other still diverges."""
+    made, was = ev.payload.get("trace"), rec.payload.get("trace")
+    if not (isinstance(made, dict) and isinstance(was, dict)):
+        return ev
+    ours, theirs = str(made.get("action_id", "")), str(was.get("action_id", ""))
+    if not (theirs and ours.startswith(theirs + "/") and ev.subject == ours
+            and rec.subject == theirs):
+        return ev
+    payload = {**ev.payload, "trace": {**made, "action_id": theirs}}
+    return replace(ev, subject=theirs, payload=payload)
+
+
 def _first_difference(a: Any, b: Any, path: str = "payload") -> str | None:
     if isinstance(a, dict) and isinstance(b, dict):
         for key in sorted(set(a) | set(b)):
@@ -410,8 +426,9 @@ class _StrictRun:
                                      f"{rec.seq} (`{rec.kind}`): {why}", seq=rec.seq)
 
     # AppendHook
-    def before(self, events: Sequence[NewEvent]) -> None:
+    def before(self, events: Sequence[NewEvent]) -> Sequence[NewEvent]:
         self.flush()
+        out = list(events)
         for offset, ev in enumerate(events, start=1):
             rec = self.by_seq.get(self.pos + offset)
             # a journal written before refusals were counted: its refusing
@@ -420,6 +437,9 @@ class _StrictRun:
             if rec is not None and rec.kind == ev.kind == "decision.made" \
                     and REFUSED_AGENT in ev.payload and REFUSED_AGENT not in rec.payload:
                 del ev.payload[REFUSED_AGENT]
+            if rec is not None and rec.kind == ev.kind == "lineage.traced":
+                out[offset - 1] = _trace_as_recorded(ev, rec)
+        return out
 
     def after(self, written: Sequence[AuditEvent]) -> None:
         for got in written:

@@ -56,7 +56,9 @@ class NotReplayable(Exception):
 
 
 class AppendHook(Protocol):
-    def before(self, events: Sequence[NewEvent]) -> None: ...
+    def before(self, events: Sequence[NewEvent]) -> Sequence[NewEvent]:
+        """The events to append in place of ``events`` (as a recording wrote them)."""
+        ...
 
     def after(self, written: Sequence[AuditEvent]) -> None: ...
 
@@ -121,7 +123,7 @@ class ReplayContext(LoopContext):
 
     def append(self, events: Sequence[NewEvent], *, flush: bool = True) -> list[AuditEvent]:
         if self.hook is not None:
-            self.hook.before(events)
+            events = self.hook.before(events)
         written = super().append(events, flush=flush)
         if self.hook is not None:
             self.hook.after(written)

@@ -7,13 +7,16 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.canonical import sha256_bytes
+from cradle_kg.records import AuditEvent
 from cradle_kg.storage import NewEvent
 from cradle_kg.storage import sqlite_derived as derived
 from cradle_kg.storage.chain import event_hash
@@ -55,6 +58,33 @@ def copied_home(factory: pytest.TempPathFactory, name: str) -> Path:
         shutil.rmtree(home / made)
     (home / "graph.lock").unlink(missing_ok=True)
     return home
+
+
+#: what an author changes in an event as they append it again: (the event before, the
+#: event) -> the subject and payload written
+Rewrite = Callable[[AuditEvent | None, AuditEvent], tuple[str, dict[str, Any]]]
+
+
+def rechained(home: Path, into: Path, rewrite: Rewrite) -> None:
+    """``home`` copied to ``into`` by its author: every event appended again through the
+    public journal (a chain that holds: hashes recomputed), as ``rewrite`` makes it."""
+    from cradle_kg.storage import SqliteJournal
+    from cradle_kg.storage.opening import open_home_journal
+
+    shutil.copytree(home, into, ignore=shutil.ignore_patterns("journal.sqlite*", "graph*",
+                                                               "workers"))
+    with open_home_journal(home, must_exist=True) as journal:
+        events = list(journal.events())
+        keys = journal.claimed_keys()
+        key = journal.stored_digest_key()
+    with SqliteJournal(into / "journal.sqlite") as journal:
+        if key is not None:
+            journal.adopt_digest_key(key)
+        for before, ev in zip([None, *events], events, strict=False):
+            subject, payload = rewrite(before, ev)
+            journal.append([NewEvent(run_id=ev.run_id, kind=ev.kind, subject=subject,
+                                     actor=ev.actor, at=ev.at, payload=payload,
+                                     idem_key=keys.get(ev.seq))])
 
 
 def author(journal: Path) -> sqlite3.Connection:

@@ -19,19 +19,19 @@ outcome diverges, naming its seq; the journal as written replays as before.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cradle_kg import Runtime
 from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.errors import ReplayDivergenceError
-from cradle_kg.records import ApprovalStatus, OutcomeStatus, Proposal
-from cradle_kg.storage import NewEvent, SqliteJournal
-from cradle_kg.storage.opening import JOURNAL_URL_ENV, open_home_journal
+from cradle_kg.records import ApprovalStatus, AuditEvent, OutcomeStatus, Proposal
+from cradle_kg.storage.opening import JOURNAL_URL_ENV
 from cradle_kg.workflow.replay import strict_replay
 from tests.inprocess import run_cli
+from tests.security.handed import rechained
 
 BOB = DEMO_TOKENS[APPROVER]
 CLOSE = {"id": "p-close", "task_id": "t-close", "agent_id": "agent:ledger-assistant",
@@ -53,31 +53,21 @@ def _rejected_closure(home: Path, status: ApprovalStatus) -> None:
 
 
 def _rewritten(home: Path, into: Path, *, executed: bool) -> int:
-    """``home`` copied to ``into`` by its author: every event appended again through the
-    public journal (a chain that holds), the rejection's outcome made ``executed`` when
-    ``executed``. Returns the seq of that outcome."""
-    shutil.copytree(home, into, ignore=shutil.ignore_patterns("journal.sqlite*", "graph*",
-                                                               "workers"))
-    with open_home_journal(home, must_exist=True) as journal:
-        events = list(journal.events())
-        keys = journal.claimed_keys()
-        key = journal.stored_digest_key()
+    """``home`` copied to ``into`` by its author (:func:`rechained`), the rejection's
+    outcome made ``executed`` when ``executed``. Returns the seq of that outcome."""
     forged = 0
-    with SqliteJournal(into / "journal.sqlite") as journal:
-        if key is not None:
-            journal.adopt_digest_key(key)
-        for before, ev in zip([None, *events], events, strict=False):
-            payload = ev.payload
-            if (ev.kind == "run.outcome" and before is not None
-                    and before.kind == "approval.decided"):
-                forged = ev.seq
-                if executed:
-                    payload = {**payload, "outcome": {**payload["outcome"],
-                                                      "status": "executed",
-                                                      "reasons": ["approved and executed"]}}
-            journal.append([NewEvent(run_id=ev.run_id, kind=ev.kind, subject=ev.subject,
-                                     actor=ev.actor, at=ev.at, payload=payload,
-                                     idem_key=keys.get(ev.seq))])
+
+    def rewrite(before: AuditEvent | None, ev: AuditEvent) -> tuple[str, dict[str, Any]]:
+        nonlocal forged
+        payload = ev.payload
+        if ev.kind == "run.outcome" and before is not None and before.kind == "approval.decided":
+            forged = ev.seq
+            if executed:
+                payload = {**payload, "outcome": {**payload["outcome"], "status": "executed",
+                                                  "reasons": ["approved and executed"]}}
+        return ev.subject, payload
+
+    rechained(home, into, rewrite)
     assert forged, "the rejection wrote no outcome after its decision"
     return forged
 

@@ -18,14 +18,19 @@ they were (its graph as it was).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
+from cradle_kg.errors import ReplayDivergenceError
+from cradle_kg.records import AuditEvent, IdempotencyClass, OutcomeStatus, SideEffectClass
+from cradle_kg.storage.opening import JOURNAL_URL_ENV
 from cradle_kg.tools import ToolSpec
 from tests.lineage.kit import AGENT, Free, lineage_runtime, verified
+from tests.security.handed import Rewrite, rechained
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -118,3 +123,21 @@ def test_the_run_replays_strictly(tmp_path: Path) -> None:
                   if e.kind == "lineage.traced"]
     assert len(traced) == 2 and traced[0].startswith(traced[1] + "/"), traced
     assert strict_replay(home, ["run:m"]).runs == ["run:m"]
+    if os.environ.get(JOURNAL_URL_ENV):
+        return  # the journals below are SQLite files an author wrote
+
+    # a journal recorded before this change: the refused trace names its key's action
+    def named(to: str) -> Rewrite:
+        def rewrite(_: AuditEvent | None, ev: AuditEvent) -> tuple[str, dict[str, Any]]:
+            if ev.kind != "lineage.traced" or ev.subject != traced[0]:
+                return ev.subject, ev.payload
+            return to, {**ev.payload, "trace": {**ev.payload["trace"], "action_id": to}}
+        return rewrite
+
+    rechained(home, tmp_path / "before", named(traced[1]))
+    assert strict_replay(tmp_path / "before", ["run:m"]).runs == ["run:m"]
+    # any other name still diverges, at that event
+    rechained(home, tmp_path / "other", named(traced[1] + "x"))
+    with pytest.raises(ReplayDivergenceError) as caught:
+        strict_replay(tmp_path / "other", ["run:m"])
+    assert "lineage.traced" in caught.value.message, caught.value.message

@@ -22,7 +22,15 @@ from typing import Any, Protocol
 from .models import SPECS, CandidateFact, Evidence, ModelCall, Value
 
 ModelClient = Callable[[dict[str, Any]], dict[str, Any]]
-_NUM = r"(\d+(?:[.,]\d+)?)"
+#: a thousands group may be written with a space (the SI way: ``1 200``, also a no-break or
+#: narrow no-break space); such a number is read whole, and no number is read starting inside
+#: one (``1 200 km`` is not 200 km, tests/security/test_492)
+_GROUP_SPACE = "[ \u00a0\u202f]"
+_NUM = (
+    rf"(?<!\d{_GROUP_SPACE})"
+    rf"(\d{{1,3}}(?:{_GROUP_SPACE}\d{{3}})++(?![\d.,])|\d+(?:[.,]\d+)?)"
+)
+_SPACE_GROUPED = re.compile(rf"\d{{1,3}}(?:{_GROUP_SPACE}\d{{3}})+")
 
 
 class Extractor(Protocol):
@@ -38,11 +46,13 @@ _DOTTED_GROUP = re.compile(r"[1-9]\d{0,2}\.\d{3}")
 
 
 def parse_number(raw: str) -> float:
-    """``0,9`` → 0.9; ``1,500`` (three digits after the comma) → 1500.
+    """``0,9`` → 0.9; ``1,500`` (three digits after the comma) → 1500; ``1 500`` → 1500.
 
     ``1.500`` raises ``ValueError``: it is 1.5 or 1500 and a guess could put goods a
     thousand times under a threshold (a range of "1.000 km" is not 1 km) — the extractor
     reads no value from it and the attribute stays unknown (a clarification)."""
+    if _SPACE_GROUPED.fullmatch(raw):
+        return float(re.sub(_GROUP_SPACE, "", raw))
     if _DOTTED_GROUP.fullmatch(raw):
         raise ValueError(f"`{raw}` is ambiguous: a decimal or a dotted thousands group")
     if "," in raw:

@@ -1,0 +1,50 @@
+"""Finding: the customs extractor did not know a thousands group written with a space (the
+SI/ISO way, "1 200 km", also with a no-break or thin space): in "a 1 200 km range" the
+pattern ``<number> km range`` matched from the last group, so the range read was 200 km —
+a *known* value under the 300 km of 9A112.a (EU Regulation 2021/821 Annex I, "capable of a
+range of 300 km"). A BVLOS drone with that range was classified with no permit,
+``permitted_to_finalize``, and its filing executed without the dual-use approval the same
+drone written "1,200 km range" waits for.
+Now a number grouped by spaces (one to three digits, then groups of exactly three) is read
+whole (1200), and a number is never read starting inside such a group.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cradle_kg.packs import testing
+
+PACK = Path(__file__).resolve().parents[2] / "packs" / "customs.hs-router"
+DRONE = ("Unmanned aerial vehicle, fixed wing, maximum take-off weight 20 kg, not designed "
+         "for carriage of passengers, BVLOS, endurance 20 min, no aerosol dispensing "
+         "system, remote-controlled only, {range}")
+
+home = testing.fixture(PACK, scope="module")
+
+
+def _line(home: testing.PackHome, rng: str) -> dict[str, object]:
+    runner = home.entry("adapters:run_example")
+    task = "h12-492-" + "".join(c if c.isalnum() else f"-{ord(c):x}-" for c in rng)
+    result: dict[str, object] = runner(home.runtime, {
+        "description": DRONE.format(range=rng), "task": task})
+    return result
+
+
+@pytest.mark.parametrize("rng", ["1 200 km range", "1\u00a0200 km range", "1\u202f200 km range",
+                                 "range 1 200 km", "1,200 km range"])
+def test_a_space_grouped_range_is_read_whole(home: testing.PackHome, rng: str) -> None:
+    result = _line(home, rng)
+    governed = result["governed"]
+    assert isinstance(governed, dict)
+    # before: "1 200 km range" read as 200 km: permits [] and the finalization `executed`
+    assert list(result["permits_required"]) == ["EU-2021/821:9A112"], result  # type: ignore[call-overload]
+    assert governed["finalize"]["outcome"] == "awaiting_approval"
+
+
+@pytest.mark.parametrize("rng", ["200 km range", "range 20 km"])
+def test_a_short_range_drone_is_read_as_before(home: testing.PackHome, rng: str) -> None:
+    result = _line(home, rng)
+    assert result["status"] == "classified" and list(result["permits_required"]) == []  # type: ignore[call-overload]

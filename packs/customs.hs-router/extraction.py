@@ -134,15 +134,22 @@ PRODUCT_PATTERNS: tuple[Pattern, ...] = (
     ),
 )
 _LIMITS = r"(?:restrictions?|limitations?|limits?|constraints?)"
+_VLOS = r"(?:VLOS|visual\s++line\s++of\s++sight)"
 # A statement that lifts a limit on flight out of sight first ("no BVLOS restrictions",
-# "not limited to VLOS": out of sight, tests/security/test_434), then the negative
-# statements, so "not BVLOS" is not also read as "BVLOS".
+# "not limited to VLOS", "beyond VLOS": out of sight, tests/security/test_434, test_493),
+# then the negative statements, so "not BVLOS" is not also read as "BVLOS". "VLOS" reads
+# `false` only where the text states flight within sight (the list item "VLOS", "VLOS
+# only", "within VLOS", "restricted to VLOS"): any other mention ("VLOS not required")
+# reads nothing — the attribute stays unknown and is asked for, never read as within sight.
 ATTRIBUTE_PATTERNS: tuple[Pattern, ...] = (
     _p(
         "beyond_visual_line_of_sight",
-        rf"\b(?:no|without)\s++(?:BVLOS|{_BEYOND})\s++(?:flight\s++|operations?\s++)?{_LIMITS}\b"
-        r"|\bnot\s++(?:limited|restricted|confined)\s++to\s++(?:within\s++)?(?:the\s++)?"
-        r"(?:VLOS|visual\s++line\s++of\s++sight)\b",
+        rf"\b(?:no|without)\s++(?:BVLOS|{_BEYOND}|{_VLOS})\s++(?:flight\s++|operations?\s++)?"
+        rf"{_LIMITS}\b"
+        rf"|\bnot\s++(?:limited|restricted|confined)\s++to\s++(?:within\s++)?(?:the\s++)?"
+        rf"{_VLOS}\b"
+        rf"|\bnot\s++{_VLOS}[- ](?:limited|restricted|confined|bound)\b"
+        rf"|\bbeyond\s++(?:the\s++)?VLOS\b",
         True,
     ),
     _p(
@@ -152,7 +159,10 @@ ATTRIBUTE_PATTERNS: tuple[Pattern, ...] = (
     ),
     _p(
         "beyond_visual_line_of_sight",
-        r"\bwithin\s+(?:the\s+)?visual\s+line\s+of\s+sight\b|\bVLOS\b",
+        rf"(?<!\bnot )\b(?:within|in)\s++(?:the\s++)?{_VLOS}\b"
+        rf"|\b(?:limited|restricted|confined)\s++to\s++(?:within\s++)?(?:the\s++)?{_VLOS}\b"
+        r"|\bVLOS[- ](?:(?:flight|operations?)\s++)?only\b"
+        r"|(?:\A|(?<=[,;:(\n])|(?<=[,;:(\n] ))VLOS(?=\s*+(?:[,;.)\n]|\Z))",
         False,
     ),
     _p(

@@ -23,14 +23,15 @@ from .models import SPECS, CandidateFact, Evidence, ModelCall, Value
 
 ModelClient = Callable[[dict[str, Any]], dict[str, Any]]
 #: a thousands group may be written with a space (the SI way: ``1 200``, also a no-break or
-#: narrow no-break space); such a number is read whole, and no number is read starting inside
-#: one (``1 200 km`` is not 200 km, tests/security/test_492)
-_GROUP_SPACE = "[ \u00a0\u202f]"
+#: narrow no-break space) or an apostrophe (the Swiss way: ``1'200``); such a number is read
+#: whole, and no number is read starting inside one (``1 200 km`` is not 200 km,
+#: tests/security/test_492)
+_GROUP_MARK = "[ \u00a0\u202f'\u2019]"
 _NUM = (
-    rf"(?<!\d{_GROUP_SPACE})"
-    rf"(\d{{1,3}}(?:{_GROUP_SPACE}\d{{3}})++(?![\d.,])|\d+(?:[.,]\d+)?)"
+    rf"(?<!\d{_GROUP_MARK})"
+    rf"(\d{{1,3}}(?:{_GROUP_MARK}\d{{3}})++(?![\d.,])|\d+(?:[.,]\d+)?)"
 )
-_SPACE_GROUPED = re.compile(rf"\d{{1,3}}(?:{_GROUP_SPACE}\d{{3}})+")
+_MARK_GROUPED = re.compile(rf"\d{{1,3}}(?:{_GROUP_MARK}\d{{3}})+")
 
 
 class Extractor(Protocol):
@@ -51,8 +52,8 @@ def parse_number(raw: str) -> float:
     ``1.500`` raises ``ValueError``: it is 1.5 or 1500 and a guess could put goods a
     thousand times under a threshold (a range of "1.000 km" is not 1 km) — the extractor
     reads no value from it and the attribute stays unknown (a clarification)."""
-    if _SPACE_GROUPED.fullmatch(raw):
-        return float(re.sub(_GROUP_SPACE, "", raw))
+    if _MARK_GROUPED.fullmatch(raw):
+        return float(re.sub(_GROUP_MARK, "", raw))
     if _DOTTED_GROUP.fullmatch(raw):
         raise ValueError(f"`{raw}` is ambiguous: a decimal or a dotted thousands group")
     if "," in raw:

@@ -1,12 +1,12 @@
 """Finding: the customs extractor did not know a thousands group written with a space (the
-SI/ISO way, "1 200 km", also with a no-break or thin space): in "a 1 200 km range" the
-pattern ``<number> km range`` matched from the last group, so the range read was 200 km —
-a *known* value under the 300 km of 9A112.a (EU Regulation 2021/821 Annex I, "capable of a
-range of 300 km"). A BVLOS drone with that range was classified with no permit,
-``permitted_to_finalize``, and its filing executed without the dual-use approval the same
-drone written "1,200 km range" waits for.
-Now a number grouped by spaces (one to three digits, then groups of exactly three) is read
-whole (1200), and a number is never read starting inside such a group.
+SI/ISO way, "1 200 km", also with a no-break or thin space) or an apostrophe (the Swiss way,
+"1'200"): in "a 1 200 km range" the pattern ``<number> km range`` matched from the last
+group, so the range read was 200 km — a *known* value under the 300 km of 9A112.a (EU
+Regulation 2021/821 Annex I, "capable of a range of 300 km"). A BVLOS drone with that range
+was classified with no permit, ``permitted_to_finalize``, and its filing executed without
+the dual-use approval the same drone written "1,200 km range" waits for.
+Now a number grouped by spaces or apostrophes (one to three digits, then groups of exactly
+three) is read whole (1200), and a number is never read starting inside such a group.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def _line(home: testing.PackHome, rng: str) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("rng", ["1 200 km range", "1\u00a0200 km range", "1\u202f200 km range",
-                                 "range 1 200 km", "1,200 km range"])
+                                 "range 1 200 km", "1'200 km range", "1\u2019200 km range",
+                                 "1,200 km range"])
 def test_a_space_grouped_range_is_read_whole(home: testing.PackHome, rng: str) -> None:
     result = _line(home, rng)
     governed = result["governed"]

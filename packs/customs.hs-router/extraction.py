@@ -104,6 +104,18 @@ _UNIT_DUR = r"(min(?:utes?)?|h(?:ours?|rs?)?|s(?:ec(?:onds?)?)?)\b"
 _UNIT_VOL = r"(ml|l|litres?|liters?)\b"
 _UNIT_SPEED = r"(km/h|kmh|m/s|knots|kn)(?![\w/])"
 
+# Ranges that are not the craft's (tests/security/test_494): the range of a radio link or a
+# sensor is read as no attribute — its words are taken first, so ``range <n> km`` inside
+# is not read as the flight range (9A112.a), which then stays unknown and is asked for.
+NOT_ATTRIBUTE_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(
+        r"\b(?:(?:data|radio|video|control|transmission|telemetry|signal|FPV|communications?"
+        r"|detection|remote[- ]control)[- ]?(?:link\s++)?|link\s++)range"
+        rf"{_SEP}(?:{_NUM}\s*+{_UNIT_LEN})?",
+        re.IGNORECASE,
+    ),
+)
+
 # Part phrases come first: the words they consume ("propellers for drones") are not
 # read again as the product itself.
 PART_PATTERNS: tuple[Pattern, ...] = (
@@ -204,9 +216,9 @@ ATTRIBUTE_PATTERNS: tuple[Pattern, ...] = (
     _p("unladen_weight", rf"\b(?:unladen|empty)\s+weight{_SEP}{_NUM}\s*{_UNIT_MASS}"),
     _p(
         "maximum_range",
-        rf"\b{_MAX}range{_SEP}{_NUM}\s*{_UNIT_LEN}",
+        rf"\b{_MAX}(?:range|flight\s++(?:range|distance)){_SEP}{_NUM}\s*{_UNIT_LEN}",
     ),
-    _p("maximum_range", rf"\b{_NUM}\s*{_UNIT_LEN}\s+range\b"),
+    _p("maximum_range", rf"\b{_NUM}\s*{_UNIT_LEN}\s+(?:flight\s++)?range\b"),
     _p(
         "endurance",
         rf"\b{_MAX}(?:flight time|endurance|flight duration){_SEP}{_NUM}\s*{_UNIT_DUR}",
@@ -245,6 +257,10 @@ class KeywordExtractor:
     def extract(self, text: str) -> list[CandidateFact]:
         out: list[CandidateFact] = []
         taken: list[tuple[int, int]] = []
+        for regex in NOT_ATTRIBUTE_PATTERNS:
+            for match in regex.finditer(text):
+                if not _overlaps(match.span(), taken):
+                    bisect.insort(taken, match.span())
         for group in (PART_PATTERNS, PRODUCT_PATTERNS, ATTRIBUTE_PATTERNS):
             for pattern in group:
                 for match in pattern.regex.finditer(text):

@@ -283,7 +283,7 @@ class GovernedSession:
             run_id = proposal.effective_run_id
             # a tool that cannot be reached now: refused before the host's input is
             # written too (submit refuses it before its own events: test_476)
-            if (unavailable := self.runtime.tools.unavailable(tool_id)) is not None:
+            if (unavailable := self.runtime.unavailable_for(proposal)) is not None:
                 raise unavailable
             # INVARIANT: another agent's task under a `task` limit is refused before the
             # host's input is written (tests/security/test_376)

@@ -31,6 +31,7 @@ from ..errors import (
     JournalError,
     QuotaExceededError,
     RunOwnershipError,
+    ToolUnavailableError,
 )
 from ..evidence import (
     AGENT_ROLE,
@@ -106,6 +107,7 @@ from .execution import Execution
 from .gate1.checks import Gate1, GateInput
 from .gate1.decision import REFUSED_VERDICTS, decide, decision_events
 from .gate1.findings import DomainValidator, ValidatorBinding
+from .gate1.keys import derive_idempotency_key
 from .gate1.lineage import LineageGate, with_trace
 from .gate2 import DomainInvariant, Gate2, InvariantBinding
 from .gate2_world import compile_postconditions
@@ -620,9 +622,26 @@ class Runtime:
         # INVARIANT: a tool that cannot be reached now (a proxied upstream that is gone) is
         # refused before anything is journaled — no intent, no failed call, no human task
         # per call of an outage: a retryable ToolUnavailableError (tests/security/test_476)
-        if (unavailable := self.tools.unavailable(proposal.action.action_type)) is not None:
+        if (unavailable := self.unavailable_for(proposal)) is not None:
             raise unavailable
         return self._submit_parsed(proposal, claim_for=claim_for, task_for=task_for)
+
+    def unavailable_for(self, proposal: Proposal) -> ToolUnavailableError | None:
+        """Why ``proposal``'s tool cannot be called now (its ``ready`` says so), or None —
+        None too, while it cannot, for a repeat of a key the agent chose whose intent has a
+        recorded outcome: that call writes nothing new and calls nothing, it is answered
+        from the record (``replayed``) as at any other time; refused, a client that asked
+        again for an answer the journal held was told to retry later
+        (``tests/security/test_490``). A key with an intent and no outcome is refused:
+        reconciling it asks the tool (its lookup)."""
+        unavailable = self.tools.unavailable(proposal.action.action_type)
+        if unavailable is None or not proposal.action.idempotency_key:
+            return unavailable
+        intent = self.journal.intent_for_key(derive_idempotency_key(proposal, ""))
+        if intent is not None and intent.kind == "action.intent" \
+                and recorded_outcome(self.journal, intent.subject) is not None:
+            return None  # gate 1 decides it, then the replay answers it: nothing runs
+        return unavailable
 
     def _approvers_now(self) -> tuple[Approver, ...]:
         """The approvers the configuration in force says now: the home's file, read again

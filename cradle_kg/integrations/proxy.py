@@ -291,34 +291,55 @@ class Channel(Protocol):
 @dataclass
 class SessionChannel:
     """An SDK ``ClientSession`` as a :class:`Channel`: each request is run on the
-    session's event loop (the caller is a worker thread that loop started)."""
+    session's event loop — the proxy's (the caller is a worker thread that loop started),
+    or, for a session opened again after the upstream was lost, its own ``portal``'s."""
 
     session: ClientSession
+    #: set when a request found the upstream unreachable or the session gone
+    #: (:func:`.upstream_http.session_lost`): :meth:`Upstream.unavailable` then refuses
+    #: calls and opens a new session in the background
+    lost: threading.Event = field(default_factory=threading.Event)
+    #: the event loop of a session opened again (:func:`_reached_again`), and what closes it
+    portal: Any = None
+    closer: contextlib.ExitStack | None = None
+
+    def alive(self) -> bool:
+        return not self.lost.is_set()
+
+    def stop(self) -> None:
+        """Close a session opened again (the proxy's own is closed with the proxy)."""
+        if self.closer is not None:
+            self.closer.close()
+
+    def _run(self, call: Callable[[], Any]) -> Any:
+        if self.portal is not None:
+            return self.portal.call(call)
+        import anyio.from_thread
+
+        return anyio.from_thread.run(call)
 
     def settle(self) -> None:
         """Nothing: the session's receive loop reads the upstream as it writes."""
 
     def tool_call(self, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None,
                   timeout: float) -> types.CallToolResult:
-        import anyio.from_thread
         from mcp import types
 
         request = types.ClientRequest(types.CallToolRequest(params=types.CallToolRequestParams(
             name=name, arguments=arguments,
             _meta=types.RequestParams.Meta(**meta) if meta else None)))
-        result: types.CallToolResult = anyio.from_thread.run(partial(
+        result: types.CallToolResult = self._run(partial(
             self.session.send_request, request, types.CallToolResult,
             request_read_timeout_seconds=timedelta(seconds=timeout)))
         return result
 
     def tools_page(self, cursor: str | None, timeout: float) -> types.ListToolsResult:
-        import anyio.from_thread
         from mcp import types
 
         request = types.ClientRequest(types.ListToolsRequest(
             params=types.PaginatedRequestParams(cursor=cursor) if cursor is not None
             else None))
-        result: types.ListToolsResult = anyio.from_thread.run(partial(
+        result: types.ListToolsResult = self._run(partial(
             self.session.send_request, request, types.ListToolsResult,
             request_read_timeout_seconds=timedelta(seconds=timeout)))
         return result
@@ -342,8 +363,9 @@ class Upstream:
     #: next call lists the tools again before it calls
     stale: threading.Event = field(default_factory=threading.Event)
     _relist: threading.Lock = field(default_factory=threading.Lock)
-    #: how to start the upstream again, initialized (a stdio upstream's command): None —
-    #: an HTTP upstream, one given in process — is never restarted
+    #: how to start the upstream again, initialized (a stdio upstream's command), or to
+    #: reach it again (an HTTP upstream: a new session): None — one given in process — is
+    #: never restarted
     restart: Callable[[], Channel] | None = None
     channel: Channel = field(init=False)
     #: the restart under way since the upstream was found gone (None: it is up)
@@ -370,21 +392,25 @@ class Upstream:
         before (its key's next call answers its outcome, never a second call)."""
         if self.restart is None:
             return None
+        reached = isinstance(self.channel, SessionChannel)
         with self._restart_lock:
             if self._restarter is None:
                 alive = getattr(self.channel, "alive", None)
                 if alive is None or alive():
                     return None
-                logger.warning("the upstream `%s` is gone: starting it again", self.source)
+                logger.warning("the upstream `%s` is gone: %s", self.source,
+                               "reaching it again" if reached else "starting it again")
                 self._attempts, self._next_attempt = 0, time.monotonic()
                 self._restarter = threading.Thread(target=self._restart_loop, daemon=True,
                                                    name="upstream-restart")
                 self._restarter.start()
             wait = max(1.0, round(self._next_attempt - time.monotonic(), 1))
             attempt = max(1, self._attempts)
+        said = ("cannot be reached: the proxy is trying it again" if reached
+                else "is not running: the proxy is starting it again")
         return ToolUnavailableError(
-            f"the upstream `{self.source}` is not running: the proxy is starting it again "
-            f"(attempt {attempt}); nothing of this call was journaled", retry_after=wait,
+            f"the upstream `{self.source}` {said} (attempt {attempt}); nothing of this call "
+            "was journaled", retry_after=wait,
             hint=f"make the same call again in {wait:g} s or later")
 
     def _restart_loop(self) -> None:
@@ -787,9 +813,11 @@ async def connect(command: list[str] | None, url: str | None,
                                  f"{exc.error.message[:200]}") from None
             channel, source = client, command[0]
             restart = partial(_started_again, command, cap, stale.set)
+        if url is not None:
+            restart = partial(_reached_again, url, cap, stale)
         tools = await anyio.to_thread.run_sync(listed_tools, channel)
         upstream = Upstream(channel, source, output_checkers(tools), stale=stale,
-                            restart=restart if url is None else None)
+                            restart=restart)
         stack.callback(upstream.close)
         yield upstream, tools
 
@@ -806,6 +834,24 @@ def _started_again(command: list[str], cap: int, on_list_changed: Callable[[], N
         client.stop()
         raise
     return client
+
+
+def _reached_again(url: str, cap: int, stale: threading.Event) -> Channel:
+    """An HTTP upstream reached again: a new session, initialized, run on an event loop of
+    its own (:meth:`Upstream.unavailable`; the session before it is gone with the upstream
+    it spoke to)."""
+    from anyio.from_thread import start_blocking_portal
+
+    closer = contextlib.ExitStack()
+    try:
+        portal = closer.enter_context(start_blocking_portal())
+        channel = closer.enter_context(portal.wrap_async_context_manager(
+            _http_session(url, cap, stale)))
+    except BaseException:
+        closer.close()
+        raise
+    channel.portal, channel.closer = portal, closer
+    return channel
 
 
 @contextlib.asynccontextmanager
@@ -825,9 +871,10 @@ async def _http_session(url: str, cap: int, stale: threading.Event
                 message.root, types.ToolListChangedNotification):
             stale.set()
 
-    factory = client_factory(url, cap=cap, deadline=UPSTREAM_TIMEOUT)
+    lost = threading.Event()
+    factory = client_factory(url, cap=cap, deadline=UPSTREAM_TIMEOUT, lost=lost.set)
     async with streamablehttp_client(url, httpx_client_factory=factory) as (read, write, _), \
             ClientSession(read, write, read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT),
                           message_handler=notified) as session:
         await session.initialize()
-        yield SessionChannel(session)
+        yield SessionChannel(session, lost)

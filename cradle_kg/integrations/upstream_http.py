@@ -240,8 +240,11 @@ class CappedTransport(httpx.AsyncBaseTransport):
     ``deadline`` seconds, no redirect off ``upstream``'s origin (see the module)."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport, upstream: httpx.URL, *, cap: int,
-                 deadline: float) -> None:
+                 deadline: float, lost: Callable[[], None] | None = None) -> None:
         self.inner, self.upstream, self.cap, self.deadline = inner, upstream, cap, deadline
+        #: told when a request finds the upstream unreachable or its session gone
+        #: (:func:`session_lost`): the proxy refuses calls until it is reached again
+        self.lost = lost
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         rid = request_id(request)
@@ -256,7 +259,11 @@ class CappedTransport(httpx.AsyncBaseTransport):
         except httpx.TransportError as exc:
             if rid is None:
                 raise
+            if self.lost is not None and isinstance(exc, UNREACHABLE):
+                self.lost()
             return self.refuse(request, rid, f"not fetched: {type(exc).__name__}: {exc}"[:300])
+        if self.lost is not None and rid is not None and session_lost(request, response):
+            self.lost()
         problem = self.problem(request, response, rid)
         if problem is not None:
             await response.aclose()
@@ -314,9 +321,23 @@ class CappedTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def client_factory(url: str, *, cap: int, deadline: float) -> Callable[..., httpx.AsyncClient]:
+#: what a request that finds the upstream unreachable raises: the connection refused,
+#: reset, or closed without an answer — not a timeout (a slow upstream), not an answer
+UNREACHABLE = (httpx.NetworkError, httpx.RemoteProtocolError)
+
+
+def session_lost(request: httpx.Request, response: httpx.Response) -> bool:
+    """Whether ``response`` says the session the request named is gone: ``404`` to a
+    request that carries an ``Mcp-Session-Id`` (the upstream restarted, or ended it), to
+    which the client must start a new session (MCP, streamable HTTP)."""
+    return response.status_code == 404 and "mcp-session-id" in request.headers
+
+
+def client_factory(url: str, *, cap: int, deadline: float,
+                   lost: Callable[[], None] | None = None) -> Callable[..., httpx.AsyncClient]:
     """An ``httpx_client_factory`` for the SDK's ``streamablehttp_client``: its clients
-    send through :class:`CappedTransport` and follow no redirect."""
+    send through :class:`CappedTransport` (``lost``: told when the upstream is found
+    unreachable) and follow no redirect."""
     upstream = httpx.URL(url)
 
     def make(headers: dict[str, str] | None = None, timeout: httpx.Timeout | None = None,
@@ -327,6 +348,7 @@ def client_factory(url: str, *, cap: int, deadline: float) -> Callable[..., http
             headers={**(headers or {}), "Accept-Encoding": "identity"},
             timeout=timeout if timeout is not None else httpx.Timeout(30.0, read=300.0),
             auth=auth, follow_redirects=False,
-            transport=CappedTransport(inner, upstream, cap=cap, deadline=deadline))
+            transport=CappedTransport(inner, upstream, cap=cap, deadline=deadline,
+                                      lost=lost))
 
     return make

@@ -389,7 +389,10 @@ class Upstream:
         is journaled, retryable: it served on, and each call wrote its intent, failed
         ``Connection closed`` and opened a human task — one per call of one outage
         (``tests/security/test_476``). A call in flight when it died is reconciled as
-        before (its key's next call answers its outcome, never a second call)."""
+        before (its key's next call answers its outcome, never a second call). An HTTP
+        upstream is so once a request found it unreachable or its session gone
+        (:attr:`SessionChannel.lost`): a new session is opened in the background, the same
+        way (``test_489``, ``test_491``)."""
         if self.restart is None:
             return None
         reached = isinstance(self.channel, SessionChannel)

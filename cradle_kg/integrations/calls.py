@@ -35,7 +35,7 @@ from ..errors import (
     ToolUnavailableError,
     UnknownNameError,
 )
-from ..inputs import check_value
+from ..inputs import check_id, check_value
 from ..lineage.inputs import checked_input
 from ..loop.proposal import agent_run_id
 from ..records import (
@@ -226,14 +226,27 @@ class GovernedSession:
             self._step += 1
             return self._step
 
+    def readable(self, *ids: str) -> bool:
+        """Whether each of ``ids`` is an id the loader takes, so that the journal may be
+        asked about it. INVARIANT: an id the proposal's loader refuses is never read: a NUL in
+        `cradle-kg/run` reached PostgreSQL unchecked, and the call ended in a JSON-RPC
+        error instead of its refusal (tests/security/test_14, on PostgreSQL). Its call is
+        refused as before, nothing journaled."""
+        try:
+            for value in ids:
+                check_id(value, limits=self.runtime.config.input_limits, where="id")
+        except CradleError:
+            return False
+        return True
+
     def count_in(self, run_id: str) -> None:
         """Count this session's steps on from ``run_id``'s highest, once per run (the
         journal read outside any lock: :meth:`next_step` then reads nothing). Another
         agent's run is not read (its call is refused: its step says nothing of that run)."""
         from ..loop.runtime import run_owner
 
-        if run_id in self._numbered:
-            return
+        if run_id in self._numbered or not self.readable(run_id):
+            return  # (one the loader refuses: its call is refused, nothing read)
         journal = self.runtime.journal
         owner = run_owner(journal, run_id)
         highest = journal.max_step(run_id) if owner in (None, self.agent_id) else 0

@@ -235,7 +235,7 @@ def call_step(session: GovernedSession, steps: OrderedDict[str, int], call_id: s
     then the journal's proposal of that id in ``run_id`` says it."""
     with _STEPS_LOCK:
         known = steps.get(call_id)
-    if known is None:
+    if known is None and session.readable(proposal_id, run_id):
         received = session.runtime.journal.events_for_subject(
             proposal_id, run_id=run_id, kinds=("proposal.received",))
         recorded = received[0].payload.get("proposal", {}).get("step") if received else None

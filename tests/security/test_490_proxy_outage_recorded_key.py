@@ -23,27 +23,21 @@ from typing import Any
 
 from mcp import ClientSession
 
-from cradle_kg import Runtime
-from tests.integrations.conftest import mcp_home
-from tests.integrations.test_mcp_proxy import CONTRACTS, key, proxy_args, received, run
-from tests.security.test_476_proxy_dead_upstream import _gone, _starts, _until
+from tests.integrations.test_mcp_proxy import key, proxy_args, received, run
+from tests.security.proxy_outage import gone, journaled, proxied_home, starts, until
 
 
 def test_a_recorded_key_is_answered_while_the_upstream_is_down(tmp_path: Path) -> None:
-    home = mcp_home(tmp_path / "home")
-    upstream_dir = tmp_path / "upstream"
-    upstream_dir.mkdir()
-    contracts = tmp_path / "c.yaml"
-    contracts.write_text(CONTRACTS)
+    home, upstream_dir, contracts = proxied_home(tmp_path)
     seen: dict[str, Any] = {}
 
     async def scenario(s: ClientSession) -> None:
         first = await s.call_tool("test.up.append", {"id": "n1", "text": "a"}, meta=key("k1"))
         assert not first.isError, first
-        [(_, pid)] = _starts(upstream_dir)
+        [(_, pid)] = starts(upstream_dir)
         (upstream_dir / "refuse_start").write_text("")  # it stays down
         os.kill(pid, signal.SIGKILL)
-        await _until(lambda: _gone(pid), "the upstream died")
+        await until(lambda: gone(pid), "the upstream died")
         seen["new"] = await s.call_tool("test.up.append", {"id": "n2", "text": "b"},
                                         meta=key("k-new"))
         seen["again"] = await s.call_tool("test.up.append", {"id": "n1", "text": "a"},
@@ -60,11 +54,7 @@ def test_a_recorded_key_is_answered_while_the_upstream_is_down(tmp_path: Path) -
     assert again.structuredContent == {"id": "n1", "text": "a"}  # the recorded answer
     assert [c["id"] for c in received(upstream_dir, "append")] == ["n1"]  # called once
 
-    rt = Runtime(home)
-    try:
-        events = list(rt.journal.events())
-    finally:
-        rt.close()
+    events = journaled(home)
     kinds = [e.kind for e in events]
     assert kinds.count("action.intent") == 1, kinds
     assert not [e for e in events if "k-new" in str(e.payload)]  # nothing of it written

@@ -17,66 +17,41 @@ started again on the same port between two calls.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 from mcp import ClientSession
 
-from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT
-from tests.integrations.conftest import mcp_home
-from tests.integrations.test_mcp_proxy import CONTRACTS, _free_port, key, received, run
-from tests.security.test_476_proxy_dead_upstream import PATIENCE
-from tests.security.test_489_proxy_http_upstream_down import _refused, _start
+from tests.integrations.test_mcp_proxy import key, received
+from tests.security.proxy_outage import (
+    HttpUpstream,
+    append_once_served,
+    journaled,
+    proxied_home,
+    through_http_proxy,
+)
 
 
 def test_an_http_upstream_restarted_between_calls_is_served_through_a_new_session(
         tmp_path: Path) -> None:
-    home = mcp_home(tmp_path / "home")
-    upstream_dir = tmp_path / "upstream"
-    upstream_dir.mkdir()
-    contracts = tmp_path / "c.yaml"
-    contracts.write_text(CONTRACTS)
-    port = _free_port()
-    processes = [_start(upstream_dir, port)]
+    home, upstream_dir, contracts = proxied_home(tmp_path)
     seen: dict[str, Any] = {}
 
-    async def scenario(s: ClientSession) -> None:
+    async def scenario(s: ClientSession, up: HttpUpstream) -> None:
         first = await s.call_tool("test.up.append", {"id": "n1", "text": "a"}, meta=key("k1"))
         assert not first.isError, first
-        processes[0].terminate()
-        processes[0].wait(timeout=30)
-        processes.append(await anyio.to_thread.run_sync(_start, upstream_dir, port))
+        up.stop()
+        await up.start_again()
         # the call that finds the session gone: written and reconciled as before
         seen["finder"] = await s.call_tool("test.up.append", {"id": "n9", "text": "z"},
                                            meta=key("k-finder"))
-        again: Any = None
-        ends = time.monotonic() + PATIENCE
-        while again is None or _refused(again):
-            assert time.monotonic() < ends, "never served again"
-            await anyio.sleep(0.05)
-            again = await s.call_tool("test.up.append", {"id": "n2", "text": "b"},
-                                      meta=key("k2"))
-        seen["again"] = again
+        seen["again"] = await append_once_served(s, "n2", "b", "k2")
 
-    try:
-        run(["-m", "cradle_kg", "mcp", "proxy", "--home", str(home), "--agent", AGENT,
-             "--contracts", str(contracts), "--prefix", "test.up.",
-             "--upstream", f"http://127.0.0.1:{port}/mcp"], scenario)
-    finally:
-        for process in processes:
-            process.terminate()
-            process.wait(timeout=30)
+    through_http_proxy(home, contracts, upstream_dir, scenario)
 
     again = seen["again"]
     assert not again.isError, again.structuredContent
     assert [c["id"] for c in received(upstream_dir, "append")] == ["n1", "n2"]  # once each
 
-    rt = Runtime(home)
-    try:
-        kinds = [e.kind for e in rt.journal.events()]
-    finally:
-        rt.close()
+    kinds = [e.kind for e in journaled(home)]
     assert kinds.count("action.intent") == 3, kinds  # n1, the finder, n2

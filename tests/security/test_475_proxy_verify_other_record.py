@@ -69,7 +69,11 @@ def notes_server(read_answers: Any, called: list[str]) -> Server[Any, Any]:
     return s
 
 
-def _run(home: Path, read_answers: Any, identity: str = "") -> tuple[Any, Any, list[str]]:
+def written_and_looked_up(home: Path, read_answers: Any, identity: str = "",
+                          text: str = "hello") -> tuple[Any, Any, list[str]]:
+    """Note ``n1`` written with ``text`` through the proxy in front of
+    :func:`notes_server`, then its crash-recovery lookup: (the outcome, what the lookup
+    found, the upstream tools called)."""
     tools = [types.Tool(name="put", inputSchema=SCHEMA),
              types.Tool(name="read", inputSchema=READ_SCHEMA)]
     path = home.parent / "contracts.yaml"
@@ -84,7 +88,7 @@ def _run(home: Path, read_answers: Any, identity: str = "") -> tuple[Any, Any, l
             upstream = Upstream(session, "memory", output_checkers(tools))
             register(rt, upstream, tools, load_contracts(path), prefix="test.up.",
                      allow_undeclared_read=False)
-            p = proposal("p-n1", "test.up.put", {"id": "n1", "text": "hello"},
+            p = proposal("p-n1", "test.up.put", {"id": "n1", "text": text},
                          agent="agent:tester", target="test:n1",
                          action={"idempotency_key": "k-n1"})
             found.append(await anyio.to_thread.run_sync(rt.submit, p))
@@ -93,7 +97,7 @@ def _run(home: Path, read_answers: Any, identity: str = "") -> tuple[Any, Any, l
             assert lookup is not None
             from cradle_kg.tools import ToolCall
             call = ToolCall(tool_id="test.up.put", target="test:n1",
-                            arguments=spec.parse_arguments({"id": "n1", "text": "hello"}),
+                            arguments=spec.parse_arguments({"id": "n1", "text": text}),
                             idempotency_key="k-n1", environment="test")
             found.append(await anyio.to_thread.run_sync(lookup, call))
 
@@ -118,7 +122,7 @@ def no_identity(asked: str, notes: dict[str, str]) -> dict[str, Any]:
 @pytest.mark.parametrize("read_answers", [another_note, no_identity],
                          ids=["another-record", "no-identity"])
 def test_a_read_about_another_record_verifies_nothing(home: Path, read_answers: Any) -> None:
-    outcome, looked_up, called = _run(home, read_answers)
+    outcome, looked_up, called = written_and_looked_up(home, read_answers)
     assert called[:2] == ["put", "read"]  # the write happened; gate 2 read
     assert outcome.status is OutcomeStatus.VERIFICATION_FAILED, (outcome.status, outcome.reasons)
     assert any("another record" in r or "identif" in r for r in outcome.reasons), \
@@ -130,7 +134,7 @@ def test_the_read_of_the_right_record_still_verifies(home: Path) -> None:
     def right(asked: str, notes: dict[str, str]) -> dict[str, Any]:
         return {"id": asked, "text": notes.get(asked, "")}
 
-    outcome, looked_up, _ = _run(home, right)
+    outcome, looked_up, _ = written_and_looked_up(home, right)
     assert outcome.status is OutcomeStatus.EXECUTED, outcome.reasons
     assert looked_up is not None and looked_up["id"] == "n1"
 
@@ -148,7 +152,7 @@ def renamed_right(asked: str, notes: dict[str, str]) -> dict[str, Any]:
     ids=["another-record", "its-record"])
 def test_an_explicit_identity_names_the_answers_field(
         home: Path, read_answers: Any, status: OutcomeStatus) -> None:
-    outcome, _, _ = _run(home, read_answers, ", identity: {note_id: '{id}'}")
+    outcome, _, _ = written_and_looked_up(home, read_answers, ", identity: {note_id: '{id}'}")
     assert outcome.status is status, outcome.reasons
 
 

@@ -13,13 +13,12 @@ before.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from cradle_kg.packs import testing
 
-PACK = Path(__file__).resolve().parents[2] / "packs" / "customs.hs-router"
+from .customs_lines import PACK, run_line
+
 DRONE = ("Unmanned aerial vehicle, quadcopter, maximum take-off weight 5 kg, not designed "
          "for carriage of passengers, BVLOS, flight time 20 min, no aerosol dispensing "
          "system, autonomous flight, range up to {range}")
@@ -28,10 +27,7 @@ home = testing.fixture(PACK, scope="module")
 
 
 def _line(home: testing.PackHome, written: str, task: str) -> dict[str, object]:
-    runner = home.entry("adapters:run_example")
-    result: dict[str, object] = runner(home.runtime, {
-        "description": DRONE.format(range=written), "task": task})
-    return result
+    return run_line(home, DRONE.format(range=written), task)
 
 
 def test_a_range_written_with_a_dotted_thousands_group_is_not_a_small_range(

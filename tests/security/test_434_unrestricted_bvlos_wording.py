@@ -11,13 +11,12 @@ negations no longer take their words; "not BVLOS" and "VLOS only" still read ``f
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from cradle_kg.packs import testing
 
-PACK = Path(__file__).resolve().parents[2] / "packs" / "customs.hs-router"
+from .customs_lines import PACK, assert_permit_awaited, run_line, task_of
+
 DRONE = ("Unmanned aerial vehicle, quadcopter, maximum take-off weight 5 kg, not designed "
          "for carriage of passengers, {sight}, endurance 90 min, no aerosol dispensing "
          "system, remote-controlled only, range 20 km")
@@ -26,22 +25,15 @@ home = testing.fixture(PACK, scope="module")
 
 
 def _line(home: testing.PackHome, sight: str) -> dict[str, object]:
-    runner = home.entry("adapters:run_example")
-    task = "h6-434-" + "".join(c if c.isalnum() else "-" for c in sight)
-    result: dict[str, object] = runner(home.runtime, {
-        "description": DRONE.format(sight=sight), "task": task})
-    return result
+    return run_line(home, DRONE.format(sight=sight), task_of("h6-434-", sight))
 
 
 @pytest.mark.parametrize("sight", ["no BVLOS restrictions", "without BVLOS limitations",
                                    "not limited to VLOS", "BVLOS"])
 def test_an_out_of_sight_drone_needs_its_permit(home: testing.PackHome, sight: str) -> None:
     result = _line(home, sight)
-    governed = result["governed"]
-    assert isinstance(governed, dict)
     # before: permits [] and the finalization `executed` for the first three
-    assert list(result["permits_required"]) == ["EU-2021/821:9A012"], result  # type: ignore[call-overload]
-    assert governed["finalize"]["outcome"] == "awaiting_approval"
+    assert_permit_awaited(result, "EU-2021/821:9A012")
 
 
 @pytest.mark.parametrize("sight", ["not BVLOS", "VLOS only"])

@@ -11,13 +11,12 @@ three) is read whole (1200), and a number is never read starting inside such a g
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from cradle_kg.packs import testing
 
-PACK = Path(__file__).resolve().parents[2] / "packs" / "customs.hs-router"
+from .customs_lines import PACK, assert_permit_awaited, run_line, task_of
+
 DRONE = ("Unmanned aerial vehicle, fixed wing, maximum take-off weight 20 kg, not designed "
          "for carriage of passengers, BVLOS, endurance 20 min, no aerosol dispensing "
          "system, remote-controlled only, {range}")
@@ -26,11 +25,7 @@ home = testing.fixture(PACK, scope="module")
 
 
 def _line(home: testing.PackHome, rng: str) -> dict[str, object]:
-    runner = home.entry("adapters:run_example")
-    task = "h12-492-" + "".join(c if c.isalnum() else f"-{ord(c):x}-" for c in rng)
-    result: dict[str, object] = runner(home.runtime, {
-        "description": DRONE.format(range=rng), "task": task})
-    return result
+    return run_line(home, DRONE.format(range=rng), task_of("h12-492-", rng))
 
 
 @pytest.mark.parametrize("rng", ["1 200 km range", "1\u00a0200 km range", "1\u202f200 km range",
@@ -38,11 +33,8 @@ def _line(home: testing.PackHome, rng: str) -> dict[str, object]:
                                  "1,200 km range"])
 def test_a_space_grouped_range_is_read_whole(home: testing.PackHome, rng: str) -> None:
     result = _line(home, rng)
-    governed = result["governed"]
-    assert isinstance(governed, dict)
     # before: "1 200 km range" read as 200 km: permits [] and the finalization `executed`
-    assert list(result["permits_required"]) == ["EU-2021/821:9A112"], result  # type: ignore[call-overload]
-    assert governed["finalize"]["outcome"] == "awaiting_approval"
+    assert_permit_awaited(result, "EU-2021/821:9A112")
 
 
 @pytest.mark.parametrize("rng", ["200 km range", "range 20 km"])

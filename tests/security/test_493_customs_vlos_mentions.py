@@ -13,13 +13,12 @@ unknown and the line waits for a clarification — never a filing without the pe
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from cradle_kg.packs import testing
 
-PACK = Path(__file__).resolve().parents[2] / "packs" / "customs.hs-router"
+from .customs_lines import PACK, assert_permit_awaited, run_line, task_of
+
 DRONE = ("Unmanned aerial vehicle, maximum take-off weight 20 kg, not designed for carriage "
          "of passengers, endurance 90 min, no aerosol dispensing system, remote-controlled "
          "only, range 20 km, {sight}")
@@ -28,22 +27,15 @@ home = testing.fixture(PACK, scope="module")
 
 
 def _line(home: testing.PackHome, sight: str) -> dict[str, object]:
-    runner = home.entry("adapters:run_example")
-    task = "h12-493-" + "".join(c if c.isalnum() else f"-{ord(c):x}-" for c in sight)
-    result: dict[str, object] = runner(home.runtime, {
-        "description": DRONE.format(sight=sight), "task": task})
-    return result
+    return run_line(home, DRONE.format(sight=sight), task_of("h12-493-", sight))
 
 
 @pytest.mark.parametrize("sight", ["operation beyond VLOS", "no VLOS restrictions",
                                    "without VLOS limitations", "not VLOS-restricted"])
 def test_an_out_of_sight_drone_needs_its_permit(home: testing.PackHome, sight: str) -> None:
     result = _line(home, sight)
-    governed = result["governed"]
-    assert isinstance(governed, dict)
     # before: permits [] and the finalization `executed`
-    assert list(result["permits_required"]) == ["EU-2021/821:9A012"], result  # type: ignore[call-overload]
-    assert governed["finalize"]["outcome"] == "awaiting_approval"
+    assert_permit_awaited(result, "EU-2021/821:9A012")
 
 
 @pytest.mark.parametrize("sight", ["VLOS not required", "does not require VLOS"])

@@ -12,13 +12,12 @@ line asks for it. "Flight distance" is read as the flight range, so a drone stat
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from cradle_kg.packs import testing
 
-PACK = Path(__file__).resolve().parents[2] / "packs" / "customs.hs-router"
+from .customs_lines import PACK, run_line, task_of
+
 DRONE = ("Unmanned aerial vehicle, maximum take-off weight 20 kg, not designed for carriage "
          "of passengers, VLOS only, endurance 4 h, no aerosol dispensing system, "
          "remote-controlled only, {range}")
@@ -27,11 +26,7 @@ home = testing.fixture(PACK, scope="module")
 
 
 def _line(home: testing.PackHome, rng: str) -> dict[str, object]:
-    runner = home.entry("adapters:run_example")
-    task = "h12-494-" + "".join(c if c.isalnum() else f"-{ord(c):x}-" for c in rng)
-    result: dict[str, object] = runner(home.runtime, {
-        "description": DRONE.format(range=rng), "task": task})
-    return result
+    return run_line(home, DRONE.format(range=rng), task_of("h12-494-", rng))
 
 
 @pytest.mark.parametrize("rng", ["datalink range 30 km", "video transmission range 30 km",

@@ -44,6 +44,7 @@ from ..runs import (
 from ..workflow import runner
 from .api_common import (
     Approver,
+    CallerThreads,
     Who,
     json_body,
     outcome_dict,
@@ -54,7 +55,6 @@ from .api_common import (
     shown_summary,
 )
 from .auth import Caller
-from .threads import IdentityThreads
 
 T = TypeVar("T")
 
@@ -79,7 +79,7 @@ def make_router(runtime: Runtime) -> APIRouter:
     lock = threading.Lock()
     # INVARIANT: what blocks runs on its caller's threads: one identity's slow calls hold
     # its own, not the pool every request shares (tests/security/test_271)
-    threads = IdentityThreads(refuse=refuse)
+    threads = CallerThreads(runtime)
 
     def answered(fn: Callable[[], T]) -> T:
         try:
@@ -139,7 +139,7 @@ def make_router(runtime: Runtime) -> APIRouter:
         # not under the API's lock: the runtime governs calls side by side (the MCP
         # gateway's, other processes'); under it, one slow tool held every identity's
         # reads and writes for as long as it took (tests/security/test_271)
-        outcome = await threads.run(who.identity, answered, submit_own)
+        outcome = await threads.run(who, answered, submit_own)
         return outcome_dict(outcome) or {}
 
     @router.get("/runs", summary="Runs and their state, newest first, one page at a time")
@@ -249,7 +249,7 @@ def make_router(runtime: Runtime) -> APIRouter:
         b = await json_body(request, runtime.config.input_limits, ApproveBody)
         b = b or ApproveBody()
         once = b.once if b.once is not None else (b.scope is None and b.until is None)
-        return await threads.run(who.identity, lambda: decide(
+        return await threads.run(who, lambda: decide(
             approval_id, who, ApprovalStatus.APPROVED, once=once, scope=b.scope, until=b.until))
 
     async def reason_of(request: Request) -> str:
@@ -263,7 +263,7 @@ def make_router(runtime: Runtime) -> APIRouter:
                      "application/json": {"schema": ReasonBody.model_json_schema()}}}})
     async def reject(approval_id: str, request: Request, who: Approver) -> dict[str, Any]:
         reason = await reason_of(request)
-        return await threads.run(who.identity, lambda: decide(
+        return await threads.run(who, lambda: decide(
             approval_id, who, ApprovalStatus.REJECTED, reason=reason))
 
     @router.post("/approvals/{approval_id}/request-changes",
@@ -273,7 +273,7 @@ def make_router(runtime: Runtime) -> APIRouter:
     async def request_changes(approval_id: str, request: Request,
                               who: Approver) -> dict[str, Any]:
         reason = await reason_of(request)
-        return await threads.run(who.identity, lambda: decide(
+        return await threads.run(who, lambda: decide(
             approval_id, who, ApprovalStatus.CHANGES_REQUESTED, reason=reason))
 
     @router.post("/approvals/{approval_id}/revoke",
@@ -292,6 +292,6 @@ def make_router(runtime: Runtime) -> APIRouter:
             return {"approval": state.approval.model_dump(mode="json"), **state.shown()}
         # not under the API's lock: it reads the approval's run, and the journal's guards
         # decide a race with its use (one of the two wins), as across processes
-        return await threads.run(who.identity, lambda: answered(go))
+        return await threads.run(who, lambda: answered(go))
 
     return router

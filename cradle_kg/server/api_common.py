@@ -35,6 +35,7 @@ from ..loop.runtime import Runtime, run_owner
 from ..records import AuditEvent, Outcome
 from ..runs import RunSummary
 from .auth import Caller, authenticate
+from .threads import IdentityThreads
 
 T = TypeVar("T")
 B = TypeVar("B", bound=BaseModel)
@@ -168,6 +169,19 @@ def outcome_dict(outcome: Outcome | None) -> dict[str, Any] | None:
     return outcome.model_dump(mode="json") if outcome is not None else None
 
 
+def _unauthenticated() -> HTTPException:
+    return HTTPException(401, detail={"error": "unauthenticated",
+                                      "message": "a valid bearer token is required"},
+                         headers={"WWW-Authenticate": "Bearer"})
+
+
+def _authenticated(runtime: Runtime, token: str) -> Caller | None:
+    """Who ``token`` is now: the approvers and agents the home's files declare now, the
+    token file read now."""
+    return authenticate(runtime.home, runtime.config, token, runtime.approvals.approvers(),
+                        runtime.declared_agents())
+
+
 def _caller(request: Request,
             creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> Caller:
     runtime: Runtime = request.app.state.runtime
@@ -175,13 +189,35 @@ def _caller(request: Request,
     # only a decision's: a limit narrowed in config.json held a run an agent's token
     # started, or an upload, to the old one until the next proposal (test_210)
     runtime.refresh()
-    who = authenticate(runtime.home, runtime.config, creds.credentials if creds else "",
-                       runtime.approvals.approvers(), runtime.declared_agents())
+    who = _authenticated(runtime, creds.credentials if creds else "")
     if who is None:
-        raise HTTPException(401, detail={"error": "unauthenticated",
-                                         "message": "a valid bearer token is required"},
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise _unauthenticated()
     return who
+
+
+class CallerThreads:
+    """Each caller's blocking calls on its identity's own threads (:class:`~.threads.
+    IdentityThreads`), each checked, on its thread and before it does anything, to be the
+    call of a token that still authenticates its caller.
+
+    INVARIANT: a call that waited for a thread runs only while its token holds. It was
+    authenticated when it arrived; before, a token revoked (``api-token revoke``) or
+    replaced (``api-token issue``) while 64 of its calls waited behind 8 slow ones did not
+    stop them: each was journaled and run under its agent's name once a thread was free
+    (``tests/security/test_500``; ``test_229`` for a call waiting on an approval)."""
+
+    def __init__(self, runtime: Runtime, threads: IdentityThreads | None = None) -> None:
+        self.runtime = runtime
+        self.threads = threads if threads is not None else IdentityThreads(refuse=refuse)
+
+    async def run(self, who: Caller, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on a thread of ``who``'s identity, refused (401) when its token no
+        longer authenticates it as it did, with the same roles."""
+        def checked() -> T:
+            if _authenticated(self.runtime, who.token) != who:
+                raise _unauthenticated()
+            return fn(*args)
+        return await self.threads.run(who.identity, checked)
 
 
 Who = Annotated[Caller, Depends(_caller)]

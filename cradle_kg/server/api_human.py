@@ -60,6 +60,7 @@ from ..workflow.definitions import MAX_FILE_BYTES, load_file, parse_definition
 from ..workflow.engine import Engine
 from .api_common import (
     Approver,
+    CallerThreads,
     Who,
     evidence_reader,
     json_body,
@@ -71,7 +72,6 @@ from .api_common import (
 )
 from .auth import Caller
 from .lanes import lanes
-from .threads import IdentityThreads
 
 T = TypeVar("T")
 
@@ -188,7 +188,7 @@ class Turns:
 
 
 def make_router(runtime: Runtime, call: Call, *, answered: Call,
-                threads: IdentityThreads) -> APIRouter:
+                threads: CallerThreads) -> APIRouter:
     """The routes; ``call`` runs under the API's lock, ``answered`` without it; ``threads``
     holds each identity's worker threads (what blocks runs on its caller's own:
     ``tests/security/test_271``)."""
@@ -284,7 +284,7 @@ def make_router(runtime: Runtime, call: Call, *, answered: Call,
                     except WorkflowFileError as exc:
                         return {"valid": False, "problems": list(exc.problems)}
                     return {"valid": True, "workflow": runner.describe(wf)}
-            return await threads.run(who.identity, check)
+            return await threads.run(who, check)
 
     @router.post("/workflows/{name}/runs", summary="Start a run of a workflow of the home")
     async def start(name: str, request: Request, who: Who) -> dict[str, Any]:
@@ -317,7 +317,7 @@ def make_router(runtime: Runtime, call: Call, *, answered: Call,
         # not under the API's lock: a run's tool and model steps take their time, and one
         # agent's starts held every identity's reads and writes (tests/security/test_271);
         # the journal guards a start as it does another process's (test_44, test_249)
-        return await threads.run(who.identity, answered, recorded)
+        return await threads.run(who, answered, recorded)
 
     @router.get("/workflows/runs/{run_id}", summary="Where a workflow run stands (read only; "
                 "its input and outputs: the workflow's agent or an approver)")
@@ -331,7 +331,7 @@ def make_router(runtime: Runtime, call: Call, *, answered: Call,
     @router.post("/workflows/runs/{run_id}/resume", summary="Continue a workflow run")
     async def resume(run_id: str, who: Approver) -> dict[str, Any]:
         # not under the API's lock: the walk an answer makes (tests/security/test_274)
-        return await threads.run(who.identity, answered,
+        return await threads.run(who, answered,
                                  lambda: runner.resume(engine(), run_id))
 
     @router.post("/workflows/runs/{run_id}/cancel",
@@ -340,7 +340,7 @@ def make_router(runtime: Runtime, call: Call, *, answered: Call,
     async def cancel_run(run_id: str, request: Request, who: Approver) -> dict[str, Any]:
         body: CancelBody = await body_of(request, CancelBody)
         # one append (the journal's guards decide a race with a walker or an answer)
-        return await threads.run(who.identity, call, lambda: cancel(
+        return await threads.run(who, call, lambda: cancel(
             runtime, engine(), run_id, by=who.identity, token=who.token, reason=body.reason))
 
     # --- the inbox and its answers ------------------------------------------------------
@@ -363,14 +363,14 @@ def make_router(runtime: Runtime, call: Call, *, answered: Call,
         # not under the API's lock: the run walks on into its next steps, and a slow one held
         # every identity until it answered (tests/security/test_273); the journal writes
         # the answer only over the events it was decided on (test_32)
-        return await threads.run(who.identity, answered, lambda: runner.decide(
+        return await threads.run(who, answered, lambda: runner.decide(
             runtime, engine(), run_id, step, by=who.identity, token=who.token,
             answer=body.answer, note=body.note))
 
     @router.post("/tasks/{task_id}/resolve", summary="Close a human task, saying what was done")
     async def resolve(task_id: str, request: Request, who: Approver) -> dict[str, Any]:
         body: NoteBody = await body_of(request, NoteBody)
-        task = await threads.run(who.identity, call, lambda: runtime.resolve_task(
+        task = await threads.run(who, call, lambda: runtime.resolve_task(
             task_id, by=who.identity, token=who.token, note=body.note))
         return dict(task.to_dict())
 
@@ -410,7 +410,7 @@ def make_router(runtime: Runtime, call: Call, *, answered: Call,
                          by=by, for_run=run, for_action=action)
             return {"ref": ref, "bytes": len(data), "kind": kind, "source": source, "by": by,
                     "run": run, "action": action}
-        return await threads.run(who.identity, call, put)
+        return await threads.run(who, call, put)
 
     @router.get("/evidence/{ref}", summary="Who added a blob and when (an agent: its own uploads "
                                           "and its runs'); re-hashed (409 if edited)")

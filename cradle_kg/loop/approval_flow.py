@@ -372,6 +372,13 @@ class ApprovalFlow:
         check_human_input(self.ctx.config.input_limits,
                           ids={"approval_id": approval_id, "approver_id": approver_id,
                                "scope": scope}, texts={"reason": reason, "token": token})
+        if scope is not None and not scope.strip():
+            # INVARIANT: an empty scope is no scope. It counted as one given (`once`
+            # defaults to "single use unless a scope or an expiry is given"), and was then
+            # read as none: an empty scope field recorded a reusable approval within the
+            # request's scope, no expiry (tests/security/test_501)
+            raise InputError("`scope`: empty; leave it out for a single-use approval, or "
+                             "name the scope a reusable approval holds within")
         if until is not None and until.utcoffset() is None:  # compared with the journal's
             # clock, which is aware: a naive expiry was a TypeError (an HTTP 500)
             raise InputError(f"`until`: `{until.isoformat()}` has no time zone "

@@ -15,7 +15,8 @@ Two kinds of identity, two places for their token hashes (``sha256:<hex>``):
 
 A request carries ``Authorization: Bearer <token>``; the identity is the one whose hash
 matches (compared in constant time). The token file is re-read on each request, so
-issuing or revoking a token needs no restart.
+issuing or revoking a token needs no restart — and again before a call that waited for one
+of its identity's threads runs (``api_common.CallerThreads``, ``tests/security/test_500``).
 """
 
 from __future__ import annotations

@@ -231,7 +231,7 @@ async def governed_call(book: SessionBook, key: ServerSession, agent: str,
         return refused(exc, {"tool": name})
     try:
         result = await book.run(agent, _call_in_thread, session, name,
-                                req.params.arguments or {}, meta)
+                                req.params.arguments or {}, meta, still_valid)
     except QuotaExceededError as exc:  # its calls running and waiting: none more taken
         return refused(exc, {"tool": name})
     token = req.params.meta.progressToken if req.params.meta else None
@@ -245,7 +245,16 @@ async def governed_call(book: SessionBook, key: ServerSession, agent: str,
 
 
 def _call_in_thread(session: GovernedSession, name: str, arguments: Any,
-                    meta: HostMeta) -> CallResult:
+                    meta: HostMeta, still_valid: Callable[[], bool]) -> CallResult:
+    # INVARIANT: a call that waited for one of its agent's threads runs only while the
+    # credentials it came with still authenticate its agent, as a call waiting for an
+    # approver (test_229): before, 64 calls queued behind 8 slow ones each ran once a
+    # thread was free, their token revoked meanwhile (tests/security/test_502)
+    if not still_valid():
+        return refused(InputError(
+            f"the credentials this call came with no longer authenticate "
+            f"`{session.agent_id}` (revoked or removed while it waited for a thread): "
+            "nothing is run for it"), {"tool": name})
     return session.call(name, arguments, meta)
 
 

@@ -1,12 +1,14 @@
 """Loading a pack: its folder becomes a Python package under a synthetic name.
 
-The name carries the id and the version (``cradle_pack_customs_hs_router__1_0_0``), so
-two versions of one pack can be loaded side by side. The built-in packs load through
-exactly this code, like a third-party pack.
+The name carries the id, the version and a digest of the three (id, version, folder)
+(``cradle_pack_customs_hs_router__1_0_0__<12 hex>``), so two versions of one pack can be
+loaded side by side, and two packs whose names read alike never share one module. The
+built-in packs load through exactly this code, like a third-party pack.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import re
@@ -21,10 +23,19 @@ from .manifest import Manifest, read_manifest
 from .static import inside
 
 
-def package_name(manifest: Manifest) -> str:
+def package_name(manifest: Manifest, folder: Path) -> str:
+    """The module name the pack folder is imported under: one per id, version and folder.
+
+    INVARIANT: the readable part folds `.` and `-` into `_` (a module name has neither),
+    so it alone named `acme.ab-c` and `acme.ab.c` (or versions `1.0.0-rc.1` and
+    `1.0.0-rc-1`, or one id@version in two homes of one process) alike: the second pack
+    found the first one's module in ``sys.modules`` and registered *its* code under its
+    own manifest (``tests/security/test_512``). The digest keeps them apart."""
     slug = re.sub(r"[^0-9a-zA-Z]+", "_", manifest.id)
     version = re.sub(r"[^0-9a-zA-Z]+", "_", manifest.version)
-    return f"cradle_pack_{slug}__{version}"
+    digest = hashlib.sha256("\0".join((manifest.id, manifest.version, str(folder)))
+                            .encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return f"cradle_pack_{slug}__{version}__{digest}"
 
 
 @dataclass
@@ -85,7 +96,7 @@ class Pack:
         """
         if self._module is not None:
             return self._module
-        name = package_name(self.manifest)
+        name = package_name(self.manifest, self.path)
         if name in sys.modules:
             self._module = sys.modules[name]
             return self._module

@@ -390,6 +390,14 @@ def _check_string(text: str, where: str, limit: int, what: str) -> None:
                          "unicode)")
 
 
+def journal_text(text: str) -> str:
+    """``text`` as a journal can hold it: a lone surrogate (a file name read from disk, an
+    API's ``"\\udcff"``) written as its escape. Journaled raw, such a text — an exception's
+    message, a pack's answer — raised ``UnicodeEncodeError`` out of ``submit``
+    (``tests/security/test_471``, ``test_513``)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _short(where: str) -> str:
     """A location for a message, on one line: hostile keys can make it long, and can hold
     line breaks, control characters or lone surrogates — those are written as escapes."""

@@ -12,14 +12,14 @@ never evidence. **A failed verification is a failure even when the tool said OK*
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from pydantic import BaseModel
 
 from ..errors import InputError
-from ..inputs import CEILINGS, check_value
+from ..inputs import CEILINGS, check_value, journal_text
 from ..records import (
     Action,
     CandidateFact,
@@ -85,7 +85,27 @@ def _said(exc: BaseException) -> str:
     """An exception's text as a journal holds it: a lone surrogate (a file name read from
     disk) written as its escape — journaled raw, it raised ``UnicodeEncodeError`` out of
     ``submit`` after the tool ran (``tests/security/test_471``)."""
-    return str(exc).encode("utf-8", "backslashreplace").decode("utf-8")
+    return journal_text(str(exc))
+
+
+def _broken(answer: object) -> list[str]:
+    """What a domain invariant returned, as gate 2 journals it: its messages (each a
+    ``str``; a lone surrogate in one written as its escape), or :class:`TypeError`.
+
+    INVARIANT: an invariant's answer is held here, where the invariant is asked, not where
+    the check is journaled: a ``None`` or a number among the messages raised ``TypeError``
+    out of ``"; ".join``, and a message with a lone surrogate ``UnicodeEncodeError`` out of
+    the journal — both out of ``submit`` *after* the tool ran (intent and observation
+    journaled, no verification, no outcome); a bare ``""`` read as no message, the
+    invariant holding (``tests/security/test_513``)."""
+    if isinstance(answer, str | bytes | Mapping) or not isinstance(answer, Iterable):
+        raise TypeError(f"returned `{type(answer).__name__}`, not a list of messages")
+    said = list(answer)
+    for message in said:
+        if not isinstance(message, str):
+            raise TypeError(f"returned a `{type(message).__name__}` among its messages, "
+                            "not a str")
+    return [journal_text(m) for m in said]
 
 
 def _check(name: str, status: VerificationStatus, detail: str = "") -> VerificationCheck:
@@ -178,7 +198,7 @@ class Gate2:
         for binding in self.invariants:
             if fnmatch.fnmatchcase(action.action_type, binding.tool_pattern):
                 try:
-                    broken.extend(binding.invariant(action, output))
+                    broken.extend(_broken(binding.invariant(action, output)))
                 except Exception as exc:
                     broken.append(f"invariant `{binding.name}` raised: {_said(exc)}")
         if broken:

@@ -49,7 +49,8 @@ def _submit_with(root: Path, *refs: str) -> tuple[OutcomeStatus, list[str]]:
     with Runtime(root) as rt:
         for ref in refs:
             rt.load_pack(registry.get(ref))
-        out = rt.submit(_credit("p-1"))
+        # a proposal of this home's own: on PostgreSQL the two homes share one journal
+        out = rt.submit(_credit("p-" + root.name))
     return out.status, list(out.decision.reason_codes) if out.decision else []
 
 

@@ -28,6 +28,7 @@ from ...canonical import canonical_json, content_hash
 from ...conditions import as_written, evaluate, parse_conditions
 from ...config import RuntimeConfig
 from ...errors import InputError
+from ...inputs import journal_text
 from ...policy import PolicyEngine, PolicyOutcome
 from ...records import (
     Agent,
@@ -51,7 +52,7 @@ from ...tools import (
     written_twice,
 )
 from ..approvals import lapsed
-from .findings import Finding, ValidatorBinding
+from .findings import Finding, ValidatorBinding, answered
 from .keys import (
     RESERVED_KEY_PREFIXES,
     derive_idempotency_key,
@@ -315,8 +316,9 @@ class Gate1:
                 self._stopped(result, name, stop, CHECK_NAMES[index + 1:])
                 return result
             except Exception as exc:  # INVARIANT: a check that crashes denies
-                crashed = _Stop(Verdict.DENY, f"{name}_error",
-                                [f"check `{name}` failed: {type(exc).__name__}: {exc}"])
+                # its text as a journal holds it (a lone surrogate: test_513)
+                crashed = _Stop(Verdict.DENY, f"{name}_error", [
+                    f"check `{name}` failed: {type(exc).__name__}: {journal_text(str(exc))}"])
                 self._stopped(result, name, crashed, CHECK_NAMES[index + 1:])
                 return result
         if any(c.code == "approval_required" for c in result.checks):
@@ -541,7 +543,7 @@ class Gate1:
         findings: list[Finding] = []
         for binding in self.i.validators:
             if fnmatch.fnmatchcase(p.action.action_type, binding.tool_pattern):
-                found = list(binding.validator(p, r.spec))
+                found = answered(binding.validator(p, r.spec), binding.name)
                 # journaled with the decision: a validator may read the world, and strict
                 # replay serves these answers instead of reading it again
                 r.validator_findings.append({"validator": binding.name,

@@ -6,10 +6,11 @@ and journals its answer with the decision, so strict replay can serve it again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...inputs import CEILINGS, check_value
 from ...records import Proposal, Verdict
 from ...tools import ToolSpec
 
@@ -44,6 +45,44 @@ class Finding:
 
 
 DomainValidator = Callable[[Proposal, ToolSpec], Sequence[Finding]]
+
+#: what a finding may say: it denies, asks for a repair or for facts — never allows
+FINDING_VERDICTS = (Verdict.DENY, Verdict.REPAIR, Verdict.CLARIFY)
+
+
+def answered(answer: object, name: str) -> list[Finding]:
+    """What the validator ``name`` returned, as gate 1 acts on it and journals it: a list of
+    :class:`Finding` s whose texts are ``str`` s, whose verdict is one a finding may say,
+    within the journal's rules (no lone surrogate, no ``NaN`` in ``data``, the ceilings);
+    else :class:`TypeError` or :class:`~cradle_kg.errors.InputError`, raised inside the check,
+    which denies.
+
+    INVARIANT: before, the answer was taken as it came and refused only on the way to the
+    journal, outside the check: a ``message=None`` or a number for ``code`` raised
+    pydantic's ``ValidationError`` out of ``submit``, and a lone surrogate in any text (a
+    file name the validator read) or a ``NaN`` in ``data`` raised ``UnicodeEncodeError`` /
+    ``ValueError`` — a traceback, not a decision (``tests/security/test_513``)."""
+    if isinstance(answer, str | bytes | Mapping) or not isinstance(answer, Iterable):
+        raise TypeError(f"validator `{name}` returned `{type(answer).__name__}`, not a list "
+                        "of findings")
+    found = list(answer)
+    for f in found:
+        if not isinstance(f, Finding):
+            raise TypeError(f"validator `{name}` returned a `{type(f).__name__}`, not a "
+                            "Finding")
+        if not isinstance(f.code, str) or not isinstance(f.message, str):
+            raise TypeError(f"validator `{name}` returned a finding whose code or message is "
+                            "not a str")
+        if f.verdict not in FINDING_VERDICTS:
+            raise TypeError(f"validator `{name}` returned a finding whose verdict is not one "
+                            "of " + ", ".join(f"`{v}`" for v in FINDING_VERDICTS))
+        if isinstance(f.missing_facts, str) or not all(
+                isinstance(m, str) for m in f.missing_facts):
+            raise TypeError(f"validator `{name}` returned a finding whose missing facts are "
+                            "not a list of str")
+    check_value([f.to_json() for f in found], limits=CEILINGS,
+                where=f"validator {name}", encoded=True)
+    return found
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,30 @@ def version_tuple(version: str) -> tuple[int, int, int]:
     return int(match.group(1)), int(match.group(2)), int(match.group(3))
 
 
+#: a pre-release identifier: a number (compared as one, below any word) or a word
+_PreKey = tuple[tuple[int, int, str], ...]
+
+
+def version_key(version: str) -> tuple[int, int, int, int, _PreKey]:
+    """``version``'s place in semantic-version precedence (semver.org, item 11): the three
+    numbers, then a release above its pre-releases, whose dot-separated identifiers compare
+    in turn — a number as a number and below any word, a word as ASCII text, and fewer
+    identifiers below more when the others are equal.
+
+    INVARIANT: which version an id alone names (:meth:`.registry.PackRegistry.get`) is
+    decided by this, never by the three numbers alone: those tie a release with its
+    candidates, and the first folder read won (``tests/security/test_514``)."""
+    match = SEMVER.match(version)
+    if not match:
+        raise ManifestError(f"`{version}` is not a semantic version")
+    numbers = int(match.group(1)), int(match.group(2)), int(match.group(3))
+    pre = version.partition("-")[2]
+    if not pre:
+        return (*numbers, 1, ())
+    return (*numbers, 0, tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                               for part in pre.split(".")))
+
+
 def satisfies(version: str, requirement: str) -> bool:
     match = re.match(r"^(>=|==|<|<=|>|~=)?\s*(\d+\.\d+\.\d+)$", requirement.strip())
     if not match:

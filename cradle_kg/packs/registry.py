@@ -19,7 +19,7 @@ from threading import Lock
 from ..errors import ManifestError, UnknownNameError
 from ..graph.vocab import ONTOLOGY_DIR
 from .loader import Pack, load_pack
-from .manifest import version_tuple
+from .manifest import version_key
 
 BUILTIN_PACKS = ONTOLOGY_DIR.parent / "packs"
 ENTRY_POINT_GROUP = "cradle_kg.packs"
@@ -91,7 +91,8 @@ class PackRegistry:
         return registry
 
     def get(self, ref: str) -> Pack:
-        """``id@version``, ``id`` (the newest version) or a folder path."""
+        """``id@version``, ``id`` (the newest version, by semantic-version precedence: a
+        release above its candidates) or a folder path."""
         if ref in self.packs:
             return self.packs[ref]
         if Path(ref).is_dir() and (Path(ref) / "manifest.yaml").is_file():
@@ -102,7 +103,7 @@ class PackRegistry:
         if not versions:
             known = ", ".join(sorted(self.packs)) or "none"
             raise UnknownNameError(f"unknown pack `{ref}`", hint=f"installed: {known}")
-        return max(versions, key=lambda p: version_tuple(p.version))
+        return max(versions, key=lambda p: version_key(p.version))
 
     def latest(self) -> list[Pack]:
         ids = sorted({p.id for p in self.packs.values()})

@@ -229,6 +229,16 @@ class _Checked:
     payloads: list[object]
 
 
+@dataclass(frozen=True)
+class PackShapes:
+    """The integrity rules with a pack's shapes added, loaded, not yet in force."""
+
+    files: list[Path]
+    engine: ShaclEngine
+    keep: frozenset[str] | None
+    classes: frozenset[str] | None
+
+
 class IntegrityChecker:
     """A runtime commit hook and append listener; thread-safe."""
 
@@ -252,18 +262,30 @@ class IntegrityChecker:
         #: per run, the view the last check computed (adopted when its events are written)
         self._checked: dict[str, _Checked] = {}
 
-    def add_pack(self, *, shapes: Sequence[Path] = (),
-                 projectors: Sequence[PackProjector] = ()) -> None:
-        """A loaded pack's shapes join the integrity rules at commit, and its projectors'
-        triples join the run graph they are checked on."""
+    def pack_shapes(self, shapes: Sequence[Path]) -> PackShapes:
+        """The integrity rules with a pack's ``shapes`` added, loaded and compiled — so
+        refused here (a :class:`~cradle_kg.errors.ShapesError`) when they are refused — but
+        not put in force: :meth:`add_pack` puts them in force, which then cannot fail."""
         with self._lock:
-            if shapes:
-                files = [*self._shape_files, *(s for s in shapes if s not in self._shape_files)]
-                loaded = load_shapes(files, builtin=False)
-                self.engine = make_engine(self._engine_name, loaded)
-                self.keep = observed_predicates(loaded.ntriples)
-                self.classes = observed_classes(loaded.ntriples)
-                self._shape_files = files
+            files = [*self._shape_files, *(s for s in shapes if s not in self._shape_files)]
+        loaded = load_shapes(files, builtin=False)
+        return PackShapes(files=files, engine=make_engine(self._engine_name, loaded),
+                          keep=observed_predicates(loaded.ntriples),
+                          classes=observed_classes(loaded.ntriples))
+
+    def add_pack(self, *, shapes: Sequence[Path] = (),
+                 projectors: Sequence[PackProjector] = (),
+                 checked: PackShapes | None = None) -> None:
+        """A loaded pack's shapes join the integrity rules at commit, and its projectors'
+        triples join the run graph they are checked on (``checked``: the shapes as
+        :meth:`pack_shapes` loaded them)."""
+        if checked is None and shapes:
+            checked = self.pack_shapes(shapes)
+        with self._lock:
+            if checked is not None:
+                self.engine, self.keep, self.classes = checked.engine, checked.keep, \
+                    checked.classes
+                self._shape_files = checked.files
             self.projectors.extend(projectors)
             self._cache.clear()  # cached runs were folded without them
             self._checked.clear()

@@ -480,21 +480,30 @@ class Runtime:
         """
         if pack.ref in self.pack_versions:
             return
+        # INVARIANT: what can refuse the load is read and checked before anything is put in
+        # force — the declarations, the graph policies, the shapes with the rules in force;
+        # then the policies (atomic), the one change that can still refuse. Before, a graph
+        # policy that did not parse or a verifier id another pack held refused the load
+        # after the pack's policies were in force and its ref on every decision
+        # (tests/security/test_515)
         prepared = prepare_pack(pack, home=self.home.root, clock=self.clock)
+        rules = load_rules(pack.files(pack.manifest.graph_policies), namespace=pack.id)
+        prepared.check_free(tool_taken=self.tools.has, verifier_taken=self.verifiers.has,
+                            contract=compile_postconditions)
+        shapes = self.integrity.pack_shapes(pack.shape_files()) \
+            if self.integrity is not None and pack.shape_files() else None
         if pack.policy_files():
             self.add_policy_paths(pack.policy_files(), namespace=pack.id)
-        self.lineage.rules.extend(load_rules(pack.files(pack.manifest.graph_policies),
-                                             namespace=pack.id))
+        self.lineage.rules.extend(rules)
         self.pack_versions.append(pack.ref)
         prepared.register(self)
         # issue 14: the pack's records in the run graph, checked by its shapes at commit
         self.projectors.extend(prepared.projectors())
+        if self.integrity is not None and (prepared.projections or shapes is not None):
+            self.integrity.add_pack(projectors=prepared.projectors(), checked=shapes)
         self.knowledge.extend(prepared.knowledge_sources())
         if self._graph is not None:
             install_knowledge(self._graph, prepared.knowledge_sources())
-        if self.integrity is not None and (prepared.projections or pack.shape_files()):
-            self.integrity.add_pack(shapes=pack.shape_files(),
-                                    projectors=prepared.projectors())
 
     def graph(self) -> GraphStore | None:
         """The home's graph store, brought up to the journal's head first (unless the

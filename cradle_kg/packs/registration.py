@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ..errors import CradleError, ManifestError
+from ..errors import CradleError, InputError, ManifestError
 from ..graph.packproj import PackProjector
 from ..loop.gate1.findings import DomainValidator
 from ..tools import LookupFunction, ToolFunction, ToolSpec, contract_problems
@@ -106,6 +106,31 @@ class PreparedPack:
         return [PackProjector(pack=self.context.ref, name=p.name, kinds=p.kinds, body=p.body)
                 for _, p in self.projections]
 
+    def _spec(self, t: Tool) -> ToolSpec:
+        """The tool's contract as registered: a tool without a version gets the pack's."""
+        return t.spec if t.spec.version else replace(t.spec, version=self.context.version)
+
+    def check_free(self, *, tool_taken: Callable[[str], bool],
+                   verifier_taken: Callable[[str], bool],
+                   contract: Callable[[ToolSpec], None]) -> None:
+        """Refuse now what :meth:`register` would refuse half-way: a verifier or tool id
+        already registered (by another pack, or twice in this one), a contract ``contract``
+        refuses (its postconditions do not compile) — one line naming the manifest and the
+        entry, nothing registered (``tests/security/test_515``)."""
+        verifiers: set[str] = set()
+        for entry, v in self.verifiers:
+            with self._entry(entry):
+                if verifier_taken(v.id) or v.id in verifiers:
+                    raise ValueError(f"verifier `{v.id}` is already registered")
+            verifiers.add(v.id)
+        tools: set[str] = set()
+        for entry, t in self.tools:
+            with self._entry(entry):
+                if tool_taken(t.spec.id) or t.spec.id in tools:
+                    raise InputError(f"tool `{t.spec.id}` is already registered")
+                contract(self._spec(t))
+            tools.add(t.spec.id)
+
     def register(self, registrar: Registrar) -> None:
         """Everything the manifest names, in its order (gate 1 runs validators in it)."""
         ctx = self.context
@@ -113,7 +138,7 @@ class PreparedPack:
             with self._entry(entry):
                 registrar.register_verifier(v.id, partial(v.body, ctx))
         for entry, t in self.tools:
-            spec = t.spec if t.spec.version else replace(t.spec, version=ctx.version)
+            spec = self._spec(t)
             with self._entry(entry):
                 registrar.register_tool(spec, partial(t.body, ctx), lookup=partial(
                     t.lookup, ctx) if t.lookup is not None else None)

@@ -105,11 +105,20 @@ def acquire_fix_lock(h: Harbor, incident_id: str, fix_id: str, commit: str) -> b
         return True
 
 
-def release_fix_lock(h: Harbor, incident_id: str, fix_id: str) -> bool:
-    """Release the lock if ``fix_id`` holds it; returns whether it did."""
+#: ``release_fix_lock``'s ``commit`` when any commit of the fix will do
+ANY_COMMIT: Any = object()
+
+
+def release_fix_lock(h: Harbor, incident_id: str, fix_id: str,
+                     commit: Any = ANY_COMMIT) -> bool:
+    """Release the lock if ``fix_id`` holds it — for ``commit`` when one is given (a
+    rollback gives the claim back only when what it took out is the fix's commit:
+    tests/security/test_504); returns whether it did."""
     with h.store.transaction() as state:
         held = state["fix_locks"].get(incident_id)
         if held is None or held["fix_id"] != fix_id:
+            return False
+        if commit is not ANY_COMMIT and not lock_holds(held, fix_id, commit):
             return False
         del state["fix_locks"][incident_id]
         return True

@@ -98,8 +98,11 @@ def rollback(ctx: PackContext, call: ToolCall) -> DeployOutput:
     out = DeployOutput.model_validate(ops.rollback(h, args.env, call.idempotency_key,
                                                    dry_run=call.dry_run))
     if args.incident_id and args.fix_id and not call.dry_run:
-        # undoing a fix's deploy abandons the fix: its claim goes back
-        out.released_fix = release_fix_lock(h, args.incident_id, args.fix_id)
+        # undoing a fix's deploy abandons the fix: its claim goes back — only when what the
+        # rollback took out of the environment is the fix's commit, never because the
+        # arguments name the fix (tests/security/test_504)
+        out.released_fix = release_fix_lock(h, args.incident_id, args.fix_id,
+                                            commit=out.previous_commit)
     return out
 
 

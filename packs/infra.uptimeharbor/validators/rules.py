@@ -94,6 +94,17 @@ def one_fix_per_incident(action: Action, state: StateView) -> list[Violation]:
     elif kind == "deploy" and (lock is None or lock.get("fix_id") != fix_id):
         out.append(Violation(rule, "fix_lock_not_held",
                              f"fix `{fix_id}` does not hold the lock of `{incident.get('id')}`"))
+    elif kind == "resolve_incident":
+        # the resolution names the fix that resolved it: the one holding the claim, and
+        # once resolved, the resolver on record (tests/security/test_506)
+        if incident.get("status") == "resolved" and incident.get("fix_id") != fix_id:
+            out.append(Violation(rule, "incident_not_open",
+                                 f"incident `{incident.get('id')}` was resolved by fix "
+                                 f"`{incident.get('fix_id')}`"))
+        elif lock is not None and lock.get("fix_id") != fix_id:
+            out.append(Violation(rule, "fix_lock_not_held",
+                                 f"fix `{fix_id}` does not hold the lock of "
+                                 f"`{incident.get('id')}` (`{lock.get('fix_id')}` does)"))
     # the lock decides the commit too: under a fix runs the commit its claim names, not one
     # another agent brings by naming the holder's fix id (tests/security/test_435)
     if kind in ("propose_fix", "deploy") and lock is not None and lock.get("fix_id") == fix_id \

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from cradle_kg.packs.sdk import IdempotencyClass, PackContext, SideEffectClass, ToolCall, tool
+from cradle_kg.packs.sdk import (
+    IdempotencyClass,
+    PackContext,
+    SideEffectClass,
+    ToolCall,
+    ToolError,
+    tool,
+)
 
 from ..harbor import acquire_fix_lock as take_fix_lock
-from ..harbor import release_fix_lock, set_incident_status
+from ..harbor import get_incident, release_fix_lock, set_incident_status
 from ..tools import ops
+from ..verifiers.checks import incident_resolved
 from .models import (
     DeployInput,
     DeployOutput,
@@ -113,6 +121,15 @@ def rollback(ctx: PackContext, call: ToolCall) -> DeployOutput:
 def resolve_incident(ctx: PackContext, call: ToolCall) -> ResolveOutput:
     args: ResolveInput = args_of(call, ResolveInput)
     h = harbor_of(ctx, call.target)
+    # gate 1 read a past verification: the incident's own probe is read again, now, before
+    # anything is written — a resolution while it fails closes nothing
+    # (tests/security/test_507)
+    incident = get_incident(h, args.incident_id)
+    status, detail = incident_resolved(h, incident, str(incident["env"]))
+    if status != "verified":
+        raise ToolError(f"incident `{args.incident_id}` is not resolved now: its original "
+                        f"failing probe reads {status} ({detail.get('reason') or status})",
+                        hint="resolve it once the incident's own probe passes")
     set_incident_status(h, args.incident_id, "resolved", fix_id=args.fix_id)
     release_fix_lock(h, args.incident_id, args.fix_id)
     return ResolveOutput(incident_id=args.incident_id, status="resolved")

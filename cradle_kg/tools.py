@@ -27,6 +27,7 @@ The callable a tool registers is private to the registry: only the gateway recei
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -363,6 +364,22 @@ def _pydantic_brief(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+#: the largest cost one call may declare — a tool's (``ToolSpec.cost``), a workflow's model
+#: call's: the usage buckets sum them, and a sum past the largest float read ``inf`` on
+#: SQLite and failed every later append on PostgreSQL (``tests/security/test_407``, ``test_509``)
+MAX_CALL_COST = 1e9
+
+
+def cost_problem(cost: object) -> str | None:
+    """Why ``cost`` is no cost a call may declare, or None: a number (not a boolean),
+    finite, from 0 to :data:`MAX_CALL_COST` (``tests/security/test_407``, ``test_509``)."""
+    if isinstance(cost, bool) or not isinstance(cost, int | float):
+        return f"a cost is a number, not `{cost!r}`"
+    if not math.isfinite(cost) or not 0 <= cost <= MAX_CALL_COST:
+        return f"a cost is a finite number from 0 to {MAX_CALL_COST:g}, not `{cost!r}`"
+    return None
+
+
 def contract_problems(spec: ToolSpec, *, has_lookup: bool,
                       require_postconditions: bool = False) -> list[str]:
     """What the declared side-effect class requires and the contract does not carry.
@@ -371,6 +388,8 @@ def contract_problems(spec: ToolSpec, *, has_lookup: bool,
     tool declares at least one postcondition shape (issue 14)."""
     problems: list[str] = []
     cls = spec.side_effect_class
+    if (problem := cost_problem(spec.cost)) is not None:
+        problems.append(f"`cost`: {problem}")  # what a cost limit counts (test_509)
     if require_postconditions and cls in (SideEffectClass.EXTERNAL_WRITE,
                                           SideEffectClass.IRREVERSIBLE) and not (
             spec.postconditions):

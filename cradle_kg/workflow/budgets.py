@@ -47,7 +47,6 @@ cheaper model.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -57,6 +56,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import BudgetExceededError
 from ..storage import BEGINNING, BUDGET_SCOPES, Journal, NewEvent, UsageCap
+from ..tools import MAX_CALL_COST as MAX_CALL_COST  # a model call's, as a tool's (test_509)
+from ..tools import cost_problem as cost_problem
 
 BUDGET_RUN = "budgets"
 Level = Literal["tenant", "workflow", "invocation"]
@@ -64,10 +65,6 @@ LEVELS: tuple[Level, ...] = ("tenant", "workflow", "invocation")
 #: how many times a reservation is tried when other workers' reservations reach a budget
 #: first (re-read and re-checked each time) before the step stops with an error
 RESERVE_TRIES = 3
-#: the largest cost one model call may declare: a budget bucket sums them, and a sum past
-#: the largest float read ``inf`` on SQLite and failed every later append on PostgreSQL
-#: (``tests/security/test_407``)
-MAX_CALL_COST = 1e9
 #: the approvers' scope that sets budgets (``budgets set``), beside ``*``
 BUDGETS_SCOPE = "budgets"
 #: ``workflow.started``'s ``budgets``: the run's model calls are charged at reservation
@@ -177,16 +174,6 @@ class BudgetBook:
             if not done and not any(e.subject == subject for e in run_events):
                 out.append(standing)
         return out
-
-
-def cost_problem(cost: object) -> str | None:
-    """Why ``cost`` is no cost a model call may declare, or None: a number (not a boolean),
-    finite, from 0 to :data:`MAX_CALL_COST` (``tests/security/test_407``)."""
-    if isinstance(cost, bool) or not isinstance(cost, int | float):
-        return f"a cost is a number, not `{cost!r}`"
-    if not math.isfinite(cost) or not 0 <= cost <= MAX_CALL_COST:
-        return f"a cost is a finite number from 0 to {MAX_CALL_COST:g}, not `{cost!r}`"
-    return None
 
 
 def _refuse_over(standings: Sequence[Standing], cost: float) -> None:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import CradleError
 from ..loop.approvals import ApprovalBook, excluded_for_agent
 from ..records import AuditEvent
-from ..storage import Journal, NewEvent
+from ..storage import Journal, NewEvent, SubjectMoved
 from .definitions import load_recorded_workflow
 from .errors import AutonomyError
 from .rules import Rule, Sample, learn, reproduction
@@ -97,6 +97,8 @@ def step_subject(workflow: str, step: str) -> str:
     return f"step:{workflow}/{step}"
 
 
+#: how many times a promotion is decided when the step's events change under it
+PROMOTE_TRIES = 3
 #: the events a step's autonomy stage is folded from (:meth:`AutonomyBook.state`)
 STAGE_KINDS = ("autonomy.policy", "autonomy.proposed", "autonomy.shadow", "autonomy.promoted",
                "autonomy.halted")
@@ -200,11 +202,11 @@ class AutonomyBook:
     # --- commands ----------------------------------------------------------------
 
     def _event(self, workflow: str, step: str, kind: str, by: str,
-               payload: dict[str, Any]) -> AuditEvent:
+               payload: dict[str, Any], *, if_last: int | None = None) -> AuditEvent:
         return self._append([NewEvent(
             run_id=autonomy_run(workflow, step), kind=kind, subject=step_subject(workflow, step),
-            actor=by, at=self._clock(), payload={"workflow": workflow, "step": step, **payload})
-        ])[0]
+            actor=by, at=self._clock(), payload={"workflow": workflow, "step": step, **payload},
+            if_last=if_last)])[0]
 
     def set_policy(self, workflow: str, step: str, policy: AutonomyPolicy, *, by: str) -> None:
         self._event(workflow, step, "autonomy.policy", by, {"policy": policy.model_dump()})
@@ -239,8 +241,24 @@ class AutonomyBook:
         self._event(workflow, step, "autonomy.shadow", by, {"rule_version": st.rule.version})
 
     def promote(self, workflow: str, step: str, *, admin: str, token: str) -> dict[str, Any]:
-        st = self.state(workflow, step)
+        """Hand the step's decisions to its rule in shadow, when ``admin`` may and the rule
+        has earned it. INVARIANT: written only over the step's events it was decided on
+        (``if_last``): a halt, a new rule or policy journaled meanwhile by another admin
+        has it decided again on what is there now — before, the promotion was written over
+        them and a kill switch that landed meanwhile was undone (``tests/security/test_510``)."""
         self.approvals.authenticate(admin, token)
+        for _ in range(PROMOTE_TRIES):
+            try:
+                return self._promote(workflow, step, admin)
+            except SubjectMoved:  # nothing written: decided again on what is there now
+                continue
+        raise AutonomyError(f"cannot promote `{workflow}/{step}`: its autonomy events kept "
+                            "changing while it was decided; read its status, promote again",
+                            reasons=("the step changed meanwhile",))
+
+    def _promote(self, workflow: str, step: str, admin: str) -> dict[str, Any]:
+        seen = self.journal.subject_last(step_subject(workflow, step))  # before the reads
+        st = self.state(workflow, step)
         approver = self.approvals.approver(admin)
         reasons: list[str] = []
         if approver is None or (approver.role != st.policy.admin_role
@@ -267,7 +285,7 @@ class AutonomyBook:
                    "agreed": agreed, "agreement": round(rate, 6),
                    "policy": st.policy.model_dump(),
                    "coverage": {k: v.model_dump() for k, v in st.rule.coverage.items()}}
-        self._event(workflow, step, "autonomy.promoted", admin, payload)
+        self._event(workflow, step, "autonomy.promoted", admin, payload, if_last=seen)
         return payload
 
     def answer_refusals(self, workflow: str, step: str, person: str) -> list[str]:

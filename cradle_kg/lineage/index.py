@@ -94,6 +94,10 @@ class ToolTrust:
 
 #: the trust a tool's output carries, by tool id (unknown tool: untrusted)
 TrustOf = Callable[[str], ToolTrust]
+#: the values (token lists) executed actions of any run carried on untrusted content only,
+#: recorded before a seq, whose first token is one of those asked about
+#: (:meth:`cradle_kg.storage.Journal.written_untrusted`)
+WrittenBefore = Callable[[Sequence[str], int], list[list[str]]]
 
 
 @dataclass
@@ -570,9 +574,11 @@ class LineageIndex:
     journal if they are used again)."""
 
     def __init__(self, events_since: Callable[[str, int], Iterable[AuditEvent]],
-                 trust_of: TrustOf, *, max_runs: int = 256) -> None:
+                 trust_of: TrustOf, *, max_runs: int = 256,
+                 written_before: WrittenBefore | None = None) -> None:
         self._events_since = events_since
         self._trust_of = trust_of
+        self._written_before = written_before
         self._runs: OrderedDict[str, RunIndex] = OrderedDict()
         self._max_runs = max_runs
         self._lock = threading.Lock()
@@ -586,7 +592,8 @@ class LineageIndex:
             if wanted != run_id or since >= PREVIEW_SEQ:
                 return []
             return [*self._events_since(run_id, since), *pending]
-        return LineageIndex(events, self._trust_of, max_runs=1)
+        return LineageIndex(events, self._trust_of, max_runs=1,
+                            written_before=self._written_before)
 
     def run(self, run_id: str) -> RunIndex:
         """The run's index, caught up with the journal."""
@@ -603,6 +610,25 @@ class LineageIndex:
                 # origin at the next proposal (tests/security/test_155)
                 run.watermark = max(run.watermark, ev.seq)
             return run
+
+    def _written(self, run: RunIndex, ev: AuditEvent, found: list[Leaf]
+                 ) -> dict[str, dict[tuple[str, ...], None]]:
+        """The values executed writes carried on a third party's word that a trusted
+        answer among ``found`` may hold: the run's own (:attr:`RunIndex.written`) and those
+        the journal recorded before ``ev`` in any run (``lineage_written``, asked about
+        the answer's tokens only: one indexed query, however long the journal)."""
+        trusted = [leaf for leaf in found
+                   if leaf.trust == TRUSTED and leaf.kind == "observation"]
+        if not trusted or self._written_before is None:
+            return run.written
+        firsts = list(dict.fromkeys(t for leaf in trusted for t in leaf.tokens))
+        earlier = self._written_before(firsts, ev.seq)
+        if not earlier:
+            return run.written
+        written = {first: dict(values) for first, values in run.written.items()}
+        for value in earlier:
+            written.setdefault(value[0], {})[tuple(value)] = None
+        return written
 
     def _apply(self, run: RunIndex, ev: AuditEvent) -> None:
         if ev.kind == "approval.requested":
@@ -665,15 +691,18 @@ class LineageIndex:
             if execution in run.pending:
                 tool, done = run.pending.pop(execution)
                 run.done.setdefault(tool, []).append(done)
-                for written in done.written:
-                    run.written.setdefault(written[0], {})[written] = None
+                for kept in done.written:
+                    run.written.setdefault(kept[0], {})[kept] = None
+        written = self._written(run, ev, found)
         for leaf in found:
-            if leaf.trust == TRUSTED and leaf.kind == "observation" and run.written:
+            if leaf.trust == TRUSTED and leaf.kind == "observation" and written:
                 # INVARIANT: a trusted read is its system's word, not for what the agent
                 # itself put there on a third party's word: a mail's IBAN saved as the
                 # profile's street and read back was a trusted origin of the transfer to it,
-                # which ran unattended (tests/security/test_424)
-                leaf.trust = UNTRUSTED if _holds_any(leaf, run.written) else leaf.trust
+                # which ran unattended (tests/security/test_424) — in this run or in any
+                # earlier one: read back by a later run, the IBAN was the profile's word
+                # again, and the transfer ran unattended (tests/security/test_496)
+                leaf.trust = UNTRUSTED if _holds_any(leaf, written) else leaf.trust
             if ev.kind == "approval.decided" and ev.payload.get("status") == "changes_requested":
                 mask_refused(leaf, run.asked.get(str(ev.payload.get("approval_id")), ()))
             if designated and leaf.trust == UNTRUSTED:

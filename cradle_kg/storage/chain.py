@@ -32,15 +32,23 @@ GENESIS_HASH = "sha256:" + "0" * 64
 #: ``unrun_approvals`` (the approvals asked under a key, approved and not run yet, as
 #: PostgreSQL's migration 14 has it), format 13 the index ``events_subject_decided`` (an
 #: action's decisions: what a use's guard reads for its approval's revoke, past every
-#: other run's request of the action, as PostgreSQL's migration 17 has it)
-JOURNAL_FORMAT = 13
+#: other run's request of the action, as PostgreSQL's migration 17 has it), format 14
+#: ``lineage_written`` (the values executed actions carried on untrusted content only,
+#: journal-wide: what a trusted read of a later run is not the origin of, as PostgreSQL's
+#: migration 18 has it)
+JOURNAL_FORMAT = 14
 #: formats this code upgrades in place: their events are hashed as this one's are
-UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+UPGRADABLE_FORMATS = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
+#: the table (and its indexes) format 14 adds: only the runtime's lineage reads it (a
+#: command that only reads never does)
+_WRITTEN = frozenset({"lineage_written", "lineage_written_value", "lineage_written_first"})
 #: older formats a command that only reads reads as they are, never upgrading them, with
-#: what they lack of this format's schema: format 12 (the previous release) is format 13
-#: without the index ``events_subject_decided``, which only makes reads faster
-#: (``tests/security/test_375``)
-READ_AS_IS_FORMATS: dict[int, frozenset[str]] = {12: frozenset({"events_subject_decided"})}
+#: what they lack of this format's schema: format 13 (the previous release) is format 14
+#: without ``lineage_written``, format 12 without the index ``events_subject_decided``
+#: too, which only makes reads faster (``tests/security/test_375``); ``audit verify``
+#: compares the derived tables they have
+READ_AS_IS_FORMATS: dict[int, frozenset[str]] = {
+    12: frozenset({"events_subject_decided"}) | _WRITTEN, 13: _WRITTEN}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (

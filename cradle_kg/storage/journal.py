@@ -11,7 +11,8 @@ writer's lock is the head the new events chain onto.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import json
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -353,6 +354,24 @@ def ended_run(events: Sequence[NewEvent], ended: Sequence[Any]) -> str | None:
     return None
 
 
+#: the tokens asked about per query of :meth:`Journal.written_untrusted`
+WRITTEN_CHUNK = 500
+
+
+def written_values(rows: Iterable[tuple[Any, ...]]) -> list[list[str]]:
+    """The token lists of ``lineage_written`` rows (their JSON ``value``), a malformed one
+    left out."""
+    out: list[list[str]] = []
+    for (text,) in rows:
+        try:
+            value = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            continue
+        if isinstance(value, list) and value and all(isinstance(t, str) for t in value):
+            out.append(value)
+    return out
+
+
 def append_approvals(events: Sequence[NewEvent]) -> list[ApprovalGuard]:
     """The approval guards of an append's events, each once: the journal probes each
     (:func:`.tasks_sql.approval_moved`) after its writer's lock."""
@@ -658,6 +677,14 @@ class Journal(Protocol):
         ``approved``: of such an approval a person approved and whose action has not run
         yet instead, in the derived ``unrun_approvals`` (``test_284``). ``offset``: the
         one after that many such (in the order they were asked for)."""
+        ...
+
+    def written_untrusted(self, firsts: Sequence[str], before: int) -> list[list[str]]:
+        """The values (each a list of tokens) executed actions carried on untrusted content
+        only, recorded before event ``before``, whose first token is one of ``firsts``: the
+        derived ``lineage_written`` (format 14, PostgreSQL migration 18), one indexed
+        query per :data:`WRITTEN_CHUNK` tokens — what a trusted read of any run is not the
+        origin of (``tests/security/test_496``)."""
         ...
 
     def latest_budget_sets(self) -> list[AuditEvent]:

@@ -193,6 +193,15 @@ _TABLES: frozenset[str] = frozenset({
     # migration 17
     "index events_subject_decided CREATE INDEX events_subject_decided ON events USING btree (subject, seq) WHERE (kind = 'approval.decided'::text)",
     'relation events_subject_decided i rls=false',
+    # migration 18
+    'column lineage_written.first text NO -',
+    'column lineage_written.seq bigint NO -',
+    'column lineage_written.value text NO -',
+    'index lineage_written_first CREATE INDEX lineage_written_first ON lineage_written USING hash (first)',
+    'index lineage_written_value CREATE UNIQUE INDEX lineage_written_value ON lineage_written USING btree (md5(value))',
+    'relation lineage_written r rls=false',
+    'relation lineage_written_first i rls=false',
+    'relation lineage_written_value i rls=false',
 })
 
 #: every line: the tables' objects above and the migrations' functions

@@ -28,6 +28,7 @@ from .counting import (
 )
 from .pg_connect import APPEND_LOCK
 from .run_state_sql import pg_payload
+from .sqlite_derived import executed_id
 
 _C = 'COLLATE "C"'
 _P = pg_payload()
@@ -113,6 +114,39 @@ class Migration:
     name: str
     statements: tuple[str, ...]
 
+
+#: the ``written`` values (JSON arrays of tokens, the first a string) of the latest
+#: ``lineage.traced`` of a run about an action before an observation of it (as
+#: :data:`.sqlite_derived.LINEAGE_WRITTEN_SQL`; ``{execution}``, ``{run}``, ``{seq}``: the
+#: observation's)
+_TRACED_WRITTEN = (
+    "json_array_elements(COALESCE((SELECT CASE WHEN json_typeof(x.p -> 'written') = 'array' "
+    "THEN x.p -> 'written' END FROM (SELECT " + pg_payload("t.payload") + " AS p FROM events "
+    "t WHERE t.subject = {execution} AND t.kind = 'lineage.traced' AND t.run_id = {run} AND "
+    "t.seq < {seq} ORDER BY t.seq DESC LIMIT 1) x), '[]'::json)) w")
+_WRITTEN_ROW = "json_typeof(w) = 'array' AND json_typeof(w -> 0) = 'string'"
+#: one observation's rows (parameters: its seq, execution id, run, seq)
+LINEAGE_WRITTEN_SQL = (
+    "INSERT INTO lineage_written(first, value, seq) SELECT w ->> 0, w::text, %s FROM "
+    + _TRACED_WRITTEN.format(execution="%s", run="%s", seq="%s")
+    + f" WHERE {_WRITTEN_ROW} ON CONFLICT ((md5(value))) DO NOTHING")
+_LINEAGE_WRITTEN_DERIVED = (
+    f"SELECT DISTINCT ON (value) first, value, seq FROM (SELECT w ->> 0 AS first, w::text "
+    f"{_C} AS value, o.seq FROM events o, "
+    + _TRACED_WRITTEN.format(
+        execution=f"({pg_payload('o.payload')} -> 'observation' ->> 'execution_id')",
+        run="o.run_id", seq="o.seq")
+    + f" WHERE o.kind = 'action.observed' AND {_WRITTEN_ROW}) y ORDER BY value, seq")
+#: the written values whose first token is one of a list, recorded before a seq
+#: (parameters: the seq, the tokens)
+LINEAGE_WRITTEN_READ = ("SELECT value FROM lineage_written WHERE seq < %s AND "
+                        "first = ANY(%s::text[])")
+#: the table (a value's key is its digest: a token may be longer than a btree entry)
+LINEAGE_WRITTEN_SCHEMA = (
+    "CREATE TABLE lineage_written (first text NOT NULL, value text NOT NULL, "
+    "seq bigint NOT NULL)",
+    "CREATE UNIQUE INDEX lineage_written_value ON lineage_written (md5(value))",
+    "CREATE INDEX lineage_written_first ON lineage_written USING hash (first)")
 
 MIGRATIONS = (
     Migration(1, "events-head-and-derived-state", (
@@ -256,6 +290,12 @@ MIGRATIONS = (
     # ``events_subject`` it read every other run's request of the action since the
     # approval's (``bench/bench_approval_guards.py --other-run-requests``)
     Migration(17, "decided-subject-index", (DECIDED_INDEX,)),
+    # the values executed actions carried on untrusted content only, journal-wide, derived
+    # from the events already written (under the append lock, as migration 8): a trusted
+    # read of a later run that returns one is not its origin (``tests/security/test_496``)
+    Migration(18, "lineage-written", (
+        f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)", *LINEAGE_WRITTEN_SCHEMA,
+        f"INSERT INTO lineage_written(first, value, seq) {_LINEAGE_WRITTEN_DERIVED}")),
 )
 LATEST = MIGRATIONS[-1].version
 #: every migration's statements, in order (what :mod:`.pg_objects` derives functions from)
@@ -385,6 +425,10 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
             out.append(("INSERT INTO approval_ids(approval_id, subject, seq) "
                         "VALUES (%s, %s, %s) ON CONFLICT (approval_id) DO NOTHING",
                         (approval_id, subject, seq)))
+    elif kind == "action.observed":
+        execution = executed_id(payload)
+        if execution is not None:  # one probe of ``events_subject``
+            out.append((LINEAGE_WRITTEN_SQL, (seq, execution, run_id, seq)))
     return out
 
 
@@ -410,6 +454,8 @@ DERIVATIONS = (
     ("run_state", run_state_sql.stored("postgresql"), run_state_sql.from_events("postgresql")),
     *((t, tasks_sql.stored("postgresql", t), tasks_sql.from_events("postgresql", t))
       for t in tasks_sql.TABLES),
+    ("lineage_written", f"SELECT first, value, seq FROM lineage_written ORDER BY value {_C}",
+     _LINEAGE_WRITTEN_DERIVED),
 )
 
 # --- the catalog ------------------------------------------------------------------------
@@ -424,6 +470,7 @@ FUNCTION_LINE = (
     "|| coalesce(array_to_string(p.proconfig, ','), ''))")
 
 __all__ = ["DECIDED_INDEX", "DERIVATIONS", "FUNCTION_LINE", "KIND_ACTOR_INDEX", "LATEST",
+           "LINEAGE_WRITTEN_READ", "LINEAGE_WRITTEN_SCHEMA", "LINEAGE_WRITTEN_SQL",
            "MIGRATIONS", "MIGRATIONS_TABLE", "OUTCOME_INDEX", "OUTCOME_PROPOSAL", "PAYLOAD",
            "RECENT_SIZES_SQL", "STATEMENTS", "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "Migration",
            "Statement", "derived_statements", "events_statements", "runs_statements"]

@@ -94,6 +94,7 @@ from .journal import (
     DIGEST_KEY_BYTES,
     DIGEST_KEY_NAME,
     FIRST_HASH_SQL,
+    WRITTEN_CHUNK,
     ApprovalGuard,
     ApprovalMoved,
     Encoded,
@@ -120,6 +121,7 @@ from .journal import (
     new_runs,
     open_runs,
     read_only_error,
+    written_values,
 )
 from .pg_append import PendingSeq
 from .pg_connect import (
@@ -1369,6 +1371,14 @@ class PostgresJournal:
             keyed=asked, unrun=approved)
         rows = self._query(rows_sql, (*args, 1, offset))
         return self._row(rows[0]) if rows else None
+
+    def written_untrusted(self, firsts: Sequence[str], before: int) -> list[list[str]]:
+        wanted = list(dict.fromkeys(firsts))
+        out: list[list[str]] = []
+        for i in range(0, len(wanted), WRITTEN_CHUNK):
+            out.extend(written_values(self._query(
+                pg_schema.LINEAGE_WRITTEN_READ, (before, wanted[i:i + WRITTEN_CHUNK]))))
+        return out
 
     def latest_budget_sets(self) -> list[AuditEvent]:
         cols = prefixed(_COLS)

@@ -106,6 +106,7 @@ from .journal import (
     DIGEST_KEY_BYTES,
     DIGEST_KEY_NAME,
     FIRST_HASH_SQL,
+    WRITTEN_CHUNK,
     ApprovalGuard,
     ApprovalMoved,
     Encoded,
@@ -131,6 +132,7 @@ from .journal import (
     new_runs,
     open_runs,
     read_only_error,
+    written_values,
 )
 from .run_state_sql import StateKey
 from .sqlite_keys import key_index_problem
@@ -409,13 +411,16 @@ class SqliteJournal:
             # it came back empty, the rate and budget counts lost), format 10's from 7, 8
             # and 9 (format 8 adds an index, built by its CREATE; 9 a table of keys),
             # format 11's from 7 to 10, format 12's from 7 to 11 (format 13 adds an index,
-            # built by its CREATE)
+            # built by its CREATE), format 14's from 6 to 13
             if upgrade and version < 7:
-                derived.rebuild(conn, tasks_sql.TABLES if version == 6 else None)
-            elif upgrade and version < 12:
-                derived.rebuild(conn, tasks_sql.UNRUN_TABLES + (
-                    tasks_sql.STARTING_TABLES if version < 11 else ()) + (
-                    tasks_sql.EXCLUSION_TABLES if version < 10 else ()))
+                derived.rebuild(conn, (*tasks_sql.TABLES, "lineage_written")
+                                if version == 6 else None)
+            elif upgrade and version < 14:
+                derived.rebuild(conn, ("lineage_written",) + ((
+                    *tasks_sql.UNRUN_TABLES, *(
+                        tasks_sql.STARTING_TABLES if version < 11 else ()), *(
+                        tasks_sql.EXCLUSION_TABLES if version < 10 else ()))
+                    if version < 12 else ()))
             if version != JOURNAL_FORMAT:
                 conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
             conn.execute("COMMIT")
@@ -1039,6 +1044,15 @@ class SqliteJournal:
             keyed=asked, unrun=approved)
         rows = self._query(rows_sql, (*args, 1, offset))
         return self._row(rows[0]) if rows else None
+
+    def written_untrusted(self, firsts: Sequence[str], before: int) -> list[list[str]]:
+        wanted = list(dict.fromkeys(firsts))
+        out: list[list[str]] = []
+        for i in range(0, len(wanted), WRITTEN_CHUNK):
+            chunk = wanted[i:i + WRITTEN_CHUNK]
+            out.extend(written_values(self._query(derived.LINEAGE_WRITTEN_READ.format(
+                marks=", ".join("?" * len(chunk))), (before, *chunk))))
+        return out
 
     def latest_budget_sets(self) -> list[AuditEvent]:
         cols = prefixed(self._COLS)

@@ -35,6 +35,10 @@ exclusions
 starting_runs   each workflow run on its way to its first human step (:mod:`.tasks_sql`)
 unrun_          each approval asked under a key, approved and not run yet (:mod:`.tasks_sql`)
 approvals
+lineage_        each value an executed action's arguments carried on untrusted content only
+written         (the ``written`` of its latest ``lineage.traced`` before its
+                ``action.observed``): its first token, its tokens (JSON), the observation's
+                seq — what a trusted read of any later run is not the origin of
 ==============  =====================================================================
 
 The rate-limit window (read by :meth:`~.store.Journal.usage_since`) is a sliding window
@@ -98,7 +102,14 @@ CREATE TABLE IF NOT EXISTS runs (
     proposals INTEGER NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS runs_id ON runs(run_id);
-CREATE INDEX IF NOT EXISTS runs_first ON runs(first_seq)
+CREATE INDEX IF NOT EXISTS runs_first ON runs(first_seq);
+CREATE TABLE IF NOT EXISTS lineage_written (
+    first TEXT NOT NULL,
+    value TEXT NOT NULL,
+    seq   INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS lineage_written_value ON lineage_written(value);
+CREATE INDEX IF NOT EXISTS lineage_written_first ON lineage_written(first, seq)
 """
 SCHEMA_STATEMENTS = (tuple(s.strip() for s in SCHEMA.split(";") if s.strip())
                      + run_state_sql.SQLITE_SCHEMA + tasks_sql.SQLITE_SCHEMA)
@@ -134,6 +145,25 @@ DANGLING_SQL = (
     "(SELECT 1 FROM events o WHERE o.subject = i.subject AND o.kind = 'run.outcome' "
     "AND o.seq > i.seq) ORDER BY i.seq"
 )
+
+
+#: the ``written`` values of the action an observation executed: of the latest
+#: ``lineage.traced`` of its run about it before it (``{obs}``: the observation's row alias,
+#: or ``?3``/``?2``/``?1`` for its execution id, run and seq), each a JSON array of tokens
+#: whose first is text
+_TRACED_WRITTEN = (
+    "json_each((SELECT t.payload FROM events t WHERE t.subject = {execution} AND "
+    "t.kind = 'lineage.traced' AND t.run_id = {run} AND t.seq < {seq} ORDER BY t.seq DESC "
+    "LIMIT 1), '$.written') w")
+_WRITTEN_ROW = "w.type = 'array' AND json_type(w.value, '$[0]') = 'text'"
+LINEAGE_WRITTEN_SQL = (
+    "INSERT OR IGNORE INTO lineage_written(first, value, seq) SELECT json_extract(w.value, "
+    "'$[0]'), w.value, ?1 FROM "
+    + _TRACED_WRITTEN.format(execution="?3", run="?2", seq="?1") + f" WHERE {_WRITTEN_ROW}")
+#: the written values whose first token is one of ``{marks}``, recorded before a seq
+#: (parameters: the seq, then the tokens)
+LINEAGE_WRITTEN_READ = ("SELECT value FROM lineage_written WHERE seq < ? AND first IN "
+                        "({marks})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +203,13 @@ DERIVATIONS = (
     *(Derivation(t, tasks_sql.COLUMNS[t], tasks_sql.from_events("sqlite", t),
                  tasks_sql.ORDER.get(t, tasks_sql.COLUMNS[t].split(",")[0]))
       for t in tasks_sql.TABLES),
+    Derivation("lineage_written", "first, value, seq",
+               "SELECT json_extract(w.value, '$[0]'), w.value, MIN(o.seq) FROM events o, "
+               + _TRACED_WRITTEN.format(
+                   execution="json_extract(o.payload, '$.observation.execution_id')",
+                   run="o.run_id", seq="o.seq")
+               + f" WHERE o.kind = 'action.observed' AND {_WRITTEN_ROW} GROUP BY w.value "
+               "ORDER BY w.value", "value"),
 )
 _REFRESH = run_state_sql.refresh("sqlite")
 
@@ -226,11 +263,11 @@ def apply_runs(conn: sqlite3.Connection, runs: dict[str, list[int]]) -> None:
 #: the kinds whose statements in :func:`apply` may read the ``events`` table (a run's
 #: state recomputed from its events, a task's resolution): the append inserts the events
 #: up to such an event before applying it; the other statements read only derived tables
-_READS_EVENTS = run_state_sql.KINDS | tasks_sql.KINDS
+_READS_EVENTS = run_state_sql.KINDS | tasks_sql.KINDS | {"action.observed"}
 
 
 #: every kind :func:`apply` does something for (the others, most of a call's events —
-#: ``proposal.received``, ``action.observed``, ``verification.recorded``,
+#: ``proposal.received``, ``verification.recorded``,
 #: ``transition.committed`` — change no derived table: returned from at once)
 _APPLIES = _READS_EVENTS | {"action.intent", "decision.made", QUOTA_REACHED, "model.reserved",
                             "model.called", "run.outcome", "approval.requested"}
@@ -280,6 +317,17 @@ def apply(conn: sqlite3.Connection, *, seq: int, run_id: str, kind: str, subject
         if isinstance(approval_id, str):
             conn.execute("INSERT OR IGNORE INTO approval_ids(approval_id, subject, seq) "
                          "VALUES (?, ?, ?)", (approval_id, subject, seq))
+    elif kind == "action.observed":
+        execution = executed_id(payload)
+        if execution is not None:  # one probe of ``events_subject``
+            conn.execute(LINEAGE_WRITTEN_SQL, (seq, run_id, execution))
+
+
+def executed_id(payload: dict[str, Any]) -> str | None:
+    """The action an ``action.observed`` executed (its observation's ``execution_id``)."""
+    observation = payload.get("observation")
+    execution = observation.get("execution_id") if isinstance(observation, dict) else None
+    return execution if isinstance(execution, str) else None
 
 
 def rebuild(conn: sqlite3.Connection, tables: tuple[str, ...] | None = None) -> None:
@@ -304,12 +352,15 @@ def _same(stored: tuple[Any, ...], derived: tuple[Any, ...], table: str) -> bool
                and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) for a, b in pairs[exact:])
 
 
-def compare(conn: sqlite3.Connection) -> str | None:
-    """The first derived row that differs from what the events give, or None.
+def compare(conn: sqlite3.Connection, lacks: frozenset[str] = frozenset()) -> str | None:
+    """The first derived row that differs from what the events give, or None (``lacks``:
+    the tables an older format read as it is has not, not compared).
 
     Both sides are streamed in key order (SQLite sorts on disk), so memory stays constant.
     """
     for d in DERIVATIONS:
+        if d.table in lacks:
+            continue
         stored: Iterator[tuple[Any, ...]] = conn.execute(d.stored())
         derived: Iterator[tuple[Any, ...]] = conn.execute(d.from_events)
         for row, want in zip_longest(stored, derived):
@@ -320,6 +371,7 @@ def compare(conn: sqlite3.Connection) -> str | None:
     return None
 
 
-__all__ = ["DANGLING_SQL", "DERIVATIONS", "SCHEMA_STATEMENTS", "USAGE_COLUMNS", "USAGE_EXACT",
-           "USAGE_STATEMENTS", "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "apply", "apply_runs",
-           "compare", "reads_events", "rebuild"]
+__all__ = ["DANGLING_SQL", "DERIVATIONS", "LINEAGE_WRITTEN_READ", "LINEAGE_WRITTEN_SQL",
+           "SCHEMA_STATEMENTS", "USAGE_COLUMNS", "USAGE_EXACT", "USAGE_STATEMENTS",
+           "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "apply", "apply_runs", "compare",
+           "executed_id", "reads_events", "rebuild"]

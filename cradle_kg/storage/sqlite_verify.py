@@ -233,7 +233,8 @@ def _verify(conn: sqlite3.Connection, anchor: Anchor | None,
         report = walk(conn.execute(f"SELECT {COLUMNS} FROM events ORDER BY seq"), head,
                       anchor, progress)
         if report.intact:
-            mismatch = derived.compare(conn)
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            mismatch = derived.compare(conn, READ_AS_IS_FORMATS.get(version, frozenset()))
             if mismatch is None:  # the key beside the chain still makes its digests
                 stored = conn.execute(STORED_KEY_SQL).fetchone()
                 mismatch = stored_key_problem(stored[0]) if stored else None
@@ -266,6 +267,8 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
     read_as_is(path, version)
 
 
+#: the derived tables (what a warning calls a table, not an index)
+_TABLES = frozenset(d.table for d in derived.DERIVATIONS)
 #: the journals already said to be read as they are, by this process (one line each)
 _SAID: set[str] = set()
 
@@ -281,7 +284,8 @@ def read_as_is(path: Path, version: int) -> None:
     _log.warning("warning: the journal `%s` is format `%d` (the previous release's): read "
                  "as it is, without the %s of format `%d` (slower reads, the same answers); "
                  "a runtime that opens it to write upgrades it in place", path, version,
-                 ", ".join(f"index `{name}`" for name in sorted(lacks)), JOURNAL_FORMAT)
+                 ", ".join(f"{'table' if name in _TABLES else 'index'} `{name}`"
+                           for name in sorted(lacks)), JOURNAL_FORMAT)
 
 
 def schema_problem(found: set[tuple[str, str, str, str | None]], *,

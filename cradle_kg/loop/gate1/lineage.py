@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ...graph.project import proposed_action_id
-from ...lineage.index import LineageIndex, ToolTrust
+from ...lineage.index import LineageIndex, ToolTrust, written_untrusted
 from ...lineage.rdf import hide_quotes, quote_hider, secret_units, trace_triples
 from ...lineage.rules import GraphRule, due, evaluate
 from ...lineage.trace import Declared, Trace, trace
@@ -52,7 +52,7 @@ class LineageGate:
         self.tools = tools
         self.index = LineageIndex(
             lambda run_id, since: journal.events(run_id=run_id, since_seq=since),
-            self.trust_of)
+            self.trust_of, written_before=journal.written_untrusted)
         self.rules: list[GraphRule] = []
         #: whether a policy set (by version) mentions `lineage`
         self._reads: dict[str, bool] = {}
@@ -181,8 +181,16 @@ def with_trace(base: list[NewEvent], r: GateResult, now: datetime) -> list[NewEv
         own = proposed_action_id(found.action_id, decided)
         if own and own != found.action_id:
             found = found.model_copy(update={"action_id": own})
+    dumped = found.model_dump(mode="json")
+    secret = frozenset(r.spec.secrets) if r.spec is not None else frozenset()
+    # what the action, once executed, writes on a third party's word: the derived
+    # ``lineage_written`` reads it from here when its observation is journaled
+    # (tests/security/test_496); never a secret argument's value
+    written = written_untrusted(a for a in dumped.get("arguments", ())
+                                if str(a.get("name")) not in secret)
     event = NewEvent(run_id=found.run_id, kind="lineage.traced", subject=found.action_id,
                      actor=RUNTIME_ACTOR, at=now,
-                     payload={"trace": found.model_dump(mode="json"),
-                              "proposal_id": found.proposal_id, **secret_marks(r.spec)})
+                     payload={"trace": dumped, "proposal_id": found.proposal_id,
+                              **({"written": [list(v) for v in written]} if written else {}),
+                              **secret_marks(r.spec)})
     return [base[0], event, *base[1:]]

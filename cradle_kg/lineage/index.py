@@ -39,6 +39,7 @@ from .normalise import (
     spaced,
     spelled,
     split_sentences,
+    stripped,
     tokens,
     untagged,
 )
@@ -346,6 +347,7 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
         if trust != TRUSTED:  # an HTML mail's value split by its tags: an origin, no trust
             named.extend((n, a) for a in untagged(part, ts))
             named.extend((n, a) for a in as_shown(ts))  # a look-alike: an origin, no trust
+            named.extend((n, a) for a in stripped(ts))  # a +tag, a port dropped: no trust
         named.extend((n, p) for p in phones(part))
         named.extend((n, i) for i in ibans(part))
         named.extend((n, g) for g in glued(ts))

@@ -261,6 +261,32 @@ def as_shown(toks: list[str]) -> list[str]:
     return list(out)
 
 
+#: a link's host with its port (``evil.com:8443``), before its path or at its end
+_PORT = re.compile(r"^([^/@:#]+\.[^/@:#]+):\d{1,5}(?=[/#]|$)")
+
+
+def stripped(toks: list[str]) -> list[str]:
+    """The identifiers a sentence's tokens are once a writer drops what names the same
+    mailbox or page for them: an address's sub-address (``mark.black+rent@evil.com`` is
+    delivered to ``mark.black@evil.com``), a link's port (``evil.com:8443/login``:
+    ``evil.com/login``; a query or fragment is cut off already: :func:`glued`).
+    The agent writes the shorter form, and the value had no origin
+    (``tests/security/test_497``). Read only in text no person wrote: an origin, never
+    trust (the person's tagged address vouches for no other)."""
+    out: dict[str, None] = {}
+    for t in toks:
+        forms: list[str] = []
+        local, at, host = t.rpartition("@")
+        if at and "+" in local and "/" not in t and local.split("+", 1)[0]:
+            forms.append(local.split("+", 1)[0] + "@" + host)
+        if ":" in t:
+            forms.append(_PORT.sub(r"\1", t, count=1).rstrip("/"))
+        for form in forms:
+            if form and form != t and is_identifier(form):
+                out.setdefault(form, None)
+    return list(out)
+
+
 #: an address written with spaces around its dots and its ``@`` (``mark . black @ evil .
 #: com``): its tokens drop the dots, so it is read from the sentence's text. Bounded, each
 #: part a run of word characters between mandatory dots: linear

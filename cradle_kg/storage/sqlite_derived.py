@@ -148,9 +148,9 @@ DANGLING_SQL = (
 
 
 #: the ``written`` values of the action an observation executed: of the latest
-#: ``lineage.traced`` of its run about it before it (``{obs}``: the observation's row alias,
-#: or ``?3``/``?2``/``?1`` for its execution id, run and seq), each a JSON array of tokens
-#: whose first is text
+#: ``lineage.traced`` of its run about it before it (``{execution}``, ``{run}``, ``{seq}``:
+#: the observation's, as columns or parameters), each a JSON array of tokens whose first is
+#: text
 _TRACED_WRITTEN = (
     "json_each((SELECT t.payload FROM events t WHERE t.subject = {execution} AND "
     "t.kind = 'lineage.traced' AND t.run_id = {run} AND t.seq < {seq} ORDER BY t.seq DESC "

@@ -42,10 +42,33 @@ class Server:
         return self.url + "/sparql"
 
 
+#: what ``serve`` says when its port was taken after :func:`free_port` found it free
+_PORT_TAKEN = "Address already in use"
+
+
 def start_server(args: list[str], log: Path, home: Path | None = None, *,
                  preexec_fn: Callable[[], None] | None = None) -> Server:
     """``args`` after the test server's defaults (the last of an option given twice wins);
-    ``preexec_fn`` runs in the child before it starts (a resource limit)."""
+    ``preexec_fn`` runs in the child before it starts (a resource limit).
+
+    :func:`free_port` closes its socket before the server binds the port: another process
+    on the machine (another suite's server) can take it in between, and the server then
+    exits saying so. Such a start is tried again on another port (five times)."""
+    for attempt in range(5):
+        try:
+            return _start_server(args, log, home, preexec_fn=preexec_fn)
+        except _PortTaken:
+            if attempt == 4:
+                raise
+    raise AssertionError("unreachable")
+
+
+class _PortTaken(RuntimeError):
+    pass
+
+
+def _start_server(args: list[str], log: Path, home: Path | None, *,
+                  preexec_fn: Callable[[], None] | None) -> Server:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     fh = log.open("wb")
@@ -57,7 +80,10 @@ def start_server(args: list[str], log: Path, home: Path | None = None, *,
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"the server exited: {log.read_text()}")
+            said = log.read_text()
+            if f"cannot listen on `127.0.0.1:{port}`" in said and _PORT_TAKEN in said:
+                raise _PortTaken(said)
+            raise RuntimeError(f"the server exited: {said}")
         try:
             if oneshot.get(url + "/healthz", timeout=2).status_code == 200:
                 return Server(url, home, process, log)

@@ -438,11 +438,13 @@ def leaves_of(ev: AuditEvent, trust_of: TrustOf) -> Iterable[Leaf]:
             if source.startswith(HOST_FACT_PREFIX) and isinstance(fact.get("object"), str):
                 yield _leaf(f"fact:{ev.seq}:{fact.get('predicate', '')}", "fact", TRUSTED,
                             source, "", ("object",), ev.seq, str(fact["object"]))
-    elif ev.kind == "approval.decided" and pl.get("status") not in ("rejected", "revoked"):
+    elif ev.kind == "approval.decided" and pl.get("status") not in ("rejected", "revoked",
+                                                                   "expired"):
         # INVARIANT: a rejection's reason explains a refusal — it quotes what it refuses
         # ("do not send the rent to X"), it gives no value and no instruction; as a trusted
         # source it made the refused value the person's (tests/security/test_101); so does
-        # a revoke's (why an approval is taken back, test_304)
+        # a revoke's (why an approval is taken back, test_304); the runtime's closing of a
+        # superseded approval (`expired`, test_516) is no person's word at all
         note = pl.get("reason") or (pl.get("approval") or {}).get("reason")
         if isinstance(note, str) and note:
             yield _leaf(f"approval:{pl.get('approval_id', ev.subject)}", "approval", TRUSTED,

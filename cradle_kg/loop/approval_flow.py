@@ -41,8 +41,15 @@ from ..storage import (
     WaitingReached,
 )
 from ..tools import secret_marks
-from .approvals import ApprovalBook, ApprovalState, excluded_for, run_starter, view_is_news
-from .context import LoopContext
+from .approvals import (
+    ApprovalBook,
+    ApprovalState,
+    excluded_for,
+    run_starter,
+    superseded_event,
+    view_is_news,
+)
+from .context import DECISION_CLAIM_PREFIX, LoopContext
 from .gate1.checks import GateResult
 from .gate1.decision import short_id
 from .outcomes import outcome_event
@@ -203,9 +210,22 @@ class ApprovalFlow:
         # since its key was looked for (the journal checks it under its writer's lock):
         # calls of one key at once each found none pending and asked the approvers, up to
         # five requests for one effect (tests/security/test_369)
-        last = self._last_seq(subject) if proposal.action.idempotency_key else None
+        last: int | None = self._last_seq(subject)
         pending = self._pending(proposal, gate.action_digest)
-        waiting = None if pending else self.check_waiting(proposal)
+        # INVARIANT: a pending approval is waited on only while the policies ask within the
+        # scope it was asked within. Sent to another desk since (or to `*`), the proposal
+        # waited on it: the desk the policies name now was never asked, and the old desk's
+        # approval covered nothing (test_412). It asks anew within the scope now, and
+        # closes the old one in the same append (tests/security/test_516)
+        moved = pending[0] if pending and pending[0].asked_scope != gate.approval_scope \
+            else None
+        if moved is not None:
+            pending = []
+        elif not proposal.action.idempotency_key:
+            last = None
+        # the new request takes the closed one's place in the agent's waiting count (the
+        # same append removes it): nothing more waits
+        waiting = None if pending or moved is not None else self.check_waiting(proposal)
         approval = pending[0].approval if pending else HumanApproval(
             id=self._new_id(decision.id, gate.action_digest),
             decision_id=decision.id, proposal_id=proposal.id,
@@ -213,6 +233,11 @@ class ApprovalFlow:
             requested_by=proposal.agent_id, requested_at=now, scope=gate.approval_scope,
         )
         events = list(base)
+        reasons = decision.reasons or ("a human approval of this exact action is required",)
+        if moved is not None:
+            closing = superseded_event(moved, approval, now)
+            events.append(closing)
+            reasons = (*reasons, str(closing.payload["reason"]))
         if not pending:
             # INVARIANT: no person is asked about a workflow run that has ended (a cancel):
             # the request is written ``if_run_open``, as an approval's use is — refused
@@ -227,8 +252,7 @@ class ApprovalFlow:
                 if_last=last))
         outcome = Outcome(run_id=proposal.effective_run_id, proposal_id=proposal.id,
                           status=OutcomeStatus.AWAITING_APPROVAL, decision=decision,
-                          approval=approval, reasons=decision.reasons or (
-                              "a human approval of this exact action is required",))
+                          approval=approval, reasons=reasons)
         events.append(outcome_event(outcome, proposal.id))
         for _ in range(FOREIGN_MOVES + 1):
             try:
@@ -236,6 +260,11 @@ class ApprovalFlow:
             except WaitingReached as reached:  # another writer asked first: nothing written
                 raise waiting_error(reached.cap.agent, reached.waiting,
                                     reached.cap.limit) from None
+            except IdempotencyKeyTaken as taken:
+                if moved is None or taken.key != DECISION_CLAIM_PREFIX + moved.approval.id:
+                    raise
+                # a person decided the old approval first: nothing written, decided again
+                raise KeyedRequestRaced(proposal.id) from None
             except SubjectMoved:  # an event about the action came first: nothing written
                 last = None if last is None else self._moved_elsewhere(
                     subject, last, proposal.effective_run_id)

@@ -70,7 +70,7 @@ from ..canonical import token_hash
 from ..config import Approver, RuntimeConfig
 from ..errors import ApprovalError, ApprovalUsedError, UnknownNameError
 from ..inputs import check_page
-from ..records import ApprovalStatus, AuditEvent, HumanApproval, Proposal
+from ..records import RUNTIME_ACTOR, ApprovalStatus, AuditEvent, HumanApproval, Proposal
 from ..redaction import mask_action, secret_names
 from ..storage import Decider, Journal, NewEvent
 from .context import DECISION_CLAIM_PREFIX, REVOKE_CLAIM_PREFIX
@@ -763,6 +763,36 @@ class ApprovalBook:
                                 f"{_listed(approver.scopes)}: approval `{a.id}` is asked "
                                 "within no scope")
         return wanted
+
+
+def superseded_event(st: ApprovalState, asked: HumanApproval, now: datetime) -> NewEvent:
+    """The runtime's ``approval.decided`` of status ``expired`` that closes the pending
+    approval ``st`` when its proposal asks anew as ``asked``, within the scope the policies
+    ask within now (another than ``st`` was asked within): written with ``asked``'s
+    request, claiming ``st``'s decision key — of a person's decision of it and the new
+    request, one lands (``tests/security/test_516``). Every reader of decisions reads it
+    as any other: the approval leaves the inbox and its agent's waiting count, reads
+    ``expired`` with this reason, and no person may decide it any more."""
+    a = st.approval
+    reason = (f"approval `{a.id}` was asked within {_within(st.asked_scope)}, and the "
+              f"policies ask within {_within(asked.scope)} now: closed, asked again as "
+              f"approval `{asked.id}`")
+    return NewEvent(run_id=a.run_id, kind="approval.decided",
+                    subject="approval:" + a.action_digest, actor=RUNTIME_ACTOR, at=now,
+                    payload={"approval_id": a.id, "status": str(ApprovalStatus.EXPIRED),
+                             "approver_id": RUNTIME_ACTOR, "scope": st.asked_scope,
+                             "once": True, "expires_at": None, "reason": reason,
+                             "delay_seconds": round((now - a.requested_at).total_seconds(), 3),
+                             "decision_id": a.decision_id, "superseded_by": asked.id},
+                    idem_key=DECISION_CLAIM_PREFIX + a.id)
+
+
+def closed_by_runtime(event: AuditEvent) -> bool:
+    """Whether ``event`` is the runtime's closing of a superseded approval
+    (:func:`superseded_event`): no person's decision — derived again by a replay, never a
+    person's note to trust, nothing a run is walked on at."""
+    return (event.kind == "approval.decided" and event.actor == RUNTIME_ACTOR
+            and event.payload.get("status") == ApprovalStatus.EXPIRED)
 
 
 def _within(scope: str | None) -> str:

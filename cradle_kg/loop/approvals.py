@@ -787,14 +787,6 @@ def superseded_event(st: ApprovalState, asked: HumanApproval, now: datetime) -> 
                     idem_key=DECISION_CLAIM_PREFIX + a.id)
 
 
-def closed_by_runtime(event: AuditEvent) -> bool:
-    """Whether ``event`` is the runtime's closing of a superseded approval
-    (:func:`superseded_event`): no person's decision — derived again by a replay, never a
-    person's note to trust, nothing a run is walked on at."""
-    return (event.kind == "approval.decided" and event.actor == RUNTIME_ACTOR
-            and event.payload.get("status") == ApprovalStatus.EXPIRED)
-
-
 def _within(scope: str | None) -> str:
     """A scope as the reasons name it (none: for an approver holding ``*``)."""
     return f"scope `{scope}`" if scope is not None else "no scope (an approver holding `*`)"

@@ -20,13 +20,12 @@ from typing import Any
 
 from ..canonical import content_hash
 from ..errors import InputError
-from ..loop.approvals import closed_by_runtime
 from ..policy import PolicyEngine
 from ..records import AuditEvent, Proposal
 from .definitions import load_recorded_workflow
 from .engine import Engine
 from .model import ModelClient, RecordedClient, package_versions
-from .replay import Source, is_input, scratch_home
+from .replay import INPUT_KINDS, Source, scratch_home
 from .sandbox import Recording, SandboxRuntime
 
 CATEGORIES = ("decision", "outcome", "verification", "step")
@@ -157,7 +156,7 @@ def live_replay(home: Path, run_ids: Sequence[str], settings: LiveSettings) -> L
             engines: dict[str, Engine] = {}
             for i, ev in enumerate(source.events):
                 clock.now = ev.at
-                if ev.run_id not in selected or is_input(ev):
+                if ev.run_id not in selected or ev.kind in INPUT_KINDS:
                     rt.append_recorded([source.recorded(ev)])
                 if ev.run_id not in selected:
                     continue
@@ -201,10 +200,8 @@ def _live_trigger(rt: SandboxRuntime, engine: Engine, source: Source, ev: AuditE
                      p["input"], run_id=ev.run_id, started_by=_started_by(p))
     elif ev.kind == "human.decided" or (ev.kind == "approval.decided"
                                          and ev.payload.get("status") != "revoked"
-                                         and not closed_by_runtime(ev)
                                          and source.is_workflow(ev.run_id)):
-        # (a revoke walks no run on: the run is walked when it comes again, test_304; nor
-        # does the runtime's closing of a superseded approval, test_516)
+        # (a revoke walks no run on: the run is walked when it comes again, test_304)
         engine.advance(ev.run_id)
     elif ev.kind == "proposal.received" and not source.is_workflow(ev.run_id):
         rt.submit(Proposal.model_validate(ev.payload["proposal"]))

@@ -36,7 +36,6 @@ from ..evidence import EvidenceStore
 from ..home import Home
 from ..inputs import load_json_file
 from ..loop.approval_flow import decided_events
-from ..loop.approvals import closed_by_runtime
 from ..policy import PolicyEngine
 from ..policy.cedar import MAX_POLICY_FILE_BYTES, PolicySource
 from ..records import ApprovalStatus, AuditEvent, Proposal
@@ -61,14 +60,6 @@ INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refuse
 #: event is one the runtime only derives, in a run a proposal or a workflow starts
 #: (``tests/security/test_438``)
 COPIED_ALONE = INPUT_KINDS | {"budget.set", "policyset.activated", *STAGE_KINDS}
-
-
-def is_input(ev: AuditEvent) -> bool:
-    """Whether a replay copies ``ev`` as a person's (or the world's) input: one of
-    :data:`INPUT_KINDS`, but for the runtime's closing of a superseded approval, which
-    the request that supersedes it writes with it (``tests/security/test_516``):
-    derived again, as that request is."""
-    return ev.kind in INPUT_KINDS and not closed_by_runtime(ev)
 
 
 @dataclass
@@ -403,7 +394,7 @@ class _StrictRun:
     def _producible(self, ev: AuditEvent) -> bool:
         # a person's cancel is an input as their answers are: copied, never re-derived;
         # so is the outcome their decision of an approval wrote with it (test_300)
-        return (ev.run_id == self.run and not is_input(ev)
+        return (ev.run_id == self.run and ev.kind not in INPUT_KINDS
                 and cancelled_by(ev) is None
                 and not decided_outcome(ev, self.by_seq.get(ev.seq - 1)))
 

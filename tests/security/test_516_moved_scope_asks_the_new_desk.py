@@ -28,9 +28,9 @@ import pytest
 from cradle_kg.config import load_config, save_config
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.errors import ApprovalError
+from cradle_kg.loop.approvals import ApprovalState
 from cradle_kg.loop.runtime import Runtime
-from cradle_kg.records import ApprovalStatus, OutcomeStatus
-
+from cradle_kg.records import ApprovalStatus, OutcomeStatus, Proposal
 from tests.inprocess import run_cli
 
 from .test_412_approval_scope_changed import CAROL, TREASURER, _credit, _home, _intents, _policy
@@ -161,8 +161,8 @@ def test_a_decision_landing_during_the_new_request_lands_alone(
         read = ApprovalFlow._pending
         landed: list[bool] = []
 
-        def racing(self: ApprovalFlow, *args: object, **kw: object) -> object:
-            found = read(self, *args, **kw)  # type: ignore[arg-type]
+        def racing(self: ApprovalFlow, proposal: Proposal, digest: str) -> list[ApprovalState]:
+            found = read(self, proposal, digest)
             if found and not landed:
                 landed.append(True)
                 rt.decide_approval(old, approver_id=CAROL, token="carol",
@@ -179,3 +179,70 @@ def test_a_decision_landing_during_the_new_request_lands_alone(
         assert rt.approvals.get(old).approval.status is ApprovalStatus.APPROVED
         assert _intents(rt) == 0
         assert rt.journal.verify(semantics=True).intact
+
+
+def test_a_call_again_under_the_key_asks_the_new_desk_once(ledger_home: Path) -> None:
+    """The agent's key: a call again under it (another proposal id, as MCP's calls are)
+    closes the key's old approval and asks the new desk; the key's first proposal, asked
+    again, reads the new approval; the credit runs once."""
+    _home(ledger_home)
+
+    def keyed(pid: str) -> dict[str, object]:
+        call = _credit(pid, 1)
+        action = call["action"]
+        assert isinstance(action, dict)
+        return {**call, "action": {**action, "idempotency_key": "credit-closing-7"}}
+
+    with Runtime(ledger_home, graph_sync=False) as rt:
+        first = rt.submit(keyed("p-1"))
+        assert first.approval is not None
+        _policy(ledger_home, "treasury")
+        again = rt.submit(keyed("p-2"))
+        assert again.approval is not None and again.approval.scope == "treasury", again
+        assert rt.approvals.get(first.approval.id).approval.status is ApprovalStatus.EXPIRED
+        back = rt.submit(keyed("p-1"))
+        assert back.approval is not None and back.approval.id == again.approval.id
+        assert _pending_ids(rt) == [again.approval.id]
+        _, done = rt.decide_approval(again.approval.id, approver_id=TREASURER, token="tess",
+                                     status=ApprovalStatus.APPROVED)
+        assert done is not None and done.status is OutcomeStatus.EXECUTED
+        rt.resume("r-closing")
+        assert _intents(rt) == 1
+        assert rt.journal.verify(semantics=True).intact
+
+
+CLOSE_DESK = """
+@id("closures-desk")
+@requires_approval("true")
+{scope}permit(principal, action, resource)
+when {{ context.tool == "demo.ledger.close_account" }};
+"""
+
+
+def test_a_workflow_run_whose_step_asks_anew_replays(ledger_home: Path) -> None:
+    """A workflow run's tool step waits within the closures desk; the policies move it to
+    the treasury; walked on, the step asks anew and closes the old approval. Strict
+    replay reproduces the run hash for hash (the closing is written in the walk's own
+    append), and a live replay with the same inputs finds no change."""
+    from cradle_kg.workflow import LiveSettings, live_replay, runner
+    from cradle_kg.workflow.replay import strict_replay
+
+    from .homes import replace_file
+    from .test_297_cancelled_run_approved_action import RUN, waiting_close
+
+    _home(ledger_home)
+    desk = ledger_home / "policies" / "closures.cedar"
+    replace_file(desk, CLOSE_DESK.format(scope='@approval_scope("account_closure")\n'))
+    with Runtime(ledger_home, graph_sync=False) as rt:
+        old = waiting_close(rt)
+        assert old.scope == "account_closure", old
+        replace_file(desk, CLOSE_DESK.format(scope='@approval_scope("treasury")\n'))
+        walked = runner.resume(runner.open_engine(rt), RUN)
+        assert walked["status"] == "waiting_approval", walked
+        assert rt.approvals.get(old.id).approval.status is ApprovalStatus.EXPIRED
+        (again,), _ = rt.approvals.pending_page(run_id=RUN, limit=10)
+        assert again[0].approval.scope != "account_closure"
+    report = strict_replay(ledger_home, [RUN])
+    assert report.runs == [RUN]
+    live = live_replay(ledger_home, [RUN], LiveSettings())
+    assert live.changes == [], live.changes

@@ -47,7 +47,9 @@ reasons say which approval was given for which version (``tests/security/test_14
 digest is unchanged; an approval whose decision the journal does not hold with a version
 covers the action as before. Likewise it covers the action only while the policies ask
 within the scope it was asked within: sent to another desk since (or to ``*``), the action
-asks a person again (``tests/security/test_412``).
+asks a person again (``tests/security/test_412``). A proposal that waits on a pending
+approval asked within another scope than the policies name now asks anew within it, and
+the runtime closes the old one (:func:`superseded_event`, ``test_516``).
 
 An approval never leaves its run: the approval is bound to the Decision that asked for
 it, and the run's graph must show the approval behind every irreversible action the

@@ -69,10 +69,19 @@ def _reader(path: Path) -> sqlite3.Connection | None:
         return conn
     conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
                            timeout=BUSY_TIMEOUT, isolation_level=None)
+    if not _schema_in(conn):
+        conn.close()  # made, its schema not committed yet: nothing written (not kept)
+        return None
     conns[key] = conn
     while len(conns) > KEPT:
         conns.popitem(last=False)[1].close()
     return conn
+
+
+def _schema_in(conn: sqlite3.Connection) -> bool:
+    """Whether the file holds its schema: :meth:`PackStore.writing` commits it whole, so a
+    file with no table yet is one whose first write has not committed."""
+    return conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None
 
 
 #: per database file, the inode of the WAL last synced (its folder is synced once per inode)
@@ -121,8 +130,13 @@ class PackStore:
             # the commit is not synced under the lock: the block syncs the WAL once the next
             # writer may go on (as the journal's appends do), before it returns
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(self.schema)
             with _writer_queue(self.path):
+                # INVARIANT: the schema lands whole or not at all (one transaction): a
+                # reader between the file's creation and its tables read "no such table"
+                # (a pack's validator failed closed on it: 40 of 50 threads submitting one
+                # credit at once were denied, tests/test_plans_and_concurrency.py), and a
+                # reader that sees no table yet reads nothing written (:func:`_schema_in`)
+                conn.executescript(f"BEGIN IMMEDIATE;\n{self.schema}\n;\nCOMMIT;")
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     yield conn

@@ -17,20 +17,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from cradle_kg.packs.sdk import (
-    Finding,
     IdempotencyClass,
     PackContext,
-    Proposal,
     SideEffectClass,
     ToolCall,
-    ToolSpec,
     VerifierReport,
     VerifyRequest,
     crashpoint,
     read_back,
     report,
     tool,
-    validator,
     verifier,
 )
 
@@ -129,21 +125,6 @@ def account_closed(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
                             state_detail=f"account status `{status}`"),
                   read_at=ctx.clock(), evidence={"account": args.account, "status": status},
                   source=SOURCE, changed=[f"ledger:{args.account}"] if status == "closed" else [])
-
-
-# --- gate 1: a closed account is closed for good ---------------------------------------------
-
-@validator("demo.ledger.credit*", name="demo.ledger.account-open")
-def account_open(ctx: PackContext, proposal: Proposal, spec: ToolSpec) -> list[Finding]:
-    """A credit to an account the ledger records closed is denied before it runs: the
-    closure is irreversible (tests/security/test_505). The ledger refuses it too, in the
-    write itself, for a closure that lands after this check."""
-    account = proposal.action.arguments.get("account")
-    if not isinstance(account, str) or ledger_for(ctx).account_status(account) != "closed":
-        return []
-    return [Finding(code="account_closed",
-                    message=f"account_closed: account `{account}` is closed; it takes no "
-                            "credit")]
 
 
 # --- tools ----------------------------------------------------------------------------------

@@ -3,10 +3,11 @@ person approves every execution — yet ``demo.ledger.credit`` went on writing t
 the approved closure of ``acct-505``, an agent's credit of 300 executed and gate 2 verified
 it (the entry is in the ledger), so the closed account held money nobody had approved and
 its balance kept moving.
-Now a credit to an account the ledger records closed is refused at gate 1 (the pack's
-validator ``demo.ledger.account-open``: ``account_closed``, nothing runs), and the ledger
-itself refuses it in the transaction that would write it (a closure that lands between
-gate 1 and the write); credits to open accounts run as before.
+Now the ledger refuses a credit to an account it records closed, in the transaction that
+would write it (``ToolError``, nothing written): the credit fails, the closed account's
+balance stays; credits to open accounts run as before. (Not a gate-1 validator: a new
+validator's answer is journaled with every credit's decision, so journals recorded before it
+would no longer replay strictly under this pack version — ``tests/workflow/test_golden.py``.)
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ def test_a_closed_account_takes_no_credit(rt: Runtime) -> None:
     after = rt.submit(proposal("p505-credit", "demo.ledger.credit",
                                {"account": "acct-505", "amount": 300}))
     # before: OutcomeStatus.EXECUTED (verified: the entry was in the closed account)
-    assert after.status is OutcomeStatus.DENIED, (after.status, after.reasons)
-    assert any("account_closed" in r for r in after.reasons), after.reasons
+    assert after.status is OutcomeStatus.FAILED, (after.status, after.reasons)
+    assert any("is closed" in r for r in after.reasons), after.reasons
     ledger = _ledger(rt)
     assert ledger.balance("acct-505") == 5  # type: ignore[attr-defined]
     other = rt.submit(proposal("p505-other", "demo.ledger.credit",

@@ -38,7 +38,7 @@ from ..inputs import load_json_file
 from ..loop.approval_flow import decided_events
 from ..policy import PolicyEngine
 from ..policy.cedar import MAX_POLICY_FILE_BYTES, PolicySource
-from ..records import ApprovalStatus, AuditEvent, Proposal
+from ..records import ApprovalStatus, AuditEvent, Plan, Proposal
 from ..storage import NewEvent, SqliteJournal, event_hash, open_home_journal
 from ..storage.counting import REFUSED_AGENT
 from ..storage.digest_check import unkeyed
@@ -91,8 +91,14 @@ class Source:
         return cls(home, events, keys, EvidenceStore(Home(home).evidence), digest_key)
 
     def runs(self) -> list[str]:
-        """Runs that replay can re-derive: submitted proposals or workflow runs."""
+        """Runs that replay can re-derive: submitted proposals, workflow runs, plans."""
         return list(self._index.runs)
+
+    def runs_of(self, run_id: str) -> frozenset[str]:
+        """The runs replaying ``run_id`` produces: itself, and the runs its plans' steps
+        name (a plan submits each step in the step's own run when it names one,
+        ``tests/security/test_524``)."""
+        return frozenset({run_id, *self._index.plan_steps.get(run_id, ())})
 
     def is_workflow(self, run_id: str) -> bool:
         return run_id in self._index.started
@@ -105,18 +111,27 @@ class Source:
         """The run's ``workflow.started`` (None: not a workflow run)."""
         return self._index.started.get(run_id)
 
-    def next_decision_version(self, start: int, run_id: str) -> str | None:
-        """The policy version of the run's first ``decision.made`` at position ``start``
-        of :attr:`events` or after it (None: there is none)."""
-        at, versions = self._index.decisions.get(run_id, ((), ()))
-        k = bisect_left(at, start)
-        return versions[k] if k < len(at) else None
+    def next_decision_version(self, start: int, run_id: str | frozenset[str]) -> str | None:
+        """The policy version of the first ``decision.made`` of the run (or runs) at
+        position ``start`` of :attr:`events` or after it (None: there is none)."""
+        found: tuple[int, str] | None = None
+        for run in _runs(run_id):
+            at, versions = self._index.decisions.get(run, ((), ()))
+            k = bisect_left(at, start)
+            if k < len(at) and (found is None or at[k] < found[0]):
+                found = at[k], versions[k]
+        return found[1] if found else None
 
-    def next_submission(self, start: int, run_id: str) -> AuditEvent | None:
-        """The run's first submission (:data:`_SUBMISSIONS`) at position ``start`` or after."""
-        at = self._index.submissions.get(run_id, [])
-        k = bisect_left(at, start)
-        return self.events[at[k]] if k < len(at) else None
+    def next_submission(self, start: int, run_id: str | frozenset[str]) -> AuditEvent | None:
+        """The first submission (:data:`_SUBMISSIONS`) of the run (or runs) at position
+        ``start`` or after."""
+        found: int | None = None
+        for run in _runs(run_id):
+            at = self._index.submissions.get(run, [])
+            k = bisect_left(at, start)
+            if k < len(at) and (found is None or at[k] < found):
+                found = at[k]
+        return self.events[found] if found is not None else None
 
     def first_submission(self, run_id: str, subject: str, attempt: Any,
                          before: int) -> AuditEvent | None:
@@ -206,6 +221,7 @@ _NEEDS: dict[str, dict[str, type]] = {
     "step.completed": {"step": object, "output": object, "by": object},
     "step.failed": {"step": object, "code": object},
     "human.requested": {"step": object},
+    "plan.started": {"plan": dict},
 }
 #: lists a replay reads item by item: (kind, field) -> what each item must hold
 _ITEMS: dict[tuple[str, str], dict[str, type]] = {
@@ -216,6 +232,7 @@ _ITEMS: dict[tuple[str, str], dict[str, type]] = {
 _MODELS: dict[tuple[str, str], type[BaseModel]] = {
     ("proposal.received", "proposal"): Proposal,
     ("model.called", "response"): ModelResponse,
+    ("plan.started", "plan"): Plan,
 }
 
 
@@ -264,6 +281,10 @@ def _json_key(value: Any) -> str:
     return canonical_json(value)
 
 
+def _runs(run_id: str | frozenset[str]) -> frozenset[str]:
+    return frozenset({run_id}) if isinstance(run_id, str) else run_id
+
+
 @dataclass
 class _Index:
     """What a replay asks of a recorded journal at each step, read from it once.
@@ -283,16 +304,22 @@ class _Index:
     activations: dict[str, AuditEvent] = field(default_factory=dict)
     #: run -> its ``model.called`` events
     model_calls: dict[str, list[AuditEvent]] = field(default_factory=dict)
+    #: a plan's run -> the other runs its steps name (its ``plan.started``)
+    plan_steps: dict[str, set[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, events: Sequence[AuditEvent]) -> _Index:
         out = cls()
         for i, ev in enumerate(events):
             run, p = ev.run_id, ev.payload
-            if ev.kind in ("proposal.received", "workflow.started"):
+            if ev.kind in _STARTS:
                 out.runs.setdefault(run, None)
             if ev.kind == "workflow.started":
                 out.started.setdefault(run, ev)
+            elif ev.kind == "plan.started":
+                out.plan_steps.setdefault(run, set()).update(
+                    s.proposal.run_id for s in Plan.model_validate(p["plan"]).steps
+                    if s.proposal.run_id not in (None, run))
             elif ev.kind == "decision.made":
                 at, versions = out.decisions.setdefault(run, ([], []))
                 at.append(i)
@@ -378,6 +405,8 @@ class _StrictRun:
         self.events = source.events
         self.by_seq = {e.seq: e for e in self.events}
         self.run = run_id
+        #: the runs this replay produces: the run, and those its plans' steps name
+        self.runs = source.runs_of(run_id)
         self.pos = 0
         self.rt: SandboxRuntime | None = None
         self.last: datetime | None = None
@@ -388,13 +417,14 @@ class _StrictRun:
                         if self.events[i].kind in ("action.intent", "action.retry")]
         #: positions of this run's ``approval.decided`` whose outcome a person's decision
         #: wrote with it: the decision is copied, the outcome derived again from it
-        self.decisions = {i - 1 for i, ev in enumerate(self.events) if i and ev.run_id == run_id
+        self.decisions = {i - 1 for i, ev in enumerate(self.events) if i
+                          and ev.run_id in self.runs
                           and decided_outcome(ev, self.events[i - 1])}
 
     def _producible(self, ev: AuditEvent) -> bool:
         # a person's cancel is an input as their answers are: copied, never re-derived;
         # so is the outcome their decision of an approval wrote with it (test_300)
-        return (ev.run_id == self.run and ev.kind not in INPUT_KINDS
+        return (ev.run_id in self.runs and ev.kind not in INPUT_KINDS
                 and cancelled_by(ev) is None
                 and not decided_outcome(ev, self.by_seq.get(ev.seq - 1)))
 
@@ -514,7 +544,7 @@ class _StrictRun:
                 raise self.fail(ev, "the replay did not produce this event")
 
     def _trigger(self, ev: AuditEvent, engine: Engine) -> None:
-        version = self.source.next_decision_version(self.pos, self.run)
+        version = self.source.next_decision_version(self.pos, self.runs)
         engine_for = self.source.policies(version) if version else None
         assert self.rt is not None
         if engine_for is not None:
@@ -525,10 +555,14 @@ class _StrictRun:
             who = p.get("started_by")
             engine.start(wf, p["input"], run_id=self.run,
                          started_by=who if isinstance(who, str) else None)
+        elif ev.kind == "plan.started":
+            # the plan run again by the code that ran it: each step submitted in the
+            # sandbox, skipped or aborted as its policy says (tests/security/test_524)
+            self.rt.run_plan(Plan.model_validate(ev.payload["plan"]))
         elif self.source.is_workflow(self.run):
             engine.advance(self.run)
         else:
-            proposal = self.source.next_submission(self.pos, self.run)
+            proposal = self.source.next_submission(self.pos, self.runs)
             if proposal is not None and proposal.kind == "proposal.replayed":
                 # the identical proposal again, answered with its recorded outcome
                 proposal = self._recorded_proposal(proposal)
@@ -538,7 +572,7 @@ class _StrictRun:
             self.rt.submit(Proposal.model_validate(proposal.payload["proposal"]))
 
     def _recorded_proposal(self, replayed: AuditEvent) -> AuditEvent | None:
-        return self.source.first_submission(self.run, replayed.subject,
+        return self.source.first_submission(replayed.run_id, replayed.subject,
                                             replayed.payload.get("attempt", 0), self.pos)
 
 
@@ -575,6 +609,8 @@ def unkeyed_record(rec: AuditEvent | None) -> bool:
 
 #: the events a submission starts with: a proposal received, or one answered from the record
 _SUBMISSIONS = ("proposal.received", "proposal.replayed")
+#: the events that start a run a replay re-derives: a proposal's, a workflow's, a plan's
+_STARTS = ("proposal.received", "workflow.started", "plan.started")
 
 
 def strict_replay(home: Path, run_ids: Sequence[str] = ()) -> StrictReport:

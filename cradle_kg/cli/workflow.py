@@ -16,16 +16,17 @@ import typer
 
 from ..errors import ApprovalError, CradleError, InputError, ReplayDivergenceError
 from ..home import resolve_home
+from ..storage import Anchor
 from ..workflow.autonomy import AutonomyBook
 from ..workflow.budgets import BUDGETS_SCOPE, LEVELS, Budget, BudgetBook, Level, Scope
 from ..workflow.difference import LiveSettings, live_replay, render
 from ..workflow.errors import AutonomyError
 from ..workflow.model import OpenAICompatibleClient
-from ..workflow.replay import Source, strict_replay
+from ..workflow.replay import Source, StrictReport, strict_replay
 from ..workflow.runner import list_definitions
 from .approvals import TokenOpt, check_approver
 from .common import Format, FormatOpt, HomeOpt, clean, console, fail, print_json, table
-from .core import open_runtime
+from .core import AnchorOpt, open_runtime
 
 if TYPE_CHECKING:
     from ..loop.runtime import Runtime
@@ -55,9 +56,14 @@ def replay(
     policies: Annotated[Path | None, typer.Option("--policies",
                                                   help="A new policy folder.")] = None,
     pack: Annotated[list[str] | None, typer.Option("--pack", help="PACK@VERSION.")] = None,
+    anchor: AnchorOpt = None,
     home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
 ) -> None:
-    """Replay runs in a scratch home: --strict (exact, hash for hash) or --live (a report)."""
+    """Replay runs in a scratch home: --strict (exact, hash for hash) or --live (a report).
+
+    With ``--anchor`` (a head kept elsewhere, from ``audit anchor``) a strict replay also
+    proves the journal is the one anchored: one that does not contain it (cut at its tail,
+    re-chained, replaced) is refused, exit 1."""
     if strict == live:
         fail(InputError("choose one of --strict or --live"))
     root = resolve_home(home)
@@ -65,9 +71,13 @@ def replay(
         if strict:
             if model or base_url or policies or pack:
                 raise InputError("--model, --policies and --pack only apply to --live")
-            report = strict_replay(root, runs or [])
-            _strict_out(report.runs, report.events, report.head_hash, fmt)
+            report = strict_replay(root, runs or [],
+                                   anchor=Anchor.parse(anchor) if anchor is not None else None)
+            _strict_out(report, fmt)
             return
+        if anchor is not None:
+            raise InputError("--anchor only applies to --strict",
+                             hint="`cradle-kg audit verify --anchor` checks any journal")
         client = OpenAICompatibleClient(base_url, api_key=api_key) if base_url else None
         if model and client is None:
             raise InputError("--model needs a model server",
@@ -86,12 +96,16 @@ def replay(
     raise typer.Exit(1 if live_report.changes else 0)
 
 
-def _strict_out(runs: list[str], events: int, head: str, fmt: Format) -> None:
+def _strict_out(report: StrictReport, fmt: Format) -> None:
+    anchor = str(report.anchor) if report.anchor is not None else None
     if fmt is Format.JSON:
-        print_json({"reproduced": True, "runs": runs, "events": events, "head_hash": head})
+        print_json({"reproduced": True, "runs": report.runs, "events": report.events,
+                    "head_hash": report.head_hash, "anchor": anchor})
         return
-    console.print(f"strict replay reproduced {len(runs)} run(s) exactly: {events} events, "
-                  f"head {head}", highlight=False)
+    console.print(f"strict replay reproduced {len(report.runs)} run(s) exactly: "
+                  f"{report.events} events, head {report.head_hash}"
+                  + (f", contains anchor {anchor}" if anchor else ""), highlight=False,
+                  soft_wrap=True)
 
 
 @autonomy_app.command("status")

@@ -59,14 +59,32 @@ def walk(rows: Iterable[Sequence[Any]], head: Sequence[Sequence[Any]], anchor: A
             f"(`{prev}`): events were deleted from the end or the head was edited")
     if not anchored:
         assert anchor is not None
-        where = f"seq {anchor.seq}" if anchor.seq is not None else "any seq"
-        return ChainReport(
-            False, count, prev, anchor.seq, None,
-            f"the journal does not contain the anchor `{anchor}` at {where} (it ends at seq "
-            f"{count}): it was truncated, re-chained or replaced since the anchor was taken")
+        return ChainReport(False, count, prev, anchor.seq, None, _not_contained(anchor, count))
     if progress is not None:
         progress(count, count)
     return ChainReport(True, count, prev)
+
+
+def _not_contained(anchor: Anchor, count: int) -> str:
+    where = f"seq {anchor.seq}" if anchor.seq is not None else "any seq"
+    return (f"the journal does not contain the anchor `{anchor}` at {where} (it ends at seq "
+            f"{count}): it was truncated, re-chained or replaced since the anchor was taken")
+
+
+def anchor_problem(anchor: Anchor, marks: Iterable[tuple[int, str, str]]
+                   ) -> tuple[int | None, str] | None:
+    """Where and why a chain of (seq, hash, event id), in seq order, does not contain
+    ``anchor`` (None: it does), as :func:`walk` says it: what strict replay checks of the
+    journal it reproduces (``tests/security/test_525``)."""
+    count = 0
+    try:
+        for seq, own, event_id in marks:
+            count = seq
+            if _at_anchor(anchor, seq, own, event_id):
+                return None
+    except ChainBroken as exc:
+        return exc.seq, exc.reason
+    return anchor.seq, _not_contained(anchor, count)
 
 
 def _at_anchor(anchor: Anchor, seq: int, own: str, event_id: str) -> bool:

@@ -39,9 +39,10 @@ from ..loop.approval_flow import decided_events
 from ..policy import PolicyEngine
 from ..policy.cedar import MAX_POLICY_FILE_BYTES, PolicySource
 from ..records import ApprovalStatus, AuditEvent, Plan, Proposal
-from ..storage import NewEvent, SqliteJournal, event_hash, open_home_journal
+from ..storage import Anchor, NewEvent, SqliteJournal, event_hash, open_home_journal
 from ..storage.counting import REFUSED_AGENT
 from ..storage.digest_check import unkeyed
+from ..storage.walk import anchor_problem
 from .autonomy import STAGE_KINDS
 from .definitions import load_recorded_workflow
 from .ending import cancelled_by
@@ -395,6 +396,8 @@ class StrictReport:
     events: int
     head_hash: str
     warnings: list[str] = field(default_factory=list)
+    #: the anchor the reproduced journal was found to contain (None: none was given)
+    anchor: Anchor | None = None
 
 
 class _StrictRun:
@@ -613,9 +616,21 @@ _SUBMISSIONS = ("proposal.received", "proposal.replayed")
 _STARTS = ("proposal.received", "workflow.started", "plan.started")
 
 
-def strict_replay(home: Path, run_ids: Sequence[str] = ()) -> StrictReport:
-    """Replay each run; raise :class:`ReplayDivergenceError` at the first difference."""
+def strict_replay(home: Path, run_ids: Sequence[str] = (), *,
+                  anchor: Anchor | None = None) -> StrictReport:
+    """Replay each run; raise :class:`ReplayDivergenceError` at the first difference.
+
+    ``anchor``: a head kept elsewhere (``audit anchor``). The journal must contain it, or
+    nothing is replayed: a journal cut at its tail, or re-chained without a run, replays
+    to its own head hash for hash, and only the anchor says it is not the journal that
+    ran (``tests/security/test_525``). Every event replayed is compared hash for hash, so
+    the journal reproduced contains the anchor too."""
     source = Source.open(home)
+    if anchor is not None:
+        problem = anchor_problem(anchor, ((e.seq, e.hash, e.id) for e in source.events))
+        if problem is not None:
+            seq, why = problem
+            raise ReplayDivergenceError(f"strict replay refuses the journal: {why}", seq=seq)
     runs = list(run_ids) or source.runs()
     known = set(source.runs())
     unknown = [r for r in runs if r not in known]
@@ -659,4 +674,4 @@ def strict_replay(home: Path, run_ids: Sequence[str] = ()) -> StrictReport:
     if head != recorded_head:
         raise ReplayDivergenceError(f"strict replay ends at head `{head}`, the journal at "
                                     f"`{recorded_head}`", seq=None)
-    return StrictReport(runs, len(source.events), head)
+    return StrictReport(runs, len(source.events), head, anchor=anchor)

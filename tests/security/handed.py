@@ -65,9 +65,11 @@ def copied_home(factory: pytest.TempPathFactory, name: str) -> Path:
 Rewrite = Callable[[AuditEvent | None, AuditEvent], tuple[str, dict[str, Any]]]
 
 
-def rechained(home: Path, into: Path, rewrite: Rewrite) -> None:
+def rechained(home: Path, into: Path, rewrite: Rewrite,
+              drop: Callable[[AuditEvent], bool] | None = None) -> None:
     """``home`` copied to ``into`` by its author: every event appended again through the
-    public journal (a chain that holds: hashes recomputed), as ``rewrite`` makes it."""
+    public journal (a chain that holds: hashes recomputed), as ``rewrite`` makes it, but
+    those ``drop`` says to leave out."""
     from cradle_kg.storage import SqliteJournal
     from cradle_kg.storage.opening import open_home_journal
 
@@ -81,6 +83,8 @@ def rechained(home: Path, into: Path, rewrite: Rewrite) -> None:
         if key is not None:
             journal.adopt_digest_key(key)
         for before, ev in zip([None, *events], events, strict=False):
+            if drop is not None and drop(ev):
+                continue
             subject, payload = rewrite(before, ev)
             journal.append([NewEvent(run_id=ev.run_id, kind=ev.kind, subject=subject,
                                      actor=ev.actor, at=ev.at, payload=payload,

@@ -21,7 +21,7 @@ from typing import Any
 from ..canonical import content_hash
 from ..errors import InputError
 from ..policy import PolicyEngine
-from ..records import AuditEvent, Proposal
+from ..records import AuditEvent, Plan, Proposal
 from .definitions import load_recorded_workflow
 from .engine import Engine
 from .model import ModelClient, RecordedClient, package_versions
@@ -140,6 +140,9 @@ def live_replay(home: Path, run_ids: Sequence[str], settings: LiveSettings) -> L
     missing = [r for r in runs if r not in known]
     if missing:
         raise InputError(f"no replayable run `{missing[0]}` in `{home}`")
+    # a plan's run is replayed with the runs its steps name (tests/security/test_524)
+    runs = list(dict.fromkeys(r for run in runs
+                              for r in (run, *sorted(source.runs_of(run) - {run}))))
     selected = set(runs)
     new_policies = PolicyEngine.from_paths([settings.policies]) if settings.policies else None
     report = LiveReport(runs, settings={
@@ -158,8 +161,8 @@ def live_replay(home: Path, run_ids: Sequence[str], settings: LiveSettings) -> L
                 clock.now = ev.at
                 if ev.run_id not in selected or ev.kind in INPUT_KINDS:
                     rt.append_recorded([source.recorded(ev)])
-                if ev.run_id not in selected:
-                    continue
+                if ev.run_id not in selected or source.in_plan(i):
+                    continue  # (a plan's step: its plan.started submits it)
                 engine = engines.get(ev.run_id) or engines.setdefault(ev.run_id, Engine(
                     rt, client=settings.client or RecordedClient.from_events(
                         source.model_calls(ev.run_id), ev.run_id, strict=False),
@@ -180,7 +183,7 @@ def _policies(rt: SandboxRuntime, source: Source, new: PolicyEngine | None, i: i
     if new is not None:
         rt.policies = new
         return
-    version = source.next_decision_version(i, run_id)
+    version = source.next_decision_version(i, source.runs_of(run_id))
     engine = source.policies(version) if version else None
     if engine is not None:
         rt.policies = engine
@@ -203,6 +206,9 @@ def _live_trigger(rt: SandboxRuntime, engine: Engine, source: Source, ev: AuditE
                                          and source.is_workflow(ev.run_id)):
         # (a revoke walks no run on: the run is walked when it comes again, test_304)
         engine.advance(ev.run_id)
+    elif ev.kind == "plan.started":
+        # the plan again: its steps submitted, skipped or aborted as they decide now
+        rt.run_plan(Plan.model_validate(ev.payload["plan"]))
     elif ev.kind == "proposal.received" and not source.is_workflow(ev.run_id):
         rt.submit(Proposal.model_validate(ev.payload["proposal"]))
     elif ev.kind == "proposal.replayed" and not source.is_workflow(ev.run_id):

@@ -142,6 +142,11 @@ class Source:
         first = self._index.first_received.get((run_id, subject, _json_key(attempt)))
         return self.events[first] if first is not None and first < before else None
 
+    def in_plan(self, position: int) -> bool:
+        """Whether the submission at ``position`` is a plan's step, made by its
+        ``plan.started`` (a live replay runs the plan, not each recorded step)."""
+        return position in self._index.plan_members
+
     @cached_property
     def _index(self) -> _Index:
         return _Index.of(self.events)
@@ -307,20 +312,30 @@ class _Index:
     model_calls: dict[str, list[AuditEvent]] = field(default_factory=dict)
     #: a plan's run -> the other runs its steps name (its ``plan.started``)
     plan_steps: dict[str, set[str]] = field(default_factory=dict)
+    #: positions of the submissions a plan made (its steps, between its start and finish)
+    plan_members: set[int] = field(default_factory=set)
 
     @classmethod
     def of(cls, events: Sequence[AuditEvent]) -> _Index:
         out = cls()
+        #: (plan's run, plan id) -> its steps (run, proposal id), while it runs
+        running: dict[tuple[str, str], set[tuple[str, str]]] = {}
         for i, ev in enumerate(events):
             run, p = ev.run_id, ev.payload
+            if ev.kind in _SUBMISSIONS and any((run, ev.subject) in steps
+                                               for steps in running.values()):
+                out.plan_members.add(i)
+            elif ev.kind == "plan.finished":
+                running.pop((run, ev.subject), None)
             if ev.kind in _STARTS:
                 out.runs.setdefault(run, None)
             if ev.kind == "workflow.started":
                 out.started.setdefault(run, ev)
             elif ev.kind == "plan.started":
-                out.plan_steps.setdefault(run, set()).update(
-                    s.proposal.run_id for s in Plan.model_validate(p["plan"]).steps
-                    if s.proposal.run_id not in (None, run))
+                plan = Plan.model_validate(p["plan"])
+                steps = {(s.proposal.run_id or run, s.proposal.id) for s in plan.steps}
+                running[(run, plan.id)] = steps
+                out.plan_steps.setdefault(run, set()).update(r for r, _ in steps if r != run)
             elif ev.kind == "decision.made":
                 at, versions = out.decisions.setdefault(run, ([], []))
                 at.append(i)

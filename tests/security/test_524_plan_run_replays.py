@@ -14,7 +14,9 @@ Now a ``plan.started`` is replayed as the runtime runs it: the recorded plan run
 the code that ran it (``plans.run_plan``), each step submitted in the sandbox, the steps'
 events (in the plan's run or the runs its steps name) and ``plan.finished`` compared hash
 for hash. A journal as written replays exactly; one whose author rewrote the plan's
-finish (chain recomputed with the public code) diverges at that event.
+finish (chain recomputed with the public code) diverges at that event. A live replay
+runs the plan again too (its steps as they are decided now, skipped or aborted as the
+plan says), where before it submitted each recorded step alone.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from cradle_kg.demo.scenario import prepare_home
 from cradle_kg.errors import ReplayDivergenceError
 from cradle_kg.records import AuditEvent
 from cradle_kg.storage.opening import JOURNAL_URL_ENV
+from cradle_kg.workflow.difference import LiveSettings, live_replay
 from cradle_kg.workflow.replay import strict_replay
 from tests.inprocess import run_cli
 from tests.security.handed import rechained
@@ -114,3 +117,25 @@ def test_a_plan_run_rewritten_by_its_author_diverges(
         assert "plan.finished" in caught.value.message, caught.value.message
     cli = run_cli("replay", "--strict", "--home", str(tmp_path / "forged"))
     assert cli.returncode == 1, cli.stdout + cli.stderr
+
+
+def test_a_live_replay_runs_the_plan_again(tmp_path: Path) -> None:
+    """``replay --live`` under a policy that denies the plan's first step: the plan stops
+    there (before: each recorded step was submitted alone, the second's decision reported
+    unchanged as if the plan had reached it); under one that lets the second through, the
+    plan submits it (its write is not replayed live: the plan stops after it)."""
+    home = tmp_path / "home"
+    _planned(home)
+    demo = (home / "policies" / "demo.cedar").read_text()
+    assert "amount > 1000" in demo
+    report: dict[str, list[tuple[str, Any, Any]]] = {}
+    for name, limit in (("loose", 10_000), ("tight", 50)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "demo.cedar").write_text(demo.replace("amount > 1000", f"amount > {limit}"))
+        live = live_replay(home, ["run:plan:pa"], LiveSettings(policies=folder))
+        report[name] = [(c.subject, c.recorded, c.replayed) for c in live.changes
+                        if c.category == "decision"]
+    assert ("pa-s2", "deny", "allow") in report["loose"], report
+    assert ("pa-s1", "allow", "deny") in report["tight"], report
+    assert ("pa-s2", "deny", None) in report["tight"], report  # never reached

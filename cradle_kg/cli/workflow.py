@@ -324,8 +324,8 @@ def every_budget(book: BudgetBook) -> list[dict[str, Any]]:
 @budgets_app.command("tasks")
 def budgets_tasks(home: HomeOpt = None) -> None:
     """Human tasks opened by budget refusals."""
-    source = Source.open(resolve_home(home))
-    tasks = [e for e in source.events if e.kind == "task.opened"]
+    with Source.open(resolve_home(home)) as source:
+        tasks = [e for e in source.events if e.kind == "task.opened"]
     table("budget tasks", ["run", "step", "code", "message"],
           [[e.run_id, e.payload["step"], e.payload["code"], e.payload["message"]]
            for e in tasks])

@@ -134,7 +134,12 @@ class _Sticky:
 
 
 def live_replay(home: Path, run_ids: Sequence[str], settings: LiveSettings) -> LiveReport:
-    source = Source.open(home)
+    with Source.open(home) as source:
+        return _live_replay(source, run_ids, settings)
+
+
+def _live_replay(source: Source, run_ids: Sequence[str], settings: LiveSettings) -> LiveReport:
+    home = source.home
     runs = list(run_ids) or source.runs()
     known = set(source.runs())
     missing = [r for r in runs if r not in known]
@@ -169,10 +174,10 @@ def live_replay(home: Path, run_ids: Sequence[str], settings: LiveSettings) -> L
                     packages=package_versions(), model_override=settings.model))
                 _policies(rt, source, new_policies, i, ev.run_id)
                 _live_trigger(rt, engine, source, ev, i)
-            produced = list(rt.journal.events())
+            replayed = facts_of(rt.journal.events(), runs)  # streamed, not held
         finally:
             rt.close()
-    recorded, replayed = facts_of(source.events, runs), facts_of(produced, runs)
+    recorded = facts_of(source.events, runs)
     for run in runs:
         report.changes += compare(run, recorded[run], replayed[run])
     return report

@@ -18,14 +18,17 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from array import array
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -39,7 +42,7 @@ from ..loop.approval_flow import decided_events
 from ..policy import PolicyEngine
 from ..policy.cedar import MAX_POLICY_FILE_BYTES, PolicySource
 from ..records import ApprovalStatus, AuditEvent, Plan, Proposal
-from ..storage import Anchor, NewEvent, SqliteJournal, event_hash, open_home_journal
+from ..storage import Anchor, Journal, NewEvent, SqliteJournal, event_hash, open_home_journal
 from ..storage.counting import REFUSED_AGENT
 from ..storage.digest_check import unkeyed
 from ..storage.walk import anchor_problem
@@ -63,33 +66,112 @@ INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refuse
 COPIED_ALONE = INPUT_KINDS | {"budget.set", "policyset.activated", *STAGE_KINDS}
 
 
+class RecordedEvents(Sequence[AuditEvent]):
+    """The recorded journal's events by position (``seq - 1``), read from the journal as
+    they are asked for, never held all at once (``tests/security/test_526``): a window of
+    :attr:`WINDOW` events read forward, and the last few events asked for elsewhere. Its
+    length is the journal's head when it was opened: events appended since are not
+    part of the record replayed."""
+
+    WINDOW = 128
+    KEPT = 64
+
+    def __init__(self, journal: Journal, count: int) -> None:
+        self._journal, self._count = journal, count
+        self._start, self._window = 0, list[AuditEvent]()
+        self._kept: OrderedDict[int, AuditEvent] = OrderedDict()
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> AuditEvent: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[AuditEvent]: ...
+    def __getitem__(self, index: int | slice) -> AuditEvent | list[AuditEvent]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._count))]
+        i = index + self._count if index < 0 else index
+        if not 0 <= i < self._count:
+            raise IndexError(index)
+        if self._start <= i < self._start + len(self._window):
+            return self._window[i - self._start]
+        if i in self._kept:
+            self._kept.move_to_end(i)
+            return self._kept[i]
+        if self._start <= i < self._start + 2 * self.WINDOW or not self._window:
+            # reading on: the next window
+            self._start = i
+            self._window = self._read(i, min(self.WINDOW, self._count - i))
+            return self._window[0]
+        ev = self._read(i, 1)[0]
+        self._kept[i] = ev
+        if len(self._kept) > self.KEPT:
+            self._kept.popitem(last=False)
+        return ev
+
+    def __iter__(self) -> Iterator[AuditEvent]:
+        return islice(self._journal.events(), self._count)
+
+    def _read(self, i: int, n: int) -> list[AuditEvent]:
+        got = list(islice(self._journal.events(since_seq=i, batch=n), n))
+        if len(got) != n or got[0].seq != i + 1:
+            raise ReplayDivergenceError(f"the journal changed while it was replayed: seq "
+                                        f"{i + 1} is not as it was read", seq=i + 1)
+        return got
+
+
 @dataclass
 class Source:
     """A recorded home, read only.
 
-    Indexed once, when first asked (``tests/security/test_436``): which runs are
-    workflows, each run's decisions and submissions, and one policy engine per recorded
-    version. A replay asks at every step it triggers; before, each question read the whole
-    journal again (and parsed every Cedar text again), and a run's replay took time in the
-    square of its length.
+    Indexed once, when opened (``tests/security/test_436``): which runs are workflows,
+    each run's decisions and submissions, and one policy engine per recorded version. A
+    replay asks at every step it triggers; before, each question read the whole journal
+    again (and parsed every Cedar text again), and a run's replay took time in the square
+    of its length. The events themselves are read from the journal as the replay asks
+    for them (:class:`RecordedEvents`), the index holding their positions: a replay's
+    memory does not follow the journal's length (``tests/security/test_526``). Close it
+    (or use it as a context manager): it holds the journal open.
     """
 
     home: Path
-    events: list[AuditEvent]
+    events: Sequence[AuditEvent]
     idem_keys: dict[int, str]
     evidence: EvidenceStore
     #: the journal's digest key (None: it has none): the scratch journal takes it, so the
     #: digests of secret arguments are made as they were (``tests/security/test_135``)
     digest_key: bytes | None = field(default=None, repr=False)
+    journal: Journal | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, home: Path) -> Source:
-        with open_home_journal(home, must_exist=True) as journal:
-            events = list(journal.events())
-            keys = journal.claimed_keys()
-            digest_key = journal.stored_digest_key()
-        check_record(events)
-        return cls(home, events, keys, EvidenceStore(Home(home).evidence), digest_key)
+        journal = open_home_journal(home, must_exist=True)
+        try:
+            events = RecordedEvents(journal, journal.head()[0])
+            check_record(events)
+            source = cls(home, events, journal.claimed_keys(),
+                         EvidenceStore(Home(home).evidence), journal.stored_digest_key(),
+                         journal)
+        except BaseException:
+            journal.close()
+            raise
+        return source
+
+    def close(self) -> None:
+        if self.journal is not None:
+            self.journal.close()
+
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def at_seq(self, seq: int) -> AuditEvent | None:
+        """The recorded event at ``seq`` (None: there is none; seqs are positions + 1,
+        :func:`check_record`)."""
+        return self.events[seq - 1] if 1 <= seq <= len(self.events) else None
 
     def runs(self) -> list[str]:
         """Runs that replay can re-derive: submitted proposals, workflow runs, plans."""
@@ -106,7 +188,7 @@ class Source:
 
     def model_calls(self, run_id: str) -> list[AuditEvent]:
         """The run's ``model.called`` events, in journal order."""
-        return self._index.model_calls.get(run_id, [])
+        return [self.events[i] for i in self._index.model_calls.get(run_id, [])]
 
     def started(self, run_id: str) -> AuditEvent | None:
         """The run's ``workflow.started`` (None: not a workflow run)."""
@@ -270,12 +352,18 @@ def _shape_problem(kind: str, payload: dict[str, Any]) -> str | None:
     return None
 
 
-def check_record(events: Sequence[AuditEvent]) -> None:
+def check_record(events: Iterable[AuditEvent]) -> None:
     """Refuse, as a divergence naming it, a recorded event whose payload is not shaped as
     the runtime writes it, where the replay reads it (``tests/security/test_440``): a
     handed journal's author writes every byte, and before, such a payload ended the
-    replay in ``unexpected TypeError`` / ``KeyError`` / ``ValidationError``."""
-    for ev in events:
+    replay in ``unexpected TypeError`` / ``KeyError`` / ``ValidationError``. An event
+    missing from the chain (seqs follow on from 1, as ``audit verify`` wants them) is
+    one too: the replay finds each event by its seq."""
+    for i, ev in enumerate(events, start=1):
+        if ev.seq != i:
+            raise ReplayDivergenceError(
+                f"replay diverges at seq {i}: the journal has no event there (the next is "
+                f"at seq {ev.seq}); `audit verify` says why", seq=i)
         problem = _shape_problem(ev.kind, ev.payload)
         if problem is not None:
             raise ReplayDivergenceError(
@@ -308,15 +396,15 @@ class _Index:
     first_received: dict[tuple[str, str, str], int] = field(default_factory=dict)
     #: policy version -> its first ``policyset.activated``
     activations: dict[str, AuditEvent] = field(default_factory=dict)
-    #: run -> its ``model.called`` events
-    model_calls: dict[str, list[AuditEvent]] = field(default_factory=dict)
+    #: run -> positions of its ``model.called`` events
+    model_calls: dict[str, list[int]] = field(default_factory=dict)
     #: a plan's run -> the other runs its steps name (its ``plan.started``)
     plan_steps: dict[str, set[str]] = field(default_factory=dict)
     #: positions of the submissions a plan made (its steps, between its start and finish)
     plan_members: set[int] = field(default_factory=set)
 
     @classmethod
-    def of(cls, events: Sequence[AuditEvent]) -> _Index:
+    def of(cls, events: Iterable[AuditEvent]) -> _Index:
         out = cls()
         #: (plan's run, plan id) -> its steps (run, proposal id), while it runs
         running: dict[tuple[str, str], set[tuple[str, str]]] = {}
@@ -343,7 +431,7 @@ class _Index:
             elif ev.kind == "policyset.activated":
                 out.activations.setdefault(str(p.get("version")), ev)
             elif ev.kind == "model.called":
-                out.model_calls.setdefault(run, []).append(ev)
+                out.model_calls.setdefault(run, []).append(i)
             if ev.kind in _SUBMISSIONS:
                 out.submissions.setdefault(run, []).append(i)
             if ev.kind == "proposal.received" and "submission" not in p:
@@ -421,7 +509,6 @@ class _StrictRun:
     def __init__(self, source: Source, run_id: str) -> None:
         self.source = source
         self.events = source.events
-        self.by_seq = {e.seq: e for e in self.events}
         self.run = run_id
         #: the runs this replay produces: the run, and those its plans' steps name
         self.runs = source.runs_of(run_id)
@@ -430,21 +517,32 @@ class _StrictRun:
         self.last: datetime | None = None
         #: positions of the events this run must produce, and of its intents among them:
         #: each step finds the next one by bisection, never by reading the journal again
-        self.producible = [i for i, ev in enumerate(self.events) if self._producible(ev)]
-        self.intents = [i for i in self.producible
-                        if self.events[i].kind in ("action.intent", "action.retry")]
+        #: (positions only, in one pass over the record: ``tests/security/test_526``)
+        self.producible, self.intents = array("q"), array("q")
         #: positions of this run's ``approval.decided`` whose outcome a person's decision
         #: wrote with it: the decision is copied, the outcome derived again from it
-        self.decisions = {i - 1 for i, ev in enumerate(self.events) if i
-                          and ev.run_id in self.runs
-                          and decided_outcome(ev, self.events[i - 1])}
+        self.decisions: set[int] = set()
+        before: AuditEvent | None = None
+        for i, ev in enumerate(self.events):
+            if self._producible(ev, before):
+                self.producible.append(i)
+                if ev.kind in ("action.intent", "action.retry"):
+                    self.intents.append(i)
+            elif ev.run_id in self.runs and decided_outcome(ev, before):
+                self.decisions.add(i - 1)
+            before = ev
 
-    def _producible(self, ev: AuditEvent) -> bool:
+    def by_seq(self, seq: int) -> AuditEvent | None:
+        return self.source.at_seq(seq)
+
+    def _producible(self, ev: AuditEvent, before: AuditEvent | None) -> bool:
         # a person's cancel is an input as their answers are: copied, never re-derived;
         # so is the outcome their decision of an approval wrote with it (test_300)
         return (ev.run_id in self.runs and ev.kind not in INPUT_KINDS
-                and cancelled_by(ev) is None
-                and not decided_outcome(ev, self.by_seq.get(ev.seq - 1)))
+                and cancelled_by(ev) is None and not decided_outcome(ev, before))
+
+    def _producible_at(self, ev: AuditEvent) -> bool:
+        return self._producible(ev, self.by_seq(ev.seq - 1))
 
     def _peek(self) -> datetime:
         k = bisect_left(self.producible, self.pos)
@@ -478,7 +576,7 @@ class _StrictRun:
         self.flush()
         out = list(events)
         for offset, ev in enumerate(events, start=1):
-            rec = self.by_seq.get(self.pos + offset)
+            rec = self.by_seq(self.pos + offset)
             # a journal written before refusals were counted: its refusing
             # ``decision.made`` has no ``refused_agent`` (a count's key, no part of the
             # decision); the replay writes it as it was written then
@@ -491,7 +589,7 @@ class _StrictRun:
 
     def after(self, written: Sequence[AuditEvent]) -> None:
         for got in written:
-            rec = self.by_seq.get(got.seq)
+            rec = self.by_seq(got.seq)
             if rec is None:
                 raise ReplayDivergenceError(
                     f"strict replay of `{self.run}` diverges at seq {got.seq} (`{got.kind}`): "
@@ -499,7 +597,7 @@ class _StrictRun:
             if rec.hash != got.hash:
                 raise self.fail(rec, _why(rec, got, self.source.idem_keys.get(rec.seq)))
             self.pos = got.seq
-            if self._producible(rec):
+            if self._producible_at(rec):
                 self.last = max(self.last or got.at, got.at)
 
     def flush(self) -> None:
@@ -507,7 +605,7 @@ class _StrictRun:
         must produce; a person's decision that ended a wait is copied and the outcome it
         wrote with it derived again (:meth:`_decided`)."""
         batch: list[NewEvent] = []
-        while self.pos + len(batch) < len(self.events) and not self._producible(
+        while self.pos + len(batch) < len(self.events) and not self._producible_at(
                 self.events[self.pos + len(batch)]):
             if self.pos + len(batch) in self.decisions:
                 self._copy(batch)
@@ -529,7 +627,8 @@ class _StrictRun:
         for hash. Before, that outcome was copied as recorded, whatever it said
         (``tests/security/test_437``)."""
         assert self.rt is not None, "the sandbox appended before the replay began"
-        outcome = self.by_seq[decision.seq + 1]
+        outcome = self.by_seq(decision.seq + 1)
+        assert outcome is not None, "a decided outcome follows its decision"
         p = decision.payload
         try:
             state, seen = self.rt.approvals.read(str(p["approval_id"]))
@@ -640,7 +739,13 @@ def strict_replay(home: Path, run_ids: Sequence[str] = (), *,
     to its own head hash for hash, and only the anchor says it is not the journal that
     ran (``tests/security/test_525``). Every event replayed is compared hash for hash, so
     the journal reproduced contains the anchor too."""
-    source = Source.open(home)
+    with Source.open(home) as source:
+        return _strict_replay(source, run_ids, anchor)
+
+
+def _strict_replay(source: Source, run_ids: Sequence[str],
+                   anchor: Anchor | None) -> StrictReport:
+    home = source.home
     if anchor is not None:
         problem = anchor_problem(anchor, ((e.seq, e.hash, e.id) for e in source.events))
         if problem is not None:
@@ -678,7 +783,7 @@ def strict_replay(home: Path, run_ids: Sequence[str] = (), *,
                 driver.replay(rt, engine)
                 head = rt.journal.head()[1]
             except ReplayDivergenceError as exc:
-                if not unkeyed_record(driver.by_seq.get(exc.seq or 0)):
+                if not unkeyed_record(driver.by_seq(exc.seq or 0)):
                     raise
                 # the replay keyed a secret's digest the record made without a key
                 raise ReplayDivergenceError(f"{exc.message}: {UNKEYED_RECORD}",

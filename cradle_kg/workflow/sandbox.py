@@ -65,27 +65,47 @@ class AppendHook(Protocol):
 
 @dataclass
 class Recording:
-    """What the recorded journal says each activity returned, by action id."""
+    """What the recorded journal says each activity returned, by action id: the position
+    of the event that says it in ``events``, read again when it is asked for (the
+    payloads are not held: ``tests/security/test_526``)."""
 
-    observations: dict[str, dict[str, Any]] = field(default_factory=dict)
-    verifications: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: (proposal id, validator name) -> its answers, in journal order
-    validations: dict[tuple[str, str], deque[list[dict[str, Any]]]] = field(
-        default_factory=dict)
+    events: Sequence[AuditEvent] = ()
+    observed: dict[str, int] = field(default_factory=dict)
+    verified: dict[str, int] = field(default_factory=dict)
+    #: (proposal id, validator name) -> where its answers are, in journal order: the
+    #: position of the decision, the answer's place in its ``validator_findings``
+    validations: dict[tuple[str, str], deque[tuple[int, int]]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, events: Sequence[AuditEvent]) -> Recording:
-        rec = cls()
-        for ev in events:
+        rec = cls(events)
+        for i, ev in enumerate(events):
             if ev.kind == "decision.made":
-                for answer in ev.payload.get("validator_findings", ()):
+                for k, answer in enumerate(ev.payload.get("validator_findings", ())):
                     key = (str(ev.payload["proposal_id"]), str(answer["validator"]))
-                    rec.validations.setdefault(key, deque()).append(list(answer["findings"]))
+                    rec.validations.setdefault(key, deque()).append((i, k))
             elif ev.kind == "action.observed":
-                rec.observations[ev.subject] = ev.payload["observation"]
+                rec.observed[ev.subject] = i
             elif ev.kind == "verification.recorded":
-                rec.verifications[str(ev.payload["action_id"])] = ev.payload
+                rec.verified[str(ev.payload["action_id"])] = i
         return rec
+
+    def observation(self, action_id: str) -> dict[str, Any] | None:
+        at = self.observed.get(action_id)
+        return None if at is None else dict(self.events[at].payload["observation"])
+
+    def verification(self, action_id: str) -> dict[str, Any] | None:
+        at = self.verified.get(action_id)
+        return None if at is None else dict(self.events[at].payload)
+
+    def validation(self, proposal_id: str, name: str) -> list[dict[str, Any]] | None:
+        """The next recorded answer of validator ``name`` for ``proposal_id`` (None: no
+        answer left)."""
+        answers = self.validations.get((proposal_id, name))
+        if not answers:
+            return None
+        at, k = answers.popleft()
+        return list(self.events[at].payload["validator_findings"][k]["findings"])
 
 
 def _action_id(call: ToolCall) -> str:
@@ -179,17 +199,17 @@ class SandboxRuntime(Runtime):
             return
 
         def stand_in(proposal: Proposal, spec: ToolSpec) -> list[Finding]:
-            answers = self._recording.validations.get((proposal.id, name))
-            if not answers:
+            answers = self._recording.validation(proposal.id, name)
+            if answers is None:
                 raise NotReplayable(f"no recorded answer of validator `{name}` for "
                                     f"`{proposal.id}`")
-            return [Finding.from_json(f) for f in answers.popleft()]
+            return [Finding.from_json(f) for f in answers]
 
         super().register_validator(tool_pattern, stand_in, name=name, pack=pack)
 
     def _tool(self, spec: ToolSpec, fn: ToolFunction) -> ToolFunction:
         def stand_in(call: ToolCall) -> BaseModel | dict[str, Any]:
-            recorded = self._recording.observations.get(_action_id(call))
+            recorded = self._recording.observation(_action_id(call))
             if recorded is not None:
                 return _served(recorded)
             if not self._strict and spec.supports_dry_run:
@@ -202,13 +222,13 @@ class SandboxRuntime(Runtime):
 
     def _lookup(self) -> LookupFunction:
         def stand_in(call: ToolCall) -> dict[str, Any] | None:
-            recorded = self._recording.observations.get(_action_id(call))
+            recorded = self._recording.observation(_action_id(call))
             return None if recorded is None or recorded.get("error") else recorded["output"]
         return stand_in
 
     def _verifier(self, verifier_id: str) -> VerifierFunction:
         def stand_in(req: VerifyRequest) -> VerifierReport:
-            recorded = self._recording.verifications.get(req.action.id)
+            recorded = self._recording.verification(req.action.id)
             if recorded is not None:
                 return _report(recorded, now=self.clock)
             if self._strict:

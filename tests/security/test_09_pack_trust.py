@@ -155,7 +155,8 @@ def test_pack_loaded_from_config_is_namespaced(home: Path, tmp_path: Path) -> No
         version = rt.policies.version
         ids = rt.policies.policy_ids()
     # the journaled policy set rebuilds with the same ids and version (replay, audit)
-    rebuilt = Source.open(home).policies(version)
+    with Source.open(home) as source:
+        rebuilt = source.policies(version)
     assert rebuilt is not None
     assert rebuilt.version == version and rebuilt.policy_ids() == ids
 

@@ -6,8 +6,15 @@ its own connection — the changed reservation and the call's rows of the airlin
 ``changes`` log — never the tool's claim. Each record links to the runtime's action that
 made it (``airline:changedBy``):
 
-- the reservation (``airline:Reservation``: id, customer, cabin, trip type, insurance,
-  status) and its customer (``airline:Customer``);
+- the reservation (``airline:Reservation``: id, customer, trip type, insurance, status —
+  what no write changes but a cancellation's status) and its customer
+  (``airline:Customer``);
+- the reservation as the write left it (``airline:ReservationState``, one per write,
+  ``airline:stateOf`` the reservation): the cabin it flies, as the verifier read it from
+  the segments' prices (``cabin_flown``). The reservation's ``cabin`` field is not it: the
+  API never updates it on a change of cabin, and a reservation's cabin changes from write
+  to write, so it is said of each write's state, never of the reservation
+  (``tests/security/test_528``);
 - each payment and refund the call added (``airline:Payment`` / ``airline:Refund``:
   amount, the payment method, the reservation);
 - a certificate sent (``airline:Certificate``: amount, the customer).
@@ -69,7 +76,8 @@ def reservation_ref(rid: str, uid: str) -> Iterator[Triple]:
     yield from customer(uid)
 
 
-def reservation(doc: dict[str, Any], action: str) -> Iterator[Triple]:
+def reservation(doc: dict[str, Any], action: str, action_id: str,
+                cabin_flown: Any) -> Iterator[Triple]:
     rid, uid = str(doc.get("reservation_id", "")), str(doc.get("user_id", ""))
     if not rid or not uid:
         return
@@ -77,9 +85,15 @@ def reservation(doc: dict[str, Any], action: str) -> Iterator[Triple]:
     yield from reservation_ref(rid, uid)
     yield (r, ax("resource"), core_node("resource", f"reservation:{rid}"))
     yield (r, ax("changedBy"), action)
-    if doc.get("cabin") in CABINS:
-        cabin = ax(CABINS[str(doc["cabin"])])
-        yield (r, ax("cabin"), cabin)
+    # the cabin flown, on this write's state: evidence recorded before it was read (no
+    # `cabin_flown`) says no cabin — its `cabin` field may be one the reservation left
+    if isinstance(cabin_flown, str) and cabin_flown in CABINS:
+        state = node("reservation-state", rid, action_id)
+        cabin = ax(CABINS[cabin_flown])
+        yield _a(state, "ReservationState")
+        yield (state, ax("stateOf"), r)
+        yield (state, ax("changedBy"), action)
+        yield (state, ax("cabin"), cabin)
         yield (cabin, iri(RDF_TYPE), ax("Cabin"))
     if doc.get("flight_type") in ("one_way", "round_trip"):
         yield (r, ax("tripType"), literal(str(doc["flight_type"])))
@@ -103,7 +117,7 @@ def changes(ev: AuditEvent) -> Iterable[Triple]:
     action = core_node("action", action_id)
     doc = evidence.get("reservation")
     if isinstance(doc, dict):
-        yield from reservation(doc, action)
+        yield from reservation(doc, action, action_id, evidence.get("cabin_flown"))
     for n, row in enumerate(rows):
         if not isinstance(row, dict) or row.get("amount") is None:
             continue

@@ -337,8 +337,17 @@ def _reservation_check(check_fn: Callable[[dict[str, Any], dict[str, Any]], bool
             return False, f"reservation `{args['reservation_id']}` is not in the database", {}
         good = check_fn(res, args)
         return good, (what if good else f"reservation `{res['reservation_id']}` does not show "
-                      + what), {"reservation": res}
+                      + what), read_back_reservation(db, res)
     return expect
+
+
+def read_back_reservation(db: Reader, res: dict[str, Any]) -> dict[str, Any]:
+    """The evidence of a reservation read back: its document, and the cabin it flies
+    (``cabin_flown``). The document's ``cabin`` is what the API wrote at booking and never
+    updates on a change of cabin; the segments' prices say the cabin flown (the rules'
+    reading, :func:`rules.effective_cabin`), and the run graph projects that one."""
+    return {"reservation": res,
+            "cabin_flown": rules.effective_cabin(api.View(db.conn, ""), res)}
 
 
 @verifier("airline.cancelled")
@@ -374,7 +383,8 @@ def _booked(db: Reader, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]
         res = db.reservation(str(rid))
         if res and _same_flights(res, args["flights"]) and res["passengers"] == args[
                 "passengers"] and res["cabin"] == args["cabin"]:
-            return True, f"reservation `{rid}` of `{args['user_id']}`", {"reservation": res}
+            return True, f"reservation `{rid}` of `{args['user_id']}`", \
+                read_back_reservation(db, res)
     return False, f"no reservation of `{args['user_id']}` has these flights and passengers", {}
 
 

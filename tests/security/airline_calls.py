@@ -30,8 +30,10 @@ def airline_runtime(tmp_path: Path) -> Iterator[Runtime]:
 
 
 def submit(rt: Runtime, tool: str, uid: str, arguments: dict[str, Any],
-           facts: list[list[str]] | None = None) -> tuple[str, list[str]]:
-    """(status, reason codes) of ``airline.<tool>`` called for ``customer:<uid>``."""
+           facts: list[list[str]] | None = None, *,
+           run_id: str | None = None) -> tuple[str, list[str]]:
+    """(status, reason codes) of ``airline.<tool>`` called for ``customer:<uid>`` (in
+    ``run_id``, else a run of its own)."""
     who = f"customer:{uid}"
     target = (f"reservation:{arguments['reservation_id']}" if "reservation_id" in arguments
               else f"customer:{arguments['user_id']}")
@@ -41,7 +43,8 @@ def submit(rt: Runtime, tool: str, uid: str, arguments: dict[str, Any],
         "facts": [{"subject": who, "predicate": p, "object": v, "source": who}
                   for p, v in (YES if facts is None else facts)],
         "action": {"action_type": f"airline.{tool}", "target": target,
-                   "arguments": arguments}})
+                   "arguments": arguments},
+        **({"run_id": run_id} if run_id else {})})
     return str(out.status), list(out.decision.reason_codes) if out.decision else []
 
 

@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import Any, Protocol
 
 from .models import SPECS, CandidateFact, Evidence, ModelCall, Value
+from .normalisation import convert
 
 ModelClient = Callable[[dict[str, Any]], dict[str, Any]]
 #: a thousands group may be written with a space (the SI way: ``1 200``, also a no-break or
@@ -235,6 +236,45 @@ ATTRIBUTE_PATTERNS: tuple[Pattern, ...] = (
 )
 
 
+# Two values of one attribute in one phrase (tests/security/test_529): "flight time 45 min
+# loaded, 75 min empty", "range 200 km (320 km with extended battery)", "45 min / 1.5 h",
+# "45 min with payload, or 80 min without". After a number the attribute's pattern read,
+# another of the same kind of unit is read as the same attribute when only a few
+# qualifying words, a separator (`,` `/` `(` `or`) and "up to"/"max."/"about" stand
+# between — a word naming another quantity ("charging time 90 min", "radio range 60 km")
+# does not qualify, so that number is not this attribute's.
+_UNIT_OF: dict[str, str] = {
+    "maximum_takeoff_weight": _UNIT_MASS,
+    "unladen_weight": _UNIT_MASS,
+    "maximum_range": _UNIT_LEN,
+    "endurance": _UNIT_DUR,
+    "aerosol_capacity": _UNIT_VOL,
+    "gust_tolerance": _UNIT_SPEED,
+}
+_QUALIFIER = r"(?:\s++(?!(?:or|and)\b)[\w'-]++){0,5}?"
+_ALTERNATIVE: dict[str, re.Pattern[str]] = {
+    predicate: re.compile(
+        rf"{_QUALIFIER}\s*+(?:,\s*+(?:(?:or|and)\s++)?|/\s*+|\(\s*+|(?:or|and)\s++)"
+        rf"(?:(?:up\s++to|max(?:imum|\.)?|approx(?:imately|\.)?|about|ca\.|~)\s*+)?"
+        rf"{_NUM}\s*+{unit}",
+        re.IGNORECASE,
+    )
+    for predicate, unit in _UNIT_OF.items()
+}
+#: The attributes EU Regulation 2021/821 Annex I compares with a threshold it must reach:
+#: "a maximum 'endurance'" (9A012.a), "capable of a range of 300 km" (9A112.a), an aerosol
+#: system "with a capacity greater than 20 litres" (9A112.b), "designed to … have stable
+#: controlled flight in wind gusts equal to or exceeding 46,3 km/h" (9A012.a.1.b). A phrase
+#: stating two values states what the craft does in two configurations (loaded and empty,
+#: with and without its extended battery); the Annex measures the most it is capable of, and
+#: only the largest can trigger the control: that one is read. A weight decides the HS band
+#: (8806.21 … 29, 91 … 99), where neither value is the safe one: each is a candidate, and
+#: disagreeing they leave the attribute unresolved — the line asks for it.
+LARGEST_IS_THE_ATTRIBUTE = frozenset(
+    {"endurance", "maximum_range", "aerosol_capacity", "gust_tolerance"}
+)
+
+
 def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
     """Whether ``span`` overlaps one of ``taken`` — disjoint spans kept sorted, so only the
     last one starting before ``span`` ends can (a look-up in log time: a description of
@@ -267,8 +307,13 @@ class KeywordExtractor:
                     span = match.span()
                     if _overlaps(span, taken):
                         continue
+                    values = self._alternatives(pattern, match, text, taken)
+                    span = (match.start(), values[-1][2] if values else match.end())
                     bisect.insort(taken, span)
                     try:
+                        if values:
+                            out.extend(self._numbers(pattern, text, span, values))
+                            continue
                         candidate = self._candidate(pattern, match)
                     except ValueError:  # an ambiguous number (`parse_number`): not read
                         continue
@@ -299,6 +344,38 @@ class KeywordExtractor:
             source=self.source,
             evidence=evidence,
         )
+
+    @staticmethod
+    def _alternatives(pattern: Pattern, match: re.Match[str], text: str,
+                      taken: list[tuple[int, int]]) -> list[tuple[str, str, int]]:
+        """Every value ``match`` states for its attribute — its own, then each further one
+        of the phrase (:data:`_ALTERNATIVE`) — as ``(number, unit, end)``; empty when it
+        states one (or is no number)."""
+        alternative = _ALTERNATIVE.get(pattern.predicate)
+        if alternative is None or pattern.value is not None:
+            return []
+        values = [(match.group(1), match.group(2), match.end())]
+        while (more := alternative.match(text, values[-1][2])) is not None and not _overlaps(
+                more.span(), taken):
+            values.append((more.group(1), more.group(2), more.end()))
+        return values if len(values) > 1 else []
+
+    def _numbers(self, pattern: Pattern, text: str, span: tuple[int, int],
+                 values: list[tuple[str, str, int]]) -> list[CandidateFact]:
+        """The candidates of a phrase stating several values of one attribute, each quoting
+        the whole phrase: the largest alone for a threshold of the Annex
+        (:data:`LARGEST_IS_THE_ATTRIBUTE`), else each value. ``ValueError`` when a number
+        is ambiguous (``parse_number``): nothing is read from the phrase."""
+        evidence = Evidence.make(self.source, text[span[0]:span[1]], span[0], span[1])
+        cands = [CandidateFact(predicate=pattern.predicate, value=parse_number(number),
+                               unit=unit, source=self.source, evidence=evidence)
+                 for number, unit, _end in values]
+        if pattern.predicate not in LARGEST_IS_THE_ATTRIBUTE:
+            return cands
+        try:
+            return [max(cands, key=lambda c: convert(c)[0])]  # type: ignore[arg-type,return-value]
+        except ValueError:  # a value that does not convert: each one, for normalisation to say
+            return cands
 
     def _part_of(self, match: re.Match[str]) -> list[CandidateFact]:
         """The craft a part is for, read from inside the part phrase itself."""

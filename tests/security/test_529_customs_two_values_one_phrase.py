@@ -9,8 +9,8 @@ km/h"): a drone flying 75 minutes empty has a maximum endurance of 75 minutes. S
 out-of-sight drone with gusts under 46,3 km/h and a 75-minute empty endurance was filed
 with no 9A012 permit (``executed``), and one capable of 320 km with its extended battery
 with no 9A112 permit. A weight decides the HS subheading band, where neither value is the
-safe one: the line was classified 8806.93 (7–25 kg … band read from 6 kg: 8806.92) on a
-weight the text also contradicts.
+safe one: the line was classified 8806.92 (up to 7 kg) and filed on a weight the same
+phrase contradicts.
 
 Now every value of the attribute stated in the phrase is read (``value, value`` /
 ``value (value …)`` / ``value / value`` / ``value or value``, each with the attribute's kind

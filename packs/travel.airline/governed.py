@@ -22,7 +22,7 @@ from cradle_kg.packs.sdk import (
 
 from . import api, rules
 from .db import AirlineDB, Reader
-from .tools import created_at_of
+from .tools import created_at_of, decided_key, remember_decided
 
 
 def customers_word(source: str, who: str) -> bool:
@@ -63,4 +63,8 @@ def policy(ctx: PackContext, proposal: Proposal, spec: ToolSpec) -> Sequence[Fin
         now = Reader(conn).now()  # the domain clock, read once for the rules and the view
         call = rules.Call(tool=name, args=args, on_behalf_of=proposal.on_behalf_of, said=said,
                           hearsay=hearsay, now=now)
-        return rules.findings(api.View(conn, created_at_of(now)), call)
+        found = rules.findings(api.View(conn, created_at_of(now)), call)
+    if not found:  # the tool asks the rules again, in its transaction, with this reading
+        remember_decided(decided_key(ctx.home, proposal.effective_run_id, proposal.agent_id,
+                                     name, args), call)
+    return found

@@ -12,8 +12,12 @@ system; none can be undone by the API itself.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,6 +28,7 @@ from cradle_kg.packs.sdk import (
     PackContext,
     SideEffectClass,
     ToolCall,
+    ToolError,
     VerifierReport,
     VerifyRequest,
     check,
@@ -90,8 +95,69 @@ def _log(conn: Any, key: str, name: str, args: dict[str, Any], answer: str,
                      [(key, name, *r) for r in rows])
 
 
+#: gate 1's reading of each write it let through — the call as the rules saw it, with the
+#: customer's statements — by (home, run, agent, tool, arguments), newest last: the tool
+#: asks the rules again with it in its own transaction (:func:`write`). A process's own
+#: (gate 1 and the tool run in the process that submits); bounded, oldest dropped
+_DECIDED: OrderedDict[tuple[str, ...], list[rules.Call]] = OrderedDict()
+_DECIDED_LOCK = threading.Lock()
+_DECIDED_LIMIT = 4096
+
+
+def decided_key(home: Path, run_id: str, agent: str, name: str,
+                args: dict[str, Any]) -> tuple[str, ...]:
+    return (str(home), run_id, agent, name, json.dumps(args, sort_keys=True, default=str))
+
+
+def remember_decided(key: tuple[str, ...], call: rules.Call) -> None:
+    """Gate 1 allowed ``call``: keep it for the tool's second look."""
+    with _DECIDED_LOCK:
+        _DECIDED.setdefault(key, []).append(call)
+        _DECIDED.move_to_end(key)
+        while len(_DECIDED) > _DECIDED_LIMIT:
+            _DECIDED.popitem(last=False)
+
+
+def _decided(key: tuple[str, ...]) -> rules.Call | None:
+    """Gate 1's newest reading for ``key``; kept until the write is applied (a refused
+    write is retried by the runtime, and asks with it again)."""
+    with _DECIDED_LOCK:
+        calls = _DECIDED.get(key)
+        return calls[-1] if calls else None
+
+
+def _applied(key: tuple[str, ...]) -> None:
+    with _DECIDED_LOCK:
+        calls = _DECIDED.get(key)
+        if calls:
+            calls.pop()
+            if not calls:
+                del _DECIDED[key]
+
+
+def _refused_now(ctx: PackContext, tool_call: ToolCall, name: str, args: dict[str, Any],
+                 conn: Any) -> str | None:
+    """Why the policy refuses this write on the database as the write's transaction sees
+    it — the same rules gate 1 asked (:func:`rules.findings`, with the statements it read),
+    asked again where no other write can land in between: two calls racing both passed
+    gate 1 on the database before either wrote (two certificates for one complaint, a
+    change written to a reservation just cancelled: ``tests/security/test_530``). None
+    when it allows, or when this process did not decide the call (nothing to ask with)."""
+    decided = _decided(decided_key(ctx.home, tool_call.run_id, tool_call.actor, name, args))
+    if decided is None:
+        return None
+    now = Reader(conn).now()
+    found = rules.findings(api.View(conn, created_at_of(now)), replace(decided, now=now))
+    if not found:
+        return None
+    return ("the policy refuses this call on the database as it is now (another call "
+            "changed it after this one was allowed): " + "; ".join(
+                f"{f.code}: {f.message}" for f in found))
+
+
 def write(ctx: PackContext, call: ToolCall, name: str) -> ApiAnswer:
-    """One call of the benchmark's API in one transaction, recorded under its key."""
+    """One call of the benchmark's API in one transaction, recorded under its key; the
+    policy asked again in that transaction first (:func:`_refused_now`)."""
     db = AirlineDB.of(ctx)
     key = call.idempotency_key
     args = call.arguments.model_dump(mode="json")
@@ -100,6 +166,9 @@ def write(ctx: PackContext, call: ToolCall, name: str) -> ApiAnswer:
                             (key,)).fetchone()
         if done is not None:
             return _answer(str(done[0]))
+        refused = _refused_now(ctx, call, name, args, conn)
+        if refused is not None:
+            raise ToolError(refused)  # nothing written: the transaction is rolled back
         view = api.View(conn, created_at(conn))
         rid = args.get("reservation_id")  # as the agent sent it: the API answers a bad one
         res = view.reservation(rid) if isinstance(rid, str) else None
@@ -110,6 +179,7 @@ def write(ctx: PackContext, call: ToolCall, name: str) -> ApiAnswer:
             view.flush()
             _log(conn, key, name, args, text, before)
         conn.execute("INSERT INTO applied VALUES (?,?,?,?)", (key, name, int(answer.ok), text))
+    _applied(decided_key(ctx.home, call.run_id, call.actor, name, args))
     return answer
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from .airline_calls import airline_runtime, submit
+from .airline_calls import airline_runtime, reservation, submit
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -91,3 +91,43 @@ def test_one_complaint_one_certificate_when_two_calls_race(
         # one after the other, as before: the second is refused at gate 1
         assert submit(rt, "send_certificate", UID, {"user_id": UID, "amount": 100},
                       COMPLAINT) == ("denied", ["airline_compensation_repeated"])
+
+
+def test_no_change_lands_on_a_reservation_cancelled_meanwhile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``4WQ150`` (chen_jackson_3290, silver, business, 3 passengers, 5 bags, 9 free): a
+    change to 10 bags (one non-free: $50) passes gate 1; the cancellation lands before it
+    writes. Before: both executed — the cancelled reservation was charged $50 after its
+    refunds. Now the change is not written."""
+    uid, rid = "chen_jackson_3290", "4WQ150"
+    with airline_runtime(tmp_path) as rt:
+        rules = _pack_rules()
+        decided = rules.findings
+        allowed, cancelled = threading.Event(), threading.Event()
+        first = threading.local()
+
+        def bags_wait_for_the_cancellation(view: Any, call: Any) -> Any:
+            out = decided(view, call)
+            if call.tool == "update_reservation_baggages" and not getattr(first, "done", False):
+                first.done = True
+                allowed.set()
+                assert cancelled.wait(timeout=120)
+            return out
+
+        monkeypatch.setattr(rules, "findings", bags_wait_for_the_cancellation)
+        answer: list[tuple[str, list[str]]] = []
+        bags = threading.Thread(target=lambda: answer.append(submit(
+            rt, "update_reservation_baggages", uid, {
+                "reservation_id": rid, "total_baggages": 10, "nonfree_baggages": 1,
+                "payment_id": "gift_card_3576581"})))
+        bags.start()
+        assert allowed.wait(timeout=120)
+        assert submit(rt, "cancel_reservation", uid, {"reservation_id": rid},
+                      [["airline:cancellationReason", "change_of_plan"]]) == ("executed", [])
+        cancelled.set()
+        bags.join(timeout=120)
+        doc = json.loads(reservation(rt, rid))
+        # before: ('executed', []), and the cancelled reservation's payments summed to 50
+        assert answer and answer[0][0] != "executed", answer
+        assert doc["status"] == "cancelled" and doc["total_baggages"] == 5
+        assert sum(p["amount"] for p in doc["payment_history"]) == 0

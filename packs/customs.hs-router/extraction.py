@@ -242,7 +242,12 @@ ATTRIBUTE_PATTERNS: tuple[Pattern, ...] = (
 # another of the same kind of unit is read as the same attribute when only a few
 # qualifying words, a separator (`,` `/` `(` `or`) and "up to"/"max."/"about" stand
 # between — a word naming another quantity ("charging time 90 min", "radio range 60 km")
-# does not qualify, so that number is not this attribute's.
+# does not qualify, nor does one a word names after it ("7 kg payload", "90 min charging")
+# or another unit's ("320 km/h"), so that number is not this attribute's.
+_NOT_THIS = (
+    r"(?![/\w])(?!\s*+(?:payload|cargo|loads?|batter(?:y|ies)|charg\w*|recharg\w*|altitude"
+    r"|ceiling|height|speed|wind|gusts?|radio|video|link|transmission|camera|sensor)\b)"
+)
 _UNIT_OF: dict[str, str] = {
     "maximum_takeoff_weight": _UNIT_MASS,
     "unladen_weight": _UNIT_MASS,
@@ -256,7 +261,7 @@ _ALTERNATIVE: dict[str, re.Pattern[str]] = {
     predicate: re.compile(
         rf"{_QUALIFIER}\s*+(?:,\s*+(?:(?:or|and)\s++)?|/\s*+|\(\s*+|(?:or|and)\s++)"
         rf"(?:(?:up\s++to|max(?:imum|\.)?|approx(?:imately|\.)?|about|ca\.|~)\s*+)?"
-        rf"{_NUM}\s*+{unit}",
+        rf"{_NUM}\s*+{unit}{_NOT_THIS}",
         re.IGNORECASE,
     )
     for predicate, unit in _UNIT_OF.items()

@@ -63,6 +63,13 @@ def test_the_largest_range_needs_its_permit(home: testing.PackHome, n: int,
     assert_permit_awaited(result, "EU-2021/821:9A112")
 
 
+def test_a_payload_is_not_a_second_weight(home: testing.PackHome) -> None:
+    drone = DRONE.replace("maximum take-off weight 20 kg",
+                          "maximum take-off weight 20 kg, 7 kg payload")
+    result = _line(home, 13, "endurance 20 min, range 20 km", drone)
+    assert result["status"] == "classified" and result["hs_code"] == "8806.93", result
+
+
 def test_two_weights_are_asked_for(home: testing.PackHome) -> None:
     drone = DRONE.replace("maximum take-off weight 20 kg",
                           "maximum take-off weight 6 kg (8 kg with floats)")
@@ -81,6 +88,8 @@ def test_two_weights_are_asked_for(home: testing.PackHome) -> None:
     (8, "endurance 45 min, charging time 90 min, range 20 km"),
     (9, "flight time 45 min, range 20 km (radio range 60 km)"),
     (10, "endurance 45 min (hover), range 20 km"),
+    (11, "endurance 45 min, range 250 km, 320 km/h top speed"),
+    (12, "endurance 45 min, 90 min charging time, range 20 km"),
 ])
 def test_another_quantity_is_not_a_second_value(home: testing.PackHome, n: int,
                                                 rest: str) -> None:

@@ -310,8 +310,14 @@ think = tool("airline.think", input_model=Thought, target_from="airline:notes",
 
 # --- verifiers: the database read back through a read-only connection of their own ---------
 
+#: what a verifier expects to read back: (the database, the call's arguments, the airline's
+#: change log rows of the call's key) → (it holds, the detail, the evidence)
+Expect = Callable[[Reader, dict[str, Any], list[dict[str, Any]]],
+                  tuple[bool, str, dict[str, Any]]]
+
+
 def _state(ctx: PackContext, req: VerifyRequest,
-           expect: Callable[[Reader, dict[str, Any]], tuple[bool, str, dict[str, Any]]],
+           expect: Expect,
            ) -> VerifierReport:
     read_at = ctx.clock()
     with AirlineDB.of(ctx).reading() as conn:
@@ -319,7 +325,7 @@ def _state(ctx: PackContext, req: VerifyRequest,
 
 
 def _read_state(db: Reader, req: VerifyRequest,
-                expect: Callable[[Reader, dict[str, Any]], tuple[bool, str, dict[str, Any]]],
+                expect: Expect,
                 read_at: datetime) -> VerifierReport:
     applied = db.applied(req.action.idempotency_key)
     if applied is None:
@@ -331,8 +337,8 @@ def _read_state(db: Reader, req: VerifyRequest,
                                   f"{output}"), check("api_accepted", False, output)],
                       read_at=read_at, source=SOURCE, evidence={"api_error": output})
     args = req.arguments.model_dump(mode="json")
-    matches, detail, evidence = expect(db, args)
     changes = db.changes(req.action.idempotency_key)
+    matches, detail, evidence = expect(db, args, changes)
     return report(read_back(True, matches, state_detail=detail), read_at=read_at,
                   source=SOURCE, evidence={**evidence, "changes": changes},
                   changed=changed_resources(changes), facts=statement_checks(db, req, args))
@@ -399,9 +405,9 @@ def _same_flights(res: dict[str, Any], flights: list[dict[str, Any]]) -> bool:
 
 
 def _reservation_check(check_fn: Callable[[dict[str, Any], dict[str, Any]], bool], what: str,
-                       ) -> Callable[[Reader, dict[str, Any]],
-                                     tuple[bool, str, dict[str, Any]]]:
-    def expect(db: Reader, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
+                       ) -> Expect:
+    def expect(db: Reader, args: dict[str, Any],
+               changes: list[dict[str, Any]]) -> tuple[bool, str, dict[str, Any]]:
         res = db.reservation(args["reservation_id"])
         if res is None:
             return False, f"reservation `{args['reservation_id']}` is not in the database", {}
@@ -447,15 +453,24 @@ def passengers_updated(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
         lambda r, a: r["passengers"] == a["passengers"], "the new passengers"))
 
 
-def _booked(db: Reader, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
+def _booked(db: Reader, args: dict[str, Any],
+            changes: list[dict[str, Any]]) -> tuple[bool, str, dict[str, Any]]:
+    """The reservation this call made — the one the airline's change log records for its
+    key, written in the booking's own transaction — read back and checked. Not the
+    customer's newest reservation with these flights: two identical bookings both written
+    before either was verified read back the same one (``tests/security/test_531``)."""
+    made = [str(c["reservation_id"]) for c in changes if c["kind"] == "reservation"]
     user = db.user(args["user_id"]) or {"reservations": []}
-    for rid in reversed(user["reservations"]):
-        res = db.reservation(str(rid))
-        if res and _same_flights(res, args["flights"]) and res["passengers"] == args[
+    for rid in made:
+        res = db.reservation(rid)
+        if res and rid in user["reservations"] and _same_flights(
+                res, args["flights"]) and res["passengers"] == args[
                 "passengers"] and res["cabin"] == args["cabin"]:
             return True, f"reservation `{rid}` of `{args['user_id']}`", \
                 read_back_reservation(db, res)
-    return False, f"no reservation of `{args['user_id']}` has these flights and passengers", {}
+    return False, (f"the reservation this call made ({', '.join(made) or 'none recorded'}) is "
+                   f"not a reservation of `{args['user_id']}` with these flights and "
+                   "passengers"), {}
 
 
 @verifier("airline.booked")
@@ -463,7 +478,8 @@ def booked(ctx: PackContext, req: VerifyRequest) -> VerifierReport:
     return _state(ctx, req, _booked)
 
 
-def _certificate(db: Reader, args: dict[str, Any]) -> tuple[bool, str, dict[str, Any]]:
+def _certificate(db: Reader, args: dict[str, Any],
+                 changes: list[dict[str, Any]]) -> tuple[bool, str, dict[str, Any]]:
     user = db.user(args["user_id"]) or {"payment_methods": {}}
     found = [pid for pid, m in user["payment_methods"].items()
              if m.get("source") == "certificate" and pid.startswith("certificate_32213")

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,7 +19,8 @@ from ..config import load_config
 from ..errors import CradleError, InputError
 from ..graph.owl import reasoner_timeout as owl_limit
 from ..home import Home, resolve_home
-from ..inputs import load_json
+from ..inputs import load_json, load_json_file
+from ..packs.loader import Pack, load_pack
 from ..packs.registry import PackRegistry
 from ..packs.validate import validate_pack
 from .common import (
@@ -93,12 +98,11 @@ def pack_validate(folder: Path, fmt: FormatOpt = Format.TABLE, home: HomeOpt = N
     raise typer.Exit(0 if report.ok else 1)
 
 
-def run_example(pack_ref: str, example: dict[str, Any], home: Path) -> dict[str, Any]:
-    """One input through the governed loop with that pack, in ``home``."""
+def run_example(pack_ref: str | Pack, example: dict[str, Any], home: Path) -> dict[str, Any]:
+    """One input through the governed loop with that pack (a ref, or the pack), in ``home``."""
     from ..loop.runtime import open_home
 
-    registry = PackRegistry.discover(home)
-    pack = registry.get(pack_ref)
+    pack = PackRegistry.discover(home).get(pack_ref) if isinstance(pack_ref, str) else pack_ref
     if not pack.manifest.example_runner:
         raise InputError(f"pack `{pack.ref}` declares no example_runner")
     runner = pack.resolve(pack.manifest.example_runner)
@@ -127,12 +131,22 @@ def pack_run(pack: str, example: Path, home: HomeOpt = None) -> None:
 
 
 @pack_app.command("test")
-def pack_test(folder: Path, home: HomeOpt = None) -> None:
-    """Run the pack's own tests and its examples, in an isolated home.
+def pack_test(folder: Path, home: HomeOpt = None,
+              data: Annotated[Path | None, typer.Option(
+                  "--data", help="A data directory for the pack's `init` hook (as `pack "
+                                 "init`), run in the examples' home first.")] = None,
+              now: Annotated[str | None, typer.Option(
+                  "--now", help="The domain clock the `init` hook sets (ISO-8601).")] = None
+              ) -> None:
+    """Run the pack's own tests and its examples, in isolated homes.
 
-    Runs the pack's code with your privileges (the home is isolated, the process is not):
-    only for packs you trust. The tests always get a fresh home of their own; ``--home``
-    is accepted like everywhere.
+    The tests (``tests/``) run under pytest; each example the manifest lists runs through
+    the pack's ``example_runner`` in a fresh home of its own and must answer what it
+    expects (``expect``, or the runner's ``as_expected``). Exit 0 only when the tests
+    passed and every example matched, and at least one of them ran; a pack with neither
+    checks nothing and fails. Runs the pack's code with your privileges (the homes are
+    isolated, the process is not): only for packs you trust. ``--home`` is accepted like
+    everywhere.
     """
     folder = folder.resolve()  # pytest runs from the isolated directory
     report = validate_pack(folder, reasoner=False)
@@ -140,20 +154,161 @@ def pack_test(folder: Path, home: HomeOpt = None) -> None:
         for err in report.errors:
             console.print(f"[red]error[/]: {clean(err)}", highlight=False)
         raise typer.Exit(1)
+    name = clean(report.pack)
     with tempfile.TemporaryDirectory(prefix="cradle-pack-test-") as tmp:
-        env = {**os.environ, "CRADLE_HOME": str(Path(tmp) / "home")}
-        tests = folder / "tests"
-        code = 0
-        if tests.is_dir():
-            config = _pytest_config(folder, Path(tmp))
-            done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                   "-c", str(config), "--rootdir", str(folder),
-                                   "--confcutdir", str(folder), str(tests)],
-                                  env=env, check=False, cwd=tmp)
-            code = done.returncode
-        console.print(f"{clean(report.pack)}: tests {'passed' if code == 0 else 'FAILED'}",
+        tests = _run_tests(folder, Path(tmp))
+        not_run: str | None = None
+        try:
+            examples = _run_examples(folder, Path(tmp) / "examples", data=data, now=now)
+        except _NotRun as exc:
+            examples, not_run = [], str(exc)
+    ok = True
+    if tests is None:
+        console.print(f"{name}: no tests (no `tests/` folder)", highlight=False)
+    else:
+        ok = tests.ok
+        console.print(f"{name}: {tests.line()}", highlight=False)
+    if not_run is not None:
+        ok = False
+        console.print(f"{name}: examples FAILED: {clean(not_run)}", highlight=False)
+    elif examples is None:
+        console.print(f"{name}: no examples", highlight=False)
+    else:
+        wrong = [(ex, why) for ex, why in examples if why is not None]
+        ok = ok and not wrong
+        if wrong:
+            console.print(f"{name}: examples FAILED: {len(wrong)} of {len(examples)} examples "
+                          "not as expected", highlight=False)
+            for ex, why in wrong:
+                console.print(f"  {clean(ex)}: {clean(why or '')}", highlight=False)
+        else:
+            console.print(f"{name}: examples matched: {len(examples)} of {len(examples)}",
+                          highlight=False)
+    if tests is None and examples is None:
+        ok = False
+        console.print(f"{name}: FAILED: no tests and no examples, nothing was checked",
                       highlight=False)
-    raise typer.Exit(0 if code == 0 else 1)
+    raise typer.Exit(0 if ok else 1)
+
+
+@dataclass(frozen=True)
+class _Tests:
+    """How the pack's pytest run went: counts from its JUnit report, and its exit code."""
+
+    code: int
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0 and self.failed == 0 and self.passed > 0
+
+    def line(self) -> str:
+        if self.code == 5 or (self.code == 0 and self.passed == 0):
+            return "tests FAILED: `tests/` holds no test pytest collects"
+        counts = f"{self.passed} passed, {self.failed} failed" + (
+            f", {self.skipped} skipped" if self.skipped else "")
+        if self.ok:
+            return f"tests passed ({counts})"
+        return f"tests FAILED ({counts}; pytest exit {self.code})"
+
+
+def _run_tests(folder: Path, tmp: Path) -> _Tests | None:
+    """The pack's ``tests/`` under pytest in ``tmp`` with a fresh home; None without one."""
+    tests = folder / "tests"
+    if not tests.is_dir():
+        return None
+    env = {**os.environ, "CRADLE_HOME": str(tmp / "home")}
+    config = _pytest_config(folder, tmp)
+    junit = tmp / "pytest-report.xml"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-c", str(config), "--rootdir", str(folder),
+                           "--confcutdir", str(folder), f"--junit-xml={junit}", str(tests)],
+                          env=env, check=False, cwd=tmp)
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    if junit.is_file():
+        import xml.etree.ElementTree as ET  # our own pytest's report, written just now
+
+        try:
+            root = ET.parse(junit).getroot()
+        except ET.ParseError:
+            root = None
+        suites = [] if root is None else (
+            [root] if root.tag == "testsuite" else list(root.iter("testsuite")))
+        for suite in suites:
+            for key in counts:
+                counts[key] += int(suite.get(key) or 0)
+    failed = counts["failures"] + counts["errors"]
+    passed = counts["tests"] - failed - counts["skipped"]
+    return _Tests(code=done.returncode, passed=max(passed, 0), failed=failed,
+                  skipped=counts["skipped"])
+
+
+def _run_examples(folder: Path, work: Path, *, data: Path | None, now: str | None
+                  ) -> list[tuple[str, str | None]] | None:
+    """Each example the manifest lists, through the pack's runner in a fresh home: its
+    name and why it is not as expected (None: it is). None when the pack lists none.
+
+    The home is made once — the pack's ``init`` hook (with ``data``, ``now``) and the pack
+    loaded, so its knowledge is in the graph store — and copied for each example: one
+    example's writes are never another's state. Each home is embedded (a journal or graph
+    store named by the environment would be shared by all of them)."""
+    from ..loop.runtime import open_home
+    from ..packs.examples import verdict
+    from ..packs.setup import init_pack
+
+    pack = load_pack(folder)  # this folder, even where a pack of its id@version is installed
+    files = pack.example_files()
+    if not files:
+        return None
+    names = [str(f.relative_to(folder)) for f in files]
+    if not pack.manifest.example_runner:
+        return [(n, "the manifest names no `example_runner`") for n in names]
+    template = work / "template"
+    results: list[tuple[str, str | None]] = []
+    with _embedded_stores():
+        try:
+            template.mkdir(parents=True)
+            if pack.manifest.init:
+                init_pack(template, pack, data=data, now=now, enable=False)
+            with open_home(template) as rt:
+                rt.load_pack(pack)
+        except CradleError as exc:  # said once, not once per example
+            raise _NotRun(f"{len(names)} examples not run: no home to run them in: "
+                          f"{exc.message}") from exc
+        for i, (file, name) in enumerate(zip(files, names, strict=True)):
+            home = work / f"example-{i}"
+            shutil.copytree(template, home)
+            try:
+                example = load_json_file(file)
+                if not isinstance(example, dict):
+                    raise InputError("an example is a JSON object")
+                why = verdict(example, run_example(pack, example, home))
+            except CradleError as exc:
+                why = f"{type(exc).__name__}: {exc.message}"
+            except Exception as exc:  # the pack's code: its failure is this example's
+                why = f"{type(exc).__name__}: {exc}"
+            finally:
+                shutil.rmtree(home, ignore_errors=True)
+            results.append((name, why))
+    return results
+
+
+class _NotRun(Exception):
+    """No example could run (the home they run in could not be made)."""
+
+
+@contextmanager
+def _embedded_stores() -> Iterator[None]:
+    """The environment without ``CRADLE_JOURNAL_URL`` and ``CRADLE_GRAPH_URL`` for the
+    block: the examples' homes keep their journal and graph store inside them."""
+    saved = {k: os.environ.pop(k) for k in ("CRADLE_JOURNAL_URL", "CRADLE_GRAPH_URL")
+             if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
 
 
 #: the files pytest reads its configuration from, in its own order of precedence, with the

@@ -21,6 +21,7 @@ from ..config import RuntimeConfig, load_config, update_config
 from ..errors import CradleError, InputError
 from ..home import Home
 from .declarations import PackContext
+from .loader import Pack
 from .registry import PackRegistry
 
 
@@ -42,14 +43,17 @@ def parse_clock(text: str | None) -> datetime | None:
                          hint="like `2024-05-15T15:00:00-05:00`") from None
 
 
-def init_pack(root: Path, ref: str, *, data: Path | None = None,
-              now: str | None = None) -> Initialized:
+def init_pack(root: Path, ref: str | Pack, *, data: Path | None = None,
+              now: str | None = None, enable: bool = True) -> Initialized:
+    """``ref``: a pack's id, ``id@version`` or folder, or the pack itself. ``enable=False``:
+    the identities are merged, ``packs`` is left as it is (``pack test`` loads the pack
+    from its folder, not by its id)."""
     home = Home(root)
     clock = parse_clock(now)
     if data is not None and not data.exists():
         raise InputError(f"`{data}`: no such data directory")
     load_config(home.config)  # a broken config fails before the hook runs
-    pack = PackRegistry.discover(root).get(ref)
+    pack = ref if isinstance(ref, Pack) else PackRegistry.discover(root).get(ref)
     if not pack.manifest.init:
         raise InputError(f"pack `{pack.ref}` declares no `init` hook",
                          hint="enable it by adding its id to `packs` in config.json")
@@ -68,7 +72,8 @@ def init_pack(root: Path, ref: str, *, data: Path | None = None,
         raise InputError(f"pack `{pack.ref}`: `init` returned `{type(extra).__name__}`, not a "
                          "RuntimeConfig")
     # read again under the lock: what another command saved while the hook ran stays
-    update_config(home.config, lambda now: _enabled(now.merged_with(extra), pack.id, pack.ref))
+    update_config(home.config, lambda now: _enabled(now.merged_with(extra), pack.id, pack.ref)
+                  if enable else now.merged_with(extra))
     return Initialized(pack=pack.ref, home=root, agents=tuple(a.id for a in extra.agents),
                        permissions=len(extra.permissions))
 

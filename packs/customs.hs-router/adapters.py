@@ -117,7 +117,7 @@ def finalize_proposal(line: Mapping[str, Any], result: Mapping[str, Any], *, tas
 
 
 _FIELDS = ("status", "hs_code", "candidate_hs_codes", "product_type", "missing_facts",
-           "permits_required", "permitted_to_finalize")
+           "permits_required", "permitted_to_finalize", "conflicts", "legal_sources")
 
 
 def run_example(runtime: Runtime, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -160,11 +160,14 @@ def governed_line(runtime: Runtime, payload: Mapping[str, Any]
         status = {OutcomeStatus.NEEDS_CLARIFICATION: "needs_clarification",
                   OutcomeStatus.DENIED: "rejected"}.get(classified.status,
                                                         str(classified.status))
+        said = gate.model_dump(mode="json")
         result = {"status": status, "hs_code": None,
                   "candidate_hs_codes": list(gate.candidate_hs_codes),
                   "product_type": gate.product_type, "missing_facts": missing,
                   "permits_required": list(gate.permits_required),
-                  "permitted_to_finalize": False, "decision_digest": None}
+                  "permitted_to_finalize": False,
+                  "conflicts": said["conflicts"], "legal_sources": said["legal_sources"],
+                  "decision_digest": None}
     result.update({
         "pack": next((p for p in runtime.pack_versions if p.startswith("customs.hs-router@")),
                      None),

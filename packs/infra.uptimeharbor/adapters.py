@@ -345,16 +345,46 @@ def _live_example(runtime: Runtime, example: Mapping[str, Any]) -> dict[str, Any
 
 def run_example(runtime: Runtime, payload: Mapping[str, Any]) -> dict[str, Any]:
     """``pack run`` entry: a rule example (``kind: validator``), a live one (``live``), or
-    the whole scenario (``kind: scenario``, ``variant``, ``approve``)."""
+    the whole scenario (``kind: scenario``, ``variant``, ``approve``). The answer says
+    whether it is what the example's ``expect`` says (``as_expected``: what ``pack test``
+    holds it to)."""
     kind = payload.get("kind", "scenario")
     if kind == "validator":
-        return _jsonable(_validator_example(runtime, payload))
+        out = _jsonable(_validator_example(runtime, payload))
+    elif kind == "live":
+        out = _jsonable(_live_example(runtime, payload))
+    elif kind == "scenario":
+        out = _jsonable(scenario(runtime, variant=str(payload.get("variant", "success")),
+                                 approve=bool(payload.get("approve", True))))
+    else:
+        raise ValueError(f"unknown example kind `{kind}`")
+    expect = payload.get("expect")
+    if isinstance(expect, Mapping):
+        out["as_expected"] = as_expected(kind, out, expect)
+    return out
+
+
+def as_expected(kind: str, out: Mapping[str, Any], expect: Mapping[str, Any]) -> bool:
+    """A rule example: the governed outcome and the gate-1 check that stopped it (and, at
+    the pack's rules, each violation the example names among the decision's codes); a
+    live example: every step as planned, the tests and the last step's verification; a
+    scenario: every step as planned, the incident and production where they should end."""
+    if kind == "validator":
+        if "outcome" not in expect:
+            return False  # the rules' violations alone say nothing of the governed loop
+        stopped = expect.get("stopped_at")
+        violations = set(expect.get("violations") or ())
+        return (out.get("outcome") == expect["outcome"] and out.get("stopped_at") == stopped
+                and (stopped != "domain_preconditions"
+                     or violations <= set(out.get("codes") or ())))
+    if not out.get("ok"):
+        return False
     if kind == "live":
-        return _jsonable(_live_example(runtime, payload))
-    if kind == "scenario":
-        return _jsonable(scenario(runtime, variant=str(payload.get("variant", "success")),
-                                  approve=bool(payload.get("approve", True))))
-    raise ValueError(f"unknown example kind `{kind}`")
+        steps = out.get("steps") or [{}]
+        return (out.get("tests") == expect.get("tests")
+                and steps[-1].get("verification") == expect.get("status"))
+    return (out.get("incident_status") == expect.get("incident_status")
+            and out.get("production_commit") == expect.get("production_commit"))
 
 
 def _jsonable(result: dict[str, Any]) -> dict[str, Any]:
@@ -364,4 +394,4 @@ def _jsonable(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["ENVIRONMENTS", "run_example", "scenario"]
+__all__ = ["ENVIRONMENTS", "as_expected", "run_example", "scenario"]

@@ -34,7 +34,7 @@ def _pack_run(pack_id: str, example: Path, home: Path) -> dict[str, Any]:
 
 def test_the_papers_uav_example_reproduces_exactly(tmp_path: Path) -> None:
     path = _example(CUSTOMS, "01_paper_example")
-    expected = json.loads(path.read_text(encoding="utf-8"))["expected"]
+    expected = json.loads(path.read_text(encoding="utf-8"))["expect"]
     out = _pack_run(CUSTOMS, path, tmp_path / "home")
     assert out["status"] == "needs_clarification"
     assert out["missing_facts"] == ["maximum_takeoff_weight", "maximum_range"]
@@ -56,7 +56,7 @@ def test_the_papers_uav_example_reproduces_exactly(tmp_path: Path) -> None:
 def test_customs_good_and_bad_lines(stem: str, classify: str, finalize: str | None,
                                     tmp_path: Path) -> None:
     path = _example(CUSTOMS, stem)
-    expected = json.loads(path.read_text(encoding="utf-8"))["expected"]
+    expected = json.loads(path.read_text(encoding="utf-8"))["expect"]
     out = _pack_run(CUSTOMS, path, tmp_path / "home")
     assert out["status"] == expected["status"]
     assert out["hs_code"] == expected["hs_code"]

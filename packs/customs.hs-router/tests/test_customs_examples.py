@@ -37,7 +37,7 @@ def test_there_are_enough_examples() -> None:
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_matches_expected(path: Path) -> None:
-    expected = _load(path)["expected"]
+    expected = _load(path)["expect"]
     outcome = _run(path)
     for key, want in expected.items():
         if key == "conflicts":

@@ -34,7 +34,7 @@ def _run(home: testing.PackHome, path: Path) -> tuple[dict[str, Any], dict[str, 
     runner = home.entry("adapters:run_example")
     result: dict[str, Any] = runner(home.runtime, {**example["input"],
                                                    "task": "ex-" + path.stem[:40]})
-    return example["expected"], result
+    return example["expect"], result
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])

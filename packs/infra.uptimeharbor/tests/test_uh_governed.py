@@ -52,6 +52,9 @@ def test_rule_example_through_the_gates(home: testing.PackHome, name: str) -> No
     result = _run(home, example)
     outcome, stopped = GOVERNED[name]
     assert (result["outcome"], result["stopped_at"]) == (outcome, stopped), result["reasons"]
+    # the example says the same (what `pack test` holds the runner's answer to)
+    assert (example["expect"]["outcome"], example["expect"]["stopped_at"]) == (outcome, stopped)
+    assert result["as_expected"] is True
     if stopped == "domain_preconditions":
         assert set(example["expect"]["violations"]) <= set(result["codes"])
     assert result["pack_versions"] == [f"infra.uptimeharbor@{VERSION}"]
@@ -61,6 +64,7 @@ def test_scenario_outage_to_verified_fix(home: testing.PackHome, service_pids: A
     example = json.loads((PACK / "examples" / "scenario_outage_to_verified_fix.json").read_text())
     result = _run(home, example)
     assert [s["step"] for s in result["steps"] if not s["ok"]] == []
+    assert result["as_expected"] is True
     assert result["incident_status"] == example["expect"]["incident_status"]
     assert result["production_commit"] == example["expect"]["production_commit"]
     approved = [s for s in result["steps"] if s["step"].startswith("approved by")]

@@ -88,24 +88,61 @@ class StrictLoader(GuardedLoader):
         finally:
             self._depth -= 1
 
+    #: merge keys (``<<``) read; a key two merged mappings give is refused either way
+    merges = True
+
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         if isinstance(node, yaml.MappingNode):
-            _refuse_twice(node)
+            _refuse_twice(node, merges=self.merges)
         return super().construct_mapping(node, deep=deep)
 
 
-def _refuse_twice(node: Any) -> None:
-    """A :class:`YamlRefused` at the second of two keys given in one mapping node."""
+class _NoMergeLoader(StrictLoader):
+    """:class:`StrictLoader` that refuses merge keys."""
+
+    merges = False
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _refuse_twice(node: Any, *, merges: bool = True) -> None:
+    """A :class:`YamlRefused` at the second of two keys given in one mapping node, or given
+    by two of the mappings one merge key (``<<``) merges; with ``merges`` false, at any
+    merge key."""
     seen: set[Any] = set()
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue  # `<<: *base` then an explicit key is an override, by design
+    for key_node, value_node in node.value:
+        if key_node.tag == _MERGE:
+            if not merges:
+                raise YamlRefused("a merge key (`<<`) is not allowed here: write each key "
+                                  "once", key_node.start_mark.line + 1)
+            # `<<: *base` then an explicit key is an override, by design; two merged
+            # mappings giving one key are not: one of the two values would silently win
+            _refuse_merged_twice(value_node)
+            continue
         key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
         if key in seen:
             raise YamlRefused(f"`{str(key)[:80]}` is given twice in one mapping (a second "
                               "value would silently replace the first)",
                               key_node.start_mark.line + 1)
         seen.add(key)
+
+
+def _refuse_merged_twice(value: Any) -> None:
+    parts = value.value if isinstance(value, yaml.SequenceNode) else [value]
+    seen: set[Any] = set()
+    for part in parts:
+        if not isinstance(part, yaml.MappingNode):
+            continue  # not a mapping: PyYAML refuses the merge itself
+        for key_node, _ in part.value:
+            if key_node.tag == _MERGE:
+                continue  # that mapping's own merge: checked with the mapping
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+            if key in seen:
+                raise YamlRefused(f"`{str(key)[:80]}` is given twice through one merge key "
+                                  "(`<<`): one value would silently replace the other",
+                                  key_node.start_mark.line + 1)
+            seen.add(key)
 
 
 #: libyaml's safe loader when PyYAML was built with it (it is, in the wheels)
@@ -125,14 +162,15 @@ _CLOADER: Any = _GuardedCLoader if _CSAFE is not None else None
 C_LOADER: Any = _CLOADER
 
 
-def load(text: str) -> Any:
+def load(text: str, *, merges: bool = True) -> Any:
     """``text`` as :class:`StrictLoader` reads it — a key given twice or nesting past
     :data:`MAX_DEPTH` is a :class:`YamlRefused` — ~10x faster where libyaml is there: the
     depth is counted on libyaml's event stream (no recursion on an unchecked document), the
     composed nodes are checked for keys given twice (each node once: aliases share theirs),
-    then the document is built by libyaml's safe loader."""
+    then the document is built by libyaml's safe loader. ``merges`` false: a merge key
+    (``<<``) is refused too (a pack's manifest)."""
     if _CLOADER is None:
-        return yaml.load(text, Loader=StrictLoader)
+        return yaml.load(text, Loader=StrictLoader if merges else _NoMergeLoader)
     depth = 0
     for event in yaml.parse(text, Loader=_CLOADER):
         if isinstance(event, yaml.CollectionStartEvent):
@@ -148,13 +186,13 @@ def load(text: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        _check_keys(node)
+        _check_keys(node, merges=merges)
         return loader.construct_document(node)
     finally:
         loader.dispose()
 
 
-def _check_keys(root: Any) -> None:
+def _check_keys(root: Any, *, merges: bool = True) -> None:
     seen_nodes: set[int] = set()
     todo = [root]
     while todo:
@@ -163,7 +201,7 @@ def _check_keys(root: Any) -> None:
             continue
         seen_nodes.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            _refuse_twice(node)
+            _refuse_twice(node, merges=merges)
             for key_node, value_node in node.value:
                 todo += (key_node, value_node)
         elif isinstance(node, yaml.SequenceNode):

@@ -17,6 +17,7 @@ CASES = [
     "- {k: 1, k: 2}\n", "base: &b {k: 1}\nother:\n  <<: *b\n  k: 2\n", "", "- 1\n- 2\n",
     "a: [1, {b: 2, c: [3, {d: 4, d: 5}]}]\n", "? [1, 2]\n: x\n? [1, 2]\n: y\n",
     "a: &x [1, 2]\nb: *x\nc: *x\n", "a: 1\n---\nb: 2\n", "a: [\n",
+    "<<: [{a: 1}, {a: 2}]\n", "x:\n  <<: [{a: 1}, {b: 2}]\n  a: 3\n",
     *(p.read_text(encoding="utf-8") for p in sorted(PACKS.glob("*/manifest.yaml"))),
 ]
 

@@ -148,7 +148,9 @@ def read_manifest(folder: Path) -> Manifest:
         _refuse_aliases(text, path)
         # INVARIANT: the strict loader — a key given twice (a second `policies:` dropping
         # the pack's forbid policies) is refused, never resolved last-wins
-        raw = strict_yaml.load(text)  # a safe loader: plain data only
+        # and no merge key: with aliases refused it can only inline mappings, and two
+        # giving one key gave it two values (tests/security/test_521)
+        raw = strict_yaml.load(text, merges=False)  # a safe loader: plain data only
     except YamlRefused as exc:
         raise ManifestError(f"{path}:{exc.line}: {exc.message}") from None
     except yaml.YAMLError as exc:

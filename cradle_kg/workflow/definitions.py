@@ -188,6 +188,11 @@ def _lines(node: yaml.Node, path: Path_, out: dict[Path_, int], name: str) -> No
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key, value in node.value:
+            if key.tag == "tag:yaml.org,2002:merge":
+                # anchors refused, a merge could only inline mappings: two giving one key
+                # gave it two values, one kept silently (tests/security/test_521)
+                raise WorkflowFileError("a merge key (`<<`) is not accepted: write each key "
+                                        "once", file=name, line=key.start_mark.line + 1)
             k = str(key.value)
             if k in seen:
                 raise WorkflowFileError(f"duplicate key `{k}`", file=name,

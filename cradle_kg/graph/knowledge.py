@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyoxigraph as ox
 
-from ..errors import InputError, ProjectionError, RdfParseError
+from ..errors import CradleError, InputError, ProjectionError, RdfParseError
 from ..inputs import FILE_LIMITS, read_file
 from ..storage.graph import KNOWLEDGE_BASE, GraphStore
 from .packproj import Triple, well_formed
@@ -39,13 +39,32 @@ class KnowledgeSource:
     files: tuple[Path, ...]
     #: N-Triples triples (generated), or None: the files are Turtle, loaded as they are
     build: Callable[[], Iterable[Triple]] | None = None
+    #: Turtle files already read and parsed (:func:`turtle_source`): their text and
+    #: digest, so an install parses nothing again
+    parsed: tuple[str, str] | None = None
 
     def digest(self) -> str:
+        if self.parsed is not None:
+            return self.parsed[1]
         h = hashlib.sha256(self.graph.encode())
         for f in self.files:
             h.update(b"\0" + f.name.encode() + b"\0")
             h.update(_read(f))
         return "sha256:" + h.hexdigest()
+
+
+def turtle_source(graph: str, files: Sequence[Path]) -> KnowledgeSource:
+    """A graph of Turtle files, each read once and parsed now (an :class:`RdfParseError`
+    naming the file and line when one does not), the text kept for the install."""
+    h = hashlib.sha256(graph.encode())
+    texts = []
+    for f in files:
+        data = _read(f)
+        h.update(b"\0" + f.name.encode() + b"\0")
+        h.update(data)
+        texts.append(_parsed(data, f))
+    return KnowledgeSource(graph, tuple(files), parsed=("\n".join(texts),
+                                                      "sha256:" + h.hexdigest()))
 
 
 def _read(path: Path) -> bytes:
@@ -63,7 +82,10 @@ def _turtle(path: Path) -> str:
     not UTF-8 or does not parse is an :class:`RdfParseError` naming the file and the line
     (before, pyoxigraph's ``SyntaxError`` or a ``UnicodeDecodeError`` escaped from the
     store's load, after it had emptied the graph: ``tests/security/test_275``)."""
-    data = _read(path)
+    return _parsed(_read(path), path)
+
+
+def _parsed(data: bytes, path: Path) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -76,27 +98,58 @@ def _turtle(path: Path) -> str:
     return text
 
 
-def install(store: GraphStore, sources: Sequence[KnowledgeSource]) -> list[str]:
-    """Install every source whose content changed; returns the graphs (re)installed."""
-    done: list[str] = []
+@dataclass(frozen=True)
+class Staged:
+    """A knowledge graph ready to be written: its digest and its body, built and checked."""
+
+    graph: str
+    digest: str
+    body: str
+    turtle: bool
+
+
+def stage(store: GraphStore, sources: Sequence[KnowledgeSource]) -> list[Staged]:
+    """Each source whose content changed, built and checked, nothing written: a graph that
+    does not parse, a build that raises or yields a term that is not one is refused here
+    (``Runtime.load_pack`` stages before it puts anything in force: test_522)."""
+    out: list[Staged] = []
     for source in sources:
         digest = source.digest()
         if store.knowledge_digest(source.graph) == digest:
             continue
         if source.build is None:
-            text = "\n".join(_turtle(f) for f in source.files)
             # several Turtle files: prefixes repeat harmlessly; each file is whole Turtle
-            store.install_knowledge(source.graph, digest, text, turtle=True)
-        else:
+            text = source.parsed[0] if source.parsed is not None else \
+                "\n".join(_turtle(f) for f in source.files)
+            out.append(Staged(source.graph, digest, text, turtle=True))
+            continue
+        try:
             triples = list(source.build())
-            bad = next((t for t in triples if not well_formed(t)), None)
-            if bad is not None:
-                raise ProjectionError(f"knowledge graph `{source.graph}`: `{str(bad)[:120]}` "
-                                      "is not a triple of N-Triples terms")
-            body = "".join(f"{s} {p} {o} .\n" for s, p, o in triples)
-            store.install_knowledge(source.graph, digest, body)
-        done.append(source.graph)
-    return done
+        except CradleError:
+            raise
+        except Exception as exc:  # the pack's code: a typed error naming the graph
+            raise ProjectionError(f"knowledge graph `{source.graph}`: its build raised "
+                                  f"{type(exc).__name__}: {exc}") from exc
+        bad = next((t for t in triples if not well_formed(t)), None)
+        if bad is not None:
+            raise ProjectionError(f"knowledge graph `{source.graph}`: `{str(bad)[:120]}` "
+                                  "is not a triple of N-Triples terms")
+        out.append(Staged(source.graph, digest,
+                          "".join(f"{s} {p} {o} .\n" for s, p, o in triples), turtle=False))
+    return out
 
 
-__all__ = ["KnowledgeSource", "install", "knowledge_graph"]
+def write(store: GraphStore, staged: Sequence[Staged]) -> list[str]:
+    """Write what :func:`stage` built; returns the graphs (re)installed."""
+    for one in staged:
+        store.install_knowledge(one.graph, one.digest, one.body, turtle=one.turtle)
+    return [one.graph for one in staged]
+
+
+def install(store: GraphStore, sources: Sequence[KnowledgeSource]) -> list[str]:
+    """Install every source whose content changed; returns the graphs (re)installed."""
+    return write(store, stage(store, sources))
+
+
+__all__ = ["KnowledgeSource", "Staged", "install", "knowledge_graph", "stage",
+           "turtle_source", "write"]

@@ -48,6 +48,8 @@ from ..evidence import (
 from ..graph.catchup import catch_up
 from ..graph.knowledge import KnowledgeSource
 from ..graph.knowledge import install as install_knowledge
+from ..graph.knowledge import stage as stage_knowledge
+from ..graph.knowledge import write as write_knowledge
 from ..graph.packproj import PackProjector
 from ..home import Home, resolve_home
 from ..lineage.index import PREVIEW_SEQ
@@ -501,6 +503,11 @@ class Runtime:
                             contract=compile_postconditions)
         shapes = self.integrity.pack_shapes(pack.shape_files()) \
             if self.integrity is not None and pack.shape_files() else None
+        # its knowledge too: the ontology parsed (once: the store loads the kept text) and,
+        # with the store open, every graph to (re)install built and checked — before, one
+        # that did not load refused the pack after the rest was in force (test_522)
+        knowledge = prepared.knowledge_sources()
+        staged = stage_knowledge(self._graph, knowledge) if self._graph is not None else []
         if pack.policy_files():
             self.add_policy_paths(pack.policy_files(), namespace=pack.id)
         self.lineage.rules.extend(rules)
@@ -510,9 +517,9 @@ class Runtime:
         self.projectors.extend(prepared.projectors())
         if self.integrity is not None and (prepared.projections or shapes is not None):
             self.integrity.add_pack(projectors=prepared.projectors(), checked=shapes)
-        self.knowledge.extend(prepared.knowledge_sources())
+        self.knowledge.extend(knowledge)
         if self._graph is not None:
-            install_knowledge(self._graph, prepared.knowledge_sources())
+            write_knowledge(self._graph, staged)
 
     def graph(self) -> GraphStore | None:
         """The home's graph store, brought up to the journal's head first (unless the

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -85,6 +85,20 @@ class PreparedPack:
     projections: tuple[tuple[str, Projection], ...] = ()
     knowledge: tuple[tuple[str, Knowledge], ...] = ()
 
+    @cached_property
+    def ontology(self) -> KnowledgeSource | None:
+        """The pack's ``ontology:`` files as one graph, read and parsed on first use, once
+        (an :class:`~cradle_kg.errors.RdfParseError` naming the file and line when one does
+        not parse); its text is what the store loads. ``Runtime.load_pack`` asks before
+        anything is put in force (``tests/security/test_522``)."""
+        from ..graph.knowledge import knowledge_graph, turtle_source
+
+        files = self.pack.ontology_files()
+        if not files:
+            return None
+        return turtle_source(knowledge_graph(self.pack.id, self.pack.version, "ontology"),
+                             files)
+
     def knowledge_sources(self) -> list[KnowledgeSource]:
         """The pack's ontology (Turtle, as shipped) and its generated reference data, each
         a named graph of this version (``…/pack/<id>/<version>/<name>``)."""
@@ -92,9 +106,8 @@ class PreparedPack:
 
         pack, ctx = self.pack, self.context
         out: list[KnowledgeSource] = []
-        if pack.ontology_files():
-            out.append(KnowledgeSource(knowledge_graph(pack.id, pack.version, "ontology"),
-                                       tuple(pack.ontology_files())))
+        if self.ontology is not None:
+            out.append(self.ontology)
         for _, k in self.knowledge:
             out.append(KnowledgeSource(knowledge_graph(pack.id, pack.version, k.name),
                                        tuple(pack.file(f) for f in k.files),

@@ -12,12 +12,16 @@ busy), and the ontology's knowledge graph was already emptied when the parse fai
 Now each file is read as every file of a pack is (a regular file, bounded, UTF-8) and
 parsed before anything is written: an :class:`RdfParseError` naming the file and line;
 the store is closed, the graph installed before is left as it was, ``submit`` answers
-the outcome and ``graph sync`` one ``error:`` line, exit 2.
+the outcome and ``graph sync`` one ``error:`` line, exit 2. Since ``test_522`` the
+ontology is parsed when the pack loads, so a home whose pack's ontology does not parse
+does not open: ``submit`` is that one ``error:`` line, exit 2, before anything is
+journaled or run.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -63,8 +67,8 @@ def test_the_runtime_names_the_file_and_keeps_the_graph(tmp_path: Path, case: st
     assert "Thing" in before
     _break(folder, BROKEN[case])
     for _ in range(2):  # the store is closed again: the second open finds it free
-        with Runtime(home) as rt, pytest.raises(RdfParseError) as caught:
-            rt.graph()
+        with pytest.raises(RdfParseError) as caught, Runtime(home) as rt:
+            rt.graph()  # since test_522: refused when the pack loads, before this
         assert "ontology.ttl" in caught.value.message, caught.value.message
         assert "\n" not in caught.value.message
     assert _installed(home) == before  # nothing removed before the parse
@@ -72,14 +76,21 @@ def test_the_runtime_names_the_file_and_keeps_the_graph(tmp_path: Path, case: st
 
 def test_the_cli_answers_the_outcome_then_names_the_file(tmp_path: Path) -> None:
     home, folder = home_with_pack(tmp_path / "home")
-    _break(folder, BROKEN["does not parse"])
-    proposal = tmp_path / "credit.json"
-    proposal.write_text(json.dumps(credit("p-1")), encoding="utf-8")
     env = without_journal_url()
-    done = cli("submit", str(proposal), "--home", str(home), env=env)
+
+    def submit(n: str) -> subprocess.CompletedProcess[str]:
+        proposal = tmp_path / f"credit-{n}.json"
+        proposal.write_text(json.dumps(credit(n)), encoding="utf-8")
+        return cli("submit", str(proposal), "--home", str(home), env=env)
+
+    done = submit("p-1")  # the control: the pack as shipped
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert json.loads(done.stdout)["status"] == OutcomeStatus.EXECUTED.value
-    done = cli("graph", "sync", "--home", str(home), env=env)
+    _break(folder, BROKEN["does not parse"])
+    journal = (home / "journal.sqlite").read_bytes()
+    # since test_522 the home does not open: nothing decided, journaled or run
+    done = submit("p-2")
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.startswith("error: ") and "ontology.ttl:2" in done.stderr, done.stderr
     assert "error: unexpected " not in done.stderr and "Traceback" not in done.stderr
+    assert (home / "journal.sqlite").read_bytes() == journal

@@ -39,6 +39,7 @@ from ..evidence import EvidenceStore
 from ..home import Home
 from ..inputs import load_json_file
 from ..loop.approval_flow import decided_events
+from ..packs.registry import PackRegistry
 from ..policy import PolicyEngine
 from ..policy.cedar import MAX_POLICY_FILE_BYTES, PolicySource
 from ..records import ApprovalStatus, AuditEvent, Plan, Proposal
@@ -282,15 +283,37 @@ def scratch_home(source: Source, *, packs: Sequence[str] = ()) -> Iterator[Path]
             for ref in packs:
                 keep = [p for p in data.get("packs", []) if p.split("@")[0] != ref.split("@")[0]]
                 data["packs"] = [*keep, ref]
+            if isinstance(data.get("packs"), list):
+                data["packs"] = _home_pack_folders(source.home, data["packs"])
             (home / "config.json").write_text(json.dumps(data), encoding="utf-8")
-        if (source.home / "packs").is_dir():
-            shutil.copytree(source.home / "packs", home / "packs")
         if source.digest_key is not None:
             with SqliteJournal(Home(home).journal) as journal:
                 journal.adopt_digest_key(source.digest_key)
         yield home
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _home_pack_folders(root: Path, refs: list[Any]) -> list[Any]:
+    """``refs`` with each naming a pack of the home's own ``packs/`` replaced by that
+    pack's folder: the scratch home runs the home's packs where they are, the module the
+    home itself imports (a copy per scratch home was imported anew — once per run of a
+    strict replay — and stayed in ``sys.modules``: ``tests/security/test_523``). A
+    built-in or installed pack, or a ref that names none, is left as written (the scratch
+    runtime resolves it, or refuses it, as the home does)."""
+    own = root / "packs"
+    if not own.is_dir():
+        return refs
+    registry = PackRegistry.discover(root)
+    out: list[Any] = []
+    for ref in refs:
+        try:
+            pack = registry.get(ref) if isinstance(ref, str) else None
+        except CradleError:
+            pack = None
+        out.append(str(pack.path) if pack is not None and pack.path.is_relative_to(
+            own.resolve()) else ref)
+    return out
 
 
 #: what a replay reads of each recorded kind, by path, and the type it must have there

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,6 +114,22 @@ class Clock:
 
     def __call__(self) -> datetime:
         return self.now
+
+
+@pytest.fixture
+def scratch(tmp_path: Path) -> Iterator[Path]:
+    """A folder for homes whose processes are killed: tmpfs when there is one (each
+    commit's fsyncs, and RocksDB's, cost little there; a SIGKILL is a SIGKILL on any file
+    system: what the killed process wrote is in the page cache either way), else tmp."""
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    folder = Path(tempfile.mkdtemp(prefix="cradle-scratch-", dir=shm))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

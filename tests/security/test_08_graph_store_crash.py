@@ -23,7 +23,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,21 +175,6 @@ def base(tmp_path_factory: pytest.TempPathFactory, zygote: Zygote) -> Path:
     code, _, log = zygote.cli("graph", "sync", "--home", str(home))
     assert code == 0, log
     return home
-
-
-@pytest.fixture
-def scratch(tmp_path: Path) -> Iterator[Path]:
-    """Where trial homes go: tmpfs when there is one (each trial's RocksDB folders and
-    fsyncs cost little there; a SIGKILL is a SIGKILL on any file system), else tmp."""
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)):
-        yield tmp_path
-        return
-    folder = Path(tempfile.mkdtemp(prefix="cradle-08-", dir=shm))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def copy_home(src: Path, dst: Path, *, graph: bool = True) -> Path:

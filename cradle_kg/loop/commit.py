@@ -89,7 +89,7 @@ class Commit:
 
     def verify_and_commit(self, proposal: Proposal, spec: ToolSpec, decision: RuntimeDecision,
                           action: Action, arguments: BaseModel, result: GatewayResult, *,
-                          reconciled: str | None = None,
+                          reconciled: str | None = None, found: str | None = None,
                           dumped: Sequence[Dumped] = ()) -> Outcome:
         """Gate 2, the commit check, then settlement. ``dumped``: records journaled before
         this commit with their dumps, for the outcome's payload (:func:`.outcomes.outcome_body`)."""
@@ -152,6 +152,8 @@ class Commit:
                 status = OutcomeStatus.FAILED
         if reconciled:
             reasons.append("reconciled after a crash: " + reconciled)
+        if found:  # a call that raised, whose effect its lookup found (Execution._asked)
+            reasons.append(found)
         outcome = Outcome(run_id=run_id, proposal_id=proposal.id, status=status,
                           decision=decision, action=action, observation=result.observation,
                           verification=verification, transition=transition,

@@ -260,7 +260,15 @@ class Execution:
                                  "worker": self.ctx.lease.id,
                                  "idempotency": str(spec.idempotency)}))
                 attempt += 1
+            looked_up = self._asked(spec, action, call, run_id, result)
             crashpoint("before_verification")
+            if looked_up is not None:
+                raised = (result.observation.error or "")[:300]
+                return self.commit.verify_and_commit(
+                    proposal, spec, decision, action, gate.arguments, looked_up,
+                    found=f"the call raised ({raised}); the lookup found the effect of the "
+                          "key: verified",
+                    dumped=[*dumped, ("action", action, acted)])
             return self.commit.verify_and_commit(proposal, spec, decision, action,
                                                  gate.arguments, result,
                                                  dumped=[*dumped, ("action", action, acted)])
@@ -272,6 +280,28 @@ class Execution:
             return self._superseded(proposal, spec, decision, action,
                                     "another worker settled the action first: this "
                                     "worker's verification was not journaled", None)
+
+    def _asked(self, spec: ToolSpec, action: Action, call: ToolCall, run_id: str,
+               result: GatewayResult) -> GatewayResult | None:
+        """What the tool's lookup finds of a call that raised (its last attempt), or None.
+
+        INVARIANT: a call that raised — a timeout above all — has an unknown outcome, never
+        a failed one: the effect may have happened (the answer came late). A tool with a
+        lookup is asked, as recovery asks after a crash in the call; the effect found is
+        verified and committed. Before, a timed-out upstream write whose declared read
+        found it done was journaled ``failed``, its transition aborted
+        (``tests/security/test_532``). No trace, or a lookup that raises: None — the call
+        is settled as it raised (a human task: the state of the target is unknown)."""
+        if not result.raised or spec.side_effect_class is SideEffectClass.READ_ONLY \
+                or not self.gateway.tools.has_lookup(spec.id) or result.last_seq is None:
+            return None
+        try:
+            return self.gateway.reconcile(spec=spec, action=action, call=call,
+                                          run_id=run_id, after=result.last_seq)
+        except Superseded:
+            raise
+        except Exception:  # INVARIANT: a lookup that fails proves nothing
+            return None
 
     def _superseded(self, proposal: Proposal, spec: ToolSpec, decision: RuntimeDecision,
                     action: Action, why: str, late: GatewayResult | None) -> Outcome:

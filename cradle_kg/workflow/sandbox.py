@@ -72,6 +72,8 @@ class Recording:
     events: Sequence[AuditEvent] = ()
     observed: dict[str, int] = field(default_factory=dict)
     verified: dict[str, int] = field(default_factory=dict)
+    #: where what a tool's lookup found of a key is, by action id
+    looked: dict[str, int] = field(default_factory=dict)
     #: (proposal id, validator name) -> where its answers are, in journal order: the
     #: position of the decision, the answer's place in its ``validator_findings``
     validations: dict[tuple[str, str], deque[tuple[int, int]]] = field(default_factory=dict)
@@ -84,6 +86,11 @@ class Recording:
                 for k, answer in enumerate(ev.payload.get("validator_findings", ())):
                     key = (str(ev.payload["proposal_id"]), str(answer["validator"]))
                     rec.validations.setdefault(key, deque()).append((i, k))
+            elif ev.kind == "action.observed" and ev.payload.get("via") == "lookup":
+                # what the lookup found of a call that raised (Execution._asked): the
+                # lookup's answer; the call itself raised as its own observation says
+                rec.looked[ev.subject] = i
+                rec.observed.setdefault(ev.subject, i)
             elif ev.kind == "action.observed":
                 rec.observed[ev.subject] = i
             elif ev.kind == "verification.recorded":
@@ -93,6 +100,13 @@ class Recording:
     def observation(self, action_id: str) -> dict[str, Any] | None:
         at = self.observed.get(action_id)
         return None if at is None else dict(self.events[at].payload["observation"])
+
+    def looked_up(self, action_id: str) -> dict[str, Any] | None:
+        """What a tool's lookup found of ``action_id``'s key after its call raised (None:
+        no lookup recorded)."""
+        at = self.looked.get(action_id)
+        return None if at is None else dict(
+            self.events[at].payload["observation"].get("output") or {})
 
     def verification(self, action_id: str) -> dict[str, Any] | None:
         at = self.verified.get(action_id)
@@ -222,6 +236,9 @@ class SandboxRuntime(Runtime):
 
     def _lookup(self) -> LookupFunction:
         def stand_in(call: ToolCall) -> dict[str, Any] | None:
+            found = self._recording.looked_up(_action_id(call))
+            if found is not None:
+                return found
             recorded = self._recording.observation(_action_id(call))
             return None if recorded is None or recorded.get("error") else recorded["output"]
         return stand_in

@@ -288,6 +288,10 @@ class Channel(Protocol):
         tool list changed, written between two calls)."""
 
 
+#: the code of the SDK's error for a request not answered within its read timeout
+_TIMED_OUT = 408
+
+
 @dataclass
 class SessionChannel:
     """An SDK ``ClientSession`` as a :class:`Channel`: each request is run on the
@@ -312,11 +316,21 @@ class SessionChannel:
             self.closer.close()
 
     def _run(self, call: Callable[[], Any]) -> Any:
-        if self.portal is not None:
-            return self.portal.call(call)
-        import anyio.from_thread
+        from mcp.shared.exceptions import McpError
 
-        return anyio.from_thread.run(call)
+        try:
+            if self.portal is not None:
+                return self.portal.call(call)
+            import anyio.from_thread
+
+            return anyio.from_thread.run(call)
+        except McpError as exc:
+            # INVARIANT: a request the upstream did not answer in time finds it down, as a
+            # refused connection does (tests/security/test_533; the transport's own
+            # deadline says so too, :class:`.upstream_http.CappedTransport`)
+            if exc.error.code == _TIMED_OUT:
+                self.lost.set()
+            raise
 
     def settle(self) -> None:
         """Nothing: the session's receive loop reads the upstream as it writes."""

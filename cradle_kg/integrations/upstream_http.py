@@ -186,9 +186,13 @@ class CappedBody(httpx.AsyncByteStream):
     """An answer's body, read under the cap and the deadline (see the module)."""
 
     def __init__(self, inner: httpx.AsyncByteStream, *, rid: str | int | None, sse: bool,
-                 cap: int, until: float, deadline: float) -> None:
+                 cap: int, until: float, deadline: float,
+                 late: Callable[[], None] | None = None) -> None:
         self.inner, self.rid, self.sse = inner, rid, sse
         self.cap, self.until, self.deadline = cap, until, deadline
+        #: told when the answer has not ended by the deadline (the upstream is taken as
+        #: down: :class:`CappedTransport`'s ``lost``, ``tests/security/test_533``)
+        self.late = late
         self.closed = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -211,6 +215,8 @@ class CappedBody(httpx.AsyncByteStream):
                 return
             except TimeoutError:
                 message = f"{ANSWER}not ended within {self.deadline:g} s (dropped)"
+                if self.late is not None:
+                    self.late()
                 break
             if self.sse:
                 done, over = events.feed(chunk, self.cap)
@@ -255,6 +261,11 @@ class CappedTransport(httpx.AsyncBaseTransport):
             with anyio.fail_after(self.deadline if timed else None):
                 response = await self.inner.handle_async_request(request)
         except TimeoutError:
+            # INVARIANT: an upstream that does not answer in time is down as one that
+            # refuses the connection (tests/security/test_533): a hung upstream journaled an
+            # intent and a human task per call of one outage
+            if self.lost is not None:
+                self.lost()
             return self.refuse(request, rid, f"none within {self.deadline:g} s")
         except httpx.TransportError as exc:
             if rid is None:
@@ -271,7 +282,7 @@ class CappedTransport(httpx.AsyncBaseTransport):
         assert isinstance(response.stream, httpx.AsyncByteStream)
         sse = response.headers.get("content-type", "").lower().startswith(SSE)
         body = CappedBody(response.stream, rid=rid, sse=sse, cap=self.cap, until=until,
-                          deadline=self.deadline)
+                          deadline=self.deadline, late=self.lost)
         headers = [(k, v) for k, v in response.headers.multi_items()
                    if k.lower() not in _BODY_HEADERS]
         return httpx.Response(response.status_code, headers=headers, stream=body,

@@ -31,6 +31,12 @@ one is not served, ``test_137``), and the description is the contract's or a neu
 A served tool whose definition changes while the proxy runs (the upstream's
 ``notifications/tools/list_changed``, then a new listing) is refused from then on.
 
+What gate 2's read proves is the upstream's word about its own state: ``verify.identity``
+catches an answer about another record, or none (``tests/security/test_475``), but an
+upstream that echoes the asked id while it reads another record is not told apart from an
+honest one by anything a contract declares — verify through a system the upstream does
+not control where it matters.
+
 The tools are then served exactly as ``mcp serve`` serves native ones
 (:func:`.mcp_server.build_server`): one code path, the same journal, approvals and replay.
 """
@@ -82,7 +88,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: seconds an upstream call may take; past it the call raised (gate 2 then reads the state)
+#: seconds an upstream call may take; past it the call raised — its outcome unknown: the
+#: tool's lookup asks the upstream before the call is settled (``tests/security/test_532``),
+#: and an HTTP upstream is taken as down until it is reached again (``test_533``)
 UPSTREAM_TIMEOUT = 60.0
 
 

@@ -37,6 +37,7 @@ from cradle_kg.integrations.contracts import load_contracts
 from cradle_kg.integrations.proxy import Upstream, output_checkers, register
 from cradle_kg.records import OutcomeStatus
 from cradle_kg.storage.opening import home_journal_target, verify_target
+from cradle_kg.workflow.sandbox import Recording
 from tests.conftest import make_config, proposal
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {
@@ -106,7 +107,14 @@ def written(home: Path, put_takes: float) -> tuple[list[Any], list[str], list[st
 
     try:
         anyio.run(main)
-        kinds = [e.kind for e in rt.journal.events()]
+        events = list(rt.journal.events())
+        kinds = [e.kind for e in events]
+        recording = Recording.of(events)
+        for action_id, seen in recording.observations.items():
+            # strict replay: the call raises as it did; its lookup finds what it found
+            assert seen["error"] and "Timed out" in seen["error"], seen
+            if action_id in recording.looked_up:
+                assert recording.looked_up[action_id]["output"]["id"] == "n1"
     finally:
         rt.close()
     assert verify_target(home_journal_target(home)).intact

@@ -110,11 +110,13 @@ def written(home: Path, put_takes: float) -> tuple[list[Any], list[str], list[st
         events = list(rt.journal.events())
         kinds = [e.kind for e in events]
         recording = Recording.of(events)
-        for action_id, seen in recording.observations.items():
+        for action_id in recording.observed:
             # strict replay: the call raises as it did; its lookup finds what it found
-            assert seen["error"] and "Timed out" in seen["error"], seen
-            if action_id in recording.looked_up:
-                assert recording.looked_up[action_id]["output"]["id"] == "n1"
+            seen = recording.observation(action_id)
+            assert seen is not None and seen["error"] and "Timed out" in seen["error"], seen
+            found = recording.looked_up(action_id)
+            if action_id in recording.looked:
+                assert found is not None and found["id"] == "n1", found
     finally:
         rt.close()
     assert verify_target(home_journal_target(home)).intact

@@ -16,15 +16,14 @@ commit asked for, and the production deploy citing nothing is denied at gate 1.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cradle_kg.packs import testing
 from cradle_kg.records import OutcomeStatus
+from tests.security.harbor_world import PACK, outage, submit
 
-PACK = Path(__file__).resolve().parents[2] / "packs" / "infra.uptimeharbor"
 WORLD = "w433"
 
 home = testing.fixture(PACK, scope="module")
@@ -32,25 +31,13 @@ home = testing.fixture(PACK, scope="module")
 
 @pytest.fixture(scope="module")
 def world(home: testing.PackHome) -> Iterator[tuple[Any, Any, dict[str, Any]]]:
-    home.entry("adapters:ensure_identities")(home.runtime)
-    setup = home.entry("scenario.steps:setup")
-    world_dir = home.entry("governed.worlds:world_dir")
-    h, fx, _ = setup(world_dir(home.root, WORLD))
-    try:
-        _step, incident = home.entry("scenario.steps:step_detect_outage")(h, "production")
-        assert incident is not None
-        yield h, fx, incident
-    finally:
-        h.envs.stop_all()
+    with outage(home, WORLD) as found:
+        yield found
 
 
 def _submit(home: testing.PackHome, pid: str, tool: str, thing: str, arguments: dict[str, Any],
             environment: str, **action: Any) -> Any:
-    return home.runtime.submit({
-        "id": pid, "task_id": "t433", "agent_id": "agent:harbor-fixer",
-        "on_behalf_of": "user:release-manager",
-        "action": {"action_type": tool, "target": f"harbor:{WORLD}/{thing}",
-                   "arguments": arguments, "environment": environment, **action}})
+    return submit(home, WORLD, pid, tool, thing, arguments, environment, **action)
 
 
 def test_a_dry_run_is_no_staging_proof_for_production(

@@ -14,42 +14,28 @@ fix's own failed deploy (and any rollback of the fix's commit) releases it as be
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cradle_kg.packs import testing
 from cradle_kg.records import OutcomeStatus
+from tests.security.harbor_world import FIXER, PACK, SECOND, outage, submit
 
-PACK = Path(__file__).resolve().parents[2] / "packs" / "infra.uptimeharbor"
 WORLD = "w504"
-FIXER = "agent:harbor-fixer"
-SECOND = "agent:harbor-fixer-2"
 
 home = testing.fixture(PACK, scope="module")
 
 
 @pytest.fixture(scope="module")
 def world(home: testing.PackHome) -> Iterator[tuple[Any, Any, str]]:
-    home.entry("adapters:ensure_identities")(home.runtime)
-    setup = home.entry("scenario.steps:setup")
-    world_dir = home.entry("governed.worlds:world_dir")
-    h, fx, _ = setup(world_dir(home.root, WORLD))
-    try:
-        _step, incident = home.entry("scenario.steps:step_detect_outage")(h, "production")
-        assert incident is not None
+    with outage(home, WORLD) as (h, fx, incident):
         yield h, fx, str(incident["id"])
-    finally:
-        h.envs.stop_all()
 
 
 def _submit(home: testing.PackHome, pid: str, agent: str, tool: str, thing: str,
             arguments: dict[str, Any], environment: str) -> Any:
-    return home.runtime.submit({
-        "id": pid, "task_id": "t504", "agent_id": agent, "on_behalf_of": "user:release-manager",
-        "action": {"action_type": tool, "target": f"harbor:{WORLD}/{thing}",
-                   "arguments": arguments, "environment": environment}})
+    return submit(home, WORLD, pid, tool, thing, arguments, environment, agent=agent)
 
 
 def test_a_rollback_of_another_commit_keeps_the_fixs_claim(

@@ -14,62 +14,32 @@ recorded as its resolver (``incident_not_open``); the fix's own resolution runs 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cradle_kg.packs import testing
-from cradle_kg.records import ApprovalStatus, OutcomeStatus
+from cradle_kg.records import OutcomeStatus
+from tests.security.harbor_world import FIXER, PACK, SECOND, fixed_in_production, outage, submit
 
-PACK = Path(__file__).resolve().parents[2] / "packs" / "infra.uptimeharbor"
 WORLD = "w506"
-FIXER = "agent:harbor-fixer"
-SECOND = "agent:harbor-fixer-2"
 
 home = testing.fixture(PACK, scope="module")
 
 
 def _submit(home: testing.PackHome, pid: str, agent: str, tool: str, thing: str,
             arguments: dict[str, Any], environment: str, **action: Any) -> Any:
-    return home.runtime.submit({
-        "id": pid, "task_id": "t506", "agent_id": agent, "on_behalf_of": "user:release-manager",
-        "action": {"action_type": tool, "target": f"harbor:{WORLD}/{thing}",
-                   "arguments": arguments, "environment": environment, **action}})
+    return submit(home, WORLD, pid, tool, thing, arguments, environment, agent=agent,
+                  **action)
 
 
 @pytest.fixture(scope="module")
 def fixed(home: testing.PackHome) -> Iterator[tuple[Any, str]]:
     """An incident whose fix-1 ran through staging to production, verified there."""
-    home.entry("adapters:ensure_identities")(home.runtime)
-    setup = home.entry("scenario.steps:setup")
-    world_dir = home.entry("governed.worlds:world_dir")
-    h, fx, _ = setup(world_dir(home.root, WORLD))
-    try:
-        _step, incident = home.entry("scenario.steps:step_detect_outage")(h, "production")
-        iid, fix = str(incident["id"]), fx["fix"]
-        args = {"incident_id": iid, "fix_id": "fix-1", "commit": fix}
-        assert _submit(home, "p506-claim", FIXER, "infra.claim_fix", f"incident/{iid}", args,
-                       "local").status is OutcomeStatus.EXECUTED
-        deploy = {"commit": fix, "incident_id": iid, "fix_id": "fix-1"}
-        staged = _submit(home, "p506-staging", FIXER, "infra.deploy", "staging",
-                         {"env": "staging", **deploy}, "staging")
-        assert staged.status is OutcomeStatus.EXECUTED, staged.reasons
-        proof = home.entry("harbor:staging_resolution")(h.snapshot(), fix, iid)
-        waiting = _submit(home, "p506-prod", FIXER, "infra.deploy", "production",
-                          {"env": "production", **deploy, "staging_verification": proof["id"]},
-                          "production", risk_level="high")
-        assert waiting.approval is not None, waiting.reasons
-        tokens = home.entry("adapters:EXAMPLE_TOKENS")
-        on_call = home.entry("adapters:ON_CALL")
-        _, done = home.runtime.decide_approval(waiting.approval.id, approver_id=on_call,
-                                               token=tokens[on_call],
-                                               status=ApprovalStatus.APPROVED)
-        assert done is not None and done.status is OutcomeStatus.EXECUTED, done
+    with outage(home, WORLD) as (h, fx, incident):
+        iid = str(incident["id"])
+        fixed_in_production(home, WORLD, h, fx, iid)
         yield h, iid
-    finally:
-        h.envs.stop_all()
-
 
 def _resolve(home: testing.PackHome, pid: str, agent: str, iid: str, fix_id: str) -> Any:
     return _submit(home, pid, agent, "infra.resolve_incident", f"incident/{iid}",

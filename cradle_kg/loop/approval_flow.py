@@ -216,9 +216,13 @@ class ApprovalFlow:
         # scope it was asked within. Sent to another desk since (or to `*`), the proposal
         # waited on it: the desk the policies name now was never asked, and the old desk's
         # approval covered nothing (test_412). It asks anew within the scope now, and
-        # closes the old one in the same append (tests/security/test_516)
+        # closes the old one in the same append (tests/security/test_516) — only when the
+        # policies moved it: with the policy set it was asked under, another scope comes
+        # from what the agent wrote (its declared risk, task, evidence: none in the
+        # action's digest), and the agent calling again under its key closed a person's
+        # pending approval each time, asking another (tests/security/test_536)
         moved = pending[0] if pending and pending[0].asked_scope != gate.approval_scope \
-            else None
+            and self._asked_under(pending[0]) != decision.policy_version else None
         if moved is not None:
             pending = []
         elif not proposal.action.idempotency_key:
@@ -316,6 +320,16 @@ class ApprovalFlow:
         outside the writer's lock: :func:`check_waiting`)."""
         return check_waiting(self.ctx.config.input_limits, self.ctx.journal,
                              proposal.agent_id, run=proposal.effective_run_id)
+
+    def _asked_under(self, st: ApprovalState) -> str | None:
+        """The version of the policy set the proposal that asked for ``st`` was last
+        decided under (its latest outcome's decision), or None when unknown."""
+        a = st.approval
+        event = self.ctx.journal.latest_outcome(a.run_id, a.proposal_id)
+        outcome = event.payload.get("outcome") if event is not None else None
+        decided = outcome.get("decision") if isinstance(outcome, dict) else None
+        version = decided.get("policy_version") if isinstance(decided, dict) else None
+        return version if isinstance(version, str) else None
 
     def _pending(self, proposal: Proposal, digest: str) -> list[ApprovalState]:
         """The approval this proposal waits for already (:meth:`_pending_for_proposal`),

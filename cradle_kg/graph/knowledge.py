@@ -24,7 +24,33 @@ import pyoxigraph as ox
 from ..errors import CradleError, InputError, ProjectionError, RdfParseError
 from ..inputs import FILE_LIMITS, read_file
 from ..storage.graph import KNOWLEDGE_BASE, GraphStore
+from .iris import ID_BASE, RUN_BASE
 from .packproj import Triple, well_formed
+from .vocab import CRADLE_NS, RDF_NS
+
+
+_CORE_TERM = "<" + CRADLE_NS
+_CORE_OBJECTS = ("<" + ID_BASE, "<" + RUN_BASE)
+_RDF_TYPE = f"<{RDF_NS}type>"
+
+
+def not_knowledge(s: str, p: str, o: str) -> bool:
+    """A triple (N-Triples terms) that no knowledge graph may hold: it states a ``cradle:``
+    predicate, types something as a ``cradle:`` class, or names a core object or run graph.
+    A pack's knowledge is domain terms (its classes may subclass ``cradle:`` ones); what it
+    says otherwise would read as the runtime's own record in every query of the union
+    default graph — an approval, a decision — and a graph no loaded pack builds is held
+    to this rule alone by ``graph verify`` (``tests/security/test_540``)."""
+    return (p.startswith(_CORE_TERM) or (p == _RDF_TYPE and o.startswith(_CORE_TERM))
+            or s.startswith(_CORE_OBJECTS) or o.startswith(_CORE_OBJECTS))
+
+
+def _refuse_foreign(graph: str, triples: Iterable[tuple[str, str, str]]) -> None:
+    bad = next((t for t in triples if not_knowledge(*t)), None)
+    if bad is not None:
+        raise ProjectionError(f"knowledge graph `{graph}`: `{' '.join(bad)[:160]}` is not "
+                              "domain knowledge (a cradle: predicate or class, or a core "
+                              "object: the runtime's own record)")
 
 
 def knowledge_graph(pack_id: str, version: str, name: str) -> str:
@@ -121,6 +147,9 @@ def stage(store: GraphStore, sources: Sequence[KnowledgeSource]) -> list[Staged]
             # several Turtle files: prefixes repeat harmlessly; each file is whole Turtle
             text = source.parsed[0] if source.parsed is not None else \
                 "\n".join(_turtle(f) for f in source.files)
+            _refuse_foreign(source.graph, ((str(q.subject), str(q.predicate), str(q.object))
+                                           for q in ox.parse(text,
+                                                             format=ox.RdfFormat.TURTLE)))
             out.append(Staged(source.graph, digest, text, turtle=True))
             continue
         try:
@@ -134,6 +163,7 @@ def stage(store: GraphStore, sources: Sequence[KnowledgeSource]) -> list[Staged]
         if bad is not None:
             raise ProjectionError(f"knowledge graph `{source.graph}`: `{str(bad)[:120]}` "
                                   "is not a triple of N-Triples terms")
+        _refuse_foreign(source.graph, triples)
         out.append(Staged(source.graph, digest,
                           "".join(f"{s} {p} {o} .\n" for s, p, o in triples), turtle=False))
     return out
@@ -151,5 +181,5 @@ def install(store: GraphStore, sources: Sequence[KnowledgeSource]) -> list[str]:
     return write(store, stage(store, sources))
 
 
-__all__ = ["KnowledgeSource", "Staged", "install", "knowledge_graph", "stage",
+__all__ = ["KnowledgeSource", "Staged", "install", "knowledge_graph", "not_knowledge", "stage",
            "turtle_source", "write"]

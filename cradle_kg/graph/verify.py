@@ -31,7 +31,9 @@ the journal's identity are checked as values), but every quad of it is read: it 
 graph every query's union default graph and ``GRAPH ?g`` read, and a quad there that is
 none of those values (or a second one) is a problem of the store (``tests/security/
 test_443``). Not compared: the default graph of a remote store, and knowledge graphs no
-loaded pack builds any more (an older pack version's: listed as not checked).
+loaded pack builds any more (an older pack version's: listed as not checked) — each read
+against the rule every pack's knowledge is built under instead: none of its quads is the
+runtime's own record (``tests/security/test_540``).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ from ..storage.graph import (
 )
 from ..storage.oxigraph import OxigraphStore
 from .catchup import journal_identity, rebuild
-from .knowledge import KnowledgeSource, install
+from .knowledge import KnowledgeSource, install, not_knowledge
 from .packproj import PackProjector
 
 #: the default graph, as a name in a report
@@ -317,6 +319,27 @@ def _blank_graphs(store: GraphStore, show: int) -> str | None:
             "reads them)" + "".join(f"; + {line}" for line in shown[:show]))
 
 
+def _foreign_knowledge(store: GraphStore, graphs: Sequence[str], show: int) -> str | None:
+    """The quads of the knowledge graphs no loaded pack builds (so not compared) that no
+    knowledge graph may hold (:func:`.knowledge.not_knowledge`: the runtime's own terms or
+    objects, which every query of the union default graph reads as its record), or None.
+    An older pack version's graph holds none: it was built under the same rule
+    (``tests/security/test_540``). One scan of each, nothing kept but what is shown."""
+    shown: list[str] = []
+    found = 0
+    for graph in graphs:
+        for quad in _quads(store, graph):
+            if not_knowledge(str(quad.subject), str(quad.predicate), str(quad.object)):
+                found += 1
+                if len(shown) < show:
+                    shown.append(f"<{graph}>: {quad.subject} {quad.predicate} {quad.object} .")
+    if not found:
+        return None
+    return (f"{found} quad(s) of knowledge graphs no loaded pack builds state the runtime's "
+            "own terms or objects, which no pack's knowledge may (every query of the union "
+            "default graph reads them)" + "".join(f"; + {line}" for line in shown))
+
+
 def _problems(store: GraphStore, journal: Journal, seq: int, head: int,
               show: int) -> list[str]:
     """What the meta graph says that no projection of this journal says, and the quads
@@ -388,6 +411,9 @@ def verify_graph(store: GraphStore, journal: Journal, *,
             expected.compact()
             graphs, differing, unchecked = compare(store, expected, show=show,
                                                    progress=progress)
+            foreign = _foreign_knowledge(store, unchecked, show)
+            if foreign is not None:
+                problems.append(foreign)
         finally:
             expected.close()
     return GraphReport(events=upto, head=head, graphs=graphs, differing=tuple(differing),

@@ -353,6 +353,11 @@ class SparqlHttpStore:
               union: bool = True, default_graph: Sequence[str] | None = None,
               named_graphs: Sequence[str] | None = None,
               base_iri: str | None = None) -> QueryResult:
+        # INVARIANT: never an answer read from a store being rebuilt in place (layout 0:
+        # marked, its graphs dropped, loaded graph by graph, the retractions last): the
+        # layout read before the query and again after it (test_541)
+        state = self._state()
+        self._not_rebuilding(state[1])
         if base_iri is not None:
             text = f"BASE <{base_iri}>\n{text}"
         if bound:
@@ -366,12 +371,12 @@ class SparqlHttpStore:
         if default_graph is not None:
             data += [("default-graph-uri", g) for g in default_graph or ["urn:cradle:empty"]]
         elif union:
-            every = self._dataset_names()
+            every = self._dataset_names(state)
             data += [("default-graph-uri", g) for g in every or ["urn:cradle:empty"]]
         if named_graphs is not None:
             data += [("named-graph-uri", g) for g in named_graphs or ["urn:cradle:empty"]]
         elif data:
-            every = self._dataset_names() if every is None else every
+            every = self._dataset_names(state) if every is None else every
             data += [("named-graph-uri", g) for g in every or ["urn:cradle:empty"]]
         # the form decides what to ask for: given the choice, Virtuoso answers a CONSTRUCT
         # in SPARQL JSON results (s, p, o bindings) rather than as RDF
@@ -380,6 +385,7 @@ class SparqlHttpStore:
             _RESULTS_JSON if form in ("SELECT", "ASK") else _ACCEPT_ANY
         response = self._select(text, data=data, accept=accept)
         media = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        self._not_rebuilding(self.layout())
         results = "sparql-results" in media or media.endswith("json")
         if form in ("SELECT", "ASK") and not results:
             # read as RDF, a 204 or an empty page answered a SELECT as no rows (test_82)
@@ -430,10 +436,20 @@ class SparqlHttpStore:
                           f"FILTER(STRSTARTS(STR(?g), \"{OUR_GRAPHS}\")) }}")
         return sorted(r[0].value for r in rows if isinstance(r[0], ox.NamedNode))
 
-    def _dataset_names(self) -> list[str]:
+    @staticmethod
+    def _not_rebuilding(layout: int) -> None:
+        if layout == 0:
+            raise GraphStoreError(
+                "the graph store is being rebuilt (or a rebuild of it stopped part-way): "
+                "what it holds now is not the journal's projection; nothing was answered",
+                hint="ask again when the rebuild ends; `cradle-kg graph sync` rebuilds a "
+                     "store whose rebuild stopped")
+
+    def _dataset_names(self, state: tuple[int, int] | None = None) -> list[str]:
         """The graphs a union default graph spans: listed again only when the watermark or
-        the layout moved (listing scans the store; reading them is a pattern each)."""
-        state = self._state()
+        the layout (``state``, read now when not given) moved (listing scans the store;
+        reading them is a pattern each)."""
+        state = self._state() if state is None else state
         if self._names is not None and self._names[0] == state:
             return self._names[1]
         return self.graph_names()

@@ -28,7 +28,6 @@ from .iris import ID_BASE, RUN_BASE
 from .packproj import Triple, well_formed
 from .vocab import CRADLE_NS, RDF_NS
 
-
 _CORE_TERM = "<" + CRADLE_NS
 _CORE_OBJECTS = ("<" + ID_BASE, "<" + RUN_BASE)
 _RDF_TYPE = f"<{RDF_NS}type>"

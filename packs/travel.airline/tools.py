@@ -97,11 +97,17 @@ def _log(conn: Any, key: str, name: str, args: dict[str, Any], answer: str,
 
 #: gate 1's reading of each write it let through — the call as the rules saw it, with the
 #: customer's statements — by (home, run, agent, tool, arguments), newest last: the tool
-#: asks the rules again with it in its own transaction (:func:`write`). A process's own
-#: (gate 1 and the tool run in the process that submits); bounded, oldest dropped
+#: asks the rules again with the newest in its own transaction (:func:`write`). A
+#: process's own (gate 1 and the tool run in the process that submits). Bounded: a key's
+#: distinct readings only (an equal one, the clock aside, is moved to the end), at most
+#: :data:`READINGS_PER_KEY` of them, and :data:`_DECIDED_LIMIT` keys, the oldest dropped.
+#: A reading is not taken off when its write is applied: a call gate 1 allowed that a
+#: later check stopped is never run, and its reading would stay whatever (``test_544``);
+#: a key gate 1 just allowed a call under is never emptied by another request of its own
 _DECIDED: OrderedDict[tuple[str, ...], list[rules.Call]] = OrderedDict()
 _DECIDED_LOCK = threading.Lock()
 _DECIDED_LIMIT = 4096
+READINGS_PER_KEY = 8
 
 
 def decided_key(home: Path, run_id: str, agent: str, name: str,
@@ -112,27 +118,20 @@ def decided_key(home: Path, run_id: str, agent: str, name: str,
 def remember_decided(key: tuple[str, ...], call: rules.Call) -> None:
     """Gate 1 allowed ``call``: keep it for the tool's second look."""
     with _DECIDED_LOCK:
-        _DECIDED.setdefault(key, []).append(call)
+        calls = [c for c in _DECIDED.get(key, []) if replace(c, now=call.now) != call]
+        calls.append(call)
+        _DECIDED[key] = calls[-READINGS_PER_KEY:]
         _DECIDED.move_to_end(key)
         while len(_DECIDED) > _DECIDED_LIMIT:
             _DECIDED.popitem(last=False)
 
 
 def _decided(key: tuple[str, ...]) -> rules.Call | None:
-    """Gate 1's newest reading for ``key``; kept until the write is applied (a refused
-    write is retried by the runtime, and asks with it again)."""
+    """Gate 1's newest reading for ``key`` (a refused write is retried by the runtime, and
+    asks with it again)."""
     with _DECIDED_LOCK:
         calls = _DECIDED.get(key)
         return calls[-1] if calls else None
-
-
-def _applied(key: tuple[str, ...]) -> None:
-    with _DECIDED_LOCK:
-        calls = _DECIDED.get(key)
-        if calls:
-            calls.pop()
-            if not calls:
-                del _DECIDED[key]
 
 
 def _refused_now(ctx: PackContext, tool_call: ToolCall, name: str, args: dict[str, Any],
@@ -179,7 +178,6 @@ def write(ctx: PackContext, call: ToolCall, name: str) -> ApiAnswer:
             view.flush()
             _log(conn, key, name, args, text, before)
         conn.execute("INSERT INTO applied VALUES (?,?,?,?)", (key, name, int(answer.ok), text))
-    _applied(decided_key(ctx.home, call.run_id, call.actor, name, args))
     return answer
 
 

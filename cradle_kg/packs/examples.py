@@ -11,7 +11,8 @@ expects is said one of two ways:
   more than equality (the runner reads the example's expectation itself) — when given, it
   is the verdict.
 
-An example that says neither has nothing to check: it is not a passing one.
+An example that says neither — or whose ``expect`` is an empty object, which every
+object answered matches — has nothing to check: it is not a passing one.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ def verdict(example: Mapping[str, Any], answer: Any) -> str | None:
     if isinstance(answer, Mapping) and isinstance(answer.get(AS_EXPECTED), bool):
         return None if answer[AS_EXPECTED] else f"the runner's answer says `{AS_EXPECTED}: false`"
     expect = example.get("expect")
-    if not isinstance(expect, Mapping):
-        return ("nothing to check: the example has no `expect` object and the runner's "
-                f"answer no `{AS_EXPECTED}`")
+    if not isinstance(expect, Mapping) or not expect:  # `{}` matches every object answered
+        return ("nothing to check: the example has no `expect` object naming a key and "
+                f"the runner's answer no `{AS_EXPECTED}`")
     return _differs(expect, answer, "")
 
 

@@ -88,6 +88,8 @@ CREATE TABLE IF NOT EXISTS journal_keys (
 """
 #: a progress callback: (events checked so far, events the head announces)
 Progress = Callable[[int, int], None]
+#: a journal's seq as an anchor writes it: ASCII decimal, a 64-bit integer at most
+_SEQ_RE = re.compile(r"[0-9]{1,19}")
 _HASH_RE = re.compile(r"sha256:[0-9a-f]{64}")
 
 SCHEMA_STATEMENTS = (*(s.strip() for s in _SCHEMA.split(";") if s.strip()),
@@ -171,10 +173,11 @@ class Anchor:
         value = text.strip()
         seq: int | None = None
         head, sep, rest = value.partition(":")
-        if sep and head.isdigit():
+        if sep and _SEQ_RE.fullmatch(head):  # not isdigit: `²` and 5,000 digits `int` refuses
             seq, value = int(head), rest
-            if seq < 1:
-                raise InputError(f"anchor `{text}`: the sequence number must be 1 or more")
+            if not 1 <= seq < 2 ** 63:
+                raise InputError(f"anchor `{text}`: the sequence number must be 1 or more, "
+                                 "a 64-bit integer")
         if not _HASH_RE.fullmatch(value):
             raise InputError(f"anchor `{text}` is not `sha256:<64 hex>` or `<seq>:sha256:<64 hex>`",
                              hint="`cradle-kg audit anchor` prints one")

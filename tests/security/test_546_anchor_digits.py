@@ -26,7 +26,7 @@ from tests.inprocess import run_cli
 HASH = "sha256:" + "a" * 64
 
 
-@pytest.mark.parametrize("seq", ["²", "①", "９", "9" * 5000, "9" * 20])
+@pytest.mark.parametrize("seq", ["²", "①", "\uff19", "9" * 5000, "9" * 20])
 def test_a_seq_that_is_no_decimal_number_is_an_input_error(tmp_path: Path, seq: str) -> None:
     with pytest.raises(InputError):  # before: ValueError (or a seq of full-width digits)
         Anchor.parse(f"{seq}:{HASH}")

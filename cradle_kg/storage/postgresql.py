@@ -1373,7 +1373,10 @@ class PostgresJournal:
         return self._row(rows[0]) if rows else None
 
     def written_untrusted(self, firsts: Sequence[str], before: int) -> list[list[str]]:
-        wanted = list(dict.fromkeys(firsts))
+        # INVARIANT: a token holding a NUL is not asked about: PostgreSQL text cannot hold
+        # one (so no row's first token does), and as a parameter it failed the look-up —
+        # the check failing closed on a tool answer holding one (tests/security/test_548)
+        wanted = [t for t in dict.fromkeys(firsts) if "\x00" not in t]
         out: list[list[str]] = []
         for i in range(0, len(wanted), WRITTEN_CHUNK):
             out.extend(written_values(self._query(

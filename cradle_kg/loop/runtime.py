@@ -90,7 +90,6 @@ from ..storage.counting import REFUSALS_SCOPE
 from ..storage.graph import GraphStore
 from ..storage.graph_opening import open_graph_store
 from ..storage.journal import NoLease, read_only_error
-from ..storage.server_clock import journal_clock
 from ..throttling import record_reached
 from ..tools import LookupFunction, ReadyFunction, ToolFunction, ToolRegistry, ToolSpec
 from ..verifiers import VerifierFunction, VerifierRegistry
@@ -287,15 +286,7 @@ class Runtime:
         except BaseException:
             self.journal.close()
             raise
-        try:
-            # INVARIANT: the workers of a journal shared by many hosts date their events by
-            # one clock, its server's (a limit's window: tests/security/test_508)
-            clock = clock or journal_clock(self.journal, local=_utcnow)
-        except BaseException:
-            lease.release()
-            self.journal.close()
-            raise
-        self.context = self._new_context(self.journal, config=config, clock=clock,
+        self.context = self._new_context(self.journal, config=config, clock=clock or _utcnow,
                                          lease=lease)
         self.evidence = EvidenceStore(self.home.evidence, read_only=read_only)
         self.tools = ToolRegistry()

@@ -559,12 +559,6 @@ class Journal(Protocol):
     def usage_since(self, *, field: str | None, value: str | None,
                     since: datetime) -> tuple[int, float]: ...
 
-    def server_time(self) -> datetime | None:
-        """The journal server's clock now (PostgreSQL: ``clock_timestamp()``, UTC), or None
-        for a journal with no server: one host's, whose processes read one clock
-        (:mod:`.server_clock`)."""
-        ...
-
     def usage_total(self, scope: str, subject: str) -> tuple[int, float]:
         """Everything ever counted in one usage bucket — for a budget (``budget.<level>``,
         its subject) the calls charged and their cost: the bucket's running totals (two

@@ -63,7 +63,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final, TypeVar
 
 from ..canonical import iso, parse_iso
@@ -1285,15 +1285,6 @@ class PostgresJournal:
         rows = self._query(pg_schema.USAGE_WINDOW_SQL,
                            (scope, subject, scope, subject, iso(since)[:19]))
         return window_usage(rows[0])
-
-    def server_time(self) -> datetime:
-        """The server's clock now (``clock_timestamp()``: not the transaction's start), UTC:
-        every worker's time (:mod:`.server_clock`)."""
-        when = self._query("SELECT clock_timestamp()")[0][0]
-        if not isinstance(when, datetime) or when.tzinfo is None:
-            raise JournalError(f"the journal `{self.location}` answered `{when!r}` for its "
-                               "server's time")
-        return when.astimezone(UTC)
 
     def usage_total(self, scope: str, subject: str) -> tuple[int, float]:
         """Everything ever counted in one usage bucket (a budget's spend: see

@@ -961,10 +961,6 @@ class SqliteJournal:
             ("*", "", iso(since)[:19]) if field is None else (field, value, iso(since)[:19]))
         return window_usage(rows[0])
 
-    def server_time(self) -> None:
-        """None: the file is one host's, and its processes read that host's clock."""
-        return None
-
     def usage_total(self, scope: str, subject: str) -> tuple[int, float]:
         """Everything ever counted in one usage bucket (a budget's spend: see
         :meth:`~.journal.Journal.usage_total`): two index probes."""

@@ -36,6 +36,10 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return rebuilt_home(tmp_path, monkeypatch)
+
+
+def rebuilt_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A home with a journal of one event (a document collected) and its graph store,
     rebuilt (bound to the journal)."""
     monkeypatch.delenv(GRAPH_URL_ENV, raising=False)
@@ -50,11 +54,12 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def edit(home: Path, *quads: tuple[ox.NamedNode, ox.NamedNode, ox.NamedNode | ox.Literal]
-         ) -> None:
+def edit(home: Path, *quads: tuple[ox.NamedNode, ox.NamedNode, ox.NamedNode | ox.Literal],
+         into: ox.NamedNode = META) -> None:
+    """``quads`` added to the graph ``into`` (the meta graph) of the home's store."""
     store = ox.Store(str(Home(home).graph))
     for s, p, o in quads:
-        store.add(ox.Quad(s, p, o, META))
+        store.add(ox.Quad(s, p, o, into))
     store.flush()
     del store
 

@@ -19,21 +19,17 @@ store *equal*.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyoxigraph as ox
 import pytest
 
-from cradle_kg import Runtime
-from cradle_kg.demo.scenario import prepare_home
 from cradle_kg.errors import ProjectionError
 from cradle_kg.graph.knowledge import KnowledgeSource, stage
-from cradle_kg.home import Home
-from cradle_kg.storage.graph_config import GRAPH_URL_ENV
-from cradle_kg.storage.opening import JOURNAL_URL_ENV
 from cradle_kg.storage.oxigraph import OxigraphStore
 from tests.inprocess import run_cli
+from tests.security.test_443_graph_verify_meta_graph import edit as meta_edit
+from tests.security.test_443_graph_verify_meta_graph import rebuilt_home, verify
 
 CRADLE = "https://w3id.org/cradle#"
 RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
@@ -43,31 +39,12 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv(GRAPH_URL_ENV, raising=False)
-    monkeypatch.delenv(JOURNAL_URL_ENV, raising=False)
-    root = tmp_path / "home"
-    prepare_home(root)
-    rt = Runtime(root)
-    rt.add_evidence(b"a document", kind="document", collector="user:alice")
-    rt.close()
-    done = run_cli("graph", "rebuild", "--home", str(root))
-    assert done.returncode == 0, done.stdout + done.stderr
-    return root
+    return rebuilt_home(tmp_path, monkeypatch)
 
 
 def edit(home: Path, *quads: tuple[ox.NamedNode, ox.NamedNode, ox.NamedNode | ox.Literal]
          ) -> None:
-    store = ox.Store(str(Home(home).graph))
-    for s, p, o in quads:
-        store.add(ox.Quad(s, p, o, OLD))
-    store.flush()
-    del store
-
-
-def verify(home: Path) -> tuple[int, dict[str, object]]:
-    done = run_cli("graph", "verify", "--home", str(home), "--format", "json")
-    assert "Traceback" not in done.stdout + done.stderr
-    return done.returncode, json.loads(done.stdout)
+    meta_edit(home, *quads, into=OLD)
 
 
 def test_an_old_versions_honest_graph_is_not_checked_and_equal(home: Path) -> None:

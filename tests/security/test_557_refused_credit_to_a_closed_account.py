@@ -94,3 +94,20 @@ def test_every_door_reads_the_code_and_the_same_key_answers_the_same(rt: Runtime
     assert as_json["status"] == "failed" and \
         as_json["observation"]["refusal"] == "account_closed", as_json
     assert not open_tasks(rt.journal)
+
+
+def test_langgraph_reads_an_error_tool_message_with_the_code(rt: Runtime) -> None:
+    from langchain_core.messages import AIMessage
+
+    from cradle_kg.integrations.langgraph import GovernedToolNode, tool_name
+
+    _close(rt, ACCOUNT)
+    node = GovernedToolNode(rt, AGENT, only=["demo.ledger.credit"])
+    asked = AIMessage(content="", tool_calls=[{
+        "name": tool_name("demo.ledger.credit"), "args": {"account": ACCOUNT, "amount": 12},
+        "id": "call-557"}])
+    (message,) = node({"messages": [asked]})["messages"]
+    assert message.status == "error", message
+    assert "account_closed" in str(message.content), message.content
+    assert message.artifact["refusal"]["code"] == "account_closed", message.artifact
+    assert not open_tasks(rt.journal)

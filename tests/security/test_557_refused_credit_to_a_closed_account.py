@@ -111,3 +111,17 @@ def test_langgraph_reads_an_error_tool_message_with_the_code(rt: Runtime) -> Non
     assert "account_closed" in str(message.content), message.content
     assert message.artifact["refusal"]["code"] == "account_closed", message.artifact
     assert not open_tasks(rt.journal)
+
+
+def test_the_graph_names_the_refusal(rt: Runtime) -> None:
+    _close(rt, ACCOUNT)
+    out = rt.submit(proposal("p557-graph", "demo.ledger.credit",
+                             {"account": ACCOUNT, "amount": 3}))
+    assert out.observation is not None and out.observation.refusal == "account_closed"
+    rt.sync_graph()
+    graph = rt.graph()
+    assert graph is not None
+    rows = [tuple(str(v) for v in r) for r in graph.query(
+        "PREFIX cradle: <https://w3id.org/cradle#> SELECT ?code WHERE { "
+        "?o a cradle:Observation ; cradle:refusalCode ?code }")]
+    assert len(rows) == 1 and "account_closed" in rows[0][0], rows

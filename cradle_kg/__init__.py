@@ -12,7 +12,7 @@ Agents propose; the runtime disposes. The public API is small::
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import CradleError, ToolRefused
+from .errors import CradleError
 
 if TYPE_CHECKING:
     from .loop.plans import PlanOutcome
@@ -83,7 +83,6 @@ __all__ = [
     "RuntimeDecision",
     "SideEffectClass",
     "ToolCall",
-    "ToolRefused",
     "ToolSpec",
     "Verdict",
     "VerificationCheck",

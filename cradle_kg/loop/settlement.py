@@ -35,14 +35,10 @@ class Settlement:
 
     def settle(self, proposal: Proposal, spec: ToolSpec, action: Action, outcome: Outcome,
                events: Sequence[NewEvent], *, reconciled: bool, last: int | None,
-               dumped: Sequence[Dumped] = (), refused: bool = False) -> Outcome:
+               dumped: Sequence[Dumped] = ()) -> Outcome:
         """Commit a verified outcome; compensate a failed verification; escalate the rest.
-        ``dumped``: records ``events`` journal already (:func:`.outcomes.outcome_body`).
-        ``refused``: the call is the tool's honoured refusal (:meth:`.commit.Commit._refused`):
-        its ``failed`` outcome is recorded as it is — nothing written, nothing to put right,
-        no human task, no compensation (tests/security/test_557)."""
-        if outcome.status is OutcomeStatus.EXECUTED or (
-                refused and outcome.status is OutcomeStatus.FAILED):
+        ``dumped``: records ``events`` journal already (:func:`.outcomes.outcome_body`)."""
+        if outcome.status is OutcomeStatus.EXECUTED:
             self.ctx.append_fenced([*events, outcome_event(outcome, action.id,
                                                            reconciled=reconciled,
                                                            dumped=dumped)],

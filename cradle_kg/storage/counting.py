@@ -38,6 +38,12 @@ WINDOWED_SCOPES = (*USAGE_FIELDS, REFUSALS_SCOPE)
 #: ``quota.<its key>``, the identity; :mod:`cradle_kg.throttling`), also read by window
 QUOTA_SCOPE_PREFIX = "quota."
 QUOTA_REACHED = "quota.reached"
+#: on a journal with a server (PostgreSQL), the prefix of the usage scopes that count each
+#: intent a second time, in the second of the server's clock when it was appended (the
+#: scopes of :func:`usage_keys`: ``server:*``, ``server:agent`` …): a limit's window is
+#: read there, so workers' clocks apart do not decide which minute a call belongs to
+#: (``tests/security/test_549``). The events keep the runtime's ``at``
+SERVER_SCOPE_PREFIX = "server:"
 
 
 def windowed(scope: str) -> bool:
@@ -297,6 +303,7 @@ __all__ = [
     "RECENT_SIZES_SQL",
     "RUN_BEGUN_SQL",
     "RUN_ENDED_SQL",
+    "SERVER_SCOPE_PREFIX",
     "SUBJECT_LAST_SQL",
     "USAGE_FIELDS",
     "WINDOWED_SCOPES",

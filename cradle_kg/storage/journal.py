@@ -44,13 +44,19 @@ class UsageCap:
     ``max_calls`` and declare at most ``max_cost``. The same for a budget: a
     ``model.reserved`` event carries one cap per applicable budget (``budget.<level>``, its
     subject, :data:`BEGINNING`, ``max_cost`` = the limit), and the reservations and
-    charged calls of that scope count as intents do in theirs."""
+    charged calls of that scope count as intents do in theirs.
+
+    ``window`` (seconds, a rate or cost limit's): a journal with a server (PostgreSQL)
+    reads the window as the ``window`` seconds up to its server's clock now, in the
+    intents' server seconds (:data:`.counting.SERVER_SCOPE_PREFIX`), not from ``since``:
+    a worker whose clock is off does not move it (``tests/security/test_549``)."""
 
     scope: str
     subject: str
     since: datetime
     max_calls: int | None = None
     max_cost: float | None = None
+    window: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -558,6 +564,14 @@ class Journal(Protocol):
     # --- derived state (kept in the append's transaction) --------------------------
     def usage_since(self, *, field: str | None, value: str | None,
                     since: datetime) -> tuple[int, float]: ...
+
+    def usage_within(self, *, field: str | None, value: str | None, window: float,
+                     now: datetime) -> tuple[int, float]:
+        """Intents and their declared cost in the last ``window`` seconds, as a limit's
+        :class:`UsageCap` with ``window`` reads them: on SQLite (one host's file, one
+        clock) :meth:`usage_since` ``now - window``; on PostgreSQL the seconds up to the
+        server's clock now, each intent counted in the server's second of its append."""
+        ...
 
     def usage_total(self, scope: str, subject: str) -> tuple[int, float]:
         """Everything ever counted in one usage bucket — for a budget (``budget.<level>``,

@@ -202,6 +202,13 @@ _TABLES: frozenset[str] = frozenset({
     'relation lineage_written r rls=false',
     'relation lineage_written_first i rls=false',
     'relation lineage_written_value i rls=false',
+    # migration 19
+    'column intent_seconds.second text NO -',
+    'column intent_seconds.seq bigint NO -',
+    'constraint intent_seconds.intent_seconds_pkey PRIMARY KEY (seq)',
+    'index intent_seconds_pkey CREATE UNIQUE INDEX intent_seconds_pkey ON intent_seconds USING btree (seq)',
+    'relation intent_seconds r rls=false',
+    'relation intent_seconds_pkey i rls=false',
 })
 
 #: every line: the tables' objects above and the migrations' functions

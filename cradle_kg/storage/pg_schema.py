@@ -22,6 +22,7 @@ from .counting import (
     QUOTA_SCOPE_PREFIX,
     REFUSALS_SCOPE,
     REFUSED_AGENT,
+    SERVER_SCOPE_PREFIX,
     USAGE_FIELDS,
     counted_keys,
     intent_cost,
@@ -47,11 +48,44 @@ _CHARGES = ("FROM events WHERE kind IN ('model.reserved', 'model.called') AND "
             "false))")
 
 
-def _usage_derived(*, budgets: bool, refusals: bool = False) -> str:
+#: the second of the server's clock now, as the usage buckets write a second
+#: (``iso(at)[:19]``): what a counted intent's server second and a window's end are
+SERVER_SECOND = ("to_char(clock_timestamp() AT TIME ZONE 'UTC', "
+                 "'YYYY-MM-DD\"T\"HH24:MI:SS')")
+#: the server's second of each counted intent (migration 19), written by the server in the
+#: transaction that appends it: not in the chain, read again by ``audit verify`` to derive
+#: the server scopes' buckets (an intent without one — appended before, copied from
+#: another journal — counts in its own ``at``'s second)
+INTENT_SECONDS_SCHEMA = ("CREATE TABLE intent_seconds (seq bigint PRIMARY KEY, "
+                         "second text NOT NULL)",)
+
+
+def _server_parts() -> list[str]:
+    """The usage rows of the intents in the server scopes (:data:`SERVER_SCOPE_PREFIX`):
+    each in its server second (``intent_seconds``), else its own ``at``'s."""
+    second = "COALESCE(s.second, substr(e.at, 1, 19))"
+    source = ("FROM events e LEFT JOIN intent_seconds s ON s.seq = e.seq "
+              "WHERE e.kind = 'action.intent'")
+    return ([f"SELECT '{SERVER_SCOPE_PREFIX}*' AS scope, '' AS subject, {second} AS second, "
+             f"{_COST} AS cost {source}"]
+            + [f"SELECT '{SERVER_SCOPE_PREFIX}{f}', {_P} ->> '{f}', {second}, {_COST} "
+               f"{source} AND json_typeof({_P} -> '{f}') = 'string'" for f in USAGE_FIELDS])
+
+
+def _aggregated(parts: list[str]) -> str:
+    running = f"OVER (PARTITION BY scope, subject ORDER BY second {_C} ROWS UNBOUNDED PRECEDING)"
+    return (f"SELECT scope, subject, second, COUNT(*)::bigint, "
+            f"(SUM(COUNT(*)) {running})::bigint, SUM(cost)::double precision, "
+            f"(SUM(SUM(cost)) {running})::double precision FROM ({' UNION ALL '.join(parts)}) "
+            f"u GROUP BY scope, subject, second ORDER BY scope {_C}, subject {_C}, second {_C}")
+
+
+def _usage_derived(*, budgets: bool, refusals: bool = False, server: bool = False) -> str:
     """The usage rows computed from the events (with the budget scopes' from migration 5;
     with an agent's refused proposals', :data:`.counting.REFUSALS_SCOPE`, since they are
     counted: no event written before names ``refused_agent``, so the rows a journal holds
-    are the same either way and no migration rebuilds them)."""
+    are the same either way and no migration rebuilds them; with the server scopes',
+    :data:`.counting.SERVER_SCOPE_PREFIX`, since migration 19)."""
     parts = (
         [f"SELECT '*' AS scope, '' AS subject, substr(at, 1, 19) AS second, {_COST} AS cost "
          f"{_INTENTS}"]
@@ -72,11 +106,9 @@ def _usage_derived(*, budgets: bool, refusals: bool = False) -> str:
                      f"{_P} ->> 'identity', substr(at, 1, 19), 0::double precision FROM "
                      f"events WHERE kind = '{QUOTA_REACHED}' AND json_typeof({_P} -> 'quota') "
                      f"= 'string' AND json_typeof({_P} -> 'identity') = 'string'")
-    running = f"OVER (PARTITION BY scope, subject ORDER BY second {_C} ROWS UNBOUNDED PRECEDING)"
-    return (f"SELECT scope, subject, second, COUNT(*)::bigint, "
-            f"(SUM(COUNT(*)) {running})::bigint, SUM(cost)::double precision, "
-            f"(SUM(SUM(cost)) {running})::double precision FROM ({' UNION ALL '.join(parts)}) "
-            f"u GROUP BY scope, subject, second ORDER BY scope {_C}, subject {_C}, second {_C}")
+    if server:  # migration 19: the intents again, in the server's seconds
+        parts += _server_parts()
+    return _aggregated(parts)
 
 
 _USAGE_DERIVED = _usage_derived(budgets=True)
@@ -296,6 +328,14 @@ MIGRATIONS = (
     Migration(18, "lineage-written", (
         f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)", *LINEAGE_WRITTEN_SCHEMA,
         f"INSERT INTO lineage_written(first, value, seq) {_LINEAGE_WRITTEN_DERIVED}")),
+    # a limit's window on the server's clock: each counted intent is counted again in the
+    # server scopes, in the second of the server's clock at its append (``intent_seconds``);
+    # the intents already written count there in their own ``at``'s second
+    # (``tests/security/test_549``)
+    Migration(19, "server-seconds", (
+        f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)", *INTENT_SECONDS_SCHEMA,
+        f"DELETE FROM usage WHERE scope LIKE '{SERVER_SCOPE_PREFIX}%'",
+        _USAGE_INSERT_ALL + _aggregated(_server_parts()))),
 )
 LATEST = MIGRATIONS[-1].version
 #: every migration's statements, in order (what :mod:`.pg_objects` derives functions from)
@@ -338,6 +378,35 @@ USAGE_WINDOW_SQL = (
     "subject = %s ORDER BY second DESC LIMIT 1) l ON true "
     "LEFT JOIN (SELECT total_calls, total_cost FROM usage WHERE scope = %s AND "
     "subject = %s AND second < %s ORDER BY second DESC LIMIT 1) b ON true")
+
+#: one intent's server second (its seq; :data:`SERVER_SECOND`), then the intent in each
+#: of its server scopes' buckets of that second, as :data:`_USAGE_INSERT` (parameters: the
+#: seq, the cost twice, the scopes, their subjects)
+_SERVER_USAGE_INSERT = (
+    "WITH s AS (INSERT INTO intent_seconds(seq, second) "
+    f"VALUES (%s, {SERVER_SECOND}) RETURNING second) "
+    "INSERT INTO usage(scope, subject, second, calls, total_calls, cost, total_cost) "
+    "SELECT k.scope, k.subject, s.second, 1, COALESCE(p.total_calls, 0) + 1, %s, "
+    "COALESCE(p.total_cost, 0) + %s "
+    "FROM s CROSS JOIN unnest(%s::text[], %s::text[]) AS k(scope, subject) "
+    "LEFT JOIN LATERAL (SELECT total_calls, total_cost FROM usage u "
+    "WHERE u.scope = k.scope AND u.subject = k.subject AND u.second < s.second "
+    "ORDER BY u.second DESC LIMIT 1) p ON true "
+    "ON CONFLICT (scope, subject, second) DO UPDATE SET calls = usage.calls + 1, "
+    "total_calls = usage.total_calls + 1, cost = usage.cost + excluded.cost, "
+    "total_cost = usage.total_cost + excluded.cost")
+#: ... then the running totals of any later second of those scopes (parameters: the cost
+#: twice, the scopes, their subjects, the seq)
+_SERVER_USAGE_LATER = (
+    "UPDATE usage u SET total_calls = u.total_calls + 1, total_cost = u.total_cost + %s "
+    "FROM unnest(%s::text[], %s::text[]) AS k(scope, subject), intent_seconds s "
+    "WHERE u.scope = k.scope AND u.subject = k.subject AND s.seq = %s "
+    "AND u.second > s.second")
+#: :data:`USAGE_WINDOW_SQL` of a server scope, its window the seconds up to the server's
+#: clock now (parameters: scope, subject, scope, subject, the window's length in seconds)
+SERVER_WINDOW_SQL = USAGE_WINDOW_SQL.replace(
+    "second < %s", "second < to_char((clock_timestamp() - make_interval(secs => %s)) "
+    "AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')")
 
 #: the subject of a scope with the largest running total of cost, and its totals (as
 #: :data:`.sqlite_derived.USAGE_TOP_SQL`; parameters: the scope, twice)
@@ -411,6 +480,12 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
                 "second": at[:19], "cost": intent_cost(payload)}
         out.append((_USAGE_INSERT, args))
         out.append((_USAGE_LATER, args))
+        if kind == "action.intent":  # and in the server's second (SERVER_SCOPE_PREFIX)
+            cost = intent_cost(payload)
+            scopes = [SERVER_SCOPE_PREFIX + k[0] for k in keys]
+            subjects = [k[1] for k in keys]
+            out.append((_SERVER_USAGE_INSERT, (seq, cost, cost, scopes, subjects)))
+            out.append((_SERVER_USAGE_LATER, (cost, scopes, subjects, seq)))
     if kind == "action.intent":
         if not settled:
             out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)",
@@ -437,7 +512,7 @@ DERIVATIONS = (
     ("usage",
      f"SELECT scope, subject, second, calls, total_calls, cost, total_cost FROM usage "
      f"ORDER BY scope {_C}, subject {_C}, second {_C}",
-     _usage_derived(budgets=True, refusals=True)),
+     _usage_derived(budgets=True, refusals=True, server=True)),
     ("open_intents", "SELECT seq, subject FROM open_intents ORDER BY seq",
      "SELECT i.seq, i.subject FROM events i WHERE i.kind = 'action.intent' AND NOT EXISTS "
      "(SELECT 1 FROM events o WHERE o.subject = i.subject AND o.kind = 'run.outcome' "
@@ -472,5 +547,6 @@ FUNCTION_LINE = (
 __all__ = ["DECIDED_INDEX", "DERIVATIONS", "FUNCTION_LINE", "KIND_ACTOR_INDEX", "LATEST",
            "LINEAGE_WRITTEN_READ", "LINEAGE_WRITTEN_SCHEMA", "LINEAGE_WRITTEN_SQL",
            "MIGRATIONS", "MIGRATIONS_TABLE", "OUTCOME_INDEX", "OUTCOME_PROPOSAL", "PAYLOAD",
-           "RECENT_SIZES_SQL", "STATEMENTS", "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "Migration",
+           "RECENT_SIZES_SQL", "SERVER_SECOND", "SERVER_WINDOW_SQL", "STATEMENTS",
+           "USAGE_TOP_SQL", "USAGE_WINDOW_SQL", "Migration",
            "Statement", "derived_statements", "events_statements", "runs_statements"]

@@ -76,7 +76,9 @@ from .counting import (
     APPROVAL_SUBJECTS_SQL,
     RUN_BEGUN_SQL,
     RUN_ENDED_SQL,
+    SERVER_SCOPE_PREFIX,
     SUBJECT_LAST_SQL,
+    USAGE_FIELDS,
     KnownRuns,
     count_run,
     events_for_subject_sql,
@@ -361,6 +363,19 @@ class _Lease:
         finally:
             self._conn.close()
 
+
+
+def _cap_window(cap: UsageCap) -> tuple[str, tuple[Any, ...]]:
+    """The query of a cap's window (:data:`.pg_schema.USAGE_WINDOW_SQL`'s row): a limit's
+    (``window`` set, an intent's scope) in the server scopes, up to the server's clock now
+    (``tests/security/test_549``); a budget's, a quota's, an agent's refusals' from its
+    ``since``."""
+    if cap.window is not None and cap.scope in ("*", *USAGE_FIELDS):
+        scope = SERVER_SCOPE_PREFIX + cap.scope
+        return pg_schema.SERVER_WINDOW_SQL, (scope, cap.subject, scope, cap.subject,
+                                             float(cap.window))
+    return pg_schema.USAGE_WINDOW_SQL, (cap.scope, cap.subject, cap.scope, cap.subject,
+                                        iso(cap.since)[:19])
 
 class PostgresJournal:
     """One PostgreSQL journal. Safe to share between threads (one connection, locked)."""
@@ -977,9 +992,7 @@ class PostgresJournal:
                     # the same round trip, after the lock, so it sees every commit before
                     usage = [stack.enter_context(conn.cursor()) for _ in caps]
                     for cap, cursor in zip(caps, usage, strict=True):
-                        cursor.execute(pg_schema.USAGE_WINDOW_SQL, (
-                            cap.scope, cap.subject, cap.scope, cap.subject,
-                            iso(cap.since)[:19]))
+                        cursor.execute(*_cap_window(cap))
                     # INVARIANT: what waits for a person, under the lock too (WaitingCap)
                     waits = append_waiting(events)
                     counted = [[(stack.enter_context(conn.cursor()), sql, args)
@@ -1284,6 +1297,18 @@ class PostgresJournal:
         scope, subject = ("*", "") if field is None else (field, value)
         rows = self._query(pg_schema.USAGE_WINDOW_SQL,
                            (scope, subject, scope, subject, iso(since)[:19]))
+        return window_usage(rows[0])
+
+    def usage_within(self, *, field: str | None, value: str | None, window: float,
+                     now: datetime) -> tuple[int, float]:
+        """Intents and their declared cost in the ``window`` seconds up to the server's
+        clock now (``now``, the runtime's clock, is not read), each counted in the server's
+        second of its append: what a limit's cap reads under the append lock
+        (:func:`_cap_window`, ``tests/security/test_549``)."""
+        if field is not None and field not in USAGE_FIELDS:
+            raise ValueError(f"no usage field `{field}`")
+        scope, subject = ("*", "") if field is None else (field, value or "")
+        rows = self._query(*_cap_window(UsageCap(scope, subject, since=now, window=window)))
         return window_usage(rows[0])
 
     def usage_total(self, scope: str, subject: str) -> tuple[int, float]:

@@ -59,7 +59,7 @@ import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -960,6 +960,13 @@ class SqliteJournal:
             derived.USAGE_WINDOW_SQL,
             ("*", "", iso(since)[:19]) if field is None else (field, value, iso(since)[:19]))
         return window_usage(rows[0])
+
+    def usage_within(self, *, field: str | None, value: str | None, window: float,
+                     now: datetime) -> tuple[int, float]:
+        """:meth:`usage_since` ``now - window``: the file is one host's, and its processes
+        read one clock."""
+        return self.usage_since(field=field, value=value,
+                                since=now - timedelta(seconds=window))
 
     def usage_total(self, scope: str, subject: str) -> tuple[int, float]:
         """Everything ever counted in one usage bucket (a budget's spend: see

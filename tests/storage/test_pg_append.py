@@ -160,13 +160,15 @@ def test_a_journal_at_version_10_with_events_is_migrated_and_verifies(pg_url: st
         conn.execute("DROP TABLE starting_runs, unrun_approvals")  # and 13's, 14's
         conn.execute("DROP INDEX events_subject_decided")  # and 17's
         conn.execute("DROP TABLE lineage_written")  # and 18's
+        conn.execute("DROP TABLE intent_seconds")  # migration 19's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 11")
     with pytest.raises(JournalError, match="schema version `10`"):
         open_journal(pg_url)
     assert migrate(pg_url) == [(11, "append-function"), (12, "approval-exclusions"),
                                (13, "starting-runs"), (14, "unrun-approvals"),
                                (15, "append-run-end-guard"), (16, "append-approval-guard"),
-                               (17, "decided-subject-index"), (18, "lineage-written")]
+                               (17, "decided-subject-index"), (18, "lineage-written"),
+                               (19, "server-seconds")]
     with open_journal(pg_url) as j:
         assert j.verify().intact
         after = j.append([ev(4, "run.outcome", subject="s:2"),
@@ -188,13 +190,15 @@ def test_a_journal_at_version_11_gets_its_approval_exclusions(pg_url: str) -> No
                      "unrun_approvals")  # and 13's, 14's
         conn.execute("DROP INDEX events_subject_decided")  # and 17's
         conn.execute("DROP TABLE lineage_written")  # and 18's
+        conn.execute("DROP TABLE intent_seconds")  # migration 19's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 12")
     with pytest.raises(JournalError, match="schema version `11`"):
         open_journal(pg_url)
     assert migrate(pg_url) == [(12, "approval-exclusions"), (13, "starting-runs"),
                                (14, "unrun-approvals"),
                                (15, "append-run-end-guard"), (16, "append-approval-guard"),
-                               (17, "decided-subject-index"), (18, "lineage-written")]
+                               (17, "decided-subject-index"), (18, "lineage-written"),
+                               (19, "server-seconds")]
     with open_journal(pg_url) as j, psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT approval_id, who FROM approval_exclusions "
                             "ORDER BY who").fetchall()
@@ -309,10 +313,10 @@ def test_an_intent_under_a_revoked_approval_is_refused_by_the_function(pg_url: s
 OLDER_FUNCTIONS = {
     14: ({"run_end": False}, OLD_SIGNATURE,
          [(15, "append-run-end-guard"), (16, "append-approval-guard"),
-          (17, "decided-subject-index"), (18, "lineage-written")]),
+          (17, "decided-subject-index"), (18, "lineage-written"), (19, "server-seconds")]),
     15: ({"run_end": True}, RUN_END_SIGNATURE,
          [(16, "append-approval-guard"), (17, "decided-subject-index"),
-          (18, "lineage-written")]),
+          (18, "lineage-written"), (19, "server-seconds")]),
 }
 
 
@@ -331,6 +335,7 @@ def test_an_older_append_function_is_replaced_in_place(pg_url: str, version: int
                             (signature,)).fetchone() == (1,)
         conn.execute("DROP INDEX events_subject_decided")  # migration 17's
         conn.execute("DROP TABLE lineage_written")  # migration 18's
+        conn.execute("DROP TABLE intent_seconds")  # migration 19's
         conn.execute("DELETE FROM schema_migrations WHERE version > %s", (version,))
     with pytest.raises(JournalError, match=f"schema version `{version}`"):
         open_journal(pg_url)

@@ -13,6 +13,7 @@ import pytest
 
 from cradle_kg.errors import JournalError
 from cradle_kg.storage import SqliteJournal, open_journal
+from cradle_kg.storage.counting import SERVER_SCOPE_PREFIX, USAGE_FIELDS
 from cradle_kg.storage.pg_admin import copy_sqlite
 from cradle_kg.storage.pg_connect import connect
 from cradle_kg.storage.pg_copy import bulk_copy
@@ -37,9 +38,24 @@ MORE = [
 
 
 def _state(url: str) -> list[list[tuple[object, ...]]]:
+    """The derived tables and the head — the usage rows of the server scopes apart: an
+    appended intent counts there in the server's second of its append, a copied one in
+    its own ``at``'s (:func:`_server_rows`)."""
     with connect(url) as conn:
-        return [list(conn.execute(stored).fetchall()) for _t, stored, _d in DERIVATIONS] \
+        return [[r for r in conn.execute(stored).fetchall()
+                 if not str(r[0]).startswith(SERVER_SCOPE_PREFIX)]
+                for _t, stored, _d in DERIVATIONS] \
             + [list(conn.execute("SELECT * FROM head").fetchall())]
+
+
+def _server_rows(url: str) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """The usage rows of the intents' scopes and of their server scopes, the prefix off."""
+    with connect(url) as conn:
+        rows = conn.execute(DERIVATIONS[0][1]).fetchall()
+    intents = [r for r in rows if r[0] in ("*", *USAGE_FIELDS)]
+    server = [(str(r[0]).removeprefix(SERVER_SCOPE_PREFIX), *r[1:]) for r in rows
+              if str(r[0]).startswith(SERVER_SCOPE_PREFIX)]
+    return intents, sorted(server)
 
 
 def _source(tmp_path: Path) -> Path:
@@ -59,6 +75,10 @@ def test_a_bulk_copy_derives_what_appends_write(tmp_path: Path, postgres: Scratc
         j.append(MORE)
     assert report.intact and report.events == len(MORE)
     assert _state(pg_url) == _state(appended)
+    intents, server = _server_rows(pg_url)  # copied: counted in their own seconds
+    assert intents and server == sorted(intents)
+    intents, server = _server_rows(appended)  # appended: each in its server second
+    assert sum(int(str(r[3])) for r in server) == sum(int(str(r[3])) for r in intents) > 0
     with open_journal(pg_url) as pg:
         assert pg.verify().intact and pg.head() == (len(MORE), report.head_hash)
         assert pg.dangling_intents() == [(9, "action:b1")]

@@ -9,7 +9,10 @@ two workers at ``max_calls - 1`` would both pass. So every applicable limit also
 with the intent as a :class:`~cradle_kg.storage.UsageCap` (:func:`usage_caps`), which the
 journal checks again in the append's serialised transaction; an append that would exceed
 one writes nothing and the proposal is evaluated again — and denied here, by the count
-that now includes the other worker's intent.
+that now includes the other worker's intent. Both read a window the same way
+(:meth:`~cradle_kg.storage.Journal.usage_within`): on PostgreSQL the seconds up to the
+journal server's clock, in which each intent was counted when appended, so that workers
+whose clocks are apart count in one window (``tests/security/test_549``).
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ def usage_caps(limits: Sequence[Limit], *, now: datetime, agent: Agent, task_id:
             continue
         caps.append(UsageCap(scope=_FIELD.get(limit.scope, "*"), subject=subject,
                              since=now - timedelta(seconds=limit.window_seconds),
-                             max_calls=limit.max_calls, max_cost=limit.max_cost))
+                             max_calls=limit.max_calls, max_cost=limit.max_cost,
+                             window=float(limit.window_seconds)))
     return tuple(caps)
 
 
@@ -63,9 +67,11 @@ def limit_violation(limits: Sequence[Limit], *, journal: Journal, now: datetime,
         subject = _applies(limit, agent=agent, task_id=task_id, tenant=tenant)
         if subject is None:
             continue
-        since = now - timedelta(seconds=limit.window_seconds)
         field = _FIELD.get(limit.scope)
-        used, spent = journal.usage_since(field=field, value=subject or None, since=since)
+        # the window as the cap reads it under the append lock: on PostgreSQL, up to the
+        # server's clock (tests/security/test_549)
+        used, spent = journal.usage_within(field=field, value=subject or None,
+                                           window=float(limit.window_seconds), now=now)
         if limit.max_calls is not None and used + 1 > limit.max_calls:
             headroom = limit.max_calls / limit.window_seconds
             message = (f"rate limit reached: {limit.scope} `{subject or '*'}` made {used} call(s) "

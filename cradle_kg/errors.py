@@ -39,6 +39,8 @@ no decision can be made at all — and then the gate fails closed.
     │   └── ApprovalUsedError       an approve-once whose action ran cannot be revoked
     │                               (HTTP 409, CLI exit 2)
     ├── ReplayDivergenceError       strict replay differs from the journal (names the event)
+    │   └── PackVersionError        a run's recorded pack version is not installed, or its
+    │                               files differ (names the pack, recorded and installed)
     ├── BudgetExceededError         a spending limit was reached (carries the reason code)
     ├── QuotaExceededError          an identity's quota over a sliding window is used up
     │                               (HTTP 429; carries when the window frees up)
@@ -317,6 +319,23 @@ class ReplayDivergenceError(CradleError):
     def __init__(self, message: str, *, seq: int | None = None) -> None:
         super().__init__(message)
         self.seq = seq
+
+
+class PackVersionError(ReplayDivergenceError):
+    """Strict replay cannot run a run with the code that decided it: a pack version its
+    decisions recorded is not installed, or is installed with other files (its digest
+    differs). Names the pack, the version and digest recorded and what is installed; the
+    run is refused before anything of it is replayed (``tests/security/test_554``,
+    ``test_555``)."""
+
+    code = "pack_version_unavailable"
+
+    def __init__(self, message: str, *, pack: str, recorded: str,
+                 installed: tuple[str, ...] = (), hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+        #: the pack's id, its ``id@version (digest)`` recorded, and each installed one's
+        self.pack, self.recorded, self.installed = pack, recorded, installed
 
 
 class BudgetExceededError(CradleError):

@@ -100,12 +100,15 @@ def _strict_out(report: StrictReport, fmt: Format) -> None:
     anchor = str(report.anchor) if report.anchor is not None else None
     if fmt is Format.JSON:
         print_json({"reproduced": True, "runs": report.runs, "events": report.events,
-                    "head_hash": report.head_hash, "anchor": anchor})
+                    "head_hash": report.head_hash, "anchor": anchor,
+                    "warnings": report.warnings})
         return
     console.print(f"strict replay reproduced {len(report.runs)} run(s) exactly: "
                   f"{report.events} events, head {report.head_hash}"
                   + (f", contains anchor {anchor}" if anchor else ""), highlight=False,
                   soft_wrap=True)
+    for warning in report.warnings:  # e.g. a run whose packs' digests were not recorded
+        console.print(f"warning: {warning}", highlight=False, markup=False, soft_wrap=True)
 
 
 @autonomy_app.command("status")

@@ -294,6 +294,10 @@ class Runtime:
         self.validators: list[ValidatorBinding] = []
         self.invariants: list[InvariantBinding] = []
         self.pack_versions: list[str] = []
+        #: each loaded pack's ``id@version`` -> the digest of its folder's files, as it was
+        #: loaded (:func:`~cradle_kg.packs.loader.pack_digest`): journaled with every
+        #: decision (``pack_digests``), what replay loads a run's packs by
+        self.pack_digests: dict[str, str] = {}
         self.commit_hooks: list[CommitHook] = []
         #: the loaded packs' projection hooks (the graph store and the commit check use them)
         self.projectors: list[PackProjector] = []
@@ -488,6 +492,7 @@ class Runtime:
         # policy that did not parse or a verifier id another pack held refused the load
         # after the pack's policies were in force and its ref on every decision
         # (tests/security/test_515)
+        digest = pack.digest()  # read first: a file it cannot read refuses the load
         prepared = prepare_pack(pack, home=self.home.root, clock=self.clock)
         rules = load_rules(pack.files(pack.manifest.graph_policies), namespace=pack.id)
         prepared.check_free(tool_taken=self.tools.has, verifier_taken=self.verifiers.has,
@@ -503,6 +508,7 @@ class Runtime:
             self.add_policy_paths(pack.policy_files(), namespace=pack.id)
         self.lineage.rules.extend(rules)
         self.pack_versions.append(pack.ref)
+        self.pack_digests[pack.ref] = digest
         prepared.register(self)
         # issue 14: the pack's records in the run graph, checked by its shapes at commit
         self.projectors.extend(prepared.projectors())
@@ -803,8 +809,8 @@ class Runtime:
             raise _InForceMoved
         # dumped once: for its decision.made event and for the outcome that carries it
         decided = decision.model_dump(mode="json")
-        base = with_trace(decision_events(proposal, gate, decision, now, decided=decided),
-                          gate, now)
+        base = with_trace(decision_events(proposal, gate, decision, now, decided=decided,
+                                          pack_digests=self.pack_digests), gate, now)
         dumped: list[Dumped] = [("decision", decision, decided)]
         # the runtime's own proposals (a compensation) are not refused for the agent's
         # refusals: a denied compensation must still end in its escalation (counted, not

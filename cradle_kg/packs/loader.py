@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
 import re
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,11 +40,67 @@ def package_name(manifest: Manifest, folder: Path) -> str:
     return f"cradle_pack_{slug}__{version}__{digest}"
 
 
+#: what :func:`pack_digest` leaves out: the caches Python and the test and lint tools
+#: write beside the pack's own files
+_NOT_THE_PACK = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
+_CACHE_SUFFIXES = (".pyc", ".pyo")
+
+
+def pack_digest(folder: Path) -> str:
+    """``sha256:`` of the pack folder's files: each one's path (relative, ``/``-separated)
+    and the sha256 of its bytes, in path order; a link's own text (never followed: a link
+    out of the folder is not the pack's, and is named as a link), any other kind of entry
+    its kind. the caches of Python and its tools (``__pycache__``, ``*.pyc``,
+    ``.pytest_cache`` …) are left out; every other file
+    counts — code, manifest, policies, data a tool reads, tests and documentation alike.
+
+    What a journal records of each pack a decision was made under, beside its
+    ``id@version``: the version alone does not say which code decided (a pack edited in
+    place, a reinstall under the same version), and replay refuses a run whose pack's
+    digest is not this (``tests/security/test_555``)."""
+    lines: list[bytes] = []
+    for here, dirs, files in os.walk(folder, followlinks=False):
+        base = Path(here)
+        for name in sorted([*dirs, *files]):
+            path = base / name
+            rel = path.relative_to(folder).as_posix().encode("utf-8", "surrogateescape")
+            try:
+                info = path.lstat()
+            except OSError as exc:
+                raise ManifestError(f"`{path}`: cannot read the pack's file: {exc}") from exc
+            if stat.S_ISDIR(info.st_mode):
+                continue
+            if name.endswith(_CACHE_SUFFIXES):
+                continue
+            if stat.S_ISLNK(info.st_mode):
+                what = b"link " + os.readlink(path).encode("utf-8", "surrogateescape")
+            elif stat.S_ISREG(info.st_mode):
+                what = b"file " + _file_sha256(path).encode()
+            else:
+                what = b"other " + str(stat.S_IFMT(info.st_mode)).encode()
+            lines.append(rel + b"\0" + what + b"\n")
+        dirs[:] = sorted(d for d in dirs if d not in _NOT_THE_PACK
+                         and not (base / d).is_symlink())
+    return "sha256:" + hashlib.sha256(b"".join(sorted(lines))).hexdigest()
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 16), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise ManifestError(f"`{path}`: cannot read the pack's file: {exc}") from exc
+    return digest.hexdigest()
+
+
 @dataclass
 class Pack:
     manifest: Manifest
     path: Path
     _module: ModuleType | None = None
+    _digest: str | None = None
 
     @property
     def ref(self) -> str:
@@ -64,6 +122,12 @@ class Pack:
             raise ManifestError(f"{self.path / 'manifest.yaml'}: `{rel}` is outside the pack "
                                 "folder")
         return path
+
+    def digest(self) -> str:
+        """:func:`pack_digest` of the pack's folder (read once per :class:`Pack`)."""
+        if self._digest is None:
+            self._digest = pack_digest(self.path)
+        return self._digest
 
     def files(self, names: list[str]) -> list[Path]:
         return [self.file(n) for n in names]

@@ -25,10 +25,10 @@ from ..records import AuditEvent, Plan, Proposal
 from .definitions import load_recorded_workflow
 from .engine import Engine
 from .model import ModelClient, RecordedClient, package_versions
-from .replay import INPUT_KINDS, Source, scratch_home
+from .replay import INPUT_KINDS, PackSet, Source, pack_id, scratch_home
 from .sandbox import Recording, SandboxRuntime
 
-CATEGORIES = ("decision", "outcome", "verification", "step")
+CATEGORIES = ("decision", "outcome", "verification", "step", "pack")
 
 
 @dataclass(frozen=True)
@@ -175,12 +175,45 @@ def _live_replay(source: Source, run_ids: Sequence[str], settings: LiveSettings)
                 _policies(rt, source, new_policies, i, ev.run_id)
                 _live_trigger(rt, engine, source, ev, i)
             replayed = facts_of(rt.journal.events(), runs)  # streamed, not held
+            now = tuple((ref, rt.pack_digests.get(ref)) for ref in rt.pack_versions)
         finally:
             rt.close()
     recorded = facts_of(source.events, runs)
     for run in runs:
         report.changes += compare(run, recorded[run], replayed[run])
+        report.changes += pack_changes(run, source.recorded_packs(run), now)
     return report
+
+
+def pack_changes(run_id: str, recorded: Sequence[PackSet | None],
+                 replayed: PackSet) -> list[Change]:
+    """The packs a live replay ran ``run_id`` under that are not those its decisions
+    recorded (category ``pack``, subject the pack's id, one occurrence per set of packs
+    the run recorded): a version not installed any more, another version, files edited
+    under the same version (its digest), a pack added or gone. Strict replay refuses such
+    a run; live replay runs it and says so (``tests/security/test_554``). A digest the
+    journal did not record (written before ``test_553``) is not compared, the version is."""
+    changes: list[Change] = []
+    now = {pack_id(ref): (ref, digest) for ref, digest in replayed}
+    for n, packs in enumerate(recorded, start=1):
+        if packs is None:
+            continue
+        was = {pack_id(ref): (ref, digest) for ref, digest in packs}
+        for pid in [*was, *(p for p in now if p not in was)]:
+            old, new = was.get(pid), now.get(pid)
+            if old is not None and new is not None and old[0] == new[0] \
+                    and old[1] in (None, new[1]):
+                continue
+            changes.append(Change(run_id, "pack", pid, n, _pack_named(old),
+                                  _pack_named(new)))
+    return changes
+
+
+def _pack_named(pack: tuple[str, str | None] | None) -> str | None:
+    if pack is None:
+        return None
+    ref, digest = pack
+    return f"{ref} ({digest})" if digest else ref
 
 
 def _policies(rt: SandboxRuntime, source: Source, new: PolicyEngine | None, i: int,

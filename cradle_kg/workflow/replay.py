@@ -34,11 +34,12 @@ from pydantic import BaseModel, ValidationError
 
 from ..canonical import canonical_json, iso, sha256_bytes
 from ..config import load_config
-from ..errors import CradleError, InputError, ReplayDivergenceError
+from ..errors import CradleError, InputError, PackVersionError, ReplayDivergenceError
 from ..evidence import EvidenceStore
 from ..home import Home
 from ..inputs import load_json_file
 from ..loop.approval_flow import decided_events
+from ..loop.gate1.decision import PACK_DIGESTS
 from ..packs.registry import PackRegistry
 from ..policy import PolicyEngine
 from ..policy.cedar import MAX_POLICY_FILE_BYTES, PolicySource
@@ -65,6 +66,10 @@ INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refuse
 #: event is one the runtime only derives, in a run a proposal or a workflow starts
 #: (``tests/security/test_438``)
 COPIED_ALONE = INPUT_KINDS | {"budget.set", "policyset.activated", *STAGE_KINDS}
+
+#: the packs one decision was made under, as it records them: each ``id@version`` with its
+#: digest (None: not recorded — a journal written before ``tests/security/test_553``)
+PackSet = tuple[tuple[str, str | None], ...]
 
 
 class RecordedEvents(Sequence[AuditEvent]):
@@ -225,6 +230,16 @@ class Source:
         first = self._index.first_received.get((run_id, subject, _json_key(attempt)))
         return self.events[first] if first is not None and first < before else None
 
+    def recorded_packs(self, run_id: str) -> list[PackSet | None]:
+        """The distinct sets of packs the decisions of ``run_id`` (and of the runs its
+        plans' steps name) were made under, in journal order (empty: no decision; None:
+        a decision whose ``pack_versions`` is not a list of ``id@version``)."""
+        found: dict[PackSet | None, None] = {}
+        for run in sorted(self.runs_of(run_id)):
+            for packs in self._index.packs.get(run, {}):
+                found.setdefault(packs)
+        return list(found)
+
     def in_plan(self, position: int) -> bool:
         """Whether the submission at ``position`` is a plan's step, made by its
         ``plan.started`` (a live replay runs the plan, not each recorded step)."""
@@ -270,21 +285,30 @@ class Source:
 
 
 @contextmanager
-def scratch_home(source: Source, *, packs: Sequence[str] = ()) -> Iterator[Path]:
-    """A temporary home with the source's config (and packs); removed afterwards."""
+def scratch_home(source: Source, *, packs: Sequence[str] = (),
+                 exact: Sequence[str] | None = None) -> Iterator[Path]:
+    """A temporary home with the source's config (and packs); removed afterwards.
+
+    ``packs``: refs put in place of the config's version of each (live replay's
+    ``--pack``); ``exact``: the packs to load, all of them and only them (pack folders:
+    the versions a strict replay's run recorded, :func:`run_packs`)."""
     root = Path(tempfile.mkdtemp(prefix="cradle-replay-"))
     try:
         home = root / "home"
         (home / "policies").mkdir(parents=True)
         config = Home(source.home).config
+        data: dict[str, Any] | None = None
         if config.is_file():
             load_config(config)  # a key twice, NaN ...: refused as the home itself refuses it
-            data: dict[str, Any] = load_json_file(config)
+            data = load_json_file(config)
             for ref in packs:
                 keep = [p for p in data.get("packs", []) if p.split("@")[0] != ref.split("@")[0]]
                 data["packs"] = [*keep, ref]
             if isinstance(data.get("packs"), list):
                 data["packs"] = _home_pack_folders(source.home, data["packs"])
+        if exact is not None and (data is not None or exact):
+            data = {**(data or {}), "packs": list(exact)}
+        if data is not None:
             (home / "config.json").write_text(json.dumps(data), encoding="utf-8")
         if source.digest_key is not None:
             with SqliteJournal(Home(home).journal) as journal:
@@ -292,6 +316,76 @@ def scratch_home(source: Source, *, packs: Sequence[str] = ()) -> Iterator[Path]
         yield home
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+#: what a strict replay says of a run whose decisions name their packs without a digest
+NOT_RECORDED = ("pack versions not recorded (a journal written before decisions named "
+                "their packs' digests): replayed under the home's packs as they are now")
+
+
+def run_packs(source: Source, run_id: str) -> tuple[list[str] | None, str | None]:
+    """The packs a strict replay of ``run_id`` loads — the folders of exactly the
+    versions its decisions recorded, found among the home's installed packs (built in,
+    the home's ``packs/``, entry points: versions side by side) — and a warning.
+
+    ``(None, None)``: the run made no decision (the home's packs, as before);
+    ``(None, warning)``: its decisions name their packs without a digest (a journal
+    written before they did: replayed as before, :data:`NOT_RECORDED`). Refused
+    (:class:`PackVersionError`, before anything is replayed): a recorded version that is
+    not installed, one installed with other files (its digest differs), a run decided
+    under more than one set of packs (a replay runs one run under one set). Before, the
+    scratch home loaded the packs the home names *now*: after an upgrade the old run was
+    decided again under the new version and diverged, and a pack edited in place under
+    its version replayed as if it were the code that ran (``tests/security/test_553`` …
+    ``test_555``)."""
+    sets = source.recorded_packs(run_id)
+    if not sets:
+        return None, None
+    if any(s is None or any(d is None for _, d in s) for s in sets):
+        return None, f"run `{run_id}`: {NOT_RECORDED}"
+    recorded = [s for s in sets if s is not None]
+    if len(recorded) > 1:
+        first, then = recorded[0], recorded[1]
+        moved = next(ref for ref, digest in (*first, *then)
+                     if (ref, digest) not in first or (ref, digest) not in then)
+        raise PackVersionError(
+            f"strict replay cannot run `{run_id}` with the code that decided it: it was "
+            f"decided under more than one set of packs ({_named(first)}, then "
+            f"{_named(then)}), and a replay runs a run under one", pack=pack_id(moved),
+            recorded=_named(first), hint="`replay --live` runs it under the packs installed "
+                                         "now and lists what differs")
+    registry = PackRegistry.discover(source.home)
+    folders: list[str] = []
+    for ref, digest in recorded[0]:
+        assert digest is not None
+        pack = registry.packs.get(ref)
+        if pack is not None and pack.digest() == digest:
+            folders.append(str(pack.path))
+            continue
+        pid = pack_id(ref)
+        installed = tuple(f"`{p.ref}` (`{p.digest()}`)" for p in registry.all() if p.id == pid)
+        where = (f"installed: {', '.join(installed)}" if installed
+                 else f"no version of `{pid}` is installed")
+        why = (f"pack `{ref}` (recorded digest `{digest}`) is not installed; {where}"
+               if pack is None else
+               f"pack `{ref}` is installed, but its files differ from those that decided "
+               f"it: recorded digest `{digest}`, installed `{pack.digest()}`")
+        raise PackVersionError(
+            f"strict replay cannot run `{run_id}` with the code that decided it: {why}",
+            pack=pid, recorded=f"{ref} ({digest})", installed=installed,
+            hint=f"install `{ref}` as it was (a folder of the home's `packs/`, beside the "
+                 "other versions) to replay it strictly; `replay --live` runs it under the "
+                 "packs installed now and lists what differs")
+    return folders, None
+
+
+def pack_id(ref: str) -> str:
+    """The id of a pack's ``id@version``."""
+    return ref.rpartition("@")[0] or ref
+
+
+def _named(packs: PackSet) -> str:
+    return "[" + ", ".join(f"`{ref}`" for ref, _ in packs) + "]"
 
 
 def _home_pack_folders(root: Path, refs: list[Any]) -> list[Any]:
@@ -425,6 +519,8 @@ class _Index:
     plan_steps: dict[str, set[str]] = field(default_factory=dict)
     #: positions of the submissions a plan made (its steps, between its start and finish)
     plan_members: set[int] = field(default_factory=set)
+    #: run -> the distinct sets of packs its decisions were made under (None: unreadable)
+    packs: dict[str, dict[PackSet | None, None]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, events: Iterable[AuditEvent]) -> _Index:
@@ -451,6 +547,7 @@ class _Index:
                 at, versions = out.decisions.setdefault(run, ([], []))
                 at.append(i)
                 versions.append(str(p["decision"]["policy_version"]))
+                out.packs.setdefault(run, {}).setdefault(_pack_set(p))
             elif ev.kind == "policyset.activated":
                 out.activations.setdefault(str(p.get("version")), ev)
             elif ev.kind == "model.called":
@@ -461,6 +558,16 @@ class _Index:
                 attempt = _json_key(p["proposal"].get("attempt", 0))
                 out.first_received.setdefault((run, ev.subject, attempt), i)
         return out
+
+
+def _pack_set(payload: dict[str, Any]) -> PackSet | None:
+    """The packs a recorded ``decision.made`` names, each with its recorded digest."""
+    refs = payload["decision"].get("pack_versions")
+    digests = payload.get(PACK_DIGESTS)
+    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+        return None
+    found = digests if isinstance(digests, dict) else {}
+    return tuple((ref, d if isinstance(d := found.get(ref), str) else None) for ref in refs)
 
 
 def _trace_as_recorded(ev: NewEvent, rec: AuditEvent) -> NewEvent:
@@ -606,6 +713,11 @@ class _StrictRun:
             if rec is not None and rec.kind == ev.kind == "decision.made" \
                     and REFUSED_AGENT in ev.payload and REFUSED_AGENT not in rec.payload:
                 del ev.payload[REFUSED_AGENT]
+            # nor, before ``test_553``, its packs' digests (a run replayed under the home's
+            # packs now, and said so: :data:`NOT_RECORDED`)
+            if rec is not None and rec.kind == ev.kind == "decision.made" \
+                    and PACK_DIGESTS in ev.payload and PACK_DIGESTS not in rec.payload:
+                del ev.payload[PACK_DIGESTS]
             if rec is not None and rec.kind == ev.kind == "lineage.traced":
                 out[offset - 1] = _trace_as_recorded(ev, rec)
         return out
@@ -789,9 +901,14 @@ def _strict_replay(source: Source, run_ids: Sequence[str],
                 f"`{stray.run_id}`, which no proposal or workflow starts; the runtime writes "
                 "no such event there, and nothing replays it", seq=stray.seq)
     head = ""
+    warnings: list[str] = []
     for run in runs:
         driver = _StrictRun(source, run)
-        with scratch_home(source) as scratch:
+        # refused here, before the run is replayed: a recorded pack not installed as it was
+        folders, warning = run_packs(source, run)
+        if warning is not None:
+            warnings.append(warning)
+        with scratch_home(source, exact=folders) as scratch:
             rt = SandboxRuntime(scratch, recording=Recording.of(source.events), strict=True,
                                 clock=driver.clock, hook=driver, worker=driver.worker,
                                 gateway_clock=driver.peek)
@@ -817,4 +934,4 @@ def _strict_replay(source: Source, run_ids: Sequence[str],
     if head != recorded_head:
         raise ReplayDivergenceError(f"strict replay ends at head `{head}`, the journal at "
                                     f"`{recorded_head}`", seq=None)
-    return StrictReport(runs, len(source.events), head, anchor=anchor)
+    return StrictReport(runs, len(source.events), head, warnings=warnings, anchor=anchor)

@@ -7,6 +7,7 @@ ahead of whatever the verdict leads to.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +21,10 @@ from .checks import GateResult
 
 #: the key of a decision's payload listing the citations gate 1 did not count (absent: none)
 EVIDENCE_NOT_COUNTED = "evidence_not_counted"
+#: the key of a decision's payload naming the digest of each pack it was made under
+#: (``id@version`` -> ``sha256:`` of the pack folder's files; absent: no pack, or a journal
+#: written before it was recorded — ``tests/security/test_553``)
+PACK_DIGESTS = "pack_digests"
 
 
 def short_id(*parts: Any) -> str:
@@ -69,9 +74,12 @@ REFUSED_VERDICTS = frozenset({Verdict.DENY, Verdict.CLARIFY, Verdict.REPAIR})
 
 
 def decision_events(proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
-                    now: datetime, *, decided: dict[str, Any] | None = None) -> list[NewEvent]:
+                    now: datetime, *, decided: dict[str, Any] | None = None,
+                    pack_digests: Mapping[str, str] | None = None) -> list[NewEvent]:
     """``proposal.received`` (claiming the proposal id) and ``decision.made``;
-    ``decided``: ``decision.model_dump(mode="json")`` when the caller made it already."""
+    ``decided``: ``decision.model_dump(mode="json")`` when the caller made it already;
+    ``pack_digests``: the digest of each pack loaded (``id@version`` -> digest), journaled
+    for the packs the decision names (:data:`PACK_DIGESTS`)."""
     run_id = proposal.effective_run_id
     marked: dict[str, Any] = {"submission": gate.submission} if gate.submission else {}
     # the tool's secrets as soon as the tool is known: a proposal refused for its
@@ -97,8 +105,20 @@ def decision_events(proposal: Proposal, gate: GateResult, decision: RuntimeDecis
                           **({"validator_findings": gate.validator_findings}
                              if gate.validator_findings else {}), **marked,
                           **({"attempt": proposal.attempt} if proposal.attempt else {}),
-                          **_not_counted(gate), **refused}),
+                          **_not_counted(gate), **refused,
+                          **_digests(decision, pack_digests or {})}),
     ]
+
+
+def _digests(decision: RuntimeDecision, digests: Mapping[str, str]) -> dict[str, Any]:
+    """The digest of each pack the decision names, by ``id@version`` (absent: none).
+
+    INVARIANT: a decision says which code made it — the version alone does not (a pack
+    edited in place, reinstalled under its version): strict replay loads exactly these
+    packs and refuses a run whose installed pack differs (``tests/security/test_553`` …
+    ``test_555``)."""
+    found = {ref: digests[ref] for ref in decision.pack_versions if ref in digests}
+    return {PACK_DIGESTS: found} if found else {}
 
 
 def _not_counted(gate: GateResult) -> dict[str, Any]:

@@ -240,6 +240,12 @@ class Source:
                 found.setdefault(packs)
         return list(found)
 
+    @cached_property
+    def installed_packs(self) -> PackRegistry:
+        """The packs installed for the home (built in, its ``packs/``, entry points), found
+        once per replay: each one's digest is read once, whatever the number of runs."""
+        return PackRegistry.discover(self.home)
+
     def in_plan(self, position: int) -> bool:
         """Whether the submission at ``position`` is a plan's step, made by its
         ``plan.started`` (a live replay runs the plan, not each recorded step)."""
@@ -354,7 +360,7 @@ def run_packs(source: Source, run_id: str) -> tuple[list[str] | None, str | None
             f"{_named(then)}), and a replay runs a run under one", pack=pack_id(moved),
             recorded=_named(first), hint="`replay --live` runs it under the packs installed "
                                          "now and lists what differs")
-    registry = PackRegistry.discover(source.home)
+    registry = source.installed_packs
     folders: list[str] = []
     for ref, digest in recorded[0]:
         assert digest is not None

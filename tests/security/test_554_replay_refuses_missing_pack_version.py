@@ -19,11 +19,22 @@ from pathlib import Path
 
 import pytest
 
+from cradle_kg import Runtime
 from cradle_kg.errors import ReplayDivergenceError
+from cradle_kg.records import Proposal
 from cradle_kg.workflow import LiveSettings, live_replay
 from cradle_kg.workflow.replay import strict_replay
 from tests.packs.conftest import cli
-from tests.security.pack_versions import NEW, OLD, old_folder, record_under_old, upgrade
+from tests.security.homes import credit
+from tests.security.pack_versions import (
+    NEW,
+    OLD,
+    STRICT,
+    old_folder,
+    record_under_old,
+    upgrade,
+    write_pack,
+)
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -52,3 +63,20 @@ def test_removed_version_is_refused_by_name(home: Path) -> None:
     live = cli("replay", old_run, "--live", "--home", str(home))
     assert live.returncode == 1 and "Traceback" not in live.stderr, live.stdout + live.stderr
     assert f"pack acme.rules #1: {OLD}" in live.stdout, live.stdout
+
+
+def test_run_decided_under_two_versions_is_refused(home: Path) -> None:
+    """One run, a proposal under 1.0.0 and, after the upgrade, one under 1.1.0: a replay
+    runs a run under one set of packs, so strict replay says it cannot (before: the
+    divergence at the run's first event, as above)."""
+    run = record_under_old(home)
+    write_pack(home / "packs" / "rules-1.1.0", "1.1.0", STRICT)
+    with Runtime(home, graph_sync=False) as rt:
+        out = rt.submit(Proposal.model_validate(credit("p-later", amount=5, run=run)))
+    assert out.run_id == run and out.decision is not None
+    assert NEW in out.decision.pack_versions
+    with pytest.raises(ReplayDivergenceError) as caught:
+        strict_replay(home, [run])
+    message = caught.value.message
+    assert "more than one set of packs" in message, message
+    assert f"`{OLD}`" in message and f"`{NEW}`" in message, message

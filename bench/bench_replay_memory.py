@@ -35,8 +35,14 @@ OUT = Path(__file__).parent / "out" / "replay_memory"
 
 def home_of(n: int) -> Path:
     home = OUT / f"credits-{n}"
-    if (home / "journal.sqlite").is_file():
-        return home
+    if not (home / "journal.sqlite").is_file():
+        write_run(home, n)
+    return home
+
+
+def write_run(home: Path, n: int) -> None:
+    """A demo home with one run of ``n`` credits, half allowed, half denied (``tests/
+    security/test_526`` measures the same)."""
     prepare_home(home)
     with Runtime(home, graph_sync=False) as rt:
         for i in range(n):
@@ -46,11 +52,12 @@ def home_of(n: int) -> Path:
                 "action": {"action_type": "demo.ledger.credit", "target": "ledger:acct-1",
                            "arguments": {"account": "acct-1",
                                          "amount": 2000 if i % 2 else 10 + i % 900}}}))
-    return home
 
 
 def measure(home: Path) -> tuple[int, int, int, int]:
-    """(events, decoded bytes, source bytes, replay peak bytes)."""
+    """(events, decoded bytes, source bytes, replay peak bytes): the journal's events
+    decoded and held, what an open source keeps, a strict replay's peak, in bytes of
+    Python allocations (``tests/security/test_526`` asserts on the same)."""
     gc.collect()
     tracemalloc.start()
     try:

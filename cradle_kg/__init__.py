@@ -12,7 +12,7 @@ Agents propose; the runtime disposes. The public API is small::
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import CradleError
+from .errors import CradleError, ToolRefused
 
 if TYPE_CHECKING:
     from .loop.plans import PlanOutcome
@@ -83,6 +83,7 @@ __all__ = [
     "RuntimeDecision",
     "SideEffectClass",
     "ToolCall",
+    "ToolRefused",
     "ToolSpec",
     "Verdict",
     "VerificationCheck",

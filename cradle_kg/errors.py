@@ -29,7 +29,9 @@ no decision can be made at all — and then the gate fails closed.
     │   └── GraphExportTooLargeError  an export past its bound in all
     ├── IdempotencyConflictError    one idempotency key reused for a different input
     ├── ToolError                   a tool raised, or returned output that breaks its contract
-    │   └── ToolUnavailableError    the tool cannot be reached now (retryable; nothing journaled)
+    │   ├── ToolUnavailableError    the tool cannot be reached now (retryable; nothing journaled)
+    │   └── ToolRefused             a tool's typed refusal, raised before it wrote anything
+    │                               (journaled ``failed`` with its code: no retry, no human task)
     ├── VerifierError               a verifier raised
     ├── ShapesError                 a shapes graph that cannot be loaded
     ├── OntologyError               the ontology cannot be checked
@@ -58,6 +60,8 @@ context chained with colons; hints are kept apart in ``hint``.
 """
 
 from __future__ import annotations
+
+import re
 
 
 class CradleError(Exception):
@@ -276,6 +280,36 @@ class ToolUnavailableError(ToolError):
                  retry_after: float = 1.0) -> None:
         super().__init__(message, hint=hint)
         self.retry_after = retry_after
+
+
+#: what a refusal's code may be: a short, stable, machine-readable word an agent can act on
+REFUSAL_CODE = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
+#: how much of a refusal's message is journaled
+REFUSAL_MESSAGE_CHARS = 500
+
+
+class ToolRefused(ToolError):
+    """A tool's typed refusal: *I wrote nothing, and here is why* (``code``, ``message``).
+
+    Raised by a tool **before** it writes anything (a closed account, a limit of its own,
+    a state that forbids the call). The gateway journals the call's observation with
+    ``refusal: <code>`` and its outcome ``failed`` with the code and the message: the call
+    is final for its idempotency key — never retried, its lookup never asked, no human
+    task, no compensation (Temporal's non-retryable application error) — and the same key
+    again answers the recorded refusal without calling the tool.
+
+    The promise is the tool author's: a refusal raised *after* a write is not one (gate 2
+    still reads the target back, and a read that finds the effect done escalates the call
+    as an unknown outcome; a write the read cannot see, nothing here can detect). Any other
+    exception stays an unknown outcome. ``code`` must match :data:`REFUSAL_CODE` (else
+    :class:`ValueError`: a malformed refusal is an unknown outcome too)."""
+
+    def __init__(self, code: str, message: str, *, hint: str | None = None) -> None:
+        if not isinstance(code, str) or REFUSAL_CODE.fullmatch(code) is None:
+            raise ValueError(f"a refusal's code is a short lowercase word "
+                             f"(`{REFUSAL_CODE.pattern}`), not `{str(code)[:80]}`")
+        super().__init__(str(message)[:REFUSAL_MESSAGE_CHARS], hint=hint)
+        self.code = code
 
 
 class VerifierError(CradleError):

@@ -334,6 +334,10 @@ class ExecutionObservation(Record):
     reported_ok: bool = True
     error: str | None = None
     provenance: Provenance | None = None
+    #: the code of the tool's typed refusal (:class:`~cradle_kg.errors.ToolRefused`): it
+    #: wrote nothing, and ``error`` says why. Absent otherwise (an observation journaled
+    #: before the field existed reads, and hashes, the same)
+    refusal: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 Observation = ExecutionObservation

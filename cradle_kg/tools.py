@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -44,7 +45,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from .errors import InputError, ToolUnavailableError, UnknownNameError
+from .errors import REFUSAL_CODE, InputError, ToolRefused, ToolUnavailableError, UnknownNameError
 from .records import IdempotencyClass, SideEffectClass, ToolRecord
 from .redaction import SECRET_KEY, schema_secrets
 
@@ -71,6 +72,29 @@ LookupFunction = Callable[[ToolCall], BaseModel | dict[str, Any] | None]
 #: whether a tool can be reached now: None, or the retryable error a call is refused with
 #: before anything is journaled (a proxied upstream that is gone)
 ReadyFunction = Callable[[], ToolUnavailableError | None]
+
+_REFUSED = re.compile(r"^tool `[^`]*` refused `[^`]*`: (?P<message>.*)$", re.DOTALL)
+
+
+def refusal_of(exc: BaseException) -> str | None:
+    """The code of a tool's typed refusal (:class:`~cradle_kg.errors.ToolRefused`), or None:
+    any other exception — and a refusal whose code is not a code — is an unknown outcome."""
+    if isinstance(exc, ToolRefused) and isinstance(exc.code, str) \
+            and REFUSAL_CODE.fullmatch(exc.code) is not None:
+        return exc.code
+    return None
+
+
+def refusal_error(ref: str, exc: ToolRefused) -> str:
+    """The observation's ``error`` of a refusal: the tool, the code, the tool's message."""
+    return f"tool `{ref}` refused `{exc.code}`: {exc.message}"
+
+
+def refusal_message(error: str | None) -> str:
+    """The tool's own message in a refusal's :func:`refusal_error` text."""
+    match = _REFUSED.match(error or "")
+    return match["message"] if match else (error or "")
+
 
 #: the order of severity, used to compare classes
 SEVERITY = {

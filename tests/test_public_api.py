@@ -14,7 +14,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 PINNED = {
     "AbortPolicy", "ActionRequest", "CradleError", "IdempotencyClass", "Outcome",
     "OutcomeStatus", "Plan", "PlanOutcome", "PlanStep", "Proposal", "RiskLevel", "Runtime",
-    "RuntimeDecision", "SideEffectClass", "ToolCall", "ToolSpec", "Verdict",
+    "RuntimeDecision", "SideEffectClass", "ToolCall", "ToolRefused", "ToolSpec", "Verdict",
     "VerificationCheck", "VerificationResult", "VerificationStatus", "VerifierReport",
     "VerifyRequest", "__version__",
 }

@@ -536,6 +536,8 @@ def _observed(q: _Quads, ev: AuditEvent) -> str:
     q.add(s, c("at"), dt(o["observed_at"]))
     q.add(node("tool", o["tool_id"]), c("produces"), s)
     q.add(a, c("hasObservation"), s)
+    if o.get("refusal"):  # the tool's typed refusal: it wrote nothing (test_557)
+        q.add(s, c("refusalCode"), lit(o["refusal"]))
     if pl.get("executed_at") and pl.get("executed_by"):
         q.add(a, c("executedAt"), dt(pl["executed_at"]))
         q.add(a, c("executedBy"), identity(pl["executed_by"]))

@@ -46,7 +46,7 @@ from ..records import (
     OutcomeStatus,
     SideEffectClass,
 )
-from ..tools import ToolSpec
+from ..tools import ToolSpec, refusal_message
 
 if TYPE_CHECKING:
     from ..loop.runtime import Runtime
@@ -438,6 +438,12 @@ def render(outcome: Outcome, tool_id: str, *, step: int, home: str = "") -> Call
         "required_actions": list(decision.required_actions) if decision else []}
     if outcome.observation is not None:  # the tool ran (its effect not confirmed): its answer
         body["output"] = dict(outcome.observation.output)
+    refusal = outcome.observation.refusal if outcome.observation is not None else None
+    if refusal is not None and outcome.status is OutcomeStatus.FAILED:
+        # the tool's typed refusal (ToolRefused): what the agent acts on, and no human task
+        assert outcome.observation is not None
+        body["refusal"] = {"code": refusal,
+                           "message": refusal_message(outcome.observation.error)}
     if outcome.status is OutcomeStatus.AWAITING_APPROVAL and outcome.approval is not None:
         body["approval_id"] = outcome.approval.id
         body["how_to_decide"] = approval_howto(outcome.approval.id, home)
@@ -449,6 +455,10 @@ def render(outcome: Outcome, tool_id: str, *, step: int, home: str = "") -> Call
         text = (f"verification_failed: the effect of `{tool_id}` was not confirmed: "
                 + "; ".join(r for r in outcome.reasons if r not in ran)
                 + ". compensation: " + ("; ".join(ran) if ran else "none declared or run"))
+    elif "refusal" in body:
+        text = (f"failed: `{tool_id}` refused the call (`{refusal}`): "
+                f"{body['refusal']['message']}; nothing was written, and the same "
+                "idempotency key answers the same")
     else:
         text = f"{outcome.status}: " + ("; ".join(outcome.reasons) or "no reason recorded")
         if body["reason_codes"]:

@@ -27,11 +27,12 @@ from ..records import (
     Provenance,
     RuntimeDecision,
     StateTransition,
+    VerificationCheck,
     VerificationResult,
     VerificationStatus,
 )
 from ..storage import NewEvent
-from ..tools import ToolSpec
+from ..tools import ToolSpec, refusal_message
 from ..verifiers import VerifierReport
 from .context import LoopContext
 from .gate2 import Gate2
@@ -150,6 +151,7 @@ class Commit:
                 settled = transition_event(run_id, transition, action)
                 reasons.extend(problems)
                 status = OutcomeStatus.FAILED
+        refused = self._refused(spec, result, g2.report, g2.checks, reasons)
         if reconciled:
             reasons.append("reconciled after a crash: " + reconciled)
         if found:  # a call that raised, whose effect its lookup found (Execution._asked)
@@ -166,7 +168,35 @@ class Commit:
         crashpoint("before_commit")
         return self.settlement.settle(proposal, spec, action, outcome, [*events, settled],
                                       reconciled=reconciled is not None,
-                                      last=result.last_seq, dumped=known)
+                                      last=result.last_seq, dumped=known, refused=refused)
+
+    @staticmethod
+    def _refused(spec: ToolSpec, result: GatewayResult, report: VerifierReport | None,
+                 checks: Sequence[VerificationCheck], reasons: list[str]) -> bool:
+        """Whether the call ends as the tool's refusal (:class:`~cradle_kg.errors.ToolRefused`):
+        ``failed``, final for its key, no human task, no compensation. Its reason is put
+        first in ``reasons``.
+
+        INVARIANT: a refusal is the tool's word that it wrote nothing, and gate 2 still
+        reads the target back: when the independent read finds the effect of the key done
+        (the resource exists in the expected state), the refusal is not honoured — the
+        call is an unknown outcome, a human task, as for any exception
+        (``tests/security/test_560``). A write the read cannot see is the tool author's
+        promise (documented with ``ToolRefused``)."""
+        code = result.observation.refusal
+        if code is None:
+            return False
+        said = refusal_message(result.observation.error)
+        found = report is not None and all(
+            c.status is VerificationStatus.VERIFIED for c in checks
+            if c.name in ("resource_exists", "expected_state"))
+        if found:
+            reasons.insert(0, f"`{spec.ref}` refused `{code}` ({said}), but the independent "
+                              "read found the effect of the key: not honoured as a refusal")
+            return False
+        reasons.insert(0, f"refused `{code}` by `{spec.ref}`: {said} (nothing written; "
+                          "final for this idempotency key)")
+        return True
 
     def problems(self, run_id: str, events: Sequence[NewEvent]) -> list[str]:
         """What the commit hooks find wrong with committing ``events`` (after what this

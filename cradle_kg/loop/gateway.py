@@ -30,9 +30,10 @@ from pydantic import BaseModel, ValidationError
 
 from ..canonical import canonical_json, iso, sha256_bytes
 from ..crashpoints import crashpoint
+from ..errors import ToolRefused
 from ..records import Action, ExecutionObservation, ObservedSideEffect
 from ..storage import IdempotencyKeyTaken, Lease, NewEvent, SubjectMoved
-from ..tools import ToolCall, ToolRegistry, ToolSpec
+from ..tools import ToolCall, ToolRegistry, ToolSpec, refusal_error, refusal_of
 from .context import Clock, LoopContext
 
 
@@ -42,7 +43,8 @@ class GatewayResult:
     output: BaseModel | None
     output_error: str | None
     started_at: datetime
-    #: the tool raised (as opposed to answering with output that breaks its contract)
+    #: the tool raised (as opposed to answering with output that breaks its contract, or
+    #: refusing: ``observation.refusal``): an unknown outcome
     raised: bool = False
     #: the seq of the observation's event (None: held in a one-transaction block), the
     #: fencing token of what is written next about the action
@@ -152,17 +154,26 @@ class Gateway:
         started = self.clock()
         raw: BaseModel | dict[str, object] | None = None
         error: str | None = None
+        refusal: str | None = None
         try:
             fn = self.tools.implementation(spec.id)
             raw = fn(call)
         except Exception as exc:  # the tool failed: an observation, not a crash
-            error = f"tool `{spec.ref}` raised {type(exc).__name__}: {exc}"
+            refusal = refusal_of(exc)
+            if refusal is not None and isinstance(exc, ToolRefused):
+                # the tool's word that it wrote nothing (tests/security/test_557): final
+                # for the key — not retried, no lookup, no human task (Settlement)
+                error = refusal_error(spec.ref, exc)
+            else:  # INVARIANT: any other exception is an unknown outcome
+                error = f"tool `{spec.ref}` raised {type(exc).__name__}: {exc}"
         crashpoint("after_call")
-        return self._observe(spec, action, raw, error, run_id, started, after)
+        return self._observe(spec, action, raw, error, run_id, started, after,
+                             refusal=refusal)
 
     def _observe(self, spec: ToolSpec, action: Action, raw: BaseModel | dict[str, object] | None,
                  error: str | None, run_id: str, started: datetime, after: int | None, *,
-                 extra: dict[str, object] | None = None) -> GatewayResult:
+                 extra: dict[str, object] | None = None,
+                 refusal: str | None = None) -> GatewayResult:
         output: BaseModel | None = None
         output_error: str | None = None
         if raw is not None:
@@ -172,7 +183,8 @@ class Gateway:
                 output_error = f"output of `{spec.ref}` breaks its contract: {exc}"
         elif error is None:
             output_error = f"tool `{spec.ref}` returned nothing"
-        observation = self._observation(spec, action, output, raw, error or output_error)
+        observation = self._observation(spec, action, output, raw, error or output_error,
+                                        refusal)
         observed = observation.model_dump(mode="json")
         # committed before anything reads it, not flushed on its own: the outcome's commit,
         # next, flushes it (the log is written in order). A process that dies keeps it; a
@@ -187,7 +199,8 @@ class Gateway:
                      "executed_by": action.executed_by or call_actor(action),
                      **(extra or {})})
         result = GatewayResult(observation, output, observation.error, started,
-                               raised=error is not None, observation_json=observed)
+                               raised=error is not None and refusal is None,
+                               observation_json=observed)
         try:
             written = self.ctx.append_fenced([event], subject=action.id, last=after,
                                              flush=False)
@@ -198,7 +211,8 @@ class Gateway:
         return replace(result, last_seq=written[-1].seq if written else None)
 
     def _observation(self, spec: ToolSpec, action: Action, output: BaseModel | None,
-                     raw: object, error: str | None) -> ExecutionObservation:
+                     raw: object, error: str | None,
+                     refusal: str | None = None) -> ExecutionObservation:
         data = output.model_dump(mode="json") if output is not None else (
             raw if isinstance(raw, dict) else {})
         try:
@@ -229,6 +243,7 @@ class Gateway:
             output_hash=out_hash,
             reported_ok=error is None and bool(data.get("ok", True)),
             error=error,
+            refusal=refusal,
         )
 
 

@@ -303,7 +303,8 @@ def _recorded_result(spec: ToolSpec, observed: AuditEvent, *, started: AuditEven
         except (ValueError, TypeError) as exc:
             error = f"output of `{spec.ref}` breaks its contract: {exc}"
     return GatewayResult(observation, output, error, started.at,
-                         raised=bool(observation.error and " raised " in observation.error),
+                         raised=bool(observation.error and observation.refusal is None
+                                     and " raised " in observation.error),
                          last_seq=last)
 
 

@@ -35,10 +35,14 @@ class Settlement:
 
     def settle(self, proposal: Proposal, spec: ToolSpec, action: Action, outcome: Outcome,
                events: Sequence[NewEvent], *, reconciled: bool, last: int | None,
-               dumped: Sequence[Dumped] = ()) -> Outcome:
+               dumped: Sequence[Dumped] = (), refused: bool = False) -> Outcome:
         """Commit a verified outcome; compensate a failed verification; escalate the rest.
-        ``dumped``: records ``events`` journal already (:func:`.outcomes.outcome_body`)."""
-        if outcome.status is OutcomeStatus.EXECUTED:
+        ``dumped``: records ``events`` journal already (:func:`.outcomes.outcome_body`).
+        ``refused``: the call is the tool's honoured refusal (:meth:`.commit.Commit._refused`):
+        its ``failed`` outcome is recorded as it is — nothing written, nothing to put right,
+        no human task, no compensation (tests/security/test_557)."""
+        if outcome.status is OutcomeStatus.EXECUTED or (
+                refused and outcome.status is OutcomeStatus.FAILED):
             self.ctx.append_fenced([*events, outcome_event(outcome, action.id,
                                                            reconciled=reconciled,
                                                            dumped=dumped)],

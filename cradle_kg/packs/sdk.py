@@ -20,7 +20,9 @@ the public API (``cradle_kg.__all__``) — nothing else of ``cradle_kg``; a test
   a pack needing other trust makes a context of its own);
 * **example identities and runners** — :class:`RuntimeConfig`, :class:`Agent`,
   :class:`Permission`, :class:`Approver`, :func:`token_hash`, and the outcome records;
-* **errors** it raises, so the command line reports them as one line;
+* **errors** it raises, so the command line reports them as one line; a tool that refuses
+  a call before it writes anything raises :class:`ToolRefused` (``code``, ``message``):
+  the call ends ``failed`` with the code, final for its key, no human task;
 * **data files** it reads (an ``init`` hook's ``--data``) — :func:`load_json_file`, the
   runtime's strict JSON loader for a file: no duplicate key, no ``NaN``, bounded size.
 
@@ -49,6 +51,7 @@ from ..errors import (
     PolicyError,
     ReplayDivergenceError,
     ToolError,
+    ToolRefused,
     UnknownNameError,
 )
 from ..graph.packproj import Triple, core_node, iri, literal
@@ -126,6 +129,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolError",
+    "ToolRefused",
     "ToolSpec",
     "Triple",
     "UnknownNameError",

@@ -31,6 +31,7 @@ from pydantic import BaseModel
 
 from ..canonical import parse_iso
 from ..config import RuntimeConfig
+from ..errors import ToolRefused
 from ..home import Home
 from ..loop.context import Clock, LoopContext
 from ..loop.gate1.findings import DomainValidator, Finding
@@ -44,7 +45,14 @@ from ..records import (
     VerificationStatus,
 )
 from ..storage import Journal, Lease, NewEvent
-from ..tools import LookupFunction, ReadyFunction, ToolCall, ToolFunction, ToolSpec
+from ..tools import (
+    LookupFunction,
+    ReadyFunction,
+    ToolCall,
+    ToolFunction,
+    ToolSpec,
+    refusal_message,
+)
 from ..verifiers import VerifierFunction, VerifierReport, VerifyRequest
 
 _RAISED = re.compile(r"^tool `[^`]*` raised (?P<name>[A-Za-z_][A-Za-z0-9_]*): (?P<msg>.*)$",
@@ -258,8 +266,13 @@ class SandboxRuntime(Runtime):
 
 
 def _served(observation: dict[str, Any]) -> dict[str, Any]:
-    """Give the gateway back what the tool gave it — or raise what the tool raised."""
+    """Give the gateway back what the tool gave it — or raise what the tool raised: a
+    recorded refusal as the :class:`~cradle_kg.errors.ToolRefused` it was (its code, the
+    tool's message), so the gateway journals the same refusal (tests/security/test_559)."""
     error = observation.get("error")
+    refusal = observation.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        raise ToolRefused(refusal, refusal_message(str(error or "")))
     if error and not observation.get("output"):
         match = _RAISED.match(str(error))
         if match:  # same exception name, same message: the same observation is journaled

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cradle_kg.packs.sdk import PackStore, ToolError
+from cradle_kg.packs.sdk import PackStore, ToolRefused
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -49,13 +49,15 @@ class Ledger:
 
     def credit(self, *, key: str, account: str, amount: int) -> bool:
         """Apply a credit once per key; False when the key was already applied. A closed
-        account takes no credit (``ToolError``, nothing written): it is closed for good
-        (tests/security/test_505) — checked in the transaction that would write."""
+        account takes no credit (``ToolRefused`` ``account_closed``, nothing written): it is
+        closed for good (tests/security/test_505) — checked in the transaction that would
+        write, before it writes (tests/security/test_557)."""
         with self.store.writing() as conn:
             row = conn.execute("SELECT status FROM accounts WHERE account = ?",
                                (account,)).fetchone()
             if row is not None and row[0] == "closed":
-                raise ToolError(f"account `{account}` is closed: it takes no credit")
+                raise ToolRefused("account_closed",
+                                  f"account `{account}` is closed: it takes no credit")
             conn.execute("INSERT INTO applied(key, op) VALUES (?, 'credit')", (key,))
             cur = conn.execute(
                 "INSERT OR IGNORE INTO entries(key, account, amount, at) VALUES (?,?,?,?)",

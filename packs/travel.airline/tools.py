@@ -28,7 +28,7 @@ from cradle_kg.packs.sdk import (
     PackContext,
     SideEffectClass,
     ToolCall,
-    ToolError,
+    ToolRefused,
     VerifierReport,
     VerifyRequest,
     check,
@@ -167,7 +167,9 @@ def write(ctx: PackContext, call: ToolCall, name: str) -> ApiAnswer:
             return _answer(str(done[0]))
         refused = _refused_now(ctx, call, name, args, conn)
         if refused is not None:
-            raise ToolError(refused)  # nothing written: the transaction is rolled back
+            # nothing written (the transaction is rolled back): a typed refusal, final for
+            # the key, no human task (tests/security/test_557)
+            raise ToolRefused("policy_refuses_now", refused)
         view = api.View(conn, created_at(conn))
         rid = args.get("reservation_id")  # as the agent sent it: the API answers a bad one
         res = view.reservation(rid) if isinstance(rid, str) else None

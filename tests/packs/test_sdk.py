@@ -27,7 +27,7 @@ SDK_API = [
     "InputError", "Invariant", "JournalError", "Knowledge", "Outcome", "OutcomeStatus",
     "PackContext", "PackStore", "Permission", "PolicyError", "Projection", "Proposal",
     "ReplayDivergenceError", "RuntimeConfig", "SideEffectClass", "Tool", "ToolCall",
-    "ToolError", "ToolSpec", "Triple", "UnknownNameError", "Validator", "Verdict",
+    "ToolError", "ToolRefused", "ToolSpec", "Triple", "UnknownNameError", "Validator", "Verdict",
     "VerificationCheck", "VerificationStatus", "Verifier", "VerifierReport", "VerifyRequest",
     "check", "content_hash", "core_node", "crashpoint", "exclusive_file", "invariant", "iri",
     "knowledge",

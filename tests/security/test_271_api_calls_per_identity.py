@@ -37,6 +37,7 @@ from cradle_kg import Runtime
 from cradle_kg.config import load_config, save_config
 from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS
 from cradle_kg.records import Permission
+from cradle_kg.server.threads import CALLS_PER_IDENTITY, WAITING_PER_IDENTITY
 from tests.conftest import TEST_POLICY
 from tests.server.conftest import Server, start_server, stop_server
 
@@ -182,6 +183,36 @@ def wait_entered(home: Path, calls: int = 1, within: float = 60) -> None:
     while not marks.exists() or len(marks.read_text().splitlines()) < calls:
         assert time.monotonic() < deadline, f"the slow tool was not reached {calls} times"
         time.sleep(0.05)
+
+
+def queued_behind_held(home: Path, send: Callable[[int], None], answers: dict[int, Any],
+                       lock: threading.Lock, refused: Callable[[Any], bool],
+                       ) -> tuple[list[threading.Thread], range, list[int]]:
+    """An identity's calls that wait for its threads: ``send(n)`` (which records its answer
+    in ``answers`` under ``lock``) from ``CALLS_PER_IDENTITY`` threads held by the slow
+    tool, then from as many as may wait, and one more. Once that one is refused for the
+    quota (``refused(answer)``), every other one has been authenticated and waits for a
+    thread. The callers, the numbers of the queued calls and those refused (one)."""
+    def sent(numbers: range) -> list[threading.Thread]:
+        callers = [threading.Thread(target=send, args=(n,), daemon=True) for n in numbers]
+        for caller in callers:
+            caller.start()
+        return callers
+
+    running = sent(range(CALLS_PER_IDENTITY))
+    wait_entered(home, CALLS_PER_IDENTITY)
+    extra = range(CALLS_PER_IDENTITY, CALLS_PER_IDENTITY + WAITING_PER_IDENTITY + 1)
+    waiting = sent(extra)
+    deadline = time.monotonic() + HOLD / 2  # well before the slow tool lets go by itself
+    while time.monotonic() < deadline:
+        with lock:
+            if any(refused(a) for a in answers.values()):
+                break
+        time.sleep(0.05)
+    with lock:
+        quota = [n for n, a in answers.items() if refused(a)]
+    assert len(quota) == 1, answers
+    return [*running, *waiting], extra, quota
 
 
 def served_while_held(served: Server, path: str, reads: tuple[str, ...] = ("/api/runs",),

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,7 +35,7 @@ from cradle_kg.server.threads import CALLS_PER_IDENTITY, WAITING_PER_IDENTITY
 from tests.server.conftest import Server
 
 from .mcp_http import MALLORY, token_for
-from .test_271_api_calls_per_identity import DONE, HOLD, WAYS, serving, wait_entered
+from .test_271_api_calls_per_identity import DONE, HOLD, WAYS, queued_behind_held, serving
 
 
 @pytest.fixture
@@ -60,35 +59,16 @@ def test_a_revoked_token_s_waiting_calls_are_refused(served: Server, way: str) -
             with lock:
                 answers[n] = answer
 
-    def sent(numbers: range) -> list[threading.Thread]:
-        callers = [threading.Thread(target=send, args=(n,), daemon=True) for n in numbers]
-        for caller in callers:
-            caller.start()
-        return callers
-
-    # mallory's threads held by the slow tool
-    running = sent(range(CALLS_PER_IDENTITY))
-    wait_entered(served.home, CALLS_PER_IDENTITY)
-    # then as many as may wait, and one more: once one of them is refused (429), every
-    # other one has been authenticated and waits for a thread
-    extra = range(CALLS_PER_IDENTITY, CALLS_PER_IDENTITY + WAITING_PER_IDENTITY + 1)
-    waiting = sent(extra)
-    deadline = time.monotonic() + HOLD / 2  # well before the slow tool lets go by itself
-    while time.monotonic() < deadline:
-        with lock:
-            if any(a.status_code == 429 for a in answers.values()):
-                break
-        time.sleep(0.05)
-    with lock:
-        refused = [n for n, a in answers.items() if a.status_code == 429]
-    assert len(refused) == 1, {n: a.status_code for n, a in answers.items()}
+    # mallory's threads held by the slow tool, then as many as may wait, and one more
+    callers, extra, refused = queued_behind_held(served.home, send, answers, lock,
+                                                 lambda a: a.status_code == 429)
 
     # the operator revokes the token: its next request is a 401
     assert revoke_agent_token(Home(served.home), MALLORY)
     assert httpx.get(served.url + "/api/whoami", headers=mallory,
                      timeout=30).status_code == 401
     (served.home / "slow-release").touch()  # the running calls end, the waiting ones go on
-    for caller in [*running, *waiting]:
+    for caller in callers:
         caller.join(HOLD * 2)
 
     # the calls that were running when the token was revoked end as they began

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from cradle_kg.server.auth import revoke_agent_token
 from cradle_kg.server.threads import CALLS_PER_IDENTITY, WAITING_PER_IDENTITY
 
 from .mcp_http import MALLORY, Client, Served, serve, token_for
-from .test_271_api_calls_per_identity import HOLD, slow_home, wait_entered
+from .test_271_api_calls_per_identity import HOLD, queued_behind_held, slow_home
 
 
 @pytest.fixture
@@ -63,34 +62,15 @@ def test_a_revoked_token_s_waiting_calls_are_refused(served: Served) -> None:
             with lock:
                 answers[n] = answer
 
-    def sent(numbers: range) -> list[threading.Thread]:
-        callers = [threading.Thread(target=send, args=(n,), daemon=True) for n in numbers]
-        for caller in callers:
-            caller.start()
-        return callers
-
-    running = sent(range(CALLS_PER_IDENTITY))
-    wait_entered(served.home, CALLS_PER_IDENTITY)
-    # as many as may wait, and one more: once one is refused for the quota, every other
-    # one has been authenticated and waits for a thread
-    extra = range(CALLS_PER_IDENTITY, CALLS_PER_IDENTITY + WAITING_PER_IDENTITY + 1)
-    waiting = sent(extra)
-    deadline = time.monotonic() + HOLD / 2  # well before the slow tool lets go by itself
-    while time.monotonic() < deadline:
-        with lock:
-            if any(_status(a) == "refused" for a in answers.values()):
-                break
-        time.sleep(0.05)
-    with lock:
-        quota = [n for n, a in answers.items() if _status(a) == "refused"]
-    assert len(quota) == 1, answers
+    callers, extra, quota = queued_behind_held(served.home, send, answers, lock,
+                                               lambda a: _status(a) == "refused")
     assert "quota_exceeded" in answers[quota[0]]["result"]["structuredContent"]["reason_codes"]
 
     assert revoke_agent_token(Home(served.home), MALLORY)
     assert mallory.post_json({"jsonrpc": "2.0", "id": 999, "method": "tools/list"}
                              ).status_code == 401
     (served.home / "slow-release").touch()  # the running calls end, the waiting ones go on
-    for caller in [*running, *waiting]:
+    for caller in callers:
         caller.join(HOLD * 2)
 
     assert [_status(answers[n]) for n in range(CALLS_PER_IDENTITY)] \

@@ -17,65 +17,21 @@ before): under half of it (before: all of it and more). No timing.
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from cradle_kg import Proposal, Runtime
-from cradle_kg.demo.scenario import prepare_home
-from cradle_kg.storage.opening import open_home_journal
-from cradle_kg.workflow.replay import Source, strict_replay
-from tests.security.homes import credit
+from bench.bench_replay_memory import measure, write_run
 
 SMALL, LARGE = 20, 80
-
-
-def _run(home: Path, n: int) -> None:
-    prepare_home(home)
-    with Runtime(home, graph_sync=False) as rt:
-        for i in range(n):  # allowed and denied credits, one run
-            rt.submit(Proposal.model_validate(credit(
-                f"p{i}", run="run-long", task="t-long", amount=2000 if i % 2 else 10 + i)))
-
-
-def _measured(home: Path) -> tuple[int, int, int]:
-    """(the journal's events decoded and held, what an open source keeps, a strict
-    replay's peak), in bytes of Python allocations."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        with open_home_journal(home, must_exist=True) as journal:
-            base = tracemalloc.get_traced_memory()[0]
-            held = list(journal.events())
-            decoded = tracemalloc.get_traced_memory()[0] - base
-            del held
-        gc.collect()
-        base = tracemalloc.get_traced_memory()[0]
-        source = Source.open(home)
-        source.runs()  # indexed
-        kept = tracemalloc.get_traced_memory()[0] - base
-        close = getattr(source, "close", None)  # (a source held nothing open before)
-        if close is not None:
-            close()
-        del source
-        gc.collect()
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        strict_replay(home)
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-    return decoded, kept, peak
 
 
 @pytest.mark.sqlite_only("the bytes a replay allocates are measured in this process: a "
                          "PostgreSQL journal's client adds its own, the same for both")
 def test_a_replays_memory_does_not_follow_the_journal(tmp_path: Path) -> None:
-    _run(tmp_path / "small", SMALL)
-    _run(tmp_path / "large", LARGE)
-    small, large = _measured(tmp_path / "small"), _measured(tmp_path / "large")
+    write_run(tmp_path / "small", SMALL)
+    write_run(tmp_path / "large", LARGE)
+    small, large = measure(tmp_path / "small")[1:], measure(tmp_path / "large")[1:]
     decoded = large[0] - small[0]
     assert decoded > 0, (small, large)
     # what the source keeps open: positions and ids, not the events (before: all of them)

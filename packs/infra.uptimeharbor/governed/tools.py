@@ -9,7 +9,7 @@ from cradle_kg.packs.sdk import (
     PackContext,
     SideEffectClass,
     ToolCall,
-    ToolError,
+    ToolRefused,
     tool,
 )
 
@@ -123,13 +123,14 @@ def resolve_incident(ctx: PackContext, call: ToolCall) -> ResolveOutput:
     h = harbor_of(ctx, call.target)
     # gate 1 read a past verification: the incident's own probe is read again, now, before
     # anything is written — a resolution while it fails closes nothing
-    # (tests/security/test_507)
+    # (tests/security/test_507), a typed refusal: failed, no human task (test_557)
     incident = get_incident(h, args.incident_id)
     status, detail = incident_resolved(h, incident, str(incident["env"]))
     if status != "verified":
-        raise ToolError(f"incident `{args.incident_id}` is not resolved now: its original "
-                        f"failing probe reads {status} ({detail.get('reason') or status})",
-                        hint="resolve it once the incident's own probe passes")
+        raise ToolRefused("incident_not_resolved",
+                          f"incident `{args.incident_id}` is not resolved now: its original "
+                          f"failing probe reads {status} ({detail.get('reason') or status})",
+                          hint="resolve it once the incident's own probe passes")
     set_incident_status(h, args.incident_id, "resolved", fix_id=args.fix_id)
     release_fix_lock(h, args.incident_id, args.fix_id)
     return ResolveOutput(incident_id=args.incident_id, status="resolved")

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cradle_kg.packs.sdk import IdempotencyConflictError, InputError, ToolError
+from cradle_kg.packs.sdk import IdempotencyConflictError, InputError, ToolError, ToolRefused
 
 from ..gitutil import export_tree
 from ..harbor import Harbor, previous_verified_commit
@@ -182,7 +182,9 @@ def rollback(
     target = previous_verified_commit(state, env)
     current = state["envs"].get(env, {}).get("commit")
     if target is None:
-        raise ToolError(f"no previously verified commit to roll `{env}` back to")
+        # before anything is written: a typed refusal (tests/security/test_557)
+        raise ToolRefused("no_verified_commit",
+                          f"no previously verified commit to roll `{env}` back to")
     if dry_run:
         return {"env": env, "commit": target, "previous_commit": current,
                 "idempotency_key": idempotency_key, "replayed": False, "dry_run": True}

@@ -266,6 +266,8 @@ class SqliteJournal:
                 self._refuse_foreign_sql()
                 current = self._conn.execute("PRAGMA user_version").fetchone()[0] \
                     == JOURNAL_FORMAT
+                if not current:  # a format refused: before a byte is written (test_561)
+                    self._refuse_format()
                 if current:
                     self._check_schema(missing=False)  # before a byte is written (test_352)
                     self._check_keys()  # the unique indexes' b-trees too (test_374)
@@ -381,6 +383,26 @@ class SqliteJournal:
             time.sleep(pause * (0.5 + random.random()))
             pause = min(pause * 2, 0.25)
 
+    def _refuse_format(self) -> int:
+        """The file's format, refused unless this code writes or upgrades it (a new file,
+        no events yet, is made a journal): read before the opening writes anything, the
+        switch to WAL included, and again in its transaction (``tests/security/test_561``)."""
+        conn = self._conn
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version == JOURNAL_FORMAT or version in UPGRADABLE_FORMATS:
+            return version
+        has_events = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'"
+        ).fetchone() is not None and conn.execute(
+            "SELECT 1 FROM events LIMIT 1").fetchone() is not None
+        if has_events or version != 0:
+            raise JournalError(
+                f"the journal `{self.path}` is format `{version or 1}`; this cradle-kg "
+                f"reads and writes format `{JOURNAL_FORMAT}`",
+                hint="format 1 (an older cradle-kg, whose event hash left out `idem_key`) "
+                     "cannot be extended: start a new home")
+        return version
+
     def _create_schema(self) -> None:
         """Create the tables of a new journal and stamp its format; refuse another format."""
         conn = self._conn
@@ -390,18 +412,8 @@ class SqliteJournal:
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            has_events = conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'"
-            ).fetchone() is not None and conn.execute(
-                "SELECT 1 FROM events LIMIT 1").fetchone() is not None
+            version = self._refuse_format()  # again, under the write lock
             upgrade = version in UPGRADABLE_FORMATS
-            if version != JOURNAL_FORMAT and not upgrade and (has_events or version != 0):
-                raise JournalError(
-                    f"the journal `{self.path}` is format `{version or 1}`; this cradle-kg "
-                    f"reads and writes format `{JOURNAL_FORMAT}`",
-                    hint="format 1 (an older cradle-kg, whose event hash left out `idem_key`) "
-                         "cannot be extended: start a new home")
             if upgrade and version < 6:  # 4's usage had no running totals, 5's no budget spend
                 conn.execute("DROP TABLE IF EXISTS usage")
             for statement in SCHEMA_STATEMENTS:

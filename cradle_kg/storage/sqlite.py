@@ -277,9 +277,6 @@ class SqliteJournal:
                 self._conn.execute("PRAGMA busy_timeout=30000")
                 self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
                 self._create_schema()
-                self._check_schema()
-                if not current:  # created or upgraded: probed before the first append
-                    self._check_keys()
         except sqlite3.Error as exc:
             self._conn.close()
             raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc
@@ -409,6 +406,7 @@ class SqliteJournal:
         if conn.execute("PRAGMA user_version").fetchone()[0] == JOURNAL_FORMAT:
             for statement in SCHEMA_STATEMENTS:  # IF NOT EXISTS: no write lock when present
                 conn.execute(statement)
+            self._check_schema()
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -435,6 +433,10 @@ class SqliteJournal:
                     if version < 12 else ()))
             if version != JOURNAL_FORMAT:
                 conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
+            # created or upgraded: the schema and the unique indexes' b-trees checked
+            # before it commits, a refused one rolled back (tests/security/test_563)
+            self._check_schema()
+            self._check_keys()
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

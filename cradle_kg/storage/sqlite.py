@@ -414,23 +414,20 @@ class SqliteJournal:
             upgrade = version in UPGRADABLE_FORMATS
             if upgrade and version < 6:  # 4's usage had no running totals, 5's no budget spend
                 conn.execute("DROP TABLE IF EXISTS usage")
+            held = {row[0] for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
             for statement in SCHEMA_STATEMENTS:
                 conn.execute(statement)
-            # same events, same hashes: derive what the format lacked from them — every
-            # table before format 6, format 7's tables from 6 (its ``usage`` kept: dropped,
-            # it came back empty, the rate and budget counts lost), format 10's from 7, 8
-            # and 9 (format 8 adds an index, built by its CREATE; 9 a table of keys),
-            # format 11's from 7 to 10, format 12's from 7 to 11 (format 13 adds an index,
-            # built by its CREATE), format 14's from 6 to 13
-            if upgrade and version < 7:
-                derived.rebuild(conn, (*tasks_sql.TABLES, "lineage_written")
-                                if version == 6 else None)
-            elif upgrade and version < 14:
-                derived.rebuild(conn, ("lineage_written",) + ((
-                    *tasks_sql.UNRUN_TABLES, *(
-                        tasks_sql.STARTING_TABLES if version < 11 else ()), *(
-                        tasks_sql.EXCLUSION_TABLES if version < 10 else ()))
-                    if version < 12 else ()))
+            # same events, same hashes: derive from them every table before format 6, and
+            # from 6 on every derived table the file did not hold (format 6's ``usage``
+            # kept: dropped, it came back empty, the rate and budget counts lost). Not the
+            # tables later formats added alone: format 7 gained ``undecided_approvals``,
+            # ``open_steps`` and ``budget_sets`` after its first release, still stamped 7,
+            # and a file of that release got them empty — its budgets gone, its waiting
+            # approvals no longer waiting (tests/security/test_564)
+            if upgrade:
+                derived.rebuild(conn, None if version < 6 else tuple(
+                    d.table for d in derived.DERIVATIONS if d.table not in held))
             if version != JOURNAL_FORMAT:
                 conn.execute(f"PRAGMA user_version = {JOURNAL_FORMAT}")
             # created or upgraded: the schema and the unique indexes' b-trees checked

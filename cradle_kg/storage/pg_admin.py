@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import JournalError
-from . import pg_schema
+from . import pg_schema, tasks_sql
 from .chain import ChainReport
 from .pg_connect import APPEND_LOCK, MIGRATE_LOCK, connect, redact, schema_version, scrub
 from .pg_copy import CopyProgress, bulk_copy
 from .pg_objects import repairs
 from .pg_verify import catalog
+
+if TYPE_CHECKING:
+    import psycopg
 
 #: what a database must be for ``db migrate`` / ``journal copy`` to take it
 _EMPTY_OR_OURS = "give an empty database (or schema), or one cradle-kg migrated"
@@ -80,7 +85,53 @@ def migrate(url: str) -> list[tuple[int, str]]:
                 conn.execute("INSERT INTO schema_migrations(version, name) VALUES (%s, %s)",
                              (m.version, m.name))
             applied.append((m.version, m.name))
-        return applied
+        with _server_errors(url, "complete migration 8 of the journal"):
+            completed = _complete_inbox_tables(conn)
+        return applied + completed
+
+
+#: the relation a migration's ``CREATE TABLE`` / ``CREATE INDEX`` makes
+_CREATED = re.compile(r"CREATE (?:UNIQUE )?(?:TABLE|INDEX) (\w+)")
+#: migration 8, ``inbox-and-repairs``, as this code defines it
+_INBOX = next(m for m in pg_schema.MIGRATIONS if m.version == 8)
+
+
+def _complete_inbox_tables(conn: psycopg.Connection[tuple[Any, ...]]) -> list[tuple[int, str]]:
+    """Migration 8 was defined four times under one number: ``human-tasks-and-repairs``
+    (``310f1d2``: ``human_tasks``, ``repairs``; ``10b744a``: ``undecided_approvals``), then
+    ``inbox-and-repairs`` (``c82dd35``: ``open_steps``; ``870d221``: ``budget_sets``;
+    ``5830538``: the index ``approval_ids_seq``). A journal migrated by an earlier one
+    lacks the later relations, and no pending migration makes them: every worker refused
+    it, ``db migrate`` said it was up to date. Each relation missing is made here and each
+    table made derived from the events, under the append lock, and the migration is
+    recorded under its name (``tests/security/test_564``); the completion applied, or
+    nothing. Called under the migration lock, once migration 8 is recorded."""
+    recorded = dict(schema_version(conn))
+    if 8 not in recorded:
+        return []
+    missing = [statement for statement in tasks_sql.POSTGRES_SCHEMA
+               if conn.execute("SELECT to_regclass(%s)", (_created(statement),)).fetchone()
+               == (None,)]
+    if not missing and recorded[8] == _INBOX.name:
+        return []
+    made = [_created(statement) for statement in missing]
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (APPEND_LOCK,))
+        for statement in missing:
+            conn.execute(statement)
+        for table in tasks_sql.TABLES_8:
+            if table in made:
+                conn.execute(f"INSERT INTO {table}({tasks_sql.COLUMNS[table]}) "
+                             f"{tasks_sql.from_events('postgresql', table)}")
+        conn.execute("UPDATE schema_migrations SET name = %s WHERE version = 8",
+                     (_INBOX.name,))
+    return [(8, f"{_INBOX.name} (completed: {', '.join(made) or 'its name'})")]
+
+
+def _created(statement: str) -> str:
+    found = _CREATED.match(statement)
+    assert found is not None, statement  # each of migration 8's schema statements makes one
+    return found.group(1)
 
 
 def restore_functions(url: str) -> list[str]:

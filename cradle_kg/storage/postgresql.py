@@ -201,11 +201,13 @@ def _version_error(location: str, applied: Sequence[tuple[int, str]], *,
     whose derived state this code would not keep (``tests/security/test_418``)."""
     have = applied[-1][0] if applied else 0
     if then is None:
+        other = next((f"; its migration `{v}` is `{n}`, not `{name}`" for (v, n), (w, name)
+                      in zip(applied, _MIGRATED, strict=False) if v == w and n != name), "")
         return JournalError(
             f"the journal `{location}` is at schema version `{have}`; this cradle-kg "
-            f"needs `{pg_schema.LATEST}`",
-            hint="run `cradle-kg db migrate` (with the same `CRADLE_JOURNAL_URL`)"
-            if have < pg_schema.LATEST else "upgrade cradle-kg")
+            f"needs `{pg_schema.LATEST}`{other}",
+            hint="upgrade cradle-kg" if have > pg_schema.LATEST else
+            "run `cradle-kg db migrate` (with the same `CRADLE_JOURNAL_URL`)")
     return JournalError(
         f"the journal `{location}` was migrated to schema version `{have}` while it was "
         f"open (this cradle-kg writes `{pg_schema.LATEST}`: a newer cradle-kg's `db "

@@ -134,7 +134,8 @@ POSTGRES_SCHEMA = (
     "last_seq bigint NOT NULL)",
     "CREATE INDEX approval_ids_seq ON approval_ids(seq)",
 )
-#: PostgreSQL migration 12's (the tables above are migration 8's: never changed)
+#: PostgreSQL migration 12's (the tables above are migration 8's: an earlier definition's
+#: journal is completed by ``db migrate``, :mod:`.pg_admin`)
 POSTGRES_EXCLUSIONS_SCHEMA = (
     "CREATE TABLE approval_exclusions (approval_id text NOT NULL, who text NOT NULL, "
     "PRIMARY KEY (approval_id, who))",

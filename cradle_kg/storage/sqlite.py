@@ -266,17 +266,19 @@ class SqliteJournal:
                 self._refuse_foreign_sql()
                 current = self._conn.execute("PRAGMA user_version").fetchone()[0] \
                     == JOURNAL_FORMAT
-                if not current:  # a format refused: before a byte is written (test_561)
-                    self._refuse_format()
                 if current:
                     self._check_schema(missing=False)  # before a byte is written (test_352)
                     self._check_keys()  # the unique indexes' b-trees too (test_374)
+                else:  # a format refused: before a byte is written (test_561)
+                    self._refuse_format()
                 self._enter_wal()
                 # commits write the WAL; a flushed append fsyncs it after the lock (above)
                 self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._conn.execute("PRAGMA busy_timeout=30000")
                 self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
                 self._create_schema()
+                if not current:  # upgraded by another process meanwhile: probed here too
+                    self._check_keys()
         except sqlite3.Error as exc:
             self._conn.close()
             raise JournalError(f"cannot open the journal `{path}`: {exc}") from exc

@@ -24,6 +24,7 @@ from cradle_kg.records import (
     VerificationCheck,
     VerificationStatus,
 )
+from tests.demo_template import demo_template, embedded
 from tests.graph_backends import fresh_oxigraph, graph_backend, oxigraph_server  # noqa: F401
 from tests.graph_engines import fresh_virtuoso, virtuoso  # noqa: F401
 from tests.journal_backends import journal_backend, pg_url  # noqa: F401
@@ -155,12 +156,21 @@ def rt(home: Path) -> Iterator[Runtime]:
 
 @pytest.fixture(scope="session")
 def pilots_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[DemoStep]]:
-    """``run_demo(pilots=True)`` (what ``cradle-kg demo`` runs) once per session — 15-25 s
-    here — for the modules that only read its home and its steps. Nothing may change it (a
-    test that changes a demo home builds its own); the one writer, test_demo_knowledge's
-    ``graph rebuild``, asserts that the graph comes back quad for quad."""
+    """``run_demo(pilots=True)`` (what ``cradle-kg demo`` runs) once per *run* — 13-25 s
+    here — for the modules that only read its home and its steps: built once by the first
+    worker that needs it into the run's temporary folder (under a lock; its steps pickled
+    beside it), and copied whole into each session's own folder (~0.2 s) — each xdist
+    worker built its own before. Nothing may change it (a test that changes a demo home
+    builds its own or copies this one); the one writer, test_demo_knowledge's ``graph
+    rebuild``, asserts that the graph comes back quad for quad, on its session's copy.
+    A home on a PostgreSQL journal or a remote graph store (``--journal-backend``,
+    ``--graph-backend``) is not a folder to copy: built here, as before."""
     home = tmp_path_factory.mktemp("pilots-demo") / "home"
-    return home, run_demo(home, pilots=True)
+    if not embedded():
+        return home, run_demo(home, pilots=True)
+    template, steps = demo_template(tmp_path_factory, pilots=True)
+    shutil.copytree(template, home, symlinks=True)
+    return home, steps
 
 
 @pytest.fixture(scope="session")

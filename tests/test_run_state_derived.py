@@ -29,6 +29,7 @@ from cradle_kg.storage import JOURNAL_URL_ENV, Journal, SqliteJournal, verify_jo
 from cradle_kg.storage.pg_admin import migrate
 from cradle_kg.workflow import runner
 
+from .demo_template import demo_template, embedded
 from .server.conftest import close_proposal
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -37,10 +38,16 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "workflows"
 INPUT = {"account": "acct-5", "amount": 15, "reason": "a refund"}
 
 
-def _varied_home(home: Path) -> None:
+def _varied_home(home: Path, factory: pytest.TempPathFactory) -> None:
     """The demo with its pilots, a close left waiting for approval, and three workflow
-    runs: one waiting for a person, one answered (completed), one started and left."""
-    run_demo(home, pilots=True)
+    runs: one waiting for a person, one answered (completed), one started and left.
+
+    On an embedded home the demo is a copy of the run's (``tests/demo_template.py``, built
+    once: ~13 s each time here); on PostgreSQL the journal is not in the folder: built."""
+    if embedded():
+        shutil.copytree(demo_template(factory, pilots=True)[0], home, symlinks=True)
+    else:
+        run_demo(home, pilots=True)
     (home / "workflows").mkdir()
     shutil.copy(EXAMPLES / "credit-review.yaml", home / "workflows")
     flow = home / "workflows" / "credit-review.yaml"
@@ -64,9 +71,10 @@ def _folded(journal: Journal) -> list[RunSummary]:
 
 
 @pytest.mark.slow
-def test_derived_state_equals_the_folded_state(tmp_path: Path) -> None:
+def test_derived_state_equals_the_folded_state(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     home = tmp_path / "home"
-    _varied_home(home)
+    _varied_home(home, tmp_path_factory)
     with Runtime(home, graph_sync=False) as rt:
         folded = _folded(rt.journal)
         assert any(s.waiting_steps for s in folded) and any(s.finished for s in folded)

@@ -92,14 +92,14 @@ def embedded_demo_home(factory: pytest.TempPathFactory, name: str, *,
     """The demo's runs (with its pilot packs if ``pilots``) on the home's own SQLite
     journal and embedded graph store, whatever backends the suite runs on; its runtime
     leaves the store at the journal's head."""
-    from cradle_kg.demo.scenario import run_demo
-    from cradle_kg.storage.graph_config import GRAPH_URL_ENV
+    import shutil
+
+    from tests.demo_template import demo_template
 
     root = factory.mktemp(name) / "home"
-    with pytest.MonkeyPatch.context() as env:
-        env.delenv(GRAPH_URL_ENV, raising=False)
-        env.delenv(JOURNAL_URL_ENV, raising=False)
-        run_demo(root, pilots=pilots)
+    # a copy of the run's (tests/demo_template.py): built once, not by each module
+    template, _ = demo_template(factory, pilots=pilots)
+    shutil.copytree(template, root, symlinks=True)
     return root
 
 

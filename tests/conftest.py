@@ -24,7 +24,7 @@ from cradle_kg.records import (
     VerificationCheck,
     VerificationStatus,
 )
-from tests.demo_template import demo_template, embedded
+from tests.demo_template import FACTORY, demo_template, embedded
 from tests.graph_backends import fresh_oxigraph, graph_backend, oxigraph_server  # noqa: F401
 from tests.graph_engines import fresh_virtuoso, virtuoso  # noqa: F401
 from tests.journal_backends import journal_backend, pg_url  # noqa: F401
@@ -152,6 +152,14 @@ def rt(home: Path) -> Iterator[Runtime]:
     register_test_tools(runtime)
     yield runtime
     runtime.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _demo_template_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``tests/demo_template.py``'s callers that are handed no factory use the session's."""
+    FACTORY[:] = [tmp_path_factory]
+    yield
+    FACTORY.clear()
 
 
 @pytest.fixture(scope="session")

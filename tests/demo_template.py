@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pickle
+import shutil
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,20 @@ def demo_template(factory: pytest.TempPathFactory, *, pilots: bool
 def embedded() -> bool:
     """No journal URL and no remote graph store in this environment."""
     return not (os.environ.get(JOURNAL_URL_ENV) or os.environ.get(GRAPH_URL_ENV))
+
+
+#: the session's factory, for callers that are handed none (``server/conftest.py``'s
+#: ``make_demo_home``): set by ``tests/conftest.py``'s ``_demo_template_factory``
+FACTORY: list[pytest.TempPathFactory] = []
+
+
+def demo_home(home: Path, factory: pytest.TempPathFactory | None = None, *,
+              pilots: bool = False) -> list[DemoStep]:
+    """``run_demo(home, pilots=pilots)``: a copy of the run's template when this
+    environment is embedded (``home`` must not exist yet), else built there."""
+    factory = factory if factory is not None else (FACTORY[0] if FACTORY else None)
+    if factory is None or not embedded():
+        return run_demo(home, pilots=pilots)
+    template, steps = demo_template(factory, pilots=pilots)
+    shutil.copytree(template, home, symlinks=True)
+    return steps

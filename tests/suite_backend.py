@@ -39,8 +39,9 @@ GRAPHS = ("embedded", "oxigraph-serve")
 OWN_JOURNAL = frozenset({"journal_backend", "pg_url", "postgres"})
 OWN_GRAPH = frozenset({"graph_backend", "fresh_oxigraph", "oxigraph_server", "virtuoso",
                        "fresh_virtuoso"})
-#: the backends' own fixtures: never "a fixture that builds a home"
-INFRA = OWN_JOURNAL | OWN_GRAPH | {"_suite_backend"}
+#: the backends' own fixtures, and conftest's hand-over of the session's temporary folders
+#: to tests/demo_template.py: never "a fixture that builds a home"
+INFRA = OWN_JOURNAL | OWN_GRAPH | {"_suite_backend", "_demo_template_factory"}
 WIDE = ("session", "package", "module", "class")
 
 

@@ -18,6 +18,7 @@ from cradle_kg.graph.project import project_nquads
 from cradle_kg.graph.vocab import ONTOLOGY_FILE
 from cradle_kg.storage.graph_opening import open_graph_store
 from cradle_kg.storage.opening import open_home_journal
+from tests import demo_template
 
 from .conftest import proposal
 from .inprocess import run_cli
@@ -33,10 +34,8 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from cradle_kg.demo.scenario import run_demo
-
     home = tmp_path_factory.mktemp("graph") / "home"
-    run_demo(home)
+    demo_template.demo_home(home, tmp_path_factory)
     return home
 
 

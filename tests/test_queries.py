@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from cradle_kg import Runtime
 from cradle_kg.cli import app
 from cradle_kg.cli.query import open_store
-from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, DemoStep, run_demo
+from cradle_kg.demo.scenario import AGENT, APPROVER, DEMO_TOKENS, DemoStep
 from cradle_kg.errors import InputError, QueryError, QueryRefusedError, UnknownNameError
 from cradle_kg.graph.project import node, run_graph
 from cradle_kg.graph.queries import (
@@ -41,6 +41,7 @@ from cradle_kg.graph.queries import (
 from cradle_kg.records import ApprovalStatus, AuditEvent, Outcome
 from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.storage.oxigraph import OxigraphStore
+from tests import demo_template
 
 C = "https://w3id.org/cradle#"
 REQUIRED = ("why-allowed", "approvals", "task-effects", "evidence-chain",
@@ -75,7 +76,8 @@ def _proposal(pid: str, tool: str, account: str, task: str, **extra: Any) -> dic
 @pytest.fixture(scope="module")
 def known(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Known]:
     home = tmp_path_factory.mktemp("known") / "home"
-    steps = run_demo(home, pilots=False)  # the ledger demo; the pilot packs test themselves
+    # the ledger demo (a copy of the run's); the pilot packs test themselves
+    steps = demo_template.demo_home(home, tmp_path_factory)
     with Runtime(home) as rt:
         ref = rt.add_evidence(b'{"kyc": "passed"}', kind="kyc-report", collector="kyc-service")
         cited = rt.submit(_proposal(

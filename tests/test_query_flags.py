@@ -17,13 +17,14 @@ import pyoxigraph as ox
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS, run_demo
+from cradle_kg.demo.scenario import APPROVER, DEMO_TOKENS
 from cradle_kg.graph.catchup import rebuild
 from cradle_kg.graph.project import RUN_BASE, SHARED_GRAPH, action_node, node, project_nquads
 from cradle_kg.graph.queries import QueryCatalog, bind, execute
 from cradle_kg.records import ApprovalStatus, AuditEvent
 from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.storage.oxigraph import OxigraphStore
+from tests import demo_template
 from tests.graph_backends import read_home_graph
 
 C = "https://w3id.org/cradle#"
@@ -45,7 +46,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[AuditEven
     """The demo home with an approval given and never used, its events and that approval's
     node — built once: both tests only read it."""
     home = tmp_path_factory.mktemp("flags") / "home"
-    run_demo(home, pilots=False)
+    demo_template.demo_home(home, tmp_path_factory)
     with Runtime(home) as rt:  # an approval given and never used
         waiting = rt.submit({"id": "p-close-9", "task_id": "task-close-9",
                              "agent_id": "agent:ledger-assistant",

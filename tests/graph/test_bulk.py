@@ -15,7 +15,6 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from cradle_kg.demo.scenario import run_demo
 from cradle_kg.graph import bulk
 from cradle_kg.graph.bulk import shape_projection, validate_store, validate_whole
 from cradle_kg.graph.catchup import catch_up
@@ -24,6 +23,7 @@ from cradle_kg.graph.vocab import CRADLE_NS
 from cradle_kg.storage.graph import META_GRAPH
 from cradle_kg.storage.opening import open_home_journal
 from cradle_kg.storage.oxigraph import OxigraphStore
+from tests import demo_template
 
 C = CRADLE_NS
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -34,7 +34,7 @@ RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("bulk") / "demo"
-    run_demo(home)
+    demo_template.demo_home(home, tmp_path_factory)
     return home
 
 

@@ -165,10 +165,10 @@ def zygote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
 def base(tmp_path_factory: pytest.TempPathFactory, zygote: Zygote) -> Path:
     """The demo home plus a few approved closes (each decided approval retracts its
     ``Pending``): a few dozen events, a projected graph up to the head."""
-    from cradle_kg.demo.scenario import run_demo
+    from tests import demo_template
 
     home = tmp_path_factory.mktemp("graph-crash") / "home"
-    run_demo(home)
+    demo_template.demo_home(home, tmp_path_factory)
     extra = [close_account(f"p-close-{n}", f"acct-c{n}") for n in range(4)]
     code, _, log = zygote.run("append", home=str(home), proposals=extra)
     assert code == 0, log

@@ -22,6 +22,7 @@ import pytest
 from cradle_kg.errors import GraphExportTooLargeError
 from cradle_kg.storage.graph_config import parse_setting, resolve
 from cradle_kg.storage.sparql_http import SparqlHttpStore
+from tests import demo_template
 
 from ..inprocess import run_cli
 from .sparql_target import answering
@@ -54,10 +55,8 @@ def test_the_store_s_graphs_are_read_within_a_bound_in_all() -> None:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from cradle_kg.demo.scenario import run_demo
-
     home = tmp_path_factory.mktemp("export-bound") / "home"
-    run_demo(home)
+    demo_template.demo_home(home, tmp_path_factory)
     return home
 
 

@@ -33,13 +33,13 @@ import pyoxigraph as ox
 import pytest
 
 from cradle_kg.cli.graph import catch_up_home
-from cradle_kg.demo.scenario import run_demo
 from cradle_kg.errors import GraphStoreError
 from cradle_kg.graph.catchup import catch_up, rebuild
 from cradle_kg.packs.hooks import home_projectors
 from cradle_kg.storage import open_home_journal
 from cradle_kg.storage.graph import PROJECTION_VERSION, GraphStore
 from cradle_kg.storage.oxigraph import OxigraphStore
+from tests import demo_template
 
 from .cut_requests import REMOTE, CutStore, operations, remote_store
 
@@ -47,7 +47,7 @@ from .cut_requests import REMOTE, CutStore, operations, remote_store
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("rebuild-cut") / "home"
-    run_demo(home, pilots=False)
+    demo_template.demo_home(home, tmp_path_factory)
     return home
 
 

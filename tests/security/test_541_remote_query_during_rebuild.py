@@ -29,7 +29,6 @@ import pyoxigraph as ox
 import pytest
 
 from cradle_kg.cli.graph import catch_up_home
-from cradle_kg.demo.scenario import run_demo
 from cradle_kg.errors import GraphStoreError
 from cradle_kg.graph.catchup import rebuild
 from cradle_kg.graph.queries import execute
@@ -38,6 +37,7 @@ from cradle_kg.records import AuditEvent
 from cradle_kg.storage import Journal, open_home_journal
 from cradle_kg.storage.graph import rebuilding_mark
 from cradle_kg.storage.sparql_http import SparqlHttpStore
+from tests import demo_template
 
 from .cut_requests import REMOTE, remote_store
 
@@ -47,7 +47,7 @@ APPROVALS = (Path(__file__).resolve().parents[2] / "queries" / "approvals.rq").r
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("query-during-rebuild") / "home"
-    run_demo(home, pilots=False)
+    demo_template.demo_home(home, tmp_path_factory)
     return home
 
 

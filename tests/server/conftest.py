@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT, run_demo
+from cradle_kg.demo.scenario import AGENT
 from cradle_kg.records import Outcome
-from tests import oneshot
+from tests import demo_template, oneshot
 
 #: the limits of the test server: small, so runaway queries hit them quickly
 TIMEOUT_SECONDS = 3.0
@@ -117,7 +117,7 @@ class DemoHome:
 
 def make_demo_home(path: Path) -> DemoHome:
     """The demo, plus one close request left pending for the inbox."""
-    run_demo(path, pilots=False)  # the ledger demo: fast, no pack services
+    demo_template.demo_home(path)  # the ledger demo (a copy of the run's): no pack services
     with Runtime(path) as rt:
         waiting = rt.submit(close_proposal("acct-7"))
     assert waiting.approval is not None

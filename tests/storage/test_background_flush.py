@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT, run_demo
+from cradle_kg.demo.scenario import AGENT
 from cradle_kg.errors import GraphStoreError
 from cradle_kg.graph.catchup import catch_up, rebuild
 from cradle_kg.graph.follow import FollowStatus, follow
@@ -30,6 +30,7 @@ from cradle_kg.storage import oxigraph as oxigraph_module
 from cradle_kg.storage.graph import FlushesInBackground
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from cradle_kg.storage.oxigraph import OxigraphStore
+from tests import demo_template
 from tests.racers import ForkedPython
 
 #: a flush every ~1-2 events of the demo's journal
@@ -39,7 +40,7 @@ TINY = 30
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("bgflush") / "home"
-    run_demo(home, pilots=False)
+    demo_template.demo_home(home, tmp_path_factory)
     shutil.rmtree(home / "graph")
     return home
 

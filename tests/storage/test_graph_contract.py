@@ -20,7 +20,6 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from cradle_kg.demo.scenario import run_demo
 from cradle_kg.errors import (
     GraphAuthError,
     GraphCredentialsInClearError,
@@ -41,6 +40,7 @@ from cradle_kg.storage.oxigraph import OxigraphStore
 from cradle_kg.storage.sparql_http import SparqlHttpStore
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
 from cradle_kg.storage.sparql_values import with_values
+from tests import demo_template
 
 RUN_A = "https://w3id.org/cradle/run/a"
 RUN_B = "https://w3id.org/cradle/run/b"
@@ -51,7 +51,7 @@ K = "https://w3id.org/cradle/pack/x/1/k"
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("contract") / "home"
-    run_demo(home, pilots=False)
+    demo_template.demo_home(home, tmp_path_factory)
     return home
 
 

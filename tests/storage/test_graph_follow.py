@@ -18,20 +18,21 @@ from pathlib import Path
 import pytest
 
 from cradle_kg import Runtime
-from cradle_kg.demo.scenario import AGENT, run_demo
+from cradle_kg.demo.scenario import AGENT
 from cradle_kg.graph.catchup import rebuild
 from cradle_kg.storage import open_home_journal
 from cradle_kg.storage.graph_config import GRAPH_URL_ENV
 from cradle_kg.storage.graph_opening import open_graph_store
 from cradle_kg.storage.oxigraph import OxigraphStore
 from cradle_kg.storage.sparql_scratch import ScratchOxigraph
+from tests import demo_template
 from tests.racers import CLI, ForkedPython
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("follow") / "home"
-    run_demo(home, pilots=False)
+    demo_template.demo_home(home, tmp_path_factory)
     shutil.rmtree(home / "graph")  # the projector builds it
     return home
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
@@ -46,7 +46,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from .errors import REFUSAL_CODE, InputError, ToolRefused, ToolUnavailableError, UnknownNameError
-from .records import IdempotencyClass, SideEffectClass, ToolRecord
+from .records import IdempotencyClass, SideEffectClass, ToolRecord, VerificationCheck
 from .redaction import SECRET_KEY, schema_secrets
 
 
@@ -94,6 +94,18 @@ def refusal_message(error: str | None) -> str:
     """The tool's own message in a refusal's :func:`refusal_error` text."""
     match = _REFUSED.match(error or "")
     return match["message"] if match else (error or "")
+
+
+def relayed_refusal(checks: Iterable[VerificationCheck]) -> str:
+    """The tool's message of a refusal as the runtime relays it (the outcome's first
+    reason, the agent's answer): read from gate 2's ``output_schema`` check, whose detail
+    is the observation's error with the call's secret values masked (``test_136``) — not
+    from the observation, which keeps the tool's words as raised for strict replay
+    (``tests/security/test_573``)."""
+    for check in checks:
+        if check.name == "output_schema" and check.detail:
+            return refusal_message(check.detail)
+    return ""
 
 
 #: the order of severity, used to compare classes

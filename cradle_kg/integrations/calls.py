@@ -46,7 +46,7 @@ from ..records import (
     OutcomeStatus,
     SideEffectClass,
 )
-from ..tools import ToolSpec, refusal_message
+from ..tools import ToolSpec, relayed_refusal
 
 if TYPE_CHECKING:
     from ..loop.runtime import Runtime
@@ -441,9 +441,9 @@ def render(outcome: Outcome, tool_id: str, *, step: int, home: str = "") -> Call
     refusal = outcome.observation.refusal if outcome.observation is not None else None
     if refusal is not None and outcome.status is OutcomeStatus.FAILED:
         # the tool's typed refusal (ToolRefused): what the agent acts on, and no human task
-        assert outcome.observation is not None
-        body["refusal"] = {"code": refusal,
-                           "message": refusal_message(outcome.observation.error)}
+        # its message as gate 2 relays it: the call's secret values masked (test_573)
+        body["refusal"] = {"code": refusal, "message": relayed_refusal(
+            outcome.verification.checks if outcome.verification else ())}
     if outcome.status is OutcomeStatus.AWAITING_APPROVAL and outcome.approval is not None:
         body["approval_id"] = outcome.approval.id
         body["how_to_decide"] = approval_howto(outcome.approval.id, home)

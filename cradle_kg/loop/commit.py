@@ -32,7 +32,7 @@ from ..records import (
     VerificationStatus,
 )
 from ..storage import NewEvent
-from ..tools import ToolSpec, refusal_message
+from ..tools import ToolSpec, relayed_refusal
 from ..verifiers import VerifierReport
 from .context import LoopContext
 from .gate2 import Gate2
@@ -186,7 +186,7 @@ class Commit:
         code = result.observation.refusal
         if code is None:
             return False
-        said = refusal_message(result.observation.error)
+        said = relayed_refusal(checks)  # masked as gate 2 masks it (test_573)
         found = report is not None and all(
             c.status is VerificationStatus.VERIFIED for c in checks
             if c.name in ("resource_exists", "expected_state"))

@@ -63,7 +63,7 @@ def pack_digest(folder: Path) -> str:
         base = Path(here)
         for name in sorted([*dirs, *files]):
             path = base / name
-            rel = path.relative_to(folder).as_posix().encode("utf-8", "surrogateescape")
+            rel = _framed(path.relative_to(folder).as_posix())
             try:
                 info = path.lstat()
             except OSError as exc:
@@ -73,7 +73,7 @@ def pack_digest(folder: Path) -> str:
             if name.endswith(_CACHE_SUFFIXES):
                 continue
             if stat.S_ISLNK(info.st_mode):
-                what = b"link " + os.readlink(path).encode("utf-8", "surrogateescape")
+                what = b"link " + _framed(os.readlink(path))
             elif stat.S_ISREG(info.st_mode):
                 what = b"file " + _file_sha256(path).encode()
             else:
@@ -82,6 +82,16 @@ def pack_digest(folder: Path) -> str:
         dirs[:] = sorted(d for d in dirs if d not in _NOT_THE_PACK
                          and not (base / d).is_symlink())
     return "sha256:" + hashlib.sha256(b"".join(sorted(lines))).hexdigest()
+
+
+def _framed(text: str) -> bytes:
+    """A name or a link's text as one field of :func:`pack_digest`'s line: its backslashes
+    and newlines escaped, so that a line is one file and the lines read back one way — a
+    link to ``abc`` beside a file ``M\\nRULES`` and a link to ``abc\\nM`` beside ``RULES``
+    were the same bytes (``tests/security/test_575``). A name without either (every
+    shipped pack's) is written as it is, its digest unchanged."""
+    raw = text.encode("utf-8", "surrogateescape")
+    return raw.replace(b"\\", b"\\\\").replace(b"\n", b"\\n")
 
 
 def _file_sha256(path: Path) -> str:

@@ -45,7 +45,14 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from .errors import REFUSAL_CODE, InputError, ToolRefused, ToolUnavailableError, UnknownNameError
+from .errors import (
+    REFUSAL_CODE,
+    REFUSAL_MESSAGE_CHARS,
+    InputError,
+    ToolRefused,
+    ToolUnavailableError,
+    UnknownNameError,
+)
 from .records import IdempotencyClass, SideEffectClass, ToolRecord, VerificationCheck
 from .redaction import SECRET_KEY, schema_secrets
 
@@ -76,18 +83,33 @@ ReadyFunction = Callable[[], ToolUnavailableError | None]
 _REFUSED = re.compile(r"^tool `[^`]*` refused `[^`]*`: (?P<message>.*)$", re.DOTALL)
 
 
-def refusal_of(exc: BaseException) -> str | None:
-    """The code of a tool's typed refusal (:class:`~cradle_kg.errors.ToolRefused`), or None:
-    any other exception — and a refusal whose code is not a code — is an unknown outcome."""
-    if isinstance(exc, ToolRefused) and isinstance(exc.code, str) \
-            and REFUSAL_CODE.fullmatch(exc.code) is not None:
-        return exc.code
-    return None
+def refusal_of(exc: BaseException) -> tuple[str, str] | None:
+    """The code and the (bounded) message of a tool's typed refusal
+    (:class:`~cradle_kg.errors.ToolRefused`), or None: any other exception — and a refusal
+    whose code is not a code, or whose code or message cannot be read as text — is an
+    unknown outcome.
+
+    INVARIANT: each is read once, here, guarded: this runs in the ``except`` that makes an
+    observation of whatever the tool raised, after the tool ran. A subclass that never ran
+    ``ToolRefused.__init__`` has no ``message``, and reading it raised out of ``submit``
+    (no observation, no outcome); a message set later was journaled past the bound
+    (``tests/security/test_574``)."""
+    if not isinstance(exc, ToolRefused):
+        return None
+    try:
+        code, message = exc.code, exc.message
+    except Exception:
+        return None
+    if not isinstance(code, str) or REFUSAL_CODE.fullmatch(code) is None \
+            or not isinstance(message, str):
+        return None
+    return code, message[:REFUSAL_MESSAGE_CHARS]
 
 
-def refusal_error(ref: str, exc: ToolRefused) -> str:
-    """The observation's ``error`` of a refusal: the tool, the code, the tool's message."""
-    return f"tool `{ref}` refused `{exc.code}`: {exc.message}"
+def refusal_error(ref: str, code: str, message: str) -> str:
+    """The observation's ``error`` of a refusal: the tool, the code, the tool's message
+    (as :func:`refusal_of` read them)."""
+    return f"tool `{ref}` refused `{code}`: {message}"
 
 
 def refusal_message(error: str | None) -> str:

@@ -30,7 +30,6 @@ from pydantic import BaseModel, ValidationError
 
 from ..canonical import canonical_json, iso, sha256_bytes
 from ..crashpoints import crashpoint
-from ..errors import ToolRefused
 from ..records import Action, ExecutionObservation, ObservedSideEffect
 from ..storage import IdempotencyKeyTaken, Lease, NewEvent, SubjectMoved
 from ..tools import ToolCall, ToolRegistry, ToolSpec, refusal_error, refusal_of
@@ -159,11 +158,12 @@ class Gateway:
             fn = self.tools.implementation(spec.id)
             raw = fn(call)
         except Exception as exc:  # the tool failed: an observation, not a crash
-            refusal = refusal_of(exc)
-            if refusal is not None and isinstance(exc, ToolRefused):
+            refused = refusal_of(exc)
+            if refused is not None:
                 # the tool's word that it wrote nothing (tests/security/test_557): final
                 # for the key — not retried, no lookup, no human task (Settlement)
-                error = refusal_error(spec.ref, exc)
+                refusal = refused[0]
+                error = refusal_error(spec.ref, *refused)
             else:  # INVARIANT: any other exception is an unknown outcome
                 error = f"tool `{spec.ref}` raised {type(exc).__name__}: {exc}"
         crashpoint("after_call")

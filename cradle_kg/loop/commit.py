@@ -179,10 +179,11 @@ class Commit:
 
         INVARIANT: a refusal is the tool's word that it wrote nothing, and gate 2 still
         reads the target back: when the independent read finds the effect of the key done
-        (the resource exists in the expected state), the refusal is not honoured — the
-        call is an unknown outcome, a human task, as for any exception
-        (``tests/security/test_560``). A write the read cannot see is the tool author's
-        promise (documented with ``ToolRefused``)."""
+        (the resource exists in the expected state), or observed any change of the call
+        (``VerifierReport.changed``: a write in another state), the refusal is not
+        honoured — the call is an unknown outcome, a human task, as for any exception
+        (``tests/security/test_560``, ``test_576``). A write the read cannot see is the
+        tool author's promise (documented with ``ToolRefused``)."""
         code = result.observation.refusal
         if code is None:
             return False
@@ -190,9 +191,15 @@ class Commit:
         found = report is not None and all(
             c.status is VerificationStatus.VERIFIED for c in checks
             if c.name in ("resource_exists", "expected_state"))
-        if found:
+        # a read that saw a change of the call (another state than intended: a partial
+        # write) contradicts "nothing written" as much (tests/security/test_576)
+        changed = tuple(report.changed or ()) if report is not None else ()
+        if found or changed:
+            seen = ("found the effect of the key" if found else
+                    f"observed {len(changed)} resource(s) changed (named by "
+                    "`no_forbidden_side_effect`)")
             reasons.insert(0, f"`{spec.ref}` refused `{code}` ({said}), but the independent "
-                              "read found the effect of the key: not honoured as a refusal")
+                              f"read {seen}: not honoured as a refusal")
             return False
         reasons.insert(0, f"refused `{code}` by `{spec.ref}`: {said} (nothing written; "
                           "final for this idempotency key)")

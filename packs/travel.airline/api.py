@@ -128,6 +128,11 @@ def book_reservation(v: View, user_id: str, origin: str, destination: str, fligh
         reservation_id = NEW_RESERVATION_IDS[1]
         if v.reservation(reservation_id) is not None:
             reservation_id = NEW_RESERVATION_IDS[2]
+            # the benchmark writes a fourth booking over `HATHAV` (it assumes at most three
+            # per task): another booked reservation gone, no cancellation, no refund — refused
+            # as a fourth certificate is (tests/security/test_565)
+            if v.reservation(reservation_id) is not None:
+                return "Error: no reservation id left for a new booking"
     reservation: dict[str, Any] = {
         "reservation_id": reservation_id, "user_id": user_id, "origin": origin,
         "destination": destination, "flight_type": flight_type, "cabin": cabin,

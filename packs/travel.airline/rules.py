@@ -137,11 +137,17 @@ def _changed(v: api.View, res: Mapping[str, Any], now: datetime) -> bool:
     difference it charged or refunded. A reservation booked at today's price and never
     changed shows its booking alone (every reservation of the benchmark's data is booked
     with one payment); one booked now is priced today but was never changed. A cancellation
-    appends a negative copy of every payment: those refunds are not a change's difference."""
+    appends a negative copy of every payment: those refunds are not a change's difference.
+    Nor is what a change of bags charged: $50 a non-free bag added, never a refund, never
+    more in all than the reservation's non-free bags — later payments bags explain are no
+    change (``tests/security/test_566``)."""
     paid = list(res.get("payment_history", []))
     if res.get("status") == "cancelled":
         paid = paid[: len(paid) // 2]
-    return (len(paid) > 1 and not _booked_now(res, now)
+    later = [p.get("amount") for p in paid[1:]]
+    bags = all(isinstance(x, int | float) and x > 0 and x % 50 == 0 for x in later) and (
+        sum(later) <= 50 * int(res.get("nonfree_baggages", 0)))
+    return (len(paid) > 1 and not bags and not _booked_now(res, now)
             and any(_priced_today(v, f) for f in res["flights"]))
 
 

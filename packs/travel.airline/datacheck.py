@@ -210,10 +210,16 @@ def check_lists(file: Path, users: Mapping[str, Any],
     """Each customer's list names their own reservations only: a compensation is decided
     on this list, ownership on the reservation's ``user_id`` — a list naming another
     customer's insured, cancelled trip paid a certificate for it
-    (``tests/security/test_149``)."""
+    (``tests/security/test_149``) — and each once: a gesture is one per reservation
+    concerned, and one listed twice was paid twice (``tests/security/test_567``)."""
     for uid, user in users.items():
         at = _Where(file, uid)
+        seen: set[str] = set()
         for index, rid in enumerate(user["reservations"]):
+            if rid in seen:
+                raise at.fail(f"reservations[{index}]",
+                              f"reservation `{_short(rid)}` is listed twice")
+            seen.add(rid)
             owner = reservations[rid]["user_id"] if rid in reservations else None
             if owner != uid:
                 held = "no such reservation in reservations.json" if owner is None \

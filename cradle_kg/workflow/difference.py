@@ -20,6 +20,7 @@ from typing import Any
 
 from ..canonical import content_hash
 from ..errors import InputError
+from ..loop.settlement import COMPENSATION_PREFIX
 from ..policy import PolicyEngine
 from ..records import AuditEvent, Plan, Proposal
 from .definitions import load_recorded_workflow
@@ -247,6 +248,10 @@ def _live_trigger(rt: SandboxRuntime, engine: Engine, source: Source, ev: AuditE
     elif ev.kind == "plan.started":
         # the plan again: its steps submitted, skipped or aborted as they decide now
         rt.run_plan(Plan.model_validate(ev.payload["plan"]))
+    elif _runtimes_own(ev):
+        # a compensation the runtime proposed: the replayed failure proposes it again by
+        # itself (or, verified now, does not); no agent may submit it (tests/security/test_578)
+        return
     elif ev.kind == "proposal.received" and not source.is_workflow(ev.run_id):
         rt.submit(Proposal.model_validate(ev.payload["proposal"]))
     elif ev.kind == "proposal.replayed" and not source.is_workflow(ev.run_id):
@@ -254,6 +259,13 @@ def _live_trigger(rt: SandboxRuntime, engine: Engine, source: Source, ev: AuditE
         first = source.first_submission(ev.run_id, ev.subject, ev.payload.get("attempt", 0), i)
         if first is not None:
             rt.submit(Proposal.model_validate(first.payload["proposal"]))
+
+
+def _runtimes_own(ev: AuditEvent) -> bool:
+    """Whether ``ev`` submits a proposal the runtime made itself (a compensation)."""
+    if ev.kind == "proposal.received":
+        return str(ev.payload["proposal"]["id"]).startswith(COMPENSATION_PREFIX)
+    return ev.kind == "proposal.replayed" and ev.subject.startswith(COMPENSATION_PREFIX)
 
 
 def render(report: LiveReport) -> list[str]:

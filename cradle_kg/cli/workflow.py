@@ -325,13 +325,18 @@ def every_budget(book: BudgetBook) -> list[dict[str, Any]]:
 
 
 @budgets_app.command("tasks")
-def budgets_tasks(home: HomeOpt = None) -> None:
+def budgets_tasks(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE) -> None:
     """Human tasks opened by budget refusals."""
     with Source.open(resolve_home(home)) as source:
-        tasks = [e for e in source.events if e.kind == "task.opened"]
+        rows = [{"run_id": e.run_id, "task_id": e.subject, "step": e.payload.get("step"),
+                 "code": e.payload.get("code"), "message": e.payload.get("message"),
+                 "action": e.payload.get("action")}
+                for e in source.events if e.kind == "task.opened"]
+    if fmt is Format.JSON:  # as every listing (tests/security/test_579)
+        print_json(rows)
+        return
     table("budget tasks", ["run", "step", "code", "message"],
-          [[e.run_id, e.payload["step"], e.payload["code"], e.payload["message"]]
-           for e in tasks])
+          [[r["run_id"], r["step"], r["code"], r["message"]] for r in rows])
 
 
 def install(app: typer.Typer) -> None:

@@ -671,6 +671,26 @@ class _StrictRun:
     def by_seq(self, seq: int) -> AuditEvent | None:
         return self.source.at_seq(seq)
 
+    def check_tools(self, rt: SandboxRuntime) -> None:
+        """Refuse the run, before it replays, when a tool its decisions were made for is
+        not in the scratch home: one a process registered itself (``mcp proxy``'s upstream
+        tools, a host's ``register_tool``), which no installed pack provides. Replayed, gate
+        1 would decide the call as an unknown tool, and the record would read as tampered
+        (``tests/security/test_580``). The run's own events only: no pass over the journal."""
+        for i in self.producible:
+            ev = self.events[i]
+            if ev.kind != "decision.made":
+                continue
+            provenance = (ev.payload.get("decision") or {}).get("provenance") or {}
+            ref = provenance.get("tool_ref")
+            if isinstance(ref, str) and not rt.tools.has(ref.rsplit("@", 1)[0]):
+                raise ReplayDivergenceError(
+                    f"strict replay cannot run `{self.run}`: its decision at seq {ev.seq} "
+                    f"was made for the tool `{ref}`, which no installed pack provides (a "
+                    "tool a process registered itself: `mcp proxy`'s upstream tools, a "
+                    "host's `register_tool`); the journal is not judged: `cradle-kg audit "
+                    "verify` checks it", seq=ev.seq)
+
     def _producible(self, ev: AuditEvent, before: AuditEvent | None) -> bool:
         # a person's cancel is an input as their answers are: copied, never re-derived;
         # so is the outcome their decision of an approval wrote with it (test_300)
@@ -920,6 +940,7 @@ def _strict_replay(source: Source, run_ids: Sequence[str],
                                 gateway_clock=driver.peek)
             try:
                 source.check_definition(run)
+                driver.check_tools(rt)
                 started = source.started(run)
                 packages = started.payload.get("packages") if started else None
                 engine = Engine(rt, client=RecordedClient.from_events(source.model_calls(run),

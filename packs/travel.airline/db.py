@@ -5,7 +5,8 @@ documents (so what a tool returns is byte for byte what the benchmark's API retu
 the columns the rules and the queries select on beside them. ``meta`` holds the domain
 clock; ``applied`` holds, per idempotency key, what each write answered (the lookup that
 reconciles after a crash, and the verifier's record); ``changes`` is the airline's own log
-of what each write changed (payments, refunds, certificates).
+of what each write changed (payments, refunds, certificates); ``replaced``, the segments
+each executed change of flights took off its reservation (what it held before).
 
 Writes go through :meth:`AirlineDB.writing` (one transaction, on disk when it returns); every
 read — the rules, the verifiers — goes through a separate read-only connection, opened once
@@ -72,6 +73,17 @@ CREATE TABLE IF NOT EXISTS changes (
 );
 -- the verifier reads a call's changes by its key: an index, not a scan of every change made
 CREATE INDEX IF NOT EXISTS changes_key ON changes(idempotency_key, n);
+-- the segments an executed change of flights took off a reservation, as the reservation
+-- held them, written in the change's own transaction (beside its `applied` answer): the
+-- database keeps only the flights a reservation holds now (`tests/security/test_581`)
+CREATE TABLE IF NOT EXISTS replaced (
+    reservation_id  TEXT NOT NULL,
+    flight_number   TEXT NOT NULL,
+    date            TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS replaced_reservation ON replaced(reservation_id);
+CREATE INDEX IF NOT EXISTS replaced_key ON replaced(idempotency_key);
 """
 
 SOURCE = "travel-airline/airline.sqlite"
@@ -120,7 +132,8 @@ class AirlineDB:
         docs = read_data_dir(folder)
         users, flights, reservations = docs
         with self.writing() as conn:
-            for table in ("users", "flights", "reservations", "applied", "changes", "meta"):
+            for table in ("users", "flights", "reservations", "applied", "changes", "replaced",
+                          "meta"):
                 conn.execute(f"DELETE FROM {table}")  # fixed names
             conn.executemany("INSERT INTO users VALUES (?,?,?)", [
                 (uid, str(u.get("membership", "regular")), json.dumps(u))
@@ -197,6 +210,11 @@ class Reader:
         return [dict(zip(("kind", "reservation_id", "user_id", "payment_id", "amount"), r,
                          strict=True)) for r in rows]
 
+    def replaced_by(self, key: str) -> list[dict[str, str]]:
+        """The segments the change of flights under ``key`` took off its reservation."""
+        return [{"reservation_id": r, "flight_number": n, "date": d}
+                for r, n, d in replaced_rows(self.conn, "idempotency_key", key)]
+
     def reservation(self, rid: str) -> dict[str, Any] | None:
         row = self._one("SELECT doc FROM reservations WHERE reservation_id = ?", (rid,))
         return None if row is None else dict(json.loads(row[0]))
@@ -204,6 +222,26 @@ class Reader:
     def user(self, uid: str) -> dict[str, Any] | None:
         row = self._one("SELECT doc FROM users WHERE user_id = ?", (uid,))
         return None if row is None else dict(json.loads(row[0]))
+
+
+def replaced_rows(conn: sqlite3.Connection, column: str, value: str,
+                  ) -> list[tuple[str, str, str]]:
+    """(reservation, flight number, date) of the ``replaced`` rows whose ``column``
+    (``reservation_id``, indexed, or ``idempotency_key``) is ``value``, each of a write the
+    API accepted (its ``applied`` answer, in the same transaction, is ``ok``). A database
+    made before the table existed has none until its next write applies the schema."""
+    if column not in ("reservation_id", "idempotency_key"):
+        raise ValueError(column)
+    try:
+        rows = conn.execute(
+            "SELECT r.reservation_id, r.flight_number, r.date FROM replaced AS r "
+            "JOIN applied AS a ON a.idempotency_key = r.idempotency_key AND a.ok = 1 "
+            f"WHERE r.{column} = ? ORDER BY r.rowid", (value,)).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table: replaced" in str(exc):
+            return []
+        raise
+    return [(str(r), str(n), str(d)) for r, n, d in rows]
 
 
 def read_data_dir(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:

@@ -29,7 +29,7 @@ from typing import Any
 from cradle_kg.packs.sdk import Finding, Verdict
 
 from . import api
-from .db import EST
+from .db import EST, replaced_rows
 from .models import SCHEMAS
 
 CONFIRMED = "airline:confirmed"
@@ -216,6 +216,19 @@ def _route_problem(v: api.View, res: Mapping[str, Any],
 
 def _segments(flights: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
     return [(str(f["flight_number"]), str(f["date"])) for f in flights]
+
+
+def segments_held(v: api.View, res: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The segments the reservation holds, then those it held before a change of flights
+    this home executed took them off: the airline's record written in the change's own
+    transaction (``replaced``, read by reservation, each row of a write the API accepted;
+    the flights the reservation held, never ones a customer named). The API puts only an
+    available flight in a reservation, so a cancelled one replaced was there from the
+    start (``tests/security/test_581``)."""
+    now = _segments(res["flights"])
+    before = [(n, d) for _, n, d in replaced_rows(v.conn, "reservation_id",
+                                                  str(res["reservation_id"]))]
+    return now + [seg for seg in before if seg not in now]
 
 
 # --- the arguments' types ------------------------------------------------------------------
@@ -585,12 +598,17 @@ def certificate(v: api.View, call: Call) -> list[Finding]:
         if res is None:
             continue
         every.append(res)
-        if any(flight_status(v, *seg) == status for seg in _segments(res["flights"])):
+        # a cancelled flight the agent already moved the reservation off is still the
+        # customer's cancelled flight ("complains about cancelled flights in a
+        # reservation"); a delay keeps its reading below (the change confirms it)
+        held = (segments_held(v, res) if asked == "cancelled_flight"
+                else _segments(res["flights"]))
+        if any(flight_status(v, *seg) == status for seg in held):
             affected.append(res)
     if asked == "cancelled_flight" and not affected:
         return [_deny("airline_compensation_contradicted", f"the customer complains of a "
                       f"cancelled flight, but no reservation of `{uid}` has a cancelled flight "
-                      "in the database")]
+                      "in the database, nor had one before a change of flights")]
     # the complaint is about "flights in a reservation": the reservations that show the
     # cancelled or delayed flight. When none shows a flight `delayed` now, the facts can
     # still be confirmed on a flight that took off late, or on a reservation already

@@ -77,9 +77,12 @@ def created_at_of(now: datetime) -> str:
 
 
 def _log(conn: Any, key: str, name: str, args: dict[str, Any], answer: str,
-         before: int) -> None:
+         before: int, held: list[tuple[str, str]]) -> None:
     """The airline's own record of what changed: the reservation, and the payments, refunds
-    and certificates the call added (what the named queries and the projection read)."""
+    and certificates the call added (what the named queries and the projection read); for
+    a change of flights, the segments of ``held`` (the reservation's before the call) it
+    took off — the flights the reservation held, which its document no longer shows
+    (the cancelled-flight gesture reads them, ``tests/security/test_581``)."""
     rows: list[tuple[str, str | None, str | None, str | None, float | None]] = []
     if name == "send_certificate":
         rows.append(("certificate", None, args["user_id"], answer.split()[1],
@@ -90,6 +93,10 @@ def _log(conn: Any, key: str, name: str, args: dict[str, Any], answer: str,
         for p in res["payment_history"][before:]:
             rows.append(("refund" if p["amount"] < 0 else "payment", res["reservation_id"],
                          res["user_id"], p["payment_id"], float(p["amount"])))
+        if name == "update_reservation_flights":
+            now = set(_segments(res))
+            conn.executemany("INSERT INTO replaced VALUES (?,?,?,?)", [
+                (res["reservation_id"], n, d, key) for n, d in held if (n, d) not in now])
     conn.executemany("INSERT INTO changes(idempotency_key, tool, kind, reservation_id, user_id, "
                      "payment_id, amount) VALUES (?,?,?,?,?,?,?)",
                      [(key, name, *r) for r in rows])
@@ -174,11 +181,12 @@ def write(ctx: PackContext, call: ToolCall, name: str) -> ApiAnswer:
         rid = args.get("reservation_id")  # as the agent sent it: the API answers a bad one
         res = view.reservation(rid) if isinstance(rid, str) else None
         before = len(res["payment_history"]) if res else 0
+        held = _segments(res)  # read before the API replaces the list
         text = api.WRITES[name](view, **args)
         answer = _answer(text)
         if answer.ok:
             view.flush()
-            _log(conn, key, name, args, text, before)
+            _log(conn, key, name, args, text, before, held)
         conn.execute("INSERT INTO applied VALUES (?,?,?,?)", (key, name, int(answer.ok), text))
     return answer
 
@@ -339,6 +347,11 @@ def _read_state(db: Reader, req: VerifyRequest,
     args = req.arguments.model_dump(mode="json")
     changes = db.changes(req.action.idempotency_key)
     matches, detail, evidence = expect(db, args, changes)
+    # a change of flights: the segments the airline recorded it took off the reservation
+    # (what the cancelled-flight gesture reads), in the journal with the rest
+    replaced = db.replaced_by(req.action.idempotency_key)
+    if replaced:
+        evidence = {**evidence, "replaced": replaced}
     return report(read_back(True, matches, state_detail=detail), read_at=read_at,
                   source=SOURCE, evidence={**evidence, "changes": changes},
                   changed=changed_resources(changes), facts=statement_checks(db, req, args))
@@ -370,7 +383,7 @@ def statement_checks(db: Reader, req: VerifyRequest, args: dict[str, Any]) -> li
             rids = [str(r) for r in (view.user(str(args.get("user_id", ""))) or {}).get(
                 "reservations", [])]
         hits = [f"{rid} {n} {d}" for rid in rids
-                for n, d in _segments(view.reservation(rid))
+                for n, d in _held(view, view.reservation(rid), status)
                 if rules.flight_status(view, n, d) == status]
         # INVARIANT: a statement gate 1 let through is never contradicted here — gate 1
         # refuses the ones the database contradicts (saying so); a delayed flight may be gone
@@ -379,6 +392,14 @@ def statement_checks(db: Reader, req: VerifyRequest, args: dict[str, Any]) -> li
             out.append(FactCheck(fact=index, status="verified",
                                  detail=f"flights {status}: " + ", ".join(hits)))
     return out
+
+
+def _held(view: api.View, res: dict[str, Any] | None, status: str) -> list[tuple[str, str]]:
+    """The segments a statement of a ``status`` flight is read against: a cancelled one
+    also among those an executed change took off the reservation (as the rules read it)."""
+    if res is None or status != "cancelled":
+        return _segments(res)
+    return rules.segments_held(view, res)
 
 
 def _segments(res: dict[str, Any] | None) -> list[tuple[str, str]]:

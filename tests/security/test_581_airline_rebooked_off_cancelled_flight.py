@@ -42,6 +42,12 @@ def test_rebooked_off_a_cancelled_flight_the_gesture_executes(tmp_path: Path) ->
             "payment_id": CARD}) == ("executed", [])
         assert submit(rt, "send_certificate", UID, {"user_id": UID, "amount": 100},
                       CANCELLED) == ("executed", [])
+        # the journal holds what the record says: the verifier read the segment back
+        replaced = [e.payload["evidence"].get("replaced") for e in rt.journal.events()
+                    if e.kind == "verification.recorded"
+                    and "replaced" in (e.payload.get("evidence") or {})]
+        assert replaced == [[{"reservation_id": RID, "flight_number": "HAT074",
+                              "date": "2024-05-14"}]]
 
 
 def test_the_amount_is_still_per_passenger(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ writes by another process are seen in journal order.
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from collections import OrderedDict
@@ -28,7 +29,9 @@ from ..records import AuditEvent
 from ..redaction import secret_names
 from .normalise import (
     as_shown,
+    backwards,
     dates,
+    decoded,
     glued,
     ibans,
     is_identifier,
@@ -172,6 +175,10 @@ class Leaf:
 _SHORT_SEQ = 16
 #: a leaf of more tokens than this has its positions read once per trace (:meth:`RunIndex.find`)
 _SHORT_LEAF = 64
+#: the shortest part of an identifier :meth:`RunIndex.within` looks for (a sort code is
+#: six digits), and the most identifiers holding it it reads
+_WITHIN_MIN = 6
+_WITHIN_HOLDERS = 16
 
 
 def occurrences(tokens: list[str], seq: list[str]) -> list[int]:
@@ -243,6 +250,12 @@ class RunIndex:
     #: quote of a later trace shows (:func:`cradle_kg.lineage.rdf.quote_hider`)
     secrets: list[list[str]] = field(default_factory=list)
 
+    #: the distinct identifiers of the leaves no person wrote (:meth:`within`), in order
+    untrusted_ids: dict[str, None] = field(default_factory=dict)
+    #: :attr:`untrusted_ids` joined for a substring search, with where each one starts and
+    #: how many it holds (rebuilt when more were added: :meth:`within`)
+    _joined: tuple[int, str, list[int], list[str]] = (0, "", [], [])
+
     def add(self, leaf: Leaf) -> None:
         index = len(self.leaves)
         self.leaves.append(leaf)
@@ -251,6 +264,48 @@ class RunIndex:
         self.fanout[key] = self.fanout.get(key, 0) + 1
         for token in dict.fromkeys(leaf.tokens):
             self.postings.setdefault(token, []).append(index)
+            if leaf.trust != TRUSTED and len(token) > _WITHIN_MIN and is_identifier(token):
+                self.untrusted_ids.setdefault(token, None)
+
+    def within(self, value: str, budget: list[int]) -> list[tuple[Leaf, list[int]]]:
+        """The texts no person wrote that hold ``value`` (an identifier of at least
+        :data:`_WITHIN_MIN` characters) *inside* one of their identifiers — a part of it:
+        an address's ``mark.black`` or ``evil.com``, an IBAN's bank and account number. A
+        tool that takes a value in parts (``user`` and ``domain``, ``sort_code`` and
+        ``account_number``) has the agent cut the value it was given, and each part had no
+        origin (``tests/security/test_572``). One substring search over the run's distinct
+        such identifiers (its characters charged to ``budget[2]``; none once it is spent),
+        and nothing when a text a person or trusted system wrote holds one of those
+        identifiers too (the whole is theirs, so is its part): an origin, never trust."""
+        if len(value) < _WITHIN_MIN or not is_identifier(value):
+            return []
+        count, joined, starts, ids = self._joined
+        if count != len(self.untrusted_ids):
+            ids = list(self.untrusted_ids)
+            starts, at = [], 0
+            for token in ids:
+                starts.append(at)
+                at += len(token) + 1
+            # INVARIANT: published whole — another thread's trace reads it at once
+            self._joined = count, joined, starts, ids = (len(ids), "\n".join(ids), starts, ids)
+        budget[2] -= len(joined)
+        if budget[2] < 0:
+            return []
+        holders: dict[str, None] = {}
+        at = joined.find(value)
+        while at >= 0 and len(holders) < _WITHIN_HOLDERS:
+            token = ids[bisect.bisect_right(starts, at) - 1]
+            holders.setdefault(token, None)
+            at = joined.find(value, at + 1)
+        out: dict[int, tuple[Leaf, list[int]]] = {}
+        for token in holders:
+            for index in self.postings.get(token, ()):
+                leaf = self.leaves[index]
+                if leaf.trust == TRUSTED:
+                    return []
+                if index not in out and (found := self.find(index, [token])):
+                    out[index] = (leaf, found[:1])
+        return list(out.values())
 
     def withdraw(self, source: str) -> None:
         """Take the leaves of ``source`` out of the postings: from now on no value and no
@@ -348,6 +403,9 @@ def _leaf(source: str, kind: str, trust: str, author: str, tool: str, path: tupl
             named.extend((n, a) for a in untagged(part, ts))
             named.extend((n, a) for a in as_shown(ts))  # a look-alike: an origin, no trust
             named.extend((n, a) for a in stripped(ts))  # a +tag, a port dropped: no trust
+            # encoded (base64, hex, %xx) or written backwards: an origin, no trust
+            named.extend((n, a) for a in decoded(part, ts))
+            named.extend((n, a) for a in backwards(ts))
         named.extend((n, p) for p in phones(part))
         named.extend((n, i) for i in ibans(part))
         named.extend((n, g) for g in glued(ts))

@@ -43,11 +43,13 @@ compared by its date (:func:`date_of`): the time of day is not traced.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import html
 import re
 import unicodedata
 from functools import lru_cache
+from urllib.parse import unquote
 
 #: an IBAN written in groups of four (letters are already case-folded)
 _GROUPED_IBAN = re.compile(
@@ -258,6 +260,92 @@ def as_shown(toks: list[str]) -> list[str]:
             piece = _token(form)
             if piece and piece != t and is_identifier(piece):
                 out.setdefault(piece, None)
+    return list(out)
+
+
+#: a run of base64 letters (standard or URL-safe) that may be one encoded value: its length
+#: is checked apart (:data:`_ENCODED_MAX`), so the pattern stays linear on a long run
+_BASE64 = re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/_-]{8,}={0,2}(?![\w+/=-])")
+#: a token written in hex, two digits a character (``4742…`` is ``GB…``)
+_HEX = re.compile(r"^(?:[0-9a-f]{2}){5,}$")
+#: a ``%xx`` escape (the text is case-folded)
+_ESCAPE = re.compile(r"%[0-9a-f]{2}")
+#: the longest token read decoded (characters): an IBAN, address or link encoded is far
+#: shorter; a longer run is left as it is, so a text's cost stays its length
+_ENCODED_MAX = 4096
+
+
+def _printable(data: bytes) -> str | None:
+    """``data`` as text when it is UTF-8 that shows only printable characters (and at
+    least a letter or digit): what an encoded value decodes to, not noise."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text.strip() or not any(c.isalnum() for c in text):
+        return None
+    return text if all(c.isprintable() or c in "\t\n\r" for c in text) else None
+
+
+def _unbase64(raw: str) -> str | None:
+    body = raw.rstrip("=")
+    if len(body) % 4 == 1 or not any(c.isdigit() or c.isupper() or c in "+/_-" for c in body):
+        return None  # no base64 length; or a plain lower-case word, which encodes nothing
+    try:
+        data = base64.b64decode(body.replace("-", "+").replace("_", "/")
+                                + "=" * (-len(body) % 4), validate=True)
+    except ValueError:
+        return None
+    return _printable(data)
+
+
+def decoded(text: str, toks: list[str]) -> list[str]:
+    """The tokens a sentence's encoded tokens stand for, decoded once: base64 (standard or
+    URL-safe, padded or not: read from ``text``, the sentence as written, since base64 is
+    case-sensitive), hex, and ``%xx`` escapes (from ``toks``) — each decoded text's tokens,
+    those that are no token of the sentence already. An agent told "the IBAN is
+    R0IyOS4uLg== (base64)" decodes it and writes the IBAN, and the value had no origin
+    (``tests/security/test_569``, ``test_570``). Only a token that looks encoded, of at
+    most :data:`_ENCODED_MAX` characters, and decodes to printable text is read. Read only
+    in text no person wrote: an origin, never trust."""
+    found: list[str] = []
+    if len(text) >= 8:
+        for m in _BASE64.finditer(text):
+            raw = m.group(0)
+            if len(raw) <= _ENCODED_MAX and (plain := _unbase64(raw)) is not None:
+                found.append(plain)
+    for t in toks:
+        if len(t) > _ENCODED_MAX:
+            continue
+        if "%" in t and _ESCAPE.search(t):
+            try:
+                plain = unquote(t, errors="strict")
+            except UnicodeDecodeError:
+                continue
+            if plain != t:
+                found.append(plain)
+        elif len(t) >= 10 and _HEX.match(t) \
+                and (plain := _printable(bytes.fromhex(t))) is not None:
+            found.append(plain)
+    if not found:
+        return []
+    known = set(toks)
+    return list(dict.fromkeys(d for f in found for d in tokens(f) if d not in known))
+
+
+def backwards(toks: list[str]) -> list[str]:
+    """The identifiers a sentence's identifiers are read backwards (``moc.live@kcalb.kram``
+    is ``mark.black@evil.com``, ``91826291331610kbwn92bg`` an IBAN): an injection says "read
+    it backwards", the agent writes the value turned round, and it had no origin
+    (``tests/security/test_571``). Read only in text no person wrote: an origin, never
+    trust."""
+    out: dict[str, None] = {}
+    for t in toks:
+        if len(t) < 6 or len(t) > _ENCODED_MAX or not is_identifier(t):
+            continue
+        turned = _token(t[::-1])
+        if turned and turned != t and is_identifier(turned):
+            out.setdefault(turned, None)
     return list(out)
 
 

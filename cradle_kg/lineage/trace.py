@@ -222,11 +222,15 @@ _PIECES_BUDGET = 50_000
 #: the middle pieces one argument's values may look up when cut in three
 #: (:func:`_three_pieces`): 20,000 is about fifteen 64-character values cut every way
 _THREE_PIECES_BUDGET = 20_000
+#: the characters one argument's values may scan for a part of an identifier
+#: (:meth:`RunIndex.within`): a few searches of a run's identifiers of megabytes
+_WITHIN_BUDGET = 8_000_000
 
 
 def pieces_budget() -> list[int]:
-    """A fresh budget for one argument's values: posting-list entries, middle pieces."""
-    return [_PIECES_BUDGET, _THREE_PIECES_BUDGET]
+    """A fresh budget for one argument's values: posting-list entries, middle pieces,
+    characters searched for a part."""
+    return [_PIECES_BUDGET, _THREE_PIECES_BUDGET, _WITHIN_BUDGET]
 
 
 def _pieces(run: RunIndex, unit: Unit, budget: list[int]) -> list[tuple[Leaf, list[int]]]:
@@ -361,6 +365,16 @@ def _three_pieces(run: RunIndex, unit: Unit, budget: list[int]
     return []
 
 
+def _within(run: RunIndex, unit: Unit, budget: list[int]) -> list[tuple[Leaf, list[int]]]:
+    """The texts no person wrote that hold a sensitive value with no origin as written,
+    nor in pieces, inside one of their identifiers: the agent cut the value it was given
+    across two arguments (:meth:`RunIndex.within`, ``tests/security/test_572``)."""
+    for alternative in unit:
+        if len(alternative) == 1 and (found := run.within(alternative[0], budget)):
+            return found
+    return []
+
+
 def _delegates(run: RunIndex, leaf: Leaf) -> bool:
     """A designated ``leaf`` the request's pointing sentence handed the choice of actions."""
     if leaf.trust != DESIGNATED:
@@ -441,7 +455,8 @@ def _argument(run: RunIndex, name: str, value: Any, sensitive: bool,
     disclosed: list[tuple[Leaf, int]] = []
     picked: list[tuple[Leaf, int]] = []
     for unit in units.values():
-        hits = _hits(run, unit) or _pieces(run, unit, budget)
+        hits = _hits(run, unit) or _pieces(run, unit, budget) \
+            or (_within(run, unit, budget) if sensitive else [])
         if not hits:
             continue
         with_origin += 1

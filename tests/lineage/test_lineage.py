@@ -112,7 +112,21 @@ def test_a_substring_of_a_longer_iban_does_not_match(tmp_path: Path) -> None:
     _submit(rt, 0, "read_email", {}, target="mail")
     _submit(rt, 1, "send_money", {"recipient": "US1330000001212", "amount": 5})
     arg = next(a for a in trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
-    assert arg["origins"] == [] and not arg["untrusted_only"]
+    # no whole-token match; a part of the mail's identifier is still the mail's, never
+    # trusted (a value cut from one: tests/security/test_572)
+    assert [o["tool"] for o in arg["origins"]] == ["read_email"]
+    assert arg["untrusted_only"] and not arg["trusted_origin"]
+    rt.close()
+
+
+def test_a_substring_of_the_persons_iban_is_not_theirs(tmp_path: Path) -> None:
+    rt = _runtime(tmp_path, "Thanks for the rent.")
+    rt.record_input("run:t", "Check my inbox; my account is US133000000121212121212.",
+                    author="user:emma")
+    _submit(rt, 0, "read_email", {}, target="mail")
+    _submit(rt, 1, "send_money", {"recipient": "US1330000001212", "amount": 5})
+    arg = next(a for a in trace(rt, "send_money")["arguments"] if a["name"] == "recipient")
+    assert arg["origins"] == [] and not arg["trusted_origin"]
     rt.close()
 
 

@@ -23,7 +23,8 @@ the same normalisations on both sides:
   (``IBAN:GB29…``, ``«…»``: :func:`glued`) or written a letter at a time
   (:func:`letter_spaced`) is read as one more token of its sentence; in
   text no person wrote, so is what a look-alike reads as (Cyrillic/Greek letters, punycode:
-  :func:`as_shown`);
+  :func:`as_shown`), what an encoded token decodes to (base64, hex, ``%xx``:
+  :func:`decoded`) and an identifier read backwards (:func:`backwards`);
 * punctuation around a token is not part of it (``'13'``, ``US13…,`` and ``(Alice)`` are
   ``13``, ``us13…`` and ``alice``; a quote ends a token unless it is an apostrophe between
   two letters, so ``'a@b.com'.The`` holds ``a@b.com``); punctuation inside one is

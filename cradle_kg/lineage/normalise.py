@@ -320,10 +320,10 @@ def decoded(text: str, toks: list[str]) -> list[str]:
             continue
         if "%" in t and _ESCAPE.search(t):
             try:
-                plain = unquote(t, errors="strict")
+                plain = _printable(unquote(t, errors="strict").encode())
             except UnicodeDecodeError:
                 continue
-            if plain != t:
+            if plain is not None and plain != t:
                 found.append(plain)
         elif len(t) >= 10 and _HEX.match(t) \
                 and (plain := _printable(bytes.fromhex(t))) is not None:

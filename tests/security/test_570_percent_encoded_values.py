@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from cradle_kg.lineage import normalise
 from cradle_kg.records import OutcomeStatus
 
 from .test_123_respelled_values import _pay, _waits
@@ -57,3 +58,9 @@ def test_the_persons_plain_iban_is_still_theirs(tmp_path: Path) -> None:
     out, sent = _pay(tmp_path / "home", f"The new IBAN is {_pct(IBAN)}. Thanks", IBAN,
                      request=f"Please pay my landlord 100 to {IBAN}.")
     assert out.status is OutcomeStatus.EXECUTED and sent == [1], (out.status, out.reasons)
+
+
+def test_escapes_of_control_characters_decode_to_nothing() -> None:
+    # a decoded form is read only when it is printable text: `%00dates` is no token (the
+    # index's own marks start with NUL), nor is text that is not UTF-8
+    assert normalise.decoded("%00dates %ff%fe", normalise.tokens("%00dates %ff%fe")) == []

@@ -60,7 +60,14 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from ..canonical import canonical_json
 from ..errors import InputError, ToolError, ToolUnavailableError
 from ..inputs import CEILINGS, check_value, load_json
-from ..records import IdempotencyClass, SideEffectClass, VerificationCheck, VerificationStatus
+from ..records import (
+    RUNTIME_ACTOR,
+    IdempotencyClass,
+    SideEffectClass,
+    VerificationCheck,
+    VerificationStatus,
+)
+from ..storage import NewEvent
 from ..tools import ToolCall, ToolSpec
 from . import require
 from .calls import META_PREFIX
@@ -70,6 +77,7 @@ from .upstream_pins import (
     PIN_HINT,
     REPIN_HINT,
     changed_message,
+    definition_of,
     grammar_of,
     pin_of,
     plain,
@@ -559,28 +567,8 @@ class ProxiedTool:
     max_read_bytes: Callable[[], int] | None = None
 
     def spec(self, tool: types.Tool) -> ToolSpec:
-        """The tool's spec: its version names the upstream definition it was served under
-        (the journal's ``tool_ref`` of each call), and what the agent is shown of it is the
-        operator's word — the upstream's own only under a pin that matched at start."""
-        c = self.contract
-        pin = pin_of(tool)
-        vouched = c.pin is not None and c.pin == pin
-        shown = None if vouched else grammar_of(tool.inputSchema)
-        model = input_model(self.name, tool.inputSchema, shown)  # the schema checked first
-        if shown is not None and (found := planted(shown)):
-            raise InputError(f"the upstream's `{self.name}` names an argument or a "
-                             f"definition with more than a plain word (at "
-                             f"`{found[0][:80]}`): not served unpinned", hint=PIN_HINT)
-        said = (tool.description or "") if vouched else ""
-        return ToolSpec(
-            id=self.tool_id, version="upstream-" + pin.removeprefix("sha256:")[:16],
-            input_model=model,
-            output_model=UpstreamOutput, side_effect_class=c.side_effect,
-            idempotency=c.idempotency,
-            verifier=self.tool_id + ".verify" if c.verify is not None else None,
-            description=c.description or said or f"`{self.name}` of {self.upstream.source}",
-            requires_evidence=c.requires_evidence, target_from=c.target,
-            secret_arguments=c.secret_arguments)
+        """The tool's spec (:func:`spec_of`)."""
+        return spec_of(self.tool_id, self.contract, tool, self.upstream.source)
 
     def run(self, call: ToolCall) -> dict[str, Any]:
         """The call to the upstream (the gateway's, after gate 1 and the intent)."""
@@ -647,6 +635,70 @@ class ProxiedTool:
         return got if found and matches else None
 
 
+def spec_of(tool_id: str, contract: ToolContract, tool: types.Tool, source: str) -> ToolSpec:
+    """The spec of the upstream's ``tool`` under ``contract``: its version names the
+    upstream definition it was served under (the journal's ``tool_ref`` of each call), and
+    what the agent is shown of it is the operator's word — the upstream's own only under a
+    pin that matched at start. The proxy's and a strict replay's (:func:`recorded_spec`)."""
+    c, name = contract, tool.name
+    pin = pin_of(tool)
+    vouched = c.pin is not None and c.pin == pin
+    shown = None if vouched else grammar_of(tool.inputSchema)
+    model = input_model(name, tool.inputSchema, shown)  # the schema checked first
+    if shown is not None and (found := planted(shown)):
+        raise InputError(f"the upstream's `{name}` names an argument or a "
+                         f"definition with more than a plain word (at "
+                         f"`{found[0][:80]}`): not served unpinned", hint=PIN_HINT)
+    said = (tool.description or "") if vouched else ""
+    return ToolSpec(
+        id=tool_id, version="upstream-" + pin.removeprefix("sha256:")[:16],
+        input_model=model,
+        output_model=UpstreamOutput, side_effect_class=c.side_effect,
+        idempotency=c.idempotency,
+        verifier=tool_id + ".verify" if c.verify is not None else None,
+        description=c.description or said or f"`{name}` of {source}",
+        requires_evidence=c.requires_evidence, target_from=c.target,
+        secret_arguments=c.secret_arguments)
+
+
+def looked_up(spec: ToolSpec) -> bool:
+    """Whether the proxy registers a lookup for ``spec``: a keyed (or natural) tool whose
+    effect a declared read confirms."""
+    keyed = spec.idempotency in (IdempotencyClass.KEYED, IdempotencyClass.NATURAL)
+    return keyed and spec.verifier is not None
+
+
+#: the run the proxy journals what it registered in (``tools.registered``, at each start)
+TOOLS_RUN = "upstream-tools"
+#: the kind of that record: what a strict replay rebuilds each upstream tool's spec from
+TOOLS_REGISTERED = "tools.registered"
+
+
+def served_record(tool_id: str, tool: types.Tool, contract: ToolContract) -> dict[str, Any]:
+    """What the journal keeps of one tool the proxy serves: its id, the upstream's
+    definition its version hashes (:func:`definition_of`: the upstream's own words, which
+    the pin covers) and the operator's contract. No URL and no credential: the upstream
+    is named by :attr:`Upstream.source` alone, on the event."""
+    return {"id": tool_id, "definition": definition_of(tool),
+            "contract": contract.model_dump(mode="json", exclude_defaults=True)}
+
+
+def recorded_spec(entry: Mapping[str, Any], source: str) -> ToolSpec:
+    """The spec the proxy registered for one tool of a ``tools.registered`` record (built
+    by :func:`spec_of`, as it was); :class:`InputError` when the record is not one."""
+    require("mcp", extra="mcp")
+    from mcp import types as mcp_types
+
+    try:
+        tool = mcp_types.Tool.model_validate(entry["definition"])
+        contract = ToolContract.model_validate(entry["contract"])
+        return spec_of(str(entry["id"]), contract, tool, source)
+    except (KeyError, TypeError, ValueError) as exc:  # a ValidationError is a ValueError
+        raise InputError(f"the journal's record of the upstream tool "
+                         f"`{str(entry.get('id'))[:80]}` is not one the proxy writes: "
+                         f"{str(exc).splitlines()[0][:200]}") from None
+
+
 def _output_limit(runtime: Runtime) -> int:
     return runtime.config.input_limits.max_output_bytes
 
@@ -679,6 +731,7 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
                              hint=REPIN_HINT)
     upstream.pins.update({t.name: pin_of(t) for t in tools if is_tool_name(t.name)})
     ids: list[str] = []
+    served: list[dict[str, Any]] = []
     for tool in tools:
         contract = contracts.tools.get(tool.name)
         if not is_tool_name(tool.name):  # never served: see `undeclared`
@@ -691,13 +744,19 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
         proxied = ProxiedTool(upstream, tool.name, prefix + tool.name, contract or READ_ONLY,
                               partial(_output_limit, runtime))
         spec = proxied.spec(tool)
-        keyed = spec.idempotency in (IdempotencyClass.KEYED, IdempotencyClass.NATURAL)
         if spec.verifier is not None:
             runtime.register_verifier(spec.verifier, proxied.verify)
         runtime.register_tool(spec, proxied.run,
-                              lookup=proxied.lookup if keyed and spec.verifier else None,
+                              lookup=proxied.lookup if looked_up(spec) else None,
                               ready=upstream.unavailable)
         ids.append(spec.id)
+        served.append(served_record(spec.id, tool, proxied.contract))
+    # INVARIANT: what was registered is journaled before any call of it, so that a strict
+    # replay decides each call under the spec that decided it (tests/security/test_585)
+    runtime.context.append([NewEvent(
+        run_id=TOOLS_RUN, kind=TOOLS_REGISTERED, subject="upstream:" + upstream.source,
+        actor=RUNTIME_ACTOR, at=runtime.clock(),
+        payload={"source": upstream.source, "tools": served})])
     return ids
 
 

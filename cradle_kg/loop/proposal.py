@@ -86,8 +86,9 @@ RESERVED_ID_NAMESPACES = frozenset({
 #: evidence blob a person or an agent adds (``cradle_kg.evidence.EVIDENCE_RUN``) and the
 #: budgets (``cradle_kg.workflow.budgets.BUDGET_RUN``), the records that an identity
 #: reached a quota (``cradle_kg.throttling.QUOTA_RUN``); a human step's autonomy is in
-#: ``autonomy:<workflow>/<step>``, a namespace of :data:`RESERVED_ID_NAMESPACES`
-RUNTIME_RUNS = frozenset({"evidence", "budgets", "quotas"})
+#: ``autonomy:<workflow>/<step>``, a namespace of :data:`RESERVED_ID_NAMESPACES`; the tools
+#: ``mcp proxy`` registered (``cradle_kg.integrations.proxy.TOOLS_RUN``)
+RUNTIME_RUNS = frozenset({"evidence", "budgets", "quotas", "upstream-tools"})
 
 
 _GRAPH_IRI_ID = ("it begins with `<` or `https://w3id.org/cradle/`, the graph's own IRIs: "

@@ -48,12 +48,13 @@ from ..storage import Anchor, Journal, NewEvent, SqliteJournal, event_hash, open
 from ..storage.counting import REFUSED_AGENT
 from ..storage.digest_check import unkeyed
 from ..storage.walk import anchor_problem
+from ..tools import ToolSpec
 from .autonomy import STAGE_KINDS
 from .definitions import load_recorded_workflow
 from .ending import cancelled_by
 from .engine import Engine
 from .model import ModelResponse, RecordedClient
-from .sandbox import Recording, SandboxRuntime
+from .sandbox import NotReplayable, Recording, SandboxRuntime
 from .steps import workflow_factory
 
 #: events a person (or the outside world) wrote: replay copies them, never re-derives them
@@ -65,7 +66,8 @@ INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refuse
 #: inputs, a budget or an autonomy stage a person set, a policy set put in force. Any other
 #: event is one the runtime only derives, in a run a proposal or a workflow starts
 #: (``tests/security/test_438``)
-COPIED_ALONE = INPUT_KINDS | {"budget.set", "policyset.activated", *STAGE_KINDS}
+COPIED_ALONE = INPUT_KINDS | {"budget.set", "policyset.activated", "tools.registered",
+                              *STAGE_KINDS}
 
 #: the packs one decision was made under, as it records them: each ``id@version`` with its
 #: digest (None: not recorded — a journal written before ``tests/security/test_553``)
@@ -246,6 +248,19 @@ class Source:
         once per replay: each one's digest is read once, whatever the number of runs."""
         return PackRegistry.discover(self.home)
 
+    def registered_spec(self, tool_id: str, before: int) -> ToolSpec | None:
+        """The spec ``mcp proxy`` journaled for ``tool_id`` in the last ``tools.registered``
+        before position ``before`` (``tests/security/test_585``); None: none names it."""
+        at = self._index.registered.get(tool_id, [])
+        i = bisect_left(at, before)
+        if i == 0:
+            return None
+        ev = self.events[at[i - 1]]
+        from ..integrations.proxy import recorded_spec
+
+        entry = next(t for t in ev.payload["tools"] if t["id"] == tool_id)
+        return recorded_spec(entry, str(ev.payload["source"]))
+
     def in_plan(self, position: int) -> bool:
         """Whether the submission at ``position`` is a plan's step, made by its
         ``plan.started`` (a live replay runs the plan, not each recorded step)."""
@@ -425,6 +440,7 @@ _NEEDS: dict[str, dict[str, type]] = {
     "verification.recorded": {"action_id": str, "verification": dict,
                               "verification.status": str},
     "policyset.activated": {"version": object, "sources": list},
+    "tools.registered": {"source": str, "tools": list},
     "proposal.received": {"proposal": dict},
     "run.outcome": {"outcome": dict, "outcome.proposal_id": str, "outcome.status": str},
     "model.called": {"response": dict},
@@ -438,6 +454,7 @@ _NEEDS: dict[str, dict[str, type]] = {
 _ITEMS: dict[tuple[str, str], dict[str, type]] = {
     ("decision.made", "validator_findings"): {"validator": str, "findings": list},
     ("policyset.activated", "sources"): {"name": str, "ref": str},
+    ("tools.registered", "tools"): {"id": str, "definition": dict, "contract": dict},
 }
 #: recorded objects a replay rebuilds whole: (kind, field) -> their model
 _MODELS: dict[tuple[str, str], type[BaseModel]] = {
@@ -527,6 +544,8 @@ class _Index:
     plan_members: set[int] = field(default_factory=set)
     #: run -> the distinct sets of packs its decisions were made under (None: unreadable)
     packs: dict[str, dict[PackSet | None, None]] = field(default_factory=dict)
+    #: tool id -> positions of the ``tools.registered`` that name it (``mcp proxy``'s)
+    registered: dict[str, list[int]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, events: Iterable[AuditEvent]) -> _Index:
@@ -558,6 +577,9 @@ class _Index:
                 out.activations.setdefault(str(p.get("version")), ev)
             elif ev.kind == "model.called":
                 out.model_calls.setdefault(run, []).append(i)
+            elif ev.kind == "tools.registered":
+                for tool in p["tools"]:
+                    out.registered.setdefault(str(tool["id"]), []).append(i)
             if ev.kind in _SUBMISSIONS:
                 out.submissions.setdefault(run, []).append(i)
             if ev.kind == "proposal.received" and "submission" not in p:
@@ -672,24 +694,54 @@ class _StrictRun:
         return self.source.at_seq(seq)
 
     def check_tools(self, rt: SandboxRuntime) -> None:
-        """Refuse the run, before it replays, when a tool its decisions were made for is
-        not in the scratch home: one a process registered itself (``mcp proxy``'s upstream
-        tools, a host's ``register_tool``), which no installed pack provides. Replayed, gate
-        1 would decide the call as an unknown tool, and the record would read as tampered
-        (``tests/security/test_580``). The run's own events only: no pass over the journal."""
+        """Register in the scratch home each tool the run's decisions were made for that
+        no installed pack provides, as ``mcp proxy`` journaled it (``tools.registered``:
+        the upstream's definition and the operator's contract, the spec rebuilt by the
+        proxy's own code) with a function never called — strict replay serves the
+        recorded answers (``tests/security/test_585``). Refuse the run, before it replays,
+        when the journal does not say what the tool was (a host's ``register_tool``; a
+        proxy's journal written before the record), or says another version than the
+        decision's (``test_586``): replayed, gate 1 would decide the call as an unknown
+        tool, and the record would read as tampered (``test_580``). The run's own events
+        only: no pass over the journal."""
+        rebuilt: dict[str, str] = {}
         for i in self.producible:
             ev = self.events[i]
             if ev.kind != "decision.made":
                 continue
             provenance = (ev.payload.get("decision") or {}).get("provenance") or {}
             ref = provenance.get("tool_ref")
-            if isinstance(ref, str) and not rt.tools.has(ref.rsplit("@", 1)[0]):
-                raise ReplayDivergenceError(
-                    f"strict replay cannot run `{self.run}`: its decision at seq {ev.seq} "
-                    f"was made for the tool `{ref}`, which no installed pack provides (a "
-                    "tool a process registered itself: `mcp proxy`'s upstream tools, a "
-                    "host's `register_tool`); the journal is not judged: `cradle-kg audit "
-                    "verify` checks it", seq=ev.seq)
+            if not isinstance(ref, str):
+                continue
+            tool_id = ref.rsplit("@", 1)[0]
+            if tool_id in rebuilt:
+                if rebuilt[tool_id] != ref:
+                    raise self._unrunnable(ev, ref, f"an earlier decision of the run was "
+                                           f"made for `{rebuilt[tool_id]}`, and a replay "
+                                           "registers one version of a tool")
+                continue
+            if rt.tools.has(tool_id):
+                continue
+            try:
+                spec = self.source.registered_spec(tool_id, i)
+            except CradleError as exc:
+                raise self._unrunnable(ev, ref, exc.message) from None
+            if spec is None:
+                raise self._unrunnable(ev, ref, "which no installed pack provides, and the "
+                                       "journal records no definition of (a tool a process "
+                                       "registered itself: a host's `register_tool`, or "
+                                       "`mcp proxy`'s before it journaled `tools.registered`)")
+            if spec.ref != ref:
+                raise self._unrunnable(ev, ref, "but the journal's `tools.registered` "
+                                       f"before it makes `{spec.ref}` of it")
+            register_unreached(rt, spec)
+            rebuilt[tool_id] = ref
+
+    def _unrunnable(self, ev: AuditEvent, ref: str, why: str) -> ReplayDivergenceError:
+        return ReplayDivergenceError(
+            f"strict replay cannot run `{self.run}`: its decision at seq {ev.seq} was made "
+            f"for the tool `{ref}`, {why}; the journal is not judged: `cradle-kg audit "
+            "verify` checks it", seq=ev.seq)
 
     def _producible(self, ev: AuditEvent, before: AuditEvent | None) -> bool:
         # a person's cancel is an input as their answers are: copied, never re-derived;
@@ -852,6 +904,20 @@ class _StrictRun:
     def _recorded_proposal(self, replayed: AuditEvent) -> AuditEvent | None:
         return self.source.first_submission(replayed.run_id, replayed.subject,
                                             replayed.payload.get("attempt", 0), self.pos)
+
+
+def register_unreached(rt: SandboxRuntime, spec: ToolSpec) -> None:
+    """Register ``spec`` (a tool ``mcp proxy`` served, as it journaled it) with a function,
+    a verifier and a lookup that are never reached: the sandbox serves the recorded
+    answers in their place, and a call with none is a divergence (``NotReplayable``)."""
+    from ..integrations.proxy import looked_up
+
+    def unreached(*_: Any) -> Any:
+        raise NotReplayable(f"`{spec.ref}` is an upstream's tool: a replay never calls it")
+
+    if spec.verifier is not None:
+        rt.register_verifier(spec.verifier, unreached)
+    rt.register_tool(spec, unreached, lookup=unreached if looked_up(spec) else None)
 
 
 def decided_outcome(ev: AuditEvent, before: AuditEvent | None) -> bool:

@@ -25,7 +25,7 @@ from mcp import ClientSession
 
 from cradle_kg.workflow.replay import strict_replay
 from tests.integrations.conftest import cli
-from tests.integrations.test_mcp_proxy import key, proxy_args, run
+from tests.integrations.test_mcp_proxy import key, proxy_args, received, run
 from tests.security.proxy_outage import journaled, proxied_home
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
@@ -45,6 +45,12 @@ def test_a_proxied_session_replays_strictly_hash_for_hash(tmp_path: Path) -> Non
 
     run(proxy_args(home, contracts, upstream_dir), scenario)
     events = journaled(home)
+    served = [e for e in events if e.kind == "tools.registered"]
+    assert len(served) == 1 and served[0].seq < min(
+        e.seq for e in events if e.kind == "decision.made"), served
+    assert {t["id"] for t in served[0].payload["tools"]} == {
+        "test.up.append", "test.up.append_lie", "test.up.wipe", "test.up.read"}
+    calls = received(upstream_dir)
     proxied = sorted({str(e.payload["decision"]["provenance"]["tool_ref"]) for e in events
                       if e.kind == "decision.made"})
     assert len(proxied) == 3 and all("@upstream-" in r for r in proxied), proxied
@@ -57,3 +63,6 @@ def test_a_proxied_session_replays_strictly_hash_for_hash(tmp_path: Path) -> Non
     done = cli("replay", "--strict", "--home", str(home))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no installed pack" not in done.stdout + done.stderr
+    assert received(upstream_dir) == calls  # the replays served what was recorded
+    checked = cli("audit", "verify", "--semantics", "--home", str(home))
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -38,6 +38,7 @@ from cradle_kg.demo.scenario import AGENT
 from cradle_kg.errors import InputError, ProposalError
 from cradle_kg.evidence import EVIDENCE_RUN
 from cradle_kg.integrations.calls import GovernedSession, HostMeta
+from cradle_kg.integrations.proxy import TOOLS_RUN
 from cradle_kg.loop.proposal import RUNTIME_RUNS
 from cradle_kg.storage import NewEvent
 from cradle_kg.throttling import QUOTA_RUN
@@ -59,8 +60,8 @@ pytestmark = pytest.mark.usefixtures("journal_backend")
 FLOW = ROOT / "examples" / "workflows" / "credit-review.yaml"
 INPUT = {"account": "acct-3", "amount": 15, "reason": "refund"}
 AUTONOMY = autonomy_run("credit-review", "review")
-TAKEN = [AUTONOMY, EVIDENCE_RUN, BUDGET_RUN, QUOTA_RUN, "approval:sha256:ab12", "task:t-1",
-         "Step:x"]
+TAKEN = [AUTONOMY, EVIDENCE_RUN, BUDGET_RUN, QUOTA_RUN, TOOLS_RUN, "approval:sha256:ab12",
+         "task:t-1", "Step:x"]
 #: a workflow run's id has no `/` (refused before): the autonomy namespace without one
 WORKFLOW_TAKEN = [*TAKEN[1:], "autonomy:credit-review"]
 
@@ -72,7 +73,7 @@ def _balance(pid: str, run: str) -> dict[str, Any]:
 
 
 def test_the_runtime_runs_are_the_ones_it_writes_in() -> None:
-    assert {EVIDENCE_RUN, BUDGET_RUN, QUOTA_RUN} == RUNTIME_RUNS
+    assert {EVIDENCE_RUN, BUDGET_RUN, QUOTA_RUN, TOOLS_RUN} == RUNTIME_RUNS
 
 
 @pytest.mark.parametrize("run", TAKEN)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import os
 import re
@@ -24,6 +26,10 @@ from ..errors import ManifestError
 from .manifest import Manifest, read_manifest
 from .static import inside
 
+#: the synthetic package names' prefix (:func:`package_name`): the modules :class:`_PackFinder`
+#: imports from their source alone
+_PACKAGE_PREFIX = "cradle_pack_"
+
 
 def package_name(manifest: Manifest, folder: Path) -> str:
     """The module name the pack folder is imported under: one per id, version and folder.
@@ -37,7 +43,7 @@ def package_name(manifest: Manifest, folder: Path) -> str:
     version = re.sub(r"[^0-9a-zA-Z]+", "_", manifest.version)
     digest = hashlib.sha256("\0".join((manifest.id, manifest.version, str(folder)))
                             .encode("utf-8", "surrogateescape")).hexdigest()[:12]
-    return f"cradle_pack_{slug}__{version}__{digest}"
+    return f"{_PACKAGE_PREFIX}{slug}__{version}__{digest}"
 
 
 #: what :func:`pack_digest` leaves out: the caches Python and the test and lint tools
@@ -92,6 +98,49 @@ def _framed(text: str) -> bytes:
     shipped pack's) is written as it is, its digest unchanged."""
     raw = text.encode("utf-8", "surrogateescape")
     return raw.replace(b"\\", b"\\\\").replace(b"\n", b"\\n")
+
+
+class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """A pack's module compiled from its source file, never from bytecode: no
+    ``__pycache__`` entry is read (nor written).
+
+    INVARIANT: the code that runs is the code :func:`pack_digest` hashes — the digest leaves
+    bytecode out, and Python ran a ``__pycache__`` pyc whose header names the source's mtime
+    and size, or an unchecked hash-based one, instead of the source: a pack decided by
+    bytecode under its source's digest (``tests/security/test_588``)."""
+
+    def path_stats(self, path: str) -> dict[str, Any]:
+        # SourceLoader.get_code reads a cache only when it can stat the source for it
+        raise OSError("a pack's module is compiled from its source")
+
+
+class _PackFinder(importlib.abc.MetaPathFinder):
+    """Finds a pack package's submodules in its folders as Python's path finder would,
+    with a source file or an extension module only: a module held only as bytecode
+    (``checks.pyc`` without ``checks.py``, which the digest does not hash) is not found
+    (``tests/security/test_588``). First on ``sys.meta_path``, for the pack names alone."""
+
+    _LOADERS = ((_SourceOnlyLoader, importlib.machinery.SOURCE_SUFFIXES),
+                (importlib.machinery.ExtensionFileLoader,
+                 importlib.machinery.EXTENSION_SUFFIXES))
+
+    def find_spec(self, fullname: str, path: Any = None,
+                  target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if not fullname.startswith(_PACKAGE_PREFIX) or "." not in fullname or path is None:
+            return None
+        for entry in path:
+            finder = importlib.machinery.FileFinder(str(entry), *self._LOADERS)
+            spec = finder.find_spec(fullname, target)
+            if spec is not None:
+                return spec
+        raise ModuleNotFoundError(f"No module named {fullname!r} (a pack's module is "
+                                  "imported from its source file)", name=fullname)
+
+
+def _source_only_imports() -> None:
+    """:class:`_PackFinder` first on ``sys.meta_path`` (once per process)."""
+    if not any(isinstance(f, _PackFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PackFinder())
 
 
 def _file_sha256(path: Path) -> str:
@@ -177,8 +226,10 @@ class Pack:
         init = self.path / "__init__.py"
         if not init.is_file():
             raise ManifestError(f"`{self.path}`: a pack with Python code needs `__init__.py`")
+        _source_only_imports()
         spec = importlib.util.spec_from_file_location(
-            name, init, submodule_search_locations=[str(self.path)])
+            name, init, loader=_SourceOnlyLoader(name, str(init)),
+            submodule_search_locations=[str(self.path)])
         if spec is None or spec.loader is None:
             raise ManifestError(f"`{self.path}`: cannot import the pack package")
         module = importlib.util.module_from_spec(spec)

@@ -100,8 +100,13 @@ def refusal_of(exc: BaseException) -> tuple[str, str] | None:
         code, message = exc.code, exc.message
     except Exception:
         return None
-    if not isinstance(code, str) or REFUSAL_CODE.fullmatch(code) is None \
-            or not isinstance(message, str):
+    if not isinstance(code, str) or not isinstance(message, str):
+        return None
+    # plain copies of their characters: a subclass of ``str`` answered its own slice (past
+    # the bound) and its own ``__format__`` (another text than the code checked) when the
+    # runtime bounded and wrote them (``tests/security/test_589``)
+    code, message = str.__str__(code), str.__str__(message)
+    if REFUSAL_CODE.fullmatch(code) is None:
         return None
     return code, message[:REFUSAL_MESSAGE_CHARS]
 

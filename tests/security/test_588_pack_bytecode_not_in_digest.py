@@ -94,3 +94,15 @@ def test_a_module_held_only_as_bytecode_is_not_imported(home: Path) -> None:
     with pytest.raises(ManifestError) as caught:
         _credit(home, "p-sourceless")
     assert "`checks`" in caught.value.message, caught.value.message
+
+
+def test_bytecode_beside_the_sources_is_in_the_digest(tmp_path: Path) -> None:
+    """A ``*.pyc`` outside ``__pycache__`` is no cache Python writes (it writes them only
+    there): a file the pack ships — code its own source may load by another route (a folder
+    put on ``sys.path``) — so it is hashed like any other file."""
+    one = write_pack(tmp_path / "one", "1.0.0", LENIENT)
+    two = write_pack(tmp_path / "two", "1.0.0", LENIENT)
+    (one / "helper.pyc").write_bytes(_bytecode(one / "checks.py", unchecked=True))
+    (two / "helper.pyc").write_bytes(b"\0" + _bytecode(two / "checks.py", unchecked=True))
+    # before: the same digest (every *.pyc was left out)
+    assert pack_digest(one) != pack_digest(two)

@@ -49,16 +49,18 @@ def package_name(manifest: Manifest, folder: Path) -> str:
 #: what :func:`pack_digest` leaves out: the caches Python and the test and lint tools
 #: write beside the pack's own files
 _NOT_THE_PACK = ("__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache")
-_CACHE_SUFFIXES = (".pyc", ".pyo")
 
 
 def pack_digest(folder: Path) -> str:
     """``sha256:`` of the pack folder's files: each one's path (relative, ``/``-separated)
     and the sha256 of its bytes, in path order; a link's own text (never followed: a link
     out of the folder is not the pack's, and is named as a link), any other kind of entry
-    its kind. the caches of Python and its tools (``__pycache__``, ``*.pyc``,
-    ``.pytest_cache`` …) are left out; every other file
-    counts — code, manifest, policies, data a tool reads, tests and documentation alike.
+    its kind. The caches of Python and its tools (``__pycache__``, ``.pytest_cache`` …)
+    are left out; every other file counts — code, manifest, policies, data a tool reads,
+    tests and documentation alike, a ``*.pyc`` outside ``__pycache__`` too (Python writes
+    its caches only there: one beside the sources is a file the pack ships). A pack's
+    modules are compiled from their sources alone (:class:`_SourceOnlyLoader`): no
+    bytecode this leaves out runs (``tests/security/test_588``).
 
     What a journal records of each pack a decision was made under, beside its
     ``id@version``: the version alone does not say which code decided (a pack edited in
@@ -75,8 +77,6 @@ def pack_digest(folder: Path) -> str:
             except OSError as exc:
                 raise ManifestError(f"`{path}`: cannot read the pack's file: {exc}") from exc
             if stat.S_ISDIR(info.st_mode):
-                continue
-            if name.endswith(_CACHE_SUFFIXES):
                 continue
             if stat.S_ISLNK(info.st_mode):
                 what = b"link " + _framed(os.readlink(path))

@@ -218,6 +218,11 @@ def _segments(flights: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
     return [(str(f["flight_number"]), str(f["date"])) for f in flights]
 
 
+def _replaced(v: api.View, res: Mapping[str, Any]) -> bool:
+    """A change of flights this home executed replaced segments of the reservation."""
+    return bool(replaced_rows(v.conn, "reservation_id", str(res["reservation_id"])))
+
+
 def segments_held(v: api.View, res: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The segments the reservation holds, then those it held before a change of flights
     this home executed took them off: the airline's record written in the change's own
@@ -598,12 +603,9 @@ def certificate(v: api.View, call: Call) -> list[Finding]:
         if res is None:
             continue
         every.append(res)
-        # a cancelled flight the agent already moved the reservation off is still the
-        # customer's cancelled flight ("complains about cancelled flights in a
-        # reservation"); a delay keeps its reading below (the change confirms it)
-        held = (segments_held(v, res) if asked == "cancelled_flight"
-                else _segments(res["flights"]))
-        if any(flight_status(v, *seg) == status for seg in held):
+        # a cancelled or delayed flight the agent already moved the reservation off is
+        # still the customer's flight ("complains about … flights in a reservation")
+        if any(flight_status(v, *seg) == status for seg in segments_held(v, res)):
             affected.append(res)
     if asked == "cancelled_flight" and not affected:
         return [_deny("airline_compensation_contradicted", f"the customer complains of a "
@@ -615,11 +617,15 @@ def certificate(v: api.View, call: Call) -> list[Finding]:
     # changed for the delay ("after … changing or cancelling the reservation": the API
     # prices the flight it put in at today's price); with neither, nothing confirms a delay.
     # A reservation booked now, or booked at the price its flights still have and never
-    # changed, is priced at today's price too: neither is one changed for the delay
+    # changed, is priced at today's price too: neither is one changed for the delay. A
+    # change this home executed is known by what it replaced (``replaced``): it confirms a
+    # delay only by a replaced segment delayed or late, never by being a change — one off
+    # a cancelled flight is not one made for a delay (``tests/security/test_590``)
     concerned = affected
     if asked == "delayed_flight" and not affected:
-        concerned = [res for res in every if _changed(v, res, call.now) or any(
-            _left_late(v, *seg) for seg in _segments(res["flights"]))]
+        concerned = [res for res in every if (
+            _changed(v, res, call.now) and not _replaced(v, res)) or any(
+            _left_late(v, *seg) for seg in segments_held(v, res))]
         if not concerned:
             return [_deny("airline_compensation_contradicted", f"the customer complains of a "
                           f"delayed flight, but no reservation of `{uid}` has a flight delayed, "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -67,7 +68,9 @@ def test_an_upstream_schema_and_a_proxy_contract_declare_secrets() -> None:
         "api_key": {"type": "string"}}}
     contracts = Contracts.model_validate({"tools": {"login": {
         "side_effect": "read_only", "description": "logs in", "secret_arguments": ["api_key"]}}})
-    tool = ProxiedTool(upstream=None, name="login", tool_id="up.login",  # type: ignore[arg-type]
+    # the spec names its upstream by ``source`` alone (``proxy.spec_of``): never called here
+    upstream = SimpleNamespace(source="the test upstream")
+    tool = ProxiedTool(upstream=upstream, name="login", tool_id="up.login",  # type: ignore[arg-type]
                        contract=contracts.tools["login"])
     # unpinned: the agent is shown the schema's grammar (test_127), which keeps the marks
     listed = types.Tool(name="login", description="logs in", inputSchema=schema)

@@ -70,6 +70,18 @@ def verify(home: Path) -> tuple[int, dict[str, object]]:
     return done.returncode, json.loads(done.stdout)
 
 
+def forged_approval(forged: ox.NamedNode
+                    ) -> tuple[tuple[ox.NamedNode, ox.NamedNode, ox.NamedNode | ox.Literal], ...]:
+    """An approval no journal holds, approved by ``user:mallory``: what an auditor's
+    ``query approvals`` reads wherever the graph holds it."""
+    return ((forged, ox.NamedNode(CRADLE + "approver"), ox.NamedNode("urn:user:mallory")),
+            (forged, ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"),
+             ox.NamedNode(CRADLE + "HumanApproval")),
+            (forged, ox.NamedNode(CRADLE + "approvalStatus"), ox.NamedNode(CRADLE + "Approved")),
+            (forged, ox.NamedNode(CRADLE + "decidedAt"),
+             ox.Literal("2026-01-01T00:00:00Z", datatype=ox.NamedNode(XSD + "dateTime"))))
+
+
 def test_the_intact_store_is_equal(home: Path) -> None:
     code, report = verify(home)
     assert code == 0 and report["equal"] is True and report["problems"] == [], report
@@ -77,13 +89,7 @@ def test_the_intact_store_is_equal(home: Path) -> None:
 
 def test_a_forged_approval_in_the_meta_graph_is_a_difference(home: Path) -> None:
     forged = ox.NamedNode("https://w3id.org/cradle/approval/forged")
-    edit(home,
-         (forged, ox.NamedNode(CRADLE + "approver"), ox.NamedNode("urn:user:mallory")),
-         (forged, ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"),
-          ox.NamedNode(CRADLE + "HumanApproval")),
-         (forged, ox.NamedNode(CRADLE + "approvalStatus"), ox.NamedNode(CRADLE + "Approved")),
-         (forged, ox.NamedNode(CRADLE + "decidedAt"),
-          ox.Literal("2026-01-01T00:00:00Z", datatype=ox.NamedNode(XSD + "dateTime"))))
+    edit(home, *forged_approval(forged))
     shown = run_cli("query", "approvals", "--home", str(home), "--format", "json")
     assert forged.value in shown.stdout  # what an auditor's query reads
     code, report = verify(home)

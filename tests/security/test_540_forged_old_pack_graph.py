@@ -29,12 +29,15 @@ from cradle_kg.graph.knowledge import KnowledgeSource, stage
 from cradle_kg.storage.oxigraph import OxigraphStore
 from tests.inprocess import run_cli
 from tests.security.test_443_graph_verify_meta_graph import edit as meta_edit
-from tests.security.test_443_graph_verify_meta_graph import rebuilt_home, verify
+from tests.security.test_443_graph_verify_meta_graph import (
+    forged_approval,
+    rebuilt_home,
+    verify,
+)
 
 CRADLE = "https://w3id.org/cradle#"
 RDF_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 OLD = ox.NamedNode("https://w3id.org/cradle/pack/test.x/0.9.0/ontology")
-XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
 @pytest.fixture
@@ -59,12 +62,7 @@ def test_an_old_versions_honest_graph_is_not_checked_and_equal(home: Path) -> No
 
 def test_a_forged_approval_in_an_old_pack_graph_is_a_difference(home: Path) -> None:
     forged = ox.NamedNode("urn:forged:approval")
-    edit(home,
-         (forged, ox.NamedNode(CRADLE + "approver"), ox.NamedNode("urn:user:mallory")),
-         (forged, RDF_TYPE, ox.NamedNode(CRADLE + "HumanApproval")),
-         (forged, ox.NamedNode(CRADLE + "approvalStatus"), ox.NamedNode(CRADLE + "Approved")),
-         (forged, ox.NamedNode(CRADLE + "decidedAt"),
-          ox.Literal("2026-01-01T00:00:00Z", datatype=ox.NamedNode(XSD + "dateTime"))))
+    edit(home, *forged_approval(forged))
     shown = run_cli("query", "approvals", "--home", str(home), "--format", "json")
     assert forged.value in shown.stdout  # what an auditor's query reads
     code, report = verify(home)

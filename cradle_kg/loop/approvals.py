@@ -199,6 +199,27 @@ def excluded_for_run(journal: Journal, config: RuntimeConfig, run_id: str) -> se
     return out
 
 
+def excluded_for_task(journal: Journal, config: RuntimeConfig, run_id: str,
+                      proposal_id: str | None) -> set[str]:
+    """Who may never close a human task of ``run_id`` about ``proposal_id`` (its opening's
+    ``proposal_id``): :func:`excluded_for_run`, and the agent of that proposal (each
+    ``proposal.received`` of it in the run), the person it acts for and on whose behalf it
+    was proposed, as for an approval of it (:func:`excluded_for`). INVARIANT: the task's
+    own agent, not only the run's first: the host's code runs several agents in one run,
+    and the principal of the second closed her own agent's escalation there
+    (``tests/security/test_599``). One probe more."""
+    out = excluded_for_run(journal, config, run_id)
+    if proposal_id:
+        for received in journal.events_for_subject(proposal_id, run_id=run_id,
+                                                   kinds=("proposal.received",)):
+            out |= excluded_for_agent(config, received.actor)
+            proposal = received.payload.get("proposal")
+            behalf = proposal.get("on_behalf_of") if isinstance(proposal, dict) else None
+            if isinstance(behalf, str) and behalf:
+                out.add(behalf)
+    return out
+
+
 def _fold(events: Sequence[Any]) -> dict[str, ApprovalState]:
     """Rebuild every approval of one action digest from its journal events."""
     states: dict[str, ApprovalState] = {}

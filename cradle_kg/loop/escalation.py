@@ -40,7 +40,7 @@ from ..records import (
 from ..storage import Journal, NewEvent, WaitingReached
 from ..storage.tasks_sql import TASK_AGENT
 from .approval_flow import check_waiting, waiting_error
-from .approvals import ApprovalBook, excluded_for_run
+from .approvals import ApprovalBook, excluded_for_task
 from .context import LoopContext, last_seq
 from .outcomes import outcome_event
 
@@ -121,6 +121,14 @@ def task_from_events(task_id: str, events: Sequence[AuditEvent]) -> HumanTask | 
     done = next((e for e in reversed(events) if e.kind == HUMAN_TASK_RESOLVED
                  and e.payload.get("task_id") == task_id), None)
     return _task(opened, done)
+
+
+def _proposal_of(events: Sequence[AuditEvent], task_id: str) -> str | None:
+    """The proposal the opening of ``task_id`` names (its ``proposal_id``), if any."""
+    opened = next((e for e in events if e.kind == HUMAN_TASK_OPENED
+                   and e.payload.get("task_id") == task_id), None)
+    about = None if opened is None else opened.payload.get("proposal_id")
+    return about if isinstance(about, str) else None
 
 
 def resolution_event(task: HumanTask, *, by: str, note: str, at: datetime) -> NewEvent:
@@ -228,10 +236,14 @@ def resolve_task(ctx: LoopContext, book: ApprovalBook, task_id: str, *, by: str,
         # INVARIANT: the run's agent, its principal and who started the run never close
         # what it escalated (before, the agent's principal closed her own agent's
         # escalation: tests/security/test_179)
-        if by in excluded_for_run(ctx.journal, ctx.config, task.run_id):
-            raise ApprovalError(f"`{by}` is the agent of run `{task.run_id}`, the one it acts "
-                                f"for or who started it, and cannot resolve its human task "
-                                f"`{task_id}`: a second look is someone else's")
+        # and the task's own proposal's agent, its principal, on whose behalf: a run may
+        # hold several agents' proposals (tests/security/test_599)
+        if by in excluded_for_task(ctx.journal, ctx.config, task.run_id,
+                                   _proposal_of(seen, task_id)):
+            raise ApprovalError(f"`{by}` is the agent of run `{task.run_id}` or of the "
+                                f"proposal its human task `{task_id}` is about, the one it "
+                                f"acts for or who started it, and cannot resolve it: a "
+                                f"second look is someone else's")
         _check_scope(ctx, book, task, by)
         event = resolution_event(task, by=by, note=note, at=ctx.clock())
         return [replace(event, if_last=last_seq(seen))]

@@ -212,12 +212,23 @@ def not_excluded(dialect: Dialect, kind: str, alias: str, decider: Decider
                 f"{alias}.approval_id AND x.who = {ph})", [decider.who])
     owners: list[object] = [decider.who, *decider.agents]
     agent = _started(dialect, f"{alias}.run_id", "agent")
+    marks = ", ".join([ph] * len(owners))
+    mine = ""
+    more: list[object] = []
     if kind == "task":
         agent = (f"(SELECT o.actor FROM events o WHERE o.run_id = {alias}.run_id AND o.kind IN "
                  f"('proposal.received', 'run.claimed') ORDER BY o.seq LIMIT 1), {agent}")
-    return (f"COALESCE({agent}, '') NOT IN ({', '.join([ph] * len(owners))}) AND "
-            f"COALESCE({_started(dialect, f'{alias}.run_id', 'started_by')}, '') <> {ph}",
-            [*owners, decider.who])
+        # the task's own proposal (its opening's ``proposal_id``): its agent, the one it
+        # acts for, on whose behalf (a run may hold several agents': test_599)
+        mine = (f" AND NOT EXISTS (SELECT 1 FROM events t JOIN events p ON p.subject = "
+                f"{_field(dialect, 't', 'proposal_id')} AND p.run_id = t.run_id AND "
+                f"p.kind = 'proposal.received' WHERE t.seq = {alias}.seq AND "
+                f"(p.actor IN ({marks}) OR "
+                f"{_field(dialect, 'p', 'proposal', 'on_behalf_of')} = {ph}))")
+        more = [*owners, decider.who]
+    return (f"COALESCE({agent}, '') NOT IN ({marks}) AND "
+            f"COALESCE({_started(dialect, f'{alias}.run_id', 'started_by')}, '') <> {ph}"
+            + mine, [*owners, decider.who, *more])
 
 
 def _field(dialect: Dialect, alias: str, *path: str) -> str:

@@ -70,7 +70,8 @@ def test_closing_a_task_reads_its_own_events(rt: Runtime, decoded: Callable[[], 
     for task in tasks[: n // 2]:
         _close(rt, task, decoded)
     rows = _close(rt, tasks[-1], decoded)
-    assert rows <= 4, f"closing one task decoded {rows} event rows with {n} tasks open"
+    # 5: the task's own proposal read once more since test_599 (its agent never closes it)
+    assert rows <= 5, f"closing one task decoded {rows} event rows with {n} tasks open"
 
 
 def test_the_fold_keeps_its_answers(rt: Runtime) -> None:

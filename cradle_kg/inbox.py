@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import CradleError, InputError
-from .inputs import check_page
+from .inputs import check_lookup, check_page
 from .loop.approvals import (
     ApprovalState,
     ToolVersions,
@@ -113,6 +113,7 @@ def inbox(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None = No
     page read as one page of its own query: a page costs what it shows too. The whole inbox
     (no ``limit``) is each kind read and merged (:func:`inbox_size` counts it)."""
     check_page(limit=limit, offset=offset)
+    check_lookup(run_id, where="run")
     wanted = _wanted(kinds, requested_by)
     scopes = _limited_to(rt, decider)
     who = decider_for(rt, decider)
@@ -188,6 +189,7 @@ def inbox_size(rt: Runtime, *, kinds: Iterable[Kind] = KINDS, run_id: str | None
     item read (the page's badge, polled every few seconds, costs three counts). For an
     approver limited to scopes (``decider``), the items they may decide, counted as
     :func:`_scoped` reads them."""
+    check_lookup(run_id, where="run")
     wanted = _wanted(kinds, requested_by)
     scopes = _limited_to(rt, decider)
     who = decider_for(rt, decider)

@@ -359,6 +359,21 @@ def check_id(value: str | None, *, limits: InputLimits, where: str) -> None:
                              "which no id may hold")
 
 
+def check_lookup(value: str | None, *, where: str) -> None:
+    """A value a person names a record by, to be looked up (a run to filter by): refused as
+    :func:`check_id` refuses what no journal can hold — a lone surrogate (a command-line
+    byte that is not UTF-8), a NUL — whatever its length. Before, the journal's driver
+    raised ``UnicodeEncodeError`` binding it (``error: unexpected …``:
+    ``tests/security/test_600``)."""
+    if value is not None:
+        if _SURROGATE.search(value):
+            raise InputError(f"`{_short(where)}`: value holds a lone surrogate (not valid "
+                             "unicode)")
+        if "\x00" in value:
+            raise InputError(f"`{_short(where)}`: value holds a NUL character (U+0000), "
+                             "which no id may hold")
+
+
 #: the largest ``limit`` or ``offset`` of a page: what SQLite's and PostgreSQL's integers
 #: (``bigint``) hold
 MAX_PAGE_INTEGER = 2**63 - 1

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..canonical import content_hash
 from ..errors import ApprovalError, InputError, JournalError, UnknownNameError
-from ..inputs import check_human_input, check_page
+from ..inputs import check_human_input, check_lookup, check_page
 from ..records import (
     RUNTIME_ACTOR,
     AuditEvent,
@@ -98,6 +98,7 @@ def task_page(journal: Journal, *, run_id: str | None = None, include_resolved: 
     not every task event of the journal (``tests/security/test_84``). A ``limit`` or
     ``offset`` no journal can bind is an ``InputError`` (``tests/security/test_96``)."""
     check_page(limit=limit, offset=offset)
+    check_lookup(run_id, where="run")
     rows, total = journal.human_tasks(run_id=run_id, include_resolved=include_resolved,
                                       limit=limit, offset=offset)
     return [_task(opened, done) for opened, done in rows], total

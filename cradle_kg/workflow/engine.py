@@ -31,7 +31,7 @@ from ..errors import (
     TenantMismatchError,
     UnknownNameError,
 )
-from ..inputs import InputLimits, load_json
+from ..inputs import InputLimits, check_lookup, load_json
 from ..loop.context import last_seq
 from ..loop.task_claims import check_task_owner, task_limited
 from ..records import ActionRequest, AuditEvent, OutcomeStatus, Proposal
@@ -158,7 +158,9 @@ def _fold(events: Sequence[AuditEvent]) -> RunFold:
 
 def started_event(journal: Journal, run_id: str) -> AuditEvent:
     """The run's ``workflow.started``: its first event (written ``if_new_run``), one
-    row read — who the workflow's agent is does not cost the run's events."""
+    row read — who the workflow's agent is does not cost the run's events. A run id no
+    journal can hold is refused first (``tests/security/test_600``)."""
+    check_lookup(run_id, where="run_id")
     first = next(iter(journal.events(run_id=run_id, batch=1)), None)
     if first is None or first.kind != "workflow.started":
         raise UnknownNameError(f"unknown workflow run `{run_id}`")

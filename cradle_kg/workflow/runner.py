@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ApprovalError, CradleError, InputError, UnknownNameError, WorkflowFileError
-from ..inputs import DEFAULT_LIMITS, InputLimits, load_json
+from ..inputs import DEFAULT_LIMITS, InputLimits, check_human_input, load_json
 from ..loop.approvals import excluded_for_agent
 from ..loop.proposal import reserved_run
 from ..runs import cancelled_by, state_and_why
@@ -216,6 +216,10 @@ def check_step_scope(rt: Runtime, step: HumanStep, *, by: str, run_id: str) -> N
 def decide(rt: Runtime, engine: Engine, run_id: str, step_id: str, *, by: str, token: str,
            answer: str, note: str | None = None) -> dict[str, Any]:
     """A person's answer to a waiting human step; they authenticate like an approver."""
+    # what a person types, checked as a task's close checks it (tests/security/test_600)
+    check_human_input(rt.config.input_limits,
+                      ids={"run_id": run_id, "step": step_id, "by": by},
+                      texts={"answer": answer, "note": note, "token": token})
     rt.approvals.authenticate(by, token)
     for what, text in (("answer", answer), ("note", note or "")):
         if len(text) > MAX_TEXT:

@@ -354,9 +354,7 @@ def check_id(value: str | None, *, limits: InputLimits, where: str) -> None:
     a command line cannot pass it, so no backend or command could name such a record)."""
     if value is not None:
         _check_string(value, where, limits.max_id_length, "value")
-        if "\x00" in value:
-            raise InputError(f"`{_short(where)}`: value holds a NUL character (U+0000), "
-                             "which no id may hold")
+        check_lookup(value, where=where)
 
 
 def check_lookup(value: str | None, *, where: str) -> None:

@@ -150,7 +150,16 @@ def report_error(error: CradleError) -> None:
 
 
 def report_unexpected(exc: BaseException) -> None:
-    """An exception no command expected, as one line (never a traceback)."""
+    """An exception no command expected, as one line (never a traceback). A value that is
+    not valid UTF-8 (a command-line byte Python keeps as a lone surrogate) that reached a
+    journal's driver is said as such: no record can hold it, nothing was written (each
+    write binds inside its transaction), and the commands that check their input first say
+    which one (``tests/security/test_600``)."""
+    if isinstance(exc, UnicodeEncodeError) and "surrogate" in exc.reason:
+        err_console.print("[bold red]error[/]: a value on the command line is not valid "
+                          "UTF-8 (no record can hold it); nothing was written",
+                          highlight=False)
+        return
     text = " ".join(str(exc).split())
     text = text if len(text) <= 300 else text[:297] + "..."
     what = type(exc).__name__

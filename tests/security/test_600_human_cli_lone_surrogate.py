@@ -80,3 +80,17 @@ def test_decide_checks_the_note_before_anything(wf_home: Path, tmp_path: Path) -
             decide(rt, engine, run, "route", by=ADMIN, token=ADMIN_TOKEN, answer="pay",
                    note="fine" + BAD)
         assert rt.journal.head() == head
+
+
+def test_a_command_that_does_not_check_first_still_says_what_it_is(
+        wf_home: Path) -> None:  # noqa: F811
+    """The last line of defence (``cli.common.report_unexpected``): a command that binds such
+    a value without checking it first (``runs show``) says it in one line, not as an
+    ``unexpected UnicodeEncodeError`` (the lead's review of this finding)."""
+    with Runtime(wf_home, graph_sync=False) as rt:
+        head = rt.journal.head()
+    code, out = _cli(wf_home, "runs", "show", "run" + BAD)
+    assert "unexpected" not in out, out
+    assert code == 2 and "not valid UTF-8" in out, out
+    with Runtime(wf_home, graph_sync=False) as rt:
+        assert rt.journal.head() == head

@@ -130,6 +130,17 @@ class ApprovalState:
                 "status": effective_status(self.approval, now).value}
 
 
+def latest_now(journal: Journal, now: datetime) -> datetime:
+    """The later of ``now`` (the runtime's clock) and the journal server's clock (one read;
+    SQLite: ``now``, one host's clock): what an approval's expiry is read against. An
+    approval covers an action only while unexpired on both — a worker whose clock is behind
+    no longer stretches it past its expiry on every right clock, and one ahead refuses it
+    earlier, as it did (fail closed; its intent's ``at`` stays before the expiry, as the
+    journal's invariant and the graph's shape read it: ``tests/security/test_595``)."""
+    server = journal.server_time()
+    return now if server is None or server <= now else server
+
+
 def effective_status(approval: HumanApproval, now: datetime) -> ApprovalStatus:
     """The status as of ``now``: an approval whose expiry has passed reads ``expired``."""
     if (approval.status is ApprovalStatus.APPROVED and approval.expires_at is not None
@@ -274,6 +285,8 @@ def lapsed(journal: Journal, request: AuditEvent, now: datetime) -> bool:
                                        kinds=("approval.decided",))
     found = _fold([request, *(e for e in moved if e.seq > request.seq)])
     st = found.get(approval_id) if approval_id is not None else None
+    if st is not None and st.approval.expires_at is not None:  # on the server's clock too
+        now = latest_now(journal, now)
     return st is not None and effective_status(st.approval, now) in (
         ApprovalStatus.EXPIRED, ApprovalStatus.REVOKED)
 
@@ -427,6 +440,7 @@ class ApprovalBook:
         what the policies now sent elsewhere, on the word of an approver who may not decide
         it (``tests/security/test_412``); each such approval is said in ``why``.
         """
+        latest: datetime | None = None  # the server's clock, read once when needed
         for st in self.decided_for_digest(digest, run_id=run_id):
             a = st.approval
             if a.status is not ApprovalStatus.APPROVED or a.approver_id is None:
@@ -438,8 +452,11 @@ class ApprovalBook:
             if (a.approver_id in st.excluded or a.approver_id == proposer
                     or a.approver_id in also_excluded):
                 continue
-            if a.expires_at is not None and a.expires_at <= now:
-                continue
+            if a.expires_at is not None:
+                # INVARIANT: unexpired on the journal server's clock too (test_595)
+                latest = latest_now(self.journal, now) if latest is None else latest
+                if a.expires_at <= latest:
+                    continue
             if a.once and a.consumed:
                 continue
             if scope != ANY_SCOPE and st.asked_scope != scope:
@@ -690,7 +707,8 @@ class ApprovalBook:
         if a.status is not ApprovalStatus.PENDING:
             raise ApprovalError(f"approval `{a.id}` is already `{a.status}`")
         wanted = self._check_scope(a, approver_id, scope)
-        if until is not None and until <= now:
+        # INVARIANT: past on the journal server's clock too (test_595)
+        if until is not None and (until <= now or until <= latest_now(self.journal, now)):
             raise ApprovalError("the expiry time is already past")
         if status is ApprovalStatus.REJECTED and not reason:
             raise ApprovalError("a rejection needs a reason")

@@ -166,7 +166,8 @@ class Execution:
                         f"under proposal `{recorded.proposal_id}` of run `{recorded.run_id}`"
                         f": its recorded outcome; approval `{approval.id}` ran nothing")})
         closing.append(replace(outcome_event(mine, proposal.id, at=now),
-                               approval_guard=ApprovalGuard(approval.id, run_id)))
+                               approval_guard=ApprovalGuard(
+                                   approval.id, run_id, expires_at=approval.expires_at)))
         return closing
 
     def execute(self, proposal: Proposal, gate: GateResult, decision: RuntimeDecision,
@@ -239,7 +240,8 @@ class Execution:
             # INVARIANT: nor after a person revoked it — a revoke written before the intent
             # refuses the append under the writer's lock (nothing written), and the proposal
             # is decided again: a person asked anew (tests/security/test_305)
-            approval_guard=ApprovalGuard(approval.id, run_id) if approval else None)
+            approval_guard=ApprovalGuard(approval.id, run_id, expires_at=approval.expires_at)
+            if approval else None)
         call = ToolCall(tool_id=spec.id, target=action.target, arguments=gate.arguments,
                         idempotency_key=gate.idempotency_key, environment=action.environment,
                         dry_run=proposal.action.dry_run, run_id=run_id,

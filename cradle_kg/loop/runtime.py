@@ -759,8 +759,9 @@ class Runtime:
             except ApprovalMoved:
                 # the approval it was about to run under was revoked by a person since gate
                 # 1 read it (refused under the writer's lock, nothing written): decided
-                # again, the approval read revoked — a person is asked anew (test_305)
-                why = "its approval was revoked while it was decided"
+                # again, the approval read revoked — a person is asked anew (test_305);
+                # or it expired on the journal server's clock meanwhile (test_595)
+                why = "its approval was revoked or expired while it was decided"
             except _InForceMoved:  # nothing of it was written: decided again
                 why = "the home's policies or configuration kept changing while it was decided"
             except KeyedRequestRaced:  # nothing of it written: decided again, reads the other

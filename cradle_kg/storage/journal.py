@@ -181,6 +181,12 @@ class ApprovalGuard:
     #: a revoke's: the seq of the approving decision it read (an intent under the
     #: approval comes after it: the probe reads the run from there on)
     after: int = 0
+    #: a use's: the approval's expiry (None: none). A journal with a server (PostgreSQL)
+    #: writes the use only while its server's clock is before it, read under the lock
+    #: (:class:`ApprovalMoved` if not): a worker whose clock is behind does not stretch
+    #: an approval past its expiry (``tests/security/test_595``). SQLite: one host's
+    #: clock, the runtime's, read before (unchanged)
+    expires_at: datetime | None = None
 
 
 class ApprovalMoved(Exception):
@@ -391,6 +397,19 @@ def guard_probe(dialect: Dialect, guard: ApprovalGuard) -> tuple[str, tuple[obje
                                 after=guard.after))
 
 
+def expiring_uses(events: Sequence[NewEvent]) -> list[ApprovalGuard]:
+    """The guards of an append's uses of approvals with an expiry (usually none)."""
+    return [g for g in append_approvals(events)
+            if not g.revoking and g.expires_at is not None]
+
+
+def expired_use(guards: Sequence[ApprovalGuard], now: datetime) -> ApprovalGuard | None:
+    """The first of ``guards`` whose approval has expired at ``now`` (the server's clock,
+    read under the append lock)."""
+    return next((g for g in guards if g.expires_at is not None and g.expires_at <= now),
+                None)
+
+
 def moved_approval(guards: Sequence[ApprovalGuard], found: Sequence[Any]
                    ) -> ApprovalGuard | None:
     """The first guard whose probe found the other side landed (``found[i]`` truthy)."""
@@ -571,6 +590,13 @@ class Journal(Protocol):
         :class:`UsageCap` with ``window`` reads them: on SQLite (one host's file, one
         clock) :meth:`usage_since` ``now - window``; on PostgreSQL the seconds up to the
         server's clock now, each intent counted in the server's second of its append."""
+        ...
+
+    def server_time(self) -> datetime | None:
+        """The journal server's clock now (PostgreSQL: one ``clock_timestamp()`` read), or
+        None for a journal that is one host's file (SQLite: its processes read one clock,
+        the runtime's). What a time-dependent decision shared by many hosts reads besides
+        the runtime's clock — an approval's expiry (``tests/security/test_595``)."""
         ...
 
     def usage_total(self, scope: str, subject: str) -> tuple[int, float]:

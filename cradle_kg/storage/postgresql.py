@@ -63,7 +63,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
 from ..canonical import iso, parse_iso
@@ -117,6 +117,8 @@ from .journal import (
     breached_cap,
     encode,
     ended_run,
+    expired_use,
+    expiring_uses,
     guard_probe,
     moved_approval,
     moved_subject,
@@ -647,7 +649,8 @@ class PostgresJournal:
         # or here at once, when the append itself ends the run first
         if not caps and not append_waiting(events) and not append_uploads(events) and begun_run(
                 events, [False] * len(new_runs(events))) is None \
-                and not any(g.revoking for g in append_approvals(events)):  # test_305
+                and not any(g.revoking for g in append_approvals(events)) \
+                and not expiring_uses(events):  # test_305, test_595
             ended = ended_run(events, [""] * len(open_runs(events)))
             if ended is not None:
                 raise RunEnded(ended)
@@ -1024,6 +1027,12 @@ class PostgresJournal:
                     probes = [stack.enter_context(conn.cursor()) for _ in guards]
                     for g, cursor in zip(guards, probes, strict=True):
                         cursor.execute(*guard_probe("postgresql", g))
+                    # INVARIANT: an approval's expiry, on the server's clock under the lock
+                    # (ApprovalGuard.expires_at): a worker's clock behind does not stretch it
+                    expiring = expiring_uses(events)
+                    clock = stack.enter_context(conn.cursor()) if expiring else None
+                    if clock is not None:
+                        clock.execute("SELECT clock_timestamp()")
                     pipe.sync()
                     row = top.fetchone()
                     assert row is not None  # one row, whatever the head
@@ -1045,6 +1054,12 @@ class PostgresJournal:
                                                           for c in probes])
                         if moved_a is not None:
                             raise ApprovalMoved(moved_a)
+                    if clock is not None:  # INVARIANT: under the lock (test_595)
+                        server_now = (clock.fetchone() or (None,))[0]
+                        lapsed = (expiring[0] if not isinstance(server_now, datetime)
+                                  else expired_use(expiring, server_now.astimezone(UTC)))
+                        if lapsed is not None:
+                            raise ApprovalMoved(lapsed)
                     if caps:
                         breached = breached_cap(events, caps,
                                                 [tuple(c.fetchone() or ()) for c in usage])
@@ -1312,6 +1327,12 @@ class PostgresJournal:
         scope, subject = ("*", "") if field is None else (field, value or "")
         rows = self._query(*_cap_window(UsageCap(scope, subject, since=now, window=window)))
         return window_usage(rows[0])
+
+    def server_time(self) -> datetime | None:
+        """The server's clock now (``clock_timestamp()``): what an approval's expiry is
+        read against besides the runtime's clock (``tests/security/test_595``)."""
+        value = self._query("SELECT clock_timestamp()")[0][0]
+        return value.astimezone(UTC) if isinstance(value, datetime) else None
 
     def usage_total(self, scope: str, subject: str) -> tuple[int, float]:
         """Everything ever counted in one usage bucket (a budget's spend: see

@@ -981,6 +981,11 @@ class SqliteJournal:
         return self.usage_since(field=field, value=value,
                                 since=now - timedelta(seconds=window))
 
+    def server_time(self) -> datetime | None:
+        """None: the file is one host's, and its processes read one clock (the
+        runtime's)."""
+        return None
+
     def usage_total(self, scope: str, subject: str) -> tuple[int, float]:
         """Everything ever counted in one usage bucket (a budget's spend: see
         :meth:`~.journal.Journal.usage_total`): two index probes."""

@@ -456,20 +456,24 @@ def cancel(v: api.View, call: Call) -> list[Finding]:
     if confirmed is not None and confirmed != "yes":
         return [_deny("airline_not_confirmed", f"the customer answered `{confirmed}`, not "
                       "`yes`, to cancelling")]
+    # "obtain explicit user confirmation (yes)" before "any actions that update the booking
+    # database": cancelling is one (its status and refunds), whatever allows it
+    # (``tests/security/test_603``)
+    yes = _confirmed(call, customer, "cancelling this reservation")
     created = _created(res)
     if created is not None and call.now - created <= timedelta(hours=24):
-        return []
+        return yes
     cancelled = [f"`{n}` on {d}" for (n, d), s in statuses.items() if s == "cancelled"]
     if cancelled:
-        return []
+        return yes
     cabin = effective_cabin(v, res)
     if cabin == "business":
-        return []
+        return yes
     # the policy's reasons are "change of plan, airline cancelled flight, or other reasons":
     # health and weather (what insurance covers) are other reasons, so `other` is taken as
     # the customer's statement; a change of plan is not covered
     if res.get("insurance") == "yes" and reason in INSURED_REASONS:
-        return []
+        return yes
     if reason == "airline_cancelled":
         return [_deny("airline_reason_contradicted", f"the customer says the airline cancelled "
                       f"the flight, but no flight of reservation `{rid}` is cancelled in the "
@@ -664,7 +668,9 @@ def certificate(v: api.View, call: Call) -> list[Finding]:
                       f"certificate(s) for this {status} flight complaint ({len(amounts)} "
                       f"reservation(s) concerned, of ${', $'.join(str(x) for x in amounts)}): "
                       "a gesture is offered once")]
-    return []
+    # the certificate is added to the customer's profile: a write on the booking database,
+    # made after the customer's explicit yes as every other (``tests/security/test_604``)
+    return _confirmed(call, customer, "this certificate")
 
 
 RULES: dict[str, Callable[[api.View, Call], list[Finding]]] = {

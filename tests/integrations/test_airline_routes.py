@@ -365,7 +365,7 @@ def test_governed_tools_take_the_hosts_keys_from_the_config(airline: testing.Pac
     nobody = cancel.invoke({"reservation_id": "Z7GOZK"})
     assert "forbidden_by_policy" in str(nobody), nobody
     done = cancel.invoke({"reservation_id": "Z7GOZK"}, {"configurable": _meta(
-        who, {"airline:cancellationReason": "health"})})
+        who, {"airline:cancellationReason": "health", "airline:confirmed": "yes"})})
     assert json.loads(done["output"])["status"] == "cancelled", done
 
 

@@ -138,7 +138,7 @@ def test_extra_keys_in_a_flight_still_book(airline: Airline) -> None:
 def test_cancel_without_its_reservation_id_is_the_apis_error(airline: Airline) -> None:
     """(Before, the example runner could not even name the call's target: KeyError.)"""
     _api(airline, _on("cancel_reservation", "anya_garcia_5901",
-                      [["airline:cancellationReason", "health"]]),
+                      [["airline:confirmed", "yes"], ["airline:cancellationReason", "health"]]),
          "Error: CancelReservation.invoke() missing 1 required positional argument: "
          "'reservation_id'")
 
@@ -147,7 +147,8 @@ def test_cancel_with_the_reason_as_an_argument_is_the_apis_error(airline: Airlin
     """An agent that passes the customer's reason to the tool: the benchmark's
     `cancel_reservation` takes only the id. 3RK2T9 is left as it was."""
     _api(airline, _on("cancel_reservation", "anya_garcia_5901",
-                      [["airline:cancellationReason", "health"]], reservation_id="3RK2T9",
+                      [["airline:confirmed", "yes"],
+                       ["airline:cancellationReason", "health"]], reservation_id="3RK2T9",
                       reason="health"),
          "Error: CancelReservation.invoke() got an unexpected keyword argument 'reason'")
     assert airline.db.reservation("3RK2T9").get("status") != "cancelled"
@@ -183,7 +184,8 @@ def test_passengers_left_out_is_the_apis_error(airline: Airline) -> None:
 
 def test_a_certificate_without_an_amount_is_the_apis_error(airline: Airline) -> None:
     _api(airline, _on("send_certificate", "ethan_martin_2396",
-                      [["airline:compensationRequested", "delayed_flight"]],
+                      [["airline:confirmed", "yes"],
+                       ["airline:compensationRequested", "delayed_flight"]],
                       user_id="ethan_martin_2396"),
          "Error: SendCertificate.invoke() missing 1 required positional argument: 'amount'")
 
@@ -194,7 +196,7 @@ def test_a_string_certificate_amount_is_refused_not_coerced(airline: Airline) ->
     coerced it to 150 and sent it. Refused before any rule; the careful call (150, the
     delayed reservation's 3 passengers) goes through."""
     call = _on("send_certificate", "ethan_martin_2396",
-               [["airline:compensationRequested", "delayed_flight"]],
+               [["airline:confirmed", "yes"], ["airline:compensationRequested", "delayed_flight"]],
                user_id="ethan_martin_2396", amount="150")
     airline.run(call, status="denied", codes=["airline_argument_invalid"])
     assert "certificate_3221322" not in airline.db.user("ethan_martin_2396")["payment_methods"]
@@ -225,7 +227,8 @@ ODD: list[Any] = [None, True, 2, 2.5, -1, "2", "Economy", "", [], {}, ["x"], [No
 CAREFUL: dict[str, tuple[str, dict[str, Any], list[list[str]]]] = {
     "book_reservation": ("mia_li_3668", _book()["arguments"], YES),
     "cancel_reservation": ("amelia_davis_8890", {"reservation_id": "LU15PA"},
-                           [["airline:cancellationReason", "change_of_plan"]]),
+                           [["airline:confirmed", "yes"],
+                            ["airline:cancellationReason", "change_of_plan"]]),
     "update_reservation_flights": ("ivan_rossi_8555", {
         "reservation_id": "OWZ4XL", "cabin": "economy",
         "flights": [{"flight_number": "HAT202", "date": "2024-05-21"},
@@ -238,7 +241,8 @@ CAREFUL: dict[str, tuple[str, dict[str, Any], list[list[str]]]] = {
         "reservation_id": "3RK2T9", "passengers": _pax(2, "Garcia")}, YES),
     "send_certificate": ("ethan_martin_2396", {"user_id": "ethan_martin_2396",
                                                "amount": 150},
-                         [["airline:compensationRequested", "delayed_flight"]]),
+                         [["airline:confirmed", "yes"],
+                          ["airline:compensationRequested", "delayed_flight"]]),
 }
 
 

@@ -76,7 +76,8 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "certificate: a gold member's cancelled flight, 2 passengers (careful)":
         ({"tool": "send_certificate", "on_behalf_of": "customer:mohamed_taylor_9830",
           "arguments": {"user_id": "mohamed_taylor_9830", "amount": 200},
-          "facts": [["airline:compensationRequested", "cancelled_flight"]]}, OK),
+          "facts": [["airline:confirmed", "yes"],
+                    ["airline:compensationRequested", "cancelled_flight"]]}, OK),
     # "available seats … are listed": HAT141 on 2024-05-20 has one economy seat left
     "book: two passengers on a flight with one economy seat — the API's error":
         ({**_book(*AARAV, [("credit_card_7195750", 322)]),
@@ -99,7 +100,7 @@ def test_audit_case(airline: Airline, name: str) -> None:
 def _certificate(uid: str, amount: int, ground: str) -> dict[str, Any]:
     return {"tool": "send_certificate", "on_behalf_of": f"customer:{uid}",
             "arguments": {"user_id": uid, "amount": amount},
-            "facts": [["airline:compensationRequested", ground]]}
+            "facts": [["airline:confirmed", "yes"], ["airline:compensationRequested", ground]]}
 
 
 def test_a_certificate_spent_still_counts(airline: Airline) -> None:

@@ -36,7 +36,7 @@ def _book(uid: str, pays: list[tuple[str, float]], pax: int = 1) -> dict[str, An
 def _certificate(uid: str, amount: int, ground: str) -> dict[str, Any]:
     return {"tool": "send_certificate", "on_behalf_of": f"customer:{uid}",
             "arguments": {"user_id": uid, "amount": amount},
-            "facts": [["airline:compensationRequested", ground]]}
+            "facts": [["airline:confirmed", "yes"], ["airline:compensationRequested", ground]]}
 
 
 # --- send_certificate ----------------------------------------------------------------------
@@ -171,7 +171,7 @@ def test_a_cancellation_is_not_a_change_of_flights(airline: Airline) -> None:
     are not the difference of a change of flights: nothing confirms a delay."""
     anya = "anya_sanchez_5251"
     airline.run({"tool": "cancel_reservation", "on_behalf_of": f"customer:{anya}",
-                 "facts": [["airline:cancellationReason", "health"]],
+                 "facts": [["airline:confirmed", "yes"], ["airline:cancellationReason", "health"]],
                  "arguments": {"reservation_id": "DGLJTR"}}, **OK)
     airline.run(_certificate(anya, 100, "delayed_flight"),
                 **_no("airline_compensation_contradicted"))

@@ -32,7 +32,7 @@ def _flights(rid: str, uid: str, cabin: str, flights: list[tuple[str, str]],
 def _cancel(rid: str, uid: str, reason: str) -> dict[str, Any]:
     return {"tool": "cancel_reservation", "on_behalf_of": f"customer:{uid}",
             "arguments": {"reservation_id": rid},
-            "facts": [["airline:cancellationReason", reason]]}
+            "facts": [["airline:confirmed", "yes"], ["airline:cancellationReason", reason]]}
 
 
 # --- the gap: a flown segment replaced in a change of flights ------------------------------
@@ -100,7 +100,8 @@ def test_a_delay_certificate_is_for_the_reservation_showing_the_delay(airline: A
     def cert(amount: int) -> dict[str, Any]:
         return {"tool": "send_certificate", "on_behalf_of": "customer:ethan_martin_2396",
                 "arguments": {"user_id": "ethan_martin_2396", "amount": amount},
-                "facts": [["airline:compensationRequested", "delayed_flight"]]}
+                "facts": [["airline:confirmed", "yes"],
+                          ["airline:compensationRequested", "delayed_flight"]]}
     airline.run(cert(50), **_no("airline_compensation_amount"))
     airline.run(cert(150), **OK)
 

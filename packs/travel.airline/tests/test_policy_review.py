@@ -67,7 +67,8 @@ def _on(tool: str, rid: str, facts: list[list[str]], **args: Any) -> dict[str, A
 
 def _cancel(rid: str, reason: str | None) -> dict[str, Any]:
     return _on("cancel_reservation", rid,
-               [] if reason is None else [["airline:cancellationReason", reason]])
+               [] if reason is None else [["airline:confirmed", "yes"],
+                                          ["airline:cancellationReason", reason]])
 
 
 def _flights(rid: str, cabin: str, segments: list[tuple[str, str]], payment: str,
@@ -85,7 +86,8 @@ def _bags(rid: str, total: int, nonfree: int, payment: str,
 def _certificate(uid: str, amount: int, ground: str | None) -> dict[str, Any]:
     return {"tool": "send_certificate", "on_behalf_of": f"customer:{uid}",
             "arguments": {"user_id": uid, "amount": amount},
-            "facts": [] if ground is None else [["airline:compensationRequested", ground]]}
+            "facts": [] if ground is None else [["airline:confirmed", "yes"],
+                                                ["airline:compensationRequested", ground]]}
 
 
 OWZ4XL = [("HAT202", "2024-05-21"), ("HAT232", "2024-05-21")]

@@ -20,7 +20,8 @@ KEEP = [{"flight_number": "HAT006", "date": "2024-05-28"},
 
 def _cancel(rid: str, who: str, reason: str) -> dict[str, object]:
     return {"tool": "cancel_reservation", "arguments": {"reservation_id": rid},
-            "on_behalf_of": who, "facts": [["airline:cancellationReason", reason]]}
+            "on_behalf_of": who, "facts": [["airline:confirmed", "yes"],
+                                           ["airline:cancellationReason", reason]]}
 
 
 def test_a_reason_stated_by_the_agent_is_not_the_customers(airline: Airline) -> None:
@@ -37,7 +38,9 @@ def _stated(source: str, subject: str = OLIVIA) -> dict[str, object]:
     return {"tool": "cancel_reservation", "arguments": {"reservation_id": "Z7GOZK"},
             "on_behalf_of": OLIVIA,
             "facts": [{"subject": subject, "predicate": "airline:cancellationReason",
-                       "object": "health", "source": source}]}
+                       "object": "health", "source": source},
+                      {"subject": subject, "predicate": "airline:confirmed",
+                       "object": "yes", "source": source}]}
 
 
 def test_a_statement_the_host_relays_is_the_customers(airline: Airline) -> None:
@@ -109,14 +112,16 @@ def test_the_api_refuses_first_and_its_error_comes_back_unchanged(airline: Airli
 def test_a_certificate_for_another_customer(airline: Airline) -> None:
     airline.run({"tool": "send_certificate", "on_behalf_of": OLIVIA,
                  "arguments": {"user_id": "ethan_martin_2396", "amount": 150},
-                 "facts": [["airline:compensationRequested", "delayed_flight"]]},
+                 "facts": [["airline:confirmed", "yes"],
+                           ["airline:compensationRequested", "delayed_flight"]]},
                 status="denied", codes=["airline_not_owner"])
 
 
 def _delayed(who: str, amount: int) -> dict[str, object]:
     return {"tool": "send_certificate", "on_behalf_of": f"customer:{who}",
             "arguments": {"user_id": who, "amount": amount},
-            "facts": [["airline:compensationRequested", "delayed_flight"]]}
+            "facts": [["airline:confirmed", "yes"],
+                      ["airline:compensationRequested", "delayed_flight"]]}
 
 
 def test_a_delay_is_compensated_for_the_reservation_that_was_delayed(airline: Airline) -> None:
@@ -171,7 +176,8 @@ def test_a_certificate_per_reservation_concerned(airline: Airline) -> None:
     reservations: 1 and 2 passengers) gets $50 once."""
     cancelled = {"tool": "send_certificate", "on_behalf_of": "customer:mei_lopez_9471",
                  "arguments": {"user_id": "mei_lopez_9471", "amount": 100},
-                 "facts": [["airline:compensationRequested", "cancelled_flight"]]}
+                 "facts": [["airline:confirmed", "yes"],
+                           ["airline:compensationRequested", "cancelled_flight"]]}
     airline.run(cancelled, status="executed")
     airline.run(cancelled, status="executed")
     airline.run(cancelled, status="denied", codes=["airline_compensation_repeated"])
@@ -185,6 +191,7 @@ def test_a_certificate_of_another_ground_is_not_a_repeat(airline: Airline) -> No
     $200 for the one and $100 for the other are two gestures, not one repeated."""
     airline.run({"tool": "send_certificate", "on_behalf_of": "customer:lucas_sanchez_1853",
                  "arguments": {"user_id": "lucas_sanchez_1853", "amount": 200},
-                 "facts": [["airline:compensationRequested", "cancelled_flight"]]},
+                 "facts": [["airline:confirmed", "yes"],
+                           ["airline:compensationRequested", "cancelled_flight"]]},
                 status="executed")
     airline.run(_delayed("lucas_sanchez_1853", 100), status="executed")

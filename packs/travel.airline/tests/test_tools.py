@@ -68,7 +68,8 @@ def test_one_key_one_effect(airline: Airline) -> None:
     proposal = airline.proposal({"tool": "cancel_reservation", "on_behalf_of":
                                  "customer:olivia_gonzalez_2305",
                                  "arguments": {"reservation_id": "Z7GOZK"},
-                                 "facts": [["airline:cancellationReason", "health"]]},
+                                 "facts": [["airline:confirmed", "yes"],
+                                           ["airline:cancellationReason", "health"]]},
                                 pid="once")
     rt = airline.home.runtime
     assert str(rt.submit(proposal).status) == "executed"
@@ -82,7 +83,7 @@ def test_the_verifier_reads_the_database_not_the_claim(airline: Airline) -> None
     done = airline.home.runtime.submit(airline.proposal(
         {"tool": "cancel_reservation", "on_behalf_of": "customer:olivia_gonzalez_2305",
          "arguments": {"reservation_id": "Z7GOZK"},
-         "facts": [["airline:cancellationReason", "health"]]}))
+         "facts": [["airline:confirmed", "yes"], ["airline:cancellationReason", "health"]]}))
     assert done.action is not None and done.verification is not None
     assert done.verification.status is VerificationStatus.VERIFIED
     kinds = [c["kind"] for c in airline.db.changes(done.action.idempotency_key)]

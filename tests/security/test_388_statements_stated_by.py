@@ -64,7 +64,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         with Runtime(root) as rt:
             # the host relays Olivia's own reason (Runtime.submit is the host): executed
             host = rt.submit(_cancel("p-host", OLIVIA,
-                                     ("airline:cancellationReason", "health", OLIVIA)))
+                                     ("airline:cancellationReason", "health", OLIVIA),
+                                     ("airline:confirmed", "yes", OLIVIA)))
             assert host.status.value == "executed", host
             with json_api(rt) as client:
                 # the agent, with its own token, in Olivia's name but for no principal

@@ -50,6 +50,8 @@ def _stopped_after_the_validator(rt: Any, run_id: str, hearsay: str) -> None:
         "run_id": run_id,
         "facts": [{"subject": who, "predicate": "airline:compensationRequested",
                    "object": "cancelled_flight", "source": who},
+                  {"subject": who, "predicate": "airline:confirmed", "object": "yes",
+                   "source": who},
                   {"subject": "flight:x", "predicate": "airline:note", "object": hearsay,
                    "source": AGENT}],
         "action": {"action_type": "airline.send_certificate", "target": f"customer:{UID}",

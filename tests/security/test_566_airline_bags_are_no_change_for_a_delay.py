@@ -30,12 +30,12 @@ import pytest
 
 from cradle_kg import Runtime
 
-from .airline_calls import airline_runtime, segments, submit
+from .airline_calls import YES, airline_runtime, segments, submit
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 UID, CARD = "sophia_jackson_1792", "credit_card_8938426"
-DELAY = [["airline:compensationRequested", "delayed_flight"]]
+DELAY = [*YES, ["airline:compensationRequested", "delayed_flight"]]
 REFUSED = ("denied", ["airline_compensation_contradicted"])
 
 

@@ -26,12 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from .airline_calls import airline_runtime, segments, submit
+from .airline_calls import YES, airline_runtime, segments, submit
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 UID, CARD, RID = "daiki_patel_1917", "credit_card_4327297", "0W60LB"
-CANCELLED = [["airline:compensationRequested", "cancelled_flight"]]
+CANCELLED = [*YES, ["airline:compensationRequested", "cancelled_flight"]]
 
 
 def test_rebooked_off_a_cancelled_flight_the_gesture_executes(tmp_path: Path) -> None:

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from .airline_calls import airline_runtime, segments, submit
+from .airline_calls import YES, airline_runtime, segments, submit
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
-CANCELLED = [["airline:compensationRequested", "cancelled_flight"]]
+CANCELLED = [*YES, ["airline:compensationRequested", "cancelled_flight"]]
 REFUSED = ("denied", ["airline_compensation_contradicted"])
 
 

@@ -23,12 +23,12 @@ import pytest
 
 from cradle_kg import Runtime
 
-from .airline_calls import airline_runtime, segments, submit
+from .airline_calls import YES, airline_runtime, segments, submit
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 UID, CARD, RID = "daiki_patel_1917", "credit_card_4327297", "0W60LB"
-CANCELLED = [["airline:compensationRequested", "cancelled_flight"]]
+CANCELLED = [*YES, ["airline:compensationRequested", "cancelled_flight"]]
 CHANGE = {"reservation_id": RID, "cabin": "business",
           "flights": segments(("HAT074", "2024-05-16")), "payment_id": CARD}
 

@@ -26,13 +26,13 @@ from pathlib import Path
 
 import pytest
 
-from .airline_calls import airline_runtime, segments, submit
+from .airline_calls import YES, airline_runtime, segments, submit
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
 UID, CARD, RID = "daiki_patel_1917", "credit_card_4327297", "0W60LB"
-DELAYED = [["airline:compensationRequested", "delayed_flight"]]
-CANCELLED = [["airline:compensationRequested", "cancelled_flight"]]
+DELAYED = [*YES, ["airline:compensationRequested", "delayed_flight"]]
+CANCELLED = [*YES, ["airline:compensationRequested", "cancelled_flight"]]
 
 
 def test_a_change_off_a_cancelled_flight_is_no_delay(tmp_path: Path) -> None:

@@ -331,6 +331,15 @@ def _reservation(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | 
 
 def _cancel(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
             said: Mapping[str, str], now: datetime) -> Verdict:
+    # "Before taking any actions that update the booking database ... obtain explicit user
+    # confirmation (yes)": a cancellation updates it (asked after the policy's own refusals,
+    # as the pack asks it: tests/security/test_603)
+    v = _cancel_allowed(data, a, customer, said, now)
+    return (_confirmed(said) or OK) if v is OK else v
+
+
+def _cancel_allowed(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
+                    said: Mapping[str, str], now: datetime) -> Verdict:
     res, v = _reservation(data, a, customer)
     if v:
         return v
@@ -436,6 +445,15 @@ def _passengers(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | N
 def _certificate(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
                  said: Mapping[str, str], now: datetime,
                  history: Sequence[Mapping[str, Any]] = ()) -> Verdict:
+    # a certificate is a payment method added to the profile: it updates the database too,
+    # and needs the customer's yes (tests/security/test_604), asked after the refusals
+    v = _certificate_allowed(data, a, customer, said, now, history)
+    return (_confirmed(said) or OK) if v is OK else v
+
+
+def _certificate_allowed(data: Mapping[str, Any], a: Mapping[str, Any], customer: str | None,
+                         said: Mapping[str, str], now: datetime,
+                         history: Sequence[Mapping[str, Any]] = ()) -> Verdict:
     uid = a["user_id"]
     v = _owner(customer, uid)
     if v:

@@ -439,6 +439,11 @@ def render(outcome: Outcome, tool_id: str, *, step: int, home: str = "") -> Call
     if outcome.observation is not None:  # the tool ran (its effect not confirmed): its answer
         body["output"] = dict(outcome.observation.output)
     refusal = outcome.observation.refusal if outcome.observation is not None else None
+    if refusal is not None and any(r.startswith("escalated: ") for r in outcome.reasons):
+        # INVARIANT: a refusal the runtime did not honour (the read found a write, or it
+        # came on a retry after an attempt that raised: tests/security/test_560, test_593)
+        # is an unknown outcome with a human task, never told "nothing was written"
+        refusal = None
     if refusal is not None and outcome.status is OutcomeStatus.FAILED:
         # the tool's typed refusal (ToolRefused): what the agent acts on, and no human task
         # its message as gate 2 relays it: the call's secret values masked (test_573)

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..canonical import canonical_json
-from ..errors import InputError, ToolError, ToolUnavailableError
+from ..errors import InputError, ToolError, ToolRefused, ToolUnavailableError
 from ..inputs import CEILINGS, check_value, load_json
 from ..records import (
     RUNTIME_ACTOR,
@@ -96,6 +96,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: the code of the proxy's refusal of a call its upstream provably never received
+#: (:class:`~cradle_kg.errors.ToolRefused`; ``tests/security/test_591``)
+NOT_REACHED = "upstream_not_reached"
 #: seconds an upstream call may take; past it the call raised — its outcome unknown: the
 #: tool's lookup asks the upstream before the call is settled (``tests/security/test_532``),
 #: and an HTTP upstream is taken as down until it is reached again (``test_533``)
@@ -322,6 +325,9 @@ class SessionChannel:
     #: the event loop of a session opened again (:func:`_reached_again`), and what closes it
     portal: Any = None
     closer: contextlib.ExitStack | None = None
+    #: the idempotency keys of the calls whose request the transport could not send (its
+    #: connection refused: :data:`.upstream_http.NOT_SENT`), each taken by its own call
+    unsent: set[str] = field(default_factory=set)
 
     def alive(self) -> bool:
         return not self.lost.is_set()
@@ -354,13 +360,29 @@ class SessionChannel:
     def tool_call(self, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None,
                   timeout: float) -> types.CallToolResult:
         from mcp import types
+        from mcp.shared.exceptions import McpError
+
+        from .upstream_stdio import not_sent
 
         request = types.ClientRequest(types.CallToolRequest(params=types.CallToolRequestParams(
             name=name, arguments=arguments,
             _meta=types.RequestParams.Meta(**meta) if meta else None)))
-        result: types.CallToolResult = self._run(partial(
-            self.session.send_request, request, types.CallToolResult,
-            request_read_timeout_seconds=timedelta(seconds=timeout)))
+        key = (meta or {}).get(META_PREFIX + "idempotency_key")
+        try:
+            result: types.CallToolResult = self._run(partial(
+                self.session.send_request, request, types.CallToolResult,
+                request_read_timeout_seconds=timedelta(seconds=timeout)))
+        except McpError as exc:
+            # INVARIANT: the call's request never left the proxy only when the transport
+            # said so of it, by its key — never by what an answer says (an upstream can
+            # answer any error code and text: tests/security/test_592)
+            if isinstance(key, str) and key in self.unsent:
+                self.unsent.discard(key)
+                raise not_sent(exc) from None
+            raise
+        finally:
+            if isinstance(key, str):
+                self.unsent.discard(key)
         return result
 
     def tools_page(self, cursor: str | None, timeout: float) -> types.ListToolsResult:
@@ -575,7 +597,22 @@ class ProxiedTool:
         arguments = call.arguments.model_dump(mode="json")
         if self.contract.key_argument is not None:
             arguments[self.contract.key_argument] = call.idempotency_key
-        result = self.upstream.call(self.name, arguments, key=call.idempotency_key)
+        try:
+            result = self.upstream.call(self.name, arguments, key=call.idempotency_key)
+        except Exception as exc:
+            from .upstream_stdio import never_sent
+
+            if not never_sent(exc):
+                raise  # it may have reached the upstream: an unknown outcome
+            # INVARIANT: a call whose request provably never reached the upstream wrote
+            # nothing there: the tool's typed refusal — final for its key, no retry, no
+            # human task — not an unknown outcome (tests/security/test_591, test_592); the
+            # upstream is taken as gone already (the next call is refused before its intent)
+            raise ToolRefused(NOT_REACHED, f"the upstream `{self.upstream.source}` was gone "
+                              "before this call reached it: nothing of it was sent",
+                              hint="the same idempotency key answers this refusal; make the "
+                              "call again, with a new key, once the upstream is back (the "
+                              "proxy is starting it again)") from None
         if result.isError:
             raise ToolError(f"upstream `{self.name}` answered an error: "
                             f"{answer(result).get('text', '')[:300]}")
@@ -956,9 +993,19 @@ async def _http_session(url: str, cap: int, stale: threading.Event
             stale.set()
 
     lost = threading.Event()
-    factory = client_factory(url, cap=cap, deadline=UPSTREAM_TIMEOUT, lost=lost.set)
+    unsent: set[str] = set()  # the channel's (SessionChannel.unsent), told by the transport
+
+    def never_reached(request: Any) -> None:
+        from .upstream_http import call_key
+
+        key = call_key(request, META_PREFIX + "idempotency_key")
+        if key is not None:
+            unsent.add(key)
+
+    factory = client_factory(url, cap=cap, deadline=UPSTREAM_TIMEOUT, lost=lost.set,
+                             unsent=never_reached)
     async with streamablehttp_client(url, httpx_client_factory=factory) as (read, write, _), \
             ClientSession(read, write, read_timeout_seconds=timedelta(seconds=UPSTREAM_TIMEOUT),
                           message_handler=notified) as session:
         await session.initialize()
-        yield SessionChannel(session, lost)
+        yield SessionChannel(session, lost, unsent=unsent)

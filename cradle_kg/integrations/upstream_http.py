@@ -246,11 +246,15 @@ class CappedTransport(httpx.AsyncBaseTransport):
     ``deadline`` seconds, no redirect off ``upstream``'s origin (see the module)."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport, upstream: httpx.URL, *, cap: int,
-                 deadline: float, lost: Callable[[], None] | None = None) -> None:
+                 deadline: float, lost: Callable[[], None] | None = None,
+                 unsent: Callable[[httpx.Request], None] | None = None) -> None:
         self.inner, self.upstream, self.cap, self.deadline = inner, upstream, cap, deadline
         #: told when a request finds the upstream unreachable or its session gone
         #: (:func:`session_lost`): the proxy refuses calls until it is reached again
         self.lost = lost
+        #: told of a request that provably never reached the upstream: its connection
+        #: could not be made (:data:`NOT_SENT`; ``tests/security/test_592``)
+        self.unsent = unsent
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         rid = request_id(request)
@@ -272,6 +276,8 @@ class CappedTransport(httpx.AsyncBaseTransport):
                 raise
             if self.lost is not None and isinstance(exc, UNREACHABLE):
                 self.lost()
+            if self.unsent is not None and isinstance(exc, NOT_SENT):
+                self.unsent(request)
             return self.refuse(request, rid, f"not fetched: {type(exc).__name__}: {exc}"[:300])
         if self.lost is not None and rid is not None and session_lost(request, response):
             self.lost()
@@ -336,6 +342,26 @@ class CappedTransport(httpx.AsyncBaseTransport):
 #: reset, or closed without an answer — not a timeout (a slow upstream), not an answer
 UNREACHABLE = (httpx.NetworkError, httpx.RemoteProtocolError)
 
+#: what a request raises when not one byte of it reached the upstream: the connection (or
+#: its TLS handshake) could not be made. Not a timeout, not a reset or a closed connection,
+#: not a read or write error: the request may have been sent (``tests/security/test_592``)
+NOT_SENT = (httpx.ConnectError,)
+
+
+def call_key(request: httpx.Request, name: str) -> str | None:
+    """The ``_meta`` entry ``name`` of the ``tools/call`` a POST carries (the idempotency
+    key the proxy sends), or None."""
+    try:
+        body = json.loads(request.content)
+    except (httpx.RequestNotRead, ValueError):
+        return None
+    if not isinstance(body, dict) or body.get("method") != "tools/call":
+        return None
+    params = body.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    value = meta.get(name) if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else None
+
 
 def session_lost(request: httpx.Request, response: httpx.Response) -> bool:
     """Whether ``response`` says the session the request named is gone: ``404`` to a
@@ -345,10 +371,13 @@ def session_lost(request: httpx.Request, response: httpx.Response) -> bool:
 
 
 def client_factory(url: str, *, cap: int, deadline: float,
-                   lost: Callable[[], None] | None = None) -> Callable[..., httpx.AsyncClient]:
+                   lost: Callable[[], None] | None = None,
+                   unsent: Callable[[httpx.Request], None] | None = None
+                   ) -> Callable[..., httpx.AsyncClient]:
     """An ``httpx_client_factory`` for the SDK's ``streamablehttp_client``: its clients
     send through :class:`CappedTransport` (``lost``: told when the upstream is found
-    unreachable) and follow no redirect."""
+    unreachable; ``unsent``: of a request that never reached it) and follow no
+    redirect."""
     upstream = httpx.URL(url)
 
     def make(headers: dict[str, str] | None = None, timeout: httpx.Timeout | None = None,
@@ -360,6 +389,6 @@ def client_factory(url: str, *, cap: int, deadline: float,
             timeout=timeout if timeout is not None else httpx.Timeout(30.0, read=300.0),
             auth=auth, follow_redirects=False,
             transport=CappedTransport(inner, upstream, cap=cap, deadline=deadline,
-                                      lost=lost))
+                                      lost=lost, unsent=unsent))
 
     return make

@@ -149,6 +149,27 @@ def _error(code: int, message: str) -> Exception:
     return McpError(ErrorData(code=code, message=message))
 
 
+#: the attribute that marks the error of a request that provably never reached the
+#: upstream (:func:`not_sent`, :func:`never_sent`)
+_NOT_SENT = "cradle_kg_not_sent"
+
+
+def not_sent(exc: Exception) -> Exception:
+    """``exc``, marked as the error of a request the upstream provably never received: not
+    one byte of it was written (stdio: the session was closed before it, or the first write
+    of its line failed; HTTP: the connection could not be made). A line written in part,
+    a deadline, a connection reset after sending, a read error are *not* that: the
+    upstream may have read the request (``tests/security/test_591``, ``test_592``)."""
+    setattr(exc, _NOT_SENT, True)
+    return exc
+
+
+def never_sent(exc: BaseException) -> bool:
+    """Whether ``exc`` is the error of a request the upstream provably never received
+    (:func:`not_sent`)."""
+    return getattr(exc, _NOT_SENT, False) is True
+
+
 class StdioClient:
     """JSON-RPC over a started upstream's stdin and stdout, called from any thread."""
 
@@ -190,8 +211,8 @@ class StdioClient:
         too long answer, the deadline, a closed connection)."""
         answer: Future[dict[str, Any]] = Future()
         with self._turn:
-            if self._closed:
-                raise _error(CONNECTION_CLOSED, "Connection closed")
+            if self._closed:  # nothing of it written
+                raise not_sent(_error(CONNECTION_CLOSED, "Connection closed"))
             rid = self._next_id
             self._next_id += 1
             self._waiting[rid] = answer
@@ -289,7 +310,9 @@ class StdioClient:
 
     def _send(self, message: dict[str, Any], deadline: float) -> None:
         """One message, one line, written whole before ``deadline`` or the session ends
-        (a line cut short would break the framing of every later message)."""
+        (a line cut short would break the framing of every later message). A write that
+        fails before one byte of the line was written raises the error :func:`not_sent`
+        marks."""
         try:
             data = json.dumps(message, ensure_ascii=False, allow_nan=False,
                               separators=(",", ":")).encode("utf-8") + b"\n"
@@ -314,9 +337,13 @@ class StdioClient:
                             self._close()  # half a line written: no later line can be read
                         raise _error(REQUEST_TIMEOUT, "the upstream does not read its "
                                      "input: the request could not be written") from None
-                except OSError:  # the upstream left
-                    self._close()
-                    raise _error(CONNECTION_CLOSED, "Connection closed") from None
+                except OSError:  # the upstream left (its input closed: EPIPE)
+                    self._close()  # the proxy takes it as gone from now (alive())
+                    closed = _error(CONNECTION_CLOSED, "Connection closed")
+                    # INVARIANT: only a line of which not one byte was written never
+                    # reached the upstream (tests/security/test_591); half a line might
+                    # have been read, and stays an unknown outcome
+                    raise (not_sent(closed) if len(view) == len(data) else closed) from None
         finally:
             self._write_lock.release()
 

@@ -183,11 +183,19 @@ class Commit:
         (``VerifierReport.changed``: a write in another state), the refusal is not
         honoured — the call is an unknown outcome, a human task, as for any exception
         (``tests/security/test_560``, ``test_576``). A write the read cannot see is the
-        tool author's promise (documented with ``ToolRefused``)."""
+        tool author's promise (documented with ``ToolRefused``). A refusal on a retry, after
+        an attempt that raised, is not honoured either (``test_593``)."""
         code = result.observation.refusal
         if code is None:
             return False
         said = relayed_refusal(checks)  # masked as gate 2 masks it (test_573)
+        if result.after_raised:
+            # INVARIANT: a refusal on a retry speaks for that call, not for the attempt
+            # before it, which raised: the key's effect is unknown (tests/security/test_593)
+            reasons.insert(0, f"`{spec.ref}` refused `{code}` ({said}) on a retry, after an "
+                              "attempt whose outcome is unknown: not honoured as a refusal "
+                              "(that attempt may have written)")
+            return False
         found = report is not None and all(
             c.status is VerificationStatus.VERIFIED for c in checks
             if c.name in ("resource_exists", "expected_state"))

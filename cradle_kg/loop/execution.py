@@ -252,7 +252,9 @@ class Execution:
             attempt = 1
             while (result.raised and spec.idempotency in _RETRYABLE
                    and attempt <= TOOL_RETRY_LIMIT):
-                result = self.gateway.retry(
+                # INVARIANT: a retry follows an attempt whose outcome is unknown: its
+                # refusal is not the key's word (tests/security/test_593)
+                result = replace(self.gateway.retry(
                     spec=spec, action=action, call=call, after=result.last_seq,
                     retry=NewEvent(
                         run_id=run_id, kind="action.retry", subject=action.id,
@@ -260,7 +262,8 @@ class Execution:
                         payload={"idempotency_key": gate.idempotency_key, "attempt": attempt,
                                  "reason": result.observation.error,
                                  "worker": self.ctx.lease.id,
-                                 "idempotency": str(spec.idempotency)}))
+                                 "idempotency": str(spec.idempotency)})),
+                    after_raised=True)
                 attempt += 1
             looked_up = self._asked(spec, action, call, run_id, result)
             crashpoint("before_verification")
@@ -294,7 +297,9 @@ class Execution:
         found it done was journaled ``failed``, its transition aborted
         (``tests/security/test_532``). No trace, or a lookup that raises: None — the call
         is settled as it raised (a human task: the state of the target is unknown)."""
-        if not result.raised or spec.side_effect_class is SideEffectClass.READ_ONLY \
+        unknown = result.raised or (result.after_raised
+                                    and result.observation.refusal is not None)
+        if not unknown or spec.side_effect_class is SideEffectClass.READ_ONLY \
                 or not self.gateway.tools.has_lookup(spec.id) or result.last_seq is None:
             return None
         try:

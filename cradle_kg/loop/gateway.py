@@ -50,6 +50,10 @@ class GatewayResult:
     last_seq: int | None = None
     #: ``observation.model_dump(mode="json")`` as its event journaled it (None: not made)
     observation_json: dict[str, Any] | None = None
+    #: an attempt of the key before this call raised and no lookup cleared it (a retry of
+    #: :class:`.execution.Execution`'s loop): a refusal of this call says that *it* wrote
+    #: nothing, not the key — an unknown outcome (``tests/security/test_593``)
+    after_raised: bool = False
 
 
 class KeyAlreadyClaimed(Exception):

@@ -138,3 +138,45 @@ def test_a_call_the_upstream_read_before_it_left_stays_unknown(tmp_path: Path) -
     assert any("human task" in r for r in out["reasons"]), out["reasons"]
     kinds = [e.kind for e in journaled(home)]
     assert kinds.count("human_task.opened") == 1, kinds
+
+
+def test_only_a_line_of_which_nothing_was_written_is_not_sent(monkeypatch: Any) -> None:
+    """Strict, at the write itself: ``EPIPE`` on the first write of a line — not sent;
+    after part of the line was written — it may have been read: not marked."""
+    import os
+
+    import pytest
+    from mcp.shared.exceptions import McpError
+
+    from cradle_kg.integrations import upstream_stdio
+    from cradle_kg.integrations.upstream_stdio import never_sent, start_stdio
+
+    def attempt(partial: bool) -> McpError:
+        client = start_stdio([sys.executable, "-c", "import sys; sys.stdin.buffer.read()"],
+                             1 << 20)
+        writes: list[int] = []
+
+        class Shim:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(os, name)
+
+            def write(self, fd: int, data: Any) -> int:
+                if fd != client._stdin:
+                    return os.write(fd, data)
+                writes.append(len(data))
+                if partial and len(writes) == 1:
+                    return int(os.write(fd, bytes(data[:5])))
+                raise BrokenPipeError(32, "Broken pipe")
+
+        monkeypatch.setattr(upstream_stdio, "os", Shim())
+        try:
+            with pytest.raises(McpError) as raised:
+                client.request("tools/call", {"name": "append", "arguments": {}}, 5.0)
+            assert not client.alive()  # taken as gone at that write
+            return raised.value
+        finally:
+            monkeypatch.undo()
+            client.stop()
+
+    assert never_sent(attempt(partial=False))
+    assert not never_sent(attempt(partial=True))

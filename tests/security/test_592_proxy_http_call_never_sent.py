@@ -78,3 +78,44 @@ def test_a_call_whose_connection_was_refused_is_refused_not_unknown(tmp_path: Pa
              and e.kind.startswith("action.")]
     assert about == ["action.intent", "action.observed", "action.replayed"], about
     assert not [e for e in events if "k-next" in str(e.payload)]  # nothing of it written
+
+
+def test_only_a_connection_never_made_is_not_sent() -> None:
+    """Strict: a request that may have left — a deadline, a reset or closed connection, a
+    write or read error — is not reported unsent; a connection that could not be made
+    is, by the call's key. Each one the transport answers with an error for its id."""
+    import json
+
+    import anyio
+    import httpx
+
+    from cradle_kg.integrations.upstream_http import CappedTransport
+
+    class Failing(httpx.AsyncBaseTransport):
+        def __init__(self, exc: Exception) -> None:
+            self.exc = exc
+
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            raise self.exc
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "append", "arguments": {}, "_meta": {"cradle-kg/idempotency_key": "k7"}}})
+    url = httpx.URL("http://127.0.0.1:9/mcp")
+
+    def told(exc: Exception) -> list[str]:
+        unsent: list[str] = []
+        lost: list[bool] = []
+        transport = CappedTransport(Failing(exc), url, cap=1 << 20, deadline=5.0,
+                                    lost=lambda: lost.append(True),
+                                    unsent=lambda r: unsent.append(json.loads(r.content)[
+                                        "params"]["_meta"]["cradle-kg/idempotency_key"]))
+        request = httpx.Request("POST", url, content=body.encode())
+        answer = anyio.run(transport.handle_async_request, request)
+        assert answer.status_code == 200  # the error answering id 7: the call fails now
+        return unsent
+
+    assert told(httpx.ConnectError("refused")) == ["k7"]
+    for sent in (httpx.ReadError("reset"), httpx.WriteError("broken pipe"),
+                 httpx.RemoteProtocolError("closed without an answer"),
+                 httpx.ReadTimeout("late"), httpx.ConnectTimeout("slow")):
+        assert told(sent) == [], sent

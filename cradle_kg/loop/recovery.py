@@ -305,7 +305,12 @@ def _recorded_result(spec: ToolSpec, observed: AuditEvent, *, started: AuditEven
     return GatewayResult(observation, output, error, started.at,
                          raised=bool(observation.error and observation.refusal is None
                                      and " raised " in observation.error),
-                         last_seq=last)
+                         last_seq=last,
+                         # the runtime's retry of an attempt that raised: a refusal it
+                         # answered is not the key's word (tests/security/test_593);
+                         # recovery's own retry follows a lookup that found no trace
+                         after_raised=started.kind == "action.retry"
+                         and started.actor != RECOVERY_ACTOR)
 
 
 __all__ = ["Reconciliation", "Recovery", "RecoveryReport"]

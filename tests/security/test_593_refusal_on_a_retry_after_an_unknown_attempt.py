@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,6 +59,11 @@ def _status(ok: bool) -> VerificationStatus:
 
 @pytest.fixture
 def tools(rt: Runtime) -> Runtime:
+    return register(rt)
+
+
+def register(rt: Runtime) -> Runtime:
+    """The tools of this test registered in ``rt`` (by the crashing child too)."""
     CALLS.clear()
     WRITTEN.clear()
 
@@ -106,3 +112,45 @@ def test_the_effect_of_the_first_attempt_found_by_the_lookup_is_committed(
     assert CALLS["flaky"] == 2 and CALLS["lookup"] == 1, CALLS
     assert out.status is OutcomeStatus.EXECUTED, out.reasons
     assert not open_tasks(tools.journal)
+
+
+#: the child: submits the call and dies (SIGKILL) after the retry's refusal was journaled,
+#: before its verification
+CHILD = """
+import sys
+from cradle_kg import Runtime
+from tests.conftest import make_config, register_test_tools
+from tests.security.test_593_refusal_on_a_retry_after_an_unknown_attempt import (
+    _submit, register)
+rt = Runtime(sys.argv[1], config=make_config())
+register_test_tools(rt)
+register(rt)
+_submit(rt, "p593-c", "test.lost593")
+print("survived")
+"""
+
+
+def test_recovery_does_not_honour_the_retrys_refusal_either(home: Path) -> None:
+    """The process dies after the retry's refusal was journaled, before its outcome:
+    recovery settles the call from that observation — as an unknown outcome, as the live
+    process would have."""
+    import os
+    import signal
+
+    from tests.conftest import make_config, register_test_tools
+    from tests.racers import run_python
+
+    env = {**os.environ, "CRADLE_CRASH_AT": "before_verification"}
+    done = run_python(CHILD, [str(home)], env=env, cwd=Path(__file__).parents[2],
+                      timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    with Runtime(home, config=make_config()) as rt:
+        register_test_tools(rt)
+        register(rt)
+        report = rt.recover()
+        assert [i.result for i in report.items] == ["reconciled"], report.to_dict()
+        from cradle_kg.loop.outcomes import recorded_outcome
+
+        out = recorded_outcome(rt.journal, report.items[0].action_id)
+        assert out is not None and any("not honoured" in r for r in out.reasons), out
+        assert len(open_tasks(rt.journal)) == 1, out.reasons

@@ -26,6 +26,16 @@ import httpx
 from .storage.graph_config import loopback
 
 
+def url_origin(url: httpx.URL | str) -> str:
+    """How a server the runtime reaches by a configured URL is named wherever it is shown
+    or kept — messages, errors journaled, tools' descriptions: its origin alone (scheme,
+    host, port). The URL may carry its key (a user and password, a query, a path of its
+    own): that is used only to reach it (``tests/security/test_267``, ``test_610``)."""
+    url = httpx.URL(url)
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return f"{url.scheme}://{host}" + (f":{url.port}" if url.port else "")
+
+
 def environment_proxy(url: httpx.URL | str) -> str | None:
     """The proxy the environment names for ``url`` (``<scheme>_proxy``, ``all_proxy``,
     ``no_proxy``), None for a loopback host: httpx ignores the environment for a client

@@ -48,7 +48,7 @@ from collections.abc import AsyncIterator, Callable
 import anyio
 import httpx
 
-from ..environment_proxies import environment_proxy
+from ..environment_proxies import environment_proxy, url_origin
 from ..tls import tls_context
 from .upstream_stdio import ANSWER, INVALID_REQUEST, line_refusal, too_long
 
@@ -88,17 +88,12 @@ def within_origin(upstream: httpx.URL, url: httpx.URL) -> bool:
             and upstream.port is None and url.port is None)
 
 
-def _origin(url: httpx.URL) -> str:
-    host = f"[{url.host}]" if ":" in url.host else url.host
-    return f"{url.scheme}://{host}" + (f":{url.port}" if url.port else "")
-
-
 def upstream_name(url: str) -> str:
     """How an upstream on HTTP is named wherever it is shown or kept — its tools'
     descriptions, the agent reads; a verification's source, journaled: its origin alone.
     Its URL may carry its key (a user and password, a query, a path of its own): that is
     used only to reach it (``tests/security/test_267``)."""
-    return _origin(httpx.URL(url))
+    return url_origin(url)
 
 
 def error_body(rid: str | int, message: str) -> bytes:
@@ -304,8 +299,8 @@ class CappedTransport(httpx.AsyncBaseTransport):
             except httpx.InvalidURL:
                 return "a redirect to an invalid URL (not followed)"
             if not within_origin(self.upstream, target):
-                return (f"a redirect to {_origin(target)}, off the upstream's origin "
-                        f"{_origin(self.upstream)} (not followed)")
+                return (f"a redirect to {url_origin(target)}, off the upstream's origin "
+                        f"{url_origin(self.upstream)} (not followed)")
             return None
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):

@@ -25,7 +25,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..canonical import content_hash
-from ..environment_proxies import EnvironmentTransport
+from ..environment_proxies import EnvironmentTransport, url_origin
 from ..errors import InputError, ReplayDivergenceError
 from ..inputs import load_json_file
 from ..records import AuditEvent
@@ -148,6 +148,9 @@ class OpenAICompatibleClient:
                  transport: httpx.BaseTransport | None = None) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.base_url = base_url.rstrip("/")
+        #: how the server is named in every message (journaled when a step fails): its
+        #: origin — the URL may carry a key (``user:key@``, ``?api-key=``): test_610
+        self.name = url_origin(self.base_url)
         # a loopback model server is never proxied, whatever the environment names
         # (its key in clear to the proxy: test_401)
         self._http = httpx.Client(
@@ -163,16 +166,16 @@ class OpenAICompatibleClient:
             status, data = self._answer(request)
             if not 200 <= status < 300:
                 text = data[:200].decode("utf-8", "replace")
-                raise ModelError(f"model server `{self.base_url}` answered {status}: {text}")
+                raise ModelError(f"model server `{self.name}` answered {status}: {text}")
             body = json.loads(data)
         except httpx.HTTPError as exc:
-            raise ModelError(f"cannot reach the model server `{self.base_url}`: {exc}") from exc
+            raise ModelError(f"cannot reach the model server `{self.name}`: {exc}") from exc
         except (ValueError, RecursionError) as exc:
-            raise ModelError(f"model server `{self.base_url}` did not answer JSON") from exc
+            raise ModelError(f"model server `{self.name}` did not answer JSON") from exc
         try:
             completion = _Completion.model_validate(body)
         except ValidationError as exc:
-            raise ModelError(f"model server `{self.base_url}` answered an unexpected "
+            raise ModelError(f"model server `{self.name}` answered an unexpected "
                              f"envelope: {exc.errors()[0]['msg'].lower()}") from exc
         choice = completion.choices[0]
         return ModelResponse(model=completion.model or request.model,
@@ -192,17 +195,17 @@ class OpenAICompatibleClient:
         try:
             encoding = streamed.headers.get("content-encoding", "").strip().lower()
             if encoding not in ("", "identity"):
-                raise ModelError(f"model server `{self.base_url}` answered in an encoding "
+                raise ModelError(f"model server `{self.name}` answered in an encoding "
                                  f"not asked for: {encoding[:40]!r}")
             deadline = time.monotonic() + (self._http.timeout.read or 120.0)
             body = bytearray()
             for raw in streamed.iter_raw():
                 body += raw
                 if len(body) > MAX_ANSWER_BYTES:
-                    raise ModelError(f"model server `{self.base_url}` answered more than "
+                    raise ModelError(f"model server `{self.name}` answered more than "
                                      f"{MAX_ANSWER_BYTES} bytes")
                 if time.monotonic() > deadline:
-                    raise ModelError(f"model server `{self.base_url}` did not send its "
+                    raise ModelError(f"model server `{self.name}` did not send its "
                                      "whole answer in time")
             return streamed.status_code, bytes(body)
         finally:

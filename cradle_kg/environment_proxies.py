@@ -14,13 +14,25 @@ loopback host (``graph_config.loopback``, by its name alone: the hosts
 ``graph_credentials_in_clear`` lets credentials reach over plain http);
 :class:`EnvironmentTransport` routes each request so, for a client that speaks to several
 URLs.
+
+:func:`deadline` bounds a whole exchange in time: httpx's timeout is per read (and per
+write, per connect), so a peer that sends its headers a byte at a time, each within the
+timeout, held the caller for as long as it liked (``tests/security/test_611``). Within
+``with deadline(seconds):`` every read, write and connect of a transport made here waits
+at most what is left of it, and raises httpx's own timeout once it has passed.
 """
 
 from __future__ import annotations
 
+import contextvars
 import ssl
+import time
 import urllib.request
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
+import httpcore
 import httpx
 
 from .storage.graph_config import loopback
@@ -47,9 +59,96 @@ def environment_proxy(url: httpx.URL | str) -> str | None:
     return proxies.get(url.scheme) or proxies.get("all")
 
 
+#: the monotonic time the current exchange must end by (None: no deadline)
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "cradle_http_deadline", default=None)
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Every read, write and connect of an :class:`EnvironmentTransport` within the block
+    ends within ``seconds`` of its start, all together (see the module's docstring)."""
+    token = _DEADLINE.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _within(timeout: float | None, expired: type[Exception]) -> float | None:
+    """``timeout`` cut to what is left of the current deadline; ``expired`` raised when
+    nothing is left."""
+    end = _DEADLINE.get()
+    if end is None:
+        return timeout
+    left = end - time.monotonic()
+    if left <= 0:
+        raise expired("the exchange did not end by its deadline")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every wait is cut to the current deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _within(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _within(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(
+            ssl_context, server_hostname, _within(timeout, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """Opens connections within the current deadline, each a :class:`_DeadlineStream`."""
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.connect_tcp(
+            host, port, _within(timeout, httpcore.ConnectTimeout), local_address,
+            socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None
+                            ) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.connect_unix_socket(
+            path, _within(timeout, httpcore.ConnectTimeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _bounded_transport(proxy: str | None, verify: ssl.SSLContext) -> httpx.HTTPTransport:
+    """httpx's transport (through ``proxy``, or direct) whose connections keep the
+    current :func:`deadline`. httpx takes no network backend: it is set on the pool it
+    made (httpcore's ``ConnectionPool``, ``HTTPProxy`` and ``SOCKSProxy`` all open
+    connections with it)."""
+    transport = httpx.HTTPTransport(proxy=proxy, verify=verify)
+    pool = transport._pool
+    pool._network_backend = _DeadlineBackend(pool._network_backend)
+    return transport
+
+
 class EnvironmentTransport(httpx.BaseTransport):
     """Sends each request directly or through the proxy the environment names for its
-    URL (:func:`environment_proxy`): never through one for a loopback host."""
+    URL (:func:`environment_proxy`): never through one for a loopback host; within the
+    current :func:`deadline`, if any."""
 
     def __init__(self, *, verify: ssl.SSLContext) -> None:
         self._verify = verify
@@ -63,8 +162,7 @@ class EnvironmentTransport(httpx.BaseTransport):
             proxy = environment_proxy(url)
             found = self._transports.get(proxy)
             if found is None:
-                found = self._transports[proxy] = httpx.HTTPTransport(
-                    proxy=proxy, verify=self._verify)
+                found = self._transports[proxy] = _bounded_transport(proxy, self._verify)
             self._routes[key] = found
         return found
 

@@ -25,7 +25,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..canonical import content_hash
-from ..environment_proxies import EnvironmentTransport, url_origin
+from ..environment_proxies import EnvironmentTransport, deadline, url_origin
 from ..errors import InputError, ReplayDivergenceError
 from ..inputs import load_json_file
 from ..records import AuditEvent
@@ -186,25 +186,32 @@ class OpenAICompatibleClient:
 
     def _answer(self, request: ModelRequest) -> tuple[int, bytes]:
         """The answer's status and body: asked uncompressed and read raw, at most
-        :data:`MAX_ANSWER_BYTES`, whole within the client's timeout of its headers — a
-        :class:`ModelError` past either, or in an encoding not asked for (a 20 KB gzip
-        stream is 20 MiB of text: ``tests/security/test_326``)."""
+        :data:`MAX_ANSWER_BYTES`, whole within the client's timeout of its headers and
+        twice it of the request (a server sending its headers a byte at a time:
+        ``tests/security/test_611``) — a :class:`ModelError` past either, or in an
+        encoding not asked for (a 20 KB gzip stream is 20 MiB of text:
+        ``tests/security/test_326``)."""
         sent = self._http.build_request("POST", "/chat/completions", json=request.body(),
                                         headers={"Accept-Encoding": "identity"})
+        timeout = self._http.timeout.read or 120.0
+        with deadline(2 * timeout):
+            return self._read(sent, timeout)
+
+    def _read(self, sent: httpx.Request, timeout: float) -> tuple[int, bytes]:
         streamed = self._http.send(sent, stream=True)
         try:
             encoding = streamed.headers.get("content-encoding", "").strip().lower()
             if encoding not in ("", "identity"):
                 raise ModelError(f"model server `{self.name}` answered in an encoding "
                                  f"not asked for: {encoding[:40]!r}")
-            deadline = time.monotonic() + (self._http.timeout.read or 120.0)
+            until = time.monotonic() + timeout
             body = bytearray()
             for raw in streamed.iter_raw():
                 body += raw
                 if len(body) > MAX_ANSWER_BYTES:
                     raise ModelError(f"model server `{self.name}` answered more than "
                                      f"{MAX_ANSWER_BYTES} bytes")
-                if time.monotonic() > deadline:
+                if time.monotonic() > until:
                     raise ModelError(f"model server `{self.name}` did not send its "
                                      "whole answer in time")
             return streamed.status_code, bytes(body)

@@ -176,8 +176,10 @@ def check_declared(configured: str | GraphEndpoints | None, *, where: str) -> No
 
 def loopback(host: str) -> bool:
     """``host`` is this machine by its name alone: ``localhost``, 127.0.0.0/8, ``::1``
-    (or an IPv4-mapped loopback address) — no lookup, so no answer of a resolver."""
-    name = host.lower().removesuffix(".")
+    (or an IPv4-mapped loopback address) — no lookup, so no answer of a resolver. As
+    written: a name with a trailing dot (``localhost.``, ``127.0.0.1.``) is no address
+    literal and not in ``/etc/hosts``, glibc asks DNS for it (tests/security/test_612)."""
+    name = host.lower()
     if name == "localhost":
         return True
     try:

@@ -132,7 +132,7 @@ def test_environment_credentials_in_clear_are_refused(
 
 
 @pytest.mark.parametrize("base", [
-    "https://kg.internal", "http://localhost:7878", "http://LOCALHOST.:7878",
+    "https://kg.internal", "http://localhost:7878", "http://LOCALHOST:7878",
     "http://127.0.0.1:7878", "http://127.8.9.10:7878", "http://[::1]:7878",
     "http://[::ffff:127.0.0.1]:7878"])
 def test_loopback_or_tls_keeps_its_credentials(

@@ -134,15 +134,32 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-def _bounded_transport(proxy: str | None, verify: ssl.SSLContext) -> httpx.HTTPTransport:
+class _BoundedTransport(httpx.HTTPTransport):
     """httpx's transport (through ``proxy``, or direct) whose connections keep the
-    current :func:`deadline`. httpx takes no network backend: it is set on the pool it
-    made (httpcore's ``ConnectionPool``, ``HTTPProxy`` and ``SOCKSProxy`` all open
-    connections with it)."""
-    transport = httpx.HTTPTransport(proxy=proxy, verify=verify)
-    pool = transport._pool
-    pool._network_backend = _DeadlineBackend(pool._network_backend)
-    return transport
+    current :func:`deadline`. httpx takes no network backend, so the connection pool is
+    made here as httpx makes it (its default limits), with one."""
+
+    def __init__(self, proxy: str | None, verify: ssl.SSLContext) -> None:
+        super().__init__(verify=verify, proxy=proxy)
+        backend = _DeadlineBackend(httpcore.SyncBackend())
+        sizes: dict[str, Any] = {"max_connections": 100, "max_keepalive_connections": 20,
+                                 "keepalive_expiry": 5.0}
+        if proxy is None:
+            self._pool = httpcore.ConnectionPool(ssl_context=verify, network_backend=backend,
+                                                 **sizes)
+            return
+        via = httpx.Proxy(url=proxy)
+        url = httpcore.URL(scheme=via.url.raw_scheme, host=via.url.raw_host,
+                           port=via.url.port, target=via.url.raw_path)
+        if via.url.scheme in ("http", "https"):
+            self._pool = httpcore.HTTPProxy(
+                proxy_url=url, proxy_auth=via.raw_auth, proxy_headers=via.headers.raw,
+                ssl_context=verify, proxy_ssl_context=via.ssl_context,
+                network_backend=backend, **sizes)
+        else:  # socks5: httpx checked the scheme and that socksio is there
+            self._pool = httpcore.SOCKSProxy(
+                proxy_url=url, proxy_auth=via.raw_auth, ssl_context=verify,
+                network_backend=backend, **sizes)
 
 
 class EnvironmentTransport(httpx.BaseTransport):
@@ -162,7 +179,7 @@ class EnvironmentTransport(httpx.BaseTransport):
             proxy = environment_proxy(url)
             found = self._transports.get(proxy)
             if found is None:
-                found = self._transports[proxy] = _bounded_transport(proxy, self._verify)
+                found = self._transports[proxy] = _BoundedTransport(proxy, self._verify)
             self._routes[key] = found
         return found
 

@@ -211,13 +211,17 @@ def warm_up() -> None:
     builds and keeps for the next (packs read, policies parsed, code paths imported) is
     then inherited by every forked victim instead of rebuilt in each of them — a victim's
     open and its submits took ~40 % less CPU here. The victims still open their runtime,
-    recover and submit as before; this process is single-threaded again afterwards and
-    holds no connection (checked)."""
+    recover and submit as before; this process opens no graph store (nor do the victims),
+    is single-threaded again afterwards, native threads included, and holds no connection
+    (checked)."""
     url = os.environ.pop(JOURNAL_URL_ENV, None)
     tmp = Path(tempfile.mkdtemp(prefix="cradle-crash-warm-"))
     try:
         _prepare(tmp / "home")
-        with Runtime(tmp / "home") as rt:
+        # no graph store: the victims never open one, and Oxigraph's leaves RocksDB's
+        # native threads behind in this process (a child forked after a store was opened
+        # here and opening one itself hung on their lock; tests/security/test_08's zygote)
+        with Runtime(tmp / "home", graph_sync=False) as rt:
             for k in (0, 2, 3, 4):  # a credit, an unreliable credit, an approval, a read
                 out = rt.submit(proposal_for(k))
                 if out.status.value == "awaiting_approval" and out.approval is not None:
@@ -228,7 +232,8 @@ def warm_up() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         if url is not None:
             os.environ[JOURNAL_URL_ENV] = url
-    if threading.active_count() != 1:
+    # native threads count too (threading sees only Python's): /proc/self/task
+    if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
         raise RuntimeError("the warm-up left a thread running: forking now is unsafe")
 
 

@@ -366,8 +366,10 @@ def upload(ctx: LoopContext, store: EvidenceStore, data: bytes, *, kind: str,
     check_labels(limits, kind=kind, source=source)
     check_binding(limits, for_run=for_run, for_action=for_action)  # ids, as a proposal's
     check_named_run(ctx.config, for_run)
+    # the hour on the journal server's clock where there is one (tests/security/test_607)
+    hour = UPLOAD_WINDOW.total_seconds()
     recent = ctx.journal.recent_sizes(COLLECTED, by, since=window_start(now),
-                                      limit=limits.evidence_uploads_per_hour)
+                                      limit=limits.evidence_uploads_per_hour, window=hour)
     refused = quota_refusal(recent, limits, by=by, size=len(data), now=now)
     if refused is not None:
         raise _recorded(ctx, refused, by=by, now=now)
@@ -376,7 +378,7 @@ def upload(ctx: LoopContext, store: EvidenceStore, data: bytes, *, kind: str,
                         role=collector_role(ctx.config, by), at=now, for_run=for_run,
                         for_action=for_action)
     cap = UploadCap(by, COLLECTED, window_start(now), limits.evidence_uploads_per_hour,
-                    limits.evidence_bytes_per_hour, len(data))
+                    limits.evidence_bytes_per_hour, len(data), window=hour)
     try:
         ctx.append([replace(event, uploads=cap)])
     except UploadsReached as reached:  # another writer's upload got there first

@@ -100,7 +100,12 @@ class UploadCap:
     ``max_uploads`` and, with this one, hold at most ``max_bytes`` bytes. Counted by the
     journal itself in the append's serialised transaction, as a :class:`WaitingCap` is:
     the runtime counts them earlier, outside the lock, to refuse early; two writers
-    uploading at once both passed that count (``tests/security/test_205``)."""
+    uploading at once both passed that count (``tests/security/test_205``).
+
+    ``window`` (seconds, the quotas' hour): a journal with a server (PostgreSQL) reads the
+    events in the ``window`` seconds up to its server's clock now, by the server's second
+    of each one's append, not from ``since``: a worker whose clock is off does not move it
+    (``tests/security/test_607``)."""
 
     actor: str
     kind: str
@@ -108,6 +113,7 @@ class UploadCap:
     max_uploads: int | None
     max_bytes: int | None
     size: int
+    window: float | None = None
 
     def full(self, recent: Sequence[tuple[datetime, int]]) -> bool:
         """Whether the blobs ``recent`` (newest first, as the range read them) leave no
@@ -530,13 +536,19 @@ class Journal(Protocol):
     def latest_outcome(self, run_id: str, proposal_id: str) -> AuditEvent | None: ...
 
     def recent_sizes(self, kind: str, actor: str, *, since: datetime,
-                     limit: int | None) -> list[tuple[datetime, int]]:
+                     limit: int | None,
+                     window: float | None = None) -> list[tuple[datetime, int]]:
         """The ``at`` and the payload's ``bytes`` (0 when it has no number there) of the
         newest events of ``kind`` by ``actor`` at or after ``since``, newest first, at most
         ``limit`` of them (None: all) — a quota's count (evidence uploads per identity).
 
         One range of the index ``events_kind_actor (kind, actor, at)``, read from its
-        newest end: at most ``limit`` entries and their rows, whatever the journal's size."""
+        newest end: at most ``limit`` entries and their rows, whatever the journal's size.
+
+        ``window`` (seconds; an upload's quotas, :class:`UploadCap`): on PostgreSQL the
+        events of the ``window`` seconds up to the server's clock now, each at the server's
+        second of its append (one range of ``event_seconds_kind_actor``), ``since`` unread;
+        SQLite (one host's file, one clock) reads ``since``."""
         ...
 
     def run_agent(self, run_id: str) -> str | None:

@@ -209,6 +209,17 @@ _TABLES: frozenset[str] = frozenset({
     'index intent_seconds_pkey CREATE UNIQUE INDEX intent_seconds_pkey ON intent_seconds USING btree (seq)',
     'relation intent_seconds r rls=false',
     'relation intent_seconds_pkey i rls=false',
+    # migration 20
+    'column event_seconds.actor text NO -',
+    'column event_seconds.kind text NO -',
+    'column event_seconds.second text NO -',
+    'column event_seconds.seq bigint NO -',
+    'constraint event_seconds.event_seconds_pkey PRIMARY KEY (seq)',
+    'index event_seconds_kind_actor CREATE INDEX event_seconds_kind_actor ON event_seconds USING btree (kind, actor, second COLLATE "C")',
+    'index event_seconds_pkey CREATE UNIQUE INDEX event_seconds_pkey ON event_seconds USING btree (seq)',
+    'relation event_seconds r rls=false',
+    'relation event_seconds_kind_actor i rls=false',
+    'relation event_seconds_pkey i rls=false',
 })
 
 #: every line: the tables' objects above and the migrations' functions

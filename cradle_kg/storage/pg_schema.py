@@ -58,6 +58,22 @@ SERVER_SECOND = ("to_char(clock_timestamp() AT TIME ZONE 'UTC', "
 #: another journal — counts in its own ``at``'s second)
 INTENT_SECONDS_SCHEMA = ("CREATE TABLE intent_seconds (seq bigint PRIMARY KEY, "
                          "second text NOT NULL)",)
+#: the kinds whose events' server seconds ``event_seconds`` holds (migration 20): an evidence
+#: upload, counted by its collector's hourly quotas (``tests/security/test_607``)
+SERVER_TIMED_KINDS = ("evidence.collected",)
+#: the server's second of each event of :data:`SERVER_TIMED_KINDS` (migration 20), written by
+#: the server in the transaction that appends it, by kind and actor as the quota reads it
+#: (:data:`SERVER_RECENT_SIZES_SQL`): not in the chain; ``audit verify`` checks that every
+#: such event has its row and no other has one (:data:`DERIVATIONS`)
+EVENT_SECONDS_SCHEMA = (
+    "CREATE TABLE event_seconds (seq bigint PRIMARY KEY, kind text NOT NULL, "
+    "actor text NOT NULL, second text NOT NULL)",
+    f"CREATE INDEX event_seconds_kind_actor ON event_seconds(kind, actor, second {_C})")
+_TIMED = ", ".join(f"'{k}'" for k in SERVER_TIMED_KINDS)
+#: the rows of ``event_seconds`` an event carries no server second for (appended before
+#: migration 20, copied from another journal): its own ``at``'s second
+_EVENT_SECONDS_DERIVED = (f"SELECT seq, kind, actor, substr(at, 1, 19) FROM events "
+                          f"WHERE kind IN ({_TIMED}) ORDER BY seq")
 
 
 def _server_parts() -> list[str]:
@@ -336,6 +352,12 @@ MIGRATIONS = (
         f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)", *INTENT_SECONDS_SCHEMA,
         f"DELETE FROM usage WHERE scope LIKE '{SERVER_SCOPE_PREFIX}%'",
         _USAGE_INSERT_ALL + _aggregated(_server_parts()))),
+    # an evidence upload's quotas on the server's clock: each upload's server second
+    # (``event_seconds``); the uploads already written in their own ``at``'s second
+    # (``tests/security/test_607``)
+    Migration(20, "upload-seconds", (
+        f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)", *EVENT_SECONDS_SCHEMA,
+        f"INSERT INTO event_seconds(seq, kind, actor, second) {_EVENT_SECONDS_DERIVED}")),
 )
 LATEST = MIGRATIONS[-1].version
 #: every migration's statements, in order (what :mod:`.pg_objects` derives functions from)
@@ -407,6 +429,21 @@ _SERVER_USAGE_LATER = (
 SERVER_WINDOW_SQL = USAGE_WINDOW_SQL.replace(
     "second < %s", "second < to_char((clock_timestamp() - make_interval(secs => %s)) "
     "AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')")
+
+#: one event's server second (:data:`SERVER_TIMED_KINDS`; parameter: its seq), after the
+#: append's events are inserted
+_EVENT_SECOND_INSERT = ("INSERT INTO event_seconds(seq, kind, actor, second) "
+                        f"SELECT seq, kind, actor, {SERVER_SECOND} FROM events WHERE seq = %s")
+#: :data:`RECENT_SIZES_SQL` on the server's clock: the newest events of a kind by an actor
+#: whose server second is in the window's seconds up to the server's clock now, newest
+#: first, as (their server second, bytes) (parameters: kind, actor, the window's length in
+#: seconds, the most rows; index ``event_seconds_kind_actor``)
+SERVER_RECENT_SIZES_SQL = (
+    f"SELECT s.second || 'Z', CASE WHEN json_typeof({_P} -> 'bytes') = 'number' "
+    f"THEN ({_P} ->> 'bytes')::numeric END FROM event_seconds s JOIN events e "
+    f"ON e.seq = s.seq WHERE s.kind = %s AND s.actor = %s AND s.second {_C} >= "
+    "to_char((clock_timestamp() - make_interval(secs => %s)) AT TIME ZONE 'UTC', "
+    f"'YYYY-MM-DD\"T\"HH24:MI:SS') ORDER BY s.second {_C} DESC, s.seq DESC LIMIT %s")
 
 #: the subject of a scope with the largest running total of cost, and its totals (as
 #: :data:`.sqlite_derived.USAGE_TOP_SQL`; parameters: the scope, twice)
@@ -486,6 +523,8 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
             subjects = [k[1] for k in keys]
             out.append((_SERVER_USAGE_INSERT, (seq, cost, cost, scopes, subjects)))
             out.append((_SERVER_USAGE_LATER, (cost, scopes, subjects, seq)))
+    if kind in SERVER_TIMED_KINDS:  # its server second (test_607)
+        out.append((_EVENT_SECOND_INSERT, (seq,)))
     if kind == "action.intent":
         if not settled:
             out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)",
@@ -531,7 +570,14 @@ DERIVATIONS = (
       for t in tasks_sql.TABLES),
     ("lineage_written", f"SELECT first, value, seq FROM lineage_written ORDER BY value {_C}",
      _LINEAGE_WRITTEN_DERIVED),
+    # the server's seconds: one row per event of SERVER_TIMED_KINDS, its seq, kind and
+    # actor compared (EVENT_SECONDS_EXACT), its second the server's (a copy's: its at's)
+    ("event_seconds", "SELECT seq, kind, actor, second FROM event_seconds ORDER BY seq",
+     _EVENT_SECONDS_DERIVED),
 )
+#: the ``event_seconds`` columns :data:`DERIVATIONS` compares with the events (the second
+#: is the server's clock at the append: not derived)
+EVENT_SECONDS_EXACT = 3
 
 # --- the catalog ------------------------------------------------------------------------
 

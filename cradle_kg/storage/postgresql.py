@@ -381,6 +381,17 @@ def _cap_window(cap: UsageCap) -> tuple[str, tuple[Any, ...]]:
     return pg_schema.USAGE_WINDOW_SQL, (cap.scope, cap.subject, cap.scope, cap.subject,
                                         iso(cap.since)[:19])
 
+def _recent_sizes(kind: str, actor: str, *, since: datetime, limit: int | None,
+                  window: float | None) -> tuple[str, tuple[Any, ...]]:
+    """The query of a quota's recent events (:meth:`PostgresJournal.recent_sizes`, an
+    :class:`UploadCap` under the append lock): with ``window``, those of the ``window``
+    seconds up to the server's clock now, by the server's second of each append
+    (``tests/security/test_607``); else those whose ``at`` is at or after ``since``."""
+    if window is not None and kind in pg_schema.SERVER_TIMED_KINDS:
+        return pg_schema.SERVER_RECENT_SIZES_SQL, (kind, actor, float(window), limit)
+    return pg_schema.RECENT_SIZES_SQL, (kind, actor, iso(since), limit)
+
+
 class PostgresJournal:
     """One PostgreSQL journal. Safe to share between threads (one connection, locked)."""
 
@@ -1011,8 +1022,9 @@ class PostgresJournal:
                     uploads = [(up, stack.enter_context(conn.cursor()))
                                for up in append_uploads(events)]
                     for up, cursor in uploads:
-                        cursor.execute(pg_schema.RECENT_SIZES_SQL, (
-                            up.kind, up.actor, iso(up.since), up.max_uploads))
+                        cursor.execute(*_recent_sizes(up.kind, up.actor, since=up.since,
+                                                      limit=up.max_uploads,
+                                                      window=up.window))
                     fresh = new_runs(events)
                     begun = [stack.enter_context(conn.cursor()) for _ in fresh]
                     for run_id, cursor in zip(fresh, begun, strict=True):
@@ -1298,10 +1310,13 @@ class PostgresJournal:
         return self._row(rows[0]) if rows else None
 
     def recent_sizes(self, kind: str, actor: str, *, since: datetime,
-                     limit: int | None) -> list[tuple[datetime, int]]:
+                     limit: int | None,
+                     window: float | None = None) -> list[tuple[datetime, int]]:
         """See :meth:`~.journal.Journal.recent_sizes` (index ``events_kind_actor``,
-        migration 7)."""
-        rows = self._query(pg_schema.RECENT_SIZES_SQL, (kind, actor, iso(since), limit))
+        migration 7; with ``window``, ``event_seconds_kind_actor``, migration 20, on the
+        server's clock: ``tests/security/test_607``)."""
+        rows = self._query(*_recent_sizes(kind, actor, since=since, limit=limit,
+                                          window=window))
         return [recent_size(r) for r in rows]
 
     def usage_since(self, *, field: str | None, value: str | None,

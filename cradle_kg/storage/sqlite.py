@@ -953,7 +953,8 @@ class SqliteJournal:
         return self._row(rows[0]) if rows else None
 
     def recent_sizes(self, kind: str, actor: str, *, since: datetime,
-                     limit: int | None) -> list[tuple[datetime, int]]:
+                     limit: int | None,
+                     window: float | None = None) -> list[tuple[datetime, int]]:
         """See :meth:`~.journal.Journal.recent_sizes` (index ``events_kind_actor``)."""
         rows = self._query(RECENT_SIZES_SQL,
                            (kind, actor, iso(since), -1 if limit is None else limit))

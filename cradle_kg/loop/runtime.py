@@ -929,8 +929,9 @@ class Runtime:
         limit = self.config.input_limits.refusals_per_agent_per_hour
         if limit is None:
             return base
+        # the hour on the journal server's clock where there is one (test_608)
         cap = UsageCap(REFUSALS_SCOPE, proposal.agent_id, since=now - _REFUSALS_WINDOW,
-                       max_calls=limit)
+                       max_calls=limit, window=_REFUSALS_WINDOW.total_seconds())
         return [replace(e, caps=(*e.caps, cap)) if e.kind == "decision.made" else e
                 for e in base]
 
@@ -948,8 +949,11 @@ class Runtime:
         if limit is None:
             return
         since = now - _REFUSALS_WINDOW
-        calls, _ = self.journal.usage_since(field=REFUSALS_SCOPE, value=proposal.agent_id,
-                                            since=since)
+        # as the cap reads it under the lock: on PostgreSQL the hour up to the server's
+        # clock (tests/security/test_608)
+        calls, _ = self.journal.usage_within(field=REFUSALS_SCOPE, value=proposal.agent_id,
+                                             window=_REFUSALS_WINDOW.total_seconds(),
+                                             now=now)
         if calls >= limit:
             raise refusals_error(UsageCap(REFUSALS_SCOPE, proposal.agent_id, since=since,
                                           max_calls=limit))

@@ -59,21 +59,36 @@ SERVER_SECOND = ("to_char(clock_timestamp() AT TIME ZONE 'UTC', "
 INTENT_SECONDS_SCHEMA = ("CREATE TABLE intent_seconds (seq bigint PRIMARY KEY, "
                          "second text NOT NULL)",)
 #: the kinds whose events' server seconds ``event_seconds`` holds (migration 20): an evidence
-#: upload, counted by its collector's hourly quotas (``tests/security/test_607``)
+#: upload, counted by its collector's hourly quotas (``tests/security/test_607``) — and a
+#: refused proposal's decision (one naming :data:`REFUSED_AGENT`), counted by the agent's
+#: (``test_608``)
 SERVER_TIMED_KINDS = ("evidence.collected",)
-#: the server's second of each event of :data:`SERVER_TIMED_KINDS` (migration 20), written by
-#: the server in the transaction that appends it, by kind and actor as the quota reads it
-#: (:data:`SERVER_RECENT_SIZES_SQL`): not in the chain; ``audit verify`` checks that every
-#: such event has its row and no other has one (:data:`DERIVATIONS`)
+#: the server's second of each event of :data:`SERVER_TIMED_KINDS` and each refusal
+#: (migration 20), written by the server in the transaction that appends it, by kind and
+#: actor as the upload quota reads it (:data:`SERVER_RECENT_SIZES_SQL`): not in the chain;
+#: ``audit verify`` checks that every such event has its row and no other has one
+#: (:data:`DERIVATIONS`) and derives the refusals' server buckets from the seconds
 EVENT_SECONDS_SCHEMA = (
     "CREATE TABLE event_seconds (seq bigint PRIMARY KEY, kind text NOT NULL, "
     "actor text NOT NULL, second text NOT NULL)",
     f"CREATE INDEX event_seconds_kind_actor ON event_seconds(kind, actor, second {_C})")
 _TIMED = ", ".join(f"'{k}'" for k in SERVER_TIMED_KINDS)
+#: a refused proposal's decision (what :data:`REFUSALS_SCOPE` counts)
+_REFUSAL = (f"kind = 'decision.made' AND json_typeof({_P} -> '{REFUSED_AGENT}') = 'string'")
 #: the rows of ``event_seconds`` an event carries no server second for (appended before
 #: migration 20, copied from another journal): its own ``at``'s second
 _EVENT_SECONDS_DERIVED = (f"SELECT seq, kind, actor, substr(at, 1, 19) FROM events "
-                          f"WHERE kind IN ({_TIMED}) ORDER BY seq")
+                          f"WHERE kind IN ({_TIMED}) OR ({_REFUSAL}) ORDER BY seq")
+
+
+def _server_refusal_parts() -> list[str]:
+    """The usage rows of the refusals in the server scope (:data:`SERVER_SCOPE_PREFIX` +
+    :data:`REFUSALS_SCOPE`): each in its server second (``event_seconds``), else its own
+    ``at``'s (``tests/security/test_608``)."""
+    return [f"SELECT '{SERVER_SCOPE_PREFIX}{REFUSALS_SCOPE}' AS scope, "
+            f"{_P} ->> '{REFUSED_AGENT}' AS subject, COALESCE(s.second, substr(e.at, 1, 19)) "
+            "AS second, 0::double precision AS cost FROM events e "
+            f"LEFT JOIN event_seconds s ON s.seq = e.seq WHERE e.{_REFUSAL}"]
 
 
 def _server_parts() -> list[str]:
@@ -122,8 +137,8 @@ def _usage_derived(*, budgets: bool, refusals: bool = False, server: bool = Fals
                      f"{_P} ->> 'identity', substr(at, 1, 19), 0::double precision FROM "
                      f"events WHERE kind = '{QUOTA_REACHED}' AND json_typeof({_P} -> 'quota') "
                      f"= 'string' AND json_typeof({_P} -> 'identity') = 'string'")
-    if server:  # migration 19: the intents again, in the server's seconds
-        parts += _server_parts()
+    if server:  # migration 19: the intents again, in the server's seconds; 20: refusals
+        parts += _server_parts() + _server_refusal_parts()
     return _aggregated(parts)
 
 
@@ -357,7 +372,9 @@ MIGRATIONS = (
     # (``tests/security/test_607``)
     Migration(20, "upload-seconds", (
         f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)", *EVENT_SECONDS_SCHEMA,
-        f"INSERT INTO event_seconds(seq, kind, actor, second) {_EVENT_SECONDS_DERIVED}")),
+        f"INSERT INTO event_seconds(seq, kind, actor, second) {_EVENT_SECONDS_DERIVED}",
+        f"DELETE FROM usage WHERE scope = '{SERVER_SCOPE_PREFIX}{REFUSALS_SCOPE}'",
+        _USAGE_INSERT_ALL + _aggregated(_server_refusal_parts()))),
 )
 LATEST = MIGRATIONS[-1].version
 #: every migration's statements, in order (what :mod:`.pg_objects` derives functions from)
@@ -404,9 +421,13 @@ USAGE_WINDOW_SQL = (
 #: one intent's server second (its seq; :data:`SERVER_SECOND`), then the intent in each
 #: of its server scopes' buckets of that second, as :data:`_USAGE_INSERT` (parameters: the
 #: seq, the cost twice, the scopes, their subjects)
-_SERVER_USAGE_INSERT = (
-    "WITH s AS (INSERT INTO intent_seconds(seq, second) "
-    f"VALUES (%s, {SERVER_SECOND}) RETURNING second) "
+def _server_usage_insert(seconds: str) -> str:
+    """:data:`_SERVER_USAGE_INSERT`, its event's server second written by ``seconds`` (an
+    ``INSERT … RETURNING second`` whose one parameter is the seq)."""
+    return (f"WITH s AS ({seconds} RETURNING second) " + _SERVER_USAGE_ROWS)
+
+
+_SERVER_USAGE_ROWS = (
     "INSERT INTO usage(scope, subject, second, calls, total_calls, cost, total_cost) "
     "SELECT k.scope, k.subject, s.second, 1, COALESCE(p.total_calls, 0) + 1, %s, "
     "COALESCE(p.total_cost, 0) + %s "
@@ -417,6 +438,8 @@ _SERVER_USAGE_INSERT = (
     "ON CONFLICT (scope, subject, second) DO UPDATE SET calls = usage.calls + 1, "
     "total_calls = usage.total_calls + 1, cost = usage.cost + excluded.cost, "
     "total_cost = usage.total_cost + excluded.cost")
+_SERVER_USAGE_INSERT = _server_usage_insert(
+    f"INSERT INTO intent_seconds(seq, second) VALUES (%s, {SERVER_SECOND})")
 #: ... then the running totals of any later second of those scopes (parameters: the cost
 #: twice, the scopes, their subjects, the seq)
 _SERVER_USAGE_LATER = (
@@ -424,6 +447,12 @@ _SERVER_USAGE_LATER = (
     "FROM unnest(%s::text[], %s::text[]) AS k(scope, subject), intent_seconds s "
     "WHERE u.scope = k.scope AND u.subject = k.subject AND s.seq = %s "
     "AND u.second > s.second")
+#: a refusal's server second (``event_seconds``) and its server bucket, as
+#: :data:`_SERVER_USAGE_INSERT` and :data:`_SERVER_USAGE_LATER` (the same parameters)
+_SERVER_REFUSAL_INSERT = _server_usage_insert(
+    "INSERT INTO event_seconds(seq, kind, actor, second) "
+    f"SELECT seq, kind, actor, {SERVER_SECOND} FROM events WHERE seq = %s")
+_SERVER_REFUSAL_LATER = _SERVER_USAGE_LATER.replace("intent_seconds s", "event_seconds s")
 #: :data:`USAGE_WINDOW_SQL` of a server scope, its window the seconds up to the server's
 #: clock now (parameters: scope, subject, scope, subject, the window's length in seconds)
 SERVER_WINDOW_SQL = USAGE_WINDOW_SQL.replace(
@@ -523,6 +552,11 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
             subjects = [k[1] for k in keys]
             out.append((_SERVER_USAGE_INSERT, (seq, cost, cost, scopes, subjects)))
             out.append((_SERVER_USAGE_LATER, (cost, scopes, subjects, seq)))
+        elif kind == "decision.made":  # a refusal: and in the server's second (test_608)
+            scopes = [SERVER_SCOPE_PREFIX + k[0] for k in keys]
+            subjects = [k[1] for k in keys]
+            out.append((_SERVER_REFUSAL_INSERT, (seq, 0.0, 0.0, scopes, subjects)))
+            out.append((_SERVER_REFUSAL_LATER, (0.0, scopes, subjects, seq)))
     if kind in SERVER_TIMED_KINDS:  # its server second (test_607)
         out.append((_EVENT_SECOND_INSERT, (seq,)))
     if kind == "action.intent":

@@ -74,6 +74,7 @@ from .chain import GENESIS_HASH, Anchor, ChainReport, Progress, event_hash, hash
 from .counting import (
     APPROVAL_REQUEST_SQL,
     APPROVAL_SUBJECTS_SQL,
+    REFUSALS_SCOPE,
     RUN_BEGUN_SQL,
     RUN_ENDED_SQL,
     SERVER_SCOPE_PREFIX,
@@ -369,12 +370,17 @@ class _Lease:
 
 
 
+#: the usage scopes also counted in the server's seconds (:data:`SERVER_SCOPE_PREFIX`): an
+#: intent's (``tests/security/test_549``), an agent's refusals (``test_608``)
+SERVER_WINDOWED = ("*", *USAGE_FIELDS, REFUSALS_SCOPE)
+
+
 def _cap_window(cap: UsageCap) -> tuple[str, tuple[Any, ...]]:
     """The query of a cap's window (:data:`.pg_schema.USAGE_WINDOW_SQL`'s row): a limit's
-    (``window`` set, an intent's scope) in the server scopes, up to the server's clock now
-    (``tests/security/test_549``); a budget's, a quota's, an agent's refusals' from its
-    ``since``."""
-    if cap.window is not None and cap.scope in ("*", *USAGE_FIELDS):
+    and an agent's refusals' (``window`` set, a scope of :data:`SERVER_WINDOWED`) in the
+    server scopes, up to the server's clock now (``tests/security/test_549``,
+    ``test_608``); a budget's, a quota's record's from its ``since``."""
+    if cap.window is not None and cap.scope in SERVER_WINDOWED:
         scope = SERVER_SCOPE_PREFIX + cap.scope
         return pg_schema.SERVER_WINDOW_SQL, (scope, cap.subject, scope, cap.subject,
                                              float(cap.window))
@@ -1337,7 +1343,7 @@ class PostgresJournal:
         clock now (``now``, the runtime's clock, is not read), each counted in the server's
         second of its append: what a limit's cap reads under the append lock
         (:func:`_cap_window`, ``tests/security/test_549``)."""
-        if field is not None and field not in USAGE_FIELDS:
+        if field is not None and field not in SERVER_WINDOWED:
             raise ValueError(f"no usage field `{field}`")
         scope, subject = ("*", "") if field is None else (field, value or "")
         rows = self._query(*_cap_window(UsageCap(scope, subject, since=now, window=window)))

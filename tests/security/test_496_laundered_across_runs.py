@@ -130,8 +130,11 @@ def test_an_older_journal_derives_the_record_from_its_events(tmp_path: Path) -> 
             from cradle_kg.storage.pg_admin import migrate
 
             sql("DROP TABLE intent_seconds")  # migration 19's
+
+            sql("DROP TABLE event_seconds")  # migration 20's
             sql("DELETE FROM schema_migrations WHERE version >= 18")
-            assert migrate(target) == [(18, "lineage-written"), (19, "server-seconds")]
+            assert migrate(target) == [(18, "lineage-written"), (19, "server-seconds"),
+                                       (20, "upload-seconds")]
         else:
             sql("PRAGMA user_version = 13")
 

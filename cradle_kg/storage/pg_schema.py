@@ -145,6 +145,11 @@ def _usage_derived(*, budgets: bool, refusals: bool = False, server: bool = Fals
 _USAGE_DERIVED = _usage_derived(budgets=True)
 _USAGE_INSERT_ALL = ("INSERT INTO usage(scope, subject, second, calls, total_calls, cost, "
                      "total_cost) ")
+#: the refusals' server buckets derived again from ``event_seconds`` (migration 20; what a
+#: test that ages the recorded seconds runs after)
+SERVER_REFUSALS_REBUILD = (
+    f"DELETE FROM usage WHERE scope = '{SERVER_SCOPE_PREFIX}{REFUSALS_SCOPE}'",
+    _USAGE_INSERT_ALL + _aggregated(_server_refusal_parts()))
 
 
 #: the outcomes of a run by proposal id (:meth:`.postgresql.PostgresJournal.latest_outcome`
@@ -373,8 +378,7 @@ MIGRATIONS = (
     Migration(20, "upload-seconds", (
         f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)", *EVENT_SECONDS_SCHEMA,
         f"INSERT INTO event_seconds(seq, kind, actor, second) {_EVENT_SECONDS_DERIVED}",
-        f"DELETE FROM usage WHERE scope = '{SERVER_SCOPE_PREFIX}{REFUSALS_SCOPE}'",
-        _USAGE_INSERT_ALL + _aggregated(_server_refusal_parts()))),
+        *SERVER_REFUSALS_REBUILD)),
 )
 LATEST = MIGRATIONS[-1].version
 #: every migration's statements, in order (what :mod:`.pg_objects` derives functions from)

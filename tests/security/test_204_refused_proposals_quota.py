@@ -33,6 +33,7 @@ from cradle_kg.integrations.calls import GovernedSession
 from cradle_kg.loop.runtime import Runtime
 from cradle_kg.server.auth import issue_agent_token
 from tests.security.homes import json_api
+from tests.security.server_seconds import age_server_seconds
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -113,6 +114,8 @@ def test_the_window_frees_up(ledger_home: Path) -> None:
         # an hour later the refusal has left the window: the next one is journaled
         later = rt.clock() + timedelta(hours=1, seconds=2)
         rt.clock = lambda: later
+        # on PostgreSQL the hour is the server's (test_608): its recorded second moves
+        age_server_seconds(rt, timedelta(hours=1, seconds=2))
         assert rt.submit(_credit("b", 5000)).status == "denied"
         assert _proposals(rt) == ["a", "b"]
 

@@ -19,6 +19,7 @@ from cradle_kg.evidence import UPLOAD_WINDOW, quota_refusal, upload
 from cradle_kg.inputs import InputLimits
 
 from .conftest import Clock
+from .security.server_times import age_server_times
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -90,6 +91,8 @@ def _upload(rt: Runtime, data: bytes, by: str = "agent:a") -> str:
 def test_the_window_slides_and_a_refusal_writes_nothing(limited: Runtime, clock: Clock) -> None:
     _upload(limited, b"one")
     clock.now += timedelta(minutes=30)
+    # on PostgreSQL the hour is the server's (tests/security/test_607): it moves too
+    age_server_times(limited, timedelta(minutes=30))
     _upload(limited, b"two")
     head = limited.journal.head()
     with pytest.raises(QuotaExceededError) as refused:
@@ -100,6 +103,7 @@ def test_the_window_slides_and_a_refusal_writes_nothing(limited: Runtime, clock:
     assert not limited.evidence.exists(sha256_bytes(b"three"))
     _upload(limited, b"three", by="agent:b")  # another identity's quota is its own
     clock.now += UPLOAD_WINDOW - timedelta(minutes=30)  # "one" has left the window
+    age_server_times(limited, UPLOAD_WINDOW - timedelta(minutes=30))
     assert _upload(limited, b"three") == sha256_bytes(b"three")
     with pytest.raises(QuotaExceededError, match="the limit of 100"):
         _upload(limited, b"x" * 101, by="agent:c")

@@ -103,8 +103,8 @@ class UploadCap:
     uploading at once both passed that count (``tests/security/test_205``).
 
     ``window`` (seconds, the quotas' hour): a journal with a server (PostgreSQL) reads the
-    events in the ``window`` seconds up to its server's clock now, by the server's second
-    of each one's append, not from ``since``: a worker whose clock is off does not move it
+    events in the ``window`` seconds up to its server's clock now, by the server's time of
+    each one's append, not from ``since``: a worker whose clock is off does not move it
     (``tests/security/test_607``)."""
 
     actor: str
@@ -546,9 +546,10 @@ class Journal(Protocol):
         newest end: at most ``limit`` entries and their rows, whatever the journal's size.
 
         ``window`` (seconds; an upload's quotas, :class:`UploadCap`): on PostgreSQL the
-        events of the ``window`` seconds up to the server's clock now, each at the server's
-        second of its append (one range of ``event_seconds_kind_actor``), ``since`` unread;
-        SQLite (one host's file, one clock) reads ``since``."""
+        events of the ``window`` seconds up to the server's clock now, by the server's time
+        of each one's append (one range of ``server_times_kind_actor``), each one's time
+        given on the runtime's clock (its now, ``since`` + ``window``, less the event's age
+        on the server's); SQLite (one host's file, one clock) reads ``since``."""
         ...
 
     def run_agent(self, run_id: str) -> str | None:

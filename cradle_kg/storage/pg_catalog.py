@@ -210,16 +210,16 @@ _TABLES: frozenset[str] = frozenset({
     'relation intent_seconds r rls=false',
     'relation intent_seconds_pkey i rls=false',
     # migration 20
-    'column event_seconds.actor text NO -',
-    'column event_seconds.kind text NO -',
-    'column event_seconds.second text NO -',
-    'column event_seconds.seq bigint NO -',
-    'constraint event_seconds.event_seconds_pkey PRIMARY KEY (seq)',
-    'index event_seconds_kind_actor CREATE INDEX event_seconds_kind_actor ON event_seconds USING btree (kind, actor, second COLLATE "C")',
-    'index event_seconds_pkey CREATE UNIQUE INDEX event_seconds_pkey ON event_seconds USING btree (seq)',
-    'relation event_seconds r rls=false',
-    'relation event_seconds_kind_actor i rls=false',
-    'relation event_seconds_pkey i rls=false',
+    'column server_times.actor text NO -',
+    'column server_times.at text NO -',
+    'column server_times.kind text NO -',
+    'column server_times.seq bigint NO -',
+    'constraint server_times.server_times_pkey PRIMARY KEY (seq)',
+    'index server_times_kind_actor CREATE INDEX server_times_kind_actor ON server_times USING btree (kind, actor, at COLLATE "C")',
+    'index server_times_pkey CREATE UNIQUE INDEX server_times_pkey ON server_times USING btree (seq)',
+    'relation server_times r rls=false',
+    'relation server_times_kind_actor i rls=false',
+    'relation server_times_pkey i rls=false',
 })
 
 #: every line: the tables' objects above and the migrations' functions

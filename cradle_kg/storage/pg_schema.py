@@ -58,37 +58,41 @@ SERVER_SECOND = ("to_char(clock_timestamp() AT TIME ZONE 'UTC', "
 #: another journal — counts in its own ``at``'s second)
 INTENT_SECONDS_SCHEMA = ("CREATE TABLE intent_seconds (seq bigint PRIMARY KEY, "
                          "second text NOT NULL)",)
-#: the kinds whose events' server seconds ``event_seconds`` holds (migration 20): an evidence
+#: the kinds whose events' server times ``server_times`` holds (migration 20): an evidence
 #: upload, counted by its collector's hourly quotas (``tests/security/test_607``) — and a
 #: refused proposal's decision (one naming :data:`REFUSED_AGENT`), counted by the agent's
 #: (``test_608``)
 SERVER_TIMED_KINDS = ("evidence.collected",)
-#: the server's second of each event of :data:`SERVER_TIMED_KINDS` and each refusal
+#: the server's clock now to the microsecond, as an event's ``at`` is written without its
+#: ``Z`` (``iso(at)[:26]``): an event's server time (``server_times``)
+SERVER_TIME = ("to_char(clock_timestamp() AT TIME ZONE 'UTC', "
+               "'YYYY-MM-DD\"T\"HH24:MI:SS.US')")
+#: the server's time of each event of :data:`SERVER_TIMED_KINDS` and each refusal
 #: (migration 20), written by the server in the transaction that appends it, by kind and
 #: actor as the upload quota reads it (:data:`SERVER_RECENT_SIZES_SQL`): not in the chain;
 #: ``audit verify`` checks that every such event has its row and no other has one
-#: (:data:`DERIVATIONS`) and derives the refusals' server buckets from the seconds
-EVENT_SECONDS_SCHEMA = (
-    "CREATE TABLE event_seconds (seq bigint PRIMARY KEY, kind text NOT NULL, "
-    "actor text NOT NULL, second text NOT NULL)",
-    f"CREATE INDEX event_seconds_kind_actor ON event_seconds(kind, actor, second {_C})")
+#: (:data:`DERIVATIONS`) and derives the refusals' server buckets from the times
+SERVER_TIMES_SCHEMA = (
+    "CREATE TABLE server_times (seq bigint PRIMARY KEY, kind text NOT NULL, "
+    "actor text NOT NULL, at text NOT NULL)",
+    f"CREATE INDEX server_times_kind_actor ON server_times(kind, actor, at {_C})")
 _TIMED = ", ".join(f"'{k}'" for k in SERVER_TIMED_KINDS)
 #: a refused proposal's decision (what :data:`REFUSALS_SCOPE` counts)
 _REFUSAL = (f"kind = 'decision.made' AND json_typeof({_P} -> '{REFUSED_AGENT}') = 'string'")
-#: the rows of ``event_seconds`` an event carries no server second for (appended before
-#: migration 20, copied from another journal): its own ``at``'s second
-_EVENT_SECONDS_DERIVED = (f"SELECT seq, kind, actor, substr(at, 1, 19) FROM events "
-                          f"WHERE kind IN ({_TIMED}) OR ({_REFUSAL}) ORDER BY seq")
+#: the rows of ``server_times`` of events the server did not time (appended before
+#: migration 20, copied from another journal): each at its own ``at``
+_SERVER_TIMES_DERIVED = (f"SELECT seq, kind, actor, substr(at, 1, 26) FROM events "
+                         f"WHERE kind IN ({_TIMED}) OR ({_REFUSAL}) ORDER BY seq")
 
 
 def _server_refusal_parts() -> list[str]:
     """The usage rows of the refusals in the server scope (:data:`SERVER_SCOPE_PREFIX` +
-    :data:`REFUSALS_SCOPE`): each in its server second (``event_seconds``), else its own
-    ``at``'s (``tests/security/test_608``)."""
+    :data:`REFUSALS_SCOPE`): each in the second of its server time (``server_times``),
+    else of its own ``at`` (``tests/security/test_608``)."""
     return [f"SELECT '{SERVER_SCOPE_PREFIX}{REFUSALS_SCOPE}' AS scope, "
-            f"{_P} ->> '{REFUSED_AGENT}' AS subject, COALESCE(s.second, substr(e.at, 1, 19)) "
+            f"{_P} ->> '{REFUSED_AGENT}' AS subject, substr(COALESCE(s.at, e.at), 1, 19) "
             "AS second, 0::double precision AS cost FROM events e "
-            f"LEFT JOIN event_seconds s ON s.seq = e.seq WHERE e.{_REFUSAL}"]
+            f"LEFT JOIN server_times s ON s.seq = e.seq WHERE e.{_REFUSAL}"]
 
 
 def _server_parts() -> list[str]:
@@ -145,7 +149,7 @@ def _usage_derived(*, budgets: bool, refusals: bool = False, server: bool = Fals
 _USAGE_DERIVED = _usage_derived(budgets=True)
 _USAGE_INSERT_ALL = ("INSERT INTO usage(scope, subject, second, calls, total_calls, cost, "
                      "total_cost) ")
-#: the refusals' server buckets derived again from ``event_seconds`` (migration 20; what a
+#: the refusals' server buckets derived again from ``server_times`` (migration 20; what a
 #: test that ages the recorded seconds runs after)
 SERVER_REFUSALS_REBUILD = (
     f"DELETE FROM usage WHERE scope = '{SERVER_SCOPE_PREFIX}{REFUSALS_SCOPE}'",
@@ -373,11 +377,11 @@ MIGRATIONS = (
         f"DELETE FROM usage WHERE scope LIKE '{SERVER_SCOPE_PREFIX}%'",
         _USAGE_INSERT_ALL + _aggregated(_server_parts()))),
     # an evidence upload's quotas on the server's clock: each upload's server second
-    # (``event_seconds``); the uploads already written in their own ``at``'s second
+    # (``server_times``); the events already written at their own ``at``
     # (``tests/security/test_607``)
-    Migration(20, "upload-seconds", (
-        f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)", *EVENT_SECONDS_SCHEMA,
-        f"INSERT INTO event_seconds(seq, kind, actor, second) {_EVENT_SECONDS_DERIVED}",
+    Migration(20, "server-times", (
+        f"SELECT pg_advisory_xact_lock({APPEND_LOCK}, 0)", *SERVER_TIMES_SCHEMA,
+        f"INSERT INTO server_times(seq, kind, actor, at) {_SERVER_TIMES_DERIVED}",
         *SERVER_REFUSALS_REBUILD)),
 )
 LATEST = MIGRATIONS[-1].version
@@ -422,13 +426,10 @@ USAGE_WINDOW_SQL = (
     "LEFT JOIN (SELECT total_calls, total_cost FROM usage WHERE scope = %s AND "
     "subject = %s AND second < %s ORDER BY second DESC LIMIT 1) b ON true")
 
-#: one intent's server second (its seq; :data:`SERVER_SECOND`), then the intent in each
-#: of its server scopes' buckets of that second, as :data:`_USAGE_INSERT` (parameters: the
-#: seq, the cost twice, the scopes, their subjects)
-def _server_usage_insert(seconds: str) -> str:
+def _server_usage_insert(seconds: str, second: str = "second") -> str:
     """:data:`_SERVER_USAGE_INSERT`, its event's server second written by ``seconds`` (an
-    ``INSERT … RETURNING second`` whose one parameter is the seq)."""
-    return (f"WITH s AS ({seconds} RETURNING second) " + _SERVER_USAGE_ROWS)
+    ``INSERT`` whose one parameter is the seq, returning ``second``)."""
+    return f"WITH s AS ({seconds} RETURNING {second} AS second) " + _SERVER_USAGE_ROWS
 
 
 _SERVER_USAGE_ROWS = (
@@ -442,6 +443,9 @@ _SERVER_USAGE_ROWS = (
     "ON CONFLICT (scope, subject, second) DO UPDATE SET calls = usage.calls + 1, "
     "total_calls = usage.total_calls + 1, cost = usage.cost + excluded.cost, "
     "total_cost = usage.total_cost + excluded.cost")
+#: one intent's server second (its seq; :data:`SERVER_SECOND`), then the intent in each
+#: of its server scopes' buckets of that second, as :data:`_USAGE_INSERT` (parameters: the
+#: seq, the cost twice, the scopes, their subjects)
 _SERVER_USAGE_INSERT = _server_usage_insert(
     f"INSERT INTO intent_seconds(seq, second) VALUES (%s, {SERVER_SECOND})")
 #: ... then the running totals of any later second of those scopes (parameters: the cost
@@ -451,32 +455,39 @@ _SERVER_USAGE_LATER = (
     "FROM unnest(%s::text[], %s::text[]) AS k(scope, subject), intent_seconds s "
     "WHERE u.scope = k.scope AND u.subject = k.subject AND s.seq = %s "
     "AND u.second > s.second")
-#: a refusal's server second (``event_seconds``) and its server bucket, as
-#: :data:`_SERVER_USAGE_INSERT` and :data:`_SERVER_USAGE_LATER` (the same parameters)
+#: a refusal's server time (``server_times``) and its server bucket (that time's second),
+#: as :data:`_SERVER_USAGE_INSERT` and :data:`_SERVER_USAGE_LATER` (the same parameters)
 _SERVER_REFUSAL_INSERT = _server_usage_insert(
-    "INSERT INTO event_seconds(seq, kind, actor, second) "
-    f"SELECT seq, kind, actor, {SERVER_SECOND} FROM events WHERE seq = %s")
-_SERVER_REFUSAL_LATER = _SERVER_USAGE_LATER.replace("intent_seconds s", "event_seconds s")
+    "INSERT INTO server_times(seq, kind, actor, at) "
+    f"SELECT seq, kind, actor, {SERVER_TIME} FROM events WHERE seq = %s", "substr(at, 1, 19)")
+_SERVER_REFUSAL_LATER = _SERVER_USAGE_LATER.replace(
+    "intent_seconds s", "server_times s").replace("> s.second", "> substr(s.at, 1, 19)")
 #: :data:`USAGE_WINDOW_SQL` of a server scope, its window the seconds up to the server's
 #: clock now (parameters: scope, subject, scope, subject, the window's length in seconds)
 SERVER_WINDOW_SQL = USAGE_WINDOW_SQL.replace(
     "second < %s", "second < to_char((clock_timestamp() - make_interval(secs => %s)) "
     "AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')")
 
-#: one event's server second (:data:`SERVER_TIMED_KINDS`; parameter: its seq), after the
+#: one event's server time (:data:`SERVER_TIMED_KINDS`; parameter: its seq), after the
 #: append's events are inserted
-_EVENT_SECOND_INSERT = ("INSERT INTO event_seconds(seq, kind, actor, second) "
-                        f"SELECT seq, kind, actor, {SERVER_SECOND} FROM events WHERE seq = %s")
+_SERVER_TIME_INSERT = ("INSERT INTO server_times(seq, kind, actor, at) "
+                       f"SELECT seq, kind, actor, {SERVER_TIME} FROM events WHERE seq = %s")
+_TIME_FORMAT = "'YYYY-MM-DD\"T\"HH24:MI:SS.US'"
 #: :data:`RECENT_SIZES_SQL` on the server's clock: the newest events of a kind by an actor
-#: whose server second is in the window's seconds up to the server's clock now, newest
-#: first, as (their server second, bytes) (parameters: kind, actor, the window's length in
-#: seconds, the most rows; index ``event_seconds_kind_actor``)
+#: whose server time is within the window up to the server's clock now (after its start,
+#: as :func:`cradle_kg.evidence.window_start`), newest first, as (each one's time on the
+#: runtime's clock, bytes): the runtime's now less the event's age on the server's clock,
+#: so that when a window frees up is said on the runtime's clock (parameters: the
+#: runtime's now, kind, actor, the window's length in seconds, the most rows; index
+#: ``server_times_kind_actor``)
 SERVER_RECENT_SIZES_SQL = (
-    f"SELECT s.second || 'Z', CASE WHEN json_typeof({_P} -> 'bytes') = 'number' "
-    f"THEN ({_P} ->> 'bytes')::numeric END FROM event_seconds s JOIN events e "
-    f"ON e.seq = s.seq WHERE s.kind = %s AND s.actor = %s AND s.second {_C} >= "
-    "to_char((clock_timestamp() - make_interval(secs => %s)) AT TIME ZONE 'UTC', "
-    f"'YYYY-MM-DD\"T\"HH24:MI:SS') ORDER BY s.second {_C} DESC, s.seq DESC LIMIT %s")
+    "WITH c AS (SELECT clock_timestamp() AT TIME ZONE 'UTC' AS now) "
+    "SELECT to_char(%s::timestamptz AT TIME ZONE 'UTC' - (c.now - s.at::timestamp), "
+    f"{_TIME_FORMAT}) || 'Z', CASE WHEN json_typeof({_P} -> 'bytes') = 'number' "
+    f"THEN ({_P} ->> 'bytes')::numeric END FROM c CROSS JOIN server_times s JOIN events e "
+    f"ON e.seq = s.seq WHERE s.kind = %s AND s.actor = %s AND s.at {_C} > "
+    f"to_char(c.now - make_interval(secs => %s), {_TIME_FORMAT}) "
+    f"ORDER BY s.at {_C} DESC, s.seq DESC LIMIT %s")
 
 #: the subject of a scope with the largest running total of cost, and its totals (as
 #: :data:`.sqlite_derived.USAGE_TOP_SQL`; parameters: the scope, twice)
@@ -562,7 +573,7 @@ def derived_statements(*, seq: int, run_id: str, kind: str, subject: str, at: st
             out.append((_SERVER_REFUSAL_INSERT, (seq, 0.0, 0.0, scopes, subjects)))
             out.append((_SERVER_REFUSAL_LATER, (0.0, scopes, subjects, seq)))
     if kind in SERVER_TIMED_KINDS:  # its server second (test_607)
-        out.append((_EVENT_SECOND_INSERT, (seq,)))
+        out.append((_SERVER_TIME_INSERT, (seq,)))
     if kind == "action.intent":
         if not settled:
             out.append(("INSERT INTO open_intents(seq, subject) VALUES (%s, %s)",
@@ -608,14 +619,14 @@ DERIVATIONS = (
       for t in tasks_sql.TABLES),
     ("lineage_written", f"SELECT first, value, seq FROM lineage_written ORDER BY value {_C}",
      _LINEAGE_WRITTEN_DERIVED),
-    # the server's seconds: one row per event of SERVER_TIMED_KINDS, its seq, kind and
-    # actor compared (EVENT_SECONDS_EXACT), its second the server's (a copy's: its at's)
-    ("event_seconds", "SELECT seq, kind, actor, second FROM event_seconds ORDER BY seq",
-     _EVENT_SECONDS_DERIVED),
+    # the server's times: one row per event of SERVER_TIMED_KINDS and refusal, its seq,
+    # kind and actor compared (SERVER_TIMES_EXACT), its time the server's (a copy's: its at)
+    ("server_times", "SELECT seq, kind, actor, at FROM server_times ORDER BY seq",
+     _SERVER_TIMES_DERIVED),
 )
-#: the ``event_seconds`` columns :data:`DERIVATIONS` compares with the events (the second
-#: is the server's clock at the append: not derived)
-EVENT_SECONDS_EXACT = 3
+#: the ``server_times`` columns :data:`DERIVATIONS` compares with the events (the time is
+#: the server's clock at the append: not derived)
+SERVER_TIMES_EXACT = 3
 
 # --- the catalog ------------------------------------------------------------------------
 

@@ -154,11 +154,11 @@ def _check_catalog(conn: psycopg.Connection[tuple[Any, ...]]) -> None:
 
 def _same(stored: tuple[Any, ...], derived: tuple[Any, ...], table: str) -> bool:
     exact = {"usage": USAGE_EXACT,
-             "event_seconds": pg_schema.EVENT_SECONDS_EXACT}.get(table, len(derived))
+             "server_times": pg_schema.SERVER_TIMES_EXACT}.get(table, len(derived))
     pairs = list(zip(stored, derived, strict=True))
     if any(a != b or type(a) is not type(b) for a, b in pairs[:exact]):
         return False
-    if table == "event_seconds":  # the server's second of the append: not derived
+    if table == "server_times":  # the server's time of the append: not derived
         return True
     return all(isinstance(a, float) and isinstance(b, float)
                and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) for a, b in pairs[exact:])

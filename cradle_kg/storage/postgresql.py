@@ -63,7 +63,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, TypeVar
 
 from ..canonical import iso, parse_iso
@@ -394,7 +394,10 @@ def _recent_sizes(kind: str, actor: str, *, since: datetime, limit: int | None,
     seconds up to the server's clock now, by the server's second of each append
     (``tests/security/test_607``); else those whose ``at`` is at or after ``since``."""
     if window is not None and kind in pg_schema.SERVER_TIMED_KINDS:
-        return pg_schema.SERVER_RECENT_SIZES_SQL, (kind, actor, float(window), limit)
+        # the runtime's now: the window's start (window_start) is now less the window
+        now = since + timedelta(seconds=window) - timedelta(microseconds=1)
+        return pg_schema.SERVER_RECENT_SIZES_SQL, (iso(now), kind, actor, float(window),
+                                                   limit)
     return pg_schema.RECENT_SIZES_SQL, (kind, actor, iso(since), limit)
 
 
@@ -1319,7 +1322,7 @@ class PostgresJournal:
                      limit: int | None,
                      window: float | None = None) -> list[tuple[datetime, int]]:
         """See :meth:`~.journal.Journal.recent_sizes` (index ``events_kind_actor``,
-        migration 7; with ``window``, ``event_seconds_kind_actor``, migration 20, on the
+        migration 7; with ``window``, ``server_times_kind_actor``, migration 20, on the
         server's clock: ``tests/security/test_607``)."""
         rows = self._query(*_recent_sizes(kind, actor, since=since, limit=limit,
                                           window=window))

@@ -33,7 +33,7 @@ from cradle_kg.integrations.calls import GovernedSession
 from cradle_kg.loop.runtime import Runtime
 from cradle_kg.server.auth import issue_agent_token
 from tests.security.homes import json_api
-from tests.security.server_seconds import age_server_seconds
+from tests.security.server_times import age_server_times
 
 pytestmark = pytest.mark.usefixtures("journal_backend")
 
@@ -115,7 +115,7 @@ def test_the_window_frees_up(ledger_home: Path) -> None:
         later = rt.clock() + timedelta(hours=1, seconds=2)
         rt.clock = lambda: later
         # on PostgreSQL the hour is the server's (test_608): its recorded second moves
-        age_server_seconds(rt, timedelta(hours=1, seconds=2))
+        age_server_times(rt, timedelta(hours=1, seconds=2))
         assert rt.submit(_credit("b", 5000)).status == "denied"
         assert _proposals(rt) == ["a", "b"]
 

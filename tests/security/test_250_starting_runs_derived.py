@@ -127,14 +127,14 @@ def test_an_older_journal_gets_the_table_from_its_events(target: str) -> None:
         sql("DROP INDEX events_subject_decided")  # migration 17's
         sql("DROP TABLE lineage_written")  # migration 18's
         sql("DROP TABLE intent_seconds")  # migration 19's
-        sql("DROP TABLE event_seconds")  # migration 20's
+        sql("DROP TABLE server_times")  # migration 20's
         sql("DELETE FROM schema_migrations WHERE version >= 13")
         with pytest.raises(JournalError, match="schema version `12`"):
             open_journal(target)
         assert migrate(target) == [(13, "starting-runs"), (14, "unrun-approvals"),
                                    (15, "append-run-end-guard"), (16, "append-approval-guard"),
                                    (17, "decided-subject-index"), (18, "lineage-written"),
-                                   (19, "server-seconds"), (20, "upload-seconds")]
+                                   (19, "server-seconds"), (20, "server-times")]
     else:
         sql("DROP TABLE starting_runs")  # as a cradle-kg of format 10 left it
         sql("PRAGMA user_version = 10")

@@ -105,7 +105,7 @@ def test_an_older_journal_derives_what_was_approved_and_not_run(keyed_home: Path
         assert migrate(target) == [(14, "unrun-approvals"),
                                    (15, "append-run-end-guard"), (16, "append-approval-guard"),
                                    (17, "decided-subject-index"), (18, "lineage-written"),
-                                   (19, "server-seconds"), (20, "upload-seconds")]
+                                   (19, "server-seconds"), (20, "server-times")]
     with Runtime(keyed_home) as rt:
         assert _unrun(rt) == [first.approval.id]
         assert _conflict(rt.submit(_close("p2", account="acct-8")))
@@ -131,7 +131,7 @@ def _older(rt: Runtime) -> str:
         sql("DROP INDEX events_subject_decided")  # migration 17's
         sql("DROP TABLE lineage_written")  # migration 18's
         sql("DROP TABLE intent_seconds")  # migration 19's
-        sql("DROP TABLE event_seconds")  # migration 20's
+        sql("DROP TABLE server_times")  # migration 20's
         sql("DELETE FROM schema_migrations WHERE version >= 14")
     else:
         sql("PRAGMA user_version = 11")

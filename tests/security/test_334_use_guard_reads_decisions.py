@@ -144,12 +144,12 @@ def _as_before_the_index(backend: str, target: str) -> None:
             pg.execute("DROP INDEX events_subject_decided")
             pg.execute("DROP TABLE lineage_written")  # and migration 18's
             pg.execute("DROP TABLE intent_seconds")  # migration 19's
-            pg.execute("DROP TABLE event_seconds")  # migration 20's
+            pg.execute("DROP TABLE server_times")  # migration 20's
             pg.execute("DELETE FROM schema_migrations WHERE version >= 17")
         with pytest.raises(JournalError, match="schema version `16`"):
             open_journal(target)
         assert migrate(target) == [(17, "decided-subject-index"), (18, "lineage-written"),
-                                   (19, "server-seconds"), (20, "upload-seconds")]
+                                   (19, "server-seconds"), (20, "server-times")]
         return
     import sqlite3
 

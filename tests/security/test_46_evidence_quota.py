@@ -32,7 +32,7 @@ from tests import oneshot
 from ..inprocess import run_cli
 from ..server.conftest import start_server, stop_server
 from .mcp_http import AGENT, MALLORY, token_for, two_agent_home
-from .server_seconds import age_server_seconds
+from .server_times import age_server_times
 
 
 def _journaled(home: Path) -> tuple[int, int]:
@@ -71,7 +71,7 @@ def test_the_default_quota_refuses_the_1001st_upload_of_the_hour(tmp_path: Path)
                                milliseconds=1)) for i in range(999)])
         # on PostgreSQL the quota reads the server's second of each upload's append:
         # as if each had been appended when it is dated (tests/security/test_607)
-        age_server_seconds(rt)
+        age_server_times(rt)
     srv = start_server(["--home", str(home)], tmp_path / "serve.log", home)
     try:
         assert _post(srv.url, agent, b"the thousandth").status_code == 200

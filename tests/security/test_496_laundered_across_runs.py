@@ -131,10 +131,10 @@ def test_an_older_journal_derives_the_record_from_its_events(tmp_path: Path) -> 
 
             sql("DROP TABLE intent_seconds")  # migration 19's
 
-            sql("DROP TABLE event_seconds")  # migration 20's
+            sql("DROP TABLE server_times")  # migration 20's
             sql("DELETE FROM schema_migrations WHERE version >= 18")
             assert migrate(target) == [(18, "lineage-written"), (19, "server-seconds"),
-                                       (20, "upload-seconds")]
+                                       (20, "server-times")]
         else:
             sql("PRAGMA user_version = 13")
 

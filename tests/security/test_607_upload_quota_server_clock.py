@@ -7,12 +7,13 @@ both accepted and journaled within seconds — the second worker's hour started 
 first's upload. The same with the bytes.
 
 Now: every event keeps its ``at`` (the worker's clock: an evidence check compares it). On
-PostgreSQL the server records each upload's second of its clock in the append's own
-transaction (``event_seconds``, migration 20), and the quota — the count before the blob
+PostgreSQL the server records each upload's time on its clock in the append's own
+transaction (``server_times``, migration 20), and the quota — the count before the blob
 is stored and the :class:`~cradle_kg.storage.UploadCap` checked under the append lock —
-reads the hour up to the server's clock now in those seconds. ``audit verify`` reads them
-again; ``journal copy`` and the migration give the uploads they carry their own ``at``'s
-second. SQLite is one host's file: one clock, unchanged.
+reads the hour up to the server's clock now at those times (and says when it frees up on
+the runtime's clock: now less each upload's age on the server's). ``audit verify`` checks
+every upload has its time; ``journal copy`` and the migration give the uploads they carry
+their own ``at``. SQLite is one host's file: one clock, unchanged.
 """
 
 from __future__ import annotations
@@ -63,9 +64,12 @@ def test_workers_with_clocks_apart_share_one_hour_of_uploads(
         with pytest.raises(QuotaExceededError) as refused:
             _upload(right, b"b" * sizes[1])  # seconds later, on the server's clock
         assert refused.value.quota == key
-        # and the other way round: the worker behind sees the upload on the right clock
-        with pytest.raises(QuotaExceededError):
+        # it frees up an hour after the first upload, said on each worker's clock
+        assert 3590 <= refused.value.retry_after <= 3600, refused.value.retry_after
+        # and the worker behind agrees, whichever upload it is asked for next
+        with pytest.raises(QuotaExceededError) as again:
             _upload(behind, b"c" * sizes[1])
+        assert 3590 <= again.value.retry_after <= 3600, again.value.retry_after
     with open_home_journal(pg_home) as journal:
         uploads = journal.events_of_kind(evidence.COLLECTED)
         assert [e.subject for e in uploads] == [first]
@@ -75,15 +79,15 @@ def test_workers_with_clocks_apart_share_one_hour_of_uploads(
 
 
 def test_the_upload_seconds_are_read_again_by_verify(pg_home: Path, pg_url: str) -> None:
-    """The server's seconds of the uploads are outside the chain (``event_seconds``):
+    """The server's times of the uploads are outside the chain (``server_times``):
     ``audit verify`` reads them again, so a row removed (the quota freed) is reported."""
     import psycopg
 
     with Runtime(pg_home, graph_sync=False) as rt:
         _upload(rt, b"one")
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM event_seconds").fetchone() == (1,)
-        conn.execute("DELETE FROM event_seconds")
+        assert conn.execute("SELECT count(*) FROM server_times").fetchone() == (1,)
+        conn.execute("DELETE FROM server_times")
     with open_home_journal(pg_home) as journal:
         report = journal.verify()
-    assert not report.intact and "event_seconds" in str(report.reason), report.reason
+    assert not report.intact and "server_times" in str(report.reason), report.reason

@@ -9,8 +9,8 @@ worth.
 
 Now: every event keeps its ``at``. On PostgreSQL a refused proposal's decision is counted
 a second time, in the server scope ``server:refusals.agent``, in the second of the
-server's clock in the transaction that appends it (recorded in ``event_seconds``,
-migration 20); the quota — the count before the proposal is evaluated and the cap
+server's clock in the transaction that appends it (its time recorded in
+``server_times``, migration 20); the quota — the count before the proposal is evaluated and the cap
 checked under the append lock — reads the hour up to the server's clock now there.
 ``audit verify`` derives those buckets again from the recorded seconds. SQLite is one
 host's file: one clock, unchanged.
@@ -62,18 +62,18 @@ def test_workers_with_clocks_apart_share_one_hour_of_refusals(pg_home: Path) -> 
 
 
 def test_the_refusal_seconds_are_read_again_by_verify(pg_home: Path, pg_url: str) -> None:
-    """The server's second of a refusal is outside the chain (``event_seconds``): ``audit
+    """The server's time of a refusal is outside the chain (``server_times``): ``audit
     verify`` derives the server buckets from it again, so buckets that do not follow from
-    the recorded seconds are reported."""
+    the recorded times are reported."""
     import psycopg
 
     _quota(pg_home, 5)
     with Runtime(pg_home, graph_sync=False) as rt:
         assert rt.submit(_credit("a", 5000)).status == "denied"
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM event_seconds WHERE kind = "
+        assert conn.execute("SELECT count(*) FROM server_times WHERE kind = "
                             "'decision.made'").fetchone() == (1,)
-        conn.execute("UPDATE event_seconds SET second = '2000-01-01T00:00:00' "
+        conn.execute("UPDATE server_times SET at = '2000-01-01T00:00:00.000000' "
                      "WHERE kind = 'decision.made'")
     with open_home_journal(pg_home) as journal:
         report = journal.verify()

@@ -261,7 +261,7 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
             pg.execute("DROP INDEX events_subject_decided")  # migration 17's
             pg.execute("DROP TABLE lineage_written")  # migration 18's
             pg.execute("DROP TABLE intent_seconds")  # migration 19's
-            pg.execute("DROP TABLE event_seconds")  # migration 20's
+            pg.execute("DROP TABLE server_times")  # migration 20's
             pg.execute("DELETE FROM schema_migrations WHERE version >= 8")
         with pytest.raises(JournalError, match="schema version `7`"):
             open_journal(url)
@@ -271,7 +271,7 @@ def test_a_journal_written_before_the_tables_gets_them_from_its_events(
                                 (14, "unrun-approvals"),
                                 (15, "append-run-end-guard"), (16, "append-approval-guard"),
                                 (17, "decided-subject-index"), (18, "lineage-written"),
-                                (19, "server-seconds"), (20, "upload-seconds")]
+                                (19, "server-seconds"), (20, "server-times")]
         again = open_journal(url)
     with again:
         assert (open_tasks(again, include_resolved=True), again.run_repairs("run:t")) == kept

@@ -156,7 +156,7 @@ def test_a_journal_written_before_the_index_gets_it(home: Path, journal_backend:
             pg.execute("DROP INDEX events_subject_decided")  # migration 17's
             pg.execute("DROP TABLE lineage_written")  # migration 18's
             pg.execute("DROP TABLE intent_seconds")  # migration 19's
-            pg.execute("DROP TABLE event_seconds")  # migration 20's
+            pg.execute("DROP TABLE server_times")  # migration 20's
             pg.execute("DELETE FROM schema_migrations WHERE version >= 9")
         with pytest.raises(JournalError, match="schema version `8`"):
             open_journal(target)
@@ -165,7 +165,7 @@ def test_a_journal_written_before_the_index_gets_it(home: Path, journal_backend:
                                    (13, "starting-runs"), (14, "unrun-approvals"),
                                    (15, "append-run-end-guard"), (16, "append-approval-guard"),
                                    (17, "decided-subject-index"), (18, "lineage-written"),
-                                   (19, "server-seconds"), (20, "upload-seconds")]
+                                   (19, "server-seconds"), (20, "server-times")]
     else:
         import sqlite3
 

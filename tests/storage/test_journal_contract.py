@@ -446,7 +446,7 @@ def test_a_journal_at_migration_3_gets_the_outcome_index(pg_url: str) -> None:
         conn.execute("DROP INDEX events_subject_decided")  # migration 17's
         conn.execute("DROP TABLE lineage_written")  # migration 18's
         conn.execute("DROP TABLE intent_seconds")  # migration 19's
-        conn.execute("DROP TABLE event_seconds")  # migration 20's
+        conn.execute("DROP TABLE server_times")  # migration 20's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 4")  # and after it
     with pytest.raises(JournalError, match="schema version `3`"):
         open_journal(pg_url)
@@ -571,7 +571,7 @@ def test_a_journal_at_migration_6_gets_the_kind_actor_index(pg_url: str) -> None
         conn.execute("DROP INDEX events_subject_decided")  # migration 17's
         conn.execute("DROP TABLE lineage_written")  # migration 18's
         conn.execute("DROP TABLE intent_seconds")  # migration 19's
-        conn.execute("DROP TABLE event_seconds")  # migration 20's
+        conn.execute("DROP TABLE server_times")  # migration 20's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 7")
     with pytest.raises(JournalError, match="schema version `6`"):
         open_journal(pg_url)
@@ -581,7 +581,7 @@ def test_a_journal_at_migration_6_gets_the_kind_actor_index(pg_url: str) -> None
                               (13, "starting-runs"), (14, "unrun-approvals"),
                               (15, "append-run-end-guard"), (16, "append-approval-guard"),
                               (17, "decided-subject-index"), (18, "lineage-written"),
-                              (19, "server-seconds"), (20, "upload-seconds")]
+                              (19, "server-seconds"), (20, "server-times")]
     with open_journal(pg_url) as j:
         assert j.recent_sizes("evidence.collected", "agent:a", since=T0,
                               limit=None) == [(T0 + timedelta(minutes=6), 20),

@@ -161,7 +161,7 @@ def test_a_journal_at_version_10_with_events_is_migrated_and_verifies(pg_url: st
         conn.execute("DROP INDEX events_subject_decided")  # and 17's
         conn.execute("DROP TABLE lineage_written")  # and 18's
         conn.execute("DROP TABLE intent_seconds")  # migration 19's
-        conn.execute("DROP TABLE event_seconds")  # migration 20's
+        conn.execute("DROP TABLE server_times")  # migration 20's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 11")
     with pytest.raises(JournalError, match="schema version `10`"):
         open_journal(pg_url)
@@ -169,7 +169,7 @@ def test_a_journal_at_version_10_with_events_is_migrated_and_verifies(pg_url: st
                                (13, "starting-runs"), (14, "unrun-approvals"),
                                (15, "append-run-end-guard"), (16, "append-approval-guard"),
                                (17, "decided-subject-index"), (18, "lineage-written"),
-                               (19, "server-seconds"), (20, "upload-seconds")]
+                               (19, "server-seconds"), (20, "server-times")]
     with open_journal(pg_url) as j:
         assert j.verify().intact
         after = j.append([ev(4, "run.outcome", subject="s:2"),
@@ -192,7 +192,7 @@ def test_a_journal_at_version_11_gets_its_approval_exclusions(pg_url: str) -> No
         conn.execute("DROP INDEX events_subject_decided")  # and 17's
         conn.execute("DROP TABLE lineage_written")  # and 18's
         conn.execute("DROP TABLE intent_seconds")  # migration 19's
-        conn.execute("DROP TABLE event_seconds")  # migration 20's
+        conn.execute("DROP TABLE server_times")  # migration 20's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 12")
     with pytest.raises(JournalError, match="schema version `11`"):
         open_journal(pg_url)
@@ -200,7 +200,7 @@ def test_a_journal_at_version_11_gets_its_approval_exclusions(pg_url: str) -> No
                                (14, "unrun-approvals"),
                                (15, "append-run-end-guard"), (16, "append-approval-guard"),
                                (17, "decided-subject-index"), (18, "lineage-written"),
-                               (19, "server-seconds"), (20, "upload-seconds")]
+                               (19, "server-seconds"), (20, "server-times")]
     with open_journal(pg_url) as j, psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT approval_id, who FROM approval_exclusions "
                             "ORDER BY who").fetchall()
@@ -316,10 +316,10 @@ OLDER_FUNCTIONS = {
     14: ({"run_end": False}, OLD_SIGNATURE,
          [(15, "append-run-end-guard"), (16, "append-approval-guard"),
           (17, "decided-subject-index"), (18, "lineage-written"), (19, "server-seconds"),
-          (20, "upload-seconds")]),
+          (20, "server-times")]),
     15: ({"run_end": True}, RUN_END_SIGNATURE,
          [(16, "append-approval-guard"), (17, "decided-subject-index"),
-          (18, "lineage-written"), (19, "server-seconds"), (20, "upload-seconds")]),
+          (18, "lineage-written"), (19, "server-seconds"), (20, "server-times")]),
 }
 
 
@@ -339,7 +339,7 @@ def test_an_older_append_function_is_replaced_in_place(pg_url: str, version: int
         conn.execute("DROP INDEX events_subject_decided")  # migration 17's
         conn.execute("DROP TABLE lineage_written")  # migration 18's
         conn.execute("DROP TABLE intent_seconds")  # migration 19's
-        conn.execute("DROP TABLE event_seconds")  # migration 20's
+        conn.execute("DROP TABLE server_times")  # migration 20's
         conn.execute("DELETE FROM schema_migrations WHERE version > %s", (version,))
     with pytest.raises(JournalError, match=f"schema version `{version}`"):
         open_journal(pg_url)

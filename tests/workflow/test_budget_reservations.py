@@ -357,7 +357,7 @@ def test_an_older_postgresql_journal_gets_its_budget_spend_when_migrated(pg_url:
         conn.execute("DROP INDEX events_subject_decided")  # nor migration 17's
         conn.execute("DROP TABLE lineage_written")  # nor migration 18's
         conn.execute("DROP TABLE intent_seconds")  # migration 19's
-        conn.execute("DROP TABLE event_seconds")  # migration 20's
+        conn.execute("DROP TABLE server_times")  # migration 20's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 5")
     with pytest.raises(JournalError, match="schema version `4`"):
         open_journal(pg_url)

@@ -78,3 +78,43 @@ def test_the_refusal_seconds_are_read_again_by_verify(pg_home: Path, pg_url: str
     with open_home_journal(pg_home) as journal:
         report = journal.verify()
     assert not report.intact and "usage" in str(report.reason), report.reason
+
+
+def test_a_journal_at_migration_19_is_migrated_and_keeps_its_quotas(
+        pg_home: Path, pg_url: str) -> None:
+    """``db migrate`` completes migration 20 on a journal that has uploads and refusals:
+    each at its own ``at``, the refusals' server buckets derived from them, and the quotas
+    still count them."""
+    import psycopg
+
+    import cradle_kg.evidence as evidence
+    from cradle_kg.config import load_config, save_config
+    from cradle_kg.demo.scenario import AGENT
+    from cradle_kg.errors import JournalError
+    from cradle_kg.storage import open_journal
+    from cradle_kg.storage.pg_admin import migrate
+
+    _quota(pg_home, 1)
+    config = load_config(pg_home / "config.json")
+    save_config(pg_home / "config.json", config.model_copy(update={
+        "input_limits": config.input_limits.model_copy(
+            update={"evidence_uploads_per_hour": 1})}))
+    with Runtime(pg_home, graph_sync=False) as rt:
+        assert rt.submit(_credit("a", 5000)).status == "denied"
+        evidence.upload(rt.context, rt.evidence, b"one", kind="document", source=None,
+                        by=AGENT)
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as before migration 20
+        conn.execute("DROP TABLE server_times")
+        conn.execute("DELETE FROM usage WHERE scope = 'server:refusals.agent'")
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 20")
+    with pytest.raises(JournalError, match="schema version `19`"):
+        open_journal(pg_url)
+    assert migrate(pg_url) == [(20, "server-times")]
+    with open_journal(pg_url) as journal:
+        assert journal.verify().intact
+    with Runtime(pg_home, graph_sync=False) as rt:
+        with pytest.raises(QuotaExceededError):
+            rt.submit(_credit("b", 5000))
+        with pytest.raises(QuotaExceededError):
+            evidence.upload(rt.context, rt.evidence, b"two", kind="document", source=None,
+                            by=AGENT)

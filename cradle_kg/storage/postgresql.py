@@ -369,7 +369,6 @@ class _Lease:
             self._conn.close()
 
 
-
 #: the usage scopes also counted in the server's seconds (:data:`SERVER_SCOPE_PREFIX`): an
 #: intent's (``tests/security/test_549``), an agent's refusals (``test_608``)
 SERVER_WINDOWED = ("*", *USAGE_FIELDS, REFUSALS_SCOPE)
@@ -386,6 +385,7 @@ def _cap_window(cap: UsageCap) -> tuple[str, tuple[Any, ...]]:
                                              float(cap.window))
     return pg_schema.USAGE_WINDOW_SQL, (cap.scope, cap.subject, cap.scope, cap.subject,
                                         iso(cap.since)[:19])
+
 
 def _recent_sizes(kind: str, actor: str, *, since: datetime, limit: int | None,
                   window: float | None) -> tuple[str, tuple[Any, ...]]:

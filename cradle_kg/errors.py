@@ -407,6 +407,14 @@ class ModelError(WorkflowError):
     code = "model_error"
 
 
+class ModelCredentialsInClearError(ModelError):
+    """A model server's key (``CRADLE_MODEL_API_KEY``, ``user:key@`` in its base URL) to
+    be sent over plain ``http://`` to a host that is not loopback, without the opt-in
+    ``CRADLE_MODEL_ALLOW_PLAIN_HTTP_CREDENTIALS=1`` (``tests/security/test_617``)."""
+
+    code = "model_credentials_in_clear"
+
+
 class AutonomyError(WorkflowError):
     """A refused autonomy command; ``reasons`` lists every unmet condition."""
 

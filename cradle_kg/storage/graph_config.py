@@ -36,7 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import GraphCredentialsInClearError, InputError
+from ..errors import CradleError, GraphCredentialsInClearError, InputError
 
 GRAPH_URL_ENV = "CRADLE_GRAPH_URL"
 #: ``1``: credentials may go over plain ``http://`` to a store on another host
@@ -190,6 +190,23 @@ def loopback(host: str) -> bool:
     return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
+def in_clear(scheme: str, host: str) -> bool:
+    """Credentials sent to ``scheme://host`` go in clear to another machine: plain
+    ``http://`` to a host not :func:`loopback` — the rule of the graph store's
+    credentials (tests/security/test_372) and of a model server's key (test_617)."""
+    return scheme.lower() == "http" and not loopback(host)
+
+
+def opted_in(name: str, error: type[CradleError], where: str) -> bool:
+    """The opt-in variable ``name`` (credentials in clear allowed): ``1`` allows, unset,
+    empty or ``0`` does not; any other value is refused with ``error`` (a typo must not
+    read as either)."""
+    value = os.environ.get(name, "")
+    if value not in ("", "0", "1"):
+        raise error(f"{where}: `{name}` is `{value[:40]}`, not `1` or `0`")
+    return value == "1"
+
+
 def _refuse_in_clear(urls: tuple[str, ...], what: str, *, where: str,
                      allowed: Callable[[], bool]) -> None:
     """Raise :class:`GraphCredentialsInClearError` when one of ``urls`` (checked ones)
@@ -197,7 +214,7 @@ def _refuse_in_clear(urls: tuple[str, ...], what: str, *, where: str,
     an opt-in is read only where it is needed."""
     for url in urls:
         parts = urlsplit(url)
-        if parts.scheme.lower() == "http" and not loopback(parts.hostname or ""):
+        if in_clear(parts.scheme, parts.hostname or ""):
             if allowed():
                 return
             raise GraphCredentialsInClearError(
@@ -213,13 +230,8 @@ def _never() -> bool:
 
 
 def _opted_in() -> bool:
-    """``CRADLE_GRAPH_ALLOW_PLAIN_HTTP_CREDENTIALS``: ``1`` allows, unset, empty or ``0``
-    does not; any other value is refused (a typo must not read as either)."""
-    value = os.environ.get(PLAIN_HTTP_OPT_IN_ENV, "")
-    if value not in ("", "0", "1"):
-        raise GraphCredentialsInClearError(
-            f"graph setting: `{PLAIN_HTTP_OPT_IN_ENV}` is `{value[:40]}`, not `1` or `0`")
-    return value == "1"
+    """``CRADLE_GRAPH_ALLOW_PLAIN_HTTP_CREDENTIALS`` (:func:`opted_in`)."""
+    return opted_in(PLAIN_HTTP_OPT_IN_ENV, GraphCredentialsInClearError, "graph setting")
 
 
 def _timeout(env: str | None, configured: float) -> float:
@@ -254,5 +266,5 @@ def graph_setting(configured: str | GraphEndpoints | None) -> GraphEndpoints | N
 
 
 __all__ = ["GRAPH_URL_ENV", "PLAIN_HTTP_OPT_IN_ENV", "GraphEndpoints", "RemoteGraph",
-           "check_declared", "from_base", "graph_setting", "parse_setting", "redact_url",
-           "resolve"]
+           "check_declared", "from_base", "graph_setting", "in_clear", "loopback", "opted_in",
+           "parse_setting", "redact_url", "resolve"]

@@ -26,12 +26,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..canonical import content_hash
 from ..environment_proxies import EnvironmentTransport, deadline, url_origin
-from ..errors import InputError, ReplayDivergenceError
+from ..errors import InputError, ModelCredentialsInClearError, ReplayDivergenceError
 from ..inputs import load_json_file
 from ..records import AuditEvent
+from ..storage.graph_config import in_clear, opted_in
 from ..tls import tls_context
 from .errors import ModelError
 
+#: ``1``: the model server's key may go over plain ``http://`` to another host
+PLAIN_HTTP_OPT_IN_ENV = "CRADLE_MODEL_ALLOW_PLAIN_HTTP_CREDENTIALS"
 #: packages whose versions every run records (with the prompt version and the model id)
 RECORDED_PACKAGES = ("cradle-kg", "pydantic", "httpx", "cedarpy")
 
@@ -157,11 +160,16 @@ class OpenAICompatibleClient:
             base_url=self.base_url, headers=headers, timeout=timeout,
             verify=tls_context(),
             transport=transport or EnvironmentTransport(verify=tls_context()))
+        url = self._http.base_url
+        #: a key (the bearer header, ``user:key@`` sent as basic auth) that would go in
+        #: clear to another machine: refused at each request unless opted in (test_617)
+        self._in_clear = bool(api_key or url.userinfo) and in_clear(url.scheme, url.host)
 
     def close(self) -> None:
         self._http.close()
 
     def complete(self, request: ModelRequest) -> ModelResponse:
+        self._refuse_in_clear()
         try:
             status, data = self._answer(request)
             if not 200 <= status < 300:
@@ -183,6 +191,19 @@ class OpenAICompatibleClient:
                              finish_reason=choice.finish_reason,
                              usage=ModelUsage(**completion.usage.model_dump()),
                              raw=body, source="live")
+
+    def _refuse_in_clear(self) -> None:
+        """A key over plain ``http://`` to a host not loopback, as the graph store's
+        credentials (``graph_config.in_clear``): a :class:`ModelCredentialsInClearError`
+        before any request, unless :data:`PLAIN_HTTP_OPT_IN_ENV` is ``1`` (read only
+        then) — ``tests/security/test_617``."""
+        if not self._in_clear or opted_in(PLAIN_HTTP_OPT_IN_ENV, ModelCredentialsInClearError,
+                                          f"model server `{self.name}`"):
+            return
+        raise ModelCredentialsInClearError(
+            f"model server `{self.name}`: sends its key in clear: plain `http://` to "
+            f"`{self._http.base_url.host}`, not a loopback address",
+            hint=f"use `https://`; on a network you trust, `{PLAIN_HTTP_OPT_IN_ENV}=1`")
 
     def _answer(self, request: ModelRequest) -> tuple[int, bytes]:
         """The answer's status and body: asked uncompressed and read raw, at most

@@ -46,6 +46,8 @@ _URL = r"^https?://\S+$"
 MAX_TIMEOUT_S = 3600.0
 #: a URL's user and password: what follows ``://`` up to the last ``@`` of its authority
 _USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")
+#: a URL's query and fragment: from the first ``?`` or ``#`` on
+_QUERY = re.compile(r"[?#]\S*")
 
 
 class GraphEndpoints(BaseModel):
@@ -251,8 +253,9 @@ def _timeout(env: str | None, configured: float) -> float:
 
 def redact_url(url: str) -> str:
     """``url`` — a setting of one URL or of ``key=URL`` parts — without the user and
-    password of any URL in it (for messages), whether the URL reads or not."""
-    return " ".join(_USERINFO.sub("", part) for part in url.split())
+    password, the query and the fragment of any URL in it (for messages: a store's key
+    may be in either, ``tests/security/test_618``), whether the URL reads or not."""
+    return " ".join(_QUERY.sub("", _USERINFO.sub("", part)) for part in url.split())
 
 
 def graph_setting(configured: str | GraphEndpoints | None) -> GraphEndpoints | None:

@@ -37,7 +37,7 @@ from urllib.parse import urlencode
 import httpx
 import pyoxigraph as ox
 
-from ..environment_proxies import EnvironmentTransport, deadline
+from ..environment_proxies import EnvironmentTransport, deadline, url_origin
 from ..errors import (
     GraphAnswerTooLargeError,
     GraphAuthError,
@@ -121,67 +121,72 @@ class SparqlHttpStore:
             verify=tls_context(), transport=EnvironmentTransport(verify=tls_context()))
 
     def describe(self) -> str:
-        return self.remote.query
+        """The store as shown: its origin (:func:`url_origin`, as in every error)."""
+        return url_origin(self.remote.query)
 
     # --- HTTP, with typed errors --------------------------------------------------
 
     def _send(self, method: str, url: str, *, limit: int | None = None,
               **kw: Any) -> httpx.Response:
-        """``limit``: the most bytes the answer may hold (:data:`MAX_ANSWER_BYTES`)."""
+        """``limit``: the most bytes the answer may hold (:data:`MAX_ANSWER_BYTES`).
+        The store is named by its origin wherever it is shown (errors printed, ``graph
+        follow``'s status): its URL may carry a key (``?key=…``), used only to reach it
+        (``tests/security/test_618``)."""
+        name = url_origin(url)
         try:
-            response = self._bounded(self.client.build_request(method, url, **kw), url,
+            response = self._bounded(self.client.build_request(method, url, **kw), name,
                                      MAX_ANSWER_BYTES if limit is None else limit)
         except httpx.TimeoutException as exc:
             raise GraphTimeoutError(
-                f"the graph store `{url}` did not answer within "
+                f"the graph store `{name}` did not answer within "
                 f"{self.remote.timeout_s:g} s",
                 hint="a longer `timeout_s` in the home's `graph` setting, or "
                      "`CRADLE_GRAPH_TIMEOUT`") from exc
         except httpx.HTTPError as exc:
             raise GraphUnreachableError(
-                f"cannot reach the graph store `{url}`: {type(exc).__name__}: "
+                f"cannot reach the graph store `{name}`: {type(exc).__name__}: "
                 f"{' '.join(str(exc).split())[:200]}",
                 hint="is the store running? the journal is intact: `cradle-kg graph "
                      "follow` catches the graph up once it is back") from None
         if response.status_code in (401, 403):
-            raise GraphAuthError(f"the graph store `{url}` refused the credentials "
+            raise GraphAuthError(f"the graph store `{name}` refused the credentials "
                                  f"(HTTP {response.status_code})",
                                  hint="set `CRADLE_GRAPH_TOKEN`, or `CRADLE_GRAPH_USER` and "
                                       "`CRADLE_GRAPH_PASSWORD`")
         return response
 
-    def _bounded(self, request: httpx.Request, url: str, limit: int) -> httpx.Response:
+    def _bounded(self, request: httpx.Request, name: str, limit: int) -> httpx.Response:
         """The answer to ``request``, read whole — refused past ``limit`` bytes (decoded:
         a gzip stream of 1 MB is 1 GB of spaces) or :data:`ANSWER_TIMEOUTS` times
         ``timeout_s`` after the request was sent: the connection and the headers within
         it too, every wait cut to what is left (a store sending its headers a byte at a
         time: tests/security/test_611)."""
         with deadline(ANSWER_TIMEOUTS * self.remote.timeout_s):
-            return self._read(request, url, limit)
+            return self._read(request, name, limit)
 
-    def _read(self, request: httpx.Request, url: str, limit: int) -> httpx.Response:
+    def _read(self, request: httpx.Request, name: str, limit: int) -> httpx.Response:
         streamed = self.client.send(request, stream=True)
         try:
             until = time.monotonic() + ANSWER_TIMEOUTS * self.remote.timeout_s
             body = bytearray()
             # decoded here, never past the limit: httpx decodes each chunk whole, and 64 KB
             # of zstd is 2 GiB of spaces (tests/security/test_83)
-            decode = _decoder(streamed.headers.get("content-encoding", ""), url)
+            decode = _decoder(streamed.headers.get("content-encoding", ""), name)
             for raw in streamed.iter_raw():
                 body += decode(raw, limit - len(body))
                 if len(body) > limit:
                     raise GraphAnswerTooLargeError(
-                        f"the graph store `{url}` answered more than {limit} bytes")
+                        f"the graph store `{name}` answered more than {limit} bytes")
                 if time.monotonic() > until:
                     raise GraphTimeoutError(
-                        f"the graph store `{url}` did not send its whole answer within "
+                        f"the graph store `{name}` did not send its whole answer within "
                         f"{ANSWER_TIMEOUTS * self.remote.timeout_s:g} s",
                         hint="a longer `timeout_s` in the home's `graph` setting, or "
                              "`CRADLE_GRAPH_TIMEOUT`")
             body += decode(b"", limit - len(body))
             if len(body) > limit:
                 raise GraphAnswerTooLargeError(
-                    f"the graph store `{url}` answered more than {limit} bytes")
+                    f"the graph store `{name}` answered more than {limit} bytes")
         finally:
             streamed.close()
         headers = [(k, v) for k, v in streamed.headers.multi_items()
@@ -524,7 +529,7 @@ class SparqlHttpStore:
         self.client.close()
 
 
-def _decoder(encoding: str, url: str) -> Callable[[bytes, int], bytes]:
+def _decoder(encoding: str, store: str) -> Callable[[bytes, int], bytes]:
     """What decodes an answer's body of ``Content-Encoding`` ``encoding``, a chunk at a
     time: ``decode(raw, room)`` gives at most ``room + 1`` bytes (one past the room is
     the sign it did not fit; ``raw`` empty: the end of the body). Identity, gzip or
@@ -534,7 +539,7 @@ def _decoder(encoding: str, url: str) -> Callable[[bytes, int], bytes]:
     if name in ("", "identity"):
         return lambda raw, room: raw
     if name not in ("gzip", "x-gzip", "deflate"):
-        raise GraphResponseError(f"the graph store `{url}` answered in an encoding not "
+        raise GraphResponseError(f"the graph store `{store}` answered in an encoding not "
                                  f"asked for: {encoding[:40]!r}")
     # gzip, or zlib (either header, as the "deflate" of HTTP is sent both ways)
     inflate = zlib.decompressobj(zlib.MAX_WBITS | (16 if "gzip" in name else 32))
@@ -549,11 +554,11 @@ def _decoder(encoding: str, url: str) -> Callable[[bytes, int], bytes]:
                 return inflate.decompress(inflate.unconsumed_tail + raw, max(room, 0) + 1)
             out = inflate.decompress(inflate.unconsumed_tail, max(room, 0) + 1)
             if seen and not inflate.eof and len(out) <= room:
-                raise GraphResponseError(f"the graph store `{url}` sent a compressed "
+                raise GraphResponseError(f"the graph store `{store}` sent a compressed "
                                          "answer cut short")
             return out
         except zlib.error as exc:
-            raise GraphResponseError(f"the graph store `{url}` sent a compressed answer "
+            raise GraphResponseError(f"the graph store `{store}` sent a compressed answer "
                                      f"that does not decompress: {exc}") from None
 
     return decode

@@ -48,6 +48,7 @@ no decision can be made at all — and then the gate fails closed.
     │                               (HTTP 429; carries when the window frees up)
     ├── WorkflowError               a workflow or step definition that cannot run
     │   ├── ModelError              the model server could not be reached or answered garbage
+    │   │   └── ModelCredentialsInClearError  a model key over plain http off loopback
     │   ├── AutonomyError           an autonomy command that the step's policy refuses
     │   ├── RunEndedError           a workflow run that ended cannot be walked, answered or
     │   │   │                       cancelled (HTTP 409; carries how it ended)

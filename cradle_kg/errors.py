@@ -30,6 +30,7 @@ no decision can be made at all — and then the gate fails closed.
     ├── IdempotencyConflictError    one idempotency key reused for a different input
     ├── ToolError                   a tool raised, or returned output that breaks its contract
     │   ├── ToolUnavailableError    the tool cannot be reached now (retryable; nothing journaled)
+    │   │   └── ToolChangedError    its definition changed since it was reviewed (not retryable)
     │   └── ToolRefused             a tool's typed refusal, raised before it wrote anything
     │                               (journaled ``failed`` with its code: no retry, no human task)
     ├── VerifierError               a verifier raised
@@ -281,6 +282,19 @@ class ToolUnavailableError(ToolError):
                  retry_after: float = 1.0) -> None:
         super().__init__(message, hint=hint)
         self.retry_after = retry_after
+
+    #: whether the same call may be made again later (in ``retry_after`` seconds)
+    retryable: bool = True
+
+
+class ToolChangedError(ToolUnavailableError):
+    """The tool's definition changed since it was reviewed (a proxied upstream that changed
+    it while the proxy runs): the call is refused before anything is journaled, and is
+    **not** retryable — it is not served again until the operator reviews the tool and
+    restarts the proxy (``tests/security/test_614``)."""
+
+    code = "tool_changed"
+    retryable = False
 
 
 #: what a refusal's code may be: a short, stable, machine-readable word an agent can act on

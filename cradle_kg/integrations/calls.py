@@ -405,11 +405,12 @@ class GovernedSession:
 def refused(exc: CradleError, where: Mapping[str, Any]) -> CallResult:
     """A call refused before anything was journaled. One that may be made again as it is
     (the tool cannot be reached now: :class:`~cradle_kg.errors.ToolUnavailableError`) says
-    ``retryable`` and in how many seconds (``retry_after``)."""
+    ``retryable`` and in how many seconds (``retry_after``); one whose tool changed since
+    it was reviewed (:class:`~cradle_kg.errors.ToolChangedError`) says neither."""
     meta = {META_PREFIX + k: v for k, v in where.items()}
     meta[META_PREFIX + "status"] = "refused"
     retry = ({"retryable": True, "retry_after": exc.retry_after}
-             if isinstance(exc, ToolUnavailableError) else {})
+             if isinstance(exc, ToolUnavailableError) and exc.retryable else {})
     return CallResult(status="refused", is_error=True,
                       structured={"status": "refused", "reasons": [exc.message],
                                   "reason_codes": [exc.code], **retry, **(

@@ -29,7 +29,9 @@ pull", ``test_128``). Unpinned, the input schema is shown as its grammar alone, 
 words are plain words only (an ``enum`` of an IBAN is not shown, a property named after
 one is not served, ``test_137``), and the description is the contract's or a neutral line.
 A served tool whose definition changes while the proxy runs (the upstream's
-``notifications/tools/list_changed``, then a new listing) is refused from then on.
+``notifications/tools/list_changed``, then a new listing) is refused from then on, before
+anything of a call is journaled (not retryable: ``tests/security/test_614``); the change
+itself is logged and journaled once (``tools.changed``, in :data:`TOOLS_RUN`).
 
 What gate 2's read proves is the upstream's word about its own state: ``verify.identity``
 catches an answer about another record, or none (``tests/security/test_475``), but an
@@ -58,7 +60,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..canonical import canonical_json
-from ..errors import InputError, ToolError, ToolRefused, ToolUnavailableError
+from ..errors import InputError, ToolChangedError, ToolError, ToolRefused, ToolUnavailableError
 from ..inputs import CEILINGS, check_value, load_json
 from ..records import (
     RUNTIME_ACTOR,
@@ -411,6 +413,10 @@ class Upstream:
     pins: dict[str, str] = field(default_factory=dict)
     #: the tools whose definition changed since start: refused until the proxy restarts
     changed: dict[str, str] = field(default_factory=dict)
+    #: told of each change once, when it is first seen: (tool, pin served, pin listed now —
+    #: None: no longer listed); :func:`register` journals it (``tools.changed``)
+    on_change: Callable[[str, str, str | None], None] | None = None
+    _changes: threading.Lock = field(default_factory=threading.Lock, init=False)
     #: the upstream said its tool list changed (``notifications/tools/list_changed``): the
     #: next call lists the tools again before it calls
     stale: threading.Event = field(default_factory=threading.Event)
@@ -513,15 +519,52 @@ class Upstream:
             _stop(channel)
 
     def _compare(self, listed: list[types.Tool]) -> None:
-        """Mark the tools whose definition differs from the one served (refused from now)."""
+        """Mark the tools whose definition differs from the one served (refused from now),
+        and tell each change once — logged, and to :attr:`on_change` — never once per call
+        refused for it."""
         now = {t.name: pin_of(t) for t in listed}
-        for tool, pin in self.pins.items():
-            if now.get(tool) != pin and tool not in self.changed:
-                self.changed[tool] = changed_message(tool, pin, now.get(tool))
+        new: list[tuple[str, str, str | None]] = []
+        with self._changes:
+            for tool, pin in self.pins.items():
+                if now.get(tool) != pin and tool not in self.changed:
+                    self.changed[tool] = changed_message(tool, pin, now.get(tool))
+                    new.append((tool, pin, now.get(tool)))
+        for tool, pin, listed_now in new:
+            logger.warning("%s: refused from now on", self.changed[tool])
+            if self.on_change is not None:
+                try:
+                    self.on_change(tool, pin, listed_now)
+                except Exception as exc:  # the refusal holds: only the record is missing
+                    logger.error("the change of the upstream's `%s` could not be journaled: "
+                                 "%s", tool, exc)
 
-    def check(self, name: str) -> None:
-        """Refuse ``name`` when its definition changed since start (listing the tools again
-        first when the upstream said they changed)."""
+    def ready(self, name: str) -> ToolUnavailableError | None:
+        """Why a call of ``name`` is refused before anything of it is journaled, or None:
+        the upstream cannot be reached now (:meth:`unavailable`, retryable), or ``name``'s
+        definition changed since start — listed again first when the upstream said its
+        tools changed — (:class:`ToolChangedError`, not retryable): such a call passed
+        gate 1, journaled its intent, failed in the tool and opened a human task, one per
+        call (``tests/security/test_614``). A listing that fails here leaves the decision
+        to the call (:meth:`check`, as before)."""
+        gone = self.unavailable()
+        if gone is not None:
+            return gone
+        try:
+            self._relisted()
+        except Exception as exc:  # the call's own check lists again, or fails
+            logger.warning("the upstream `%s` could not be listed again: %s", self.source,
+                           exc)
+        return self._refusal(name)
+
+    def _refusal(self, name: str) -> ToolChangedError | None:
+        said = self.changed.get(name)
+        return None if said is None else ToolChangedError(
+            said + "; nothing of this call was journaled", retry_after=0.0,
+            hint=REPIN_HINT + "; then restart the proxy")
+
+    def _relisted(self) -> None:
+        """Read what the upstream sent, and list its tools again (comparing their pins)
+        when it said they changed."""
         self.channel.settle()
         if self.stale.is_set():
             with self._relist:
@@ -533,6 +576,12 @@ class Upstream:
                         self.stale.set()  # not listed: the next call tries again
                         raise
                     self._compare(listed)
+
+    def check(self, name: str) -> None:
+        """Refuse ``name`` when its definition changed since start (listing the tools again
+        first when the upstream said they changed): a call already past :meth:`ready`
+        when the change is seen."""
+        self._relisted()
         if name in self.changed:
             raise ToolError(self.changed[name], hint=REPIN_HINT + "; then restart the proxy")
 
@@ -709,6 +758,9 @@ def looked_up(spec: ToolSpec) -> bool:
 TOOLS_RUN = "upstream-tools"
 #: the kind of that record: what a strict replay rebuilds each upstream tool's spec from
 TOOLS_REGISTERED = "tools.registered"
+#: the kind of the record of a tool the upstream changed while the proxy ran (refused from
+#: then on), once per change; strict replay copies it
+TOOLS_CHANGED = "tools.changed"
 
 
 def served_record(tool_id: str, tool: types.Tool, contract: ToolContract) -> dict[str, Any]:
@@ -767,6 +819,8 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
             raise InputError(changed_message(tool.name, pinned, pin_of(tool)),
                              hint=REPIN_HINT)
     upstream.pins.update({t.name: pin_of(t) for t in tools if is_tool_name(t.name)})
+    upstream.on_change = partial(_journal_change, runtime, upstream.source,
+                                 {t.name: prefix + t.name for t in tools})
     ids: list[str] = []
     served: list[dict[str, Any]] = []
     for tool in tools:
@@ -785,7 +839,7 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
             runtime.register_verifier(spec.verifier, proxied.verify)
         runtime.register_tool(spec, proxied.run,
                               lookup=proxied.lookup if looked_up(spec) else None,
-                              ready=upstream.unavailable)
+                              ready=partial(upstream.ready, tool.name))
         ids.append(spec.id)
         served.append(served_record(spec.id, tool, proxied.contract))
     # INVARIANT: what was registered is journaled before any call of it, so that a strict
@@ -795,6 +849,34 @@ def register(runtime: Runtime, upstream: Upstream, tools: list[types.Tool],
         actor=RUNTIME_ACTOR, at=runtime.clock(),
         payload={"source": upstream.source, "tools": served})])
     return ids
+
+
+def _journal_change(runtime: Runtime, source: str, ids: Mapping[str, str], tool: str,
+                    pin: str, listed: str | None) -> None:
+    """Journal that the upstream changed ``tool`` while the proxy runs (``tools.changed``
+    in :data:`TOOLS_RUN`, once per change: the operator's alert, the calls refused for it
+    write nothing). Written in a transaction of its own, from a thread of its own: seen by
+    a call's own check, inside a read's one transaction
+    (:meth:`~cradle_kg.loop.context.LoopContext.one_transaction`, per thread), it would be
+    held with that call's events — and lost with them when the call's claim is."""
+    event = NewEvent(
+        run_id=TOOLS_RUN, kind=TOOLS_CHANGED, subject="upstream:" + source,
+        actor=RUNTIME_ACTOR, at=runtime.clock(),
+        payload={"source": source, "tool": tool, "served_as": ids.get(tool), "pin": pin,
+                 "listed": listed})
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            runtime.context.append([event])
+        except BaseException as exc:  # raised in the caller's thread below
+            failed.append(exc)
+
+    writer = threading.Thread(target=write, name="upstream-tools-changed")
+    writer.start()
+    writer.join()
+    if failed:
+        raise failed[0]
 
 
 def upstream_says_read(tool: types.Tool) -> bool:

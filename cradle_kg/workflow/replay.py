@@ -63,10 +63,12 @@ INPUT_KINDS = frozenset({"approval.decided", "approval.viewed", "approval.refuse
                          "evidence.collected", "human.decided", "human_task.resolved",
                          "input.recorded", "run.claimed", "task.claimed"})
 #: what may stand in a run no replay starts (a run of commands, uploads or claims): the
-#: inputs, a budget or an autonomy stage a person set, a policy set put in force. Any other
+#: inputs, a budget or an autonomy stage a person set, a policy set put in force, what
+#: ``mcp proxy`` registered and a tool it saw changed (``tests/security/test_614``). Any other
 #: event is one the runtime only derives, in a run a proposal or a workflow starts
 #: (``tests/security/test_438``)
 COPIED_ALONE = INPUT_KINDS | {"budget.set", "policyset.activated", "tools.registered",
+                              "tools.changed",
                               *STAGE_KINDS}
 
 #: the packs one decision was made under, as it records them: each ``id@version`` with its

@@ -184,6 +184,9 @@ class StdioClient:
         self._stdout = process.stdout.fileno()
         self._lines = CappedLines(cap)  # read by one thread at a time: the one `reading`
         self._write_lock = threading.Lock()
+        #: stdin closed (:meth:`stop`), set and read under :attr:`_write_lock`: its number
+        #: is free then, and may be any descriptor the process opened since
+        self._stdin_closed = False
         #: the ids, the waiting calls, who reads, whether closed; notified when a call is
         #: answered, when the reader stops reading, when the calls in flight change
         held = threading.Lock()
@@ -324,6 +327,11 @@ class StdioClient:
             raise _error(REQUEST_TIMEOUT, "the upstream does not read its input: the "
                          "request could not be written")
         try:
+            if self._stdin_closed:
+                # INVARIANT: never a write on the number of a closed stdin: the next open
+                # took it, and the line went into an unrelated file or connection
+                # (tests/security/test_620); nothing of it reached the upstream
+                raise not_sent(_error(CONNECTION_CLOSED, "Connection closed"))
             view = memoryview(data)
             while view:
                 try:
@@ -555,6 +563,7 @@ class StdioClient:
         leave, then its process group terminated (killed if it stays)."""
         with contextlib.suppress(OSError), self._write_lock:
             assert self.process.stdin is not None
+            self._stdin_closed = True  # before: a failed close is not retried either
             self.process.stdin.close()
         try:
             self.process.wait(TERMINATION_TIMEOUT)

@@ -187,6 +187,7 @@ class StdioClient:
         #: stdin closed (:meth:`stop`), set and read under :attr:`_write_lock`: its number
         #: is free then, and may be any descriptor the process opened since
         self._stdin_closed = False
+        self._stopping = False  # stop() called (once: test_621)
         #: the ids, the waiting calls, who reads, whether closed; notified when a call is
         #: answered, when the reader stops reading, when the calls in flight change
         held = threading.Lock()
@@ -552,15 +553,22 @@ class StdioClient:
 
     def _close(self) -> None:
         with self._turn:
-            self._closed = True
+            closing, self._closed = not self._closed, True
             self._idle_turn.notify_all()
         self._fail_all(CONNECTION_CLOSED, "Connection closed")
-        with contextlib.suppress(OSError):  # the idle reader: to the end
-            os.write(self._wake_in, b"\0")
+        if closing:  # INVARIANT: once, before stop closes the wake-up pipe (test_621)
+            with contextlib.suppress(OSError):  # the idle reader: to the end
+                os.write(self._wake_in, b"\0")
 
     def stop(self) -> None:
         """Leave as the SDK's client leaves: stdin closed, a while for the upstream to
-        leave, then its process group terminated (killed if it stays)."""
+        leave, then its process group terminated (killed if it stays). Once: a second
+        call returns — the descriptors closed the first time are numbers the process may
+        have opened again since (``tests/security/test_621``)."""
+        with self._turn:
+            if self._stopping:
+                return
+            self._stopping = True
         with contextlib.suppress(OSError), self._write_lock:
             assert self.process.stdin is not None
             self._stdin_closed = True  # before: a failed close is not retried either

@@ -577,15 +577,19 @@ class StdioClient:
             self.process.wait(TERMINATION_TIMEOUT)
         except subprocess.TimeoutExpired:
             _terminate_group(self.process)
-        self._close()
+        self._close()  # from now no thread starts reading stdout
         self._idle.join(TERMINATION_TIMEOUT)
+        with self._turn:  # INVARIANT: a call's own thread may still read it (test_622)
+            self._turn.wait_for(lambda: not self._reading, TERMINATION_TIMEOUT)
+            read = self._reading
         if not self._idle.is_alive():  # else it still reads: its descriptors stay open
             for fd in (self._wake_out, self._wake_in):
                 with contextlib.suppress(OSError):
                     os.close(fd)
-            with contextlib.suppress(OSError):
-                assert self.process.stdout is not None
-                self.process.stdout.close()
+            if not read:  # else the number, freed, could be read from once reused
+                with contextlib.suppress(OSError):
+                    assert self.process.stdout is not None
+                    self.process.stdout.close()
 
 
 def _terminate_group(process: subprocess.Popen[bytes]) -> None:

@@ -16,7 +16,7 @@ import typer
 from ..canonical import parse_iso
 from ..errors import ApprovalError, CradleError, InputError
 from ..inbox import approval_list
-from ..loop.approvals import ApprovalState, ToolVersions, effective_status
+from ..loop.approvals import ApprovalState, ToolVersions, effective_status, shown_now
 from ..records import ApprovalStatus
 from .common import (
     Format,
@@ -94,7 +94,8 @@ def approvals_list(home: HomeOpt = None, fmt: FormatOpt = Format.TABLE,
         # for an approver (test_253); or of all asked for, the page's digests folded
         rows, total = approval_list(rt, pending=pending, limit=limit, offset=offset,
                                     decider=decider)
-        now = rt.clock()
+        # as an approval's use reads it: on the server's clock too (test_624)
+        now = shown_now(rt.journal, rt.clock(), (s.approval for s, _ in rows))
         # the tool's version each covers, and the one now (as `approvals show` says it)
         items = [(s, effective_status(s.approval, now), rt.requested_tool(s.approval),
                   why) for s, why in rows]
@@ -165,9 +166,10 @@ def approvals_show(approval_id: str, home: HomeOpt = None,
             approval = state.approval
             proposal, shown = rt.approvals.shown_request(approval)
             tool = rt.approval_tool(approval, proposal.action.action_type)
+            now = shown_now(rt.journal, rt.clock(), [approval])  # (test_624)
         except CradleError as exc:
             fail(exc, code=1 if exc.code == "approval_error" else 2)
-    print_json({"approval": state.record(rt.clock()),
+    print_json({"approval": state.record(now),
                 "action": shown,
                 "proposed_by": proposal.agent_id,
                 "tool": tool.to_dict(),

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import hmac
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
@@ -139,6 +139,19 @@ def latest_now(journal: Journal, now: datetime) -> datetime:
     journal's invariant and the graph's shape read it: ``tests/security/test_595``)."""
     server = journal.server_time()
     return now if server is None or server <= now else server
+
+
+def shown_now(journal: Journal, now: datetime, approvals: Iterable[HumanApproval]
+              ) -> datetime:
+    """What a view of ``approvals`` (``approvals list``/``show``, the API's, the web
+    page's) reads their status against: as :func:`latest_now` decides — the server's clock
+    too, one read for the whole listing, and none when no approval shown is approved with
+    an expiry. Before, the views read the worker's clock alone: a worker behind showed
+    ``approved`` an approval that covered nothing any more (``tests/security/test_624``)."""
+    if any(a.status is ApprovalStatus.APPROVED and a.expires_at is not None
+           for a in approvals):
+        return latest_now(journal, now)
+    return now
 
 
 def effective_status(approval: HumanApproval, now: datetime) -> ApprovalStatus:

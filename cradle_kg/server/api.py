@@ -29,6 +29,7 @@ from ..errors import (
 from ..inbox import approval_list
 from ..inputs import MAX_PAGE_INTEGER
 from ..lineage.index import HOST_FACT_PREFIX
+from ..loop.approvals import shown_now
 from ..loop.proposal import host_asserted_fact, principal_stated_fact, read_proposal
 from ..loop.runtime import Runtime
 from ..records import ApprovalStatus, Outcome
@@ -195,7 +196,8 @@ def make_router(runtime: Runtime) -> APIRouter:
         page, _ = call(lambda: approval_list(runtime, pending=pending, limit=limit,
                                              offset=offset, requested_by=mine,
                                              decider=decider))
-        now = runtime.clock()
+        # as an approval's use reads it: on the server's clock too, once (test_624)
+        now = shown_now(runtime.journal, runtime.clock(), (st.approval for st, _ in page))
         return [{**st.record(now), **st.shown(),
                  **({"decidable": why is None, "why_not": why} if decider else {})}
                 for st, why in page]
@@ -217,7 +219,8 @@ def make_router(runtime: Runtime) -> APIRouter:
             tool = runtime.approval_tool(a, proposal.action.action_type)
             # every distinct blob the proposal cites (its inbox item names a few:
             # tests/security/test_413)
-            return {"approval": state.record(runtime.clock()), "action": shown,
+            now = shown_now(runtime.journal, runtime.clock(), [a])  # (test_624)
+            return {"approval": state.record(now), "action": shown,
                     "proposed_by": proposal.agent_id, "tool": tool.to_dict(),
                     "evidence": list(proposal.evidence_items), **state.shown()}
         return call(view)

@@ -69,9 +69,11 @@ async def until(predicate: Any, what: str) -> None:
         await anyio.sleep(0.05)
 
 
-def start_http(upstream_dir: Path, port: int) -> subprocess.Popen[bytes]:
-    """The upstream over streamable HTTP on ``port``, once it listens."""
-    process = subprocess.Popen([sys.executable, str(UPSTREAM), str(upstream_dir), str(port)],
+def start_http(upstream_dir: Path, port: int, script: Path = UPSTREAM
+               ) -> subprocess.Popen[bytes]:
+    """The upstream (``script DIR PORT``) over streamable HTTP on ``port``, once it
+    listens."""
+    process = subprocess.Popen([sys.executable, str(script), str(upstream_dir), str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ends = time.monotonic() + PATIENCE
     while True:
@@ -88,6 +90,8 @@ class HttpUpstream:
     folder: Path
     port: int = field(default_factory=_free_port)
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    #: the upstream's script (``script DIR PORT``)
+    script: Path = UPSTREAM
 
     def stop(self) -> None:
         self.processes[-1].terminate()
@@ -95,16 +99,16 @@ class HttpUpstream:
 
     async def start_again(self) -> None:
         self.processes.append(await anyio.to_thread.run_sync(start_http, self.folder,
-                                                             self.port))
+                                                             self.port, self.script))
 
 
 def through_http_proxy(home: Path, contracts: Path, upstream_dir: Path,
-                       scenario: Callable[[ClientSession, HttpUpstream], Awaitable[None]]
-                       ) -> None:
+                       scenario: Callable[[ClientSession, HttpUpstream], Awaitable[None]],
+                       script: Path = UPSTREAM) -> None:
     """``scenario`` as a client of ``mcp proxy --upstream URL`` in front of the HTTP
-    upstream (every upstream process it started stopped at the end)."""
-    up = HttpUpstream(upstream_dir)
-    up.processes.append(start_http(upstream_dir, up.port))
+    upstream ``script`` (every upstream process it started stopped at the end)."""
+    up = HttpUpstream(upstream_dir, script=script)
+    up.processes.append(start_http(upstream_dir, up.port, script))
     try:
         run(["-m", "cradle_kg", "mcp", "proxy", "--home", str(home), "--agent", AGENT,
              "--contracts", str(contracts), "--prefix", "test.up.",

@@ -44,6 +44,41 @@ from .test_128_upstream_rug_pull import _reviewed
 pytest.importorskip("mcp")
 
 
+def refused_changed(results: list[Any]) -> list[str]:
+    """Each of ``results`` refused ``tool_changed`` before anything, not retryable, naming
+    ``save_note``; their texts (shared with ``test_625``)."""
+    texts = []
+    for after in results:
+        assert after.isError
+        body = after.structuredContent or {}
+        said = " ".join(str(body).split())
+        assert body.get("status") == "refused", body
+        assert body.get("reason_codes") == ["tool_changed"], body
+        assert "retryable" not in body and "retry_after" not in body, body
+        assert "`save_note` changed since it was reviewed" in said, said
+        texts.append(said)
+    return texts
+
+
+def nothing_journaled_but_the_change(home: Path, pins: dict[str, str],
+                                     later: tuple[str, ...]) -> tuple[list[Any], Any]:
+    """(the journal's events, its one ``tools.changed``): nothing of the calls ``later``
+    (their ids) journaled, no human task, the change of ``save_note`` from its pin once."""
+    with Runtime(home) as rt:
+        events = list(rt.journal.events())
+        assert rt.journal.verify().intact
+    of_later = [e for e in events if any(f"'{n}'" in str(e.payload) or f'"{n}"' in
+                                         str(e.payload) for n in later)]
+    assert of_later == [], [(e.kind, e.run_id) for e in of_later]  # nothing of them
+    kinds = [e.kind for e in events]
+    assert not [k for k in kinds if k.startswith("human_task")], kinds
+    changes = [e for e in events if e.kind == "tools.changed"]
+    assert len(changes) == 1, changes  # once per change, not per call
+    assert changes[0].payload["tool"] == "save_note", changes[0].payload
+    assert changes[0].payload["pin"] == pins["save_note"], changes[0].payload
+    return events, changes[0]
+
+
 def test_a_changed_tool_is_refused_before_anything_is_journaled(tmp_path: Path) -> None:
     home, state, contracts, pins = _reviewed(tmp_path)
     seen: dict[str, Any] = {}
@@ -60,32 +95,14 @@ def test_a_changed_tool_is_refused_before_anything_is_journaled(tmp_path: Path) 
 
     run(proxy_args(home, contracts, state), scenario)
 
-    for after in seen["after"]:
-        assert after.isError
-        body = after.structuredContent or {}
-        said = " ".join(str(body).split())
-        assert body.get("status") == "refused", body
-        assert body.get("reason_codes") == ["tool_changed"], body
-        assert "retryable" not in body and "retry_after" not in body, body
-        assert "`save_note` changed since it was reviewed" in said, said
+    for said in refused_changed(seen["after"]):
         assert "cradle-kg mcp pins" in said, said
     assert [(c["tool"], c.get("id")) for c in calls(state)] == [
         ("save_note", "n1"), ("arm", None), ("arm", None)]
 
-    with Runtime(home) as rt:
-        events = list(rt.journal.events())
-    refused_ones = [e for e in events if any(f"'n{i}'" in str(e.payload) or
-                                             f'"n{i}"' in str(e.payload) for i in (2, 3, 4))]
-    assert refused_ones == [], [(e.kind, e.run_id) for e in refused_ones]  # nothing of them
-    kinds = [e.kind for e in events]
-    assert not [k for k in kinds if k.startswith("human_task")], kinds
-    changes = [e for e in events if e.kind == "tools.changed"]
-    assert len(changes) == 1, changes  # once per change, not per call
-    [change] = changes
+    events, change = nothing_journaled_but_the_change(home, pins, ("n2", "n3", "n4"))
     assert change.run_id == "upstream-tools", change
-    assert change.payload["tool"] == "save_note", change.payload
     assert change.payload["served_as"] == "test.up.save_note", change.payload
-    assert change.payload["pin"] == pins["save_note"], change.payload
     assert str(change.payload["listed"]).startswith("sha256:"), change.payload
     assert change.payload["listed"] != pins["save_note"], change.payload
 

@@ -28,43 +28,19 @@ import anyio
 import pytest
 from mcp import ClientSession
 
-from cradle_kg.loop.runtime import Runtime
-
 from . import poisoning_upstream
 from .poisoning_upstream import calls
 from .proxy_outage import PATIENCE, HttpUpstream, through_http_proxy, unavailable
 from .test_128_upstream_rug_pull import _reviewed
+from .test_614_proxy_changed_tool_refused_early import (
+    nothing_journaled_but_the_change,
+    refused_changed,
+)
 
 pytest.importorskip("mcp")
 
 SCRIPT = Path(poisoning_upstream.__file__)
 LATER = ("n2", "n3", "n4")
-
-
-def _assert_refused_changed(results: list[Any]) -> None:
-    for after in results:
-        assert after.isError
-        body = after.structuredContent or {}
-        said = " ".join(str(body).split())
-        assert body.get("status") == "refused", body
-        assert body.get("reason_codes") == ["tool_changed"], body
-        assert "retryable" not in body and "retry_after" not in body, body
-        assert "`save_note` changed since it was reviewed" in said, said
-
-
-def _assert_nothing_journaled_but_the_change(home: Path, pins: dict[str, str]) -> None:
-    with Runtime(home) as rt:
-        events = list(rt.journal.events())
-        assert rt.journal.verify().intact
-    of_later = [e for e in events if any(f"'{n}'" in str(e.payload) or f'"{n}"' in
-                                         str(e.payload) for n in LATER)]
-    assert of_later == [], [(e.kind, e.run_id) for e in of_later]
-    kinds = [e.kind for e in events]
-    assert not [k for k in kinds if k.startswith("human_task")], kinds
-    changes = [e for e in events if e.kind == "tools.changed"]
-    assert len(changes) == 1, changes  # once per change, not per call
-    assert changes[0].payload["tool"] == "save_note", changes[0].payload
-    assert changes[0].payload["pin"] == pins["save_note"], changes[0].payload
 
 
 def test_a_tool_changed_and_told_over_http_is_refused_early(tmp_path: Path) -> None:
@@ -82,10 +58,10 @@ def test_a_tool_changed_and_told_over_http_is_refused_early(tmp_path: Path) -> N
 
     through_http_proxy(home, contracts, state, scenario, SCRIPT)
 
-    _assert_refused_changed(seen["after"])
+    refused_changed(seen["after"])
     assert [(c["tool"], c.get("id")) for c in calls(state)] == [
         ("save_note", "n1"), ("arm", None), ("arm", None)]
-    _assert_nothing_journaled_but_the_change(home, pins)
+    nothing_journaled_but_the_change(home, pins, LATER)
 
 
 def test_a_tool_changed_while_the_http_upstream_was_away_is_refused(tmp_path: Path) -> None:
@@ -112,6 +88,6 @@ def test_a_tool_changed_while_the_http_upstream_was_away_is_refused(tmp_path: Pa
 
     through_http_proxy(home, contracts, state, scenario, SCRIPT)
 
-    _assert_refused_changed(seen["after"])
+    refused_changed(seen["after"])
     assert [c.get("id") for c in calls(state) if c["tool"] == "save_note"] == ["n1"]
-    _assert_nothing_journaled_but_the_change(home, pins)
+    nothing_journaled_but_the_change(home, pins, LATER)

@@ -62,6 +62,20 @@ def lineage_runtime(home: Path, *, config: RuntimeConfig | None = None) -> Runti
     return rt
 
 
+def register_mail_reader(rt: Runtime, answer: Callable[[], Any],
+                         output_model: type[BaseModel] = Free) -> None:
+    """The untrusted ``read_email`` tool in ``rt`` (a read, natural key), answering
+    ``answer()``: what an injection arrives by in these tests."""
+    from cradle_kg.records import IdempotencyClass, SideEffectClass
+    from cradle_kg.tools import ToolSpec
+
+    rt.register_tool(ToolSpec(id="read_email", version="1", input_model=NoArgs,
+                              output_model=output_model,
+                              side_effect_class=SideEffectClass.READ_ONLY,
+                              idempotency=IdempotencyClass.NATURAL, output_trust="untrusted"),
+                     lambda call: answer())
+
+
 def verified(evidence: Callable[[], dict[str, Any]]) -> Callable[[VerifyRequest],
                                                                 VerifierReport]:
     """A verifier whose both checks verify, with ``evidence()`` as its evidence."""
@@ -93,17 +107,12 @@ def act_after_email(home: Path, *, email: str, request: str, spec: Any, args: di
     """The person's ``request`` recorded, an untrusted e-mail saying ``email`` read, then the
     tool of ``spec`` (its verifier named ``ok``) proposed with ``args`` on ``target``: its
     outcome, the lineage of its ``argument``, and the calls the tool received."""
-    from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
-    from cradle_kg.tools import ToolSpec
+    from cradle_kg.records import OutcomeStatus
 
     rt = lineage_runtime(home)
     done: list[dict[str, Any]] = []
     try:
-        rt.register_tool(ToolSpec(id="read_email", version="1", input_model=NoArgs,
-                                  output_model=Free, side_effect_class=SideEffectClass.READ_ONLY,
-                                  idempotency=IdempotencyClass.NATURAL,
-                                  output_trust="untrusted"),
-                         lambda call: Free(result={"body": email}))
+        register_mail_reader(rt, lambda: Free(result={"body": email}))
         rt.register_tool(spec, lambda call: done.append(call.arguments.model_dump())
                          or Free(result="ok"))
         rt.register_verifier("ok", verified(lambda: {"calls": len(done)}))

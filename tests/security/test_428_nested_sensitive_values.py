@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
 from cradle_kg.tools import ToolSpec
 
-from ..lineage.kit import Free, NoArgs, lineage_runtime, submit, verified
+from ..lineage.kit import Free, lineage_runtime, register_mail_reader, submit, verified
 from .test_118_unindexed_answer_parts import Answer
 from .test_123_respelled_values import REQUEST, _waits
 
@@ -47,12 +47,7 @@ def _pay(home: Path, recipient: Any, request: str = REQUEST) -> tuple[Any, list[
     rt = lineage_runtime(home)
     sent: list[int] = []
     try:
-        rt.register_tool(ToolSpec(id="read_email", version="1", input_model=NoArgs,
-                                  output_model=Answer,
-                                  side_effect_class=SideEffectClass.READ_ONLY,
-                                  idempotency=IdempotencyClass.NATURAL,
-                                  output_trust="untrusted"),
-                         lambda call: {"result": MAIL})
+        register_mail_reader(rt, lambda: {"result": MAIL}, Answer)
         rt.register_tool(ToolSpec(
             id="send_money", version="1", input_model=NestedMoney, output_model=Free,
             side_effect_class=SideEffectClass.REVERSIBLE, idempotency=IdempotencyClass.NONE,

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from cradle_kg.records import IdempotencyClass, OutcomeStatus, SideEffectClass
 from cradle_kg.tools import ToolSpec
 
-from ..lineage.kit import Free, NoArgs, lineage_runtime, submit, verified
+from ..lineage.kit import Free, lineage_runtime, register_mail_reader, submit, verified
 from .test_118_unindexed_answer_parts import Answer
 
 REQUEST = "Please pay my landlord 100 and write to him; his details are in my inbox."
@@ -51,12 +51,7 @@ def _act(home: Path, mail: str, tool: str, args: dict[str, Any],
     rt = lineage_runtime(home)
     done: list[int] = []
     try:
-        rt.register_tool(ToolSpec(id="read_email", version="1", input_model=NoArgs,
-                                  output_model=Answer,
-                                  side_effect_class=SideEffectClass.READ_ONLY,
-                                  idempotency=IdempotencyClass.NATURAL,
-                                  output_trust="untrusted"),
-                         lambda call: {"result": mail})
+        register_mail_reader(rt, lambda: {"result": mail}, Answer)
         for tool_id, model, sensitive in (("uk_pay", UkPayment, ("sort_code", "account_number")),
                                           ("send_mail", Mail, ("user", "domain"))):
             rt.register_tool(ToolSpec(
